@@ -1,0 +1,35 @@
+# `make test` and `make dev` each work from nothing on a fresh Debian machine:
+# they make the venv, install the requirements, and find or start a database.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
+
+.PHONY: test dev bench lint clean db-url
+
+$(BIN)/python:
+	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
+	  echo "python3-venv is missing; installing it (needs root)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv python3-pip && \
+	  $(PYTHON) -m venv $(VENV); }
+
+$(STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt
+	@rm -f $(VENV)/.installed-* && touch $@
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+dev: $(STAMP)
+	$(BIN)/python -m chalicelib dev
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+db-url: $(STAMP)
+	@$(BIN)/python -m tests.support.mariadb url
+
+clean:
+	-$(BIN)/python -m tests.support.mariadb stop
+	rm -rf $(VENV) .local .pytest_cache

@@ -1,0 +1,82 @@
+"""Settings from the environment, validated once (SPEC §9).
+
+A bad value fails loudly at start-up with the setting's name, rather than as a
+strange error deep inside a tick.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+class ConfigError(ValueError):
+    """A setting is missing or malformed."""
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _channel(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "log").strip() or "log"
+    if value != "log" and not value.startswith(("sns:", "webhook:")):
+        raise ConfigError(f"{name} must be 'log', 'sns:<arn>' or 'webhook:<url>', got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_url: str | None = None
+    db_secret_arn: str | None = None
+    tick_seconds: int = 15
+    step_lease_seconds: int = 120
+    step_max_attempts: int = 3
+    step_retry_seconds: int = 30
+    tick_concurrency: int = 8
+    game_bridge_url: str | None = None
+    game_bridge_secret: str | None = field(default=None, repr=False)
+    game_bridge_secret_arn: str | None = None
+    jwt_secret: str | None = field(default=None, repr=False)
+    jwt_jwks_url: str | None = None
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    cue_channel: str = "log"
+    announce_channel: str = "log"
+    cors_origin: str = "*"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if env is None else env
+        settings = cls(
+            db_url=env.get("EVENTS_DB_URL") or None,
+            db_secret_arn=env.get("EVENTS_DB_SECRET_ARN") or None,
+            tick_seconds=_positive_int(env, "EVENT_TICK_SECONDS", 15),
+            step_lease_seconds=_positive_int(env, "EVENT_STEP_LEASE_SECONDS", 120),
+            step_max_attempts=_positive_int(env, "EVENT_STEP_MAX_ATTEMPTS", 3),
+            step_retry_seconds=_positive_int(env, "EVENT_STEP_RETRY_SECONDS", 30),
+            tick_concurrency=_positive_int(env, "EVENT_TICK_CONCURRENCY", 8),
+            game_bridge_url=(env.get("GAME_BRIDGE_URL") or "").rstrip("/") or None,
+            game_bridge_secret=env.get("GAME_BRIDGE_SECRET") or None,
+            game_bridge_secret_arn=env.get("GAME_BRIDGE_SECRET_ARN") or None,
+            jwt_secret=env.get("EVENTS_JWT_SECRET") or None,
+            jwt_jwks_url=env.get("EVENTS_JWT_JWKS_URL") or None,
+            jwt_issuer=env.get("EVENTS_JWT_ISSUER") or None,
+            jwt_audience=env.get("EVENTS_JWT_AUDIENCE") or None,
+            cue_channel=_channel(env, "CUE_CHANNEL"),
+            announce_channel=_channel(env, "ANNOUNCE_CHANNEL"),
+            cors_origin=env.get("EVENTS_CORS_ORIGIN", "*").strip() or "*",
+        )
+        if settings.jwt_secret and settings.jwt_jwks_url:
+            raise ConfigError("set EVENTS_JWT_SECRET (HS256) or EVENTS_JWT_JWKS_URL (RS256), not both")
+        return settings

@@ -1,0 +1,86 @@
+"""What a step may do: action ids, their versions and params schemas.
+
+`core.*` actions run inside the engine and are listed here one by one. Every
+other id of the form `module.name` is dispatched to the game bridge, whose
+params the game side validates; the engine only requires an object.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MODULE_ACTION_ID = re.compile(r"^[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}$")
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    id: str
+    description: str
+    params_schema: dict
+    versions: tuple[int, ...] = (1,)
+    core: bool = True
+    outcomes: tuple[str, ...] = field(default=("done",))
+
+    def public(self) -> dict:
+        return {
+            "id": self.id,
+            "description": self.description,
+            "core": self.core,
+            "versions": list(self.versions),
+            "params_schema": self.params_schema,
+            "outcomes": list(self.outcomes),
+        }
+
+
+def _object(properties: dict, required: list[str]) -> dict:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+CORE_ACTIONS: dict[str, ActionSpec] = {
+    spec.id: spec
+    for spec in (
+        ActionSpec(
+            "core.wait",
+            "Hold the next step of the phase for a number of seconds.",
+            _object({"seconds": {"type": "integer", "minimum": 0, "maximum": 7 * 24 * 3600}}, ["seconds"]),
+            outcomes=("done",),
+        ),
+        ActionSpec(
+            "core.cue",
+            "Post an instruction to the game masters' channel and wait for a person to confirm or skip it.",
+            _object({"instruction": {"type": "string", "minLength": 1, "maxLength": 2000}}, ["instruction"]),
+            outcomes=("parked",),
+        ),
+        ActionSpec(
+            "core.announce",
+            "Post a message to the announcement channel.",
+            _object({"message": {"type": "string", "minLength": 1, "maxLength": 2000}}, ["message"]),
+            outcomes=("done", "retry", "failed"),
+        ),
+    )
+}
+
+MODULE_ACTION = ActionSpec(
+    "module.action",
+    "Any other `module.name`: a signed POST to the game bridge; the game side validates params.",
+    {"type": "object"},
+    versions=(),
+    core=False,
+    outcomes=("done", "retry", "refused", "failed"),
+)
+
+
+def lookup(action_id: str) -> ActionSpec | None:
+    """The spec for an action id, or None if no step may use it."""
+    if not isinstance(action_id, str):
+        return None
+    if action_id in CORE_ACTIONS:
+        return CORE_ACTIONS[action_id]
+    if action_id.startswith("core.") or not MODULE_ACTION_ID.match(action_id):
+        return None
+    return MODULE_ACTION
+
+
+def catalogue() -> list[dict]:
+    return [spec.public() for spec in (*CORE_ACTIONS.values(), MODULE_ACTION)]

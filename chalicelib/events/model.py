@@ -1,0 +1,252 @@
+"""The engine's vocabulary: statuses, typed rows, and the error hierarchy."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+MAX_NOTE = 500
+
+
+class RunStatus(str, Enum):
+    SCHEDULED = "scheduled"  # waiting for scheduled_for
+    STARTING = "starting"  # due and taken; its first phase not yet materialised
+    RUNNING = "running"  # working through current_phase
+    PAUSED = "paused"  # stopped by a person or an on_failure of pause
+    ENDING = "ending"  # draining the ending steps; never pauses
+    COMPLETED = "completed"  # everything ran (health says how well)
+    CANCELLED = "cancelled"  # a person called it off
+    FAILED = "failed"  # an on_failure of abort_run
+    MISSED = "missed"  # first seen after its grace window
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_RUN
+
+
+TERMINAL_RUN = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED})
+# Statuses in which the runner may claim a run's steps.
+RUNNABLE = (RunStatus.STARTING, RunStatus.RUNNING, RunStatus.ENDING)
+# Statuses a tick picks up.
+DUE = (RunStatus.SCHEDULED, *RUNNABLE)
+
+
+class StepStatus(str, Enum):
+    PENDING = "pending"  # waiting its turn (and its due_at)
+    RUNNING = "running"  # claimed (lease set) or parked (lease NULL)
+    DONE = "done"  # succeeded, or a person confirmed it
+    FAILED = "failed"  # failed, or gave up at the attempt ceiling
+    REFUSED = "refused"  # the module understood and declined
+    SKIPPED = "skipped"  # a person decided against it
+    CANCELLED = "cancelled"  # its run was cancelled or aborted
+
+    @property
+    def terminal(self) -> bool:
+        return self not in (StepStatus.PENDING, StepStatus.RUNNING)
+
+
+OPEN_STEP = (StepStatus.PENDING, StepStatus.RUNNING)
+# What a claimer may finish a step as; skipped and cancelled are decisions of people.
+RUNNER_FINISHES = (StepStatus.DONE, StepStatus.FAILED, StepStatus.REFUSED)
+
+
+class Health(str, Enum):
+    OK = "ok"
+    DEGRADED = "degraded"  # something already went wrong; never goes back
+
+
+class OnFailure(str, Enum):
+    PAUSE = "pause"  # run paused, last_error set, health degraded
+    SKIP = "skip"  # health degraded, the phase moves on
+    ABORT_RUN = "abort_run"  # pending steps cancelled, run failed
+
+
+# ── errors, turned into HTTP in one place (api) ─────────────────────────────
+class EngineError(Exception):
+    http_status = 500
+
+    def __init__(self, *messages: str):
+        super().__init__("; ".join(messages))
+        self.messages = list(messages)
+
+
+class Invalid(EngineError, ValueError):
+    http_status = 400
+
+
+class NotFound(EngineError):
+    http_status = 404
+
+
+class Conflict(EngineError):
+    http_status = 409
+
+
+# ── helpers ────────────────────────────────────────────────────────────────
+def clean_note(raw: Any) -> str | None:
+    """A reason or note as kept: trimmed, at most 500 characters, empty -> None."""
+    text = raw.strip() if isinstance(raw, str) else ""
+    return text[:MAX_NOTE] or None
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%S.%fZ").replace(".000000Z", "Z")
+
+
+def _json(raw: Any, default: Any) -> Any:
+    if raw is None:
+        return default
+    return json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+
+
+def _public(obj: Any) -> dict:
+    return {k: iso(v) if isinstance(v, datetime) else (v.value if isinstance(v, Enum) else v) for k, v in asdict(obj).items()}
+
+
+# ── rows ───────────────────────────────────────────────────────────────────
+@dataclass(frozen=True)
+class StepSpec:
+    """One authored step, as materialised into a phase."""
+
+    action_id: str
+    params: dict = field(default_factory=dict)
+    action_version: int = 1
+    on_failure: OnFailure = OnFailure.PAUSE
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    definition_id: int
+    definition_version: int
+    occurrence_key: str
+    status: RunStatus
+    scheduled_for: datetime
+    grace_seconds: int
+    current_phase: int | None
+    health: Health
+    last_error: str | None
+    claimed_by: str | None
+    claim_expires_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Run":
+        return cls(
+            **{**row, "status": RunStatus(row["status"]), "health": Health(row["health"])}
+        )
+
+    def public(self) -> dict:
+        data = _public(self)
+        del data["claimed_by"]
+        return data
+
+
+@dataclass(frozen=True)
+class Step:
+    id: int
+    run_id: int
+    phase: int
+    seq: int
+    action_id: str
+    params: dict
+    action_version: int
+    on_failure: OnFailure
+    idempotency_key: str
+    status: StepStatus
+    attempts: int
+    claimed_by: str | None
+    claim_expires_at: datetime | None
+    due_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    last_error: str | None
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Step":
+        return cls(
+            **{
+                **row,
+                "params": _json(row["params"], {}),
+                "status": StepStatus(row["status"]),
+                "on_failure": OnFailure(row["on_failure"]),
+            }
+        )
+
+    @property
+    def parked(self) -> bool:
+        return self.status is StepStatus.RUNNING and self.claim_expires_at is None
+
+    def public(self) -> dict:
+        data = _public(self)
+        del data["claimed_by"]
+        data["parked"] = self.parked
+        return data
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Proof of one claim of one step: the fence every later write of the claimer matches."""
+
+    step_id: int
+    token: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    id: int
+    run_id: int
+    step_id: int | None
+    kind: str
+    phase: int | None
+    detail: dict | None
+    actor: str | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict) -> "LogEntry":
+        return cls(**{**row, "detail": _json(row["detail"], None)})
+
+    def public(self) -> dict:
+        return _public(self)
+
+
+@dataclass(frozen=True)
+class Definition:
+    id: int
+    name: str
+    current_version: int
+    schedule_cron: str | None
+    created_by: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Definition":
+        return cls(**row)
+
+    def public(self) -> dict:
+        return _public(self)
+
+
+@dataclass(frozen=True)
+class DefinitionVersion:
+    definition_id: int
+    version: int
+    document: dict
+    created_by: str | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict) -> "DefinitionVersion":
+        return cls(**{**row, "document": _json(row["document"], {})})
+
+    def public(self) -> dict:
+        return _public(self)

@@ -1,0 +1,68 @@
+"""event_run_log: the shared record of every change of state.
+
+Rows are appended through the same `Tx` as the change they record, so the two
+commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterable
+
+from ...db import Tx
+from ..model import LogEntry
+
+COLUMNS = "id, run_id, step_id, kind, phase, detail, actor, created_at"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A log row about to be written."""
+
+    run_id: int
+    kind: str
+    step_id: int | None = None
+    phase: int | None = None
+    detail: dict | None = None
+    actor: str | None = None
+
+
+def _values(entry: Entry, now: datetime) -> tuple:
+    if not entry.kind:
+        raise ValueError("a log row needs a kind")
+    detail = None if entry.detail is None else json.dumps(entry.detail, default=str)
+    return (entry.run_id, entry.step_id, entry.kind, entry.phase, detail, entry.actor, now)
+
+
+def append(tx: Tx, entry: Entry, now: datetime) -> int:
+    tx.execute(
+        """INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, actor, created_at)
+           VALUES (%s, %s, %s, %s, %s, %s, %s)""",
+        _values(entry, now),
+    )
+    return tx.last_insert_id
+
+
+def append_many(tx: Tx, entries: Iterable[Entry], now: datetime) -> int:
+    """Many rows in one multi-row INSERT."""
+    rows = [_values(e, now) for e in entries]
+    if not rows:
+        return 0
+    return tx.executemany(
+        """INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, actor, created_at)
+           VALUES (%s, %s, %s, %s, %s, %s, %s)""",
+        rows,
+    )
+
+
+def after(tx: Tx, run_id: int, after_id: int = 0, limit: int = 200) -> list[LogEntry]:
+    """The run's rows with id > after_id, oldest first: what a console tails."""
+    if not 1 <= limit <= 1000:
+        raise ValueError(f"limit must be between 1 and 1000, got {limit}")
+    rows = tx.all(
+        f"SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND id > %s ORDER BY id LIMIT %s",
+        (run_id, after_id, limit),
+    )
+    return [LogEntry.from_row(r) for r in rows]

@@ -1,0 +1,192 @@
+"""event_runs: occurrences, their guarded transitions, and the run lease."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Iterable
+
+from ...db import Tx
+from ..model import DUE, MAX_NOTE, TERMINAL_RUN, Run, RunStatus
+
+COLUMNS = (
+    "id, definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds,"
+    " current_phase, health, last_error, claimed_by, claim_expires_at, started_at, finished_at,"
+    " created_at, updated_at"
+)
+_DUE_SQL = ", ".join(f"'{s.value}'" for s in DUE)
+_UNSET = object()
+
+
+def occurrence_key(definition_id: int, scheduled_for: datetime) -> str:
+    """One occurrence of one definition: whoever plans it, the same key."""
+    return f"{definition_id}@{scheduled_for:%Y-%m-%dT%H:%M:%S.%f}"
+
+
+# ── reads ──────────────────────────────────────────────────────────────────
+def get(tx: Tx, run_id: int, *, for_update: bool = False) -> Run | None:
+    """The run; `for_update` locks it so a control reads the status it will act on."""
+    lock = " FOR UPDATE" if for_update else ""
+    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE id = %s{lock}", (run_id,))
+    return Run.from_row(row) if row else None
+
+
+def list_page(
+    tx: Tx,
+    *,
+    status: RunStatus | None = None,
+    definition_id: int | None = None,
+    limit: int = 50,
+    before_id: int | None = None,
+) -> tuple[list[Run], int | None]:
+    """Runs newest first, keyset-paginated: returns the page and the next cursor (or None)."""
+    if not 1 <= limit <= 500:
+        raise ValueError(f"limit must be between 1 and 500, got {limit}")
+    where, args = [], []
+    if status is not None:
+        where.append("status = %s")
+        args.append(RunStatus(status).value)
+    if definition_id is not None:
+        where.append("definition_id = %s")
+        args.append(definition_id)
+    if before_id is not None:
+        where.append("id < %s")
+        args.append(before_id)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs {clause} ORDER BY id DESC LIMIT %s", (*args, limit + 1))
+    page = [Run.from_row(r) for r in rows[:limit]]
+    return page, (page[-1].id if len(rows) > limit else None)
+
+
+def find_due(tx: Tx, now: datetime, limit: int) -> list[Run]:
+    """Runs a tick should look at: scheduled and due, or in flight, and not held by a live run lease."""
+    rows = tx.all(
+        f"""SELECT {COLUMNS} FROM event_runs
+             WHERE status IN ({_DUE_SQL}) AND scheduled_for <= %s
+               AND (claim_expires_at IS NULL OR claim_expires_at < %s)
+             ORDER BY scheduled_for, id LIMIT %s""",
+        (now, now, limit),
+    )
+    return [Run.from_row(r) for r in rows]
+
+
+# ── writes ─────────────────────────────────────────────────────────────────
+def schedule(
+    tx: Tx,
+    *,
+    definition_id: int,
+    definition_version: int,
+    scheduled_for: datetime,
+    grace_seconds: int,
+    now: datetime,
+) -> tuple[Run, bool]:
+    """Create the run for one occurrence, or find the one already there.
+
+    Returns (run, created). INSERT IGNORE on the occurrence key, so two planners
+    (overlapping ticks, a double-clicked button) end with one run.
+    """
+    if isinstance(grace_seconds, bool) or not isinstance(grace_seconds, int) or grace_seconds < 0:
+        raise ValueError(f"grace_seconds must be a non-negative whole number, got {grace_seconds!r}")
+    key = occurrence_key(definition_id, scheduled_for)
+    created = tx.execute(
+        """INSERT IGNORE INTO event_runs
+             (definition_id, definition_version, occurrence_key, status, scheduled_for,
+              grace_seconds, health, created_at, updated_at)
+           VALUES (%s, %s, %s, 'scheduled', %s, %s, 'ok', %s, %s)""",
+        (definition_id, definition_version, key, scheduled_for, grace_seconds, now, now),
+    )
+    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s", (key,))
+    return Run.from_row(row), created == 1
+
+
+def transition(
+    tx: Tx,
+    run_id: int,
+    from_statuses: Iterable[RunStatus],
+    to: RunStatus,
+    now: datetime,
+    *,
+    clear_claim: bool = False,
+    last_error: str | None | object = _UNSET,
+    current_phase: int | None = None,
+    degrade: bool = False,
+) -> bool:
+    """Move a run from one of `from_statuses` to `to`; False if it was in none of them.
+
+    `current_phase` may only be written by a transition into running (start and
+    each phase advance), so "where does resume go back to" can be derived from it.
+    Health only ever degrades.
+    """
+    to = RunStatus(to)
+    sources = [RunStatus(s).value for s in from_statuses]
+    if not sources:
+        raise ValueError("a transition needs at least one source status")
+    if current_phase is not None and to is not RunStatus.RUNNING:
+        raise ValueError("current_phase is written only by a transition into running")
+    if current_phase is not None and (isinstance(current_phase, bool) or not isinstance(current_phase, int) or current_phase < 1):
+        raise ValueError(f"phases are numbered from 1, got {current_phase!r}")
+    sets = ["status = %s", "updated_at = %s"]
+    args: list = [to.value, now]
+    if to is RunStatus.STARTING:
+        sets.append("started_at = COALESCE(started_at, %s)")
+        args.append(now)
+    if to in TERMINAL_RUN:
+        sets.append("finished_at = %s")
+        args.append(now)
+    if clear_claim or to in TERMINAL_RUN:
+        sets.append("claimed_by = NULL, claim_expires_at = NULL")
+    if last_error is not _UNSET:
+        sets.append("last_error = %s")
+        args.append(None if last_error is None else str(last_error)[:MAX_NOTE])
+    if current_phase is not None:
+        sets.append("current_phase = %s")
+        args.append(current_phase)
+    if degrade:
+        sets.append("health = 'degraded'")
+    marks = ", ".join(["%s"] * len(sources))
+    return (
+        tx.execute(
+            f"UPDATE event_runs SET {', '.join(sets)} WHERE id = %s AND status IN ({marks})",
+            (*args, run_id, *sources),
+        )
+        == 1
+    )
+
+
+def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> bool:
+    """Mark a run's health degraded (a skipped failure, a failed ending step)."""
+    return (
+        tx.execute(
+            """UPDATE event_runs SET health = 'degraded', updated_at = %s,
+                      last_error = COALESCE(%s, last_error)
+                WHERE id = %s""",
+            (now, None if error is None else str(error)[:MAX_NOTE], run_id),
+        )
+        == 1
+    )
+
+
+def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) -> bool:
+    """Take a run for one tick worker: compare-and-set on a free or expired run lease."""
+    if lease_seconds <= 0:
+        raise ValueError(f"lease_seconds must be positive, got {lease_seconds!r}")
+    return (
+        tx.execute(
+            f"""UPDATE event_runs SET claimed_by = %s, claim_expires_at = %s
+                 WHERE id = %s AND status IN ({_DUE_SQL})
+                   AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",
+            (token, now + timedelta(seconds=lease_seconds), run_id, now),
+        )
+        == 1
+    )
+
+
+def release(tx: Tx, run_id: int, token: str) -> bool:
+    """Give the run lease back; a no-op if it was cleared (pause) or taken over meanwhile."""
+    return (
+        tx.execute(
+            "UPDATE event_runs SET claimed_by = NULL, claim_expires_at = NULL WHERE id = %s AND claimed_by = %s",
+            (run_id, token),
+        )
+        == 1
+    )
+

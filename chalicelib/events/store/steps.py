@@ -1,0 +1,381 @@
+"""event_run_steps: every statement, each guarded by its own WHERE clause.
+
+Two rules govern the writes here:
+
+1. `attempts` is raised by `claim` and by nothing else; no sweep ever lowers it
+   (a sweep that reset it once made the attempt ceiling unreachable and a row
+   cycle for ever). Only `requeue`, a named person's decision, sets it to 0.
+2. A *parked* step is `running` with a NULL lease: in flight, held by nobody.
+   Nothing treats a NULL lease as stale, so a cue can wait overnight.
+
+The claimer's later writes (park, reschedule, finish) are fenced on the claim's
+token and attempt: a process that outlived its lease, whose step was reclaimed
+and claimed again elsewhere, changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Sequence
+
+from ...db import Tx
+from ..model import (
+    MAX_NOTE,
+    RUNNABLE,
+    RUNNER_FINISHES,
+    Claim,
+    OnFailure,
+    Step,
+    StepSpec,
+    StepStatus,
+)
+
+COLUMNS = (
+    "id, run_id, phase, seq, action_id, params, action_version, on_failure, idempotency_key,"
+    " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error"
+)
+GAVE_UP = "gave up after repeated interruptions"
+_RUNNABLE_SQL = ", ".join(f"'{s.value}'" for s in RUNNABLE)
+
+
+def _note(text: str | None) -> str | None:
+    return None if text is None else str(text)[:MAX_NOTE]
+
+
+def _check_seconds(seconds: float, what: str) -> None:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        raise ValueError(f"{what} must be a non-negative number of seconds, got {seconds!r}")
+
+
+# ── reads ──────────────────────────────────────────────────────────────────
+def get(tx: Tx, step_id: int) -> Step | None:
+    row = tx.one(f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s", (step_id,))
+    return Step.from_row(row) if row else None
+
+
+def get_on_run(tx: Tx, run_id: int, step_id: int) -> Step | None:
+    """A step of *this* run only: a step id from a URL under another run is not found."""
+    row = tx.one(
+        f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s AND run_id = %s", (step_id, run_id)
+    )
+    return Step.from_row(row) if row else None
+
+
+def list_for_run(tx: Tx, run_id: int) -> list[Step]:
+    rows = tx.all(
+        f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s ORDER BY phase, seq", (run_id,)
+    )
+    return [Step.from_row(r) for r in rows]
+
+
+def list_for_phase(tx: Tx, run_id: int, phase: int) -> list[Step]:
+    rows = tx.all(
+        f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s AND phase = %s ORDER BY seq",
+        (run_id, phase),
+    )
+    return [Step.from_row(r) for r in rows]
+
+
+def open_steps(tx: Tx, run_id: int, phase: int, limit: int = 1000) -> list[Step]:
+    """The phase's pending and running steps, lowest seq first.
+
+    Steps within a phase are strictly serial, so the first of these is the only
+    one the runner may work on; a running or parked first step means the phase
+    is occupied, not finished. The runner reads the list once per phase and
+    works down it, because its claim re-checks everything in its WHERE clause.
+    """
+    rows = tx.all(
+        f"""SELECT {COLUMNS} FROM event_run_steps
+             WHERE run_id = %s AND phase = %s AND status IN ('pending', 'running')
+             ORDER BY seq LIMIT %s""",
+        (run_id, phase, limit),
+    )
+    return [Step.from_row(r) for r in rows]
+
+
+def next_open_step(tx: Tx, run_id: int, phase: int) -> Step | None:
+    """The lowest-seq pending or running step of the phase, or None."""
+    first = open_steps(tx, run_id, phase, limit=1)
+    return first[0] if first else None
+
+
+def last_started_seq(tx: Tx, run_id: int, phase: int) -> int | None:
+    """The furthest seq the phase reached (highest not-pending step), or None.
+
+    Retry uses it: only the step a paused phase is stopped at may be re-queued.
+    "The lowest unsettled step" would be wrong: a failed-and-skipped step lies
+    behind the runner's cursor, and re-queueing it would strand it pending.
+    """
+    row = tx.one(
+        """SELECT MAX(seq) AS seq FROM event_run_steps
+            WHERE run_id = %s AND phase = %s AND status <> 'pending'""",
+        (run_id, phase),
+    )
+    return None if row is None or row["seq"] is None else int(row["seq"])
+
+
+def status_counts(tx: Tx, run_id: int) -> dict[str, int]:
+    rows = tx.all(
+        "SELECT status, COUNT(*) AS n FROM event_run_steps WHERE run_id = %s GROUP BY status",
+        (run_id,),
+    )
+    return {r["status"]: int(r["n"]) for r in rows}
+
+
+# ── materialising ──────────────────────────────────────────────────────────
+def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]) -> list[Step]:
+    """Insert a phase's steps in authored order; return the phase as it stands.
+
+    Three statements whatever the number of steps: one multi-row INSERT IGNORE
+    against UNIQUE (run_id, phase, seq), so a tick that overran into the next
+    cannot double-materialise; one UPDATE that stamps the idempotency key of
+    every new row from its own id, computed in SQL; one SELECT. The key is
+    stamped only where it is still empty, so a key a dispatch has already sent
+    is never overwritten.
+    """
+    if not specs:
+        raise ValueError("a phase needs at least one step")
+    rows = []
+    for seq, spec in enumerate(specs):
+        if not isinstance(spec.params, dict):
+            raise ValueError(f"step {seq}: params must be an object, got {type(spec.params).__name__}")
+        on_failure = OnFailure(spec.on_failure).value
+        rows.append(
+            (run_id, phase, seq, spec.action_id, json.dumps(spec.params), int(spec.action_version), on_failure)
+        )
+    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(rows))
+    tx.execute(
+        f"""INSERT IGNORE INTO event_run_steps
+              (run_id, phase, seq, action_id, params, action_version, on_failure)
+            VALUES {placeholders}""",
+        [value for row in rows for value in row],
+    )
+    tx.execute(
+        """UPDATE event_run_steps
+              SET idempotency_key = LEFT(SHA2(CONCAT(run_id, '|', id), 256), 40)
+            WHERE run_id = %s AND phase = %s AND idempotency_key = ''""",
+        (run_id, phase),
+    )
+    return list_for_phase(tx, run_id, phase)
+
+
+# ── the claimer's statements ───────────────────────────────────────────────
+def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | None:
+    """`pending -> running` with a fresh lease and token; None if the claim lost.
+
+    One statement decides everything: the step is still pending at the attempt
+    count the caller saw, it is due, and its run is still runnable (so a pause
+    pressed mid-tick stops the next claim). `started_at` keeps the first attempt.
+    """
+    _check_seconds(lease_seconds, "lease")
+    token = uuid.uuid4().hex
+    changed = tx.execute(
+        f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+               SET s.status = 'running', s.attempts = s.attempts + 1,
+                   s.claimed_by = %s, s.claim_expires_at = %s,
+                   s.started_at = COALESCE(s.started_at, %s)
+             WHERE s.id = %s AND s.status = 'pending' AND s.attempts = %s
+               AND (s.due_at IS NULL OR s.due_at <= %s)
+               AND s.idempotency_key <> ''
+               AND r.status IN ({_RUNNABLE_SQL})""",
+        (token, now + timedelta(seconds=lease_seconds), now, step.id, step.attempts, now),
+    )
+    return Claim(step.id, token, step.attempts + 1) if changed == 1 else None
+
+
+_FENCE = "id = %s AND status = 'running' AND claimed_by = %s AND attempts = %s"
+
+
+def park(tx: Tx, claim: Claim, note: str | None = None) -> bool:
+    """Leave the step running but held by nobody (lease NULL): a person finishes it."""
+    return (
+        tx.execute(
+            f"""UPDATE event_run_steps
+                   SET claim_expires_at = NULL, claimed_by = NULL, last_error = %s
+                 WHERE {_FENCE}""",
+            (_note(note), claim.step_id, claim.token, claim.attempt),
+        )
+        == 1
+    )
+
+
+def reschedule(tx: Tx, claim: Claim, due_at: datetime, error: str | None = None) -> bool:
+    """Back to pending for a later attempt; `attempts` stays as the claim left it.
+
+    The caller's backoff is flat: due_at is also the event's own clock, and a
+    doubling backoff would push a step far past the moment it was about.
+    """
+    return (
+        tx.execute(
+            f"""UPDATE event_run_steps
+                   SET status = 'pending', due_at = %s, claimed_by = NULL,
+                       claim_expires_at = NULL, last_error = %s
+                 WHERE {_FENCE}""",
+            (due_at, _note(error), claim.step_id, claim.token, claim.attempt),
+        )
+        == 1
+    )
+
+
+def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str | None = None) -> bool:
+    """A terminal outcome of the claimer's own attempt: done, failed or refused."""
+    status = StepStatus(status)
+    if status not in RUNNER_FINISHES:
+        raise ValueError(f"a claimer finishes a step as done, failed or refused, not {status.value}")
+    return (
+        tx.execute(
+            f"""UPDATE event_run_steps
+                   SET status = %s, last_error = %s, finished_at = %s,
+                       claimed_by = NULL, claim_expires_at = NULL
+                 WHERE {_FENCE}""",
+            (status.value, _note(error), now, claim.step_id, claim.token, claim.attempt),
+        )
+        == 1
+    )
+
+
+def hold_next(tx: Tx, run_id: int, phase: int, after_seq: int, due_at: datetime) -> bool:
+    """Delay the next pending step of the phase until `due_at` (what core.wait does).
+
+    Only ever moves a due_at later, so a re-dispatch of a wait whose answer was
+    lost cannot push the following step out a second time.
+    """
+    return (
+        tx.execute(
+            """UPDATE event_run_steps SET due_at = %s
+                WHERE run_id = %s AND phase = %s AND seq > %s AND status = 'pending'
+                  AND (due_at IS NULL OR due_at < %s)
+                ORDER BY seq LIMIT 1""",
+            (due_at, run_id, phase, after_seq, due_at),
+        )
+        == 1
+    )
+
+
+# ── the sweep ──────────────────────────────────────────────────────────────
+@dataclass(frozen=True)
+class Reclaimed:
+    gave_up: list[Step]  # now failed: their on_failure must be applied by the caller
+    requeued: list[Step]  # back to pending, attempts untouched
+
+
+def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) -> Reclaimed:
+    """Take back steps whose lease expired, in a transaction the caller owns.
+
+    Ceiling first: an expired step that used its last attempt becomes failed.
+    Then the rest go back to pending. The requeue also requires attempts below
+    the ceiling, so the order cannot matter even if someone reverses it. A NULL
+    lease (a parked step) is never stale, and attempts are never touched.
+    """
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
+    stale = """status = 'running' AND claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
+    gave_up = _sweep(
+        tx,
+        f"{stale} AND attempts >= %s",
+        (now, max_attempts),
+        "status = 'failed', finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
+        (now, GAVE_UP),
+        limit,
+    )
+    requeued = _sweep(
+        tx,
+        f"{stale} AND attempts < %s",
+        (now, max_attempts),
+        "status = 'pending', claimed_by = NULL, claim_expires_at = NULL",
+        (),
+        limit,
+    )
+    return Reclaimed(gave_up=gave_up, requeued=requeued)
+
+
+def _sweep(tx: Tx, where: str, where_args: tuple, assignments: str, set_args: tuple, limit: int) -> list[Step]:
+    # Lock the candidates (skipping rows another sweeper holds), then change exactly
+    # those under the same guard, then read them back for the caller's log rows.
+    ids = [
+        r["id"]
+        for r in tx.all(
+            f"SELECT id FROM event_run_steps WHERE {where} ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
+            (*where_args, limit),
+        )
+    ]
+    if not ids:
+        return []
+    marks = ", ".join(["%s"] * len(ids))
+    tx.execute(
+        f"UPDATE event_run_steps SET {assignments} WHERE id IN ({marks}) AND {where}",
+        (*set_args, *ids, *where_args),
+    )
+    return [
+        Step.from_row(r)
+        for r in tx.all(f"SELECT {COLUMNS} FROM event_run_steps WHERE id IN ({marks}) ORDER BY id", ids)
+    ]
+
+
+# ── the run's and the people's statements ─────────────────────────────────
+def cancel_pending(tx: Tx, run_id: int, now: datetime) -> int:
+    """Cancel the steps of a run that have not started (abort_run)."""
+    return tx.execute(
+        """UPDATE event_run_steps SET status = 'cancelled', finished_at = %s
+            WHERE run_id = %s AND status = 'pending'""",
+        (now, run_id),
+    )
+
+
+def cancel_open(tx: Tx, run_id: int, now: datetime) -> int:
+    """Cancel pending and parked steps of a cancelled run.
+
+    A step with a live lease is left alone: something is dispatching it, and
+    nothing can recall a command already sent. A parked cue is not a sent
+    command, and leaving it running would claim a cancelled run still waits.
+    """
+    return tx.execute(
+        """UPDATE event_run_steps SET status = 'cancelled', finished_at = %s, claimed_by = NULL
+            WHERE run_id = %s
+              AND (status = 'pending' OR (status = 'running' AND claim_expires_at IS NULL))""",
+        (now, run_id),
+    )
+
+
+def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None) -> bool:
+    """A person did what a parked step asked: it is done, with their note."""
+    return (
+        tx.execute(
+            """UPDATE event_run_steps
+                  SET status = 'done', finished_at = %s, claimed_by = NULL, last_error = %s
+                WHERE id = %s AND status = 'running' AND claim_expires_at IS NULL""",
+            (now, _note(note), step_id),
+        )
+        == 1
+    )
+
+
+def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None) -> bool:
+    """A person decided against a pending or parked step; a leased one cannot be recalled."""
+    return (
+        tx.execute(
+            """UPDATE event_run_steps
+                  SET status = 'skipped', finished_at = %s, claimed_by = NULL, last_error = %s
+                WHERE id = %s
+                  AND (status = 'pending' OR (status = 'running' AND claim_expires_at IS NULL))""",
+            (now, _note(reason), step_id),
+        )
+        == 1
+    )
+
+
+def requeue(tx: Tx, step_id: int) -> bool:
+    """A failed step back to pending with attempts 0: a named person's decision, never a sweep's."""
+    return (
+        tx.execute(
+            """UPDATE event_run_steps
+                  SET status = 'pending', attempts = 0, due_at = NULL, last_error = NULL,
+                      claimed_by = NULL, claim_expires_at = NULL, finished_at = NULL
+                WHERE id = %s AND status = 'failed'""",
+            (step_id,),
+        )
+        == 1
+    )

@@ -1,0 +1,72 @@
+"""Build definitions, runs and phases directly through the store, for tests."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from chalicelib.db import Database
+from chalicelib.events.model import Run, RunStatus, Step, StepSpec
+from chalicelib.events.store import definitions, runs, steps
+
+ANNOUNCE = {"action": "core.announce", "params": {"message": "hello"}}
+
+
+def document(phases: list[list[dict]] | None = None, ending: list[dict] | None = None, **extra) -> dict:
+    phases = phases if phases is not None else [[ANNOUNCE]]
+    return {
+        "name": extra.pop("name", "Test event"),
+        "grace_seconds": extra.pop("grace_seconds", 300),
+        "phases": [{"name": f"phase {i + 1}", "steps": p} for i, p in enumerate(phases)],
+        "ending": ending or [],
+        **extra,
+    }
+
+
+def make_definition(db: Database, now: datetime, doc: dict | None = None, actor: str = "tester"):
+    return db.transaction(lambda tx: definitions.create(tx, doc or document(), actor=actor, now=now))
+
+
+def make_run(
+    db: Database,
+    now: datetime,
+    *,
+    doc: dict | None = None,
+    status: RunStatus = RunStatus.SCHEDULED,
+    scheduled_for: datetime | None = None,
+    current_phase: int | None = None,
+) -> Run:
+    """A run of a fresh definition, forced into `status` (for store-level tests)."""
+    definition = make_definition(db, now, doc)
+
+    def work(tx):
+        run, _ = runs.schedule(
+            tx,
+            definition_id=definition.id,
+            definition_version=definition.current_version,
+            scheduled_for=scheduled_for or now,
+            grace_seconds=300,
+            now=now,
+        )
+        tx.execute(
+            "UPDATE event_runs SET status = %s, current_phase = %s WHERE id = %s",
+            (RunStatus(status).value, current_phase, run.id),
+        )
+        return runs.get(tx, run.id)
+
+    return db.transaction(work)
+
+
+def specs(*action_ids: str, on_failure: str = "pause") -> list[StepSpec]:
+    return [StepSpec(action_id=a, params={"n": i}, on_failure=on_failure) for i, a in enumerate(action_ids)]
+
+
+def materialise(db: Database, run: Run, phase: int, step_specs: list[StepSpec]) -> list[Step]:
+    return db.transaction(lambda tx: steps.materialise_phase(tx, run.id, phase, step_specs))
+
+
+def step(db: Database, step_id: int) -> Step:
+    return db.autocommit(lambda tx: steps.get(tx, step_id))
+
+
+def run_row(db: Database, run_id: int) -> Run:
+    return db.autocommit(lambda tx: runs.get(tx, run_id))

@@ -1,0 +1,70 @@
+import hashlib
+
+import pytest
+
+from chalicelib.events.model import StepSpec, StepStatus
+from chalicelib.events.store import steps
+from tests.support.counters import StatementMeter
+from tests.support.factory import make_run, materialise, specs
+
+
+def test_materialise_writes_steps_in_authored_order_as_pending(db, clock):
+    run = make_run(db, clock.now())
+    rows = materialise(db, run, 1, specs("core.announce", "core.wait", "world.spawn"))
+    assert [(s.phase, s.seq, s.action_id, s.status) for s in rows] == [
+        (1, 0, "core.announce", StepStatus.PENDING),
+        (1, 1, "core.wait", StepStatus.PENDING),
+        (1, 2, "world.spawn", StepStatus.PENDING),
+    ]
+    assert rows[1].params == {"n": 1}
+    assert all(s.attempts == 0 and s.due_at is None for s in rows)
+
+
+def test_idempotency_key_is_sha256_of_run_and_step_id(db, clock):
+    run = make_run(db, clock.now())
+    for s in materialise(db, run, 1, specs("a.b", "c.d", "e.f")):
+        assert s.idempotency_key == hashlib.sha256(f"{run.id}|{s.id}".encode()).hexdigest()[:40]
+
+
+def test_materialising_again_changes_nothing(db, clock):
+    run = make_run(db, clock.now())
+    first = materialise(db, run, 1, specs("a.b", "c.d"))
+    again = materialise(db, run, 1, specs("x.y", "z.w", "extra.step"))
+    assert [(s.id, s.action_id, s.idempotency_key) for s in again] == [
+        (s.id, s.action_id, s.idempotency_key) for s in first
+    ] + [(again[2].id, "extra.step", again[2].idempotency_key)]
+
+
+def test_an_existing_key_is_never_overwritten_and_a_missing_one_is_stamped(db, clock):
+    run = make_run(db, clock.now())
+    first, second = materialise(db, run, 1, specs("a.b", "c.d"))
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET idempotency_key = %s WHERE id = %s", ("k" * 40, first.id)))
+    # a crash between the INSERT and the stamp leaves an empty key behind
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET idempotency_key = '' WHERE id = %s", (second.id,)))
+    again = materialise(db, run, 1, specs("a.b", "c.d"))
+    assert again[0].idempotency_key == "k" * 40
+    assert again[1].idempotency_key == hashlib.sha256(f"{run.id}|{second.id}".encode()).hexdigest()[:40]
+
+
+@pytest.mark.parametrize("count", [1, 200])
+def test_materialise_costs_at_most_three_statements(db, clock, count):
+    run = make_run(db, clock.now())
+    with StatementMeter(db) as meter:
+        rows = materialise(db, run, 1, [StepSpec("a.b", {"i": i}) for i in range(count)])
+    assert len(rows) == count
+    assert meter.statements <= 3, meter.delta
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [StepSpec("a.b", params=["not", "a", "dict"])],
+        [StepSpec("a.b", on_failure="explode")],
+        [],
+    ],
+)
+def test_bad_phase_raises_value_error_and_writes_nothing(db, clock, bad):
+    run = make_run(db, clock.now())
+    with pytest.raises(ValueError):
+        materialise(db, run, 1, bad)
+    assert db.autocommit(lambda tx: steps.list_for_run(tx, run.id)) == []
