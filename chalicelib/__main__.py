@@ -6,23 +6,13 @@ import argparse
 import sys
 
 from .config import ConfigError, Settings
-from .db import ConnectionParams
-
-
-def _db_params(settings: Settings) -> ConnectionParams:
-    if settings.db_url:
-        return ConnectionParams.from_url(settings.db_url)
-    if settings.db_secret_arn:
-        from .secrets import database_params
-
-        return database_params(settings.db_secret_arn)
-    raise ConfigError("set EVENTS_DB_URL (mysql://user:pass@host:port/db) or EVENTS_DB_SECRET_ARN")
+from .runtime import db_params
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     from .migrate import migrate
 
-    applied = migrate(_db_params(settings))
+    applied = migrate(db_params(settings))
     print(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else "; schema is current"))
     return 0
 
