@@ -241,15 +241,21 @@ def hold_next(tx: Tx, run_id: int, phase: int, after_seq: int, due_at: datetime)
     """Delay the next pending step of the phase until `due_at` (what core.wait does).
 
     Only ever moves a due_at later, so a re-dispatch of a wait whose answer was
-    lost cannot push the following step out a second time.
+    lost cannot push the following step out a second time. The step is picked
+    first and the due_at guard applied to it: guarding inside the pick (as the
+    original's ORDER BY … LIMIT 1 did) makes a second dispatch skip the held
+    step and delay the one after it instead.
     """
     return (
         tx.execute(
             """UPDATE event_run_steps SET due_at = %s
-                WHERE run_id = %s AND phase = %s AND seq > %s AND status = 'pending'
+                WHERE run_id = %s AND phase = %s AND status = 'pending'
                   AND (due_at IS NULL OR due_at < %s)
-                ORDER BY seq LIMIT 1""",
-            (due_at, run_id, phase, after_seq, due_at),
+                  AND seq = (SELECT seq FROM (
+                        SELECT MIN(seq) AS seq FROM event_run_steps
+                         WHERE run_id = %s AND phase = %s AND seq > %s AND status = 'pending'
+                      ) AS next_pending)""",
+            (due_at, run_id, phase, due_at, run_id, phase, after_seq),
         )
         == 1
     )
