@@ -1,0 +1,42 @@
+"""Run store functions against EXPLAIN instead of the data, to see their plans."""
+
+from __future__ import annotations
+
+from chalicelib.db import Tx
+
+
+class ExplainTx(Tx):
+    """A Tx that explains every statement it is given instead of running it."""
+
+    def __init__(self, connection):
+        super().__init__(connection)
+        self.plans: list[tuple[str, list[dict]]] = []
+
+    def _explain(self, sql, args):
+        self._cursor.execute("EXPLAIN " + sql, args)
+        self.plans.append((" ".join(sql.split()), list(self._cursor.fetchall())))
+
+    def execute(self, sql, args=None):
+        self._explain(sql, args)
+        return 0
+
+    def one(self, sql, args=None):
+        self._explain(sql, args)
+        return None
+
+    def all(self, sql, args=None):
+        self._explain(sql, args)
+        return []
+
+
+def unindexed(plan: list[dict]) -> list[dict]:
+    """Plan rows that read a stored table without an index (a full scan).
+
+    A derived table (`<derivedN>`) is the one-row result of an indexed subquery,
+    not stored data, so scanning it is free.
+    """
+    return [
+        row
+        for row in plan
+        if row.get("table") and not row["table"].startswith("<") and (row.get("type") == "ALL" or row.get("key") is None)
+    ]

@@ -1,0 +1,67 @@
+"""Units of work: deadlocks are re-run whole, a lost connection is replaced."""
+
+import threading
+
+import pytest
+
+from chalicelib.db import ConnectionParams, Database, DEADLOCK
+from tests.support.factory import make_run
+
+
+def test_params_parse_a_url_and_refuse_nonsense():
+    p = ConnectionParams.from_url("mysql://ev%40user:p%3Ass@db.internal:3307/events")
+    assert (p.user, p.password, p.host, p.port, p.database) == ("ev@user", "p:ss", "db.internal", 3307, "events")
+    for bad in ("postgres://x/y", "mysql://host:3306/", "nonsense"):
+        with pytest.raises(ValueError):
+            ConnectionParams.from_url(bad)
+
+
+def test_a_deadlock_is_retried_and_both_units_of_work_complete(db, db_params, clock):
+    a = make_run(db, clock.now())
+    b = make_run(db, clock.now())
+    both_locked_first = threading.Barrier(2)
+    done = []
+
+    def touch(first, second, db_for_thread):
+        def work(tx):
+            tx.execute("UPDATE event_runs SET grace_seconds = grace_seconds + 1 WHERE id = %s", (first,))
+            try:
+                both_locked_first.wait(timeout=2)  # only the first try meets the other thread here
+            except threading.BrokenBarrierError:
+                pass
+            tx.execute("UPDATE event_runs SET grace_seconds = grace_seconds + 1 WHERE id = %s", (second,))
+        db_for_thread.transaction(work)
+        done.append(first)
+
+    dbs = [Database(db_params), Database(db_params)]
+    threads = [threading.Thread(target=touch, args=(a.id, b.id, dbs[0])), threading.Thread(target=touch, args=(b.id, a.id, dbs[1]))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(done) == sorted([a.id, b.id])
+    assert dbs[0].retries[DEADLOCK] + dbs[1].retries[DEADLOCK] >= 1
+    rows = db.autocommit(lambda tx: tx.all("SELECT grace_seconds FROM event_runs WHERE id IN (%s, %s)", (a.id, b.id)))
+    assert [r["grace_seconds"] for r in rows] == [302, 302]  # each unit of work applied exactly once
+
+
+def test_a_killed_connection_is_replaced_on_the_next_unit_of_work(db):
+    own_id = db.autocommit(lambda tx: tx.one("SELECT CONNECTION_ID() AS id")["id"])
+    killer = db.connect()
+    with killer.cursor() as c:
+        c.execute(f"KILL {own_id}")
+    killer.close()
+    assert db.autocommit(lambda tx: tx.one("SELECT 1 AS one")["one"]) == 1
+    assert db.autocommit(lambda tx: tx.one("SELECT CONNECTION_ID() AS id")["id"]) != own_id
+
+
+def test_an_error_inside_a_transaction_rolls_it_back(db, clock):
+    run = make_run(db, clock.now())
+
+    def work(tx):
+        tx.execute("UPDATE event_runs SET grace_seconds = 1 WHERE id = %s", (run.id,))
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        db.transaction(work)
+    assert db.autocommit(lambda tx: tx.one("SELECT grace_seconds FROM event_runs WHERE id = %s", (run.id,)))["grace_seconds"] == 300

@@ -1,0 +1,59 @@
+"""Each guarded statement the tick runs is served by an index (an UPDATE locks what it scans)."""
+
+from datetime import timedelta
+
+import pytest
+
+from chalicelib.events.model import Claim, RunStatus, Step
+from chalicelib.events.store import runs, steps
+from tests.support.explain import ExplainTx, unindexed
+from tests.support.factory import make_run, materialise, specs
+
+
+@pytest.fixture
+def history(db, clock):
+    """Enough rows that the optimiser has a real choice to make."""
+    run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
+    first = materialise(db, run, 1, specs(*["world.spawn"] * 5))[0]
+    db.autocommit(lambda tx: tx.execute(
+        """INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,
+                                   grace_seconds, health, created_at, updated_at)
+           SELECT %s, 1, CONCAT('bulk-', seq), 'completed', %s, 300, 'ok', %s, %s FROM seq_1_to_2000""",
+        (run.definition_id, clock.now() - timedelta(days=1), clock.now(), clock.now())))
+    db.autocommit(lambda tx: tx.execute(
+        """INSERT INTO event_run_steps (run_id, phase, seq, action_id, params, status, idempotency_key)
+           SELECT r.id, 1, s.seq, 'world.spawn', '{}', 'done', 'k' FROM event_runs r JOIN seq_0_to_4 s
+            WHERE r.status = 'completed'"""))
+    db.autocommit(lambda tx: tx.execute("ANALYZE TABLE event_runs, event_run_steps"))
+    return run, first
+
+
+def _plans(db, work):
+    conn = db.connect()
+    try:
+        tx = ExplainTx(conn)
+        work(tx)
+        return tx.plans
+    finally:
+        conn.close()
+
+
+STATEMENTS = {
+    "claim": lambda tx, run, s, now: steps.claim(tx, s, now, 60),
+    "finish": lambda tx, run, s, now: steps.finish(tx, Claim(s.id, "t", 1), "done", now),
+    "reclaim_stale": lambda tx, run, s, now: steps.reclaim_stale(tx, now, 3),
+    "next_open_step": lambda tx, run, s, now: steps.next_open_step(tx, run.id, 1),
+    "hold_next": lambda tx, run, s, now: steps.hold_next(tx, run.id, 1, 0, now),
+    "find_due": lambda tx, run, s, now: runs.find_due(tx, now, 100),
+    "claim_run": lambda tx, run, s, now: runs.claim(tx, run.id, "t", now, 60),
+    "transition": lambda tx, run, s, now: runs.transition(tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, now),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATEMENTS))
+def test_statement_uses_an_index(db, clock, history, name):
+    run, first = history
+    plans = _plans(db, lambda tx: STATEMENTS[name](tx, run, first, clock.now()))
+    assert plans, "the statement was not issued"
+    for sql, plan in plans:
+        assert not unindexed(plan), f"{name}: full scan in\n{sql}\n{plan}"
