@@ -26,6 +26,7 @@ from ..model import (
     MAX_NOTE,
     RUNNABLE,
     RUNNER_FINISHES,
+    TERMINAL_RUN,
     Claim,
     OnFailure,
     Step,
@@ -39,6 +40,7 @@ COLUMNS = (
 )
 GAVE_UP = "gave up after repeated interruptions"
 _RUNNABLE_SQL = ", ".join(f"'{s.value}'" for s in RUNNABLE)
+_TERMINAL_RUN_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
 
 
 def _note(text: str | None) -> str | None:
@@ -56,10 +58,15 @@ def get(tx: Tx, step_id: int) -> Step | None:
     return Step.from_row(row) if row else None
 
 
-def get_on_run(tx: Tx, run_id: int, step_id: int) -> Step | None:
-    """A step of *this* run only: a step id from a URL under another run is not found."""
+def get_on_run(tx: Tx, run_id: int, step_id: int, *, for_update: bool = False) -> Step | None:
+    """A step of *this* run only: a step id from a URL under another run is not found.
+
+    `for_update` locks it, so a control that loses its guarded statement names
+    the status the step is really in.
+    """
+    lock = " FOR UPDATE" if for_update else ""
     row = tx.one(
-        f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s AND run_id = %s", (step_id, run_id)
+        f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s AND run_id = %s{lock}", (step_id, run_id)
     )
     return Step.from_row(row) if row else None
 
@@ -360,13 +367,17 @@ def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None)
 
 
 def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None) -> bool:
-    """A person decided against a pending or parked step; a leased one cannot be recalled."""
+    """A person decided against a pending or parked step of a run that is not over.
+
+    A leased step cannot be recalled; a step of a finished run is history.
+    """
     return (
         tx.execute(
-            """UPDATE event_run_steps
-                  SET status = 'skipped', finished_at = %s, claimed_by = NULL, last_error = %s
-                WHERE id = %s
-                  AND (status = 'pending' OR (status = 'running' AND claim_expires_at IS NULL))""",
+            f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+                   SET s.status = 'skipped', s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s
+                 WHERE s.id = %s
+                   AND (s.status = 'pending' OR (s.status = 'running' AND s.claim_expires_at IS NULL))
+                   AND r.status NOT IN ({_TERMINAL_RUN_SQL})""",
             (now, _note(reason), step_id),
         )
         == 1
@@ -382,6 +393,32 @@ def requeue(tx: Tx, step_id: int) -> bool:
                       claimed_by = NULL, claim_expires_at = NULL, finished_at = NULL
                 WHERE id = %s AND status = 'failed'""",
             (step_id,),
+        )
+        == 1
+    )
+
+
+def requeue_where_stopped(tx: Tx, run_id: int, step_id: int) -> bool:
+    """Re-queue the failed step a paused run is stopped at (the retry control).
+
+    Every guard is in the statement: the step failed, its run is paused, it is in
+    the run's current phase, and no later step of that phase has been started
+    (the anti-join). A failed step *behind* the cursor (failed under on_failure
+    skip) is refused: re-queued, it would sit pending behind the runner for ever.
+    """
+    return (
+        tx.execute(
+            """UPDATE event_run_steps s
+                 JOIN event_runs r ON r.id = s.run_id
+                 LEFT JOIN event_run_steps later
+                        ON later.run_id = s.run_id AND later.phase = s.phase
+                       AND later.seq > s.seq AND later.status <> 'pending'
+                  SET s.status = 'pending', s.attempts = 0, s.due_at = NULL, s.last_error = NULL,
+                      s.claimed_by = NULL, s.claim_expires_at = NULL, s.finished_at = NULL
+                WHERE s.id = %s AND s.run_id = %s AND s.status = 'failed'
+                  AND r.status = 'paused' AND s.phase = r.current_phase
+                  AND later.id IS NULL""",
+            (step_id, run_id),
         )
         == 1
     )

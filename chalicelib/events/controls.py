@@ -1,0 +1,245 @@
+"""The six live controls a person presses (SPEC §5): pause, resume, cancel, confirm, skip, retry.
+
+Each control is one transaction: lock the run (and the step), perform the
+guarded statement whose WHERE clause is the real guard, and append the log row
+naming the actor and the control. The lock is there so that a lost guard can be
+reported as a 409 naming the status the run or step is actually in; the guard
+itself never moves out of SQL.
+
+`refusal()` states the same rules as pure functions of the rows, for the console
+(`offered()`: what to show now) and for the 409 messages. Tests hold the two to
+agreement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterable
+
+from ..db import Database, Tx
+from .model import TERMINAL_RUN, Conflict, NotFound, Run, RunStatus, Step, StepStatus, clean_note
+from .store import log, runs, steps
+
+RUN_CONTROLS = ("pause", "resume", "cancel")
+STEP_CONTROLS = ("confirm", "skip", "retry")
+PAUSABLE = (RunStatus.STARTING, RunStatus.RUNNING)
+CANCELLABLE = tuple(s for s in RunStatus if s not in TERMINAL_RUN)
+
+
+# ── the rules, as pure functions of the rows ───────────────────────────────
+def _step_state(step: Step) -> str:
+    if step.parked:
+        return "parked"
+    if step.status is StepStatus.RUNNING:
+        return "running under a live lease"
+    return step.status.value
+
+
+def refusal(control: str, run: Run, step: Step | None = None, furthest_seq: int | None = None) -> str | None:
+    """Why `control` is not legal now, or None if it is.
+
+    `furthest_seq` is `steps.last_started_seq` of the run's current phase (retry only).
+    """
+    status = run.status.value
+    if control == "pause":
+        return None if run.status in PAUSABLE else f"this run is {status}; only a starting or running run can be paused"
+    if control == "resume":
+        return None if run.status is RunStatus.PAUSED else f"this run is {status}, not paused"
+    if control == "cancel":
+        return None if run.status in CANCELLABLE else f"this run is already {status}"
+    if step is None:
+        raise ValueError(f"{control} is a step control and needs a step")
+    if control == "confirm":
+        return None if step.parked else f"this step is {_step_state(step)} and is not waiting on anyone"
+    if control == "skip":
+        if run.status in TERMINAL_RUN:
+            return f"this run is {status}; its steps can no longer be skipped"
+        if step.status is not StepStatus.PENDING and not step.parked:
+            return f"this step is {_step_state(step)}; only a pending or parked step can be skipped"
+        return None
+    if control == "retry":
+        if run.status is not RunStatus.PAUSED:
+            return f"this run is {status}; a step can only be retried while its run is paused"
+        if step.status is not StepStatus.FAILED:
+            return f"this step is {_step_state(step)}; only a failed step can be retried"
+        if step.phase != run.current_phase:
+            return f"this step is in phase {step.phase}, which the run has left (it is at phase {run.current_phase})"
+        if step.seq != furthest_seq:
+            return (
+                "the run is not stopped at this step: a later step of its phase has already run,"
+                " so a re-queued step would sit behind the runner for ever"
+            )
+        return None
+    raise ValueError(f"unknown control {control!r}")
+
+
+def offered(run: Run, run_steps: Iterable[Step], furthest_seq: int | None) -> dict:
+    """The controls legal right now, as GET /runs/{id} reports them to the console."""
+    return {
+        "run": [c for c in RUN_CONTROLS if refusal(c, run) is None],
+        "steps": {
+            str(step.id): [c for c in STEP_CONTROLS if refusal(c, run, step, furthest_seq) is None]
+            for step in run_steps
+        },
+    }
+
+
+# ── the controls ──────────────────────────────────────────────────────────
+@dataclass(frozen=True)
+class Retried:
+    step: Step
+    run: Run
+    resumed: bool
+
+
+def _locked_run(tx: Tx, run_id: int) -> Run:
+    run = runs.get(tx, run_id, for_update=True)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    return run
+
+
+def _locked_step(tx: Tx, run: Run, step_id: int) -> Step:
+    step = steps.get_on_run(tx, run.id, step_id, for_update=True)
+    if step is None:
+        raise NotFound(f"no step {step_id} on run {run.id}")
+    return step
+
+
+def _lost(control: str, run: Run, step: Step | None = None, furthest_seq: int | None = None) -> Conflict:
+    # Both rows are locked, so the rules and the statement agree; the fallback
+    # still names the status rather than guessing a reason.
+    actual = f"the step is {_step_state(step)}" if step is not None else f"the run is {run.status.value}"
+    return Conflict(refusal(control, run, step, furthest_seq) or f"{control} did not take: {actual}")
+
+
+def _run_entry(run: Run, control: str, to: RunStatus, actor: str, **detail) -> log.Entry:
+    return log.Entry(
+        run_id=run.id,
+        kind="run.status",
+        phase=run.current_phase,
+        actor=actor,
+        detail={"control": control, "from": run.status.value, "to": to.value, **detail},
+    )
+
+
+def _step_entry(step: Step, control: str, to: StepStatus, actor: str, **detail) -> log.Entry:
+    return log.Entry(
+        run_id=step.run_id,
+        step_id=step.id,
+        kind="step.status",
+        phase=step.phase,
+        actor=actor,
+        detail={"control": control, "action": step.action_id, "from": step.status.value, "to": to.value, **detail},
+    )
+
+
+def _resume_target(run: Run) -> RunStatus:
+    # Derived, never remembered: current_phase is written only on the way into running.
+    return RunStatus.RUNNING if run.current_phase is not None else RunStatus.STARTING
+
+
+def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None) -> Run:
+    """starting/running -> paused; the run claim is cleared so a working tick stops at its next re-read."""
+    note = clean_note(reason)
+
+    def work(tx: Tx) -> Run:
+        run = _locked_run(tx, run_id)
+        if not runs.transition(tx, run.id, PAUSABLE, RunStatus.PAUSED, now, clear_claim=True):
+            raise _lost("pause", run)
+        log.append(tx, _run_entry(run, "pause", RunStatus.PAUSED, actor, reason=note), now)
+        return runs.get(tx, run.id)
+
+    return db.transaction(work)
+
+
+def _resume_locked(tx: Tx, run: Run, control: str, actor: str, now: datetime) -> bool:
+    to = _resume_target(run)
+    if not runs.transition(tx, run.id, (RunStatus.PAUSED,), to, now, last_error=None):
+        return False
+    log.append(tx, _run_entry(run, control, to, actor), now)
+    return True
+
+
+def resume(db: Database, run_id: int, *, actor: str, now: datetime) -> Run:
+    """paused -> running (or starting if it never got a phase); last_error cleared, health kept."""
+
+    def work(tx: Tx) -> Run:
+        run = _locked_run(tx, run_id)
+        if not _resume_locked(tx, run, "resume", actor, now):
+            raise _lost("resume", run)
+        return runs.get(tx, run.id)
+
+    return db.transaction(work)
+
+
+def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None) -> Run:
+    """Any non-terminal -> cancelled; pending and parked steps cancelled, a leased step left alone."""
+    note = clean_note(reason)
+
+    def work(tx: Tx) -> Run:
+        run = _locked_run(tx, run_id)
+        if not runs.transition(
+            tx, run.id, CANCELLABLE, RunStatus.CANCELLED, now, last_error=note or "cancelled by staff"
+        ):
+            raise _lost("cancel", run)
+        closed = steps.cancel_open(tx, run.id, now)
+        log.append(tx, _run_entry(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed), now)
+        return runs.get(tx, run.id)
+
+    return db.transaction(work)
+
+
+def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None) -> Step:
+    """A parked step -> done, with the person's note: they did what it asked."""
+    text = clean_note(note)
+
+    def work(tx: Tx) -> Step:
+        run = _locked_run(tx, run_id)
+        step = _locked_step(tx, run, step_id)
+        if not steps.confirm_parked(tx, step.id, now, text):
+            raise _lost("confirm", run, step)
+        log.append(tx, _step_entry(step, "confirm", StepStatus.DONE, actor, note=text), now)
+        return steps.get(tx, step.id)
+
+    return db.transaction(work)
+
+
+def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None) -> Step:
+    """A pending or parked step of a live run -> skipped: a person decided against it."""
+    note = clean_note(reason)
+
+    def work(tx: Tx) -> Step:
+        run = _locked_run(tx, run_id)
+        step = _locked_step(tx, run, step_id)
+        if not steps.skip_by_human(tx, step.id, now, note):
+            raise _lost("skip", run, step)
+        log.append(tx, _step_entry(step, "skip", StepStatus.SKIPPED, actor, reason=note), now)
+        return steps.get(tx, step.id)
+
+    return db.transaction(work)
+
+
+def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime) -> Retried:
+    """Re-queue the failed step a paused run is stopped at, and resume the run: one action.
+
+    One transaction, run locked first. The requeue's own WHERE clause demands a
+    paused run, and from that moment until COMMIT nobody else can move the run
+    (every run transition needs the row lock we hold), so the resume cannot lose
+    a race and nobody ever sees the half-state "step re-queued, run still paused"
+    that the reference had to report. `resumed` is still the transition's own
+    answer, not an assumption.
+    """
+
+    def work(tx: Tx) -> Retried:
+        run = _locked_run(tx, run_id)
+        step = _locked_step(tx, run, step_id)
+        if not steps.requeue_where_stopped(tx, run.id, step.id):
+            furthest = None if run.current_phase is None else steps.last_started_seq(tx, run.id, run.current_phase)
+            raise _lost("retry", run, step, furthest)
+        log.append(tx, _step_entry(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)
+        resumed = _resume_locked(tx, run, "retry", actor, now)
+        return Retried(step=steps.get(tx, step.id), run=runs.get(tx, run.id), resumed=resumed)
+
+    return db.transaction(work)

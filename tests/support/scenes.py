@@ -1,0 +1,62 @@
+"""Runs and steps put in a given state, and snapshots to prove a refused control changed nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from chalicelib.db import Database
+from chalicelib.events.model import RunStatus, Step
+from chalicelib.events.store import log, steps
+from tests.support.factory import make_run, materialise, specs, step
+
+# Every state a step can be in, as the console sees it.
+STEP_STATES = ("pending", "parked", "leased", "done", "failed", "refused", "skipped", "cancelled")
+
+
+def set_step(db: Database, s: Step, **cols) -> Step:
+    assignments = ", ".join(f"{k} = %s" for k in cols)
+    db.autocommit(lambda tx: tx.execute(f"UPDATE event_run_steps SET {assignments} WHERE id = %s", (*cols.values(), s.id)))
+    return step(db, s.id)
+
+
+def set_run(db: Database, run_id: int, **cols) -> None:
+    assignments = ", ".join(f"{k} = %s" for k in cols)
+    db.autocommit(lambda tx: tx.execute(f"UPDATE event_runs SET {assignments} WHERE id = %s", (*cols.values(), run_id)))
+
+
+def put_step_in(db: Database, s: Step, state: str, now) -> Step:
+    """Force a step into one of STEP_STATES (leased = running under a live lease)."""
+    if state == "pending":
+        return set_step(db, s, status="pending")
+    if state == "parked":
+        return set_step(db, s, status="running", attempts=1, claimed_by=None, claim_expires_at=None)
+    if state == "leased":
+        return set_step(db, s, status="running", attempts=1, claimed_by="tick-token", claim_expires_at=now + timedelta(seconds=120))
+    return set_step(db, s, status=state, attempts=1, finished_at=now)
+
+
+def run_with_steps(db: Database, now, status: RunStatus, n: int = 3, current_phase: int | None = 1, on_failure: str = "pause"):
+    """A run in `status` whose phase 1 holds `n` steps, all pending."""
+    run = make_run(db, now, status=status, current_phase=current_phase)
+    return run, materialise(db, run, 1, specs(*["world.spawn"] * n, on_failure=on_failure))
+
+
+def snapshot(db: Database, run_id: int) -> dict:
+    """Everything a control could touch: the run row, its steps and its log."""
+
+    def read(tx):
+        return {
+            "run": tx.one("SELECT * FROM event_runs WHERE id = %s", (run_id,)),
+            "steps": tx.all("SELECT * FROM event_run_steps WHERE run_id = %s ORDER BY id", (run_id,)),
+            "log": tx.all("SELECT * FROM event_run_log WHERE run_id = %s ORDER BY id", (run_id,)),
+        }
+
+    return db.autocommit(read)
+
+
+def log_rows(db: Database, run_id: int) -> list[dict]:
+    return [e.public() for e in db.autocommit(lambda tx: log.after(tx, run_id))]
+
+
+def furthest(db: Database, run_id: int, phase: int | None) -> int | None:
+    return None if phase is None else db.autocommit(lambda tx: steps.last_started_seq(tx, run_id, phase))
