@@ -57,14 +57,22 @@ def list_page(
     return page, (page[-1].id if len(rows) > limit else None)
 
 
-def find_due(tx: Tx, now: datetime, limit: int) -> list[Run]:
-    """Runs a tick should look at: scheduled and due, or in flight, and not held by a live run lease."""
+def find_due(tx: Tx, now: datetime, limit: int, *, after: tuple[datetime, int] | None = None) -> list[Run]:
+    """Runs a tick should look at: scheduled and due, or in flight, and not held by a live run lease.
+
+    `after` is the (scheduled_for, id) of the last run of the previous batch, so
+    one tick reads its work in bounded batches and sees each run at most once.
+    """
+    keyset, args = "", []
+    if after is not None:
+        keyset = "AND (scheduled_for > %s OR (scheduled_for = %s AND id > %s))"
+        args = [after[0], after[0], after[1]]
     rows = tx.all(
         f"""SELECT {COLUMNS} FROM event_runs
              WHERE status IN ({_DUE_SQL}) AND scheduled_for <= %s
-               AND (claim_expires_at IS NULL OR claim_expires_at < %s)
+               AND (claim_expires_at IS NULL OR claim_expires_at < %s) {keyset}
              ORDER BY scheduled_for, id LIMIT %s""",
-        (now, now, limit),
+        (now, now, *args, limit),
     )
     return [Run.from_row(r) for r in rows]
 
@@ -147,6 +155,75 @@ def transition(
         tx.execute(
             f"UPDATE event_runs SET {', '.join(sets)} WHERE id = %s AND status IN ({marks})",
             (*args, run_id, *sources),
+        )
+        == 1
+    )
+
+
+def leave_phase(
+    tx: Tx,
+    run_id: int,
+    finished_phase: int,
+    from_status: RunStatus,
+    to: RunStatus,
+    now: datetime,
+    *,
+    next_phase: int | None = None,
+) -> bool:
+    """Move a run on from `finished_phase` (to the next phase, to ending, or to completed).
+
+    Guarded on the phase having no pending or running step left, and, from
+    running, on it being the run's current phase: a runner working from a stale
+    view (a step re-queued meanwhile, another worker already past it) changes nothing.
+    """
+    from_status, to = RunStatus(from_status), RunStatus(to)
+    if next_phase is not None and to is not RunStatus.RUNNING:
+        raise ValueError("current_phase is written only by a transition into running")
+    sets, args = ["status = %s", "updated_at = %s"], [to.value, now]
+    if next_phase is not None:
+        sets.append("current_phase = %s")
+        args.append(next_phase)
+    if to in TERMINAL_RUN:
+        sets.append("finished_at = %s, claimed_by = NULL, claim_expires_at = NULL")
+        args.append(now)
+    phase_guard = "AND current_phase = %s" if from_status is RunStatus.RUNNING else ""
+    guard_args = [finished_phase] if phase_guard else []
+    return (
+        tx.execute(
+            f"""UPDATE event_runs SET {', '.join(sets)}
+                 WHERE id = %s AND status = %s {phase_guard}
+                   AND NOT EXISTS (SELECT 1 FROM event_run_steps s
+                                    WHERE s.run_id = %s AND s.phase = %s AND s.status IN ('pending', 'running'))""",
+            (*args, run_id, from_status.value, *guard_args, run_id, finished_phase),
+        )
+        == 1
+    )
+
+
+def start_within_grace(tx: Tx, run_id: int, now: datetime) -> bool:
+    """`scheduled -> starting`, only while now lies in [scheduled_for, scheduled_for + grace]."""
+    return (
+        tx.execute(
+            """UPDATE event_runs
+                  SET status = 'starting', started_at = COALESCE(started_at, %s), updated_at = %s
+                WHERE id = %s AND status = 'scheduled' AND scheduled_for <= %s
+                  AND %s <= scheduled_for + INTERVAL grace_seconds SECOND""",
+            (now, now, run_id, now, now),
+        )
+        == 1
+    )
+
+
+def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
+    """`scheduled -> missed`, only once now is past scheduled_for + grace."""
+    return (
+        tx.execute(
+            """UPDATE event_runs
+                  SET status = 'missed', finished_at = %s, updated_at = %s,
+                      claimed_by = NULL, claim_expires_at = NULL
+                WHERE id = %s AND status = 'scheduled'
+                  AND %s > scheduled_for + INTERVAL grace_seconds SECOND""",
+            (now, now, run_id, now),
         )
         == 1
     )

@@ -1,0 +1,52 @@
+"""The actions that run inside the engine: core.wait, core.cue, core.announce.
+
+They never write the store; each returns an Outcome for the runner to apply.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ..model import Step
+from .channels import Channel, ChannelError
+from .outcome import Outcome
+
+
+def wait(step: Step, now: datetime) -> Outcome:
+    """Done at once; the *next* step waits (a sleeping wait would hold its lease for the delay).
+
+    The hold is measured from the wait's first start, which the claim keeps
+    across attempts, so a re-dispatch computes the same moment and the store
+    refuses to push the next step out a second time.
+    """
+    seconds = step.params.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0:
+        return Outcome.failed(f"core.wait needs a whole number of seconds >= 0, got {seconds!r}")
+    started = step.started_at or now  # the claim wrote now if this is the first attempt
+    return Outcome.done(hold_until=started + timedelta(seconds=seconds))
+
+
+def cue(step: Step, channel: Channel) -> Outcome:
+    """Post the instruction, then park: a person confirms or skips it."""
+    instruction = step.params.get("instruction")
+    if not isinstance(instruction, str) or not instruction.strip():
+        return Outcome.failed("core.cue needs an instruction")
+    posted = _post(channel, instruction, step)
+    return posted or Outcome.parked(note=f"waiting for a game master: {instruction}")
+
+
+def announce(step: Step, channel: Channel) -> Outcome:
+    message = step.params.get("message")
+    if not isinstance(message, str) or not message.strip():
+        return Outcome.failed("core.announce needs a message")
+    return _post(channel, message, step) or Outcome.done()
+
+
+def _post(channel: Channel, text: str, step: Step) -> Outcome | None:
+    """None when delivered; otherwise the outcome the failure deserves."""
+    try:
+        channel.post(text, {"run_id": step.run_id, "step_id": step.id, "idempotency_key": step.idempotency_key})
+    except ChannelError as error:
+        message = f"{channel.name} channel: {error}"
+        return Outcome.retry(message) if error.retryable else Outcome.failed(message)
+    return None

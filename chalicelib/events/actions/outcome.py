@@ -1,0 +1,45 @@
+"""What a dispatch came to: the runner turns an Outcome into one fenced write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+
+
+class Verdict(str, Enum):
+    DONE = "done"  # finished; with hold_until, the next step of the phase waits until then
+    PARKED = "parked"  # in flight and held by nobody: a person confirms or skips it
+    RETRY = "retry"  # try again after a flat backoff, until the attempt ceiling
+    REFUSED = "refused"  # the module understood and declined
+    FAILED = "failed"  # any other error, or an answer nobody can read
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: Verdict
+    error: str | None = None
+    hold_until: datetime | None = None
+    note: str | None = None
+    http_status: int | None = None
+    latency_ms: int | None = None
+
+    @classmethod
+    def done(cls, **extra) -> "Outcome":
+        return cls(Verdict.DONE, **extra)
+
+    @classmethod
+    def parked(cls, note: str | None = None) -> "Outcome":
+        return cls(Verdict.PARKED, note=note)
+
+    @classmethod
+    def retry(cls, error: str, **extra) -> "Outcome":
+        return cls(Verdict.RETRY, error=error, **extra)
+
+    @classmethod
+    def refused(cls, error: str, **extra) -> "Outcome":
+        return cls(Verdict.REFUSED, error=error, **extra)
+
+    @classmethod
+    def failed(cls, error: str, **extra) -> "Outcome":
+        return cls(Verdict.FAILED, error=error, **extra)

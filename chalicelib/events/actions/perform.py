@@ -1,0 +1,52 @@
+"""From a claimed step to an Outcome: the registry says which handler, the handler does it."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable
+
+from ..model import Step
+from . import core
+from .bridge import GameBridge
+from .channels import Channel
+from .outcome import Outcome
+from .registry import lookup
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Actions:
+    bridge: GameBridge | None
+    cue_channel: Channel
+    announce_channel: Channel
+
+    def core_handlers(self) -> dict[str, Callable[[Step, datetime], Outcome]]:
+        """One handler per core action of the registry."""
+        return {
+            "core.wait": core.wait,
+            "core.cue": lambda step, now: core.cue(step, self.cue_channel),
+            "core.announce": lambda step, now: core.announce(step, self.announce_channel),
+        }
+
+    def perform(self, step: Step, attempt: int, now: datetime) -> Outcome:
+        """Never raises: an unexpected error is an interruption, retried like a lost answer."""
+        try:
+            return self._perform(step, attempt, now)
+        except Exception as error:  # a bug must not strand the claim until its lease expires
+            log.exception("action %s of step %s raised", step.action_id, step.id)
+            return Outcome.retry(f"internal error: {type(error).__name__}: {error}"[:300])
+
+    def _perform(self, step: Step, attempt: int, now: datetime) -> Outcome:
+        spec = lookup(step.action_id)
+        if spec is None:
+            return Outcome.failed(f"unknown action {step.action_id!r}")
+        if spec.core and step.action_version not in spec.versions:
+            return Outcome.failed(f"{spec.id} has no version {step.action_version}")
+        if spec.core:
+            return self.core_handlers()[spec.id](step, now)
+        if self.bridge is None:
+            return Outcome.failed("GAME_BRIDGE_URL is not set: module actions cannot be dispatched")
+        return self.bridge.dispatch(step, attempt, now)

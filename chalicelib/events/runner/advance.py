@@ -1,0 +1,196 @@
+"""Advancing one run inside a tick: start it, work its current phase serially, move it on.
+
+The worker holds the run lease (so no other worker or tick works this run), but
+every write is still guarded on its own: the step claim re-checks that the run
+is runnable (a pause pressed mid-tick stops the next claim), the claimer's
+writes are fenced on its claim, and a phase is left only if it has no open step.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Callable
+
+from ...db import Database, Tx
+from ..actions.perform import Actions
+from ..model import RUNNABLE, Run, RunStatus, Step, StepStatus
+from ..store import log, runs, steps
+from .budget import Budget
+from .documents import Plan, UnreadableDocument
+from .outcomes import ACTOR, Rules, apply_outcome, run_entry
+
+OPEN_STEPS_PER_READ = 200
+
+
+@dataclass
+class RunReport:
+    run_id: int
+    claimed: bool = False
+    status: RunStatus | None = None  # as this worker left it
+    dispatched: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    out_of_budget: bool = False
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Where the worker is: the run's status and phase, and the phase's open steps as last read."""
+
+    status: RunStatus
+    number: int
+    open_steps: list[Step] | None  # None: read them before going on
+
+
+class RunAdvancer:
+    def __init__(
+        self,
+        db: Database,
+        actions: Actions,
+        rules: Rules,
+        plan_for: Callable[[Run], Plan],
+        now: datetime,
+        budget: Budget,
+        step_worst_case_seconds: float,
+    ):
+        self.db, self.actions, self.rules, self.plan_for = db, actions, rules, plan_for
+        self.now, self.budget, self.step_worst_case = now, budget, step_worst_case_seconds
+
+    # ── the run lease ────────────────────────────────────────────────────
+    def advance(self, run: Run) -> RunReport:
+        report = RunReport(run.id)
+        if not self.budget.allows(self.step_worst_case):
+            report.out_of_budget = True
+            return report
+        token = uuid.uuid4().hex
+        if not self.db.autocommit(lambda tx: runs.claim(tx, run.id, token, self.now, self.rules.lease_seconds)):
+            return report  # another worker or tick has it
+        report.claimed = True
+        try:
+            report.status = self._work(run, report)
+        finally:
+            if report.status is None or not report.status.terminal:  # a terminal transition already cleared it
+                self.db.autocommit(lambda tx: runs.release(tx, run.id, token))
+        return report
+
+    # ── the run ──────────────────────────────────────────────────────────
+    def _work(self, run: Run, report: RunReport) -> RunStatus | None:
+        try:
+            plan = self.plan_for(run)
+        except UnreadableDocument as error:
+            return self.db.transaction(lambda tx: self._fail_unreadable(tx, run, str(error)))
+        if run.status in (RunStatus.SCHEDULED, RunStatus.STARTING):
+            where = self.db.transaction(lambda tx: self._start(tx, run, plan))
+        elif run.status is RunStatus.ENDING:
+            where = Phase(RunStatus.ENDING, plan.ending_phase, None)
+        else:
+            where = Phase(run.status, run.current_phase, None)
+        lost_claim = False
+        while where.status in RUNNABLE:
+            if where.open_steps is None:
+                where = Phase(where.status, where.number, self._read_open(run.id, where.number))
+            if not where.open_steps:
+                moved = self.db.transaction(lambda tx: self._leave_phase(tx, run.id, plan, where))
+                if moved is None:
+                    return self._current_status(run.id)  # someone moved the run first
+                where = moved
+                continue
+            step = where.open_steps[0]
+            if step.status is StepStatus.RUNNING or (step.due_at is not None and step.due_at > self.now):
+                return where.status  # occupied (in flight or parked), or not yet due
+            if not self.budget.allows(self.step_worst_case):
+                report.out_of_budget = True
+                return where.status
+            claim = self.db.autocommit(lambda tx: steps.claim(tx, step, self.now, self.rules.lease_seconds))
+            if claim is None:
+                # Paused or cancelled meanwhile, or a person skipped the step: look once more.
+                status = self._current_status(run.id)
+                if lost_claim or status not in RUNNABLE:
+                    return status
+                lost_claim = True
+                where = Phase(status, where.number, None)
+                continue
+            lost_claim = False
+            outcome = self.actions.perform(step, claim.attempt, self.now)
+            applied = self.db.transaction(lambda tx: apply_outcome(tx, step, claim, outcome, self.now, self.rules))
+            report.dispatched += 1
+            report.outcomes[outcome.verdict.value] += 1
+            if not applied.written or applied.run_stopped or not applied.status.terminal:
+                # Fenced out, paused/failed by the disposition, parked, or waiting to retry.
+                return self._current_status(run.id) if applied.run_stopped or not applied.written else where.status
+            remaining = None if applied.hold else where.open_steps[1:]
+            if remaining == [] and len(where.open_steps) == OPEN_STEPS_PER_READ:
+                remaining = None  # the read was truncated: there may be more
+            where = Phase(where.status, where.number, remaining)
+        return where.status
+
+    def _read_open(self, run_id: int, phase: int) -> list[Step]:
+        return self.db.autocommit(lambda tx: steps.open_steps(tx, run_id, phase, limit=OPEN_STEPS_PER_READ))
+
+    def _current_status(self, run_id: int) -> RunStatus:
+        return self.db.autocommit(lambda tx: runs.get(tx, run_id)).status
+
+    # ── transitions, each in one transaction with its log rows ──────────
+    def _start(self, tx: Tx, run: Run, plan: Plan) -> Phase:
+        """scheduled -> starting (inside the grace window) or missed; starting -> running with phase 1."""
+        entries = []
+        if run.status is RunStatus.SCHEDULED:
+            if runs.start_within_grace(tx, run.id, self.now):
+                entries.append(run_entry(run.id, None, **{"from": "scheduled", "to": "starting", "cause": "due"}))
+            elif runs.miss_after_grace(tx, run.id, self.now):
+                closed = run.scheduled_for + timedelta(seconds=run.grace_seconds)
+                cause = f"first seen at {self.now:%Y-%m-%dT%H:%M:%SZ}, after its grace window closed at {closed:%Y-%m-%dT%H:%M:%SZ}"
+                log.append(tx, run_entry(run.id, None, **{"from": "scheduled", "to": "missed", "cause": cause}), self.now)
+                return Phase(RunStatus.MISSED, 0, [])
+            else:
+                return Phase(runs.get(tx, run.id).status, 0, [])
+        if not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=1):
+            log.append_many(tx, entries, self.now)
+            return Phase(runs.get(tx, run.id).status, 0, [])
+        first = steps.materialise_phase(tx, run.id, 1, plan.specs(1))
+        entries.append(run_entry(run.id, 1, **{"from": "starting", "to": "running", "cause": "started"}))
+        entries.append(_phase_entry(run.id, 1, plan))
+        log.append_many(tx, entries, self.now)
+        return Phase(RunStatus.RUNNING, 1, [s for s in first if not s.status.terminal])
+
+    def _leave_phase(self, tx: Tx, run_id: int, plan: Plan, where: Phase) -> Phase | None:
+        """The phase has no open step: on to the next phase, to ending, or to completed. None if the guard lost."""
+        now, entries = self.now, []
+        status, number = where.status, where.number
+        if status is RunStatus.RUNNING and number < plan.last_phase:
+            if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=number + 1):
+                return None
+            opened = steps.materialise_phase(tx, run_id, number + 1, plan.specs(number + 1))
+            log.append(tx, _phase_entry(run_id, number + 1, plan), now)
+            return Phase(RunStatus.RUNNING, number + 1, [s for s in opened if not s.status.terminal])
+        if status is RunStatus.RUNNING:
+            if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.ENDING, now):
+                return None
+            entries += [
+                run_entry(run_id, number, **{"from": "running", "to": "ending", "cause": "last phase finished"}),
+                _phase_entry(run_id, plan.ending_phase, plan),
+            ]
+            if plan.ending:
+                opened = steps.materialise_phase(tx, run_id, plan.ending_phase, plan.ending)
+                log.append_many(tx, entries, now)
+                return Phase(RunStatus.ENDING, plan.ending_phase, [s for s in opened if not s.status.terminal])
+            status, number = RunStatus.ENDING, plan.ending_phase  # nothing to drain: straight on to completed
+        if not runs.leave_phase(tx, run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, now):
+            log.append_many(tx, entries, now)
+            return None
+        entries.append(run_entry(run_id, number, **{"from": "ending", "to": "completed", "cause": "ending finished"}))
+        log.append_many(tx, entries, now)
+        return Phase(RunStatus.COMPLETED, number, [])
+
+    def _fail_unreadable(self, tx: Tx, run: Run, error: str) -> RunStatus:
+        if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, self.now, last_error=error, degrade=True):
+            log.append(tx, run_entry(run.id, run.current_phase, **{"from": run.status.value, "to": "failed", "cause": error}), self.now)
+            return RunStatus.FAILED
+        return runs.get(tx, run.id).status
+
+
+def _phase_entry(run_id: int, number: int, plan: Plan) -> log.Entry:
+    detail = {"phase": number, "name": plan.name(number)}
+    return log.Entry(run_id=run_id, kind="run.phase", phase=number, detail=detail, actor=ACTOR)

@@ -1,0 +1,124 @@
+"""Applying what a dispatch came to: one fenced write, its log rows, and the on_failure disposition.
+
+Everything here runs inside the caller's transaction, so a state change and the
+log rows that record it commit together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ...db import Tx
+from ..actions.outcome import Outcome, Verdict
+from ..model import Claim, OnFailure, RunStatus, Step, StepStatus
+from ..store import log, runs, steps
+
+ACTOR = "runner"
+
+
+@dataclass(frozen=True)
+class Rules:
+    lease_seconds: float
+    max_attempts: int
+    retry_seconds: float
+
+
+@dataclass(frozen=True)
+class Applied:
+    written: bool  # False: the fence matched nothing (our lease was taken over); nothing changed
+    status: StepStatus  # the step's status after the write (running when parked)
+    hold: bool = False  # the next step's due_at may have moved
+    run_stopped: bool = False  # the disposition paused or failed the run
+
+
+def run_entry(run_id: int, phase: int | None, **detail) -> log.Entry:
+    return log.Entry(run_id=run_id, kind="run.status", phase=phase, detail=detail, actor=ACTOR)
+
+
+def step_entry(step: Step, to: StepStatus, cause: str | None, **detail) -> log.Entry:
+    return log.Entry(
+        run_id=step.run_id,
+        step_id=step.id,
+        kind="step.status",
+        phase=step.phase,
+        detail={"action": step.action_id, "from": StepStatus.RUNNING.value, "to": to.value, "cause": cause, **detail},
+        actor=ACTOR,
+    )
+
+
+def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datetime, rules: Rules) -> Applied:
+    verdict, error = outcome.verdict, outcome.error
+    if verdict is Verdict.RETRY and claim.attempt >= rules.max_attempts:
+        verdict, error = Verdict.FAILED, f"gave up after {claim.attempt} attempts: {error}"
+
+    hold = False
+    if verdict is Verdict.DONE:
+        status, written = StepStatus.DONE, steps.finish(tx, claim, StepStatus.DONE, now)
+        if written and outcome.hold_until is not None:
+            hold = steps.hold_next(tx, step.run_id, step.phase, step.seq, outcome.hold_until)
+    elif verdict is Verdict.PARKED:
+        status, written = StepStatus.RUNNING, steps.park(tx, claim, outcome.note)
+    elif verdict is Verdict.RETRY:
+        retry_at = now + timedelta(seconds=rules.retry_seconds)
+        status, written = StepStatus.PENDING, steps.reschedule(tx, claim, retry_at, error)
+    else:
+        status = StepStatus.REFUSED if verdict is Verdict.REFUSED else StepStatus.FAILED
+        written = steps.finish(tx, claim, status, now, error)
+
+    entries = [_dispatch_entry(step, claim, outcome, fenced_out=not written)]
+    run_stopped = False
+    if written and status is not StepStatus.RUNNING:
+        detail = {"hold_until": outcome.hold_until} if hold else {}
+        if status in (StepStatus.FAILED, StepStatus.REFUSED):
+            detail["on_failure"] = step.on_failure.value
+        entries.append(step_entry(step, status, error, attempt=claim.attempt, **detail))
+    if written and status in (StepStatus.FAILED, StepStatus.REFUSED):
+        disposition = apply_failure(tx, step, error or status.value, now)
+        entries.extend(disposition)
+        run_stopped = bool(disposition)
+    log.append_many(tx, entries, now)
+    return Applied(written, status, hold, run_stopped)
+
+
+def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[log.Entry]:
+    """The step's on_failure, as guarded run writes; returns the run.status rows of what changed.
+
+    The guards make an ending never pause or abort: its run is `ending`, which
+    neither source list names, so it is only degraded and goes on to complete.
+    A run a person paused meanwhile keeps their pause; it is degraded and, under
+    abort_run, still failed.
+    """
+    cause = f"step {step.id} ({step.action_id}) {error}"
+    if step.on_failure is OnFailure.PAUSE:
+        if runs.transition(
+            tx, step.run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, clear_claim=True, last_error=cause, degrade=True
+        ):
+            return [run_entry(step.run_id, step.phase, **{"from": "running", "to": "paused", "cause": cause})]
+    elif step.on_failure is OnFailure.ABORT_RUN:
+        for source in (RunStatus.RUNNING, RunStatus.PAUSED):
+            if runs.transition(tx, step.run_id, [source], RunStatus.FAILED, now, last_error=cause, degrade=True):
+                cancelled = steps.cancel_pending(tx, step.run_id, now)
+                return [
+                    run_entry(
+                        step.run_id, step.phase,
+                        **{"from": source.value, "to": "failed", "cause": cause, "cancelled_steps": cancelled},
+                    )
+                ]
+    runs.degrade(tx, step.run_id, now, cause)
+    return []
+
+
+def _dispatch_entry(step: Step, claim: Claim, outcome: Outcome, *, fenced_out: bool) -> log.Entry:
+    detail = {
+        "action": step.action_id,
+        "attempt": claim.attempt,
+        "idempotency_key": step.idempotency_key,
+        "outcome": outcome.verdict.value,
+        "http_status": outcome.http_status,
+        "latency_ms": outcome.latency_ms,
+        "error": outcome.error,
+    }
+    if fenced_out:
+        detail["fenced_out"] = True  # the answer came after our lease was taken over: recorded, not applied
+    return log.Entry(run_id=step.run_id, step_id=step.id, kind="step.dispatch", phase=step.phase, detail=detail, actor=ACTOR)

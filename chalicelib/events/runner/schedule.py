@@ -1,0 +1,144 @@
+"""Ticks over time: the scheduled Lambda's invocation, and the operator's `tick` commands.
+
+EventBridge fires the `tick` function at most once a minute; one invocation runs
+a tick every EVENT_TICK_SECONDS for that minute, as far as the Lambda's
+remaining time allows. Each tick stops taking work at its interval, and never
+starts a step whose worst case would not fit before the hard deadline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from aws_lambda_powertools import Logger
+
+from ... import runtime
+from ...config import ConfigError, Settings
+from ..actions.bridge import GameBridge
+from ..actions.channels import channel_for
+from ..actions.perform import Actions
+from .budget import Budget
+from .outcomes import Rules
+from .tick import Runner, TickReport
+
+SCHEDULE_PERIOD_SECONDS = 60.0  # EventBridge's rate: the next invocation takes over after this
+SAFETY_SECONDS = 3.0  # left at the end of an invocation for returning and flushing logs
+MAX_BRIDGE_TIMEOUT_SECONDS = 10.0
+
+logger = Logger(service="event-run-engine")
+
+
+def bridge_timeout(settings: Settings) -> float:
+    """Well inside the lease: a quarter of it, at most ten seconds."""
+    return min(MAX_BRIDGE_TIMEOUT_SECONDS, settings.step_lease_seconds / 4)
+
+
+def build_runner(settings: Settings, db, clock) -> Runner:
+    bridge = None
+    if settings.game_bridge_url:
+        secret = settings.game_bridge_secret
+        if secret is None and settings.game_bridge_secret_arn:
+            from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
+
+            secret = plain_secret(settings.game_bridge_secret_arn)
+        if not secret:
+            raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
+        bridge = GameBridge(settings.game_bridge_url, secret, timeout=bridge_timeout(settings))
+    actions = Actions(
+        bridge=bridge,
+        cue_channel=channel_for(settings.cue_channel, "cue"),
+        announce_channel=channel_for(settings.announce_channel, "announce"),
+    )
+    rules = Rules(
+        lease_seconds=settings.step_lease_seconds,
+        max_attempts=settings.step_max_attempts,
+        retry_seconds=settings.step_retry_seconds,
+    )
+    return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency)
+
+
+@dataclass
+class _ProcessRunner:
+    parts: tuple
+    runner: Runner
+
+
+_process: _ProcessRunner | None = None
+_process_lock = threading.Lock()
+
+
+def process_runner() -> Runner:
+    """The runner of this process (Lambda container or CLI), rebuilt if the runtime's parts change."""
+    global _process
+    parts = (runtime.settings(), runtime.database(), runtime.clock())
+    with _process_lock:
+        if _process is None or any(a is not b for a, b in zip(_process.parts, parts)):
+            if _process is not None:
+                _process.runner.close()
+            _process = _ProcessRunner(parts, build_runner(*parts))
+        return _process.runner
+
+
+def run_invocation(
+    runner: Runner,
+    *,
+    remaining_seconds: Callable[[], float],
+    tick_seconds: float,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[TickReport]:
+    """Ticks every `tick_seconds` for one schedule period, inside the invocation's remaining time."""
+    start = monotonic()
+    finish_by = start + min(SCHEDULE_PERIOD_SECONDS, remaining_seconds() - SAFETY_SECONDS)
+    reports = []
+    tick_start = start
+    while finish_by - tick_start > runner.step_worst_case_seconds:
+        budget = Budget(min(tick_start + tick_seconds, finish_by), finish_by, monotonic)
+        reports.append(runner.tick(budget))
+        tick_start += tick_seconds
+        if finish_by - tick_start <= runner.step_worst_case_seconds:
+            break
+        sleep(max(0.0, tick_start - monotonic()))
+    return reports
+
+
+def scheduled_tick(context) -> dict:
+    """The `tick` Lambda's work: a summary of every tick it ran."""
+    runner = process_runner()
+    reports = run_invocation(
+        runner,
+        remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000,
+        tick_seconds=runtime.settings().tick_seconds,
+    )
+    summary = {"ticks": [r.summary() for r in reports]}
+    logger.info("tick invocation finished", extra=summary)
+    return summary
+
+
+def tick_once(runner: Runner, budget_seconds: float) -> TickReport:
+    """One tick that takes work for `budget_seconds` (the operator's `tick --once`)."""
+    return runner.tick(Budget.for_seconds(budget_seconds, hard_seconds=budget_seconds + runner.step_worst_case_seconds))
+
+
+def tick_forever(
+    runner: Runner,
+    tick_seconds: float,
+    on_report: Callable[[TickReport], None],
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """A tick every `tick_seconds` until Ctrl-C; then workers finish the step in hand and stop."""
+    budget = None
+    try:
+        while True:
+            started = time.monotonic()
+            budget = Budget.for_seconds(tick_seconds, hard_seconds=tick_seconds + runner.step_worst_case_seconds)
+            on_report(runner.tick(budget))
+            sleep(max(0.0, started + tick_seconds - time.monotonic()))
+    except KeyboardInterrupt:
+        if budget is not None:
+            budget.stop.set()
+    finally:
+        runner.close()

@@ -1,0 +1,141 @@
+"""One tick (SPEC §4): one clock read, reclaim, plan, then advance due runs on a bounded pool."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from ...db import Clock, Database
+from ..actions.perform import Actions
+from ..model import Run
+from ..store import definitions, runs
+from .advance import RunAdvancer, RunReport
+from .budget import Budget
+from .documents import Plan, plan_of
+from .outcomes import Rules
+from .planner import plan_occurrences
+from .reclaim import reclaim
+
+logger = logging.getLogger(__name__)
+
+DUE_RUNS_PER_BATCH = 200
+DEFAULT_HORIZON = timedelta(minutes=15)
+# A dispatch's worst case beyond the bridge timeout: its claim and its outcome transaction.
+DATABASE_MARGIN_SECONDS = 2.0
+
+
+@dataclass
+class TickReport:
+    now: datetime
+    requeued: int = 0
+    gave_up: int = 0
+    planned: int = 0
+    runs_seen: int = 0
+    runs_advanced: int = 0  # run leases this tick won
+    dispatched: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    statuses: Counter = field(default_factory=Counter)  # how the advanced runs were left
+    errors: int = 0
+    out_of_budget: bool = False
+
+    def add(self, run: RunReport | None) -> None:
+        self.runs_seen += 1
+        if run is None:
+            self.errors += 1
+            return
+        self.runs_advanced += run.claimed
+        self.dispatched += run.dispatched
+        self.outcomes.update(run.outcomes)
+        self.out_of_budget |= run.out_of_budget
+        if run.status is not None:
+            self.statuses[run.status.value] += 1
+
+    def summary(self) -> dict:
+        return {
+            "now": self.now.isoformat(),
+            "requeued": self.requeued,
+            "gave_up": self.gave_up,
+            "planned": self.planned,
+            "runs_seen": self.runs_seen,
+            "runs_advanced": self.runs_advanced,
+            "dispatched": self.dispatched,
+            "outcomes": dict(self.outcomes),
+            "statuses": dict(self.statuses),
+            "errors": self.errors,
+            "out_of_budget": self.out_of_budget,
+        }
+
+
+class Runner:
+    """Ticks against one database. Keeps its worker threads (and so their connections) between ticks."""
+
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        actions: Actions,
+        rules: Rules,
+        *,
+        concurrency: int = 8,
+        horizon: timedelta = DEFAULT_HORIZON,
+        batch_size: int = DUE_RUNS_PER_BATCH,
+    ):
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.db, self.clock, self.actions, self.rules = db, clock, actions, rules
+        self.horizon, self.batch_size = horizon, batch_size
+        self.concurrency = concurrency
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tick-worker")
+        self._plans: dict[tuple[int, int], Plan] = {}
+        self._plans_lock = threading.Lock()
+
+    @property
+    def step_worst_case_seconds(self) -> float:
+        timeout = self.actions.bridge.timeout if self.actions.bridge else 0.0
+        return timeout + DATABASE_MARGIN_SECONDS
+
+    def tick(self, budget: Budget) -> TickReport:
+        now = self.clock.now()  # the one clock read of this tick
+        report = TickReport(now=now)
+        swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts))
+        report.requeued, report.gave_up = swept.requeued, swept.gave_up
+        report.planned = plan_occurrences(self.db, now, self.horizon)
+        advancer = RunAdvancer(self.db, self.actions, self.rules, self._plan_for, now, budget, self.step_worst_case_seconds)
+        after = None
+        while budget.allows(self.step_worst_case_seconds):
+            batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after))
+            for result in self._pool.map(lambda run: self._advance(advancer, run), batch):
+                report.add(result)
+            if len(batch) < self.batch_size:
+                break
+            after = (batch[-1].scheduled_for, batch[-1].id)
+        else:
+            report.out_of_budget = True
+        return report
+
+    def close(self) -> None:
+        """Drop queued runs, wait for the ones in hand, then let the threads (and their connections) go."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _advance(self, advancer: RunAdvancer, run: Run) -> RunReport | None:
+        try:
+            return advancer.advance(run)
+        except Exception:  # one run's failure must not stop the others; the lease lapses and a later tick retries
+            logger.exception("advancing run %s failed", run.id)
+            return None
+
+    def _plan_for(self, run: Run) -> Plan:
+        # Versions are immutable, so a plan read once serves every later tick of this process.
+        key = (run.definition_id, run.definition_version)
+        with self._plans_lock:
+            plan = self._plans.get(key)
+        if plan is None:
+            version = self.db.autocommit(lambda tx: definitions.get_version(tx, *key))
+            plan = plan_of(version.document)
+            with self._plans_lock:
+                self._plans[key] = plan
+        return plan

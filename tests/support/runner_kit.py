@@ -1,0 +1,89 @@
+"""What the runner's tests share: a scripted game bridge, a runner wired to it, runs, the log.
+
+Fixtures are imported by name into the test modules that use them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from chalicelib.db import Database, ManualClock
+from chalicelib.events.actions.bridge import GameBridge as BridgeClient
+from chalicelib.events.actions.perform import Actions
+from chalicelib.events.model import LogEntry, Run
+from chalicelib.events.runner import Budget, Rules, Runner, TickReport
+from chalicelib.events.store import log, runs
+from tests.support.factory import make_definition
+from tests.support.game_bridge import SECRET, GameBridge
+
+RULES = Rules(lease_seconds=120, max_attempts=3, retry_seconds=30)
+
+
+class RecordingChannel:
+    def __init__(self, name: str):
+        self.name = name
+        self.posts: list[str] = []
+
+    def post(self, text: str, context: dict) -> None:
+        self.posts.append(text)
+
+
+def make_runner(
+    db: Database, clock, bridge: GameBridge | None, *, rules: Rules = RULES, concurrency: int = 2, timeout: float = 5.0
+) -> Runner:
+    client = BridgeClient(bridge.url, SECRET, timeout=timeout) if bridge else None
+    actions = Actions(bridge=client, cue_channel=RecordingChannel("cue"), announce_channel=RecordingChannel("announce"))
+    return Runner(db, clock, actions, rules, concurrency=concurrency)
+
+
+def tick(runner: Runner, seconds: float = 60) -> TickReport:
+    report = runner.tick(Budget.for_seconds(seconds))
+    assert report.errors == 0, "a run raised inside the tick (see the log)"
+    return report
+
+
+def schedule(db: Database, now: datetime, doc: dict, *, scheduled_for: datetime | None = None, grace: int = 300) -> Run:
+    """A scheduled run of a new definition, as the API would create it."""
+    definition = make_definition(db, now, doc)
+    run, _ = db.transaction(
+        lambda tx: runs.schedule(
+            tx,
+            definition_id=definition.id,
+            definition_version=definition.current_version,
+            scheduled_for=scheduled_for or now,
+            grace_seconds=grace,
+            now=now,
+        )
+    )
+    return run
+
+
+def log_of(db: Database, run_id: int) -> list[LogEntry]:
+    return db.autocommit(lambda tx: log.after(tx, run_id, 0, 1000))
+
+
+def run_story(db: Database, run_id: int) -> list[tuple[str, str]]:
+    """The run's status changes in log order, as (from, to)."""
+    return [(e.detail["from"], e.detail["to"]) for e in log_of(db, run_id) if e.kind == "run.status"]
+
+
+def step(action: str, on_failure: str | None = None, **params) -> dict:
+    authored = {"action": action, "params": params}
+    if on_failure:
+        authored["on_failure"] = on_failure
+    return authored
+
+
+@pytest.fixture
+def game_bridge():
+    with GameBridge() as bridge:
+        yield bridge
+
+
+@pytest.fixture
+def runner(db, clock: ManualClock, game_bridge):
+    built = make_runner(db, clock, game_bridge)
+    yield built
+    built.close()
