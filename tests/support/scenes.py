@@ -60,3 +60,9 @@ def log_rows(db: Database, run_id: int) -> list[dict]:
 
 def furthest(db: Database, run_id: int, phase: int | None) -> int | None:
     return None if phase is None else db.autocommit(lambda tx: steps.last_started_seq(tx, run_id, phase))
+
+
+def table_counts(db: Database) -> dict[str, int]:
+    """Rows per table: what 'nothing was written' is checked against."""
+    tables = ("event_definitions", "event_definition_versions", "event_runs", "event_run_steps", "event_run_log")
+    return {t: db.autocommit(lambda tx: tx.one(f"SELECT COUNT(*) AS n FROM {t}")["n"]) for t in tables}

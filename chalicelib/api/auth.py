@@ -1,0 +1,127 @@
+"""Bearer tokens, checked in the app itself so `chalice local` and tests see what production sees.
+
+The algorithm is pinned by configuration, never taken from the token: HS256
+when EVENTS_JWT_SECRET is set, RS256 with keys from EVENTS_JWT_JWKS_URL
+otherwise. `exp`, `iss`, `aud` and `sub` are required; roles come from the
+`roles` claim (a list, or a comma-separated string); the actor is `sub`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping
+
+import jwt
+
+from ..config import Settings
+from ..events.model import EngineError
+
+ADMIN, MODERATOR, GM = "admin", "moderator", "gm"
+ROLES = (ADMIN, MODERATOR, GM)
+STAFF = frozenset(ROLES)
+CONTROLLERS = frozenset({ADMIN, MODERATOR})
+ADMINS = frozenset({ADMIN})
+LEEWAY_SECONDS = 30
+
+
+class Unauthorized(EngineError):
+    http_status = 401
+
+
+class Forbidden(EngineError):
+    http_status = 403
+
+
+class AuthUnavailable(EngineError):
+    """The server cannot check tokens (not configured, or the key set is unreachable)."""
+
+    http_status = 503
+
+
+@dataclass(frozen=True)
+class Principal:
+    sub: str
+    roles: frozenset[str]
+
+    def require(self, allowed: frozenset[str]) -> "Principal":
+        if not self.roles & allowed:
+            raise Forbidden(f"this needs one of the roles {sorted(allowed)}; the token has {sorted(self.roles)}")
+        return self
+
+
+_jwks_clients: dict[str, jwt.PyJWKClient] = {}
+_jwks_lock = threading.Lock()
+
+
+def _jwks_client(url: str) -> jwt.PyJWKClient:
+    # One client per URL for the container's life: it caches the keys between invocations.
+    with _jwks_lock:
+        if url not in _jwks_clients:
+            _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=5)
+        return _jwks_clients[url]
+
+
+def _key_and_algorithm(token: str, settings: Settings) -> tuple[Any, str]:
+    if settings.jwt_secret:
+        return settings.jwt_secret, "HS256"
+    if settings.jwt_jwks_url:
+        try:
+            return _jwks_client(settings.jwt_jwks_url).get_signing_key_from_jwt(token).key, "RS256"
+        except jwt.PyJWKClientConnectionError:
+            raise AuthUnavailable("the token signing keys cannot be fetched right now") from None
+        except (jwt.PyJWKClientError, jwt.InvalidTokenError):
+            raise Unauthorized("the token is not signed by a known key") from None
+    raise AuthUnavailable("token checking is not configured (EVENTS_JWT_SECRET or EVENTS_JWT_JWKS_URL)")
+
+
+def _roles(claim: Any) -> frozenset[str]:
+    if isinstance(claim, str):
+        claim = claim.split(",")
+    if not isinstance(claim, list):
+        return frozenset()
+    return frozenset(r.strip() for r in claim if isinstance(r, str) and r.strip())
+
+
+def authenticate(headers: Mapping[str, str], settings: Settings) -> Principal:
+    """The verified caller, or Unauthorized."""
+    if not (settings.jwt_issuer and settings.jwt_audience):
+        raise AuthUnavailable("token checking needs EVENTS_JWT_ISSUER and EVENTS_JWT_AUDIENCE")
+    scheme, _, token = (headers.get("authorization") or "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("send Authorization: Bearer <token>")
+    key, algorithm = _key_and_algorithm(token, settings)
+    try:
+        claims = jwt.decode(
+            token,
+            key,
+            algorithms=[algorithm],
+            audience=settings.jwt_audience,
+            issuer=settings.jwt_issuer,
+            leeway=LEEWAY_SECONDS,
+            options={"require": ["exp", "iss", "aud", "sub"]},
+        )
+    except jwt.InvalidTokenError as error:
+        raise Unauthorized(f"invalid token: {error}") from None
+    sub = claims["sub"]
+    if not isinstance(sub, str) or not sub.strip() or len(sub) > 191:
+        raise Unauthorized("invalid token: sub must name the caller")
+    return Principal(sub=sub, roles=_roles(claims.get("roles")))
+
+
+def mint(settings: Settings, *, sub: str, roles: list[str], now: datetime | None = None, ttl_seconds: int = 8 * 3600) -> str:
+    """A development token signed with EVENTS_JWT_SECRET (HS256)."""
+    if not (settings.jwt_secret and settings.jwt_issuer and settings.jwt_audience):
+        raise ValueError("minting needs EVENTS_JWT_SECRET, EVENTS_JWT_ISSUER and EVENTS_JWT_AUDIENCE")
+    now = now or datetime.now(timezone.utc)
+    claims = {
+        "sub": sub,
+        "roles": roles,
+        "iss": settings.jwt_issuer,
+        "aud": settings.jwt_audience,
+        "iat": now,
+        "exp": now + timedelta(seconds=ttl_seconds),
+    }
+    return jwt.encode(claims, settings.jwt_secret, algorithm="HS256")

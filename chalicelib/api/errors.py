@@ -1,0 +1,53 @@
+"""The one place a failure becomes an HTTP answer: `{"errors": ["..."]}` with its status.
+
+Engine errors (Invalid, NotFound, Conflict), token errors (401/403/503) and
+malformed bodies arrive here as `EngineError`s; Chalice's own refusals (415 for
+a non-JSON content type, 405) are rewritten by `rewrite_chalice_errors` into the
+same shape. Anything else is a bug: logged, answered 500 in the same shape.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Callable
+
+from chalice import Response
+
+from ..events.model import EngineError, Invalid
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def error_response(status: int, messages: list[str]) -> Response:
+    return Response(body={"errors": messages}, status_code=status)
+
+
+def from_exception(error: BaseException) -> Response:
+    if isinstance(error, EngineError):
+        return error_response(error.http_status, error.messages or [str(error)])
+    log.exception("unexpected error while answering a request")
+    return error_response(500, ["internal error"])
+
+
+def json_body(raw: bytes | None) -> Any:
+    """The parsed body, None when there is none; Invalid when it is not JSON."""
+    if not raw:
+        return None
+    if len(raw) > MAX_BODY_BYTES:
+        raise Invalid(f"the body is larger than {MAX_BODY_BYTES} bytes")
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise Invalid("the body is not valid JSON") from None
+
+
+def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
+    """HTTP middleware: Chalice's own `{"Code", "Message"}` answers in our shape."""
+    response = get_response(event)
+    body = response.body
+    if isinstance(body, dict) and set(body) == {"Code", "Message"}:
+        response.body = {"errors": [str(body["Message"])]}
+    return response

@@ -1,0 +1,279 @@
+"""What each route does. Every handler is declared with `@operation`, which is also
+what the OpenAPI document is built from, so a route cannot drift from its entry.
+
+The wrapper does the same things in the same order for every route: check the
+token and the role (401/403 before anything about the input), parse the path
+ids, the query and the body against their schemas (400), then call the engine.
+The time comes from `runtime.clock()`, read at most once per request.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any, Callable
+
+from chalice import Response
+from chalice.app import Request
+
+from .. import runtime
+from ..events import controls
+from ..events import definitions as definitions_engine
+from ..events.actions import registry
+from ..events.model import Invalid, NotFound
+from ..events.store import definitions, log, runs, steps
+from . import auth, schemas
+from .errors import from_exception, json_body
+from .openapi import document
+
+PATH_ID = re.compile(r"{(\w+)}")
+
+
+@dataclass
+class Call:
+    """One request, checked: who, the ids, the query and the body."""
+
+    actor: str | None
+    ids: dict[str, int]
+    query: dict
+    body: Any
+
+    @cached_property
+    def now(self) -> datetime:
+        return runtime.clock().now()
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str
+    summary: str
+    roles: frozenset[str] | None  # None: anyone, no token
+    responses: dict[int, tuple[str, dict]]
+    body: dict | None = None
+    body_required: bool = False
+    query: dict | None = None
+    handler: Callable[[Call], Any] = field(default=None, compare=False)
+
+    @property
+    def path_ids(self) -> list[str]:
+        return PATH_ID.findall(self.path)
+
+    @property
+    def operation_id(self) -> str:
+        return self.handler.__name__
+
+    def __call__(self, request: Request, **path: str) -> Response:
+        try:
+            return self._answer(request, path)
+        except Exception as error:  # noqa: BLE001 — every failure leaves through errors.py
+            return from_exception(error)
+
+    def _answer(self, request: Request, path: dict[str, str]) -> Response:
+        actor = None
+        if self.roles is not None:
+            actor = auth.authenticate(request.headers, runtime.settings()).require(self.roles).sub
+        ids = {name: schemas.parse_id(path[name], name) for name in self.path_ids}
+        query = schemas.parse_query(self.query or schemas.NO_FIELDS, request.query_params)
+        body = self._body(request)
+        result = self.handler(Call(actor=actor, ids=ids, query=query, body=body))
+        status, payload = result if isinstance(result, tuple) else (200, result)
+        return Response(body=payload, status_code=status)
+
+    def _body(self, request: Request) -> Any:
+        parsed = json_body(request.raw_body) if self.method in ("POST", "PUT") else None
+        if self.body is None:
+            return None
+        if parsed is None:
+            if self.body_required:
+                raise Invalid("this request needs a JSON body")
+            parsed = {}
+        if self.body is schemas.DEFINITION_BODY:
+            return parsed  # the engine validates a document whole, reporting every problem
+        return schemas.check(self.body, parsed, "body")
+
+
+OPERATIONS: list[Operation] = []
+
+
+def operation(method: str, path: str, summary: str, roles: frozenset[str] | None, responses: dict, **inputs):
+    def register(handler: Callable[[Call], Any]) -> Operation:
+        op = Operation(method, path, summary, roles, responses, handler=handler, **inputs)
+        OPERATIONS.append(op)
+        return op
+
+    return register
+
+
+def _ok(description: str, schema: dict) -> dict:
+    return {200: (description, schema)}
+
+
+# ── reads ─────────────────────────────────────────────────────────────────
+@operation("GET", "/health", "Liveness.", None, _ok("alive", schemas.HEALTH))
+def health(call: Call):
+    return {"ok": True}
+
+
+@operation("GET", "/runs", "Runs, newest first, a page at a time.", auth.STAFF,
+           _ok("a page of runs; pass next_cursor as cursor for the next", schemas.RUNS_PAGE), query=schemas.RUNS_QUERY)
+def list_runs(call: Call):
+    q = call.query
+    page, next_cursor = runtime.database().autocommit(
+        lambda tx: runs.list_page(
+            tx, status=q.get("status"), definition_id=q.get("definition_id"),
+            limit=q.get("limit", 50), before_id=q.get("cursor"),
+        )
+    )
+    return {"runs": [r.public() for r in page], "next_cursor": next_cursor}
+
+
+@operation("GET", "/runs/{run_id}", "A run, its steps, their counts and the controls legal now.", auth.STAFF,
+           _ok("the run", schemas.RUN_DETAIL))
+def get_run(call: Call):
+    run_id = call.ids["run_id"]
+
+    def read(tx):
+        run = runs.get(tx, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}")
+        run_steps = steps.list_for_run(tx, run.id)
+        furthest = None if run.current_phase is None else steps.last_started_seq(tx, run.id, run.current_phase)
+        return {
+            "run": run.public(),
+            "steps": [s.public() for s in run_steps],
+            "counts": steps.status_counts(tx, run.id),
+            "controls": controls.offered(run, run_steps, furthest),
+        }
+
+    # One transaction: run, steps and controls from one snapshot.
+    return runtime.database().transaction(read)
+
+
+@operation("GET", "/runs/{run_id}/log", "The run's log rows after an id, oldest first (the console tails it).",
+           auth.STAFF, _ok("log rows", schemas.LOG_PAGE), query=schemas.LOG_QUERY)
+def run_log(call: Call):
+    run_id = call.ids["run_id"]
+
+    def read(tx):
+        if runs.get(tx, run_id) is None:
+            raise NotFound(f"no run {run_id}")
+        return log.after(tx, run_id, call.query.get("after_id", 0), call.query.get("limit", 200))
+
+    return {"entries": [e.public() for e in runtime.database().transaction(read)]}
+
+
+# ── controls ──────────────────────────────────────────────────────────────
+_RUN_CONTROLLED = _ok("the control took; the run as it now stands", schemas.RUN_CONTROL_RESPONSE)
+_STEP_CONTROLLED = _ok("the control took; the step as it now stands", schemas.STEP_CONTROL_RESPONSE)
+
+
+@operation("POST", "/runs/{run_id}/pause", "Pause a starting or running run.", auth.CONTROLLERS, _RUN_CONTROLLED,
+           body=schemas.REASON_BODY)
+def pause_run(call: Call):
+    run = controls.pause(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now, reason=call.body.get("reason"))
+    return {"ok": True, "run": run.public()}
+
+
+@operation("POST", "/runs/{run_id}/resume", "Resume a paused run.", auth.CONTROLLERS, _RUN_CONTROLLED,
+           body=schemas.NO_FIELDS)
+def resume_run(call: Call):
+    run = controls.resume(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now)
+    return {"ok": True, "run": run.public()}
+
+
+@operation("POST", "/runs/{run_id}/cancel", "Cancel a run that is not over.", auth.CONTROLLERS, _RUN_CONTROLLED,
+           body=schemas.REASON_BODY)
+def cancel_run(call: Call):
+    run = controls.cancel(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now, reason=call.body.get("reason"))
+    return {"ok": True, "run": run.public()}
+
+
+@operation("POST", "/runs/{run_id}/steps/{step_id}/confirm", "Confirm a parked step: done, with a note.",
+           auth.CONTROLLERS, _STEP_CONTROLLED, body=schemas.NOTE_BODY)
+def confirm_step(call: Call):
+    step = controls.confirm(
+        runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now, note=call.body.get("note")
+    )
+    return {"ok": True, "step": step.public()}
+
+
+@operation("POST", "/runs/{run_id}/steps/{step_id}/skip", "Skip a pending or parked step.",
+           auth.CONTROLLERS, _STEP_CONTROLLED, body=schemas.REASON_BODY)
+def skip_step(call: Call):
+    step = controls.skip(
+        runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now, reason=call.body.get("reason")
+    )
+    return {"ok": True, "step": step.public()}
+
+
+@operation("POST", "/runs/{run_id}/steps/{step_id}/retry",
+           "Re-queue the failed step a paused run is stopped at, and resume the run.", auth.CONTROLLERS,
+           _ok("the step re-queued; resumed says whether the run is running again", schemas.RETRY_RESPONSE),
+           body=schemas.NO_FIELDS)
+def retry_step(call: Call):
+    result = controls.retry(runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now)
+    return {"ok": True, "step": result.step.public(), "resumed": result.resumed, "run": result.run.public()}
+
+
+# ── definitions and scheduling ────────────────────────────────────────────
+@operation("GET", "/definitions", "Every definition (current version).", auth.STAFF,
+           _ok("definitions", schemas.DEFINITIONS_LIST))
+def list_definitions(call: Call):
+    return {"definitions": [d.public() for d in runtime.database().autocommit(definitions.list_all)]}
+
+
+@operation("GET", "/definitions/{definition_id}", "A definition and all its versions.", auth.STAFF,
+           _ok("the definition", schemas.DEFINITION_DETAIL))
+def get_definition(call: Call):
+    definition_id = call.ids["definition_id"]
+
+    def read(tx):
+        definition = definitions.get(tx, definition_id)
+        if definition is None:
+            raise NotFound(f"no definition {definition_id}")
+        return {"definition": definition.public(), "versions": [v.public() for v in definitions.versions(tx, definition_id)]}
+
+    return runtime.database().transaction(read)
+
+
+def _saved(definition) -> dict:
+    return {"definition": {"id": definition.id, "version": definition.current_version}}
+
+
+@operation("POST", "/definitions", "Create a definition (version 1).", auth.ADMINS,
+           {201: ("created", schemas.DEFINITION_SAVED)}, body=schemas.DEFINITION_BODY, body_required=True)
+def create_definition(call: Call):
+    return 201, _saved(definitions_engine.create(runtime.database(), call.body, actor=call.actor, now=call.now))
+
+
+@operation("PUT", "/definitions/{definition_id}", "Save a new version of a definition.", auth.ADMINS,
+           _ok("the new version", schemas.DEFINITION_SAVED), body=schemas.DEFINITION_BODY, body_required=True)
+def update_definition(call: Call):
+    definition = definitions_engine.add_version(
+        runtime.database(), call.ids["definition_id"], call.body, actor=call.actor, now=call.now
+    )
+    return _saved(definition)
+
+
+@operation("POST", "/definitions/{definition_id}/runs",
+           "Schedule a run of the current version; the same occurrence twice is the same run.", auth.ADMINS,
+           {201: ("a new run", schemas.SCHEDULED), 200: ("the run already scheduled for that occurrence", schemas.SCHEDULED)},
+           body=schemas.SCHEDULE_BODY, body_required=True)
+def schedule_run(call: Call):
+    scheduled_for = schemas.parse_time(call.body["scheduled_for"], "body.scheduled_for")
+    run, created = definitions_engine.schedule_run(runtime.database(), call.ids["definition_id"], scheduled_for, now=call.now)
+    return (201 if created else 200), {"run": run.public()}
+
+
+@operation("GET", "/actions", "The action registry and each action's params schema.", auth.STAFF,
+           _ok("actions", schemas.ACTIONS))
+def list_actions(call: Call):
+    return {"actions": registry.catalogue()}
+
+
+@operation("GET", "/openapi.json", "This document.", None, _ok("the OpenAPI document", {"type": "object"}))
+def openapi_document(call: Call):
+    return document(OPERATIONS)

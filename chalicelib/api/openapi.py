@@ -1,0 +1,89 @@
+"""The OpenAPI 3.1 document, built from the declared operations and their schemas.
+
+3.1 because its schemas are plain JSON Schema: the dicts the handlers validate
+with are published unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from .schemas import ERRORS, MAX_ID
+
+if TYPE_CHECKING:
+    from .handlers import Operation
+
+_ERROR_MEANINGS = {
+    400: "malformed body, query or id",
+    401: "no token, or a token that does not verify",
+    403: "the token's roles may not do this",
+    404: "no such run, step or definition",
+    409: "the control lost: the run or step is not in a state it may act from (the message names it)",
+    415: "the body is not application/json",
+    503: "tokens cannot be checked right now",
+}
+
+
+def _error_codes(op: "Operation") -> list[int]:
+    codes = [400]
+    if op.roles is not None:
+        codes += [401, 403, 503]
+    if op.path_ids:
+        codes.append(404)
+    if op.path.startswith("/runs/") and op.method == "POST":
+        codes.append(409)
+    if op.body is not None:
+        codes.append(415)
+    return sorted(set(codes))
+
+
+def _parameters(op: "Operation") -> list[dict]:
+    params = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
+        for name in op.path_ids
+    ]
+    if op.query:
+        params += [{"name": name, "in": "query", "required": False, "schema": schema} for name, schema in op.query["properties"].items()]
+    return params
+
+
+def _operation(op: "Operation") -> dict:
+    entry: dict = {
+        "operationId": op.operation_id,
+        "summary": op.summary,
+        "parameters": _parameters(op),
+        "responses": {
+            str(code): {"description": description, "content": {"application/json": {"schema": schema}}}
+            for code, (description, schema) in op.responses.items()
+        },
+    }
+    for code in _error_codes(op):
+        entry["responses"][str(code)] = {
+            "description": _ERROR_MEANINGS[code],
+            "content": {"application/json": {"schema": ERRORS}},
+        }
+    if op.body is not None:
+        entry["requestBody"] = {"required": op.body_required, "content": {"application/json": {"schema": op.body}}}
+    if op.roles is None:
+        entry["security"] = []
+    else:
+        entry["description"] = "Roles: " + ", ".join(sorted(op.roles)) + "."
+    return entry
+
+
+def document(operations: Iterable["Operation"]) -> dict:
+    paths: dict[str, dict] = {}
+    for op in operations:
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Event run engine",
+            "version": "1",
+            "description": "Live event runs: console reads, live controls, definitions and scheduling. "
+            'Errors are {"errors": ["..."]}.',
+        },
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}},
+        "security": [{"bearer": []}],
+        "paths": paths,
+    }

@@ -1,0 +1,202 @@
+"""One JSON schema per request body, query and response; the handlers validate with
+these and the OpenAPI document publishes the very same dicts.
+
+Unknown fields are rejected everywhere: no client ever sets `status` or `attempts`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from ..events.definitions import DOCUMENT_SCHEMA
+from ..events.model import Health, Invalid, OnFailure, RunStatus, StepStatus
+from ..schema_check import first_error
+
+MAX_ID = 2**63 - 1
+# Reasons and notes are kept to 500 characters (model.clean_note); anything far
+# beyond that is not a reason, it is a payload.
+MAX_NOTE_INPUT = 2000
+
+
+def _body(**properties: dict) -> dict:
+    return {"type": "object", "additionalProperties": False, "properties": properties}
+
+
+_NOTE = {"type": "string", "maxLength": MAX_NOTE_INPUT}
+_ID = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+
+# ── request bodies ────────────────────────────────────────────────────────
+REASON_BODY = _body(reason=_NOTE)
+NOTE_BODY = _body(note=_NOTE)
+NO_FIELDS = _body()
+SCHEDULE_BODY = {
+    **_body(scheduled_for={"type": "string", "format": "date-time", "maxLength": 40}),
+    "required": ["scheduled_for"],
+}
+DEFINITION_BODY = DOCUMENT_SCHEMA
+
+# ── queries (values arrive as strings; integers are parsed before checking) ──
+RUNS_QUERY = _body(
+    status={"type": "string", "enum": [s.value for s in RunStatus]},
+    definition_id=_ID,
+    limit={"type": "integer", "minimum": 1, "maximum": 200},
+    cursor=_ID,
+)
+LOG_QUERY = _body(
+    after_id={"type": "integer", "minimum": 0, "maximum": MAX_ID},
+    limit={"type": "integer", "minimum": 1, "maximum": 1000},
+)
+
+# ── responses ─────────────────────────────────────────────────────────────
+_TIME = {"type": "string", "format": "date-time"}
+_MAYBE_TIME = {"type": ["string", "null"], "format": "date-time"}
+_MAYBE_TEXT = {"type": ["string", "null"]}
+_INT = {"type": "integer"}
+_MAYBE_INT = {"type": ["integer", "null"]}
+
+
+def _object(**properties: dict) -> dict:
+    return {"type": "object", "required": list(properties), "properties": properties}
+
+
+RUN = _object(
+    id=_INT,
+    definition_id=_INT,
+    definition_version=_INT,
+    occurrence_key={"type": "string"},
+    status={"type": "string", "enum": [s.value for s in RunStatus]},
+    scheduled_for=_TIME,
+    grace_seconds=_INT,
+    current_phase=_MAYBE_INT,
+    health={"type": "string", "enum": [h.value for h in Health]},
+    last_error=_MAYBE_TEXT,
+    claim_expires_at=_MAYBE_TIME,
+    started_at=_MAYBE_TIME,
+    finished_at=_MAYBE_TIME,
+    created_at=_TIME,
+    updated_at=_TIME,
+)
+STEP = _object(
+    id=_INT,
+    run_id=_INT,
+    phase=_INT,
+    seq=_INT,
+    action_id={"type": "string"},
+    params={"type": "object"},
+    action_version=_INT,
+    on_failure={"type": "string", "enum": [o.value for o in OnFailure]},
+    idempotency_key={"type": "string"},
+    status={"type": "string", "enum": [s.value for s in StepStatus]},
+    attempts=_INT,
+    claim_expires_at=_MAYBE_TIME,
+    due_at=_MAYBE_TIME,
+    started_at=_MAYBE_TIME,
+    finished_at=_MAYBE_TIME,
+    last_error=_MAYBE_TEXT,
+    parked={"type": "boolean"},
+)
+LOG_ENTRY = _object(
+    id=_INT,
+    run_id=_INT,
+    step_id=_MAYBE_INT,
+    kind={"type": "string"},
+    phase=_MAYBE_INT,
+    detail={"type": ["object", "null"]},
+    actor=_MAYBE_TEXT,
+    created_at=_TIME,
+)
+DEFINITION = _object(
+    id=_INT,
+    name={"type": "string"},
+    current_version=_INT,
+    schedule_cron=_MAYBE_TEXT,
+    created_by=_MAYBE_TEXT,
+    created_at=_TIME,
+    updated_at=_TIME,
+)
+DEFINITION_VERSION = _object(
+    definition_id=_INT,
+    version=_INT,
+    document={"type": "object"},
+    created_by=_MAYBE_TEXT,
+    created_at=_TIME,
+)
+ACTION = _object(
+    id={"type": "string"},
+    description={"type": "string"},
+    core={"type": "boolean"},
+    versions={"type": "array", "items": _INT},
+    params_schema={"type": "object"},
+    outcomes={"type": "array", "items": {"type": "string"}},
+)
+_CONTROL_NAMES = {"type": "array", "items": {"type": "string"}}
+ERRORS = _object(errors={"type": "array", "items": {"type": "string"}, "minItems": 1})
+
+RUN_CONTROL_RESPONSE = _object(ok={"const": True}, run=RUN)
+STEP_CONTROL_RESPONSE = _object(ok={"const": True}, step=STEP)
+RETRY_RESPONSE = _object(ok={"const": True}, step=STEP, resumed={"type": "boolean"}, run=RUN)
+RUNS_PAGE = _object(runs={"type": "array", "items": RUN}, next_cursor=_MAYBE_INT)
+RUN_DETAIL = _object(
+    run=RUN,
+    steps={"type": "array", "items": STEP},
+    counts={"type": "object", "additionalProperties": _INT},
+    controls=_object(
+        run=_CONTROL_NAMES,
+        steps={"type": "object", "additionalProperties": _CONTROL_NAMES},
+    ),
+)
+LOG_PAGE = _object(entries={"type": "array", "items": LOG_ENTRY})
+DEFINITIONS_LIST = _object(definitions={"type": "array", "items": DEFINITION})
+DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": DEFINITION_VERSION})
+DEFINITION_SAVED = _object(definition=_object(id=_INT, version=_INT))
+SCHEDULED = _object(run=RUN)
+ACTIONS = _object(actions={"type": "array", "items": ACTION})
+HEALTH = _object(ok={"const": True})
+
+
+# ── checking input ────────────────────────────────────────────────────────
+def check(schema: dict, value: Any, name: str) -> Any:
+    """`value` if it satisfies `schema`, else Invalid naming what is wrong."""
+    problem = first_error(schema, value, name)
+    if problem:
+        raise Invalid(problem)
+    return value
+
+
+def parse_id(raw: str, name: str) -> int:
+    """A path id: a positive whole number that fits a BIGINT."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or raw.startswith("0"):
+        raise Invalid(f"{name} must be a positive whole number, got {raw[:40]!r}")
+    value = int(raw)
+    if value > MAX_ID:
+        raise Invalid(f"{name} is too large")
+    return value
+
+
+def parse_query(schema: dict, params: Mapping[str, str] | None) -> dict:
+    """Query parameters checked against `schema`, integers parsed first."""
+    values: dict[str, Any] = {}
+    for key, raw in (params or {}).items():
+        declared = schema["properties"].get(key, {})
+        if declared.get("type") == "integer":
+            if not (raw.isascii() and raw.isdigit()) or len(raw) > 19:
+                raise Invalid(f"query.{key} must be a whole number, got {raw[:40]!r}")
+            values[key] = int(raw)
+        else:
+            values[key] = raw
+    return check(schema, values, "query")
+
+
+def parse_time(text: str, name: str) -> datetime:
+    """An ISO 8601 time with a zone (Z or an offset), as naive UTC."""
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise Invalid(f"{name} is not an ISO 8601 time such as 2026-12-04T20:00:00Z") from None
+    if parsed.tzinfo is None:
+        raise Invalid(f"{name} must carry a time zone, e.g. 2026-12-04T20:00:00Z")
+    try:
+        return parsed.astimezone(timezone.utc).replace(tzinfo=None)
+    except OverflowError:
+        raise Invalid(f"{name} is out of range") from None

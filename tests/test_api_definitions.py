@@ -1,0 +1,92 @@
+"""Creating, versioning and reading definitions, and scheduling runs, over HTTP."""
+
+from datetime import timedelta
+
+from chalicelib.events.store import runs
+from tests.support.api import ADMIN, GM, api  # noqa: F401 — the fixture
+from tests.support.scenes import table_counts
+from tests.test_definitions_validate import SPEC_EXAMPLE
+
+
+def _create(api, document=SPEC_EXAMPLE) -> int:
+    answer = api.post("/definitions", document, auth=ADMIN)
+    assert answer.status == 201, answer.body
+    return answer.body["definition"]["id"]
+
+
+def _iso(when) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_create_answers_201_with_id_and_version_and_stores_the_document(api):
+    answer = api.post("/definitions", SPEC_EXAMPLE, auth=ADMIN)
+    assert answer.status == 201 and answer.body == {"definition": {"id": answer.body["definition"]["id"], "version": 1}}
+    detail = api.get(f"/definitions/{answer.body['definition']['id']}", auth=GM).body
+    assert detail["definition"]["name"] == "Harvest festival" and detail["definition"]["schedule_cron"] == "0 20 * * 5"
+    assert detail["definition"]["created_by"] == "root-admin"
+    [version] = detail["versions"]
+    assert version["version"] == 1 and version["document"]["phases"][0]["steps"][2]["action"] == "world.spawn"
+
+
+def test_put_saves_the_next_version_and_keeps_the_old_one(api):
+    definition_id = _create(api)
+    changed = {**SPEC_EXAMPLE, "name": "Harvest festival II", "schedule": None}
+    answer = api.put(f"/definitions/{definition_id}", changed, auth=ADMIN)
+    assert answer.status == 200 and answer.body == {"definition": {"id": definition_id, "version": 2}}
+    detail = api.get(f"/definitions/{definition_id}", auth=GM).body
+    assert detail["definition"]["current_version"] == 2 and detail["definition"]["schedule_cron"] is None
+    assert [v["document"]["name"] for v in detail["versions"]] == ["Harvest festival", "Harvest festival II"]
+    assert [d["id"] for d in api.get("/definitions", auth=GM).body["definitions"]] == [definition_id]
+
+
+def test_put_of_an_unknown_definition_is_404(api):
+    assert api.put("/definitions/999999", SPEC_EXAMPLE, auth=ADMIN).status == 404
+    assert api.get("/definitions/999999", auth=GM).status == 404
+
+
+def test_an_invalid_document_is_400_listing_every_problem_and_nothing_is_written(api, db):
+    document = {**SPEC_EXAMPLE, "phases": [{"steps": [{"action": "core.nope"}, {"action": "core.wait", "params": {}}]}]}
+    answer = api.post("/definitions", document, auth=ADMIN)
+    assert answer.status == 400 and len(answer.body["errors"]) == 2
+    assert "core.nope" in answer.body["errors"][0] and "seconds" in answer.body["errors"][1]
+    assert table_counts(db)["event_definitions"] == 0
+    definition_id = _create(api)
+    assert api.put(f"/definitions/{definition_id}", document, auth=ADMIN).status == 400
+    assert table_counts(db)["event_definition_versions"] == 1
+
+
+def test_scheduling_answers_201_then_200_with_the_same_run(api, db, clock):
+    definition_id = _create(api)
+    when = _iso(clock.now() + timedelta(days=1))
+    first = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN)
+    again = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN)
+    assert (first.status, again.status) == (201, 200)
+    assert first.body["run"] == again.body["run"] and first.body["run"]["status"] == "scheduled"
+    assert first.body["run"]["scheduled_for"] == when and first.body["run"]["grace_seconds"] == 300
+    assert table_counts(db)["event_runs"] == 1
+
+
+def test_the_same_instant_in_another_zone_is_the_same_occurrence(api, db, clock):
+    definition_id = _create(api)
+    utc = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": "2027-01-01T20:00:00Z"}, auth=ADMIN)
+    paris = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": "2027-01-01T21:00:00+01:00"}, auth=ADMIN)
+    assert (utc.status, paris.status) == (201, 200) and utc.body["run"]["id"] == paris.body["run"]["id"]
+
+
+def test_a_time_in_the_past_inside_the_grace_window_is_a_run_for_now(api, db, clock):
+    definition_id = _create(api)
+    answer = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": _iso(clock.now() - timedelta(seconds=200))}, auth=ADMIN)
+    assert answer.status == 201
+    due = db.autocommit(lambda tx: runs.find_due(tx, clock.now(), 10))
+    assert [r.id for r in due] == [answer.body["run"]["id"]]
+
+
+def test_a_time_beyond_the_grace_window_is_refused(api, db, clock):
+    definition_id = _create(api)
+    answer = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": _iso(clock.now() - timedelta(seconds=301))}, auth=ADMIN)
+    assert answer.status == 400 and "grace window (300 s)" in answer.body["errors"][0]
+    assert table_counts(db)["event_runs"] == 0
+
+
+def test_scheduling_an_unknown_definition_is_404(api, clock):
+    assert api.post("/definitions/999999/runs", {"scheduled_for": _iso(clock.now())}, auth=ADMIN).status == 404

@@ -1,0 +1,119 @@
+"""The console's reads and the controls over HTTP: the shapes SPEC §7 gives, with real tokens."""
+
+import re
+
+from app import cors
+from chalicelib.events.model import RunStatus
+from tests.support.api import ADMIN, GM, MODERATOR, api  # noqa: F401 — the fixture
+from tests.support.factory import make_run, run_row, step
+from tests.support.scenes import put_step_in, run_with_steps
+
+ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z$")
+
+
+def test_a_control_answers_ok_with_the_run_and_logs_the_token_subject(api, db, clock):
+    run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
+    answer = api.post(f"/runs/{run.id}/pause", {"reason": "  lag spike "}, auth=MODERATOR)
+    assert answer.status == 200 and answer.body["ok"] is True
+    assert answer.body["run"]["status"] == "paused" and answer.body["run"]["id"] == run.id
+    assert ISO_Z.match(answer.body["run"]["updated_at"]) and "claimed_by" not in answer.body["run"]
+    [entry] = api.get(f"/runs/{run.id}/log", auth=GM).body["entries"]
+    assert entry["actor"] == "mod-mia" and entry["detail"]["reason"] == "lag spike"
+
+
+def test_a_lost_control_is_409_naming_the_actual_status(api, db, clock):
+    run = make_run(db, clock.now(), status=RunStatus.COMPLETED)
+    answer = api.post(f"/runs/{run.id}/resume", auth=ADMIN)
+    assert answer.status == 409 and answer.body == {"errors": ["this run is completed, not paused"]}
+
+
+def test_an_unknown_run_is_404(api):
+    assert api.post("/runs/424242/cancel", {}, auth=ADMIN).status == 404
+    assert api.get("/runs/424242", auth=GM).body == {"errors": ["no run 424242"]}
+    assert api.get("/runs/424242/log", auth=GM).status == 404
+
+
+def test_step_controls_answer_with_the_step(api, db, clock):
+    run, (cue, pending, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    put_step_in(db, cue, "parked", clock.now())
+    confirmed = api.post(f"/runs/{run.id}/steps/{cue.id}/confirm", {"note": "done in game"}, auth=MODERATOR)
+    assert confirmed.status == 200 and set(confirmed.body) == {"ok", "step"}
+    assert confirmed.body["step"]["status"] == "done" and confirmed.body["step"]["last_error"] == "done in game"
+    skipped = api.post(f"/runs/{run.id}/steps/{pending.id}/skip", auth=ADMIN)
+    assert skipped.status == 200 and skipped.body["step"]["status"] == "skipped"
+
+
+def test_retry_answers_with_the_step_whether_it_resumed_and_the_run(api, db, clock):
+    run, (done, failed, _) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
+    put_step_in(db, done, "done", clock.now())
+    put_step_in(db, failed, "failed", clock.now())
+    answer = api.post(f"/runs/{run.id}/steps/{failed.id}/retry", auth=MODERATOR)
+    assert answer.status == 200 and set(answer.body) == {"ok", "step", "resumed", "run"}
+    assert (answer.body["step"]["status"], answer.body["resumed"], answer.body["run"]["status"]) == ("pending", True, "running")
+
+
+def test_get_run_has_steps_counts_and_exactly_the_controls_legal_now(api, db, clock):
+    run, (done, failed, pending) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
+    put_step_in(db, done, "done", clock.now())
+    put_step_in(db, failed, "failed", clock.now())
+    body = api.get(f"/runs/{run.id}", auth=GM).body
+    assert body["run"]["id"] == run.id and [s["id"] for s in body["steps"]] == [done.id, failed.id, pending.id]
+    assert body["counts"] == {"done": 1, "failed": 1, "pending": 1}
+    assert body["controls"] == {
+        "run": ["resume", "cancel"],
+        "steps": {str(done.id): [], str(failed.id): ["retry"], str(pending.id): ["skip"]},
+    }
+
+
+def test_runs_are_listed_newest_first_a_page_at_a_time(api, db, clock):
+    made = [make_run(db, clock.advance(60), status=RunStatus.SCHEDULED).id for _ in range(5)]
+    seen, cursor = [], None
+    while True:
+        answer = api.get("/runs?limit=2" + (f"&cursor={cursor}" if cursor else ""), auth=GM)
+        assert answer.status == 200 and len(answer.body["runs"]) <= 2
+        seen += [r["id"] for r in answer.body["runs"]]
+        cursor = answer.body["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == sorted(made, reverse=True)
+
+
+def test_runs_can_be_filtered_by_status_and_definition(api, db, clock):
+    paused = make_run(db, clock.now(), status=RunStatus.PAUSED)
+    make_run(db, clock.advance(1), status=RunStatus.RUNNING)
+    assert [r["id"] for r in api.get("/runs?status=paused", auth=GM).body["runs"]] == [paused.id]
+    by_definition = api.get(f"/runs?definition_id={paused.definition_id}", auth=GM).body["runs"]
+    assert [r["id"] for r in by_definition] == [paused.id]
+
+
+def test_the_log_is_tailed_after_an_id(api, db, clock):
+    run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
+    api.post(f"/runs/{run.id}/pause", auth=ADMIN)
+    api.post(f"/runs/{run.id}/resume", auth=ADMIN)
+    first, second = api.get(f"/runs/{run.id}/log", auth=GM).body["entries"]
+    assert [e["detail"]["control"] for e in (first, second)] == ["pause", "resume"]
+    assert api.get(f"/runs/{run.id}/log?after_id={first['id']}", auth=GM).body["entries"] == [second]
+    assert api.get(f"/runs/{run.id}/log?after_id={second['id']}", auth=GM).body["entries"] == []
+    assert api.get(f"/runs/{run.id}/log?after_id=0&limit=1", auth=GM).body["entries"] == [first]
+
+
+def test_another_runs_step_is_404_over_http_and_untouched(api, db, clock):
+    mine, _ = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    other, (theirs, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    answer = api.post(f"/runs/{mine.id}/steps/{theirs.id}/skip", auth=ADMIN)
+    assert answer.status == 404 and step(db, theirs.id).status.value == "pending"
+    assert run_row(db, other.id).status is RunStatus.RUNNING
+
+
+def test_answers_carry_the_console_origin_for_cors(api):
+    answer = api.get("/runs", auth=GM)
+    assert answer.status == 200
+    assert answer.headers["Access-Control-Allow-Origin"] == cors.allow_origin
+    assert "Authorization" in answer.headers["Access-Control-Allow-Headers"]
+
+
+def test_health_and_actions(api):
+    assert api.get("/health").body == {"ok": True}
+    actions = {a["id"]: a for a in api.get("/actions", auth=GM).body["actions"]}
+    assert {"core.wait", "core.cue", "core.announce", "module.action"} <= set(actions)
+    assert actions["core.wait"]["params_schema"]["required"] == ["seconds"]

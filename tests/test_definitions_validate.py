@@ -1,0 +1,94 @@
+"""A definition document is checked against the action registry and reported whole."""
+
+import pytest
+
+from chalicelib.events import definitions
+from chalicelib.events.model import Invalid
+
+SPEC_EXAMPLE = {
+    "name": "Harvest festival", "grace_seconds": 300,
+    "phases": [{"name": "opening", "steps": [
+        {"action": "core.announce", "params": {"message": "The harvest begins"}},
+        {"action": "core.wait", "params": {"seconds": 60}},
+        {"action": "world.spawn", "params": {"npc": "scarecrow"}, "version": 1, "on_failure": "pause"},
+        {"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]}],
+    "ending": [{"action": "core.announce", "params": {"message": "Thanks for coming"}}],
+    "schedule": {"cron": "0 20 * * 5"},
+}
+
+
+def _problems(document) -> list[str]:
+    with pytest.raises(Invalid) as invalid:
+        definitions.validate(document)
+    return invalid.value.messages
+
+
+def test_the_spec_example_is_valid_and_kept_as_authored():
+    assert definitions.validate(SPEC_EXAMPLE) == {
+        **SPEC_EXAMPLE,
+        "phases": [{"name": "opening", "steps": [
+            {"action": "core.announce", "params": {"message": "The harvest begins"}, "version": 1, "on_failure": "pause"},
+            {"action": "core.wait", "params": {"seconds": 60}, "version": 1, "on_failure": "pause"},
+            {"action": "world.spawn", "params": {"npc": "scarecrow"}, "version": 1, "on_failure": "pause"},
+            {"action": "core.cue", "params": {"instruction": "Light the bonfire"}, "version": 1, "on_failure": "pause"}]}],
+        "ending": [{"action": "core.announce", "params": {"message": "Thanks for coming"}, "version": 1, "on_failure": "pause"}],
+    }
+
+
+def test_defaults_are_filled_in():
+    valid = definitions.validate({"name": " Quiz ", "phases": [{"steps": [{"action": "quiz.ask"}]}]})
+    assert valid == {
+        "name": "Quiz", "grace_seconds": 300, "ending": [], "schedule": None,
+        "phases": [{"name": "phase 1", "steps": [{"action": "quiz.ask", "params": {}, "version": 1, "on_failure": "pause"}]}],
+    }
+
+
+def test_every_problem_is_listed_at_once():
+    problems = _problems({
+        "name": "Broken", "grace_seconds": -1, "status": "running",
+        "phases": [
+            {"name": "one", "steps": [
+                {"action": "core.wait", "params": {"seconds": "soon"}},
+                {"action": "core.teleport"},
+                {"action": "world.spawn", "on_failure": "explode"},
+                {"action": "core.cue", "params": {"instruction": "x"}, "version": 7},
+                {"action": "Not An Action!"}]},
+            {"name": "two", "steps": []}],
+        "ending": [{"action": "core.announce", "params": {"message": "bye", "attempts": 3}}],
+        "schedule": {"cron": "every friday"},
+    })
+    expected = [
+        "document.status is not a known field",
+        "document.grace_seconds must be bigger than or equal to 0",
+        "document.phases[0].steps[2].on_failure must be one of",
+        "document.phases[1].steps must contain at least 1 items",
+        "document.phases[0].steps[0].params.seconds must be integer",
+        "document.phases[0].steps[1].action: no action 'core.teleport'",
+        "document.phases[0].steps[3].version: core.cue has no version 7",
+        "document.phases[0].steps[4].action: no action 'Not An Action!'",
+        "document.ending[0].params must not contain",
+        "document.schedule.cron: 'every friday' is not a five-field cron expression",
+    ]
+    assert len(problems) == len(expected)
+    for problem, start in zip(problems, expected):
+        assert problem.startswith(start), (problem, start)
+
+
+@pytest.mark.parametrize("document, start", [
+    (None, "document must be object"),
+    ([], "document must be object"),
+    ({"phases": [{"steps": [{"action": "a.b"}]}]}, "document.name is required"),
+    ({"name": "   ", "phases": [{"steps": [{"action": "a.b"}]}]}, "document.name must match pattern"),
+    ({"name": "x", "phases": []}, "document.phases must contain at least 1 items"),
+    ({"name": "x", "phases": "all of them"}, "document.phases must be array"),
+    ({"name": "x", "phases": [{"steps": [{"action": "a.b", "params": [1]}]}]}, "document.phases[0].steps[0].params must be object"),
+    ({"name": "x", "grace_seconds": 1.5, "phases": [{"steps": [{"action": "a.b"}]}]}, "document.grace_seconds must be integer"),
+    ({"name": "x", "grace_seconds": 10**9, "phases": [{"steps": [{"action": "a.b"}]}]}, "document.grace_seconds must be smaller"),
+    ({"name": "x" * 201, "phases": [{"steps": [{"action": "a.b"}]}]}, "document.name must be shorter"),
+    ({"name": "x", "phases": [{"steps": [{"action": "a.b"}]}], "schedule": {"cron": "0 0 31 2 *"}}, "document.schedule.cron: '0 0 31 2 *' never fires"),
+    ({"name": "x", "phases": [{"steps": [{"action": "a.b"}]}], "schedule": {"cron": "0 0 * * * *"}}, "document.schedule.cron: '0 0 * * * *' is not a five-field"),
+    ({"name": "x", "phases": [{"steps": [{"action": "a.b", "params": {"blob": "x" * 20000}}]}]}, "document.phases[0].steps[0].params: larger than"),
+])
+def test_each_kind_of_problem_is_named(document, start):
+    [problem] = _problems(document)
+    assert problem.startswith(start), problem
