@@ -5,8 +5,8 @@
         ... tick against bridge.url ...
         assert [r.json["attempt"] for r in bridge.received("world.spawn")] == [1, 2, 3]
 
-Unscripted requests get `default` (200 {"outcome": "done"}). A delayed answer
-waits on an event that `stop()` sets, so a test never waits out a long delay.
+Unscripted requests get `default` (200 {"outcome": "done"}). A delayed or gated
+answer also ends when `stop()` is called, so a test never waits out a long delay.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Answer:
     status: int = 200
     body: dict | str = field(default_factory=lambda: {"outcome": "done"})
     delay: float = 0.0
+    gate: threading.Event | None = None  # answer only once the test sets it
 
     def payload(self) -> bytes:
         return (self.body if isinstance(self.body, str) else json.dumps(self.body)).encode()
@@ -65,7 +66,9 @@ class GameBridge:
         self._arrived = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._server = _Server(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, name="game-bridge", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="game-bridge", daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -131,6 +134,9 @@ class GameBridge:
                 answer = bridge._answer_for(action_id)
                 if answer.delay and bridge._stopping.wait(answer.delay):
                     return  # stopping: drop the connection unanswered
+                while answer.gate is not None and not answer.gate.wait(0.05):
+                    if bridge._stopping.is_set():
+                        return
                 payload = answer.payload()
                 try:
                     self.send_response(answer.status)

@@ -102,7 +102,10 @@ def schedule(
            VALUES (%s, %s, %s, 'scheduled', %s, %s, 'ok', %s, %s)""",
         (definition_id, definition_version, key, scheduled_for, grace_seconds, now, now),
     )
-    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s", (key,))
+    # A locking read sees the latest committed row: under REPEATABLE READ a plain
+    # SELECT would read this transaction's older snapshot and miss a run that a
+    # concurrent planner inserted (and that our INSERT IGNORE waited for).
+    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s LOCK IN SHARE MODE", (key,))
     return Run.from_row(row), created == 1
 
 
