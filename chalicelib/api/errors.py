@@ -32,16 +32,31 @@ def from_exception(error: BaseException) -> Response:
     return error_response(500, ["internal error"])
 
 
-def json_body(raw: bytes | None) -> Any:
-    """The parsed body, None when there is none; Invalid when it is not JSON."""
-    if not raw:
-        return None
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number out of range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def json_body(raw: bytes) -> Any:
+    """The parsed body; Invalid when it is too large, not JSON, or not storable.
+
+    NaN, Infinity and overflowing numbers are refused (they would be written back
+    out as invalid JSON), and so are lone surrogates (not encodable as UTF-8).
+    """
     if len(raw) > MAX_BODY_BYTES:
         raise Invalid(f"the body is larger than {MAX_BODY_BYTES} bytes")
     try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        parsed = json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError):  # UnicodeDecodeError and UnicodeEncodeError are ValueErrors
         raise Invalid("the body is not valid JSON") from None
+    return parsed
 
 
 def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:

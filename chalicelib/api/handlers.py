@@ -83,13 +83,13 @@ class Operation:
         return Response(body=payload, status_code=status)
 
     def _body(self, request: Request) -> Any:
-        parsed = json_body(request.raw_body) if self.method in ("POST", "PUT") else None
         if self.body is None:
             return None
-        if parsed is None:
+        if not request.raw_body:
             if self.body_required:
                 raise Invalid("this request needs a JSON body")
-            parsed = {}
+            return {}
+        parsed = json_body(request.raw_body)
         if self.body is schemas.DEFINITION_BODY:
             return parsed  # the engine validates a document whole, reporting every problem
         return schemas.check(self.body, parsed, "body")

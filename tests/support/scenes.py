@@ -62,7 +62,13 @@ def furthest(db: Database, run_id: int, phase: int | None) -> int | None:
     return None if phase is None else db.autocommit(lambda tx: steps.last_started_seq(tx, run_id, phase))
 
 
+TABLES = ("event_definitions", "event_definition_versions", "event_runs", "event_run_steps", "event_run_log")
+
+
 def table_counts(db: Database) -> dict[str, int]:
-    """Rows per table: what 'nothing was written' is checked against."""
-    tables = ("event_definitions", "event_definition_versions", "event_runs", "event_run_steps", "event_run_log")
-    return {t: db.autocommit(lambda tx: tx.one(f"SELECT COUNT(*) AS n FROM {t}")["n"]) for t in tables}
+    return {t: db.autocommit(lambda tx: tx.one(f"SELECT COUNT(*) AS n FROM {t}")["n"]) for t in TABLES}
+
+
+def everything(db: Database) -> dict[str, list[dict]]:
+    """Every row of every table: what "nothing was written" is checked against."""
+    return {t: db.autocommit(lambda tx: tx.all(f"SELECT * FROM {t} ORDER BY 1, 2")) for t in TABLES}

@@ -1,0 +1,186 @@
+"""Every route × every kind of caller, under HS256 and under RS256 keys served as a JWKS.
+
+Bad tokens are 401 everywhere but /health and /openapi.json; a good token with
+the wrong role is 403; a role that may do the thing gets a 2xx.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import jwt
+import pytest
+from chalice.test import Client
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from app import app
+from chalicelib import runtime
+from chalicelib.api import auth
+from chalicelib.config import Settings
+from chalicelib.events.model import RunStatus
+from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, api, hs_settings, token  # noqa: F401 — api is a fixture
+from tests.support.factory import make_definition, make_run
+from tests.support.scenes import put_step_in, run_with_steps
+from tests.test_definitions_validate import SPEC_EXAMPLE
+
+RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+RSA_PUBLIC_PEM = RSA_KEY.public_key().public_bytes(
+    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+)
+KID = "test-key-1"
+
+
+class _Jwks(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 — the stdlib's name
+        jwk = {**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(RSA_KEY.public_key())), "kid": KID, "alg": "RS256", "use": "sig"}
+        body = json.dumps({"keys": [jwk]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def jwks_url():
+    server = HTTPServer(("127.0.0.1", 0), _Jwks)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json"
+    server.shutdown()
+    server.server_close()
+
+
+def _rs(*roles: str, **kw) -> str:
+    return token(*roles, key=RSA_KEY, algorithm="RS256", headers={"kid": KID}, **kw)
+
+
+def _callers(algorithm: str) -> dict[str, str | None]:
+    """The nine callers, signed for the configured algorithm."""
+    sign = _rs if algorithm == "RS256" else token
+    return {
+        "no token": None,
+        "expired": sign("admin", ttl=-3600),
+        "wrong audience": sign("admin", aud="someone-else"),
+        "wrong issuer": sign("admin", iss="https://evil.example"),
+        "alg none": jwt.encode({"sub": "x", "roles": ["admin"], "iss": ISSUER, "aud": AUDIENCE, "exp": 4102444800}, None, algorithm="none"),
+        # RS-signed under an HS secret; under RS keys, an HS token "signed" with the public key.
+        "alg confusion": _rs("admin") if algorithm == "HS256" else jwt.encode(
+            {"sub": "x", "roles": ["admin"], "iss": ISSUER, "aud": AUDIENCE, "exp": 4102444800},
+            RSA_PUBLIC_PEM.decode().replace("-----", "").replace("\n", ""), algorithm="HS256", headers={"kid": KID}),
+        "gm": sign("gm", sub="gm-gus"),
+        "moderator": sign(roles_claim="moderator, viewer", sub="mod-mia"),
+        "admin": sign("admin", sub="root-admin"),
+    }
+
+
+# What each route needs in the database for an allowed caller to succeed: (roles, request builder).
+def _run(db, clock, status=RunStatus.RUNNING):
+    return make_run(db, clock.now(), status=status, current_phase=1)
+
+
+def _step_request(control, state, run_status=RunStatus.RUNNING):
+    def build(db, clock):
+        run, (first, target, _) = run_with_steps(db, clock.now(), run_status)
+        put_step_in(db, first, "done", clock.now())
+        put_step_in(db, target, state, clock.now())
+        return f"/runs/{run.id}/steps/{target.id}/{control}", {}
+
+    return build
+
+
+ROUTES = {
+    ("GET", "/health"): (None, lambda db, clock: ("/health", None)),
+    ("GET", "/openapi.json"): (None, lambda db, clock: ("/openapi.json", None)),
+    ("GET", "/runs"): (auth.STAFF, lambda db, clock: ("/runs", None)),
+    ("GET", "/runs/{run_id}"): (auth.STAFF, lambda db, clock: (f"/runs/{_run(db, clock).id}", None)),
+    ("GET", "/runs/{run_id}/log"): (auth.STAFF, lambda db, clock: (f"/runs/{_run(db, clock).id}/log", None)),
+    ("POST", "/runs/{run_id}/pause"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock).id}/pause", {"reason": "r"})),
+    ("POST", "/runs/{run_id}/resume"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock, RunStatus.PAUSED).id}/resume", None)),
+    ("POST", "/runs/{run_id}/cancel"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock).id}/cancel", {})),
+    ("POST", "/runs/{run_id}/steps/{step_id}/confirm"): (auth.CONTROLLERS, _step_request("confirm", "parked")),
+    ("POST", "/runs/{run_id}/steps/{step_id}/skip"): (auth.CONTROLLERS, _step_request("skip", "pending")),
+    ("POST", "/runs/{run_id}/steps/{step_id}/retry"): (auth.CONTROLLERS, _step_request("retry", "failed", RunStatus.PAUSED)),
+    ("GET", "/definitions"): (auth.STAFF, lambda db, clock: ("/definitions", None)),
+    ("POST", "/definitions"): (auth.ADMINS, lambda db, clock: ("/definitions", SPEC_EXAMPLE)),
+    ("GET", "/definitions/{definition_id}"): (auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}", None)),
+    ("PUT", "/definitions/{definition_id}"): (auth.ADMINS, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}", SPEC_EXAMPLE)),
+    ("POST", "/definitions/{definition_id}/runs"): (
+        auth.ADMINS,
+        lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}/runs",
+                           {"scheduled_for": (clock.now() + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")}),
+    ),
+    ("GET", "/actions"): (auth.STAFF, lambda db, clock: ("/actions", None)),
+}
+
+
+def test_the_matrix_covers_every_route():
+    assert set(ROUTES) == {(method, path) for path, methods in app.routes.items() for method in methods}
+
+
+def _expected(roles, caller: str) -> set[int]:
+    if roles is None:
+        return {200}
+    if caller not in auth.ROLES:
+        return {401}
+    return {200, 201} if caller in roles else {403}
+
+
+@pytest.mark.parametrize("algorithm", ["HS256", "RS256"])
+@pytest.mark.parametrize("route", sorted(ROUTES), ids=lambda r: f"{r[0]} {r[1]}")
+def test_every_caller_gets_what_its_token_and_role_allow(db, clock, db_params, jwks_url, algorithm, route):
+    settings = hs_settings(db_params) if algorithm == "HS256" else Settings(
+        db_url=db_params.url(), jwt_jwks_url=jwks_url, jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
+    roles, build = ROUTES[route]
+    method, _ = route
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        caller_api = Api(client)
+        for caller, bearer in _callers(algorithm).items():
+            path, body = build(db, clock)
+            answer = caller_api.call(method, path, body, auth=bearer)
+            assert answer.status in _expected(roles, caller), (caller, answer.status, answer.body)
+            if answer.status >= 400:
+                assert answer.body["errors"], (caller, answer.body)
+
+
+def test_a_token_without_a_sub_or_an_exp_is_refused(api):
+    for missing in ("sub", "exp"):
+        bearer = token("admin", **{missing: None})
+        assert api.get("/runs", auth=bearer).status == 401, missing
+
+
+def test_roles_come_from_a_list_or_a_comma_string_and_nothing_else(api):
+    assert api.get("/runs", auth=token(roles_claim="gm,viewer")).status == 200
+    assert api.get("/runs", auth=token(roles_claim=["viewer", "gm"])).status == 200
+    assert api.get("/runs", auth=token(roles_claim={"gm": True})).status == 403
+    assert api.get("/runs", auth=token(roles_claim=None)).status == 403
+
+
+def test_a_bearer_scheme_is_required(api):
+    assert api.get("/runs", headers={"Authorization": f"Token {token('admin')}"}).status == 401
+    assert api.get("/runs", headers={"Authorization": "Bearer"}).status == 401
+    assert api.get("/runs", auth="not.a.jwt").status == 401
+
+
+def test_a_token_signed_with_another_secret_is_refused(api):
+    assert api.get("/runs", auth=token("admin", key=SECRET + "-other")).status == 401
+
+
+def test_without_token_settings_the_api_answers_503_not_500(db, clock, db_params):
+    with runtime.override(database=db, clock=clock, settings=Settings(db_url=db_params.url())), Client(app) as client:
+        answer = Api(client).get("/runs", auth=token("admin"))
+    assert answer.status == 503 and answer.body["errors"]
+
+
+def test_an_unreachable_key_set_is_503(db, clock, db_params):
+    settings = Settings(db_url=db_params.url(), jwt_jwks_url="http://127.0.0.1:9/jwks.json", jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        answer = Api(client).get("/runs", auth=_rs("admin"))
+    assert answer.status == 503

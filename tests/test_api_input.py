@@ -1,0 +1,119 @@
+"""Whatever a client sends, the answer is a 4xx in the error shape and nothing is written."""
+
+from __future__ import annotations
+
+import pytest
+
+from app import app
+from chalicelib.events.model import RunStatus
+from tests.support.api import ADMIN, api  # noqa: F401 — the fixture
+from tests.support.factory import make_definition
+from tests.support.scenes import everything, put_step_in, run_with_steps
+
+BODY_FIELD = {  # a field each body really has, to send with the wrong type or size
+    "/runs/{run_id}/pause": "reason",
+    "/runs/{run_id}/cancel": "reason",
+    "/runs/{run_id}/steps/{step_id}/confirm": "note",
+    "/runs/{run_id}/steps/{step_id}/skip": "reason",
+    "/definitions": "name",
+    "/definitions/{definition_id}": "name",
+    "/definitions/{definition_id}/runs": "scheduled_for",
+}
+ROUTES = sorted((method, path) for path, methods in app.routes.items() for method in methods)
+WITH_IDS = [r for r in ROUTES if "{" in r[1]]
+WITH_BODY = [r for r in ROUTES if r[0] in ("POST", "PUT")]
+
+
+@pytest.fixture
+def world(db, clock):
+    """A live run with a step in each actionable state, another run, and a definition."""
+    run, (parked, failed, pending) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
+    put_step_in(db, parked, "parked", clock.now())
+    put_step_in(db, failed, "failed", clock.now())
+    other, (theirs, *_) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
+    definition = make_definition(db, clock.now())
+    return {"run_id": run.id, "step_id": parked.id, "definition_id": definition.id, "other_step_id": theirs.id}
+
+
+def _path(template: str, ids: dict) -> str:
+    return template.format(**ids)
+
+
+def _refused(api, db, method, path, expected=400, **kw):
+    before = everything(db)
+    answer = api.call(method, path, auth=ADMIN, **kw)
+    assert answer.status == expected, (method, path, kw, answer.status, answer.body)
+    assert isinstance(answer.body["errors"], list) and answer.body["errors"] and all(isinstance(e, str) for e in answer.body["errors"])
+    assert everything(db) == before
+    return answer
+
+
+@pytest.mark.parametrize("bad", ["abc", "-1", "0", "1.5", "1e3", "99999999999999999999", "%20", "007"])
+@pytest.mark.parametrize("route", WITH_IDS, ids=lambda r: f"{r[0]} {r[1]}")
+def test_ids_must_be_positive_whole_numbers(api, db, world, route, bad):
+    method, template = route
+    for name in ("run_id", "step_id", "definition_id"):
+        if "{" + name + "}" in template:
+            _refused(api, db, method, _path(template, {**world, name: bad}))
+
+
+@pytest.mark.parametrize("control", ["confirm", "skip", "retry"])
+def test_another_runs_step_id_is_404(api, db, world, control):
+    _refused(api, db, "POST", f"/runs/{world['run_id']}/steps/{world['other_step_id']}/{control}", expected=404)
+
+
+@pytest.mark.parametrize("route", WITH_BODY, ids=lambda r: f"{r[0]} {r[1]}")
+def test_bodies_that_are_not_what_the_route_takes(api, db, world, route):
+    method, template = route
+    path = _path(template, world)
+    field = BODY_FIELD.get(template)
+    for raw in ("{not json", "[1, 2]", '"reason"', "42", "null", b"\xff\xfe", "[" * 100_000 + "]" * 100_000,
+                '{"reason": NaN}', '{"reason": 1e400}', '{"reason": "\\ud800"}'):
+        _refused(api, db, method, path, raw=raw)
+    _refused(api, db, method, path, body={"status": "done", "attempts": 0})  # no client sets these
+    _refused(api, db, method, path, raw=b" " * (1024 * 1024 + 1))
+    if field:
+        for wrong in (12345, ["x"], {"x": 1}, True, "x" * 100_000):
+            _refused(api, db, method, path, body={field: wrong})
+    _refused(api, db, method, path, expected=415, raw="reason=x", headers={"Content-Type": "application/x-www-form-urlencoded"})
+
+
+@pytest.mark.parametrize("when", [
+    "tomorrow", "2026-13-01T00:00:00Z", "2026-12-04T20:00:00", "2026-12-04", "9999-12-31T23:59:59-05:00",
+    "0001-01-01T00:00:00+01:00", "",
+])
+def test_a_scheduled_for_that_is_not_a_zoned_time_is_400(api, db, world, when):
+    _refused(api, db, "POST", f"/definitions/{world['definition_id']}/runs", body={"scheduled_for": when})
+
+
+def test_required_bodies_must_be_sent(api, db, world):
+    for method, path in [("POST", "/definitions"), ("PUT", f"/definitions/{world['definition_id']}"),
+                         ("POST", f"/definitions/{world['definition_id']}/runs")]:
+        _refused(api, db, method, path)
+        _refused(api, db, method, path, body={})
+
+
+@pytest.mark.parametrize("query", [
+    "limit=0", "limit=201", "limit=-1", "limit=abc", "limit=", "status=exploded", "cursor=0", "cursor=x",
+    "definition_id=-3", "unknown=1", "limit=99999999999999999999999",
+])
+def test_bad_run_list_queries_are_400(api, db, query):
+    _refused(api, db, "GET", f"/runs?{query}")
+
+
+@pytest.mark.parametrize("query", ["after_id=-1", "after_id=x", "limit=0", "limit=1001", "run_id=2"])
+def test_bad_log_queries_are_400(api, db, world, query):
+    _refused(api, db, "GET", f"/runs/{world['run_id']}/log?{query}")
+
+
+def test_unknown_query_parameters_are_refused_everywhere(api, db, world):
+    for method, template in ROUTES:
+        _refused(api, db, method, _path(template, world) + "?status_override=done")
+
+
+def test_a_module_step_whose_params_cannot_be_stored_is_400(api, db):
+    before = everything(db)
+    for params in ('{"npc": NaN}', '{"npc": Infinity}', '{"hp": 1e999}', '{"npc": "\\udfff"}'):
+        raw = '{"name": "x", "phases": [{"steps": [{"action": "world.spawn", "params": %s}]}]}' % params
+        assert api.post("/definitions", raw=raw, auth=ADMIN).status == 400, params
+    assert everything(db) == before
