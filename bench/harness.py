@@ -1,0 +1,218 @@
+"""What every benchmark shares: a scratch database, the figures it reports, the table, a statement recorder."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import pymysql
+from pymysql.constants import SERVER_STATUS
+
+import chalicelib.db
+from chalicelib.db import ConnectionParams, Database, Tx
+from chalicelib.migrate import migrate
+from tests.support.mariadb import server_url
+
+
+# ── databases ─────────────────────────────────────────────────────────────
+def server_params() -> ConnectionParams:
+    """The server the tests use, with a placeholder database name."""
+    return ConnectionParams.from_url(server_url().rstrip("/") + "/placeholder")
+
+
+@contextmanager
+def scratch_database(label: str) -> Iterator[Database]:
+    """A migrated database of our own on the tests' server, dropped at the end whatever happens."""
+    name = f"events_bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    params = dataclasses.replace(server_params(), database=name)
+    migrate(params)
+    db = Database(params, read_timeout=600)
+    try:
+        yield db
+    finally:
+        db.close()
+        drop_database(params)
+
+
+def drop_database(params: ConnectionParams) -> None:
+    conn = Database(params).connect(database=False)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{params.database}`")
+    finally:
+        conn.close()
+
+
+# ── figures and the table ─────────────────────────────────────────────────
+@dataclass(frozen=True)
+class Target:
+    """What a figure must be: `at_least` or `at_most` `value`, applied to the ratio or to the figure itself."""
+
+    value: float
+    at_least: bool
+    on_ratio: bool
+
+    def met(self, figure: float, ratio: float | None) -> bool:
+        measured = ratio if self.on_ratio else figure
+        return measured >= self.value if self.at_least else measured <= self.value
+
+    def __str__(self) -> str:
+        sign = "≥" if self.at_least else "≤"
+        return f"{sign} {self.value:g}" + ("×" if self.on_ratio else "")
+
+
+def at_least(value: float, *, ratio: bool = True) -> Target:
+    return Target(value, True, ratio)
+
+
+def at_most(value: float, *, ratio: bool = False) -> Target:
+    return Target(value, False, ratio)
+
+
+@dataclass(frozen=True)
+class Figure:
+    benchmark: str
+    what: str
+    figure: float
+    unit: str
+    baseline: float | None = None  # measured in the same run
+    baseline_what: str = ""
+    target: Target | None = None  # None: reported, no target set by the issue
+
+    @property
+    def ratio(self) -> float | None:
+        return None if not self.baseline else self.figure / self.baseline
+
+    @property
+    def verdict(self) -> str:
+        if self.target is None:
+            return "report"
+        return "met" if self.target.met(self.figure, self.ratio) else "MISSED"
+
+
+def _number(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if value < 10 else f"{value:.1f}"
+
+
+def table(figures: Sequence[Figure]) -> str:
+    rows = [("benchmark", "figure", "baseline (same run)", "ratio", "target", "")]
+    for f in figures:
+        baseline = f"{_number(f.baseline)} {f.unit} {f.baseline_what}".strip() if f.baseline is not None else "—"
+        rows.append((
+            f"{f.benchmark} {f.what}",
+            f"{_number(f.figure)} {f.unit}",
+            baseline,
+            f"{f.ratio:.2f}×" if f.ratio is not None else "—",
+            str(f.target) if f.target else "—",
+            f.verdict,
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The `pct` percentile (nearest rank) of `values`."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    rank = max(1, round(pct / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+# ── what the engine sends ────────────────────────────────────────────────
+@dataclass(frozen=True)
+class Statement:
+    sql: str
+    args: Any
+    many: bool = False  # executemany: args is the list of rows
+
+    @property
+    def shape(self) -> str:
+        return " ".join(self.sql.split())
+
+
+@dataclass
+class Unit:
+    """One unit of work as `Database.transaction()` or `.autocommit()` ran it."""
+
+    transactional: bool
+    statements: list[Statement] = field(default_factory=list)
+
+
+class StatementRecorder:
+    """Records every statement the engine sends through `chalicelib.db.Tx` in this process.
+
+    `Database` builds a `Tx` per unit of work, after BEGIN when the unit is a
+    transaction, so the connection's in-transaction flag tells the two apart.
+    The engine is not changed for this: the class it instantiates is swapped for
+    a recording subclass while `installed()` is active.
+    """
+
+    def __init__(self) -> None:
+        self.units: list[Unit] = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def installed(self) -> Iterator["StatementRecorder"]:
+        recorder = self
+
+        class RecordingTx(Tx):
+            def __init__(self, connection: pymysql.connections.Connection):
+                super().__init__(connection)
+                self._unit = Unit(bool(connection.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS))
+                with recorder._lock:
+                    recorder.units.append(self._unit)
+
+            def execute(self, sql, args=None):
+                self._unit.statements.append(Statement(sql, args))
+                return super().execute(sql, args)
+
+            def executemany(self, sql, rows):
+                rows = list(rows)
+                self._unit.statements.append(Statement(sql, rows, many=True))
+                return super().executemany(sql, rows)
+
+            def one(self, sql, args=None):
+                self._unit.statements.append(Statement(sql, args))
+                return super().one(sql, args)
+
+            def all(self, sql, args=None):
+                self._unit.statements.append(Statement(sql, args))
+                return super().all(sql, args)
+
+        original = chalicelib.db.Tx
+        chalicelib.db.Tx = RecordingTx
+        try:
+            yield self
+        finally:
+            chalicelib.db.Tx = original
+
+
+def replay(conn: pymysql.connections.Connection, units: Sequence[Unit]) -> None:
+    """Send recorded units bare: the same statements and transaction boundaries, no engine around them."""
+    with conn.cursor() as cursor:
+        for unit in units:
+            if unit.transactional:
+                conn.begin()
+            for statement in unit.statements:
+                if statement.many:
+                    cursor.executemany(statement.sql, statement.args)
+                else:
+                    cursor.execute(statement.sql, statement.args)
+                    cursor.fetchall()
+            if unit.transactional:
+                conn.commit()

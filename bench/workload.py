@@ -1,0 +1,61 @@
+"""The backlog every throughput benchmark drains: runs of instant steps (core.announce on the log channel)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from chalicelib.db import Database, DatabaseClock
+from chalicelib.events.actions.channels import LogChannel
+from chalicelib.events.actions.perform import Actions
+from chalicelib.events.runner import Budget, Rules, Runner, TickReport
+from chalicelib.events.store import definitions
+
+RULES = Rules(lease_seconds=120, max_attempts=3, retry_seconds=30)
+# Long enough that a benchmark tick never stops for its budget: it drains the backlog.
+DRAIN_BUDGET_SECONDS = 3600.0
+
+
+def quiet_channels() -> None:
+    """The log channel's lines are the instant steps' real work; printing them would time the terminal."""
+    logging.getLogger("chalicelib.events.actions.channels").setLevel(logging.WARNING)
+
+
+def instant_document(steps_per_run: int) -> dict:
+    steps = [{"action": "core.announce", "params": {"message": f"step {i}"}} for i in range(steps_per_run)]
+    return {"name": "Benchmark", "grace_seconds": 3600, "phases": [{"name": "main", "steps": steps}], "ending": []}
+
+
+def schedule_backlog(db: Database, runs: int, steps_per_run: int, *, label: str = "backlog") -> list[int]:
+    """`runs` due runs of a new definition of `steps_per_run` instant steps, inserted in one statement."""
+    now = DatabaseClock(db).now()
+    definition = db.transaction(
+        lambda tx: definitions.create(tx, instant_document(steps_per_run), actor="bench", now=now)
+    )
+    return db.transaction(lambda tx: _insert_runs(tx, definition.id, runs, label, now))
+
+
+def _insert_runs(tx, definition_id: int, count: int, label: str, now: datetime) -> list[int]:
+    tx.execute(
+        f"""INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,
+                                    grace_seconds, health, created_at, updated_at)
+            SELECT %s, 1, CONCAT(%s, '-', %s, '-', seq), 'scheduled', %s, 3600, 'ok', %s, %s
+              FROM seq_1_to_{int(count)}""",
+        (definition_id, label, definition_id, now, now, now),
+    )
+    rows = tx.all("SELECT id FROM event_runs WHERE definition_id = %s ORDER BY id", (definition_id,))
+    return [r["id"] for r in rows]
+
+
+def make_runner(db: Database, concurrency: int) -> Runner:
+    channel = LogChannel("announce")
+    actions = Actions(bridge=None, cue_channel=LogChannel("cue"), announce_channel=channel)
+    return Runner(db, DatabaseClock(db), actions, RULES, concurrency=concurrency)
+
+
+def drain(runner: Runner) -> TickReport:
+    """One tick with a budget it never reaches; a run that raised is a broken benchmark, not a figure."""
+    report = runner.tick(Budget.for_seconds(DRAIN_BUDGET_SECONDS))
+    if report.errors or report.out_of_budget:
+        raise RuntimeError(f"the benchmark tick did not drain cleanly: {report.summary()}")
+    return report
