@@ -21,8 +21,9 @@ $(STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The dev database lives on the same server the tests find (or start).
 dev: $(STAMP)
-	$(BIN)/python -m chalicelib dev
+	EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m tests.support.mariadb url)events_dev} $(BIN)/python -m chalicelib dev
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -1,0 +1,148 @@
+"""`python -m chalicelib dev`: the whole engine on one machine, on a seeded demo event.
+
+It migrates the database named by EVENTS_DB_URL, seeds a demo definition and a
+run due in a few seconds, starts a demo game bridge on loopback (it checks each
+request's signature and answers done), serves the API with `chalice local`, and
+ticks in the foreground until Ctrl-C. The dev stage's settings come from
+`.chalice/config.json`, so the API, the tick loop and the printed tokens agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+API_PORT = int(os.environ.get("EVENTS_DEV_API_PORT", "8000"))
+DEMO_NAME = "Harvest festival (demo)"
+DEMO_DOCUMENT = {
+    "name": DEMO_NAME,
+    "grace_seconds": 300,
+    "phases": [
+        {
+            "name": "opening",
+            "steps": [
+                {"action": "core.announce", "params": {"message": "The harvest festival begins in the square!"}},
+                {"action": "core.wait", "params": {"seconds": 10}},
+                {"action": "world.spawn", "params": {"npc": "scarecrow", "at": "square"}, "on_failure": "pause"},
+                {"action": "core.cue", "params": {"instruction": "Light the bonfire, then confirm this step"}},
+            ],
+        },
+        {
+            "name": "contest",
+            "steps": [
+                {"action": "core.announce", "params": {"message": "The pumpkin contest is open"}},
+                {"action": "world.give_item", "params": {"item": "pumpkin_seed", "to": "everyone"}},
+            ],
+        },
+    ],
+    "ending": [{"action": "core.announce", "params": {"message": "Thanks for coming!"}}],
+}
+
+
+def dev_stage_environment() -> dict[str, str]:
+    config = json.loads((PROJECT / ".chalice" / "config.json").read_text())
+    return {**config.get("environment_variables", {}), **config["stages"]["dev"].get("environment_variables", {})}
+
+
+class DemoBridge(BaseHTTPRequestHandler):
+    """Answers every signed action with done; a bad signature gets 401."""
+
+    secret = b""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        signed = f"{self.headers.get('X-Event-Timestamp', '')}.".encode() + body
+        expected = "sha256=" + hmac.new(self.secret, signed, hashlib.sha256).hexdigest()
+        good = hmac.compare_digest(expected, self.headers.get("X-Event-Signature", ""))
+        answer = {"outcome": "done"} if good else {"reason": "bad signature"}
+        payload = json.dumps(answer).encode()
+        self.send_response(200 if good else 401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        print(f"[game bridge] {self.path} -> {'done' if good else 'bad signature'}", flush=True)
+
+    def log_message(self, *args) -> None:  # the line above says enough
+        pass
+
+
+def start_demo_bridge(url: str, secret: str) -> ThreadingHTTPServer:
+    host, port = url.split("//", 1)[1].split(":")
+    handler = type("Bridge", (DemoBridge,), {"secret": secret.encode()})
+    server = ThreadingHTTPServer((host, int(port)), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def seed_demo(db, now) -> tuple[int, int]:
+    """The demo definition (created once) and a fresh run of it due in five seconds."""
+    from .events import definitions
+
+    existing = db.autocommit(
+        lambda tx: tx.one("SELECT id FROM event_definitions WHERE name = %s ORDER BY id LIMIT 1", (DEMO_NAME,))
+    )
+    if existing:
+        definition_id = existing["id"]
+    else:
+        definition_id = definitions.create(db, DEMO_DOCUMENT, actor="dev", now=now).id
+    run, _ = definitions.schedule_run(db, definition_id, now + timedelta(seconds=5), now=now)
+    return definition_id, run.id
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt  # a TERM stops dev as cleanly as Ctrl-C: the API server goes with it
+
+
+def run_dev() -> int:
+    signal.signal(signal.SIGTERM, _interrupt)
+    if not os.environ.get("EVENTS_DB_URL"):
+        print("set EVENTS_DB_URL (make dev does it for you)", file=sys.stderr)
+        return 2
+    os.environ.update({k: v for k, v in dev_stage_environment().items() if k not in os.environ})
+
+    from . import runtime
+    from .api.auth import mint
+    from .events.runner.schedule import process_runner, tick_forever
+    from .migrate import migrate
+
+    runtime.reset()
+    settings = runtime.settings()
+    migrate(runtime.db_params(settings))
+    db, clock = runtime.database(), runtime.clock()
+    definition_id, run_id = seed_demo(db, clock.now())
+    bridge = start_demo_bridge(settings.game_bridge_url, settings.game_bridge_secret or "")
+    api = subprocess.Popen(
+        [str(Path(sys.executable).with_name("chalice")), "local", "--stage", "dev", "--port", str(API_PORT), "--no-autoreload"],
+        cwd=PROJECT,
+        env=os.environ.copy(),
+    )
+    token = mint(settings, sub="dev-admin", roles=["admin"], ttl_seconds=24 * 3600)
+    print(
+        f"\nAPI on http://127.0.0.1:{API_PORT}  game bridge on {settings.game_bridge_url}"
+        f"  demo definition {definition_id}, run {run_id} due in 5 s\n"
+        f"admin token (1 day): {token}\n"
+        f"  curl -s -H 'Authorization: Bearer {token}' http://127.0.0.1:{API_PORT}/runs/{run_id}\n"
+        f"the run parks at the bonfire cue; confirm it with:\n"
+        f"  curl -s -X POST -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json'"
+        f" -d '{{\"note\": \"lit\"}}' http://127.0.0.1:{API_PORT}/runs/{run_id}/steps/<step_id>/confirm\n"
+        f"ticking every {settings.tick_seconds}s; Ctrl-C stops everything\n",
+        flush=True,
+    )
+    try:
+        tick_forever(process_runner(), settings.tick_seconds, lambda report: print(json.dumps(report.summary()), flush=True))
+    finally:
+        api.terminate()
+        api.wait(10)
+        bridge.shutdown()
+    return 0
