@@ -1,10 +1,11 @@
 """The face of the engine: Chalice routes and the schedule. No logic lives here."""
 
-from chalice import Chalice, CORSConfig
+from chalice import Chalice, CORSConfig, Rate
 
 from chalicelib import runtime
 from chalicelib.api import handlers as api
 from chalicelib.api.errors import rewrite_chalice_errors
+from chalicelib.events.runner.schedule import scheduled_tick
 
 app = Chalice(app_name="event-run-engine", configure_logs=False)
 app.register_middleware(rewrite_chalice_errors, "http")
@@ -99,3 +100,9 @@ def schedule_run(definition_id):
 @app.route("/actions", methods=["GET"], cors=cors)
 def list_actions():
     return api.list_actions(app.current_request)
+
+
+# ── the runner (SPEC §4): ticks every EVENT_TICK_SECONDS for the minute until the next ──
+@app.schedule(Rate(1, unit=Rate.MINUTES))
+def tick(event):
+    return scheduled_tick(event.context)
