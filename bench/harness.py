@@ -105,10 +105,10 @@ def _number(value: float) -> str:
 def table(figures: Sequence[Figure]) -> str:
     rows = [("benchmark", "figure", "baseline (same run)", "ratio", "target", "")]
     for f in figures:
-        baseline = f"{_number(f.baseline)} {f.unit} {f.baseline_what}".strip() if f.baseline is not None else "—"
+        baseline = " ".join(filter(None, (_number(f.baseline), f.unit, f.baseline_what))) if f.baseline is not None else "—"
         rows.append((
             f"{f.benchmark} {f.what}",
-            f"{_number(f.figure)} {f.unit}",
+            " ".join(filter(None, (_number(f.figure), f.unit))),
             baseline,
             f"{f.ratio:.2f}×" if f.ratio is not None else "—",
             str(f.target) if f.target else "—",

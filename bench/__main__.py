@@ -1,0 +1,80 @@
+"""`python -m bench [--quick] [--only P1,P4,…]`: every benchmark, then one table.
+
+Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a minute):
+
+    P1/P2  runs × instant steps drained by one tick worker, and the bare floor    200 × 20  |  20 × 10
+    P4     due runs ticked over terminal runs and log rows of history             1,000 over 100,000 / 1,000,000  |  200 over 10,000 / 100,000
+    P5/P6  runs × steps drained by 1, 2, 4 and 8 tick worker processes            300 × 10 each  |  30 × 5
+    P6     control requests (pause/resume pairs) in-process and bare              200  |  30
+    peer   one-step jobs through django-tasks' database backend                   = P1's steps  |  = P1's steps
+
+Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+
+from . import p1_throughput, p3_materialise, p4_history, p5_scaling, p6_controls, peer
+from .harness import Figure, table
+from .workload import quiet_channels
+
+
+@dataclass(frozen=True)
+class Sizes:
+    rounds: int
+    throughput_runs: int
+    throughput_steps_per_run: int
+    history_due_runs: int
+    history_terminal_runs: int
+    history_log_rows: int
+    scaling_runs: int
+    scaling_steps_per_run: int
+    control_requests: int
+
+
+DEFAULT = Sizes(rounds=2, throughput_runs=200, throughput_steps_per_run=20, history_due_runs=1000,
+                history_terminal_runs=100_000, history_log_rows=1_000_000, scaling_runs=300,
+                scaling_steps_per_run=10, control_requests=200)
+QUICK = Sizes(rounds=1, throughput_runs=20, throughput_steps_per_run=10, history_due_runs=200,
+              history_terminal_runs=10_000, history_log_rows=100_000, scaling_runs=30,
+              scaling_steps_per_run=5, control_requests=30)
+
+BENCHMARKS = {
+    "P1": p1_throughput.run,  # P1 and P2
+    "P3": p3_materialise.run,
+    "P4": p4_history.run,
+    "P5": p5_scaling.run,  # P5 and P6's claim → terminal latency
+    "P6": p6_controls.run,
+    "peer": peer.run,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke-sized run (under a minute)")
+    parser.add_argument("--only", default=",".join(BENCHMARKS),
+                        help=f"comma-separated subset of {', '.join(BENCHMARKS)} (default: all)")
+    args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    sizes = QUICK if args.quick else DEFAULT
+    quiet_channels()
+    figures: list[Figure] = []
+    started = time.monotonic()
+    for name in chosen:
+        print(f"── {name} …", file=sys.stderr, flush=True)
+        figures.extend(BENCHMARKS[name](sizes))
+    print(table(figures))
+    print(f"\n{'quick' if args.quick else 'default'} sizes; {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return 0  # a missed target is a finding the table reports, not a failure of the command
+
+
+if __name__ == "__main__":
+    sys.exit(main())

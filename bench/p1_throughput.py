@@ -1,0 +1,171 @@
+"""P1 throughput of one tick worker vs the floor, and P2 round trips and commits per happy-path step.
+
+The floor is what no engine can beat on this server: a bare pymysql loop that
+sends, per step, only the statements the contract requires — the claim (one
+autocommitted UPDATE), then the finish and its log row in one transaction —
+against the same tables, in the same run, on the same kind of backlog.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from chalicelib.db import Database, DatabaseClock
+from chalicelib.events.model import StepStatus
+from chalicelib.events.runner.advance import RunAdvancer
+from chalicelib.events.runner.budget import Budget
+from chalicelib.events.runner.documents import plan_of
+from chalicelib.events.store import runs, steps
+from tests.support.counters import StatementMeter
+
+from .harness import Figure, StatementRecorder, at_least, at_most, scratch_database
+from .workload import RULES, DRAIN_BUDGET_SECONDS, drain, instant_document, make_runner, schedule_backlog
+
+FLOOR_TARGET = 0.7
+ROUND_TRIPS_TARGET = 5
+COMMITS_TARGET = 2
+# P2 takes the difference between a long and a one-step run, so the run's own
+# statements (its lease, start, phase change, completion) cancel out.
+SHORT_RUN, LONG_RUN = 1, 41
+
+
+# ── P1 ────────────────────────────────────────────────────────────────────
+def engine_steps_per_second(db: Database, runs_count: int, steps_per_run: int) -> float:
+    schedule_backlog(db, runs_count, steps_per_run, label=f"p1-{uuid.uuid4().hex[:6]}")
+    runner = make_runner(db, concurrency=1)
+    try:
+        started = time.perf_counter()
+        report = drain(runner)
+        elapsed = time.perf_counter() - started
+    finally:
+        runner.close()
+    return report.dispatched / elapsed
+
+
+def floor_steps(db: Database, runs_count: int, steps_per_run: int) -> list[int]:
+    """Pending steps of running runs, as the floor loop finds them (inserted in bulk, not timed)."""
+    run_ids = schedule_backlog(db, runs_count, steps_per_run, label=f"floor-{uuid.uuid4().hex[:6]}")
+    marks = ", ".join(["%s"] * len(run_ids))
+
+    def materialise(tx):
+        tx.execute(f"UPDATE event_runs SET status = 'running', current_phase = 1 WHERE id IN ({marks})", run_ids)
+        tx.execute(
+            f"""INSERT INTO event_run_steps (run_id, phase, seq, action_id, params, idempotency_key)
+                SELECT r.id, 1, s.seq, 'core.announce', '{{"message": "floor"}}', LEFT(SHA2(CONCAT(r.id, '|', s.seq), 256), 40)
+                  FROM event_runs r JOIN seq_0_to_{steps_per_run - 1} s WHERE r.id IN ({marks})""",
+            run_ids,
+        )
+        return [r["id"] for r in tx.all(
+            f"SELECT id FROM event_run_steps WHERE run_id IN ({marks}) ORDER BY run_id, seq", run_ids)]
+
+    return db.transaction(materialise)
+
+
+@dataclass(frozen=True)
+class FloorRun:
+    steps_per_second: float
+    round_trips_per_step: float
+    commits_per_step: float
+
+
+def floor_loop(db: Database, step_ids: list[int]) -> FloorRun:
+    conn = db.connect()
+    now = DatabaseClock(db).now()
+    lease = now + timedelta(seconds=RULES.lease_seconds)
+    try:
+        with conn.cursor() as cursor:
+            before = _com_counters(cursor)
+            started = time.perf_counter()
+            for step_id in step_ids:
+                token = uuid.uuid4().hex
+                cursor.execute(
+                    """UPDATE event_run_steps SET status = 'running', attempts = attempts + 1, claimed_by = %s,
+                              claim_expires_at = %s, started_at = COALESCE(started_at, %s)
+                        WHERE id = %s AND status = 'pending'""",
+                    (token, lease, now, step_id),
+                )
+                conn.begin()
+                cursor.execute(
+                    """UPDATE event_run_steps SET status = 'done', finished_at = %s, claimed_by = NULL,
+                              claim_expires_at = NULL
+                        WHERE id = %s AND status = 'running' AND claimed_by = %s""",
+                    (now, step_id, token),
+                )
+                cursor.execute(
+                    """INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, actor, created_at)
+                       SELECT run_id, id, 'step.status', phase, '{"to": "done"}', 'floor', %s
+                         FROM event_run_steps WHERE id = %s""",
+                    (now, step_id),
+                )
+                conn.commit()
+            elapsed = time.perf_counter() - started
+            after = _com_counters(cursor)
+    finally:
+        conn.close()
+    sent = {k: after[k] - before.get(k, 0) for k in after}
+    sent["Com_show_status"] -= 1  # the SHOW that read `before`
+    claims = len(step_ids)  # each claim is an autocommitted write: a commit of its own
+    return FloorRun(len(step_ids) / elapsed, sum(sent.values()) / len(step_ids),
+                    (sent["Com_commit"] + claims) / len(step_ids))
+
+
+def _com_counters(cursor) -> dict[str, int]:
+    cursor.execute("SHOW SESSION STATUS LIKE 'Com\\_%%'")
+    return {name: int(value) for name, value in cursor.fetchall()}
+
+
+# ── P2 ────────────────────────────────────────────────────────────────────
+@dataclass(frozen=True)
+class RunCost:
+    round_trips: int
+    commits: int  # explicit COMMITs plus writes that committed on their own (autocommit)
+
+
+def cost_of_one_run(db: Database, steps_per_run: int) -> RunCost:
+    """Advance one run of `steps_per_run` instant steps to completed on this thread, counting what it sends."""
+    run_id = schedule_backlog(db, 1, steps_per_run, label=f"p2-{uuid.uuid4().hex[:6]}")[0]
+    run = db.autocommit(lambda tx: runs.get(tx, run_id))
+    plan = plan_of(instant_document(steps_per_run))
+    runner = make_runner(db, concurrency=1)
+    advancer = RunAdvancer(db, runner.actions, RULES, lambda _: plan, DatabaseClock(db).now(),
+                           Budget.for_seconds(DRAIN_BUDGET_SECONDS), runner.step_worst_case_seconds)
+    runner.close()
+    recorder = StatementRecorder()
+    with recorder.installed(), StatementMeter(db) as meter:
+        report = advancer.advance(run)
+    if report.dispatched != steps_per_run or report.status is None or not report.status.terminal:
+        raise RuntimeError(f"the P2 run did not complete: {report}")
+    if db.autocommit(lambda tx: steps.status_counts(tx, run_id)) != {StepStatus.DONE.value: steps_per_run}:
+        raise RuntimeError("the P2 run's steps are not all done")
+    autocommitted_writes = sum(
+        1 for unit in recorder.units if not unit.transactional
+        for s in unit.statements if not s.shape.upper().startswith("SELECT")
+    )
+    return RunCost(sum(meter.delta.values()), meter.commits + autocommitted_writes)
+
+
+def per_step_cost(db: Database) -> tuple[float, float]:
+    short, long = cost_of_one_run(db, SHORT_RUN), cost_of_one_run(db, LONG_RUN)
+    extra_steps = LONG_RUN - SHORT_RUN
+    return (long.round_trips - short.round_trips) / extra_steps, (long.commits - short.commits) / extra_steps
+
+
+def run(sizes) -> list[Figure]:
+    with scratch_database("p1") as db:
+        engine, floor = [], []
+        for _ in range(sizes.rounds):  # interleaved, so a noisy neighbour hurts both sides alike
+            floor.append(floor_loop(db, floor_steps(db, sizes.throughput_runs, sizes.throughput_steps_per_run)))
+            engine.append(engine_steps_per_second(db, sizes.throughput_runs, sizes.throughput_steps_per_run))
+        round_trips, commits = per_step_cost(db)
+    best_floor = max(floor, key=lambda f: f.steps_per_second)
+    return [
+        Figure("P1", "steps/s, 1 tick worker", max(engine), "steps/s", baseline=best_floor.steps_per_second,
+               baseline_what="(bare pymysql floor)", target=at_least(FLOOR_TARGET)),
+        Figure("P2", "round trips per step", round_trips, "", baseline=best_floor.round_trips_per_step,
+               baseline_what="(floor)", target=at_most(ROUND_TRIPS_TARGET)),
+        Figure("P2", "commits per step", commits, "", baseline=best_floor.commits_per_step,
+               baseline_what="(floor)", target=at_most(COMMITS_TARGET)),
+    ]
