@@ -26,7 +26,8 @@ dev: $(STAMP)
 	EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m tests.support.mariadb url)events_dev} $(BIN)/python -m chalicelib dev
 
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/pip install -q -r bench/requirements.txt
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 db-url: $(STAMP)
 	@$(BIN)/python -m tests.support.mariadb url

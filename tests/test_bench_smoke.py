@@ -1,0 +1,17 @@
+"""The benchmarks' counting half at smoke size, so the bench code cannot rot (counts, never times)."""
+
+from bench import p1_throughput, p3_materialise
+from bench.harness import scratch_database
+
+
+def test_materialising_takes_three_statements_whatever_the_phase_size():
+    figures = p3_materialise.run(None)
+    assert [f.figure for f in figures] == [p3_materialise.TARGET] * len(p3_materialise.PHASE_SIZES)
+    assert all(f.verdict == "met" for f in figures)
+
+
+def test_a_happy_path_step_costs_five_round_trips_and_two_commits():
+    with scratch_database("smoke") as db:
+        round_trips, commits = p1_throughput.per_step_cost(db)
+    assert round_trips <= p1_throughput.ROUND_TRIPS_TARGET
+    assert commits <= p1_throughput.COMMITS_TARGET
