@@ -7,6 +7,7 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P5/P6  runs × steps drained by 1, 2, 4 and 8 tick worker processes            300 × 10 each  |  30 × 5
     P6     control requests (pause/resume pairs) in-process and bare              200  |  30
     peer   one-step jobs through django-tasks' database backend                   = P1's steps  |  = P1's steps
+    bridge runs × 2 module steps, the game bridge answering after 50 ms            64 × 2  |  24 × 2
 
 Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept.
 """
@@ -18,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from . import p1_throughput, p3_materialise, p4_history, p5_scaling, p6_controls, peer
+from . import bridge_pool, p1_throughput, p3_materialise, p4_history, p5_scaling, p6_controls, peer
 from .harness import Figure, table
 from .workload import quiet_channels
 
@@ -50,6 +51,7 @@ BENCHMARKS = {
     "P5": p5_scaling.run,  # P5 and P6's claim → terminal latency
     "P6": p6_controls.run,
     "peer": peer.run,
+    "bridge": bridge_pool.run,  # issue 3: a 50 ms bridge, default pool vs pool of 1
 }
 
 

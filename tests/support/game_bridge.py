@@ -125,6 +125,9 @@ class GameBridge:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle on, the body waits for
+            # the client's delayed ACK (40 ms), which is the server's cost, not the engine's.
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
