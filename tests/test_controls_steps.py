@@ -5,7 +5,7 @@ import pytest
 
 from chalicelib.events import controls
 from chalicelib.events.model import Conflict, NotFound, RunStatus, StepStatus
-from tests.support.factory import make_run, run_row, step
+from tests.support.factory import run_row, step
 from tests.support.scenes import STEP_STATES, furthest, log_rows, put_step_in, run_with_steps, snapshot
 
 

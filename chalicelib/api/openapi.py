@@ -19,22 +19,20 @@ _ERROR_MEANINGS = {
     403: "the token's roles may not do this",
     404: "no such run, step or definition",
     409: "the control lost: the run or step is not in a state it may act from (the message names it)",
-    415: "the body is not application/json",
+    415: "the request's Content-Type is not application/json (Chalice checks it on every route)",
     503: "tokens cannot be checked right now",
 }
 
 
 def _error_codes(op: "Operation") -> list[int]:
-    codes = [400]
+    codes = [400, 415]
     if op.roles is not None:
         codes += [401, 403, 503]
     if op.path_ids:
         codes.append(404)
     if op.path.startswith("/runs/") and op.method == "POST":
         codes.append(409)
-    if op.body is not None:
-        codes.append(415)
-    return sorted(set(codes))
+    return sorted(codes)
 
 
 def _parameters(op: "Operation") -> list[dict]:
