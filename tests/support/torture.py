@@ -1,0 +1,411 @@
+"""What the torture tests share: sizes, a fleet of real tick-worker processes, and the log audit.
+
+Sizes: every torture test has a CI size and the issue's full size; set
+`TORTURE_SCALE=full` to run the full ones.
+
+Workers are `multiprocessing` 'spawn' processes wired exactly as `python -m
+chalicelib tick` is (`build_runner` from the settings), ticking until a stop
+file appears. Each keeps a journal (one JSON object a line, one `os.write`
+each, so a SIGKILL loses whole lines only): the clock of every tick, every
+tick that raised, the log rows of every transaction whose COMMIT returned (when
+asked), and its retry counts on a clean exit. Files rather than a
+multiprocessing queue or event: a process killed while holding the lock of one
+would hang every other.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import signal
+import threading
+import time
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from chalicelib.config import Settings
+from chalicelib.db import Database, DatabaseClock
+from chalicelib.events.model import TERMINAL_RUN
+from chalicelib.events.runner.schedule import build_runner, tick_once
+from tests.support.factory import make_definition
+from tests.support.game_bridge import SECRET, GameBridge
+
+FULL = os.environ.get("TORTURE_SCALE", "ci").strip().lower() == "full"
+
+
+def sized(ci, full):
+    """The CI size, or the issue's size under TORTURE_SCALE=full."""
+    return full if FULL else ci
+
+
+# ── journals ────────────────────────────────────────────────────────────────
+class Journal:
+    def __init__(self, path: Path):
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._lock = threading.Lock()  # the runner's pool threads write too
+
+    def write(self, **entry) -> None:
+        line = (json.dumps(entry, default=str) + "\n").encode()
+        with self._lock:
+            os.write(self._fd, line)
+
+
+def read_journal(path: Path) -> list[dict]:
+    entries = []
+    for line in path.read_text().splitlines():
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            pass  # a line cut short by SIGKILL
+    return entries
+
+
+class _LogRecordingTx:
+    """Passes every statement through, keeping the event_run_log rows it inserts."""
+
+    def __init__(self, tx, rows: list):
+        self._tx, self._rows = tx, rows
+
+    def execute(self, sql, args=None):
+        if sql.lstrip().startswith("INSERT INTO event_run_log"):
+            self._rows.append(_log_key(args))
+        return self._tx.execute(sql, args)
+
+    def executemany(self, sql, rows):
+        rows = list(rows)
+        if sql.lstrip().startswith("INSERT INTO event_run_log"):
+            self._rows.extend(_log_key(r) for r in rows)
+        return self._tx.executemany(sql, rows)
+
+    def one(self, sql, args=None):
+        return self._tx.one(sql, args)
+
+    def all(self, sql, args=None):
+        return self._tx.all(sql, args)
+
+    @property
+    def last_insert_id(self):
+        return self._tx.last_insert_id
+
+
+def _log_key(values) -> list:
+    run_id, step_id, kind, _phase, detail, _actor, created_at = values
+    return [run_id, step_id, kind, detail, str(created_at)]
+
+
+def log_keys(db: Database) -> Counter:
+    """Every stored log row, keyed as a journal of committed rows keys it."""
+    rows = db.autocommit(lambda tx: tx.all("SELECT run_id, step_id, kind, detail, created_at FROM event_run_log"))
+    return Counter(json.dumps([r["run_id"], r["step_id"], r["kind"], r["detail"], str(r["created_at"])]) for r in rows)
+
+
+class CommitJournalingDatabase(Database):
+    """A Database that journals the log rows of each transaction once its COMMIT has returned.
+
+    That is what the process saw committed; a COMMIT that failed (its outcome
+    unknown) is not journaled.
+    """
+
+    def __init__(self, url: str, journal: Journal):
+        super().__init__(url)
+        self._journal = journal
+
+    def transaction(self, work):
+        rows: list = []
+
+        def recorded(tx):
+            rows.clear()  # a re-run starts over
+            return work(_LogRecordingTx(tx, rows))
+
+        result = super().transaction(recorded)
+        if rows:
+            self._journal.write(committed=[json.dumps(r) for r in rows])
+        return result
+
+
+# ── the tick worker process ────────────────────────────────────────────────
+def tick_worker(env: dict, journal_path: str, stop_path: str, journal_commits: bool) -> None:
+    """Tick every EVENT_TICK_SECONDS (at once again after a tick that did work) until the stop file exists."""
+    settings = Settings.from_env(env)
+    journal = Journal(Path(journal_path))
+    db = CommitJournalingDatabase(settings.db_url, journal) if journal_commits else Database(settings.db_url)
+    runner = build_runner(settings, db, DatabaseClock(db))
+    try:
+        while not os.path.exists(stop_path):
+            started = time.monotonic()
+            try:
+                report = tick_once(runner, settings.tick_seconds)
+            except Exception as error:  # journaled for the test to judge; the loop goes on, as Lambda would
+                journal.write(failed_tick=type(error).__name__, code=getattr(error, "args", [None])[0], detail=str(error)[:200])
+                time.sleep(0.2)
+                continue
+            journal.write(tick=report.now.isoformat(), dispatched=report.dispatched, errors=report.errors)
+            if report.dispatched == 0:
+                while time.monotonic() < started + settings.tick_seconds and not os.path.exists(stop_path):
+                    time.sleep(0.05)
+    finally:
+        journal.write(exit={"retries": {str(code): n for code, n in db.retries.items()}})
+        runner.close()
+
+
+class TickFleet:
+    """Tick-worker processes against one database and one game bridge: start, SIGKILL and restart, stop."""
+
+    def __init__(self, folder: Path, db_url: str, bridge: GameBridge, journal_commits: bool = False, **settings: str):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.stop_path = self.folder / "stop"
+        self.env = {
+            "EVENTS_DB_URL": db_url,
+            "GAME_BRIDGE_URL": bridge.url,
+            "GAME_BRIDGE_SECRET": SECRET,
+            "EVENT_TICK_SECONDS": "1",
+            **settings,
+        }
+        self.journal_commits = journal_commits
+        self.workers: dict[str, multiprocessing.Process] = {}
+        self.journals: list[Path] = []
+        self.killed = 0
+        self._context = multiprocessing.get_context("spawn")
+
+    def start(self, count: int) -> "TickFleet":
+        for n in range(count):
+            self._spawn(f"w{n}")
+        return self
+
+    def _spawn(self, slot: str) -> None:
+        journal = self.folder / f"{slot}.{len(self.journals)}.jsonl"
+        journal.touch()
+        self.journals.append(journal)
+        process = self._context.Process(
+            target=tick_worker, args=(self.env, str(journal), str(self.stop_path), self.journal_commits), daemon=True
+        )
+        process.start()
+        self.workers[slot] = process
+
+    def kill_and_restart(self, slot: str) -> None:
+        process = self.workers[slot]
+        os.kill(process.pid, signal.SIGKILL)
+        process.join(10)
+        self.killed += 1
+        self._spawn(slot)
+
+    def pids(self) -> dict[str, int]:
+        return {slot: p.pid for slot, p in self.workers.items()}
+
+    def stop(self, timeout: float = 60) -> None:
+        """Ask every worker to finish its tick and exit; each must exit 0."""
+        self.stop_path.touch()
+        for slot, process in self.workers.items():
+            process.join(timeout)
+            if process.exitcode is None:
+                process.kill()
+                process.join(5)
+                raise AssertionError(f"tick worker {slot} did not stop within {timeout}s")
+            assert process.exitcode == 0, f"tick worker {slot} exited {process.exitcode}"
+
+    def entries(self) -> list[dict]:
+        return [entry for path in self.journals for entry in read_journal(path)]
+
+    def tick_times(self) -> list[datetime]:
+        return sorted(datetime.fromisoformat(e["tick"]) for e in self.entries() if "tick" in e)
+
+    def failed_ticks(self) -> list[dict]:
+        return [e for e in self.entries() if "failed_tick" in e]
+
+    def tick_errors(self) -> int:
+        return sum(e["errors"] for e in self.entries() if "tick" in e)
+
+    def retries(self) -> Counter:
+        total: Counter = Counter()
+        for entry in self.entries():
+            if "exit" in entry:
+                total.update({int(code): n for code, n in entry["exit"]["retries"].items()})
+        return total
+
+    def committed_log_keys(self) -> Counter:
+        return Counter(key for e in self.entries() if "committed" in e for key in e["committed"])
+
+    def __enter__(self) -> "TickFleet":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self.stop_path.exists():
+            self.stop_path.touch()
+        for process in self.workers.values():
+            process.join(30)
+            if process.is_alive():
+                process.kill()
+
+
+def dispatching(pid: int, bridge_port: int) -> bool:
+    """Whether process `pid` holds an open TCP connection to the game bridge right now (a dispatch in flight)."""
+    inodes = set()
+    with open("/proc/net/tcp") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            remote_port, state, inode = int(fields[2].split(":")[1], 16), fields[3], fields[9]
+            if remote_port == bridge_port and state == "01":  # ESTABLISHED
+                inodes.add(f"socket:[{inode}]")
+    try:
+        links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return bool(inodes & links)
+
+
+# ── workloads and waiting ──────────────────────────────────────────────────
+def module_steps(count: int, on_failure: str = "pause") -> list[dict]:
+    return [{"action": f"world.step{i}", "params": {"i": i}, "on_failure": on_failure} for i in range(count)]
+
+
+def document_of(phases: list[list[dict]], ending: list[dict] | None = None) -> dict:
+    return {
+        "name": "Torture",
+        "grace_seconds": 3600,
+        "phases": [{"name": f"phase {i + 1}", "steps": steps} for i, steps in enumerate(phases)],
+        "ending": ending or [],
+    }
+
+
+def schedule_runs(db: Database, doc: dict, count: int, *, now: datetime | None = None) -> list[int]:
+    """`count` runs of one new definition, due now (database time), in one multi-row INSERT."""
+    now = now or DatabaseClock(db).now()
+    definition = make_definition(db, now, doc)
+    tag = f"{definition.id}@torture-{time.monotonic_ns()}"
+    rows = [(definition.id, 1, f"{tag}-{i}", "scheduled", now, 3600, "ok", now, now) for i in range(count)]
+    db.transaction(lambda tx: tx.executemany(
+        """INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,
+                                   grace_seconds, health, created_at, updated_at)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""", rows))
+    return [r["id"] for r in db.autocommit(lambda tx: tx.all(
+        "SELECT id FROM event_runs WHERE occurrence_key LIKE %s ORDER BY id", (tag + "-%",)))]
+
+
+_TERMINAL_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
+
+
+def unfinished_runs(db: Database) -> int:
+    return db.autocommit(lambda tx: tx.one(f"SELECT COUNT(*) AS n FROM event_runs WHERE status NOT IN ({_TERMINAL_SQL})"))["n"]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str, every: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        time.sleep(every)
+
+
+def duplicate_deliveries(bridge: GameBridge) -> list[tuple[str, int]]:
+    """(Idempotency-Key, attempt) pairs the game side received more than once."""
+    seen = Counter((r.headers["idempotency-key"], r.json["attempt"]) for r in bridge.received())
+    return [pair for pair, n in seen.items() if n > 1]
+
+
+def attempts_delivered(bridge: GameBridge) -> dict[str, list[int]]:
+    """Each key's attempts in the order the game side received them."""
+    by_key: dict[str, list[int]] = defaultdict(list)
+    for request in sorted(bridge.received(), key=lambda r: r.at):
+        by_key[request.headers["idempotency-key"]].append(request.json["attempt"])
+    return by_key
+
+
+def pick(rng: random.Random, items):
+    return items[rng.randrange(len(items))]
+
+
+# ── the log audit ──────────────────────────────────────────────────────────
+def audit(db: Database) -> list[str]:
+    """Replay the run log and compare it with the rows: what the log says happened is what happened.
+
+    Each step starts pending at attempt 0. A claim writes no row of its own: the
+    dispatch row of its attempt records it, or, if its claimer died before
+    answering, the sweep's row that took it back. So a runner row about attempt
+    a, found while the replay has the step pending at a - 1, is that claim plus
+    its ending. Every row must start from the state the replay is in (its
+    `from`, its attempt): a transition logged twice, or a dispatch of an attempt
+    already dispatched, fails here; a transition logged never leaves the replay
+    behind the rows. Returns the problems found, none when the log is honest.
+    """
+
+    def read(tx):
+        return (
+            tx.all("SELECT id, status FROM event_runs"),
+            tx.all("SELECT id, run_id, status, attempts, claim_expires_at FROM event_run_steps"),
+            tx.all("SELECT id, run_id, step_id, kind, detail, actor FROM event_run_log ORDER BY id"),
+        )
+
+    run_rows, step_rows, log_rows = db.autocommit(read)
+    problems: list[str] = []
+    run_state = {r["id"]: None for r in run_rows}
+    step_state = {s["id"]: ("pending", 0) for s in step_rows}
+    steps_of_run: dict[int, list[int]] = defaultdict(list)
+    for s in step_rows:
+        steps_of_run[s["run_id"]].append(s["id"])
+    entries = [{**row, "detail": json.loads(row["detail"]) if row["detail"] else {}} for row in log_rows]
+    # Row ids of the runner's rows about each step's own claims: a later one proves a claim was in flight.
+    claim_rows: dict[int, list[int]] = defaultdict(list)
+    for e in entries:
+        if e["step_id"] is not None and e["actor"] == "runner" and not e["detail"].get("fenced_out"):
+            claim_rows[e["step_id"]].append(e["id"])
+
+    for e in entries:
+        d, where = e["detail"], f"log row {e['id']} ({e['kind']} {e['detail']})"
+        if e["kind"] == "run.status":
+            run_id = e["run_id"]
+            before = run_state[run_id] or "scheduled"
+            created = d.get("from") is None
+            if (created and run_state[run_id] is not None) or (not created and d.get("from") != before):
+                problems.append(f"{where}: run {run_id} was {before}")
+            run_state[run_id] = d["to"]
+            if "cancelled_steps" in d:
+                closing = ("pending", "parked") if d.get("control") == "cancel" else ("pending",)
+                hit = [
+                    sid for sid in steps_of_run[run_id]
+                    if step_state[sid][0] in closing and not any(i > e["id"] for i in claim_rows[sid])
+                ]
+                if len(hit) != d["cancelled_steps"]:
+                    problems.append(f"{where}: {len(hit)} open steps by the log, {d['cancelled_steps']} cancelled")
+                for sid in hit:
+                    step_state[sid] = ("cancelled", step_state[sid][1])
+        elif e["kind"] == "step.dispatch" and not d.get("fenced_out"):
+            status, attempts = step_state[e["step_id"]]
+            if status != "pending" or d["attempt"] != attempts + 1:
+                problems.append(f"{where}: dispatched while the step was {status} at attempt {attempts}")
+            step_state[e["step_id"]] = ("parked" if d["outcome"] == "parked" else "leased", d["attempt"])
+        elif e["kind"] == "step.status":
+            sid = e["step_id"]
+            status, attempts = step_state[sid]
+            control = d.get("control")
+            if control is None:
+                attempt = d.get("attempt", d.get("attempts"))
+                claimed_unlogged = status == "pending" and attempt == attempts + 1
+                if not (status == "leased" and attempt == attempts) and not claimed_unlogged:
+                    problems.append(f"{where}: the step was {status} at attempt {attempts}")
+                step_state[sid] = (d["to"], attempt)
+                continue
+            legal_from = {"confirm": ("parked",), "skip": ("pending", "parked"), "retry": ("failed",)}[control]
+            shown = "running" if status == "parked" else status
+            if status not in legal_from or d.get("from") != shown:
+                problems.append(f"{where}: the step was {status}")
+            if control == "retry" and d.get("attempts_reset") != attempts:
+                problems.append(f"{where}: reset from {d.get('attempts_reset')} but the log had {attempts}")
+            step_state[sid] = ("pending", 0) if control == "retry" else (d["to"], attempts)
+
+    for s in step_rows:
+        actual = s["status"]
+        if actual == "running":
+            actual = "leased" if s["claim_expires_at"] is not None else "parked"
+        expected = step_state[s["id"]]
+        in_flight = actual == "leased" and expected == ("pending", s["attempts"] - 1)
+        if (actual, s["attempts"]) != expected and not in_flight:
+            problems.append(f"step {s['id']} is {actual} at attempt {s['attempts']}; its log says {expected}")
+    for r in run_rows:
+        if (run_state[r["id"]] or "scheduled") != r["status"]:
+            problems.append(f"run {r['id']} is {r['status']}; its log says {run_state[r['id']] or 'scheduled'}")
+    return problems
