@@ -28,7 +28,7 @@ class Rules:
 class Applied:
     written: bool  # False: the fence matched nothing (our lease was taken over); nothing changed
     status: StepStatus  # the step's status after the write (running when parked)
-    hold: bool = False  # the next step's due_at may have moved
+    hold: bool = False  # a wait finished: the next step's due_at may differ from what the caller read
     run_stopped: bool = False  # the disposition paused or failed the run
 
 
@@ -52,11 +52,11 @@ def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datet
     if verdict is Verdict.RETRY and claim.attempt >= rules.max_attempts:
         verdict, error = Verdict.FAILED, f"gave up after {claim.attempt} attempts: {error}"
 
-    hold = False
+    held = False
     if verdict is Verdict.DONE:
         status, written = StepStatus.DONE, steps.finish(tx, claim, StepStatus.DONE, now)
         if written and outcome.hold_until is not None:
-            hold = steps.hold_next(tx, step.run_id, step.phase, step.seq, outcome.hold_until)
+            held = steps.hold_next(tx, step.run_id, step.phase, step.seq, outcome.hold_until)
     elif verdict is Verdict.PARKED:
         status, written = StepStatus.RUNNING, steps.park(tx, claim, outcome.note)
     elif verdict is Verdict.RETRY:
@@ -69,7 +69,7 @@ def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datet
     entries = [_dispatch_entry(step, claim, outcome, fenced_out=not written)]
     run_stopped = False
     if written and status is not StepStatus.RUNNING:
-        detail = {"hold_until": outcome.hold_until} if hold else {}
+        detail = {"hold_until": outcome.hold_until} if held else {}
         if status in (StepStatus.FAILED, StepStatus.REFUSED):
             detail["on_failure"] = step.on_failure.value
         entries.append(step_entry(step, status, error, attempt=claim.attempt, **detail))
@@ -78,7 +78,8 @@ def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datet
         entries.extend(disposition)
         run_stopped = bool(disposition)
     log.append_many(tx, entries, now)
-    return Applied(written, status, hold, run_stopped)
+    # Re-read after any hold, taken or not: the caller's list may predate the next step's due_at.
+    return Applied(written, status, written and outcome.hold_until is not None, run_stopped)
 
 
 def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[log.Entry]:
