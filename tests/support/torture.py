@@ -211,8 +211,9 @@ class TickFleet:
     def entries(self) -> list[dict]:
         return [entry for path in self.journals for entry in read_journal(path)]
 
-    def tick_times(self) -> list[datetime]:
-        return sorted(datetime.fromisoformat(e["tick"]) for e in self.entries() if "tick" in e)
+    def tick_times(self) -> list[list[datetime]]:
+        """Each worker process's tick clocks, in order (a restarted worker is a new process)."""
+        return [[datetime.fromisoformat(e["tick"]) for e in read_journal(path) if "tick" in e] for path in self.journals]
 
     def failed_ticks(self) -> list[dict]:
         return [e for e in self.entries() if "failed_tick" in e]
