@@ -173,7 +173,8 @@ class TickFleet:
         self._context = multiprocessing.get_context("spawn")
 
     def start(self, count: int) -> "TickFleet":
-        for n in range(count):
+        """`count` more workers."""
+        for n in range(len(self.workers), len(self.workers) + count):
             self._spawn(f"w{n}")
         return self
 
