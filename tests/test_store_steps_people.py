@@ -58,16 +58,38 @@ def test_cancel_pending_leaves_parked_and_leased_steps(db, clock):
     assert [step(db, s.id).status for s in (parked, leased, pending)] == [StepStatus.RUNNING, StepStatus.RUNNING, StepStatus.CANCELLED]
 
 
-def test_requeue_only_from_failed_and_it_resets_attempts(db, clock):
-    _, (s, other, *_) = _phase(db, clock)
-    _set(db, s, status="failed", attempts=3, last_error="503", due_at=clock.now())
-    for status in ("done", "refused", "skipped", "pending"):
-        _set(db, other, status=status, attempts=2)
-        assert not db.transaction(lambda tx: steps.requeue(tx, other.id))
-        assert step(db, other.id).attempts == 2
-    assert db.transaction(lambda tx: steps.requeue(tx, s.id))
-    after = step(db, s.id)
+def _requeue(db, run, s):
+    return db.transaction(lambda tx: steps.requeue_where_stopped(tx, run.id, s.id))
+
+
+def test_requeue_takes_only_a_failed_step_and_resets_its_attempts(db, clock):
+    run, (*_, last) = _phase(db, clock)
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET status = 'paused' WHERE id = %s", (run.id,)))
+    for status in ("done", "refused", "skipped", "pending", "cancelled"):
+        _set(db, last, status=status, attempts=2)
+        assert not _requeue(db, run, last)
+        assert step(db, last.id).attempts == 2
+    _set(db, last, status="failed", attempts=3, last_error="503", due_at=clock.now())
+    assert _requeue(db, run, last)
+    after = step(db, last.id)
     assert (after.status, after.attempts, after.last_error, after.due_at) == (StepStatus.PENDING, 0, None, None)
+
+
+def test_requeue_refuses_a_step_behind_the_cursor_or_of_a_run_not_paused(db, clock):
+    run, (a, b, c, d) = _phase(db, clock)
+    _set(db, a, status="failed")  # failed under on_failure skip: the runner went past it
+    _set(db, b, status="done")
+    _set(db, c, status="failed")
+    assert not _requeue(db, run, c)  # the run is running, not paused
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET status = 'paused' WHERE id = %s", (run.id,)))
+    assert not _requeue(db, run, a)
+    assert step(db, a.id).status is StepStatus.FAILED
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET current_phase = 2 WHERE id = %s", (run.id,)))
+    assert not _requeue(db, run, c)  # the run has left the step's phase
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET current_phase = 1 WHERE id = %s", (run.id,)))
+    other_run, (other_step, *_) = _phase(db, clock)
+    assert not _requeue(db, other_run, c)  # not this run's step
+    assert _requeue(db, run, c)
 
 
 def test_hold_next_delays_the_next_pending_step_once(db, clock):

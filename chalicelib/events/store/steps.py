@@ -384,20 +384,6 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
     )
 
 
-def requeue(tx: Tx, step_id: int) -> bool:
-    """A failed step back to pending with attempts 0: a named person's decision, never a sweep's."""
-    return (
-        tx.execute(
-            """UPDATE event_run_steps
-                  SET status = 'pending', attempts = 0, due_at = NULL, last_error = NULL,
-                      claimed_by = NULL, claim_expires_at = NULL, finished_at = NULL
-                WHERE id = %s AND status = 'failed'""",
-            (step_id,),
-        )
-        == 1
-    )
-
-
 def requeue_where_stopped(tx: Tx, run_id: int, step_id: int) -> bool:
     """Re-queue the failed step a paused run is stopped at (the retry control).
 
