@@ -16,7 +16,7 @@ import pymysql.cursors
 
 from chalicelib.db import Database, DatabaseClock
 from chalicelib.events.store import definitions
-from tests.support.explain import unindexed
+from tests.support.explain import plan_problems
 
 from .harness import Figure, Statement, StatementRecorder, at_most, scratch_database
 from .workload import drain, instant_document, make_runner, schedule_backlog
@@ -101,8 +101,7 @@ def explain_all(db: Database, statements: list[Statement]) -> list[str]:
                     continue  # SELECT UTC_TIMESTAMP(6): reads no table
                 cursor.execute("EXPLAIN " + statement.sql, statement.args)
                 plan = list(cursor.fetchall())
-                sorts = [row for row in plan if "filesort" in (row.get("Extra") or "")]
-                problems = ["full scan"] * bool(unindexed(plan)) + ["filesort"] * bool(sorts)
+                problems = plan_problems(plan)
                 print(f"\n  {shape[:160]}{'…' if len(shape) > 160 else ''}", file=sys.stderr)
                 for row in plan:
                     print(f"    {row.get('table')}: type={row.get('type')} key={row.get('key')} rows={row.get('rows')}"

@@ -40,3 +40,11 @@ def unindexed(plan: list[dict]) -> list[dict]:
         for row in plan
         if row.get("table") and not row["table"].startswith("<") and (row.get("type") == "ALL" or row.get("key") is None)
     ]
+
+
+def plan_problems(plan: list[dict]) -> list[str]:
+    """What is wrong with a plan for a statement the tick runs: a full scan, a sort."""
+    problems = ["full scan"] * bool(unindexed(plan))
+    if any("filesort" in (row.get("Extra") or "") for row in plan):
+        problems.append("filesort")
+    return problems

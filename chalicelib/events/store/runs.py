@@ -60,18 +60,21 @@ def list_page(
 def find_due(tx: Tx, now: datetime, limit: int, *, after: tuple[datetime, int] | None = None) -> list[Run]:
     """Runs a tick should look at: scheduled and due, or in flight, and not held by a live run lease.
 
-    `after` is the (scheduled_for, id) of the last run of the previous batch, so
-    one tick reads its work in bounded batches and sees each run at most once.
+    `due_since` is scheduled_for for exactly the statuses a tick picks up (see
+    migration 0006), so this is one index range in (scheduled_for, id) order, with
+    no sort, whatever the history. `after` is the (scheduled_for, id) of the last
+    run of the previous batch, so one tick reads its work in bounded batches and
+    sees each run at most once.
     """
     keyset, args = "", []
     if after is not None:
-        keyset = "AND (scheduled_for > %s OR (scheduled_for = %s AND id > %s))"
+        keyset = "AND (due_since > %s OR (due_since = %s AND id > %s))"
         args = [after[0], after[0], after[1]]
     rows = tx.all(
         f"""SELECT {COLUMNS} FROM event_runs
-             WHERE status IN ({_DUE_SQL}) AND scheduled_for <= %s
+             WHERE due_since <= %s
                AND (claim_expires_at IS NULL OR claim_expires_at < %s) {keyset}
-             ORDER BY scheduled_for, id LIMIT %s""",
+             ORDER BY due_since, id LIMIT %s""",
         (now, now, *args, limit),
     )
     return [Run.from_row(r) for r in rows]

@@ -311,7 +311,7 @@ def _sweep(tx: Tx, where: str, where_args: tuple, assignments: str, set_args: tu
     ids = [
         r["id"]
         for r in tx.all(
-            f"SELECT id FROM event_run_steps WHERE {where} ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
+            f"SELECT id FROM event_run_steps WHERE {where} LIMIT %s FOR UPDATE SKIP LOCKED",
             (*where_args, limit),
         )
     ]
