@@ -117,9 +117,10 @@ class RunAdvancer:
             applied = self.db.transaction(lambda tx: apply_outcome(tx, step, claim, outcome, self.now, self.rules))
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
-            if not applied.written or applied.run_stopped or not applied.status.terminal:
-                # Fenced out, paused/failed by the disposition, parked, or waiting to retry.
-                return self._current_status(run.id) if applied.run_stopped or not applied.written else where.status
+            if applied.run_stopped or not applied.written:
+                return self._current_status(run.id)  # paused or failed by the disposition, or fenced out
+            if not applied.status.terminal:
+                return where.status  # parked, or pending a retry: the phase is occupied
             remaining = None if applied.hold else where.open_steps[1:]
             if remaining == [] and len(where.open_steps) == OPEN_STEPS_PER_READ:
                 remaining = None  # the read was truncated: there may be more
