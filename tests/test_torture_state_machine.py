@@ -1,0 +1,196 @@
+"""R5: a Hypothesis state machine drives the runner, crashes, late answers, the clock and every control at once.
+
+Rules: a tick (the game bridge scripted to one answer class for it), a worker
+that claims a step and dies (before or after sending it), the late answer of
+such a worker, the clock moving, and every control pressed over HTTP by a random
+caller. After every rule the invariants are read back from the database:
+
+- at most one step of a run is running, and a step's token and lease come and go together;
+- attempts only rise, except to 0 by a person's retry;
+- terminal statuses are final (a failed step may be re-queued by a retry, nothing else moves);
+- the log replays to the rows (tests.support.torture.audit): each transition has exactly one
+  row, and a dispatch is only ever of a pending step, so a parked step is never re-dispatched;
+- the game side never receives one (key, attempt) twice, unless a person's retry restarted the
+  attempts of that key (SPEC §3: the key never varies, and a retry sets attempts to 0);
+- the API never answers 5xx, and each control answers what `controls.refusal` predicts for the rows as they stood.
+"""
+
+from collections import Counter
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+
+from chalicelib.events import controls
+from chalicelib.events.actions.bridge import GameBridge as BridgeClient
+from chalicelib.events.actions.outcome import Outcome
+from chalicelib.events.model import RUNNABLE, TERMINAL_RUN
+from chalicelib.events.runner import Budget, Rules
+from chalicelib.events.runner.outcomes import apply_outcome
+from chalicelib.events.store import runs, steps
+from tests.conftest import START, TABLES
+from tests.support.api import ADMIN, GM, MODERATOR, api  # noqa: F401 — the fixture
+from tests.support.game_bridge import SECRET, Answer
+from tests.support.runner_kit import game_bridge, make_runner, schedule, step  # noqa: F401
+from tests.support.torture import audit, sized
+
+RULES = Rules(lease_seconds=60, max_attempts=3, retry_seconds=30)
+DOCUMENT = {
+    "name": "Machine",
+    "grace_seconds": 300,
+    "phases": [
+        {"name": "opening", "steps": [step("world.spawn"), step("core.cue", instruction="light it"),
+                                      step("world.reward", on_failure="skip")]},
+        {"name": "finale", "steps": [step("core.wait", seconds=30), step("world.finale", on_failure="abort_run")]},
+    ],
+    "ending": [step("world.cleanup")],
+}
+ANSWERS = {"done": Answer(200), "retry": Answer(503), "refused": Answer(422), "failed": Answer(400)}
+LATE = {"done": Outcome.done(), "retry": Outcome.retry("late 503"), "refused": Outcome.refused("late 422"),
+        "failed": Outcome.failed("late 400")}
+CALLERS = {"admin": ADMIN, "moderator": MODERATOR, "gm": GM, "stranger": "not-a-token"}
+RUNS = 3
+TERMINAL_STEP = ("done", "failed", "refused", "skipped", "cancelled")
+
+
+def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, game_bridge):
+    runner = make_runner(db, clock, game_bridge, rules=RULES, concurrency=1)
+    client = BridgeClient(game_bridge.url, SECRET, timeout=5)
+
+    class EngineMachine(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            conn = db.connection()
+            with conn.cursor() as cursor:
+                for table in TABLES:
+                    cursor.execute(f"DELETE FROM {table}")
+            clock.set(START)
+            # Rules should meet every kind of state early: the first run starts and parks at its cue, the
+            # second starts and pauses on a failed spawn, the third waits, scheduled, for the first tick.
+            self.run_ids = [schedule(db, START, DOCUMENT).id for _ in range(RUNS - 1)]
+            game_bridge.script("world.spawn", ANSWERS["done"], ANSWERS["failed"])  # one tick takes runs in id order
+            runner.tick(Budget.for_seconds(30))
+            self.run_ids.append(schedule(db, START, DOCUMENT).id)
+            self.abandoned = []  # (step, claim) of workers that died holding a claim
+            self.seen_steps, self.seen_runs, self.seen_log_id = {}, {}, 0
+            self.deliveries_before = len(game_bridge.received())  # the bridge outlives the example
+
+        # ── the runner and the failures around it ──────────────────────
+        @rule(answer=st.sampled_from(sorted(ANSWERS)))
+        def tick(self, answer):
+            game_bridge.default = ANSWERS[answer]
+            report = runner.tick(Budget.for_seconds(30))
+            assert report.errors == 0
+
+        @rule(seconds=st.sampled_from([1, 31, 61]))
+        def clock_moves(self, seconds):
+            clock.advance(seconds)
+
+        @rule(which=st.integers(0, RUNS - 1), sent=st.booleans())
+        def worker_dies_holding_a_claim(self, which, sent):
+            now = clock.now()
+            nxt = db.autocommit(lambda tx: tx.one(
+                "SELECT id FROM event_run_steps WHERE run_id = %s AND status IN ('pending', 'running') ORDER BY phase, seq LIMIT 1",
+                (self.run_ids[which],)))
+            if nxt is None:
+                return
+            target = db.autocommit(lambda tx: steps.get(tx, nxt["id"]))
+            claim = db.autocommit(lambda tx: steps.claim(tx, target, now, RULES.lease_seconds))
+            if claim is None:
+                return
+            if sent and not target.action_id.startswith("core."):
+                client.dispatch(target, claim.attempt, now)  # delivered; the answer dies with the worker
+            self.abandoned.append((target, claim))
+
+        @precondition(lambda self: self.abandoned)
+        @rule(index=st.integers(0, 10), verdict=st.sampled_from(sorted(LATE)))
+        def a_dead_workers_answer_arrives_late(self, index, verdict):
+            target, claim = self.abandoned.pop(index % len(self.abandoned))
+            db.transaction(lambda tx: apply_outcome(tx, target, claim, LATE[verdict], clock.now(), RULES))
+
+        # ── people, over HTTP ───────────────────────────────────────────
+        @rule(control=st.sampled_from(controls.RUN_CONTROLS), caller=st.sampled_from(sorted(CALLERS)),
+              which=st.integers(0, RUNS - 1))
+        def press_a_run_control(self, control, caller, which):
+            run = db.autocommit(lambda tx: runs.get(tx, self.run_ids[which]))
+            body = {} if control == "resume" else {"reason": "torture"}
+            answer = api.post(f"/runs/{run.id}/{control}", body, auth=CALLERS[caller])
+            self._judge(answer, caller, controls.refusal(control, run))
+
+        @rule(control=st.sampled_from(controls.STEP_CONTROLS), caller=st.sampled_from(sorted(CALLERS)),
+              which=st.integers(0, RUNS - 1), index=st.integers(0, 10), foreign=st.booleans())
+        def press_a_step_control(self, control, caller, which, index, foreign):
+            run = db.autocommit(lambda tx: runs.get(tx, self.run_ids[which]))
+            owner = self.run_ids[(which + 1) % RUNS] if foreign else run.id
+            # The steps a person would press first lead the list: in flight or failed, then waiting, then the rest.
+            candidates = sorted(db.autocommit(lambda tx: steps.list_for_run(tx, owner)),
+                                key=lambda s: {"running": 0, "failed": 0, "pending": 1}.get(s.status.value, 2))
+            target = candidates[index % len(candidates)] if candidates else None
+            step_id = target.id if target else 999_999_999
+            furthest = None if run.current_phase is None else db.autocommit(
+                lambda tx: steps.last_started_seq(tx, run.id, run.current_phase))
+            answer = api.post(f"/runs/{run.id}/steps/{step_id}/{control}", {}, auth=CALLERS[caller])
+            if foreign or target is None:
+                self._judge(answer, caller, None, missing=True)
+                return
+            self._judge(answer, caller, controls.refusal(control, run, target, furthest))
+            if control == "retry" and answer.status == 200:
+                assert answer.body["resumed"] is True and answer.body["run"]["status"] in ("running", "starting")
+
+        def _judge(self, answer, caller, refusal, missing=False):
+            assert answer.status < 500, answer.body
+            expected = (401 if caller == "stranger" else 403 if caller == "gm" else 404 if missing
+                        else 200 if refusal is None else 409)
+            assert answer.status == expected, (answer.status, answer.body, refusal)
+            if expected == 409:
+                assert answer.body == {"errors": [refusal]}
+
+        # ── what must hold after every rule ─────────────────────────────
+        @invariant()
+        def the_rows_and_the_log_agree(self):
+            def read(tx):
+                return (
+                    tx.all("SELECT id, run_id, status, attempts, claimed_by, claim_expires_at FROM event_run_steps"),
+                    {r["id"]: r["status"] for r in tx.all("SELECT id, status FROM event_runs")},
+                    tx.all("""SELECT id, step_id FROM event_run_log
+                               WHERE kind = 'step.status' AND JSON_VALUE(detail, '$.control') = 'retry' AND id > %s""",
+                           (self.seen_log_id,)),
+                    tx.one("SELECT COALESCE(MAX(id), 0) AS id FROM event_run_log")["id"],
+                    tx.all("""SELECT s.idempotency_key AS `key`, COUNT(l.id) AS retries FROM event_run_steps s
+                                LEFT JOIN event_run_log l ON l.step_id = s.id AND l.kind = 'step.status'
+                                      AND JSON_VALUE(l.detail, '$.control') = 'retry'
+                               GROUP BY s.id"""),
+                )
+
+            step_rows, run_status, retried_rows, last_log_id, retries_per_key = db.autocommit(read)
+            retried = {r["step_id"] for r in retried_rows}
+            running_per_run = {}
+            for s in step_rows:
+                assert (s["claimed_by"] is None) == (s["claim_expires_at"] is None), s
+                if s["status"] == "running":
+                    running_per_run[s["run_id"]] = running_per_run.get(s["run_id"], 0) + 1
+                before = self.seen_steps.get(s["id"])
+                if before is None:
+                    continue
+                if s["attempts"] < before[1]:
+                    assert s["id"] in retried and s["attempts"] == 0, (before, s)
+                if before[0] in TERMINAL_STEP and s["status"] != before[0]:
+                    assert before[0] == "failed" and s["status"] == "pending" and s["id"] in retried, (before, s)
+            assert all(n == 1 for n in running_per_run.values()), running_per_run
+            for run_id, status in self.seen_runs.items():
+                if status in {s.value for s in TERMINAL_RUN}:
+                    assert run_status[run_id] == status
+            assert audit(db) == []
+            allowed = {r["key"]: 1 + r["retries"] for r in retries_per_key}
+            delivered = Counter((r.headers["idempotency-key"], r.json["attempt"])
+                                for r in game_bridge.received()[self.deliveries_before:])
+            assert all(n <= allowed[key] for (key, _), n in delivered.items()), delivered
+            self.seen_steps = {s["id"]: (s["status"], s["attempts"]) for s in step_rows}
+            self.seen_runs, self.seen_log_id = run_status, last_log_id
+
+    try:
+        run_state_machine_as_test(EngineMachine, settings=settings(
+            max_examples=sized(200, 2_000), stateful_step_count=sized(15, 40), deadline=None,
+            suppress_health_check=[HealthCheck.too_slow]))
+    finally:
+        runner.close()
