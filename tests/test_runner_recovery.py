@@ -23,7 +23,7 @@ LEASE = 8
 SPAWN = document([[step("world.spawn", npc="scarecrow"), step("world.reward")]])
 
 
-def tick_process(bridge_url: str, **env) -> subprocess.Popen:
+def tick_process(bridge_url: str, budget_seconds: float = 30, **env) -> subprocess.Popen:
     """`python -m chalicelib tick --once` against the test database (conftest exported EVENTS_DB_URL)."""
     settings = {
         "GAME_BRIDGE_URL": bridge_url,
@@ -33,7 +33,7 @@ def tick_process(bridge_url: str, **env) -> subprocess.Popen:
         **env,
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "chalicelib", "tick", "--once", "--budget", "30"],
+        [sys.executable, "-m", "chalicelib", "tick", "--once", "--budget", str(budget_seconds)],
         cwd=ROOT, env={**os.environ, **settings}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
