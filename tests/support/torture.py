@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import random
 import signal
 import threading
 import time
@@ -317,10 +316,6 @@ def attempts_delivered(bridge: GameBridge) -> dict[str, list[int]]:
     return by_key
 
 
-def pick(rng: random.Random, items):
-    return items[rng.randrange(len(items))]
-
-
 # ── the log audit ──────────────────────────────────────────────────────────
 def audit(db: Database) -> list[str]:
     """Replay the run log and compare it with the rows: what the log says happened is what happened.
@@ -350,7 +345,9 @@ def audit(db: Database) -> list[str]:
     for s in step_rows:
         steps_of_run[s["run_id"]].append(s["id"])
     entries = [{**row, "detail": json.loads(row["detail"]) if row["detail"] else {}} for row in log_rows]
-    # Row ids of the runner's rows about each step's own claims: a later one proves a claim was in flight.
+    # A claim was in flight at a given row if a later runner row about the step exists, or if the step
+    # is leased now (no claim can follow a cancel or an abort: the claim needs a runnable run).
+    leased_now = {s["id"] for s in step_rows if s["status"] == "running" and s["claim_expires_at"] is not None}
     claim_rows: dict[int, list[int]] = defaultdict(list)
     for e in entries:
         if e["step_id"] is not None and e["actor"] == "runner" and not e["detail"].get("fenced_out"):
@@ -369,7 +366,8 @@ def audit(db: Database) -> list[str]:
                 closing = ("pending", "parked") if d.get("control") == "cancel" else ("pending",)
                 hit = [
                     sid for sid in steps_of_run[run_id]
-                    if step_state[sid][0] in closing and not any(i > e["id"] for i in claim_rows[sid])
+                    if step_state[sid][0] in closing
+                    and sid not in leased_now and not any(i > e["id"] for i in claim_rows[sid])
                 ]
                 if len(hit) != d["cancelled_steps"]:
                     problems.append(f"{where}: {len(hit)} open steps by the log, {d['cancelled_steps']} cancelled")
