@@ -15,6 +15,7 @@ from .outcomes import apply_failure, step_entry
 class Swept:
     requeued: int
     gave_up: int
+    abandoned: int
 
 
 def reclaim(tx: Tx, now: datetime, max_attempts: int) -> Swept:
@@ -22,6 +23,8 @@ def reclaim(tx: Tx, now: datetime, max_attempts: int) -> Swept:
     reclaimed = steps.reclaim_stale(tx, now, max_attempts)
     entries = [
         step_entry(step, StepStatus.PENDING, "lease expired", attempts=step.attempts) for step in reclaimed.requeued
+    ] + [
+        step_entry(step, StepStatus.CANCELLED, steps.RUN_ENDED, attempts=step.attempts) for step in reclaimed.abandoned
     ]
     for step in reclaimed.gave_up:
         entries.append(
@@ -29,4 +32,4 @@ def reclaim(tx: Tx, now: datetime, max_attempts: int) -> Swept:
         )
         entries.extend(apply_failure(tx, step, steps.GAVE_UP, now))
     log.append_many(tx, entries, now)
-    return Swept(requeued=len(reclaimed.requeued), gave_up=len(reclaimed.gave_up))
+    return Swept(requeued=len(reclaimed.requeued), gave_up=len(reclaimed.gave_up), abandoned=len(reclaimed.abandoned))

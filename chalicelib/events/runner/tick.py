@@ -33,6 +33,7 @@ class TickReport:
     now: datetime
     requeued: int = 0
     gave_up: int = 0
+    abandoned: int = 0  # leased steps of runs that ended meanwhile, cancelled by the sweep
     planned: int = 0
     runs_seen: int = 0
     runs_advanced: int = 0  # run leases this tick won
@@ -59,6 +60,7 @@ class TickReport:
             "now": self.now.isoformat(),
             "requeued": self.requeued,
             "gave_up": self.gave_up,
+            "abandoned": self.abandoned,
             "planned": self.planned,
             "runs_seen": self.runs_seen,
             "runs_advanced": self.runs_advanced,
@@ -102,7 +104,7 @@ class Runner:
         now = self.clock.now()  # the one clock read of this tick
         report = TickReport(now=now)
         swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts))
-        report.requeued, report.gave_up = swept.requeued, swept.gave_up
+        report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
         report.planned = plan_occurrences(self.db, now, self.horizon)
         advancer = RunAdvancer(self.db, self.actions, self.rules, self._plan_for, now, budget, self.step_worst_case_seconds)
         after = None

@@ -39,6 +39,7 @@ COLUMNS = (
     " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error"
 )
 GAVE_UP = "gave up after repeated interruptions"
+RUN_ENDED = "its run ended while this step was in flight"
 _RUNNABLE_SQL = ", ".join(f"'{s.value}'" for s in RUNNABLE)
 _TERMINAL_RUN_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
 
@@ -244,6 +245,26 @@ def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str |
     )
 
 
+def cancel_if_run_over(tx: Tx, claim: Claim, now: datetime) -> bool:
+    """The claimer's step, cancelled instead of parked or re-queued when its run ended meanwhile.
+
+    A cancel leaves a leased step alone (nothing recalls a command already sent);
+    this is where such a step lands once its answer is in, rather than waiting
+    pending or parked for ever in a finished run.
+    """
+    return (
+        tx.execute(
+            f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+                   SET s.status = 'cancelled', s.finished_at = %s, s.last_error = %s,
+                       s.claimed_by = NULL, s.claim_expires_at = NULL
+                 WHERE s.id = %s AND s.status = 'running' AND s.claimed_by = %s AND s.attempts = %s
+                   AND r.status IN ({_TERMINAL_RUN_SQL})""",
+            (now, RUN_ENDED, claim.step_id, claim.token, claim.attempt),
+        )
+        == 1
+    )
+
+
 def hold_next(tx: Tx, run_id: int, phase: int, after_seq: int, due_at: datetime) -> bool:
     """Delay the next pending step of the phase until `due_at` (what core.wait does).
 
@@ -271,6 +292,7 @@ def hold_next(tx: Tx, run_id: int, phase: int, after_seq: int, due_at: datetime)
 # ── the sweep ──────────────────────────────────────────────────────────────
 @dataclass(frozen=True)
 class Reclaimed:
+    abandoned: list[Step]  # now cancelled: their run ended while they were leased
     gave_up: list[Step]  # now failed: their on_failure must be applied by the caller
     requeued: list[Step]  # back to pending, attempts untouched
 
@@ -278,17 +300,28 @@ class Reclaimed:
 def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) -> Reclaimed:
     """Take back steps whose lease expired, in a transaction the caller owns.
 
-    Ceiling first: an expired step that used its last attempt becomes failed.
-    Then the rest go back to pending. The requeue also requires attempts below
-    the ceiling, so the order cannot matter even if someone reverses it. A NULL
-    lease (a parked step) is never stale, and attempts are never touched.
+    A step whose run ended while it was leased (cancel leaves a leased step
+    alone) is cancelled: back in pending it would wait for ever in a finished
+    run. Of the rest, a step that used its last attempt becomes failed, and the
+    others go back to pending; the requeue also requires attempts below the
+    ceiling and a live run, so the order cannot matter. A NULL lease (a parked
+    step) is never stale, and attempts are never touched.
     """
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
     stale = """status = 'running' AND claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
+    run_over = f"EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND r.status IN ({_TERMINAL_RUN_SQL}))"
+    abandoned = _sweep(
+        tx,
+        f"{stale} AND {run_over}",
+        (now,),
+        "status = 'cancelled', finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
+        (now, RUN_ENDED),
+        limit,
+    )
     gave_up = _sweep(
         tx,
-        f"{stale} AND attempts >= %s",
+        f"{stale} AND attempts >= %s AND NOT {run_over}",
         (now, max_attempts),
         "status = 'failed', finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
         (now, GAVE_UP),
@@ -296,13 +329,13 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     )
     requeued = _sweep(
         tx,
-        f"{stale} AND attempts < %s",
+        f"{stale} AND attempts < %s AND NOT {run_over}",
         (now, max_attempts),
         "status = 'pending', claimed_by = NULL, claim_expires_at = NULL",
         (),
         limit,
     )
-    return Reclaimed(gave_up=gave_up, requeued=requeued)
+    return Reclaimed(abandoned=abandoned, gave_up=gave_up, requeued=requeued)
 
 
 def _sweep(tx: Tx, where: str, where_args: tuple, assignments: str, set_args: tuple, limit: int) -> list[Step]:
