@@ -96,7 +96,7 @@ def seed_demo(db, now) -> tuple[int, int]:
         definition_id = existing["id"]
     else:
         definition_id = definitions.create(db, DEMO_DOCUMENT, actor="dev", now=now).id
-    run, _ = definitions.schedule_run(db, definition_id, now + timedelta(seconds=5), now=now)
+    run, _ = definitions.schedule_run(db, definition_id, now + timedelta(seconds=5), actor="dev", now=now)
     return definition_id, run.id
 
 

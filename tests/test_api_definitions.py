@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from chalicelib.events.store import runs
+from chalicelib.events.store import log, runs
 from tests.support.api import ADMIN, GM, api  # noqa: F401 — the fixture
 from tests.support.scenes import table_counts
 from tests.test_definitions_validate import SPEC_EXAMPLE
@@ -64,6 +64,9 @@ def test_scheduling_answers_201_then_200_with_the_same_run(api, db, clock):
     assert first.body["run"] == again.body["run"] and first.body["run"]["status"] == "scheduled"
     assert first.body["run"]["scheduled_for"] == when and first.body["run"]["grace_seconds"] == 300
     assert table_counts(db)["event_runs"] == 1
+    (entry,) = db.autocommit(lambda tx: log.after(tx, first.body["run"]["id"]))
+    assert (entry.kind, entry.detail["from"], entry.detail["to"]) == ("run.status", None, "scheduled")
+    assert (entry.actor, entry.detail["cause"]) == ("root-admin", "scheduled by root-admin")  # once, by its creator
 
 
 def test_the_same_instant_in_another_zone_is_the_same_occurrence(api, db, clock):

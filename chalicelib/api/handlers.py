@@ -264,7 +264,9 @@ def update_definition(call: Call):
            body=schemas.SCHEDULE_BODY, body_required=True)
 def schedule_run(call: Call):
     scheduled_for = schemas.parse_time(call.body["scheduled_for"], "body.scheduled_for")
-    run, created = definitions_engine.schedule_run(runtime.database(), call.ids["definition_id"], scheduled_for, now=call.now)
+    run, created = definitions_engine.schedule_run(
+        runtime.database(), call.ids["definition_id"], scheduled_for, actor=call.actor, now=call.now
+    )
     return (201 if created else 200), {"run": run.public()}
 
 

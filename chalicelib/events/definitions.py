@@ -20,10 +20,9 @@ from ..db import Database, Tx
 from ..schema_check import first_error
 from .actions import registry
 from .model import Definition, Invalid, NotFound, OnFailure, Run
+from .occurrences import DEFAULT_GRACE_SECONDS, grace_seconds_of, schedule_occurrence
 from .store import definitions as store
-from .store import runs
 
-DEFAULT_GRACE_SECONDS = 300
 MAX_GRACE_SECONDS = 24 * 3600
 
 STEP_SCHEMA = {
@@ -172,7 +171,9 @@ def add_version(db: Database, definition_id: int, document: Any, *, actor: str, 
     return definition
 
 
-def schedule_run(db: Database, definition_id: int, scheduled_for: datetime, *, now: datetime) -> tuple[Run, bool]:
+def schedule_run(
+    db: Database, definition_id: int, scheduled_for: datetime, *, actor: str, now: datetime
+) -> tuple[Run, bool]:
     """The run of one occurrence of the definition's current version: (run, created).
 
     The same occurrence twice is the same run (its key is unique). A time in the
@@ -185,19 +186,12 @@ def schedule_run(db: Database, definition_id: int, scheduled_for: datetime, *, n
         if definition is None:
             raise NotFound(f"no definition {definition_id}")
         version = store.get_version(tx, definition.id, definition.current_version)
-        grace = version.document.get("grace_seconds", DEFAULT_GRACE_SECONDS)
+        grace = grace_seconds_of(version.document)
         if scheduled_for + timedelta(seconds=grace) < now:
             raise Invalid(
                 f"scheduled_for is more than the definition's grace window ({grace} s) in the past;"
                 " the run could only be missed"
             )
-        return runs.schedule(
-            tx,
-            definition_id=definition.id,
-            definition_version=definition.current_version,
-            scheduled_for=scheduled_for,
-            grace_seconds=grace,
-            now=now,
-        )
+        return schedule_occurrence(tx, version, scheduled_for, actor=actor, cause=f"scheduled by {actor}", now=now)
 
     return db.transaction(work)

@@ -57,10 +57,3 @@ def _spec(step: dict) -> StepSpec:
         action_version=int(step.get("version") or 1),
         on_failure=OnFailure(step.get("on_failure") or OnFailure.PAUSE.value),
     )
-
-
-DEFAULT_GRACE_SECONDS = 300  # the definition validator's default, for documents that leave it out
-
-
-def grace_seconds_of(document: dict) -> int:
-    return int(document.get("grace_seconds", DEFAULT_GRACE_SECONDS))

@@ -17,9 +17,9 @@ from croniter import croniter
 
 from ...db import Database, Tx
 from ..model import Definition
-from ..store import definitions, log, runs
-from .documents import grace_seconds_of
-from .outcomes import run_entry
+from ..occurrences import grace_seconds_of, schedule_occurrence
+from ..store import definitions
+from .outcomes import ACTOR
 
 logger = logging.getLogger(__name__)
 MAX_OCCURRENCES_PER_TICK = 100  # per definition: a cron of every minute over a day's horizon is still bounded
@@ -46,16 +46,7 @@ def _plan(tx: Tx, definition: Definition, now: datetime, horizon: timedelta) -> 
         scheduled_for = occurrences.get_next(datetime)
         if scheduled_for > now + horizon:
             break
-        run, inserted = runs.schedule(
-            tx,
-            definition_id=definition.id,
-            definition_version=version.version,
-            scheduled_for=scheduled_for,
-            grace_seconds=grace,
-            now=now,
-        )
-        if inserted:
-            created += 1
-            cause = f"planned from schedule {definition.schedule_cron!r}"
-            log.append(tx, run_entry(run.id, None, **{"from": None, "to": "scheduled", "cause": cause}), now)
+        cause = f"planned from schedule {definition.schedule_cron!r}"
+        _, inserted = schedule_occurrence(tx, version, scheduled_for, actor=ACTOR, cause=cause, now=now)
+        created += inserted
     return created

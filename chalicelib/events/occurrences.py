@@ -1,0 +1,38 @@
+"""One occurrence of a definition becomes one run, with the log row that records it.
+
+The planner (recurring definitions) and scheduling through the API both create
+runs here, so they agree: INSERT IGNORE on the occurrence key, and — only for
+the caller whose insert took — a `run.status` row naming who scheduled it and why.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..db import Tx
+from .model import DefinitionVersion, Run
+from .store import log, runs
+
+DEFAULT_GRACE_SECONDS = 300
+
+
+def grace_seconds_of(document: dict) -> int:
+    return int(document.get("grace_seconds", DEFAULT_GRACE_SECONDS))
+
+
+def schedule_occurrence(
+    tx: Tx, version: DefinitionVersion, scheduled_for: datetime, *, actor: str, cause: str, now: datetime
+) -> tuple[Run, bool]:
+    """The run of this version at `scheduled_for`: (run, created)."""
+    run, created = runs.schedule(
+        tx,
+        definition_id=version.definition_id,
+        definition_version=version.version,
+        scheduled_for=scheduled_for,
+        grace_seconds=grace_seconds_of(version.document),
+        now=now,
+    )
+    if created:
+        entry = log.Entry(run.id, "run.status", detail={"from": None, "to": "scheduled", "cause": cause}, actor=actor)
+        log.append(tx, entry, now)
+    return run, created
