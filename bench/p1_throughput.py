@@ -8,6 +8,7 @@ against the same tables, in the same run, on the same kind of backlog.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass
@@ -45,8 +46,8 @@ def engine_steps_per_second(db: Database, runs_count: int, steps_per_run: int) -
     return report.dispatched / elapsed
 
 
-def floor_steps(db: Database, runs_count: int, steps_per_run: int) -> list[int]:
-    """Pending steps of running runs, as the floor loop finds them (inserted in bulk, not timed)."""
+def floor_steps(db: Database, runs_count: int, steps_per_run: int) -> list[tuple[int, int]]:
+    """(step id, run id) of pending steps of running runs, as the floor loop finds them (inserted in bulk, not timed)."""
     run_ids = schedule_backlog(db, runs_count, steps_per_run, label=f"floor-{uuid.uuid4().hex[:6]}")
     marks = ", ".join(["%s"] * len(run_ids))
 
@@ -58,8 +59,8 @@ def floor_steps(db: Database, runs_count: int, steps_per_run: int) -> list[int]:
                   FROM event_runs r JOIN seq_0_to_{steps_per_run - 1} s WHERE r.id IN ({marks})""",
             run_ids,
         )
-        return [r["id"] for r in tx.all(
-            f"SELECT id FROM event_run_steps WHERE run_id IN ({marks}) ORDER BY run_id, seq", run_ids)]
+        return [(r["id"], r["run_id"]) for r in tx.all(
+            f"SELECT id, run_id FROM event_run_steps WHERE run_id IN ({marks}) ORDER BY run_id, seq", run_ids)]
 
     return db.transaction(materialise)
 
@@ -71,7 +72,7 @@ class FloorRun:
     commits_per_step: float
 
 
-def floor_loop(db: Database, step_ids: list[int]) -> FloorRun:
+def floor_loop(db: Database, step_ids: list[tuple[int, int]]) -> FloorRun:
     conn = db.connect()
     now = DatabaseClock(db).now()
     lease = now + timedelta(seconds=RULES.lease_seconds)
@@ -79,26 +80,31 @@ def floor_loop(db: Database, step_ids: list[int]) -> FloorRun:
         with conn.cursor() as cursor:
             before = _com_counters(cursor)
             started = time.perf_counter()
-            for step_id in step_ids:
+            for step_id, run_id in step_ids:
+                # The contract's statements, as the engine sends them: the claim checks the
+                # run is runnable and the attempt it read; the finish is fenced on token and
+                # attempt; the log row carries its JSON detail.
                 token = uuid.uuid4().hex
                 cursor.execute(
-                    """UPDATE event_run_steps SET status = 'running', attempts = attempts + 1, claimed_by = %s,
-                              claim_expires_at = %s, started_at = COALESCE(started_at, %s)
-                        WHERE id = %s AND status = 'pending'""",
-                    (token, lease, now, step_id),
+                    """UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+                          SET s.status = 'running', s.attempts = s.attempts + 1, s.claimed_by = %s,
+                              s.claim_expires_at = %s, s.started_at = COALESCE(s.started_at, %s)
+                        WHERE s.id = %s AND s.status = 'pending' AND s.attempts = 0
+                          AND (s.due_at IS NULL OR s.due_at <= %s) AND s.idempotency_key <> ''
+                          AND r.status IN ('starting', 'running', 'ending')""",
+                    (token, lease, now, step_id, now),
                 )
                 conn.begin()
                 cursor.execute(
-                    """UPDATE event_run_steps SET status = 'done', finished_at = %s, claimed_by = NULL,
-                              claim_expires_at = NULL
-                        WHERE id = %s AND status = 'running' AND claimed_by = %s""",
+                    """UPDATE event_run_steps SET status = 'done', last_error = NULL, finished_at = %s,
+                              claimed_by = NULL, claim_expires_at = NULL
+                        WHERE id = %s AND status = 'running' AND claimed_by = %s AND attempts = 1""",
                     (now, step_id, token),
                 )
                 cursor.execute(
                     """INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, actor, created_at)
-                       SELECT run_id, id, 'step.status', phase, '{"to": "done"}', 'floor', %s
-                         FROM event_run_steps WHERE id = %s""",
-                    (now, step_id),
+                       VALUES (%s, %s, 'step.status', 1, %s, 'floor', %s)""",
+                    (run_id, step_id, json.dumps({"from": "running", "to": "done", "attempt": 1}), now),
                 )
                 conn.commit()
             elapsed = time.perf_counter() - started

@@ -70,14 +70,11 @@ class _LogRecordingTx:
         self._tx, self._rows = tx, rows
 
     def execute(self, sql, args=None):
-        if sql.lstrip().startswith("INSERT INTO event_run_log"):
-            self._rows.append(_log_key(args))
+        if sql.lstrip().startswith("INSERT INTO event_run_log"):  # one or many rows of 7 values each
+            self._rows.extend(_log_key(args[i:i + 7]) for i in range(0, len(args), 7))
         return self._tx.execute(sql, args)
 
     def executemany(self, sql, rows):
-        rows = list(rows)
-        if sql.lstrip().startswith("INSERT INTO event_run_log"):
-            self._rows.extend(_log_key(r) for r in rows)
         return self._tx.executemany(sql, rows)
 
     def one(self, sql, args=None):
