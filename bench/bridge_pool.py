@@ -7,7 +7,6 @@ serial steps each); the pool works different runs concurrently.
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 from chalicelib.config import Settings
@@ -20,7 +19,7 @@ from chalicelib.events.store import definitions, runs
 from tests.support.game_bridge import SECRET, Answer, GameBridge
 
 from .harness import Figure, at_least, scratch_database
-from .workload import RULES, drain
+from .workload import RULES, drained_steps_per_second
 
 BRIDGE_DELAY_SECONDS = 0.05
 STEPS_PER_RUN = 2
@@ -43,16 +42,10 @@ def steps_per_second(db: Database, bridge: GameBridge, runs_count: int, concurre
     _schedule(db, runs_count)
     actions = Actions(bridge=BridgeClient(bridge.url, SECRET, timeout=5),
                       cue_channel=LogChannel("cue"), announce_channel=LogChannel("announce"))
-    runner = Runner(db, DatabaseClock(db), actions, RULES, concurrency=concurrency)
-    try:
-        started = time.perf_counter()
-        report = drain(runner)
-        elapsed = time.perf_counter() - started
-    finally:
-        runner.close()
+    report, per_second = drained_steps_per_second(Runner(db, DatabaseClock(db), actions, RULES, concurrency=concurrency))
     if report.dispatched != runs_count * STEPS_PER_RUN:
         raise RuntimeError(f"the bridge benchmark tick did not dispatch every step: {report.summary()}")
-    return report.dispatched / elapsed
+    return per_second
 
 
 def run(sizes) -> list[Figure]:

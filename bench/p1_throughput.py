@@ -23,7 +23,7 @@ from chalicelib.events.store import runs, steps
 from tests.support.counters import StatementMeter
 
 from .harness import Figure, StatementRecorder, at_least, at_most, scratch_database
-from .workload import RULES, DRAIN_BUDGET_SECONDS, drain, instant_document, make_runner, schedule_backlog
+from .workload import RULES, DRAIN_BUDGET_SECONDS, drained_steps_per_second, instant_document, make_runner, schedule_backlog
 
 FLOOR_TARGET = 0.7
 ROUND_TRIPS_TARGET = 5
@@ -36,14 +36,8 @@ SHORT_RUN, LONG_RUN = 1, 41
 # ── P1 ────────────────────────────────────────────────────────────────────
 def engine_steps_per_second(db: Database, runs_count: int, steps_per_run: int) -> float:
     schedule_backlog(db, runs_count, steps_per_run, label=f"p1-{uuid.uuid4().hex[:6]}")
-    runner = make_runner(db, concurrency=1)
-    try:
-        started = time.perf_counter()
-        report = drain(runner)
-        elapsed = time.perf_counter() - started
-    finally:
-        runner.close()
-    return report.dispatched / elapsed
+    _, per_second = drained_steps_per_second(make_runner(db, concurrency=1))
+    return per_second
 
 
 def floor_steps(db: Database, runs_count: int, steps_per_run: int) -> list[tuple[int, int]]:

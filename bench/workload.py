@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime
 
 from chalicelib.db import Database, DatabaseClock
@@ -59,3 +60,14 @@ def drain(runner: Runner) -> TickReport:
     if report.errors or report.out_of_budget:
         raise RuntimeError(f"the benchmark tick did not drain cleanly: {report.summary()}")
     return report
+
+
+def drained_steps_per_second(runner: Runner) -> tuple[TickReport, float]:
+    """Drain with `runner`, then close it: the tick's report and the steps it dispatched per second."""
+    try:
+        started = time.perf_counter()
+        report = drain(runner)
+        elapsed = time.perf_counter() - started
+    finally:
+        runner.close()
+    return report, report.dispatched / elapsed
