@@ -73,9 +73,6 @@ class ConnectionParams:
             database=secret.get("dbname") or secret.get("database") or "events",
         )
 
-    def without_database(self) -> "ConnectionParams":
-        return ConnectionParams(self.host, self.port, self.user, self.password, "", self.unix_socket)
-
     def url(self) -> str:
         auth = self.user + (f":{self.password}" if self.password else "")
         suffix = f"?unix_socket={self.unix_socket}" if self.unix_socket else ""
@@ -156,7 +153,8 @@ class Database:
             self._local.connection = conn
         return conn
 
-    def discard_connection(self) -> None:
+    def close(self) -> None:
+        """Close this thread's connection; the next unit of work opens a new one."""
         conn = getattr(self._local, "connection", None)
         self._local.connection = None
         if conn is not None:
@@ -165,7 +163,6 @@ class Database:
             except Exception:  # already broken: nothing to release
                 pass
 
-    close = discard_connection
 
     # ── units of work ────────────────────────────────────────────────────
     def transaction(self, work: Callable[[Tx], T]) -> T:
@@ -209,7 +206,7 @@ class Database:
         try:
             conn = self.connection()
         except pymysql.err.OperationalError:
-            self.discard_connection()
+            self.close()
             raise
         try:
             if not transactional:
@@ -229,7 +226,7 @@ class Database:
             return result
         except pymysql.err.MySQLError as error:
             if _error_code(error) in CONNECTION_LOST:
-                self.discard_connection()
+                self.close()
             raise
 
 

@@ -42,7 +42,7 @@ STATEMENTS = {
     "claim": lambda tx, run, s, now: steps.claim(tx, s, now, 60),
     "finish": lambda tx, run, s, now: steps.finish(tx, Claim(s.id, "t", 1), "done", now),
     "reclaim_stale": lambda tx, run, s, now: steps.reclaim_stale(tx, now, 3),
-    "next_open_step": lambda tx, run, s, now: steps.next_open_step(tx, run.id, 1),
+    "open_steps": lambda tx, run, s, now: steps.open_steps(tx, run.id, 1),
     "hold_next": lambda tx, run, s, now: steps.hold_next(tx, run.id, 1, 0, now),
     "find_due": lambda tx, run, s, now: runs.find_due(tx, now, 100),
     "find_due_next_batch": lambda tx, run, s, now: runs.find_due(tx, now, 100, after=(now, run.id)),

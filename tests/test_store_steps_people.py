@@ -87,7 +87,7 @@ def test_requeue_refuses_a_step_behind_the_cursor_or_of_a_run_not_paused(db, clo
     db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET current_phase = 2 WHERE id = %s", (run.id,)))
     assert not _requeue(db, run, c)  # the run has left the step's phase
     db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET current_phase = 1 WHERE id = %s", (run.id,)))
-    other_run, (other_step, *_) = _phase(db, clock)
+    other_run, _ = _phase(db, clock)
     assert not _requeue(db, other_run, c)  # not this run's step
     assert _requeue(db, run, c)
 
@@ -112,16 +112,16 @@ def test_hold_next_skips_a_step_that_is_not_pending(db, clock):
     assert step(db, nxt.id).due_at is None and step(db, later.id).due_at == due
 
 
-def test_next_open_step_is_the_lowest_pending_or_running_one(db, clock):
+def test_the_next_open_step_is_the_lowest_pending_or_running_one(db, clock):
     run, (a, b, c, d) = _phase(db, clock)
     _set(db, a, status="failed")
-    assert db.autocommit(lambda tx: steps.next_open_step(tx, run.id, 1)).id == b.id
+    assert [s.id for s in db.autocommit(lambda tx: steps.open_steps(tx, run.id, 1))] == [b.id, c.id, d.id]
     db.transaction(lambda tx: steps.park(tx, _claim(db, clock, b), None))
-    occupied = db.autocommit(lambda tx: steps.next_open_step(tx, run.id, 1))
-    assert occupied.id == b.id and occupied.parked
+    occupied = db.autocommit(lambda tx: steps.open_steps(tx, run.id, 1, limit=1))
+    assert [s.id for s in occupied] == [b.id] and occupied[0].parked
     for s in (b, c, d):
         _set(db, s, status="done")
-    assert db.autocommit(lambda tx: steps.next_open_step(tx, run.id, 1)) is None
+    assert db.autocommit(lambda tx: steps.open_steps(tx, run.id, 1)) == []
 
 
 def test_last_started_seq_is_the_furthest_step_that_is_not_pending(db, clock):

@@ -48,7 +48,6 @@ class StepStatus(str, Enum):
         return self not in (StepStatus.PENDING, StepStatus.RUNNING)
 
 
-OPEN_STEP = (StepStatus.PENDING, StepStatus.RUNNING)
 # What a claimer may finish a step as; skipped and cancelled are decisions of people.
 RUNNER_FINISHES = (StepStatus.DONE, StepStatus.FAILED, StepStatus.REFUSED)
 

@@ -30,4 +30,3 @@ class StatementMeter:
         self.delta = delta
         self.statements = sum(delta.get(k, 0) for k in STATEMENTS)
         self.commits = delta.get("Com_commit", 0)
-        self.begins = delta.get("Com_begin", 0)

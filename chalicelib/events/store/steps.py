@@ -88,7 +88,7 @@ def list_for_phase(tx: Tx, run_id: int, phase: int) -> list[Step]:
 
 
 def open_steps(tx: Tx, run_id: int, phase: int, limit: int = 1000) -> list[Step]:
-    """The phase's pending and running steps, lowest seq first.
+    """The phase's pending and running steps, lowest seq first: next-open-step, as a list.
 
     Steps within a phase are strictly serial, so the first of these is the only
     one the runner may work on; a running or parked first step means the phase
@@ -104,16 +104,11 @@ def open_steps(tx: Tx, run_id: int, phase: int, limit: int = 1000) -> list[Step]
     return [Step.from_row(r) for r in rows]
 
 
-def next_open_step(tx: Tx, run_id: int, phase: int) -> Step | None:
-    """The lowest-seq pending or running step of the phase, or None."""
-    first = open_steps(tx, run_id, phase, limit=1)
-    return first[0] if first else None
-
-
 def last_started_seq(tx: Tx, run_id: int, phase: int) -> int | None:
     """The furthest seq the phase reached (highest not-pending step), or None.
 
-    Retry uses it: only the step a paused phase is stopped at may be re-queued.
+    Only the step a paused phase is stopped at may be retried: the console's offer
+    and the 409's wording use this; `requeue_where_stopped` holds the same rule in SQL.
     "The lowest unsettled step" would be wrong: a failed-and-skipped step lies
     behind the runner's cursor, and re-queueing it would strand it pending.
     """
