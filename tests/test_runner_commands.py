@@ -17,7 +17,7 @@ from chalicelib.events.model import RunStatus
 from chalicelib.events.runner.schedule import run_invocation
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import game_bridge, make_runner, schedule, step  # noqa: F401
-from tests.test_runner_recovery import tick_process
+from tests.support.runner_kit import tick_process
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT_THEN_ANNOUNCE = document([[step("core.wait", seconds=20), step("core.announce", message="go")]])

@@ -1,12 +1,8 @@
 """Crash recovery with a real process killed mid-dispatch, and a zombie dispatcher fenced out."""
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -16,26 +12,11 @@ from chalicelib.events.runner import Rules
 from chalicelib.events.store import runs, steps
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import SECRET, Answer
-from tests.support.runner_kit import game_bridge, log_of, make_runner, run_story, schedule, step, tick  # noqa: F401
+from tests.support.runner_kit import (  # noqa: F401
+    LEASE, game_bridge, log_of, make_runner, run_story, schedule, step, tick, tick_process,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-LEASE = 8
 SPAWN = document([[step("world.spawn", npc="scarecrow"), step("world.reward")]])
-
-
-def tick_process(bridge_url: str, budget_seconds: float = 30, **env) -> subprocess.Popen:
-    """`python -m chalicelib tick --once` against the test database (conftest exported EVENTS_DB_URL)."""
-    settings = {
-        "GAME_BRIDGE_URL": bridge_url,
-        "GAME_BRIDGE_SECRET": SECRET,
-        "EVENT_STEP_LEASE_SECONDS": str(LEASE),
-        "EVENT_TICK_CONCURRENCY": "2",
-        **env,
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "chalicelib", "tick", "--once", "--budget", str(budget_seconds)],
-        cwd=ROOT, env={**os.environ, **settings}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
 
 
 def _crash_mid_dispatch(db, game_bridge):

@@ -5,7 +5,11 @@ Fixtures are imported by name into the test modules that use them.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +23,8 @@ from tests.support.factory import make_definition
 from tests.support.game_bridge import SECRET, GameBridge
 
 RULES = Rules(lease_seconds=120, max_attempts=3, retry_seconds=30)
+ROOT = Path(__file__).resolve().parents[2]
+LEASE = 8  # of tick processes: short, so crash tests see it expire
 
 
 class RecordingChannel:
@@ -87,3 +93,18 @@ def runner(db, clock: ManualClock, game_bridge):
     built = make_runner(db, clock, game_bridge)
     yield built
     built.close()
+
+
+def tick_process(bridge_url: str, budget_seconds: float = 30, **env) -> subprocess.Popen:
+    """`python -m chalicelib tick --once` against the test database (conftest exported EVENTS_DB_URL)."""
+    settings = {
+        "GAME_BRIDGE_URL": bridge_url,
+        "GAME_BRIDGE_SECRET": SECRET,
+        "EVENT_STEP_LEASE_SECONDS": str(LEASE),
+        "EVENT_TICK_CONCURRENCY": "2",
+        **env,
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "chalicelib", "tick", "--once", "--budget", str(budget_seconds)],
+        cwd=ROOT, env={**os.environ, **settings}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
