@@ -3,7 +3,8 @@
 Engine errors (Invalid, NotFound, Conflict), token errors (401/403/503) and
 malformed bodies arrive here as `EngineError`s; Chalice's own refusals (415 for
 a non-JSON content type, 405) are rewritten by `rewrite_chalice_errors` into the
-same shape. Anything else is a bug: logged, answered 500 in the same shape.
+same shape. A database that cannot be reached is 503. Anything else is a bug: logged,
+answered 500 in the same shape.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import logging
 from typing import Any, Callable
 
+import pymysql
 from chalice import Response
 
 from ..events.model import EngineError, Invalid
@@ -28,6 +30,11 @@ def error_response(status: int, messages: list[str]) -> Response:
 def from_exception(error: BaseException) -> Response:
     if isinstance(error, EngineError):
         return error_response(error.http_status, error.messages or [str(error)])
+    if isinstance(error, pymysql.err.OperationalError):
+        # The database is unreachable or restarting (retries already spent): the
+        # server's trouble, and worth trying again, so not a bare 500.
+        log.warning("database unavailable while answering a request: %s", error)
+        return error_response(503, ["the database is unavailable; try again shortly"])
     log.exception("unexpected error while answering a request")
     return error_response(500, ["internal error"])
 
