@@ -112,28 +112,27 @@ def schedule(
     return Run.from_row(row), created == 1
 
 
-def transition(
+def _move(
     tx: Tx,
     run_id: int,
-    from_statuses: Iterable[RunStatus],
     to: RunStatus,
     now: datetime,
+    guard: str,
+    guard_args: Iterable,
     *,
     clear_claim: bool = False,
     last_error: str | None | object = _UNSET,
     current_phase: int | None = None,
     degrade: bool = False,
 ) -> bool:
-    """Move a run from one of `from_statuses` to `to`; False if it was in none of them.
+    """`UPDATE event_runs … WHERE id = run_id AND <guard>`: what every status change of a run writes.
 
-    `current_phase` may only be written by a transition into running (start and
-    each phase advance), so "where does resume go back to" can be derived from it.
-    Health only ever degrades.
+    `current_phase` may only be written by a move into running (start and each
+    phase advance), so "where does resume go back to" can be derived from it.
+    A terminal move stamps finished_at and drops the run claim. Health only ever
+    degrades.
     """
     to = RunStatus(to)
-    sources = [RunStatus(s).value for s in from_statuses]
-    if not sources:
-        raise ValueError("a transition needs at least one source status")
     if current_phase is not None and to is not RunStatus.RUNNING:
         raise ValueError("current_phase is written only by a transition into running")
     if current_phase is not None and (isinstance(current_phase, bool) or not isinstance(current_phase, int) or current_phase < 1):
@@ -156,14 +155,32 @@ def transition(
         args.append(current_phase)
     if degrade:
         sets.append("health = 'degraded'")
-    marks = ", ".join(["%s"] * len(sources))
     return (
         tx.execute(
-            f"UPDATE event_runs SET {', '.join(sets)} WHERE id = %s AND status IN ({marks})",
-            (*args, run_id, *sources),
+            f"UPDATE event_runs SET {', '.join(sets)} WHERE id = %s AND {guard}",
+            (*args, run_id, *guard_args),
         )
         == 1
     )
+
+
+def transition(
+    tx: Tx,
+    run_id: int,
+    from_statuses: Iterable[RunStatus],
+    to: RunStatus,
+    now: datetime,
+    **changes,
+) -> bool:
+    """Move a run from one of `from_statuses` to `to`; False if it was in none of them.
+
+    `changes`: clear_claim, last_error, current_phase (into running only), degrade.
+    """
+    sources = [RunStatus(s).value for s in from_statuses]
+    if not sources:
+        raise ValueError("a transition needs at least one source status")
+    marks = ", ".join(["%s"] * len(sources))
+    return _move(tx, run_id, to, now, f"status IN ({marks})", sources, **changes)
 
 
 def leave_phase(
@@ -182,57 +199,27 @@ def leave_phase(
     running, on it being the run's current phase: a runner working from a stale
     view (a step re-queued meanwhile, another worker already past it) changes nothing.
     """
-    from_status, to = RunStatus(from_status), RunStatus(to)
-    if next_phase is not None and to is not RunStatus.RUNNING:
-        raise ValueError("current_phase is written only by a transition into running")
-    sets, args = ["status = %s", "updated_at = %s"], [to.value, now]
-    if next_phase is not None:
-        sets.append("current_phase = %s")
-        args.append(next_phase)
-    if to in TERMINAL_RUN:
-        sets.append("finished_at = %s, claimed_by = NULL, claim_expires_at = NULL")
-        args.append(now)
-    phase_guard = "AND current_phase = %s" if from_status is RunStatus.RUNNING else ""
-    guard_args = [finished_phase] if phase_guard else []
-    return (
-        tx.execute(
-            f"""UPDATE event_runs SET {', '.join(sets)}
-                 WHERE id = %s AND status = %s {phase_guard}
-                   AND NOT EXISTS (SELECT 1 FROM event_run_steps s
-                                    WHERE s.run_id = %s AND s.phase = %s AND s.status IN ('pending', 'running'))""",
-            (*args, run_id, from_status.value, *guard_args, run_id, finished_phase),
-        )
-        == 1
-    )
+    from_status = RunStatus(from_status)
+    guard, args = "status = %s", [from_status.value]
+    if from_status is RunStatus.RUNNING:
+        guard += " AND current_phase = %s"
+        args.append(finished_phase)
+    guard += """ AND NOT EXISTS (SELECT 1 FROM event_run_steps s
+                                  WHERE s.run_id = %s AND s.phase = %s AND s.status IN ('pending', 'running'))"""
+    args += [run_id, finished_phase]
+    return _move(tx, run_id, to, now, guard, args, current_phase=next_phase)
 
 
 def start_within_grace(tx: Tx, run_id: int, now: datetime) -> bool:
     """`scheduled -> starting`, only while now lies in [scheduled_for, scheduled_for + grace]."""
-    return (
-        tx.execute(
-            """UPDATE event_runs
-                  SET status = 'starting', started_at = COALESCE(started_at, %s), updated_at = %s
-                WHERE id = %s AND status = 'scheduled' AND scheduled_for <= %s
-                  AND %s <= scheduled_for + INTERVAL grace_seconds SECOND""",
-            (now, now, run_id, now, now),
-        )
-        == 1
-    )
+    guard = "status = 'scheduled' AND scheduled_for <= %s AND %s <= scheduled_for + INTERVAL grace_seconds SECOND"
+    return _move(tx, run_id, RunStatus.STARTING, now, guard, (now, now))
 
 
 def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
     """`scheduled -> missed`, only once now is past scheduled_for + grace."""
-    return (
-        tx.execute(
-            """UPDATE event_runs
-                  SET status = 'missed', finished_at = %s, updated_at = %s,
-                      claimed_by = NULL, claim_expires_at = NULL
-                WHERE id = %s AND status = 'scheduled'
-                  AND %s > scheduled_for + INTERVAL grace_seconds SECOND""",
-            (now, now, run_id, now),
-        )
-        == 1
-    )
+    guard = "status = 'scheduled' AND %s > scheduled_for + INTERVAL grace_seconds SECOND"
+    return _move(tx, run_id, RunStatus.MISSED, now, guard, (now,))
 
 
 def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> bool:
