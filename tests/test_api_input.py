@@ -73,8 +73,10 @@ def test_bodies_that_are_not_what_the_route_takes(api, db, world, route):
     _refused(api, db, method, path, body={"status": "done", "attempts": 0})  # no client sets these
     _refused(api, db, method, path, raw=b" " * (1024 * 1024 + 1))
     if field:
-        for wrong in (12345, ["x"], {"x": 1}, True, "x" * 100_000):
+        for wrong in (12345, ["x"], {"x": 1}, True):
             _refused(api, db, method, path, body={field: wrong})
+        if field not in ("reason", "note"):  # a reason or note of any length is kept to 500 characters
+            _refused(api, db, method, path, body={field: "x" * 100_000})
     _refused(api, db, method, path, expected=415, raw="reason=x", headers={"Content-Type": "application/x-www-form-urlencoded"})
 
 

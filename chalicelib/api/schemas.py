@@ -14,16 +14,15 @@ from ..events.model import Health, Invalid, OnFailure, RunStatus, StepStatus
 from ..schema_check import first_error
 
 MAX_ID = 2**63 - 1
-# Reasons and notes are kept to 500 characters (model.clean_note); anything far
-# beyond that is not a reason, it is a payload.
-MAX_NOTE_INPUT = 2000
 
 
 def _body(**properties: dict) -> dict:
     return {"type": "object", "additionalProperties": False, "properties": properties}
 
 
-_NOTE = {"type": "string", "maxLength": MAX_NOTE_INPUT}
+# Any length: the engine keeps the first 500 characters (an operator pasting a
+# stack trace at 2 a.m. gets the pause); the body limit bounds what arrives.
+_NOTE = {"type": "string"}
 _ID = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 
 # ── request bodies ────────────────────────────────────────────────────────
