@@ -28,3 +28,12 @@ def test_a_step_control_takes_a_note_of_any_length_and_keeps_its_first_500_chara
     assert answer.status == 200, answer.body
     [entry] = [e for e in log_rows(db, run.id) if e["detail"].get("control") == control]
     assert entry["detail"][field] == STACK_TRACE.strip()[:500]
+
+
+def test_a_document_with_80000_problems_answers_the_first_50_and_how_many_more(api, db):
+    unknown = {f"k{i:05}": 0 for i in range(80_000)}
+    answer = api.post("/definitions", {"name": "x", "phases": [{"steps": [{"action": "a.b"}]}], **unknown}, auth=ADMIN)
+    assert answer.status == 400
+    *problems, more = answer.body["errors"]
+    assert problems == [f"document.k{i:05} is not a known field" for i in range(50)]
+    assert more == "… and 79950 more problems"

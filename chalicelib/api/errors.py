@@ -21,10 +21,17 @@ from ..events.model import EngineError, Invalid
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
+# A document can break in 80,000 places; the author needs the first few, and
+# the answer must stay small.
+MAX_ERRORS_LISTED = 50
 
 
 def error_response(status: int, messages: list[str]) -> Response:
-    return Response(body={"errors": messages}, status_code=status)
+    """The error shape; beyond MAX_ERRORS_LISTED problems, one last entry counts the rest."""
+    listed = messages[:MAX_ERRORS_LISTED]
+    if len(messages) > MAX_ERRORS_LISTED:
+        listed.append(f"… and {len(messages) - MAX_ERRORS_LISTED} more problems")
+    return Response(body={"errors": listed}, status_code=status)
 
 
 def from_exception(error: BaseException) -> Response:
