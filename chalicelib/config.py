@@ -1,7 +1,8 @@
-"""Settings from the environment, validated once (SPEC §9).
+"""Settings from the environment, validated once.
 
-A bad value fails loudly at start-up with the setting's name, rather than as a
-strange error deep inside a tick.
+A bad value fails loudly at start-up with the setting's name and its allowed
+range, rather than as a strange error deep inside a tick: every number has a
+range (`RANGES`) that keeps the arithmetic built on it sane.
 """
 
 from __future__ import annotations
@@ -15,16 +16,29 @@ class ConfigError(ValueError):
     """A setting is missing or malformed."""
 
 
-def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+# (default, lowest, highest) of each numeric setting. Leases as short as 2 s
+# serve crash tests; an hour is past any step worth leasing. A tick longer than
+# a minute would overlap the next scheduled invocation.
+RANGES: dict[str, tuple[int, int, int]] = {
+    "EVENT_TICK_SECONDS": (15, 1, 60),
+    "EVENT_STEP_LEASE_SECONDS": (120, 2, 3600),
+    "EVENT_STEP_MAX_ATTEMPTS": (3, 1, 20),
+    "EVENT_STEP_RETRY_SECONDS": (30, 0, 3600),
+    "EVENT_TICK_CONCURRENCY": (8, 1, 64),
+}
+
+
+def _int_in_range(env: Mapping[str, str], name: str) -> int:
+    default, lowest, highest = RANGES[name]
     raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
-    if value <= 0:
-        raise ConfigError(f"{name} must be positive, got {value}")
+        raise ConfigError(f"{name} must be a whole number from {lowest} to {highest}, got {raw!r}") from None
+    if not lowest <= value <= highest:
+        raise ConfigError(f"{name} must be from {lowest} to {highest}, got {value}")
     return value
 
 
@@ -39,11 +53,11 @@ def _channel(env: Mapping[str, str], name: str) -> str:
 class Settings:
     db_url: str | None = None
     db_secret_arn: str | None = None
-    tick_seconds: int = 15
-    step_lease_seconds: int = 120
-    step_max_attempts: int = 3
-    step_retry_seconds: int = 30
-    tick_concurrency: int = 8
+    tick_seconds: int = RANGES["EVENT_TICK_SECONDS"][0]
+    step_lease_seconds: int = RANGES["EVENT_STEP_LEASE_SECONDS"][0]
+    step_max_attempts: int = RANGES["EVENT_STEP_MAX_ATTEMPTS"][0]
+    step_retry_seconds: int = RANGES["EVENT_STEP_RETRY_SECONDS"][0]
+    tick_concurrency: int = RANGES["EVENT_TICK_CONCURRENCY"][0]
     game_bridge_url: str | None = None
     game_bridge_secret: str | None = field(default=None, repr=False)
     game_bridge_secret_arn: str | None = None
@@ -61,11 +75,11 @@ class Settings:
         settings = cls(
             db_url=env.get("EVENTS_DB_URL") or None,
             db_secret_arn=env.get("EVENTS_DB_SECRET_ARN") or None,
-            tick_seconds=_positive_int(env, "EVENT_TICK_SECONDS", 15),
-            step_lease_seconds=_positive_int(env, "EVENT_STEP_LEASE_SECONDS", 120),
-            step_max_attempts=_positive_int(env, "EVENT_STEP_MAX_ATTEMPTS", 3),
-            step_retry_seconds=_positive_int(env, "EVENT_STEP_RETRY_SECONDS", 30),
-            tick_concurrency=_positive_int(env, "EVENT_TICK_CONCURRENCY", 8),
+            tick_seconds=_int_in_range(env, "EVENT_TICK_SECONDS"),
+            step_lease_seconds=_int_in_range(env, "EVENT_STEP_LEASE_SECONDS"),
+            step_max_attempts=_int_in_range(env, "EVENT_STEP_MAX_ATTEMPTS"),
+            step_retry_seconds=_int_in_range(env, "EVENT_STEP_RETRY_SECONDS"),
+            tick_concurrency=_int_in_range(env, "EVENT_TICK_CONCURRENCY"),
             game_bridge_url=(env.get("GAME_BRIDGE_URL") or "").rstrip("/") or None,
             game_bridge_secret=env.get("GAME_BRIDGE_SECRET") or None,
             game_bridge_secret_arn=env.get("GAME_BRIDGE_SECRET_ARN") or None,

@@ -1,0 +1,36 @@
+"""Every numeric setting has a range, checked at start-up with the setting's name."""
+
+import subprocess
+import sys
+
+import pytest
+
+from chalicelib.config import RANGES, ConfigError, Settings
+
+
+@pytest.mark.parametrize("name", sorted(RANGES))
+def test_each_numeric_setting_accepts_its_bounds_and_refuses_one_past_them(name):
+    _, lowest, highest = RANGES[name]
+    for value in (lowest, highest):
+        Settings.from_env({name: str(value)})
+    for value in (lowest - 1, highest + 1):
+        with pytest.raises(ConfigError, match=rf"^{name} must be from {lowest} to {highest}, got {value}$"):
+            Settings.from_env({name: str(value)})
+
+
+def test_the_torture_suites_short_lease_and_a_zero_retry_delay_are_in_range():
+    settings = Settings.from_env({"EVENT_STEP_LEASE_SECONDS": "2", "EVENT_STEP_RETRY_SECONDS": "0"})
+    assert (settings.step_lease_seconds, settings.step_retry_seconds) == (2, 0)
+
+
+def test_a_huge_lease_stops_the_tick_command_at_start_up_naming_the_setting():
+    env = {"EVENTS_DB_URL": "mysql://root@127.0.0.1:9/none", "EVENT_STEP_LEASE_SECONDS": "99999999999999", "PATH": ""}
+    done = subprocess.run([sys.executable, "-m", "chalicelib", "tick", "--once"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == "configuration error: EVENT_STEP_LEASE_SECONDS must be from 2 to 3600, got 99999999999999\n"
+
+
+def test_a_setting_that_is_not_a_number_is_named_with_its_range():
+    with pytest.raises(ConfigError, match=r"^EVENT_TICK_CONCURRENCY must be a whole number from 1 to 64, got 'many'$"):
+        Settings.from_env({"EVENT_TICK_CONCURRENCY": "many"})
