@@ -111,11 +111,15 @@ def _error_code(error: BaseException | None) -> int | None:
     return None
 
 
+def lost_connection(error: BaseException) -> bool:
+    """The server could not be reached or the connection dropped: an outage, not the statement's fault."""
+    return _error_code(error) in CONNECTION_LOST
+
+
 def _safe_to_rerun(error: BaseException) -> bool:
-    code = _error_code(error)
-    if code in RETRYABLE_SERVER_ERRORS:
+    if _error_code(error) in RETRYABLE_SERVER_ERRORS:
         return True
-    return code in CONNECTION_LOST and not getattr(error, "at_commit", False)
+    return lost_connection(error) and not getattr(error, "at_commit", False)
 
 
 class Database:
@@ -225,7 +229,7 @@ class Database:
                 raise
             return result
         except pymysql.err.MySQLError as error:
-            if _error_code(error) in CONNECTION_LOST:
+            if lost_connection(error):
                 self.close()
             raise
 

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
+import socket
 
+import pymysql
+import pytest
+from chalice.test import Client
+
+from app import app
+from chalicelib import runtime
+from chalicelib.api.errors import MAX_JSON_DEPTH, from_exception
+from chalicelib.db import Database
 from chalicelib.events.model import RunStatus
-from tests.support.api import ADMIN, api  # noqa: F401 — the fixture
-from tests.support.scenes import log_rows, put_step_in, run_with_steps
+from tests.support.api import ADMIN, Api, api, hs_settings  # noqa: F401 — the fixture
+from tests.support.factory import make_definition
+from tests.support.scenes import log_rows, put_step_in, run_with_steps, table_counts
 
 STACK_TRACE = "Traceback (most recent call last):\n" + "  File \"boss.py\", line 1, in fight\n" * 300
 
@@ -37,3 +46,44 @@ def test_a_document_with_80000_problems_answers_the_first_50_and_how_many_more(a
     *problems, more = answer.body["errors"]
     assert problems == [f"document.k{i:05} is not a known field" for i in range(50)]
     assert more == "… and 79950 more problems"
+
+
+def _nested(levels: int) -> str:
+    """A definition whose JSON nests `levels` deep: the document, phases, a phase, steps, a step, then params."""
+    params = '{"a": ' * (levels - 6) + "{}" + "}" * (levels - 6)
+    return '{"name": "deep", "phases": [{"steps": [{"action": "world.spawn", "params": %s}]}]}' % params
+
+
+@pytest.fixture
+def unreachable_database_api(db_params, clock):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    unreachable = Database(f"mysql://root@127.0.0.1:{port}/events", connect_timeout=1)
+    with runtime.override(database=unreachable, clock=clock, settings=hs_settings(db_params)), Client(app) as client:
+        yield Api(client)
+
+
+@pytest.mark.parametrize("levels", [MAX_JSON_DEPTH + 1, 40, 950, 960, 5000])
+def test_json_nested_deeper_than_the_limit_is_400_naming_it_before_the_database_is_asked(unreachable_database_api, levels):
+    answer = unreachable_database_api.post("/definitions", raw=_nested(levels), auth=ADMIN)
+    assert answer.status == 400
+    assert answer.body == {"errors": [f"the body nests deeper than {MAX_JSON_DEPTH} levels of objects and arrays"]}
+
+
+def test_a_definition_nested_exactly_to_the_limit_is_stored(api, db):
+    answer = api.post("/definitions", raw=_nested(MAX_JSON_DEPTH), auth=ADMIN)
+    assert answer.status == 201, answer.body
+    assert table_counts(db)["event_definition_versions"] == 1
+
+
+def test_only_a_database_that_cannot_be_reached_answers_503(db, clock, unreachable_database_api):
+    assert unreachable_database_api.get("/runs", auth=ADMIN).status == 503
+    definition = make_definition(db, clock.now())
+    too_deep = "[" * 40 + "]" * 40
+    with pytest.raises(pymysql.err.OperationalError) as refused:  # the database's JSON CHECK: an error, not an outage
+        db.autocommit(lambda tx: tx.execute(
+            "INSERT INTO event_definition_versions (definition_id, version, document, created_at) VALUES (%s, 2, %s, %s)",
+            (definition.id, too_deep, clock.now()),
+        ))
+    assert from_exception(refused.value).status_code == 500

@@ -3,8 +3,9 @@
 Engine errors (Invalid, NotFound, Conflict), token errors (401/403/503) and
 malformed bodies arrive here as `EngineError`s; Chalice's own refusals (415 for
 a non-JSON content type, 405) are rewritten by `rewrite_chalice_errors` into the
-same shape. A database that cannot be reached is 503. Anything else is a bug: logged,
-answered 500 in the same shape.
+same shape. A database that cannot be reached (or whose connection drops) is 503;
+any other database error, like anything else, is a bug: logged, answered 500 in
+the same shape.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ import json
 import logging
 from typing import Any, Callable
 
-import pymysql
 from chalice import Response
 
+from ..db import lost_connection
 from ..events.model import EngineError, Invalid
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
+# MariaDB stores JSON nested at most 31 objects and arrays deep (deeper fails the
+# JSON_VALID check); a body is refused before that, and before the database is asked.
+MAX_JSON_DEPTH = 30
 # A document can break in 80,000 places; the author needs the first few, and
 # the answer must stay small.
 MAX_ERRORS_LISTED = 50
@@ -37,7 +41,7 @@ def error_response(status: int, messages: list[str]) -> Response:
 def from_exception(error: BaseException) -> Response:
     if isinstance(error, EngineError):
         return error_response(error.http_status, error.messages or [str(error)])
-    if isinstance(error, pymysql.err.OperationalError):
+    if lost_connection(error):
         # The database is unreachable or restarting (retries already spent): the
         # server's trouble, and worth trying again, so not a bare 500.
         log.warning("database unavailable while answering a request: %s", error)
@@ -57,18 +61,38 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _nesting(value: Any) -> int:
+    """How many objects and arrays deep `value` goes, walked without recursion; stops past the limit."""
+    deepest, pending = 0, [(value, 1)]
+    while pending and deepest <= MAX_JSON_DEPTH:
+        node, level = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is not None:
+            deepest = max(deepest, level)
+            pending.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def json_body(raw: bytes) -> Any:
-    """The parsed body; Invalid when it is too large, not JSON, or not storable.
+    """The parsed body; Invalid when it is too large, too deep, not JSON, or not storable.
 
     NaN, Infinity and overflowing numbers are refused (they would be written back
     out as invalid JSON), and so are lone surrogates (not encodable as UTF-8).
     """
     if len(raw) > MAX_BODY_BYTES:
         raise Invalid(f"the body is larger than {MAX_BODY_BYTES} bytes")
+    too_deep = Invalid(f"the body nests deeper than {MAX_JSON_DEPTH} levels of objects and arrays")
     try:
         parsed = json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
+    except RecursionError:  # the parser gives up around a thousand levels, far past the limit
+        raise too_deep from None
+    except ValueError:  # UnicodeDecodeError is a ValueError
+        raise Invalid("the body is not valid JSON") from None
+    if _nesting(parsed) > MAX_JSON_DEPTH:
+        raise too_deep
+    try:
         json.dumps(parsed, ensure_ascii=False).encode("utf-8")
-    except (ValueError, RecursionError):  # UnicodeDecodeError and UnicodeEncodeError are ValueErrors
+    except UnicodeEncodeError:
         raise Invalid("the body is not valid JSON") from None
     return parsed
 
