@@ -2,9 +2,12 @@
 
 from datetime import timedelta
 
+import pytest
+
+from chalicelib.events.model import TERMINAL_RUN, RunStatus
 from chalicelib.events.store import log, runs
 from tests.support.api import ADMIN, GM, api  # noqa: F401 — the fixture
-from tests.support.scenes import table_counts
+from tests.support.scenes import everything, set_run, table_counts
 from tests.test_definitions_validate import SPEC_EXAMPLE
 
 
@@ -67,6 +70,32 @@ def test_scheduling_answers_201_then_200_with_the_same_run(api, db, clock):
     (entry,) = db.autocommit(lambda tx: log.after(tx, first.body["run"]["id"]))
     assert (entry.kind, entry.detail["from"], entry.detail["to"]) == ("run.status", None, "scheduled")
     assert (entry.actor, entry.detail["cause"]) == ("root-admin", "scheduled by root-admin")  # once, by its creator
+
+
+@pytest.mark.parametrize("status", [s for s in RunStatus if not s.terminal])
+def test_scheduling_the_occurrence_of_a_live_run_again_answers_200_with_that_run(api, db, clock, status):
+    definition_id = _create(api)
+    when = _iso(clock.now() + timedelta(days=1))
+    run_id = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN).body["run"]["id"]
+    set_run(db, run_id, status=status.value)
+    again = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN)
+    assert again.status == 200 and (again.body["run"]["id"], again.body["run"]["status"]) == (run_id, status.value)
+
+
+@pytest.mark.parametrize("status", sorted(TERMINAL_RUN))
+def test_scheduling_the_occurrence_of_a_finished_run_is_409_naming_the_run_and_its_status(api, db, clock, status):
+    definition_id = _create(api)
+    when = _iso(clock.now() + timedelta(days=1))
+    run_id = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN).body["run"]["id"]
+    set_run(db, run_id, status=status.value)
+    before = everything(db)
+    again = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN)
+    assert again.status == 409
+    assert again.body["errors"] == [
+        f"the run of this occurrence (run {run_id}) is {status.value} and will not run again;"
+        " a run at another time is a new occurrence"
+    ]
+    assert everything(db) == before
 
 
 def test_the_same_instant_in_another_zone_is_the_same_occurrence(api, db, clock):

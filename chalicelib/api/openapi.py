@@ -18,7 +18,8 @@ _ERROR_MEANINGS = {
     401: "no token, or a token that does not verify",
     403: "the token's roles may not do this",
     404: "no such run, step or definition",
-    409: "the control lost: the run or step is not in a state it may act from (the message names it)",
+    409: "a control lost (the run or step is not in a state it may act from), or the occurrence asked for"
+    " already has a finished run; the message names the run or step and its status",
     415: "the request's Content-Type is not application/json (Chalice checks it on every route)",
     503: "tokens cannot be checked right now",
 }
@@ -30,7 +31,7 @@ def _error_codes(op: "Operation") -> list[int]:
         codes += [401, 403, 503]
     if op.path_ids:
         codes.append(404)
-    if op.path.startswith("/runs/") and op.method == "POST":
+    if op.method == "POST" and (op.path.startswith("/runs/") or op.path.endswith("/runs")):
         codes.append(409)
     return sorted(codes)
 

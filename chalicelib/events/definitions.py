@@ -19,7 +19,7 @@ from croniter import CroniterBadDateError, croniter
 from ..db import Database, Tx
 from ..schema_check import first_error
 from .actions import registry
-from .model import Definition, Invalid, NotFound, OnFailure, Run
+from .model import Conflict, Definition, Invalid, NotFound, OnFailure, Run
 from .occurrences import DEFAULT_GRACE_SECONDS, grace_seconds_of, schedule_occurrence
 from .store import definitions as store
 
@@ -176,9 +176,11 @@ def schedule_run(
 ) -> tuple[Run, bool]:
     """The run of one occurrence of the definition's current version: (run, created).
 
-    The same occurrence twice is the same run (its key is unique). A time in the
-    past but inside the grace window is accepted — the next tick starts it — and
-    one beyond it is refused, since the tick would only mark it missed.
+    The same occurrence twice is the same run (its key is unique) while that run
+    is live; once it has finished it can never run again, so asking again is a
+    Conflict that says so. A time in the past but inside the grace window is
+    accepted — the next tick starts it — and one beyond it is refused, since the
+    tick would only mark it missed.
     """
 
     def work(tx: Tx) -> tuple[Run, bool]:
@@ -192,6 +194,12 @@ def schedule_run(
                 f"scheduled_for is more than the definition's grace window ({grace} s) in the past;"
                 " the run could only be missed"
             )
-        return schedule_occurrence(tx, version, scheduled_for, actor=actor, cause=f"scheduled by {actor}", now=now)
+        run, created = schedule_occurrence(tx, version, scheduled_for, actor=actor, cause=f"scheduled by {actor}", now=now)
+        if run.status.terminal:
+            raise Conflict(
+                f"the run of this occurrence (run {run.id}) is {run.status.value} and will not run again;"
+                " a run at another time is a new occurrence"
+            )
+        return run, created
 
     return db.transaction(work)
