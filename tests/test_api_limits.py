@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from datetime import timedelta
 
 import pymysql
 import pytest
@@ -12,10 +13,15 @@ from app import app
 from chalicelib import runtime
 from chalicelib.api.errors import MAX_JSON_DEPTH, from_exception
 from chalicelib.db import Database
+from chalicelib.events.definitions import MAX_SCHEDULE_AHEAD
 from chalicelib.events.model import RunStatus
+from chalicelib.events.occurrences import MIN_GRACE_SECONDS
+from chalicelib.events.runner.planner import plan_occurrences
+from chalicelib.events.store import runs
 from tests.support.api import ADMIN, Api, api, hs_settings  # noqa: F401 — the fixture
+from tests.support.factory import document as factory_document
 from tests.support.factory import make_definition
-from tests.support.scenes import log_rows, put_step_in, run_with_steps, table_counts
+from tests.support.scenes import everything, log_rows, put_step_in, run_with_steps, table_counts
 
 STACK_TRACE = "Traceback (most recent call last):\n" + "  File \"boss.py\", line 1, in fight\n" * 300
 
@@ -87,3 +93,44 @@ def test_only_a_database_that_cannot_be_reached_answers_503(db, clock, unreachab
             (definition.id, too_deep, clock.now()),
         ))
     assert from_exception(refused.value).status_code == 500
+
+
+def _iso(when) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _schedule(api, definition_id: int, when: str):
+    return api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN)
+
+
+def test_a_run_further_ahead_than_the_scheduling_horizon_is_400_and_nothing_is_written(api, db, clock):
+    definition = make_definition(db, clock.now())
+    before = everything(db)
+    for when in ("9999-12-31T23:59:59Z", _iso(clock.now() + MAX_SCHEDULE_AHEAD + timedelta(seconds=1))):
+        answer = _schedule(api, definition.id, when)
+        assert answer.status == 400, answer.body
+        assert answer.body["errors"] == [
+            f"scheduled_for is more than {MAX_SCHEDULE_AHEAD.days} days ahead; a run may be scheduled at most that far"
+        ]
+    assert everything(db) == before
+    assert _schedule(api, definition.id, _iso(clock.now() + MAX_SCHEDULE_AHEAD)).status == 201
+
+
+@pytest.mark.parametrize("grace", [0, 1, MIN_GRACE_SECONDS - 1])
+def test_a_grace_window_below_the_minimum_is_400_naming_it(api, db, grace):
+    document = {"name": "x", "grace_seconds": grace, "phases": [{"steps": [{"action": "world.spawn"}]}]}
+    answer = api.post("/definitions", document, auth=ADMIN)
+    assert answer.status == 400
+    assert answer.body["errors"] == [f"document.grace_seconds must be bigger than or equal to {MIN_GRACE_SECONDS}"]
+    assert table_counts(db)["event_definitions"] == 0
+    document["grace_seconds"] = MIN_GRACE_SECONDS
+    assert api.post("/definitions", document, auth=ADMIN).status == 201
+
+
+def test_a_stored_version_with_a_shorter_grace_gets_the_minimum_when_its_runs_are_made(api, db, clock):
+    definition = make_definition(db, clock.now(), factory_document(grace_seconds=0, schedule={"cron": "* * * * *"}))
+    answer = _schedule(api, definition.id, _iso(clock.now() - timedelta(seconds=MIN_GRACE_SECONDS - 1)))
+    assert answer.status == 201 and answer.body["run"]["grace_seconds"] == MIN_GRACE_SECONDS
+    plan_occurrences(db, clock.now(), horizon=timedelta(minutes=5))  # the planner makes the next minutes' runs
+    planned = [r for r in db.autocommit(lambda tx: runs.list_page(tx, limit=10)[0]) if r.id != answer.body["run"]["id"]]
+    assert planned and {r.grace_seconds for r in planned} == {MIN_GRACE_SECONDS}

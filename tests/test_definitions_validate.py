@@ -59,7 +59,7 @@ def test_every_problem_is_listed_at_once():
     })
     expected = [
         "document.status is not a known field",
-        "document.grace_seconds must be bigger than or equal to 0",
+        "document.grace_seconds must be bigger than or equal to 60",
         "document.phases[0].steps[2].on_failure must be one of",
         "document.phases[1].steps must contain at least 1 items",
         "document.phases[0].steps[0].params.seconds must be integer",

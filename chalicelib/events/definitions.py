@@ -20,10 +20,13 @@ from ..db import Database, Tx
 from ..schema_check import first_error
 from .actions import registry
 from .model import Conflict, Definition, Invalid, NotFound, OnFailure, Run
-from .occurrences import DEFAULT_GRACE_SECONDS, grace_seconds_of, schedule_occurrence
+from .occurrences import DEFAULT_GRACE_SECONDS, MIN_GRACE_SECONDS, grace_seconds_of, schedule_occurrence
 from .store import definitions as store
 
 MAX_GRACE_SECONDS = 24 * 3600
+# How far ahead a person may schedule a run: a year, leap years included. Far
+# enough for any event calendar, and far from where date arithmetic overflows.
+MAX_SCHEDULE_AHEAD = timedelta(days=366)
 
 STEP_SCHEMA = {
     "type": "object",
@@ -51,7 +54,7 @@ DOCUMENT_SCHEMA = {
     "required": ["name", "phases"],
     "properties": {
         "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
-        "grace_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_GRACE_SECONDS},
+        "grace_seconds": {"type": "integer", "minimum": MIN_GRACE_SECONDS, "maximum": MAX_GRACE_SECONDS},
         "phases": {"type": "array", "minItems": 1, "maxItems": 50, "items": PHASE_SCHEMA},
         "ending": {"type": "array", "maxItems": 200, "items": STEP_SCHEMA},
         "schedule": {
@@ -180,8 +183,13 @@ def schedule_run(
     is live; once it has finished it can never run again, so asking again is a
     Conflict that says so. A time in the past but inside the grace window is
     accepted — the next tick starts it — and one beyond it is refused, since the
-    tick would only mark it missed.
+    tick would only mark it missed. One further ahead than MAX_SCHEDULE_AHEAD is
+    refused before the database is asked.
     """
+    if scheduled_for - now > MAX_SCHEDULE_AHEAD:
+        raise Invalid(
+            f"scheduled_for is more than {MAX_SCHEDULE_AHEAD.days} days ahead; a run may be scheduled at most that far"
+        )
 
     def work(tx: Tx) -> tuple[Run, bool]:
         definition = store.get(tx, definition_id)

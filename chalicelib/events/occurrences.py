@@ -14,10 +14,15 @@ from .model import DefinitionVersion, Run
 from .store import log, runs
 
 DEFAULT_GRACE_SECONDS = 300
+# A tick comes every few seconds to a minute; a shorter window would miss the
+# run by construction. Fixed here, not a setting, so a document valid in one
+# stage is valid in all.
+MIN_GRACE_SECONDS = 60
 
 
 def grace_seconds_of(document: dict) -> int:
-    return int(document.get("grace_seconds", DEFAULT_GRACE_SECONDS))
+    """The grace window a run of this document gets: versions stored before the minimum get the minimum."""
+    return max(MIN_GRACE_SECONDS, int(document.get("grace_seconds", DEFAULT_GRACE_SECONDS)))
 
 
 def schedule_occurrence(
