@@ -18,7 +18,14 @@ $(STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 
-test: $(STAMP)
+# The console's browser tests drive Debian's Chromium through its own driver (nothing is downloaded).
+BROWSER := /usr/bin/chromium /usr/bin/chromedriver
+
+$(BROWSER):
+	@echo "chromium or chromium-driver is missing; installing them (needs root)"
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
+
+test: $(STAMP) | $(BROWSER)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The dev database lives on the same server the tests find (or start).

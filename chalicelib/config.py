@@ -7,6 +7,7 @@ range (`RANGES`) that keeps the arithmetic built on it sane.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -49,6 +50,20 @@ def _channel(env: Mapping[str, str], name: str) -> str:
     return value
 
 
+def _dev_logins(env: Mapping[str, str], name: str) -> tuple[tuple[str, str], ...]:
+    """`{"role": "token", ...}`, set only by `python -m chalicelib dev` for the console's one-click login."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return ()
+    try:
+        logins = json.loads(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a JSON object of role to token") from None
+    if not isinstance(logins, dict) or not all(isinstance(v, str) and v for v in logins.values()):
+        raise ConfigError(f"{name} must be a JSON object of role to token")
+    return tuple(logins.items())
+
+
 @dataclass(frozen=True)
 class Settings:
     db_url: str | None = None
@@ -65,6 +80,11 @@ class Settings:
     jwt_jwks_url: str | None = None
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
+    jwt_roles_claim: str = "roles"
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_scope: str = "openid"
+    console_dev_logins: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     cue_channel: str = "log"
     announce_channel: str = "log"
     cors_origin: str = "*"
@@ -87,10 +107,17 @@ class Settings:
             jwt_jwks_url=env.get("EVENTS_JWT_JWKS_URL") or None,
             jwt_issuer=env.get("EVENTS_JWT_ISSUER") or None,
             jwt_audience=env.get("EVENTS_JWT_AUDIENCE") or None,
+            jwt_roles_claim=env.get("EVENTS_JWT_ROLES_CLAIM", "").strip() or "roles",
+            oidc_issuer=(env.get("EVENTS_OIDC_ISSUER") or "").strip().rstrip("/") or None,
+            oidc_client_id=(env.get("EVENTS_OIDC_CLIENT_ID") or "").strip() or None,
+            oidc_scope=(env.get("EVENTS_OIDC_SCOPE") or "").strip() or "openid",
+            console_dev_logins=_dev_logins(env, "EVENTS_CONSOLE_DEV_TOKENS"),
             cue_channel=_channel(env, "CUE_CHANNEL"),
             announce_channel=_channel(env, "ANNOUNCE_CHANNEL"),
             cors_origin=env.get("EVENTS_CORS_ORIGIN", "*").strip() or "*",
         )
         if settings.jwt_secret and settings.jwt_jwks_url:
             raise ConfigError("set EVENTS_JWT_SECRET (HS256) or EVENTS_JWT_JWKS_URL (RS256), not both")
+        if settings.console_dev_logins and not settings.jwt_secret:
+            raise ConfigError("EVENTS_CONSOLE_DEV_TOKENS is for development only: it needs EVENTS_JWT_SECRET, not a JWKS")
         return settings

@@ -2,8 +2,10 @@
 
 It migrates the database named by EVENTS_DB_URL, seeds a demo definition and a
 run due in a few seconds, starts a demo game bridge on loopback (it checks each
-request's signature and answers done), serves the API with `chalice local`, and
-ticks in the foreground until Ctrl-C. The dev stage's settings come from
+request's signature and answers done), serves the API and the console with
+`chalice local` (printing the console's URL; it opens nothing), and ticks in the
+foreground until Ctrl-C. The console offers a one-click login with tokens minted
+here for each role; only this command hands them to the API. The dev stage's settings come from
 `.chalice/config.json`, so the API, the tick loop and the printed tokens agree.
 """
 
@@ -112,7 +114,7 @@ def run_dev() -> int:
     os.environ.update({k: v for k, v in dev_stage_environment().items() if k not in os.environ})
 
     from . import runtime
-    from .api.auth import mint
+    from .api.auth import ADMIN, ROLES, mint
     from .events.runner.schedule import process_runner, tick_forever
     from .migrate import migrate
 
@@ -122,14 +124,17 @@ def run_dev() -> int:
     db, clock = runtime.database(), runtime.clock()
     definition_id, run_id = seed_demo(db, clock.now())
     bridge = start_demo_bridge(settings.game_bridge_url, settings.game_bridge_secret or "")
+    # The console's one-click development login: tokens minted here, handed to the dev API only.
+    logins = {role: mint(settings, sub=f"dev-{role}", roles=[role], ttl_seconds=24 * 3600) for role in ROLES}
     api = subprocess.Popen(
         [str(Path(sys.executable).with_name("chalice")), "local", "--stage", "dev", "--port", str(API_PORT), "--no-autoreload"],
         cwd=PROJECT,
-        env=os.environ.copy(),
+        env={**os.environ, "EVENTS_CONSOLE_DEV_TOKENS": json.dumps(logins)},
     )
-    token = mint(settings, sub="dev-admin", roles=["admin"], ttl_seconds=24 * 3600)
+    token = logins[ADMIN]
     print(
-        f"\nAPI on http://127.0.0.1:{API_PORT}  game bridge on {settings.game_bridge_url}"
+        f"\nconsole: http://127.0.0.1:{API_PORT}/console  (one-click development login as admin, moderator or gm)\n"
+        f"API on http://127.0.0.1:{API_PORT}  game bridge on {settings.game_bridge_url}"
         f"  demo definition {definition_id}, run {run_id} due in 5 s\n"
         f"admin token (1 day): {token}\n"
         f"  curl -s -H 'Authorization: Bearer {token}' http://127.0.0.1:{API_PORT}/runs/{run_id}\n"

@@ -63,6 +63,11 @@ def test_dev_runs_the_demo_event_through_the_api_and_the_tick_loop(db_params):
                          if s["action_id"] == "core.cue" and s["parked"]), None)
 
         run_id, cue_id = _wait_for(parked_cue, 60, "the demo run to park at its cue")
+        assert any(f"console: {base}/console" in line for line in output), "make dev prints the console's URL"
+        with urllib.request.urlopen(f"{base}/console/config.json", timeout=10) as answer:
+            logins = {login["role"]: login["token"] for login in json.loads(answer.read())["dev_logins"]}
+        assert set(logins) == {"admin", "moderator", "gm"}
+        assert _get(f"{base}/console/session", logins["gm"])["roles"] == ["gm"]
         confirmed = _get(f"{base}/runs/{run_id}/steps/{cue_id}/confirm", token, {"note": "bonfire lit"})
         assert confirmed["step"]["status"] == "done"
         finished = _wait_for(lambda: (r := _get(f"{base}/runs/{run_id}", token)["run"])["status"] == "completed" and r,

@@ -2,8 +2,9 @@
 
 The algorithm is pinned by configuration, never taken from the token: HS256
 when EVENTS_JWT_SECRET is set, RS256 with keys from EVENTS_JWT_JWKS_URL
-otherwise. `exp`, `iss`, `aud` and `sub` are required; roles come from the
-`roles` claim (a list, or a comma-separated string); the actor is `sub`.
+otherwise. `exp`, `iss`, `aud` and `sub` are required; roles come from the claim named
+by EVENTS_JWT_ROLES_CLAIM (default `roles`; a list, or a comma-separated
+string); the actor is `sub`.
 """
 
 from __future__ import annotations
@@ -76,6 +77,19 @@ def _key_and_algorithm(token: str, settings: Settings) -> tuple[Any, str]:
     raise AuthUnavailable("token checking is not configured (EVENTS_JWT_SECRET or EVENTS_JWT_JWKS_URL)")
 
 
+def roles_claim(claims: Mapping[str, Any], name: str) -> Any:
+    """The claim called `name`: a top-level key as written (`cognito:groups`), else a
+    dotted path into nested objects (`realm_access.roles`); None when absent."""
+    if name in claims:
+        return claims[name]
+    value: Any = claims
+    for part in name.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
 def _roles(claim: Any) -> frozenset[str]:
     if isinstance(claim, str):
         claim = claim.split(",")
@@ -108,7 +122,7 @@ def authenticate(headers: Mapping[str, str], settings: Settings) -> Principal:
     sub = claims["sub"]
     if not isinstance(sub, str) or not sub.strip() or len(sub) > 191:
         raise Unauthorized("invalid token: sub must name the caller")
-    return Principal(sub=sub, roles=_roles(claims.get("roles")))
+    return Principal(sub=sub, roles=_roles(roles_claim(claims, settings.jwt_roles_claim)))
 
 
 def mint(settings: Settings, *, sub: str, roles: list[str], now: datetime | None = None, ttl_seconds: int = 8 * 3600) -> str:
@@ -118,7 +132,7 @@ def mint(settings: Settings, *, sub: str, roles: list[str], now: datetime | None
     now = now or datetime.now(timezone.utc)
     claims = {
         "sub": sub,
-        "roles": roles,
+        settings.jwt_roles_claim: roles,  # as a top-level key, which roles_claim() reads first
         "iss": settings.jwt_issuer,
         "aud": settings.jwt_audience,
         "iat": now,

@@ -28,6 +28,7 @@ MAX_JSON_DEPTH = 30
 # A document can break in 80,000 places; the author needs the first few, and
 # the answer must stay small.
 MAX_ERRORS_LISTED = 50
+RETRY_AFTER_SECONDS = 5  # a 503 (database waking or unreachable, keys unreachable) is worth retrying soon
 
 
 def error_response(status: int, messages: list[str]) -> Response:
@@ -35,7 +36,8 @@ def error_response(status: int, messages: list[str]) -> Response:
     listed = messages[:MAX_ERRORS_LISTED]
     if len(messages) > MAX_ERRORS_LISTED:
         listed.append(f"… and {len(messages) - MAX_ERRORS_LISTED} more problems")
-    return Response(body={"errors": listed}, status_code=status)
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else {}
+    return Response(body={"errors": listed}, status_code=status, headers=headers)
 
 
 def from_exception(error: BaseException) -> Response:

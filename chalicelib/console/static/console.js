@@ -1,0 +1,186 @@
+// The console's start: settings, sign-in, the header, and which view the address shows.
+//
+// Views are functions (main, ctx, ...match) that render into <main> and return a
+// function that stops them (their pollers), called when the address changes.
+
+import { ApiError, call, configure, get } from './api.js';
+import { definitionsView, definitionView, newDefinitionView } from './definitions.js';
+import { runView } from './run.js';
+import { runsView } from './runs.js';
+import {
+  checkToken, expiresAt, finishOidc, forgetToken, startOidc, storedToken, storeToken,
+} from './signin.js';
+import { el, focus, heading, notice, say } from './ui.js';
+
+const main = document.getElementById('main');
+const state = { config: { oidc: null, dev_logins: [] }, session: null, stop: null, expiryTimer: null, definitions: null };
+
+const ROUTES = [
+  [/^#\/runs\/(\d+)$/, runView],
+  [/^#\/definitions\/new$/, newDefinitionView],
+  [/^#\/definitions\/(\d+)$/, definitionView],
+  [/^#\/definitions$/, definitionsView],
+  [/^#\/runs(?:\?(.*))?$/, runsView],
+];
+
+// Every definition (all pages), once per sign-in: the runs list and run page show names, not ids.
+function definitions({ fresh = false } = {}) {
+  if (!state.definitions || fresh) {
+    state.definitions = (async () => {
+      const all = [];
+      let cursor = null;
+      do {
+        const page = await get(`/definitions${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`);
+        all.push(...page.definitions);
+        cursor = page.next_cursor ?? null;
+      } while (cursor && all.length < 5000);
+      return all;
+    })();
+    state.definitions.catch(() => { state.definitions = null; });
+  }
+  return state.definitions;
+}
+
+// One version's document: from the definition's versions when they carry it, else from its own route.
+async function versionDocument(definitionId, version) {
+  const detail = await get(`/definitions/${definitionId}`);
+  const listed = (detail.versions || []).find((v) => v.version === version);
+  if (listed?.document) return listed.document;
+  const one = await get(`/definitions/${definitionId}/versions/${version}`);
+  return one.document ?? one.version?.document;
+}
+
+const ctx = { definitions, versionDocument, session: () => state.session, navigate: (hash) => { location.hash = hash; } };
+
+function route() {
+  if (!state.session) return;
+  if (state.stop) state.stop();
+  state.stop = null;
+  const hash = location.hash && location.hash !== '#' ? location.hash : '#/runs';
+  for (const [pattern, view] of ROUTES) {
+    const match = pattern.exec(hash);
+    if (match) {
+      state.stop = view(main, ctx, ...match.slice(1));
+      return;
+    }
+  }
+  main.replaceChildren(heading(1, 'Not found'), el('p', {}, 'Nothing lives at this address. ', el('a', { href: '#/runs' }, 'See the runs.')));
+}
+
+function showHeader() {
+  const { session } = state;
+  document.getElementById('nav').hidden = !session;
+  document.getElementById('nav-definitions').hidden = !session?.may.define;
+  const who = document.getElementById('who');
+  who.replaceChildren();
+  if (session) {
+    who.append(
+      el('span', { id: 'signed-in-as' }, `Signed in as ${session.sub} (${session.roles.join(', ') || 'no role'})`),
+      ' ',
+      el('button', { type: 'button', id: 'sign-out', onclick: () => signOut('You have signed out.') }, 'Sign out'),
+    );
+  }
+}
+
+function signOut(reason, kind = 'info') {
+  forgetToken();
+  clearTimeout(state.expiryTimer);
+  if (state.stop) state.stop();
+  state.stop = null;
+  state.session = null;
+  state.definitions = null;
+  showHeader();
+  say('connection', '');
+  signInView(reason, kind);
+}
+
+async function signIn(token) {
+  storeToken(token);
+  try {
+    state.session = await checkToken();
+  } catch (error) {
+    forgetToken();
+    const why = error instanceof ApiError ? error.messages.join(' ') : String(error.message || error);
+    signInView(`That token was not accepted: ${why}`, 'error');
+    return;
+  }
+  clearTimeout(state.expiryTimer);
+  const expires = expiresAt(token);
+  if (expires !== null) {
+    const expired = () => signOut(`Your sign-in expired at ${new Date(expires).toLocaleTimeString()}. Sign in again.`, 'warning');
+    // Timers cannot wait longer than about 24 days; no staff token lives that long.
+    state.expiryTimer = setTimeout(expired, Math.min(Math.max(expires - Date.now(), 0), 2 ** 31 - 1));
+  }
+  showHeader();
+  notice('');
+  route();
+  focus(main.querySelector('h1'));
+}
+
+function signInView(message, kind = 'info') {
+  const { oidc, dev_logins: devLogins } = state.config;
+  const tokenInput = el('textarea', { id: 'token-input', rows: '4', autocomplete: 'off', spellcheck: 'false' });
+  const parts = [heading(1, 'Sign in')];
+  if (message) parts.push(el('p', { class: `notice notice-${kind}`, id: 'sign-in-reason', role: kind === 'error' ? 'alert' : 'status' }, message));
+  if (oidc) {
+    const host = new URL(oidc.issuer).host;
+    parts.push(el('section', { 'aria-labelledby': 'oidc-title' },
+      el('h2', { id: 'oidc-title' }, 'With your organisation'),
+      el('button', {
+        type: 'button', class: 'primary', id: 'oidc-sign-in',
+        onclick: () => startOidc(oidc).catch((error) => signInView(`Sign-in could not start: ${error.message}`, 'error')),
+      }, `Sign in with ${host}`)));
+  }
+  if (devLogins.length) {
+    parts.push(el('section', { 'aria-labelledby': 'dev-title' },
+      el('h2', { id: 'dev-title' }, 'Development login'),
+      el('p', { class: 'muted' }, 'Offered by make dev only: tokens it minted for this machine.'),
+      el('div', { class: 'buttons' }, devLogins.map(({ role, token }) => el('button', {
+        type: 'button', 'data-dev-login': role, onclick: () => signIn(token),
+      }, `Sign in as ${role}`)))));
+  }
+  parts.push(el('section', { 'aria-labelledby': 'paste-title' },
+    el('h2', { id: 'paste-title' }, 'With a token'),
+    el('form', {
+      onsubmit: (event) => {
+        event.preventDefault();
+        const token = tokenInput.value.trim();
+        if (token) signIn(token);
+      },
+    },
+    el('label', { for: 'token-input' }, 'Bearer token (a JWT)'),
+    tokenInput,
+    el('div', { class: 'buttons' }, el('button', { type: 'submit', id: 'token-sign-in' }, 'Sign in with this token')))));
+  main.replaceChildren(...parts);
+  focus(main.querySelector('h1'));
+}
+
+async function start() {
+  configure({
+    token: storedToken,
+    unauthorized: (error) => signOut(`Your sign-in is no longer accepted (${error.messages.join(' ')}). Sign in again.`, 'warning'),
+    retrying: (retry) => {
+      if (!retry) return say('connection', '');
+      return say('connection', `The service is unavailable (${retry.messages.join(' ')}); the database may be waking up.`
+        + ` Retrying in ${retry.seconds} s (attempt ${retry.attempt}).`, 'warning');
+    },
+  });
+  try {
+    state.config = await call('GET', '/console/config.json');
+  } catch (error) {
+    main.replaceChildren(heading(1, 'The console cannot start'), el('p', { role: 'alert' }, error.message));
+    return;
+  }
+  window.addEventListener('hashchange', route);
+  try {
+    const token = await finishOidc(state.config.oidc);
+    if (token) return signIn(token);
+  } catch (error) {
+    return signInView(`Sign-in failed: ${error.message}`, 'error');
+  }
+  const token = storedToken();
+  if (token) return signIn(token);
+  return signInView('');
+}
+
+start();

@@ -1,0 +1,180 @@
+// Definitions, for admins: the list, each version's document, new documents and versions
+// (with the API's problems shown beside the document), and scheduling a run.
+
+import { ApiError, get, neededRoles, post, put } from './api.js';
+import { el, focus, heading, notice, table, when } from './ui.js';
+
+const TEMPLATE = {
+  name: 'New event',
+  grace_seconds: 300,
+  phases: [{ name: 'opening', steps: [{ action: 'core.announce', params: { message: 'The event begins!' } }] }],
+};
+
+function adminsOnly(main, ctx) {
+  if (ctx.session().may.define) return false;
+  main.replaceChildren(heading(1, 'Definitions'), el('p', { role: 'status' }, 'Definitions are managed by admins; your roles cannot change them.'));
+  focus(main.querySelector('h1'));
+  return true;
+}
+
+function explain(error, what) {
+  if (!(error instanceof ApiError) || error.status === 401) return;
+  if (error.status === 403) {
+    notice(`Not allowed: ${what} needs the role ${neededRoles(error).join(' or ') || 'admin'}.`, 'error');
+  } else {
+    notice(`${what} did not work: ${error.messages.join(' ')}`, 'error');
+  }
+}
+
+export function definitionsView(main, ctx) {
+  if (adminsOnly(main, ctx)) return null;
+  const list = el('div', { id: 'definitions-list' }, el('p', { class: 'muted' }, 'Loading…'));
+  main.replaceChildren(heading(1, 'Definitions'),
+    el('p', {}, el('a', { href: '#/definitions/new', class: 'button', id: 'new-definition' }, 'New definition')), list);
+  ctx.definitions({ fresh: true }).then((all) => {
+    const rows = all.map((d) => el('tr', { 'data-definition': d.id },
+      el('td', {}, el('a', { href: `#/definitions/${d.id}` }, d.name)),
+      el('td', {}, `v${d.current_version}`),
+      el('td', {}, d.schedule_cron ? el('code', {}, d.schedule_cron) : el('span', { class: 'muted' }, 'none')),
+      el('td', {}, when(d.updated_at))));
+    list.replaceChildren(rows.length ? table('Definitions', ['Name', 'Current version', 'Schedule', 'Updated'], rows) : el('p', {}, 'No definitions yet.'));
+  }).catch((error) => explain(error, 'Listing definitions'));
+  focus(main.querySelector('h1'));
+  return null;
+}
+
+// The document editor: JSON on one side, the API's problems on the other.
+function editor(main, { titleText, initial, save, saved }) {
+  const problems = el('ul', { id: 'problems', class: 'problems' });
+  const problemsBox = el('section', { class: 'problems-box', 'aria-labelledby': 'problems-title', 'aria-live': 'polite' },
+    el('h2', { id: 'problems-title' }, 'Problems'), el('p', { class: 'muted', id: 'problems-none' }, 'None found yet: save to check.'), problems);
+  const text = el('textarea', { id: 'document', rows: '24', spellcheck: 'false' }, JSON.stringify(initial, null, 2));
+  const show = (messages) => {
+    problems.replaceChildren(...messages.map((m) => el('li', {}, m)));
+    problemsBox.querySelector('#problems-none').hidden = messages.length > 0;
+  };
+  const form = el('form', {
+    class: 'editor',
+    onsubmit: async (event) => {
+      event.preventDefault();
+      let document;
+      try {
+        document = JSON.parse(text.value);
+      } catch (error) {
+        show([`the document is not valid JSON: ${error.message}`]);
+        focus(problemsBox.querySelector('h2'));
+        return;
+      }
+      try {
+        const answer = await save(document);
+        notice('Saved.', 'ok');
+        saved(answer);
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 400) {
+          show(error.messages);
+          notice(`The document has ${error.messages.length} problem${error.messages.length === 1 ? '' : 's'}; nothing was saved.`, 'error');
+          focus(problemsBox.querySelector('h2'));
+        } else {
+          explain(error, 'Saving');
+        }
+      }
+    },
+  },
+  el('div', { class: 'editor-grid' },
+    el('div', {}, el('label', { for: 'document' }, 'Document (JSON)'), text),
+    problemsBox),
+  el('div', { class: 'buttons' }, el('button', { type: 'submit', class: 'primary', id: 'save-document' }, 'Save')));
+  main.replaceChildren(heading(1, titleText), form);
+  focus(main.querySelector('h1'));
+}
+
+export function newDefinitionView(main, ctx) {
+  if (adminsOnly(main, ctx)) return null;
+  editor(main, {
+    titleText: 'New definition',
+    initial: TEMPLATE,
+    save: (document) => post('/definitions', document),
+    saved: (answer) => { ctx.definitions({ fresh: true }); ctx.navigate(`#/definitions/${answer.definition.id}`); },
+  });
+  return null;
+}
+
+function scheduleForm(definitionId, ctx) {
+  const at = el('input', { type: 'datetime-local', id: 'schedule-at', step: '1' });
+  const result = el('p', { id: 'schedule-result', role: 'status' });
+  const submit = async (scheduledFor) => {
+    try {
+      const answer = await post(`/definitions/${definitionId}/runs`, { scheduled_for: scheduledFor });
+      const run = answer.run;
+      result.replaceChildren('Scheduled ', el('a', { href: `#/runs/${run.id}`, id: 'scheduled-run' }, `run ${run.id}`), ' for ', when(run.scheduled_for), '.');
+      focus(result.querySelector('a'));
+    } catch (error) {
+      explain(error, 'Scheduling');
+    }
+  };
+  return el('section', { 'aria-labelledby': 'schedule-title' },
+    el('h2', { id: 'schedule-title' }, 'Schedule a run'),
+    el('div', { class: 'buttons' },
+      el('button', { type: 'button', id: 'schedule-now', onclick: () => submit(new Date().toISOString()) }, 'Run now')),
+    el('form', {
+      class: 'inline',
+      onsubmit: (event) => {
+        event.preventDefault();
+        if (!at.value) return notice('Choose a date and time first.', 'error');
+        return submit(new Date(at.value).toISOString()); // the input is in the viewer's zone
+      },
+    },
+    el('label', { for: 'schedule-at' }, 'At (your local time)'), at,
+    el('button', { type: 'submit', id: 'schedule-at-submit' }, 'Schedule')),
+    result);
+}
+
+export function definitionView(main, ctx, idText) {
+  if (adminsOnly(main, ctx)) return null;
+  const definitionId = Number(idText);
+  const documentBox = el('section', { id: 'version-document', 'aria-live': 'polite' });
+  main.replaceChildren(heading(1, `Definition ${definitionId}`), el('p', { class: 'muted' }, 'Loading…'));
+
+  const viewVersion = async (version) => {
+    try {
+      const document = await ctx.versionDocument(definitionId, version);
+      documentBox.replaceChildren(el('h2', { tabindex: '-1' }, `Version ${version}`), el('pre', { class: 'document' }, JSON.stringify(document, null, 2)));
+      focus(documentBox.querySelector('h2'));
+    } catch (error) {
+      explain(error, 'Reading that version');
+    }
+  };
+
+  get(`/definitions/${definitionId}`).then(({ definition, versions }) => {
+    const rows = versions.map((v) => el('tr', { 'data-version': v.version },
+      el('td', {}, `v${v.version}`),
+      el('td', {}, v.created_by || ''),
+      el('td', {}, when(v.created_at)),
+      el('td', {}, el('button', { type: 'button', 'data-view-version': v.version, onclick: () => viewVersion(v.version) }, `View version ${v.version}`))));
+    const addVersion = async () => {
+      try {
+        const current = await ctx.versionDocument(definitionId, definition.current_version);
+        editor(main, {
+          titleText: `New version of ${definition.name}`,
+          initial: current,
+          save: (document) => put(`/definitions/${definitionId}`, document),
+          saved: () => { ctx.definitions({ fresh: true }); definitionView(main, ctx, String(definitionId)); },
+        });
+      } catch (error) {
+        explain(error, 'Reading the current version');
+      }
+    };
+    main.replaceChildren(
+      el('p', {}, el('a', { href: '#/definitions' }, '← All definitions')),
+      heading(1, definition.name),
+      el('p', {}, `Current version ${definition.current_version}`, definition.schedule_cron ? ['; schedule ', el('code', {}, definition.schedule_cron)] : '', '. ',
+        el('a', { href: `#/runs?definition=${definitionId}` }, 'Its runs')),
+      el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'add-version', onclick: addVersion }, 'Add a version')),
+      scheduleForm(definitionId, ctx),
+      el('section', { 'aria-labelledby': 'versions-title' }, el('h2', { id: 'versions-title' }, 'Versions'),
+        table('Versions, oldest first', ['Version', 'By', 'Saved', 'Document'], rows)),
+      documentBox);
+    focus(main.querySelector('h1'));
+  }).catch((error) => explain(error, 'Reading the definition'));
+  return null;
+}

@@ -1,0 +1,225 @@
+// A run's page: its phases and steps, counts, the live log tail, and exactly the controls the API offers.
+//
+// Controls come from GET /runs/{id} (`controls`), shown only to a role that may
+// use them; nothing is guessed or greyed out. A refusal is explained: 409 as
+// "this run has moved" with the page refreshed, 403 with the role it needs.
+
+import { ApiError, get, neededRoles, post } from './api.js';
+import { Poller, freshness } from './poll.js';
+import { ask, badge, el, focus, heading, notice, table, TERMINAL_RUN, when } from './ui.js';
+
+const LOG_PAGE = 500;
+
+// What each control asks for first (null: nothing), and how it is named on the page.
+const CONTROLS = {
+  pause: { field: 'reason', label: 'Reason (optional)', title: 'Pause this run?', action: 'Pause run', done: 'Paused' },
+  resume: { field: null, action: 'Resume run', done: 'Resumed' },
+  cancel: { field: 'reason', label: 'Reason (optional)', title: 'Cancel this run? It cannot be undone.', action: 'Cancel run', done: 'Cancelled' },
+  confirm: { field: 'note', label: 'Note (optional)', title: 'Confirm this step is done?', action: 'Confirm', done: 'Confirmed' },
+  skip: { field: 'reason', label: 'Reason (optional)', title: 'Skip this step?', action: 'Skip', done: 'Skipped' },
+  retry: { field: null, action: 'Retry', done: 'Re-queued' },
+};
+
+function describeStep(step) {
+  const p = step.params || {};
+  const said = p.instruction || p.message;
+  return said ? `${step.action_id}: ${said}` : step.action_id;
+}
+
+function describeEntry(entry) {
+  const d = entry.detail || {};
+  const extra = [d.control && `by ${d.control}`, d.reason && `reason: “${d.reason}”`, d.note && `note: “${d.note}”`,
+    d.cause && `(${d.cause})`].filter(Boolean).join(' ');
+  switch (entry.kind) {
+    case 'run.status': return `Run ${d.from} → ${d.to} ${extra}`;
+    case 'step.status': return `Step ${entry.step_id} ${d.action || ''} ${d.from} → ${d.to} ${extra}`;
+    case 'run.phase': return `Phase ${d.phase} “${d.name}” began`;
+    case 'step.dispatch': return `Step ${entry.step_id} ${d.action || ''} dispatched (attempt ${d.attempt ?? '?'})${d.outcome ? `: ${d.outcome}` : ''}`;
+    default: return `${entry.kind} ${JSON.stringify(d)}`;
+  }
+}
+
+function stepState(step) {
+  return step.parked ? badge('parked', 'parked: waiting') : badge(step.status);
+}
+
+export function runView(main, ctx, runIdText) {
+  const runId = Number(runIdText);
+  const session = ctx.session();
+  const title = heading(1, `Run ${runId}`, { id: 'run-title' });
+  const summary = el('div', { id: 'run-summary' });
+  const banners = el('div', { id: 'run-banners' });
+  const runControls = el('div', { id: 'run-controls', class: 'buttons' });
+  const counts = el('p', { id: 'run-counts' });
+  const phases = el('div', { id: 'run-phases' });
+  const logList = el('ol', { id: 'run-log', class: 'log' });
+  const fresh = el('p', { class: 'freshness muted', id: 'freshness' });
+  main.replaceChildren(
+    el('p', {}, el('a', { href: '#/runs' }, '← All runs')),
+    title, summary, banners, runControls, fresh,
+    el('section', { 'aria-labelledby': 'steps-title' }, el('h2', { id: 'steps-title' }, 'Phases and steps'), counts, phases),
+    el('section', { 'aria-labelledby': 'log-title' }, el('h2', { id: 'log-title' }, 'Log'),
+      el('div', { class: 'log-box', tabindex: '0', 'aria-label': 'Run log, oldest first' }, logList)),
+  );
+
+  let afterId = 0;
+  let shown = '';
+  let plan = null; // the phase names and sizes from the run's definition version
+  let detail = null;
+
+  async function loadPlan(run) {
+    if (plan) return;
+    try {
+      const found = await ctx.definitions();
+      const name = found.find((d) => d.id === run.definition_id)?.name;
+      const versionDoc = await ctx.versionDocument(run.definition_id, run.definition_version);
+      plan = { name, phases: versionDoc.phases || [], ending: versionDoc.ending || [] };
+    } catch {
+      plan = { name: null, phases: [], ending: [] }; // names are a nicety; the steps still show
+    }
+  }
+
+  function controlButton(name, step) {
+    const spec = CONTROLS[name];
+    const label = step ? `${spec.action} step ${step.id}` : spec.action;
+    return el('button', {
+      type: 'button', class: name === 'cancel' ? 'danger' : (name === 'confirm' ? 'primary' : null),
+      'data-control': name, 'data-step': step ? step.id : null, onclick: () => act(name, step),
+    }, label);
+  }
+
+  function offered(step) {
+    if (!session.may.control || !detail) return [];
+    return step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
+  }
+
+  async function act(name, step) {
+    const spec = CONTROLS[name];
+    let body = {};
+    if (spec.field) {
+      const text = await ask({ title: step ? `${spec.title} (step ${step.id}: ${describeStep(step)})` : spec.title, label: spec.label, action: spec.action });
+      if (text === null) return;
+      if (text) body = { [spec.field]: text };
+    }
+    const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
+    try {
+      await post(path, body);
+      notice(`${spec.done}${step ? ` step ${step.id}` : ` run ${runId}`}.`, 'ok');
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status === 401) return;
+      if (error.status === 409) {
+        const now = await get(`/runs/${runId}`).catch(() => detail);
+        notice(`This run has moved: it is now ${now ? now.run.status : 'changed'}. ${error.messages.join(' ')}`, 'warning');
+      } else if (error.status === 403) {
+        const roles = neededRoles(error);
+        notice(`Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`, 'error');
+      } else {
+        notice(`${spec.action} did not work: ${error.messages.join(' ')}`, 'error');
+      }
+    }
+    await poller.now();
+    focus(title);
+  }
+
+  function render() {
+    const { run, steps, counts: stepCounts } = detail;
+    document.title = `Run ${run.id} (${run.status}) · Event runs`;
+    title.textContent = `Run ${run.id}${plan?.name ? `: ${plan.name}` : ''}`;
+    summary.replaceChildren(el('dl', { class: 'facts' },
+      el('dt', {}, 'Status'), el('dd', { id: 'run-status', 'data-status': run.status }, badge(run.status)),
+      el('dt', {}, 'Health'), el('dd', {}, badge(run.health)),
+      el('dt', {}, 'Definition'), el('dd', {}, `${plan?.name || `definition ${run.definition_id}`}, version ${run.definition_version}`),
+      el('dt', {}, 'Scheduled for'), el('dd', {}, when(run.scheduled_for)),
+      el('dt', {}, 'Started'), el('dd', {}, when(run.started_at)),
+      el('dt', {}, 'Finished'), el('dd', {}, when(run.finished_at))));
+
+    const bannerParts = [];
+    for (const step of steps.filter((s) => s.parked)) {
+      bannerParts.push(el('div', { class: 'banner banner-cue', role: 'region', 'aria-label': `Cue, step ${step.id}`, 'data-cue': step.id },
+        el('p', {}, el('strong', {}, 'Waiting for a game master: '), step.params?.instruction || step.action_id),
+        el('div', { class: 'buttons' }, offered(step).filter((c) => c !== 'retry').map((c) => controlButton(c, step)))));
+    }
+    if (run.status === 'paused') {
+      const failed = steps.filter((s) => offered(s).includes('retry'));
+      bannerParts.push(el('div', { class: 'banner banner-paused', role: 'region', 'aria-label': 'Paused', id: 'paused-banner' },
+        el('p', {}, el('strong', {}, 'Paused'), run.last_error ? `: ${run.last_error}` : ' by a person.'),
+        el('div', { class: 'buttons' }, failed.map((s) => controlButton('retry', s)))));
+    }
+    banners.replaceChildren(...bannerParts);
+    runControls.replaceChildren(...offered(null).map((c) => controlButton(c)));
+
+    counts.replaceChildren(...Object.entries(stepCounts).map(([status, n], i) => [i ? ' · ' : 'Steps: ', `${n} ${status}`]).flat());
+    const byPhase = new Map();
+    for (const step of steps) byPhase.set(step.phase, [...(byPhase.get(step.phase) || []), step]);
+    const phaseCount = Math.max(plan.phases.length + (plan.ending.length ? 1 : 0), ...byPhase.keys(), 0);
+    const sections = [];
+    for (let number = 1; number <= phaseCount; number += 1) {
+      const isEnding = plan.phases.length && number === plan.phases.length + 1;
+      const name = isEnding ? 'ending' : plan.phases[number - 1]?.name;
+      const phaseSteps = byPhase.get(number) || [];
+      const current = run.current_phase === number && !TERMINAL_RUN.has(run.status);
+      const head = el('h3', {}, `Phase ${number}${name ? `: ${name}` : ''}`, current ? ' (current)' : '');
+      if (!phaseSteps.length) {
+        const authored = isEnding ? plan.ending.length : plan.phases[number - 1]?.steps?.length;
+        sections.push(el('section', { class: 'phase' }, head, el('p', { class: 'muted' }, `Not started${authored ? ` (${authored} steps)` : ''}.`)));
+        continue;
+      }
+      const rows = phaseSteps.sort((a, b) => a.seq - b.seq).map((step) => el('tr', { 'data-step-row': step.id, 'data-status': step.parked ? 'parked' : step.status },
+        el('td', {}, String(step.seq)),
+        el('td', {}, describeStep(step)),
+        el('td', {}, stepState(step)),
+        el('td', {}, String(step.attempts)),
+        el('td', {}, when(step.due_at)),
+        el('td', { class: 'error-text' }, step.last_error || ''),
+        el('td', {}, el('details', {}, el('summary', {}, 'show'), el('code', {}, step.idempotency_key))),
+        el('td', {}, el('div', { class: 'buttons' }, offered(step).map((c) => controlButton(c, step))))));
+      sections.push(el('section', { class: 'phase' }, head,
+        table(`Steps of phase ${number}`, ['#', 'Action', 'Status', 'Attempts', 'Due', 'Last error', 'Idempotency key', 'Controls'], rows)));
+    }
+    phases.replaceChildren(...sections);
+  }
+
+  async function tailLog() {
+    for (;;) {
+      const { entries } = await get(`/runs/${runId}/log?after_id=${afterId}&limit=${LOG_PAGE}`);
+      for (const entry of entries) {
+        logList.append(el('li', { 'data-kind': entry.kind, 'data-actor': entry.actor || '' },
+          when(entry.created_at), ' ',
+          el('span', { class: 'actor' }, entry.actor || 'engine'), ' ',
+          el('span', {}, describeEntry(entry))));
+        afterId = Math.max(afterId, entry.id);
+      }
+      if (entries.length < LOG_PAGE) return;
+    }
+  }
+
+  async function load() {
+    try {
+      const fetched = await get(`/runs/${runId}`);
+      await loadPlan(fetched.run);
+      detail = fetched;
+      await tailLog();
+    } catch (error) {
+      if (error.status === 404) {
+        main.replaceChildren(heading(1, `No run ${runId}`), el('p', {}, el('a', { href: '#/runs' }, 'See the runs.')));
+        return 'over';
+      }
+      if (error.status === 403) {
+        notice(`Not allowed to see this run: ${error.messages.join(' ')}`, 'error');
+      } else if (error.status !== 401) {
+        notice(`The run could not be loaded: ${error.messages.join(' ')}`, 'error');
+      }
+      throw error;
+    }
+    const snapshot = JSON.stringify(detail);
+    if (snapshot !== shown) { // re-rendered only when something changed, so focus stays put
+      shown = snapshot;
+      render();
+    }
+    return TERMINAL_RUN.has(detail.run.status) ? 'over' : 'live';
+  }
+
+  const poller = new Poller(load, freshness(fresh));
+  poller.now();
+  return () => poller.stop();
+}

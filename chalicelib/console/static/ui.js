@@ -1,0 +1,97 @@
+// Small DOM helpers every view shares: elements, times in the viewer's zone, statuses in words and marks, notices.
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith('on') && typeof value === 'function') node.addEventListener(name.slice(2), value);
+    else if (name === 'class') node.className = value;
+    else node.setAttribute(name, value === true ? '' : value);
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+const LOCAL = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+function utc(iso) {
+  return new Date(iso).toISOString().replace('T', ' ').replace(/\.\d+Z$|Z$/, '') + ' UTC';
+}
+
+// A time in the viewer's zone; the UTC time on hover (and for machines, in datetime).
+export function when(iso) {
+  if (!iso) return el('span', { class: 'muted' }, '—');
+  return el('time', { datetime: iso, title: utc(iso) }, LOCAL.format(new Date(iso)));
+}
+
+// Every status reads as a word with a mark beside it, so nothing depends on colour.
+const MARKS = {
+  scheduled: '◷', starting: '▶', running: '▶', paused: '⏸', ending: '▶', completed: '✓', cancelled: '✕',
+  failed: '✕', missed: '⊘', pending: '○', done: '✓', refused: '✕', skipped: '↷', parked: '✋', ok: '✓', degraded: '!',
+};
+
+export function badge(status, text = status) {
+  return el('span', { class: `badge badge-${status}` }, el('span', { 'aria-hidden': 'true' }, MARKS[status] || '•'), ' ', text);
+}
+
+export const TERMINAL_RUN = new Set(['completed', 'cancelled', 'failed', 'missed']);
+
+// A message in one of the page's live regions; `kind` is info, ok, warning or error.
+export function say(regionId, text, kind = 'info', ...extra) {
+  const region = document.getElementById(regionId);
+  region.replaceChildren();
+  if (text) {
+    region.append(el('div', { class: `notice notice-${kind}`, role: kind === 'error' ? 'alert' : null, 'data-kind': kind },
+      el('span', {}, text), ...extra));
+  }
+}
+
+export function notice(text, kind = 'info', ...extra) {
+  say('notice', text, kind, ...extra);
+}
+
+export function heading(level, text, attrs = {}) {
+  return el(`h${level}`, { tabindex: '-1', ...attrs }, text);
+}
+
+// Focus lands on `node` after an action, so keyboard and screen-reader users know where they are.
+export function focus(node) {
+  if (node) node.focus({ preventScroll: false });
+}
+
+// Asks for a reason or note before a control that takes one; resolves to the text, or null if called off.
+export function ask({ title, label, action }) {
+  return new Promise((resolve) => {
+    const input = el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' });
+    const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' });
+    const close = (value) => {
+      dialog.close();
+      dialog.remove();
+      resolve(value);
+    };
+    const form = el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(input.value.trim()); } },
+      el('h2', { id: 'ask-title' }, title),
+      el('label', { for: 'ask-text' }, label),
+      input,
+      el('div', { class: 'buttons' },
+        el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action),
+        el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back')));
+    dialog.append(form);
+    dialog.addEventListener('cancel', (event) => { event.preventDefault(); close(null); });
+    document.body.append(dialog);
+    dialog.showModal();
+    input.focus();
+  });
+}
+
+// A table that scrolls sideways on a narrow screen instead of squashing its columns.
+export function table(caption, headers, rows) {
+  return el('div', { class: 'table-wrap' },
+    el('table', {},
+      el('caption', {}, caption),
+      el('thead', {}, el('tr', {}, headers.map((h) => el('th', { scope: 'col' }, h)))),
+      el('tbody', {}, rows)));
+}

@@ -1,0 +1,76 @@
+"""What a person does on the console, as steps a test can say in one line."""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime, timedelta, timezone
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from chalicelib.dev import DEMO_DOCUMENT
+from tests.console.browser import eventually, text_of
+
+
+def demo_document(name: str) -> dict:
+    """`make dev`'s demo event under a test's own name, its 10 s wait cut to 1 s."""
+    document = copy.deepcopy(DEMO_DOCUMENT)
+    document["name"] = name
+    for phase in document["phases"]:
+        for step in phase["steps"]:
+            if step["action"] == "core.wait":
+                step["params"]["seconds"] = 1
+    return document
+
+
+def sign_in(driver: WebDriver, token: str) -> None:
+    box = driver.find_element(By.ID, "token-input")
+    box.clear()
+    box.send_keys(token)
+    driver.find_element(By.ID, "token-sign-in").click()
+    eventually(lambda: driver.find_elements(By.ID, "signed-in-as"), "the signed-in header")
+
+
+def schedule_now(client, document: dict) -> tuple[int, int]:
+    """A definition and a run of it due now, made through the API: (definition id, run id)."""
+    definition_id = client.call("POST", "/definitions", document)["definition"]["id"]
+    now = datetime.now(timezone.utc) - timedelta(seconds=1)
+    run = client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    return definition_id, run["run"]["id"]
+
+
+def open_run(driver: WebDriver, base: str, run_id: int) -> None:
+    driver.get(f"{base}/console#/runs/{run_id}")
+    eventually(lambda: driver.find_elements(By.CSS_SELECTOR, "#run-status"), f"run {run_id}'s page")
+
+
+def run_status(driver: WebDriver) -> str:
+    found = driver.find_elements(By.CSS_SELECTOR, "#run-status")
+    return found[0].get_attribute("data-status") if found else ""
+
+
+def wait_for_status(driver: WebDriver, status: str, timeout: float = 40) -> None:
+    eventually(lambda: run_status(driver) == status, f"the run to show {status} (it shows {run_status(driver)!r})", timeout)
+
+
+def cue_banner(driver: WebDriver, timeout: float = 40):
+    return eventually(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-cue]"), "the parked cue's banner", timeout)[0]
+
+
+def press(driver: WebDriver, control: str, step_id: int | None = None, text: str | None = None) -> None:
+    """Click a control; if it asks for a reason or note, give `text` and go on."""
+    css = f"[data-control='{control}']" + (f"[data-step='{step_id}']" if step_id else ":not([data-step])")
+    eventually(lambda: driver.find_elements(By.CSS_SELECTOR, css), f"the {control} button")[0].click()
+    if text is not None:
+        answer = eventually(lambda: driver.find_elements(By.ID, "ask-text"), "the reason box")[0]
+        answer.send_keys(text)
+        driver.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+
+
+def log_rows(driver: WebDriver) -> list[tuple[str, str]]:
+    """The log as (actor, text) pairs."""
+    return [(li.get_attribute("data-actor"), li.text) for li in driver.find_elements(By.CSS_SELECTOR, "#run-log li")]
+
+
+def notice_text(driver: WebDriver) -> str:
+    return text_of(driver, "#notice")

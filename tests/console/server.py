@@ -1,0 +1,80 @@
+"""The real app served over HTTP on loopback, in this process, with the settings a test chooses.
+
+Chalice's own local server runs in a thread; `runtime.override` decides the
+settings and database it answers with, so one test can switch the API to an
+OpenID Connect issuer's keys, or to a database that is not there. Every request
+path is recorded, so tests can see what the page asked for and when.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from chalice.config import Config
+from chalice.local import ChaliceRequestHandler, CustomLocalChalice, LocalChalice, LocalDevServer
+
+from app import app
+from chalicelib import runtime
+from chalicelib.config import Settings
+from chalicelib.db import Database, DatabaseClock
+
+
+class ConsoleServer:
+    def __init__(self, settings: Settings, database: Database):
+        self.settings = settings
+        self.database = database
+        self.requests: list[tuple[float, str, str]] = []  # (monotonic time, method, path)
+        self._lock = threading.Lock()
+        server = self
+
+        class Recording(ChaliceRequestHandler):
+            def _generic_handle(self) -> None:
+                with server._lock:
+                    server.requests.append((time.monotonic(), self.command, self.path))
+                super()._generic_handle()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        # What chalice.local.create_local_server does, with the recording handler: the app's
+        # class becomes one whose current_request is per thread (undone in stop()).
+        self._original_class = app.__class__
+        CustomLocalChalice.__bases__ = (LocalChalice, self._original_class)
+        app.__class__ = CustomLocalChalice
+        self._server = LocalDevServer(app, Config.create(chalice_stage="dev"), "127.0.0.1", 0, handler_cls=Recording)
+        self._thread = threading.Thread(target=self._server.server.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name="console-api", daemon=True)
+        self._override = runtime.override(settings=settings, database=database, clock=DatabaseClock(database))
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def console_url(self) -> str:
+        return f"{self.url}/console"
+
+    def start(self) -> "ConsoleServer":
+        self._override.__enter__()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.server.shutdown()
+        self._server.server.server_close()
+        self._override.__exit__(None, None, None)
+        app.__class__ = self._original_class
+
+    @contextmanager
+    def answering_with(self, **parts) -> Iterator[None]:
+        """Other settings= or database= for the length of the block."""
+        with runtime.override(**parts):
+            yield
+
+    def requested(self, path_start: str, since: float = 0.0) -> list[str]:
+        with self._lock:
+            return [path for at, _, path in self.requests if at >= since and path.startswith(path_start)]

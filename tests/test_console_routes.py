@@ -1,0 +1,100 @@
+"""The console's routes and the API's roles claim, without a browser (chalice.test.Client, real database)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chalice.test import Client
+
+from app import app
+from chalicelib import runtime
+from chalicelib.config import ConfigError, Settings
+from chalicelib.console.routes import STATIC
+from tests.support.api import ADMIN, GM, MODERATOR, Api, api, hs_settings, token  # noqa: F401 — api is a fixture
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def api_with(db, clock, db_params):
+    """An in-process API with some settings changed."""
+    clients = []
+
+    def build(**extra) -> Api:
+        context = runtime.override(database=db, clock=clock, settings=hs_settings(db_params, **extra))
+        context.__enter__()
+        client = Client(app)
+        clients.append((context, client))
+        return Api(client)
+
+    yield build
+    for context, _ in reversed(clients):
+        context.__exit__(None, None, None)
+
+
+def test_the_page_and_its_assets_are_served_with_a_strict_policy(api):
+    response = api.client.http.get("/console")
+    assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/html")
+    policy = response.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert b'src="console/console.js"' in response.body
+    for name in ("console.js", "api.js", "signin.js", "console.css"):
+        asset = api.client.http.get(f"/console/{name}")
+        assert asset.status_code == 200 and asset.body == (STATIC / name).read_bytes(), name
+    script = api.client.http.get("/console/console.js")
+    assert script.headers["Content-Type"].startswith("text/javascript")
+    again = api.client.http.get("/console/console.js", headers={"If-None-Match": script.headers["ETag"]})
+    assert again.status_code == 304 and not again.body
+
+
+@pytest.mark.parametrize("name", ["routes.py", "__init__.py", "..%2Froutes.py", "%2E%2E", "app.py", "index.htm"])
+def test_nothing_but_the_static_files_can_be_fetched(api, name):
+    response = api.client.http.get(f"/console/{name}")
+    assert response.status_code == 404 and json.loads(response.body)["errors"]
+
+
+def test_config_names_the_oidc_client_and_no_dev_logins_unless_make_dev_gave_them(api_with):
+    plain = api_with().get("/console/config.json")
+    assert plain.status == 200 and plain.body == {"oidc": None, "dev_logins": []}
+    oidc = api_with(oidc_client_id="console-client", oidc_scope="openid email").get("/console/config.json").body
+    assert oidc["oidc"] == {"issuer": "events-test", "client_id": "console-client", "scope": "openid email"}
+    dev = api_with(console_dev_logins=(("gm", "t-gm"),)).get("/console/config.json").body
+    assert dev["dev_logins"] == [{"role": "gm", "token": "t-gm"}]
+
+
+def test_dev_logins_are_refused_beside_a_key_set_and_never_in_a_stage_config():
+    with pytest.raises(ConfigError, match="development only"):
+        Settings.from_env({"EVENTS_CONSOLE_DEV_TOKENS": '{"admin": "x"}', "EVENTS_JWT_JWKS_URL": "https://idp/jwks"})
+    with pytest.raises(ConfigError, match="JSON object"):
+        Settings.from_env({"EVENTS_CONSOLE_DEV_TOKENS": '["x"]', "EVENTS_JWT_SECRET": "s"})
+    stages = json.loads((ROOT / ".chalice" / "config.json").read_text())
+    assert "EVENTS_CONSOLE_DEV_TOKENS" not in json.dumps(stages), "only `make dev` hands out development logins"
+
+
+def test_the_session_says_who_the_token_names_and_what_its_roles_may_do(api):
+    assert api.get("/console/session", auth=ADMIN).body == {
+        "sub": "root-admin", "roles": ["admin"], "may": {"control": True, "define": True}}
+    assert api.get("/console/session", auth=MODERATOR).body["may"] == {"control": True, "define": False}
+    assert api.get("/console/session", auth=GM).body["may"] == {"control": False, "define": False}
+    assert api.get("/console/session").status == 401
+    assert api.get("/console/session", auth=token("admin", ttl=-3600)).status == 401
+    assert api.get("/console/session", auth=token("viewer")).status == 403
+
+
+def test_roles_come_from_the_configured_claim_top_level_or_nested(api_with):
+    cognito = api_with(jwt_roles_claim="cognito:groups")
+    assert cognito.get("/runs", auth=token(roles_claim=None, **{"cognito:groups": ["moderator"]})).status == 200
+    assert cognito.get("/runs", auth=token("admin")).status == 403, "the default claim is not read once another is named"
+    keycloak = api_with(jwt_roles_claim="realm_access.roles")
+    nested = token(roles_claim=None, realm_access={"roles": ["gm"]})
+    assert keycloak.get("/console/session", auth=nested).body["roles"] == ["gm"]
+    assert keycloak.get("/runs", auth=token(roles_claim=None, realm_access=["gm"])).status == 403
+    assert Settings.from_env({}).jwt_roles_claim == "roles"
+
+
+def test_a_503_tells_the_console_when_to_try_again(db, clock):
+    with runtime.override(database=db, clock=clock, settings=Settings()), Client(app) as client:
+        answer = Api(client).get("/runs", auth=ADMIN)
+    assert answer.status == 503 and answer.headers["Retry-After"] == "5"
