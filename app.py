@@ -108,3 +108,11 @@ def list_actions():
 @app.schedule(Rate(1, unit=Rate.MINUTES))
 def tick(event):
     return scheduled_tick(event.context)
+
+
+# ── deployment: schema and the app's database user, inside the VPC (`make migrate`) ──
+@app.lambda_function(name="migrate")
+def migrate(event, context):
+    from chalicelib.migrate_function import handle  # yoyo and the admin path load in this function only
+
+    return handle(event)

@@ -1,0 +1,122 @@
+"""The migrate Lambda (Secrets Manager under moto, a real MariaDB): schema, the app user, rotation."""
+
+import json
+import uuid
+
+import boto3
+import pymysql
+import pytest
+from moto import mock_aws
+
+from chalicelib.db import ConnectionParams, Database
+from chalicelib.migrate import MIGRATIONS
+from chalicelib.migrate_function import MigrateConfigError, handle
+
+ACCESS_DENIED = {1142, 1044}  # table-level and database-level "command denied"
+BAD_PASSWORD = 1045
+
+
+@pytest.fixture
+def deployment(db_params, monkeypatch):
+    """A fresh database, an admin secret (RDS-style: no host) and an app secret, as the data stack makes them."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    suffix = uuid.uuid4().hex[:8]
+    database, app_user = f"events_deploy_{suffix}", f"events_app_{suffix}"
+    with mock_aws():
+        client = boto3.client("secretsmanager", region_name="eu-west-1")
+        admin_arn = client.create_secret(
+            Name="rds!cluster-admin", SecretString=json.dumps({"username": db_params.user, "password": db_params.password})
+        )["ARN"]
+        app_arn = client.create_secret(Name="events/app", SecretString=json.dumps({
+            "engine": "mysql", "username": app_user, "password": "first-password-0123456789",
+            "host": db_params.host, "port": db_params.port, "dbname": database,
+        }))["ARN"]
+        env = {
+            "EVENTS_DB_SECRET_ARN": app_arn,
+            "EVENTS_DB_ADMIN_SECRET_ARN": admin_arn,
+            "EVENTS_DB_ADMIN_HOST": db_params.host,
+            "EVENTS_DB_APP_HOST": db_params.host,
+        }
+        yield env, client
+    admin = Database(db_params).connect(database=False)
+    with admin.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        cursor.execute("DROP USER IF EXISTS %s@'%%'", (app_user,))
+    admin.close()
+
+
+def app_secret(client, env) -> dict:
+    return json.loads(client.get_secret_value(SecretId=env["EVENTS_DB_SECRET_ARN"])["SecretString"])
+
+
+def connect_as_app(secret: dict) -> pymysql.connections.Connection:
+    return Database(ConnectionParams.from_secret(secret)).connect()
+
+
+def test_migrate_builds_the_schema_and_an_app_user_that_can_use_data_but_not_change_the_schema(deployment):
+    env, client = deployment
+    result = handle({}, env, client)
+    assert len(result["applied"]) == len(list(MIGRATIONS.glob("*.sql")))
+    conn = connect_as_app(app_secret(client, env))
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM event_runs")
+            assert cursor.fetchone() == (0,)
+            cursor.execute(
+                "INSERT INTO event_definitions (name, current_version, created_at, updated_at) "
+                "VALUES ('x', 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+            )
+            cursor.execute("DELETE FROM event_definitions")
+            with pytest.raises(pymysql.err.OperationalError) as denied:
+                cursor.execute("CREATE TABLE sneaky (id INT)")
+            assert denied.value.args[0] in ACCESS_DENIED
+            with pytest.raises(pymysql.err.OperationalError) as denied:
+                cursor.execute("DROP TABLE event_run_log")
+            assert denied.value.args[0] in ACCESS_DENIED
+    finally:
+        conn.close()
+
+
+def test_a_second_migrate_applies_nothing_and_keeps_the_app_user_working(deployment):
+    env, client = deployment
+    handle({}, env, client)
+    assert handle({"action": "migrate"}, env, client)["applied"] == []
+    connect_as_app(app_secret(client, env)).close()
+
+
+def test_migrate_points_the_app_secret_at_the_proxy_when_there_is_one(deployment):
+    env, client = deployment
+    result = handle({}, dict(env, EVENTS_DB_APP_HOST="events-proxy.proxy-abc.eu-west-1.rds.amazonaws.com"), client)
+    assert result["repointed"] is True
+    assert app_secret(client, env)["host"] == "events-proxy.proxy-abc.eu-west-1.rds.amazonaws.com"
+    assert handle({}, env, client)["repointed"] is True  # and back, when the proxy goes
+    assert app_secret(client, env)["host"] == env["EVENTS_DB_APP_HOST"]
+
+
+def test_rotate_changes_the_password_in_the_database_and_the_secret_together(deployment):
+    env, client = deployment
+    handle({}, env, client)
+    before = app_secret(client, env)
+    open_before = connect_as_app(before)  # a connection opened before rotation keeps working
+    try:
+        assert handle({"action": "rotate"}, env, client) == {"rotated": before["username"]}
+        after = app_secret(client, env)
+        assert after["password"] != before["password"] and {k: v for k, v in after.items() if k != "password"} == {
+            k: v for k, v in before.items() if k != "password"
+        }
+        connect_as_app(after).close()
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            connect_as_app(before)
+        assert refused.value.args[0] == BAD_PASSWORD
+        with open_before.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    finally:
+        open_before.close()
+
+
+def test_a_missing_setting_or_an_unknown_action_is_named(deployment):
+    env, client = deployment
+    with pytest.raises(MigrateConfigError, match="EVENTS_DB_ADMIN_HOST"):
+        handle({}, {k: v for k, v in env.items() if k != "EVENTS_DB_ADMIN_HOST"}, client)
+    with pytest.raises(MigrateConfigError, match="drop-everything"):
+        handle({"action": "drop-everything"}, env, client)
