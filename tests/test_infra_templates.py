@@ -1,0 +1,243 @@
+"""The deployment as CloudFormation, offline: `chalice package --merge-template` runs, cfn-lint finds
+nothing in any template as written or as a team would deploy it, and the packaged template holds
+the promises docs/deploy.md makes (VPC, invoke settings, permissions, alarms, error answers)."""
+
+import json
+
+import pytest
+from chalice.package import YAMLTemplateSerializer
+
+from tests.support import cfn
+
+APP_PARAMETERS = {  # what a team must pass at deploy time (no defaults)
+    "GameBridgeUrl": "https://bridge.example.org",
+    "JwtJwksUrl": "https://id.example.org/.well-known/jwks.json",
+    "JwtIssuer": "https://id.example.org",
+}
+COSTLY_DATA_OPTIONS = {"EnableProxy": "true", "EnableNatGateway": "true", "EnableInterfaceEndpoints": "true"}
+FUNCTIONS = ("APIHandler", "Tick", "Migrate")
+TICK_ARN = {"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-tick"}
+
+
+@pytest.fixture(scope="module")
+def packaged(tmp_path_factory) -> dict:
+    return cfn.package_app(tmp_path_factory.mktemp("package"))
+
+
+@pytest.fixture(scope="module")
+def app(packaged) -> dict:
+    """The packaged template as deployed with only the required parameters."""
+    return cfn.render(packaged, APP_PARAMETERS)
+
+
+@pytest.fixture(scope="module")
+def data() -> dict:
+    return cfn.load(cfn.DATA_TEMPLATE)
+
+
+def resources(template):
+    return template["Resources"]
+
+
+def statements(role: dict) -> list[dict]:
+    return [s for policy in role["Properties"]["Policies"] for s in policy["PolicyDocument"]["Statement"]]
+
+
+def actions(statement: dict) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else action
+
+
+def granted(role: dict, action: str) -> list:
+    """Every resource the role may perform `action` on."""
+    found = []
+    for statement in statements(role):
+        if action in actions(statement):
+            resource = statement["Resource"]
+            found.extend(resource if isinstance(resource, list) else [resource])
+    return found
+
+
+def env(template, function) -> dict:
+    return resources(template)[function]["Properties"]["Environment"]["Variables"]
+
+
+def imported(name: str) -> dict:
+    return {"Fn::ImportValue": {"Fn::Sub": "${DataStack}-" + name}}
+
+
+# ── lint, as written and as deployed ──
+
+def test_the_data_stack_lints_clean_as_written(data):
+    assert cfn.lint(data) == []
+
+
+@pytest.mark.parametrize("options", [{}, COSTLY_DATA_OPTIONS, {"ExistingVpcId": "vpc-0123456789abcdef0", "ExistingSubnetIds": "subnet-0123456789abcdef0,subnet-0fedcba9876543210"}],
+                         ids=["defaults", "proxy-nat-endpoints", "existing-subnets"])
+def test_the_data_stack_lints_clean_as_deployed(data, options):
+    assert cfn.lint(cfn.render(data, options)) == []
+
+
+def test_the_packaged_app_lints_clean_as_written_and_as_deployed(packaged):
+    assert cfn.lint(packaged) == []
+    assert cfn.lint(cfn.render(packaged, APP_PARAMETERS)) == []
+    everything = dict(APP_PARAMETERS, ConsoleUrl="https://console.example.org", CueChannel="webhook:https://discord.com/api/webhooks/1/x",
+                      AnnounceChannel="webhook:https://hooks.slack.com/services/x", AlarmEmail="ops@example.org", CueEmail="gm@example.org")
+    assert cfn.lint(cfn.render(packaged, everything)) == []
+
+
+def test_chalice_reads_the_merge_template_as_cloudformation_does():
+    as_chalice = YAMLTemplateSerializer().load_template(cfn.APP_TEMPLATE.read_text())
+    assert json.loads(json.dumps(as_chalice)) == json.loads(json.dumps(cfn.load(cfn.APP_TEMPLATE)))
+
+
+# ── no fixed cost by default, each costly part one parameter away ──
+
+def test_by_default_there_is_no_nat_no_proxy_and_no_interface_endpoint(data):
+    deployed = cfn.render(data)
+    assert cfn.of_type(deployed, "AWS::EC2::NatGateway") == {}
+    assert cfn.of_type(deployed, "AWS::EC2::EIP") == {}
+    assert cfn.of_type(deployed, "AWS::RDS::DBProxy") == {}
+    assert [e["Properties"]["VpcEndpointType"] for e in cfn.of_type(deployed, "AWS::EC2::VPCEndpoint").values()] == ["Gateway"]
+    scaling = resources(deployed)["DatabaseCluster"]["Properties"]["ServerlessV2ScalingConfiguration"]
+    assert deployed["Parameters"]["MinCapacity"]["Default"] == 0 and scaling["MinCapacity"] == {"Ref": "MinCapacity"}
+    assert scaling["SecondsUntilAutoPause"] == {"Ref": "SecondsUntilAutoPause"}
+
+
+@pytest.mark.parametrize("parameter, resource_type, count", [
+    ("EnableNatGateway", "AWS::EC2::NatGateway", 1),
+    ("EnableProxy", "AWS::RDS::DBProxy", 1),
+    ("EnableInterfaceEndpoints", "AWS::EC2::VPCEndpoint", 6),  # five interface endpoints and the S3 gateway
+])
+def test_each_costly_part_appears_when_its_parameter_is_set(data, parameter, resource_type, count):
+    deployed = cfn.render(data, {parameter: "true"})
+    assert len(cfn.of_type(deployed, resource_type)) == count
+    assert cfn.lint(deployed) == []
+
+
+def test_the_proxy_requires_tls_and_so_does_aurora(data):
+    proxy = resources(cfn.render(data, {"EnableProxy": "true"}))["DatabaseProxy"]["Properties"]
+    assert proxy["RequireTLS"] is True
+    assert resources(data)["DatabaseClusterParameters"]["Properties"]["Parameters"]["require_secure_transport"] == "ON"
+
+
+def test_aurora_is_serverless_v2_mysql_3_with_an_rds_managed_secret(data):
+    cluster = resources(data)["DatabaseCluster"]["Properties"]
+    assert cluster["Engine"] == "aurora-mysql" and cluster["ManageMasterUserPassword"] is True
+    assert data["Parameters"]["EngineVersion"]["Default"].startswith("8.0.mysql_aurora.3.")
+    assert resources(data)["DatabaseInstance"]["Properties"]["DBInstanceClass"] == "db.serverless"
+
+
+# ── the functions ──
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_function_runs_in_the_private_dual_stack_subnets(app, function):
+    vpc = resources(app)[function]["Properties"]["VpcConfig"]
+    assert vpc["SubnetIds"] == {"Fn::Split": [",", imported("SubnetIds")]}
+    assert vpc["SecurityGroupIds"] == [imported("FunctionSecurityGroupId")]
+    assert vpc["Ipv6AllowedForDualStack"] is True
+    role = resources(app)[resources(app)[function]["Properties"]["Role"]["Fn::GetAtt"][0]]
+    assert {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"} in role["Properties"]["ManagedPolicyArns"]
+
+
+def test_a_late_tick_is_dropped_and_a_failed_one_reaches_the_alarm_topic(app):
+    tick = resources(app)["Tick"]["Properties"]
+    assert tick["Timeout"] > 60
+    invoke = tick["EventInvokeConfig"]
+    assert (invoke["MaximumEventAgeInSeconds"], invoke["MaximumRetryAttempts"]) == (60, 0)
+    assert invoke["DestinationConfig"]["OnFailure"] == {"Type": "SNS", "Destination": {"Ref": "AlarmTopic"}}
+    assert {"Ref": "AlarmTopic"} in granted(resources(app)["TickRole"], "sns:Publish")  # Lambda sends it as the tick
+    assert tick["ReservedConcurrentExecutions"] == 2
+
+
+def test_the_api_has_room_to_answer_inside_api_gateways_limit(app):
+    api = resources(app)["APIHandler"]["Properties"]
+    assert api["MemorySize"] >= 512 and api["Timeout"] <= 29
+
+
+@pytest.mark.parametrize("function, log_group", [("APIHandler", "ApiLogGroup"), ("Tick", "TickLogGroup"), ("Migrate", "MigrateLogGroup")])
+def test_each_function_logs_to_its_own_group_with_retention(app, function, log_group):
+    assert resources(app)[function]["Properties"]["LoggingConfig"]["LogGroup"] == {"Ref": log_group}
+    assert resources(app)[log_group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+# ── permissions: exact ARNs, each function only what it calls ──
+
+def test_no_secret_topic_or_function_is_granted_on_a_wildcard(app):
+    sensitive = ("secretsmanager:", "sns:", "lambda:Invoke", "events:", "scheduler:", "iam:PassRole")
+    for name, role in cfn.of_type(app, "AWS::IAM::Role").items():
+        for statement in statements(role):
+            if any(a.startswith(sensitive) for a in actions(statement)):
+                resource = statement["Resource"]
+                for one in resource if isinstance(resource, list) else [resource]:
+                    assert one != "*" and "*" not in json.dumps(one).replace("tick*", ""), (name, statement)
+
+
+def test_the_api_reads_only_the_database_secret_and_may_only_nudge_the_tick(app):
+    role = resources(app)["ApiHandlerRole"]
+    assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn")]
+    assert granted(role, "lambda:InvokeFunction") == [TICK_ARN]
+    assert granted(role, "sns:Publish") == [] and granted(role, "secretsmanager:PutSecretValue") == []
+
+
+def test_the_tick_reads_its_two_secrets_and_publishes_only_to_its_topics(app):
+    role = resources(app)["TickRole"]
+    assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn"), imported("GameBridgeSecretArn")]
+    assert granted(role, "sns:Publish") == [{"Ref": "CueTopic"}, {"Ref": "AnnounceTopic"}, {"Ref": "AlarmTopic"}]
+
+
+def test_only_migrate_sees_the_admin_secret_and_only_it_may_write_the_app_secret(app):
+    for role in ("ApiHandlerRole", "TickRole"):
+        assert imported("AdminSecretArn") not in granted(resources(app)[role], "secretsmanager:GetSecretValue")
+    role = resources(app)["MigrateRole"]
+    assert granted(role, "secretsmanager:GetSecretValue") == [imported("AdminSecretArn"), imported("AppSecretArn")]
+    assert granted(role, "secretsmanager:PutSecretValue") == [imported("AppSecretArn")]
+
+
+def test_sleep_and_wake_have_exactly_the_names_and_permissions_the_tick_uses(app):
+    tick, api = env(app, "Tick"), env(app, "APIHandler")
+    rule_name = {"Fn::Sub": "${AWS::StackName}-tick"}
+    assert resources(app)["Tick"]["Properties"]["FunctionName"] == rule_name
+    assert resources(app)["Tick"]["Properties"]["Events"]["TickEvent"]["Properties"]["Name"] == rule_name
+    assert tick["EVENTS_TICK_RULE_NAME"] == rule_name and tick["EVENTS_SLEEP"] == "on"
+    assert tick["EVENTS_TICK_FUNCTION_ARN"] == api["EVENTS_TICK_FUNCTION_ARN"] == TICK_ARN
+    assert tick["EVENTS_WAKE_ROLE_ARN"] == {"Fn::GetAtt": ["WakeRole", "Arn"]}
+    role = resources(app)["TickRole"]
+    rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${AWS::StackName}-tick"}
+    assert granted(role, "events:DisableRule") == granted(role, "events:EnableRule") == [rule_arn]
+    assert granted(role, "scheduler:CreateSchedule") == granted(role, "scheduler:DeleteSchedule")
+    assert granted(role, "iam:PassRole") == [{"Fn::GetAtt": ["WakeRole", "Arn"]}]
+    wake = resources(app)["WakeRole"]["Properties"]
+    assert wake["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert granted(resources(app)["WakeRole"], "lambda:InvokeFunction") == [TICK_ARN]
+
+
+# ── people hear about it ──
+
+def test_cues_and_announcements_go_to_their_topics_unless_a_webhook_is_chosen(packaged):
+    default = env(cfn.render(packaged, APP_PARAMETERS), "Tick")
+    assert default["CUE_CHANNEL"] == {"Fn::Sub": "sns:${CueTopic}"}
+    assert default["ANNOUNCE_CHANNEL"] == {"Fn::Sub": "sns:${AnnounceTopic}"}
+    hook = "webhook:https://discord.com/api/webhooks/1/x"
+    assert env(cfn.render(packaged, dict(APP_PARAMETERS, CueChannel=hook)), "Tick")["CUE_CHANNEL"] == {"Ref": "CueChannel"}
+
+
+def test_every_alarm_the_operators_need_exists_and_notifies_the_alarm_topic(app):
+    alarms = cfn.of_type(app, "AWS::CloudWatch::Alarm")
+    assert set(alarms) == {"TickErrorsAlarm", "RunErrorsAlarm", "RunsPausedOrMissedAlarm", "ParkedCueAlarm", "DueLagAlarm", "Api5xxAlarm"}
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+        assert alarm["Properties"]["TreatMissingData"] == "notBreaching"  # an idle month is not an alarm
+
+
+def test_api_gateways_own_refusals_answer_in_the_errors_shape_with_cors(app):
+    responses = resources(app)["RestAPI"]["Properties"]["DefinitionBody"]["x-amazon-apigateway-gateway-responses"]
+    assert {"DEFAULT_4XX", "DEFAULT_5XX", "MISSING_AUTHENTICATION_TOKEN"} <= set(responses)
+    for response in responses.values():
+        headers = response["responseParameters"]
+        assert headers["gatewayresponse.header.Access-Control-Allow-Origin"] == {"Fn::Sub": "'${CorsOrigin}'"}
+        # API Gateway puts the message in as a quoted JSON string
+        body = response["responseTemplates"]["application/json"].replace("$context.error.messageString", '"Forbidden"')
+        errors = json.loads(body)["errors"]
+        assert errors and all(isinstance(e, str) for e in errors)
+    assert responses["MISSING_AUTHENTICATION_TOKEN"]["statusCode"] == 404
