@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: test dev bench lint clean db-url
+.PHONY: test dev bench lint clean db-url package migrate rotate costs
 
 $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
@@ -35,6 +35,26 @@ dev: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install -q -r bench/requirements.txt
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# ── deployment (docs/deploy.md, README "Deploying") ──
+STAGE       ?= prod
+STACK       ?= event-run-engine-$(STAGE)
+CORS_ORIGIN ?= *
+OUT         ?= out
+
+# The API's preflight answers are baked at package time: same origin as the CorsOrigin parameter.
+package: $(STAMP)
+	rm -rf $(OUT)
+	EVENTS_CORS_ORIGIN='$(CORS_ORIGIN)' $(BIN)/chalice package --stage $(STAGE) --merge-template infra/app.yaml $(OUT)
+
+migrate: $(STAMP)
+	$(BIN)/python infra/invoke_migrate.py --stack $(STACK)
+
+rotate: $(STAMP)
+	$(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action rotate
+
+costs: $(STAMP)
+	$(BIN)/python -m bench.costs $(COSTS_ARGS)
 
 db-url: $(STAMP)
 	@$(BIN)/python -m tests.support.mariadb url

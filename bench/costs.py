@@ -1,0 +1,163 @@
+"""A month's bill for the deployment in infra/, beside Step Functions Standard doing the same steps.
+
+`python -m bench.costs` prints the table the README carries. Every input says
+where its value comes from: `measured` (a figure from this repository's
+benchmarks, cited), `setting` (what the templates deploy) or `assumed` (an
+estimate until someone measures it: pass the measured value, e.g.
+`--tick-wall-seconds-per-live-hour 1800`). Prices are AWS list prices for
+us-east-1 without free tiers, so the figures err high. Lambda bills wall time,
+so the tick counts by the seconds it runs while runs are live, not its CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+HOURS_PER_MONTH = 730
+SFN_STANDARD_PER_TRANSITION = 0.000025  # $25 per million state transitions
+
+PRICES = {
+    "lambda_gb_second": 0.0000166667,
+    "lambda_request": 0.20 / 1e6,
+    "aurora_acu_hour": 0.12,  # Aurora Serverless v2, Aurora Standard storage
+    "aurora_storage_gb_month": 0.10,
+    "aurora_io": 0.20 / 1e6,
+    "secret_month": 0.40,
+    "alarm_metric_month": 0.10,
+    "custom_metric_month": 0.30,  # prorated by the hours it is published
+    "logs_ingest_gb": 0.50,
+    "api_gateway_request": 3.50 / 1e6,
+}
+
+
+@dataclass(frozen=True)
+class Input:
+    value: float
+    source: str  # measured | setting | assumed
+    meaning: str
+
+
+INPUTS = {
+    "tick_wall_seconds_per_live_hour": Input(3600, "assumed", "tick seconds billed per hour while runs are live (the whole minute, every minute, until the wake-times measurement replaces it)"),
+    "tick_memory_mb": Input(512, "setting", "tick and API memory (infra/app.yaml, .chalice/config.json)"),
+    "idle_wakes_per_month": Input(0, "assumed", "times the sleeping tick wakes with nothing due (each resumes Aurora)"),
+    "idle_wake_seconds": Input(5, "assumed", "tick seconds of such a wake (Aurora's ~15 s resume is mostly waited for by the first tick of an event instead)"),
+    "aurora_acu_live": Input(0.5, "assumed", "Aurora's average ACUs while runs are live (its scaled-down floor when not paused)"),
+    "aurora_pause_after_seconds": Input(300, "setting", "SecondsUntilAutoPause: Aurora keeps billing this long after the last connection closes"),
+    "aurora_storage_gb": Input(1, "assumed", "database size (history of a year of a community's runs)"),
+    "commits_per_step": Input(2, "measured", "bench P2: commits per step, exact count"),
+    "write_ios_per_commit": Input(1, "assumed", "Aurora write I/Os per commit (redo records are batched; one per commit at this load)"),
+    "step_tick_ms": Input(8.3, "measured", "bench bridge: 120 steps/s through a 50 ms game bridge with the default pool of 8"),
+    "log_bytes_per_step": Input(600, "assumed", "log and EMF bytes per step"),
+    "log_bytes_per_tick_invocation": Input(1500, "assumed", "log and EMF bytes per tick invocation besides its steps"),
+    "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),
+    "api_ms_per_request": Input(60, "assumed", "billed API function time per request (bench P6: 3 ms in-process, plus the network)"),
+    "custom_metrics": Input(15, "assumed", "distinct EMF metric streams published while live"),
+    "alarm_metrics": Input(7, "setting", "six alarms, one of them over two metrics (infra/app.yaml)"),
+    "secrets": Input(3, "setting", "admin, app and game bridge key (infra/data.yaml)"),
+    "sfn_transitions_per_step": Input(1, "assumed", "Step Functions transitions per step: one Task state (waits and choices only add to it)"),
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    live_hours: float
+    events: float
+    steps: float
+
+
+SCENARIOS = (
+    Scenario("idle month", live_hours=0, events=0, steps=0),
+    # 3 events a week of 2 hours (13 a month), 50 runs of 10 steps
+    Scenario("example community", live_hours=13 * 2, events=13, steps=500),
+    # 1 M steps a month over 4 live hours a day
+    Scenario("busy (1 M steps)", live_hours=120, events=30, steps=1_000_000),
+)
+
+
+def line_items(s: Scenario, v: dict[str, float], p: dict[str, float] = PRICES) -> dict[str, float]:
+    gb = v["tick_memory_mb"] / 1024
+    lambda_second = gb * p["lambda_gb_second"]
+    aurora_hours = (
+        s.live_hours
+        + s.events * v["aurora_pause_after_seconds"] / 3600
+        + v["idle_wakes_per_month"] * (v["aurora_pause_after_seconds"] + v["idle_wake_seconds"]) / 3600
+    )
+    published_share = min(1.0, s.live_hours / HOURS_PER_MONTH)
+    tick_invocations = s.live_hours * 60 + v["idle_wakes_per_month"]
+    api_requests = s.live_hours * v["api_requests_per_live_hour"]
+    return {
+        "secrets (stored)": v["secrets"] * p["secret_month"],
+        "alarms": v["alarm_metrics"] * p["alarm_metric_month"],
+        "Aurora storage": v["aurora_storage_gb"] * p["aurora_storage_gb_month"],
+        "tick Lambda (wall time)": (
+            s.live_hours * v["tick_wall_seconds_per_live_hour"] + v["idle_wakes_per_month"] * v["idle_wake_seconds"]
+        ) * lambda_second + tick_invocations * p["lambda_request"],
+        "Aurora compute (not paused)": aurora_hours * v["aurora_acu_live"] * p["aurora_acu_hour"],
+        "Aurora I/O": s.steps * v["commits_per_step"] * v["write_ios_per_commit"] * p["aurora_io"],
+        "API (Gateway + Lambda)": api_requests * (
+            p["api_gateway_request"] + p["lambda_request"] + v["api_ms_per_request"] / 1000 * lambda_second
+        ),
+        "logs and metrics": (
+            (tick_invocations * v["log_bytes_per_tick_invocation"] + s.steps * v["log_bytes_per_step"]) / 1e9 * p["logs_ingest_gb"]
+            + v["custom_metrics"] * p["custom_metric_month"] * published_share
+        ),
+    }
+
+
+def step_functions(s: Scenario, v: dict[str, float]) -> float:
+    return s.steps * v["sfn_transitions_per_step"] * SFN_STANDARD_PER_TRANSITION
+
+
+def marginal_per_million_steps(v: dict[str, float], p: dict[str, float] = PRICES) -> float:
+    """What a million more steps add while the tick runs anyway: the database's writes and the logs."""
+    return 1e6 * (
+        v["commits_per_step"] * v["write_ios_per_commit"] * p["aurora_io"]
+        + v["log_bytes_per_step"] / 1e9 * p["logs_ingest_gb"]
+    )
+
+
+def render(values: dict[str, float] | None = None) -> str:
+    v = {name: spec.value for name, spec in INPUTS.items()}
+    v.update(values or {})
+    items = [line_items(s, v) for s in SCENARIOS]
+    width = max(len(k) for k in items[0]) + 2
+    head = "monthly, USD".ljust(width) + "".join(f"{s.name:>20}" for s in SCENARIOS)
+    lines = [head, "-" * len(head)]
+    for key in items[0]:
+        lines.append(key.ljust(width) + "".join(f"{i[key]:>20.2f}" for i in items))
+    lines.append("-" * len(head))
+    lines.append("this engine".ljust(width) + "".join(f"{sum(i.values()):>20.2f}" for i in items))
+    lines.append("Step Functions Standard".ljust(width) + "".join(f"{step_functions(s, v):>20.2f}" for s in SCENARIOS))
+    idle = sum(items[0].values())
+    marginal = marginal_per_million_steps(v)
+    sfn_million = 1e6 * v["sfn_transitions_per_step"] * SFN_STANDARD_PER_TRANSITION
+    lines += [
+        "",
+        f"idle month: ${idle:.2f} (target ≤ $5: {'met' if idle <= 5 else 'missed'})",
+        f"a million more steps: ${marginal:.2f} vs Step Functions ${sfn_million:.2f} "
+        f"= 1/{sfn_million / marginal:.0f} (target ≤ 1/100: {'met' if marginal <= sfn_million / 100 else 'missed'}); "
+        f"they need {1e6 * v['step_tick_ms'] / 1000 / 3600:.1f} tick hours",
+        "",
+        "inputs:",
+    ]
+    for name, spec in INPUTS.items():
+        shown = v[name]
+        source = spec.source if shown == spec.value else "given"
+        lines.append(f"  {name} = {shown:g} [{source}] {spec.meaning}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.costs", description=__doc__.split("\n\n")[0])
+    for name, spec in INPUTS.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=float, default=spec.value, help=f"{spec.meaning} [{spec.source}]")
+    args = parser.parse_args(argv)
+    print(render({name: getattr(args, name) for name in INPUTS}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

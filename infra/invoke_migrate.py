@@ -1,0 +1,50 @@
+"""`make migrate` / `make rotate`: invoke the deployed migrate function and print what it did.
+
+The function runs inside the VPC (the database is private); this runs wherever
+the operator's AWS credentials are. It finds the function through the app
+stack's `MigrateFunctionName` output and exits non-zero when the function failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import boto3
+from botocore.config import Config
+
+# Migrations plus an Aurora resume (~15 s, ~30 s after a day paused) fit well inside the function's 300 s.
+READ_TIMEOUT_SECONDS = 330
+
+
+def function_name(cloudformation, stack: str) -> str:
+    outputs = cloudformation.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+    for output in outputs:
+        if output["OutputKey"] == "MigrateFunctionName":
+            return output["OutputValue"]
+    raise SystemExit(f"stack {stack} has no MigrateFunctionName output: deploy infra/app.yaml with it first")
+
+
+def invoke(lambda_client, name: str, action: str) -> tuple[bool, dict]:
+    answer = lambda_client.invoke(FunctionName=name, InvocationType="RequestResponse", Payload=json.dumps({"action": action}))
+    payload = json.loads(answer["Payload"].read() or b"null")
+    return "FunctionError" not in answer, payload
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", required=True, help="the app stack's name")
+    parser.add_argument("--action", choices=("migrate", "rotate"), default="migrate")
+    args = parser.parse_args(argv)
+    session = boto3.session.Session()
+    name = function_name(session.client("cloudformation"), args.stack)
+    ok, payload = invoke(
+        session.client("lambda", config=Config(read_timeout=READ_TIMEOUT_SECONDS, retries={"max_attempts": 0})), name, args.action
+    )
+    print(json.dumps(payload, indent=2))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
