@@ -5,7 +5,7 @@ ten-step event wants the whole list, not one error per attempt). The structure
 is checked against `DOCUMENT_SCHEMA` — the same schema the OpenAPI document
 publishes — part by part, so one bad step does not hide the next; then each step
 is checked against the action registry and its action's params schema, and the
-schedule against croniter.
+schedule as standard five-field cron in an IANA time zone (`cron`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from croniter import CroniterBadDateError, croniter
-
 from ..db import Database, Tx
 from ..schema_check import first_error
+from . import cron
 from .actions import registry
 from .model import Conflict, Definition, Invalid, NotFound, OnFailure, Run
 from .occurrences import DEFAULT_GRACE_SECONDS, MIN_GRACE_SECONDS, grace_seconds_of, schedule_occurrence
@@ -61,7 +60,10 @@ DOCUMENT_SCHEMA = {
             "type": ["object", "null"],
             "additionalProperties": False,
             "required": ["cron"],
-            "properties": {"cron": {"type": "string", "minLength": 1, "maxLength": 120}},
+            "properties": {
+                "cron": {"type": "string", "minLength": 1, "maxLength": 120},
+                "timezone": {"type": "string", "minLength": 1, "maxLength": 64},
+            },
         },
     },
 }
@@ -103,14 +105,13 @@ def _step_problems(step: dict, path: str) -> list[str]:
     return problems
 
 
-def _cron_problems(cron: str) -> list[str]:
-    if len(cron.split()) != 5 or not croniter.is_valid(cron):
-        return [f"document.schedule.cron: {cron!r} is not a five-field cron expression (minute hour day month weekday)"]
-    try:
-        croniter(cron, datetime(2000, 1, 1)).get_next(datetime)
-    except CroniterBadDateError:
-        return [f"document.schedule.cron: {cron!r} never fires"]
-    return []
+def _schedule_problems(schedule: dict) -> list[str]:
+    problems = []
+    if isinstance(schedule.get("cron"), str):
+        problems += [f"document.schedule.cron: {p}" for p in cron.cron_problems(schedule["cron"])]
+    if isinstance(schedule.get("timezone"), str):
+        problems += [f"document.schedule.timezone: {p}" for p in cron.timezone_problems(schedule["timezone"])]
+    return problems
 
 
 def _normalised_step(step: dict) -> dict:
@@ -142,8 +143,8 @@ def validate(document: Any) -> dict:
             if first_error(STEP_SCHEMA, step, path) is None:
                 problems += _step_problems(step, path)
         schedule = document.get("schedule")
-        if isinstance(schedule, dict) and isinstance(schedule.get("cron"), str):
-            problems += _cron_problems(schedule["cron"])
+        if isinstance(schedule, dict):
+            problems += _schedule_problems(schedule)
     if problems:
         raise Invalid(*problems)
     return {
@@ -154,7 +155,7 @@ def validate(document: Any) -> dict:
             for i, phase in enumerate(document["phases"])
         ],
         "ending": [_normalised_step(s) for s in document.get("ending", [])],
-        "schedule": document.get("schedule") or None,
+        "schedule": document.get("schedule") or None,  # without a timezone: UTC
     }
 
 

@@ -236,6 +236,18 @@ class Definition:
 
 
 @dataclass(frozen=True)
+class Recurrence:
+    """What the planner needs of a definition whose current version recurs."""
+
+    definition_id: int
+    version: int
+    cron: str
+    timezone: str | None  # None: a version stored before schedules had a time zone, read as UTC
+    version_created_at: datetime
+    planned_through: datetime | None
+
+
+@dataclass(frozen=True)
 class DefinitionVersion:
     definition_id: int
     version: int

@@ -25,6 +25,12 @@ class Budget:
         start = monotonic()
         return cls(start + seconds, start + (seconds if hard_seconds is None else hard_seconds), monotonic)
 
+    def portion(self, fraction: float) -> Budget:
+        """The first `fraction` of the time left for taking work, as a budget of its own."""
+        now = self.monotonic()
+        until = now + max(0.0, self.take_work_until - now) * fraction
+        return Budget(until, min(until, self.finish_by), self.monotonic, self.stop)
+
     def allows(self, worst_case_seconds: float) -> bool:
         now = self.monotonic()
         return not self.stop.is_set() and now < self.take_work_until and now + worst_case_seconds <= self.finish_by

@@ -1,52 +1,119 @@
-"""Occurrences of recurring definitions: a run per cron occurrence inside the planning window.
+"""Occurrences of recurring definitions become runs: never before the version, nearest now first, inside a budget.
 
-The window is [now - grace, now + horizon]: a tick that comes a little late
-still plans the occurrence it is late for (the grace window decides whether it
-starts), and runs appear in the console a while before they are due. Each run
-snapshots the definition's current version. runs.schedule is INSERT IGNORE on
-the occurrence key, so overlapping ticks plan each occurrence once, and only
-the tick whose insert took writes the log row.
+A definition's `planned_through` says every occurrence of its current version up
+to then has been dealt with, so a tick looks only at what is new: the occurrences
+in (planned_through, now + horizon], and none before the current version was
+created (a new version clears the mark). Of those:
+
+- occurrences already past their grace window can only be missed: they are
+  skipped, counted in the tick's report and logged here, since there is no run
+  to log them on;
+- the others become runs of the current version, nearest now first, at most
+  `MAX_OCCURRENCES_PER_TICK` per definition; older ones beyond that are skipped
+  the same way, later ones wait for the next tick.
+
+One transaction per definition moves the mark (compare-and-set on the value
+read) and creates the runs, so overlapping ticks plan each occurrence once.
+Definitions are taken most-behind first and only while `keep_going()` says so: a
+definition left out is first in line next tick. One whose schedule cannot be
+read is logged, counted and skipped; the others are planned all the same.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-
-from croniter import croniter
+from itertools import islice
 
 from ...db import Database, Tx
-from ..model import Definition
+from ..cron import DEFAULT_TIMEZONE, Schedule
+from ..model import Recurrence
 from ..occurrences import grace_seconds_of, schedule_occurrence
 from ..store import definitions
 from .outcomes import ACTOR
 
 logger = logging.getLogger(__name__)
-MAX_OCCURRENCES_PER_TICK = 100  # per definition: a cron of every minute over a day's horizon is still bounded
+
+MAX_OCCURRENCES_PER_TICK = 100  # runs one definition may gain in one tick
+MAX_SKIPPED_COUNTED = 10_000  # past that, "at least" (counting costs a cron step each)
+_TICK = timedelta(microseconds=1)  # datetimes are exact to the microsecond: (a - tick, b] is [a, b]
 
 
-def plan_occurrences(db: Database, now: datetime, horizon: timedelta) -> int:
-    """Create the missing runs; returns how many this tick created."""
-    created = 0
-    for definition in db.autocommit(definitions.scheduled):
-        created += db.transaction(lambda tx, d=definition: _plan(tx, d, now, horizon))
-    return created
+@dataclass
+class PlanReport:
+    planned: int = 0  # runs created
+    skipped: int = 0  # occurrences past their grace window (or beyond the catch-up limit): no run
+    failed: int = 0  # definitions whose schedule could not be planned
+    deferred: int = 0  # definitions left for the next tick for want of time
 
 
-def _plan(tx: Tx, definition: Definition, now: datetime, horizon: timedelta) -> int:
-    if not croniter.is_valid(definition.schedule_cron):
-        logger.error("definition %s has an invalid schedule %r: not planned", definition.id, definition.schedule_cron)
-        return 0
-    version = definitions.get_version(tx, definition.id, definition.current_version)
-    grace = grace_seconds_of(version.document)
-    # croniter yields occurrences strictly after its start, so start a microsecond early.
-    occurrences = croniter(definition.schedule_cron, now - timedelta(seconds=grace, microseconds=1))
-    created = 0
-    for _ in range(MAX_OCCURRENCES_PER_TICK):
-        scheduled_for = occurrences.get_next(datetime)
-        if scheduled_for > now + horizon:
+@dataclass(frozen=True)
+class _Plan:
+    occurrences: list[datetime]  # nearest now first
+    skipped: int
+    through: datetime
+
+
+def plan_occurrences(
+    db: Database, now: datetime, horizon: timedelta, keep_going: Callable[[], bool] = lambda: True
+) -> PlanReport:
+    """Plan what is new for each recurring definition while `keep_going()` allows."""
+    report = PlanReport()
+    pending = db.autocommit(lambda tx: definitions.recurrences(tx, now + horizon))
+    for done, recurrence in enumerate(pending):
+        if not keep_going():
+            report.deferred = len(pending) - done
+            logger.info("planning stopped for want of time: %d definition(s) wait for the next tick", report.deferred)
             break
-        cause = f"planned from schedule {definition.schedule_cron!r}"
-        _, inserted = schedule_occurrence(tx, version, scheduled_for, actor=ACTOR, cause=cause, now=now)
-        created += inserted
-    return created
+        try:
+            planned, skipped = _plan_definition(db, recurrence, now, horizon)
+        except Exception:  # one definition's schedule must not stop the others' planning
+            report.failed += 1
+            logger.exception("definition %s: its schedule could not be planned", recurrence.definition_id)
+            continue
+        report.planned += planned
+        report.skipped += skipped
+    return report
+
+
+def _plan_definition(db: Database, recurrence: Recurrence, now: datetime, horizon: timedelta) -> tuple[int, int]:
+    schedule = Schedule(recurrence.cron, recurrence.timezone or DEFAULT_TIMEZONE)
+    after = recurrence.version_created_at - _TICK
+    if recurrence.planned_through is not None:
+        after = max(after, recurrence.planned_through)
+    until = now + horizon
+    if next(schedule.between(after, until), None) is None:
+        return 0, 0  # nothing new: the mark stays, and costs no write
+    version = db.autocommit(lambda tx: definitions.get_version(tx, recurrence.definition_id, recurrence.version))
+    plan = _choose(schedule, after, now - timedelta(seconds=grace_seconds_of(version.document)), now, until)
+    cause = f"planned from schedule {recurrence.cron!r}" + (f" in {schedule.timezone}" if recurrence.timezone else "")
+
+    def work(tx: Tx) -> int | None:
+        if not definitions.mark_planned(tx, recurrence, plan.through):
+            return None  # another tick planned it, or a new version came: next tick looks again
+        return sum(schedule_occurrence(tx, version, t, actor=ACTOR, cause=cause, now=now)[1] for t in plan.occurrences)
+
+    planned = db.transaction(work)
+    if planned is None:
+        return 0, 0
+    if plan.skipped:
+        at_least = "at least " if plan.skipped >= MAX_SKIPPED_COUNTED else ""
+        logger.warning(
+            "definition %s: %s%d occurrence(s) of %r up to %s were skipped: past their grace window, no run",
+            recurrence.definition_id, at_least, plan.skipped, recurrence.cron, plan.through.isoformat(),
+        )
+    return planned, plan.skipped
+
+
+def _choose(schedule: Schedule, after: datetime, grace_start: datetime, now: datetime, until: datetime) -> _Plan:
+    """Which occurrences in (after, until] become runs, how many are skipped, and how far that plans."""
+    startable_after = max(after, grace_start - _TICK)
+    skipped = sum(1 for _ in islice(schedule.between(after, startable_after), MAX_SKIPPED_COUNTED))
+    nearest = sorted(schedule.between(startable_after, until), key=lambda t: abs(t - now))
+    chosen, left = nearest[:MAX_OCCURRENCES_PER_TICK], nearest[MAX_OCCURRENCES_PER_TICK:]
+    # Nearest first leaves out the oldest (skipped) and the latest (planned by a later tick).
+    later = [t for t in left if t > max(chosen)] if left else []
+    through = min(later) - _TICK if later else until
+    return _Plan(chosen, skipped + len(left) - len(later), through)

@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 DUE_RUNS_PER_BATCH = 200
 DEFAULT_HORIZON = timedelta(minutes=15)
+PLANNING_SHARE = 0.5  # of a tick's time for taking work, at most, spent planning recurring definitions
 # A dispatch's worst case beyond the bridge timeout: its claim and its outcome transaction.
 DATABASE_MARGIN_SECONDS = 2.0
 
@@ -35,6 +36,9 @@ class TickReport:
     gave_up: int = 0
     abandoned: int = 0  # leased steps of runs that ended meanwhile, cancelled by the sweep
     planned: int = 0
+    skipped_occurrences: int = 0  # past their grace window when first planned: no run
+    plan_failures: int = 0  # recurring definitions whose schedule could not be planned
+    plan_deferred: int = 0  # recurring definitions left for the next tick for want of time
     runs_seen: int = 0
     runs_advanced: int = 0  # run leases this tick won
     dispatched: int = 0
@@ -62,6 +66,9 @@ class TickReport:
             "gave_up": self.gave_up,
             "abandoned": self.abandoned,
             "planned": self.planned,
+            "skipped_occurrences": self.skipped_occurrences,
+            "plan_failures": self.plan_failures,
+            "plan_deferred": self.plan_deferred,
             "runs_seen": self.runs_seen,
             "runs_advanced": self.runs_advanced,
             "dispatched": self.dispatched,
@@ -105,7 +112,10 @@ class Runner:
         report = TickReport(now=now)
         swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
-        report.planned = plan_occurrences(self.db, now, self.horizon)
+        planning = budget.portion(PLANNING_SHARE)  # the rest is for due runs, whatever planning finds
+        plan = plan_occurrences(self.db, now, self.horizon, keep_going=lambda: planning.allows(0))
+        report.planned, report.skipped_occurrences = plan.planned, plan.skipped
+        report.plan_failures, report.plan_deferred = plan.failed, plan.deferred
         advancer = RunAdvancer(self.db, self.actions, self.rules, self._plan_for, now, budget, self.step_worst_case_seconds)
         after = None
         while budget.allows(self.step_worst_case_seconds):

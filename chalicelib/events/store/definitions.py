@@ -10,7 +10,7 @@ import json
 from datetime import datetime
 
 from ...db import Tx
-from ..model import Definition, DefinitionVersion
+from ..model import Definition, DefinitionVersion, Recurrence
 
 COLUMNS = "id, name, current_version, schedule_cron, created_by, created_at, updated_at"
 VERSION_COLUMNS = "definition_id, version, document, created_by, created_at"
@@ -19,9 +19,10 @@ VERSION_COLUMNS = "definition_id, version, document, created_by, created_at"
 def create(tx: Tx, document: dict, *, actor: str | None, now: datetime) -> Definition:
     """A new definition at version 1."""
     tx.execute(
-        """INSERT INTO event_definitions (name, current_version, schedule_cron, created_by, created_at, updated_at)
-           VALUES (%s, 1, %s, %s, %s, %s)""",
-        (document["name"], _cron(document), actor, now, now),
+        """INSERT INTO event_definitions
+             (name, current_version, schedule_cron, schedule_timezone, created_by, created_at, updated_at)
+           VALUES (%s, 1, %s, %s, %s, %s, %s)""",
+        (document["name"], *_schedule(document), actor, now, now),
     )
     definition_id = tx.last_insert_id
     _insert_version(tx, definition_id, 1, document, actor, now)
@@ -33,12 +34,14 @@ def add_version(tx: Tx, definition_id: int, document: dict, *, actor: str | None
 
     The version number comes from the definition row's own counter, raised by
     the UPDATE that also locks the row, so two concurrent edits get two versions.
+    The new version is planned from its own creation on, so planned_through is cleared.
     """
     changed = tx.execute(
         """UPDATE event_definitions
-              SET current_version = current_version + 1, name = %s, schedule_cron = %s, updated_at = %s
+              SET current_version = current_version + 1, name = %s, schedule_cron = %s, schedule_timezone = %s,
+                  planned_through = NULL, updated_at = %s
             WHERE id = %s""",
-        (document["name"], _cron(document), now, definition_id),
+        (document["name"], *_schedule(document), now, definition_id),
     )
     if changed != 1:
         return None
@@ -57,10 +60,31 @@ def list_all(tx: Tx, limit: int = 500) -> list[Definition]:
     return [Definition.from_row(r) for r in rows]
 
 
-def scheduled(tx: Tx) -> list[Definition]:
-    """Definitions whose current version recurs: what the planner looks at (in no order: none matters)."""
-    rows = tx.all(f"SELECT {COLUMNS} FROM event_definitions WHERE schedule_cron IS NOT NULL")
-    return [Definition.from_row(r) for r in rows]
+def recurrences(tx: Tx, until: datetime) -> list[Recurrence]:
+    """Recurring definitions not yet planned through `until`, the most behind (never planned) first."""
+    # Definitions drive the join, so the planning index gives the order without a sort.
+    rows = tx.all(
+        """SELECT d.id AS definition_id, d.current_version AS version, d.schedule_cron AS cron,
+                  d.schedule_timezone AS timezone, v.created_at AS version_created_at, d.planned_through
+             FROM event_definitions d
+             STRAIGHT_JOIN event_definition_versions v ON v.definition_id = d.id AND v.version = d.current_version
+            WHERE (d.planned_through IS NULL OR d.planned_through < %s) AND d.schedule_cron IS NOT NULL
+            ORDER BY d.planned_through, d.id""",
+        (until,),
+    )
+    return [Recurrence(**r) for r in rows]
+
+
+def mark_planned(tx: Tx, recurrence: Recurrence, through: datetime) -> bool:
+    """Move planned_through on from what the planner read; False if another planner or a new version came first."""
+    return (
+        tx.execute(
+            """UPDATE event_definitions SET planned_through = %s
+                WHERE id = %s AND current_version = %s AND planned_through <=> %s""",
+            (through, recurrence.definition_id, recurrence.version, recurrence.planned_through),
+        )
+        == 1
+    )
 
 
 def get_version(tx: Tx, definition_id: int, version: int) -> DefinitionVersion | None:
@@ -79,8 +103,9 @@ def versions(tx: Tx, definition_id: int) -> list[DefinitionVersion]:
     return [DefinitionVersion.from_row(r) for r in rows]
 
 
-def _cron(document: dict) -> str | None:
-    return (document.get("schedule") or {}).get("cron")
+def _schedule(document: dict) -> tuple[str | None, str | None]:
+    schedule = document.get("schedule") or {}
+    return schedule.get("cron"), schedule.get("timezone")
 
 
 def _insert_version(tx: Tx, definition_id: int, version: int, document: dict, actor: str | None, now: datetime) -> None:

@@ -1,0 +1,183 @@
+"""Cron schedules: standard five-field expressions and their occurrences in a time zone.
+
+Only standard cron is accepted — numbers, month and weekday names, `*`, `,`, `-`
+and `/` — checked here before croniter sees the text, so an expression means the
+same on every read: croniter's `R` and `H` tokens draw a new time each time, and
+`L`, `W`, `#`, `?` and six- or seven-field forms are extensions that other crons
+read differently.
+
+croniter enumerates the matching wall-clock times; this module turns each into
+one UTC instant, so that every matching wall-clock time fires exactly once across
+daylight-saving changes:
+
+- a wall-clock time the clocks skip (spring forward) fires at the instant they
+  jump, and several skipped times collapse into that one instant;
+- a wall-clock time that happens twice (fall back) fires at its first instance.
+
+The mapping never goes backwards in time, which is what lets `Schedule.between`
+walk a window in order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from importlib import resources
+from zoneinfo import ZoneInfo
+
+from croniter import CroniterBadDateError, croniter
+
+DEFAULT_TIMEZONE = "UTC"
+FIELD_NAMES = "minute hour day-of-month month day-of-week"
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    lowest: int
+    highest: int
+    names: dict[str, int]
+
+
+_FIELDS = (
+    _Field("minute", 0, 59, {}),
+    _Field("hour", 0, 23, {}),
+    _Field("day-of-month", 1, 31, {}),
+    _Field("month", 1, 12, {name: i + 1 for i, name in enumerate(_MONTHS)}),
+    _Field("day-of-week", 0, 7, {name: i for i, name in enumerate(_DAYS)}),  # 0 and 7 are Sunday
+)
+_ITEM = re.compile(r"(?P<base>\*|(?P<first>[0-9a-z]+)(?:-(?P<last>[0-9a-z]+))?)(?:/(?P<step>[0-9]+))?")
+_STANDARD = "use numbers, names, '*', ',', '-' and '/'"
+
+
+class InvalidCron(ValueError):
+    """An expression (or time zone) that is not a standard schedule; the message names what is wrong."""
+
+
+# ── validation ─────────────────────────────────────────────────────────────
+def cron_problems(expression: str) -> list[str]:
+    """Every problem of `expression` as standard five-field cron, each naming its field."""
+    fields = expression.split()
+    if len(fields) != 5:
+        return [f"{expression!r} has {len(fields)} field(s); a schedule is standard five-field cron ({FIELD_NAMES})"]
+    problems = []
+    for field, text in zip(_FIELDS, fields, strict=True):
+        problems += [f"the {field.name} field {text!r} {problem}" for problem in _field_problems(field, text)]
+    if problems:
+        return problems
+    try:
+        croniter(expression.lower(), datetime(2000, 1, 1)).get_next(datetime)
+    except CroniterBadDateError:
+        return [f"{expression!r} never fires (no such day in those months)"]
+    return []
+
+
+def _field_problems(field: _Field, text: str) -> list[str]:
+    problems = []
+    for item in text.split(","):
+        match = _ITEM.fullmatch(item.lower())
+        if match is None:
+            problems.append(f"is not standard cron: {_STANDARD}")
+            continue
+        if match["step"] is not None:
+            if match["first"] is not None and match["last"] is None:
+                problems.append(f"steps from the single value {item!r}: a step needs '*' or a range")
+            elif not 1 <= int(match["step"]) <= field.highest:
+                problems.append(f"has the step {match['step']}: it must be from 1 to {field.highest}")
+        values = [v for v in (match["first"], match["last"]) if v is not None]
+        numbers = [_value(field, v) for v in values]
+        for value, number in zip(values, numbers, strict=True):
+            if number is not None:
+                continue
+            if value.isdigit():
+                problems.append(f"has {value}: it must be from {field.lowest} to {field.highest}")
+            elif field.names:
+                problems.append(f"has {value!r}: expected a number or one of {', '.join(field.names)}")
+            else:
+                problems.append(f"is not standard cron: {_STANDARD}")
+        if None not in numbers and len(numbers) == 2 and numbers[0] > numbers[1]:
+            problems.append(f"has the range {item!r}, which runs backwards")
+    return problems
+
+
+def _value(field: _Field, text: str) -> int | None:
+    if text.isdigit():
+        number = int(text)
+        return number if field.lowest <= number <= field.highest else None
+    return field.names.get(text)
+
+
+@cache
+def _zone_names() -> frozenset[str]:
+    # The tzdata package's list, not the machine's: the same names everywhere, and
+    # no `localtime` or `posixrules` that would mean whatever the server is set to.
+    return frozenset(resources.files("tzdata").joinpath("zones").read_text().split())
+
+
+def timezone_problems(name: str) -> list[str]:
+    if name in _zone_names():
+        return []
+    return [f"{name!r} is not an IANA time zone name (such as 'Europe/Berlin' or 'UTC')"]
+
+
+# ── occurrences ────────────────────────────────────────────────────────────
+@dataclass(frozen=True)
+class Schedule:
+    """A validated cron expression read in a time zone."""
+
+    cron: str
+    timezone: str = DEFAULT_TIMEZONE
+
+    def __post_init__(self) -> None:
+        problems = cron_problems(self.cron) + timezone_problems(self.timezone)
+        if problems:
+            raise InvalidCron("; ".join(problems))
+
+    def between(self, after: datetime, until: datetime) -> Iterator[datetime]:
+        """The occurrences in (after, until], ascending, as naive UTC datetimes."""
+        zone = ZoneInfo(self.timezone)
+        walls = croniter(self.cron.lower(), _wall_time(after, zone))
+        previous = None
+        while True:
+            instant = _instant(walls.get_next(datetime), zone)
+            if instant > until:
+                return
+            # Wall times just after `after` can map before it (`after` in a repeated
+            # hour), and skipped wall times share one instant: neither is new.
+            if instant > after and instant != previous:
+                previous = instant
+                yield instant
+
+
+def _wall_time(instant: datetime, zone: ZoneInfo) -> datetime:
+    return instant.replace(tzinfo=UTC).astimezone(zone).replace(tzinfo=None)
+
+
+def _instant(wall: datetime, zone: ZoneInfo) -> datetime:
+    """The UTC instant `wall` fires at in `zone` (see the module's rules)."""
+    first = wall.replace(tzinfo=zone, fold=0).astimezone(UTC).replace(tzinfo=None)
+    if _wall_time(first, zone) == wall:
+        return first  # an existing time; fold=0 is the first of a repeated one
+    return _jump_over(wall, zone)
+
+
+def _jump_over(wall: datetime, zone: ZoneInfo) -> datetime:
+    """The instant the clocks jumped over the skipped wall time `wall`."""
+    # Read with the offset after the jump it falls before it, with the offset
+    # before the jump after it: the jump is the first second in between whose
+    # wall time is past `wall`.
+    before = wall.replace(tzinfo=zone, fold=1).astimezone(UTC).replace(tzinfo=None)
+    after = wall.replace(tzinfo=zone, fold=0).astimezone(UTC).replace(tzinfo=None)
+    low, high = 0, int((after - before).total_seconds())
+    while low < high:
+        middle = (low + high) // 2
+        if _wall_time(before + timedelta(seconds=middle), zone) > wall:
+            high = middle
+        else:
+            low = middle + 1
+    return before + timedelta(seconds=low)
