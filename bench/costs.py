@@ -39,24 +39,28 @@ class Input:
 
 
 INPUTS = {
-    "tick_wall_seconds_per_live_hour": Input(3600, "assumed", "tick seconds billed per hour while runs are live (the whole minute, every minute, until the wake-times measurement replaces it)"),
+    "tick_wall_seconds_per_live_hour": Input(
+        3600, "assumed", "tick seconds billed per hour while runs are live (the whole minute, every minute, until measured)"
+    ),
     "tick_memory_mb": Input(512, "setting", "tick and API memory (infra/app.yaml, .chalice/config.json)"),
     "idle_wakes_per_month": Input(0, "assumed", "times the sleeping tick wakes with nothing due (each resumes Aurora)"),
-    "idle_wake_seconds": Input(5, "assumed", "tick seconds of such a wake (Aurora's ~15 s resume is mostly waited for by the first tick of an event instead)"),
+    "idle_wake_seconds": Input(5, "assumed", "tick seconds of such a wake, Aurora's resume included"),
     "aurora_acu_live": Input(0.5, "assumed", "Aurora's average ACUs while runs are live (its scaled-down floor when not paused)"),
-    "aurora_pause_after_seconds": Input(300, "setting", "SecondsUntilAutoPause: Aurora keeps billing this long after the last connection closes"),
+    "aurora_pause_after_seconds": Input(
+        300, "setting", "SecondsUntilAutoPause: Aurora keeps billing this long after the last connection closes"
+    ),
     "aurora_storage_gb": Input(1, "assumed", "database size (history of a year of a community's runs)"),
     "commits_per_step": Input(2, "measured", "bench P2: commits per step, exact count"),
-    "write_ios_per_commit": Input(1, "assumed", "Aurora write I/Os per commit (redo records are batched; one per commit at this load)"),
+    "write_ios_per_commit": Input(1, "assumed", "Aurora write I/Os per commit (redo records batched; one per commit at this load)"),
     "step_tick_ms": Input(8.3, "measured", "bench bridge: 120 steps/s through a 50 ms game bridge with the default pool of 8"),
     "log_bytes_per_step": Input(600, "assumed", "log and EMF bytes per step"),
     "log_bytes_per_tick_invocation": Input(1500, "assumed", "log and EMF bytes per tick invocation besides its steps"),
     "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),
-    "api_ms_per_request": Input(60, "assumed", "billed API function time per request (bench P6: 3 ms in-process, plus the network)"),
+    "api_ms_per_request": Input(60, "assumed", "billed API time per request (bench P6: 3 ms in-process, plus the network)"),
     "custom_metrics": Input(15, "assumed", "distinct EMF metric streams published while live"),
     "alarm_metrics": Input(7, "setting", "six alarms, one of them over two metrics (infra/app.yaml)"),
     "secrets": Input(3, "setting", "admin, app and game bridge key (infra/data.yaml)"),
-    "sfn_transitions_per_step": Input(1, "assumed", "Step Functions transitions per step: one Task state (waits and choices only add to it)"),
+    "sfn_transitions_per_step": Input(1, "assumed", "Step Functions transitions per step: one Task state (waits and choices add more)"),
 }
 
 
@@ -137,9 +141,11 @@ def render(values: dict[str, float] | None = None) -> str:
     lines += [
         "",
         f"idle month: ${idle:.2f} (target ≤ $5: {'met' if idle <= 5 else 'missed'})",
-        f"a million more steps: ${marginal:.2f} vs Step Functions ${sfn_million:.2f} "
-        f"= 1/{sfn_million / marginal:.0f} (target ≤ 1/100: {'met' if marginal <= sfn_million / 100 else 'missed'}); "
-        f"they need {1e6 * v['step_tick_ms'] / 1000 / 3600:.1f} tick hours",
+        (
+            f"a million more steps: ${marginal:.2f} vs Step Functions ${sfn_million:.2f} "
+            f"= 1/{sfn_million / marginal:.0f} (target ≤ 1/100: {'met' if marginal <= sfn_million / 100 else 'missed'}); "
+            f"they need {1e6 * v['step_tick_ms'] / 1000 / 3600:.1f} tick hours"
+        ),
         "",
         "inputs:",
     ]

@@ -19,7 +19,8 @@ import json
 import logging
 import os
 import secrets
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import boto3
 

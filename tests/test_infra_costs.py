@@ -7,7 +7,7 @@ from tests.support.cfn import ROOT
 
 
 def totals(text: str) -> list[float]:
-    line = next(l for l in text.splitlines() if l.startswith("this engine"))
+    line = next(row for row in text.splitlines() if row.startswith("this engine"))
     return [float(x) for x in line.split()[2:]]
 
 
@@ -23,7 +23,7 @@ def test_a_measured_input_replaces_the_assumed_one_and_says_so():
 
 
 def test_step_functions_standard_is_priced_per_transition():
-    line = next(l for l in costs.render().splitlines() if l.startswith("Step Functions Standard"))
+    line = next(row for row in costs.render().splitlines() if row.startswith("Step Functions Standard"))
     assert line.split()[-3:] == ["0.00", "0.01", "25.00"]  # 0, 500 and 1,000,000 steps
 
 

@@ -1,6 +1,5 @@
 """`make migrate`'s client: finds the function from the stack, invokes it, and fails when it failed."""
 
-import importlib.util
 import io
 import json
 
@@ -8,11 +7,7 @@ import boto3
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from tests.support.cfn import ROOT
-
-spec = importlib.util.spec_from_file_location("invoke_migrate", ROOT / "infra" / "invoke_migrate.py")
-invoke_migrate = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(invoke_migrate)
+from infra import invoke_migrate
 
 
 def body(payload) -> StreamingBody:

@@ -26,7 +26,9 @@ def outbound_calls() -> list[dict]:
     calls = []
     for row in rows:
         call, source, route, cost = (cell.strip() for cell in row.strip("|").split("|"))
-        calls.append({"call": call, "from": source, "route": re.match(r"`([a-z0-9-]+)`", route).group(1), "cost": cost})
+        route_name = re.match(r"`([a-z0-9-]+)`", route)
+        assert route_name, f"the route of {call!r} must start with a route name in backticks"
+        calls.append({"call": call, "from": source, "route": route_name.group(1), "cost": cost})
     return calls
 
 

@@ -72,8 +72,10 @@ def test_the_data_stack_lints_clean_as_written(data):
     assert cfn.lint(data) == []
 
 
-@pytest.mark.parametrize("options", [{}, COSTLY_DATA_OPTIONS, {"ExistingVpcId": "vpc-0123456789abcdef0", "ExistingSubnetIds": "subnet-0123456789abcdef0,subnet-0fedcba9876543210"}],
-                         ids=["defaults", "proxy-nat-endpoints", "existing-subnets"])
+EXISTING_NETWORK = {"ExistingVpcId": "vpc-0123456789abcdef0", "ExistingSubnetIds": "subnet-0123456789abcdef0,subnet-0fedcba9876543210"}
+
+
+@pytest.mark.parametrize("options", [{}, COSTLY_DATA_OPTIONS, EXISTING_NETWORK], ids=["defaults", "costly", "existing-subnets"])
 def test_the_data_stack_lints_clean_as_deployed(data, options):
     assert cfn.lint(cfn.render(data, options)) == []
 
@@ -137,7 +139,8 @@ def test_every_function_runs_in_the_private_dual_stack_subnets(app, function):
     assert vpc["SecurityGroupIds"] == [imported("FunctionSecurityGroupId")]
     assert vpc["Ipv6AllowedForDualStack"] is True
     role = resources(app)[resources(app)[function]["Properties"]["Role"]["Fn::GetAtt"][0]]
-    assert {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"} in role["Properties"]["ManagedPolicyArns"]
+    vpc_access = {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"}
+    assert vpc_access in role["Properties"]["ManagedPolicyArns"]
 
 
 def test_a_late_tick_is_dropped_and_a_failed_one_reaches_the_alarm_topic(app):
