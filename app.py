@@ -2,7 +2,7 @@
 
 from chalice import Chalice, CORSConfig, Rate
 
-from chalicelib import runtime
+from chalicelib import observability, runtime
 from chalicelib.api import handlers as api
 from chalicelib.api.errors import rewrite_chalice_errors
 from chalicelib.console.routes import console
@@ -10,6 +10,8 @@ from chalicelib.events.runner.schedule import scheduled_tick
 
 app = Chalice(app_name="event-run-engine", configure_logs=False)
 app.register_middleware(rewrite_chalice_errors, "http")
+app.register_middleware(observability.http_middleware, "http")
+app.register_middleware(observability.scheduled_middleware, "scheduled")
 app.register_blueprint(console)  # the run console at /console: its page, assets and sign-in settings
 
 # Read at import: Chalice bakes the origin into the API's preflight answers at package time.

@@ -1,0 +1,118 @@
+"""Logs and metrics of both functions: JSON lines with a correlation id, and EMF metrics.
+
+Every `chalicelib` logger writes through one Powertools formatter, so each line
+carries the service, the invocation's correlation id (the API request id, or the
+EventBridge event id of a tick) and whatever keys the invocation appended
+(`run_id`, `step_id`). A tick's metrics are flushed once, as one EMF document on
+standard output, when its invocation ends: CloudWatch turns that into metrics
+without an API call, so metrics cost no outbound route.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+logger = logging.getLogger(__name__)
+
+SERVICE = "event-run-engine"
+DEFAULT_NAMESPACE = "EventRunEngine"
+PACKAGE_LOGGER = "chalicelib"
+
+_structured: Logger | None = None
+_metrics: Metrics | None = None
+
+
+def structured_logger() -> Logger:
+    """The Powertools logger every `chalicelib` logger writes through (set up on first use)."""
+    global _structured
+    if _structured is None:
+        _structured = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", SERVICE))
+        package = logging.getLogger(PACKAGE_LOGGER)
+        # One handler on the package's parent logger: its children propagate to it, and
+        # Lambda's root handler (at WARNING) never sees them twice.
+        package.handlers = [_structured.registered_handler]
+        package.setLevel(_structured.log_level)
+        package.propagate = False
+    return _structured
+
+
+def metrics() -> Metrics:
+    global _metrics
+    if _metrics is None:
+        _metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE)
+    return _metrics
+
+
+def http_middleware(request: Any, get_response: Callable[[Any], Any]) -> Any:
+    """Chalice HTTP middleware: the API Gateway request id is the correlation id of every line."""
+    log = structured_logger()
+    log.set_correlation_id((request.context or {}).get("requestId"))
+    try:
+        return get_response(request)
+    finally:
+        log.set_correlation_id(None)
+
+
+def scheduled_middleware(event: Any, get_response: Callable[[Any], Any]) -> Any:
+    """Chalice scheduled-event middleware: the EventBridge event id correlates a tick's lines; metrics flushed at the end."""
+    log = structured_logger()
+    log.set_correlation_id(getattr(event, "event_id", None))
+    context = getattr(event, "context", None)
+    if context is not None:
+        log.append_keys(function_request_id=getattr(context, "aws_request_id", None))
+    try:
+        summary = get_response(event)
+        if isinstance(summary, dict):
+            record_tick_metrics(summary)
+        return summary
+    finally:
+        metrics().flush_metrics()
+        log.set_correlation_id(None)
+
+
+# Outcome verdicts and the run statuses a tick leaves runs in, as metric names.
+OUTCOME_METRICS = {
+    "done": "StepsDone",
+    "parked": "StepsParked",
+    "retry": "StepsRetried",
+    "refused": "StepsRefused",
+    "failed": "StepsFailed",
+}
+STATUS_METRICS = {"completed": "RunsCompleted", "paused": "RunsPaused", "missed": "RunsMissed", "failed": "RunsFailed"}
+COUNT_METRICS = {
+    "dispatched": "StepsDispatched",
+    "requeued": "StepsReclaimed",
+    "gave_up": "StepsGivenUp",
+    "started": "RunsStarted",
+    "errors": "RunErrors",
+}
+
+
+def record_tick_metrics(summary: dict) -> None:
+    """Add one invocation's figures (its `{"ticks": [...]}` summary) to the metrics to be flushed."""
+    ticks = summary.get("ticks") or []
+    board = metrics()
+    totals: dict[str, float] = {name: 0 for name in (*COUNT_METRICS.values(), *OUTCOME_METRICS.values())}
+    for tick in ticks:
+        for key, name in COUNT_METRICS.items():
+            totals[name] += tick.get(key, 0) or 0
+        for verdict, count in (tick.get("outcomes") or {}).items():
+            totals[OUTCOME_METRICS[verdict]] += count
+        for status, count in (tick.get("statuses") or {}).items():
+            if status in STATUS_METRICS:
+                totals[STATUS_METRICS[status]] = totals.get(STATUS_METRICS[status], 0) + count
+    for name, value in totals.items():
+        board.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    lags = [t["due_lag_seconds"] for t in ticks if t.get("due_lag_seconds") is not None]
+    if lags:
+        board.add_metric(name="DueLagSeconds", unit=MetricUnit.Seconds, value=max(lags))
+    ages = [t["parked_cue_age_seconds"] for t in ticks if t.get("parked_cue_age_seconds") is not None]
+    if ages:
+        board.add_metric(name="ParkedCueAgeSeconds", unit=MetricUnit.Seconds, value=max(ages))
+    if "seconds" in summary:
+        board.add_metric(name="TickSeconds", unit=MetricUnit.Seconds, value=summary["seconds"])

@@ -1,0 +1,90 @@
+"""Logs are JSON lines carrying the invocation's correlation id; a tick's metrics leave as one EMF document."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from types import SimpleNamespace
+
+import pytest
+from chalice.app import CloudWatchEvent
+
+from chalicelib import observability
+
+EVENTBRIDGE_EVENT = {
+    "version": "0",
+    "id": "5f1e3c2a-tick-event",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "123456789012",
+    "time": "2026-12-04T20:00:00Z",
+    "region": "eu-west-1",
+    "resources": ["arn:aws:events:eu-west-1:123456789012:rule/engine-tick"],
+    "detail": {},
+}
+
+
+def _lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture
+def log_stream():
+    """What the engine's log handler writes (in Lambda, standard output)."""
+    stream = io.StringIO()
+    handler = observability.structured_logger().registered_handler
+    previous = handler.setStream(stream)
+    yield stream
+    handler.setStream(previous)
+
+
+@pytest.fixture(autouse=True)
+def fresh_metrics(monkeypatch):
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "EngineTest")
+    monkeypatch.setattr(observability, "_metrics", None)
+    yield
+    observability.metrics().clear_metrics()
+
+
+def test_an_engine_info_line_is_json_with_the_api_request_id_even_with_the_root_logger_at_warning(log_stream):
+    logging.getLogger().setLevel(logging.WARNING)  # as Lambda leaves it
+    request = SimpleNamespace(context={"requestId": "req-42"})
+
+    def answer(_request):
+        logging.getLogger("chalicelib.events.actions.channels").info("cue for run 7", extra={"run_id": 7})
+        return "ok"
+
+    assert observability.http_middleware(request, answer) == "ok"
+    [line] = [entry for entry in _lines(log_stream.getvalue()) if entry.get("message") == "cue for run 7"]
+    assert line["level"] == "INFO" and line["correlation_id"] == "req-42" and line["run_id"] == 7
+    assert line["service"] == "event-run-engine"
+
+
+def test_a_tick_invocation_flushes_its_figures_as_named_emf_metrics_with_the_event_id_as_correlation(log_stream, capsys):
+    event = CloudWatchEvent(EVENTBRIDGE_EVENT, SimpleNamespace(aws_request_id="lambda-req-1"))
+    tick = {
+        "dispatched": 5, "requeued": 1, "gave_up": 0, "started": 2, "errors": 1,
+        "outcomes": {"done": 3, "parked": 1, "retry": 1}, "statuses": {"paused": 1, "completed": 1},
+        "due_lag_seconds": 0.4, "parked_cue_age_seconds": 600.0,
+    }
+
+    def run_ticks(_event):
+        logging.getLogger("chalicelib.events.runner").warning("a run failed inside the tick")
+        return {"ticks": [tick, dict(tick, due_lag_seconds=1.5)], "seconds": 58.0}
+
+    observability.scheduled_middleware(event, run_ticks)
+    [warning] = [entry for entry in _lines(log_stream.getvalue()) if entry.get("message") == "a run failed inside the tick"]
+    assert warning["correlation_id"] == "5f1e3c2a-tick-event"
+    [emf] = [entry for entry in _lines(capsys.readouterr().out) if "_aws" in entry]
+    [directive] = emf["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "EngineTest"
+    names = {metric["Name"] for metric in directive["Metrics"]}
+    assert {"StepsDispatched", "StepsDone", "StepsParked", "StepsRetried", "StepsReclaimed", "StepsGivenUp",
+            "RunsStarted", "RunsCompleted", "RunsPaused", "RunErrors", "DueLagSeconds", "ParkedCueAgeSeconds",
+            "TickSeconds"} <= names
+    def value(name):  # Powertools writes each metric's values as a list
+        return emf[name][0] if isinstance(emf[name], list) else emf[name]
+
+    assert value("StepsDispatched") == 10 and value("RunsPaused") == 2 and value("RunErrors") == 2
+    assert value("DueLagSeconds") == 1.5 and value("ParkedCueAgeSeconds") == 600.0
