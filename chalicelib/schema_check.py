@@ -1,4 +1,13 @@
-"""JSON Schema checks with fastjsonschema, each schema compiled once per process."""
+"""JSON Schema checks with fastjsonschema, each schema compiled once per process.
+
+Whole numbers are strict: `5.0` and `1e1` are not integers. Since draft 6 JSON
+Schema counts a float without a fraction as an integer, but the engine uses
+these fields as counts (seconds, versions) and stores documents as written, so
+a `5.0` accepted here would reach an action as a float. Schemas are compiled
+under draft 4's rules, which keep integers strict; the few keywords whose
+meaning draft 4 does not share are refused at compile time, so none can be
+silently ignored.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +17,31 @@ from typing import Any, Callable
 
 import fastjsonschema
 
+STRICT_INTEGERS = "http://json-schema.org/draft-04/schema#"
+NOT_IN_DRAFT_4 = ("const", "contains", "propertyNames", "if", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _keys(schema: Any):
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            yield key
+            if key not in ("properties", "enum"):  # property names and enum values are data, not keywords
+                yield from _keys(value)
+            elif key == "properties":
+                for sub in value.values():
+                    yield from _keys(sub)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _keys(item)
+
 
 @lru_cache(maxsize=None)
 def _compiled(schema_json: str) -> Callable[..., Any]:
-    return fastjsonschema.compile(json.loads(schema_json))
+    schema = json.loads(schema_json)
+    unsupported = sorted(set(NOT_IN_DRAFT_4) & set(_keys(schema)))
+    if unsupported:
+        raise ValueError(f"a checked schema may not use {unsupported}: draft 4 reads them differently")
+    return fastjsonschema.compile({**schema, "$schema": STRICT_INTEGERS})
 
 
 def first_error(schema: dict, value: Any, name: str) -> str | None:

@@ -99,7 +99,7 @@ def _step_problems(step: dict, path: str) -> list[str]:
     if spec.versions and version not in spec.versions:
         problems.append(f"{path}.version: {spec.id} has no version {version} (it has {list(spec.versions)})")
     params = step.get("params", {})
-    problems += [p for p in [first_error(spec.params_schema, params, f"{path}.params")] if p]
+    problems += [p for p in [registry.params_problem(spec, params, f"{path}.params")] if p]
     if len(json.dumps(params)) > MAX_PARAMS_BYTES:
         problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes")
     return problems

@@ -1,6 +1,8 @@
 """The actions that run inside the engine: core.wait, core.cue, core.announce.
 
 They never write the store; each returns an Outcome for the runner to apply.
+Their params have been checked against the action's schema before they run
+(`perform`), the same schema that validated the definition.
 """
 
 from __future__ import annotations
@@ -19,26 +21,20 @@ def wait(step: Step, now: datetime) -> Outcome:
     across attempts, so a re-dispatch computes the same moment and the store
     refuses to push the next step out a second time.
     """
-    seconds = step.params.get("seconds")
-    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0:
-        return Outcome.failed(f"core.wait needs a whole number of seconds >= 0, got {seconds!r}")
+    seconds = step.params["seconds"]
     started = step.started_at or now  # the claim wrote now if this is the first attempt
     return Outcome.done(hold_until=started + timedelta(seconds=seconds))
 
 
 def cue(step: Step, channel: Channel) -> Outcome:
     """Post the instruction, then park: a person confirms or skips it."""
-    instruction = step.params.get("instruction")
-    if not isinstance(instruction, str) or not instruction.strip():
-        return Outcome.failed("core.cue needs an instruction")
+    instruction = step.params["instruction"]
     posted = _post(channel, instruction, step)
     return posted or Outcome.parked(note=f"waiting for a game master: {instruction}")
 
 
 def announce(step: Step, channel: Channel) -> Outcome:
-    message = step.params.get("message")
-    if not isinstance(message, str) or not message.strip():
-        return Outcome.failed("core.announce needs a message")
+    message = step.params["message"]
     return _post(channel, message, step) or Outcome.done()
 
 

@@ -12,7 +12,7 @@ from . import core
 from .bridge import GameBridge
 from .channels import Channel
 from .outcome import Outcome
-from .registry import lookup
+from .registry import lookup, params_problem
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,9 @@ class Actions:
             return Outcome.failed(f"unknown action {step.action_id!r}")
         if spec.core and step.action_version not in spec.versions:
             return Outcome.failed(f"{spec.id} has no version {step.action_version}")
+        problem = params_problem(spec, step.params, f"{step.action_id} params")
+        if problem:  # stored before its action's schema said so: fail as validation would have refused it
+            return Outcome.failed(problem)
         if spec.core:
             return self.core_handlers()[spec.id](step, now)
         if self.bridge is None:

@@ -3,14 +3,22 @@
 `core.*` actions run inside the engine and are listed here one by one. Every
 other id of the form `module.name` is dispatched to the game bridge, whose
 params the game side validates; the engine only requires an object.
+
+An action's params schema is the one check of its params: definitions are
+validated with it when saved, and the step is checked with it again before its
+handler runs (`params_problem`), so a step that validated runs as written.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-MODULE_ACTION_ID = re.compile(r"^[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}$")
+from ...schema_check import first_error
+
+# Matched whole (fullmatch): "world.spawn\n" is not an action id.
+MODULE_ACTION_ID = re.compile(r"[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}")
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,10 @@ def _object(properties: dict, required: list[str]) -> dict:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
+# Text a person reads: something besides whitespace.
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": r"\S"}
+
+
 CORE_ACTIONS: dict[str, ActionSpec] = {
     spec.id: spec
     for spec in (
@@ -49,13 +61,13 @@ CORE_ACTIONS: dict[str, ActionSpec] = {
         ActionSpec(
             "core.cue",
             "Post an instruction to the game masters' channel and wait for a person to confirm or skip it.",
-            _object({"instruction": {"type": "string", "minLength": 1, "maxLength": 2000}}, ["instruction"]),
+            _object({"instruction": _TEXT}, ["instruction"]),
             outcomes=("parked",),
         ),
         ActionSpec(
             "core.announce",
             "Post a message to the announcement channel.",
-            _object({"message": {"type": "string", "minLength": 1, "maxLength": 2000}}, ["message"]),
+            _object({"message": _TEXT}, ["message"]),
             outcomes=("done", "retry", "failed"),
         ),
     )
@@ -77,9 +89,14 @@ def lookup(action_id: str) -> ActionSpec | None:
         return None
     if action_id in CORE_ACTIONS:
         return CORE_ACTIONS[action_id]
-    if action_id.startswith("core.") or not MODULE_ACTION_ID.match(action_id):
+    if action_id.startswith("core.") or not MODULE_ACTION_ID.fullmatch(action_id):
         return None
     return MODULE_ACTION
+
+
+def params_problem(spec: ActionSpec, params: Any, name: str) -> str | None:
+    """The first way `params` break the action's schema, named from `name`; None if the action can take them."""
+    return first_error(spec.params_schema, params, name)
 
 
 def catalogue() -> list[dict]:
