@@ -8,6 +8,7 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P6     control requests (pause/resume pairs) in-process and bare              200  |  30
     peer   one-step jobs through django-tasks' database backend                   = P1's steps  |  = P1's steps
     bridge runs × 2 module steps, the game bridge answering after 50 ms            64 × 2  |  24 × 2
+    cold   import time (median of 7 fresh interpreters) and the prod package       same in both
 
 Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept.
 """
@@ -19,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from . import bridge_pool, p1_throughput, p3_materialise, p4_history, p5_scaling, p6_controls, peer
+from . import bridge_pool, cold_start, p1_throughput, p3_materialise, p4_history, p5_scaling, p6_controls, peer
 from .harness import Figure, table
 from .workload import quiet_channels
 
@@ -52,6 +53,7 @@ BENCHMARKS = {
     "P6": p6_controls.run,
     "peer": peer.run,
     "bridge": bridge_pool.run,  # issue 3: a 50 ms bridge, default pool vs pool of 1
+    "cold": cold_start.run,  # import time of the app and the tick path, and the package size
 }
 
 
