@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 
-.PHONY: test dev bench lint clean db-url package migrate rotate costs
+.PHONY: test dev bench lint clean db-url package migrate rotate costs mutate
 
 $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
@@ -27,6 +27,10 @@ $(BROWSER):
 
 test: $(STAMP) | $(BROWSER)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Every guard mutation on a scratch copy, one at a time (slow: not part of `make test`).
+mutate: $(STAMP)
+	$(BIN)/python -m tests.mutation $(MUTATE_ARGS)
 
 # The dev database lives on the same server the tests find (or start).
 dev: $(STAMP)

@@ -65,10 +65,10 @@ def refusal(control: str, run: Run, step: Step | None = None, furthest_seq: int 
             return f"this step is {_step_state(step)}; only a failed step can be retried"
         if step.phase != run.current_phase:
             return f"this step is in phase {step.phase}, which the run has left (it is at phase {run.current_phase})"
-        if step.seq != furthest_seq:
+        if furthest_seq is not None and furthest_seq > step.seq:
             return (
-                "the run is not stopped at this step: a later step of its phase has already run,"
-                " so a re-queued step would sit behind the runner for ever"
+                "the run is not stopped at this step: a later step of its phase has already started;"
+                " only the step a run is stopped at can be retried"
             )
         return None
     raise ValueError(f"unknown control {control!r}")

@@ -14,6 +14,7 @@ COLUMNS = (
     " created_at, updated_at"
 )
 _DUE_SQL = ", ".join(f"'{s.value}'" for s in DUE)
+_TERMINAL_RUN_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
 _UNSET = object()
 
 
@@ -223,12 +224,17 @@ def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
 
 
 def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> bool:
-    """Mark a run's health degraded (a skipped failure, a failed ending step)."""
+    """Mark a live run's health degraded (a skipped failure, a failed ending step).
+
+    A finished run is history: a late answer from a step that was in flight when
+    a person cancelled it is logged on the step, and leaves the run's health and
+    last_error (the person's reason) as they were.
+    """
     return (
         tx.execute(
-            """UPDATE event_runs SET health = 'degraded', updated_at = %s,
+            f"""UPDATE event_runs SET health = 'degraded', updated_at = %s,
                       last_error = COALESCE(%s, last_error)
-                WHERE id = %s""",
+                WHERE id = %s AND status NOT IN ({_TERMINAL_RUN_SQL})""",
             (now, None if error is None else str(error)[:MAX_NOTE], run_id),
         )
         == 1

@@ -104,8 +104,14 @@ def open_steps(tx: Tx, run_id: int, phase: int, limit: int = 1000) -> list[Step]
     return [Step.from_row(r) for r in rows]
 
 
+def _reached(alias: str) -> str:
+    """SQL: the runner got to this step. A step a person skipped before it ever
+    started was not reached: the runner's cursor stays where it was."""
+    return f"{alias}.status <> 'pending' AND NOT ({alias}.status = 'skipped' AND {alias}.started_at IS NULL)"
+
+
 def last_started_seq(tx: Tx, run_id: int, phase: int) -> int | None:
-    """The furthest seq the phase reached (highest not-pending step), or None.
+    """The furthest seq the phase reached (see `_reached`), or None.
 
     Only the step a paused phase is stopped at may be retried: the console's offer
     and the 409's wording use this; `requeue_where_stopped` holds the same rule in SQL.
@@ -113,8 +119,8 @@ def last_started_seq(tx: Tx, run_id: int, phase: int) -> int | None:
     behind the runner's cursor, and re-queueing it would strand it pending.
     """
     row = tx.one(
-        """SELECT MAX(seq) AS seq FROM event_run_steps
-            WHERE run_id = %s AND phase = %s AND status <> 'pending'""",
+        f"""SELECT MAX(s.seq) AS seq FROM event_run_steps s
+             WHERE s.run_id = %s AND s.phase = %s AND {_reached('s')}""",
         (run_id, phase),
     )
     return None if row is None or row["seq"] is None else int(row["seq"])
@@ -416,17 +422,17 @@ def requeue_where_stopped(tx: Tx, run_id: int, step_id: int) -> bool:
     """Re-queue the failed step a paused run is stopped at (the retry control).
 
     Every guard is in the statement: the step failed, its run is paused, it is in
-    the run's current phase, and no later step of that phase has been started
+    the run's current phase, and no later step of that phase has been reached
     (the anti-join). A failed step *behind* the cursor (failed under on_failure
-    skip) is refused: re-queued, it would sit pending behind the runner for ever.
+    skip) is refused: re-queued, it would run again out of order.
     """
     return (
         tx.execute(
-            """UPDATE event_run_steps s
+            f"""UPDATE event_run_steps s
                  JOIN event_runs r ON r.id = s.run_id
                  LEFT JOIN event_run_steps later
                         ON later.run_id = s.run_id AND later.phase = s.phase
-                       AND later.seq > s.seq AND later.status <> 'pending'
+                       AND later.seq > s.seq AND {_reached('later')}
                   SET s.status = 'pending', s.attempts = 0, s.due_at = NULL, s.last_error = NULL,
                       s.claimed_by = NULL, s.claim_expires_at = NULL, s.finished_at = NULL
                 WHERE s.id = %s AND s.run_id = %s AND s.status = 'failed'

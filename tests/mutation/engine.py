@@ -1,0 +1,169 @@
+"""Apply one mutation at a time to a scratch copy of the repository and run its tests there.
+
+The working tree is only ever read. The scratch copy holds no bytecode
+(PYTHONDONTWRITEBYTECODE), so a mutated module is always compiled from its
+mutated source, and each file is restored before the next mutation.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider")
+NOT_COPIED = (".git", ".venv", ".local", "__pycache__", ".pytest_cache", "node_modules")
+DEFAULT_TIMEOUT = 900.0  # one mutation's test run; a hang counts as a kill, reported as such
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One guard lost: `snippet` (exactly once in `file`) becomes `replacement`.
+
+    `tests` are the test modules that must kill it. `equivalent` says why no
+    test can: the mutation changes no behaviour a user could notice.
+    """
+
+    name: str
+    file: str
+    snippet: str
+    replacement: str
+    tests: tuple[str, ...]
+    equivalent: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.snippet == self.replacement:
+            raise ValueError(f"{self.name}: the replacement is the snippet")
+        object.__setattr__(self, "tests", tuple(self.tests))
+
+
+@dataclass(frozen=True)
+class Result:
+    mutation: Mutation
+    verdict: str  # killed | survived | broken (the mutant did not import or collect) | timeout
+    killer: str | None  # the first failing test id
+    seconds: float
+    output: str  # pytest's output, kept for a survivor or a broken run
+
+    @property
+    def killed(self) -> bool:
+        return self.verdict in ("killed", "timeout")
+
+
+def check(mutations: Sequence[Mutation], root: Path = ROOT) -> list[str]:
+    """Everything wrong with the list as the code stands: what `--check` reports."""
+    problems, seen = [], set()
+    for m in mutations:
+        if m.name in seen:
+            problems.append(f"{m.name}: the name is used twice")
+        seen.add(m.name)
+        source = root / m.file
+        if not source.is_file():
+            problems.append(f"{m.name}: no file {m.file}")
+            continue
+        count = source.read_text().count(m.snippet)
+        if count != 1:
+            problems.append(f"{m.name}: its snippet occurs {count} times in {m.file} (must be exactly once)")
+        if not m.tests:
+            problems.append(f"{m.name}: no test modules named")
+        for module in m.tests:
+            if not (root / module.split("::")[0]).is_file():
+                problems.append(f"{m.name}: no test module {module}")
+    return problems
+
+
+def scratch_copy(root: Path = ROOT) -> Path:
+    target = Path(tempfile.mkdtemp(prefix="mutation-")) / "repo"
+    shutil.copytree(root, target, ignore=shutil.ignore_patterns(*NOT_COPIED), symlinks=True)
+    return target
+
+
+def _child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EVENTS_DB_URL", "PYTEST_ADDOPTS")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _first_failure(output: str) -> str | None:
+    for line in output.splitlines():
+        for prefix in ("FAILED ", "ERROR "):
+            if line.startswith(prefix):
+                return line[len(prefix):].split(" - ")[0].strip()
+    return None
+
+
+def run_tests(scratch: Path, modules: Iterable[str], timeout: float, python: str = sys.executable) -> tuple[int | None, str]:
+    """pytest over `modules` in the scratch copy; (exit code or None on timeout, output)."""
+    command = [python, "-m", "pytest", *PYTEST_ARGS, *modules]
+    try:
+        done = subprocess.run(command, cwd=scratch, env=_child_env(), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as hung:
+        out = hung.stdout.decode() if isinstance(hung.stdout, bytes) else (hung.stdout or "")
+        return None, out
+    return done.returncode, done.stdout + done.stderr
+
+
+def mutate_and_test(mutation: Mutation, scratch: Path, timeout: float = DEFAULT_TIMEOUT) -> Result:
+    path = scratch / mutation.file
+    original = path.read_text()
+    if original.count(mutation.snippet) != 1:
+        raise ValueError(f"{mutation.name}: the snippet does not occur exactly once in {mutation.file}")
+    started = time.monotonic()
+    path.write_text(original.replace(mutation.snippet, mutation.replacement, 1))
+    try:
+        code, output = run_tests(scratch, mutation.tests, timeout)
+    finally:
+        path.write_text(original)
+    seconds = time.monotonic() - started
+    killer = _first_failure(output)
+    if code is None:
+        verdict = "timeout"
+    elif code == 0:
+        verdict = "survived"
+    elif code == 1 and killer and "::" in killer:
+        verdict = "killed"
+    else:  # a collection or import error: the mutant is not valid Python, not a kill
+        verdict = "broken"
+    return Result(mutation, verdict, killer, seconds, output)
+
+
+def run(
+    mutations: Sequence[Mutation],
+    *,
+    root: Path = ROOT,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: Callable[[int, int, Result], None] | None = None,
+) -> list[Result]:
+    """Every mutation in turn on one scratch copy, removed afterwards."""
+    problems = check(mutations, root)
+    if problems:
+        raise ValueError("the mutation list does not apply:\n  " + "\n  ".join(problems))
+    scratch = scratch_copy(root)
+    try:
+        results = []
+        for i, mutation in enumerate(mutations, 1):
+            result = mutate_and_test(mutation, scratch, timeout)
+            results.append(result)
+            if progress:
+                progress(i, len(mutations), result)
+        return results
+    finally:
+        shutil.rmtree(scratch.parent, ignore_errors=True)
+
+
+def baseline(mutations: Sequence[Mutation], root: Path = ROOT, timeout: float = DEFAULT_TIMEOUT) -> tuple[bool, str]:
+    """The union of the named test modules passes unmutated (else every kill would mean nothing)."""
+    modules = sorted({m for mutation in mutations for m in mutation.tests})
+    scratch = scratch_copy(root)
+    try:
+        code, output = run_tests(scratch, modules, timeout * 2)
+        return code == 0, output
+    finally:
+        shutil.rmtree(scratch.parent, ignore_errors=True)

@@ -1,0 +1,117 @@
+"""Each control is one transaction with its log row, and it acts on the rows as they are, locked.
+
+A rival session tries to change the same run (or step) at the exact moment the
+control has read it; the control's lock must keep it out, so the control's 409
+names the status the row is really in and the log's `from` is never stale.
+"""
+
+import pymysql
+import pytest
+
+from chalicelib.events import controls
+from chalicelib.events.model import Conflict, RunStatus
+from chalicelib.events.runner.outcomes import run_entry
+from chalicelib.events.store import log, runs, steps
+from tests.support.factory import run_row, step
+from tests.support.interference import Rival, log_rows_refused
+from tests.support.scenes import put_step_in, run_with_steps, snapshot
+
+REFUSED = "log-refused"
+
+
+def _rival_after_first_read(monkeypatch, module, name, rival_move):
+    """Run `rival_move` right after the control's first read through `module.name`."""
+    real = getattr(module, name)
+    fired = []
+
+    def read(*args, **kwargs):
+        found = real(*args, **kwargs)
+        if not fired:
+            fired.append(rival_move())
+        return found
+
+    monkeypatch.setattr(module, name, read)
+    return fired
+
+
+def _run_moved_by_rival(db, clock, run, source, to, **changes):
+    def change(tx):
+        assert runs.transition(tx, run.id, [source], to, clock.now(), **changes)
+        log.append(tx, run_entry(run.id, run.current_phase, **{"from": source.value, "to": to.value}), clock.now())
+
+    return lambda: Rival(db).attempt("SELECT id FROM event_runs WHERE id = %s", (run.id,), change)
+
+
+def _story_is_a_chain(db, run_id, first):
+    rows = [e.detail for e in db.autocommit(lambda tx: log.after(tx, run_id)) if e.kind == "run.status"]
+    current = first
+    for row in rows:
+        assert row["from"] == current, f"a log row claims the run left {row['from']}, but it was {current}"
+        current = row["to"]
+    assert current == run_row(db, run_id).status.value
+
+
+def test_a_control_logs_the_status_the_run_really_left(db, clock, monkeypatch):
+    run, _ = run_with_steps(db, clock.now(), RunStatus.STARTING, current_phase=None)
+    rival = _run_moved_by_rival(db, clock, run, RunStatus.STARTING, RunStatus.RUNNING, current_phase=1)
+    _rival_after_first_read(monkeypatch, runs, "get", rival)
+    controls.pause(db, run.id, actor="mod-mia", now=clock.now())
+    _story_is_a_chain(db, run.id, "starting")
+
+
+def test_a_controls_409_names_the_status_the_run_is_really_in(db, clock, monkeypatch):
+    run, _ = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    rival = _run_moved_by_rival(db, clock, run, RunStatus.RUNNING, RunStatus.CANCELLED, last_error="called off")
+    _rival_after_first_read(monkeypatch, runs, "get", rival)
+    try:
+        controls.pause(db, run.id, actor="mod-mia", now=clock.now())
+    except Conflict as lost:
+        assert str(lost) == controls.refusal("pause", run_row(db, run.id))
+    _story_is_a_chain(db, run.id, "running")
+
+
+def test_a_step_controls_409_names_the_state_the_step_is_really_in(db, clock, monkeypatch):
+    run, (spawn, _, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    claim = db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 120))
+
+    def claimer_finishes():  # the dispatcher's answer arrives as the person presses skip
+        return Rival(db).attempt(
+            "SELECT id FROM event_run_steps WHERE id = %s", (spawn.id,),
+            lambda tx: steps.finish(tx, claim, "done", clock.now()),
+        )
+
+    _rival_after_first_read(monkeypatch, steps, "get_on_run", claimer_finishes)
+    with pytest.raises(Conflict) as lost:
+        controls.skip(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
+    assert str(lost.value) == controls.refusal("skip", run_row(db, run.id), step(db, spawn.id))
+
+
+# ── each control and its log row commit together ──────────────────────────
+def _scene(db, clock, control):
+    """A run (and step) on which `control` is legal; returns the call that presses it."""
+    now = clock.now()
+    if control in ("pause", "cancel"):
+        run, _ = run_with_steps(db, now, RunStatus.RUNNING)
+        return run, lambda: getattr(controls, control)(db, run.id, actor=REFUSED, now=now)
+    if control == "resume":
+        run, _ = run_with_steps(db, now, RunStatus.PAUSED)
+        return run, lambda: controls.resume(db, run.id, actor=REFUSED, now=now)
+    run, (first, second, _) = run_with_steps(db, now, RunStatus.PAUSED if control == "retry" else RunStatus.RUNNING)
+    if control == "confirm":
+        put_step_in(db, first, "parked", now)
+    if control == "retry":
+        put_step_in(db, first, "failed", now)
+    press = getattr(controls, control)
+    return run, lambda: press(db, run.id, first.id, actor=REFUSED, now=now)
+
+
+@pytest.mark.parametrize("control", ["pause", "resume", "cancel", "confirm", "skip", "retry"])
+def test_a_control_whose_log_row_cannot_be_written_changes_nothing(db, clock, control):
+    run, press = _scene(db, clock, control)
+    before = snapshot(db, run.id)
+    with log_rows_refused(db, f"NEW.actor = '{REFUSED}'"):
+        with pytest.raises(pymysql.err.MySQLError):
+            press()
+    assert snapshot(db, run.id) == before
+    press()  # and once the log takes rows again, the same press goes through
+    assert snapshot(db, run.id)["log"]

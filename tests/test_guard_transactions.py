@@ -1,0 +1,81 @@
+"""The runner's state changes and their log rows commit together: a log row the database refuses
+takes its change back with it (the sweep, the start, an answer, leaving a phase)."""
+
+import pymysql
+import pytest
+
+from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.runner import Budget
+from chalicelib.events.store import steps
+from tests.support.factory import document, run_row
+from tests.support.interference import log_rows_refused
+from tests.support.runner_kit import game_bridge, log_of, runner, schedule, step, tick  # noqa: F401 — fixtures
+from tests.support.scenes import snapshot
+
+TWO_PHASES = document([[step("world.spawn")], [step("world.reward")]])
+
+
+def _tick_with_errors(runner):
+    return runner.tick(Budget.for_seconds(60))
+
+
+def _steps(db, run_id):
+    return db.autocommit(lambda tx: steps.list_for_run(tx, run_id))
+
+
+def test_a_sweep_whose_log_rows_fail_takes_no_step_back(db, clock, runner):
+    run = schedule(db, clock.now(), TWO_PHASES)
+    db.transaction(lambda tx: tx.execute("UPDATE event_runs SET status = 'running', current_phase = 1 WHERE id = %s", (run.id,)))
+    (spawn,) = db.transaction(lambda tx: steps.materialise_phase(tx, run.id, 1, [steps.StepSpec("world.spawn")]))
+    db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), runner.rules.lease_seconds))  # its claimer dies
+    clock.advance(runner.rules.lease_seconds + 1)
+    before = snapshot(db, run.id)
+
+    with log_rows_refused(db, "JSON_VALUE(NEW.detail, '$.cause') = 'lease expired'"):
+        with pytest.raises(pymysql.err.MySQLError):
+            _tick_with_errors(runner)
+    assert snapshot(db, run.id) == before  # still running under its expired lease, nothing logged
+
+    tick(runner)  # the next sweep takes it back, logged, and the step is dispatched again
+    causes = [e.detail.get("cause") for e in log_of(db, run.id) if e.step_id == spawn.id and e.kind == "step.status"]
+    assert causes[0] == "lease expired"
+
+
+def test_a_start_whose_log_rows_fail_leaves_the_run_scheduled(db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), TWO_PHASES)
+    with log_rows_refused(db, "NEW.kind = 'run.phase'"):
+        report = _tick_with_errors(runner)
+    assert report.errors == 1
+    after = run_row(db, run.id)
+    assert (after.status, after.current_phase) == (RunStatus.SCHEDULED, None)
+    assert _steps(db, run.id) == [] and log_of(db, run.id) == [] and game_bridge.received() == []
+
+
+def test_an_answer_whose_log_rows_fail_leaves_the_step_in_flight(db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), TWO_PHASES)
+    with log_rows_refused(db, "NEW.kind = 'step.dispatch'"):
+        report = _tick_with_errors(runner)
+    assert report.errors == 1
+    (spawn,) = _steps(db, run.id)
+    assert (spawn.status, spawn.attempts) == (StepStatus.RUNNING, 1) and spawn.claimed_by is not None
+    assert not [e for e in log_of(db, run.id) if e.step_id == spawn.id]
+
+
+def test_a_phase_change_whose_log_rows_fail_leaves_the_run_in_its_phase(db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), TWO_PHASES)
+    with log_rows_refused(db, "NEW.kind = 'run.phase' AND NEW.phase = 2"):
+        report = _tick_with_errors(runner)
+    assert report.errors == 1
+    after = run_row(db, run.id)
+    assert (after.status, after.current_phase) == (RunStatus.RUNNING, 1)
+    assert [s.phase for s in _steps(db, run.id)] == [1]
+
+
+def test_an_ending_whose_log_rows_fail_leaves_the_run_running(db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), document([[step("world.spawn")]]))
+    with log_rows_refused(db, "JSON_VALUE(NEW.detail, '$.to') = 'completed'"):
+        report = _tick_with_errors(runner)
+    assert report.errors == 1
+    after = run_row(db, run.id)
+    assert (after.status, after.current_phase) == (RunStatus.RUNNING, 1)
+    assert [e.detail["to"] for e in log_of(db, run.id) if e.kind == "run.status"] == ["starting", "running"]
