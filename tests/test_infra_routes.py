@@ -38,8 +38,8 @@ def data():
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    return cfn.render(cfn.package_app(tmp_path_factory.mktemp("routes")), APP_PARAMETERS)
+def app():
+    return cfn.render(cfn.packaged_app(), APP_PARAMETERS)
 
 
 def resources(template):

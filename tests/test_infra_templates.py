@@ -20,8 +20,8 @@ TICK_ARN = {"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::Accou
 
 
 @pytest.fixture(scope="module")
-def packaged(tmp_path_factory) -> dict:
-    return cfn.package_app(tmp_path_factory.mktemp("package"))
+def packaged() -> dict:
+    return cfn.packaged_app()
 
 
 @pytest.fixture(scope="module")
@@ -244,3 +244,11 @@ def test_api_gateways_own_refusals_answer_in_the_errors_shape_with_cors(app):
         errors = json.loads(body)["errors"]
         assert errors and all(isinstance(e, str) for e in errors)
     assert responses["MISSING_AUTHENTICATION_TOKEN"]["statusCode"] == 404
+
+
+def test_prod_signs_staff_in_through_the_identity_provider_only(app):
+    api = env(app, "APIHandler")
+    assert api["EVENTS_JWT_JWKS_URL"] == {"Ref": "JwtJwksUrl"}
+    for development_only in ("EVENTS_JWT_SECRET", "EVENTS_CONSOLE_DEV_TOKENS", "GAME_BRIDGE_SECRET", "EVENTS_DB_URL"):
+        for function in FUNCTIONS:
+            assert development_only not in env(app, function), (function, development_only)

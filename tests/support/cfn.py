@@ -8,11 +8,13 @@ would get (and lint exactly that) without an AWS account.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +34,22 @@ def load(path: Path) -> dict:
     return template
 
 
+@functools.cache
+def packaged_app() -> dict:
+    """The prod package, built once per test process (it takes seconds); callers must not change it."""
+    return package_app(Path(tempfile.mkdtemp(prefix="events-package-")))
+
+
 def package_app(outdir: Path, stage: str = "prod") -> dict:
     """`chalice package --merge-template infra/app.yaml`, as the README's deploy path runs it."""
     chalice = Path(sys.executable).with_name("chalice")
     env = dict(os.environ, AWS_DEFAULT_REGION=REGION)
-    subprocess.run(
+    done = subprocess.run(
         [str(chalice), "package", "--stage", stage, "--merge-template", str(APP_TEMPLATE), str(outdir)],
-        cwd=ROOT, env=env, check=True, capture_output=True, timeout=300,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
+    if done.returncode:
+        raise RuntimeError(f"chalice package failed:\n{done.stdout}{done.stderr}")
     return load(outdir / "sam.yaml")
 
 
