@@ -91,6 +91,11 @@ def get_definition(definition_id):
     return api.get_definition(app.current_request, definition_id=definition_id)
 
 
+@app.route("/definitions/{definition_id}/versions/{version}", methods=["GET"], cors=cors)
+def get_definition_version(definition_id, version):
+    return api.get_definition_version(app.current_request, definition_id=definition_id, version=version)
+
+
 @app.route("/definitions/{definition_id}", methods=["PUT"], cors=cors)
 def update_definition(definition_id):
     return api.update_definition(app.current_request, definition_id=definition_id)

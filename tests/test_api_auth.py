@@ -111,6 +111,8 @@ ROUTES = {
     ("GET", "/definitions"): (auth.STAFF, lambda db, clock: ("/definitions", None)),
     ("POST", "/definitions"): (auth.ADMINS, lambda db, clock: ("/definitions", SPEC_EXAMPLE)),
     ("GET", "/definitions/{definition_id}"): (auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}", None)),
+    ("GET", "/definitions/{definition_id}/versions/{version}"): (
+        auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}/versions/1", None)),
     ("PUT", "/definitions/{definition_id}"): (auth.ADMINS, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}", SPEC_EXAMPLE)),
     ("POST", "/definitions/{definition_id}/runs"): (
         auth.ADMINS,

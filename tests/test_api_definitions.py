@@ -1,5 +1,6 @@
 """Creating, versioning and reading definitions, and scheduling runs, over HTTP."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -7,6 +8,8 @@ import pytest
 from chalicelib.events.model import TERMINAL_RUN, RunStatus
 from chalicelib.events.store import log, runs
 from tests.support.api import ADMIN, GM, api  # noqa: F401 — the fixture
+from tests.support.factory import document as factory_document
+from tests.support.factory import make_definition
 from tests.support.scenes import everything, set_run, table_counts
 from tests.test_definitions_validate import SPEC_EXAMPLE
 
@@ -21,14 +24,23 @@ def _iso(when) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _document(api, definition_id: int, version: int) -> dict:
+    answer = api.get(f"/definitions/{definition_id}/versions/{version}", auth=GM)
+    assert answer.status == 200, answer.body
+    assert (answer.body["version"]["definition_id"], answer.body["version"]["version"]) == (definition_id, version)
+    return answer.body["version"]["document"]
+
+
 def test_create_answers_201_with_id_and_version_and_stores_the_document(api):
     answer = api.post("/definitions", SPEC_EXAMPLE, auth=ADMIN)
     assert answer.status == 201 and answer.body == {"definition": {"id": answer.body["definition"]["id"], "version": 1}}
-    detail = api.get(f"/definitions/{answer.body['definition']['id']}", auth=GM).body
+    definition_id = answer.body["definition"]["id"]
+    detail = api.get(f"/definitions/{definition_id}", auth=GM).body
     assert detail["definition"]["name"] == "Harvest festival" and detail["definition"]["schedule_cron"] == "0 20 * * 5"
     assert detail["definition"]["created_by"] == "root-admin"
     [version] = detail["versions"]
-    assert version["version"] == 1 and version["document"]["phases"][0]["steps"][2]["action"] == "world.spawn"
+    assert version["version"] == 1 and version["created_by"] == "root-admin"
+    assert _document(api, definition_id, 1)["phases"][0]["steps"][2]["action"] == "world.spawn"
 
 
 def test_put_saves_the_next_version_and_keeps_the_old_one(api):
@@ -38,13 +50,48 @@ def test_put_saves_the_next_version_and_keeps_the_old_one(api):
     assert answer.status == 200 and answer.body == {"definition": {"id": definition_id, "version": 2}}
     detail = api.get(f"/definitions/{definition_id}", auth=GM).body
     assert detail["definition"]["current_version"] == 2 and detail["definition"]["schedule_cron"] is None
-    assert [v["document"]["name"] for v in detail["versions"]] == ["Harvest festival", "Harvest festival II"]
+    assert [v["version"] for v in detail["versions"]] == [1, 2]
+    assert [_document(api, definition_id, v)["name"] for v in (1, 2)] == ["Harvest festival", "Harvest festival II"]
     assert [d["id"] for d in api.get("/definitions", auth=GM).body["definitions"]] == [definition_id]
 
 
 def test_put_of_an_unknown_definition_is_404(api):
     assert api.put("/definitions/999999", SPEC_EXAMPLE, auth=ADMIN).status == 404
     assert api.get("/definitions/999999", auth=GM).status == 404
+    assert api.get("/definitions/999999/versions/1", auth=GM).status == 404
+
+
+def test_a_version_the_definition_does_not_have_is_404(api):
+    definition_id = _create(api)
+    answer = api.get(f"/definitions/{definition_id}/versions/2", auth=GM)
+    assert answer.status == 404 and answer.body == {"errors": [f"definition {definition_id} has no version 2"]}
+
+
+def test_a_definition_lists_its_versions_without_their_documents(api):
+    big = {**SPEC_EXAMPLE, "phases": [{"steps": [{"action": "world.spawn", "params": {"blob": "x" * 15_000}}] * 50}]}
+    definition_id = _create(api, big)
+    for _ in range(7):
+        assert api.put(f"/definitions/{definition_id}", big, auth=ADMIN).status == 200
+    answer = api.get(f"/definitions/{definition_id}", auth=GM)
+    assert [v["version"] for v in answer.body["versions"]] == list(range(1, 9))
+    assert all(set(v) == {"definition_id", "version", "created_by", "created_at"} for v in answer.body["versions"])
+    assert len(json.dumps(answer.body)) < 5_000  # eight 750 kB documents stay out of it
+
+
+def test_definitions_are_listed_a_page_at_a_time_with_a_cursor_to_the_next(api, db, clock):
+    created = [make_definition(db, clock.now(), factory_document(name=f"event {i}")).id for i in range(7)]
+    seen, cursor, pages = [], None, 0
+    while True:
+        answer = api.get("/definitions?limit=3" + (f"&cursor={cursor}" if cursor else ""), auth=GM)
+        assert answer.status == 200, answer.body
+        seen += [d["id"] for d in answer.body["definitions"]]
+        cursor, pages = answer.body["next_cursor"], pages + 1
+        if cursor is None:
+            break
+    assert seen == created and pages == 3
+    assert api.get("/definitions", auth=GM).body == {
+        "definitions": api.get("/definitions?limit=50", auth=GM).body["definitions"], "next_cursor": None,
+    }
 
 
 def test_an_invalid_document_is_400_listing_every_problem_and_nothing_is_written(api, db):

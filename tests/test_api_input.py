@@ -34,7 +34,7 @@ def world(db, clock):
     put_step_in(db, failed, "failed", clock.now())
     other, (theirs, *_) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
     definition = make_definition(db, clock.now())
-    return {"run_id": run.id, "step_id": parked.id, "definition_id": definition.id, "other_step_id": theirs.id}
+    return {"run_id": run.id, "step_id": parked.id, "definition_id": definition.id, "version": 1, "other_step_id": theirs.id}
 
 
 def _path(template: str, ids: dict) -> str:
@@ -54,7 +54,7 @@ def _refused(api, db, method, path, expected=400, **kw):
 @pytest.mark.parametrize("route", WITH_IDS, ids=lambda r: f"{r[0]} {r[1]}")
 def test_ids_must_be_positive_whole_numbers(api, db, world, route, bad):
     method, template = route
-    for name in ("run_id", "step_id", "definition_id"):
+    for name in ("run_id", "step_id", "definition_id", "version"):
         if "{" + name + "}" in template:
             _refused(api, db, method, _path(template, {**world, name: bad}))
 
@@ -103,6 +103,11 @@ def test_required_bodies_must_be_sent(api, db, world):
 ])
 def test_bad_run_list_queries_are_400(api, db, query):
     _refused(api, db, "GET", f"/runs?{query}")
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=201", "limit=x", "cursor=0", "cursor=-1", "cursor=x", "status=done"])
+def test_bad_definition_list_queries_are_400(api, db, query):
+    _refused(api, db, "GET", f"/definitions?{query}")
 
 
 @pytest.mark.parametrize("query", ["after_id=-1", "after_id=x", "limit=0", "limit=1001", "run_id=2"])

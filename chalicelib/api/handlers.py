@@ -219,14 +219,18 @@ def retry_step(call: Call):
 
 
 # ── definitions and scheduling ────────────────────────────────────────────
-@operation("GET", "/definitions", "Every definition (current version).", auth.STAFF,
-           _ok("definitions", schemas.DEFINITIONS_LIST))
+@operation("GET", "/definitions", "Definitions (current version), oldest first, a page at a time.", auth.STAFF,
+           _ok("a page of definitions; pass next_cursor as cursor for the next", schemas.DEFINITIONS_PAGE),
+           query=schemas.DEFINITIONS_QUERY)
 def list_definitions(call: Call):
-    return {"definitions": [d.public() for d in runtime.database().autocommit(definitions.list_all)]}
+    page, next_cursor = runtime.database().autocommit(
+        lambda tx: definitions.list_page(tx, limit=call.query.get("limit", 50), after_id=call.query.get("cursor"))
+    )
+    return {"definitions": [d.public() for d in page], "next_cursor": next_cursor}
 
 
-@operation("GET", "/definitions/{definition_id}", "A definition and all its versions.", auth.STAFF,
-           _ok("the definition", schemas.DEFINITION_DETAIL))
+@operation("GET", "/definitions/{definition_id}", "A definition and its versions (without their documents).",
+           auth.STAFF, _ok("the definition", schemas.DEFINITION_DETAIL))
 def get_definition(call: Call):
     definition_id = call.ids["definition_id"]
 
@@ -235,6 +239,22 @@ def get_definition(call: Call):
         if definition is None:
             raise NotFound(f"no definition {definition_id}")
         return {"definition": definition.public(), "versions": [v.public() for v in definitions.versions(tx, definition_id)]}
+
+    return runtime.database().transaction(read)
+
+
+@operation("GET", "/definitions/{definition_id}/versions/{version}", "One version of a definition, with its document.",
+           auth.STAFF, _ok("the version", schemas.VERSION_DOCUMENT))
+def get_definition_version(call: Call):
+    definition_id, number = call.ids["definition_id"], call.ids["version"]
+
+    def read(tx):
+        if definitions.get(tx, definition_id) is None:
+            raise NotFound(f"no definition {definition_id}")
+        version = definitions.get_version(tx, definition_id, number)
+        if version is None:
+            raise NotFound(f"definition {definition_id} has no version {number}")
+        return {"version": version.public()}
 
     return runtime.database().transaction(read)
 

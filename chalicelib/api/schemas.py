@@ -42,6 +42,7 @@ RUNS_QUERY = _body(
     limit={"type": "integer", "minimum": 1, "maximum": 200},
     cursor=_ID,
 )
+DEFINITIONS_QUERY = _body(limit={"type": "integer", "minimum": 1, "maximum": 200}, cursor=_ID)
 LOG_QUERY = _body(
     after_id={"type": "integer", "minimum": 0, "maximum": MAX_ID},
     limit={"type": "integer", "minimum": 1, "maximum": 1000},
@@ -114,13 +115,8 @@ DEFINITION = _object(
     created_at=_TIME,
     updated_at=_TIME,
 )
-DEFINITION_VERSION = _object(
-    definition_id=_INT,
-    version=_INT,
-    document={"type": "object"},
-    created_by=_MAYBE_TEXT,
-    created_at=_TIME,
-)
+VERSION_SUMMARY = _object(definition_id=_INT, version=_INT, created_by=_MAYBE_TEXT, created_at=_TIME)
+DEFINITION_VERSION = _object(**VERSION_SUMMARY["properties"], document={"type": "object"})
 ACTION = _object(
     id={"type": "string"},
     description={"type": "string"},
@@ -146,8 +142,9 @@ RUN_DETAIL = _object(
     ),
 )
 LOG_PAGE = _object(entries={"type": "array", "items": LOG_ENTRY})
-DEFINITIONS_LIST = _object(definitions={"type": "array", "items": DEFINITION})
-DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": DEFINITION_VERSION})
+DEFINITIONS_PAGE = _object(definitions={"type": "array", "items": DEFINITION}, next_cursor=_MAYBE_INT)
+DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": VERSION_SUMMARY})
+VERSION_DOCUMENT = _object(version=DEFINITION_VERSION)
 DEFINITION_SAVED = _object(definition=_object(id=_INT, version=_INT))
 SCHEDULED = _object(run=RUN)
 ACTIONS = _object(actions={"type": "array", "items": ACTION})

@@ -248,6 +248,23 @@ class Recurrence:
 
 
 @dataclass(frozen=True)
+class VersionSummary:
+    """A version as a definition lists it: who saved it and when, without its document."""
+
+    definition_id: int
+    version: int
+    created_by: str | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict) -> "VersionSummary":
+        return cls(**row)
+
+    def public(self) -> dict:
+        return _public(self)
+
+
+@dataclass(frozen=True)
 class DefinitionVersion:
     definition_id: int
     version: int

@@ -10,10 +10,11 @@ import json
 from datetime import datetime
 
 from ...db import Tx
-from ..model import Definition, DefinitionVersion, Recurrence
+from ..model import Definition, DefinitionVersion, Recurrence, VersionSummary
 
 COLUMNS = "id, name, current_version, schedule_cron, created_by, created_at, updated_at"
-VERSION_COLUMNS = "definition_id, version, document, created_by, created_at"
+SUMMARY_COLUMNS = "definition_id, version, created_by, created_at"
+VERSION_COLUMNS = f"{SUMMARY_COLUMNS}, document"
 
 
 def create(tx: Tx, document: dict, *, actor: str | None, now: datetime) -> Definition:
@@ -55,9 +56,15 @@ def get(tx: Tx, definition_id: int) -> Definition | None:
     return Definition.from_row(row) if row else None
 
 
-def list_all(tx: Tx, limit: int = 500) -> list[Definition]:
-    rows = tx.all(f"SELECT {COLUMNS} FROM event_definitions ORDER BY id LIMIT %s", (limit,))
-    return [Definition.from_row(r) for r in rows]
+def list_page(tx: Tx, *, limit: int = 50, after_id: int | None = None) -> tuple[list[Definition], int | None]:
+    """Definitions oldest first, keyset-paginated: the page and the next cursor (its last id), or None."""
+    if not 1 <= limit <= 500:
+        raise ValueError(f"limit must be between 1 and 500, got {limit}")
+    rows = tx.all(
+        f"SELECT {COLUMNS} FROM event_definitions WHERE id > %s ORDER BY id LIMIT %s", (after_id or 0, limit + 1)
+    )
+    page = [Definition.from_row(r) for r in rows[:limit]]
+    return page, (page[-1].id if len(rows) > limit else None)
 
 
 def recurrences(tx: Tx, until: datetime) -> list[Recurrence]:
@@ -95,12 +102,13 @@ def get_version(tx: Tx, definition_id: int, version: int) -> DefinitionVersion |
     return DefinitionVersion.from_row(row) if row else None
 
 
-def versions(tx: Tx, definition_id: int) -> list[DefinitionVersion]:
+def versions(tx: Tx, definition_id: int) -> list[VersionSummary]:
+    """Every version of a definition, oldest first, without the documents (each may be up to a megabyte)."""
     rows = tx.all(
-        f"SELECT {VERSION_COLUMNS} FROM event_definition_versions WHERE definition_id = %s ORDER BY version",
+        f"SELECT {SUMMARY_COLUMNS} FROM event_definition_versions WHERE definition_id = %s ORDER BY version",
         (definition_id,),
     )
-    return [DefinitionVersion.from_row(r) for r in rows]
+    return [VersionSummary.from_row(r) for r in rows]
 
 
 def _schedule(document: dict) -> tuple[str | None, str | None]:
