@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from ..events.definitions import DOCUMENT_SCHEMA
+from ..events.definitions import DOCUMENT_SCHEMA, MAX_SCHEDULE_AHEAD
 from ..events.model import Health, Invalid, OnFailure, RunStatus, StepStatus
 from ..schema_check import first_error
 
@@ -30,7 +30,11 @@ REASON_BODY = _body(reason=_NOTE)
 NOTE_BODY = _body(note=_NOTE)
 NO_FIELDS = _body()
 SCHEDULE_BODY = {
-    **_body(scheduled_for={"type": "string", "format": "date-time", "maxLength": 40}),
+    **_body(scheduled_for={
+        "type": "string", "format": "date-time", "maxLength": 40,
+        "description": f"with a zone; at most {MAX_SCHEDULE_AHEAD.days} days ahead, and no further in the past"
+                       " than the definition's grace window",
+    }),
     "required": ["scheduled_for"],
 }
 DEFINITION_BODY = DOCUMENT_SCHEMA

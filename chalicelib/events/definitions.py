@@ -53,7 +53,10 @@ DOCUMENT_SCHEMA = {
     "required": ["name", "phases"],
     "properties": {
         "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
-        "grace_seconds": {"type": "integer", "minimum": MIN_GRACE_SECONDS, "maximum": MAX_GRACE_SECONDS},
+        "grace_seconds": {
+            "type": "integer", "minimum": MIN_GRACE_SECONDS, "maximum": MAX_GRACE_SECONDS,
+            "description": f"how late a run may still start (default {DEFAULT_GRACE_SECONDS})",
+        },
         "phases": {"type": "array", "minItems": 1, "maxItems": 50, "items": PHASE_SCHEMA},
         "ending": {"type": "array", "maxItems": 200, "items": STEP_SCHEMA},
         "schedule": {
