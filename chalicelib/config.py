@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Mapping
+from urllib.parse import urlsplit
 
 
 class ConfigError(ValueError):
@@ -43,11 +45,27 @@ def _int_in_range(env: Mapping[str, str], name: str) -> int:
     return value
 
 
+SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?")
+
+
 def _channel(env: Mapping[str, str], name: str) -> str:
     value = env.get(name, "log").strip() or "log"
-    if value != "log" and not value.startswith(("sns:", "webhook:")):
-        raise ConfigError(f"{name} must be 'log', 'sns:<arn>' or 'webhook:<url>', got {value!r}")
-    return value
+    scheme, _, target = value.partition(":")
+    if value == "log" or (scheme == "sns" and SNS_TOPIC_ARN.fullmatch(target)) or (scheme == "webhook" and _http_url(target)):
+        return value
+    raise ConfigError(f"{name} must be 'log', 'sns:<topic arn>' or 'webhook:<http(s) url>', got {value!r}")
+
+
+def _console_url(env: Mapping[str, str]) -> str | None:
+    value = env.get("EVENTS_CONSOLE_URL", "").strip()
+    if value and not _http_url(value):
+        raise ConfigError(f"EVENTS_CONSOLE_URL must be an http(s) URL, got {value!r}")
+    return value or None
+
+
+def _http_url(value: str) -> bool:
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and "@" not in parts.netloc
 
 
 def _dev_logins(env: Mapping[str, str], name: str) -> tuple[tuple[str, str], ...]:
@@ -88,6 +106,9 @@ class Settings:
     cue_channel: str = "log"
     announce_channel: str = "log"
     cors_origin: str = "*"
+    console_url: str | None = None
+    webhook_secret: str | None = field(default=None, repr=False)
+    webhook_secret_arn: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -115,6 +136,9 @@ class Settings:
             cue_channel=_channel(env, "CUE_CHANNEL"),
             announce_channel=_channel(env, "ANNOUNCE_CHANNEL"),
             cors_origin=env.get("EVENTS_CORS_ORIGIN", "*").strip() or "*",
+            console_url=_console_url(env),
+            webhook_secret=env.get("WEBHOOK_SECRET") or None,
+            webhook_secret_arn=env.get("WEBHOOK_SECRET_ARN") or None,
         )
         if settings.jwt_secret and settings.jwt_jwks_url:
             raise ConfigError("set EVENTS_JWT_SECRET (HS256) or EVENTS_JWT_JWKS_URL (RS256), not both")

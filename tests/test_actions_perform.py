@@ -7,8 +7,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from chalicelib.config import ConfigError
-from chalicelib.events.actions.bridge import classify, signature
+from chalicelib.events.actions.bridge import classify
 from chalicelib.events.actions.channels import ChannelError, LogChannel, channel_for
+from chalicelib.events.actions.outbound import MAX_ANSWER_BYTES, Answer, signed_headers
 from chalicelib.events.actions.outcome import Verdict
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.actions.registry import CORE_ACTIONS
@@ -39,27 +40,50 @@ NOW = datetime(2026, 12, 4, 20, 0, 0)
     ],
 )
 def test_answers_are_classified_as_spec_section_6_says(status, body, verdict):
-    outcome = classify(status, body)
+    outcome = classify(Answer(status, body, truncated=False))
     assert outcome.verdict is verdict and outcome.http_status == status
 
 
 def test_a_reason_is_kept_short():
-    assert len(classify(422, b"x" * 5000).error) < 400
+    assert len(classify(Answer(422, b"x" * 5000, truncated=False)).error) < 400
+
+
+def test_a_2xx_past_the_answer_cap_is_failed_with_the_cap_named():
+    outcome = classify(Answer(200, b'{"outcome": "done", "pad": "' + b"x" * 100, truncated=True))
+    assert outcome.verdict is Verdict.FAILED
+    assert outcome.error == f"malformed answer: larger than the {MAX_ANSWER_BYTES:,}-byte answer cap"
+
+
+def test_a_retry_class_status_stays_a_retry_past_the_answer_cap():
+    assert classify(Answer(503, b"", truncated=True)).verdict is Verdict.RETRY
+
+
+def test_json_nested_past_the_recursion_limit_is_failed_not_raised():
+    outcome = classify(Answer(200, b"[" * 100_000 + b"]" * 100_000, truncated=False))
+    assert outcome.verdict is Verdict.FAILED and outcome.error == "malformed answer: JSON nested too deeply"
+
+
+def test_an_odd_outcome_value_is_named_by_its_type_not_printed():
+    nested = b'{"outcome": ' + b"[" * 900 + b"]" * 900 + b"}"
+    assert classify(Answer(200, nested, truncated=False)).error == "malformed answer: unknown outcome of type list"
 
 
 def test_the_signature_is_hmac_sha256_of_timestamp_dot_body():
     expected = hmac.new(b"k", b"1700000000.{}", hashlib.sha256).hexdigest()
-    assert signature("k", "1700000000", b"{}") == f"sha256={expected}"
+    at = datetime(2023, 11, 14, 22, 13, 20)  # 1,700,000,000 s after the epoch, UTC
+    assert signed_headers("k", at, b"{}") == {"X-Event-Timestamp": "1700000000", "X-Event-Signature": f"sha256={expected}"}
 
 
 class Recording:
-    def __init__(self, fail: ChannelError | None = None):
+    timeout = 0.0
+
+    def __init__(self, fail: Exception | None = None):
         self.name, self.posts, self.fail = "test", [], fail
 
-    def post(self, text, context):
+    def post(self, notice):
         if self.fail:
             raise self.fail
-        self.posts.append((text, context["step_id"]))
+        self.posts.append((notice.text, notice.step_id))
 
 
 def _step(action_id, params, *, started_at=None, version=1):
@@ -99,11 +123,11 @@ def test_cue_posts_then_parks_and_announce_posts_then_is_done():
     assert cue.posts == [("Light it", 7)] and announce.posts == [("Hi", 7)]
 
 
-def test_a_channel_failure_is_a_retry_or_a_failure_as_the_channel_says():
-    down = _actions(announce=Recording(ChannelError("throttled", retryable=True)))
-    assert down.perform(_step("core.announce", {"message": "Hi"}), 1, NOW).verdict is Verdict.RETRY
-    refused = _actions(announce=Recording(ChannelError("no such topic", retryable=False)))
-    assert refused.perform(_step("core.announce", {"message": "Hi"}), 1, NOW).verdict is Verdict.FAILED
+def test_a_channel_that_cannot_deliver_makes_the_step_a_retry():
+    for action, params in (("core.announce", {"message": "Hi"}), ("core.cue", {"instruction": "Light it"})):
+        down = _actions(cue=Recording(ChannelError("no such topic")), announce=Recording(ChannelError("no such topic")))
+        outcome = down.perform(_step(action, params), 1, NOW)
+        assert outcome.verdict is Verdict.RETRY and outcome.error == "test channel: no such topic"
 
 
 def test_unknown_actions_and_versions_fail_and_a_raising_handler_is_a_retry():
@@ -114,8 +138,8 @@ def test_unknown_actions_and_versions_fail_and_a_raising_handler_is_a_retry():
     assert raised.verdict is Verdict.RETRY and "RuntimeError: bug" in raised.error
 
 
-def test_channels_log_now_and_refuse_what_is_not_built_yet():
-    assert isinstance(channel_for("log", "cue"), LogChannel)
-    for setting in ("sns:arn:aws:sns:eu-west-1:1:t", "webhook:https://example.com/h"):
-        with pytest.raises(ConfigError, match="only 'log'"):
-            channel_for(setting, "announce")
+def test_a_channel_setting_builds_its_channel_and_a_webhook_needs_a_secret():
+    assert isinstance(channel_for("log", "cue", timeout=1), LogChannel)
+    assert type(channel_for("webhook:https://example.com/h", "cue", timeout=1, webhook_secret="s")).__name__ == "WebhookChannel"
+    with pytest.raises(ConfigError, match="set WEBHOOK_SECRET or WEBHOOK_SECRET_ARN"):
+        channel_for("webhook:https://example.com/h", "announce", timeout=1)

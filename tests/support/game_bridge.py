@@ -5,8 +5,16 @@
         ... tick against bridge.url ...
         assert [r.json["attempt"] for r in bridge.received("world.spawn")] == [1, 2, 3]
 
-Unscripted requests get `default` (200 {"outcome": "done"}). A delayed or gated
-answer also ends when `stop()` is called, so a test never waits out a long delay.
+Unscripted requests get `default` (200 {"outcome": "done"}), or what `respond`
+decides for their action. A delayed or gated answer also ends when `stop()` is
+called, so a test never waits out a long delay.
+
+It can misbehave as a hostile game side does: interim 1xx answers before the
+final one, a body dripping a byte at a time, a body far larger than any cap
+(streamed, never held), with or without a Content-Length. Each request's open
+(arrival) and close (answered, or the client hung up, seen at once) are
+recorded, so tests can check that no idempotency key ever had two attempts
+open at the game side at once, and that an abandoned socket was closed.
 """
 
 from __future__ import annotations
@@ -14,11 +22,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import select
+import socket
 import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
 
 SECRET = "test-bridge-secret"
 
@@ -29,17 +40,38 @@ class Answer:
     body: dict | str = field(default_factory=lambda: {"outcome": "done"})
     delay: float = 0.0
     gate: threading.Event | None = None  # answer only once the test sets it
+    interim: tuple[int, ...] = ()  # 1xx answers sent first, e.g. (103,) for Early Hints
+    drip: float = 0.0  # seconds between the body's bytes, once the headers are out
+    repeat: int = 1  # the body is sent this many times over (a huge answer, never held in memory)
+    declare_length: bool = True  # False: no Content-Length; the body ends when the server closes
 
     def payload(self) -> bytes:
         return (self.body if isinstance(self.body, str) else json.dumps(self.body)).encode()
 
 
-@dataclass(frozen=True)
+MEGABYTE = "x" * (1024 * 1024)
+
+
+def dripping(every: float = 1.5) -> Answer:
+    """200 done, its headers at once and then one byte every `every` seconds."""
+    return Answer(200, {"outcome": "done", "note": "x" * 60}, drip=every)
+
+
+def huge(megabytes: int, *, declared: bool = False) -> Answer:
+    return Answer(200, MEGABYTE, repeat=megabytes, declare_length=declared)
+
+
+def deep(levels: int = 100_000) -> Answer:
+    return Answer(200, "[" * levels + "]" * levels)
+
+
+@dataclass
 class Received:
     action_id: str
     headers: dict[str, str]  # lower-cased names
     body: bytes
-    at: float  # time.monotonic() on arrival
+    at: float  # time.monotonic() on arrival: the request is open at the game side from here
+    closed_at: float | None = None  # ... to here: answered in full, or the client hung up
 
     @property
     def json(self) -> dict:
@@ -61,6 +93,7 @@ class GameBridge:
         self.secret = secret
         self.default = default
         self._scripts: dict[str, deque[Answer]] = defaultdict(deque)
+        self._responders: dict[str, Callable[[Received], Answer]] = {}
         self._received: list[Received] = []
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
@@ -95,6 +128,24 @@ class GameBridge:
         with self._lock:
             self._scripts[action_id].extend(answers)
 
+    def respond(self, action_id: str, answer_for: Callable[[Received], Answer]) -> None:
+        """Answer every unscripted request for `action_id` with `answer_for(request)`."""
+        with self._lock:
+            self._responders[action_id] = answer_for
+
+    def overlapping_attempts(self) -> list[tuple[str, int, int]]:
+        """(key, attempt, attempt) for two requests of one idempotency key open at the game side at once."""
+        by_key: dict[str, list[Received]] = defaultdict(list)
+        for request in self.received():
+            by_key[request.headers["idempotency-key"]].append(request)
+        overlaps = []
+        for key, requests in by_key.items():
+            requests.sort(key=lambda r: r.at)
+            for earlier, later in zip(requests, requests[1:]):
+                if earlier.closed_at is None or earlier.closed_at > later.at:
+                    overlaps.append((key, earlier.json["attempt"], later.json["attempt"]))
+        return overlaps
+
     def received(self, action_id: str | None = None) -> list[Received]:
         with self._lock:
             return [r for r in self._received if action_id is None or r.action_id == action_id]
@@ -110,10 +161,13 @@ class GameBridge:
                 self._arrived.wait(left)
             return list(self._received)
 
-    def _answer_for(self, action_id: str) -> Answer:
+    def _answer_for(self, received: Received) -> Answer:
         with self._lock:
-            queue = self._scripts.get(action_id)
-            return queue.popleft() if queue else self.default
+            queue = self._scripts.get(received.action_id)
+            if queue:
+                return queue.popleft()
+            responder = self._responders.get(received.action_id)
+        return responder(received) if responder else self.default
 
     def _record(self, received: Received) -> None:
         with self._arrived:
@@ -133,23 +187,59 @@ class GameBridge:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 action_id = self.path.rsplit("/", 1)[-1]
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                bridge._record(Received(action_id, headers, body, time.monotonic()))
-                answer = bridge._answer_for(action_id)
-                if answer.delay and bridge._stopping.wait(answer.delay):
-                    return  # stopping: drop the connection unanswered
-                while answer.gate is not None and not answer.gate.wait(0.05):
-                    if bridge._stopping.is_set():
-                        return
-                payload = answer.payload()
+                received = Received(action_id, headers, body, time.monotonic())
+                bridge._record(received)
                 try:
-                    self.send_response(answer.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.send_header("Connection", "close")
-                    self.end_headers()
-                    self.wfile.write(payload)
+                    self._answer(bridge._answer_for(received))
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the dispatcher gave up (timeout) or was killed mid-dispatch
+                    pass  # the dispatcher gave up (its deadline) or was killed mid-dispatch
+                finally:
+                    self.close_connection = True
+                    with bridge._lock:
+                        received.closed_at = time.monotonic()
+
+            def _answer(self, answer: Answer) -> None:
+                if answer.delay and not self._wait(answer.delay):
+                    return  # hung up, or stopping: drop the connection unanswered
+                while answer.gate is not None and not answer.gate.is_set():
+                    if not self._wait(0.05):
+                        return
+                for code in answer.interim:
+                    self.send_response_only(code)
+                    self.send_header("Link", "</style.css>; rel=preload")
+                    self.end_headers()
+                payload = answer.payload()
+                self.send_response(answer.status)
+                self.send_header("Content-Type", "application/json")
+                if answer.declare_length:
+                    self.send_header("Content-Length", str(len(payload) * answer.repeat))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                if answer.drip:
+                    for i in range(len(payload)):
+                        self.wfile.write(payload[i:i + 1])
+                        if not self._wait(answer.drip):
+                            return
+                    return
+                for _ in range(answer.repeat):
+                    self.wfile.write(payload)
+
+            def _wait(self, seconds: float) -> bool:
+                """Sleep; False as soon as the client hangs up or the bridge stops."""
+                deadline = time.monotonic() + seconds
+                while (left := deadline - time.monotonic()) > 0:
+                    if bridge._stopping.is_set():
+                        return False
+                    readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+                    if readable and self._hung_up():
+                        return False
+                return not bridge._stopping.is_set()
+
+            def _hung_up(self) -> bool:
+                try:
+                    return self.connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    return True
 
             def log_message(self, *args) -> None:
                 pass

@@ -28,12 +28,18 @@ LEASE = 8  # of tick processes: short, so crash tests see it expire
 
 
 class RecordingChannel:
+    timeout = 0.0
+
     def __init__(self, name: str):
         self.name = name
-        self.posts: list[str] = []
+        self.notices: list = []
 
-    def post(self, text: str, context: dict) -> None:
-        self.posts.append(text)
+    @property
+    def posts(self) -> list[str]:
+        return [notice.text for notice in self.notices]
+
+    def post(self, notice) -> None:
+        self.notices.append(notice)
 
 
 def make_runner(

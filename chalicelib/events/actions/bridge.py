@@ -5,31 +5,23 @@
     Idempotency-Key, X-Event-Timestamp, X-Event-Signature: sha256=HMAC("{timestamp}.{body}")
 
 The answer is a JSON object; `{"outcome": "refused", "reason": ...}` declines
-explicitly, anything else in a 2xx is done. http.client rather than urllib: a
-redirect or a proxy from the environment must never re-route a signed command.
+explicitly, anything else in a 2xx is done. One overall deadline (the bridge
+timeout) covers the whole exchange and the answer is read up to a cap (see
+`outbound`): past the deadline the outcome is a retry, past the cap `failed`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import http.client
 import json
-import socket
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
-from urllib.parse import urlsplit
+from datetime import datetime
 
 from ..model import Step
+from . import outbound
 from .outcome import Outcome
 
 MAX_REASON = 300
-
-
-def signature(secret: str, timestamp: str, body: bytes) -> str:
-    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    return f"sha256={digest}"
 
 
 def request_body(step: Step, attempt: int) -> bytes:
@@ -48,75 +40,76 @@ def request_body(step: Step, attempt: int) -> bytes:
     ).encode()
 
 
-def classify(status: int, raw: bytes) -> Outcome:
-    """SPEC §6: retry on 429/5xx; refused on 409/422 or an explicit refusal; failed otherwise unless 2xx."""
+def classify(answer: outbound.Answer) -> Outcome:
+    """Retry on 429/5xx; refused on 409/422 or an explicit refusal; failed otherwise unless a readable 2xx."""
+    status = answer.status
     if status == 429 or status >= 500:
         return Outcome.retry(f"HTTP {status}", http_status=status)
+    read = _read(answer)
     if status in (409, 422):
-        return Outcome.refused(f"HTTP {status}: {_reason(raw)}", http_status=status)
+        return Outcome.refused(f"HTTP {status}: {_reason(answer, read)}", http_status=status)
     if not 200 <= status < 300:
-        return Outcome.failed(f"HTTP {status}: {_reason(raw)}", http_status=status)
-    try:
-        answer = json.loads(raw)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        return Outcome.failed("malformed answer: not a JSON object", http_status=status)
-    verdict = answer.get("outcome", "done")
+        return Outcome.failed(f"HTTP {status}: {_reason(answer, read)}", http_status=status)
+    if isinstance(read, str):
+        return Outcome.failed(f"malformed answer: {read}", http_status=status)
+    verdict = read.get("outcome", "done")
     if verdict == "done":
         return Outcome.done(http_status=status)
     if verdict == "refused":
-        return Outcome.refused(f"refused: {_reason(raw)}", http_status=status)
-    return Outcome.failed(f"malformed answer: unknown outcome {str(verdict)[:40]!r}", http_status=status)
+        return Outcome.refused(f"refused: {_reason(answer, read)}", http_status=status)
+    shown = repr(verdict[:40]) if isinstance(verdict, str) else f"of type {type(verdict).__name__}"
+    return Outcome.failed(f"malformed answer: unknown outcome {shown}", http_status=status)
 
 
-def _reason(raw: bytes) -> str:
+def _read(answer: outbound.Answer) -> dict | str:
+    """The answer as a JSON object, or what keeps it from being one."""
+    if answer.truncated:
+        return f"larger than the {outbound.MAX_ANSWER_BYTES:,}-byte answer cap"
     try:
-        answer = json.loads(raw)
+        value = json.loads(answer.body)
+    except RecursionError:  # a C-level parse of nesting past the recursion limit: refused, never retried
+        return "JSON nested too deeply"
     except ValueError:
-        answer = None
-    if isinstance(answer, dict) and answer.get("reason"):
-        return str(answer["reason"])[:MAX_REASON]
-    return raw.decode("utf-8", "replace").strip()[:MAX_REASON] or "no reason given"
+        value = None
+    return value if isinstance(value, dict) else "not a JSON object"
+
+
+def _reason(answer: outbound.Answer, read: dict | str) -> str:
+    reason = read.get("reason") if isinstance(read, dict) else None
+    if isinstance(reason, str) and reason.strip():
+        return reason[:MAX_REASON]
+    text = answer.body[: MAX_REASON * 4].decode("utf-8", "replace").strip()[:MAX_REASON]
+    return text or "no reason given"
 
 
 class GameBridge:
     def __init__(self, base_url: str, secret: str, *, timeout: float):
-        parts = urlsplit(base_url.rstrip("/"))
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"GAME_BRIDGE_URL must be an http(s) URL, got {base_url!r}")
+        try:
+            self._endpoint = outbound.Endpoint.parse(base_url)
+        except ValueError:
+            raise ValueError(f"GAME_BRIDGE_URL must be an http(s) URL, got {base_url!r}") from None
         if timeout <= 0:
             raise ValueError(f"the bridge timeout must be positive, got {timeout!r}")
-        self._scheme = parts.scheme
-        self._host = parts.hostname
-        self._port = parts.port
-        self._path = parts.path
         self._secret = secret
         self.timeout = timeout
 
     def dispatch(self, step: Step, attempt: int, now: datetime) -> Outcome:
         body = request_body(step, attempt)
-        timestamp = str(int(now.replace(tzinfo=timezone.utc).timestamp()))
         headers = {
             "Content-Type": "application/json",
             "Idempotency-Key": step.idempotency_key,
-            "X-Event-Timestamp": timestamp,
-            "X-Event-Signature": signature(self._secret, timestamp, body),
+            **outbound.signed_headers(self._secret, now, body),
         }
-        connection_class = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-        connection = connection_class(self._host, self._port, timeout=self.timeout)
         started = time.monotonic()
         try:
-            connection.request("POST", f"{self._path}/actions/{step.action_id}", body=body, headers=headers)
-            response = connection.getresponse()
-            raw = response.read()
-        except (socket.timeout, TimeoutError):
-            return Outcome.retry(f"timed out after {self.timeout:g}s", latency_ms=_ms_since(started))
-        except (OSError, http.client.HTTPException) as error:
-            return Outcome.retry(f"connection error: {type(error).__name__}: {error}"[:MAX_REASON], latency_ms=_ms_since(started))
-        finally:
-            connection.close()
-        return replace(classify(response.status, raw), latency_ms=_ms_since(started))
+            answer = outbound.post(
+                self._endpoint, self._endpoint.target(f"/actions/{step.action_id}"), body, headers, timeout=self.timeout
+            )
+        except outbound.DeadlineExceeded as error:
+            return Outcome.retry(f"timed out: {error}", latency_ms=_ms_since(started))
+        except outbound.ConnectionFailed as error:
+            return Outcome.retry(f"connection error: {error}"[:MAX_REASON], latency_ms=_ms_since(started))
+        return replace(classify(answer), latency_ms=_ms_since(started))
 
 
 def _ms_since(started: float) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ..model import Step
-from .channels import Channel, ChannelError
+from .channels import Channel, ChannelError, Notice
 from .outcome import Outcome
 
 
@@ -26,23 +26,22 @@ def wait(step: Step, now: datetime) -> Outcome:
     return Outcome.done(hold_until=started + timedelta(seconds=seconds))
 
 
-def cue(step: Step, channel: Channel) -> Outcome:
+def cue(step: Step, channel: Channel, now: datetime, console_url: str | None = None) -> Outcome:
     """Post the instruction, then park: a person confirms or skips it."""
     instruction = step.params["instruction"]
-    posted = _post(channel, instruction, step)
+    posted = _post(channel, Notice.of(step, "cue", instruction, now, console_url))
     return posted or Outcome.parked(note=f"waiting for a game master: {instruction}")
 
 
-def announce(step: Step, channel: Channel) -> Outcome:
+def announce(step: Step, channel: Channel, now: datetime, console_url: str | None = None) -> Outcome:
     message = step.params["message"]
-    return _post(channel, message, step) or Outcome.done()
+    return _post(channel, Notice.of(step, "announce", message, now, console_url)) or Outcome.done()
 
 
-def _post(channel: Channel, text: str, step: Step) -> Outcome | None:
-    """None when delivered; otherwise the outcome the failure deserves."""
+def _post(channel: Channel, notice: Notice) -> Outcome | None:
+    """None when delivered; otherwise a retry: the same key goes out again after the backoff."""
     try:
-        channel.post(text, {"run_id": step.run_id, "step_id": step.id, "idempotency_key": step.idempotency_key})
+        channel.post(notice)
     except ChannelError as error:
-        message = f"{channel.name} channel: {error}"
-        return Outcome.retry(message) if error.retryable else Outcome.failed(message)
+        return Outcome.retry(f"{channel.name} channel: {error}")
     return None

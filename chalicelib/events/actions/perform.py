@@ -22,13 +22,20 @@ class Actions:
     bridge: GameBridge | None
     cue_channel: Channel
     announce_channel: Channel
+    console_url: str | None = None  # cues link to their run's page here
+
+    @property
+    def longest_dispatch_seconds(self) -> float:
+        """The longest one action may take: the slowest of its outbound deadlines."""
+        bridge = self.bridge.timeout if self.bridge else 0.0
+        return max(bridge, self.cue_channel.timeout, self.announce_channel.timeout)
 
     def core_handlers(self) -> dict[str, Callable[[Step, datetime], Outcome]]:
         """One handler per core action of the registry."""
         return {
             "core.wait": core.wait,
-            "core.cue": lambda step, now: core.cue(step, self.cue_channel),
-            "core.announce": lambda step, now: core.announce(step, self.announce_channel),
+            "core.cue": lambda step, now: core.cue(step, self.cue_channel, now, self.console_url),
+            "core.announce": lambda step, now: core.announce(step, self.announce_channel, now, self.console_url),
         }
 
     def perform(self, step: Step, attempt: int, now: datetime) -> Outcome:

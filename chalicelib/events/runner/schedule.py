@@ -32,25 +32,27 @@ logger = Logger(service="event-run-engine")
 
 
 def bridge_timeout(settings: Settings) -> float:
-    """Well inside the lease: a quarter of it, at most ten seconds."""
+    """The overall deadline of one outbound call (the bridge, a webhook, SNS): well inside
+    the lease — a quarter of it, at most ten seconds — so an attempt is over long before
+    a sweep could hand its step to another."""
     return min(MAX_BRIDGE_TIMEOUT_SECONDS, settings.step_lease_seconds / 4)
 
 
 def build_runner(settings: Settings, db, clock) -> Runner:
+    timeout = bridge_timeout(settings)
     bridge = None
     if settings.game_bridge_url:
-        secret = settings.game_bridge_secret
-        if secret is None and settings.game_bridge_secret_arn:
-            from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
-
-            secret = plain_secret(settings.game_bridge_secret_arn)
+        secret = _secret(settings.game_bridge_secret, settings.game_bridge_secret_arn)
         if not secret:
             raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
-        bridge = GameBridge(settings.game_bridge_url, secret, timeout=bridge_timeout(settings))
+        bridge = GameBridge(settings.game_bridge_url, secret, timeout=timeout)
+    webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel))
+    webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn) if webhooks else None
     actions = Actions(
         bridge=bridge,
-        cue_channel=channel_for(settings.cue_channel, "cue"),
-        announce_channel=channel_for(settings.announce_channel, "announce"),
+        cue_channel=channel_for(settings.cue_channel, "cue", timeout=timeout, webhook_secret=webhook_secret),
+        announce_channel=channel_for(settings.announce_channel, "announce", timeout=timeout, webhook_secret=webhook_secret),
+        console_url=settings.console_url,
     )
     rules = Rules(
         lease_seconds=settings.step_lease_seconds,
@@ -58,6 +60,14 @@ def build_runner(settings: Settings, db, clock) -> Runner:
         retry_seconds=settings.step_retry_seconds,
     )
     return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency)
+
+
+def _secret(value: str | None, arn: str | None) -> str | None:
+    if value is None and arn:
+        from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
+
+        return plain_secret(arn)
+    return value
 
 
 @dataclass

@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 DUE_RUNS_PER_BATCH = 200
 DEFAULT_HORIZON = timedelta(minutes=15)
 PLANNING_SHARE = 0.5  # of a tick's time for taking work, at most, spent planning recurring definitions
-# A dispatch's worst case beyond the bridge timeout: its claim and its outcome transaction.
+# A dispatch's worst case beyond its outbound deadline: its claim and its outcome transaction.
 DATABASE_MARGIN_SECONDS = 2.0
 
 
@@ -104,8 +104,7 @@ class Runner:
 
     @property
     def step_worst_case_seconds(self) -> float:
-        timeout = self.actions.bridge.timeout if self.actions.bridge else 0.0
-        return timeout + DATABASE_MARGIN_SECONDS
+        return self.actions.longest_dispatch_seconds + DATABASE_MARGIN_SECONDS
 
     def tick(self, budget: Budget) -> TickReport:
         now = self.clock.now()  # the one clock read of this tick

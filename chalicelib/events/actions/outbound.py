@@ -1,0 +1,217 @@
+"""One outbound HTTP POST with an overall deadline and a size cap: the game bridge and webhooks send with it.
+
+Invariant: `post` returns or raises within `timeout` seconds of being called —
+name lookup, connect, TLS handshake, sending, the answer's headers and its body
+all count against one deadline, after which the socket is closed — and it never
+holds more than `max_answer_bytes` of an answer. Socket timeouts alone cannot
+promise that (urllib3's and httpx's included): they bound each read, so an
+answer dripping a byte a second lasts as long as its sender likes. Here every
+read and write gets only what is left of the deadline.
+
+h11 speaks HTTP/1.1 (status line, headers, chunked or delimited bodies, interim
+1xx answers); this module owns only the I/O. No proxy from the environment and
+no redirect is ever followed: a signed request goes where it was addressed or
+nowhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+MAX_ANSWER_BYTES = 1024 * 1024  # an answer is read up to 1 MB; the rest is never read
+MAX_HEADER_BYTES = 16 * 1024  # the status line and headers of one answer
+RECEIVE_BYTES = 64 * 1024  # one read
+
+
+class OutboundError(Exception):
+    """No complete answer: the peer may or may not have acted on the request."""
+
+
+class DeadlineExceeded(OutboundError):
+    """The deadline passed before the whole answer arrived."""
+
+
+class ConnectionFailed(OutboundError):
+    """The peer could not be reached, hung up, or answered something that is not HTTP/1.1."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    scheme: str
+    host: str
+    port: int
+    authority: str  # the Host header: host[:port] as the URL spells it
+    path: str  # without a trailing slash
+    query: str
+
+    @classmethod
+    def parse(cls, url: str) -> "Endpoint":
+        """Raises ValueError unless `url` is an absolute http(s) URL without credentials."""
+        parts = urlsplit(url.strip().rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        port = parts.port or (443 if parts.scheme == "https" else 80)  # .port raises ValueError if malformed
+        return cls(parts.scheme, parts.hostname, port, parts.netloc, parts.path, parts.query)
+
+    def target(self, suffix: str = "") -> str:
+        """The request target: the URL's path, then `suffix`, then the URL's query."""
+        path = f"{self.path}{suffix}" or "/"
+        return f"{path}?{self.query}" if self.query else path
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes  # at most max_answer_bytes
+    truncated: bool  # the answer went on past the cap (or declared it would); `body` is what was kept
+
+
+def signed_headers(secret: str, at: datetime, body: bytes) -> dict[str, str]:
+    """`X-Event-Timestamp` (Unix seconds of `at`) and `X-Event-Signature: sha256=HMAC("{timestamp}.{body}")`."""
+    timestamp = str(int(at.replace(tzinfo=timezone.utc).timestamp()))
+    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return {"X-Event-Timestamp": timestamp, "X-Event-Signature": f"sha256={digest}"}
+
+
+def post(
+    endpoint: Endpoint,
+    target: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    timeout: float,
+    max_answer_bytes: int = MAX_ANSWER_BYTES,
+) -> Answer:
+    """POST `body`; the final answer (interim 1xx answers skipped), or OutboundError within `timeout`."""
+    import h11  # only a process that sends pays for the import
+
+    deadline = time.monotonic() + timeout
+    try:
+        sock = _connect(endpoint, deadline)
+        try:
+            return _exchange(h11, sock, endpoint, target, body, headers, deadline, max_answer_bytes)
+        finally:
+            sock.close()
+    except TimeoutError:
+        raise DeadlineExceeded(f"no complete answer within {timeout:g}s") from None
+    except OSError as error:
+        raise ConnectionFailed(f"{type(error).__name__}: {error}") from None
+    except h11.RemoteProtocolError as error:
+        raise ConnectionFailed(f"unreadable answer: {error}") from None
+
+
+def _exchange(h11, sock, endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str],
+              deadline: float, max_answer_bytes: int) -> Answer:
+    connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
+    request = h11.Request(
+        method="POST",
+        target=target,
+        headers=[("Host", endpoint.authority), ("Content-Length", str(len(body))), ("Connection", "close"),
+                 *headers.items()],
+    )
+    _send_all(sock, connection.send(request) + connection.send(h11.Data(data=body)) + connection.send(h11.EndOfMessage()),
+              deadline)
+    status, kept, size = 0, [], 0
+    while True:
+        event = connection.next_event()
+        if event is h11.NEED_DATA:
+            connection.receive_data(_receive(sock, deadline))
+        elif isinstance(event, h11.Response):
+            status = event.status_code
+            declared = dict(event.headers).get(b"content-length")
+            if declared is not None and int(declared) > max_answer_bytes:
+                return Answer(status, b"", truncated=True)
+        elif isinstance(event, h11.Data):
+            kept.append(event.data[: max_answer_bytes - size])
+            size += len(event.data)
+            if size > max_answer_bytes:
+                return Answer(status, b"".join(kept), truncated=True)
+        elif isinstance(event, h11.EndOfMessage):
+            return Answer(status, b"".join(kept), truncated=False)
+        elif isinstance(event, h11.ConnectionClosed):
+            raise ConnectionResetError("the peer closed the connection without answering")
+        # else an InformationalResponse (1xx, e.g. 103 Early Hints): the final answer follows
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
+
+
+def _send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
+    view = memoryview(data)
+    while view:
+        sock.settimeout(_left(deadline))
+        view = view[sock.send(view):]
+
+
+def _receive(sock: socket.socket, deadline: float) -> bytes:
+    sock.settimeout(_left(deadline))
+    return sock.recv(RECEIVE_BYTES)
+
+
+def _connect(endpoint: Endpoint, deadline: float) -> socket.socket:
+    error: OSError = ConnectionRefusedError(f"no address for {endpoint.host}")
+    for family, address in _resolve(endpoint.host, endpoint.port, deadline):
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(_left(deadline))
+            sock.connect(address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if endpoint.scheme == "https":
+                sock = _tls_context().wrap_socket(sock, server_hostname=endpoint.host, do_handshake_on_connect=False)
+                sock.settimeout(_left(deadline))
+                sock.do_handshake()  # one deadline for the whole handshake (CPython's ssl module)
+            return sock
+        except TimeoutError:
+            sock.close()
+            raise
+        except OSError as failed:
+            sock.close()
+            error = failed
+    raise error
+
+
+def _resolve(host: str, port: int, deadline: float) -> list[tuple[int, tuple]]:
+    """(family, address) pairs; a literal address needs no lookup. getaddrinfo takes no
+    timeout, so it runs on a daemon thread that the deadline can walk away from."""
+    try:
+        literal = ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return [(socket.AF_INET6 if literal.version == 6 else socket.AF_INET, (host, port))]
+    found: list = []
+    done = threading.Event()
+
+    def lookup() -> None:
+        try:
+            found.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as error:
+            found.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=lookup, name="resolve", daemon=True).start()
+    if not done.wait(_left(deadline)):
+        raise TimeoutError
+    if found and isinstance(found[0], OSError):
+        raise found[0]
+    return [(family, address) for family, _type, _proto, _name, address in found]
+
+
+@lru_cache(maxsize=1)
+def _tls_context() -> ssl.SSLContext:
+    return ssl.create_default_context()  # loads the CA bundle once per process

@@ -1,0 +1,46 @@
+"""The `sns:<topic-arn>` channel: one publish per notice, with its run, step and kind as message attributes.
+
+Invariant: a publish that SNS did not accept raises ChannelError (the step is
+retried with the same key). On a FIFO topic the idempotency key is the
+deduplication id, so a retry after a lost acknowledgement is not delivered twice.
+botocore retries nothing itself: the step's retry is the one retry policy, and
+connect plus read stay within the channel's timeout.
+"""
+
+from __future__ import annotations
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .channels import ChannelError, Notice
+
+MAX_ERROR = 300
+
+
+class SnsChannel:
+    def __init__(self, name: str, topic_arn: str, *, timeout: float):
+        self.name = name
+        self.timeout = timeout
+        self.topic_arn = topic_arn
+        region = topic_arn.split(":")[3]  # arn:aws:sns:<region>:<account>:<topic>
+        config = Config(connect_timeout=timeout / 2, read_timeout=timeout / 2, retries={"total_max_attempts": 1})
+        self._client = boto3.client("sns", region_name=region, config=config)
+
+    def post(self, notice: Notice) -> None:
+        attributes = {
+            "run": {"DataType": "Number", "StringValue": str(notice.run_id)},
+            "step": {"DataType": "Number", "StringValue": str(notice.step_id)},
+            "kind": {"DataType": "String", "StringValue": notice.kind},
+            "idempotency_key": {"DataType": "String", "StringValue": notice.idempotency_key},
+        }
+        fifo = {}
+        if self.topic_arn.endswith(".fifo"):
+            fifo = {"MessageGroupId": f"run-{notice.run_id}", "MessageDeduplicationId": notice.idempotency_key}
+        try:
+            self._client.publish(
+                TopicArn=self.topic_arn, Subject=notice.subject, Message=notice.message(),
+                MessageAttributes=attributes, **fifo,
+            )
+        except (BotoCoreError, ClientError) as error:
+            raise ChannelError(f"SNS publish failed: {error}"[:MAX_ERROR]) from None

@@ -1,0 +1,128 @@
+"""The `sns:` channel under moto: what a cue and an announcement publish lands in a subscribed queue, attributes and all."""
+
+import json
+import subprocess
+import sys
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from chalicelib.config import Settings
+from chalicelib.events.model import StepStatus
+from chalicelib.events.runner.schedule import build_runner
+from chalicelib.events.store import steps
+from tests.support.factory import document
+from tests.support.runner_kit import ROOT, RULES, schedule, step, tick
+
+REGION = "eu-west-1"
+CONSOLE = "https://events.example.com/api/console"
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        yield boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
+
+
+def _queue_on(aws, topic_arn, name="inbox"):
+    sns, sqs = aws
+    fifo = {"FifoQueue": "true"} if name.endswith(".fifo") else {}
+    queue = sqs.create_queue(QueueName=name, Attributes=fifo)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=queue_arn)
+    return queue
+
+
+def _delivered(aws, queue):
+    _, sqs = aws
+    messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", [])
+    return [json.loads(m["Body"]) for m in messages]
+
+
+def _runner(db, clock, cue, announce="log"):
+    return build_runner(Settings(cue_channel=cue, announce_channel=announce, console_url=CONSOLE), db, clock)
+
+
+def _steps(db, run_id):
+    return db.autocommit(lambda tx: steps.list_for_run(tx, run_id))
+
+
+def test_a_cue_and_an_announcement_land_in_a_subscribed_queue_with_run_step_and_kind(db, clock, aws):
+    topic = aws[0].create_topic(Name="event-notices")["TopicArn"]
+    queue = _queue_on(aws, topic)
+    runner = _runner(db, clock, f"sns:{topic}", f"sns:{topic}")
+    try:
+        run = schedule(db, clock.now(), document([[
+            step("core.announce", message="The harvest begins"), step("core.cue", instruction="Light the bonfire")]]))
+        tick(runner)
+    finally:
+        runner.close()
+    announce, cue = _steps(db, run.id)
+    assert announce.status is StepStatus.DONE and cue.parked
+    delivered = {m["MessageAttributes"]["kind"]["Value"]: m for m in _delivered(aws, queue)}
+    assert set(delivered) == {"announce", "cue"}
+    for kind, posted in ((announce, "announce"), (cue, "cue")):
+        assert delivered[posted]["MessageAttributes"] == {
+            "run": {"Type": "Number", "Value": str(run.id)},
+            "step": {"Type": "Number", "Value": str(kind.id)},
+            "kind": {"Type": "String", "Value": posted},
+            "idempotency_key": {"Type": "String", "Value": kind.idempotency_key},
+        }
+    assert delivered["announce"]["Message"] == "The harvest begins"
+    assert delivered["cue"]["Message"] == (
+        f"Cue: Light the bonfire\nRun {run.id}, step {cue.id}: confirm it once done, or skip it.\n{CONSOLE}#/runs/{run.id}")
+    assert delivered["cue"]["Subject"] == f"Cue for run {run.id}"
+
+
+def test_a_publish_sns_refuses_makes_the_step_a_retry_that_delivers_with_the_same_key(db, clock, aws):
+    topic = f"arn:aws:sns:{REGION}:123456789012:created-later"
+    runner = _runner(db, clock, f"sns:{topic}")
+    try:
+        run = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
+        tick(runner)
+        cue = _steps(db, run.id)[0]
+        assert cue.status is StepStatus.PENDING and cue.attempts == 1
+        assert cue.last_error.startswith("cue channel: SNS publish failed: An error occurred (NotFound)")
+        assert aws[0].create_topic(Name="created-later")["TopicArn"] == topic
+        queue = _queue_on(aws, topic)
+        clock.advance(RULES.retry_seconds)
+        tick(runner)
+    finally:
+        runner.close()
+    cue = _steps(db, run.id)[0]
+    assert cue.parked and cue.attempts == 2
+    [message] = _delivered(aws, queue)
+    assert message["MessageAttributes"]["idempotency_key"]["Value"] == cue.idempotency_key
+
+
+def test_a_fifo_topic_deduplicates_a_repeated_attempt_on_the_idempotency_key(db, clock, aws):
+    topic = aws[0].create_topic(Name="cues.fifo", Attributes={"FifoTopic": "true"})["TopicArn"]
+    queue = _queue_on(aws, topic, "inbox.fifo")
+    runner = _runner(db, clock, f"sns:{topic}")
+    try:
+        run = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
+        tick(runner)
+        cue = _steps(db, run.id)[0]
+        # As if the first acknowledgement had been lost: the same step is posted again.
+        db.autocommit(lambda tx: tx.execute(
+            "UPDATE event_run_steps SET status = 'pending', due_at = NULL WHERE id = %s", (cue.id,)))
+        tick(runner)
+    finally:
+        runner.close()
+    assert _steps(db, run.id)[0].attempts == 2
+    assert len(_delivered(aws, queue)) == 1
+
+
+def test_boto3_is_imported_only_where_an_sns_channel_is_configured():
+    probe = (
+        "import sys\n"
+        "from chalicelib.config import Settings\n"
+        "from chalicelib.events.runner.schedule import build_runner\n"
+        "build_runner(Settings(game_bridge_url='http://127.0.0.1:9', game_bridge_secret='s',"
+        " announce_channel='webhook:https://example.com/h', webhook_secret='s'), None, None)\n"
+        "print(sorted(m for m in ('boto3', 'botocore.client', 'h11') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

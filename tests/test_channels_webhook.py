@@ -1,0 +1,111 @@
+"""The `webhook:` channel against a loopback receiver: signed, Discord/Slack-shaped, retried on 5xx, one deadline."""
+
+import time
+
+from chalicelib.config import Settings
+from chalicelib.events.model import StepStatus
+from chalicelib.events.runner.schedule import build_runner
+from chalicelib.events.store import steps
+from tests.support.factory import document
+from tests.support.game_bridge import Answer, dripping
+from tests.support.runner_kit import RULES, game_bridge, schedule, step, tick  # noqa: F401
+
+SECRET = "webhook-secret"
+CONSOLE = "https://events.example.com/api/console"
+
+
+def _runner(db, clock, receiver, **settings):
+    return build_runner(Settings(
+        cue_channel=f"webhook:{receiver.url}/hooks/cue", announce_channel=f"webhook:{receiver.url}/hooks/news",
+        webhook_secret=SECRET, console_url=CONSOLE, **settings), db, clock)
+
+
+def _cue_run(db, clock, instruction="Light the bonfire"):
+    return schedule(db, clock.now(), document([[step("core.cue", instruction=instruction)]]))
+
+
+def _the_step(db, run_id):
+    return db.autocommit(lambda tx: steps.list_for_run(tx, run_id))[0]
+
+
+def test_a_cue_is_posted_signed_in_the_shape_discord_and_slack_accept(db, clock, game_bridge):
+    game_bridge.script("cue", Answer(204, ""))  # Discord's answer
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run = _cue_run(db, clock)
+        tick(runner)
+    finally:
+        runner.close()
+    cue = _the_step(db, run.id)
+    assert cue.parked
+    [request] = game_bridge.received("cue")
+    message = f"Cue: Light the bonfire\nRun {run.id}, step {cue.id}: confirm it once done, or skip it.\n{CONSOLE}#/runs/{run.id}"
+    assert request.json == {"content": message, "text": message, "allowed_mentions": {"parse": []}}
+    assert request.signature_valid(SECRET) and not request.signature_valid("another secret")
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["idempotency-key"] == cue.idempotency_key
+    assert (request.headers["x-event-run"], request.headers["x-event-step"], request.headers["x-event-kind"]) == (
+        str(run.id), str(cue.id), "cue")
+
+
+def test_a_long_instruction_is_shortened_for_discord_but_keeps_the_run_step_and_link(db, clock, game_bridge):
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run = _cue_run(db, clock, "Light the bonfire. " * 105)  # 1,995 characters
+        tick(runner)
+    finally:
+        runner.close()
+    body = game_bridge.received("cue")[0].json
+    assert len(body["content"]) == 2000 and body["content"].endswith(f"{CONSOLE}#/runs/{run.id}")
+    assert "…\nRun " in body["content"]
+    assert "Light the bonfire. " * 105 in body["text"]
+
+
+def test_a_5xx_makes_the_step_a_retry_that_posts_again_with_the_same_key(db, clock, game_bridge):
+    game_bridge.script("news", Answer(503, "try later"), Answer(200, "ok"))  # Slack answers 200 "ok"
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run = schedule(db, clock.now(), document([[step("core.announce", message="The harvest begins")]]))
+        tick(runner)
+        announce = _the_step(db, run.id)
+        assert announce.status is StepStatus.PENDING and announce.attempts == 1
+        assert announce.last_error == "announce channel: webhook answered HTTP 503: try later"
+        clock.advance(RULES.retry_seconds)
+        tick(runner)
+    finally:
+        runner.close()
+    announce = _the_step(db, run.id)
+    assert announce.status is StepStatus.DONE and announce.attempts == 2
+    posts = game_bridge.received("news")
+    assert [p.headers["idempotency-key"] for p in posts] == [announce.idempotency_key] * 2
+    assert posts[0].json["content"] == "The harvest begins"
+
+
+def test_a_receiver_that_drips_is_cut_at_the_deadline_and_the_step_retried(db, clock, game_bridge):
+    game_bridge.script("cue", dripping(every=0.3))
+    runner = _runner(db, clock, game_bridge, step_lease_seconds=4)  # a 1 s deadline
+    try:
+        run = _cue_run(db, clock)
+        started = time.monotonic()
+        tick(runner)
+        took = time.monotonic() - started
+    finally:
+        runner.close()
+    cue = _the_step(db, run.id)
+    assert cue.status is StepStatus.PENDING
+    assert cue.last_error == "cue channel: webhook: no complete answer within 1s"
+    assert took < 1.5
+    request = game_bridge.received("cue")[0]
+    assert request.closed_at is not None and request.closed_at - request.at < 1.5
+
+
+def test_a_receiver_that_is_down_is_a_retry_not_a_drop(db, clock, game_bridge):
+    game_bridge.stop()
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run = _cue_run(db, clock)
+        tick(runner)
+    finally:
+        runner.close()
+    cue = _the_step(db, run.id)
+    assert cue.status is StepStatus.PENDING and cue.last_error.startswith("cue channel: webhook: ConnectionRefusedError")

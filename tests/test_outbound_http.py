@@ -1,0 +1,162 @@
+"""The outbound POST on its own, against raw loopback peers: one deadline over every stage, a size cap, 1xx skipped.
+
+The game-bridge tests cover bodies that drip, never end or nest; here the
+stages before the body: a peer that never accepts, never answers, or drips
+its status line and headers.
+"""
+
+import socket
+import threading
+import time
+
+import pytest
+
+from chalicelib.events.actions import outbound
+
+DEADLINE = 0.8
+SLACK = 0.4
+
+
+class RawPeer:
+    """Accepts connections on loopback and hands each to `behave(connection)` on its own thread."""
+
+    def __init__(self, behave, backlog: int = 16, accept: bool = True):
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=backlog)
+        self.port = self.listener.getsockname()[1]
+        self.requests: list[bytes] = []
+        self.hung_up = threading.Event()
+        if accept:
+            threading.Thread(target=self._serve, args=(behave,), daemon=True).start()
+
+    def _serve(self, behave):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(behave, connection), daemon=True).start()
+
+    def _handle(self, behave, connection):
+        with connection:
+            self.requests.append(connection.recv(65536))
+            try:
+                behave(connection)
+                connection.settimeout(5)
+                connection.recv(1)  # until the client closes its end
+            except OSError:
+                pass  # the client hung up mid-answer
+            self.hung_up.set()
+
+    def endpoint(self, host: str = "127.0.0.1") -> outbound.Endpoint:
+        return outbound.Endpoint.parse(f"http://{host}:{self.port}/base?token=t")
+
+    def close(self):
+        self.listener.close()
+
+
+def _post(peer, **extra):
+    return outbound.post(peer.endpoint(), peer.endpoint().target("/x"), b'{"a": 1}', {"X-Test": "1"}, timeout=DEADLINE, **extra)
+
+
+def _timed(call):
+    started = time.monotonic()
+    with pytest.raises(outbound.DeadlineExceeded):
+        call()
+    return time.monotonic() - started
+
+
+def test_a_status_line_and_headers_dripping_a_byte_at_a_time_are_cut_at_the_deadline():
+    def drip(connection):
+        for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: " + b"y" * 100:
+            connection.sendall(bytes([byte]))
+            time.sleep(0.1)
+
+    peer = RawPeer(drip)
+    try:
+        assert _timed(lambda: _post(peer)) < DEADLINE + SLACK
+        assert peer.hung_up.wait(SLACK)  # the socket was closed, not left to the peer
+    finally:
+        peer.close()
+
+
+def test_a_peer_that_reads_the_request_and_never_answers_is_cut_at_the_deadline():
+    peer = RawPeer(lambda connection: time.sleep(10))
+    try:
+        assert _timed(lambda: _post(peer)) < DEADLINE + SLACK
+    finally:
+        peer.close()
+
+
+def test_a_peer_that_never_accepts_is_cut_at_the_deadline_or_refused():
+    peer = RawPeer(None, backlog=0, accept=False)
+    fillers = [socket.create_connection(("127.0.0.1", peer.port), timeout=1)]  # the one queued connection backlog 0 allows
+    try:
+        started = time.monotonic()
+        with pytest.raises(outbound.OutboundError):
+            _post(peer)
+        assert time.monotonic() - started < DEADLINE + SLACK
+    finally:
+        for filler in fillers:
+            filler.close()
+        peer.close()
+
+
+def test_the_request_carries_host_length_and_query_and_interim_answers_are_skipped():
+    def answer(connection):
+        connection.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
+                           b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n5\r\n\": 1}\r\n0\r\n\r\n")
+
+    peer = RawPeer(answer)
+    try:
+        answer = _post(peer)
+    finally:
+        peer.close()
+    assert (answer.status, answer.body, answer.truncated) == (201, b'{"a": 1}', False)
+    head, _, body = peer.requests[0].partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"POST /base/x?token=t HTTP/1.1"
+    assert {b"host: 127.0.0.1:%d" % peer.port, b"content-length: 8", b"connection: close", b"x-test: 1"} <= {
+        line.lower() for line in lines[1:]}
+    assert body == b'{"a": 1}'
+
+
+def test_a_body_ended_by_closing_is_read_and_one_past_the_cap_is_truncated_at_the_cap():
+    def answer_then_close(connection):
+        connection.sendall(b"HTTP/1.1 200 OK\r\n\r\n" + b"z" * 5000)
+        connection.shutdown(socket.SHUT_WR)
+
+    peer = RawPeer(answer_then_close)
+    try:
+        whole = _post(peer)
+        capped = _post(peer, max_answer_bytes=4096)
+    finally:
+        peer.close()
+    assert (len(whole.body), whole.truncated) == (5000, False)
+    assert (capped.body, capped.truncated) == (b"z" * 4096, True)
+
+
+def test_headers_past_their_cap_are_a_connection_failure_not_a_memory_hog():
+    peer = RawPeer(lambda connection: connection.sendall(b"HTTP/1.1 200 OK\r\n" + b"X-Big: " + b"h" * 100_000 + b"\r\n\r\n"))
+    try:
+        with pytest.raises(outbound.ConnectionFailed, match="unreadable answer"):
+            _post(peer)
+    finally:
+        peer.close()
+
+
+def test_a_host_name_is_looked_up_inside_the_deadline():
+    peer = RawPeer(lambda connection: connection.sendall(b"HTTP/1.1 204 No Content\r\n\r\n"))
+    try:
+        endpoint = peer.endpoint("localhost")
+        answer = outbound.post(endpoint, endpoint.target(), b"", {}, timeout=DEADLINE)
+    except outbound.ConnectionFailed:
+        pytest.skip("localhost does not resolve to 127.0.0.1 here")
+    finally:
+        peer.close()
+    assert answer.status == 204
+
+
+@pytest.mark.parametrize("url", ["ftp://x/y", "https://user:pw@x/y", "http:///y", "http://x:port/y", "x/y"])
+def test_only_absolute_http_urls_without_credentials_are_endpoints(url):
+    with pytest.raises(ValueError):
+        outbound.Endpoint.parse(url)

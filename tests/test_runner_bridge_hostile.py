@@ -1,0 +1,124 @@
+"""A hostile game side: answers that drip, never end, come after interim 1xx answers, or nest without end.
+
+Each dispatch has one overall deadline (the bridge timeout) and reads at most
+the answer cap, so none of these can hold a tick, a lease or the memory of the
+process; each ends in the outcome its answer deserves.
+"""
+
+import time
+import tracemalloc
+
+from chalicelib.events.actions.outbound import MAX_ANSWER_BYTES
+from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.store import steps
+from tests.support.factory import document, run_row
+from tests.support.game_bridge import Answer, deep, dripping, huge
+from tests.support.runner_kit import RULES, game_bridge, make_runner, schedule, step, tick  # noqa: F401
+
+TIMEOUT = 1.0
+SLACK = 0.5  # scheduling noise on a loaded machine, never a second read's worth
+
+
+def _spawn(db, clock, **on_failure):
+    run = schedule(db, clock.now(), document([[step("world.spawn", npc="scarecrow", **on_failure)]]))
+    return run.id
+
+
+def _the_step(db, run_id):
+    return db.autocommit(lambda tx: steps.list_for_run(tx, run_id))[0]
+
+
+def _runner(db, clock, game_bridge):
+    return make_runner(db, clock, game_bridge, timeout=TIMEOUT)
+
+
+def test_an_answer_dripping_a_byte_at_a_time_is_cut_at_the_deadline_and_retried_with_the_same_key(db, clock, game_bridge):
+    game_bridge.script("world.spawn", dripping(every=0.3))  # ~25 s of body if read to the end
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run_id = _spawn(db, clock)
+        started = time.monotonic()
+        tick(runner)
+        took = time.monotonic() - started
+        spawn = _the_step(db, run_id)
+        assert spawn.status is StepStatus.PENDING and spawn.attempts == 1
+        assert spawn.last_error == f"timed out: no complete answer within {TIMEOUT:g}s"
+        assert took < TIMEOUT + SLACK
+        first = game_bridge.received()[0]
+        assert first.closed_at is not None and first.closed_at - first.at < TIMEOUT + SLACK  # the socket was closed
+        clock.advance(RULES.retry_seconds)
+        tick(runner)
+    finally:
+        runner.close()
+    spawn = _the_step(db, run_id)
+    assert spawn.status is StepStatus.DONE and spawn.attempts == 2
+    assert {r.headers["idempotency-key"] for r in game_bridge.received()} == {spawn.idempotency_key}
+    assert game_bridge.overlapping_attempts() == []
+
+
+def test_a_huge_answer_without_a_length_is_failed_at_the_cap_and_memory_stays_bounded(db, clock, game_bridge):
+    game_bridge.script("world.spawn", huge(200))
+    runner = _runner(db, clock, game_bridge)
+    run_id = _spawn(db, clock, on_failure="skip")
+    tracemalloc.start()
+    try:
+        tick(runner)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        runner.close()
+    spawn = _the_step(db, run_id)
+    assert spawn.status is StepStatus.FAILED and spawn.attempts == 1
+    assert spawn.last_error == f"malformed answer: larger than the {MAX_ANSWER_BYTES:,}-byte answer cap"
+    assert peak < 4 * MAX_ANSWER_BYTES
+    assert len(game_bridge.received()) == 1 and game_bridge.received()[0].closed_at is not None
+
+
+def test_a_declared_huge_answer_is_failed_without_reading_it(db, clock, game_bridge):
+    game_bridge.script("world.spawn", huge(600, declared=True))
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run_id = _spawn(db, clock, on_failure="skip")
+        started = time.monotonic()
+        tick(runner)
+        took = time.monotonic() - started
+    finally:
+        runner.close()
+    spawn = _the_step(db, run_id)
+    assert spawn.status is StepStatus.FAILED and "answer cap" in spawn.last_error
+    assert took < TIMEOUT
+
+
+def test_interim_answers_are_skipped_and_the_final_answer_classified(db, clock, game_bridge):
+    game_bridge.script("world.spawn", Answer(200, {"outcome": "done"}, interim=(103,)))
+    game_bridge.script("world.reward", Answer(503, interim=(100, 103)), Answer(200, interim=(103, 103)))
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run = schedule(db, clock.now(), document([[step("world.spawn"), step("world.reward")]]))
+        tick(runner)
+        spawn, reward = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))
+        assert spawn.status is StepStatus.DONE and spawn.attempts == 1
+        assert reward.status is StepStatus.PENDING and reward.last_error == "HTTP 503"
+        clock.advance(RULES.retry_seconds)
+        tick(runner)
+    finally:
+        runner.close()
+    assert _the_step(db, run.id).status is StepStatus.DONE
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_a_deeply_nested_answer_is_failed_and_never_sent_again(db, clock, game_bridge):
+    game_bridge.script("world.spawn", deep())
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run_id = _spawn(db, clock)
+        for _ in range(RULES.max_attempts):
+            tick(runner)
+            clock.advance(RULES.retry_seconds)
+    finally:
+        runner.close()
+    spawn = _the_step(db, run_id)
+    assert spawn.status is StepStatus.FAILED and spawn.attempts == 1
+    assert spawn.last_error == "malformed answer: JSON nested too deeply"
+    assert len(game_bridge.received()) == 1
+    assert run_row(db, run_id).status is RunStatus.PAUSED
