@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import resource
 import signal
 import threading
 import time
@@ -139,12 +140,14 @@ def tick_worker(env: dict, journal_path: str, stop_path: str, journal_commits: b
                 journal.write(failed_tick=type(error).__name__, code=getattr(error, "args", [None])[0], detail=str(error)[:200])
                 time.sleep(0.2)
                 continue
-            journal.write(tick=report.now.isoformat(), dispatched=report.dispatched, errors=report.errors)
+            journal.write(tick=report.now.isoformat(), dispatched=report.dispatched, errors=report.errors,
+                          seconds=time.monotonic() - started, hard_seconds=settings.tick_seconds + runner.step_worst_case_seconds)
             if report.dispatched == 0:
                 while time.monotonic() < started + settings.tick_seconds and not os.path.exists(stop_path):
                     time.sleep(0.05)
     finally:
-        journal.write(exit={"retries": {str(code): n for code, n in db.retries.items()}})
+        journal.write(exit={"retries": {str(code): n for code, n in db.retries.items()},
+                            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
         runner.close()
 
 
@@ -217,6 +220,14 @@ class TickFleet:
 
     def tick_errors(self) -> int:
         return sum(e["errors"] for e in self.entries() if "tick" in e)
+
+    def ticks(self) -> list[dict]:
+        """Every finished tick: its clock, `seconds` it took and the `hard_seconds` it had."""
+        return [e for e in self.entries() if "tick" in e]
+
+    def peak_rss_mb(self) -> list[float]:
+        """Each cleanly exited worker's peak resident memory."""
+        return [e["exit"]["peak_rss_mb"] for e in self.entries() if "exit" in e]
 
     def retries(self) -> Counter:
         total: Counter = Counter()
