@@ -160,3 +160,18 @@ def test_a_host_name_is_looked_up_inside_the_deadline():
 def test_only_absolute_http_urls_without_credentials_are_endpoints(url):
     with pytest.raises(ValueError):
         outbound.Endpoint.parse(url)
+
+
+def test_an_address_that_never_answers_leaves_time_for_the_next_one(monkeypatch):
+    dead = RawPeer(None, backlog=0, accept=False)
+    filler = socket.create_connection(("127.0.0.1", dead.port), timeout=1)  # its one queue place taken: SYNs go unanswered
+    alive = RawPeer(lambda connection: connection.sendall(b"HTTP/1.1 204 No Content\r\n\r\n"))
+    addresses = [(socket.AF_INET, ("127.0.0.1", dead.port)), (socket.AF_INET, ("127.0.0.1", alive.port))]
+    monkeypatch.setattr(outbound, "_resolve", lambda host, port, deadline: addresses)  # as a name with two addresses
+    try:
+        endpoint = outbound.Endpoint.parse("http://bridge.example:80/")
+        assert outbound.post(endpoint, endpoint.target(), b"", {}, timeout=DEADLINE).status == 204
+    finally:
+        filler.close()
+        dead.close()
+        alive.close()

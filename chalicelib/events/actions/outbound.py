@@ -163,24 +163,28 @@ def _receive(sock: socket.socket, deadline: float) -> bytes:
 
 
 def _connect(endpoint: Endpoint, deadline: float) -> socket.socket:
+    addresses = _resolve(endpoint.host, endpoint.port, deadline)
     error: OSError = ConnectionRefusedError(f"no address for {endpoint.host}")
-    for family, address in _resolve(endpoint.host, endpoint.port, deadline):
+    for index, (family, address) in enumerate(addresses):
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
-            sock.settimeout(_left(deadline))
+            # An address that never answers (an IPv4 name from an IPv6-only subnet) leaves time for the next.
+            sock.settimeout(_left(deadline) / (len(addresses) - index))
             sock.connect(address)
+        except OSError as failed:  # TimeoutError included
+            sock.close()
+            error = failed
+            continue
+        try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if endpoint.scheme == "https":
                 sock = _tls_context().wrap_socket(sock, server_hostname=endpoint.host, do_handshake_on_connect=False)
                 sock.settimeout(_left(deadline))
                 sock.do_handshake()  # one deadline for the whole handshake (CPython's ssl module)
-            return sock
-        except TimeoutError:
+        except BaseException:
             sock.close()
             raise
-        except OSError as failed:
-            sock.close()
-            error = failed
+        return sock
     raise error
 
 
