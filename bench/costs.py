@@ -46,8 +46,8 @@ INPUTS = {
     "idle_wakes_per_month": Input(0, "assumed", "times the sleeping tick wakes with nothing due (each resumes Aurora)"),
     "idle_wake_seconds": Input(5, "assumed", "tick seconds of such a wake, Aurora's resume included"),
     "aurora_acu_live": Input(0.5, "assumed", "Aurora's average ACUs while runs are live (its scaled-down floor when not paused)"),
-    "aurora_pause_after_seconds": Input(
-        300, "setting", "SecondsUntilAutoPause: Aurora keeps billing this long after the last connection closes"
+    "aurora_billed_after_last_use_seconds": Input(
+        600, "setting", "wait_timeout 300 s closes a frozen container's connection, then SecondsUntilAutoPause 300 s"
     ),
     "aurora_storage_gb": Input(1, "assumed", "database size (history of a year of a community's runs)"),
     "commits_per_step": Input(2, "measured", "bench P2: commits per step, exact count"),
@@ -86,8 +86,8 @@ def line_items(s: Scenario, v: dict[str, float], p: dict[str, float] = PRICES) -
     lambda_second = gb * p["lambda_gb_second"]
     aurora_hours = (
         s.live_hours
-        + s.events * v["aurora_pause_after_seconds"] / 3600
-        + v["idle_wakes_per_month"] * (v["aurora_pause_after_seconds"] + v["idle_wake_seconds"]) / 3600
+        + s.events * v["aurora_billed_after_last_use_seconds"] / 3600
+        + v["idle_wakes_per_month"] * (v["aurora_billed_after_last_use_seconds"] + v["idle_wake_seconds"]) / 3600
     )
     published_share = min(1.0, s.live_hours / HOURS_PER_MONTH)
     tick_invocations = s.live_hours * 60 + v["idle_wakes_per_month"]

@@ -104,6 +104,10 @@ def test_by_default_there_is_no_nat_no_proxy_and_no_interface_endpoint(data):
     scaling = resources(deployed)["DatabaseCluster"]["Properties"]["ServerlessV2ScalingConfiguration"]
     assert deployed["Parameters"]["MinCapacity"]["Default"] == 0 and scaling["MinCapacity"] == {"Ref": "MinCapacity"}
     assert scaling["SecondsUntilAutoPause"] == {"Ref": "SecondsUntilAutoPause"}
+    # a frozen Lambda container's open connection would keep Aurora up for MySQL's default 8 hours
+    instance = resources(deployed)["DatabaseInstance"]["Properties"]
+    timeouts = resources(deployed)[instance["DBParameterGroupName"]["Ref"]]["Properties"]["Parameters"]
+    assert timeouts["wait_timeout"] == {"Ref": "IdleConnectionSeconds"} and deployed["Parameters"]["IdleConnectionSeconds"]["Default"] <= 300
 
 
 @pytest.mark.parametrize("parameter, resource_type, count", [
