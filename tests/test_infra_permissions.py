@@ -1,0 +1,103 @@
+"""The roles grant what the code calls: AWS calls recorded under moto while the tick and the migrate
+function do their work, each checked against its role in the packaged template."""
+
+import json
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from botocore.client import BaseClient
+from moto import mock_aws
+
+from chalicelib import runtime
+from chalicelib.config import Settings
+from chalicelib.db import Database
+from chalicelib.events.runner.schedule import build_runner
+from chalicelib.migrate_function import handle
+from tests.support import cfn
+from tests.support.factory import document
+from tests.support.game_bridge import GameBridge
+from tests.support.runner_kit import schedule, step, tick
+
+REGION = "eu-west-1"
+# IAM actions whose name is not the API operation's
+IAM_ACTION = {("lambda", "Invoke"): "lambda:InvokeFunction"}
+
+
+@pytest.fixture
+def aws_calls(monkeypatch):
+    """Every AWS API call made in the test, as the IAM action it needs."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    calls: list[str] = []
+    send = BaseClient._make_api_call
+
+    def recording(client, operation, params):
+        prefix = client.meta.service_model.signing_name
+        calls.append(IAM_ACTION.get((prefix, operation), f"{prefix}:{operation}"))
+        return send(client, operation, params)
+
+    parameters.clear_caches()
+    with mock_aws():
+        monkeypatch.setattr(BaseClient, "_make_api_call", recording)
+        yield calls
+    parameters.clear_caches()
+
+
+def granted_actions(role_name: str) -> set[str]:
+    role = cfn.packaged_app()["Resources"][role_name]
+    granted = set()
+    for policy in role["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            action = statement["Action"]
+            granted.update([action] if isinstance(action, str) else action)
+    return granted
+
+
+def test_the_tick_role_grants_every_call_a_tick_makes(aws_calls, db_params, db, clock):
+    secrets, sns = boto3.client("secretsmanager"), boto3.client("sns")
+    database_arn = secrets.create_secret(Name="app", SecretString=json.dumps({
+        "host": db_params.host, "port": db_params.port, "username": db_params.user, "password": db_params.password,
+        "dbname": db_params.database}))["ARN"]
+    bridge_arn = secrets.create_secret(Name="bridge", SecretString="bridge-key")["ARN"]
+    cues, announcements = (sns.create_topic(Name=name)["TopicArn"] for name in ("cues", "announcements"))
+    setup_calls = len(aws_calls)
+    with GameBridge(secret="bridge-key") as bridge:
+        settings = Settings(db_secret_arn=database_arn, game_bridge_url=bridge.url, game_bridge_secret_arn=bridge_arn,
+                            cue_channel=f"sns:{cues}", announce_channel=f"sns:{announcements}")
+        tick_db = Database(runtime.db_params(settings))  # as the Lambda connects: through the secret
+        runner = build_runner(settings, tick_db, clock)
+        try:
+            schedule(db, clock.now(), document([[step("core.announce", message="Doors open"), step("world.spawn", npc="scarecrow"),
+                                                 step("core.cue", instruction="Light the bonfire")]]))
+            tick(runner)
+        finally:
+            runner.close()
+            tick_db.close()
+        assert bridge.received("world.spawn")
+    made = set(aws_calls[setup_calls:])
+    assert {"secretsmanager:GetSecretValue", "sns:Publish"} <= made  # the recording saw the tick's calls
+    assert made <= granted_actions("TickRole"), made - granted_actions("TickRole")
+
+
+def test_the_migrate_role_grants_every_call_migrate_and_rotate_make(aws_calls, db_params):
+    secrets = boto3.client("secretsmanager")
+    admin_arn = secrets.create_secret(Name="admin", SecretString=json.dumps(
+        {"username": db_params.user, "password": db_params.password}))["ARN"]
+    suffix = db_params.database[-6:]
+    app_arn = secrets.create_secret(Name="app", SecretString=json.dumps({
+        "username": f"perm_app_{suffix}", "password": "first-password-0123", "host": db_params.host, "port": db_params.port,
+        "dbname": db_params.database}))["ARN"]
+    env = {"EVENTS_DB_SECRET_ARN": app_arn, "EVENTS_DB_ADMIN_SECRET_ARN": admin_arn, "EVENTS_DB_ADMIN_HOST": db_params.host,
+           "EVENTS_DB_APP_HOST": "proxy.example.internal"}
+    setup_calls = len(aws_calls)
+    try:
+        handle({}, env)
+        handle({"action": "rotate"}, env)
+    finally:
+        admin = Database(db_params).connect(database=False)
+        with admin.cursor() as cursor:
+            cursor.execute("DROP USER IF EXISTS %s@'%%'", (f"perm_app_{suffix}",))
+        admin.close()
+    made = set(aws_calls[setup_calls:])
+    assert made == {"secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"}
+    assert made <= granted_actions("MigrateRole")
