@@ -45,7 +45,7 @@ def aws_calls(monkeypatch):
 
 def granted_actions(role_name: str) -> set[str]:
     role = cfn.packaged_app()["Resources"][role_name]
-    granted = set()
+    granted: set[str] = set()
     for policy in role["Properties"]["Policies"]:
         for statement in policy["PolicyDocument"]["Statement"]:
             action = statement["Action"]

@@ -107,7 +107,8 @@ def test_by_default_there_is_no_nat_no_proxy_and_no_interface_endpoint(data):
     # a frozen Lambda container's open connection would keep Aurora up for MySQL's default 8 hours
     instance = resources(deployed)["DatabaseInstance"]["Properties"]
     timeouts = resources(deployed)[instance["DBParameterGroupName"]["Ref"]]["Properties"]["Parameters"]
-    assert timeouts["wait_timeout"] == {"Ref": "IdleConnectionSeconds"} and deployed["Parameters"]["IdleConnectionSeconds"]["Default"] <= 300
+    assert timeouts["wait_timeout"] == {"Ref": "IdleConnectionSeconds"}
+    assert deployed["Parameters"]["IdleConnectionSeconds"]["Default"] <= 300
 
 
 @pytest.mark.parametrize("parameter, resource_type, count", [
