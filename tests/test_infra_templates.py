@@ -192,6 +192,13 @@ def test_the_tick_reads_its_two_secrets_and_publishes_only_to_its_topics(app):
     role = resources(app)["TickRole"]
     assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn"), imported("GameBridgeSecretArn")]
     assert granted(role, "sns:Publish") == [{"Ref": "CueTopic"}, {"Ref": "AnnounceTopic"}, {"Ref": "AlarmTopic"}]
+    assert "WEBHOOK_SECRET_ARN" not in env(app, "Tick") and "WebhookSecret" not in resources(app)
+
+
+def test_a_webhook_channel_gets_its_own_signing_key_and_the_tick_may_read_it(packaged):
+    chosen = cfn.render(packaged, dict(APP_PARAMETERS, CueChannel="webhook:https://discord.com/api/webhooks/1/x"))
+    assert env(chosen, "Tick")["WEBHOOK_SECRET_ARN"] == {"Ref": "WebhookSecret"}
+    assert {"Ref": "WebhookSecret"} in granted(resources(chosen)["TickRole"], "secretsmanager:GetSecretValue")
 
 
 def test_only_migrate_sees_the_admin_secret_and_only_it_may_write_the_app_secret(app):

@@ -87,9 +87,10 @@ def _resolve_ifs(node: Any, truth: dict[str, bool]) -> Any:
         if set(node) == {"Fn::If"}:
             name, yes, no = node["Fn::If"]
             return _resolve_ifs(yes if truth[name] else no, truth)
-        return {k: _resolve_ifs(v, truth) for k, v in node.items() if not _is_no_value(v)}
+        resolved = {k: _resolve_ifs(v, truth) for k, v in node.items()}
+        return {k: v for k, v in resolved.items() if not _is_no_value(v)}
     if isinstance(node, list):
-        return [_resolve_ifs(v, truth) for v in node if not _is_no_value(v)]
+        return [v for v in (_resolve_ifs(v, truth) for v in node) if not _is_no_value(v)]
     return node
 
 
