@@ -57,7 +57,7 @@ INPUTS = {
     "log_bytes_per_tick_invocation": Input(1500, "assumed", "log and EMF bytes per tick invocation besides its steps"),
     "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),
     "api_ms_per_request": Input(60, "assumed", "billed API time per request (bench P6: 3 ms in-process, plus the network)"),
-    "custom_metrics": Input(15, "assumed", "distinct EMF metric streams published while live"),
+    "custom_metrics": Input(17, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
     "alarm_metrics": Input(7, "setting", "six alarms, one of them over two metrics (infra/app.yaml)"),
     "secrets": Input(3, "setting", "admin, app and game bridge key (infra/data.yaml)"),
     "sfn_transitions_per_step": Input(1, "assumed", "Step Functions transitions per step: one Task state (waits and choices add more)"),

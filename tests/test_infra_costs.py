@@ -31,3 +31,11 @@ def test_the_readme_shows_what_the_script_prints():
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"<!-- costs:start -->\n```\n(.*?)```\n<!-- costs:end -->", readme, re.S).group(1)
     assert block.rstrip("\n") == costs.render().split("\n\ninputs:")[0].rstrip("\n")
+
+
+def test_the_cost_model_counts_the_metrics_the_tick_publishes():
+    from chalicelib import observability
+
+    published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
+                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "TickSeconds"}
+    assert costs.INPUTS["custom_metrics"].value == len(published)

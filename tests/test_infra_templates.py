@@ -264,3 +264,21 @@ def test_prod_signs_staff_in_through_the_identity_provider_only(app):
     for development_only in ("EVENTS_JWT_SECRET", "EVENTS_CONSOLE_DEV_TOKENS", "GAME_BRIDGE_SECRET", "EVENTS_DB_URL"):
         for function in FUNCTIONS:
             assert development_only not in env(app, function), (function, development_only)
+
+
+def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_service(app):
+    from chalicelib import observability
+
+    published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
+                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds"}
+    assert app["Parameters"]["MetricsNamespace"]["Default"] == observability.DEFAULT_NAMESPACE
+    read = []
+    for alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        metrics = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m] or [props]
+        for metric in metrics:
+            if metric["Namespace"] == {"Ref": "MetricsNamespace"}:
+                assert metric["Dimensions"] == [{"Name": "service", "Value": observability.SERVICE}]
+                read.append(metric["MetricName"])
+    assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "DueLagSeconds"}
+    assert set(read) <= published
