@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+import pymysql
+
 from .api.auth import ROLES, mint
 from .config import ConfigError, Settings
 from .runtime import db_params
@@ -79,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"configuration error: {error}", file=sys.stderr)
         return 2
+    except pymysql.err.OperationalError as error:  # connection attempts already spent: say so in one line
+        print(f"database unavailable: {error.args[-1]}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -1,5 +1,13 @@
 """Database access: one connection per thread, units of work, retries, the clock.
 
+The connection policy is the same for the API and the tick: a connection is
+made whole — TCP connect, the server's greeting, authentication, the charset —
+within one handshake deadline, or the attempt fails as a lost connection; and a
+unit of work never re-tries a failed connection attempt itself. How long to keep
+trying is the caller's: an API request not at all (it answers 503 with
+Retry-After), a tick until its budget is spent (`reach`), so a database that is
+down, hung, or resuming from a pause holds neither longer than it can afford.
+
 Every store function takes a `Tx` — a thin cursor wrapper — so the same SQL runs
 inside `Database.transaction()` (BEGIN … COMMIT, retried whole on deadlock or
 lock-wait) or `Database.autocommit()` (single guarded statements, such as a
@@ -11,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import random
+import socket
 import threading
 import time
 from collections import Counter
@@ -33,8 +42,12 @@ T = TypeVar("T")
 DEADLOCK = 1213
 LOCK_WAIT_TIMEOUT = 1205
 RETRYABLE_SERVER_ERRORS = {DEADLOCK, LOCK_WAIT_TIMEOUT}
-CONNECTION_LOST = {2006, 2013, 2003, 2055}
+CANT_CONNECT = 2003
+LOST_DURING_QUERY = 2013
+CONNECTION_LOST = {2006, LOST_DURING_QUERY, CANT_CONNECT, 2055}
 MAX_TRIES = 6
+HANDSHAKE_SECONDS = 5.0  # the whole of a connection attempt
+REACH_RETRY_SECONDS = (0.25, 2.0)  # a tick's first and longest wait between connection attempts
 
 
 @dataclass(frozen=True)
@@ -119,13 +132,66 @@ def lost_connection(error: BaseException) -> bool:
 def _safe_to_rerun(error: BaseException) -> bool:
     if _error_code(error) in RETRYABLE_SERVER_ERRORS:
         return True
-    return lost_connection(error) and not getattr(error, "at_commit", False)
+    # A failed connection attempt is not re-tried here: each may take the whole
+    # handshake deadline, and how long to keep trying is the caller's to decide.
+    return lost_connection(error) and not getattr(error, "at_commit", False) and not getattr(error, "connecting", False)
+
+
+def _open_socket(p: ConnectionParams, seconds: float) -> socket.socket:
+    if p.unix_socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(seconds)
+            sock.connect(p.unix_socket)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+    sock = socket.create_connection((p.host, p.port), seconds)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    return sock
+
+
+def _shake_hands(conn: pymysql.connections.Connection, sock: socket.socket, seconds: float) -> None:
+    """`conn.connect(sock)`, ended by shutting the socket if it is not done within `seconds`.
+
+    pymysql's timeouts bound each read, not the handshake: a server that accepts and
+    then paces or withholds its answers would otherwise hold the caller for minutes.
+    """
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # ends a read in progress, unlike close()
+        except OSError:
+            pass
+
+    timer = threading.Timer(seconds, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        conn.connect(sock)
+    except (pymysql.err.MySQLError, OSError):
+        if not expired.is_set():
+            raise
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        conn.close() if conn.open else sock.close()
+        raise pymysql.err.OperationalError(
+            LOST_DURING_QUERY, f"the database did not finish its handshake within {seconds:.3g} s"
+        )
 
 
 class Database:
     """Lazily connected, one connection per thread, reused across invocations."""
 
-    def __init__(self, params: ConnectionParams | str, *, connect_timeout: int = 5, read_timeout: int = 60):
+    def __init__(
+        self, params: ConnectionParams | str, *, connect_timeout: float = HANDSHAKE_SECONDS, read_timeout: int = 60
+    ):
+        """`connect_timeout` bounds a whole connection attempt (the handshake deadline)."""
         self.params = ConnectionParams.from_url(params) if isinstance(params, str) else params
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
@@ -133,10 +199,16 @@ class Database:
         self.retries: Counter[int] = Counter()  # error code -> transactions re-run
 
     # ── connections ──────────────────────────────────────────────────────
-    def connect(self, *, database: bool = True) -> pymysql.connections.Connection:
-        """A new connection (autocommit on). Most callers want `connection()`."""
+    def connect(self, *, database: bool = True, within: float | None = None) -> pymysql.connections.Connection:
+        """A new connection (autocommit on), handshake and all within the deadline (or `within`, if sooner).
+
+        Most callers want `connection()`.
+        """
+        seconds = self._connect_timeout if within is None else min(within, self._connect_timeout)
         p = self.params
-        return pymysql.connect(
+        if seconds <= 0:
+            raise pymysql.err.OperationalError(CANT_CONNECT, "no time left to connect to the database")
+        conn = pymysql.connect(
             host=p.host,
             port=p.port,
             user=p.user,
@@ -145,17 +217,58 @@ class Database:
             unix_socket=p.unix_socket,
             charset="utf8mb4",
             autocommit=True,
-            connect_timeout=self._connect_timeout,
+            connect_timeout=seconds,
             read_timeout=self._read_timeout,
             write_timeout=self._read_timeout,
+            defer_connect=True,
         )
+        started = time.monotonic()
+        try:
+            sock = _open_socket(p, seconds)
+        except OSError as error:
+            where = p.unix_socket or f"{p.host}:{p.port}"
+            raise pymysql.err.OperationalError(CANT_CONNECT, f"can't connect to the database at {where} ({error})") from None
+        _shake_hands(conn, sock, seconds - (time.monotonic() - started))
+        return conn
 
-    def connection(self) -> pymysql.connections.Connection:
+    def connection(self, *, within: float | None = None) -> pymysql.connections.Connection:
+        """This thread's connection, opened (within the deadline, or `within` if sooner) if it has none."""
         conn = getattr(self._local, "connection", None)
         if conn is None or not conn.open:
-            conn = self.connect()
+            conn = self.connect(within=within)
             self._local.connection = conn
         return conn
+
+    def reach(
+        self, until: float, *, monotonic: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        """Give this thread a connection, trying again until `until` (on `monotonic`).
+
+        A database that refuses connections or holds the handshake — down,
+        restarting, or resuming from a pause — is waited for inside the caller's
+        budget, and the last error raised once it is spent. A wait that ends in a
+        connection is logged, so an outage shows where it ended.
+        """
+        started, failures, wait = monotonic(), 0, REACH_RETRY_SECONDS[0]
+        while True:
+            try:
+                self.connection(within=until - monotonic())
+            except pymysql.err.OperationalError as error:
+                failures += 1
+                left = until - monotonic()
+                if left <= wait:
+                    raise
+                log.info("the database is not reachable (%s); trying again in %.2g s", error.args[-1], wait)
+                sleep(wait)
+                wait = min(wait * 2, REACH_RETRY_SECONDS[1])
+                continue
+            if failures:
+                log.warning(
+                    "the database is reachable again after %.1f s and %d failed connection attempt(s)",
+                    monotonic() - started,
+                    failures,
+                )
+            return
 
     def close(self) -> None:
         """Close this thread's connection; the next unit of work opens a new one."""
@@ -209,8 +322,9 @@ class Database:
     def _run_once(self, work: Callable[[Tx], T], transactional: bool) -> T:
         try:
             conn = self.connection()
-        except pymysql.err.OperationalError:
+        except pymysql.err.OperationalError as error:
             self.close()
+            error.connecting = True
             raise
         try:
             if not transactional:

@@ -107,6 +107,8 @@ class Runner:
         return self.actions.longest_dispatch_seconds + DATABASE_MARGIN_SECONDS
 
     def tick(self, budget: Budget) -> TickReport:
+        # A database that is down or resuming is waited for while the tick could still take work.
+        self.db.reach(budget.take_work_until, monotonic=budget.monotonic)
         now = self.clock.now()  # the one clock read of this tick
         report = TickReport(now=now)
         swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts))
