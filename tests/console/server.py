@@ -31,10 +31,13 @@ class ConsoleServer:
         server = self
 
         class Recording(ChaliceRequestHandler):
-            def _generic_handle(self) -> None:
+            def _recorded(self) -> None:
                 with server._lock:
                     server.requests.append((time.monotonic(), self.command, self.path))
-                super()._generic_handle()
+                self._generic_handle()
+
+            # Chalice binds every do_X to _generic_handle itself, so each is rebound here.
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = do_OPTIONS = _recorded
 
             def log_message(self, *args) -> None:
                 pass

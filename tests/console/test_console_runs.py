@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
-from selenium.webdriver.common.by import By
+import dataclasses
+import time
+from datetime import datetime, timedelta, timezone
 
-from tests.console.browser import eventually, screenshot
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from chalicelib.db import ConnectionParams, Database
+from chalicelib.events.model import RunStatus
+from tests.console.browser import PHONE, eventually, screenshot, text_of
 from tests.console.pages import (
-    cue_banner, demo_document, log_rows, open_run, press, schedule_now, sign_in, wait_for_status,
+    cue_banner, demo_document, log_rows, notice_text, open_run, press, run_status, schedule_now, sign_in,
+    wait_for_status,
 )
-from tests.support.api import ADMIN
+from tests.support.api import ADMIN, GM, MODERATOR
+from tests.support.factory import make_run
+from tests.support.game_bridge import Answer
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _bridge_document(name: str) -> dict:
+    return {"name": name, "grace_seconds": 300, "phases": [{"name": "only", "steps": [
+        {"action": "core.announce", "params": {"message": "The scarecrow rises"}},
+        {"action": "world.spawn", "params": {"npc": "scarecrow"}, "on_failure": "pause"},
+        {"action": "core.announce", "params": {"message": "Done"}},
+    ]}]}
 
 
 def test_the_demo_run_parks_at_its_cue_a_confirm_from_the_page_completes_it_and_the_log_names_who(browser, server, api_client):
@@ -25,3 +47,202 @@ def test_the_demo_run_parks_at_its_cue_a_confirm_from_the_page_completes_it_and_
     assert confirms == [("root-admin", confirms[0][1])] and "bonfire lit" in confirms[0][1], log_rows(browser)
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-control]"), "a finished run offers no controls"
     screenshot(browser, "run-completed")
+
+
+def test_a_failing_bridge_pauses_the_run_with_its_error_and_retry_from_the_page_completes_it(browser, server, api_client, bridge):
+    bridge.script("world.spawn", Answer(400, {"reason": "the scarecrow model is missing"}))
+    _, run_id = schedule_now(api_client, _bridge_document("Scarecrow (failing bridge)"))
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    wait_for_status(browser, "paused")
+    banner = eventually(lambda: browser.find_elements(By.ID, "paused-banner"), "the paused banner")[0]
+    assert "the scarecrow model is missing" in banner.text
+    screenshot(browser, "run-paused-by-bridge")
+    retry = banner.find_element(By.CSS_SELECTOR, "[data-control='retry']")
+    retry.click()
+    wait_for_status(browser, "completed")
+    assert any(actor == "mod-mia" and "by retry" in text for actor, text in log_rows(browser)), log_rows(browser)
+
+
+def test_pause_resume_and_cancel_with_a_reason_by_keyboard_with_focus_after_each(browser, server, api_client):
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (pause)"))
+    sign_in(browser, ADMIN)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)  # parked at the cue: running, and staying so
+
+    pause = browser.find_element(By.CSS_SELECTOR, "[data-control='pause']")
+    pause.send_keys(Keys.ENTER)
+    reason = eventually(lambda: browser.find_elements(By.ID, "ask-text"), "the reason box")[0]
+    assert browser.switch_to.active_element == reason, "the reason box takes the focus"
+    reason.send_keys("investigating lag")
+    browser.switch_to.active_element.send_keys(Keys.TAB)
+    browser.switch_to.active_element.send_keys(Keys.ENTER)  # "Pause run", reached by keyboard
+    wait_for_status(browser, "paused")
+    assert browser.switch_to.active_element.get_attribute("id") == "run-title", "focus returns to the run after an action"
+    assert "Paused run" in notice_text(browser)
+    banner = browser.find_element(By.ID, "paused-banner").text
+    assert "Paused" in banner
+
+    press(browser, "resume")
+    wait_for_status(browser, "running")
+    press(browser, "cancel", text="called off: server restart")
+    wait_for_status(browser, "cancelled")
+    rows = log_rows(browser)
+    assert any(a == "root-admin" and "by pause" in t and "investigating lag" in t for a, t in rows), rows
+    assert any(a == "root-admin" and "by resume" in t for a, t in rows), rows
+    assert any(a == "root-admin" and "by cancel" in t and "called off: server restart" in t for a, t in rows), rows
+    assert eventually(lambda: browser.find_element(By.ID, "freshness").get_attribute("data-state") == "over", "the page to stop polling")
+
+
+def test_a_moderator_sees_no_definition_editing_and_a_gm_sees_no_controls(browser, server, api_client):
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (roles)"))
+    sign_in(browser, MODERATOR)
+    assert not browser.find_element(By.ID, "nav-definitions").is_displayed()
+    browser.get(f"{server.url}/console#/definitions/new")
+    eventually(lambda: "managed by admins" in text_of(browser, "main"), "the admins-only note")
+    assert not browser.find_elements(By.ID, "document") and not browser.find_elements(By.ID, "save-document")
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    assert {b.get_attribute("data-control") for b in browser.find_elements(By.CSS_SELECTOR, "[data-control]")} >= {"pause", "cancel", "confirm", "skip"}
+
+    browser.find_element(By.ID, "sign-out").click()
+    eventually(lambda: browser.find_elements(By.ID, "token-input"), "the sign-in page")
+    sign_in(browser, GM)
+    open_run(browser, server.url, run_id)
+    banner = cue_banner(browser)
+    assert "Waiting for a game master: Light the bonfire" in banner.text
+    time.sleep(2.5)  # a poll or two: still nothing to press
+    assert browser.find_elements(By.CSS_SELECTOR, "[data-control], [data-control] *") == []
+    assert not browser.find_element(By.ID, "nav-definitions").is_displayed()
+    screenshot(browser, "gm-sees-the-cue-without-controls")
+
+
+def test_a_refusal_names_the_role_it_needs(browser, server, api_client):
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (403)"))
+    sign_in(browser, ADMIN)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    # The API stops reading roles from `roles`: the same token now carries none.
+    with server.answering_with(settings=dataclasses.replace(server.settings, jwt_roles_claim="groups")):
+        press(browser, "pause", text="x")
+        eventually(lambda: "needs the role admin or moderator" in notice_text(browser), "the 403 naming the roles", timeout=10)
+    assert run_status(browser) == "running"
+
+
+def test_two_tabs_one_cancels_and_the_others_confirm_shows_the_moved_state(browser, server, api_client):
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (two tabs)"))
+    sign_in(browser, ADMIN)
+    open_run(browser, server.url, run_id)
+    step_id = int(cue_banner(browser).get_attribute("data-cue"))
+    first = browser.current_window_handle
+    # Tab one: a game master starts confirming, and is still typing the note...
+    press(browser, "confirm", step_id)
+    eventually(lambda: browser.find_elements(By.ID, "ask-text"), "the note box")[0].send_keys("bonfire lit")
+
+    # ...while tab two cancels the run.
+    browser.switch_to.new_window("tab")
+    browser.get(server.console_url)
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    press(browser, "cancel", text="wrong night")
+    wait_for_status(browser, "cancelled")
+
+    browser.switch_to.window(first)
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+    eventually(lambda: "This run has moved: it is now cancelled" in notice_text(browser), "the moved-state notice")
+    wait_for_status(browser, "cancelled")
+    assert "error" not in notice_text(browser).lower().split(":")[0]
+    screenshot(browser, "two-tabs-moved")
+
+
+def test_the_runs_list_filters_pages_and_updates_itself(browser, server, api_client, console_db):
+    definition_id, run_id = schedule_now(api_client, demo_document("Harvest festival (list)"))
+    base = _utc_now().replace(microsecond=0) + timedelta(days=2)
+    for n in range(27):
+        api_client.call("POST", f"/definitions/{definition_id}/runs",
+                        {"scheduled_for": (base + timedelta(hours=n)).strftime("%Y-%m-%dT%H:%M:%SZ")})
+    sign_in(browser, MODERATOR)
+    browser.get(f"{server.console_url}#/runs?definition={definition_id}")
+    rows = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]"), "the runs")
+    ids = [int(r.get_attribute("data-run")) for r in rows]
+    assert len(ids) == 25 and ids == sorted(ids, reverse=True), "newest first, a page at a time"
+    browser.find_element(By.ID, "older").click()
+    older = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]") if not browser.find_elements(By.ID, "older") else None, "the last page")
+    assert [int(r.get_attribute("data-run")) for r in older][-1] == run_id and len(older) == 3
+    live_row = f"tr[data-run='{run_id}']"
+    assert browser.find_element(By.CSS_SELECTOR, live_row).get_attribute("data-status") in ("scheduled", "starting", "running")
+    cue = eventually(lambda: next((s for s in api_client.call("GET", f"/runs/{run_id}")["steps"] if s["parked"]), None),
+                     "the demo run to park at its cue")
+    api_client.call("POST", f"/runs/{run_id}/steps/{cue['id']}/confirm", {"note": "from a script"})
+    eventually(lambda: browser.find_element(By.CSS_SELECTOR, live_row).get_attribute("data-status") == "completed",
+               "the list to show the run completed without a reload")
+
+    browser.get(f"{server.console_url}#/runs?definition={definition_id}&status=completed")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, live_row), "the completed demo run alone")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]")) == 1
+    assert browser.find_element(By.ID, "filter-status").get_attribute("value") == "completed"
+    eventually(lambda: "Nothing live here" in browser.find_element(By.ID, "freshness").text, "the list to back off")
+
+
+def test_a_503_is_retried_after_retry_after_and_the_page_says_so(browser, server, api_client, db_params):
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (503)"))
+    sign_in(browser, ADMIN)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    p = db_params
+    nowhere = Database(ConnectionParams("127.0.0.1", 1, p.user, p.password, p.database, None))
+    with server.answering_with(database=nowhere):
+        eventually(lambda: "Retrying in 5 s" in text_of(browser, "#connection"), "the retry notice", timeout=20)
+        screenshot(browser, "database-unavailable")
+    eventually(lambda: text_of(browser, "#connection") == "", "the retry notice to clear once the database answers", timeout=20)
+    assert cue_banner(browser).is_displayed()
+
+
+def test_polling_stops_for_a_finished_run_and_a_hidden_tab(browser, server, api_client, console_db):
+    finished = make_run(console_db, _utc_now(), status=RunStatus.COMPLETED)
+    sign_in(browser, GM)
+    open_run(browser, server.url, finished.id)
+    eventually(lambda: browser.find_element(By.ID, "freshness").get_attribute("data-state") == "over", "the over state")
+    since = time.monotonic()
+    time.sleep(5)
+    assert server.requested(f"/runs/{finished.id}", since) == [], "a finished run is not polled"
+
+    _, live_id = schedule_now(api_client, demo_document("Harvest festival (hidden)"))
+    open_run(browser, server.url, live_id)
+    cue_banner(browser)
+    assert browser.find_element(By.ID, "freshness").get_attribute("data-state") == "live"
+    watched = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    hidden_since = time.monotonic() + 0.5  # a poll already on its way may still land
+    time.sleep(5)
+    assert server.requested(f"/runs/{live_id}", hidden_since) == [], "a hidden tab does not poll"
+    browser.switch_to.window(watched)
+    back = time.monotonic()
+    eventually(lambda: server.requested(f"/runs/{live_id}", back), "a refresh as soon as the tab is shown", timeout=10)
+
+
+def test_the_run_page_transfers_at_most_200_kb_and_fits_a_phone(browser, server, api_client):
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (size)"))
+    sign_in(browser, ADMIN)
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
+    try:
+        open_run(browser, server.url, run_id)
+        cue_banner(browser)
+        total = browser.execute_script(
+            "const nav = performance.getEntriesByType('navigation')[0];"
+            "return nav.transferSize + performance.getEntriesByType('resource').reduce((n, r) => n + r.transferSize, 0);")
+        names = browser.execute_script("return performance.getEntriesByType('resource').map(r => r.name)")
+    finally:
+        browser.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": False})
+    assert any(name.endswith("/console/run.js") for name in names), names
+    assert 10_000 < total <= 200_000, f"the run page transferred {total} bytes"
+
+    browser.set_window_size(*PHONE)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page is {overflow} px wider than a phone"
+    assert browser.find_element(By.CSS_SELECTOR, "[data-cue] [data-control='confirm']").is_displayed()
+    screenshot(browser, "run-on-a-phone")

@@ -110,11 +110,14 @@ export function runView(main, ctx, runIdText) {
       if (error.status === 409) {
         const now = await get(`/runs/${runId}`).catch(() => detail);
         notice(`This run has moved: it is now ${now ? now.run.status : 'changed'}. ${error.messages.join(' ')}`, 'warning');
-      } else if (error.status === 403) {
-        const roles = neededRoles(error);
-        notice(`Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`, 'error');
       } else {
-        notice(`${spec.action} did not work: ${error.messages.join(' ')}`, 'error');
+        // Nothing changed on the server, so no refresh: the explanation stays in view.
+        const roles = neededRoles(error);
+        notice(error.status === 403
+          ? `Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`
+          : `${spec.action} did not work: ${error.messages.join(' ')}`, 'error');
+        focus(title);
+        return;
       }
     }
     await poller.now();
