@@ -229,7 +229,9 @@ def test_the_run_page_transfers_at_most_200_kb_and_fits_a_phone(browser, server,
     browser.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
     try:
         open_run(browser, server.url, run_id)
+        browser.refresh()  # the whole page afresh, nothing from the cache (the token is still in this tab)
         cue_banner(browser)
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-log li"), "the log")
         total = browser.execute_script(
             "const nav = performance.getEntriesByType('navigation')[0];"
             "return nav.transferSize + performance.getEntriesByType('resource').reduce((n, r) => n + r.transferSize, 0);")

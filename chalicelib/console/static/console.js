@@ -30,7 +30,7 @@ function definitions({ fresh = false } = {}) {
       const all = [];
       let cursor = null;
       do {
-        const page = await get(`/definitions${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const page = await get(`/definitions?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
         all.push(...page.definitions);
         cursor = page.next_cursor ?? null;
       } while (cursor && all.length < 5000);
@@ -41,13 +41,9 @@ function definitions({ fresh = false } = {}) {
   return state.definitions;
 }
 
-// One version's document: from the definition's versions when they carry it, else from its own route.
+// One version's document (a definition lists its versions without them).
 async function versionDocument(definitionId, version) {
-  const detail = await get(`/definitions/${definitionId}`);
-  const listed = (detail.versions || []).find((v) => v.version === version);
-  if (listed?.document) return listed.document;
-  const one = await get(`/definitions/${definitionId}/versions/${version}`);
-  return one.document ?? one.version?.document;
+  return (await get(`/definitions/${definitionId}/versions/${version}`)).version.document;
 }
 
 const ctx = { definitions, versionDocument, session: () => state.session, navigate: (hash) => { location.hash = hash; } };
