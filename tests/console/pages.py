@@ -24,7 +24,7 @@ def demo_document(name: str) -> dict:
 
 
 def sign_in(driver: WebDriver, token: str) -> None:
-    box = driver.find_element(By.ID, "token-input")
+    box = eventually(lambda: driver.find_elements(By.ID, "token-input"), "the sign-in page")[0]
     box.clear()
     box.send_keys(token)
     driver.find_element(By.ID, "token-sign-in").click()
