@@ -25,7 +25,12 @@ $(BROWSER):
 	@echo "chromium or chromium-driver is missing; installing them (needs root)"
 	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
 
-test: $(STAMP) | $(BROWSER)
+# Lint and types first: a finding fails the build before any test runs.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint | $(BROWSER)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Every guard mutation on a scratch copy, one at a time (slow: not part of `make test`).

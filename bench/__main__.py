@@ -3,7 +3,7 @@
 Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a minute):
 
     P1/P2  runs × instant steps drained by one tick worker, and the bare floor    200 × 20  |  20 × 10
-    P4     due runs ticked over terminal runs and log rows of history             1,000 over 100,000 / 1,000,000  |  200 over 10,000 / 100,000
+    P4     due runs ticked over terminal runs and log rows               1,000 over 100,000 / 1,000,000  |  200 over 10,000 / 100,000
     P5/P6  runs × steps drained by 1, 2, 4 and 8 tick worker processes            300 × 10 each  |  30 × 5
     P6     control requests (pause/resume pairs) in-process and bare              200  |  30
     peer   one-step jobs through django-tasks' database backend                   = P1's steps  |  = P1's steps

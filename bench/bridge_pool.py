@@ -8,6 +8,7 @@ serial steps each); the pool works different runs concurrently.
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
@@ -34,8 +35,8 @@ def _schedule(db: Database, count: int) -> None:
     definition = db.transaction(lambda tx: definitions.create(tx, document, actor="bench", now=now))
     for i in range(count):
         due = now - timedelta(microseconds=i)  # one occurrence key per run, all due
-        db.transaction(lambda tx, at=due: runs.schedule(
-            tx, definition_id=definition.id, definition_version=1, scheduled_for=at, grace_seconds=3600, now=now))
+        db.transaction(partial(
+            runs.schedule, definition_id=definition.id, definition_version=1, scheduled_for=due, grace_seconds=3600, now=now))
 
 
 def steps_per_second(db: Database, bridge: GameBridge, runs_count: int, concurrency: int) -> float:

@@ -7,9 +7,10 @@ import os
 import statistics
 import threading
 import uuid
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import pymysql
 from pymysql.constants import SERVER_STATUS
@@ -60,6 +61,8 @@ class Target:
 
     def met(self, figure: float, ratio: float | None) -> bool:
         measured = ratio if self.on_ratio else figure
+        if measured is None:
+            return False  # no baseline measured in this run: nothing to hold the figure against
         return measured >= self.value if self.at_least else measured <= self.value
 
     def __str__(self) -> str:
@@ -115,7 +118,7 @@ def table(figures: Sequence[Figure]) -> str:
             f.verdict,
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -167,13 +170,14 @@ class StatementRecorder:
         self._lock = threading.Lock()
 
     @contextmanager
-    def installed(self) -> Iterator["StatementRecorder"]:
+    def installed(self) -> Iterator[StatementRecorder]:
         recorder = self
 
         class RecordingTx(Tx):
             def __init__(self, connection: pymysql.connections.Connection):
                 super().__init__(connection)
-                self._unit = Unit(bool(connection.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS))
+                in_transaction = connection.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS  # type: ignore[attr-defined]  # pymysql sets it; its stubs omit it
+                self._unit = Unit(bool(in_transaction))
                 with recorder._lock:
                     recorder.units.append(self._unit)
 
@@ -195,11 +199,11 @@ class StatementRecorder:
                 return super().all(sql, args)
 
         original = chalicelib.db.Tx
-        chalicelib.db.Tx = RecordingTx
+        chalicelib.db.Tx = RecordingTx  # type: ignore[misc]  # the Database builds whatever Tx is at call time
         try:
             yield self
         finally:
-            chalicelib.db.Tx = original
+            chalicelib.db.Tx = original  # type: ignore[misc]  # put back
 
 
 def replay(conn: pymysql.connections.Connection, units: Sequence[Unit]) -> None:

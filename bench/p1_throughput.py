@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from chalicelib.db import Database, DatabaseClock
+from chalicelib.db import Database, DatabaseClock, must_exist
 from chalicelib.events.model import StepStatus
 from chalicelib.events.runner.advance import RunAdvancer
 from chalicelib.events.runner.budget import Budget
@@ -23,7 +23,14 @@ from chalicelib.events.store import runs, steps
 from tests.support.counters import StatementMeter
 
 from .harness import Figure, StatementRecorder, at_least, at_most, scratch_database
-from .workload import RULES, DRAIN_BUDGET_SECONDS, drained_steps_per_second, instant_document, make_runner, schedule_backlog
+from .workload import (
+    DRAIN_BUDGET_SECONDS,
+    RULES,
+    drained_steps_per_second,
+    instant_document,
+    make_runner,
+    schedule_backlog,
+)
 
 FLOOR_TARGET = 0.7
 ROUND_TRIPS_TARGET = 5
@@ -135,7 +142,7 @@ def cost_of_one_run(db: Database, steps_per_run: int) -> RunCost:
     runner.close()
     recorder = StatementRecorder()
     with recorder.installed(), StatementMeter(db) as meter:
-        report = advancer.advance(run)
+        report = advancer.advance(must_exist(run))
     if report.dispatched != steps_per_run or report.status is None or not report.status.terminal:
         raise RuntimeError(f"the P2 run did not complete: {report}")
     if db.autocommit(lambda tx: steps.status_counts(tx, run_id)) != {StepStatus.DONE.value: steps_per_run}:

@@ -25,7 +25,7 @@ def run(sizes) -> list[Figure]:
     figures = []
     with scratch_database("p3") as db:
         run_ids = schedule_backlog(db, len(PHASE_SIZES), 1, label="p3")
-        for run_id, size in zip(run_ids, PHASE_SIZES):
+        for run_id, size in zip(run_ids, PHASE_SIZES, strict=True):
             count = statements_to_materialise(db, run_id, size)
             figures.append(Figure("P3", f"statements to materialise {size} step(s)", count, "stmts",
                                   target=at_most(TARGET)))

@@ -88,7 +88,8 @@ def timed_tick(db: Database, due_runs: int, recorder: StatementRecorder | None =
 
 def explain_all(db: Database, statements: list[Statement]) -> list[str]:
     """EXPLAIN each distinct statement shape the tick sent (INSERTs have no plan worth reading); print; return the bad ones."""
-    seen, bad = {}, []
+    seen: dict[str, Statement] = {}
+    bad: list[str] = []
     for statement in statements:
         if not statement.many and statement.shape.split()[0].upper() in ("SELECT", "UPDATE", "DELETE"):
             seen.setdefault(statement.shape, statement)
@@ -123,7 +124,10 @@ def run(sizes) -> list[Figure]:
             empty_times.append(timed_tick(empty, sizes.history_due_runs))
             history_times.append(timed_tick(history, sizes.history_due_runs, recorder if round_number == 0 else None))
         bad = explain_all(history, [s for unit in recorder.units for s in unit.statements])
-    label = f"tick over {sizes.history_due_runs:,} due runs, history {sizes.history_terminal_runs:,} runs/{sizes.history_log_rows:,} log rows"
+    label = (
+        f"tick over {sizes.history_due_runs:,} due runs,"
+        f" history {sizes.history_terminal_runs:,} runs/{sizes.history_log_rows:,} log rows"
+    )
     return [
         Figure("P4", label, min(history_times), "s", baseline=min(empty_times), baseline_what="(empty tables)",
                target=at_most(TARGET, ratio=True)),

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from chalicelib.db import Database
+from chalicelib.db import Database, must_exist
 
 from .harness import Figure, at_least, percentile, scratch_database
 from .workload import schedule_backlog
@@ -42,18 +42,18 @@ def drain_with_processes(db: Database, workers: int, runs: int, steps_per_run: i
     ]
     try:
         for process in processes:
-            if process.stdout.readline().strip() != "ready":
+            if must_exist(process.stdout).readline().strip() != "ready":
                 raise RuntimeError(f"a tick worker did not start: {process.communicate()[1][-2000:]}")
         for process in processes:
-            process.stdin.write("go\n")
-            process.stdin.flush()
+            must_exist(process.stdin).write("go\n")
+            must_exist(process.stdin).flush()
         outputs = [process.communicate(timeout=1800) for process in processes]
     finally:
         for process in processes:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    failed = [err[-2000:] for process, (_, err) in zip(processes, outputs) if process.returncode != 0]
+    failed = [err[-2000:] for process, (_, err) in zip(processes, outputs, strict=True) if process.returncode != 0]
     if failed:
         raise RuntimeError(f"tick workers failed: {failed}")
     reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]

@@ -9,7 +9,7 @@ boundaries on a bare connection.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import jwt
 from chalice.test import Client
@@ -26,7 +26,7 @@ SECRET, ISSUER, AUDIENCE = "bench-only-secret-0123456789abcdef0123", "events-ben
 
 
 def _token() -> str:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     claims = {"sub": "bench-mod", "roles": ["moderator"], "iss": ISSUER, "aud": AUDIENCE, "iat": now,
               "exp": now + timedelta(hours=1)}
     return jwt.encode(claims, SECRET, algorithm="HS256")

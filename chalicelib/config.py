@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 from urllib.parse import urlsplit
 
 
@@ -111,7 +111,7 @@ class Settings:
     webhook_secret_arn: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         settings = cls(
             db_url=env.get("EVENTS_DB_URL") or None,

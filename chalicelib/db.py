@@ -17,15 +17,17 @@ connection on session state, and time is a parameter from the clock anyway.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pymysql
@@ -60,7 +62,7 @@ class ConnectionParams:
     unix_socket: str | None = None
 
     @classmethod
-    def from_url(cls, url: str) -> "ConnectionParams":
+    def from_url(cls, url: str) -> ConnectionParams:
         """Parse `mysql://user:pass@host:port/db[?unix_socket=/path]`."""
         parsed = urlparse(url)
         if parsed.scheme not in ("mysql", "mysql+pymysql") or not parsed.path.strip("/"):
@@ -72,11 +74,11 @@ class ConnectionParams:
             user=unquote(parsed.username or "root"),
             password=unquote(parsed.password or ""),
             database=parsed.path.strip("/"),
-            unix_socket=(query.get("unix_socket") or [None])[0],
+            unix_socket=query["unix_socket"][0] if query.get("unix_socket") else None,
         )
 
     @classmethod
-    def from_secret(cls, secret: dict) -> "ConnectionParams":
+    def from_secret(cls, secret: dict) -> ConnectionParams:
         """The JSON of an RDS-generated Secrets Manager secret."""
         return cls(
             host=secret["host"],
@@ -92,6 +94,16 @@ class ConnectionParams:
         return f"mysql://{auth}@{self.host}:{self.port}/{self.database}{suffix}"
 
 
+def must_exist(value: T | None) -> T:
+    """A row (or column) the caller knows is there: it holds the row's lock, just wrote it, or its status implies it.
+
+    Missing is a bug in the engine, not a 404.
+    """
+    if value is None:
+        raise LookupError("a row this unit of work relies on is missing")
+    return value
+
+
 class Tx:
     """The statements of one unit of work, on one connection."""
 
@@ -100,10 +112,10 @@ class Tx:
 
     def execute(self, sql: str, args: Sequence[Any] | dict | None = None) -> int:
         """Run a statement; return the number of rows it changed."""
-        return self._cursor.execute(sql, args)
+        return int(self._cursor.execute(sql, args))
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
-        return self._cursor.executemany(sql, list(rows))
+        return self._cursor.executemany(sql, list(rows)) or 0
 
     def one(self, sql: str, args: Sequence[Any] | dict | None = None) -> dict | None:
         self._cursor.execute(sql, args)
@@ -115,7 +127,7 @@ class Tx:
 
     @property
     def last_insert_id(self) -> int:
-        return self._cursor.lastrowid
+        return int(self._cursor.lastrowid)
 
 
 def _error_code(error: BaseException | None) -> int | None:
@@ -196,7 +208,7 @@ class Database:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._local = threading.local()
-        self.retries: Counter[int] = Counter()  # error code -> transactions re-run
+        self.retries: Counter[int | None] = Counter()  # error code -> transactions re-run
 
     # ── connections ──────────────────────────────────────────────────────
     def connect(self, *, database: bool = True, within: float | None = None) -> pymysql.connections.Connection:
@@ -275,10 +287,8 @@ class Database:
         conn = getattr(self._local, "connection", None)
         self._local.connection = None
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # already broken: nothing to release
                 conn.close()
-            except Exception:  # already broken: nothing to release
-                pass
 
 
     # ── units of work ────────────────────────────────────────────────────
@@ -315,7 +325,7 @@ class Database:
         return retrying(self._run_once, work, transactional)
 
     def _count_retry(self, state: tenacity.RetryCallState) -> None:
-        code = _error_code(state.outcome.exception())
+        code = _error_code(state.outcome.exception() if state.outcome else None)
         self.retries[code] += 1
         log.info("re-running unit of work after MySQL error %s (try %d)", code, state.attempt_number)
 
@@ -324,7 +334,7 @@ class Database:
             conn = self.connection()
         except pymysql.err.OperationalError as error:
             self.close()
-            error.connecting = True
+            error.connecting = True  # type: ignore[attr-defined]  # a mark read back by the retry policy
             raise
         try:
             if not transactional:
@@ -339,7 +349,7 @@ class Database:
                 conn.commit()
             except pymysql.err.MySQLError as error:
                 # The outcome of a COMMIT whose answer was lost is unknown: never re-run it.
-                error.at_commit = True
+                error.at_commit = True  # type: ignore[attr-defined]  # a mark read back by _safe_to_rerun
                 raise
             return result
         except pymysql.err.MySQLError as error:
@@ -361,7 +371,7 @@ class DatabaseClock:
         self._db = db
 
     def now(self) -> datetime:
-        return self._db.autocommit(lambda tx: tx.one("SELECT UTC_TIMESTAMP(6) AS now")["now"])
+        return self._db.autocommit(lambda tx: must_exist(tx.one("SELECT UTC_TIMESTAMP(6) AS now"))["now"])
 
 
 class ManualClock:

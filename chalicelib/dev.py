@@ -22,11 +22,12 @@ import threading
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 PROJECT = Path(__file__).resolve().parents[1]
 API_PORT = int(os.environ.get("EVENTS_DEV_API_PORT", "8000"))
 DEMO_NAME = "Harvest festival (demo)"
-DEMO_DOCUMENT = {
+DEMO_DOCUMENT: dict[str, Any] = {
     "name": DEMO_NAME,
     "grace_seconds": 300,
     "phases": [
@@ -61,7 +62,7 @@ class DemoBridge(BaseHTTPRequestHandler):
 
     secret = b""
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         signed = f"{self.headers.get('X-Event-Timestamp', '')}.".encode() + body
         expected = "sha256=" + hmac.new(self.secret, signed, hashlib.sha256).hexdigest()
@@ -94,10 +95,7 @@ def seed_demo(db, now) -> tuple[int, int]:
     existing = db.autocommit(
         lambda tx: tx.one("SELECT id FROM event_definitions WHERE name = %s ORDER BY id LIMIT 1", (DEMO_NAME,))
     )
-    if existing:
-        definition_id = existing["id"]
-    else:
-        definition_id = definitions.create(db, DEMO_DOCUMENT, actor="dev", now=now).id
+    definition_id = existing["id"] if existing else definitions.create(db, DEMO_DOCUMENT, actor="dev", now=now).id
     run, _ = definitions.schedule_run(db, definition_id, now + timedelta(seconds=5), actor="dev", now=now)
     return definition_id, run.id
 
@@ -123,6 +121,9 @@ def run_dev() -> int:
     migrate(runtime.db_params(settings))
     db, clock = runtime.database(), runtime.clock()
     definition_id, run_id = seed_demo(db, clock.now())
+    if not settings.game_bridge_url:
+        print("the dev stage sets GAME_BRIDGE_URL; set it to where the demo bridge should listen", file=sys.stderr)
+        return 2
     bridge = start_demo_bridge(settings.game_bridge_url, settings.game_bridge_secret or "")
     # The console's one-click development login: tokens minted here, handed to the dev API only.
     logins = {role: mint(settings, sub=f"dev-{role}", roles=[role], ttl_seconds=24 * 3600) for role in ROLES}

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -97,7 +98,7 @@ def record_tick_metrics(summary: dict) -> None:
     """Add one invocation's figures (its `{"ticks": [...]}` summary) to the metrics to be flushed."""
     ticks = summary.get("ticks") or []
     board = metrics()
-    totals: dict[str, float] = {name: 0 for name in (*COUNT_METRICS.values(), *OUTCOME_METRICS.values())}
+    totals: dict[str, float] = dict.fromkeys((*COUNT_METRICS.values(), *OUTCOME_METRICS.values()), 0)
     for tick in ticks:
         for key, name in COUNT_METRICS.items():
             totals[name] += tick.get(key, 0) or 0

@@ -7,8 +7,8 @@ invocations; tests swap them with `override()`.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from .config import ConfigError, Settings
 from .db import Clock, ConnectionParams, Database, DatabaseClock

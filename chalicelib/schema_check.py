@@ -12,8 +12,9 @@ silently ignored.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 import fastjsonschema
 
@@ -35,7 +36,7 @@ def _keys(schema: Any):
             yield from _keys(item)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiled(schema_json: str) -> Callable[..., Any]:
     schema = json.loads(schema_json)
     unsupported = sorted(set(NOT_IN_DRAFT_4) & set(_keys(schema)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
@@ -12,13 +13,16 @@ from chalicelib.db import ConnectionParams, Database, ManualClock
 from chalicelib.migrate import migrate
 from tests.support.mariadb import server_url
 
+# The shared fixtures (api, game_bridge, runner) live beside their helpers; pytest loads them here.
+pytest_plugins = ["tests.support.api", "tests.support.runner_kit"]
+
 # Deleted child-first between tests (faster than TRUNCATE, and the FKs allow it).
 TABLES = ("event_run_log", "event_run_steps", "event_runs", "event_definition_versions", "event_definitions")
 START = datetime(2026, 12, 4, 20, 0, 0)
 
 
 @pytest.fixture(scope="session")
-def db_params() -> ConnectionParams:
+def db_params() -> Iterator[ConnectionParams]:
     server = ConnectionParams.from_url(server_url().rstrip("/") + "/placeholder")
     name = f"events_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     params = ConnectionParams(server.host, server.port, server.user, server.password, name, server.unix_socket)
@@ -32,7 +36,7 @@ def db_params() -> ConnectionParams:
 
 
 @pytest.fixture
-def db(db_params) -> Database:
+def db(db_params) -> Iterator[Database]:
     database = Database(db_params)
     conn = database.connect()
     with conn.cursor() as cursor:

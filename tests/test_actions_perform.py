@@ -78,7 +78,8 @@ class Recording:
     timeout = 0.0
 
     def __init__(self, fail: Exception | None = None):
-        self.name, self.posts, self.fail = "test", [], fail
+        self.name, self.fail = "test", fail
+        self.posts: list[tuple[str, int]] = []
 
     def post(self, notice):
         if self.fail:

@@ -22,7 +22,7 @@ from chalicelib import runtime
 from chalicelib.api import auth
 from chalicelib.config import Settings
 from chalicelib.events.model import RunStatus
-from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, api, hs_settings, token  # noqa: F401 — api is a fixture
+from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token
 from tests.support.factory import make_definition, make_run
 from tests.support.scenes import put_step_in, run_with_steps
 from tests.test_definitions_validate import SPEC_EXAMPLE
@@ -35,7 +35,7 @@ KID = "test-key-1"
 
 
 class _Jwks(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 — the stdlib's name
+    def do_GET(self):
         jwk = {**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(RSA_KEY.public_key())), "kid": KID, "alg": "RS256", "use": "sig"}
         body = json.dumps({"keys": [jwk]}).encode()
         self.send_response(200)
@@ -70,7 +70,7 @@ def _callers(algorithm: str) -> dict[str, str | None]:
         "expired": sign("admin", ttl=-3600),
         "wrong audience": sign("admin", aud="someone-else"),
         "wrong issuer": sign("admin", iss="https://evil.example"),
-        "alg none": jwt.encode({"sub": "x", "roles": ["admin"], "iss": ISSUER, "aud": AUDIENCE, "exp": 4102444800}, None, algorithm="none"),
+        "alg none": jwt.encode({"sub": "x", "roles": ["admin"], "iss": ISSUER, "aud": AUDIENCE, "exp": 4102444800}, "", algorithm="none"),
         # RS-signed under an HS secret; under RS keys, an HS token "signed" with the public key.
         "alg confusion": _rs("admin") if algorithm == "HS256" else jwt.encode(
             {"sub": "x", "roles": ["admin"], "iss": ISSUER, "aud": AUDIENCE, "exp": 4102444800},
@@ -113,7 +113,8 @@ ROUTES = {
     ("GET", "/definitions/{definition_id}"): (auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}", None)),
     ("GET", "/definitions/{definition_id}/versions/{version}"): (
         auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}/versions/1", None)),
-    ("PUT", "/definitions/{definition_id}"): (auth.ADMINS, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}", SPEC_EXAMPLE)),
+    ("PUT", "/definitions/{definition_id}"): (
+        auth.ADMINS, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}", SPEC_EXAMPLE)),
     ("POST", "/definitions/{definition_id}/runs"): (
         auth.ADMINS,
         lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}/runs",

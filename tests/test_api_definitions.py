@@ -7,7 +7,7 @@ import pytest
 
 from chalicelib.events.model import TERMINAL_RUN, RunStatus
 from chalicelib.events.store import log, runs
-from tests.support.api import ADMIN, GM, api  # noqa: F401 — the fixture
+from tests.support.api import ADMIN, GM
 from tests.support.factory import document as factory_document
 from tests.support.factory import make_definition
 from tests.support.scenes import everything, set_run, table_counts
@@ -139,8 +139,10 @@ def test_scheduling_the_occurrence_of_a_finished_run_is_409_naming_the_run_and_i
     again = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN)
     assert again.status == 409
     assert again.body["errors"] == [
-        f"the run of this occurrence (run {run_id}) is {status.value} and will not run again;"
-        " a run at another time is a new occurrence"
+        (
+            f"the run of this occurrence (run {run_id}) is {status.value} and will not run again;"
+            " a run at another time is a new occurrence"
+        )
     ]
     assert everything(db) == before
 

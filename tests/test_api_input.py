@@ -6,7 +6,7 @@ import pytest
 
 from app import app
 from chalicelib.events.model import RunStatus
-from tests.support.api import ADMIN, api  # noqa: F401 — the fixture
+from tests.support.api import ADMIN
 from tests.support.factory import make_definition
 from tests.support.scenes import everything, put_step_in, run_with_steps
 
@@ -29,10 +29,10 @@ WITH_BODY = [r for r in ROUTES if r[0] in ("POST", "PUT")]
 @pytest.fixture
 def world(db, clock):
     """A live run with a step in each actionable state, another run, and a definition."""
-    run, (parked, failed, pending) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
+    run, (parked, failed, _pending) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
     put_step_in(db, parked, "parked", clock.now())
     put_step_in(db, failed, "failed", clock.now())
-    other, (theirs, *_) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
+    _other, (theirs, *_) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
     definition = make_definition(db, clock.now())
     return {"run_id": run.id, "step_id": parked.id, "definition_id": definition.id, "version": 1, "other_step_id": theirs.id}
 
@@ -123,6 +123,6 @@ def test_unknown_query_parameters_are_refused_everywhere(api, db, world):
 def test_a_module_step_whose_params_cannot_be_stored_is_400(api, db):
     before = everything(db)
     for params in ('{"npc": NaN}', '{"npc": Infinity}', '{"hp": 1e999}', '{"npc": "\\udfff"}'):
-        raw = '{"name": "x", "phases": [{"steps": [{"action": "world.spawn", "params": %s}]}]}' % params
+        raw = f'{{"name": "x", "phases": [{{"steps": [{{"action": "world.spawn", "params": {params}}}]}}]}}'
         assert api.post("/definitions", raw=raw, auth=ADMIN).status == 400, params
     assert everything(db) == before

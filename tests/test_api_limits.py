@@ -18,7 +18,7 @@ from chalicelib.events.model import RunStatus
 from chalicelib.events.occurrences import MIN_GRACE_SECONDS
 from chalicelib.events.runner.planner import plan_occurrences
 from chalicelib.events.store import runs
-from tests.support.api import ADMIN, Api, api, hs_settings  # noqa: F401 — the fixture
+from tests.support.api import ADMIN, Api, hs_settings
 from tests.support.factory import document as factory_document
 from tests.support.factory import make_definition
 from tests.support.scenes import everything, log_rows, put_step_in, run_with_steps, table_counts
@@ -57,7 +57,7 @@ def test_a_document_with_80000_problems_answers_the_first_50_and_how_many_more(a
 def _nested(levels: int) -> str:
     """A definition whose JSON nests `levels` deep: the document, phases, a phase, steps, a step, then params."""
     params = '{"a": ' * (levels - 6) + "{}" + "}" * (levels - 6)
-    return '{"name": "deep", "phases": [{"steps": [{"action": "world.spawn", "params": %s}]}]}' % params
+    return f'{{"name": "deep", "phases": [{{"steps": [{{"action": "world.spawn", "params": {params}}}]}}]}}'
 
 
 @pytest.fixture

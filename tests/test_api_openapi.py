@@ -24,7 +24,7 @@ from schemathesis.checks import (
 from app import app
 from chalicelib.api.handlers import OPERATIONS
 from chalicelib.api.openapi import document
-from tests.support.api import AUDIENCE, ISSUER, SECRET, api, token  # noqa: F401 — api is a fixture
+from tests.support.api import AUDIENCE, ISSUER, SECRET, token
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENT = document(OPERATIONS)
@@ -90,7 +90,7 @@ def local_api(db_params, tmp_path_factory):
         except requests.ConnectionError:
             if server.poll() is not None or time.monotonic() > deadline:
                 server.kill()
-                raise RuntimeError(f"chalice local did not start: {server_log.read_text()[-2000:]}")
+                raise RuntimeError(f"chalice local did not start: {server_log.read_text()[-2000:]}") from None
             time.sleep(0.2)
     yield base
     server.terminate()

@@ -4,7 +4,7 @@ import re
 
 from app import cors
 from chalicelib.events.model import RunStatus
-from tests.support.api import ADMIN, GM, MODERATOR, api  # noqa: F401 — the fixture
+from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run, run_row, step
 from tests.support.scenes import put_step_in, run_with_steps
 

@@ -6,7 +6,7 @@ import sys
 
 import jwt
 
-from tests.support.api import AUDIENCE, ISSUER, SECRET, api  # noqa: F401 — api is a fixture
+from tests.support.api import AUDIENCE, ISSUER, SECRET
 
 
 def _token_command(*args: str, **env: str) -> subprocess.CompletedProcess:

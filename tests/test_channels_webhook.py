@@ -8,7 +8,7 @@ from chalicelib.events.runner.schedule import build_runner
 from chalicelib.events.store import steps
 from tests.support.factory import document
 from tests.support.game_bridge import Answer, dripping
-from tests.support.runner_kit import RULES, game_bridge, schedule, step, tick  # noqa: F401
+from tests.support.runner_kit import RULES, schedule, step, tick
 
 SECRET = "webhook-secret"
 CONSOLE = "https://events.example.com/api/console"

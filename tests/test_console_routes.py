@@ -12,7 +12,7 @@ from app import app
 from chalicelib import runtime
 from chalicelib.config import ConfigError, Settings
 from chalicelib.console.routes import STATIC
-from tests.support.api import ADMIN, GM, MODERATOR, Api, api, hs_settings, token  # noqa: F401 — api is a fixture
+from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings, token
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,8 +14,7 @@ from chalicelib.events import controls
 from chalicelib.events.model import Conflict, RunStatus, StepStatus
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer
-from tests.support.runner_kit import game_bridge, log_of, schedule, step  # noqa: F401 — game_bridge is a fixture
-from tests.support.runner_kit import tick_process
+from tests.support.runner_kit import log_of, schedule, step, tick_process
 
 THREE_STEPS = document([[step("world.spawn"), step("world.reward"), step("world.fireworks")]])
 

@@ -7,7 +7,7 @@ import pytest
 from chalicelib.events import definitions
 from chalicelib.events.cron import InvalidCron, Schedule, cron_problems
 from chalicelib.events.model import Invalid
-from tests.support.api import ADMIN, api  # noqa: F401 — the fixture
+from tests.support.api import ADMIN
 from tests.test_definitions_validate import SPEC_EXAMPLE
 
 

@@ -1,10 +1,11 @@
 """Units of work: deadlocks are re-run whole, a lost connection is replaced."""
 
+import contextlib
 import threading
 
 import pytest
 
-from chalicelib.db import ConnectionParams, Database, DEADLOCK
+from chalicelib.db import DEADLOCK, ConnectionParams, Database
 from tests.support.factory import make_run
 
 
@@ -25,10 +26,8 @@ def test_a_deadlock_is_retried_and_both_units_of_work_complete(db, db_params, cl
     def touch(first, second, db_for_thread):
         def work(tx):
             tx.execute("UPDATE event_runs SET grace_seconds = grace_seconds + 1 WHERE id = %s", (first,))
-            try:
+            with contextlib.suppress(threading.BrokenBarrierError):
                 both_locked_first.wait(timeout=2)  # only the first try meets the other thread here
-            except threading.BrokenBarrierError:
-                pass
             tx.execute("UPDATE event_runs SET grace_seconds = grace_seconds + 1 WHERE id = %s", (second,))
         db_for_thread.transaction(work)
         done.append(first)

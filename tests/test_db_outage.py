@@ -21,7 +21,7 @@ from chalicelib.events.model import RunStatus
 from tests.support.api import ADMIN, hs_settings
 from tests.support.db_door import DatabaseDoor
 from tests.support.factory import document, run_row
-from tests.support.runner_kit import game_bridge, schedule, step, tick_process  # noqa: F401
+from tests.support.runner_kit import schedule, step, tick_process
 
 HELLO = document([[step("world.spawn", npc="scarecrow"), step("core.announce", message="hello")]])
 

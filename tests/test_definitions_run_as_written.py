@@ -8,9 +8,9 @@ import pytest
 
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import steps
-from tests.support.api import ADMIN, api  # noqa: F401 — the fixture
+from tests.support.api import ADMIN
 from tests.support.factory import document, run_row
-from tests.support.runner_kit import game_bridge, runner, schedule, step, tick  # noqa: F401 — fixtures
+from tests.support.runner_kit import schedule, step, tick
 from tests.support.scenes import everything
 
 REFUSED = [  # (the step as raw JSON, the start of the problem validation names)
@@ -25,7 +25,7 @@ REFUSED = [  # (the step as raw JSON, the start of the problem validation names)
 @pytest.mark.parametrize("raw_step, problem", REFUSED, ids=[r[0] for r in REFUSED])
 def test_a_step_its_action_could_not_run_is_refused_when_the_definition_is_saved(api, db, raw_step, problem):
     before = everything(db)
-    answer = api.post("/definitions", raw='{"name": "x", "phases": [{"steps": [%s]}]}' % raw_step, auth=ADMIN)
+    answer = api.post("/definitions", raw=f'{{"name": "x", "phases": [{{"steps": [{raw_step}]}}]}}', auth=ADMIN)
     assert answer.status == 400
     [message] = answer.body["errors"]
     assert message.startswith(problem), message

@@ -67,10 +67,13 @@ def test_every_problem_is_listed_at_once():
         "document.phases[0].steps[3].version: core.cue has no version 7",
         "document.phases[0].steps[4].action: no action 'Not An Action!'",
         "document.ending[0].params must not contain",
-        "document.schedule.cron: 'every friday' has 2 field(s); a schedule is standard five-field cron (minute hour day-of-month month day-of-week)",
+        (
+            "document.schedule.cron: 'every friday' has 2 field(s);"
+            " a schedule is standard five-field cron (minute hour day-of-month month day-of-week)"
+        ),
     ]
     assert len(problems) == len(expected)
-    for problem, start in zip(problems, expected):
+    for problem, start in zip(problems, expected, strict=True):
         assert problem.startswith(start), (problem, start)
 
 
@@ -85,9 +88,18 @@ def test_every_problem_is_listed_at_once():
     ({"name": "x", "grace_seconds": 1.5, "phases": [{"steps": [{"action": "a.b"}]}]}, "document.grace_seconds must be integer"),
     ({"name": "x", "grace_seconds": 10**9, "phases": [{"steps": [{"action": "a.b"}]}]}, "document.grace_seconds must be smaller"),
     ({"name": "x" * 201, "phases": [{"steps": [{"action": "a.b"}]}]}, "document.name must be shorter"),
-    ({"name": "x", "phases": [{"steps": [{"action": "a.b"}]}], "schedule": {"cron": "0 0 31 2 *"}}, "document.schedule.cron: '0 0 31 2 *' never fires"),
-    ({"name": "x", "phases": [{"steps": [{"action": "a.b"}]}], "schedule": {"cron": "0 0 * * * *"}}, "document.schedule.cron: '0 0 * * * *' has 6 field(s); a schedule is standard five-field cron"),
-    ({"name": "x", "phases": [{"steps": [{"action": "a.b", "params": {"blob": "x" * 20000}}]}]}, "document.phases[0].steps[0].params: larger than"),
+    (
+        {"name": "x", "phases": [{"steps": [{"action": "a.b"}]}], "schedule": {"cron": "0 0 31 2 *"}},
+        "document.schedule.cron: '0 0 31 2 *' never fires",
+    ),
+    (
+        {"name": "x", "phases": [{"steps": [{"action": "a.b"}]}], "schedule": {"cron": "0 0 * * * *"}},
+        "document.schedule.cron: '0 0 * * * *' has 6 field(s); a schedule is standard five-field cron",
+    ),
+    (
+        {"name": "x", "phases": [{"steps": [{"action": "a.b", "params": {"blob": "x" * 20000}}]}]},
+        "document.phases[0].steps[0].params: larger than",
+    ),
 ])
 def test_each_kind_of_problem_is_named(document, start):
     [problem] = _problems(document)

@@ -96,7 +96,7 @@ def _scene(db, clock, control):
     if control == "resume":
         run, _ = run_with_steps(db, now, RunStatus.PAUSED)
         return run, lambda: controls.resume(db, run.id, actor=REFUSED, now=now)
-    run, (first, second, _) = run_with_steps(db, now, RunStatus.PAUSED if control == "retry" else RunStatus.RUNNING)
+    run, (first, _second, _) = run_with_steps(db, now, RunStatus.PAUSED if control == "retry" else RunStatus.RUNNING)
     if control == "confirm":
         put_step_in(db, first, "parked", now)
     if control == "retry":
@@ -109,9 +109,8 @@ def _scene(db, clock, control):
 def test_a_control_whose_log_row_cannot_be_written_changes_nothing(db, clock, control):
     run, press = _scene(db, clock, control)
     before = snapshot(db, run.id)
-    with log_rows_refused(db, f"NEW.actor = '{REFUSED}'"):
-        with pytest.raises(pymysql.err.MySQLError):
-            press()
+    with log_rows_refused(db, f"NEW.actor = '{REFUSED}'"), pytest.raises(pymysql.err.MySQLError):
+        press()
     assert snapshot(db, run.id) == before
     press()  # and once the log takes rows again, the same press goes through
     assert snapshot(db, run.id)["log"]

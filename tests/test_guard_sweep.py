@@ -61,7 +61,7 @@ def test_a_sweep_skips_the_rows_another_sweeper_holds_and_takes_the_rest(db, clo
         swept = steps.reclaim_stale(Tx(sweeper), clock.now() + timedelta(seconds=LEASE + 1), MAX)
         sweeper.commit()
     except pymysql.err.OperationalError as waited:
-        raise AssertionError(f"the sweep waited for a row another sweeper holds: {waited}")
+        raise AssertionError(f"the sweep waited for a row another sweeper holds: {waited}") from waited
     finally:
         other_sweeper.rollback()
         other_sweeper.close()

@@ -9,7 +9,7 @@ from chalicelib.events.runner import Budget
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row
 from tests.support.interference import log_rows_refused
-from tests.support.runner_kit import game_bridge, log_of, runner, schedule, step, tick  # noqa: F401 — fixtures
+from tests.support.runner_kit import log_of, schedule, step, tick
 from tests.support.scenes import snapshot
 
 TWO_PHASES = document([[step("world.spawn")], [step("world.reward")]])
@@ -31,9 +31,8 @@ def test_a_sweep_whose_log_rows_fail_takes_no_step_back(db, clock, runner):
     clock.advance(runner.rules.lease_seconds + 1)
     before = snapshot(db, run.id)
 
-    with log_rows_refused(db, "JSON_VALUE(NEW.detail, '$.cause') = 'lease expired'"):
-        with pytest.raises(pymysql.err.MySQLError):
-            _tick_with_errors(runner)
+    with log_rows_refused(db, "JSON_VALUE(NEW.detail, '$.cause') = 'lease expired'"), pytest.raises(pymysql.err.MySQLError):
+        _tick_with_errors(runner)
     assert snapshot(db, run.id) == before  # still running under its expired lease, nothing logged
 
     tick(runner)  # the next sweep takes it back, logged, and the step is dispatched again

@@ -17,7 +17,7 @@ from chalicelib.events.runner.reclaim import reclaim
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer
-from tests.support.runner_kit import game_bridge, log_of, runner, schedule, step, tick  # noqa: F401 — fixtures
+from tests.support.runner_kit import log_of, schedule, step, tick
 from tests.support.scenes import run_with_steps
 
 LEASE = 60

@@ -33,7 +33,7 @@ def test_migrate_creates_every_table_and_a_second_run_applies_nothing(db_params)
     params = _fresh(db_params)
     try:
         assert len(migrate(params)) == len(list(MIGRATIONS.glob("*.sql")))
-        assert EXPECTED <= _tables(params)
+        assert _tables(params) >= EXPECTED
         assert migrate(params) == []
     finally:
         _drop(params)
@@ -55,6 +55,6 @@ def test_two_migrations_at_once_apply_each_file_once(db_params):
             w.join(60)
             assert w.exitcode == 0
         assert sorted(results.get(timeout=5) for _ in workers) == [0, len(list(MIGRATIONS.glob("*.sql")))]
-        assert EXPECTED <= _tables(params)
+        assert _tables(params) >= EXPECTED
     finally:
         _drop(params)

@@ -13,7 +13,7 @@ from datetime import timedelta
 from chalicelib.events.model import RunStatus
 from chalicelib.events.runner import Budget
 from tests.support.factory import document, make_definition, run_row
-from tests.support.runner_kit import game_bridge, runner, schedule, step, tick  # noqa: F401
+from tests.support.runner_kit import schedule, step, tick
 
 HELLO = [[step("core.announce", message="hi")]]
 
@@ -24,7 +24,7 @@ def _recurring(db, created_at, cron, grace=300, timezone=None):
 
 
 def _planned(db, definition_id=None):
-    where = "WHERE definition_id = %s" % int(definition_id) if definition_id else ""
+    where = f"WHERE definition_id = {int(definition_id)}" if definition_id else ""
     return [r["scheduled_for"] for r in db.autocommit(
         lambda tx: tx.all(f"SELECT scheduled_for FROM event_runs {where} ORDER BY scheduled_for"))]
 

@@ -7,9 +7,7 @@ from chalicelib.events.model import Health, RunStatus, StepStatus
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer
-from tests.support.runner_kit import (  # noqa: F401
-    RULES, game_bridge, log_of, make_runner, run_story, runner, schedule, step, tick,
-)
+from tests.support.runner_kit import RULES, log_of, make_runner, run_story, schedule, step, tick
 
 
 def _spawn_run(db, clock, **on_failure):

@@ -13,7 +13,7 @@ from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer, deep, dripping, huge
-from tests.support.runner_kit import RULES, game_bridge, make_runner, schedule, step, tick  # noqa: F401
+from tests.support.runner_kit import RULES, make_runner, schedule, step, tick
 
 TIMEOUT = 1.0
 SLACK = 0.5  # scheduling noise on a loaded machine, never a second read's worth

@@ -3,14 +3,16 @@
 from chalicelib.events.model import RunStatus
 from chalicelib.events.runner import Budget
 from tests.support.factory import document
-from tests.support.runner_kit import game_bridge, make_runner, schedule, step  # noqa: F401
+from tests.support.runner_kit import make_runner, schedule, step
 
 
 def test_a_tick_over_many_due_runs_stops_taking_work_at_its_budget(db, clock, game_bridge):
     for _ in range(40):
         schedule(db, clock.now(), document([[step("world.spawn"), step("world.reward")]]))
     # Time, as the budget sees it, is one second per request the game side has received.
-    requests_so_far = lambda: float(len(game_bridge.received()))  # noqa: E731
+    def requests_so_far() -> float:
+        return float(len(game_bridge.received()))
+
     runner = make_runner(db, clock, game_bridge, concurrency=4)
     try:
         budget = Budget(take_work_until=10, finish_by=1000, monotonic=requests_so_far)

@@ -8,7 +8,7 @@ from chalicelib.events.store import steps
 from chalicelib.events.store.steps import RUN_ENDED
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer
-from tests.support.runner_kit import game_bridge, log_of, runner, schedule, step, tick  # noqa: F401
+from tests.support.runner_kit import log_of, schedule, step, tick
 
 
 def _cancel_while_in_flight(db, clock, game_bridge, answer_status):

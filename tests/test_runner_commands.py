@@ -16,8 +16,7 @@ from chalicelib.db import DatabaseClock
 from chalicelib.events.model import RunStatus
 from chalicelib.events.runner.schedule import run_invocation
 from tests.support.factory import document, run_row
-from tests.support.runner_kit import game_bridge, make_runner, schedule, step  # noqa: F401
-from tests.support.runner_kit import tick_process
+from tests.support.runner_kit import make_runner, schedule, step, tick_process
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT_THEN_ANNOUNCE = document([[step("core.wait", seconds=20), step("core.announce", message="go")]])
@@ -95,7 +94,7 @@ def test_the_tick_loop_stops_cleanly_on_ctrl_c(db, game_bridge):
         first = json.loads(process.stdout.readline())  # the first tick has run
         time.sleep(0.3)
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
+        _out, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()

@@ -5,7 +5,7 @@ from datetime import timedelta
 from chalicelib.events.model import Health, RunStatus, StepStatus
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row
-from tests.support.runner_kit import game_bridge, log_of, run_story, runner, schedule, step, tick  # noqa: F401
+from tests.support.runner_kit import log_of, run_story, schedule, step, tick
 
 THREE_PHASES = document(
     [
@@ -96,7 +96,9 @@ def test_an_ending_step_that_fails_degrades_the_run_which_still_completes(db, cl
 
     game_bridge.script("world.cleanup", Answer(400, {"reason": "no such area"}))
     run = schedule(
-        db, clock.now(), document([[step("core.announce", message="hi")]], ending=[step("world.cleanup"), step("core.announce", message="bye")])
+        db,
+        clock.now(),
+        document([[step("core.announce", message="hi")]], ending=[step("world.cleanup"), step("core.announce", message="bye")]),
     )
     tick(runner)
     final = run_row(db, run.id)

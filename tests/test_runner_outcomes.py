@@ -6,7 +6,7 @@ from chalicelib.events.model import Health, RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer
-from tests.support.runner_kit import game_bridge, log_of, run_story, runner, schedule, step, tick  # noqa: F401
+from tests.support.runner_kit import log_of, run_story, schedule, step, tick
 
 
 def _statuses(db, run_id):
@@ -42,7 +42,9 @@ def test_skip_degrades_and_the_phase_moves_on(db, clock, runner, game_bridge):
     assert final.status is RunStatus.COMPLETED and final.health is Health.DEGRADED
     assert _statuses(db, run.id) == [StepStatus.DONE, StepStatus.FAILED, StepStatus.DONE, StepStatus.DONE]
     failed = [e.detail for e in log_of(db, run.id) if e.kind == "step.status" and e.detail["to"] == "failed"]
-    assert failed == [{"action": "world.spawn", "from": "running", "to": "failed", "cause": "HTTP 400: no", "attempt": 1, "on_failure": "skip"}]
+    assert failed == [
+        {"action": "world.spawn", "from": "running", "to": "failed", "cause": "HTTP 400: no", "attempt": 1, "on_failure": "skip"}
+    ]
 
 
 def test_abort_run_cancels_pending_steps_and_fails_the_run(db, clock, runner, game_bridge):
@@ -83,7 +85,11 @@ def test_a_failure_after_a_person_paused_keeps_their_pause_and_degrades(db, cloc
 
     def pause_meanwhile():
         game_bridge.wait_for(1)
-        db.transaction(lambda tx: runs.transition(tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, clock.now(), clear_claim=True, last_error="by hand"))
+        db.transaction(
+            lambda tx: runs.transition(
+                tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, clock.now(), clear_claim=True, last_error="by hand"
+            )
+        )
         release.set()
 
     pauser = threading.Thread(target=pause_meanwhile)

@@ -6,7 +6,6 @@ from collections import Counter
 from chalicelib.db import DatabaseClock
 from chalicelib.events.model import RunStatus
 from tests.support.factory import document, make_definition
-from tests.support.runner_kit import game_bridge  # noqa: F401
 from tests.support.runner_kit import tick_process
 
 RUNS, STEPS, PROCESSES = 200, 5, 4

@@ -2,14 +2,14 @@
 
 import threading
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from chalicelib.db import Database
 from chalicelib.events.model import RunStatus
 from chalicelib.events.runner.planner import plan_occurrences
 from chalicelib.events.store import definitions
 from tests.support.factory import document, make_definition, run_row
-from tests.support.runner_kit import game_bridge, log_of, run_story, runner, schedule, step, tick  # noqa: F401
+from tests.support.runner_kit import log_of, run_story, schedule, step, tick
 
 HELLO = document([[step("core.announce", message="hello")]])
 
@@ -50,7 +50,8 @@ def test_a_recurring_definition_gets_a_run_per_occurrence_in_the_window(db, cloc
     assert statuses == [RunStatus.COMPLETED, RunStatus.COMPLETED] + [RunStatus.SCHEDULED] * 3
     assert run_story(db, planned[2]["id"]) == [(None, "scheduled")]
 
-    db.transaction(lambda tx: definitions.add_version(tx, definition.id, document(schedule={"cron": "*/5 * * * *"}), actor="t", now=clock.now()))
+    every_five_minutes = document(schedule={"cron": "*/5 * * * *"})
+    db.transaction(lambda tx: definitions.add_version(tx, definition.id, every_five_minutes, actor="t", now=clock.now()))
     clock.advance(300)
     assert tick(runner).planned == 1  # 20:20 is new; the others keep the version they were planned from
     versions = db.autocommit(lambda tx: tx.all("SELECT scheduled_for, definition_version FROM event_runs ORDER BY scheduled_for"))

@@ -5,7 +5,7 @@ from datetime import timedelta
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row
-from tests.support.runner_kit import RULES, game_bridge, log_of, runner, schedule, step, tick  # noqa: F401
+from tests.support.runner_kit import RULES, log_of, schedule, step, tick
 
 WAIT_THEN_SPAWN = document([[step("core.wait", seconds=60), step("world.spawn"), step("world.reward")]])
 

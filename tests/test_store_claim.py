@@ -50,7 +50,8 @@ def test_a_claim_from_a_stale_read_loses(db, clock):
 
 def test_a_step_not_yet_due_is_not_claimed(db, clock):
     _, s = _one_step(db, clock)
-    db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET due_at = %s WHERE id = %s", (clock.now() + timedelta(seconds=60), s.id)))
+    later = clock.now() + timedelta(seconds=60)
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET due_at = %s WHERE id = %s", (later, s.id)))
     s = step(db, s.id)
     assert _claim(db, s, clock.now()) is None
     assert _claim(db, s, clock.advance(60)) is not None

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events.model import Claim, RunStatus, Step
+from chalicelib.events.model import Claim, RunStatus, StepStatus
 from chalicelib.events.store import definitions, runs, steps
 from tests.support.explain import ExplainTx, plan_problems
 from tests.support.factory import make_run, materialise, specs
@@ -40,7 +40,7 @@ def _plans(db, work):
 
 STATEMENTS = {
     "claim": lambda tx, run, s, now: steps.claim(tx, s, now, 60),
-    "finish": lambda tx, run, s, now: steps.finish(tx, Claim(s.id, "t", 1), "done", now),
+    "finish": lambda tx, run, s, now: steps.finish(tx, Claim(s.id, "t", 1), StepStatus.DONE, now),
     "reclaim_stale": lambda tx, run, s, now: steps.reclaim_stale(tx, now, 3),
     "open_steps": lambda tx, run, s, now: steps.open_steps(tx, run.id, 1),
     "hold_next": lambda tx, run, s, now: steps.hold_next(tx, run.id, 1, 0, now),

@@ -58,8 +58,8 @@ def test_materialise_costs_at_most_three_statements(db, clock, count):
 @pytest.mark.parametrize(
     "bad",
     [
-        [StepSpec("a.b", params=["not", "a", "dict"])],
-        [StepSpec("a.b", on_failure="explode")],
+        [StepSpec("a.b", params=["not", "a", "dict"])],  # type: ignore[arg-type]  # malformed on purpose
+        [StepSpec("a.b", on_failure="explode")],  # type: ignore[arg-type]  # malformed on purpose
         [],
     ],
 )

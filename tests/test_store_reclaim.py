@@ -1,6 +1,5 @@
 """reclaim_stale: the ceiling first, never a parked step, never attempts."""
 
-from datetime import timedelta
 
 import pytest
 

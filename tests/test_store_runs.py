@@ -71,7 +71,10 @@ def test_health_once_degraded_stays_degraded(db, clock):
 
 def test_run_claim_is_a_compare_and_set_on_a_free_or_expired_lease(db, clock):
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
-    claim = lambda token: db.autocommit(lambda tx: runs.claim(tx, run.id, token, clock.now(), 30))
+
+    def claim(token):
+        return db.autocommit(lambda tx: runs.claim(tx, run.id, token, clock.now(), 30))
+
     assert claim("a")
     assert not claim("b")
     assert not db.autocommit(lambda tx: runs.release(tx, run.id, "b"))

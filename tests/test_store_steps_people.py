@@ -76,7 +76,7 @@ def test_requeue_takes_only_a_failed_step_and_resets_its_attempts(db, clock):
 
 
 def test_requeue_refuses_a_step_behind_the_cursor_or_of_a_run_not_paused(db, clock):
-    run, (a, b, c, d) = _phase(db, clock)
+    run, (a, b, c, _d) = _phase(db, clock)
     _set(db, a, status="failed")  # failed under on_failure skip: the runner went past it
     _set(db, b, status="done")
     _set(db, c, status="failed")
@@ -135,7 +135,7 @@ def test_last_started_seq_is_the_furthest_step_that_is_not_pending(db, clock):
 
 
 def test_status_counts(db, clock):
-    run, (a, b, c, d) = _phase(db, clock)
+    run, (a, b, _c, _d) = _phase(db, clock)
     _set(db, a, status="done")
     _set(db, b, status="done")
     assert db.autocommit(lambda tx: steps.status_counts(tx, run.id)) == {"done": 2, "pending": 2}

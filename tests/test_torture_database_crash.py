@@ -20,9 +20,16 @@ from chalicelib.db import ConnectionParams, Database
 from chalicelib.migrate import migrate
 from tests.support.game_bridge import Answer
 from tests.support.mariadb import PrivateMariaDB
-from tests.support.runner_kit import game_bridge  # noqa: F401 — the fixture
 from tests.support.torture import (
-    TickFleet, audit, document_of, log_keys, module_steps, schedule_runs, sized, unfinished_runs, wait_until,
+    TickFleet,
+    audit,
+    document_of,
+    log_keys,
+    module_steps,
+    schedule_runs,
+    sized,
+    unfinished_runs,
+    wait_until,
 )
 
 CRASHES = sized(5, 20)
@@ -73,5 +80,6 @@ def test_a_crashing_database_loses_no_committed_transition(private_server, game_
     assert audit(db) == []
     committed = sum(fleet.committed_log_keys().values())
     print(f"\nR4: {CRASHES} server crashes, {sum(failures.values())} whole ticks and "
-          f"{fleet.tick_errors()} runs inside ticks failed on the connection, {committed} committed log rows all kept, {len(steps)} steps done")
+          f"{fleet.tick_errors()} runs inside ticks failed on the connection, {committed} committed log rows all kept,"
+          f" {len(steps)} steps done")
     db.close()

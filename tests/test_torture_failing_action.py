@@ -3,9 +3,15 @@
 from collections import Counter
 
 from tests.support.game_bridge import Answer
-from tests.support.runner_kit import game_bridge  # noqa: F401 — the fixture
 from tests.support.torture import (
-    TickFleet, attempts_delivered, audit, document_of, module_steps, schedule_runs, sized, wait_until,
+    TickFleet,
+    attempts_delivered,
+    audit,
+    document_of,
+    module_steps,
+    schedule_runs,
+    sized,
+    wait_until,
 )
 
 MAX_ATTEMPTS = 3

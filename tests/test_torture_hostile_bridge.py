@@ -14,7 +14,6 @@ from collections import Counter, defaultdict
 
 from chalicelib.events.actions.outbound import MAX_ANSWER_BYTES
 from tests.support.game_bridge import Answer, deep, dripping, huge
-from tests.support.runner_kit import game_bridge  # noqa: F401 — the fixture
 from tests.support.torture import TickFleet, audit, document_of, schedule_runs, sized, unfinished_runs, wait_until
 
 WORKERS = 4

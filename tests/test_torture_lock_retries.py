@@ -23,7 +23,6 @@ from chalicelib.events.model import EngineError
 from chalicelib.migrate import migrate
 from tests.support.game_bridge import Answer
 from tests.support.mariadb import PrivateMariaDB
-from tests.support.runner_kit import game_bridge  # noqa: F401 — the fixture
 from tests.support.torture import TickFleet, audit, document_of, module_steps, schedule_runs, sized
 
 WORKERS = 8

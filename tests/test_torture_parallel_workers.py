@@ -2,9 +2,16 @@
 
 from collections import Counter
 
-from tests.support.runner_kit import game_bridge  # noqa: F401 — the fixture
 from tests.support.torture import (
-    TickFleet, audit, document_of, duplicate_deliveries, module_steps, schedule_runs, sized, unfinished_runs, wait_until,
+    TickFleet,
+    audit,
+    document_of,
+    duplicate_deliveries,
+    module_steps,
+    schedule_runs,
+    sized,
+    unfinished_runs,
+    wait_until,
 )
 
 WORKERS = 8

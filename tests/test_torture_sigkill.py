@@ -14,10 +14,18 @@ from datetime import datetime
 
 from chalicelib.events.store.steps import GAVE_UP
 from tests.support.game_bridge import Answer
-from tests.support.runner_kit import game_bridge  # noqa: F401 — the fixture
 from tests.support.torture import (
-    TickFleet, attempts_delivered, audit, dispatching, document_of, duplicate_deliveries, module_steps, schedule_runs,
-    sized, unfinished_runs, wait_until,
+    TickFleet,
+    attempts_delivered,
+    audit,
+    dispatching,
+    document_of,
+    duplicate_deliveries,
+    module_steps,
+    schedule_runs,
+    sized,
+    unfinished_runs,
+    wait_until,
 )
 
 WORKERS = 4
@@ -105,4 +113,7 @@ def test_workers_killed_mid_dispatch_lose_nothing_and_send_nothing_twice(db, db_
         if redispatch is not None and bound is not None and redispatch["created_at"] > bound:
             late.append(f"step {sweep['step_id']}: taken back {sweep['created_at']}, dispatched again {redispatch['created_at']}")
     assert late == []
-    print(f"\nR2: {fleet.killed} SIGKILLs, {len(taken_back)} claims taken back ({bounded} held to the two-tick bound), {len(steps)} steps, {sum(map(len, ticks))} ticks")
+    print(
+        f"\nR2: {fleet.killed} SIGKILLs, {len(taken_back)} claims taken back ({bounded} held to the two-tick bound),"
+        f" {len(steps)} steps, {sum(map(len, ticks))} ticks"
+    )

@@ -24,14 +24,14 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from chalicelib.events import controls
 from chalicelib.events.actions.bridge import GameBridge as BridgeClient
 from chalicelib.events.actions.outcome import Outcome
-from chalicelib.events.model import RUNNABLE, TERMINAL_RUN
+from chalicelib.events.model import TERMINAL_RUN
 from chalicelib.events.runner import Budget, Rules
 from chalicelib.events.runner.outcomes import apply_outcome
 from chalicelib.events.store import runs, steps
 from tests.conftest import START, TABLES
-from tests.support.api import ADMIN, GM, MODERATOR, api  # noqa: F401 — the fixture
+from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.game_bridge import SECRET, Answer
-from tests.support.runner_kit import game_bridge, make_runner, schedule, step  # noqa: F401
+from tests.support.runner_kit import make_runner, schedule, step
 from tests.support.torture import audit, sized
 
 RULES = Rules(lease_seconds=60, max_attempts=3, retry_seconds=30)

@@ -13,9 +13,16 @@ import signal
 
 from chalicelib.db import DatabaseClock
 from tests.support.game_bridge import Answer
-from tests.support.runner_kit import game_bridge  # noqa: F401 — the fixture
 from tests.support.scenes import everything
-from tests.support.torture import TickFleet, audit, document_of, module_steps, schedule_runs, unfinished_runs, wait_until
+from tests.support.torture import (
+    TickFleet,
+    audit,
+    document_of,
+    module_steps,
+    schedule_runs,
+    unfinished_runs,
+    wait_until,
+)
 
 RUNS = 8
 LEASE_SECONDS = 2

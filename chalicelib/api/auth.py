@@ -10,9 +10,10 @@ string); the actor is `sub`.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import jwt
 
@@ -46,7 +47,7 @@ class Principal:
     sub: str
     roles: frozenset[str]
 
-    def require(self, allowed: frozenset[str]) -> "Principal":
+    def require(self, allowed: frozenset[str]) -> Principal:
         if not self.roles & allowed:
             raise Forbidden(f"this needs one of the roles {sorted(allowed)}; the token has {sorted(self.roles)}")
         return self
@@ -129,7 +130,7 @@ def mint(settings: Settings, *, sub: str, roles: list[str], now: datetime | None
     """A development token signed with EVENTS_JWT_SECRET (HS256)."""
     if not (settings.jwt_secret and settings.jwt_issuer and settings.jwt_audience):
         raise ValueError("minting needs EVENTS_JWT_SECRET, EVENTS_JWT_ISSUER and EVENTS_JWT_AUDIENCE")
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     claims = {
         "sub": sub,
         settings.jwt_roles_claim: roles,  # as a top-level key, which roles_claim() reads first

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from chalice import Response
 
@@ -36,7 +37,7 @@ def error_response(status: int, messages: list[str]) -> Response:
     listed = messages[:MAX_ERRORS_LISTED]
     if len(messages) > MAX_ERRORS_LISTED:
         listed.append(f"… and {len(messages) - MAX_ERRORS_LISTED} more problems")
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else {}
+    headers: dict[str, str | list[str]] = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else {}
     return Response(body={"errors": listed}, status_code=status, headers=headers)
 
 

@@ -10,10 +10,11 @@ The time comes from `runtime.clock()`, read at most once per request.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 from chalice import Response
 from chalice.app import Request
@@ -35,7 +36,7 @@ PATH_ID = re.compile(r"{(\w+)}")
 class Call:
     """One request, checked: who, the ids, the query and the body."""
 
-    actor: str | None
+    actor: str  # the token's subject; "anonymous" for operations open to anyone (they write nothing)
     ids: dict[str, int]
     query: dict
     body: Any
@@ -52,10 +53,10 @@ class Operation:
     summary: str
     roles: frozenset[str] | None  # None: anyone, no token
     responses: dict[int, tuple[str, dict]]
+    handler: Callable[[Call], Any] = field(compare=False)
     body: dict | None = None
     body_required: bool = False
     query: dict | None = None
-    handler: Callable[[Call], Any] = field(default=None, compare=False)
 
     @property
     def path_ids(self) -> list[str]:
@@ -68,11 +69,11 @@ class Operation:
     def __call__(self, request: Request, **path: str) -> Response:
         try:
             return self._answer(request, path)
-        except Exception as error:  # noqa: BLE001 — every failure leaves through errors.py
+        except Exception as error:  # every failure leaves through errors.py
             return from_exception(error)
 
     def _answer(self, request: Request, path: dict[str, str]) -> Response:
-        actor = None
+        actor = "anonymous"
         if self.roles is not None:
             actor = auth.authenticate(request.headers, runtime.settings()).require(self.roles).sub
         ids = {name: schemas.parse_id(path[name], name) for name in self.path_ids}
@@ -89,7 +90,7 @@ class Operation:
             if self.body_required:
                 raise Invalid("this request needs a JSON body")
             return {}
-        parsed = json_body(request.raw_body)
+        parsed = json_body(request.raw_body if isinstance(request.raw_body, bytes) else request.raw_body.encode())
         if self.body is schemas.DEFINITION_BODY:
             return parsed  # the engine validates a document whole, reporting every problem
         return schemas.check(self.body, parsed, "body")

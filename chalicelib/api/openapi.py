@@ -6,7 +6,8 @@ with are published unchanged.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .schemas import ERRORS, MAX_ID
 
@@ -25,7 +26,7 @@ _ERROR_MEANINGS = {
 }
 
 
-def _error_codes(op: "Operation") -> list[int]:
+def _error_codes(op: Operation) -> list[int]:
     codes = [400, 415]
     if op.roles is not None:
         codes += [401, 403, 503]
@@ -36,7 +37,7 @@ def _error_codes(op: "Operation") -> list[int]:
     return sorted(codes)
 
 
-def _parameters(op: "Operation") -> list[dict]:
+def _parameters(op: Operation) -> list[dict]:
     params = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
         for name in op.path_ids
@@ -46,7 +47,7 @@ def _parameters(op: "Operation") -> list[dict]:
     return params
 
 
-def _operation(op: "Operation") -> dict:
+def _operation(op: Operation) -> dict:
     entry: dict = {
         "operationId": op.operation_id,
         "summary": op.summary,
@@ -70,7 +71,7 @@ def _operation(op: "Operation") -> dict:
     return entry
 
 
-def document(operations: Iterable["Operation"]) -> dict:
+def document(operations: Iterable[Operation]) -> dict:
     paths: dict[str, dict] = {}
     for op in operations:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)

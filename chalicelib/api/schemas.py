@@ -6,8 +6,9 @@ Unknown fields are rejected everywhere: no client ever sets `status` or `attempt
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from ..events.definitions import DOCUMENT_SCHEMA, MAX_SCHEDULE_AHEAD
 from ..events.model import Health, Invalid, OnFailure, RunStatus, StepStatus
@@ -197,6 +198,6 @@ def parse_time(text: str, name: str) -> datetime:
     if parsed.tzinfo is None:
         raise Invalid(f"{name} must carry a time zone, e.g. 2026-12-04T20:00:00Z")
     try:
-        return parsed.astimezone(timezone.utc).replace(tzinfo=None)
+        return parsed.astimezone(UTC).replace(tzinfo=None)
     except OverflowError:
         raise Invalid(f"{name} is out of range") from None

@@ -42,7 +42,7 @@ class Asset:
 ASSETS = {path.name: Asset(path) for path in sorted(STATIC.iterdir()) if path.suffix in TYPES}
 
 
-def _headers(content_type: str, **extra: str) -> dict[str, str]:
+def _headers(content_type: str, **extra: str) -> dict[str, str | list[str]]:
     return {
         "Content-Type": f"{content_type}; charset=utf-8",
         # Revalidated every time (a 304 is a few bytes), so a deploy is seen at once.
@@ -96,7 +96,7 @@ def console_config():
         if issuer and settings.oidc_client_id:
             oidc = {"issuer": issuer, "client_id": settings.oidc_client_id, "scope": settings.oidc_scope}
         body = {"oidc": oidc, "dev_logins": [{"role": role, "token": token} for role, token in settings.console_dev_logins]}
-    except Exception as error:  # noqa: BLE001 — every failure leaves in the API's error shape
+    except Exception as error:
         return from_exception(error)
     return Response(body=json.dumps(body), status_code=200, headers=_headers("application/json"))
 
@@ -106,7 +106,7 @@ def console_session():
     """Who the bearer token names and what its roles may do, checked exactly as every API route checks it."""
     try:
         principal = auth.authenticate(console.current_request.headers, runtime.settings()).require(auth.STAFF)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         return from_exception(error)
     body = {
         "sub": principal.sub,

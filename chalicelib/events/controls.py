@@ -13,11 +13,11 @@ agreement.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable
 
-from ..db import Database, Tx
+from ..db import Database, Tx, must_exist
 from .model import TERMINAL_RUN, Conflict, NotFound, Run, RunStatus, Step, StepStatus, clean_note
 from .store import log, runs, steps
 
@@ -149,7 +149,7 @@ def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str |
         if not runs.transition(tx, run.id, PAUSABLE, RunStatus.PAUSED, now, clear_claim=True):
             raise _lost("pause", run)
         log.append(tx, _run_entry(run, "pause", RunStatus.PAUSED, actor, reason=note), now)
-        return runs.get(tx, run.id)
+        return must_exist(runs.get(tx, run.id))
 
     return db.transaction(work)
 
@@ -169,7 +169,7 @@ def resume(db: Database, run_id: int, *, actor: str, now: datetime) -> Run:
         run = _locked_run(tx, run_id)
         if not _resume_locked(tx, run, "resume", actor, now):
             raise _lost("resume", run)
-        return runs.get(tx, run.id)
+        return must_exist(runs.get(tx, run.id))
 
     return db.transaction(work)
 
@@ -186,7 +186,7 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
             raise _lost("cancel", run)
         closed = steps.cancel_open(tx, run.id, now)
         log.append(tx, _run_entry(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed), now)
-        return runs.get(tx, run.id)
+        return must_exist(runs.get(tx, run.id))
 
     return db.transaction(work)
 
@@ -201,7 +201,7 @@ def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetim
         if not steps.confirm_parked(tx, step.id, now, text):
             raise _lost("confirm", run, step)
         log.append(tx, _step_entry(step, "confirm", StepStatus.DONE, actor, note=text), now)
-        return steps.get(tx, step.id)
+        return must_exist(steps.get(tx, step.id))
 
     return db.transaction(work)
 
@@ -216,7 +216,7 @@ def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, 
         if not steps.skip_by_human(tx, step.id, now, note):
             raise _lost("skip", run, step)
         log.append(tx, _step_entry(step, "skip", StepStatus.SKIPPED, actor, reason=note), now)
-        return steps.get(tx, step.id)
+        return must_exist(steps.get(tx, step.id))
 
     return db.transaction(work)
 
@@ -240,6 +240,6 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime)
             raise _lost("retry", run, step, furthest)
         log.append(tx, _step_entry(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)
         resumed = _resume_locked(tx, run, "retry", actor, now)
-        return Retried(step=steps.get(tx, step.id), run=runs.get(tx, run.id), resumed=resumed)
+        return Retried(step=must_exist(steps.get(tx, step.id)), run=must_exist(runs.get(tx, run.id)), resumed=resumed)
 
     return db.transaction(work)

@@ -100,7 +100,8 @@ def _field_problems(field: _Field, text: str) -> list[str]:
                 problems.append(f"has {value!r}: expected a number or one of {', '.join(field.names)}")
             else:
                 problems.append(f"is not standard cron: {_STANDARD}")
-        if None not in numbers and len(numbers) == 2 and numbers[0] > numbers[1]:
+        low, high = [*numbers, None, None][:2]
+        if len(numbers) == 2 and low is not None and high is not None and low > high:
             problems.append(f"has the range {item!r}, which runs backwards")
     return problems
 

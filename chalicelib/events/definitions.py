@@ -14,7 +14,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..db import Database, Tx
+from ..db import Database, Tx, must_exist
 from ..schema_check import first_error
 from . import cron
 from .actions import registry
@@ -199,7 +199,7 @@ def schedule_run(
         definition = store.get(tx, definition_id)
         if definition is None:
             raise NotFound(f"no definition {definition_id}")
-        version = store.get_version(tx, definition.id, definition.current_version)
+        version = must_exist(store.get_version(tx, definition.id, definition.current_version))
         grace = grace_seconds_of(version.document)
         if scheduled_for + timedelta(seconds=grace) < now:
             raise Invalid(

@@ -136,7 +136,7 @@ class Run:
     updated_at: datetime
 
     @classmethod
-    def from_row(cls, row: dict) -> "Run":
+    def from_row(cls, row: dict) -> Run:
         return cls(
             **{**row, "status": RunStatus(row["status"]), "health": Health(row["health"])}
         )
@@ -168,7 +168,7 @@ class Step:
     last_error: str | None
 
     @classmethod
-    def from_row(cls, row: dict) -> "Step":
+    def from_row(cls, row: dict) -> Step:
         return cls(
             **{
                 **row,
@@ -210,7 +210,7 @@ class LogEntry:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: dict) -> "LogEntry":
+    def from_row(cls, row: dict) -> LogEntry:
         return cls(**{**row, "detail": _json(row["detail"], None)})
 
     def public(self) -> dict:
@@ -228,7 +228,7 @@ class Definition:
     updated_at: datetime
 
     @classmethod
-    def from_row(cls, row: dict) -> "Definition":
+    def from_row(cls, row: dict) -> Definition:
         return cls(**row)
 
     def public(self) -> dict:
@@ -257,7 +257,7 @@ class VersionSummary:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: dict) -> "VersionSummary":
+    def from_row(cls, row: dict) -> VersionSummary:
         return cls(**row)
 
     def public(self) -> dict:
@@ -273,7 +273,7 @@ class DefinitionVersion:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: dict) -> "DefinitionVersion":
+    def from_row(cls, row: dict) -> DefinitionVersion:
         return cls(**{**row, "document": _json(row["document"], {})})
 
     def public(self) -> dict:

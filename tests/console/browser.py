@@ -8,13 +8,15 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -67,7 +69,7 @@ def eventually(check: Callable[[], T], what: str, timeout: float = 30.0) -> T:
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" + (f" (last error: {last_error})" if last_error else ""))
 
 
-def text_of(driver: webdriver.Chrome, css: str) -> str:
+def text_of(driver: WebDriver, css: str) -> str:
     found = driver.find_elements(By.CSS_SELECTOR, css)
     return " ".join(e.text for e in found)
 

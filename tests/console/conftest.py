@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,14 +28,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="package")
-def console_db(db_params) -> Database:
+def console_db(db_params) -> Iterator[Database]:
     database = Database(db_params)
     yield database
     database.close()
 
 
 @pytest.fixture(scope="package")
-def bridge() -> GameBridge:
+def bridge() -> Iterator[GameBridge]:
     with GameBridge() as game_bridge:
         yield game_bridge
 
@@ -52,7 +53,7 @@ def tick_loop(db_params, bridge):
 
 
 @pytest.fixture(scope="package")
-def server(db_params, console_db) -> ConsoleServer:
+def server(db_params, console_db) -> Iterator[ConsoleServer]:
     started = ConsoleServer(hs_settings(db_params), console_db).start()
     yield started
     started.stop()

@@ -53,9 +53,9 @@ class OidcIssuer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
-    def __enter__(self) -> "OidcIssuer":
+    def __enter__(self) -> OidcIssuer:
         self._thread.start()
         return self
 
@@ -123,7 +123,7 @@ class OidcIssuer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def do_GET(self) -> None:  # noqa: N802 — the stdlib's name
+            def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
                 if parts.path == "/.well-known/openid-configuration":
@@ -136,7 +136,7 @@ class OidcIssuer:
                 else:
                     self._answer(404, {"error": "not_found"})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
                 if urlsplit(self.path).path != "/token":
                     return self._answer(404, {"error": "not_found"})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -34,7 +34,7 @@ def sign_in(driver: WebDriver, token: str) -> None:
 def schedule_now(client, document: dict) -> tuple[int, int]:
     """A definition and a run of it due now, made through the API: (definition id, run id)."""
     definition_id = client.call("POST", "/definitions", document)["definition"]["id"]
-    now = datetime.now(timezone.utc) - timedelta(seconds=1)
+    now = datetime.now(UTC) - timedelta(seconds=1)
     run = client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
     return definition_id, run["run"]["id"]
 
@@ -46,7 +46,7 @@ def open_run(driver: WebDriver, base: str, run_id: int) -> None:
 
 def run_status(driver: WebDriver) -> str:
     found = driver.find_elements(By.CSS_SELECTOR, "#run-status")
-    return found[0].get_attribute("data-status") if found else ""
+    return (found[0].get_attribute("data-status") or "") if found else ""
 
 
 def wait_for_status(driver: WebDriver, status: str, timeout: float = 40) -> None:
@@ -69,7 +69,7 @@ def press(driver: WebDriver, control: str, step_id: int | None = None, text: str
 
 def log_rows(driver: WebDriver) -> list[tuple[str, str]]:
     """The log as (actor, text) pairs."""
-    return [(li.get_attribute("data-actor"), li.text) for li in driver.find_elements(By.CSS_SELECTOR, "#run-log li")]
+    return [(li.get_attribute("data-actor") or "", li.text) for li in driver.find_elements(By.CSS_SELECTOR, "#run-log li")]
 
 
 def notice_text(driver: WebDriver) -> str:

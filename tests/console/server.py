@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from chalice.config import Config
 from chalice.local import ChaliceRequestHandler, CustomLocalChalice, LocalChalice, LocalDevServer
@@ -61,7 +61,7 @@ class ConsoleServer:
     def console_url(self) -> str:
         return f"{self.url}/console"
 
-    def start(self) -> "ConsoleServer":
+    def start(self) -> ConsoleServer:
         self._override.__enter__()
         self._thread.start()
         return self

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -13,7 +13,15 @@ from chalicelib.db import ConnectionParams, Database
 from chalicelib.events.model import RunStatus
 from tests.console.browser import PHONE, eventually, screenshot, text_of
 from tests.console.pages import (
-    cue_banner, demo_document, log_rows, notice_text, open_run, press, run_status, schedule_now, sign_in,
+    cue_banner,
+    demo_document,
+    log_rows,
+    notice_text,
+    open_run,
+    press,
+    run_status,
+    schedule_now,
+    sign_in,
     wait_for_status,
 )
 from tests.support.api import ADMIN, GM, MODERATOR
@@ -22,7 +30,7 @@ from tests.support.game_bridge import Answer
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _bridge_document(name: str) -> dict:
@@ -103,7 +111,8 @@ def test_a_moderator_sees_no_definition_editing_and_a_gm_sees_no_controls(browse
     assert not browser.find_elements(By.ID, "document") and not browser.find_elements(By.ID, "save-document")
     open_run(browser, server.url, run_id)
     cue_banner(browser)
-    assert {b.get_attribute("data-control") for b in browser.find_elements(By.CSS_SELECTOR, "[data-control]")} >= {"pause", "cancel", "confirm", "skip"}
+    offered = {b.get_attribute("data-control") for b in browser.find_elements(By.CSS_SELECTOR, "[data-control]")}
+    assert offered >= {"pause", "cancel", "confirm", "skip"}
 
     browser.find_element(By.ID, "sign-out").click()
     eventually(lambda: browser.find_elements(By.ID, "token-input"), "the sign-in page")
@@ -168,7 +177,10 @@ def test_the_runs_list_filters_pages_and_updates_itself(browser, server, api_cli
     ids = [int(r.get_attribute("data-run")) for r in rows]
     assert len(ids) == 25 and ids == sorted(ids, reverse=True), "newest first, a page at a time"
     browser.find_element(By.ID, "older").click()
-    older = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]") if not browser.find_elements(By.ID, "older") else None, "the last page")
+    older = eventually(
+        lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]") if not browser.find_elements(By.ID, "older") else None,
+        "the last page",
+    )
     assert [int(r.get_attribute("data-run")) for r in older][-1] == run_id and len(older) == 3
     live_row = f"tr[data-run='{run_id}']"
     assert browser.find_element(By.CSS_SELECTOR, live_row).get_attribute("data-status") in ("scheduled", "starting", "running")

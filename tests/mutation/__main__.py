@@ -19,7 +19,7 @@ def _line(i: int, total: int, result: Result) -> None:
     }[result.verdict]
     print(f"[{i:>3}/{total}] {m.name:<48} {what}  ({result.seconds:.0f} s)", flush=True)
     if result.verdict in ("survived", "broken") and m.equivalent is None:
-        print("\n".join("        " + l for l in result.output.strip().splitlines()[-15:]), flush=True)
+        print("\n".join("        " + line for line in result.output.strip().splitlines()[-15:]), flush=True)
 
 
 def score(results: list[Result]) -> int:

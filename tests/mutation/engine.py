@@ -13,9 +13,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jwt
@@ -26,7 +26,7 @@ def hs_settings(db_params, **extra) -> Settings:
 
 def token(*roles: str, sub: str = "alice", ttl: int = 3600, key: Any = SECRET, algorithm: str = "HS256",
           headers: dict | None = None, roles_claim: Any = None, **claims) -> str:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     body = {"sub": sub, "roles": list(roles) if roles_claim is None else roles_claim, "iss": ISSUER, "aud": AUDIENCE,
             "iat": now, "exp": now + timedelta(seconds=ttl), **claims}
     return jwt.encode({k: v for k, v in body.items() if v is not None}, key, algorithm=algorithm, headers=headers)
@@ -48,7 +48,7 @@ class Api:
         sent = {"Content-Type": "application/json", **(headers or {})}
         if auth is not None:
             sent["Authorization"] = f"Bearer {auth}"
-        payload = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        payload = raw.encode() if isinstance(raw, str) else raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
         response = self.client.http.request(method, path, headers=sent, body=payload)
         text = response.body.decode() if response.body else ""
         return Answer(response.status_code, dict(response.headers), json.loads(text) if text else None)

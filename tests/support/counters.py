@@ -18,7 +18,7 @@ class StatementMeter:
     def __init__(self, db: Database):
         self.db = db
 
-    def __enter__(self) -> "StatementMeter":
+    def __enter__(self) -> StatementMeter:
         self._before = session_counters(self.db)
         return self
 

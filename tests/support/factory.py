@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chalicelib.db import Database
-from chalicelib.events.model import Run, RunStatus, Step, StepSpec
+from chalicelib.db import Database, must_exist
+from chalicelib.events.model import OnFailure, Run, RunStatus, Step, StepSpec
 from chalicelib.events.store import definitions, runs, steps
 
 ANNOUNCE = {"action": "core.announce", "params": {"message": "hello"}}
@@ -57,7 +57,7 @@ def make_run(
 
 
 def specs(*action_ids: str, on_failure: str = "pause") -> list[StepSpec]:
-    return [StepSpec(action_id=a, params={"n": i}, on_failure=on_failure) for i, a in enumerate(action_ids)]
+    return [StepSpec(action_id=a, params={"n": i}, on_failure=OnFailure(on_failure)) for i, a in enumerate(action_ids)]
 
 
 def materialise(db: Database, run: Run, phase: int, step_specs: list[StepSpec]) -> list[Step]:
@@ -65,8 +65,8 @@ def materialise(db: Database, run: Run, phase: int, step_specs: list[StepSpec]) 
 
 
 def step(db: Database, step_id: int) -> Step:
-    return db.autocommit(lambda tx: steps.get(tx, step_id))
+    return must_exist(db.autocommit(lambda tx: steps.get(tx, step_id)))
 
 
 def run_row(db: Database, run_id: int) -> Run:
-    return db.autocommit(lambda tx: runs.get(tx, run_id))
+    return must_exist(db.autocommit(lambda tx: runs.get(tx, run_id)))

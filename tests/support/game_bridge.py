@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import select
 import socket
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 SECRET = "test-bridge-secret"
 
@@ -106,9 +107,9 @@ class GameBridge:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
-    def start(self) -> "GameBridge":
+    def start(self) -> GameBridge:
         self._thread.start()
         return self
 
@@ -117,7 +118,7 @@ class GameBridge:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "GameBridge":
+    def __enter__(self) -> GameBridge:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -141,7 +142,7 @@ class GameBridge:
         overlaps = []
         for key, requests in by_key.items():
             requests.sort(key=lambda r: r.at)
-            for earlier, later in zip(requests, requests[1:]):
+            for earlier, later in itertools.pairwise(requests):
                 if earlier.closed_at is None or earlier.closed_at > later.at:
                     overlaps.append((key, earlier.json["attempt"], later.json["attempt"]))
         return overlaps

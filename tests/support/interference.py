@@ -11,8 +11,8 @@ the row lock, the rival is refused, which is what the lock is for.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 import pymysql
 

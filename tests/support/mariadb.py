@@ -71,7 +71,7 @@ class PrivateMariaDB:
     def running(self) -> bool:
         return answers("127.0.0.1", self.port)
 
-    def start(self, timeout: float = 60) -> "PrivateMariaDB":
+    def start(self, timeout: float = 60) -> PrivateMariaDB:
         if self.running():
             return self
         _ensure_binaries()

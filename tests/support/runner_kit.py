@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.db import Database, ManualClock
+from chalicelib.db import Database, ManualClock, must_exist
 from chalicelib.events.actions.bridge import GameBridge as BridgeClient
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.model import LogEntry, Run
@@ -78,7 +78,7 @@ def log_of(db: Database, run_id: int) -> list[LogEntry]:
 
 def run_story(db: Database, run_id: int) -> list[tuple[str, str]]:
     """The run's status changes in log order, as (from, to)."""
-    return [(e.detail["from"], e.detail["to"]) for e in log_of(db, run_id) if e.kind == "run.status"]
+    return [(must_exist(e.detail)["from"], must_exist(e.detail)["to"]) for e in log_of(db, run_id) if e.kind == "run.status"]
 
 
 def step(action: str, on_failure: str | None = None, **params) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from chalicelib.db import Database
+from chalicelib.db import Database, must_exist
 from chalicelib.events.model import RunStatus, Step
 from chalicelib.events.store import log, steps
 from tests.support.factory import make_run, materialise, specs, step
@@ -66,7 +66,7 @@ TABLES = ("event_definitions", "event_definition_versions", "event_runs", "event
 
 
 def table_counts(db: Database) -> dict[str, int]:
-    return {t: db.autocommit(lambda tx: tx.one(f"SELECT COUNT(*) AS n FROM {t}")["n"]) for t in TABLES}
+    return {t: db.autocommit(lambda tx: must_exist(tx.one(f"SELECT COUNT(*) AS n FROM {t}"))["n"]) for t in TABLES}
 
 
 def everything(db: Database) -> dict[str, list[dict]]:

@@ -15,6 +15,7 @@ would hang every other.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -23,12 +24,12 @@ import signal
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 from chalicelib.config import Settings
-from chalicelib.db import Database, DatabaseClock
+from chalicelib.db import Database, DatabaseClock, must_exist
 from chalicelib.events.model import TERMINAL_RUN
 from chalicelib.events.runner.schedule import build_runner, tick_once
 from tests.support.factory import make_definition
@@ -57,10 +58,8 @@ class Journal:
 def read_journal(path: Path) -> list[dict]:
     entries = []
     for line in path.read_text().splitlines():
-        try:
+        with contextlib.suppress(ValueError):  # a line cut short by SIGKILL
             entries.append(json.loads(line))
-        except ValueError:
-            pass  # a line cut short by SIGKILL
     return entries
 
 
@@ -129,7 +128,8 @@ def tick_worker(env: dict, journal_path: str, stop_path: str, journal_commits: b
     """Tick every EVENT_TICK_SECONDS (at once again after a tick that did work) until the stop file exists."""
     settings = Settings.from_env(env)
     journal = Journal(Path(journal_path))
-    db = CommitJournalingDatabase(settings.db_url, journal) if journal_commits else Database(settings.db_url)
+    url = must_exist(settings.db_url)  # the fleet always passes EVENTS_DB_URL
+    db = CommitJournalingDatabase(url, journal) if journal_commits else Database(url)
     runner = build_runner(settings, db, DatabaseClock(db))
     try:
         while not os.path.exists(stop_path):
@@ -166,12 +166,12 @@ class TickFleet:
             **settings,
         }
         self.journal_commits = journal_commits
-        self.workers: dict[str, multiprocessing.Process] = {}
+        self.workers: dict[str, multiprocessing.process.BaseProcess] = {}
         self.journals: list[Path] = []
         self.killed = 0
         self._context = multiprocessing.get_context("spawn")
 
-    def start(self, count: int) -> "TickFleet":
+    def start(self, count: int) -> TickFleet:
         """`count` more workers."""
         for n in range(len(self.workers), len(self.workers) + count):
             self._spawn(f"w{n}")
@@ -189,13 +189,13 @@ class TickFleet:
 
     def kill_and_restart(self, slot: str) -> None:
         process = self.workers[slot]
-        os.kill(process.pid, signal.SIGKILL)
+        os.kill(must_exist(process.pid), signal.SIGKILL)
         process.join(10)
         self.killed += 1
         self._spawn(slot)
 
     def pids(self) -> dict[str, int]:
-        return {slot: p.pid for slot, p in self.workers.items()}
+        return {slot: must_exist(p.pid) for slot, p in self.workers.items()}
 
     def stop(self, timeout: float = 60) -> None:
         """Ask every worker to finish its tick and exit; each must exit 0."""
@@ -239,7 +239,7 @@ class TickFleet:
     def committed_log_keys(self) -> Counter:
         return Counter(key for e in self.entries() if "committed" in e for key in e["committed"])
 
-    def __enter__(self) -> "TickFleet":
+    def __enter__(self) -> TickFleet:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -299,7 +299,7 @@ _TERMINAL_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
 
 
 def unfinished_runs(db: Database) -> int:
-    return db.autocommit(lambda tx: tx.one(f"SELECT COUNT(*) AS n FROM event_runs WHERE status NOT IN ({_TERMINAL_SQL})"))["n"]
+    return must_exist(db.autocommit(lambda tx: tx.one(f"SELECT COUNT(*) AS n FROM event_runs WHERE status NOT IN ({_TERMINAL_SQL})")))["n"]
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str, every: float = 0.2) -> None:

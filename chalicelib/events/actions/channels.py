@@ -42,7 +42,7 @@ class Notice:
     link: str | None = None  # the run's page in the console
 
     @classmethod
-    def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> "Notice":
+    def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> Notice:
         return cls(kind, text, step.run_id, step.id, step.idempotency_key, at, console_link(console_url, step.run_id))
 
     def message(self, limit: int | None = None) -> str:

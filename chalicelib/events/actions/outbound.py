@@ -24,7 +24,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from urllib.parse import urlsplit
 
@@ -55,7 +55,7 @@ class Endpoint:
     query: str
 
     @classmethod
-    def parse(cls, url: str) -> "Endpoint":
+    def parse(cls, url: str) -> Endpoint:
         """Raises ValueError unless `url` is an absolute http(s) URL without credentials."""
         parts = urlsplit(url.strip().rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
@@ -78,7 +78,7 @@ class Answer:
 
 def signed_headers(secret: str, at: datetime, body: bytes) -> dict[str, str]:
     """`X-Event-Timestamp` (Unix seconds of `at`) and `X-Event-Signature: sha256=HMAC("{timestamp}.{body}")`."""
-    timestamp = str(int(at.replace(tzinfo=timezone.utc).timestamp()))
+    timestamp = str(int(at.replace(tzinfo=UTC).timestamp()))
     digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
     return {"X-Event-Timestamp": timestamp, "X-Event-Signature": f"sha256={digest}"}
 

@@ -25,21 +25,21 @@ class Outcome:
     latency_ms: int | None = None
 
     @classmethod
-    def done(cls, **extra) -> "Outcome":
+    def done(cls, **extra) -> Outcome:
         return cls(Verdict.DONE, **extra)
 
     @classmethod
-    def parked(cls, note: str | None = None) -> "Outcome":
+    def parked(cls, note: str | None = None) -> Outcome:
         return cls(Verdict.PARKED, note=note)
 
     @classmethod
-    def retry(cls, error: str, **extra) -> "Outcome":
+    def retry(cls, error: str, **extra) -> Outcome:
         return cls(Verdict.RETRY, error=error, **extra)
 
     @classmethod
-    def refused(cls, error: str, **extra) -> "Outcome":
+    def refused(cls, error: str, **extra) -> Outcome:
         return cls(Verdict.REFUSED, error=error, **extra)
 
     @classmethod
-    def failed(cls, error: str, **extra) -> "Outcome":
+    def failed(cls, error: str, **extra) -> Outcome:
         return cls(Verdict.FAILED, error=error, **extra)

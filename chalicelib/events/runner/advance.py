@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable
 
-from ...db import Database, Tx
+from ...db import Database, Tx, must_exist
 from ..actions.perform import Actions
 from ..model import RUNNABLE, Run, RunStatus, Step, StepStatus
 from ..store import log, runs, steps
@@ -80,24 +80,27 @@ class RunAdvancer:
         try:
             plan = self.plan_for(run)
         except UnreadableDocument as error:
-            return self.db.transaction(lambda tx: self._fail_unreadable(tx, run, str(error)))
+            reason = str(error)
+            return self.db.transaction(lambda tx: self._fail_unreadable(tx, run, reason))
         if run.status in (RunStatus.SCHEDULED, RunStatus.STARTING):
             where = self.db.transaction(lambda tx: self._start(tx, run, plan))
         elif run.status is RunStatus.ENDING:
             where = Phase(RunStatus.ENDING, plan.ending_phase, None)
         else:
-            where = Phase(run.status, run.current_phase, None)
+            where = Phase(run.status, must_exist(run.current_phase), None)
         lost_claim = False
         while where.status in RUNNABLE:
-            if where.open_steps is None:
-                where = Phase(where.status, where.number, self._read_open(run.id, where.number))
-            if not where.open_steps:
+            open_steps = where.open_steps
+            if open_steps is None:
+                open_steps = self._read_open(run.id, where.number)
+                where = Phase(where.status, where.number, open_steps)
+            if not open_steps:
                 moved = self.db.transaction(lambda tx: self._leave_phase(tx, run.id, plan, where))
                 if moved is None:
                     return self._current_status(run.id)  # someone moved the run first
                 where = moved
                 continue
-            step = where.open_steps[0]
+            step = open_steps[0]
             if step.status is StepStatus.RUNNING or (step.due_at is not None and step.due_at > self.now):
                 return where.status  # occupied (in flight or parked), or not yet due
             if not self.budget.allows(self.step_worst_case):
@@ -121,8 +124,8 @@ class RunAdvancer:
                 return self._current_status(run.id)  # paused or failed by the disposition, or fenced out
             if not applied.status.terminal:
                 return where.status  # parked, or pending a retry: the phase is occupied
-            remaining = None if applied.hold else where.open_steps[1:]
-            if remaining == [] and len(where.open_steps) == OPEN_STEPS_PER_READ:
+            remaining = None if applied.hold else open_steps[1:]
+            if remaining == [] and len(open_steps) == OPEN_STEPS_PER_READ:
                 remaining = None  # the read was truncated: there may be more
             where = Phase(where.status, where.number, remaining)
         return where.status
@@ -131,7 +134,7 @@ class RunAdvancer:
         return self.db.autocommit(lambda tx: steps.open_steps(tx, run_id, phase, limit=OPEN_STEPS_PER_READ))
 
     def _current_status(self, run_id: int) -> RunStatus:
-        return self.db.autocommit(lambda tx: runs.get(tx, run_id)).status
+        return must_exist(self.db.autocommit(lambda tx: runs.get(tx, run_id))).status
 
     # ── transitions, each in one transaction with its log rows ──────────
     def _start(self, tx: Tx, run: Run, plan: Plan) -> Phase:
@@ -146,10 +149,10 @@ class RunAdvancer:
                 log.append(tx, run_entry(run.id, None, **{"from": "scheduled", "to": "missed", "cause": cause}), self.now)
                 return Phase(RunStatus.MISSED, 0, [])
             else:
-                return Phase(runs.get(tx, run.id).status, 0, [])
+                return Phase(must_exist(runs.get(tx, run.id)).status, 0, [])
         if not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=1):
             log.append_many(tx, entries, self.now)
-            return Phase(runs.get(tx, run.id).status, 0, [])
+            return Phase(must_exist(runs.get(tx, run.id)).status, 0, [])
         first = steps.materialise_phase(tx, run.id, 1, plan.specs(1))
         entries.append(run_entry(run.id, 1, **{"from": "starting", "to": "running", "cause": "started"}))
         entries.append(_phase_entry(run.id, 1, plan))
@@ -189,7 +192,7 @@ class RunAdvancer:
         if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, self.now, last_error=error, degrade=True):
             log.append(tx, run_entry(run.id, run.current_phase, **{"from": run.status.value, "to": "failed", "cause": error}), self.now)
             return RunStatus.FAILED
-        return runs.get(tx, run.id).status
+        return must_exist(runs.get(tx, run.id)).status
 
 
 def _phase_entry(run_id: int, number: int, plan: Plan) -> log.Entry:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Budget:
     @classmethod
     def for_seconds(
         cls, seconds: float, *, hard_seconds: float | None = None, monotonic: Callable[[], float] = time.monotonic
-    ) -> "Budget":
+    ) -> Budget:
         start = monotonic()
         return cls(start + seconds, start + (seconds if hard_seconds is None else hard_seconds), monotonic)
 

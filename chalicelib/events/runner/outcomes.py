@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from ...db import Tx
 from ..actions.outcome import Outcome, Verdict
@@ -72,7 +73,7 @@ def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datet
     entries = [_dispatch_entry(step, claim, outcome, fenced_out=not written)]
     run_stopped = False
     if written and status is not StepStatus.RUNNING:
-        detail = {"hold_until": outcome.hold_until} if held else {}
+        detail: dict[str, Any] = {"hold_until": outcome.hold_until} if held else {}
         if status in (StepStatus.FAILED, StepStatus.REFUSED):
             detail["on_failure"] = step.on_failure.value
         entries.append(step_entry(step, status, error, attempt=claim.attempt, **detail))

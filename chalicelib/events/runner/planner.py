@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice
 
-from ...db import Database, Tx
+from ...db import Database, Tx, must_exist
 from ..cron import DEFAULT_TIMEZONE, Schedule
 from ..model import Recurrence
 from ..occurrences import grace_seconds_of, schedule_occurrence
@@ -86,7 +86,7 @@ def _plan_definition(db: Database, recurrence: Recurrence, now: datetime, horizo
     until = now + horizon
     if next(schedule.between(after, until), None) is None:
         return 0, 0  # nothing new: the mark stays, and costs no write
-    version = db.autocommit(lambda tx: definitions.get_version(tx, recurrence.definition_id, recurrence.version))
+    version = must_exist(db.autocommit(lambda tx: definitions.get_version(tx, recurrence.definition_id, recurrence.version)))
     plan = _choose(schedule, after, now - timedelta(seconds=grace_seconds_of(version.document)), now, until)
     cause = f"planned from schedule {recurrence.cron!r}" + (f" in {schedule.timezone}" if recurrence.timezone else "")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from aws_lambda_powertools import Logger
 
@@ -85,7 +85,7 @@ def process_runner() -> Runner:
     global _process
     parts = (runtime.settings(), runtime.database(), runtime.clock())
     with _process_lock:
-        if _process is None or any(a is not b for a, b in zip(_process.parts, parts)):
+        if _process is None or any(a is not b for a, b in zip(_process.parts, parts, strict=True)):
             if _process is not None:
                 _process.runner.close()
             _process = _ProcessRunner(parts, build_runner(*parts))

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ...db import Clock, Database
+from ...db import Clock, Database, must_exist
 from ..actions.perform import Actions
 from ..model import Run
 from ..store import definitions, runs
@@ -147,7 +147,7 @@ class Runner:
         with self._plans_lock:
             plan = self._plans.get(key)
         if plan is None:
-            version = self.db.autocommit(lambda tx: definitions.get_version(tx, *key))
+            version = must_exist(self.db.autocommit(lambda tx: definitions.get_version(tx, *key)))
             plan = plan_of(version.document)
             with self._plans_lock:
                 self._plans[key] = plan

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from ...db import Tx
+from ...db import Tx, must_exist
 from ..model import Definition, DefinitionVersion, Recurrence, VersionSummary
 
 COLUMNS = "id, name, current_version, schedule_cron, created_by, created_at, updated_at"
@@ -27,7 +27,7 @@ def create(tx: Tx, document: dict, *, actor: str | None, now: datetime) -> Defin
     )
     definition_id = tx.last_insert_id
     _insert_version(tx, definition_id, 1, document, actor, now)
-    return get(tx, definition_id)
+    return must_exist(get(tx, definition_id))
 
 
 def add_version(tx: Tx, definition_id: int, document: dict, *, actor: str | None, now: datetime) -> Definition | None:
@@ -46,7 +46,7 @@ def add_version(tx: Tx, definition_id: int, document: dict, *, actor: str | None
     )
     if changed != 1:
         return None
-    definition = get(tx, definition_id)
+    definition = must_exist(get(tx, definition_id))
     _insert_version(tx, definition_id, definition.current_version, document, actor, now)
     return definition
 

@@ -7,9 +7,9 @@ commit together or not at all.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable
 
 from ...db import Tx
 from ..model import LogEntry

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Iterable
+from typing import Any
 
-from ...db import Tx
+from ...db import Tx, must_exist
 from ..model import DUE, MAX_NOTE, TERMINAL_RUN, Run, RunStatus
 
 COLUMNS = (
@@ -42,7 +43,8 @@ def list_page(
     """Runs newest first, keyset-paginated: returns the page and the next cursor (or None)."""
     if not 1 <= limit <= 500:
         raise ValueError(f"limit must be between 1 and 500, got {limit}")
-    where, args = [], []
+    where: list[str] = []
+    args: list[Any] = []
     if status is not None:
         where.append("status = %s")
         args.append(RunStatus(status).value)
@@ -110,7 +112,7 @@ def schedule(
     # SELECT would read this transaction's older snapshot and miss a run that a
     # concurrent planner inserted (and that our INSERT IGNORE waited for).
     row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s LOCK IN SHARE MODE", (key,))
-    return Run.from_row(row), created == 1
+    return Run.from_row(must_exist(row)), created == 1
 
 
 def _move(
@@ -122,7 +124,7 @@ def _move(
     guard_args: Iterable,
     *,
     clear_claim: bool = False,
-    last_error: str | None | object = _UNSET,
+    last_error: str | object | None = _UNSET,
     current_phase: int | None = None,
     degrade: bool = False,
 ) -> bool:
@@ -201,6 +203,7 @@ def leave_phase(
     view (a step re-queued meanwhile, another worker already past it) changes nothing.
     """
     from_status = RunStatus(from_status)
+    args: list[Any]
     guard, args = "status = %s", [from_status.value]
     if from_status is RunStatus.RUNNING:
         guard += " AND current_phase = %s"
