@@ -9,7 +9,8 @@ import sys
 import pymysql
 
 from .api.auth import ROLES, mint
-from .config import ConfigError, Settings
+from .config import Settings
+from .events.errors import ConfigError
 from .runtime import db_params
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import boto3
 
 from .db import ConnectionParams, Database
+from .events.errors import ConfigError
 from .migrate import migrate
 
 logger = logging.getLogger(__name__)
@@ -33,20 +34,16 @@ APP_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 ACTIONS = ("migrate", "rotate")
 
 
-class MigrateConfigError(ValueError):
-    """A setting the migrate function needs is missing or malformed."""
-
-
 def _required(env: Mapping[str, str], name: str) -> str:
     value = env.get(name, "").strip()
     if not value:
-        raise MigrateConfigError(f"{name} is not set")
+        raise ConfigError(f"{name} is not set")
     return value
 
 
 def _identifier(name: str) -> str:
     if not name.replace("_", "").isalnum():
-        raise MigrateConfigError(f"refusing the database name {name!r}")
+        raise ConfigError(f"refusing the database name {name!r}")
     return f"`{name}`"
 
 
@@ -80,7 +77,7 @@ def handle(event: Any, env: Mapping[str, str] | None = None, client=None) -> dic
     env = os.environ if env is None else env
     action = (event or {}).get("action", "migrate") if isinstance(event, dict) else "migrate"
     if action not in ACTIONS:
-        raise MigrateConfigError(f"unknown action {action!r}; expected one of {ACTIONS}")
+        raise ConfigError(f"unknown action {action!r}; expected one of {ACTIONS}")
     app_arn = _required(env, "EVENTS_DB_SECRET_ARN")
     client = client or boto3.client("secretsmanager")
     app_secret = _read_secret(client, app_arn)

@@ -10,8 +10,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .config import ConfigError, Settings
+from .config import Settings
 from .db import Clock, ConnectionParams, Database, DatabaseClock
+from .events.errors import ConfigError
 
 _lock = threading.Lock()
 _state: dict[str, object] = {}

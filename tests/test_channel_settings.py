@@ -2,7 +2,8 @@
 
 import pytest
 
-from chalicelib.config import ConfigError, Settings
+from chalicelib.config import Settings
+from chalicelib.events.errors import ConfigError
 
 
 @pytest.mark.parametrize("value", [

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from chalicelib.config import RANGES, ConfigError, Settings
+from chalicelib.config import RANGES, Settings
+from chalicelib.events.errors import ConfigError
 
 
 @pytest.mark.parametrize("name", sorted(RANGES))

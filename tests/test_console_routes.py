@@ -10,8 +10,9 @@ from chalice.test import Client
 
 from app import app
 from chalicelib import runtime
-from chalicelib.config import ConfigError, Settings
+from chalicelib.config import Settings
 from chalicelib.console.routes import STATIC
+from chalicelib.events.errors import ConfigError
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings, token
 
 ROOT = Path(__file__).resolve().parents[1]

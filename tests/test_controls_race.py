@@ -11,7 +11,8 @@ import time
 
 from chalicelib.db import DatabaseClock
 from chalicelib.events import controls
-from chalicelib.events.model import Conflict, RunStatus, StepStatus
+from chalicelib.events.errors import Conflict
+from chalicelib.events.model import RunStatus, StepStatus
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer
 from tests.support.runner_kit import log_of, schedule, step, tick_process

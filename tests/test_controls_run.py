@@ -5,7 +5,8 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.events import controls
-from chalicelib.events.model import Conflict, Health, NotFound, RunStatus, StepStatus
+from chalicelib.events.errors import Conflict, NotFound
+from chalicelib.events.model import Health, RunStatus, StepStatus
 from tests.support.factory import make_run, run_row, step
 from tests.support.scenes import log_rows, put_step_in, run_with_steps, set_run, snapshot
 

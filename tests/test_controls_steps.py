@@ -4,7 +4,8 @@ and the console's list of controls agreeing with what the controls actually do."
 import pytest
 
 from chalicelib.events import controls
-from chalicelib.events.model import Conflict, NotFound, RunStatus, StepStatus
+from chalicelib.events.errors import Conflict, NotFound
+from chalicelib.events.model import RunStatus, StepStatus
 from tests.support.factory import run_row, step
 from tests.support.scenes import STEP_STATES, furthest, log_rows, put_step_in, run_with_steps, snapshot
 

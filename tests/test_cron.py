@@ -5,8 +5,8 @@ from datetime import datetime
 import pytest
 
 from chalicelib.events import definitions
-from chalicelib.events.cron import InvalidCron, Schedule, cron_problems
-from chalicelib.events.model import Invalid
+from chalicelib.events.cron import Schedule, cron_problems
+from chalicelib.events.errors import Invalid, InvalidCron
 from tests.support.api import ADMIN
 from tests.test_definitions_validate import SPEC_EXAMPLE
 

@@ -3,7 +3,7 @@
 import pytest
 
 from chalicelib.events import definitions
-from chalicelib.events.model import Invalid
+from chalicelib.events.errors import Invalid
 
 SPEC_EXAMPLE = {
     "name": "Harvest festival", "grace_seconds": 300,

@@ -9,7 +9,8 @@ import pymysql
 import pytest
 
 from chalicelib.events import controls
-from chalicelib.events.model import Conflict, RunStatus
+from chalicelib.events.errors import Conflict
+from chalicelib.events.model import RunStatus
 from chalicelib.events.runner.outcomes import run_entry
 from chalicelib.events.store import log, runs, steps
 from tests.support.factory import run_row, step

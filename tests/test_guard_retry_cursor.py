@@ -5,7 +5,8 @@ import pytest
 
 from chalicelib.events import controls
 from chalicelib.events.actions.outcome import Outcome
-from chalicelib.events.model import Conflict, RunStatus, StepStatus
+from chalicelib.events.errors import Conflict
+from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.runner.outcomes import apply_outcome
 from chalicelib.events.store import steps

@@ -9,8 +9,9 @@ import pytest
 from moto import mock_aws
 
 from chalicelib.db import ConnectionParams, Database
+from chalicelib.events.errors import ConfigError
 from chalicelib.migrate import MIGRATIONS
-from chalicelib.migrate_function import MigrateConfigError, handle
+from chalicelib.migrate_function import handle
 
 ACCESS_DENIED = {1142, 1044}  # table-level and database-level "command denied"
 BAD_PASSWORD = 1045
@@ -116,7 +117,7 @@ def test_rotate_changes_the_password_in_the_database_and_the_secret_together(dep
 
 def test_a_missing_setting_or_an_unknown_action_is_named(deployment):
     env, client = deployment
-    with pytest.raises(MigrateConfigError, match="EVENTS_DB_ADMIN_HOST"):
+    with pytest.raises(ConfigError, match="EVENTS_DB_ADMIN_HOST"):
         handle({}, {k: v for k, v in env.items() if k != "EVENTS_DB_ADMIN_HOST"}, client)
-    with pytest.raises(MigrateConfigError, match="drop-everything"):
+    with pytest.raises(ConfigError, match="drop-everything"):
         handle({"action": "drop-everything"}, env, client)

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from chalicelib.events.actions import outbound
+from chalicelib.events.errors import ConnectionFailed, DeadlineExceeded, OutboundError
 
 DEADLINE = 0.8
 SLACK = 0.4
@@ -60,7 +61,7 @@ def _post(peer, **extra):
 
 def _timed(call):
     started = time.monotonic()
-    with pytest.raises(outbound.DeadlineExceeded):
+    with pytest.raises(DeadlineExceeded):
         call()
     return time.monotonic() - started
 
@@ -92,7 +93,7 @@ def test_a_peer_that_never_accepts_is_cut_at_the_deadline_or_refused():
     fillers = [socket.create_connection(("127.0.0.1", peer.port), timeout=1)]  # the one queued connection backlog 0 allows
     try:
         started = time.monotonic()
-        with pytest.raises(outbound.OutboundError):
+        with pytest.raises(OutboundError):
             _post(peer)
         assert time.monotonic() - started < DEADLINE + SLACK
     finally:
@@ -138,7 +139,7 @@ def test_a_body_ended_by_closing_is_read_and_one_past_the_cap_is_truncated_at_th
 def test_headers_past_their_cap_are_a_connection_failure_not_a_memory_hog():
     peer = RawPeer(lambda connection: connection.sendall(b"HTTP/1.1 200 OK\r\n" + b"X-Big: " + b"h" * 100_000 + b"\r\n\r\n"))
     try:
-        with pytest.raises(outbound.ConnectionFailed, match="unreadable answer"):
+        with pytest.raises(ConnectionFailed, match="unreadable answer"):
             _post(peer)
     finally:
         peer.close()
@@ -149,7 +150,7 @@ def test_a_host_name_is_looked_up_inside_the_deadline():
     try:
         endpoint = peer.endpoint("localhost")
         answer = outbound.post(endpoint, endpoint.target(), b"", {}, timeout=DEADLINE)
-    except outbound.ConnectionFailed:
+    except ConnectionFailed:
         pytest.skip("localhost does not resolve to 127.0.0.1 here")
     finally:
         peer.close()

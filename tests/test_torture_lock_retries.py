@@ -17,9 +17,10 @@ from collections import Counter
 import pymysql
 import pytest
 
+from chalicelib.api.errors import http_status
 from chalicelib.db import ConnectionParams, Database, DatabaseClock
 from chalicelib.events import controls
-from chalicelib.events.model import EngineError
+from chalicelib.events.errors import EngineError
 from chalicelib.migrate import migrate
 from tests.support.game_bridge import Answer
 from tests.support.mariadb import PrivateMariaDB
@@ -66,7 +67,7 @@ def _press_controls(db: Database, stop: threading.Event, leaked: list, pressed: 
             getattr(controls, control)(db, run_id, actor="torture-mod", now=DatabaseClock(db).now())
             pressed[control] += 1
         except EngineError as refused:
-            pressed[f"{control} refused ({refused.http_status})"] += 1
+            pressed[f"{control} refused ({http_status(refused)})"] += 1
         except Exception as error:  # what R6 forbids: a database error reaching the person
             leaked.append(repr(error))
 

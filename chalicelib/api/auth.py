@@ -18,7 +18,7 @@ from typing import Any
 import jwt
 
 from ..config import Settings
-from ..events.model import EngineError
+from ..events.errors import AuthUnavailable, Forbidden, Unauthorized
 
 ADMIN, MODERATOR, GM = "admin", "moderator", "gm"
 ROLES = (ADMIN, MODERATOR, GM)
@@ -26,20 +26,6 @@ STAFF = frozenset(ROLES)
 CONTROLLERS = frozenset({ADMIN, MODERATOR})
 ADMINS = frozenset({ADMIN})
 LEEWAY_SECONDS = 30
-
-
-class Unauthorized(EngineError):
-    http_status = 401
-
-
-class Forbidden(EngineError):
-    http_status = 403
-
-
-class AuthUnavailable(EngineError):
-    """The server cannot check tokens (not configured, or the key set is unreachable)."""
-
-    http_status = 503
 
 
 @dataclass(frozen=True)

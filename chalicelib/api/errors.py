@@ -1,7 +1,8 @@
 """The one place a failure becomes an HTTP answer: `{"errors": ["..."]}` with its status.
 
-Engine errors (Invalid, NotFound, Conflict), token errors (401/403/503) and
-malformed bodies arrive here as `EngineError`s; Chalice's own refusals (415 for
+Every refusal arrives here as an `EngineError` (the tree is drawn in
+`chalicelib.events.errors`), and HTTP_STATUS below is the only place that
+gives one a status; Chalice's own refusals (415 for
 a non-JSON content type, 405) are rewritten by `rewrite_chalice_errors` into the
 same shape. A database that cannot be reached (or whose connection drops) is 503;
 any other database error, like anything else, is a bug: logged, answered 500 in
@@ -18,7 +19,7 @@ from typing import Any
 from chalice import Response
 
 from ..db import lost_connection
-from ..events.model import EngineError, Invalid
+from ..events.errors import AuthUnavailable, Conflict, EngineError, Forbidden, Invalid, NotFound, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,24 @@ def error_response(status: int, messages: list[str]) -> Response:
     return Response(body={"errors": listed}, status_code=status, headers=headers)
 
 
+HTTP_STATUS: dict[type[EngineError], int] = {
+    Invalid: 400,
+    Unauthorized: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    AuthUnavailable: 503,  # the server's trouble, not the caller's: worth trying again
+}
+
+
+def http_status(error: EngineError) -> int:
+    """The status of the nearest class in HTTP_STATUS; a bare EngineError is a bug, so 500."""
+    return next((HTTP_STATUS[cls] for cls in type(error).__mro__ if cls in HTTP_STATUS), 500)
+
+
 def from_exception(error: BaseException) -> Response:
     if isinstance(error, EngineError):
-        return error_response(error.http_status, error.messages or [str(error)])
+        return error_response(http_status(error), error.messages or [str(error)])
     if lost_connection(error):
         # The database is unreachable or restarting (retries already spent): the
         # server's trouble, and worth trying again, so not a bare 500.

@@ -23,7 +23,7 @@ from .. import runtime
 from ..events import controls
 from ..events import definitions as definitions_engine
 from ..events.actions import registry
-from ..events.model import Invalid, NotFound
+from ..events.errors import Invalid, NotFound
 from ..events.store import definitions, log, runs, steps
 from . import auth, schemas
 from .errors import from_exception, json_body

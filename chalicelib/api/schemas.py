@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..events.definitions import DOCUMENT_SCHEMA, MAX_SCHEDULE_AHEAD
-from ..events.model import Health, Invalid, OnFailure, RunStatus, StepStatus
+from ..events.errors import Invalid
+from ..events.model import Health, OnFailure, RunStatus, StepStatus
 from ..schema_check import first_error
 
 MAX_ID = 2**63 - 1

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..db import Database, Tx, must_exist
-from .model import TERMINAL_RUN, Conflict, NotFound, Run, RunStatus, Step, StepStatus, clean_note
+from .errors import Conflict, NotFound
+from .model import TERMINAL_RUN, Run, RunStatus, Step, StepStatus, clean_note
 from .store import log, runs, steps
 
 RUN_CONTROLS = ("pause", "resume", "cancel")

@@ -30,6 +30,8 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
 
+from .errors import InvalidCron
+
 DEFAULT_TIMEZONE = "UTC"
 FIELD_NAMES = "minute hour day-of-month month day-of-week"
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -53,10 +55,6 @@ _FIELDS = (
 )
 _ITEM = re.compile(r"(?P<base>\*|(?P<first>[0-9a-z]+)(?:-(?P<last>[0-9a-z]+))?)(?:/(?P<step>[0-9]+))?")
 _STANDARD = "use numbers, names, '*', ',', '-' and '/'"
-
-
-class InvalidCron(ValueError):
-    """An expression (or time zone) that is not a standard schedule; the message names what is wrong."""
 
 
 # ── validation ─────────────────────────────────────────────────────────────

@@ -18,7 +18,8 @@ from ..db import Database, Tx, must_exist
 from ..schema_check import first_error
 from . import cron
 from .actions import registry
-from .model import Conflict, Definition, Invalid, NotFound, OnFailure, Run
+from .errors import Conflict, Invalid, NotFound
+from .model import Definition, OnFailure, Run
 from .occurrences import DEFAULT_GRACE_SECONDS, MIN_GRACE_SECONDS, grace_seconds_of, schedule_occurrence
 from .store import definitions as store
 

@@ -63,27 +63,6 @@ class OnFailure(str, Enum):
     ABORT_RUN = "abort_run"  # pending steps cancelled, run failed
 
 
-# ── errors, turned into HTTP in one place (api) ─────────────────────────────
-class EngineError(Exception):
-    http_status = 500
-
-    def __init__(self, *messages: str):
-        super().__init__("; ".join(messages))
-        self.messages = list(messages)
-
-
-class Invalid(EngineError, ValueError):
-    http_status = 400
-
-
-class NotFound(EngineError):
-    http_status = 404
-
-
-class Conflict(EngineError):
-    http_status = 409
-
-
 # ── helpers ────────────────────────────────────────────────────────────────
 def clean_note(raw: Any) -> str | None:
     """A reason or note as kept: trimmed, at most 500 characters, empty -> None."""

@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 from datetime import datetime
 
+from ..errors import ConnectionFailed, DeadlineExceeded
 from ..model import Step
 from . import outbound
 from .outcome import Outcome
@@ -105,9 +106,9 @@ class GameBridge:
             answer = outbound.post(
                 self._endpoint, self._endpoint.target(f"/actions/{step.action_id}"), body, headers, timeout=self.timeout
             )
-        except outbound.DeadlineExceeded as error:
+        except DeadlineExceeded as error:
             return Outcome.retry(f"timed out: {error}", latency_ms=_ms_since(started))
-        except outbound.ConnectionFailed as error:
+        except ConnectionFailed as error:
             return Outcome.retry(f"connection error: {error}"[:MAX_REASON], latency_ms=_ms_since(started))
         return replace(classify(answer), latency_ms=_ms_since(started))
 

@@ -19,14 +19,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from ...config import ConfigError
+from ..errors import ConfigError
 from ..model import Step
 
 logger = logging.getLogger(__name__)
-
-
-class ChannelError(Exception):
-    """A post did not go through; the step is retried with the same idempotency key."""
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from ..errors import ChannelError
 from ..model import Step
-from .channels import Channel, ChannelError, Notice
+from .channels import Channel, Notice
 from .outcome import Outcome
 
 

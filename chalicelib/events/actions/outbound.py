@@ -28,21 +28,11 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from urllib.parse import urlsplit
 
+from ..errors import ConnectionFailed, DeadlineExceeded
+
 MAX_ANSWER_BYTES = 1024 * 1024  # an answer is read up to 1 MB; the rest is never read
 MAX_HEADER_BYTES = 16 * 1024  # the status line and headers of one answer
 RECEIVE_BYTES = 64 * 1024  # one read
-
-
-class OutboundError(Exception):
-    """No complete answer: the peer may or may not have acted on the request."""
-
-
-class DeadlineExceeded(OutboundError):
-    """The deadline passed before the whole answer arrived."""
-
-
-class ConnectionFailed(OutboundError):
-    """The peer could not be reached, hung up, or answered something that is not HTTP/1.1."""
 
 
 @dataclass(frozen=True)

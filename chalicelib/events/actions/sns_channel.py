@@ -13,7 +13,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .channels import ChannelError, Notice
+from ..errors import ChannelError
+from .channels import Notice
 
 MAX_ERROR = 300
 

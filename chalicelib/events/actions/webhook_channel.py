@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 
+from ..errors import ChannelError, OutboundError
 from . import outbound
-from .channels import ChannelError, Notice
+from .channels import Notice
 
 DISCORD_CONTENT_LIMIT = 2000
 MAX_MESSAGE = 4000  # Slack's text limit is far above; this keeps every request small
@@ -50,7 +51,7 @@ class WebhookChannel:
                 self._endpoint, self._endpoint.target(), body, headers,
                 timeout=self.timeout, max_answer_bytes=MAX_ANSWER_BYTES,
             )
-        except outbound.OutboundError as error:
+        except OutboundError as error:
             raise ChannelError(f"webhook: {error}") from None
         if not 200 <= answer.status < 300:
             reason = answer.body[:200].decode("utf-8", "replace").strip()

@@ -16,10 +16,11 @@ from datetime import datetime, timedelta
 
 from ...db import Database, Tx, must_exist
 from ..actions.perform import Actions
+from ..errors import UnreadableDocument
 from ..model import RUNNABLE, Run, RunStatus, Step, StepStatus
 from ..store import log, runs, steps
 from .budget import Budget
-from .documents import Plan, UnreadableDocument
+from .documents import Plan
 from .outcomes import ACTOR, Rules, apply_outcome, run_entry
 
 OPEN_STEPS_PER_READ = 200

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import UnreadableDocument
 from ..model import OnFailure, StepSpec
-
-
-class UnreadableDocument(ValueError):
-    """A stored document the runner cannot walk (it should never pass validation)."""
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 
 from ... import runtime
-from ...config import ConfigError, Settings
+from ...config import Settings
 from ..actions.bridge import GameBridge
 from ..actions.channels import channel_for
 from ..actions.perform import Actions
+from ..errors import ConfigError
 from .budget import Budget
 from .outcomes import Rules
 from .tick import Runner, TickReport
