@@ -71,3 +71,13 @@ def test_a_step_at_its_ceiling_is_never_requeued_when_the_give_up_sweep_is_cut_s
     swept = _sweep(db, clock, limit=1)
     assert [g.id for g in swept.gave_up] == [left.id] and swept.requeued == []
     assert step(db, left.id).status is StepStatus.FAILED
+
+
+def test_a_step_in_flight_is_not_claimed_again_even_from_a_fresh_read(db, clock):
+    s, claim = _claimed_step(db, clock)
+    fresh = step(db, s.id)  # running at attempt 1: the attempt count matches, only the status says no
+    assert db.autocommit(lambda tx: steps.claim(tx, fresh, clock.now(), LEASE)) is None
+    db.transaction(lambda tx: steps.park(tx, claim, "a GM must look"))
+    assert db.autocommit(lambda tx: steps.claim(tx, step(db, s.id), clock.now(), LEASE)) is None
+    after = step(db, s.id)
+    assert (after.status, after.attempts, after.claimed_by) == (StepStatus.RUNNING, 1, None)

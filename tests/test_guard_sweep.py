@@ -118,3 +118,12 @@ def test_a_wait_holds_the_next_pending_step_past_one_a_person_skipped(db, clock)
     assert db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until))
     assert step(db, next_pending.id).due_at == until
     assert step(db, skipped.id).due_at is None
+
+
+def test_a_second_hold_never_moves_the_next_step_earlier(db, clock):
+    run, (wait, next_pending, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    put_step_in(db, wait, "done", clock.now())
+    until = clock.now() + timedelta(seconds=30)
+    assert db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until))
+    assert not db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until - timedelta(seconds=10)))
+    assert step(db, next_pending.id).due_at == until

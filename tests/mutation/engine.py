@@ -92,7 +92,9 @@ def _child_env() -> dict[str, str]:
 
 
 def _first_failure(output: str) -> str | None:
-    for line in output.splitlines():
+    # Only the short summary: captured log lines above it also start with "ERROR".
+    summary = output.rpartition("short test summary info")[2]
+    for line in summary.splitlines():
         for prefix in ("FAILED ", "ERROR "):
             if line.startswith(prefix):
                 return line[len(prefix):].split(" - ")[0].strip()
