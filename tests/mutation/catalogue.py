@@ -18,6 +18,8 @@ TICK = "chalicelib/events/runner/tick.py"
 ADVANCE = "chalicelib/events/runner/advance.py"
 OUTCOMES = "chalicelib/events/runner/outcomes.py"
 RECLAIM = "chalicelib/events/runner/reclaim.py"
+DEFINITIONS = "chalicelib/events/store/definitions.py"
+OCCURRENCES = "chalicelib/events/occurrences.py"
 
 G_LEASES = "tests/test_guard_leases.py"
 G_PHASES = "tests/test_guard_phases.py"
@@ -27,6 +29,7 @@ G_OUTCOMES = "tests/test_guard_outcomes.py"
 G_CURSOR = "tests/test_guard_retry_cursor.py"
 G_TX = "tests/test_guard_transactions.py"
 G_SWEEP = "tests/test_guard_sweep.py"
+G_PLANNING = "tests/test_guard_planning.py"
 STORE_RUNS = "tests/test_store_runs.py"
 STORE_CLAIM = "tests/test_store_claim.py"
 STORE_RECLAIM = "tests/test_store_reclaim.py"
@@ -133,6 +136,18 @@ MUTATIONS: list[Mutation] = [
              'WHERE id = %s AND status NOT IN ({_TERMINAL_RUN_SQL})""",',
              'WHERE id = %s""",',
              (G_OUTCOMES,)),
+    # ── definitions: the planning mark ───────────────────────────────────
+    Mutation("mark-planned-over-a-new-version", DEFINITIONS,
+             "WHERE id = %s AND current_version = %s AND planned_through <=> %s",
+             "WHERE id = %s AND (current_version = %s OR TRUE) AND planned_through <=> %s",
+             (G_PLANNING,)),
+    Mutation("mark-planned-from-a-stale-read", DEFINITIONS,
+             "WHERE id = %s AND current_version = %s AND planned_through <=> %s",
+             "WHERE id = %s AND current_version = %s AND (planned_through <=> %s OR TRUE)",
+             (G_PLANNING,)),
+    _commit_first("scheduling-commits-before-its-log-row", OCCURRENCES,
+                  "        log.append(tx, entry, now)\n",
+                  "        ", (G_PLANNING,)),
     # ── steps: the claim ─────────────────────────────────────────────────
     Mutation("step-claim-not-pending", STEPS,
              "WHERE s.id = %s AND s.status = 'pending' AND s.attempts = %s",
