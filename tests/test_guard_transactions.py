@@ -78,3 +78,22 @@ def test_an_ending_whose_log_rows_fail_leaves_the_run_running(db, clock, runner,
     after = run_row(db, run.id)
     assert (after.status, after.current_phase) == (RunStatus.RUNNING, 1)
     assert [e.detail["to"] for e in log_of(db, run.id) if e.kind == "run.status"] == ["starting", "running"]
+
+
+def test_a_unit_of_work_whose_commit_went_unanswered_is_not_run_again(db):
+    # Its outcome is unknown (the server may have committed): running it again could do it twice.
+    calls = []
+    killer = db.connect()
+
+    def work(tx):
+        calls.append(tx.one("SELECT CONNECTION_ID() AS id")["id"])
+        if len(calls) == 1:
+            with killer.cursor() as cursor:
+                cursor.execute(f"KILL CONNECTION {int(calls[0])}")  # the COMMIT that follows gets no answer
+
+    try:
+        with pytest.raises(pymysql.err.MySQLError):
+            db.transaction(work)
+    finally:
+        killer.close()
+    assert len(calls) == 1

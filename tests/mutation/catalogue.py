@@ -20,6 +20,7 @@ OUTCOMES = "chalicelib/events/runner/outcomes.py"
 RECLAIM = "chalicelib/events/runner/reclaim.py"
 DEFINITIONS = "chalicelib/events/store/definitions.py"
 OCCURRENCES = "chalicelib/events/occurrences.py"
+DB = "chalicelib/db.py"
 
 G_LEASES = "tests/test_guard_leases.py"
 G_PHASES = "tests/test_guard_phases.py"
@@ -370,6 +371,11 @@ MUTATIONS: list[Mutation] = [
     _commit_first("retry-commits-before-its-log-row", CONTROLS,
                   '        log.append(tx, _step_entry(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)\n',
                   "        ", (G_CONTROLS,)),
+    # ── db: a unit of work is re-run only when that is safe ──────────────
+    Mutation("unit-of-work-rerun-after-an-unanswered-commit", DB,
+             'return lost_connection(error) and not getattr(error, "at_commit", False) and',
+             'return lost_connection(error) and',
+             (G_TX,)),
     # ── the runner: transactions, the fenced-out dispatcher, on_failure ──
     Mutation("tick-sweeps-in-autocommit", TICK,
              "swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts))",
