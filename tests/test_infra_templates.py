@@ -75,7 +75,8 @@ def test_the_data_stack_lints_clean_as_written(data):
 EXISTING_NETWORK = {"ExistingVpcId": "vpc-0123456789abcdef0", "ExistingSubnetIds": "subnet-0123456789abcdef0,subnet-0fedcba9876543210"}
 
 
-@pytest.mark.parametrize("options", [{}, COSTLY_DATA_OPTIONS, EXISTING_NETWORK], ids=["defaults", "costly", "existing-subnets"])
+@pytest.mark.parametrize("options", [{}, COSTLY_DATA_OPTIONS, EXISTING_NETWORK, {"MinCapacity": 0.5}],
+                         ids=["defaults", "costly", "existing-subnets", "never-pauses"])
 def test_the_data_stack_lints_clean_as_deployed(data, options):
     assert cfn.lint(cfn.render(data, options)) == []
 
