@@ -54,7 +54,9 @@ OUT         ?= out
 # The API's preflight answers are baked at package time: same origin as the CorsOrigin parameter.
 package: $(STAMP)
 	rm -rf $(OUT)
-	EVENTS_CORS_ORIGIN='$(CORS_ORIGIN)' $(BIN)/chalice package --stage $(STAGE) --merge-template infra/app.yaml $(OUT)
+	# The template names no region (it uses AWS::Region); chalice only insists on one being set.
+	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-$${AWS_REGION:-us-east-1}} EVENTS_CORS_ORIGIN='$(CORS_ORIGIN)' \
+	  $(BIN)/chalice package --stage $(STAGE) --merge-template infra/app.yaml $(OUT)
 
 migrate: $(STAMP)
 	$(BIN)/python infra/invoke_migrate.py --stack $(STACK)

@@ -283,3 +283,7 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
                 read.append(metric["MetricName"])
     assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "DueLagSeconds"}
     assert set(read) <= published
+
+
+def test_the_package_names_no_region_so_one_package_deploys_anywhere(packaged):
+    assert cfn.REGION not in json.dumps(packaged)  # packaged with AWS_DEFAULT_REGION=eu-west-1
