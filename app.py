@@ -11,6 +11,7 @@ from chalicelib.events.runner.schedule import scheduled_tick
 app = Chalice(app_name="event-run-engine", configure_logs=False)
 app.register_middleware(rewrite_chalice_errors, "http")
 app.register_middleware(observability.http_middleware, "http")
+app.register_middleware(runtime.http_middleware, "http")  # this process answers requests: short database timeouts
 app.register_middleware(observability.scheduled_middleware, "scheduled")
 app.register_blueprint(console)  # the run console at /console: its page, assets and sign-in settings
 

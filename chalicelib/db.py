@@ -7,6 +7,10 @@ unit of work never re-tries a failed connection attempt itself. How long to keep
 trying is the caller's: an API request not at all (it answers 503 with
 Retry-After), a tick until its budget is spent (`reach`), so a database that is
 down, hung, or resuming from a pause holds neither longer than it can afford.
+Once connected, each read and write has its own timeout (`read_timeout`: short
+for the API, long for a tick), and a statement that timed out is never re-run. A
+connection refused with 1045 (access denied: the password was rotated) reads
+the credentials again (`refresh_params`) and tries once more before failing.
 
 Every store function takes a `Tx` — a thin cursor wrapper — so the same SQL runs
 inside `Database.transaction()` (BEGIN … COMMIT, retried whole on deadlock or
@@ -49,6 +53,7 @@ LOST_DURING_QUERY = 2013
 # MySQL 8.0.24+ (Aurora MySQL 3) sends 4031 before closing a connection idle past wait_timeout.
 DISCONNECTED_FOR_INACTIVITY = 4031
 CONNECTION_LOST = {2006, LOST_DURING_QUERY, CANT_CONNECT, 2055, DISCONNECTED_FOR_INACTIVITY}
+ACCESS_DENIED = 1045
 MAX_TRIES = 6
 HANDSHAKE_SECONDS = 5.0  # the whole of a connection attempt
 REACH_RETRY_SECONDS = (0.25, 2.0)  # a tick's first and longest wait between connection attempts
@@ -143,12 +148,25 @@ def lost_connection(error: BaseException) -> bool:
     return _error_code(error) in CONNECTION_LOST
 
 
+def credentials_refused(error: BaseException) -> bool:
+    """The server refused the user and password (1045), even after they were read again."""
+    return _error_code(error) == ACCESS_DENIED
+
+
+def _timed_out(error: BaseException) -> bool:
+    """A read or write heard nothing for the whole I/O timeout (pymysql reports it as a lost connection)."""
+    return isinstance(error.__context__, TimeoutError)
+
+
 def _safe_to_rerun(error: BaseException) -> bool:
     if _error_code(error) in RETRYABLE_SERVER_ERRORS:
         return True
     # A failed connection attempt is not re-tried here: each may take the whole
     # handshake deadline, and how long to keep trying is the caller's to decide.
-    return lost_connection(error) and not getattr(error, "at_commit", False) and not getattr(error, "connecting", False)
+    # Nor is a statement that timed out: its unit of work has had its time.
+    return lost_connection(error) and not getattr(error, "at_commit", False) and not (
+        getattr(error, "connecting", False) or _timed_out(error)
+    )
 
 
 def _open_socket(p: ConnectionParams, seconds: float) -> socket.socket:
@@ -203,12 +221,19 @@ class Database:
     """Lazily connected, one connection per thread, reused across invocations."""
 
     def __init__(
-        self, params: ConnectionParams | str, *, connect_timeout: float = HANDSHAKE_SECONDS, read_timeout: int = 60
+        self,
+        params: ConnectionParams | str,
+        *,
+        connect_timeout: float = HANDSHAKE_SECONDS,
+        read_timeout: float = 60,
+        refresh_params: Callable[[], ConnectionParams] | None = None,
     ):
-        """`connect_timeout` bounds a whole connection attempt (the handshake deadline)."""
+        """`connect_timeout` bounds a whole connection attempt (the handshake deadline); `read_timeout`
+        each read and write after it; `refresh_params` reads the credentials again after a 1045."""
         self.params = ConnectionParams.from_url(params) if isinstance(params, str) else params
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._refresh_params = refresh_params
         self._local = threading.local()
         self.retries: Counter[int | None] = Counter()  # error code -> transactions re-run
 
@@ -218,6 +243,17 @@ class Database:
 
         Most callers want `connection()`.
         """
+        started = time.monotonic()
+        try:
+            return self._connect_once(database, within)
+        except pymysql.err.OperationalError as error:
+            if not credentials_refused(error) or self._refresh_params is None:
+                raise
+        log.warning("the database refused the credentials (1045); reading them again and trying once more")
+        self.params = self._refresh_params()
+        return self._connect_once(database, None if within is None else within - (time.monotonic() - started))
+
+    def _connect_once(self, database: bool, within: float | None) -> pymysql.connections.Connection:
         seconds = self._connect_timeout if within is None else min(within, self._connect_timeout)
         p = self.params
         if seconds <= 0:

@@ -1,18 +1,32 @@
 """The process-wide pieces, built lazily once per Lambda container (or CLI process).
 
 Settings, the database and the clock are created on first use and reused across
-invocations; tests swap them with `override()`.
+invocations; tests swap them with `override()`. A process that answers HTTP
+requests says so (`http_middleware`) before its database is built, and gets
+connections that give up on a silent database after API_READ_SECONDS, so a
+request answers 503 well inside API Gateway's 29 s; a tick's connections wait
+TICK_READ_SECONDS, long enough to outlast a lock wait (50 s by default).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from .config import Settings
 from .db import Clock, ConnectionParams, Database, DatabaseClock
-from .events.errors import ConfigError
+from .events.errors import ConfigError, SecretUnreadable
+
+API_READ_SECONDS = 8.0
+TICK_READ_SECONDS = 60.0
+# Settings that name a secret, and the plain setting that, when set, stands in for it.
+SECRET_SETTINGS = (
+    ("EVENTS_DB_SECRET_ARN", "db_secret_arn", "db_url"),
+    ("GAME_BRIDGE_SECRET_ARN", "game_bridge_secret_arn", "game_bridge_secret"),
+    ("WEBHOOK_SECRET_ARN", "webhook_secret_arn", "webhook_secret"),
+)
 
 _lock = threading.Lock()
 _state: dict[str, object] = {}
@@ -40,8 +54,56 @@ def database() -> Database:
     config = settings()
     with _lock:
         if "database" not in _state:
-            _state["database"] = Database(db_params(config))
+            _state["database"] = Database(
+                db_params(config),
+                read_timeout=_state.get("read_timeout", TICK_READ_SECONDS),  # type: ignore[arg-type]
+                refresh_params=_reread_secret(None if config.db_url else config.db_secret_arn),
+            )
         return _state["database"]  # type: ignore[return-value]
+
+
+def _reread_secret(arn: str | None) -> Callable[[], ConnectionParams] | None:
+    if not arn:
+        return None
+
+    def reread() -> ConnectionParams:
+        from .secrets import database_params
+
+        return database_params(arn, force_fetch=True)
+
+    return reread
+
+
+def http_middleware(request: object, get_response: Callable[[object], object]) -> object:
+    """Chalice HTTP middleware: this process answers requests, so its database connections (built
+    after this) give up on a silent database after API_READ_SECONDS."""
+    _state.setdefault("read_timeout", API_READ_SECONDS)
+    return get_response(request)
+
+
+def check_secrets(config: Settings | None = None) -> None:
+    """Read every secret this process is configured with (from the cache while it is fresh).
+
+    SecretUnreadable lists each that cannot be read; no database is asked.
+    """
+    config = config or settings()
+    named = [(name, getattr(config, arn)) for name, arn, plain in SECRET_SETTINGS
+             if getattr(config, arn) and not getattr(config, plain)]
+    if not named:
+        return
+    from . import secrets  # boto3 only where a secret ARN is configured
+
+    problems = []
+    for name, arn in named:
+        try:
+            if name == "EVENTS_DB_SECRET_ARN":
+                secrets.database_params(arn)
+            else:
+                secrets.plain_secret(arn, name)
+        except SecretUnreadable as error:
+            problems += error.messages
+    if problems:
+        raise SecretUnreadable(*problems)
 
 
 def clock() -> Clock:
@@ -59,6 +121,8 @@ def reset() -> None:
         _state.clear()
     if isinstance(db, Database):
         db.close()
+    if "chalicelib.secrets" in sys.modules:  # loaded only where a secret ARN is configured
+        sys.modules["chalicelib.secrets"].forget()
 
 
 @contextmanager

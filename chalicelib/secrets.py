@@ -1,15 +1,84 @@
-"""Secrets Manager reads, cached by Powertools between invocations."""
+"""Secrets Manager reads: cached for MAX_AGE_SECONDS, each read inside a deadline, and a failure named.
+
+A container reads each secret once per MAX_AGE_SECONDS at most (Powertools'
+parameters cache; its own default is 5 s, which would cost a call on nearly
+every invocation). A longer age is safe for the database password because a
+rotation shows itself: the database refuses the old password (MySQL error 1045)
+and the database layer re-reads the secret at once, past the cache
+(`force_fetch`). A secret that cannot be read — missing, not permitted,
+unreachable, or not the shape expected — is `SecretUnreadable`, naming the
+setting that points at it; the API answers it 503.
+
+Importing this module imports boto3: callers import it only where a secret ARN
+is configured.
+"""
 
 from __future__ import annotations
 
+import logging
+import threading
+
 from aws_lambda_powertools.utilities import parameters
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError
 
 from .db import ConnectionParams
+from .events.errors import SecretUnreadable
+
+logger = logging.getLogger(__name__)
+
+MAX_AGE_SECONDS = 300
+# Secrets Manager answers in milliseconds; these bound a read that hangs to ~6 s
+# (two tries), inside what an API request can wait.
+CLIENT_CONFIG = Config(connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 2})
+
+_provider: parameters.SecretsProvider | None = None
+_lock = threading.Lock()
 
 
-def database_params(secret_arn: str) -> ConnectionParams:
-    return ConnectionParams.from_secret(parameters.get_secret(secret_arn, transform="json"))
+def _secrets() -> parameters.SecretsProvider:
+    global _provider
+    with _lock:
+        if _provider is None:
+            _provider = parameters.SecretsProvider(boto_config=CLIENT_CONFIG)
+        return _provider
 
 
-def plain_secret(secret_arn: str) -> str:
-    return parameters.get_secret(secret_arn)
+def read(arn: str, setting: str, *, json: bool = False, force_fetch: bool = False) -> object:
+    """The secret's value (parsed, with `json`), from the cache unless older than MAX_AGE_SECONDS or `force_fetch`."""
+    try:
+        return _secrets().get(arn, max_age=MAX_AGE_SECONDS, transform="json" if json else None, force_fetch=force_fetch)
+    except (parameters.GetParameterError, parameters.TransformParameterError, BotoCoreError) as error:
+        logger.warning("the secret named by %s cannot be read: %s", setting, error)
+        raise unreadable(setting) from None
+
+
+def unreadable(setting: str) -> SecretUnreadable:
+    return SecretUnreadable(f"the secret named by {setting} cannot be read right now")
+
+
+def database_params(arn: str, *, force_fetch: bool = False) -> ConnectionParams:
+    """The connection of an RDS-style secret (host, port, username, password, dbname)."""
+    secret = read(arn, "EVENTS_DB_SECRET_ARN", json=True, force_fetch=force_fetch)
+    try:
+        if not isinstance(secret, dict):
+            raise TypeError("not a JSON object")
+        return ConnectionParams.from_secret(secret)
+    except (KeyError, TypeError, ValueError):
+        logger.warning("the secret named by EVENTS_DB_SECRET_ARN lacks a host, username or password")
+        raise unreadable("EVENTS_DB_SECRET_ARN") from None
+
+
+def plain_secret(arn: str, setting: str) -> str:
+    value = read(arn, setting)
+    if not isinstance(value, str) or not value:
+        logger.warning("the secret named by %s is empty or binary", setting)
+        raise unreadable(setting)
+    return value
+
+
+def forget() -> None:
+    """Drop the cache and the client (the next read asks Secrets Manager again)."""
+    global _provider
+    with _lock:
+        _provider = None

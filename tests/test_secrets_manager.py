@@ -1,18 +1,28 @@
-"""Secrets Manager (moto): the database and the game bridge key come from secret ARNs."""
+"""Secrets Manager (moto): the database and the game bridge key come from secret ARNs, read at most
+once per max age, read again when the database refuses a rotated password, and a secret that cannot
+be read is a 503 naming it."""
 
+import dataclasses
 import json
+import time
+import uuid
 
 import boto3
+import botocore.handlers
 import pytest
 from aws_lambda_powertools.utilities import parameters
+from chalice.test import Client
 from moto import mock_aws
 
+from app import app
 from chalicelib import runtime
+from chalicelib import secrets as engine_secrets
 from chalicelib.config import Settings
 from chalicelib.db import Database, ManualClock
 from chalicelib.events.model import RunStatus
 from chalicelib.events.runner.schedule import build_runner
 from tests.conftest import START
+from tests.support.api import ADMIN, hs_settings
 from tests.support.game_bridge import GameBridge
 from tests.support.runner_kit import schedule, step, tick
 
@@ -21,9 +31,52 @@ from tests.support.runner_kit import schedule, step, tick
 def secrets(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     parameters.clear_caches()  # Powertools caches secrets across tests
+    engine_secrets.forget()
     with mock_aws():
         yield boto3.client("secretsmanager", region_name="eu-west-1")
     parameters.clear_caches()
+    engine_secrets.forget()
+
+
+@pytest.fixture
+def reads(monkeypatch, secrets) -> list[str]:
+    """Every GetSecretValue call the engine's Secrets Manager client makes, by secret id."""
+    seen: list[str] = []
+
+    def count(params, **_):
+        seen.append(params["SecretId"])
+
+    # Handlers every new botocore session registers: the engine's client is made after this.
+    monkeypatch.setattr(botocore.handlers, "BUILTIN_HANDLERS",
+                        [*botocore.handlers.BUILTIN_HANDLERS, ("before-parameter-build.secrets-manager.GetSecretValue", count)])
+    engine_secrets.forget()
+    return seen
+
+
+def _rds_secret(params, **changes) -> str:
+    return json.dumps({"engine": "mysql", "host": params.host, "port": params.port, "username": params.user,
+                       "password": params.password, "dbname": params.database, **changes})
+
+
+@pytest.fixture
+def app_user(db_params):
+    """A real MariaDB user the engine connects as, whose password a test rotates with ALTER USER."""
+    name, password = f"rot_{uuid.uuid4().hex[:8]}", "first-password"
+    admin = Database(db_params)
+    admin.autocommit(lambda tx: tx.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (name, password)))
+    admin.autocommit(lambda tx: tx.execute(f"GRANT ALL ON `{db_params.database}`.* TO %s@'%%'", (name,)))
+    yield name, password, admin
+    admin.autocommit(lambda tx: tx.execute("DROP USER IF EXISTS %s@'%%'", (name,)))
+    admin.close()
+
+
+def _from_secret(db_params, arn: str) -> Settings:
+    """The API's test settings, with the database named by a secret instead of a URL."""
+    return dataclasses.replace(hs_settings(db_params), db_url=None, db_secret_arn=arn)
+
+
+def _whoami(tx) -> str:
+    return tx.one("SELECT CURRENT_USER() AS me")["me"].split("@")[0]
 
 
 def test_the_database_comes_from_an_rds_style_secret(secrets, db_params, db):
@@ -53,3 +106,82 @@ def test_the_runner_signs_with_the_bridge_secret_from_its_arn(secrets, db):
         assert request.signature_valid("secret-from-secrets-manager")
         assert not request.signature_valid("some-other-secret")
     assert db.autocommit(lambda tx: tx.one("SELECT status FROM event_runs WHERE id = %s", (run.id,)))["status"] == RunStatus.COMPLETED.value
+
+
+def test_a_secret_is_read_once_per_max_age(secrets, reads, db_params, monkeypatch):
+    monkeypatch.setattr(engine_secrets, "MAX_AGE_SECONDS", 2)  # short, so the test can outlive it
+    arn = secrets.create_secret(Name="events/db", SecretString=_rds_secret(db_params))["ARN"]
+    first = engine_secrets.database_params(arn)
+    assert engine_secrets.database_params(arn) == first
+    assert reads == [arn]  # the second read, within the max age, asked nothing
+    time.sleep(2.1)
+    engine_secrets.database_params(arn)
+    assert reads == [arn, arn]  # older than the max age: read again
+
+
+def test_a_rotated_password_is_read_again_once_and_the_engine_reconnects(secrets, reads, db_params, app_user):
+    name, password, admin = app_user
+    arn = secrets.create_secret(Name="events/app", SecretString=_rds_secret(db_params, username=name, password=password))["ARN"]
+    with runtime.override(settings=Settings(db_secret_arn=arn)):
+        engine = runtime.database()
+        assert engine.autocommit(_whoami) == name
+        # Rotation: the password changes, then the secret; the engine still holds the old one, cached.
+        admin.autocommit(lambda tx: tx.execute("ALTER USER %s@'%%' IDENTIFIED BY 'second-password'", (name,)))
+        secrets.put_secret_value(SecretId=arn, SecretString=_rds_secret(db_params, username=name, password="second-password"))
+        engine.close()  # a new connection (a dropped one, or another thread's) meets the new password
+        assert engine.autocommit(_whoami) == name
+        assert reads == [arn, arn]  # the first read, and one forced re-read after the 1045
+        assert engine.params.password == "second-password"
+        engine.close()
+
+
+def test_a_password_rotated_without_its_secret_answers_503_after_one_reread(secrets, reads, db_params, app_user, clock):
+    name, password, admin = app_user
+    arn = secrets.create_secret(Name="events/app", SecretString=_rds_secret(db_params, username=name, password=password))["ARN"]
+    settings = _from_secret(db_params, arn)
+    with runtime.override(settings=settings, clock=clock), Client(app) as client:
+        assert client.http.get("/runs", headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 200
+        admin.autocommit(lambda tx: tx.execute("ALTER USER %s@'%%' IDENTIFIED BY 'changed-behind-its-back'", (name,)))
+        runtime.database().close()
+        answer = client.http.get("/runs", headers={"Authorization": f"Bearer {ADMIN}"})
+        runtime.database().close()
+    assert answer.status_code == 503 and answer.headers["Retry-After"].isdigit()
+    assert answer.json_body == {"errors": ["the database is unavailable; try again shortly"]}
+    assert reads == [arn, arn]  # one re-read, then failing: not a loop
+
+
+UNREADABLE = {"errors": ["the secret named by EVENTS_DB_SECRET_ARN cannot be read right now"]}
+
+
+@pytest.mark.parametrize("stored", [None, "not json", json.dumps({"host": "db.internal"})],
+                         ids=["missing", "not-json", "no-credentials"])
+def test_an_unreadable_database_secret_answers_503_on_an_authenticated_route(secrets, db_params, clock, stored):
+    arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:events/never-made-AbCdEf"
+    if stored is not None:
+        arn = secrets.create_secret(Name="events/broken", SecretString=stored)["ARN"]
+    settings = _from_secret(db_params, arn)
+    with runtime.override(settings=settings, clock=clock), Client(app) as client:
+        answer = client.http.get("/runs", headers={"Authorization": f"Bearer {ADMIN}"})
+    assert answer.status_code == 503 and answer.headers["Retry-After"].isdigit()
+    assert answer.json_body == UNREADABLE
+
+
+def test_health_names_the_secret_it_cannot_read(secrets, db_params):
+    settings = _from_secret(db_params, "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gone-AbCdEf")
+    with runtime.override(settings=settings), Client(app) as client:
+        answer = client.http.get("/health")
+    assert answer.status_code == 503 and answer.headers["Retry-After"].isdigit()
+    assert answer.json_body == UNREADABLE
+
+
+def test_health_reads_the_secret_but_never_asks_the_database(secrets, reads, db_params):
+    # The secret is fine; the database it names answers nothing (as a paused Aurora would have to wake).
+    nowhere = _rds_secret(db_params, host="127.0.0.1", port=9)
+    arn = secrets.create_secret(Name="events/db", SecretString=nowhere)["ARN"]
+    with runtime.override(settings=_from_secret(db_params, arn)), Client(app) as client:
+        started = time.monotonic()
+        answers = [client.http.get("/health") for _ in range(3)]
+        elapsed = time.monotonic() - started
+    assert [(a.status_code, a.json_body) for a in answers] == [(200, {"ok": True})] * 3
+    assert reads == [arn]  # cached across requests
+    assert elapsed < 2  # no connection attempt (each would take up to the handshake deadline)

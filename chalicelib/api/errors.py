@@ -4,7 +4,8 @@ Every refusal arrives here as an `EngineError` (the tree is drawn in
 `chalicelib.events.errors`), and HTTP_STATUS below is the only place that
 gives one a status; Chalice's own refusals (415 for
 a non-JSON content type, 405) are rewritten by `rewrite_chalice_errors` into the
-same shape. A database that cannot be reached (or whose connection drops) is 503;
+same shape. A database that cannot be reached (or whose connection drops, or
+that refuses the engine's credentials even after the secret is read again) is 503;
 any other database error, like anything else, is a bug: logged, answered 500 in
 the same shape.
 """
@@ -18,8 +19,17 @@ from typing import Any
 
 from chalice import Response
 
-from ..db import lost_connection
-from ..events.errors import AuthUnavailable, Conflict, EngineError, Forbidden, Invalid, NotFound, Unauthorized
+from ..db import credentials_refused, lost_connection
+from ..events.errors import (
+    AuthUnavailable,
+    Conflict,
+    EngineError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    SecretUnreadable,
+    Unauthorized,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +59,7 @@ HTTP_STATUS: dict[type[EngineError], int] = {
     NotFound: 404,
     Conflict: 409,
     AuthUnavailable: 503,  # the server's trouble, not the caller's: worth trying again
+    SecretUnreadable: 503,  # likewise: a permission or an outage an operator fixes, or one that passes
 }
 
 
@@ -64,6 +75,10 @@ def from_exception(error: BaseException) -> Response:
         # The database is unreachable or restarting (retries already spent): the
         # server's trouble, and worth trying again, so not a bare 500.
         log.warning("database unavailable while answering a request: %s", error)
+        return error_response(503, ["the database is unavailable; try again shortly"])
+    if credentials_refused(error):
+        # Refused even with the secret read again: a rotation half done, or a broken one.
+        log.error("the database refused the engine's credentials after reading them again: %s", error)
         return error_response(503, ["the database is unavailable; try again shortly"])
     log.exception("unexpected error while answering a request")
     return error_response(500, ["internal error"])

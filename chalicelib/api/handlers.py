@@ -113,8 +113,12 @@ def _ok(description: str, schema: dict) -> dict:
 
 
 # ── reads ─────────────────────────────────────────────────────────────────
-@operation("GET", "/health", "Liveness.", None, _ok("alive", schemas.HEALTH))
+@operation("GET", "/health", "Liveness, and whether every secret this function uses can be read (no database query,"
+           " so it never wakes a paused database).", None,
+           {**_ok("alive, and every secret readable", schemas.HEALTH),
+            503: ("a secret cannot be read: each such one named by its setting", schemas.ERRORS)})
 def health(call: Call):
+    runtime.check_secrets()
     return {"ok": True}
 
 

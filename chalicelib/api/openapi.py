@@ -22,7 +22,7 @@ _ERROR_MEANINGS = {
     409: "a control lost (the run or step is not in a state it may act from), or the occurrence asked for"
     " already has a finished run; the message names the run or step and its status",
     415: "the request's Content-Type is not application/json (Chalice checks it on every route)",
-    503: "tokens cannot be checked right now",
+    503: "tokens cannot be checked, a secret cannot be read, or the database is unavailable right now (see Retry-After)",
 }
 
 

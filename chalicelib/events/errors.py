@@ -7,7 +7,8 @@
      │    ├── Conflict           the guarded change did not take: the row is not in a state it allows
      │    ├── Unauthorized       no token, or one that does not verify
      │    ├── Forbidden          a valid token without a role the operation needs
-     │    └── AuthUnavailable    tokens cannot be checked (not configured, or the key set is unreachable)
+     │    ├── AuthUnavailable    tokens cannot be checked (not configured, or the key set is unreachable)
+     │    └── SecretUnreadable   a secret the engine needs cannot be read (missing, not permitted, unreachable, malformed)
      ├── ConfigError             a setting is missing or out of range (also a ValueError)
      ├── InvalidCron             a schedule that is not standard five-field cron, or an unknown time zone (also a ValueError)
      ├── UnreadableDocument      a stored document the runner cannot walk (also a ValueError)
@@ -53,6 +54,10 @@ class Forbidden(EngineError):
 
 
 class AuthUnavailable(EngineError):
+    pass
+
+
+class SecretUnreadable(EngineError):
     pass
 
 

@@ -1,9 +1,11 @@
-"""A loopback TCP port in front of the test MariaDB that a test scripts: pass, refuse, or accept and stall.
+"""A loopback TCP port in front of the test MariaDB that a test scripts: pass, refuse, accept and stall, or hang.
 
 `refuse()` closes the listening socket, so connections are refused as by a
 server that is down; `stall(seconds)` accepts and says nothing for that long
 (forever with None), as a hung server or an Aurora resuming from a pause holds
-a handshake, then passes the bytes on; `open()` passes straight through.
+a handshake, then passes the bytes on; `hang()` stops passing bytes on
+connections already made, as a server that hangs after the handshake;
+`open()` passes straight through.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class DatabaseDoor:
         self.upstream = upstream
         self._stall_until: float | None = 0.0  # monotonic; None: for ever
         self._closed = threading.Event()
+        self._hung = threading.Event()
         self._listener: socket.socket | None = None
         self.accepted = 0
         self.port = self._listen(0)
@@ -47,7 +50,12 @@ class DatabaseDoor:
         if self._listener is None:
             self._listen(self.port)
 
+    def hang(self) -> None:
+        """Pass nothing more on any connection, made or to come, until `open()`."""
+        self._hung.set()
+
     def open(self) -> None:
+        self._hung.clear()
         self.stall(0)
 
     def close(self) -> None:
@@ -102,6 +110,9 @@ class DatabaseDoor:
     def _pipe(self, a: socket.socket, b: socket.socket) -> None:
         peers = {a: b, b: a}
         while not self._closed.is_set():
+            if self._hung.is_set():  # bytes wait in the kernel's buffers, unread
+                time.sleep(0.05)
+                continue
             readable, _, _ = select.select(list(peers), [], [], 0.1)
             for sock in readable:
                 try:

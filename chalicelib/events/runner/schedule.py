@@ -43,12 +43,12 @@ def build_runner(settings: Settings, db, clock) -> Runner:
     timeout = bridge_timeout(settings)
     bridge = None
     if settings.game_bridge_url:
-        secret = _secret(settings.game_bridge_secret, settings.game_bridge_secret_arn)
+        secret = _secret(settings.game_bridge_secret, settings.game_bridge_secret_arn, "GAME_BRIDGE_SECRET_ARN")
         if not secret:
             raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
         bridge = GameBridge(settings.game_bridge_url, secret, timeout=timeout)
     webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel))
-    webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn) if webhooks else None
+    webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") if webhooks else None
     actions = Actions(
         bridge=bridge,
         cue_channel=channel_for(settings.cue_channel, "cue", timeout=timeout, webhook_secret=webhook_secret),
@@ -63,11 +63,11 @@ def build_runner(settings: Settings, db, clock) -> Runner:
     return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency)
 
 
-def _secret(value: str | None, arn: str | None) -> str | None:
+def _secret(value: str | None, arn: str | None, setting: str) -> str | None:
     if value is None and arn:
         from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
 
-        return plain_secret(arn)
+        return plain_secret(arn, setting)
     return value
 
 
