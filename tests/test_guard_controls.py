@@ -8,10 +8,9 @@ names the status the row is really in and the log's `from` is never stale.
 import pymysql
 import pytest
 
-from chalicelib.events import controls
+from chalicelib.events import controls, journal
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus
-from chalicelib.events.runner.outcomes import run_entry
 from chalicelib.events.store import log, runs, steps
 from tests.support.factory import run_row, step
 from tests.support.interference import Rival, log_rows_refused
@@ -38,7 +37,7 @@ def _rival_after_first_read(monkeypatch, module, name, rival_move):
 def _run_moved_by_rival(db, clock, run, source, to, **changes):
     def change(tx):
         assert runs.transition(tx, run.id, [source], to, clock.now(), **changes)
-        log.append(tx, run_entry(run.id, run.current_phase, **{"from": source.value, "to": to.value}), clock.now())
+        log.append(tx, journal.run_status(run.id, run.current_phase, source, to, cause="a rival"), clock.now())
 
     return lambda: Rival(db).attempt("SELECT id FROM event_runs WHERE id = %s", (run.id,), change)
 

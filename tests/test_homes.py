@@ -3,8 +3,12 @@
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import chalicelib
+from chalicelib.events import journal
+
+ROOT = Path(__file__).resolve().parent.parent
 
 ERRORS_MODULE = "chalicelib.events.errors"
 
@@ -26,3 +30,16 @@ def test_exception_classes_are_defined_only_in_the_errors_module():
         and module.__name__ != ERRORS_MODULE
     )
     assert elsewhere == [], f"exception classes belong in {ERRORS_MODULE}: {elsewhere}"
+
+
+def test_log_kinds_are_written_as_literals_only_in_the_journal():
+    quoted = [f'"{kind}"' for kind in journal.KINDS] + [f"'{kind}'" for kind in journal.KINDS]
+    sources = [ROOT / "app.py", *sorted((ROOT / "chalicelib").rglob("*.py"))]
+    elsewhere = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sources
+        if path != ROOT / "chalicelib" / "events" / "journal.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if any(literal in line for literal in quoted)
+    ]
+    assert elsewhere == [], f"log kinds are named only in chalicelib/events/journal.py: {elsewhere}"

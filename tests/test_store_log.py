@@ -2,6 +2,7 @@
 
 import pytest
 
+from chalicelib.events import journal
 from chalicelib.events.model import RunStatus
 from chalicelib.events.store import log, runs
 from tests.support.factory import make_run, run_row
@@ -12,7 +13,7 @@ def test_a_change_and_its_log_row_commit_together(db, clock):
 
     def pause(tx):
         assert runs.transition(tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, clock.now())
-        log.append(tx, log.Entry(run.id, "run.status", phase=1, detail={"from": "running", "to": "paused"}, actor="alice"), clock.now())
+        log.append(tx, journal.Entry(run.id, "run.status", phase=1, detail={"from": "running", "to": "paused"}, actor="alice"), clock.now())
 
     db.transaction(pause)
     (row,) = db.autocommit(lambda tx: log.after(tx, run.id))
@@ -24,7 +25,7 @@ def test_a_failure_after_the_change_rolls_back_both(db, clock):
 
     def pause_then_fail(tx):
         runs.transition(tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, clock.now())
-        log.append(tx, log.Entry(run.id, "run.status"), clock.now())
+        log.append(tx, journal.Entry(run.id, "run.status"), clock.now())
         raise RuntimeError("crash between the change and the commit")
 
     with pytest.raises(RuntimeError):
@@ -35,9 +36,9 @@ def test_a_failure_after_the_change_rolls_back_both(db, clock):
 
 def test_after_tails_rows_past_an_id(db, clock):
     run = make_run(db, clock.now())
-    db.transaction(lambda tx: log.append_many(tx, [log.Entry(run.id, f"k{i}") for i in range(5)], clock.now()))
+    db.transaction(lambda tx: log.append_many(tx, [journal.Entry(run.id, f"k{i}") for i in range(5)], clock.now()))
     rows = db.autocommit(lambda tx: log.after(tx, run.id))
     assert [r.kind for r in rows] == ["k0", "k1", "k2", "k3", "k4"]
     assert [r.kind for r in db.autocommit(lambda tx: log.after(tx, run.id, rows[2].id))] == ["k3", "k4"]
     with pytest.raises(ValueError):
-        db.transaction(lambda tx: log.append(tx, log.Entry(run.id, ""), clock.now()))
+        db.transaction(lambda tx: log.append(tx, journal.Entry(run.id, ""), clock.now()))

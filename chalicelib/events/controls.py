@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..db import Database, Tx, must_exist
+from . import journal
 from .errors import Conflict, NotFound
 from .model import TERMINAL_RUN, Run, RunStatus, Step, StepStatus, clean_note
 from .store import log, runs, steps
@@ -115,27 +116,6 @@ def _lost(control: str, run: Run, step: Step | None = None, furthest_seq: int | 
     return Conflict(refusal(control, run, step, furthest_seq) or f"{control} did not take: {actual}")
 
 
-def _run_entry(run: Run, control: str, to: RunStatus, actor: str, **detail) -> log.Entry:
-    return log.Entry(
-        run_id=run.id,
-        kind="run.status",
-        phase=run.current_phase,
-        actor=actor,
-        detail={"control": control, "from": run.status.value, "to": to.value, **detail},
-    )
-
-
-def _step_entry(step: Step, control: str, to: StepStatus, actor: str, **detail) -> log.Entry:
-    return log.Entry(
-        run_id=step.run_id,
-        step_id=step.id,
-        kind="step.status",
-        phase=step.phase,
-        actor=actor,
-        detail={"control": control, "action": step.action_id, "from": step.status.value, "to": to.value, **detail},
-    )
-
-
 def _resume_target(run: Run) -> RunStatus:
     # Derived, never remembered: current_phase is written only on the way into running.
     return RunStatus.RUNNING if run.current_phase is not None else RunStatus.STARTING
@@ -149,7 +129,7 @@ def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str |
         run = _locked_run(tx, run_id)
         if not runs.transition(tx, run.id, PAUSABLE, RunStatus.PAUSED, now, clear_claim=True):
             raise _lost("pause", run)
-        log.append(tx, _run_entry(run, "pause", RunStatus.PAUSED, actor, reason=note), now)
+        log.append(tx, journal.run_control(run, "pause", RunStatus.PAUSED, actor, reason=note), now)
         return must_exist(runs.get(tx, run.id))
 
     return db.transaction(work)
@@ -159,7 +139,7 @@ def _resume_locked(tx: Tx, run: Run, control: str, actor: str, now: datetime) ->
     to = _resume_target(run)
     if not runs.transition(tx, run.id, (RunStatus.PAUSED,), to, now, last_error=None):
         return False
-    log.append(tx, _run_entry(run, control, to, actor), now)
+    log.append(tx, journal.run_control(run, control, to, actor), now)
     return True
 
 
@@ -186,7 +166,7 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
         ):
             raise _lost("cancel", run)
         closed = steps.cancel_open(tx, run.id, now)
-        log.append(tx, _run_entry(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed), now)
+        log.append(tx, journal.run_control(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed), now)
         return must_exist(runs.get(tx, run.id))
 
     return db.transaction(work)
@@ -201,7 +181,7 @@ def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetim
         step = _locked_step(tx, run, step_id)
         if not steps.confirm_parked(tx, step.id, now, text):
             raise _lost("confirm", run, step)
-        log.append(tx, _step_entry(step, "confirm", StepStatus.DONE, actor, note=text), now)
+        log.append(tx, journal.step_control(step, "confirm", StepStatus.DONE, actor, note=text), now)
         return must_exist(steps.get(tx, step.id))
 
     return db.transaction(work)
@@ -216,7 +196,7 @@ def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, 
         step = _locked_step(tx, run, step_id)
         if not steps.skip_by_human(tx, step.id, now, note):
             raise _lost("skip", run, step)
-        log.append(tx, _step_entry(step, "skip", StepStatus.SKIPPED, actor, reason=note), now)
+        log.append(tx, journal.step_control(step, "skip", StepStatus.SKIPPED, actor, reason=note), now)
         return must_exist(steps.get(tx, step.id))
 
     return db.transaction(work)
@@ -239,7 +219,7 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime)
         if not steps.requeue_where_stopped(tx, run.id, step.id):
             furthest = None if run.current_phase is None else steps.last_started_seq(tx, run.id, run.current_phase)
             raise _lost("retry", run, step, furthest)
-        log.append(tx, _step_entry(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)
+        log.append(tx, journal.step_control(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)
         resumed = _resume_locked(tx, run, "retry", actor, now)
         return Retried(step=must_exist(steps.get(tx, step.id)), run=must_exist(runs.get(tx, run.id)), resumed=resumed)
 

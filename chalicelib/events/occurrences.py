@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..db import Tx
-from .model import DefinitionVersion, Run
+from . import journal
+from .model import DefinitionVersion, Run, RunStatus
 from .store import log, runs
 
 DEFAULT_GRACE_SECONDS = 300
@@ -38,6 +39,5 @@ def schedule_occurrence(
         now=now,
     )
     if created:
-        entry = log.Entry(run.id, "run.status", detail={"from": None, "to": "scheduled", "cause": cause}, actor=actor)
-        log.append(tx, entry, now)
+        log.append(tx, journal.run_status(run.id, None, None, RunStatus.SCHEDULED, actor=actor, cause=cause), now)
     return run, created

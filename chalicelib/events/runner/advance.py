@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from ...db import Database, Tx, must_exist
+from .. import journal
 from ..actions.perform import Actions
 from ..errors import UnreadableDocument
 from ..model import RUNNABLE, Run, RunStatus, Step, StepStatus
 from ..store import log, runs, steps
 from .budget import Budget
 from .documents import Plan
-from .outcomes import ACTOR, Rules, apply_outcome, run_entry
+from .outcomes import Rules, apply_outcome
 
 OPEN_STEPS_PER_READ = 200
 
@@ -143,11 +144,11 @@ class RunAdvancer:
         entries = []
         if run.status is RunStatus.SCHEDULED:
             if runs.start_within_grace(tx, run.id, self.now):
-                entries.append(run_entry(run.id, None, **{"from": "scheduled", "to": "starting", "cause": "due"}))
+                entries.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.STARTING, cause="due"))
             elif runs.miss_after_grace(tx, run.id, self.now):
                 closed = run.scheduled_for + timedelta(seconds=run.grace_seconds)
                 cause = f"first seen at {self.now:%Y-%m-%dT%H:%M:%SZ}, after its grace window closed at {closed:%Y-%m-%dT%H:%M:%SZ}"
-                log.append(tx, run_entry(run.id, None, **{"from": "scheduled", "to": "missed", "cause": cause}), self.now)
+                log.append(tx, journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.MISSED, cause=cause), self.now)
                 return Phase(RunStatus.MISSED, 0, [])
             else:
                 return Phase(must_exist(runs.get(tx, run.id)).status, 0, [])
@@ -155,8 +156,8 @@ class RunAdvancer:
             log.append_many(tx, entries, self.now)
             return Phase(must_exist(runs.get(tx, run.id)).status, 0, [])
         first = steps.materialise_phase(tx, run.id, 1, plan.specs(1))
-        entries.append(run_entry(run.id, 1, **{"from": "starting", "to": "running", "cause": "started"}))
-        entries.append(_phase_entry(run.id, 1, plan))
+        entries.append(journal.run_status(run.id, 1, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
+        entries.append(journal.run_phase(run.id, 1, plan.name(1)))
         log.append_many(tx, entries, self.now)
         return Phase(RunStatus.RUNNING, 1, [s for s in first if not s.status.terminal])
 
@@ -168,14 +169,14 @@ class RunAdvancer:
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=number + 1):
                 return None
             opened = steps.materialise_phase(tx, run_id, number + 1, plan.specs(number + 1))
-            log.append(tx, _phase_entry(run_id, number + 1, plan), now)
+            log.append(tx, journal.run_phase(run_id, number + 1, plan.name(number + 1)), now)
             return Phase(RunStatus.RUNNING, number + 1, [s for s in opened if not s.status.terminal])
         if status is RunStatus.RUNNING:
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.ENDING, now):
                 return None
             entries += [
-                run_entry(run_id, number, **{"from": "running", "to": "ending", "cause": "last phase finished"}),
-                _phase_entry(run_id, plan.ending_phase, plan),
+                journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.ENDING, cause="last phase finished"),
+                journal.run_phase(run_id, plan.ending_phase, plan.name(plan.ending_phase)),
             ]
             if plan.ending:
                 opened = steps.materialise_phase(tx, run_id, plan.ending_phase, plan.ending)
@@ -185,17 +186,12 @@ class RunAdvancer:
         if not runs.leave_phase(tx, run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, now):
             log.append_many(tx, entries, now)
             return None
-        entries.append(run_entry(run_id, number, **{"from": "ending", "to": "completed", "cause": "ending finished"}))
+        entries.append(journal.run_status(run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
         log.append_many(tx, entries, now)
         return Phase(RunStatus.COMPLETED, number, [])
 
     def _fail_unreadable(self, tx: Tx, run: Run, error: str) -> RunStatus:
         if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, self.now, last_error=error, degrade=True):
-            log.append(tx, run_entry(run.id, run.current_phase, **{"from": run.status.value, "to": "failed", "cause": error}), self.now)
+            log.append(tx, journal.run_status(run.id, run.current_phase, run.status, RunStatus.FAILED, cause=error), self.now)
             return RunStatus.FAILED
         return must_exist(runs.get(tx, run.id)).status
-
-
-def _phase_entry(run_id: int, number: int, plan: Plan) -> log.Entry:
-    detail = {"phase": number, "name": plan.name(number)}
-    return log.Entry(run_id=run_id, kind="run.phase", phase=number, detail=detail, actor=ACTOR)

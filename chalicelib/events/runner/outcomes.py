@@ -11,11 +11,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Tx
+from .. import journal
 from ..actions.outcome import Outcome, Verdict
 from ..model import Claim, OnFailure, RunStatus, Step, StepStatus
 from ..store import log, runs, steps
-
-ACTOR = "runner"
 
 
 @dataclass(frozen=True)
@@ -31,21 +30,6 @@ class Applied:
     status: StepStatus  # the step's status after the write (running when parked)
     hold: bool = False  # a wait finished: the next step's due_at may differ from what the caller read
     run_stopped: bool = False  # the disposition paused or failed the run
-
-
-def run_entry(run_id: int, phase: int | None, **detail) -> log.Entry:
-    return log.Entry(run_id=run_id, kind="run.status", phase=phase, detail=detail, actor=ACTOR)
-
-
-def step_entry(step: Step, to: StepStatus, cause: str | None, **detail) -> log.Entry:
-    return log.Entry(
-        run_id=step.run_id,
-        step_id=step.id,
-        kind="step.status",
-        phase=step.phase,
-        detail={"action": step.action_id, "from": StepStatus.RUNNING.value, "to": to.value, "cause": cause, **detail},
-        actor=ACTOR,
-    )
 
 
 def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datetime, rules: Rules) -> Applied:
@@ -70,13 +54,13 @@ def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datet
         status = StepStatus.REFUSED if verdict is Verdict.REFUSED else StepStatus.FAILED
         written = steps.finish(tx, claim, status, now, error)
 
-    entries = [_dispatch_entry(step, claim, outcome, fenced_out=not written)]
+    entries = [journal.step_dispatch(step, claim.attempt, outcome, fenced_out=not written)]
     run_stopped = False
     if written and status is not StepStatus.RUNNING:
         detail: dict[str, Any] = {"hold_until": outcome.hold_until} if held else {}
         if status in (StepStatus.FAILED, StepStatus.REFUSED):
             detail["on_failure"] = step.on_failure.value
-        entries.append(step_entry(step, status, error, attempt=claim.attempt, **detail))
+        entries.append(journal.step_status(step, StepStatus.RUNNING, status, cause=error, attempt=claim.attempt, **detail))
     if written and status in (StepStatus.FAILED, StepStatus.REFUSED):
         disposition = apply_failure(tx, step, error or status.value, now)
         entries.extend(disposition)
@@ -86,7 +70,7 @@ def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datet
     return Applied(written, status, written and outcome.hold_until is not None, run_stopped)
 
 
-def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[log.Entry]:
+def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[journal.Entry]:
     """The step's on_failure, as guarded run writes; returns the run.status rows of what changed.
 
     The guards make an ending never pause or abort: its run is `ending`, which
@@ -99,31 +83,15 @@ def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[log.Ent
         if runs.transition(
             tx, step.run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, clear_claim=True, last_error=cause, degrade=True
         ):
-            return [run_entry(step.run_id, step.phase, **{"from": "running", "to": "paused", "cause": cause})]
+            return [journal.run_status(step.run_id, step.phase, RunStatus.RUNNING, RunStatus.PAUSED, cause=cause)]
     elif step.on_failure is OnFailure.ABORT_RUN:
         for source in (RunStatus.RUNNING, RunStatus.PAUSED):
             if runs.transition(tx, step.run_id, [source], RunStatus.FAILED, now, last_error=cause, degrade=True):
                 cancelled = steps.cancel_pending(tx, step.run_id, now)
                 return [
-                    run_entry(
-                        step.run_id, step.phase,
-                        **{"from": source.value, "to": "failed", "cause": cause, "cancelled_steps": cancelled},
+                    journal.run_status(
+                        step.run_id, step.phase, source, RunStatus.FAILED, cause=cause, cancelled_steps=cancelled
                     )
                 ]
     runs.degrade(tx, step.run_id, now, cause)
     return []
-
-
-def _dispatch_entry(step: Step, claim: Claim, outcome: Outcome, *, fenced_out: bool) -> log.Entry:
-    detail = {
-        "action": step.action_id,
-        "attempt": claim.attempt,
-        "idempotency_key": step.idempotency_key,
-        "outcome": outcome.verdict.value,
-        "http_status": outcome.http_status,
-        "latency_ms": outcome.latency_ms,
-        "error": outcome.error,
-    }
-    if fenced_out:
-        detail["fenced_out"] = True  # the answer came after our lease was taken over: recorded, not applied
-    return log.Entry(run_id=step.run_id, step_id=step.id, kind="step.dispatch", phase=step.phase, detail=detail, actor=ACTOR)

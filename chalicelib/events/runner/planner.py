@@ -28,11 +28,11 @@ from datetime import datetime, timedelta
 from itertools import islice
 
 from ...db import Database, Tx, must_exist
+from .. import journal
 from ..cron import DEFAULT_TIMEZONE, Schedule
 from ..model import Recurrence
 from ..occurrences import grace_seconds_of, schedule_occurrence
 from ..store import definitions
-from .outcomes import ACTOR
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def _plan_definition(db: Database, recurrence: Recurrence, now: datetime, horizo
     def work(tx: Tx) -> int | None:
         if not definitions.mark_planned(tx, recurrence, plan.through):
             return None  # another tick planned it, or a new version came: next tick looks again
-        return sum(schedule_occurrence(tx, version, t, actor=ACTOR, cause=cause, now=now)[1] for t in plan.occurrences)
+        return sum(schedule_occurrence(tx, version, t, actor=journal.RUNNER, cause=cause, now=now)[1] for t in plan.occurrences)
 
     planned = db.transaction(work)
     if planned is None:

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ...db import Tx
-from ..model import StepStatus
+from .. import journal
+from ..model import Step, StepStatus
 from ..store import log, steps
-from .outcomes import apply_failure, step_entry
+from .outcomes import apply_failure
 
 
 @dataclass(frozen=True)
@@ -21,15 +22,14 @@ class Swept:
 def reclaim(tx: Tx, now: datetime, max_attempts: int) -> Swept:
     """One transaction: the sweep, a log row per step, and each given-up step's on_failure."""
     reclaimed = steps.reclaim_stale(tx, now, max_attempts)
-    entries = [
-        step_entry(step, StepStatus.PENDING, "lease expired", attempts=step.attempts) for step in reclaimed.requeued
-    ] + [
-        step_entry(step, StepStatus.CANCELLED, steps.RUN_ENDED, attempts=step.attempts) for step in reclaimed.abandoned
-    ]
+    entries = [_taken_back(step, StepStatus.PENDING, "lease expired") for step in reclaimed.requeued]
+    entries += [_taken_back(step, StepStatus.CANCELLED, steps.RUN_ENDED) for step in reclaimed.abandoned]
     for step in reclaimed.gave_up:
-        entries.append(
-            step_entry(step, StepStatus.FAILED, steps.GAVE_UP, attempts=step.attempts, on_failure=step.on_failure.value)
-        )
+        entries.append(_taken_back(step, StepStatus.FAILED, steps.GAVE_UP, on_failure=step.on_failure.value))
         entries.extend(apply_failure(tx, step, steps.GAVE_UP, now))
     log.append_many(tx, entries, now)
     return Swept(requeued=len(reclaimed.requeued), gave_up=len(reclaimed.gave_up), abandoned=len(reclaimed.abandoned))
+
+
+def _taken_back(step: Step, to: StepStatus, cause: str, **detail: str) -> journal.Entry:
+    return journal.step_status(step, StepStatus.RUNNING, to, cause=cause, attempts=step.attempts, **detail)

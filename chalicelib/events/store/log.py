@@ -1,32 +1,20 @@
 """event_run_log: the shared record of every change of state.
 
 Rows are appended through the same `Tx` as the change they record, so the two
-commit together or not at all.
+commit together or not at all. What a row says is built in `events.journal`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 
 from ...db import Tx
+from ..journal import Entry
 from ..model import LogEntry
 
 COLUMNS = "id, run_id, step_id, kind, phase, detail, actor, created_at"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A log row about to be written."""
-
-    run_id: int
-    kind: str
-    step_id: int | None = None
-    phase: int | None = None
-    detail: dict | None = None
-    actor: str | None = None
 
 
 def _values(entry: Entry, now: datetime) -> tuple:

@@ -1,0 +1,109 @@
+"""The run log's vocabulary: every kind of row, and the one builder of each.
+
+A row is built here and written by `store.log` in the same transaction as the
+change it records. The detail of a status row says who moved it and why in one
+way: a person's control names itself (`control`), the engine's own change names
+its cause (`cause`).
+
+    run.status     a run changed status: {control | cause, from, to, ...}
+    run.phase      a run opened a phase: {phase, name}
+    step.status    a step changed status: {control | cause, action, from, to, ...}
+    step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
+                   outcome, http_status, latency_ms, error[, fenced_out]}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .actions.outcome import Outcome
+from .model import Run, RunStatus, Step, StepStatus
+
+RUN_STATUS = "run.status"
+RUN_PHASE = "run.phase"
+STEP_STATUS = "step.status"
+STEP_DISPATCH = "step.dispatch"
+KINDS = (RUN_STATUS, RUN_PHASE, STEP_STATUS, STEP_DISPATCH)
+
+RUNNER = "runner"  # the actor of every change the engine makes on its own
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A log row about to be written."""
+
+    run_id: int
+    kind: str
+    step_id: int | None = None
+    phase: int | None = None
+    detail: dict | None = None
+    actor: str | None = None
+
+
+def _status_detail(control: str | None, cause: str | None, change: dict[str, Any], extra: dict[str, Any]) -> dict:
+    if control is not None:
+        return {"control": control, **change, **extra}
+    return {**change, "cause": cause, **extra}
+
+
+def run_status(
+    run_id: int,
+    phase: int | None,
+    source: RunStatus | None,
+    to: RunStatus,
+    *,
+    actor: str = RUNNER,
+    control: str | None = None,
+    cause: str | None = None,
+    **detail: Any,
+) -> Entry:
+    """`source` None: the run was just created."""
+    change = {"from": None if source is None else source.value, "to": to.value}
+    return Entry(run_id=run_id, kind=RUN_STATUS, phase=phase, detail=_status_detail(control, cause, change, detail), actor=actor)
+
+
+def run_phase(run_id: int, number: int, name: str | None) -> Entry:
+    return Entry(run_id=run_id, kind=RUN_PHASE, phase=number, detail={"phase": number, "name": name}, actor=RUNNER)
+
+
+def step_status(
+    step: Step,
+    source: StepStatus,
+    to: StepStatus,
+    *,
+    actor: str = RUNNER,
+    control: str | None = None,
+    cause: str | None = None,
+    **detail: Any,
+) -> Entry:
+    change = {"action": step.action_id, "from": source.value, "to": to.value}
+    return Entry(
+        run_id=step.run_id, step_id=step.id, kind=STEP_STATUS, phase=step.phase,
+        detail=_status_detail(control, cause, change, detail), actor=actor,
+    )
+
+
+def run_control(run: Run, control: str, to: RunStatus, actor: str, **detail: Any) -> Entry:
+    """A person's control moved the run on from where it stood."""
+    return run_status(run.id, run.current_phase, run.status, to, actor=actor, control=control, **detail)
+
+
+def step_control(step: Step, control: str, to: StepStatus, actor: str, **detail: Any) -> Entry:
+    """A person's control moved the step on from where it stood."""
+    return step_status(step, step.status, to, actor=actor, control=control, **detail)
+
+
+def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: bool) -> Entry:
+    detail = {
+        "action": step.action_id,
+        "attempt": attempt,
+        "idempotency_key": step.idempotency_key,
+        "outcome": outcome.verdict.value,
+        "http_status": outcome.http_status,
+        "latency_ms": outcome.latency_ms,
+        "error": outcome.error,
+    }
+    if fenced_out:
+        detail["fenced_out"] = True  # the answer came after our lease was taken over: recorded, not applied
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_DISPATCH, phase=step.phase, detail=detail, actor=RUNNER)
