@@ -11,7 +11,8 @@ from datetime import datetime, timedelta
 
 from ..errors import ChannelError
 from ..model import Step
-from .channels import Channel, Notice
+from .channels import Channel
+from .notice import Notice
 from .outcome import Outcome
 
 

@@ -14,7 +14,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..errors import ChannelError
-from .channels import Notice
+from .notice import Notice
 
 MAX_ERROR = 300
 

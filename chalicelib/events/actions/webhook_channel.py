@@ -18,7 +18,7 @@ import json
 
 from ..errors import ChannelError, OutboundError
 from . import outbound
-from .channels import Notice
+from .notice import Notice
 
 DISCORD_CONTENT_LIMIT = 2000
 MAX_MESSAGE = 4000  # Slack's text limit is far above; this keeps every request small

@@ -1,0 +1,52 @@
+"""What a cue or an announcement posts, whichever channel carries it: the authored text and where it comes from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..model import Step
+
+
+@dataclass(frozen=True)
+class Notice:
+    """What a core action posts: the authored text and where it comes from."""
+
+    kind: str  # "cue" or "announce"
+    text: str  # the instruction or message as authored
+    run_id: int
+    step_id: int
+    idempotency_key: str
+    at: datetime  # the tick's clock: webhooks sign with it
+    link: str | None = None  # the run's page in the console
+
+    @classmethod
+    def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> Notice:
+        return cls(kind, text, step.run_id, step.id, step.idempotency_key, at, console_link(console_url, step.run_id))
+
+    def message(self, limit: int | None = None) -> str:
+        """What a person reads. A cue names its run and step and links to the run, so the
+        game master who reads it knows where to confirm it; an announcement is its text.
+        With `limit`, the text is shortened (never the run, step or link) to fit."""
+        if self.kind != "cue":
+            return _shorten(self.text, limit)
+        tail = f"\nRun {self.run_id}, step {self.step_id}: confirm it once done, or skip it."
+        if self.link:
+            tail += f"\n{self.link}"
+        head = "Cue: "
+        return head + _shorten(self.text, None if limit is None else limit - len(head) - len(tail)) + tail
+
+    @property
+    def subject(self) -> str:
+        return f"Cue for run {self.run_id}" if self.kind == "cue" else f"Announcement from run {self.run_id}"
+
+
+def console_link(console_url: str | None, run_id: int) -> str | None:
+    """The run's page: the console reads the run from the fragment."""
+    return f"{console_url.rstrip('/')}#/runs/{run_id}" if console_url else None
+
+
+def _shorten(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[: max(0, limit - 1)] + "…"
