@@ -2,7 +2,7 @@
 
 import re
 
-from app import cors
+from chalicelib.api.operations import CORS as cors
 from chalicelib.events.model import RunStatus
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run, run_row, step

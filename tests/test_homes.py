@@ -1,5 +1,6 @@
 """Each concept keeps one home: these fail when code grows a second one."""
 
+import ast
 import importlib
 import inspect
 import pkgutil
@@ -43,3 +44,43 @@ def test_log_kinds_are_written_as_literals_only_in_the_journal():
         if any(literal in line for literal in quoted)
     ]
     assert elsewhere == [], f"log kinds are named only in chalicelib/events/journal.py: {elsewhere}"
+
+
+def _imports_of(module: str, path: Path) -> set[str]:
+    """The chalicelib modules `module` imports, wherever in the file (a function-level import still ties them)."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+            found.add(base)
+    return found
+
+
+def test_no_import_circle_in_chalicelib():
+    paths = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in (ROOT / "chalicelib").rglob("*.py")
+    }
+    graph = {name: (_imports_of(name, path) & paths.keys()) - {name} for name, path in paths.items()}
+    circles = []
+    state: dict[str, str] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = "open"
+        for imported in sorted(graph[name]):
+            if state.get(imported) == "open":
+                circles.append([*trail[trail.index(imported):], imported])
+            elif imported not in state:
+                visit(imported, [*trail, imported])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert circles == [], f"import circles: {[' -> '.join(c) for c in circles]}"

@@ -1,111 +1,20 @@
-"""What each route does. Every handler is declared with `@operation`, which is also
-what the OpenAPI document is built from, so a route cannot drift from its entry.
-
-The wrapper does the same things in the same order for every route: check the
-token and the role (401/403 before anything about the input), parse the path
-ids, the query and the body against their schemas (400), then call the engine.
-The time comes from `runtime.clock()`, read at most once per request.
+"""What each route does, declared once with `@operation`: the declaration is the route
+(the `routes` Blueprint the app registers) and the OpenAPI entry, so neither can
+drift from the handler. How every request is checked before a handler runs is in
+`operations`.
 """
 
 from __future__ import annotations
-
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
-from functools import cached_property
-from typing import Any
-
-from chalice import Response
-from chalice.app import Request
 
 from .. import runtime
 from ..events import controls
 from ..events import definitions as definitions_engine
 from ..events.actions import registry
-from ..events.errors import Invalid, NotFound
+from ..events.errors import NotFound
 from ..events.store import definitions, log, runs, steps
 from . import auth, schemas
-from .errors import from_exception, json_body
 from .openapi import document
-
-PATH_ID = re.compile(r"{(\w+)}")
-
-
-@dataclass
-class Call:
-    """One request, checked: who, the ids, the query and the body."""
-
-    actor: str  # the token's subject; "anonymous" for operations open to anyone (they write nothing)
-    ids: dict[str, int]
-    query: dict
-    body: Any
-
-    @cached_property
-    def now(self) -> datetime:
-        return runtime.clock().now()
-
-
-@dataclass(frozen=True)
-class Operation:
-    method: str
-    path: str
-    summary: str
-    roles: frozenset[str] | None  # None: anyone, no token
-    responses: dict[int, tuple[str, dict]]
-    handler: Callable[[Call], Any] = field(compare=False)
-    body: dict | None = None
-    body_required: bool = False
-    query: dict | None = None
-
-    @property
-    def path_ids(self) -> list[str]:
-        return PATH_ID.findall(self.path)
-
-    @property
-    def operation_id(self) -> str:
-        return self.handler.__name__
-
-    def __call__(self, request: Request, **path: str) -> Response:
-        try:
-            return self._answer(request, path)
-        except Exception as error:  # every failure leaves through errors.py
-            return from_exception(error)
-
-    def _answer(self, request: Request, path: dict[str, str]) -> Response:
-        actor = "anonymous"
-        if self.roles is not None:
-            actor = auth.authenticate(request.headers, runtime.settings()).require(self.roles).sub
-        ids = {name: schemas.parse_id(path[name], name) for name in self.path_ids}
-        query = schemas.parse_query(self.query or schemas.NO_FIELDS, request.query_params)
-        body = self._body(request)
-        result = self.handler(Call(actor=actor, ids=ids, query=query, body=body))
-        status, payload = result if isinstance(result, tuple) else (200, result)
-        return Response(body=payload, status_code=status)
-
-    def _body(self, request: Request) -> Any:
-        if self.body is None:
-            return None
-        if not request.raw_body:
-            if self.body_required:
-                raise Invalid("this request needs a JSON body")
-            return {}
-        parsed = json_body(request.raw_body if isinstance(request.raw_body, bytes) else request.raw_body.encode())
-        if self.body is schemas.DEFINITION_BODY:
-            return parsed  # the engine validates a document whole, reporting every problem
-        return schemas.check(self.body, parsed, "body")
-
-
-OPERATIONS: list[Operation] = []
-
-
-def operation(method: str, path: str, summary: str, roles: frozenset[str] | None, responses: dict, **inputs):
-    def register(handler: Callable[[Call], Any]) -> Operation:
-        op = Operation(method, path, summary, roles, responses, handler=handler, **inputs)
-        OPERATIONS.append(op)
-        return op
-
-    return register
+from .operations import OPERATIONS, Call, blueprint_of, operation
 
 
 def _ok(description: str, schema: dict) -> dict:
@@ -304,3 +213,6 @@ def list_actions(call: Call):
 @operation("GET", "/openapi.json", "This document.", None, _ok("the OpenAPI document", {"type": "object"}))
 def openapi_document(call: Call):
     return document(OPERATIONS)
+
+
+routes = blueprint_of(OPERATIONS)

@@ -7,12 +7,9 @@ with are published unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+from .operations import Operation
 from .schemas import ERRORS, MAX_ID
-
-if TYPE_CHECKING:
-    from .handlers import Operation
 
 _ERROR_MEANINGS = {
     400: "malformed body, query or id",

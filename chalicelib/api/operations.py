@@ -1,0 +1,123 @@
+"""Operations declared once: each `@operation` is a route, a handler and an OpenAPI entry.
+
+Every request goes through the same steps in the same order: check the token
+and the role (401/403 before anything about the input), parse the path ids, the
+query and the body against their schemas (400), then call the handler. The time
+comes from `runtime.clock()`, read at most once per request. Any failure leaves
+through `errors.from_exception`, the one place a failure becomes an HTTP answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from chalice import Blueprint, CORSConfig, Response
+from chalice.app import Request
+
+from .. import runtime
+from ..events.errors import Invalid
+from . import auth, schemas
+from .errors import from_exception, json_body
+
+# Read at import: Chalice bakes the origin into the API's preflight answers at package time.
+CORS = CORSConfig(allow_origin=runtime.settings().cors_origin, allow_headers=["Authorization", "Content-Type"], max_age=600)
+
+
+PATH_ID = re.compile(r"{(\w+)}")
+
+
+@dataclass
+class Call:
+    """One request, checked: who, the ids, the query and the body."""
+
+    actor: str  # the token's subject; "anonymous" for operations open to anyone (they write nothing)
+    ids: dict[str, int]
+    query: dict
+    body: Any
+
+    @cached_property
+    def now(self) -> datetime:
+        return runtime.clock().now()
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str
+    summary: str
+    roles: frozenset[str] | None  # None: anyone, no token
+    responses: dict[int, tuple[str, dict]]
+    handler: Callable[[Call], Any] = field(compare=False)
+    body: dict | None = None
+    body_required: bool = False
+    query: dict | None = None
+
+    @property
+    def path_ids(self) -> list[str]:
+        return PATH_ID.findall(self.path)
+
+    @property
+    def operation_id(self) -> str:
+        return self.handler.__name__
+
+    def __call__(self, request: Request, **path: str) -> Response:
+        try:
+            return self._answer(request, path)
+        except Exception as error:  # every failure leaves through errors.py
+            return from_exception(error)
+
+    def _answer(self, request: Request, path: dict[str, str]) -> Response:
+        actor = "anonymous"
+        if self.roles is not None:
+            actor = auth.authenticate(request.headers, runtime.settings()).require(self.roles).sub
+        ids = {name: schemas.parse_id(path[name], name) for name in self.path_ids}
+        query = schemas.parse_query(self.query or schemas.NO_FIELDS, request.query_params)
+        body = self._body(request)
+        result = self.handler(Call(actor=actor, ids=ids, query=query, body=body))
+        status, payload = result if isinstance(result, tuple) else (200, result)
+        return Response(body=payload, status_code=status)
+
+    def _body(self, request: Request) -> Any:
+        if self.body is None:
+            return None
+        if not request.raw_body:
+            if self.body_required:
+                raise Invalid("this request needs a JSON body")
+            return {}
+        parsed = json_body(request.raw_body if isinstance(request.raw_body, bytes) else request.raw_body.encode())
+        if self.body is schemas.DEFINITION_BODY:
+            return parsed  # the engine validates a document whole, reporting every problem
+        return schemas.check(self.body, parsed, "body")
+
+
+OPERATIONS: list[Operation] = []
+
+
+def operation(method: str, path: str, summary: str, roles: frozenset[str] | None, responses: dict, **inputs):
+    def register(handler: Callable[[Call], Any]) -> Operation:
+        op = Operation(method, path, summary, roles, responses, handler=handler, **inputs)
+        OPERATIONS.append(op)
+        return op
+
+    return register
+
+
+def blueprint_of(operations: Iterable[Operation]) -> Blueprint:
+    """One Chalice route per operation, each answering through its Operation."""
+    routes = Blueprint(__name__)
+    for op in operations:
+        routes.route(op.path, methods=[op.method], cors=CORS)(_view(routes, op))
+    return routes
+
+
+def _view(routes: Blueprint, op: Operation) -> Callable[..., Response]:
+    def view(**path: str) -> Response:
+        return op(routes.current_request, **path)
+
+    view.__name__ = op.operation_id  # Chalice names a route after its function
+    return view
