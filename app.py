@@ -6,7 +6,6 @@ from chalicelib import observability, runtime
 from chalicelib.api.errors import rewrite_chalice_errors
 from chalicelib.api.handlers import routes
 from chalicelib.console.routes import console
-from chalicelib.events.runner.schedule import scheduled_tick
 
 app = Chalice(app_name="event-run-engine", configure_logs=False)
 app.register_middleware(rewrite_chalice_errors, "http")
@@ -20,6 +19,8 @@ app.register_blueprint(console)  # the run console at /console: its page, assets
 # ── the runner: ticks every EVENT_TICK_SECONDS for the minute until the next ──
 @app.schedule(Rate(1, unit=Rate.MINUTES))
 def tick(event):
+    from chalicelib.events.runner.schedule import scheduled_tick  # the runner loads in the tick function only
+
     return scheduled_tick(event.context)
 
 

@@ -31,12 +31,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pymysql
 import pymysql.cursors
-import tenacity
+
+if TYPE_CHECKING:
+    import tenacity
 
 log = logging.getLogger(__name__)
 
@@ -353,6 +355,8 @@ class Database:
             self.retries[_error_code(error)] += 1
             log.info("re-running unit of work after MySQL error %s (try 1)", _error_code(error))
             time.sleep(random.uniform(0.005, 0.02))  # let the other side of a deadlock finish first
+        import tenacity  # only once a unit of work has failed: most processes never need it
+
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(_safe_to_rerun),
             stop=tenacity.stop_after_attempt(MAX_TRIES - 1),

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-import fastjsonschema
-
 STRICT_INTEGERS = "http://json-schema.org/draft-04/schema#"
 NOT_IN_DRAFT_4 = ("const", "contains", "propertyNames", "if", "exclusiveMinimum", "exclusiveMaximum")
 
@@ -42,13 +40,18 @@ def _compiled(schema_json: str) -> Callable[..., Any]:
     unsupported = sorted(set(NOT_IN_DRAFT_4) & set(_keys(schema)))
     if unsupported:
         raise ValueError(f"a checked schema may not use {unsupported}: draft 4 reads them differently")
+    import fastjsonschema  # with the first check, not with the app
+
     return fastjsonschema.compile({**schema, "$schema": STRICT_INTEGERS})
 
 
 def first_error(schema: dict, value: Any, name: str) -> str | None:
     """The first way `value` breaks `schema`, as a message starting with `name`; None if it fits."""
+    check = _compiled(json.dumps(schema, sort_keys=True))
+    from fastjsonschema import JsonSchemaValueException
+
     try:
-        _compiled(json.dumps(schema, sort_keys=True))(value, name_prefix=name)
-    except fastjsonschema.JsonSchemaValueException as error:
+        check(value, name_prefix=name)
+    except JsonSchemaValueException as error:
         return error.message
     return None

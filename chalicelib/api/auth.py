@@ -5,6 +5,10 @@ when EVENTS_JWT_SECRET is set, RS256 with keys from EVENTS_JWT_JWKS_URL
 otherwise. `exp`, `iss`, `aud` and `sub` are required; roles come from the claim named
 by EVENTS_JWT_ROLES_CLAIM (default `roles`; a list, or a comma-separated
 string); the actor is `sub`.
+
+PyJWT (and with it `cryptography`'s key and certificate modules) is imported on
+the first token checked, not with the app: the tick function and the routes
+without a token never load it.
 """
 
 from __future__ import annotations
@@ -13,9 +17,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-import jwt
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..events.errors import AuthUnavailable, Forbidden, Unauthorized
@@ -39,12 +41,17 @@ class Principal:
         return self
 
 
+if TYPE_CHECKING:
+    import jwt
+
 _jwks_clients: dict[str, jwt.PyJWKClient] = {}
 _jwks_lock = threading.Lock()
 
 
 def _jwks_client(url: str) -> jwt.PyJWKClient:
     # One client per URL for the container's life: it caches the keys between invocations.
+    import jwt
+
     with _jwks_lock:
         if url not in _jwks_clients:
             _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=5)
@@ -55,6 +62,8 @@ def _key_and_algorithm(token: str, settings: Settings) -> tuple[Any, str]:
     if settings.jwt_secret:
         return settings.jwt_secret, "HS256"
     if settings.jwt_jwks_url:
+        import jwt
+
         try:
             return _jwks_client(settings.jwt_jwks_url).get_signing_key_from_jwt(token).key, "RS256"
         except jwt.PyJWKClientConnectionError:
@@ -94,6 +103,8 @@ def authenticate(headers: Mapping[str, str], settings: Settings) -> Principal:
     if scheme.lower() != "bearer" or not token:
         raise Unauthorized("send Authorization: Bearer <token>")
     key, algorithm = _key_and_algorithm(token, settings)
+    import jwt
+
     try:
         claims = jwt.decode(
             token,
@@ -125,4 +136,6 @@ def mint(settings: Settings, *, sub: str, roles: list[str], now: datetime | None
         "iat": now,
         "exp": now + timedelta(seconds=ttl_seconds),
     }
+    import jwt
+
     return jwt.encode(claims, settings.jwt_secret, algorithm="HS256")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import mimetypes
+from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -35,11 +35,14 @@ class Asset:
 
     def __init__(self, path: Path):
         self.body = path.read_text(encoding="utf-8")
-        self.content_type = TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0] or "text/plain"
+        self.content_type = TYPES[path.suffix]
         self.etag = '"' + hashlib.sha256(self.body.encode()).hexdigest()[:20] + '"'
 
 
-ASSETS = {path.name: Asset(path) for path in sorted(STATIC.iterdir()) if path.suffix in TYPES}
+@cache
+def assets() -> dict[str, Asset]:
+    """Read on the first console request, not with the app (the tick function never serves one)."""
+    return {path.name: Asset(path) for path in sorted(STATIC.iterdir()) if path.suffix in TYPES}
 
 
 def _headers(content_type: str, **extra: str) -> dict[str, str | list[str]]:
@@ -70,7 +73,7 @@ def _content_security_policy() -> str:
 
 
 def _serve(name: str) -> Response:
-    asset = ASSETS.get(name)
+    asset = assets().get(name)
     if asset is None:
         return error_response(404, [f"no console asset {name[:60]!r}"])
     extra = {"ETag": asset.etag}

@@ -15,7 +15,8 @@ daylight-saving changes:
 - a wall-clock time that happens twice (fall back) fires at its first instance.
 
 The mapping never goes backwards in time, which is what lets `Schedule.between`
-walk a window in order.
+walk a window in order. croniter, zoneinfo and tzdata's list of zones load with
+the first schedule checked or evaluated, not with the app.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from importlib import resources
-from zoneinfo import ZoneInfo
-
-from croniter import CroniterBadDateError, croniter
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .errors import InvalidCron
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 DEFAULT_TIMEZONE = "UTC"
 FIELD_NAMES = "minute hour day-of-month month day-of-week"
@@ -57,6 +59,13 @@ _ITEM = re.compile(r"(?P<base>\*|(?P<first>[0-9a-z]+)(?:-(?P<last>[0-9a-z]+))?)(
 _STANDARD = "use numbers, names, '*', ',', '-' and '/'"
 
 
+def _croniter() -> ModuleType:
+    """croniter, imported where a cron is evaluated rather than with the app."""
+    import croniter
+
+    return croniter
+
+
 # ── validation ─────────────────────────────────────────────────────────────
 def cron_problems(expression: str) -> list[str]:
     """Every problem of `expression` as standard five-field cron, each naming its field."""
@@ -68,9 +77,10 @@ def cron_problems(expression: str) -> list[str]:
         problems += [f"the {field.name} field {text!r} {problem}" for problem in _field_problems(field, text)]
     if problems:
         return problems
+    croniter = _croniter()
     try:
-        croniter(expression.lower(), datetime(2000, 1, 1)).get_next(datetime)
-    except CroniterBadDateError:
+        croniter.croniter(expression.lower(), datetime(2000, 1, 1)).get_next(datetime)
+    except croniter.CroniterBadDateError:
         return [f"{expression!r} never fires (no such day in those months)"]
     return []
 
@@ -115,6 +125,8 @@ def _value(field: _Field, text: str) -> int | None:
 def _zone_names() -> frozenset[str]:
     # The tzdata package's list, not the machine's: the same names everywhere, and
     # no `localtime` or `posixrules` that would mean whatever the server is set to.
+    from importlib import resources  # with the first time zone checked, not with the app
+
     return frozenset(resources.files("tzdata").joinpath("zones").read_text().split())
 
 
@@ -139,8 +151,10 @@ class Schedule:
 
     def between(self, after: datetime, until: datetime) -> Iterator[datetime]:
         """The occurrences in (after, until], ascending, as naive UTC datetimes."""
+        from zoneinfo import ZoneInfo  # where a schedule is evaluated, not with the app
+
         zone = ZoneInfo(self.timezone)
-        walls = croniter(self.cron.lower(), _wall_time(after, zone))
+        walls = _croniter().croniter(self.cron.lower(), _wall_time(after, zone))
         previous = None
         while True:
             instant = _instant(walls.get_next(datetime), zone)

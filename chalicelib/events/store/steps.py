@@ -16,7 +16,6 @@ and claimed again elsewhere, changes nothing.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -180,7 +179,9 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     pressed mid-tick stops the next claim). `started_at` keeps the first attempt.
     """
     _check_seconds(lease_seconds, "lease")
-    token = uuid.uuid4().hex
+    from uuid import uuid4  # claims are the tick's: the API, which loads this module too, never needs uuid
+
+    token = uuid4().hex
     changed = tx.execute(
         f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                SET s.status = 'running', s.attempts = s.attempts + 1,

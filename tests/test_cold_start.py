@@ -1,0 +1,58 @@
+"""Cold start: `import app` — what every function of the engine pays before its first
+invocation — loads only what every path needs. Token crypto, AWS SDK, migrations,
+cron evaluation and the runner load where they are used, and nothing of the tests
+or the development tools ever does."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARIES = "import chalice, pymysql; from aws_lambda_powertools import Logger, Metrics"
+# A production-like API configuration with an HS256 key: no ARN, no JWKS.
+HS256_ENV = {
+    "EVENTS_DB_URL": "mysql://app:pw@db.internal:3306/events",
+    "EVENTS_JWT_SECRET": "a-key-long-enough-for-hs256-0123456789abcdef",
+    "EVENTS_JWT_ISSUER": "events",
+    "EVENTS_JWT_AUDIENCE": "events-console",
+}
+# Each loads only where its path needs it.
+NOT_WITH_THE_APP = (
+    "jwt",  # the first token checked
+    "boto3", "botocore.client",  # a secret, topic or function ARN in use (botocore itself comes with Powertools)
+    "yoyo",  # the migrate function
+    "croniter", "zoneinfo",  # a schedule checked or evaluated
+    "fastjsonschema",  # the first body or parameters checked
+    "tenacity",  # a unit of work that failed once
+    "chalicelib.events.runner", "chalicelib.events.actions.perform",  # the tick function
+    "chalicelib.secrets", "chalicelib.migrate", "chalicelib.migrate_function",
+)
+
+
+def _loaded(statement: str) -> dict[str, str | None]:
+    """Module name -> file of every module loaded after `statement`, in a new interpreter."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVENTS_", "GAME_", "WEBHOOK_", "CUE_", "ANNOUNCE_"))}
+    report = "import sys, json; print(json.dumps({n: getattr(m, '__file__', None) for n, m in list(sys.modules.items())}))"
+    done = subprocess.run([sys.executable, "-c", f"{statement}; {report}"], cwd=ROOT, env={**env, **HS256_ENV},
+                          capture_output=True, text=True, check=True, timeout=120)
+    return json.loads(done.stdout)
+
+
+def test_import_app_loads_no_token_crypto_sdk_migrations_cron_or_runner():
+    libraries = _loaded(LIBRARIES)
+    app = _loaded("import app")
+    unwanted = sorted(name for name in app if name.startswith(tuple(p + "." for p in NOT_WITH_THE_APP))
+                      or name in NOT_WITH_THE_APP)
+    assert unwanted == []
+    # PyMySQL itself loads part of cryptography (for RSA password exchange); the app adds none of it.
+    assert sorted(n for n in app if n.startswith("cryptography") and n not in libraries) == []
+
+
+def test_import_app_loads_nothing_from_the_tests_or_the_development_tools():
+    app = _loaded("import app")
+    development = [ROOT / "tests", ROOT / "devtools", ROOT / "bench", ROOT / "chalicelib" / "dev.py"]
+    outside = sorted(name for name, file in app.items()
+                     if file and any(Path(file).resolve().is_relative_to(place) for place in development))
+    assert outside == []
