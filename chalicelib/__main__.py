@@ -50,12 +50,6 @@ def cmd_token(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def cmd_dev(args: argparse.Namespace, settings: Settings) -> int:
-    from .dev import run_dev
-
-    return run_dev()
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m chalicelib", description="Event run engine operator commands")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -69,9 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--sub", required=True, help="who the token names (the actor in the run log)")
     token.add_argument("--ttl", type=int, default=8 * 3600, help="seconds until it expires (default 8 hours)")
     token.set_defaults(run=cmd_token)
-    sub.add_parser("dev", help="the engine locally: API, demo game bridge and tick loop on a seeded demo event").set_defaults(
-        run=cmd_dev
-    )
     return parser
 
 

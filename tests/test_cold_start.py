@@ -7,7 +7,10 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+
+from tests.support import cfn
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARIES = "import chalice, pymysql; from aws_lambda_powertools import Logger, Metrics"
@@ -52,7 +55,16 @@ def test_import_app_loads_no_token_crypto_sdk_migrations_cron_or_runner():
 
 def test_import_app_loads_nothing_from_the_tests_or_the_development_tools():
     app = _loaded("import app")
-    development = [ROOT / "tests", ROOT / "devtools", ROOT / "bench", ROOT / "chalicelib" / "dev.py"]
+    development = [ROOT / "tests", ROOT / "devtools", ROOT / "bench"]
     outside = sorted(name for name, file in app.items()
                      if file and any(Path(file).resolve().is_relative_to(place) for place in development))
     assert outside == []
+
+
+def test_the_package_holds_the_app_and_its_libraries_and_no_tests_benchmarks_or_dev_tools():
+    with zipfile.ZipFile(cfn.package_dir() / "deployment.zip") as package:
+        names = package.namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert {"app.py", "chalicelib", "pymysql", "aws_lambda_powertools"} <= tops
+    assert tops & {"tests", "devtools", "bench", "infra", "docs", ".chalice"} == set()
+    assert not [name for name in names if name.startswith("chalicelib/") and "test" in name.rsplit("/", 1)[-1]]

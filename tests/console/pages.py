@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from chalicelib.dev import DEMO_DOCUMENT
+from devtools.dev import DEMO_DOCUMENT
 from tests.console.browser import eventually, text_of
 
 

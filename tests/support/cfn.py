@@ -35,9 +35,17 @@ def load(path: Path) -> dict:
 
 
 @functools.cache
+def package_dir() -> Path:
+    """Where the prod package (sam.yaml, deployment.zip) is built, once per test process (it takes seconds)."""
+    outdir = Path(tempfile.mkdtemp(prefix="events-package-"))
+    package_app(outdir)
+    return outdir
+
+
+@functools.cache
 def packaged_app() -> dict:
-    """The prod package, built once per test process (it takes seconds); callers must not change it."""
-    return package_app(Path(tempfile.mkdtemp(prefix="events-package-")))
+    """The prod package's template, loaded once; callers must not change it."""
+    return load(package_dir() / "sam.yaml")
 
 
 def package_app(outdir: Path, stage: str = "prod") -> dict:

@@ -1,4 +1,4 @@
-"""`python -m chalicelib dev`: the whole engine on one machine, on a seeded demo event.
+"""`python -m devtools.dev` (`make dev`): the whole engine on one machine, on a seeded demo event.
 
 It migrates the database named by EVENTS_DB_URL, seeds a demo definition and a
 run due in a few seconds, starts a demo game bridge on loopback (it checks each
@@ -90,7 +90,7 @@ def start_demo_bridge(url: str, secret: str) -> ThreadingHTTPServer:
 
 def seed_demo(db, now) -> tuple[int, int]:
     """The demo definition (created once) and a fresh run of it due in five seconds."""
-    from .events import definitions
+    from chalicelib.events import definitions
 
     existing = db.autocommit(
         lambda tx: tx.one("SELECT id FROM event_definitions WHERE name = %s ORDER BY id LIMIT 1", (DEMO_NAME,))
@@ -111,10 +111,10 @@ def run_dev() -> int:
         return 2
     os.environ.update({k: v for k, v in dev_stage_environment().items() if k not in os.environ})
 
-    from . import runtime
-    from .api.auth import ADMIN, ROLES, mint
-    from .events.runner.schedule import process_runner, tick_forever
-    from .migrate import migrate
+    from chalicelib import runtime
+    from chalicelib.api.auth import ADMIN, ROLES, mint
+    from chalicelib.events.runner.schedule import process_runner, tick_forever
+    from chalicelib.migrate import migrate
 
     runtime.reset()
     settings = runtime.settings()
@@ -152,3 +152,7 @@ def run_dev() -> int:
         api.wait(10)
         bridge.shutdown()
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_dev())

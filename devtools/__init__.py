@@ -1,0 +1,2 @@
+"""Tools for developing the engine on one machine. Never packaged: `chalice package` ships
+`app.py` and `chalicelib/` only, and nothing in `chalicelib` imports from here."""
