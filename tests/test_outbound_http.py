@@ -176,3 +176,19 @@ def test_an_address_that_never_answers_leaves_time_for_the_next_one(monkeypatch)
         filler.close()
         dead.close()
         alive.close()
+
+
+def test_an_answer_that_arrived_while_the_caller_was_paused_past_its_deadline_is_still_read(monkeypatch):
+    peer = RawPeer(lambda connection: connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 8\r\n\r\ntoo late"))
+    send = outbound._send_all
+
+    def send_then_pause(sock, data, deadline):
+        send(sock, data, deadline)
+        time.sleep(DEADLINE + 0.2)  # as a worker stopped right after sending, the answer arriving meanwhile
+
+    monkeypatch.setattr(outbound, "_send_all", send_then_pause)
+    try:
+        answer = _post(peer)
+    finally:
+        peer.close()
+    assert (answer.status, answer.body) == (400, b"too late")

@@ -148,8 +148,17 @@ def _send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
 
 
 def _receive(sock: socket.socket, deadline: float) -> bytes:
-    sock.settimeout(_left(deadline))
-    return sock.recv(RECEIVE_BYTES)
+    left = deadline - time.monotonic()
+    if left > 0:
+        sock.settimeout(left)
+        return sock.recv(RECEIVE_BYTES)
+    # Past the deadline only what has already arrived is read, never waited for: a process
+    # paused mid-call (a frozen Lambda, a stopped worker) still takes an answer waiting for it.
+    sock.setblocking(False)
+    try:
+        return sock.recv(RECEIVE_BYTES)
+    except (BlockingIOError, ssl.SSLWantReadError):
+        raise TimeoutError from None
 
 
 def _connect(endpoint: Endpoint, deadline: float) -> socket.socket:
