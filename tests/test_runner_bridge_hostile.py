@@ -10,6 +10,7 @@ import tracemalloc
 
 from chalicelib.events.actions.outbound import MAX_ANSWER_BYTES
 from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.runner import Rules
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer, deep, dripping, huge
@@ -122,3 +123,24 @@ def test_a_deeply_nested_answer_is_failed_and_never_sent_again(db, clock, game_b
     assert spawn.last_error == "malformed answer: JSON nested too deeply"
     assert len(game_bridge.received()) == 1
     assert run_row(db, run_id).status is RunStatus.PAUSED
+
+
+def test_no_step_starts_so_late_in_a_tick_that_its_lease_would_lapse_while_it_is_open(db, clock, game_bridge):
+    """A claim's lease counts from the tick's one clock read: a step claimed late in a long tick has less of it."""
+    lease = 4
+    slow = [step(f"world.step{i}") for i in range(6)]
+    for i in range(6):
+        game_bridge.script(f"world.step{i}", Answer(200, delay=0.9))  # six answers: 5.4 s in one tick
+    runner = make_runner(db, clock, game_bridge, rules=Rules(lease_seconds=lease, max_attempts=3, retry_seconds=30),
+                         timeout=TIMEOUT)
+    try:
+        run = schedule(db, clock.now(), document([slow]))
+        started = time.monotonic()
+        first = tick(runner, seconds=30)
+        assert all(r.closed_at - started < lease for r in game_bridge.received())
+        assert first.out_of_budget and 0 < first.dispatched < 6
+        tick(runner, seconds=30)  # the next tick, with leases of its own, goes on
+    finally:
+        runner.close()
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert len(game_bridge.received()) == 6

@@ -8,6 +8,7 @@ writes are fenced on its claim, and a phase is left only if it has no open step.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -56,9 +57,11 @@ class RunAdvancer:
         now: datetime,
         budget: Budget,
         step_worst_case_seconds: float,
+        leases_lapse_at: float = math.inf,
     ):
         self.db, self.actions, self.rules, self.plan_for = db, actions, rules, plan_for
         self.now, self.budget, self.step_worst_case = now, budget, step_worst_case_seconds
+        self.leases_lapse_at = leases_lapse_at  # on the budget's clock: a lease taken in this tick ends then
 
     # ── the run lease ────────────────────────────────────────────────────
     def advance(self, run: Run) -> RunReport:
@@ -105,7 +108,7 @@ class RunAdvancer:
             step = open_steps[0]
             if step.status is StepStatus.RUNNING or (step.due_at is not None and step.due_at > self.now):
                 return where.status  # occupied (in flight or parked), or not yet due
-            if not self.budget.allows(self.step_worst_case):
+            if not self._may_dispatch():
                 report.out_of_budget = True
                 return where.status
             claim = self.db.autocommit(lambda tx: steps.claim(tx, step, self.now, self.rules.lease_seconds))
@@ -131,6 +134,13 @@ class RunAdvancer:
                 remaining = None  # the read was truncated: there may be more
             where = Phase(where.status, where.number, remaining)
         return where.status
+
+    def _may_dispatch(self) -> bool:
+        """A step starts only if its worst case fits the tick's budget, and its dispatch is over
+        before its claim's lease lapses — counted, like every time of the tick, from the tick's
+        one clock read. Else a sweep could hand the step on while this attempt is still open."""
+        dispatch_over_by = self.budget.monotonic() + self.actions.longest_dispatch_seconds
+        return self.budget.allows(self.step_worst_case) and dispatch_over_by < self.leases_lapse_at
 
     def _read_open(self, run_id: int, phase: int) -> list[Step]:
         return self.db.autocommit(lambda tx: steps.open_steps(tx, run_id, phase, limit=OPEN_STEPS_PER_READ))

@@ -110,6 +110,7 @@ class Runner:
         # A database that is down or resuming is waited for while the tick could still take work.
         self.db.reach(budget.take_work_until, monotonic=budget.monotonic)
         now = self.clock.now()  # the one clock read of this tick
+        leases_lapse_at = budget.monotonic() + self.rules.lease_seconds  # of every lease this tick takes
         report = TickReport(now=now)
         swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
@@ -117,7 +118,8 @@ class Runner:
         plan = plan_occurrences(self.db, now, self.horizon, keep_going=lambda: planning.allows(0))
         report.planned, report.skipped_occurrences = plan.planned, plan.skipped
         report.plan_failures, report.plan_deferred = plan.failed, plan.deferred
-        advancer = RunAdvancer(self.db, self.actions, self.rules, self._plan_for, now, budget, self.step_worst_case_seconds)
+        advancer = RunAdvancer(
+            self.db, self.actions, self.rules, self._plan_for, now, budget, self.step_worst_case_seconds, leases_lapse_at)
         after = None
         while budget.allows(self.step_worst_case_seconds):
             batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after))
