@@ -19,7 +19,6 @@ import contextlib
 import json
 import multiprocessing
 import os
-import resource
 import signal
 import threading
 import time
@@ -147,8 +146,18 @@ def tick_worker(env: dict, journal_path: str, stop_path: str, journal_commits: b
                     time.sleep(0.05)
     finally:
         journal.write(exit={"retries": {str(code): n for code, n in db.retries.items()},
-                            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+                            "peak_rss_mb": _peak_rss_mb()})
         runner.close()
+
+
+def _peak_rss_mb() -> float:
+    """This process's own peak resident memory. Not getrusage's ru_maxrss: on Linux that
+    carries over the parent's peak at fork (a worker spawned by a big pytest would inherit it)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 class TickFleet:
