@@ -44,6 +44,7 @@ def test_the_console_signs_in_with_oidc_acts_with_the_groups_role_and_signs_out_
             reason = eventually(lambda: browser.find_elements(By.ID, "sign-in-reason"), "the sign-out on expiry",
                                 timeout=TOKEN_SECONDS + 10)[0]
             assert "expired" in reason.text and "Sign in again" in reason.text
-            assert not browser.find_elements(By.ID, "signed-in-as")
+            assert not browser.find_elements(By.ID, "signed-in-as") and not browser.find_element(By.ID, "nav").is_displayed()
+            assert text_of(browser, "#notice") == "", "nothing from the signed-in page lingers"
             assert browser.execute_script("return sessionStorage.getItem('events.console.token')") is None
             screenshot(browser, "oidc-expired")

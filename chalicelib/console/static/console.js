@@ -87,6 +87,7 @@ function signOut(reason, kind = 'info') {
   state.definitions = null;
   showHeader();
   say('connection', '');
+  notice('');
   signInView(reason, kind);
 }
 

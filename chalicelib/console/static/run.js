@@ -168,7 +168,7 @@ export function runView(main, ctx, runIdText) {
         continue;
       }
       const rows = phaseSteps.sort((a, b) => a.seq - b.seq).map((step) => el('tr', { 'data-step-row': step.id, 'data-status': step.parked ? 'parked' : step.status },
-        el('td', {}, String(step.seq)),
+        el('td', {}, String(step.seq + 1)), // counted from 1 for people
         el('td', {}, describeStep(step)),
         el('td', {}, stepState(step)),
         el('td', {}, String(step.attempts)),
