@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -20,19 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def api_with(db, clock, db_params):
-    """An in-process API with some settings changed."""
-    clients = []
+    """Builds in-process APIs with some settings changed; the one built last is the one answering."""
+    with ExitStack() as stack:
+        def build(**extra) -> Api:
+            stack.enter_context(runtime.override(database=db, clock=clock, settings=hs_settings(db_params, **extra)))
+            return Api(stack.enter_context(Client(app)))
 
-    def build(**extra) -> Api:
-        context = runtime.override(database=db, clock=clock, settings=hs_settings(db_params, **extra))
-        context.__enter__()
-        client = Client(app)
-        clients.append((context, client))
-        return Api(client)
-
-    yield build
-    for context, _ in reversed(clients):
-        context.__exit__(None, None, None)
+        yield build
 
 
 def test_the_page_and_its_assets_are_served_with_a_strict_policy(api):
