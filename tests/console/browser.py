@@ -15,7 +15,6 @@ from typing import TypeVar
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 CHROMIUM = "/usr/bin/chromium"
@@ -70,8 +69,9 @@ def eventually(check: Callable[[], T], what: str, timeout: float = 30.0) -> T:
 
 
 def text_of(driver: WebDriver, css: str) -> str:
-    found = driver.find_elements(By.CSS_SELECTOR, css)
-    return " ".join(e.text for e in found)
+    """The visible text of everything `css` matches, read in one go (a re-render cannot make it stale)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map(e => e.innerText).join(' ').trim()", css)
 
 
 def screenshot(driver: webdriver.Chrome, name: str) -> Path:

@@ -45,16 +45,18 @@ def open_run(driver: WebDriver, base: str, run_id: int) -> None:
 
 
 def run_status(driver: WebDriver) -> str:
-    found = driver.find_elements(By.CSS_SELECTOR, "#run-status")
-    return (found[0].get_attribute("data-status") or "") if found else ""
+    return driver.execute_script("return document.querySelector('#run-status')?.dataset.status || ''")
 
 
 def wait_for_status(driver: WebDriver, status: str, timeout: float = 40) -> None:
     eventually(lambda: run_status(driver) == status, f"the run to show {status} (it shows {run_status(driver)!r})", timeout)
 
 
-def cue_banner(driver: WebDriver, timeout: float = 40):
-    return eventually(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-cue]"), "the parked cue's banner", timeout)[0]
+def cue_banner(driver: WebDriver, timeout: float = 40) -> tuple[int, str]:
+    """The parked cue's banner, once it shows: (step id, its text)."""
+    read = "const b = document.querySelector('[data-cue]'); return b && [+b.dataset.cue, b.innerText]"
+    step_id, text = eventually(lambda: driver.execute_script(read), "the parked cue's banner", timeout)
+    return step_id, text
 
 
 def press(driver: WebDriver, control: str, step_id: int | None = None, text: str | None = None) -> None:
@@ -67,9 +69,18 @@ def press(driver: WebDriver, control: str, step_id: int | None = None, text: str
         driver.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
 
 
+def listed(driver: WebDriver) -> list[tuple[int, str]]:
+    """The runs list as (run id, status), read in one go (the list re-renders as it refreshes)."""
+    rows = driver.execute_script(
+        "return [...document.querySelectorAll('#runs-list tr[data-run]')].map(r => [+r.dataset.run, r.dataset.status])")
+    return [(run, status) for run, status in rows]
+
+
 def log_rows(driver: WebDriver) -> list[tuple[str, str]]:
     """The log as (actor, text) pairs."""
-    return [(li.get_attribute("data-actor") or "", li.text) for li in driver.find_elements(By.CSS_SELECTOR, "#run-log li")]
+    rows = driver.execute_script(
+        "return [...document.querySelectorAll('#run-log li')].map(li => [li.dataset.actor, li.innerText])")
+    return [(actor, text) for actor, text in rows]
 
 
 def notice_text(driver: WebDriver) -> str:

@@ -15,6 +15,7 @@ from tests.console.browser import PHONE, eventually, screenshot, text_of
 from tests.console.pages import (
     cue_banner,
     demo_document,
+    listed,
     log_rows,
     notice_text,
     open_run,
@@ -45,10 +46,9 @@ def test_the_demo_run_parks_at_its_cue_a_confirm_from_the_page_completes_it_and_
     _, run_id = schedule_now(api_client, demo_document("Harvest festival (confirm)"))
     sign_in(browser, ADMIN)
     open_run(browser, server.url, run_id)
-    banner = cue_banner(browser)
-    assert "Waiting for a game master: Light the bonfire" in banner.text
+    step_id, banner = cue_banner(browser)
+    assert "Waiting for a game master: Light the bonfire" in banner
     screenshot(browser, "run-parked-at-cue")
-    step_id = int(banner.get_attribute("data-cue"))
     press(browser, "confirm", step_id, "bonfire lit")
     wait_for_status(browser, "completed")
     confirms = [(actor, text) for actor, text in log_rows(browser) if "by confirm" in text]
@@ -63,11 +63,9 @@ def test_a_failing_bridge_pauses_the_run_with_its_error_and_retry_from_the_page_
     sign_in(browser, MODERATOR)
     open_run(browser, server.url, run_id)
     wait_for_status(browser, "paused")
-    banner = eventually(lambda: browser.find_elements(By.ID, "paused-banner"), "the paused banner")[0]
-    assert "the scarecrow model is missing" in banner.text
+    eventually(lambda: "the scarecrow model is missing" in text_of(browser, "#paused-banner"), "the paused banner and its error")
     screenshot(browser, "run-paused-by-bridge")
-    retry = banner.find_element(By.CSS_SELECTOR, "[data-control='retry']")
-    retry.click()
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#paused-banner [data-control='retry']"), "retry")[0].click()
     wait_for_status(browser, "completed")
     assert any(actor == "mod-mia" and "by retry" in text for actor, text in log_rows(browser)), log_rows(browser)
 
@@ -88,8 +86,7 @@ def test_pause_resume_and_cancel_with_a_reason_by_keyboard_with_focus_after_each
     wait_for_status(browser, "paused")
     assert browser.switch_to.active_element.get_attribute("id") == "run-title", "focus returns to the run after an action"
     assert "Paused run" in notice_text(browser)
-    banner = browser.find_element(By.ID, "paused-banner").text
-    assert "Paused" in banner
+    assert "Paused" in text_of(browser, "#paused-banner")
 
     press(browser, "resume")
     wait_for_status(browser, "running")
@@ -118,8 +115,8 @@ def test_a_moderator_sees_no_definition_editing_and_a_gm_sees_no_controls(browse
     eventually(lambda: browser.find_elements(By.ID, "token-input"), "the sign-in page")
     sign_in(browser, GM)
     open_run(browser, server.url, run_id)
-    banner = cue_banner(browser)
-    assert "Waiting for a game master: Light the bonfire" in banner.text
+    _, banner = cue_banner(browser)
+    assert "Waiting for a game master: Light the bonfire" in banner
     time.sleep(2.5)  # a poll or two: still nothing to press
     assert browser.find_elements(By.CSS_SELECTOR, "[data-control], [data-control] *") == []
     assert not browser.find_element(By.ID, "nav-definitions").is_displayed()
@@ -142,7 +139,7 @@ def test_two_tabs_one_cancels_and_the_others_confirm_shows_the_moved_state(brows
     _, run_id = schedule_now(api_client, demo_document("Harvest festival (two tabs)"))
     sign_in(browser, ADMIN)
     open_run(browser, server.url, run_id)
-    step_id = int(cue_banner(browser).get_attribute("data-cue"))
+    step_id, _ = cue_banner(browser)
     first = browser.current_window_handle
     # Tab one: a game master starts confirming, and is still typing the note...
     press(browser, "confirm", step_id)
@@ -173,26 +170,18 @@ def test_the_runs_list_filters_pages_and_updates_itself(browser, server, api_cli
                         {"scheduled_for": (base + timedelta(hours=n)).strftime("%Y-%m-%dT%H:%M:%SZ")})
     sign_in(browser, MODERATOR)
     browser.get(f"{server.console_url}#/runs?definition={definition_id}")
-    rows = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]"), "the runs")
-    ids = [int(r.get_attribute("data-run")) for r in rows]
+    ids = [run for run, _ in eventually(lambda: listed(browser), "the runs")]
     assert len(ids) == 25 and ids == sorted(ids, reverse=True), "newest first, a page at a time"
     browser.find_element(By.ID, "older").click()
-    older = eventually(
-        lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]") if not browser.find_elements(By.ID, "older") else None,
-        "the last page",
-    )
-    assert [int(r.get_attribute("data-run")) for r in older][-1] == run_id and len(older) == 3
-    live_row = f"tr[data-run='{run_id}']"
-    assert browser.find_element(By.CSS_SELECTOR, live_row).get_attribute("data-status") in ("scheduled", "starting", "running")
+    older = eventually(lambda: listed(browser) if not browser.find_elements(By.ID, "older") else None, "the last page")
+    assert len(older) == 3 and older[-1][0] == run_id and older[-1][1] in ("scheduled", "starting", "running"), older
     cue = eventually(lambda: next((s for s in api_client.call("GET", f"/runs/{run_id}")["steps"] if s["parked"]), None),
                      "the demo run to park at its cue")
     api_client.call("POST", f"/runs/{run_id}/steps/{cue['id']}/confirm", {"note": "from a script"})
-    eventually(lambda: browser.find_element(By.CSS_SELECTOR, live_row).get_attribute("data-status") == "completed",
-               "the list to show the run completed without a reload")
+    eventually(lambda: (run_id, "completed") in listed(browser), "the list to show the run completed without a reload")
 
     browser.get(f"{server.console_url}#/runs?definition={definition_id}&status=completed")
-    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, live_row), "the completed demo run alone")
-    assert len(browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]")) == 1
+    eventually(lambda: listed(browser) == [(run_id, "completed")], "the completed demo run alone")
     assert browser.find_element(By.ID, "filter-status").get_attribute("value") == "completed"
     eventually(lambda: "Nothing live here" in browser.find_element(By.ID, "freshness").text, "the list to back off")
 
@@ -208,7 +197,7 @@ def test_a_503_is_retried_after_retry_after_and_the_page_says_so(browser, server
         eventually(lambda: "Retrying in 5 s" in text_of(browser, "#connection"), "the retry notice", timeout=20)
         screenshot(browser, "database-unavailable")
     eventually(lambda: text_of(browser, "#connection") == "", "the retry notice to clear once the database answers", timeout=20)
-    assert cue_banner(browser).is_displayed()
+    assert cue_banner(browser), "the page is back to the run as it stands"
 
 
 def test_polling_stops_for_a_finished_run_and_a_hidden_tab(browser, server, api_client, console_db):
