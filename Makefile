@@ -57,6 +57,7 @@ package: $(STAMP)
 	# The template names no region (it uses AWS::Region); chalice only insists on one being set.
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-$${AWS_REGION:-us-east-1}} EVENTS_CORS_ORIGIN='$(CORS_ORIGIN)' \
 	  $(BIN)/chalice package --stage $(STAGE) --merge-template infra/app.yaml $(OUT)
+	$(BIN)/python -m infra.bytecode $(OUT)   # compiled once here, not on every cold start
 
 migrate: $(STAMP)
 	$(BIN)/python infra/invoke_migrate.py --stack $(STACK)

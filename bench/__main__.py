@@ -8,7 +8,7 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P6     control requests (pause/resume pairs) in-process and bare              200  |  30
     peer   one-step jobs through django-tasks' database backend                   = P1's steps  |  = P1's steps
     bridge runs × 2 module steps, the game bridge answering after 50 ms            64 × 2  |  24 × 2
-    cold   import time (median of 7 fresh interpreters) and the prod package       same in both
+    cold   import time (median of 7 fresh interpreters), the prod package with and without bytecode   same in both
 
 Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept.
 """

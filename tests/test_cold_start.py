@@ -68,3 +68,18 @@ def test_the_package_holds_the_app_and_its_libraries_and_no_tests_benchmarks_or_
     assert {"app.py", "chalicelib", "pymysql", "aws_lambda_powertools"} <= tops
     assert tops & {"tests", "devtools", "bench", "infra", "docs", ".chalice"} == set()
     assert not [name for name in names if name.startswith("chalicelib/") and "test" in name.rsplit("/", 1)[-1]]
+
+
+def test_the_package_carries_bytecode_so_a_cold_start_compiles_none_of_its_modules(tmp_path):
+    with zipfile.ZipFile(cfn.package_dir() / "deployment.zip") as package:
+        package.extractall(tmp_path)
+    # Isolated and read-only in effect (-B), as Lambda runs it; every compile() of a packaged file is counted.
+    probe = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); compiled = []; "
+             "sys.addaudithook(lambda event, args: event == 'compile' and compiled.append(str(args[1]))); "
+             "import app; import chalicelib.events.runner.schedule; "
+             f"print(sum(f.startswith({str(tmp_path)!r}) for f in compiled), app.__file__)")
+    done = subprocess.run([sys.executable, "-I", "-B", "-c", probe], cwd=tmp_path, env={**os.environ, **HS256_ENV},
+                          capture_output=True, text=True, check=True, timeout=120)
+    compiled, app_file = done.stdout.split()
+    assert Path(app_file).is_relative_to(tmp_path)  # the packaged app, not the working tree's
+    assert compiled == "0"

@@ -21,6 +21,8 @@ from typing import Any
 from cfnlint.api import lint as cfn_lint
 from cfnlint.decode import decode
 
+from infra import bytecode
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA_TEMPLATE = ROOT / "infra" / "data.yaml"
 APP_TEMPLATE = ROOT / "infra" / "app.yaml"
@@ -49,7 +51,7 @@ def packaged_app() -> dict:
 
 
 def package_app(outdir: Path, stage: str = "prod") -> dict:
-    """`chalice package --merge-template infra/app.yaml`, as the README's deploy path runs it."""
+    """`chalice package --merge-template infra/app.yaml` and the bytecode step, as `make package` runs them."""
     chalice = Path(sys.executable).with_name("chalice")
     env = dict(os.environ, AWS_DEFAULT_REGION=REGION)
     done = subprocess.run(
@@ -58,6 +60,8 @@ def package_app(outdir: Path, stage: str = "prod") -> dict:
     )
     if done.returncode:
         raise RuntimeError(f"chalice package failed:\n{done.stdout}{done.stderr}")
+    if bytecode.main([str(outdir)]):
+        raise RuntimeError("the bytecode step refused the package")
     return load(outdir / "sam.yaml")
 
 

@@ -1,0 +1,70 @@
+"""`make package`'s last step: compiled bytecode for every module in deployment.zip.
+
+Lambda unpacks the zip read-only, so Python cannot cache what it compiles: without
+`__pycache__` in the package, every cold start compiles every module it imports,
+the libraries' too, from source. This adds each `.py` file's bytecode beside it,
+compiled by this interpreter — which must be the functions' runtime, as Chalice
+chose it from the same interpreter — as unchecked-hash `.pyc` files: valid
+whatever the timestamps in the zip, and never compared with the source (the code
+of a deployed version does not change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import py_compile
+import re
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+RUNTIME = f"python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def add_bytecode(package: Path) -> int:
+    """Add the bytecode of every `.py` entry of `package` that has none; return how many were added."""
+    with zipfile.ZipFile(package) as archive:
+        names = set(archive.namelist())
+        sources = {name: archive.read(name) for name in names if name.endswith(".py")}
+    added = 0
+    with tempfile.TemporaryDirectory() as scratch, zipfile.ZipFile(package, "a", zipfile.ZIP_DEFLATED) as archive:
+        for name, source in sorted(sources.items()):
+            cached = importlib.util.cache_from_source(name)
+            if cached in names:
+                continue
+            source_file, cached_file = Path(scratch, "module.py"), Path(scratch, "module.pyc")
+            source_file.write_bytes(source)
+            try:
+                py_compile.compile(str(source_file), cfile=str(cached_file), dfile=name, doraise=True,
+                                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+            except py_compile.PyCompileError:
+                continue  # not this Python's syntax (a library's file for another version): never imported here
+            archive.writestr(cached, cached_file.read_bytes())
+            added += 1
+    return added
+
+
+def runtimes(template: Path) -> set[str]:
+    """The `Runtime` of every function in Chalice's packaged template (sam.yaml or sam.json)."""
+    return set(re.findall(r"""["']?Runtime["']?\s*:\s*["']?(python\d+\.\d+)""", template.read_text()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="chalice package's output directory")
+    args = parser.parse_args(argv)
+    template = next(p for p in (args.out / "sam.yaml", args.out / "sam.json") if p.exists())
+    found = runtimes(template)
+    if found != {RUNTIME}:
+        print(f"the functions run {sorted(found)}, but this is {RUNTIME}: its bytecode would not load there",
+              file=sys.stderr)
+        return 1
+    added = add_bytecode(args.out / "deployment.zip")
+    print(f"bytecode for {added} modules ({RUNTIME}) added to {args.out / 'deployment.zip'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
