@@ -135,6 +135,17 @@ def test_a_refusal_names_the_role_it_needs(browser, server, api_client):
     assert run_status(browser) == "running"
 
 
+def test_a_token_the_api_stops_accepting_leads_back_to_sign_in(browser, server, api_client):
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (401)"))
+    sign_in(browser, ADMIN)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    with server.answering_with(settings=dataclasses.replace(server.settings, jwt_secret="a-rotated-secret-0123456789abcdef")):
+        reason = eventually(lambda: text_of(browser, "#sign-in-reason"), "the sign-in page after a 401")
+    assert "no longer accepted" in reason and "Sign in again" in reason
+    assert browser.execute_script("return sessionStorage.getItem('events.console.token')") is None
+
+
 def test_two_tabs_one_cancels_and_the_others_confirm_shows_the_moved_state(browser, server, api_client):
     _, run_id = schedule_now(api_client, demo_document("Harvest festival (two tabs)"))
     sign_in(browser, ADMIN)
@@ -183,7 +194,10 @@ def test_the_runs_list_filters_pages_and_updates_itself(browser, server, api_cli
     browser.get(f"{server.console_url}#/runs?definition={definition_id}&status=completed")
     eventually(lambda: listed(browser) == [(run_id, "completed")], "the completed demo run alone")
     assert browser.find_element(By.ID, "filter-status").get_attribute("value") == "completed"
-    eventually(lambda: "Nothing live here" in browser.find_element(By.ID, "freshness").text, "the list to back off")
+    eventually(lambda: "Nothing live here: next check in 15 s" in text_of(browser, "#freshness"), "the list to back off")
+    quiet_since = time.monotonic() + 0.5
+    time.sleep(4)
+    assert server.requested("/runs?", quiet_since) == [], "a list with nothing live is not polled every 2 s"
 
 
 def test_a_503_is_retried_after_retry_after_and_the_page_says_so(browser, server, api_client, db_params):
