@@ -92,6 +92,7 @@ def test_pause_resume_and_cancel_with_a_reason_by_keyboard_with_focus_after_each
     wait_for_status(browser, "running")
     press(browser, "cancel", text="called off: server restart")
     wait_for_status(browser, "cancelled")
+    screenshot(browser, "run-cancelled-with-a-reason")
     rows = log_rows(browser)
     assert any(a == "root-admin" and "by pause" in t and "investigating lag" in t for a, t in rows), rows
     assert any(a == "root-admin" and "by resume" in t for a, t in rows), rows
@@ -105,6 +106,7 @@ def test_a_moderator_sees_no_definition_editing_and_a_gm_sees_no_controls(browse
     assert not browser.find_element(By.ID, "nav-definitions").is_displayed()
     browser.get(f"{server.url}/console#/definitions/new")
     eventually(lambda: "managed by admins" in text_of(browser, "main"), "the admins-only note")
+    screenshot(browser, "moderator-without-definitions")
     assert not browser.find_elements(By.ID, "document") and not browser.find_elements(By.ID, "save-document")
     open_run(browser, server.url, run_id)
     cue_banner(browser)
