@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from chalicelib.config import Settings
 from chalicelib.console.routes import STATIC
 from chalicelib.events.errors import ConfigError
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings, token
+from tests.support.cfn import package_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,3 +96,11 @@ def test_a_503_tells_the_console_when_to_try_again(db, clock):
     with runtime.override(database=db, clock=clock, settings=Settings()), Client(app) as client:
         answer = Api(client).get("/runs", auth=ADMIN)
     assert answer.status == 503 and answer.headers["Retry-After"] == "5"
+
+
+def test_the_lambda_package_carries_every_console_asset_and_no_test_code():
+    with zipfile.ZipFile(package_dir() / "deployment.zip") as package:
+        names = set(package.namelist())
+    assert {f"chalicelib/console/static/{path.name}" for path in STATIC.iterdir()} <= names
+    assert "chalicelib/console/routes.py" in names
+    assert not [name for name in names if name.startswith("tests/")], "test code stays out of the Lambda"
