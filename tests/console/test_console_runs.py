@@ -64,6 +64,9 @@ def test_a_failing_bridge_pauses_the_run_with_its_error_and_retry_from_the_page_
     open_run(browser, server.url, run_id)
     wait_for_status(browser, "paused")
     eventually(lambda: "the scarecrow model is missing" in text_of(browser, "#paused-banner"), "the paused banner and its error")
+    assert "the scarecrow model is missing" in text_of(browser, "#run-last-error")
+    eventually(lambda: any(actor == "runner" and "world.spawn dispatched (attempt 1): failed, HTTP 400" in text
+                           for actor, text in log_rows(browser)), "the failed dispatch in the log")
     screenshot(browser, "run-paused-by-bridge")
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#paused-banner [data-control='retry']"), "retry")[0].click()
     wait_for_status(browser, "completed")

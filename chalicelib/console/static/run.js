@@ -34,7 +34,9 @@ function describeEntry(entry) {
     case 'run.status': return `Run ${d.from} → ${d.to} ${extra}`;
     case 'step.status': return `Step ${entry.step_id} ${d.action || ''} ${d.from} → ${d.to} ${extra}`;
     case 'run.phase': return `Phase ${d.phase} “${d.name}” began`;
-    case 'step.dispatch': return `Step ${entry.step_id} ${d.action || ''} dispatched (attempt ${d.attempt ?? '?'})${d.outcome ? `: ${d.outcome}` : ''}`;
+    case 'step.dispatch': return `Step ${entry.step_id} ${d.action || ''} dispatched (attempt ${d.attempt ?? '?'}): ${
+      [d.outcome, d.http_status && `HTTP ${d.http_status}`, d.latency_ms != null && `${d.latency_ms} ms`, d.error,
+        d.fenced_out && 'answered too late, not applied'].filter(Boolean).join(', ')}`;
     default: return `${entry.kind} ${JSON.stringify(d)}`;
   }
 }
@@ -134,7 +136,8 @@ export function runView(main, ctx, runIdText) {
       el('dt', {}, 'Definition'), el('dd', {}, `${plan?.name || `definition ${run.definition_id}`}, version ${run.definition_version}`),
       el('dt', {}, 'Scheduled for'), el('dd', {}, when(run.scheduled_for)),
       el('dt', {}, 'Started'), el('dd', {}, when(run.started_at)),
-      el('dt', {}, 'Finished'), el('dd', {}, when(run.finished_at))));
+      el('dt', {}, 'Finished'), el('dd', {}, when(run.finished_at)),
+      run.last_error ? [el('dt', {}, 'Last error'), el('dd', { class: 'error-text', id: 'run-last-error' }, run.last_error)] : null));
 
     const bannerParts = [];
     for (const step of steps.filter((s) => s.parked)) {

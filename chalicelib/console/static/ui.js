@@ -28,9 +28,9 @@ export function when(iso) {
 }
 
 // Every status reads as a word with a mark beside it, so nothing depends on colour.
-const MARKS = {
-  scheduled: '◷', starting: '▶', running: '▶', paused: '⏸', ending: '▶', completed: '✓', cancelled: '✕',
-  failed: '✕', missed: '⊘', pending: '○', done: '✓', refused: '✕', skipped: '↷', parked: '✋', ok: '✓', degraded: '!',
+const MARKS = { // plain text glyphs every system font has (no emoji)
+  scheduled: '○', starting: '▷', running: '▶', paused: '‖', ending: '▶', completed: '✓', cancelled: '✕',
+  failed: '✕', missed: '⊘', pending: '○', done: '✓', refused: '✕', skipped: '↷', parked: '!', ok: '✓', degraded: '!',
 };
 
 export function badge(status, text = status) {
