@@ -15,8 +15,11 @@ from tests.support.scenes import snapshot
 TWO_PHASES = document([[step("world.spawn")], [step("world.reward")]])
 
 
-def _tick_with_errors(runner):
-    return runner.tick(Budget.for_seconds(60))
+def _tick_with_log_refused(db, runner, condition):
+    """A tick while the log refuses some rows: the run it was advancing ends its turn in error."""
+    with log_rows_refused(db, condition):
+        report = runner.tick(Budget.for_seconds(60))
+    assert report.errors == 1
 
 
 def _steps(db, run_id):
@@ -32,7 +35,7 @@ def test_a_sweep_whose_log_rows_fail_takes_no_step_back(db, clock, runner):
     before = snapshot(db, run.id)
 
     with log_rows_refused(db, "JSON_VALUE(NEW.detail, '$.cause') = 'lease expired'"), pytest.raises(pymysql.err.MySQLError):
-        _tick_with_errors(runner)
+        runner.tick(Budget.for_seconds(60))
     assert snapshot(db, run.id) == before  # still running under its expired lease, nothing logged
 
     tick(runner)  # the next sweep takes it back, logged, and the step is dispatched again
@@ -42,9 +45,7 @@ def test_a_sweep_whose_log_rows_fail_takes_no_step_back(db, clock, runner):
 
 def test_a_start_whose_log_rows_fail_leaves_the_run_scheduled(db, clock, runner, game_bridge):
     run = schedule(db, clock.now(), TWO_PHASES)
-    with log_rows_refused(db, "NEW.kind = 'run.phase'"):
-        report = _tick_with_errors(runner)
-    assert report.errors == 1
+    _tick_with_log_refused(db, runner, "NEW.kind = 'run.phase'")
     after = run_row(db, run.id)
     assert (after.status, after.current_phase) == (RunStatus.SCHEDULED, None)
     assert _steps(db, run.id) == [] and log_of(db, run.id) == [] and game_bridge.received() == []
@@ -52,9 +53,7 @@ def test_a_start_whose_log_rows_fail_leaves_the_run_scheduled(db, clock, runner,
 
 def test_an_answer_whose_log_rows_fail_leaves_the_step_in_flight(db, clock, runner, game_bridge):
     run = schedule(db, clock.now(), TWO_PHASES)
-    with log_rows_refused(db, "NEW.kind = 'step.dispatch'"):
-        report = _tick_with_errors(runner)
-    assert report.errors == 1
+    _tick_with_log_refused(db, runner, "NEW.kind = 'step.dispatch'")
     (spawn,) = _steps(db, run.id)
     assert (spawn.status, spawn.attempts) == (StepStatus.RUNNING, 1) and spawn.claimed_by is not None
     assert not [e for e in log_of(db, run.id) if e.step_id == spawn.id]
@@ -62,9 +61,7 @@ def test_an_answer_whose_log_rows_fail_leaves_the_step_in_flight(db, clock, runn
 
 def test_a_phase_change_whose_log_rows_fail_leaves_the_run_in_its_phase(db, clock, runner, game_bridge):
     run = schedule(db, clock.now(), TWO_PHASES)
-    with log_rows_refused(db, "NEW.kind = 'run.phase' AND NEW.phase = 2"):
-        report = _tick_with_errors(runner)
-    assert report.errors == 1
+    _tick_with_log_refused(db, runner, "NEW.kind = 'run.phase' AND NEW.phase = 2")
     after = run_row(db, run.id)
     assert (after.status, after.current_phase) == (RunStatus.RUNNING, 1)
     assert [s.phase for s in _steps(db, run.id)] == [1]
@@ -72,9 +69,7 @@ def test_a_phase_change_whose_log_rows_fail_leaves_the_run_in_its_phase(db, cloc
 
 def test_an_ending_whose_log_rows_fail_leaves_the_run_running(db, clock, runner, game_bridge):
     run = schedule(db, clock.now(), document([[step("world.spawn")]]))
-    with log_rows_refused(db, "JSON_VALUE(NEW.detail, '$.to') = 'completed'"):
-        report = _tick_with_errors(runner)
-    assert report.errors == 1
+    _tick_with_log_refused(db, runner, "JSON_VALUE(NEW.detail, '$.to') = 'completed'")
     after = run_row(db, run.id)
     assert (after.status, after.current_phase) == (RunStatus.RUNNING, 1)
     assert [e.detail["to"] for e in log_of(db, run.id) if e.kind == "run.status"] == ["starting", "running"]
