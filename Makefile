@@ -39,7 +39,7 @@ mutate: $(STAMP)
 
 # The dev database lives on the same server the tests find (or start).
 dev: $(STAMP)
-	EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m tests.support.mariadb url)events_dev} $(BIN)/python -m devtools.dev
+	EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m tests.support.mariadb url)events_dev} $(BIN)/python -m devtools dev
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -r bench/requirements.txt

@@ -1,4 +1,4 @@
-"""Operator commands: `python -m chalicelib <command>` (SPEC §9)."""
+"""Operator commands that ship: `python -m chalicelib migrate | tick` (development commands are in devtools)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import sys
 
 import pymysql
 
-from .api.auth import ROLES, mint
 from .config import Settings
 from .events.errors import ConfigError
 from .runtime import db_params
@@ -42,14 +41,6 @@ def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def cmd_token(args: argparse.Namespace, settings: Settings) -> int:
-    try:
-        print(mint(settings, sub=args.sub, roles=args.role, ttl_seconds=args.ttl))
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m chalicelib", description="Event run engine operator commands")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -58,11 +49,6 @@ def build_parser() -> argparse.ArgumentParser:
     tick.add_argument("--once", action="store_true", help="exactly one tick, then exit")
     tick.add_argument("--budget", type=float, help="seconds the tick may take work for (default EVENT_TICK_SECONDS)")
     tick.set_defaults(run=cmd_tick)
-    token = sub.add_parser("token", help="print a development token signed with EVENTS_JWT_SECRET")
-    token.add_argument("--role", action="append", required=True, choices=ROLES, help="a role to grant (repeatable)")
-    token.add_argument("--sub", required=True, help="who the token names (the actor in the run log)")
-    token.add_argument("--ttl", type=int, default=8 * 3600, help="seconds until it expires (default 8 hours)")
-    token.set_defaults(run=cmd_token)
     return parser
 
 

@@ -66,7 +66,7 @@ def _http_url(value: str) -> bool:
 
 
 def _dev_logins(env: Mapping[str, str], name: str) -> tuple[tuple[str, str], ...]:
-    """`{"role": "token", ...}`, set only by `make dev` (devtools/dev.py) for the console's one-click login."""
+    """`{"role": "token", ...}`, set only by `python -m devtools dev` (make dev) for the console's one-click login."""
     raw = env.get(name, "").strip()
     if not raw:
         return ()

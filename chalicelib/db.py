@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -414,20 +414,3 @@ class DatabaseClock:
 
     def now(self) -> datetime:
         return self._db.autocommit(lambda tx: must_exist(tx.one("SELECT UTC_TIMESTAMP(6) AS now"))["now"])
-
-
-class ManualClock:
-    """Test time: stands still until told to move."""
-
-    def __init__(self, start: datetime):
-        self._now = start.replace(tzinfo=None)
-
-    def now(self) -> datetime:
-        return self._now
-
-    def set(self, when: datetime) -> None:
-        self._now = when.replace(tzinfo=None)
-
-    def advance(self, seconds: float) -> datetime:
-        self._now += timedelta(seconds=seconds)
-        return self._now

@@ -1,4 +1,4 @@
-"""`python -m devtools.dev` (`make dev`): the whole engine on one machine, on a seeded demo event.
+"""`python -m devtools dev` (`make dev`, or `python -m devtools.dev`): the whole engine on one machine, on a seeded demo event.
 
 It migrates the database named by EVENTS_DB_URL, seeds a demo definition and a
 run due in a few seconds, starts a demo game bridge on loopback (it checks each
@@ -112,9 +112,11 @@ def run_dev() -> int:
     os.environ.update({k: v for k, v in dev_stage_environment().items() if k not in os.environ})
 
     from chalicelib import runtime
-    from chalicelib.api.auth import ADMIN, ROLES, mint
+    from chalicelib.api.auth import ADMIN, ROLES
     from chalicelib.events.runner.schedule import process_runner, tick_forever
     from chalicelib.migrate import migrate
+
+    from .tokens import mint
 
     runtime.reset()
     settings = runtime.settings()

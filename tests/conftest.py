@@ -9,8 +9,9 @@ from datetime import datetime
 
 import pytest
 
-from chalicelib.db import ConnectionParams, Database, ManualClock
+from chalicelib.db import ConnectionParams, Database
 from chalicelib.migrate import migrate
+from tests.support.clock import ManualClock
 from tests.support.mariadb import server_url
 
 # The shared fixtures (api, game_bridge, runner) live beside their helpers; pytest loads them here.

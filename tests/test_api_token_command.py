@@ -1,4 +1,4 @@
-"""`python -m chalicelib token` mints a development token the API accepts."""
+"""`python -m devtools token` mints a development token the API accepts."""
 
 import os
 import subprocess
@@ -11,7 +11,7 @@ from tests.support.api import AUDIENCE, ISSUER, SECRET
 
 def _token_command(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "chalicelib", "token", *args],
+        [sys.executable, "-m", "devtools", "token", *args],
         env={**os.environ, **env}, capture_output=True, text=True, timeout=60,
     )
 

@@ -43,7 +43,7 @@ def test_dev_runs_the_demo_event_through_the_api_and_the_tick_loop(db_params):
     api_port, bridge_port = _free_port(), _free_port()
     env = {**os.environ, "EVENTS_DB_URL": params.url(), "EVENTS_DEV_API_PORT": str(api_port),
            "GAME_BRIDGE_URL": f"http://127.0.0.1:{bridge_port}", "EVENT_TICK_SECONDS": "1"}
-    dev = subprocess.Popen([sys.executable, "-m", "devtools.dev"], env=env, stdout=subprocess.PIPE,
+    dev = subprocess.Popen([sys.executable, "-m", "devtools", "dev"], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
     output = []
     # Drained by a thread so the tick summaries can never fill the pipe and stall dev.

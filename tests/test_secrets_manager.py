@@ -18,11 +18,12 @@ from app import app
 from chalicelib import runtime
 from chalicelib import secrets as engine_secrets
 from chalicelib.config import Settings
-from chalicelib.db import Database, ManualClock
+from chalicelib.db import Database
 from chalicelib.events.model import RunStatus
 from chalicelib.events.runner.schedule import build_runner
 from tests.conftest import START
 from tests.support.api import ADMIN, hs_settings
+from tests.support.clock import ManualClock
 from tests.support.game_bridge import GameBridge
 from tests.support.runner_kit import schedule, step, tick
 

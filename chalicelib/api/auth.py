@@ -16,7 +16,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
@@ -121,21 +120,3 @@ def authenticate(headers: Mapping[str, str], settings: Settings) -> Principal:
     if not isinstance(sub, str) or not sub.strip() or len(sub) > 191:
         raise Unauthorized("invalid token: sub must name the caller")
     return Principal(sub=sub, roles=_roles(roles_claim(claims, settings.jwt_roles_claim)))
-
-
-def mint(settings: Settings, *, sub: str, roles: list[str], now: datetime | None = None, ttl_seconds: int = 8 * 3600) -> str:
-    """A development token signed with EVENTS_JWT_SECRET (HS256)."""
-    if not (settings.jwt_secret and settings.jwt_issuer and settings.jwt_audience):
-        raise ValueError("minting needs EVENTS_JWT_SECRET, EVENTS_JWT_ISSUER and EVENTS_JWT_AUDIENCE")
-    now = now or datetime.now(UTC)
-    claims = {
-        "sub": sub,
-        settings.jwt_roles_claim: roles,  # as a top-level key, which roles_claim() reads first
-        "iss": settings.jwt_issuer,
-        "aud": settings.jwt_audience,
-        "iat": now,
-        "exp": now + timedelta(seconds=ttl_seconds),
-    }
-    import jwt
-
-    return jwt.encode(claims, settings.jwt_secret, algorithm="HS256")

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.db import Database, ManualClock, must_exist
+from chalicelib.db import Database, must_exist
 from chalicelib.events.actions.bridge import GameBridge as BridgeClient
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.model import LogEntry, Run
 from chalicelib.events.runner import Budget, Rules, Runner, TickReport
 from chalicelib.events.store import log, runs
+from tests.support.clock import ManualClock
 from tests.support.factory import make_definition
 from tests.support.game_bridge import SECRET, GameBridge
 
