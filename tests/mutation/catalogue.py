@@ -43,6 +43,7 @@ RUNNER_OUTCOMES = "tests/test_runner_outcomes.py"
 RUNNER_WAIT_CUE = "tests/test_runner_wait_cue.py"
 RUNNER_SCHEDULE = "tests/test_runner_schedule.py"
 RUNNER_CANCELLED = "tests/test_runner_cancelled_in_flight.py"
+RUNNER_HOSTILE = "tests/test_runner_bridge_hostile.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -396,6 +397,10 @@ MUTATIONS: list[Mutation] = [
     _commit_first("completion-commits-before-its-log-rows", ADVANCE,
                   "        log.append_many(tx, entries, now)\n        return Phase(RunStatus.COMPLETED,",
                   "        ", (G_TX,)),
+    Mutation("dispatch-started-past-its-lease", ADVANCE,
+             "return self.budget.allows(self.step_worst_case) and dispatch_over_by < self.leases_lapse_at",
+             "return self.budget.allows(self.step_worst_case)",
+             (RUNNER_HOSTILE,)),
     Mutation("fenced-out-dispatcher-goes-on", ADVANCE,
              "if applied.run_stopped or not applied.written:",
              "if applied.run_stopped:",
