@@ -21,6 +21,7 @@ RECLAIM = "chalicelib/events/runner/reclaim.py"
 DEFINITIONS = "chalicelib/events/store/definitions.py"
 OCCURRENCES = "chalicelib/events/occurrences.py"
 DB = "chalicelib/db.py"
+SCHEDULING = "chalicelib/events/definitions.py"
 
 G_LEASES = "tests/test_guard_leases.py"
 G_PHASES = "tests/test_guard_phases.py"
@@ -44,6 +45,7 @@ RUNNER_WAIT_CUE = "tests/test_runner_wait_cue.py"
 RUNNER_SCHEDULE = "tests/test_runner_schedule.py"
 RUNNER_CANCELLED = "tests/test_runner_cancelled_in_flight.py"
 RUNNER_HOSTILE = "tests/test_runner_bridge_hostile.py"
+API_DEFINITIONS = "tests/test_api_definitions.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -150,6 +152,10 @@ MUTATIONS: list[Mutation] = [
     _commit_first("scheduling-commits-before-its-log-row", OCCURRENCES,
                   "        log.append(tx, journal.run_status(run.id, None, None, RunStatus.SCHEDULED, actor=actor, cause=cause), now)\n",
                   "        ", (G_PLANNING,)),
+    Mutation("reschedule-a-finished-occurrence", SCHEDULING,
+             "        if run.status.terminal:\n            raise Conflict(",
+             "        if False:\n            raise Conflict(",
+             (API_DEFINITIONS,)),
     # ── steps: the claim ─────────────────────────────────────────────────
     Mutation("step-claim-not-pending", STEPS,
              "WHERE s.id = %s AND s.status = 'pending' AND s.attempts = %s",
