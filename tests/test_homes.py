@@ -4,6 +4,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 from pathlib import Path
 
 import chalicelib
@@ -84,3 +85,18 @@ def test_no_import_circle_in_chalicelib():
         if name not in state:
             visit(name, [name])
     assert circles == [], f"import circles: {[' -> '.join(c) for c in circles]}"
+
+
+def test_the_code_and_docs_stand_on_their_own():
+    """A reader of the repository has no outside specification to look up."""
+    outside = re.compile(r"SPEC|\.\./shared|the original|the reference")
+    readable = {".py", ".js", ".html", ".css", ".sql", ".json", ".md", ".txt"}
+    code = [p for p in (ROOT / "chalicelib").rglob("*") if p.suffix in readable]
+    texts = [ROOT / "app.py", ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *code]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in texts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if outside.search(line)
+    ]
+    assert found == []

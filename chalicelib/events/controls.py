@@ -1,4 +1,4 @@
-"""The six live controls a person presses (SPEC §5): pause, resume, cancel, confirm, skip, retry.
+"""The six live controls a person presses: pause, resume, cancel, confirm, skip, retry.
 
 Each control is one transaction: lock the run (and the step), perform the
 guarded statement whose WHERE clause is the real guard, and append the log row
@@ -208,8 +208,8 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime)
     One transaction, run locked first. The requeue's own WHERE clause demands a
     paused run, and from that moment until COMMIT nobody else can move the run
     (every run transition needs the row lock we hold), so the resume cannot lose
-    a race and nobody ever sees the half-state "step re-queued, run still paused"
-    that the reference had to report. `resumed` is still the transition's own
+    a race and nobody ever sees the half-state "step re-queued, run still paused".
+    `resumed` is still the transition's own
     answer, not an assumption.
     """
 

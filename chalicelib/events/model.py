@@ -1,4 +1,4 @@
-"""The engine's vocabulary: statuses, typed rows, and the error hierarchy."""
+"""The engine's vocabulary: statuses and typed rows (errors are in errors.py, log rows in journal.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The game bridge: a signed POST per dispatch, and the classification of its answer (SPEC §6).
+"""The game bridge: a signed POST per dispatch, and the classification of its answer.
 
     POST {GAME_BRIDGE_URL}/actions/{action_id}
     {"run_id", "step_id", "phase", "action", "version", "params", "idempotency_key", "attempt"}

@@ -1,4 +1,4 @@
-"""One tick (SPEC §4): one clock read, reclaim, plan, then advance due runs on a bounded pool."""
+"""One tick: one clock read, reclaim, plan, then advance due runs on a bounded pool."""
 
 from __future__ import annotations
 
