@@ -39,10 +39,10 @@ def schedule_backlog(db: Database, runs: int, steps_per_run: int, *, label: str 
 def _insert_runs(tx, definition_id: int, count: int, label: str, now: datetime) -> list[int]:
     tx.execute(
         f"""INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,
-                                    grace_seconds, health, created_at, updated_at)
-            SELECT %s, 1, CONCAT(%s, '-', %s, '-', seq), 'scheduled', %s, 3600, 'ok', %s, %s
+                                    grace_seconds, health, created_at, updated_at, wake_at)
+            SELECT %s, 1, CONCAT(%s, '-', %s, '-', seq), 'scheduled', %s, 3600, 'ok', %s, %s, %s
               FROM seq_1_to_{int(count)}""",
-        (definition_id, label, definition_id, now, now, now),
+        (definition_id, label, definition_id, now, now, now, now),
     )
     rows = tx.all("SELECT id FROM event_runs WHERE definition_id = %s ORDER BY id", (definition_id,))
     return [r["id"] for r in rows]

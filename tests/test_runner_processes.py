@@ -14,12 +14,12 @@ RUNS, STEPS, PROCESSES = 200, 5, 4
 def _schedule_many(db, now):
     definition = make_definition(db, now, document([[{"action": f"world.step{i}", "params": {"i": i}} for i in range(STEPS)]]))
     rows = [
-        (definition.id, 1, f"{definition.id}@bulk-{i}", "scheduled", now, 300, "ok", now, now) for i in range(RUNS)
+        (definition.id, 1, f"{definition.id}@bulk-{i}", "scheduled", now, 300, "ok", now, now, now) for i in range(RUNS)
     ]
     db.transaction(lambda tx: tx.executemany(
         """INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,
-                                   grace_seconds, health, created_at, updated_at)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""", rows))
+                                   grace_seconds, health, created_at, updated_at, wake_at)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""", rows))
 
 
 def test_four_tick_processes_dispatch_every_step_attempt_exactly_once(db, game_bridge):

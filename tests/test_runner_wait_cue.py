@@ -36,6 +36,7 @@ def test_a_second_dispatch_of_the_wait_does_not_delay_the_next_step_twice(db, cl
     wait = _steps(db, run.id)[0]
     # As if the wait's answer had been lost: it is pending again, and dispatched again 30 s later.
     db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET status = 'pending', finished_at = NULL WHERE id = %s", (wait.id,)))
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (start, run.id)))  # the sweep's wake
     clock.advance(30)
     tick(runner)
     wait, spawn, _ = _steps(db, run.id)

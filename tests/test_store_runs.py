@@ -77,11 +77,11 @@ def test_run_claim_is_a_compare_and_set_on_a_free_or_expired_lease(db, clock):
 
     assert claim("a")
     assert not claim("b")
-    assert not db.autocommit(lambda tx: runs.release(tx, run.id, "b"))
+    assert not db.autocommit(lambda tx: runs.release(tx, run.id, "b", clock.now()))
     clock.advance(31)
     assert claim("b")
-    assert not db.autocommit(lambda tx: runs.release(tx, run.id, "a"))
-    assert db.autocommit(lambda tx: runs.release(tx, run.id, "b"))
+    assert not db.autocommit(lambda tx: runs.release(tx, run.id, "a", clock.now()))
+    assert db.autocommit(lambda tx: runs.release(tx, run.id, "b", clock.now()))
     assert claim("c")
 
 

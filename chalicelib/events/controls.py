@@ -137,7 +137,7 @@ def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str |
 
 def _resume_locked(tx: Tx, run: Run, control: str, actor: str, now: datetime) -> bool:
     to = _resume_target(run)
-    if not runs.transition(tx, run.id, (RunStatus.PAUSED,), to, now, last_error=None):
+    if not runs.transition(tx, run.id, (RunStatus.PAUSED,), to, now, last_error=None, wake_now=True):
         return False
     log.append(tx, journal.run_control(run, control, to, actor), now)
     return True

@@ -113,6 +113,7 @@ class Run:
     finished_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    wake_at: datetime | None  # when a tick next has to look at it; None: only a person can move it
 
     @classmethod
     def from_row(cls, row: dict) -> Run:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from chalicelib.db import Database, must_exist
-from chalicelib.events.model import OnFailure, Run, RunStatus, Step, StepSpec
+from chalicelib.events.model import DUE, OnFailure, Run, RunStatus, Step, StepSpec
 from chalicelib.events.store import definitions, runs, steps
 
 ANNOUNCE = {"action": "core.announce", "params": {"message": "hello"}}
@@ -48,8 +48,9 @@ def make_run(
             now=now,
         )
         tx.execute(
-            "UPDATE event_runs SET status = %s, current_phase = %s WHERE id = %s",
-            (RunStatus(status).value, current_phase, run.id),
+            # A run no timer moves has no wake time, as the store's own moves leave it.
+            "UPDATE event_runs SET status = %s, current_phase = %s, wake_at = IF(%s, wake_at, NULL) WHERE id = %s",
+            (RunStatus(status).value, current_phase, RunStatus(status) in DUE, run.id),
         )
         return runs.get(tx, run.id)
 

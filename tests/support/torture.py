@@ -295,11 +295,11 @@ def schedule_runs(db: Database, doc: dict, count: int, *, now: datetime | None =
     now = now or DatabaseClock(db).now()
     definition = make_definition(db, now, doc)
     tag = f"{definition.id}@torture-{time.monotonic_ns()}"
-    rows = [(definition.id, 1, f"{tag}-{i}", "scheduled", now, 3600, "ok", now, now) for i in range(count)]
+    rows = [(definition.id, 1, f"{tag}-{i}", "scheduled", now, 3600, "ok", now, now, now) for i in range(count)]
     db.transaction(lambda tx: tx.executemany(
         """INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,
-                                   grace_seconds, health, created_at, updated_at)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)""", rows))
+                                   grace_seconds, health, created_at, updated_at, wake_at)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""", rows))
     return [r["id"] for r in db.autocommit(lambda tx: tx.all(
         "SELECT id FROM event_runs WHERE occurrence_key LIKE %s ORDER BY id", (tag + "-%",)))]
 
@@ -334,7 +334,7 @@ def attempts_delivered(bridge: GameBridge) -> dict[str, list[int]]:
 
 
 # ── the log audit ──────────────────────────────────────────────────────────
-def audit(db: Database) -> list[str]:
+def audit(db: Database, now: datetime | None = None) -> list[str]:
     """Replay the run log and compare it with the rows: what the log says happened is what happened.
 
     Each step starts pending at attempt 0. A claim writes no row of its own: the
@@ -344,7 +344,8 @@ def audit(db: Database) -> list[str]:
     its ending. Every row must start from the state the replay is in (its
     `from`, its attempt): a transition logged twice, or a dispatch of an attempt
     already dispatched, fails here; a transition logged never leaves the replay
-    behind the rows. Returns the problems found, none when the log is honest.
+    behind the rows. It also checks that no live run's wake time is late (see
+    `late_wakes`). Returns the problems found, none when the log is honest.
     """
 
     def read(tx):
@@ -425,4 +426,51 @@ def audit(db: Database) -> list[str]:
     for r in run_rows:
         if (run_state[r["id"]] or "scheduled") != r["status"]:
             problems.append(f"run {r['id']} is {r['status']}; its log says {run_state[r['id']] or 'scheduled'}")
+    return problems + late_wakes(db, now)
+
+
+def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
+    """Live runs whose wake time is later than the earliest moment a tick could work them.
+
+    That moment is the run's own timer (scheduled_for; now for a starting run or a
+    phase with no open step; the head step's due_at, or its lease's expiry), but
+    never before the run's own lease lapses. A parked head or a paused run has no
+    timer: only a person moves it. A wake time may be early, never late.
+    """
+    now = now or DatabaseClock(db).now()
+
+    def read(tx):
+        return (
+            tx.all("""SELECT id, status, scheduled_for, current_phase, claim_expires_at, wake_at FROM event_runs
+                       WHERE status IN ('scheduled', 'starting', 'running', 'ending')"""),
+            tx.all("""SELECT s.run_id, s.phase, s.seq, s.status, s.due_at, s.claim_expires_at FROM event_run_steps s
+                        JOIN event_runs r ON r.id = s.run_id
+                       WHERE r.status IN ('running', 'ending') AND s.status IN ('pending', 'running')
+                       ORDER BY s.run_id, s.phase, s.seq"""),
+        )
+
+    live, open_steps = db.autocommit(read)
+    heads: dict[tuple[int, int], dict] = {}
+    for s in open_steps:
+        heads.setdefault((s["run_id"], s["phase"]), s)
+    problems = []
+    for r in live:
+        if r["status"] == "scheduled":
+            timer = r["scheduled_for"]
+        elif r["status"] == "starting":
+            timer = now
+        else:
+            phase = r["current_phase"] + (1 if r["status"] == "ending" else 0)
+            head = heads.get((r["id"], phase))
+            if head is None:
+                timer = now
+            elif head["status"] == "pending":
+                timer = head["due_at"] or now
+            else:
+                timer = head["claim_expires_at"]  # None: parked, a person's to move
+        if timer is None:
+            continue
+        earliest = max(timer, r["claim_expires_at"] or timer)
+        if r["wake_at"] is None or r["wake_at"] > earliest:
+            problems.append(f"run {r['id']} ({r['status']}) wakes at {r['wake_at']}, later than {earliest}")
     return problems

@@ -77,7 +77,7 @@ class RunAdvancer:
             report.status = self._work(run, report)
         finally:
             if report.status is None or not report.status.terminal:  # a terminal transition already cleared it
-                self.db.autocommit(lambda tx: runs.release(tx, run.id, token))
+                self.db.autocommit(lambda tx: runs.release(tx, run.id, token, self.now))
         return report
 
     # ── the run ──────────────────────────────────────────────────────────

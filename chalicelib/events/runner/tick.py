@@ -127,7 +127,7 @@ class Runner:
                 report.add(result)
             if len(batch) < self.batch_size:
                 break
-            after = (batch[-1].scheduled_for, batch[-1].id)
+            after = (batch[-1].wake_at, batch[-1].id)
         else:
             report.out_of_budget = True
         return report

@@ -1,4 +1,11 @@
-"""event_runs: occurrences, their guarded transitions, and the run lease."""
+"""event_runs: occurrences, their guarded transitions, the run lease, and the wake time.
+
+Every statement that changes a run or hands it back also writes its wake time
+(see `wake`): scheduling writes scheduled_for, a run claim the lease's expiry
+(a worker that dies is looked at again then), the release the earliest timer
+from the rows as they stand, a pause or an end NULL, a person's control now
+(confirm and skip in their own statements, in `steps`).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +15,12 @@ from typing import Any
 
 from ...db import Tx, must_exist
 from ..model import DUE, MAX_NOTE, TERMINAL_RUN, Run, RunStatus
+from .wake import WAKE_AT, wake_args
 
 COLUMNS = (
     "id, definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds,"
     " current_phase, health, last_error, claimed_by, claim_expires_at, started_at, finished_at,"
-    " created_at, updated_at"
+    " created_at, updated_at, wake_at"
 )
 _DUE_SQL = ", ".join(f"'{s.value}'" for s in DUE)
 _TERMINAL_RUN_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
@@ -61,26 +69,30 @@ def list_page(
 
 
 def find_due(tx: Tx, now: datetime, limit: int, *, after: tuple[datetime, int] | None = None) -> list[Run]:
-    """Runs a tick should look at: scheduled and due, or in flight, and not held by a live run lease.
+    """Runs whose wake time has come and that no live run lease holds, in wake order.
 
-    `due_since` is scheduled_for for exactly the statuses a tick picks up (see
-    migration 0006), so this is one index range in (scheduled_for, id) order, with
-    no sort, whatever the history. `after` is the (scheduled_for, id) of the last
-    run of the previous batch, so one tick reads its work in bounded batches and
-    sees each run at most once.
+    One range of the (wake_at, id) index: a run parked at a cue, paused, holding
+    behind a long wait or over is never read. `after` is the (wake_at, id) of the
+    last run of the previous batch, so one tick reads its work in bounded batches
+    and sees each run at most once.
     """
     keyset, args = "", []
     if after is not None:
-        keyset = "AND (due_since > %s OR (due_since = %s AND id > %s))"
+        keyset = "AND (wake_at > %s OR (wake_at = %s AND id > %s))"
         args = [after[0], after[0], after[1]]
     rows = tx.all(
         f"""SELECT {COLUMNS} FROM event_runs
-             WHERE due_since <= %s
+             WHERE wake_at <= %s
                AND (claim_expires_at IS NULL OR claim_expires_at < %s) {keyset}
-             ORDER BY due_since, id LIMIT %s""",
+             ORDER BY wake_at, id LIMIT %s""",
         (now, now, *args, limit),
     )
     return [Run.from_row(r) for r in rows]
+
+
+def next_wake(tx: Tx) -> datetime | None:
+    """The earliest wake time of any run, None when no run waits on a timer (the index's first entry)."""
+    return tx.one("SELECT MIN(wake_at) AS wake_at FROM event_runs")["wake_at"]
 
 
 # ── writes ─────────────────────────────────────────────────────────────────
@@ -104,9 +116,9 @@ def schedule(
     created = tx.execute(
         """INSERT IGNORE INTO event_runs
              (definition_id, definition_version, occurrence_key, status, scheduled_for,
-              grace_seconds, health, created_at, updated_at)
-           VALUES (%s, %s, %s, 'scheduled', %s, %s, 'ok', %s, %s)""",
-        (definition_id, definition_version, key, scheduled_for, grace_seconds, now, now),
+              grace_seconds, health, created_at, updated_at, wake_at)
+           VALUES (%s, %s, %s, 'scheduled', %s, %s, 'ok', %s, %s, %s)""",
+        (definition_id, definition_version, key, scheduled_for, grace_seconds, now, now, scheduled_for),
     )
     # A locking read sees the latest committed row: under REPEATABLE READ a plain
     # SELECT would read this transaction's older snapshot and miss a run that a
@@ -127,13 +139,16 @@ def _move(
     last_error: str | object | None = _UNSET,
     current_phase: int | None = None,
     degrade: bool = False,
+    wake_now: bool = False,
 ) -> bool:
     """`UPDATE event_runs … WHERE id = run_id AND <guard>`: what every status change of a run writes.
 
     `current_phase` may only be written by a move into running (start and each
     phase advance), so "where does resume go back to" can be derived from it.
     A terminal move stamps finished_at and drops the run claim. Health only ever
-    degrades.
+    degrades. A pause or an end clears the wake time (no timer moves such a run);
+    `wake_now` (a person's resume) sets it to now. The worker's own moves leave it:
+    the worker holds the run, and its release writes the wake time.
     """
     to = RunStatus(to)
     if current_phase is not None and to is not RunStatus.RUNNING:
@@ -150,6 +165,11 @@ def _move(
         args.append(now)
     if clear_claim or to in TERMINAL_RUN:
         sets.append("claimed_by = NULL, claim_expires_at = NULL")
+    if to in TERMINAL_RUN or to is RunStatus.PAUSED:
+        sets.append("wake_at = NULL")
+    elif wake_now:
+        sets.append("wake_at = %s")
+        args.append(now)
     if last_error is not _UNSET:
         sets.append("last_error = %s")
         args.append(None if last_error is None else str(last_error)[:MAX_NOTE])
@@ -177,7 +197,7 @@ def transition(
 ) -> bool:
     """Move a run from one of `from_statuses` to `to`; False if it was in none of them.
 
-    `changes`: clear_claim, last_error, current_phase (into running only), degrade.
+    `changes`: clear_claim, last_error, current_phase (into running only), degrade, wake_now.
     """
     sources = [RunStatus(s).value for s in from_statuses]
     if not sources:
@@ -245,26 +265,37 @@ def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> boo
 
 
 def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) -> bool:
-    """Take a run for one tick worker: compare-and-set on a free or expired run lease."""
+    """Take a run for one tick worker: compare-and-set on a free or expired run lease.
+
+    The wake time becomes the lease's expiry: if the worker dies holding the run,
+    that is when another may take it.
+    """
     if lease_seconds <= 0:
         raise ValueError(f"lease_seconds must be positive, got {lease_seconds!r}")
+    expires = now + timedelta(seconds=lease_seconds)
     return (
         tx.execute(
-            f"""UPDATE event_runs SET claimed_by = %s, claim_expires_at = %s
+            f"""UPDATE event_runs SET claimed_by = %s, claim_expires_at = %s, wake_at = %s
                  WHERE id = %s AND status IN ({_DUE_SQL})
                    AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",
-            (token, now + timedelta(seconds=lease_seconds), run_id, now),
+            (token, expires, expires, run_id, now),
         )
         == 1
     )
 
 
-def release(tx: Tx, run_id: int, token: str) -> bool:
-    """Give the run lease back; a no-op if it was cleared (pause) or taken over meanwhile."""
+def release(tx: Tx, run_id: int, token: str, now: datetime) -> bool:
+    """Give the run lease back and write its wake time; a no-op if the lease was cleared (pause) or taken over.
+
+    The wake time is computed in the statement from the rows as they stand, not
+    from what the worker last read: a person who confirmed a cue while the worker
+    held the run locked the run row first, so this statement sees their change.
+    """
     return (
         tx.execute(
-            "UPDATE event_runs SET claimed_by = NULL, claim_expires_at = NULL WHERE id = %s AND claimed_by = %s",
-            (run_id, token),
+            f"""UPDATE event_runs r SET r.claimed_by = NULL, r.claim_expires_at = NULL, r.wake_at = {WAKE_AT}
+                 WHERE r.id = %(run_id)s AND r.claimed_by = %(token)s""",
+            {**wake_args(now), "run_id": run_id, "token": token},
         )
         == 1
     )

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 
 from ...db import Tx
 from ..model import (
+    DUE,
     MAX_NOTE,
     RUNNABLE,
     RUNNER_FINISHES,
@@ -40,6 +41,7 @@ COLUMNS = (
 GAVE_UP = "gave up after repeated interruptions"
 RUN_ENDED = "its run ended while this step was in flight"
 _RUNNABLE_SQL = ", ".join(f"'{s.value}'" for s in RUNNABLE)
+_DUE_SQL = ", ".join(f"'{s.value}'" for s in DUE)
 _TERMINAL_RUN_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
 
 
@@ -388,34 +390,41 @@ def cancel_open(tx: Tx, run_id: int, now: datetime) -> int:
     )
 
 
+# A person's step control made work: the run's wake time becomes now (only ever
+# earlier, and only for a run a tick picks up), in the control's own statement.
+_WAKE_RUN_NOW = f"""r.wake_at = IF(r.status IN ({_DUE_SQL}) AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
+
+
 def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None) -> bool:
-    """A person did what a parked step asked: it is done, with their note."""
+    """A person did what a parked step asked: it is done, with their note, and its run wakes now."""
     return (
         tx.execute(
-            """UPDATE event_run_steps
-                  SET status = 'done', finished_at = %s, claimed_by = NULL, last_error = %s
-                WHERE id = %s AND status = 'running' AND claim_expires_at IS NULL""",
-            (now, _note(note), step_id),
+            f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+                   SET s.status = 'done', s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
+                       {_WAKE_RUN_NOW}
+                 WHERE s.id = %s AND s.status = 'running' AND s.claim_expires_at IS NULL""",
+            (now, _note(note), now, now, step_id),
         )
-        == 1
+        > 0
     )
 
 
 def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None) -> bool:
-    """A person decided against a pending or parked step of a run that is not over.
+    """A person decided against a pending or parked step of a run that is not over; its run wakes now.
 
     A leased step cannot be recalled; a step of a finished run is history.
     """
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
-                   SET s.status = 'skipped', s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s
+                   SET s.status = 'skipped', s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
+                       {_WAKE_RUN_NOW}
                  WHERE s.id = %s
                    AND (s.status = 'pending' OR (s.status = 'running' AND s.claim_expires_at IS NULL))
                    AND r.status NOT IN ({_TERMINAL_RUN_SQL})""",
-            (now, _note(reason), step_id),
+            (now, _note(reason), now, now, step_id),
         )
-        == 1
+        > 0
     )
 
 

@@ -1,0 +1,46 @@
+"""A run's wake time: the earliest of its timers, as one SQL expression over the run's row.
+
+The invariant: a wake time may be early, never late. A tick that looks at a run
+too early finds nothing to do and writes the wake time again; a wake time that
+is late leaves work undone, so every timer that can make a run claimable must be
+in `TIMERS`. A run no timer covers (paused, parked at a cue, over) has no wake
+time: only a person moves it, and their control sets the wake time to now.
+
+Each timer is an SQL expression over `r` (the event_runs row) that is a time, or
+NULL when the timer does not apply; `%(now)s` is the tick's clock. Later work
+(cue reminders, phase time limits, cleanup) adds a timer here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+# LEAST() is NULL if any argument is: absent timers count as "never" meanwhile.
+NEVER = "'9999-12-31 23:59:59.999999'"
+
+# The phase a running or ending run works: an ending run's steps are the phase after
+# its last one (current_phase stays at the last phase on the way into ending).
+_WORKING_PHASE = "IF(r.status = 'ending', r.current_phase + 1, r.current_phase)"
+
+TIMERS: dict[str, str] = {
+    # A scheduled run is looked at when it falls due (and started or missed then).
+    "scheduled_for": "IF(r.status = 'scheduled', r.scheduled_for, NULL)",
+    # A starting run has its first phase to materialise: now.
+    "starting": "IF(r.status = 'starting', %(now)s, NULL)",
+    # A running or ending run follows the head of its phase: a pending step at its
+    # due_at (now if it has none), a leased step at its lease's expiry (the sweep
+    # takes it back then), a parked step never; a phase with no open step is left now.
+    "phase_head": f"""IF(r.status IN ('running', 'ending'), COALESCE(
+        (SELECT IF(s.status = 'pending', COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at, {NEVER}))
+           FROM event_run_steps s
+          WHERE s.run_id = r.id AND s.phase = {_WORKING_PHASE} AND s.status IN ('pending', 'running')
+          ORDER BY s.seq LIMIT 1),
+        %(now)s), NULL)""",
+}
+
+WAKE_AT = "NULLIF(LEAST({}), {})".format(", ".join(f"COALESCE({t}, {NEVER})" for t in TIMERS.values()), NEVER)
+
+
+def wake_args(now: datetime) -> dict:
+    """The named parameters `WAKE_AT` takes."""
+    return {"now": now}

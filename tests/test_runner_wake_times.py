@@ -1,0 +1,122 @@
+"""Wake times: a tick reads only the runs whose timer has come, and no timer is ever late.
+
+Every test drives the real runner or the real controls against MariaDB and then
+looks at what a tick would do next: which runs `find_due` hands it, and when.
+"""
+
+from datetime import timedelta
+
+from chalicelib.events import controls
+from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.store import runs, steps
+from tests.support.factory import document, run_row
+from tests.support.runner_kit import RULES, game_bridge, runner, schedule, step, tick  # noqa: F401
+from tests.support.game_bridge import Answer
+from tests.support.torture import late_wakes
+
+CUE = document([[step("core.cue", instruction="Light the bonfire"), step("core.announce", message="lit")]])
+LONG_WAIT = document([[step("core.wait", seconds=3600), step("core.announce", message="an hour later")]])
+SHORT_WAIT = document([[step("core.wait", seconds=5), step("world.spawn")]])
+FAILS = document([[step("world.spawn"), step("core.announce", message="after")]])
+
+
+def _due(db, now):
+    return {r.id for r in db.autocommit(lambda tx: runs.find_due(tx, now, 1000))}
+
+
+def _steps(db, run_id):
+    return db.autocommit(lambda tx: steps.list_for_run(tx, run_id))
+
+
+def test_runs_that_need_nobody_are_not_read_by_a_tick(db, clock, runner):
+    parked = schedule(db, clock.now(), CUE)
+    waiting = schedule(db, clock.now(), LONG_WAIT)
+    tick(runner)
+    assert run_row(db, parked.id).wake_at is None  # only a person moves a parked cue
+    assert run_row(db, waiting.id).wake_at == clock.now() + timedelta(seconds=3600)
+    later = schedule(db, clock.now(), CUE, scheduled_for=clock.now() + timedelta(minutes=5))
+    assert run_row(db, later.id).wake_at == later.scheduled_for
+    clock.advance(60)
+    assert _due(db, clock.now()) == set()
+    assert tick(runner).runs_seen == 0
+    assert late_wakes(db, clock.now()) == []
+
+
+def test_a_wait_wakes_its_run_exactly_when_the_next_step_falls_due(db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), SHORT_WAIT)
+    tick(runner)
+    due_at = _steps(db, run.id)[1].due_at
+    assert run_row(db, run.id).wake_at == due_at
+    assert run.id not in _due(db, due_at - timedelta(microseconds=1))
+    assert run.id in _due(db, due_at)
+    clock.set(due_at)
+    assert tick(runner).dispatched == 1
+    assert run_row(db, run.id).status is RunStatus.COMPLETED and run_row(db, run.id).wake_at is None
+
+
+def test_confirm_and_skip_wake_the_run_now_in_their_own_transaction(db, clock, runner):
+    confirmed, skipped = schedule(db, clock.now(), CUE), schedule(db, clock.now(), CUE)
+    tick(runner)
+    clock.advance(30)
+    cue = _steps(db, confirmed.id)[0]
+    controls.confirm(db, confirmed.id, cue.id, actor="alice", now=clock.now(), note="lit")
+    cue = _steps(db, skipped.id)[0]
+    controls.skip(db, skipped.id, cue.id, actor="alice", now=clock.now())
+    assert run_row(db, confirmed.id).wake_at == clock.now() == run_row(db, skipped.id).wake_at
+    assert _due(db, clock.now()) == {confirmed.id, skipped.id}
+    assert tick(runner).dispatched == 2
+
+
+def test_a_pause_clears_the_wake_and_resume_or_retry_set_it_to_now(db, clock, runner, game_bridge):
+    game_bridge.script("world.spawn", Answer(status=400))
+    failed = schedule(db, clock.now(), FAILS)
+    paused = schedule(db, clock.now(), LONG_WAIT)
+    tick(runner)
+    controls.pause(db, paused.id, actor="alice", now=clock.now())
+    assert run_row(db, failed.id).status is RunStatus.PAUSED
+    assert run_row(db, failed.id).wake_at is None and run_row(db, paused.id).wake_at is None
+    clock.advance(10)
+    spawn = _steps(db, failed.id)[0]
+    controls.retry(db, failed.id, spawn.id, actor="alice", now=clock.now())
+    controls.resume(db, paused.id, actor="alice", now=clock.now())
+    assert run_row(db, failed.id).wake_at == clock.now() == run_row(db, paused.id).wake_at
+    tick(runner)
+    assert run_row(db, paused.id).wake_at == _steps(db, paused.id)[1].due_at  # back behind its wait
+
+
+def test_a_confirm_while_a_worker_holds_the_run_survives_the_workers_release(db, clock, runner):
+    run = schedule(db, clock.now(), CUE)
+    tick(runner)
+    # A worker took the run and read the parked cue; a person confirms before it hands the run back.
+    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "worker", clock.now(), 120))
+    cue = _steps(db, run.id)[0]
+    controls.confirm(db, run.id, cue.id, actor="alice", now=clock.now())
+    assert db.autocommit(lambda tx: runs.release(tx, run.id, "worker", clock.now()))
+    assert run_row(db, run.id).wake_at == clock.now()  # computed from the rows, not from the worker's view
+    assert tick(runner).dispatched == 1
+
+
+def test_a_worker_that_dies_holding_a_run_leaves_it_waking_at_its_lease_expiry(db, clock, runner):
+    run = schedule(db, clock.now(), SHORT_WAIT)
+    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "dead", clock.now(), RULES.lease_seconds))
+    expiry = clock.now() + timedelta(seconds=RULES.lease_seconds)
+    assert run_row(db, run.id).wake_at == expiry
+    assert tick(runner).runs_seen == 0
+    clock.set(expiry + timedelta(microseconds=1))
+    assert tick(runner).dispatched == 1
+    assert [s.status for s in _steps(db, run.id)] == [StepStatus.DONE, StepStatus.PENDING]
+
+
+def test_a_leased_head_step_wakes_its_run_when_the_lease_lapses(db, clock, runner):
+    run = schedule(db, clock.now(), SHORT_WAIT)
+    tick(runner, seconds=0)  # out of budget at once: the run is handed back untouched and wakes now
+    assert run_row(db, run.id).wake_at == clock.now()
+    tick(runner)
+    spawn = _steps(db, run.id)[1]
+    clock.set(spawn.due_at)
+    claim = db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 30))  # another dispatcher, mid-call
+    assert claim is not None
+    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "w", clock.now(), 30))
+    assert db.autocommit(lambda tx: runs.release(tx, run.id, "w", clock.now()))
+    assert run_row(db, run.id).wake_at == clock.now() + timedelta(seconds=30)
+    assert late_wakes(db, clock.now()) == []
