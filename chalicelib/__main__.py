@@ -35,7 +35,7 @@ def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
             runner.close()
         show(report)
         return 1 if report.errors else 0
-    print(f"ticking every {settings.tick_seconds}s; Ctrl-C stops after the steps in hand", file=sys.stderr, flush=True)
+    print("ticking whenever a run wakes (looking once a second); Ctrl-C stops after the steps in hand", file=sys.stderr, flush=True)
     tick_forever(runner, settings.tick_seconds, show)
     print("stopped", file=sys.stderr, flush=True)
     return 0
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m chalicelib", description="Event run engine operator commands")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("migrate", help="bring the database to the current schema").set_defaults(run=cmd_migrate)
-    tick = sub.add_parser("tick", help="run ticks every EVENT_TICK_SECONDS until Ctrl-C (or one, with --once)")
+    tick = sub.add_parser("tick", help="tick whenever a run wakes until Ctrl-C (or once, with --once)")
     tick.add_argument("--once", action="store_true", help="exactly one tick, then exit")
     tick.add_argument("--budget", type=float, help="seconds the tick may take work for (default EVENT_TICK_SECONDS)")
     tick.set_defaults(run=cmd_tick)

@@ -144,7 +144,7 @@ def run_dev() -> int:
         f"the run parks at the bonfire cue; confirm it with:\n"
         f"  curl -s -X POST -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json'"
         f" -d '{{\"note\": \"lit\"}}' http://127.0.0.1:{API_PORT}/runs/{run_id}/steps/<step_id>/confirm\n"
-        f"ticking every {settings.tick_seconds}s; Ctrl-C stops everything\n",
+        "ticking whenever a run wakes; Ctrl-C stops everything\n",
         flush=True,
     )
     try:

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from chalice.test import Client
@@ -13,7 +14,9 @@ from chalice.test import Client
 from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import DatabaseClock
+from chalicelib.events import controls
 from chalicelib.events.model import RunStatus
+from chalicelib.events.store import runs, steps
 from chalicelib.events.runner.schedule import run_invocation
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import make_runner, schedule, step, tick_process
@@ -37,24 +40,61 @@ class FakeTime:
         self.clock.advance(seconds)
 
 
-def test_one_invocation_ticks_every_interval_for_the_minute(db, clock, game_bridge):
+def test_one_invocation_ticks_when_a_wait_ends_and_looks_once_a_second_in_between(db, clock, game_bridge):
     run = schedule(db, clock.now(), WAIT_THEN_ANNOUNCE)
+    later = schedule(db, clock.now(), WAIT_THEN_ANNOUNCE, scheduled_for=clock.now() + timedelta(seconds=30.25))
     fake = FakeTime(clock)
     runner = make_runner(db, clock, game_bridge)
+    ticked_at = []
+    runner_tick = runner.tick
+    runner.tick = lambda budget, **kw: (ticked_at.append(fake.now), runner_tick(budget, **kw))[1]
     try:
         reports = run_invocation(runner, remaining_seconds=lambda: 69.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
     finally:
         runner.close()
-    assert len(reports) == 4 and fake.sleeps == [15, 15, 15]  # at 0, 15, 30, 45: the next invocation comes at 60
-    assert [r.dispatched for r in reports] == [1, 0, 1, 0]  # the wait at 0, the announce once due at 30
-    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    # Ticks exactly when something is due: the first wait at 0, its announce at 20, the later run at 30.25
+    # and its announce at 50.25; in between the loop sleeps at most a second at a time.
+    assert ticked_at == [0, 20, 30.25, 50.25]
+    assert [r.dispatched for r in reports] == [1, 1, 1, 1]
+    assert max(fake.sleeps) <= 1.0 and len(fake.sleeps) >= 50  # ~one wake read a second until 60 s less the worst case
+    assert run_row(db, run.id).status is RunStatus.COMPLETED is run_row(db, later.id).status
+
+
+def test_a_confirm_is_seen_within_a_second_and_a_wake_already_tried_waits_a_second(db, clock, game_bridge):
+    run = schedule(db, clock.now(), document([[step("core.cue", instruction="go"), step("core.announce", message="on")]]))
+    fake = FakeTime(clock)
+    runner = make_runner(db, clock, game_bridge)
+    ticked_at = []
+    runner_tick = runner.tick
+
+    def tick(budget, **kw):
+        ticked_at.append(fake.now)
+        if fake.now == 0:  # a second process holds another run that is due: the loop must not spin on it
+            held = schedule(db, clock.now(), WAIT_THEN_ANNOUNCE)
+            db.autocommit(lambda tx: runs.claim(tx, held.id, "other", clock.now(), 120))
+            db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), held.id)))
+        return runner_tick(budget, **kw)
+
+    def sleep(seconds):
+        fake.sleep(seconds)
+        if 5 <= fake.now < 5 + seconds:  # a person confirms the cue at 5 s
+            cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+            controls.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
+
+    runner.tick = tick
+    try:
+        reports = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=sleep)
+    finally:
+        runner.close()
+    assert ticked_at[:6] == [0, 1, 2, 3, 4, 5]  # the held run's stale wake: once a second, no faster
+    assert reports[5].dispatched == 1 and run_row(db, run.id).status is RunStatus.COMPLETED
 
 
 def test_an_invocation_with_little_time_left_ticks_only_what_fits(db, clock, game_bridge):
     fake = FakeTime(clock)
     runner = make_runner(db, clock, game_bridge, timeout=5)
     try:
-        enough_for_one = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
+        enough_for_one = run_invocation(runner, remaining_seconds=lambda: 11.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
         none = run_invocation(runner, remaining_seconds=lambda: 5.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
     finally:
         runner.close()

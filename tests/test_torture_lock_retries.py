@@ -73,13 +73,14 @@ def _press_controls(db: Database, stop: threading.Event, leaked: list, pressed: 
 
 
 def _hold_run_rows(params: ConnectionParams, stop: threading.Event, held: Counter) -> None:
-    """A slow console transaction: lock one unfinished run for 1.3 s, let go, again."""
+    """A slow console transaction: lock one run a worker is about to need for 1.3 s, let go, again."""
     rng = random.Random(7)
     conn = Database(params).connect()
     try:
         while not stop.is_set():
             with conn.cursor() as cursor:
-                cursor.execute("SELECT id FROM event_runs WHERE status IN ('running', 'starting', 'scheduled') LIMIT 50")
+                # The runs the workers take next (the head of the wake order): whoever comes for one waits.
+                cursor.execute("SELECT id FROM event_runs WHERE wake_at IS NOT NULL ORDER BY wake_at, id LIMIT 8")
                 ids = [row[0] for row in cursor.fetchall()]
                 if not ids:
                     break
@@ -100,7 +101,7 @@ def _hold_run_rows(params: ConnectionParams, stop: threading.Event, held: Counte
 def test_deadlocks_and_lock_wait_timeouts_are_rerun_and_never_reach_a_caller(short_lock_waits, game_bridge, tmp_path):
     params = short_lock_waits
     db = Database(params)
-    game_bridge.default = Answer(delay=0.05)
+    game_bridge.default = Answer(delay=0.3)  # the backlog outlasts the contention window: the hog meets workers
     game_bridge.script("world.step1", *[Answer(422, {"reason": "no"})] * RUNS)  # refused under on_failure skip
     schedule_runs(db, DOCUMENT, RUNS)
     stop, leaked, pressed, held = threading.Event(), [], Counter(), Counter()

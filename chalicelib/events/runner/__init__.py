@@ -1,13 +1,14 @@
 """The runner: the tick that starts runs, claims and dispatches steps, and applies their outcomes.
 
-    tick.py       one tick: one clock read, reclaim, plan, advance due runs on a bounded pool
+    tick.py       one tick: one clock read, reclaim, plan, advance the runs whose wake time has come
     reclaim.py    expired leases back to pending, or failed at the ceiling with their on_failure
     planner.py    a run per cron occurrence of recurring definitions
     advance.py    one run: start it, work its phase serially, move it on
     outcomes.py   a dispatch's outcome as one fenced write, its log rows, the on_failure disposition
     documents.py  a stored definition document as phases of StepSpecs
     budget.py     when a tick stops taking work
-    schedule.py   ticks over time: the Lambda invocation, `tick --once`, `tick`
+    loop.py       ticks over time: tick when the earliest wake time comes, read it about once a second
+    schedule.py   the entry points: the Lambda invocation, `tick --once`, `tick`
 """
 
 from .budget import Budget

@@ -1,13 +1,14 @@
-"""Ticks over time: the scheduled Lambda's invocation, and the operator's `tick` commands.
+"""The tick's entry points: the scheduled Lambda's invocation, and the operator's `tick` commands.
 
-EventBridge fires the `tick` function at most once a minute; one invocation runs
-a tick every EVENT_TICK_SECONDS for that minute, as far as the Lambda's
-remaining time allows. Each tick stops taking work at its interval, and never
-starts a step whose worst case would not fit before the hard deadline.
+EventBridge fires the `tick` function at most once a minute; one invocation
+ticks whenever a run's wake time comes (see `loop`) for that minute, as far as
+the Lambda's remaining time allows, and never starts a step whose worst case
+would not fit before the hard deadline.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from ..actions.channels import channel_for
 from ..actions.perform import Actions
 from ..errors import ConfigError
 from .budget import Budget
+from .loop import Loop
 from .outcomes import Rules
 from .tick import Runner, TickReport
 
@@ -101,19 +103,9 @@ def run_invocation(
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[TickReport]:
-    """Ticks every `tick_seconds` for one schedule period, inside the invocation's remaining time."""
-    start = monotonic()
-    finish_by = start + min(SCHEDULE_PERIOD_SECONDS, remaining_seconds() - SAFETY_SECONDS)
-    reports = []
-    tick_start = start
-    while finish_by - tick_start > runner.step_worst_case_seconds:
-        budget = Budget(min(tick_start + tick_seconds, finish_by), finish_by, monotonic)
-        reports.append(runner.tick(budget))
-        tick_start += tick_seconds
-        if finish_by - tick_start <= runner.step_worst_case_seconds:
-            break
-        sleep(max(0.0, tick_start - monotonic()))
-    return reports
+    """Ticks on wake times for one schedule period, inside the invocation's remaining time."""
+    finish_by = monotonic() + min(SCHEDULE_PERIOD_SECONDS, remaining_seconds() - SAFETY_SECONDS)
+    return Loop(runner, finish_by, tick_seconds, monotonic=monotonic, sleep=sleep).run()
 
 
 def scheduled_tick(context) -> dict:
@@ -140,16 +132,11 @@ def tick_forever(
     on_report: Callable[[TickReport], None],
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """A tick every `tick_seconds` until Ctrl-C; then workers finish the step in hand and stop."""
-    budget = None
+    """Tick on wake times until Ctrl-C; then workers finish the step in hand and stop."""
+    loop = Loop(runner, math.inf, tick_seconds, sleep=sleep, on_report=on_report)
     try:
-        while True:
-            started = time.monotonic()
-            budget = Budget.for_seconds(tick_seconds, hard_seconds=tick_seconds + runner.step_worst_case_seconds)
-            on_report(runner.tick(budget))
-            sleep(max(0.0, started + tick_seconds - time.monotonic()))
+        loop.run()
     except KeyboardInterrupt:
-        if budget is not None:
-            budget.stop.set()
+        loop.stop.set()
     finally:
         runner.close()

@@ -1,4 +1,4 @@
-"""One tick: one clock read, reclaim, plan, then advance due runs on a bounded pool."""
+"""One tick: one clock read, reclaim, plan, then advance the runs whose wake time has come, on a bounded pool."""
 
 from __future__ import annotations
 
@@ -106,7 +106,8 @@ class Runner:
     def step_worst_case_seconds(self) -> float:
         return self.actions.longest_dispatch_seconds + DATABASE_MARGIN_SECONDS
 
-    def tick(self, budget: Budget) -> TickReport:
+    def tick(self, budget: Budget, *, plan: bool = True) -> TickReport:
+        """Reclaim, plan recurring definitions (unless `plan` is False), then advance every run due now."""
         # A database that is down or resuming is waited for while the tick could still take work.
         self.db.reach(budget.take_work_until, monotonic=budget.monotonic)
         now = self.clock.now()  # the one clock read of this tick
@@ -114,10 +115,11 @@ class Runner:
         report = TickReport(now=now)
         swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
-        planning = budget.portion(PLANNING_SHARE)  # the rest is for due runs, whatever planning finds
-        plan = plan_occurrences(self.db, now, self.horizon, keep_going=lambda: planning.allows(0))
-        report.planned, report.skipped_occurrences = plan.planned, plan.skipped
-        report.plan_failures, report.plan_deferred = plan.failed, plan.deferred
+        if plan:
+            planning = budget.portion(PLANNING_SHARE)  # the rest is for due runs, whatever planning finds
+            planned = plan_occurrences(self.db, now, self.horizon, keep_going=lambda: planning.allows(0))
+            report.planned, report.skipped_occurrences = planned.planned, planned.skipped
+            report.plan_failures, report.plan_deferred = planned.failed, planned.deferred
         advancer = RunAdvancer(
             self.db, self.actions, self.rules, self._plan_for, now, budget, self.step_worst_case_seconds, leases_lapse_at)
         after = None
@@ -131,6 +133,10 @@ class Runner:
         else:
             report.out_of_budget = True
         return report
+
+    def next_wake(self) -> datetime | None:
+        """The earliest wake time of any run (one indexed read): when the next tick has work."""
+        return self.db.autocommit(runs.next_wake)
 
     def close(self) -> None:
         """Drop queued runs, wait for the ones in hand, then let the threads (and their connections) go."""

@@ -1,0 +1,82 @@
+"""Ticks over time: tick when the earliest wake time comes, and look for it about once a second.
+
+The invariant: between ticks the loop sends one statement (the earliest wake
+time, the first entry of an index) at most about once a second, and it ticks
+as soon as a wake time it has seen comes. So a step behind a wait starts at its
+due time, and one a person released (their control set the run's wake time to
+now) within about a second. A wake time the last tick already had a chance at
+(a run another process holds) is tried again a second after that tick began,
+never faster.
+
+Wake times are database times; the loop maps them onto its monotonic clock
+through the last tick's `now`, so a process whose own clock is skewed still
+wakes on time.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .budget import Budget
+from .tick import Runner, TickReport
+
+POLL_SECONDS = 1.0  # the longest the loop goes without reading the earliest wake time while it runs
+PLAN_SECONDS = 60.0  # recurring definitions are planned this often (their horizon is minutes)
+
+
+@dataclass
+class Loop:
+    """Run ticks until `finish_by` (monotonic seconds) or until `stop` is set."""
+
+    runner: Runner
+    finish_by: float
+    tick_seconds: float  # each tick's window for taking work
+    monotonic: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    on_report: Callable[[TickReport], None] = lambda report: None
+    stop: threading.Event = field(default_factory=threading.Event)
+    wake_reads: int = 0  # statements sent between ticks, for the idle figures
+    budget: Budget | None = None  # the tick in hand's, so a stop can reach its workers
+
+    def run(self) -> list[TickReport]:
+        reports: list[TickReport] = []
+        planned_at = -math.inf
+        while self._fits():
+            started = self.monotonic()
+            plan = started - planned_at >= PLAN_SECONDS
+            self.budget = Budget(min(started + self.tick_seconds, self.finish_by), self.finish_by, self.monotonic, self.stop)
+            report = self.runner.tick(self.budget, plan=plan)
+            planned_at = started if plan else planned_at
+            reports.append(report)
+            self.on_report(report)
+            if not self._wait_for_wake(report, started, planned_at + PLAN_SECONDS):
+                break
+        return reports
+
+    def _fits(self) -> bool:
+        return not self.stop.is_set() and self.finish_by - self.monotonic() > self.runner.step_worst_case_seconds
+
+    def _wait_for_wake(self, report: TickReport, started: float, plan_due: float) -> bool:
+        """Sleep until the next tick is due; False if the loop should end instead."""
+        if report.out_of_budget:
+            return True  # work was left for want of time: straight on
+        while self._fits():
+            wake = self.runner.next_wake()
+            self.wake_reads += 1
+            if wake is None:
+                due = plan_due
+            elif wake > report.now:  # new since the last tick looked: due when it comes
+                due = min(plan_due, started + (wake - report.now).total_seconds())
+            else:  # the last tick had its chance at it (another process holds the run): once a second
+                due = min(plan_due, started + POLL_SECONDS)
+            now = self.monotonic()
+            pause = min(due, now + POLL_SECONDS, self.finish_by - self.runner.step_worst_case_seconds) - now
+            if pause > 0:
+                self.sleep(pause)
+            if self.monotonic() >= due:
+                return True
+        return False
