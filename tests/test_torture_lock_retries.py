@@ -24,7 +24,7 @@ from chalicelib.events.errors import EngineError
 from chalicelib.migrate import migrate
 from tests.support.game_bridge import Answer
 from tests.support.mariadb import PrivateMariaDB
-from tests.support.torture import TickFleet, audit, document_of, module_steps, schedule_runs, sized
+from tests.support.torture import TickFleet, audit, document_of, module_steps, schedule_runs, sized, wait_until
 
 WORKERS = 8
 RUNS = sized(120, 1_200)
@@ -103,13 +103,15 @@ def test_deadlocks_and_lock_wait_timeouts_are_rerun_and_never_reach_a_caller(sho
     db = Database(params)
     game_bridge.default = Answer(delay=0.3)  # the backlog outlasts the contention window: the hog meets workers
     game_bridge.script("world.step1", *[Answer(422, {"reason": "no"})] * RUNS)  # refused under on_failure skip
-    schedule_runs(db, DOCUMENT, RUNS)
     stop, leaked, pressed, held = threading.Event(), [], Counter(), Counter()
     person = threading.Thread(target=_press_controls, args=(db, stop, leaked, pressed))
     hog = threading.Thread(target=_hold_run_rows, args=(params, stop, held))
     with TickFleet(tmp_path / "fleet", params.url(), game_bridge, EVENT_STEP_LEASE_SECONDS="30",
                    EVENT_STEP_RETRY_SECONDS="1", EVENT_TICK_CONCURRENCY="4") as fleet:
         fleet.start(WORKERS)
+        # The window opens once every worker ticks: on a loaded machine starting eight processes takes seconds.
+        wait_until(lambda: all(fleet.tick_times()), 120, "every tick worker ticking")
+        schedule_runs(db, DOCUMENT, RUNS)
         person.start()
         hog.start()
         time.sleep(CONTENTION_SECONDS)
