@@ -75,7 +75,7 @@ def test_a_worker_gives_back_only_its_own_run_lease(db, clock):
     db.autocommit(lambda tx: runs.claim(tx, run.id, "old-worker", clock.now(), LEASE))
     later = clock.now() + timedelta(seconds=LEASE + 1)
     db.autocommit(lambda tx: runs.claim(tx, run.id, "new-worker", later, LEASE))
-    assert not db.autocommit(lambda tx: runs.release(tx, run.id, "old-worker"))  # the old worker finishes late
+    assert not db.autocommit(lambda tx: runs.release(tx, run.id, "old-worker", later))  # the old worker finishes late
     assert run_row(db, run.id).claimed_by == "new-worker"
 
 

@@ -120,3 +120,13 @@ def test_a_leased_head_step_wakes_its_run_when_the_lease_lapses(db, clock, runne
     assert db.autocommit(lambda tx: runs.release(tx, run.id, "w", clock.now()))
     assert run_row(db, run.id).wake_at == clock.now() + timedelta(seconds=30)
     assert late_wakes(db, clock.now()) == []
+
+
+def test_a_step_skipped_in_a_paused_run_does_not_wake_it(db, clock, runner):
+    run = schedule(db, clock.now(), CUE)
+    tick(runner)
+    controls.pause(db, run.id, actor="alice", now=clock.now())
+    announce = _steps(db, run.id)[1]
+    controls.skip(db, run.id, announce.id, actor="alice", now=clock.now())
+    assert run_row(db, run.id).wake_at is None  # the pause holds until a person resumes
+    assert tick(runner).runs_seen == 0
