@@ -60,6 +60,13 @@ def _console_url(env: Mapping[str, str]) -> str | None:
     return value or None
 
 
+def _on_off(env: Mapping[str, str], name: str) -> bool:
+    value = env.get(name, "").strip().lower() or "off"
+    if value not in ("on", "off"):
+        raise ConfigError(f"{name} must be 'on' or 'off', got {value!r}")
+    return value == "on"
+
+
 def _http_url(value: str) -> bool:
     parts = urlsplit(value)
     return parts.scheme in ("http", "https") and bool(parts.hostname) and "@" not in parts.netloc
@@ -106,6 +113,12 @@ class Settings:
     console_url: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
     webhook_secret_arn: str | None = None
+    # EVENTS_SLEEP: the tick sleeps between events; the tick then needs the three names
+    # below, the API the function's ARN (each checks when it first uses them).
+    sleep: bool = False
+    tick_rule_name: str | None = None
+    tick_function_arn: str | None = None
+    wake_role_arn: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -136,6 +149,10 @@ class Settings:
             console_url=_console_url(env),
             webhook_secret=env.get("WEBHOOK_SECRET") or None,
             webhook_secret_arn=env.get("WEBHOOK_SECRET_ARN") or None,
+            sleep=_on_off(env, "EVENTS_SLEEP"),
+            tick_rule_name=(env.get("EVENTS_TICK_RULE_NAME") or "").strip() or None,
+            tick_function_arn=(env.get("EVENTS_TICK_FUNCTION_ARN") or "").strip() or None,
+            wake_role_arn=(env.get("EVENTS_WAKE_ROLE_ARN") or "").strip() or None,
         )
         if settings.jwt_secret and settings.jwt_jwks_url:
             raise ConfigError("set EVENTS_JWT_SECRET (HS256) or EVENTS_JWT_JWKS_URL (RS256), not both")

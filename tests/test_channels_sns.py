@@ -108,6 +108,8 @@ def test_a_fifo_topic_deduplicates_a_repeated_attempt_on_the_idempotency_key(db,
         # As if the first acknowledgement had been lost: the same step is posted again.
         db.autocommit(lambda tx: tx.execute(
             "UPDATE event_run_steps SET status = 'pending', due_at = NULL WHERE id = %s", (cue.id,)))
+        db.autocommit(lambda tx: tx.execute(  # and its run woken, as the sweep of its lease would
+            "UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), run.id)))
         tick(runner)
     finally:
         runner.close()

@@ -49,7 +49,7 @@ def test_one_invocation_ticks_when_a_wait_ends_and_looks_once_a_second_in_betwee
     runner_tick = runner.tick
     runner.tick = lambda budget, **kw: (ticked_at.append(fake.now), runner_tick(budget, **kw))[1]
     try:
-        reports = run_invocation(runner, remaining_seconds=lambda: 69.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
+        reports = run_invocation(runner, remaining_seconds=lambda: 69.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep).reports
     finally:
         runner.close()
     # Ticks exactly when something is due: the first wait at 0, its announce at 20, the later run at 30.25
@@ -83,7 +83,7 @@ def test_a_confirm_is_seen_within_a_second_and_a_wake_already_tried_waits_a_seco
 
     runner.tick = tick
     try:
-        reports = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=sleep)
+        reports = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=sleep).reports
     finally:
         runner.close()
     assert ticked_at[:6] == [0, 1, 2, 3, 4, 5]  # the held run's stale wake: once a second, no faster
@@ -94,8 +94,8 @@ def test_an_invocation_with_little_time_left_ticks_only_what_fits(db, clock, gam
     fake = FakeTime(clock)
     runner = make_runner(db, clock, game_bridge, timeout=5)
     try:
-        enough_for_one = run_invocation(runner, remaining_seconds=lambda: 11.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
-        none = run_invocation(runner, remaining_seconds=lambda: 5.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
+        enough_for_one = run_invocation(runner, remaining_seconds=lambda: 11.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep).reports
+        none = run_invocation(runner, remaining_seconds=lambda: 5.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep).reports
     finally:
         runner.close()
     assert len(enough_for_one) == 1 and none == []
@@ -110,7 +110,7 @@ def test_the_scheduled_lambda_runs_through_app_py_with_the_runtime_it_is_given(d
         event = client.events.generate_cw_event(source="aws.events", detail_type="Scheduled Event", detail={}, resources=[])
         # chalice's test context claims 3 s remaining: too little for a tick, so none starts.
         response = client.lambda_.invoke("tick", event)
-    assert response.payload == {"ticks": []}
+    assert response.payload == {"ticks": [], "wake_reads": 0, "asleep": False}
     assert run_row(db, run.id).status is RunStatus.SCHEDULED
 
 

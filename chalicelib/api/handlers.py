@@ -9,6 +9,7 @@ from __future__ import annotations
 from .. import runtime
 from ..events import controls
 from ..events import definitions as definitions_engine
+from ..events import nudge
 from ..events.actions import registry
 from ..events.errors import NotFound
 from ..events.store import definitions, log, runs, steps
@@ -95,6 +96,7 @@ def pause_run(call: Call):
            body=schemas.NO_FIELDS)
 def resume_run(call: Call):
     run = controls.resume(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now)
+    _made_work(call)
     return {"ok": True, "run": run.public()}
 
 
@@ -111,6 +113,7 @@ def confirm_step(call: Call):
     step = controls.confirm(
         runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now, note=call.body.get("note")
     )
+    _made_work(call)
     return {"ok": True, "step": step.public()}
 
 
@@ -120,6 +123,7 @@ def skip_step(call: Call):
     step = controls.skip(
         runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now, reason=call.body.get("reason")
     )
+    _made_work(call)
     return {"ok": True, "step": step.public()}
 
 
@@ -129,7 +133,13 @@ def skip_step(call: Call):
            body=schemas.NO_FIELDS)
 def retry_step(call: Call):
     result = controls.retry(runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now)
+    _made_work(call)
     return {"ok": True, "step": result.step.public(), "resumed": result.resumed, "run": result.run.public()}
+
+
+def _made_work(call: Call) -> None:
+    """The request's work has committed: wake the deployment if it sleeps (one guarded UPDATE; nothing when it never sleeps)."""
+    nudge.after_work_created(runtime.database(), runtime.settings(), call.now)
 
 
 # ── definitions and scheduling ────────────────────────────────────────────
@@ -180,7 +190,9 @@ def _saved(definition) -> dict:
 @operation("POST", "/definitions", "Create a definition (version 1).", auth.ADMINS,
            {201: ("created", schemas.DEFINITION_SAVED)}, body=schemas.DEFINITION_BODY, body_required=True)
 def create_definition(call: Call):
-    return 201, _saved(definitions_engine.create(runtime.database(), call.body, actor=call.actor, now=call.now))
+    definition = definitions_engine.create(runtime.database(), call.body, actor=call.actor, now=call.now)
+    _made_work(call)  # a schedule is work to plan
+    return 201, _saved(definition)
 
 
 @operation("PUT", "/definitions/{definition_id}", "Save a new version of a definition.", auth.ADMINS,
@@ -189,6 +201,7 @@ def update_definition(call: Call):
     definition = definitions_engine.add_version(
         runtime.database(), call.ids["definition_id"], call.body, actor=call.actor, now=call.now
     )
+    _made_work(call)
     return _saved(definition)
 
 
@@ -201,6 +214,7 @@ def schedule_run(call: Call):
     run, created = definitions_engine.schedule_run(
         runtime.database(), call.ids["definition_id"], scheduled_for, actor=call.actor, now=call.now
     )
+    _made_work(call)
     return (201 if created else 200), {"run": run.public()}
 
 

@@ -48,6 +48,10 @@ RUNNER_HOSTILE = "tests/test_runner_bridge_hostile.py"
 API_DEFINITIONS = "tests/test_api_definitions.py"
 RUNNER_WAKE = "tests/test_runner_wake_times.py"
 WAKE = "chalicelib/events/store/wake.py"
+ENGINE_STATE = "chalicelib/events/store/engine_state.py"
+SLEEP = "chalicelib/events/runner/sleep.py"
+RUNNER_SLEEP = "tests/test_runner_sleep.py"
+SLEEP_RACE = "tests/test_runner_sleep_race.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -199,6 +203,23 @@ MUTATIONS: list[Mutation] = [
              "COALESCE(s.claim_expires_at, {NEVER})",
              "COALESCE(NULL, {NEVER})",
              (RUNNER_WAKE,)),
+    # ── sleep: the awake/asleep row, and the second and third looks ──────
+    Mutation("fall-asleep-from-any-state", ENGINE_STATE,
+             "WHERE id = 1 AND state = 'awake'\"\"\",",
+             "WHERE id = 1\"\"\",",
+             (RUNNER_SLEEP,)),
+    Mutation("nudge-from-any-state", ENGINE_STATE,
+             "WHERE id = 1 AND state = 'asleep'\",",
+             "WHERE id = 1\",",
+             (RUNNER_SLEEP,)),
+    Mutation("sleep-without-looking-again", SLEEP,
+             "        if self._busy(wake, now):\n",
+             "        if False:\n",
+             (SLEEP_RACE,)),
+    Mutation("sleep-without-reading-the-row-last", SLEEP,
+             'if self.db.autocommit(engine_state.state) != "asleep":',
+             "if False:",
+             (SLEEP_RACE,)),
     # ── steps: the claim ─────────────────────────────────────────────────
     Mutation("step-claim-not-pending", STEPS,
              "WHERE s.id = %s AND s.status = 'pending' AND s.attempts = %s",

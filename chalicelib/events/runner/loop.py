@@ -8,6 +8,10 @@ now) within about a second. A wake time the last tick already had a chance at
 (a run another process holds) is tried again a second after that tick began,
 never faster.
 
+Where the deployment may sleep (`sleeper`), a loop that finds nothing due
+within the planning horizon tries to put it to sleep (`sleep.py`), at most
+once a minute, and ends if it did.
+
 Wake times are database times; the loop maps them onto its monotonic clock
 through the last tick's `now`, so a process whose own clock is skewed still
 wakes on time.
@@ -19,9 +23,11 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Callable
 
 from .budget import Budget
+from .sleep import Sleeper
 from .tick import Runner, TickReport
 
 POLL_SECONDS = 1.0  # the longest the loop goes without reading the earliest wake time while it runs
@@ -39,11 +45,15 @@ class Loop:
     sleep: Callable[[float], None] = time.sleep
     on_report: Callable[[TickReport], None] = lambda report: None
     stop: threading.Event = field(default_factory=threading.Event)
+    sleeper: Sleeper | None = None  # set where the deployment may sleep when idle (EVENTS_SLEEP=on)
     wake_reads: int = 0  # statements sent between ticks, for the idle figures
     budget: Budget | None = None  # the tick in hand's, so a stop can reach its workers
+    slept: bool = False  # the loop ended because the deployment went to sleep
+    reports: list[TickReport] = field(default_factory=list)  # every tick's, in order (what `run` returns)
 
     def run(self) -> list[TickReport]:
-        reports: list[TickReport] = []
+        self._tried_sleep = -math.inf
+        reports = self.reports
         planned_at = -math.inf
         while self._fits():
             started = self.monotonic()
@@ -57,6 +67,18 @@ class Loop:
                 break
         return reports
 
+    def _sleeps(self, wake, report: TickReport, started: float) -> bool:
+        """Nothing due within the horizon: try to put the deployment to sleep, at most once a minute."""
+        now = self.monotonic()
+        if self.sleeper is None or now - self._tried_sleep < PLAN_SECONDS:
+            return False
+        estimate = report.now + timedelta(seconds=now - started)
+        if wake is not None and wake <= estimate + self.runner.horizon:
+            return False
+        self._tried_sleep = now
+        self.slept = self.sleeper.try_sleep(estimate)
+        return self.slept
+
     def _fits(self) -> bool:
         return not self.stop.is_set() and self.finish_by - self.monotonic() > self.runner.step_worst_case_seconds
 
@@ -67,6 +89,8 @@ class Loop:
         while self._fits():
             wake = self.runner.next_wake()
             self.wake_reads += 1
+            if self._sleeps(wake, report, started):
+                return False
             if wake is None:
                 due = plan_due
             elif wake > report.now:  # new since the last tick looked: due when it comes

@@ -24,6 +24,7 @@ from ..actions.perform import Actions
 from ..errors import ConfigError
 from .budget import Budget
 from .loop import Loop
+from .sleep import AwsSwitches, Sleeper, aws_switches
 from .outcomes import Rules
 from .tick import Runner, TickReport
 
@@ -102,23 +103,49 @@ def run_invocation(
     tick_seconds: float,
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-) -> list[TickReport]:
-    """Ticks on wake times for one schedule period, inside the invocation's remaining time."""
+    sleeper: Sleeper | None = None,
+) -> Loop:
+    """Ticks on wake times for one schedule period, inside the invocation's remaining time; the loop, run."""
     finish_by = monotonic() + min(SCHEDULE_PERIOD_SECONDS, remaining_seconds() - SAFETY_SECONDS)
-    return Loop(runner, finish_by, tick_seconds, monotonic=monotonic, sleep=sleep).run()
+    loop = Loop(runner, finish_by, tick_seconds, monotonic=monotonic, sleep=sleep, sleeper=sleeper)
+    loop.run()
+    if loop.slept:
+        runner.close_connections()  # the database pauses only once no connection is open
+    return loop
 
 
 def scheduled_tick(context) -> dict:
-    """The `tick` Lambda's work: a summary of every tick it ran."""
+    """The `tick` Lambda's work (the minute rule, a one-time wake-up or a nudge): a summary of its ticks."""
     runner = process_runner()
-    reports = run_invocation(
+    settings = runtime.settings()
+    sleeper = None
+    if settings.sleep:
+        sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon)
+        sleeper.started(runtime.clock().now())
+    loop = run_invocation(
         runner,
         remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000,
-        tick_seconds=runtime.settings().tick_seconds,
+        tick_seconds=settings.tick_seconds,
+        sleeper=sleeper,
     )
-    summary = {"ticks": [r.summary() for r in reports]}
+    summary = {"ticks": [r.summary() for r in loop.reports], "wake_reads": loop.wake_reads, "asleep": loop.slept}
     logger.info("tick invocation finished", extra=summary)
     return summary
+
+
+_switches: AwsSwitches | None = None
+
+
+def process_switches(settings: Settings) -> AwsSwitches:
+    """The minute rule and the wake-up schedule of this deployment, built once per container."""
+    global _switches
+    names = (settings.tick_rule_name, settings.tick_function_arn, settings.wake_role_arn)
+    if not all(names):
+        raise ConfigError("EVENTS_SLEEP=on: set EVENTS_TICK_RULE_NAME, EVENTS_TICK_FUNCTION_ARN and EVENTS_WAKE_ROLE_ARN")
+    with _process_lock:
+        if _switches is None or (_switches.rule_name, _switches.function_arn, _switches.role_arn) != names:
+            _switches = aws_switches(*names)
+        return _switches
 
 
 def tick_once(runner: Runner, budget_seconds: float) -> TickReport:

@@ -138,6 +138,21 @@ class Runner:
         """The earliest wake time of any run (one indexed read): when the next tick has work."""
         return self.db.autocommit(runs.next_wake)
 
+    def close_connections(self) -> None:
+        """Close the connection of every worker thread and of the caller (the deployment goes to sleep).
+
+        One task per thread: each waits at a barrier until all are placed, so no
+        thread takes two. The next unit of work anywhere opens a new connection.
+        """
+        barrier = threading.Barrier(self.concurrency)
+
+        def close(_):
+            barrier.wait(timeout=10)
+            self.db.close()
+
+        list(self._pool.map(close, range(self.concurrency)))
+        self.db.close()
+
     def close(self) -> None:
         """Drop queued runs, wait for the ones in hand, then let the threads (and their connections) go."""
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,187 @@
+"""Sleep when idle: the minute rule off and a one-time wake-up (moto), connections closed; work wakes it again.
+
+The nudge goes to a loopback HTTP server standing in for the Lambda API, which
+records each Invoke as boto3 sends it.
+"""
+
+import json
+import threading
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from chalice.test import Client
+
+from chalicelib import runtime
+from chalicelib.config import Settings
+from chalicelib.db import Database
+from chalicelib.events import nudge
+from chalicelib.events.runner import Budget
+from chalicelib.events.runner.loop import Loop
+from chalicelib.events.runner.sleep import WARM_UP, AwsSwitches, Sleeper
+from chalicelib.events.store import engine_state, steps
+from tests.support.api import MODERATOR, Api, hs_settings
+from tests.support.factory import document, make_definition
+from tests.support.runner_kit import game_bridge, make_runner, schedule, step  # noqa: F401
+from tests.support.torture import wait_until
+
+RULE = "events-tick"
+FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:events-tick"
+ROLE = "arn:aws:iam::123456789012:role/events-wake"
+HORIZON = timedelta(minutes=15)
+SETTINGS = Settings(sleep=True, tick_rule_name=RULE, tick_function_arn=FUNCTION, wake_role_arn=ROLE)
+CUE = document([[step("core.cue", instruction="Light the bonfire"), step("core.announce", message="lit")]])
+LONG_WAIT = document([[step("core.wait", seconds=7200), step("core.announce", message="two hours later")]])
+
+
+@pytest.fixture
+def aws():
+    with mock_aws():
+        events = boto3.client("events", region_name="eu-west-1")
+        events.put_rule(Name=RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
+        yield AwsSwitches(events, boto3.client("scheduler", region_name="eu-west-1"), RULE, FUNCTION, ROLE)
+
+
+def _rule_state(aws):
+    return aws.events.describe_rule(Name=RULE)["State"]
+
+
+def _wake_up(aws):
+    try:
+        return aws.scheduler.get_schedule(Name=f"{RULE}-wake")
+    except aws.scheduler.exceptions.ResourceNotFoundException:
+        return None
+
+
+def _open_connections(db):
+    return db.autocommit(lambda tx: tx.one(
+        "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()"))["n"]
+
+
+def _state(db):
+    return db.autocommit(engine_state.state)
+
+
+def _reset_state(db):
+    db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'awake', sleeps_until = NULL"))
+
+
+def test_an_idle_tick_turns_its_rule_off_sets_its_wake_up_and_closes_its_connections(db, clock, aws, game_bridge):
+    _reset_state(db)
+    parked = schedule(db, clock.now(), CUE)
+    waiting = schedule(db, clock.now(), LONG_WAIT)
+    own_db = Database(db.params)  # the tick's own connections, to count them
+    runner = make_runner(own_db, clock, game_bridge, concurrency=3)
+    try:
+        now = clock.now()
+        loop = Loop(runner, finish_by=60, tick_seconds=15, monotonic=lambda: 0.0, sleep=lambda s: None,
+                    sleeper=Sleeper(own_db, aws, HORIZON))
+        loop.run()
+        assert loop.slept and len(loop.reports) == 1  # the runs parked and held; then nothing within the horizon
+        runner.close_connections()
+        # The server ends a connection's thread just after its client quits: give it a moment.
+        wait_until(lambda: _open_connections(db) == 0, 5, "the tick's connections closed")
+    finally:
+        runner.close()
+    assert _state(db) == "asleep" and _rule_state(aws) == "DISABLED"
+    wake_up = _wake_up(aws)
+    due = now + timedelta(seconds=7200) - WARM_UP
+    assert wake_up["ScheduleExpression"] == f"at({due:%Y-%m-%dT%H:%M:%S})"
+    assert wake_up["Target"]["Arn"] == FUNCTION and wake_up["Target"]["RoleArn"] == ROLE
+    assert wake_up["ActionAfterCompletion"] == "DELETE"
+    assert parked.id != waiting.id
+
+
+def test_a_tick_stays_awake_while_anything_is_due_within_the_horizon(db, clock, aws):
+    _reset_state(db)
+    sleeper = Sleeper(db, aws, HORIZON)
+    soon = schedule(db, clock.now(), CUE, scheduled_for=clock.now() + timedelta(minutes=10))
+    assert not sleeper.try_sleep(clock.now())
+    assert _state(db) == "awake" and _rule_state(aws) == "ENABLED"
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = NULL WHERE id = %s", (soon.id,)))
+    make_definition(db, clock.now(), document([[step("core.announce", message="hi")]], schedule={"cron": "10 20 * * *"}))
+    assert not sleeper.try_sleep(clock.now())  # an occurrence in ten minutes: the planner must take it
+    assert sleeper.try_sleep(clock.now() + timedelta(minutes=20))  # the next one is a day away
+    assert _wake_up(aws) is not None
+
+
+class LambdaApi:
+    """A loopback stand-in for the Lambda API: records each Invoke (function, invocation type)."""
+
+    def __init__(self):
+        calls = self.calls = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                calls.append((self.path, self.headers.get("X-Amz-Invocation-Type"), json.loads(body or b"{}")))
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def invoke(self, function_arn):
+        client = boto3.client("lambda", region_name="eu-west-1", endpoint_url=self.url,
+                              aws_access_key_id="test", aws_secret_access_key="test")
+        client.invoke(FunctionName=function_arn, InvocationType="Event", Payload=b'{"nudge": true}')
+
+
+@pytest.fixture
+def lambda_api():
+    api = LambdaApi()
+    yield api
+    api.server.shutdown()
+
+
+def test_work_created_while_asleep_nudges_the_tick_once_and_the_tick_turns_its_rule_back_on(db, clock, aws, lambda_api):
+    _reset_state(db)
+    run = schedule(db, clock.now(), CUE)
+    runner_view = Sleeper(db, aws, HORIZON)
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = NULL WHERE id = %s", (run.id,)))
+    assert runner_view.try_sleep(clock.now()) and _rule_state(aws) == "DISABLED"
+    # Nothing new: no nudge. A schedule-for-now: one nudge, however many controls follow it.
+    assert not nudge.after_work_created(db, Settings(), clock.now(), invoke=lambda_api.invoke)  # EVENTS_SLEEP off
+    later = schedule(db, clock.now(), CUE)
+    assert nudge.after_work_created(db, SETTINGS, clock.now(), invoke=lambda_api.invoke)
+    clock.advance(1)
+    assert not nudge.after_work_created(db, SETTINGS, clock.now(), invoke=lambda_api.invoke)  # already woken
+    assert [(path.split("/")[3], kind) for path, kind, _ in lambda_api.calls] == [(FUNCTION.replace(":", "%3A"), "Event")]
+    assert _state(db) == "waking"
+    runner_view.started(clock.now())  # the nudged invocation begins
+    assert _state(db) == "awake" and _rule_state(aws) == "ENABLED" and _wake_up(aws) is None
+    assert later.id != run.id
+
+
+def test_a_confirm_through_the_api_wakes_a_sleeping_deployment(db, clock, db_params, aws, lambda_api, monkeypatch):
+    from app import app
+
+    _reset_state(db)
+    run = schedule(db, clock.now(), CUE)
+    runner = make_runner(db, clock, None)
+    try:
+        runner.tick(Budget.for_seconds(30))
+    finally:
+        runner.close()
+    assert Sleeper(db, aws, HORIZON).try_sleep(clock.now())
+    cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+    monkeypatch.setattr(nudge, "invoke_tick", lambda arn: lambda_api.invoke(arn))
+    settings = hs_settings(db_params, sleep=True, tick_rule_name=RULE, tick_function_arn=FUNCTION, wake_role_arn=ROLE)
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        answer = Api(client).post(f"/runs/{run.id}/steps/{cue.id}/confirm", {"note": "lit"}, auth=MODERATOR)
+    assert answer.status == 200, answer.body
+    assert len(lambda_api.calls) == 1 and _state(db) == "waking"
+
+
+def test_a_tick_does_not_sleep_over_a_nudge_in_flight(db, clock, aws):
+    db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'waking'"))
+    assert not Sleeper(db, aws, HORIZON).try_sleep(clock.now())  # nothing due, but someone woke it
+    assert _state(db) == "waking" and _rule_state(aws) == "ENABLED"

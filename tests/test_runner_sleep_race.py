@@ -1,0 +1,151 @@
+"""A sleeping deployment never holds live work: a tick process going to sleep races a process creating work.
+
+The tick process works everything off (as a tick would), tries to sleep, and,
+once asleep, does nothing until the state row leaves `asleep` (what a nudged
+invocation starting looks like). The other process schedules runs due now and,
+after each commit, nudges as the API does. If the tick ever sleeps past work
+that nobody nudged it for, it sees the row still asleep with work due: a
+violation, journaled. Real processes, one real database.
+"""
+
+import json
+import multiprocessing
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from chalicelib.config import Settings
+from chalicelib.db import Database, DatabaseClock
+from chalicelib.events import nudge
+from chalicelib.events.runner.sleep import Sleeper
+from chalicelib.events.store import engine_state, runs
+from tests.support.factory import document, make_definition
+from tests.support.runner_kit import step
+
+HORIZON = timedelta(minutes=15)
+SECONDS = 8
+NOTICE_SECONDS = 2.0  # a nudge left unsent this long is a violation, not a busy machine's pause
+SETTINGS = Settings(sleep=True, tick_rule_name="r", tick_function_arn="arn:aws:lambda:eu-west-1:1:function:r", wake_role_arn="x")
+
+
+class Switches:
+    """The AWS side is not what races here: the rule and the wake-up are counted, not called."""
+
+    def __init__(self):
+        self.offs = self.ons = 0
+
+    def rule_on(self):
+        self.ons += 1
+
+    def rule_off(self):
+        self.offs += 1
+
+    def wake_at(self, when):
+        pass
+
+    def cancel_wake(self):
+        pass
+
+
+def _work_due(db, now) -> int:
+    return db.autocommit(lambda tx: tx.one(
+        "SELECT COUNT(*) AS n FROM event_runs WHERE wake_at IS NOT NULL AND wake_at <= %s", (now + HORIZON,)))["n"]
+
+
+def tick_side(url: str, journal: str, stop_at: float) -> None:
+    db = Database(url)
+    clock = DatabaseClock(db)
+    sleeper = Sleeper(db, Switches(), HORIZON)
+    slept = violations = 0
+    while time.time() < stop_at:
+        # Work everything off, as a tick would: the runs are done and wake no more.
+        db.autocommit(lambda tx: tx.execute(
+            "UPDATE event_runs SET status = 'completed', wake_at = NULL, finished_at = %s WHERE wake_at IS NOT NULL",
+            (clock.now(),)))
+        if not sleeper.try_sleep(clock.now()):
+            continue
+        slept += 1
+        asleep_since = time.time()
+        while db.autocommit(engine_state.state) == "asleep" and time.time() < stop_at:
+            if time.time() - asleep_since > NOTICE_SECONDS and _work_due(db, clock.now()):
+                violations += 1  # asleep, work due, and nobody has moved the row for that long
+                break
+            time.sleep(0.01)
+        sleeper.started(clock.now())
+    Path(journal).write_text(json.dumps({"slept": slept, "violations": violations}))
+
+
+def work_side(url: str, definition_id: int, journal: str, stop_at: float) -> None:
+    db = Database(url)
+    clock = DatabaseClock(db)
+    created = woke = 0
+    while time.time() < stop_at - 1:  # stops first, so the tick side sees every run
+        now = clock.now()
+        db.transaction(lambda tx: runs.schedule(
+            tx, definition_id=definition_id, definition_version=1, scheduled_for=now, grace_seconds=300, now=now))
+        created += 1
+        woke += nudge.after_work_created(db, SETTINGS, clock.now(), invoke=lambda arn: None)
+        # Uneven, so the two sides meet at every point of the protocol; now and then a pause long
+        # enough for the tick side to see a run it slept through still waiting.
+        time.sleep(NOTICE_SECONDS + 0.5 if created % 30 == 0 else 0.002 * (created % 7))
+    Path(journal).write_text(json.dumps({"created": created, "woke": woke}))
+
+
+def test_a_deployment_never_sleeps_through_work_created_while_it_went_to_sleep(db, db_params, tmp_path):
+    db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'awake'"))
+    definition = make_definition(db, DatabaseClock(db).now(), document([[step("core.announce", message="hi")]]))
+    stop_at = time.time() + SECONDS
+    context = multiprocessing.get_context("spawn")
+    tick = context.Process(target=tick_side, args=(db_params.url(), str(tmp_path / "tick.json"), stop_at))
+    work = context.Process(target=work_side, args=(db_params.url(), definition.id, str(tmp_path / "work.json"), stop_at))
+    tick.start()
+    work.start()
+    for process in (tick, work):
+        process.join(SECONDS + 60)
+        assert process.exitcode == 0
+    ticked = json.loads((tmp_path / "tick.json").read_text())
+    worked = json.loads((tmp_path / "work.json").read_text())
+    print(f"\nsleep race: {ticked} {worked}")
+    assert ticked["violations"] == 0, (ticked, worked)
+    assert ticked["slept"] > 5 and worked["woke"] > 5  # the race was run, many times over
+    state = db.autocommit(engine_state.state)
+    assert state != "asleep" or _work_due(db, DatabaseClock(db).now()) == 0
+
+
+def _create_and_nudge(db, definition_id):
+    now = DatabaseClock(db).now()
+    db.transaction(lambda tx: runs.schedule(
+        tx, definition_id=definition_id, definition_version=1, scheduled_for=now, grace_seconds=300, now=now))
+    return nudge.after_work_created(db, SETTINGS, now, invoke=lambda arn: None)
+
+
+def test_work_created_between_the_look_and_the_sleep_is_seen_by_the_second_look(db, monkeypatch):
+    db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'awake'"))
+    definition = make_definition(db, DatabaseClock(db).now(), document([[step("core.announce", message="hi")]]))
+    real = engine_state.fall_asleep
+    nudged = []
+
+    def work_arrives_first(tx, now, until):  # the API commits and finds the row awake: no nudge
+        nudged.append(_create_and_nudge(db, definition.id))
+        return real(tx, now, until)
+
+    monkeypatch.setattr(engine_state, "fall_asleep", work_arrives_first)
+    switches = Switches()
+    assert not Sleeper(db, switches, HORIZON).try_sleep(DatabaseClock(db).now())
+    assert nudged == [False] and db.autocommit(engine_state.state) == "awake" and switches.offs == 0
+
+
+def test_work_created_while_the_rule_goes_off_turns_it_back_on(db):
+    db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'awake'"))
+    definition = make_definition(db, DatabaseClock(db).now(), document([[step("core.announce", message="hi")]]))
+    nudged = []
+
+    class WorkArrivesNow(Switches):
+        def rule_off(self):
+            super().rule_off()
+            nudged.append(_create_and_nudge(db, definition.id))  # the row is asleep: this caller nudges
+
+    switches = WorkArrivesNow()
+    assert not Sleeper(db, switches, HORIZON).try_sleep(DatabaseClock(db).now())
+    assert nudged == [True] and switches.ons == 1  # the rule is back on, whoever's invocation comes first
+    assert db.autocommit(engine_state.state) == "awake"
