@@ -8,6 +8,8 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P6     control requests (pause/resume pairs) in-process and bare              200  |  30
     peer   one-step jobs through django-tasks' database backend                   = P1's steps  |  = P1's steps
     bridge runs × 2 module steps, the game bridge answering after 50 ms            64 × 2  |  24 × 2
+    P8     a tick over runs needing nobody + 1 due, vs the due run alone      10,000  |  2,000
+    P9     50 waits of 1-5 s and 50 confirms through `python -m chalicelib tick`  same in both
     cold   import time (median of 7 fresh interpreters), the prod package with and without bytecode   same in both
 
 Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept.
@@ -20,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from . import bridge_pool, cold_start, p1_throughput, p3_materialise, p4_history, p5_scaling, p6_controls, peer
+from . import bridge_pool, cold_start, p1_throughput, p3_materialise, p4_history, p5_scaling, p6_controls, p8_idle_runs, p9_on_time, peer
 from .harness import Figure, table
 from .workload import quiet_channels
 
@@ -51,6 +53,8 @@ BENCHMARKS = {
     "P4": p4_history.run,
     "P5": p5_scaling.run,  # P5 and P6's claim → terminal latency
     "P6": p6_controls.run,
+    "P8": p8_idle_runs.run,  # P8 and the idle loop's reads per second
+    "P9": p9_on_time.run,  # due and confirmed steps dispatched on time; the tick's wall seconds for the cost model
     "peer": peer.run,
     "bridge": bridge_pool.run,  # issue 3: a 50 ms bridge, default pool vs pool of 1
     "cold": cold_start.run,  # import time of the app and the tick path, and the package size

@@ -18,8 +18,11 @@ DRAIN_BUDGET_SECONDS = 3600.0
 
 
 def quiet_channels() -> None:
-    """The log channel's lines are the instant steps' real work; printing them would time the terminal."""
-    logging.getLogger("chalicelib.events.actions.channels").setLevel(logging.WARNING)
+    """The log channel's lines are the instant steps' real work; printing them would time the terminal.
+
+    The channel writes at WARNING (so a Lambda's quiet log keeps cues), hence ERROR here.
+    """
+    logging.getLogger("chalicelib.events.actions.channels").setLevel(logging.ERROR)
 
 
 def instant_document(steps_per_run: int) -> dict:

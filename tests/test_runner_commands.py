@@ -9,6 +9,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from chalice.test import Client
 
 from chalicelib import runtime
@@ -17,6 +18,7 @@ from chalicelib.db import DatabaseClock
 from chalicelib.events import controls
 from chalicelib.events.model import RunStatus
 from chalicelib.events.store import runs, steps
+from chalicelib.events.runner.loop import POLL_SECONDS
 from chalicelib.events.runner.schedule import run_invocation
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import make_runner, schedule, step, tick_process
@@ -56,7 +58,7 @@ def test_one_invocation_ticks_when_a_wait_ends_and_looks_once_a_second_in_betwee
     # and its announce at 50.25; in between the loop sleeps at most a second at a time.
     assert ticked_at == [0, 20, 30.25, 50.25]
     assert [r.dispatched for r in reports] == [1, 1, 1, 1]
-    assert max(fake.sleeps) <= 1.0 and len(fake.sleeps) >= 50  # ~one wake read a second until 60 s less the worst case
+    assert max(fake.sleeps) == pytest.approx(POLL_SECONDS) and len(fake.sleeps) >= 50  # a wake read every 0.9 s until 60 s less the worst case
     assert run_row(db, run.id).status is RunStatus.COMPLETED is run_row(db, later.id).status
 
 
@@ -77,17 +79,22 @@ def test_a_confirm_is_seen_within_a_second_and_a_wake_already_tried_waits_a_seco
 
     def sleep(seconds):
         fake.sleep(seconds)
-        if 5 <= fake.now < 5 + seconds:  # a person confirms the cue at 5 s
+        if 5 <= fake.now < 5 + seconds:  # a person confirms the cue at about 5 s
             cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
             controls.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
+            confirmed_at.append(fake.now)
 
+    confirmed_at = []
     runner.tick = tick
     try:
         reports = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=sleep).reports
     finally:
         runner.close()
-    assert ticked_at[:6] == [0, 1, 2, 3, 4, 5]  # the held run's stale wake: once a second, no faster
-    assert reports[5].dispatched == 1 and run_row(db, run.id).status is RunStatus.COMPLETED
+    # The held run's stale wake is tried every 0.9 s after the last tick began, no sooner.
+    assert ticked_at[:4] == pytest.approx([0, POLL_SECONDS, 2 * POLL_SECONDS, 3 * POLL_SECONDS])
+    [dispatched_at] = [at for at, report in zip(ticked_at, reports) if report.dispatched and at > 0]  # after the cue
+    assert confirmed_at[0] <= dispatched_at <= confirmed_at[0] + POLL_SECONDS
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
 
 
 def test_an_invocation_with_little_time_left_ticks_only_what_fits(db, clock, game_bridge):

@@ -1,12 +1,12 @@
 """Ticks over time: tick when the earliest wake time comes, and look for it about once a second.
 
 The invariant: between ticks the loop sends one statement (the earliest wake
-time, the first entry of an index) at most about once a second, and it ticks
+time, the first entry of an index) about once a second (every 0.9 s, never faster), and it ticks
 as soon as a wake time it has seen comes. So a step behind a wait starts at its
 due time, and one a person released (their control set the run's wake time to
 now) within about a second. A wake time the last tick already had a chance at
-(a run another process holds) is tried again a second after that tick began,
-never faster.
+(a run another process holds) is tried again 0.9 s after that tick began,
+never sooner.
 
 Where the deployment may sleep (`sleeper`), a loop that finds nothing due
 within the planning horizon tries to put it to sleep (`sleep.py`), at most
@@ -30,7 +30,9 @@ from .budget import Budget
 from .sleep import Sleeper
 from .tick import Runner, TickReport
 
-POLL_SECONDS = 1.0  # the longest the loop goes without reading the earliest wake time while it runs
+# The longest the loop goes without reading the earliest wake time: about a second, a
+# little less, so that a read and the tick after it fit inside the second a person waits.
+POLL_SECONDS = 0.9
 PLAN_SECONDS = 60.0  # recurring definitions are planned this often (their horizon is minutes)
 
 
