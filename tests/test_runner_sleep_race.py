@@ -47,9 +47,11 @@ class Switches:
         pass
 
 
-def _work_due(db, now) -> int:
+def _work_due(db, now, created_before=None) -> int:
+    """Runs due within the horizon (created before `created_before`, if given)."""
     return db.autocommit(lambda tx: tx.one(
-        "SELECT COUNT(*) AS n FROM event_runs WHERE wake_at IS NOT NULL AND wake_at <= %s", (now + HORIZON,)))["n"]
+        """SELECT COUNT(*) AS n FROM event_runs WHERE wake_at IS NOT NULL AND wake_at <= %s
+              AND created_at <= COALESCE(%s, created_at)""", (now + HORIZON, created_before)))["n"]
 
 
 def tick_side(url: str, journal: str, stop_at: float) -> None:
@@ -65,10 +67,10 @@ def tick_side(url: str, journal: str, stop_at: float) -> None:
         if not sleeper.try_sleep(clock.now()):
             continue
         slept += 1
-        asleep_since = time.time()
         while db.autocommit(engine_state.state) == "asleep" and time.time() < stop_at:
-            if time.time() - asleep_since > NOTICE_SECONDS and _work_due(db, clock.now()):
-                violations += 1  # asleep, work due, and nobody has moved the row for that long
+            now = clock.now()
+            if _work_due(db, now, created_before=now - timedelta(seconds=NOTICE_SECONDS)):
+                violations += 1  # asleep, with work its creator committed that long ago and nobody nudged for
                 break
             time.sleep(0.01)
         sleeper.started(clock.now())
