@@ -132,7 +132,7 @@ class LambdaApi:
     def invoke(self, function_arn):
         client = boto3.client("lambda", region_name="eu-west-1", endpoint_url=self.url,
                               aws_access_key_id="test", aws_secret_access_key="test")
-        client.invoke(FunctionName=function_arn, InvocationType="Event", Payload=b'{"nudge": true}')
+        client.invoke(FunctionName=function_arn, InvocationType="Event", Payload=nudge.tick_payload("events.nudge"))
 
 
 @pytest.fixture
@@ -185,3 +185,16 @@ def test_a_tick_does_not_sleep_over_a_nudge_in_flight(db, clock, aws):
     db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'waking'"))
     assert not Sleeper(db, aws, HORIZON).try_sleep(clock.now())  # nothing due, but someone woke it
     assert _state(db) == "waking" and _rule_state(aws) == "ENABLED"
+
+
+def test_the_nudge_and_the_wake_up_reach_the_tick_handler_as_its_minute_rule_does(db, clock, aws, lambda_api):
+    from app import app
+
+    _reset_state(db)
+    lambda_api.invoke(FUNCTION)
+    nudged = lambda_api.calls[0][2]
+    Sleeper(db, aws, HORIZON).switches.wake_at(clock.now() + timedelta(hours=1))
+    woken = json.loads(_wake_up(aws)["Target"]["Input"])
+    with runtime.override(settings=Settings(), database=db, clock=clock), Client(app) as client:
+        for event in (nudged, woken):
+            assert client.lambda_.invoke("tick", event).payload["ticks"] == []  # read, and ticked (3 s left: none)

@@ -28,6 +28,7 @@ from typing import Any
 
 from ...db import Database
 from ..cron import DEFAULT_TIMEZONE, Schedule
+from ..nudge import tick_payload
 from ..store import definitions, engine_state, runs
 
 logger = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ class AwsSwitches:
             ScheduleExpression=f"at({when:%Y-%m-%dT%H:%M:%S})",
             ScheduleExpressionTimezone="UTC",
             FlexibleTimeWindow={"Mode": "OFF"},
-            Target={"Arn": self.function_arn, "RoleArn": self.role_arn, "Input": '{"wake": true}'},
+            Target={"Arn": self.function_arn, "RoleArn": self.role_arn, "Input": tick_payload("events.wake").decode()},
             ActionAfterCompletion="DELETE",
         )
 
