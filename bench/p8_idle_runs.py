@@ -23,7 +23,7 @@ from chalicelib.events.store import definitions, runs
 from tests.support.counters import STATEMENTS, session_counters
 
 from .harness import Figure, at_most, median, scratch_database
-from .workload import instant_document, make_runner, schedule_backlog
+from .workload import make_runner, schedule_backlog
 
 TARGET = 1.2
 IDLE_SECONDS = 8.0
@@ -48,9 +48,9 @@ def load_idle_runs(db: Database, count: int) -> None:
         )
         # Odd runs wait (step 0 done, step 1 due in three hours); even runs are parked at their cue.
         tx.execute(
-            f"""INSERT INTO event_run_steps (run_id, phase, seq, action_id, params, idempotency_key, status, attempts,
+            """INSERT INTO event_run_steps (run_id, phase, seq, action_id, params, idempotency_key, status, attempts,
                                              due_at, started_at, finished_at)
-                SELECT r.id, 1, s.seq, IF(s.seq = 0, 'core.cue', 'core.announce'), '{{}}',
+                SELECT r.id, 1, s.seq, IF(s.seq = 0, 'core.cue', 'core.announce'), '{}',
                        LEFT(SHA2(CONCAT(r.id, '|', s.seq), 256), 40),
                        CASE WHEN s.seq = 1 THEN 'pending' WHEN r.wake_at IS NULL THEN 'running' ELSE 'done' END,
                        IF(s.seq = 0, 1, 0), IF(s.seq = 1 AND r.wake_at IS NOT NULL, r.wake_at, NULL),
@@ -78,7 +78,8 @@ def measured_tick(db: Database) -> tuple[int, float, bool]:
         runner.close()
     sent = sum(after_main.get(k, 0) - before_main.get(k, 0) + after_worker.get(k, 0) - before_worker.get(k, 0)
                for k in STATEMENTS) - 1  # the SHOW of the worker's `after` is not a statement counted here
-    started_run = db.autocommit(lambda tx: runs.get(tx, run_id)).status is not RunStatus.SCHEDULED
+    run = db.autocommit(lambda tx: runs.get(tx, run_id))
+    started_run = run is not None and run.status is not RunStatus.SCHEDULED
     return sent, elapsed, started_run
 
 

@@ -92,6 +92,7 @@ def wait_latencies(db: Database, bridge: GameBridge) -> list[float]:
     latencies = []
     for run_id in run_ids:
         spawn = db.autocommit(lambda tx: steps.list_for_run(tx, run_id))[1]
+        assert spawn.due_at is not None  # the wait before it set its due time
         latencies.append((_wall(arrived[run_id], offset) - spawn.due_at).total_seconds())
     return latencies
 

@@ -130,6 +130,12 @@ class Tx:
         self._cursor.execute(sql, args)
         return self._cursor.fetchone()
 
+    def scalar(self, sql: str, args: Sequence[Any] | dict | None = None) -> Any:
+        """The first column of the first row (an aggregate's value); None when there is no row."""
+        self._cursor.execute(sql, args)
+        row = self._cursor.fetchone()
+        return None if row is None else next(iter(row.values()))
+
     def all(self, sql: str, args: Sequence[Any] | dict | None = None) -> list[dict]:
         self._cursor.execute(sql, args)
         return list(self._cursor.fetchall())

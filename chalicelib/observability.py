@@ -112,8 +112,7 @@ def record_tick_metrics(summary: dict) -> None:
     lags = [t["due_lag_seconds"] for t in ticks if t.get("due_lag_seconds") is not None]
     if lags:
         board.add_metric(name="DueLagSeconds", unit=MetricUnit.Seconds, value=max(lags))
-    ages = [t["parked_cue_age_seconds"] for t in ticks if t.get("parked_cue_age_seconds") is not None]
-    if ages:
-        board.add_metric(name="ParkedCueAgeSeconds", unit=MetricUnit.Seconds, value=max(ages))
+    if summary.get("parked_cue_age_seconds") is not None:
+        board.add_metric(name="ParkedCueAgeSeconds", unit=MetricUnit.Seconds, value=summary["parked_cue_age_seconds"])
     if "seconds" in summary:
         board.add_metric(name="TickSeconds", unit=MetricUnit.Seconds, value=summary["seconds"])

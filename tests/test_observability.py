@@ -5,28 +5,27 @@ from __future__ import annotations
 import io
 import json
 import logging
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
 from chalice.app import CloudWatchEvent
 
-from chalicelib import observability
-
-EVENTBRIDGE_EVENT = {
-    "version": "0",
-    "id": "5f1e3c2a-tick-event",
-    "detail-type": "Scheduled Event",
-    "source": "aws.events",
-    "account": "123456789012",
-    "time": "2026-12-04T20:00:00Z",
-    "region": "eu-west-1",
-    "resources": ["arn:aws:events:eu-west-1:123456789012:rule/engine-tick"],
-    "detail": {},
-}
+from chalicelib import observability, runtime
+from chalicelib.config import Settings
+from chalicelib.events.model import RunStatus
+from tests.support.factory import document, run_row
+from tests.support.lambda_kit import SCHEDULED_EVENT, InjectedTime, lambda_context
+from tests.support.runner_kit import schedule, step
 
 
 def _lines(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def _value(emf: dict, name: str) -> float:
+    """One metric's value in an EMF document (Powertools writes each as a list)."""
+    return emf[name][0] if isinstance(emf[name], list) else emf[name]
 
 
 @pytest.fixture
@@ -62,20 +61,20 @@ def test_an_engine_info_line_is_json_with_the_api_request_id_even_with_the_root_
 
 
 def test_a_tick_invocation_flushes_its_figures_as_named_emf_metrics_with_the_event_id_as_correlation(log_stream, capsys):
-    event = CloudWatchEvent(EVENTBRIDGE_EVENT, SimpleNamespace(aws_request_id="lambda-req-1"))
+    event = CloudWatchEvent(SCHEDULED_EVENT, SimpleNamespace(aws_request_id="lambda-req-1"))
     tick = {
         "dispatched": 5, "requeued": 1, "gave_up": 0, "started": 2, "errors": 1,
         "outcomes": {"done": 3, "parked": 1, "retry": 1}, "statuses": {"paused": 1, "completed": 1},
-        "due_lag_seconds": 0.4, "parked_cue_age_seconds": 600.0,
+        "due_lag_seconds": 0.4,
     }
 
     def run_ticks(_event):
         logging.getLogger("chalicelib.events.runner").warning("a run failed inside the tick")
-        return {"ticks": [tick, dict(tick, due_lag_seconds=1.5)], "seconds": 58.0}
+        return {"ticks": [tick, dict(tick, due_lag_seconds=1.5)], "seconds": 58.0, "parked_cue_age_seconds": 600.0}
 
     observability.scheduled_middleware(event, run_ticks)
     [warning] = [entry for entry in _lines(log_stream.getvalue()) if entry.get("message") == "a run failed inside the tick"]
-    assert warning["correlation_id"] == "5f1e3c2a-tick-event"
+    assert warning["correlation_id"] == SCHEDULED_EVENT["id"]
     [emf] = [entry for entry in _lines(capsys.readouterr().out) if "_aws" in entry]
     [directive] = emf["_aws"]["CloudWatchMetrics"]
     assert directive["Namespace"] == "EngineTest"
@@ -83,8 +82,24 @@ def test_a_tick_invocation_flushes_its_figures_as_named_emf_metrics_with_the_eve
     assert {"StepsDispatched", "StepsDone", "StepsParked", "StepsRetried", "StepsReclaimed", "StepsGivenUp",
             "RunsStarted", "RunsCompleted", "RunsPaused", "RunErrors", "DueLagSeconds", "ParkedCueAgeSeconds",
             "TickSeconds"} <= names
-    def value(name):  # Powertools writes each metric's values as a list
-        return emf[name][0] if isinstance(emf[name], list) else emf[name]
+    assert _value(emf, "StepsDispatched") == 10 and _value(emf, "RunsPaused") == 2 and _value(emf, "RunErrors") == 2
+    assert _value(emf, "DueLagSeconds") == 1.5 and _value(emf, "ParkedCueAgeSeconds") == 600.0
 
-    assert value("StepsDispatched") == 10 and value("RunsPaused") == 2 and value("RunErrors") == 2
-    assert value("DueLagSeconds") == 1.5 and value("ParkedCueAgeSeconds") == 600.0
+
+def test_a_real_tick_invocation_reports_started_runs_due_lag_and_the_oldest_parked_cue(db, clock, monkeypatch, capsys):
+    import app
+
+    InjectedTime(clock).install(monkeypatch)
+    parked = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
+    with runtime.override(settings=Settings(), database=db, clock=clock):
+        app.tick(SCHEDULED_EVENT, lambda_context())  # the cue parks; the next invocation finds it waiting
+        clock.advance(600)
+        late = schedule(db, clock.now() - timedelta(seconds=20), document([[step("core.announce", message="Gates open")]]))
+        capsys.readouterr()
+        summary = app.tick(SCHEDULED_EVENT, lambda_context())
+    assert run_row(db, late.id).status is RunStatus.COMPLETED and run_row(db, parked.id).status is RunStatus.RUNNING
+    [emf] = [entry for entry in _lines(capsys.readouterr().out) if "_aws" in entry]
+    assert _value(emf, "RunsStarted") == 1 and _value(emf, "RunsCompleted") == 1 and _value(emf, "StepsDone") == 1
+    assert _value(emf, "DueLagSeconds") >= 20  # it was due 20 s before this invocation's first tick
+    assert 600 <= _value(emf, "ParkedCueAgeSeconds") < 700
+    assert summary["seconds"] >= 0

@@ -17,9 +17,9 @@ from chalicelib.config import Settings
 from chalicelib.db import DatabaseClock
 from chalicelib.events import controls
 from chalicelib.events.model import RunStatus
-from chalicelib.events.store import runs, steps
 from chalicelib.events.runner.loop import POLL_SECONDS
 from chalicelib.events.runner.schedule import run_invocation
+from chalicelib.events.store import runs, steps
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import make_runner, schedule, step, tick_process
 
@@ -51,14 +51,16 @@ def test_one_invocation_ticks_when_a_wait_ends_and_looks_once_a_second_in_betwee
     runner_tick = runner.tick
     runner.tick = lambda budget, **kw: (ticked_at.append(fake.now), runner_tick(budget, **kw))[1]
     try:
-        reports = run_invocation(runner, remaining_seconds=lambda: 69.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep).reports
+        reports = run_invocation(
+            runner, remaining_seconds=lambda: 69.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep).reports
     finally:
         runner.close()
     # Ticks exactly when something is due: the first wait at 0, its announce at 20, the later run at 30.25
     # and its announce at 50.25; in between the loop sleeps at most a second at a time.
     assert ticked_at == [0, 20, 30.25, 50.25]
     assert [r.dispatched for r in reports] == [1, 1, 1, 1]
-    assert max(fake.sleeps) == pytest.approx(POLL_SECONDS) and len(fake.sleeps) >= 50  # a wake read every 0.9 s until 60 s less the worst case
+    # a wake read every 0.9 s until 60 s less the worst case
+    assert max(fake.sleeps) == pytest.approx(POLL_SECONDS) and len(fake.sleeps) >= 50
     assert run_row(db, run.id).status is RunStatus.COMPLETED is run_row(db, later.id).status
 
 
@@ -92,7 +94,7 @@ def test_a_confirm_is_seen_within_a_second_and_a_wake_already_tried_waits_a_seco
         runner.close()
     # The held run's stale wake is tried every 0.9 s after the last tick began, no sooner.
     assert ticked_at[:4] == pytest.approx([0, POLL_SECONDS, 2 * POLL_SECONDS, 3 * POLL_SECONDS])
-    [dispatched_at] = [at for at, report in zip(ticked_at, reports) if report.dispatched and at > 0]  # after the cue
+    [dispatched_at] = [at for at, report in zip(ticked_at, reports, strict=True) if report.dispatched and at > 0]  # after the cue
     assert confirmed_at[0] <= dispatched_at <= confirmed_at[0] + POLL_SECONDS
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
@@ -101,7 +103,8 @@ def test_an_invocation_with_little_time_left_ticks_only_what_fits(db, clock, gam
     fake = FakeTime(clock)
     runner = make_runner(db, clock, game_bridge, timeout=5)
     try:
-        enough_for_one = run_invocation(runner, remaining_seconds=lambda: 11.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep).reports
+        enough_for_one = run_invocation(
+            runner, remaining_seconds=lambda: 11.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep).reports
         none = run_invocation(runner, remaining_seconds=lambda: 5.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep).reports
     finally:
         runner.close()
@@ -117,7 +120,8 @@ def test_the_scheduled_lambda_runs_through_app_py_with_the_runtime_it_is_given(d
         event = client.events.generate_cw_event(source="aws.events", detail_type="Scheduled Event", detail={}, resources=[])
         # chalice's test context claims 3 s remaining: too little for a tick, so none starts.
         response = client.lambda_.invoke("tick", event)
-    assert response.payload == {"ticks": [], "wake_reads": 0, "asleep": False}
+    assert response.payload["ticks"] == [] and response.payload["wake_reads"] == 0
+    assert response.payload["asleep"] is False and response.payload["parked_cue_age_seconds"] is None
     assert run_row(db, run.id).status is RunStatus.SCHEDULED
 
 

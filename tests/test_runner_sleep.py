@@ -11,9 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import boto3
 import pytest
-from moto import mock_aws
-
 from chalice.test import Client
+from moto import mock_aws
 
 from chalicelib import runtime
 from chalicelib.config import Settings
@@ -25,7 +24,7 @@ from chalicelib.events.runner.sleep import WARM_UP, AwsSwitches, Sleeper
 from chalicelib.events.store import engine_state, steps
 from tests.support.api import MODERATOR, Api, hs_settings
 from tests.support.factory import document, make_definition
-from tests.support.runner_kit import game_bridge, make_runner, schedule, step  # noqa: F401
+from tests.support.runner_kit import make_runner, schedule, step
 from tests.support.torture import wait_until
 
 RULE = "events-tick"

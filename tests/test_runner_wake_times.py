@@ -10,8 +10,8 @@ from chalicelib.events import controls
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
 from tests.support.factory import document, run_row
-from tests.support.runner_kit import RULES, game_bridge, runner, schedule, step, tick  # noqa: F401
 from tests.support.game_bridge import Answer
+from tests.support.runner_kit import RULES, schedule, step, tick
 from tests.support.torture import late_wakes
 
 CUE = document([[step("core.cue", instruction="Light the bonfire"), step("core.announce", message="lit")]])

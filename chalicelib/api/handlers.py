@@ -7,9 +7,8 @@ drift from the handler. How every request is checked before a handler runs is in
 from __future__ import annotations
 
 from .. import runtime
-from ..events import controls
+from ..events import controls, nudge
 from ..events import definitions as definitions_engine
-from ..events import nudge
 from ..events.actions import registry
 from ..events.errors import NotFound
 from ..events.store import definitions, log, runs, steps

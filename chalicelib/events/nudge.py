@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 from ..config import Settings
 from ..db import Database
@@ -31,7 +31,7 @@ def tick_payload(source: str) -> bytes:
     """An event the tick's Chalice handler reads as it reads the minute rule's (it wants every field of one)."""
     return json.dumps({
         "version": "0", "id": source, "detail-type": "Scheduled Event", "source": source, "account": "",
-        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": "", "resources": [],
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": "", "resources": [],
         "detail": {},
     }).encode()
 

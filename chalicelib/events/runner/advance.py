@@ -26,6 +26,7 @@ from .documents import Plan
 from .outcomes import Rules, apply_outcome
 
 OPEN_STEPS_PER_READ = 200
+NOT_STARTED = (None, RunStatus.SCHEDULED, RunStatus.MISSED)  # where a scheduled run stays when its start did not happen
 
 
 @dataclass
@@ -34,6 +35,7 @@ class RunReport:
     claimed: bool = False
     status: RunStatus | None = None  # as this worker left it
     dispatched: int = 0
+    started: bool = False  # taken from scheduled into its first phase
     outcomes: Counter = field(default_factory=Counter)
     out_of_budget: bool = False
 
@@ -75,6 +77,7 @@ class RunAdvancer:
         report.claimed = True
         try:
             report.status = self._work(run, report)
+            report.started = run.status is RunStatus.SCHEDULED and report.status not in NOT_STARTED
         finally:
             if report.status is None or not report.status.terminal:  # a terminal transition already cleared it
                 self.db.autocommit(lambda tx: runs.release(tx, run.id, token, self.now))

@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Callable
 
 from .budget import Budget
 from .sleep import Sleeper

@@ -8,13 +8,12 @@ would not fit before the hard deadline.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from aws_lambda_powertools import Logger
 
 from ... import runtime
 from ...config import Settings
@@ -22,17 +21,18 @@ from ..actions.bridge import GameBridge
 from ..actions.channels import channel_for
 from ..actions.perform import Actions
 from ..errors import ConfigError
+from ..store import steps
 from .budget import Budget
 from .loop import Loop
-from .sleep import AwsSwitches, Sleeper, aws_switches
 from .outcomes import Rules
+from .sleep import AwsSwitches, Sleeper, aws_switches
 from .tick import Runner, TickReport
 
 SCHEDULE_PERIOD_SECONDS = 60.0  # EventBridge's rate: the next invocation takes over after this
 SAFETY_SECONDS = 3.0  # left at the end of an invocation for returning and flushing logs
 MAX_BRIDGE_TIMEOUT_SECONDS = 10.0
 
-logger = Logger(service="event-run-engine")
+logger = logging.getLogger(__name__)
 
 
 def bridge_timeout(settings: Settings) -> float:
@@ -116,8 +116,10 @@ def run_invocation(
 
 def scheduled_tick(context) -> dict:
     """The `tick` Lambda's work (the minute rule, a one-time wake-up or a nudge): a summary of its ticks."""
+    started = time.monotonic()
     runner = process_runner()
     settings = runtime.settings()
+    parked_cue_age = _parked_cue_age(runner)  # read first: after a sleep the connections are closed
     sleeper = None
     if settings.sleep:
         sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon)
@@ -128,9 +130,21 @@ def scheduled_tick(context) -> dict:
         tick_seconds=settings.tick_seconds,
         sleeper=sleeper,
     )
-    summary = {"ticks": [r.summary() for r in loop.reports], "wake_reads": loop.wake_reads, "asleep": loop.slept}
+    summary = {
+        "ticks": [r.summary() for r in loop.reports],
+        "wake_reads": loop.wake_reads,
+        "asleep": loop.slept,
+        "parked_cue_age_seconds": parked_cue_age,
+        "seconds": round(time.monotonic() - started, 3),  # wall time: what Lambda bills
+    }
     logger.info("tick invocation finished", extra=summary)
     return summary
+
+
+def _parked_cue_age(runner: Runner) -> float | None:
+    """How long the longest-waiting parked cue has waited for a person (for the parked-cue alarm)."""
+    since = runner.db.autocommit(steps.oldest_parked_since)
+    return None if since is None else max(0.0, (runner.clock.now() - since).total_seconds())
 
 
 _switches: AwsSwitches | None = None
@@ -139,12 +153,12 @@ _switches: AwsSwitches | None = None
 def process_switches(settings: Settings) -> AwsSwitches:
     """The minute rule and the wake-up schedule of this deployment, built once per container."""
     global _switches
-    names = (settings.tick_rule_name, settings.tick_function_arn, settings.wake_role_arn)
-    if not all(names):
+    rule, function, role = settings.tick_rule_name, settings.tick_function_arn, settings.wake_role_arn
+    if not (rule and function and role):
         raise ConfigError("EVENTS_SLEEP=on: set EVENTS_TICK_RULE_NAME, EVENTS_TICK_FUNCTION_ARN and EVENTS_WAKE_ROLE_ARN")
     with _process_lock:
-        if _switches is None or (_switches.rule_name, _switches.function_arn, _switches.role_arn) != names:
-            _switches = aws_switches(*names)
+        if _switches is None or (_switches.rule_name, _switches.function_arn, _switches.role_arn) != (rule, function, role):
+            _switches = aws_switches(rule, function, role)
         return _switches
 
 

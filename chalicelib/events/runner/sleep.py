@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from ...db import Database
 from ..cron import DEFAULT_TIMEZONE, Schedule
@@ -51,6 +51,15 @@ def next_work(db: Database, now: datetime, horizon: timedelta) -> datetime | Non
         if occurrence is not None and (wake is None or occurrence - horizon < wake):
             wake = occurrence - horizon
     return wake
+
+
+class Switches(Protocol):
+    """What puts the deployment to sleep and wakes it: its minute rule and a one-time wake-up."""
+
+    def rule_on(self) -> None: ...
+    def rule_off(self) -> None: ...
+    def wake_at(self, when: datetime) -> None: ...
+    def cancel_wake(self) -> None: ...
 
 
 @dataclass
@@ -101,7 +110,7 @@ def aws_switches(rule_name: str, function_arn: str, role_arn: str) -> AwsSwitche
 class Sleeper:
     """The tick's side of sleeping: waking up at the start of an invocation, and going to sleep when idle."""
 
-    def __init__(self, db: Database, switches: AwsSwitches, horizon: timedelta):
+    def __init__(self, db: Database, switches: Switches, horizon: timedelta):
         self.db, self.switches, self.horizon = db, switches, horizon
 
     def started(self, now: datetime) -> None:

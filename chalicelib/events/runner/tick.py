@@ -42,10 +42,12 @@ class TickReport:
     runs_seen: int = 0
     runs_advanced: int = 0  # run leases this tick won
     dispatched: int = 0
+    started: int = 0  # runs this tick took from scheduled into their first phase
     outcomes: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)  # how the advanced runs were left
     errors: int = 0
     out_of_budget: bool = False
+    due_lag_seconds: float | None = None  # how long after its wake time the longest-waiting due run was found
 
     def add(self, run: RunReport | None) -> None:
         self.runs_seen += 1
@@ -54,6 +56,7 @@ class TickReport:
             return
         self.runs_advanced += run.claimed
         self.dispatched += run.dispatched
+        self.started += run.started
         self.outcomes.update(run.outcomes)
         self.out_of_budget |= run.out_of_budget
         if run.status is not None:
@@ -72,10 +75,12 @@ class TickReport:
             "runs_seen": self.runs_seen,
             "runs_advanced": self.runs_advanced,
             "dispatched": self.dispatched,
+            "started": self.started,
             "outcomes": dict(self.outcomes),
             "statuses": dict(self.statuses),
             "errors": self.errors,
             "out_of_budget": self.out_of_budget,
+            "due_lag_seconds": self.due_lag_seconds,
         }
 
 
@@ -125,11 +130,15 @@ class Runner:
         after = None
         while budget.allows(self.step_worst_case_seconds):
             batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after))
+            if batch and after is None and batch[0].wake_at is not None:  # in wake order: the first waited longest
+                report.due_lag_seconds = max(0.0, (now - batch[0].wake_at).total_seconds())
             for result in self._pool.map(lambda run: self._advance(advancer, run), batch):
                 report.add(result)
             if len(batch) < self.batch_size:
                 break
-            after = (batch[-1].wake_at, batch[-1].id)
+            last = batch[-1]
+            assert last.wake_at is not None  # find_due reads only runs whose wake time has come
+            after = (last.wake_at, last.id)
         else:
             report.out_of_budget = True
         return report

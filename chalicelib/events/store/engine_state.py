@@ -14,7 +14,7 @@ from ...db import Tx
 
 
 def state(tx: Tx) -> str:
-    return tx.one("SELECT state FROM event_engine_state WHERE id = 1")["state"]
+    return tx.scalar("SELECT state FROM event_engine_state WHERE id = 1")
 
 
 def fall_asleep(tx: Tx, now: datetime, until: datetime | None) -> bool:

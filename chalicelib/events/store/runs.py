@@ -92,7 +92,7 @@ def find_due(tx: Tx, now: datetime, limit: int, *, after: tuple[datetime, int] |
 
 def next_wake(tx: Tx) -> datetime | None:
     """The earliest wake time of any run, None when no run waits on a timer (the index's first entry)."""
-    return tx.one("SELECT MIN(wake_at) AS wake_at FROM event_runs")["wake_at"]
+    return tx.scalar("SELECT MIN(wake_at) AS wake_at FROM event_runs")
 
 
 # ── writes ─────────────────────────────────────────────────────────────────

@@ -73,6 +73,13 @@ def get_on_run(tx: Tx, run_id: int, step_id: int, *, for_update: bool = False) -
     return Step.from_row(row) if row else None
 
 
+def oldest_parked_since(tx: Tx) -> datetime | None:
+    """When the longest-parked step (a cue waiting for a person) started; None when none is parked."""
+    return tx.scalar(
+        "SELECT MIN(started_at) AS since FROM event_run_steps WHERE status = 'running' AND claim_expires_at IS NULL"
+    )
+
+
 def list_for_run(tx: Tx, run_id: int) -> list[Step]:
     rows = tx.all(
         f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s ORDER BY phase, seq", (run_id,)
