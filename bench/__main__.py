@@ -12,7 +12,8 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P9     50 waits of 1-5 s and 50 confirms through `python -m chalicelib tick`  same in both
     cold   import time (median of 7 fresh interpreters), the prod package with and without bytecode   same in both
 
-Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept.
+Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept;
+P1 and P8 take five interleaved rounds and the median of each side, every round printed.
 """
 
 from __future__ import annotations

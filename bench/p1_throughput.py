@@ -22,7 +22,7 @@ from chalicelib.events.runner.documents import plan_of
 from chalicelib.events.store import runs, steps
 from tests.support.counters import StatementMeter
 
-from .harness import Figure, StatementRecorder, at_least, at_most, scratch_database
+from .harness import Figure, StatementRecorder, at_least, at_most, median, scratch_database
 from .workload import (
     DRAIN_BUDGET_SECONDS,
     RULES,
@@ -32,7 +32,11 @@ from .workload import (
     schedule_backlog,
 )
 
-FLOOR_TARGET = 0.7
+FLOOR_TARGET = 0.85
+# The method, frozen: this many interleaved rounds (floor, then engine, on fresh backlogs of
+# the same size), the median of each side, every round printed. The floor is frozen too:
+# the contract's claim, fenced finish and log row, as `floor_loop` sends them.
+P1_ROUNDS = 5
 ROUND_TRIPS_TARGET = 5
 COMMITS_TARGET = 2
 # P2 takes the difference between a long and a one-step run, so the run's own
@@ -163,16 +167,18 @@ def per_step_cost(db: Database) -> tuple[float, float]:
 def run(sizes) -> list[Figure]:
     with scratch_database("p1") as db:
         engine, floor = [], []
-        for _ in range(sizes.rounds):  # interleaved, so a noisy neighbour hurts both sides alike
+        for _ in range(P1_ROUNDS):  # interleaved, so a noisy neighbour hurts both sides alike
             floor.append(floor_loop(db, floor_steps(db, sizes.throughput_runs, sizes.throughput_steps_per_run)))
             engine.append(engine_steps_per_second(db, sizes.throughput_runs, sizes.throughput_steps_per_run))
         round_trips, commits = per_step_cost(db)
-    best_floor = max(floor, key=lambda f: f.steps_per_second)
+    floor_rates = [f.steps_per_second for f in floor]
+    print(f"\nP1 (steps/s, round by round): engine {[round(e) for e in engine]}, floor {[round(f) for f in floor_rates]};"
+          f" medians {median(engine):.0f} / {median(floor_rates):.0f} = {median(engine) / median(floor_rates):.2f}×")
     return [
-        Figure("P1", "steps/s, 1 tick worker", max(engine), "steps/s", baseline=best_floor.steps_per_second,
-               baseline_what="(bare pymysql floor)", target=at_least(FLOOR_TARGET)),
-        Figure("P2", "round trips per step", round_trips, "", baseline=best_floor.round_trips_per_step,
+        Figure("P1", f"steps/s, 1 tick worker (median of {P1_ROUNDS})", median(engine), "steps/s",
+               baseline=median(floor_rates), baseline_what="(bare pymysql floor, median)", target=at_least(FLOOR_TARGET)),
+        Figure("P2", "round trips per step", round_trips, "", baseline=floor[0].round_trips_per_step,
                baseline_what="(floor)", target=at_most(ROUND_TRIPS_TARGET)),
-        Figure("P2", "commits per step", commits, "", baseline=best_floor.commits_per_step,
+        Figure("P2", "commits per step", commits, "", baseline=floor[0].commits_per_step,
                baseline_what="(floor)", target=at_most(COMMITS_TARGET)),
     ]

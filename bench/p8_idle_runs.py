@@ -117,6 +117,8 @@ def run(sizes) -> list[Figure]:
           f" vs {[round(t, 4) for _, t, _ in only_due]}")
     print(f"P8 idle: {reads_per_second:.2f} wake reads/s over {IDLE_SECONDS:.0f} s ({idle_statements} statements"
           " in all, the first tick's included); asleep: 0 (no invocation runs)")
+    print(f"cost inputs: awake and idle, 60 invocations and {reads_per_second * 3600:,.0f} reads an hour;"
+          " asleep, 0 and 0 (--idle-wakes-per-month counts only the one-time wake-ups before events)")
     label = f"tick over {idle_runs:,} runs needing nobody + 1 due"
     return [
         Figure("P8", f"{label}: statements", median([s for s, _, _ in with_idle]), "",
