@@ -40,11 +40,12 @@ class Input:
 
 INPUTS = {
     "tick_wall_seconds_per_live_hour": Input(
-        3600, "assumed", "tick seconds billed per hour while runs are live (the whole minute, every minute, until measured)"
+        3480, "measured", "bench P9: an invocation of the Lambda path lasts 58 s of each minute while runs are live"
     ),
     "tick_memory_mb": Input(512, "setting", "tick and API memory (infra/app.yaml, .chalice/config.json)"),
-    "idle_wakes_per_month": Input(0, "assumed", "times the sleeping tick wakes with nothing due (each resumes Aurora)"),
-    "idle_wake_seconds": Input(5, "assumed", "tick seconds of such a wake, Aurora's resume included"),
+    "idle_wakes_per_month": Input(0, "measured", "bench P8: asleep, the tick makes no invocation and no read"),
+    "wake_warm_up_seconds": Input(60, "setting", "the one-time wake-up comes this long before an event (runner/sleep.py WARM_UP)"),
+    "idle_wake_seconds": Input(5, "assumed", "tick seconds of a wake with nothing to do, Aurora's resume included"),
     "aurora_acu_live": Input(0.5, "assumed", "Aurora's average ACUs while runs are live (its scaled-down floor when not paused)"),
     "aurora_billed_after_last_use_seconds": Input(
         600, "setting", "wait_timeout 300 s closes a frozen container's connection, then SecondsUntilAutoPause 300 s"
@@ -84,8 +85,10 @@ SCENARIOS = (
 def line_items(s: Scenario, v: dict[str, float], p: dict[str, float] = PRICES) -> dict[str, float]:
     gb = v["tick_memory_mb"] / 1024
     lambda_second = gb * p["lambda_gb_second"]
+    warm_up_hours = s.events * v["wake_warm_up_seconds"] / 3600
     aurora_hours = (
         s.live_hours
+        + warm_up_hours
         + s.events * v["aurora_billed_after_last_use_seconds"] / 3600
         + v["idle_wakes_per_month"] * (v["aurora_billed_after_last_use_seconds"] + v["idle_wake_seconds"]) / 3600
     )
@@ -97,7 +100,8 @@ def line_items(s: Scenario, v: dict[str, float], p: dict[str, float] = PRICES) -
         "alarms": v["alarm_metrics"] * p["alarm_metric_month"],
         "Aurora storage": v["aurora_storage_gb"] * p["aurora_storage_gb_month"],
         "tick Lambda (wall time)": (
-            s.live_hours * v["tick_wall_seconds_per_live_hour"] + v["idle_wakes_per_month"] * v["idle_wake_seconds"]
+            (s.live_hours + warm_up_hours) * v["tick_wall_seconds_per_live_hour"]
+            + v["idle_wakes_per_month"] * v["idle_wake_seconds"]
         ) * lambda_second + tick_invocations * p["lambda_request"],
         "Aurora compute (not paused)": aurora_hours * v["aurora_acu_live"] * p["aurora_acu_hour"],
         "Aurora I/O": s.steps * v["commits_per_step"] * v["write_ios_per_commit"] * p["aurora_io"],

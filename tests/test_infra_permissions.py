@@ -1,7 +1,10 @@
-"""The roles grant what the code calls: AWS calls recorded under moto while the tick and the migrate
-function do their work, each checked against its role in the packaged template."""
+"""The roles grant what the code calls: AWS calls recorded under moto while the tick, the API's nudge and
+the migrate function do their work, each checked against its role in the packaged template."""
 
+import contextlib
+import fnmatch
 import json
+from datetime import datetime
 
 import boto3
 import pytest
@@ -12,7 +15,9 @@ from moto import mock_aws
 from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import Database
+from chalicelib.events import nudge
 from chalicelib.events.runner.schedule import build_runner
+from chalicelib.events.runner.sleep import aws_switches
 from chalicelib.migrate_function import handle
 from tests.support import cfn
 from tests.support.factory import document
@@ -101,3 +106,30 @@ def test_the_migrate_role_grants_every_call_migrate_and_rotate_make(aws_calls, d
     made = set(aws_calls[setup_calls:])
     assert made == {"secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"}
     assert made <= granted_actions("MigrateRole")
+
+
+def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws_calls, monkeypatch):
+    boto3.client("events").put_rule(Name="stack-tick", ScheduleExpression="rate(1 minute)")
+    tick_arn = f"arn:aws:lambda:{REGION}:123456789012:function:stack-tick"
+    setup_calls = len(aws_calls)
+    switches = aws_switches("stack-tick", tick_arn, "arn:aws:iam::123456789012:role/wake")
+    switches.rule_off()
+    switches.wake_at(datetime(2030, 1, 1, 20, 0))
+    switches.rule_on()
+    switches.cancel_wake()
+    granted_schedules = next(
+        st["Resource"]["Fn::Sub"] for policy in cfn.packaged_app()["Resources"]["TickRole"]["Properties"]["Policies"]
+        for st in policy["PolicyDocument"]["Statement"] if "scheduler:CreateSchedule" in st["Action"])
+    pattern = granted_schedules.split(":schedule/")[1].replace("${AWS::StackName}", "stack")  # rule = <stack>-tick
+    assert fnmatch.fnmatchcase(f"default/{switches.schedule_name}", pattern), (switches.schedule_name, pattern)
+    tick_made = set(aws_calls[setup_calls:])
+    assert {"events:DisableRule", "events:EnableRule", "scheduler:CreateSchedule", "scheduler:DeleteSchedule"} <= tick_made
+    assert tick_made <= granted_actions("TickRole"), tick_made - granted_actions("TickRole")
+
+    monkeypatch.setattr(nudge, "_client", None)
+    api_from = len(aws_calls)
+    with contextlib.suppress(Exception):  # moto has no such function: the call made is what counts
+        nudge.invoke_tick(tick_arn)
+    monkeypatch.setattr(nudge, "_client", None)  # not a client bound to this test's mock
+    assert set(aws_calls[api_from:]) == {"lambda:InvokeFunction"}
+    assert "lambda:InvokeFunction" in granted_actions("ApiHandlerRole")
