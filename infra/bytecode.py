@@ -23,8 +23,25 @@ from pathlib import Path
 RUNTIME = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
 
+def _drop_working_tree_caches(package: Path) -> None:
+    """Rewrite `package` without `__pycache__` entries: Chalice copies chalicelib's from the
+    working tree, timestamp-checked, and a zip's timestamps do not match them, so Python
+    would ignore them and compile anyway."""
+    with zipfile.ZipFile(package) as archive:
+        cached = [info for info in archive.infolist() if "__pycache__/" in info.filename]
+        if not cached:
+            return
+        rewritten = package.with_suffix(".rewriting.zip")
+        with zipfile.ZipFile(rewritten, "w", zipfile.ZIP_DEFLATED) as kept:
+            for info in archive.infolist():
+                if "__pycache__/" not in info.filename:
+                    kept.writestr(info, archive.read(info))
+    rewritten.replace(package)
+
+
 def add_bytecode(package: Path) -> int:
-    """Add the bytecode of every `.py` entry of `package` that has none; return how many were added."""
+    """Add the bytecode of every `.py` entry of `package`; return how many were added."""
+    _drop_working_tree_caches(package)
     with zipfile.ZipFile(package) as archive:
         names = set(archive.namelist())
         sources = {name: archive.read(name) for name in names if name.endswith(".py")}

@@ -3,6 +3,7 @@ invocation — loads only what every path needs. Token crypto, AWS SDK, migratio
 cron evaluation and the runner load where they are used, and nothing of the tests
 or the development tools ever does."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from infra import bytecode
 from tests.support import cfn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,3 +85,17 @@ def test_the_package_carries_bytecode_so_a_cold_start_compiles_none_of_its_modul
     compiled, app_file = done.stdout.split()
     assert Path(app_file).is_relative_to(tmp_path)  # the packaged app, not the working tree's
     assert compiled == "0"
+
+
+def test_bytecode_from_the_working_tree_is_replaced_by_the_packages_own(tmp_path):
+    """A `__pycache__` left by running the code locally is timestamp-checked: in a zip it would be ignored."""
+    package = tmp_path / "deployment.zip"
+    stale = importlib.util.cache_from_source("chalicelib/module.py")
+    with zipfile.ZipFile(package, "w") as archive:
+        archive.writestr("chalicelib/module.py", "ANSWER = 42\n")
+        archive.writestr(stale, b"stale timestamp-checked bytecode")
+    assert bytecode.add_bytecode(package) == 1
+    with zipfile.ZipFile(package) as archive:
+        assert sorted(archive.namelist()) == sorted(["chalicelib/module.py", stale])
+        flags = int.from_bytes(archive.read(stale)[4:8], "little")
+    assert flags == 0b01, "an unchecked-hash .pyc, valid whatever the zip's timestamps"

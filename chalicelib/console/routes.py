@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,12 +21,10 @@ from .. import runtime
 from ..api import auth
 from ..api.errors import error_response, from_exception
 
-logger = logging.getLogger(__name__)
-
 console = Blueprint(__name__)
 
 STATIC = Path(__file__).with_name("static")
-TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
 
 
 class Asset:
