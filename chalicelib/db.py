@@ -40,7 +40,7 @@ import pymysql.cursors
 if TYPE_CHECKING:
     import tenacity
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -257,7 +257,7 @@ class Database:
         except pymysql.err.OperationalError as error:
             if not credentials_refused(error) or self._refresh_params is None:
                 raise
-        log.warning("the database refused the credentials (1045); reading them again and trying once more")
+        logger.warning("the database refused the credentials (1045); reading them again and trying once more")
         self.params = self._refresh_params()
         return self._connect_once(database, None if within is None else within - (time.monotonic() - started))
 
@@ -316,12 +316,12 @@ class Database:
                 left = until - monotonic()
                 if left <= wait:
                     raise
-                log.info("the database is not reachable (%s); trying again in %.2g s", error.args[-1], wait)
+                logger.info("the database is not reachable (%s); trying again in %.2g s", error.args[-1], wait)
                 sleep(wait)
                 wait = min(wait * 2, REACH_RETRY_SECONDS[1])
                 continue
             if failures:
-                log.warning(
+                logger.warning(
                     "the database is reachable again after %.1f s and %d failed connection attempt(s)",
                     monotonic() - started,
                     failures,
@@ -359,7 +359,7 @@ class Database:
             if not _safe_to_rerun(error):
                 raise
             self.retries[_error_code(error)] += 1
-            log.info("re-running unit of work after MySQL error %s (try 1)", _error_code(error))
+            logger.info("re-running unit of work after MySQL error %s (try 1)", _error_code(error))
             time.sleep(random.uniform(0.005, 0.02))  # let the other side of a deadlock finish first
         import tenacity  # only once a unit of work has failed: most processes never need it
 
@@ -375,7 +375,7 @@ class Database:
     def _count_retry(self, state: tenacity.RetryCallState) -> None:
         code = _error_code(state.outcome.exception() if state.outcome else None)
         self.retries[code] += 1
-        log.info("re-running unit of work after MySQL error %s (try %d)", code, state.attempt_number)
+        logger.info("re-running unit of work after MySQL error %s (try %d)", code, state.attempt_number)
 
     def _run_once(self, work: Callable[[Tx], T], transactional: bool) -> T:
         try:

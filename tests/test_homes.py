@@ -100,3 +100,13 @@ def test_the_code_and_docs_stand_on_their_own():
         if outside.search(line)
     ]
     assert found == []
+
+
+def test_every_module_logs_through_logger_named_after_itself():
+    wrong = []
+    for path in (ROOT / "chalicelib").rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            logs = isinstance(node, ast.Assign) and "getLogger" in ast.unparse(node.value)
+            if logs and ast.unparse(node) != "logger = logging.getLogger(__name__)":
+                wrong.append(f"{path.relative_to(ROOT)}: {ast.unparse(node)}")
+    assert wrong == [], "a module's logger is `logger = logging.getLogger(__name__)`"

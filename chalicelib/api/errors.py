@@ -31,7 +31,7 @@ from ..events.errors import (
     Unauthorized,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
 # MariaDB stores JSON nested at most 31 objects and arrays deep (deeper fails the
@@ -74,13 +74,13 @@ def from_exception(error: BaseException) -> Response:
     if lost_connection(error):
         # The database is unreachable or restarting (retries already spent): the
         # server's trouble, and worth trying again, so not a bare 500.
-        log.warning("database unavailable while answering a request: %s", error)
+        logger.warning("database unavailable while answering a request: %s", error)
         return error_response(503, ["the database is unavailable; try again shortly"])
     if credentials_refused(error):
         # Refused even with the secret read again: a rotation half done, or a broken one.
-        log.error("the database refused the engine's credentials after reading them again: %s", error)
+        logger.error("the database refused the engine's credentials after reading them again: %s", error)
         return error_response(503, ["the database is unavailable; try again shortly"])
-    log.exception("unexpected error while answering a request")
+    logger.exception("unexpected error while answering a request")
     return error_response(500, ["internal error"])
 
 

@@ -14,7 +14,7 @@ from .channels import Channel
 from .outcome import Outcome
 from .registry import lookup, params_problem
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Actions:
         try:
             return self._perform(step, attempt, now)
         except Exception as error:  # a bug must not strand the claim until its lease expires
-            log.exception("action %s of step %s raised", step.action_id, step.id)
+            logger.exception("action %s of step %s raised", step.action_id, step.id)
             return Outcome.retry(f"internal error: {type(error).__name__}: {error}"[:300])
 
     def _perform(self, step: Step, attempt: int, now: datetime) -> Outcome:
