@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from chalicelib.db import Database, DatabaseClock, must_exist
+from chalicelib.events.document import plan_of
 from chalicelib.events.model import StepStatus
 from chalicelib.events.runner.advance import RunAdvancer
 from chalicelib.events.runner.budget import Budget
-from chalicelib.events.runner.documents import plan_of
 from chalicelib.events.store import runs, steps
 from tests.support.counters import StatementMeter
 

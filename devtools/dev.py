@@ -90,13 +90,13 @@ def start_demo_bridge(url: str, secret: str) -> ThreadingHTTPServer:
 
 def seed_demo(db, now) -> tuple[int, int]:
     """The demo definition (created once) and a fresh run of it due in five seconds."""
-    from chalicelib.events import definitions
+    from chalicelib.events import authoring, occurrences
 
     existing = db.autocommit(
         lambda tx: tx.one("SELECT id FROM event_definitions WHERE name = %s ORDER BY id LIMIT 1", (DEMO_NAME,))
     )
-    definition_id = existing["id"] if existing else definitions.create(db, DEMO_DOCUMENT, actor="dev", now=now).id
-    run, _ = definitions.schedule_run(db, definition_id, now + timedelta(seconds=5), actor="dev", now=now)
+    definition_id = existing["id"] if existing else authoring.create(db, DEMO_DOCUMENT, actor="dev", now=now).id
+    run, _ = occurrences.schedule_run(db, definition_id, now + timedelta(seconds=5), actor="dev", now=now)
     return definition_id, run.id
 
 

@@ -4,8 +4,8 @@ from datetime import datetime
 
 import pytest
 
-from chalicelib.events import definitions
 from chalicelib.events.cron import Schedule, cron_problems
+from chalicelib.events.document import validate
 from chalicelib.events.errors import Invalid, InvalidCron
 from tests.support.api import ADMIN
 from tests.test_definitions_validate import SPEC_EXAMPLE
@@ -35,7 +35,7 @@ def _with_schedule(**schedule) -> dict:
 )
 def test_a_non_standard_cron_field_is_refused_naming_the_field(cron, field):
     with pytest.raises(Invalid) as invalid:
-        definitions.validate(_with_schedule(cron=cron))
+        validate(_with_schedule(cron=cron))
     (message,) = invalid.value.messages
     assert message.startswith(f"document.schedule.cron: the {field} field "), message
 
@@ -43,12 +43,12 @@ def test_a_non_standard_cron_field_is_refused_naming_the_field(cron, field):
 @pytest.mark.parametrize("cron", ["0 0 * * * *", "0 0 * * * * 2027", "@daily", "0 0 * *"])
 def test_a_cron_that_is_not_five_fields_is_refused(cron):
     with pytest.raises(Invalid, match="standard five-field cron"):
-        definitions.validate(_with_schedule(cron=cron))
+        validate(_with_schedule(cron=cron))
 
 
 @pytest.mark.parametrize("cron", ["0 20 * * 5", "0 20 * * FRI", "*/15 8-22 * jan-MAR mon-fri", "0,30 1-5/2 1,15 * 7", "0 0 29 2 *"])
 def test_standard_cron_with_names_ranges_lists_and_steps_is_accepted(cron):
-    assert definitions.validate(_with_schedule(cron=cron))["schedule"] == {"cron": cron}
+    assert validate(_with_schedule(cron=cron))["schedule"] == {"cron": cron}
 
 
 def test_a_cron_that_never_fires_is_refused_every_time():
@@ -66,14 +66,14 @@ def test_a_random_token_over_http_is_400_naming_the_field_and_stores_nothing(api
 @pytest.mark.parametrize("zone", ["Mars/Olympus", "localtime", "../etc/passwd", "utc", "+02:00"])
 def test_a_time_zone_that_is_not_an_iana_name_is_refused(zone):
     with pytest.raises(Invalid) as invalid:
-        definitions.validate(_with_schedule(cron="0 20 * * 5", timezone=zone))
+        validate(_with_schedule(cron="0 20 * * 5", timezone=zone))
     assert invalid.value.messages == [
         f"document.schedule.timezone: {zone!r} is not an IANA time zone name (such as 'Europe/Berlin' or 'UTC')"
     ]
 
 
 def test_a_time_zone_is_kept_with_the_schedule():
-    valid = definitions.validate(_with_schedule(cron="0 20 * * 5", timezone="Europe/Berlin"))
+    valid = validate(_with_schedule(cron="0 20 * * 5", timezone="Europe/Berlin"))
     assert valid["schedule"] == {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"}
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from chalicelib.events import definitions
+from chalicelib.events.document import validate
 from chalicelib.events.errors import Invalid
 
 SPEC_EXAMPLE = {
@@ -19,12 +19,12 @@ SPEC_EXAMPLE = {
 
 def _problems(document) -> list[str]:
     with pytest.raises(Invalid) as invalid:
-        definitions.validate(document)
+        validate(document)
     return invalid.value.messages
 
 
 def test_the_spec_example_is_valid_and_kept_as_authored():
-    assert definitions.validate(SPEC_EXAMPLE) == {
+    assert validate(SPEC_EXAMPLE) == {
         **SPEC_EXAMPLE,
         "phases": [{"name": "opening", "steps": [
             {"action": "core.announce", "params": {"message": "The harvest begins"}, "version": 1, "on_failure": "pause"},
@@ -36,7 +36,7 @@ def test_the_spec_example_is_valid_and_kept_as_authored():
 
 
 def test_defaults_are_filled_in():
-    valid = definitions.validate({"name": " Quiz ", "phases": [{"steps": [{"action": "quiz.ask"}]}]})
+    valid = validate({"name": " Quiz ", "phases": [{"steps": [{"action": "quiz.ask"}]}]})
     assert valid == {
         "name": "Quiz", "grace_seconds": 300, "ending": [], "schedule": None,
         "phases": [{"name": "phase 1", "steps": [{"action": "quiz.ask", "params": {}, "version": 1, "on_failure": "pause"}]}],

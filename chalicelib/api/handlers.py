@@ -7,8 +7,7 @@ drift from the handler. How every request is checked before a handler runs is in
 from __future__ import annotations
 
 from .. import runtime
-from ..events import controls, nudge
-from ..events import definitions as definitions_engine
+from ..events import authoring, controls, nudge, occurrences
 from ..events.actions import registry
 from ..events.errors import NotFound
 from ..events.store import definitions, log, runs, steps
@@ -189,7 +188,7 @@ def _saved(definition) -> dict:
 @operation("POST", "/definitions", "Create a definition (version 1).", auth.ADMINS,
            {201: ("created", schemas.DEFINITION_SAVED)}, body=schemas.DEFINITION_BODY, body_required=True)
 def create_definition(call: Call):
-    definition = definitions_engine.create(runtime.database(), call.body, actor=call.actor, now=call.now)
+    definition = authoring.create(runtime.database(), call.body, actor=call.actor, now=call.now)
     _made_work(call)  # a schedule is work to plan
     return 201, _saved(definition)
 
@@ -197,7 +196,7 @@ def create_definition(call: Call):
 @operation("PUT", "/definitions/{definition_id}", "Save a new version of a definition.", auth.ADMINS,
            _ok("the new version", schemas.DEFINITION_SAVED), body=schemas.DEFINITION_BODY, body_required=True)
 def update_definition(call: Call):
-    definition = definitions_engine.add_version(
+    definition = authoring.add_version(
         runtime.database(), call.ids["definition_id"], call.body, actor=call.actor, now=call.now
     )
     _made_work(call)
@@ -210,7 +209,7 @@ def update_definition(call: Call):
            body=schemas.SCHEDULE_BODY, body_required=True)
 def schedule_run(call: Call):
     scheduled_for = schemas.parse_time(call.body["scheduled_for"], "body.scheduled_for")
-    run, created = definitions_engine.schedule_run(
+    run, created = occurrences.schedule_run(
         runtime.database(), call.ids["definition_id"], scheduled_for, actor=call.actor, now=call.now
     )
     _made_work(call)

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..events.definitions import DOCUMENT_SCHEMA, MAX_SCHEDULE_AHEAD
+from ..events.document import DOCUMENT_SCHEMA
 from ..events.errors import Invalid
 from ..events.model import Health, OnFailure, RunStatus, StepStatus
+from ..events.occurrences import MAX_SCHEDULE_AHEAD
 from ..schema_check import first_error
 
 MAX_ID = 2**63 - 1

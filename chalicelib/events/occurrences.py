@@ -1,4 +1,4 @@
-"""One occurrence of a definition becomes one run, with the log row that records it.
+"""Creating runs: one occurrence of a definition becomes one run, with the log row that records it.
 
 The planner (recurring definitions) and scheduling through the API both create
 runs here, so they agree: INSERT IGNORE on the occurrence key, and — only for
@@ -7,23 +7,19 @@ the caller whose insert took — a `run.status` row naming who scheduled it and 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from ..db import Tx
+from ..db import Database, Tx, must_exist
 from . import journal
+from .document import grace_seconds_of
+from .errors import Conflict, Invalid, NotFound
 from .model import DefinitionVersion, Run, RunStatus
+from .store import definitions as store
 from .store import log, runs
 
-DEFAULT_GRACE_SECONDS = 300
-# A tick comes every few seconds to a minute; a shorter window would miss the
-# run by construction. Fixed here, not a setting, so a document valid in one
-# stage is valid in all.
-MIN_GRACE_SECONDS = 60
-
-
-def grace_seconds_of(document: dict) -> int:
-    """The grace window a run of this document gets: versions stored before the minimum get the minimum."""
-    return max(MIN_GRACE_SECONDS, int(document.get("grace_seconds", DEFAULT_GRACE_SECONDS)))
+# How far ahead a person may schedule a run: a year, leap years included. Far
+# enough for any event calendar, and far from where date arithmetic overflows.
+MAX_SCHEDULE_AHEAD = timedelta(days=366)
 
 
 def schedule_occurrence(
@@ -41,3 +37,42 @@ def schedule_occurrence(
     if created:
         log.append(tx, journal.run_status(run.id, None, None, RunStatus.SCHEDULED, actor=actor, cause=cause), now)
     return run, created
+
+
+def schedule_run(
+    db: Database, definition_id: int, scheduled_for: datetime, *, actor: str, now: datetime
+) -> tuple[Run, bool]:
+    """The run of one occurrence of the definition's current version: (run, created).
+
+    The same occurrence twice is the same run (its key is unique) while that run
+    is live; once it has finished it can never run again, so asking again is a
+    Conflict that says so. A time in the past but inside the grace window is
+    accepted — the next tick starts it — and one beyond it is refused, since the
+    tick would only mark it missed. One further ahead than MAX_SCHEDULE_AHEAD is
+    refused before the database is asked.
+    """
+    if scheduled_for - now > MAX_SCHEDULE_AHEAD:
+        raise Invalid(
+            f"scheduled_for is more than {MAX_SCHEDULE_AHEAD.days} days ahead; a run may be scheduled at most that far"
+        )
+
+    def work(tx: Tx) -> tuple[Run, bool]:
+        definition = store.get(tx, definition_id)
+        if definition is None:
+            raise NotFound(f"no definition {definition_id}")
+        version = must_exist(store.get_version(tx, definition.id, definition.current_version))
+        grace = grace_seconds_of(version.document)
+        if scheduled_for + timedelta(seconds=grace) < now:
+            raise Invalid(
+                f"scheduled_for is more than the definition's grace window ({grace} s) in the past;"
+                " the run could only be missed"
+            )
+        run, created = schedule_occurrence(tx, version, scheduled_for, actor=actor, cause=f"scheduled by {actor}", now=now)
+        if run.status.terminal:
+            raise Conflict(
+                f"the run of this occurrence (run {run.id}) is {run.status.value} and will not run again;"
+                " a run at another time is a new occurrence"
+            )
+        return run, created
+
+    return db.transaction(work)

@@ -21,7 +21,7 @@ RECLAIM = "chalicelib/events/runner/reclaim.py"
 DEFINITIONS = "chalicelib/events/store/definitions.py"
 OCCURRENCES = "chalicelib/events/occurrences.py"
 DB = "chalicelib/db.py"
-SCHEDULING = "chalicelib/events/definitions.py"
+SCHEDULING = "chalicelib/events/occurrences.py"
 
 G_LEASES = "tests/test_guard_leases.py"
 G_PHASES = "tests/test_guard_phases.py"

@@ -18,11 +18,11 @@ from datetime import datetime, timedelta
 from ...db import Database, Tx, must_exist
 from .. import journal
 from ..actions.perform import Actions
+from ..document import Plan
 from ..errors import UnreadableDocument
 from ..model import RUNNABLE, Run, RunStatus, Step, StepStatus
 from ..store import log, runs, steps
 from .budget import Budget
-from .documents import Plan
 from .outcomes import Rules, apply_outcome
 
 OPEN_STEPS_PER_READ = 200

@@ -30,8 +30,9 @@ from itertools import islice
 from ...db import Database, Tx, must_exist
 from .. import journal
 from ..cron import DEFAULT_TIMEZONE, Schedule
+from ..document import grace_seconds_of
 from ..model import Recurrence
-from ..occurrences import grace_seconds_of, schedule_occurrence
+from ..occurrences import schedule_occurrence
 from ..store import definitions
 
 logger = logging.getLogger(__name__)

@@ -11,11 +11,11 @@ from datetime import datetime, timedelta
 
 from ...db import Clock, Database, must_exist
 from ..actions.perform import Actions
+from ..document import Plan, plan_of
 from ..model import Run
 from ..store import definitions, runs
 from .advance import RunAdvancer, RunReport
 from .budget import Budget
-from .documents import Plan, plan_of
 from .outcomes import Rules
 from .planner import plan_occurrences
 from .reclaim import reclaim

@@ -1,6 +1,6 @@
 """event_definitions and event_definition_versions: authored events, immutable versions.
 
-Validation of the document is `events.definitions`' job; this module stores
+Validation of the document is `events.document`'s job; this module stores
 what it is given.
 """
 

@@ -1,4 +1,4 @@
-"""Definitions as authored: validating a document, saving versions, scheduling a run.
+"""The definition document: its JSON schema, its validation, its defaults, and the plan the runner walks.
 
 `validate()` reports every problem of a document at once (an author fixing a
 ten-step event wants the whole list, not one error per attempt). The structure
@@ -6,27 +6,37 @@ is checked against `DOCUMENT_SCHEMA` — the same schema the OpenAPI document
 publishes — part by part, so one bad step does not hide the next; then each step
 is checked against the action registry and its action's params schema, and the
 schedule as standard five-field cron in an IANA time zone (`cron`).
+
+A stored document is walked through `plan_of`: phases are numbered from 1 in
+authored order, and the `ending` steps are phase N+1.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from dataclasses import dataclass
 from typing import Any
 
-from ..db import Database, Tx, must_exist
 from ..schema_check import first_error
 from . import cron
 from .actions import registry
-from .errors import Conflict, Invalid, NotFound
-from .model import Definition, OnFailure, Run
-from .occurrences import DEFAULT_GRACE_SECONDS, MIN_GRACE_SECONDS, grace_seconds_of, schedule_occurrence
-from .store import definitions as store
+from .errors import Invalid, UnreadableDocument
+from .model import OnFailure, StepSpec
 
+DEFAULT_GRACE_SECONDS = 300
+# A tick comes every few seconds to a minute; a shorter window would miss the
+# run by construction. Fixed here, not a setting, so a document valid in one
+# stage is valid in all.
+MIN_GRACE_SECONDS = 60
+
+
+def grace_seconds_of(document: dict) -> int:
+    """The grace window a run of this document gets: versions stored before the minimum get the minimum."""
+    return max(MIN_GRACE_SECONDS, int(document.get("grace_seconds", DEFAULT_GRACE_SECONDS)))
+
+
+# ── validation ────────────────────────────────────────────────────────────
 MAX_GRACE_SECONDS = 24 * 3600
-# How far ahead a person may schedule a run: a year, leap years included. Far
-# enough for any event calendar, and far from where date arithmetic overflows.
-MAX_SCHEDULE_AHEAD = timedelta(days=366)
 
 STEP_SCHEMA = {
     "type": "object",
@@ -163,56 +173,47 @@ def validate(document: Any) -> dict:
     }
 
 
-# ── writes ─────────────────────────────────────────────────────────────────
-def create(db: Database, document: Any, *, actor: str, now: datetime) -> Definition:
-    """A new definition at version 1, from a document that passes `validate`."""
-    valid = validate(document)
-    return db.transaction(lambda tx: store.create(tx, valid, actor=actor, now=now))
+# ── the plan the runner walks ──────────────────────────────────────────────
+@dataclass(frozen=True)
+class Plan:
+    phases: tuple[tuple[StepSpec, ...], ...]
+    ending: tuple[StepSpec, ...]
+    names: tuple[str, ...]  # of the phases, for the log
+
+    @property
+    def last_phase(self) -> int:
+        return len(self.phases)
+
+    @property
+    def ending_phase(self) -> int:
+        return len(self.phases) + 1
+
+    def name(self, phase: int) -> str:
+        return "ending" if phase == self.ending_phase else self.names[phase - 1]
+
+    def specs(self, phase: int) -> tuple[StepSpec, ...]:
+        return self.ending if phase == self.ending_phase else self.phases[phase - 1]
 
 
-def add_version(db: Database, definition_id: int, document: Any, *, actor: str, now: datetime) -> Definition:
-    """The definition's next version; NotFound if there is no such definition."""
-    valid = validate(document)
-    definition = db.transaction(lambda tx: store.add_version(tx, definition_id, valid, actor=actor, now=now))
-    if definition is None:
-        raise NotFound(f"no definition {definition_id}")
-    return definition
+def plan_of(document: dict) -> Plan:
+    try:
+        phases = tuple(tuple(_spec(step) for step in phase["steps"]) for phase in document["phases"])
+        ending = tuple(_spec(step) for step in document.get("ending") or ())
+        names = tuple(str(phase.get("name") or f"phase {number}") for number, phase in enumerate(document["phases"], 1))
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise UnreadableDocument(f"definition document unreadable: {type(error).__name__}: {error}") from error
+    if not phases or not all(phases):
+        raise UnreadableDocument("definition document unreadable: every phase needs at least one step")
+    return Plan(phases, ending, names)
 
 
-def schedule_run(
-    db: Database, definition_id: int, scheduled_for: datetime, *, actor: str, now: datetime
-) -> tuple[Run, bool]:
-    """The run of one occurrence of the definition's current version: (run, created).
-
-    The same occurrence twice is the same run (its key is unique) while that run
-    is live; once it has finished it can never run again, so asking again is a
-    Conflict that says so. A time in the past but inside the grace window is
-    accepted — the next tick starts it — and one beyond it is refused, since the
-    tick would only mark it missed. One further ahead than MAX_SCHEDULE_AHEAD is
-    refused before the database is asked.
-    """
-    if scheduled_for - now > MAX_SCHEDULE_AHEAD:
-        raise Invalid(
-            f"scheduled_for is more than {MAX_SCHEDULE_AHEAD.days} days ahead; a run may be scheduled at most that far"
-        )
-
-    def work(tx: Tx) -> tuple[Run, bool]:
-        definition = store.get(tx, definition_id)
-        if definition is None:
-            raise NotFound(f"no definition {definition_id}")
-        version = must_exist(store.get_version(tx, definition.id, definition.current_version))
-        grace = grace_seconds_of(version.document)
-        if scheduled_for + timedelta(seconds=grace) < now:
-            raise Invalid(
-                f"scheduled_for is more than the definition's grace window ({grace} s) in the past;"
-                " the run could only be missed"
-            )
-        run, created = schedule_occurrence(tx, version, scheduled_for, actor=actor, cause=f"scheduled by {actor}", now=now)
-        if run.status.terminal:
-            raise Conflict(
-                f"the run of this occurrence (run {run.id}) is {run.status.value} and will not run again;"
-                " a run at another time is a new occurrence"
-            )
-        return run, created
-
-    return db.transaction(work)
+def _spec(step: dict) -> StepSpec:
+    params = step.get("params") or {}
+    if not isinstance(params, dict):
+        raise ValueError("params must be an object")
+    return StepSpec(
+        action_id=step["action"],
+        params=params,
+        action_version=int(step.get("version") or 1),
+        on_failure=OnFailure(step.get("on_failure") or OnFailure.PAUSE.value),
+    )
