@@ -113,6 +113,11 @@ def must_exist(value: T | None) -> T:
     return value
 
 
+def placeholders(count: int, each: str = "%s") -> str:
+    """`count` parameter groups for an IN list or a multi-row VALUES: "%s, %s, %s"."""
+    return ", ".join([each] * count)
+
+
 class Tx:
     """The statements of one unit of work, on one connection."""
 

@@ -65,9 +65,19 @@ class OnFailure(str, Enum):
 
 # ── helpers ────────────────────────────────────────────────────────────────
 def clean_note(raw: Any) -> str | None:
-    """A reason or note as kept: trimmed, at most 500 characters, empty -> None."""
+    """A reason or note as a person's control keeps it: trimmed, at most MAX_NOTE characters, empty -> None."""
     text = raw.strip() if isinstance(raw, str) else ""
     return text[:MAX_NOTE] or None
+
+
+def kept_note(text: object | None) -> str | None:
+    """A note, error or reason as stored: at most MAX_NOTE characters."""
+    return None if text is None else str(text)[:MAX_NOTE]
+
+
+def is_whole_number(value: object, *, at_least: int) -> bool:
+    """An int (a bool is not one) of at least `at_least`."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= at_least
 
 
 def iso(value: datetime | None) -> str | None:

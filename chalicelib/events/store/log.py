@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from datetime import datetime
 
-from ...db import Tx
+from ...db import Tx, placeholders
 from ..journal import Entry
 from ..model import LogEntry
 
@@ -38,9 +38,9 @@ def append_many(tx: Tx, entries: Iterable[Entry], now: datetime) -> int:
     rows = [_values(e, now) for e in entries]
     if not rows:
         return 0
-    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(rows))
+    values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s)")
     return tx.execute(
-        f"INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, actor, created_at) VALUES {placeholders}",
+        f"INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, actor, created_at) VALUES {values}",
         [value for row in rows for value in row],
     )
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...db import Tx, must_exist
-from ..model import DUE, MAX_NOTE, TERMINAL_RUN, Run, RunStatus
+from ...db import Tx, must_exist, placeholders
+from ..model import DUE, TERMINAL_RUN, Run, RunStatus, is_whole_number, kept_note
 from .wake import WAKE_AT, wake_args
 
 COLUMNS = (
@@ -110,7 +110,7 @@ def schedule(
     Returns (run, created). INSERT IGNORE on the occurrence key, so two planners
     (overlapping ticks, a double-clicked button) end with one run.
     """
-    if isinstance(grace_seconds, bool) or not isinstance(grace_seconds, int) or grace_seconds < 0:
+    if not is_whole_number(grace_seconds, at_least=0):
         raise ValueError(f"grace_seconds must be a non-negative whole number, got {grace_seconds!r}")
     key = occurrence_key(definition_id, scheduled_for)
     created = tx.execute(
@@ -153,7 +153,7 @@ def _move(
     to = RunStatus(to)
     if current_phase is not None and to is not RunStatus.RUNNING:
         raise ValueError("current_phase is written only by a transition into running")
-    if current_phase is not None and (isinstance(current_phase, bool) or not isinstance(current_phase, int) or current_phase < 1):
+    if current_phase is not None and not is_whole_number(current_phase, at_least=1):
         raise ValueError(f"phases are numbered from 1, got {current_phase!r}")
     sets = ["status = %s", "updated_at = %s"]
     args: list = [to.value, now]
@@ -172,7 +172,7 @@ def _move(
         args.append(now)
     if last_error is not _UNSET:
         sets.append("last_error = %s")
-        args.append(None if last_error is None else str(last_error)[:MAX_NOTE])
+        args.append(kept_note(last_error))
     if current_phase is not None:
         sets.append("current_phase = %s")
         args.append(current_phase)
@@ -202,7 +202,7 @@ def transition(
     sources = [RunStatus(s).value for s in from_statuses]
     if not sources:
         raise ValueError("a transition needs at least one source status")
-    marks = ", ".join(["%s"] * len(sources))
+    marks = placeholders(len(sources))
     return _move(tx, run_id, to, now, f"status IN ({marks})", sources, **changes)
 
 
@@ -258,7 +258,7 @@ def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> boo
             f"""UPDATE event_runs SET health = 'degraded', updated_at = %s,
                       last_error = COALESCE(%s, last_error)
                 WHERE id = %s AND status NOT IN ({_TERMINAL_RUN_SQL})""",
-            (now, None if error is None else str(error)[:MAX_NOTE], run_id),
+            (now, kept_note(error), run_id),
         )
         == 1
     )

@@ -20,10 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ...db import Tx
+from ...db import Tx, placeholders
 from ..model import (
     DUE,
-    MAX_NOTE,
     RUNNABLE,
     RUNNER_FINISHES,
     TERMINAL_RUN,
@@ -32,6 +31,8 @@ from ..model import (
     Step,
     StepSpec,
     StepStatus,
+    is_whole_number,
+    kept_note,
 )
 
 COLUMNS = (
@@ -43,10 +44,6 @@ RUN_ENDED = "its run ended while this step was in flight"
 _RUNNABLE_SQL = ", ".join(f"'{s.value}'" for s in RUNNABLE)
 _DUE_SQL = ", ".join(f"'{s.value}'" for s in DUE)
 _TERMINAL_RUN_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
-
-
-def _note(text: str | None) -> str | None:
-    return None if text is None else str(text)[:MAX_NOTE]
 
 
 def _check_seconds(seconds: float, what: str) -> None:
@@ -163,11 +160,11 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
         rows.append(
             (run_id, phase, seq, spec.action_id, json.dumps(spec.params), int(spec.action_version), on_failure)
         )
-    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(rows))
+    values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s)")
     tx.execute(
         f"""INSERT IGNORE INTO event_run_steps
               (run_id, phase, seq, action_id, params, action_version, on_failure)
-            VALUES {placeholders}""",
+            VALUES {values}""",
         [value for row in rows for value in row],
     )
     tx.execute(
@@ -215,7 +212,7 @@ def park(tx: Tx, claim: Claim, note: str | None = None) -> bool:
             f"""UPDATE event_run_steps
                    SET claim_expires_at = NULL, claimed_by = NULL, last_error = %s
                  WHERE {_FENCE}""",
-            (_note(note), claim.step_id, claim.token, claim.attempt),
+            (kept_note(note), claim.step_id, claim.token, claim.attempt),
         )
         == 1
     )
@@ -233,7 +230,7 @@ def reschedule(tx: Tx, claim: Claim, due_at: datetime, error: str | None = None)
                    SET status = 'pending', due_at = %s, claimed_by = NULL,
                        claim_expires_at = NULL, last_error = %s
                  WHERE {_FENCE}""",
-            (due_at, _note(error), claim.step_id, claim.token, claim.attempt),
+            (due_at, kept_note(error), claim.step_id, claim.token, claim.attempt),
         )
         == 1
     )
@@ -250,7 +247,7 @@ def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str |
                    SET status = %s, last_error = %s, finished_at = %s,
                        claimed_by = NULL, claim_expires_at = NULL
                  WHERE {_FENCE}""",
-            (status.value, _note(error), now, claim.step_id, claim.token, claim.attempt),
+            (status.value, kept_note(error), now, claim.step_id, claim.token, claim.attempt),
         )
         == 1
     )
@@ -318,7 +315,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     ceiling and a live run, so the order cannot matter. A NULL lease (a parked
     step) is never stale, and attempts are never touched.
     """
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+    if not is_whole_number(max_attempts, at_least=1):
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
     stale = """status = 'running' AND claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
     run_over = f"EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND r.status IN ({_TERMINAL_RUN_SQL}))"
@@ -361,7 +358,7 @@ def _sweep(tx: Tx, where: str, where_args: tuple, assignments: str, set_args: tu
     ]
     if not ids:
         return []
-    marks = ", ".join(["%s"] * len(ids))
+    marks = placeholders(len(ids))
     tx.execute(
         f"UPDATE event_run_steps SET {assignments} WHERE id IN ({marks}) AND {where}",
         (*set_args, *ids, *where_args),
@@ -410,7 +407,7 @@ def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None)
                    SET s.status = 'done', s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
                        {_WAKE_RUN_NOW}
                  WHERE s.id = %s AND s.status = 'running' AND s.claim_expires_at IS NULL""",
-            (now, _note(note), now, now, step_id),
+            (now, kept_note(note), now, now, step_id),
         )
         > 0
     )
@@ -429,7 +426,7 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
                  WHERE s.id = %s
                    AND (s.status = 'pending' OR (s.status = 'running' AND s.claim_expires_at IS NULL))
                    AND r.status NOT IN ({_TERMINAL_RUN_SQL})""",
-            (now, _note(reason), now, now, step_id),
+            (now, kept_note(reason), now, now, step_id),
         )
         > 0
     )
