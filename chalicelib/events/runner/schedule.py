@@ -14,9 +14,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ... import runtime
 from ...config import Settings
+from ...db import Clock, Database
 from ..actions.bridge import GameBridge
 from ..actions.channels import channel_for
 from ..actions.perform import Actions
@@ -27,6 +29,9 @@ from .loop import Loop
 from .outcomes import Rules
 from .sleep import AwsSwitches, Sleeper, aws_switches
 from .tick import Runner, TickReport
+
+if TYPE_CHECKING:  # typing only: the tick's cold start does not import it
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 SCHEDULE_PERIOD_SECONDS = 60.0  # EventBridge's rate: the next invocation takes over after this
 SAFETY_SECONDS = 3.0  # left at the end of an invocation for returning and flushing logs
@@ -42,7 +47,7 @@ def bridge_timeout(settings: Settings) -> float:
     return min(MAX_BRIDGE_TIMEOUT_SECONDS, settings.step_lease_seconds / 4)
 
 
-def build_runner(settings: Settings, db, clock) -> Runner:
+def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
     timeout = bridge_timeout(settings)
     bridge = None
     if settings.game_bridge_url:
@@ -114,7 +119,7 @@ def run_invocation(
     return loop
 
 
-def scheduled_tick(context) -> dict:
+def scheduled_tick(context: LambdaContext) -> dict:
     """The `tick` Lambda's work (the minute rule, a one-time wake-up or a nudge): a summary of its ticks."""
     started = time.monotonic()
     runner = process_runner()

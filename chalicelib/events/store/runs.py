@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ...db import Tx, must_exist, placeholders
 from ..model import DUE, TERMINAL_RUN, Run, RunStatus, is_whole_number, kept_note
@@ -127,6 +127,16 @@ def schedule(
     return Run.from_row(must_exist(row)), created == 1
 
 
+class RunChanges(TypedDict, total=False):
+    """What a status change of a run may also write (see `_move`)."""
+
+    clear_claim: bool
+    last_error: str | None
+    current_phase: int | None
+    degrade: bool
+    wake_now: bool
+
+
 def _move(
     tx: Tx,
     run_id: int,
@@ -193,7 +203,7 @@ def transition(
     from_statuses: Iterable[RunStatus],
     to: RunStatus,
     now: datetime,
-    **changes,
+    **changes: Unpack[RunChanges],
 ) -> bool:
     """Move a run from one of `from_statuses` to `to`; False if it was in none of them.
 
