@@ -5,7 +5,7 @@ import re
 from chalicelib.api.operations import CORS as cors
 from chalicelib.events.model import RunStatus
 from tests.support.api import ADMIN, GM, MODERATOR
-from tests.support.factory import make_run, run_row, step
+from tests.support.factory import make_run, run_row, step_row
 from tests.support.scenes import put_step_in, run_with_steps
 
 ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z$")
@@ -101,7 +101,7 @@ def test_another_runs_step_is_404_over_http_and_untouched(api, db, clock):
     mine, _ = run_with_steps(db, clock.now(), RunStatus.RUNNING)
     other, (theirs, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
     answer = api.post(f"/runs/{mine.id}/steps/{theirs.id}/skip", auth=ADMIN)
-    assert answer.status == 404 and step(db, theirs.id).status.value == "pending"
+    assert answer.status == 404 and step_row(db, theirs.id).status.value == "pending"
     assert run_row(db, other.id).status is RunStatus.RUNNING
 
 

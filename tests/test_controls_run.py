@@ -7,7 +7,7 @@ import pytest
 from chalicelib.events import controls
 from chalicelib.events.errors import Conflict, NotFound
 from chalicelib.events.model import Health, RunStatus, StepStatus
-from tests.support.factory import make_run, run_row, step
+from tests.support.factory import make_run, run_row, step_row
 from tests.support.scenes import log_rows, put_step_in, run_with_steps, set_run, snapshot
 
 ALL = list(RunStatus)
@@ -85,7 +85,7 @@ def test_cancel_from_any_live_status_closes_pending_and_parked_steps_but_not_a_l
     cancelled = controls.cancel(db, run.id, actor="mod", now=clock.advance(1), reason="storm")
     assert cancelled.status is RunStatus.CANCELLED and cancelled.finished_at == clock.now()
     assert cancelled.last_error == "storm"
-    assert [step(db, s.id).status for s in (done, parked, leased, pending)] == [
+    assert [step_row(db, s.id).status for s in (done, parked, leased, pending)] == [
         StepStatus.DONE, StepStatus.CANCELLED, StepStatus.RUNNING, StepStatus.CANCELLED]
     [entry] = log_rows(db, run.id)
     assert entry["actor"] == "mod"

@@ -6,7 +6,7 @@ import pytest
 from chalicelib.events import controls
 from chalicelib.events.errors import Conflict, NotFound
 from chalicelib.events.model import RunStatus, StepStatus
-from tests.support.factory import run_row, step
+from tests.support.factory import run_row, step_row
 from tests.support.scenes import STEP_STATES, furthest, log_rows, put_step_in, run_with_steps, snapshot
 
 
@@ -122,7 +122,7 @@ def test_the_near_miss_a_failed_and_skipped_step_behind_the_cursor_is_not_retrya
         controls.retry(db, run.id, behind.id, actor="mod", now=clock.now())
     assert snapshot(db, run.id) == before
     assert controls.retry(db, run.id, stopped_at.id, actor="mod", now=clock.now()).step.status is StepStatus.PENDING
-    assert step(db, behind.id).status is StepStatus.FAILED
+    assert step_row(db, behind.id).status is StepStatus.FAILED
 
 
 # ── scoping ────────────────────────────────────────────────────────────────

@@ -12,7 +12,7 @@ from chalicelib.events import controls, journal
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus
 from chalicelib.events.store import log, runs, steps
-from tests.support.factory import run_row, step
+from tests.support.factory import run_row, step_row
 from tests.support.interference import Rival, log_rows_refused
 from tests.support.scenes import put_step_in, run_with_steps, snapshot
 
@@ -83,7 +83,7 @@ def test_a_step_controls_409_names_the_state_the_step_is_really_in(db, clock, mo
     _rival_after_first_read(monkeypatch, steps, "get_on_run", claimer_finishes)
     with pytest.raises(Conflict) as lost:
         controls.skip(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
-    assert str(lost.value) == controls.refusal("skip", run_row(db, run.id), step(db, spawn.id))
+    assert str(lost.value) == controls.refusal("skip", run_row(db, run.id), step_row(db, spawn.id))
 
 
 # ── each control and its log row commit together ──────────────────────────

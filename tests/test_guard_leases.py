@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
-from tests.support.factory import make_run, materialise, run_row, specs, step
+from tests.support.factory import make_run, materialise, run_row, specs, step_row
 
 LEASE = 60
 MAX = 3
@@ -16,7 +16,7 @@ def _claimed_step(db, clock, attempts_before=0):
     (s,) = materialise(db, run, 1, specs("world.spawn"))
     if attempts_before:
         db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET attempts = %s WHERE id = %s", (attempts_before, s.id)))
-        s = step(db, s.id)
+        s = step_row(db, s.id)
     return s, db.autocommit(lambda tx: steps.claim(tx, s, clock.now(), LEASE))
 
 
@@ -29,7 +29,7 @@ def test_a_step_lease_still_holds_at_its_exact_expiry_instant(db, clock):
     clock.advance(LEASE)  # now == claim_expires_at
     swept = _sweep(db, clock)
     assert (swept.requeued, swept.gave_up, swept.abandoned) == ([], [], [])
-    assert step(db, s.id).claimed_by == claim.token
+    assert step_row(db, s.id).claimed_by == claim.token
 
     clock.advance(MICROSECOND)
     assert [r.id for r in _sweep(db, clock).requeued] == [s.id]
@@ -64,20 +64,20 @@ def test_a_step_at_its_ceiling_is_never_requeued_when_the_give_up_sweep_is_cut_s
     swept = _sweep(db, clock, limit=1)  # the give-up sweep takes one; the other must wait for the next sweep
     assert len(swept.gave_up) == 1 and swept.requeued == []
     left = second if swept.gave_up[0].id == first.id else first
-    waiting = step(db, left.id)
+    waiting = step_row(db, left.id)
     assert (waiting.status, waiting.attempts) == (StepStatus.RUNNING, MAX)
-    assert step(db, left.id).claimed_by is not None
+    assert step_row(db, left.id).claimed_by is not None
 
     swept = _sweep(db, clock, limit=1)
     assert [g.id for g in swept.gave_up] == [left.id] and swept.requeued == []
-    assert step(db, left.id).status is StepStatus.FAILED
+    assert step_row(db, left.id).status is StepStatus.FAILED
 
 
 def test_a_step_in_flight_is_not_claimed_again_even_from_a_fresh_read(db, clock):
     s, claim = _claimed_step(db, clock)
-    fresh = step(db, s.id)  # running at attempt 1: the attempt count matches, only the status says no
+    fresh = step_row(db, s.id)  # running at attempt 1: the attempt count matches, only the status says no
     assert db.autocommit(lambda tx: steps.claim(tx, fresh, clock.now(), LEASE)) is None
     db.transaction(lambda tx: steps.park(tx, claim, "a GM must look"))
-    assert db.autocommit(lambda tx: steps.claim(tx, step(db, s.id), clock.now(), LEASE)) is None
-    after = step(db, s.id)
+    assert db.autocommit(lambda tx: steps.claim(tx, step_row(db, s.id), clock.now(), LEASE)) is None
+    after = step_row(db, s.id)
     assert (after.status, after.attempts, after.claimed_by) == (StepStatus.RUNNING, 1, None)

@@ -9,7 +9,7 @@ from chalicelib.events.model import Health, RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.runner.outcomes import apply_outcome
 from chalicelib.events.store import steps
-from tests.support.factory import run_row, step
+from tests.support.factory import run_row, step_row
 from tests.support.runner_kit import log_of
 from tests.support.scenes import run_with_steps, set_step
 
@@ -32,7 +32,7 @@ def test_a_retry_answer_at_the_attempt_ceiling_fails_the_step(db, clock):
     run, spawn, _, claim = _in_flight(db, clock, attempts_before=RULES.max_attempts - 1)
     assert claim.attempt == RULES.max_attempts
     _answer(db, clock, spawn, claim, Outcome.retry("HTTP 503"))
-    after = step(db, spawn.id)
+    after = step_row(db, spawn.id)
     assert (after.status, after.last_error) == (StepStatus.FAILED, "gave up after 3 attempts: HTTP 503")
     assert run_row(db, run.id).status is RunStatus.PAUSED
 
@@ -40,7 +40,7 @@ def test_a_retry_answer_at_the_attempt_ceiling_fails_the_step(db, clock):
 def test_a_retry_answer_below_the_ceiling_is_tried_again(db, clock):
     run, spawn, _, claim = _in_flight(db, clock, attempts_before=RULES.max_attempts - 2)
     _answer(db, clock, spawn, claim, Outcome.retry("HTTP 503"))
-    assert step(db, spawn.id).status is StepStatus.PENDING
+    assert step_row(db, spawn.id).status is StepStatus.PENDING
     assert run_row(db, run.id).status is RunStatus.RUNNING
 
 
@@ -50,7 +50,7 @@ def test_abort_run_still_fails_a_run_a_person_paused_while_the_step_was_in_fligh
     _answer(db, clock, spawn, claim, Outcome.failed("HTTP 400"))
     after = run_row(db, run.id)
     assert (after.status, after.health) == (RunStatus.FAILED, Health.DEGRADED)
-    assert step(db, reward.id).status is StepStatus.CANCELLED
+    assert step_row(db, reward.id).status is StepStatus.CANCELLED
     last = [e.detail for e in log_of(db, run.id) if e.kind == "run.status"][-1]
     assert (last["from"], last["to"]) == ("paused", "failed")
 

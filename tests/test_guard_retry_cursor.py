@@ -10,21 +10,21 @@ from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.runner.outcomes import apply_outcome
 from chalicelib.events.store import steps
-from tests.support.factory import run_row, step
+from tests.support.factory import run_row, step_row
 from tests.support.scenes import furthest, run_with_steps, snapshot
 
 RULES = Rules(lease_seconds=120, max_attempts=3, retry_seconds=30)
 
 
 def _dispatch(db, clock, s, outcome):
-    claim = db.autocommit(lambda tx: steps.claim(tx, step(db, s.id), clock.now(), RULES.lease_seconds))
+    claim = db.autocommit(lambda tx: steps.claim(tx, step_row(db, s.id), clock.now(), RULES.lease_seconds))
     assert claim is not None
     db.transaction(lambda tx: apply_outcome(tx, s, claim, outcome, clock.now(), RULES))
 
 
 def _offered_for(db, run_id, s):
     run = run_row(db, run_id)
-    return controls.offered(run, [step(db, s.id)], furthest(db, run_id, run.current_phase))["steps"][str(s.id)]
+    return controls.offered(run, [step_row(db, s.id)], furthest(db, run_id, run.current_phase))["steps"][str(s.id)]
 
 
 def test_retry_works_after_a_person_skipped_a_later_step_that_never_started(db, clock):
@@ -36,7 +36,7 @@ def test_retry_works_after_a_person_skipped_a_later_step_that_never_started(db, 
     assert "retry" in _offered_for(db, run.id, stopped_at)
     retried = controls.retry(db, run.id, stopped_at.id, actor="mod-mia", now=clock.now())
     assert (retried.step.status, retried.run.status) == (StepStatus.PENDING, RunStatus.RUNNING)
-    assert [step(db, s.id).status for s in (later, last)] == [StepStatus.SKIPPED, StepStatus.PENDING]
+    assert [step_row(db, s.id).status for s in (later, last)] == [StepStatus.SKIPPED, StepStatus.PENDING]
 
 
 def test_retry_of_a_step_behind_a_later_step_that_started_is_refused_saying_so(db, clock):

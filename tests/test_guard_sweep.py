@@ -9,7 +9,7 @@ from chalicelib.db import Tx
 from chalicelib.events import controls
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
-from tests.support.factory import make_run, materialise, run_row, specs, step
+from tests.support.factory import make_run, materialise, run_row, specs, step_row
 from tests.support.scenes import put_step_in, run_with_steps
 
 LEASE = 60
@@ -21,7 +21,7 @@ def _expired_step_of(db, clock, run_status=RunStatus.RUNNING, attempts_before=0)
     (s,) = materialise(db, run, 1, specs("world.spawn"))
     if attempts_before:
         db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET attempts = %s WHERE id = %s", (attempts_before, s.id)))
-    db.autocommit(lambda tx: steps.claim(tx, step(db, s.id), clock.now(), LEASE))
+    db.autocommit(lambda tx: steps.claim(tx, step_row(db, s.id), clock.now(), LEASE))
     if run_status is RunStatus.CANCELLED:
         controls.cancel(db, run.id, actor="mod-mia", now=clock.now())  # leaves the leased step alone
     return s
@@ -36,7 +36,7 @@ def test_a_step_of_a_cancelled_run_is_never_requeued_when_the_abandon_sweep_is_c
     swept = _sweep(db, clock, limit=1)
     assert len(swept.abandoned) == 1 and swept.requeued == [] and swept.gave_up == []
     left -= {swept.abandoned[0].id}
-    assert step(db, left.pop()).status is StepStatus.RUNNING  # waits for the next sweep, not pending in a dead run
+    assert step_row(db, left.pop()).status is StepStatus.RUNNING  # waits for the next sweep, not pending in a dead run
 
 
 def test_a_step_of_a_cancelled_run_at_its_ceiling_is_cancelled_not_failed_when_the_sweep_is_cut_short(db, clock):
@@ -45,7 +45,7 @@ def test_a_step_of_a_cancelled_run_at_its_ceiling_is_cancelled_not_failed_when_t
     assert len(swept.abandoned) == 1 and swept.gave_up == []
     swept = _sweep(db, clock, limit=1)
     assert len(swept.abandoned) == 1 and swept.gave_up == []
-    assert {step(db, i).status for i in ids} == {StepStatus.CANCELLED}
+    assert {step_row(db, i).status for i in ids} == {StepStatus.CANCELLED}
 
 
 def test_a_sweep_skips_the_rows_another_sweeper_holds_and_takes_the_rest(db, clock):
@@ -67,7 +67,7 @@ def test_a_sweep_skips_the_rows_another_sweeper_holds_and_takes_the_rest(db, clo
         other_sweeper.close()
         sweeper.close()
     assert [s.id for s in swept.requeued] == [free.id]
-    assert step(db, held.id).status is StepStatus.RUNNING
+    assert step_row(db, held.id).status is StepStatus.RUNNING
 
 
 def test_a_worker_gives_back_only_its_own_run_lease(db, clock):
@@ -116,8 +116,8 @@ def test_a_wait_holds_the_next_pending_step_past_one_a_person_skipped(db, clock)
     controls.skip(db, run.id, skipped.id, actor="mod-mia", now=clock.now())
     until = clock.now() + timedelta(seconds=30)
     assert db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until))
-    assert step(db, next_pending.id).due_at == until
-    assert step(db, skipped.id).due_at is None
+    assert step_row(db, next_pending.id).due_at == until
+    assert step_row(db, skipped.id).due_at is None
 
 
 def test_a_second_hold_never_moves_the_next_step_earlier(db, clock):
@@ -126,4 +126,4 @@ def test_a_second_hold_never_moves_the_next_step_earlier(db, clock):
     until = clock.now() + timedelta(seconds=30)
     assert db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until))
     assert not db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until - timedelta(seconds=10)))
-    assert step(db, next_pending.id).due_at == until
+    assert step_row(db, next_pending.id).due_at == until

@@ -6,7 +6,7 @@ import pytest
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from chalicelib.events.store.steps import GAVE_UP
-from tests.support.factory import make_run, materialise, specs, step
+from tests.support.factory import make_run, materialise, specs, step_row
 
 MAX = 3
 
@@ -16,7 +16,7 @@ def _claimed(db, clock, lease=60, attempts_before=0):
     (s,) = materialise(db, run, 1, specs("world.spawn"))
     if attempts_before:
         db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET attempts = %s WHERE id = %s", (attempts_before, s.id)))
-        s = step(db, s.id)
+        s = step_row(db, s.id)
     claim = db.autocommit(lambda tx: steps.claim(tx, s, clock.now(), lease))
     return s, claim
 
@@ -30,7 +30,7 @@ def test_an_expired_lease_goes_back_to_pending_with_its_attempts(db, clock):
     clock.advance(61)
     result = _reclaim(db, clock)
     assert [r.id for r in result.requeued] == [s.id] and result.gave_up == []
-    after = step(db, s.id)
+    after = step_row(db, s.id)
     assert (after.status, after.attempts, after.claimed_by, after.claim_expires_at) == (StepStatus.PENDING, 1, None, None)
 
 
@@ -38,7 +38,7 @@ def test_a_live_lease_is_left_alone(db, clock):
     s, claim = _claimed(db, clock)
     clock.advance(59)
     assert _reclaim(db, clock).requeued == []
-    assert step(db, s.id).claimed_by == claim.token
+    assert step_row(db, s.id).claimed_by == claim.token
 
 
 def test_a_parked_step_survives_any_number_of_sweeps_for_any_time(db, clock):
@@ -48,7 +48,7 @@ def test_a_parked_step_survives_any_number_of_sweeps_for_any_time(db, clock):
         clock.advance(days * 86400)
         result = _reclaim(db, clock)
         assert result.requeued == [] and result.gave_up == []
-    assert step(db, s.id).parked
+    assert step_row(db, s.id).parked
 
 
 def test_at_the_ceiling_an_expired_step_fails_instead_of_being_requeued(db, clock):
@@ -56,7 +56,7 @@ def test_at_the_ceiling_an_expired_step_fails_instead_of_being_requeued(db, cloc
     clock.advance(61)
     result = _reclaim(db, clock)
     assert [g.id for g in result.gave_up] == [s.id] and result.requeued == []
-    after = step(db, s.id)
+    after = step_row(db, s.id)
     assert (after.status, after.attempts, after.last_error) == (StepStatus.FAILED, MAX, GAVE_UP)
     assert after.finished_at == clock.now()
 
@@ -66,11 +66,11 @@ def test_the_sweep_never_resets_attempts(db, clock):
     for expected in (1, 2):
         clock.advance(61)
         _reclaim(db, clock)
-        assert step(db, s.id).attempts == expected
-        db.autocommit(lambda tx: steps.claim(tx, step(db, s.id), clock.now(), 60))
+        assert step_row(db, s.id).attempts == expected
+        db.autocommit(lambda tx: steps.claim(tx, step_row(db, s.id), clock.now(), 60))
     clock.advance(61)
     _reclaim(db, clock)
-    assert (step(db, s.id).status, step(db, s.id).attempts) == (StepStatus.FAILED, 3)
+    assert (step_row(db, s.id).status, step_row(db, s.id).attempts) == (StepStatus.FAILED, 3)
 
 
 @pytest.mark.parametrize("bad", [0, -1, "3", None, 2.5])
@@ -79,4 +79,4 @@ def test_a_bad_ceiling_is_rejected(db, clock, bad):
     clock.advance(61)
     with pytest.raises(ValueError):
         db.transaction(lambda tx: steps.reclaim_stale(tx, clock.now(), bad))
-    assert step(db, s.id).claimed_by == claim.token
+    assert step_row(db, s.id).claimed_by == claim.token

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import steps
-from tests.support.factory import make_run, materialise, specs, step
+from tests.support.factory import make_run, materialise, specs, step_row
 
 
 def _phase(db, clock, n=4):
@@ -13,7 +13,7 @@ def _phase(db, clock, n=4):
 
 
 def _claim(db, clock, s):
-    return db.autocommit(lambda tx: steps.claim(tx, step(db, s.id), clock.now(), 120))
+    return db.autocommit(lambda tx: steps.claim(tx, step_row(db, s.id), clock.now(), 120))
 
 
 def _set(db, s, **cols):
@@ -28,15 +28,15 @@ def test_skip_takes_pending_and_parked_steps_but_not_a_leased_one(db, clock):
     assert db.transaction(lambda tx: steps.skip_by_human(tx, pending.id, clock.now(), "not tonight"))
     assert db.transaction(lambda tx: steps.skip_by_human(tx, parked.id, clock.now(), None))
     assert not db.transaction(lambda tx: steps.skip_by_human(tx, leased.id, clock.now(), None))
-    assert [step(db, s.id).status for s in (pending, parked, leased)] == [StepStatus.SKIPPED, StepStatus.SKIPPED, StepStatus.RUNNING]
-    assert step(db, pending.id).last_error == "not tonight"
+    assert [step_row(db, s.id).status for s in (pending, parked, leased)] == [StepStatus.SKIPPED, StepStatus.SKIPPED, StepStatus.RUNNING]
+    assert step_row(db, pending.id).last_error == "not tonight"
 
 
 def test_skip_refuses_a_terminal_step(db, clock):
     _, (s, *_) = _phase(db, clock)
     _set(db, s, status="failed")
     assert not db.transaction(lambda tx: steps.skip_by_human(tx, s.id, clock.now(), None))
-    assert step(db, s.id).status is StepStatus.FAILED
+    assert step_row(db, s.id).status is StepStatus.FAILED
 
 
 def test_cancel_open_closes_pending_and_parked_and_leaves_a_leased_step(db, clock):
@@ -45,9 +45,9 @@ def test_cancel_open_closes_pending_and_parked_and_leaves_a_leased_step(db, cloc
     db.transaction(lambda tx: steps.park(tx, _claim(db, clock, parked), None))
     claim = _claim(db, clock, leased)
     assert db.transaction(lambda tx: steps.cancel_open(tx, run.id, clock.now())) == 2
-    assert [step(db, s.id).status for s in (done, parked, leased, pending)] == [
+    assert [step_row(db, s.id).status for s in (done, parked, leased, pending)] == [
         StepStatus.DONE, StepStatus.CANCELLED, StepStatus.RUNNING, StepStatus.CANCELLED]
-    assert step(db, leased.id).claimed_by == claim.token
+    assert step_row(db, leased.id).claimed_by == claim.token
 
 
 def test_cancel_pending_leaves_parked_and_leased_steps(db, clock):
@@ -55,7 +55,7 @@ def test_cancel_pending_leaves_parked_and_leased_steps(db, clock):
     db.transaction(lambda tx: steps.park(tx, _claim(db, clock, parked), None))
     _claim(db, clock, leased)
     assert db.transaction(lambda tx: steps.cancel_pending(tx, run.id, clock.now())) == 2
-    assert [step(db, s.id).status for s in (parked, leased, pending)] == [StepStatus.RUNNING, StepStatus.RUNNING, StepStatus.CANCELLED]
+    assert [step_row(db, s.id).status for s in (parked, leased, pending)] == [StepStatus.RUNNING, StepStatus.RUNNING, StepStatus.CANCELLED]
 
 
 def _requeue(db, run, s):
@@ -68,10 +68,10 @@ def test_requeue_takes_only_a_failed_step_and_resets_its_attempts(db, clock):
     for status in ("done", "refused", "skipped", "pending", "cancelled"):
         _set(db, last, status=status, attempts=2)
         assert not _requeue(db, run, last)
-        assert step(db, last.id).attempts == 2
+        assert step_row(db, last.id).attempts == 2
     _set(db, last, status="failed", attempts=3, last_error="503", due_at=clock.now())
     assert _requeue(db, run, last)
-    after = step(db, last.id)
+    after = step_row(db, last.id)
     assert (after.status, after.attempts, after.last_error, after.due_at) == (StepStatus.PENDING, 0, None, None)
 
 
@@ -83,7 +83,7 @@ def test_requeue_refuses_a_step_behind_the_cursor_or_of_a_run_not_paused(db, clo
     assert not _requeue(db, run, c)  # the run is running, not paused
     db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET status = 'paused' WHERE id = %s", (run.id,)))
     assert not _requeue(db, run, a)
-    assert step(db, a.id).status is StepStatus.FAILED
+    assert step_row(db, a.id).status is StepStatus.FAILED
     db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET current_phase = 2 WHERE id = %s", (run.id,)))
     assert not _requeue(db, run, c)  # the run has left the step's phase
     db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET current_phase = 1 WHERE id = %s", (run.id,)))
@@ -96,12 +96,12 @@ def test_hold_next_delays_the_next_pending_step_once(db, clock):
     run, (wait, nxt, later, _) = _phase(db, clock)
     due = clock.now() + timedelta(seconds=60)
     assert db.transaction(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, due))
-    assert step(db, nxt.id).due_at == due and step(db, later.id).due_at is None
+    assert step_row(db, nxt.id).due_at == due and step_row(db, later.id).due_at is None
     # a second dispatch of the same wait computes the same due time: no second push
     assert not db.transaction(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, due))
     # and an earlier hold never pulls the step in
     assert not db.transaction(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, due - timedelta(seconds=30)))
-    assert step(db, nxt.id).due_at == due
+    assert step_row(db, nxt.id).due_at == due
 
 
 def test_hold_next_skips_a_step_that_is_not_pending(db, clock):
@@ -109,7 +109,7 @@ def test_hold_next_skips_a_step_that_is_not_pending(db, clock):
     _set(db, nxt, status="skipped")
     due = clock.now() + timedelta(seconds=60)
     db.transaction(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, due))
-    assert step(db, nxt.id).due_at is None and step(db, later.id).due_at == due
+    assert step_row(db, nxt.id).due_at is None and step_row(db, later.id).due_at == due
 
 
 def test_the_next_open_step_is_the_lowest_pending_or_running_one(db, clock):
@@ -131,7 +131,7 @@ def test_last_started_seq_is_the_furthest_step_that_is_not_pending(db, clock):
     _set(db, b, status="done")
     _set(db, c, status="failed")
     assert db.autocommit(lambda tx: steps.last_started_seq(tx, run.id, 1)) == c.seq
-    assert step(db, d.id).status is StepStatus.PENDING
+    assert step_row(db, d.id).status is StepStatus.PENDING
 
 
 def test_status_counts(db, clock):

@@ -65,7 +65,7 @@ def materialise(db: Database, run: Run, phase: int, step_specs: list[StepSpec]) 
     return db.transaction(lambda tx: steps.materialise_phase(tx, run.id, phase, step_specs))
 
 
-def step(db: Database, step_id: int) -> Step:
+def step_row(db: Database, step_id: int) -> Step:
     return must_exist(db.autocommit(lambda tx: steps.get(tx, step_id)))
 
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 from chalicelib.db import Database, must_exist
 from chalicelib.events.model import RunStatus, Step
 from chalicelib.events.store import log, steps
-from tests.support.factory import make_run, materialise, specs, step
+from tests.support.factory import make_run, materialise, specs, step_row
 
 # Every state a step can be in, as the console sees it.
 STEP_STATES = ("pending", "parked", "leased", "done", "failed", "refused", "skipped", "cancelled")
@@ -16,7 +16,7 @@ STEP_STATES = ("pending", "parked", "leased", "done", "failed", "refused", "skip
 def set_step(db: Database, s: Step, **cols) -> Step:
     assignments = ", ".join(f"{k} = %s" for k in cols)
     db.autocommit(lambda tx: tx.execute(f"UPDATE event_run_steps SET {assignments} WHERE id = %s", (*cols.values(), s.id)))
-    return step(db, s.id)
+    return step_row(db, s.id)
 
 
 def set_run(db: Database, run_id: int, **cols) -> None:
