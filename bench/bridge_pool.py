@@ -12,7 +12,7 @@ from functools import partial
 
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
-from chalicelib.events.actions.bridge import GameBridge as BridgeClient
+from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.channels import LogChannel
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.runner import Runner

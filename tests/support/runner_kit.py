@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chalicelib.db import Database, must_exist
-from chalicelib.events.actions.bridge import GameBridge as BridgeClient
+from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.model import LogEntry, Run
 from chalicelib.events.runner import Budget, Rules, Runner, TickReport

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from chalicelib.events import controls
-from chalicelib.events.actions.bridge import GameBridge as BridgeClient
+from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.model import TERMINAL_RUN
 from chalicelib.events.runner import Budget, Rules

@@ -83,7 +83,7 @@ def _reason(answer: outbound.Answer, read: dict | str) -> str:
     return text or "no reason given"
 
 
-class GameBridge:
+class BridgeClient:
     def __init__(self, base_url: str, secret: str, *, timeout: float):
         try:
             self._endpoint = outbound.Endpoint.parse(base_url)

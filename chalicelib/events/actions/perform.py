@@ -9,7 +9,7 @@ from datetime import datetime
 
 from ..model import Step
 from . import core
-from .bridge import GameBridge
+from .bridge import BridgeClient
 from .channels import Channel
 from .outcome import Outcome
 from .registry import lookup, params_problem
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Actions:
-    bridge: GameBridge | None
+    bridge: BridgeClient | None
     cue_channel: Channel
     announce_channel: Channel
     console_url: str | None = None  # cues link to their run's page here

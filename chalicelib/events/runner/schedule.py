@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ... import runtime
 from ...config import Settings
 from ...db import Clock, Database
-from ..actions.bridge import GameBridge
+from ..actions.bridge import BridgeClient
 from ..actions.channels import channel_for
 from ..actions.perform import Actions
 from ..errors import ConfigError
@@ -54,7 +54,7 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         secret = _secret(settings.game_bridge_secret, settings.game_bridge_secret_arn, "GAME_BRIDGE_SECRET_ARN")
         if not secret:
             raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
-        bridge = GameBridge(settings.game_bridge_url, secret, timeout=timeout)
+        bridge = BridgeClient(settings.game_bridge_url, secret, timeout=timeout)
     webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel))
     webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") if webhooks else None
     actions = Actions(
