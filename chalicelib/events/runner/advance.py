@@ -41,7 +41,7 @@ class RunReport:
 
 
 @dataclass(frozen=True)
-class Phase:
+class Cursor:
     """Where the worker is: the run's status and phase, and the phase's open steps as last read."""
 
     status: RunStatus
@@ -93,15 +93,15 @@ class RunAdvancer:
         if run.status in (RunStatus.SCHEDULED, RunStatus.STARTING):
             where = self.db.transaction(lambda tx: self._start(tx, run, plan))
         elif run.status is RunStatus.ENDING:
-            where = Phase(RunStatus.ENDING, plan.ending_phase, None)
+            where = Cursor(RunStatus.ENDING, plan.ending_phase, None)
         else:
-            where = Phase(run.status, must_exist(run.current_phase), None)
+            where = Cursor(run.status, must_exist(run.current_phase), None)
         lost_claim = False
         while where.status in RUNNABLE:
             open_steps = where.open_steps
             if open_steps is None:
                 open_steps = self._read_open(run.id, where.number)
-                where = Phase(where.status, where.number, open_steps)
+                where = Cursor(where.status, where.number, open_steps)
             if not open_steps:
                 moved = self.db.transaction(lambda tx: self._leave_phase(tx, run.id, plan, where))
                 if moved is None:
@@ -121,7 +121,7 @@ class RunAdvancer:
                 if lost_claim or status not in RUNNABLE:
                     return status
                 lost_claim = True
-                where = Phase(status, where.number, None)
+                where = Cursor(status, where.number, None)
                 continue
             lost_claim = False
             outcome = self.actions.perform(step, claim.attempt, self.now)
@@ -135,7 +135,7 @@ class RunAdvancer:
             remaining = None if applied.hold else open_steps[1:]
             if remaining == [] and len(open_steps) == OPEN_STEPS_PER_READ:
                 remaining = None  # the read was truncated: there may be more
-            where = Phase(where.status, where.number, remaining)
+            where = Cursor(where.status, where.number, remaining)
         return where.status
 
     def _may_dispatch(self) -> bool:
@@ -152,7 +152,7 @@ class RunAdvancer:
         return must_exist(self.db.autocommit(lambda tx: runs.get(tx, run_id))).status
 
     # ── transitions, each in one transaction with its log rows ──────────
-    def _start(self, tx: Tx, run: Run, plan: Plan) -> Phase:
+    def _start(self, tx: Tx, run: Run, plan: Plan) -> Cursor:
         """scheduled -> starting (inside the grace window) or missed; starting -> running with phase 1."""
         entries = []
         if run.status is RunStatus.SCHEDULED:
@@ -162,19 +162,19 @@ class RunAdvancer:
                 closed = run.scheduled_for + timedelta(seconds=run.grace_seconds)
                 cause = f"first seen at {self.now:%Y-%m-%dT%H:%M:%SZ}, after its grace window closed at {closed:%Y-%m-%dT%H:%M:%SZ}"
                 log.append(tx, journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.MISSED, cause=cause), self.now)
-                return Phase(RunStatus.MISSED, 0, [])
+                return Cursor(RunStatus.MISSED, 0, [])
             else:
-                return Phase(must_exist(runs.get(tx, run.id)).status, 0, [])
+                return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
         if not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=1):
             log.append_many(tx, entries, self.now)
-            return Phase(must_exist(runs.get(tx, run.id)).status, 0, [])
+            return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
         first = steps.materialise_phase(tx, run.id, 1, plan.specs(1))
         entries.append(journal.run_status(run.id, 1, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
         entries.append(journal.run_phase(run.id, 1, plan.name(1)))
         log.append_many(tx, entries, self.now)
-        return Phase(RunStatus.RUNNING, 1, [s for s in first if not s.status.terminal])
+        return Cursor(RunStatus.RUNNING, 1, [s for s in first if not s.status.terminal])
 
-    def _leave_phase(self, tx: Tx, run_id: int, plan: Plan, where: Phase) -> Phase | None:
+    def _leave_phase(self, tx: Tx, run_id: int, plan: Plan, where: Cursor) -> Cursor | None:
         """The phase has no open step: on to the next phase, to ending, or to completed. None if the guard lost."""
         now, entries = self.now, []
         status, number = where.status, where.number
@@ -183,7 +183,7 @@ class RunAdvancer:
                 return None
             opened = steps.materialise_phase(tx, run_id, number + 1, plan.specs(number + 1))
             log.append(tx, journal.run_phase(run_id, number + 1, plan.name(number + 1)), now)
-            return Phase(RunStatus.RUNNING, number + 1, [s for s in opened if not s.status.terminal])
+            return Cursor(RunStatus.RUNNING, number + 1, [s for s in opened if not s.status.terminal])
         if status is RunStatus.RUNNING:
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.ENDING, now):
                 return None
@@ -194,14 +194,14 @@ class RunAdvancer:
             if plan.ending:
                 opened = steps.materialise_phase(tx, run_id, plan.ending_phase, plan.ending)
                 log.append_many(tx, entries, now)
-                return Phase(RunStatus.ENDING, plan.ending_phase, [s for s in opened if not s.status.terminal])
+                return Cursor(RunStatus.ENDING, plan.ending_phase, [s for s in opened if not s.status.terminal])
             status, number = RunStatus.ENDING, plan.ending_phase  # nothing to drain: straight on to completed
         if not runs.leave_phase(tx, run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, now):
             log.append_many(tx, entries, now)
             return None
         entries.append(journal.run_status(run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
         log.append_many(tx, entries, now)
-        return Phase(RunStatus.COMPLETED, number, [])
+        return Cursor(RunStatus.COMPLETED, number, [])
 
     def _fail_unreadable(self, tx: Tx, run: Run, error: str) -> RunStatus:
         if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, self.now, last_error=error, degrade=True):
