@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 
 import pymysql
 
@@ -52,16 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def answered(command: Callable[[], int]) -> int:
+    """A command's exit status; a configuration error exits 2 and an unreachable database 3, each said in one line."""
     try:
-        return args.run(args, Settings.from_env())
+        return command()
     except ConfigError as error:
         print(f"configuration error: {error}", file=sys.stderr)
         return 2
     except pymysql.err.OperationalError as error:  # connection attempts already spent: say so in one line
         print(f"database unavailable: {error.args[-1]}", file=sys.stderr)
         return 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return answered(lambda: args.run(args, Settings.from_env()))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import pymysql
-
+from chalicelib.__main__ import answered
 from chalicelib.api.auth import ROLES
 from chalicelib.config import Settings
 from chalicelib.events.errors import ConfigError
@@ -44,14 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.run(args)
-    except ConfigError as error:
-        print(f"configuration error: {error}", file=sys.stderr)
-        return 2
-    except pymysql.err.OperationalError as error:  # connection attempts already spent: say so in one line
-        print(f"database unavailable: {error.args[-1]}", file=sys.stderr)
-        return 3
+    return answered(lambda: args.run(args))
 
 
 if __name__ == "__main__":
