@@ -53,7 +53,7 @@ def get_run(call: Call):
         if run is None:
             raise NotFound(f"no run {run_id}")
         run_steps = steps.list_for_run(tx, run.id)
-        furthest = None if run.current_phase is None else steps.last_started_seq(tx, run.id, run.current_phase)
+        furthest = steps.last_started_seq(tx, run.id, run.current_phase)
         return {
             "run": run.public(),
             "steps": [s.public() for s in run_steps],

@@ -217,7 +217,7 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime)
         run = _locked_run(tx, run_id)
         step = _locked_step(tx, run, step_id)
         if not steps.requeue_where_stopped(tx, run.id, step.id):
-            furthest = None if run.current_phase is None else steps.last_started_seq(tx, run.id, run.current_phase)
+            furthest = steps.last_started_seq(tx, run.id, run.current_phase)
             raise _lost("retry", run, step, furthest)
         log.append(tx, journal.step_control(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)
         resumed = _resume_locked(tx, run, "retry", actor, now)

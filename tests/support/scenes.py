@@ -59,7 +59,7 @@ def log_rows(db: Database, run_id: int) -> list[dict]:
 
 
 def furthest(db: Database, run_id: int, phase: int | None) -> int | None:
-    return None if phase is None else db.autocommit(lambda tx: steps.last_started_seq(tx, run_id, phase))
+    return db.autocommit(lambda tx: steps.last_started_seq(tx, run_id, phase))
 
 
 TABLES = ("event_definitions", "event_definition_versions", "event_runs", "event_run_steps", "event_run_log")

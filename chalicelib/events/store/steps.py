@@ -115,14 +115,16 @@ def _reached(alias: str) -> str:
     return f"{alias}.status <> 'pending' AND NOT ({alias}.status = 'skipped' AND {alias}.started_at IS NULL)"
 
 
-def last_started_seq(tx: Tx, run_id: int, phase: int) -> int | None:
-    """The furthest seq the phase reached (see `_reached`), or None.
+def last_started_seq(tx: Tx, run_id: int, phase: int | None) -> int | None:
+    """The furthest seq the phase reached (see `_reached`), or None (also for a run with no phase yet).
 
     Only the step a paused phase is stopped at may be retried: the console's offer
     and the 409's wording use this; `requeue_where_stopped` holds the same rule in SQL.
     "The lowest unsettled step" would be wrong: a failed-and-skipped step lies
     behind the runner's cursor, and re-queueing it would strand it pending.
     """
+    if phase is None:
+        return None
     row = tx.one(
         f"""SELECT MAX(s.seq) AS seq FROM event_run_steps s
              WHERE s.run_id = %s AND s.phase = %s AND {_reached('s')}""",
