@@ -19,7 +19,7 @@ app.register_blueprint(console)  # the run console at /console: its page, assets
 # ── the runner: ticks every EVENT_TICK_SECONDS for the minute until the next ──
 @app.schedule(Rate(1, unit=Rate.MINUTES))
 def tick(event):
-    from chalicelib.events.runner.schedule import scheduled_tick  # the runner loads in the tick function only
+    from chalicelib.events.runner.invocation import scheduled_tick  # the runner loads in the tick function only
 
     return scheduled_tick(event.context)
 

@@ -36,7 +36,7 @@ def _schedule(db: Database, count: int) -> None:
     for i in range(count):
         due = now - timedelta(microseconds=i)  # one occurrence key per run, all due
         db.transaction(partial(
-            runs.schedule, definition_id=definition.id, definition_version=1, scheduled_for=due, grace_seconds=3600, now=now))
+            runs.insert_occurrence, definition_id=definition.id, definition_version=1, scheduled_for=due, grace_seconds=3600, now=now))
 
 
 def steps_per_second(db: Database, bridge: GameBridge, runs_count: int, concurrency: int) -> float:

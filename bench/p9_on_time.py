@@ -25,7 +25,7 @@ from chalice.test import Client
 
 from chalicelib import runtime
 from chalicelib.db import Database, DatabaseClock
-from chalicelib.events.runner.schedule import run_invocation
+from chalicelib.events.runner.invocation import run_invocation
 from chalicelib.events.store import definitions, runs, steps
 from tests.support.api import MODERATOR, Api, hs_settings
 from tests.support.game_bridge import SECRET, GameBridge
@@ -47,7 +47,7 @@ def _schedule(db: Database, documents: list[dict], at: datetime) -> list[int]:
     ids = []
     for document in documents:
         definition = db.transaction(lambda tx: definitions.create(tx, document, actor="bench", now=at))
-        run, _ = db.transaction(lambda tx: runs.schedule(
+        run, _ = db.transaction(lambda tx: runs.insert_occurrence(
             tx, definition_id=definition.id, definition_version=1, scheduled_for=at, grace_seconds=3600, now=at))
         ids.append(run.id)
     return ids

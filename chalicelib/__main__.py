@@ -23,7 +23,7 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
-    from .events.runner.schedule import process_runner, tick_forever, tick_once
+    from .events.runner.invocation import process_runner, tick_forever, tick_once
 
     def show(report) -> None:
         print(json.dumps(report.summary()), flush=True)

@@ -113,7 +113,7 @@ def run_dev() -> int:
 
     from chalicelib import runtime
     from chalicelib.api.auth import ADMIN, ROLES
-    from chalicelib.events.runner.schedule import process_runner, tick_forever
+    from chalicelib.events.runner.invocation import process_runner, tick_forever
     from chalicelib.migrate import migrate
 
     from .tokens import mint

@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from chalicelib.config import Settings
 from chalicelib.events.model import StepStatus
-from chalicelib.events.runner.schedule import build_runner
+from chalicelib.events.runner.invocation import build_runner
 from chalicelib.events.store import steps
 from tests.support.factory import document
 from tests.support.runner_kit import ROOT, RULES, schedule, step, tick
@@ -121,7 +121,7 @@ def test_boto3_is_imported_only_where_an_sns_channel_is_configured():
     probe = (
         "import sys\n"
         "from chalicelib.config import Settings\n"
-        "from chalicelib.events.runner.schedule import build_runner\n"
+        "from chalicelib.events.runner.invocation import build_runner\n"
         "build_runner(Settings(game_bridge_url='http://127.0.0.1:9', game_bridge_secret='s',"
         " announce_channel='webhook:https://example.com/h', webhook_secret='s'), None, None)\n"
         "print(sorted(m for m in ('boto3', 'botocore.client', 'h11') if m in sys.modules))\n"

@@ -83,7 +83,7 @@ def work_side(url: str, definition_id: int, journal: str, stop_at: float) -> Non
     created = woke = 0
     while time.time() < stop_at - 1:  # stops first, so the tick side sees every run
         now = clock.now()
-        db.transaction(lambda tx: runs.schedule(
+        db.transaction(lambda tx: runs.insert_occurrence(
             tx, definition_id=definition_id, definition_version=1, scheduled_for=now, grace_seconds=300, now=now))
         created += 1
         woke += nudge.after_work_created(db, SETTINGS, clock.now(), invoke=lambda arn: None)
@@ -116,7 +116,7 @@ def test_a_deployment_never_sleeps_through_work_created_while_it_went_to_sleep(d
 
 def _create_and_nudge(db, definition_id):
     now = DatabaseClock(db).now()
-    db.transaction(lambda tx: runs.schedule(
+    db.transaction(lambda tx: runs.insert_occurrence(
         tx, definition_id=definition_id, definition_version=1, scheduled_for=now, grace_seconds=300, now=now))
     return nudge.after_work_created(db, SETTINGS, now, invoke=lambda arn: None)
 

@@ -16,8 +16,8 @@ def _transition(db, run_id, sources, to, now, **kw):
 def test_the_same_occurrence_scheduled_twice_is_one_run(db, clock):
     d = make_definition(db, clock.now())
     kw = dict(definition_id=d.id, definition_version=1, scheduled_for=clock.now(), grace_seconds=300, now=clock.now())
-    first, created = db.transaction(lambda tx: runs.schedule(tx, **kw))
-    again, created_again = db.transaction(lambda tx: runs.schedule(tx, **kw))
+    first, created = db.transaction(lambda tx: runs.insert_occurrence(tx, **kw))
+    again, created_again = db.transaction(lambda tx: runs.insert_occurrence(tx, **kw))
     assert (created, created_again) == (True, False)
     assert first.id == again.id and first.status is RunStatus.SCHEDULED
 

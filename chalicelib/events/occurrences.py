@@ -26,7 +26,7 @@ def schedule_occurrence(
     tx: Tx, version: DefinitionVersion, scheduled_for: datetime, *, actor: str, cause: str, now: datetime
 ) -> tuple[Run, bool]:
     """The run of this version at `scheduled_for`: (run, created)."""
-    run, created = runs.schedule(
+    run, created = runs.insert_occurrence(
         tx,
         definition_id=version.definition_id,
         definition_version=version.version,

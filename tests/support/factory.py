@@ -39,7 +39,7 @@ def make_run(
     definition = make_definition(db, now, doc)
 
     def work(tx):
-        run, _ = runs.schedule(
+        run, _ = runs.insert_occurrence(
             tx,
             definition_id=definition.id,
             definition_version=definition.current_version,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from types import SimpleNamespace
 
-from chalicelib.events.runner import schedule as schedule_module
+from chalicelib.events.runner import invocation as invocation_module
 
 SCHEDULED_EVENT = {
     "version": "0",
@@ -43,5 +43,5 @@ class InjectedTime:
 
     def install(self, monkeypatch) -> None:
         """The tick handler's invocation runs on this time."""
-        monkeypatch.setattr(schedule_module, "run_invocation", functools.partial(
-            schedule_module.run_invocation, monotonic=self.monotonic, sleep=self.sleep))
+        monkeypatch.setattr(invocation_module, "run_invocation", functools.partial(
+            invocation_module.run_invocation, monotonic=self.monotonic, sleep=self.sleep))

@@ -61,7 +61,7 @@ def schedule(db: Database, now: datetime, doc: dict, *, scheduled_for: datetime 
     """A scheduled run of a new definition, as the API would create it."""
     definition = make_definition(db, now, doc)
     run, _ = db.transaction(
-        lambda tx: runs.schedule(
+        lambda tx: runs.insert_occurrence(
             tx,
             definition_id=definition.id,
             definition_version=definition.current_version,

@@ -5,10 +5,10 @@
     planner.py    a run per cron occurrence of recurring definitions
     advance.py    one run: start it, work its phase serially, move it on
     outcomes.py   a dispatch's outcome as one fenced write, its log rows, the on_failure disposition
-    documents.py  a stored definition document as phases of StepSpecs
     budget.py     when a tick stops taking work
     loop.py       ticks over time: tick when the earliest wake time comes, read it about once a second
-    schedule.py   the entry points: the Lambda invocation, `tick --once`, `tick`
+    sleep.py      the deployment asleep when idle, and awake again
+    invocation.py the entry points: the Lambda invocation, `tick --once`, `tick`
 """
 
 from .budget import Budget

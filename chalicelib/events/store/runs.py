@@ -96,7 +96,7 @@ def next_wake(tx: Tx) -> datetime | None:
 
 
 # ── writes ─────────────────────────────────────────────────────────────────
-def schedule(
+def insert_occurrence(
     tx: Tx,
     *,
     definition_id: int,
