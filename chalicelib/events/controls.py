@@ -13,7 +13,7 @@ agreement.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -175,28 +175,29 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
 def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None) -> Step:
     """A parked step -> done, with the person's note: they did what it asked."""
     text = clean_note(note)
-
-    def work(tx: Tx) -> Step:
-        run = _locked_run(tx, run_id)
-        step = _locked_step(tx, run, step_id)
-        if not steps.confirm_parked(tx, step.id, now, text):
-            raise _lost("confirm", run, step)
-        log.append(tx, journal.step_control(step, "confirm", StepStatus.DONE, actor, note=text), now)
-        return must_exist(steps.get(tx, step.id))
-
-    return db.transaction(work)
+    return _decide(db, run_id, step_id, "confirm", StepStatus.DONE,
+                   lambda tx, step: steps.confirm_parked(tx, step.id, now, text), actor=actor, now=now, note=text)
 
 
 def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None) -> Step:
     """A pending or parked step of a live run -> skipped: a person decided against it."""
     note = clean_note(reason)
+    return _decide(db, run_id, step_id, "skip", StepStatus.SKIPPED,
+                   lambda tx, step: steps.skip_by_human(tx, step.id, now, note), actor=actor, now=now, reason=note)
+
+
+def _decide(
+    db: Database, run_id: int, step_id: int, control: str, to: StepStatus,
+    guarded_change: Callable[[Tx, Step], bool], *, actor: str, now: datetime, **detail: str | None,
+) -> Step:
+    """A person's decision on one step: run and step locked, the guarded change and its log row in one transaction."""
 
     def work(tx: Tx) -> Step:
         run = _locked_run(tx, run_id)
         step = _locked_step(tx, run, step_id)
-        if not steps.skip_by_human(tx, step.id, now, note):
-            raise _lost("skip", run, step)
-        log.append(tx, journal.step_control(step, "skip", StepStatus.SKIPPED, actor, reason=note), now)
+        if not guarded_change(tx, step):
+            raise _lost(control, run, step)
+        log.append(tx, journal.step_control(step, control, to, actor, **detail), now)
         return must_exist(steps.get(tx, step.id))
 
     return db.transaction(work)
