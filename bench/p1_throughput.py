@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from chalicelib.db import Database, DatabaseClock, must_exist
-from chalicelib.events.document import plan_of
+from chalicelib.events.document import programme_of
 from chalicelib.events.model import StepStatus
 from chalicelib.events.runner.advance import RunAdvancer
 from chalicelib.events.runner.budget import Budget
@@ -139,9 +139,9 @@ def cost_of_one_run(db: Database, steps_per_run: int) -> RunCost:
     """Advance one run of `steps_per_run` instant steps to completed on this thread, counting what it sends."""
     run_id = schedule_backlog(db, 1, steps_per_run, label=f"p2-{uuid.uuid4().hex[:6]}")[0]
     run = db.autocommit(lambda tx: runs.get(tx, run_id))
-    plan = plan_of(instant_document(steps_per_run))
+    programme = programme_of(instant_document(steps_per_run))
     runner = make_runner(db, concurrency=1)
-    advancer = RunAdvancer(db, runner.actions, RULES, lambda _: plan, DatabaseClock(db).now(),
+    advancer = RunAdvancer(db, runner.actions, RULES, lambda _: programme, DatabaseClock(db).now(),
                            Budget.for_seconds(DRAIN_BUDGET_SECONDS), runner.step_worst_case_seconds)
     runner.close()
     recorder = StatementRecorder()

@@ -1,4 +1,4 @@
-"""The definition document: its JSON schema, its validation, its defaults, and the plan the runner walks.
+"""The definition document: its JSON schema, validation and defaults, and the programme the runner walks (phases and steps).
 
 `validate()` reports every problem of a document at once (an author fixing a
 ten-step event wants the whole list, not one error per attempt). The structure
@@ -7,7 +7,7 @@ publishes — part by part, so one bad step does not hide the next; then each st
 is checked against the action registry and its action's params schema, and the
 schedule as standard five-field cron in an IANA time zone (`cron`).
 
-A stored document is walked through `plan_of`: phases are numbered from 1 in
+A stored document is walked through `programme_of`: phases are numbered from 1 in
 authored order, and the `ending` steps are phase N+1.
 """
 
@@ -173,9 +173,9 @@ def validate(document: Any) -> dict:
     }
 
 
-# ── the plan the runner walks ──────────────────────────────────────────────
+# ── the programme the runner walks ──────────────────────────────────────────────
 @dataclass(frozen=True)
-class Plan:
+class Programme:
     phases: tuple[tuple[StepSpec, ...], ...]
     ending: tuple[StepSpec, ...]
     names: tuple[str, ...]  # of the phases, for the log
@@ -195,7 +195,7 @@ class Plan:
         return self.ending if phase == self.ending_phase else self.phases[phase - 1]
 
 
-def plan_of(document: dict) -> Plan:
+def programme_of(document: dict) -> Programme:
     try:
         phases = tuple(tuple(_spec(step) for step in phase["steps"]) for phase in document["phases"])
         ending = tuple(_spec(step) for step in document.get("ending") or ())
@@ -204,7 +204,7 @@ def plan_of(document: dict) -> Plan:
         raise UnreadableDocument(f"definition document unreadable: {type(error).__name__}: {error}") from error
     if not phases or not all(phases):
         raise UnreadableDocument("definition document unreadable: every phase needs at least one step")
-    return Plan(phases, ending, names)
+    return Programme(phases, ending, names)
 
 
 def _spec(step: dict) -> StepSpec:

@@ -236,6 +236,10 @@ class Recurrence:
     version_created_at: datetime
     planned_through: datetime | None
 
+    @classmethod
+    def from_row(cls, row: dict) -> Recurrence:
+        return cls(**row)
+
 
 @dataclass(frozen=True)
 class VersionSummary:

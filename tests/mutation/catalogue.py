@@ -459,7 +459,7 @@ MUTATIONS: list[Mutation] = [
                   "        log.append_many(tx, entries, self.now)\n        return Cursor(RunStatus.RUNNING, 1,",
                   "        ", (G_TX,)),
     _commit_first("next-phase-commits-before-its-log-row", ADVANCE,
-                  "            log.append(tx, journal.run_phase(run_id, number + 1, plan.name(number + 1)), now)\n",
+                  "            log.append(tx, journal.run_phase(run_id, number + 1, programme.name(number + 1)), now)\n",
                   "            ", (G_TX,)),
     _commit_first("completion-commits-before-its-log-rows", ADVANCE,
                   "        log.append_many(tx, entries, now)\n        return Cursor(RunStatus.COMPLETED,",

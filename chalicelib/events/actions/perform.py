@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..model import Step
+from ..model import Step, kept_note
 from . import core
 from .bridge import BridgeClient
 from .channels import Channel
@@ -44,7 +44,7 @@ class Actions:
             return self._perform(step, attempt, now)
         except Exception as error:  # a bug must not strand the claim until its lease expires
             logger.exception("action %s of step %s raised", step.action_id, step.id)
-            return Outcome.retry(f"internal error: {type(error).__name__}: {error}"[:300])
+            return Outcome.retry(kept_note(f"internal error: {type(error).__name__}: {error}") or "internal error")
 
     def _perform(self, step: Step, attempt: int, now: datetime) -> Outcome:
         spec = lookup(step.action_id)

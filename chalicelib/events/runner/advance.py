@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from ...db import Database, Tx, must_exist
 from .. import journal
 from ..actions.perform import Actions
-from ..document import Plan
+from ..document import Programme
 from ..errors import UnreadableDocument
 from ..model import RUNNABLE, Run, RunStatus, Step, StepStatus
 from ..store import log, runs, steps
@@ -55,13 +55,13 @@ class RunAdvancer:
         db: Database,
         actions: Actions,
         rules: Rules,
-        plan_for: Callable[[Run], Plan],
+        programme_for: Callable[[Run], Programme],
         now: datetime,
         budget: Budget,
         step_worst_case_seconds: float,
         leases_lapse_at: float = math.inf,
     ):
-        self.db, self.actions, self.rules, self.plan_for = db, actions, rules, plan_for
+        self.db, self.actions, self.rules, self.programme_for = db, actions, rules, programme_for
         self.now, self.budget, self.step_worst_case = now, budget, step_worst_case_seconds
         self.leases_lapse_at = leases_lapse_at  # on the budget's clock: a lease taken in this tick ends then
 
@@ -86,14 +86,14 @@ class RunAdvancer:
     # ── the run ──────────────────────────────────────────────────────────
     def _work(self, run: Run, report: RunReport) -> RunStatus | None:
         try:
-            plan = self.plan_for(run)
+            programme = self.programme_for(run)
         except UnreadableDocument as error:
             reason = str(error)
             return self.db.transaction(lambda tx: self._fail_unreadable(tx, run, reason))
         if run.status in (RunStatus.SCHEDULED, RunStatus.STARTING):
-            where = self.db.transaction(lambda tx: self._start(tx, run, plan))
+            where = self.db.transaction(lambda tx: self._start(tx, run, programme))
         elif run.status is RunStatus.ENDING:
-            where = Cursor(RunStatus.ENDING, plan.ending_phase, None)
+            where = Cursor(RunStatus.ENDING, programme.ending_phase, None)
         else:
             where = Cursor(run.status, must_exist(run.current_phase), None)
         lost_claim = False
@@ -103,7 +103,7 @@ class RunAdvancer:
                 open_steps = self._read_open(run.id, where.number)
                 where = Cursor(where.status, where.number, open_steps)
             if not open_steps:
-                moved = self.db.transaction(lambda tx: self._leave_phase(tx, run.id, plan, where))
+                moved = self.db.transaction(lambda tx: self._leave_phase(tx, run.id, programme, where))
                 if moved is None:
                     return self._current_status(run.id)  # someone moved the run first
                 where = moved
@@ -152,7 +152,7 @@ class RunAdvancer:
         return must_exist(self.db.autocommit(lambda tx: runs.get(tx, run_id))).status
 
     # ── transitions, each in one transaction with its log rows ──────────
-    def _start(self, tx: Tx, run: Run, plan: Plan) -> Cursor:
+    def _start(self, tx: Tx, run: Run, programme: Programme) -> Cursor:
         """scheduled -> starting (inside the grace window) or missed; starting -> running with phase 1."""
         entries = []
         if run.status is RunStatus.SCHEDULED:
@@ -168,34 +168,34 @@ class RunAdvancer:
         if not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=1):
             log.append_many(tx, entries, self.now)
             return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
-        first = steps.materialise_phase(tx, run.id, 1, plan.specs(1))
+        first = steps.materialise_phase(tx, run.id, 1, programme.specs(1))
         entries.append(journal.run_status(run.id, 1, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
-        entries.append(journal.run_phase(run.id, 1, plan.name(1)))
+        entries.append(journal.run_phase(run.id, 1, programme.name(1)))
         log.append_many(tx, entries, self.now)
         return Cursor(RunStatus.RUNNING, 1, [s for s in first if not s.status.terminal])
 
-    def _leave_phase(self, tx: Tx, run_id: int, plan: Plan, where: Cursor) -> Cursor | None:
+    def _leave_phase(self, tx: Tx, run_id: int, programme: Programme, where: Cursor) -> Cursor | None:
         """The phase has no open step: on to the next phase, to ending, or to completed. None if the guard lost."""
         now, entries = self.now, []
         status, number = where.status, where.number
-        if status is RunStatus.RUNNING and number < plan.last_phase:
+        if status is RunStatus.RUNNING and number < programme.last_phase:
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=number + 1):
                 return None
-            opened = steps.materialise_phase(tx, run_id, number + 1, plan.specs(number + 1))
-            log.append(tx, journal.run_phase(run_id, number + 1, plan.name(number + 1)), now)
+            opened = steps.materialise_phase(tx, run_id, number + 1, programme.specs(number + 1))
+            log.append(tx, journal.run_phase(run_id, number + 1, programme.name(number + 1)), now)
             return Cursor(RunStatus.RUNNING, number + 1, [s for s in opened if not s.status.terminal])
         if status is RunStatus.RUNNING:
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.ENDING, now):
                 return None
             entries += [
                 journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.ENDING, cause="last phase finished"),
-                journal.run_phase(run_id, plan.ending_phase, plan.name(plan.ending_phase)),
+                journal.run_phase(run_id, programme.ending_phase, programme.name(programme.ending_phase)),
             ]
-            if plan.ending:
-                opened = steps.materialise_phase(tx, run_id, plan.ending_phase, plan.ending)
+            if programme.ending:
+                opened = steps.materialise_phase(tx, run_id, programme.ending_phase, programme.ending)
                 log.append_many(tx, entries, now)
-                return Cursor(RunStatus.ENDING, plan.ending_phase, [s for s in opened if not s.status.terminal])
-            status, number = RunStatus.ENDING, plan.ending_phase  # nothing to drain: straight on to completed
+                return Cursor(RunStatus.ENDING, programme.ending_phase, [s for s in opened if not s.status.terminal])
+            status, number = RunStatus.ENDING, programme.ending_phase  # nothing to drain: straight on to completed
         if not runs.leave_phase(tx, run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, now):
             log.append_many(tx, entries, now)
             return None

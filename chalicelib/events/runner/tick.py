@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from ...db import Clock, Database, must_exist
 from ..actions.perform import Actions
-from ..document import Plan, plan_of
+from ..document import Programme, programme_of
 from ..model import Run
 from ..store import definitions, runs
 from .advance import RunAdvancer, RunReport
@@ -104,8 +104,8 @@ class Runner:
         self.horizon, self.batch_size = horizon, batch_size
         self.concurrency = concurrency
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tick-worker")
-        self._plans: dict[tuple[int, int], Plan] = {}
-        self._plans_lock = threading.Lock()
+        self._programmes: dict[tuple[int, int], Programme] = {}
+        self._programmes_lock = threading.Lock()
 
     @property
     def step_worst_case_seconds(self) -> float:
@@ -126,7 +126,7 @@ class Runner:
             report.planned, report.skipped_occurrences = planned.planned, planned.skipped
             report.plan_failures, report.plan_deferred = planned.failed, planned.deferred
         advancer = RunAdvancer(
-            self.db, self.actions, self.rules, self._plan_for, now, budget, self.step_worst_case_seconds, leases_lapse_at)
+            self.db, self.actions, self.rules, self._programme_for, now, budget, self.step_worst_case_seconds, leases_lapse_at)
         after = None
         while budget.allows(self.step_worst_case_seconds):
             batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after))
@@ -173,14 +173,14 @@ class Runner:
             logger.exception("advancing run %s failed", run.id)
             return None
 
-    def _plan_for(self, run: Run) -> Plan:
-        # Versions are immutable, so a plan read once serves every later tick of this process.
+    def _programme_for(self, run: Run) -> Programme:
+        # Versions are immutable, so a programme read once serves every later tick of this process.
         key = (run.definition_id, run.definition_version)
-        with self._plans_lock:
-            plan = self._plans.get(key)
-        if plan is None:
+        with self._programmes_lock:
+            programme = self._programmes.get(key)
+        if programme is None:
             version = must_exist(self.db.autocommit(lambda tx: definitions.get_version(tx, *key)))
-            plan = plan_of(version.document)
-            with self._plans_lock:
-                self._plans[key] = plan
-        return plan
+            programme = programme_of(version.document)
+            with self._programmes_lock:
+                self._programmes[key] = programme
+        return programme

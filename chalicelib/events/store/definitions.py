@@ -79,7 +79,7 @@ def recurrences(tx: Tx, until: datetime) -> list[Recurrence]:
             ORDER BY d.planned_through, d.id""",
         (until,),
     )
-    return [Recurrence(**r) for r in rows]
+    return [Recurrence.from_row(r) for r in rows]
 
 
 def mark_planned(tx: Tx, recurrence: Recurrence, through: datetime) -> bool:
