@@ -36,12 +36,12 @@ def _crash_mid_dispatch(db, game_bridge):
 
 
 def test_a_tick_killed_mid_dispatch_is_re_dispatched_with_the_same_key_and_the_next_attempt(db, game_bridge):
-    run, spawn, db_now = _crash_mid_dispatch(db, game_bridge)
-    later = ManualClock(db_now + timedelta(seconds=LEASE - 1))
+    run, spawn, _ = _crash_mid_dispatch(db, game_bridge)
+    later = ManualClock(spawn.claim_expires_at - timedelta(seconds=1))  # the lease the dead process took
     runner = make_runner(db, later, game_bridge, rules=Rules(lease_seconds=LEASE, max_attempts=3, retry_seconds=30))
     try:
         assert tick(runner).dispatched == 0  # the dead process's leases still stand
-        later.set(db_now + timedelta(seconds=LEASE + 1))
+        later.set(spawn.claim_expires_at + timedelta(seconds=1))
         report = tick(runner)
     finally:
         runner.close()
@@ -55,8 +55,8 @@ def test_a_tick_killed_mid_dispatch_is_re_dispatched_with_the_same_key_and_the_n
 
 
 def test_a_step_killed_at_the_attempt_ceiling_fails_and_its_on_failure_applies(db, game_bridge):
-    run, spawn, db_now = _crash_mid_dispatch(db, game_bridge)
-    later = ManualClock(db_now + timedelta(seconds=LEASE + 1))
+    run, spawn, _ = _crash_mid_dispatch(db, game_bridge)
+    later = ManualClock(spawn.claim_expires_at + timedelta(seconds=1))
     runner = make_runner(db, later, game_bridge, rules=Rules(lease_seconds=LEASE, max_attempts=1, retry_seconds=30))
     try:
         report = tick(runner)

@@ -188,7 +188,7 @@ def test_the_runs_list_filters_pages_and_updates_itself(browser, server, api_cli
     browser.get(f"{server.console_url}#/runs?definition={definition_id}")
     ids = [run for run, _ in eventually(lambda: listed(browser), "the runs")]
     assert len(ids) == 25 and ids == sorted(ids, reverse=True), "newest first, a page at a time"
-    browser.find_element(By.ID, "older").click()
+    eventually(lambda: browser.find_element(By.ID, "older").click() or True, "the older page")  # the list may re-render
     older = eventually(lambda: listed(browser) if not browser.find_elements(By.ID, "older") else None, "the last page")
     assert len(older) == 3 and older[-1][0] == run_id and older[-1][1] in ("scheduled", "starting", "running"), older
     cue = eventually(lambda: next((s for s in api_client.call("GET", f"/runs/{run_id}")["steps"] if s["parked"]), None),
