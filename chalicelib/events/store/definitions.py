@@ -69,14 +69,14 @@ def list_page(tx: Tx, *, limit: int = 50, after_id: int | None = None) -> tuple[
 
 def recurrences(tx: Tx, until: datetime) -> list[Recurrence]:
     """Recurring definitions not yet planned through `until`, the most behind (never planned) first."""
-    # Definitions drive the join, so the planning index gives the order without a sort.
+    # Definitions drive the join, so the planning-order index gives the order without a sort.
     rows = tx.all(
         """SELECT d.id AS definition_id, d.current_version AS version, d.schedule_cron AS cron,
                   d.schedule_timezone AS timezone, v.created_at AS version_created_at, d.planned_through
              FROM event_definitions d
              STRAIGHT_JOIN event_definition_versions v ON v.definition_id = d.id AND v.version = d.current_version
-            WHERE (d.planned_through IS NULL OR d.planned_through < %s) AND d.schedule_cron IS NOT NULL
-            ORDER BY d.planned_through, d.id""",
+            WHERE d.planning_order < %s
+            ORDER BY d.planning_order, d.id""",
         (until,),
     )
     return [Recurrence.from_row(r) for r in rows]
