@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 
 import jwt
 import pytest
@@ -188,3 +189,50 @@ def test_an_unreachable_key_set_is_503(db, clock, db_params):
     with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
         answer = Api(client).get("/runs", auth=_rs("admin"))
     assert answer.status == 503
+
+
+class _MisbehavingJwks(BaseHTTPRequestHandler):
+    """A key set that drips one byte a second (path /drip), or answers 2 MB (path /huge)."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if self.path == "/huge":
+            body = b'{"keys": [], "padding": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        for _ in range(30):
+            try:
+                self.wfile.write(b" ")
+                self.wfile.flush()
+            except OSError:
+                return  # the client gave up, as it should
+            time.sleep(1)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def misbehaving_jwks():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _MisbehavingJwks)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("path", ["/drip", "/huge"])
+def test_a_key_set_that_drips_or_is_huge_is_503_within_the_fetch_deadline(db, clock, db_params, misbehaving_jwks, path):
+    url = misbehaving_jwks + path
+    settings = Settings(db_url=db_params.url(), jwt_jwks_url=url, jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
+    started = time.monotonic()
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        answer = Api(client).get("/runs", auth=_rs("admin"))
+    assert answer.status == 503 and "signing keys" in answer.body["errors"][0]
+    assert time.monotonic() - started < auth.JWKS_DEADLINE_SECONDS + 3  # one overall deadline, not one per read

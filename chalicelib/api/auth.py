@@ -13,7 +13,9 @@ without a token never load it.
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,13 +49,44 @@ _jwks_clients: dict[str, jwt.PyJWKClient] = {}
 _jwks_lock = threading.Lock()
 
 
+JWKS_DEADLINE_SECONDS = 5.0  # the whole fetch: connect, send, headers and body
+JWKS_MAX_BYTES = 256 * 1024  # a key set is a few kB; anything near this is not one
+
+
 def _jwks_client(url: str) -> jwt.PyJWKClient:
     # One client per URL for the container's life: it caches the keys between invocations.
     import jwt
 
+    from ..events.actions import outbound
+    from ..events.errors import OutboundError
+
+    class BoundedJWKClient(jwt.PyJWKClient):
+        """PyJWT's client, fetching through the engine's outbound HTTP: one overall deadline and a size cap
+        (urllib's timeout is per socket read, and it reads an answer of any size)."""
+
+        def fetch_data(self) -> Any:
+            try:
+                answer = outbound.get(outbound.Endpoint.parse(self.uri), timeout=JWKS_DEADLINE_SECONDS,
+                                      max_answer_bytes=JWKS_MAX_BYTES)
+            except (OutboundError, ValueError) as error:
+                raise jwt.PyJWKClientConnectionError(f"cannot fetch the key set: {error}") from None
+            if answer.status != 200 or answer.truncated:
+                raise jwt.PyJWKClientConnectionError(
+                    f"the key set answered HTTP {answer.status}" + (f", over {JWKS_MAX_BYTES} bytes" if answer.truncated else ""))
+            try:
+                jwk_set = json.loads(answer.body)
+            except ValueError:
+                raise jwt.PyJWKClientError("the key set is not JSON") from None
+            if not isinstance(jwk_set, dict):
+                raise jwt.PyJWKClientError("the key set is not a JSON object")
+            if self.jwk_set_cache is not None:
+                self.jwk_set_cache.put(jwk_set)
+            self._last_successful_fetch = time.monotonic()  # PyJWT's own limit on refetches for unknown keys
+            return jwk_set
+
     with _jwks_lock:
         if url not in _jwks_clients:
-            _jwks_clients[url] = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=5)
+            _jwks_clients[url] = BoundedJWKClient(url, cache_keys=True, lifespan=300)
         return _jwks_clients[url]
 
 

@@ -83,13 +83,23 @@ def post(
     max_answer_bytes: int = MAX_ANSWER_BYTES,
 ) -> Answer:
     """POST `body`; the final answer (interim 1xx answers skipped), or OutboundError within `timeout`."""
+    return _request("POST", endpoint, target, body, headers, timeout=timeout, max_answer_bytes=max_answer_bytes)
+
+
+def get(endpoint: Endpoint, *, timeout: float, max_answer_bytes: int = MAX_ANSWER_BYTES) -> Answer:
+    """GET the endpoint's URL under the same overall deadline and answer cap as a POST."""
+    return _request("GET", endpoint, endpoint.target(), b"", {}, timeout=timeout, max_answer_bytes=max_answer_bytes)
+
+
+def _request(method: str, endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str], *,
+             timeout: float, max_answer_bytes: int) -> Answer:
     import h11  # only a process that sends pays for the import
 
     deadline = time.monotonic() + timeout
     try:
         sock = _connect(endpoint, deadline)
         try:
-            return _exchange(h11, sock, endpoint, target, body, headers, deadline, max_answer_bytes)
+            return _exchange(h11, sock, method, endpoint, target, body, headers, deadline, max_answer_bytes)
         finally:
             sock.close()
     except TimeoutError:
@@ -100,11 +110,11 @@ def post(
         raise ConnectionFailed(f"unreadable answer: {error}") from None
 
 
-def _exchange(h11, sock, endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str],
+def _exchange(h11, sock, method: str, endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str],
               deadline: float, max_answer_bytes: int) -> Answer:
     connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
     request = h11.Request(
-        method="POST",
+        method=method,
         target=target,
         headers=[("Host", endpoint.authority), ("Content-Length", str(len(body))), ("Connection", "close"),
                  *headers.items()],
