@@ -45,13 +45,21 @@ def _compiled(schema_json: str) -> Callable[..., Any]:
     return fastjsonschema.compile({**schema, "$schema": STRICT_INTEGERS})
 
 
-def first_error(schema: dict, value: Any, name: str) -> str | None:
-    """The first way `value` breaks `schema`, as a message starting with `name`; None if it fits."""
+def checker(schema: dict) -> Callable[[Any, str], str | None]:
+    """`first_error` for one schema, compiled now: for a caller that checks against it many times."""
     check = _compiled(json.dumps(schema, sort_keys=True))
     from fastjsonschema import JsonSchemaValueException
 
-    try:
-        check(value, name_prefix=name)
-    except JsonSchemaValueException as error:
-        return error.message
-    return None
+    def first_error_of(value: Any, name: str) -> str | None:
+        try:
+            check(value, name_prefix=name)
+        except JsonSchemaValueException as error:
+            return error.message
+        return None
+
+    return first_error_of
+
+
+def first_error(schema: dict, value: Any, name: str) -> str | None:
+    """The first way `value` breaks `schema`, as a message starting with `name`; None if it fits."""
+    return checker(schema)(value, name)

@@ -17,13 +17,14 @@ from datetime import datetime, timedelta
 
 from ...db import Database, Tx, must_exist
 from .. import journal
+from ..actions.outcome import Outcome
 from ..actions.perform import Actions
 from ..document import Programme
 from ..errors import UnreadableDocument
-from ..model import RUNNABLE, Run, RunStatus, Step, StepStatus
+from ..model import RUNNABLE, Claim, Run, RunStatus, Step, StepStatus
 from ..store import log, runs, steps
 from .budget import Budget
-from .outcomes import Rules, apply_outcome
+from .outcomes import Applied, Rules, apply_outcome
 
 OPEN_STEPS_PER_READ = 200
 NOT_STARTED = (None, RunStatus.SCHEDULED, RunStatus.MISSED)  # where a scheduled run stays when its start did not happen
@@ -47,6 +48,11 @@ class Cursor:
     status: RunStatus
     number: int
     open_steps: list[Step] | None  # None: read them before going on
+
+
+def _claimable(step: Step, now: datetime) -> bool:
+    """Pending and due, as last read: the claim re-checks both."""
+    return step.status is StepStatus.PENDING and (step.due_at is None or step.due_at <= now)
 
 
 class RunAdvancer:
@@ -97,6 +103,7 @@ class RunAdvancer:
         else:
             where = Cursor(run.status, must_exist(run.current_phase), None)
         lost_claim = False
+        claim: Claim | None = None  # the next step's claim, when the last step's transaction took it
         while where.status in RUNNABLE:
             open_steps = where.open_steps
             if open_steps is None:
@@ -109,23 +116,27 @@ class RunAdvancer:
                 where = moved
                 continue
             step = open_steps[0]
-            if step.status is StepStatus.RUNNING or (step.due_at is not None and step.due_at > self.now):
-                return where.status  # occupied (in flight or parked), or not yet due
-            if not self._may_dispatch():
-                report.out_of_budget = True
-                return where.status
-            claim = self.db.autocommit(lambda tx: steps.claim(tx, step, self.now, self.rules.lease_seconds))
             if claim is None:
-                # Paused or cancelled meanwhile, or a person skipped the step: look once more.
-                status = self._current_status(run.id)
-                if lost_claim or status not in RUNNABLE:
-                    return status
-                lost_claim = True
-                where = Cursor(status, where.number, None)
-                continue
+                if not _claimable(step, self.now):
+                    return where.status  # occupied (in flight or parked), or not yet due
+                if not self._may_dispatch():
+                    report.out_of_budget = True
+                    return where.status
+                claim = self.db.autocommit(lambda tx: steps.claim(tx, step, self.now, self.rules.lease_seconds))
+                if claim is None:
+                    # Paused or cancelled meanwhile, or a person skipped the step: look once more.
+                    status = self._current_status(run.id)
+                    if lost_claim or status not in RUNNABLE:
+                        return status
+                    lost_claim = True
+                    where = Cursor(status, where.number, None)
+                    continue
             lost_claim = False
             outcome = self.actions.perform(step, claim.attempt, self.now)
-            applied = self.db.transaction(lambda tx: apply_outcome(tx, step, claim, outcome, self.now, self.rules))
+            successor = open_steps[1] if len(open_steps) > 1 and _claimable(open_steps[1], self.now) else None
+            applied, claim = self.db.transaction(
+                lambda tx: self._settle(tx, step, must_exist(claim), outcome, successor)
+            )
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
             if applied.run_stopped or not applied.written:
@@ -137,6 +148,19 @@ class RunAdvancer:
                 remaining = None  # the read was truncated: there may be more
             where = Cursor(where.status, where.number, remaining)
         return where.status
+
+    def _settle(self, tx: Tx, step: Step, claim: Claim, outcome: Outcome, successor: Step | None) -> tuple[Applied, Claim | None]:
+        """The step's outcome and, when the phase goes straight on, the next step's claim: one commit per step.
+
+        The claim is the same guarded statement a claim on its own sends, and it is
+        committed before its step is dispatched; if it loses (a pause, a skip), the
+        loop claims again on its own and learns why.
+        """
+        applied = apply_outcome(tx, step, claim, outcome, self.now, self.rules)
+        goes_on = applied.written and applied.status.terminal and not (applied.hold or applied.run_stopped)
+        if successor is None or not goes_on or not self._may_dispatch():
+            return applied, None
+        return applied, steps.claim(tx, successor, self.now, self.rules.lease_seconds)
 
     def _may_dispatch(self) -> bool:
         """A step starts only if its worst case fits the tick's budget, and its dispatch is over

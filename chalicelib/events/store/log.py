@@ -15,12 +15,14 @@ from ..journal import Entry
 from ..model import LogEntry
 
 COLUMNS = "id, run_id, step_id, kind, phase, detail, actor, created_at"
+# One encoder for every row: json.dumps(default=...) would build a new one per call.
+_DETAIL = json.JSONEncoder(default=str)
 
 
 def _values(entry: Entry, now: datetime) -> tuple:
     if not entry.kind:
         raise ValueError("a log row needs a kind")
-    detail = None if entry.detail is None else json.dumps(entry.detail, default=str)
+    detail = None if entry.detail is None else _DETAIL.encode(entry.detail)
     return (entry.run_id, entry.step_id, entry.kind, entry.phase, detail, entry.actor, now)
 
 
