@@ -103,3 +103,20 @@ def test_a_real_tick_invocation_reports_started_runs_due_lag_and_the_oldest_park
     assert _value(emf, "DueLagSeconds") >= 20  # it was due 20 s before this invocation's first tick
     assert 600 <= _value(emf, "ParkedCueAgeSeconds") < 700
     assert summary["seconds"] >= 0
+
+
+def test_an_invocations_log_line_sums_its_ticks_so_it_does_not_grow_with_them(db, clock, monkeypatch, log_stream):
+    import app
+
+    InjectedTime(clock).install(monkeypatch)
+    for offset in range(4):  # four runs due a second apart: four ticks
+        schedule(db, clock.now() + timedelta(seconds=offset), document([[step("core.announce", message="Gates open")]]))
+    with runtime.override(settings=Settings(), database=db, clock=clock):
+        summary = app.tick(SCHEDULED_EVENT, lambda_context())
+    assert len(summary["ticks"]) >= 4  # the handler still answers every tick's summary
+    [line] = [entry for entry in _lines(log_stream.getvalue()) if entry.get("message") == "tick invocation finished"]
+    assert line["ticks"]["count"] == len(summary["ticks"])
+    assert line["ticks"]["dispatched"] == line["ticks"]["started"] == 4
+    assert line["ticks"]["outcomes"] == {"done": 4} and line["ticks"]["statuses"] == {"completed": 4}
+    assert line["ticks"]["due_lag_seconds"] == max(t["due_lag_seconds"] or 0 for t in summary["ticks"])
+    assert "now" not in line["ticks"]

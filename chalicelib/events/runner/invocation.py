@@ -135,15 +135,40 @@ def scheduled_tick(context: LambdaContext) -> dict:
         tick_seconds=settings.tick_seconds,
         sleeper=sleeper,
     )
+    ticks = [r.summary() for r in loop.reports]
     summary = {
-        "ticks": [r.summary() for r in loop.reports],
+        "ticks": ticks,
         "wake_reads": loop.wake_reads,
         "asleep": loop.slept,
         "parked_cue_age_seconds": parked_cue_age,
         "seconds": round(time.monotonic() - started, 3),  # wall time: what Lambda bills
     }
-    logger.info("tick invocation finished", extra=summary)
+    logger.info("tick invocation finished", extra={**summary, "ticks": invocation_totals(ticks)})
     return summary
+
+
+def invocation_totals(ticks: list[dict]) -> dict:
+    """An invocation's tick summaries as one: counts added, verdicts and statuses merged, the longest due lag.
+
+    The invocation's log line carries this rather than every tick's summary, so it
+    stays one size however many ticks a busy minute makes (a tick each time a wake
+    time comes): the log bills per byte, and per tick it would bill per step.
+    """
+    totals: dict = {"count": len(ticks)}
+    for tick in ticks:
+        for key, value in tick.items():
+            if key == "now":
+                continue  # the line's own timestamp says when
+            if key == "due_lag_seconds":
+                if value is not None:
+                    totals[key] = max(totals.get(key, 0.0), value)
+            elif isinstance(value, dict):
+                merged = totals.setdefault(key, {})
+                for name, count in value.items():
+                    merged[name] = merged.get(name, 0) + count
+            else:
+                totals[key] = totals.get(key, 0) + value  # a flag (out_of_budget) counts the ticks it was set in
+    return totals
 
 
 def _parked_cue_age(runner: Runner) -> float | None:
