@@ -4,9 +4,10 @@
 
 The worker is a runner with a pool of one, so one process is one worker and one
 connection. It measures, for every step it finishes, the time from its claim
-(an autocommit statement: committed when it returns) to the COMMIT of the
-transaction that finished it, by wrapping the store's claim and the runner's
-outcome write in this process only; the engine's code is unchanged.
+(the claim statement's return; its unit of work commits before the step is
+dispatched) to the COMMIT of the transaction that finished it, by wrapping the
+store's claim and the runner's outcome write in this process only; the
+engine's code is unchanged.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class ClaimToTerminal:
         self._finishing = threading.local()
 
     def install(self, db: Database) -> None:
-        claim, apply_outcome, transaction = steps.claim, advance.apply_outcome, db.transaction
+        claim, settle_outcome, transaction = steps.claim, advance.settle_outcome, db.transaction
 
         def timed_claim(tx, step, now, lease_seconds):
             won = claim(tx, step, now, lease_seconds)
@@ -39,9 +40,9 @@ class ClaimToTerminal:
                 self._claimed_at[step.id] = time.perf_counter()
             return won
 
-        def marked_apply_outcome(tx, step, *args, **kwargs):
+        def marked_settle_outcome(tx, step, *args, **kwargs):
             self._finishing.step_id = step.id
-            return apply_outcome(tx, step, *args, **kwargs)
+            return settle_outcome(tx, step, *args, **kwargs)
 
         def timed_transaction(work):
             result = transaction(work)
@@ -52,7 +53,7 @@ class ClaimToTerminal:
             return result
 
         # Timing wrappers, in this benchmark process only.
-        steps.claim, advance.apply_outcome = timed_claim, marked_apply_outcome
+        steps.claim, advance.settle_outcome = timed_claim, marked_settle_outcome
         db.transaction = timed_transaction  # type: ignore[method-assign]  # wraps the instance's own method
 
 

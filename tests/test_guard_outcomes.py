@@ -7,10 +7,9 @@ from chalicelib.events import controls
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.model import Health, RunStatus, StepStatus
 from chalicelib.events.runner import Rules
-from chalicelib.events.runner.outcomes import apply_outcome
 from chalicelib.events.store import steps
 from tests.support.factory import run_row, step_row
-from tests.support.runner_kit import log_of
+from tests.support.runner_kit import apply_outcome, log_of
 from tests.support.scenes import run_with_steps, set_step
 
 RULES = Rules(lease_seconds=120, max_attempts=3, retry_seconds=30)

@@ -8,9 +8,9 @@ from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
-from chalicelib.events.runner.outcomes import apply_outcome
 from chalicelib.events.store import steps
 from tests.support.factory import run_row, step_row
+from tests.support.runner_kit import apply_outcome
 from tests.support.scenes import furthest, run_with_steps, snapshot
 
 RULES = Rules(lease_seconds=120, max_attempts=3, retry_seconds=30)

@@ -24,8 +24,12 @@ def _schedule_many(db, now):
 
 def test_four_tick_processes_dispatch_every_step_attempt_exactly_once(db, game_bridge):
     _schedule_many(db, DatabaseClock(db).now())
-    # A generous budget: on a busy two-core machine the tick must still drain everything in one go.
-    processes = [tick_process(game_bridge.url, budget_seconds=120, EVENT_TICK_CONCURRENCY="8") for _ in range(PROCESSES)]
+    # A generous budget and lease (a tick dispatches nothing its leases would outlive): on a busy
+    # two-core machine the tick must still drain everything in one go.
+    processes = [
+        tick_process(game_bridge.url, budget_seconds=120, EVENT_TICK_CONCURRENCY="8", EVENT_STEP_LEASE_SECONDS="120")
+        for _ in range(PROCESSES)
+    ]
     outputs = [p.communicate(timeout=240) for p in processes]
     assert [p.returncode for p in processes] == [0] * PROCESSES, [err[-2000:] for _, err in outputs]
     reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.db import Database, must_exist
+from chalicelib.db import Database, Tx, must_exist
 from chalicelib.events.actions.bridge import BridgeClient
+from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.actions.perform import Actions
-from chalicelib.events.model import LogEntry, Run
+from chalicelib.events.model import Claim, LogEntry, Run, Step
 from chalicelib.events.runner import Budget, Rules, Runner, TickReport
+from chalicelib.events.runner.outcomes import Applied, settle_outcome
 from chalicelib.events.store import log, runs
 from tests.support.clock import ManualClock
 from tests.support.factory import make_definition
@@ -26,6 +28,13 @@ from tests.support.game_bridge import SECRET, GameBridge
 RULES = Rules(lease_seconds=120, max_attempts=3, retry_seconds=30)
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = 8  # of tick processes: short, so crash tests see it expire
+
+
+def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datetime, rules: Rules) -> Applied:
+    """An outcome and its log rows, in `tx`: what the runner's unit of work does for a dispatched step."""
+    applied, log_rows = settle_outcome(tx, step, claim, outcome, now, rules)
+    log.append_many(tx, log_rows, now)
+    return applied
 
 
 class RecordingChannel:

@@ -26,12 +26,11 @@ from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.model import TERMINAL_RUN
 from chalicelib.events.runner import Budget, Rules
-from chalicelib.events.runner.outcomes import apply_outcome
 from chalicelib.events.store import runs, steps
 from tests.conftest import START, TABLES
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.game_bridge import SECRET, Answer
-from tests.support.runner_kit import make_runner, schedule, step
+from tests.support.runner_kit import apply_outcome, make_runner, schedule, step
 from tests.support.torture import audit, sized
 
 RULES = Rules(lease_seconds=60, max_attempts=3, retry_seconds=30)

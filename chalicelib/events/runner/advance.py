@@ -24,7 +24,7 @@ from ..errors import UnreadableDocument
 from ..model import RUNNABLE, Claim, Run, RunStatus, Step, StepStatus
 from ..store import log, runs, steps
 from .budget import Budget
-from .outcomes import Applied, Rules, apply_outcome
+from .outcomes import Applied, Rules, settle_outcome
 
 OPEN_STEPS_PER_READ = 200
 NOT_STARTED = (None, RunStatus.SCHEDULED, RunStatus.MISSED)  # where a scheduled run stays when its start did not happen
@@ -53,6 +53,10 @@ class Cursor:
 def _claimable(step: Step, now: datetime) -> bool:
     """Pending and due, as last read: the claim re-checks both."""
     return step.status is StepStatus.PENDING and (step.due_at is None or step.due_at <= now)
+
+
+# Where a unit of work left the run (None: a guard lost, someone moved it first), and the claim it took.
+Onward = tuple[Cursor | None, Claim | None]
 
 
 class RunAdvancer:
@@ -91,32 +95,36 @@ class RunAdvancer:
 
     # ── the run ──────────────────────────────────────────────────────────
     def _work(self, run: Run, report: RunReport) -> RunStatus | None:
+        """Work the run until a step is parked, in flight or not yet due, or the budget is spent.
+
+        Each transaction carries the run as far as it goes without dispatching:
+        after an outcome it leaves an emptied phase, opens the next and claims
+        the next step, all guarded, with the log rows of all of it in one INSERT.
+        A claim is always committed before its step is dispatched.
+        """
         try:
             programme = self.programme_for(run)
         except UnreadableDocument as error:
             reason = str(error)
             return self.db.transaction(lambda tx: self._fail_unreadable(tx, run, reason))
+        claim: Claim | None = None  # the first open step's, when a transaction took it
+        where: Cursor | None
         if run.status in (RunStatus.SCHEDULED, RunStatus.STARTING):
-            where = self.db.transaction(lambda tx: self._start(tx, run, programme))
+            where, claim = self.db.transaction(lambda tx: self._start(tx, run, programme))
         elif run.status is RunStatus.ENDING:
             where = Cursor(RunStatus.ENDING, programme.ending_phase, None)
         else:
             where = Cursor(run.status, must_exist(run.current_phase), None)
         lost_claim = False
-        claim: Claim | None = None  # the next step's claim, when the last step's transaction took it
-        while where.status in RUNNABLE:
-            open_steps = where.open_steps
-            if open_steps is None:
-                open_steps = self._read_open(run.id, where.number)
-                where = Cursor(where.status, where.number, open_steps)
-            if not open_steps:
-                moved = self.db.transaction(lambda tx: self._leave_phase(tx, run.id, programme, where))
-                if moved is None:
-                    return self._current_status(run.id)  # someone moved the run first
-                where = moved
-                continue
-            step = open_steps[0]
+        while where is not None and where.status in RUNNABLE:
             if claim is None:
+                if where.open_steps is None:
+                    where = Cursor(where.status, where.number, self._read_open(run.id, where.number))
+                current = where
+                if not current.open_steps:
+                    where, claim = self.db.transaction(lambda tx: self._leave(tx, run.id, programme, current))
+                    continue
+                step = current.open_steps[0]
                 if not _claimable(step, self.now):
                     return where.status  # occupied (in flight or parked), or not yet due
                 if not self._may_dispatch():
@@ -132,35 +140,69 @@ class RunAdvancer:
                     where = Cursor(status, where.number, None)
                     continue
             lost_claim = False
+            working = where
+            step = must_exist(working.open_steps)[0]
             outcome = self.actions.perform(step, claim.attempt, self.now)
-            successor = open_steps[1] if len(open_steps) > 1 and _claimable(open_steps[1], self.now) else None
-            applied, claim = self.db.transaction(
-                lambda tx: self._settle(tx, step, must_exist(claim), outcome, successor)
-            )
+            applied, where, claim = self.db.transaction(
+                lambda tx: self._settle(tx, run.id, programme, working, must_exist(claim), outcome))
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
             if applied.run_stopped or not applied.written:
                 return self._current_status(run.id)  # paused or failed by the disposition, or fenced out
             if not applied.status.terminal:
-                return where.status  # parked, or pending a retry: the phase is occupied
-            remaining = None if applied.hold else open_steps[1:]
-            if remaining == [] and len(open_steps) == OPEN_STEPS_PER_READ:
-                remaining = None  # the read was truncated: there may be more
-            where = Cursor(where.status, where.number, remaining)
-        return where.status
+                return working.status  # parked, or pending a retry: the phase is occupied
+        return self._current_status(run.id) if where is None else where.status  # None: someone moved the run first
 
-    def _settle(self, tx: Tx, step: Step, claim: Claim, outcome: Outcome, successor: Step | None) -> tuple[Applied, Claim | None]:
-        """The step's outcome and, when the phase goes straight on, the next step's claim: one commit per step.
+    # ── units of work: each ends with `_onward` ───────────────────────────
+    def _start(self, tx: Tx, run: Run, programme: Programme) -> Onward:
+        log_rows: list[journal.Entry] = []
+        where = self._start_run(tx, run, programme, log_rows)
+        return self._onward(tx, log_rows, *self._move_on(tx, run.id, programme, where, log_rows))
 
-        The claim is the same guarded statement a claim on its own sends, and it is
-        committed before its step is dispatched; if it loses (a pause, a skip), the
-        loop claims again on its own and learns why.
+    def _leave(self, tx: Tx, run_id: int, programme: Programme, where: Cursor) -> Onward:
+        log_rows: list[journal.Entry] = []
+        return self._onward(tx, log_rows, *self._move_on(tx, run_id, programme, where, log_rows))
+
+    def _settle(
+        self, tx: Tx, run_id: int, programme: Programme, where: Cursor, claim: Claim, outcome: Outcome
+    ) -> tuple[Applied, Cursor | None, Claim | None]:
+        """The dispatched step's outcome, then — if the phase goes straight on — on to the next claim."""
+        open_steps = must_exist(where.open_steps)
+        applied, log_rows = settle_outcome(tx, open_steps[0], claim, outcome, self.now, self.rules)
+        if not applied.written or applied.run_stopped or not applied.status.terminal:
+            return (applied, *self._onward(tx, log_rows, where, None))
+        remaining = None if applied.hold else open_steps[1:]
+        if remaining == [] and len(open_steps) == OPEN_STEPS_PER_READ:
+            remaining = None  # the read was truncated: there may be more
+        moved = Cursor(where.status, where.number, remaining)
+        if remaining is None:
+            return (applied, *self._onward(tx, log_rows, moved, None))  # the loop reads the phase again first
+        return (applied, *self._onward(tx, log_rows, *self._move_on(tx, run_id, programme, moved, log_rows)))
+
+    def _onward(self, tx: Tx, log_rows: list[journal.Entry], where: Cursor | None, to_claim: Step | None) -> Onward:
+        """The unit's log rows in one INSERT, then the claim of the step it found next.
+
+        Both in the unit's transaction, so a change and its log rows commit together,
+        and a claim commits before its step is dispatched. The claim goes last: it
+        reads the run row with a shared lock, held only until the commit.
         """
-        applied = apply_outcome(tx, step, claim, outcome, self.now, self.rules)
-        goes_on = applied.written and applied.status.terminal and not (applied.hold or applied.run_stopped)
-        if successor is None or not goes_on or not self._may_dispatch():
-            return applied, None
-        return applied, steps.claim(tx, successor, self.now, self.rules.lease_seconds)
+        log.append_many(tx, log_rows, self.now)
+        claim = None if to_claim is None else steps.claim(tx, to_claim, self.now, self.rules.lease_seconds)
+        return where, claim
+
+    def _move_on(
+        self, tx: Tx, run_id: int, programme: Programme, where: Cursor, log_rows: list[journal.Entry]
+    ) -> tuple[Cursor | None, Step | None]:
+        """Leave emptied phases; the next step to claim, if it is due and the budget allows. Cursor None: a guard lost."""
+        current: Cursor | None = where
+        while current is not None and current.status in RUNNABLE and current.open_steps == []:
+            current = self._leave_phase(tx, run_id, programme, current, log_rows)
+        if current is None or current.status not in RUNNABLE or not current.open_steps:
+            return current, None
+        first = current.open_steps[0]
+        if not _claimable(first, self.now) or not self._may_dispatch():
+            return current, None
+        return current, first
 
     def _may_dispatch(self) -> bool:
         """A step starts only if its worst case fits the tick's budget, and its dispatch is over
@@ -175,56 +217,52 @@ class RunAdvancer:
     def _current_status(self, run_id: int) -> RunStatus:
         return must_exist(self.db.autocommit(lambda tx: runs.get(tx, run_id))).status
 
-    # ── transitions, each in one transaction with its log rows ──────────
-    def _start(self, tx: Tx, run: Run, programme: Programme) -> Cursor:
+    # ── transitions: each appends its log rows to its unit's ─────────────
+    def _start_run(self, tx: Tx, run: Run, programme: Programme, log_rows: list[journal.Entry]) -> Cursor:
         """scheduled -> starting (inside the grace window) or missed; starting -> running with phase 1."""
-        entries = []
         if run.status is RunStatus.SCHEDULED:
             if runs.start_within_grace(tx, run.id, self.now):
-                entries.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.STARTING, cause="due"))
+                log_rows.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.STARTING, cause="due"))
             elif runs.miss_after_grace(tx, run.id, self.now):
                 closed = run.scheduled_for + timedelta(seconds=run.grace_seconds)
                 cause = f"first seen at {self.now:%Y-%m-%dT%H:%M:%SZ}, after its grace window closed at {closed:%Y-%m-%dT%H:%M:%SZ}"
-                log.append(tx, journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.MISSED, cause=cause), self.now)
+                log_rows.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.MISSED, cause=cause))
                 return Cursor(RunStatus.MISSED, 0, [])
             else:
                 return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
         if not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=1):
-            log.append_many(tx, entries, self.now)
             return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
         first = steps.materialise_phase(tx, run.id, 1, programme.specs(1))
-        entries.append(journal.run_status(run.id, 1, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
-        entries.append(journal.run_phase(run.id, 1, programme.name(1)))
-        log.append_many(tx, entries, self.now)
+        log_rows.append(journal.run_status(run.id, 1, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
+        log_rows.append(journal.run_phase(run.id, 1, programme.name(1)))
         return Cursor(RunStatus.RUNNING, 1, [s for s in first if not s.status.terminal])
 
-    def _leave_phase(self, tx: Tx, run_id: int, programme: Programme, where: Cursor) -> Cursor | None:
+    def _leave_phase(
+        self, tx: Tx, run_id: int, programme: Programme, where: Cursor, log_rows: list[journal.Entry]
+    ) -> Cursor | None:
         """The phase has no open step: on to the next phase, to ending, or to completed. None if the guard lost."""
-        now, entries = self.now, []
+        now = self.now
         status, number = where.status, where.number
         if status is RunStatus.RUNNING and number < programme.last_phase:
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=number + 1):
                 return None
             opened = steps.materialise_phase(tx, run_id, number + 1, programme.specs(number + 1))
-            log.append(tx, journal.run_phase(run_id, number + 1, programme.name(number + 1)), now)
+            log_rows.append(journal.run_phase(run_id, number + 1, programme.name(number + 1)))
             return Cursor(RunStatus.RUNNING, number + 1, [s for s in opened if not s.status.terminal])
         if status is RunStatus.RUNNING:
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.ENDING, now):
                 return None
-            entries += [
+            log_rows += [
                 journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.ENDING, cause="last phase finished"),
                 journal.run_phase(run_id, programme.ending_phase, programme.name(programme.ending_phase)),
             ]
             if programme.ending:
                 opened = steps.materialise_phase(tx, run_id, programme.ending_phase, programme.ending)
-                log.append_many(tx, entries, now)
                 return Cursor(RunStatus.ENDING, programme.ending_phase, [s for s in opened if not s.status.terminal])
             status, number = RunStatus.ENDING, programme.ending_phase  # nothing to drain: straight on to completed
         if not runs.leave_phase(tx, run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, now):
-            log.append_many(tx, entries, now)
             return None
-        entries.append(journal.run_status(run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
-        log.append_many(tx, entries, now)
+        log_rows.append(journal.run_status(run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
         return Cursor(RunStatus.COMPLETED, number, [])
 
     def _fail_unreadable(self, tx: Tx, run: Run, error: str) -> RunStatus:

@@ -1,7 +1,8 @@
 """Applying what a dispatch came to: one fenced write, its log rows, and the on_failure disposition.
 
-Everything here runs inside the caller's transaction, so a state change and the
-log rows that record it commit together.
+Everything here runs inside the caller's transaction and returns the log rows
+that record it, for the caller to write in the same transaction: a state change
+and its log rows commit together.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ...db import Tx
 from .. import journal
 from ..actions.outcome import Outcome, Verdict
 from ..model import Claim, OnFailure, RunStatus, Step, StepStatus
-from ..store import log, runs, steps
+from ..store import runs, steps
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,10 @@ class Applied:
     run_stopped: bool = False  # the disposition paused or failed the run
 
 
-def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datetime, rules: Rules) -> Applied:
+def settle_outcome(
+    tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datetime, rules: Rules
+) -> tuple[Applied, list[journal.Entry]]:
+    """The outcome's writes, and the log rows that record them: the caller writes those in the same transaction."""
     verdict, error = outcome.verdict, outcome.error
     if verdict is Verdict.RETRY and claim.attempt >= rules.max_attempts:
         verdict, error = Verdict.FAILED, f"gave up after {claim.attempt} attempts: {error}"
@@ -65,9 +69,8 @@ def apply_outcome(tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datet
         disposition = apply_failure(tx, step, error or status.value, now)
         entries.extend(disposition)
         run_stopped = bool(disposition)
-    log.append_many(tx, entries, now)
     # Re-read after any hold, taken or not: the caller's list may predate the next step's due_at.
-    return Applied(written, status, written and outcome.hold_until is not None, run_stopped)
+    return Applied(written, status, written and outcome.hold_until is not None, run_stopped), entries
 
 
 def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[journal.Entry]:
