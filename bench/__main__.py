@@ -11,6 +11,7 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P8     a tick over runs needing nobody + 1 due, vs the due run alone      10,000  |  2,000
     P9     50 waits of 1-5 s and 50 confirms through `python -m chalicelib tick`  same in both
     cold   import time (median of 7 fresh interpreters), the prod package with and without bytecode   same in both
+    costs  20 runs × 2 and × 20 instant steps: a tick invocation's log bytes, a drain's redo and commits   5 rounds  |  3
 
 Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept;
 P1 and P8 take five interleaved rounds and the median of each side, every round printed.
@@ -23,7 +24,19 @@ import sys
 import time
 from dataclasses import dataclass
 
-from . import bridge_pool, cold_start, p1_throughput, p3_materialise, p4_history, p5_scaling, p6_controls, p8_idle_runs, p9_on_time, peer
+from . import (
+    bridge_pool,
+    cold_start,
+    cost_inputs,
+    p1_throughput,
+    p3_materialise,
+    p4_history,
+    p5_scaling,
+    p6_controls,
+    p8_idle_runs,
+    p9_on_time,
+    peer,
+)
 from .harness import Figure, table
 from .workload import quiet_channels
 
@@ -59,6 +72,7 @@ BENCHMARKS = {
     "peer": peer.run,
     "bridge": bridge_pool.run,  # issue 3: a 50 ms bridge, default pool vs pool of 1
     "cold": cold_start.run,  # import time of the app and the tick path, and the package size
+    "costs": cost_inputs.run,  # the cost model's log bytes per step and per invocation, redo bytes and commits per step
 }
 
 

@@ -1,8 +1,12 @@
 """A month's bill for the deployment in infra/, beside Step Functions Standard doing the same steps.
 
-`python -m bench.costs` prints the table the README carries. Every input says
-where its value comes from: `measured` (a figure from this repository's
-benchmarks, cited), `setting` (what the templates deploy) or `assumed` (an
+`python -m bench.costs` prints the table the README carries, for the storage
+the templates deploy by default (Aurora Standard), then the totals and the
+marginal cost of a million steps on both Aurora storage types (infra/data.yaml's
+`StorageType`) side by side, and from which monthly step count I/O-Optimized is
+the cheaper. Every input says where its value comes from: `measured` (a figure
+from this repository's benchmarks, cited: `python -m bench --only costs` prints
+the per-step ones), `setting` (what the templates deploy) or `assumed` (an
 estimate until someone measures it: pass the measured value, e.g.
 `--tick-wall-seconds-per-live-hour 1800`). Prices are AWS list prices for
 us-east-1 without free tiers, so the figures err high. Lambda bills wall time,
@@ -22,13 +26,16 @@ PRICES = {
     "lambda_request": 0.20 / 1e6,
     "aurora_acu_hour": 0.12,  # Aurora Serverless v2, Aurora Standard storage
     "aurora_storage_gb_month": 0.10,
-    "aurora_io": 0.20 / 1e6,
+    "aurora_io": 0.20 / 1e6,  # per write (or read) I/O, Aurora Standard only
     "secret_month": 0.40,
     "alarm_metric_month": 0.10,
     "custom_metric_month": 0.30,  # prorated by the hours it is published
     "logs_ingest_gb": 0.50,
     "api_gateway_request": 3.50 / 1e6,
 }
+# Aurora I/O-Optimized (StorageType aurora-iopt1): no I/O charge, for a third dearer ACU-hour and 2.25× the storage.
+IO_OPTIMIZED_PRICES = {**PRICES, "aurora_acu_hour": 0.16, "aurora_storage_gb_month": 0.225, "aurora_io": 0.0}
+STORAGE_TYPES = (("Standard", PRICES), ("I/O-Optimized", IO_OPTIMIZED_PRICES))  # aurora (the default), aurora-iopt1
 
 
 @dataclass(frozen=True)
@@ -51,11 +58,20 @@ INPUTS = {
         600, "setting", "wait_timeout 300 s closes a frozen container's connection, then SecondsUntilAutoPause 300 s"
     ),
     "aurora_storage_gb": Input(1, "assumed", "database size (history of a year of a community's runs)"),
-    "commits_per_step": Input(2, "measured", "bench P2: commits per step, exact count"),
-    "write_ios_per_commit": Input(1, "assumed", "Aurora write I/Os per commit (redo records batched; one per commit at this load)"),
+    "commits_per_step": Input(
+        1, "measured", "bench P2: commits per happy-path step, exact count (bench costs: the server counts the same)"),
+    "write_ios_per_commit": Input(2, "measured", (
+        "bench costs: a step's commit and the purge of the row versions it leaves write 4,400-5,500 B of InnoDB"
+        " redo; Aurora counts write I/Os in 4 KB units of log records and batches small concurrent ones (Amazon"
+        " Aurora FAQs; AWS Database Blog, 'Planning I/O in Amazon Aurora'): at most ceil(5,500 / 4,096) = 2,"
+        " at least 1.1-1.3 were every record batched")),
     "step_tick_ms": Input(8.3, "measured", "bench bridge: 120 steps/s through a 50 ms game bridge with the default pool of 8"),
-    "log_bytes_per_step": Input(600, "assumed", "log and EMF bytes per step"),
-    "log_bytes_per_tick_invocation": Input(1500, "assumed", "log and EMF bytes per tick invocation besides its steps"),
+    "log_bytes_per_step": Input(1, "measured", (
+        "bench costs: the tick Lambda at the deployed level (INFO) writes no line per step (0.01 B, rounded up);"
+        " a notice on the log channel adds its own line, about 400 B (the templates post notices to SNS)")),
+    "log_bytes_per_tick_invocation": Input(1540, "measured", (
+        "bench costs: the invocation's one INFO line (its ticks summed) and its EMF document;"
+        " Lambda's own START/END/REPORT lines come on top")),
     "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),
     "api_ms_per_request": Input(60, "assumed", "billed API time per request (bench P6: 3 ms in-process, plus the network)"),
     "custom_metrics": Input(17, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
@@ -127,6 +143,22 @@ def marginal_per_million_steps(v: dict[str, float], p: dict[str, float] = PRICES
     )
 
 
+def io_optimized_from_steps(s: Scenario, v: dict[str, float]) -> float:
+    """Monthly steps from which I/O-Optimized is the cheaper storage, over `s`'s live hours: its dearer ACU-hours
+    and storage against Standard's write I/Os."""
+    dearer = sum(line_items(s, v, IO_OPTIMIZED_PRICES).values()) - sum(line_items(s, v).values())
+    dearer += line_items(s, v)["Aurora I/O"]  # what Standard's I/O costs at s's steps, back out of the difference
+    return dearer / (v["commits_per_step"] * v["write_ios_per_commit"] * PRICES["aurora_io"])
+
+
+def _marginal_line(label: str, v: dict[str, float], p: dict[str, float]) -> str:
+    marginal = marginal_per_million_steps(v, p)
+    sfn_million = 1e6 * v["sfn_transitions_per_step"] * SFN_STANDARD_PER_TRANSITION
+    verdict = "met" if marginal <= sfn_million / 100 else "missed"
+    return (f"a million more steps on {label}: ${marginal:.2f} vs Step Functions ${sfn_million:.2f} "
+            f"= 1/{sfn_million / marginal:,.0f} (target ≤ 1/100: {verdict})")
+
+
 def render(values: dict[str, float] | None = None) -> str:
     v = {name: spec.value for name, spec in INPUTS.items()}
     v.update(values or {})
@@ -140,16 +172,18 @@ def render(values: dict[str, float] | None = None) -> str:
     lines.append("this engine".ljust(width) + "".join(f"{sum(i.values()):>20.2f}" for i in items))
     lines.append("Step Functions Standard".ljust(width) + "".join(f"{step_functions(s, v):>20.2f}" for s in SCENARIOS))
     idle = sum(items[0].values())
-    marginal = marginal_per_million_steps(v)
-    sfn_million = 1e6 * v["sfn_transitions_per_step"] * SFN_STANDARD_PER_TRANSITION
+    lines.append("")
+    for label, prices in STORAGE_TYPES:  # infra/data.yaml's StorageType
+        lines.append(f"on Aurora {label}".ljust(width) + "".join(f"{sum(line_items(s, v, prices).values()):>20.2f}" for s in SCENARIOS))
+    example, busy = SCENARIOS[1], SCENARIOS[2]
     lines += [
         "",
-        f"idle month: ${idle:.2f} (target ≤ $5: {'met' if idle <= 5 else 'missed'})",
-        (
-            f"a million more steps: ${marginal:.2f} vs Step Functions ${sfn_million:.2f} "
-            f"= 1/{sfn_million / marginal:.0f} (target ≤ 1/100: {'met' if marginal <= sfn_million / 100 else 'missed'}); "
-            f"they need {1e6 * v['step_tick_ms'] / 1000 / 3600:.1f} tick hours"
-        ),
+        (f"idle month: ${idle:.2f} (target ≤ $5: {'met' if idle <= 5 else 'missed'}); "
+         f"I/O-Optimized ${sum(line_items(SCENARIOS[0], v, IO_OPTIMIZED_PRICES).values()):.2f}"),
+        *(_marginal_line(label, v, prices) for label, prices in STORAGE_TYPES),
+        (f"they need {1e6 * v['step_tick_ms'] / 1000 / 3600:.1f} tick hours; I/O-Optimized is the cheaper from "
+         f"{io_optimized_from_steps(busy, v) / 1e6:.1f} M steps a month over {busy.live_hours:g} live hours "
+         f"({io_optimized_from_steps(example, v) / 1e6:.1f} M over {example.live_hours:g}), Standard below"),
         "",
         "inputs:",
     ]

@@ -1,19 +1,32 @@
-"""bench/costs.py: the README's cost table is what the script prints, and the idle month stays under $5."""
+"""bench/costs.py: the README's cost table is what the script prints, its verdicts follow from its inputs, and
+the measured per-step inputs still hold against the engine (its tick Lambda's log, its commits' redo)."""
 
 import re
 
-from bench import costs
+import pytest
+
+from bench import cost_inputs, costs
 from tests.support.cfn import ROOT
 
-
-def totals(text: str) -> list[float]:
-    line = next(row for row in text.splitlines() if row.startswith("this engine"))
-    return [float(x) for x in line.split()[2:]]
+DEFAULTS = {name: spec.value for name, spec in costs.INPUTS.items()}
 
 
-def test_the_idle_month_is_at_most_five_dollars_even_waking_daily():
+def totals(text: str, row: str = "this engine") -> list[float]:
+    line = next(line for line in text.splitlines() if line.startswith(row))
+    return [float(x) for x in line.split()[-3:]]
+
+
+def marginal(text: str, storage: str) -> tuple[float, str]:
+    """The price and the verdict of the 'a million more steps on <storage>' line."""
+    found = re.search(rf"a million more steps on {re.escape(storage)}: \$([\d.]+) .*target ≤ 1/100: (met|missed)", text)
+    assert found, f"no marginal line for {storage}"
+    return float(found.group(1)), found.group(2)
+
+
+def test_the_idle_month_is_at_most_five_dollars_even_waking_daily_on_either_storage():
     assert totals(costs.render())[0] <= 5
     assert totals(costs.render({"idle_wakes_per_month": 30}))[0] <= 5
+    assert totals(costs.render(), "on Aurora I/O-Optimized")[0] <= 5
 
 
 def test_a_measured_input_replaces_the_assumed_one_and_says_so():
@@ -25,6 +38,38 @@ def test_a_measured_input_replaces_the_assumed_one_and_says_so():
 def test_step_functions_standard_is_priced_per_transition():
     line = next(row for row in costs.render().splitlines() if row.startswith("Step Functions Standard"))
     assert line.split()[-3:] == ["0.00", "0.01", "25.00"]  # 0, 500 and 1,000,000 steps
+
+
+def test_a_million_steps_cost_their_write_ios_and_log_bytes_at_list_price():
+    io = 1e6 * DEFAULTS["commits_per_step"] * DEFAULTS["write_ios_per_commit"] * 0.20 / 1e6
+    logs = 1e6 * DEFAULTS["log_bytes_per_step"] / 1e9 * 0.50
+    text = costs.render()
+    assert marginal(text, "Standard")[0] == pytest.approx(io + logs, abs=0.005)
+    assert marginal(text, "I/O-Optimized")[0] == pytest.approx(logs, abs=0.005)
+    busy_io = next(row for row in text.splitlines() if row.startswith("Aurora I/O")).split()[-1]
+    assert float(busy_io) == pytest.approx(io, abs=0.005)  # the busy month's I/O line is a million steps' I/O
+
+
+@pytest.mark.parametrize("inputs, standard", [
+    ({}, "missed"),  # two write I/Os per commit: $0.40
+    ({"write_ios_per_commit": 1}, "met"),  # one: $0.20 plus the logs
+    ({"write_ios_per_commit": 1, "log_bytes_per_step": 600}, "missed"),  # and a 600 B line per step: $0.50
+])
+def test_the_one_hundredth_target_is_judged_from_the_inputs(inputs, standard):
+    text = costs.render(inputs)
+    assert marginal(text, "Standard")[1] == standard
+    assert marginal(text, "I/O-Optimized")[1] == ("met" if "log_bytes_per_step" not in inputs else "missed")
+
+
+def test_io_optimized_costs_the_same_as_standard_at_the_step_count_said_to_be_the_crossover():
+    busy = costs.SCENARIOS[2]
+    crossover = costs.io_optimized_from_steps(busy, DEFAULTS)
+    text = costs.render()
+    assert f"cheaper from {crossover / 1e6:.1f} M steps a month over {busy.live_hours:g} live hours" in text
+    for steps, cheaper in ((crossover * 0.9, costs.PRICES), (crossover * 1.1, costs.IO_OPTIMIZED_PRICES)):
+        month = costs.Scenario("probe", busy.live_hours, busy.events, steps)
+        by_storage = {id(p): sum(costs.line_items(month, DEFAULTS, p).values()) for p in (costs.PRICES, costs.IO_OPTIMIZED_PRICES)}
+        assert min(by_storage, key=by_storage.__getitem__) == id(cheaper)
 
 
 def test_the_readme_shows_what_the_script_prints():
@@ -39,3 +84,21 @@ def test_the_cost_model_counts_the_metrics_the_tick_publishes():
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
                  *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "TickSeconds"}
     assert costs.INPUTS["custom_metrics"].value == len(published)
+
+
+# ── the measured inputs, measured again at a small size ──
+
+def test_a_tick_lambda_at_the_deployed_level_logs_what_the_model_counts_per_step_and_per_invocation(db):
+    one_tick = cost_inputs.invocation_output(db, 1)
+    spread = cost_inputs.invocation_output(db, 5, spread=True)  # five times the steps, a tick per run
+    assert spread.ticks > one_tick.ticks and spread.notices == spread.steps
+    per_step = (spread.engine_bytes - one_tick.engine_bytes) / (spread.steps - one_tick.steps)
+    assert per_step <= DEFAULTS["log_bytes_per_step"]
+    assert one_tick.engine_bytes <= DEFAULTS["log_bytes_per_tick_invocation"] * 1.02  # digits of its figures vary
+
+
+def test_a_step_commits_once_and_its_redo_fits_the_write_ios_the_model_counts():
+    with cost_inputs.private_database() as db:
+        redo = cost_inputs.redo_per_step(db, rounds=1)
+    assert redo.commits_per_step == DEFAULTS["commits_per_step"]
+    assert redo.bytes_per_commit <= DEFAULTS["write_ios_per_commit"] * cost_inputs.AURORA_WRITE_IO_BYTES

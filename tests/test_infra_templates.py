@@ -75,8 +75,9 @@ def test_the_data_stack_lints_clean_as_written(data):
 EXISTING_NETWORK = {"ExistingVpcId": "vpc-0123456789abcdef0", "ExistingSubnetIds": "subnet-0123456789abcdef0,subnet-0fedcba9876543210"}
 
 
-@pytest.mark.parametrize("options", [{}, COSTLY_DATA_OPTIONS, EXISTING_NETWORK, {"MinCapacity": 0.5}],
-                         ids=["defaults", "costly", "existing-subnets", "never-pauses"])
+@pytest.mark.parametrize("options", [{}, COSTLY_DATA_OPTIONS, EXISTING_NETWORK, {"MinCapacity": 0.5},
+                                     {"StorageType": "aurora-iopt1"}],
+                         ids=["defaults", "costly", "existing-subnets", "never-pauses", "io-optimized"])
 def test_the_data_stack_lints_clean_as_deployed(data, options):
     assert cfn.lint(cfn.render(data, options)) == []
 
@@ -121,6 +122,13 @@ def test_each_costly_part_appears_when_its_parameter_is_set(data, parameter, res
     deployed = cfn.render(data, {parameter: "true"})
     assert len(cfn.of_type(deployed, resource_type)) == count
     assert cfn.lint(deployed) == []
+
+
+def test_aurora_storage_is_standard_unless_io_optimized_is_chosen(data):
+    """Standard leaves the property unset, so a stack deployed before the parameter sees no change."""
+    assert "StorageType" not in resources(cfn.render(data))["DatabaseCluster"]["Properties"]
+    chosen = resources(cfn.render(data, {"StorageType": "aurora-iopt1"}))["DatabaseCluster"]["Properties"]
+    assert chosen["StorageType"] == "aurora-iopt1"
 
 
 def test_the_proxy_requires_tls_and_so_does_aurora(data):
