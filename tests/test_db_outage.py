@@ -5,9 +5,12 @@ it refuses connections like a server that is down, or accepts and holds the
 handshake like a hung server or an Aurora resuming from a pause. The API must
 answer 503 with Retry-After within 10 s; a tick must wait for the database only
 inside its budget, carry on when it comes back (logging that it did) and lose
-nothing, or else exit with one line and a non-zero code.
+nothing, or else exit with one line and a non-zero code (a tick Lambda: one
+ERROR line and a normal return, the next scheduled tick being the retry).
 """
 
+import io
+import json
 import threading
 import time
 
@@ -15,12 +18,14 @@ import pytest
 from chalice.test import Client
 
 from app import app
-from chalicelib import runtime
+from chalicelib import observability, runtime
+from chalicelib.config import Settings
 from chalicelib.db import HANDSHAKE_SECONDS, Database, DatabaseClock
 from chalicelib.events.model import RunStatus
 from tests.support.api import ADMIN, hs_settings
 from tests.support.db_door import DatabaseDoor
 from tests.support.factory import document, run_row
+from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
 from tests.support.runner_kit import schedule, step, tick_process
 
 HELLO = document([[step("world.spawn", npc="scarecrow"), step("core.announce", message="hello")]])
@@ -88,3 +93,30 @@ def test_a_tick_waits_for_a_resuming_database_whose_handshake_stalls_then_accept
     door.stall(HANDSHAKE_SECONDS + 2)
     _resumes(db, game_bridge, door)
     assert door.accepted >= 2
+
+
+def test_a_lambda_tick_whose_database_refuses_for_its_whole_budget_logs_one_error_and_returns(door, capsys):
+    """In Lambda the next scheduled tick is the retry: a traceback would only fail the invocation."""
+    from app import tick as tick_handler  # the function Lambda calls, middleware and all
+
+    door.refuse()
+    down = Database(door.url())
+    engine_log = io.StringIO()
+    handler = observability.structured_logger().registered_handler
+    previous = handler.setStream(engine_log)
+    remaining_seconds = 8.0  # 5 s to take work in once the 3 s kept for returning are set aside
+    try:
+        with runtime.override(settings=Settings(), database=down, clock=DatabaseClock(down)):
+            started = time.monotonic()
+            summary = tick_handler(SCHEDULED_EVENT, lambda_context(remaining_ms=int(remaining_seconds * 1000)))
+            elapsed = time.monotonic() - started
+    finally:
+        handler.setStream(previous)
+    lines = [json.loads(line) for line in engine_log.getvalue().splitlines()]
+    [error] = [line for line in lines if line["level"] == "ERROR"]
+    assert error["message"].startswith("the database was unreachable for this tick invocation's")
+    assert error["message"].endswith("the next scheduled tick tries again") and "127.0.0.1" in error["message"]
+    assert "Traceback" not in engine_log.getvalue() + capsys.readouterr().err
+    assert all(line["level"] == "INFO" for line in lines if line is not error)  # the waits, one line each
+    assert summary["database_unreachable"] is True and summary["ticks"] == []
+    assert 1.0 < elapsed < remaining_seconds  # it waited for the database inside its budget, then gave up

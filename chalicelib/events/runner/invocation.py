@@ -16,9 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pymysql
+
 from ... import runtime
 from ...config import Settings
-from ...db import Clock, Database
+from ...db import HANDSHAKE_SECONDS, Clock, Database, lost_connection
 from ..actions.bridge import BridgeClient
 from ..actions.channels import channel_for
 from ..actions.perform import Actions
@@ -120,21 +122,39 @@ def run_invocation(
 
 
 def scheduled_tick(context: LambdaContext) -> dict:
-    """The `tick` Lambda's work (the minute rule, a one-time wake-up or a nudge): a summary of its ticks."""
+    """The `tick` Lambda's work (the minute rule, a one-time wake-up or a nudge): a summary of its ticks.
+
+    A database that stays unreachable for the whole of the invocation's budget ends
+    it with one ERROR line and a normal return: the next scheduled tick tries again,
+    and a failed invocation would only add a traceback and an asynchronous retry.
+    """
     started = time.monotonic()
     runner = process_runner()
     settings = runtime.settings()
-    parked_cue_age = _parked_cue_age(runner)  # read first: after a sleep the connections are closed
-    sleeper = None
-    if settings.sleep:
-        sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon)
-        sleeper.started(runtime.clock().now())
-    loop = run_invocation(
-        runner,
-        remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000,
-        tick_seconds=settings.tick_seconds,
-        sleeper=sleeper,
-    )
+
+    def remaining_seconds() -> float:
+        return context.get_remaining_time_in_millis() / 1000
+
+    # The database is waited for here, inside the budget the loop would take work in: every read
+    # below needs it (the parked cues, a sleeping deployment's database clock) and would otherwise
+    # fail at once. At least one whole connection attempt is made, however little time is left.
+    reach_until = started + min(SCHEDULE_PERIOD_SECONDS, remaining_seconds() - SAFETY_SECONDS) - runner.step_worst_case_seconds
+    try:
+        runner.db.reach(max(reach_until, time.monotonic() + HANDSHAKE_SECONDS))
+        parked_cue_age = _parked_cue_age(runner)  # read first: after a sleep the connections are closed
+        sleeper = None
+        if settings.sleep:
+            sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon)
+            sleeper.started(runtime.clock().now())
+        loop = run_invocation(runner, remaining_seconds=remaining_seconds, tick_seconds=settings.tick_seconds, sleeper=sleeper)
+    except pymysql.err.OperationalError as error:
+        if not lost_connection(error):
+            raise  # not an outage: a failure worth its traceback and the failed invocation's alarm
+        seconds = round(time.monotonic() - started, 3)
+        logger.error("the database was unreachable for this tick invocation's %.0f s (%s); the next scheduled tick "
+                     "tries again", seconds, error.args[-1])
+        return {"ticks": [], "wake_reads": 0, "asleep": False, "parked_cue_age_seconds": None, "seconds": seconds,
+                "database_unreachable": True}
     ticks = [r.summary() for r in loop.reports]
     summary = {
         "ticks": ticks,
