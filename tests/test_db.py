@@ -2,6 +2,7 @@
 
 import contextlib
 import threading
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -64,3 +65,15 @@ def test_an_error_inside_a_transaction_rolls_it_back(db, clock):
     with pytest.raises(KeyError):
         db.transaction(work)
     assert db.autocommit(lambda tx: tx.one("SELECT grace_seconds FROM event_runs WHERE id = %s", (run.id,)))["grace_seconds"] == 300
+
+
+def test_times_reach_the_server_exactly_however_often_they_are_sent(db):
+    """Datetime literals are cached (a tick sends its clock read thousands of times): never mixed up."""
+    first = datetime(2026, 12, 1, 8, 0, 0, 123456)
+    later = first + timedelta(microseconds=1)
+    aware = datetime(2026, 12, 1, 9, 0, 0, 123456, tzinfo=timezone(timedelta(hours=1)))  # the same instant as first
+    for _ in range(3):
+        row = db.autocommit(lambda tx: tx.one(
+            "SELECT CAST(%s AS DATETIME(6)) AS a, CAST(%s AS DATETIME(6)) AS b, CAST(%s AS DATETIME(6)) AS c",
+            (first, later, aware)))
+        assert row == {"a": first, "b": later, "c": aware.replace(tzinfo=None)}

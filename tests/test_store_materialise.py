@@ -20,6 +20,13 @@ def test_materialise_writes_steps_in_authored_order_as_pending(db, clock):
     assert all(s.attempts == 0 and s.due_at is None for s in rows)
 
 
+def test_a_new_phase_is_returned_exactly_as_its_rows_read_back(db, clock):
+    """Built from the specs and the ids and keys the server chose: the table's defaults, pinned here."""
+    run = make_run(db, clock.now())
+    written = materialise(db, run, 1, [StepSpec("core.wait", {"seconds": 5}, 1, "skip"), StepSpec("world.spawn", {})])
+    assert written == db.autocommit(lambda tx: steps.list_for_phase(tx, run.id, 1))
+
+
 def test_idempotency_key_is_sha256_of_run_and_step_id(db, clock):
     run = make_run(db, clock.now())
     for s in materialise(db, run, 1, specs("a.b", "c.d", "e.f")):

@@ -168,6 +168,16 @@ class Step:
             }
         )
 
+    @classmethod
+    def new(cls, step_id: int, run_id: int, phase: int, seq: int, spec: StepSpec, idempotency_key: str) -> Step:
+        """The step as its INSERT wrote it (the table's defaults): pending, never claimed, not held."""
+        return cls(
+            id=step_id, run_id=run_id, phase=phase, seq=seq, action_id=spec.action_id, params=spec.params,
+            action_version=int(spec.action_version), on_failure=OnFailure(spec.on_failure),
+            idempotency_key=idempotency_key, status=StepStatus.PENDING, attempts=0, claimed_by=None,
+            claim_expires_at=None, due_at=None, started_at=None, finished_at=None, last_error=None,
+        )
+
     @property
     def parked(self) -> bool:
         return self.status is StepStatus.RUNNING and self.claim_expires_at is None

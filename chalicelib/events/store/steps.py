@@ -150,7 +150,9 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
     cannot double-materialise; one UPDATE that stamps the idempotency key of
     every new row from its own id, computed in SQL; one SELECT. The key is
     stamped only where it is still empty, so a key a dispatch has already sent
-    is never overwritten.
+    is never overwritten. When the INSERT wrote every row, each row is as it
+    wrote it and the SELECT reads back only the ids and keys the server chose
+    (`Step.new`); otherwise it reads the phase whole.
     """
     if not specs:
         raise ValueError("a phase needs at least one step")
@@ -163,7 +165,7 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
             (run_id, phase, seq, spec.action_id, json.dumps(spec.params), int(spec.action_version), on_failure)
         )
     values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s)")
-    tx.execute(
+    inserted = tx.execute(
         f"""INSERT IGNORE INTO event_run_steps
               (run_id, phase, seq, action_id, params, action_version, on_failure)
             VALUES {values}""",
@@ -175,7 +177,16 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
             WHERE run_id = %s AND phase = %s AND idempotency_key = ''""",
         (run_id, phase),
     )
-    return list_for_phase(tx, run_id, phase)
+    if inserted != len(specs):
+        return list_for_phase(tx, run_id, phase)
+    keys = tx.all(
+        "SELECT id, idempotency_key FROM event_run_steps WHERE run_id = %s AND phase = %s ORDER BY seq",
+        (run_id, phase),
+    )
+    return [
+        Step.new(key["id"], run_id, phase, seq, spec, key["idempotency_key"])
+        for seq, (spec, key) in enumerate(zip(specs, keys, strict=True))
+    ]
 
 
 # ── the claimer's statements ───────────────────────────────────────────────
