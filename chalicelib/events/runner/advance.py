@@ -249,21 +249,24 @@ class RunAdvancer:
             opened = steps.materialise_phase(tx, run_id, number + 1, programme.specs(number + 1))
             log_rows.append(journal.run_phase(run_id, number + 1, programme.name(number + 1)))
             return Cursor(RunStatus.RUNNING, number + 1, [s for s in opened if not s.status.terminal])
+        ending = programme.ending_phase
         if status is RunStatus.RUNNING:
-            if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.ENDING, now):
+            # With no ending to drain, the run passes through ending within this one statement: the
+            # log tells both moves, and nobody could have seen it in between (one transaction).
+            to = RunStatus.ENDING if programme.ending else RunStatus.COMPLETED
+            if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, to, now):
                 return None
             log_rows += [
                 journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.ENDING, cause="last phase finished"),
-                journal.run_phase(run_id, programme.ending_phase, programme.name(programme.ending_phase)),
+                journal.run_phase(run_id, ending, programme.name(ending)),
             ]
             if programme.ending:
-                opened = steps.materialise_phase(tx, run_id, programme.ending_phase, programme.ending)
-                return Cursor(RunStatus.ENDING, programme.ending_phase, [s for s in opened if not s.status.terminal])
-            status, number = RunStatus.ENDING, programme.ending_phase  # nothing to drain: straight on to completed
-        if not runs.leave_phase(tx, run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, now):
+                opened = steps.materialise_phase(tx, run_id, ending, programme.ending)
+                return Cursor(RunStatus.ENDING, ending, [s for s in opened if not s.status.terminal])
+        elif not runs.leave_phase(tx, run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, now):
             return None
-        log_rows.append(journal.run_status(run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
-        return Cursor(RunStatus.COMPLETED, number, [])
+        log_rows.append(journal.run_status(run_id, ending, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
+        return Cursor(RunStatus.COMPLETED, ending, [])
 
     def _fail_unreadable(self, tx: Tx, run: Run, error: str) -> RunStatus:
         if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, self.now, last_error=error, degrade=True):
