@@ -56,7 +56,7 @@ SLEEP_RACE = "tests/test_runner_sleep_race.py"
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
 
-TOKEN_UNIQUE = "the token is a fresh uuid4 per claim and is cleared by every write that ends the claim, so it alone identifies the claim"
+TOKEN_UNIQUE = "the token is 128 fresh random bits per claim and is cleared by every write that ends the claim, so it alone identifies the claim"
 
 
 def _commit_first(name: str, file: str, line: str, indent: str, tests: tuple[str, ...]) -> Mutation:
@@ -461,6 +461,10 @@ MUTATIONS: list[Mutation] = [
              "return self.budget.allows(self.step_worst_case) and dispatch_over_by < self.leases_lapse_at",
              "return self.budget.allows(self.step_worst_case)",
              (RUNNER_HOSTILE,)),
+    Mutation("runner-start-left-in-starting", RUNS,
+             "to = RunStatus.STARTING if into_phase is None else RunStatus.RUNNING",
+             "to = RunStatus.STARTING",
+             (RUNNER_LIFECYCLE,)),
     Mutation("claim-in-an-outcome-unit-past-the-budget", ADVANCE,
              "if not _claimable(first, self.now) or not self._may_dispatch():",
              "if not _claimable(first, self.now):",

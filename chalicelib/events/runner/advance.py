@@ -9,7 +9,6 @@ writes are fenced on its claim, and a phase is left only if it has no open step.
 from __future__ import annotations
 
 import math
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,7 +80,7 @@ class RunAdvancer:
         if not self.budget.allows(self.step_worst_case):
             report.out_of_budget = True
             return report
-        token = uuid.uuid4().hex
+        token = steps.claim_token()
         if not self.db.autocommit(lambda tx: runs.claim(tx, run.id, token, self.now, self.rules.lease_seconds)):
             return report  # another worker or tick has it
         report.claimed = True
@@ -219,9 +218,12 @@ class RunAdvancer:
 
     # ── transitions: each appends its log rows to its unit's ─────────────
     def _start_run(self, tx: Tx, run: Run, programme: Programme, log_rows: list[journal.Entry]) -> Cursor:
-        """scheduled -> starting (inside the grace window) or missed; starting -> running with phase 1."""
+        """scheduled -> starting (inside the grace window) or missed; starting -> running with phase 1.
+
+        A scheduled run goes through starting within one statement: the log tells both moves.
+        """
         if run.status is RunStatus.SCHEDULED:
-            if runs.start_within_grace(tx, run.id, self.now):
+            if runs.start_within_grace(tx, run.id, self.now, into_phase=1):
                 log_rows.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.STARTING, cause="due"))
             elif runs.miss_after_grace(tx, run.id, self.now):
                 closed = run.scheduled_for + timedelta(seconds=run.grace_seconds)
@@ -230,7 +232,7 @@ class RunAdvancer:
                 return Cursor(RunStatus.MISSED, 0, [])
             else:
                 return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
-        if not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=1):
+        elif not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=1):
             return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
         first = steps.materialise_phase(tx, run.id, 1, programme.specs(1))
         log_rows.append(journal.run_status(run.id, 1, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))

@@ -150,6 +150,7 @@ def _move(
     current_phase: int | None = None,
     degrade: bool = False,
     wake_now: bool = False,
+    started: bool = False,
 ) -> bool:
     """`UPDATE event_runs … WHERE id = run_id AND <guard>`: what every status change of a run writes.
 
@@ -167,7 +168,7 @@ def _move(
         raise ValueError(f"phases are numbered from 1, got {current_phase!r}")
     sets = ["status = %s", "updated_at = %s"]
     args: list = [to.value, now]
-    if to is RunStatus.STARTING:
+    if started or to is RunStatus.STARTING:
         sets.append("started_at = COALESCE(started_at, %s)")
         args.append(now)
     if to in TERMINAL_RUN:
@@ -244,10 +245,15 @@ def leave_phase(
     return _move(tx, run_id, to, now, guard, args, current_phase=next_phase)
 
 
-def start_within_grace(tx: Tx, run_id: int, now: datetime) -> bool:
-    """`scheduled -> starting`, only while now lies in [scheduled_for, scheduled_for + grace]."""
+def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | None = None) -> bool:
+    """`scheduled -> starting`, only while now lies in [scheduled_for, scheduled_for + grace].
+
+    With `into_phase`, straight on into running at that phase, for a caller that
+    materialises it in the same transaction (nobody could see it starting).
+    """
     guard = "status = 'scheduled' AND scheduled_for <= %s AND %s <= scheduled_for + INTERVAL grace_seconds SECOND"
-    return _move(tx, run_id, RunStatus.STARTING, now, guard, (now, now))
+    to = RunStatus.STARTING if into_phase is None else RunStatus.RUNNING
+    return _move(tx, run_id, to, now, guard, (now, now), current_phase=into_phase, started=True)
 
 
 def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:

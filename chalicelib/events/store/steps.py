@@ -16,6 +16,7 @@ and claimed again elsewhere, changes nothing.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -44,6 +45,11 @@ RUN_ENDED = "its run ended while this step was in flight"
 _RUNNABLE_SQL = ", ".join(f"'{s.value}'" for s in RUNNABLE)
 _DUE_SQL = ", ".join(f"'{s.value}'" for s in DUE)
 _TERMINAL_RUN_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
+
+
+def claim_token() -> str:
+    """128 random bits as 32 hex digits: what marks one claim (of a step or a run lease) as its taker's."""
+    return os.urandom(16).hex()
 
 
 def _check_seconds(seconds: float, what: str) -> None:
@@ -198,9 +204,7 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     pressed mid-tick stops the next claim). `started_at` keeps the first attempt.
     """
     _check_seconds(lease_seconds, "lease")
-    from uuid import uuid4  # claims are the tick's: the API, which loads this module too, never needs uuid
-
-    token = uuid4().hex
+    token = claim_token()
     changed = tx.execute(
         f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                SET s.status = 'running', s.attempts = s.attempts + 1,
