@@ -100,7 +100,7 @@ def _actions(cue=None, announce=None):
 
 
 def test_every_core_action_of_the_registry_has_a_handler():
-    assert set(_actions().core_handlers()) == set(CORE_ACTIONS)
+    assert set(_actions().core_handlers) == set(CORE_ACTIONS)
 
 
 def test_wait_holds_from_the_first_start_not_from_now():

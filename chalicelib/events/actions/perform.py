@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from ..model import Step, kept_note
 from . import core
@@ -30,8 +31,9 @@ class Actions:
         bridge = self.bridge.timeout if self.bridge else 0.0
         return max(bridge, self.cue_channel.timeout, self.announce_channel.timeout)
 
+    @cached_property
     def core_handlers(self) -> dict[str, Callable[[Step, datetime], Outcome]]:
-        """One handler per core action of the registry."""
+        """One handler per core action of the registry (built once: every dispatch looks one up)."""
         return {
             "core.wait": core.wait,
             "core.cue": lambda step, now: core.cue(step, self.cue_channel, now, self.console_url),
@@ -56,7 +58,7 @@ class Actions:
         if problem:  # stored before its action's schema said so: fail as validation would have refused it
             return Outcome.failed(problem)
         if spec.core:
-            return self.core_handlers()[spec.id](step, now)
+            return self.core_handlers[spec.id](step, now)
         if self.bridge is None:
             return Outcome.failed("GAME_BRIDGE_URL is not set: module actions cannot be dispatched")
         return self.bridge.dispatch(step, attempt, now)
