@@ -57,12 +57,11 @@ from chalicelib import observability, runtime
 from chalicelib.config import Settings
 from chalicelib.db import ConnectionParams, Database, DatabaseClock
 from chalicelib.events.runner import invocation as invocation_module
-from chalicelib.migrate import migrate
 from tests.support.clock import ManualClock
 from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
 from tests.support.mariadb import PrivateMariaDB
 
-from .harness import Figure, median, scratch_database
+from .harness import Figure, median, migrated_database, scratch_database
 from .workload import drain, make_runner, schedule_backlog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -284,13 +283,8 @@ def private_database() -> Iterator[Database]:
     home = Path(tempfile.mkdtemp(prefix="events-redo-"))
     server = PrivateMariaDB(home).start()
     try:
-        params = ConnectionParams.from_url(server.url + "events_redo")
-        migrate(params)
-        db = Database(params, read_timeout=600)
-        try:
+        with migrated_database(ConnectionParams.from_url(server.url + "events_redo")) as db:
             yield db
-        finally:
-            db.close()
     finally:
         server.stop()
         shutil.rmtree(home, ignore_errors=True)

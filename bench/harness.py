@@ -28,16 +28,25 @@ def server_params() -> ConnectionParams:
 
 
 @contextmanager
-def scratch_database(label: str) -> Iterator[Database]:
-    """A migrated database of our own on the tests' server, dropped at the end whatever happens."""
-    name = f"events_bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    params = dataclasses.replace(server_params(), database=name)
+def migrated_database(params: ConnectionParams) -> Iterator[Database]:
+    """`params`' database migrated, and a benchmark's connection to it (long reads), closed at the end."""
     migrate(params)
     db = Database(params, read_timeout=600)
     try:
         yield db
     finally:
         db.close()
+
+
+@contextmanager
+def scratch_database(label: str) -> Iterator[Database]:
+    """A migrated database of our own on the tests' server, dropped at the end whatever happens."""
+    name = f"events_bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    params = dataclasses.replace(server_params(), database=name)
+    try:
+        with migrated_database(params) as db:
+            yield db
+    finally:
         drop_database(params)
 
 
