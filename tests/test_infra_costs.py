@@ -6,6 +6,7 @@ import re
 import pytest
 
 from bench import cost_inputs, costs
+from tests.support import cfn
 from tests.support.cfn import ROOT
 
 DEFAULTS = {name: spec.value for name, spec in costs.INPUTS.items()}
@@ -23,10 +24,19 @@ def marginal(text: str, storage: str) -> tuple[float, str]:
     return float(found.group(1)), found.group(2)
 
 
+def test_the_main_table_is_priced_for_the_storage_the_data_stack_deploys_by_default():
+    assert cfn.load(cfn.DATA_TEMPLATE)["Parameters"]["StorageType"]["Default"] == costs.DEFAULT_STORAGE == "aurora-iopt1"
+    text = costs.render()
+    assert totals(text) == totals(text, "on Aurora I/O-Optimized (default)") != totals(text, "on Aurora Standard")
+    assert "idle month on I/O-Optimized:" in text
+    assert marginal(text, costs.DEFAULT_LABEL)[1] == "met"  # so both of issue 12's targets hold by default
+
+
 def test_the_idle_month_is_at_most_five_dollars_even_waking_daily_on_either_storage():
-    assert totals(costs.render())[0] <= 5
-    assert totals(costs.render({"idle_wakes_per_month": 30}))[0] <= 5
-    assert totals(costs.render(), "on Aurora I/O-Optimized")[0] <= 5
+    for waking in ({}, {"idle_wakes_per_month": 30}):
+        text = costs.render(waking)
+        assert totals(text)[0] <= 5
+        assert totals(text, "on Aurora Standard")[0] <= 5
 
 
 def test_a_measured_input_replaces_the_assumed_one_and_says_so():
@@ -46,8 +56,10 @@ def test_a_million_steps_cost_their_write_ios_and_log_bytes_at_list_price():
     text = costs.render()
     assert marginal(text, "Standard")[0] == pytest.approx(io + logs, abs=0.005)
     assert marginal(text, "I/O-Optimized")[0] == pytest.approx(logs, abs=0.005)
+    busy = costs.SCENARIOS[2]
+    assert costs.line_items(busy, DEFAULTS, costs.STANDARD_PRICES)["Aurora I/O"] == pytest.approx(io)  # a million steps' I/O
     busy_io = next(row for row in text.splitlines() if row.startswith("Aurora I/O")).split()[-1]
-    assert float(busy_io) == pytest.approx(io, abs=0.005)  # the busy month's I/O line is a million steps' I/O
+    assert busy_io == "0.00"  # the table's storage, the default, bills none
 
 
 @pytest.mark.parametrize("inputs, standard", [
@@ -56,19 +68,22 @@ def test_a_million_steps_cost_their_write_ios_and_log_bytes_at_list_price():
     ({"write_ios_per_commit": 1, "log_bytes_per_step": 600}, "missed"),  # and a 600 B line per step: $0.50
 ])
 def test_the_one_hundredth_target_is_judged_from_the_inputs(inputs, standard):
+    """Met on the default (I/O-Optimized) unless the logs alone cost more; on Standard as its write I/Os decide."""
     text = costs.render(inputs)
     assert marginal(text, "Standard")[1] == standard
     assert marginal(text, "I/O-Optimized")[1] == ("met" if "log_bytes_per_step" not in inputs else "missed")
 
 
-def test_io_optimized_costs_the_same_as_standard_at_the_step_count_said_to_be_the_crossover():
-    busy = costs.SCENARIOS[2]
-    crossover = costs.io_optimized_from_steps(busy, DEFAULTS)
-    text = costs.render()
-    assert f"cheaper from {crossover / 1e6:.1f} M steps a month over {busy.live_hours:g} live hours" in text
-    for steps, cheaper in ((crossover * 0.9, costs.PRICES), (crossover * 1.1, costs.IO_OPTIMIZED_PRICES)):
-        month = costs.Scenario("probe", busy.live_hours, busy.events, steps)
-        by_storage = {id(p): sum(costs.line_items(month, DEFAULTS, p).values()) for p in (costs.PRICES, costs.IO_OPTIMIZED_PRICES)}
+@pytest.mark.parametrize("scenario, said", [
+    (costs.SCENARIOS[1], "({millions:.1f} M over {hours:g})"),
+    (costs.SCENARIOS[2], "cheaper from {millions:.1f} M steps a month over {hours:g} live hours"),
+], ids=["example", "busy"])
+def test_io_optimized_costs_the_same_as_standard_at_the_step_count_said_to_be_the_crossover(scenario, said):
+    crossover = costs.io_optimized_from_steps(scenario, DEFAULTS)
+    assert said.format(millions=crossover / 1e6, hours=scenario.live_hours) in costs.render()
+    for steps, cheaper in ((crossover * 0.9, costs.STANDARD_PRICES), (crossover * 1.1, costs.IO_OPTIMIZED_PRICES)):
+        month = costs.Scenario("probe", scenario.live_hours, scenario.events, steps)
+        by_storage = {id(p): sum(costs.line_items(month, DEFAULTS, p).values()) for p in (costs.STANDARD_PRICES, costs.IO_OPTIMIZED_PRICES)}
         assert min(by_storage, key=by_storage.__getitem__) == id(cheaper)
 
 
