@@ -57,7 +57,10 @@ def floor_steps(db: Database, runs_count: int, steps_per_run: int) -> list[tuple
     marks = ", ".join(["%s"] * len(run_ids))
 
     def materialise(tx):
-        tx.execute(f"UPDATE event_runs SET status = 'running', current_phase = 1 WHERE id IN ({marks})", run_ids)
+        # No wake time: these runs are the floor loop's alone. Left due, the engine's timed
+        # tick of the next round would find them and pay for completing them.
+        tx.execute(
+            f"UPDATE event_runs SET status = 'running', current_phase = 1, wake_at = NULL WHERE id IN ({marks})", run_ids)
         tx.execute(
             f"""INSERT INTO event_run_steps (run_id, phase, seq, action_id, params, idempotency_key)
                 SELECT r.id, 1, s.seq, 'core.announce', '{{"message": "floor"}}', LEFT(SHA2(CONCAT(r.id, '|', s.seq), 256), 40)

@@ -22,7 +22,6 @@ connection on session state, and time is a parameter from the clock anyway.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import random
 import socket
@@ -36,8 +35,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pymysql
-import pymysql.converters
 import pymysql.cursors
+
+from .literals import CONVERSIONS, render
 
 if TYPE_CHECKING:
     import tenacity
@@ -61,19 +61,6 @@ ACCESS_DENIED = 1045
 MAX_TRIES = 6
 HANDSHAKE_SECONDS = 5.0  # the whole of a connection attempt
 
-# A tick sends the same few times (its one clock read, its lease expiries) in thousands of
-# statements: each naive datetime is rendered as a SQL literal once. An aware one is not
-# cached: equal instants in different zones must not share a literal.
-_naive_datetime_literal = functools.lru_cache(maxsize=256)(pymysql.converters.escape_datetime)
-
-
-def _datetime_literal(value: datetime, mapping: Any = None) -> str:
-    if value.tzinfo is None:
-        return _naive_datetime_literal(value)
-    return pymysql.converters.escape_datetime(value, mapping)
-
-
-CONVERSIONS: dict[Any, Any] = {**pymysql.converters.conversions, datetime: _datetime_literal}
 REACH_RETRY_SECONDS = (0.25, 2.0)  # a tick's first and longest wait between connection attempts
 
 
@@ -135,30 +122,31 @@ def placeholders(count: int, each: str = "%s") -> str:
 
 
 class Tx:
-    """The statements of one unit of work, on one connection."""
+    """The statements of one unit of work, on one connection (arguments rendered by `literals.render`)."""
 
     def __init__(self, connection: pymysql.connections.Connection):
+        self._connection = connection
         self._cursor = connection.cursor(pymysql.cursors.DictCursor)
 
     def execute(self, sql: str, args: Sequence[Any] | dict | None = None) -> int:
         """Run a statement; return the number of rows it changed."""
-        return int(self._cursor.execute(sql, args))
+        return int(self._cursor.execute(render(self._connection, sql, args)))
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
         return self._cursor.executemany(sql, list(rows)) or 0
 
     def one(self, sql: str, args: Sequence[Any] | dict | None = None) -> dict | None:
-        self._cursor.execute(sql, args)
+        self._cursor.execute(render(self._connection, sql, args))
         return self._cursor.fetchone()
 
     def scalar(self, sql: str, args: Sequence[Any] | dict | None = None) -> Any:
         """The first column of the first row (an aggregate's value); None when there is no row."""
-        self._cursor.execute(sql, args)
+        self._cursor.execute(render(self._connection, sql, args))
         row = self._cursor.fetchone()
         return None if row is None else next(iter(row.values()))
 
     def all(self, sql: str, args: Sequence[Any] | dict | None = None) -> list[dict]:
-        self._cursor.execute(sql, args)
+        self._cursor.execute(render(self._connection, sql, args))
         return list(self._cursor.fetchall())
 
     @property

@@ -1,0 +1,50 @@
+"""The engine's own rendering of arguments sends exactly what PyMySQL would, and the server reads it back unchanged."""
+
+import enum
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+
+import pymysql
+import pytest
+
+from chalicelib.literals import render
+
+HOSTILE_STRINGS = [
+    "", "plain", "it's", 'say "hi"', "back\\slash", "\\'; DROP TABLE event_runs; --", "nul\x00byte",
+    "new\nline\rreturn\x1a", "percent %s %(now)s %%", "ünïcødé ✓ 🎉",
+]
+
+
+class Colour(str, enum.Enum):
+    RED = "red'dish"
+
+
+VALUES = [
+    *HOSTILE_STRINGS, 0, -1, 2**63 - 1, True, False, None, 1.5, 1e-300, Decimal("12.50"), b"\x00'\\bytes",
+    datetime(2026, 12, 1, 8, 0, 0, 123456), datetime(2026, 12, 1, 8, 0, 0),
+    datetime(2026, 12, 1, 9, 0, 0, 1, tzinfo=timezone(timedelta(hours=1))), date(2026, 12, 1), Colour.RED, [1, "a'b"],
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=repr)
+def test_each_value_is_rendered_as_pymysql_renders_it(db, value):
+    connection = db.connection()
+    sql = "SELECT %s AS v, '%%' AS pct"
+    assert render(connection, sql, (value,)) == connection.cursor().mogrify(sql, (value,))
+    named = "SELECT %(v)s AS v"
+    assert render(connection, named, {"v": value}) == connection.cursor().mogrify(named, {"v": value})
+
+
+def test_a_statement_without_arguments_is_sent_as_written(db):
+    connection = db.connection()
+    assert render(connection, "SELECT '100%%' AS v", None) == "SELECT '100%%' AS v"
+
+
+@pytest.mark.parametrize("text", HOSTILE_STRINGS, ids=repr)
+def test_hostile_strings_reach_the_server_unchanged(db, text):
+    assert db.autocommit(lambda tx: tx.scalar("SELECT %s AS v", (text,))) == text
+
+
+def test_a_wrong_number_of_arguments_is_pymysqls_error(db):
+    with pytest.raises(pymysql.err.ProgrammingError):
+        db.autocommit(lambda tx: tx.scalar("SELECT %s, %s AS v", (1,)))
