@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
-from pymysql.constants import SERVER_STATUS
 
 import chalicelib.db
 from chalicelib.db import ConnectionParams, Database, Tx
@@ -168,9 +167,8 @@ class Unit:
 class StatementRecorder:
     """Records every statement the engine sends through `chalicelib.db.Tx` in this process.
 
-    `Database` builds a `Tx` per unit of work, after BEGIN when the unit is a
-    transaction, so the connection's in-transaction flag tells the two apart.
-    The engine is not changed for this: the class it instantiates is swapped for
+    `Database` builds a `Tx` per unit of work and tells it whether the unit is a
+    transaction (its first statement begins it). The engine is not changed for this: the class it instantiates is swapped for
     a recording subclass while `installed()` is active.
     """
 
@@ -183,10 +181,9 @@ class StatementRecorder:
         recorder = self
 
         class RecordingTx(Tx):
-            def __init__(self, connection: pymysql.connections.Connection):
-                super().__init__(connection)
-                in_transaction = connection.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS  # type: ignore[attr-defined]  # pymysql sets it; its stubs omit it
-                self._unit = Unit(bool(in_transaction))
+            def __init__(self, connection: pymysql.connections.Connection, *, transactional: bool = False):
+                super().__init__(connection, transactional=transactional)
+                self._unit = Unit(transactional)
                 with recorder._lock:
                     recorder.units.append(self._unit)
 
@@ -213,6 +210,33 @@ class StatementRecorder:
             yield self
         finally:
             chalicelib.db.Tx = original  # type: ignore[misc]  # put back
+
+
+class RoundTripCounter:
+    """Counts the requests this process sends its database (each one answer's wait), on every connection.
+
+    One request is one round trip, however many statements its text holds: a
+    transaction's BEGIN riding with its first statement costs none of its own.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    @contextmanager
+    def installed(self) -> Iterator[RoundTripCounter]:
+        connection_class: Any = pymysql.connections.Connection  # its stubs omit the private method counted here
+        original = connection_class._execute_command
+        counter = self
+
+        def counted(connection, command, sql):
+            counter.count += 1
+            return original(connection, command, sql)
+
+        connection_class._execute_command = counted
+        try:
+            yield self
+        finally:
+            connection_class._execute_command = original
 
 
 def replay(conn: pymysql.connections.Connection, units: Sequence[Unit]) -> None:

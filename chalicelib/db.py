@@ -36,6 +36,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import pymysql
 import pymysql.cursors
+from pymysql.constants import CLIENT
 
 from .literals import CONVERSIONS, render
 
@@ -60,6 +61,7 @@ CONNECTION_LOST = {2006, LOST_DURING_QUERY, CANT_CONNECT, 2055, DISCONNECTED_FOR
 ACCESS_DENIED = 1045
 MAX_TRIES = 6
 HANDSHAKE_SECONDS = 5.0  # the whole of a connection attempt
+BEGIN_AHEAD = "START TRANSACTION; "
 
 REACH_RETRY_SECONDS = (0.25, 2.0)  # a tick's first and longest wait between connection attempts
 
@@ -122,31 +124,53 @@ def placeholders(count: int, each: str = "%s") -> str:
 
 
 class Tx:
-    """The statements of one unit of work, on one connection (arguments rendered by `literals.render`)."""
+    """The statements of one unit of work, on one connection (arguments rendered by `literals.render`).
 
-    def __init__(self, connection: pymysql.connections.Connection):
+    A transaction's BEGIN is not a round trip of its own: it rides in front of the
+    unit's first statement (`START TRANSACTION; …`, the connection allowing several
+    statements a query), as pgjdbc sends its BEGIN with the first query. Only
+    arguments rendered as literals ever reach the text, never spliced input.
+    """
+
+    def __init__(self, connection: pymysql.connections.Connection, *, transactional: bool = False):
+        """`transactional`: the unit is a transaction not yet begun; its first statement begins it."""
         self._connection = connection
         self._cursor = connection.cursor(pymysql.cursors.DictCursor)
+        self.transactional = transactional
+        self._begin_pending = transactional
+
+    def _send(self, sql: str, args: Sequence[Any] | dict | None) -> None:
+        statement = render(self._connection, sql, args)
+        if not self._begin_pending:
+            self._cursor.execute(statement)
+            return
+        self._begin_pending = False
+        self._cursor.execute(BEGIN_AHEAD + statement)
+        self._cursor.nextset()  # past START TRANSACTION's answer, to the statement's own
 
     def execute(self, sql: str, args: Sequence[Any] | dict | None = None) -> int:
         """Run a statement; return the number of rows it changed."""
-        return int(self._cursor.execute(render(self._connection, sql, args)))
+        self._send(sql, args)
+        return int(self._cursor.rowcount)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
+        if self._begin_pending:  # PyMySQL sends these itself: the transaction is begun on its own first
+            self._begin_pending = False
+            self._connection.begin()
         return self._cursor.executemany(sql, list(rows)) or 0
 
     def one(self, sql: str, args: Sequence[Any] | dict | None = None) -> dict | None:
-        self._cursor.execute(render(self._connection, sql, args))
+        self._send(sql, args)
         return self._cursor.fetchone()
 
     def scalar(self, sql: str, args: Sequence[Any] | dict | None = None) -> Any:
         """The first column of the first row (an aggregate's value); None when there is no row."""
-        self._cursor.execute(render(self._connection, sql, args))
+        self._send(sql, args)
         row = self._cursor.fetchone()
         return None if row is None else next(iter(row.values()))
 
     def all(self, sql: str, args: Sequence[Any] | dict | None = None) -> list[dict]:
-        self._cursor.execute(render(self._connection, sql, args))
+        self._send(sql, args)
         return list(self._cursor.fetchall())
 
     @property
@@ -289,6 +313,7 @@ class Database:
             read_timeout=self._read_timeout,
             write_timeout=self._read_timeout,
             defer_connect=True,
+            client_flag=CLIENT.MULTI_STATEMENTS,  # a transaction's BEGIN rides with its first statement (Tx)
         )
         started = time.monotonic()
         try:
@@ -397,9 +422,8 @@ class Database:
         try:
             if not transactional:
                 return work(Tx(conn))
-            conn.begin()
             try:
-                result = work(Tx(conn))
+                result = work(Tx(conn, transactional=True))
             except BaseException:
                 conn.rollback()
                 raise

@@ -4,6 +4,7 @@ import contextlib
 import threading
 from datetime import datetime, timedelta, timezone
 
+import pymysql
 import pytest
 
 from chalicelib.db import DEADLOCK, ConnectionParams, Database
@@ -77,3 +78,26 @@ def test_times_reach_the_server_exactly_however_often_they_are_sent(db):
             "SELECT CAST(%s AS DATETIME(6)) AS a, CAST(%s AS DATETIME(6)) AS b, CAST(%s AS DATETIME(6)) AS c",
             (first, later, aware)))
         assert row == {"a": first, "b": later, "c": aware.replace(tzinfo=None)}
+
+
+def test_a_transaction_begins_with_its_first_statement_whatever_it_is(db, clock):
+    """BEGIN rides in front of the first statement: a read answers its own rows, and a first write
+    (one statement or PyMySQL's executemany) is inside the transaction, so it rolls back."""
+    run = make_run(db, clock.now())
+
+    assert db.transaction(lambda tx: tx.one("SELECT grace_seconds FROM event_runs WHERE id = %s", (run.id,))) == {
+        "grace_seconds": 300}
+
+    def write_many_first_then_fail(tx):
+        tx.executemany("UPDATE event_runs SET grace_seconds = %s WHERE id = %s", [(1, run.id)])
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        db.transaction(write_many_first_then_fail)
+    assert db.autocommit(lambda tx: tx.scalar("SELECT grace_seconds FROM event_runs WHERE id = %s", (run.id,))) == 300
+
+
+def test_a_first_statement_the_server_refuses_fails_its_unit_and_the_connection_goes_on(db):
+    with pytest.raises(pymysql.err.ProgrammingError):
+        db.transaction(lambda tx: tx.execute("UPDATE no_such_table SET x = 1"))
+    assert db.autocommit(lambda tx: tx.scalar("SELECT 1 AS one")) == 1

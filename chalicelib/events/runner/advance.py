@@ -80,36 +80,47 @@ class RunAdvancer:
         if not self.budget.allows(self.step_worst_case):
             report.out_of_budget = True
             return report
-        token = steps.claim_token()
-        if not self.db.autocommit(lambda tx: runs.claim(tx, run.id, token, self.now, self.rules.lease_seconds)):
-            return report  # another worker or tick has it
-        report.claimed = True
+        lease = steps.claim_token()
         try:
-            report.status = self._work(run, report)
+            report.status = self._work(run, lease, report)
             report.started = run.status is RunStatus.SCHEDULED and report.status not in NOT_STARTED
         finally:
-            if report.status is None or not report.status.terminal:  # a terminal transition already cleared it
-                self.db.autocommit(lambda tx: runs.release(tx, run.id, token, self.now))
+            if report.claimed and (report.status is None or not report.status.terminal):
+                # A terminal transition already cleared it; a lease that never committed is no one's.
+                self.db.autocommit(lambda tx: runs.release(tx, run.id, lease, self.now))
         return report
 
-    # ── the run ──────────────────────────────────────────────────────────
-    def _work(self, run: Run, report: RunReport) -> RunStatus | None:
-        """Work the run until a step is parked, in flight or not yet due, or the budget is spent.
+    def _take_lease(self, tx: Tx, run_id: int, lease: str, report: RunReport) -> bool:
+        report.claimed = runs.claim(tx, run_id, lease, self.now, self.rules.lease_seconds)
+        return report.claimed
 
-        Each transaction carries the run as far as it goes without dispatching:
-        after an outcome it leaves an emptied phase, opens the next and claims
-        the next step, all guarded, with the log rows of all of it in one INSERT.
-        A claim is always committed before its step is dispatched.
+    # ── the run ──────────────────────────────────────────────────────────
+    def _work(self, run: Run, lease: str, report: RunReport) -> RunStatus | None:
+        """Take the run lease, then work the run until a step is parked, in flight or not yet due, or the budget is spent.
+
+        None: another worker or tick holds the run. Each transaction carries the
+        run as far as it goes without dispatching: after an outcome it leaves an
+        emptied phase, opens the next and claims the next step, all guarded, with
+        the log rows of all of it in one INSERT. A claim is always committed
+        before its step is dispatched.
         """
         try:
             programme = self.programme_for(run)
         except UnreadableDocument as error:
             reason = str(error)
+            if not self.db.autocommit(lambda tx: self._take_lease(tx, run.id, lease, report)):
+                return None
             return self.db.transaction(lambda tx: self._fail_unreadable(tx, run, reason))
         claim: Claim | None = None  # the first open step's, when a transaction took it
         where: Cursor | None
         if run.status in (RunStatus.SCHEDULED, RunStatus.STARTING):
-            where, claim = self.db.transaction(lambda tx: self._start(tx, run, programme))
+            # The lease is the start's first statement: one commit for both.
+            started = self.db.transaction(lambda tx: self._start(tx, run, programme, lease, report))
+            if started is None:
+                return None
+            where, claim = started
+        elif not self.db.autocommit(lambda tx: self._take_lease(tx, run.id, lease, report)):
+            return None
         elif run.status is RunStatus.ENDING:
             where = Cursor(RunStatus.ENDING, programme.ending_phase, None)
         else:
@@ -153,7 +164,10 @@ class RunAdvancer:
         return self._current_status(run.id) if where is None else where.status  # None: someone moved the run first
 
     # ── units of work: each ends with `_onward` ───────────────────────────
-    def _start(self, tx: Tx, run: Run, programme: Programme) -> Onward:
+    def _start(self, tx: Tx, run: Run, programme: Programme, lease: str, report: RunReport) -> Onward | None:
+        """The run lease, then the start; None (nothing written) if another worker or tick holds the run."""
+        if not self._take_lease(tx, run.id, lease, report):
+            return None
         log_rows: list[journal.Entry] = []
         where = self._start_run(tx, run, programme, log_rows)
         return self._onward(tx, log_rows, *self._move_on(tx, run.id, programme, where, log_rows))
