@@ -10,6 +10,7 @@ instant steps. Bench-only dependencies: bench/requirements.txt.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import time
 
 from .harness import Figure, scratch_database
@@ -67,8 +68,11 @@ def peer_jobs_per_second(params, jobs: int) -> float:
 
 def run(sizes) -> list[Figure]:
     jobs = sizes.throughput_runs * sizes.throughput_steps_per_run
-    with scratch_database("peer") as peer_db:
-        peer = peer_jobs_per_second(peer_db.params, jobs)
+    # In a process of its own: PyMySQL installed as MySQLdb has Django import PyMySQL's
+    # submodules a second time, so `pymysql.err` no longer names the classes PyMySQL
+    # raises, and every later benchmark in this process would miss its MySQL errors.
+    with scratch_database("peer") as peer_db, multiprocessing.get_context("spawn").Pool(1) as pool:
+        peer = pool.apply(peer_jobs_per_second, (peer_db.params, jobs))
     with scratch_database("peer_engine") as engine_db:
         engine = engine_steps_per_second(engine_db, sizes.throughput_runs, sizes.throughput_steps_per_run)
     return [Figure("peer", f"django-tasks db_worker, {jobs:,} one-step jobs, 1 worker", peer, "jobs/s",

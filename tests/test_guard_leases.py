@@ -3,8 +3,11 @@
 from datetime import timedelta
 
 from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.runner import Budget
+from chalicelib.events.runner.advance import RunAdvancer
 from chalicelib.events.store import runs, steps
-from tests.support.factory import make_run, materialise, run_row, specs, step_row
+from tests.support.factory import document, make_run, materialise, run_row, specs, step_row
+from tests.support.runner_kit import log_of, schedule, step
 
 LEASE = 60
 MAX = 3
@@ -81,3 +84,16 @@ def test_a_step_in_flight_is_not_claimed_again_even_from_a_fresh_read(db, clock)
     assert db.autocommit(lambda tx: steps.claim(tx, step_row(db, s.id), clock.now(), LEASE)) is None
     after = step_row(db, s.id)
     assert (after.status, after.attempts, after.claimed_by) == (StepStatus.RUNNING, 1, None)
+
+
+def test_a_scheduled_run_another_worker_holds_is_not_started(db, clock, runner, game_bridge):
+    """The run lease is the first statement of the start's transaction: lost, the start writes nothing."""
+    run = schedule(db, clock.now(), document([[step("world.spawn")]]))
+    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "first-worker", clock.now(), LEASE))
+    advancer = RunAdvancer(db, runner.actions, runner.rules, runner._programme_for, clock.now(),
+                           Budget.for_seconds(60), runner.step_worst_case_seconds)
+    report = advancer.advance(run_row(db, run.id))
+    assert (report.claimed, report.status, report.dispatched) == (False, None, 0)
+    after = run_row(db, run.id)
+    assert (after.status, after.claimed_by) == (RunStatus.SCHEDULED, "first-worker")
+    assert log_of(db, run.id) == [] and game_bridge.received() == []
