@@ -48,3 +48,14 @@ def test_hostile_strings_reach_the_server_unchanged(db, text):
 def test_a_wrong_number_of_arguments_is_pymysqls_error(db):
     with pytest.raises(pymysql.err.ProgrammingError):
         db.autocommit(lambda tx: tx.scalar("SELECT %s, %s AS v", (1,)))
+
+
+def test_a_server_without_backslash_escapes_gets_pymysqls_own_rendering(db):
+    connection = db.connect()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')")
+        sql, args = "SELECT %s AS v", ("it's a back\\slash",)
+        assert render(connection, sql, args) == connection.cursor().mogrify(sql, args) == "SELECT 'it''s a back\\slash' AS v"
+    finally:
+        connection.close()
