@@ -75,13 +75,13 @@ INPUTS = {
     "log_bytes_per_step": Input(1, "measured", (
         "bench costs: the tick Lambda at the deployed level (INFO) writes no line per step (0.01 B, rounded up);"
         " a notice on the log channel adds its own line, about 400 B (the templates post notices to SNS)")),
-    "log_bytes_per_tick_invocation": Input(1540, "measured", (
+    "log_bytes_per_tick_invocation": Input(1610, "measured", (
         "bench costs: the invocation's one INFO line (its ticks summed) and its EMF document;"
         " Lambda's own START/END/REPORT lines come on top")),
     "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),
     "api_ms_per_request": Input(60, "assumed", "billed API time per request (bench P6: 3 ms in-process, plus the network)"),
-    "custom_metrics": Input(17, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
-    "alarm_metrics": Input(7, "setting", "six alarms, one of them over two metrics (infra/app.yaml)"),
+    "custom_metrics": Input(18, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
+    "alarm_metrics": Input(8, "setting", "seven alarms, one of them over two metrics (infra/app.yaml)"),
     "secrets": Input(3, "setting", "admin, app and game bridge key (infra/data.yaml)"),
     "sfn_transitions_per_step": Input(1, "assumed", "Step Functions transitions per step: one Task state (waits and choices add more)"),
 }

@@ -93,6 +93,8 @@ COUNT_METRICS = {
     "errors": "RunErrors",
 }
 
+DATABASE_UNREACHABLE = "DatabaseUnreachable"
+
 
 def record_tick_metrics(summary: dict) -> None:
     """Add one invocation's figures (its `{"ticks": [...]}` summary) to the metrics to be flushed."""
@@ -116,3 +118,6 @@ def record_tick_metrics(summary: dict) -> None:
         board.add_metric(name="ParkedCueAgeSeconds", unit=MetricUnit.Seconds, value=summary["parked_cue_age_seconds"])
     if "seconds" in summary:
         board.add_metric(name="TickSeconds", unit=MetricUnit.Seconds, value=summary["seconds"])
+    # 1 when the database stayed out of reach for the whole invocation: it ends normally
+    # (the next minute retries), so Lambda's own Errors metric never sees the outage.
+    board.add_metric(name=DATABASE_UNREACHABLE, unit=MetricUnit.Count, value=int(bool(summary.get("database_unreachable"))))

@@ -116,7 +116,10 @@ def test_a_lambda_tick_whose_database_refuses_for_its_whole_budget_logs_one_erro
     [error] = [line for line in lines if line["level"] == "ERROR"]
     assert error["message"].startswith("the database was unreachable for this tick invocation's")
     assert error["message"].endswith("the next scheduled tick tries again") and "127.0.0.1" in error["message"]
-    assert "Traceback" not in engine_log.getvalue() + capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "Traceback" not in engine_log.getvalue() + captured.err
     assert all(line["level"] == "INFO" for line in lines if line is not error)  # the waits, one line each
     assert summary["database_unreachable"] is True and summary["ticks"] == []
+    [emf] = [entry for entry in map(json.loads, filter(None, captured.out.splitlines())) if "_aws" in entry]
+    assert emf["DatabaseUnreachable"] in (1, [1])  # what DatabaseUnreachableAlarm reads: Lambda's Errors stays 0
     assert 1.0 < elapsed < remaining_seconds  # it waited for the database inside its budget, then gave up

@@ -97,7 +97,8 @@ def test_the_cost_model_counts_the_metrics_the_tick_publishes():
     from chalicelib import observability
 
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
-                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "TickSeconds"}
+                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "TickSeconds",
+                 observability.DATABASE_UNREACHABLE}
     assert costs.INPUTS["custom_metrics"].value == len(published)
 
 

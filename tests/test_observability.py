@@ -81,9 +81,10 @@ def test_a_tick_invocation_flushes_its_figures_as_named_emf_metrics_with_the_eve
     names = {metric["Name"] for metric in directive["Metrics"]}
     assert {"StepsDispatched", "StepsDone", "StepsParked", "StepsRetried", "StepsReclaimed", "StepsGivenUp",
             "RunsStarted", "RunsCompleted", "RunsPaused", "RunErrors", "DueLagSeconds", "ParkedCueAgeSeconds",
-            "TickSeconds"} <= names
+            "TickSeconds", "DatabaseUnreachable"} <= names
     assert _value(emf, "StepsDispatched") == 10 and _value(emf, "RunsPaused") == 2 and _value(emf, "RunErrors") == 2
     assert _value(emf, "DueLagSeconds") == 1.5 and _value(emf, "ParkedCueAgeSeconds") == 600.0
+    assert _value(emf, "DatabaseUnreachable") == 0
 
 
 def test_a_real_tick_invocation_reports_started_runs_due_lag_and_the_oldest_parked_cue(db, clock, monkeypatch, capsys):
