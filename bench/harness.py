@@ -168,8 +168,9 @@ class StatementRecorder:
     """Records every statement the engine sends through `chalicelib.db.Tx` in this process.
 
     `Database` builds a `Tx` per unit of work and tells it whether the unit is a
-    transaction (its first statement begins it). The engine is not changed for this: the class it instantiates is swapped for
-    a recording subclass while `installed()` is active.
+    transaction (its first statement begins it). The engine is not changed for
+    this: the class it instantiates is swapped for a recording subclass while
+    `installed()` is active.
     """
 
     def __init__(self) -> None:
