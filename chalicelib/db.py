@@ -136,7 +136,6 @@ class Tx:
         """`transactional`: the unit is a transaction not yet begun; its first statement begins it."""
         self._connection = connection
         self._cursor = connection.cursor(pymysql.cursors.DictCursor)
-        self.transactional = transactional
         self._begin_pending = transactional
 
     def _send(self, sql: str, args: Sequence[Any] | dict | None) -> None:
