@@ -9,7 +9,7 @@ from datetime import timedelta
 from chalicelib.events import controls
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
-from tests.support.factory import document, run_row
+from tests.support.factory import document, make_run, materialise, run_row, specs
 from tests.support.game_bridge import Answer
 from tests.support.runner_kit import RULES, schedule, step, tick
 from tests.support.torture import late_wakes
@@ -130,3 +130,23 @@ def test_a_step_skipped_in_a_paused_run_does_not_wake_it(db, clock, runner):
     controls.skip(db, run.id, announce.id, actor="alice", now=clock.now())
     assert run_row(db, run.id).wake_at is None  # the pause holds until a person resumes
     assert tick(runner).runs_seen == 0
+
+
+def test_the_audit_calls_a_wake_late_only_when_a_tick_from_now_on_would_miss_the_step(db, clock):
+    """A step that fell due while its run was paused is served by the resume's wake of now (found by R5);
+    a wake after a step that is due, now or later, is late."""
+    run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
+    (head,) = materialise(db, run, 1, specs("world.spawn"))
+    due = clock.now() + timedelta(seconds=30)
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET due_at = %s WHERE id = %s", (due, head.id)))
+
+    def wake_at(moment):
+        db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (moment, run.id)))
+
+    wake_at(due + timedelta(seconds=1))
+    assert late_wakes(db, clock.now()) == [f"run {run.id} (running) wakes at {due + timedelta(seconds=1)}, later than {due}"]
+    clock.advance(31)  # resumed one second after the step fell due: the wake of now is on time
+    wake_at(clock.now())
+    assert late_wakes(db, clock.now()) == []
+    wake_at(clock.now() + timedelta(seconds=1))
+    assert late_wakes(db, clock.now()) != []

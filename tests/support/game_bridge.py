@@ -100,6 +100,10 @@ class GameBridge:
         self._arrived = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._server = _Server(("127.0.0.1", 0), self._handler())
+        # A connection that goes away between select and accept left accept blocked, and the
+        # teardown's shutdown() waiting on it for ever (seen once after a failing R5): with a
+        # timeout, accept gives up and the serving loop sees the shutdown. Accepted sockets stay blocking.
+        self._server.socket.settimeout(1.0)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="game-bridge", daemon=True
         )

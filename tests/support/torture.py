@@ -430,12 +430,14 @@ def audit(db: Database, now: datetime | None = None) -> list[str]:
 
 
 def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
-    """Live runs whose wake time is later than the earliest moment a tick could work them.
+    """Live runs whose wake time is later than the earliest moment, from `now` on, a tick could work them.
 
     That moment is the run's own timer (scheduled_for; now for a starting run or a
     phase with no open step; the head step's due_at, or its lease's expiry), but
-    never before the run's own lease lapses. A parked head or a paused run has no
-    timer: only a person moves it. A wake time may be early, never late.
+    never before the run's own lease lapses, nor before `now`: a timer that came
+    while the run was paused (a step due at :30 of a run resumed at :31) is
+    served by a wake time of now. A parked head or a paused run has no timer:
+    only a person moves it. A wake time may be early, never late.
     """
     now = now or DatabaseClock(db).now()
 
@@ -470,7 +472,7 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
                 timer = head["claim_expires_at"]  # None: parked, a person's to move
         if timer is None:
             continue
-        earliest = max(timer, r["claim_expires_at"] or timer)
+        earliest = max(timer, r["claim_expires_at"] or timer, now)
         if r["wake_at"] is None or r["wake_at"] > earliest:
             problems.append(f"run {r['id']} ({r['status']}) wakes at {r['wake_at']}, later than {earliest}")
     return problems
