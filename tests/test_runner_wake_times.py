@@ -150,3 +150,42 @@ def test_the_audit_calls_a_wake_late_only_when_a_tick_from_now_on_would_miss_the
     assert late_wakes(db, clock.now()) == []
     wake_at(clock.now() + timedelta(seconds=1))
     assert late_wakes(db, clock.now()) != []
+
+
+def test_an_ending_run_wakes_when_its_endings_head_step_falls_due(db, clock, runner):
+    """An ending run's steps are the phase after its last one: its wake follows that phase's head (issue 23, item 4)."""
+    run = schedule(db, clock.now(), document([[step("core.announce", message="over")]],
+                                             ending=[step("core.wait", seconds=5), step("core.announce", message="bye")]))
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.ENDING
+    bye = _steps(db, run.id)[-1]
+    assert run_row(db, run.id).wake_at == bye.due_at == clock.now() + timedelta(seconds=5)
+    assert tick(runner).runs_seen == 0  # not read again before the wait ends
+    clock.set(bye.due_at)
+    assert tick(runner).dispatched == 1
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_skipping_the_step_a_wait_holds_wakes_the_run_now_not_when_the_wait_ends(db, clock, runner):
+    """A person's skip of a held step makes the run's work due at once (issue 23, item 5)."""
+    run = schedule(db, clock.now(), document([[step("core.wait", seconds=3600), step("core.announce", message="held"),
+                                               step("core.announce", message="next")]]))
+    tick(runner)
+    held = _steps(db, run.id)[1]
+    assert run_row(db, run.id).wake_at == held.due_at == clock.now() + timedelta(seconds=3600)
+    clock.advance(30)
+    controls.skip(db, run.id, held.id, actor="alice", now=clock.now())
+    assert run_row(db, run.id).wake_at == clock.now()
+    assert tick(runner).dispatched == 1
+    assert runner.actions.announce_channel.posts == ["next"]
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_runs_sharing_a_wake_time_across_a_batch_boundary_are_all_read_in_one_tick(db, clock, runner):
+    """The due-runs read pages by (wake_at, id): a tie at the page boundary is not skipped (issue 23, item 6)."""
+    runner.batch_size = 2
+    due = [schedule(db, clock.now(), LONG_WAIT) for _ in range(5)]
+    assert len({run_row(db, r.id).wake_at for r in due}) == 1
+    report = tick(runner)
+    assert (report.runs_seen, report.runs_advanced, report.started) == (5, 5, 5)
+    assert {run_row(db, r.id).status for r in due} == {RunStatus.RUNNING}

@@ -52,6 +52,7 @@ ENGINE_STATE = "chalicelib/events/store/engine_state.py"
 SLEEP = "chalicelib/events/runner/sleep.py"
 RUNNER_SLEEP = "tests/test_runner_sleep.py"
 SLEEP_RACE = "tests/test_runner_sleep_race.py"
+WORKER_ERRORS = "tests/test_runner_worker_errors.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -203,6 +204,26 @@ MUTATIONS: list[Mutation] = [
              "COALESCE(s.claim_expires_at, {NEVER})",
              "COALESCE(NULL, {NEVER})",
              (RUNNER_WAKE,)),
+    Mutation("an-ending-run-wakes-on-its-last-phase", WAKE,
+             "IF(r.status = 'ending', r.current_phase + 1, r.current_phase)",
+             "IF(r.status = 'ending', r.current_phase, r.current_phase)",
+             (RUNNER_WAKE,)),
+    Mutation("an-ending-run-has-no-head-step-timer", WAKE,
+             "IF(r.status IN ('running', 'ending'), COALESCE(",
+             "IF(r.status IN ('running'), COALESCE(",
+             (RUNNER_WAKE,)),
+    Mutation("step-controls-wake-only-a-run-without-a-wake", STEPS,
+             "(r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)",
+             "(r.wake_at IS NULL OR (r.wake_at > %s AND FALSE)), %s, r.wake_at)",
+             (RUNNER_WAKE,)),
+    Mutation("due-runs-page-skips-a-tied-wake", RUNS,
+             'keyset = "AND (wake_at > %s OR (wake_at = %s AND id > %s))"',
+             'keyset = "AND (wake_at > %s OR (wake_at = %s AND id > %s AND FALSE))"',
+             (RUNNER_WAKE,)),
+    Mutation("a-worker-that-raises-keeps-its-run-lease", ADVANCE,
+             "if report.claimed and (report.status is None or not report.status.terminal):",
+             "if report.claimed and report.status is not None and not report.status.terminal:",
+             (WORKER_ERRORS,)),
     # ── sleep: the awake/asleep row, and the second and third looks ──────
     Mutation("fall-asleep-from-any-state", ENGINE_STATE,
              "WHERE id = 1 AND state = 'awake'\"\"\",",

@@ -169,7 +169,7 @@ class Runner:
     def _advance(self, advancer: RunAdvancer, run: Run) -> RunReport | None:
         try:
             return advancer.advance(run)
-        except Exception:  # one run's failure must not stop the others; the lease lapses and a later tick retries
+        except Exception:  # one run's failure must not stop the others; its worker gave the run lease back: next tick retries
             logger.exception("advancing run %s failed", run.id)
             return None
 
