@@ -1,6 +1,9 @@
 """The face of the engine: the app, its blueprints, the schedule and the migrate function. No logic lives here."""
 
+from typing import Any
+
 from chalice import Chalice, Rate
+from chalice.app import CloudWatchEvent
 
 from chalicelib import observability, runtime
 from chalicelib.api.errors import rewrite_chalice_errors
@@ -18,15 +21,15 @@ app.register_blueprint(console)  # the run console at /console: its page, assets
 
 # ── the runner: ticks every EVENT_TICK_SECONDS for the minute until the next ──
 @app.schedule(Rate(1, unit=Rate.MINUTES))
-def tick(event):
+def tick(event: CloudWatchEvent) -> dict[str, Any]:
     from chalicelib.events.runner.invocation import scheduled_tick  # the runner loads in the tick function only
 
-    return scheduled_tick(event.context)
+    return scheduled_tick(event.context)  # type: ignore[arg-type]  # chalice types it as a dict; it is the LambdaContext
 
 
 # ── deployment: schema and the app's database user, inside the VPC (`make migrate`) ──
 @app.lambda_function(name="migrate")
-def migrate(event, context):
+def migrate(event: Any, context: Any) -> dict[str, Any]:
     from chalicelib.migrate_function import handle  # yoyo and the admin path load in this function only
 
     return handle(event)

@@ -6,12 +6,16 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pymysql
 
 from .config import Settings
 from .events.errors import ConfigError
 from .runtime import db_params
+
+if TYPE_CHECKING:  # typing only: migrate does not load the runner
+    from .events.runner.tick import TickReport
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
@@ -25,7 +29,7 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
     from .events.runner.invocation import process_runner, tick_forever, tick_once
 
-    def show(report) -> None:
+    def show(report: TickReport) -> None:
         print(json.dumps(report.summary()), flush=True)
 
     runner = process_runner()

@@ -92,7 +92,7 @@ class ConnectionParams:
         )
 
     @classmethod
-    def from_secret(cls, secret: dict) -> ConnectionParams:
+    def from_secret(cls, secret: dict[str, Any]) -> ConnectionParams:
         """The JSON of an RDS-generated Secrets Manager secret."""
         return cls(
             host=secret["host"],
@@ -138,7 +138,7 @@ class Tx:
         self._cursor = connection.cursor(pymysql.cursors.DictCursor)
         self._begin_pending = transactional
 
-    def _send(self, sql: str, args: Sequence[Any] | dict | None) -> None:
+    def _send(self, sql: str, args: Sequence[Any] | dict[str, Any] | None) -> None:
         statement = render(self._connection, sql, args)
         if not self._begin_pending:
             self._cursor.execute(statement)
@@ -147,7 +147,7 @@ class Tx:
         self._cursor.execute(BEGIN_AHEAD + statement)
         self._cursor.nextset()  # past START TRANSACTION's answer, to the statement's own
 
-    def execute(self, sql: str, args: Sequence[Any] | dict | None = None) -> int:
+    def execute(self, sql: str, args: Sequence[Any] | dict[str, Any] | None = None) -> int:
         """Run a statement; return the number of rows it changed."""
         self._send(sql, args)
         return int(self._cursor.rowcount)
@@ -158,17 +158,17 @@ class Tx:
             self._connection.begin()
         return self._cursor.executemany(sql, list(rows)) or 0
 
-    def one(self, sql: str, args: Sequence[Any] | dict | None = None) -> dict | None:
+    def one(self, sql: str, args: Sequence[Any] | dict[str, Any] | None = None) -> dict[str, Any] | None:
         self._send(sql, args)
         return self._cursor.fetchone()
 
-    def scalar(self, sql: str, args: Sequence[Any] | dict | None = None) -> Any:
+    def scalar(self, sql: str, args: Sequence[Any] | dict[str, Any] | None = None) -> Any:
         """The first column of the first row (an aggregate's value); None when there is no row."""
         self._send(sql, args)
         row = self._cursor.fetchone()
         return None if row is None else next(iter(row.values()))
 
-    def all(self, sql: str, args: Sequence[Any] | dict | None = None) -> list[dict]:
+    def all(self, sql: str, args: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
         self._send(sql, args)
         return list(self._cursor.fetchall())
 

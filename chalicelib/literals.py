@@ -69,7 +69,7 @@ def render(connection: pymysql.connections.Connection, sql: str, args: Sequence[
     if no_backslash_escapes or not isinstance(args, (tuple, list, dict)):
         return connection.cursor().mogrify(sql, args)
     by_type, escape = _BY_TYPE, connection.escape
-    rendered: tuple | dict
+    rendered: tuple[str, ...] | dict[str, str]
     if isinstance(args, dict):
         rendered = {key: (by_type.get(type(value)) or escape)(value) for key, value in args.items()}
     else:

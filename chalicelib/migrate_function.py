@@ -47,11 +47,11 @@ def _identifier(name: str) -> str:
     return f"`{name}`"
 
 
-def _read_secret(client, arn: str) -> dict:
+def _read_secret(client: Any, arn: str) -> dict[str, Any]:
     return json.loads(client.get_secret_value(SecretId=arn)["SecretString"])
 
 
-def admin_params(admin_secret: dict, app_secret: dict, admin_host: str) -> ConnectionParams:
+def admin_params(admin_secret: dict[str, Any], app_secret: dict[str, Any], admin_host: str) -> ConnectionParams:
     return ConnectionParams(
         host=admin_host,
         port=int(app_secret.get("port", 3306)),
@@ -73,7 +73,7 @@ def set_app_user(admin: ConnectionParams, username: str, password: str) -> None:
         conn.close()
 
 
-def handle(event: Any, env: Mapping[str, str] | None = None, client=None) -> dict:
+def handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None) -> dict[str, Any]:
     env = os.environ if env is None else env
     action = (event or {}).get("action", "migrate") if isinstance(event, dict) else "migrate"
     if action not in ACTIONS:

@@ -96,7 +96,7 @@ COUNT_METRICS = {
 DATABASE_UNREACHABLE = "DatabaseUnreachable"
 
 
-def record_tick_metrics(summary: dict) -> None:
+def record_tick_metrics(summary: dict[str, Any]) -> None:
     """Add one invocation's figures (its `{"ticks": [...]}` summary) to the metrics to be flushed."""
     ticks = summary.get("ticks") or []
     board = metrics()

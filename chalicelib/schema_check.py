@@ -12,7 +12,7 @@ silently ignored.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
@@ -20,7 +20,7 @@ STRICT_INTEGERS = "http://json-schema.org/draft-04/schema#"
 NOT_IN_DRAFT_4 = ("const", "contains", "propertyNames", "if", "exclusiveMinimum", "exclusiveMaximum")
 
 
-def _keys(schema: Any):
+def _keys(schema: Any) -> Iterator[str]:
     if isinstance(schema, dict):
         for key, value in schema.items():
             yield key
@@ -45,7 +45,7 @@ def _compiled(schema_json: str) -> Callable[..., Any]:
     return fastjsonschema.compile({**schema, "$schema": STRICT_INTEGERS})
 
 
-def checker(schema: dict) -> Callable[[Any, str], str | None]:
+def checker(schema: dict[str, Any]) -> Callable[[Any, str], str | None]:
     """`first_error` for one schema, compiled now: for a caller that checks against it many times."""
     check = _compiled(json.dumps(schema, sort_keys=True))
     from fastjsonschema import JsonSchemaValueException
@@ -60,6 +60,6 @@ def checker(schema: dict) -> Callable[[Any, str], str | None]:
     return first_error_of
 
 
-def first_error(schema: dict, value: Any, name: str) -> str | None:
+def first_error(schema: dict[str, Any], value: Any, name: str) -> str | None:
     """The first way `value` breaks `schema`, as a message starting with `name`; None if it fits."""
     return checker(schema)(value, name)

@@ -7,16 +7,18 @@ drift from the handler. How every request is checked before a handler runs is in
 from __future__ import annotations
 
 from .. import runtime
+from ..db import Tx
 from ..events import authoring, controls, nudge, occurrences
 from ..events.actions import registry
 from ..events.errors import NotFound
+from ..events.model import Definition, LogEntry
 from ..events.store import definitions, log, runs, steps
 from . import auth, schemas
 from .openapi import document
-from .operations import OPERATIONS, Call, blueprint_of, operation
+from .operations import OPERATIONS, Answer, Body, Call, Responses, blueprint_of, operation
 
 
-def _ok(description: str, schema: dict) -> dict:
+def _ok(description: str, schema: Body) -> Responses:
     return {200: (description, schema)}
 
 
@@ -25,14 +27,14 @@ def _ok(description: str, schema: dict) -> dict:
            " so it never wakes a paused database).", None,
            {**_ok("alive, and every secret readable", schemas.HEALTH),
             503: ("a secret cannot be read: each such one named by its setting", schemas.ERRORS)})
-def health(call: Call):
+def health(call: Call) -> Body:
     runtime.check_secrets()
     return {"ok": True}
 
 
 @operation("GET", "/runs", "Runs, newest first, a page at a time.", auth.STAFF,
            _ok("a page of runs; pass next_cursor as cursor for the next", schemas.RUNS_PAGE), query=schemas.RUNS_QUERY)
-def list_runs(call: Call):
+def list_runs(call: Call) -> Body:
     q = call.query
     page, next_cursor = runtime.database().autocommit(
         lambda tx: runs.list_page(
@@ -45,10 +47,10 @@ def list_runs(call: Call):
 
 @operation("GET", "/runs/{run_id}", "A run, its steps, their counts and the controls legal now.", auth.STAFF,
            _ok("the run", schemas.RUN_DETAIL))
-def get_run(call: Call):
+def get_run(call: Call) -> Body:
     run_id = call.ids["run_id"]
 
-    def read(tx):
+    def read(tx: Tx) -> Body:
         run = runs.get(tx, run_id)
         if run is None:
             raise NotFound(f"no run {run_id}")
@@ -67,10 +69,10 @@ def get_run(call: Call):
 
 @operation("GET", "/runs/{run_id}/log", "The run's log rows after an id, oldest first (the console tails it).",
            auth.STAFF, _ok("log rows", schemas.LOG_PAGE), query=schemas.LOG_QUERY)
-def run_log(call: Call):
+def run_log(call: Call) -> Body:
     run_id = call.ids["run_id"]
 
-    def read(tx):
+    def read(tx: Tx) -> list[LogEntry]:
         if runs.get(tx, run_id) is None:
             raise NotFound(f"no run {run_id}")
         return log.after(tx, run_id, call.query.get("after_id", 0), call.query.get("limit", 200))
@@ -85,14 +87,14 @@ _STEP_CONTROLLED = _ok("the control took; the step as it now stands", schemas.ST
 
 @operation("POST", "/runs/{run_id}/pause", "Pause a starting or running run.", auth.CONTROLLERS, _RUN_CONTROLLED,
            body=schemas.REASON_BODY)
-def pause_run(call: Call):
+def pause_run(call: Call) -> Body:
     run = controls.pause(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now, reason=call.body.get("reason"))
     return {"ok": True, "run": run.public()}
 
 
 @operation("POST", "/runs/{run_id}/resume", "Resume a paused run.", auth.CONTROLLERS, _RUN_CONTROLLED,
            body=schemas.NO_FIELDS)
-def resume_run(call: Call):
+def resume_run(call: Call) -> Body:
     run = controls.resume(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now)
     _made_work(call)
     return {"ok": True, "run": run.public()}
@@ -100,14 +102,14 @@ def resume_run(call: Call):
 
 @operation("POST", "/runs/{run_id}/cancel", "Cancel a run that is not over.", auth.CONTROLLERS, _RUN_CONTROLLED,
            body=schemas.REASON_BODY)
-def cancel_run(call: Call):
+def cancel_run(call: Call) -> Body:
     run = controls.cancel(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now, reason=call.body.get("reason"))
     return {"ok": True, "run": run.public()}
 
 
 @operation("POST", "/runs/{run_id}/steps/{step_id}/confirm", "Confirm a parked step: done, with a note.",
            auth.CONTROLLERS, _STEP_CONTROLLED, body=schemas.NOTE_BODY)
-def confirm_step(call: Call):
+def confirm_step(call: Call) -> Body:
     step = controls.confirm(
         runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now, note=call.body.get("note")
     )
@@ -117,7 +119,7 @@ def confirm_step(call: Call):
 
 @operation("POST", "/runs/{run_id}/steps/{step_id}/skip", "Skip a pending or parked step.",
            auth.CONTROLLERS, _STEP_CONTROLLED, body=schemas.REASON_BODY)
-def skip_step(call: Call):
+def skip_step(call: Call) -> Body:
     step = controls.skip(
         runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now, reason=call.body.get("reason")
     )
@@ -129,7 +131,7 @@ def skip_step(call: Call):
            "Re-queue the failed step a paused run is stopped at, and resume the run.", auth.CONTROLLERS,
            _ok("the step re-queued; resumed says whether the run is running again", schemas.RETRY_RESPONSE),
            body=schemas.NO_FIELDS)
-def retry_step(call: Call):
+def retry_step(call: Call) -> Body:
     result = controls.retry(runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now)
     _made_work(call)
     return {"ok": True, "step": result.step.public(), "resumed": result.resumed, "run": result.run.public()}
@@ -144,7 +146,7 @@ def _made_work(call: Call) -> None:
 @operation("GET", "/definitions", "Definitions (current version), oldest first, a page at a time.", auth.STAFF,
            _ok("a page of definitions; pass next_cursor as cursor for the next", schemas.DEFINITIONS_PAGE),
            query=schemas.DEFINITIONS_QUERY)
-def list_definitions(call: Call):
+def list_definitions(call: Call) -> Body:
     page, next_cursor = runtime.database().autocommit(
         lambda tx: definitions.list_page(tx, limit=call.query.get("limit", 50), after_id=call.query.get("cursor"))
     )
@@ -153,10 +155,10 @@ def list_definitions(call: Call):
 
 @operation("GET", "/definitions/{definition_id}", "A definition and its versions (without their documents).",
            auth.STAFF, _ok("the definition", schemas.DEFINITION_DETAIL))
-def get_definition(call: Call):
+def get_definition(call: Call) -> Body:
     definition_id = call.ids["definition_id"]
 
-    def read(tx):
+    def read(tx: Tx) -> Body:
         definition = definitions.get(tx, definition_id)
         if definition is None:
             raise NotFound(f"no definition {definition_id}")
@@ -167,10 +169,10 @@ def get_definition(call: Call):
 
 @operation("GET", "/definitions/{definition_id}/versions/{version}", "One version of a definition, with its document.",
            auth.STAFF, _ok("the version", schemas.VERSION_DOCUMENT))
-def get_definition_version(call: Call):
+def get_definition_version(call: Call) -> Body:
     definition_id, number = call.ids["definition_id"], call.ids["version"]
 
-    def read(tx):
+    def read(tx: Tx) -> Body:
         if definitions.get(tx, definition_id) is None:
             raise NotFound(f"no definition {definition_id}")
         version = definitions.get_version(tx, definition_id, number)
@@ -181,13 +183,13 @@ def get_definition_version(call: Call):
     return runtime.database().transaction(read)
 
 
-def _saved(definition) -> dict:
+def _saved(definition: Definition) -> Body:
     return {"definition": {"id": definition.id, "version": definition.current_version}}
 
 
 @operation("POST", "/definitions", "Create a definition (version 1).", auth.ADMINS,
            {201: ("created", schemas.DEFINITION_SAVED)}, body=schemas.DEFINITION_BODY, body_required=True)
-def create_definition(call: Call):
+def create_definition(call: Call) -> Answer:
     definition = authoring.create(runtime.database(), call.body, actor=call.actor, now=call.now)
     _made_work(call)  # a schedule is work to plan
     return 201, _saved(definition)
@@ -195,7 +197,7 @@ def create_definition(call: Call):
 
 @operation("PUT", "/definitions/{definition_id}", "Save a new version of a definition.", auth.ADMINS,
            _ok("the new version", schemas.DEFINITION_SAVED), body=schemas.DEFINITION_BODY, body_required=True)
-def update_definition(call: Call):
+def update_definition(call: Call) -> Body:
     definition = authoring.add_version(
         runtime.database(), call.ids["definition_id"], call.body, actor=call.actor, now=call.now
     )
@@ -207,7 +209,7 @@ def update_definition(call: Call):
            "Schedule a run of the current version; the same occurrence twice is the same run.", auth.ADMINS,
            {201: ("a new run", schemas.SCHEDULED), 200: ("the run already scheduled for that occurrence", schemas.SCHEDULED)},
            body=schemas.SCHEDULE_BODY, body_required=True)
-def schedule_run(call: Call):
+def schedule_run(call: Call) -> Answer:
     scheduled_for = schemas.parse_time(call.body["scheduled_for"], "body.scheduled_for")
     run, created = occurrences.schedule_run(
         runtime.database(), call.ids["definition_id"], scheduled_for, actor=call.actor, now=call.now
@@ -218,12 +220,12 @@ def schedule_run(call: Call):
 
 @operation("GET", "/actions", "The action registry and each action's params schema.", auth.STAFF,
            _ok("actions", schemas.ACTIONS))
-def list_actions(call: Call):
+def list_actions(call: Call) -> Body:
     return {"actions": registry.catalogue()}
 
 
 @operation("GET", "/openapi.json", "This document.", None, _ok("the OpenAPI document", {"type": "object"}))
-def openapi_document(call: Call):
+def openapi_document(call: Call) -> Body:
     return document(OPERATIONS)
 
 

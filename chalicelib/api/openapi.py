@@ -7,6 +7,7 @@ with are published unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from .operations import Operation
 from .schemas import ERRORS, MAX_ID
@@ -34,7 +35,7 @@ def _error_codes(op: Operation) -> list[int]:
     return sorted(codes)
 
 
-def _parameters(op: Operation) -> list[dict]:
+def _parameters(op: Operation) -> list[dict[str, Any]]:
     params = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
         for name in op.path_ids
@@ -44,8 +45,8 @@ def _parameters(op: Operation) -> list[dict]:
     return params
 
 
-def _operation(op: Operation) -> dict:
-    entry: dict = {
+def _operation(op: Operation) -> dict[str, Any]:
+    entry: dict[str, Any] = {
         "operationId": op.operation_id,
         "summary": op.summary,
         "parameters": _parameters(op),
@@ -68,8 +69,8 @@ def _operation(op: Operation) -> dict:
     return entry
 
 
-def document(operations: Iterable[Operation]) -> dict:
-    paths: dict[str, dict] = {}
+def document(operations: Iterable[Operation]) -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
     for op in operations:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
     return {

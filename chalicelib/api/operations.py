@@ -30,6 +30,10 @@ CORS = CORSConfig(allow_origin=runtime.settings().cors_origin, allow_headers=["A
 
 PATH_ID = re.compile(r"{(\w+)}")
 
+Body = dict[str, Any]  # a JSON object, as a request carries it and an answer returns it
+Responses = dict[int, tuple[str, Body]]  # status: (description, schema)
+Answer = Body | tuple[int, Body]  # what a handler returns: the body (200), or its status and body
+
 
 @dataclass
 class Call:
@@ -37,7 +41,7 @@ class Call:
 
     actor: str  # the token's subject; "anonymous" for operations open to anyone (they write nothing)
     ids: dict[str, int]
-    query: dict
+    query: dict[str, Any]
     body: Any
 
     @cached_property
@@ -51,11 +55,11 @@ class Operation:
     path: str
     summary: str
     roles: frozenset[str] | None  # None: anyone, no token
-    responses: dict[int, tuple[str, dict]]
-    handler: Callable[[Call], Any] = field(compare=False)
-    body: dict | None = None
+    responses: Responses
+    handler: Callable[[Call], Answer] = field(compare=False)
+    body: dict[str, Any] | None = None
     body_required: bool = False
-    query: dict | None = None
+    query: dict[str, Any] | None = None
 
     @property
     def path_ids(self) -> list[str]:
@@ -98,8 +102,10 @@ class Operation:
 OPERATIONS: list[Operation] = []
 
 
-def operation(method: str, path: str, summary: str, roles: frozenset[str] | None, responses: dict, **inputs):
-    def register(handler: Callable[[Call], Any]) -> Operation:
+def operation(
+    method: str, path: str, summary: str, roles: frozenset[str] | None, responses: Responses, **inputs: Any
+) -> Callable[[Callable[[Call], Answer]], Operation]:
+    def register(handler: Callable[[Call], Answer]) -> Operation:
         op = Operation(method, path, summary, roles, responses, handler=handler, **inputs)
         OPERATIONS.append(op)
         return op

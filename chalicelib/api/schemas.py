@@ -19,7 +19,7 @@ from ..schema_check import first_error
 MAX_ID = 2**63 - 1
 
 
-def _body(**properties: dict) -> dict:
+def _body(**properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "properties": properties}
 
 
@@ -63,7 +63,7 @@ _INT = {"type": "integer"}
 _MAYBE_INT = {"type": ["integer", "null"]}
 
 
-def _object(**properties: dict) -> dict:
+def _object(**properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "required": list(properties), "properties": properties}
 
 
@@ -159,7 +159,7 @@ HEALTH = _object(ok={"const": True})
 
 
 # ── checking input ────────────────────────────────────────────────────────
-def check(schema: dict, value: Any, name: str) -> Any:
+def check(schema: dict[str, Any], value: Any, name: str) -> Any:
     """`value` if it satisfies `schema`, else Invalid naming what is wrong."""
     problem = first_error(schema, value, name)
     if problem:
@@ -177,7 +177,7 @@ def parse_id(raw: str, name: str) -> int:
     return value
 
 
-def parse_query(schema: dict, params: Mapping[str, str] | None) -> dict:
+def parse_query(schema: dict[str, Any], params: Mapping[str, str] | None) -> dict[str, Any]:
     """Query parameters checked against `schema`, integers parsed first."""
     values: dict[str, Any] = {}
     for key, raw in (params or {}).items():

@@ -82,12 +82,12 @@ def _serve(name: str) -> Response:
 
 
 @console.route("/console", methods=["GET"])
-def console_page():
+def console_page() -> Response:
     return _serve("index.html")
 
 
 @console.route("/console/config.json", methods=["GET"])
-def console_config():
+def console_config() -> Response:
     """What the page needs before sign-in: the OpenID Connect client, and dev logins in development."""
     try:
         settings = runtime.settings()
@@ -102,7 +102,7 @@ def console_config():
 
 
 @console.route("/console/session", methods=["GET"])
-def console_session():
+def console_session() -> Response:
     """Who the bearer token names and what its roles may do, checked exactly as every API route checks it."""
     try:
         principal = auth.authenticate(console.current_request.headers, runtime.settings()).require(auth.STAFF)
@@ -117,5 +117,5 @@ def console_session():
 
 
 @console.route("/console/{asset}", methods=["GET"])
-def console_asset(asset):
+def console_asset(asset: str) -> Response:
     return _serve(asset)

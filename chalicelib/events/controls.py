@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from ..db import Database, Tx, must_exist
 from . import journal
@@ -76,7 +77,7 @@ def refusal(control: str, run: Run, step: Step | None = None, furthest_seq: int 
     raise ValueError(f"unknown control {control!r}")
 
 
-def offered(run: Run, run_steps: Iterable[Step], furthest_seq: int | None) -> dict:
+def offered(run: Run, run_steps: Iterable[Step], furthest_seq: int | None) -> dict[str, Any]:
     """The controls legal right now, as GET /runs/{id} reports them to the console."""
     return {
         "run": [c for c in RUN_CONTROLS if refusal(c, run) is None],

@@ -14,6 +14,7 @@ authored order, and the `ending` steps are phase N+1.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ DEFAULT_GRACE_SECONDS = 300
 MIN_GRACE_SECONDS = 60
 
 
-def grace_seconds_of(document: dict) -> int:
+def grace_seconds_of(document: dict[str, Any]) -> int:
     """The grace window a run of this document gets: versions stored before the minimum get the minimum."""
     return max(MIN_GRACE_SECONDS, int(document.get("grace_seconds", DEFAULT_GRACE_SECONDS)))
 
@@ -86,7 +87,7 @@ MAX_PARAMS_BYTES = 16 * 1024
 
 
 # ── validation ─────────────────────────────────────────────────────────────
-def _schema_problems(schema: dict, value: Any, path: str) -> list[str]:
+def _schema_problems(schema: dict[str, Any], value: Any, path: str) -> list[str]:
     """Every part of `value` that breaks `schema`: objects and arrays are walked, leaves checked whole."""
     if "properties" in schema and isinstance(value, dict):
         problems = [f"{path}.{key} is not a known field" for key in value if key not in schema["properties"]]
@@ -104,7 +105,7 @@ def _schema_problems(schema: dict, value: Any, path: str) -> list[str]:
     return [p for p in [first_error(schema, value, path)] if p]
 
 
-def _step_problems(step: dict, path: str) -> list[str]:
+def _step_problems(step: dict[str, Any], path: str) -> list[str]:
     spec = registry.lookup(step["action"])
     if spec is None:
         return [f"{path}.action: no action {step['action']!r} (core.wait, core.cue, core.announce or module.name)"]
@@ -119,7 +120,7 @@ def _step_problems(step: dict, path: str) -> list[str]:
     return problems
 
 
-def _schedule_problems(schedule: dict) -> list[str]:
+def _schedule_problems(schedule: dict[str, Any]) -> list[str]:
     problems = []
     if isinstance(schedule.get("cron"), str):
         problems += [f"document.schedule.cron: {p}" for p in cron.cron_problems(schedule["cron"])]
@@ -128,7 +129,7 @@ def _schedule_problems(schedule: dict) -> list[str]:
     return problems
 
 
-def _normalised_step(step: dict) -> dict:
+def _normalised_step(step: dict[str, Any]) -> dict[str, Any]:
     return {
         "action": step["action"],
         "params": step.get("params", {}),
@@ -137,7 +138,7 @@ def _normalised_step(step: dict) -> dict:
     }
 
 
-def _authored_steps(document: dict):
+def _authored_steps(document: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """(path, step) for every well-formed step, wherever the rest of the document is broken."""
     phases = document.get("phases")
     for i, phase in enumerate(phases if isinstance(phases, list) else []):
@@ -149,7 +150,7 @@ def _authored_steps(document: dict):
         yield f"document.ending[{j}]", step
 
 
-def validate(document: Any) -> dict:
+def validate(document: Any) -> dict[str, Any]:
     """The document with its defaults filled in, or Invalid listing every problem."""
     problems = _schema_problems(DOCUMENT_SCHEMA, document, "document")
     if isinstance(document, dict):
@@ -195,7 +196,7 @@ class Programme:
         return self.ending if phase == self.ending_phase else self.phases[phase - 1]
 
 
-def programme_of(document: dict) -> Programme:
+def programme_of(document: dict[str, Any]) -> Programme:
     try:
         phases = tuple(tuple(_spec(step) for step in phase["steps"]) for phase in document["phases"])
         ending = tuple(_spec(step) for step in document.get("ending") or ())
@@ -207,7 +208,7 @@ def programme_of(document: dict) -> Programme:
     return Programme(phases, ending, names)
 
 
-def _spec(step: dict) -> StepSpec:
+def _spec(step: dict[str, Any]) -> StepSpec:
     params = step.get("params") or {}
     if not isinstance(params, dict):
         raise ValueError("params must be an object")

@@ -37,11 +37,11 @@ class Entry:
     kind: str
     step_id: int | None = None
     phase: int | None = None
-    detail: dict | None = None
+    detail: dict[str, Any] | None = None
     actor: str | None = None
 
 
-def _status_detail(control: str | None, cause: str | None, change: dict[str, Any], extra: dict[str, Any]) -> dict:
+def _status_detail(control: str | None, cause: str | None, change: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     if control is not None:
         return {"control": control, **change, **extra}
     return {**change, "cause": cause, **extra}

@@ -90,7 +90,7 @@ def _json(raw: Any, default: Any) -> Any:
     return json.loads(raw) if isinstance(raw, (str, bytes)) else raw
 
 
-def _public(obj: Any) -> dict:
+def _public(obj: Any) -> dict[str, Any]:
     return {k: iso(v) if isinstance(v, datetime) else (v.value if isinstance(v, Enum) else v) for k, v in asdict(obj).items()}
 
 
@@ -100,7 +100,7 @@ class StepSpec:
     """One authored step, as materialised into a phase."""
 
     action_id: str
-    params: dict = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     action_version: int = 1
     on_failure: OnFailure = OnFailure.PAUSE
 
@@ -126,12 +126,12 @@ class Run:
     wake_at: datetime | None  # when a tick next has to look at it; None: only a person can move it
 
     @classmethod
-    def from_row(cls, row: dict) -> Run:
+    def from_row(cls, row: dict[str, Any]) -> Run:
         return cls(
             **{**row, "status": RunStatus(row["status"]), "health": Health(row["health"])}
         )
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         data = _public(self)
         del data["claimed_by"]
         return data
@@ -144,7 +144,7 @@ class Step:
     phase: int
     seq: int
     action_id: str
-    params: dict
+    params: dict[str, Any]
     action_version: int
     on_failure: OnFailure
     idempotency_key: str
@@ -158,7 +158,7 @@ class Step:
     last_error: str | None
 
     @classmethod
-    def from_row(cls, row: dict) -> Step:
+    def from_row(cls, row: dict[str, Any]) -> Step:
         return cls(
             **{
                 **row,
@@ -182,7 +182,7 @@ class Step:
     def parked(self) -> bool:
         return self.status is StepStatus.RUNNING and self.claim_expires_at is None
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         data = _public(self)
         del data["claimed_by"]
         data["parked"] = self.parked
@@ -205,15 +205,15 @@ class LogEntry:
     step_id: int | None
     kind: str
     phase: int | None
-    detail: dict | None
+    detail: dict[str, Any] | None
     actor: str | None
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: dict) -> LogEntry:
+    def from_row(cls, row: dict[str, Any]) -> LogEntry:
         return cls(**{**row, "detail": _json(row["detail"], None)})
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         return _public(self)
 
 
@@ -228,10 +228,10 @@ class Definition:
     updated_at: datetime
 
     @classmethod
-    def from_row(cls, row: dict) -> Definition:
+    def from_row(cls, row: dict[str, Any]) -> Definition:
         return cls(**row)
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         return _public(self)
 
 
@@ -247,7 +247,7 @@ class Recurrence:
     planned_through: datetime | None
 
     @classmethod
-    def from_row(cls, row: dict) -> Recurrence:
+    def from_row(cls, row: dict[str, Any]) -> Recurrence:
         return cls(**row)
 
 
@@ -261,10 +261,10 @@ class VersionSummary:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: dict) -> VersionSummary:
+    def from_row(cls, row: dict[str, Any]) -> VersionSummary:
         return cls(**row)
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         return _public(self)
 
 
@@ -272,13 +272,13 @@ class VersionSummary:
 class DefinitionVersion:
     definition_id: int
     version: int
-    document: dict
+    document: dict[str, Any]
     created_by: str | None
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: dict) -> DefinitionVersion:
+    def from_row(cls, row: dict[str, Any]) -> DefinitionVersion:
         return cls(**{**row, "document": _json(row["document"], {})})
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         return _public(self)

@@ -16,6 +16,7 @@ import json
 import time
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from ..errors import ConnectionFailed, DeadlineExceeded
 from ..model import Step
@@ -62,7 +63,7 @@ def classify(answer: outbound.Answer) -> Outcome:
     return Outcome.failed(f"malformed answer: unknown outcome {shown}", http_status=status)
 
 
-def _read(answer: outbound.Answer) -> dict | str:
+def _read(answer: outbound.Answer) -> dict[str, Any] | str:
     """The answer as a JSON object, or what keeps it from being one."""
     if answer.truncated:
         return f"larger than the {outbound.MAX_ANSWER_BYTES:,}-byte answer cap"
@@ -75,7 +76,7 @@ def _read(answer: outbound.Answer) -> dict | str:
     return value if isinstance(value, dict) else "not a JSON object"
 
 
-def _reason(answer: outbound.Answer, read: dict | str) -> str:
+def _reason(answer: outbound.Answer, read: dict[str, Any] | str) -> str:
     reason = read.get("reason") if isinstance(read, dict) else None
     if isinstance(reason, str) and reason.strip():
         return reason[:MAX_REASON]

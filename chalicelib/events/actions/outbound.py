@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
+from types import ModuleType
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConnectionFailed, DeadlineExceeded
@@ -110,7 +112,7 @@ def _request(method: str, endpoint: Endpoint, target: str, body: bytes, headers:
         raise ConnectionFailed(f"unreadable answer: {error}") from None
 
 
-def _exchange(h11, sock, method: str, endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str],
+def _exchange(h11: ModuleType, sock: socket.socket, method: str, endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str],
               deadline: float, max_answer_bytes: int) -> Answer:
     connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
     request = h11.Request(
@@ -197,7 +199,7 @@ def _connect(endpoint: Endpoint, deadline: float) -> socket.socket:
     raise error
 
 
-def _resolve(host: str, port: int, deadline: float) -> list[tuple[int, tuple]]:
+def _resolve(host: str, port: int, deadline: float) -> list[tuple[int, tuple[Any, ...]]]:
     """(family, address) pairs; a literal address needs no lookup. getaddrinfo takes no
     timeout, so it runs on a daemon thread that the deadline can walk away from."""
     try:
@@ -206,7 +208,7 @@ def _resolve(host: str, port: int, deadline: float) -> list[tuple[int, tuple]]:
         pass
     else:
         return [(socket.AF_INET6 if literal.version == 6 else socket.AF_INET, (host, port))]
-    found: list = []
+    found: list[Any] = []  # getaddrinfo's tuples, or the error it raised
     done = threading.Event()
 
     def lookup() -> None:

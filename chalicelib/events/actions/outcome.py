@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
+from typing import Any
 
 
 class Verdict(str, Enum):
@@ -25,7 +26,7 @@ class Outcome:
     latency_ms: int | None = None
 
     @classmethod
-    def done(cls, **extra) -> Outcome:
+    def done(cls, **extra: Any) -> Outcome:
         return cls(Verdict.DONE, **extra)
 
     @classmethod
@@ -33,13 +34,13 @@ class Outcome:
         return cls(Verdict.PARKED, note=note)
 
     @classmethod
-    def retry(cls, error: str, **extra) -> Outcome:
+    def retry(cls, error: str, **extra: Any) -> Outcome:
         return cls(Verdict.RETRY, error=error, **extra)
 
     @classmethod
-    def refused(cls, error: str, **extra) -> Outcome:
+    def refused(cls, error: str, **extra: Any) -> Outcome:
         return cls(Verdict.REFUSED, error=error, **extra)
 
     @classmethod
-    def failed(cls, error: str, **extra) -> Outcome:
+    def failed(cls, error: str, **extra: Any) -> Outcome:
         return cls(Verdict.FAILED, error=error, **extra)

@@ -27,7 +27,7 @@ MODULE_ACTION_ID = re.compile(r"[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}")
 class ActionSpec:
     id: str
     description: str
-    params_schema: dict
+    params_schema: dict[str, Any]
     versions: tuple[int, ...] = (1,)
     core: bool = True
     outcomes: tuple[str, ...] = field(default=("done",))
@@ -37,7 +37,7 @@ class ActionSpec:
         """The params schema, compiled once: every dispatch checks its step's params with it."""
         return checker(self.params_schema)
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "description": self.description,
@@ -48,7 +48,7 @@ class ActionSpec:
         }
 
 
-def _object(properties: dict, required: list[str]) -> dict:
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
@@ -106,5 +106,5 @@ def params_problem(spec: ActionSpec, params: Any, name: str) -> str | None:
     return spec.params_check(params, name)
 
 
-def catalogue() -> list[dict]:
+def catalogue() -> list[dict[str, Any]]:
     return [spec.public() for spec in (*CORE_ACTIONS.values(), MODULE_ACTION)]

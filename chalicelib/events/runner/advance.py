@@ -36,7 +36,7 @@ class RunReport:
     status: RunStatus | None = None  # as this worker left it
     dispatched: int = 0
     started: bool = False  # taken from scheduled into its first phase
-    outcomes: Counter = field(default_factory=Counter)
+    outcomes: Counter[str] = field(default_factory=Counter)
     out_of_budget: bool = False
 
 

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 
@@ -83,7 +83,7 @@ def _secret(value: str | None, arn: str | None, setting: str) -> str | None:
 
 @dataclass
 class _ProcessRunner:
-    parts: tuple
+    parts: tuple[Settings, Database, Clock]
     runner: Runner
 
 
@@ -121,7 +121,7 @@ def run_invocation(
     return loop
 
 
-def scheduled_tick(context: LambdaContext) -> dict:
+def scheduled_tick(context: LambdaContext) -> dict[str, Any]:
     """The `tick` Lambda's work (the minute rule, a one-time wake-up or a nudge): a summary of its ticks.
 
     A database that stays unreachable for the whole of the invocation's budget ends
@@ -167,14 +167,14 @@ def scheduled_tick(context: LambdaContext) -> dict:
     return summary
 
 
-def invocation_totals(ticks: list[dict]) -> dict:
+def invocation_totals(ticks: list[dict[str, Any]]) -> dict[str, Any]:
     """An invocation's tick summaries as one: counts added, verdicts and statuses merged, the longest due lag.
 
     The invocation's log line carries this rather than every tick's summary, so it
     stays one size however many ticks a busy minute makes (a tick each time a wake
     time comes): the log bills per byte, and per tick it would bill per step.
     """
-    totals: dict = {"count": len(ticks)}
+    totals: dict[str, Any] = {"count": len(ticks)}
     for tick in ticks:
         for key, value in tick.items():
             if key == "now":

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from .budget import Budget
 from .sleep import Sleeper
@@ -69,7 +69,7 @@ class Loop:
                 break
         return reports
 
-    def _sleeps(self, wake, report: TickReport, started: float) -> bool:
+    def _sleeps(self, wake: datetime | None, report: TickReport, started: float) -> bool:
         """Nothing due within the horizon: try to put the deployment to sleep, at most once a minute."""
         now = self.monotonic()
         if self.sleeper is None or now - self._tried_sleep < PLAN_SECONDS:

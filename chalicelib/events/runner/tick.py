@@ -8,6 +8,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from ...db import Clock, Database, must_exist
 from ..actions.perform import Actions
@@ -43,8 +44,8 @@ class TickReport:
     runs_advanced: int = 0  # run leases this tick won
     dispatched: int = 0
     started: int = 0  # runs this tick took from scheduled into their first phase
-    outcomes: Counter = field(default_factory=Counter)
-    statuses: Counter = field(default_factory=Counter)  # how the advanced runs were left
+    outcomes: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)  # how the advanced runs were left
     errors: int = 0
     out_of_budget: bool = False
     due_lag_seconds: float | None = None  # how long after its wake time the longest-waiting due run was found
@@ -62,7 +63,7 @@ class TickReport:
         if run.status is not None:
             self.statuses[run.status.value] += 1
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {
             "now": self.now.isoformat(),
             "requeued": self.requeued,
@@ -155,7 +156,7 @@ class Runner:
         """
         barrier = threading.Barrier(self.concurrency)
 
-        def close(_):
+        def close(_: int) -> None:
             barrier.wait(timeout=10)
             self.db.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 from ...db import Tx, must_exist
 from ..model import Definition, DefinitionVersion, Recurrence, VersionSummary
@@ -17,7 +18,7 @@ SUMMARY_COLUMNS = "definition_id, version, created_by, created_at"
 VERSION_COLUMNS = f"{SUMMARY_COLUMNS}, document"
 
 
-def create(tx: Tx, document: dict, *, actor: str | None, now: datetime) -> Definition:
+def create(tx: Tx, document: dict[str, Any], *, actor: str | None, now: datetime) -> Definition:
     """A new definition at version 1."""
     tx.execute(
         """INSERT INTO event_definitions
@@ -30,7 +31,7 @@ def create(tx: Tx, document: dict, *, actor: str | None, now: datetime) -> Defin
     return must_exist(get(tx, definition_id))
 
 
-def add_version(tx: Tx, definition_id: int, document: dict, *, actor: str | None, now: datetime) -> Definition | None:
+def add_version(tx: Tx, definition_id: int, document: dict[str, Any], *, actor: str | None, now: datetime) -> Definition | None:
     """The next version of an existing definition, or None if there is no such definition.
 
     The version number comes from the definition row's own counter, raised by
@@ -111,12 +112,12 @@ def versions(tx: Tx, definition_id: int) -> list[VersionSummary]:
     return [VersionSummary.from_row(r) for r in rows]
 
 
-def _schedule(document: dict) -> tuple[str | None, str | None]:
+def _schedule(document: dict[str, Any]) -> tuple[str | None, str | None]:
     schedule = document.get("schedule") or {}
     return schedule.get("cron"), schedule.get("timezone")
 
 
-def _insert_version(tx: Tx, definition_id: int, version: int, document: dict, actor: str | None, now: datetime) -> None:
+def _insert_version(tx: Tx, definition_id: int, version: int, document: dict[str, Any], actor: str | None, now: datetime) -> None:
     tx.execute(
         """INSERT INTO event_definition_versions (definition_id, version, document, created_by, created_at)
            VALUES (%s, %s, %s, %s, %s)""",

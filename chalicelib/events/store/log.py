@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from ...db import Tx, placeholders
 from ..journal import Entry
@@ -19,7 +20,7 @@ COLUMNS = "id, run_id, step_id, kind, phase, detail, actor, created_at"
 _DETAIL = json.JSONEncoder(default=str)
 
 
-def _values(entry: Entry, now: datetime) -> tuple:
+def _values(entry: Entry, now: datetime) -> tuple[Any, ...]:
     if not entry.kind:
         raise ValueError("a log row needs a kind")
     detail = None if entry.detail is None else _DETAIL.encode(entry.detail)

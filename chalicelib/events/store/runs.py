@@ -143,7 +143,7 @@ def _move(
     to: RunStatus,
     now: datetime,
     guard: str,
-    guard_args: Iterable,
+    guard_args: Iterable[Any],
     *,
     clear_claim: bool = False,
     last_error: str | object | None = _UNSET,
@@ -167,7 +167,7 @@ def _move(
     if current_phase is not None and not is_whole_number(current_phase, at_least=1):
         raise ValueError(f"phases are numbered from 1, got {current_phase!r}")
     sets = ["status = %s", "updated_at = %s"]
-    args: list = [to.value, now]
+    args: list[Any] = [to.value, now]
     if started or to is RunStatus.STARTING:
         sets.append("started_at = COALESCE(started_at, %s)")
         args.append(now)

@@ -20,6 +20,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from ...db import Tx, placeholders
 from ..model import (
@@ -363,7 +364,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     return Reclaimed(abandoned=abandoned, gave_up=gave_up, requeued=requeued)
 
 
-def _sweep(tx: Tx, where: str, where_args: tuple, assignments: str, set_args: tuple, limit: int) -> list[Step]:
+def _sweep(tx: Tx, where: str, where_args: tuple[Any, ...], assignments: str, set_args: tuple[Any, ...], limit: int) -> list[Step]:
     # Lock the candidates (skipping rows another sweeper holds), then change exactly
     # those under the same guard, then read them back for the caller's log rows.
     ids = [

@@ -14,6 +14,7 @@ NULL when the timer does not apply; `%(now)s` is the tick's clock. Later work
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 # LEAST() is NULL if any argument is: absent timers count as "never" meanwhile.
 NEVER = "'9999-12-31 23:59:59.999999'"
@@ -41,6 +42,6 @@ TIMERS: dict[str, str] = {
 WAKE_AT = "NULLIF(LEAST({}), {})".format(", ".join(f"COALESCE({t}, {NEVER})" for t in TIMERS.values()), NEVER)
 
 
-def wake_args(now: datetime) -> dict:
+def wake_args(now: datetime) -> dict[str, Any]:
     """The named parameters `WAKE_AT` takes."""
     return {"now": now}
