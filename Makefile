@@ -45,7 +45,7 @@ bench: $(STAMP)
 	$(BIN)/pip install -q -r bench/requirements.txt
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-# ── deployment (docs/deploy.md, README "Deploying") ──
+# ── deployment (docs/operations.md "Deploying to AWS", docs/deploy.md) ──
 STAGE       ?= prod
 STACK       ?= event-run-engine-$(STAGE)
 CORS_ORIGIN ?= *

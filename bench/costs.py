@@ -1,6 +1,6 @@
 """A month's bill for the deployment in infra/, beside Step Functions Standard doing the same steps.
 
-`python -m bench.costs` prints the table the README carries, for the storage
+`python -m bench.costs` prints the table docs/operations.md carries, for the storage
 the templates deploy by default (Aurora I/O-Optimized, which meets both targets
 of issue 12), then the totals and the marginal cost of a million steps on both
 Aurora storage types (infra/data.yaml's `StorageType`) side by side, and from

@@ -1,4 +1,4 @@
-"""bench/costs.py: the README's cost table is what the script prints, its verdicts follow from its inputs, and
+"""bench/costs.py: the cost table of docs/operations.md is what the script prints, its verdicts follow from its inputs, and
 the measured per-step inputs still hold against the engine (its tick Lambda's log, its commits' redo)."""
 
 import re
@@ -87,9 +87,9 @@ def test_io_optimized_costs_the_same_as_standard_at_the_step_count_said_to_be_th
         assert min(by_storage, key=by_storage.__getitem__) == id(cheaper)
 
 
-def test_the_readme_shows_what_the_script_prints():
-    readme = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- costs:start -->\n```\n(.*?)```\n<!-- costs:end -->", readme, re.S).group(1)
+def test_the_operations_guide_shows_what_the_script_prints():
+    guide = (ROOT / "docs" / "operations.md").read_text()
+    block = re.search(r"<!-- costs:start -->\n```\n(.*?)```\n<!-- costs:end -->", guide, re.S).group(1)
     assert block.rstrip("\n") == costs.render().split("\n\ninputs:")[0].rstrip("\n")
 
 

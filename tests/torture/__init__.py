@@ -1,1 +1,1 @@
-"""Torture: real processes, crashes and hostile peers against a real database (see the README's torture table)."""
+"""Torture: real processes, crashes and hostile peers against a real database (see the torture table in docs/testing.md)."""
