@@ -53,6 +53,18 @@ def _channel(env: Mapping[str, str], name: str) -> str:
     raise ConfigError(f"{name} must be 'log', 'sns:<topic arn>' or 'webhook:<http(s) url>', got {value!r}")
 
 
+MAX_SHARDS = 64
+
+
+def _shard(env: Mapping[str, str], name: str) -> tuple[int, int]:
+    """`index/count` (default `0/1`, every run): this tick advances the runs whose id modulo count is index."""
+    raw = env.get(name, "").strip() or "0/1"
+    index, slash, count = raw.partition("/")
+    if slash and index.isdigit() and count.isdigit() and 0 <= int(index) < int(count) <= MAX_SHARDS:
+        return int(index), int(count)
+    raise ConfigError(f"{name} must be index/count with 0 <= index < count <= {MAX_SHARDS} (for example 0/2), got {raw!r}")
+
+
 def _console_url(env: Mapping[str, str]) -> str | None:
     value = env.get("EVENTS_CONSOLE_URL", "").strip()
     if value and not _http_url(value):
@@ -95,6 +107,7 @@ class Settings:
     step_max_attempts: int = RANGES["EVENT_STEP_MAX_ATTEMPTS"][0]
     step_retry_seconds: int = RANGES["EVENT_STEP_RETRY_SECONDS"][0]
     tick_concurrency: int = RANGES["EVENT_TICK_CONCURRENCY"][0]
+    tick_shard: tuple[int, int] = (0, 1)  # EVENT_TICK_SHARD: several ticks at once, each on its share of the runs
     game_bridge_url: str | None = None
     game_bridge_secret: str | None = field(default=None, repr=False)
     game_bridge_secret_arn: str | None = None
@@ -131,6 +144,7 @@ class Settings:
             step_max_attempts=_int_in_range(env, "EVENT_STEP_MAX_ATTEMPTS"),
             step_retry_seconds=_int_in_range(env, "EVENT_STEP_RETRY_SECONDS"),
             tick_concurrency=_int_in_range(env, "EVENT_TICK_CONCURRENCY"),
+            tick_shard=_shard(env, "EVENT_TICK_SHARD"),
             game_bridge_url=(env.get("GAME_BRIDGE_URL") or "").rstrip("/") or None,
             game_bridge_secret=env.get("GAME_BRIDGE_SECRET") or None,
             game_bridge_secret_arn=env.get("GAME_BRIDGE_SECRET_ARN") or None,

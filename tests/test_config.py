@@ -35,3 +35,11 @@ def test_a_huge_lease_stops_the_tick_command_at_start_up_naming_the_setting():
 def test_a_setting_that_is_not_a_number_is_named_with_its_range():
     with pytest.raises(ConfigError, match=r"^EVENT_TICK_CONCURRENCY must be a whole number from 1 to 64, got 'many'$"):
         Settings.from_env({"EVENT_TICK_CONCURRENCY": "many"})
+
+
+def test_a_tick_shard_is_index_slash_count_and_anything_else_is_named():
+    assert Settings.from_env({}).tick_shard == (0, 1)
+    assert Settings.from_env({"EVENT_TICK_SHARD": "1/2"}).tick_shard == (1, 2)
+    for bad in ("2/2", "1", "-1/2", "0/0", "a/b", "0/65"):
+        with pytest.raises(ConfigError, match=r"^EVENT_TICK_SHARD must be index/count"):
+            Settings.from_env({"EVENT_TICK_SHARD": bad})

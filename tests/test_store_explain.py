@@ -46,6 +46,7 @@ STATEMENTS = {
     "hold_next": lambda tx, run, s, now: steps.hold_next(tx, run.id, 1, 0, now),
     "find_due": lambda tx, run, s, now: runs.find_due(tx, now, 100),
     "find_due_next_batch": lambda tx, run, s, now: runs.find_due(tx, now, 100, after=(now, run.id)),
+    "find_due_of_a_shard": lambda tx, run, s, now: runs.find_due(tx, now, 100, after=(now, run.id), shard=(1, 2)),
     "recurrences": lambda tx, run, s, now: definitions.recurrences(tx, now),
     "claim_run": lambda tx, run, s, now: runs.claim(tx, run.id, "t", now, 60),
     "transition": lambda tx, run, s, now: runs.transition(tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, now),

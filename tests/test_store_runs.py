@@ -108,6 +108,15 @@ def test_find_due_takes_due_and_in_flight_runs_not_held_by_a_live_lease(db, cloc
     assert held.id in {r.id for r in db.autocommit(lambda tx: runs.find_due(tx, later, 100))}
 
 
+def test_find_due_of_a_shard_takes_the_runs_whose_id_modulo_the_count_is_its_index(db, clock):
+    now = clock.now()
+    due = [make_run(db, now, status=RunStatus.SCHEDULED, scheduled_for=now - timedelta(seconds=i)) for i in range(6)]
+    found = [{r.id for r in db.autocommit(lambda tx, i=i: runs.find_due(tx, now, 100, shard=(i, 3)))} for i in range(3)]
+    assert [sorted(f) for f in found] == [sorted(r.id for r in due if r.id % 3 == i) for i in range(3)]
+    assert set().union(*found) == {r.id for r in due} and all(found)  # every due run in exactly one shard
+    assert {r.id for r in db.autocommit(lambda tx: runs.find_due(tx, now, 100))} == {r.id for r in due}
+
+
 def test_list_page_is_newest_first_with_a_keyset_cursor_and_filters(db, clock):
     made = [make_run(db, clock.advance(1), status=RunStatus.COMPLETED if i % 2 else RunStatus.SCHEDULED) for i in range(5)]
     ids = [r.id for r in reversed(made)]

@@ -70,7 +70,7 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         max_attempts=settings.step_max_attempts,
         retry_seconds=settings.step_retry_seconds,
     )
-    return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency)
+    return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency, shard=settings.tick_shard)
 
 
 def _secret(value: str | None, arn: str | None, setting: str) -> str | None:

@@ -98,9 +98,13 @@ class Runner:
         concurrency: int = 8,
         horizon: timedelta = DEFAULT_HORIZON,
         batch_size: int = DUE_RUNS_PER_BATCH,
+        shard: tuple[int, int] = (0, 1),
     ):
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if not 0 <= shard[0] < shard[1]:
+            raise ValueError(f"shard must be (index, count) with 0 <= index < count, got {shard}")
+        self.shard = shard  # this runner advances only the runs of its shard (see runs.find_due)
         self.db, self.clock, self.actions, self.rules = db, clock, actions, rules
         self.horizon, self.batch_size = horizon, batch_size
         self.concurrency = concurrency
@@ -130,7 +134,7 @@ class Runner:
             self.db, self.actions, self.rules, self._programme_for, now, budget, self.step_worst_case_seconds, leases_lapse_at)
         after = None
         while budget.allows(self.step_worst_case_seconds):
-            batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after))
+            batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after, shard=self.shard))
             if batch and after is None and batch[0].wake_at is not None:  # in wake order: the first waited longest
                 report.due_lag_seconds = max(0.0, (now - batch[0].wake_at).total_seconds())
             for result in self._pool.map(lambda run: self._advance(advancer, run), batch):

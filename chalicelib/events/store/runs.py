@@ -68,24 +68,30 @@ def list_page(
     return page, (page[-1].id if len(rows) > limit else None)
 
 
-def find_due(tx: Tx, now: datetime, limit: int, *, after: tuple[datetime, int] | None = None) -> list[Run]:
+def find_due(
+    tx: Tx, now: datetime, limit: int, *, after: tuple[datetime, int] | None = None, shard: tuple[int, int] = (0, 1)
+) -> list[Run]:
     """Runs whose wake time has come and that no live run lease holds, in wake order.
 
     One range of the (wake_at, id) index: a run parked at a cue, paused, holding
     behind a long wait or over is never read. `after` is the (wake_at, id) of the
     last run of the previous batch, so one tick reads its work in bounded batches
-    and sees each run at most once.
+    and sees each run at most once. `shard` (index, count) keeps the runs whose id
+    modulo count is index: ticks given different shards of one count never contend
+    for a run (the run lease still guards each one; count 1 is every run).
     """
     keyset, args = "", []
     if after is not None:
         keyset = "AND (wake_at > %s OR (wake_at = %s AND id > %s))"
         args = [after[0], after[0], after[1]]
+    index, count = shard
     rows = tx.all(
         f"""SELECT {COLUMNS} FROM event_runs
              WHERE wake_at <= %s
                AND (claim_expires_at IS NULL OR claim_expires_at < %s) {keyset}
+               AND MOD(id, %s) = %s
              ORDER BY wake_at, id LIMIT %s""",
-        (now, now, *args, limit),
+        (now, now, *args, count, index, limit),
     )
     return [Run.from_row(r) for r in rows]
 
