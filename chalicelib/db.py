@@ -394,7 +394,7 @@ class Database:
                 raise
             self.retries[_error_code(error)] += 1
             logger.info("re-running unit of work after MySQL error %s (try 1)", _error_code(error))
-            time.sleep(random.uniform(0.005, 0.02))  # let the other side of a deadlock finish first
+            time.sleep(random.uniform(0.005, 0.02))  # noqa: S311 — jitter, not a secret: let the other side of a deadlock finish first
         import tenacity  # only once a unit of work has failed: most processes never need it
 
         retrying = tenacity.Retrying(

@@ -129,7 +129,7 @@ def run_dev() -> int:
     bridge = start_demo_bridge(settings.game_bridge_url, settings.game_bridge_secret or "")
     # The console's one-click development login: tokens minted here, handed to the dev API only.
     logins = {role: mint(settings, sub=f"dev-{role}", roles=[role], ttl_seconds=24 * 3600) for role in ROLES}
-    api = subprocess.Popen(
+    api = subprocess.Popen(  # noqa: S603 — chalice from this venv, with fixed arguments, no shell
         [str(Path(sys.executable).with_name("chalice")), "local", "--stage", "dev", "--port", str(API_PORT), "--no-autoreload"],
         cwd=PROJECT,
         env={**os.environ, "EVENTS_CONSOLE_DEV_TOKENS": json.dumps(logins)},

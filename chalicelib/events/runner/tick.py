@@ -142,7 +142,7 @@ class Runner:
             if len(batch) < self.batch_size:
                 break
             last = batch[-1]
-            assert last.wake_at is not None  # find_due reads only runs whose wake time has come
+            assert last.wake_at is not None  # noqa: S101 — for mypy only: find_due reads only runs whose wake time has come
             after = (last.wake_at, last.id)
         else:
             report.out_of_budget = True

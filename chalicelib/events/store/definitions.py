@@ -53,7 +53,7 @@ def add_version(tx: Tx, definition_id: int, document: dict[str, Any], *, actor: 
 
 
 def get(tx: Tx, definition_id: int) -> Definition | None:
-    row = tx.one(f"SELECT {COLUMNS} FROM event_definitions WHERE id = %s", (definition_id,))
+    row = tx.one(f"SELECT {COLUMNS} FROM event_definitions WHERE id = %s", (definition_id,))  # noqa: S608 — COLUMNS is a constant; the id is a parameter
     return Definition.from_row(row) if row else None
 
 
@@ -62,7 +62,7 @@ def list_page(tx: Tx, *, limit: int = 50, after_id: int | None = None) -> tuple[
     if not 1 <= limit <= 500:
         raise ValueError(f"limit must be between 1 and 500, got {limit}")
     rows = tx.all(
-        f"SELECT {COLUMNS} FROM event_definitions WHERE id > %s ORDER BY id LIMIT %s", (after_id or 0, limit + 1)
+        f"SELECT {COLUMNS} FROM event_definitions WHERE id > %s ORDER BY id LIMIT %s", (after_id or 0, limit + 1)  # noqa: S608 — COLUMNS is a constant; the cursor and limit are parameters
     )
     page = [Definition.from_row(r) for r in rows[:limit]]
     return page, (page[-1].id if len(rows) > limit else None)
@@ -97,7 +97,7 @@ def mark_planned(tx: Tx, recurrence: Recurrence, through: datetime) -> bool:
 
 def get_version(tx: Tx, definition_id: int, version: int) -> DefinitionVersion | None:
     row = tx.one(
-        f"SELECT {VERSION_COLUMNS} FROM event_definition_versions WHERE definition_id = %s AND version = %s",
+        f"SELECT {VERSION_COLUMNS} FROM event_definition_versions WHERE definition_id = %s AND version = %s",  # noqa: S608 — VERSION_COLUMNS is a constant; ids are parameters
         (definition_id, version),
     )
     return DefinitionVersion.from_row(row) if row else None
@@ -106,7 +106,7 @@ def get_version(tx: Tx, definition_id: int, version: int) -> DefinitionVersion |
 def versions(tx: Tx, definition_id: int) -> list[VersionSummary]:
     """Every version of a definition, oldest first, without the documents (each may be up to a megabyte)."""
     rows = tx.all(
-        f"SELECT {SUMMARY_COLUMNS} FROM event_definition_versions WHERE definition_id = %s ORDER BY version",
+        f"SELECT {SUMMARY_COLUMNS} FROM event_definition_versions WHERE definition_id = %s ORDER BY version",  # noqa: S608 — SUMMARY_COLUMNS is a constant; the id is a parameter
         (definition_id,),
     )
     return [VersionSummary.from_row(r) for r in rows]

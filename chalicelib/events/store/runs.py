@@ -36,7 +36,7 @@ def occurrence_key(definition_id: int, scheduled_for: datetime) -> str:
 def get(tx: Tx, run_id: int, *, for_update: bool = False) -> Run | None:
     """The run; `for_update` locks it so a control reads the status it will act on."""
     lock = " FOR UPDATE" if for_update else ""
-    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE id = %s{lock}", (run_id,))
+    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE id = %s{lock}", (run_id,))  # noqa: S608 — COLUMNS and the lock clause are constants; the id is a parameter
     return Run.from_row(row) if row else None
 
 
@@ -63,7 +63,7 @@ def list_page(
         where.append("id < %s")
         args.append(before_id)
     clause = f"WHERE {' AND '.join(where)}" if where else ""
-    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs {clause} ORDER BY id DESC LIMIT %s", (*args, limit + 1))
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs {clause} ORDER BY id DESC LIMIT %s", (*args, limit + 1))  # noqa: S608 — COLUMNS and the where fragments are constants; filters are parameters
     page = [Run.from_row(r) for r in rows[:limit]]
     return page, (page[-1].id if len(rows) > limit else None)
 
@@ -90,7 +90,7 @@ def find_due(
              WHERE wake_at <= %s
                AND (claim_expires_at IS NULL OR claim_expires_at < %s) {keyset}
                AND MOD(id, %s) = %s
-             ORDER BY wake_at, id LIMIT %s""",
+             ORDER BY wake_at, id LIMIT %s""",  # noqa: S608 — COLUMNS and keyset are constants; times, ids, shard, limit are parameters
         (now, now, *args, count, index, limit),
     )
     return [Run.from_row(r) for r in rows]
@@ -129,7 +129,7 @@ def insert_occurrence(
     # A locking read sees the latest committed row: under REPEATABLE READ a plain
     # SELECT would read this transaction's older snapshot and miss a run that a
     # concurrent planner inserted (and that our INSERT IGNORE waited for).
-    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s LOCK IN SHARE MODE", (key,))
+    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s LOCK IN SHARE MODE", (key,))  # noqa: S608 — COLUMNS is a constant; the occurrence key is a parameter
     return Run.from_row(must_exist(row)), created == 1
 
 
@@ -197,7 +197,7 @@ def _move(
         sets.append("health = 'degraded'")
     return (
         tx.execute(
-            f"UPDATE event_runs SET {', '.join(sets)} WHERE id = %s AND {guard}",
+            f"UPDATE event_runs SET {', '.join(sets)} WHERE id = %s AND {guard}",  # noqa: S608 — SET and guard fragments are this module's own text; values are parameters
             (*args, run_id, *guard_args),
         )
         == 1
@@ -279,7 +279,7 @@ def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> boo
         tx.execute(
             f"""UPDATE event_runs SET health = 'degraded', updated_at = %s,
                       last_error = COALESCE(%s, last_error)
-                WHERE id = %s AND status NOT IN ({_TERMINAL_RUN_SQL})""",
+                WHERE id = %s AND status NOT IN ({_TERMINAL_RUN_SQL})""",  # noqa: S608 — the status list is rendered from RunStatus at import
             (now, kept_note(error), run_id),
         )
         == 1
@@ -299,7 +299,7 @@ def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) 
         tx.execute(
             f"""UPDATE event_runs SET claimed_by = %s, claim_expires_at = %s, wake_at = %s
                  WHERE id = %s AND status IN ({_DUE_SQL})
-                   AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",
+                   AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",  # noqa: S608 — the status list is rendered from RunStatus at import
             (token, expires, expires, run_id, now),
         )
         == 1
@@ -316,7 +316,7 @@ def release(tx: Tx, run_id: int, token: str, now: datetime) -> bool:
     return (
         tx.execute(
             f"""UPDATE event_runs r SET r.claimed_by = NULL, r.claim_expires_at = NULL, r.wake_at = {WAKE_AT}
-                 WHERE r.id = %(run_id)s AND r.claimed_by = %(token)s""",
+                 WHERE r.id = %(run_id)s AND r.claimed_by = %(token)s""",  # noqa: S608 — WAKE_AT is wake.py's constant; values are named parameters
             {**wake_args(now), "run_id": run_id, "token": token},
         )
         == 1

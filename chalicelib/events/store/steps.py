@@ -60,7 +60,7 @@ def _check_seconds(seconds: float, what: str) -> None:
 
 # ── reads ──────────────────────────────────────────────────────────────────
 def get(tx: Tx, step_id: int) -> Step | None:
-    row = tx.one(f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s", (step_id,))
+    row = tx.one(f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s", (step_id,))  # noqa: S608 — COLUMNS is a constant; the id is a parameter
     return Step.from_row(row) if row else None
 
 
@@ -72,7 +72,7 @@ def get_on_run(tx: Tx, run_id: int, step_id: int, *, for_update: bool = False) -
     """
     lock = " FOR UPDATE" if for_update else ""
     row = tx.one(
-        f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s AND run_id = %s{lock}", (step_id, run_id)
+        f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s AND run_id = %s{lock}", (step_id, run_id)  # noqa: S608 — COLUMNS and the lock clause are constants; ids are parameters
     )
     return Step.from_row(row) if row else None
 
@@ -86,14 +86,14 @@ def oldest_parked_since(tx: Tx) -> datetime | None:
 
 def list_for_run(tx: Tx, run_id: int) -> list[Step]:
     rows = tx.all(
-        f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s ORDER BY phase, seq", (run_id,)
+        f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s ORDER BY phase, seq", (run_id,)  # noqa: S608 — COLUMNS is a constant; the id is a parameter
     )
     return [Step.from_row(r) for r in rows]
 
 
 def list_for_phase(tx: Tx, run_id: int, phase: int) -> list[Step]:
     rows = tx.all(
-        f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s AND phase = %s ORDER BY seq",
+        f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s AND phase = %s ORDER BY seq",  # noqa: S608 — COLUMNS is a constant; ids are parameters
         (run_id, phase),
     )
     return [Step.from_row(r) for r in rows]
@@ -110,7 +110,7 @@ def open_steps(tx: Tx, run_id: int, phase: int, limit: int = 1000) -> list[Step]
     rows = tx.all(
         f"""SELECT {COLUMNS} FROM event_run_steps
              WHERE run_id = %s AND phase = %s AND status IN ('pending', 'running')
-             ORDER BY seq LIMIT %s""",
+             ORDER BY seq LIMIT %s""",  # noqa: S608 — COLUMNS is a constant; ids and limit are parameters
         (run_id, phase, limit),
     )
     return [Step.from_row(r) for r in rows]
@@ -134,7 +134,7 @@ def last_started_seq(tx: Tx, run_id: int, phase: int | None) -> int | None:
         return None
     row = tx.one(
         f"""SELECT MAX(s.seq) AS seq FROM event_run_steps s
-             WHERE s.run_id = %s AND s.phase = %s AND {_reached('s')}""",
+             WHERE s.run_id = %s AND s.phase = %s AND {_reached('s')}""",  # noqa: S608 — _reached renders constant SQL around a fixed alias; ids are parameters
         (run_id, phase),
     )
     return None if row is None or row["seq"] is None else int(row["seq"])
@@ -175,7 +175,7 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
     inserted = tx.execute(
         f"""INSERT IGNORE INTO event_run_steps
               (run_id, phase, seq, action_id, params, action_version, on_failure)
-            VALUES {values}""",
+            VALUES {values}""",  # noqa: S608 — only %s placeholders, counted from len(rows); every value is a parameter
         [value for row in rows for value in row],
     )
     tx.execute(
@@ -214,7 +214,7 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
              WHERE s.id = %s AND s.status = 'pending' AND s.attempts = %s
                AND (s.due_at IS NULL OR s.due_at <= %s)
                AND s.idempotency_key <> ''
-               AND r.status IN ({_RUNNABLE_SQL})""",
+               AND r.status IN ({_RUNNABLE_SQL})""",  # noqa: S608 — the status lists are rendered from the enums at import; values are parameters
         (token, now + timedelta(seconds=lease_seconds), now, step.id, step.attempts, now),
     )
     return Claim(step.id, token, step.attempts + 1) if changed == 1 else None
@@ -229,7 +229,7 @@ def park(tx: Tx, claim: Claim, note: str | None = None) -> bool:
         tx.execute(
             f"""UPDATE event_run_steps
                    SET claim_expires_at = NULL, claimed_by = NULL, last_error = %s
-                 WHERE {_FENCE}""",
+                 WHERE {_FENCE}""",  # noqa: S608 — _FENCE is a constant; values are parameters
             (kept_note(note), claim.step_id, claim.token, claim.attempt),
         )
         == 1
@@ -247,7 +247,7 @@ def reschedule(tx: Tx, claim: Claim, due_at: datetime, error: str | None = None)
             f"""UPDATE event_run_steps
                    SET status = 'pending', due_at = %s, claimed_by = NULL,
                        claim_expires_at = NULL, last_error = %s
-                 WHERE {_FENCE}""",
+                 WHERE {_FENCE}""",  # noqa: S608 — _FENCE is a constant; values are parameters
             (due_at, kept_note(error), claim.step_id, claim.token, claim.attempt),
         )
         == 1
@@ -264,7 +264,7 @@ def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str |
             f"""UPDATE event_run_steps
                    SET status = %s, last_error = %s, finished_at = %s,
                        claimed_by = NULL, claim_expires_at = NULL
-                 WHERE {_FENCE}""",
+                 WHERE {_FENCE}""",  # noqa: S608 — _FENCE is a constant; the status and values are parameters
             (status.value, kept_note(error), now, claim.step_id, claim.token, claim.attempt),
         )
         == 1
@@ -284,7 +284,7 @@ def cancel_if_run_over(tx: Tx, claim: Claim, now: datetime) -> bool:
                    SET s.status = 'cancelled', s.finished_at = %s, s.last_error = %s,
                        s.claimed_by = NULL, s.claim_expires_at = NULL
                  WHERE s.id = %s AND s.status = 'running' AND s.claimed_by = %s AND s.attempts = %s
-                   AND r.status IN ({_TERMINAL_RUN_SQL})""",
+                   AND r.status IN ({_TERMINAL_RUN_SQL})""",  # noqa: S608 — the status list is rendered from RunStatus at import; values are parameters
             (now, RUN_ENDED, claim.step_id, claim.token, claim.attempt),
         )
         == 1
@@ -336,7 +336,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     if not is_whole_number(max_attempts, at_least=1):
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
     stale = """status = 'running' AND claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
-    run_over = f"EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND r.status IN ({_TERMINAL_RUN_SQL}))"
+    run_over = f"EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND r.status IN ({_TERMINAL_RUN_SQL}))"  # noqa: S608 — the status list is rendered from RunStatus at import
     abandoned = _sweep(
         tx,
         f"{stale} AND {run_over}",
@@ -370,7 +370,7 @@ def _sweep(tx: Tx, where: str, where_args: tuple[Any, ...], assignments: str, se
     ids = [
         r["id"]
         for r in tx.all(
-            f"SELECT id FROM event_run_steps WHERE {where} LIMIT %s FOR UPDATE SKIP LOCKED",
+            f"SELECT id FROM event_run_steps WHERE {where} LIMIT %s FOR UPDATE SKIP LOCKED",  # noqa: S608 — where is one of reclaim's constant clauses; values are parameters
             (*where_args, limit),
         )
     ]
@@ -378,12 +378,12 @@ def _sweep(tx: Tx, where: str, where_args: tuple[Any, ...], assignments: str, se
         return []
     marks = placeholders(len(ids))
     tx.execute(
-        f"UPDATE event_run_steps SET {assignments} WHERE id IN ({marks}) AND {where}",
+        f"UPDATE event_run_steps SET {assignments} WHERE id IN ({marks}) AND {where}",  # noqa: S608 — constant clauses and %s placeholders counted from len(ids); values are parameters
         (*set_args, *ids, *where_args),
     )
     return [
         Step.from_row(r)
-        for r in tx.all(f"SELECT {COLUMNS} FROM event_run_steps WHERE id IN ({marks}) ORDER BY id", ids)
+        for r in tx.all(f"SELECT {COLUMNS} FROM event_run_steps WHERE id IN ({marks}) ORDER BY id", ids)  # noqa: S608 — COLUMNS is a constant; %s placeholders counted from len(ids)
     ]
 
 
@@ -424,7 +424,7 @@ def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None)
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    SET s.status = 'done', s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
                        {_WAKE_RUN_NOW}
-                 WHERE s.id = %s AND s.status = 'running' AND s.claim_expires_at IS NULL""",
+                 WHERE s.id = %s AND s.status = 'running' AND s.claim_expires_at IS NULL""",  # noqa: S608 — _WAKE_RUN_NOW is a constant; values are parameters
             (now, kept_note(note), now, now, step_id),
         )
         > 0
@@ -443,7 +443,7 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
                        {_WAKE_RUN_NOW}
                  WHERE s.id = %s
                    AND (s.status = 'pending' OR (s.status = 'running' AND s.claim_expires_at IS NULL))
-                   AND r.status NOT IN ({_TERMINAL_RUN_SQL})""",
+                   AND r.status NOT IN ({_TERMINAL_RUN_SQL})""",  # noqa: S608 — _WAKE_RUN_NOW and _reached are constants; values are parameters
             (now, kept_note(reason), now, now, step_id),
         )
         > 0
@@ -469,7 +469,7 @@ def requeue_where_stopped(tx: Tx, run_id: int, step_id: int) -> bool:
                       s.claimed_by = NULL, s.claim_expires_at = NULL, s.finished_at = NULL
                 WHERE s.id = %s AND s.run_id = %s AND s.status = 'failed'
                   AND r.status = 'paused' AND s.phase = r.current_phase
-                  AND later.id IS NULL""",
+                  AND later.id IS NULL""",  # noqa: S608 — _reached and the status lists are constants; values are parameters
             (step_id, run_id),
         )
         == 1

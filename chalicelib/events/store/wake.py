@@ -36,7 +36,7 @@ TIMERS: dict[str, str] = {
            FROM event_run_steps s
           WHERE s.run_id = r.id AND s.phase = {_WORKING_PHASE} AND s.status IN ('pending', 'running')
           ORDER BY s.seq LIMIT 1),
-        %(now)s), NULL)""",
+        %(now)s), NULL)""",  # noqa: S608 — constants only (NEVER, _WORKING_PHASE); the time is the named parameter now
 }
 
 WAKE_AT = "NULLIF(LEAST({}), {})".format(", ".join(f"COALESCE({t}, {NEVER})" for t in TIMERS.values()), NEVER)
