@@ -6,12 +6,14 @@ drift from the handler. How every request is checked before a handler runs is in
 
 from __future__ import annotations
 
+import json
+
 from .. import runtime
 from ..db import Tx
 from ..events import authoring, controls, nudge, occurrences
 from ..events.actions import registry
-from ..events.errors import NotFound
-from ..events.model import Definition, LogEntry
+from ..events.errors import Invalid, NotFound
+from ..events.model import Definition, LogEntry, Step
 from ..events.store import definitions, log, runs, steps
 from . import auth, schemas
 from .openapi import document
@@ -45,8 +47,10 @@ def list_runs(call: Call) -> Body:
     return {"runs": [r.public() for r in page], "next_cursor": next_cursor}
 
 
-@operation("GET", "/runs/{run_id}", "A run, its steps, their counts and the controls legal now.", auth.STAFF,
-           _ok("the run", schemas.RUN_DETAIL))
+@operation("GET", "/runs/{run_id}", "A run, a page of its steps (phase and seq order; pass steps_next_cursor as"
+           f" steps_cursor for the next: at most {schemas.STEPS_PAGE} steps and about"
+           f" {schemas.STEPS_PAGE_BYTES // 1024} KiB of them a page), their counts and the controls legal now.",
+           auth.STAFF, _ok("the run", schemas.RUN_DETAIL), query=schemas.RUN_QUERY)
 def get_run(call: Call) -> Body:
     run_id = call.ids["run_id"]
 
@@ -54,17 +58,37 @@ def get_run(call: Call) -> Body:
         run = runs.get(tx, run_id)
         if run is None:
             raise NotFound(f"no run {run_id}")
-        run_steps = steps.list_for_run(tx, run.id)
+        after = None
+        if "steps_cursor" in call.query:
+            after = steps.get_on_run(tx, run.id, call.query["steps_cursor"])
+            if after is None:
+                raise Invalid(f"query.steps_cursor: run {run.id} has no step {call.query['steps_cursor']}")
+        limit = call.query.get("steps_limit", schemas.STEPS_PAGE)
+        run_steps, more = _steps_page(steps.page_for_run(tx, run.id, after, limit + 1), limit)
         furthest = steps.last_started_seq(tx, run.id, run.current_phase)
         return {
             "run": run.public(),
             "steps": [s.public() for s in run_steps],
+            "steps_next_cursor": run_steps[-1].id if more else None,
             "counts": steps.status_counts(tx, run.id),
             "controls": controls.offered(run, run_steps, furthest),
         }
 
     # One transaction: run, steps and controls from one snapshot.
     return runtime.database().transaction(read)
+
+
+def _steps_page(read: list[Step], limit: int) -> tuple[list[Step], bool]:
+    """The first of `read` up to `limit` steps and STEPS_PAGE_BYTES of their JSON (always at least one),
+    and whether any step is left for a next page."""
+    page: list[Step] = []
+    size = 0
+    for step in read[:limit]:
+        size += len(json.dumps(step.public(), separators=(",", ":")))
+        if page and size > schemas.STEPS_PAGE_BYTES:
+            return page, True
+        page.append(step)
+    return page, len(read) > limit
 
 
 @operation("GET", "/runs/{run_id}/log", "The run's log rows after an id, oldest first (the console tails it).",

@@ -50,6 +50,15 @@ RUNS_QUERY = _body(
     cursor=_ID,
 )
 DEFINITIONS_QUERY = _body(limit={"type": "integer", "minimum": 1, "maximum": 200}, cursor=_ID)
+# GET /runs/{id} answers the run's steps a page at a time: at most STEPS_PAGE steps and about
+# STEPS_PAGE_BYTES of them (the page ends before the step that would pass it), so one answer stays
+# far below Lambda's 6 MB whatever the run's size (a definition allows 10,200 steps of 16 KB params).
+STEPS_PAGE = 1000
+STEPS_PAGE_BYTES = 1024 * 1024
+RUN_QUERY = _body(
+    steps_cursor=_ID,
+    steps_limit={"type": "integer", "minimum": 1, "maximum": STEPS_PAGE},
+)
 LOG_QUERY = _body(
     after_id={"type": "integer", "minimum": 0, "maximum": MAX_ID},
     limit={"type": "integer", "minimum": 1, "maximum": 1000},
@@ -142,6 +151,7 @@ RUNS_PAGE = _object(runs={"type": "array", "items": RUN}, next_cursor=_MAYBE_INT
 RUN_DETAIL = _object(
     run=RUN,
     steps={"type": "array", "items": STEP},
+    steps_next_cursor=_MAYBE_INT,
     counts={"type": "object", "additionalProperties": _INT},
     controls=_object(
         run=_CONTROL_NAMES,

@@ -199,9 +199,20 @@ export function runView(main, ctx, runIdText) {
     }
   }
 
+  // The API answers a run's steps a page at a time (steps_next_cursor): the page shows them all.
+  async function fetchRun() {
+    const whole = await get(`/runs/${runId}`);
+    for (let page = whole; page.steps_next_cursor != null;) {
+      page = await get(`/runs/${runId}?steps_cursor=${page.steps_next_cursor}`);
+      whole.steps.push(...page.steps);
+      Object.assign(whole.controls.steps, page.controls.steps);
+    }
+    return whole;
+  }
+
   async function load() {
     try {
-      const fetched = await get(`/runs/${runId}`);
+      const fetched = await fetchRun();
       await loadPlan(fetched.run);
       detail = fetched;
       await tailLog();

@@ -91,6 +91,26 @@ def list_for_run(tx: Tx, run_id: int) -> list[Step]:
     return [Step.from_row(r) for r in rows]
 
 
+def page_for_run(tx: Tx, run_id: int, after: Step | None, limit: int) -> list[Step]:
+    """Up to `limit` of the run's steps in (phase, seq) order, after the step `after` (from the start without one).
+
+    One range of the `(run_id, phase, seq)` index, whatever the run's size: what
+    GET /runs/{id} answers a page at a time.
+    """
+    if after is None:
+        rows = tx.all(
+            f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s ORDER BY phase, seq LIMIT %s", (run_id, limit)
+        )
+    else:
+        rows = tx.all(
+            f"""SELECT {COLUMNS} FROM event_run_steps
+                 WHERE run_id = %s AND (phase > %s OR (phase = %s AND seq > %s))
+                 ORDER BY phase, seq LIMIT %s""",
+            (run_id, after.phase, after.phase, after.seq, limit),
+        )
+    return [Step.from_row(r) for r in rows]
+
+
 def list_for_phase(tx: Tx, run_id: int, phase: int) -> list[Step]:
     rows = tx.all(
         f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s AND phase = %s ORDER BY seq",  # noqa: S608 — COLUMNS is a constant; ids are parameters
