@@ -99,13 +99,14 @@ def page_for_run(tx: Tx, run_id: int, after: Step | None, limit: int) -> list[St
     """
     if after is None:
         rows = tx.all(
-            f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s ORDER BY phase, seq LIMIT %s", (run_id, limit)
+            f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s ORDER BY phase, seq LIMIT %s",  # noqa: S608 — COLUMNS is a constant; ids and limit are parameters
+            (run_id, limit),
         )
     else:
         rows = tx.all(
             f"""SELECT {COLUMNS} FROM event_run_steps
                  WHERE run_id = %s AND (phase > %s OR (phase = %s AND seq > %s))
-                 ORDER BY phase, seq LIMIT %s""",
+                 ORDER BY phase, seq LIMIT %s""",  # noqa: S608 — COLUMNS is a constant; the rest are parameters
             (run_id, after.phase, after.phase, after.seq, limit),
         )
     return [Step.from_row(r) for r in rows]
