@@ -3,20 +3,29 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev-loop.txt requirements-dev.txt | cksum | cut -d' ' -f1)
+# `make dev` and `make token` need only the runtime requirements and chalice: a stamp of their own.
+LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.txt | cksum | cut -d' ' -f1)
 
-.PHONY: test dev bench lint clean db-url package migrate rotate costs mutate
+.PHONY: test dev token bench lint clean db-url package migrate rotate costs mutate
 
+# Progress goes to stderr, so `export TOKEN=$$(make -s token)` captures the token alone.
 $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
-	  echo "python3-venv is missing; installing it (needs root)"; \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv python3-pip && \
+	  echo "python3-venv is missing; installing it (needs root)" >&2; \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv python3-pip; } >&2 && \
 	  $(PYTHON) -m venv $(VENV); }
 
-$(STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements-dev.txt
-	@rm -f $(VENV)/.installed-* && touch $@
+$(STAMP): requirements.txt requirements-dev-loop.txt requirements-dev.txt | $(BIN)/python
+	@echo "installing the test toolchain into $(VENV) (requirements-dev.txt)" >&2
+	@$(BIN)/pip install -q --disable-pip-version-check --upgrade pip >&2
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt >&2
+	@rm -f $(VENV)/.installed-* $(VENV)/.dev-loop-* && touch $@ $(LOOP)
+
+$(LOOP): requirements.txt requirements-dev-loop.txt | $(BIN)/python
+	@echo "installing the engine's requirements and chalice into $(VENV) (requirements-dev-loop.txt)" >&2
+	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev-loop.txt >&2
+	@rm -f $(VENV)/.dev-loop-* && touch $@
 
 # The console's browser tests drive Debian's Chromium through its own driver (nothing is downloaded).
 BROWSER := /usr/bin/chromium /usr/bin/chromedriver
@@ -37,9 +46,15 @@ test: lint | $(BROWSER)
 mutate: $(STAMP)
 	$(BIN)/python -m tests.mutation $(MUTATE_ARGS)
 
-# The dev database lives on the same server the tests find (or start).
-dev: $(STAMP)
-	EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m tests.support.mariadb url)events_dev} $(BIN)/python -m devtools dev
+# The dev database lives on the same server the tests find (or start). DEMO=failures: a demo bridge that fails.
+dev: $(LOOP)
+	@EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m tests.support.mariadb url)events_dev} \
+	  $(BIN)/python -m devtools dev $(if $(DEMO),--demo $(DEMO))
+
+# A development token on the dev stage's settings: `export TOKEN=$$(make -s token ROLE=moderator)`.
+ROLE ?= admin
+token: $(LOOP)
+	@$(BIN)/python -m devtools token --role $(ROLE) $(if $(SUB),--sub $(SUB)) $(if $(TTL),--ttl $(TTL))
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -r bench/requirements.txt

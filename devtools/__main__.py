@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from chalicelib.__main__ import answered
-from chalicelib.api.auth import ROLES
+from chalicelib.api.auth import ADMIN, ROLES
 from chalicelib.config import Settings
 from chalicelib.events.errors import ConfigError
 
 
 def cmd_token(args: argparse.Namespace) -> int:
+    from .dev import with_dev_stage
     from .tokens import mint
 
+    if args.ttl <= 0:
+        print(f"--ttl must be a positive number of seconds, got {args.ttl}", file=sys.stderr)
+        return 2
+    roles = args.role or [ADMIN]
     try:
-        print(mint(Settings.from_env(), sub=args.sub, roles=args.role, ttl_seconds=args.ttl))
+        settings = Settings.from_env(with_dev_stage(os.environ))
+        print(mint(settings, sub=args.sub or f"dev-{roles[0]}", roles=roles, ttl_seconds=args.ttl))
     except ValueError as error:
         raise ConfigError(str(error)) from None
     return 0
@@ -30,9 +37,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m devtools", description="Event run engine development commands")
     sub = parser.add_subparsers(dest="command", required=True)
-    token = sub.add_parser("token", help="print a development token signed with EVENTS_JWT_SECRET")
-    token.add_argument("--role", action="append", required=True, choices=ROLES, help="a role to grant (repeatable)")
-    token.add_argument("--sub", required=True, help="who the token names (the actor in the run log)")
+    token = sub.add_parser("token", help="print a development token (only the token), signed with EVENTS_JWT_SECRET:"
+                           " the dev stage's settings in .chalice/config.json unless the environment sets them")
+    token.add_argument("--role", action="append", choices=ROLES, help="a role to grant (repeatable; default admin)")
+    token.add_argument("--sub", help="who the token names, the actor in the run log (default dev-<first role>)")
     token.add_argument("--ttl", type=int, default=8 * 3600, help="seconds until it expires (default 8 hours)")
     token.set_defaults(run=cmd_token)
     sub.add_parser("dev", help="the engine locally: API, demo game bridge and tick loop on a seeded demo event").set_defaults(

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -55,6 +56,11 @@ DEMO_DOCUMENT: dict[str, Any] = {
 def dev_stage_environment() -> dict[str, str]:
     config = json.loads((PROJECT / ".chalice" / "config.json").read_text())
     return {**config.get("environment_variables", {}), **config["stages"]["dev"].get("environment_variables", {})}
+
+
+def with_dev_stage(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with the dev stage's settings filling in what it does not set (a setting set empty stays empty)."""
+    return {**dev_stage_environment(), **env}
 
 
 class DemoBridge(BaseHTTPRequestHandler):

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import jwt
 
@@ -29,3 +30,38 @@ def test_the_token_command_mints_a_token_the_api_accepts(api):
 def test_the_token_command_needs_the_secret_issuer_and_audience():
     done = _token_command("--role", "admin", "--sub", "alice", EVENTS_JWT_SECRET="", EVENTS_JWT_ISSUER=ISSUER)
     assert done.returncode == 2 and "EVENTS_JWT_SECRET" in done.stderr
+
+
+def _without_token_settings() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("EVENTS_JWT_")}
+
+
+def test_the_token_command_signs_with_the_dev_stage_settings_by_default_and_prints_only_the_token():
+    from devtools.dev import dev_stage_environment
+
+    done = subprocess.run([sys.executable, "-m", "devtools", "token"], env=_without_token_settings(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout.count("\n") == 1
+    dev = dev_stage_environment()
+    claims = jwt.decode(done.stdout.strip(), dev["EVENTS_JWT_SECRET"], algorithms=["HS256"],
+                        audience=dev["EVENTS_JWT_AUDIENCE"], issuer=dev["EVENTS_JWT_ISSUER"])
+    assert (claims["sub"], claims["roles"], claims["exp"] - claims["iat"]) == ("dev-admin", ["admin"], 8 * 3600)
+
+
+def test_the_token_command_refuses_a_ttl_that_is_not_positive():
+    for ttl in ("0", "-10"):
+        done = subprocess.run([sys.executable, "-m", "devtools", "token", "--ttl", ttl], env=_without_token_settings(),
+                              capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == f"--ttl must be a positive number of seconds, got {ttl}\n"
+
+
+def test_make_token_prints_only_the_token_for_the_role_asked():
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(["make", "-s", "token", "ROLE=moderator", "SUB=carol", "TTL=120"], cwd=root,
+                          env=_without_token_settings(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (token,) = done.stdout.splitlines()
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert (claims["sub"], claims["roles"], claims["exp"] - claims["iat"]) == ("carol", ["moderator"], 120)
