@@ -18,7 +18,7 @@ from tests.support.mariadb import server_url
 pytest_plugins = ["tests.support.api", "tests.support.runner_kit"]
 
 # Deleted child-first between tests (faster than TRUNCATE, and the FKs allow it).
-TABLES = ("event_run_log", "event_run_steps", "event_runs", "event_definition_versions", "event_definitions")
+TABLES = ("event_run_log", "event_run_phases", "event_run_steps", "event_runs", "event_definition_versions", "event_definitions")
 START = datetime(2026, 12, 4, 20, 0, 0)
 
 

@@ -117,3 +117,19 @@ def test_health_and_actions(api):
     actions = {a["id"]: a for a in api.get("/actions", auth=GM).body["actions"]}
     assert {"core.wait", "core.cue", "core.announce", "module.action"} <= set(actions)
     assert actions["core.wait"]["params_schema"]["required"] == ["seconds"]
+
+
+def test_get_run_names_each_phase_with_its_kind_and_state(api, db, clock, runner):
+    from tests.support.runner_kit import schedule, step, tick
+
+    doc = {"name": "Harvest", "grace_seconds": 300, "phases": [
+        {"name": "Gathering", "steps": [step("core.cue", instruction="Meet at the barn")]},
+        {"name": "Feast", "steps": [step("core.announce", message="Eat")]}],
+        "ending": [step("core.announce", message="Goodnight")]}
+    run = schedule(db, clock.now(), doc)
+    assert api.get(f"/runs/{run.id}", auth=GM).body["phases"] == []  # not started: no phase yet
+    tick(runner)
+    phases = api.get(f"/runs/{run.id}", auth=GM).body["phases"]
+    assert [(p["number"], p["kind"], p["name"], p["state"]) for p in phases] == [
+        (1, "main", "Gathering", "open"), (2, "main", "Feast", "not_started"), (3, "ending", "ending", "not_started")]
+    assert ISO_Z.match(phases[0]["opened_at"]) and phases[1]["opened_at"] is None and phases[0]["drained_at"] is None

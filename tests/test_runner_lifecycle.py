@@ -50,7 +50,7 @@ def test_three_phases_with_wait_cue_and_ending_go_all_the_way_to_completed(db, c
 
     final = run_row(db, run.id)
     assert final.status is RunStatus.COMPLETED and final.health is Health.OK
-    assert final.current_phase == 3 and final.claimed_by is None and final.finished_at == clock.now()
+    assert final.current_phase == 4 and final.claimed_by is None and final.finished_at == clock.now()  # its ending
     assert all(s.status is StepStatus.DONE for s in _steps(db, run.id))
     assert runner.actions.announce_channel.posts == ["The harvest begins", "Thanks for coming"]
     assert [r.action_id for r in game_bridge.received()] == ["world.spawn", "world.reward"]

@@ -14,7 +14,7 @@ from ..events import authoring, controls, nudge, occurrences
 from ..events.actions import registry
 from ..events.errors import Invalid, NotFound
 from ..events.model import Definition, LogEntry, Step
-from ..events.store import definitions, log, runs, steps
+from ..events.store import definitions, log, phases, runs, steps
 from . import auth, schemas
 from .openapi import document
 from .operations import OPERATIONS, Answer, Body, Call, Responses, blueprint_of, operation
@@ -47,7 +47,7 @@ def list_runs(call: Call) -> Body:
     return {"runs": [r.public() for r in page], "next_cursor": next_cursor}
 
 
-@operation("GET", "/runs/{run_id}", "A run, a page of its steps (phase and seq order; pass steps_next_cursor as"
+@operation("GET", "/runs/{run_id}", "A run, its phases, a page of its steps (phase and seq order; pass steps_next_cursor as"
            f" steps_cursor for the next: at most {schemas.STEPS_PAGE} steps and about"
            f" {schemas.STEPS_PAGE_BYTES // 1024} KiB of them a page), their counts and the controls legal now.",
            auth.STAFF, _ok("the run", schemas.RUN_DETAIL), query=schemas.RUN_QUERY)
@@ -68,6 +68,7 @@ def get_run(call: Call) -> Body:
         furthest = steps.last_started_seq(tx, run.id, run.current_phase)
         return {
             "run": run.public(),
+            "phases": [p.public() for p in phases.list_for_run(tx, run.id)],
             "steps": [s.public() for s in run_steps],
             "steps_next_cursor": run_steps[-1].id if more else None,
             "counts": steps.status_counts(tx, run.id),

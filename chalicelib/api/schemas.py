@@ -12,7 +12,7 @@ from typing import Any
 
 from ..events.document import DOCUMENT_SCHEMA
 from ..events.errors import Invalid
-from ..events.model import Health, OnFailure, RunStatus, StepStatus
+from ..events.model import Health, OnFailure, PhaseKind, PhaseState, RunStatus, StepStatus
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
 from ..schema_check import first_error
 
@@ -112,6 +112,18 @@ STEP = _object(
     last_error=_MAYBE_TEXT,
     parked={"type": "boolean"},
 )
+PHASE = _object(
+    number=_INT,
+    kind={"type": "string", "enum": [k.value for k in PhaseKind]},
+    name={"type": "string"},
+    state={"type": "string", "enum": [s.value for s in PhaseState]},
+    opened_at=_MAYBE_TIME,
+    drained_at=_MAYBE_TIME,
+    condition={"type": ["object", "null"]},
+    condition_met={"type": "boolean"},
+    met_at=_MAYBE_TIME,
+    met_by=_MAYBE_TEXT,
+)
 LOG_ENTRY = _object(
     id=_INT,
     run_id=_INT,
@@ -150,6 +162,7 @@ RETRY_RESPONSE = _object(ok={"const": True}, step=STEP, resumed={"type": "boolea
 RUNS_PAGE = _object(runs={"type": "array", "items": RUN}, next_cursor=_MAYBE_INT)
 RUN_DETAIL = _object(
     run=RUN,
+    phases={"type": "array", "items": PHASE},
     steps={"type": "array", "items": STEP},
     steps_next_cursor=_MAYBE_INT,
     counts={"type": "object", "additionalProperties": _INT},

@@ -7,8 +7,8 @@ publishes — part by part, so one bad step does not hide the next; then each st
 is checked against the action registry and its action's params schema, and the
 schedule as standard five-field cron in an IANA time zone (`cron`).
 
-A stored document is walked through `programme_of`: phases are numbered from 1 in
-authored order, and the `ending` steps are phase N+1.
+A stored document is walked through `programme_of`: its phases in authored order,
+then its `ending`, numbered from 1 in that walk (the one place a phase gets its number).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..schema_check import first_error
 from . import cron
 from .actions import registry
 from .errors import Invalid, UnreadableDocument
-from .model import OnFailure, StepSpec
+from .model import OnFailure, PhaseKind, StepSpec
 
 DEFAULT_GRACE_SECONDS = 300
 # A tick comes every few seconds to a minute; a shorter window would miss the
@@ -166,8 +166,8 @@ def validate(document: Any) -> dict[str, Any]:
         "name": document["name"].strip(),
         "grace_seconds": document.get("grace_seconds", DEFAULT_GRACE_SECONDS),
         "phases": [
-            {"name": phase.get("name") or f"phase {i + 1}", "steps": [_normalised_step(s) for s in phase["steps"]]}
-            for i, phase in enumerate(document["phases"])
+            {"name": phase.get("name") or f"phase {place}", "steps": [_normalised_step(s) for s in phase["steps"]]}
+            for place, phase in enumerate(document["phases"], 1)
         ],
         "ending": [_normalised_step(s) for s in document.get("ending", [])],
         "schedule": document.get("schedule") or None,  # without a timezone: UTC
@@ -176,36 +176,65 @@ def validate(document: Any) -> dict[str, Any]:
 
 # ── the programme the runner walks ──────────────────────────────────────────────
 @dataclass(frozen=True)
+class PhasePlan:
+    """One phase as authored: its number (its place in the walk), kind, name and steps."""
+
+    number: int
+    kind: PhaseKind
+    name: str
+    specs: tuple[StepSpec, ...]
+
+
+@dataclass(frozen=True)
 class Programme:
-    phases: tuple[tuple[StepSpec, ...], ...]
-    ending: tuple[StepSpec, ...]
-    names: tuple[str, ...]  # of the phases, for the log
+    """The phases of a version in the order the runner walks them: the main phases, then the ending.
+
+    Numbers are places in this walk, given once here (`programme_of`); nothing else
+    computes a phase's number. The ending is always the last phase, with or without
+    steps (an empty ending is passed through: its run completes at once).
+    """
+
+    phases: tuple[PhasePlan, ...]
 
     @property
-    def last_phase(self) -> int:
-        return len(self.phases)
+    def first(self) -> PhasePlan:
+        return self.phases[0]
 
     @property
-    def ending_phase(self) -> int:
-        return len(self.phases) + 1
+    def ending(self) -> PhasePlan:
+        return self.phases[-1]
 
-    def name(self, phase: int) -> str:
-        return "ending" if phase == self.ending_phase else self.names[phase - 1]
+    def phase(self, number: int) -> PhasePlan:
+        """The phase of this number (KeyError if the version has none)."""
+        for plan in self.phases:
+            if plan.number == number:
+                return plan
+        raise KeyError(f"the programme has no phase {number}")
 
-    def specs(self, phase: int) -> tuple[StepSpec, ...]:
-        return self.ending if phase == self.ending_phase else self.phases[phase - 1]
+    def after(self, number: int) -> PhasePlan | None:
+        """The phase the walk goes on to after this one; None after the ending."""
+        later = [plan for plan in self.phases if plan.number > number]
+        return later[0] if later else None
+
+    @property
+    def rows(self) -> tuple[PhasePlan, ...]:
+        """The phases a run gets a row for: every one with steps."""
+        return tuple(plan for plan in self.phases if plan.specs)
 
 
 def programme_of(document: dict[str, Any]) -> Programme:
     try:
-        phases = tuple(tuple(_spec(step) for step in phase["steps"]) for phase in document["phases"])
-        ending = tuple(_spec(step) for step in document.get("ending") or ())
-        names = tuple(str(phase.get("name") or f"phase {number}") for number, phase in enumerate(document["phases"], 1))
+        authored = [
+            (PhaseKind.MAIN, str(phase.get("name") or f"phase {place}"), tuple(_spec(step) for step in phase["steps"]))
+            for place, phase in enumerate(document["phases"], 1)
+        ]
+        ending = (PhaseKind.ENDING, "ending", tuple(_spec(step) for step in document.get("ending") or ()))
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise UnreadableDocument(f"definition document unreadable: {type(error).__name__}: {error}") from error
-    if not phases or not all(phases):
+    if not authored or not all(specs for _, _, specs in authored):
         raise UnreadableDocument("definition document unreadable: every phase needs at least one step")
-    return Programme(phases, ending, names)
+    return Programme(tuple(PhasePlan(number, kind, name, specs)
+                           for number, (kind, name, specs) in enumerate([*authored, ending], 1)))
 
 
 def _spec(step: dict[str, Any]) -> StepSpec:

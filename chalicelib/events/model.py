@@ -57,6 +57,18 @@ class Health(str, Enum):
     DEGRADED = "degraded"  # something already went wrong; never goes back
 
 
+class PhaseKind(str, Enum):
+    MAIN = "main"  # an authored phase, walked in order
+    ENDING = "ending"  # the ending steps, after the last main phase; never pauses
+    CLEANUP = "cleanup"  # reverting what the run created (none yet: the kind is reserved)
+
+
+class PhaseState(str, Enum):
+    NOT_STARTED = "not_started"  # its steps are not materialised yet
+    OPEN = "open"  # its steps are being worked
+    DRAINED = "drained"  # no open step left, and left (or held, once conditions exist)
+
+
 class OnFailure(str, Enum):
     PAUSE = "pause"  # run paused, last_error set, health degraded
     SKIP = "skip"  # health degraded, the phase moves on
@@ -186,6 +198,39 @@ class Step:
         data = _public(self)
         del data["claimed_by"]
         data["parked"] = self.parked
+        return data
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a started run, as its row stands (`store.phases`)."""
+
+    run_id: int
+    number: int
+    kind: PhaseKind
+    name: str
+    opened_at: datetime | None
+    drained_at: datetime | None
+    condition: dict[str, Any] | None  # what must be met before a drained phase may be left; None: nothing
+    condition_met: bool
+    met_at: datetime | None
+    met_by: str | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Phase:
+        return cls(**{**row, "kind": PhaseKind(row["kind"]), "condition": _json(row["condition"], None),
+                      "condition_met": bool(row["condition_met"])})
+
+    @property
+    def state(self) -> PhaseState:
+        if self.opened_at is None:
+            return PhaseState.NOT_STARTED
+        return PhaseState.OPEN if self.drained_at is None else PhaseState.DRAINED
+
+    def public(self) -> dict[str, Any]:
+        data = _public(self)
+        del data["run_id"]
+        data["state"] = self.state.value
         return data
 
 

@@ -48,6 +48,11 @@ def test_the_demo_run_parks_at_its_cue_a_confirm_from_the_page_completes_it_and_
     open_run(browser, server.url, run_id)
     step_id, banner = cue_banner(browser)
     assert "Waiting for a game master: Light the bonfire" in banner
+    # Each phase named, kind and state as GET /runs/{id} lists them (no definition document read).
+    heads = "return [...document.querySelectorAll('#run-phases h3')].map((h) => [h.innerText, h.dataset.kind, h.dataset.state])"
+    shown = eventually(lambda: browser.execute_script(heads), "the phase headings")
+    assert [(kind, state) for _, kind, state in shown] == [("main", "open"), ("main", "not_started"), ("ending", "not_started")], shown
+    assert [text for text, _, _ in shown] == ["Phase 1: opening (current)", "Phase 2: contest", "Phase 3: ending"], shown
     screenshot(browser, "run-parked-at-cue")
     press(browser, "confirm", step_id, "bonfire lit")
     wait_for_status(browser, "completed")

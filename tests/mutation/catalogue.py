@@ -208,9 +208,10 @@ MUTATIONS: list[Mutation] = [
              "COALESCE(s.claim_expires_at, {NEVER})",
              "COALESCE(NULL, {NEVER})",
              (RUNNER_WAKE,)),
-    Mutation("an-ending-run-wakes-on-its-last-phase", WAKE,
-             "IF(r.status = 'ending', r.current_phase + 1, r.current_phase)",
-             "IF(r.status = 'ending', r.current_phase, r.current_phase)",
+    # The move into ending writes the ending's number as current_phase, the phase the wake time follows.
+    Mutation("an-ending-run-wakes-on-its-last-phase", ADVANCE,
+             "next_phase=ending.number if ending.specs else None",
+             "next_phase=None",
              (RUNNER_WAKE,)),
     Mutation("an-ending-run-has-no-head-step-timer", WAKE,
              "IF(r.status IN ('running', 'ending'), COALESCE(",

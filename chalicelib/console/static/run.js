@@ -66,18 +66,15 @@ export function runView(main, ctx, runIdText) {
 
   let afterId = 0;
   let shown = '';
-  let plan = null; // the phase names and sizes from the run's definition version
+  let definitionName = null; // for the title; the phases name themselves (GET /runs/{id} `phases`)
   let detail = null;
 
-  async function loadPlan(run) {
-    if (plan) return;
+  async function loadName(run) {
+    if (definitionName !== null) return;
     try {
-      const found = await ctx.definitions();
-      const name = found.find((d) => d.id === run.definition_id)?.name;
-      const versionDoc = await ctx.versionDocument(run.definition_id, run.definition_version);
-      plan = { name, phases: versionDoc.phases || [], ending: versionDoc.ending || [] };
+      definitionName = (await ctx.definitions()).find((d) => d.id === run.definition_id)?.name || '';
     } catch {
-      plan = { name: null, phases: [], ending: [] }; // names are a nicety; the steps still show
+      definitionName = ''; // a nicety: the run is still shown
     }
   }
 
@@ -129,11 +126,11 @@ export function runView(main, ctx, runIdText) {
   function render() {
     const { run, steps, counts: stepCounts } = detail;
     document.title = `Run ${run.id} (${run.status}) · Event runs`;
-    title.textContent = `Run ${run.id}${plan?.name ? `: ${plan.name}` : ''}`;
+    title.textContent = `Run ${run.id}${definitionName ? `: ${definitionName}` : ''}`;
     summary.replaceChildren(el('dl', { class: 'facts' },
       el('dt', {}, 'Status'), el('dd', { id: 'run-status', 'data-status': run.status }, badge(run.status)),
       el('dt', {}, 'Health'), el('dd', {}, badge(run.health)),
-      el('dt', {}, 'Definition'), el('dd', {}, `${plan?.name || `definition ${run.definition_id}`}, version ${run.definition_version}`),
+      el('dt', {}, 'Definition'), el('dd', {}, `${definitionName || `definition ${run.definition_id}`}, version ${run.definition_version}`),
       el('dt', {}, 'Scheduled for'), el('dd', {}, when(run.scheduled_for)),
       el('dt', {}, 'Started'), el('dd', {}, when(run.started_at)),
       el('dt', {}, 'Finished'), el('dd', {}, when(run.finished_at)),
@@ -157,17 +154,19 @@ export function runView(main, ctx, runIdText) {
     counts.replaceChildren(...Object.entries(stepCounts).map(([status, n], i) => [i ? ' · ' : 'Steps: ', `${n} ${status}`]).flat());
     const byPhase = new Map();
     for (const step of steps) byPhase.set(step.phase, [...(byPhase.get(step.phase) || []), step]);
-    const phaseCount = Math.max(plan.phases.length + (plan.ending.length ? 1 : 0), ...byPhase.keys(), 0);
+    // The run's phases as the API lists them; a phase with steps but no row (a run started
+    // before phase rows existed) is still shown, by its number.
+    const listed = new Map(detail.phases.map((p) => [p.number, p]));
+    for (const number of byPhase.keys()) if (!listed.has(number)) listed.set(number, { number, kind: null, name: null, state: null });
     const sections = [];
-    for (let number = 1; number <= phaseCount; number += 1) {
-      const isEnding = plan.phases.length && number === plan.phases.length + 1;
-      const name = isEnding ? 'ending' : plan.phases[number - 1]?.name;
+    for (const phase of [...listed.values()].sort((a, b) => a.number - b.number)) {
+      const { number, name } = phase;
       const phaseSteps = byPhase.get(number) || [];
       const current = run.current_phase === number && !TERMINAL_RUN.has(run.status);
-      const head = el('h3', {}, `Phase ${number}${name ? `: ${name}` : ''}`, current ? ' (current)' : '');
+      const head = el('h3', { 'data-phase': number, 'data-kind': phase.kind || '', 'data-state': phase.state || '' },
+        `Phase ${number}${name ? `: ${name}` : ''}`, current ? ' (current)' : '');
       if (!phaseSteps.length) {
-        const authored = isEnding ? plan.ending.length : plan.phases[number - 1]?.steps?.length;
-        sections.push(el('section', { class: 'phase' }, head, el('p', { class: 'muted' }, `Not started${authored ? ` (${authored} steps)` : ''}.`)));
+        sections.push(el('section', { class: 'phase' }, head, el('p', { class: 'muted' }, 'Not started.')));
         continue;
       }
       const rows = phaseSteps.sort((a, b) => a.seq - b.seq).map((step) => el('tr', { 'data-step-row': step.id, 'data-status': step.parked ? 'parked' : step.status },
@@ -182,6 +181,7 @@ export function runView(main, ctx, runIdText) {
       sections.push(el('section', { class: 'phase' }, head,
         table(`Steps of phase ${number}`, ['#', 'Action', 'Status', 'Attempts', 'Due', 'Last error', 'Idempotency key', 'Controls'], rows)));
     }
+    if (!sections.length) sections.push(el('p', { class: 'muted' }, 'Its phases are listed once the run starts.'));
     phases.replaceChildren(...sections);
   }
 
@@ -213,7 +213,7 @@ export function runView(main, ctx, runIdText) {
   async function load() {
     try {
       const fetched = await fetchRun();
-      await loadPlan(fetched.run);
+      await loadName(fetched.run);
       detail = fetched;
       await tailLog();
     } catch (error) {

@@ -20,8 +20,8 @@ from ..actions.outcome import Outcome
 from ..actions.perform import Actions
 from ..document import Programme
 from ..errors import UnreadableDocument
-from ..model import RUNNABLE, Claim, Run, RunStatus, Step, StepStatus
-from ..store import log, runs, steps
+from ..model import RUNNABLE, Claim, PhaseKind, Run, RunStatus, Step, StepStatus
+from ..store import log, phases, runs, steps
 from .budget import Budget
 from .outcomes import Applied, Rules, settle_outcome
 
@@ -122,7 +122,9 @@ class RunAdvancer:
         elif not self.db.autocommit(lambda tx: self._take_lease(tx, run.id, lease, report)):
             return None
         elif run.status is RunStatus.ENDING:
-            where = Cursor(RunStatus.ENDING, programme.ending_phase, None)
+            # The programme's ending, not current_phase: a run that went into ending
+            # before current_phase named the ending holds its last main phase there.
+            where = Cursor(RunStatus.ENDING, programme.ending.number, None)
         else:
             where = Cursor(run.status, must_exist(run.current_phase), None)
         lost_claim = False
@@ -236,8 +238,9 @@ class RunAdvancer:
 
         A scheduled run goes through starting within one statement: the log tells both moves.
         """
+        first = programme.first
         if run.status is RunStatus.SCHEDULED:
-            if runs.start_within_grace(tx, run.id, self.now, into_phase=1):
+            if runs.start_within_grace(tx, run.id, self.now, into_phase=first.number):
                 log_rows.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.STARTING, cause="due"))
             elif runs.miss_after_grace(tx, run.id, self.now):
                 closed = run.scheduled_for + timedelta(seconds=run.grace_seconds)
@@ -246,12 +249,13 @@ class RunAdvancer:
                 return Cursor(RunStatus.MISSED, 0, [])
             else:
                 return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
-        elif not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=1):
+        elif not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=first.number):
             return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
-        first = steps.materialise_phase(tx, run.id, 1, programme.specs(1))
-        log_rows.append(journal.run_status(run.id, 1, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
-        log_rows.append(journal.run_phase(run.id, 1, programme.name(1)))
-        return Cursor(RunStatus.RUNNING, 1, [s for s in first if not s.status.terminal])
+        phases.insert_plan(tx, run.id, [(p.number, p.kind, p.name) for p in programme.rows], first.number, self.now)
+        opened = steps.materialise_phase(tx, run.id, first.number, first.specs)
+        log_rows.append(journal.run_status(run.id, first.number, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
+        log_rows.append(journal.run_phase(run.id, first.number, first.name))
+        return Cursor(RunStatus.RUNNING, first.number, [s for s in opened if not s.status.terminal])
 
     def _leave_phase(
         self, tx: Tx, run_id: int, programme: Programme, where: Cursor, log_rows: list[journal.Entry]
@@ -259,30 +263,32 @@ class RunAdvancer:
         """The phase has no open step: on to the next phase, to ending, or to completed. None if the guard lost."""
         now = self.now
         status, number = where.status, where.number
-        if status is RunStatus.RUNNING and number < programme.last_phase:
-            if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=number + 1):
+        following = programme.after(number)
+        if status is RunStatus.RUNNING and following is not None and following.kind is PhaseKind.MAIN:
+            if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=following.number):
                 return None
-            opened = steps.materialise_phase(tx, run_id, number + 1, programme.specs(number + 1))
-            log_rows.append(journal.run_phase(run_id, number + 1, programme.name(number + 1)))
-            return Cursor(RunStatus.RUNNING, number + 1, [s for s in opened if not s.status.terminal])
-        ending = programme.ending_phase
+            opened = steps.materialise_phase(tx, run_id, following.number, following.specs)
+            log_rows.append(journal.run_phase(run_id, following.number, following.name))
+            return Cursor(RunStatus.RUNNING, following.number, [s for s in opened if not s.status.terminal])
+        ending = programme.ending
         if status is RunStatus.RUNNING:
             # With no ending to drain, the run passes through ending within this one statement: the
             # log tells both moves, and nobody could have seen it in between (one transaction).
-            to = RunStatus.ENDING if programme.ending else RunStatus.COMPLETED
-            if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, to, now):
+            to = RunStatus.ENDING if ending.specs else RunStatus.COMPLETED
+            if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, to, now,
+                                    next_phase=ending.number if ending.specs else None):
                 return None
             log_rows += [
                 journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.ENDING, cause="last phase finished"),
-                journal.run_phase(run_id, ending, programme.name(ending)),
+                journal.run_phase(run_id, ending.number, ending.name),
             ]
-            if programme.ending:
-                opened = steps.materialise_phase(tx, run_id, ending, programme.ending)
-                return Cursor(RunStatus.ENDING, ending, [s for s in opened if not s.status.terminal])
+            if ending.specs:
+                opened = steps.materialise_phase(tx, run_id, ending.number, ending.specs)
+                return Cursor(RunStatus.ENDING, ending.number, [s for s in opened if not s.status.terminal])
         elif not runs.leave_phase(tx, run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, now):
             return None
-        log_rows.append(journal.run_status(run_id, ending, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
-        return Cursor(RunStatus.COMPLETED, ending, [])
+        log_rows.append(journal.run_status(run_id, ending.number, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
+        return Cursor(RunStatus.COMPLETED, ending.number, [])
 
     def _fail_unreadable(self, tx: Tx, run: Run, error: str) -> RunStatus:
         if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, self.now, last_error=error, degrade=True):

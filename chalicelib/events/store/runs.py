@@ -157,19 +157,23 @@ def _move(
     degrade: bool = False,
     wake_now: bool = False,
     started: bool = False,
+    phases: tuple[int | None, int | None] = (None, None),
 ) -> bool:
     """`UPDATE event_runs … WHERE id = run_id AND <guard>`: what every status change of a run writes.
 
     `current_phase` may only be written by a move into running (start and each
-    phase advance), so "where does resume go back to" can be derived from it.
+    phase advance) or into ending (the ending phase, which never pauses), so
+    "where does resume go back to" can be derived from it. `phases` (drained,
+    opened): the phase rows this move drains and opens, in the same statement
+    (a run started before phase rows existed has none: the join finds nothing).
     A terminal move stamps finished_at and drops the run claim. Health only ever
     degrades. A pause or an end clears the wake time (no timer moves such a run);
     `wake_now` (a person's resume) sets it to now. The worker's own moves leave it:
     the worker holds the run, and its release writes the wake time.
     """
     to = RunStatus(to)
-    if current_phase is not None and to is not RunStatus.RUNNING:
-        raise ValueError("current_phase is written only by a transition into running")
+    if current_phase is not None and to not in (RunStatus.RUNNING, RunStatus.ENDING):
+        raise ValueError("current_phase is written only by a transition into running or ending")
     if current_phase is not None and not is_whole_number(current_phase, at_least=1):
         raise ValueError(f"phases are numbered from 1, got {current_phase!r}")
     sets = ["status = %s", "updated_at = %s"]
@@ -195,12 +199,20 @@ def _move(
         args.append(current_phase)
     if degrade:
         sets.append("health = 'degraded'")
+    joins, join_args = "", []
+    for alias, number, stamp in (("drained", phases[0], "drained_at"), ("opened", phases[1], "opened_at")):
+        if number is not None:
+            joins += f" LEFT JOIN event_run_phases {alias} ON {alias}.run_id = event_runs.id AND {alias}.number = %s"
+            join_args.append(number)
+            sets.append(f"{alias}.{stamp} = COALESCE({alias}.{stamp}, %s)")
+            args.append(now)
+    # The run's row is the one the guard matches: a phase row changes only with it.
     return (
         tx.execute(
-            f"UPDATE event_runs SET {', '.join(sets)} WHERE id = %s AND {guard}",  # noqa: S608 — SET and guard fragments are this module's own text; values are parameters
-            (*args, run_id, *guard_args),
+            f"UPDATE event_runs{joins} SET {', '.join(sets)} WHERE event_runs.id = %s AND {guard}",  # noqa: S608 — the joins, SET and guard fragments are this module's own text; values are parameters
+            (*join_args, *args, run_id, *guard_args),
         )
-        == 1
+        >= 1
     )
 
 
@@ -214,7 +226,7 @@ def transition(
 ) -> bool:
     """Move a run from one of `from_statuses` to `to`; False if it was in none of them.
 
-    `changes`: clear_claim, last_error, current_phase (into running only), degrade, wake_now.
+    `changes`: clear_claim, last_error, current_phase (into running or ending only), degrade, wake_now.
     """
     sources = [RunStatus(s).value for s in from_statuses]
     if not sources:
@@ -235,6 +247,8 @@ def leave_phase(
 ) -> bool:
     """Move a run on from `finished_phase` (to the next phase, to ending, or to completed).
 
+    The same statement marks the finished phase's row drained and opens the next's.
+
     Guarded on the phase having no pending or running step left, and, from
     running, on it being the run's current phase: a runner working from a stale
     view (a step re-queued meanwhile, another worker already past it) changes nothing.
@@ -248,7 +262,7 @@ def leave_phase(
     guard += """ AND NOT EXISTS (SELECT 1 FROM event_run_steps s
                                   WHERE s.run_id = %s AND s.phase = %s AND s.status IN ('pending', 'running'))"""
     args += [run_id, finished_phase]
-    return _move(tx, run_id, to, now, guard, args, current_phase=next_phase)
+    return _move(tx, run_id, to, now, guard, args, current_phase=next_phase, phases=(finished_phase, next_phase))
 
 
 def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | None = None) -> bool:

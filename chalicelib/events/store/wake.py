@@ -19,22 +19,19 @@ from typing import Any
 # LEAST() is NULL if any argument is: absent timers count as "never" meanwhile.
 NEVER = "'9999-12-31 23:59:59.999999'"
 
-# The phase a running or ending run works: an ending run's steps are the phase after
-# its last one (current_phase stays at the last phase on the way into ending).
-_WORKING_PHASE = "IF(r.status = 'ending', r.current_phase + 1, r.current_phase)"
-
 TIMERS: dict[str, str] = {
     # A scheduled run is looked at when it falls due (and started or missed then).
     "scheduled_for": "IF(r.status = 'scheduled', r.scheduled_for, NULL)",
     # A starting run has its first phase to materialise: now.
     "starting": "IF(r.status = 'starting', %(now)s, NULL)",
-    # A running or ending run follows the head of its phase: a pending step at its
+    # A running or ending run follows the head of the phase it works (current_phase:
+    # the move into ending writes the ending's number): a pending step at its
     # due_at (now if it has none), a leased step at its lease's expiry (the sweep
     # takes it back then), a parked step never; a phase with no open step is left now.
     "phase_head": f"""IF(r.status IN ('running', 'ending'), COALESCE(
         (SELECT IF(s.status = 'pending', COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at, {NEVER}))
            FROM event_run_steps s
-          WHERE s.run_id = r.id AND s.phase = {_WORKING_PHASE} AND s.status IN ('pending', 'running')
+          WHERE s.run_id = r.id AND s.phase = r.current_phase AND s.status IN ('pending', 'running')
           ORDER BY s.seq LIMIT 1),
         %(now)s), NULL)""",  # noqa: S608 — constants only (NEVER, _WORKING_PHASE); the time is the named parameter now
 }

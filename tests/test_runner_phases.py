@@ -1,0 +1,97 @@
+"""A run's phases as rows: named and numbered once, opened and drained by the statements that move the run."""
+
+from datetime import timedelta
+
+from bench.harness import StatementRecorder
+from chalicelib.events.model import PhaseKind, PhaseState, RunStatus
+from chalicelib.events.store import phases
+from tests.support.factory import run_row
+from tests.support.runner_kit import schedule, step, tick
+
+
+def _phases(db, run_id):
+    return db.autocommit(lambda tx: phases.list_for_run(tx, run_id))
+
+
+def _doc(*phase_steps, ending=(), names=None):
+    return {"name": "Lantern walk", "grace_seconds": 300,
+            "phases": [{"name": (names or [])[i] if names else f"part {i}", "steps": list(s)} for i, s in enumerate(phase_steps)],
+            "ending": list(ending)}
+
+
+def test_a_started_run_has_every_phase_named_and_numbered_with_the_first_open(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(
+        [step("core.cue", instruction="Gather at the mill")], [step("core.announce", message="Off we go")],
+        ending=[step("core.announce", message="Goodnight")], names=["Gathering", "The walk"]))
+    assert _phases(db, run.id) == []  # a scheduled run has none yet
+
+    tick(runner)  # starts; the cue parks in phase 1
+    rows = _phases(db, run.id)
+    assert [(p.number, p.kind, p.name, p.state) for p in rows] == [
+        (1, PhaseKind.MAIN, "Gathering", PhaseState.OPEN),
+        (2, PhaseKind.MAIN, "The walk", PhaseState.NOT_STARTED),
+        (3, PhaseKind.ENDING, "ending", PhaseState.NOT_STARTED),
+    ]
+    assert rows[0].opened_at == clock.now() and rows[0].drained_at is None
+    assert all(p.condition is None and not p.condition_met for p in rows)
+
+
+def test_each_phase_is_drained_and_the_next_opened_when_the_run_moves_on(db, clock, runner):
+    from chalicelib.events.store import steps
+
+    run = schedule(db, clock.now(), _doc(
+        [step("core.cue", instruction="Gather at the mill")], [step("core.announce", message="Off we go")],
+        ending=[step("core.announce", message="Goodnight")]))
+    started = clock.now()
+    tick(runner)
+    cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+    clock.advance(90)
+    assert db.transaction(lambda tx: steps.confirm_parked(tx, cue.id, clock.now(), "all here"))
+    tick(runner)  # phase 1 drained, phase 2 announces, the ending announces: completed
+
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    rows = _phases(db, run.id)
+    assert [p.state for p in rows] == [PhaseState.DRAINED] * 3
+    assert [(p.opened_at, p.drained_at) for p in rows] == [
+        (started, clock.now()), (clock.now(), clock.now()), (clock.now(), clock.now())]
+
+
+def test_an_ending_run_works_the_phase_its_row_and_current_phase_name(db, clock, runner):
+    run = schedule(db, clock.now(), _doc([step("core.announce", message="hi")],
+                                         ending=[step("core.wait", seconds=60), step("core.announce", message="bye")]))
+    tick(runner)  # phase 1 done; the ending waits 60 s
+    moved = run_row(db, run.id)
+    assert moved.status is RunStatus.ENDING and moved.current_phase == 2
+    assert moved.wake_at == clock.now() + timedelta(seconds=60)  # the ending's held head, not "now"
+    assert [(p.kind, p.state) for p in _phases(db, run.id)] == [
+        (PhaseKind.MAIN, PhaseState.DRAINED), (PhaseKind.ENDING, PhaseState.OPEN)]
+    clock.advance(61)
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert [p.state for p in _phases(db, run.id)] == [PhaseState.DRAINED] * 2
+
+
+def test_an_empty_ending_has_no_row(db, clock, runner):
+    run = schedule(db, clock.now(), _doc([step("core.announce", message="hi")]))
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert [(p.number, p.kind, p.state) for p in _phases(db, run.id)] == [(1, PhaseKind.MAIN, PhaseState.DRAINED)]
+
+
+def test_a_phase_row_costs_no_statement_of_its_own_beyond_the_start(db, clock, runner):
+    """The start inserts every row in one statement; each later phase is opened (and the one before
+    drained) by the run's own guarded UPDATE: a run of three phases sends the same statements as
+    before phase rows, plus that one INSERT."""
+    run = schedule(db, clock.now(), _doc(*[[step("core.announce", message=f"part {i}")] for i in range(3)]))
+    with StatementRecorder().installed() as recorder:
+        tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    touching = [s.shape for u in recorder.units for s in u.statements if "event_run_phases" in s.sql]
+    assert len(touching) == 4  # the start's INSERT, and the three moves that leave a phase
+    assert touching[0].startswith("INSERT IGNORE INTO event_run_phases")
+    assert all(shape.startswith("UPDATE event_runs LEFT JOIN event_run_phases") for shape in touching[1:])
+    opening = [u for u in recorder.units if any("INSERT IGNORE INTO event_run_steps" in s.sql for s in u.statements)]
+    later = [u for u in opening if not any("event_run_phases (" in s.sql for s in u.statements)]
+    # The settle, its leave (which opens the next phase's row), the three statements that
+    # materialise the phase (P3), the log rows, the next claim: as before phase rows.
+    assert [len(u.statements) for u in later] == [7, 7]
