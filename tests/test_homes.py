@@ -110,3 +110,32 @@ def test_every_module_logs_through_logger_named_after_itself():
             if logs and ast.unparse(node) != "logger = logging.getLogger(__name__)":
                 wrong.append(f"{path.relative_to(ROOT)}: {ast.unparse(node)}")
     assert wrong == [], "a module's logger is `logger = logging.getLogger(__name__)`"
+
+
+def test_statuses_are_written_in_sql_only_by_the_lifecycles_renderings():
+    """The store names a status in SQL through `RunSQL` / `StepSQL`, never as a quoted literal."""
+    from chalicelib.events.lifecycle import RunStatus, StepStatus
+
+    words = sorted({s.value for s in (*RunStatus, *StepStatus)})
+    quoted = re.compile(r"'(" + "|".join(words) + r")'")
+    home = ROOT / "chalicelib" / "events" / "lifecycle.py"
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in [ROOT / "app.py", *sorted((ROOT / "chalicelib").rglob("*.py"))]
+        if path != home
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if quoted.search(line)
+    ]
+    assert found == [], f"a status in SQL is written as lifecycle.RunSQL / StepSQL: {found}"
+
+
+def test_a_status_rendering_is_never_left_unformatted():
+    """`{RunSQL.X}` in a plain string (an f missing) would reach the database as braces."""
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "chalicelib").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and re.search(r"\{(RunSQL|StepSQL)\.", node.value)
+    ]
+    assert found == []

@@ -65,7 +65,7 @@ def test_a_pause_pressed_mid_tick_stops_the_next_claim(db, clock, runner, game_b
 
     def pause_then_answer():
         game_bridge.wait_for(1)
-        db.transaction(lambda tx: runs.transition(tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, clock.now(), clear_claim=True))
+        db.transaction(lambda tx: runs.transition(tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, clock.now()))
         release.set()
 
     game_bridge.script("world.spawn", Answer(200, gate=release))
@@ -87,7 +87,7 @@ def test_a_failure_after_a_person_paused_keeps_their_pause_and_degrades(db, cloc
         game_bridge.wait_for(1)
         db.transaction(
             lambda tx: runs.transition(
-                tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, clock.now(), clear_claim=True, last_error="by hand"
+                tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, clock.now(), last_error="by hand"
             )
         )
         release.set()

@@ -128,7 +128,7 @@ def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str |
 
     def work(tx: Tx) -> Run:
         run = _locked_run(tx, run_id)
-        if not runs.transition(tx, run.id, PAUSABLE, RunStatus.PAUSED, now, clear_claim=True):
+        if not runs.transition(tx, run.id, PAUSABLE, RunStatus.PAUSED, now):
             raise _lost("pause", run)
         log.append(tx, journal.run_control(run, "pause", RunStatus.PAUSED, actor, reason=note), now)
         return must_exist(runs.get(tx, run.id))
@@ -138,7 +138,7 @@ def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str |
 
 def _resume_locked(tx: Tx, run: Run, control: str, actor: str, now: datetime) -> bool:
     to = _resume_target(run)
-    if not runs.transition(tx, run.id, (RunStatus.PAUSED,), to, now, last_error=None, wake_now=True):
+    if not runs.transition(tx, run.id, (RunStatus.PAUSED,), to, now, last_error=None):
         return False
     log.append(tx, journal.run_control(run, control, to, actor), now)
     return True

@@ -1,4 +1,4 @@
-"""The engine's vocabulary: statuses and typed rows (errors are in errors.py, log rows in journal.py)."""
+"""The engine's typed rows (statuses and transitions are in lifecycle.py, errors in errors.py, log rows in journal.py)."""
 
 from __future__ import annotations
 
@@ -8,48 +8,14 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from .lifecycle import DUE as DUE
+from .lifecycle import RUNNABLE as RUNNABLE
+from .lifecycle import RUNNER_FINISHES as RUNNER_FINISHES
+from .lifecycle import TERMINAL_RUN as TERMINAL_RUN
+from .lifecycle import RunStatus as RunStatus
+from .lifecycle import StepStatus as StepStatus
+
 MAX_NOTE = 500
-
-
-class RunStatus(str, Enum):
-    SCHEDULED = "scheduled"  # waiting for scheduled_for
-    STARTING = "starting"  # due and taken; its first phase not yet materialised
-    RUNNING = "running"  # working through current_phase
-    PAUSED = "paused"  # stopped by a person or an on_failure of pause
-    ENDING = "ending"  # draining the ending steps; never pauses
-    COMPLETED = "completed"  # everything ran (health says how well)
-    CANCELLED = "cancelled"  # a person called it off
-    FAILED = "failed"  # an on_failure of abort_run
-    MISSED = "missed"  # first seen after its grace window
-
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL_RUN
-
-
-TERMINAL_RUN = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED})
-# Statuses in which the runner may claim a run's steps.
-RUNNABLE = (RunStatus.STARTING, RunStatus.RUNNING, RunStatus.ENDING)
-# Statuses a tick picks up.
-DUE = (RunStatus.SCHEDULED, *RUNNABLE)
-
-
-class StepStatus(str, Enum):
-    PENDING = "pending"  # waiting its turn (and its due_at)
-    RUNNING = "running"  # claimed (lease set) or parked (lease NULL)
-    DONE = "done"  # succeeded, or a person confirmed it
-    FAILED = "failed"  # failed, or gave up at the attempt ceiling
-    REFUSED = "refused"  # the module understood and declined
-    SKIPPED = "skipped"  # a person decided against it
-    CANCELLED = "cancelled"  # its run was cancelled or aborted
-
-    @property
-    def terminal(self) -> bool:
-        return self not in (StepStatus.PENDING, StepStatus.RUNNING)
-
-
-# What a claimer may finish a step as; skipped and cancelled are decisions of people.
-RUNNER_FINISHES = (StepStatus.DONE, StepStatus.FAILED, StepStatus.REFUSED)
 
 
 class Health(str, Enum):

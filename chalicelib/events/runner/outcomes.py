@@ -84,7 +84,7 @@ def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[journal
     cause = f"step {step.id} ({step.action_id}) {error}"
     if step.on_failure is OnFailure.PAUSE:
         if runs.transition(
-            tx, step.run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, clear_claim=True, last_error=cause, degrade=True
+            tx, step.run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=cause, degrade=True
         ):
             return [journal.run_status(step.run_id, step.phase, RunStatus.RUNNING, RunStatus.PAUSED, cause=cause)]
     elif step.on_failure is OnFailure.ABORT_RUN:

@@ -3,8 +3,9 @@
 Every statement that changes a run or hands it back also writes its wake time
 (see `wake`): scheduling writes scheduled_for, a run claim the lease's expiry
 (a worker that dies is looked at again then), the release the earliest timer
-from the rows as they stand, a pause or an end NULL, a person's control now
-(confirm and skip in their own statements, in `steps`).
+from the rows as they stand, and a status change what its row of
+`lifecycle.TRANSITIONS` says: a pause or an end NULL, a person's resume now
+(confirm and skip wake the run in their own statements, in `steps`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
 from ...db import Tx, must_exist, placeholders
-from ..model import DUE, TERMINAL_RUN, Run, RunStatus, is_whole_number, kept_note
+from ..lifecycle import RunSQL, RunStatus, StepSQL, Wake, writes
+from ..model import Run, is_whole_number, kept_note
 from .wake import WAKE_AT, wake_args
 
 COLUMNS = (
@@ -22,8 +24,6 @@ COLUMNS = (
     " current_phase, health, last_error, claimed_by, claim_expires_at, started_at, finished_at,"
     " created_at, updated_at, wake_at"
 )
-_DUE_SQL = ", ".join(f"'{s.value}'" for s in DUE)
-_TERMINAL_RUN_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
 _UNSET = object()
 
 
@@ -120,10 +120,10 @@ def insert_occurrence(
         raise ValueError(f"grace_seconds must be a non-negative whole number, got {grace_seconds!r}")
     key = occurrence_key(definition_id, scheduled_for)
     created = tx.execute(
-        """INSERT IGNORE INTO event_runs
+        f"""INSERT IGNORE INTO event_runs
              (definition_id, definition_version, occurrence_key, status, scheduled_for,
               grace_seconds, health, created_at, updated_at, wake_at)
-           VALUES (%s, %s, %s, 'scheduled', %s, %s, 'ok', %s, %s, %s)""",
+           VALUES (%s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s)""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
         (definition_id, definition_version, key, scheduled_for, grace_seconds, now, now, scheduled_for),
     )
     # A locking read sees the latest committed row: under REPEATABLE READ a plain
@@ -134,44 +134,44 @@ def insert_occurrence(
 
 
 class RunChanges(TypedDict, total=False):
-    """What a status change of a run may also write (see `_move`)."""
+    """What a status change of a run may write besides what its row of the transitions table says (see `_move`)."""
 
-    clear_claim: bool
     last_error: str | None
     current_phase: int | None
     degrade: bool
-    wake_now: bool
 
 
 def _move(
     tx: Tx,
     run_id: int,
+    sources: Iterable[RunStatus],
     to: RunStatus,
     now: datetime,
     guard: str,
     guard_args: Iterable[Any],
     *,
-    clear_claim: bool = False,
     last_error: str | object | None = _UNSET,
     current_phase: int | None = None,
     degrade: bool = False,
-    wake_now: bool = False,
     started: bool = False,
     phases: tuple[int | None, int | None] = (None, None),
 ) -> bool:
     """`UPDATE event_runs … WHERE id = run_id AND <guard>`: what every status change of a run writes.
 
+    What the move writes besides its status comes from its row of
+    `lifecycle.TRANSITIONS` (a move nobody declared is a ValueError): a terminal
+    move stamps finished_at, the claim is dropped where the row says so, and the
+    wake time is cleared (no timer moves the run), set to now (a person made
+    work) or kept (the worker holds the run, and its release writes it).
     `current_phase` may only be written by a move into running (start and each
     phase advance) or into ending (the ending phase, which never pauses), so
     "where does resume go back to" can be derived from it. `phases` (drained,
     opened): the phase rows this move drains and opens, in the same statement
     (a run started before phase rows existed has none: the join finds nothing).
-    A terminal move stamps finished_at and drops the run claim. Health only ever
-    degrades. A pause or an end clears the wake time (no timer moves such a run);
-    `wake_now` (a person's resume) sets it to now. The worker's own moves leave it:
-    the worker holds the run, and its release writes the wake time.
+    Health only ever degrades.
     """
     to = RunStatus(to)
+    row = writes((RunStatus(s) for s in sources), to)
     if current_phase is not None and to not in (RunStatus.RUNNING, RunStatus.ENDING):
         raise ValueError("current_phase is written only by a transition into running or ending")
     if current_phase is not None and not is_whole_number(current_phase, at_least=1):
@@ -181,14 +181,14 @@ def _move(
     if started or to is RunStatus.STARTING:
         sets.append("started_at = COALESCE(started_at, %s)")
         args.append(now)
-    if to in TERMINAL_RUN:
+    if row.stamps_finished_at:
         sets.append("finished_at = %s")
         args.append(now)
-    if clear_claim or to in TERMINAL_RUN:
+    if row.clears_claim:
         sets.append("claimed_by = NULL, claim_expires_at = NULL")
-    if to in TERMINAL_RUN or to is RunStatus.PAUSED:
+    if row.wake is Wake.CLEARED:
         sets.append("wake_at = NULL")
-    elif wake_now:
+    elif row.wake is Wake.NOW:
         sets.append("wake_at = %s")
         args.append(now)
     if last_error is not _UNSET:
@@ -226,13 +226,14 @@ def transition(
 ) -> bool:
     """Move a run from one of `from_statuses` to `to`; False if it was in none of them.
 
-    `changes`: clear_claim, last_error, current_phase (into running or ending only), degrade, wake_now.
+    `changes`: last_error, current_phase (into running or ending only), degrade; the
+    rest of what the move writes is its row of the transitions table.
     """
-    sources = [RunStatus(s).value for s in from_statuses]
+    sources = [RunStatus(s) for s in from_statuses]
     if not sources:
         raise ValueError("a transition needs at least one source status")
     marks = placeholders(len(sources))
-    return _move(tx, run_id, to, now, f"status IN ({marks})", sources, **changes)
+    return _move(tx, run_id, sources, to, now, f"status IN ({marks})", [s.value for s in sources], **changes)
 
 
 def leave_phase(
@@ -259,10 +260,10 @@ def leave_phase(
     if from_status is RunStatus.RUNNING:
         guard += " AND current_phase = %s"
         args.append(finished_phase)
-    guard += """ AND NOT EXISTS (SELECT 1 FROM event_run_steps s
-                                  WHERE s.run_id = %s AND s.phase = %s AND s.status IN ('pending', 'running'))"""
+    guard += f""" AND NOT EXISTS (SELECT 1 FROM event_run_steps s
+                                  WHERE s.run_id = %s AND s.phase = %s AND s.status IN ({StepSQL.OPEN}))"""  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
     args += [run_id, finished_phase]
-    return _move(tx, run_id, to, now, guard, args, current_phase=next_phase, phases=(finished_phase, next_phase))
+    return _move(tx, run_id, [from_status], to, now, guard, args, current_phase=next_phase, phases=(finished_phase, next_phase))
 
 
 def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | None = None) -> bool:
@@ -271,15 +272,15 @@ def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | 
     With `into_phase`, straight on into running at that phase, for a caller that
     materialises it in the same transaction (nobody could see it starting).
     """
-    guard = "status = 'scheduled' AND scheduled_for <= %s AND %s <= scheduled_for + INTERVAL grace_seconds SECOND"
+    guard = f"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s AND %s <= scheduled_for + INTERVAL grace_seconds SECOND"
     to = RunStatus.STARTING if into_phase is None else RunStatus.RUNNING
-    return _move(tx, run_id, to, now, guard, (now, now), current_phase=into_phase, started=True)
+    return _move(tx, run_id, [RunStatus.SCHEDULED], to, now, guard, (now, now), current_phase=into_phase, started=True)
 
 
 def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
     """`scheduled -> missed`, only once now is past scheduled_for + grace."""
-    guard = "status = 'scheduled' AND %s > scheduled_for + INTERVAL grace_seconds SECOND"
-    return _move(tx, run_id, RunStatus.MISSED, now, guard, (now,))
+    guard = f"status = {RunSQL.SCHEDULED} AND %s > scheduled_for + INTERVAL grace_seconds SECOND"
+    return _move(tx, run_id, [RunStatus.SCHEDULED], RunStatus.MISSED, now, guard, (now,))
 
 
 def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> bool:
@@ -293,7 +294,7 @@ def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> boo
         tx.execute(
             f"""UPDATE event_runs SET health = 'degraded', updated_at = %s,
                       last_error = COALESCE(%s, last_error)
-                WHERE id = %s AND status NOT IN ({_TERMINAL_RUN_SQL})""",  # noqa: S608 — the status list is rendered from RunStatus at import
+                WHERE id = %s AND status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — the status list is rendered from RunStatus at import
             (now, kept_note(error), run_id),
         )
         == 1
@@ -312,7 +313,7 @@ def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) 
     return (
         tx.execute(
             f"""UPDATE event_runs SET claimed_by = %s, claim_expires_at = %s, wake_at = %s
-                 WHERE id = %s AND status IN ({_DUE_SQL})
+                 WHERE id = %s AND status IN ({RunSQL.DUE})
                    AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",  # noqa: S608 — the status list is rendered from RunStatus at import
             (token, expires, expires, run_id, now),
         )

@@ -23,11 +23,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Tx, placeholders
+from ..lifecycle import RUNNER_FINISHES, RunSQL, StepSQL
 from ..model import (
-    DUE,
-    RUNNABLE,
-    RUNNER_FINISHES,
-    TERMINAL_RUN,
     Claim,
     OnFailure,
     Step,
@@ -43,9 +40,6 @@ COLUMNS = (
 )
 GAVE_UP = "gave up after repeated interruptions"
 RUN_ENDED = "its run ended while this step was in flight"
-_RUNNABLE_SQL = ", ".join(f"'{s.value}'" for s in RUNNABLE)
-_DUE_SQL = ", ".join(f"'{s.value}'" for s in DUE)
-_TERMINAL_RUN_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_RUN))
 
 
 def claim_token() -> str:
@@ -80,7 +74,7 @@ def get_on_run(tx: Tx, run_id: int, step_id: int, *, for_update: bool = False) -
 def oldest_parked_since(tx: Tx) -> datetime | None:
     """When the longest-parked step (a cue waiting for a person) started; None when none is parked."""
     return tx.scalar(
-        "SELECT MIN(started_at) AS since FROM event_run_steps WHERE status = 'running' AND claim_expires_at IS NULL"
+        f"SELECT MIN(started_at) AS since FROM event_run_steps WHERE status = {StepSQL.RUNNING} AND claim_expires_at IS NULL"  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
     )
 
 
@@ -130,7 +124,7 @@ def open_steps(tx: Tx, run_id: int, phase: int, limit: int = 1000) -> list[Step]
     """
     rows = tx.all(
         f"""SELECT {COLUMNS} FROM event_run_steps
-             WHERE run_id = %s AND phase = %s AND status IN ('pending', 'running')
+             WHERE run_id = %s AND phase = %s AND status IN ({StepSQL.OPEN})
              ORDER BY seq LIMIT %s""",  # noqa: S608 — COLUMNS is a constant; ids and limit are parameters
         (run_id, phase, limit),
     )
@@ -140,7 +134,7 @@ def open_steps(tx: Tx, run_id: int, phase: int, limit: int = 1000) -> list[Step]
 def _reached(alias: str) -> str:
     """SQL: the runner got to this step. A step a person skipped before it ever
     started was not reached: the runner's cursor stays where it was."""
-    return f"{alias}.status <> 'pending' AND NOT ({alias}.status = 'skipped' AND {alias}.started_at IS NULL)"
+    return f"{alias}.status <> {StepSQL.PENDING} AND NOT ({alias}.status = {StepSQL.SKIPPED} AND {alias}.started_at IS NULL)"
 
 
 def last_started_seq(tx: Tx, run_id: int, phase: int | None) -> int | None:
@@ -229,19 +223,19 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     token = claim_token()
     changed = tx.execute(
         f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
-               SET s.status = 'running', s.attempts = s.attempts + 1,
+               SET s.status = {StepSQL.RUNNING}, s.attempts = s.attempts + 1,
                    s.claimed_by = %s, s.claim_expires_at = %s,
                    s.started_at = COALESCE(s.started_at, %s)
-             WHERE s.id = %s AND s.status = 'pending' AND s.attempts = %s
+             WHERE s.id = %s AND s.status = {StepSQL.PENDING} AND s.attempts = %s
                AND (s.due_at IS NULL OR s.due_at <= %s)
                AND s.idempotency_key <> ''
-               AND r.status IN ({_RUNNABLE_SQL})""",  # noqa: S608 — the status lists are rendered from the enums at import; values are parameters
+               AND r.status IN ({RunSQL.RUNNABLE})""",  # noqa: S608 — the status lists are rendered from the enums at import; values are parameters
         (token, now + timedelta(seconds=lease_seconds), now, step.id, step.attempts, now),
     )
     return Claim(step.id, token, step.attempts + 1) if changed == 1 else None
 
 
-_FENCE = "id = %s AND status = 'running' AND claimed_by = %s AND attempts = %s"
+_FENCE = f"id = %s AND status = {StepSQL.RUNNING} AND claimed_by = %s AND attempts = %s"
 
 
 def park(tx: Tx, claim: Claim, note: str | None = None) -> bool:
@@ -266,7 +260,7 @@ def reschedule(tx: Tx, claim: Claim, due_at: datetime, error: str | None = None)
     return (
         tx.execute(
             f"""UPDATE event_run_steps
-                   SET status = 'pending', due_at = %s, claimed_by = NULL,
+                   SET status = {StepSQL.PENDING}, due_at = %s, claimed_by = NULL,
                        claim_expires_at = NULL, last_error = %s
                  WHERE {_FENCE}""",  # noqa: S608 — _FENCE is a constant; values are parameters
             (due_at, kept_note(error), claim.step_id, claim.token, claim.attempt),
@@ -302,10 +296,10 @@ def cancel_if_run_over(tx: Tx, claim: Claim, now: datetime) -> bool:
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
-                   SET s.status = 'cancelled', s.finished_at = %s, s.last_error = %s,
+                   SET s.status = {StepSQL.CANCELLED}, s.finished_at = %s, s.last_error = %s,
                        s.claimed_by = NULL, s.claim_expires_at = NULL
-                 WHERE s.id = %s AND s.status = 'running' AND s.claimed_by = %s AND s.attempts = %s
-                   AND r.status IN ({_TERMINAL_RUN_SQL})""",  # noqa: S608 — the status list is rendered from RunStatus at import; values are parameters
+                 WHERE s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claimed_by = %s AND s.attempts = %s
+                   AND r.status IN ({RunSQL.TERMINAL})""",  # noqa: S608 — the status list is rendered from RunStatus at import; values are parameters
             (now, RUN_ENDED, claim.step_id, claim.token, claim.attempt),
         )
         == 1
@@ -323,13 +317,13 @@ def hold_next(tx: Tx, run_id: int, phase: int, after_seq: int, due_at: datetime)
     """
     return (
         tx.execute(
-            """UPDATE event_run_steps SET due_at = %s
-                WHERE run_id = %s AND phase = %s AND status = 'pending'
+            f"""UPDATE event_run_steps SET due_at = %s
+                WHERE run_id = %s AND phase = %s AND status = {StepSQL.PENDING}
                   AND (due_at IS NULL OR due_at < %s)
                   AND seq = (SELECT seq FROM (
                         SELECT MIN(seq) AS seq FROM event_run_steps
-                         WHERE run_id = %s AND phase = %s AND seq > %s AND status = 'pending'
-                      ) AS next_pending)""",
+                         WHERE run_id = %s AND phase = %s AND seq > %s AND status = {StepSQL.PENDING}
+                      ) AS next_pending)""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
             (due_at, run_id, phase, due_at, run_id, phase, after_seq),
         )
         == 1
@@ -356,13 +350,13 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     """
     if not is_whole_number(max_attempts, at_least=1):
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
-    stale = """status = 'running' AND claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
-    run_over = f"EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND r.status IN ({_TERMINAL_RUN_SQL}))"  # noqa: S608 — the status list is rendered from RunStatus at import
+    stale = f"""status = {StepSQL.RUNNING} AND claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
+    run_over = f"EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND r.status IN ({RunSQL.TERMINAL}))"  # noqa: S608 — the status list is rendered from RunStatus at import
     abandoned = _sweep(
         tx,
         f"{stale} AND {run_over}",
         (now,),
-        "status = 'cancelled', finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
+        f"status = {StepSQL.CANCELLED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
         (now, RUN_ENDED),
         limit,
     )
@@ -370,7 +364,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
         tx,
         f"{stale} AND attempts >= %s AND NOT {run_over}",
         (now, max_attempts),
-        "status = 'failed', finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
+        f"status = {StepSQL.FAILED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
         (now, GAVE_UP),
         limit,
     )
@@ -378,7 +372,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
         tx,
         f"{stale} AND attempts < %s AND NOT {run_over}",
         (now, max_attempts),
-        "status = 'pending', claimed_by = NULL, claim_expires_at = NULL",
+        f"status = {StepSQL.PENDING}, claimed_by = NULL, claim_expires_at = NULL",
         (),
         limit,
     )
@@ -412,8 +406,8 @@ def _sweep(tx: Tx, where: str, where_args: tuple[Any, ...], assignments: str, se
 def cancel_pending(tx: Tx, run_id: int, now: datetime) -> int:
     """Cancel the steps of a run that have not started (abort_run)."""
     return tx.execute(
-        """UPDATE event_run_steps SET status = 'cancelled', finished_at = %s
-            WHERE run_id = %s AND status = 'pending'""",
+        f"""UPDATE event_run_steps SET status = {StepSQL.CANCELLED}, finished_at = %s
+            WHERE run_id = %s AND status = {StepSQL.PENDING}""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
         (now, run_id),
     )
 
@@ -426,16 +420,16 @@ def cancel_open(tx: Tx, run_id: int, now: datetime) -> int:
     command, and leaving it running would claim a cancelled run still waits.
     """
     return tx.execute(
-        """UPDATE event_run_steps SET status = 'cancelled', finished_at = %s, claimed_by = NULL
+        f"""UPDATE event_run_steps SET status = {StepSQL.CANCELLED}, finished_at = %s, claimed_by = NULL
             WHERE run_id = %s
-              AND (status = 'pending' OR (status = 'running' AND claim_expires_at IS NULL))""",
+              AND (status = {StepSQL.PENDING} OR (status = {StepSQL.RUNNING} AND claim_expires_at IS NULL))""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
         (now, run_id),
     )
 
 
 # A person's step control made work: the run's wake time becomes now (only ever
 # earlier, and only for a run a tick picks up), in the control's own statement.
-_WAKE_RUN_NOW = f"""r.wake_at = IF(r.status IN ({_DUE_SQL}) AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
+_WAKE_RUN_NOW = f"""r.wake_at = IF(r.status IN ({RunSQL.DUE}) AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
 
 
 def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None) -> bool:
@@ -443,9 +437,9 @@ def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None)
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
-                   SET s.status = 'done', s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
+                   SET s.status = {StepSQL.DONE}, s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
                        {_WAKE_RUN_NOW}
-                 WHERE s.id = %s AND s.status = 'running' AND s.claim_expires_at IS NULL""",  # noqa: S608 — _WAKE_RUN_NOW is a constant; values are parameters
+                 WHERE s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL""",  # noqa: S608 — _WAKE_RUN_NOW is a constant; values are parameters
             (now, kept_note(note), now, now, step_id),
         )
         > 0
@@ -460,11 +454,11 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
-                   SET s.status = 'skipped', s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
+                   SET s.status = {StepSQL.SKIPPED}, s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
                        {_WAKE_RUN_NOW}
                  WHERE s.id = %s
-                   AND (s.status = 'pending' OR (s.status = 'running' AND s.claim_expires_at IS NULL))
-                   AND r.status NOT IN ({_TERMINAL_RUN_SQL})""",  # noqa: S608 — _WAKE_RUN_NOW and _reached are constants; values are parameters
+                   AND (s.status = {StepSQL.PENDING} OR (s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL))
+                   AND r.status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — _WAKE_RUN_NOW and _reached are constants; values are parameters
             (now, kept_note(reason), now, now, step_id),
         )
         > 0
@@ -486,10 +480,10 @@ def requeue_where_stopped(tx: Tx, run_id: int, step_id: int) -> bool:
                  LEFT JOIN event_run_steps later
                         ON later.run_id = s.run_id AND later.phase = s.phase
                        AND later.seq > s.seq AND {_reached('later')}
-                  SET s.status = 'pending', s.attempts = 0, s.due_at = NULL, s.last_error = NULL,
+                  SET s.status = {StepSQL.PENDING}, s.attempts = 0, s.due_at = NULL, s.last_error = NULL,
                       s.claimed_by = NULL, s.claim_expires_at = NULL, s.finished_at = NULL
-                WHERE s.id = %s AND s.run_id = %s AND s.status = 'failed'
-                  AND r.status = 'paused' AND s.phase = r.current_phase
+                WHERE s.id = %s AND s.run_id = %s AND s.status = {StepSQL.FAILED}
+                  AND r.status = {RunSQL.PAUSED} AND s.phase = r.current_phase
                   AND later.id IS NULL""",  # noqa: S608 — _reached and the status lists are constants; values are parameters
             (step_id, run_id),
         )

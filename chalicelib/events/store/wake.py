@@ -16,24 +16,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..lifecycle import RunSQL, StepSQL
+
 # LEAST() is NULL if any argument is: absent timers count as "never" meanwhile.
 NEVER = "'9999-12-31 23:59:59.999999'"
 
 TIMERS: dict[str, str] = {
     # A scheduled run is looked at when it falls due (and started or missed then).
-    "scheduled_for": "IF(r.status = 'scheduled', r.scheduled_for, NULL)",
+    "scheduled_for": f"IF(r.status = {RunSQL.SCHEDULED}, r.scheduled_for, NULL)",
     # A starting run has its first phase to materialise: now.
-    "starting": "IF(r.status = 'starting', %(now)s, NULL)",
+    "starting": f"IF(r.status = {RunSQL.STARTING}, %(now)s, NULL)",
     # A running or ending run follows the head of the phase it works (current_phase:
     # the move into ending writes the ending's number): a pending step at its
     # due_at (now if it has none), a leased step at its lease's expiry (the sweep
     # takes it back then), a parked step never; a phase with no open step is left now.
-    "phase_head": f"""IF(r.status IN ('running', 'ending'), COALESCE(
-        (SELECT IF(s.status = 'pending', COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at, {NEVER}))
+    "phase_head": f"""IF(r.status IN ({RunSQL.WORKING}), COALESCE(
+        (SELECT IF(s.status = {StepSQL.PENDING}, COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at, {NEVER}))
            FROM event_run_steps s
-          WHERE s.run_id = r.id AND s.phase = r.current_phase AND s.status IN ('pending', 'running')
+          WHERE s.run_id = r.id AND s.phase = r.current_phase AND s.status IN ({StepSQL.OPEN})
           ORDER BY s.seq LIMIT 1),
-        %(now)s), NULL)""",  # noqa: S608 — constants only (NEVER, _WORKING_PHASE); the time is the named parameter now
+        %(now)s), NULL)""",  # noqa: S608 — constants only (NEVER, the status renderings); the time is the named parameter now
 }
 
 WAKE_AT = "NULLIF(LEAST({}), {})".format(", ".join(f"COALESCE({t}, {NEVER})" for t in TIMERS.values()), NEVER)

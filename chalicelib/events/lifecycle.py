@@ -1,0 +1,248 @@
+"""The lifecycle of runs and steps: their statuses, the transitions between them, and their SQL renderings.
+
+The invariant: a status is named here and nowhere else. The store's SQL
+writes a status only through `RunSQL` / `StepSQL` (a test greps the rest of
+`chalicelib/` for a quoted status), `runs._move` takes what a status change
+writes from `TRANSITIONS`, the runner's tuples (`RUNNABLE`, `DUE`) and the
+controls' guards are derived from the per-status facts below, and the console
+reads the same facts from `GET /vocabulary`. `docs/contract.md`'s transitions
+table is this module's `TRANSITIONS` and `PLANNED` (a test compares them).
+
+    run:   scheduled ─► starting ─► running ─► ending ─► completed
+               │            │  ▲       │  ▲
+               ▼            ▼  │       ▼  │
+            missed          paused ◄───┘  │       (any not terminal ─► cancelled;
+                              └───────────┘        running, paused ─► failed)
+
+    step:  pending ─► running ─► done | failed | refused     (the claimer)
+              ▲          │  (parked: running with no lease)
+              └──────────┘  retry, a lease taken back
+           pending, parked ─► skipped (a person); ─► cancelled (the run ending)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+
+class RunStatus(str, Enum):
+    SCHEDULED = "scheduled"  # waiting for scheduled_for
+    STARTING = "starting"  # due and taken; its first phase not yet materialised
+    RUNNING = "running"  # working through current_phase
+    PAUSED = "paused"  # stopped by a person or an on_failure of pause
+    ENDING = "ending"  # draining the ending steps; never pauses
+    COMPLETED = "completed"  # everything ran (health says how well)
+    CANCELLED = "cancelled"  # a person called it off
+    FAILED = "failed"  # an on_failure of abort_run
+    MISSED = "missed"  # first seen after its grace window
+
+    @property
+    def terminal(self) -> bool:
+        return RUN_FACTS[self].terminal
+
+
+class StepStatus(str, Enum):
+    PENDING = "pending"  # waiting its turn (and its due_at)
+    RUNNING = "running"  # claimed (lease set) or parked (lease NULL)
+    DONE = "done"  # succeeded, or a person confirmed it
+    FAILED = "failed"  # failed, or gave up at the attempt ceiling
+    REFUSED = "refused"  # the module understood and declined
+    SKIPPED = "skipped"  # a person decided against it (only a person's control writes it)
+    CANCELLED = "cancelled"  # the engine closed it without running it to the end (its log row says why)
+
+    @property
+    def terminal(self) -> bool:
+        return STEP_FACTS[self].terminal
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the engine and the console know about one status."""
+
+    label: str  # how the console names it
+    mark: str  # the glyph beside the label (nothing depends on colour)
+    terminal: bool = False  # nothing moves it out again
+    due: bool = False  # (runs) a tick picks the run up when its wake time comes
+    runnable: bool = False  # (runs) the runner may claim its steps
+    open: bool = False  # (steps) pending or running: the phase is not over while one is
+
+
+RUN_FACTS: dict[RunStatus, Facts] = {
+    RunStatus.SCHEDULED: Facts("scheduled", "○", due=True),
+    RunStatus.STARTING: Facts("starting", "▷", due=True, runnable=True),
+    RunStatus.RUNNING: Facts("running", "▶", due=True, runnable=True),
+    RunStatus.PAUSED: Facts("paused", "‖"),
+    RunStatus.ENDING: Facts("ending", "▶", due=True, runnable=True),
+    RunStatus.COMPLETED: Facts("completed", "✓", terminal=True),
+    RunStatus.CANCELLED: Facts("cancelled", "✕", terminal=True),
+    RunStatus.FAILED: Facts("failed", "✕", terminal=True),
+    RunStatus.MISSED: Facts("missed", "⊘", terminal=True),
+}
+
+STEP_FACTS: dict[StepStatus, Facts] = {
+    StepStatus.PENDING: Facts("pending", "○", open=True),
+    StepStatus.RUNNING: Facts("running", "▶", open=True),
+    StepStatus.DONE: Facts("done", "✓", terminal=True),
+    StepStatus.FAILED: Facts("failed", "✕", terminal=True),
+    StepStatus.REFUSED: Facts("refused", "✕", terminal=True),
+    StepStatus.SKIPPED: Facts("skipped", "↷", terminal=True),
+    StepStatus.CANCELLED: Facts("cancelled", "✕", terminal=True),
+}
+
+TERMINAL_RUN = frozenset(s for s, f in RUN_FACTS.items() if f.terminal)
+LIVE_RUN = tuple(s for s, f in RUN_FACTS.items() if not f.terminal)
+# Statuses in which the runner may claim a run's steps.
+RUNNABLE = tuple(s for s, f in RUN_FACTS.items() if f.runnable)
+# Statuses a tick picks up.
+DUE = tuple(s for s, f in RUN_FACTS.items() if f.due)
+# A run working a phase (the current one, or its ending).
+WORKING = (RunStatus.RUNNING, RunStatus.ENDING)
+OPEN_STEP = tuple(s for s, f in STEP_FACTS.items() if f.open)
+# What a claimer may finish a step as; skipped is a person's decision, cancelled the run's end.
+RUNNER_FINISHES = (StepStatus.DONE, StepStatus.FAILED, StepStatus.REFUSED)
+
+
+# ── transitions ──────────────────────────────────────────────────────────
+class Who(str, Enum):
+    TICK = "tick"
+    PERSON = "person"
+    PLANNER = "planner or API"
+
+
+class Wake(str, Enum):
+    """What a transition does to the run's wake time."""
+
+    KEPT = "kept"  # the worker holds the run; its release writes the wake time
+    NOW = "now"  # a person made work: a tick looks at once
+    CLEARED = "cleared"  # no timer moves the run any more
+    SCHEDULED_FOR = "scheduled_for"  # a new run falls due then
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One row of the transitions table: who moves a run from `sources` to `to`, and what the move writes."""
+
+    sources: tuple[RunStatus, ...]  # empty: the run is created
+    to: RunStatus
+    who: Who
+    when: str
+    wake: Wake
+    clears_claim: bool = False
+
+    @property
+    def stamps_finished_at(self) -> bool:
+        return self.to.terminal
+
+
+_R = RunStatus
+TRANSITIONS: tuple[Transition, ...] = (
+    Transition((), _R.SCHEDULED, Who.PLANNER, "the occurrence is created", Wake.SCHEDULED_FOR),
+    Transition((_R.SCHEDULED,), _R.STARTING, Who.TICK, "due, and still inside its grace window", Wake.KEPT),
+    Transition((_R.SCHEDULED,), _R.RUNNING, Who.TICK, "due inside its grace window, phase 1 created in the same statement set",
+               Wake.KEPT),
+    Transition((_R.SCHEDULED,), _R.MISSED, Who.TICK, "first seen after `scheduled_for + grace_seconds`", Wake.CLEARED, True),
+    Transition((_R.STARTING,), _R.RUNNING, Who.TICK, "phase 1 is created, in the same transaction", Wake.KEPT),
+    Transition((_R.RUNNING,), _R.RUNNING, Who.TICK, "a phase has no open step left: the next phase is created", Wake.KEPT),
+    Transition((_R.RUNNING,), _R.ENDING, Who.TICK, "the last phase has no open step left", Wake.KEPT),
+    Transition((_R.RUNNING,), _R.COMPLETED, Who.TICK, "the last phase has no open step left and there is no ending",
+               Wake.CLEARED, True),
+    Transition((_R.ENDING,), _R.COMPLETED, Who.TICK, "the ending steps are all over (an empty ending completes at once)",
+               Wake.CLEARED, True),
+    Transition((_R.RUNNING,), _R.PAUSED, Who.TICK, "a step failed or was refused with `on_failure: pause`", Wake.CLEARED, True),
+    Transition(LIVE_RUN, _R.FAILED, Who.TICK,
+               "a step of a running or paused run failed or was refused with `on_failure: abort_run` (its pending steps"
+               " are cancelled), or the run's document cannot be walked", Wake.CLEARED, True),
+    Transition((_R.STARTING, _R.RUNNING), _R.PAUSED, Who.PERSON, "pause", Wake.CLEARED, True),
+    Transition((_R.PAUSED,), _R.RUNNING, Who.PERSON, "resume, or retry of the step it stopped at (it had a phase)", Wake.NOW),
+    Transition((_R.PAUSED,), _R.STARTING, Who.PERSON, "resume, or retry (it never had a phase)", Wake.NOW),
+    Transition(LIVE_RUN, _R.CANCELLED, Who.PERSON,
+               "cancel (pending and parked steps are cancelled; a step in flight is left to its answer)", Wake.CLEARED, True),
+)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A transition of a status or mode the contract has a place for and the engine does not build yet."""
+
+    sources: tuple[str, ...]
+    to: str
+    who: str
+    when: str
+    wake: str
+    clears_claim: bool
+    stamps_finished_at: bool
+
+
+# The next wave's places, written down before it is built (docs/contract.md, "Planned").
+PLANNED: tuple[Planned, ...] = (
+    Planned(("running", "paused", "ending"), "cleaning_up", "tick or person",
+            "a cancel or a failure of a run whose `cleanup` reverts what it created", "now", True, False),
+    Planned(("cleaning_up",), "cancelled", "tick", "every revert is over (after a cancel)", "cleared", True, True),
+    Planned(("cleaning_up",), "failed", "tick", "every revert is over (after a failure)", "cleared", True, True),
+)
+
+
+def writes(sources: Iterable[RunStatus], to: RunStatus) -> Transition:
+    """The table's row for a move from every one of `sources` to `to`; ValueError for a move nobody declared.
+
+    Two rows may cover the same pair (a person's pause and the tick's); they
+    must then write the same things, which `test_lifecycle` holds.
+    """
+    wanted = set(sources)
+    for row in TRANSITIONS:
+        if row.to is to and wanted and wanted <= set(row.sources):
+            return row
+    raise ValueError(f"no transition from {sorted(s.value for s in wanted)} to {to.value} is declared")
+
+
+# ── SQL renderings ─────────────────────────────────────────────────────────
+def sql_literal(status: RunStatus | StepStatus) -> str:
+    """A status as an SQL string literal (statuses are lower-case words: nothing to escape)."""
+    if not status.value.isidentifier():
+        raise ValueError(f"a status is one word, got {status.value!r}")
+    return f"'{status.value}'"
+
+
+def sql_list(statuses: Iterable[RunStatus | StepStatus]) -> str:
+    """Statuses as the inside of an SQL `IN (…)`."""
+    return ", ".join(sql_literal(s) for s in statuses)
+
+
+class RunSQL:
+    """Run statuses as SQL: the only place the store's SQL names one."""
+
+    SCHEDULED = sql_literal(RunStatus.SCHEDULED)
+    STARTING = sql_literal(RunStatus.STARTING)
+    RUNNING = sql_literal(RunStatus.RUNNING)
+    PAUSED = sql_literal(RunStatus.PAUSED)
+    ENDING = sql_literal(RunStatus.ENDING)
+    DUE = sql_list(DUE)
+    RUNNABLE = sql_list(RUNNABLE)
+    WORKING = sql_list(WORKING)
+    TERMINAL = sql_list(sorted(TERMINAL_RUN))
+
+
+class StepSQL:
+    """Step statuses as SQL: the only place the store's SQL names one."""
+
+    PENDING = sql_literal(StepStatus.PENDING)
+    RUNNING = sql_literal(StepStatus.RUNNING)
+    DONE = sql_literal(StepStatus.DONE)
+    FAILED = sql_literal(StepStatus.FAILED)
+    SKIPPED = sql_literal(StepStatus.SKIPPED)
+    CANCELLED = sql_literal(StepStatus.CANCELLED)
+    OPEN = sql_list(OPEN_STEP)
+
+
+def vocabulary() -> dict[str, list[dict[str, str | bool]]]:
+    """The statuses as the console shows them (GET /vocabulary): label, mark, terminal, in table order."""
+    return {
+        "run_statuses": [
+            {"status": s.value, "label": f.label, "mark": f.mark, "terminal": f.terminal} for s, f in RUN_FACTS.items()
+        ],
+        "step_statuses": [
+            {"status": s.value, "label": f.label, "mark": f.mark, "terminal": f.terminal} for s, f in STEP_FACTS.items()
+        ],
+    }
