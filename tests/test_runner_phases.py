@@ -95,3 +95,18 @@ def test_a_phase_row_costs_no_statement_of_its_own_beyond_the_start(db, clock, r
     # The settle, its leave (which opens the next phase's row), the three statements that
     # materialise the phase (P3), the log rows, the next claim: as before phase rows.
     assert [len(u.statements) for u in later] == [7, 7]
+
+
+def test_a_phase_with_more_open_steps_than_one_read_returns_is_read_again_at_once(db, clock, runner, monkeypatch):
+    """Issue 23 item 13: the runner reads a phase's open steps a page at a time; when it has worked
+    a full page it reads the next one in the same tick instead of waiting for the next tick."""
+    from chalicelib.events.runner import advance
+
+    monkeypatch.setattr(advance, "OPEN_STEPS_PER_READ", 3)
+    lines = [step("core.announce", message=f"line {i}") for i in range(8)]
+    run = schedule(db, clock.now(), _doc([step("core.wait", seconds=60), *lines], [step("core.announce", message="after")]))
+    tick(runner)  # starts, waits: the rest of the phase is read from the database when the wait is over
+    clock.advance(61)
+    report = tick(runner)
+    assert report.dispatched == 9 and run_row(db, run.id).status is RunStatus.COMPLETED
+    assert runner.actions.announce_channel.posts == [f"line {i}" for i in range(8)] + ["after"]

@@ -47,6 +47,7 @@ RUNNER_CANCELLED = "tests/test_runner_cancelled_in_flight.py"
 RUNNER_HOSTILE = "tests/test_runner_bridge_hostile.py"
 API_DEFINITIONS = "tests/test_api_definitions.py"
 RUNNER_WAKE = "tests/test_runner_wake_times.py"
+RUNNER_PHASES = "tests/test_runner_phases.py"
 WAKE = "chalicelib/events/store/wake.py"
 LIFECYCLE = "chalicelib/events/lifecycle.py"
 ENGINE_STATE = "chalicelib/events/store/engine_state.py"
@@ -508,6 +509,11 @@ MUTATIONS: list[Mutation] = [
              "if not _claimable(first, self.now) or not self._may_dispatch():",
              "if not _claimable(first, self.now):",
              (RUNNER_HOSTILE,)),
+    # Issue 23 item 13: a phase longer than one read is read again, in the same tick.
+    Mutation("a-truncated-read-is-never-read-again", ADVANCE,
+             "if remaining == [] and where.more:",
+             "if remaining == [] and False:",
+             (RUNNER_PHASES,)),
     Mutation("fenced-out-dispatcher-goes-on", ADVANCE,
              "if not applied.written or applied.run_stopped or not applied.status.terminal:",
              "if applied.run_stopped or not applied.status.terminal:",

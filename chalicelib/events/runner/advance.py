@@ -47,6 +47,7 @@ class Cursor:
     status: RunStatus
     number: int
     open_steps: list[Step] | None  # None: read them before going on
+    more: bool = False  # the read that gave open_steps was cut at OPEN_STEPS_PER_READ: there may be more
 
 
 def _claimable(step: Step, now: datetime) -> bool:
@@ -131,7 +132,8 @@ class RunAdvancer:
         while where is not None and where.status in RUNNABLE:
             if claim is None:
                 if where.open_steps is None:
-                    where = Cursor(where.status, where.number, self._read_open(run.id, where.number))
+                    read = self._read_open(run.id, where.number)
+                    where = Cursor(where.status, where.number, read, more=len(read) == OPEN_STEPS_PER_READ)
                 current = where
                 if not current.open_steps:
                     where, claim = self.db.transaction(lambda tx: self._leave(tx, run.id, programme, current))
@@ -187,9 +189,9 @@ class RunAdvancer:
         if not applied.written or applied.run_stopped or not applied.status.terminal:
             return (applied, *self._onward(tx, log_rows, where, None))
         remaining = None if applied.hold else open_steps[1:]
-        if remaining == [] and len(open_steps) == OPEN_STEPS_PER_READ:
+        if remaining == [] and where.more:
             remaining = None  # the read was truncated: there may be more
-        moved = Cursor(where.status, where.number, remaining)
+        moved = Cursor(where.status, where.number, remaining, more=where.more)
         if remaining is None:
             return (applied, *self._onward(tx, log_rows, moved, None))  # the loop reads the phase again first
         return (applied, *self._onward(tx, log_rows, *self._move_on(tx, run_id, programme, moved, log_rows)))
