@@ -5,7 +5,10 @@ parameters cache; its own default is 5 s, which would cost a call on nearly
 every invocation). A longer age is safe for the database password because a
 rotation shows itself: the database refuses the old password (MySQL error 1045)
 and the database layer re-reads the secret at once, past the cache
-(`force_fetch`). A secret that cannot be read — missing, not permitted,
+(`force_fetch`); so is the game bridge's or a webhook's key when the receiver
+answers 401 to a signature (`events/actions/signing.py`), and each dispatch
+reads the key through the cache, so a rotated key is used within
+MAX_AGE_SECONDS even without one. A secret that cannot be read — missing, not permitted,
 unreachable, or not the shape expected — is `SecretUnreadable`, naming the
 setting that points at it; the API answers it 503.
 
@@ -69,8 +72,8 @@ def database_params(arn: str, *, force_fetch: bool = False) -> ConnectionParams:
         raise unreadable("EVENTS_DB_SECRET_ARN") from None
 
 
-def plain_secret(arn: str, setting: str) -> str:
-    value = read(arn, setting)
+def plain_secret(arn: str, setting: str, *, force_fetch: bool = False) -> str:
+    value = read(arn, setting, force_fetch=force_fetch)
     if not isinstance(value, str) or not value:
         logger.warning("the secret named by %s is empty or binary", setting)
         raise unreadable(setting)

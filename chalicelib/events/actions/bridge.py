@@ -5,7 +5,8 @@
     Idempotency-Key, X-Event-Timestamp, X-Event-Signature: sha256=HMAC("{timestamp}.{body}")
 
 The answer is a JSON object; `{"outcome": "refused", "reason": ...}` declines
-explicitly, anything else in a 2xx is done. One overall deadline (the bridge
+explicitly, anything else in a 2xx is done. The key is kept current through a
+rotation of its secret, and a 401 to a signature re-reads it (`signing`). One overall deadline (the bridge
 timeout) covers the whole exchange and the answer is read up to a cap (see
 `outbound`): past the deadline the outcome is a retry, past the cap `failed`.
 """
@@ -22,6 +23,7 @@ from ..errors import ConnectionFailed, DeadlineExceeded
 from ..model import Step
 from . import outbound
 from .outcome import Outcome
+from .signing import SigningKey, post_signed
 
 MAX_REASON = 300
 
@@ -85,27 +87,24 @@ def _reason(answer: outbound.Answer, read: dict[str, Any] | str) -> str:
 
 
 class BridgeClient:
-    def __init__(self, base_url: str, secret: str, *, timeout: float):
+    def __init__(self, base_url: str, secret: str | SigningKey, *, timeout: float):
         try:
             self._endpoint = outbound.Endpoint.parse(base_url)
         except ValueError:
             raise ValueError(f"GAME_BRIDGE_URL must be an http(s) URL, got {base_url!r}") from None
         if timeout <= 0:
             raise ValueError(f"the bridge timeout must be positive, got {timeout!r}")
-        self._secret = secret
+        self._key = secret if isinstance(secret, SigningKey) else SigningKey.fixed(secret)
         self.timeout = timeout
 
     def dispatch(self, step: Step, attempt: int, now: datetime) -> Outcome:
         body = request_body(step, attempt)
-        headers = {
-            "Content-Type": "application/json",
-            "Idempotency-Key": step.idempotency_key,
-            **outbound.signed_headers(self._secret, now, body),
-        }
+        headers = {"Content-Type": "application/json", "Idempotency-Key": step.idempotency_key}
         started = time.monotonic()
         try:
-            answer = outbound.post(
-                self._endpoint, self._endpoint.target(f"/actions/{step.action_id}"), body, headers, timeout=self.timeout
+            answer = post_signed(
+                self._endpoint, self._endpoint.target(f"/actions/{step.action_id}"), body, headers, self._key, now,
+                timeout=self.timeout,
             )
         except DeadlineExceeded as error:
             return Outcome.retry(f"timed out: {error}", latency_ms=_ms_since(started))

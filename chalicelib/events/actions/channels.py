@@ -15,10 +15,13 @@ does not pay for it.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ConfigError
 from .notice import Notice
+
+if TYPE_CHECKING:
+    from .signing import SigningKey
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ class LogChannel:
         )
 
 
-def channel_for(setting: str, name: str, *, timeout: float, webhook_secret: str | None = None) -> Channel:
+def channel_for(setting: str, name: str, *, timeout: float, webhook_secret: str | SigningKey | None = None) -> Channel:
     """The channel a CUE_CHANNEL / ANNOUNCE_CHANNEL setting names (already checked by the settings)."""
     scheme, _, target = setting.partition(":")
     if setting == "log":

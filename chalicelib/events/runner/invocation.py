@@ -24,6 +24,7 @@ from ...db import HANDSHAKE_SECONDS, Clock, Database, lost_connection
 from ..actions.bridge import BridgeClient
 from ..actions.channels import channel_for
 from ..actions.perform import Actions
+from ..actions.signing import SigningKey
 from ..errors import ConfigError
 from ..store import steps
 from .budget import Budget
@@ -73,12 +74,17 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
     return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency, shard=settings.tick_shard)
 
 
-def _secret(value: str | None, arn: str | None, setting: str) -> str | None:
+def _secret(value: str | None, arn: str | None, setting: str) -> SigningKey | None:
+    """The signing key a setting names: fixed, or read from its secret ARN on each use (through the cache)
+    and past the cache after a 401 (`signing`). The secret is read once here: one that cannot be read
+    stops the runner's build, as a missing setting does."""
     if value is None and arn:
         from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
 
-        return plain_secret(arn, setting)
-    return value
+        key = SigningKey(lambda force: plain_secret(arn, setting, force_fetch=force))
+        key.current()
+        return key
+    return None if value is None else SigningKey.fixed(value)
 
 
 @dataclass

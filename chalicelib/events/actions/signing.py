@@ -1,0 +1,93 @@
+"""The HMAC key outbound requests are signed with, kept current through a rotation of its secret.
+
+Invariant: a request is signed with the key as it stands — a key named by a
+secret ARN is read through the secrets cache on every use, so a rotated secret
+is signed with within the cache's max age (300 s) — and a receiver that answers
+401 to a signature makes the key be read again at once, past the cache: when
+that gives another key, the same request (same body, same idempotency key) is
+sent once more, signed with it, inside what is left of the same overall
+deadline. The receiver refused the first signature, so it acted on nothing.
+Forced re-reads are at most one per REREAD_SECONDS per key, so a receiver that
+refuses everything costs a Secrets Manager call every few seconds, not one per
+step; a read that fails keeps the last key read (and is logged), so a Secrets
+Manager outage after the cache's age never stops dispatching.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from ..errors import SecretUnreadable
+from . import outbound
+
+logger = logging.getLogger(__name__)
+
+REREAD_SECONDS = 5.0
+UNAUTHORISED = 401
+
+
+class SigningKey:
+    """A fixed key (`SigningKey.fixed`), or one read by `read(force)` from a secret."""
+
+    def __init__(self, read: Callable[[bool], str], *, monotonic: Callable[[], float] = time.monotonic):
+        self._read = read
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._last: str | None = None
+        self._forced_at = -float("inf")
+
+    @classmethod
+    def fixed(cls, key: str) -> SigningKey:
+        return cls(lambda force: key)
+
+    def current(self) -> str:
+        """The key now: from the secrets cache (read again once older than its max age)."""
+        try:
+            key = self._read(False)
+        except SecretUnreadable as error:
+            with self._lock:
+                if self._last is None:
+                    raise
+                logger.warning("%s; signing with the key read before", error.messages[0])
+                return self._last
+        with self._lock:
+            self._last = key
+        return key
+
+    def reread(self, refused: str) -> str | None:
+        """After a 401 to a request signed with `refused`: the key read past the cache, if it differs."""
+        with self._lock:
+            now = self._monotonic()
+            if now - self._forced_at < REREAD_SECONDS:
+                return self._last if self._last not in (None, refused) else None
+            self._forced_at = now
+        try:
+            key = self._read(True)
+        except SecretUnreadable as error:
+            logger.warning("%s after a 401 to a signature", error.messages[0])
+            return None
+        with self._lock:
+            self._last = key
+        return key if key != refused else None
+
+
+def post_signed(endpoint: outbound.Endpoint, target: str, body: bytes, headers: dict[str, str], key: SigningKey,
+                at: datetime, *, timeout: float, max_answer_bytes: int = outbound.MAX_ANSWER_BYTES) -> outbound.Answer:
+    """`outbound.post` signed with `key` at `at`, sent once more with a re-read key after a 401 (see above)."""
+    deadline = time.monotonic() + timeout
+    signed_with = key.current()
+    answer = outbound.post(endpoint, target, body, {**headers, **outbound.signed_headers(signed_with, at, body)},
+                           timeout=timeout, max_answer_bytes=max_answer_bytes)
+    if answer.status != UNAUTHORISED:
+        return answer
+    fresh = key.reread(signed_with)
+    left = deadline - time.monotonic()
+    if fresh is None or left <= 0:
+        return answer
+    logger.warning("a signature was refused (401): sending again with the key as the secret now holds it")
+    return outbound.post(endpoint, target, body, {**headers, **outbound.signed_headers(fresh, at, body)},
+                         timeout=left, max_answer_bytes=max_answer_bytes)
