@@ -1,12 +1,19 @@
 """The `webhook:<url>` channel: one signed JSON POST per notice, in the shape Discord and Slack accept.
 
-    {"content": <message, ≤ 2,000 characters>, "text": <message>, "allowed_mentions": {"parse": []}}
+    {"content": <message for Discord, ≤ 2,000 characters>, "text": <message for Slack>,
+     "allowed_mentions": {"parse": []},
+     "event": {"kind": "cue" | "announce", "run_id", "step_id", "idempotency_key"}}
 
-Discord reads `content` (and, told by `allowed_mentions`, pings nobody an
-instruction happens to name), Slack reads `text`; each ignores the other's
-field. A receiver of its own checks `X-Event-Signature` exactly as the game
-bridge does (HMAC-SHA256 of "{X-Event-Timestamp}.{body}" with WEBHOOK_SECRET)
-and can deduplicate on `Idempotency-Key`.
+Discord reads `content` and Slack `text`; each ignores the other's fields. Nobody
+an authored text happens to name is pinged: `text` escapes `&`, `<` and `>` as
+Slack requires (so `<!channel>`, `<!here>` and `<@U…>` show as written), and
+`content` breaks `@everyone` and `@here` with a zero-width space on top of
+`allowed_mentions` (which stops Discord's pings, user and role mentions too). A
+receiver of its own checks `X-Event-Signature` exactly as the game bridge does
+(HMAC-SHA256 of "{X-Event-Timestamp}.{body}" with WEBHOOK_SECRET) and reads the
+run, step, kind and idempotency key from the signed body's `event`: a replay
+cannot change them. The `Idempotency-Key` and `X-Event-Run/Step/Kind` headers
+repeat them for routing, outside the signature.
 
 Invariant: only a 2xx answer within the channel's timeout is a delivery;
 anything else raises ChannelError, so the step is retried with the same key.
@@ -15,10 +22,13 @@ anything else raises ChannelError, so the step is retried with the same key.
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 
 from ..errors import ChannelError, OutboundError
 from . import outbound
 from .notice import Notice
+from .signing import SigningKey, post_signed
 
 DISCORD_CONTENT_LIMIT = 2000
 MAX_MESSAGE = 4000  # Slack's text limit is far above; this keeps every request small
@@ -26,17 +36,19 @@ MAX_ANSWER_BYTES = 64 * 1024  # the answer is only looked at for its status
 
 
 class WebhookChannel:
-    def __init__(self, name: str, url: str, secret: str, *, timeout: float):
+    def __init__(self, name: str, url: str, secret: str | SigningKey, *, timeout: float):
         self.name = name
         self.timeout = timeout
         self._endpoint = outbound.Endpoint.parse(url)
-        self._secret = secret
+        self._key = secret if isinstance(secret, SigningKey) else SigningKey.fixed(secret)
 
     def post(self, notice: Notice) -> None:
         body = json.dumps({
-            "content": notice.message(DISCORD_CONTENT_LIMIT),
-            "text": notice.message(MAX_MESSAGE),
+            "content": discord_content(notice),
+            "text": slack_text(notice.message(MAX_MESSAGE)),
             "allowed_mentions": {"parse": []},
+            "event": {"kind": notice.kind, "run_id": notice.run_id, "step_id": notice.step_id,
+                      "idempotency_key": notice.idempotency_key},
         }).encode()
         headers = {
             "Content-Type": "application/json",
@@ -44,11 +56,10 @@ class WebhookChannel:
             "X-Event-Run": str(notice.run_id),
             "X-Event-Step": str(notice.step_id),
             "X-Event-Kind": notice.kind,
-            **outbound.signed_headers(self._secret, notice.at, body),
         }
         try:
-            answer = outbound.post(
-                self._endpoint, self._endpoint.target(), body, headers,
+            answer = post_signed(
+                self._endpoint, self._endpoint.target(), body, headers, self._key, notice.at,
                 timeout=self.timeout, max_answer_bytes=MAX_ANSWER_BYTES,
             )
         except OutboundError as error:
@@ -56,3 +67,17 @@ class WebhookChannel:
         if not 200 <= answer.status < 300:
             reason = answer.body[:200].decode("utf-8", "replace").strip()
             raise ChannelError(f"webhook answered HTTP {answer.status}" + (f": {reason}" if reason else ""))
+
+
+def slack_text(message: str) -> str:
+    """Slack's escaping: `&`, `<` and `>` as entities, so no control sequence (`<!channel>`) is read."""
+    return message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_BROADCAST = re.compile(r"@(everyone|here)")
+
+
+def discord_content(notice: Notice) -> str:
+    """The message for Discord's `content`, its authored text's `@everyone` and `@here` broken by a
+    zero-width space, then shortened (never the run, step or link) to Discord's 2,000 characters."""
+    return replace(notice, text=_BROADCAST.sub("@\u200b\\1", notice.text)).message(DISCORD_CONTENT_LIMIT)
