@@ -17,9 +17,9 @@ def history(db, clock):
     first = materialise(db, run, 1, specs(*["world.spawn"] * 5))[0]
     db.autocommit(lambda tx: tx.execute(
         """INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,
-                                   grace_seconds, health, created_at, updated_at)
-           SELECT %s, 1, CONCAT('bulk-', seq), 'completed', %s, 300, 'ok', %s, %s FROM seq_1_to_2000""",
-        (run.definition_id, clock.now() - timedelta(days=1), clock.now(), clock.now())))
+                                   grace_seconds, health, created_at, updated_at, finished_at)
+           SELECT %s, 1, CONCAT('bulk-', seq), 'completed', %s, 300, 'ok', %s, %s, %s FROM seq_1_to_2000""",
+        (run.definition_id, clock.now() - timedelta(days=1), clock.now(), clock.now(), clock.now())))
     db.autocommit(lambda tx: tx.execute(
         """INSERT INTO event_run_steps (run_id, phase, seq, action_id, params, status, idempotency_key)
            SELECT r.id, 1, s.seq, 'world.spawn', '{}', 'done', 'k' FROM event_runs r JOIN seq_0_to_4 s

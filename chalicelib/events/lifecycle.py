@@ -176,12 +176,39 @@ class Planned:
 
 
 # The next wave's places, written down before it is built (docs/contract.md, "Planned").
+# `cleaning_up` is claimable (a tick works it) but opens no new step: it only runs
+# the reverts of what the run created. `rehearsal` is a run mode, not a status: a
+# rehearsal walks this same table, its actions answered by a rehearsal target.
 PLANNED: tuple[Planned, ...] = (
-    Planned(("running", "paused", "ending"), "cleaning_up", "tick or person",
-            "a cancel or a failure of a run whose `cleanup` reverts what it created", "now", True, False),
+    Planned((), "scheduled (mode `rehearsal`)", "planner or API", "a rehearsal of a version is scheduled; every transition"
+            " above applies to it unchanged, and its actions never reach the live game", "scheduled_for", False, False),
+    Planned(("starting", "running", "paused", "ending"), "cleaning_up", "person",
+            "cancel, when the run has created something its cleanup reverts", "now", True, False),
+    Planned(("running", "paused"), "cleaning_up", "tick",
+            "`on_failure: abort_run`, when the run has created something its cleanup reverts", "kept", False, False),
     Planned(("cleaning_up",), "cancelled", "tick", "every revert is over (after a cancel)", "cleared", True, True),
     Planned(("cleaning_up",), "failed", "tick", "every revert is over (after a failure)", "cleared", True, True),
 )
+
+
+def _rendered(sources: tuple[str, ...], to: str, who: str, when: str, wake: str, claim: bool, finishes: bool) -> tuple[str, ...]:
+    every_live = {r.value for r in LIVE_RUN}
+    named = "any not terminal" if set(sources) == every_live else (", ".join(sources) or "—")
+    return (named, to, who, when, "set" if finishes else "—", "cleared" if claim else "—", wake)
+
+
+def table() -> list[tuple[str, ...]]:
+    """`TRANSITIONS` as docs/contract.md's table spells it: from, to, who, when, finished_at, claim, wake time."""
+    return [
+        _rendered(tuple(s.value for s in t.sources), t.to.value, t.who.value, t.when, t.wake.value, t.clears_claim,
+                  t.stamps_finished_at)
+        for t in TRANSITIONS
+    ]
+
+
+def planned_table() -> list[tuple[str, ...]]:
+    """`PLANNED` as docs/contract.md's table of planned transitions spells it."""
+    return [_rendered(p.sources, p.to, p.who, p.when, p.wake, p.clears_claim, p.stamps_finished_at) for p in PLANNED]
 
 
 def writes(sources: Iterable[RunStatus], to: RunStatus) -> Transition:

@@ -49,8 +49,10 @@ def make_run(
         )
         tx.execute(
             # A run no timer moves has no wake time, as the store's own moves leave it.
-            "UPDATE event_runs SET status = %s, current_phase = %s, wake_at = IF(%s, wake_at, NULL) WHERE id = %s",
-            (RunStatus(status).value, current_phase, RunStatus(status) in DUE, run.id),
+            # A terminal run has its finished_at (a CHECK holds it).
+            "UPDATE event_runs SET status = %s, current_phase = %s, wake_at = IF(%s, wake_at, NULL),"
+            " finished_at = IF(%s, %s, NULL) WHERE id = %s",
+            (RunStatus(status).value, current_phase, RunStatus(status) in DUE, RunStatus(status).terminal, now, run.id),
         )
         return runs.get(tx, run.id)
 
