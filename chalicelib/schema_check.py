@@ -7,6 +7,9 @@ a `5.0` accepted here would reach an action as a float. Schemas are compiled
 under draft 4's rules, which keep integers strict; the few keywords whose
 meaning draft 4 does not share are refused at compile time, so none can be
 silently ignored.
+
+An unknown field is named with the nearest known one (`unknown_fields`): every
+request body, query and definition document is refused in the same words.
 """
 
 from __future__ import annotations
@@ -63,3 +66,25 @@ def checker(schema: dict[str, Any]) -> Callable[[Any, str], str | None]:
 def first_error(schema: dict[str, Any], value: Any, name: str) -> str | None:
     """The first way `value` breaks `schema`, as a message starting with `name`; None if it fits."""
     return checker(schema)(value, name)
+
+
+def unknown_field(key: str, known: list[str], where: str, kind: str = "field") -> str:
+    """`key` is not a field of `where`, with the nearest known name (or the known ones) to send instead."""
+    import difflib  # with the first unknown field, not with the app
+
+    shown = key if len(key) <= 60 else key[:59] + "…"
+    text = f"`{shown}` is not a {kind} of {where}"
+    nearest = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if nearest:
+        return f"{text}; did you mean `{nearest[0]}`?"
+    if known:
+        return f"{text} (it has {', '.join(f'`{name}`' for name in known)})"
+    return f"{text} (it takes none)"
+
+
+def unknown_fields(schema: dict[str, Any], value: Any, where: str, kind: str = "field") -> list[str]:
+    """One message per key of `value` that a closed object schema does not name; [] for anything else."""
+    if not isinstance(value, dict) or schema.get("additionalProperties") is not False:
+        return []
+    known = list(schema.get("properties", {}))
+    return [unknown_field(key, known, where, kind) for key in value if key not in known]

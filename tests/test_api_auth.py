@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 
 import jwt
@@ -236,3 +236,33 @@ def test_a_key_set_that_drips_or_is_huge_is_503_within_the_fetch_deadline(db, cl
         answer = Api(client).get("/runs", auth=_rs("admin"))
     assert answer.status == 503 and "signing keys" in answer.body["errors"][0]
     assert time.monotonic() - started < auth.JWKS_DEADLINE_SECONDS + 3  # one overall deadline, not one per read
+
+
+# ── what a person reads when a token is refused ──
+@pytest.mark.parametrize("garbage", [
+    "\u00b7not-a-token", "abc", "a.b", "a.b.c.d", "not.a.jwt", "eyJhbGciOiJIUzI1NiJ9..sig", "e30=.e30.sig",
+    "bm90IGpzb24.e30.sig",  # three parts, but the header is not JSON
+])
+def test_a_token_that_does_not_parse_is_told_it_is_not_a_jwt(api, garbage):
+    answer = api.get("/runs", auth=garbage)
+    assert (answer.status, answer.body) == (401, {"errors": ["the token is not a JWT (expected three base64url parts)"]})
+
+
+def test_an_expired_token_says_when_it_expired_and_how_long_ago(api):
+    expired = token("admin", ttl=-185)
+    exp = jwt.decode(expired, options={"verify_signature": False})["exp"]
+    answer = api.get("/runs", auth=expired)
+    at = datetime.fromtimestamp(exp, UTC)
+    when = f"{at:%H:%M:%S}" if at.date() == datetime.now(UTC).date() else f"{at:%Y-%m-%d %H:%M:%S}"
+    assert (answer.status, answer.body) == (401, {"errors": [f"the token expired at {when} UTC (3 min ago)"]})
+
+
+def test_an_expired_token_long_ago_names_its_day():
+    long_ago = token("admin", ttl=-3 * 86400 - 60)
+    exp = jwt.decode(long_ago, options={"verify_signature": False})["exp"]
+    assert auth._expired(long_ago) == f"the token expired at {datetime.fromtimestamp(exp, UTC):%Y-%m-%d %H:%M:%S} UTC (3 days ago)"
+
+
+def test_a_token_signed_with_another_key_says_so(api):
+    answer = api.get("/runs", auth=token("admin", key=SECRET + "-other"))
+    assert answer.body == {"errors": ["the token's signature does not verify: it was signed with another key"]}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app import app
+from chalicelib.api import schemas
+from chalicelib.api.operations import OPERATIONS
 from chalicelib.events.model import RunStatus
 from tests.support.api import ADMIN
 from tests.support.factory import make_definition
@@ -126,3 +128,46 @@ def test_a_module_step_whose_params_cannot_be_stored_is_400(api, db):
         raw = f'{{"name": "x", "phases": [{{"steps": [{{"action": "world.spawn", "params": {params}}}]}}]}}'
         assert api.post("/definitions", raw=raw, auth=ADMIN).status == 400, params
     assert everything(db) == before
+
+
+# ── an unknown field is named, with the nearest known one, on every route (schema_check.unknown_field) ──
+def _typo(name: str) -> str:
+    return name[:2] + name[3:]  # reason -> reson, scheduled_for -> scheuled_for
+
+
+@pytest.mark.parametrize("op", [op for op in OPERATIONS if op.body is not None and op.body is not schemas.DEFINITION_BODY],
+                         ids=lambda op: f"{op.method} {op.path}")
+def test_an_unknown_body_field_is_named_with_the_nearest_known_one(api, db, world, op):
+    known = list(op.body["properties"])
+    if known:
+        sent, expected = _typo(known[0]), f"`{_typo(known[0])}` is not a field of {op.name}; did you mean `{known[0]}`?"
+    else:
+        sent, expected = "reason", f"`reason` is not a field of {op.name} (it takes none)"
+    answer = _refused(api, db, op.method, _path(op.path, world), body={sent: "x"})
+    assert answer.body["errors"] == [expected]
+
+
+@pytest.mark.parametrize("op", [op for op in OPERATIONS if op.roles is not None], ids=lambda op: f"{op.method} {op.path}")
+def test_an_unknown_query_parameter_is_named_with_the_nearest_known_one(api, db, world, op):
+    known = list((op.query or schemas.NO_FIELDS)["properties"])
+    if known:
+        sent = _typo(known[0])
+        expected = f"`{sent}` is not a query parameter of {op.name}; did you mean `{known[0]}`?"
+    else:
+        sent, expected = "limit", f"`limit` is not a query parameter of {op.name} (it takes none)"
+    body = {"name": "x", "phases": [{"steps": [{"action": "core.wait", "params": {"seconds": 1}}]}]}
+    answer = _refused(api, db, op.method, f"{_path(op.path, world)}?{sent}=1", body=body if op.body else None)
+    assert answer.body["errors"] == [expected]
+
+
+def test_the_pause_of_the_issue_reads_as_written(api, db, world):
+    answer = _refused(api, db, "POST", f"/runs/{world['run_id']}/pause", body={"reson": "boss bugged"})
+    assert answer.body == {"errors": ["`reson` is not a field of pause; did you mean `reason`?"]}
+
+
+def test_a_form_body_is_told_to_send_json(api, db, world):
+    answer = _refused(api, db, "POST", f"/runs/{world['run_id']}/pause", expected=415, raw="reason=x",
+                      headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert answer.body == {"errors": [
+        "send the body as application/json, not application/x-www-form-urlencoded"
+        " (with curl: -H 'Content-Type: application/json')"]}

@@ -58,7 +58,7 @@ def test_every_problem_is_listed_at_once():
         "schedule": {"cron": "every friday"},
     })
     expected = [
-        "document.status is not a known field",
+        "`status` is not a field of document (it has `name`, `grace_seconds`, `phases`, `ending`, `schedule`)",
         "document.grace_seconds must be bigger than or equal to 60",
         "document.phases[0].steps[2].on_failure must be one of",
         "document.phases[1].steps must contain at least 1 items",
@@ -66,7 +66,7 @@ def test_every_problem_is_listed_at_once():
         "document.phases[0].steps[1].action: no action 'core.teleport'",
         "document.phases[0].steps[3].version: core.cue has no version 7",
         "document.phases[0].steps[4].action: no action 'Not An Action!'",
-        "document.ending[0].params must not contain",
+        "`attempts` is not a field of document.ending[0].params (core.announce) (it has `message`)",
         (
             "document.schedule.cron: 'every friday' has 2 field(s);"
             " a schedule is standard five-field cron (minute hour day-of-month month day-of-week)"
@@ -104,3 +104,10 @@ def test_every_problem_is_listed_at_once():
 def test_each_kind_of_problem_is_named(document, start):
     [problem] = _problems(document)
     assert problem.startswith(start), problem
+
+
+def test_a_misspelt_field_is_named_with_the_nearest_known_one():
+    problems = _problems({"name": "x", "phases": [{"stpes": [{"action": "core.wait"}]}]})
+    assert "`stpes` is not a field of document.phases[0]; did you mean `steps`?" in problems
+    problems = _problems({"name": "x", "phases": [{"steps": [{"action": "core.announce", "params": {"mesage": "hi"}}]}]})
+    assert problems == ["`mesage` is not a field of document.phases[0].steps[0].params (core.announce); did you mean `message`?"]

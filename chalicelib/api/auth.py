@@ -13,11 +13,14 @@ without a token never load it.
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
@@ -126,6 +129,43 @@ def _roles(claim: Any) -> frozenset[str]:
     return frozenset(r.strip() for r in claim if isinstance(r, str) and r.strip())
 
 
+NOT_A_JWT = "the token is not a JWT (expected three base64url parts)"
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _shaped_like_a_jwt(token: str) -> bool:
+    """Three base64url parts, the first a JSON object (the header): anything else is not a token at all."""
+    parts = token.split(".")
+    if len(parts) != 3 or not all(_BASE64URL.fullmatch(part) for part in parts):
+        return False
+    try:
+        header = json.loads(base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4)))
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return False
+    return isinstance(header, dict)
+
+
+def _expired(token: str) -> str:
+    """When an expired token's `exp` was, and how long ago (wall time, as PyJWT checked it)."""
+    import jwt
+
+    exp = jwt.decode(token, options={"verify_signature": False})["exp"]
+    now = time.time()
+    at, today = datetime.fromtimestamp(exp, UTC), datetime.fromtimestamp(now, UTC)
+    when = f"{at:%H:%M:%S}" if at.date() == today.date() else f"{at:%Y-%m-%d %H:%M:%S}"
+    return f"the token expired at {when} UTC ({_ago(now - exp)})"
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 90:
+        return f"{int(seconds)} s ago"
+    if seconds < 90 * 60:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 48 * 3600:
+        return f"{int(seconds // 3600)} h ago"
+    return f"{int(seconds // 86400)} days ago"
+
+
 def authenticate(headers: Mapping[str, str], settings: Settings) -> Principal:
     """The verified caller, or Unauthorized."""
     if not (settings.jwt_issuer and settings.jwt_audience):
@@ -134,6 +174,8 @@ def authenticate(headers: Mapping[str, str], settings: Settings) -> Principal:
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise Unauthorized("send Authorization: Bearer <token>")
+    if not _shaped_like_a_jwt(token):
+        raise Unauthorized(NOT_A_JWT)
     key, algorithm = _key_and_algorithm(token, settings)
     import jwt
 
@@ -147,6 +189,12 @@ def authenticate(headers: Mapping[str, str], settings: Settings) -> Principal:
             leeway=LEEWAY_SECONDS,
             options={"require": ["exp", "iss", "aud", "sub"]},
         )
+    except jwt.ExpiredSignatureError:
+        raise Unauthorized(_expired(token)) from None
+    except jwt.InvalidSignatureError:
+        raise Unauthorized("the token's signature does not verify: it was signed with another key") from None
+    except jwt.DecodeError:
+        raise Unauthorized(NOT_A_JWT) from None
     except jwt.InvalidTokenError as error:
         raise Unauthorized(f"invalid token: {error}") from None
     sub = claims["sub"]

@@ -136,5 +136,12 @@ def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) 
     response = get_response(event)
     body = response.body
     if isinstance(body, dict) and set(body) == {"Code", "Message"}:
-        response.body = {"errors": [str(body["Message"])]}
+        message = str(body["Message"])
+        if response.status_code == 415:  # e.g. curl -d without a Content-Type sends a form
+            sent = (event.headers.get("content-type") or "no Content-Type").split(";")[0].strip()
+            message = f"{JSON_ONLY}, not {sent[:100]} (with curl: -H 'Content-Type: application/json')"
+        response.body = {"errors": [message]}
     return response
+
+
+JSON_ONLY = "send the body as application/json"

@@ -20,6 +20,7 @@ from chalice import Blueprint, CORSConfig, Response
 from chalice.app import Request
 
 from .. import runtime
+from ..events.controls import RUN_CONTROLS, STEP_CONTROLS
 from ..events.errors import Invalid
 from . import auth, schemas
 from .errors import from_exception, json_body
@@ -69,6 +70,12 @@ class Operation:
     def operation_id(self) -> str:
         return self.handler.__name__
 
+    @property
+    def name(self) -> str:
+        """What a message calls this operation: a control by its name (pause, confirm), any other by its route."""
+        last = self.path.rsplit("/", 1)[-1]
+        return last if last in (*RUN_CONTROLS, *STEP_CONTROLS) else f"{self.method} {self.path}"
+
     def __call__(self, request: Request, **path: str) -> Response:
         try:
             return self._answer(request, path)
@@ -80,7 +87,7 @@ class Operation:
         if self.roles is not None:
             actor = auth.authenticate(request.headers, runtime.settings()).require(self.roles).sub
         ids = {name: schemas.parse_id(path[name], name) for name in self.path_ids}
-        query = schemas.parse_query(self.query or schemas.NO_FIELDS, request.query_params)
+        query = schemas.parse_query(self.query or schemas.NO_FIELDS, request.query_params, self.name)
         body = self._body(request)
         result = self.handler(Call(actor=actor, ids=ids, query=query, body=body))
         status, payload = result if isinstance(result, tuple) else (200, result)
@@ -96,7 +103,7 @@ class Operation:
         parsed = json_body(request.raw_body if isinstance(request.raw_body, bytes) else request.raw_body.encode())
         if self.body is schemas.DEFINITION_BODY:
             return parsed  # the engine validates a document whole, reporting every problem
-        return schemas.check(self.body, parsed, "body")
+        return schemas.check(self.body, parsed, "body", self.name)
 
 
 OPERATIONS: list[Operation] = []

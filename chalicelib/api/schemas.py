@@ -14,7 +14,7 @@ from ..events.document import DOCUMENT_SCHEMA
 from ..events.errors import Invalid
 from ..events.model import Health, OnFailure, PhaseKind, PhaseState, RunStatus, StepStatus
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
-from ..schema_check import first_error
+from ..schema_check import first_error, unknown_fields
 
 MAX_ID = 2**63 - 1
 
@@ -182,8 +182,12 @@ HEALTH = _object(ok={"const": True})
 
 
 # ── checking input ────────────────────────────────────────────────────────
-def check(schema: dict[str, Any], value: Any, name: str) -> Any:
-    """`value` if it satisfies `schema`, else Invalid naming what is wrong."""
+def check(schema: dict[str, Any], value: Any, name: str, where: str | None = None) -> Any:
+    """`value` if it satisfies `schema`, else Invalid naming what is wrong: unknown fields first, each named
+    with the nearest known one (`where` says whose fields they are: the operation)."""
+    unknown = unknown_fields(schema, value, where or name, "query parameter" if name == "query" else "field")
+    if unknown:
+        raise Invalid(*unknown)
     problem = first_error(schema, value, name)
     if problem:
         raise Invalid(problem)
@@ -200,7 +204,7 @@ def parse_id(raw: str, name: str) -> int:
     return value
 
 
-def parse_query(schema: dict[str, Any], params: Mapping[str, str] | None) -> dict[str, Any]:
+def parse_query(schema: dict[str, Any], params: Mapping[str, str] | None, where: str = "this route") -> dict[str, Any]:
     """Query parameters checked against `schema`, integers parsed first."""
     values: dict[str, Any] = {}
     for key, raw in (params or {}).items():
@@ -211,7 +215,7 @@ def parse_query(schema: dict[str, Any], params: Mapping[str, str] | None) -> dic
             values[key] = int(raw)
         else:
             values[key] = raw
-    return check(schema, values, "query")
+    return check(schema, values, "query", where)
 
 
 def parse_time(text: str, name: str) -> datetime:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema_check import first_error
+from ..schema_check import first_error, unknown_fields
 from . import cron
 from .actions import registry
 from .errors import Invalid, UnreadableDocument
@@ -90,7 +90,7 @@ MAX_PARAMS_BYTES = 16 * 1024
 def _schema_problems(schema: dict[str, Any], value: Any, path: str) -> list[str]:
     """Every part of `value` that breaks `schema`: objects and arrays are walked, leaves checked whole."""
     if "properties" in schema and isinstance(value, dict):
-        problems = [f"{path}.{key} is not a known field" for key in value if key not in schema["properties"]]
+        problems = unknown_fields(schema, value, path)
         problems += [f"{path}.{key} is required" for key in schema.get("required", ()) if key not in value]
         for key, sub in schema["properties"].items():
             if key in value:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ...schema_check import checker
+from ...schema_check import checker, unknown_fields
 
 # Matched whole (fullmatch): "world.spawn\n" is not an action id.
 MODULE_ACTION_ID = re.compile(r"[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}")
@@ -103,7 +103,8 @@ def lookup(action_id: str) -> ActionSpec | None:
 
 def params_problem(spec: ActionSpec, params: Any, name: str) -> str | None:
     """The first way `params` break the action's schema, named from `name`; None if the action can take them."""
-    return spec.params_check(params, name)
+    unknown = unknown_fields(spec.params_schema, params, f"{name} ({spec.id})")
+    return unknown[0] if unknown else spec.params_check(params, name)
 
 
 def catalogue() -> list[dict[str, Any]]:
