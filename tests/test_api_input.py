@@ -168,6 +168,5 @@ def test_the_pause_of_the_issue_reads_as_written(api, db, world):
 def test_a_form_body_is_told_to_send_json(api, db, world):
     answer = _refused(api, db, "POST", f"/runs/{world['run_id']}/pause", expected=415, raw="reason=x",
                       headers={"Content-Type": "application/x-www-form-urlencoded"})
-    assert answer.body == {"errors": [
-        "send the body as application/json, not application/x-www-form-urlencoded"
-        " (with curl: -H 'Content-Type: application/json')"]}
+    said = "send the body as application/json, not application/x-www-form-urlencoded (with curl: -H 'Content-Type: application/json')"
+    assert answer.body == {"errors": [said]}
