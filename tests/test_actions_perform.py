@@ -1,5 +1,6 @@
 """Actions on their own: SPEC §6's classification table, the signature, the handlers, the channels."""
 
+import dataclasses
 import hashlib
 import hmac
 from datetime import datetime, timedelta
@@ -8,6 +9,7 @@ import pytest
 
 from chalicelib.events.actions.bridge import classify
 from chalicelib.events.actions.channels import LogChannel, channel_for
+from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outbound import MAX_ANSWER_BYTES, Answer, signed_headers
 from chalicelib.events.actions.outcome import Verdict
 from chalicelib.events.actions.perform import Actions
@@ -105,37 +107,37 @@ def test_every_core_action_of_the_registry_has_a_handler():
 
 def test_wait_holds_from_the_first_start_not_from_now():
     first_start = NOW - timedelta(seconds=45)
-    outcome = _actions().perform(_step("core.wait", {"seconds": 60}, started_at=first_start), 2, NOW)
+    outcome = _actions().perform(ActionContext.of(_step("core.wait", {"seconds": 60}, started_at=first_start), 2, NOW))
     assert outcome.verdict is Verdict.DONE and outcome.hold_until == first_start + timedelta(seconds=60)
-    fresh = _actions().perform(_step("core.wait", {"seconds": 60}), 1, NOW)
+    fresh = _actions().perform(ActionContext.of(_step("core.wait", {"seconds": 60}), 1, NOW))
     assert fresh.hold_until == NOW + timedelta(seconds=60)
 
 
 @pytest.mark.parametrize("params", [{}, {"seconds": -1}, {"seconds": "60"}, {"seconds": True}])
 def test_wait_with_bad_seconds_fails(params):
-    assert _actions().perform(_step("core.wait", params), 1, NOW).verdict is Verdict.FAILED
+    assert _actions().perform(ActionContext.of(_step("core.wait", params), 1, NOW)).verdict is Verdict.FAILED
 
 
 def test_cue_posts_then_parks_and_announce_posts_then_is_done():
     cue, announce = Recording(), Recording()
     actions = _actions(cue, announce)
-    assert actions.perform(_step("core.cue", {"instruction": "Light it"}), 1, NOW).verdict is Verdict.PARKED
-    assert actions.perform(_step("core.announce", {"message": "Hi"}), 1, NOW).verdict is Verdict.DONE
+    assert actions.perform(ActionContext.of(_step("core.cue", {"instruction": "Light it"}), 1, NOW)).verdict is Verdict.PARKED
+    assert actions.perform(ActionContext.of(_step("core.announce", {"message": "Hi"}), 1, NOW)).verdict is Verdict.DONE
     assert cue.posts == [("Light it", 7)] and announce.posts == [("Hi", 7)]
 
 
 def test_a_channel_that_cannot_deliver_makes_the_step_a_retry():
     for action, params in (("core.announce", {"message": "Hi"}), ("core.cue", {"instruction": "Light it"})):
         down = _actions(cue=Recording(ChannelError("no such topic")), announce=Recording(ChannelError("no such topic")))
-        outcome = down.perform(_step(action, params), 1, NOW)
+        outcome = down.perform(ActionContext.of(_step(action, params), 1, NOW))
         assert outcome.verdict is Verdict.RETRY and outcome.error == "test channel: no such topic"
 
 
 def test_unknown_actions_and_versions_fail_and_a_raising_handler_is_a_retry():
     actions = _actions(cue=Recording(RuntimeError("bug")))  # not a ChannelError: an unexpected error
-    assert actions.perform(_step("core.nope", {}), 1, NOW).verdict is Verdict.FAILED
-    assert actions.perform(_step("core.announce", {"message": "Hi"}, version=9), 1, NOW).verdict is Verdict.FAILED
-    raised = actions.perform(_step("core.cue", {"instruction": "x"}), 1, NOW)
+    assert actions.perform(ActionContext.of(_step("core.nope", {}), 1, NOW)).verdict is Verdict.FAILED
+    assert actions.perform(ActionContext.of(_step("core.announce", {"message": "Hi"}, version=9), 1, NOW)).verdict is Verdict.FAILED
+    raised = actions.perform(ActionContext.of(_step("core.cue", {"instruction": "x"}), 1, NOW))
     assert raised.verdict is Verdict.RETRY and "RuntimeError: bug" in raised.error
 
 
@@ -144,3 +146,24 @@ def test_a_channel_setting_builds_its_channel_and_a_webhook_needs_a_secret():
     assert type(channel_for("webhook:https://example.com/h", "cue", timeout=1, webhook_secret="s")).__name__ == "WebhookChannel"
     with pytest.raises(ConfigError, match="set WEBHOOK_SECRET or WEBHOOK_SECRET_ARN"):
         channel_for("webhook:https://example.com/h", "announce", timeout=1)
+
+
+def test_an_action_is_told_its_run_mode_attempt_and_what_the_previous_attempt_came_to():
+    first = ActionContext.of(_step("core.announce", {"message": "Hi"}), 1, NOW)
+    assert (first.run_id, first.mode.value, first.attempt, first.previous, first.time_scale) == (3, "live", 1, None, 1.0)
+    lost = dataclasses.replace(_step("world.spawn", {}), last_error="HTTP 503")
+    assert ActionContext.of(lost, 2, NOW).previous == "HTTP 503"
+
+
+def test_a_wait_holds_its_seconds_on_the_runs_time_scale():
+    context = ActionContext(_step("core.wait", {"seconds": 60}), 1, NOW, time_scale=0.5)
+    assert _actions().perform(context).hold_until == NOW + timedelta(seconds=30)
+
+
+def test_the_outcome_carries_the_answer_body_parsed():
+    done = classify(Answer(200, b'{"outcome": "done", "spawned": ["scarecrow"]}', truncated=False))
+    assert done.result == {"outcome": "done", "spawned": ["scarecrow"]}
+    refused = classify(Answer(409, b'{"reason": "already there"}', truncated=False))
+    assert refused.verdict is Verdict.REFUSED and refused.result == {"reason": "already there"}
+    assert classify(Answer(200, b"[1]", truncated=False)).result is None
+    assert classify(Answer(503, b'{"busy": true}', truncated=False)).result is None

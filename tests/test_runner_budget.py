@@ -48,3 +48,14 @@ def test_a_step_whose_worst_case_would_outrun_the_hard_deadline_is_not_started(d
     assert report.out_of_budget and report.dispatched == 0 and report.runs_advanced == 0
     assert game_bridge.received() == []
     assert db.autocommit(lambda tx: tx.one("SELECT status FROM event_runs WHERE id = %s", (run.id,)))["status"] == "scheduled"
+
+
+def test_a_tick_is_its_chores_in_order_planning_on_half_of_the_time(db, clock, game_bridge):
+    from tests.support.runner_kit import make_runner
+
+    runner = make_runner(db, clock, game_bridge)
+    try:
+        assert [(c.name, c.share) for c in runner.chores()] == [("reclaim", None), ("plan", 0.5), ("advance", None)]
+        assert [c.name for c in runner.chores(plan=False)] == ["reclaim", "advance"]
+    finally:
+        runner.close()

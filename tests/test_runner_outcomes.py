@@ -107,3 +107,24 @@ def test_unreadable_definition_fails_the_run_loudly(db, clock, runner):
     tick(runner)
     failed = run_row(db, run.id)
     assert failed.status is RunStatus.FAILED and "definition document unreadable" in failed.last_error
+
+
+def test_each_attempt_is_told_what_the_previous_one_came_to(db, clock, runner, game_bridge):
+    told = []
+    perform = runner.actions.perform
+
+    class Telling:  # the runner's actions, recording the context of every attempt
+        longest_dispatch_seconds = runner.actions.longest_dispatch_seconds
+
+        def perform(self, context):
+            told.append((context.step.action_id, context.attempt, context.previous, context.run_id, context.mode.value))
+            return perform(context)
+
+    runner.actions = Telling()
+    game_bridge.script("world.spawn", Answer(503, "busy"), Answer(200, {"outcome": "done"}))
+    run = schedule(db, clock.now(), document([[step("world.spawn")]]))
+    tick(runner)
+    clock.advance(31)  # past the retry backoff
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert told == [("world.spawn", 1, None, run.id, "live"), ("world.spawn", 2, "HTTP 503", run.id, "live")]

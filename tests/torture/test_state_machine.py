@@ -23,6 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from chalicelib.events import controls
 from chalicelib.events.actions.bridge import BridgeClient
+from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.model import TERMINAL_RUN
 from chalicelib.events.runner import Budget, Rules
@@ -101,7 +102,7 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             if claim is None:
                 return
             if sent and not target.action_id.startswith("core."):
-                client.dispatch(target, claim.attempt, now)  # delivered; the answer dies with the worker
+                client.dispatch(ActionContext.of(target, claim.attempt, now))  # delivered; the answer dies with the worker
             self.abandoned.append((target, claim))
 
         @precondition(lambda self: self.abandoned)

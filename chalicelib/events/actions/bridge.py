@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 from ..errors import ConnectionFailed, DeadlineExceeded
 from ..model import Step
 from . import outbound
+from .context import ActionContext
 from .outcome import Outcome
 from .signing import SigningKey, post_signed
 
@@ -50,17 +50,18 @@ def classify(answer: outbound.Answer) -> Outcome:
     if status == 429 or status >= 500:
         return Outcome.retry(f"HTTP {status}", http_status=status)
     read = _read(answer)
+    result = read if isinstance(read, dict) else None  # the answer body, for whoever reads the outcome next
     if status in (409, 422):
-        return Outcome.refused(f"HTTP {status}: {_reason(answer, read)}", http_status=status)
+        return Outcome.refused(f"HTTP {status}: {_reason(answer, read)}", http_status=status, result=result)
     if not 200 <= status < 300:
-        return Outcome.failed(f"HTTP {status}: {_reason(answer, read)}", http_status=status)
+        return Outcome.failed(f"HTTP {status}: {_reason(answer, read)}", http_status=status, result=result)
     if isinstance(read, str):
         return Outcome.failed(f"malformed answer: {read}", http_status=status)
     verdict = read.get("outcome", "done")
     if verdict == "done":
-        return Outcome.done(http_status=status)
+        return Outcome.done(http_status=status, result=read)
     if verdict == "refused":
-        return Outcome.refused(f"refused: {_reason(answer, read)}", http_status=status)
+        return Outcome.refused(f"refused: {_reason(answer, read)}", http_status=status, result=read)
     shown = repr(verdict[:40]) if isinstance(verdict, str) else f"of type {type(verdict).__name__}"
     return Outcome.failed(f"malformed answer: unknown outcome {shown}", http_status=status)
 
@@ -97,8 +98,9 @@ class BridgeClient:
         self._key = secret if isinstance(secret, SigningKey) else SigningKey.fixed(secret)
         self.timeout = timeout
 
-    def dispatch(self, step: Step, attempt: int, now: datetime) -> Outcome:
-        body = request_body(step, attempt)
+    def dispatch(self, context: ActionContext) -> Outcome:
+        step, now = context.step, context.now
+        body = request_body(step, context.attempt)
         headers = {"Content-Type": "application/json", "Idempotency-Key": step.idempotency_key}
         started = time.monotonic()
         try:

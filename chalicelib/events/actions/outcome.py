@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -24,6 +24,7 @@ class Outcome:
     note: str | None = None
     http_status: int | None = None
     latency_ms: int | None = None
+    result: dict[str, Any] | None = field(default=None, compare=False)  # the answer body, parsed (a JSON object)
 
     @classmethod
     def done(cls, **extra: Any) -> Outcome:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cached_property
 
-from ..model import Step, kept_note
+from ..model import kept_note
 from . import core
 from .bridge import BridgeClient
 from .channels import Channel
+from .context import ActionContext
 from .outcome import Outcome
 from .registry import lookup, params_problem
 
@@ -32,23 +32,24 @@ class Actions:
         return max(bridge, self.cue_channel.timeout, self.announce_channel.timeout)
 
     @cached_property
-    def core_handlers(self) -> dict[str, Callable[[Step, datetime], Outcome]]:
+    def core_handlers(self) -> dict[str, Callable[[ActionContext], Outcome]]:
         """One handler per core action of the registry (built once: every dispatch looks one up)."""
         return {
             "core.wait": core.wait,
-            "core.cue": lambda step, now: core.cue(step, self.cue_channel, now, self.console_url),
-            "core.announce": lambda step, now: core.announce(step, self.announce_channel, now, self.console_url),
+            "core.cue": lambda context: core.cue(context, self.cue_channel, self.console_url),
+            "core.announce": lambda context: core.announce(context, self.announce_channel, self.console_url),
         }
 
-    def perform(self, step: Step, attempt: int, now: datetime) -> Outcome:
+    def perform(self, context: ActionContext) -> Outcome:
         """Never raises: an unexpected error is an interruption, retried like a lost answer."""
         try:
-            return self._perform(step, attempt, now)
+            return self._perform(context)
         except Exception as error:  # a bug must not strand the claim until its lease expires
-            logger.exception("action %s of step %s raised", step.action_id, step.id)
+            logger.exception("action %s of step %s raised", context.step.action_id, context.step.id)
             return Outcome.retry(kept_note(f"internal error: {type(error).__name__}: {error}") or "internal error")
 
-    def _perform(self, step: Step, attempt: int, now: datetime) -> Outcome:
+    def _perform(self, context: ActionContext) -> Outcome:
+        step = context.step
         spec = lookup(step.action_id)
         if spec is None:
             return Outcome.failed(f"unknown action {step.action_id!r}")
@@ -58,7 +59,7 @@ class Actions:
         if problem:  # stored before its action's schema said so: fail as validation would have refused it
             return Outcome.failed(problem)
         if spec.core:
-            return self.core_handlers[spec.id](step, now)
+            return self.core_handlers[spec.id](context)
         if self.bridge is None:
             return Outcome.failed("GAME_BRIDGE_URL is not set: module actions cannot be dispatched")
-        return self.bridge.dispatch(step, attempt, now)
+        return self.bridge.dispatch(context)

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from ...db import Database, Tx, must_exist
 from .. import journal
+from ..actions.context import ActionContext
 from ..actions.outcome import Outcome
 from ..actions.perform import Actions
 from ..document import Programme
@@ -156,7 +157,7 @@ class RunAdvancer:
             lost_claim = False
             working = where
             step = must_exist(working.open_steps)[0]
-            outcome = self.actions.perform(step, claim.attempt, self.now)
+            outcome = self.actions.perform(ActionContext.of(step, claim.attempt, self.now))
             applied, where, claim = self.db.transaction(
                 lambda tx: self._settle(tx, run.id, programme, working, must_exist(claim), outcome))
             report.dispatched += 1

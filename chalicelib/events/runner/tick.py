@@ -1,10 +1,15 @@
-"""One tick: one clock read, reclaim, plan, then advance the runs whose wake time has come, on a bounded pool."""
+"""One tick: one clock read, then its chores in order, each on its share of the budget.
+
+The chores are reclaim, plan, then advance the runs whose wake time has come, on a
+bounded pool; later work (reminders, cleanup) is one more chore in `Runner.chores`.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,6 +33,25 @@ DEFAULT_HORIZON = timedelta(minutes=15)
 PLANNING_SHARE = 0.5  # of a tick's time for taking work, at most, spent planning recurring definitions
 # A dispatch's worst case beyond its outbound deadline: its claim and its outcome transaction.
 DATABASE_MARGIN_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class TickWork:
+    """What every chore of one tick shares: its one clock read, when its leases lapse, its report."""
+
+    now: datetime
+    leases_lapse_at: float  # on the budget's clock: every lease taken in this tick ends by then
+    report: TickReport
+
+
+@dataclass(frozen=True)
+class Chore:
+    """One part of a tick: its name, its share of the time left for taking work when it starts
+    (None: the tick's own budget, whatever is left), and the work."""
+
+    name: str
+    share: float | None
+    work: Callable[[TickWork, Budget], None]
 
 
 @dataclass
@@ -116,22 +140,42 @@ class Runner:
     def step_worst_case_seconds(self) -> float:
         return self.actions.longest_dispatch_seconds + DATABASE_MARGIN_SECONDS
 
+    def chores(self, *, plan: bool = True) -> list[Chore]:
+        """What one tick does, in order, each with its share of the budget: take back expired
+        step leases, plan recurring definitions (unless `plan` is False), advance the due runs."""
+        return [
+            Chore("reclaim", None, self._reclaim),
+            *([Chore("plan", PLANNING_SHARE, self._plan)] if plan else []),
+            Chore("advance", None, self._advance_due),
+        ]
+
     def tick(self, budget: Budget, *, plan: bool = True) -> TickReport:
-        """Reclaim, plan recurring definitions (unless `plan` is False), then advance every run due now."""
+        """One clock read, then every chore in order on its share of the budget."""
         # A database that is down or resuming is waited for while the tick could still take work.
         self.db.reach(budget.take_work_until, monotonic=budget.monotonic)
         now = self.clock.now()  # the one clock read of this tick
         leases_lapse_at = budget.monotonic() + self.rules.lease_seconds  # of every lease this tick takes
-        report = TickReport(now=now)
+        tick = TickWork(now, leases_lapse_at, TickReport(now=now))
+        for chore in self.chores(plan=plan):
+            # A share is taken of the time left when the chore starts: the rest is for the chores after it.
+            chore.work(tick, budget if chore.share is None else budget.portion(chore.share))
+        return tick.report
+
+    def _reclaim(self, tick: TickWork, budget: Budget) -> None:
+        now, report = tick.now, tick.report
         swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
-        if plan:
-            planning = budget.portion(PLANNING_SHARE)  # the rest is for due runs, whatever planning finds
-            planned = plan_occurrences(self.db, now, self.horizon, keep_going=lambda: planning.allows(0))
-            report.planned, report.skipped_occurrences = planned.planned, planned.skipped
-            report.plan_failures, report.plan_deferred = planned.failed, planned.deferred
-        advancer = RunAdvancer(
-            self.db, self.actions, self.rules, self._programme_for, now, budget, self.step_worst_case_seconds, leases_lapse_at)
+
+    def _plan(self, tick: TickWork, planning: Budget) -> None:
+        report = tick.report
+        planned = plan_occurrences(self.db, tick.now, self.horizon, keep_going=lambda: planning.allows(0))
+        report.planned, report.skipped_occurrences = planned.planned, planned.skipped
+        report.plan_failures, report.plan_deferred = planned.failed, planned.deferred
+
+    def _advance_due(self, tick: TickWork, budget: Budget) -> None:
+        now, report = tick.now, tick.report
+        advancer = RunAdvancer(self.db, self.actions, self.rules, self._programme_for, now, budget,
+                               self.step_worst_case_seconds, tick.leases_lapse_at)
         after = None
         while budget.allows(self.step_worst_case_seconds):
             batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after, shard=self.shard))
@@ -146,7 +190,6 @@ class Runner:
             after = (last.wake_at, last.id)
         else:
             report.out_of_budget = True
-        return report
 
     def next_wake(self) -> datetime | None:
         """The earliest wake time of any run (one indexed read): when the next tick has work."""
