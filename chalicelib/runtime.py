@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from .config import Settings
 from .db import Clock, ConnectionParams, Database, DatabaseClock
 from .events.errors import ConfigError, SecretUnreadable
+from .health import SecretsHealth
 
 API_READ_SECONDS = 8.0
 TICK_READ_SECONDS = 60.0
@@ -104,6 +105,14 @@ def check_secrets(config: Settings | None = None) -> None:
             problems += error.messages
     if problems:
         raise SecretUnreadable(*problems)
+
+
+def secrets_health() -> SecretsHealth:
+    """GET /health's bounded check of `check_secrets`, its failure remembered briefly (`health`)."""
+    with _lock:
+        if "health" not in _state:
+            _state["health"] = SecretsHealth(check_secrets)
+        return _state["health"]  # type: ignore[return-value]
 
 
 def clock() -> Clock:
