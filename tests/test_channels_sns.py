@@ -3,16 +3,22 @@
 import json
 import subprocess
 import sys
+import time
 
 import boto3
 import pytest
 from moto import mock_aws
 
 from chalicelib.config import Settings
+from chalicelib.events.actions.notice import Notice
+from chalicelib.events.actions.sns_channel import SnsChannel
+from chalicelib.events.errors import ChannelError
 from chalicelib.events.model import StepStatus
 from chalicelib.events.runner.invocation import build_runner
 from chalicelib.events.store import steps
+from tests.conftest import START
 from tests.support.factory import document
+from tests.support.loopback_aws import loopback_aws, never_accepting, offline_credentials
 from tests.support.runner_kit import ROOT, RULES, schedule, step, tick
 
 REGION = "eu-west-1"
@@ -108,6 +114,7 @@ def test_a_fifo_topic_deduplicates_a_repeated_attempt_on_the_idempotency_key(db,
         # As if the first acknowledgement had been lost: the same step is posted again.
         db.autocommit(lambda tx: tx.execute(
             "UPDATE event_run_steps SET status = 'pending', due_at = NULL WHERE id = %s", (cue.id,)))
+        clock.advance(RULES.lease_seconds)  # a later tick: the notice's clock moved, its key did not (item 9)
         db.autocommit(lambda tx: tx.execute(  # and its run woken, as the sweep of its lease would
             "UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), run.id)))
         tick(runner)
@@ -128,3 +135,38 @@ def test_boto3_is_imported_only_where_an_sns_channel_is_configured():
     )
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+NOTICE = Notice("cue", "Light the bonfire", 1, 2, "1-2-key", START)
+TOPIC = f"arn:aws:sns:{REGION}:123456789012:cues"
+
+
+def _publish_against(monkeypatch, endpoint: str, timeout: float = 1.0) -> float:
+    offline_credentials(monkeypatch, REGION)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SNS", endpoint)
+    channel = SnsChannel("cue", TOPIC, timeout=timeout)
+    started = time.monotonic()
+    with pytest.raises(ChannelError, match="SNS publish failed"):
+        channel.post(NOTICE)
+    return time.monotonic() - started
+
+
+def test_an_sns_endpoint_answering_500_receives_exactly_one_request(monkeypatch):
+    """botocore retries nothing: the step's retry is the one policy (issue 23, item 10)."""
+    with loopback_aws(answer=True) as sns:
+        _publish_against(monkeypatch, sns.url)
+    assert sns.requests == 1
+
+
+def test_an_sns_endpoint_that_never_answers_is_given_up_within_the_channels_timeout(monkeypatch):
+    """The read timeout is half the channel's timeout: the publish fails inside it (issue 23, item 10)."""
+    with loopback_aws(answer=False) as sns:
+        took = _publish_against(monkeypatch, sns.url)
+    assert sns.requests == 1 and took < 1.0
+
+
+def test_an_sns_endpoint_that_never_accepts_is_given_up_within_the_channels_timeout(monkeypatch):
+    """The connect timeout is half the channel's timeout: a silent network fails inside it (issue 23, item 10)."""
+    with never_accepting() as url:
+        took = _publish_against(monkeypatch, url)
+    assert took < 1.0

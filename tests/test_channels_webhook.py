@@ -110,3 +110,22 @@ def test_a_receiver_that_is_down_is_a_retry_not_a_drop(db, clock, game_bridge):
         runner.close()
     cue = _the_step(db, run.id)
     assert cue.status is StepStatus.PENDING and cue.last_error.startswith("cue channel: webhook: ConnectionRefusedError")
+
+
+def test_a_3xx_is_not_a_delivery_the_step_is_retried_and_the_redirect_never_followed(db, clock, game_bridge):
+    """Only a 2xx delivers (issue 23, item 8): a moved receiver must not swallow cues."""
+    game_bridge.script("cue", Answer(302, "moved"), Answer(200, "ok"))
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run = _cue_run(db, clock)
+        tick(runner)
+        cue = _the_step(db, run.id)
+        assert (cue.status, cue.attempts) == (StepStatus.PENDING, 1)
+        assert cue.last_error == "cue channel: webhook answered HTTP 302: moved"
+        assert len(game_bridge.received("cue")) == 1
+        clock.advance(RULES.retry_seconds)
+        tick(runner)
+    finally:
+        runner.close()
+    assert _the_step(db, run.id).parked
+    assert len(game_bridge.received("cue")) == 2

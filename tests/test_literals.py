@@ -1,7 +1,7 @@
 """The engine's own rendering of arguments sends exactly what PyMySQL would, and the server reads it back unchanged."""
 
 import enum
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 
 import pymysql
@@ -26,13 +26,32 @@ VALUES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def pymysql_itself(db_params):
+    """A connection with PyMySQL's own encoders: the engine's connections carry the engine's table
+    (`literals.CONVERSIONS`), so their `mogrify` is no reference for the engine's rendering."""
+    p = db_params
+    connection = pymysql.connect(host=p.host, port=p.port, user=p.user, password=p.password, database=p.database,
+                                 unix_socket=p.unix_socket, charset="utf8mb4")
+    yield connection
+    connection.close()
+
+
 @pytest.mark.parametrize("value", VALUES, ids=repr)
-def test_each_value_is_rendered_as_pymysql_renders_it(db, value):
+def test_each_value_is_rendered_as_pymysql_renders_it(db, pymysql_itself, value):
     connection = db.connection()
     sql = "SELECT %s AS v, '%%' AS pct"
-    assert render(connection, sql, (value,)) == connection.cursor().mogrify(sql, (value,))
+    assert render(connection, sql, (value,)) == pymysql_itself.cursor().mogrify(sql, (value,))
     named = "SELECT %(v)s AS v"
-    assert render(connection, named, {"v": value}) == connection.cursor().mogrify(named, {"v": value})
+    assert render(connection, named, {"v": value}) == pymysql_itself.cursor().mogrify(named, {"v": value})
+
+
+def test_equal_instants_in_different_zones_are_each_rendered_as_pymysql_renders_them(db, pymysql_itself):
+    """Aware datetimes are not cached: an equal instant seen first in another zone must not lend its literal."""
+    connection = db.connection()
+    for value in (datetime(2026, 12, 1, 8, 0, 0, tzinfo=UTC),
+                  datetime(2026, 12, 1, 9, 0, 0, tzinfo=timezone(timedelta(hours=1)))):
+        assert render(connection, "SELECT %s", (value,)) == pymysql_itself.cursor().mogrify("SELECT %s", (value,))
 
 
 def test_a_statement_without_arguments_is_sent_as_written(db):

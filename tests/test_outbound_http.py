@@ -192,3 +192,46 @@ def test_an_answer_that_arrived_while_the_caller_was_paused_past_its_deadline_is
     finally:
         peer.close()
     assert (answer.status, answer.body) == (400, b"too late")
+
+
+# Each read and write gets only what is left of the deadline (issue 23, item 7). The socket's own
+# timeout, set once, would let a call that starts late run a whole timeout past the deadline: these
+# peers make progress until half the deadline, then go silent.
+LONG_DEADLINE = 2.0
+
+
+def test_a_peer_that_stops_reading_the_request_halfway_is_cut_at_the_deadline():
+    def read_a_while_then_stop(connection):
+        time.sleep(LONG_DEADLINE / 2)
+        taken = 0
+        while taken < 8 * 1024 * 1024:  # the sender wakes and sends on, into a stale timeout if it kept one
+            taken += len(connection.recv(1024 * 1024))
+        time.sleep(LONG_DEADLINE * 2)
+
+    peer = RawPeer(read_a_while_then_stop)
+    body = b"x" * (48 * 1024 * 1024)  # past what the kernel buffers on both ends, and the 8 MB read
+    try:
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            outbound.post(peer.endpoint(), peer.endpoint().target(), body, {}, timeout=LONG_DEADLINE)
+        took = time.monotonic() - started
+    finally:
+        peer.close()
+    assert took < LONG_DEADLINE * 1.25
+
+
+def test_a_peer_that_starts_its_answer_halfway_and_goes_silent_is_cut_at_the_deadline():
+    def start_then_stall(connection):
+        time.sleep(LONG_DEADLINE / 2)
+        connection.sendall(b"H")
+        time.sleep(LONG_DEADLINE * 2)
+
+    peer = RawPeer(start_then_stall)
+    try:
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            outbound.post(peer.endpoint(), peer.endpoint().target(), b"{}", {}, timeout=LONG_DEADLINE)
+        took = time.monotonic() - started
+    finally:
+        peer.close()
+    assert took < LONG_DEADLINE * 1.25

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -91,6 +92,13 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def _default_ctrl_c() -> None:
+    """In the child, before it runs Python: Ctrl-C as Python expects it. A `make mutate` started from a
+    shell that ignores SIGINT (a background job) would otherwise hand the ignored signal down to every
+    test run, and a test that stops a process with Ctrl-C would fail for every mutation."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _first_failure(output: str) -> str | None:
     # Only the short summary: captured log lines above it also start with "ERROR".
     summary = output.rpartition("short test summary info")[2]
@@ -105,7 +113,8 @@ def run_tests(scratch: Path, modules: Iterable[str], timeout: float, python: str
     """pytest over `modules` in the scratch copy; (exit code or None on timeout, output)."""
     command = [python, "-m", "pytest", *PYTEST_ARGS, *modules]
     try:
-        done = subprocess.run(command, cwd=scratch, env=_child_env(), capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(command, cwd=scratch, env=_child_env(), capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=_default_ctrl_c)
     except subprocess.TimeoutExpired as hung:
         out = hung.stdout.decode() if isinstance(hung.stdout, bytes) else (hung.stdout or "")
         return None, out
