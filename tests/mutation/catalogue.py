@@ -787,7 +787,7 @@ MUTATIONS: list[Mutation] = [
              "ORDER BY s.seq LIMIT 1),\n        {NEVER}), NULL)",
              WORKER_ERRORS_OR_WAKE),
     Mutation("a-scheduled-run-wakes-never", WAKE,
-             "IF(r.status = 'scheduled', r.scheduled_for, NULL)",
-             "IF(r.status = 'scheduled', NULL, NULL)",
+             "IF(r.status = {RunSQL.SCHEDULED}, r.scheduled_for, NULL)",
+             "IF(r.status = {RunSQL.SCHEDULED}, NULL, NULL)",
              (RUNNER_WAKE,)),
 ]
