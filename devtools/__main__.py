@@ -31,7 +31,7 @@ def cmd_token(args: argparse.Namespace) -> int:
 def cmd_dev(args: argparse.Namespace) -> int:
     from .dev import run_dev
 
-    return run_dev()
+    return run_dev(args.demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,9 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--sub", help="who the token names, the actor in the run log (default dev-<first role>)")
     token.add_argument("--ttl", type=int, default=8 * 3600, help="seconds until it expires (default 8 hours)")
     token.set_defaults(run=cmd_token)
-    sub.add_parser("dev", help="the engine locally: API, demo game bridge and tick loop on a seeded demo event").set_defaults(
-        run=cmd_dev
-    )
+    dev = sub.add_parser("dev", help="the engine locally: API, demo game bridge and tick loop on a seeded demo event")
+    dev.add_argument("--demo", choices=("calm", "failures"), default="calm",
+                     help="calm: the demo bridge answers done; failures: a step fails once, another answers 503 twice,"
+                          " a third takes 8 s")
+    dev.set_defaults(run=cmd_dev)
     return parser
 
 

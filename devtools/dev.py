@@ -1,32 +1,53 @@
-"""`python -m devtools dev` (`make dev`, or `python -m devtools.dev`): the whole engine on one machine, on a seeded demo event.
+"""`python -m devtools dev` (`make dev`): the whole engine on one machine, on a seeded demo event.
 
-It migrates the database named by EVENTS_DB_URL, seeds a demo definition and a
-run due in a few seconds, starts a demo game bridge on loopback (it checks each
-request's signature and answers done), serves the API and the console with
-`chalice local` (printing the console's URL; it opens nothing), and ticks in the
-foreground until Ctrl-C. The console offers a one-click login with tokens minted
-here for each role; only this command hands them to the API. The dev stage's settings come from
-`.chalice/config.json`, so the API, the tick loop and the printed tokens agree.
+Start-up is ordered so that a failure leaves nothing behind: the settings are
+checked, then the demo game bridge takes its port and `chalice local` (the API
+and the console) takes its own and answers; only then is the database migrated
+and the demo run scheduled. Each failure a newcomer can cause is one line and
+an exit code: 2 a setting missing or out of range, 3 the database cannot be
+reached, 4 a port in use (named, with the setting that moves it) or an API that
+did not start; 0 after Ctrl-C.
+
+The terminal stays readable: the token once, `curl` lines with the real ids,
+one line per run each tick moved (`narrate`), the notices the `log` channel
+posts, and nothing of the access log of the console's polling unless
+EVENTS_DEV_VERBOSE=1. The console offers a one-click login with tokens minted
+here for each role; only this command hands them to the API. The dev stage's
+settings come from `.chalice/config.json`, so the API, the tick loop and the
+printed tokens agree.
+
+`--demo failures` makes the demo bridge go wrong on purpose, once per step:
+`world.spawn` fails once (the run pauses until someone presses Retry),
+`world.give_item` answers 503 twice (retried after a backoff), and
+`world.fireworks` takes 8 s.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import json
+import logging
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 PROJECT = Path(__file__).resolve().parents[1]
-API_PORT = int(os.environ.get("EVENTS_DEV_API_PORT", "8000"))
+EXIT_STOPPED, EXIT_SETTING, EXIT_DATABASE, EXIT_LISTENER = 0, 2, 3, 4
+DEMOS = ("calm", "failures")
+API_READY_SECONDS = 60
 DEMO_NAME = "Harvest festival (demo)"
 DEMO_DOCUMENT: dict[str, Any] = {
     "name": DEMO_NAME,
@@ -46,11 +67,16 @@ DEMO_DOCUMENT: dict[str, Any] = {
             "steps": [
                 {"action": "core.announce", "params": {"message": "The pumpkin contest is open"}},
                 {"action": "world.give_item", "params": {"item": "pumpkin_seed", "to": "everyone"}},
+                {"action": "world.fireworks", "params": {"show": "harvest"}},
             ],
         },
     ],
     "ending": [{"action": "core.announce", "params": {"message": "Thanks for coming!"}}],
 }
+# What `--demo failures` does to each module action, counted per idempotency key (so per step).
+FAILURES_RETRY_SECONDS = "10"  # the backoff between the 503s, unless EVENT_STEP_RETRY_SECONDS is set
+ACCESS_LOG = re.compile(r'^\S+ - - \[[^\]]*\] "')  # http.server's access log line, as chalice local prints it
+CHALICE_CHATTER = ("Serving on ", "Aborted!", "Restarting local dev server")
 
 
 def dev_stage_environment() -> dict[str, str]:
@@ -63,103 +89,271 @@ def with_dev_stage(env: Mapping[str, str]) -> dict[str, str]:
     return {**dev_stage_environment(), **env}
 
 
+def verbose() -> bool:
+    return os.environ.get("EVENTS_DEV_VERBOSE") == "1"
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+# ── the demo game bridge ────────────────────────────────────────────────────
+class DemoScript:
+    """How the demo bridge answers: done to everything (calm), or the failures of `--demo failures`."""
+
+    def __init__(self, demo: str):
+        self.demo = demo
+        self.seen: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+    def answer(self, action: str, key: str) -> tuple[int, dict[str, Any], float]:
+        """(HTTP status, answer, seconds to wait before answering) for this request."""
+        with self.lock:
+            self.seen[key] += 1
+            nth = self.seen[key]
+        if self.demo == "failures":
+            if action == "world.spawn" and nth == 1:
+                return 400, {"reason": "the square is full: no room to spawn the scarecrow"}, 0.0
+            if action == "world.give_item" and nth <= 2:
+                return 503, {"reason": "the item service is restarting"}, 0.0
+            if action == "world.fireworks":
+                return 200, {"outcome": "done"}, 8.0
+        return 200, {"outcome": "done"}, 0.0
+
+
 class DemoBridge(BaseHTTPRequestHandler):
-    """Answers every signed action with done; a bad signature gets 401."""
+    """Checks each request's signature (401 if it is wrong), then answers as its script says."""
 
     secret = b""
+    script = DemoScript("calm")
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         signed = f"{self.headers.get('X-Event-Timestamp', '')}.".encode() + body
         expected = "sha256=" + hmac.new(self.secret, signed, hashlib.sha256).hexdigest()
-        good = hmac.compare_digest(expected, self.headers.get("X-Event-Signature", ""))
-        answer = {"outcome": "done"} if good else {"reason": "bad signature"}
+        action = self.path.rsplit("/", 1)[-1]
+        if hmac.compare_digest(expected, self.headers.get("X-Event-Signature", "")):
+            status, answer, delay = self.script.answer(action, self.headers.get("Idempotency-Key", ""))
+        else:
+            status, answer, delay = 401, {"reason": "bad signature"}, 0.0
+        time.sleep(delay)
         payload = json.dumps(answer).encode()
-        self.send_response(200 if good else 401)
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
-        print(f"[game bridge] {self.path} -> {'done' if good else 'bad signature'}", flush=True)
+        if verbose() or status == 401:
+            say(f"[game bridge] {action} -> {status} {json.dumps(answer)}")
 
-    def log_message(self, *args) -> None:  # the line above says enough
+    def log_message(self, *args: Any) -> None:  # the line above says enough
         pass
 
 
-def start_demo_bridge(url: str, secret: str) -> ThreadingHTTPServer:
-    host, port = url.split("//", 1)[1].split(":")
-    handler = type("Bridge", (DemoBridge,), {"secret": secret.encode()})
-    server = ThreadingHTTPServer((host, int(port)), handler)
+def listen_demo_bridge(url: str, secret: str, script: DemoScript) -> ThreadingHTTPServer | None:
+    """The demo bridge, serving; None (and one line said) when its port is taken."""
+    host, port = url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+    handler = type("Bridge", (DemoBridge,), {"secret": secret.encode(), "script": script})
+    try:
+        server = ThreadingHTTPServer((host, int(port)), handler)
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            raise
+        say_port_in_use(int(port), "the demo game bridge", "GAME_BRIDGE_URL", f"GAME_BRIDGE_URL=http://{host}:{int(port) + 1}")
+        return None
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 
-def seed_demo(db, now) -> tuple[int, int]:
-    """The demo definition (created once) and a fresh run of it due in five seconds."""
-    from chalicelib.events import authoring, occurrences
+def say_port_in_use(port: int, who: str, setting: str, example: str) -> None:
+    print(f"port {port} is in use: {who} listens there under make dev; set {setting} to move it ({example} make dev)",
+          file=sys.stderr, flush=True)
 
-    existing = db.autocommit(
-        lambda tx: tx.one("SELECT id FROM event_definitions WHERE name = %s ORDER BY id LIMIT 1", (DEMO_NAME,))
+
+# ── the API and console (chalice local) ────────────────────────────────────
+def port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as http.server binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def answers(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def relay(stream: Any, keep: Callable[[str], bool]) -> None:
+    """Pass chalice local's output through, less its access log and start-up chatter (unless verbose)."""
+    for line in iter(stream.readline, ""):
+        if verbose() or keep(line):
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+
+def quiet(line: str) -> bool:
+    return bool(line.strip()) and not (ACCESS_LOG.match(line) or line.startswith(CHALICE_CHATTER))
+
+
+def start_api(port: int, logins: dict[str, str]) -> subprocess.Popen[str] | None:
+    """`chalice local` on `port`, once it answers; None (and one line said) when it cannot start."""
+    api = subprocess.Popen(  # noqa: S603 — our own venv's chalice, with fixed arguments
+        [str(Path(sys.executable).with_name("chalice")), "local", "--stage", "dev", "--port", str(port), "--no-autoreload"],
+        cwd=PROJECT, env={**os.environ, "EVENTS_CONSOLE_DEV_TOKENS": json.dumps(logins), "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    definition_id = existing["id"] if existing else authoring.create(db, DEMO_DOCUMENT, actor="dev", now=now).id
+    said: deque[str] = deque(maxlen=20)
+    def keep(line: str) -> bool:
+        said.append(line)
+        return quiet(line)
+
+    threading.Thread(target=relay, args=(api.stdout, keep), daemon=True).start()
+    deadline = time.monotonic() + API_READY_SECONDS
+    while time.monotonic() < deadline and api.poll() is None and not answers(port):
+        time.sleep(0.1)
+    if api.poll() is None and answers(port):
+        return api
+    stop(api)
+    last = next((line.strip() for line in reversed(said) if line.strip()), "no output")
+    print(f"the API did not start on port {port}: {last}", file=sys.stderr, flush=True)
+    return None
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# ── the demo event ─────────────────────────────────────────────────────────
+def seed_demo(db: Any, now: Any) -> tuple[int, int]:
+    """The demo definition (created once, and versioned when this file's document changes) and a fresh run of it
+    due in five seconds."""
+    from chalicelib.events import authoring, occurrences
+    from chalicelib.events.document import validate
+    from chalicelib.events.store import definitions
+
+    def current_document(tx: Any) -> tuple[int, Any] | None:
+        row = tx.one("SELECT id FROM event_definitions WHERE name = %s ORDER BY id LIMIT 1", (DEMO_NAME,))
+        if row is None:
+            return None
+        definition = definitions.get(tx, row["id"])
+        version = definition and definitions.get_version(tx, definition.id, definition.current_version)
+        return row["id"], version.document if version else None
+
+    existing = db.autocommit(current_document)
+    if existing is None:
+        definition_id = authoring.create(db, DEMO_DOCUMENT, actor="dev", now=now).id
+    else:
+        definition_id = existing[0]
+        if existing[1] != validate(DEMO_DOCUMENT):  # an older demo: its next version is this one
+            authoring.add_version(db, definition_id, DEMO_DOCUMENT, actor="dev", now=now)
     run, _ = occurrences.schedule_run(db, definition_id, now + timedelta(seconds=5), actor="dev", now=now)
     return definition_id, run.id
 
 
-def _interrupt(signum, frame) -> None:
+class OneLine(logging.Formatter):
+    """A notice the `log` channel posts (a cue is three lines) as one indented line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "  " + " · ".join(part for part in super().format(record).splitlines() if part.strip())
+
+
+def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt  # a TERM stops dev as cleanly as Ctrl-C: the API server goes with it
 
 
-def run_dev() -> int:
+def run_dev(demo: str = "calm") -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     if not os.environ.get("EVENTS_DB_URL"):
         print("set EVENTS_DB_URL (make dev does it for you)", file=sys.stderr)
-        return 2
+        return EXIT_SETTING
+    if demo == "failures":
+        os.environ.setdefault("EVENT_STEP_RETRY_SECONDS", FAILURES_RETRY_SECONDS)
     os.environ.update({k: v for k, v in dev_stage_environment().items() if k not in os.environ})
+    api_port = int(os.environ.get("EVENTS_DEV_API_PORT") or 8000)
+    notices = logging.StreamHandler(sys.stdout)
+    notices.setFormatter(OneLine("%(message)s"))
+    logging.getLogger("chalicelib").addHandler(notices)
 
     from chalicelib import runtime
     from chalicelib.api.auth import ADMIN, ROLES
     from chalicelib.events.runner.invocation import process_runner, tick_forever
-    from chalicelib.migrate import migrate
 
     from .tokens import mint
 
     runtime.reset()
-    settings = runtime.settings()
+    settings = runtime.settings()  # a bad setting stops here, in one line (exit 2)
+    if not settings.game_bridge_url:
+        print("the dev stage sets GAME_BRIDGE_URL; set it to where the demo game bridge should listen", file=sys.stderr)
+        return EXIT_SETTING
+    # The console's one-click development login: tokens minted here, handed to the dev API only.
+    logins = {role: mint(settings, sub=f"dev-{role}", roles=[role], ttl_seconds=24 * 3600) for role in ROLES}
+
+    # Every listener up before anything is written: a second `make dev` must not schedule a stray run.
+    bridge = listen_demo_bridge(settings.game_bridge_url, settings.game_bridge_secret or "", DemoScript(demo))
+    if bridge is None:
+        return EXIT_LISTENER
+    api = None
+    try:
+        if not port_free(api_port):
+            say_port_in_use(api_port, "the API and the console", "EVENTS_DEV_API_PORT", f"EVENTS_DEV_API_PORT={api_port + 1}")
+            return EXIT_LISTENER
+        api = start_api(api_port, logins)
+        if api is None:
+            return EXIT_LISTENER
+        return _demo(demo, api_port, settings, logins[ADMIN], runtime, process_runner, tick_forever)
+    except KeyboardInterrupt:  # Ctrl-C before the ticks began
+        return EXIT_STOPPED
+    finally:
+        if api is not None:
+            stop(api)
+        bridge.shutdown()
+
+
+def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, process_runner: Any, tick_forever: Any) -> int:
+    from chalicelib.events.model import LogEntry
+    from chalicelib.events.store.log import COLUMNS
+    from chalicelib.migrate import migrate
+
+    from .narrate import lines
+
     migrate(runtime.db_params(settings))
     db, clock = runtime.database(), runtime.clock()
     definition_id, run_id = seed_demo(db, clock.now())
-    if not settings.game_bridge_url:
-        print("the dev stage sets GAME_BRIDGE_URL; set it to where the demo bridge should listen", file=sys.stderr)
-        return 2
-    bridge = start_demo_bridge(settings.game_bridge_url, settings.game_bridge_secret or "")
-    # The console's one-click development login: tokens minted here, handed to the dev API only.
-    logins = {role: mint(settings, sub=f"dev-{role}", roles=[role], ttl_seconds=24 * 3600) for role in ROLES}
-    api = subprocess.Popen(  # noqa: S603 — chalice from this venv, with fixed arguments, no shell
-        [str(Path(sys.executable).with_name("chalice")), "local", "--stage", "dev", "--port", str(API_PORT), "--no-autoreload"],
-        cwd=PROJECT,
-        env={**os.environ, "EVENTS_CONSOLE_DEV_TOKENS": json.dumps(logins)},
-    )
-    token = logins[ADMIN]
-    print(
-        f"\nconsole: http://127.0.0.1:{API_PORT}/console  (one-click development login as admin, moderator or gm)\n"
-        f"API on http://127.0.0.1:{API_PORT}  game bridge on {settings.game_bridge_url}"
-        f"  demo definition {definition_id}, run {run_id} due in 5 s\n"
-        f"admin token (1 day): {token}\n"
-        f"  curl -s -H 'Authorization: Bearer {token}' http://127.0.0.1:{API_PORT}/runs/{run_id}\n"
-        f"the run parks at the bonfire cue; confirm it with:\n"
-        f"  curl -s -X POST -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json'"
-        f" -d '{{\"note\": \"lit\"}}' http://127.0.0.1:{API_PORT}/runs/{run_id}/steps/<step_id>/confirm\n"
-        "ticking whenever a run wakes; Ctrl-C stops everything\n",
-        flush=True,
-    )
-    try:
-        tick_forever(process_runner(), settings.tick_seconds, lambda report: print(json.dumps(report.summary()), flush=True))
-    finally:
-        api.terminate()
-        api.wait(10)
-        bridge.shutdown()
-    return 0
+    last_id = db.autocommit(lambda tx: tx.scalar("SELECT COALESCE(MAX(id), 0) FROM event_run_log"))
+    api = f"http://127.0.0.1:{api_port}"
+    bridge = "fails on purpose: see the README" if demo == "failures" else "answers done"
+    say(f"\nmake dev: the API and the console on {api}, the demo game bridge on {settings.game_bridge_url} ({bridge})")
+    say(f"console: {api}/console  (one click signs in as admin, moderator or gm)")
+    say("in another terminal, for curl (an admin token for 1 day):")
+    say(f"  export API={api} TOKEN={token}")
+    say(f"  curl -s -H \"Authorization: Bearer $TOKEN\" $API/runs/{run_id}")
+    say(f"run {run_id} of \"{DEMO_NAME}\" (definition {definition_id}) starts in 5 s; Ctrl-C stops everything\n")
+
+    def tell(_report: Any) -> None:
+        nonlocal last_id
+        rows = db.autocommit(lambda tx: tx.all(
+            f"SELECT {COLUMNS} FROM event_run_log WHERE id > %s ORDER BY id LIMIT 1000",  # noqa: S608 — COLUMNS is a constant
+            (last_id,),
+        ))
+        if rows:
+            last_id = rows[-1]["id"]
+            for line in lines(LogEntry.from_row(row) for row in rows):
+                say(line)
+
+    tick_forever(process_runner(), settings.tick_seconds, tell)
+    return EXIT_STOPPED
 
 
 if __name__ == "__main__":

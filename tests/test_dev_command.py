@@ -1,7 +1,10 @@
-"""`make dev`'s engine: the seeded demo event runs to its cue, a person confirms, it completes."""
+"""`make dev`'s engine: the seeded demo runs to its cue, a person confirms, it completes; the terminal says so in
+words, with the token once and the real ids; a port in use is one line and nothing is written; the failures demo
+fails, retries and waits as promised."""
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -10,6 +13,8 @@ import threading
 import time
 import urllib.request
 import uuid
+
+import pytest
 
 from chalicelib.db import ConnectionParams, Database
 
@@ -20,7 +25,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _get(url, token, body=None):
+def _call(url, token, body=None):
     request = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
                                      headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as answer:
@@ -37,44 +42,123 @@ def _wait_for(predicate, timeout, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_dev_runs_the_demo_event_through_the_api_and_the_tick_loop(db_params):
-    p = db_params
-    params = ConnectionParams(p.host, p.port, p.user, p.password, f"events_dev_{uuid.uuid4().hex[:8]}", p.unix_socket)
-    api_port, bridge_port = _free_port(), _free_port()
-    env = {**os.environ, "EVENTS_DB_URL": params.url(), "EVENTS_DEV_API_PORT": str(api_port),
-           "GAME_BRIDGE_URL": f"http://127.0.0.1:{bridge_port}", "EVENT_TICK_SECONDS": "1"}
-    dev = subprocess.Popen([sys.executable, "-m", "devtools", "dev"], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-    output = []
-    # Drained by a thread so the tick summaries can never fill the pipe and stall dev.
-    threading.Thread(target=lambda: output.extend(iter(dev.stdout.readline, "")), daemon=True).start()
+class Dev:
+    """`python -m devtools dev` on free ports and a database of its own, its terminal captured."""
+
+    def __init__(self, db_params, *args, **env):
+        p = db_params
+        self.params = ConnectionParams(p.host, p.port, p.user, p.password, f"events_dev_{uuid.uuid4().hex[:8]}",
+                                       p.unix_socket)
+        self.api_port, self.bridge_port = _free_port(), _free_port()
+        self.base = f"http://127.0.0.1:{self.api_port}"
+        self.env = {**os.environ, "EVENTS_DB_URL": self.params.url(), "EVENTS_DEV_API_PORT": str(self.api_port),
+                    "GAME_BRIDGE_URL": f"http://127.0.0.1:{self.bridge_port}", "EVENT_TICK_SECONDS": "1", **env}
+        self.env.pop("EVENTS_DEV_VERBOSE", None)
+        self.args = args
+        self.output: list[str] = []
+
+    def start(self):
+        self.process = subprocess.Popen([sys.executable, "-m", "devtools", "dev", *self.args], env=self.env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # Drained by a thread so the terminal's lines can never fill the pipe and stall dev.
+        threading.Thread(target=lambda: self.output.extend(iter(self.process.stdout.readline, "")), daemon=True).start()
+        return self
+
+    def token(self):
+        found = _wait_for(lambda: next((re.search(r"TOKEN=(\S+)", line) for line in list(self.output)
+                                        if line.startswith("  export API=")), None), 90, "the admin token")
+        return found.group(1)
+
+    def said(self, pattern, timeout=60):
+        return _wait_for(lambda: next((m for line in list(self.output) if (m := re.search(pattern, line))), None),
+                         timeout, f"a line matching {pattern!r}; the terminal said:\n{''.join(self.output)}")
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(20)
+        self.drop()
+        return self.process.returncode
+
+    def database_exists(self):
+        with Database(self.params).connect(database=False).cursor() as cursor:
+            return bool(cursor.execute("SHOW DATABASES LIKE %s", (self.params.database,)))
+
+    def drop(self):
+        Database(self.params).connect(database=False).cursor().execute(f"DROP DATABASE IF EXISTS `{self.params.database}`")
+
+
+def test_dev_runs_the_demo_event_and_the_terminal_says_so_in_words(db_params):
+    dev = Dev(db_params).start()
     try:
-        token = _wait_for(lambda: next((line.split()[-1] for line in list(output) if "admin token" in line), None),
-                          60, "the admin token")
-        base = f"http://127.0.0.1:{api_port}"
-
-        def parked_cue():
-            try:
-                runs = _get(f"{base}/runs?limit=1", token)["runs"]
-                detail = _get(f"{base}/runs/{runs[0]['id']}", token)
-            except OSError:
-                return None  # the API is still starting
-            return next(((detail["run"]["id"], s["id"]) for s in detail["steps"]
-                         if s["action_id"] == "core.cue" and s["parked"]), None)
-
-        run_id, cue_id = _wait_for(parked_cue, 60, "the demo run to park at its cue")
-        assert any(f"console: {base}/console" in line for line in output), "make dev prints the console's URL"
-        with urllib.request.urlopen(f"{base}/console/config.json", timeout=10) as answer:
+        token = dev.token()
+        run_id = int(dev.said(r"^run (\d+) of \"Harvest festival \(demo\)\"").group(1))
+        assert dev.said(rf"curl -s -H \"Authorization: Bearer \$TOKEN\" \$API/runs/{run_id}$")
+        for _ in range(5):  # what the console's polling does: none of it reaches the terminal
+            _call(f"{dev.base}/runs?limit=1", token)
+        parked = dev.said(rf"^run {run_id} · phase 1 · step (\d+) world\.spawn done · step (\d+) core\.cue parked: "
+                          r"waiting for a game master$")
+        cue_id = int(parked.group(2))
+        assert dev.said(rf"\$API/runs/{run_id}/steps/{cue_id}/confirm$"), "the confirm line carries the real ids"
+        with urllib.request.urlopen(f"{dev.base}/console/config.json", timeout=10) as answer:
             logins = {login["role"]: login["token"] for login in json.loads(answer.read())["dev_logins"]}
         assert set(logins) == {"admin", "moderator", "gm"}
-        assert _get(f"{base}/console/session", logins["gm"])["roles"] == ["gm"]
-        confirmed = _get(f"{base}/runs/{run_id}/steps/{cue_id}/confirm", token, {"note": "bonfire lit"})
+        assert _call(f"{dev.base}/console/session", logins["gm"])["roles"] == ["gm"]
+        confirmed = _call(f"{dev.base}/runs/{run_id}/steps/{cue_id}/confirm", token, {"note": "bonfire lit"})
         assert confirmed["step"]["status"] == "done"
-        finished = _wait_for(lambda: (r := _get(f"{base}/runs/{run_id}", token)["run"])["status"] == "completed" and r,
-                             30, "the demo run to complete")
-        assert finished["health"] == "ok"
+        assert dev.said(rf"^run {run_id} · phase 1 · step {cue_id} core\.cue confirmed by dev-admin: bonfire lit · "
+                        r"phase 2 contest")
+        assert dev.said(rf"^run {run_id} · .*completed$", 30)
+        assert _call(f"{dev.base}/runs/{run_id}", token)["run"]["health"] == "ok"
     finally:
-        dev.send_signal(signal.SIGTERM)
-        dev.wait(20)
-        Database(params).connect(database=False).cursor().execute(f"DROP DATABASE IF EXISTS `{params.database}`")
-    assert dev.returncode == 0, "".join(output)
+        code = dev.stop()
+    terminal = "".join(dev.output)
+    assert code == 0, terminal
+    assert terminal.count(token) == 1, "the token is printed once"
+    assert not re.search(r'"(GET|POST) /', terminal), "no access log line"
+    assert not re.search(r"^\{", terminal, re.M), "no JSON tick report"
+    assert "Traceback" not in terminal
+
+
+@pytest.mark.parametrize("taken, setting", [("api", "EVENTS_DEV_API_PORT"), ("bridge", "GAME_BRIDGE_URL")])
+def test_a_port_in_use_is_one_line_naming_it_and_the_setting_and_nothing_is_written(db_params, taken, setting):
+    dev = Dev(db_params)
+    port = dev.api_port if taken == "api" else dev.bridge_port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        done = subprocess.run([sys.executable, "-m", "devtools", "dev"], env=dev.env, capture_output=True, text=True,
+                              timeout=60)
+    who = "the API and the console" if taken == "api" else "the demo game bridge"
+    moved = f"EVENTS_DEV_API_PORT={port + 1}" if taken == "api" else f"GAME_BRIDGE_URL=http://127.0.0.1:{port + 1}"
+    assert (done.returncode, done.stdout) == (4, "")
+    assert done.stderr == (f"port {port} is in use: {who} listens there under make dev;"
+                           f" set {setting} to move it ({moved} make dev)\n")
+    assert not dev.database_exists(), "nothing migrated, seeded or scheduled"
+
+
+def test_the_failures_demo_fails_once_answers_503_twice_and_takes_8_seconds(db_params):
+    dev = Dev(db_params, "--demo", "failures", EVENT_STEP_RETRY_SECONDS="1").start()
+    try:
+        token = dev.token()
+        run_id = int(dev.said(r"^run (\d+) of ").group(1))
+        failed = dev.said(rf"^run {run_id} · phase 1 · step (\d+) world\.spawn failed: HTTP 400: the square is full: "
+                          r"no room to spawn the scarecrow · paused$")
+        spawn_id = int(failed.group(1))
+        assert dev.said(rf"press Retry on the console, or: .* \$API/runs/{run_id}/steps/{spawn_id}/retry$")
+        _call(f"{dev.base}/runs/{run_id}/steps/{spawn_id}/retry", token, {})
+        cue_id = int(dev.said(rf"step {spawn_id} world\.spawn done · step (\d+) core\.cue parked").group(1))
+        _call(f"{dev.base}/runs/{run_id}/steps/{cue_id}/confirm", token, {"note": "lit"})
+        assert dev.said(r"world\.give_item attempt 1 failed \(HTTP 503\): it will be retried")
+        assert dev.said(r"world\.give_item attempt 2 failed \(HTTP 503\): it will be retried")
+        dev.said(rf"^run {run_id} · .*completed$", 60)
+        log = _call(f"{dev.base}/runs/{run_id}/log?limit=1000", token)["entries"]
+    finally:
+        assert dev.stop() == 0, "".join(dev.output)
+    dispatches = [(e["detail"]["action"], e["detail"]["attempt"], e["detail"]["outcome"], e["detail"]["latency_ms"])
+                  for e in log if e["kind"] == "step.dispatch" and e["detail"]["action"].startswith("world.")]
+    assert [d[:3] for d in dispatches] == [
+        ("world.spawn", 1, "failed"), ("world.spawn", 1, "done"),
+        ("world.give_item", 1, "retry"), ("world.give_item", 2, "retry"), ("world.give_item", 3, "done"),
+        ("world.fireworks", 1, "done"),
+    ]
+    assert dispatches[-1][3] >= 8000, "the fireworks take 8 s"

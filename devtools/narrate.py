@@ -1,0 +1,106 @@
+"""`make dev`'s terminal: what each tick did, told from the run log in one short line per run it moved.
+
+The run log already records every change (the tick's and a person's), so the
+narration reads the rows written since the last tick and says them in words:
+
+    run 1 · phase 1 opening · step 3 world.spawn done · step 4 core.cue parked: waiting for a game master
+      confirm it on the console, or: curl -s -X POST … $API/runs/1/steps/4/confirm
+
+A row of a kind it does not know is told by its kind, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from chalicelib.events.model import LogEntry
+
+PAST = {"pause": "paused", "resume": "resumed", "cancel": "cancelled", "confirm": "confirmed", "skip": "skipped",
+        "retry": "retried"}
+CURL = "curl -s -X POST -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/json'"
+
+
+def _step(entry: LogEntry) -> str:
+    return f"step {entry.step_id} {(entry.detail or {}).get('action', '')}".rstrip()
+
+
+def _said(detail: dict) -> str:
+    words = detail.get("reason") or detail.get("note")
+    return f": {words}" if words else ""
+
+
+def _dispatch(entry: LogEntry) -> str:
+    d = entry.detail or {}
+    outcome, error = d.get("outcome"), d.get("error") or (f"HTTP {d['http_status']}" if d.get("http_status") else "")
+    if d.get("fenced_out"):
+        return f"{_step(entry)}: a late answer ({outcome}), ignored"
+    if outcome == "done":
+        return f"{_step(entry)} done"
+    if outcome == "parked":
+        return f"{_step(entry)} parked: waiting for a game master"
+    if outcome == "retry":
+        return f"{_step(entry)} attempt {d.get('attempt')} failed ({error}): it will be retried"
+    return f"{_step(entry)} {outcome}" + (f": {error}" if error else "")
+
+
+def _item(entry: LogEntry, dispatched: set[int | None]) -> str | None:
+    d = entry.detail or {}
+    if entry.kind == "step.dispatch":
+        return _dispatch(entry)
+    if entry.kind == "run.phase":
+        return f"phase {d.get('phase', entry.phase)} {d.get('name') or ''}".rstrip()
+    if entry.kind == "step.status":
+        if d.get("control"):
+            return f"{_step(entry)} {PAST.get(d['control'], d['control'])} by {entry.actor}{_said(d)}"
+        if entry.step_id in dispatched:
+            return None  # its dispatch row already said it
+        if d.get("to") == "pending" and d.get("from") == "running":
+            return f"{_step(entry)} taken back: its lease ran out"
+        return f"{_step(entry)} {d.get('to')}" + (f" ({d['cause']})" if d.get("cause") else "")
+    if entry.kind == "run.status":
+        if d.get("control") == "retry":
+            return None  # the step's own row says it: the run resumes with it
+        if d.get("control"):
+            return f"{PAST.get(d['control'], d['control'])} by {entry.actor}{_said(d)}"
+        to, cause = d.get("to"), d.get("cause")
+        if to == "running":
+            return None  # starting -> running comes with its phase's row
+        if to == "starting":
+            return "started"
+        if dispatched:  # the failing step's row already said why
+            return f"{to}"
+        return f"{to}" + (f": {cause}" if cause and to in ("paused", "failed", "missed") else "")
+    return entry.kind
+
+
+def _hints(entries: list[LogEntry]) -> list[str]:
+    """What a person can do about where the run now stands: a parked cue, a paused run."""
+    last = entries[-1]
+    d = last.detail or {}
+    if last.kind == "step.dispatch" and d.get("outcome") == "parked":
+        confirm = f"$API/runs/{last.run_id}/steps/{last.step_id}/confirm"
+        return [f"  confirm it on the console, or: {CURL} -d '{{\"note\": \"lit\"}}' {confirm}"]
+    if last.kind == "run.status" and d.get("to") == "paused" and not d.get("control"):
+        failed = next((e for e in reversed(entries) if e.step_id is not None), None)
+        if failed is not None:
+            return [f"  press Retry on the console, or: {CURL} $API/runs/{last.run_id}/steps/{failed.step_id}/retry"]
+    return []
+
+
+def lines(entries: Iterable[LogEntry]) -> list[str]:
+    """One line per run the rows are about (in the order they first appear), and a hint where a person is needed."""
+    by_run: dict[int, list[LogEntry]] = {}
+    for entry in entries:
+        by_run.setdefault(entry.run_id, []).append(entry)
+    out = []
+    for run_id, rows in by_run.items():
+        dispatched = {e.step_id for e in rows if e.kind == "step.dispatch"}
+        items = [item for item in (_item(e, dispatched) for e in rows) if item]
+        if not items:
+            continue
+        phase = next((e.phase for e in rows if e.phase is not None), None)
+        if phase is not None and rows[0].kind != "run.phase" and not items[0].startswith(("phase", "started")):
+            items.insert(0, f"phase {phase}")
+        out.append(f"run {run_id} · " + " · ".join(items))
+        out.extend(_hints(rows))
+    return out
