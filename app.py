@@ -24,7 +24,7 @@ app.register_blueprint(console)  # the run console at /console: its page, assets
 def tick(event: CloudWatchEvent) -> dict[str, Any]:
     from chalicelib.events.runner.invocation import scheduled_tick  # the runner loads in the tick function only
 
-    return scheduled_tick(event.context)  # type: ignore[arg-type]  # chalice types it as a dict; it is the LambdaContext
+    return scheduled_tick(event.context, source=event.source)  # type: ignore[arg-type]  # chalice types the context as a dict; it is the LambdaContext
 
 
 # ── deployment: schema and the app's database user, inside the VPC (`make migrate`) ──

@@ -34,6 +34,7 @@ STANDARD_PRICES = {
     "custom_metric_month": 0.30,  # prorated by the hours it is published
     "logs_ingest_gb": 0.50,
     "api_gateway_request": 3.50 / 1e6,
+    "scheduler_invocation": 1.00 / 1e6,  # EventBridge Scheduler; creating and deleting a schedule is free
 }
 # Aurora I/O-Optimized (StorageType aurora-iopt1, the default): no I/O charge, for a third dearer ACU-hour and 2.25×
 # the storage.
@@ -56,7 +57,9 @@ INPUTS = {
         3480, "measured", "bench P9: an invocation of the Lambda path lasts 58 s of each minute while runs are live"
     ),
     "tick_memory_mb": Input(512, "setting", "tick and API memory (infra/app.yaml, .chalice/config.json)"),
-    "idle_wakes_per_month": Input(0, "measured", "bench P8: asleep, the tick makes no invocation and no read"),
+    "idle_wakes_per_month": Input(round(HOURS_PER_MONTH / (400 * 24), 3), "setting", (
+        "asleep, the tick makes no invocation and no read (bench P8) until its wake-up, at the latest the"
+        " look-ahead's end (runner/sleep.py LOOK_AHEAD, 400 days)")),
     "wake_warm_up_seconds": Input(60, "setting", "the one-time wake-up comes this long before an event (runner/sleep.py WARM_UP)"),
     "idle_wake_seconds": Input(5, "assumed", "tick seconds of a wake with nothing to do, Aurora's resume included"),
     "aurora_acu_live": Input(0.5, "assumed", "Aurora's average ACUs while runs are live (its scaled-down floor when not paused)"),
@@ -80,8 +83,11 @@ INPUTS = {
         " Lambda's own START/END/REPORT lines come on top")),
     "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),
     "api_ms_per_request": Input(60, "assumed", "billed API time per request (bench P6: 3 ms in-process, plus the network)"),
-    "custom_metrics": Input(18, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
-    "alarm_metrics": Input(8, "setting", "seven alarms, one of them over two metrics (infra/app.yaml)"),
+    "custom_metrics": Input(19, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
+    "alarm_metrics": Input(9, "setting", "eight alarms, one of them over two metrics (infra/app.yaml)"),
+    "schedules_fired_per_sleep": Input(1, "setting", (
+        "a sleep leaves a wake-up and a backstop (runner/sleep.py); the wake that starts the tick deletes the"
+        " backstop, which fires only when the wake-up was spent (BackstopWakeAlarm)")),
     "secrets": Input(3, "setting", "admin, app and game bridge key (infra/data.yaml)"),
     "sfn_transitions_per_step": Input(1, "assumed", "Step Functions transitions per step: one Task state (waits and choices add more)"),
 }
@@ -120,6 +126,8 @@ def line_items(s: Scenario, v: dict[str, float], p: dict[str, float] = DEFAULT_P
     return {
         "secrets (stored)": v["secrets"] * p["secret_month"],
         "alarms": v["alarm_metrics"] * p["alarm_metric_month"],
+        "wake-ups (EventBridge Scheduler)": (s.events + v["idle_wakes_per_month"]) * v["schedules_fired_per_sleep"]
+        * p["scheduler_invocation"],
         "Aurora storage": v["aurora_storage_gb"] * p["aurora_storage_gb_month"],
         "tick Lambda (wall time)": (
             (s.live_hours + warm_up_hours) * v["tick_wall_seconds_per_live_hour"]

@@ -94,6 +94,7 @@ COUNT_METRICS = {
 }
 
 DATABASE_UNREACHABLE = "DatabaseUnreachable"
+BACKSTOP_WAKES = "BackstopWakes"
 
 
 def record_tick_metrics(summary: dict[str, Any]) -> None:
@@ -121,3 +122,5 @@ def record_tick_metrics(summary: dict[str, Any]) -> None:
     # 1 when the database stayed out of reach for the whole invocation: it ends normally
     # (the next minute retries), so Lambda's own Errors metric never sees the outage.
     board.add_metric(name=DATABASE_UNREACHABLE, unit=MetricUnit.Count, value=int(bool(summary.get("database_unreachable"))))
+    # 1 when a sleep's backstop had to wake the engine: its wake-up was spent without waking it.
+    board.add_metric(name=BACKSTOP_WAKES, unit=MetricUnit.Count, value=int(bool(summary.get("backstop_woke"))))

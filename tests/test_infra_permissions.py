@@ -112,24 +112,28 @@ def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws
     boto3.client("events").put_rule(Name="stack-tick", ScheduleExpression="rate(1 minute)")
     tick_arn = f"arn:aws:lambda:{REGION}:123456789012:function:stack-tick"
     setup_calls = len(aws_calls)
+    monkeypatch.setattr(nudge, "_clients", {})  # clients of this test's mock, built by the engine
     switches = aws_switches("stack-tick", tick_arn, "arn:aws:iam::123456789012:role/wake")
     switches.rule_off()
-    switches.wake_at(datetime(2030, 1, 1, 20, 0))
+    switches.set_wake_ups(7, datetime(2030, 1, 1, 20, 0), datetime(2030, 1, 1, 20, 5))
+    switches.set_wake_ups(7, datetime(2030, 1, 1, 20, 0), datetime(2030, 1, 1, 20, 5))  # a retried create: an update
     switches.rule_on()
-    switches.cancel_wake()
+    switches.cancel_wake_ups(7)
     granted_schedules = next(
         st["Resource"]["Fn::Sub"] for policy in cfn.packaged_app()["Resources"]["TickRole"]["Properties"]["Policies"]
         for st in policy["PolicyDocument"]["Statement"] if "scheduler:CreateSchedule" in st["Action"])
     pattern = granted_schedules.split(":schedule/")[1].replace("${AWS::StackName}", "stack")  # rule = <stack>-tick
-    assert fnmatch.fnmatchcase(f"default/{switches.schedule_name}", pattern), (switches.schedule_name, pattern)
+    for name in (switches.wake_up_name(7), switches.backstop_name(7)):
+        assert fnmatch.fnmatchcase(f"default/{name}", pattern), (name, pattern)
     tick_made = set(aws_calls[setup_calls:])
-    assert {"events:DisableRule", "events:EnableRule", "scheduler:CreateSchedule", "scheduler:DeleteSchedule"} <= tick_made
+    assert {"events:DisableRule", "events:EnableRule", "scheduler:CreateSchedule", "scheduler:UpdateSchedule",
+            "scheduler:DeleteSchedule"} <= tick_made
     assert tick_made <= granted_actions("TickRole"), tick_made - granted_actions("TickRole")
 
-    monkeypatch.setattr(nudge, "_client", None)
+    monkeypatch.setattr(nudge, "_clients", {})
     api_from = len(aws_calls)
     with contextlib.suppress(Exception):  # moto has no such function: the call made is what counts
         nudge.invoke_tick(tick_arn)
-    monkeypatch.setattr(nudge, "_client", None)  # not a client bound to this test's mock
+    monkeypatch.setattr(nudge, "_clients", {})  # not a client bound to this test's mock
     assert set(aws_calls[api_from:]) == {"lambda:InvokeFunction"}
     assert "lambda:InvokeFunction" in granted_actions("ApiHandlerRole")

@@ -253,8 +253,8 @@ def test_cues_and_announcements_go_to_their_topics_unless_a_webhook_is_chosen(pa
 
 def test_every_alarm_the_operators_need_exists_and_notifies_the_alarm_topic(app):
     alarms = cfn.of_type(app, "AWS::CloudWatch::Alarm")
-    assert set(alarms) == {"TickErrorsAlarm", "DatabaseUnreachableAlarm", "RunErrorsAlarm", "RunsPausedOrMissedAlarm",
-                           "ParkedCueAlarm", "DueLagAlarm", "Api5xxAlarm"}
+    assert set(alarms) == {"TickErrorsAlarm", "DatabaseUnreachableAlarm", "BackstopWakeAlarm", "RunErrorsAlarm",
+                           "RunsPausedOrMissedAlarm", "ParkedCueAlarm", "DueLagAlarm", "Api5xxAlarm"}
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         assert alarm["Properties"]["TreatMissingData"] == "notBreaching"  # an idle month is not an alarm
@@ -285,7 +285,8 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
     from chalicelib import observability
 
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
-                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", observability.DATABASE_UNREACHABLE}
+                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", observability.DATABASE_UNREACHABLE,
+                 observability.BACKSTOP_WAKES}
     assert app["Parameters"]["MetricsNamespace"]["Default"] == observability.DEFAULT_NAMESPACE
     read = []
     for alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").values():
@@ -295,7 +296,8 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
             if metric["Namespace"] == {"Ref": "MetricsNamespace"}:
                 assert metric["Dimensions"] == [{"Name": "service", "Value": observability.SERVICE}]
                 read.append(metric["MetricName"])
-    assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "DueLagSeconds", "DatabaseUnreachable"}
+    assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "DueLagSeconds", "DatabaseUnreachable",
+                         "BackstopWakes"}
     assert set(read) <= published
 
 

@@ -48,11 +48,11 @@ def _rule_state(aws):
     return aws.events.describe_rule(Name=RULE)["State"]
 
 
-def _wake_up(aws):
-    try:
-        return aws.scheduler.get_schedule(Name=f"{RULE}-wake")
-    except aws.scheduler.exceptions.ResourceNotFoundException:
-        return None
+def _wake_up(aws, kind="wake"):
+    """The one standing wake-up (or backstop) schedule, or None."""
+    names = [s["Name"] for s in aws.scheduler.list_schedules()["Schedules"] if s["Name"].startswith(f"{RULE}-{kind}-")]
+    assert len(names) <= 1, names
+    return aws.scheduler.get_schedule(Name=names[0]) if names else None
 
 
 def _open_connections(db):
@@ -192,7 +192,7 @@ def test_the_nudge_and_the_wake_up_reach_the_tick_handler_as_its_minute_rule_doe
     _reset_state(db)
     lambda_api.invoke(FUNCTION)
     nudged = lambda_api.calls[0][2]
-    Sleeper(db, aws, HORIZON).switches.wake_at(clock.now() + timedelta(hours=1))
+    Sleeper(db, aws, HORIZON).switches.set_wake_ups(1, clock.now() + timedelta(hours=1), clock.now() + timedelta(hours=2))
     woken = json.loads(_wake_up(aws)["Target"]["Input"])
     with runtime.override(settings=Settings(), database=db, clock=clock), Client(app) as client:
         for event in (nudged, woken):

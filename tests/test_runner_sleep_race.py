@@ -40,10 +40,10 @@ class Switches:
     def rule_off(self):
         self.offs += 1
 
-    def wake_at(self, when):
+    def set_wake_ups(self, sleep, wake_at, backstop_at):
         pass
 
-    def cancel_wake(self):
+    def cancel_wake_ups(self, sleep):
         pass
 
 

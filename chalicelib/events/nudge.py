@@ -7,6 +7,18 @@ row invokes the tick, asynchronously (`InvocationType=Event`): an awake
 deployment already has an invocation running or due, which sees the new wake
 time at its next one-second read. Overlapping invocations stay harmless (run
 leases and fenced writes). See `runner/sleep.py` for why no work is stranded.
+
+Two rules keep a nudge from being lost for good:
+
+- an invoke that fails puts the row back to asleep (compare-and-set on the
+  nudge's epoch), so the next work created nudges again at once;
+- a row left `waking` longer than `WAKING_STALE` (its invocation was lost after
+  the invoke was accepted: it never started, or failed before waking) counts as
+  asleep: the next work created nudges again.
+
+Every AWS client of sleeping and waking (`aws_client`) answers within a deadline:
+`CONNECT_SECONDS` to connect, `READ_SECONDS` per read, `ATTEMPTS` attempts in all
+(botocore's standard retries), so one call takes at most `AWS_CALL_SECONDS`.
 """
 
 from __future__ import annotations
@@ -15,7 +27,8 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ..config import Settings
 from ..db import Database
@@ -23,8 +36,35 @@ from .store import engine_state
 
 logger = logging.getLogger(__name__)
 
-_client = None
+CONNECT_SECONDS = 2.0
+READ_SECONDS = 3.0
+ATTEMPTS = 2  # botocore's total_max_attempts: the first try and one retry
+# Each attempt's connect and read, and standard mode's back-off before the retry (at most 1 s).
+AWS_CALL_SECONDS = ATTEMPTS * (CONNECT_SECONDS + READ_SECONDS) + 1.0
+# A nudged invocation reaches the database within its minute (the tick waits that long for it).
+WAKING_STALE = timedelta(minutes=2)
+
+_clients: dict[str, Any] = {}
 _client_lock = threading.Lock()
+
+
+def client_config() -> Any:
+    from botocore.config import Config
+
+    return Config(connect_timeout=CONNECT_SECONDS, read_timeout=READ_SECONDS,
+                  retries={"mode": "standard", "total_max_attempts": ATTEMPTS})
+
+
+def aws_client(service: str) -> Any:
+    """The boto3 client of `service` (events, scheduler, lambda) with the deadlines above, one per process
+    (boto3 is imported only by a deployment that sleeps)."""
+    with _client_lock:
+        client = _clients.get(service)
+        if client is None:
+            import boto3
+
+            client = _clients[service] = boto3.client(service, config=client_config())
+        return client
 
 
 def tick_payload(source: str) -> bytes:
@@ -37,15 +77,8 @@ def tick_payload(source: str) -> bytes:
 
 
 def invoke_tick(function_arn: str) -> None:
-    """Start the tick function now, not waiting for it (boto3 is imported only by a deployment that sleeps)."""
-    global _client
-    with _client_lock:
-        if _client is None:
-            import boto3
-
-            _client = boto3.client("lambda")
-        client = _client
-    client.invoke(FunctionName=function_arn, InvocationType="Event", Payload=tick_payload("events.nudge"))
+    """Start the tick function now, not waiting for it."""
+    aws_client("lambda").invoke(FunctionName=function_arn, InvocationType="Event", Payload=tick_payload("events.nudge"))
 
 
 def after_work_created(
@@ -57,13 +90,14 @@ def after_work_created(
     if not settings.tick_function_arn:
         logger.error("EVENTS_SLEEP=on without EVENTS_TICK_FUNCTION_ARN: a sleeping deployment cannot be woken")
         return False
-    if not db.autocommit(lambda tx: engine_state.wake(tx, now)):
+    nudge = db.transaction(lambda tx: engine_state.wake(tx, now, now - WAKING_STALE))
+    if nudge is None:
         return False
     try:
         (invoke or invoke_tick)(settings.tick_function_arn)
     except Exception:
         # Put the row back so the next work created nudges again; the one-time wake-up still stands.
-        db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now))
+        db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, nudge))
         logger.exception("could not invoke the tick %s to wake the deployment", settings.tick_function_arn)
         return False
     logger.info("woke the deployment: invoked %s", settings.tick_function_arn)

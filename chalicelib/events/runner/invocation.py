@@ -30,7 +30,7 @@ from ..store import steps
 from .budget import Budget
 from .loop import Loop
 from .outcomes import Rules
-from .sleep import AwsSwitches, Sleeper, aws_switches
+from .sleep import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE, AwsSwitches, Sleeper, aws_switches
 from .tick import Runner, TickReport
 
 if TYPE_CHECKING:  # typing only: the tick's cold start does not import it
@@ -127,12 +127,15 @@ def run_invocation(
     return loop
 
 
-def scheduled_tick(context: LambdaContext) -> dict[str, Any]:
-    """The `tick` Lambda's work (the minute rule, a one-time wake-up or a nudge): a summary of its ticks.
+def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[str, Any]:
+    """The `tick` Lambda's work (the minute rule, a one-time wake-up, its backstop or a nudge: `source`):
+    a summary of its ticks.
 
     A database that stays unreachable for the whole of the invocation's budget ends
-    it with one ERROR line and a normal return: the next scheduled tick tries again,
-    and a failed invocation would only add a traceback and an asynchronous retry.
+    it with one ERROR line and a normal return (a failed invocation would only add a
+    traceback and an asynchronous retry). Where the deployment sleeps, the invocation
+    first turns the minute rule on, so a next tick comes whatever woke this one (a
+    spent wake-up or nudge would leave none), and its line says which is true.
     """
     started = time.monotonic()
     runner = process_runner()
@@ -145,20 +148,22 @@ def scheduled_tick(context: LambdaContext) -> dict[str, Any]:
     # below needs it (the parked cues, a sleeping deployment's database clock) and would otherwise
     # fail at once. At least one whole connection attempt is made, however little time is left.
     reach_until = started + min(SCHEDULE_PERIOD_SECONDS, remaining_seconds() - SAFETY_SECONDS) - runner.step_worst_case_seconds
+    woke = False
     try:
         runner.db.reach(max(reach_until, time.monotonic() + HANDSHAKE_SECONDS))
         parked_cue_age = _parked_cue_age(runner)  # read first: after a sleep the connections are closed
         sleeper = None
         if settings.sleep:
-            sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon)
-            sleeper.started(runtime.clock().now())
+            sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon,
+                              time_left=lambda: remaining_seconds() - SAFETY_SECONDS)
+            woke = sleeper.started(runtime.clock().now(), source)
         loop = run_invocation(runner, remaining_seconds=remaining_seconds, tick_seconds=settings.tick_seconds, sleeper=sleeper)
     except pymysql.err.OperationalError as error:
         if not lost_connection(error):
             raise  # not an outage: a failure worth its traceback and the failed invocation's alarm
         seconds = round(time.monotonic() - started, 3)
-        logger.error("the database was unreachable for this tick invocation's %.0f s (%s); the next scheduled tick "
-                     "tries again", seconds, error.args[-1])
+        logger.error("the database was unreachable for this tick invocation's %.0f s (%s); %s", seconds,
+                     error.args[-1], _next_tick_after_outage(settings, source))
         return {"ticks": [], "wake_reads": 0, "asleep": False, "parked_cue_age_seconds": None, "seconds": seconds,
                 "database_unreachable": True}
     ticks = [r.summary() for r in loop.reports]
@@ -168,9 +173,26 @@ def scheduled_tick(context: LambdaContext) -> dict[str, Any]:
         "asleep": loop.slept,
         "parked_cue_age_seconds": parked_cue_age,
         "seconds": round(time.monotonic() - started, 3),  # wall time: what Lambda bills
+        "backstop_woke": woke and source == BACKSTOP_SOURCE,  # its wake-up was spent without waking the engine
     }
     logger.info("tick invocation finished", extra={**summary, "ticks": invocation_totals(ticks)})
     return summary
+
+
+def _next_tick_after_outage(settings: Settings, source: str) -> str:
+    """What comes after an invocation that never reached the database: the minute rule is turned on where the
+    deployment sleeps (this may have been its only wake-up); the words say what is true."""
+    if not settings.sleep:
+        return "the next scheduled tick tries again"
+    try:
+        process_switches(settings).rule_on()
+    except Exception as error:  # the line says what is left, whatever AWS answered
+        left = ("nothing is left to wake the engine: turn its minute rule on" if source == BACKSTOP_SOURCE
+                else "only the sleep's backstop wakes the engine" if source == WAKE_SOURCE
+                else "the next scheduled tick tries again" if source == RULE_SOURCE
+                else "only the sleep's wake-up and backstop wake the engine")
+        return f"the minute rule could not be turned on ({error!r}): {left}"
+    return "the minute rule is on: the next minute's tick tries again"
 
 
 def invocation_totals(ticks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,70 +1,113 @@
-"""Sleep when idle: the tick turns its minute rule off, sets a one-time wake-up, and lets the database pause.
+"""Sleep when idle: the tick turns its minute rule off behind a one-time wake-up and a backstop.
 
-The invariant: a sleeping deployment never holds live work. Work means a run
-whose wake time falls inside the planning horizon, or an occurrence of a
-recurring definition that does. The tick goes to sleep in this order:
+The invariant: **the engine is never asleep without a wake-up that fires.** Put as
+the order every transition keeps (`store/engine_state.py` holds the row's half):
+the state row says awake only while the minute rule is on, and the rule is off only
+while the row says asleep (or waking) and that sleep's wake-up and backstop stand.
+So a failure, a timeout or a lost process at any point leaves either a tick coming
+(the rule on) or a schedule that starts one; nothing is ever called "awake" on the
+strength of an AWS call that has not answered.
 
-1. the state row moves awake -> asleep (compare-and-set);
-2. it looks for work again: any found, the row goes back to awake and the tick stays up;
-3. the minute rule goes off and a one-time EventBridge Scheduler schedule is set
-   for the next wake less a warm-up (none if nothing is ever due);
-4. it reads the row once more: someone who created work since step 1 has moved
-   it to waking, so the rule goes back on and the tick stays up;
-5. it closes its database connections (Aurora pauses only once none is open).
+Going to sleep (`try_sleep`), when nothing is due within the planning horizon:
+
+1. the row moves awake -> asleep (compare-and-set; it gets the sleep's epoch);
+2. it looks for work again: any found, the sleep is called off (the row awake
+   again, unless a later sleep holds it: its rule never went off) and the tick stays up;
+3. the one-time wake-up (next work less a warm-up, never later than the look-ahead's
+   end) and its backstop (`BACKSTOP_AFTER` later) are created, named after the
+   sleep: on error the sleep is called off, the rule never went off;
+4. the minute rule goes off: on error it is turned back on and the sleep called off;
+   if even that fails, the row stays asleep behind its wake-ups;
+5. the row is settled (asleep -> asleep, compare-and-set on the sleep's epoch): if
+   anyone moved it meanwhile (work created, or a tick woke), the tick wakes as a
+   starting one does, turning the rule on even if the row already says awake, since
+   a woken tick may have turned it on before step 4 turned it off. If that fails,
+   a row found awake goes back to asleep behind new wake-ups.
+
+Step 4 begins only with time for the worst case of steps 4 and 5 left in the
+invocation (`SLEEP_SECONDS`; else the sleep is called off), so Lambda's timeout
+never stops a tick between turning the rule off and settling the row.
+
+Waking up (`started`, at the start of every tick invocation): a row not awake has
+its rule turned on first, and only then is it moved to awake (compare-and-set on
+the epoch read before the call; if it moved, read it again and repeat). Then that
+sleep's wake-up and backstop are deleted (a failure there only costs a spare
+invocation). If the rule cannot be turned on, the row stays as it was (a `waking`
+row goes back to asleep, so the next work created nudges at once) and the error
+fails the invocation. An invocation that a wake-up, a backstop or a nudge started
+turns the rule on even when the row says awake. A backstop that finds the row not
+awake means the wake-up was spent without waking the engine: logged, and counted
+for the alarm.
 
 Anything that creates work commits it first and then moves the row asleep ->
-waking (`nudge.py`), nudging the tick if it did: either the tick's look in
-step 2 sees the work, or the row is already asleep when the creator looks, or
-step 4 sees the creator's move. The tick that starts moves the row to awake
-and turns the rule back on.
+waking (`nudge.py`), nudging the tick if it did: either the tick's look in step 2
+sees the work, or the creator finds the row asleep and nudges, or step 5 sees the
+creator's move and turns the rule back on.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from ...db import Database
 from ..cron import DEFAULT_TIMEZONE, Schedule
-from ..nudge import tick_payload
+from ..nudge import AWS_CALL_SECONDS, aws_client, tick_payload
 from ..store import definitions, engine_state, runs
 
 logger = logging.getLogger(__name__)
 
 WARM_UP = timedelta(seconds=60)  # Aurora resumes in ~15 s; the first tick then has the rest of the minute
-_LOOK_AHEAD = timedelta(days=400)  # past any yearly schedule's next occurrence
+BACKSTOP_AFTER = timedelta(minutes=5)  # the backstop fires this long after the wake-up it backs
+LOOK_AHEAD = timedelta(days=400)  # past any yearly schedule's next occurrence; the wake-up is never later
+# Rule off, settle, rule on again, and the two wake-ups of a sleep put back: what step 4 on may take.
+SLEEP_SECONDS = 4 * AWS_CALL_SECONDS
+MAX_WAKE_TRIES = 5  # a row moved under a waking tick this many times running: its rule is on, it gives up
+
+RULE_SOURCE = "aws.events"  # the minute rule's event
+WAKE_SOURCE = "events.wake"
+BACKSTOP_SOURCE = "events.backstop"
+NUDGE_SOURCE = "events.nudge"
+SLEEP_LOST_SOURCE = "events.sleep"  # a sleep that lost its row to a wake while the rule went off
+WOKEN_SOURCES = (WAKE_SOURCE, BACKSTOP_SOURCE, NUDGE_SOURCE)
+
 _ALL = datetime(9999, 12, 31)
 
 
-def next_work(db: Database, now: datetime, horizon: timedelta) -> datetime | None:
-    """When the tick next has something to do: the earliest run wake time, or a recurring
-    definition's next unplanned occurrence less the horizon (when the planner takes it); None: never."""
+def next_work(db: Database, now: datetime, horizon: timedelta) -> datetime:
+    """When the tick next has something to do: the earliest run wake time, or a recurring definition's
+    next unplanned occurrence (in its own time zone) less the horizon, whichever is earlier; never later
+    than the look-ahead's end, so a sleep past it re-plans then."""
     wake = db.autocommit(runs.next_wake)
     for recurrence in db.autocommit(lambda tx: definitions.recurrences(tx, _ALL)):
         after = max(now, recurrence.planned_through or now, recurrence.version_created_at)
+        zone = recurrence.timezone or DEFAULT_TIMEZONE
         try:
-            occurrence = next(Schedule(recurrence.cron, recurrence.timezone or DEFAULT_TIMEZONE).between(after, now + _LOOK_AHEAD), None)
+            occurrence = next(Schedule(recurrence.cron, zone).between(after, now + LOOK_AHEAD), None)
         except ValueError:  # the planner logs an unreadable schedule; it creates no work
             continue
         if occurrence is not None and (wake is None or occurrence - horizon < wake):
             wake = occurrence - horizon
-    return wake
+    look_ahead_end = now + LOOK_AHEAD
+    return look_ahead_end if wake is None or wake > look_ahead_end else wake
 
 
 class Switches(Protocol):
-    """What puts the deployment to sleep and wakes it: its minute rule and a one-time wake-up."""
+    """What puts the deployment to sleep and wakes it: its minute rule, a one-time wake-up and its backstop."""
 
     def rule_on(self) -> None: ...
     def rule_off(self) -> None: ...
-    def wake_at(self, when: datetime) -> None: ...
-    def cancel_wake(self) -> None: ...
+    def set_wake_ups(self, sleep: int, wake_at: datetime, backstop_at: datetime) -> None: ...
+    def cancel_wake_ups(self, sleep: int) -> None: ...
 
 
 @dataclass
 class AwsSwitches:
-    """The minute rule and the one-time wake-up schedule, through boto3 clients the caller builds."""
+    """The minute rule and the one-time schedules, through boto3 clients the caller builds."""
 
     events: Any
     scheduler: Any
@@ -72,9 +115,11 @@ class AwsSwitches:
     function_arn: str
     role_arn: str
 
-    @property
-    def schedule_name(self) -> str:
-        return f"{self.rule_name}-wake"  # the tick's role may manage only schedules named after its rule
+    def wake_up_name(self, sleep: int) -> str:
+        return f"{self.rule_name}-wake-{sleep}"  # the tick's role may manage only schedules named after its rule
+
+    def backstop_name(self, sleep: int) -> str:
+        return f"{self.rule_name}-backstop-{sleep}"
 
     def rule_on(self) -> None:
         self.events.enable_rule(Name=self.rule_name)
@@ -82,61 +127,146 @@ class AwsSwitches:
     def rule_off(self) -> None:
         self.events.disable_rule(Name=self.rule_name)
 
-    def wake_at(self, when: datetime) -> None:
-        """The one-time schedule, replaced if one is set; it deletes itself after firing."""
-        self.cancel_wake()
-        self.scheduler.create_schedule(
-            Name=self.schedule_name,
-            ScheduleExpression=f"at({when:%Y-%m-%dT%H:%M:%S})",
-            ScheduleExpressionTimezone="UTC",
-            FlexibleTimeWindow={"Mode": "OFF"},
-            Target={"Arn": self.function_arn, "RoleArn": self.role_arn, "Input": tick_payload("events.wake").decode()},
-            ActionAfterCompletion="DELETE",
-        )
+    def set_wake_ups(self, sleep: int, wake_at: datetime, backstop_at: datetime) -> None:
+        """The sleep's one-time wake-up, then its backstop; each deletes itself after firing."""
+        self._put(self.wake_up_name(sleep), wake_at, WAKE_SOURCE)
+        self._put(self.backstop_name(sleep), backstop_at, BACKSTOP_SOURCE)
 
-    def cancel_wake(self) -> None:
+    def cancel_wake_ups(self, sleep: int) -> None:
+        for name in (self.wake_up_name(sleep), self.backstop_name(sleep)):
+            try:
+                self.scheduler.delete_schedule(Name=name)
+            except self.scheduler.exceptions.ResourceNotFoundException:
+                pass
+
+    def _put(self, name: str, when: datetime, source: str) -> None:
+        schedule = {
+            "Name": name,
+            "ScheduleExpression": f"at({when:%Y-%m-%dT%H:%M:%S})",
+            "ScheduleExpressionTimezone": "UTC",
+            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "Target": {"Arn": self.function_arn, "RoleArn": self.role_arn, "Input": tick_payload(source).decode()},
+            "ActionAfterCompletion": "DELETE",
+        }
         try:
-            self.scheduler.delete_schedule(Name=self.schedule_name)
-        except self.scheduler.exceptions.ResourceNotFoundException:
-            pass
+            self.scheduler.create_schedule(**schedule)
+        except self.scheduler.exceptions.ConflictException:  # a retried create whose first answer was lost
+            self.scheduler.update_schedule(**schedule)
 
 
 def aws_switches(rule_name: str, function_arn: str, role_arn: str) -> AwsSwitches:
-    import boto3  # only a deployment that sleeps needs it
-
-    return AwsSwitches(boto3.client("events"), boto3.client("scheduler"), rule_name, function_arn, role_arn)
+    return AwsSwitches(aws_client("events"), aws_client("scheduler"), rule_name, function_arn, role_arn)
 
 
 class Sleeper:
     """The tick's side of sleeping: waking up at the start of an invocation, and going to sleep when idle."""
 
-    def __init__(self, db: Database, switches: Switches, horizon: timedelta):
-        self.db, self.switches, self.horizon = db, switches, horizon
+    def __init__(self, db: Database, switches: Switches, horizon: timedelta,
+                 time_left: Callable[[], float] = lambda: math.inf):
+        self.db, self.switches, self.horizon, self.time_left = db, switches, horizon, time_left
 
-    def started(self, now: datetime) -> None:
-        """A tick invocation began: if the deployment slept (or was being woken), it is awake now."""
-        if self.db.autocommit(lambda tx: engine_state.up(tx, now)):
-            self.switches.rule_on()
-            self.switches.cancel_wake()
-            logger.info("awake: the minute rule is on again")
+    def started(self, now: datetime, source: str = RULE_SOURCE) -> bool:
+        """A tick invocation began: if the deployment slept (or was being woken), it is awake now; True if
+        this invocation woke it. Raises if the rule could not be turned on (the row is left not awake)."""
+        for _ in range(MAX_WAKE_TRIES):
+            seen = self.db.autocommit(engine_state.read)
+            if seen.state == "awake":
+                if source != RULE_SOURCE:
+                    self._rule_on_anyway(source)
+                return False
+            try:
+                self.switches.rule_on()
+            except Exception:
+                if seen.state == "waking":  # the next work created nudges again at once
+                    self.db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, seen.epoch))
+                logger.error("could not turn the minute rule back on: the engine stays %s (%s woke it)", seen.state, source)
+                raise
+            if self.db.autocommit(lambda tx: engine_state.up(tx, now, seen.epoch)):
+                if seen.wake_ups is not None:
+                    self._cancel(seen.wake_ups)
+                if source == BACKSTOP_SOURCE:
+                    logger.warning("the backstop woke the deployment: its wake-up at %s did not",
+                                   seen.sleeps_until.isoformat() if seen.sleeps_until else "?")
+                logger.info("awake: the minute rule is on again (%s)", source)
+                return True
+        logger.warning("the engine state moved under this tick %d times running; the minute rule is on", MAX_WAKE_TRIES)
+        return False
 
     def try_sleep(self, now: datetime) -> bool:
         """Go to sleep if nothing is due within the horizon; True if the deployment now sleeps."""
         first = next_work(self.db, now, self.horizon)
-        if self._busy(first, now) or not self.db.autocommit(lambda tx: engine_state.fall_asleep(tx, now, first)):
+        if self._busy(first, now):
+            return False
+        sleep = self.db.transaction(lambda tx: engine_state.fall_asleep(tx, now, max(now, first - WARM_UP)))
+        if sleep is None:
             return False
         wake = next_work(self.db, now, self.horizon)  # work that came while we decided
         if self._busy(wake, now):
-            self.db.autocommit(lambda tx: engine_state.up(tx, now))
+            self._call_off(now, sleep)
             return False
-        self.switches.rule_off()
-        if wake is not None:
-            self.switches.wake_at(max(now, wake - WARM_UP))
-        if self.db.autocommit(engine_state.state) != "asleep":  # work created meanwhile woke it
-            self.started(now)
+        wake_at = max(now, wake - WARM_UP)
+        try:
+            self.switches.set_wake_ups(sleep, wake_at, wake_at + BACKSTOP_AFTER)
+        except Exception:
+            logger.exception("could not set the wake-up: staying awake")
+            if self._call_off(now, sleep):
+                self._cancel(sleep)
             return False
-        logger.info("asleep until %s", "woken" if wake is None else (wake - WARM_UP).isoformat())
-        return True
+        if self.time_left() < SLEEP_SECONDS:  # the wake-ups took long: no time left to finish safely
+            if self._call_off(now, sleep):
+                self._cancel(sleep)
+            return False
+        try:
+            self.switches.rule_off()
+        except Exception:
+            logger.exception("could not turn the minute rule off: staying awake")
+            return self._rule_back_on(now, sleep)
+        if self.db.autocommit(lambda tx: engine_state.settle(tx, now, sleep, wake_at)):
+            logger.info("asleep until %s (backstop %s)", wake_at.isoformat(), (wake_at + BACKSTOP_AFTER).isoformat())
+            return True
+        # Work was created, or a tick woke, while the rule went off: that tick may have turned it on first.
+        try:
+            self.started(now, SLEEP_LOST_SOURCE)  # the rule on, whatever the row says, and the row awake
+        except Exception:
+            logger.exception("could not turn the minute rule back on after a wake during the sleep")
+            self._asleep_again(now, wake_at)
+        return False
 
-    def _busy(self, wake: datetime | None, now: datetime) -> bool:
-        return wake is not None and wake <= now + self.horizon
+    def _busy(self, wake: datetime, now: datetime) -> bool:
+        return wake <= now + self.horizon
+
+    def _call_off(self, now: datetime, sleep: int) -> bool:
+        """The sleep is called off while the rule is on: the row awake, unless a later sleep holds it."""
+        return self.db.autocommit(lambda tx: engine_state.call_off(tx, now, sleep))
+
+    def _rule_back_on(self, now: datetime, sleep: int) -> bool:
+        """Turning the rule off failed (it may be off all the same); True if the row stays asleep."""
+        try:
+            self.switches.rule_on()
+        except Exception:
+            logger.exception("could not turn the minute rule back on: asleep behind the wake-up")
+            return True
+        if self._call_off(now, sleep):
+            self._cancel(sleep)
+        return False
+
+    def _asleep_again(self, now: datetime, wake_at: datetime) -> None:
+        """The rule may be off and the row says awake: put the row back to asleep behind new wake-ups."""
+        seen = self.db.autocommit(engine_state.read)
+        if seen.state != "awake":
+            return  # a nudge is in flight (its tick turns the rule on) or another sleep holds the row
+        sleep = self.db.transaction(lambda tx: engine_state.asleep_again(tx, now, seen.epoch, wake_at))
+        if sleep is not None:
+            self.switches.set_wake_ups(sleep, wake_at, wake_at + BACKSTOP_AFTER)
+
+    def _rule_on_anyway(self, source: str) -> None:
+        try:
+            self.switches.rule_on()
+        except Exception:
+            logger.exception("could not make sure the minute rule is on (%s woke the tick)", source)
+
+    def _cancel(self, sleep: int) -> None:
+        try:
+            self.switches.cancel_wake_ups(sleep)
+        except Exception:  # a stray wake-up only starts a spare invocation
+            logger.warning("could not delete the wake-ups of sleep %d: they fire into an awake engine", sleep, exc_info=True)
