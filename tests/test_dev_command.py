@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,40 @@ def test_the_failures_demo_fails_once_answers_503_twice_and_takes_8_seconds(db_p
         ("world.fireworks", 1, "done"),
     ]
     assert dispatches[-1][3] >= 8000, "the fireworks take 8 s"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sh_blocks(doc: str, start: str, end: str | None = None) -> list[str]:
+    text = (ROOT / doc).read_text()
+    section = text.split(start, 1)[1]
+    section = section.split(end, 1)[0] if end else section.split("\n## ", 1)[0]
+    return re.findall(r"^```sh\n(.*?)^```", section, re.S | re.M)
+
+
+def test_the_readme_and_definitions_examples_run_as_written_in_order_against_make_devs_stack(db_params):
+    """Copy-paste runnable: every sh block of the README's walk-through, then the definitions guide's examples, in
+    one shell at the repository's root, each curl failing on an HTTP error, on `make dev`'s fresh database."""
+    blocks = [*_sh_blocks("README.md", "## Five minutes with the demo", "### When things go wrong"),
+              *_sh_blocks("docs/definitions.md", "## Examples")]
+    assert len(blocks) == 3
+    dev = Dev(db_params).start()
+    try:
+        dev.token()
+        assert dev.said(r"^run 1 · phase 1 · step 3 world\.spawn done · step 4 core\.cue parked"), "ids as the README says"
+        script = "\n".join(["set -euo pipefail", "curl() { command curl --fail-with-body \"$@\"; echo; }",
+                            *blocks]).replace("127.0.0.1:8000", f"127.0.0.1:{dev.api_port}")
+        done = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                              env={k: v for k, v in dev.env.items() if not k.startswith("EVENTS_JWT_")})
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        assert len(answers) == 8, done.stdout
+        assert answers[2]["step"]["status"] == "done", "the README's confirm took"
+        assert answers[3] == {"definition": {"id": 2, "version": 1}}
+        assert answers[4]["run"]["status"] == "scheduled"
+        assert answers[5] == {"definition": {"id": 2, "version": 2}}
+        assert answers[7]["run"]["definition_version"] == 2
+        dev.said(r"^run 1 · .*completed$", 30)
+    finally:
+        assert dev.stop() == 0, "".join(dev.output)

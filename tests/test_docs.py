@@ -70,3 +70,9 @@ def test_the_readme_stays_short_and_keeps_the_test_command():
     first = re.search(r"make test|pytest[^`]*", readme)
     assert first and first.group(0) == "make test"  # the command CI runs (.ci/run) is the one a reader sees first
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_every_file_a_curl_example_sends_exists():
+    named = {(doc.relative_to(ROOT), path) for doc in DOCS for path in re.findall(r"-d @(\S+)", code(doc))}
+    assert named, "the check reads what it should"
+    assert sorted(f"{doc}: {path}" for doc, path in named if not (ROOT / path).is_file()) == []
