@@ -58,7 +58,7 @@ def test_config_names_the_oidc_client_and_no_dev_logins_unless_make_dev_gave_the
     assert plain.status == 200 and plain.body == {"oidc": None, "dev_logins": []}
     oidc = api_with(oidc_client_id="console-client", oidc_scope="openid email").get("/console/config.json").body
     assert oidc["oidc"] == {"issuer": "events-test", "client_id": "console-client", "scope": "openid email"}
-    dev = api_with(console_dev_logins=(("gm", "t-gm"),)).get("/console/config.json").body
+    dev = api_with(console_dev_logins=(("gm", "t-gm"),)).get("/console/config.json", headers={"Host": "127.0.0.1:8000"}).body
     assert dev["dev_logins"] == [{"role": "gm", "token": "t-gm"}]
 
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -103,6 +104,10 @@ def test_dev_runs_the_demo_event_and_the_terminal_says_so_in_words(db_params):
         with urllib.request.urlopen(f"{dev.base}/console/config.json", timeout=10) as answer:
             logins = {login["role"]: login["token"] for login in json.loads(answer.read())["dev_logins"]}
         assert set(logins) == {"admin", "moderator", "gm"}
+        rebound = urllib.request.Request(f"{dev.base}/console/config.json", headers={"Host": f"rebind.example:{dev.api_port}"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(rebound, timeout=10)
+        assert refused.value.code == 403, "a DNS-rebinding page on another name gets no login"
         assert _call(f"{dev.base}/console/session", logins["gm"])["roles"] == ["gm"]
         confirmed = _call(f"{dev.base}/runs/{run_id}/steps/{cue_id}/confirm", token, {"note": "bonfire lit"})
         assert confirmed["step"]["status"] == "done"

@@ -4,7 +4,9 @@ Only files in `static/` are ever served, by exact name; nothing else of the
 package can be reached through `/console/...`. `config.json` is public because
 the page needs it before anyone has signed in, so it carries nothing secret —
 except in development, where `make dev` hands its freshly minted tokens to the
-one-click login (settings refuse that together with production key sets).
+one-click login (settings refuse that together with production key sets), and
+then only to a request whose Host is 127.0.0.1 or localhost: a DNS-rebinding
+page on another name cannot read them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from chalice import Blueprint, Response
 from .. import runtime
 from ..api import auth
 from ..api.errors import error_response, from_exception
+from ..events.errors import Forbidden
 
 console = Blueprint(__name__)
 
@@ -95,10 +98,25 @@ def console_config() -> Response:
         issuer = settings.oidc_issuer or settings.jwt_issuer  # by default, the issuer the API trusts
         if issuer and settings.oidc_client_id:
             oidc = {"issuer": issuer, "client_id": settings.oidc_client_id, "scope": settings.oidc_scope}
+        if settings.console_dev_logins and not _loopback_host(console.current_request.headers.get("host", "")):
+            # DNS rebinding: a page on another name that resolves to this machine must not read the dev logins.
+            raise Forbidden("with development logins (make dev) the console's settings are served only to "
+                            "http://127.0.0.1 or http://localhost")
         body = {"oidc": oidc, "dev_logins": [{"role": role, "token": token} for role, token in settings.console_dev_logins]}
     except Exception as error:
         return from_exception(error)
     return Response(body=json.dumps(body), status_code=200, headers=_headers("application/json"))
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _loopback_host(host: str) -> bool:
+    """Whether a Host header names this machine by its loopback name or address (any port)."""
+    try:
+        return urlsplit(f"//{host}").hostname in LOOPBACK_HOSTS
+    except ValueError:
+        return False
 
 
 @console.route("/console/session", methods=["GET"])

@@ -15,6 +15,7 @@ import { call } from './api.js';
 
 const TOKEN_KEY = 'events.console.token';
 const PENDING_KEY = 'events.console.oidc';
+const MAX_PROVIDER_TEXT = 300;
 
 export function storedToken() {
   return sessionStorage.getItem(TOKEN_KEY);
@@ -99,11 +100,14 @@ export async function finishOidc(oidc) {
   const pending = JSON.parse(sessionStorage.getItem(PENDING_KEY) || 'null');
   sessionStorage.removeItem(PENDING_KEY);
   history.replaceState(null, '', location.pathname + (pending?.returnTo || '#/runs'));
-  if (params.has('error')) {
-    throw new Error(`the identity provider refused: ${params.get('error_description') || params.get('error')}`);
-  }
+  // The state first: anyone can send a link with ?error=…&error_description=<their text>, and nothing
+  // of it is shown unless it answers the sign-in this tab started.
   if (!oidc || !pending || params.get('state') !== pending.state) {
     throw new Error('this sign-in answer does not match a sign-in started here');
+  }
+  if (params.has('error')) {
+    const said = (params.get('error_description') || params.get('error')).slice(0, MAX_PROVIDER_TEXT);
+    throw new Error(`the identity provider refused: ${said}`);
   }
   const response = await fetch(pending.tokenEndpoint, {
     method: 'POST',
