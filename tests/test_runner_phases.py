@@ -110,3 +110,59 @@ def test_a_phase_with_more_open_steps_than_one_read_returns_is_read_again_at_onc
     report = tick(runner)
     assert report.dispatched == 9 and run_row(db, run.id).status is RunStatus.COMPLETED
     assert runner.actions.announce_channel.posts == [f"line {i}" for i in range(8)] + ["after"]
+
+
+def _held_first_phase(monkeypatch):
+    """Runs whose first phase carries a condition (no document can author one yet): its row has it too."""
+    import dataclasses
+
+    from chalicelib.events.document import programme_of
+    from chalicelib.events.runner import tick as tick_module
+
+    def with_condition(document):
+        programme = programme_of(document)
+        first = dataclasses.replace(programme.phases[0], condition={"until": "a person says so"})
+        return dataclasses.replace(programme, phases=(first, *programme.phases[1:]))
+
+    monkeypatch.setattr(tick_module, "programme_of", with_condition)
+
+
+def test_a_drained_phase_that_is_held_costs_the_tick_nothing_until_its_condition_is_met(db, clock, runner, monkeypatch):
+    _held_first_phase(monkeypatch)
+    run = schedule(db, clock.now(), _doc([step("core.announce", message="Gather")], [step("core.announce", message="Go")]))
+    drained_at = clock.now()
+    tick(runner)  # phase 1's one step is done: the phase is drained, and held
+    held = run_row(db, run.id)
+    assert held.status is RunStatus.RUNNING and held.current_phase == 1 and held.claimed_by is None
+    assert held.wake_at is None and runner.next_wake() is None  # no timer: the deployment may sleep
+    assert [(p.state, p.drained_at) for p in _phases(db, run.id)] == [
+        (PhaseState.HELD, drained_at), (PhaseState.NOT_STARTED, None)]
+
+    clock.advance(600)
+    idle = tick(runner)
+    assert (idle.runs_seen, idle.dispatched) == (0, 0)  # the held run is not even read
+    assert runner.actions.announce_channel.posts == ["Gather"]
+
+    # Meeting the condition (a person's or a signal's move, later) wakes the run; the walk goes on.
+    db.autocommit(lambda tx: tx.execute(
+        "UPDATE event_run_phases SET condition_met = TRUE, met_at = %s, met_by = 'gm-gus' WHERE run_id = %s AND number = 1",
+        (clock.now(), run.id)))
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), run.id)))
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert runner.actions.announce_channel.posts == ["Gather", "Go"]
+    rows = _phases(db, run.id)
+    assert [p.state for p in rows] == [PhaseState.DRAINED] * 2 and rows[0].drained_at == drained_at
+    assert (rows[0].met_by, rows[0].met_at) == ("gm-gus", clock.now())
+
+
+def test_a_held_phase_is_never_left_even_by_a_worker_that_did_not_see_it_held(db, clock, runner, monkeypatch):
+    from chalicelib.events.store import runs
+
+    _held_first_phase(monkeypatch)
+    run = schedule(db, clock.now(), _doc([step("core.announce", message="Gather")], [step("core.announce", message="Go")]))
+    tick(runner)
+    assert not db.transaction(lambda tx: runs.leave_phase(
+        tx, run.id, 1, RunStatus.RUNNING, RunStatus.RUNNING, clock.now(), next_phase=2))
+    assert run_row(db, run.id).current_phase == 1
+    assert [p.state for p in _phases(db, run.id)] == [PhaseState.HELD, PhaseState.NOT_STARTED]

@@ -183,6 +183,7 @@ class PhasePlan:
     kind: PhaseKind
     name: str
     specs: tuple[StepSpec, ...]
+    condition: dict[str, Any] | None = None  # what must be met before it may be left once drained; none is authored yet
 
 
 @dataclass(frozen=True)

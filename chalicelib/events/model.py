@@ -32,7 +32,8 @@ class PhaseKind(str, Enum):
 class PhaseState(str, Enum):
     NOT_STARTED = "not_started"  # its steps are not materialised yet
     OPEN = "open"  # its steps are being worked
-    DRAINED = "drained"  # no open step left, and left (or held, once conditions exist)
+    DRAINED = "drained"  # no open step left, and left
+    HELD = "held"  # no open step left, and its condition not met: not left yet
 
 
 class OnFailure(str, Enum):
@@ -191,7 +192,9 @@ class Phase:
     def state(self) -> PhaseState:
         if self.opened_at is None:
             return PhaseState.NOT_STARTED
-        return PhaseState.OPEN if self.drained_at is None else PhaseState.DRAINED
+        if self.drained_at is None:
+            return PhaseState.OPEN
+        return PhaseState.HELD if self.condition is not None and not self.condition_met else PhaseState.DRAINED
 
     def public(self) -> dict[str, Any]:
         data = _public(self)

@@ -1,9 +1,18 @@
-"""Advancing one run inside a tick: start it, work its current phase serially, move it on.
+"""Advancing one run inside a tick: a walker over the run's phases, one step at a time.
+
+The walker is always in one named place (`Cursor`): it must read the phase's
+open steps (`NeedsRead`), it has the phase's head step before it (`Head`), the
+phase has no open step left (`Drained`: it is left), the phase is drained but
+its condition is not met (`Held`: the walker stops, and the run's wake time
+waits for the condition), or it has stopped (`Done`). Each transaction carries
+the run as far as it goes without dispatching; an outcome is settled and the
+next step claimed in one transaction and one commit (`settle_and_claim_next`).
 
 The worker holds the run lease (so no other worker or tick works this run), but
 every write is still guarded on its own: the step claim re-checks that the run
 is runnable (a pause pressed mid-tick stops the next claim), the claimer's
-writes are fenced on its claim, and a phase is left only if it has no open step.
+writes are fenced on its claim, and a phase is left only if it has no open step
+and no unmet condition. A claim is always committed before its step is dispatched.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from ..errors import UnreadableDocument
 from ..model import RUNNABLE, Claim, PhaseKind, Run, RunStatus, Step, StepStatus
 from ..store import log, phases, runs, steps
 from .budget import Budget
-from .outcomes import Applied, Rules, settle_outcome
+from .outcomes import Rules, settle_outcome
 
 OPEN_STEPS_PER_READ = 200
 NOT_STARTED = (None, RunStatus.SCHEDULED, RunStatus.MISSED)  # where a scheduled run stays when its start did not happen
@@ -41,23 +50,75 @@ class RunReport:
     out_of_budget: bool = False
 
 
+# ── where the walker is ───────────────────────────────────────────────────
 @dataclass(frozen=True)
-class Cursor:
-    """Where the worker is: the run's status and phase, and the phase's open steps as last read."""
+class NeedsRead:
+    """The phase's open steps must be read before going on."""
+
+    status: RunStatus  # the run's, as last seen
+    phase: int
+
+
+@dataclass(frozen=True)
+class Head:
+    """The phase's open steps as last read, lowest seq first: the first is the one the walker may work."""
 
     status: RunStatus
-    number: int
-    open_steps: list[Step] | None  # None: read them before going on
-    more: bool = False  # the read that gave open_steps was cut at OPEN_STEPS_PER_READ: there may be more
+    phase: int
+    steps: tuple[Step, ...]  # never empty
+    more: bool = False  # the read was cut at OPEN_STEPS_PER_READ: there may be more after these
+
+    @property
+    def step(self) -> Step:
+        return self.steps[0]
+
+    def after_head(self) -> Cursor:
+        """Where the walker is once the head step is over."""
+        if len(self.steps) > 1:
+            return Head(self.status, self.phase, self.steps[1:], self.more)
+        if self.more:
+            return NeedsRead(self.status, self.phase)  # the read was truncated: read the rest
+        return Drained(self.status, self.phase)
+
+
+@dataclass(frozen=True)
+class Drained:
+    """The phase has no open step left: it is left (next phase, ending or completed) unless it is held."""
+
+    status: RunStatus
+    phase: int
+
+
+@dataclass(frozen=True)
+class Held:
+    """A drained phase whose condition is not met: the walker stops here at no cost, and the run's
+    wake time waits for the condition (`until`, or — None — a person or signal meeting it)."""
+
+    status: RunStatus
+    phase: int
+    until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Done:
+    """The walker stops: the run's status as it left it, or None when someone moved the run first
+    (a guard lost, a fence matched nothing, a disposition stopped the run): read it again."""
+
+    status: RunStatus | None
+
+
+Cursor = NeedsRead | Head | Drained | Held | Done
+
+
+def _opened(status: RunStatus, phase: int, rows: list[Step], *, more: bool = False) -> Head | Drained:
+    """A phase as read or materialised: its head, or drained when none of its steps is open."""
+    open_steps = tuple(s for s in rows if not s.status.terminal)
+    return Head(status, phase, open_steps, more) if open_steps else Drained(status, phase)
 
 
 def _claimable(step: Step, now: datetime) -> bool:
     """Pending and due, as last read: the claim re-checks both."""
     return step.status is StepStatus.PENDING and (step.due_at is None or step.due_at <= now)
-
-
-# Where a unit of work left the run (None: a guard lost, someone moved it first), and the claim it took.
-Onward = tuple[Cursor | None, Claim | None]
 
 
 class RunAdvancer:
@@ -113,114 +174,116 @@ class RunAdvancer:
             if not self.db.autocommit(lambda tx: self._take_lease(tx, run.id, lease, report)):
                 return None
             return self.db.transaction(lambda tx: self._fail_unreadable(tx, run, reason))
-        claim: Claim | None = None  # the first open step's, when a transaction took it
-        where: Cursor | None
+        cursor: Cursor
+        claim: Claim | None = None  # the head step's, when a transaction took it
         if run.status in (RunStatus.SCHEDULED, RunStatus.STARTING):
             # The lease is the start's first statement: one commit for both.
             started = self.db.transaction(lambda tx: self._start(tx, run, programme, lease, report))
             if started is None:
                 return None
-            where, claim = started
+            cursor, claim = started
         elif not self.db.autocommit(lambda tx: self._take_lease(tx, run.id, lease, report)):
             return None
         elif run.status is RunStatus.ENDING:
             # The programme's ending, not current_phase: a run that went into ending
             # before current_phase named the ending holds its last main phase there.
-            where = Cursor(RunStatus.ENDING, programme.ending.number, None)
+            cursor = NeedsRead(RunStatus.ENDING, programme.ending.number)
         else:
-            where = Cursor(run.status, must_exist(run.current_phase), None)
+            cursor = NeedsRead(run.status, must_exist(run.current_phase))
+        return self._walk(run.id, programme, cursor, claim, report)
+
+    def _walk(self, run_id: int, programme: Programme, cursor: Cursor, claim: Claim | None, report: RunReport) -> RunStatus:
+        """From `cursor` (and the head's claim, if a transaction took it) until the walker stops: a head
+        step that is occupied (in flight or parked) or not yet due, a held phase, the budget, or the run over."""
         lost_claim = False
-        while where is not None and where.status in RUNNABLE:
+        while True:
+            if isinstance(cursor, Done):
+                return self._current_status(run_id) if cursor.status is None else cursor.status
+            if isinstance(cursor, Held) or cursor.status not in RUNNABLE:
+                return cursor.status  # a held phase costs nothing more: its wake time waits for its condition
+            if isinstance(cursor, NeedsRead):
+                cursor = self._read(run_id, cursor)
+                continue
+            if isinstance(cursor, Drained):
+                drained = cursor
+                cursor, claim = self.db.transaction(lambda tx: self._onward(tx, run_id, programme, drained, []))
+                continue
+            head = cursor
             if claim is None:
-                if where.open_steps is None:
-                    read = self._read_open(run.id, where.number)
-                    where = Cursor(where.status, where.number, read, more=len(read) == OPEN_STEPS_PER_READ)
-                current = where
-                if not current.open_steps:
-                    where, claim = self.db.transaction(lambda tx: self._leave(tx, run.id, programme, current))
-                    continue
-                step = current.open_steps[0]
-                if not _claimable(step, self.now):
-                    return where.status  # occupied (in flight or parked), or not yet due
+                if not _claimable(head.step, self.now):
+                    return head.status  # occupied (in flight or parked), or not yet due
                 if not self._may_dispatch():
                     report.out_of_budget = True
-                    return where.status
-                claim = self.db.autocommit(lambda tx: steps.claim(tx, step, self.now, self.rules.lease_seconds))
+                    return head.status
+                claim = self.db.autocommit(lambda tx: steps.claim(tx, head.step, self.now, self.rules.lease_seconds))
                 if claim is None:
                     # Paused or cancelled meanwhile, or a person skipped the step: look once more.
-                    status = self._current_status(run.id)
+                    status = self._current_status(run_id)
                     if lost_claim or status not in RUNNABLE:
                         return status
                     lost_claim = True
-                    where = Cursor(status, where.number, None)
+                    cursor = NeedsRead(status, head.phase)
                     continue
             lost_claim = False
-            working = where
-            step = must_exist(working.open_steps)[0]
-            outcome = self.actions.perform(ActionContext.of(step, claim.attempt, self.now))
-            applied, where, claim = self.db.transaction(
-                lambda tx: self._settle(tx, run.id, programme, working, must_exist(claim), outcome))
+            claimed = claim
+            outcome = self.actions.perform(ActionContext.of(head.step, claimed.attempt, self.now))
+            cursor, claim = self.db.transaction(
+                lambda tx: self.settle_and_claim_next(tx, run_id, programme, head, claimed, outcome))
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
-            if applied.run_stopped or not applied.written:
-                return self._current_status(run.id)  # paused or failed by the disposition, or fenced out
-            if not applied.status.terminal:
-                return working.status  # parked, or pending a retry: the phase is occupied
-        return self._current_status(run.id) if where is None else where.status  # None: someone moved the run first
 
-    # ── units of work: each ends with `_onward` ───────────────────────────
-    def _start(self, tx: Tx, run: Run, programme: Programme, lease: str, report: RunReport) -> Onward | None:
+    # ── units of work: each is one transaction, and ends with `_onward` ───
+    def _start(
+        self, tx: Tx, run: Run, programme: Programme, lease: str, report: RunReport
+    ) -> tuple[Cursor, Claim | None] | None:
         """The run lease, then the start; None (nothing written) if another worker or tick holds the run."""
         if not self._take_lease(tx, run.id, lease, report):
             return None
         log_rows: list[journal.Entry] = []
-        where = self._start_run(tx, run, programme, log_rows)
-        return self._onward(tx, log_rows, *self._move_on(tx, run.id, programme, where, log_rows))
+        cursor = self._start_run(tx, run, programme, log_rows)
+        return self._onward(tx, run.id, programme, cursor, log_rows)
 
-    def _leave(self, tx: Tx, run_id: int, programme: Programme, where: Cursor) -> Onward:
-        log_rows: list[journal.Entry] = []
-        return self._onward(tx, log_rows, *self._move_on(tx, run_id, programme, where, log_rows))
+    def settle_and_claim_next(
+        self, tx: Tx, run_id: int, programme: Programme, head: Head, claim: Claim, outcome: Outcome
+    ) -> tuple[Cursor, Claim | None]:
+        """The dispatched head step's outcome and its log rows, then — when the phase goes straight on —
+        leaving a drained phase, opening the next and claiming the step after: one transaction, one commit."""
+        applied, log_rows = settle_outcome(tx, head.step, claim, outcome, self.now, self.rules)
+        cursor: Cursor
+        if not applied.written or applied.run_stopped:
+            cursor = Done(None)  # fenced out, or the disposition paused or failed the run: as it now stands
+        elif not applied.status.terminal:
+            cursor = Done(head.status)  # parked, or pending a retry: the phase is occupied
+        elif applied.hold:
+            cursor = NeedsRead(head.status, head.phase)  # a wait moved the next step's due_at: read it again
+        else:
+            cursor = head.after_head()
+        return self._onward(tx, run_id, programme, cursor, log_rows)
 
-    def _settle(
-        self, tx: Tx, run_id: int, programme: Programme, where: Cursor, claim: Claim, outcome: Outcome
-    ) -> tuple[Applied, Cursor | None, Claim | None]:
-        """The dispatched step's outcome, then — if the phase goes straight on — on to the next claim."""
-        open_steps = must_exist(where.open_steps)
-        applied, log_rows = settle_outcome(tx, open_steps[0], claim, outcome, self.now, self.rules)
-        if not applied.written or applied.run_stopped or not applied.status.terminal:
-            return (applied, *self._onward(tx, log_rows, where, None))
-        remaining = None if applied.hold else open_steps[1:]
-        if remaining == [] and where.more:
-            remaining = None  # the read was truncated: there may be more
-        moved = Cursor(where.status, where.number, remaining, more=where.more)
-        if remaining is None:
-            return (applied, *self._onward(tx, log_rows, moved, None))  # the loop reads the phase again first
-        return (applied, *self._onward(tx, log_rows, *self._move_on(tx, run_id, programme, moved, log_rows)))
+    def _onward(
+        self, tx: Tx, run_id: int, programme: Programme, cursor: Cursor, log_rows: list[journal.Entry]
+    ) -> tuple[Cursor, Claim | None]:
+        """Leave drained phases, write the unit's log rows in one INSERT, then claim the head step it found.
 
-    def _onward(self, tx: Tx, log_rows: list[journal.Entry], where: Cursor | None, to_claim: Step | None) -> Onward:
-        """The unit's log rows in one INSERT, then the claim of the step it found next.
-
-        Both in the unit's transaction, so a change and its log rows commit together,
+        All in the unit's transaction, so a change and its log rows commit together,
         and a claim commits before its step is dispatched. The claim goes last: it
         reads the run row with a shared lock, held only until the commit.
         """
+        while isinstance(cursor, Drained) and cursor.status in RUNNABLE:
+            cursor = self._leave_phase(tx, run_id, programme, cursor, log_rows)
+        to_claim = self._next_claim(cursor)
         log.append_many(tx, log_rows, self.now)
         claim = None if to_claim is None else steps.claim(tx, to_claim, self.now, self.rules.lease_seconds)
-        return where, claim
+        return cursor, claim
 
-    def _move_on(
-        self, tx: Tx, run_id: int, programme: Programme, where: Cursor, log_rows: list[journal.Entry]
-    ) -> tuple[Cursor | None, Step | None]:
-        """Leave emptied phases; the next step to claim, if it is due and the budget allows. Cursor None: a guard lost."""
-        current: Cursor | None = where
-        while current is not None and current.status in RUNNABLE and current.open_steps == []:
-            current = self._leave_phase(tx, run_id, programme, current, log_rows)
-        if current is None or current.status not in RUNNABLE or not current.open_steps:
-            return current, None
-        first = current.open_steps[0]
+    def _next_claim(self, cursor: Cursor) -> Step | None:
+        """The head step a unit claims in its own transaction: due, and the budget allows its dispatch."""
+        if not isinstance(cursor, Head) or cursor.status not in RUNNABLE:
+            return None
+        first = cursor.step
         if not _claimable(first, self.now) or not self._may_dispatch():
-            return current, None
-        return current, first
+            return None
+        return first
 
     def _may_dispatch(self) -> bool:
         """A step starts only if its worst case fits the tick's budget, and its dispatch is over
@@ -229,8 +292,9 @@ class RunAdvancer:
         dispatch_over_by = self.budget.monotonic() + self.actions.longest_dispatch_seconds
         return self.budget.allows(self.step_worst_case) and dispatch_over_by < self.leases_lapse_at
 
-    def _read_open(self, run_id: int, phase: int) -> list[Step]:
-        return self.db.autocommit(lambda tx: steps.open_steps(tx, run_id, phase, limit=OPEN_STEPS_PER_READ))
+    def _read(self, run_id: int, where: NeedsRead) -> Head | Drained:
+        rows = self.db.autocommit(lambda tx: steps.open_steps(tx, run_id, where.phase, limit=OPEN_STEPS_PER_READ))
+        return _opened(where.status, where.phase, rows, more=len(rows) == OPEN_STEPS_PER_READ)
 
     def _current_status(self, run_id: int) -> RunStatus:
         return must_exist(self.db.autocommit(lambda tx: runs.get(tx, run_id))).status
@@ -249,30 +313,33 @@ class RunAdvancer:
                 closed = run.scheduled_for + timedelta(seconds=run.grace_seconds)
                 cause = f"first seen at {self.now:%Y-%m-%dT%H:%M:%SZ}, after its grace window closed at {closed:%Y-%m-%dT%H:%M:%SZ}"
                 log_rows.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.MISSED, cause=cause))
-                return Cursor(RunStatus.MISSED, 0, [])
+                return Done(RunStatus.MISSED)
             else:
-                return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
+                return Done(must_exist(runs.get(tx, run.id)).status)
         elif not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=first.number):
-            return Cursor(must_exist(runs.get(tx, run.id)).status, 0, [])
-        phases.insert_plan(tx, run.id, [(p.number, p.kind, p.name) for p in programme.rows], first.number, self.now)
+            return Done(must_exist(runs.get(tx, run.id)).status)
+        phases.insert_plan(tx, run.id, [(p.number, p.kind, p.name, p.condition) for p in programme.rows], first.number, self.now)
         opened = steps.materialise_phase(tx, run.id, first.number, first.specs)
         log_rows.append(journal.run_status(run.id, first.number, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
         log_rows.append(journal.run_phase(run.id, first.number, first.name))
-        return Cursor(RunStatus.RUNNING, first.number, [s for s in opened if not s.status.terminal])
+        return _opened(RunStatus.RUNNING, first.number, opened)
 
     def _leave_phase(
-        self, tx: Tx, run_id: int, programme: Programme, where: Cursor, log_rows: list[journal.Entry]
-    ) -> Cursor | None:
-        """The phase has no open step: on to the next phase, to ending, or to completed. None if the guard lost."""
+        self, tx: Tx, run_id: int, programme: Programme, drained: Drained, log_rows: list[journal.Entry]
+    ) -> Cursor:
+        """The phase has no open step: held if its condition is not met; else on to the next phase,
+        to ending, or to completed. Done(None) if the guard lost."""
         now = self.now
-        status, number = where.status, where.number
+        status, number = drained.status, drained.phase
+        if programme.phase(number).condition is not None and phases.hold(tx, run_id, number, now):
+            return Held(status, number)
         following = programme.after(number)
         if status is RunStatus.RUNNING and following is not None and following.kind is PhaseKind.MAIN:
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=following.number):
-                return None
+                return Done(None)
             opened = steps.materialise_phase(tx, run_id, following.number, following.specs)
             log_rows.append(journal.run_phase(run_id, following.number, following.name))
-            return Cursor(RunStatus.RUNNING, following.number, [s for s in opened if not s.status.terminal])
+            return _opened(RunStatus.RUNNING, following.number, opened)
         ending = programme.ending
         if status is RunStatus.RUNNING:
             # With no ending to drain, the run passes through ending within this one statement: the
@@ -280,18 +347,18 @@ class RunAdvancer:
             to = RunStatus.ENDING if ending.specs else RunStatus.COMPLETED
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, to, now,
                                     next_phase=ending.number if ending.specs else None):
-                return None
+                return Done(None)
             log_rows += [
                 journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.ENDING, cause="last phase finished"),
                 journal.run_phase(run_id, ending.number, ending.name),
             ]
             if ending.specs:
                 opened = steps.materialise_phase(tx, run_id, ending.number, ending.specs)
-                return Cursor(RunStatus.ENDING, ending.number, [s for s in opened if not s.status.terminal])
+                return _opened(RunStatus.ENDING, ending.number, opened)
         elif not runs.leave_phase(tx, run_id, number, RunStatus.ENDING, RunStatus.COMPLETED, now):
-            return None
+            return Done(None)
         log_rows.append(journal.run_status(run_id, ending.number, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
-        return Cursor(RunStatus.COMPLETED, ending.number, [])
+        return Done(RunStatus.COMPLETED)
 
     def _fail_unreadable(self, tx: Tx, run: Run, error: str) -> RunStatus:
         if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, self.now, last_error=error, degrade=True):

@@ -250,8 +250,8 @@ def leave_phase(
 
     The same statement marks the finished phase's row drained and opens the next's.
 
-    Guarded on the phase having no pending or running step left, and, from
-    running, on it being the run's current phase: a runner working from a stale
+    Guarded on the phase having no pending or running step left and no condition
+    unmet, and, from running, on it being the run's current phase: a runner working from a stale
     view (a step re-queued meanwhile, another worker already past it) changes nothing.
     """
     from_status = RunStatus(from_status)
@@ -262,6 +262,8 @@ def leave_phase(
         args.append(finished_phase)
     guard += f""" AND NOT EXISTS (SELECT 1 FROM event_run_steps s
                                   WHERE s.run_id = %s AND s.phase = %s AND s.status IN ({StepSQL.OPEN}))"""  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
+    # The finished phase's row (joined by `_move` as `drained`): none, or no condition, or its condition met.
+    guard += " AND (drained.run_id IS NULL OR drained.`condition` IS NULL OR drained.condition_met)"
     args += [run_id, finished_phase]
     return _move(tx, run_id, [from_status], to, now, guard, args, current_phase=next_phase, phases=(finished_phase, next_phase))
 

@@ -29,13 +29,16 @@ TIMERS: dict[str, str] = {
     # A running or ending run follows the head of the phase it works (current_phase:
     # the move into ending writes the ending's number): a pending step at its
     # due_at (now if it has none), a leased step at its lease's expiry (the sweep
-    # takes it back then), a parked step never; a phase with no open step is left now.
+    # takes it back then), a parked step never; a phase with no open step is left now,
+    # unless it is held (a condition not met: never, until meeting it wakes the run).
     "phase_head": f"""IF(r.status IN ({RunSQL.WORKING}), COALESCE(
         (SELECT IF(s.status = {StepSQL.PENDING}, COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at, {NEVER}))
            FROM event_run_steps s
           WHERE s.run_id = r.id AND s.phase = r.current_phase AND s.status IN ({StepSQL.OPEN})
           ORDER BY s.seq LIMIT 1),
-        %(now)s), NULL)""",  # noqa: S608 — constants only (NEVER, the status renderings); the time is the named parameter now
+        IF(EXISTS (SELECT 1 FROM event_run_phases p
+                    WHERE p.run_id = r.id AND p.number = r.current_phase
+                      AND p.`condition` IS NOT NULL AND NOT p.condition_met), NULL, %(now)s)), NULL)""",  # noqa: S608 — constants only (NEVER, the status renderings); the time is the named parameter now
 }
 
 WAKE_AT = "NULLIF(LEAST({}), {})".format(", ".join(f"COALESCE({t}, {NEVER})" for t in TIMERS.values()), NEVER)
