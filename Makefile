@@ -68,11 +68,14 @@ OUT         ?= out
 
 # The API's preflight answers are baked at package time: same origin as the CorsOrigin parameter.
 package: $(STAMP)
-	rm -rf $(OUT)
-	# The template names no region (it uses AWS::Region); chalice only insists on one being set.
-	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-$${AWS_REGION:-us-east-1}} EVENTS_CORS_ORIGIN='$(CORS_ORIGIN)' \
-	  $(BIN)/chalice package --stage $(STAGE) --merge-template infra/app.yaml $(OUT)
-	$(BIN)/python -m infra.bytecode $(OUT)   # compiled once here, not on every cold start
+	$(BIN)/python -m infra.package --stage $(STAGE) --cors-origin '$(CORS_ORIGIN)' $(OUT)
+
+# The whole sequence with the AWS CLI (infra/deploy.py): bucket, data stack, package, app stack (which
+# migrates before the new code takes traffic), then what is left by hand. Inputs: infra/$(STAGE).params.
+REGION ?= $(AWS_REGION)
+deploy: $(STAMP)
+	$(BIN)/python -m infra.deploy --stage $(STAGE) --stack $(STACK) --region '$(REGION)' --out $(OUT) \
+	  $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET)) $(if $(PARAMS),--params $(PARAMS))
 
 migrate: $(STAMP)
 	$(BIN)/python infra/invoke_migrate.py --stack $(STACK)

@@ -32,4 +32,4 @@ def tick(event: CloudWatchEvent) -> dict[str, Any]:
 def migrate(event: Any, context: Any) -> dict[str, Any]:
     from chalicelib.migrate_function import handle  # yoyo and the admin path load in this function only
 
-    return handle(event)
+    return handle(event, context=context)

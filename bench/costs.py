@@ -83,6 +83,9 @@ INPUTS = {
         " Lambda's own START/END/REPORT lines come on top")),
     "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),
     "api_ms_per_request": Input(60, "assumed", "billed API time per request (bench P6: 3 ms in-process, plus the network)"),
+    "access_log_bytes_per_api_request": Input(320, "setting", (
+        "API Gateway's access log line (infra/app.yaml AccessLogSetting) with an IPv6 source and a long route;"
+        " throttling (MethodSettings) is free")),
     "custom_metrics": Input(19, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
     "alarm_metrics": Input(9, "setting", "eight alarms, one of them over two metrics (infra/app.yaml)"),
     "schedules_fired_per_sleep": Input(1, "setting", (
@@ -139,7 +142,8 @@ def line_items(s: Scenario, v: dict[str, float], p: dict[str, float] = DEFAULT_P
             p["api_gateway_request"] + p["lambda_request"] + v["api_ms_per_request"] / 1000 * lambda_second
         ),
         "logs and metrics": (
-            (tick_invocations * v["log_bytes_per_tick_invocation"] + s.steps * v["log_bytes_per_step"]) / 1e9 * p["logs_ingest_gb"]
+            (tick_invocations * v["log_bytes_per_tick_invocation"] + s.steps * v["log_bytes_per_step"]
+             + api_requests * v["access_log_bytes_per_api_request"]) / 1e9 * p["logs_ingest_gb"]
             + v["custom_metrics"] * p["custom_metric_month"] * published_share
         ),
     }

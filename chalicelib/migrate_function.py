@@ -11,6 +11,18 @@ one). So running it after any data-stack change repairs the difference.
 `{"action": "rotate"}` gives the app user a new password: the database first,
 then the secret. Open connections keep working; a connection opened in between
 is refused once with 1045 and succeeds after re-reading the secret.
+
+A paused Aurora resumes when a connection arrives and holds the handshake
+meanwhile (~15 s, ~30 s after a day paused): the admin connection is tried
+again, with a growing wait, for up to RESUME_WAIT_SECONDS before migrating.
+
+Invoked by CloudFormation (the app stack's `MigrateSchema` custom resource: an
+event with `RequestType` and `ResponseURL`), it migrates on Create and Update,
+does nothing on Delete (a schema is never dropped), and always answers
+CloudFormation at the presigned `ResponseURL` (through the data stack's S3
+gateway endpoint): SUCCESS, or FAILED with the error, which rolls the deploy
+back before any new code ran. It never raises there: an unanswered request
+would hold the stack for an hour.
 """
 
 from __future__ import annotations
@@ -19,12 +31,14 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import boto3
+import pymysql
 
-from .db import ConnectionParams, Database
+from .db import REACH_RETRY_SECONDS, ConnectionParams, Database
 from .events.errors import ConfigError
 from .migrate import migrate
 
@@ -32,6 +46,9 @@ logger = logging.getLogger(__name__)
 
 APP_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
 ACTIONS = ("migrate", "rotate")
+RESUME_WAIT_SECONDS = 120.0  # a paused Aurora resumes in ~15-30 s; the function has 300 s
+ANSWER_SECONDS = 10.0  # the answer to CloudFormation, and the time kept back for it
+PHYSICAL_ID = "event-run-engine-schema"  # one schema per stack: an update never replaces it
 
 
 def _required(env: Mapping[str, str], name: str) -> str:
@@ -73,7 +90,75 @@ def set_app_user(admin: ConnectionParams, username: str, password: str) -> None:
         conn.close()
 
 
-def handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None) -> dict[str, Any]:
+def wait_for_server(
+    admin: ConnectionParams,
+    seconds: float = RESUME_WAIT_SECONDS,
+    *,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Return once the server accepts the admin (a paused Aurora resumes on the first attempt and holds
+    the handshake meanwhile); try again with a growing wait for up to `seconds`, then raise the last error."""
+    until, wait, failures = monotonic() + seconds, REACH_RETRY_SECONDS[0], 0
+    while True:
+        try:
+            Database(admin).connect(database=False, within=until - monotonic()).close()
+        except pymysql.err.OperationalError as error:
+            failures += 1
+            if until - monotonic() <= wait:
+                raise
+            logger.info("the database is not accepting connections yet (%s); trying again in %.2g s", error.args[-1], wait)
+            sleep(wait)
+            wait = min(wait * 2, REACH_RETRY_SECONDS[1])
+            continue
+        if failures:
+            logger.info("the database accepted the admin after %d failed attempt(s)", failures)
+        return
+
+
+def handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None, context: Any = None) -> dict[str, Any]:
+    """`make migrate`/`make rotate`'s invocation, or CloudFormation's custom resource request."""
+    if isinstance(event, dict) and "RequestType" in event and "ResponseURL" in event:
+        return answer_cloudformation(event, env, client, context)
+    return _handle(event, env, client)
+
+
+def answer_cloudformation(event: dict[str, Any], env: Mapping[str, str] | None, client: Any, context: Any = None,
+                          send: Callable[[str, bytes], int] | None = None) -> dict[str, Any]:
+    """Migrate for CloudFormation (Create, Update; Delete does nothing) and answer it, whatever happens."""
+    send = send or _put_answer
+    answer: dict[str, Any] = {
+        "Status": "SUCCESS", "PhysicalResourceId": event.get("PhysicalResourceId") or PHYSICAL_ID,
+        "StackId": event["StackId"], "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],
+    }
+    try:
+        if event["RequestType"] in ("Create", "Update"):
+            left = context.get_remaining_time_in_millis() / 1000 if context is not None else RESUME_WAIT_SECONDS
+            done = _handle({"action": "migrate"}, env, client, wait_seconds=min(RESUME_WAIT_SECONDS, left - 2 * ANSWER_SECONDS))
+            answer["Data"] = {"Applied": len(done["applied"]), "AppHost": str(done["app_host"])}
+    except Exception as error:  # every failure becomes CloudFormation's FAILED, with its reason
+        logger.exception("the schema could not be brought up to date for CloudFormation")
+        answer["Status"] = "FAILED"
+        answer["Reason"] = f"migrate failed: {type(error).__name__}: {error}"[:1000]
+    body = json.dumps(answer).encode()
+    try:
+        status = send(event["ResponseURL"], body)
+        if not 200 <= status < 300:
+            logger.error("CloudFormation's response URL answered %s to our %s", status, answer["Status"])
+    except Exception:
+        logger.exception("could not answer CloudFormation (%s); the stack waits for its timeout", answer["Status"])
+    return answer
+
+
+def _put_answer(url: str, body: bytes) -> int:
+    from .events.actions import outbound
+
+    # A presigned S3 URL: no Content-Type (it is not part of the signature CloudFormation made).
+    return outbound.put(outbound.Endpoint.parse(url), body, {}, timeout=ANSWER_SECONDS).status
+
+
+def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None, *,
+            wait_seconds: float = RESUME_WAIT_SECONDS) -> dict[str, Any]:
     env = os.environ if env is None else env
     action = (event or {}).get("action", "migrate") if isinstance(event, dict) else "migrate"
     if action not in ACTIONS:
@@ -86,6 +171,7 @@ def handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None)
         app_secret,
         _required(env, "EVENTS_DB_ADMIN_HOST"),
     )
+    wait_for_server(admin, wait_seconds)
     if action == "rotate":
         app_secret["password"] = secrets.token_urlsafe(24)
         set_app_user(admin, app_secret["username"], app_secret["password"])

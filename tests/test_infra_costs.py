@@ -1,6 +1,7 @@
 """bench/costs.py: the cost table of docs/operations.md is what the script prints, its verdicts follow from its inputs, and
 the measured per-step inputs still hold against the engine (its tick Lambda's log, its commits' redo)."""
 
+import json
 import re
 
 import pytest
@@ -135,3 +136,17 @@ def test_the_backstop_is_priced_its_alarm_its_metric_and_the_wake_ups_a_sleep_fi
     fired = costs.line_items(busy, DEFAULTS)["wake-ups (EventBridge Scheduler)"]
     assert fired == pytest.approx((busy.events + DEFAULTS["idle_wakes_per_month"]) * 1e-6)
     assert costs.line_items(idle, DEFAULTS)["wake-ups (EventBridge Scheduler)"] > 0
+
+
+def test_the_access_log_line_fits_the_bytes_the_cost_model_counts_per_api_request():
+    """API Gateway fills the template's format; with the widest values a request can have it stays inside the input."""
+
+    line = cfn.load(cfn.APP_TEMPLATE)["Resources"]["RestAPI"]["Properties"]["AccessLogSetting"]["Format"]
+    widest = {"requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef", "identity.sourceIp": "2001:0db8:85a3:0000:0000:8a2e:0370:7334",
+              "requestTime": "02/Dec/2026:04:30:58 +0000", "httpMethod": "OPTIONS",
+              "resourcePath": "/runs/{run_id}/steps/{step_id}/confirm", "status": "503", "responseLength": "1048576",
+              "responseLatency": "29000", "error.responseType": "INTEGRATION_TIMEOUT"}
+    rendered = re.sub(r"\$context\.([\w.]+)", lambda m: widest[m.group(1)], line)
+    assert json.loads(rendered)  # one JSON object a line
+    billed = len(rendered.encode()) + 26  # CloudWatch bills 26 bytes an event on top of its message
+    assert billed <= costs.INPUTS["access_log_bytes_per_api_request"].value

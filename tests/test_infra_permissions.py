@@ -120,11 +120,11 @@ def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws
     switches.rule_on()
     switches.cancel_wake_ups(7)
     granted_schedules = next(
-        st["Resource"]["Fn::Sub"] for policy in cfn.packaged_app()["Resources"]["TickRole"]["Properties"]["Policies"]
+        st["Resource"] for policy in cfn.packaged_app()["Resources"]["TickRole"]["Properties"]["Policies"]
         for st in policy["PolicyDocument"]["Statement"] if "scheduler:CreateSchedule" in st["Action"])
-    pattern = granted_schedules.split(":schedule/")[1].replace("${AWS::StackName}", "stack")  # rule = <stack>-tick
-    for name in (switches.wake_up_name(7), switches.backstop_name(7)):
-        assert fnmatch.fnmatchcase(f"default/{name}", pattern), (name, pattern)
+    patterns = [r["Fn::Sub"].split(":schedule/")[1].replace("${AWS::StackName}", "stack") for r in granted_schedules]
+    for name, pattern in zip((switches.wake_up_name(7), switches.backstop_name(7)), patterns, strict=True):
+        assert fnmatch.fnmatchcase(f"default/{name}", pattern), (name, pattern)  # each name its own grant (rule = <stack>-tick)
     tick_made = set(aws_calls[setup_calls:])
     assert {"events:DisableRule", "events:EnableRule", "scheduler:CreateSchedule", "scheduler:UpdateSchedule",
             "scheduler:DeleteSchedule"} <= tick_made

@@ -16,7 +16,7 @@ REQUIRED_CALLS = ("database", "Secrets Manager", "SNS", "Lambda invoke", "EventB
 AWS_APIS = {"Secrets Manager": "secretsmanager", "SNS": "sns", "Lambda invoke": "lambda",
             "EventBridge Scheduler": "scheduler", "EventBridge (": "events"}
 APP_PARAMETERS = {"GameBridgeUrl": "https://bridge.example.org", "JwtJwksUrl": "https://id.example.org/jwks.json",
-                  "JwtIssuer": "https://id.example.org"}
+                  "JwtIssuer": "https://id.example.org", "AppDatabaseHost": "events-data.cluster-abc.eu-west-1.rds.amazonaws.com"}
 
 
 def outbound_calls() -> list[dict]:
@@ -73,9 +73,11 @@ def ipv6_egress(data, app, call):
     service = next((name for key, name in AWS_APIS.items() if call["call"].startswith(key)), None)
     if service:
         assert data["Outputs"]["UseDualStackEndpoints"]["Value"] == "true"
+        # make deploy copies the output into the app stack's parameter of that name (default "true")
+        assert app["Parameters"]["UseDualStackEndpoints"]["Default"] == "true"
         for function in ("APIHandler", "Tick", "Migrate"):
             assert resources(app)[function]["Properties"]["Environment"]["Variables"]["AWS_USE_DUALSTACK_ENDPOINT"] == {
-                "Fn::ImportValue": {"Fn::Sub": "${DataStack}-UseDualStackEndpoints"}}
+                "Ref": "UseDualStackEndpoints"}
         client = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="x").client(service, region_name=cfn.REGION)
         assert client.meta.endpoint_url == f"https://{service}.{cfn.REGION}.api.aws", "boto3 must pick the dual-stack name"
 

@@ -13,6 +13,7 @@ APP_PARAMETERS = {  # what a team must pass at deploy time (no defaults)
     "GameBridgeUrl": "https://bridge.example.org",
     "JwtJwksUrl": "https://id.example.org/.well-known/jwks.json",
     "JwtIssuer": "https://id.example.org",
+    "AppDatabaseHost": "events-data.cluster-abc.eu-west-1.rds.amazonaws.com",  # make deploy copies the data stack's output
 }
 COSTLY_DATA_OPTIONS = {"EnableProxy": "true", "EnableNatGateway": "true", "EnableInterfaceEndpoints": "true"}
 FUNCTIONS = ("APIHandler", "Tick", "Migrate")
@@ -158,8 +159,19 @@ def test_every_function_runs_in_the_private_dual_stack_subnets(app, function):
     assert vpc["SecurityGroupIds"] == [imported("FunctionSecurityGroupId")]
     assert vpc["Ipv6AllowedForDualStack"] is True
     role = resources(app)[resources(app)[function]["Properties"]["Role"]["Fn::GetAtt"][0]]
-    vpc_access = {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"}
-    assert vpc_access in role["Properties"]["ManagedPolicyArns"]
+    assert role["Properties"]["ManagedPolicyArns"] == [{"Ref": "FunctionNetworkPolicy"}]
+    network = resources(app)["FunctionNetworkPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert {"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface"} <= {
+        a for statement in network for a in actions(statement)}
+    assert not any(a.startswith("logs:") for statement in network for a in actions(statement))
+
+
+@pytest.mark.parametrize("function, log_group", [("APIHandler", "ApiLogGroup"), ("Tick", "TickLogGroup"), ("Migrate", "MigrateLogGroup")])
+def test_each_function_may_write_only_its_own_log_group(app, function, log_group):
+    role = resources(app)[resources(app)[function]["Properties"]["Role"]["Fn::GetAtt"][0]]
+    logs = [a for statement in statements(role) for a in actions(statement) if a.startswith("logs:")]
+    assert sorted(logs) == ["logs:CreateLogStream", "logs:PutLogEvents"]  # the group exists: no CreateLogGroup
+    assert granted(role, "logs:PutLogEvents") == granted(role, "logs:CreateLogStream") == [{"Fn::GetAtt": [log_group, "Arn"]}]
 
 
 def test_a_late_tick_is_dropped_and_a_failed_one_reaches_the_alarm_topic(app):
@@ -192,7 +204,9 @@ def test_no_secret_topic_or_function_is_granted_on_a_wildcard(app):
             if any(a.startswith(sensitive) for a in actions(statement)):
                 resource = statement["Resource"]
                 for one in resource if isinstance(resource, list) else [resource]:
-                    assert one != "*" and "*" not in json.dumps(one).replace("tick*", ""), (name, statement)
+                    # the one wildcard: a sleep's number at the end of its two schedules' names
+                    numbered = json.dumps(one).replace("-tick-wake-*", "").replace("-tick-backstop-*", "")
+                    assert one != "*" and "*" not in numbered, (name, statement)
 
 
 def test_the_api_reads_only_the_database_secret_and_may_only_nudge_the_tick(app):
@@ -234,7 +248,12 @@ def test_sleep_and_wake_have_exactly_the_names_and_permissions_the_tick_uses(app
     role = resources(app)["TickRole"]
     rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${AWS::StackName}-tick"}
     assert granted(role, "events:DisableRule") == granted(role, "events:EnableRule") == [rule_arn]
-    assert granted(role, "scheduler:CreateSchedule") == granted(role, "scheduler:DeleteSchedule")
+    schedules = [{"Fn::Sub": "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}"
+                             f":schedule/default/${{AWS::StackName}}-tick-{kind}-*"} for kind in ("wake", "backstop")]
+    assert (granted(role, "scheduler:CreateSchedule") == granted(role, "scheduler:UpdateSchedule")
+            == granted(role, "scheduler:DeleteSchedule") == schedules)  # a sleep's wake-up and its backstop, nothing else
+    for unused in ("events:DescribeRule", "scheduler:GetSchedule"):  # the tick never calls them
+        assert granted(role, unused) == []
     assert granted(role, "iam:PassRole") == [{"Fn::GetAtt": ["WakeRole", "Arn"]}]
     wake = resources(app)["WakeRole"]["Properties"]
     assert wake["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
@@ -303,3 +322,119 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
 
 def test_the_package_names_no_region_so_one_package_deploys_anywhere(packaged):
     assert cfn.REGION not in json.dumps(packaged)  # packaged with AWS_DEFAULT_REGION=eu-west-1
+
+
+# ── the paid options can be turned on (and off) later ──
+
+def exports(deployed: dict) -> dict[str, object]:
+    """The data stack's exports as a deployment with these options has them: name suffix -> value."""
+    found = {}
+    for output in deployed["Outputs"].values():
+        if "Export" in output:
+            name = output["Export"]["Name"]["Fn::Sub"]
+            assert name.startswith("${AWS::StackName}-")
+            found[name.removeprefix("${AWS::StackName}-")] = output["Value"]
+    return found
+
+
+def imports(node) -> set[str]:
+    if isinstance(node, dict):
+        if set(node) == {"Fn::ImportValue"}:
+            name = node["Fn::ImportValue"]["Fn::Sub"]
+            assert name.startswith("${DataStack}-")
+            return {name.removeprefix("${DataStack}-")}
+        return set().union(*(imports(v) for v in node.values())) if node else set()
+    if isinstance(node, list):
+        return set().union(*(imports(v) for v in node)) if node else set()
+    return set()
+
+
+@pytest.mark.parametrize("option, output", [("EnableProxy", "AppDatabaseHost"),
+                                            ("EnableInterfaceEndpoints", "UseDualStackEndpoints"),
+                                            ("EnableNatGateway", None)])
+def test_turning_a_paid_option_on_changes_no_export_the_app_stack_imports(data, packaged, option, output):
+    """CloudFormation refuses to update an export another stack imports: every export the app imports must
+    keep its value whichever way each option is set; what an option does change reaches the app as a parameter."""
+    off, on = cfn.render(data, {option: "false"}), cfn.render(data, {option: "true"})
+    imported = imports(packaged["Resources"]) | imports(packaged.get("Outputs", {}))
+    assert imported and imported <= set(exports(off)) and imported <= set(exports(on))
+    for name in imported:
+        assert exports(off)[name] == exports(on)[name], f"{option} changes the imported export {name}"
+    if output is not None:  # the value the option changes: an output read by make deploy, never an export
+        assert off["Outputs"][output]["Value"] != on["Outputs"][output]["Value"]
+        assert "Export" not in data["Outputs"][output] and output in packaged["Parameters"]
+        assert output not in imported
+
+
+def test_the_app_takes_the_proxy_host_and_the_endpoint_choice_as_parameters(app):
+    assert env(app, "Migrate")["EVENTS_DB_APP_HOST"] == {"Ref": "AppDatabaseHost"}
+    for function in FUNCTIONS:
+        assert env(app, function)["AWS_USE_DUALSTACK_ENDPOINT"] == {"Ref": "UseDualStackEndpoints"}
+
+
+# ── upgrades: the schema first, then the code ──
+
+def test_the_api_and_the_tick_take_traffic_only_after_the_packages_migrations_ran(packaged, app):
+    from chalicelib import schema_version
+
+    migrate = resources(app)["MigrateSchema"]
+    assert migrate["Type"] == "Custom::Migrate"
+    props = migrate["Properties"]
+    assert props["ServiceToken"] == {"Fn::GetAtt": ["Migrate", "Arn"]}
+    # make package writes the newest migration in, so a package that brings one updates (and so runs) it
+    assert props["Schema"] == schema_version.needed() == max(p.stem for p in schema_version.MIGRATIONS.glob("*.sql"))
+    assert props["AppDatabaseHost"] == {"Ref": "AppDatabaseHost"}  # turning the proxy on repoints the app secret
+    for function in ("APIHandler", "Tick"):
+        depends = resources(app)[function].get("DependsOn")
+        assert "MigrateSchema" in ([depends] if isinstance(depends, str) else depends)
+    assert "SCHEMA-OF-THIS-PACKAGE" not in json.dumps(packaged)
+
+
+# ── what the template scanners asked for ──
+
+def test_the_api_writes_an_access_log_with_retention(app):
+    api = resources(app)["RestAPI"]["Properties"]
+    assert api["AccessLogSetting"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+    fields = json.loads(api["AccessLogSetting"]["Format"].replace("\n", " "))
+    assert {"requestId", "ip", "status", "path"} <= set(fields)
+    assert resources(app)["ApiAccessLogGroup"]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_the_data_stack_gives_api_gateway_its_logging_role_unless_the_account_has_one(data):
+    assert "ApiGatewayAccount" in resources(cfn.render(data))
+    assert "ApiGatewayAccount" not in resources(cfn.render(data, {"SetApiGatewayLogsRole": "false"}))
+
+
+def test_the_stage_and_every_route_open_to_anyone_are_throttled(app):
+    from chalicelib.api.operations import OPERATIONS
+
+    settings = resources(app)["RestAPI"]["Properties"]["MethodSettings"]
+    by_path = {(m["ResourcePath"], m["HttpMethod"]): m for m in settings}
+    stage = by_path[("/*", "*")]
+    assert (stage["ThrottlingRateLimit"], stage["ThrottlingBurstLimit"]) == ({"Ref": "ApiThrottleRate"}, {"Ref": "ApiThrottleBurst"})
+    paths = resources(app)["RestAPI"]["Properties"]["DefinitionBody"]["paths"]
+    open_routes = {(op.path, op.method) for op in OPERATIONS if op.roles is None}
+    open_routes |= {(path, "GET") for path in paths if path.startswith("/console")}  # the page, assets, config, session
+    assert ("/health", "GET") in open_routes
+    for path, method in open_routes:
+        route = by_path[("/" + path.replace("/", "~1"), method)]  # API Gateway's spelling: /~1console~1session
+        assert route["ThrottlingRateLimit"] == {"Ref": "ApiPublicThrottleRate"}, path
+    for resource_path, method in by_path:  # API Gateway refuses a setting for a route that does not exist
+        if resource_path != "/*":
+            assert method.lower() in paths[resource_path[1:].replace("~1", "/")], resource_path
+    public, whole = app["Parameters"]["ApiPublicThrottleRate"]["Default"], app["Parameters"]["ApiThrottleRate"]["Default"]
+    assert public < whole
+
+
+def test_the_database_and_the_secrets_outlive_a_deleted_stack(data, packaged):
+    assert resources(data)["DatabaseCluster"]["DeletionPolicy"] == "Snapshot"
+    assert data["Parameters"]["DeletionProtection"]["Default"] == "true"
+    for secret in ("AppSecret", "GameBridgeSecret"):
+        assert (resources(data)[secret]["DeletionPolicy"], resources(data)[secret]["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert resources(packaged)["WebhookSecret"]["DeletionPolicy"] == "Retain"
+
+
+def test_aurora_is_a_long_term_support_version_that_pauses_at_zero(data):
+    version = data["Parameters"]["EngineVersion"]["Default"]
+    assert version.startswith("8.0.mysql_aurora.3.10.")  # the LTS line; 0 ACU needs 3.08.0 or later
+    assert resources(data)["DatabaseInstance"]["Properties"]["AutoMinorVersionUpgrade"] is False  # AWS's advice for LTS

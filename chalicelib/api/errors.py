@@ -27,6 +27,7 @@ from ..events.errors import (
     Forbidden,
     Invalid,
     NotFound,
+    SchemaBehind,
     SecretUnreadable,
     Unauthorized,
 )
@@ -60,6 +61,7 @@ HTTP_STATUS: dict[type[EngineError], int] = {
     Conflict: 409,
     AuthUnavailable: 503,  # the server's trouble, not the caller's: worth trying again
     SecretUnreadable: 503,  # likewise: a permission or an outage an operator fixes, or one that passes
+    SchemaBehind: 503,  # an upgrade whose migration has not run yet: it passes once it has
 }
 
 

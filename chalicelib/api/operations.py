@@ -19,7 +19,7 @@ from typing import Any
 from chalice import Blueprint, CORSConfig, Response
 from chalice.app import Request
 
-from .. import runtime
+from .. import runtime, schema_version
 from ..events.controls import RUN_CONTROLS, STEP_CONTROLS
 from ..events.errors import Invalid
 from . import auth, schemas
@@ -89,6 +89,8 @@ class Operation:
         ids = {name: schemas.parse_id(path[name], name) for name in self.path_ids}
         query = schemas.parse_query(self.query or schemas.NO_FIELDS, request.query_params, self.name)
         body = self._body(request)
+        if self.roles is not None:  # the operations open to anyone never read the database
+            schema_version.require(runtime.database())
         result = self.handler(Call(actor=actor, ids=ids, query=query, body=body))
         status, payload = result if isinstance(result, tuple) else (200, result)
         return Response(body=payload, status_code=status)

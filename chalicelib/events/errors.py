@@ -8,7 +8,8 @@
      │    ├── Unauthorized       no token, or one that does not verify
      │    ├── Forbidden          a valid token without a role the operation needs
      │    ├── AuthUnavailable    tokens cannot be checked (not configured, or the key set is unreachable)
-     │    └── SecretUnreadable   a secret the engine needs cannot be read (missing, not permitted, unreachable, malformed)
+     │    ├── SecretUnreadable   a secret the engine needs cannot be read (missing, not permitted, unreachable, malformed)
+     │    └── SchemaBehind       the database lacks a migration this code ships (an upgrade not migrated yet)
      ├── ConfigError             a setting is missing or out of range (also a ValueError)
      ├── InvalidCron             a schedule that is not standard five-field cron, or an unknown time zone (also a ValueError)
      ├── UnreadableDocument      a stored document the runner cannot walk (also a ValueError)
@@ -58,6 +59,10 @@ class AuthUnavailable(EngineError):
 
 
 class SecretUnreadable(EngineError):
+    pass
+
+
+class SchemaBehind(EngineError):
     pass
 
 

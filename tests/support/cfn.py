@@ -10,10 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import os
 import re
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,7 +18,7 @@ from typing import Any
 from cfnlint.api import lint as cfn_lint
 from cfnlint.decode import decode
 
-from infra import bytecode
+from infra import package
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_TEMPLATE = ROOT / "infra" / "data.yaml"
@@ -51,18 +48,8 @@ def packaged_app() -> dict:
 
 
 def package_app(outdir: Path, stage: str = "prod") -> dict:
-    """`chalice package --merge-template infra/app.yaml` and the bytecode step, as `make package` runs them."""
-    chalice = Path(sys.executable).with_name("chalice")
-    env = dict(os.environ, AWS_DEFAULT_REGION=REGION)
-    done = subprocess.run(
-        [str(chalice), "package", "--stage", stage, "--merge-template", str(APP_TEMPLATE), str(outdir)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )
-    if done.returncode:
-        raise RuntimeError(f"chalice package failed:\n{done.stdout}{done.stderr}")
-    if bytecode.main([str(outdir)]):
-        raise RuntimeError("the bytecode step refused the package")
-    return load(outdir / "sam.yaml")
+    """What `make package` builds (infra/package.py: chalice package, bytecode, the schema stamp), loaded."""
+    return load(package.package(outdir, stage=stage, region=REGION))
 
 
 def lint(template: dict) -> list[str]:

@@ -1,4 +1,4 @@
-"""One outbound HTTP POST with an overall deadline and a size cap: the game bridge and webhooks send with it.
+"""One outbound HTTP request with an overall deadline and a size cap: the game bridge and webhooks send with it.
 
 Invariant: `post` returns or raises within `timeout` seconds of being called —
 name lookup, connect, TLS handshake, sending, the answer's headers and its body
@@ -86,6 +86,11 @@ def post(
 ) -> Answer:
     """POST `body`; the final answer (interim 1xx answers skipped), or OutboundError within `timeout`."""
     return _request("POST", endpoint, target, body, headers, timeout=timeout, max_answer_bytes=max_answer_bytes)
+
+
+def put(endpoint: Endpoint, body: bytes, headers: dict[str, str], *, timeout: float) -> Answer:
+    """PUT `body` to the endpoint's URL (the migrate function's answer to CloudFormation) under the same deadline and cap."""
+    return _request("PUT", endpoint, endpoint.target(), body, headers, timeout=timeout, max_answer_bytes=MAX_ANSWER_BYTES)
 
 
 def get(endpoint: Endpoint, *, timeout: float, max_answer_bytes: int = MAX_ANSWER_BYTES) -> Answer:

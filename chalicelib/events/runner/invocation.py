@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
-from ... import runtime
+from ... import runtime, schema_version
 from ...config import Settings
 from ...db import HANDSHAKE_SECONDS, Clock, Database, lost_connection
 from ..actions.bridge import BridgeClient
@@ -151,6 +151,12 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
     woke = False
     try:
         runner.db.reach(max(reach_until, time.monotonic() + HANDSHAKE_SECONDS))
+        behind = schema_version.behind(runner.db, log=False)
+        if behind is not None:  # before the first migrate, or an upgrade's new tick before its migration
+            logger.warning("%s: this tick invocation does nothing and the next one looks again", behind)
+            runner.db.close()  # nothing held open: the database may pause meanwhile
+            return {"ticks": [], "wake_reads": 0, "asleep": False, "parked_cue_age_seconds": None,
+                    "seconds": round(time.monotonic() - started, 3), "schema_behind": behind}
         parked_cue_age = _parked_cue_age(runner)  # read first: after a sleep the connections are closed
         sleeper = None
         if settings.sleep:

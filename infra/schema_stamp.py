@@ -1,0 +1,45 @@
+"""`make package`'s stamp: the newest migration of this package, written into the template's `MigrateSchema`.
+
+CloudFormation invokes a custom resource only when its properties change, so the
+app stack's `MigrateSchema` carries the id of the newest migration the package
+ships: a package that brings a migration updates the resource (the migrate
+function runs before the new API and tick, which depend on it), and a package
+without one leaves it alone. The id is the one the code itself requires
+(`chalicelib.schema_version.needed`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+PLACEHOLDER = "SCHEMA-OF-THIS-PACKAGE"
+MIGRATIONS = Path(__file__).resolve().parents[1] / "chalicelib" / "migrations"
+
+
+def newest_migration() -> str:
+    return max(path.stem for path in MIGRATIONS.glob("*.sql"))
+
+
+def stamp(template: Path) -> str:
+    """Replace the placeholder in `template` (once) with the newest migration's id; return the id."""
+    text = template.read_text()
+    if text.count(PLACEHOLDER) != 1:
+        raise ValueError(f"{template} must hold {PLACEHOLDER} exactly once (MigrateSchema's Schema)")
+    schema = newest_migration()
+    template.write_text(text.replace(PLACEHOLDER, schema))
+    return schema
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="chalice package's output directory")
+    args = parser.parse_args(argv)
+    template = next(p for p in (args.out / "sam.yaml", args.out / "sam.json") if p.exists())
+    print(f"MigrateSchema: {stamp(template)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
