@@ -108,3 +108,10 @@ def test_a_daily_time_in_new_york_keeps_its_wall_clock_time_across_both_changes(
     autumn = _between("30 1 * * *", "America/New_York", datetime(2027, 11, 6), datetime(2027, 11, 9))
     assert spring == ["03-13 07:30", "03-14 07:00", "03-15 06:30"]  # 14 March: 02:30 is skipped, fires at 03:00 EDT
     assert autumn == ["11-06 05:30", "11-07 05:30", "11-08 06:30"]  # 7 November: the first 01:30 (EDT) only
+
+
+def test_a_window_holds_its_end_but_not_its_start_so_back_to_back_windows_fire_each_occurrence_once():
+    """`between(after, until)` is (after, until]: the planner's next window starts where the last one ended."""
+    first = _between("*/5 * * * *", "UTC", datetime(2027, 1, 1, 20, 0), datetime(2027, 1, 1, 20, 10))
+    second = _between("*/5 * * * *", "UTC", datetime(2027, 1, 1, 20, 10), datetime(2027, 1, 1, 20, 20))
+    assert first + second == ["01-01 20:05", "01-01 20:10", "01-01 20:15", "01-01 20:20"]

@@ -138,3 +138,16 @@ def test_a_daily_0230_in_berlin_fires_once_on_both_daylight_saving_days(db, cloc
         "2027-03-27T01:30:00", "2027-03-28T01:00:00", "2027-03-29T00:30:00",
         "2027-10-30T00:30:00", "2027-10-31T00:30:00", "2027-11-01T01:30:00",
     ]
+
+
+def test_occurrences_past_the_hundred_nearest_now_on_the_later_side_are_planned_by_a_later_tick(db, clock, runner):
+    # A long horizon and a day's backlog: the hundred nearest now leave later occurrences out,
+    # and the mark stops before them, so the next tick plans them rather than losing them.
+    runner.horizon = timedelta(hours=3)
+    _recurring(db, clock.now() - timedelta(days=1), "* * * * *", grace=86400)
+    start = clock.now()
+    assert tick(runner).planned == 100
+    assert max(_planned(db)) < start + timedelta(hours=1)
+    clock.advance(3600)
+    assert tick(runner).planned == 100
+    assert start + timedelta(hours=2) in _planned(db)

@@ -189,3 +189,23 @@ def test_runs_sharing_a_wake_time_across_a_batch_boundary_are_all_read_in_one_ti
     report = tick(runner)
     assert (report.runs_seen, report.runs_advanced, report.started) == (5, 5, 5)
     assert {run_row(db, r.id).status for r in due} == {RunStatus.RUNNING}
+
+
+def test_a_run_left_in_starting_wakes_now_and_the_next_tick_starts_it(db, clock, runner):
+    """A run an older engine left in starting (a start now goes through it within one statement) is due at once."""
+    run = make_run(db, clock.now(), doc=document([[step("core.announce", message="hi")]]), status=RunStatus.STARTING)
+    clock.advance(60)
+    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "w", clock.now(), 30))
+    assert db.autocommit(lambda tx: runs.release(tx, run.id, "w", clock.now()))
+    assert run_row(db, run.id).wake_at == clock.now()
+    assert tick(runner).dispatched == 1
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_a_scheduled_run_a_worker_hands_back_early_still_starts_when_it_falls_due(db, clock, runner):
+    run = schedule(db, clock.now(), CUE, scheduled_for=clock.now() + timedelta(minutes=5))
+    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "w", clock.now(), 30))
+    assert db.autocommit(lambda tx: runs.release(tx, run.id, "w", clock.now()))
+    assert run_row(db, run.id).wake_at == run.scheduled_for
+    clock.set(run.scheduled_for)
+    assert tick(runner).started == 1

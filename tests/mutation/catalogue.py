@@ -858,7 +858,14 @@ MUTATIONS: list[Mutation] = [
     Mutation("cron-window-includes-its-start", CRON,
              "if instant > after and instant != previous:",
              "if instant >= after and instant != previous:",
-             (PLANNER_TESTS, CRON_TESTS)),
+             (CRON_TESTS,),
+             equivalent="croniter yields only wall times after `after`'s own reading, and no later wall time maps "
+                        "to `after`: a repeated reading is the same wall time, a skipped one maps to the jump, "
+                        "whose reading is past it"),
+    Mutation("cron-window-drops-its-end", CRON,
+             "            if instant > until:\n",
+             "            if instant >= until:\n",
+             (CRON_TESTS,)),
     # ── planner: never before the version, nearest now first, skips counted, within its share ──
     Mutation("planner-plans-before-the-version", PLANNER,
              "after = recurrence.version_created_at - _TICK",
@@ -900,5 +907,9 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-scheduled-run-wakes-never", WAKE,
              "IF(r.status = {RunSQL.SCHEDULED}, r.scheduled_for, NULL)",
              "IF(r.status = {RunSQL.SCHEDULED}, NULL, NULL)",
+             (RUNNER_WAKE,)),
+    Mutation("a-starting-run-wakes-never", WAKE,
+             "IF(r.status = {RunSQL.STARTING}, %(now)s, NULL)",
+             "IF(r.status = {RunSQL.STARTING}, NULL, NULL)",
              (RUNNER_WAKE,)),
 ]
