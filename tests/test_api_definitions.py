@@ -134,7 +134,7 @@ def test_scheduling_the_occurrence_of_a_finished_run_is_409_naming_the_run_and_i
     definition_id = _create(api)
     when = _iso(clock.now() + timedelta(days=1))
     run_id = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN).body["run"]["id"]
-    set_run(db, run_id, status=status.value)
+    set_run(db, run_id, status=status.value, finished_at=clock.now())  # a terminal run has finished (the schema's CHECK)
     before = everything(db)
     again = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN)
     assert again.status == 409
