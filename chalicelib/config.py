@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from .events.errors import ConfigError
+from .errors import ConfigError
 
 # (default, lowest, highest) of each numeric setting. Leases as short as 2 s
 # serve crash tests; an hour is past any step worth leasing. A tick longer than

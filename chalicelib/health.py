@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .events.errors import SecretUnreadable
+from .errors import SecretUnreadable
 
 WAIT_SECONDS = 1.0
 FAILURE_SECONDS = 10.0

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from .config import Settings
 from .db import Clock, ConnectionParams, Database, DatabaseClock
-from .events.errors import ConfigError, SecretUnreadable
+from .errors import ConfigError, SecretUnreadable
 from .health import SecretsHealth
 
 API_READ_SECONDS = 8.0

@@ -26,7 +26,7 @@ from pathlib import Path
 import pymysql
 
 from .db import Database
-from .events.errors import SchemaBehind
+from .errors import SchemaBehind
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError
 
 from .db import ConnectionParams
-from .events.errors import SecretUnreadable
+from .errors import SecretUnreadable
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,8 @@ def test_a_control_answers_ok_with_the_run_and_logs_the_token_subject(api, db, c
 def test_a_lost_control_is_409_naming_the_actual_status(api, db, clock):
     run = make_run(db, clock.now(), status=RunStatus.COMPLETED)
     answer = api.post(f"/runs/{run.id}/resume", auth=ADMIN)
-    assert answer.status == 409 and answer.body == {"errors": ["this run is completed, not paused"]}
+    assert answer.status == 409 and answer.body == {
+        "errors": ["this run is completed, not paused"], "detail": {"run_status": "completed"}}
 
 
 def test_an_unknown_run_is_404(api):

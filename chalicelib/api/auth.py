@@ -24,13 +24,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
-from ..events.errors import AuthUnavailable, Forbidden, Unauthorized
+from ..errors import AuthUnavailable, Forbidden, Unauthorized
+from ..roles import ADMIN as ADMIN
+from ..roles import ADMINS as ADMINS
+from ..roles import CONTROLLERS as CONTROLLERS
+from ..roles import GM as GM
+from ..roles import MODERATOR as MODERATOR
+from ..roles import ROLES as ROLES
+from ..roles import STAFF as STAFF
 
-ADMIN, MODERATOR, GM = "admin", "moderator", "gm"
-ROLES = (ADMIN, MODERATOR, GM)
-STAFF = frozenset(ROLES)
-CONTROLLERS = frozenset({ADMIN, MODERATOR})
-ADMINS = frozenset({ADMIN})
 LEEWAY_SECONDS = 30
 
 
@@ -41,7 +43,8 @@ class Principal:
 
     def require(self, allowed: frozenset[str]) -> Principal:
         if not self.roles & allowed:
-            raise Forbidden(f"this needs one of the roles {sorted(allowed)}; the token has {sorted(self.roles)}")
+            raise Forbidden(f"this needs one of the roles {sorted(allowed)}; the token has {sorted(self.roles)}",
+                            roles_needed=allowed, roles_held=self.roles)
         return self
 
 
@@ -60,8 +63,8 @@ def _jwks_client(url: str) -> jwt.PyJWKClient:
     # One client per URL for the container's life: it caches the keys between invocations.
     import jwt
 
+    from ..errors import OutboundError
     from ..events.actions import outbound
-    from ..events.errors import OutboundError
 
     class BoundedJWKClient(jwt.PyJWKClient):
         """PyJWT's client, fetching through the engine's outbound HTTP: one overall deadline and a size cap

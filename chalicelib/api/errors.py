@@ -1,7 +1,12 @@
 """The one place a failure becomes an HTTP answer: `{"errors": ["..."]}` with its status.
 
-Every refusal arrives here as an `EngineError` (the tree is drawn in
-`chalicelib.events.errors`), and HTTP_STATUS below is the only place that
+A refusal that carries fields a client acts on answers them beside the
+messages, `{"errors": [...], "detail": {...}}`: a 403 the roles that would do
+(`roles_needed`) and the token's (`roles_held`), a 409 the status the run is in
+(`run_status`, and for a step's control `step_status` and `step_parked`), so a
+client never parses a message. Every refusal arrives here as an `EngineError`
+(the trees are drawn in `chalicelib.errors` and `chalicelib.events.errors`), and
+HTTP_STATUS below is the only place that
 gives one a status; Chalice's own refusals (415 for
 a non-JSON content type, 405) are rewritten by `rewrite_chalice_errors` into the
 same shape. A database that cannot be reached (or whose connection drops, or
@@ -44,13 +49,16 @@ MAX_ERRORS_LISTED = 50
 RETRY_AFTER_SECONDS = 5  # a 503 (database waking or unreachable, keys unreachable) is worth retrying soon
 
 
-def error_response(status: int, messages: list[str]) -> Response:
-    """The error shape; beyond MAX_ERRORS_LISTED problems, one last entry counts the rest."""
+def error_response(status: int, messages: list[str], detail: dict[str, Any] | None = None) -> Response:
+    """The error shape; beyond MAX_ERRORS_LISTED problems, one last entry counts the rest; `detail` only when there is one."""
     listed = messages[:MAX_ERRORS_LISTED]
     if len(messages) > MAX_ERRORS_LISTED:
         listed.append(f"… and {len(messages) - MAX_ERRORS_LISTED} more problems")
     headers: dict[str, str | list[str]] = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else {}
-    return Response(body={"errors": listed}, status_code=status, headers=headers)
+    body: dict[str, Any] = {"errors": listed}
+    if detail:
+        body["detail"] = detail
+    return Response(body=body, status_code=status, headers=headers)
 
 
 HTTP_STATUS: dict[type[EngineError], int] = {
@@ -72,7 +80,7 @@ def http_status(error: EngineError) -> int:
 
 def from_exception(error: BaseException) -> Response:
     if isinstance(error, EngineError):
-        return error_response(http_status(error), error.messages or [str(error)])
+        return error_response(http_status(error), error.messages or [str(error)], error.detail)
     if lost_connection(error):
         # The database is unreachable or restarting (retries already spent): the
         # server's trouble, and worth trying again, so not a bare 500.

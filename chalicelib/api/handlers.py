@@ -10,11 +10,12 @@ import json
 
 from .. import runtime
 from ..db import Tx
-from ..events import authoring, controls, nudge, occurrences
+from ..events import authoring, controls, lifecycle, nudge, occurrences
 from ..events.actions import registry
 from ..events.errors import Invalid, NotFound
 from ..events.model import Definition, LogEntry, Step
 from ..events.store import definitions, log, phases, runs, steps
+from ..events.waiting import waiting
 from . import auth, schemas
 from .openapi import document
 from .operations import OPERATIONS, Answer, Body, Call, Responses, blueprint_of, operation
@@ -66,8 +67,10 @@ def get_run(call: Call) -> Body:
         limit = call.query.get("steps_limit", schemas.STEPS_PAGE)
         run_steps, more = _steps_page(steps.page_for_run(tx, run.id, after, limit + 1), limit)
         furthest = steps.last_started_seq(tx, run.id, run.current_phase)
+        head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
         return {
             "run": run.public(),
+            "waiting": waiting(run, head[0] if head else None),
             "phases": [p.public() for p in phases.list_for_run(tx, run.id)],
             "steps": [s.public() for s in run_steps],
             "steps_next_cursor": run_steps[-1].id if more else None,
@@ -105,61 +108,39 @@ def run_log(call: Call) -> Body:
     return {"entries": [e.public() for e in runtime.database().transaction(read)]}
 
 
-# ── controls ──────────────────────────────────────────────────────────────
-_RUN_CONTROLLED = _ok("the control took; the run as it now stands", schemas.RUN_CONTROL_RESPONSE)
-_STEP_CONTROLLED = _ok("the control took; the step as it now stands", schemas.STEP_CONTROL_RESPONSE)
+# ── controls: one operation per declared control ──────────────────────────
+_CONTROL_ANSWERS: dict[str, Responses] = {
+    "run": _ok("the control took; the run as it now stands", schemas.RUN_CONTROL_RESPONSE),
+    "step": _ok("the control took; the step as it now stands", schemas.STEP_CONTROL_RESPONSE),
+    "step and run": _ok("the step re-queued; resumed says whether the run is running again", schemas.RETRY_RESPONSE),
+}
+_NOTE_BODIES = {None: schemas.NO_FIELDS, "reason": schemas.REASON_BODY, "note": schemas.NOTE_BODY}
 
 
-@operation("POST", "/runs/{run_id}/pause", "Pause a starting or running run.", auth.CONTROLLERS, _RUN_CONTROLLED,
-           body=schemas.REASON_BODY)
-def pause_run(call: Call) -> Body:
-    run = controls.pause(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now, reason=call.body.get("reason"))
-    return {"ok": True, "run": run.public()}
+def _control_operation(control: controls.Control) -> None:
+    """The route, handler and OpenAPI entry of one declared control."""
+    path = "/runs/{run_id}/" + ("" if control.target is controls.Target.RUN else "steps/{step_id}/") + control.name
+
+    def press(call: Call) -> Body:
+        note = call.body.get(control.note_field) if control.note_field else None
+        answer = control.perform(runtime.database(), call.ids["run_id"], call.ids.get("step_id"), call.actor, call.now, note)
+        if control.wakes:
+            _made_work(call)
+        return answer
+
+    press.__name__ = f"{control.name}_{control.target.value}"
+    operation("POST", path, control.summary, control.roles, _CONTROL_ANSWERS[control.answer or control.target.value],
+              body=_NOTE_BODIES[control.note_field])(press)
 
 
-@operation("POST", "/runs/{run_id}/resume", "Resume a paused run.", auth.CONTROLLERS, _RUN_CONTROLLED,
-           body=schemas.NO_FIELDS)
-def resume_run(call: Call) -> Body:
-    run = controls.resume(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now)
-    _made_work(call)
-    return {"ok": True, "run": run.public()}
+for _control in controls.CONTROLS.values():
+    _control_operation(_control)
 
 
-@operation("POST", "/runs/{run_id}/cancel", "Cancel a run that is not over.", auth.CONTROLLERS, _RUN_CONTROLLED,
-           body=schemas.REASON_BODY)
-def cancel_run(call: Call) -> Body:
-    run = controls.cancel(runtime.database(), call.ids["run_id"], actor=call.actor, now=call.now, reason=call.body.get("reason"))
-    return {"ok": True, "run": run.public()}
-
-
-@operation("POST", "/runs/{run_id}/steps/{step_id}/confirm", "Confirm a parked step: done, with a note.",
-           auth.CONTROLLERS, _STEP_CONTROLLED, body=schemas.NOTE_BODY)
-def confirm_step(call: Call) -> Body:
-    step = controls.confirm(
-        runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now, note=call.body.get("note")
-    )
-    _made_work(call)
-    return {"ok": True, "step": step.public()}
-
-
-@operation("POST", "/runs/{run_id}/steps/{step_id}/skip", "Skip a pending or parked step.",
-           auth.CONTROLLERS, _STEP_CONTROLLED, body=schemas.REASON_BODY)
-def skip_step(call: Call) -> Body:
-    step = controls.skip(
-        runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now, reason=call.body.get("reason")
-    )
-    _made_work(call)
-    return {"ok": True, "step": step.public()}
-
-
-@operation("POST", "/runs/{run_id}/steps/{step_id}/retry",
-           "Re-queue the failed step a paused run is stopped at, and resume the run.", auth.CONTROLLERS,
-           _ok("the step re-queued; resumed says whether the run is running again", schemas.RETRY_RESPONSE),
-           body=schemas.NO_FIELDS)
-def retry_step(call: Call) -> Body:
-    result = controls.retry(runtime.database(), call.ids["run_id"], call.ids["step_id"], actor=call.actor, now=call.now)
-    _made_work(call)
-    return {"ok": True, "step": result.step.public(), "resumed": result.resumed, "run": result.run.public()}
+@operation("GET", "/vocabulary", "The statuses (label, mark, terminal) and the declared controls, as the console shows them.",
+           auth.STAFF, _ok("the vocabulary", schemas.VOCABULARY))
+def vocabulary(call: Call) -> Body:
+    return {**lifecycle.vocabulary(), "controls": [c.public() for c in controls.CONTROLS.values()]}
 
 
 def _made_work(call: Call) -> None:

@@ -79,7 +79,8 @@ def document(operations: Iterable[Operation]) -> dict[str, Any]:
             "title": "Event run engine",
             "version": "1",
             "description": "Live event runs: console reads, live controls, definitions and scheduling. "
-            'Errors are {"errors": ["..."]}.',
+            'Errors are {"errors": ["..."]}, with "detail" beside them when the refusal has fields'
+            " (a 403's roles_needed, a 409's run_status).",
         },
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}},
         "security": [{"bearer": []}],

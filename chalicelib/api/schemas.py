@@ -14,6 +14,7 @@ from ..events.document import DOCUMENT_SCHEMA
 from ..events.errors import Invalid
 from ..events.model import Health, OnFailure, PhaseKind, PhaseState, RunStatus, StepStatus
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
+from ..events.waiting import FOR as WAITING_FOR
 from ..schema_check import first_error, unknown_fields
 
 MAX_ID = 2**63 - 1
@@ -154,14 +155,50 @@ ACTION = _object(
     outcomes={"type": "array", "items": {"type": "string"}},
 )
 _CONTROL_NAMES = {"type": "array", "items": {"type": "string"}}
-ERRORS = _object(errors={"type": "array", "items": {"type": "string"}, "minItems": 1})
+ERRORS = {
+    **_object(errors={"type": "array", "items": {"type": "string"}, "minItems": 1}),
+    "properties": {
+        "errors": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        # What a client acts on, beside the messages: a 403's roles, a 409's statuses.
+        "detail": {
+            "type": "object",
+            "properties": {
+                "roles_needed": {"type": "array", "items": {"type": "string"}},
+                "roles_held": {"type": "array", "items": {"type": "string"}},
+                "run_status": {"type": "string", "enum": [s.value for s in RunStatus]},
+                "step_status": {"type": "string", "enum": [s.value for s in StepStatus]},
+                "step_parked": {"type": "boolean"},
+            },
+        },
+    },
+}
 
 RUN_CONTROL_RESPONSE = _object(ok={"const": True}, run=RUN)
 STEP_CONTROL_RESPONSE = _object(ok={"const": True}, step=STEP)
 RETRY_RESPONSE = _object(ok={"const": True}, step=STEP, resumed={"type": "boolean"}, run=RUN)
+_STATUS_WORD = _object(status={"type": "string"}, label={"type": "string"}, mark={"type": "string"}, terminal={"type": "boolean"})
+VOCABULARY = _object(
+    run_statuses={"type": "array", "items": _STATUS_WORD},
+    step_statuses={"type": "array", "items": _STATUS_WORD},
+    controls={"type": "array", "items": _object(
+        name={"type": "string"}, target={"type": "string", "enum": ["run", "step"]},
+        roles={"type": "array", "items": {"type": "string"}}, wakes={"type": "boolean"},
+        note_field={"type": ["string", "null"]}, label={"type": "string"}, question=_MAYBE_TEXT, done={"type": "string"},
+        tone={"type": ["string", "null"], "enum": ["danger", "primary", None]},
+    )},
+)
 RUNS_PAGE = _object(runs={"type": "array", "items": RUN}, next_cursor=_MAYBE_INT)
+WAITING = {
+    "type": ["object", "null"],
+    "required": ["for", "since"],
+    "properties": {
+        "for": {"type": "string", "enum": list(WAITING_FOR)},
+        "phase": _INT, "step_id": _INT, "signal": {"type": "string"}, "since": _MAYBE_TIME, "until": _TIME,
+    },
+}
 RUN_DETAIL = _object(
     run=RUN,
+    waiting=WAITING,
     phases={"type": "array", "items": PHASE},
     steps={"type": "array", "items": STEP},
     steps_next_cursor=_MAYBE_INT,

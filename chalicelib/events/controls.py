@@ -1,4 +1,12 @@
-"""The six live controls a person presses: pause, resume, cancel, confirm, skip, retry.
+"""The six live controls a person presses: pause, resume, cancel, confirm, skip, retry, each declared once.
+
+Each control is one `Control` in `CONTROLS`: its name, its target (a run or a
+step), the roles that may press it, its guard (the rule, as a pure function of
+the rows, and the transitions table's person rows for a run control), what it
+writes, whether it makes work for the tick, the field its note goes in and its
+label. The refusals, the `controls` offered in `GET /runs/{id}`, the route, its
+OpenAPI entry and the console's buttons (through `GET /vocabulary`) all derive
+from that one declaration.
 
 Each control is one transaction: lock the run (and the step), perform the
 guarded statement whose WHERE clause is the real guard, and append the log row
@@ -16,18 +24,31 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 from ..db import Database, Tx, must_exist
+from ..roles import CONTROLLERS
 from . import journal
 from .errors import Conflict, NotFound
-from .model import TERMINAL_RUN, Run, RunStatus, Step, StepStatus, clean_note
+from .lifecycle import TERMINAL_RUN, Who
+from .lifecycle import TRANSITIONS as _TRANSITIONS
+from .model import Run, RunStatus, Step, StepStatus, clean_note
 from .store import log, runs, steps
 
-RUN_CONTROLS = ("pause", "resume", "cancel")
-STEP_CONTROLS = ("confirm", "skip", "retry")
-PAUSABLE = (RunStatus.STARTING, RunStatus.RUNNING)
-CANCELLABLE = tuple(s for s in RunStatus if s not in TERMINAL_RUN)
+
+def _sources_of_a_persons_move(*into: RunStatus) -> tuple[RunStatus, ...]:
+    """The statuses a person's control may move a run from into `into`, as the transitions table has them."""
+    found: list[RunStatus] = []
+    for row in _TRANSITIONS:
+        if row.who is Who.PERSON and row.to in into:
+            found += [s for s in row.sources if s not in found]
+    return tuple(found)
+
+
+PAUSABLE = _sources_of_a_persons_move(RunStatus.PAUSED)
+RESUMABLE = _sources_of_a_persons_move(RunStatus.RUNNING, RunStatus.STARTING)
+CANCELLABLE = _sources_of_a_persons_move(RunStatus.CANCELLED)
 
 
 # ── the rules, as pure functions of the rows ───────────────────────────────
@@ -39,53 +60,94 @@ def _step_state(step: Step) -> str:
     return step.status.value
 
 
-def refusal(control: str, run: Run, step: Step | None = None, furthest_seq: int | None = None) -> str | None:
-    """Why `control` is not legal now, or None if it is.
+def _pause_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    return None if run.status in PAUSABLE else f"this run is {run.status.value}; only a starting or running run can be paused"
 
-    `furthest_seq` is `steps.last_started_seq` of the run's current phase (retry only).
-    """
-    status = run.status.value
-    if control == "pause":
-        return None if run.status in PAUSABLE else f"this run is {status}; only a starting or running run can be paused"
-    if control == "resume":
-        return None if run.status is RunStatus.PAUSED else f"this run is {status}, not paused"
-    if control == "cancel":
-        return None if run.status in CANCELLABLE else f"this run is already {status}"
+
+def _resume_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    return None if run.status in RESUMABLE else f"this run is {run.status.value}, not paused"
+
+
+def _cancel_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    return None if run.status in CANCELLABLE else f"this run is already {run.status.value}"
+
+
+def _confirm_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = _needed(step, "confirm")
+    return None if step.parked else f"this step is {_step_state(step)} and is not waiting on anyone"
+
+
+def _skip_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = _needed(step, "skip")
+    if run.status in TERMINAL_RUN:
+        return f"this run is {run.status.value}; its steps can no longer be skipped"
+    if step.status is not StepStatus.PENDING and not step.parked:
+        return f"this step is {_step_state(step)}; only a pending or parked step can be skipped"
+    return None
+
+
+def _retry_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = _needed(step, "retry")
+    if run.status not in RESUMABLE:
+        return f"this run is {run.status.value}; a step can only be retried while its run is paused"
+    if step.status is not StepStatus.FAILED:
+        return f"this step is {_step_state(step)}; only a failed step can be retried"
+    if step.phase != run.current_phase:
+        return f"this step is in phase {step.phase}, which the run has left (it is at phase {run.current_phase})"
+    if furthest_seq is not None and furthest_seq > step.seq:
+        return (
+            "the run is not stopped at this step: a later step of its phase has already started;"
+            " only the step a run is stopped at can be retried"
+        )
+    return None
+
+
+def _needed(step: Step | None, control: str) -> Step:
     if step is None:
         raise ValueError(f"{control} is a step control and needs a step")
-    if control == "confirm":
-        return None if step.parked else f"this step is {_step_state(step)} and is not waiting on anyone"
-    if control == "skip":
-        if run.status in TERMINAL_RUN:
-            return f"this run is {status}; its steps can no longer be skipped"
-        if step.status is not StepStatus.PENDING and not step.parked:
-            return f"this step is {_step_state(step)}; only a pending or parked step can be skipped"
-        return None
-    if control == "retry":
-        if run.status is not RunStatus.PAUSED:
-            return f"this run is {status}; a step can only be retried while its run is paused"
-        if step.status is not StepStatus.FAILED:
-            return f"this step is {_step_state(step)}; only a failed step can be retried"
-        if step.phase != run.current_phase:
-            return f"this step is in phase {step.phase}, which the run has left (it is at phase {run.current_phase})"
-        if furthest_seq is not None and furthest_seq > step.seq:
-            return (
-                "the run is not stopped at this step: a later step of its phase has already started;"
-                " only the step a run is stopped at can be retried"
-            )
-        return None
-    raise ValueError(f"unknown control {control!r}")
+    return step
 
 
-def offered(run: Run, run_steps: Iterable[Step], furthest_seq: int | None) -> dict[str, Any]:
-    """The controls legal right now, as GET /runs/{id} reports them to the console."""
-    return {
-        "run": [c for c in RUN_CONTROLS if refusal(c, run) is None],
-        "steps": {
-            str(step.id): [c for c in STEP_CONTROLS if refusal(c, run, step, furthest_seq) is None]
-            for step in run_steps
-        },
-    }
+# ── the declarations ───────────────────────────────────────────────────────
+class Target(str, Enum):
+    RUN = "run"
+    STEP = "step"
+
+
+Refusal = Callable[[Run, Step | None, int | None], str | None]
+# (database, run id, step id or None, actor, now, the note) -> the answer's body
+Perform = Callable[[Database, int, int | None, str, datetime, str | None], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Control:
+    """One live control, declared once: everything that names it derives from this."""
+
+    name: str
+    target: Target
+    roles: frozenset[str]
+    refuse: Refusal  # the guard as a pure function of the rows (the SQL guard is its statement's WHERE clause)
+    perform: Perform  # the control itself: one transaction, the guarded statement and its log row
+    writes: str  # what it changes, for the API's description
+    wakes: bool  # whether it makes work for the tick (a sleeping deployment is woken after its commit)
+    note_field: str | None  # the body field its note goes in (None: it takes none)
+    label: str  # the console's button
+    question: str | None  # what the console asks before pressing it (None: it asks nothing)
+    done: str  # what the console says once it took
+    tone: str | None = None  # "danger" or "primary": how the console draws the button
+    answer: str = ""  # what the answer carries besides ok: "run", "step", or "step and run"
+
+    @property
+    def summary(self) -> str:
+        return f"{self.label}: {self.writes}."
+
+    def public(self) -> dict[str, Any]:
+        """The declaration as GET /vocabulary gives it to the console."""
+        return {
+            "name": self.name, "target": self.target.value, "roles": sorted(self.roles), "wakes": self.wakes,
+            "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
+            "tone": self.tone,
+        }
 
 
 # ── the controls ──────────────────────────────────────────────────────────
@@ -112,9 +174,15 @@ def _locked_step(tx: Tx, run: Run, step_id: int) -> Step:
 
 def _lost(control: str, run: Run, step: Step | None = None, furthest_seq: int | None = None) -> Conflict:
     # Both rows are locked, so the rules and the statement agree; the fallback
-    # still names the status rather than guessing a reason.
+    # still names the status rather than guessing a reason. The statuses travel
+    # beside the message, for a client that acts on them.
     actual = f"the step is {_step_state(step)}" if step is not None else f"the run is {run.status.value}"
-    return Conflict(refusal(control, run, step, furthest_seq) or f"{control} did not take: {actual}")
+    return Conflict(
+        refusal(control, run, step, furthest_seq) or f"{control} did not take: {actual}",
+        run_status=run.status.value,
+        step_status=None if step is None else step.status.value,
+        step_parked=None if step is None else step.parked,
+    )
 
 
 def _resume_target(run: Run) -> RunStatus:
@@ -138,7 +206,7 @@ def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str |
 
 def _resume_locked(tx: Tx, run: Run, control: str, actor: str, now: datetime) -> bool:
     to = _resume_target(run)
-    if not runs.transition(tx, run.id, (RunStatus.PAUSED,), to, now, last_error=None):
+    if not runs.transition(tx, run.id, RESUMABLE, to, now, last_error=None):
         return False
     log.append(tx, journal.run_control(run, control, to, actor), now)
     return True
@@ -226,3 +294,71 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime)
         return Retried(step=must_exist(steps.get(tx, step.id)), run=must_exist(runs.get(tx, run.id)), resumed=resumed)
 
     return db.transaction(work)
+
+
+# ── the declarations, and what derives from them ──────────────────────────
+def _run_answer(run: Run) -> dict[str, Any]:
+    return {"ok": True, "run": run.public()}
+
+
+def _step_answer(step: Step) -> dict[str, Any]:
+    return {"ok": True, "step": step.public()}
+
+
+def _retried_answer(result: Retried) -> dict[str, Any]:
+    return {"ok": True, "step": result.step.public(), "resumed": result.resumed, "run": result.run.public()}
+
+
+CONTROLS: dict[str, Control] = {c.name: c for c in (
+    Control("pause", Target.RUN, CONTROLLERS, _pause_refusal,
+            lambda db, run, _, actor, now, note: _run_answer(pause(db, run, actor=actor, now=now, reason=note)),
+            "a starting or running run is paused; its run lease is cleared, so a working tick stops at its next re-read",
+            wakes=False, note_field="reason", label="Pause run", question="Pause this run?", done="Paused"),
+    Control("resume", Target.RUN, CONTROLLERS, _resume_refusal,
+            lambda db, run, _, actor, now, note: _run_answer(resume(db, run, actor=actor, now=now)),
+            "a paused run is running again (starting, if it never had a phase); its last error is cleared, its health kept",
+            wakes=True, note_field=None, label="Resume run", question=None, done="Resumed"),
+    Control("cancel", Target.RUN, CONTROLLERS, _cancel_refusal,
+            lambda db, run, _, actor, now, note: _run_answer(cancel(db, run, actor=actor, now=now, reason=note)),
+            "a run that is not over is cancelled; its pending and parked steps are cancelled, a step in flight is left"
+            " to its answer", wakes=False, note_field="reason", label="Cancel run",
+            question="Cancel this run? It cannot be undone.", done="Cancelled", tone="danger"),
+    Control("confirm", Target.STEP, CONTROLLERS, _confirm_refusal,
+            lambda db, run, step, actor, now, note: _step_answer(confirm(db, run, must_exist(step), actor=actor, now=now,
+                                                                         note=note)),
+            "a parked step is done, with the person's note", wakes=True, note_field="note", label="Confirm",
+            question="Confirm this step is done?", done="Confirmed", tone="primary", answer="step"),
+    Control("skip", Target.STEP, CONTROLLERS, _skip_refusal,
+            lambda db, run, step, actor, now, note: _step_answer(skip(db, run, must_exist(step), actor=actor, now=now,
+                                                                      reason=note)),
+            "a pending or parked step of a run that is not over is skipped", wakes=True, note_field="reason",
+            label="Skip", question="Skip this step?", done="Skipped", answer="step"),
+    Control("retry", Target.STEP, CONTROLLERS, _retry_refusal,
+            lambda db, run, step, actor, now, note: _retried_answer(retry(db, run, must_exist(step), actor=actor, now=now)),
+            "the failed step a paused run is stopped at is re-queued, and the run resumed", wakes=True, note_field=None,
+            label="Retry", question=None, done="Re-queued", answer="step and run"),
+)}
+RUN_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.RUN)
+STEP_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.STEP)
+
+
+def refusal(control: str, run: Run, step: Step | None = None, furthest_seq: int | None = None) -> str | None:
+    """Why `control` is not legal now, or None if it is.
+
+    `furthest_seq` is `steps.last_started_seq` of the run's current phase (retry only).
+    """
+    declared = CONTROLS.get(control)
+    if declared is None:
+        raise ValueError(f"unknown control {control!r}")
+    return declared.refuse(run, step, furthest_seq)
+
+
+def offered(run: Run, run_steps: Iterable[Step], furthest_seq: int | None) -> dict[str, Any]:
+    """The controls legal right now, as GET /runs/{id} reports them to the console."""
+    return {
+        "run": [c for c in RUN_CONTROLS if refusal(c, run) is None],
+        "steps": {
+            str(step.id): [c for c in STEP_CONTROLS if refusal(c, run, step, furthest_seq) is None]
+            for step in run_steps
+        },
+    }

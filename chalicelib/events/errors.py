@@ -1,37 +1,34 @@
-"""Every exception the engine raises on purpose, in one tree; none knows about HTTP.
+"""The engine's exceptions, on top of the base layer's (`chalicelib.errors`); none knows about HTTP.
 
+    chalicelib.errors.EngineError   a refusal meant for the caller (the base tree: Unauthorized,
+     │                              Forbidden, AuthUnavailable, SecretUnreadable, SchemaBehind)
+     ├── Invalid                    the input breaks a rule (also a ValueError)
+     ├── NotFound                   no such definition, run or step
+     └── Conflict                   the guarded change did not take: the row is not in a state it allows
+                                    (detail: run_status, and step_status / step_parked for a step's control)
+    ValueError
+     ├── InvalidCron                a schedule that is not standard five-field cron, or an unknown time zone
+     └── UnreadableDocument         a stored document the runner cannot walk
     Exception
-     ├── EngineError             a request the engine refuses; `messages` lists every problem found
-     │    ├── Invalid            the input breaks a rule (also a ValueError)
-     │    ├── NotFound           no such definition, run or step
-     │    ├── Conflict           the guarded change did not take: the row is not in a state it allows
-     │    ├── Unauthorized       no token, or one that does not verify
-     │    ├── Forbidden          a valid token without a role the operation needs
-     │    ├── AuthUnavailable    tokens cannot be checked (not configured, or the key set is unreachable)
-     │    ├── SecretUnreadable   a secret the engine needs cannot be read (missing, not permitted, unreachable, malformed)
-     │    └── SchemaBehind       the database lacks a migration this code ships (an upgrade not migrated yet)
-     ├── ConfigError             a setting is missing or out of range (also a ValueError)
-     ├── InvalidCron             a schedule that is not standard five-field cron, or an unknown time zone (also a ValueError)
-     ├── UnreadableDocument      a stored document the runner cannot walk (also a ValueError)
-     ├── ChannelError            a notification post failed; the step is retried with the same key
-     └── OutboundError           an outbound call got no complete answer; the peer may or may not have acted
-          ├── DeadlineExceeded   the overall deadline passed before the whole answer arrived
-          └── ConnectionFailed   unreachable, hung up, or answered something that is not HTTP/1.1
+     └── ChannelError               a notification post failed; the step is retried with the same key
 
-The HTTP status of each lives in `chalicelib.api.errors` alone. Plain ValueErrors
-raised by the store are programming errors (a caller broke a precondition), not
-answers to a client, and stay ValueErrors.
+The base layer's classes are re-exported here for the engine's own modules.
+Plain ValueErrors raised by the store are programming errors (a caller broke a
+precondition), not answers to a client, and stay ValueErrors.
 """
 
 from __future__ import annotations
 
-
-class EngineError(Exception):
-    """A refusal meant for the caller; one message per problem."""
-
-    def __init__(self, *messages: str):
-        super().__init__("; ".join(messages))
-        self.messages = list(messages)
+from ..errors import AuthUnavailable as AuthUnavailable
+from ..errors import ConfigError as ConfigError
+from ..errors import ConnectionFailed as ConnectionFailed
+from ..errors import DeadlineExceeded as DeadlineExceeded
+from ..errors import EngineError as EngineError
+from ..errors import Forbidden as Forbidden
+from ..errors import OutboundError as OutboundError
+from ..errors import SchemaBehind as SchemaBehind
+from ..errors import SecretUnreadable as SecretUnreadable
+from ..errors import Unauthorized as Unauthorized
 
 
 class Invalid(EngineError, ValueError):
@@ -43,31 +40,15 @@ class NotFound(EngineError):
 
 
 class Conflict(EngineError):
-    pass
+    """`run_status` (and for a step's control `step_status`, `step_parked`) travel beside the message."""
 
-
-class Unauthorized(EngineError):
-    pass
-
-
-class Forbidden(EngineError):
-    pass
-
-
-class AuthUnavailable(EngineError):
-    pass
-
-
-class SecretUnreadable(EngineError):
-    pass
-
-
-class SchemaBehind(EngineError):
-    pass
-
-
-class ConfigError(ValueError):
-    pass
+    def __init__(self, message: str, *, run_status: str, step_status: str | None = None, step_parked: bool | None = None):
+        detail: dict[str, str | bool] = {"run_status": run_status}
+        if step_status is not None:
+            detail["step_status"] = step_status
+        if step_parked is not None:
+            detail["step_parked"] = step_parked
+        super().__init__(message, detail=detail)
 
 
 class InvalidCron(ValueError):
@@ -79,16 +60,4 @@ class UnreadableDocument(ValueError):
 
 
 class ChannelError(Exception):
-    pass
-
-
-class OutboundError(Exception):
-    pass
-
-
-class DeadlineExceeded(OutboundError):
-    pass
-
-
-class ConnectionFailed(OutboundError):
     pass

@@ -71,7 +71,8 @@ def schedule_run(
         if run.status.terminal:
             raise Conflict(
                 f"the run of this occurrence (run {run.id}) is {run.status.value} and will not run again;"
-                " a run at another time is a new occurrence"
+                " a run at another time is a new occurrence",
+                run_status=run.status.value,
             )
         return run, created
 

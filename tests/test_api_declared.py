@@ -1,0 +1,68 @@
+"""Controls declared once, errors with fields, the vocabulary and `waiting`: what the API derives, over HTTP."""
+
+from chalicelib.api.handlers import OPERATIONS
+from chalicelib.events import controls, lifecycle
+from chalicelib.events.model import RunStatus, StepStatus
+from tests.support.api import ADMIN, GM, MODERATOR
+from tests.support.factory import make_run
+from tests.support.scenes import put_step_in, run_with_steps, set_step, snapshot
+
+
+def test_every_declared_control_is_a_route_with_its_roles_body_and_summary():
+    declared = {
+        ("POST", "/runs/{run_id}/" + ("" if c.target is controls.Target.RUN else "steps/{step_id}/") + c.name): c
+        for c in controls.CONTROLS.values()
+    }
+    routed = {(op.method, op.path): op for op in OPERATIONS if (op.method, op.path) in declared}
+    assert routed.keys() == declared.keys()
+    for key, op in routed.items():
+        control = declared[key]
+        assert op.roles == control.roles and op.summary == control.summary
+        assert set(op.body["properties"]) == ({control.note_field} if control.note_field else set())
+
+
+def test_the_vocabulary_is_the_lifecycles_statuses_and_the_declared_controls(api):
+    answer = api.get("/vocabulary", auth=GM)
+    assert answer.status == 200
+    assert [s["status"] for s in answer.body["run_statuses"]] == [s.value for s in RunStatus]
+    assert [s["status"] for s in answer.body["step_statuses"]] == [s.value for s in StepStatus]
+    terminal = {s["status"] for s in answer.body["run_statuses"] if s["terminal"]}
+    assert terminal == {s.value for s in lifecycle.TERMINAL_RUN}
+    assert [c["name"] for c in answer.body["controls"]] == list(controls.CONTROLS)
+    assert answer.body["controls"][2] == {
+        "name": "cancel", "target": "run", "roles": ["admin", "moderator"], "wakes": False, "note_field": "reason",
+        "label": "Cancel run", "question": "Cancel this run? It cannot be undone.", "done": "Cancelled", "tone": "danger",
+    }
+
+
+def test_a_403_names_the_roles_that_would_do_beside_the_message(api, db, clock):
+    run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
+    before = snapshot(db, run.id)
+    answer = api.post(f"/runs/{run.id}/pause", {}, auth=GM)
+    assert answer.status == 403
+    assert answer.body["detail"] == {"roles_needed": ["admin", "moderator"], "roles_held": ["gm"]}
+    assert snapshot(db, run.id) == before
+
+
+def test_a_lost_step_control_is_409_with_the_run_and_step_status_beside_the_message(api, db, clock):
+    run, (spawn, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    put_step_in(db, spawn, "leased", clock.now())
+    before = snapshot(db, run.id)
+    answer = api.post(f"/runs/{run.id}/steps/{spawn.id}/confirm", {}, auth=MODERATOR)
+    assert answer.status == 409
+    assert answer.body["errors"] == ["this step is running under a live lease and is not waiting on anyone"]
+    assert answer.body["detail"] == {"run_status": "running", "step_status": "running", "step_parked": False}
+    assert snapshot(db, run.id) == before
+
+
+def test_waiting_is_a_parked_cue_a_pause_or_nothing(api, db, clock):
+    run, (cue, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] is None
+    put_step_in(db, cue, "parked", clock.now())
+    parked = set_step(db, cue, started_at=clock.now())
+    assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] == {
+        "for": "cue", "phase": 1, "step_id": cue.id, "since": parked.public()["started_at"]}
+    paused = api.post(f"/runs/{run.id}/pause", {}, auth=ADMIN).body["run"]
+    assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] == {"for": "resume", "phase": 1, "since": paused["updated_at"]}
+    api.post(f"/runs/{run.id}/cancel", {}, auth=ADMIN)
+    assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] is None
