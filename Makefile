@@ -24,7 +24,7 @@ $(STAMP): requirements.txt requirements-dev-loop.txt requirements-dev.txt | $(BI
 
 $(LOOP): requirements.txt requirements-dev-loop.txt | $(BIN)/python
 	@echo "installing the engine's requirements and chalice into $(VENV) (requirements-dev-loop.txt)" >&2
-	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev-loop.txt >&2
+	@$(BIN)/pip install -qq --disable-pip-version-check -r requirements-dev-loop.txt >&2
 	@rm -f $(VENV)/.dev-loop-* && touch $@
 
 # The console's browser tests drive Debian's Chromium through its own driver (nothing is downloaded).
