@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from chalicelib.__main__ import answered
 from chalicelib.api.auth import ADMIN, ROLES
@@ -34,8 +35,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return run_dev(args.demo)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A wrong argument is one line (the usage is a --help away), exit 2 as argparse's."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m devtools", description="Event run engine development commands")
+    parser = OneLineParser(prog="python -m devtools", description="Event run engine development commands")
     sub = parser.add_subparsers(dest="command", required=True)
     token = sub.add_parser("token", help="print a development token (only the token), signed with EVENTS_JWT_SECRET:"
                            " the dev stage's settings in .chalice/config.json unless the environment sets them")

@@ -205,3 +205,23 @@ def test_the_readme_and_definitions_examples_run_as_written_in_order_against_mak
         dev.said(r"^run 1 · .*completed$", 30)
     finally:
         assert dev.stop() == 0, "".join(dev.output)
+
+
+@pytest.mark.parametrize("change, code, line", [
+    ({"EVENT_TICK_SECONDS": "0"}, 2, r"configuration error: EVENT_TICK_SECONDS must be from 1 to 60, got 0"),
+    ({"EVENTS_DB_URL": "mysql://root@127.0.0.1:{closed}/events"}, 3,
+     r"database unavailable: can't connect to the database at 127\.0\.0\.1:\d+ \(.*\)"),
+    ({"args": ["--demo", "bogus"]}, 2, r"python -m devtools dev: argument --demo: invalid choice: 'bogus' .*"),
+])
+def test_a_start_up_failure_is_one_line_and_its_exit_code_and_leaves_no_listener(db_params, change, code, line):
+    dev = Dev(db_params)
+    args = change.pop("args", [])
+    dev.env.update({k: v.format(closed=_free_port()) for k, v in change.items()})
+    done = subprocess.run([sys.executable, "-m", "devtools", "dev", *args], env=dev.env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == code and done.stdout == "", done
+    assert re.fullmatch(line + "\n", done.stderr), done.stderr
+    for port in (dev.api_port, dev.bridge_port):
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT, still refused beside a listener
+            s.bind(("127.0.0.1", port))  # nothing left listening
