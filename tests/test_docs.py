@@ -28,7 +28,7 @@ def links(path: Path) -> list[str]:
 
 def code(path: Path) -> str:
     text = path.read_text()
-    return "\n".join([*FENCE.findall(text), *CODE_SPAN.findall(FENCE.sub("", text))])
+    return "\n\0".join([*FENCE.findall(text), *CODE_SPAN.findall(FENCE.sub("", text))])  # \0: no match across spans
 
 
 def makefile_targets() -> set[str]:
