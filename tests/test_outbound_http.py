@@ -196,13 +196,15 @@ def test_an_answer_that_arrived_while_the_caller_was_paused_past_its_deadline_is
 
 # Each read and write gets only what is left of the deadline (issue 23, item 7). The socket's own
 # timeout, set once, would let a call that starts late run a whole timeout past the deadline: these
-# peers make progress until half the deadline, then go silent.
+# peers make progress until three quarters of the deadline, then go silent.
 LONG_DEADLINE = 2.0
+SILENT_FROM = LONG_DEADLINE * 0.75  # a timeout kept from the start would end at 1.75 deadlines
+CUT_BY = LONG_DEADLINE * 1.3
 
 
-def test_a_peer_that_stops_reading_the_request_halfway_is_cut_at_the_deadline():
+def test_a_peer_that_stops_reading_the_request_partway_is_cut_at_the_deadline():
     def read_a_while_then_stop(connection):
-        time.sleep(LONG_DEADLINE / 2)
+        time.sleep(SILENT_FROM)
         taken = 0
         while taken < 8 * 1024 * 1024:  # the sender wakes and sends on, into a stale timeout if it kept one
             taken += len(connection.recv(1024 * 1024))
@@ -217,12 +219,12 @@ def test_a_peer_that_stops_reading_the_request_halfway_is_cut_at_the_deadline():
         took = time.monotonic() - started
     finally:
         peer.close()
-    assert took < LONG_DEADLINE * 1.25
+    assert took < CUT_BY
 
 
-def test_a_peer_that_starts_its_answer_halfway_and_goes_silent_is_cut_at_the_deadline():
+def test_a_peer_that_starts_its_answer_late_and_goes_silent_is_cut_at_the_deadline():
     def start_then_stall(connection):
-        time.sleep(LONG_DEADLINE / 2)
+        time.sleep(SILENT_FROM)
         connection.sendall(b"H")
         time.sleep(LONG_DEADLINE * 2)
 
@@ -234,4 +236,4 @@ def test_a_peer_that_starts_its_answer_halfway_and_goes_silent_is_cut_at_the_dea
         took = time.monotonic() - started
     finally:
         peer.close()
-    assert took < LONG_DEADLINE * 1.25
+    assert took < CUT_BY
