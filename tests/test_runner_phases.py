@@ -166,3 +166,55 @@ def test_a_held_phase_is_never_left_even_by_a_worker_that_did_not_see_it_held(db
         tx, run.id, 1, RunStatus.RUNNING, RunStatus.RUNNING, clock.now(), next_phase=2))
     assert run_row(db, run.id).current_phase == 1
     assert [p.state for p in _phases(db, run.id)] == [PhaseState.HELD, PhaseState.NOT_STARTED]
+
+
+def test_no_phase_number_is_computed_anywhere():
+    """A phase's number is its place in the programme's walk (`document.programme_of`), read from there or
+    from its row: nothing adds to or subtracts from a phase number (the old `len(phases) + 1`,
+    `current_phase + 1` and `phases.length + 1` named the ending three ways in three languages)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "chalicelib"
+    arithmetic = re.compile(r"(phase\w*|phases\)|phases\.length|\bnumber)\s*[-+]\s*1\b")
+    # 0021 moves runs that went into ending under the old rule onto the new one, once; 0023 numbers
+    # the ending of runs started before phase rows existed by that rule, once.
+    exempt = {root / "migrations" / name for name in ("0021.event-runs-ending-phase.sql",
+                                                       "0023.event-run-phases-backfill-ending.sql")}
+    found = [f"{path.relative_to(root)}:{n}: {line.strip()}"
+             for path in sorted(root.rglob("*")) if path.suffix in (".py", ".js", ".sql") and path not in exempt
+             for n, line in enumerate(path.read_text().splitlines(), 1) if arithmetic.search(line)]
+    assert found == []
+
+
+def test_runs_started_before_phase_rows_existed_get_them_from_their_documents(db, clock, runner, game_bridge):
+    """Migrations 0022 and 0023, run over runs whose rows are gone, write the rows the runner would have
+    (numbers, kinds, names and states; their times are not known, so they are the run's start)."""
+    from pathlib import Path
+
+    from chalicelib.events.store import steps
+
+    cue = [step("core.cue", instruction="Wait for the lanterns")]
+    walking = schedule(db, clock.now(), _doc([step("core.announce", message="a")], cue,
+                                              ending=[step("core.announce", message="bye")], names=["", "Walk"]))
+    done = schedule(db, clock.now(), _doc([step("core.announce", message="a")], ending=[step("core.announce", message="b")]))
+    ending = schedule(db, clock.now(), _doc([step("core.announce", message="a")], ending=[step("core.wait", seconds=60),
+                                                                                         step("core.announce", message="b")]))
+    never = schedule(db, clock.now() + timedelta(hours=1), _doc([step("core.announce", message="a")]))
+    tick(runner)
+    assert [run_row(db, r.id).status for r in (walking, done, ending, never)] == [
+        RunStatus.RUNNING, RunStatus.COMPLETED, RunStatus.ENDING, RunStatus.SCHEDULED]
+    assert db.autocommit(lambda tx: steps.list_for_run(tx, walking.id))[-1].parked
+
+    def shapes():
+        return {r.id: [(p.number, p.kind, p.name, p.state) for p in _phases(db, r.id)] for r in (walking, done, ending, never)}
+
+    written = shapes()
+    assert written[walking.id][1] == (2, PhaseKind.MAIN, "Walk", PhaseState.OPEN)
+    db.autocommit(lambda tx: tx.execute("DELETE FROM event_run_phases"))
+    migrations = Path(__file__).resolve().parents[1] / "chalicelib" / "migrations"
+    for name in ("0022.event-run-phases-backfill.sql", "0023.event-run-phases-backfill-ending.sql"):
+        sql = "\n".join(line for line in (migrations / name).read_text().splitlines() if not line.startswith("--"))
+        db.autocommit(lambda tx, sql=sql: tx.execute(sql))
+    assert shapes() == written
+    assert all(p.opened_at in (None, clock.now()) for r in (walking, done, ending) for p in _phases(db, r.id))
