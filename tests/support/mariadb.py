@@ -56,8 +56,9 @@ def _ensure_binaries() -> None:
 class PrivateMariaDB:
     """A mariadbd of our own: a data folder, a port, and a process we may kill."""
 
-    def __init__(self, home: Path, port: int | None = None):
+    def __init__(self, home: Path, port: int | None = None, options: tuple[str, ...] = ()):
         self.home = Path(home)
+        self.options = options  # more mariadbd options (the TLS test's certificates)
         self.datadir = self.home / "data"
         self.port_file = self.home / "port"
         self.pid_file = self.home / "mariadbd.pid"
@@ -90,7 +91,7 @@ class PrivateMariaDB:
             daemon, "--no-defaults", f"--datadir={self.datadir}", f"--port={self.port}",
             "--bind-address=127.0.0.1", f"--socket={self.home / 'mariadbd.sock'}",
             f"--pid-file={self.pid_file}", f"--log-error={self.home / 'error.log'}",
-            "--skip-name-resolve", "--innodb-buffer-pool-size=256M", "--max-connections=500",
+            "--skip-name-resolve", "--innodb-buffer-pool-size=256M", "--max-connections=500", *self.options,
         ]
         if os.geteuid() == 0:
             command.append("--user=root")
