@@ -19,7 +19,7 @@ from .db import RDS_CA_BUNDLE, ConnectionParams, Database, tls_for
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
-def _yoyo_url(params: ConnectionParams, tls_ca: str | None) -> str:
+def _yoyo_url(params: ConnectionParams, tls_ca: str | None = None) -> str:
     """yoyo's URL; its query goes to PyMySQL as keywords: verify against `tls_ca` (and the host's name),
     or no TLS at all without one (yoyo's own `ssl` options cannot check a host name)."""
     auth = quote(params.user, safe="") + (f":{quote(params.password, safe='')}" if params.password else "")

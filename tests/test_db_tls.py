@@ -20,7 +20,7 @@ from cryptography.x509.oid import NameOID
 
 from chalicelib import runtime
 from chalicelib.config import Settings
-from chalicelib.db import RDS_CA_BUNDLE, ConnectionParams, Database, tls_context, tls_for
+from chalicelib.db import RDS_CA_BUNDLE, ConnectionParams, Database, must_exist, tls_context, tls_for
 from chalicelib.events.errors import ConfigError
 from tests.support.mariadb import PrivateMariaDB
 
@@ -90,7 +90,7 @@ def tls_server(tmp_path_factory):
 
 
 def _cipher(db: Database) -> str:
-    return db.autocommit(lambda tx: tx.one("SHOW SESSION STATUS LIKE 'Ssl_cipher'"))["Value"]
+    return must_exist(db.autocommit(lambda tx: tx.one("SHOW SESSION STATUS LIKE 'Ssl_cipher'")))["Value"]
 
 
 def test_verify_connects_to_a_server_whose_certificate_comes_from_the_ca_and_names_the_host(tls_server):
