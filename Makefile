@@ -35,12 +35,23 @@ $(BROWSER):
 	@echo "chromium or chromium-driver is missing; installing them (needs root)"
 	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
 
+# The template scanner (checkov, tests/test_infra_scan.py) lives in a venv of its own: it pins boto3, botocore,
+# networkx and packaging older than moto, chalice and cfn-lint need (infra/scan.py).
+SCAN_STAMP := .venv-scan/.installed-$(shell cat requirements-scan.txt | cksum | cut -d' ' -f1)
+
+$(SCAN_STAMP): requirements-scan.txt
+	$(PYTHON) -m venv .venv-scan
+	.venv-scan/bin/pip install -q -r requirements-scan.txt
+	@rm -f .venv-scan/.installed-* && touch $@
+
+scan-env: $(SCAN_STAMP)
+
 # Lint and types first: a finding fails the build before any test runs.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint | $(BROWSER)
+test: lint | $(BROWSER) $(SCAN_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Every guard mutation on a scratch copy, one at a time (slow: not part of `make test`).
@@ -92,4 +103,4 @@ db-url: $(STAMP)
 
 clean:
 	-$(BIN)/python -m tests.support.mariadb stop
-	rm -rf $(VENV) .local .pytest_cache
+	rm -rf $(VENV) .venv-scan .local .pytest_cache

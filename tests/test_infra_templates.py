@@ -164,6 +164,9 @@ def test_every_function_runs_in_the_private_dual_stack_subnets(app, function):
     assert {"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface"} <= {
         a for statement in network for a in actions(statement)}
     assert not any(a.startswith("logs:") for statement in network for a in actions(statement))
+    for statement in network:  # only the Describe calls, which take no resource, on "*"
+        if statement["Resource"] == "*":
+            assert all(a.startswith("ec2:Describe") for a in actions(statement)), statement
 
 
 @pytest.mark.parametrize("function, log_group", [("APIHandler", "ApiLogGroup"), ("Tick", "TickLogGroup"), ("Migrate", "MigrateLogGroup")])
