@@ -350,3 +350,19 @@ def test_every_aws_client_of_sleep_and_wake_has_a_deadline(aws):
         assert (config.connect_timeout, config.read_timeout) == (nudge.CONNECT_SECONDS, nudge.READ_SECONDS)
         assert config.retries == {"mode": "standard", "total_max_attempts": nudge.ATTEMPTS}
     assert nudge.AWS_CALL_SECONDS <= 15  # a call inside the 29 s of an API request, with room to answer
+
+
+def test_work_whose_nudge_failed_while_the_rule_went_off_keeps_the_engine_awake(awake, clock, aws):
+    """Work created while the tick turns its rule off, whose nudge then fails (the row back to asleep):
+    the row moved and came back, so the tick must not settle into a sleep that strands that work."""
+
+    def unreachable(arn):
+        raise ConnectionError("the Lambda API did not answer")
+
+    def work_arrives():
+        now = clock.now()
+        schedule(awake, now, HELLO)
+        assert not nudge.after_work_created(awake, SETTINGS, now, invoke=unreachable)
+
+    assert not Sleeper(awake, _Interleaved(aws, "rule_off", after=work_arrives), HORIZON).try_sleep(clock.now())
+    assert row(awake).state == "awake" and rule_state(aws) == "ENABLED"

@@ -10,22 +10,29 @@ violation, journaled. Real processes, one real database.
 
 import json
 import multiprocessing
+import random
 import time
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
 from chalicelib.events import nudge
+from chalicelib.events.runner import sleep as sleep_module
 from chalicelib.events.runner.sleep import Sleeper
 from chalicelib.events.store import engine_state, runs
+from tests.support import aws_world
 from tests.support.factory import document, make_definition
 from tests.support.runner_kit import step
+from tests.support.torture import sized
 
 HORIZON = timedelta(minutes=15)
 SECONDS = 8
 NOTICE_SECONDS = 2.0  # a nudge left unsent this long is a violation, not a busy machine's pause
 SETTINGS = Settings(sleep=True, tick_rule_name="r", tick_function_arn="arn:aws:lambda:eu-west-1:1:function:r", wake_role_arn="x")
+SETTINGS_AWS = Settings(sleep=True, tick_rule_name=aws_world.RULE, tick_function_arn=aws_world.FUNCTION,
+                        wake_role_arn=aws_world.ROLE)
 
 
 class Switches:
@@ -151,3 +158,99 @@ def test_work_created_while_the_rule_goes_off_turns_it_back_on(db):
     assert not Sleeper(db, switches, HORIZON).try_sleep(DatabaseClock(db).now())
     assert nudged == [True] and switches.ons == 1  # the rule is back on, whoever's invocation comes first
     assert db.autocommit(engine_state.state) == "awake"
+
+
+# ── a tick going to sleep and a woken tick, real processes, real AWS calls (moto) ──
+
+EPISODES = sized(200, 2_000)
+JITTER = {"sleeping": 0.004, "woken": 0.030, "creating": 0.030}  # seconds: every point of the sleep is met
+WOKEN_SOURCES = (sleep_module.WAKE_SOURCE, sleep_module.BACKSTOP_SOURCE, sleep_module.NUDGE_SOURCE,
+                 sleep_module.RULE_SOURCE)
+
+
+def episode_side(role, url, barrier, nudged, episodes, seed, definition_id, journal):
+    """One process of the race: at each episode's start, after a random pause, it does its one move."""
+    random.seed(seed)
+    db = Database(url)
+    clock = DatabaseClock(db)
+    sleeper = sleep_module.Sleeper(db, sleep_module.aws_switches(aws_world.RULE, aws_world.FUNCTION, aws_world.ROLE),
+                                   HORIZON)
+    moves = Counter()
+    for _ in range(episodes):
+        barrier.wait(60)
+        time.sleep(random.random() * JITTER[role])
+        if role == "sleeping":
+            moves["slept" if sleeper.try_sleep(clock.now()) else "stayed up"] += 1
+        elif role == "woken":  # a stale wake-up, backstop, nudge or minute-rule invocation starting
+            moves["woke it" if sleeper.started(clock.now(), random.choice(WOKEN_SOURCES)) else "found it awake"] += 1
+        elif random.random() < 0.5:  # creating: a run due now, then the API's nudge
+            now = clock.now()
+            db.transaction(lambda tx, now=now: runs.insert_occurrence(
+                tx, definition_id=definition_id, definition_version=1, scheduled_for=now, grace_seconds=300, now=now))
+            moves["nudged" if nudge.after_work_created(db, SETTINGS_AWS, now, invoke=lambda arn: nudged.set()) else "created"] += 1
+        barrier.wait(60)
+    Path(journal).write_text(json.dumps(moves))
+
+
+def test_a_sleeping_and_a_woken_tick_never_leave_the_engine_asleep_without_a_wake_up(db, db_params, tmp_path):
+    """Issue 21: whatever the interleaving of a tick going to sleep, a tick woken meanwhile (by a wake-up,
+    a backstop, a nudge or the rule's last firing) and work created with its nudge, the engine ends
+    awake with its rule on, or asleep with its rule off behind the wake-up and backstop of its sleep,
+    and never asleep with work due. Real processes, one database, one moto server for the AWS calls."""
+    definition = make_definition(db, DatabaseClock(db).now(), document([[step("core.announce", message="hi")]]))
+    with aws_world.moto_server():
+        deployment = aws_world.Deployment.here()
+        context = multiprocessing.get_context("spawn")
+        barrier, nudged = context.Barrier(4), context.Event()
+        sides = [context.Process(target=episode_side, args=(
+            role, db_params.url(), barrier, nudged, EPISODES, seed, definition.id, str(tmp_path / f"{role}.json")))
+            for seed, role in enumerate(("sleeping", "woken", "creating"))]
+        for process in sides:
+            process.start()
+        ends, violations = Counter(), []
+        try:
+            for episode in range(EPISODES):
+                db.autocommit(lambda tx: tx.execute(
+                    "UPDATE event_runs SET status = 'completed', wake_at = NULL, finished_at = UTC_TIMESTAMP(6)"
+                    " WHERE wake_at IS NOT NULL"))
+                db.autocommit(lambda tx: tx.execute(
+                    "UPDATE event_engine_state SET state = 'awake', sleeps_until = NULL, epoch = epoch + 1"))
+                deployment.reset()
+                nudged.clear()
+                barrier.wait(60)  # go
+                barrier.wait(60)  # every side made its move
+                if nudged.is_set():  # the nudged invocation starts
+                    sleep_module.Sleeper(db, sleep_module.aws_switches(
+                        aws_world.RULE, aws_world.FUNCTION, aws_world.ROLE), HORIZON).started(
+                        DatabaseClock(db).now(), sleep_module.NUDGE_SOURCE)
+                end = _judge(db, deployment)
+                ends[end] += 1
+                if end.startswith("VIOLATION"):
+                    violations.append((episode, end))
+        finally:
+            barrier.abort()
+            for process in sides:
+                process.join(30)
+    moves = {role: json.loads((tmp_path / f"{role}.json").read_text()) for role in ("sleeping", "woken", "creating")}
+    print(f"\nsleep and wake race, {EPISODES} episodes: ends {dict(ends)}; moves {moves}")
+    assert violations == [], violations[:5]
+    assert all(process.exitcode == 0 for process in sides)
+    assert moves["sleeping"].get("slept", 0) > EPISODES / 10 and moves["woken"].get("woke it", 0) > EPISODES / 20
+    assert ends["asleep behind its wake-ups"] > 0 and ends["awake, rule on"] > 0
+
+
+def _judge(db, deployment) -> str:
+    seen = db.autocommit(engine_state.read)
+    rule, standing = deployment.rule(), deployment.schedule_names()
+    now = DatabaseClock(db).now()
+    due = _work_due(db, now)
+    if seen.state == "awake":
+        return "awake, rule on" if rule == "ENABLED" else f"VIOLATION: awake with the rule off ({seen})"
+    if seen.state == "waking":
+        return f"VIOLATION: waking after its nudge was delivered ({seen})"
+    wake_ups = {f"{aws_world.RULE}-wake-{seen.wake_ups}", f"{aws_world.RULE}-backstop-{seen.wake_ups}"}
+    if not wake_ups <= set(standing):
+        return f"VIOLATION: asleep without its wake-ups ({seen}, rule {rule}, {sorted(standing)})"
+    if due:
+        return f"VIOLATION: asleep with {due} run(s) due ({seen}, rule {rule})"
+    return "asleep behind its wake-ups" if rule == "DISABLED" else "asleep behind its wake-ups, rule still on"
