@@ -164,3 +164,14 @@ def test_the_base_layer_does_not_reach_up_into_the_engine():
         for path in BASE_LAYER
     }
     assert {p: found for p, found in reaching.items() if found} == {}
+
+
+def test_the_console_keeps_no_status_list_of_its_own():
+    """Statuses, their words and marks, and the controls come from GET /vocabulary: a console file names a
+    status at most once (a comparison), never a list of them."""
+    from chalicelib.events.lifecycle import RunStatus, StepStatus
+
+    quoted = re.compile(r"""['"`](""" + "|".join(sorted({s.value for s in (*RunStatus, *StepStatus)})) + r""")['"`]""")
+    static = ROOT / "chalicelib" / "console" / "static"
+    named = {path.name: quoted.findall(path.read_text()) for path in sorted(static.glob("*.js")) + sorted(static.glob("*.html"))}
+    assert {name: found for name, found in named.items() if len(found) > 1} == {}

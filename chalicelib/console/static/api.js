@@ -6,10 +6,12 @@
 // carrying the server's own messages, for the view to explain.
 
 export class ApiError extends Error {
-  constructor(status, messages) {
+  // `detail`: the fields the API answers beside the messages (a 403's roles_needed, a 409's run_status).
+  constructor(status, messages, detail = {}) {
     super(messages.join(' '));
     this.status = status;
     this.messages = messages;
+    this.detail = detail;
   }
 }
 
@@ -35,9 +37,10 @@ function retryAfter(response) {
 async function errorsOf(response) {
   try {
     const body = await response.json();
-    if (Array.isArray(body?.errors) && body.errors.length) return body.errors.map(String);
+    const detail = body?.detail && typeof body.detail === 'object' ? body.detail : {};
+    if (Array.isArray(body?.errors) && body.errors.length) return { messages: body.errors.map(String), detail };
   } catch { /* not JSON: fall through to the status */ }
-  return [`the server answered ${response.status}`];
+  return { messages: [`the server answered ${response.status}`], detail: {} };
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -57,11 +60,12 @@ export async function call(method, path, body) {
     if (response && response.status !== 503) {
       hooks.retrying(null);
       if (response.ok) return response.status === 204 ? null : response.json();
-      const error = new ApiError(response.status, await errorsOf(response));
+      const { messages, detail } = await errorsOf(response);
+      const error = new ApiError(response.status, messages, detail);
       if (response.status === 401) hooks.unauthorized(error);
       throw error;
     }
-    const messages = response ? await errorsOf(response) : ['the API did not answer'];
+    const messages = response ? (await errorsOf(response)).messages : ['the API did not answer'];
     if (attempt >= MAX_ATTEMPTS) {
       hooks.retrying(null);
       throw new ApiError(503, messages);
@@ -76,8 +80,7 @@ export const get = (path) => call('GET', path);
 export const post = (path, body = {}) => call('POST', path, body);
 export const put = (path, body) => call('PUT', path, body);
 
-// "this needs one of the roles ['admin', 'moderator']; the token has ['gm']" → the roles, for a person.
+// The roles that would have been allowed, as a 403 answers them beside its message.
 export function neededRoles(error) {
-  const match = /roles \[([^\]]*)\]/.exec(error.messages.join(' '));
-  return match ? match[1].split(',').map((role) => role.trim().replace(/^'|'$/g, '')).filter(Boolean) : [];
+  return Array.isArray(error.detail?.roles_needed) ? error.detail.roles_needed.map(String) : [];
 }

@@ -10,7 +10,7 @@ import { runsView } from './runs.js';
 import {
   checkToken, expiresAt, finishOidc, forgetToken, startOidc, storedToken, storeToken,
 } from './signin.js';
-import { el, focus, heading, notice, say } from './ui.js';
+import { el, focus, heading, notice, say, useVocabulary } from './ui.js';
 
 const main = document.getElementById('main');
 const state = { config: { oidc: null, dev_logins: [] }, session: null, stop: null, expiryTimer: null, definitions: null };
@@ -101,6 +101,14 @@ async function signIn(token) {
     signInView(`That token was not accepted: ${why}`, 'error');
     return;
   }
+  // The statuses' words and marks and the declared controls: the console keeps no list of its own.
+  let vocabularyProblem = '';
+  try {
+    useVocabulary(await get('/vocabulary'));
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return;
+    vocabularyProblem = `The statuses' names could not be loaded (${error.message}); controls show by name only.`;
+  }
   clearTimeout(state.expiryTimer);
   const expires = expiresAt(token);
   if (expires !== null) {
@@ -109,7 +117,7 @@ async function signIn(token) {
     state.expiryTimer = setTimeout(expired, Math.min(Math.max(expires - Date.now(), 0), 2 ** 31 - 1));
   }
   showHeader();
-  notice('');
+  notice(vocabularyProblem, vocabularyProblem ? 'warning' : 'info');
   route();
   focus(main.querySelector('h1'));
 }

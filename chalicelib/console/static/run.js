@@ -6,19 +6,22 @@
 
 import { ApiError, get, neededRoles, post } from './api.js';
 import { Poller, freshness } from './poll.js';
-import { ask, badge, el, focus, heading, notice, table, TERMINAL_RUN, when } from './ui.js';
+import { ask, badge, controlOf, el, focus, heading, isTerminalRun, notice, table, when } from './ui.js';
 
 const LOG_PAGE = 500;
 
-// What each control asks for first (null: nothing), and how it is named on the page.
-const CONTROLS = {
-  pause: { field: 'reason', label: 'Reason (optional)', title: 'Pause this run?', action: 'Pause run', done: 'Paused' },
-  resume: { field: null, action: 'Resume run', done: 'Resumed' },
-  cancel: { field: 'reason', label: 'Reason (optional)', title: 'Cancel this run? It cannot be undone.', action: 'Cancel run', done: 'Cancelled' },
-  confirm: { field: 'note', label: 'Note (optional)', title: 'Confirm this step is done?', action: 'Confirm', done: 'Confirmed' },
-  skip: { field: 'reason', label: 'Reason (optional)', title: 'Skip this step?', action: 'Skip', done: 'Skipped' },
-  retry: { field: null, action: 'Retry', done: 'Re-queued' },
-};
+// What each control asks for first and how it is named on the page come from its declaration
+// (GET /vocabulary). A control this console was not told of is a plain button named after it
+// that asks nothing: the API still decides whether it takes.
+function specOf(name) {
+  const declared = controlOf(name);
+  if (!declared) return { field: null, action: name, done: `${name}: done`, tone: null };
+  const field = declared.note_field;
+  return {
+    field, label: field ? `${field[0].toUpperCase()}${field.slice(1)} (optional)` : null, title: declared.question,
+    action: declared.label, done: declared.done, tone: declared.tone,
+  };
+}
 
 function describeStep(step) {
   const p = step.params || {};
@@ -79,10 +82,10 @@ export function runView(main, ctx, runIdText) {
   }
 
   function controlButton(name, step) {
-    const spec = CONTROLS[name];
+    const spec = specOf(name);
     const label = step ? `${spec.action} step ${step.id}` : spec.action;
     return el('button', {
-      type: 'button', class: name === 'cancel' ? 'danger' : (name === 'confirm' ? 'primary' : null),
+      type: 'button', class: spec.tone,
       'data-control': name, 'data-step': step ? step.id : null, onclick: () => act(name, step),
     }, label);
   }
@@ -93,7 +96,7 @@ export function runView(main, ctx, runIdText) {
   }
 
   async function act(name, step) {
-    const spec = CONTROLS[name];
+    const spec = specOf(name);
     let body = {};
     if (spec.field) {
       const text = await ask({ title: step ? `${spec.title} (step ${step.id}: ${describeStep(step)})` : spec.title, label: spec.label, action: spec.action });
@@ -107,8 +110,8 @@ export function runView(main, ctx, runIdText) {
     } catch (error) {
       if (!(error instanceof ApiError) || error.status === 401) return;
       if (error.status === 409) {
-        const now = await get(`/runs/${runId}`).catch(() => detail);
-        notice(`This run has moved: it is now ${now ? now.run.status : 'changed'}. ${error.messages.join(' ')}`, 'warning');
+        const now = error.detail.run_status; // the status the run is actually in, answered beside the message
+        notice(`This run has moved: it is now ${now || 'changed'}. ${error.messages.join(' ')}`, 'warning');
       } else {
         // Nothing changed on the server, so no refresh: the explanation stays in view.
         const roles = neededRoles(error);
@@ -142,7 +145,7 @@ export function runView(main, ctx, runIdText) {
         el('p', {}, el('strong', {}, 'Waiting for a game master: '), step.params?.instruction || step.action_id),
         el('div', { class: 'buttons' }, offered(step).filter((c) => c !== 'retry').map((c) => controlButton(c, step)))));
     }
-    if (run.status === 'paused') {
+    if (detail.waiting?.for === 'resume') {
       const failed = steps.filter((s) => offered(s).includes('retry'));
       bannerParts.push(el('div', { class: 'banner banner-paused', role: 'region', 'aria-label': 'Paused', id: 'paused-banner' },
         el('p', {}, el('strong', {}, 'Paused'), run.last_error ? `: ${run.last_error}` : ' by a person.'),
@@ -162,7 +165,7 @@ export function runView(main, ctx, runIdText) {
     for (const phase of [...listed.values()].sort((a, b) => a.number - b.number)) {
       const { number, name } = phase;
       const phaseSteps = byPhase.get(number) || [];
-      const current = run.current_phase === number && !TERMINAL_RUN.has(run.status);
+      const current = run.current_phase === number && !isTerminalRun(run.status);
       const head = el('h3', { 'data-phase': number, 'data-kind': phase.kind || '', 'data-state': phase.state || '' },
         `Phase ${number}${name ? `: ${name}` : ''}`, current ? ' (current)' : '');
       if (!phaseSteps.length) {
@@ -233,7 +236,7 @@ export function runView(main, ctx, runIdText) {
       shown = snapshot;
       render();
     }
-    return TERMINAL_RUN.has(detail.run.status) ? 'over' : 'live';
+    return isTerminalRun(detail.run.status) ? 'over' : 'live';
   }
 
   const poller = new Poller(load, freshness(fresh));

@@ -2,14 +2,13 @@
 
 import { get } from './api.js';
 import { Poller, freshness } from './poll.js';
-import { badge, el, heading, notice, table, TERMINAL_RUN, when } from './ui.js';
+import { badge, el, heading, isTerminalRun, notice, runStatuses, table, when } from './ui.js';
 
-const STATUSES = ['scheduled', 'starting', 'running', 'paused', 'ending', 'completed', 'cancelled', 'failed', 'missed'];
 const PAGE_SIZE = 25;
 const SOON_MS = 120000; // a scheduled run this close to its time counts as live
 
 export function isLive(run) {
-  if (TERMINAL_RUN.has(run.status)) return false;
+  if (isTerminalRun(run.status)) return false;
   return run.status !== 'scheduled' || Date.parse(run.scheduled_for) - Date.now() < SOON_MS;
 }
 
@@ -25,7 +24,7 @@ export function runsView(main, ctx, queryText = '') {
 
   const statusSelect = el('select', { id: 'filter-status', onchange: () => go({ status: statusSelect.value }) },
     el('option', { value: '' }, 'any status'),
-    STATUSES.map((s) => el('option', { value: s, selected: s === filters.status }, s)));
+    runStatuses().map((s) => el('option', { value: s, selected: s === filters.status }, s)));
   const definitionSelect = el('select', { id: 'filter-definition', onchange: () => go({ definition: definitionSelect.value }) },
     el('option', { value: '' }, 'any definition'));
   const list = el('div', { id: 'runs-list' });

@@ -27,17 +27,32 @@ export function when(iso) {
   return el('time', { datetime: iso, title: utc(iso) }, LOCAL.format(new Date(iso)));
 }
 
-// Every status reads as a word with a mark beside it, so nothing depends on colour.
-const MARKS = { // plain text glyphs every system font has (no emoji)
-  scheduled: '○', starting: '▷', running: '▶', paused: '‖', ending: '▶', completed: '✓', cancelled: '✕',
-  failed: '✕', missed: '⊘', pending: '○', done: '✓', refused: '✕', skipped: '↷', parked: '!', ok: '✓', degraded: '!',
-};
+// Every status reads as a word with a mark beside it, so nothing depends on colour. The statuses,
+// their words, marks and which are terminal, and the declared controls, come from the API
+// (GET /vocabulary, loaded at sign-in): the console keeps no list of its own.
+const vocabulary = { marks: new Map(), labels: new Map(), terminalRun: new Set(), runStatuses: [], controls: new Map() };
+// Not statuses: a parked step (a running one with no lease) and a run's health.
+const OTHER_MARKS = new Map([['parked', '!'], ['ok', '✓'], ['degraded', '!']]);
 
-export function badge(status, text = status) {
-  return el('span', { class: `badge badge-${status}` }, el('span', { 'aria-hidden': 'true' }, MARKS[status] || '•'), ' ', text);
+export function useVocabulary(given) {
+  for (const word of [...given.run_statuses, ...given.step_statuses]) {
+    vocabulary.marks.set(word.status, word.mark);
+    vocabulary.labels.set(word.status, word.label);
+  }
+  vocabulary.runStatuses = given.run_statuses.map((word) => word.status);
+  vocabulary.terminalRun = new Set(given.run_statuses.filter((word) => word.terminal).map((word) => word.status));
+  vocabulary.controls = new Map(given.controls.map((control) => [control.name, control]));
 }
 
-export const TERMINAL_RUN = new Set(['completed', 'cancelled', 'failed', 'missed']);
+export const runStatuses = () => vocabulary.runStatuses;
+export const isTerminalRun = (status) => vocabulary.terminalRun.has(status);
+// A declared control (label, question, note field, …), or undefined for one this console was not told of.
+export const controlOf = (name) => vocabulary.controls.get(name);
+
+export function badge(status, text = vocabulary.labels.get(status) || status) {
+  const mark = vocabulary.marks.get(status) || OTHER_MARKS.get(status) || '•';
+  return el('span', { class: `badge badge-${status}` }, el('span', { 'aria-hidden': 'true' }, mark), ' ', text);
+}
 
 // A message in one of the page's live regions; `kind` is info, ok, warning or error.
 export function say(regionId, text, kind = 'info', ...extra) {

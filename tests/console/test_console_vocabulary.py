@@ -1,0 +1,39 @@
+"""The console's words, marks and buttons come from the API (GET /vocabulary): a control it was not told of is a plain button."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from selenium.webdriver.common.by import By
+
+from chalicelib.events import controls
+from chalicelib.events.model import RunStatus
+from tests.console.browser import eventually, text_of
+from tests.console.pages import open_run, sign_in
+from tests.support.api import ADMIN
+from tests.support.factory import make_run
+
+
+def test_a_control_the_console_was_not_told_of_is_a_plain_button_named_after_it(browser, server, console_db, monkeypatch):
+    run = make_run(console_db, datetime.now(UTC).replace(tzinfo=None), status=RunStatus.PAUSED, current_phase=1)
+    declared = controls.offered
+
+    def with_a_new_control(*args, **kwargs):
+        offer = declared(*args, **kwargs)
+        return {**offer, "run": [*offer["run"], "advance"]}
+
+    monkeypatch.setattr(controls, "offered", with_a_new_control)
+    sign_in(browser, ADMIN)
+    open_run(browser, server.url, run.id)
+    unknown = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='advance']"), "the advance button")[0]
+    assert unknown.text == "advance" and unknown.get_attribute("class") == ""
+    # The declared ones keep their declared labels and tone, and the status its word and mark.
+    resume = browser.find_element(By.CSS_SELECTOR, "#run-controls [data-control='resume']")
+    cancel = browser.find_element(By.CSS_SELECTOR, "#run-controls [data-control='cancel']")
+    assert (resume.text, cancel.text, cancel.get_attribute("class")) == ("Resume run", "Cancel run", "danger")
+    assert text_of(browser, "#run-status") == "‖ paused"
+    assert browser.find_element(By.ID, "paused-banner").is_displayed()  # from the run's waiting: resume
+
+    unknown.click()
+    eventually(lambda: any(method == "POST" and path.endswith(f"/runs/{run.id}/advance")
+                           for _, method, path in list(server.requests)), "the press to reach the API")
