@@ -8,6 +8,7 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P6     control requests (pause/resume pairs) in-process and bare              200  |  30
     peer   one-step jobs through django-tasks' database backend                   = P1's steps  |  = P1's steps
     bridge runs × 2 module steps, the game bridge answering after 50 ms            64 × 2  |  24 × 2
+    shards runs × 2 module steps, 50 ms bridge: 1 tick process vs 2 sharding them  240 × 2  |  48 × 2
     P8     a tick over runs needing nobody + 1 due, vs the due run alone      10,000  |  2,000
     P9     50 waits of 1-5 s and 50 confirms through `python -m chalicelib tick`  same in both
     cold   import time (median of 7 fresh interpreters), the prod package with and without bytecode   same in both
@@ -36,6 +37,7 @@ from . import (
     p8_idle_runs,
     p9_on_time,
     peer,
+    shards,
 )
 from .harness import Figure, table
 from .workload import quiet_channels
@@ -71,6 +73,7 @@ BENCHMARKS = {
     "P9": p9_on_time.run,  # due and confirmed steps dispatched on time; the tick's wall seconds for the cost model
     "peer": peer.run,
     "bridge": bridge_pool.run,  # issue 3: a 50 ms bridge, default pool vs pool of 1
+    "shards": shards.run,  # issue 22: two tick processes sharding one backlog vs one, a 50 ms bridge
     "cold": cold_start.run,  # import time of the app and the tick path, and the package size
     "costs": cost_inputs.run,  # the cost model's log bytes per step and per invocation, redo bytes and commits per step
 }

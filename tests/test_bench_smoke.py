@@ -18,3 +18,15 @@ def test_a_happy_path_step_costs_four_round_trips_and_one_commit():
     assert cost.statements == 5  # BEGIN, the finish, the log rows, the next claim, COMMIT
     assert cost.round_trips == 4 < p1_throughput.ROUND_TRIPS_TARGET
     assert cost.commits == 1 < p1_throughput.COMMITS_TARGET
+
+
+def test_two_sharded_tick_processes_dispatch_every_step_of_one_backlog_once():
+    """The shards benchmark's counting half: two real tick processes (EVENT_TICK_SHARD=0/2, 1/2), one bridge."""
+    from bench import shards
+    from tests.support.game_bridge import GameBridge
+
+    with scratch_database("smoke") as db, GameBridge() as bridge:
+        shards.schedule(db, 12, "smoke")
+        assert shards.drain_with(db, bridge, ["0/2", "1/2"]) > 0
+        shards.no_double_dispatch(bridge, 12 * shards.STEPS_PER_RUN)
+        assert {r.json["run_id"] % 2 for r in bridge.received()} == {0, 1}  # both shards worked
