@@ -12,6 +12,8 @@ from chalicelib.api.auth import ADMIN, ROLES
 from chalicelib.config import Settings
 from chalicelib.events.errors import ConfigError
 
+from .dev import DEMOS
+
 
 def cmd_token(args: argparse.Namespace) -> int:
     from .dev import with_dev_stage
@@ -52,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int, default=8 * 3600, help="seconds until it expires (default 8 hours)")
     token.set_defaults(run=cmd_token)
     dev = sub.add_parser("dev", help="the engine locally: API, demo game bridge and tick loop on a seeded demo event")
-    dev.add_argument("--demo", choices=("calm", "failures"), default="calm",
+    dev.add_argument("--demo", choices=DEMOS, default="calm",
                      help="calm: the demo bridge answers done; failures: a step fails once, another answers 503 twice,"
                           " a third takes 8 s")
     dev.set_defaults(run=cmd_dev)
