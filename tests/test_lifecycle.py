@@ -90,3 +90,8 @@ def test_the_database_holds_finished_at_set_exactly_when_the_run_is_terminal(db,
     with pytest.raises(pymysql.err.OperationalError, match="event_runs_finished_when_terminal"):
         db.autocommit(lambda tx: tx.execute(f"UPDATE event_runs SET finished_at = {wrong} WHERE id = %s", (run.id,)))
     assert run_row(db, run.id) == run
+
+
+def test_the_tick_starts_a_scheduled_or_starting_run_and_moves_the_rest_on():
+    assert lifecycle.BEFORE_FIRST_PHASE == (RunStatus.SCHEDULED, RunStatus.STARTING)
+    assert lifecycle.STEP_FAILURES == (lifecycle.StepStatus.FAILED, lifecycle.StepStatus.REFUSED)

@@ -102,6 +102,10 @@ WORKING = (RunStatus.RUNNING, RunStatus.ENDING)
 OPEN_STEP = tuple(s for s, f in STEP_FACTS.items() if f.open)
 # What a claimer may finish a step as; skipped is a person's decision, cancelled the run's end.
 RUNNER_FINISHES = (StepStatus.DONE, StepStatus.FAILED, StepStatus.REFUSED)
+# A claimer's outcomes that apply the step's on_failure.
+STEP_FAILURES = (StepStatus.FAILED, StepStatus.REFUSED)
+# A run the tick starts (materialises its first phase) rather than moves on.
+BEFORE_FIRST_PHASE = tuple(s for s in DUE if s not in WORKING)
 
 
 # ── transitions ──────────────────────────────────────────────────────────

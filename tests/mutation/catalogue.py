@@ -661,8 +661,8 @@ MUTATIONS: list[Mutation] = [
                         "differs (the run as the step's claim saw it, not as it now stands), and the release "
                         "writes the wake time from the rows, whoever holds them"),
     Mutation("fenced-out-failure-applies-on-failure", OUTCOMES,
-             "if written and status in (StepStatus.FAILED, StepStatus.REFUSED):",
-             "if status in (StepStatus.FAILED, StepStatus.REFUSED):",
+             "if written and status in STEP_FAILURES:",
+             "if status in STEP_FAILURES:",
              (G_ZOMBIE,)),
     Mutation("retry-answer-at-the-ceiling-retried", OUTCOMES,
              "if verdict is Verdict.RETRY and claim.attempt >= rules.max_attempts:",

@@ -30,6 +30,7 @@ from ..actions.outcome import Outcome
 from ..actions.perform import Actions
 from ..document import Programme
 from ..errors import UnreadableDocument
+from ..lifecycle import BEFORE_FIRST_PHASE
 from ..model import RUNNABLE, Claim, PhaseKind, Run, RunStatus, Step, StepStatus
 from ..store import log, phases, runs, steps
 from .budget import Budget
@@ -176,7 +177,7 @@ class RunAdvancer:
             return self.db.transaction(lambda tx: self._fail_unreadable(tx, run, reason))
         cursor: Cursor
         claim: Claim | None = None  # the head step's, when a transaction took it
-        if run.status in (RunStatus.SCHEDULED, RunStatus.STARTING):
+        if run.status in BEFORE_FIRST_PHASE:
             # The lease is the start's first statement: one commit for both.
             started = self.db.transaction(lambda tx: self._start(tx, run, programme, lease, report))
             if started is None:

@@ -14,6 +14,7 @@ from typing import Any
 from ...db import Tx
 from .. import journal
 from ..actions.outcome import Outcome, Verdict
+from ..lifecycle import STEP_FAILURES
 from ..model import Claim, OnFailure, RunStatus, Step, StepStatus
 from ..store import runs, steps
 
@@ -62,10 +63,10 @@ def settle_outcome(
     run_stopped = False
     if written and status is not StepStatus.RUNNING:
         detail: dict[str, Any] = {"hold_until": outcome.hold_until} if held else {}
-        if status in (StepStatus.FAILED, StepStatus.REFUSED):
+        if status in STEP_FAILURES:
             detail["on_failure"] = step.on_failure.value
         entries.append(journal.step_status(step, StepStatus.RUNNING, status, cause=error, attempt=claim.attempt, **detail))
-    if written and status in (StepStatus.FAILED, StepStatus.REFUSED):
+    if written and status in STEP_FAILURES:
         disposition = apply_failure(tx, step, error or status.value, now)
         entries.extend(disposition)
         run_stopped = bool(disposition)
