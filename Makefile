@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev-loop.
 # at install (a third of its time): Python compiles what the dev loop imports, once, when it first imports it.
 LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.txt | cksum | cut -d' ' -f1)
 
-.PHONY: test dev token bench lint clean db-url package migrate rotate costs mutate
+.PHONY: test check dev token bench lint clean db-url package migrate rotate costs mutate
 
 # Progress goes to stderr, so `export TOKEN=$$(make -s token)` captures the token alone.
 $(BIN)/python:
@@ -51,8 +51,26 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The tiers (pytest.ini's markers, docs/testing.md). Each xdist worker has a database of its own.
+WORKERS ?= 2
+FAST    := not browser and not torture and not packaging and not slow
+
+# Everything, as CI runs it: the tests that can share the machine on $(WORKERS) workers (the browser's
+# tests on one, `chalice package` once), then on one worker the torture suite, whose timing the rest
+# would skew, and the slow end-to-end tests (schemathesis's cases share one test id, which xdist's
+# grouping would fold into one). With PYTEST_ARGS, one plain pytest run with those arguments instead.
 test: lint | $(BROWSER) $(SCAN_STAMP)
+ifeq ($(strip $(PYTEST_ARGS)),)
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "not torture and not slow"
+	$(BIN)/python -m pytest -m "torture or slow"
+else
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+endif
+
+# The inner loop: lint, types and every test that needs no browser, no torture, no packaging and no
+# end-to-end process (under two minutes on two cores). One module: make check PYTEST_ARGS=tests/test_x.py
+check: lint
+	$(BIN)/python -m pytest -q -n $(WORKERS) -m "$(FAST)" $(PYTEST_ARGS)
 
 # Every guard mutation on a scratch copy, one at a time (slow: not part of `make test`).
 mutate: $(STAMP)

@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +18,28 @@ from tests.support.mariadb import server_url
 # The shared fixtures (api, game_bridge, runner) live beside their helpers; pytest loads them here.
 pytest_plugins = ["tests.support.api", "tests.support.runner_kit"]
 
+# The tiers (pytest.ini's markers; docs/testing.md): a whole directory is one tier, a module
+# outside these directories says its own with `pytestmark`.
+TIER_OF_DIRECTORY = {"console": "browser", "torture": "torture"}
+# Tests that share something costly per process run on one xdist worker (`--dist loadgroup`):
+# one Chromium with its server and tick loop; one `chalice package`.
+GROUP_OF_TIER = {"browser": "browser", "packaging": "packaging"}
+
 # Deleted child-first between tests (faster than TRUNCATE, and the FKs allow it).
 TABLES = ("event_run_log", "event_run_phases", "event_run_steps", "event_runs", "event_definition_versions", "event_definitions")
 START = datetime(2026, 12, 4, 20, 0, 0)
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.relative_to(HERE).parts
+        if len(parts) > 1 and parts[0] in TIER_OF_DIRECTORY:
+            item.add_marker(TIER_OF_DIRECTORY[parts[0]])
+        for tier, group in GROUP_OF_TIER.items():
+            if item.get_closest_marker(tier) and not item.get_closest_marker("xdist_group"):
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

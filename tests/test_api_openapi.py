@@ -104,6 +104,7 @@ schema = schemathesis.openapi.from_dict(
 )
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(
     max_examples=8,

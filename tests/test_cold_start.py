@@ -11,6 +11,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from infra import bytecode
 from tests.support import cfn
 
@@ -63,6 +65,7 @@ def test_import_app_loads_nothing_from_the_tests_or_the_development_tools():
     assert outside == []
 
 
+@pytest.mark.packaging
 def test_the_package_holds_the_app_and_its_libraries_and_no_tests_benchmarks_or_dev_tools():
     with zipfile.ZipFile(cfn.package_dir() / "deployment.zip") as package:
         names = package.namelist()
@@ -72,6 +75,7 @@ def test_the_package_holds_the_app_and_its_libraries_and_no_tests_benchmarks_or_
     assert not [name for name in names if name.startswith("chalicelib/") and "test" in name.rsplit("/", 1)[-1]]
 
 
+@pytest.mark.packaging
 def test_the_package_carries_bytecode_so_a_cold_start_compiles_none_of_its_modules(tmp_path):
     with zipfile.ZipFile(cfn.package_dir() / "deployment.zip") as package:
         package.extractall(tmp_path)

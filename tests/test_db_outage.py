@@ -28,6 +28,8 @@ from tests.support.factory import document, run_row
 from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
 from tests.support.runner_kit import schedule, step, tick_process
 
+pytestmark = pytest.mark.torture
+
 HELLO = document([[step("world.spawn", npc="scarecrow"), step("core.announce", message="hello")]])
 
 

@@ -20,6 +20,8 @@ import pytest
 
 from chalicelib.db import ConnectionParams, Database
 
+pytestmark = pytest.mark.slow
+
 
 def _free_port() -> int:
     with socket.socket() as s:

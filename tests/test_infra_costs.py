@@ -114,6 +114,7 @@ def test_a_tick_lambda_at_the_deployed_level_logs_what_the_model_counts_per_step
     assert one_tick.engine_bytes <= DEFAULTS["log_bytes_per_tick_invocation"] * 1.02  # digits of its figures vary
 
 
+@pytest.mark.slow
 def test_a_step_commits_once_and_its_redo_fits_the_write_ios_the_model_counts():
     with cost_inputs.private_database() as db:
         redo = cost_inputs.redo_per_step(db, rounds=1)

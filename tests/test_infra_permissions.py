@@ -24,6 +24,8 @@ from tests.support.factory import document
 from tests.support.game_bridge import GameBridge
 from tests.support.runner_kit import schedule, step, tick
 
+pytestmark = pytest.mark.packaging
+
 REGION = "eu-west-1"
 # IAM actions whose name is not the API operation's
 IAM_ACTION = {("lambda", "Invoke"): "lambda:InvokeFunction"}

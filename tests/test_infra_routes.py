@@ -107,6 +107,7 @@ def test_the_topology_lists_every_call_the_functions_make_with_a_known_route_and
 
 
 @pytest.mark.parametrize("call", outbound_calls(), ids=lambda c: c["call"].split(" (")[0])
+@pytest.mark.packaging
 def test_the_default_deployment_routes_the_call(data, app, call, monkeypatch):
     monkeypatch.setenv("AWS_USE_DUALSTACK_ENDPOINT", "true")  # what the template sets by default
     ROUTES[call["route"]](data, app, call)

@@ -9,6 +9,8 @@ from infra import scan
 from tests.support import cfn
 from tests.test_infra_templates import APP_PARAMETERS, COSTLY_DATA_OPTIONS
 
+pytestmark = pytest.mark.packaging
+
 EVERY_APP_OPTION = dict(APP_PARAMETERS, CueChannel="webhook:https://discord.com/api/webhooks/1/x",
                         AnnounceChannel="webhook:https://hooks.slack.com/services/x", AlarmEmail="ops@example.org",
                         CueEmail="gm@example.org", ConsoleUrl="https://console.example.org")

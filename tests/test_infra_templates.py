@@ -9,6 +9,8 @@ from chalice.package import YAMLTemplateSerializer
 
 from tests.support import cfn
 
+pytestmark = pytest.mark.packaging
+
 APP_PARAMETERS = {  # what a team must pass at deploy time (no defaults)
     "GameBridgeUrl": "https://bridge.example.org",
     "JwtJwksUrl": "https://id.example.org/.well-known/jwks.json",

@@ -1,5 +1,7 @@
 """The guard-mutation check cannot rot: every snippet still applies, and three mutations are still killed."""
 
+import pytest
+
 from tests.mutation import check, run
 from tests.mutation.catalogue import MUTATIONS
 
@@ -10,6 +12,7 @@ def test_every_guard_mutation_still_applies_exactly_once():
     assert check(MUTATIONS) == []
 
 
+@pytest.mark.slow
 def test_three_guard_mutations_are_killed_by_their_tests():
     by_name = {m.name: m for m in MUTATIONS}
     results = run([by_name[name] for name in SMOKE], timeout=300)

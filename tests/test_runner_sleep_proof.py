@@ -118,6 +118,7 @@ def _calls(world, faults, which) -> list[str]:
     return list(faults.calls)
 
 
+@pytest.mark.torture
 @pytest.mark.parametrize("which", TRANSITIONS)
 def test_a_fault_at_any_aws_call_of_a_transition_never_strands_the_engine(world, which):
     here, faults = world

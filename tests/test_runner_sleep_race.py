@@ -16,6 +16,8 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
 from chalicelib.events import nudge
@@ -192,6 +194,7 @@ def episode_side(role, url, barrier, nudged, episodes, seed, definition_id, jour
     Path(journal).write_text(json.dumps(moves))
 
 
+@pytest.mark.torture
 def test_a_sleeping_and_a_woken_tick_never_leave_the_engine_asleep_without_a_wake_up(db, db_params, tmp_path):
     """Issue 21: whatever the interleaving of a tick going to sleep, a tick woken meanwhile (by a wake-up,
     a backstop, a nudge or the rule's last firing) and work created with its nudge, the engine ends
