@@ -143,6 +143,14 @@ def test_a_rotated_webhook_key_is_reread_after_a_401_and_the_notice_delivered(se
     assert cue.parked and cue.attempts == 1
 
 
+class FakeMonotonic:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.mark.parametrize("failing", ["current", "reread"])
 def test_a_key_that_cannot_be_read_again_keeps_signing_with_the_last_one_read(failing):
     from chalicelib.events.errors import SecretUnreadable
@@ -155,9 +163,13 @@ def test_a_key_that_cannot_be_read_again_keeps_signing_with_the_last_one_read(fa
             raise SecretUnreadable("the secret named by GAME_BRIDGE_SECRET_ARN cannot be read right now")
         return OLD
 
-    key = signing.SigningKey(read)
+    clock = FakeMonotonic()
+    key = signing.SigningKey(read, monotonic=clock)
     assert key.current() == OLD
     if failing == "current":
         assert key.current() == OLD
+        assert key.current() == OLD and calls == [False, False], "a failed read is not tried again at once"
+        clock.now = signing.UNREADABLE_SECONDS + 1
+        assert key.current() == OLD and calls == [False, False, False]
     else:
         assert key.reread(OLD) is None  # no other key to send with: the 401 stands

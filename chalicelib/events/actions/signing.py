@@ -9,8 +9,9 @@ sent once more, signed with it, inside what is left of the same overall
 deadline. The receiver refused the first signature, so it acted on nothing.
 Forced re-reads are at most one per REREAD_SECONDS per key, so a receiver that
 refuses everything costs a Secrets Manager call every few seconds, not one per
-step; a read that fails keeps the last key read (and is logged), so a Secrets
-Manager outage after the cache's age never stops dispatching.
+step; a read that fails keeps the last key read (and is logged) and is not
+tried again for UNREADABLE_SECONDS, so a Secrets Manager outage after the
+cache's age never stops dispatching nor holds each dispatch for a read.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from . import outbound
 logger = logging.getLogger(__name__)
 
 REREAD_SECONDS = 5.0
+UNREADABLE_SECONDS = 30.0  # how long the last key is used unasked after the secret could not be read
 UNAUTHORISED = 401
 
 
@@ -39,6 +41,7 @@ class SigningKey:
         self._lock = threading.Lock()
         self._last: str | None = None
         self._forced_at = -float("inf")
+        self._unreadable_until = -float("inf")  # after a failed read, the last key is used without asking
 
     @classmethod
     def fixed(cls, key: str) -> SigningKey:
@@ -46,12 +49,16 @@ class SigningKey:
 
     def current(self) -> str:
         """The key now: from the secrets cache (read again once older than its max age)."""
+        with self._lock:
+            if self._last is not None and self._monotonic() < self._unreadable_until:
+                return self._last  # the secret could not be read a moment ago: no dispatch waits on it again
         try:
             key = self._read(False)
         except SecretUnreadable as error:
             with self._lock:
                 if self._last is None:
                     raise
+                self._unreadable_until = self._monotonic() + UNREADABLE_SECONDS
                 logger.warning("%s; signing with the key read before", error.messages[0])
                 return self._last
         with self._lock:
