@@ -186,7 +186,8 @@ def _lost(control: str, run: Run, step: Step | None = None, furthest_seq: int | 
 
 
 def _resume_target(run: Run) -> RunStatus:
-    # Derived, never remembered: current_phase is written only on the way into running.
+    # Derived, never remembered: current_phase is written only on the way into running (or into
+    # ending, which never pauses): a paused run that has one was running.
     return RunStatus.RUNNING if run.current_phase is not None else RunStatus.STARTING
 
 
