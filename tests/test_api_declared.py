@@ -66,3 +66,21 @@ def test_waiting_is_a_parked_cue_a_pause_or_nothing(api, db, clock):
     assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] == {"for": "resume", "phase": 1, "since": paused["updated_at"]}
     api.post(f"/runs/{run.id}/cancel", {}, auth=ADMIN)
     assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] is None
+
+
+def test_waiting_is_an_advance_or_a_signal_while_the_current_phase_is_held(api, db, clock):
+    from chalicelib.events.model import PhaseKind
+    from chalicelib.events.store import phases
+
+    run, (only, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING, n=1)
+    put_step_in(db, only, "done", clock.now())
+    held = [({"advance": "a person"}, {"for": "advance"}), ({"signal": "boss-down"}, {"for": "signal", "signal": "boss-down"})]
+    for condition, expected in held:
+        db.autocommit(lambda tx: tx.execute("DELETE FROM event_run_phases WHERE run_id = %s", (run.id,)))
+        db.transaction(lambda tx, c=condition: phases.insert_plan(tx, run.id, [(1, PhaseKind.MAIN, "only", c)], 1, clock.now()))
+        assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] is None  # open, not yet drained
+        db.autocommit(lambda tx: tx.execute("UPDATE event_run_phases SET drained_at = %s WHERE run_id = %s", (clock.now(), run.id)))
+        drained = api.get(f"/runs/{run.id}", auth=GM).body
+        assert drained["waiting"] == {**expected, "phase": 1, "since": drained["phases"][0]["drained_at"]}
+        db.autocommit(lambda tx: tx.execute("UPDATE event_run_phases SET condition_met = 1 WHERE run_id = %s", (run.id,)))
+        assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] is None  # met: the tick leaves the phase

@@ -68,10 +68,12 @@ def get_run(call: Call) -> Body:
         run_steps, more = _steps_page(steps.page_for_run(tx, run.id, after, limit + 1), limit)
         furthest = steps.last_started_seq(tx, run.id, run.current_phase)
         head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
+        run_phases = phases.list_for_run(tx, run.id)
+        working = next((p for p in run_phases if p.number == run.current_phase), None)
         return {
             "run": run.public(),
-            "waiting": waiting(run, head[0] if head else None),
-            "phases": [p.public() for p in phases.list_for_run(tx, run.id)],
+            "waiting": waiting(run, head[0] if head else None, working),
+            "phases": [p.public() for p in run_phases],
             "steps": [s.public() for s in run_steps],
             "steps_next_cursor": run_steps[-1].id if more else None,
             "counts": steps.status_counts(tx, run.id),
