@@ -9,7 +9,8 @@ reached, 4 a port in use (named, with the setting that moves it) or an API that
 did not start; 0 after Ctrl-C.
 
 The terminal stays readable: the token once, `curl` lines with the real ids,
-one line per run each tick moved (`narrate`), the notices the `log` channel
+one line per run each tick moved (`narrate`), a person's control no tick
+follows (a pause, a cancel) within a second, the notices the `log` channel
 posts, and nothing of the access log of the console's polling unless
 EVENTS_DEV_VERBOSE=1. The console offers a one-click login with tokens minted
 here for each role; only this command hands them to the API. The dev stage's
@@ -48,6 +49,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 EXIT_STOPPED, EXIT_SETTING, EXIT_DATABASE, EXIT_LISTENER = 0, 2, 3, 4
 DEMOS = ("calm", "failures")
 API_READY_SECONDS = 60
+PEOPLE_POLL_SECONDS = 1.0  # how soon a person's control no tick follows (a pause, a cancel) reaches the terminal
 DEMO_NAME = "Harvest festival (demo)"
 DEMO_DOCUMENT: dict[str, Any] = {
     "name": DEMO_NAME,
@@ -322,6 +324,7 @@ def run_dev(demo: str = "calm") -> int:
 
 
 def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, process_runner: Any, tick_forever: Any) -> int:
+    from chalicelib.events.journal import RUNNER
     from chalicelib.events.model import LogEntry
     from chalicelib.events.store.log import COLUMNS
     from chalicelib.migrate import migrate
@@ -341,18 +344,37 @@ def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, pro
     say(f"  curl -s -H \"Authorization: Bearer $TOKEN\" $API/runs/{run_id}")
     say(f"run {run_id} of \"{DEMO_NAME}\" (definition {definition_id}) starts in 5 s; Ctrl-C stops everything\n")
 
-    def tell(_report: Any) -> None:
+    told = threading.Lock()
+
+    def tell(only_people: bool = False) -> None:
+        """Say the log rows since the last told; `only_people`: only if a person wrote them all (a control no tick
+        follows, such as a pause), else they wait for the tick's report, told together."""
         nonlocal last_id
-        rows = db.autocommit(lambda tx: tx.all(
-            f"SELECT {COLUMNS} FROM event_run_log WHERE id > %s ORDER BY id LIMIT 1000",  # noqa: S608 — COLUMNS is a constant
-            (last_id,),
-        ))
-        if rows:
+        with told:
+            rows = db.autocommit(lambda tx: tx.all(
+                f"SELECT {COLUMNS} FROM event_run_log WHERE id > %s ORDER BY id LIMIT 1000",  # noqa: S608 — COLUMNS is a constant
+                (last_id,),
+            ))
+            if not rows or (only_people and any(row["actor"] == RUNNER for row in rows)):
+                return
             last_id = rows[-1]["id"]
             for line in lines(LogEntry.from_row(row) for row in rows):
                 say(line)
 
-    tick_forever(process_runner(), settings.tick_seconds, tell)
+    stopping = threading.Event()
+
+    def people() -> None:
+        while not stopping.wait(PEOPLE_POLL_SECONDS):
+            try:
+                tell(only_people=True)
+            except Exception as error:  # the narration must never stop the engine: the tick's own goes on
+                say(f"  (the terminal's narration missed a read: {error})")
+
+    threading.Thread(target=people, daemon=True).start()
+    try:
+        tick_forever(process_runner(), settings.tick_seconds, lambda _report: tell())
+    finally:
+        stopping.set()
     return EXIT_STOPPED
 
 

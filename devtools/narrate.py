@@ -1,7 +1,8 @@
 """`make dev`'s terminal: what each tick did, told from the run log in one short line per run it moved.
 
 The run log already records every change (the tick's and a person's), so the
-narration reads the rows written since the last tick and says them in words:
+narration reads the rows written since it last told and says them in words (after
+each tick, and within a second for a person's control that no tick follows):
 
     run 1 · phase 1 opening · step 3 world.spawn done · step 4 core.cue parked: waiting for a game master
       confirm it on the console, or: curl -s -X POST … $API/runs/1/steps/4/confirm
