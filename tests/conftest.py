@@ -56,14 +56,32 @@ def db_params() -> Iterator[ConnectionParams]:
     conn.close()
 
 
-@pytest.fixture
-def db(db_params) -> Iterator[Database]:
+def _emptied(db_params: ConnectionParams) -> Database:
+    """The test database with every table emptied, in one transaction (one commit, not one per table)."""
     database = Database(db_params)
     conn = database.connect()
     with conn.cursor() as cursor:
+        cursor.execute("START TRANSACTION")
         for table in TABLES:
             cursor.execute(f"DELETE FROM {table}")
+        cursor.execute("COMMIT")
     conn.close()
+    return database
+
+
+@pytest.fixture
+def db(db_params) -> Iterator[Database]:
+    database = _emptied(db_params)
+    yield database
+    database.close()
+
+
+@pytest.fixture(scope="module")
+def module_db(db_params) -> Iterator[Database]:
+    """One emptied database for a whole module, for modules whose tests only read or are refused: a module
+    overrides `db` with it and builds its world once (module-scoped) instead of once per test. Such tests
+    check that nothing changed, so one that writes fails itself rather than the tests after it."""
+    database = _emptied(db_params)
     yield database
     database.close()
 

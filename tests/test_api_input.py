@@ -8,6 +8,7 @@ from app import app
 from chalicelib.api import schemas
 from chalicelib.api.operations import OPERATIONS
 from chalicelib.events.model import RunStatus
+from tests.conftest import START
 from tests.support.api import ADMIN
 from tests.support.factory import make_definition
 from tests.support.scenes import everything, put_step_in, run_with_steps
@@ -29,13 +30,20 @@ WITH_BODY = [r for r in ROUTES if r[0] in ("POST", "PUT")]
 
 
 @pytest.fixture
-def world(db, clock):
+def db(module_db):
+    """Every test here is refused and checks that nothing changed: one database and one world for the module."""
+    return module_db
+
+
+@pytest.fixture(scope="module")
+def world(module_db):
     """A live run with a step in each actionable state, another run, and a definition."""
-    run, (parked, failed, _pending) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
-    put_step_in(db, parked, "parked", clock.now())
-    put_step_in(db, failed, "failed", clock.now())
-    _other, (theirs, *_) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
-    definition = make_definition(db, clock.now())
+    db = module_db
+    run, (parked, failed, _pending) = run_with_steps(db, START, RunStatus.PAUSED)
+    put_step_in(db, parked, "parked", START)
+    put_step_in(db, failed, "failed", START)
+    _other, (theirs, *_) = run_with_steps(db, START, RunStatus.PAUSED)
+    definition = make_definition(db, START)
     return {"run_id": run.id, "step_id": parked.id, "definition_id": definition.id, "version": 1, "other_step_id": theirs.id}
 
 

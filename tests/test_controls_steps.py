@@ -7,7 +7,7 @@ from chalicelib.events import controls
 from chalicelib.events.errors import Conflict, NotFound
 from chalicelib.events.model import RunStatus, StepStatus
 from tests.support.factory import run_row, step_row
-from tests.support.scenes import STEP_STATES, furthest, log_rows, put_step_in, run_with_steps, snapshot
+from tests.support.scenes import STEP_STATES, log_rows, put_step_in, run_with_steps, runs_each_with_a_step_in, snapshot
 
 
 def _refused(db, run, control, step_id, expected_status, **kwargs):
@@ -150,12 +150,12 @@ def test_a_step_control_on_an_unknown_run_or_step_is_not_found(db, clock, contro
 @pytest.mark.parametrize("run_status", list(RunStatus))
 @pytest.mark.parametrize("state", STEP_STATES)
 def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_status, state):
-    for control in controls.RUN_CONTROLS + controls.STEP_CONTROLS:
-        run, (first, target, _) = run_with_steps(db, clock.now(), run_status, current_phase=1)
-        put_step_in(db, first, "done", clock.now())
-        target = put_step_in(db, target, state, clock.now())
-        run = run_row(db, run.id)
-        offer = controls.offered(run, [target], furthest(db, run.id, run.current_phase))
+    every_control = controls.RUN_CONTROLS + controls.STEP_CONTROLS
+    # A run of its own for each control, all built in one transaction.
+    for control, (run, target, furthest_seq) in zip(
+        every_control, runs_each_with_a_step_in(db, clock.now(), run_status, state, len(every_control)), strict=True
+    ):
+        offer = controls.offered(run, [target], furthest_seq)
         offered = control in offer["run"] + offer["steps"][str(target.id)]
         press = getattr(controls, control)
         args = (run.id,) if control in controls.RUN_CONTROLS else (run.id, target.id)

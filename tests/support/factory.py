@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from chalicelib.db import Database, must_exist
-from chalicelib.events.model import DUE, OnFailure, Run, RunStatus, Step, StepSpec
+from chalicelib.db import Database, Tx, must_exist
+from chalicelib.events.model import DUE, Definition, OnFailure, Run, RunStatus, Step, StepSpec
 from chalicelib.events.store import definitions, runs, steps
 
 ANNOUNCE = {"action": "core.announce", "params": {"message": "hello"}}
@@ -37,26 +37,36 @@ def make_run(
 ) -> Run:
     """A run of a fresh definition, forced into `status` (for store-level tests)."""
     definition = make_definition(db, now, doc)
+    return db.transaction(lambda tx: insert_run(tx, definition, now, status=status, scheduled_for=scheduled_for,
+                                                current_phase=current_phase))
 
-    def work(tx):
-        run, _ = runs.insert_occurrence(
-            tx,
-            definition_id=definition.id,
-            definition_version=definition.current_version,
-            scheduled_for=scheduled_for or now,
-            grace_seconds=300,
-            now=now,
-        )
-        tx.execute(
-            # A run no timer moves has no wake time, as the store's own moves leave it.
-            # A terminal run has its finished_at (a CHECK holds it).
-            "UPDATE event_runs SET status = %s, current_phase = %s, wake_at = IF(%s, wake_at, NULL),"
-            " finished_at = IF(%s, %s, NULL) WHERE id = %s",
-            (RunStatus(status).value, current_phase, RunStatus(status) in DUE, RunStatus(status).terminal, now, run.id),
-        )
-        return runs.get(tx, run.id)
 
-    return db.transaction(work)
+def insert_run(
+    tx: Tx,
+    definition: Definition,
+    now: datetime,
+    *,
+    status: RunStatus = RunStatus.SCHEDULED,
+    scheduled_for: datetime | None = None,
+    current_phase: int | None = None,
+) -> Run:
+    """`make_run`'s run, in `tx`: a test that needs many builds them in one transaction (one commit)."""
+    run, _ = runs.insert_occurrence(
+        tx,
+        definition_id=definition.id,
+        definition_version=definition.current_version,
+        scheduled_for=scheduled_for or now,
+        grace_seconds=300,
+        now=now,
+    )
+    tx.execute(
+        # A run no timer moves has no wake time, as the store's own moves leave it.
+        # A terminal run has its finished_at (a CHECK holds it).
+        "UPDATE event_runs SET status = %s, current_phase = %s, wake_at = IF(%s, wake_at, NULL),"
+        " finished_at = IF(%s, %s, NULL) WHERE id = %s",
+        (RunStatus(status).value, current_phase, RunStatus(status) in DUE, RunStatus(status).terminal, now, run.id),
+    )
+    return must_exist(runs.get(tx, run.id))
 
 
 def specs(*action_ids: str, on_failure: str = "pause") -> list[StepSpec]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
-from chalicelib.db import Database, must_exist
+from chalicelib.db import Database, Tx, must_exist
 from chalicelib.events.lifecycle import RunSQL
-from chalicelib.events.model import RunStatus, Step
-from chalicelib.events.store import log, steps
-from tests.support.factory import make_run, materialise, specs, step_row
+from chalicelib.events.model import Run, RunStatus, Step
+from chalicelib.events.store import definitions, log, runs, steps
+from tests.support.factory import document, insert_run, make_run, materialise, specs, step_row
 
 # Every state a step can be in, as the console sees it.
 STEP_STATES = ("pending", "parked", "leased", "done", "failed", "refused", "skipped", "cancelled")
@@ -28,15 +29,40 @@ def set_run(db: Database, run_id: int, **cols) -> None:
     db.autocommit(lambda tx: tx.execute(f"UPDATE event_runs SET {assignments} WHERE id = %s", (*cols.values(), run_id)))
 
 
+def step_columns(state: str, now) -> dict[str, Any]:
+    """The columns that put a step in one of STEP_STATES (leased = running under a live lease)."""
+    if state == "pending":
+        return {"status": "pending"}
+    if state == "parked":
+        return {"status": "running", "attempts": 1, "claimed_by": None, "claim_expires_at": None}
+    if state == "leased":
+        return {"status": "running", "attempts": 1, "claimed_by": "tick-token", "claim_expires_at": now + timedelta(seconds=120)}
+    return {"status": state, "attempts": 1, "finished_at": now}
+
+
 def put_step_in(db: Database, s: Step, state: str, now) -> Step:
     """Force a step into one of STEP_STATES (leased = running under a live lease)."""
-    if state == "pending":
-        return set_step(db, s, status="pending")
-    if state == "parked":
-        return set_step(db, s, status="running", attempts=1, claimed_by=None, claim_expires_at=None)
-    if state == "leased":
-        return set_step(db, s, status="running", attempts=1, claimed_by="tick-token", claim_expires_at=now + timedelta(seconds=120))
-    return set_step(db, s, status=state, attempts=1, finished_at=now)
+    return set_step(db, s, **step_columns(state, now))
+
+
+def runs_each_with_a_step_in(db: Database, now, status: RunStatus, state: str, count: int) -> list[tuple[Run, Step, int | None]]:
+    """`count` runs in `status`, each with three steps in phase 1: the first done, the second in `state`
+    and the third pending. Built in one transaction; each comes back as (run, that step, the furthest
+    step its phase reached), read in the same transaction."""
+
+    def build(tx: Tx) -> list[tuple[Run, Step, int | None]]:
+        built = []
+        for _ in range(count):
+            run = insert_run(tx, definitions.create(tx, document(), actor="tester", now=now), now, status=status, current_phase=1)
+            first, target, _ = steps.materialise_phase(tx, run.id, 1, specs(*["world.spawn"] * 3))
+            for s, columns in ((first, step_columns("done", now)), (target, step_columns(state, now))):
+                assignments = ", ".join(f"{k} = %s" for k in columns)
+                tx.execute(f"UPDATE event_run_steps SET {assignments} WHERE id = %s", (*columns.values(), s.id))
+            built.append((must_exist(runs.get(tx, run.id)), must_exist(steps.get(tx, target.id)),
+                          steps.last_started_seq(tx, run.id, 1)))
+        return built
+
+    return db.transaction(build)
 
 
 def run_with_steps(db: Database, now, status: RunStatus, n: int = 3, current_phase: int | None = 1, on_failure: str = "pause"):
