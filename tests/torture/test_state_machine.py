@@ -118,7 +118,7 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             run = db.autocommit(lambda tx: runs.get(tx, self.run_ids[which]))
             body = {} if control == "resume" else {"reason": "torture"}
             answer = api.post(f"/runs/{run.id}/{control}", body, auth=CALLERS[caller])
-            self._judge(answer, caller, controls.refusal(control, run))
+            self._judge(answer, caller, controls.refusal(control, run), {"run_status": run.status.value})
 
         @rule(control=st.sampled_from(controls.STEP_CONTROLS), caller=st.sampled_from(sorted(CALLERS)),
               which=st.integers(0, RUNS - 1), index=st.integers(0, 10), foreign=st.booleans())
@@ -136,17 +136,18 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             if foreign or target is None:
                 self._judge(answer, caller, None, missing=True)
                 return
-            self._judge(answer, caller, controls.refusal(control, run, target, furthest))
+            self._judge(answer, caller, controls.refusal(control, run, target, furthest),
+                        {"run_status": run.status.value, "step_status": target.status.value, "step_parked": target.parked})
             if control == "retry" and answer.status == 200:
                 assert answer.body["resumed"] is True and answer.body["run"]["status"] in ("running", "starting")
 
-        def _judge(self, answer, caller, refusal, missing=False):
+        def _judge(self, answer, caller, refusal, detail=None, missing=False):
             assert answer.status < 500, answer.body
             expected = (401 if caller == "stranger" else 403 if caller == "gm" else 404 if missing
                         else 200 if refusal is None else 409)
             assert answer.status == expected, (answer.status, answer.body, refusal)
-            if expected == 409:
-                assert answer.body == {"errors": [refusal]}
+            if expected == 409:  # the refusal, and the statuses as they stood beside it
+                assert answer.body == {"errors": [refusal], "detail": detail}
 
         # ── what must hold after every rule ─────────────────────────────
         @invariant()
