@@ -64,8 +64,8 @@ def _item(entry: LogEntry, dispatched: set[int | None]) -> str | None:
         if d.get("control"):
             return f"{PAST.get(d['control'], d['control'])} by {entry.actor}{_said(d)}"
         to, cause = d.get("to"), d.get("cause")
-        if to == "running":
-            return None  # starting -> running comes with its phase's row
+        if to in ("running", "ending"):
+            return None  # the phase row that comes with it says it (the ending is a phase of its own)
         if to == "starting":
             return "started"
         if dispatched:  # the failing step's row already said why
