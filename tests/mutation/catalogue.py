@@ -899,6 +899,15 @@ MUTATIONS: list[Mutation] = [
              "chosen, left = nearest[:MAX_OCCURRENCES_PER_TICK], nearest[MAX_OCCURRENCES_PER_TICK:]",
              "chosen, left = nearest, []",
              (PLANNER_TESTS,)),
+    # ── upgrades: new code never works on an older schema ────────────────
+    Mutation("the-api-answers-on-an-older-schema", "chalicelib/schema_version.py",
+             "    if found:\n        return None\n",
+             "    if True:\n        return None\n",
+             ("tests/test_infra_upgrade.py",)),
+    Mutation("the-tick-works-on-an-unmigrated-schema", "chalicelib/events/runner/invocation.py",
+             "        if behind is not None:  # before the first migrate",
+             "        if False:  # before the first migrate",
+             ("tests/test_infra_upgrade.py",)),
     # ── wake: a phase with no open step is left now ──────────────────────
     Mutation("an-emptied-phase-wakes-its-run-never", WAKE,
              "p.condition_met), NULL, %(now)s)), NULL)",
