@@ -367,11 +367,11 @@ MUTATIONS: list[Mutation] = [
     Mutation("aws-clients-without-timeouts", NUDGE,
              "Config(connect_timeout=CONNECT_SECONDS, read_timeout=READ_SECONDS,",
              "Config(",
-             (SLEEP_OUTAGE,)),
+             (SLEEP_FAULTS, SLEEP_OUTAGE)),
     Mutation("aws-clients-retry-without-a-cap", NUDGE,
              'retries={"mode": "standard", "total_max_attempts": ATTEMPTS}',
              'retries={"mode": "standard"}',
-             (SLEEP_OUTAGE,)),
+             (SLEEP_FAULTS, SLEEP_OUTAGE)),
     # ── an invocation that cannot reach the database ─────────────────────
     Mutation("unreachable-wake-leaves-no-next-tick", INVOCATION,
              "        process_switches(settings).rule_on()\n",

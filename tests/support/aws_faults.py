@@ -39,6 +39,10 @@ class Faults:
         """The `nth` call of `operation` from now (any operation if None) meets `kind` on `attempts` attempts."""
         self._faults.append(_Fault(operation, nth, kind, attempts))
 
+    def armed(self) -> bool:
+        """A fault is set whose call has not come yet."""
+        return any(fault.seen < fault.nth for fault in self._faults)
+
     def clear(self) -> None:
         self._faults.clear()
 
