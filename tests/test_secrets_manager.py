@@ -16,7 +16,7 @@ from chalice.test import Client
 from moto import mock_aws
 
 from app import app
-from chalicelib import runtime
+from chalicelib import health, runtime
 from chalicelib import secrets as engine_secrets
 from chalicelib.config import Settings
 from chalicelib.db import Database
@@ -32,6 +32,9 @@ from tests.support.runner_kit import schedule, step, tick
 @pytest.fixture
 def secrets(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    # These tests judge what /health says, not how long it may wait (tests/test_api_health_flood.py does):
+    # moto's first call in a process, on a loaded machine, can take longer than the one second it allows.
+    monkeypatch.setattr(health, "WAIT_SECONDS", 30.0)
     parameters.clear_caches()  # Powertools caches secrets across tests
     engine_secrets.forget()
     with mock_aws():

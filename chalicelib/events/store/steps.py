@@ -89,16 +89,18 @@ def page_for_run(tx: Tx, run_id: int, after: Step | None, limit: int) -> list[St
     """Up to `limit` of the run's steps in (phase, seq) order, after the step `after` (from the start without one).
 
     One range of the `(run_id, phase, seq)` index, whatever the run's size: what
-    GET /runs/{id} answers a page at a time.
+    GET /runs/{id} answers a page at a time. The index is forced: with statistics
+    gone stale (a table churned by deletes, purge behind) the optimiser was seen
+    to choose a full scan and a sort instead.
     """
     if after is None:
         rows = tx.all(
-            f"SELECT {COLUMNS} FROM event_run_steps WHERE run_id = %s ORDER BY phase, seq LIMIT %s",  # noqa: S608 — COLUMNS is a constant; ids and limit are parameters
+            f"SELECT {COLUMNS} FROM event_run_steps FORCE INDEX (event_run_steps_position) WHERE run_id = %s ORDER BY phase, seq LIMIT %s",  # noqa: S608 — COLUMNS is a constant; ids and limit are parameters
             (run_id, limit),
         )
     else:
         rows = tx.all(
-            f"""SELECT {COLUMNS} FROM event_run_steps
+            f"""SELECT {COLUMNS} FROM event_run_steps FORCE INDEX (event_run_steps_position)
                  WHERE run_id = %s AND (phase > %s OR (phase = %s AND seq > %s))
                  ORDER BY phase, seq LIMIT %s""",  # noqa: S608 — COLUMNS is a constant; the rest are parameters
             (run_id, after.phase, after.phase, after.seq, limit),
