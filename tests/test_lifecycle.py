@@ -95,3 +95,17 @@ def test_the_database_holds_finished_at_set_exactly_when_the_run_is_terminal(db,
 def test_the_tick_starts_a_scheduled_or_starting_run_and_moves_the_rest_on():
     assert lifecycle.BEFORE_FIRST_PHASE == (RunStatus.SCHEDULED, RunStatus.STARTING)
     assert lifecycle.STEP_FAILURES == (lifecycle.StepStatus.FAILED, lifecycle.StepStatus.REFUSED)
+
+
+def test_skipped_is_written_only_by_a_persons_skip():
+    """The engine closes a step it will not run as cancelled; skipped is a person's decision (docs/contract.md)."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "chalicelib"
+    writers = sorted(
+        f"{path.relative_to(root)}:{node.name}"
+        for path in root.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef) and "status = {StepSQL.SKIPPED}," in ast.unparse(node)
+    )
+    assert writers == ["events/store/steps.py:skip_by_human"]
