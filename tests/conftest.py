@@ -12,6 +12,7 @@ import pytest
 
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.migrate import migrate
+from tests.support import cfn
 from tests.support.clock import ManualClock
 from tests.support.mariadb import server_url
 
@@ -40,6 +41,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for tier, group in GROUP_OF_TIER.items():
             if item.get_closest_marker(tier) and not item.get_closest_marker("xdist_group"):
                 item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture of the test: only a test marked packaging may build the package (tests/support/cfn.py)."""
+    cfn.PACKAGING_MARKED = item.get_closest_marker("packaging") is not None
 
 
 @pytest.fixture(scope="session")

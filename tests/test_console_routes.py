@@ -98,6 +98,7 @@ def test_a_503_tells_the_console_when_to_try_again(db, clock):
     assert answer.status == 503 and answer.headers["Retry-After"] == "5"
 
 
+@pytest.mark.packaging
 def test_the_lambda_package_carries_every_console_asset_and_no_test_code():
     with zipfile.ZipFile(package_dir() / "deployment.zip") as package:
         names = set(package.namelist())

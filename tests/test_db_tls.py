@@ -172,6 +172,7 @@ def test_migrate_verifies_the_server_too_and_refuses_another_cas_certificate(tls
         db.close()
 
 
+@pytest.mark.packaging
 def test_the_prod_package_carries_the_bundle_and_every_function_verifies():
     import zipfile
 

@@ -122,6 +122,7 @@ def test_a_step_commits_once_and_its_redo_fits_the_write_ios_the_model_counts():
     assert redo.bytes_per_commit <= DEFAULTS["write_ios_per_commit"] * cost_inputs.AURORA_WRITE_IO_BYTES
 
 
+@pytest.mark.packaging
 def test_the_backstop_is_priced_its_alarm_its_metric_and_the_wake_ups_a_sleep_fires():
     """Every alarm metric of the template is billed (BackstopWakeAlarm's among them), and an idle month
     wakes at the look-ahead's end, the one wake-up a sleep always leaves."""

@@ -58,6 +58,7 @@ def overrides(argv) -> dict:
     return dict(item.split("=", 1) for item in argv[start:end])
 
 
+@pytest.mark.packaging
 def test_a_first_deploy_runs_every_step_in_order_and_says_what_is_left_by_hand(tmp_path, fake_aws):
     done, calls = make_deploy(tmp_path, fake_aws, PARAMS)
     assert done.returncode == 0, done.stderr
@@ -94,6 +95,7 @@ def test_a_first_deploy_runs_every_step_in_order_and_says_what_is_left_by_hand(t
     assert "JwtAudience=<its id>" in out and "aws secretsmanager get-secret-value" in out
 
 
+@pytest.mark.packaging
 def test_the_second_pass_and_a_paid_option_turned_on_later_reach_the_app_as_parameters(tmp_path, fake_aws):
     assert make_deploy(tmp_path, fake_aws, PARAMS)[0].returncode == 0
     later = PARAMS + "OidcClientId=console-client\nJwtAudience=console-client\nEnableProxy=true\nEnableInterfaceEndpoints=true\n"
@@ -108,6 +110,7 @@ def test_the_second_pass_and_a_paid_option_turned_on_later_reach_the_app_as_para
     assert "redirect URI" not in done.stdout
 
 
+@pytest.mark.packaging
 @pytest.mark.parametrize("params, says", [
     (PARAMS + "OidcClientId=console-client\n", "set JwtAudience=console-client too"),
     (PARAMS + "JwtAudiance=x\n", "not a parameter of infra/data.yaml or infra/app.yaml: JwtAudiance"),

@@ -3,6 +3,8 @@
 import signal
 import textwrap
 
+import pytest
+
 from tests.mutation.engine import run_tests
 
 PROBE = textwrap.dedent('''
@@ -14,6 +16,7 @@ PROBE = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_a_test_run_gets_the_default_ctrl_c_even_from_a_shell_that_ignores_it(tmp_path):
     """`make mutate` from a background job inherits an ignored SIGINT; its test runs must not (issue 23, item 15)."""
     (tmp_path / "test_probe.py").write_text(PROBE)

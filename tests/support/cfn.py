@@ -47,8 +47,13 @@ def packaged_app() -> dict:
     return load(package_dir() / "sam.yaml")
 
 
+# Set by tests/conftest.py for each test: whether it is marked packaging (the tier that may package).
+PACKAGING_MARKED = True
+
+
 def package_app(outdir: Path, stage: str = "prod") -> dict:
     """What `make package` builds (infra/package.py: chalice package, bytecode, the schema stamp), loaded."""
+    assert PACKAGING_MARKED, "a test that runs `chalice package` is marked packaging (pytest.ini), so make check skips it"
     return load(package.package(outdir, stage=stage, region=REGION))
 
 
