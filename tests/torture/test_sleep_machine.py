@@ -1,4 +1,4 @@
-"""R10: a Hypothesis state machine drives sleep, wake, nudges and AWS faults against the real code.
+"""R11: a Hypothesis state machine drives sleep, wake, nudges and AWS faults against the real code.
 
 The engine's own sleep and wake code (`runner/sleep.py`, `nudge.py`, the
 database-unreachable path of `runner/invocation.py`) runs against the real
