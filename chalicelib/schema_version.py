@@ -2,7 +2,7 @@
 
 The code needs every migration it ships (`chalicelib/migrations`); yoyo records each
 one applied in `_yoyo_migration`, keyed by the SHA-256 of its id. `behind(db)` looks
-up the newest shipped migration there (one primary-key read). Once it is found the
+them all up there (one read by primary key). Once it is found the
 answer is kept for the life of the process (a schema never goes back), so a process
 pays the read once; while it is missing the answer is re-read at most every
 RECHECK_SECONDS, so an upgrade's migration is seen within seconds and a flood of
@@ -41,24 +41,38 @@ _last_miss: weakref.WeakKeyDictionary[Database, tuple[float, str]] = weakref.Wea
 
 
 @cache
-def needed() -> str:
-    """The id of the newest migration this code ships (the file name without `.sql`)."""
-    return max(path.stem for path in MIGRATIONS.glob("*.sql"))
+def needed() -> tuple[str, ...]:
+    """The ids of every migration this code ships (file names without `.sql`), in order."""
+    return tuple(sorted(path.stem for path in MIGRATIONS.glob("*.sql")))
+
+
+def newest() -> str:
+    return needed()[-1]
+
+
+def stamp(migrations: tuple[str, ...] | None = None) -> str:
+    """One value that changes whenever the shipped migrations do (one added anywhere in the order included):
+    the app stack's MigrateSchema carries it, so CloudFormation runs the migrate function exactly then."""
+    ids = needed() if migrations is None else migrations
+    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:12]
+    return f"{ids[-1]}-of-{len(ids)}-{digest}"
 
 
 def _read(db: Database) -> str | None:
-    migration = needed()
-    key = hashlib.sha256(migration.encode()).hexdigest()
+    keys = {hashlib.sha256(migration.encode()).hexdigest(): migration for migration in needed()}
+    marks = ", ".join(["%s"] * len(keys))
     try:
-        found = db.autocommit(lambda tx: tx.scalar(
-            "SELECT COUNT(*) FROM _yoyo_migration WHERE migration_hash = %s", (key,)))
+        rows = db.autocommit(lambda tx: tx.all(
+            f"SELECT migration_hash FROM _yoyo_migration WHERE migration_hash IN ({marks})",  # noqa: S608 — %s marks only
+            tuple(keys)))
     except pymysql.err.ProgrammingError as error:
         if error.args[0] == NO_SUCH_TABLE:
-            return f"{NOT_MIGRATED}: the database has no migrations applied (this code needs up to {migration})"
+            return f"{NOT_MIGRATED}: the database has no migrations applied (this code needs up to {newest()})"
         raise
-    if found:
+    missing = sorted(set(keys.values()) - {keys[row["migration_hash"]] for row in rows})
+    if not missing:
         return None
-    return f"the schema is older than this code: migration {migration} is not applied yet"
+    return f"the schema is older than this code: migration {missing[0]} is not applied yet"
 
 
 def behind(db: Database, *, log: bool = True, monotonic: Callable[[], float] = time.monotonic) -> str | None:

@@ -1,11 +1,12 @@
-"""`make package`'s stamp: the newest migration of this package, written into the template's `MigrateSchema`.
+"""`make package`'s stamp: the package's migrations, summed up, written into the template's `MigrateSchema`.
 
 CloudFormation invokes a custom resource only when its properties change, so the
-app stack's `MigrateSchema` carries the id of the newest migration the package
-ships: a package that brings a migration updates the resource (the migrate
-function runs before the new API and tick, which depend on it), and a package
-without one leaves it alone. The id is the one the code itself requires
-(`chalicelib.schema_version.needed`).
+app stack's `MigrateSchema` carries a value that changes whenever the shipped
+migrations do (their count, the newest, and a hash of every id, so one added
+anywhere in the order counts): a package that brings a migration updates the
+resource (the migrate function runs before the new API and tick, which depend
+on it), and a package without one leaves it alone. The migrations are the ones
+the code itself requires (`chalicelib.schema_version.needed`).
 """
 
 from __future__ import annotations
@@ -15,19 +16,16 @@ import sys
 from pathlib import Path
 
 PLACEHOLDER = "SCHEMA-OF-THIS-PACKAGE"
-MIGRATIONS = Path(__file__).resolve().parents[1] / "chalicelib" / "migrations"
-
-
-def newest_migration() -> str:
-    return max(path.stem for path in MIGRATIONS.glob("*.sql"))
 
 
 def stamp(template: Path) -> str:
-    """Replace the placeholder in `template` (once) with the newest migration's id; return the id."""
+    """Replace the placeholder in `template` (once) with the migrations' stamp; return the stamp."""
     text = template.read_text()
     if text.count(PLACEHOLDER) != 1:
         raise ValueError(f"{template} must hold {PLACEHOLDER} exactly once (MigrateSchema's Schema)")
-    schema = newest_migration()
+    from chalicelib import schema_version
+
+    schema = schema_version.stamp()
     template.write_text(text.replace(PLACEHOLDER, schema))
     return schema
 

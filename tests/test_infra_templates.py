@@ -387,7 +387,11 @@ def test_the_api_and_the_tick_take_traffic_only_after_the_packages_migrations_ra
     props = migrate["Properties"]
     assert props["ServiceToken"] == {"Fn::GetAtt": ["Migrate", "Arn"]}
     # make package writes the newest migration in, so a package that brings one updates (and so runs) it
-    assert props["Schema"] == schema_version.needed() == max(p.stem for p in schema_version.MIGRATIONS.glob("*.sql"))
+    assert props["Schema"] == schema_version.stamp()
+    shipped = sorted(p.stem for p in schema_version.MIGRATIONS.glob("*.sql"))
+    assert props["Schema"].startswith(f"{shipped[-1]}-of-{len(shipped)}-")
+    # a migration added anywhere in the order (not only at the end) changes it, and so runs the migrate function
+    assert schema_version.stamp((*shipped[:1], "0002a.added-between", *shipped[1:])) != props["Schema"]
     assert props["AppDatabaseHost"] == {"Ref": "AppDatabaseHost"}  # turning the proxy on repoints the app secret
     for function in ("APIHandler", "Tick"):
         depends = resources(app)[function].get("DependsOn")

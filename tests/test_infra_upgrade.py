@@ -52,7 +52,7 @@ def migrate_all_but_the_newest(params: ConnectionParams) -> None:
     try:
         with backend.lock():
             pending = backend.to_apply(read_migrations(str(MIGRATIONS)))
-            assert pending[-1].id == schema_version.needed()
+            assert pending[-1].id == schema_version.newest()
             backend.apply_migrations(pending[:-1])
     finally:
         backend.connection.close()
@@ -65,7 +65,7 @@ def test_an_api_request_meeting_an_older_schema_answers_503_until_the_migration_
         answer = client.http.get("/runs", headers={"Authorization": f"Bearer {ADMIN}"})
         assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
         [message] = answer.json_body["errors"]
-        assert message.startswith(f"the schema is older than this code: migration {schema_version.needed()} is not applied yet")
+        assert message.startswith(f"the schema is older than this code: migration {schema_version.newest()} is not applied yet")
         assert client.http.get("/health").status_code == 200  # the routes open to anyone read no database
         migrate(scratch, create=False)  # the deploy's migration
         monkeypatch.setattr(schema_version, "RECHECK_SECONDS", 0.0)
@@ -180,7 +180,7 @@ def request(kind: str, url: str) -> dict:
     return {"RequestType": kind, "ResponseURL": url, "StackId": "arn:aws:cloudformation:eu-west-1:123456789012:stack/app/1",
             "RequestId": "r-1", "LogicalResourceId": "MigrateSchema", "ResourceType": "Custom::Migrate",
             "ServiceToken": "arn:aws:lambda:eu-west-1:123456789012:function:app-migrate",
-            "ResourceProperties": {"Schema": schema_version.needed()}}
+            "ResourceProperties": {"Schema": schema_version.stamp()}}
 
 
 def test_cloudformations_create_migrates_and_answers_success(deployment, response_url, scratch):

@@ -910,7 +910,7 @@ MUTATIONS: list[Mutation] = [
              (PLANNER_TESTS,)),
     # ── upgrades: new code never works on an older schema ────────────────
     Mutation("the-api-answers-on-an-older-schema", "chalicelib/schema_version.py",
-             "    if found:\n        return None\n",
+             "    if not missing:\n        return None\n",
              "    if True:\n        return None\n",
              ("tests/test_infra_upgrade.py",)),
     Mutation("the-tick-works-on-an-unmigrated-schema", "chalicelib/events/runner/invocation.py",
