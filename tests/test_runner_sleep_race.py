@@ -203,6 +203,7 @@ def test_a_sleeping_and_a_woken_tick_never_leave_the_engine_asleep_without_a_wak
     definition = make_definition(db, DatabaseClock(db).now(), document([[step("core.announce", message="hi")]]))
     with aws_world.moto_server():
         deployment = aws_world.Deployment.here()
+        deployment.reset()
         context = multiprocessing.get_context("spawn")
         barrier, nudged = context.Barrier(4), context.Event()
         sides = [context.Process(target=episode_side, args=(
@@ -211,6 +212,7 @@ def test_a_sleeping_and_a_woken_tick_never_leave_the_engine_asleep_without_a_wak
         for process in sides:
             process.start()
         ends, violations = Counter(), []
+        left = ("ENABLED", set())  # the rule and the schedules the last episode left: what reset undoes
         try:
             for episode in range(EPISODES):
                 db.autocommit(lambda tx: tx.execute(
@@ -218,7 +220,10 @@ def test_a_sleeping_and_a_woken_tick_never_leave_the_engine_asleep_without_a_wak
                     " WHERE wake_at IS NOT NULL"))
                 db.autocommit(lambda tx: tx.execute(
                     "UPDATE event_engine_state SET state = 'awake', sleeps_until = NULL, epoch = epoch + 1"))
-                deployment.reset()
+                if left[0] != "ENABLED":
+                    deployment.events.enable_rule(Name=aws_world.RULE)
+                for name in left[1]:
+                    deployment.scheduler.delete_schedule(Name=name)
                 nudged.clear()
                 barrier.wait(60)  # go
                 barrier.wait(60)  # every side made its move
@@ -226,7 +231,7 @@ def test_a_sleeping_and_a_woken_tick_never_leave_the_engine_asleep_without_a_wak
                     sleep_module.Sleeper(db, sleep_module.aws_switches(
                         aws_world.RULE, aws_world.FUNCTION, aws_world.ROLE), HORIZON).started(
                         DatabaseClock(db).now(), sleep_module.NUDGE_SOURCE)
-                end = _judge(db, deployment)
+                end, left = _judge(db, deployment)
                 ends[end] += 1
                 if end.startswith("VIOLATION"):
                     violations.append((episode, end))
@@ -242,11 +247,14 @@ def test_a_sleeping_and_a_woken_tick_never_leave_the_engine_asleep_without_a_wak
     assert ends["asleep behind its wake-ups"] > 0 and ends["awake, rule on"] > 0
 
 
-def _judge(db, deployment) -> str:
+def _judge(db, deployment) -> tuple[str, tuple[str, set[str]]]:
+    """How the episode ended, and the rule and schedules it left."""
     seen = db.autocommit(engine_state.read)
     rule, standing = deployment.rule(), deployment.schedule_names()
-    now = DatabaseClock(db).now()
-    due = _work_due(db, now)
+    return _verdict(db, seen, rule, standing), (rule, standing)
+
+
+def _verdict(db, seen, rule, standing) -> str:
     if seen.state == "awake":
         return "awake, rule on" if rule == "ENABLED" else f"VIOLATION: awake with the rule off ({seen})"
     if seen.state == "waking":
@@ -254,6 +262,7 @@ def _judge(db, deployment) -> str:
     wake_ups = {f"{aws_world.RULE}-wake-{seen.wake_ups}", f"{aws_world.RULE}-backstop-{seen.wake_ups}"}
     if not wake_ups <= set(standing):
         return f"VIOLATION: asleep without its wake-ups ({seen}, rule {rule}, {sorted(standing)})"
+    due = _work_due(db, DatabaseClock(db).now())
     if due:
         return f"VIOLATION: asleep with {due} run(s) due ({seen}, rule {rule})"
     return "asleep behind its wake-ups" if rule == "DISABLED" else "asleep behind its wake-ups, rule still on"
