@@ -153,7 +153,7 @@ def answer_cloudformation(event: dict[str, Any], env: Mapping[str, str] | None, 
 
 
 def _put_answer(url: str, body: bytes) -> int:
-    from .events.actions import outbound
+    from . import outbound
 
     # A presigned S3 URL: no Content-Type (it is not part of the signature CloudFormation made).
     return outbound.put(outbound.Endpoint.parse(url), body, {}, timeout=ANSWER_SECONDS).status

@@ -10,12 +10,12 @@ import pytest
 from chalicelib.events.actions.bridge import classify
 from chalicelib.events.actions.channels import LogChannel, channel_for
 from chalicelib.events.actions.context import ActionContext
-from chalicelib.events.actions.outbound import MAX_ANSWER_BYTES, Answer, signed_headers
 from chalicelib.events.actions.outcome import Verdict
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.actions.registry import CORE_ACTIONS
 from chalicelib.events.errors import ChannelError, ConfigError
 from chalicelib.events.model import OnFailure, Step, StepStatus
+from chalicelib.outbound import MAX_ANSWER_BYTES, Answer, signed_headers
 
 NOW = datetime(2026, 12, 4, 20, 0, 0)
 

@@ -18,10 +18,8 @@ ERRORS_MODULES = ("chalicelib.errors", "chalicelib.events.errors")
 # The base layer stands below the engine: these never import from events/.
 BASE_LAYER = (
     "chalicelib/config.py", "chalicelib/runtime.py", "chalicelib/secrets.py", "chalicelib/errors.py", "chalicelib/health.py",
-    "chalicelib/schema_version.py", "chalicelib/roles.py", "chalicelib/api/auth.py",
+    "chalicelib/schema_version.py", "chalicelib/roles.py", "chalicelib/api/auth.py", "chalicelib/outbound.py",
 )
-# The outbound HTTP client still lives in events/actions/ until it moves below events/ (issue 20).
-BASE_LAYER_MAY_STILL_USE = {"chalicelib.events.actions.outbound", "chalicelib.events.actions"}
 
 
 def _modules():
@@ -160,10 +158,29 @@ def test_a_status_rendering_is_never_left_unformatted():
 def test_the_base_layer_does_not_reach_up_into_the_engine():
     reaching = {
         path: sorted(i for i in _imports_of(".".join(Path(path).with_suffix("").parts), ROOT / path)
-                     if i.startswith("chalicelib.events") and i not in BASE_LAYER_MAY_STILL_USE)
+                     if i.startswith("chalicelib.events"))
         for path in BASE_LAYER
     }
     assert {p: found for p, found in reaching.items() if found} == {}
+
+
+def test_nothing_below_the_engine_imports_from_it():
+    """What events/ builds on — every chalicelib module outside events/ that an events/ module imports,
+    and what those import in turn — never imports from events/: the layers stay layers."""
+    paths = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in (ROOT / "chalicelib").rglob("*.py")
+    }
+    imports = {name: _imports_of(name, path) & paths.keys() for name, path in paths.items()}
+    engine = {name for name in paths if name == "chalicelib.events" or name.startswith("chalicelib.events.")}
+    below: set[str] = set()
+    frontier = {i for name in engine for i in imports[name]} - engine - {"chalicelib"}
+    while frontier:
+        below |= frontier
+        frontier = {i for name in frontier for i in imports[name]} - engine - below - {"chalicelib"}
+    assert "chalicelib.db" in below and "chalicelib.outbound" in below  # the rule is about something
+    reaching = {name: sorted(imports[name] & engine) for name in sorted(below)}
+    assert {name: found for name, found in reaching.items() if found} == {}
 
 
 def test_the_console_keeps_no_status_list_of_its_own():

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from chalicelib.events.actions import outbound
+from chalicelib import outbound
 from chalicelib.events.errors import ConnectionFailed, DeadlineExceeded, OutboundError
 
 DEADLINE = 0.8

@@ -8,10 +8,10 @@ process; each ends in the outcome its answer deserves.
 import time
 import tracemalloc
 
-from chalicelib.events.actions.outbound import MAX_ANSWER_BYTES
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import steps
+from chalicelib.outbound import MAX_ANSWER_BYTES
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer, deep, dripping, huge
 from tests.support.runner_kit import RULES, make_runner, schedule, step, tick

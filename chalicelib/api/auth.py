@@ -63,8 +63,8 @@ def _jwks_client(url: str) -> jwt.PyJWKClient:
     # One client per URL for the container's life: it caches the keys between invocations.
     import jwt
 
+    from .. import outbound
     from ..errors import OutboundError
-    from ..events.actions import outbound
 
     class BoundedJWKClient(jwt.PyJWKClient):
         """PyJWT's client, fetching through the engine's outbound HTTP: one overall deadline and a size cap

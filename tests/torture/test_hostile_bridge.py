@@ -12,7 +12,7 @@ answers.
 import json
 from collections import Counter, defaultdict
 
-from chalicelib.events.actions.outbound import MAX_ANSWER_BYTES
+from chalicelib.outbound import MAX_ANSWER_BYTES
 from tests.support.game_bridge import Answer, deep, dripping, huge
 from tests.support.torture import TickFleet, audit, document_of, schedule_runs, sized, unfinished_runs, wait_until
 

@@ -18,9 +18,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from ... import outbound
 from ..errors import ConnectionFailed, DeadlineExceeded
 from ..model import Step
-from . import outbound
 from .context import ActionContext
 from .outcome import Outcome
 from .signing import SigningKey, post_signed

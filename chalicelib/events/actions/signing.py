@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from ... import outbound
 from ..errors import SecretUnreadable
-from . import outbound
 
 logger = logging.getLogger(__name__)
 

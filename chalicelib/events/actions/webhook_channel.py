@@ -25,8 +25,8 @@ import json
 import re
 from dataclasses import replace
 
+from ... import outbound
 from ..errors import ChannelError, OutboundError
-from . import outbound
 from .notice import Notice
 from .signing import SigningKey, post_signed
 

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ConnectionFailed, DeadlineExceeded
+from .errors import ConnectionFailed, DeadlineExceeded
 
 MAX_ANSWER_BYTES = 1024 * 1024  # an answer is read up to 1 MB; the rest is never read
 MAX_HEADER_BYTES = 16 * 1024  # the status line and headers of one answer
