@@ -5,7 +5,8 @@ import pytest
 
 from chalicelib.events import controls
 from chalicelib.events.errors import Conflict, NotFound
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.model import PhaseKind, RunStatus, StepStatus
+from chalicelib.events.store import phases, steps
 from tests.support.factory import run_row, step_row
 from tests.support.scenes import STEP_STATES, log_rows, put_step_in, run_with_steps, runs_each_with_a_step_in, snapshot
 
@@ -155,10 +156,16 @@ def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_statu
     for control, (run, target, furthest_seq) in zip(
         every_control, runs_each_with_a_step_in(db, clock.now(), run_status, state, len(every_control)), strict=True
     ):
-        offer = controls.offered(run, [target], furthest_seq)
+        def phase_row(tx, run=run):  # its phase 1 as a started run has it, for advance
+            phases.insert_plan(tx, run.id, [(1, PhaseKind.MAIN, "part 1", None)], 1, clock.now())
+            return phases.get(tx, run.id, 1), steps.in_flight(tx, run.id, 1, clock.now())
+
+        phase, flying = db.autocommit(phase_row)
+        offer = controls.offered(run, [target], furthest_seq, phase, flying)
         offered = control in offer["run"] + offer["steps"][str(target.id)]
         press = getattr(controls, control)
         args = (run.id,) if control in controls.RUN_CONTROLS else (run.id, target.id)
+        args += (1,) if control == "advance" else ()
         try:
             press(db, *args, actor="mod", now=clock.now())
             succeeded = True

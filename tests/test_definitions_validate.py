@@ -111,3 +111,15 @@ def test_a_misspelt_field_is_named_with_the_nearest_known_one():
     assert "`stpes` is not a field of document.phases[0]; did you mean `steps`?" in problems
     problems = _problems({"name": "x", "phases": [{"steps": [{"action": "core.announce", "params": {"mesage": "hi"}}]}]})
     assert problems == ["`mesage` is not a field of document.phases[0].steps[0].params (core.announce); did you mean `message`?"]
+
+
+def test_a_phase_takes_an_advance_condition_and_keeps_it_and_the_ending_takes_none():
+    steps = [{"action": "core.announce", "params": {"message": "Go"}}]
+    kept = validate({"name": "Race", "phases": [{"steps": steps, "advance": {"when": "manual"}}, {"steps": steps}]})
+    assert kept["phases"][0]["advance"] == {"when": "manual"} and "advance" not in kept["phases"][1]
+    assert _problems({"name": "Race", "phases": [{"steps": steps, "advance": {"when": "boss_dies"}}]}) == [
+        "document.phases[0].advance.when must be one of ['steps_done', 'manual']"]
+    assert _problems({"name": "Race", "phases": [{"steps": steps, "advance": {}}]}) == [
+        "document.phases[0].advance.when is required"]
+    ending = _problems({"name": "Race", "phases": [{"steps": steps}], "ending": {"advance": {"when": "manual"}, "steps": steps}})
+    assert "document.ending: the ending takes no advance condition (it is a list of steps, run to the end)" in ending

@@ -98,7 +98,8 @@ def test_the_tick_starts_a_scheduled_or_starting_run_and_moves_the_rest_on():
 
 
 def test_skipped_is_written_only_by_a_persons_skip():
-    """The engine closes a step it will not run as cancelled; skipped is a person's decision (docs/contract.md)."""
+    """The engine closes a step it will not run as cancelled; skipped is a person's decision, a skip or an
+    advance (docs/contract.md)."""
     import ast
 
     root = Path(__file__).resolve().parent.parent / "chalicelib"
@@ -108,4 +109,5 @@ def test_skipped_is_written_only_by_a_persons_skip():
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.FunctionDef) and "status = {StepSQL.SKIPPED}," in ast.unparse(node)
     )
-    assert writers == ["events/store/steps.py:skip_by_human"]
+    # A person's skip of one step, and a person's advance of a phase (its pending and parked steps).
+    assert writers == ["events/store/steps.py:skip_by_human", "events/store/steps.py:skip_phase_for_advance"]

@@ -70,6 +70,7 @@ def get_run(call: Call) -> Body:
         head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
         run_phases = phases.list_for_run(tx, run.id)
         working = next((p for p in run_phases if p.number == run.current_phase), None)
+        flying = steps.in_flight(tx, run.id, run.current_phase, call.now) if run.current_phase is not None else None
         return {
             "run": run.public(),
             "waiting": waiting(run, head[0] if head else None, working),
@@ -77,7 +78,7 @@ def get_run(call: Call) -> Body:
             "steps": [s.public() for s in run_steps],
             "steps_next_cursor": run_steps[-1].id if more else None,
             "counts": steps.status_counts(tx, run.id),
-            "controls": controls.offered(run, run_steps, furthest),
+            "controls": controls.offered(run, run_steps, furthest, working, flying),
         }
 
     # One transaction: run, steps and controls from one snapshot.
@@ -115,6 +116,8 @@ _CONTROL_ANSWERS: dict[str, Responses] = {
     "run": _ok("the control took; the run as it now stands", schemas.RUN_CONTROL_RESPONSE),
     "step": _ok("the control took; the step as it now stands", schemas.STEP_CONTROL_RESPONSE),
     "step and run": _ok("the step re-queued; resumed says whether the run is running again", schemas.RETRY_RESPONSE),
+    "advance": _ok("the phase advanced; how many of its steps were skipped, and whether the run resumed",
+                   schemas.ADVANCE_RESPONSE),
 }
 _NOTE_BODIES = {None: schemas.NO_FIELDS, "reason": schemas.REASON_BODY, "note": schemas.NOTE_BODY}
 
@@ -125,14 +128,16 @@ def _control_operation(control: controls.Control) -> None:
 
     def press(call: Call) -> Body:
         note = call.body.get(control.note_field) if control.note_field else None
-        answer = control.perform(runtime.database(), call.ids["run_id"], call.ids.get("step_id"), call.actor, call.now, note)
+        phase = call.body.get(control.phase_field) if control.phase_field else None
+        answer = control.perform(runtime.database(), call.ids["run_id"], call.ids.get("step_id"), call.actor, call.now,
+                                 note, phase)
         if control.wakes:
             _made_work(call)
         return answer
 
     press.__name__ = f"{control.name}_{control.target.value}"
     operation("POST", path, control.summary, control.roles, _CONTROL_ANSWERS[control.answer or control.target.value],
-              body=_NOTE_BODIES[control.note_field])(press)
+              body=schemas.ADVANCE_BODY if control.phase_field else _NOTE_BODIES[control.note_field])(press)
 
 
 for _control in controls.CONTROLS.values():

@@ -33,6 +33,9 @@ _ID = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 REASON_BODY = _body(reason=_NOTE)
 NOTE_BODY = _body(note=_NOTE)
 NO_FIELDS = _body()
+ADVANCE_BODY = {**_body(phase={"type": "integer", "minimum": 1, "maximum": 1000,
+                               "description": "the phase the caller sees the run at (GET /runs/{id}'s run.current_phase)"},
+                        reason=_NOTE), "required": ["phase"]}
 SCHEDULE_BODY = {
     **_body(scheduled_for={
         "type": "string", "format": "date-time", "maxLength": 40,
@@ -176,6 +179,8 @@ ERRORS = {
 RUN_CONTROL_RESPONSE = _object(ok={"const": True}, run=RUN)
 STEP_CONTROL_RESPONSE = _object(ok={"const": True}, step=STEP)
 RETRY_RESPONSE = _object(ok={"const": True}, step=STEP, resumed={"type": "boolean"}, run=RUN)
+ADVANCE_RESPONSE = _object(ok={"const": True}, run=RUN, skipped_steps={"type": "integer", "minimum": 0},
+                           resumed={"type": "boolean"})
 _STATUS_WORD = _object(status={"type": "string"}, label={"type": "string"}, mark={"type": "string"}, terminal={"type": "boolean"})
 VOCABULARY = _object(
     run_statuses={"type": "array", "items": _STATUS_WORD},
@@ -184,7 +189,7 @@ VOCABULARY = _object(
         name={"type": "string"}, target={"type": "string", "enum": ["run", "step"]},
         roles={"type": "array", "items": {"type": "string"}}, wakes={"type": "boolean"},
         note_field={"type": ["string", "null"]}, label={"type": "string"}, question=_MAYBE_TEXT, done={"type": "string"},
-        tone={"type": ["string", "null"], "enum": ["danger", "primary", None]},
+        tone={"type": ["string", "null"], "enum": ["danger", "primary", None]}, phase_field={"type": ["string", "null"]},
     )},
 )
 RUNS_PAGE = _object(runs={"type": "array", "items": RUN}, next_cursor=_MAYBE_INT)

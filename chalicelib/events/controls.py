@@ -1,4 +1,4 @@
-"""The six live controls a person presses: pause, resume, cancel, confirm, skip, retry, each declared once.
+"""The seven live controls a person presses: pause, resume, cancel, advance, confirm, skip, retry, each declared once.
 
 Each control is one `Control` in `CONTROLS`: its name, its target (a run or a
 step), the roles that may press it, its guard (the rule, as a pure function of
@@ -33,8 +33,8 @@ from . import journal
 from .errors import Conflict, NotFound
 from .lifecycle import TERMINAL_RUN, Who
 from .lifecycle import TRANSITIONS as _TRANSITIONS
-from .model import Run, RunStatus, Step, StepStatus, clean_note
-from .store import log, runs, steps
+from .model import Phase, PhaseKind, Run, RunStatus, Step, StepStatus, clean_note, iso
+from .store import log, phases, runs, steps
 
 
 def _sources_of_a_persons_move(*into: RunStatus) -> tuple[RunStatus, ...]:
@@ -49,6 +49,7 @@ def _sources_of_a_persons_move(*into: RunStatus) -> tuple[RunStatus, ...]:
 PAUSABLE = _sources_of_a_persons_move(RunStatus.PAUSED)
 RESUMABLE = _sources_of_a_persons_move(RunStatus.RUNNING, RunStatus.STARTING)
 CANCELLABLE = _sources_of_a_persons_move(RunStatus.CANCELLED)
+ADVANCEABLE = (RunStatus.RUNNING, RunStatus.PAUSED)  # at a main phase: from paused it also resumes
 
 
 # ── the rules, as pure functions of the rows ───────────────────────────────
@@ -70,6 +71,31 @@ def _resume_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> st
 
 def _cancel_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
     return None if run.status in CANCELLABLE else f"this run is already {run.status.value}"
+
+
+def _advance_status_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    return None if run.status in ADVANCEABLE else (
+        f"this run is {run.status.value}; only a running or paused run can be advanced")
+
+
+def advance_refusal(run: Run, asked: int, phase: Phase | None, in_flight: Step | None) -> str | None:
+    """Why advancing phase `asked` is not legal now (None: it is), from the run, its current phase's row and
+    the first step of that phase in flight under a live lease. The SQL guard is `runs.advance_phase`'s WHERE."""
+    status = _advance_status_refusal(run, None, None)
+    if status is not None:
+        return status
+    if run.current_phase != asked:
+        return f"the run is at phase {run.current_phase}, not phase {asked}"
+    if phase is None:
+        return f"phase {asked} has no row to advance (the run has not opened it)"
+    if phase.kind is not PhaseKind.MAIN:
+        return f"phase {asked} is the ending, which runs to its end and cannot be advanced"
+    if phase.condition_met:
+        return f"phase {asked} ({phase.name}) was already advanced by {phase.met_by} at {iso(phase.met_at)}"
+    if in_flight is not None:
+        return (f"step {in_flight.seq + 1} of phase {asked} ({in_flight.action_id}) is in flight;"
+                " try again in a few seconds")
+    return None
 
 
 def _confirm_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
@@ -115,8 +141,8 @@ class Target(str, Enum):
 
 
 Refusal = Callable[[Run, Step | None, int | None], str | None]
-# (database, run id, step id or None, actor, now, the note) -> the answer's body
-Perform = Callable[[Database, int, int | None, str, datetime, str | None], dict[str, Any]]
+# (database, run id, step id or None, actor, now, the note, the phase field or None) -> the answer's body
+Perform = Callable[[Database, int, int | None, str, datetime, str | None, int | None], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -136,6 +162,7 @@ class Control:
     done: str  # what the console says once it took
     tone: str | None = None  # "danger" or "primary": how the console draws the button
     answer: str = ""  # what the answer carries besides ok: "run", "step", or "step and run"
+    phase_field: str | None = None  # the body field naming the phase it acts on (the console sends the run's)
 
     @property
     def summary(self) -> str:
@@ -146,7 +173,7 @@ class Control:
         return {
             "name": self.name, "target": self.target.value, "roles": sorted(self.roles), "wakes": self.wakes,
             "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
-            "tone": self.tone,
+            "tone": self.tone, "phase_field": self.phase_field,
         }
 
 
@@ -242,6 +269,43 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
     return db.transaction(work)
 
 
+@dataclass(frozen=True)
+class Advanced:
+    run: Run
+    skipped_steps: int
+    resumed: bool
+
+
+def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime, reason: str | None = None) -> Advanced:
+    """A person ends the phase the run is at: its condition met, its pending and parked steps skipped.
+
+    One transaction, run row locked first: the guarded UPDATE (`runs.advance_phase`:
+    at that phase, not yet met, nothing in flight under a live lease; from paused it
+    resumes), then the skips with the person's reason, then the log rows. The run
+    wakes now, and the tick leaves the drained phase and opens the next.
+    """
+    note = clean_note(reason)
+
+    def work(tx: Tx) -> Advanced:
+        run = _locked_run(tx, run_id)
+        resuming = run.status is RunStatus.PAUSED
+        if not runs.advance_phase(tx, run.id, phase, actor, now, resuming=resuming):
+            current = None if run.current_phase is None else phases.get(tx, run.id, run.current_phase)
+            flying = None if run.current_phase is None else steps.in_flight(tx, run.id, run.current_phase, now)
+            raise Conflict(advance_refusal(run, phase, current, flying) or f"advance did not take: the run is {run.status.value}",
+                           run_status=run.status.value)
+        skipped = steps.skip_phase_for_advance(tx, run.id, phase, now, note)
+        rows = [journal.run_advance(run, phase, actor, reason=note, skipped_steps=len(skipped), resumed=resuming)]
+        if resuming:
+            rows.append(journal.run_control(run, "advance", RunStatus.RUNNING, actor))
+        rows += [journal.step_control(step, "advance", StepStatus.SKIPPED, actor, reason=note, attempts=step.attempts)
+                 for step in skipped]
+        log.append_many(tx, rows, now)
+        return Advanced(must_exist(runs.get(tx, run.id)), len(skipped), resuming)
+
+    return db.transaction(work)
+
+
 def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None) -> Step:
     """A parked step -> done, with the person's note: they did what it asked."""
     text = clean_note(note)
@@ -306,36 +370,47 @@ def _step_answer(step: Step) -> dict[str, Any]:
     return {"ok": True, "step": step.public()}
 
 
+def _advanced_answer(result: Advanced) -> dict[str, Any]:
+    return {"ok": True, "run": result.run.public(), "skipped_steps": result.skipped_steps, "resumed": result.resumed}
+
+
 def _retried_answer(result: Retried) -> dict[str, Any]:
     return {"ok": True, "step": result.step.public(), "resumed": result.resumed, "run": result.run.public()}
 
 
 CONTROLS: dict[str, Control] = {c.name: c for c in (
     Control("pause", Target.RUN, CONTROLLERS, _pause_refusal,
-            lambda db, run, _, actor, now, note: _run_answer(pause(db, run, actor=actor, now=now, reason=note)),
+            lambda db, run, _, actor, now, note, phase: _run_answer(pause(db, run, actor=actor, now=now, reason=note)),
             "a starting or running run is paused; its run lease is cleared, so a working tick stops at its next re-read",
             wakes=False, note_field="reason", label="Pause run", question="Pause this run?", done="Paused"),
     Control("resume", Target.RUN, CONTROLLERS, _resume_refusal,
-            lambda db, run, _, actor, now, note: _run_answer(resume(db, run, actor=actor, now=now)),
+            lambda db, run, _, actor, now, note, phase: _run_answer(resume(db, run, actor=actor, now=now)),
             "a paused run is running again (starting, if it never had a phase); its last error is cleared, its health kept",
             wakes=True, note_field=None, label="Resume run", question=None, done="Resumed"),
     Control("cancel", Target.RUN, CONTROLLERS, _cancel_refusal,
-            lambda db, run, _, actor, now, note: _run_answer(cancel(db, run, actor=actor, now=now, reason=note)),
+            lambda db, run, _, actor, now, note, phase: _run_answer(cancel(db, run, actor=actor, now=now, reason=note)),
             "a run that is not over is cancelled; its pending and parked steps are cancelled, a step in flight is left"
             " to its answer", wakes=False, note_field="reason", label="Cancel run",
             question="Cancel this run? It cannot be undone.", done="Cancelled", tone="danger"),
+    Control("advance", Target.RUN, CONTROLLERS, _advance_status_refusal,
+            lambda db, run, _, actor, now, note, phase: _advanced_answer(
+                advance(db, run, must_exist(phase), actor=actor, now=now, reason=note)),
+            "the phase the run is at ends: its condition is met, its pending and parked steps are skipped with the"
+            " reason, and from paused the run resumes; refused while a step of it is in flight, and in the ending",
+            wakes=True, note_field="reason", label="Advance phase", question="Advance past this phase?",
+            done="Advanced", answer="advance", phase_field="phase"),
     Control("confirm", Target.STEP, CONTROLLERS, _confirm_refusal,
-            lambda db, run, step, actor, now, note: _step_answer(confirm(db, run, must_exist(step), actor=actor, now=now,
+            lambda db, run, step, actor, now, note, phase: _step_answer(confirm(db, run, must_exist(step), actor=actor, now=now,
                                                                          note=note)),
             "a parked step is done, with the person's note", wakes=True, note_field="note", label="Confirm",
             question="Confirm this step is done?", done="Confirmed", tone="primary", answer="step"),
     Control("skip", Target.STEP, CONTROLLERS, _skip_refusal,
-            lambda db, run, step, actor, now, note: _step_answer(skip(db, run, must_exist(step), actor=actor, now=now,
+            lambda db, run, step, actor, now, note, phase: _step_answer(skip(db, run, must_exist(step), actor=actor, now=now,
                                                                       reason=note)),
             "a pending or parked step of a run that is not over is skipped", wakes=True, note_field="reason",
             label="Skip", question="Skip this step?", done="Skipped", answer="step"),
     Control("retry", Target.STEP, CONTROLLERS, _retry_refusal,
-            lambda db, run, step, actor, now, note: _retried_answer(retry(db, run, must_exist(step), actor=actor, now=now)),
+            lambda db, run, step, actor, now, note, phase: _retried_answer(retry(db, run, must_exist(step), actor=actor, now=now)),
             "the failed step a paused run is stopped at is re-queued, and the run resumed", wakes=True, note_field=None,
             label="Retry", question=None, done="Re-queued", answer="step and run"),
 )}
@@ -354,10 +429,20 @@ def refusal(control: str, run: Run, step: Step | None = None, furthest_seq: int 
     return declared.refuse(run, step, furthest_seq)
 
 
-def offered(run: Run, run_steps: Iterable[Step], furthest_seq: int | None) -> dict[str, Any]:
-    """The controls legal right now, as GET /runs/{id} reports them to the console."""
+def offered(
+    run: Run, run_steps: Iterable[Step], furthest_seq: int | None, phase: Phase | None = None, in_flight: Step | None = None
+) -> dict[str, Any]:
+    """The controls legal right now, as GET /runs/{id} reports them to the console.
+
+    `phase` is the row of the phase the run is at and `in_flight` that phase's first step in flight under a
+    live lease (advance only: it is offered exactly when `advance_refusal` finds nothing)."""
+    def legal(control: str) -> bool:
+        if control == "advance":
+            return run.current_phase is not None and advance_refusal(run, run.current_phase, phase, in_flight) is None
+        return refusal(control, run) is None
+
     return {
-        "run": [c for c in RUN_CONTROLS if refusal(c, run) is None],
+        "run": [c for c in RUN_CONTROLS if legal(c)],
         "steps": {
             str(step.id): [c for c in STEP_CONTROLS if refusal(c, run, step, furthest_seq) is None]
             for step in run_steps

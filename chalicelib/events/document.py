@@ -50,12 +50,25 @@ STEP_SCHEMA = {
         "on_failure": {"type": "string", "enum": [o.value for o in OnFailure]},
     },
 }
+# What must be met before a drained phase is left. `steps_done` (the default, as if absent): its
+# steps are done; `manual`: a person advances it (the advance control).
+ADVANCE_WHEN = ("steps_done", "manual")
+ADVANCE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["when"],
+    "properties": {
+        "when": {"type": "string", "enum": list(ADVANCE_WHEN),
+                 "description": "steps_done (default): when its steps are done; manual: when a person advances it"},
+    },
+}
 PHASE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["steps"],
     "properties": {
         "name": {"type": "string", "maxLength": 200},
+        "advance": ADVANCE_SCHEMA,
         "steps": {"type": "array", "minItems": 1, "maxItems": 200, "items": STEP_SCHEMA},
     },
 }
@@ -150,10 +163,20 @@ def _authored_steps(document: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         yield f"document.ending[{j}]", step
 
 
+def _advance_problems(document: dict[str, Any]) -> list[str]:
+    """What the schema cannot say about advance conditions (an unknown `when` it names itself): none on the ending."""
+    problems = []
+    ending = document.get("ending")
+    if isinstance(ending, dict) and "advance" in ending:
+        problems.append("document.ending: the ending takes no advance condition (it is a list of steps, run to the end)")
+    return problems
+
+
 def validate(document: Any) -> dict[str, Any]:
     """The document with its defaults filled in, or Invalid listing every problem."""
     problems = _schema_problems(DOCUMENT_SCHEMA, document, "document")
     if isinstance(document, dict):
+        problems += _advance_problems(document)
         for path, step in _authored_steps(document):
             if first_error(STEP_SCHEMA, step, path) is None:
                 problems += _step_problems(step, path)
@@ -166,7 +189,8 @@ def validate(document: Any) -> dict[str, Any]:
         "name": document["name"].strip(),
         "grace_seconds": document.get("grace_seconds", DEFAULT_GRACE_SECONDS),
         "phases": [
-            {"name": phase.get("name") or f"phase {place}", "steps": [_normalised_step(s) for s in phase["steps"]]}
+            {"name": phase.get("name") or f"phase {place}", "steps": [_normalised_step(s) for s in phase["steps"]],
+             **({"advance": dict(phase["advance"])} if "advance" in phase else {})}
             for place, phase in enumerate(document["phases"], 1)
         ],
         "ending": [_normalised_step(s) for s in document.get("ending", [])],
@@ -183,7 +207,7 @@ class PhasePlan:
     kind: PhaseKind
     name: str
     specs: tuple[StepSpec, ...]
-    condition: dict[str, Any] | None = None  # what must be met before it may be left once drained; none is authored yet
+    condition: dict[str, Any] | None = None  # what must be met before it may be left once drained (None: its steps done)
 
 
 @dataclass(frozen=True)
@@ -226,16 +250,28 @@ class Programme:
 def programme_of(document: dict[str, Any]) -> Programme:
     try:
         authored = [
-            (PhaseKind.MAIN, str(phase.get("name") or f"phase {place}"), tuple(_spec(step) for step in phase["steps"]))
+            (PhaseKind.MAIN, str(phase.get("name") or f"phase {place}"), tuple(_spec(step) for step in phase["steps"]),
+             _condition(phase))
             for place, phase in enumerate(document["phases"], 1)
         ]
-        ending = (PhaseKind.ENDING, "ending", tuple(_spec(step) for step in document.get("ending") or ()))
+        ending = (PhaseKind.ENDING, "ending", tuple(_spec(step) for step in document.get("ending") or ()), None)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise UnreadableDocument(f"definition document unreadable: {type(error).__name__}: {error}") from error
-    if not authored or not all(specs for _, _, specs in authored):
+    if not authored or not all(specs for _, _, specs, _ in authored):
         raise UnreadableDocument("definition document unreadable: every phase needs at least one step")
-    return Programme(tuple(PhasePlan(number, kind, name, specs)
-                           for number, (kind, name, specs) in enumerate([*authored, ending], 1)))
+    return Programme(tuple(PhasePlan(number, kind, name, specs, condition)
+                           for number, (kind, name, specs, condition) in enumerate([*authored, ending], 1)))
+
+
+def _condition(phase: dict[str, Any]) -> dict[str, Any] | None:
+    """The condition a phase's row carries: None for steps_done (the default), else its `advance` field."""
+    advance = phase.get("advance") or {"when": "steps_done"}
+    when = advance["when"]
+    if when == "steps_done":
+        return None
+    if when not in ADVANCE_WHEN:
+        raise ValueError(f"no advance condition {when!r}")
+    return {"when": when}
 
 
 def _spec(step: dict[str, Any]) -> StepSpec:

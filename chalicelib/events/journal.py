@@ -6,7 +6,9 @@ way: a person's control names itself (`control`), the engine's own change names
 its cause (`cause`).
 
     run.status     a run changed status: {control | cause, from, to, ...}
-    run.phase      a run opened a phase: {phase, name}
+    run.phase      a run opened a phase: {phase, name[, ended_by]}; ended_by says what ended the one
+                   before: {"steps_done": true}, or {"by", "at"} of whoever met its condition
+    run.advance    a person advanced a phase: {phase, reason, skipped_steps, resumed}
     step.status    a step changed status: {control | cause, action, from, to, ...}
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
                    outcome, http_status, latency_ms, error[, fenced_out]}
@@ -22,9 +24,10 @@ from .model import Run, RunStatus, Step, StepStatus
 
 RUN_STATUS = "run.status"
 RUN_PHASE = "run.phase"
+RUN_ADVANCE = "run.advance"
 STEP_STATUS = "step.status"
 STEP_DISPATCH = "step.dispatch"
-KINDS = (RUN_STATUS, RUN_PHASE, STEP_STATUS, STEP_DISPATCH)
+KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, STEP_STATUS, STEP_DISPATCH)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
 
@@ -63,8 +66,18 @@ def run_status(
     return Entry(run_id=run_id, kind=RUN_STATUS, phase=phase, detail=_status_detail(control, cause, change, detail), actor=actor)
 
 
-def run_phase(run_id: int, number: int, name: str | None) -> Entry:
-    return Entry(run_id=run_id, kind=RUN_PHASE, phase=number, detail={"phase": number, "name": name}, actor=RUNNER)
+def run_phase(run_id: int, number: int, name: str | None, ended_by: dict[str, Any] | None = None) -> Entry:
+    """`ended_by`: what ended the phase before (None for the first phase)."""
+    detail: dict[str, Any] = {"phase": number, "name": name}
+    if ended_by is not None:
+        detail["ended_by"] = ended_by
+    return Entry(run_id=run_id, kind=RUN_PHASE, phase=number, detail=detail, actor=RUNNER)
+
+
+def run_advance(run: Run, phase: int, actor: str, *, reason: str | None, skipped_steps: int, resumed: bool) -> Entry:
+    """A person met the condition of the phase the run is at (the advance control)."""
+    detail = {"control": "advance", "phase": phase, "reason": reason, "skipped_steps": skipped_steps, "resumed": resumed}
+    return Entry(run_id=run.id, kind=RUN_ADVANCE, phase=phase, detail=detail, actor=actor)
 
 
 def step_status(

@@ -159,7 +159,8 @@ TRANSITIONS: tuple[Transition, ...] = (
                "a step of a running or paused run failed or was refused with `on_failure: abort_run` (its pending steps"
                " are cancelled), or the run's document cannot be walked", Wake.CLEARED, True),
     Transition((_R.STARTING, _R.RUNNING), _R.PAUSED, Who.PERSON, "pause", Wake.CLEARED, True),
-    Transition((_R.PAUSED,), _R.RUNNING, Who.PERSON, "resume, or retry of the step it stopped at (it had a phase)", Wake.NOW),
+    Transition((_R.PAUSED,), _R.RUNNING, Who.PERSON,
+               "resume, retry of the step it stopped at, or advance of the phase it is at (it had a phase)", Wake.NOW),
     Transition((_R.PAUSED,), _R.STARTING, Who.PERSON, "resume, or retry (it never had a phase)", Wake.NOW),
     Transition(LIVE_RUN, _R.CANCELLED, Who.PERSON,
                "cancel (pending and parked steps are cancelled; a step in flight is left to its answer)", Wake.CLEARED, True),

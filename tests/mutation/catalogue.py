@@ -48,6 +48,7 @@ RUNNER_HOSTILE = "tests/test_runner_bridge_hostile.py"
 API_DEFINITIONS = "tests/test_api_definitions.py"
 RUNNER_WAKE = "tests/test_runner_wake_times.py"
 RUNNER_PHASES = "tests/test_runner_phases.py"
+CONTROLS_ADVANCE = "tests/test_controls_advance.py"
 WAKE = "chalicelib/events/store/wake.py"
 LIFECYCLE = "chalicelib/events/lifecycle.py"
 ENGINE_STATE = "chalicelib/events/store/engine_state.py"
@@ -227,8 +228,8 @@ MUTATIONS: list[Mutation] = [
              'Who.PERSON, "pause", Wake.KEPT, True),',
              (RUNNER_WAKE,)),
     Mutation("resume-does-not-wake", LIFECYCLE,
-             '"resume, or retry of the step it stopped at (it had a phase)", Wake.NOW),',
-             '"resume, or retry of the step it stopped at (it had a phase)", Wake.KEPT),',
+             '"resume, retry of the step it stopped at, or advance of the phase it is at (it had a phase)", Wake.NOW),',
+             '"resume, retry of the step it stopped at, or advance of the phase it is at (it had a phase)", Wake.KEPT),',
              (RUNNER_WAKE,)),
     Mutation("confirm-and-skip-do-not-wake", STEPS,
              "r.wake_at = IF(r.status IN ({RunSQL.DUE}) AND",
@@ -655,8 +656,8 @@ MUTATIONS: list[Mutation] = [
              "AND FALSE), NULL, %(now)s)",
              (RUNNER_PHASES,)),
     Mutation("the-walker-never-holds-a-phase", ADVANCE,
-             "if programme.phase(number).condition is not None and phases.hold(tx, run_id, number, now):",
-             "if False:",
+             "standing = phases.hold(tx, run_id, number, now) if programme.phase(number).condition is not None else None",
+             "standing = None",
              (RUNNER_PHASES,)),
     Mutation("fenced-out-dispatcher-goes-on", ADVANCE,
              "if not applied.written or applied.run_stopped:",
@@ -942,4 +943,37 @@ MUTATIONS: list[Mutation] = [
              "            read_timeout=self._read_timeout,\n",
              "            read_timeout=60,\n",
              (API_DB_HANG,)),
+    # ── the advance control (issue 24 item 5): each guard of its one UPDATE, its skips, its offer ──
+    Mutation("advance-of-a-phase-the-run-is-not-at", RUNS,
+             "WHERE r.id = %s AND r.status = %s AND r.current_phase = %s",
+             "WHERE r.id = %s AND r.status = %s AND (r.current_phase = %s OR TRUE)",
+             (CONTROLS_ADVANCE,)),
+    Mutation("advance-from-any-status", RUNS,
+             "WHERE r.id = %s AND r.status = %s AND r.current_phase = %s",
+             "WHERE r.id = %s AND (r.status = %s OR TRUE) AND r.current_phase = %s",
+             (CONTROLS_ADVANCE,)),
+    Mutation("advance-of-the-ending", RUNS,
+             "AND p.kind = 'main' AND NOT p.condition_met",
+             "AND NOT p.condition_met",
+             (CONTROLS_ADVANCE,)),
+    Mutation("advance-of-a-phase-already-met", RUNS,
+             "AND p.kind = 'main' AND NOT p.condition_met",
+             "AND p.kind = 'main'",
+             (CONTROLS_ADVANCE,)),
+    Mutation("advance-races-a-step-in-flight", RUNS,
+             "AND s.status = {StepSQL.RUNNING} AND s.claim_expires_at >= %s)",
+             "AND s.status = {StepSQL.RUNNING} AND s.claim_expires_at >= %s AND FALSE)",
+             (CONTROLS_ADVANCE,)),
+    Mutation("advance-leaves-a-lapsed-step-to-come-back", STEPS,
+             "AND (claim_expires_at IS NULL OR claim_expires_at < %s)))",
+             "AND (claim_expires_at IS NULL OR claim_expires_at < %s AND FALSE)))",
+             (CONTROLS_ADVANCE,)),
+    Mutation("advance-offered-after-it-was-met", CONTROLS,
+             "    if phase.condition_met:\n",
+             "    if False:\n",
+             (CONTROLS_ADVANCE,)),
+    Mutation("advance-offered-while-a-step-is-in-flight", CONTROLS,
+             "    if in_flight is not None:\n",
+             "    if False:\n",
+             (CONTROLS_ADVANCE,)),
 ]

@@ -407,12 +407,17 @@ def audit(db: Database, now: datetime | None = None) -> list[str]:
                     problems.append(f"{where}: the step was {status} at attempt {attempts}")
                 step_state[sid] = (d["to"], attempt)
                 continue
-            legal_from = {"confirm": ("parked",), "skip": ("pending", "parked"), "retry": ("failed",)}[control]
-            shown = "running" if status == "parked" else status
-            if status not in legal_from or d.get("from") != shown:
+            legal_from = {"confirm": ("parked",), "skip": ("pending", "parked"), "retry": ("failed",),
+                          # an advance also skips a step whose lease lapsed (never one under a live lease)
+                          "advance": ("pending", "parked", "leased")}[control]
+            shown = "running" if status in ("parked", "leased") else status
+            lapsed_unlogged = control == "advance" and status == "pending" and d.get("from") == "running"
+            if (status not in legal_from or d.get("from") != shown) and not lapsed_unlogged:
                 problems.append(f"{where}: the step was {status}")
             if control == "retry" and d.get("attempts_reset") != attempts:
                 problems.append(f"{where}: reset from {d.get('attempts_reset')} but the log had {attempts}")
+            if control == "advance":  # a lapsed claim logs nothing until the sweep: the row says its attempts
+                attempts = d["attempts"]
             step_state[sid] = ("pending", 0) if control == "retry" else (d["to"], attempts)
 
     for s in step_rows:

@@ -27,7 +27,7 @@ from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.model import TERMINAL_RUN
 from chalicelib.events.runner import Budget, Rules
-from chalicelib.events.store import runs, steps
+from chalicelib.events.store import phases, runs, steps
 from tests.conftest import START, TABLES
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.game_bridge import SECRET, Answer
@@ -117,8 +117,14 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
         def press_a_run_control(self, control, caller, which):
             run = db.autocommit(lambda tx: runs.get(tx, self.run_ids[which]))
             body = {} if control == "resume" else {"reason": "torture"}
+            refusal = controls.refusal(control, run)
+            if control == "advance":  # the phase the person sees, judged by the offer's own rule
+                body["phase"] = run.current_phase or 1
+                phase, flying = db.autocommit(lambda tx: (
+                    phases.get(tx, run.id, body["phase"]), steps.in_flight(tx, run.id, body["phase"], clock.now())))
+                refusal = controls.advance_refusal(run, body["phase"], phase, flying)
             answer = api.post(f"/runs/{run.id}/{control}", body, auth=CALLERS[caller])
-            self._judge(answer, caller, controls.refusal(control, run), {"run_status": run.status.value})
+            self._judge(answer, caller, refusal, {"run_status": run.status.value})
 
         @rule(control=st.sampled_from(controls.STEP_CONTROLS), caller=st.sampled_from(sorted(CALLERS)),
               which=st.integers(0, RUNS - 1), index=st.integers(0, 10), foreign=st.booleans())

@@ -332,14 +332,18 @@ class RunAdvancer:
         to ending, or to completed. Done(None) if the guard lost."""
         now = self.now
         status, number = drained.status, drained.phase
-        if programme.phase(number).condition is not None and phases.hold(tx, run_id, number, now):
+        standing = phases.hold(tx, run_id, number, now) if programme.phase(number).condition is not None else None
+        if standing is not None and standing.held:
             return Held(status, number)
+        # What ended it, for the next phase's run.phase row: whoever met its condition, else its steps (a
+        # phase without a condition is not read again: a person's advance of one is told by its run.advance row).
+        ended_by = (standing.met if standing is not None else None) or {"steps_done": True}
         following = programme.after(number)
         if status is RunStatus.RUNNING and following is not None and following.kind is PhaseKind.MAIN:
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=following.number):
                 return Done(None)
             opened = steps.materialise_phase(tx, run_id, following.number, following.specs)
-            log_rows.append(journal.run_phase(run_id, following.number, following.name))
+            log_rows.append(journal.run_phase(run_id, following.number, following.name, ended_by))
             return _opened(RunStatus.RUNNING, following.number, opened)
         ending = programme.ending
         if status is RunStatus.RUNNING:
@@ -351,7 +355,7 @@ class RunAdvancer:
                 return Done(None)
             log_rows += [
                 journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.ENDING, cause="last phase finished"),
-                journal.run_phase(run_id, ending.number, ending.name),
+                journal.run_phase(run_id, ending.number, ending.name, ended_by),
             ]
             if ending.specs:
                 opened = steps.materialise_phase(tx, run_id, ending.number, ending.specs)

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ...db import Tx, placeholders
-from ..model import Phase, PhaseKind
+from ..model import Phase, PhaseKind, iso
 
 COLUMNS = "run_id, number, kind, name, opened_at, drained_at, `condition`, condition_met, met_at, met_by"
 NAME_LIMIT = 200  # the column's width
@@ -40,24 +41,41 @@ def insert_plan(
     )
 
 
-def hold(tx: Tx, run_id: int, number: int, now: datetime) -> bool:
+@dataclass(frozen=True)
+class Standing:
+    """A drained phase with a condition, as its locked row stands: held (not met), or who met it and when."""
+
+    held: bool
+    met: dict[str, Any] | None = None  # {"by", "at"}: whoever met its condition
+
+
+def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
     """Whether a drained phase is held (its condition not met); if so its row is marked drained now.
 
     Read with a lock, so the answer stands until the caller's commit: a control that
     meets the condition waits for it, and then wakes the run. A phase with no row (a
-    run started before phase rows existed) has no condition.
+    run started before phase rows existed) has no condition. When it is met, who met it
+    and when come with the same read (the next phase's `run.phase` row says so).
     """
     row = tx.one(
-        "SELECT condition_met FROM event_run_phases WHERE run_id = %s AND number = %s AND `condition` IS NOT NULL FOR UPDATE",
+        "SELECT condition_met, met_by, met_at FROM event_run_phases"
+        " WHERE run_id = %s AND number = %s AND `condition` IS NOT NULL FOR UPDATE",
         (run_id, number),
     )
-    if row is None or row["condition_met"]:
-        return False
+    if row is None:
+        return Standing(held=False)
+    if row["condition_met"]:
+        return Standing(held=False, met={"by": row["met_by"], "at": iso(row["met_at"])})
     tx.execute(
         "UPDATE event_run_phases SET drained_at = COALESCE(drained_at, %s) WHERE run_id = %s AND number = %s",
         (now, run_id, number),
     )
-    return True
+    return Standing(held=True)
+
+
+def get(tx: Tx, run_id: int, number: int) -> Phase | None:
+    row = tx.one(f"SELECT {COLUMNS} FROM event_run_phases WHERE run_id = %s AND number = %s", (run_id, number))  # noqa: S608 — COLUMNS is a constant; values are parameters
+    return None if row is None else Phase.from_row(row)
 
 
 def list_for_run(tx: Tx, run_id: int) -> list[Phase]:

@@ -339,3 +339,29 @@ def release(tx: Tx, run_id: int, token: str, now: datetime) -> bool:
         == 1
     )
 
+
+
+def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *, resuming: bool) -> bool:
+    """A person's advance: the run's current main phase has its condition met by `actor`, and the run wakes now.
+
+    One guarded UPDATE of the run's row and its phase's row: the run is running (or,
+    `resuming`, paused) at `phase` (from paused it is running again, its last error
+    cleared, as a resume does), the phase is a main phase whose condition nobody met yet, and
+    no step of it is in flight under a live lease (the NOT EXISTS: an answer on its
+    way is waited for, not raced).
+    """
+    return (
+        tx.execute(
+            f"""UPDATE event_runs r JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
+                   SET p.condition_met = TRUE, p.met_at = %s, p.met_by = %s,
+                       {"r.last_error = NULL," if resuming else ""}
+                       r.status = {RunSQL.RUNNING}, r.updated_at = %s, r.wake_at = %s
+                 WHERE r.id = %s AND r.status = %s AND r.current_phase = %s
+                   AND p.kind = 'main' AND NOT p.condition_met
+                   AND NOT EXISTS (SELECT 1 FROM event_run_steps s
+                                    WHERE s.run_id = r.id AND s.phase = p.number
+                                      AND s.status = {StepSQL.RUNNING} AND s.claim_expires_at >= %s)""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
+            (now, actor, now, now, run_id, (RunStatus.PAUSED if resuming else RunStatus.RUNNING).value, phase, now),
+        )
+        >= 1
+    )

@@ -429,6 +429,45 @@ def cancel_open(tx: Tx, run_id: int, now: datetime) -> int:
     )
 
 
+# The steps an advance skips: pending, parked, or leased by a lease that lapsed (the sweep would bring it back).
+_SKIPPED_BY_ADVANCE = f"""run_id = %s AND phase = %s
+               AND (status = {StepSQL.PENDING} OR (status = {StepSQL.RUNNING}
+                    AND (claim_expires_at IS NULL OR claim_expires_at < %s)))"""
+
+
+def skip_phase_for_advance(tx: Tx, run_id: int, phase: int, now: datetime, reason: str | None) -> list[Step]:
+    """The advance control's second statement: the phase's pending and parked steps are skipped with the
+    person's reason (and a step whose lease lapsed: its late answer is fenced out, never re-queued); the
+    steps as they were, for their log rows.
+
+    Read locked, then updated with the same WHERE: a step that moved in between is left. A step in flight
+    under a live lease is never touched: the advance's own guard refused while one was.
+    """
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_run_steps WHERE {_SKIPPED_BY_ADVANCE} ORDER BY seq FOR UPDATE",  # noqa: S608 — COLUMNS and the WHERE are constants; values are parameters
+                  (run_id, phase, now))
+    if not rows:
+        return []
+    found = [Step.from_row(r) for r in rows]
+    tx.execute(
+        f"""UPDATE event_run_steps SET status = {StepSQL.SKIPPED}, finished_at = %s, claimed_by = NULL,
+                   claim_expires_at = NULL, last_error = %s
+             WHERE id IN ({placeholders(len(found))}) AND {_SKIPPED_BY_ADVANCE}""",  # noqa: S608 — the status literals, marks and WHERE are constants; values are parameters
+        (now, kept_note(reason), *(step.id for step in found), run_id, phase, now),
+    )
+    return found
+
+
+def in_flight(tx: Tx, run_id: int, phase: int, now: datetime) -> Step | None:
+    """The first step of a phase in flight under a live lease (what refuses an advance), or None."""
+    row = tx.one(
+        f"""SELECT {COLUMNS} FROM event_run_steps
+             WHERE run_id = %s AND phase = %s AND status = {StepSQL.RUNNING} AND claim_expires_at >= %s
+             ORDER BY seq LIMIT 1""",  # noqa: S608 — COLUMNS and the status literal are constants; values are parameters
+        (run_id, phase, now),
+    )
+    return None if row is None else Step.from_row(row)
+
+
 # A person's step control made work: the run's wake time becomes now (only ever
 # earlier, and only for a run a tick picks up), in the control's own statement.
 _WAKE_RUN_NOW = f"""r.wake_at = IF(r.status IN ({RunSQL.DUE}) AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
