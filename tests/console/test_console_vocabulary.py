@@ -20,13 +20,13 @@ def test_a_control_the_console_was_not_told_of_is_a_plain_button_named_after_it(
 
     def with_a_new_control(*args, **kwargs):
         offer = declared(*args, **kwargs)
-        return {**offer, "run": [*offer["run"], "advance"]}
+        return {**offer, "run": [*offer["run"], "rewind"]}
 
     monkeypatch.setattr(controls, "offered", with_a_new_control)
     sign_in(browser, ADMIN)
     open_run(browser, server.url, run.id)
-    unknown = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='advance']"), "the advance button")[0]
-    assert unknown.text == "advance" and unknown.get_attribute("class") == ""
+    unknown = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='rewind']"), "the rewind button")[0]
+    assert unknown.text == "rewind" and unknown.get_attribute("class") == ""
     # The declared ones keep their declared labels and tone, and the status its word and mark.
     resume = browser.find_element(By.CSS_SELECTOR, "#run-controls [data-control='resume']")
     cancel = browser.find_element(By.CSS_SELECTOR, "#run-controls [data-control='cancel']")
@@ -35,5 +35,5 @@ def test_a_control_the_console_was_not_told_of_is_a_plain_button_named_after_it(
     assert browser.find_element(By.ID, "paused-banner").is_displayed()  # from the run's waiting: resume
 
     unknown.click()
-    eventually(lambda: any(method == "POST" and path.endswith(f"/runs/{run.id}/advance")
+    eventually(lambda: any(method == "POST" and path.endswith(f"/runs/{run.id}/rewind")
                            for _, method, path in list(server.requests)), "the press to reach the API")

@@ -15,11 +15,11 @@ const LOG_PAGE = 500;
 // that asks nothing: the API still decides whether it takes.
 function specOf(name) {
   const declared = controlOf(name);
-  if (!declared) return { field: null, action: name, done: `${name}: done`, tone: null };
+  if (!declared) return { field: null, phaseField: null, action: name, done: `${name}: done`, tone: null };
   const field = declared.note_field;
   return {
     field, label: field ? `${field[0].toUpperCase()}${field.slice(1)} (optional)` : null, title: declared.question,
-    action: declared.label, done: declared.done, tone: declared.tone,
+    action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
   };
 }
 
@@ -36,7 +36,8 @@ function describeEntry(entry) {
   switch (entry.kind) {
     case 'run.status': return `Run ${d.from} → ${d.to} ${extra}`;
     case 'step.status': return `Step ${entry.step_id} ${d.action || ''} ${d.from} → ${d.to} ${extra}`;
-    case 'run.phase': return `Phase ${d.phase} “${d.name}” began`;
+    case 'run.phase': return `Phase ${d.phase} “${d.name}” began${d.ended_by?.by ? ` (${d.ended_by.by} advanced the one before)` : ''}`;
+    case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;
     case 'step.dispatch': return `Step ${entry.step_id} ${d.action || ''} dispatched (attempt ${d.attempt ?? '?'}): ${
       [d.outcome, d.http_status && `HTTP ${d.http_status}`, d.latency_ms != null && `${d.latency_ms} ms`, d.error,
         d.fenced_out && 'answered too late, not applied'].filter(Boolean).join(', ')}`;
@@ -95,14 +96,24 @@ export function runView(main, ctx, runIdText) {
     return step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
   }
 
+  // The phase the page shows the run at, named: what a control with a phase field acts on.
+  function currentPhase() {
+    const number = detail.run.current_phase;
+    const row = (detail.phases || []).find((p) => p.number === number);
+    return { number, named: `phase ${number}${row ? ` (${row.name})` : ''}` };
+  }
+
   async function act(name, step) {
     const spec = specOf(name);
     let body = {};
+    const phase = spec.phaseField ? currentPhase() : null;
     if (spec.field) {
-      const text = await ask({ title: step ? `${spec.title} (step ${step.id}: ${describeStep(step)})` : spec.title, label: spec.label, action: spec.action });
+      const about = step ? ` (step ${step.id}: ${describeStep(step)})` : phase ? ` (${phase.named})` : '';
+      const text = await ask({ title: `${spec.title}${about}`, label: spec.label, action: spec.action });
       if (text === null) return;
       if (text) body = { [spec.field]: text };
     }
+    if (phase) body[spec.phaseField] = phase.number;
     const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
     try {
       await post(path, body);
@@ -150,6 +161,11 @@ export function runView(main, ctx, runIdText) {
       bannerParts.push(el('div', { class: 'banner banner-paused', role: 'region', 'aria-label': 'Paused', id: 'paused-banner' },
         el('p', {}, el('strong', {}, 'Paused'), run.last_error ? `: ${run.last_error}` : ' by a person.'),
         el('div', { class: 'buttons' }, failed.map((s) => controlButton('retry', s)))));
+    }
+    if (detail.waiting?.for === 'advance') {
+      const phase = currentPhase();
+      bannerParts.push(el('div', { class: 'banner banner-cue', role: 'region', 'aria-label': 'Waiting to advance', id: 'advance-banner' },
+        el('p', {}, el('strong', {}, 'Waiting for a person: '), `${phase.named} is done; it ends when someone advances it.`)));
     }
     banners.replaceChildren(...bannerParts);
     runControls.replaceChildren(...offered(null).map((c) => controlButton(c)));
