@@ -170,3 +170,24 @@ def test_an_sns_endpoint_that_never_accepts_is_given_up_within_the_channels_time
     with never_accepting() as url:
         took = _publish_against(monkeypatch, url)
     assert took < 1.0
+
+
+def test_a_manual_phases_hold_lands_in_the_queue_with_its_run_and_link_and_no_step(db, clock, aws):
+    topic = aws[0].create_topic(Name="event-holds")["TopicArn"]
+    queue = _queue_on(aws, topic)
+    runner = _runner(db, clock, f"sns:{topic}")
+    try:
+        doc = document([[step("core.announce", message="Stretch")], [step("core.announce", message="Go")]])
+        doc["phases"][0].update(name="warm-up", advance={"when": "manual"})
+        run = schedule(db, clock.now(), doc)
+        tick(runner)
+    finally:
+        runner.close()
+    [held] = _delivered(aws, queue)
+    assert held["MessageAttributes"] == {
+        "run": {"Type": "Number", "Value": str(run.id)},
+        "kind": {"Type": "String", "Value": "advance"},
+        "idempotency_key": {"Type": "String", "Value": f"run-{run.id}-phase-1-held"},
+    }
+    assert held["Message"] == f"Run {run.id} waits for a person to advance phase 1 (warm-up)\n{CONSOLE}#/runs/{run.id}"
+    assert held["Subject"] == f"Run {run.id} waits to advance"

@@ -48,6 +48,9 @@ def test_a_manual_phase_holds_until_a_person_advances_it_and_the_next_phase_says
     clock.advance(600)
     assert tick(runner).runs_seen == 0  # held: not even read
     assert runner.actions.announce_channel.posts == ["Stretch"]
+    # The hold began once, and the cue channel was told once, naming the run and the phase.
+    [told] = runner.actions.cue_channel.notices
+    assert (told.kind, told.text, told.step_id) == ("advance", f"Run {run.id} waits for a person to advance phase 1 (warm-up)", None)
 
     done = controls.advance(db, run.id, 1, actor="mod-mia", now=clock.advance(5), reason="  everyone is warm ")
     assert (done.resumed, done.skipped_steps) == (False, 0)
@@ -188,3 +191,18 @@ def test_the_offer_and_the_statement_agree_while_a_step_is_in_flight(api, db, cl
     clock.advance(31)
     assert "advance" in api.get(f"/runs/{run.id}", auth=GM).body["controls"]["run"]
     assert api.post(f"/runs/{run.id}/advance", {"phase": 1}, auth=MODERATOR).status == 200
+
+
+def test_the_holds_post_carries_the_console_link_and_a_channel_that_fails_does_not_stop_the_tick(db, clock, runner, monkeypatch):
+    from chalicelib.events.actions.notice import Notice
+    from chalicelib.events.errors import ChannelError
+
+    told = Notice.of_hold(42, 1, "warm-up", clock.now(), "https://console.example/console/")
+    assert told.message() == "Run 42 waits for a person to advance phase 1 (warm-up)\nhttps://console.example/console#/runs/42"
+
+    def refuse(notice):
+        raise ChannelError("the webhook answered 500")
+
+    monkeypatch.setattr(runner.actions.cue_channel, "post", refuse)
+    run = _held(db, clock, runner)  # the tick raised nothing (tick() asserts no errors)
+    assert run.wake_at is None and _phase(db, run.id, 1).state is PhaseState.HELD

@@ -12,10 +12,10 @@ from ..model import Step
 class Notice:
     """What a core action posts: the authored text and where it comes from."""
 
-    kind: str  # "cue" or "announce"
-    text: str  # the instruction or message as authored
+    kind: str  # "cue", "announce", or "advance" (a run holds for a person to advance its phase)
+    text: str  # the instruction or message as authored (for "advance", the engine's own sentence)
     run_id: int
-    step_id: int
+    step_id: int | None  # None for "advance": it is about a phase, not a step
     idempotency_key: str
     at: datetime  # the tick's clock: webhooks sign with it
     link: str | None = None  # the run's page in the console
@@ -24,10 +24,18 @@ class Notice:
     def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> Notice:
         return cls(kind, text, step.run_id, step.id, step.idempotency_key, at, console_link(console_url, step.run_id))
 
+    @classmethod
+    def of_hold(cls, run_id: int, phase: int, name: str, at: datetime, console_url: str | None) -> Notice:
+        """A run's manual phase is done and holds until a person advances it."""
+        text = f"Run {run_id} waits for a person to advance phase {phase} ({name})"
+        return cls("advance", text, run_id, None, f"run-{run_id}-phase-{phase}-held", at, console_link(console_url, run_id))
+
     def message(self, limit: int | None = None) -> str:
         """What a person reads. A cue names its run and step and links to the run, so the
         game master who reads it knows where to confirm it; an announcement is its text.
         With `limit`, the text is shortened (never the run, step or link) to fit."""
+        if self.kind == "advance":
+            return self.text + (f"\n{self.link}" if self.link else "")
         if self.kind != "cue":
             return _shorten(self.text, limit)
         tail = f"\nRun {self.run_id}, step {self.step_id}: confirm it once done, or skip it."
@@ -38,6 +46,8 @@ class Notice:
 
     @property
     def subject(self) -> str:
+        if self.kind == "advance":
+            return f"Run {self.run_id} waits to advance"
         return f"Cue for run {self.run_id}" if self.kind == "cue" else f"Announcement from run {self.run_id}"
 
 

@@ -31,7 +31,7 @@ class SnsChannel:
     def post(self, notice: Notice) -> None:
         attributes = {
             "run": {"DataType": "Number", "StringValue": str(notice.run_id)},
-            "step": {"DataType": "Number", "StringValue": str(notice.step_id)},
+            **({} if notice.step_id is None else {"step": {"DataType": "Number", "StringValue": str(notice.step_id)}}),
             "kind": {"DataType": "String", "StringValue": notice.kind},
             "idempotency_key": {"DataType": "String", "StringValue": notice.idempotency_key},
         }

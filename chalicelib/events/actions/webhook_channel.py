@@ -2,7 +2,7 @@
 
     {"content": <message for Discord, ≤ 2,000 characters>, "text": <message for Slack>,
      "allowed_mentions": {"parse": []},
-     "event": {"kind": "cue" | "announce", "run_id", "step_id", "idempotency_key"}}
+     "event": {"kind": "cue" | "announce" | "advance", "run_id", "step_id" (null for advance), "idempotency_key"}}
 
 Discord reads `content` and Slack `text`; each ignores the other's fields. Nobody
 an authored text happens to name is pinged: `text` escapes `&`, `<` and `>` as
@@ -54,7 +54,7 @@ class WebhookChannel:
             "Content-Type": "application/json",
             "Idempotency-Key": notice.idempotency_key,
             "X-Event-Run": str(notice.run_id),
-            "X-Event-Step": str(notice.step_id),
+            "X-Event-Step": "" if notice.step_id is None else str(notice.step_id),
             "X-Event-Kind": notice.kind,
         }
         try:

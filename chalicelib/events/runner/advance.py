@@ -17,6 +17,7 @@ and no unmet condition. A claim is always committed before its step is dispatche
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -26,15 +27,18 @@ from datetime import datetime, timedelta
 from ...db import Database, Tx, must_exist
 from .. import journal
 from ..actions.context import ActionContext
+from ..actions.notice import Notice
 from ..actions.outcome import Outcome
 from ..actions.perform import Actions
 from ..document import Programme
-from ..errors import UnreadableDocument
+from ..errors import ChannelError, UnreadableDocument
 from ..lifecycle import BEFORE_FIRST_PHASE
 from ..model import RUNNABLE, Claim, PhaseKind, Run, RunStatus, Step, StepStatus
 from ..store import log, phases, runs, steps
 from .budget import Budget
 from .outcomes import Rules, settle_outcome
+
+logger = logging.getLogger(__name__)
 
 OPEN_STEPS_PER_READ = 200
 NOT_STARTED = (None, RunStatus.SCHEDULED, RunStatus.MISSED)  # where a scheduled run stays when its start did not happen
@@ -98,6 +102,7 @@ class Held:
     status: RunStatus
     phase: int
     until: datetime | None = None
+    began: bool = False  # the hold began in this unit of work: once it commits, the cue channel is told
 
 
 @dataclass(frozen=True)
@@ -200,6 +205,8 @@ class RunAdvancer:
         while True:
             if isinstance(cursor, Done):
                 return self._current_status(run_id) if cursor.status is None else cursor.status
+            if isinstance(cursor, Held) and cursor.began:
+                self._tell_of_hold(run_id, programme, cursor)  # its unit has committed
             if isinstance(cursor, Held) or cursor.status not in RUNNABLE:
                 return cursor.status  # a held phase costs nothing more: its wake time waits for its condition
             if isinstance(cursor, NeedsRead):
@@ -232,6 +239,25 @@ class RunAdvancer:
                 lambda tx: self.settle_and_claim_next(tx, run_id, programme, head, claimed, outcome))
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
+
+    def _tell_of_hold(self, run_id: int, programme: Programme, held: Held) -> None:
+        """A manual phase's hold has begun: the cue channel is told once, with the run's console link.
+
+        After the commit, outside any transaction. At most once: a post that fails is logged and not
+        retried (the run's page and its `waiting` say the same); the hold itself is in the rows."""
+        plan = programme.phase(held.phase)
+        if (plan.condition or {}).get("when") != "manual":
+            return
+        notice = Notice.of_hold(run_id, plan.number, plan.name, self.now, self.actions.console_url)
+        if not self.budget.allows(self.actions.cue_channel.timeout):
+            logger.warning("run %s: the hold of phase %s was not posted: the tick's time is spent", run_id, plan.number,
+                           extra={"run_id": run_id, "phase": plan.number})
+            return
+        try:
+            self.actions.cue_channel.post(notice)
+        except ChannelError as error:
+            logger.warning("run %s: the hold of phase %s was not posted: %s", run_id, plan.number, error,
+                           extra={"run_id": run_id, "phase": plan.number})
 
     # ── units of work: each is one transaction, and ends with `_onward` ───
     def _start(
@@ -334,7 +360,7 @@ class RunAdvancer:
         status, number = drained.status, drained.phase
         standing = phases.hold(tx, run_id, number, now) if programme.phase(number).condition is not None else None
         if standing is not None and standing.held:
-            return Held(status, number)
+            return Held(status, number, began=standing.began)
         # What ended it, for the next phase's run.phase row: whoever met its condition, else its steps (a
         # phase without a condition is not read again: a person's advance of one is told by its run.advance row).
         ended_by = (standing.met if standing is not None else None) or {"steps_done": True}

@@ -47,6 +47,7 @@ class Standing:
 
     held: bool
     met: dict[str, Any] | None = None  # {"by", "at"}: whoever met its condition
+    began: bool = False  # held, and this read marked it drained: the hold begins now
 
 
 def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
@@ -58,7 +59,7 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
     and when come with the same read (the next phase's `run.phase` row says so).
     """
     row = tx.one(
-        "SELECT condition_met, met_by, met_at FROM event_run_phases"
+        "SELECT condition_met, met_by, met_at, drained_at FROM event_run_phases"
         " WHERE run_id = %s AND number = %s AND `condition` IS NOT NULL FOR UPDATE",
         (run_id, number),
     )
@@ -70,7 +71,7 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
         "UPDATE event_run_phases SET drained_at = COALESCE(drained_at, %s) WHERE run_id = %s AND number = %s",
         (now, run_id, number),
     )
-    return Standing(held=True)
+    return Standing(held=True, began=row["drained_at"] is None)
 
 
 def get(tx: Tx, run_id: int, number: int) -> Phase | None:
