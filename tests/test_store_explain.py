@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.events.model import Claim, RunStatus, StepStatus
-from chalicelib.events.store import definitions, runs, steps
+from chalicelib.events.store import definitions, phases, runs, steps
 from tests.support.explain import ExplainTx, plan_problems
 from tests.support.factory import make_run, materialise, specs
 
@@ -24,7 +24,10 @@ def history(db, clock):
         """INSERT INTO event_run_steps (run_id, phase, seq, action_id, params, status, idempotency_key)
            SELECT r.id, 1, s.seq, 'world.spawn', '{}', 'done', 'k' FROM event_runs r JOIN seq_0_to_4 s
             WHERE r.status = 'completed'"""))
-    db.autocommit(lambda tx: tx.execute("ANALYZE TABLE event_runs, event_run_steps"))
+    db.autocommit(lambda tx: tx.execute(
+        """INSERT INTO event_run_phases (run_id, number, kind, name, opened_at)
+           SELECT r.id, s.seq, 'main', 'part', %s FROM event_runs r JOIN seq_1_to_3 s""", (clock.now(),)))
+    db.autocommit(lambda tx: tx.execute("ANALYZE TABLE event_runs, event_run_steps, event_run_phases"))
     return run, first
 
 
@@ -50,6 +53,11 @@ STATEMENTS = {
     "recurrences": lambda tx, run, s, now: definitions.recurrences(tx, now),
     "claim_run": lambda tx, run, s, now: runs.claim(tx, run.id, "t", now, 60),
     "transition": lambda tx, run, s, now: runs.transition(tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, now),
+    # The advance control's: its guarded UPDATE, the skips' locked read, and the in-flight step its 409 names.
+    "advance_phase": lambda tx, run, s, now: runs.advance_phase(tx, run.id, 1, "mod", now, resuming=False),
+    "skip_phase_for_advance": lambda tx, run, s, now: steps.skip_phase_for_advance(tx, run.id, 1, now, None),
+    "in_flight": lambda tx, run, s, now: steps.in_flight(tx, run.id, 1, now),
+    "hold": lambda tx, run, s, now: phases.hold(tx, run.id, 1, now),
 }
 
 
