@@ -197,3 +197,27 @@ def test_the_nudge_and_the_wake_up_reach_the_tick_handler_as_its_minute_rule_doe
     with runtime.override(settings=Settings(), database=db, clock=clock), Client(app) as client:
         for event in (nudged, woken):
             assert client.lambda_.invoke("tick", event).payload["ticks"] == []  # read, and ticked (3 s left: none)
+
+
+def test_a_held_manual_phase_lets_the_deployment_sleep_and_an_advance_through_the_api_wakes_it(
+    db, clock, db_params, aws, lambda_api, monkeypatch
+):
+    from app import app
+
+    _reset_state(db)
+    held = document([[step("core.announce", message="Stretch")], [step("core.announce", message="Go")]])
+    held["phases"][0]["advance"] = {"when": "manual"}
+    run = schedule(db, clock.now(), held)
+    runner = make_runner(db, clock, None)
+    try:
+        runner.tick(Budget.for_seconds(30))  # phase 1 is done and holds: no timer is left
+    finally:
+        runner.close()
+    assert Sleeper(db, aws, HORIZON).try_sleep(clock.now())
+    assert _rule_state(aws) == "DISABLED" and _state(db) == "asleep"
+    monkeypatch.setattr(nudge, "invoke_tick", lambda arn: lambda_api.invoke(arn))
+    settings = hs_settings(db_params, sleep=True, tick_rule_name=RULE, tick_function_arn=FUNCTION, wake_role_arn=ROLE)
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        answer = Api(client).post(f"/runs/{run.id}/advance", {"phase": 1, "reason": "go"}, auth=MODERATOR)
+    assert answer.status == 200, answer.body
+    assert len(lambda_api.calls) == 1 and _state(db) == "waking"
