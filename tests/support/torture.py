@@ -442,7 +442,8 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
     never before the run's own lease lapses, nor before `now`: a timer that came
     while the run was paused (a step due at :30 of a run resumed at :31) is
     served by a wake time of now. A parked head or a paused run has no timer:
-    only a person moves it. A wake time may be early, never late.
+    only a person moves it, and so has a drained phase whose condition (read from its row) nobody met.
+    A wake time may be early, never late.
     """
     now = now or DatabaseClock(db).now()
 
@@ -454,9 +455,12 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
                         JOIN event_runs r ON r.id = s.run_id
                        WHERE r.status IN ('running', 'ending') AND s.status IN ('pending', 'running')
                        ORDER BY s.run_id, s.phase, s.seq"""),
+            tx.all("""SELECT run_id, number FROM event_run_phases
+                       WHERE `condition` IS NOT NULL AND NOT condition_met"""),
         )
 
-    live, open_steps = db.autocommit(read)
+    live, open_steps, unmet = db.autocommit(read)
+    waits_for_a_person = {(p["run_id"], p["number"]) for p in unmet}
     heads: dict[tuple[int, int], dict] = {}
     for s in open_steps:
         heads.setdefault((s["run_id"], s["phase"]), s)
@@ -470,7 +474,7 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
             phase = r["current_phase"] + (1 if r["status"] == "ending" else 0)
             head = heads.get((r["id"], phase))
             if head is None:
-                timer = now
+                timer = None if (r["id"], phase) in waits_for_a_person else now
             elif head["status"] == "pending":
                 timer = head["due_at"] or now
             else:

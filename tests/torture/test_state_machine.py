@@ -39,8 +39,8 @@ DOCUMENT = {
     "name": "Machine",
     "grace_seconds": 300,
     "phases": [
-        {"name": "opening", "steps": [step("world.spawn"), step("core.cue", instruction="light it"),
-                                      step("world.reward", on_failure="skip")]},
+        {"name": "opening", "advance": {"when": "manual"},  # held once drained, until a person advances it
+         "steps": [step("world.spawn"), step("core.cue", instruction="light it"), step("world.reward", on_failure="skip")]},
         {"name": "finale", "steps": [step("core.wait", seconds=30), step("world.finale", on_failure="abort_run")]},
     ],
     "ending": [step("world.cleanup")],
