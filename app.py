@@ -22,7 +22,7 @@ app.register_blueprint(console)  # the run console at /console: its page, assets
 # ── the runner: ticks every EVENT_TICK_SECONDS for the minute until the next ──
 @app.schedule(Rate(1, unit=Rate.MINUTES))
 def tick(event: CloudWatchEvent) -> dict[str, Any]:
-    from chalicelib.events.runner.invocation import scheduled_tick  # the runner loads in the tick function only
+    from chalicelib.events.runner.lambda_handler import scheduled_tick  # the runner loads in the tick function only
 
     return scheduled_tick(event.context, source=event.source)  # type: ignore[arg-type]  # chalice types the context as a dict; it is the LambdaContext
 

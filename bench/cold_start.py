@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LIBRARIES = "import chalice, pymysql; from aws_lambda_powertools import Logger, Metrics"
 APP = "import app"
 # The modules the tick function's first invocation imports beyond the app.
-TICK_PATH = "import app; from chalicelib.events.runner import invocation; invocation.build_runner"
+TICK_PATH = "import app; from chalicelib.events.runner import lambda_handler; lambda_handler.scheduled_tick"
 TARGET_MS = 50.0
 
 

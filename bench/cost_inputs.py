@@ -56,7 +56,7 @@ from pathlib import Path
 from chalicelib import observability, runtime
 from chalicelib.config import Settings
 from chalicelib.db import ConnectionParams, Database, DatabaseClock
-from chalicelib.events.runner import invocation as invocation_module
+from chalicelib.events.runner import lambda_handler as invocation_module
 from tests.support.clock import ManualClock
 from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
 from tests.support.mariadb import PrivateMariaDB

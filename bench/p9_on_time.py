@@ -25,7 +25,7 @@ from chalice.test import Client
 
 from chalicelib import runtime
 from chalicelib.db import Database, DatabaseClock
-from chalicelib.events.runner.invocation import run_invocation
+from chalicelib.events.runner.lambda_handler import run_invocation
 from chalicelib.events.store import definitions, runs, steps
 from tests.support.api import MODERATOR, Api, hs_settings
 from tests.support.game_bridge import SECRET, GameBridge

@@ -16,7 +16,7 @@ import time
 
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
-from chalicelib.events.runner.invocation import build_runner
+from chalicelib.events.runner.compose import build_runner
 
 from .workload import drain, quiet_channels
 

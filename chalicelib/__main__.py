@@ -27,7 +27,8 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
-    from .events.runner.invocation import process_runner, tick_forever, tick_once
+    from .events.runner.command import tick_forever, tick_once
+    from .events.runner.compose import process_runner
 
     def show(report: TickReport) -> None:
         print(json.dumps(report.summary()), flush=True)

@@ -290,7 +290,8 @@ def run_dev(demo: str = "calm") -> int:
 
     from chalicelib import runtime
     from chalicelib.api.auth import ADMIN, ROLES
-    from chalicelib.events.runner.invocation import process_runner, tick_forever
+    from chalicelib.events.runner.command import tick_forever
+    from chalicelib.events.runner.compose import process_runner
 
     from .tokens import mint
 

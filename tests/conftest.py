@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from chalicelib import observability
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.migrate import migrate
 from tests.support import cfn
@@ -46,6 +47,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture of the test: only a test marked packaging may build the package (tests/support/cfn.py)."""
     cfn.PACKAGING_MARKED = item.get_closest_marker("packaging") is not None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def engine_log_handler() -> None:
+    """The engine's structured log handler keeps the stream it was made with. Made here, before any test, it
+    writes where the session's output goes; made inside a test that captures output (capsys), it would keep
+    that test's buffer, closed after it, and fail whichever test logs next (an order xdist can produce)."""
+    observability.structured_logger()
 
 
 @pytest.fixture(scope="session")

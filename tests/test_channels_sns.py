@@ -14,7 +14,7 @@ from chalicelib.events.actions.notice import Notice
 from chalicelib.events.actions.sns_channel import SnsChannel
 from chalicelib.events.errors import ChannelError
 from chalicelib.events.model import StepStatus
-from chalicelib.events.runner.invocation import build_runner
+from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from tests.conftest import START
 from tests.support.factory import document
@@ -128,7 +128,7 @@ def test_boto3_is_imported_only_where_an_sns_channel_is_configured():
     probe = (
         "import sys\n"
         "from chalicelib.config import Settings\n"
-        "from chalicelib.events.runner.invocation import build_runner\n"
+        "from chalicelib.events.runner.compose import build_runner\n"
         "build_runner(Settings(game_bridge_url='http://127.0.0.1:9', game_bridge_secret='s',"
         " announce_channel='webhook:https://example.com/h', webhook_secret='s'), None, None)\n"
         "print(sorted(m for m in ('boto3', 'botocore.client', 'h11') if m in sys.modules))\n"

@@ -4,7 +4,7 @@ import time
 
 from chalicelib.config import Settings
 from chalicelib.events.model import StepStatus
-from chalicelib.events.runner.invocation import build_runner
+from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from tests.support.factory import document
 from tests.support.game_bridge import Answer, dripping

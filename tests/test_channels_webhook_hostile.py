@@ -11,7 +11,7 @@ import pytest
 
 from chalicelib.config import Settings
 from chalicelib.events.actions.webhook_channel import DISCORD_CONTENT_LIMIT
-from chalicelib.events.runner.invocation import build_runner
+from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from tests.support.factory import document
 from tests.support.runner_kit import schedule, step, tick

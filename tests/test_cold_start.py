@@ -82,7 +82,7 @@ def test_the_package_carries_bytecode_so_a_cold_start_compiles_none_of_its_modul
     # Isolated and read-only in effect (-B), as Lambda runs it; every compile() of a packaged file is counted.
     probe = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); compiled = []; "
              "sys.addaudithook(lambda event, args: event == 'compile' and compiled.append(str(args[1]))); "
-             "import app; import chalicelib.events.runner.invocation; "
+             "import app; import chalicelib.events.runner.lambda_handler; "
              f"print(sum(f.startswith({str(tmp_path)!r}) for f in compiled), app.__file__)")
     done = subprocess.run([sys.executable, "-I", "-B", "-c", probe], cwd=tmp_path, env={**os.environ, **HS256_ENV},
                           capture_output=True, text=True, check=True, timeout=120)

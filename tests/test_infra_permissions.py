@@ -16,7 +16,7 @@ from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import Database
 from chalicelib.events import nudge
-from chalicelib.events.runner.invocation import build_runner
+from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.runner.sleep import aws_switches
 from chalicelib.migrate_function import handle
 from tests.support import cfn

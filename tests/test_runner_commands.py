@@ -17,7 +17,7 @@ from chalicelib.config import Settings
 from chalicelib.db import DatabaseClock
 from chalicelib.events import controls
 from chalicelib.events.model import RunStatus
-from chalicelib.events.runner.invocation import run_invocation
+from chalicelib.events.runner.lambda_handler import run_invocation
 from chalicelib.events.runner.loop import POLL_SECONDS
 from chalicelib.events.store import runs, steps
 from tests.support.factory import document, run_row

@@ -18,7 +18,7 @@ from moto import mock_aws
 from chalicelib.config import Settings
 from chalicelib.db import Database
 from chalicelib.events import nudge
-from chalicelib.events.runner import invocation
+from chalicelib.events.runner import compose
 from chalicelib.events.runner.sleep import (
     BACKSTOP_AFTER,
     BACKSTOP_SOURCE,
@@ -51,7 +51,7 @@ def aws(monkeypatch):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "test")
     monkeypatch.setattr(nudge, "_clients", {})
-    monkeypatch.setattr(invocation, "_switches", None)
+    monkeypatch.setattr(compose, "_switches", None)
     with mock_aws():
         boto3.client("events").put_rule(Name=RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
         yield aws_switches(RULE, FUNCTION, ROLE)

@@ -26,7 +26,7 @@ import pytest
 from chalicelib.config import Settings
 from chalicelib.events import nudge
 from chalicelib.events.model import RunStatus
-from chalicelib.events.runner import invocation
+from chalicelib.events.runner import compose
 from chalicelib.events.store import engine_state, runs
 from tests.support import aws_world
 from tests.support.aws_faults import Faults
@@ -47,7 +47,7 @@ def aws():
     with aws_world.moto_server(), pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_ENDPOINT_URL_LAMBDA", invokes.url)
         patch.setattr(nudge, "_clients", {})
-        patch.setattr(invocation, "_switches", None)
+        patch.setattr(compose, "_switches", None)
         clients = [nudge.aws_client(service) for service in ("events", "scheduler", "lambda")]
         yield invokes, Faults(*clients)
     invokes.close()

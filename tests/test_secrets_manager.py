@@ -21,7 +21,7 @@ from chalicelib import secrets as engine_secrets
 from chalicelib.config import Settings
 from chalicelib.db import Database
 from chalicelib.events.model import RunStatus
-from chalicelib.events.runner.invocation import build_runner
+from chalicelib.events.runner.compose import build_runner
 from tests.conftest import START
 from tests.support.api import ADMIN, hs_settings
 from tests.support.clock import ManualClock

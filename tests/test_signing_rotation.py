@@ -16,7 +16,7 @@ from chalicelib import secrets as engine_secrets
 from chalicelib.config import Settings
 from chalicelib.events.actions import signing
 from chalicelib.events.model import RunStatus, StepStatus
-from chalicelib.events.runner.invocation import build_runner
+from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from tests.support.factory import document
 from tests.support.game_bridge import Answer, GameBridge, Received

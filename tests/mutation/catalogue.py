@@ -84,7 +84,7 @@ HARNESS_TESTS = "tests/test_mutation_harness.py"
 SLEEP_FAULTS = "tests/test_runner_sleep_faults.py"
 SLEEP_OUTAGE = "tests/test_runner_sleep_outage.py"
 NUDGE = "chalicelib/events/nudge.py"
-INVOCATION = "chalicelib/events/runner/invocation.py"
+INVOCATION = "chalicelib/events/runner/lambda_handler.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -914,7 +914,7 @@ MUTATIONS: list[Mutation] = [
              "    if not missing:\n        return None\n",
              "    if True:\n        return None\n",
              ("tests/test_infra_upgrade.py",)),
-    Mutation("the-tick-works-on-an-unmigrated-schema", "chalicelib/events/runner/invocation.py",
+    Mutation("the-tick-works-on-an-unmigrated-schema", INVOCATION,
              "        if behind is not None:  # before the first migrate",
              "        if False:  # before the first migrate",
              ("tests/test_infra_upgrade.py",)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from types import SimpleNamespace
 
-from chalicelib.events.runner import invocation as invocation_module
+from chalicelib.events.runner import lambda_handler as invocation_module
 
 SCHEDULED_EVENT = {
     "version": "0",

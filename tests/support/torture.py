@@ -30,7 +30,8 @@ from pathlib import Path
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock, must_exist
 from chalicelib.events.model import TERMINAL_RUN
-from chalicelib.events.runner.invocation import build_runner, tick_once
+from chalicelib.events.runner.command import tick_once
+from chalicelib.events.runner.compose import build_runner
 from tests.support.factory import make_definition
 from tests.support.game_bridge import SECRET, GameBridge
 

@@ -1,7 +1,7 @@
 """R11: a Hypothesis state machine drives sleep, wake, nudges and AWS faults against the real code.
 
 The engine's own sleep and wake code (`runner/sleep.py`, `nudge.py`, the
-database-unreachable path of `runner/invocation.py`) runs against the real
+database-unreachable path of `runner/lambda_handler.py`) runs against the real
 database and moto (the engine's clients, faulted through botocore hooks). AWS
 fires the tick as it would (`tests.support.aws_world.World`). Rules:
 
@@ -29,7 +29,7 @@ from moto import mock_aws
 
 from chalicelib.config import Settings
 from chalicelib.events import nudge
-from chalicelib.events.runner import invocation
+from chalicelib.events.runner import compose, lambda_handler
 from chalicelib.events.runner.sleep import BACKSTOP_SOURCE, NUDGE_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from chalicelib.events.store import engine_state, runs
 from tests.conftest import START, TABLES
@@ -69,7 +69,7 @@ def aws(monkeypatch):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.setattr(nudge, "_clients", {})
-    monkeypatch.setattr(invocation, "_switches", None)
+    monkeypatch.setattr(compose, "_switches", None)
     with mock_aws():
         import boto3
 
@@ -107,7 +107,7 @@ def test_sleep_and_wake_never_strand_the_engine_under_any_interleaving(db, clock
                 if self.lose_next is not None:
                     lost, self.lose_next = self.lose_next, None
                     if lost == "unreachable":  # the outage path: the database never answered
-                        invocation._next_tick_after_outage(SETTINGS, source)
+                        lambda_handler._next_tick_after_outage(SETTINGS, source)
                     return
                 real(source)
 

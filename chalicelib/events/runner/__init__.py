@@ -8,7 +8,9 @@
     budget.py     when a tick stops taking work
     loop.py       ticks over time: tick when the earliest wake time comes, read it about once a second
     sleep.py      the deployment asleep when idle, and awake again
-    invocation.py the entry points: the Lambda invocation, `tick --once`, `tick`
+    compose.py    the composition root: the process's one runner and sleep switches, built from the settings
+    lambda_handler.py  the `tick` Lambda's invocation
+    command.py    the operator's `tick --once` and `tick`
 """
 
 from .budget import Budget

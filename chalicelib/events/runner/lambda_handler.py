@@ -1,4 +1,4 @@
-"""The tick's entry points: the scheduled Lambda's invocation, and the operator's `tick` commands.
+"""The `tick` Lambda's handler: one scheduled invocation (the minute rule, a wake-up, its backstop or a nudge).
 
 EventBridge fires the `tick` function at most once a minute; one invocation
 ticks whenever a run's wake time comes (see `loop`) for that minute, as far as
@@ -9,104 +9,28 @@ would not fit before the hard deadline.
 from __future__ import annotations
 
 import logging
-import math
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pymysql
 
 from ... import runtime, schema_version
 from ...config import Settings
-from ...db import HANDSHAKE_SECONDS, Clock, Database, lost_connection
-from ..actions.bridge import BridgeClient
-from ..actions.channels import channel_for
-from ..actions.perform import Actions
-from ..actions.signing import SigningKey
-from ..errors import ConfigError
+from ...db import HANDSHAKE_SECONDS, lost_connection
 from ..store import steps
-from .budget import Budget
+from .compose import process_runner, process_switches
 from .loop import Loop
-from .outcomes import Rules
-from .sleep import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE, AwsSwitches, Sleeper, aws_switches
-from .tick import Runner, TickReport
+from .sleep import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE, Sleeper
+from .tick import Runner
 
 if TYPE_CHECKING:  # typing only: the tick's cold start does not import it
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 SCHEDULE_PERIOD_SECONDS = 60.0  # EventBridge's rate: the next invocation takes over after this
 SAFETY_SECONDS = 3.0  # left at the end of an invocation for returning and flushing logs
-MAX_BRIDGE_TIMEOUT_SECONDS = 10.0
 
 logger = logging.getLogger(__name__)
-
-
-def bridge_timeout(settings: Settings) -> float:
-    """The overall deadline of one outbound call (the bridge, a webhook, SNS): well inside
-    the lease — a quarter of it, at most ten seconds — so an attempt is over long before
-    a sweep could hand its step to another."""
-    return min(MAX_BRIDGE_TIMEOUT_SECONDS, settings.step_lease_seconds / 4)
-
-
-def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
-    timeout = bridge_timeout(settings)
-    bridge = None
-    if settings.game_bridge_url:
-        secret = _secret(settings.game_bridge_secret, settings.game_bridge_secret_arn, "GAME_BRIDGE_SECRET_ARN")
-        if not secret:
-            raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
-        bridge = BridgeClient(settings.game_bridge_url, secret, timeout=timeout)
-    webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel))
-    webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") if webhooks else None
-    actions = Actions(
-        bridge=bridge,
-        cue_channel=channel_for(settings.cue_channel, "cue", timeout=timeout, webhook_secret=webhook_secret),
-        announce_channel=channel_for(settings.announce_channel, "announce", timeout=timeout, webhook_secret=webhook_secret),
-        console_url=settings.console_url,
-    )
-    rules = Rules(
-        lease_seconds=settings.step_lease_seconds,
-        max_attempts=settings.step_max_attempts,
-        retry_seconds=settings.step_retry_seconds,
-    )
-    return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency, shard=settings.tick_shard)
-
-
-def _secret(value: str | None, arn: str | None, setting: str) -> SigningKey | None:
-    """The signing key a setting names: fixed, or read from its secret ARN on each use (through the cache)
-    and past the cache after a 401 (`signing`). The secret is read once here: one that cannot be read
-    stops the runner's build, as a missing setting does."""
-    if value is None and arn:
-        from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
-
-        key = SigningKey(lambda force: plain_secret(arn, setting, force_fetch=force))
-        key.current()
-        return key
-    return None if value is None else SigningKey.fixed(value)
-
-
-@dataclass
-class _ProcessRunner:
-    parts: tuple[Settings, Database, Clock]
-    runner: Runner
-
-
-_process: _ProcessRunner | None = None
-_process_lock = threading.Lock()
-
-
-def process_runner() -> Runner:
-    """The runner of this process (Lambda container or CLI), rebuilt if the runtime's parts change."""
-    global _process
-    parts = (runtime.settings(), runtime.database(), runtime.clock())
-    with _process_lock:
-        if _process is None or any(a is not b for a, b in zip(_process.parts, parts, strict=True)):
-            if _process is not None:
-                _process.runner.close()
-            _process = _ProcessRunner(parts, build_runner(*parts))
-        return _process.runner
 
 
 def run_invocation(
@@ -231,37 +155,3 @@ def _parked_cue_age(runner: Runner) -> float | None:
     return None if since is None else max(0.0, (runner.clock.now() - since).total_seconds())
 
 
-_switches: AwsSwitches | None = None
-
-
-def process_switches(settings: Settings) -> AwsSwitches:
-    """The minute rule and the wake-up schedule of this deployment, built once per container."""
-    global _switches
-    rule, function, role = settings.tick_rule_name, settings.tick_function_arn, settings.wake_role_arn
-    if not (rule and function and role):
-        raise ConfigError("EVENTS_SLEEP=on: set EVENTS_TICK_RULE_NAME, EVENTS_TICK_FUNCTION_ARN and EVENTS_WAKE_ROLE_ARN")
-    with _process_lock:
-        if _switches is None or (_switches.rule_name, _switches.function_arn, _switches.role_arn) != (rule, function, role):
-            _switches = aws_switches(rule, function, role)
-        return _switches
-
-
-def tick_once(runner: Runner, budget_seconds: float) -> TickReport:
-    """One tick that takes work for `budget_seconds` (the operator's `tick --once`)."""
-    return runner.tick(Budget.for_seconds(budget_seconds, hard_seconds=budget_seconds + runner.step_worst_case_seconds))
-
-
-def tick_forever(
-    runner: Runner,
-    tick_seconds: float,
-    on_report: Callable[[TickReport], None],
-    sleep: Callable[[float], None] = time.sleep,
-) -> None:
-    """Tick on wake times until Ctrl-C; then workers finish the step in hand and stop."""
-    loop = Loop(runner, math.inf, tick_seconds, sleep=sleep, on_report=on_report)
-    try:
-        loop.run()
-    except KeyboardInterrupt:
-        loop.stop.set()
-    finally:
-        runner.close()
