@@ -22,7 +22,8 @@ from app import app
 from chalicelib import runtime
 from chalicelib.api import auth
 from chalicelib.config import Settings
-from chalicelib.events.model import RunStatus
+from chalicelib.events.model import PhaseKind, RunStatus
+from chalicelib.events.store import phases
 from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token
 from tests.support.factory import make_definition, make_run
 from tests.support.scenes import put_step_in, run_with_steps
@@ -87,6 +88,12 @@ def _run(db, clock, status=RunStatus.RUNNING):
     return make_run(db, clock.now(), status=status, current_phase=1)
 
 
+def _advance_request(db, clock):
+    run = _run(db, clock)
+    db.transaction(lambda tx: phases.insert_plan(tx, run.id, [(1, PhaseKind.MAIN, "part 1", None)], 1, clock.now()))
+    return f"/runs/{run.id}/advance", {"phase": 1}
+
+
 def _step_request(control, state, run_status=RunStatus.RUNNING):
     def build(db, clock):
         run, (first, target, _) = run_with_steps(db, clock.now(), run_status)
@@ -107,6 +114,7 @@ ROUTES = {
     ("POST", "/runs/{run_id}/pause"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock).id}/pause", {"reason": "r"})),
     ("POST", "/runs/{run_id}/resume"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock, RunStatus.PAUSED).id}/resume", None)),
     ("POST", "/runs/{run_id}/cancel"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock).id}/cancel", {})),
+    ("POST", "/runs/{run_id}/advance"): (auth.CONTROLLERS, _advance_request),
     ("POST", "/runs/{run_id}/steps/{step_id}/confirm"): (auth.CONTROLLERS, _step_request("confirm", "parked")),
     ("POST", "/runs/{run_id}/steps/{step_id}/skip"): (auth.CONTROLLERS, _step_request("skip", "pending")),
     ("POST", "/runs/{run_id}/steps/{step_id}/retry"): (auth.CONTROLLERS, _step_request("retry", "failed", RunStatus.PAUSED)),
