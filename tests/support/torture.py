@@ -472,7 +472,7 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
         elif r["status"] == "starting":
             timer = now
         else:
-            phase = r["current_phase"] + (1 if r["status"] == "ending" else 0)
+            phase = r["current_phase"]  # an ending run's is its ending's own number (phase rows)
             head = heads.get((r["id"], phase))
             if head is None:
                 timer = None if (r["id"], phase) in waits_for_a_person else now
