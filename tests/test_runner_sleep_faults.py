@@ -209,6 +209,28 @@ def test_a_wake_whose_rule_cannot_be_turned_on_leaves_the_row_asleep_and_its_bac
     assert row(awake).state == "awake" and rule_state(aws) == "ENABLED" and schedules(aws) == {}
 
 
+def test_a_rule_that_refuses_every_woken_tick_is_tried_again_behind_a_backstop_put_back(awake, clock, aws, faults):
+    """Stranding case (found by R11): EnableRule refuses every attempt, the wake-up and then the backstop fire
+    and delete themselves. Before the fix the backstop's failed tick left nothing standing: asleep, rule off,
+    no schedule, and only created work could ever wake the engine again."""
+    wake_up, backstop = sleep(awake, clock, aws)
+    seen = row(awake)
+    for fired, source in ((wake_up, WAKE_SOURCE), (backstop, BACKSTOP_SOURCE)):
+        faults.clear()
+        faults.fail("EnableRule")  # every attempt of this tick's call
+        clock.set(fired)
+        aws.scheduler.delete_schedule(Name=aws.wake_up_name(seen.wake_ups) if source == WAKE_SOURCE
+                                      else aws.backstop_name(seen.wake_ups))  # ActionAfterCompletion: DELETE
+        with pytest.raises(ConnectionClosedError):
+            Sleeper(awake, aws, HORIZON).started(clock.now(), source)
+        assert schedules(aws) == {aws.backstop_name(seen.wake_ups): fired + BACKSTOP_AFTER}
+    assert row(awake).state == "asleep" and rule_state(aws) == "DISABLED"
+    faults.clear()
+    clock.set(backstop + BACKSTOP_AFTER)  # the backstop put back fires into a rule that now comes on
+    assert Sleeper(awake, aws, HORIZON).started(clock.now(), BACKSTOP_SOURCE)
+    assert row(awake).state == "awake" and rule_state(aws) == "ENABLED" and schedules(aws) == {}
+
+
 def test_a_nudged_tick_that_cannot_turn_the_rule_on_puts_the_row_back_to_asleep_so_the_next_work_nudges(
         awake, clock, aws, faults):
     sleep(awake, clock, aws)

@@ -52,6 +52,9 @@ class Switches:
     def set_wake_ups(self, sleep, wake_at, backstop_at):
         pass
 
+    def set_backstop(self, sleep, backstop_at):
+        pass
+
     def cancel_wake_ups(self, sleep):
         pass
 

@@ -33,8 +33,10 @@ its rule turned on first, and only then is it moved to awake (compare-and-set on
 the epoch read before the call; if it moved, read it again and repeat). Then that
 sleep's wake-up and backstop are deleted (a failure there only costs a spare
 invocation). If the rule cannot be turned on, the row stays as it was (a `waking`
-row goes back to asleep, so the next work created nudges at once) and the error
-fails the invocation. An invocation that a wake-up, a backstop or a nudge started
+row goes back to asleep, so the next work created nudges at once), a tick a
+schedule started puts the sleep's backstop back `BACKSTOP_AFTER` from now (the
+schedule that started it deleted itself: without this a rule that keeps refusing
+leaves nothing to try again), and the error fails the invocation. An invocation that a wake-up, a backstop or a nudge started
 turns the rule on even when the row says awake. A backstop that finds the row not
 awake means the wake-up was spent without waking the engine: logged, and counted
 for the alarm.
@@ -102,6 +104,7 @@ class Switches(Protocol):
     def rule_on(self) -> None: ...
     def rule_off(self) -> None: ...
     def set_wake_ups(self, sleep: int, wake_at: datetime, backstop_at: datetime) -> None: ...
+    def set_backstop(self, sleep: int, backstop_at: datetime) -> None: ...
     def cancel_wake_ups(self, sleep: int) -> None: ...
 
 
@@ -130,6 +133,10 @@ class AwsSwitches:
     def set_wake_ups(self, sleep: int, wake_at: datetime, backstop_at: datetime) -> None:
         """The sleep's one-time wake-up, then its backstop; each deletes itself after firing."""
         self._put(self.wake_up_name(sleep), wake_at, WAKE_SOURCE)
+        self.set_backstop(sleep, backstop_at)
+
+    def set_backstop(self, sleep: int, backstop_at: datetime) -> None:
+        """The sleep's backstop alone, created or moved (a woken tick that could not wake puts it back)."""
         self._put(self.backstop_name(sleep), backstop_at, BACKSTOP_SOURCE)
 
     def cancel_wake_ups(self, sleep: int) -> None:
@@ -180,6 +187,8 @@ class Sleeper:
                 if seen.state == "waking":  # the next work created nudges again at once
                     self.db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, seen.epoch))
                 logger.error("could not turn the minute rule back on: the engine stays %s (%s woke it)", seen.state, source)
+                if source in (WAKE_SOURCE, BACKSTOP_SOURCE) and seen.wake_ups is not None:
+                    self._backstop_again(now, seen.wake_ups)
                 raise
             if self.db.autocommit(lambda tx: engine_state.up(tx, now, seen.epoch)):
                 if seen.wake_ups is not None:
@@ -258,6 +267,14 @@ class Sleeper:
         sleep = self.db.transaction(lambda tx: engine_state.asleep_again(tx, now, seen.epoch, wake_at))
         if sleep is not None:
             self.switches.set_wake_ups(sleep, wake_at, wake_at + BACKSTOP_AFTER)
+
+    def _backstop_again(self, now: datetime, sleep: int) -> None:
+        """A schedule spent itself on a tick that could not turn the rule on: the backstop stands again,
+        `BACKSTOP_AFTER` from now, so a rule that stays unwilling is tried again rather than left off for good."""
+        try:
+            self.switches.set_backstop(sleep, now + BACKSTOP_AFTER)
+        except Exception:
+            logger.exception("could not put the backstop back: nothing but created work wakes the engine")
 
     def _rule_on_anyway(self, source: str) -> None:
         try:
