@@ -22,6 +22,7 @@ from app import app
 from chalicelib import runtime
 from chalicelib.api import auth
 from chalicelib.config import Settings
+from chalicelib.events.document import PhasePlan
 from chalicelib.events.model import PhaseKind, RunStatus
 from chalicelib.events.store import phases
 from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token
@@ -90,7 +91,7 @@ def _run(db, clock, status=RunStatus.RUNNING):
 
 def _advance_request(db, clock):
     run = _run(db, clock)
-    db.transaction(lambda tx: phases.insert_plan(tx, run.id, [(1, PhaseKind.MAIN, "part 1", None)], 1, clock.now()))
+    db.transaction(lambda tx: phases.insert_plan(tx, run.id, [PhasePlan(1, PhaseKind.MAIN, "part 1", ())], 1, clock.now()))
     return f"/runs/{run.id}/advance", {"phase": 1}
 
 

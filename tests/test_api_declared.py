@@ -2,6 +2,7 @@
 
 from chalicelib.api.handlers import OPERATIONS
 from chalicelib.events import controls, lifecycle
+from chalicelib.events.document import PhasePlan
 from chalicelib.events.model import RunStatus, StepStatus
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run
@@ -76,10 +77,12 @@ def test_waiting_is_an_advance_or_a_signal_while_the_current_phase_is_held(api, 
 
     run, (only, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING, n=1)
     put_step_in(db, only, "done", clock.now())
-    held = [({"advance": "a person"}, {"for": "advance"}), ({"signal": "boss-down"}, {"for": "signal", "signal": "boss-down"})]
+    held = [({"when": "manual"}, {"for": "advance"}),
+            ({"when": "signal", "name": "boss_down"}, {"for": "signal", "signal": "boss_down"})]
     for condition, expected in held:
         db.autocommit(lambda tx: tx.execute("DELETE FROM event_run_phases WHERE run_id = %s", (run.id,)))
-        db.transaction(lambda tx, c=condition: phases.insert_plan(tx, run.id, [(1, PhaseKind.MAIN, "only", c)], 1, clock.now()))
+        plan = [PhasePlan(1, PhaseKind.MAIN, "only", (), condition)]
+        db.transaction(lambda tx, p=plan: phases.insert_plan(tx, run.id, p, 1, clock.now()))
         assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] is None  # open, not yet drained
         db.autocommit(lambda tx: tx.execute("UPDATE event_run_phases SET drained_at = %s WHERE run_id = %s", (clock.now(), run.id)))
         drained = api.get(f"/runs/{run.id}", auth=GM).body

@@ -4,6 +4,7 @@ and the console's list of controls agreeing with what the controls actually do."
 import pytest
 
 from chalicelib.events import controls
+from chalicelib.events.document import PhasePlan
 from chalicelib.events.errors import Conflict, NotFound
 from chalicelib.events.model import PhaseKind, RunStatus, StepStatus
 from chalicelib.events.store import phases, steps
@@ -157,7 +158,7 @@ def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_statu
         every_control, runs_each_with_a_step_in(db, clock.now(), run_status, state, len(every_control)), strict=True
     ):
         def phase_row(tx, run=run):  # its phase 1 as a started run has it, for advance
-            phases.insert_plan(tx, run.id, [(1, PhaseKind.MAIN, "part 1", None)], 1, clock.now())
+            phases.insert_plan(tx, run.id, [PhasePlan(1, PhaseKind.MAIN, "part 1", ())], 1, clock.now())
             return phases.get(tx, run.id, 1), steps.in_flight(tx, run.id, 1, clock.now())
 
         phase, flying = db.autocommit(phase_row)

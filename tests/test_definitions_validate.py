@@ -118,8 +118,48 @@ def test_a_phase_takes_an_advance_condition_and_keeps_it_and_the_ending_takes_no
     kept = validate({"name": "Race", "phases": [{"steps": steps, "advance": {"when": "manual"}}, {"steps": steps}]})
     assert kept["phases"][0]["advance"] == {"when": "manual"} and "advance" not in kept["phases"][1]
     assert _problems({"name": "Race", "phases": [{"steps": steps, "advance": {"when": "boss_dies"}}]}) == [
-        "document.phases[0].advance.when must be one of ['steps_done', 'manual']"]
+        "document.phases[0].advance.when must be one of ['steps_done', 'manual', 'after', 'signal']"]
     assert _problems({"name": "Race", "phases": [{"steps": steps, "advance": {}}]}) == [
         "document.phases[0].advance.when is required"]
     ending = _problems({"name": "Race", "phases": [{"steps": steps}], "ending": {"advance": {"when": "manual"}, "steps": steps}})
     assert "document.ending: the ending takes no advance condition (it is a list of steps, run to the end)" in ending
+
+
+STEPS = [{"action": "core.announce", "params": {"message": "Go"}}]
+
+
+@pytest.mark.parametrize("advance", [
+    {"when": "after", "seconds": 1200},
+    {"when": "signal", "name": "boss_defeated"},
+    {"when": "signal", "name": "boss_defeated", "timeout_seconds": 600, "on_timeout": "pause"},
+    {"when": "manual", "timeout_seconds": 3600},
+    {"when": "steps_done", "timeout_seconds": 604800, "on_timeout": "advance"},
+])
+def test_each_advance_condition_is_kept_as_written(advance):
+    kept = validate({"name": "Boss", "phases": [{"steps": STEPS, "advance": advance}]})
+    assert kept["phases"][0]["advance"] == advance
+
+
+@pytest.mark.parametrize("advance, problem", [
+    ({"when": "after", "seconds": 60, "timeout_seconds": 30},
+     ("document.phases[0].advance.timeout_seconds: a phase that advances 'after' takes no timeout_seconds"
+      " (after is a duration already)")),
+    ({"when": "after"}, "document.phases[0].advance.seconds is required when it advances 'after'"),
+    ({"when": "after", "seconds": 0}, "document.phases[0].advance.seconds must be bigger than or equal to 1"),
+    ({"when": "after", "seconds": 604801}, "document.phases[0].advance.seconds must be smaller than or equal to 604800"),
+    ({"when": "signal"}, "document.phases[0].advance.name is required when it advances 'signal'"),
+    ({"when": "signal", "name": "Boss Defeated"}, "document.phases[0].advance.name must match"),
+    ({"when": "manual", "name": "go"}, "document.phases[0].advance.name: a phase that advances 'manual' takes no name"),
+    ({"when": "manual", "on_timeout": "pause"}, "document.phases[0].advance.on_timeout: it needs a timeout_seconds"),
+    ({"when": "signal", "name": "go", "timeout_seconds": 9, "on_timeout": "wait"},
+     "document.phases[0].advance.on_timeout must be one of ['advance', 'pause']"),
+])
+def test_an_advance_condition_that_cannot_work_is_refused_naming_why(advance, problem):
+    [found] = _problems({"name": "Boss", "phases": [{"steps": STEPS, "advance": advance}]})
+    assert found.startswith(problem), found
+
+
+def test_a_signal_name_ends_one_phase_only():
+    signal = {"when": "signal", "name": "boss_defeated"}
+    assert _problems({"name": "Boss", "phases": [{"steps": STEPS, "advance": signal}, {"steps": STEPS, "advance": signal}]}) == [
+        "document.phases[1].advance.name: the signal 'boss_defeated' already ends document.phases[0]"]

@@ -58,6 +58,18 @@ STATEMENTS = {
     "skip_phase_for_advance": lambda tx, run, s, now: steps.skip_phase_for_advance(tx, run.id, 1, now, None),
     "in_flight": lambda tx, run, s, now: steps.in_flight(tx, run.id, 1, now),
     "hold": lambda tx, run, s, now: phases.hold(tx, run.id, 1, now),
+    # Phases that follow the game: the walker's read, the close and its steps, the answer in an ended phase.
+    "open_steps_and_close_due": lambda tx, run, s, now: steps.open_steps_and_close_due(tx, run.id, 1, now, 200),
+    "closing": lambda tx, run, s, now: phases.closing(tx, run.id, 1, now),
+    "close": lambda tx, run, s, now: phases.close(tx, run.id, 1, "signal", now),
+    "drop_deadline": lambda tx, run, s, now: phases.drop_deadline(tx, run.id, 1, now),
+    "fold_signals": lambda tx, run, s, now: phases.fold_signals(tx, run.id),
+    "cancel_phase": lambda tx, run, s, now: steps.cancel_phase(tx, run.id, 1, now, "closed"),
+    "cancel_if_phase_ended": lambda tx, run, s, now: steps.cancel_if_phase_ended(tx, Claim(s.id, "t", 1), now),
+    "phase_ended": lambda tx, run, s, now: steps.phase_ended(tx, run.id, 1, now),
+    "requeue_where_stopped": lambda tx, run, s, now: steps.requeue_where_stopped(tx, run.id, s.id, now),
+    "leave_phase": lambda tx, run, s, now: runs.leave_phase(tx, run.id, 1, RunStatus.RUNNING, RunStatus.RUNNING, now,
+                                                            next_phase=2),
 }
 
 

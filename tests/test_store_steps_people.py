@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import steps
+from tests.conftest import START
 from tests.support.factory import make_run, materialise, specs, step_row
 
 
@@ -59,7 +60,7 @@ def test_cancel_pending_leaves_parked_and_leased_steps(db, clock):
 
 
 def _requeue(db, run, s):
-    return db.transaction(lambda tx: steps.requeue_where_stopped(tx, run.id, s.id))
+    return db.transaction(lambda tx: steps.requeue_where_stopped(tx, run.id, s.id, START))
 
 
 def test_requeue_takes_only_a_failed_step_and_resets_its_attempts(db, clock):

@@ -127,6 +127,12 @@ PHASE = _object(
     condition_met={"type": "boolean"},
     met_at=_MAYBE_TIME,
     met_by=_MAYBE_TEXT,
+    signal=_MAYBE_TEXT,
+    limit_seconds=_MAYBE_INT,
+    on_deadline={"type": ["string", "null"], "enum": ["close", "pause", None]},
+    deadline=_MAYBE_TIME,
+    closed_at=_MAYBE_TIME,
+    closed_by={"type": ["string", "null"], "enum": ["signal", "advance", "after", "timeout", None]},
 )
 LOG_ENTRY = _object(
     id=_INT,

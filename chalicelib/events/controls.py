@@ -212,6 +212,17 @@ def _lost(control: str, run: Run, step: Step | None = None, furthest_seq: int | 
     )
 
 
+def _phase_ended(phase: Phase) -> str:
+    """Why a step of an ending phase cannot be retried: when its phase ended, and by what."""
+    how = {"signal": f"by the signal {phase.signal}", "after": "at the end of its time",
+           "timeout": "at its time limit", "advance": "by a person's advance"}.get(phase.closed_by or "", "")
+    if phase.closed_at is None:  # met while the run was paused: it closes when the run resumes
+        by = f"the signal {phase.signal}" if phase.signal else f"{phase.met_by}'s advance"
+        return (f"phase {phase.number} ({phase.name}) ends when the run resumes ({by} at {iso(phase.met_at)}):"
+                " its steps can no longer be retried; resume the run instead")
+    return f"phase {phase.number} ({phase.name}) ended at {iso(phase.closed_at)} {how}: its steps can no longer be retried"
+
+
 def _resume_target(run: Run) -> RunStatus:
     # Derived, never remembered: current_phase is written only on the way into running (or into
     # ending, which never pauses): a paused run that has one was running.
@@ -351,7 +362,11 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime)
     def work(tx: Tx) -> Retried:
         run = _locked_run(tx, run_id)
         step = _locked_step(tx, run, step_id)
-        if not steps.requeue_where_stopped(tx, run.id, step.id):
+        if not steps.requeue_where_stopped(tx, run.id, step.id, now):
+            ended = phases.get(tx, run.id, step.phase)
+            if ended is not None and ended.condition_met:
+                raise Conflict(_phase_ended(ended), run_status=run.status.value, step_status=step.status.value,
+                               step_parked=step.parked)
             furthest = steps.last_started_seq(tx, run.id, run.current_phase)
             raise _lost("retry", run, step, furthest)
         log.append(tx, journal.step_control(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)

@@ -50,18 +50,36 @@ STEP_SCHEMA = {
         "on_failure": {"type": "string", "enum": [o.value for o in OnFailure]},
     },
 }
-# What must be met before a drained phase is left. `steps_done` (the default, as if absent): its
-# steps are done; `manual`: a person advances it (the advance control).
-ADVANCE_WHEN = ("steps_done", "manual")
+# What must be met before a drained phase is left (docs/contract.md, "Phases that follow the game").
+# `steps_done` (the default, as if absent): its steps are done; `manual`: a person advances it (the
+# advance control); `after`: `seconds` after it opened; `signal`: the game (or staff) sends `name`.
+ADVANCE_WHEN = ("steps_done", "manual", "after", "signal")
+MAX_PHASE_SECONDS = 7 * 24 * 3600
+SIGNAL_NAME = r"^[a-z][a-z0-9_]{0,63}$"
+_PHASE_SECONDS = {"type": "integer", "minimum": 1, "maximum": MAX_PHASE_SECONDS}
 ADVANCE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["when"],
     "properties": {
         "when": {"type": "string", "enum": list(ADVANCE_WHEN),
-                 "description": "steps_done (default): when its steps are done; manual: when a person advances it"},
+                 "description": "steps_done (default): when its steps are done; manual: when a person advances it; "
+                                "after: `seconds` after it opened; signal: when the signal `name` is received"},
+        "seconds": {**_PHASE_SECONDS, "description": "after: how long the phase lasts, 1 s to 7 days"},
+        "name": {"type": "string", "pattern": SIGNAL_NAME, "description": "signal: the signal's name"},
+        "timeout_seconds": {**_PHASE_SECONDS, "description": "steps_done, manual, signal: a time limit, 1 s to 7 days"},
+        "on_timeout": {"type": "string", "enum": ["advance", "pause"],
+                       "description": "at the time limit: advance (default) closes the phase, pause pauses the run once"},
     },
 }
+# Which fields each `when` takes besides itself (the schema cannot say it; `_advance_problems` does).
+_ADVANCE_FIELDS = {
+    "steps_done": {"timeout_seconds", "on_timeout"},
+    "manual": {"timeout_seconds", "on_timeout"},
+    "after": {"seconds"},
+    "signal": {"name", "timeout_seconds", "on_timeout"},
+}
+_ADVANCE_NEEDS = {"after": "seconds", "signal": "name"}
 PHASE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -164,11 +182,32 @@ def _authored_steps(document: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _advance_problems(document: dict[str, Any]) -> list[str]:
-    """What the schema cannot say about advance conditions (an unknown `when` it names itself): none on the ending."""
-    problems = []
+    """What the schema cannot say about advance conditions: which fields each `when` takes, and a signal
+    name used once (a signal ends one phase). The ending takes none (written as a phase, it is named)."""
+    problems: list[str] = []
+    signals: dict[str, int] = {}
     ending = document.get("ending")
     if isinstance(ending, dict) and "advance" in ending:
         problems.append("document.ending: the ending takes no advance condition (it is a list of steps, run to the end)")
+    phases = document.get("phases")
+    for i, phase in enumerate(phases if isinstance(phases, list) else []):
+        advance = phase.get("advance") if isinstance(phase, dict) else None
+        if not isinstance(advance, dict) or advance.get("when") not in _ADVANCE_FIELDS:
+            continue  # the schema reports it
+        path, when = f"document.phases[{i}].advance", advance["when"]
+        for field in sorted(set(advance) - {"when"} - _ADVANCE_FIELDS[when]):
+            problems.append(f"{path}.{field}: a phase that advances {when!r} takes no {field}"
+                            + (" (after is a duration already)" if field == "timeout_seconds" else ""))
+        needed = _ADVANCE_NEEDS.get(when)
+        if needed is not None and needed not in advance:
+            problems.append(f"{path}.{needed} is required when it advances {when!r}")
+        if "on_timeout" in advance and "timeout_seconds" not in advance:
+            problems.append(f"{path}.on_timeout: it needs a timeout_seconds")
+        name = advance.get("name")
+        if when == "signal" and isinstance(name, str):
+            if name in signals:
+                problems.append(f"{path}.name: the signal {name!r} already ends document.phases[{signals[name]}]")
+            signals.setdefault(name, i)
     return problems
 
 
@@ -200,6 +239,15 @@ def validate(document: Any) -> dict[str, Any]:
 
 # ── the programme the runner walks ──────────────────────────────────────────────
 @dataclass(frozen=True)
+class PhaseLimit:
+    """How long a phase may stay open, from when it opened, and what happens then: `close` its open
+    steps and leave it (`after`, or a timeout that advances), or `pause` the run once."""
+
+    seconds: int
+    on_deadline: str  # "close" | "pause"
+
+
+@dataclass(frozen=True)
 class PhasePlan:
     """One phase as authored: its number (its place in the walk), kind, name and steps."""
 
@@ -208,6 +256,13 @@ class PhasePlan:
     name: str
     specs: tuple[StepSpec, ...]
     condition: dict[str, Any] | None = None  # what must be met before it may be left once drained (None: its steps done)
+    limit: PhaseLimit | None = None
+
+    @property
+    def signal(self) -> str | None:
+        """The signal that ends it, if it waits for one."""
+        name = (self.condition or {}).get("name") if (self.condition or {}).get("when") == "signal" else None
+        return name if isinstance(name, str) else None
 
 
 @dataclass(frozen=True)
@@ -251,27 +306,33 @@ def programme_of(document: dict[str, Any]) -> Programme:
     try:
         authored = [
             (PhaseKind.MAIN, str(phase.get("name") or f"phase {place}"), tuple(_spec(step) for step in phase["steps"]),
-             _condition(phase))
+             *_advance(phase))
             for place, phase in enumerate(document["phases"], 1)
         ]
-        ending = (PhaseKind.ENDING, "ending", tuple(_spec(step) for step in document.get("ending") or ()), None)
+        ending = (PhaseKind.ENDING, "ending", tuple(_spec(step) for step in document.get("ending") or ()), None, None)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise UnreadableDocument(f"definition document unreadable: {type(error).__name__}: {error}") from error
-    if not authored or not all(specs for _, _, specs, _ in authored):
+    if not authored or not all(specs for _, _, specs, _, _ in authored):
         raise UnreadableDocument("definition document unreadable: every phase needs at least one step")
-    return Programme(tuple(PhasePlan(number, kind, name, specs, condition)
-                           for number, (kind, name, specs, condition) in enumerate([*authored, ending], 1)))
+    return Programme(tuple(PhasePlan(number, kind, name, specs, condition, limit)
+                           for number, (kind, name, specs, condition, limit) in enumerate([*authored, ending], 1)))
 
 
-def _condition(phase: dict[str, Any]) -> dict[str, Any] | None:
-    """The condition a phase's row carries: None for steps_done (the default), else its `advance` field."""
+def _advance(phase: dict[str, Any]) -> tuple[dict[str, Any] | None, PhaseLimit | None]:
+    """The condition a phase's row carries (None for steps_done, the default) and its time limit."""
     advance = phase.get("advance") or {"when": "steps_done"}
     when = advance["when"]
-    if when == "steps_done":
-        return None
     if when not in ADVANCE_WHEN:
         raise ValueError(f"no advance condition {when!r}")
-    return {"when": when}
+    if when == "after":
+        seconds = int(advance["seconds"])
+        return {"when": when, "seconds": seconds}, PhaseLimit(seconds, "close")
+    limit = None
+    if advance.get("timeout_seconds") is not None:
+        limit = PhaseLimit(int(advance["timeout_seconds"]), "pause" if advance.get("on_timeout") == "pause" else "close")
+    if when == "steps_done":
+        return None, limit
+    return ({"when": when, "name": str(advance["name"])} if when == "signal" else {"when": when}), limit
 
 
 def _spec(step: dict[str, Any]) -> StepSpec:

@@ -182,6 +182,12 @@ class Phase:
     condition_met: bool
     met_at: datetime | None
     met_by: str | None
+    signal: str | None = None  # the signal that ends it, if it waits for one
+    limit_seconds: int | None = None  # its time limit as authored (after's duration, or a timeout)
+    on_deadline: str | None = None  # at the limit: close (its open steps cancelled) or pause (the run, once)
+    deadline: datetime | None = None  # opened_at + limit_seconds, written by the statement that opened it
+    closed_at: datetime | None = None  # the engine closed it: its open steps cancelled, none claimed again
+    closed_by: str | None = None  # signal | after | timeout
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Phase:

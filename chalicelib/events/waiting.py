@@ -5,7 +5,8 @@
 ending run whose phase's head step is parked (a cue posted, no lease) waits for
 that `cue` to be confirmed or skipped; a run whose current phase is drained but
 held by its condition waits for an `advance` (or, when the condition names a
-signal, for that `signal`). The planned `decision` wait is added here, and
+signal, for that `signal`), `until` its time limit if it has one. A phase held
+by `after` waits for no one: the engine's own timer ends it. The planned `decision` wait is added here, and
 nowhere else, when its rows exist.
 """
 
@@ -29,9 +30,12 @@ def waiting(run: Run, head: Step | None, phase: Phase | None = None) -> dict[str
         return found
     if run.status in WORKING and head is not None and head.parked and head.phase == run.current_phase:
         return {"for": "cue", "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
-    if run.status in WORKING and phase is not None and phase.number == run.current_phase and phase.state is PhaseState.HELD:
-        signal = (phase.condition or {}).get("signal")
-        if isinstance(signal, str):
-            return {"for": "signal", "phase": phase.number, "signal": signal, "since": iso(phase.drained_at)}
-        return {"for": "advance", "phase": phase.number, "since": iso(phase.drained_at)}
+    if (run.status in WORKING and phase is not None and phase.number == run.current_phase
+            and phase.state is PhaseState.HELD and (phase.condition or {}).get("when") != "after"):
+        found = {"for": "advance", "phase": phase.number, "since": iso(phase.drained_at)}
+        if phase.signal is not None:
+            found = {"for": "signal", "phase": phase.number, "signal": phase.signal, "since": iso(phase.drained_at)}
+        if phase.deadline is not None:
+            found["until"] = iso(phase.deadline)  # when the hold gives up: after's end, or the time limit
+        return found
     return None

@@ -92,7 +92,8 @@ def furthest(db: Database, run_id: int, phase: int | None) -> int | None:
     return db.autocommit(lambda tx: steps.last_started_seq(tx, run_id, phase))
 
 
-TABLES = ("event_definitions", "event_definition_versions", "event_runs", "event_run_phases", "event_run_signals", "event_run_steps", "event_run_log")
+TABLES = ("event_definitions", "event_definition_versions", "event_runs", "event_run_phases",
+          "event_run_signals", "event_run_steps", "event_run_log")
 
 
 def table_counts(db: Database) -> dict[str, int]:

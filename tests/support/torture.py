@@ -404,7 +404,9 @@ def audit(db: Database, now: datetime | None = None) -> list[str]:
             if control is None:
                 attempt = d.get("attempt", d.get("attempts"))
                 claimed_unlogged = status == "pending" and attempt == attempts + 1
-                if not (status == "leased" and attempt == attempts) and not claimed_unlogged:
+                # A phase's close cancels its pending and parked steps where they stand (a `cause`, no attempt).
+                closed_with_its_phase = d["to"] == "cancelled" and status in ("pending", "parked") and attempt == attempts
+                if not (status == "leased" and attempt == attempts) and not claimed_unlogged and not closed_with_its_phase:
                     problems.append(f"{where}: the step was {status} at attempt {attempts}")
                 step_state[sid] = (d["to"], attempt)
                 continue
@@ -444,7 +446,8 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
     while the run was paused (a step due at :30 of a run resumed at :31) is
     served by a wake time of now. A parked head or a paused run has no timer:
     only a person moves it, and so has a drained phase whose condition (read from its row) nobody met.
-    A wake time may be early, never late.
+    The phase's row adds its own timer: now once its condition is met and it is not closed, else its
+    deadline. A wake time may be early, never late.
     """
     now = now or DatabaseClock(db).now()
 
@@ -456,12 +459,13 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
                         JOIN event_runs r ON r.id = s.run_id
                        WHERE r.status IN ('running', 'ending') AND s.status IN ('pending', 'running')
                        ORDER BY s.run_id, s.phase, s.seq"""),
-            tx.all("""SELECT run_id, number FROM event_run_phases
-                       WHERE `condition` IS NOT NULL AND NOT condition_met"""),
+            tx.all("""SELECT run_id, number, `condition` IS NOT NULL AS held_when_drained, condition_met, deadline, closed_at
+                        FROM event_run_phases"""),
         )
 
-    live, open_steps, unmet = db.autocommit(read)
-    waits_for_a_person = {(p["run_id"], p["number"]) for p in unmet}
+    live, open_steps, phase_rows = db.autocommit(read)
+    rows_of = {(p["run_id"], p["number"]): p for p in phase_rows}
+    waits_for_a_person = {key for key, p in rows_of.items() if p["held_when_drained"] and not p["condition_met"]}
     heads: dict[tuple[int, int], dict] = {}
     for s in open_steps:
         heads.setdefault((s["run_id"], s["phase"]), s)
@@ -480,6 +484,11 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
                 timer = head["due_at"] or now
             else:
                 timer = head["claim_expires_at"]  # None: parked, a person's to move
+            # The phase's own timer: now once its condition is met (it must be closed or left), else its deadline.
+            row = rows_of.get((r["id"], phase))
+            if row is not None and row["closed_at"] is None and (row["condition_met"] or row["deadline"] is not None):
+                phase_timer = now if row["condition_met"] else row["deadline"]
+                timer = phase_timer if timer is None else min(timer, phase_timer)
         if timer is None:
             continue
         earliest = max(timer, r["claim_expires_at"] or timer, now)

@@ -95,6 +95,15 @@ class Drained:
 
 
 @dataclass(frozen=True)
+class Closing:
+    """The phase must be closed before anything else of it: its condition was met (a signal) or its
+    deadline passed. Closing is a unit of its own (`_close_phase`); then the phase is read again."""
+
+    status: RunStatus
+    phase: int
+
+
+@dataclass(frozen=True)
 class Held:
     """A drained phase whose condition is not met: the walker stops here at no cost, and the run's
     wake time waits for the condition (`until`, or — None — a person or signal meeting it)."""
@@ -113,13 +122,22 @@ class Done:
     status: RunStatus | None
 
 
-Cursor = NeedsRead | Head | Drained | Held | Done
+Cursor = NeedsRead | Head | Drained | Closing | Held | Done
 
 
 def _opened(status: RunStatus, phase: int, rows: list[Step], *, more: bool = False) -> Head | Drained:
     """A phase as read or materialised: its head, or drained when none of its steps is open."""
     open_steps = tuple(s for s in rows if not s.status.terminal)
     return Head(status, phase, open_steps, more) if open_steps else Drained(status, phase)
+
+
+# What a close tells the next phase's run.phase row and each cancelled step's cause.
+_CLOSED_BECAUSE = {
+    "signal": "phase {number} ({name}) ended on the signal {signal}",
+    "advance": "phase {number} ({name}) was advanced",
+    "after": "phase {number} ({name}) lasted its {seconds} s",
+    "timeout": "phase {number} ({name}) timed out after {seconds} s",
+}
 
 
 def _claimable(step: Step, now: datetime) -> bool:
@@ -212,9 +230,9 @@ class RunAdvancer:
             if isinstance(cursor, NeedsRead):
                 cursor = self._read(run_id, cursor)
                 continue
-            if isinstance(cursor, Drained):
-                drained = cursor
-                cursor, claim = self.db.transaction(lambda tx: self._onward(tx, run_id, programme, drained, []))
+            if isinstance(cursor, (Drained, Closing)):
+                ending = cursor
+                cursor, claim = self.db.transaction(lambda tx: self._onward(tx, run_id, programme, ending, []))
                 continue
             head = cursor
             if claim is None:
@@ -296,8 +314,11 @@ class RunAdvancer:
         and a claim commits before its step is dispatched. The claim goes last: it
         reads the run row with a shared lock, held only until the commit.
         """
-        while isinstance(cursor, Drained) and cursor.status in RUNNABLE:
-            cursor = self._leave_phase(tx, run_id, programme, cursor, log_rows)
+        while isinstance(cursor, (Drained, Closing)) and cursor.status in RUNNABLE:
+            if isinstance(cursor, Closing):
+                cursor = self._close_phase(tx, run_id, programme, cursor, log_rows)
+            else:
+                cursor = self._leave_phase(tx, run_id, programme, cursor, log_rows)
         to_claim = self._next_claim(cursor)
         log.append_many(tx, log_rows, self.now)
         claim = None if to_claim is None else steps.claim(tx, to_claim, self.now, self.rules.lease_seconds)
@@ -319,8 +340,11 @@ class RunAdvancer:
         dispatch_over_by = self.budget.monotonic() + self.actions.longest_dispatch_seconds
         return self.budget.allows(self.step_worst_case) and dispatch_over_by < self.leases_lapse_at
 
-    def _read(self, run_id: int, where: NeedsRead) -> Head | Drained:
-        rows = self.db.autocommit(lambda tx: steps.open_steps(tx, run_id, where.phase, limit=OPEN_STEPS_PER_READ))
+    def _read(self, run_id: int, where: NeedsRead) -> Head | Drained | Closing:
+        rows, close_due = self.db.autocommit(
+            lambda tx: steps.open_steps_and_close_due(tx, run_id, where.phase, self.now, OPEN_STEPS_PER_READ))
+        if close_due:
+            return Closing(where.status, where.phase)
         return _opened(where.status, where.phase, rows, more=len(rows) == OPEN_STEPS_PER_READ)
 
     def _current_status(self, run_id: int) -> RunStatus:
@@ -345,7 +369,7 @@ class RunAdvancer:
                 return Done(must_exist(runs.get(tx, run.id)).status)
         elif not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=first.number):
             return Done(must_exist(runs.get(tx, run.id)).status)
-        phases.insert_plan(tx, run.id, [(p.number, p.kind, p.name, p.condition) for p in programme.rows], first.number, self.now)
+        phases.insert_plan(tx, run.id, programme.rows, first.number, self.now)
         opened = steps.materialise_phase(tx, run.id, first.number, first.specs)
         log_rows.append(journal.run_status(run.id, first.number, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
         log_rows.append(journal.run_phase(run.id, first.number, first.name))
@@ -358,7 +382,10 @@ class RunAdvancer:
         to ending, or to completed. Done(None) if the guard lost."""
         now = self.now
         status, number = drained.status, drained.phase
-        standing = phases.hold(tx, run_id, number, now) if programme.phase(number).condition is not None else None
+        plan = programme.phase(number)
+        standing = phases.hold(tx, run_id, number, now) if plan.condition is not None or plan.limit is not None else None
+        if standing is not None and standing.due:
+            return Closing(status, number)  # its deadline passed while it was held
         if standing is not None and standing.held:
             return Held(status, number, began=standing.began)
         # What ended it, for the next phase's run.phase row: whoever met its condition, else its steps (a
@@ -390,6 +417,39 @@ class RunAdvancer:
             return Done(None)
         log_rows.append(journal.run_status(run_id, ending.number, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
         return Done(RunStatus.COMPLETED)
+
+    def _close_phase(
+        self, tx: Tx, run_id: int, programme: Programme, closing: Closing, log_rows: list[journal.Entry]
+    ) -> Cursor:
+        """The phase's condition was met (a signal) or its deadline passed: its pending and parked steps are
+        cancelled with the cause and the row marked closed (a timeout also degrades the run); or, at a
+        `pause` deadline, the run pauses and the phase waits on without one. A step in flight is left to its
+        answer. Then the phase is read again (Done(None) if the row's guard lost)."""
+        now, number = self.now, closing.phase
+        found = phases.closing(tx, run_id, number, now)
+        if found is None:
+            return NeedsRead(closing.status, number)  # closed meanwhile, or nothing is due any more
+        plan = programme.phase(number)
+        words = {"number": number, "name": plan.name, "signal": found.signal, "seconds": found.limit_seconds}
+        if found.on_deadline == "pause":
+            waited = f"the signal {found.signal}" if found.signal else "a person's advance" if plan.condition else "its steps"
+            cause = f"phase {number} ({plan.name}) waited {found.limit_seconds} s for {waited}"
+            if not phases.drop_deadline(tx, run_id, number, now) or not runs.transition(
+                    tx, run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=cause, degrade=True):
+                return Done(None)
+            log_rows.append(journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.PAUSED, cause=cause))
+            return Done(RunStatus.PAUSED)
+        if not phases.close(tx, run_id, number, found.closed_by, now):
+            return Done(None)
+        cause = _CLOSED_BECAUSE[found.closed_by].format(**words)
+        if found.closed_by == "signal" and found.deadline_passed:
+            cause += " (its deadline had passed too)"
+        for step in steps.cancel_phase(tx, run_id, number, now, cause):
+            log_rows.append(journal.step_status(step, step.status, StepStatus.CANCELLED, cause=cause,
+                                                attempts=step.attempts))
+        if found.closed_by == "timeout":
+            runs.degrade(tx, run_id, now, cause)
+        return NeedsRead(closing.status, number)
 
     def _fail_unreadable(self, tx: Tx, run: Run, error: str) -> RunStatus:
         if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, self.now, last_error=error, degrade=True):

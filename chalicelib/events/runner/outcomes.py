@@ -50,6 +50,9 @@ def settle_outcome(
     elif verdict in (Verdict.PARKED, Verdict.RETRY) and steps.cancel_if_run_over(tx, claim, now):
         # Its run was cancelled (or failed) while the step was in flight: nobody will confirm or retry it.
         status, written, error = StepStatus.CANCELLED, True, steps.RUN_ENDED
+    elif verdict in (Verdict.PARKED, Verdict.RETRY) and steps.cancel_if_phase_ended(tx, claim, now):
+        # Its phase ended (a signal, its time) while the step was in flight: nothing of it runs again.
+        status, written, error = StepStatus.CANCELLED, True, steps.PHASE_ENDED
     elif verdict is Verdict.PARKED:
         status, written = StepStatus.RUNNING, steps.park(tx, claim, outcome.note)
     elif verdict is Verdict.RETRY:
@@ -67,9 +70,13 @@ def settle_outcome(
             detail["on_failure"] = step.on_failure.value
         entries.append(journal.step_status(step, StepStatus.RUNNING, status, cause=error, attempt=claim.attempt, **detail))
     if written and status in STEP_FAILURES:
-        disposition = apply_failure(tx, step, error or status.value, now)
-        entries.extend(disposition)
-        run_stopped = bool(disposition)
+        if steps.phase_ended(tx, step.run_id, step.phase, now):
+            # The phase ended while the step was in flight: the failure degrades the run, its on_failure is moot.
+            runs.degrade(tx, step.run_id, now, f"step {step.id} ({step.action_id}) {error or status.value}")
+        else:
+            disposition = apply_failure(tx, step, error or status.value, now)
+            entries.extend(disposition)
+            run_stopped = bool(disposition)
     # Re-read after any hold, taken or not: the caller's list may predate the next step's due_at.
     return Applied(written, status, written and outcome.hold_until is not None, run_stopped), entries
 

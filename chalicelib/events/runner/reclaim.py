@@ -23,7 +23,7 @@ def reclaim(tx: Tx, now: datetime, max_attempts: int) -> Swept:
     """One transaction: the sweep, a log row per step, and each given-up step's on_failure."""
     reclaimed = steps.reclaim_stale(tx, now, max_attempts)
     entries = [_taken_back(step, StepStatus.PENDING, "lease expired") for step in reclaimed.requeued]
-    entries += [_taken_back(step, StepStatus.CANCELLED, steps.RUN_ENDED) for step in reclaimed.abandoned]
+    entries += [_taken_back(step, StepStatus.CANCELLED, step.last_error or steps.RUN_ENDED) for step in reclaimed.abandoned]
     for step in reclaimed.gave_up:
         entries.append(_taken_back(step, StepStatus.FAILED, steps.GAVE_UP, on_failure=step.on_failure.value))
         entries.extend(apply_failure(tx, step, steps.GAVE_UP, now))

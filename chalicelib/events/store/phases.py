@@ -15,43 +15,74 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Tx, placeholders
+from ..document import PhasePlan
 from ..model import Phase, PhaseKind, iso
 
-COLUMNS = "run_id, number, kind, name, opened_at, drained_at, `condition`, condition_met, met_at, met_by"
+TIMER = "timer"  # who meets a condition at its deadline
+COLUMNS = ("run_id, number, kind, name, opened_at, drained_at, `condition`, condition_met, met_at, met_by,"
+           " `signal`, limit_seconds, on_deadline, deadline, closed_at, closed_by")
 NAME_LIMIT = 200  # the column's width
 
 
-def insert_plan(
-    tx: Tx, run_id: int, plans: Sequence[tuple[int, PhaseKind, str, dict[str, Any] | None]], opened: int, now: datetime
-) -> None:
-    """Every phase of a starting run (number, kind, name, condition), the one numbered `opened` opened now."""
+def insert_plan(tx: Tx, run_id: int, plans: Sequence[PhasePlan], opened: int, now: datetime) -> None:
+    """Every phase of a starting run (number, kind, name, condition, signal, limit), the one numbered
+    `opened` opened now with its deadline. A signal received before the run started (kept by the
+    signal route) is folded in: that phase's condition is met from the start (`fold_signals`)."""
     rows = [
-        (run_id, number, PhaseKind(kind).value, name[:NAME_LIMIT], now if number == opened else None,
-         None if condition is None else json.dumps(condition))
-        for number, kind, name, condition in plans
+        (run_id, plan.number, PhaseKind(plan.kind).value, plan.name[:NAME_LIMIT], now if plan.number == opened else None,
+         None if plan.condition is None else json.dumps(plan.condition), plan.signal,
+         None if plan.limit is None else plan.limit.seconds, None if plan.limit is None else plan.limit.on_deadline,
+         now + timedelta(seconds=plan.limit.seconds) if plan.limit is not None and plan.number == opened else None)
+        for plan in plans
     ]
-    values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s)")
+    values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+    columns = "run_id, number, kind, name, opened_at, `condition`, `signal`, limit_seconds, on_deadline, deadline"
     tx.execute(
-        f"INSERT IGNORE INTO event_run_phases (run_id, number, kind, name, opened_at, `condition`) VALUES {values}",  # noqa: S608 — VALUES is placeholders only; every value is a parameter
+        f"INSERT IGNORE INTO event_run_phases ({columns}) VALUES {values}",  # noqa: S608 — constant columns; VALUES is placeholders only
         [value for row in rows for value in row],
     )
+    if any(plan.signal is not None for plan in plans):
+        fold_signals(tx, run_id)
+
+
+def fold_signals(tx: Tx, run_id: int) -> None:
+    """Signals the run received before it had phase rows meet their phases' conditions (who sent them, when)."""
+    tx.execute(
+        """UPDATE event_run_phases p JOIN event_run_signals g ON g.run_id = p.run_id AND g.name = p.`signal`
+              SET p.condition_met = TRUE, p.met_at = g.received_at, p.met_by = g.received_by
+            WHERE p.run_id = %s AND NOT p.condition_met""",
+        (run_id,),
+    )
+
+
+# SQL over a phase row `p`: the phase is ending — its condition met (by a person, a signal or its close)
+# or its deadline passed with `close` — so no step of it starts, and an answer from one in flight no
+# longer applies its on_failure. The claim refuses on any passed deadline (`REFUSES_CLAIMS`): at a
+# `pause` deadline the run pauses before anything else of the phase starts.
+ENDING = "(p.condition_met OR (p.deadline <= %s AND p.on_deadline = 'close'))"
+REFUSES_CLAIMS = "(p.condition_met OR p.deadline <= %s)"
+# The tick must close it: not closed yet, and its condition met or its deadline passed.
+CLOSE_DUE = "(p.closed_at IS NULL AND (p.condition_met OR p.deadline <= %s))"
 
 
 @dataclass(frozen=True)
 class Standing:
-    """A drained phase with a condition, as its locked row stands: held (not met), or who met it and when."""
+    """A drained phase's row as it stands, locked: held (its condition not met), due (its deadline passed,
+    its condition not met: the tick closes it or pauses the run), or who met it and when."""
 
     held: bool
-    met: dict[str, Any] | None = None  # {"by", "at"}: whoever met its condition
+    met: dict[str, Any] | None = None  # {"by", "at", "closed_by"?}: whoever met its condition
     began: bool = False  # held, and this read marked it drained: the hold begins now
+    due: bool = False
 
 
 def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
-    """Whether a drained phase is held (its condition not met); if so its row is marked drained now.
+    """Whether a drained phase is held (its condition not met) or due to close; if held, its row is
+    marked drained now.
 
     Read with a lock, so the answer stands until the caller's commit: a control that
     meets the condition waits for it, and then wakes the run. A phase with no row (a
@@ -59,19 +90,81 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
     and when come with the same read (the next phase's `run.phase` row says so).
     """
     row = tx.one(
-        "SELECT condition_met, met_by, met_at, drained_at FROM event_run_phases"
-        " WHERE run_id = %s AND number = %s AND `condition` IS NOT NULL FOR UPDATE",
+        "SELECT `condition`, condition_met, met_by, met_at, drained_at, deadline, closed_by FROM event_run_phases"
+        " WHERE run_id = %s AND number = %s FOR UPDATE",
         (run_id, number),
     )
     if row is None:
         return Standing(held=False)
     if row["condition_met"]:
-        return Standing(held=False, met={"by": row["met_by"], "at": iso(row["met_at"])})
+        met = {"by": row["met_by"], "at": iso(row["met_at"])}
+        return Standing(held=False, met=met if row["closed_by"] is None else {**met, "closed_by": row["closed_by"]})
+    if row["condition"] is None:
+        return Standing(held=False)
+    if row["deadline"] is not None and row["deadline"] <= now and row["closed_by"] is None:
+        return Standing(held=False, due=True)
     tx.execute(
         "UPDATE event_run_phases SET drained_at = COALESCE(drained_at, %s) WHERE run_id = %s AND number = %s",
         (now, run_id, number),
     )
     return Standing(held=True, began=row["drained_at"] is None)
+
+
+@dataclass(frozen=True)
+class Closing:
+    """What a close found, locked: the phase's condition, who met it, and whether its deadline passed."""
+
+    closed_by: str  # signal | advance | after | timeout
+    on_deadline: str | None  # at a passed deadline: close or pause
+    met_by: str | None
+    deadline_passed: bool
+    limit_seconds: int | None
+    signal: str | None
+
+
+def closing(tx: Tx, run_id: int, number: int, now: datetime) -> Closing | None:
+    """The phase's row, locked, if the tick must close it now (`CLOSE_DUE`); None if not (closed already,
+    or nothing is due). A met condition wins over a passed deadline."""
+    row = tx.one(
+        f"""SELECT `condition`, condition_met, met_by, deadline, on_deadline, limit_seconds, `signal`
+              FROM event_run_phases p WHERE run_id = %s AND number = %s AND {CLOSE_DUE} FOR UPDATE""",  # noqa: S608 — CLOSE_DUE is this module's constant; values are parameters
+        (run_id, number, now),
+    )
+    if row is None:
+        return None
+    passed = row["deadline"] is not None and row["deadline"] <= now
+    when = (_json(row["condition"]) or {}).get("when")
+    if row["condition_met"]:
+        closed_by = "signal" if row["signal"] is not None else "advance"
+    else:
+        closed_by = "after" if when == "after" else "timeout"
+    return Closing(closed_by, row["on_deadline"] if not row["condition_met"] else None, row["met_by"], passed,
+                   row["limit_seconds"], row["signal"])
+
+
+def close(tx: Tx, run_id: int, number: int, closed_by: str, now: datetime) -> bool:
+    """Mark the phase closed (its condition met: by the timer, when a deadline closes it); a compare-and-set
+    on its not being closed and something being due."""
+    return tx.execute(
+        f"""UPDATE event_run_phases p
+               SET p.closed_at = %s, p.closed_by = %s, p.met_at = IF(p.condition_met, p.met_at, %s),
+                   p.met_by = IF(p.condition_met, p.met_by, %s), p.condition_met = TRUE
+             WHERE p.run_id = %s AND p.number = %s AND {CLOSE_DUE}""",  # noqa: S608 — CLOSE_DUE is this module's constant; values are parameters
+        (now, closed_by, now, TIMER, run_id, number, now),
+    ) == 1
+
+
+def drop_deadline(tx: Tx, run_id: int, number: int, now: datetime) -> bool:
+    """A `pause` deadline acted: the phase waits on without one (once). Compare-and-set on its having passed."""
+    return tx.execute(
+        """UPDATE event_run_phases SET deadline = NULL
+            WHERE run_id = %s AND number = %s AND deadline <= %s AND closed_at IS NULL AND NOT condition_met""",
+        (run_id, number, now),
+    ) == 1
+
+
+def _json(raw: Any) -> Any:
+    return json.loads(raw) if isinstance(raw, (str, bytes)) else raw
 
 
 def get(tx: Tx, run_id: int, number: int) -> Phase | None:

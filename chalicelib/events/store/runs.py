@@ -166,8 +166,9 @@ def _move(
     `current_phase` may only be written by a move into running (start and each
     phase advance) or into ending (the ending phase, which never pauses), so
     "where does resume go back to" can be derived from it. `phases` (drained,
-    opened): the phase rows this move drains and opens, in the same statement
-    (a run started before phase rows existed has none: the join finds nothing).
+    opened): the phase rows this move drains and opens, in the same statement,
+    the opened one with its deadline (a run started before phase rows existed
+    has none: the join finds nothing).
     Health only ever degrades.
     """
     to = RunStatus(to)
@@ -206,6 +207,9 @@ def _move(
             join_args.append(number)
             sets.append(f"{alias}.{stamp} = COALESCE({alias}.{stamp}, %s)")
             args.append(now)
+            if alias == "opened":  # its deadline, from its limit as authored (none: DATE_ADD of NULL is NULL)
+                sets.append("opened.deadline = COALESCE(opened.deadline, DATE_ADD(%s, INTERVAL opened.limit_seconds SECOND))")
+                args.append(now)
     # The run's row is the one the guard matches: a phase row changes only with it.
     return (
         tx.execute(

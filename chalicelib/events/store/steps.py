@@ -33,6 +33,7 @@ from ..model import (
     is_whole_number,
     kept_note,
 )
+from . import phases
 
 COLUMNS = (
     "id, run_id, phase, seq, action_id, params, action_version, on_failure, idempotency_key,"
@@ -40,6 +41,7 @@ COLUMNS = (
 )
 GAVE_UP = "gave up after repeated interruptions"
 RUN_ENDED = "its run ended while this step was in flight"
+PHASE_ENDED = "its phase ended while this step was in flight"
 
 
 def claim_token() -> str:
@@ -116,6 +118,9 @@ def list_for_phase(tx: Tx, run_id: int, phase: int) -> list[Step]:
     return [Step.from_row(r) for r in rows]
 
 
+_OPEN_IN_PHASE = f"run_id = %s AND phase = %s AND status IN ({StepSQL.OPEN})"
+
+
 def open_steps(tx: Tx, run_id: int, phase: int, limit: int = 1000) -> list[Step]:
     """The phase's pending and running steps, lowest seq first: next-open-step, as a list.
 
@@ -125,12 +130,26 @@ def open_steps(tx: Tx, run_id: int, phase: int, limit: int = 1000) -> list[Step]
     works down it, because its claim re-checks everything in its WHERE clause.
     """
     rows = tx.all(
-        f"""SELECT {COLUMNS} FROM event_run_steps
-             WHERE run_id = %s AND phase = %s AND status IN ({StepSQL.OPEN})
-             ORDER BY seq LIMIT %s""",  # noqa: S608 — COLUMNS is a constant; ids and limit are parameters
+        f"SELECT {COLUMNS} FROM event_run_steps WHERE {_OPEN_IN_PHASE} ORDER BY seq LIMIT %s",  # noqa: S608 — COLUMNS and the WHERE are constants; ids and limit are parameters
         (run_id, phase, limit),
     )
     return [Step.from_row(r) for r in rows]
+
+
+def open_steps_and_close_due(tx: Tx, run_id: int, phase: int, now: datetime, limit: int) -> tuple[list[Step], bool]:
+    """`open_steps`, and whether the phase must be closed now (`phases.CLOSE_DUE`), in one statement: the
+    phase's row is read once (a constant subquery) and carried on every step row. No open step: False
+    (a drained phase's row is read, locked, when it is left)."""
+    rows = tx.all(
+        f"""SELECT {COLUMNS}, (SELECT {phases.CLOSE_DUE} FROM event_run_phases p
+                                WHERE p.run_id = %s AND p.number = %s) AS close_due
+              FROM event_run_steps WHERE {_OPEN_IN_PHASE} ORDER BY seq LIMIT %s""",  # noqa: S608 — COLUMNS, the status list and the phase's fragment are constants; values are parameters
+        (now, run_id, phase, run_id, phase, limit),
+    )
+    due = bool(rows and rows[0].pop("close_due"))
+    for row in rows:
+        row.pop("close_due", None)
+    return [Step.from_row(r) for r in rows], due
 
 
 def _reached(alias: str) -> str:
@@ -218,8 +237,9 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     """`pending -> running` with a fresh lease and token; None if the claim lost.
 
     One statement decides everything: the step is still pending at the attempt
-    count the caller saw, it is due, and its run is still runnable (so a pause
-    pressed mid-tick stops the next claim). `started_at` keeps the first attempt.
+    count the caller saw, it is due, its run is still runnable (so a pause
+    pressed mid-tick stops the next claim), and its phase is not ending (its
+    condition met, or its deadline passed: `phases.REFUSES_CLAIMS`). `started_at` keeps the first attempt.
     """
     _check_seconds(lease_seconds, "lease")
     token = claim_token()
@@ -231,13 +251,16 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
              WHERE s.id = %s AND s.status = {StepSQL.PENDING} AND s.attempts = %s
                AND (s.due_at IS NULL OR s.due_at <= %s)
                AND s.idempotency_key <> ''
-               AND r.status IN ({RunSQL.RUNNABLE})""",  # noqa: S608 — the status lists are rendered from the enums at import; values are parameters
-        (token, now + timedelta(seconds=lease_seconds), now, step.id, step.attempts, now),
+               AND r.status IN ({RunSQL.RUNNABLE})
+               AND NOT EXISTS (SELECT 1 FROM event_run_phases p
+                                WHERE p.run_id = s.run_id AND p.number = s.phase AND {phases.REFUSES_CLAIMS})""",  # noqa: S608 — the status lists and the phase's fragment are constants; values are parameters
+        (token, now + timedelta(seconds=lease_seconds), now, step.id, step.attempts, now, now),
     )
     return Claim(step.id, token, step.attempts + 1) if changed == 1 else None
 
 
 _FENCE = f"id = %s AND status = {StepSQL.RUNNING} AND claimed_by = %s AND attempts = %s"
+_FENCE_OF_S = f"s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claimed_by = %s AND s.attempts = %s"  # joined as `s`
 
 
 def park(tx: Tx, claim: Claim, note: str | None = None) -> bool:
@@ -300,12 +323,34 @@ def cancel_if_run_over(tx: Tx, claim: Claim, now: datetime) -> bool:
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    SET s.status = {StepSQL.CANCELLED}, s.finished_at = %s, s.last_error = %s,
                        s.claimed_by = NULL, s.claim_expires_at = NULL
-                 WHERE s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claimed_by = %s AND s.attempts = %s
-                   AND r.status IN ({RunSQL.TERMINAL})""",  # noqa: S608 — the status list is rendered from RunStatus at import; values are parameters
+                 WHERE {_FENCE_OF_S} AND r.status IN ({RunSQL.TERMINAL})""",  # noqa: S608 — the status list is rendered from RunStatus at import; values are parameters
             (now, RUN_ENDED, claim.step_id, claim.token, claim.attempt),
         )
         == 1
     )
+
+
+def cancel_if_phase_ended(tx: Tx, claim: Claim, now: datetime) -> bool:
+    """The claimer's step, cancelled instead of parked or re-queued when its phase ended while it was in
+    flight (`phases.ENDING`: a signal, a person's advance, its deadline): nothing of the phase runs again."""
+    return (
+        tx.execute(
+            f"""UPDATE event_run_steps s JOIN event_run_phases p ON p.run_id = s.run_id AND p.number = s.phase
+                   SET s.status = {StepSQL.CANCELLED}, s.finished_at = %s, s.last_error = %s,
+                       s.claimed_by = NULL, s.claim_expires_at = NULL
+                 WHERE {_FENCE_OF_S} AND {phases.ENDING}""",  # noqa: S608 — the status literal and the phase's fragment are constants; values are parameters
+            (now, PHASE_ENDED, claim.step_id, claim.token, claim.attempt, now),
+        )
+        == 1
+    )
+
+
+def phase_ended(tx: Tx, run_id: int, phase: int, now: datetime) -> bool:
+    """Whether the phase is ending or ended (`phases.ENDING`): a failure there no longer applies its on_failure."""
+    return tx.one(
+        f"SELECT 1 AS ended FROM event_run_phases p WHERE p.run_id = %s AND p.number = %s AND {phases.ENDING}",  # noqa: S608 — the phase's fragment is a constant; values are parameters
+        (run_id, phase, now),
+    ) is not None
 
 
 def hold_next(tx: Tx, run_id: int, phase: int, after_seq: int, due_at: datetime) -> bool:
@@ -335,7 +380,7 @@ def hold_next(tx: Tx, run_id: int, phase: int, after_seq: int, due_at: datetime)
 # ── the sweep ──────────────────────────────────────────────────────────────
 @dataclass(frozen=True)
 class Reclaimed:
-    abandoned: list[Step]  # now cancelled: their run ended while they were leased
+    abandoned: list[Step]  # now cancelled: their run ended (or their phase is ending) while they were leased
     gave_up: list[Step]  # now failed: their on_failure must be applied by the caller
     requeued: list[Step]  # back to pending, attempts untouched
 
@@ -345,8 +390,9 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
 
     A step whose run ended while it was leased (cancel leaves a leased step
     alone) is cancelled: back in pending it would wait for ever in a finished
-    run. Of the rest, a step that used its last attempt becomes failed, and the
-    others go back to pending; the requeue also requires attempts below the
+    run; so is a step whose phase is ending (its `last_error` says which). Of
+    the rest, a step that used its last attempt becomes failed, and the others
+    go back to pending; the requeue also requires attempts below the
     ceiling and a live run, so the order cannot matter. A NULL lease (a parked
     step) is never stale, and attempts are never touched.
     """
@@ -354,26 +400,24 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
     stale = f"""status = {StepSQL.RUNNING} AND claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
     run_over = f"EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND r.status IN ({RunSQL.TERMINAL}))"  # noqa: S608 — the status list is rendered from RunStatus at import
-    abandoned = _sweep(
-        tx,
-        f"{stale} AND {run_over}",
-        (now,),
-        f"status = {StepSQL.CANCELLED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
-        (now, RUN_ENDED),
-        limit,
-    )
+    # Its phase is ending (a signal, an advance, its deadline): a step of it never goes back to pending.
+    phase_over = f"""EXISTS (SELECT 1 FROM event_run_phases p WHERE p.run_id = event_run_steps.run_id
+                                AND p.number = event_run_steps.phase AND {phases.ENDING})"""  # noqa: S608 — the phase's fragment is a constant
+    cancelled = f"status = {StepSQL.CANCELLED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL"
+    abandoned = _sweep(tx, f"{stale} AND {run_over}", (now,), cancelled, (now, RUN_ENDED), limit)
+    abandoned += _sweep(tx, f"{stale} AND NOT {run_over} AND {phase_over}", (now, now), cancelled, (now, PHASE_ENDED), limit)
     gave_up = _sweep(
         tx,
-        f"{stale} AND attempts >= %s AND NOT {run_over}",
-        (now, max_attempts),
+        f"{stale} AND attempts >= %s AND NOT {run_over} AND NOT {phase_over}",
+        (now, max_attempts, now),
         f"status = {StepSQL.FAILED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
         (now, GAVE_UP),
         limit,
     )
     requeued = _sweep(
         tx,
-        f"{stale} AND attempts < %s AND NOT {run_over}",
-        (now, max_attempts),
+        f"{stale} AND attempts < %s AND NOT {run_over} AND NOT {phase_over}",
+        (now, max_attempts, now),
         f"status = {StepSQL.PENDING}, claimed_by = NULL, claim_expires_at = NULL",
         (),
         limit,
@@ -429,8 +473,8 @@ def cancel_open(tx: Tx, run_id: int, now: datetime) -> int:
     )
 
 
-# The steps an advance skips: pending, parked, or leased by a lease that lapsed (the sweep would bring it back).
-_SKIPPED_BY_ADVANCE = f"""run_id = %s AND phase = %s
+# The steps a phase's end closes: pending, parked, or leased by a lease that lapsed (the sweep would bring it back).
+_CLOSED_WITH_THE_PHASE = f"""run_id = %s AND phase = %s
                AND (status = {StepSQL.PENDING} OR (status = {StepSQL.RUNNING}
                     AND (claim_expires_at IS NULL OR claim_expires_at < %s)))"""
 
@@ -438,21 +482,29 @@ _SKIPPED_BY_ADVANCE = f"""run_id = %s AND phase = %s
 def skip_phase_for_advance(tx: Tx, run_id: int, phase: int, now: datetime, reason: str | None) -> list[Step]:
     """The advance control's second statement: the phase's pending and parked steps are skipped with the
     person's reason (and a step whose lease lapsed: its late answer is fenced out, never re-queued); the
-    steps as they were, for their log rows.
+    steps as they were, for their log rows. A step in flight under a live lease is never touched: the
+    advance's own guard refused while one was."""
+    return _close_open_steps(tx, run_id, phase, now, StepSQL.SKIPPED, reason)
 
-    Read locked, then updated with the same WHERE: a step that moved in between is left. A step in flight
-    under a live lease is never touched: the advance's own guard refused while one was.
-    """
-    rows = tx.all(f"SELECT {COLUMNS} FROM event_run_steps WHERE {_SKIPPED_BY_ADVANCE} ORDER BY seq FOR UPDATE",  # noqa: S608 — COLUMNS and the WHERE are constants; values are parameters
+
+def cancel_phase(tx: Tx, run_id: int, phase: int, now: datetime, cause: str) -> list[Step]:
+    """Closing a phase (a signal, `after`, a timeout): its pending and parked steps are cancelled with the
+    cause; a step in flight under a live lease is left to its answer (`cancel_if_phase_ended`)."""
+    return _close_open_steps(tx, run_id, phase, now, StepSQL.CANCELLED, cause)
+
+
+def _close_open_steps(tx: Tx, run_id: int, phase: int, now: datetime, to: str, note: str | None) -> list[Step]:
+    """Read locked, then updated with the same WHERE: a step that moved in between is left."""
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_run_steps WHERE {_CLOSED_WITH_THE_PHASE} ORDER BY seq FOR UPDATE",  # noqa: S608 — COLUMNS and the WHERE are constants; values are parameters
                   (run_id, phase, now))
     if not rows:
         return []
     found = [Step.from_row(r) for r in rows]
     tx.execute(
-        f"""UPDATE event_run_steps SET status = {StepSQL.SKIPPED}, finished_at = %s, claimed_by = NULL,
+        f"""UPDATE event_run_steps SET status = {to}, finished_at = %s, claimed_by = NULL,
                    claim_expires_at = NULL, last_error = %s
-             WHERE id IN ({placeholders(len(found))}) AND {_SKIPPED_BY_ADVANCE}""",  # noqa: S608 — the status literals, marks and WHERE are constants; values are parameters
-        (now, kept_note(reason), *(step.id for step in found), run_id, phase, now),
+             WHERE id IN ({placeholders(len(found))}) AND {_CLOSED_WITH_THE_PHASE}""",  # noqa: S608 — `to` is a lifecycle rendering; the marks and WHERE are constants; values are parameters
+        (now, kept_note(note), *(step.id for step in found), run_id, phase, now),
     )
     return found
 
@@ -506,13 +558,14 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
     )
 
 
-def requeue_where_stopped(tx: Tx, run_id: int, step_id: int) -> bool:
+def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime) -> bool:
     """Re-queue the failed step a paused run is stopped at (the retry control).
 
     Every guard is in the statement: the step failed, its run is paused, it is in
     the run's current phase, and no later step of that phase has been reached
     (the anti-join). A failed step *behind* the cursor (failed under on_failure
-    skip) is refused: re-queued, it would run again out of order.
+    skip) is refused: re-queued, it would run again out of order. So is a step of
+    a phase that is ending (`phases.ENDING`): nothing of it runs again.
     """
     return (
         tx.execute(
@@ -525,8 +578,10 @@ def requeue_where_stopped(tx: Tx, run_id: int, step_id: int) -> bool:
                       s.claimed_by = NULL, s.claim_expires_at = NULL, s.finished_at = NULL
                 WHERE s.id = %s AND s.run_id = %s AND s.status = {StepSQL.FAILED}
                   AND r.status = {RunSQL.PAUSED} AND s.phase = r.current_phase
-                  AND later.id IS NULL""",  # noqa: S608 — _reached and the status lists are constants; values are parameters
-            (step_id, run_id),
+                  AND later.id IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM event_run_phases p
+                                   WHERE p.run_id = s.run_id AND p.number = s.phase AND {phases.ENDING})""",  # noqa: S608 — _reached, the status lists and the phase's fragment are constants; values are parameters
+            (step_id, run_id, now),
         )
         == 1
     )

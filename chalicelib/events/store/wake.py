@@ -8,7 +8,7 @@ time: only a person moves it, and their control sets the wake time to now.
 
 Each timer is an SQL expression over `r` (the event_runs row) that is a time, or
 NULL when the timer does not apply; `%(now)s` is the tick's clock. Later work
-(cue reminders, phase time limits, cleanup) adds a timer here and nowhere else.
+(cue reminders, cleanup) adds a timer here and nowhere else.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ TIMERS: dict[str, str] = {
     # the move into ending writes the ending's number): a pending step at its
     # due_at (now if it has none), a leased step at its lease's expiry (the sweep
     # takes it back then), a parked step never; a phase with no open step is left now,
-    # unless it is held (a condition not met: never, until meeting it wakes the run).
+    # unless it is held (a condition not met: never, until meeting it wakes the run,
+    # or its deadline: the phase timer).
     "phase_head": f"""IF(r.status IN ({RunSQL.WORKING}), COALESCE(
         (SELECT IF(s.status = {StepSQL.PENDING}, COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at, {NEVER}))
            FROM event_run_steps s
@@ -39,6 +40,11 @@ TIMERS: dict[str, str] = {
         IF(EXISTS (SELECT 1 FROM event_run_phases p
                     WHERE p.run_id = r.id AND p.number = r.current_phase
                       AND p.`condition` IS NOT NULL AND NOT p.condition_met), NULL, %(now)s)), NULL)""",  # noqa: S608 — constants only (NEVER, the status renderings); the time is the named parameter now
+    # The phase the run works must be closed: now once its condition is met (a signal, an advance) and
+    # it is not closed yet, else at its deadline (an `after` phase's end, a time limit); none once closed.
+    "phase_timer": f"""IF(r.status IN ({RunSQL.WORKING}),
+        (SELECT IF(p.closed_at IS NOT NULL, NULL, IF(p.condition_met, %(now)s, p.deadline))
+           FROM event_run_phases p WHERE p.run_id = r.id AND p.number = r.current_phase), NULL)""",  # noqa: S608 — constants only (the status renderings); the time is the named parameter now
 }
 
 WAKE_AT = "NULLIF(LEAST({}), {})".format(", ".join(f"COALESCE({t}, {NEVER})" for t in TIMERS.values()), NEVER)

@@ -1,0 +1,314 @@
+"""Phases that follow the game (issue 24): `after`, signals and time limits, on the real database.
+
+Each test authors the phase as a definition would, runs the real tick, and reads
+what a person would see: the steps' statuses and causes, the run's status,
+health and wake time, the log. A signal is what the signal route writes (the
+phase's condition met, the run woken), in `_signalled`; the route itself is
+tested in tests/test_api_signals.py.
+"""
+
+import threading
+from datetime import timedelta
+
+from chalicelib.events import controls
+from chalicelib.events.errors import Conflict
+from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.store import phases, runs, steps
+from chalicelib.events.store.steps import PHASE_ENDED
+from tests.support.factory import run_row
+from tests.support.game_bridge import Answer
+from tests.support.runner_kit import log_of, schedule, step, tick
+
+CUE = step("core.cue", instruction="Ring the bell")
+BYE = step("core.announce", message="Goodnight")
+
+
+def _doc(*phases_, ending=()):
+    return {"name": "Boss night", "grace_seconds": 300, "phases": list(phases_), "ending": list(ending)}
+
+
+def _phase(name, *steps_, advance=None):
+    return {"name": name, "steps": list(steps_), **({"advance": advance} if advance else {})}
+
+
+def _steps(db, run_id):
+    return db.autocommit(lambda tx: steps.list_for_run(tx, run_id))
+
+
+def _row(db, run_id, number):
+    return db.autocommit(lambda tx: phases.get(tx, run_id, number))
+
+
+def _signalled(db, run_id, number, now, by="game"):
+    """What the signal route writes for a signal of the phase the run works: its condition met, the run woken."""
+    db.autocommit(lambda tx: tx.execute(
+        """UPDATE event_run_phases p JOIN event_runs r ON r.id = p.run_id
+              SET p.condition_met = TRUE, p.met_at = %s, p.met_by = %s,
+                  r.wake_at = IF(r.status IN ('running', 'ending'), %s, r.wake_at)
+            WHERE p.run_id = %s AND p.number = %s""", (now, by, now, run_id, number)))
+
+
+def _causes(db, run_id):
+    return [(e.step_id, e.detail["to"], e.detail.get("cause")) for e in log_of(db, run_id)
+            if e.kind == "step.status" and e.detail["to"] == "cancelled"]
+
+
+# ── after ────────────────────────────────────────────────────────────────
+def test_an_after_phase_lasts_exactly_its_time_and_closes_what_is_still_open(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(_phase("market", CUE, advance={"when": "after", "seconds": 1200}),
+                                         _phase("finale", BYE)))
+    opened = clock.now()
+    tick(runner)  # the cue parks
+    assert run_row(db, run.id).wake_at == opened + timedelta(seconds=1200)  # the phase's end, not never
+    assert _row(db, run.id, 1).deadline == opened + timedelta(seconds=1200)
+    clock.advance(1199)
+    tick(runner)
+    assert _steps(db, run.id)[0].parked  # a second early: nothing closes
+    clock.advance(1)
+    tick(runner)
+    cue, bye = _steps(db, run.id)
+    assert (cue.status, cue.last_error) == (StepStatus.CANCELLED, "phase 1 (market) lasted its 1200 s")
+    assert bye.status is StepStatus.DONE
+    ran = run_row(db, run.id)
+    assert ran.status is RunStatus.COMPLETED and ran.health == "ok"  # a phase ending on purpose is no failure
+    closed = _row(db, run.id, 1)
+    assert (closed.closed_by, closed.met_by, closed.closed_at) == ("after", "timer", clock.now())
+    [phase_2] = [e for e in log_of(db, run.id) if e.kind == "run.phase" and e.phase == 2]
+    assert phase_2.detail["ended_by"] == {"by": "timer", "at": clock.now().isoformat() + "Z", "closed_by": "after"}
+
+
+def test_a_later_phases_deadline_is_written_by_the_move_that_opens_it(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(_phase("gather", CUE), _phase("market", CUE, advance={"when": "after", "seconds": 90}),
+                                         _phase("finale", BYE)))
+    tick(runner)
+    clock.advance(45)
+    assert db.transaction(lambda tx: steps.confirm_parked(tx, _steps(db, run.id)[0].id, clock.now()))
+    tick(runner)  # phase 2 opens now: its 90 s run from here, not from the run's start
+    assert _row(db, run.id, 2).deadline == clock.now() + timedelta(seconds=90)
+    assert run_row(db, run.id).wake_at == clock.now() + timedelta(seconds=90)
+    clock.advance(90)
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_an_after_phase_whose_steps_finish_sooner_holds_until_its_time_at_no_cost(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(_phase("market", step("core.announce", message="Stalls open"),
+                                                advance={"when": "after", "seconds": 600}), _phase("finale", BYE)))
+    opened = clock.now()
+    tick(runner)
+    held = run_row(db, run.id)
+    assert held.status is RunStatus.RUNNING and held.current_phase == 1 and held.wake_at == opened + timedelta(seconds=600)
+    clock.advance(600)
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert _causes(db, run.id) == []  # nothing was left to close
+
+
+def test_a_step_in_flight_when_its_phase_ends_is_left_to_its_answer_and_its_failure_only_degrades(
+        db, clock, runner, game_bridge):
+    """The boss dies while world.spawn is in flight: the phase's cue is cancelled at once, and the spawn's
+    failure (on_failure pause) degrades the run, which does not pause: the phase it would pause is over."""
+    run = schedule(db, clock.now(), _doc(_phase("arena", step("world.spawn", on_failure="pause"), CUE,
+                                                advance={"when": "signal", "name": "boss_down"}), _phase("finale", BYE)))
+    release = threading.Event()
+    game_bridge.script("world.spawn", Answer(400, body={"error": "the arena is full"}, gate=release))
+
+    def boss_dies():
+        game_bridge.wait_for(1)
+        _signalled(db, run.id, 1, clock.now())
+        release.set()
+
+    threading.Thread(target=boss_dies).start()
+    tick(runner)
+    tick(runner)
+    spawn, cue, bye = _steps(db, run.id)
+    assert spawn.status is StepStatus.FAILED and cue.status is StepStatus.CANCELLED and bye.status is StepStatus.DONE
+    ran = run_row(db, run.id)
+    assert ran.status is RunStatus.COMPLETED and ran.health == "degraded"
+
+
+def test_a_retry_answer_in_a_phase_that_ended_cancels_the_step(db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), _doc(_phase("arena", step("world.spawn"), advance={"when": "signal", "name": "boss_down"}),
+                                         _phase("finale", BYE)))
+    release = threading.Event()
+    game_bridge.script("world.spawn", Answer(503, gate=release))
+
+    def boss_dies():
+        game_bridge.wait_for(1)
+        _signalled(db, run.id, 1, clock.now())
+        release.set()
+
+    threading.Thread(target=boss_dies).start()
+    tick(runner)
+    tick(runner)
+    spawn, bye = _steps(db, run.id)
+    assert (spawn.status, spawn.last_error) == (StepStatus.CANCELLED, PHASE_ENDED)
+    assert bye.status is StepStatus.DONE and run_row(db, run.id).status is RunStatus.COMPLETED
+    clock.advance(3600)
+    tick(runner)
+    assert len(game_bridge.received("world.spawn")) == 1  # never sent again
+
+
+# ── signals ──────────────────────────────────────────────────────────────
+def test_a_signal_during_its_phase_closes_it_and_the_run_goes_on(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(_phase("boss fight", CUE, step("core.announce", message="Loot!"),
+                                                advance={"when": "signal", "name": "boss_defeated"}),
+                                         _phase("finale", BYE)))
+    tick(runner)
+    assert run_row(db, run.id).wake_at is None  # parked at its cue, waiting for the game: no timer at all
+    clock.advance(30)
+    _signalled(db, run.id, 1, clock.now())
+    tick(runner)
+    cue, loot, bye = _steps(db, run.id)
+    cause = "phase 1 (boss fight) ended on the signal boss_defeated"
+    assert [(s.status, s.last_error) for s in (cue, loot)] == [(StepStatus.CANCELLED, cause)] * 2
+    assert _causes(db, run.id) == [(cue.id, "cancelled", cause), (loot.id, "cancelled", cause)]
+    assert bye.status is StepStatus.DONE and run_row(db, run.id).health == "ok"
+
+
+def test_a_signal_that_lands_while_a_worker_holds_the_run_still_wakes_it_at_the_release(db, clock, runner):
+    """The route's wake of now can be overwritten by the release of a worker that held the run lease as the
+    signal came: the release's own wake time must say now for a phase whose condition is met."""
+    run = schedule(db, clock.now(), _doc(_phase("boss fight", CUE, advance={"when": "signal", "name": "boss_defeated"}),
+                                         _phase("finale", BYE)))
+    tick(runner)
+    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "worker", clock.now(), 60))
+    db.autocommit(lambda tx: tx.execute(
+        "UPDATE event_run_phases SET condition_met = TRUE, met_at = %s, met_by = 'game' WHERE run_id = %s AND number = 1",
+        (clock.now(), run.id)))
+    assert db.autocommit(lambda tx: runs.release(tx, run.id, "worker", clock.now()))
+    assert run_row(db, run.id).wake_at == clock.now()
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_a_signal_received_before_the_run_started_ends_its_phase_as_soon_as_it_opens(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(_phase("boss fight", CUE, advance={"when": "signal", "name": "boss_defeated"}),
+                                         _phase("finale", BYE)))
+    db.autocommit(lambda tx: tx.execute(
+        "INSERT INTO event_run_signals (run_id, name, received_at, received_by, effect) VALUES (%s, %s, %s, 'game', %s)",
+        (run.id, "boss_defeated", clock.now(), "kept_for_phase")))
+    tick(runner)
+    cue, bye = _steps(db, run.id)
+    assert cue.status is StepStatus.CANCELLED and bye.status is StepStatus.DONE
+    assert _row(db, run.id, 1).met_by == "game"
+
+
+def test_a_signal_of_a_held_phase_leaves_it(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(_phase("boss fight", step("core.announce", message="Fight!"),
+                                                advance={"when": "signal", "name": "boss_defeated"}),
+                                         _phase("finale", BYE)))
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.RUNNING and run_row(db, run.id).wake_at is None
+    _signalled(db, run.id, 1, clock.now())
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED and _causes(db, run.id) == []
+
+
+# ── time limits ──────────────────────────────────────────────────────────
+def test_a_signal_phase_that_times_out_with_advance_closes_and_degrades_the_run(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(
+        _phase("boss fight", CUE, advance={"when": "signal", "name": "boss_defeated", "timeout_seconds": 300}),
+        _phase("finale", BYE)))
+    tick(runner)
+    assert run_row(db, run.id).wake_at == clock.now() + timedelta(seconds=300)
+    clock.advance(300)
+    tick(runner)
+    cue, bye = _steps(db, run.id)
+    assert bye.status is StepStatus.DONE
+    assert (cue.status, cue.last_error) == (StepStatus.CANCELLED, "phase 1 (boss fight) timed out after 300 s")
+    ran = run_row(db, run.id)
+    assert ran.status is RunStatus.COMPLETED and ran.health == "degraded"
+
+
+def test_a_timeout_with_pause_pauses_once_and_then_the_phase_waits_without_one(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(
+        _phase("boss fight", step("core.announce", message="Fight!"),
+               advance={"when": "signal", "name": "boss_defeated", "timeout_seconds": 300, "on_timeout": "pause"}),
+        _phase("finale", BYE)))
+    tick(runner)  # drained and held
+    clock.advance(300)
+    tick(runner)
+    paused = run_row(db, run.id)
+    assert paused.status is RunStatus.PAUSED
+    assert paused.last_error == "phase 1 (boss fight) waited 300 s for the signal boss_defeated"
+    assert _row(db, run.id, 1).deadline is None
+    controls.resume(db, run.id, actor="alice", now=clock.now())
+    tick(runner)
+    clock.advance(86400)
+    tick(runner)
+    resumed = run_row(db, run.id)
+    assert resumed.status is RunStatus.RUNNING and resumed.wake_at is None  # held again, with no timer left
+    _signalled(db, run.id, 1, clock.now())
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_a_steps_done_phase_with_a_time_limit_cancels_its_steps_left_at_the_limit(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(
+        _phase("warm-up", step("core.wait", seconds=3600), step("core.announce", message="Go"),
+               advance={"when": "steps_done", "timeout_seconds": 600}),
+        _phase("finale", BYE)))
+    tick(runner)
+    assert run_row(db, run.id).wake_at == clock.now() + timedelta(seconds=600)  # the limit comes before the wait's end
+    clock.advance(600)
+    tick(runner)
+    wait, go, bye = _steps(db, run.id)
+    assert wait.status is StepStatus.DONE and go.status is StepStatus.CANCELLED and bye.status is StepStatus.DONE
+    assert run_row(db, run.id).health == "degraded"
+
+
+def test_a_paused_runs_timers_do_not_act_and_act_once_at_resume(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(_phase("market", CUE, advance={"when": "after", "seconds": 60}),
+                                         _phase("finale", BYE)))
+    tick(runner)
+    controls.pause(db, run.id, actor="alice", now=clock.now(), reason="lag")
+    clock.advance(120)
+    tick(runner)
+    assert _steps(db, run.id)[0].parked and run_row(db, run.id).status is RunStatus.PAUSED
+    controls.resume(db, run.id, actor="alice", now=clock.now())
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert len(_causes(db, run.id)) == 1
+
+
+# ── the guards around an ending phase ─────────────────────────────────────
+def test_no_step_of_a_phase_past_its_deadline_is_claimed(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(_phase("market", step("core.wait", seconds=30), step("core.announce", message="x"),
+                                                advance={"when": "after", "seconds": 20}), _phase("finale", BYE)))
+    tick(runner)
+    _, announce, _ = [*_steps(db, run.id), None][:3]
+    clock.advance(30)  # the wait is over, and so is the phase
+    assert db.autocommit(lambda tx: steps.claim(tx, announce, clock.now(), 60)) is None
+
+
+def test_the_sweep_cancels_a_lapsed_step_of_an_ending_phase_instead_of_requeueing_it(db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), _doc(_phase("arena", step("core.wait", seconds=600), step("world.spawn"),
+                                                advance={"when": "signal", "name": "boss_down"}), _phase("finale", BYE)))
+    tick(runner)
+    clock.advance(600)
+    spawn = _steps(db, run.id)[1]
+    assert db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 60)) is not None  # its claimer then dies
+    _signalled(db, run.id, 1, clock.now())
+    clock.advance(61)
+    tick(runner)
+    spawn = _steps(db, run.id)[1]
+    assert (spawn.status, spawn.last_error) == (StepStatus.CANCELLED, PHASE_ENDED)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED and game_bridge.received("world.spawn") == []
+
+
+def test_retry_of_a_step_in_a_phase_that_ends_at_resume_is_refused_naming_it(db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), _doc(_phase("arena", step("world.spawn", on_failure="pause"),
+                                                advance={"when": "signal", "name": "boss_down"}), _phase("finale", BYE)))
+    game_bridge.script("world.spawn", Answer(400, body={"error": "full"}))
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.PAUSED
+    _signalled(db, run.id, 1, clock.now())  # acts on resume
+    [spawn, *_] = _steps(db, run.id)
+    try:
+        controls.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
+    except Conflict as refused:
+        assert str(refused).startswith("phase 1 (arena) ends when the run resumes (the signal boss_down at ")
+    else:
+        raise AssertionError("the retry took")
+    assert _steps(db, run.id)[0].status is StepStatus.FAILED  # nothing changed
