@@ -106,11 +106,10 @@ class Closing:
 @dataclass(frozen=True)
 class Held:
     """A drained phase whose condition is not met: the walker stops here at no cost, and the run's
-    wake time waits for the condition (`until`, or — None — a person or signal meeting it)."""
+    wake time waits for the condition (its deadline, or a person or signal meeting it)."""
 
     status: RunStatus
     phase: int
-    until: datetime | None = None
     began: bool = False  # the hold began in this unit of work: once it commits, the cue channel is told
 
 
