@@ -11,13 +11,14 @@ import threading
 from datetime import timedelta
 
 from chalicelib.events import controls
+from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import phases, runs, steps
 from chalicelib.events.store.steps import PHASE_ENDED
 from tests.support.factory import run_row
 from tests.support.game_bridge import Answer
-from tests.support.runner_kit import log_of, schedule, step, tick
+from tests.support.runner_kit import RULES, apply_outcome, log_of, schedule, step, tick
 
 CUE = step("core.cue", instruction="Ring the bell")
 BYE = step("core.announce", message="Goodnight")
@@ -147,6 +148,23 @@ def test_a_retry_answer_in_a_phase_that_ended_cancels_the_step(db, clock, runner
     clock.advance(3600)
     tick(runner)
     assert len(game_bridge.received("world.spawn")) == 1  # never sent again
+
+
+def test_a_cue_whose_phase_ended_before_it_parked_is_cancelled_not_parked(db, clock, runner):
+    """A worker claimed the cue (it is in flight: posting to the cue channel) when the signal came; its
+    parked answer lands after the phase ended, and nobody will ever confirm it: cancelled instead."""
+    run = schedule(db, clock.now(), _doc(_phase("boss fight", step("core.wait", seconds=60), CUE,
+                                                advance={"when": "signal", "name": "boss_defeated"}),
+                                         _phase("finale", BYE)))
+    tick(runner)
+    clock.advance(60)
+    cue = _steps(db, run.id)[1]
+    claim = db.autocommit(lambda tx: steps.claim(tx, cue, clock.now(), 60))
+    _signalled(db, run.id, 1, clock.now())
+    applied = db.transaction(lambda tx: apply_outcome(tx, cue, claim, Outcome.parked("posted"), clock.now(), RULES))
+    assert applied.status is StepStatus.CANCELLED
+    cue = _steps(db, run.id)[1]
+    assert (cue.status, cue.last_error, cue.parked) == (StepStatus.CANCELLED, PHASE_ENDED, False)
 
 
 # ── signals ──────────────────────────────────────────────────────────────
