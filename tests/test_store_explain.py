@@ -65,7 +65,7 @@ STATEMENTS = {
     "drop_deadline": lambda tx, run, s, now: phases.drop_deadline(tx, run.id, 1, now),
     "fold_signals": lambda tx, run, s, now: phases.fold_signals(tx, run.id),
     "cancel_phase": lambda tx, run, s, now: steps.cancel_phase(tx, run.id, 1, now, "closed"),
-    "cancel_if_phase_ended": lambda tx, run, s, now: steps.cancel_if_phase_ended(tx, Claim(s.id, "t", 1), now),
+    "cancel_if_over": lambda tx, run, s, now: steps.cancel_if_over(tx, Claim(s.id, "t", 1), now),
     "phase_ended": lambda tx, run, s, now: steps.phase_ended(tx, run.id, 1, now),
     "requeue_where_stopped": lambda tx, run, s, now: steps.requeue_where_stopped(tx, run.id, s.id, now),
     "leave_phase": lambda tx, run, s, now: runs.leave_phase(tx, run.id, 1, RunStatus.RUNNING, RunStatus.RUNNING, now,

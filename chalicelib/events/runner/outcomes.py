@@ -47,12 +47,9 @@ def settle_outcome(
         status, written = StepStatus.DONE, steps.finish(tx, claim, StepStatus.DONE, now)
         if written and outcome.hold_until is not None:
             held = steps.hold_next(tx, step.run_id, step.phase, step.seq, outcome.hold_until)
-    elif verdict in (Verdict.PARKED, Verdict.RETRY) and steps.cancel_if_run_over(tx, claim, now):
-        # Its run was cancelled (or failed) while the step was in flight: nobody will confirm or retry it.
-        status, written, error = StepStatus.CANCELLED, True, steps.RUN_ENDED
-    elif verdict in (Verdict.PARKED, Verdict.RETRY) and steps.cancel_if_phase_ended(tx, claim, now):
-        # Its phase ended (a signal, its time) while the step was in flight: nothing of it runs again.
-        status, written, error = StepStatus.CANCELLED, True, steps.PHASE_ENDED
+    elif verdict in (Verdict.PARKED, Verdict.RETRY) and (ended := steps.cancel_if_over(tx, claim, now)) is not None:
+        # Its run or its phase ended while the step was in flight: nobody will confirm or retry it.
+        status, written, error = StepStatus.CANCELLED, True, ended
     elif verdict is Verdict.PARKED:
         status, written = StepStatus.RUNNING, steps.park(tx, claim, outcome.note)
     elif verdict is Verdict.RETRY:

@@ -311,38 +311,28 @@ def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str |
     )
 
 
-def cancel_if_run_over(tx: Tx, claim: Claim, now: datetime) -> bool:
-    """The claimer's step, cancelled instead of parked or re-queued when its run ended meanwhile.
+def cancel_if_over(tx: Tx, claim: Claim, now: datetime) -> str | None:
+    """The claimer's step, cancelled instead of parked or re-queued when its run ended meanwhile, or its
+    phase (a signal, a person's advance, its deadline: `phases.ENDING`); the cause written, or None.
 
     A cancel leaves a leased step alone (nothing recalls a command already sent);
     this is where such a step lands once its answer is in, rather than waiting
-    pending or parked for ever in a finished run.
+    pending or parked for ever in a finished run or a phase nothing of which runs
+    again. One statement on the way every park and retry takes; the cause is read
+    back only when it took.
     """
-    return (
-        tx.execute(
-            f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
-                   SET s.status = {StepSQL.CANCELLED}, s.finished_at = %s, s.last_error = %s,
-                       s.claimed_by = NULL, s.claim_expires_at = NULL
-                 WHERE {_FENCE_OF_S} AND r.status IN ({RunSQL.TERMINAL})""",  # noqa: S608 — the status list is rendered from RunStatus at import; values are parameters
-            (now, RUN_ENDED, claim.step_id, claim.token, claim.attempt),
-        )
-        == 1
+    took = tx.execute(
+        f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+                   LEFT JOIN event_run_phases p ON p.run_id = s.run_id AND p.number = s.phase
+               SET s.status = {StepSQL.CANCELLED}, s.finished_at = %s,
+                   s.last_error = IF(r.status IN ({RunSQL.TERMINAL}), %s, %s),
+                   s.claimed_by = NULL, s.claim_expires_at = NULL
+             WHERE {_FENCE_OF_S} AND (r.status IN ({RunSQL.TERMINAL}) OR {phases.ENDING})""",  # noqa: S608 — the status lists and the phase's fragment are constants; values are parameters
+        (now, RUN_ENDED, PHASE_ENDED, claim.step_id, claim.token, claim.attempt, now),
     )
-
-
-def cancel_if_phase_ended(tx: Tx, claim: Claim, now: datetime) -> bool:
-    """The claimer's step, cancelled instead of parked or re-queued when its phase ended while it was in
-    flight (`phases.ENDING`: a signal, a person's advance, its deadline): nothing of the phase runs again."""
-    return (
-        tx.execute(
-            f"""UPDATE event_run_steps s JOIN event_run_phases p ON p.run_id = s.run_id AND p.number = s.phase
-                   SET s.status = {StepSQL.CANCELLED}, s.finished_at = %s, s.last_error = %s,
-                       s.claimed_by = NULL, s.claim_expires_at = NULL
-                 WHERE {_FENCE_OF_S} AND {phases.ENDING}""",  # noqa: S608 — the status literal and the phase's fragment are constants; values are parameters
-            (now, PHASE_ENDED, claim.step_id, claim.token, claim.attempt, now),
-        )
-        == 1
-    )
+    if took != 1:
+        return None
+    return str(tx.scalar("SELECT last_error FROM event_run_steps WHERE id = %s", (claim.step_id,)))
 
 
 def phase_ended(tx: Tx, run_id: int, phase: int, now: datetime) -> bool:
@@ -403,9 +393,15 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     # Its phase is ending (a signal, an advance, its deadline): a step of it never goes back to pending.
     phase_over = f"""EXISTS (SELECT 1 FROM event_run_phases p WHERE p.run_id = event_run_steps.run_id
                                 AND p.number = event_run_steps.phase AND {phases.ENDING})"""  # noqa: S608 — the phase's fragment is a constant
-    cancelled = f"status = {StepSQL.CANCELLED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL"
-    abandoned = _sweep(tx, f"{stale} AND {run_over}", (now,), cancelled, (now, RUN_ENDED), limit)
-    abandoned += _sweep(tx, f"{stale} AND NOT {run_over} AND {phase_over}", (now, now), cancelled, (now, PHASE_ENDED), limit)
+    abandoned = _sweep(
+        tx,
+        f"{stale} AND ({run_over} OR {phase_over})",
+        (now, now),
+        f"""status = {StepSQL.CANCELLED}, finished_at = %s, last_error = IF({run_over}, %s, %s),
+            claimed_by = NULL, claim_expires_at = NULL""",
+        (now, RUN_ENDED, PHASE_ENDED),
+        limit,
+    )
     gave_up = _sweep(
         tx,
         f"{stale} AND attempts >= %s AND NOT {run_over} AND NOT {phase_over}",
