@@ -135,6 +135,9 @@ class Settings:
     console_url: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
     webhook_secret_arn: str | None = None
+    # The game server's own key for signing signals (POST /runs/{id}/signals/{name}); never the bridge's.
+    signal_secret: str | None = field(default=None, repr=False)
+    signal_secret_arn: str | None = None
     # EVENTS_SLEEP: the tick sleeps between events; the tick then needs the three names
     # below, the API the function's ARN (each checks when it first uses them).
     sleep: bool = False
@@ -174,6 +177,8 @@ class Settings:
             console_url=_console_url(env),
             webhook_secret=env.get("WEBHOOK_SECRET") or None,
             webhook_secret_arn=env.get("WEBHOOK_SECRET_ARN") or None,
+            signal_secret=env.get("EVENTS_SIGNAL_SECRET") or None,
+            signal_secret_arn=env.get("EVENTS_SIGNAL_SECRET_ARN") or None,
             sleep=_on_off(env, "EVENTS_SLEEP"),
             tick_rule_name=(env.get("EVENTS_TICK_RULE_NAME") or "").strip() or None,
             tick_function_arn=(env.get("EVENTS_TICK_FUNCTION_ARN") or "").strip() or None,
@@ -181,6 +186,8 @@ class Settings:
         )
         if settings.jwt_secret and settings.jwt_jwks_url:
             raise ConfigError("set EVENTS_JWT_SECRET (HS256) or EVENTS_JWT_JWKS_URL (RS256), not both")
+        if settings.signal_secret and settings.signal_secret == settings.game_bridge_secret:
+            raise ConfigError("EVENTS_SIGNAL_SECRET must be the game server's own key, not GAME_BRIDGE_SECRET's")
         if settings.console_dev_logins and not settings.jwt_secret:
             raise ConfigError("EVENTS_CONSOLE_DEV_TOKENS is for development only: it needs EVENTS_JWT_SECRET, not a JWKS")
         return settings

@@ -27,6 +27,7 @@ SECRET_SETTINGS = (
     ("EVENTS_DB_SECRET_ARN", "db_secret_arn", "db_url"),
     ("GAME_BRIDGE_SECRET_ARN", "game_bridge_secret_arn", "game_bridge_secret"),
     ("WEBHOOK_SECRET_ARN", "webhook_secret_arn", "webhook_secret"),
+    ("EVENTS_SIGNAL_SECRET_ARN", "signal_secret_arn", "signal_secret"),
 )
 
 _lock = threading.Lock()

@@ -95,6 +95,12 @@ def _advance_request(db, clock):
     return f"/runs/{run.id}/advance", {"phase": 1}
 
 
+def _signal_request(db, clock):
+    doc = {"name": "Boss night", "phases": [{"name": "boss fight", "advance": {"when": "signal", "name": "boss_defeated"},
+                                             "steps": [{"action": "core.announce", "params": {"message": "Fight!"}}]}]}
+    return f"/runs/{make_run(db, clock.now(), doc=doc).id}/signals/boss_defeated", {"hp": 0}  # kept for its start
+
+
 def _step_request(control, state, run_status=RunStatus.RUNNING):
     def build(db, clock):
         run, (first, target, _) = run_with_steps(db, clock.now(), run_status)
@@ -116,6 +122,7 @@ ROUTES = {
     ("POST", "/runs/{run_id}/resume"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock, RunStatus.PAUSED).id}/resume", None)),
     ("POST", "/runs/{run_id}/cancel"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock).id}/cancel", {})),
     ("POST", "/runs/{run_id}/advance"): (auth.CONTROLLERS, _advance_request),
+    ("POST", "/runs/{run_id}/signals/{name}"): (auth.CONTROLLERS, _signal_request),
     ("POST", "/runs/{run_id}/steps/{step_id}/confirm"): (auth.CONTROLLERS, _step_request("confirm", "parked")),
     ("POST", "/runs/{run_id}/steps/{step_id}/skip"): (auth.CONTROLLERS, _step_request("skip", "pending")),
     ("POST", "/runs/{run_id}/steps/{step_id}/retry"): (auth.CONTROLLERS, _step_request("retry", "failed", RunStatus.PAUSED)),
@@ -145,7 +152,7 @@ def _expected(roles, caller: str) -> set[int]:
         return {200}
     if caller not in auth.ROLES:
         return {401}
-    return {200, 201} if caller in roles else {403}
+    return {200, 201, 202} if caller in roles else {403}
 
 
 @pytest.mark.parametrize("algorithm", ["HS256", "RS256"])

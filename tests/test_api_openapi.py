@@ -24,6 +24,7 @@ from schemathesis.checks import (
 from app import app
 from chalicelib.api.handlers import OPERATIONS
 from chalicelib.api.openapi import document
+from chalicelib.api.schemas import SIGNAL_NAME
 from tests.support.api import AUDIENCE, ISSUER, SECRET, token
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +55,23 @@ def test_bodies_and_queries_in_the_document_are_the_schemas_the_handlers_check()
             assert entry["requestBody"]["content"]["application/json"]["schema"] is op.body
         queried = {p["name"]: p["schema"] for p in entry["parameters"] if p["in"] == "query"}
         assert queried == (op.query or {"properties": {}})["properties"]
+
+
+def test_the_signal_route_takes_a_name_and_a_token_or_the_game_servers_signature():
+    entry = DOCUMENT["paths"]["/runs/{run_id}/signals/{name}"]["post"]
+    params = {p["name"]: (p["in"], p["schema"]) for p in entry["parameters"]}
+    assert params["run_id"][0] == "path" and params["run_id"][1]["type"] == "integer"
+    assert params["name"] == ("path", SIGNAL_NAME)
+    assert entry["security"] == [{"bearer": []}, {"signal_signature": [], "signal_timestamp": []}]
+    schemes = DOCUMENT["components"]["securitySchemes"]
+    assert {k: (v["type"], v.get("in"), v.get("name")) for k, v in schemes.items()} == {
+        "bearer": ("http", None, None),
+        "signal_signature": ("apiKey", "header", "X-Signal-Signature"),
+        "signal_timestamp": ("apiKey", "header", "X-Signal-Timestamp"),
+    }
+    assert {"200", "202", "400", "401", "403", "404", "409", "503"} <= set(entry["responses"])
+    others = [e for path, methods in DOCUMENT["paths"].items() for e in methods.values() if "/signals/" not in path]
+    assert all(e.get("security") in (None, []) for e in others)  # every other route: the document's bearer, or none
 
 
 # ── schemathesis against `chalice local` ──────────────────────────────────

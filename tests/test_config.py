@@ -43,3 +43,11 @@ def test_a_tick_shard_is_index_slash_count_and_anything_else_is_named():
     for bad in ("2/2", "1", "-1/2", "0/0", "a/b", "0/65"):
         with pytest.raises(ConfigError, match=r"^EVENT_TICK_SHARD must be index/count"):
             Settings.from_env({"EVENT_TICK_SHARD": bad})
+
+
+def test_the_signal_key_is_the_game_servers_own_never_the_bridges():
+    settings = Settings.from_env({"EVENTS_SIGNAL_SECRET": "signal-key", "GAME_BRIDGE_SECRET": "bridge-key"})
+    assert (settings.signal_secret, settings.game_bridge_secret) == ("signal-key", "bridge-key")
+    assert "signal-key" not in repr(settings)
+    with pytest.raises(ConfigError, match=r"^EVENTS_SIGNAL_SECRET must be the game server's own key, not GAME_BRIDGE_SECRET's$"):
+        Settings.from_env({"EVENTS_SIGNAL_SECRET": "same", "GAME_BRIDGE_SECRET": "same"})

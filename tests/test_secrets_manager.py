@@ -7,6 +7,7 @@ import json
 import socket
 import time
 import uuid
+from datetime import UTC
 
 import boto3
 import botocore.handlers
@@ -25,6 +26,7 @@ from chalicelib.events.runner.compose import build_runner
 from tests.conftest import START
 from tests.support.api import ADMIN, hs_settings
 from tests.support.clock import ManualClock
+from tests.support.factory import make_run
 from tests.support.game_bridge import GameBridge
 from tests.support.runner_kit import schedule, step, tick
 
@@ -193,3 +195,39 @@ def test_health_reads_the_secret_but_never_asks_the_database(secrets, reads, db_
             silent.accept()  # no connection attempt reached the database
     assert [(a.status_code, a.json_body) for a in answers] == [(200, {"ok": True})] * 3
     assert reads == [arn]  # cached across requests
+
+
+def _signed(clock, path: str, key: str) -> dict[str, str]:
+    from chalicelib.api import signature
+
+    stamp = str(int(clock.now().replace(tzinfo=UTC).timestamp()))
+    return {"Content-Type": "application/json", signature.TIMESTAMP: stamp,
+            signature.SIGNATURE: signature.sign(key, stamp, path, b"")}
+
+
+def test_a_signal_is_checked_with_the_key_its_arn_names_and_a_rotated_key_is_taken_at_once(secrets, reads, db, db_params, clock):
+    arn = secrets.create_secret(Name="events/signal", SecretString="game-key-one")["ARN"]
+    doc = {"name": "Boss night", "phases": [{"name": "boss", "advance": {"when": "signal", "name": "boss_defeated"},
+                                             "steps": [step("core.announce", message="Fight!")]}]}
+    first, second, third = (make_run(db, clock.now(), doc=doc) for _ in range(3))
+    settings = hs_settings(db_params, signal_secret_arn=arn)
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        def signal(run, key):
+            path = f"/runs/{run.id}/signals/boss_defeated"
+            return client.http.post(path, headers=_signed(clock, path, key), body=b"").status_code
+
+        assert signal(first, "game-key-one") == 202
+        assert reads == [arn]
+        secrets.put_secret_value(SecretId=arn, SecretString="game-key-two")
+        assert signal(second, "game-key-two") == 202  # refused by the cached key: the secret is read again at once
+        assert reads == [arn, arn]
+        assert signal(third, "game-key-one") == 401  # the old key no longer signs
+        assert client.http.get("/health").status_code == 200
+
+
+def test_health_names_the_signal_secret_it_cannot_read(secrets, db_params):
+    settings = hs_settings(db_params, signal_secret_arn="arn:aws:secretsmanager:eu-west-1:123456789012:secret:no-signal-AbCdEf")
+    with runtime.override(settings=settings), Client(app) as client:
+        answer = client.http.get("/health")
+    assert answer.status_code == 503
+    assert answer.json_body == {"errors": ["the secret named by EVENTS_SIGNAL_SECRET_ARN cannot be read right now"]}

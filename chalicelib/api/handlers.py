@@ -13,8 +13,8 @@ from ..db import Tx
 from ..events import authoring, controls, lifecycle, nudge, occurrences
 from ..events.actions import registry
 from ..events.errors import Invalid, NotFound
-from ..events.model import Definition, LogEntry, Step
-from ..events.store import definitions, log, phases, runs, steps
+from ..events.model import Definition, LogEntry, SignalEffect, Step
+from ..events.store import definitions, log, phases, runs, signals, steps
 from ..events.waiting import waiting
 from . import auth, schemas
 from .openapi import document
@@ -142,6 +142,25 @@ def _control_operation(control: controls.Control) -> None:
 
 for _control in controls.CONTROLS.values():
     _control_operation(_control)
+
+
+@operation("POST", "/runs/{run_id}/signals/{name}",
+           "Signal the run: the phase that waits for this signal ends (or, for a later phase, will end as it opens)."
+           " The first receipt of each (run, name) wins; a repeat answers it and changes nothing.",
+           auth.CONTROLLERS,
+           {202: ("the first receipt: what it did to the run (effect)", schemas.SIGNAL_RESPONSE),
+            200: ("a repeat: the first receipt, unchanged", schemas.SIGNAL_RESPONSE)},
+           body=schemas.SIGNAL_BODY, names={"name": schemas.SIGNAL_NAME}, signed=True,
+           max_body_bytes=schemas.SIGNAL_PAYLOAD_BYTES)
+def signal_run(call: Call) -> Answer:
+    run_id, name = call.ids["run_id"], call.names["name"]
+    receipt = runtime.database().transaction(
+        lambda tx: signals.receive(tx, run_id, name, call.actor, call.body or None, call.now))
+    if receipt.repeat:
+        return receipt.signal.public()
+    if receipt.signal.effect is SignalEffect.ENDS_PHASE:
+        _made_work(call)  # the run wakes now: a sleeping deployment is woken for it
+    return 202, receipt.signal.public()
 
 
 @operation("GET", "/vocabulary", "The statuses (label, mark, terminal) and the declared controls, as the console shows them.",

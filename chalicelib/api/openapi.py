@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from . import signature
 from .operations import Operation
 from .schemas import ERRORS, MAX_ID
 
 _ERROR_MEANINGS = {
     400: "malformed body, query or id",
-    401: "no token, or a token that does not verify",
+    401: "no token, or a token that does not verify (or, signed by the game server, a signature that does not)",
     403: "the token's roles may not do this",
-    404: "no such run, step or definition",
+    404: "no such run, step or definition (or signal: the message lists those the run's version declares)",
     409: "a control lost (the run or step is not in a state it may act from), or the occurrence asked for"
     " already has a finished run; the message names the run or step and its status",
     415: "the request's Content-Type is not application/json (Chalice checks it on every route)",
@@ -35,10 +36,28 @@ def _error_codes(op: Operation) -> list[int]:
     return sorted(codes)
 
 
+_PATH_ID = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+# The game server's signature: both headers, together (docs/api.md has the recipe).
+_SIGNED: dict[str, list[str]] = {"signal_signature": [], "signal_timestamp": []}
+SECURITY_SCHEMES = {
+    "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+    "signal_signature": {
+        "type": "apiKey", "in": "header", "name": signature.SIGNATURE,
+        "description": "the game server's signature: sha256=<hex HMAC-SHA256 of \"{timestamp}.POST.{path}.{body}\">"
+                       " with its signal key, {path} being the route with its ids filled in (no stage prefix)",
+    },
+    "signal_timestamp": {
+        "type": "apiKey", "in": "header", "name": signature.TIMESTAMP,
+        "description": f"Unix seconds when it was signed, within {signature.MAX_SKEW_SECONDS} s of the engine's clock",
+    },
+}
+
+
 def _parameters(op: Operation) -> list[dict[str, Any]]:
+    named = op.names or {}
     params = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
-        for name in op.path_ids
+        {"name": name, "in": "path", "required": True, "schema": named.get(name, _PATH_ID)}
+        for name in op.path_params
     ]
     if op.query:
         params += [{"name": name, "in": "query", "required": False, "schema": schema} for name, schema in op.query["properties"].items()]
@@ -66,6 +85,9 @@ def _operation(op: Operation) -> dict[str, Any]:
         entry["security"] = []
     else:
         entry["description"] = "Roles: " + ", ".join(sorted(op.roles)) + "."
+    if op.signed:
+        entry["security"] = [{"bearer": []}, _SIGNED]
+        entry["description"] += " Or the game server, signing the request with its signal key."
     return entry
 
 
@@ -82,7 +104,7 @@ def document(operations: Iterable[Operation]) -> dict[str, Any]:
             'Errors are {"errors": ["..."]}, with "detail" beside them when the refusal has fields'
             " (a 403's roles_needed, a 409's run_status).",
         },
-        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}},
+        "components": {"securitySchemes": SECURITY_SCHEMES},
         "security": [{"bearer": []}],
         "paths": paths,
     }

@@ -1,8 +1,10 @@
 """Operations declared once: each `@operation` is a route, a handler and an OpenAPI entry.
 
 Every request goes through the same steps in the same order: check the token
-and the role (401/403 before anything about the input), parse the path ids, the
-query and the body against their schemas (400), then call the handler. The time
+and the role, or for an operation the game server may call (`signed`) its
+signature when it carries one (401/403 before anything about the input), parse
+the path ids and names, the query and the body against their schemas (400), then
+call the handler. The time
 comes from `runtime.clock()`, read at most once per request. Any failure leaves
 through `errors.from_exception`, the one place a failure becomes an HTTP answer.
 """
@@ -22,7 +24,7 @@ from chalice.app import Request
 from .. import runtime, schema_version
 from ..events.controls import RUN_CONTROLS, STEP_CONTROLS
 from ..events.errors import Invalid
-from . import auth, schemas
+from . import auth, schemas, signature
 from .errors import from_exception, json_body
 
 # Read at import: Chalice bakes the origin into the API's preflight answers at package time.
@@ -40,10 +42,11 @@ Answer = Body | tuple[int, Body]  # what a handler returns: the body (200), or i
 class Call:
     """One request, checked: who, the ids, the query and the body."""
 
-    actor: str  # the token's subject; "anonymous" for operations open to anyone (they write nothing)
+    actor: str  # the token's subject, "game" for a signed request; "anonymous" for operations open to anyone (they write nothing)
     ids: dict[str, int]
     query: dict[str, Any]
     body: Any
+    names: dict[str, str] = field(default_factory=dict)  # the string path parameters
 
     @cached_property
     def now(self) -> datetime:
@@ -61,10 +64,17 @@ class Operation:
     body: dict[str, Any] | None = None
     body_required: bool = False
     query: dict[str, Any] | None = None
+    names: dict[str, dict[str, Any]] | None = None  # the schema of each string path parameter (the others are ids)
+    signed: bool = False  # the game server may call it, signing the request (`signature`) instead of a token
+    max_body_bytes: int | None = None  # a body limit below the API's own (errors.MAX_BODY_BYTES)
+
+    @property
+    def path_params(self) -> list[str]:
+        return PATH_ID.findall(self.path)
 
     @property
     def path_ids(self) -> list[str]:
-        return PATH_ID.findall(self.path)
+        return [name for name in self.path_params if name not in (self.names or {})]
 
     @property
     def operation_id(self) -> str:
@@ -83,29 +93,44 @@ class Operation:
             return from_exception(error)
 
     def _answer(self, request: Request, path: dict[str, str]) -> Response:
-        actor = "anonymous"
-        if self.roles is not None:
+        actor, now = "anonymous", None
+        if self.signed and signature.offered(request.headers):
+            now = runtime.clock().now()
+            actor = signature.verify(request.headers, self.path.format(**path), _raw(request), now, runtime.settings())
+        elif self.roles is not None:
             actor = auth.authenticate(request.headers, runtime.settings()).require(self.roles).sub
         ids = {name: schemas.parse_id(path[name], name) for name in self.path_ids}
+        names = {name: schemas.parse_name(path[name], name, schema) for name, schema in (self.names or {}).items()}
         query = schemas.parse_query(self.query or schemas.NO_FIELDS, request.query_params, self.name)
         body = self._body(request)
         if self.roles is not None:  # the operations open to anyone never read the database
             schema_version.require(runtime.database())
-        result = self.handler(Call(actor=actor, ids=ids, query=query, body=body))
+        call = Call(actor=actor, ids=ids, query=query, body=body, names=names)
+        if now is not None:
+            call.now = now  # the clock read that checked the signature's time: one read per request
+        result = self.handler(call)
         status, payload = result if isinstance(result, tuple) else (200, result)
         return Response(body=payload, status_code=status)
 
     def _body(self, request: Request) -> Any:
         if self.body is None:
             return None
-        if not request.raw_body:
+        raw = _raw(request)
+        if not raw:
             if self.body_required:
                 raise Invalid("this request needs a JSON body")
             return {}
-        parsed = json_body(request.raw_body if isinstance(request.raw_body, bytes) else request.raw_body.encode())
+        if self.max_body_bytes is not None and len(raw) > self.max_body_bytes:
+            raise Invalid(f"the body is larger than {self.max_body_bytes} bytes ({len(raw)})")
+        parsed = json_body(raw)
         if self.body is schemas.DEFINITION_BODY:
             return parsed  # the engine validates a document whole, reporting every problem
         return schemas.check(self.body, parsed, "body", self.name)
+
+
+def _raw(request: Request) -> bytes:
+    raw = request.raw_body
+    return raw if isinstance(raw, bytes) else (raw or "").encode()
 
 
 OPERATIONS: list[Operation] = []

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..events.document import DOCUMENT_SCHEMA
 from ..events.errors import Invalid
-from ..events.model import Health, OnFailure, PhaseKind, PhaseState, RunStatus, StepStatus
+from ..events.model import Health, OnFailure, PhaseKind, PhaseState, RunStatus, SignalEffect, StepStatus
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
 from ..events.waiting import FOR as WAITING_FOR
 from ..schema_check import first_error, unknown_fields
@@ -45,6 +45,13 @@ SCHEDULE_BODY = {
     "required": ["scheduled_for"],
 }
 DEFINITION_BODY = DOCUMENT_SCHEMA
+SIGNAL_PAYLOAD_BYTES = 16 * 1024
+SIGNAL_BODY = {"type": "object", "description": f"the signal's payload, kept with its receipt (at most {SIGNAL_PAYLOAD_BYTES}"
+               " bytes; optional)"}
+
+# ── path parameters that are names, not ids ─────────────────────────────────
+SIGNAL_NAME = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$",
+               "description": "a signal a phase of the run's version waits for"}
 
 # ── queries (values arrive as strings; integers are parsed before checking) ──
 RUNS_QUERY = _body(
@@ -185,6 +192,10 @@ ERRORS = {
 RUN_CONTROL_RESPONSE = _object(ok={"const": True}, run=RUN)
 STEP_CONTROL_RESPONSE = _object(ok={"const": True}, step=STEP)
 RETRY_RESPONSE = _object(ok={"const": True}, step=STEP, resumed={"type": "boolean"}, run=RUN)
+SIGNAL_RESPONSE = _object(
+    signal=_object(name={"type": "string"}, received_at=_TIME, by={"type": "string"}),
+    effect={"type": "string", "enum": [e.value for e in SignalEffect]},
+)
 ADVANCE_RESPONSE = _object(ok={"const": True}, run=RUN, skipped_steps={"type": "integer", "minimum": 0},
                            resumed={"type": "boolean"})
 _STATUS_WORD = _object(status={"type": "string"}, label={"type": "string"}, mark={"type": "string"}, terminal={"type": "boolean"})
@@ -250,6 +261,13 @@ def parse_id(raw: str, name: str) -> int:
     if value > MAX_ID:
         raise Invalid(f"{name} is too large")
     return value
+
+
+def parse_name(raw: str, name: str, schema: dict[str, Any]) -> str:
+    """A path parameter that is a name, checked against its schema's pattern."""
+    if first_error(schema, raw, name) is not None:
+        raise Invalid(f"{name} must match {schema['pattern'].strip('^$')}, got {raw[:70]!r}")
+    return raw
 
 
 def parse_query(schema: dict[str, Any], params: Mapping[str, str] | None, where: str = "this route") -> dict[str, Any]:

@@ -9,6 +9,7 @@ its cause (`cause`).
     run.phase      a run opened a phase: {phase, name[, ended_by]}; ended_by says what ended the one
                    before: {"steps_done": true}, or {"by", "at"} of whoever met its condition
     run.advance    a person advanced a phase: {phase, reason, skipped_steps, resumed}
+    run.signal     a signal's first receipt: {name, by, effect, payload}; the row's phase is the one it names
     step.status    a step changed status: {control | cause, action, from, to, ...}
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
                    outcome, http_status, latency_ms, error[, fenced_out]}
@@ -20,14 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .actions.outcome import Outcome
-from .model import Run, RunStatus, Step, StepStatus
+from .model import Run, RunStatus, Signal, Step, StepStatus
 
 RUN_STATUS = "run.status"
 RUN_PHASE = "run.phase"
 RUN_ADVANCE = "run.advance"
+RUN_SIGNAL = "run.signal"
 STEP_STATUS = "step.status"
 STEP_DISPATCH = "step.dispatch"
-KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, STEP_STATUS, STEP_DISPATCH)
+KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, STEP_STATUS, STEP_DISPATCH)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
 
@@ -78,6 +80,12 @@ def run_advance(run: Run, phase: int, actor: str, *, reason: str | None, skipped
     """A person met the condition of the phase the run is at (the advance control)."""
     detail = {"control": "advance", "phase": phase, "reason": reason, "skipped_steps": skipped_steps, "resumed": resumed}
     return Entry(run_id=run.id, kind=RUN_ADVANCE, phase=phase, detail=detail, actor=actor)
+
+
+def run_signal(signal: Signal, phase: int | None) -> Entry:
+    """A signal's first receipt and what it did; `phase` is the phase it names (None: the run has no phase rows yet)."""
+    detail = {"name": signal.name, "by": signal.received_by, "effect": signal.effect.value, "payload": signal.payload}
+    return Entry(run_id=signal.run_id, kind=RUN_SIGNAL, phase=phase, detail=detail, actor=signal.received_by)
 
 
 def step_status(

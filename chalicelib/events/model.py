@@ -36,6 +36,15 @@ class PhaseState(str, Enum):
     HELD = "held"  # no open step left, and its condition not met: not left yet
 
 
+class SignalEffect(str, Enum):
+    """What a signal's first receipt did to its run (`store.signals`)."""
+
+    ENDS_PHASE = "ends_phase"  # the run works that phase: its condition is met, and the run wakes now
+    KEPT_FOR_PHASE = "kept_for_phase"  # a later phase, or a run not started: met when it opens
+    PHASE_OVER = "phase_over"  # that phase ended already: recorded, nothing changes
+    ACTS_ON_RESUME = "acts_on_resume"  # the run is paused at that phase: its condition is met, it closes at resume
+
+
 class OnFailure(str, Enum):
     PAUSE = "pause"  # run paused, last_error set, health degraded
     SKIP = "skip"  # health degraded, the phase moves on
@@ -207,6 +216,27 @@ class Phase:
         del data["run_id"]
         data["state"] = self.state.value
         return data
+
+
+@dataclass(frozen=True)
+class Signal:
+    """The first receipt of one signal to one run (`store.signals`): who sent it, when, and what it did."""
+
+    run_id: int
+    name: str
+    received_at: datetime
+    received_by: str
+    effect: SignalEffect
+    payload: dict[str, Any] | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Signal:
+        return cls(**{**row, "effect": SignalEffect(row["effect"]), "payload": _json(row["payload"], None)})
+
+    def public(self) -> dict[str, Any]:
+        """The receipt as the signal route answers it."""
+        return {"signal": {"name": self.name, "received_at": iso(self.received_at), "by": self.received_by},
+                "effect": self.effect.value}
 
 
 @dataclass(frozen=True)

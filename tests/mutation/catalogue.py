@@ -80,6 +80,10 @@ CRON_TESTS = "tests/test_cron.py"
 PLANNER_TESTS = "tests/test_planner.py"
 WORKER_ERRORS_OR_WAKE = (WORKER_ERRORS, RUNNER_WAKE)
 OUTBOUND_TESTS = "tests/test_outbound_http.py"
+SIGNALS = "chalicelib/events/store/signals.py"
+SIGNATURE = "chalicelib/api/signature.py"
+OPERATIONS = "chalicelib/api/operations.py"
+API_SIGNALS = "tests/test_api_signals.py"
 LITERALS_TESTS = "tests/test_literals.py"
 HARNESS = "tests/mutation/engine.py"
 HARNESS_TESTS = "tests/test_mutation_harness.py"
@@ -903,6 +907,54 @@ MUTATIONS: list[Mutation] = [
              "    sock.setblocking(False)\n    try:\n        return sock.recv(RECEIVE_BYTES)",
              "    sock.setblocking(False)\n    try:\n        raise BlockingIOError",
              (OUTBOUND_TESTS,)),
+    # ── signals: the first receipt wins, meets only a phase that has not ended, wakes only a run working it ──
+    Mutation("signal-repeat-overwrites-the-first-receipt", SIGNALS,
+             "INSERT IGNORE INTO event_run_signals ({COLUMNS})",
+             "REPLACE INTO event_run_signals ({COLUMNS})",
+             (API_SIGNALS,)),
+    Mutation("signal-to-a-finished-run-recorded", SIGNALS,
+             "FROM event_runs WHERE id = %s AND status NOT IN ({RunSQL.TERMINAL})",
+             "FROM event_runs WHERE id = %s",
+             (API_SIGNALS,)),
+    Mutation("signal-meets-a-phase-already-met", SIGNALS,
+             "AND NOT p.condition_met AND p.closed_at IS NULL",
+             "AND p.closed_at IS NULL",
+             (API_SIGNALS,)),
+    Mutation("signal-meets-a-closed-phase", SIGNALS,
+             "AND NOT p.condition_met AND p.closed_at IS NULL",
+             "AND NOT p.condition_met",
+             (API_SIGNALS,)),
+    Mutation("signal-wakes-a-paused-run", SIGNALS,
+             "r.wake_at = IF(r.status = {RunSQL.RUNNING} AND p.number = r.current_phase, %s, r.wake_at)",
+             "r.wake_at = IF(p.number = r.current_phase, %s, r.wake_at)",
+             (API_SIGNALS,)),
+    Mutation("signal-of-a-later-phase-wakes-its-run", SIGNALS,
+             "r.wake_at = IF(r.status = {RunSQL.RUNNING} AND p.number = r.current_phase, %s, r.wake_at)",
+             "r.wake_at = IF(r.status = {RunSQL.RUNNING}, %s, r.wake_at)",
+             (API_SIGNALS,)),
+    Mutation("signal-does-not-wake-the-run-it-ends", SIGNALS,
+             "r.wake_at = IF(r.status = {RunSQL.RUNNING} AND p.number = r.current_phase, %s, r.wake_at)",
+             "r.wake_at = IF(FALSE, %s, r.wake_at)",
+             (API_SIGNALS,)),
+    _commit_first("signal-commits-before-its-log-row", SIGNALS,
+                  "    log.append(tx, journal.run_signal(signal, phase), now)\n", "    ", (API_SIGNALS,)),
+    # ── the game server's signature: its own key, this path, this body, now ──
+    Mutation("signal-signature-not-compared", SIGNATURE,
+             "    return hmac.compare_digest(expected, digest.lower()",
+             "    return True or hmac.compare_digest(expected, digest.lower()",
+             (API_SIGNALS,)),
+    Mutation("signal-signature-of-any-time-taken", SIGNATURE,
+             "    if abs(skew) > MAX_SKEW_SECONDS:\n",
+             "    if False:\n",
+             (API_SIGNALS,)),
+    Mutation("signal-signature-leaves-out-the-body", SIGNATURE,
+             'return f"{timestamp}.POST.{path}.".encode() + body',
+             'return f"{timestamp}.POST.{path}.".encode()',
+             (API_SIGNALS,)),
+    Mutation("signal-signature-covers-the-route-template", OPERATIONS,
+             "signature.verify(request.headers, self.path.format(**path), ",
+             "signature.verify(request.headers, self.path, ",
+             (API_SIGNALS,)),
     # ── cron: standard five-field cron only; each wall-clock time fires once across DST ──
     Mutation("cron-of-six-fields-accepted", CRON,
              "    if len(fields) != 5:\n",
