@@ -91,7 +91,7 @@ INPUTS = {
     "schedules_fired_per_sleep": Input(1, "setting", (
         "a sleep leaves a wake-up and a backstop (runner/sleep.py); the wake that starts the tick deletes the"
         " backstop, which fires only when the wake-up was spent (BackstopWakeAlarm)")),
-    "secrets": Input(3, "setting", "admin, app and game bridge key (infra/data.yaml)"),
+    "secrets": Input(4, "setting", "admin, app and game bridge key (infra/data.yaml), the signal key (infra/app.yaml)"),
     "sfn_transitions_per_step": Input(1, "assumed", "Step Functions transitions per step: one Task state (waits and choices add more)"),
 }
 

@@ -179,6 +179,8 @@ def report(aws: Aws, app_params: dict[str, str], app_out: dict[str, str], data_o
             "parameters file and run make deploy again")
     say(f"The game side's key: aws secretsmanager get-secret-value --region {aws.region} "
         f"--secret-id {data_out.get('GameBridgeSecretArn', '<GameBridgeSecretArn>')} --query SecretString --output text")
+    say(f"The game server's signal key: aws secretsmanager get-secret-value --region {aws.region} "
+        f"--secret-id {app_out.get('SignalSecretArn', '<SignalSecretArn>')} --query SecretString --output text")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -93,6 +93,8 @@ def test_a_first_deploy_runs_every_step_in_order_and_says_what_is_left_by_hand(t
     assert "ops@example.org must open AWS's 'Subscription Confirmation' e-mail" in out
     assert "register https://a1b2c3.execute-api.eu-west-1.amazonaws.com/api/console as a redirect URI" in out
     assert "JwtAudience=<its id>" in out and "aws secretsmanager get-secret-value" in out
+    assert ("The game server's signal key: aws secretsmanager get-secret-value --region eu-west-1 --secret-id"
+            " arn:aws:secretsmanager:eu-west-1:123456789012:secret:SignalSecret-AbCdEf --query SecretString") in out
 
 
 @pytest.mark.packaging

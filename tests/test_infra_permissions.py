@@ -4,7 +4,7 @@ the migrate function do their work, each checked against its role in the package
 import contextlib
 import fnmatch
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 import boto3
 import pytest
@@ -139,3 +139,29 @@ def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws
     monkeypatch.setattr(nudge, "_clients", {})  # not a client bound to this test's mock
     assert set(aws_calls[api_from:]) == {"lambda:InvokeFunction"}
     assert "lambda:InvokeFunction" in granted_actions("ApiHandlerRole")
+
+
+def test_the_api_role_grants_the_calls_a_signed_signal_makes(aws_calls, db, db_params, clock):
+    from chalice.test import Client
+
+    from app import app
+    from chalicelib.api import signature
+    from chalicelib.secrets import forget
+    from tests.support.api import hs_settings
+    from tests.support.factory import make_run
+
+    arn = boto3.client("secretsmanager").create_secret(Name="signal", SecretString="game-signal-key")["ARN"]
+    doc = {"name": "Boss night", "phases": [{"name": "boss", "advance": {"when": "signal", "name": "boss_defeated"},
+                                             "steps": [step("core.announce", message="Fight!")]}]}
+    path = f"/runs/{make_run(db, clock.now(), doc=doc).id}/signals/boss_defeated"
+    stamp = str(int(clock.now().replace(tzinfo=UTC).timestamp()))
+    headers = {"Content-Type": "application/json", signature.TIMESTAMP: stamp,
+               signature.SIGNATURE: signature.sign("game-signal-key", stamp, path, b"")}
+    forget()
+    setup_calls = len(aws_calls)
+    with runtime.override(database=db, clock=clock, settings=hs_settings(db_params, signal_secret_arn=arn)), Client(app) as client:
+        assert client.http.post(path, headers=headers, body=b"").status_code == 202
+    forget()  # not a client bound to this test's mock
+    made = set(aws_calls[setup_calls:])
+    assert made == {"secretsmanager:GetSecretValue"}
+    assert made <= granted_actions("ApiHandlerRole")

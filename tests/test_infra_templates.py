@@ -214,9 +214,12 @@ def test_no_secret_topic_or_function_is_granted_on_a_wildcard(app):
                     assert one != "*" and "*" not in numbered, (name, statement)
 
 
-def test_the_api_reads_only_the_database_secret_and_may_only_nudge_the_tick(app):
+def test_the_api_reads_only_the_database_secret_and_the_signal_key_and_may_only_nudge_the_tick(app):
     role = resources(app)["ApiHandlerRole"]
-    assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn")]
+    assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn"), {"Ref": "SignalSecret"}]
+    assert env(app, "APIHandler")["EVENTS_SIGNAL_SECRET_ARN"] == {"Ref": "SignalSecret"}
+    assert {"Ref": "SignalSecret"} not in granted(resources(app)["TickRole"], "secretsmanager:GetSecretValue")
+    assert "EVENTS_SIGNAL_SECRET_ARN" not in env(app, "Tick") and "GAME_BRIDGE_SECRET_ARN" not in env(app, "APIHandler")
     assert granted(role, "lambda:InvokeFunction") == [TICK_ARN]
     assert granted(role, "sns:Publish") == [] and granted(role, "secretsmanager:PutSecretValue") == []
 
@@ -441,6 +444,8 @@ def test_the_database_and_the_secrets_outlive_a_deleted_stack(data, packaged):
     for secret in ("AppSecret", "GameBridgeSecret"):
         assert (resources(data)[secret]["DeletionPolicy"], resources(data)[secret]["UpdateReplacePolicy"]) == ("Retain", "Retain")
     assert resources(packaged)["WebhookSecret"]["DeletionPolicy"] == "Retain"
+    assert (resources(packaged)["SignalSecret"]["DeletionPolicy"], resources(packaged)["SignalSecret"]["UpdateReplacePolicy"]) == (
+        "Retain", "Retain")
 
 
 def test_aurora_is_a_long_term_support_version_that_pauses_at_zero(data):

@@ -50,7 +50,8 @@ def outputs(stack: str, params: dict[str, str], region: str) -> list[dict[str, s
         api = f"https://a1b2c3.execute-api.{region}.amazonaws.com/api/"
         values = {"EndpointURL": api, "ConsoleRedirectUri": api + "console",
                   "AlarmTopicArn": f"arn:aws:sns:{region}:{ACCOUNT}:{stack}-AlarmTopic-X",
-                  "MigrateFunctionName": f"{stack}-Migrate-X"}
+                  "MigrateFunctionName": f"{stack}-Migrate-X",
+                  "SignalSecretArn": f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:SignalSecret-AbCdEf"}
     return [{"OutputKey": k, "OutputValue": v} for k, v in values.items()]
 
 
