@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events.model import Claim, RunStatus, StepStatus
-from chalicelib.events.store import definitions, phases, runs, steps
+from chalicelib.events.model import Claim, RunStatus, SignalEffect, StepStatus
+from chalicelib.events.store import definitions, phases, runs, signals, steps
 from tests.support.explain import ExplainTx, plan_problems
 from tests.support.factory import make_run, materialise, specs
 
@@ -70,6 +70,12 @@ STATEMENTS = {
     "requeue_where_stopped": lambda tx, run, s, now: steps.requeue_where_stopped(tx, run.id, s.id, now),
     "leave_phase": lambda tx, run, s, now: runs.leave_phase(tx, run.id, 1, RunStatus.RUNNING, RunStatus.RUNNING, now,
                                                             next_phase=2),
+    # A signal's: its receipt claimed, the phase it names, its guarded UPDATE, and the first receipt a repeat answers.
+    "signal_claim": lambda tx, run, s, now: signals.claim(tx, run.id, "boss_defeated", "game", {"hp": 0}, now),
+    "signal_phase_of": lambda tx, run, s, now: signals.phase_of(tx, run.id, "boss_defeated"),
+    "signal_meet": lambda tx, run, s, now: signals.meet(tx, run.id, "boss_defeated", "game", now),
+    "signal_settle": lambda tx, run, s, now: signals.settle(tx, run.id, "boss_defeated", SignalEffect.ENDS_PHASE),
+    "signal_receipt": lambda tx, run, s, now: signals.get(tx, run.id, "boss_defeated"),
 }
 
 

@@ -74,20 +74,15 @@ def receive(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | N
     names = declared(must_exist(definitions.get_version(tx, run.definition_id, run.definition_version)).document)
     if name not in names:
         raise NotFound(f"run {run.id} has no signal {name!r}: {_listed(names)}")
-    taken = tx.execute(
-        f"""INSERT IGNORE INTO event_run_signals ({COLUMNS})
-            SELECT id, %s, %s, %s, %s, %s FROM event_runs WHERE id = %s AND status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — COLUMNS and the status literals are constants; values are parameters
-        (name, now, by, SignalEffect.PHASE_OVER.value, None if payload is None else json.dumps(payload), run.id),
-    )
-    if not taken:
+    if not claim(tx, run.id, name, by, payload, now):
         first = get(tx, run.id, name)
         if first is None:
             raise Conflict(f"run {run.id} is {run.status.value}; a finished run takes no signal", run_status=run.status.value)
         return Receipt(first, repeat=True)
-    phase = _phase_of(tx, run.id, name)
-    effect = _effect(run, phase, met=_meet(tx, run.id, name, by, now))
+    phase = phase_of(tx, run.id, name)
+    effect = _effect(run, phase, met=meet(tx, run.id, name, by, now))
     if effect is not SignalEffect.PHASE_OVER:
-        tx.execute("UPDATE event_run_signals SET effect = %s WHERE run_id = %s AND name = %s", (effect.value, run.id, name))
+        settle(tx, run.id, name, effect)
     signal = Signal(run.id, name, now, by, effect, payload)
     log.append(tx, journal.run_signal(signal, phase), now)
     return Receipt(signal, repeat=False)
@@ -98,13 +93,30 @@ def _listed(names: Iterable[str]) -> str:
     return f"its version declares {shown}" if shown else "its version declares none"
 
 
-def _phase_of(tx: Tx, run_id: int, name: str) -> int | None:
+def claim(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | None, now: datetime) -> bool:
+    """The receipt, if it is the first of (run, name) and the run is not over (its effect is settled after)."""
+    return (
+        tx.execute(
+            f"""INSERT IGNORE INTO event_run_signals ({COLUMNS})
+                SELECT id, %s, %s, %s, %s, %s FROM event_runs WHERE id = %s AND status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — COLUMNS and the status literals are constants; values are parameters
+            (name, now, by, SignalEffect.PHASE_OVER.value, None if payload is None else json.dumps(payload), run_id),
+        )
+        == 1
+    )
+
+
+def settle(tx: Tx, run_id: int, name: str, effect: SignalEffect) -> None:
+    """The receipt just claimed gets the effect its guarded UPDATE had (it was claimed as recording only)."""
+    tx.execute("UPDATE event_run_signals SET effect = %s WHERE run_id = %s AND name = %s", (effect.value, run_id, name))
+
+
+def phase_of(tx: Tx, run_id: int, name: str) -> int | None:
     """The number of the run's phase that waits for `name` (None: the run has no phase rows yet)."""
     row = tx.one("SELECT number FROM event_run_phases WHERE run_id = %s AND `signal` = %s", (run_id, name))
     return None if row is None else int(row["number"])
 
 
-def _meet(tx: Tx, run_id: int, name: str, by: str, now: datetime) -> bool:
+def meet(tx: Tx, run_id: int, name: str, by: str, now: datetime) -> bool:
     """The guarded UPDATE: the signal's phase met by `by` if it has not ended, the run woken if it works that phase."""
     return (
         tx.execute(
