@@ -24,11 +24,11 @@ from chalicelib.api import signature
 from chalicelib.api.schemas import SIGNAL_PAYLOAD_BYTES
 from chalicelib.events import controls
 from chalicelib.events.model import RunStatus, iso
-from chalicelib.events.store import phases, signals
+from chalicelib.events.store import phases, signals, steps
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings
 from tests.support.factory import make_run, run_row
 from tests.support.interference import log_rows_refused
-from tests.support.runner_kit import log_of, step
+from tests.support.runner_kit import log_of, schedule, step, tick
 from tests.support.scenes import everything
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,21 +49,30 @@ def api(db, clock, db_params):
         yield Api(client)
 
 
-def _at(db, clock, status=RunStatus.RUNNING, phase=2, doc=BOSS):
-    """A run of `doc` in `status` at `phase` (None: not started), with the phase rows a start would write:
-    the phases before it drained and met, it opened; and no wake time (its phase waits: a parked cue, or held)."""
-    run = make_run(db, clock.now(), doc=doc, status=status, current_phase=phase)
+def _at(db, clock, runner, status=RunStatus.RUNNING, phase=2):
+    """A run of BOSS, moved there by the engine itself: at phase 2 its cue is parked and it waits for the
+    game (no wake time); at phase 3 a person advanced phase 2 and the run holds for chest_opened; paused at
+    phase 2; or not started (scheduled an hour ahead, starting, or paused while starting)."""
     if phase is None:
-        return run
-    now = clock.now()
-    rows = [(run.id, n, "main", p["name"], now if n <= phase else None, now if n < phase else None,
-             json.dumps(p["advance"]) if "advance" in p else None, "advance" in p and n < phase,
-             p.get("advance", {}).get("name")) for n, p in enumerate(doc["phases"], 1)]
-    db.autocommit(lambda tx: tx.executemany(
-        "INSERT INTO event_run_phases (run_id, number, kind, name, opened_at, drained_at, `condition`, condition_met, `signal`)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)", rows))
-    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = NULL WHERE id = %s", (run.id,)))
-    return run_row(db, run.id)
+        if status is RunStatus.SCHEDULED:
+            return schedule(db, clock.now(), BOSS, scheduled_for=clock.now() + timedelta(hours=1))
+        run = make_run(db, clock.now(), doc=BOSS, status=RunStatus.STARTING)
+        if status is RunStatus.PAUSED:
+            controls.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="rain")
+        return run_row(db, run.id)
+    run = schedule(db, clock.now(), BOSS)
+    tick(runner)
+    assert (run_row(db, run.id).current_phase, run_row(db, run.id).wake_at) == (2, None)
+    if phase == 3:
+        controls.advance(db, run.id, 2, actor="mod-mia", now=clock.now(), reason="the boss glitched")
+        tick(runner)
+    if status is RunStatus.PAUSED:
+        controls.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="rain")
+    if status is RunStatus.CANCELLED:
+        controls.cancel(db, run.id, actor="mod-mia", now=clock.now(), reason="storm")
+    after = run_row(db, run.id)
+    assert (after.status, after.current_phase) == (status, phase)
+    return after
 
 
 def _phase(db, run_id, number):
@@ -83,8 +92,8 @@ def _signal_rows(db, run_id):
 
 
 # ── the effects ───────────────────────────────────────────────────────────
-def test_a_signal_of_the_phase_the_run_works_ends_it_waking_the_run_now(api, db, clock):
-    run = _at(db, clock)
+def test_a_signal_of_the_phase_the_run_works_ends_it_waking_the_run_now(api, db, clock, runner):
+    run = _at(db, clock, runner)
     assert run.wake_at is None  # its phase waits for the game
     answer = _signal(api, run.id, "boss_defeated", {"boss": "scarecrow", "killed_by": ["ana", "bo"]}, auth=MODERATOR)
     assert answer.status == 202, answer.body
@@ -101,8 +110,8 @@ def test_a_signal_of_the_phase_the_run_works_ends_it_waking_the_run_now(api, db,
     assert (kept["effect"], json.loads(kept["payload"])) == ("ends_phase", {"boss": "scarecrow", "killed_by": ["ana", "bo"]})
 
 
-def test_a_signal_of_a_later_phase_is_kept_its_condition_met_now_and_the_run_not_woken(api, db, clock):
-    run = _at(db, clock)
+def test_a_signal_of_a_later_phase_is_kept_its_condition_met_now_and_the_run_not_woken(api, db, clock, runner):
+    run = _at(db, clock, runner)
     answer = _signal(api, run.id, "chest_opened", auth=ADMIN)
     assert (answer.status, answer.body["effect"]) == (202, "kept_for_phase")
     later, working = _phase(db, run.id, 3), _phase(db, run.id, 2)
@@ -114,8 +123,8 @@ def test_a_signal_of_a_later_phase_is_kept_its_condition_met_now_and_the_run_not
 
 
 @pytest.mark.parametrize("status", [RunStatus.SCHEDULED, RunStatus.STARTING, RunStatus.PAUSED])
-def test_a_signal_to_a_run_not_started_is_kept_for_its_start_and_nothing_else_changes(api, db, clock, status):
-    run = _at(db, clock, status, phase=None)
+def test_a_signal_to_a_run_not_started_is_kept_for_its_start_and_nothing_else_changes(api, db, clock, status, runner):
+    run = _at(db, clock, runner, status, phase=None)
     answer = _signal(api, run.id, "boss_defeated", auth=MODERATOR)
     assert (answer.status, answer.body["effect"]) == (202, "kept_for_phase")
     assert [(r["name"], r["received_by"], r["effect"]) for r in _receipt(db, run.id)] == [
@@ -125,8 +134,8 @@ def test_a_signal_to_a_run_not_started_is_kept_for_its_start_and_nothing_else_ch
     assert logged.phase is None
 
 
-def test_a_signal_of_a_phase_the_run_has_left_is_recorded_and_changes_nothing_else(api, db, clock):
-    run = _at(db, clock, phase=3)
+def test_a_signal_of_a_phase_the_run_has_left_is_recorded_and_changes_nothing_else(api, db, clock, runner):
+    run = _at(db, clock, runner, phase=3)
     before = everything(db)
     answer = _signal(api, run.id, "boss_defeated", auth=MODERATOR)
     assert (answer.status, answer.body["effect"]) == (202, "phase_over")
@@ -137,8 +146,8 @@ def test_a_signal_of_a_phase_the_run_has_left_is_recorded_and_changes_nothing_el
     assert [e.detail["effect"] for e in _signal_rows(db, run.id)] == ["phase_over"]
 
 
-def test_a_signal_after_a_person_advanced_its_phase_is_over_and_keeps_who_advanced_it(api, db, clock):
-    run = _at(db, clock)
+def test_a_signal_after_a_person_advanced_its_phase_is_over_and_keeps_who_advanced_it(api, db, clock, runner):
+    run = _at(db, clock, runner)
     controls.advance(db, run.id, 2, actor="mod-mia", now=clock.now(), reason="the boss glitched")
     answer = _signal(api, run.id, "boss_defeated", auth=ADMIN)
     assert (answer.status, answer.body["effect"]) == (202, "phase_over")
@@ -146,8 +155,9 @@ def test_a_signal_after_a_person_advanced_its_phase_is_over_and_keeps_who_advanc
     assert (row.met_by, row.met_at) == ("mod-mia", clock.now())
 
 
-def test_a_signal_of_a_closed_phase_is_over_whatever_its_condition_says(api, db, clock):
-    run = _at(db, clock)
+def test_a_signal_of_a_closed_phase_is_over_whatever_its_condition_says(api, db, clock, runner):
+    run = _at(db, clock, runner)
+    # Forced: the engine's close meets the condition too, so the guard's `closed_at IS NULL` stands on its own here.
     db.autocommit(lambda tx: tx.execute(
         "UPDATE event_run_phases SET closed_at = %s, closed_by = 'timeout' WHERE run_id = %s AND number = 2",
         (clock.now(), run.id)))
@@ -156,8 +166,8 @@ def test_a_signal_of_a_closed_phase_is_over_whatever_its_condition_says(api, db,
     assert not _phase(db, run.id, 2).condition_met and run_row(db, run.id).wake_at is None
 
 
-def test_a_signal_to_a_run_paused_at_its_phase_acts_on_resume_without_waking_it(api, db, clock):
-    run = _at(db, clock, RunStatus.PAUSED)
+def test_a_signal_to_a_run_paused_at_its_phase_acts_on_resume_without_waking_it(api, db, clock, runner):
+    run = _at(db, clock, runner, RunStatus.PAUSED)
     assert run.wake_at is None
     answer = _signal(api, run.id, "boss_defeated", auth=MODERATOR)
     assert (answer.status, answer.body["effect"]) == (202, "acts_on_resume")
@@ -167,9 +177,70 @@ def test_a_signal_to_a_run_paused_at_its_phase_acts_on_resume_without_waking_it(
     assert (after.status, after.wake_at) == (RunStatus.PAUSED, None)
 
 
+# ── what the tick makes of it ─────────────────────────────────────────────
+BOSS_CAUSE = "phase 2 (boss fight) ended on the signal boss_defeated"
+
+
+def _posts(runner):
+    return runner.actions.announce_channel.posts, runner.actions.cue_channel.posts
+
+
+def _statuses(db, run_id):
+    return [(s.phase, s.status.value, s.last_error) for s in db.autocommit(lambda tx: steps.list_for_run(tx, run_id))]
+
+
+def test_the_game_ends_the_boss_fight_and_then_the_loot_and_the_run_completes(api, db, clock, runner):
+    run = _at(db, clock, runner)
+    path = f"/runs/{run.id}/signals/boss_defeated"
+    assert api.post(path, headers=_signed(clock, path)).body["effect"] == "ends_phase"
+    tick(runner)  # the cue still parked is cancelled, naming the signal; phase 3 runs and holds for chest_opened
+    assert _statuses(db, run.id)[1] == (2, "cancelled", BOSS_CAUSE)
+    after = run_row(db, run.id)
+    assert (after.status, after.current_phase, after.health.value, after.wake_at) == (RunStatus.RUNNING, 3, "ok", None)
+    [_, ended] = [e.detail for e in log_of(db, run.id) if e.kind == "run.phase" and e.phase in (2, 3)]
+    assert ended["ended_by"]["by"] == "game"
+    assert _signal(api, run.id, "chest_opened", auth=MODERATOR).body["effect"] == "ends_phase"
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert _posts(runner)[0] == ["Gather at the gate", "Loot!", "Thanks for coming"]
+
+
+def test_a_later_phase_signalled_early_is_created_and_closed_as_soon_as_it_opens(api, db, clock, runner):
+    run = _at(db, clock, runner)
+    assert _signal(api, run.id, "chest_opened", auth=MODERATOR).body["effect"] == "kept_for_phase"
+    tick(runner)
+    assert run_row(db, run.id).current_phase == 2  # nothing moves until the boss falls
+    assert _signal(api, run.id, "boss_defeated", auth=MODERATOR).body["effect"] == "ends_phase"
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert _posts(runner)[0] == ["Gather at the gate", "Thanks for coming"]  # the loot phase's step never ran
+    assert [status for phase, status, _ in _statuses(db, run.id) if phase == 3] == ["cancelled"]
+
+
+def test_a_signal_before_the_run_starts_ends_its_phase_as_soon_as_it_opens(api, db, clock, runner):
+    run = _at(db, clock, runner, RunStatus.SCHEDULED, phase=None)
+    assert _signal(api, run.id, "boss_defeated", auth=MODERATOR).body["effect"] == "kept_for_phase"
+    clock.advance(3600)
+    tick(runner)
+    after = run_row(db, run.id)
+    assert (after.status, after.current_phase) == (RunStatus.RUNNING, 3)  # through phase 2 without its cue
+    assert _posts(runner) == (["Gather at the gate", "Loot!"], [])
+    assert _phase(db, run.id, 2).met_by == "mod-mia"
+
+
+def test_a_signal_to_a_paused_run_ends_its_phase_once_it_is_resumed(api, db, clock, runner):
+    run = _at(db, clock, runner, RunStatus.PAUSED)
+    assert _signal(api, run.id, "boss_defeated", auth=MODERATOR).body["effect"] == "acts_on_resume"
+    assert tick(runner).runs_seen == 0  # paused: the tick does not even read it
+    controls.resume(db, run.id, actor="mod-mia", now=clock.advance(5))
+    tick(runner)
+    assert _statuses(db, run.id)[1] == (2, "cancelled", BOSS_CAUSE)
+    assert run_row(db, run.id).current_phase == 3
+
+
 # ── the first receipt wins ────────────────────────────────────────────────
-def test_a_repeat_answers_200_with_the_first_receipt_and_writes_nothing(api, db, clock):
-    run = _at(db, clock)
+def test_a_repeat_answers_200_with_the_first_receipt_and_writes_nothing(api, db, clock, runner):
+    run = _at(db, clock, runner)
     first = _signal(api, run.id, "boss_defeated", {"try": 1}, auth=MODERATOR)
     assert first.status == 202
     clock.advance(30)
@@ -179,8 +250,8 @@ def test_a_repeat_answers_200_with_the_first_receipt_and_writes_nothing(api, db,
     assert everything(db) == before
 
 
-def test_a_repeat_after_the_run_finished_still_answers_the_first_receipt(api, db, clock):
-    run = _at(db, clock)
+def test_a_repeat_after_the_run_finished_still_answers_the_first_receipt(api, db, clock, runner):
+    run = _at(db, clock, runner)
     first = _signal(api, run.id, "boss_defeated", auth=MODERATOR)
     controls.cancel(db, run.id, actor="mod-mia", now=clock.advance(1), reason="storm")
     again = _signal(api, run.id, "boss_defeated", auth=MODERATOR)
@@ -198,25 +269,25 @@ def _refused(api, db, path, status, *, auth=MODERATOR, **kw):
 
 
 @pytest.mark.parametrize("status", [RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED])
-def test_a_signal_to_a_finished_run_is_409_naming_its_status(api, db, clock, status):
-    run = _at(db, clock, status, phase=None if status is RunStatus.MISSED else 2)
+def test_a_signal_to_a_finished_run_is_409_naming_its_status(api, db, clock, status, runner):
+    run = make_run(db, clock.now(), doc=BOSS, status=status, current_phase=None if status is RunStatus.MISSED else 2)
     answer = _refused(api, db, f"/runs/{run.id}/signals/boss_defeated", 409)
     assert answer.body["errors"] == [f"run {run.id} is {status.value}; a finished run takes no signal"]
     assert answer.body["detail"] == {"run_status": status.value}
 
 
-def test_a_name_the_runs_version_does_not_declare_is_404_listing_those_it_does(api, db, clock):
-    run = _at(db, clock)
+def test_a_name_the_runs_version_does_not_declare_is_404_listing_those_it_does(api, db, clock, runner):
+    run = _at(db, clock, runner)
     answer = _refused(api, db, f"/runs/{run.id}/signals/boss_defeatd", 404)
     assert answer.body["errors"] == [
         f"run {run.id} has no signal 'boss_defeatd': its version declares boss_defeated, chest_opened"]
-    plain = _at(db, clock, doc={"name": "Plain", "phases": [{"name": "only", "steps": [step("core.announce", message="hi")]}]}, phase=1)
+    plain = schedule(db, clock.now(), {"name": "Plain", "phases": [{"name": "only", "steps": [step("core.announce", message="hi")]}]})
     answer = _refused(api, db, f"/runs/{plain.id}/signals/boss_defeated", 404)
     assert answer.body["errors"] == [f"run {plain.id} has no signal 'boss_defeated': its version declares none"]
 
 
-def test_a_signal_whose_log_row_the_database_refuses_writes_nothing(api, db, clock):
-    run = _at(db, clock)
+def test_a_signal_whose_log_row_the_database_refuses_writes_nothing(api, db, clock, runner):
+    run = _at(db, clock, runner)
     before = everything(db)
     with log_rows_refused(db, "NEW.kind = 'run.signal'"), pytest.raises(pymysql.err.MySQLError):
         db.transaction(lambda tx: signals.receive(tx, run.id, "boss_defeated", "mod-mia", None, clock.now()))
@@ -228,14 +299,14 @@ def test_a_signal_to_no_run_is_404(api, db):
 
 
 @pytest.mark.parametrize("name", ["Boss", "1boss", "boss-defeated", "_boss", "b" * 65, "boss%20defeated"])
-def test_a_name_that_is_not_a_signal_name_is_400(api, db, clock, name):
-    run = _at(db, clock)
+def test_a_name_that_is_not_a_signal_name_is_400(api, db, clock, name, runner):
+    run = _at(db, clock, runner)
     answer = _refused(api, db, f"/runs/{run.id}/signals/{name}", 400)
     assert answer.body["errors"][0].startswith("name must match [a-z][a-z0-9_]{0,63}, got ")
 
 
-def test_a_payload_over_16_kib_is_400_naming_the_limit(api, db, clock):
-    run = _at(db, clock)
+def test_a_payload_over_16_kib_is_400_naming_the_limit(api, db, clock, runner):
+    run = _at(db, clock, runner)
     body = json.dumps({"log": "x" * SIGNAL_PAYLOAD_BYTES})
     answer = _refused(api, db, f"/runs/{run.id}/signals/boss_defeated", 400, raw=body)
     assert answer.body["errors"] == [f"the body is larger than {SIGNAL_PAYLOAD_BYTES} bytes ({len(body)})"]
@@ -246,15 +317,15 @@ def test_a_payload_over_16_kib_is_400_naming_the_limit(api, db, clock):
 
 @pytest.mark.parametrize("raw, message", [("[1, 2]", "body must be object"), ('"dead"', "body must be object"),
                                           ("{not json", "the body is not valid JSON")])
-def test_a_payload_that_is_not_a_json_object_is_400(api, db, clock, raw, message):
-    run = _at(db, clock)
+def test_a_payload_that_is_not_a_json_object_is_400(api, db, clock, raw, message, runner):
+    run = _at(db, clock, runner)
     answer = _refused(api, db, f"/runs/{run.id}/signals/boss_defeated", 400, raw=raw)
     assert answer.body["errors"] == [message]
 
 
 # ── who may send one ──────────────────────────────────────────────────────
-def test_moderators_and_admins_signal_and_a_gm_is_403_naming_the_roles_that_would(api, db, clock):
-    run = _at(db, clock)
+def test_moderators_and_admins_signal_and_a_gm_is_403_naming_the_roles_that_would(api, db, clock, runner):
+    run = _at(db, clock, runner)
     answer = _refused(api, db, f"/runs/{run.id}/signals/boss_defeated", 403, auth=GM)
     assert answer.body["detail"] == {"roles_needed": ["admin", "moderator"], "roles_held": ["gm"]}
     _refused(api, db, f"/runs/{run.id}/signals/boss_defeated", 401, auth=None)
@@ -266,8 +337,8 @@ def _signed(clock, path, body=b"", *, key=GAME_KEY, at=None, signed_path=None):
     return {signature.TIMESTAMP: stamp, signature.SIGNATURE: signature.sign(key, stamp, signed_path or path, body)}
 
 
-def test_the_game_server_signs_a_signal_with_its_own_key_and_the_receipt_says_game(api, db, clock):
-    run = _at(db, clock)
+def test_the_game_server_signs_a_signal_with_its_own_key_and_the_receipt_says_game(api, db, clock, runner):
+    run = _at(db, clock, runner)
     path, body = f"/runs/{run.id}/signals/boss_defeated", b'{"boss": "scarecrow"}'
     answer = api.post(path, raw=body, headers=_signed(clock, path, body))
     assert answer.status == 202, answer.body
@@ -277,9 +348,9 @@ def test_the_game_server_signs_a_signal_with_its_own_key_and_the_receipt_says_ga
     assert (logged.actor, logged.detail["payload"]) == ("game", {"boss": "scarecrow"})
 
 
-def test_a_signature_made_by_the_recipe_alone_is_taken(api, db, clock):
+def test_a_signature_made_by_the_recipe_alone_is_taken(api, db, clock, runner):
     """HMAC-SHA256 of "{timestamp}.POST.{path}.{body}", written out here without the engine's own helper."""
-    run = _at(db, clock)
+    run = _at(db, clock, runner)
     path, body = f"/runs/{run.id}/signals/boss_defeated", b'{"boss":"scarecrow"}'
     stamp = str(int(clock.now().replace(tzinfo=UTC).timestamp()))
     digest = hmac.new(GAME_KEY.encode(), f"{stamp}.POST.{path}.".encode() + body, hashlib.sha256).hexdigest()
@@ -308,8 +379,8 @@ def _forged(api, db, clock, run, *, path=None, body=b"", **signing):
     return answer.body["errors"][0]
 
 
-def test_a_signature_with_another_key_or_for_another_path_or_body_is_401_and_writes_nothing(api, db, clock):
-    run = _at(db, clock)
+def test_a_signature_with_another_key_or_for_another_path_or_body_is_401_and_writes_nothing(api, db, clock, runner):
+    run = _at(db, clock, runner)
     path = f"/runs/{run.id}/signals/boss_defeated"
     assert _forged(api, db, clock, run, key="the-game-bridges-key") == signature.DOES_NOT_VERIFY
     assert _forged(api, db, clock, run, signed_path="/runs/{run_id}/signals/{name}") == signature.DOES_NOT_VERIFY
@@ -320,8 +391,8 @@ def test_a_signature_with_another_key_or_for_another_path_or_body_is_401_and_wri
     assert everything(db) == before
 
 
-def test_a_signature_replayed_to_another_run_or_name_is_401_and_writes_nothing(api, db, clock):
-    run, other = _at(db, clock), _at(db, clock)
+def test_a_signature_replayed_to_another_run_or_name_is_401_and_writes_nothing(api, db, clock, runner):
+    run, other = _at(db, clock, runner), _at(db, clock, runner)
     signed_for = f"/runs/{run.id}/signals/boss_defeated"
     assert _forged(api, db, clock, other, path=f"/runs/{other.id}/signals/boss_defeated",
                    signed_path=signed_for) == signature.DOES_NOT_VERIFY
@@ -330,8 +401,8 @@ def test_a_signature_replayed_to_another_run_or_name_is_401_and_writes_nothing(a
 
 
 @pytest.mark.parametrize("seconds, words", [(-301, "301 s behind"), (301, "301 s ahead of"), (-86400, "86400 s behind")])
-def test_a_signature_whose_timestamp_is_more_than_300_s_off_the_clock_is_401(api, db, clock, seconds, words):
-    run = _at(db, clock)
+def test_a_signature_whose_timestamp_is_more_than_300_s_off_the_clock_is_401(api, db, clock, seconds, words, runner):
+    run = _at(db, clock, runner)
     message = _forged(api, db, clock, run, at=clock.now() + timedelta(seconds=seconds))
     assert message == f"X-Signal-Timestamp is {words} the engine's clock (at most 300 s): sign each request when it is sent"
     path = f"/runs/{run.id}/signals/boss_defeated"
@@ -346,21 +417,21 @@ def test_a_signature_whose_timestamp_is_more_than_300_s_off_the_clock_is_401(api
     ({"X-Signal-Timestamp": "1796414400", "X-Signal-Signature": "00ff"}, "X-Signal-Signature must be sha256=<hex HMAC-SHA256>"),
     ({"X-Signal-Timestamp": "1796414400", "X-Signal-Signature": "sha256=\u00e9\u00e9"}, signature.DOES_NOT_VERIFY),
 ])
-def test_a_malformed_signature_is_401_saying_what_is_wrong(api, db, clock, headers, message):
-    run = _at(db, clock)
+def test_a_malformed_signature_is_401_saying_what_is_wrong(api, db, clock, headers, message, runner):
+    run = _at(db, clock, runner)
     answer = _refused(api, db, f"/runs/{run.id}/signals/boss_defeated", 401, auth=None, headers=headers)
     assert answer.body["errors"] == [message]
 
 
-def test_a_signed_request_is_judged_by_its_signature_even_beside_a_token(api, db, clock):
-    run = _at(db, clock)
+def test_a_signed_request_is_judged_by_its_signature_even_beside_a_token(api, db, clock, runner):
+    run = _at(db, clock, runner)
     path = f"/runs/{run.id}/signals/boss_defeated"
     assert api.post(path, auth=ADMIN, headers=_signed(clock, path, key="wrong")).status == 401
     assert api.post(path, auth=GM, headers=_signed(clock, path)).body["signal"]["by"] == "game"
 
 
-def test_a_signature_where_no_signal_key_is_configured_is_503(db, clock, db_params):
-    run = _at(db, clock)
+def test_a_signature_where_no_signal_key_is_configured_is_503(db, clock, db_params, runner):
+    run = _at(db, clock, runner)
     path = f"/runs/{run.id}/signals/boss_defeated"
     with runtime.override(database=db, clock=clock, settings=hs_settings(db_params)), Client(app) as client:
         answer = Api(client).post(path, headers=_signed(clock, path))
@@ -368,9 +439,9 @@ def test_a_signature_where_no_signal_key_is_configured_is_503(db, clock, db_para
     assert answer.body["errors"] == ["signed signals are not configured (EVENTS_SIGNAL_SECRET or EVENTS_SIGNAL_SECRET_ARN)"]
 
 
-def test_the_signature_is_the_only_thing_a_token_less_caller_can_use_elsewhere(api, db, clock):
+def test_the_signature_is_the_only_thing_a_token_less_caller_can_use_elsewhere(api, db, clock, runner):
     """Only the signal route takes a signature: a control signed with the game's key is still 401."""
-    run = _at(db, clock)
+    run = _at(db, clock, runner)
     path = f"/runs/{run.id}/pause"
     before = everything(db)
     assert api.post(path, headers=_signed(clock, path)).status == 401

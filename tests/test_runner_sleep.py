@@ -4,6 +4,7 @@ The nudge goes to a loopback HTTP server standing in for the Lambda API, which
 records each Invoke as boto3 sends it.
 """
 
+import contextlib
 import json
 import threading
 from datetime import timedelta
@@ -201,25 +202,52 @@ def test_the_nudge_and_the_wake_up_reach_the_tick_handler_as_its_minute_rule_doe
             assert client.lambda_.invoke("tick", event).payload["ticks"] == []  # read, and ticked (3 s left: none)
 
 
-def test_a_held_manual_phase_lets_the_deployment_sleep_and_an_advance_through_the_api_wakes_it(
-    db, clock, db_params, aws, lambda_api, monkeypatch
-):
-    from app import app
-
+def _asleep_behind(db, clock, aws, doc):
+    """A run of `doc` ticked until its phase waits for someone (no timer left), and the deployment asleep."""
     _reset_state(db)
-    held = document([[step("core.announce", message="Stretch")], [step("core.announce", message="Go")]])
-    held["phases"][0]["advance"] = {"when": "manual"}
-    run = schedule(db, clock.now(), held)
+    run = schedule(db, clock.now(), doc)
     runner = make_runner(db, clock, None)
     try:
-        runner.tick(Budget.for_seconds(30))  # phase 1 is done and holds: no timer is left
+        runner.tick(Budget.for_seconds(30))
     finally:
         runner.close()
     assert Sleeper(db, aws, HORIZON).try_sleep(clock.now())
     assert _rule_state(aws) == "DISABLED" and _state(db) == "asleep"
+    return run
+
+
+@contextlib.contextmanager
+def _nudging_api(db, clock, db_params, lambda_api, monkeypatch):
+    """The API of a deployment that sleeps, its nudges going to the loopback Lambda API."""
+    from app import app
+
     monkeypatch.setattr(nudge, "invoke_tick", lambda arn: lambda_api.invoke(arn))
     settings = hs_settings(db_params, sleep=True, tick_rule_name=RULE, tick_function_arn=FUNCTION, wake_role_arn=ROLE)
     with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
-        answer = Api(client).post(f"/runs/{run.id}/advance", {"phase": 1, "reason": "go"}, auth=MODERATOR)
+        yield Api(client)
+
+
+def test_a_held_manual_phase_lets_the_deployment_sleep_and_an_advance_through_the_api_wakes_it(
+    db, clock, db_params, aws, lambda_api, monkeypatch
+):
+    held = document([[step("core.announce", message="Stretch")], [step("core.announce", message="Go")]])
+    held["phases"][0]["advance"] = {"when": "manual"}
+    run = _asleep_behind(db, clock, aws, held)  # phase 1 is done and holds: no timer is left
+    with _nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
+        answer = api.post(f"/runs/{run.id}/advance", {"phase": 1, "reason": "go"}, auth=MODERATOR)
     assert answer.status == 200, answer.body
     assert len(lambda_api.calls) == 1 and _state(db) == "waking"
+
+
+def test_a_phase_waiting_for_the_game_lets_the_deployment_sleep_and_a_signal_through_the_api_wakes_it(
+    db, clock, db_params, aws, lambda_api, monkeypatch
+):
+    boss = document([[step("core.cue", instruction="Watch the boss")], [step("core.announce", message="Loot!")]])
+    boss["phases"][0]["advance"] = {"when": "signal", "name": "boss_defeated"}
+    run = _asleep_behind(db, clock, aws, boss)  # the cue parks: the phase waits for the game, no timer is left
+    with _nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
+        answer = api.post(f"/runs/{run.id}/signals/boss_defeated", {"hp": 0}, auth=MODERATOR)
+        assert (answer.status, answer.body["effect"]) == (202, "ends_phase")
+        assert len(lambda_api.calls) == 1 and _state(db) == "waking"
+        assert api.post(f"/runs/{run.id}/signals/boss_defeated", auth=MODERATOR).status == 200
+    assert len(lambda_api.calls) == 1  # a repeat makes no work, and nudges nothing

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..events.document import DOCUMENT_SCHEMA
+from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
 from ..events.errors import Invalid
 from ..events.model import Health, OnFailure, PhaseKind, PhaseState, RunStatus, SignalEffect, StepStatus
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
@@ -50,7 +51,7 @@ SIGNAL_BODY = {"type": "object", "description": f"the signal's payload, kept wit
                " bytes; optional)"}
 
 # ── path parameters that are names, not ids ─────────────────────────────────
-SIGNAL_NAME = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$",
+SIGNAL_NAME = {"type": "string", "pattern": SIGNAL_NAME_PATTERN,
                "description": "a signal a phase of the run's version waits for"}
 
 # ── queries (values arrive as strings; integers are parsed before checking) ──

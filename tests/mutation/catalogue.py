@@ -83,6 +83,7 @@ OUTBOUND_TESTS = "tests/test_outbound_http.py"
 SIGNALS = "chalicelib/events/store/signals.py"
 SIGNATURE = "chalicelib/api/signature.py"
 OPERATIONS = "chalicelib/api/operations.py"
+HANDLERS = "chalicelib/api/handlers.py"
 API_SIGNALS = "tests/test_api_signals.py"
 LITERALS_TESTS = "tests/test_literals.py"
 HARNESS = "tests/mutation/engine.py"
@@ -938,6 +939,10 @@ MUTATIONS: list[Mutation] = [
              (API_SIGNALS,)),
     _commit_first("signal-commits-before-its-log-row", SIGNALS,
                   "    log.append(tx, journal.run_signal(signal, phase), now)\n", "    ", (API_SIGNALS,)),
+    Mutation("signal-does-not-nudge-a-sleeping-deployment", HANDLERS,
+             "    if receipt.signal.effect is SignalEffect.ENDS_PHASE:\n",
+             "    if False:\n",
+             (RUNNER_SLEEP,)),
     # ── the game server's signature: its own key, this path, this body, now ──
     Mutation("signal-signature-not-compared", SIGNATURE,
              "    return hmac.compare_digest(expected, digest.lower()",

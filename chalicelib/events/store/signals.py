@@ -35,7 +35,8 @@ from typing import Any
 
 from ...db import Tx, must_exist
 from .. import journal
-from ..errors import Conflict, NotFound
+from ..document import programme_of
+from ..errors import Conflict, NotFound, UnreadableDocument
 from ..lifecycle import RunSQL
 from ..model import Run, RunStatus, Signal, SignalEffect
 from . import definitions, log, runs
@@ -53,13 +54,11 @@ class Receipt:
 
 def declared(document: dict[str, Any]) -> list[str]:
     """The signal names a version's phases wait for (`"advance": {"when": "signal", "name": …}`), in phase order."""
-    phases = document.get("phases")
-    found = []
-    for phase in phases if isinstance(phases, list) else ():
-        advance = phase.get("advance") if isinstance(phase, dict) else None
-        if isinstance(advance, dict) and advance.get("when") == "signal" and isinstance(advance.get("name"), str):
-            found.append(advance["name"])
-    return found
+    try:
+        plans = programme_of(document).phases
+    except UnreadableDocument:  # a run of it cannot be walked (the tick fails it): it waits for no signal
+        return []
+    return [plan.signal for plan in plans if plan.signal is not None]
 
 
 def receive(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | None, now: datetime) -> Receipt:
