@@ -2,9 +2,9 @@
 
 Each test authors the phase as a definition would, runs the real tick, and reads
 what a person would see: the steps' statuses and causes, the run's status,
-health and wake time, the log. A signal is what the signal route writes (the
-phase's condition met, the run woken), in `_signalled`; the route itself is
-tested in tests/test_api_signals.py.
+health and wake time, the log. A signal is received as the route receives it
+(`_signalled`: `signals.receive`); the route itself is tested in
+tests/test_api_signals.py.
 """
 
 import threading
@@ -14,7 +14,7 @@ from chalicelib.events import controls
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus, StepStatus
-from chalicelib.events.store import phases, runs, steps
+from chalicelib.events.store import definitions, phases, runs, signals, steps
 from chalicelib.events.store.steps import PHASE_ENDED
 from tests.support.factory import run_row
 from tests.support.game_bridge import Answer
@@ -40,13 +40,12 @@ def _row(db, run_id, number):
     return db.autocommit(lambda tx: phases.get(tx, run_id, number))
 
 
-def _signalled(db, run_id, number, now, by="game"):
-    """What the signal route writes for a signal of the phase the run works: its condition met, the run woken."""
-    db.autocommit(lambda tx: tx.execute(
-        """UPDATE event_run_phases p JOIN event_runs r ON r.id = p.run_id
-              SET p.condition_met = TRUE, p.met_at = %s, p.met_by = %s,
-                  r.wake_at = IF(r.status IN ('running', 'ending'), %s, r.wake_at)
-            WHERE p.run_id = %s AND p.number = %s""", (now, by, now, run_id, number)))
+def _signalled(db, run_id, now, by="game"):
+    """The signal its phase waits for, received as the route receives it (`signals.receive`)."""
+    run = run_row(db, run_id)
+    document = db.autocommit(lambda tx: definitions.get_version(tx, run.definition_id, run.definition_version)).document
+    [name] = signals.declared(document)
+    return db.transaction(lambda tx: signals.receive(tx, run_id, name, by, None, now))
 
 
 def _causes(db, run_id):
@@ -116,7 +115,7 @@ def test_a_step_in_flight_when_its_phase_ends_is_left_to_its_answer_and_its_fail
 
     def boss_dies():
         game_bridge.wait_for(1)
-        _signalled(db, run.id, 1, clock.now())
+        _signalled(db, run.id, clock.now())
         release.set()
 
     threading.Thread(target=boss_dies).start()
@@ -136,7 +135,7 @@ def test_a_retry_answer_in_a_phase_that_ended_cancels_the_step(db, clock, runner
 
     def boss_dies():
         game_bridge.wait_for(1)
-        _signalled(db, run.id, 1, clock.now())
+        _signalled(db, run.id, clock.now())
         release.set()
 
     threading.Thread(target=boss_dies).start()
@@ -160,7 +159,7 @@ def test_a_cue_whose_phase_ended_before_it_parked_is_cancelled_not_parked(db, cl
     clock.advance(60)
     cue = _steps(db, run.id)[1]
     claim = db.autocommit(lambda tx: steps.claim(tx, cue, clock.now(), 60))
-    _signalled(db, run.id, 1, clock.now())
+    _signalled(db, run.id, clock.now())
     applied = db.transaction(lambda tx: apply_outcome(tx, cue, claim, Outcome.parked("posted"), clock.now(), RULES))
     assert applied.status is StepStatus.CANCELLED
     cue = _steps(db, run.id)[1]
@@ -175,7 +174,7 @@ def test_a_signal_during_its_phase_closes_it_and_the_run_goes_on(db, clock, runn
     tick(runner)
     assert run_row(db, run.id).wake_at is None  # parked at its cue, waiting for the game: no timer at all
     clock.advance(30)
-    _signalled(db, run.id, 1, clock.now())
+    _signalled(db, run.id, clock.now())
     tick(runner)
     cue, loot, bye = _steps(db, run.id)
     cause = "phase 1 (boss fight) ended on the signal boss_defeated"
@@ -191,9 +190,7 @@ def test_a_signal_that_lands_while_a_worker_holds_the_run_still_wakes_it_at_the_
                                          _phase("finale", BYE)))
     tick(runner)
     assert db.autocommit(lambda tx: runs.claim(tx, run.id, "worker", clock.now(), 60))
-    db.autocommit(lambda tx: tx.execute(
-        "UPDATE event_run_phases SET condition_met = TRUE, met_at = %s, met_by = 'game' WHERE run_id = %s AND number = 1",
-        (clock.now(), run.id)))
+    _signalled(db, run.id, clock.now())  # the route wakes the run now; the worker's release comes after
     assert db.autocommit(lambda tx: runs.release(tx, run.id, "worker", clock.now()))
     assert run_row(db, run.id).wake_at == clock.now()
     tick(runner)
@@ -203,9 +200,7 @@ def test_a_signal_that_lands_while_a_worker_holds_the_run_still_wakes_it_at_the_
 def test_a_signal_received_before_the_run_started_ends_its_phase_as_soon_as_it_opens(db, clock, runner):
     run = schedule(db, clock.now(), _doc(_phase("boss fight", CUE, advance={"when": "signal", "name": "boss_defeated"}),
                                          _phase("finale", BYE)))
-    db.autocommit(lambda tx: tx.execute(
-        "INSERT INTO event_run_signals (run_id, name, received_at, received_by, effect) VALUES (%s, %s, %s, 'game', %s)",
-        (run.id, "boss_defeated", clock.now(), "kept_for_phase")))
+    assert _signalled(db, run.id, clock.now()).signal.effect.value == "kept_for_phase"  # the run has not started
     tick(runner)
     cue, bye = _steps(db, run.id)
     assert cue.status is StepStatus.CANCELLED and bye.status is StepStatus.DONE
@@ -218,7 +213,7 @@ def test_a_signal_of_a_held_phase_leaves_it(db, clock, runner):
                                          _phase("finale", BYE)))
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.RUNNING and run_row(db, run.id).wake_at is None
-    _signalled(db, run.id, 1, clock.now())
+    _signalled(db, run.id, clock.now())
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.COMPLETED and _causes(db, run.id) == []
 
@@ -257,7 +252,7 @@ def test_a_timeout_with_pause_pauses_once_and_then_the_phase_waits_without_one(d
     tick(runner)
     resumed = run_row(db, run.id)
     assert resumed.status is RunStatus.RUNNING and resumed.wake_at is None  # held again, with no timer left
-    _signalled(db, run.id, 1, clock.now())
+    _signalled(db, run.id, clock.now())
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
@@ -307,7 +302,7 @@ def test_the_sweep_cancels_a_lapsed_step_of_an_ending_phase_instead_of_requeuein
     clock.advance(600)
     spawn = _steps(db, run.id)[1]
     assert db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 60)) is not None  # its claimer then dies
-    _signalled(db, run.id, 1, clock.now())
+    _signalled(db, run.id, clock.now())
     clock.advance(61)
     tick(runner)
     spawn = _steps(db, run.id)[1]
@@ -321,7 +316,7 @@ def test_retry_of_a_step_in_a_phase_that_ends_at_resume_is_refused_naming_it(db,
     game_bridge.script("world.spawn", Answer(400, body={"error": "full"}))
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.PAUSED
-    _signalled(db, run.id, 1, clock.now())  # acts on resume
+    _signalled(db, run.id, clock.now())  # acts on resume
     [spawn, *_] = _steps(db, run.id)
     try:
         controls.retry(db, run.id, spawn.id, actor="alice", now=clock.now())

@@ -12,7 +12,9 @@ caller. After every rule the invariants are read back from the database:
   row, and a dispatch is only ever of a pending step, so a parked step is never re-dispatched;
 - the game side never receives one (key, attempt) twice, unless a person's retry restarted the
   attempts of that key (SPEC §3: the key never varies, and a retry sets attempts to 0);
-- the API never answers 5xx, and each control answers what `controls.refusal` predicts for the rows as they stood.
+- the API never answers 5xx, and each control answers what `controls.refusal` predicts for the rows as they stood;
+  each signal of the finale (which a timeout also closes, 90 s after it opened) answers the effect the contract
+  gives for the rows as they stood, or the first receipt again.
 """
 
 from collections import Counter
@@ -25,7 +27,7 @@ from chalicelib.events import controls
 from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outcome import Outcome
-from chalicelib.events.model import TERMINAL_RUN
+from chalicelib.events.model import TERMINAL_RUN, RunStatus
 from chalicelib.events.runner import Budget, Rules
 from chalicelib.events.store import phases, runs, steps
 from tests.conftest import START, TABLES
@@ -41,7 +43,9 @@ DOCUMENT = {
     "phases": [
         {"name": "opening", "advance": {"when": "manual"},  # held once drained, until a person advances it
          "steps": [step("world.spawn"), step("core.cue", instruction="light it"), step("world.reward", on_failure="skip")]},
-        {"name": "finale", "steps": [step("core.wait", seconds=30), step("world.finale", on_failure="abort_run")]},
+        # ends on the game's signal, or is closed (timed out) 90 s after it opened
+        {"name": "finale", "advance": {"when": "signal", "name": "finale_over", "timeout_seconds": 90},
+         "steps": [step("core.wait", seconds=30), step("world.finale", on_failure="abort_run")]},
     ],
     "ending": [step("world.cleanup")],
 }
@@ -49,8 +53,20 @@ ANSWERS = {"done": Answer(200), "retry": Answer(503), "refused": Answer(422), "f
 LATE = {"done": Outcome.done(), "retry": Outcome.retry("late 503"), "refused": Outcome.refused("late 422"),
         "failed": Outcome.failed("late 400")}
 CALLERS = {"admin": ADMIN, "moderator": MODERATOR, "gm": GM, "stranger": "not-a-token"}
-RUNS = 3
+RUNS = 4
 TERMINAL_STEP = ("done", "failed", "refused", "skipped", "cancelled")
+
+
+def _signal_effect(run, row) -> str:
+    """What a first signal does, judged from the run and its signal phase's row as they stood (the contract)."""
+    if row is None:
+        return "kept_for_phase"  # no phase rows yet: the start folds it in
+    left = run.current_phase is not None and run.current_phase > row["number"]
+    if row["condition_met"] or row["closed_at"] is not None or left or run.status is RunStatus.ENDING:
+        return "phase_over"
+    if run.current_phase == row["number"]:
+        return "acts_on_resume" if run.status is RunStatus.PAUSED else "ends_phase"
+    return "kept_for_phase"
 
 
 def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, game_bridge):
@@ -66,11 +82,18 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
                     cursor.execute(f"DELETE FROM {table}")
             clock.set(START)
             # Rules should meet every kind of state early: the first run starts and parks at its cue, the
-            # second starts and pauses on a failed spawn, the third waits, scheduled, for the first tick.
-            self.run_ids = [schedule(db, START, DOCUMENT).id for _ in range(RUNS - 1)]
+            # second starts and pauses on a failed spawn, the third waits, scheduled, for the first tick, and
+            # the fourth waits at its finale.
+            self.run_ids = [schedule(db, START, DOCUMENT).id for _ in range(2)]
             game_bridge.script("world.spawn", ANSWERS["done"], ANSWERS["failed"])  # one tick takes runs in id order
             runner.tick(Budget.for_seconds(30))
-            self.run_ids.append(schedule(db, START, DOCUMENT).id)
+            # The fourth is advanced past its opening to the finale, which a signal or its time limit ends.
+            finale = schedule(db, START, DOCUMENT).id
+            game_bridge.script("world.spawn", ANSWERS["done"])
+            runner.tick(Budget.for_seconds(30))
+            controls.advance(db, finale, 1, actor="mod-mia", now=START, reason="to the finale")
+            runner.tick(Budget.for_seconds(30))
+            self.run_ids += [schedule(db, START, DOCUMENT).id, finale]
             self.abandoned = []  # (step, claim) of workers that died holding a claim
             self.seen_steps, self.seen_runs, self.seen_log_id = {}, {}, 0
             self.deliveries_before = len(game_bridge.received())  # the bridge outlives the example
@@ -146,6 +169,39 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
                         {"run_status": run.status.value, "step_status": target.status.value, "step_parked": target.parked})
             if control == "retry" and answer.status == 200:
                 assert answer.body["resumed"] is True and answer.body["run"]["status"] in ("running", "starting")
+
+        def _at_the_finale(self):
+            return [r["id"] for r in db.autocommit(lambda tx: tx.all(
+                "SELECT id FROM event_runs WHERE current_phase = 2 AND status IN ('running', 'paused')"))]
+
+        @rule(caller=st.sampled_from(sorted(CALLERS)), which=st.integers(0, RUNS - 1))
+        def the_game_signals(self, caller, which):
+            self._signal(caller, self.run_ids[which])
+
+        @precondition(lambda self: self._at_the_finale())
+        @rule(caller=st.sampled_from(["admin", "moderator"]), index=st.integers(0, RUNS - 1))
+        def the_game_signals_a_run_at_its_finale(self, caller, index):
+            at = self._at_the_finale()
+            self._signal(caller, at[index % len(at)])
+
+        def _signal(self, caller, run_id):
+            """The finale's signal, sent as staff would: its answer is what the rows said before it."""
+            run = db.autocommit(lambda tx: runs.get(tx, run_id))
+            row, first = db.autocommit(lambda tx: (
+                tx.one("SELECT number, condition_met, closed_at FROM event_run_phases WHERE run_id = %s AND `signal` = %s",
+                       (run.id, "finale_over")),
+                tx.one("SELECT effect FROM event_run_signals WHERE run_id = %s AND name = %s", (run.id, "finale_over"))))
+            answer = api.post(f"/runs/{run.id}/signals/finale_over", {"hp": 0}, auth=CALLERS[caller])
+            assert answer.status < 500, answer.body
+            if caller in ("stranger", "gm"):
+                assert answer.status == (401 if caller == "stranger" else 403), answer.body
+                return
+            if first is not None:
+                assert (answer.status, answer.body["effect"]) == (200, first["effect"]), answer.body
+            elif run.status in TERMINAL_RUN:
+                assert answer.status == 409, answer.body
+            else:
+                assert (answer.status, answer.body["effect"]) == (202, _signal_effect(run, row)), (run, row, answer.body)
 
         def _judge(self, answer, caller, refusal, detail=None, missing=False):
             assert answer.status < 500, answer.body

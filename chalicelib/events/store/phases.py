@@ -126,7 +126,9 @@ def closing(tx: Tx, run_id: int, number: int, now: datetime) -> Closing | None:
     """The phase's row, locked, if the tick must close it now (`CLOSE_DUE`); None if not (closed already,
     or nothing is due). A met condition wins over a passed deadline."""
     row = tx.one(
-        f"""SELECT `condition`, condition_met, met_by, deadline, on_deadline, limit_seconds, `signal`
+        f"""SELECT `condition`, condition_met, met_by, deadline, on_deadline, limit_seconds, `signal`,
+                   EXISTS (SELECT 1 FROM event_run_signals g WHERE g.run_id = p.run_id AND g.name = p.`signal`
+                              AND g.effect <> 'phase_over') AS signalled
               FROM event_run_phases p WHERE run_id = %s AND number = %s AND {CLOSE_DUE} FOR UPDATE""",  # noqa: S608 — CLOSE_DUE is this module's constant; values are parameters
         (run_id, number, now),
     )
@@ -134,10 +136,9 @@ def closing(tx: Tx, run_id: int, number: int, now: datetime) -> Closing | None:
         return None
     passed = row["deadline"] is not None and row["deadline"] <= now
     when = (_json(row["condition"]) or {}).get("when")
-    if row["condition_met"]:
-        closed_by = "signal" if row["signal"] is not None else "advance"
-    else:
-        closed_by = "after" if when == "after" else "timeout"
+    by_deadline = "after" if when == "after" else "timeout"
+    # Met by its signal's receipt, or by a person; else its deadline closes it.
+    closed_by = ("signal" if row["signalled"] else "advance") if row["condition_met"] else by_deadline
     return Closing(closed_by, row["on_deadline"] if not row["condition_met"] else None, row["met_by"], passed,
                    row["limit_seconds"], row["signal"])
 
