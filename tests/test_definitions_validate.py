@@ -163,3 +163,16 @@ def test_a_signal_name_ends_one_phase_only():
     signal = {"when": "signal", "name": "boss_defeated"}
     assert _problems({"name": "Boss", "phases": [{"steps": STEPS, "advance": signal}, {"steps": STEPS, "advance": signal}]}) == [
         "document.phases[1].advance.name: the signal 'boss_defeated' already ends document.phases[0]"]
+
+
+def test_every_example_document_is_valid_and_the_readmes_phases_example_is_its_file():
+    """A reader copies these: each file in examples/ validates, and the README's block is boss-night.json."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted((root / "examples").glob("*.json")):
+        validate(json.loads(path.read_text()))
+    [block] = re.findall(r"```json\n(\{\"name\": \"Boss night\".*?)```", (root / "README.md").read_text(), re.S)
+    assert json.loads(block) == json.loads((root / "examples" / "boss-night.json").read_text())
