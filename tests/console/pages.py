@@ -85,3 +85,8 @@ def log_rows(driver: WebDriver) -> list[tuple[str, str]]:
 
 def notice_text(driver: WebDriver) -> str:
     return text_of(driver, "#notice")
+
+
+def phase_facts(driver: WebDriver, number: int) -> str:
+    """The line under a phase's heading: when it ends, its deadline, or how it ended."""
+    return text_of(driver, f"[data-phase-facts='{number}']")

@@ -2,11 +2,13 @@
 //
 // Controls come from GET /runs/{id} (`controls`), shown only to a role that may
 // use them; nothing is guessed or greyed out. A refusal is explained: 409 as
-// "this run has moved" with the page refreshed, 403 with the role it needs.
+// "this run has moved" with the page refreshed, 403 with the role it needs. A phase that waits for
+// the game's signal says so, and staff may send that signal from the page (POST /runs/{id}/signals/{name}).
 
 import { ApiError, get, neededRoles, post } from './api.js';
 import { Poller, freshness } from './poll.js';
-import { ask, badge, controlOf, el, focus, heading, isTerminalRun, notice, table, when } from './ui.js';
+import { conditionWords, effectWords, phaseNamed, standingWords } from './phases.js';
+import { ask, badge, capitalised, clock, controlOf, el, focus, heading, isTerminalRun, notice, table, when } from './ui.js';
 
 const LOG_PAGE = 500;
 
@@ -18,7 +20,7 @@ function specOf(name) {
   if (!declared) return { field: null, phaseField: null, action: name, done: `${name}: done`, tone: null };
   const field = declared.note_field;
   return {
-    field, label: field ? `${field[0].toUpperCase()}${field.slice(1)} (optional)` : null, title: declared.question,
+    field, label: field ? `${capitalised(field)} (optional)` : null, title: declared.question,
     action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
   };
 }
@@ -29,6 +31,17 @@ function describeStep(step) {
   return said ? `${step.action_id}: ${said}` : step.action_id;
 }
 
+// What ended the phase before, as a run.phase row's `ended_by` says: {by, at, closed_by?}.
+function endedBy(ended) {
+  if (!ended?.by) return '';
+  switch (ended.closed_by) {
+    case 'signal': return ` (a signal from ${ended.by} ended the one before)`;
+    case 'after': return ' (the one before lasted its time)';
+    case 'timeout': return ' (the one before timed out)';
+    default: return ` (${ended.by} ended the one before)`;
+  }
+}
+
 function describeEntry(entry) {
   const d = entry.detail || {};
   const extra = [d.control && `by ${d.control}`, d.reason && `reason: “${d.reason}”`, d.note && `note: “${d.note}”`,
@@ -36,13 +49,26 @@ function describeEntry(entry) {
   switch (entry.kind) {
     case 'run.status': return `Run ${d.from} → ${d.to} ${extra}`;
     case 'step.status': return `Step ${entry.step_id} ${d.action || ''} ${d.from} → ${d.to} ${extra}`;
-    case 'run.phase': return `Phase ${d.phase} “${d.name}” began${d.ended_by?.by ? ` (${d.ended_by.by} advanced the one before)` : ''}`;
+    case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
+    case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
     case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;
     case 'step.dispatch': return `Step ${entry.step_id} ${d.action || ''} dispatched (attempt ${d.attempt ?? '?'}): ${
       [d.outcome, d.http_status && `HTTP ${d.http_status}`, d.latency_ms != null && `${d.latency_ms} ms`, d.error,
         d.fenced_out && 'answered too late, not applied'].filter(Boolean).join(', ')}`;
     default: return `${entry.kind} ${JSON.stringify(d)}`;
   }
+}
+
+// ", until 20:15" for a wait with a time limit; nothing without one.
+function until(iso) {
+  return iso ? [', until ', clock(iso)] : [];
+}
+
+// Words and <time> elements as a sentence: its first word capitalised.
+function sentence(parts) {
+  const flat = parts.flat(Infinity).filter((part) => part !== '');
+  const [first, ...rest] = flat;
+  return typeof first === 'string' ? [capitalised(first), ...rest] : flat;
 }
 
 function stepState(step) {
@@ -72,6 +98,7 @@ export function runView(main, ctx, runIdText) {
   let shown = '';
   let definitionName = null; // for the title; the phases name themselves (GET /runs/{id} `phases`)
   let detail = null;
+  const signalsReceived = new Set(); // the names of the run.signal rows the log has shown
 
   async function loadName(run) {
     if (definitionName !== null) return;
@@ -96,11 +123,60 @@ export function runView(main, ctx, runIdText) {
     return step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
   }
 
+  const phaseRow = (number) => (detail.phases || []).find((p) => p.number === number);
+
   // The phase the page shows the run at, named: what a control with a phase field acts on.
   function currentPhase() {
     const number = detail.run.current_phase;
-    const row = (detail.phases || []).find((p) => p.number === number);
-    return { number, named: `phase ${number}${row ? ` (${row.name})` : ''}` };
+    return { number, named: phaseNamed(number, phaseRow(number)) };
+  }
+
+  // The signal the run's current phase waits for, if any: `waiting.for` signal once its steps are done
+  // (`held`), or, while its steps still go on (nothing or a cue awaited), its row's signal not yet met.
+  function awaitedSignal() {
+    const { waiting, run } = detail;
+    if (waiting?.for === 'signal') {
+      return { name: waiting.signal, number: waiting.phase, named: phaseNamed(waiting.phase, phaseRow(waiting.phase)), until: waiting.until, held: true };
+    }
+    const row = phaseRow(run.current_phase);
+    if ((waiting && waiting.for !== 'cue') || isTerminalRun(run.status) || !row?.signal || row.condition_met || row.closed_at) return null;
+    return { name: row.signal, number: row.number, named: phaseNamed(row.number, row), until: row.deadline, held: false };
+  }
+
+  // POSTs a control or a signal and explains the answer: `done(answer)` the words on success; a refusal
+  // as the page explains every refusal (409 the run has moved, 403 the role needed; 401 signs out).
+  async function send(path, body, { action, done }) {
+    try {
+      notice(done(await post(path, body)), 'ok');
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status === 401) return;
+      if (error.status === 409) {
+        const now = error.detail.run_status; // the status the run is actually in, answered beside the message
+        notice(`This run has moved: it is now ${now || 'changed'}. ${error.messages.join(' ')}`, 'warning');
+      } else {
+        // Nothing changed on the server, so no refresh: the explanation stays in view.
+        const roles = neededRoles(error);
+        notice(error.status === 403
+          ? `Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`
+          : `${action} did not work: ${error.messages.join(' ')}`, 'error');
+        focus(title);
+        return;
+      }
+    }
+    await poller.now();
+    focus(title);
+  }
+
+  async function sendSignal(signal) {
+    const confirmed = await ask({
+      title: `Send the signal ${signal.name} to run ${runId}? It ends ${signal.named}, as if the game had sent it.`,
+      action: 'Send signal',
+    });
+    if (confirmed === null) return;
+    await send(`/runs/${runId}/signals/${encodeURIComponent(signal.name)}`, {}, {
+      action: 'Send signal',
+      done: (answer) => `Signal ${signal.name} received from ${answer.signal.by}: ${effectWords(answer.effect, signal.named)}.`,
+    });
   }
 
   async function act(name, step) {
@@ -115,26 +191,7 @@ export function runView(main, ctx, runIdText) {
     }
     if (phase) body[spec.phaseField] = phase.number;
     const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
-    try {
-      await post(path, body);
-      notice(`${spec.done}${step ? ` step ${step.id}` : ` run ${runId}`}.`, 'ok');
-    } catch (error) {
-      if (!(error instanceof ApiError) || error.status === 401) return;
-      if (error.status === 409) {
-        const now = error.detail.run_status; // the status the run is actually in, answered beside the message
-        notice(`This run has moved: it is now ${now || 'changed'}. ${error.messages.join(' ')}`, 'warning');
-      } else {
-        // Nothing changed on the server, so no refresh: the explanation stays in view.
-        const roles = neededRoles(error);
-        notice(error.status === 403
-          ? `Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`
-          : `${spec.action} did not work: ${error.messages.join(' ')}`, 'error');
-        focus(title);
-        return;
-      }
-    }
-    await poller.now();
-    focus(title);
+    await send(path, body, { action: spec.action, done: () => `${spec.done}${step ? ` step ${step.id}` : ` run ${runId}`}.` });
   }
 
   function render() {
@@ -165,7 +222,17 @@ export function runView(main, ctx, runIdText) {
     if (detail.waiting?.for === 'advance') {
       const phase = currentPhase();
       bannerParts.push(el('div', { class: 'banner banner-cue', role: 'region', 'aria-label': 'Waiting to advance', id: 'advance-banner' },
-        el('p', {}, el('strong', {}, 'Waiting for a person: '), `${phase.named} is done; it ends when someone advances it.`)));
+        el('p', {}, el('strong', {}, 'Waiting for a person: '), `${phase.named} is done; it ends when someone advances it`,
+          until(detail.waiting.until), '.')));
+    }
+    const signal = awaitedSignal();
+    if (signal) {
+      bannerParts.push(el('div', { class: 'banner banner-cue', role: 'region', 'aria-label': 'Waiting for the game', id: 'signal-banner', 'data-signal': signal.name },
+        el('p', {}, el('strong', {}, 'Waiting for the game: '), `${capitalised(signal.named)} is waiting for the game's signal ${signal.name}`,
+          until(signal.until), signal.held ? '; its steps are done.' : '; its steps go on meanwhile.'),
+        session.may.control ? el('div', { class: 'buttons' }, el('button', {
+          type: 'button', class: 'primary', id: 'send-signal', 'data-signal': signal.name, onclick: () => sendSignal(signal),
+        }, `Send signal ${signal.name}`)) : null));
     }
     banners.replaceChildren(...bannerParts);
     runControls.replaceChildren(...offered(null).map((c) => controlButton(c)));
@@ -184,8 +251,11 @@ export function runView(main, ctx, runIdText) {
       const current = run.current_phase === number && !isTerminalRun(run.status);
       const head = el('h3', { 'data-phase': number, 'data-kind': phase.kind || '', 'data-state': phase.state || '' },
         `Phase ${number}${name ? `: ${name}` : ''}`, current ? ' (current)' : '');
+      const said = [...conditionWords(phase), standingWords(phase, { current, signalled: signalsReceived.has(phase.signal) })].filter((part) => part.length);
+      const facts = said.length ? el('p', { class: 'phase-facts', 'data-phase-facts': number },
+        sentence(said.flatMap((part, i) => [i ? ' · ' : '', part])), '.') : null;
       if (!phaseSteps.length) {
-        sections.push(el('section', { class: 'phase' }, head, el('p', { class: 'muted' }, 'Not started.')));
+        sections.push(el('section', { class: 'phase' }, head, facts, el('p', { class: 'muted' }, 'Not started.')));
         continue;
       }
       const rows = phaseSteps.sort((a, b) => a.seq - b.seq).map((step) => el('tr', { 'data-step-row': step.id, 'data-status': step.parked ? 'parked' : step.status },
@@ -197,7 +267,7 @@ export function runView(main, ctx, runIdText) {
         el('td', { class: 'error-text' }, step.last_error || ''),
         el('td', {}, el('details', {}, el('summary', {}, 'show'), el('code', {}, step.idempotency_key))),
         el('td', {}, el('div', { class: 'buttons' }, offered(step).map((c) => controlButton(c, step))))));
-      sections.push(el('section', { class: 'phase' }, head,
+      sections.push(el('section', { class: 'phase' }, head, facts,
         table(`Steps of phase ${number}`, ['#', 'Action', 'Status', 'Attempts', 'Due', 'Last error', 'Idempotency key', 'Controls'], rows)));
     }
     if (!sections.length) sections.push(el('p', { class: 'muted' }, 'Its phases are listed once the run starts.'));
@@ -213,6 +283,7 @@ export function runView(main, ctx, runIdText) {
           el('span', { class: 'actor' }, entry.actor || 'engine'), ' ',
           el('span', {}, describeEntry(entry))));
         afterId = Math.max(afterId, entry.id);
+        if (entry.kind === 'run.signal') signalsReceived.add(entry.detail?.name);
       }
       if (entries.length < LOG_PAGE) return;
     }
@@ -247,7 +318,7 @@ export function runView(main, ctx, runIdText) {
       }
       throw error;
     }
-    const snapshot = JSON.stringify(detail);
+    const snapshot = JSON.stringify([detail, [...signalsReceived]]);
     if (snapshot !== shown) { // re-rendered only when something changed, so focus stays put
       shown = snapshot;
       render();

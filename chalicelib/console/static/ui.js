@@ -16,6 +16,8 @@ export function el(tag, attrs = {}, ...children) {
 }
 
 const LOCAL = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const HOUR_MINUTE = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+const DAY_HOUR_MINUTE = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
 function utc(iso) {
   return new Date(iso).toISOString().replace('T', ' ').replace(/\.\d+Z$|Z$/, '') + ' UTC';
@@ -25,6 +27,13 @@ function utc(iso) {
 export function when(iso) {
   if (!iso) return el('span', { class: 'muted' }, '—');
   return el('time', { datetime: iso, title: utc(iso) }, LOCAL.format(new Date(iso)));
+}
+
+// A time of day in the viewer's zone ("20:15"; with its date when not today), UTC on hover.
+export function clock(iso) {
+  const at = new Date(iso);
+  const today = at.toDateString() === new Date().toDateString();
+  return el('time', { datetime: iso, title: utc(iso) }, (today ? HOUR_MINUTE : DAY_HOUR_MINUTE).format(at));
 }
 
 // Every status reads as a word with a mark beside it, so nothing depends on colour. The statuses,
@@ -68,6 +77,8 @@ export function notice(text, kind = 'info', ...extra) {
   say('notice', text, kind, ...extra);
 }
 
+export const capitalised = (text) => (text ? `${text[0].toUpperCase()}${text.slice(1)}` : text);
+
 export function heading(level, text, attrs = {}) {
   return el(`h${level}`, { tabindex: '-1', ...attrs }, text);
 }
@@ -78,27 +89,28 @@ export function focus(node) {
 }
 
 // Asks for a reason or note before a control that takes one; resolves to the text, or null if called off.
+// Without a `label` it only asks to confirm (no text box), and resolves to '' when confirmed.
 export function ask({ title, label, action }) {
   return new Promise((resolve) => {
-    const input = el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' });
+    const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' }) : null;
     const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' });
     const close = (value) => {
       dialog.close();
       dialog.remove();
       resolve(value);
     };
-    const form = el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(input.value.trim()); } },
+    const go = el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action);
+    const form = el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(input ? input.value.trim() : ''); } },
       el('h2', { id: 'ask-title' }, title),
-      el('label', { for: 'ask-text' }, label),
-      input,
+      input && [el('label', { for: 'ask-text' }, label), input],
       el('div', { class: 'buttons' },
-        el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action),
+        go,
         el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back')));
     dialog.append(form);
     dialog.addEventListener('cancel', (event) => { event.preventDefault(); close(null); });
     document.body.append(dialog);
     dialog.showModal();
-    input.focus();
+    (input || go).focus();
   });
 }
 
