@@ -5,13 +5,13 @@ from __future__ import annotations
 from selenium.webdriver.common.by import By
 
 from tests.console.browser import eventually, screenshot
-from tests.console.pages import log_rows, open_run, schedule_now, sign_in, wait_for_status
+from tests.console.pages import log_rows, open_run, phase_facts, schedule_now, sign_in, wait_for_status
 from tests.support.api import MODERATOR
 
 
 def _manual_document(name: str) -> dict:
     return {"name": name, "grace_seconds": 300, "phases": [
-        {"name": "warm-up", "advance": {"when": "manual"},
+        {"name": "warm-up", "advance": {"when": "manual", "timeout_seconds": 3600},
          "steps": [{"action": "core.announce", "params": {"message": "Stretch"}}]},
         {"name": "race", "steps": [{"action": "core.announce", "params": {"message": "Go"}}]},
     ]}
@@ -22,7 +22,8 @@ def test_a_manual_phase_shows_its_banner_and_is_advanced_from_the_page_with_a_re
     sign_in(browser, MODERATOR)
     open_run(browser, server.url, run_id)
     banner = eventually(lambda: browser.find_elements(By.ID, "advance-banner"), "the advance banner", 40)[0]
-    assert "phase 1 (warm-up) is done" in banner.text, banner.text
+    assert "phase 1 (warm-up) is done; it ends when someone advances it, until " in banner.text, banner.text
+    assert phase_facts(browser, 1).startswith("Waits for a person · at most 1 h, then advance · ends at "), phase_facts(browser, 1)
     screenshot(browser, "run-waits-to-advance")
 
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-control='advance']"), "the advance button")[0].click()
@@ -35,3 +36,4 @@ def test_a_manual_phase_shows_its_banner_and_is_advanced_from_the_page_with_a_re
     assert not browser.find_elements(By.ID, "advance-banner")
     advanced = eventually(lambda: [t for a, t in log_rows(browser) if a == "mod-mia" and "advanced" in t], "the advance's log row")
     assert "Phase 1 advanced by mod-mia" in advanced[0] and "everyone is warm" in advanced[0], log_rows(browser)
+    assert "advanced by mod-mia at " in phase_facts(browser, 1), phase_facts(browser, 1)
