@@ -47,7 +47,7 @@ function describeEntry(entry) {
   const extra = [d.control && `by ${d.control}`, d.reason && `reason: “${d.reason}”`, d.note && `note: “${d.note}”`,
     d.cause && `(${d.cause})`].filter(Boolean).join(' ');
   switch (entry.kind) {
-    case 'run.status': return `Run ${d.from} → ${d.to} ${extra}`;
+    case 'run.status': return d.from == null ? `Run ${d.to} ${extra}` : `Run ${d.from} → ${d.to} ${extra}`;
     case 'step.status': return `Step ${entry.step_id} ${d.action || ''} ${d.from} → ${d.to} ${extra}`;
     case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
     case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
