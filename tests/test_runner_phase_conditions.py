@@ -8,6 +8,7 @@ tests/test_api_signals.py.
 """
 
 import threading
+from dataclasses import replace
 from datetime import timedelta
 
 from chalicelib.events import controls
@@ -46,6 +47,21 @@ def _signalled(db, run_id, now, by="game"):
     document = db.autocommit(lambda tx: definitions.get_version(tx, run.definition_id, run.definition_version)).document
     [name] = signals.declared(document)
     return db.transaction(lambda tx: signals.receive(tx, run_id, name, by, None, now))
+
+
+def _answer_after_the_signal(db, clock, runner, game_bridge, run, answer):
+    """world.spawn is in flight when the signal comes; its answer arrives after it; two ticks run."""
+    release = threading.Event()
+    game_bridge.script("world.spawn", replace(answer, gate=release))
+
+    def boss_dies():
+        game_bridge.wait_for(1)
+        _signalled(db, run.id, clock.now())
+        release.set()
+
+    threading.Thread(target=boss_dies).start()
+    tick(runner)
+    tick(runner)
 
 
 def _causes(db, run_id):
@@ -110,17 +126,7 @@ def test_a_step_in_flight_when_its_phase_ends_is_left_to_its_answer_and_its_fail
     failure (on_failure pause) degrades the run, which does not pause: the phase it would pause is over."""
     run = schedule(db, clock.now(), _doc(_phase("arena", step("world.spawn", on_failure="pause"), CUE,
                                                 advance={"when": "signal", "name": "boss_down"}), _phase("finale", BYE)))
-    release = threading.Event()
-    game_bridge.script("world.spawn", Answer(400, body={"error": "the arena is full"}, gate=release))
-
-    def boss_dies():
-        game_bridge.wait_for(1)
-        _signalled(db, run.id, clock.now())
-        release.set()
-
-    threading.Thread(target=boss_dies).start()
-    tick(runner)
-    tick(runner)
+    _answer_after_the_signal(db, clock, runner, game_bridge, run, Answer(400, body={"error": "the arena is full"}))
     spawn, cue, bye = _steps(db, run.id)
     assert spawn.status is StepStatus.FAILED and cue.status is StepStatus.CANCELLED and bye.status is StepStatus.DONE
     ran = run_row(db, run.id)
@@ -130,17 +136,7 @@ def test_a_step_in_flight_when_its_phase_ends_is_left_to_its_answer_and_its_fail
 def test_a_retry_answer_in_a_phase_that_ended_cancels_the_step(db, clock, runner, game_bridge):
     run = schedule(db, clock.now(), _doc(_phase("arena", step("world.spawn"), advance={"when": "signal", "name": "boss_down"}),
                                          _phase("finale", BYE)))
-    release = threading.Event()
-    game_bridge.script("world.spawn", Answer(503, gate=release))
-
-    def boss_dies():
-        game_bridge.wait_for(1)
-        _signalled(db, run.id, clock.now())
-        release.set()
-
-    threading.Thread(target=boss_dies).start()
-    tick(runner)
-    tick(runner)
+    _answer_after_the_signal(db, clock, runner, game_bridge, run, Answer(503))
     spawn, bye = _steps(db, run.id)
     assert (spawn.status, spawn.last_error) == (StepStatus.CANCELLED, PHASE_ENDED)
     assert bye.status is StepStatus.DONE and run_row(db, run.id).status is RunStatus.COMPLETED
