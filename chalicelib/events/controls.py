@@ -363,11 +363,12 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime)
         run = _locked_run(tx, run_id)
         step = _locked_step(tx, run, step_id)
         if not steps.requeue_where_stopped(tx, run.id, step.id, now):
+            furthest = steps.last_started_seq(tx, run.id, run.current_phase)
             ended = phases.get(tx, run.id, step.phase)
-            if ended is not None and ended.condition_met:
+            if refusal("retry", run, step, furthest) is None and ended is not None and ended.condition_met:
+                # Every rule of the step and its run allowed it: its phase is ending (the statement's last term).
                 raise Conflict(_phase_ended(ended), run_status=run.status.value, step_status=step.status.value,
                                step_parked=step.parked)
-            furthest = steps.last_started_seq(tx, run.id, run.current_phase)
             raise _lost("retry", run, step, furthest)
         log.append(tx, journal.step_control(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)
         resumed = _resume_locked(tx, run, "retry", actor, now)
