@@ -321,3 +321,20 @@ def test_retry_of_a_step_in_a_phase_that_ends_at_resume_is_refused_naming_it(db,
     else:
         raise AssertionError("the retry took")
     assert _steps(db, run.id)[0].status is StepStatus.FAILED  # nothing changed
+
+
+def test_retry_of_a_failed_step_of_a_running_run_whose_phase_ended_names_the_runs_status_first(
+        db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), _doc(_phase("arena", step("world.spawn", on_failure="skip"), CUE,
+                                                advance={"when": "signal", "name": "boss_down"}), _phase("finale", CUE)))
+    game_bridge.script("world.spawn", Answer(400, body={"error": "full"}))
+    tick(runner)  # the spawn fails and is skipped over; the cue parks
+    _signalled(db, run.id, clock.now())
+    tick(runner)  # the arena closes; the finale's cue parks
+    [spawn, *_] = _steps(db, run.id)
+    try:
+        controls.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
+    except Conflict as refused:
+        assert str(refused) == "this run is running; a step can only be retried while its run is paused"
+    else:
+        raise AssertionError("the retry took")
