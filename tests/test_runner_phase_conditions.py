@@ -11,6 +11,8 @@ import threading
 from dataclasses import replace
 from datetime import timedelta
 
+import pytest
+
 from chalicelib.events import controls
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.errors import Conflict
@@ -338,3 +340,28 @@ def test_retry_of_a_failed_step_of_a_running_run_whose_phase_ended_names_the_run
         assert str(refused) == "this run is running; a step can only be retried while its run is paused"
     else:
         raise AssertionError("the retry took")
+
+
+@pytest.mark.parametrize("answer, status", [
+    (Outcome.failed("HTTP 400: the arena is full"), StepStatus.FAILED),
+    (Outcome.parked("posted"), StepStatus.CANCELLED),
+    (Outcome.retry("HTTP 503"), StepStatus.CANCELLED),
+    (Outcome.done(), StepStatus.DONE),
+])
+def test_an_answer_that_lands_after_an_after_phases_time_is_applied_without_its_on_failure(
+        db, clock, runner, answer, status):
+    """world.spawn was claimed before the market's 60 s ran out and answers after: done is recorded, a failure
+    (on_failure pause) degrades the run without pausing it, a park or a retry cancels the step."""
+    run = schedule(db, clock.now(), _doc(_phase("market", step("core.wait", seconds=30), step("world.spawn", on_failure="pause"),
+                                                advance={"when": "after", "seconds": 60}), _phase("finale", BYE)))
+    tick(runner)
+    clock.advance(30)
+    spawn = _steps(db, run.id)[1]
+    claim = db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 120))
+    clock.advance(31)  # the market is over while the spawn is in flight
+    db.transaction(lambda tx: apply_outcome(tx, spawn, claim, answer, clock.now(), RULES))
+    assert _steps(db, run.id)[1].status is status
+    ran = run_row(db, run.id)
+    assert ran.status is RunStatus.RUNNING and ran.health == ("degraded" if status is StepStatus.FAILED else "ok")
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
