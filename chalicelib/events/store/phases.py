@@ -61,10 +61,10 @@ def fold_signals(tx: Tx, run_id: int) -> None:
 
 # SQL over a phase row `p`: the phase is ending — its condition met (by a person, a signal or its close)
 # or its deadline passed with `close` — so no step of it starts, and an answer from one in flight no
-# longer applies its on_failure. The claim refuses on any passed deadline (`REFUSES_CLAIMS`): at a
-# `pause` deadline the run pauses before anything else of the phase starts.
+# longer applies its on_failure. A step is claimed only of a phase that takes claims (`TAKES_CLAIMS`):
+# not met, and no deadline passed, even a `pause` one (the run pauses before anything else of it starts).
 ENDING = "(p.condition_met OR (p.deadline <= %s AND p.on_deadline = 'close'))"
-REFUSES_CLAIMS = "(p.condition_met OR p.deadline <= %s)"
+TAKES_CLAIMS = "(NOT p.condition_met AND (p.deadline IS NULL OR p.deadline > %s))"
 # The tick must close it: not closed yet, and its condition met or its deadline passed.
 CLOSE_DUE = "(p.closed_at IS NULL AND (p.condition_met OR p.deadline <= %s))"
 
