@@ -22,10 +22,14 @@ from app import app
 from chalicelib import runtime
 from chalicelib.api import auth
 from chalicelib.config import Settings
+from chalicelib.events import controls
 from chalicelib.events.document import PhasePlan
 from chalicelib.events.model import PhaseKind, RunStatus
 from chalicelib.events.store import phases
+from tests.support.api import ADMIN as ADMIN_TOKEN
 from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token
+from tests.support.api import GM as GM_TOKEN
+from tests.support.api import MODERATOR as MODERATOR_TOKEN
 from tests.support.factory import make_definition, make_run
 from tests.support.scenes import put_step_in, run_with_steps
 from tests.test_definitions_validate import SPEC_EXAMPLE
@@ -123,7 +127,10 @@ ROUTES = {
     ("POST", "/runs/{run_id}/cancel"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock).id}/cancel", {})),
     ("POST", "/runs/{run_id}/advance"): (auth.CONTROLLERS, _advance_request),
     ("POST", "/runs/{run_id}/signals/{name}"): (auth.CONTROLLERS, _signal_request),
-    ("POST", "/runs/{run_id}/steps/{step_id}/confirm"): (auth.CONTROLLERS, _step_request("confirm", "parked")),
+    # A gm may confirm or skip a parked cue (and acknowledge it), nothing else: every step state is in
+    # test_a_game_master_acts_on_a_parked_cue_and_nothing_else below.
+    ("POST", "/runs/{run_id}/steps/{step_id}/confirm"): (auth.STAFF, _step_request("confirm", "parked")),
+    ("POST", "/runs/{run_id}/steps/{step_id}/acknowledge"): (auth.STAFF, _step_request("acknowledge", "parked")),
     ("POST", "/runs/{run_id}/steps/{step_id}/skip"): (auth.CONTROLLERS, _step_request("skip", "pending")),
     ("POST", "/runs/{run_id}/steps/{step_id}/retry"): (auth.CONTROLLERS, _step_request("retry", "failed", RunStatus.PAUSED)),
     ("GET", "/definitions"): (auth.STAFF, lambda db, clock: ("/definitions", None)),
@@ -170,6 +177,50 @@ def test_every_caller_gets_what_its_token_and_role_allow(db, clock, db_params, j
             assert answer.status in _expected(roles, caller), (caller, answer.status, answer.body)
             if answer.status >= 400:
                 assert answer.body["errors"], (caller, answer.body)
+
+
+# role × step control × the step's state: who gets what (200, 403 for want of a role, 409 for the state).
+_STEP_STATES = (("parked", RunStatus.RUNNING), ("pending", RunStatus.RUNNING), ("failed", RunStatus.PAUSED),
+                ("done", RunStatus.RUNNING))
+_LEGAL = {("confirm", "parked"), ("skip", "parked"), ("skip", "pending"), ("retry", "failed"), ("acknowledge", "parked")}
+_GM_MAY = {("confirm", "parked"), ("skip", "parked"), ("acknowledge", "parked")}
+
+
+def _step_answer_expected(control: str, state: str, caller: str) -> int:
+    if caller == "gm" and "gm" not in controls.CONTROLS[control].gate:
+        return 403  # the route's own gate (retry)
+    if caller == "gm" and (control, state) not in _GM_MAY:
+        # a role would lift it (403), or it is refused to everyone for the step's state (409)
+        return 403 if (control, state) in _LEGAL else 409
+    return 200 if (control, state) in _LEGAL else 409
+
+
+@pytest.mark.parametrize("control", sorted(controls.STEP_CONTROLS))
+def test_a_game_master_acts_on_a_parked_cue_and_nothing_else(db, clock, api, control):
+    callers = {"gm": GM_TOKEN, "moderator": MODERATOR_TOKEN, "admin": ADMIN_TOKEN}
+    for state, status in _STEP_STATES:
+        for caller, bearer in callers.items():
+            path, _ = _step_request(control, state, status)(db, clock)
+            before = _log_count(db)
+            answer = api.post(path, {}, auth=bearer)
+            assert answer.status == _step_answer_expected(control, state, caller), (state, caller, answer.body)
+            if answer.status == 403 and "gm" in controls.CONTROLS[control].gate:
+                assert answer.body == {"errors": [
+                    (f"a game master may {control} a parked cue only; this step is {state}, and to {control} it"
+                     " needs one of the roles ['admin', 'moderator']")],
+                    "detail": {"roles_needed": ["admin", "moderator"], "roles_held": ["gm"]}}
+            if answer.status != 200:
+                assert _log_count(db) == before, (state, caller)
+
+
+def _log_count(db) -> int:
+    return int(db.autocommit(lambda tx: tx.scalar("SELECT COUNT(*) AS n FROM event_run_log")))
+
+
+def test_a_game_master_may_not_press_a_run_control(db, clock, api):
+    run = _run(db, clock)
+    answer = api.post(f"/runs/{run.id}/pause", {"reason": "mine"}, auth=GM_TOKEN)
+    assert answer.status == 403 and answer.body["detail"]["roles_needed"] == ["admin", "moderator"]
 
 
 def test_a_token_without_a_sub_or_an_exp_is_refused(api):

@@ -81,7 +81,7 @@ def test_a_cue_skipped_by_a_person_lets_the_phase_move_on(db, clock, runner):
     run = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire"), step("core.announce", message="lit")]]))
     tick(runner)
     cue = _steps(db, run.id)[0]
-    assert db.transaction(lambda tx: steps.skip_by_human(tx, cue.id, clock.now(), "rained out"))
+    assert db.transaction(lambda tx: steps.skip_by_human(tx, cue.id, clock.now(), "rained out", parked=True))
     tick(runner)
     assert [s.status for s in _steps(db, run.id)] == [StepStatus.SKIPPED, StepStatus.DONE]
     assert run_row(db, run.id).status is RunStatus.COMPLETED

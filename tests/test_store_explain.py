@@ -76,6 +76,15 @@ STATEMENTS = {
     "signal_meet": lambda tx, run, s, now: signals.meet(tx, run.id, "boss_defeated", "game", now),
     "signal_settle": lambda tx, run, s, now: signals.settle(tx, run.id, "boss_defeated", SignalEffect.ENDS_PHASE),
     "signal_receipt": lambda tx, run, s, now: signals.get(tx, run.id, "boss_defeated"),
+    # Waiting: a park writes the run's waiting_for in its own UPDATE; GET /runs filters and counts on it, and
+    # derives each run's waiting from its parked step and its phase's row; a cue acknowledged.
+    "park": lambda tx, run, s, now: steps.park(tx, Claim(s.id, "t", 1), "cue"),
+    "list_waiting_any": lambda tx, run, s, now: runs.list_page(tx, waiting_for="any"),
+    "list_waiting_cue": lambda tx, run, s, now: runs.list_page(tx, waiting_for="cue", before_id=run.id + 1),
+    "waiting_counts": lambda tx, run, s, now: runs.waiting_counts(tx),
+    "parked_of": lambda tx, run, s, now: steps.parked_of(tx, [run.id, run.id + 1]),
+    "current_of": lambda tx, run, s, now: phases.current_of(tx, [(run.id, 1), (run.id + 1, 2)]),
+    "acknowledge": lambda tx, run, s, now: steps.acknowledge(tx, s.id, "rowan", now),
 }
 
 

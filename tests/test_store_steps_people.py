@@ -26,9 +26,12 @@ def test_skip_takes_pending_and_parked_steps_but_not_a_leased_one(db, clock):
     _, (pending, parked, leased, _) = _phase(db, clock)
     db.transaction(lambda tx: steps.park(tx, _claim(db, clock, parked), None))
     _claim(db, clock, leased)
-    assert db.transaction(lambda tx: steps.skip_by_human(tx, pending.id, clock.now(), "not tonight"))
-    assert db.transaction(lambda tx: steps.skip_by_human(tx, parked.id, clock.now(), None))
-    assert not db.transaction(lambda tx: steps.skip_by_human(tx, leased.id, clock.now(), None))
+    assert not db.transaction(lambda tx: steps.skip_by_human(tx, pending.id, clock.now(), None, parked=True))
+    assert not db.transaction(lambda tx: steps.skip_by_human(tx, parked.id, clock.now(), None, parked=False))
+    assert db.transaction(lambda tx: steps.skip_by_human(tx, pending.id, clock.now(), "not tonight", parked=False))
+    assert db.transaction(lambda tx: steps.skip_by_human(tx, parked.id, clock.now(), None, parked=True))
+    for parked_as in (True, False):
+        assert not db.transaction(lambda tx: steps.skip_by_human(tx, leased.id, clock.now(), None, parked=parked_as))
     assert [step_row(db, s.id).status for s in (pending, parked, leased)] == [StepStatus.SKIPPED, StepStatus.SKIPPED, StepStatus.RUNNING]
     assert step_row(db, pending.id).last_error == "not tonight"
 
@@ -36,7 +39,8 @@ def test_skip_takes_pending_and_parked_steps_but_not_a_leased_one(db, clock):
 def test_skip_refuses_a_terminal_step(db, clock):
     _, (s, *_) = _phase(db, clock)
     _set(db, s, status="failed")
-    assert not db.transaction(lambda tx: steps.skip_by_human(tx, s.id, clock.now(), None))
+    for parked_as in (True, False):
+        assert not db.transaction(lambda tx: steps.skip_by_human(tx, s.id, clock.now(), None, parked=parked_as))
     assert step_row(db, s.id).status is StepStatus.FAILED
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from .. import runtime
-from ..db import Tx
+from ..db import Tx, must_exist
 from ..events import authoring, controls, lifecycle, nudge, occurrences
 from ..events.actions import registry
 from ..events.errors import Invalid, NotFound
@@ -35,17 +35,31 @@ def health(call: Call) -> Body:
     return {"ok": True}
 
 
-@operation("GET", "/runs", "Runs, newest first, a page at a time.", auth.STAFF,
+@operation("GET", "/runs", "Runs, newest first, a page at a time, each with what it is waiting for (waiting; filter on it"
+           " with ?waiting=), and the counts of runs waiting for a person or the game apart from those working (summary).",
+           auth.STAFF,
            _ok("a page of runs; pass next_cursor as cursor for the next", schemas.RUNS_PAGE), query=schemas.RUNS_QUERY)
 def list_runs(call: Call) -> Body:
     q = call.query
-    page, next_cursor = runtime.database().autocommit(
-        lambda tx: runs.list_page(
-            tx, status=q.get("status"), definition_id=q.get("definition_id"),
+
+    def read(tx: Tx) -> Body:
+        page, next_cursor = runs.list_page(
+            tx, status=q.get("status"), definition_id=q.get("definition_id"), waiting_for=q.get("waiting"),
             limit=q.get("limit", 50), before_id=q.get("cursor"),
         )
-    )
-    return {"runs": [r.public() for r in page], "next_cursor": next_cursor}
+        # What each waits for, derived as GET /runs/{id} derives it: its parked head, its phase's row.
+        working = [r for r in page if r.status in lifecycle.WORKING and r.current_phase is not None]
+        parked = steps.parked_of(tx, [r.id for r in working])
+        at = phases.current_of(tx, [(r.id, must_exist(r.current_phase)) for r in working])
+        return {
+            "runs": [{**r.public(), "waiting": waiting(r, parked.get(r.id), at.get(r.id))} for r in page],
+            "next_cursor": next_cursor,
+            "summary": runs.waiting_counts(tx),
+        }
+
+    # Autocommitted reads, as a page always was (a lost connection is retried, never a 500): each run's
+    # waiting is derived from its rows as read just after the page, the counts from the rows as they stand.
+    return runtime.database().autocommit(read)
 
 
 @operation("GET", "/runs/{run_id}", "A run, its phases, a page of its steps (phase and seq order; pass steps_next_cursor as"
@@ -129,14 +143,15 @@ def _control_operation(control: controls.Control) -> None:
     def press(call: Call) -> Body:
         note = call.body.get(control.note_field) if control.note_field else None
         phase = call.body.get(control.phase_field) if control.phase_field else None
+        cue = call.roles if control.cue_only(call.roles) else None
         answer = control.perform(runtime.database(), call.ids["run_id"], call.ids.get("step_id"), call.actor, call.now,
-                                 note, phase)
+                                 note, phase, cue)
         if control.wakes:
             _made_work(call)
         return answer
 
     press.__name__ = f"{control.name}_{control.target.value}"
-    operation("POST", path, control.summary, control.roles, _CONTROL_ANSWERS[control.answer or control.target.value],
+    operation("POST", path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer or control.target.value],
               body=schemas.ADVANCE_BODY if control.phase_field else _NOTE_BODIES[control.note_field])(press)
 
 

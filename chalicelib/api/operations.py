@@ -47,6 +47,7 @@ class Call:
     query: dict[str, Any]
     body: Any
     names: dict[str, str] = field(default_factory=dict)  # the string path parameters
+    roles: frozenset[str] = frozenset()  # the token's roles (none for a signed request or an open operation)
 
     @cached_property
     def now(self) -> datetime:
@@ -93,19 +94,20 @@ class Operation:
             return from_exception(error)
 
     def _answer(self, request: Request, path: dict[str, str]) -> Response:
-        actor, now = "anonymous", None
+        actor, now, held = "anonymous", None, frozenset[str]()
         if self.signed and signature.offered(request.headers):
             now = runtime.clock().now()
             actor = signature.verify(request.headers, self.path.format(**path), _raw(request), now, runtime.settings())
         elif self.roles is not None:
-            actor = auth.authenticate(request.headers, runtime.settings()).require(self.roles).sub
+            principal = auth.authenticate(request.headers, runtime.settings()).require(self.roles)
+            actor, held = principal.sub, principal.roles
         ids = {name: schemas.parse_id(path[name], name) for name in self.path_ids}
         names = {name: schemas.parse_name(path[name], name, schema) for name, schema in (self.names or {}).items()}
         query = schemas.parse_query(self.query or schemas.NO_FIELDS, request.query_params, self.name)
         body = self._body(request)
         if self.roles is not None:  # the operations open to anyone never read the database
             schema_version.require(runtime.database())
-        call = Call(actor=actor, ids=ids, query=query, body=body, names=names)
+        call = Call(actor=actor, ids=ids, query=query, body=body, names=names, roles=held)
         if now is not None:
             call.now = now  # the clock read that checked the signature's time: one read per request
         result = self.handler(call)

@@ -15,7 +15,9 @@ from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
 from ..events.errors import Invalid
 from ..events.model import Health, OnFailure, PhaseKind, PhaseState, RunStatus, SignalEffect, StepStatus
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
+from ..events.waiting import FILTERS as WAITING_FILTERS
 from ..events.waiting import FOR as WAITING_FOR
+from ..events.waiting import STORED as WAITING_STORED
 from ..schema_check import first_error, unknown_fields
 
 MAX_ID = 2**63 - 1
@@ -58,6 +60,8 @@ SIGNAL_NAME = {"type": "string", "pattern": SIGNAL_NAME_PATTERN,
 RUNS_QUERY = _body(
     status={"type": "string", "enum": [s.value for s in RunStatus]},
     definition_id=_ID,
+    waiting={"type": "string", "enum": list(WAITING_FILTERS),
+             "description": "only the runs waiting for this (any: for anything), through an index"},
     limit={"type": "integer", "minimum": 1, "maximum": 200},
     cursor=_ID,
 )
@@ -122,6 +126,8 @@ STEP = _object(
     started_at=_MAYBE_TIME,
     finished_at=_MAYBE_TIME,
     last_error=_MAYBE_TEXT,
+    acknowledged_by=_MAYBE_TEXT,
+    acknowledged_at=_MAYBE_TIME,
     parked={"type": "boolean"},
 )
 PHASE = _object(
@@ -205,20 +211,28 @@ VOCABULARY = _object(
     step_statuses={"type": "array", "items": _STATUS_WORD},
     controls={"type": "array", "items": _object(
         name={"type": "string"}, target={"type": "string", "enum": ["run", "step"]},
-        roles={"type": "array", "items": {"type": "string"}}, wakes={"type": "boolean"},
+        roles={"type": "array", "items": {"type": "string"}},
+        cue_roles={"type": "array", "items": {"type": "string"}}, wakes={"type": "boolean"},
         note_field={"type": ["string", "null"]}, label={"type": "string"}, question=_MAYBE_TEXT, done={"type": "string"},
         tone={"type": ["string", "null"], "enum": ["danger", "primary", None]}, phase_field={"type": ["string", "null"]},
     )},
 )
-RUNS_PAGE = _object(runs={"type": "array", "items": RUN}, next_cursor=_MAYBE_INT)
 WAITING = {
     "type": ["object", "null"],
     "required": ["for", "since"],
     "properties": {
         "for": {"type": "string", "enum": list(WAITING_FOR)},
         "phase": _INT, "step_id": _INT, "signal": {"type": "string"}, "since": _MAYBE_TIME, "until": _TIME,
+        "acknowledged_by": {"type": "string"}, "acknowledged_at": _TIME,
     },
 }
+_LISTED_RUN = {**RUN, "required": [*RUN["required"], "waiting"], "properties": {**RUN["properties"], "waiting": WAITING}}
+_COUNT = {"type": "integer", "minimum": 0}
+RUNS_SUMMARY = _object(
+    waiting=_object(any=_COUNT, **dict.fromkeys(WAITING_STORED, _COUNT)),
+    working=_COUNT,
+)
+RUNS_PAGE = _object(runs={"type": "array", "items": _LISTED_RUN}, next_cursor=_MAYBE_INT, summary=RUNS_SUMMARY)
 RUN_DETAIL = _object(
     run=RUN,
     waiting=WAITING,

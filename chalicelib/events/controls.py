@@ -1,7 +1,9 @@
-"""The seven live controls a person presses: pause, resume, cancel, advance, confirm, skip, retry, each declared once.
+"""The eight live controls a person presses: pause, resume, cancel, advance, confirm, skip, retry and acknowledge,
+each declared once.
 
 Each control is one `Control` in `CONTROLS`: its name, its target (a run or a
-step), the roles that may press it, its guard (the rule, as a pure function of
+step), the roles that may press it (and those that may press it on a parked cue only:
+the game master on their cue), its guard (the rule, as a pure function of
 the rows, and the transitions table's person rows for a run control), what it
 writes, whether it makes work for the tick, the field its note goes in and its
 label. The refusals, the `controls` offered in `GET /runs/{id}`, the route, its
@@ -28,7 +30,8 @@ from enum import Enum
 from typing import Any
 
 from ..db import Database, Tx, must_exist
-from ..roles import CONTROLLERS
+from ..errors import Forbidden
+from ..roles import CONTROLLERS, GM, STAFF
 from . import journal
 from .errors import Conflict, NotFound
 from .lifecycle import TERMINAL_RUN, Who
@@ -112,6 +115,20 @@ def _skip_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str 
     return None
 
 
+def _acknowledge_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = _needed(step, "acknowledge")
+    if not step.parked:
+        return f"this step is {_step_state(step)}; only a parked cue can be acknowledged"
+    if step.acknowledged_by is not None:
+        return had_by(step)
+    return None
+
+
+def had_by(step: Step) -> str:
+    """Who has an acknowledged cue, and since when ("rowan has it since 20:14 UTC")."""
+    return f"{step.acknowledged_by} has it since {step.acknowledged_at:%H:%M} UTC"
+
+
 def _retry_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
     step = _needed(step, "retry")
     if run.status not in RESUMABLE:
@@ -141,8 +158,10 @@ class Target(str, Enum):
 
 
 Refusal = Callable[[Run, Step | None, int | None], str | None]
-# (database, run id, step id or None, actor, now, the note, the phase field or None) -> the answer's body
-Perform = Callable[[Database, int, int | None, str, datetime, str | None, int | None], dict[str, Any]]
+# (database, run id, step id or None, actor, now, the note, the phase field or None, the roles of a caller who
+# may press it on a parked cue only, None for one who may press it anywhere) -> the answer's body
+Perform = Callable[[Database, int, int | None, str, datetime, str | None, int | None, frozenset[str] | None],
+                   dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -163,15 +182,27 @@ class Control:
     tone: str | None = None  # "danger" or "primary": how the console draws the button
     answer: str = ""  # what the answer carries besides ok: "run", "step", or "step and run"
     phase_field: str | None = None  # the body field naming the phase it acts on (the console sends the run's)
+    cue_roles: frozenset[str] = frozenset()  # the roles that may press it on a parked cue only (a gm, on their cue)
+
+    @property
+    def gate(self) -> frozenset[str]:
+        """Every role the route lets through: a cue role's press is judged on the step (403 unless a parked cue)."""
+        return self.roles | self.cue_roles
+
+    def cue_only(self, held: frozenset[str]) -> bool:
+        """Whether a caller holding `held` may press it on a parked cue only."""
+        return not held & self.roles
 
     @property
     def summary(self) -> str:
-        return f"{self.label}: {self.writes}."
+        cue = f" ({', '.join(sorted(self.cue_roles))}: on a parked cue only)" if self.cue_roles else ""
+        return f"{self.label}: {self.writes}{cue}."
 
     def public(self) -> dict[str, Any]:
         """The declaration as GET /vocabulary gives it to the console."""
         return {
-            "name": self.name, "target": self.target.value, "roles": sorted(self.roles), "wakes": self.wakes,
+            "name": self.name, "target": self.target.value, "roles": sorted(self.roles),
+            "cue_roles": sorted(self.cue_roles), "wakes": self.wakes,
             "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
             "tone": self.tone, "phase_field": self.phase_field,
         }
@@ -317,32 +348,75 @@ def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime,
     return db.transaction(work)
 
 
-def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None) -> Step:
+def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None,
+            cue_only: frozenset[str] | None = None) -> Step:
     """A parked step -> done, with the person's note: they did what it asked."""
     text = clean_note(note)
     return _decide(db, run_id, step_id, "confirm", StepStatus.DONE,
-                   lambda tx, step: steps.confirm_parked(tx, step.id, now, text), actor=actor, now=now, note=text)
+                   lambda tx, step: steps.confirm_parked(tx, step.id, now, text), actor=actor, now=now,
+                   cue_only=cue_only, note=text)
 
 
-def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None) -> Step:
-    """A pending or parked step of a live run -> skipped: a person decided against it."""
+def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None,
+         cue_only: frozenset[str] | None = None) -> Step:
+    """A pending or parked step of a live run -> skipped: a person decided against it. The statement's WHERE
+    holds the step to the state read (locked): a parked one, or a pending one (never for `cue_only`)."""
     note = clean_note(reason)
     return _decide(db, run_id, step_id, "skip", StepStatus.SKIPPED,
-                   lambda tx, step: steps.skip_by_human(tx, step.id, now, note), actor=actor, now=now, reason=note)
+                   lambda tx, step: steps.skip_by_human(tx, step.id, now, note, parked=step.parked or cue_only is not None),
+                   actor=actor, now=now, cue_only=cue_only, reason=note)
+
+
+def _on_a_cue_only(control: str, run: Run, step: Step, held: frozenset[str]) -> None:
+    """A caller who may press `control` on a parked cue only (a gm), on a step that is not one: 403 when a
+    moderator could press it here (the role would lift the refusal), else the 409 everyone gets."""
+    if step.parked:
+        return
+    if refusal(control, run, step) is None:
+        declared = CONTROLS[control]
+        raise Forbidden(
+            f"a game master may {control} a parked cue only; this step is {_step_state(step)}, and to {control} it"
+            f" needs one of the roles {sorted(declared.roles)}", roles_needed=declared.roles, roles_held=held)
+    raise _lost(control, run, step)
 
 
 def _decide(
     db: Database, run_id: int, step_id: int, control: str, to: StepStatus,
-    guarded_change: Callable[[Tx, Step], bool], *, actor: str, now: datetime, **detail: str | None,
+    guarded_change: Callable[[Tx, Step], bool], *, actor: str, now: datetime, cue_only: frozenset[str] | None = None,
+    **detail: str | None,
 ) -> Step:
     """A person's decision on one step: run and step locked, the guarded change and its log row in one transaction."""
 
     def work(tx: Tx) -> Step:
         run = _locked_run(tx, run_id)
         step = _locked_step(tx, run, step_id)
+        if cue_only is not None:
+            _on_a_cue_only(control, run, step, cue_only)
         if not guarded_change(tx, step):
             raise _lost(control, run, step)
         log.append(tx, journal.step_control(step, control, to, actor, **detail), now)
+        return must_exist(steps.get(tx, step.id))
+
+    return db.transaction(work)
+
+
+def acknowledge(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None) -> Step:
+    """`actor` has the parked cue: who and since when are kept on the step, and logged (`step.acknowledged`).
+
+    One transaction, run and step locked: the compare-and-set (`steps.acknowledge`: parked, nobody has it
+    yet) and its log row. The same person again answers the step and writes nothing; anyone else is 409
+    naming who has it and since when.
+    """
+    text = clean_note(note)
+
+    def work(tx: Tx) -> Step:
+        run = _locked_run(tx, run_id)
+        step = _locked_step(tx, run, step_id)
+        if not steps.acknowledge(tx, step.id, actor, now):
+            if step.parked and step.acknowledged_by == actor:
+                return step  # theirs already: nothing written
+            raise _lost("acknowledge", run, step)
+        log.append(tx, journal.step_acknowledged(step, actor, text), now)
         return must_exist(steps.get(tx, step.id))
 
     return db.transaction(work)
@@ -396,39 +470,46 @@ def _retried_answer(result: Retried) -> dict[str, Any]:
 
 CONTROLS: dict[str, Control] = {c.name: c for c in (
     Control("pause", Target.RUN, CONTROLLERS, _pause_refusal,
-            lambda db, run, _, actor, now, note, phase: _run_answer(pause(db, run, actor=actor, now=now, reason=note)),
+            lambda db, run, _, actor, now, note, phase, cue: _run_answer(pause(db, run, actor=actor, now=now, reason=note)),
             "a starting or running run is paused; its run lease is cleared, so a working tick stops at its next re-read",
             wakes=False, note_field="reason", label="Pause run", question="Pause this run?", done="Paused"),
     Control("resume", Target.RUN, CONTROLLERS, _resume_refusal,
-            lambda db, run, _, actor, now, note, phase: _run_answer(resume(db, run, actor=actor, now=now)),
+            lambda db, run, _, actor, now, note, phase, cue: _run_answer(resume(db, run, actor=actor, now=now)),
             "a paused run is running again (starting, if it never had a phase); its last error is cleared, its health kept",
             wakes=True, note_field=None, label="Resume run", question=None, done="Resumed"),
     Control("cancel", Target.RUN, CONTROLLERS, _cancel_refusal,
-            lambda db, run, _, actor, now, note, phase: _run_answer(cancel(db, run, actor=actor, now=now, reason=note)),
+            lambda db, run, _, actor, now, note, phase, cue: _run_answer(cancel(db, run, actor=actor, now=now, reason=note)),
             "a run that is not over is cancelled; its pending and parked steps are cancelled, a step in flight is left"
             " to its answer", wakes=False, note_field="reason", label="Cancel run",
             question="Cancel this run? It cannot be undone.", done="Cancelled", tone="danger"),
     Control("advance", Target.RUN, CONTROLLERS, _advance_status_refusal,
-            lambda db, run, _, actor, now, note, phase: _advanced_answer(
+            lambda db, run, _, actor, now, note, phase, cue: _advanced_answer(
                 advance(db, run, must_exist(phase), actor=actor, now=now, reason=note)),
             "the phase the run is at ends: its condition is met, its pending and parked steps are skipped with the"
             " reason, and from paused the run resumes; refused while a step of it is in flight, and in the ending",
             wakes=True, note_field="reason", label="Advance phase", question="Advance past this phase?",
             done="Advanced", answer="advance", phase_field="phase"),
     Control("confirm", Target.STEP, CONTROLLERS, _confirm_refusal,
-            lambda db, run, step, actor, now, note, phase: _step_answer(confirm(db, run, must_exist(step), actor=actor, now=now,
-                                                                         note=note)),
+            lambda db, run, step, actor, now, note, phase, cue: _step_answer(confirm(db, run, must_exist(step), actor=actor, now=now,
+                                                                         note=note, cue_only=cue)),
             "a parked step is done, with the person's note", wakes=True, note_field="note", label="Confirm",
-            question="Confirm this step is done?", done="Confirmed", tone="primary", answer="step"),
+            question="Confirm this step is done?", done="Confirmed", tone="primary", answer="step",
+            cue_roles=frozenset({GM})),
     Control("skip", Target.STEP, CONTROLLERS, _skip_refusal,
-            lambda db, run, step, actor, now, note, phase: _step_answer(skip(db, run, must_exist(step), actor=actor, now=now,
-                                                                      reason=note)),
+            lambda db, run, step, actor, now, note, phase, cue: _step_answer(skip(db, run, must_exist(step), actor=actor, now=now,
+                                                                      reason=note, cue_only=cue)),
             "a pending or parked step of a run that is not over is skipped", wakes=True, note_field="reason",
-            label="Skip", question="Skip this step?", done="Skipped", answer="step"),
+            label="Skip", question="Skip this step?", done="Skipped", answer="step", cue_roles=frozenset({GM})),
     Control("retry", Target.STEP, CONTROLLERS, _retry_refusal,
-            lambda db, run, step, actor, now, note, phase: _retried_answer(retry(db, run, must_exist(step), actor=actor, now=now)),
+            lambda db, run, step, actor, now, note, phase, cue: _retried_answer(retry(db, run, must_exist(step), actor=actor, now=now)),
             "the failed step a paused run is stopped at is re-queued, and the run resumed", wakes=True, note_field=None,
             label="Retry", question=None, done="Re-queued", answer="step and run"),
+    Control("acknowledge", Target.STEP, STAFF, _acknowledge_refusal,
+            lambda db, run, step, actor, now, note, phase, cue: _step_answer(
+                acknowledge(db, run, must_exist(step), actor=actor, now=now, note=note)),
+            "a parked cue is had by the person who presses it: who and since when are kept on the step (the same"
+            " person again changes nothing; anyone else is refused, naming who has it)", wakes=False,
+            note_field="note", label="I have it", question=None, done="Acknowledged", answer="step"),
 )}
 RUN_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.RUN)
 STEP_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.STEP)

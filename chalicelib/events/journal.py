@@ -13,6 +13,7 @@ its cause (`cause`).
     step.status    a step changed status: {control | cause, action, from, to, ...}
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
                    outcome, http_status, latency_ms, error[, fenced_out]}
+    step.acknowledged  a person has a parked cue: {control, action, note}; the row's actor is who has it
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ RUN_ADVANCE = "run.advance"
 RUN_SIGNAL = "run.signal"
 STEP_STATUS = "step.status"
 STEP_DISPATCH = "step.dispatch"
-KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, STEP_STATUS, STEP_DISPATCH)
+STEP_ACKNOWLEDGED = "step.acknowledged"
+KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, STEP_STATUS, STEP_DISPATCH, STEP_ACKNOWLEDGED)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
 
@@ -113,6 +115,12 @@ def run_control(run: Run, control: str, to: RunStatus, actor: str, **detail: Any
 def step_control(step: Step, control: str, to: StepStatus, actor: str, **detail: Any) -> Entry:
     """A person's control moved the step on from where it stood."""
     return step_status(step, step.status, to, actor=actor, control=control, **detail)
+
+
+def step_acknowledged(step: Step, actor: str, note: str | None) -> Entry:
+    """A person has the parked cue `step` (the acknowledge control): its status does not change."""
+    detail = {"control": "acknowledge", "action": step.action_id, "note": note}
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_ACKNOWLEDGED, phase=step.phase, detail=detail, actor=actor)
 
 
 def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: bool) -> Entry:

@@ -112,6 +112,7 @@ class Run:
     created_at: datetime
     updated_at: datetime
     wake_at: datetime | None  # when a tick next has to look at it; None: only a person can move it
+    waiting_for: str | None = None  # what it waits for, as its row keeps it for the index (`waiting`: the whole of it)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
@@ -121,7 +122,7 @@ class Run:
 
     def public(self) -> dict[str, Any]:
         data = _public(self)
-        del data["claimed_by"]
+        del data["claimed_by"], data["waiting_for"]  # `waiting` beside the run says it whole
         return data
 
 
@@ -144,6 +145,8 @@ class Step:
     started_at: datetime | None
     finished_at: datetime | None
     last_error: str | None
+    acknowledged_by: str | None = None  # who has this parked cue (acknowledge), and since when
+    acknowledged_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:

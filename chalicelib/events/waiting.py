@@ -8,16 +8,55 @@ held by its condition waits for an `advance` (or, when the condition names a
 signal, for that `signal`), `until` its time limit if it has one. A phase held
 by `after` waits for no one: the engine's own timer ends it. The planned `decision` wait is added here, and
 nowhere else, when its rows exist.
+
+What it is for (`for`) is also kept on the run's row, `event_runs.waiting_for`, so
+that `GET /runs?waiting=…` reads one range of an index. The row is written by the
+statements that already move the run or its head step (docs/contract.md,
+"Waiting"), with the values and SQL fragments below; `FROM_ROWS` is this module's
+rule over the rows as they stand, for a statement that cannot know it otherwise (a
+resume: back to a parked cue, to a held phase, or to nothing).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .lifecycle import WORKING
+from .lifecycle import WORKING, StepSQL
 from .model import Phase, PhaseState, Run, RunStatus, Step, iso
 
 FOR = ("cue", "advance", "signal", "decision", "resume")
+STORED = ("cue", "advance", "signal", "resume")  # what event_runs.waiting_for holds (decision: when it exists)
+FILTERS = ("any", *STORED)  # GET /runs?waiting=
+
+
+def held_for(phase_signal: str | None, condition: dict[str, Any] | None) -> str | None:
+    """What a held phase waits for, from its row's condition and signal: None for `after` (nobody)."""
+    if condition is None or condition.get("when") == "after":
+        return None
+    return "advance" if phase_signal is None else "signal"
+
+
+def _sql(value: str) -> str:
+    return f"'{value}'"
+
+
+CUE, ADVANCE, SIGNAL, RESUME = (_sql(v) for v in STORED)
+# A person's answer closed the run's parked cue (confirm, skip of it): the run waits for nothing
+# more, unless it waits for a resume (a paused run's cue is answered before it resumes).
+CUE_ANSWERED = f"IF(r.waiting_for = {CUE}, NULL, r.waiting_for)"
+
+
+def from_rows(run: str = "r") -> str:
+    """What a running or ending run (the alias `run`, at its current phase) waits for, from its rows as they
+    stand: a parked step of its phase (the head: a phase's steps run one at a time), else its phase held."""
+    return f"""(CASE
+        WHEN EXISTS (SELECT 1 FROM event_run_steps ws WHERE ws.run_id = {run}.id AND ws.phase = {run}.current_phase
+                        AND ws.status = {StepSQL.RUNNING} AND ws.claim_expires_at IS NULL) THEN {CUE}
+        ELSE (SELECT IF(wp.`signal` IS NULL, {ADVANCE}, {SIGNAL}) FROM event_run_phases wp
+               WHERE wp.run_id = {run}.id AND wp.number = {run}.current_phase AND wp.drained_at IS NOT NULL
+                 AND wp.`condition` IS NOT NULL AND NOT wp.condition_met
+                 AND JSON_VALUE(wp.`condition`, '$.when') <> 'after') END)"""  # noqa: S608 — constants only
+
 
 
 def waiting(run: Run, head: Step | None, phase: Phase | None = None) -> dict[str, Any] | None:
@@ -29,12 +68,16 @@ def waiting(run: Run, head: Step | None, phase: Phase | None = None) -> dict[str
             found["phase"] = run.current_phase
         return found
     if run.status in WORKING and head is not None and head.parked and head.phase == run.current_phase:
-        return {"for": "cue", "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
+        cue: dict[str, Any] = {"for": "cue", "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
+        if head.acknowledged_by is not None:
+            cue["acknowledged_by"], cue["acknowledged_at"] = head.acknowledged_by, iso(head.acknowledged_at)
+        return cue
+    held = None if phase is None else held_for(phase.signal, phase.condition)
     if (run.status in WORKING and phase is not None and phase.number == run.current_phase
-            and phase.state is PhaseState.HELD and (phase.condition or {}).get("when") != "after"):
-        found = {"for": "advance", "phase": phase.number, "since": iso(phase.drained_at)}
+            and phase.state is PhaseState.HELD and held is not None):
+        found = {"for": held, "phase": phase.number, "since": iso(phase.drained_at)}
         if phase.signal is not None:
-            found = {"for": "signal", "phase": phase.number, "signal": phase.signal, "since": iso(phase.drained_at)}
+            found["signal"] = phase.signal
         if phase.deadline is not None:
             found["until"] = iso(phase.deadline)  # when the hold gives up: after's end, or the time limit
         return found

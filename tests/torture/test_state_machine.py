@@ -12,7 +12,10 @@ caller. After every rule the invariants are read back from the database:
   row, and a dispatch is only ever of a pending step, so a parked step is never re-dispatched;
 - the game side never receives one (key, attempt) twice, unless a person's retry restarted the
   attempts of that key (SPEC §3: the key never varies, and a retry sets attempts to 0);
-- the API never answers 5xx, and each control answers what `controls.refusal` predicts for the rows as they stood;
+- what each run waits for, as its row keeps it (`waiting_for`, the index GET /runs?waiting= reads), is what
+  `waiting.py` derives from its rows;
+- the API never answers 5xx, and each control answers what `controls.refusal` and the roles predict for the rows
+  as they stood (a gm's confirm or skip of a parked cue as a moderator's; acknowledge by whoever has it, 200);
   each signal of the finale (which a timeout also closes, 90 s after it opened) answers the effect the contract
   gives for the rows as they stood, or the first receipt again.
 """
@@ -30,6 +33,7 @@ from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.model import TERMINAL_RUN, RunStatus
 from chalicelib.events.runner import Budget, Rules
 from chalicelib.events.store import phases, runs, steps
+from chalicelib.roles import CONTROLLERS
 from tests.conftest import START, TABLES
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.game_bridge import SECRET, Answer
@@ -53,6 +57,7 @@ ANSWERS = {"done": Answer(200), "retry": Answer(503), "refused": Answer(422), "f
 LATE = {"done": Outcome.done(), "retry": Outcome.retry("late 503"), "refused": Outcome.refused("late 422"),
         "failed": Outcome.failed("late 400")}
 CALLERS = {"admin": ADMIN, "moderator": MODERATOR, "gm": GM, "stranger": "not-a-token"}
+SUBS = {"admin": "root-admin", "moderator": "mod-mia", "gm": "gm-gus"}  # the tokens' subjects
 RUNS = 4
 TERMINAL_STEP = ("done", "failed", "refused", "skipped", "cancelled")
 
@@ -163,10 +168,21 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
                 lambda tx: steps.last_started_seq(tx, run.id, run.current_phase))
             answer = api.post(f"/runs/{run.id}/steps/{step_id}/{control}", {}, auth=CALLERS[caller])
             if foreign or target is None:
-                self._judge(answer, caller, None, missing=True)
+                self._judge(answer, caller, None, missing=True, gate=controls.CONTROLS[control].gate)
                 return
-            self._judge(answer, caller, controls.refusal(control, run, target, furthest),
-                        {"run_status": run.status.value, "step_status": target.status.value, "step_parked": target.parked})
+            refusal = controls.refusal(control, run, target, furthest)
+            if control == "acknowledge" and target.parked and target.acknowledged_by == SUBS.get(caller):
+                refusal = None  # theirs already: 200, nothing written
+            declared = controls.CONTROLS[control]
+            if caller == "gm" and "gm" in declared.cue_roles and not target.parked:
+                # a gm may press it on a parked cue only: 403 where a moderator could, else the 409 everyone gets
+                assert answer.status == (403 if refusal is None else 409), (answer.status, answer.body, refusal)
+                if refusal is not None:
+                    assert answer.body["errors"] == [refusal], answer.body
+                return
+            self._judge(answer, caller, refusal,
+                        {"run_status": run.status.value, "step_status": target.status.value, "step_parked": target.parked},
+                        gate=declared.gate)
             if control == "retry" and answer.status == 200:
                 assert answer.body["resumed"] is True and answer.body["run"]["status"] in ("running", "starting")
 
@@ -203,9 +219,9 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             else:
                 assert (answer.status, answer.body["effect"]) == (202, _signal_effect(run, row)), (run, row, answer.body)
 
-        def _judge(self, answer, caller, refusal, detail=None, missing=False):
+        def _judge(self, answer, caller, refusal, detail=None, missing=False, gate=CONTROLLERS):
             assert answer.status < 500, answer.body
-            expected = (401 if caller == "stranger" else 403 if caller == "gm" else 404 if missing
+            expected = (401 if caller == "stranger" else 403 if caller not in gate else 404 if missing
                         else 200 if refusal is None else 409)
             assert answer.status == expected, (answer.status, answer.body, refusal)
             if expected == 409:  # the refusal, and the statuses as they stood beside it
@@ -247,6 +263,10 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
                 if status in {s.value for s in TERMINAL_RUN}:
                     assert run_status[run_id] == status
             assert audit(db, clock.now()) == []
+            for run_id in self.run_ids:  # what each run waits for, as its row keeps it, is what waiting.py derives
+                shown = api.get(f"/runs/{run_id}?steps_limit=1", auth=GM).body
+                kept = db.autocommit(lambda tx, r=run_id: runs.get(tx, r)).waiting_for
+                assert kept == (shown["waiting"] or {}).get("for"), (run_id, kept, shown["waiting"], shown["run"])
             allowed = {r["key"]: 1 + r["retries"] for r in retries_per_key}
             delivered = Counter((r.headers["idempotency-key"], r.json["attempt"])
                                 for r in game_bridge.received()[self.deliveries_before:])

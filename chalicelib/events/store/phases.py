@@ -19,7 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Tx, placeholders
+from .. import waiting
 from ..document import PhasePlan
+from ..lifecycle import RunSQL
 from ..model import Phase, PhaseKind, iso
 
 TIMER = "timer"  # who meets a condition at its deadline
@@ -90,7 +92,7 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
     and when come with the same read (the next phase's `run.phase` row says so).
     """
     row = tx.one(
-        "SELECT `condition`, condition_met, met_by, met_at, drained_at, deadline, closed_by FROM event_run_phases"
+        "SELECT `condition`, condition_met, met_by, met_at, drained_at, deadline, closed_by, `signal` FROM event_run_phases"
         " WHERE run_id = %s AND number = %s FOR UPDATE",
         (run_id, number),
     )
@@ -103,9 +105,13 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
         return Standing(held=False)
     if row["deadline"] is not None and row["deadline"] <= now and row["closed_by"] is None:
         return Standing(held=False, due=True)
+    # The run, working at this phase, waits for what holds it (nobody for `after`), in the same statement.
     tx.execute(
-        "UPDATE event_run_phases SET drained_at = COALESCE(drained_at, %s) WHERE run_id = %s AND number = %s",
-        (now, run_id, number),
+        f"""UPDATE event_run_phases p JOIN event_runs r ON r.id = p.run_id
+               SET p.drained_at = COALESCE(p.drained_at, %s),
+                   r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = p.number, %s, r.waiting_for)
+             WHERE p.run_id = %s AND p.number = %s""",  # noqa: S608 — the status list is lifecycle's rendering; values are parameters
+        (now, waiting.held_for(row["signal"], _json(row["condition"])), run_id, number),
     )
     return Standing(held=True, began=row["drained_at"] is None)
 
@@ -146,13 +152,16 @@ def closing(tx: Tx, run_id: int, number: int, now: datetime) -> Closing | None:
 def close(tx: Tx, run_id: int, number: int, closed_by: str, now: datetime) -> bool:
     """Mark the phase closed (its condition met: by the timer, when a deadline closes it); a compare-and-set
     on its not being closed and something being due."""
+    # Its open steps (a parked cue among them) are cancelled in the same unit: the run, working at this
+    # phase, waits for nothing now (`waiting_for`, in this statement).
     return tx.execute(
-        f"""UPDATE event_run_phases p
+        f"""UPDATE event_run_phases p JOIN event_runs r ON r.id = p.run_id
                SET p.closed_at = %s, p.closed_by = %s, p.met_at = IF(p.condition_met, p.met_at, %s),
-                   p.met_by = IF(p.condition_met, p.met_by, %s), p.condition_met = TRUE
-             WHERE p.run_id = %s AND p.number = %s AND {CLOSE_DUE}""",  # noqa: S608 — CLOSE_DUE is this module's constant; values are parameters
+                   p.met_by = IF(p.condition_met, p.met_by, %s), p.condition_met = TRUE,
+                   r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = p.number, NULL, r.waiting_for)
+             WHERE p.run_id = %s AND p.number = %s AND {CLOSE_DUE}""",  # noqa: S608 — CLOSE_DUE and the status list are constants; values are parameters
         (now, closed_by, now, TIMER, run_id, number, now),
-    ) == 1
+    ) >= 1
 
 
 def drop_deadline(tx: Tx, run_id: int, number: int, now: datetime) -> bool:
@@ -171,6 +180,17 @@ def _json(raw: Any) -> Any:
 def get(tx: Tx, run_id: int, number: int) -> Phase | None:
     row = tx.one(f"SELECT {COLUMNS} FROM event_run_phases WHERE run_id = %s AND number = %s", (run_id, number))  # noqa: S608 — COLUMNS is a constant; values are parameters
     return None if row is None else Phase.from_row(row)
+
+
+def current_of(tx: Tx, at: Sequence[tuple[int, int]]) -> dict[int, Phase]:
+    """The row of the phase each (run id, phase number) names, by run id (primary-key lookups)."""
+    if not at:
+        return {}
+    rows = tx.all(
+        f"SELECT {COLUMNS} FROM event_run_phases WHERE {' OR '.join(['(run_id = %s AND number = %s)'] * len(at))}",  # noqa: S608 — COLUMNS and the repeated pair are constants; values are parameters
+        tuple(value for pair in at for value in pair),
+    )
+    return {int(r["run_id"]): Phase.from_row(r) for r in rows}
 
 
 def list_for_run(tx: Tx, run_id: int) -> list[Phase]:

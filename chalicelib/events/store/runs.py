@@ -15,14 +15,15 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
 from ...db import Tx, must_exist, placeholders
-from ..lifecycle import RunSQL, RunStatus, StepSQL, Wake, writes
+from .. import waiting
+from ..lifecycle import WORKING, RunSQL, RunStatus, StepSQL, Wake, writes
 from ..model import Run, is_whole_number, kept_note
 from .wake import WAKE_AT, wake_args
 
 COLUMNS = (
     "id, definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds,"
     " current_phase, health, last_error, claimed_by, claim_expires_at, started_at, finished_at,"
-    " created_at, updated_at, wake_at"
+    " created_at, updated_at, wake_at, waiting_for"
 )
 _UNSET = object()
 
@@ -45,14 +46,26 @@ def list_page(
     *,
     status: RunStatus | None = None,
     definition_id: int | None = None,
+    waiting_for: str | None = None,
     limit: int = 50,
     before_id: int | None = None,
 ) -> tuple[list[Run], int | None]:
-    """Runs newest first, keyset-paginated: returns the page and the next cursor (or None)."""
+    """Runs newest first, keyset-paginated: returns the page and the next cursor (or None).
+
+    `waiting_for` (`waiting.FILTERS`) keeps the runs waiting for that (`any`: for anything), one range of
+    `event_runs_waiting` (`event_runs_waits` for any) in id order: no scan, however many runs there are.
+    """
     if not 1 <= limit <= 500:
         raise ValueError(f"limit must be between 1 and 500, got {limit}")
     where: list[str] = []
     args: list[Any] = []
+    if waiting_for == "any":
+        where.append("waits = 1")
+    elif waiting_for is not None:
+        if waiting_for not in waiting.STORED:
+            raise ValueError(f"runs wait for one of {waiting.FILTERS}, not {waiting_for!r}")
+        where.append("waiting_for = %s")
+        args.append(waiting_for)
     if status is not None:
         where.append("status = %s")
         args.append(RunStatus(status).value)
@@ -66,6 +79,23 @@ def list_page(
     rows = tx.all(f"SELECT {COLUMNS} FROM event_runs {clause} ORDER BY id DESC LIMIT %s", (*args, limit + 1))  # noqa: S608 — COLUMNS and the where fragments are constants; filters are parameters
     page = [Run.from_row(r) for r in rows[:limit]]
     return page, (page[-1].id if len(rows) > limit else None)
+
+
+WORKING_OR_STARTING = (RunStatus.STARTING, *WORKING)
+
+
+def waiting_counts(tx: Tx) -> dict[str, Any]:
+    """How many runs wait for a person or the game, by what (`any`: all of them), and how many are working
+    (starting, running or ending, waiting for nobody): one statement, each count one range of an index."""
+    kinds = ", ".join(f"(SELECT COUNT(*) FROM event_runs WHERE waiting_for = %s) AS `{kind}`" for kind in waiting.STORED)  # noqa: S608 — the aliases are waiting's constants
+    row = tx.one(
+        f"""SELECT (SELECT COUNT(*) FROM event_runs WHERE status IN ({placeholders(len(WORKING_OR_STARTING))})) AS live,
+                   {kinds}""",  # noqa: S608 — the column names are waiting's constants; values are parameters
+        (*(s.value for s in WORKING_OR_STARTING), *waiting.STORED),
+    ) or {"live": 0, **dict.fromkeys(waiting.STORED, 0)}  # a SELECT of counts has its row: only EXPLAIN has none
+    counts = {kind: int(row[kind]) for kind in waiting.STORED}
+    held_while_working = sum(counts[kind] for kind in waiting.STORED if kind != "resume")  # resume: paused, not live
+    return {"waiting": {"any": sum(counts.values()), **counts}, "working": int(row["live"]) - held_while_working}
 
 
 def find_due(
@@ -172,7 +202,8 @@ def _move(
     Health only ever degrades.
     """
     to = RunStatus(to)
-    row = writes((RunStatus(s) for s in sources), to)
+    sources = [RunStatus(s) for s in sources]
+    row = writes(sources, to)
     if current_phase is not None and to not in (RunStatus.RUNNING, RunStatus.ENDING):
         raise ValueError("current_phase is written only by a transition into running or ending")
     if current_phase is not None and not is_whole_number(current_phase, at_least=1):
@@ -192,6 +223,7 @@ def _move(
     elif row.wake is Wake.NOW:
         sets.append("wake_at = %s")
         args.append(now)
+    sets.append(f"waiting_for = {_waiting_after(sources, to, phases)}")
     if last_error is not _UNSET:
         sets.append("last_error = %s")
         args.append(kept_note(last_error))
@@ -218,6 +250,17 @@ def _move(
         )
         >= 1
     )
+
+
+def _waiting_after(sources: list[RunStatus], to: RunStatus, phases: tuple[int | None, int | None]) -> str:
+    """What a moved run waits for (`waiting`): a paused run for a resume; a run resumed at its phase for what
+    its rows say (a parked cue, a held phase, or nothing: `waiting.from_rows`); any other move, nothing (a
+    new phase has nobody to wait for yet, a finished run none ever)."""
+    if to is RunStatus.PAUSED:
+        return waiting.RESUME
+    if to is RunStatus.RUNNING and RunStatus.PAUSED in sources and phases == (None, None):
+        return waiting.from_rows("event_runs")
+    return "NULL"
 
 
 def transition(
@@ -359,7 +402,7 @@ def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *,
             f"""UPDATE event_runs r JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
                    SET p.condition_met = TRUE, p.met_at = %s, p.met_by = %s,
                        {"r.last_error = NULL," if resuming else ""}
-                       r.status = {RunSQL.RUNNING}, r.updated_at = %s, r.wake_at = %s
+                       r.status = {RunSQL.RUNNING}, r.updated_at = %s, r.wake_at = %s, r.waiting_for = NULL
                  WHERE r.id = %s AND r.status = %s AND r.current_phase = %s
                    AND p.kind = 'main' AND NOT p.condition_met
                    AND NOT EXISTS (SELECT 1 FROM event_run_steps s

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Tx, placeholders
+from .. import waiting
 from ..lifecycle import RUNNER_FINISHES, RunSQL, StepSQL
 from ..model import (
     Claim,
@@ -37,7 +38,8 @@ from . import phases
 
 COLUMNS = (
     "id, run_id, phase, seq, action_id, params, action_version, on_failure, idempotency_key,"
-    " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error"
+    " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error,"
+    " acknowledged_by, acknowledged_at"
 )
 GAVE_UP = "gave up after repeated interruptions"
 RUN_ENDED = "its run ended while this step was in flight"
@@ -78,6 +80,18 @@ def oldest_parked_since(tx: Tx) -> datetime | None:
     return tx.scalar(
         f"SELECT MIN(started_at) AS since FROM event_run_steps WHERE status = {StepSQL.RUNNING} AND claim_expires_at IS NULL"  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
     )
+
+
+def parked_of(tx: Tx, run_ids: Sequence[int]) -> dict[int, Step]:
+    """The parked step of each of these runs that has one (a run has at most one: its phase's head)."""
+    if not run_ids:
+        return {}
+    rows = tx.all(
+        f"""SELECT {COLUMNS} FROM event_run_steps
+             WHERE run_id IN ({placeholders(len(run_ids))}) AND status = {StepSQL.RUNNING} AND claim_expires_at IS NULL""",  # noqa: S608 — COLUMNS, the marks and the status literal are constants; ids are parameters
+        tuple(run_ids),
+    )
+    return {int(r["run_id"]): Step.from_row(r) for r in rows}
 
 
 def list_for_run(tx: Tx, run_id: int) -> list[Step]:
@@ -266,15 +280,18 @@ _FENCE_OF_S = f"s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claimed_by = %s
 
 
 def park(tx: Tx, claim: Claim, note: str | None = None) -> bool:
-    """Leave the step running but held by nobody (lease NULL): a person finishes it."""
+    """Leave the step running but held by nobody (lease NULL): a person finishes it. Its run, working at its
+    phase, waits for this cue from now (`waiting_for`, in the same statement; a paused run waits for its resume)."""
     return (
         tx.execute(
-            f"""UPDATE event_run_steps
-                   SET claim_expires_at = NULL, claimed_by = NULL, last_error = %s
-                 WHERE {_FENCE}""",  # noqa: S608 — _FENCE is a constant; values are parameters
+            f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+                   SET s.claim_expires_at = NULL, s.claimed_by = NULL, s.last_error = %s,
+                       r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = s.phase,
+                                          {waiting.CUE}, r.waiting_for)
+                 WHERE {_FENCE_OF_S}""",  # noqa: S608 — _FENCE_OF_S and the renderings are constants; values are parameters
             (kept_note(note), claim.step_id, claim.token, claim.attempt),
         )
-        == 1
+        >= 1
     )
 
 
@@ -529,7 +546,7 @@ def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None)
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    SET s.status = {StepSQL.DONE}, s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
-                       {_WAKE_RUN_NOW}
+                       {_WAKE_RUN_NOW}, r.waiting_for = {waiting.CUE_ANSWERED}
                  WHERE s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL""",  # noqa: S608 — _WAKE_RUN_NOW is a constant; values are parameters
             (now, kept_note(note), now, now, step_id),
         )
@@ -537,23 +554,38 @@ def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None)
     )
 
 
-def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None) -> bool:
-    """A person decided against a pending or parked step of a run that is not over; its run wakes now.
+_PENDING_OF_S = f"s.status = {StepSQL.PENDING}"
+_PARKED_OF_S = f"s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL"
 
-    A leased step cannot be recalled; a step of a finished run is history.
+
+def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None, *, parked: bool) -> bool:
+    """A person decided against a pending step, or (`parked`) a parked one, of a run that is not over; its run
+    wakes now, and a skipped cue is no longer waited for.
+
+    The caller names which of the two it read (locked): the statement's WHERE holds the step to it. A leased
+    step cannot be recalled; a step of a finished run is history.
     """
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    SET s.status = {StepSQL.SKIPPED}, s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
-                       {_WAKE_RUN_NOW}
-                 WHERE s.id = %s
-                   AND (s.status = {StepSQL.PENDING} OR (s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL))
-                   AND r.status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — _WAKE_RUN_NOW and _reached are constants; values are parameters
+                       {_WAKE_RUN_NOW}{", r.waiting_for = " + waiting.CUE_ANSWERED if parked else ""}
+                 WHERE s.id = %s AND {_PARKED_OF_S if parked else _PENDING_OF_S}
+                   AND r.status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — _WAKE_RUN_NOW and the step states are constants; values are parameters
             (now, kept_note(reason), now, now, step_id),
         )
         > 0
     )
+
+
+def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime) -> bool:
+    """`actor` has the parked cue: a compare-and-set on its being parked and nobody having it yet (the first
+    acknowledge stands; a second, by anyone, changes nothing)."""
+    return tx.execute(
+        f"""UPDATE event_run_steps s SET s.acknowledged_by = %s, s.acknowledged_at = %s
+             WHERE s.id = %s AND {_PARKED_OF_S} AND s.acknowledged_by IS NULL""",  # noqa: S608 — the step state is a constant; values are parameters
+        (actor, now, step_id),
+    ) == 1
 
 
 def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime) -> bool:

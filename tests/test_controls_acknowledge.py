@@ -1,0 +1,90 @@
+"""Acknowledge a cue: a person has a parked cue, on the real database. The first acknowledge stands (a
+compare-and-set on the step being parked and nobody having it); the same person again is 200 and writes
+nothing; anyone else is 409 naming who has it and since when; a step that is not a parked cue is 409. Every
+refusal writes nothing.
+"""
+
+from datetime import timedelta
+
+from chalicelib.events.model import Claim, RunStatus, iso
+from chalicelib.events.store import steps
+from tests.support.api import ADMIN, GM, MODERATOR, token
+from tests.support.factory import run_row, step_row
+from tests.support.scenes import log_rows, put_step_in, run_with_steps, snapshot
+
+ROWAN = token("gm", sub="Rowan")
+
+
+def _parked(db, clock):
+    run, (cue, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    return run, put_step_in(db, cue, "parked", clock.now())
+
+
+def test_a_game_master_has_a_parked_cue_and_the_step_and_the_log_say_so(api, db, clock):
+    run, cue = _parked(db, clock)
+    answer = api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", {"note": "  on my way  "}, auth=ROWAN)
+    assert answer.status == 200, answer.body
+    assert answer.body["step"]["acknowledged_by"] == "Rowan"
+    assert answer.body["step"]["acknowledged_at"] == iso(clock.now())
+    assert answer.body["step"]["status"] == "running" and answer.body["step"]["parked"] is True
+    (row,) = [r for r in log_rows(db, run.id) if r["kind"] == "step.acknowledged"]
+    assert (row["actor"], row["step_id"]) == ("Rowan", cue.id)
+    assert row["detail"] == {"control": "acknowledge", "action": "world.spawn", "note": "on my way"}
+    shown = api.get(f"/runs/{run.id}", auth=GM).body
+    assert shown["waiting"]["acknowledged_by"] == "Rowan"
+    assert "acknowledge" not in shown["controls"]["steps"][str(cue.id)]  # had: not offered again
+    assert "confirm" in shown["controls"]["steps"][str(cue.id)]
+
+
+def test_the_same_person_again_is_200_and_writes_nothing(api, db, clock):
+    run, cue = _parked(db, clock)
+    first = api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", {}, auth=ROWAN).body["step"]
+    before = snapshot(db, run.id)
+    again = api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", {"note": "still me"}, auth=ROWAN)
+    assert again.status == 200 and again.body["step"] == first
+    assert snapshot(db, run.id) == before
+
+
+def test_another_person_is_409_naming_who_has_it_and_since_when(api, db, clock):
+    run, cue = _parked(db, clock)
+    clock.set(clock.now().replace(hour=20, minute=14, second=5) + timedelta(days=1))
+    assert api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", {}, auth=ROWAN).status == 200
+    before = snapshot(db, run.id)
+    for other in (GM, MODERATOR, ADMIN):
+        answer = api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", {"note": "mine"}, auth=other)
+        assert answer.status == 409
+        assert answer.body == {"errors": ["Rowan has it since 20:14 UTC"],
+                               "detail": {"run_status": "running", "step_status": "running", "step_parked": True}}
+    assert snapshot(db, run.id) == before
+    assert step_row(db, cue.id).acknowledged_by == "Rowan"
+
+
+def test_only_a_parked_cue_can_be_acknowledged(api, db, clock):
+    run, (first, second, third) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    for target, state in ((first, "pending"), (second, "leased"), (third, "done")):
+        put_step_in(db, target, state, clock.now())
+        before = snapshot(db, run.id)
+        answer = api.post(f"/runs/{run.id}/steps/{target.id}/acknowledge", {}, auth=GM)
+        shown = {"leased": "running under a live lease"}.get(state, state)
+        assert answer.status == 409
+        assert answer.body["errors"] == [f"this step is {shown}; only a parked cue can be acknowledged"]
+        assert snapshot(db, run.id) == before
+
+
+def test_the_store_acknowledges_a_parked_step_once_and_nothing_else(db, clock):
+    _, (cue, pending, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    put_step_in(db, cue, "parked", clock.now())
+    assert not db.transaction(lambda tx: steps.acknowledge(tx, pending.id, "Rowan", clock.now()))
+    assert db.transaction(lambda tx: steps.acknowledge(tx, cue.id, "Rowan", clock.now()))
+    assert not db.transaction(lambda tx: steps.acknowledge(tx, cue.id, "Sam", clock.now()))
+    assert not db.transaction(lambda tx: steps.acknowledge(tx, cue.id, "Rowan", clock.now()))
+    assert (step_row(db, cue.id).acknowledged_by, step_row(db, pending.id).acknowledged_by) == ("Rowan", None)
+
+
+def test_a_cue_answered_while_its_run_is_paused_leaves_it_waiting_for_its_resume(db, clock):
+    run, (cue, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    leased = put_step_in(db, cue, "leased", clock.now())
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET status = 'paused', waiting_for = 'resume' WHERE id = %s",
+                                        (run.id,)))
+    assert db.transaction(lambda tx: steps.park(tx, Claim(leased.id, "tick-token", leased.attempts), "cue"))
+    assert run_row(db, run.id).waiting_for == "resume"
