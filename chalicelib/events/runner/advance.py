@@ -433,8 +433,9 @@ class RunAdvancer:
         if found.on_deadline == "pause":
             waited = f"the signal {found.signal}" if found.signal else "a person's advance" if plan.condition else "its steps"
             cause = f"phase {number} ({plan.name}) waited {found.limit_seconds} s for {waited}"
-            if not phases.drop_deadline(tx, run_id, number, now) or not runs.transition(
-                    tx, run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=cause, degrade=True):
+            # The run first: a person's move meanwhile leaves the deadline standing (the phase row is locked).
+            if not runs.transition(tx, run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=cause, degrade=True) \
+                    or not phases.drop_deadline(tx, run_id, number, now):
                 return Done(None)
             log_rows.append(journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.PAUSED, cause=cause))
             return Done(RunStatus.PAUSED)
