@@ -108,7 +108,7 @@ def test_pause_resume_and_cancel_with_a_reason_by_keyboard_with_focus_after_each
     assert eventually(lambda: browser.find_element(By.ID, "freshness").get_attribute("data-state") == "over", "the page to stop polling")
 
 
-def test_a_moderator_sees_no_definition_editing_and_a_gm_sees_no_controls(browser, server, api_client):
+def test_a_moderator_sees_no_definition_editing_and_a_gm_sees_only_their_cue_s_controls(browser, server, api_client):
     _, run_id = schedule_now(api_client, demo_document("Harvest festival (roles)"))
     sign_in(browser, MODERATOR)
     assert not browser.find_element(By.ID, "nav-definitions").is_displayed()
@@ -127,10 +127,12 @@ def test_a_moderator_sees_no_definition_editing_and_a_gm_sees_no_controls(browse
     open_run(browser, server.url, run_id)
     _, banner = cue_banner(browser)
     assert "Waiting for a game master: Light the bonfire" in banner
-    time.sleep(2.5)  # a poll or two: still nothing to press
-    assert browser.find_elements(By.CSS_SELECTOR, "[data-control], [data-control] *") == []
+    time.sleep(2.5)  # a poll or two: still only the cue's own controls (its cue_roles), no run control
+    offered = {b.get_attribute("data-control") for b in browser.find_elements(By.CSS_SELECTOR, "[data-control]")}
+    assert offered == {"confirm", "skip", "acknowledge"}, offered
+    assert not browser.find_elements(By.CSS_SELECTOR, "[data-control]:not([data-step])")
     assert not browser.find_element(By.ID, "nav-definitions").is_displayed()
-    screenshot(browser, "gm-sees-the-cue-without-controls")
+    screenshot(browser, "gm-sees-their-cue-s-controls")
 
 
 def test_a_refusal_names_the_role_it_needs(browser, server, api_client):

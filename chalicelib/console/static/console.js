@@ -10,7 +10,7 @@ import { runsView } from './runs.js';
 import {
   checkToken, expiresAt, finishOidc, forgetToken, startOidc, storedToken, storeToken,
 } from './signin.js';
-import { el, focus, heading, notice, say, useVocabulary } from './ui.js';
+import { el, focus, heading, needYou, notice, say, useVocabulary } from './ui.js';
 
 const main = document.getElementById('main');
 const state = { config: { oidc: null, dev_logins: [] }, session: null, stop: null, expiryTimer: null, definitions: null };
@@ -67,6 +67,7 @@ function showHeader() {
   const { session } = state;
   document.getElementById('nav').hidden = !session;
   document.getElementById('nav-definitions').hidden = !session?.may.define;
+  if (!session) needYou(0);
   const who = document.getElementById('who');
   who.replaceChildren();
   if (session) {

@@ -18,7 +18,8 @@ const LOG_PAGE = 500;
 function specOf(name) {
   const declared = controlOf(name);
   if (!declared) return { field: null, phaseField: null, action: name, done: `${name}: done`, tone: null };
-  const field = declared.note_field;
+  // A control that asks nothing first (acknowledge: its note is optional) is pressed at once.
+  const field = declared.question ? declared.note_field : null;
   return {
     field, label: field ? `${capitalised(field)} (optional)` : null, title: declared.question,
     action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
@@ -118,9 +119,27 @@ export function runView(main, ctx, runIdText) {
     }, label);
   }
 
+  // Whether this person may press a control: its declaration's `roles`, or on a parked cue its `cue_roles`
+  // (a gm, on their cue). A control the vocabulary did not declare is for those who may control at all.
+  function mayPress(name, step) {
+    const declared = controlOf(name);
+    if (!declared) return session.may.control;
+    const held = (roles) => (roles || []).some((role) => session.roles.includes(role));
+    return held(declared.roles) || Boolean(step?.parked && held(declared.cue_roles));
+  }
+
   function offered(step) {
-    if (!session.may.control || !detail) return [];
-    return step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
+    if (!detail) return [];
+    const offer = step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
+    return offer.filter((name) => mayPress(name, step));
+  }
+
+  // "Rowan has it since 20:14": who acknowledged a parked cue, from the step or the run's `waiting`.
+  function hasIt(step) {
+    const waiting = detail.waiting?.for === 'cue' && detail.waiting.step_id === step.id ? detail.waiting : {};
+    const by = step.acknowledged_by || waiting.acknowledged_by;
+    const at = step.acknowledged_at || waiting.acknowledged_at;
+    return by ? el('p', { class: 'has-it', 'data-has-it': by }, `${by} has it`, at ? [' since ', clock(at)] : '', '.') : null;
   }
 
   const phaseRow = (number) => (detail.phases || []).find((p) => p.number === number);
@@ -211,6 +230,7 @@ export function runView(main, ctx, runIdText) {
     for (const step of steps.filter((s) => s.parked)) {
       bannerParts.push(el('div', { class: 'banner banner-cue', role: 'region', 'aria-label': `Cue, step ${step.id}`, 'data-cue': step.id },
         el('p', {}, el('strong', {}, 'Waiting for a game master: '), step.params?.instruction || step.action_id),
+        hasIt(step),
         el('div', { class: 'buttons' }, offered(step).filter((c) => c !== 'retry').map((c) => controlButton(c, step)))));
     }
     if (detail.waiting?.for === 'resume') {

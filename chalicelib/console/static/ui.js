@@ -77,6 +77,17 @@ export function notice(text, kind = 'info', ...extra) {
   say('notice', text, kind, ...extra);
 }
 
+// "2 runs need you" in the header and the tab's title, from GET /runs's `summary.waiting.any`; nothing when 0.
+export function needYou(count) {
+  const words = count ? `${count} ${count === 1 ? 'run needs' : 'runs need'} you` : '';
+  const badgeNode = document.getElementById('need-you');
+  if (badgeNode) {
+    badgeNode.textContent = words;
+    badgeNode.hidden = !count;
+  }
+  document.title = words ? `${words} · Event runs` : 'Event runs';
+}
+
 export const capitalised = (text) => (text ? `${text[0].toUpperCase()}${text.slice(1)}` : text);
 
 export function heading(level, text, attrs = {}) {
