@@ -153,6 +153,8 @@ def test_each_advance_condition_is_kept_as_written(advance):
     ({"when": "manual", "on_timeout": "pause"}, "document.phases[0].advance.on_timeout: it needs a timeout_seconds"),
     ({"when": "signal", "name": "go", "timeout_seconds": 9, "on_timeout": "wait"},
      "document.phases[0].advance.on_timeout must be one of ['advance', 'pause']"),
+    ({"when": {}, "name": "a", "seconds": 1}, "document.phases[0].advance.when"),  # schemathesis found a 500 here
+    ({"when": ["after"], "seconds": 1}, "document.phases[0].advance.when"),
 ])
 def test_an_advance_condition_that_cannot_work_is_refused_naming_why(advance, problem):
     [found] = _problems({"name": "Boss", "phases": [{"steps": STEPS, "advance": advance}]})

@@ -192,9 +192,10 @@ def _advance_problems(document: dict[str, Any]) -> list[str]:
     phases = document.get("phases")
     for i, phase in enumerate(phases if isinstance(phases, list) else []):
         advance = phase.get("advance") if isinstance(phase, dict) else None
-        if not isinstance(advance, dict) or advance.get("when") not in _ADVANCE_FIELDS:
-            continue  # the schema reports it
-        path, when = f"document.phases[{i}].advance", advance["when"]
+        when = advance.get("when") if isinstance(advance, dict) else None
+        if not isinstance(when, str) or when not in _ADVANCE_FIELDS:
+            continue  # the schema reports it (a `when` of any other type too: a dict is no key)
+        path = f"document.phases[{i}].advance"
         for field in sorted(set(advance) - {"when"} - _ADVANCE_FIELDS[when]):
             problems.append(f"{path}.{field}: a phase that advances {when!r} takes no {field}"
                             + (" (after is a duration already)" if field == "timeout_seconds" else ""))
