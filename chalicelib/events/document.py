@@ -192,7 +192,9 @@ def _advance_problems(document: dict[str, Any]) -> list[str]:
     phases = document.get("phases")
     for i, phase in enumerate(phases if isinstance(phases, list) else []):
         advance = phase.get("advance") if isinstance(phase, dict) else None
-        when = advance.get("when") if isinstance(advance, dict) else None
+        if not isinstance(advance, dict):
+            continue  # the schema reports it
+        when = advance.get("when")
         if not isinstance(when, str) or when not in _ADVANCE_FIELDS:
             continue  # the schema reports it (a `when` of any other type too: a dict is no key)
         path = f"document.phases[{i}].advance"
