@@ -25,6 +25,8 @@ RANGES: dict[str, tuple[int, int, int]] = {
     "EVENT_STEP_MAX_ATTEMPTS": (3, 1, 20),
     "EVENT_STEP_RETRY_SECONDS": (30, 0, 3600),
     "EVENT_TICK_CONCURRENCY": (8, 1, 64),
+    # How long a run may wait for a person before one escalation (0: never); a cue may set its own.
+    "EVENT_ESCALATE_AFTER_SECONDS": (900, 0, 7 * 24 * 3600),
 }
 
 
@@ -51,6 +53,16 @@ def _channel(env: Mapping[str, str], name: str) -> str:
     if value == "log" or (scheme == "sns" and SNS_TOPIC_ARN.fullmatch(target)) or (scheme == "webhook" and _http_url(target)):
         return value
     raise ConfigError(f"{name} must be 'log', 'sns:<topic arn>' or 'webhook:<http(s) url>', got {value!r}")
+
+
+def _discord_role(env: Mapping[str, str], name: str) -> str | None:
+    """A Discord role id (its snowflake: digits), or None when unset."""
+    value = (env.get(name) or "").strip()
+    if not value:
+        return None
+    if not re.fullmatch(r"\d{1,20}", value):
+        raise ConfigError(f"{name} must be a Discord role id (digits only, as <@&id> takes it), got {value!r}")
+    return value
 
 
 MAX_SHARDS = 64
@@ -131,6 +143,9 @@ class Settings:
     console_dev_logins: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     cue_channel: str = "log"
     announce_channel: str = "log"
+    escalation_channel: str | None = None  # ESCALATION_CHANNEL; None: the cue channel
+    escalation_mention: str | None = None  # ESCALATION_MENTION: a Discord role id the escalation webhook pings
+    escalate_after_seconds: int = RANGES["EVENT_ESCALATE_AFTER_SECONDS"][0]
     cors_origin: str = "*"
     console_url: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
@@ -173,6 +188,9 @@ class Settings:
             console_dev_logins=_dev_logins(env, "EVENTS_CONSOLE_DEV_TOKENS"),
             cue_channel=_channel(env, "CUE_CHANNEL"),
             announce_channel=_channel(env, "ANNOUNCE_CHANNEL"),
+            escalation_channel=_channel(env, "ESCALATION_CHANNEL") if (env.get("ESCALATION_CHANNEL") or "").strip() else None,
+            escalation_mention=_discord_role(env, "ESCALATION_MENTION"),
+            escalate_after_seconds=_int_in_range(env, "EVENT_ESCALATE_AFTER_SECONDS"),
             cors_origin=env.get("EVENTS_CORS_ORIGIN", "*").strip() or "*",
             console_url=_console_url(env),
             webhook_secret=env.get("WEBHOOK_SECRET") or None,

@@ -115,6 +115,7 @@ def test_each_attempt_is_told_what_the_previous_one_came_to(db, clock, runner, g
 
     class Telling:  # the runner's actions, recording the context of every attempt
         longest_dispatch_seconds = runner.actions.longest_dispatch_seconds
+        escalate_after_seconds = 0
 
         def perform(self, context):
             told.append((context.step.action_id, context.attempt, context.previous, context.run_id, context.mode.value))

@@ -128,6 +128,11 @@ STEP = _object(
     last_error=_MAYBE_TEXT,
     acknowledged_by=_MAYBE_TEXT,
     acknowledged_at=_MAYBE_TIME,
+    remind_at=_MAYBE_TIME,
+    reminders_sent=_INT,
+    escalate_at=_MAYBE_TIME,
+    escalation_tries=_INT,
+    times_out_at=_MAYBE_TIME,
     parked={"type": "boolean"},
 )
 PHASE = _object(

@@ -14,6 +14,12 @@ its cause (`cause`).
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
                    outcome, http_status, latency_ms, error[, fenced_out]}
     step.acknowledged  a person has a parked cue: {control, action, note}; the row's actor is who has it
+    step.reminder  a parked cue's reminder was posted, or failed and is not sent again:
+                   {action, n, of, channel, idempotency_key, waited_seconds[, error]}
+    step.escalated a parked cue's escalation was posted, or failed its last try:
+                   {action, channel, attempt, idempotency_key, waited_seconds[, error]}
+    run.escalated  a run waited for a person (a resume, an advance) too long: the escalation was posted, or
+                   failed its last try: {waiting_for, n, channel, attempt, idempotency_key, waited_seconds[, error]}
 """
 
 from __future__ import annotations
@@ -31,7 +37,11 @@ RUN_SIGNAL = "run.signal"
 STEP_STATUS = "step.status"
 STEP_DISPATCH = "step.dispatch"
 STEP_ACKNOWLEDGED = "step.acknowledged"
-KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, STEP_STATUS, STEP_DISPATCH, STEP_ACKNOWLEDGED)
+STEP_REMINDER = "step.reminder"
+STEP_ESCALATED = "step.escalated"
+RUN_ESCALATED = "run.escalated"
+KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, RUN_ESCALATED, STEP_STATUS, STEP_DISPATCH, STEP_ACKNOWLEDGED,
+         STEP_REMINDER, STEP_ESCALATED)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
 
@@ -136,3 +146,33 @@ def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: boo
     if fenced_out:
         detail["fenced_out"] = True  # the answer came after our lease was taken over: recorded, not applied
     return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_DISPATCH, phase=step.phase, detail=detail, actor=RUNNER)
+
+
+def _posted(detail: dict[str, Any], error: str | None) -> dict[str, Any]:
+    return {**detail, "error": error} if error is not None else detail
+
+
+def step_reminder(step: Step, n: int, of: int, channel: str, key: str, waited_seconds: int,
+                  error: str | None = None) -> Entry:
+    """The n-th of a parked cue's reminders was posted (or, with `error`, was not: it is not sent again)."""
+    detail = {"action": step.action_id, "n": n, "of": of, "channel": channel, "idempotency_key": key,
+              "waited_seconds": waited_seconds}
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_REMINDER, phase=step.phase,
+                 detail=_posted(detail, error), actor=RUNNER)
+
+
+def step_escalated(step: Step, channel: str, attempt: int, key: str, waited_seconds: int,
+                   error: str | None = None) -> Entry:
+    """A parked cue's escalation was posted at `attempt` (or, with `error`, its last try failed)."""
+    detail = {"action": step.action_id, "channel": channel, "attempt": attempt, "idempotency_key": key,
+              "waited_seconds": waited_seconds}
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_ESCALATED, phase=step.phase,
+                 detail=_posted(detail, error), actor=RUNNER)
+
+
+def run_escalated(run_id: int, phase: int | None, waiting_for: str, n: int, channel: str, attempt: int, key: str,
+                  waited_seconds: int, error: str | None = None) -> Entry:
+    """A run's wait for a person was escalated (or, with `error`, its last try failed)."""
+    detail = {"waiting_for": waiting_for, "n": n, "channel": channel, "attempt": attempt, "idempotency_key": key,
+              "waited_seconds": waited_seconds}
+    return Entry(run_id=run_id, kind=RUN_ESCALATED, phase=phase, detail=_posted(detail, error), actor=RUNNER)

@@ -84,6 +84,15 @@ def _public(obj: Any) -> dict[str, Any]:
 
 # ── rows ───────────────────────────────────────────────────────────────────
 @dataclass(frozen=True)
+class Attention:
+    """A parked cue's first timer moments, as its park writes them (None: that timer does not apply)."""
+
+    remind_at: datetime | None = None
+    escalate_at: datetime | None = None
+    times_out_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class StepSpec:
     """One authored step, as materialised into a phase."""
 
@@ -147,6 +156,12 @@ class Step:
     last_error: str | None
     acknowledged_by: str | None = None  # who has this parked cue (acknowledge), and since when
     acknowledged_at: datetime | None = None
+    # A parked cue's attention timers (runner/attention.py): each is when it is next due, None once spent.
+    remind_at: datetime | None = None
+    reminders_sent: int = 0
+    escalate_at: datetime | None = None
+    escalation_tries: int = 0
+    times_out_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:

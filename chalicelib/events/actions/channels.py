@@ -50,8 +50,10 @@ class LogChannel:
         )
 
 
-def channel_for(setting: str, name: str, *, timeout: float, webhook_secret: str | SigningKey | None = None) -> Channel:
-    """The channel a CUE_CHANNEL / ANNOUNCE_CHANNEL setting names (already checked by the settings)."""
+def channel_for(setting: str, name: str, *, timeout: float, webhook_secret: str | SigningKey | None = None,
+                mention_role: str | None = None) -> Channel:
+    """The channel a CUE_CHANNEL / ANNOUNCE_CHANNEL / ESCALATION_CHANNEL setting names (already checked by the
+    settings); `mention_role` is the Discord role a webhook channel pings (ESCALATION_MENTION)."""
     scheme, _, target = setting.partition(":")
     if setting == "log":
         return LogChannel(name)
@@ -64,5 +66,5 @@ def channel_for(setting: str, name: str, *, timeout: float, webhook_secret: str 
 
         if not webhook_secret:
             raise ConfigError(f"{name} channel is a webhook: set WEBHOOK_SECRET or WEBHOOK_SECRET_ARN")
-        return WebhookChannel(name, target, webhook_secret, timeout=timeout)
+        return WebhookChannel(name, target, webhook_secret, timeout=timeout, mention_role=mention_role)
     raise ConfigError(f"{name} channel {setting!r}: use 'log', 'sns:<topic arn>' or 'webhook:<url>'")

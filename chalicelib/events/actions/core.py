@@ -7,7 +7,10 @@ Their params have been checked against the action's schema before they run
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from ..errors import ChannelError
+from ..model import Attention
 from .channels import Channel
 from .context import ActionContext
 from .notice import Notice
@@ -26,11 +29,28 @@ def wait(context: ActionContext) -> Outcome:
     return Outcome.done(hold_until=started + context.scaled(seconds))
 
 
-def cue(context: ActionContext, channel: Channel, console_url: str | None = None) -> Outcome:
-    """Post the instruction, then park: a person confirms or skips it."""
-    instruction = context.step.params["instruction"]
+def cue(context: ActionContext, channel: Channel, console_url: str | None = None,
+        escalate_after_seconds: int = 0) -> Outcome:
+    """Post the instruction, then park with the cue's timers: a person confirms or skips it.
+
+    `escalate_after_seconds` is the deployment's escalation for a cue without its own (0: none)."""
+    params = context.step.params
+    instruction = params["instruction"]
     posted = _post(channel, Notice.of(context.step, "cue", instruction, context.now, console_url))
-    return posted or Outcome.parked(note=f"waiting for a game master: {instruction}")
+    return posted or Outcome.parked(note=f"waiting for a game master: {instruction}",
+                                    attention=cue_attention(context, escalate_after_seconds))
+
+
+def cue_attention(context: ActionContext, escalate_after_seconds: int) -> Attention:
+    """When a cue parked now is first reminded, escalated and timed out, on the run's clock."""
+    params = context.step.params
+
+    def after(seconds: int | None) -> datetime | None:
+        return None if not seconds else context.now + context.scaled(seconds)
+
+    return Attention(after(params.get("remind_after_seconds")),
+                     after(params.get("escalate_after_seconds", escalate_after_seconds)),
+                     after(params.get("timeout_seconds")))
 
 
 def announce(context: ActionContext, channel: Channel, console_url: str | None = None) -> Outcome:

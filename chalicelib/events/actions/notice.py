@@ -12,10 +12,10 @@ from ..model import Step
 class Notice:
     """What a core action posts: the authored text and where it comes from."""
 
-    kind: str  # "cue", "announce", or "advance" (a run holds for a person to advance its phase)
-    text: str  # the instruction or message as authored (for "advance", the engine's own sentence)
+    kind: str  # "cue", "announce", or one of the engine's own (`ABOUT_A_WAIT`)
+    text: str  # the instruction or message as authored (for the engine's own kinds, its sentence)
     run_id: int
-    step_id: int | None  # None for "advance": it is about a phase, not a step
+    step_id: int | None  # None for "advance" and "stall": they are about a run, not a step
     idempotency_key: str
     at: datetime  # the tick's clock: webhooks sign with it
     link: str | None = None  # the run's page in the console
@@ -23,6 +23,30 @@ class Notice:
     @classmethod
     def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> Notice:
         return cls(kind, text, step.run_id, step.id, step.idempotency_key, at, console_link(console_url, step.run_id))
+
+    @classmethod
+    def reminder(cls, step: Step, n: int, of: int, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
+        """The n-th reminder of a parked cue: which one it is, how long the cue has waited, that nobody has it."""
+        text = (f"Reminder {n} of {of}: run {step.run_id} has waited {waited(waited_seconds)} for a game master, "
+                f"and nobody has acknowledged it yet: {step.params.get('instruction', step.action_id)}")
+        return cls("reminder", text, step.run_id, step.id, f"{step.idempotency_key}:r{n}", at,
+                   console_link(console_url, step.run_id))
+
+    @classmethod
+    def escalation(cls, step: Step, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
+        """A parked cue nobody has answered or acknowledged in time."""
+        text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a game master, and nobody "
+                f"has acknowledged it: {step.params.get('instruction', step.action_id)}")
+        return cls("escalation", text, step.run_id, step.id, f"{step.idempotency_key}:e", at,
+                   console_link(console_url, step.run_id))
+
+    @classmethod
+    def stall(cls, run_id: int, n: int, waiting_for: str, waited_seconds: int, at: datetime,
+              console_url: str | None) -> Notice:
+        """A run that has waited too long for a person: paused (a resume) or held (an advance)."""
+        what = "to be resumed" if waiting_for == "resume" else "for a person to advance its phase"
+        text = f"Escalation: run {run_id} has waited {waited(waited_seconds)} {what}"
+        return cls("stall", text, run_id, None, f"{run_id}:stall:{n}", at, console_link(console_url, run_id))
 
     @classmethod
     def of_hold(cls, run_id: int, phase: int, name: str, at: datetime, console_url: str | None) -> Notice:
@@ -34,7 +58,7 @@ class Notice:
         """What a person reads. A cue names its run and step and links to the run, so the
         game master who reads it knows where to confirm it; an announcement is its text.
         With `limit`, the text is shortened (never the run, step or link) to fit."""
-        if self.kind == "advance":
+        if self.kind in ABOUT_A_WAIT:
             return self.text + (f"\n{self.link}" if self.link else "")
         if self.kind != "cue":
             return _shorten(self.text, limit)
@@ -48,7 +72,21 @@ class Notice:
     def subject(self) -> str:
         if self.kind == "advance":
             return f"Run {self.run_id} waits to advance"
+        if self.kind in ABOUT_A_WAIT:
+            return f"{self.kind.capitalize()} for run {self.run_id}"
         return f"Cue for run {self.run_id}" if self.kind == "cue" else f"Announcement from run {self.run_id}"
+
+
+# The engine's own sentences about a wait (a phase held, a cue reminded or escalated, a run stalled).
+ABOUT_A_WAIT = ("advance", "reminder", "escalation", "stall")
+
+
+def waited(seconds: int) -> str:
+    """A wait as a person says it: "45 s", "12 min", "3 h 5 min"."""
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
 def console_link(console_url: str | None, run_id: int) -> str | None:

@@ -7,6 +7,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from ..model import Attention
+
 
 class Verdict(str, Enum):
     DONE = "done"  # finished; with hold_until, the next step of the phase waits until then
@@ -22,6 +24,7 @@ class Outcome:
     error: str | None = None
     hold_until: datetime | None = None
     note: str | None = None
+    attention: Attention | None = None  # a park's timers
     http_status: int | None = None
     latency_ms: int | None = None
     result: dict[str, Any] | None = field(default=None, compare=False)  # the answer body, parsed (a JSON object)
@@ -31,8 +34,8 @@ class Outcome:
         return cls(Verdict.DONE, **extra)
 
     @classmethod
-    def parked(cls, note: str | None = None) -> Outcome:
-        return cls(Verdict.PARKED, note=note)
+    def parked(cls, note: str | None = None, attention: Attention | None = None) -> Outcome:
+        return cls(Verdict.PARKED, note=note, attention=attention)
 
     @classmethod
     def retry(cls, error: str, **extra: Any) -> Outcome:

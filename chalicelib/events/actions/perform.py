@@ -24,6 +24,12 @@ class Actions:
     cue_channel: Channel
     announce_channel: Channel
     console_url: str | None = None  # cues link to their run's page here
+    escalation_channel: Channel | None = None  # escalations go here (None: the cue channel)
+    escalate_after_seconds: int = 0  # EVENT_ESCALATE_AFTER_SECONDS: a human wait's escalation (0: none)
+
+    @property
+    def escalations(self) -> Channel:
+        return self.escalation_channel or self.cue_channel
 
     @property
     def longest_dispatch_seconds(self) -> float:
@@ -36,7 +42,7 @@ class Actions:
         """One handler per core action of the registry (built once: every dispatch looks one up)."""
         return {
             "core.wait": core.wait,
-            "core.cue": lambda context: core.cue(context, self.cue_channel, self.console_url),
+            "core.cue": lambda context: core.cue(context, self.cue_channel, self.console_url, self.escalate_after_seconds),
             "core.announce": lambda context: core.announce(context, self.announce_channel, self.console_url),
         }
 

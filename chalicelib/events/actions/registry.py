@@ -31,6 +31,8 @@ class ActionSpec:
     versions: tuple[int, ...] = (1,)
     core: bool = True
     outcomes: tuple[str, ...] = field(default=("done",))
+    # What the schema cannot say (one field against another): the first problem, named from the step.
+    params_rule: Callable[[dict[str, Any], str], str | None] | None = field(default=None, compare=False)
 
     @cached_property
     def params_check(self) -> Callable[[Any, str], str | None]:
@@ -54,6 +56,41 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 # Text a person reads: something besides whitespace.
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": r"\S"}
+DAY, WEEK = 24 * 3600, 7 * 24 * 3600
+
+
+def _seconds(lowest: int, highest: int, description: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": lowest, "maximum": highest, "description": description}
+
+
+# A cue's attention fields (docs/definitions.md, "A cue that is seen"): reminders to the cue channel, one
+# escalation, and what happens when nobody answers.
+CUE_ON_TIMEOUT = ("continue", "pause", "confirm")
+REMIND_LIMIT_DEFAULT = 3
+_CUE_ATTENTION = {
+    "remind_after_seconds": _seconds(5, DAY, "Post a reminder this long after the cue, and again every as long, until "
+                                              "someone acknowledges, confirms or skips it."),
+    "remind_limit": {"type": "integer", "minimum": 1, "maximum": 20,
+                     "description": f"At most this many reminders (default {REMIND_LIMIT_DEFAULT})."},
+    "escalate_after_seconds": _seconds(5, WEEK, "Escalate to the escalation channel this long after the cue, once, "
+                                                "unless someone has acknowledged it (default: EVENT_ESCALATE_AFTER_SECONDS)."),
+    "timeout_seconds": _seconds(5, WEEK, "Stop waiting this long after the cue, as on_timeout says."),
+    "on_timeout": {"type": "string", "enum": list(CUE_ON_TIMEOUT),
+                   "description": "continue (the default): the cue is cancelled and the phase goes on; pause: the run pauses with "
+                                  "the cue still waiting; confirm: the engine assumes it done. Each degrades the run."},
+}
+
+
+def _cue_timers_problem(params: dict[str, Any], name: str) -> str | None:
+    """A reminder or an escalation must come before the timeout: after it, nobody would read it."""
+    timeout = params.get("timeout_seconds")
+    if timeout is None:
+        return f"{name}: on_timeout needs timeout_seconds" if "on_timeout" in params else None
+    for field_name in ("remind_after_seconds", "escalate_after_seconds"):
+        value = params.get(field_name)
+        if value is not None and value >= timeout:
+            return f"{name}: {field_name} ({value}) must be shorter than timeout_seconds ({timeout})"
+    return None
 
 
 CORE_ACTIONS: dict[str, ActionSpec] = {
@@ -68,8 +105,9 @@ CORE_ACTIONS: dict[str, ActionSpec] = {
         ActionSpec(
             "core.cue",
             "Post an instruction to the game masters' channel and wait for a person to confirm or skip it.",
-            _object({"instruction": _TEXT}, ["instruction"]),
+            _object({"instruction": _TEXT, **_CUE_ATTENTION}, ["instruction"]),
             outcomes=("parked",),
+            params_rule=_cue_timers_problem,
         ),
         ActionSpec(
             "core.announce",
@@ -104,7 +142,12 @@ def lookup(action_id: str) -> ActionSpec | None:
 def params_problem(spec: ActionSpec, params: Any, name: str) -> str | None:
     """The first way `params` break the action's schema, named from `name`; None if the action can take them."""
     unknown = unknown_fields(spec.params_schema, params, f"{name} ({spec.id})")
-    return unknown[0] if unknown else spec.params_check(params, name)
+    if unknown:
+        return unknown[0]
+    problem = spec.params_check(params, name)
+    if problem is None and spec.params_rule is not None and isinstance(params, dict):
+        problem = spec.params_rule(params, name)
+    return problem
 
 
 def catalogue() -> list[dict[str, Any]]:

@@ -2,13 +2,16 @@
 
     {"content": <message for Discord, ≤ 2,000 characters>, "text": <message for Slack>,
      "allowed_mentions": {"parse": []},
-     "event": {"kind": "cue" | "announce" | "advance", "run_id", "step_id" (null for advance), "idempotency_key"}}
+     "event": {"kind": "cue" | "announce" | "advance" | "reminder" | "escalation" | "stall", "run_id",
+               "step_id" (null for advance and stall), "idempotency_key"}}
 
 Discord reads `content` and Slack `text`; each ignores the other's fields. Nobody
 an authored text happens to name is pinged: `text` escapes `&`, `<` and `>` as
 Slack requires (so `<!channel>`, `<!here>` and `<@U…>` show as written), and
 `content` breaks `@everyone` and `@here` with a zero-width space on top of
-`allowed_mentions` (which stops Discord's pings, user and role mentions too). A
+`allowed_mentions` (which stops Discord's pings, user and role mentions too). The escalation channel
+may ping one Discord role (ESCALATION_MENTION): its `<@&id>` heads `content`, and `allowed_mentions`
+names that role alone. A
 receiver of its own checks `X-Event-Signature` exactly as the game bridge does
 (HMAC-SHA256 of "{X-Event-Timestamp}.{body}" with WEBHOOK_SECRET) and reads the
 run, step, kind and idempotency key from the signed body's `event`: a replay
@@ -36,17 +39,24 @@ MAX_ANSWER_BYTES = 64 * 1024  # the answer is only looked at for its status
 
 
 class WebhookChannel:
-    def __init__(self, name: str, url: str, secret: str | SigningKey, *, timeout: float):
+    def __init__(self, name: str, url: str, secret: str | SigningKey, *, timeout: float,
+                 mention_role: str | None = None):
         self.name = name
         self.timeout = timeout
+        self.mention_role = mention_role  # a Discord role id every post of this channel pings
         self._endpoint = outbound.Endpoint.parse(url)
         self._key = secret if isinstance(secret, SigningKey) else SigningKey.fixed(secret)
 
     def post(self, notice: Notice) -> None:
+        content = discord_content(notice)
+        mentions: dict[str, list[str]] = {"parse": []}
+        if self.mention_role:
+            content = f"<@&{self.mention_role}> " + content[: DISCORD_CONTENT_LIMIT - len(self.mention_role) - 5]
+            mentions = {"parse": [], "roles": [self.mention_role]}
         body = json.dumps({
-            "content": discord_content(notice),
+            "content": content,
             "text": slack_text(notice.message(MAX_MESSAGE)),
-            "allowed_mentions": {"parse": []},
+            "allowed_mentions": mentions,
             "event": {"kind": notice.kind, "run_id": notice.run_id, "step_id": notice.step_id,
                       "idempotency_key": notice.idempotency_key},
         }).encode()

@@ -35,6 +35,7 @@ from ..errors import ChannelError, UnreadableDocument
 from ..lifecycle import BEFORE_FIRST_PHASE
 from ..model import RUNNABLE, Claim, PhaseKind, Run, RunStatus, Step, StepStatus
 from ..store import log, phases, runs, steps
+from .attention import Attender, Timer, due
 from .budget import Budget
 from .outcomes import Rules, settle_outcome
 
@@ -53,6 +54,9 @@ class RunReport:
     started: bool = False  # taken from scheduled into its first phase
     outcomes: Counter[str] = field(default_factory=Counter)
     out_of_budget: bool = False
+    reminders: int = 0  # cue reminders this worker claimed (posted or failed: never re-sent)
+    escalations: int = 0  # escalation tries of parked cues
+    escalation_failures: int = 0  # escalations whose last try failed: counted with the tick's errors
 
 
 # ── where the walker is ───────────────────────────────────────────────────
@@ -159,6 +163,7 @@ class RunAdvancer:
         self.db, self.actions, self.rules, self.programme_for = db, actions, rules, programme_for
         self.now, self.budget, self.step_worst_case = now, budget, step_worst_case_seconds
         self.leases_lapse_at = leases_lapse_at  # on the budget's clock: a lease taken in this tick ends then
+        self.attender = Attender(db, actions, rules, now, budget)
 
     # ── the run lease ────────────────────────────────────────────────────
     def advance(self, run: Run) -> RunReport:
@@ -236,7 +241,11 @@ class RunAdvancer:
             head = cursor
             if claim is None:
                 if not _claimable(head.step, self.now):
-                    return head.status  # occupied (in flight or parked), or not yet due
+                    timer = due(head.step, self.now)
+                    if timer is None:
+                        return head.status  # occupied (in flight, or parked with no timer due), or not yet due
+                    cursor, claim = self._attend(run_id, programme, head, timer, report)
+                    continue
                 if not self._may_dispatch():
                     report.out_of_budget = True
                     return head.status
@@ -256,6 +265,24 @@ class RunAdvancer:
                 lambda tx: self.settle_and_claim_next(tx, run_id, programme, head, claimed, outcome))
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
+
+    def _attend(self, run_id: int, programme: Programme, head: Head, timer: Timer,
+                report: RunReport) -> tuple[Cursor, Claim | None]:
+        """The parked head step's due timer: a reminder or an escalation try (then the phase is read again, for
+        the next timer), or its timeout, a unit of work of its own. Done(None) when a guard lost: as it stands."""
+        if not self.attender.affordable(timer):
+            report.out_of_budget = True
+            return Done(head.status), None
+        if timer is Timer.TIMEOUT:
+            return self.db.transaction(lambda tx: self._time_out(tx, run_id, programme, head))
+        if timer is Timer.REMIND:
+            acted = self.attender.remind(head.step)
+            report.reminders += acted
+        else:
+            acted, failed = self.attender.escalate(head.step)
+            report.escalations += acted
+            report.escalation_failures += failed
+        return (NeedsRead(head.status, head.phase) if acted else Done(None)), None
 
     def _tell_of_hold(self, run_id: int, programme: Programme, held: Held) -> None:
         """A manual phase's hold has begun: the cue channel is told once, with the run's console link.
@@ -450,6 +477,35 @@ class RunAdvancer:
         if found.closed_by == "timeout":
             runs.degrade(tx, run_id, now, cause)
         return NeedsRead(closing.status, number)
+
+    def _time_out(self, tx: Tx, run_id: int, programme: Programme, head: Head) -> tuple[Cursor, Claim | None]:
+        """Nobody answered the parked cue in time, as its `on_timeout` says: `continue` cancels it and the phase
+        goes on, `confirm` assumes it done (both degrade the run); `pause` pauses the run with the cue still
+        parked (in the ending, which never pauses, it only degrades). Each on the timeout's compare-and-set."""
+        step, now = head.step, self.now
+        log_rows: list[journal.Entry] = []
+        seconds, on_timeout = step.params["timeout_seconds"], step.params.get("on_timeout", "continue")
+        cursor: Cursor
+        if on_timeout == "pause":
+            cause = f"no one confirmed within {seconds} s"
+            if not steps.drop_timeout(tx, step, now):
+                return self._onward(tx, run_id, programme, Done(None), log_rows)
+            why = f"step {step.id} ({step.action_id}): {cause}"
+            if head.status is RunStatus.RUNNING and runs.transition(
+                    tx, run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=why, degrade=True):
+                log_rows.append(journal.run_status(run_id, head.phase, RunStatus.RUNNING, RunStatus.PAUSED, cause=why))
+                cursor = Done(RunStatus.PAUSED)
+            else:
+                runs.degrade(tx, run_id, now, why)
+                cursor = NeedsRead(head.status, head.phase)
+            return self._onward(tx, run_id, programme, cursor, log_rows)
+        to = StepStatus.DONE if on_timeout == "confirm" else StepStatus.CANCELLED
+        cause = f"assumed done after {seconds} s" if to is StepStatus.DONE else f"no one confirmed within {seconds} s"
+        if not steps.time_out(tx, step, to, now, cause):
+            return self._onward(tx, run_id, programme, Done(None), log_rows)
+        runs.degrade(tx, run_id, now, f"step {step.id} ({step.action_id}): {cause}")
+        log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout))
+        return self._onward(tx, run_id, programme, head.after_head(), log_rows)
 
     def _fail_unreadable(self, tx: Tx, run: Run, error: str) -> RunStatus:
         if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, self.now, last_error=error, degrade=True):

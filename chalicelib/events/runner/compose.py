@@ -42,13 +42,19 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         if not secret:
             raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
         bridge = BridgeClient(settings.game_bridge_url, secret, timeout=timeout)
-    webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel))
+    webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel,
+                                                      settings.escalation_channel or ""))
     webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") if webhooks else None
     actions = Actions(
         bridge=bridge,
         cue_channel=channel_for(settings.cue_channel, "cue", timeout=timeout, webhook_secret=webhook_secret),
         announce_channel=channel_for(settings.announce_channel, "announce", timeout=timeout, webhook_secret=webhook_secret),
         console_url=settings.console_url,
+        escalation_channel=channel_for(
+            settings.escalation_channel or settings.cue_channel, "escalation", timeout=timeout,
+            webhook_secret=webhook_secret, mention_role=settings.escalation_mention)
+        if settings.escalation_channel or settings.escalation_mention else None,
+        escalate_after_seconds=settings.escalate_after_seconds,
     )
     rules = Rules(
         lease_seconds=settings.step_lease_seconds,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pymysql
@@ -85,7 +86,8 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
         sleeper = None
         if settings.sleep:
             sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon,
-                              time_left=lambda: remaining_seconds() - SAFETY_SECONDS)
+                              time_left=lambda: remaining_seconds() - SAFETY_SECONDS,
+                              escalate_after=timedelta(seconds=settings.escalate_after_seconds))
             woke = sleeper.started(runtime.clock().now(), source)
         loop = run_invocation(runner, remaining_seconds=remaining_seconds, tick_seconds=settings.tick_seconds, sleeper=sleeper)
     except pymysql.err.OperationalError as error:

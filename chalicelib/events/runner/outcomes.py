@@ -51,7 +51,7 @@ def settle_outcome(
         # Its run or its phase ended while the step was in flight: nobody will confirm or retry it.
         status, written, error = StepStatus.CANCELLED, True, ended
     elif verdict is Verdict.PARKED:
-        status, written = StepStatus.RUNNING, steps.park(tx, claim, outcome.note)
+        status, written = StepStatus.RUNNING, steps.park(tx, claim, outcome.note, outcome.attention)
     elif verdict is Verdict.RETRY:
         retry_at = now + timedelta(seconds=rules.retry_seconds)
         status, written = StepStatus.PENDING, steps.reschedule(tx, claim, retry_at, error)

@@ -59,7 +59,7 @@ from typing import Any, Protocol
 from ...db import Database
 from ..cron import DEFAULT_TIMEZONE, Schedule
 from ..nudge import AWS_CALL_SECONDS, aws_client, tick_payload
-from ..store import definitions, engine_state, runs
+from ..store import definitions, engine_state, escalations, runs
 
 logger = logging.getLogger(__name__)
 
@@ -80,11 +80,16 @@ WOKEN_SOURCES = (WAKE_SOURCE, BACKSTOP_SOURCE, NUDGE_SOURCE)
 _ALL = datetime(9999, 12, 31)
 
 
-def next_work(db: Database, now: datetime, horizon: timedelta) -> datetime:
-    """When the tick next has something to do: the earliest run wake time, or a recurring definition's
-    next unplanned occurrence (in its own time zone) less the horizon, whichever is earlier; never later
-    than the look-ahead's end, so a sleep past it re-plans then."""
+def next_work(db: Database, now: datetime, horizon: timedelta, escalate_after: timedelta | None = None) -> datetime:
+    """When the tick next has something to do: the earliest run wake time (a parked cue's timers among
+    them), a stalled run's escalation (with `escalate_after`), or a recurring definition's next unplanned
+    occurrence (in its own time zone) less the horizon, whichever is earliest; never later than the
+    look-ahead's end, so a sleep past it re-plans then."""
     wake = db.autocommit(runs.next_wake)
+    if escalate_after:
+        stall = db.autocommit(lambda tx: escalations.next_due(tx, escalate_after))
+        if stall is not None and (wake is None or stall < wake):
+            wake = stall
     for recurrence in db.autocommit(lambda tx: definitions.recurrences(tx, _ALL)):
         after = max(now, recurrence.planned_through or now, recurrence.version_created_at)
         zone = recurrence.timezone or DEFAULT_TIMEZONE
@@ -169,8 +174,9 @@ class Sleeper:
     """The tick's side of sleeping: waking up at the start of an invocation, and going to sleep when idle."""
 
     def __init__(self, db: Database, switches: Switches, horizon: timedelta,
-                 time_left: Callable[[], float] = lambda: math.inf):
+                 time_left: Callable[[], float] = lambda: math.inf, escalate_after: timedelta | None = None):
         self.db, self.switches, self.horizon, self.time_left = db, switches, horizon, time_left
+        self.escalate_after = escalate_after  # EVENT_ESCALATE_AFTER_SECONDS: a stalled run's escalation wakes it
 
     def started(self, now: datetime, source: str = RULE_SOURCE) -> bool:
         """A tick invocation began: if the deployment slept (or was being woken), it is awake now; True if
@@ -203,13 +209,13 @@ class Sleeper:
 
     def try_sleep(self, now: datetime) -> bool:
         """Go to sleep if nothing is due within the horizon; True if the deployment now sleeps."""
-        first = next_work(self.db, now, self.horizon)
+        first = next_work(self.db, now, self.horizon, self.escalate_after)
         if self._busy(first, now):
             return False
         sleep = self.db.transaction(lambda tx: engine_state.fall_asleep(tx, now, max(now, first - WARM_UP)))
         if sleep is None:
             return False
-        wake = next_work(self.db, now, self.horizon)  # work that came while we decided
+        wake = next_work(self.db, now, self.horizon, self.escalate_after)  # work that came while we decided
         if self._busy(wake, now):
             self._call_off(now, sleep)
             return False

@@ -1,7 +1,9 @@
 """One tick: one clock read, then its chores in order, each on its share of the budget.
 
 The chores are reclaim, plan, then advance the runs whose wake time has come, on a
-bounded pool; later work (reminders, cleanup) is one more chore in `Runner.chores`.
+bounded pool (a parked cue's reminders, escalation and timeout are worked there,
+by its run's wake time), then escalate the runs stalled waiting for a person;
+later work (cleanup) is one more chore in `Runner.chores`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .budget import Budget
 from .outcomes import Rules
 from .planner import plan_occurrences
 from .reclaim import reclaim
+from .stalls import escalate_stalls
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +74,8 @@ class TickReport:
     outcomes: Counter[str] = field(default_factory=Counter)
     statuses: Counter[str] = field(default_factory=Counter)  # how the advanced runs were left
     errors: int = 0
+    reminders: int = 0
+    escalations: int = 0
     out_of_budget: bool = False
     due_lag_seconds: float | None = None  # how long after its wake time the longest-waiting due run was found
 
@@ -84,6 +89,9 @@ class TickReport:
         self.started += run.started
         self.outcomes.update(run.outcomes)
         self.out_of_budget |= run.out_of_budget
+        self.reminders += run.reminders
+        self.escalations += run.escalations
+        self.errors += run.escalation_failures
         if run.status is not None:
             self.statuses[run.status.value] += 1
 
@@ -104,6 +112,8 @@ class TickReport:
             "outcomes": dict(self.outcomes),
             "statuses": dict(self.statuses),
             "errors": self.errors,
+            "reminders": self.reminders,
+            "escalations": self.escalations,
             "out_of_budget": self.out_of_budget,
             "due_lag_seconds": self.due_lag_seconds,
         }
@@ -142,11 +152,13 @@ class Runner:
 
     def chores(self, *, plan: bool = True) -> list[Chore]:
         """What one tick does, in order, each with its share of the budget: take back expired
-        step leases, plan recurring definitions (unless `plan` is False), advance the due runs."""
+        step leases, plan recurring definitions (unless `plan` is False), advance the due runs, escalate
+        the runs that have waited too long for a person."""
         return [
             Chore("reclaim", None, self._reclaim),
             *([Chore("plan", PLANNING_SHARE, self._plan)] if plan else []),
             Chore("advance", None, self._advance_due),
+            Chore("escalate", None, self._escalate_stalls),
         ]
 
     def tick(self, budget: Budget, *, plan: bool = True) -> TickReport:
@@ -190,6 +202,12 @@ class Runner:
             after = (last.wake_at, last.id)
         else:
             report.out_of_budget = True
+
+    def _escalate_stalls(self, tick: TickWork, budget: Budget) -> None:
+        escalated = escalate_stalls(self.db, self.actions, self.rules, tick.now, budget)
+        tick.report.escalations += escalated.tries
+        tick.report.errors += escalated.failed
+        tick.report.out_of_budget |= escalated.out_of_budget
 
     def next_wake(self) -> datetime | None:
         """The earliest wake time of any run (one indexed read): when the next tick has work."""

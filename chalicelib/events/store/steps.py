@@ -26,6 +26,7 @@ from ...db import Tx, placeholders
 from .. import waiting
 from ..lifecycle import RUNNER_FINISHES, RunSQL, StepSQL
 from ..model import (
+    Attention,
     Claim,
     OnFailure,
     Step,
@@ -39,7 +40,7 @@ from . import phases
 COLUMNS = (
     "id, run_id, phase, seq, action_id, params, action_version, on_failure, idempotency_key,"
     " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error,"
-    " acknowledged_by, acknowledged_at"
+    " acknowledged_by, acknowledged_at, remind_at, reminders_sent, escalate_at, escalation_tries, times_out_at"
 )
 GAVE_UP = "gave up after repeated interruptions"
 RUN_ENDED = "its run ended while this step was in flight"
@@ -279,17 +280,22 @@ _FENCE = f"id = %s AND status = {StepSQL.RUNNING} AND claimed_by = %s AND attemp
 _FENCE_OF_S = f"s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claimed_by = %s AND s.attempts = %s"  # joined as `s`
 
 
-def park(tx: Tx, claim: Claim, note: str | None = None) -> bool:
+def park(tx: Tx, claim: Claim, note: str | None = None, attention: Attention | None = None) -> bool:
     """Leave the step running but held by nobody (lease NULL): a person finishes it. Its run, working at its
-    phase, waits for this cue from now (`waiting_for`, in the same statement; a paused run waits for its resume)."""
+    phase, waits for this cue from now (`waiting_for`, in the same statement; a paused run waits for its resume).
+    The cue's timers (`attention`) are written by the same statement, its count of reminders from nought."""
+    timers = attention or Attention()
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    SET s.claim_expires_at = NULL, s.claimed_by = NULL, s.last_error = %s,
+                       s.remind_at = %s, s.reminders_sent = 0, s.escalate_at = %s, s.escalation_tries = 0,
+                       s.times_out_at = %s,
                        r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = s.phase,
                                           {waiting.CUE}, r.waiting_for)
                  WHERE {_FENCE_OF_S}""",  # noqa: S608 — _FENCE_OF_S and the renderings are constants; values are parameters
-            (kept_note(note), claim.step_id, claim.token, claim.attempt),
+            (kept_note(note), timers.remind_at, timers.escalate_at, timers.times_out_at,
+             claim.step_id, claim.token, claim.attempt),
         )
         >= 1
     )
@@ -580,11 +586,73 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
 
 def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime) -> bool:
     """`actor` has the parked cue: a compare-and-set on its being parked and nobody having it yet (the first
-    acknowledge stands; a second, by anyone, changes nothing)."""
+    acknowledge stands; a second, by anyone, changes nothing). Its reminders and escalation stop in the same
+    statement; its timeout stands."""
     return tx.execute(
-        f"""UPDATE event_run_steps s SET s.acknowledged_by = %s, s.acknowledged_at = %s
+        f"""UPDATE event_run_steps s SET s.acknowledged_by = %s, s.acknowledged_at = %s,
+                   s.remind_at = NULL, s.escalate_at = NULL
              WHERE s.id = %s AND {_PARKED_OF_S} AND s.acknowledged_by IS NULL""",  # noqa: S608 — the step state is a constant; values are parameters
         (actor, now, step_id),
+    ) == 1
+
+
+# ── a parked cue's attention timers (runner/attention.py) ─────────────────
+# Each claim is a compare-and-set on the moment the tick read, the step still parked and its run working
+# (a paused run neither reminds nor times out); a reminder or an escalation also on nobody having the cue.
+_ATTENDED = f"s.id = %s AND {_PARKED_OF_S} AND r.status IN ({RunSQL.WORKING})"
+
+
+def claim_reminder(tx: Tx, step: Step, n: int, next_at: datetime | None) -> bool:
+    """The n-th reminder is this tick's to post (at most once: the claim commits before the post);
+    `next_at` is when the one after it is due (None: that was the last)."""
+    return tx.execute(
+        f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+               SET s.reminders_sent = %s, s.remind_at = %s
+             WHERE {_ATTENDED} AND s.acknowledged_by IS NULL AND s.remind_at = %s AND s.reminders_sent = %s""",  # noqa: S608 — _ATTENDED is a constant; values are parameters
+        (n, next_at, step.id, step.remind_at, n - 1),
+    ) == 1
+
+
+def claim_escalation(tx: Tx, step: Step, retry_at: datetime) -> bool:
+    """This tick tries the escalation now; until a post marks it sent (`escalation_over`), the next try is
+    due at `retry_at` (at least once: a tick lost mid-post is followed by another)."""
+    return tx.execute(
+        f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+               SET s.escalation_tries = s.escalation_tries + 1, s.escalate_at = %s
+             WHERE {_ATTENDED} AND s.acknowledged_by IS NULL AND s.escalate_at = %s AND s.escalation_tries = %s""",  # noqa: S608 — _ATTENDED is a constant; values are parameters
+        (retry_at, step.id, step.escalate_at, step.escalation_tries),
+    ) == 1
+
+
+def escalation_over(tx: Tx, step_id: int, tries: int) -> bool:
+    """The escalation was posted, or its last try failed: nothing more is tried (fenced on the try)."""
+    return tx.execute(
+        "UPDATE event_run_steps SET escalate_at = NULL WHERE id = %s AND escalation_tries = %s AND escalate_at IS NOT NULL",
+        (step_id, tries),
+    ) == 1
+
+
+def time_out(tx: Tx, step: Step, to: StepStatus, now: datetime, cause: str) -> bool:
+    """Nobody answered the cue in time: it is `to` (cancelled, or done as assumed), its timers gone, and its
+    run waits for it no more. A compare-and-set on the timeout the tick read having come."""
+    if to not in (StepStatus.CANCELLED, StepStatus.DONE):
+        raise ValueError(f"a cue times out cancelled or done, not {to.value}")
+    return tx.execute(
+        f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+               SET s.status = %s, s.finished_at = %s, s.last_error = %s,
+                   s.remind_at = NULL, s.escalate_at = NULL, s.times_out_at = NULL,
+                   r.waiting_for = {waiting.CUE_ANSWERED}
+             WHERE {_ATTENDED} AND s.times_out_at = %s AND s.times_out_at <= %s""",  # noqa: S608 — _ATTENDED and the rendering are constants; values are parameters
+        (to.value, now, kept_note(cause), step.id, step.times_out_at, now),
+    ) >= 1
+
+
+def drop_timeout(tx: Tx, step: Step, now: datetime) -> bool:
+    """The cue's timeout acted without ending it (`on_timeout: pause`, or in the ending): it waits on without one."""
+    return tx.execute(
+        f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id SET s.times_out_at = NULL
+             WHERE {_ATTENDED} AND s.times_out_at = %s AND s.times_out_at <= %s""",  # noqa: S608 — _ATTENDED is a constant; values are parameters
+        (step.id, step.times_out_at, now),
     ) == 1
 
 

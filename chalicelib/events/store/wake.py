@@ -3,12 +3,13 @@
 The invariant: a wake time may be early, never late. A tick that looks at a run
 too early finds nothing to do and writes the wake time again; a wake time that
 is late leaves work undone, so every timer that can make a run claimable must be
-in `TIMERS`. A run no timer covers (paused, parked at a cue, over) has no wake
-time: only a person moves it, and their control sets the wake time to now.
+in `TIMERS`. A run no timer covers (paused, parked at a cue with no timer left,
+over) has no wake time: only a person moves it, and their control sets the wake
+time to now (a paused run's escalation is the tick's `escalate` chore, not a wake time).
 
 Each timer is an SQL expression over `r` (the event_runs row) that is a time, or
 NULL when the timer does not apply; `%(now)s` is the tick's clock. Later work
-(cue reminders, cleanup) adds a timer here and nowhere else.
+(cleanup) adds a timer here and nowhere else.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ TIMERS: dict[str, str] = {
     # A running or ending run follows the head of the phase it works (current_phase:
     # the move into ending writes the ending's number): a pending step at its
     # due_at (now if it has none), a leased step at its lease's expiry (the sweep
-    # takes it back then), a parked step never; a phase with no open step is left now,
+    # takes it back then), a parked step at its next attention timer (a reminder, the
+    # escalation or the timeout; never once none is left); a phase with no open step is left now,
     # unless it is held (a condition not met: never, until meeting it wakes the run,
     # or its deadline: the phase timer).
     "phase_head": f"""IF(r.status IN ({RunSQL.WORKING}), COALESCE(
-        (SELECT IF(s.status = {StepSQL.PENDING}, COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at, {NEVER}))
+        (SELECT IF(s.status = {StepSQL.PENDING}, COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at,
+                   LEAST(COALESCE(s.remind_at, {NEVER}), COALESCE(s.escalate_at, {NEVER}), COALESCE(s.times_out_at, {NEVER}))))
            FROM event_run_steps s
           WHERE s.run_id = r.id AND s.phase = r.current_phase AND s.status IN ({StepSQL.OPEN})
           ORDER BY s.seq LIMIT 1),

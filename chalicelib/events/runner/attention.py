@@ -1,0 +1,130 @@
+"""A parked cue's reminders and escalation, posted by the tick that holds its run's lease.
+
+The invariant: every timer acts through a compare-and-set on the moment the tick
+read (`store/steps.py`), committed before anything is posted, so two ticks never
+both act on one moment, and a paused run (its run not working) or an acknowledged
+cue claims none. Each notice has its own idempotency key (`{step key}:r{n}`,
+`{step key}:e`), so a de-duplicating receiver drops only true repeats.
+
+- A reminder is **at most once**: the claim moves the count and the next moment
+  (`max(now, moment) + interval`: a resumed run gets one reminder, not a backlog);
+  a post that fails is logged (`step.reminder` with its error) and not sent again.
+- An escalation is **at least once**: the claim moves its moment on by the retry
+  backoff, so a tick lost mid-post is followed by another; only a post, or the
+  last of `max_attempts` tries failing, ends it (`step.escalated`, with the error
+  then, counted in the tick's errors).
+
+A timeout ends the cue or pauses the run: a unit of work of the walker's
+(`advance.py`), since the phase may go on after it in the same transaction.
+A post is made only when the budget admits its channel's deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from enum import Enum
+
+from ...db import Database, Tx
+from .. import journal
+from ..actions.channels import Channel
+from ..actions.context import ActionContext
+from ..actions.notice import Notice
+from ..actions.perform import Actions
+from ..actions.registry import REMIND_LIMIT_DEFAULT
+from ..errors import ChannelError
+from ..model import Step
+from ..store import log, steps
+from .budget import Budget
+from .outcomes import Rules
+
+logger = logging.getLogger(__name__)
+
+
+class Timer(str, Enum):
+    TIMEOUT = "timeout"
+    ESCALATE = "escalate"
+    REMIND = "remind"
+
+
+def due(step: Step, now: datetime) -> Timer | None:
+    """The parked step's timer that has come, if any: a timeout first (it ends the wait), then the escalation."""
+    if not step.parked:
+        return None
+    for timer, moment in ((Timer.TIMEOUT, step.times_out_at), (Timer.ESCALATE, step.escalate_at),
+                          (Timer.REMIND, step.remind_at)):
+        if moment is not None and moment <= now:
+            return timer
+    return None
+
+
+def waited_seconds(step: Step, now: datetime) -> int:
+    """How long the cue has been up (since its first attempt began)."""
+    return max(0, int((now - (step.started_at or now)).total_seconds()))
+
+
+def remind_limit(step: Step) -> int:
+    return int(step.params.get("remind_limit", REMIND_LIMIT_DEFAULT))
+
+
+class Attender:
+    """Posts one due reminder or escalation of a parked cue; each call is one claim and at most one post."""
+
+    def __init__(self, db: Database, actions: Actions, rules: Rules, now: datetime, budget: Budget):
+        self.db, self.actions, self.rules, self.now, self.budget = db, actions, rules, now, budget
+
+    def affordable(self, timer: Timer) -> bool:
+        """The tick's time left admits this timer's post (a timeout posts nothing)."""
+        return timer is Timer.TIMEOUT or self.budget.allows(self._channel(timer).timeout)
+
+    def remind(self, step: Step) -> bool:
+        """The next reminder, at most once; False if another tick (or a person) moved the cue first."""
+        assert step.remind_at is not None  # noqa: S101 — for mypy only: `due` found it
+        limit, n = remind_limit(step), step.reminders_sent + 1
+        interval = ActionContext.of(step, step.attempts, self.now).scaled(int(step.params["remind_after_seconds"]))
+        next_at = max(self.now, step.remind_at) + interval if n < limit else None
+        if not self.db.autocommit(lambda tx: steps.claim_reminder(tx, step, n, next_at)):
+            return False
+        channel, waited = self.actions.cue_channel, waited_seconds(step, self.now)
+        notice = Notice.reminder(step, n, limit, waited, self.now, self.actions.console_url)
+        error = _post(channel, notice)
+        if error is not None:
+            logger.warning("run %s: reminder %d of step %s was not posted and is not sent again: %s",
+                           step.run_id, n, step.id, error, extra={"run_id": step.run_id, "step_id": step.id})
+        entry = journal.step_reminder(step, n, limit, channel.name, notice.idempotency_key, waited, error)
+        self.db.autocommit(lambda tx: log.append(tx, entry, self.now))
+        return True
+
+    def escalate(self, step: Step) -> tuple[bool, bool]:
+        """One try of the escalation, at least once: (claimed, failed for good)."""
+        retry_at = self.now + timedelta(seconds=self.rules.retry_seconds)
+        if not self.db.autocommit(lambda tx: steps.claim_escalation(tx, step, retry_at)):
+            return False, False
+        tries, channel, waited = step.escalation_tries + 1, self.actions.escalations, waited_seconds(step, self.now)
+        notice = Notice.escalation(step, waited, self.now, self.actions.console_url)
+        error = _post(channel, notice)
+        if error is not None and tries < self.rules.max_attempts:
+            logger.warning("run %s: escalation of step %s failed (try %d of %d), tried again at %s: %s",
+                           step.run_id, step.id, tries, self.rules.max_attempts, retry_at.isoformat(), error,
+                           extra={"run_id": step.run_id, "step_id": step.id})
+            return True, False
+        entry = journal.step_escalated(step, channel.name, tries, notice.idempotency_key, waited, error)
+
+        def over(tx: Tx) -> None:
+            if steps.escalation_over(tx, step.id, tries):
+                log.append(tx, entry, self.now)
+
+        self.db.transaction(over)
+        return True, error is not None
+
+    def _channel(self, timer: Timer) -> Channel:
+        return self.actions.escalations if timer is Timer.ESCALATE else self.actions.cue_channel
+
+
+def _post(channel: Channel, notice: Notice) -> str | None:
+    """None when delivered; else what went wrong, for the log row."""
+    try:
+        channel.post(notice)
+    except ChannelError as error:
+        return f"{channel.name} channel: {error}"
+    return None
