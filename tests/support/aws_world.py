@@ -124,8 +124,9 @@ class World:
     An invocation is the tick's: `started`, one tick, and an attempt to sleep if nothing is due within the
     horizon. One that raises is a failed invocation (the tick has no retries): counted, nothing else."""
 
-    def __init__(self, db, clock, runner, invokes: LambdaInvokes, horizon):
+    def __init__(self, db, clock, runner, invokes: LambdaInvokes, horizon, escalate_after: timedelta | None = None):
         self.db, self.clock, self.runner, self.invokes, self.horizon = db, clock, runner, invokes, horizon
+        self.escalate_after = escalate_after  # EVENT_ESCALATE_AFTER_SECONDS, as the tick's handler passes it
         self.deployment = Deployment.here()
         self.failed: list[tuple[str, str]] = []
         self.sources: list[str] = []
@@ -140,11 +141,11 @@ class World:
         from chalicelib.events.runner.sleep import Sleeper, next_work
 
         self.sources.append(source)
-        sleeper = Sleeper(self.db, self.switches(), self.horizon)
+        sleeper = Sleeper(self.db, self.switches(), self.horizon, escalate_after=self.escalate_after)
         try:
             sleeper.started(self.clock.now(), source)
             self.runner.tick(Budget.for_seconds(5))
-            if next_work(self.db, self.clock.now(), self.horizon) > self.clock.now() + self.horizon:
+            if next_work(self.db, self.clock.now(), self.horizon, self.escalate_after) > self.clock.now() + self.horizon:
                 sleeper.try_sleep(self.clock.now())
         except Exception as error:  # the invocation failed
             self.failed.append((source, repr(error)))
