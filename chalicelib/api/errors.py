@@ -31,9 +31,11 @@ from ..events.errors import (
     EngineError,
     Forbidden,
     Invalid,
+    KeyReused,
     NotFound,
     SchemaBehind,
     SecretUnreadable,
+    Stale,
     Unauthorized,
 )
 
@@ -49,12 +51,15 @@ MAX_ERRORS_LISTED = 50
 RETRY_AFTER_SECONDS = 5  # a 503 (database waking or unreachable, keys unreachable) is worth retrying soon
 
 
-def error_response(status: int, messages: list[str], detail: dict[str, Any] | None = None) -> Response:
+def error_response(status: int, messages: list[str], detail: dict[str, Any] | None = None,
+                   headers: dict[str, str | list[str]] | None = None) -> Response:
     """The error shape; beyond MAX_ERRORS_LISTED problems, one last entry counts the rest; `detail` only when there is one."""
     listed = messages[:MAX_ERRORS_LISTED]
     if len(messages) > MAX_ERRORS_LISTED:
         listed.append(f"… and {len(messages) - MAX_ERRORS_LISTED} more problems")
-    headers: dict[str, str | list[str]] = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else {}
+    headers = dict(headers or {})
+    if status == 503:
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     body: dict[str, Any] = {"errors": listed}
     if detail:
         body["detail"] = detail
@@ -67,6 +72,8 @@ HTTP_STATUS: dict[type[EngineError], int] = {
     Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
+    Stale: 412,  # the If-Match (or `expected`) names a state the run or step has left; ETag names the one now
+    KeyReused: 422,  # an Idempotency-Key already used for another control, or too long ago
     AuthUnavailable: 503,  # the server's trouble, not the caller's: worth trying again
     SecretUnreadable: 503,  # likewise: a permission or an outage an operator fixes, or one that passes
     SchemaBehind: 503,  # an upgrade whose migration has not run yet: it passes once it has
@@ -80,7 +87,10 @@ def http_status(error: EngineError) -> int:
 
 def from_exception(error: BaseException) -> Response:
     if isinstance(error, EngineError):
-        return error_response(http_status(error), error.messages or [str(error)], error.detail)
+        # A 412 names the state now by its tag too, as GET /runs/{id} would (never cached: it is a control's state).
+        headers: dict[str, str | list[str]] = (
+            {"ETag": error.etag, "Cache-Control": "no-store"} if isinstance(error, Stale) else {})
+        return error_response(http_status(error), error.messages or [str(error)], error.detail, headers)
     if lost_connection(error):
         # The database is unreachable or restarting (retries already spent): the
         # server's trouble, and worth trying again, so not a bare 500.

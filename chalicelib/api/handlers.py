@@ -12,7 +12,7 @@ from .. import runtime
 from ..db import Tx, must_exist
 from ..events import authoring, controls, lifecycle, nudge, occurrences
 from ..events.actions import registry
-from ..events.errors import Invalid, NotFound
+from ..events.errors import AnsweredBefore, Invalid, NotFound
 from ..events.model import Definition, LogEntry, SignalEffect, Step
 from ..events.store import definitions, log, phases, runs, signals, steps
 from ..events.waiting import waiting
@@ -64,9 +64,10 @@ def list_runs(call: Call) -> Body:
 
 @operation("GET", "/runs/{run_id}", "A run, its phases, a page of its steps (phase and seq order; pass steps_next_cursor as"
            f" steps_cursor for the next: at most {schemas.STEPS_PAGE} steps and about"
-           f" {schemas.STEPS_PAGE_BYTES // 1024} KiB of them a page), their counts and the controls legal now.",
-           auth.STAFF, _ok("the run", schemas.RUN_DETAIL), query=schemas.RUN_QUERY)
-def get_run(call: Call) -> Body:
+           f" {schemas.STEPS_PAGE_BYTES // 1024} KiB of them a page), their counts and the controls legal now;"
+           " its ETag names the run's control state (each step carries its own etag).",
+           auth.STAFF, _ok("the run", schemas.RUN_DETAIL), query=schemas.RUN_QUERY, response_headers=schemas.RUN_HEADERS)
+def get_run(call: Call) -> Answer:
     run_id = call.ids["run_id"]
 
     def read(tx: Tx) -> Body:
@@ -95,8 +96,9 @@ def get_run(call: Call) -> Body:
             "controls": controls.offered(run, run_steps, furthest, working, flying),
         }
 
-    # One transaction: run, steps and controls from one snapshot.
-    return runtime.database().transaction(read)
+    # One transaction: run, steps and controls from one snapshot; the tag is the run's as read there.
+    body = runtime.database().transaction(read)
+    return 200, body, {"ETag": body["run"]["etag"], "Cache-Control": "no-store"}
 
 
 def _steps_page(read: list[Step], limit: int) -> tuple[list[Step], bool]:
@@ -140,19 +142,31 @@ def _control_operation(control: controls.Control) -> None:
     """The route, handler and OpenAPI entry of one declared control."""
     path = "/runs/{run_id}/" + ("" if control.target is controls.Target.RUN else "steps/{step_id}/") + control.name
 
-    def press(call: Call) -> Body:
+    def press(call: Call) -> Answer:
         note = call.body.get(control.note_field) if control.note_field else None
         phase = call.body.get(control.phase_field) if control.phase_field else None
         cue = call.roles if control.cue_only(call.roles) else None
-        answer = control.perform(runtime.database(), call.ids["run_id"], call.ids.get("step_id"), call.actor, call.now,
-                                 note, phase, cue)
+        how = controls.Press(seen=schemas.parse_if_match(call.headers.get(schemas.IF_MATCH), call.body.get("expected")),
+                             key=schemas.parse_idempotency_key(call.headers.get(schemas.IDEMPOTENCY_KEY)))
+        try:
+            answer = control.perform(runtime.database(), call.ids["run_id"], call.ids.get("step_id"), call.actor,
+                                     call.now, note, phase, cue, how)
+        except AnsweredBefore as before:  # the same key within 24 h: the first answer, nothing changed
+            return 200, before.body, {**_tag_of(control, before.body), "Idempotent-Replayed": "true"}
         if control.wakes:
             _made_work(call)
-        return answer
+        return 200, answer, _tag_of(control, answer)
 
     press.__name__ = f"{control.name}_{control.target.value}"
     operation("POST", path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer or control.target.value],
-              body=schemas.ADVANCE_BODY if control.phase_field else _NOTE_BODIES[control.note_field])(press)
+              body=schemas.control_body(schemas.ADVANCE_BODY if control.phase_field else _NOTE_BODIES[control.note_field]),
+              request_headers=schemas.CONTROL_HEADERS, response_headers=schemas.CONTROL_ANSWER_HEADERS)(press)
+
+
+def _tag_of(control: controls.Control, answer: Body) -> dict[str, str]:
+    """The ETag of what the control acted on, as its answer has it (the run, or the step)."""
+    target = answer.get("step" if control.target is controls.Target.STEP else "run") or {}
+    return {"ETag": target["etag"]} if "etag" in target else {}
 
 
 for _control in controls.CONTROLS.values():

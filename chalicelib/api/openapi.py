@@ -20,6 +20,9 @@ _ERROR_MEANINGS = {
     404: "no such run, step or definition (or signal: the message lists those the run's version declares)",
     409: "a control lost (the run or step is not in a state it may act from), or the occurrence asked for"
     " already has a finished run; the message names the run or step and its status",
+    412: "the If-Match (or body.expected) names a state the run or step has left: nothing changed and nothing was"
+    " logged; the message names the state now, and ETag (and detail.etag) its tag",
+    422: "the Idempotency-Key was used on this run for another control, or more than 24 h ago",
     415: "the request's Content-Type is not application/json (Chalice checks it on every route)",
     503: "tokens cannot be checked, a secret cannot be read, or the database is unavailable right now (see Retry-After)",
 }
@@ -33,6 +36,10 @@ def _error_codes(op: Operation) -> list[int]:
         codes.append(404)
     if op.method == "POST" and (op.path.startswith("/runs/") or op.path.endswith("/runs")):
         codes.append(409)
+    if op.request_headers and "If-Match" in op.request_headers:
+        codes.append(412)
+    if op.request_headers and "Idempotency-Key" in op.request_headers:
+        codes.append(422)
     return sorted(codes)
 
 
@@ -61,6 +68,8 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
     ]
     if op.query:
         params += [{"name": name, "in": "query", "required": False, "schema": schema} for name, schema in op.query["properties"].items()]
+    params += [{"name": name, "in": "header", "required": False, "description": description, "schema": schema}
+               for name, (description, schema) in (op.request_headers or {}).items()]
     return params
 
 
@@ -74,6 +83,10 @@ def _operation(op: Operation) -> dict[str, Any]:
             for code, (description, schema) in op.responses.items()
         },
     }
+    for code, answer in entry["responses"].items():
+        if 200 <= int(code) < 300 and op.response_headers:
+            answer["headers"] = {name: {"description": description, "schema": schema}
+                                 for name, (description, schema) in op.response_headers.items()}
     for code in _error_codes(op):
         entry["responses"][str(code)] = {
             "description": _ERROR_MEANINGS[code],

@@ -4,7 +4,9 @@ Every request goes through the same steps in the same order: check the token
 and the role, or for an operation the game server may call (`signed`) its
 signature when it carries one (401/403 before anything about the input), parse
 the path ids and names, the query and the body against their schemas (400), then
-call the handler. The time
+call the handler with the request's headers beside them (a control reads If-Match
+and Idempotency-Key there); a handler may answer headers of its own (GET /runs/{id}
+its ETag). The time
 comes from `runtime.clock()`, read at most once per request. Any failure leaves
 through `errors.from_exception`, the one place a failure becomes an HTTP answer.
 """
@@ -12,7 +14,7 @@ through `errors.from_exception`, the one place a failure becomes an HTTP answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -28,14 +30,20 @@ from . import auth, schemas, signature
 from .errors import from_exception, json_body
 
 # Read at import: Chalice bakes the origin into the API's preflight answers at package time.
-CORS = CORSConfig(allow_origin=runtime.settings().cors_origin, allow_headers=["Authorization", "Content-Type"], max_age=600)
+# A control's If-Match and Idempotency-Key come from the console's origin; the run's ETag is read back by it.
+CORS = CORSConfig(allow_origin=runtime.settings().cors_origin,
+                  allow_headers=["Authorization", "Content-Type", "If-Match", "Idempotency-Key"],
+                  expose_headers=["ETag", "Idempotent-Replayed"], max_age=600)
 
 
 PATH_ID = re.compile(r"{(\w+)}")
 
 Body = dict[str, Any]  # a JSON object, as a request carries it and an answer returns it
 Responses = dict[int, tuple[str, Body]]  # status: (description, schema)
-Answer = Body | tuple[int, Body]  # what a handler returns: the body (200), or its status and body
+Headers = dict[str, str]
+# What a handler returns: the body (200), its status and body, or its status, body and headers.
+Answer = Body | tuple[int, Body] | tuple[int, Body, Headers]
+HeaderDocs = dict[str, tuple[str, dict[str, Any]]]  # a header's name: (description, schema), for the OpenAPI document
 
 
 @dataclass
@@ -48,6 +56,7 @@ class Call:
     body: Any
     names: dict[str, str] = field(default_factory=dict)  # the string path parameters
     roles: frozenset[str] = frozenset()  # the token's roles (none for a signed request or an open operation)
+    headers: Mapping[str, str] = field(default_factory=dict)  # the request's headers (names in lower case)
 
     @cached_property
     def now(self) -> datetime:
@@ -68,6 +77,8 @@ class Operation:
     names: dict[str, dict[str, Any]] | None = None  # the schema of each string path parameter (the others are ids)
     signed: bool = False  # the game server may call it, signing the request (`signature`) instead of a token
     max_body_bytes: int | None = None  # a body limit below the API's own (errors.MAX_BODY_BYTES)
+    request_headers: HeaderDocs | None = None  # the headers it reads (If-Match, Idempotency-Key), for the document
+    response_headers: HeaderDocs | None = None  # the headers its success answers (ETag), for the document
 
     @property
     def path_params(self) -> list[str]:
@@ -107,12 +118,16 @@ class Operation:
         body = self._body(request)
         if self.roles is not None:  # the operations open to anyone never read the database
             schema_version.require(runtime.database())
-        call = Call(actor=actor, ids=ids, query=query, body=body, names=names, roles=held)
+        sent = {name.lower(): value for name, value in (request.headers or {}).items()}
+        call = Call(actor=actor, ids=ids, query=query, body=body, names=names, roles=held, headers=sent)
         if now is not None:
             call.now = now  # the clock read that checked the signature's time: one read per request
         result = self.handler(call)
-        status, payload = result if isinstance(result, tuple) else (200, result)
-        return Response(body=payload, status_code=status)
+        if not isinstance(result, tuple):
+            return Response(body=result, status_code=200)
+        if len(result) == 3:
+            return Response(body=result[1], status_code=result[0], headers=dict(result[2]))
+        return Response(body=result[1], status_code=result[0])
 
     def _body(self, request: Request) -> Any:
         if self.body is None:

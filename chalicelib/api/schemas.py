@@ -39,6 +39,68 @@ NO_FIELDS = _body()
 ADVANCE_BODY = {**_body(phase={"type": "integer", "minimum": 1, "maximum": 1000,
                                "description": "the phase the caller sees the run at (GET /runs/{id}'s run.current_phase)"},
                         reason=_NOTE), "required": ["phase"]}
+# A control's body may name the tag the caller saw, for a client that cannot set If-Match.
+EXPECTED = {"type": "string", "minLength": 1, "maxLength": 200,
+            "description": "the tag the caller saw, as If-Match would name it (a run control: the run's ETag, a step"
+                           " control: the step's etag; * is any); given with a different If-Match, 400"}
+
+
+def control_body(body: dict[str, Any]) -> dict[str, Any]:
+    """A control's body: its own fields and `expected`."""
+    return {**body, "properties": {**body["properties"], "expected": EXPECTED}}
+
+
+# ── request headers ───────────────────────────────────────────────────────
+IF_MATCH = "if-match"
+IDEMPOTENCY_KEY = "idempotency-key"
+MAX_IDEMPOTENCY_KEY = 64
+CONTROL_HEADERS = {
+    "If-Match": (("the tag the caller saw (GET /runs/{id}'s ETag for a run control, the step's etag for a step"
+                 " control; * is any; several, comma-separated, match any of them): a state that has moved on since"
+                 " is a 412 naming it, and nothing changes. Without it the control acts on the state it finds."),
+                 {"type": "string"}),
+    "Idempotency-Key": ((f"at most {MAX_IDEMPOTENCY_KEY} visible ASCII characters, unique per run: a repeat within 24 h"
+                        " answers the first press's answer (Idempotent-Replayed: true) and changes nothing"),
+                        {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY, "pattern": "^[!-~]+$"}),
+}
+RUN_HEADERS = {
+    "ETag": ('the run\'s control state, "r{id}.{version}": what a run control\'s If-Match names', {"type": "string"}),
+    "Cache-Control": ("no-store: the tag describes a control state, never a cached copy (no 304 is ever answered)",
+                      {"type": "string", "const": "no-store"}),
+}
+CONTROL_ANSWER_HEADERS = {
+    "ETag": ("the tag of what the control acted on, as it now stands (the run, or the step)", {"type": "string"}),
+    "Idempotent-Replayed": ("true when this answers an earlier press with the same Idempotency-Key", {"type": "string"}),
+}
+
+
+def _tag(raw: str) -> str:
+    """One entity tag as sent: a bare tag is read as the quoted one (a weak W/ tag is kept, and never matches)."""
+    text = raw.strip()
+    return text if text == "*" or text.startswith(('"', 'W/"')) else f'"{text}"'
+
+
+def parse_if_match(raw: str | None, expected: str | None) -> tuple[str, ...] | None:
+    """The tags a control's caller saw (None: they named none), from If-Match and the body's `expected`."""
+    header = None if raw is None else tuple(tag for tag in (_tag(part) for part in raw.split(",")) if tag.strip('"'))
+    if header is not None and not header:
+        raise Invalid("If-Match names no tag")
+    if expected is None:
+        return header
+    field = (_tag(expected),)
+    if header is not None and set(header) != set(field):
+        raise Invalid(f"If-Match ({raw}) and body.expected ({expected}) name different tags; send one")
+    return field
+
+
+def parse_idempotency_key(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    if not 1 <= len(raw) <= MAX_IDEMPOTENCY_KEY:
+        raise Invalid(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} characters, got {len(raw)}")
+    if not all("!" <= c <= "~" for c in raw):
+        raise Invalid("Idempotency-Key must be visible ASCII characters (no spaces)")
+    return raw
 SCHEDULE_BODY = {
     **_body(scheduled_for={
         "type": "string", "format": "date-time", "maxLength": 40,
@@ -108,6 +170,8 @@ RUN = _object(
     finished_at=_MAYBE_TIME,
     created_at=_TIME,
     updated_at=_TIME,
+    version={"type": "integer", "minimum": 1},
+    etag={"type": "string", "description": 'the run\'s control state, "r{id}.{version}" (the ETag of GET /runs/{id})'},
 )
 STEP = _object(
     id=_INT,
@@ -133,7 +197,10 @@ STEP = _object(
     escalate_at=_MAYBE_TIME,
     escalation_tries=_INT,
     times_out_at=_MAYBE_TIME,
+    retries={"type": "integer", "minimum": 0},
     parked={"type": "boolean"},
+    etag={"type": "string", "description": "the step's state (retries, attempts, state, finished_at): what a step"
+                                           " control's If-Match names"},
 )
 PHASE = _object(
     number=_INT,
@@ -196,6 +263,7 @@ ERRORS = {
                 "run_status": {"type": "string", "enum": [s.value for s in RunStatus]},
                 "step_status": {"type": "string", "enum": [s.value for s in StepStatus]},
                 "step_parked": {"type": "boolean"},
+                "etag": {"type": "string"},
             },
         },
     },
@@ -220,6 +288,7 @@ VOCABULARY = _object(
         cue_roles={"type": "array", "items": {"type": "string"}}, wakes={"type": "boolean"},
         note_field={"type": ["string", "null"]}, label={"type": "string"}, question=_MAYBE_TEXT, done={"type": "string"},
         tone={"type": ["string", "null"], "enum": ["danger", "primary", None]}, phase_field={"type": ["string", "null"]},
+        sends_tag={"type": "boolean"},
     )},
 )
 WAITING = {

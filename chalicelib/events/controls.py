@@ -19,6 +19,17 @@ itself never moves out of SQL.
 `refusal()` states the same rules as pure functions of the rows, for the console
 (`offered()`: what to show now) and for the 409 messages. Tests hold the two to
 agreement.
+
+Controls that know what the person saw (issue 27): each press comes with a
+`Press`, the tags its If-Match (or body `expected`) named and its
+Idempotency-Key. Under the row locks, before any rule: a key pressed on this
+run within 24 h answers that press's answer (`AnsweredBefore`, nothing
+written); then a tag that is not the target's now (`Run.etag` for a run
+control, `Step.etag` for a step control; `*` is any) is a 412 (`Stale`) naming
+the state now. A matching tag also goes into the guarded statement's WHERE (the
+run's version, the step's tag parts). A press that took keeps its key and its
+answer on its log row (`log.remember`). Without a tag or a key a control is what
+it always was.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from ..db import Database, Tx, must_exist
 from ..errors import Forbidden
 from ..roles import CONTROLLERS, GM, STAFF
 from . import journal
-from .errors import Conflict, NotFound
+from .errors import AnsweredBefore, Conflict, KeyReused, NotFound, Stale
 from .lifecycle import TERMINAL_RUN, Who
 from .lifecycle import TRANSITIONS as _TRANSITIONS
 from .model import Phase, PhaseKind, Run, RunStatus, Step, StepStatus, clean_note, iso
@@ -96,8 +107,7 @@ def advance_refusal(run: Run, asked: int, phase: Phase | None, in_flight: Step |
     if phase.condition_met:
         return f"phase {asked} ({phase.name}) was already advanced by {phase.met_by} at {iso(phase.met_at)}"
     if in_flight is not None:
-        return (f"step {in_flight.seq + 1} of phase {asked} ({in_flight.action_id}) is in flight;"
-                " try again in a few seconds")
+        return f"{in_flight.named} is in flight; try again in a few seconds"
     return None
 
 
@@ -158,9 +168,32 @@ class Target(str, Enum):
 
 
 Refusal = Callable[[Run, Step | None, int | None], str | None]
+
+
+ANY_TAG = "*"  # If-Match: * (any state will do)
+
+
+@dataclass(frozen=True)
+class Press:
+    """How a person pressed a control: the tags they saw (If-Match, or the body's `expected`; None: they named
+    none, and the control is what it always was) and their Idempotency-Key (None: none)."""
+
+    seen: tuple[str, ...] | None = None
+    key: str | None = None
+
+    def matches(self, current: str) -> bool:
+        return self.seen is None or ANY_TAG in self.seen or current in self.seen
+
+    @property
+    def names_a_tag(self) -> bool:
+        """Whether it names a state (not none, not `*`): its guarded statement is then held to it too."""
+        return self.seen is not None and ANY_TAG not in self.seen
+
+
+AS_EVER = Press()
 # (database, run id, step id or None, actor, now, the note, the phase field or None, the roles of a caller who
-# may press it on a parked cue only, None for one who may press it anywhere) -> the answer's body
-Perform = Callable[[Database, int, int | None, str, datetime, str | None, int | None, frozenset[str] | None],
+# may press it on a parked cue only, None for one who may press it anywhere, the press) -> the answer's body
+Perform = Callable[[Database, int, int | None, str, datetime, str | None, int | None, frozenset[str] | None, Press],
                    dict[str, Any]]
 
 
@@ -183,6 +216,9 @@ class Control:
     answer: str = ""  # what the answer carries besides ok: "run", "step", or "step and run"
     phase_field: str | None = None  # the body field naming the phase it acts on (the console sends the run's)
     cue_roles: frozenset[str] = frozenset()  # the roles that may press it on a parked cue only (a gm, on their cue)
+    # Whether the console sends the tag it showed (If-Match) with it: not with pause and cancel, which
+    # stop a run whatever it did meanwhile (the API takes a tag with every control).
+    sends_tag: bool = True
 
     @property
     def gate(self) -> frozenset[str]:
@@ -204,7 +240,7 @@ class Control:
             "name": self.name, "target": self.target.value, "roles": sorted(self.roles),
             "cue_roles": sorted(self.cue_roles), "wakes": self.wakes,
             "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
-            "tone": self.tone, "phase_field": self.phase_field,
+            "tone": self.tone, "phase_field": self.phase_field, "sends_tag": self.sends_tag,
         }
 
 
@@ -228,6 +264,69 @@ def _locked_step(tx: Tx, run: Run, step_id: int) -> Step:
     if step is None:
         raise NotFound(f"no step {step_id} on run {run.id}")
     return step
+
+
+def _run_now(run: Run) -> str:
+    """The run's control state in words, for a 412: "paused (boss bugged again) at phase 1"."""
+    why = f" ({run.last_error})" if run.last_error and run.status is not RunStatus.RUNNING else ""
+    at = f" at phase {run.current_phase}" if run.current_phase is not None and not run.status.terminal else ""
+    return f"{run.status.value}{why}{at}"
+
+
+def _by_whom(tx: Tx, run: Run) -> str:
+    """Who moved the run last, when and why, from its log: ", paused by mod-mia at 20:14 UTC: boss bugged"."""
+    last = log.latest(tx, run.id, journal.RUN_STATUS)
+    if last is None or last.detail is None or last.detail.get("to") != run.status.value:
+        return ""
+    why = last.detail.get("reason")
+    return f", {run.status.value} by {last.actor} at {last.created_at:%H:%M} UTC" + (f": {why}" if why else "")
+
+
+def _step_now(step: Step) -> str:
+    """The step's state in words, for a 412: "failed (HTTP 400), attempt 1, after 1 retry"."""
+    why = f" ({step.last_error})" if step.last_error and step.status in (StepStatus.FAILED, StepStatus.REFUSED) else ""
+    retried = f", after {step.retries} {'retry' if step.retries == 1 else 'retries'}" if step.retries else ""
+    return f"{_step_state(step)}{why}, attempt {step.attempts}{retried}"
+
+
+def _pressed(tx: Tx, press: Press, control: str, run: Run, step: Step | None, now: datetime) -> None:
+    """What every control does first, under its row locks, before any rule: a repeat of a press that took
+    answers its first answer (AnsweredBefore; a key used for another control, or over 24 h ago, is
+    KeyReused), and a tag that is not the target's now is Stale, naming the state now. Nothing is written."""
+    if press.key is not None:
+        before = log.remembered(tx, run.id, press.key)
+        if before is not None:
+            if (before.control, before.step_id) != (control, None if step is None else step.id):
+                what = before.control if before.step_id is None else f"{before.control} of another step"
+                raise KeyReused(f"this Idempotency-Key was used for {what} on run {run.id} at {iso(before.at)};"
+                                " a new press needs a new key")
+            if now - before.at > log.KEY_KEPT_FOR:
+                raise KeyReused(f"this Idempotency-Key was used on run {run.id} at {iso(before.at)}, more than 24 h"
+                                " ago; a new press needs a new key")
+            raise AnsweredBefore(before.body)
+    if step is None and not press.matches(run.etag):
+        raise Stale(f"run {run.id} changed while you were looking: it is now {_run_now(run)}{_by_whom(tx, run)}"
+                    f" (ETag {run.etag}); {control} was not pressed", etag=run.etag, run_status=run.status.value)
+    if step is not None and not press.matches(step.etag):
+        raise Stale(f"{step.named} changed while you were looking: it is now {_step_now(step)} (ETag {step.etag});"
+                    f" {control} was not pressed", etag=step.etag, run_status=run.status.value,
+                    step_status=step.status.value, step_parked=step.parked)
+
+
+def _kept(tx: Tx, press: Press, logged: int, run_id: int, control: str, step_id: int | None, body: dict[str, Any]) -> None:
+    """A press that took, with a key: the key and its answer on the log row `logged`, in the same transaction."""
+    if press.key is not None:
+        log.remember(tx, logged, run_id, press.key, control, step_id, body)
+
+
+def _version_seen(press: Press, run: Run) -> int | None:
+    """The run's version for its guarded statement's WHERE, when the press named the run's tag (checked)."""
+    return run.version if press.names_a_tag else None
+
+
+def _step_seen(press: Press, step: Step) -> Step | None:
+    """The step as seen, for its guarded statement's WHERE, when the press named the step's tag (checked)."""
+    return step if press.names_a_tag else None
 
 
 def _lost(control: str, run: Run, step: Step | None = None, furthest_seq: int | None = None) -> Conflict:
@@ -260,53 +359,66 @@ def _resume_target(run: Run) -> RunStatus:
     return RunStatus.RUNNING if run.current_phase is not None else RunStatus.STARTING
 
 
-def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None) -> Run:
+def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None,
+          press: Press = AS_EVER) -> Run:
     """starting/running -> paused; the run claim is cleared so a working tick stops at its next re-read."""
     note = clean_note(reason)
 
     def work(tx: Tx) -> Run:
         run = _locked_run(tx, run_id)
-        if not runs.transition(tx, run.id, PAUSABLE, RunStatus.PAUSED, now):
+        _pressed(tx, press, "pause", run, None, now)
+        if not runs.transition(tx, run.id, PAUSABLE, RunStatus.PAUSED, now, seen_version=_version_seen(press, run)):
             raise _lost("pause", run)
-        log.append(tx, journal.run_control(run, "pause", RunStatus.PAUSED, actor, reason=note), now)
-        return must_exist(runs.get(tx, run.id))
+        logged = log.append(tx, journal.run_control(run, "pause", RunStatus.PAUSED, actor, reason=note), now)
+        paused = must_exist(runs.get(tx, run.id))
+        _kept(tx, press, logged, run.id, "pause", None, _run_answer(paused))
+        return paused
 
     return db.transaction(work)
 
 
-def _resume_locked(tx: Tx, run: Run, control: str, actor: str, now: datetime) -> bool:
+def _resume_locked(tx: Tx, run: Run, control: str, actor: str, now: datetime, seen_version: int | None = None) -> int | None:
+    """The resume's guarded move and its log row; the row's id, None if it did not take."""
     to = _resume_target(run)
-    if not runs.transition(tx, run.id, RESUMABLE, to, now, last_error=None):
-        return False
-    log.append(tx, journal.run_control(run, control, to, actor), now)
-    return True
+    if not runs.transition(tx, run.id, RESUMABLE, to, now, last_error=None, seen_version=seen_version):
+        return None
+    return log.append(tx, journal.run_control(run, control, to, actor), now)
 
 
-def resume(db: Database, run_id: int, *, actor: str, now: datetime) -> Run:
+def resume(db: Database, run_id: int, *, actor: str, now: datetime, press: Press = AS_EVER) -> Run:
     """paused -> running (or starting if it never got a phase); last_error cleared, health kept."""
 
     def work(tx: Tx) -> Run:
         run = _locked_run(tx, run_id)
-        if not _resume_locked(tx, run, "resume", actor, now):
+        _pressed(tx, press, "resume", run, None, now)
+        logged = _resume_locked(tx, run, "resume", actor, now, _version_seen(press, run))
+        if logged is None:
             raise _lost("resume", run)
-        return must_exist(runs.get(tx, run.id))
+        resumed = must_exist(runs.get(tx, run.id))
+        _kept(tx, press, logged, run.id, "resume", None, _run_answer(resumed))
+        return resumed
 
     return db.transaction(work)
 
 
-def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None) -> Run:
+def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None,
+           press: Press = AS_EVER) -> Run:
     """Any non-terminal -> cancelled; pending and parked steps cancelled, a leased step left alone."""
     note = clean_note(reason)
 
     def work(tx: Tx) -> Run:
         run = _locked_run(tx, run_id)
+        _pressed(tx, press, "cancel", run, None, now)
         if not runs.transition(
-            tx, run.id, CANCELLABLE, RunStatus.CANCELLED, now, last_error=note or "cancelled by staff"
+            tx, run.id, CANCELLABLE, RunStatus.CANCELLED, now, last_error=note or "cancelled by staff",
+            seen_version=_version_seen(press, run),
         ):
             raise _lost("cancel", run)
         closed = steps.cancel_open(tx, run.id, now)
-        log.append(tx, journal.run_control(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed), now)
-        return must_exist(runs.get(tx, run.id))
+        logged = log.append(tx, journal.run_control(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed), now)
+        cancelled = must_exist(runs.get(tx, run.id))
+        _kept(tx, press, logged, run.id, "cancel", None, _run_answer(cancelled))
+        return cancelled
 
     return db.transaction(work)
 
@@ -318,7 +430,8 @@ class Advanced:
     resumed: bool
 
 
-def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime, reason: str | None = None) -> Advanced:
+def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime, reason: str | None = None,
+            press: Press = AS_EVER) -> Advanced:
     """A person ends the phase the run is at: its condition met, its pending and parked steps skipped.
 
     One transaction, run row locked first: the guarded UPDATE (`runs.advance_phase`:
@@ -330,8 +443,9 @@ def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime,
 
     def work(tx: Tx) -> Advanced:
         run = _locked_run(tx, run_id)
+        _pressed(tx, press, "advance", run, None, now)
         resuming = run.status is RunStatus.PAUSED
-        if not runs.advance_phase(tx, run.id, phase, actor, now, resuming=resuming):
+        if not runs.advance_phase(tx, run.id, phase, actor, now, resuming=resuming, seen_version=_version_seen(press, run)):
             current = None if run.current_phase is None else phases.get(tx, run.id, run.current_phase)
             flying = None if run.current_phase is None else steps.in_flight(tx, run.id, run.current_phase, now)
             raise Conflict(advance_refusal(run, phase, current, flying) or f"advance did not take: the run is {run.status.value}",
@@ -343,28 +457,32 @@ def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime,
         rows += [journal.step_control(step, "advance", StepStatus.SKIPPED, actor, reason=note, attempts=step.attempts)
                  for step in skipped]
         log.append_many(tx, rows, now)
-        return Advanced(must_exist(runs.get(tx, run.id)), len(skipped), resuming)
+        logged = tx.last_insert_id  # a multi-row INSERT's: its first row, the advance's own
+        advanced = Advanced(must_exist(runs.get(tx, run.id)), len(skipped), resuming)
+        _kept(tx, press, logged, run.id, "advance", None, _advanced_answer(advanced))
+        return advanced
 
     return db.transaction(work)
 
 
 def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None,
-            cue_only: frozenset[str] | None = None) -> Step:
+            cue_only: frozenset[str] | None = None, press: Press = AS_EVER) -> Step:
     """A parked step -> done, with the person's note: they did what it asked."""
     text = clean_note(note)
     return _decide(db, run_id, step_id, "confirm", StepStatus.DONE,
-                   lambda tx, step: steps.confirm_parked(tx, step.id, now, text), actor=actor, now=now,
-                   cue_only=cue_only, note=text)
+                   lambda tx, step: steps.confirm_parked(tx, step.id, now, text, seen=_step_seen(press, step)),
+                   actor=actor, now=now, cue_only=cue_only, press=press, note=text)
 
 
 def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None,
-         cue_only: frozenset[str] | None = None) -> Step:
+         cue_only: frozenset[str] | None = None, press: Press = AS_EVER) -> Step:
     """A pending or parked step of a live run -> skipped: a person decided against it. The statement's WHERE
     holds the step to the state read (locked): a parked one, or a pending one (never for `cue_only`)."""
     note = clean_note(reason)
     return _decide(db, run_id, step_id, "skip", StepStatus.SKIPPED,
-                   lambda tx, step: steps.skip_by_human(tx, step.id, now, note, parked=step.parked or cue_only is not None),
-                   actor=actor, now=now, cue_only=cue_only, reason=note)
+                   lambda tx, step: steps.skip_by_human(tx, step.id, now, note, parked=step.parked or cue_only is not None,
+                                                        seen=_step_seen(press, step)),
+                   actor=actor, now=now, cue_only=cue_only, press=press, reason=note)
 
 
 def _on_a_cue_only(control: str, run: Run, step: Step, held: frozenset[str]) -> None:
@@ -383,24 +501,28 @@ def _on_a_cue_only(control: str, run: Run, step: Step, held: frozenset[str]) -> 
 def _decide(
     db: Database, run_id: int, step_id: int, control: str, to: StepStatus,
     guarded_change: Callable[[Tx, Step], bool], *, actor: str, now: datetime, cue_only: frozenset[str] | None = None,
-    **detail: str | None,
+    press: Press = AS_EVER, **detail: str | None,
 ) -> Step:
     """A person's decision on one step: run and step locked, the guarded change and its log row in one transaction."""
 
     def work(tx: Tx) -> Step:
         run = _locked_run(tx, run_id)
         step = _locked_step(tx, run, step_id)
+        _pressed(tx, press, control, run, step, now)
         if cue_only is not None:
             _on_a_cue_only(control, run, step, cue_only)
         if not guarded_change(tx, step):
             raise _lost(control, run, step)
-        log.append(tx, journal.step_control(step, control, to, actor, **detail), now)
-        return must_exist(steps.get(tx, step.id))
+        logged = log.append(tx, journal.step_control(step, control, to, actor, **detail), now)
+        decided = must_exist(steps.get(tx, step.id))
+        _kept(tx, press, logged, run.id, control, step.id, _step_answer(decided))
+        return decided
 
     return db.transaction(work)
 
 
-def acknowledge(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None) -> Step:
+def acknowledge(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None,
+                press: Press = AS_EVER) -> Step:
     """`actor` has the parked cue: who and since when are kept on the step, and logged (`step.acknowledged`).
 
     One transaction, run and step locked: the compare-and-set (`steps.acknowledge`: parked, nobody has it
@@ -412,17 +534,20 @@ def acknowledge(db: Database, run_id: int, step_id: int, *, actor: str, now: dat
     def work(tx: Tx) -> Step:
         run = _locked_run(tx, run_id)
         step = _locked_step(tx, run, step_id)
-        if not steps.acknowledge(tx, step.id, actor, now):
+        _pressed(tx, press, "acknowledge", run, step, now)
+        if not steps.acknowledge(tx, step.id, actor, now, seen=_step_seen(press, step)):
             if step.parked and step.acknowledged_by == actor:
-                return step  # theirs already: nothing written
+                return step  # theirs already: nothing written (nor any key kept: a repeat finds it theirs again)
             raise _lost("acknowledge", run, step)
-        log.append(tx, journal.step_acknowledged(step, actor, text), now)
-        return must_exist(steps.get(tx, step.id))
+        logged = log.append(tx, journal.step_acknowledged(step, actor, text), now)
+        had = must_exist(steps.get(tx, step.id))
+        _kept(tx, press, logged, run.id, "acknowledge", step.id, _step_answer(had))
+        return had
 
     return db.transaction(work)
 
 
-def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime) -> Retried:
+def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, press: Press = AS_EVER) -> Retried:
     """Re-queue the failed step a paused run is stopped at, and resume the run: one action.
 
     One transaction, run locked first. The requeue's own WHERE clause demands a
@@ -436,7 +561,8 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime)
     def work(tx: Tx) -> Retried:
         run = _locked_run(tx, run_id)
         step = _locked_step(tx, run, step_id)
-        if not steps.requeue_where_stopped(tx, run.id, step.id, now):
+        _pressed(tx, press, "retry", run, step, now)
+        if not steps.requeue_where_stopped(tx, run.id, step.id, now, seen=_step_seen(press, step)):
             furthest = steps.last_started_seq(tx, run.id, run.current_phase)
             ended = phases.get(tx, run.id, step.phase)
             if refusal("retry", run, step, furthest) is None and ended is not None and ended.condition_met:
@@ -444,9 +570,11 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime)
                 raise Conflict(_phase_ended(ended), run_status=run.status.value, step_status=step.status.value,
                                step_parked=step.parked)
             raise _lost("retry", run, step, furthest)
-        log.append(tx, journal.step_control(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)
-        resumed = _resume_locked(tx, run, "retry", actor, now)
-        return Retried(step=must_exist(steps.get(tx, step.id)), run=must_exist(runs.get(tx, run.id)), resumed=resumed)
+        logged = log.append(tx, journal.step_control(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)
+        resumed = _resume_locked(tx, run, "retry", actor, now) is not None
+        retried = Retried(step=must_exist(steps.get(tx, step.id)), run=must_exist(runs.get(tx, run.id)), resumed=resumed)
+        _kept(tx, press, logged, run.id, "retry", step.id, _retried_answer(retried))
+        return retried
 
     return db.transaction(work)
 
@@ -470,46 +598,50 @@ def _retried_answer(result: Retried) -> dict[str, Any]:
 
 CONTROLS: dict[str, Control] = {c.name: c for c in (
     Control("pause", Target.RUN, CONTROLLERS, _pause_refusal,
-            lambda db, run, _, actor, now, note, phase, cue: _run_answer(pause(db, run, actor=actor, now=now, reason=note)),
+            lambda db, run, _, actor, now, note, phase, cue, press: _run_answer(
+                pause(db, run, actor=actor, now=now, reason=note, press=press)),
             "a starting or running run is paused; its run lease is cleared, so a working tick stops at its next re-read",
-            wakes=False, note_field="reason", label="Pause run", question="Pause this run?", done="Paused"),
+            wakes=False, note_field="reason", label="Pause run", question="Pause this run?", done="Paused",
+            sends_tag=False),
     Control("resume", Target.RUN, CONTROLLERS, _resume_refusal,
-            lambda db, run, _, actor, now, note, phase, cue: _run_answer(resume(db, run, actor=actor, now=now)),
+            lambda db, run, _, actor, now, note, phase, cue, press: _run_answer(resume(db, run, actor=actor, now=now, press=press)),
             "a paused run is running again (starting, if it never had a phase); its last error is cleared, its health kept",
             wakes=True, note_field=None, label="Resume run", question=None, done="Resumed"),
     Control("cancel", Target.RUN, CONTROLLERS, _cancel_refusal,
-            lambda db, run, _, actor, now, note, phase, cue: _run_answer(cancel(db, run, actor=actor, now=now, reason=note)),
+            lambda db, run, _, actor, now, note, phase, cue, press: _run_answer(
+                cancel(db, run, actor=actor, now=now, reason=note, press=press)),
             "a run that is not over is cancelled; its pending and parked steps are cancelled, a step in flight is left"
             " to its answer", wakes=False, note_field="reason", label="Cancel run",
-            question="Cancel this run? It cannot be undone.", done="Cancelled", tone="danger"),
+            question="Cancel this run? It cannot be undone.", done="Cancelled", tone="danger", sends_tag=False),
     Control("advance", Target.RUN, CONTROLLERS, _advance_status_refusal,
-            lambda db, run, _, actor, now, note, phase, cue: _advanced_answer(
-                advance(db, run, must_exist(phase), actor=actor, now=now, reason=note)),
+            lambda db, run, _, actor, now, note, phase, cue, press: _advanced_answer(
+                advance(db, run, must_exist(phase), actor=actor, now=now, reason=note, press=press)),
             "the phase the run is at ends: its condition is met, its pending and parked steps are skipped with the"
             " reason, and from paused the run resumes; refused while a step of it is in flight, and in the ending",
             wakes=True, note_field="reason", label="Advance phase", question="Advance past this phase?",
             done="Advanced", answer="advance", phase_field="phase"),
     Control("confirm", Target.STEP, CONTROLLERS, _confirm_refusal,
-            lambda db, run, step, actor, now, note, phase, cue: _step_answer(confirm(db, run, must_exist(step), actor=actor, now=now,
-                                                                         note=note, cue_only=cue)),
+            lambda db, run, step, actor, now, note, phase, cue, press: _step_answer(confirm(db, run, must_exist(step), actor=actor, now=now,
+                                                                         note=note, cue_only=cue, press=press)),
             "a parked step is done, with the person's note", wakes=True, note_field="note", label="Confirm",
             question="Confirm this step is done?", done="Confirmed", tone="primary", answer="step",
             cue_roles=frozenset({GM})),
     Control("skip", Target.STEP, CONTROLLERS, _skip_refusal,
-            lambda db, run, step, actor, now, note, phase, cue: _step_answer(skip(db, run, must_exist(step), actor=actor, now=now,
-                                                                      reason=note, cue_only=cue)),
+            lambda db, run, step, actor, now, note, phase, cue, press: _step_answer(skip(db, run, must_exist(step), actor=actor, now=now,
+                                                                      reason=note, cue_only=cue, press=press)),
             "a pending or parked step of a run that is not over is skipped", wakes=True, note_field="reason",
             label="Skip", question="Skip this step?", done="Skipped", answer="step", cue_roles=frozenset({GM})),
     Control("retry", Target.STEP, CONTROLLERS, _retry_refusal,
-            lambda db, run, step, actor, now, note, phase, cue: _retried_answer(retry(db, run, must_exist(step), actor=actor, now=now)),
+            lambda db, run, step, actor, now, note, phase, cue, press: _retried_answer(
+                retry(db, run, must_exist(step), actor=actor, now=now, press=press)),
             "the failed step a paused run is stopped at is re-queued, and the run resumed", wakes=True, note_field=None,
             label="Retry", question=None, done="Re-queued", answer="step and run"),
     Control("acknowledge", Target.STEP, STAFF, _acknowledge_refusal,
-            lambda db, run, step, actor, now, note, phase, cue: _step_answer(
-                acknowledge(db, run, must_exist(step), actor=actor, now=now, note=note)),
+            lambda db, run, step, actor, now, note, phase, cue, press: _step_answer(
+                acknowledge(db, run, must_exist(step), actor=actor, now=now, note=note, press=press)),
             "a parked cue is had by the person who presses it: who and since when are kept on the step (the same"
             " person again changes nothing; anyone else is refused, naming who has it)", wakes=False,
-            note_field="note", label="I have it", question=None, done="Acknowledged", answer="step"),
+            note_field="note", label="I have it", question=None, done="Acknowledged", answer="step", sends_tag=False),
 )}
 RUN_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.RUN)
 STEP_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.STEP)

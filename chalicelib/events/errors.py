@@ -4,13 +4,18 @@
      │                              Forbidden, AuthUnavailable, SecretUnreadable, SchemaBehind)
      ├── Invalid                    the input breaks a rule (also a ValueError)
      ├── NotFound                   no such definition, run or step
-     └── Conflict                   the guarded change did not take: the row is not in a state it allows
-                                    (detail: run_status, and step_status / step_parked for a step's control)
+     ├── Conflict                   the guarded change did not take: the row is not in a state it allows
+     │                              (detail: run_status, and step_status / step_parked for a step's control)
+     ├── Stale                      a control's If-Match (or `expected`) names a state the run or step has left
+     │                              (detail: the statuses now, and the current etag)
+     └── KeyReused                  an Idempotency-Key pressed before with another control, or over 24 h ago
     ValueError
      ├── InvalidCron                a schedule that is not standard five-field cron, or an unknown time zone
      └── UnreadableDocument         a stored document the runner cannot walk
     Exception
-     └── ChannelError               a notification post failed; the step is retried with the same key
+     ├── ChannelError               a notification post failed; the step is retried with the same key
+     └── AnsweredBefore             not a failure: a control's Idempotency-Key was pressed within 24 h; its
+                                    first answer travels in it (the transaction it leaves wrote nothing)
 
 The base layer's classes are re-exported here for the engine's own modules.
 Plain ValueErrors raised by the store are programming errors (a caller broke a
@@ -18,6 +23,8 @@ precondition), not answers to a client, and stay ValueErrors.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ..errors import AuthUnavailable as AuthUnavailable
 from ..errors import ConfigError as ConfigError
@@ -51,6 +58,25 @@ class Conflict(EngineError):
         super().__init__(message, detail=detail)
 
 
+class Stale(EngineError):
+    """The tag a person saw is not the run's or step's now: `etag` (the current one) and the statuses travel
+    beside the message, which names the state now."""
+
+    def __init__(self, message: str, *, etag: str, run_status: str, step_status: str | None = None,
+                 step_parked: bool | None = None):
+        detail: dict[str, str | bool] = {"etag": etag, "run_status": run_status}
+        if step_status is not None:
+            detail["step_status"] = step_status
+        if step_parked is not None:
+            detail["step_parked"] = step_parked
+        super().__init__(message, detail=detail)
+        self.etag = etag
+
+
+class KeyReused(EngineError):
+    pass
+
+
 class InvalidCron(ValueError):
     pass
 
@@ -61,3 +87,11 @@ class UnreadableDocument(ValueError):
 
 class ChannelError(Exception):
     pass
+
+
+class AnsweredBefore(Exception):
+    """A repeat of a control pressed within 24 h with the same Idempotency-Key: `body` is its first answer."""
+
+    def __init__(self, body: dict[str, Any]):
+        super().__init__("answered before")
+        self.body = body

@@ -63,6 +63,11 @@ def kept_note(text: object | None) -> str | None:
     return None if text is None else str(text)[:MAX_NOTE]
 
 
+def step_named(phase: int, seq: int, action_id: str) -> str:
+    """"Phase 2 · step 4 (world.spawn)": the phase's number and the step's place in it, counted from 1."""
+    return f"Phase {phase} · step {seq + 1} ({action_id})"
+
+
 def is_whole_number(value: object, *, at_least: int) -> bool:
     """An int (a bool is not one) of at least `at_least`."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= at_least
@@ -122,6 +127,7 @@ class Run:
     updated_at: datetime
     wake_at: datetime | None  # when a tick next has to look at it; None: only a person can move it
     waiting_for: str | None = None  # what it waits for, as its row keeps it for the index (`waiting`: the whole of it)
+    version: int = 1  # its control state, counted: raised by each status change and advance (`runs._move`)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
@@ -129,9 +135,15 @@ class Run:
             **{**row, "status": RunStatus(row["status"]), "health": Health(row["health"])}
         )
 
+    @property
+    def etag(self) -> str:
+        """The run's control state as an entity tag (GET /runs/{id}'s ETag; what a run control's If-Match names)."""
+        return f'"r{self.id}.{self.version}"'
+
     def public(self) -> dict[str, Any]:
         data = _public(self)
         del data["claimed_by"], data["waiting_for"]  # `waiting` beside the run says it whole
+        data["etag"] = self.etag
         return data
 
 
@@ -162,6 +174,7 @@ class Step:
     escalate_at: datetime | None = None
     escalation_tries: int = 0
     times_out_at: datetime | None = None
+    retries: int = 0  # how many times a person retried it (raised by the retry's own statement)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:
@@ -188,10 +201,25 @@ class Step:
     def parked(self) -> bool:
         return self.status is StepStatus.RUNNING and self.claim_expires_at is None
 
+    @property
+    def named(self) -> str:
+        """The step as a person sees it everywhere: "Phase 2 · step 4 (world.spawn)" (never its database id)."""
+        return step_named(self.phase, self.seq, self.action_id)
+
+    @property
+    def etag(self) -> str:
+        """The step's state as an entity tag (what a step control's If-Match names): its retries, attempts,
+        state (parked apart from running under a lease) and finished_at. Attempts only rise, except across a
+        retry, which raises retries: a step retried and back at the same status never repeats an earlier tag."""
+        state = "parked" if self.parked else self.status.value
+        finished = "-" if self.finished_at is None else f"{self.finished_at:%Y%m%dT%H%M%S%f}"
+        return f'"s{self.id}.{self.retries}.{self.attempts}.{state}.{finished}"'
+
     def public(self) -> dict[str, Any]:
         data = _public(self)
         del data["claimed_by"]
         data["parked"] = self.parked
+        data["etag"] = self.etag
         return data
 
 

@@ -4,22 +4,84 @@
 // after the server's Retry-After, and `hooks.retrying` says so on the page; a
 // 401 hands over to sign-in; every other refusal is thrown as an ApiError
 // carrying the server's own messages, for the view to explain.
+//
+// Controls that know what the person saw (issue 27): the tags of what the page
+// was shown are remembered as the answers pass through here (a run's ETag from
+// GET /runs/{id} and each run of GET /runs, each step's `etag`), and a control
+// the vocabulary marks `sends_tag` (resume, advance, confirm, skip, retry: not
+// pause or cancel, which stop a run whatever it did meanwhile) is sent with the
+// tag of what it acts on in If-Match. A 412 (it changed since) is an ApiError
+// whose message says so and what it is now; the page then re-reads. Every
+// control is sent with an Idempotency-Key of its own, the same on its automatic
+// re-sends, so a re-send after a lost answer gets the first answer, never a 412
+// against its own change. The views call `post(path, body)` as before.
 
 export class ApiError extends Error {
-  // `detail`: the fields the API answers beside the messages (a 403's roles_needed, a 409's run_status).
+  // `detail`: the fields the API answers beside the messages (a 403's roles_needed, a 409's run_status,
+  // a 412's etag and statuses now).
   constructor(status, messages, detail = {}) {
     super(messages.join(' '));
     this.status = status;
     this.messages = messages;
     this.detail = detail;
   }
+
+  // A 412: what the person saw has changed, and the messages say what it is now.
+  get stale() {
+    return this.status === 412;
+  }
 }
+
+export const STALE_WORDS = 'This changed while you were looking: here is what it is now:';
 
 const API_ROOT = new URL('.', location.href); // the console is served at <api>/console
 const MAX_ATTEMPTS = 12;
 const DEFAULT_RETRY_SECONDS = 5;
 
 const hooks = { token: () => null, unauthorized: () => {}, retrying: () => {} };
+
+// The tags of what the page was shown, by run id and step id, and the controls that send one (from the vocabulary).
+const shown = { runs: new Map(), steps: new Map(), sendsTag: new Set() };
+const RUN_PATH = /^\/?runs\/(\d+)$/;
+const CONTROL_PATH = /^\/?runs\/(\d+)\/(?:steps\/(\d+)\/)?([a-z_]+)$/;
+
+function remember(method, path, body) {
+  if (!body || typeof body !== 'object') return;
+  const [route, query = ''] = path.split('?');
+  if (method === 'GET' && /^\/?vocabulary$/.test(route) && Array.isArray(body.controls)) {
+    shown.sendsTag = new Set(body.controls.filter((control) => control.sends_tag).map((control) => control.name));
+  }
+  // A later page of a run's steps (steps_cursor) says nothing new of the run: its first page did.
+  if (body.run?.etag && (method !== 'GET' || (RUN_PATH.test(route) && !query.includes('steps_cursor')))) {
+    shown.runs.set(String(body.run.id), body.run.etag);
+  }
+  for (const run of Array.isArray(body.runs) ? body.runs : []) if (run.etag) shown.runs.set(String(run.id), run.etag);
+  for (const step of [...(Array.isArray(body.steps) ? body.steps : []), body.step]) {
+    if (step?.etag) shown.steps.set(String(step.id), step.etag);
+  }
+}
+
+// A control's POST: its name, and the tag of what it acts on if the page was shown one (null: none).
+function controlOf(method, path) {
+  const found = method === 'POST' && path.split('?')[0].match(CONTROL_PATH);
+  if (!found || found[3] === 'signals') return null;
+  const [, runId, stepId, name] = found;
+  return { name, tag: stepId ? shown.steps.get(stepId) : shown.runs.get(runId) };
+}
+
+function freshKey() {
+  if (globalThis.crypto?.randomUUID) return crypto.randomUUID();
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+// What the API says it is now, in the console's words: "run 5 is now paused at phase 1, paused by … : boss bugged"
+// (its tag stays in `detail.etag`, not in the words).
+function staleError(messages, detail) {
+  const now = messages.map((m) => m.replace(/ changed while you were looking: it is now /, ' is now ').replace(/ \(ETag [^)]*\)/, ''));
+  return new ApiError(412, [STALE_WORDS, ...now], detail);
+}
 
 export function configure(given) {
   Object.assign(hooks, given);
@@ -45,12 +107,19 @@ async function errorsOf(response) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function call(method, path, body) {
+// `options` (all optional): ifMatch, a tag to send instead of the one remembered (null: none);
+// idempotencyKey, the key to send instead of a fresh one for this call.
+export async function call(method, path, body, options = {}) {
+  const control = controlOf(method, path);
+  const ifMatch = 'ifMatch' in options ? options.ifMatch : control && shown.sendsTag.has(control.name) ? control.tag : null;
+  const key = control ? (options.idempotencyKey || freshKey()) : null; // one per press, the same on each re-send
   for (let attempt = 1; ; attempt += 1) {
     const headers = { Accept: 'application/json' };
     const token = hooks.token();
     if (token) headers.Authorization = `Bearer ${token}`;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (ifMatch) headers['If-Match'] = ifMatch;
+    if (key) headers['Idempotency-Key'] = key;
     let response = null;
     try {
       response = await fetch(apiUrl(path), {
@@ -59,9 +128,14 @@ export async function call(method, path, body) {
     } catch { /* no answer at all: retried like a 503 */ }
     if (response && response.status !== 503) {
       hooks.retrying(null);
-      if (response.ok) return response.status === 204 ? null : response.json();
+      if (response.ok) {
+        if (response.status === 204) return null;
+        const answer = await response.json();
+        remember(method, path, answer);
+        return answer;
+      }
       const { messages, detail } = await errorsOf(response);
-      const error = new ApiError(response.status, messages, detail);
+      const error = response.status === 412 ? staleError(messages, detail) : new ApiError(response.status, messages, detail);
       if (response.status === 401) hooks.unauthorized(error);
       throw error;
     }
@@ -77,8 +151,11 @@ export async function call(method, path, body) {
 }
 
 export const get = (path) => call('GET', path);
-export const post = (path, body = {}) => call('POST', path, body);
+export const post = (path, body = {}, options = {}) => call('POST', path, body, options);
 export const put = (path, body) => call('PUT', path, body);
+
+// The tag the page was shown of a run or a step (undefined: none yet), for a view that sends one itself.
+export const tagOf = ({ runId, stepId }) => (stepId != null ? shown.steps.get(String(stepId)) : shown.runs.get(String(runId)));
 
 // The roles that would have been allowed, as a 403 answers them beside its message.
 export function neededRoles(error) {

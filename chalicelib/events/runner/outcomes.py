@@ -69,7 +69,7 @@ def settle_outcome(
     if written and status in STEP_FAILURES:
         if steps.phase_ended(tx, step.run_id, step.phase, now):
             # The phase ended while the step was in flight: the failure degrades the run, its on_failure is moot.
-            runs.degrade(tx, step.run_id, now, f"step {step.id} ({step.action_id}) {error or status.value}")
+            runs.degrade(tx, step.run_id, now, f"{step.named} {error or status.value}")
         else:
             disposition = apply_failure(tx, step, error or status.value, now)
             entries.extend(disposition)
@@ -86,7 +86,7 @@ def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[journal
     A run a person paused meanwhile keeps their pause; it is degraded and, under
     abort_run, still failed.
     """
-    cause = f"step {step.id} ({step.action_id}) {error}"
+    cause = f"{step.named} {error}"  # "Phase 1 · step 3 (world.spawn) HTTP 400: …": as a person sees the step
     if step.on_failure is OnFailure.PAUSE:
         if runs.transition(
             tx, step.run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=cause, degrade=True

@@ -2,13 +2,19 @@
 
 Rows are appended through the same `Tx` as the change they record, so the two
 commit together or not at all. What a row says is built in `events.journal`.
+
+A person's control pressed with an `Idempotency-Key` keeps the key on one of
+its log rows, with the answer it gave (`remember`), in the same transaction:
+the key is unique per run (the index `event_run_log_idempotency`), and a
+repeat within `KEY_KEPT_FOR` answers that answer (`remembered`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Tx, placeholders
@@ -57,3 +63,50 @@ def after(tx: Tx, run_id: int, after_id: int = 0, limit: int = 200) -> list[LogE
         (run_id, after_id, limit),
     )
     return [LogEntry.from_row(r) for r in rows]
+
+
+def latest(tx: Tx, run_id: int, kind: str) -> LogEntry | None:
+    """The run's newest row of `kind` (a 412 says who made the change the person did not see)."""
+    row = tx.one(
+        f"SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND kind = %s ORDER BY id DESC LIMIT 1",  # noqa: S608 — COLUMNS is a constant; values are parameters
+        (run_id, kind),
+    )
+    return None if row is None else LogEntry.from_row(row)
+
+
+KEY_KEPT_FOR = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """A control pressed before with the same Idempotency-Key on the same run: what it was, and what it answered."""
+
+    control: str
+    step_id: int | None
+    body: dict[str, Any]
+    at: datetime
+
+
+def remembered(tx: Tx, run_id: int, key: str) -> Remembered | None:
+    """The control a key was first pressed with on this run, or None. Read after the run's row lock (a plain
+    read: its snapshot starts after the lock, so it sees the press that held the lock before)."""
+    row = tx.one(
+        "SELECT answer, created_at FROM event_run_log WHERE run_id = %s AND idempotency_key = %s",
+        (run_id, key),
+    )
+    if row is None:
+        return None
+    answer = json.loads(row["answer"]) if isinstance(row["answer"], (str, bytes)) else row["answer"]
+    return Remembered(answer["control"], answer["step_id"], answer["body"], row["created_at"])
+
+
+def remember(tx: Tx, log_id: int, run_id: int, key: str, control: str, step_id: int | None, body: dict[str, Any]) -> None:
+    """Keep the key and the answer on the control's log row `log_id`, in the control's transaction; a second
+    row of this run with the same key breaks the unique index (the transaction fails: nothing is kept)."""
+    answer = _DETAIL.encode({"control": control, "step_id": step_id, "body": body})
+    kept = tx.execute(
+        "UPDATE event_run_log SET idempotency_key = %s, answer = %s WHERE id = %s AND run_id = %s",
+        (key, answer, log_id, run_id),
+    )
+    if kept != 1:
+        raise ValueError(f"log row {log_id} of run {run_id} is not there to keep an idempotency key on")

@@ -23,7 +23,7 @@ from .wake import WAKE_AT, wake_args
 COLUMNS = (
     "id, definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds,"
     " current_phase, health, last_error, claimed_by, claim_expires_at, started_at, finished_at,"
-    " created_at, updated_at, wake_at, waiting_for"
+    " created_at, updated_at, wake_at, waiting_for, version"
 )
 _UNSET = object()
 
@@ -169,6 +169,7 @@ class RunChanges(TypedDict, total=False):
     last_error: str | None
     current_phase: int | None
     degrade: bool
+    seen_version: int | None
 
 
 def _move(
@@ -185,6 +186,7 @@ def _move(
     degrade: bool = False,
     started: bool = False,
     phases: tuple[int | None, int | None] = (None, None),
+    seen_version: int | None = None,
 ) -> bool:
     """`UPDATE event_runs … WHERE id = run_id AND <guard>`: what every status change of a run writes.
 
@@ -200,16 +202,28 @@ def _move(
     the opened one with its deadline (a run started before phase rows existed
     has none: the join finds nothing).
     Health only ever degrades.
+
+    A move that changes the status raises `version` (the run's tag, `Run.etag`), decided here from the
+    sources, never from the row's status: MySQL gives a multi-table UPDATE's SET no order, so an
+    assignment after `status = %s` could read either status. A phase change (running to running) keeps
+    it. `seen_version` holds the move to the version a person saw (their If-Match), in its WHERE.
     """
     to = RunStatus(to)
     sources = [RunStatus(s) for s in sources]
     row = writes(sources, to)
+    if to in sources and len(sources) > 1:
+        raise ValueError(f"a move into {to.value} from {sorted(s.value for s in sources)} may or may not change the status")
     if current_phase is not None and to not in (RunStatus.RUNNING, RunStatus.ENDING):
         raise ValueError("current_phase is written only by a transition into running or ending")
     if current_phase is not None and not is_whole_number(current_phase, at_least=1):
         raise ValueError(f"phases are numbered from 1, got {current_phase!r}")
     sets = ["status = %s", "updated_at = %s"]
     args: list[Any] = [to.value, now]
+    if to not in sources:
+        sets.append("event_runs.version = event_runs.version + 1")
+    if seen_version is not None:
+        guard = f"({guard}) AND event_runs.version = %s"
+        guard_args = [*guard_args, seen_version]
     if started or to is RunStatus.STARTING:
         sets.append("started_at = COALESCE(started_at, %s)")
         args.append(now)
@@ -388,27 +402,31 @@ def release(tx: Tx, run_id: int, token: str, now: datetime) -> bool:
 
 
 
-def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *, resuming: bool) -> bool:
+def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *, resuming: bool,
+                  seen_version: int | None = None) -> bool:
     """A person's advance: the run's current main phase has its condition met by `actor`, and the run wakes now.
 
     One guarded UPDATE of the run's row and its phase's row: the run is running (or,
     `resuming`, paused) at `phase` (from paused it is running again, its last error
     cleared, as a resume does), the phase is a main phase whose condition nobody met yet, and
     no step of it is in flight under a live lease (the NOT EXISTS: an answer on its
-    way is waited for, not raced).
+    way is waited for, not raced). An advance is a run-level change: it raises the run's version, and
+    `seen_version` holds it to the version a person saw (their If-Match).
     """
+    seen = "" if seen_version is None else " AND r.version = %s"
     return (
         tx.execute(
             f"""UPDATE event_runs r JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
                    SET p.condition_met = TRUE, p.met_at = %s, p.met_by = %s,
-                       {"r.last_error = NULL," if resuming else ""}
+                       {"r.last_error = NULL," if resuming else ""} r.version = r.version + 1,
                        r.status = {RunSQL.RUNNING}, r.updated_at = %s, r.wake_at = %s, r.waiting_for = NULL
-                 WHERE r.id = %s AND r.status = %s AND r.current_phase = %s
+                 WHERE r.id = %s AND r.status = %s AND r.current_phase = %s{seen}
                    AND p.kind = 'main' AND NOT p.condition_met
                    AND NOT EXISTS (SELECT 1 FROM event_run_steps s
                                     WHERE s.run_id = r.id AND s.phase = p.number
                                       AND s.status = {StepSQL.RUNNING} AND s.claim_expires_at >= %s)""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
-            (now, actor, now, now, run_id, (RunStatus.PAUSED if resuming else RunStatus.RUNNING).value, phase, now),
+            (now, actor, now, now, run_id, (RunStatus.PAUSED if resuming else RunStatus.RUNNING).value, phase,
+             *(() if seen_version is None else (seen_version,)), now),
         )
         >= 1
     )

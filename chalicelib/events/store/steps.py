@@ -40,7 +40,7 @@ from . import phases
 COLUMNS = (
     "id, run_id, phase, seq, action_id, params, action_version, on_failure, idempotency_key,"
     " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error,"
-    " acknowledged_by, acknowledged_at, remind_at, reminders_sent, escalate_at, escalation_tries, times_out_at"
+    " acknowledged_by, acknowledged_at, remind_at, reminders_sent, escalate_at, escalation_tries, times_out_at, retries"
 )
 GAVE_UP = "gave up after repeated interruptions"
 RUN_ENDED = "its run ended while this step was in flight"
@@ -546,53 +546,68 @@ def in_flight(tx: Tx, run_id: int, phase: int, now: datetime) -> Step | None:
 _WAKE_RUN_NOW = f"""r.wake_at = IF(r.status IN ({RunSQL.DUE}) AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
 
 
-def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None) -> bool:
-    """A person did what a parked step asked: it is done, with their note, and its run wakes now."""
+def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None, *, seen: Step | None = None) -> bool:
+    """A person did what a parked step asked: it is done, with their note, and its run wakes now (`seen`: held
+    to the state their If-Match named)."""
+    as_seen, seen_args = _as_seen(seen)
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    SET s.status = {StepSQL.DONE}, s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
                        {_WAKE_RUN_NOW}, r.waiting_for = {waiting.CUE_ANSWERED}
-                 WHERE s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL""",  # noqa: S608 — _WAKE_RUN_NOW is a constant; values are parameters
-            (now, kept_note(note), now, now, step_id),
+                 WHERE s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL{as_seen}""",  # noqa: S608 — _WAKE_RUN_NOW and _as_seen's text are constants; values are parameters
+            (now, kept_note(note), now, now, step_id, *seen_args),
         )
         > 0
     )
+
+
+def _as_seen(seen: Step | None) -> tuple[str, tuple[Any, ...]]:
+    """SQL holding the step (as `s`) to the state a person saw, when their If-Match named it (`Step.etag`'s
+    parts: retries, attempts, status, whether it is held by a lease, finished_at); nothing without one."""
+    if seen is None:
+        return "", ()
+    held = (" AND s.retries = %s AND s.attempts = %s AND s.status = %s AND (s.claim_expires_at IS NULL) = %s"
+            " AND s.finished_at <=> %s")
+    return held, (seen.retries, seen.attempts, seen.status.value, seen.claim_expires_at is None, seen.finished_at)
 
 
 _PENDING_OF_S = f"s.status = {StepSQL.PENDING}"
 _PARKED_OF_S = f"s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL"
 
 
-def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None, *, parked: bool) -> bool:
+def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None, *, parked: bool,
+                  seen: Step | None = None) -> bool:
     """A person decided against a pending step, or (`parked`) a parked one, of a run that is not over; its run
     wakes now, and a skipped cue is no longer waited for.
 
     The caller names which of the two it read (locked): the statement's WHERE holds the step to it. A leased
-    step cannot be recalled; a step of a finished run is history.
+    step cannot be recalled; a step of a finished run is history. `seen`: held to the state their If-Match named.
     """
+    as_seen, seen_args = _as_seen(seen)
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    SET s.status = {StepSQL.SKIPPED}, s.finished_at = %s, s.claimed_by = NULL, s.last_error = %s,
                        {_WAKE_RUN_NOW}{", r.waiting_for = " + waiting.CUE_ANSWERED if parked else ""}
                  WHERE s.id = %s AND {_PARKED_OF_S if parked else _PENDING_OF_S}
-                   AND r.status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — _WAKE_RUN_NOW and the step states are constants; values are parameters
-            (now, kept_note(reason), now, now, step_id),
+                   AND r.status NOT IN ({RunSQL.TERMINAL}){as_seen}""",  # noqa: S608 — _WAKE_RUN_NOW, the step states and _as_seen's text are constants; values are parameters
+            (now, kept_note(reason), now, now, step_id, *seen_args),
         )
         > 0
     )
 
 
-def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime) -> bool:
+def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime, *, seen: Step | None = None) -> bool:
     """`actor` has the parked cue: a compare-and-set on its being parked and nobody having it yet (the first
     acknowledge stands; a second, by anyone, changes nothing). Its reminders and escalation stop in the same
-    statement; its timeout stands."""
+    statement; its timeout stands. `seen`: held to the state their If-Match named."""
+    as_seen, seen_args = _as_seen(seen)
     return tx.execute(
         f"""UPDATE event_run_steps s SET s.acknowledged_by = %s, s.acknowledged_at = %s,
                    s.remind_at = NULL, s.escalate_at = NULL
-             WHERE s.id = %s AND {_PARKED_OF_S} AND s.acknowledged_by IS NULL""",  # noqa: S608 — the step state is a constant; values are parameters
-        (actor, now, step_id),
+             WHERE s.id = %s AND {_PARKED_OF_S} AND s.acknowledged_by IS NULL{as_seen}""",  # noqa: S608 — the step state and _as_seen's text are constants; values are parameters
+        (actor, now, step_id, *seen_args),
     ) == 1
 
 
@@ -656,15 +671,16 @@ def drop_timeout(tx: Tx, step: Step, now: datetime) -> bool:
     ) == 1
 
 
-def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime) -> bool:
-    """Re-queue the failed step a paused run is stopped at (the retry control).
+def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime, *, seen: Step | None = None) -> bool:    """Re-queue the failed step a paused run is stopped at (the retry control).
 
     Every guard is in the statement: the step failed, its run is paused, it is in
     the run's current phase, and no later step of that phase has been reached
     (the anti-join). A failed step *behind* the cursor (failed under on_failure
     skip) is refused: re-queued, it would run again out of order. So is a step of
-    a phase that is ending (`phases.ENDING`): nothing of it runs again.
+    a phase that is ending (`phases.ENDING`): nothing of it runs again. The statement raises `retries` (the
+    step's tag never repeats across a retry); `seen` holds it to the state a person's If-Match named.
     """
+    as_seen, seen_args = _as_seen(seen)
     return (
         tx.execute(
             f"""UPDATE event_run_steps s
@@ -672,14 +688,14 @@ def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime) -> b
                  LEFT JOIN event_run_steps later
                         ON later.run_id = s.run_id AND later.phase = s.phase
                        AND later.seq > s.seq AND {_reached('later')}
-                  SET s.status = {StepSQL.PENDING}, s.attempts = 0, s.due_at = NULL, s.last_error = NULL,
+                  SET s.status = {StepSQL.PENDING}, s.attempts = 0, s.retries = s.retries + 1, s.due_at = NULL, s.last_error = NULL,
                       s.claimed_by = NULL, s.claim_expires_at = NULL, s.finished_at = NULL
                 WHERE s.id = %s AND s.run_id = %s AND s.status = {StepSQL.FAILED}
                   AND r.status = {RunSQL.PAUSED} AND s.phase = r.current_phase
                   AND later.id IS NULL
                   AND NOT EXISTS (SELECT 1 FROM event_run_phases p
-                                   WHERE p.run_id = s.run_id AND p.number = s.phase AND {phases.ENDING})""",  # noqa: S608 — _reached, the status lists and the phase's fragment are constants; values are parameters
-            (step_id, run_id, now),
+                                   WHERE p.run_id = s.run_id AND p.number = s.phase AND {phases.ENDING}){as_seen}""",  # noqa: S608 — _reached, the status lists, the phase's fragment and _as_seen's text are constants; values are parameters
+            (step_id, run_id, now, *seen_args),
         )
         == 1
     )
