@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from chalicelib.events.actions.notice import Notice
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.errors import ChannelError
 from chalicelib.events.model import Health, RunStatus, StepStatus
@@ -24,7 +25,8 @@ class FailingChannel(RecordingChannel):
 
     def __init__(self, name: str, refuses=lambda notice, tried: True):
         super().__init__(name)
-        self.refuses, self.tried = refuses, []
+        self.refuses = refuses
+        self.tried: list[Notice] = []
 
     def post(self, notice) -> None:
         self.tried.append(notice)

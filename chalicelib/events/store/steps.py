@@ -671,7 +671,8 @@ def drop_timeout(tx: Tx, step: Step, now: datetime) -> bool:
     ) == 1
 
 
-def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime, *, seen: Step | None = None) -> bool:    """Re-queue the failed step a paused run is stopped at (the retry control).
+def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime, *, seen: Step | None = None) -> bool:
+    """Re-queue the failed step a paused run is stopped at (the retry control).
 
     Every guard is in the statement: the step failed, its run is paused, it is in
     the run's current phase, and no later step of that phase has been reached
