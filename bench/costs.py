@@ -78,7 +78,7 @@ INPUTS = {
     "log_bytes_per_step": Input(1, "measured", (
         "bench costs: the tick Lambda at the deployed level (INFO) writes no line per step (0.01 B, rounded up);"
         " a notice on the log channel adds its own line, about 400 B (the templates post notices to SNS)")),
-    "log_bytes_per_tick_invocation": Input(1726, "measured", (
+    "log_bytes_per_tick_invocation": Input(1840, "measured", (
         "bench costs: the invocation's one INFO line (its ticks summed) and its EMF document;"
         " Lambda's own START/END/REPORT lines come on top")),
     "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),
@@ -86,8 +86,12 @@ INPUTS = {
     "access_log_bytes_per_api_request": Input(320, "setting", (
         "API Gateway's access log line (infra/app.yaml AccessLogSetting) with an IPv6 source and a long route;"
         " throttling (MethodSettings) is free")),
-    "custom_metrics": Input(19, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
-    "alarm_metrics": Input(9, "setting", "eight alarms, one of them over two metrics (infra/app.yaml)"),
+    "custom_metrics": Input(22, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
+    "alarm_metrics": Input(10, "setting", "nine alarms, one of them over two metrics (infra/app.yaml)"),
+    "wait_timer_wakes_per_event": Input(1, "assumed", (
+        "a wait's timer (a cue's reminder, its escalation or timeout, a paused run's escalation) that falls after"
+        " the event's live hours: each wakes the tick and keeps Aurora up for its moment; a cue has at most"
+        " remind_limit + 2 of them")),
     "schedules_fired_per_sleep": Input(1, "setting", (
         "a sleep leaves a wake-up and a backstop (runner/sleep.py); the wake that starts the tick deletes the"
         " backstop, which fires only when the wake-up was spent (BackstopWakeAlarm)")),
@@ -121,20 +125,22 @@ def line_items(s: Scenario, v: dict[str, float], p: dict[str, float] = DEFAULT_P
         s.live_hours
         + warm_up_hours
         + s.events * v["aurora_billed_after_last_use_seconds"] / 3600
-        + v["idle_wakes_per_month"] * (v["aurora_billed_after_last_use_seconds"] + v["idle_wake_seconds"]) / 3600
+        + (v["idle_wakes_per_month"] + s.events * v["wait_timer_wakes_per_event"])
+        * (v["aurora_billed_after_last_use_seconds"] + v["idle_wake_seconds"]) / 3600
     )
     published_share = min(1.0, s.live_hours / HOURS_PER_MONTH)
-    tick_invocations = s.live_hours * 60 + v["idle_wakes_per_month"]
+    timer_wakes = s.events * v["wait_timer_wakes_per_event"]
+    tick_invocations = s.live_hours * 60 + v["idle_wakes_per_month"] + timer_wakes
     api_requests = s.live_hours * v["api_requests_per_live_hour"]
     return {
         "secrets (stored)": v["secrets"] * p["secret_month"],
         "alarms": v["alarm_metrics"] * p["alarm_metric_month"],
-        "wake-ups (EventBridge Scheduler)": (s.events + v["idle_wakes_per_month"]) * v["schedules_fired_per_sleep"]
+        "wake-ups (EventBridge Scheduler)": (s.events + v["idle_wakes_per_month"] + timer_wakes) * v["schedules_fired_per_sleep"]
         * p["scheduler_invocation"],
         "Aurora storage": v["aurora_storage_gb"] * p["aurora_storage_gb_month"],
         "tick Lambda (wall time)": (
             (s.live_hours + warm_up_hours) * v["tick_wall_seconds_per_live_hour"]
-            + v["idle_wakes_per_month"] * v["idle_wake_seconds"]
+            + (v["idle_wakes_per_month"] + timer_wakes) * v["idle_wake_seconds"]
         ) * lambda_second + tick_invocations * p["lambda_request"],
         "Aurora compute (not paused)": aurora_hours * v["aurora_acu_live"] * p["aurora_acu_hour"],
         "Aurora I/O": s.steps * v["commits_per_step"] * v["write_ios_per_commit"] * p["aurora_io"],

@@ -91,6 +91,8 @@ COUNT_METRICS = {
     "gave_up": "StepsGivenUp",
     "started": "RunsStarted",
     "errors": "RunErrors",
+    "reminders": "CueReminders",
+    "escalations": "Escalations",
 }
 
 DATABASE_UNREACHABLE = "DatabaseUnreachable"
@@ -117,6 +119,8 @@ def record_tick_metrics(summary: dict[str, Any]) -> None:
         board.add_metric(name="DueLagSeconds", unit=MetricUnit.Seconds, value=max(lags))
     if summary.get("parked_cue_age_seconds") is not None:
         board.add_metric(name="ParkedCueAgeSeconds", unit=MetricUnit.Seconds, value=summary["parked_cue_age_seconds"])
+    if summary.get("paused_run_age_seconds") is not None:
+        board.add_metric(name="PausedRunAgeSeconds", unit=MetricUnit.Seconds, value=summary["paused_run_age_seconds"])
     if "seconds" in summary:
         board.add_metric(name="TickSeconds", unit=MetricUnit.Seconds, value=summary["seconds"])
     # 1 when the database stayed out of reach for the whole invocation: it ends normally

@@ -98,7 +98,8 @@ def test_the_cost_model_counts_the_metrics_the_tick_publishes():
     from chalicelib import observability
 
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
-                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "TickSeconds",
+                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
+                 "TickSeconds",
                  observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES}
     assert costs.INPUTS["custom_metrics"].value == len(published)
 
@@ -136,7 +137,8 @@ def test_the_backstop_is_priced_its_alarm_its_metric_and_the_wake_ups_a_sleep_fi
         costs.HOURS_PER_MONTH * 3600 / sleep.LOOK_AHEAD.total_seconds(), abs=0.001)
     idle, busy = costs.SCENARIOS[0], costs.SCENARIOS[2]
     fired = costs.line_items(busy, DEFAULTS)["wake-ups (EventBridge Scheduler)"]
-    assert fired == pytest.approx((busy.events + DEFAULTS["idle_wakes_per_month"]) * 1e-6)
+    assert fired == pytest.approx((busy.events * (1 + DEFAULTS["wait_timer_wakes_per_event"])
+                                   + DEFAULTS["idle_wakes_per_month"]) * 1e-6)
     assert costs.line_items(idle, DEFAULTS)["wake-ups (EventBridge Scheduler)"] > 0
 
 

@@ -133,6 +133,7 @@ def test_the_example_parameters_file_names_only_parameters_the_templates_declare
     named = {n for n in named if n.isidentifier()}
     declared = set(deploy.parameters_of(deploy.DATA_TEMPLATE)) | set(deploy.parameters_of(deploy.APP_TEMPLATE))
     assert named <= declared, named - declared
-    assert declared - set(deploy.FILLED_HERE) - {"MetricsNamespace", "ParkedCueAlarmSeconds", "DueLagAlarmSeconds", "VpcCidr",
+    assert declared - set(deploy.FILLED_HERE) - {"MetricsNamespace", "ParkedCueAlarmSeconds", "PausedRunAlarmSeconds",
+                                                 "DueLagAlarmSeconds", "VpcCidr",
                                                  "MinCapacity", "SecondsUntilAutoPause", "EngineVersion", "DatabaseName",
                                                  "MasterUsername", "AppUsername", "IdleConnectionSeconds"} <= named

@@ -281,10 +281,30 @@ def test_cues_and_announcements_go_to_their_topics_unless_a_webhook_is_chosen(pa
 def test_every_alarm_the_operators_need_exists_and_notifies_the_alarm_topic(app):
     alarms = cfn.of_type(app, "AWS::CloudWatch::Alarm")
     assert set(alarms) == {"TickErrorsAlarm", "DatabaseUnreachableAlarm", "BackstopWakeAlarm", "RunErrorsAlarm",
-                           "RunsPausedOrMissedAlarm", "ParkedCueAlarm", "DueLagAlarm", "Api5xxAlarm"}
-    for alarm in alarms.values():
+                           "RunsPausedOrMissedAlarm", "ParkedCueAlarm", "PausedRunAlarm", "DueLagAlarm", "Api5xxAlarm"}
+    for name, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
-        assert alarm["Properties"]["TreatMissingData"] == "notBreaching"  # an idle month is not an alarm
+        # An idle month is not an alarm; a wait for a person keeps its state while the deployment sleeps.
+        kept = name in ("ParkedCueAlarm", "PausedRunAlarm")
+        assert alarm["Properties"]["TreatMissingData"] == ("ignore" if kept else "notBreaching"), name
+
+
+def test_a_wait_for_a_person_alarms_while_the_deployment_sleeps(packaged):
+    """The two wait alarms read what every tick invocation publishes, keep their state through the silence of
+    a sleep (missing data is ignored, not called fine), tell the alarm topic when the wait is over, and the
+    tick is told when to escalate, so a sleeping deployment wakes with a figure past the threshold."""
+    rendered = cfn.render(packaged, APP_PARAMETERS)
+    alarms = cfn.of_type(rendered, "AWS::CloudWatch::Alarm")
+    for name, metric, threshold in (("ParkedCueAlarm", "ParkedCueAgeSeconds", "ParkedCueAlarmSeconds"),
+                                    ("PausedRunAlarm", "PausedRunAgeSeconds", "PausedRunAlarmSeconds")):
+        properties = alarms[name]["Properties"]
+        assert (properties["MetricName"], properties["Threshold"]) == (metric, {"Ref": threshold})
+        assert properties["TreatMissingData"] == "ignore" and properties["OKActions"] == [{"Ref": "AlarmTopic"}]
+    tick = env(rendered, "Tick")
+    assert tick["EVENT_ESCALATE_AFTER_SECONDS"] == {"Ref": "EscalateAfterSeconds"}
+    parameters = rendered["Parameters"]
+    assert parameters["ParkedCueAlarmSeconds"]["Default"] <= parameters["EscalateAfterSeconds"]["Default"]
+    assert parameters["PausedRunAlarmSeconds"]["Default"] <= parameters["EscalateAfterSeconds"]["Default"]
 
 
 def test_api_gateways_own_refusals_answer_in_the_errors_shape_with_cors(app):
@@ -312,8 +332,8 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
     from chalicelib import observability
 
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
-                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", observability.DATABASE_UNREACHABLE,
-                 observability.BACKSTOP_WAKES}
+                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
+                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES}
     assert app["Parameters"]["MetricsNamespace"]["Default"] == observability.DEFAULT_NAMESPACE
     read = []
     for alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").values():
@@ -323,8 +343,8 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
             if metric["Namespace"] == {"Ref": "MetricsNamespace"}:
                 assert metric["Dimensions"] == [{"Name": "service", "Value": observability.SERVICE}]
                 read.append(metric["MetricName"])
-    assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "DueLagSeconds", "DatabaseUnreachable",
-                         "BackstopWakes"}
+    assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "PausedRunAgeSeconds", "DueLagSeconds",
+                         "DatabaseUnreachable", "BackstopWakes"}
     assert set(read) <= published
 
 

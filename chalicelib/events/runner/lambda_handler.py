@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pymysql
@@ -19,7 +19,7 @@ import pymysql
 from ... import runtime, schema_version
 from ...config import Settings
 from ...db import HANDSHAKE_SECONDS, lost_connection
-from ..store import steps
+from ..store import runs, steps
 from .compose import process_runner, process_switches
 from .loop import Loop
 from .sleep import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE, Sleeper
@@ -32,6 +32,11 @@ SCHEDULE_PERIOD_SECONDS = 60.0  # EventBridge's rate: the next invocation takes 
 SAFETY_SECONDS = 3.0  # left at the end of an invocation for returning and flushing logs
 
 logger = logging.getLogger(__name__)
+
+
+# The summary of an invocation that ticked no tick (the schema behind, the database out of reach).
+NOTHING_TICKED: dict[str, Any] = {"ticks": [], "wake_reads": 0, "asleep": False, "parked_cue_age_seconds": None,
+                                  "paused_run_age_seconds": None}
 
 
 def run_invocation(
@@ -80,9 +85,8 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
         if behind is not None:  # before the first migrate, or an upgrade's new tick before its migration
             logger.warning("%s: this tick invocation does nothing and the next one looks again", behind)
             runner.db.close()  # nothing held open: the database may pause meanwhile
-            return {"ticks": [], "wake_reads": 0, "asleep": False, "parked_cue_age_seconds": None,
-                    "seconds": round(time.monotonic() - started, 3), "schema_behind": behind}
-        parked_cue_age = _parked_cue_age(runner)  # read first: after a sleep the connections are closed
+            return {**NOTHING_TICKED, "seconds": round(time.monotonic() - started, 3), "schema_behind": behind}
+        parked_cue_age, paused_run_age = _waits_for_a_person(runner)  # read first: after a sleep the connections are closed
         sleeper = None
         if settings.sleep:
             sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon,
@@ -96,14 +100,14 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
         seconds = round(time.monotonic() - started, 3)
         logger.error("the database was unreachable for this tick invocation's %.0f s (%s); %s", seconds,
                      error.args[-1], _next_tick_after_outage(settings, source))
-        return {"ticks": [], "wake_reads": 0, "asleep": False, "parked_cue_age_seconds": None, "seconds": seconds,
-                "database_unreachable": True}
+        return {**NOTHING_TICKED, "seconds": seconds, "database_unreachable": True}
     ticks = [r.summary() for r in loop.reports]
     summary = {
         "ticks": ticks,
         "wake_reads": loop.wake_reads,
         "asleep": loop.slept,
         "parked_cue_age_seconds": parked_cue_age,
+        "paused_run_age_seconds": paused_run_age,
         "seconds": round(time.monotonic() - started, 3),  # wall time: what Lambda bills
         "backstop_woke": woke and source == BACKSTOP_SOURCE,  # its wake-up was spent without waking the engine
     }
@@ -151,9 +155,16 @@ def invocation_totals(ticks: list[dict[str, Any]]) -> dict[str, Any]:
     return totals
 
 
-def _parked_cue_age(runner: Runner) -> float | None:
-    """How long the longest-waiting parked cue has waited for a person (for the parked-cue alarm)."""
-    since = runner.db.autocommit(steps.oldest_parked_since)
-    return None if since is None else max(0.0, (runner.clock.now() - since).total_seconds())
+def _waits_for_a_person(runner: Runner) -> tuple[float | None, float | None]:
+    """How long the longest-waiting parked cue and the longest-paused run have waited (for their alarms).
+
+    Published by every invocation; the deployment wakes for each such wait's escalation, so the alarms
+    (TreatMissingData: ignore) see the figure pass their threshold even while it sleeps between."""
+    now = runner.clock.now()
+
+    def age(since: datetime | None) -> float | None:
+        return None if since is None else max(0.0, (now - since).total_seconds())
+
+    return age(runner.db.autocommit(steps.oldest_parked_since)), age(runner.db.autocommit(runs.oldest_paused_since))
 
 

@@ -430,3 +430,10 @@ def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *,
         )
         >= 1
     )
+
+
+def oldest_paused_since(tx: Tx) -> datetime | None:
+    """When the longest-paused run was paused (its last status change); None when none is paused."""
+    return tx.scalar(
+        f"SELECT MIN(updated_at) AS since FROM event_runs WHERE status = {RunSQL.PAUSED}"  # noqa: S608 — the status is lifecycle's rendering
+    )
