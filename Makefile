@@ -10,6 +10,16 @@ LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.t
 
 .PHONY: test check dev token bench lint clean db-url package migrate rotate costs mutate
 
+# The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
+# browser tests. `npm ci` into node_modules/ (git-ignored), again only when the lock file changes.
+NODE_STAMP := node_modules/.installed-$(shell cksum < package-lock.json | cut -d' ' -f1)
+
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing; installing nodejs and npm (needs root)" >&2; \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm; } >&2; }
+	@npm ci --no-audit --no-fund --loglevel=error >&2
+	@touch $@
+
 # Progress goes to stderr, so `export TOKEN=$$(make -s token)` captures the token alone.
 $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
@@ -47,9 +57,10 @@ $(SCAN_STAMP): requirements-scan.txt
 scan-env: $(SCAN_STAMP)
 
 # Lint and types first: a finding fails the build before any test runs.
-lint: $(STAMP)
+lint: $(STAMP) $(NODE_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	node_modules/.bin/tsc -p .
 
 # The tiers (pytest.ini's markers, docs/testing.md). Each xdist worker has a database of its own.
 WORKERS ?= 2
@@ -121,4 +132,4 @@ db-url: $(STAMP)
 
 clean:
 	-$(BIN)/python -m tests.support.mariadb stop
-	rm -rf $(VENV) .venv-scan .local .pytest_cache
+	rm -rf $(VENV) .venv-scan .local .pytest_cache node_modules
