@@ -47,6 +47,14 @@ def test_the_page_and_its_assets_are_served_with_a_strict_policy(api):
     assert again.status_code == 304 and not again.body
 
 
+def test_the_page_with_a_trailing_slash_finds_its_assets_one_level_down(api):
+    page = api.client.http.get("/console/")
+    assert page.status_code == 200 and b'src="console/console.js"' in page.body
+    script = api.client.http.get("/console/console/console.js")  # what `console/console.js` names from /console/
+    assert script.status_code == 200 and script.body == (STATIC / "console.js").read_bytes()
+    assert api.client.http.get("/console/console/index.html").status_code == 404, "one page, at one address"
+
+
 @pytest.mark.parametrize("name", ["routes.py", "__init__.py", "..%2Froutes.py", "%2E%2E", "app.py", "index.htm"])
 def test_nothing_but_the_static_files_can_be_fetched(api, name):
     response = api.client.http.get(f"/console/{name}")
@@ -73,7 +81,8 @@ def test_dev_logins_are_refused_beside_a_key_set_and_never_in_a_stage_config():
 
 def test_the_session_says_who_the_token_names_and_what_its_roles_may_do(api):
     assert api.get("/console/session", auth=ADMIN).body == {
-        "sub": "root-admin", "roles": ["admin"], "may": {"control": True, "define": True}}
+        "sub": "root-admin", "roles": ["admin"], "may": {"control": True, "define": True},
+        "limits": {"step_max_attempts": 3}}
     assert api.get("/console/session", auth=MODERATOR).body["may"] == {"control": True, "define": False}
     assert api.get("/console/session", auth=GM).body["may"] == {"control": False, "define": False}
     assert api.get("/console/session").status == 401

@@ -7,6 +7,10 @@ except in development, where `make dev` hands its freshly minted tokens to the
 one-click login (settings refuse that together with production key sets), and
 then only to a request whose Host is 127.0.0.1 or localhost: a DNS-rebinding
 page on another name cannot read them.
+
+`/console/` (with its slash) is the same page: its relative asset addresses then resolve under
+`/console/console/`, which serves the same files, and the page moves itself to `/console` before it calls
+anything (the API's addresses are relative to the page's).
 """
 
 from __future__ import annotations
@@ -130,10 +134,20 @@ def console_session() -> Response:
         "sub": principal.sub,
         "roles": sorted(principal.roles),
         "may": {"control": bool(principal.roles & auth.CONTROLLERS), "define": bool(principal.roles & auth.ADMINS)},
+        # "attempt 2 of 3" on a step waiting to be tried again: the ceiling is the deployment's, not the run's.
+        "limits": {"step_max_attempts": runtime.settings().step_max_attempts},
     }
     return Response(body=json.dumps(body), status_code=200, headers=_headers("application/json"))
 
 
 @console.route("/console/{asset}", methods=["GET"])
 def console_asset(asset: str) -> Response:
+    return _serve(asset)
+
+
+@console.route("/console/console/{asset}", methods=["GET"])
+def console_asset_below_slash(asset: str) -> Response:
+    """The assets as `/console/`'s relative addresses name them (API Gateway and chalice both serve the page there)."""
+    if asset == "index.html":
+        return error_response(404, [f"no console asset {asset!r}"])
     return _serve(asset)

@@ -20,6 +20,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / ".local" / "screenshots" / "console"
+DOC_SCREENS = Path(__file__).resolve().parents[2] / "docs" / "screens"  # referenced from docs/console.md
+DOC_WIDTH = (1000, 760)
 LAPTOP = (1280, 900)
 PHONE = (390, 844)
 FLAGS = (
@@ -78,4 +80,18 @@ def screenshot(driver: webdriver.Chrome, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     driver.save_screenshot(str(path))
+    return path
+
+
+def doc_screenshot(driver: webdriver.Chrome, name: str) -> Path:
+    """The page as docs/console.md shows it: 1000 px wide, the size then restored (the test goes on)."""
+    before = driver.get_window_size()
+    driver.set_window_size(*DOC_WIDTH)
+    try:
+        time.sleep(0.3)  # a layout at the new width
+        DOC_SCREENS.mkdir(parents=True, exist_ok=True)
+        path = DOC_SCREENS / f"{name}.png"
+        driver.save_screenshot(str(path))
+    finally:
+        driver.set_window_size(before["width"], before["height"])
     return path

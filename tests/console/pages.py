@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from datetime import UTC, datetime, timedelta
 
 from selenium.webdriver.common.by import By
@@ -10,6 +11,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from devtools.dev import DEMO_DOCUMENT
 from tests.console.browser import eventually, text_of
+
+# A cue's banner: how long it has waited, then the instruction (the demo's and the tests' cue).
+CUE_WAITING = re.compile(r"Waiting for a game master for \d+ (s|min): Light the bonfire")
 
 
 def demo_document(name: str) -> dict:
@@ -67,6 +71,13 @@ def press(driver: WebDriver, control: str, step_id: int | None = None, text: str
         answer = eventually(lambda: driver.find_elements(By.ID, "ask-text"), "the reason box")[0]
         answer.send_keys(text)
         driver.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+
+
+def confirm_dialog(driver: WebDriver) -> str:
+    """Says yes to the open question (a costly control's confirmation); its words, read before."""
+    asked = eventually(lambda: driver.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the confirmation")[0].text
+    driver.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+    return asked
 
 
 def listed(driver: WebDriver) -> list[tuple[int, str]]:

@@ -7,7 +7,7 @@ import json
 from selenium.webdriver.common.by import By
 
 from tests.console.browser import eventually, screenshot, text_of
-from tests.console.pages import demo_document, open_run, sign_in, wait_for_status
+from tests.console.pages import confirm_dialog, demo_document, open_run, sign_in, wait_for_status
 from tests.support.api import ADMIN
 
 
@@ -76,11 +76,14 @@ def test_an_admin_creates_a_definition_adds_a_version_views_each_and_schedules_a
         assert api_client.call("GET", f"/runs/{run_id}")["run"]["scheduled_for"] == "2026-12-24T19:00:00Z"
         link.click()
         when = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-summary time[title]"), "the run's times")[0]
-        assert when.get_attribute("title") == "2026-12-24 19:00:00 UTC" and "8:00" in when.text, when.text
+        hover = when.get_attribute("title")  # the local time with its zone, then UTC; the text says how far off it is
+        assert "20:00:00" in hover and hover.endswith(" · 2026-12-24 19:00:00 UTC"), hover
         assert "(v2)" in text_of(browser, "#run-summary") or "version 2" in text_of(browser, "#run-summary")
 
         browser.back()
         eventually(lambda: browser.find_elements(By.ID, "schedule-now"), "the definition page again")[0].click()
+        asked = confirm_dialog(browser)  # a live run is never one click away
+        assert "Start a live run of Lantern walk (version 2) now?" in asked and "for real" in asked, asked
         now_link = eventually(lambda: browser.find_elements(By.ID, "scheduled-run"), "the run scheduled now")[0]
         now_id = int(now_link.text.split()[-1])
         open_run(browser, server.url, now_id)

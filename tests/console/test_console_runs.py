@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -11,8 +12,9 @@ from selenium.webdriver.common.keys import Keys
 
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.events.model import RunStatus
-from tests.console.browser import PHONE, eventually, screenshot, text_of
+from tests.console.browser import PHONE, doc_screenshot, eventually, screenshot, text_of
 from tests.console.pages import (
+    CUE_WAITING,
     cue_banner,
     demo_document,
     listed,
@@ -47,7 +49,7 @@ def test_the_demo_run_parks_at_its_cue_a_confirm_from_the_page_completes_it_and_
     sign_in(browser, ADMIN)
     open_run(browser, server.url, run_id)
     step_id, banner = cue_banner(browser)
-    assert "Waiting for a game master: Light the bonfire" in banner
+    assert CUE_WAITING.search(banner), banner
     # Each phase named, kind and state as GET /runs/{id} lists them (no definition document read).
     heads = "return [...document.querySelectorAll('#run-phases h3')].map((h) => [h.innerText, h.dataset.kind, h.dataset.state])"
     shown = eventually(lambda: browser.execute_script(heads), "the phase headings")
@@ -70,10 +72,21 @@ def test_a_failing_bridge_pauses_the_run_with_its_error_and_retry_from_the_page_
     wait_for_status(browser, "paused")
     eventually(lambda: "the scarecrow model is missing" in text_of(browser, "#paused-banner"), "the paused banner and its error")
     assert "the scarecrow model is missing" in text_of(browser, "#run-last-error")
-    eventually(lambda: any(actor == "runner" and "world.spawn dispatched (attempt 1): failed, HTTP 400" in text
-                           for actor, text in log_rows(browser)), "the failed dispatch in the log")
+    # One name for the step on every surface: the banner, its buttons, the table, the log.
+    name = "Phase 1 · step 2 (world.spawn)"
+    dispatched = eventually(lambda: [text for actor, text in log_rows(browser)
+                                     if actor == "runner" and f"{name} dispatched, attempt 1: failed, " in text and "HTTP 400: the scarecrow" in text], "the failed dispatch in the log")
+    assert dispatched[0].endswith("→ failed"), f"the dispatch and the status it wrote are one line: {dispatched}"
+    banner = text_of(browser, "#paused-banner")
+    assert f"{name} failed: HTTP 400: the scarecrow model is missing" in banner, banner
+    retry = browser.find_element(By.CSS_SELECTOR, "#paused-banner [data-control='retry']")
+    assert retry.text == f"Retry {name}", retry.text
+    go_on = browser.find_element(By.CSS_SELECTOR, "#paused-banner [data-control='resume']")
+    assert go_on.text == f"Go on, leaving {name} failed", "resume says what it does beside retry"
+    assert not browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='resume']"), "one resume, the explained one"
+    assert name in text_of(browser, "[data-step-row] strong") and "Error: HTTP 400" in text_of(browser, "[data-said='error']")
     screenshot(browser, "run-paused-by-bridge")
-    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#paused-banner [data-control='retry']"), "retry")[0].click()
+    retry.click()
     wait_for_status(browser, "completed")
     assert any(actor == "mod-mia" and "by retry" in text for actor, text in log_rows(browser)), log_rows(browser)
 
@@ -94,12 +107,21 @@ def test_pause_resume_and_cancel_with_a_reason_by_keyboard_with_focus_after_each
     wait_for_status(browser, "paused")
     assert browser.switch_to.active_element.get_attribute("id") == "run-title", "focus returns to the run after an action"
     assert "Paused run" in notice_text(browser)
-    assert "Paused" in text_of(browser, "#paused-banner")
+    story = eventually(lambda: text_of(browser, "#paused-story"), "who paused it and why")
+    assert re.fullmatch(r"Paused by root-admin \d+ s ago: “investigating lag”\.", story), story
+    assert not browser.find_elements(By.CSS_SELECTOR, "#run-last-error"), "a person's reason is not an error"
+    doc_screenshot(browser, "run-paused")
 
     press(browser, "resume")
     wait_for_status(browser, "running")
-    press(browser, "cancel", text="called off: server restart")
+    press(browser, "cancel")
+    asked = text_of(browser, "dialog[open]")
+    assert f"Run {run_id} (Harvest festival (pause)) stops for good" in asked and "cannot be resumed" in asked, asked
+    browser.find_element(By.ID, "ask-text").send_keys("called off: server restart")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
     wait_for_status(browser, "cancelled")
+    ended = eventually(lambda: text_of(browser, "#ended-banner"), "who cancelled it and why")
+    assert re.fullmatch(r"Cancelled by root-admin \d+ s ago: “called off: server restart”\.", ended), ended
     screenshot(browser, "run-cancelled-with-a-reason")
     rows = log_rows(browser)
     assert any(a == "root-admin" and "by pause" in t and "investigating lag" in t for a, t in rows), rows
@@ -126,7 +148,7 @@ def test_a_moderator_sees_no_definition_editing_and_a_gm_sees_only_their_cue_s_c
     sign_in(browser, GM)
     open_run(browser, server.url, run_id)
     _, banner = cue_banner(browser)
-    assert "Waiting for a game master: Light the bonfire" in banner
+    assert CUE_WAITING.search(banner), banner
     time.sleep(2.5)  # a poll or two: still only the cue's own controls (its cue_roles), no run control
     offered = {b.get_attribute("data-control") for b in browser.find_elements(By.CSS_SELECTOR, "[data-control]")}
     assert offered == {"confirm", "skip", "acknowledge"}, offered

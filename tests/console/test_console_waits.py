@@ -8,7 +8,7 @@ import re
 from selenium.webdriver.common.by import By
 
 from tests.console.browser import eventually, screenshot, text_of
-from tests.console.pages import cue_banner, listed, open_run, press, schedule_now, sign_in, wait_for_status
+from tests.console.pages import CUE_WAITING, cue_banner, listed, open_run, press, schedule_now, sign_in, wait_for_status
 from tests.support.api import GM, MODERATOR
 
 NEED_YOU = re.compile(r"^\d+ runs? needs? you$")
@@ -40,7 +40,7 @@ def test_a_gm_sees_their_cue_on_the_runs_list_acknowledges_and_confirms_it(brows
 
     open_run(browser, server.url, run_id)
     cue_id, banner = cue_banner(browser)
-    assert "Waiting for a game master: Light the bonfire" in banner, banner
+    assert CUE_WAITING.search(banner), banner
     shown = {b.get_attribute("data-control") for b in browser.find_elements(By.CSS_SELECTOR, "[data-cue] [data-control]")}
     assert {"confirm", "skip", "acknowledge"} <= shown, shown
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-control]:not([data-step])"), "run controls stay moderator's"

@@ -1,3 +1,4 @@
+// @ts-check
 // The console's start: settings, sign-in, the header, and which view the address shows.
 //
 // Views are functions (main, ctx, ...match) that render into <main> and return a
@@ -5,6 +6,7 @@
 
 import { ApiError, call, configure, get } from './api.js';
 import { definitionsView, definitionView, newDefinitionView } from './definitions.js';
+import { listenForShortcuts } from './keys.js';
 import { runView } from './run.js';
 import { runsView } from './runs.js';
 import {
@@ -15,6 +17,7 @@ import { el, focus, heading, needYou, notice, say, useVocabulary } from './ui.js
 const main = document.getElementById('main');
 const state = { config: { oidc: null, dev_logins: [] }, session: null, stop: null, expiryTimer: null, definitions: null };
 
+/** @type {Array<[RegExp, (main: HTMLElement, ctx: object, ...match: string[]) => (() => void) | null]>} */
 const ROUTES = [
   [/^#\/runs\/(\d+)$/, runView],
   [/^#\/definitions\/new$/, newDefinitionView],
@@ -178,6 +181,7 @@ async function start() {
     return;
   }
   window.addEventListener('hashchange', route);
+  listenForShortcuts(() => Boolean(state.session));
   try {
     const token = await finishOidc(state.config.oidc);
     if (token) return signIn(token);
@@ -189,4 +193,10 @@ async function start() {
   return signInView('');
 }
 
-start();
+// At `/console/` the page's assets load from `/console/console/`, but the API's addresses are relative to the
+// page: it moves to `/console` (keeping what follows) before calling anything.
+if (location.pathname.endsWith('/console/')) {
+  location.replace(`${location.pathname.replace(/\/$/, '')}${location.search}${location.hash}`);
+} else {
+  start();
+}

@@ -1,8 +1,9 @@
+// @ts-check
 // Definitions, for admins: the list, each version's document, new documents and versions
 // (with the API's problems shown beside the document), and scheduling a run.
 
 import { ApiError, get, neededRoles, post, put } from './api.js';
-import { el, focus, heading, notice, table, when } from './ui.js';
+import { ask, el, focus, fullTime, heading, notice, table, when } from './ui.js';
 
 const TEMPLATE = {
   name: 'New event',
@@ -99,23 +100,33 @@ export function newDefinitionView(main, ctx) {
   return null;
 }
 
-function scheduleForm(definitionId, ctx) {
+function scheduleForm(definition) {
+  const definitionId = definition.id;
   const at = el('input', { type: 'datetime-local', id: 'schedule-at', step: '1' });
   const result = el('p', { id: 'schedule-result', role: 'status' });
   const submit = async (scheduledFor) => {
     try {
       const answer = await post(`/definitions/${definitionId}/runs`, { scheduled_for: scheduledFor });
       const run = answer.run;
-      result.replaceChildren('Scheduled ', el('a', { href: `#/runs/${run.id}`, id: 'scheduled-run' }, `run ${run.id}`), ' for ', when(run.scheduled_for), '.');
+      result.replaceChildren('Scheduled ', el('a', { href: `#/runs/${run.id}`, id: 'scheduled-run' }, `run ${run.id}`), ' for ', fullTime(run.scheduled_for), ' (', when(run.scheduled_for), ').');
       focus(result.querySelector('a'));
     } catch (error) {
       explain(error, 'Scheduling');
     }
   };
+  // A live run begins at once: asked first, naming what will happen.
+  const runNow = async () => {
+    const confirmed = await ask({
+      title: `Start a live run of ${definition.name} (version ${definition.current_version}) now?`,
+      what: 'Its first phase begins within seconds: its steps are sent to the game and its cues to the game masters, for real.',
+      action: 'Start it now',
+    });
+    if (confirmed !== null) await submit(new Date().toISOString());
+  };
   return el('section', { 'aria-labelledby': 'schedule-title' },
     el('h2', { id: 'schedule-title' }, 'Schedule a run'),
     el('div', { class: 'buttons' },
-      el('button', { type: 'button', id: 'schedule-now', onclick: () => submit(new Date().toISOString()) }, 'Run now')),
+      el('button', { type: 'button', id: 'schedule-now', onclick: runNow }, 'Run now')),
     el('form', {
       class: 'inline',
       onsubmit: (event) => {
@@ -170,7 +181,7 @@ export function definitionView(main, ctx, idText) {
       el('p', {}, `Current version ${definition.current_version}`, definition.schedule_cron ? ['; schedule ', el('code', {}, definition.schedule_cron)] : '', '. ',
         el('a', { href: `#/runs?definition=${definitionId}` }, 'Its runs')),
       el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'add-version', onclick: addVersion }, 'Add a version')),
-      scheduleForm(definitionId, ctx),
+      scheduleForm(definition),
       el('section', { 'aria-labelledby': 'versions-title' }, el('h2', { id: 'versions-title' }, 'Versions'),
         table('Versions, oldest first', ['Version', 'By', 'Saved', 'Document'], rows)),
       documentBox);

@@ -1,3 +1,4 @@
+// @ts-check
 // A phase in words: when it ends (its condition and time limit, from GET /runs/{id} `phases`), its
 // deadline while it is open or held, and, once it has ended, how. Read from the phase row's fields;
 // a condition this console does not know reads as its `when`.
@@ -6,6 +7,7 @@ import { clock } from './ui.js';
 
 // 1200 → "20 min", 5400 → "1 h 30 min", 75 → "1 min 15 s".
 export function duration(seconds) {
+  /** @type {Array<[number, string]>} */
   const parts = [[Math.floor(seconds / 3600), 'h'], [Math.floor((seconds % 3600) / 60), 'min'], [seconds % 60, 's']];
   const said = parts.filter(([n]) => n > 0).map(([n, unit]) => `${n} ${unit}`);
   return said.length ? said.join(' ') : '0 s';

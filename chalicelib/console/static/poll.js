@@ -1,3 +1,4 @@
+// @ts-check
 // Keeps a page fresh without keeping a sleeping deployment awake.
 //
 // `load()` fetches and renders, and says whether anything on the page is

@@ -1,4 +1,5 @@
-// A run's page: its phases and steps, counts, the live log tail, and exactly the controls the API offers.
+// @ts-check
+// A run's page: its story (banners), progress, phases and steps, the live log, and exactly the controls the API offers.
 //
 // Controls come from GET /runs/{id} (`controls`), shown only to a role that may
 // use them; nothing is guessed or greyed out. A refusal is explained: 409 as
@@ -6,9 +7,13 @@
 // the game's signal says so, and staff may send that signal from the page (POST /runs/{id}/signals/{name}).
 
 import { ApiError, get, neededRoles, post } from './api.js';
+import { banners, lastMove } from './banners.js';
+import { logView } from './log.js';
+import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
-import { conditionWords, effectWords, phaseNamed, standingWords } from './phases.js';
-import { ask, badge, capitalised, clock, controlOf, el, focus, heading, isTerminalRun, notice, table, when } from './ui.js';
+import { effectWords, phaseNamed } from './phases.js';
+import { phaseSections, progress, stepErrs } from './steps.js';
+import { ask, badge, capitalised, controlOf, el, focus, heading, isTerminalRun, notice, when } from './ui.js';
 
 const LOG_PAGE = 500;
 
@@ -26,75 +31,26 @@ function specOf(name) {
   };
 }
 
-function describeStep(step) {
-  const p = step.params || {};
-  const said = p.instruction || p.message;
-  return said ? `${step.action_id}: ${said}` : step.action_id;
-}
-
-// What ended the phase before, as a run.phase row's `ended_by` says: {by, at, closed_by?}.
-function endedBy(ended) {
-  if (!ended?.by) return '';
-  switch (ended.closed_by) {
-    case 'signal': return ` (a signal from ${ended.by} ended the one before)`;
-    case 'after': return ' (the one before lasted its time)';
-    case 'timeout': return ' (the one before timed out)';
-    default: return ` (${ended.by} ended the one before)`;
-  }
-}
-
-function describeEntry(entry) {
-  const d = entry.detail || {};
-  const extra = [d.control && `by ${d.control}`, d.reason && `reason: “${d.reason}”`, d.note && `note: “${d.note}”`,
-    d.cause && `(${d.cause})`].filter(Boolean).join(' ');
-  switch (entry.kind) {
-    case 'run.status': return d.from == null ? `Run ${d.to} ${extra}` : `Run ${d.from} → ${d.to} ${extra}`;
-    case 'step.status': return `Step ${entry.step_id} ${d.action || ''} ${d.from} → ${d.to} ${extra}`;
-    case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
-    case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
-    case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;
-    case 'step.dispatch': return `Step ${entry.step_id} ${d.action || ''} dispatched (attempt ${d.attempt ?? '?'}): ${
-      [d.outcome, d.http_status && `HTTP ${d.http_status}`, d.latency_ms != null && `${d.latency_ms} ms`, d.error,
-        d.fenced_out && 'answered too late, not applied'].filter(Boolean).join(', ')}`;
-    default: return `${entry.kind} ${JSON.stringify(d)}`;
-  }
-}
-
-// ", until 20:15" for a wait with a time limit; nothing without one.
-function until(iso) {
-  return iso ? [', until ', clock(iso)] : [];
-}
-
-// Words and <time> elements as a sentence: its first word capitalised.
-function sentence(parts) {
-  const flat = parts.flat(Infinity).filter((part) => part !== '');
-  const [first, ...rest] = flat;
-  return typeof first === 'string' ? [capitalised(first), ...rest] : flat;
-}
-
-function stepState(step) {
-  return step.parked ? badge('parked', 'parked: waiting') : badge(step.status);
-}
-
 export function runView(main, ctx, runIdText) {
   const runId = Number(runIdText);
   const session = ctx.session();
   const title = heading(1, `Run ${runId}`, { id: 'run-title' });
   const summary = el('div', { id: 'run-summary' });
-  const banners = el('div', { id: 'run-banners' });
+  const bannerBox = el('div', { id: 'run-banners' });
   const runControls = el('div', { id: 'run-controls', class: 'buttons' });
   const counts = el('p', { id: 'run-counts' });
   const phases = el('div', { id: 'run-phases' });
-  const logList = el('ol', { id: 'run-log', class: 'log' });
+  const runProgress = el('p', { id: 'run-progress' });
+  const log = logView();
   const fresh = el('p', { class: 'freshness muted', id: 'freshness' });
   main.replaceChildren(
     el('p', {}, el('a', { href: '#/runs' }, '← All runs')),
-    title, summary, banners, runControls, fresh,
+    title, runProgress, bannerBox, runControls, summary, fresh,
     el('section', { 'aria-labelledby': 'steps-title' }, el('h2', { id: 'steps-title' }, 'Phases and steps'), counts, phases),
-    el('section', { 'aria-labelledby': 'log-title' }, el('h2', { id: 'log-title' }, 'Log'),
-      el('div', { class: 'log-box', tabindex: '0', 'aria-label': 'Run log, oldest first' }, logList)),
+    el('section', { 'aria-labelledby': 'log-title' }, el('h2', { id: 'log-title' }, 'Log'), log.node),
   );
 
+  const entries = []; // the whole log so far, oldest first
   let afterId = 0;
   let shown = '';
   let definitionName = null; // for the title; the phases name themselves (GET /runs/{id} `phases`)
@@ -110,9 +66,8 @@ export function runView(main, ctx, runIdText) {
     }
   }
 
-  function controlButton(name, step) {
+  function controlButton(name, step, label = step ? `${specOf(name).action} ${stepName(step)}` : specOf(name).action) {
     const spec = specOf(name);
-    const label = step ? `${spec.action} step ${step.id}` : spec.action;
     return el('button', {
       type: 'button', class: spec.tone,
       'data-control': name, 'data-step': step ? step.id : null, onclick: () => act(name, step),
@@ -132,14 +87,6 @@ export function runView(main, ctx, runIdText) {
     if (!detail) return [];
     const offer = step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
     return offer.filter((name) => mayPress(name, step));
-  }
-
-  // "Rowan has it since 20:14": who acknowledged a parked cue, from the step or the run's `waiting`.
-  function hasIt(step) {
-    const waiting = detail.waiting?.for === 'cue' && detail.waiting.step_id === step.id ? detail.waiting : {};
-    const by = step.acknowledged_by || waiting.acknowledged_by;
-    const at = step.acknowledged_at || waiting.acknowledged_at;
-    return by ? el('p', { class: 'has-it', 'data-has-it': by }, `${by} has it`, at ? [' since ', clock(at)] : '', '.') : null;
   }
 
   const phaseRow = (number) => (detail.phases || []).find((p) => p.number === number);
@@ -198,19 +145,49 @@ export function runView(main, ctx, runIdText) {
     });
   }
 
+  const runNamed = () => `run ${runId}${definitionName ? ` (${definitionName})` : ''}`;
+
+  // What a costly control will do, said in its dialog before anything is sent.
+  function consequence(name) {
+    if (name === 'cancel') {
+      const open = detail.steps.filter((s) => ['pending', 'running'].includes(s.status)).length;
+      return `${capitalised(runNamed())} stops for good: its ${open} open ${open === 1 ? 'step is' : 'steps are'} cancelled`
+        + ' (a step already sent to the game is left to its answer), no later phase begins, and it cannot be resumed.';
+    }
+    if (name === 'resume' && detail.steps.some((s) => s.status === 'failed')) {
+      return `The run goes on from the step after the failed one; ${detail.steps.filter((s) => s.status === 'failed').map(stepName).join(', ')} stays failed.`;
+    }
+    return null;
+  }
+
   async function act(name, step) {
     const spec = specOf(name);
     let body = {};
     const phase = spec.phaseField ? currentPhase() : null;
-    if (spec.field) {
-      const about = step ? ` (step ${step.id}: ${describeStep(step)})` : phase ? ` (${phase.named})` : '';
-      const text = await ask({ title: `${spec.title}${about}`, label: spec.label, action: spec.action });
+    const what = step ? null : consequence(name);
+    if (spec.field || what) {
+      const words = step?.params?.instruction || step?.params?.message;
+      const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
+      const text = await ask({ title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what });
       if (text === null) return;
       if (text) body = { [spec.field]: text };
     }
     if (phase) body[spec.phaseField] = phase.number;
     const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
-    await send(path, body, { action: spec.action, done: () => `${spec.done}${step ? ` step ${step.id}` : ` run ${runId}`}.` });
+    await send(path, body, { action: spec.action, done: () => `${spec.done} ${step ? stepName(step) : `run ${runId}`}.` });
+  }
+
+  const signalButton = (signal) => (session.may.control ? el('div', { class: 'buttons' }, el('button', {
+    type: 'button', class: 'primary', id: 'send-signal', 'data-signal': signal.name, onclick: () => sendSignal(signal),
+  }, `Send signal ${signal.name}`)) : null);
+
+  // The run's last_error is an error when the engine stopped it (a failed step); a person's stop is their reason.
+  function lastErrorFact(run) {
+    if (!run.last_error) return null;
+    const move = lastMove(entries, run.status);
+    const failedStep = detail.steps.some((s) => stepErrs(s));
+    if (move?.by && !failedStep) return [el('dt', {}, 'Reason'), el('dd', { id: 'run-reason' }, run.last_error)];
+    return [el('dt', {}, 'Last error'), el('dd', { class: 'error-text', id: 'run-last-error' }, run.last_error)];
   }
 
   function render() {
@@ -224,88 +201,32 @@ export function runView(main, ctx, runIdText) {
       el('dt', {}, 'Scheduled for'), el('dd', {}, when(run.scheduled_for)),
       el('dt', {}, 'Started'), el('dd', {}, when(run.started_at)),
       el('dt', {}, 'Finished'), el('dd', {}, when(run.finished_at)),
-      run.last_error ? [el('dt', {}, 'Last error'), el('dd', { class: 'error-text', id: 'run-last-error' }, run.last_error)] : null));
-
-    const bannerParts = [];
-    for (const step of steps.filter((s) => s.parked)) {
-      bannerParts.push(el('div', { class: 'banner banner-cue', role: 'region', 'aria-label': `Cue, step ${step.id}`, 'data-cue': step.id },
-        el('p', {}, el('strong', {}, 'Waiting for a game master: '), step.params?.instruction || step.action_id),
-        hasIt(step),
-        el('div', { class: 'buttons' }, offered(step).filter((c) => c !== 'retry').map((c) => controlButton(c, step)))));
-    }
-    if (detail.waiting?.for === 'resume') {
-      const failed = steps.filter((s) => offered(s).includes('retry'));
-      bannerParts.push(el('div', { class: 'banner banner-paused', role: 'region', 'aria-label': 'Paused', id: 'paused-banner' },
-        el('p', {}, el('strong', {}, 'Paused'), run.last_error ? `: ${run.last_error}` : ' by a person.'),
-        el('div', { class: 'buttons' }, failed.map((s) => controlButton('retry', s)))));
-    }
-    if (detail.waiting?.for === 'advance') {
-      const phase = currentPhase();
-      bannerParts.push(el('div', { class: 'banner banner-cue', role: 'region', 'aria-label': 'Waiting to advance', id: 'advance-banner' },
-        el('p', {}, el('strong', {}, 'Waiting for a person: '), `${phase.named} is done; it ends when someone advances it`,
-          until(detail.waiting.until), '.')));
-    }
-    const signal = awaitedSignal();
-    if (signal) {
-      bannerParts.push(el('div', { class: 'banner banner-cue', role: 'region', 'aria-label': 'Waiting for the game', id: 'signal-banner', 'data-signal': signal.name },
-        el('p', {}, el('strong', {}, 'Waiting for the game: '), `${capitalised(signal.named)} is waiting for the game's signal ${signal.name}`,
-          until(signal.until), signal.held ? '; its steps are done.' : '; its steps go on meanwhile.'),
-        session.may.control ? el('div', { class: 'buttons' }, el('button', {
-          type: 'button', class: 'primary', id: 'send-signal', 'data-signal': signal.name, onclick: () => sendSignal(signal),
-        }, `Send signal ${signal.name}`)) : null));
-    }
-    banners.replaceChildren(...bannerParts);
-    runControls.replaceChildren(...offered(null).map((c) => controlButton(c)));
+      lastErrorFact(run)));
+    runProgress.replaceChildren(...progress(detail));
+    const told = banners({
+      detail, entries, offered, button: controlButton, currentPhase, awaitedSignal, signalButton,
+    });
+    bannerBox.replaceChildren(...told.parts);
+    runControls.replaceChildren(...offered(null).filter((c) => !told.taken.has(c)).map((c) => controlButton(c)));
 
     counts.replaceChildren(...Object.entries(stepCounts).map(([status, n], i) => [i ? ' · ' : 'Steps: ', `${n} ${status}`]).flat());
-    const byPhase = new Map();
-    for (const step of steps) byPhase.set(step.phase, [...(byPhase.get(step.phase) || []), step]);
-    // The run's phases as the API lists them; a phase with steps but no row (a run started
-    // before phase rows existed) is still shown, by its number.
-    const listed = new Map(detail.phases.map((p) => [p.number, p]));
-    for (const number of byPhase.keys()) if (!listed.has(number)) listed.set(number, { number, kind: null, name: null, state: null });
-    const sections = [];
-    for (const phase of [...listed.values()].sort((a, b) => a.number - b.number)) {
-      const { number, name } = phase;
-      const phaseSteps = byPhase.get(number) || [];
-      const current = run.current_phase === number && !isTerminalRun(run.status);
-      const head = el('h3', { 'data-phase': number, 'data-kind': phase.kind || '', 'data-state': phase.state || '' },
-        `Phase ${number}${name ? `: ${name}` : ''}`, current ? ' (current)' : '');
-      const said = [...conditionWords(phase), standingWords(phase, { current, signalled: signalsReceived.has(phase.signal) })].filter((part) => part.length);
-      const facts = said.length ? el('p', { class: 'phase-facts', 'data-phase-facts': number },
-        sentence(said.flatMap((part, i) => [i ? ' · ' : '', part])), '.') : null;
-      if (!phaseSteps.length) {
-        sections.push(el('section', { class: 'phase' }, head, facts, el('p', { class: 'muted' }, 'Not started.')));
-        continue;
-      }
-      const rows = phaseSteps.sort((a, b) => a.seq - b.seq).map((step) => el('tr', { 'data-step-row': step.id, 'data-status': step.parked ? 'parked' : step.status },
-        el('td', {}, String(step.seq + 1)), // counted from 1 for people
-        el('td', {}, describeStep(step)),
-        el('td', {}, stepState(step)),
-        el('td', {}, String(step.attempts)),
-        el('td', {}, when(step.due_at)),
-        el('td', { class: 'error-text' }, step.last_error || ''),
-        el('td', {}, el('details', {}, el('summary', {}, 'show'), el('code', {}, step.idempotency_key))),
-        el('td', {}, el('div', { class: 'buttons' }, offered(step).map((c) => controlButton(c, step))))));
-      sections.push(el('section', { class: 'phase' }, head, facts,
-        table(`Steps of phase ${number}`, ['#', 'Action', 'Status', 'Attempts', 'Due', 'Last error', 'Idempotency key', 'Controls'], rows)));
-    }
-    if (!sections.length) sections.push(el('p', { class: 'muted' }, 'Its phases are listed once the run starts.'));
-    phases.replaceChildren(...sections);
+    phases.replaceChildren(...phaseSections({
+      detail, entries, maxAttempts: session.limits?.step_max_attempts,
+      signalled: (name) => signalsReceived.has(name),
+      controls: (step) => offered(step).map((c) => controlButton(c, step)),
+    }));
+    log.show(entries, namer(steps));
   }
 
   async function tailLog() {
     for (;;) {
-      const { entries } = await get(`/runs/${runId}/log?after_id=${afterId}&limit=${LOG_PAGE}`);
-      for (const entry of entries) {
-        logList.append(el('li', { 'data-kind': entry.kind, 'data-actor': entry.actor || '' },
-          when(entry.created_at), ' ',
-          el('span', { class: 'actor' }, entry.actor || 'engine'), ' ',
-          el('span', {}, describeEntry(entry))));
+      const page = (await get(`/runs/${runId}/log?after_id=${afterId}&limit=${LOG_PAGE}`)).entries;
+      for (const entry of page) {
+        entries.push(entry);
         afterId = Math.max(afterId, entry.id);
         if (entry.kind === 'run.signal') signalsReceived.add(entry.detail?.name);
       }
-      if (entries.length < LOG_PAGE) return;
+      if (page.length < LOG_PAGE) return;
     }
   }
 
@@ -338,7 +259,7 @@ export function runView(main, ctx, runIdText) {
       }
       throw error;
     }
-    const snapshot = JSON.stringify([detail, [...signalsReceived]]);
+    const snapshot = JSON.stringify([detail, afterId]);
     if (snapshot !== shown) { // re-rendered only when something changed, so focus stays put
       shown = snapshot;
       render();

@@ -1,8 +1,12 @@
-// The runs list: newest first, filtered by status and definition, a page at a time, kept fresh.
+// @ts-check
+// The runs list: what needs a person first — what each run waits for and for how long, filtered by status,
+// definition and wait (all kept in the address), searched by run id or definition name, a page at a time,
+// kept fresh; runs selected on it are paused, resumed or cancelled together (bulk.js).
 
 import { get } from './api.js';
+import { bulkBar } from './bulk.js';
 import { Poller, freshness } from './poll.js';
-import { badge, el, heading, isTerminalRun, needYou, notice, runStatuses, table, when } from './ui.js';
+import { badge, el, heading, isTerminalRun, needYou, notice, runStatuses, span, table, when } from './ui.js';
 
 const PAGE_SIZE = 25;
 const SOON_MS = 120000; // a scheduled run this close to its time counts as live
@@ -26,6 +30,35 @@ export function waitedFor(iso) {
   return `${hours} h ${minutes % 60} min`;
 }
 
+// How long a run has been going (started to finished, or to now), kept current by the page's refreshes.
+function lasted(run) {
+  if (!run.started_at) return el('span', { class: 'muted' }, '—');
+  const end = run.finished_at ? Date.parse(run.finished_at) : Date.now();
+  return el('span', { 'data-duration': run.id }, span(end - Date.parse(run.started_at)), run.finished_at ? '' : ' so far');
+}
+
+// The runs a search names: a run id (that run alone), else the definitions whose name holds the words.
+async function searched(q, params, names) {
+  if (/^\d+$/.test(q)) {
+    try {
+      const found = await get(`/runs/${q}`);
+      return { runs: [{ ...found.run, waiting: found.waiting }], next_cursor: null };
+    } catch (error) {
+      if (error.status === 404) return { runs: [], next_cursor: null };
+      throw error;
+    }
+  }
+  const words = q.toLowerCase();
+  const ids = [...names].filter(([, name]) => name.toLowerCase().includes(words)).map(([id]) => id).slice(0, 10);
+  const pages = await Promise.all(ids.map((id) => {
+    const one = new URLSearchParams(params);
+    one.set('definition_id', id);
+    return get(`/runs?${one}`);
+  }));
+  const runs = pages.flatMap((page) => page.runs).sort((a, b) => b.id - a.id).slice(0, PAGE_SIZE);
+  return { runs, next_cursor: pages.length === 1 ? pages[0].next_cursor : null, summary: pages[0]?.summary };
+}
+
 function waitingCell(waiting) {
   if (!waiting) return el('span', { class: 'muted' }, '—');
   return el('span', { 'data-waiting': waiting.for }, `waiting for: ${waiting.for}`,
@@ -34,7 +67,10 @@ function waitingCell(waiting) {
 
 export function runsView(main, ctx, queryText = '') {
   const query = new URLSearchParams(queryText);
-  const filters = { status: query.get('status') || '', definition: query.get('definition') || '', waiting: query.get('waiting') || '', cursor: query.get('cursor') || '' };
+  const filters = {
+    status: query.get('status') || '', definition: query.get('definition') || '', waiting: query.get('waiting') || '',
+    q: query.get('q') || '', cursor: query.get('cursor') || '',
+  };
   const go = (changes) => ctx.navigate(hashFor({ ...filters, cursor: '', ...changes }));
 
   const statusSelect = el('select', { id: 'filter-status', onchange: () => go({ status: statusSelect.value }) },
@@ -46,18 +82,22 @@ export function runsView(main, ctx, queryText = '') {
   const waitingSelect = el('select', { id: 'filter-waiting', onchange: () => go({ waiting: waitingSelect.value }) },
     el('option', { value: '' }, 'waiting or not'),
     filters.waiting ? el('option', { value: filters.waiting, selected: true }, filters.waiting) : null);
+  const search = el('input', { type: 'search', id: 'filter-search', value: filters.q, placeholder: 'a run id or a definition name', autocomplete: 'off' });
   let waitingKinds = null;
+  const selected = new Set(); // run ids, kept across the list's refreshes
+  const bulk = bulkBar(ctx.session(), selected, () => { selected.clear(); poller.now(); });
   const list = el('div', { id: 'runs-list' });
   const paging = el('nav', { class: 'paging', 'aria-label': 'Pages of runs' });
   const fresh = el('p', { class: 'freshness muted', id: 'freshness' });
 
   main.replaceChildren(
     heading(1, 'Runs'),
-    el('form', { class: 'filters', role: 'search', onsubmit: (e) => e.preventDefault() },
+    el('form', { class: 'filters', role: 'search', onsubmit: (e) => { e.preventDefault(); go({ q: search.value.trim() }); } },
+      el('label', { for: 'filter-search' }, 'Search'), el('div', { class: 'inline' }, search, el('button', { type: 'submit', id: 'search-go' }, 'Find')),
       el('label', { for: 'filter-status' }, 'Status'), statusSelect,
       el('label', { for: 'filter-definition' }, 'Definition'), definitionSelect,
       el('label', { for: 'filter-waiting' }, 'Waiting for'), waitingSelect),
-    list, paging, fresh,
+    bulk?.node, list, paging, fresh,
   );
 
   let names = new Map();
@@ -68,35 +108,46 @@ export function runsView(main, ctx, queryText = '') {
   }).catch(() => { /* names are a nicety; ids still show */ });
 
   async function load() {
-    const params = new URLSearchParams({ limit: PAGE_SIZE });
+    const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
     if (filters.status) params.set('status', filters.status);
     if (filters.definition) params.set('definition_id', filters.definition);
     if (filters.waiting) params.set('waiting', filters.waiting);
     if (filters.cursor) params.set('cursor', filters.cursor);
     let page;
     try {
-      page = await get(`/runs?${params}`);
+      page = filters.q ? await searched(filters.q, params, names) : await get(`/runs?${params}`);
     } catch (error) {
       if (error.status !== 401) notice(`The runs could not be loaded: ${error.messages.join(' ')}`, 'error');
       throw error;
     }
+    const shownIds = new Set(page.runs.map((run) => run.id));
+    for (const id of [...selected]) if (!shownIds.has(id)) selected.delete(id);
     const rows = page.runs.map((run) => el('tr', { 'data-run': run.id, 'data-status': run.status },
+      bulk ? el('td', {}, el('input', {
+        type: 'checkbox', 'data-select': run.id, checked: selected.has(run.id), 'aria-label': `Select run ${run.id}`,
+        onchange: (event) => { if (event.target.checked) selected.add(run.id); else selected.delete(run.id); bulk.refresh(); },
+      })) : null,
       el('td', {}, el('a', { href: `#/runs/${run.id}` }, `Run ${run.id}`)),
       el('td', {}, `${names.get(String(run.definition_id)) || `definition ${run.definition_id}`} (v${run.definition_version})`),
       el('td', {}, badge(run.status)),
-      el('td', {}, badge(run.health)),
       el('td', {}, waitingCell(run.waiting)),
-      el('td', {}, when(run.scheduled_for))));
+      el('td', {}, badge(run.health)),
+      el('td', {}, when(run.scheduled_for)),
+      el('td', {}, when(run.started_at)),
+      el('td', {}, when(run.finished_at)),
+      el('td', {}, lasted(run))));
+    bulk?.refresh();
     const counts = page.summary?.waiting;
-    needYou(counts?.any || 0);
+    if (counts) needYou(counts.any || 0);
     if (counts && !waitingKinds) {
       waitingKinds = Object.keys(counts);
       waitingSelect.replaceChildren(el('option', { value: '' }, 'waiting or not'),
         ...waitingKinds.map((kind) => el('option', { value: kind, selected: kind === filters.waiting }, kind === 'any' ? 'anything' : kind)));
     }
     list.replaceChildren(rows.length
-      ? table('Runs, newest first', ['Run', 'Definition', 'Status', 'Health', 'Waiting for', 'Scheduled for'], rows)
-      : el('p', {}, 'No runs match.'));
+      ? table('Runs, newest first', [...(bulk ? ['Select'] : []), 'Run', 'Definition', 'Status', 'Waiting for', 'Health',
+        'Scheduled for', 'Started', 'Finished', 'Duration'], rows)
+      : el('p', {}, filters.q ? `No run matches “${filters.q}” (a run id, or words of a definition's name).` : 'No runs match.'));
     paging.replaceChildren(
       filters.cursor ? el('a', { href: hashFor({ ...filters, cursor: '' }) }, '← Newest runs') : '',
       page.next_cursor ? el('a', { href: hashFor({ ...filters, cursor: page.next_cursor }), id: 'older' }, 'Older runs →') : '',

@@ -1,3 +1,4 @@
+// @ts-check
 // Who is signed in, and how they got there: a pasted token, a development login, or
 // OpenID Connect (authorisation code + PKCE).
 //

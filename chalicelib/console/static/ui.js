@@ -1,3 +1,4 @@
+// @ts-check
 // Small DOM helpers every view shares: elements, times in the viewer's zone, statuses in words and marks, notices.
 
 export function el(tag, attrs = {}, ...children) {
@@ -16,25 +17,82 @@ export function el(tag, attrs = {}, ...children) {
 }
 
 const LOCAL = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const LOCAL_WITH_ZONE = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'long' });
 const HOUR_MINUTE = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
 const DAY_HOUR_MINUTE = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
 
 function utc(iso) {
   return new Date(iso).toISOString().replace('T', ' ').replace(/\.\d+Z$|Z$/, '') + ' UTC';
 }
 
-// A time in the viewer's zone; the UTC time on hover (and for machines, in datetime).
-export function when(iso) {
-  if (!iso) return el('span', { class: 'muted' }, '—');
-  return el('time', { datetime: iso, title: utc(iso) }, LOCAL.format(new Date(iso)));
+// What a hover over any time says: the local time with its zone's name, then UTC.
+function hover(iso) {
+  return `${LOCAL_WITH_ZONE.format(new Date(iso))} · ${utc(iso)}`;
 }
 
-// A time of day in the viewer's zone ("20:15"; with its date when not today), UTC on hover.
+// "12 min" for a span of milliseconds: how long something has waited or lasted.
+export function span(ms) {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ${minutes % 60} min`;
+  return `${Math.floor(hours / 24)} days`;
+}
+
+// "3 minutes ago", "in 2 hours": a time against now, in the viewer's language.
+function relativeWords(iso) {
+  const seconds = (Date.parse(iso) - Date.now()) / 1000;
+  /** @type {Array<[Intl.RelativeTimeFormatUnit, number]>} */
+  const units = [['day', 86400], ['hour', 3600], ['minute', 60]];
+  for (const [unit, size] of units) {
+    if (Math.abs(seconds) >= size) return RELATIVE.format(Math.round(seconds / size), unit);
+  }
+  return RELATIVE.format(Math.round(seconds / 10) * 10, 'second');
+}
+
+// A time as how long ago (or how soon) it is, kept current; the local time, its zone and UTC on hover.
+export function when(iso) {
+  if (!iso) return el('span', { class: 'muted' }, '—');
+  return el('time', { datetime: iso, title: hover(iso), 'data-relative': 'ago' }, relativeWords(iso));
+}
+
+// How long since a time ("12 min"), kept current; the time itself on hover.
+export function since(iso) {
+  return el('time', { datetime: iso, title: hover(iso), 'data-relative': 'since' }, span(Date.now() - Date.parse(iso)));
+}
+
+// How long until a time ("4 min"; "0 s" once passed), kept current; the time itself on hover.
+export function inFuture(iso) {
+  return el('time', { datetime: iso, title: hover(iso), 'data-relative': 'until' }, span(Date.parse(iso) - Date.now()));
+}
+
+// A time in full in the viewer's zone (a definition's version, a log row's moment in its details).
+export function fullTime(iso) {
+  return el('time', { datetime: iso, title: hover(iso) }, LOCAL.format(new Date(iso)));
+}
+
+// A time of day in the viewer's zone ("20:15"; with its date when not today); its zone and UTC on hover.
 export function clock(iso) {
   const at = new Date(iso);
   const today = at.toDateString() === new Date().toDateString();
-  return el('time', { datetime: iso, title: utc(iso) }, (today ? HOUR_MINUTE : DAY_HOUR_MINUTE).format(at));
+  return el('time', { datetime: iso, title: hover(iso) }, (today ? HOUR_MINUTE : DAY_HOUR_MINUTE).format(at));
 }
+
+// Relative times move on their own between the page's refreshes (a refresh re-renders only what changed).
+const RELATIVE_TEXT = {
+  ago: (iso) => relativeWords(iso),
+  since: (iso) => span(Date.now() - Date.parse(iso)),
+  until: (iso) => span(Date.parse(iso) - Date.now()),
+};
+setInterval(() => {
+  for (const node of document.querySelectorAll('time[data-relative]')) {
+    const text = RELATIVE_TEXT[/** @type {HTMLElement} */ (node).dataset.relative]?.(node.getAttribute('datetime'));
+    if (text && node.textContent !== text) node.textContent = text;
+  }
+}, 5000);
 
 // Every status reads as a word with a mark beside it, so nothing depends on colour. The statuses,
 // their words, marks and which are terminal, and the declared controls, come from the API
@@ -100,8 +158,10 @@ export function focus(node) {
 }
 
 // Asks for a reason or note before a control that takes one; resolves to the text, or null if called off.
-// Without a `label` it only asks to confirm (no text box), and resolves to '' when confirmed.
-export function ask({ title, label, action }) {
+// Without a `label` it only asks to confirm (no text box), and resolves to '' when confirmed. `what`: a line
+// under the question saying what the action will do.
+/** @param {{title: string, action: string, label?: string | null, what?: string | null}} question */
+export function ask({ title, label = null, action, what = null }) {
   return new Promise((resolve) => {
     const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' }) : null;
     const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' });
@@ -113,6 +173,7 @@ export function ask({ title, label, action }) {
     const go = el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action);
     const form = el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(input ? input.value.trim() : ''); } },
       el('h2', { id: 'ask-title' }, title),
+      what && el('p', { id: 'ask-what' }, what),
       input && [el('label', { for: 'ask-text' }, label), input],
       el('div', { class: 'buttons' },
         go,
@@ -125,10 +186,13 @@ export function ask({ title, label, action }) {
   });
 }
 
-// A table that scrolls sideways on a narrow screen instead of squashing its columns.
+// A table; on a narrow screen each row becomes a card whose cells are labelled by their column (data-label).
 export function table(caption, headers, rows) {
+  for (const row of rows) {
+    [...row.children].forEach((cell, i) => { if (headers[i]) cell.setAttribute('data-label', headers[i]); });
+  }
   return el('div', { class: 'table-wrap' },
-    el('table', {},
+    el('table', { class: 'cards' },
       el('caption', {}, caption),
       el('thead', {}, el('tr', {}, headers.map((h) => el('th', { scope: 'col' }, h)))),
       el('tbody', {}, rows)));

@@ -1,0 +1,104 @@
+// @ts-check
+// The run page's banners: what the run waits for, told as a story — who and why and how long. "Paused by
+// mod-mia 2 min ago: “boss bugged”", "Waiting for a game master for 12 min: Light the bonfire (gm-gus has
+// it)", "Holding until 20:15 (core.wait)", "Waiting for the game: … until 20:15 (times out in 4 min)".
+// Notes and reasons read as what they are; a banner's words are red only for an error.
+
+import { stepName } from './names.js';
+import { capitalised, clock, el, inFuture, since } from './ui.js';
+
+// The log row that put the run in `status` last (a run.status row): who, why and when.
+export function lastMove(entries, status) {
+  for (let i = entries.length - 1; i >= 0; i -= 1) {
+    const entry = entries[i];
+    if (entry.kind === 'run.status' && entry.detail?.to === status) {
+      const d = entry.detail;
+      return { by: d.control ? entry.actor : null, why: d.reason || d.cause || null, at: entry.created_at };
+    }
+  }
+  return null;
+}
+
+// ", until 20:15 (times out in 4 min)" for a wait with a time limit; nothing without one.
+function until(iso) {
+  return iso ? [', until ', clock(iso), ' (times out in ', inFuture(iso), ')'] : [];
+}
+
+// "Paused by mod-mia 2 min ago: “boss bugged”" (or "Paused 2 min ago" for the engine, with its cause).
+function told(word, move) {
+  if (!move) return [word];
+  return [word, move.by ? ` by ${move.by}` : '', ' ', since(move.at), ' ago',
+    move.why ? [': ', move.by ? `“${move.why}”` : move.why] : ''];
+}
+
+function banner(kind, attrs, ...children) {
+  return el('div', { class: `banner banner-${kind}`, role: 'region', ...attrs }, ...children);
+}
+
+// A run held by a finished core.wait: its next step is pending, due later, and the step before it a wait.
+function holding(detail) {
+  const { run, steps } = detail;
+  const ofPhase = steps.filter((s) => s.phase === run.current_phase).sort((a, b) => a.seq - b.seq);
+  const next = ofPhase.find((s) => s.status === 'pending');
+  if (!next?.due_at || next.attempts > 0 || Date.parse(next.due_at) <= Date.now()) return null;
+  const before = ofPhase.find((s) => s.seq === next.seq - 1);
+  return before?.action_id === 'core.wait' ? { next, wait: before } : null;
+}
+
+// `view`: {detail, entries, offered(step), button(name, step, label?), currentPhase(), awaitedSignal(),
+// signalButton(signal)} from the run's page. Returns the banners and the run controls they took over.
+export function banners(view) {
+  const { detail, entries } = view;
+  const { run, steps, waiting } = detail;
+  const parts = [];
+  const taken = new Set();
+  for (const step of steps.filter((s) => s.parked)) {
+    const cue = waiting?.for === 'cue' && waiting.step_id === step.id ? waiting : {};
+    const by = step.acknowledged_by || cue.acknowledged_by;
+    const at = step.acknowledged_at || cue.acknowledged_at;
+    const waited = cue.since || step.started_at;
+    parts.push(banner('cue', { 'aria-label': `Cue, ${stepName(step)}`, 'data-cue': step.id },
+      el('p', {}, el('strong', {}, 'Waiting for a game master', waited ? [' for ', since(waited)] : '', ': '),
+        step.params?.instruction || step.action_id,
+        by ? [' (', el('span', { class: 'has-it', 'data-has-it': by }, `${by} has it`, at ? [' since ', clock(at)] : ''), ')'] : ''),
+      el('p', { class: 'muted' }, stepName(step)),
+      el('div', { class: 'buttons' }, view.offered(step).filter((c) => c !== 'retry').map((c) => view.button(c, step)))));
+  }
+  if (waiting?.for === 'resume') {
+    const move = lastMove(entries, 'paused');
+    const failed = steps.filter((s) => view.offered(s).includes('retry'));
+    const resume = failed.length && view.offered(null).includes('resume')
+      ? view.button('resume', null, `Go on, leaving ${failed.map(stepName).join(', ')} failed`) : null;
+    if (resume) taken.add('resume');
+    parts.push(banner('paused', { 'aria-label': 'Paused', id: 'paused-banner' },
+      el('p', { id: 'paused-story' }, el('strong', {}, told('Paused', move)), '.'),
+      failed.map((s) => el('p', { class: 'error-text' }, `${stepName(s)} failed: ${s.last_error || 'no reason given'}`)),
+      el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume)));
+  }
+  if (run.status === 'cancelled' || run.status === 'failed') {
+    const move = lastMove(entries, run.status);
+    parts.push(banner(run.status === 'failed' ? 'paused' : 'ended', { 'aria-label': capitalised(run.status), id: 'ended-banner' },
+      el('p', { class: run.status === 'failed' ? 'error-text' : null },
+        el('strong', {}, told(capitalised(run.status), move)), move ? '.' : run.last_error ? `: ${run.last_error}` : '.')));
+  }
+  const hold = waiting ? null : holding(detail);
+  if (hold) {
+    parts.push(banner('info', { 'aria-label': 'Holding', id: 'holding-banner' },
+      el('p', {}, el('strong', {}, 'Holding until ', clock(hold.next.due_at), ` (${hold.wait.action_id})`),
+        ', then ', stepName(hold.next), ' (in ', inFuture(hold.next.due_at), ').')));
+  }
+  if (waiting?.for === 'advance') {
+    const phase = view.currentPhase();
+    parts.push(banner('cue', { 'aria-label': 'Waiting to advance', id: 'advance-banner' },
+      el('p', {}, el('strong', {}, 'Waiting for a person', waiting.since ? [' for ', since(waiting.since)] : '', ': '),
+        `${phase.named} is done; it ends when someone advances it`, until(waiting.until), '.')));
+  }
+  const signal = view.awaitedSignal();
+  if (signal) {
+    parts.push(banner('cue', { 'aria-label': 'Waiting for the game', id: 'signal-banner', 'data-signal': signal.name },
+      el('p', {}, el('strong', {}, 'Waiting for the game: '), `${capitalised(signal.named)} is waiting for the game's signal ${signal.name}`,
+        until(signal.until), signal.held ? '; its steps are done.' : '; its steps go on meanwhile.'),
+      view.signalButton(signal)));
+  }
+  return { parts, taken };
+}

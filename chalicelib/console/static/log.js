@@ -1,0 +1,131 @@
+// @ts-check
+// A run's log as a person follows it: newest rows in view (it follows unless the person has scrolled up),
+// filtered to people, the engine or errors, and each dispatch merged with the status row its answer wrote
+// (one line: "Phase 1 · step 2 (world.spawn) attempt 1: ok, HTTP 200, 35 ms → done").
+
+import { effectWords } from './phases.js';
+import { el, when } from './ui.js';
+
+const ENGINE_ACTORS = new Set(['runner', null, undefined, '']);
+const FILTERS = [['all', 'Everything'], ['people', 'People'], ['engine', 'Engine'], ['errors', 'Errors']];
+
+// What ended the phase before, as a run.phase row's `ended_by` says: {by, at, closed_by?}.
+function endedBy(ended) {
+  if (!ended?.by) return '';
+  switch (ended.closed_by) {
+    case 'signal': return ` (a signal from ${ended.by} ended the one before)`;
+    case 'after': return ' (the one before lasted its time)';
+    case 'timeout': return ' (the one before timed out)';
+    default: return ` (${ended.by} ended the one before)`;
+  }
+}
+
+// A person's words on a row: a reason, a note, or the engine's cause, each as what it is.
+function said(d) {
+  return [d.control && `by ${d.control}`, d.reason && `reason: “${d.reason}”`, d.note && `note: “${d.note}”`,
+    d.cause && `(${d.cause})`].filter(Boolean).join(' ');
+}
+
+function answerWords(d) {
+  const status = d.http_status && !String(d.error || '').startsWith(`HTTP ${d.http_status}`) && `HTTP ${d.http_status}`;
+  return [d.outcome, status, d.latency_ms != null && `${d.latency_ms} ms`, d.error,
+    d.fenced_out && 'answered too late, not applied'].filter(Boolean).join(', ');
+}
+
+// One dispatch (what the game answered to attempt N), in words: also each attempt in the steps' table.
+export function attemptWords(d) {
+  return `attempt ${d.attempt ?? '?'}: ${answerWords(d)}`;
+}
+
+export function describeEntry(entry, nameOf) {
+  const d = entry.detail || {};
+  switch (entry.kind) {
+    case 'run.status': return `Run ${d.from == null ? d.to : `${d.from} → ${d.to}`} ${said(d)}`.trim();
+    case 'step.status': return `${nameOf(entry)} ${d.from} → ${d.to} ${said(d)}`.trim();
+    case 'step.acknowledged': return `${nameOf(entry)} acknowledged: ${entry.actor} has it${d.note ? `, note: “${d.note}”` : ''}`;
+    case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
+    case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
+    case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;
+    case 'step.dispatch': return `${nameOf(entry)} dispatched, ${attemptWords(d)}`;
+    default: return `${entry.kind} ${JSON.stringify(d)}`;
+  }
+}
+
+export const byPerson = (entry) => !ENGINE_ACTORS.has(entry.actor) && entry.actor !== 'game';
+
+// Whether a row tells of something going wrong: a failed or refused answer, a step or run failing.
+export function isError(entry) {
+  const d = entry.detail || {};
+  if (entry.kind === 'step.dispatch') return Boolean(d.error) || (d.outcome && !['ok', 'done', 'parked'].includes(d.outcome));
+  return ['failed', 'refused'].includes(d.to);
+}
+
+const KEEP = {
+  all: () => true,
+  people: byPerson,
+  engine: (entry) => ENGINE_ACTORS.has(entry.actor),
+  errors: isError,
+};
+
+// Lines from rows: a step.status row the engine wrote for a step whose dispatch is the line before it
+// (that answer's outcome) joins that line instead of making its own.
+function lines(entries, nameOf) {
+  const out = [];
+  for (const entry of entries) {
+    const last = out[out.length - 1];
+    const d = entry.detail || {};
+    if (entry.kind === 'step.status' && !d.control && last?.rows.length === 1 && last.rows[0].kind === 'step.dispatch'
+        && last.rows[0].step_id === entry.step_id) {
+      last.rows.push(entry);
+      last.text += ` → ${d.to}${d.cause && !last.text.includes(d.cause) ? ` (${d.cause})` : ''}`;
+      continue;
+    }
+    out.push({ rows: [entry], text: describeEntry(entry, nameOf) });
+  }
+  return out;
+}
+
+export function logView() {
+  let filter = 'all';
+  let following = true;
+  let shown = { entries: [], nameOf: (entry) => `step id ${entry.step_id}` };
+  const list = el('ol', { id: 'run-log', class: 'log' });
+  const box = el('div', { class: 'log-box', id: 'log-box', tabindex: '0', 'aria-label': 'Run log, newest at the bottom' }, list);
+  const followNote = el('p', { id: 'log-following', class: 'muted', 'aria-live': 'polite' });
+  const newest = el('button', { type: 'button', id: 'log-newest', hidden: true, onclick: () => { following = true; render(); } }, 'Show the newest rows');
+  box.addEventListener('scroll', () => {
+    following = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
+    newest.hidden = following;
+    followNote.textContent = following ? 'Following the newest rows.' : 'Not following: you scrolled up.';
+  });
+  const choices = el('fieldset', { class: 'log-filters' }, el('legend', {}, 'Show'),
+    FILTERS.map(([value, label]) => el('label', { class: 'choice' },
+      el('input', {
+        type: 'radio', name: 'log-filter', value, checked: value === filter,
+        onchange: () => { filter = value; render(); },
+      }), ` ${label}`)));
+
+  function render() {
+    const keep = KEEP[filter];
+    const kept = lines(shown.entries, shown.nameOf).filter((line) => line.rows.some(keep));
+    list.replaceChildren(...kept.map(({ rows, text }) => {
+      const [first] = rows;
+      return el('li', {
+        'data-kind': rows.map((row) => row.kind).join(' '), 'data-actor': first.actor || '',
+        class: rows.some(isError) ? 'log-error' : null,
+      }, when(first.created_at), ' ', el('span', { class: 'actor' }, first.actor || 'engine'), ' ', el('span', {}, text));
+    }));
+    if (following) box.scrollTop = box.scrollHeight;
+    newest.hidden = following;
+    followNote.textContent = following ? 'Following the newest rows.' : 'Not following: you scrolled up.';
+  }
+
+  return {
+    node: el('div', {}, choices, box, el('div', { class: 'buttons' }, newest), followNote),
+    // The whole log so far and how to name its steps; re-rendered only when a row was added or a name changed.
+    show(entries, nameOf) {
+      shown = { entries, nameOf };
+      render();
+    },
+  };
+}

@@ -1,0 +1,113 @@
+// @ts-check
+// A run's phases and their steps as the page lists them: per step its name, state (with how long a cue has
+// waited and when the next attempt goes), every attempt (from the log's dispatch rows, expandable), and its
+// note or error — a note, reason or cause shown as what it is, red only when it is an error.
+
+import { attemptWords } from './log.js';
+import { stepName } from './names.js';
+import { conditionWords, standingWords } from './phases.js';
+import { badge, capitalised, el, inFuture, isTerminalRun, since, table, when } from './ui.js';
+
+// Words and <time> elements as a sentence: its first word capitalised.
+export function sentence(parts) {
+  const flat = parts.flat(Infinity).filter((part) => part !== '');
+  const [first, ...rest] = flat;
+  return typeof first === 'string' ? [capitalised(first), ...rest] : flat;
+}
+
+// A step's last_error is an error only while the step is failed, refused or waiting to be tried again;
+// otherwise it is a person's note or reason, or the engine's cause (a cancelled step's).
+export function stepErrs(step) {
+  return ['failed', 'refused'].includes(step.status) || (step.status === 'pending' && step.attempts > 0);
+}
+
+function said(step) {
+  if (!step.last_error) return '';
+  if (stepErrs(step)) return el('span', { class: 'error-text', 'data-said': 'error' }, 'Error: ', step.last_error);
+  const word = step.status === 'cancelled' ? 'Why' : step.parked ? 'Said' : 'Note';
+  return el('span', { class: 'note-text', 'data-said': 'note' }, `${word}: `, step.last_error);
+}
+
+function describeStep(step) {
+  const p = step.params || {};
+  const words = p.instruction || p.message;
+  return words ? [el('strong', {}, stepName(step)), el('br'), words] : el('strong', {}, stepName(step));
+}
+
+// Its badge, and a line on what it waits for: a parked cue for how long, a retry when and why.
+function state(step, maxAttempts) {
+  if (step.parked) {
+    return [badge('parked', 'parked: waiting'), step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
+  }
+  if (step.status === 'pending' && step.attempts > 0 && step.due_at) {
+    const of = maxAttempts ? ` of ${maxAttempts}` : '';
+    return [badge(step.status), el('div', { 'data-retry': step.id }, `attempt ${step.attempts + 1}${of}, next in `, inFuture(step.due_at))];
+  }
+  return badge(step.status);
+}
+
+function attempts(step, dispatches) {
+  if (!dispatches.length) return String(step.attempts);
+  return el('details', { 'data-attempts': step.id },
+    el('summary', {}, `${step.attempts} (${dispatches.length} sent)`),
+    el('ol', { class: 'attempts' }, dispatches.map((row) => el('li', {}, when(row.created_at), ' ', attemptWords(row.detail || {})))));
+}
+
+// `view`: {detail, entries, maxAttempts, signalled(name), controls(step)} from the run's page.
+export function phaseSections(view) {
+  const { run, steps } = view.detail;
+  const dispatches = new Map();
+  for (const entry of view.entries) {
+    if (entry.kind === 'step.dispatch') dispatches.set(entry.step_id, [...(dispatches.get(entry.step_id) || []), entry]);
+  }
+  const byPhase = new Map();
+  for (const step of steps) byPhase.set(step.phase, [...(byPhase.get(step.phase) || []), step]);
+  // The run's phases as the API lists them; a phase with steps but no row (a run started
+  // before phase rows existed) is still shown, by its number.
+  const listed = new Map(view.detail.phases.map((p) => [p.number, p]));
+  for (const number of byPhase.keys()) if (!listed.has(number)) listed.set(number, { number, kind: null, name: null, state: null });
+  const sections = [];
+  for (const phase of [...listed.values()].sort((a, b) => a.number - b.number)) {
+    const { number, name } = phase;
+    const phaseSteps = byPhase.get(number) || [];
+    const current = run.current_phase === number && !isTerminalRun(run.status);
+    const head = el('h3', { 'data-phase': number, 'data-kind': phase.kind || '', 'data-state': phase.state || '' },
+      `Phase ${number}${name ? `: ${name}` : ''}`, current ? ' (current)' : '');
+    const words = [...conditionWords(phase), standingWords(phase, { current, signalled: view.signalled(phase.signal) })].filter((part) => part.length);
+    const facts = words.length ? el('p', { class: 'phase-facts', 'data-phase-facts': number },
+      sentence(words.flatMap((part, i) => [i ? ' · ' : '', part])), '.') : null;
+    if (!phaseSteps.length) {
+      sections.push(el('section', { class: 'phase' }, head, facts, el('p', { class: 'muted' }, 'Not started.')));
+      continue;
+    }
+    const rows = phaseSteps.sort((a, b) => a.seq - b.seq).map((step) => el('tr', { 'data-step-row': step.id, 'data-status': step.parked ? 'parked' : step.status },
+      el('td', {}, String(step.seq + 1)), // counted from 1 for people
+      el('td', {}, describeStep(step)),
+      el('td', {}, state(step, view.maxAttempts)),
+      el('td', {}, attempts(step, dispatches.get(step.id) || [])),
+      el('td', {}, when(step.due_at)),
+      el('td', {}, said(step)),
+      el('td', {}, el('details', {}, el('summary', {}, 'show'),
+        el('dl', { class: 'facts' }, el('dt', {}, 'Step id'), el('dd', {}, String(step.id)),
+          el('dt', {}, 'Idempotency key'), el('dd', {}, el('code', {}, step.idempotency_key))))),
+      el('td', {}, el('div', { class: 'buttons' }, view.controls(step)))));
+    sections.push(el('section', { class: 'phase' }, head, facts,
+      table(`Steps of phase ${number}`, ['#', 'Step', 'Status', 'Attempts', 'Due', 'Note or error', 'Details', 'Controls'], rows)));
+  }
+  if (!sections.length) sections.push(el('p', { class: 'muted' }, 'Its phases are listed once the run starts.'));
+  return sections;
+}
+
+// "Phase 1 of 3 · step 4 of 4" and a bar: closed phases, plus the current one's finished steps, of all.
+export function progress(detail) {
+  const { run, phases, steps } = detail;
+  if (!phases.length || run.current_phase == null) return [];
+  const ofPhase = steps.filter((s) => s.phase === run.current_phase);
+  const finished = ofPhase.filter((s) => !['pending', 'running'].includes(s.status)).length;
+  const at = Math.min(finished + 1, ofPhase.length);
+  const closed = phases.filter((p) => p.closed_at).length;
+  const share = run.status === 'completed' ? 1 : (closed + (ofPhase.length ? finished / ofPhase.length : 0) * (isTerminalRun(run.status) ? 0 : 1)) / phases.length;
+  const words = `Phase ${run.current_phase} of ${phases.length}${ofPhase.length ? ` · step ${at} of ${ofPhase.length}` : ''}`;
+  return [el('span', { id: 'run-progress-words' }, words), ' ',
+    el('progress', { id: 'run-progress-bar', max: '100', value: String(Math.round(share * 100)), 'aria-label': `Progress: ${words}` })];
+}
