@@ -74,8 +74,9 @@ def test_a_failing_bridge_pauses_the_run_with_its_error_and_retry_from_the_page_
     assert "the scarecrow model is missing" in text_of(browser, "#run-last-error")
     # One name for the step on every surface: the banner, its buttons, the table, the log.
     name = "Phase 1 · step 2 (world.spawn)"
-    dispatched = eventually(lambda: [text for actor, text in log_rows(browser)
-                                     if actor == "runner" and f"{name} dispatched, attempt 1: failed, " in text and "HTTP 400: the scarecrow" in text], "the failed dispatch in the log")
+    dispatched = eventually(lambda: [text for actor, text in log_rows(browser) if actor == "runner"
+                                     and f"{name} dispatched, attempt 1: failed, " in text and "HTTP 400: the scarecrow" in text],
+                            "the failed dispatch in the log")
     assert dispatched[0].endswith("→ failed"), f"the dispatch and the status it wrote are one line: {dispatched}"
     banner = text_of(browser, "#paused-banner")
     assert f"{name} failed: HTTP 400: the scarecrow model is missing" in banner, banner
