@@ -110,6 +110,37 @@ def test_a_step_waiting_to_be_tried_again_says_which_attempt_when_and_the_last_a
     assert text_of(browser, f"[data-step-row='{step.id}'] [data-said='error']") == "Error: HTTP 503"
 
 
+def test_a_run_held_by_a_wait_says_until_when_and_what_comes_next(browser, server, api_client):
+    _, run_id = schedule_now(api_client, {"name": "Gates", "grace_seconds": 300, "phases": [{"name": "doors", "steps": [
+        {"action": "core.wait", "params": {"seconds": 600}}, {"action": "core.announce", "params": {"message": "Gates open"}}]}]})
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    held = eventually(lambda: text_of(browser, "#holding-banner"), "the hold's banner", 40)
+    assert re.fullmatch(r"Holding until .+ \(core\.wait\), then Phase 1 · step 2 \(core\.announce\) \(in (9|10) min\)\.", held), held
+    hover = browser.find_element(By.CSS_SELECTOR, "#holding-banner time").get_attribute("title")
+    assert re.search(r"\d:\d\d:\d\d .+ · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$", hover), f"local time, its zone, then UTC: {hover}"
+    assert text_of(browser, "#run-progress-words") == "Phase 1 of 1 · step 2 of 2"
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+def _contrast(first: str, second: str) -> float:
+    """WCAG's contrast ratio of two rgb() colours."""
+    def luminance(colour: str) -> float:
+        channels = [int(c) / 255 for c in re.findall(r"\d+", colour)[:3]]
+        r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+    light, deep = sorted((luminance(first), luminance(second)), reverse=True)
+    return (light + 0.05) / (deep + 0.05)
+
+
+def _focus_ring_contrast(driver) -> float:
+    """Tab to the first control on the page; its ring's colour against the page behind it."""
+    ring, behind = driver.execute_script(
+        "const b = document.querySelector('#run-controls button'); b.focus();"
+        " return [getComputedStyle(b).outlineColor, getComputedStyle(document.querySelector('main')).backgroundColor]")
+    return _contrast(ring, behind)
+
+
 def test_every_page_passes_axe_light_and_dark_at_a_laptop_and_at_400_px_with_shortcuts_and_the_trailing_slash(browser, server, api_client):
     browser.get(f"{server.url}/console/")
     eventually(lambda: browser.current_url.endswith("/console") and browser.find_elements(By.ID, "token-input"),
@@ -123,6 +154,7 @@ def test_every_page_passes_axe_light_and_dark_at_a_laptop_and_at_400_px_with_sho
     open_run(browser, server.url, run_id)
     cue_banner(browser)
     _audited(browser, "a run at its cue")
+    assert _focus_ring_contrast(browser) >= 3
     doc_screenshot(browser, "run-at-cue")
 
     browser.find_element(By.TAG_NAME, "body").send_keys("?")
@@ -147,6 +179,7 @@ def test_every_page_passes_axe_light_and_dark_at_a_laptop_and_at_400_px_with_sho
         background = browser.execute_script("return getComputedStyle(document.querySelector('main')).backgroundColor")
         assert sum(map(int, re.findall(r"\d+", background)[:3])) < 150, f"dark mode follows the system: {background}"
         _audited(browser, "a paused run, dark")
+        assert _focus_ring_contrast(browser) >= 3
         doc_screenshot(browser, "dark-mode")
         browser.get(f"{server.url}/console#/runs")
         eventually(lambda: listed(browser), "the runs list, dark")

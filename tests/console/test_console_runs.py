@@ -86,6 +86,9 @@ def test_a_failing_bridge_pauses_the_run_with_its_error_and_retry_from_the_page_
     assert go_on.text == f"Go on, leaving {name} failed", "resume says what it does beside retry"
     assert not browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='resume']"), "one resume, the explained one"
     assert name in text_of(browser, "[data-step-row] strong") and "Error: HTTP 400" in text_of(browser, "[data-said='error']")
+    failed = f"[data-attempts='{retry.get_attribute('data-step')}']"
+    browser.find_element(By.CSS_SELECTOR, f"{failed} summary").click()  # each attempt, from the log's dispatch rows
+    assert "attempt 1: failed, " in text_of(browser, f"{failed} .attempts li"), text_of(browser, failed)
     screenshot(browser, "run-paused-by-bridge")
     retry.click()
     wait_for_status(browser, "completed")

@@ -3,6 +3,8 @@ whether it comes through the API while the page is open or from the page's own S
 
 from __future__ import annotations
 
+import re
+
 from selenium.webdriver.common.by import By
 
 from tests.console.browser import eventually, screenshot, text_of
@@ -66,6 +68,7 @@ def test_staff_send_the_signal_a_held_phase_waits_for_from_the_page(browser, ser
     open_run(browser, server.url, run_id)
     banner = eventually(lambda: "its steps are done" in (text := _signal_banner(browser)) and text, "the held phase's banner", 40)
     assert "Phase 1 (boss fight) is waiting for the game's signal boss_slain, until " in banner, banner
+    assert re.search(r"\(times out in (29|30) min\); its steps are done\.", banner), banner
     until = browser.find_element(By.CSS_SELECTOR, "#signal-banner time")
     assert until.get_attribute("title").endswith(" UTC"), until.get_attribute("title")
     facts = phase_facts(browser, 1)

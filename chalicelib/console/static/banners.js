@@ -73,7 +73,7 @@ export function banners(view) {
     parts.push(banner('paused', { 'aria-label': 'Paused', id: 'paused-banner' },
       el('p', { id: 'paused-story' }, el('strong', {}, told('Paused', move)), '.'),
       failed.map((s) => el('p', { class: 'error-text' }, `${stepName(s)} failed: ${s.last_error || 'no reason given'}`)),
-      el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume)));
+      failed.length ? el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume) : null));
   }
   if (run.status === 'cancelled' || run.status === 'failed') {
     const move = lastMove(entries, run.status);

@@ -60,7 +60,8 @@ export function runView(main, ctx, runIdText) {
   async function loadName(run) {
     if (definitionName !== null) return;
     try {
-      definitionName = (await ctx.definitions()).find((d) => d.id === run.definition_id)?.name || '';
+      const named = async (fresh) => (await ctx.definitions({ fresh })).find((d) => d.id === run.definition_id)?.name;
+      definitionName = (await named(false)) || (await named(true)) || ''; // a definition newer than the sign-in's list
     } catch {
       definitionName = ''; // a nicety: the run is still shown
     }
@@ -111,7 +112,7 @@ export function runView(main, ctx, runIdText) {
 
   // POSTs a control or a signal and explains the answer: `done(answer)` the words on success; a refusal
   // as the page explains every refusal (409 the run has moved, 403 the role needed; 401 signs out).
-  async function send(path, body, { action, done }) {
+  async function send(path, body, { action, done, about = '' }) {
     try {
       notice(done(await post(path, body)), 'ok');
     } catch (error) {
@@ -124,7 +125,7 @@ export function runView(main, ctx, runIdText) {
         const roles = neededRoles(error);
         notice(error.status === 403
           ? `Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`
-          : `${action} did not work: ${error.messages.join(' ')}`, 'error');
+          : `${action}${about ? ` ${about}` : ''} did not work: ${error.messages.join(' ')}`, 'error');
         focus(title);
         return;
       }
@@ -174,7 +175,8 @@ export function runView(main, ctx, runIdText) {
     }
     if (phase) body[spec.phaseField] = phase.number;
     const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
-    await send(path, body, { action: spec.action, done: () => `${spec.done} ${step ? stepName(step) : `run ${runId}`}.` });
+    const named = step ? stepName(step) : `run ${runId}`;
+    await send(path, body, { action: spec.action, about: named, done: () => `${spec.done} ${named}.` });
   }
 
   const signalButton = (signal) => (session.may.control ? el('div', { class: 'buttons' }, el('button', {

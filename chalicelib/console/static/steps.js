@@ -22,9 +22,10 @@ export function stepErrs(step) {
 }
 
 function said(step) {
-  if (!step.last_error) return '';
+  // A parked cue's last_error is the engine's note of its instruction, which the step's own cell shows.
+  if (!step.last_error || step.parked) return '';
   if (stepErrs(step)) return el('span', { class: 'error-text', 'data-said': 'error' }, 'Error: ', step.last_error);
-  const word = step.status === 'cancelled' ? 'Why' : step.parked ? 'Said' : 'Note';
+  const word = step.status === 'cancelled' ? 'Why' : 'Note';
   return el('span', { class: 'note-text', 'data-said': 'note' }, `${word}: `, step.last_error);
 }
 
