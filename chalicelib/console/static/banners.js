@@ -5,7 +5,7 @@
 // Notes and reasons read as what they are; a banner's words are red only for an error.
 
 import { stepName } from './names.js';
-import { capitalised, clock, el, inFuture, since } from './ui.js';
+import { capitalised, clock, el, inFuture, isOpenStep, isTerminalRun, labelOf, since } from './ui.js';
 
 // The log row that put the run in `status` last (a run.status row): who, why and when.
 export function lastMove(entries, status) {
@@ -35,12 +35,12 @@ function banner(kind, attrs, ...children) {
   return el('div', { class: `banner banner-${kind}`, role: 'region', ...attrs }, ...children);
 }
 
-// A run held by a finished core.wait: its next step is pending, due later, and the step before it a wait.
+// A run held by a finished core.wait: its next open step not yet tried, due later, and the step before it a wait.
 function holding(detail) {
   const { run, steps } = detail;
   const ofPhase = steps.filter((s) => s.phase === run.current_phase).sort((a, b) => a.seq - b.seq);
-  const next = ofPhase.find((s) => s.status === 'pending');
-  if (!next?.due_at || next.attempts > 0 || Date.parse(next.due_at) <= Date.now()) return null;
+  const next = ofPhase.find(isOpenStep);
+  if (!next?.due_at || next.attempts > 0 || next.parked || next.claim_expires_at || Date.parse(next.due_at) <= Date.now()) return null;
   const before = ofPhase.find((s) => s.seq === next.seq - 1);
   return before?.action_id === 'core.wait' ? { next, wait: before } : null;
 }
@@ -65,21 +65,23 @@ export function banners(view) {
       el('div', { class: 'buttons' }, view.offered(step).filter((c) => c !== 'retry').map((c) => view.button(c, step)))));
   }
   if (waiting?.for === 'resume') {
-    const move = lastMove(entries, 'paused');
+    const move = lastMove(entries, run.status);
     const failed = steps.filter((s) => view.offered(s).includes('retry'));
     const resume = failed.length && view.offered(null).includes('resume')
       ? view.button('resume', null, `Go on, leaving ${failed.map(stepName).join(', ')} failed`) : null;
     if (resume) taken.add('resume');
-    parts.push(banner('paused', { 'aria-label': 'Paused', id: 'paused-banner' },
-      el('p', { id: 'paused-story' }, el('strong', {}, told('Paused', move)), '.'),
+    parts.push(banner('stopped', { 'aria-label': capitalised(labelOf(run.status)), id: 'paused-banner' },
+      el('p', { id: 'paused-story' }, el('strong', {}, told(capitalised(labelOf(run.status)), move)), '.'),
       failed.map((s) => el('p', { class: 'error-text' }, `${stepName(s)} failed: ${s.last_error || 'no reason given'}`)),
       failed.length ? el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume) : null));
   }
-  if (run.status === 'cancelled' || run.status === 'failed') {
-    const move = lastMove(entries, run.status);
-    parts.push(banner(run.status === 'failed' ? 'paused' : 'ended', { 'aria-label': capitalised(run.status), id: 'ended-banner' },
-      el('p', { class: run.status === 'failed' ? 'error-text' : null },
-        el('strong', {}, told(capitalised(run.status), move)), move ? '.' : run.last_error ? `: ${run.last_error}` : '.')));
+  // A run a person ended, or one that ended on a reason or an error, says who and why.
+  const ended = isTerminalRun(run.status) ? lastMove(entries, run.status) : null;
+  if (ended?.by || ended?.why || (isTerminalRun(run.status) && run.last_error)) {
+    const failure = !ended?.by && Boolean(run.last_error); // the engine ended it on an error
+    parts.push(banner(failure ? 'stopped' : 'ended', { 'aria-label': capitalised(labelOf(run.status)), id: 'ended-banner' },
+      el('p', { class: failure ? 'error-text' : null }, el('strong', {}, told(capitalised(labelOf(run.status)), ended)),
+        ended?.why || !run.last_error ? '.' : `: ${run.last_error}`)));
   }
   const hold = waiting ? null : holding(detail);
   if (hold) {

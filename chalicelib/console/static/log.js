@@ -53,12 +53,9 @@ export function describeEntry(entry, nameOf) {
 
 export const byPerson = (entry) => !ENGINE_ACTORS.has(entry.actor) && entry.actor !== 'game';
 
-// Whether a row tells of something going wrong: a failed or refused answer, a step or run failing.
-export function isError(entry) {
-  const d = entry.detail || {};
-  if (entry.kind === 'step.dispatch') return Boolean(d.error) || (d.outcome && !['ok', 'done', 'parked'].includes(d.outcome));
-  return ['failed', 'refused'].includes(d.to);
-}
+// Whether a row tells of something going wrong: an answer from the game carrying an error (failed, refused,
+// or to be tried again); the status row that answer wrote joins its line, so the line shows as one.
+export const isError = (entry) => entry.kind === 'step.dispatch' && Boolean(entry.detail?.error);
 
 const KEEP = {
   all: () => true,

@@ -12,8 +12,8 @@ import { logView } from './log.js';
 import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
 import { effectWords, phaseNamed } from './phases.js';
-import { phaseSections, progress, stepErrs } from './steps.js';
-import { ask, badge, capitalised, controlOf, el, focus, heading, isTerminalRun, notice, when } from './ui.js';
+import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
+import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, when } from './ui.js';
 
 const LOG_PAGE = 500;
 
@@ -151,12 +151,13 @@ export function runView(main, ctx, runIdText) {
   // What a costly control will do, said in its dialog before anything is sent.
   function consequence(name) {
     if (name === 'cancel') {
-      const open = detail.steps.filter((s) => ['pending', 'running'].includes(s.status)).length;
+      const open = detail.steps.filter(isOpenStep).length;
       return `${capitalised(runNamed())} stops for good: its ${open} open ${open === 1 ? 'step is' : 'steps are'} cancelled`
         + ' (a step already sent to the game is left to its answer), no later phase begins, and it cannot be resumed.';
     }
-    if (name === 'resume' && detail.steps.some((s) => s.status === 'failed')) {
-      return `The run goes on from the step after the failed one; ${detail.steps.filter((s) => s.status === 'failed').map(stepName).join(', ')} stays failed.`;
+    const failed = detail.steps.filter((s) => offered(s).includes('retry'));
+    if (name === 'resume' && failed.length) {
+      return `The run goes on from the step after the failed one; ${failed.map(stepName).join(', ')} stays failed.`;
     }
     return null;
   }
@@ -187,7 +188,8 @@ export function runView(main, ctx, runIdText) {
   function lastErrorFact(run) {
     if (!run.last_error) return null;
     const move = lastMove(entries, run.status);
-    const failedStep = detail.steps.some((s) => stepErrs(s));
+    const history = stepHistory(entries);
+    const failedStep = detail.steps.some((s) => stepErrs(s, history));
     if (move?.by && !failedStep) return [el('dt', {}, 'Reason'), el('dd', { id: 'run-reason' }, run.last_error)];
     return [el('dt', {}, 'Last error'), el('dd', { class: 'error-text', id: 'run-last-error' }, run.last_error)];
   }

@@ -6,7 +6,7 @@
 import { attemptWords } from './log.js';
 import { stepName } from './names.js';
 import { conditionWords, standingWords } from './phases.js';
-import { badge, capitalised, el, inFuture, isTerminalRun, since, table, when } from './ui.js';
+import { badge, capitalised, el, inFuture, isOpenStep, isTerminalRun, since, table, when } from './ui.js';
 
 // Words and <time> elements as a sentence: its first word capitalised.
 export function sentence(parts) {
@@ -15,17 +15,33 @@ export function sentence(parts) {
   return typeof first === 'string' ? [capitalised(first), ...rest] : flat;
 }
 
-// A step's last_error is an error only while the step is failed, refused or waiting to be tried again;
-// otherwise it is a person's note or reason, or the engine's cause (a cancelled step's).
-export function stepErrs(step) {
-  return ['failed', 'refused'].includes(step.status) || (step.status === 'pending' && step.attempts > 0);
+// A step waiting to be tried again: open, neither in flight (no lease) nor parked, tried before, due later.
+export const retrying = (step) => isOpenStep(step) && !step.parked && !step.claim_expires_at && step.attempts > 0 && Boolean(step.due_at);
+
+// What the log says of each step: its dispatch rows, and its last status row (who or what moved it last).
+export function stepHistory(entries) {
+  const dispatches = new Map();
+  const moved = new Map();
+  for (const entry of entries) {
+    if (entry.kind === 'step.dispatch') dispatches.set(entry.step_id, [...(dispatches.get(entry.step_id) || []), entry]);
+    if (entry.kind === 'step.status') moved.set(entry.step_id, entry.detail || {});
+  }
+  return { dispatches: (step) => dispatches.get(step.id) || [], moved: (step) => moved.get(step.id) || {} };
 }
 
-function said(step) {
+// A step's last_error is an error when the game's last answer said it (its last dispatch's error) or the step
+// waits to be tried again; otherwise it is a person's note or reason, or the engine's cause (a cancelled step's).
+export function stepErrs(step, history) {
+  const answers = history.dispatches(step);
+  return retrying(step) || (Boolean(step.last_error) && answers[answers.length - 1]?.detail?.error === step.last_error);
+}
+
+function said(step, history) {
   // A parked cue's last_error is the engine's note of its instruction, which the step's own cell shows.
   if (!step.last_error || step.parked) return '';
-  if (stepErrs(step)) return el('span', { class: 'error-text', 'data-said': 'error' }, 'Error: ', step.last_error);
-  const word = step.status === 'cancelled' ? 'Why' : 'Note';
+  if (stepErrs(step, history)) return el('span', { class: 'error-text', 'data-said': 'error' }, 'Error: ', step.last_error);
+  const moved = history.moved(step);
+  const word = moved.control ? (moved.reason ? 'Reason' : 'Note') : 'Why';
   return el('span', { class: 'note-text', 'data-said': 'note' }, `${word}: `, step.last_error);
 }
 
@@ -40,7 +56,7 @@ function state(step, maxAttempts) {
   if (step.parked) {
     return [badge('parked', 'parked: waiting'), step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
   }
-  if (step.status === 'pending' && step.attempts > 0 && step.due_at) {
+  if (retrying(step)) {
     const of = maxAttempts ? ` of ${maxAttempts}` : '';
     return [badge(step.status), el('div', { 'data-retry': step.id }, `attempt ${step.attempts + 1}${of}, next in `, inFuture(step.due_at))];
   }
@@ -57,10 +73,7 @@ function attempts(step, dispatches) {
 // `view`: {detail, entries, maxAttempts, signalled(name), controls(step)} from the run's page.
 export function phaseSections(view) {
   const { run, steps } = view.detail;
-  const dispatches = new Map();
-  for (const entry of view.entries) {
-    if (entry.kind === 'step.dispatch') dispatches.set(entry.step_id, [...(dispatches.get(entry.step_id) || []), entry]);
-  }
+  const history = stepHistory(view.entries);
   const byPhase = new Map();
   for (const step of steps) byPhase.set(step.phase, [...(byPhase.get(step.phase) || []), step]);
   // The run's phases as the API lists them; a phase with steps but no row (a run started
@@ -85,9 +98,9 @@ export function phaseSections(view) {
       el('td', {}, String(step.seq + 1)), // counted from 1 for people
       el('td', {}, describeStep(step)),
       el('td', {}, state(step, view.maxAttempts)),
-      el('td', {}, attempts(step, dispatches.get(step.id) || [])),
+      el('td', {}, attempts(step, history.dispatches(step))),
       el('td', {}, when(step.due_at)),
-      el('td', {}, said(step)),
+      el('td', {}, said(step, history)),
       el('td', {}, el('details', {}, el('summary', {}, 'show'),
         el('dl', { class: 'facts' }, el('dt', {}, 'Step id'), el('dd', {}, String(step.id)),
           el('dt', {}, 'Idempotency key'), el('dd', {}, el('code', {}, step.idempotency_key))))),
@@ -104,10 +117,12 @@ export function progress(detail) {
   const { run, phases, steps } = detail;
   if (!phases.length || run.current_phase == null) return [];
   const ofPhase = steps.filter((s) => s.phase === run.current_phase);
-  const finished = ofPhase.filter((s) => !['pending', 'running'].includes(s.status)).length;
+  const finished = ofPhase.filter((s) => !isOpenStep(s)).length;
   const at = Math.min(finished + 1, ofPhase.length);
   const closed = phases.filter((p) => p.closed_at).length;
-  const share = run.status === 'completed' ? 1 : (closed + (ofPhase.length ? finished / ofPhase.length : 0) * (isTerminalRun(run.status) ? 0 : 1)) / phases.length;
+  // A finished run's bar stands where it stopped: its closed phases (all of them, once completed).
+  const current = isTerminalRun(run.status) || !ofPhase.length ? 0 : finished / ofPhase.length;
+  const share = Math.min(1, (closed + current) / phases.length);
   const words = `Phase ${run.current_phase} of ${phases.length}${ofPhase.length ? ` · step ${at} of ${ofPhase.length}` : ''}`;
   return [el('span', { id: 'run-progress-words' }, words), ' ',
     el('progress', { id: 'run-progress-bar', max: '100', value: String(Math.round(share * 100)), 'aria-label': `Progress: ${words}` })];

@@ -97,7 +97,7 @@ setInterval(() => {
 // Every status reads as a word with a mark beside it, so nothing depends on colour. The statuses,
 // their words, marks and which are terminal, and the declared controls, come from the API
 // (GET /vocabulary, loaded at sign-in): the console keeps no list of its own.
-const vocabulary = { marks: new Map(), labels: new Map(), terminalRun: new Set(), runStatuses: [], controls: new Map() };
+const vocabulary = { marks: new Map(), labels: new Map(), terminalRun: new Set(), terminalStep: new Set(), runStatuses: [], controls: new Map() };
 // Not statuses: a parked step (a running one with no lease) and a run's health.
 const OTHER_MARKS = new Map([['parked', '!'], ['ok', '✓'], ['degraded', '!']]);
 
@@ -108,11 +108,15 @@ export function useVocabulary(given) {
   }
   vocabulary.runStatuses = given.run_statuses.map((word) => word.status);
   vocabulary.terminalRun = new Set(given.run_statuses.filter((word) => word.terminal).map((word) => word.status));
+  vocabulary.terminalStep = new Set(given.step_statuses.filter((word) => word.terminal).map((word) => word.status));
   vocabulary.controls = new Map(given.controls.map((control) => [control.name, control]));
 }
 
 export const runStatuses = () => vocabulary.runStatuses;
 export const isTerminalRun = (status) => vocabulary.terminalRun.has(status);
+// A step still open (pending or running: not terminal), as the vocabulary says.
+export const isOpenStep = (step) => !vocabulary.terminalStep.has(step.status);
+export const labelOf = (status) => vocabulary.labels.get(status) || status;
 // A declared control (label, question, note field, …), or undefined for one this console was not told of.
 export const controlOf = (name) => vocabulary.controls.get(name);
 
