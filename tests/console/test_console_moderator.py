@@ -123,6 +123,19 @@ def test_a_run_held_by_a_wait_says_until_when_and_what_comes_next(browser, serve
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
 
 
+def test_a_cue_s_banner_says_when_it_reminds_and_times_out(browser, server, api_client):
+    document = _cue_document("Bonfire timers")
+    document["phases"][0]["steps"][-1]["params"].update(remind_after_seconds=600, timeout_seconds=1800)
+    _, run_id = schedule_now(api_client, document)
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    cue_id, _ = cue_banner(browser)
+    timers = eventually(lambda: text_of(browser, f"[data-cue-timers='{cue_id}']"), "the cue's timers")
+    expected = r"Phase 1 · step 1 \(core\.cue\) · next reminder in (9|10) min · escalates in \d+ min · times out in (29|30) min"
+    assert re.fullmatch(expected, timers), timers
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
 def _contrast(first: str, second: str) -> float:
     """WCAG's contrast ratio of two rgb() colours."""
     def luminance(colour: str) -> float:

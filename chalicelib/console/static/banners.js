@@ -31,6 +31,18 @@ function told(word, move) {
     move.why ? [': ', move.by ? `“${move.why}”` : move.why] : ''];
 }
 
+// A parked cue's attention timers (each is when it is next due, or absent once spent or not set):
+// " · reminded once · next reminder in 5 min · escalates in 10 min · times out in 30 min".
+function cueTimers(step) {
+  const sent = step.reminders_sent || 0;
+  return [
+    sent ? ` · reminded ${sent === 1 ? 'once' : `${sent} times`}` : '',
+    step.remind_at ? [' · next reminder in ', inFuture(step.remind_at)] : '',
+    step.escalate_at ? [' · escalates in ', inFuture(step.escalate_at)] : '',
+    step.times_out_at ? [' · times out in ', inFuture(step.times_out_at)] : '',
+  ];
+}
+
 function banner(kind, attrs, ...children) {
   return el('div', { class: `banner banner-${kind}`, role: 'region', ...attrs }, ...children);
 }
@@ -61,7 +73,7 @@ export function banners(view) {
       el('p', {}, el('strong', {}, 'Waiting for a game master', waited ? [' for ', since(waited)] : '', ': '),
         step.params?.instruction || step.action_id,
         by ? [' (', el('span', { class: 'has-it', 'data-has-it': by }, `${by} has it`, at ? [' since ', clock(at)] : ''), ')'] : ''),
-      el('p', { class: 'muted' }, stepName(step)),
+      el('p', { class: 'muted', 'data-cue-timers': step.id }, stepName(step), cueTimers(step)),
       el('div', { class: 'buttons' }, view.offered(step).filter((c) => c !== 'retry').map((c) => view.button(c, step)))));
   }
   if (waiting?.for === 'resume') {

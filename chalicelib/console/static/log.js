@@ -4,7 +4,7 @@
 // (one line: "Phase 1 · step 2 (world.spawn) attempt 1: ok, HTTP 200, 35 ms → done").
 
 import { effectWords } from './phases.js';
-import { el, when } from './ui.js';
+import { el, span, when } from './ui.js';
 
 const ENGINE_ACTORS = new Set(['runner', null, undefined, '']);
 const FILTERS = [['all', 'Everything'], ['people', 'People'], ['engine', 'Engine'], ['errors', 'Errors']];
@@ -37,6 +37,12 @@ export function attemptWords(d) {
   return `attempt ${d.attempt ?? '?'}: ${answerWords(d)}`;
 }
 
+// A reminder's or escalation's post: where, after how long a wait, and whether it went out.
+function posted(d) {
+  const where = `to ${d.channel} after ${span((d.waited_seconds || 0) * 1000)} waiting`;
+  return d.error ? `could not be posted ${where}: ${d.error}` : `posted ${where}`;
+}
+
 export function describeEntry(entry, nameOf) {
   const d = entry.detail || {};
   switch (entry.kind) {
@@ -47,6 +53,9 @@ export function describeEntry(entry, nameOf) {
     case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
     case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;
     case 'step.dispatch': return `${nameOf(entry)} dispatched, ${attemptWords(d)}`;
+    case 'step.reminder': return `${nameOf(entry)}: reminder ${d.n} of ${d.of} ${posted(d)}`;
+    case 'step.escalated': return `${nameOf(entry)}: escalated ${posted(d)}`;
+    case 'run.escalated': return `Run's wait for ${d.waiting_for} escalated ${posted(d)}`;
     default: return `${entry.kind} ${JSON.stringify(d)}`;
   }
 }
@@ -54,8 +63,9 @@ export function describeEntry(entry, nameOf) {
 export const byPerson = (entry) => !ENGINE_ACTORS.has(entry.actor) && entry.actor !== 'game';
 
 // Whether a row tells of something going wrong: an answer from the game carrying an error (failed, refused,
-// or to be tried again); the status row that answer wrote joins its line, so the line shows as one.
-export const isError = (entry) => entry.kind === 'step.dispatch' && Boolean(entry.detail?.error);
+// or to be tried again; the status row that answer wrote joins its line, so the line shows as one), or a
+// reminder or escalation that could not be posted.
+export const isError = (entry) => Boolean(entry.detail?.error);
 
 const KEEP = {
   all: () => true,
