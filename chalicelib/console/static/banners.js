@@ -64,6 +64,18 @@ export function banners(view) {
   const { run, steps, waiting } = detail;
   const parts = [];
   const taken = new Set();
+  if (waiting?.for === 'resume') {
+    const move = lastMove(entries, run.status);
+    const failed = steps.filter((s) => view.offered(s).includes('retry'));
+    const resume = failed.length && view.offered(null).includes('resume')
+      ? view.button('resume', null, `Go on, leaving ${failed.map(stepName).join(', ')} failed`) : null;
+    if (resume) taken.add('resume');
+    // A person's pause is theirs to explain, not an error: red only when the engine stopped the run.
+    parts.push(banner(move?.by ? 'held' : 'stopped', { 'aria-label': capitalised(labelOf(run.status)), id: 'paused-banner' },
+      el('p', { id: 'paused-story' }, el('strong', {}, told(capitalised(labelOf(run.status)), move)), '.'),
+      failed.map((s) => el('p', { class: 'error-text' }, `${stepName(s)} failed: ${s.last_error || 'no reason given'}`)),
+      failed.length ? el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume) : null));
+  }
   for (const step of steps.filter((s) => s.parked)) {
     const cue = waiting?.for === 'cue' && waiting.step_id === step.id ? waiting : {};
     const by = step.acknowledged_by || cue.acknowledged_by;
@@ -75,17 +87,6 @@ export function banners(view) {
         by ? [' (', el('span', { class: 'has-it', 'data-has-it': by }, `${by} has it`, at ? [' since ', clock(at)] : ''), ')'] : ''),
       el('p', { class: 'muted', 'data-cue-timers': step.id }, stepName(step), cueTimers(step)),
       el('div', { class: 'buttons' }, view.offered(step).filter((c) => c !== 'retry').map((c) => view.button(c, step)))));
-  }
-  if (waiting?.for === 'resume') {
-    const move = lastMove(entries, run.status);
-    const failed = steps.filter((s) => view.offered(s).includes('retry'));
-    const resume = failed.length && view.offered(null).includes('resume')
-      ? view.button('resume', null, `Go on, leaving ${failed.map(stepName).join(', ')} failed`) : null;
-    if (resume) taken.add('resume');
-    parts.push(banner('stopped', { 'aria-label': capitalised(labelOf(run.status)), id: 'paused-banner' },
-      el('p', { id: 'paused-story' }, el('strong', {}, told(capitalised(labelOf(run.status)), move)), '.'),
-      failed.map((s) => el('p', { class: 'error-text' }, `${stepName(s)} failed: ${s.last_error || 'no reason given'}`)),
-      failed.length ? el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume) : null));
   }
   // A run a person ended, or one that ended on a reason or an error, says who and why.
   const ended = isTerminalRun(run.status) ? lastMove(entries, run.status) : null;

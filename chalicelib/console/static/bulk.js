@@ -59,7 +59,7 @@ export function bulkBar(session, selected, after) {
   const buttons = names.map((name) => el('button', {
     type: 'button', 'data-bulk': name, class: controlOf(name)?.tone || null,
     onclick: async () => { if (selected.size && await bulkAct(name, [...selected])) after(); },
-  }, `${controlOf(name)?.label || name} selected`));
+  }, controlOf(name)?.label || name)); // read after the count: "2 selected: Pause run"
   const bar = el('div', { class: 'buttons bulk', id: 'bulk-bar', role: 'group', 'aria-label': 'Selected runs' }, count, buttons);
   return {
     node: bar,
