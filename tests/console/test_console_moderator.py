@@ -13,7 +13,7 @@ from selenium.webdriver.common.keys import Keys
 
 from chalicelib.events.model import RunStatus, StepSpec
 from tests.console.audit import dark, serious_findings
-from tests.console.browser import doc_screenshot, eventually, text_of
+from tests.console.browser import doc_screenshot, eventually, screenshot, text_of
 from tests.console.pages import CUE_WAITING, cue_banner, listed, log_rows, notice_text, open_run, schedule_now, sign_in, wait_for_status
 from tests.support.api import ADMIN, MODERATOR
 from tests.support.factory import make_run, materialise
@@ -207,6 +207,8 @@ def test_every_page_passes_axe_light_and_dark_at_a_laptop_and_at_400_px_with_sho
         "const td = document.querySelector('[data-step-row] td[data-label]');"
         "return [getComputedStyle(td).display, getComputedStyle(td, '::before').content,"
         " document.documentElement.scrollWidth - window.innerWidth]")
-    assert cards[0] == "grid" and cards[1] == '"#"' and cards[2] <= 0, cards
+    assert cards[0] == "block" and cards[1] == '"#"' and cards[2] <= 0, cards
+    browser.execute_script("document.getElementById('run-phases').scrollIntoView()")
+    screenshot(browser, "run-steps-as-cards-at-400-px")
     _audited(browser, "a paused run at 400 px")
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
