@@ -168,6 +168,11 @@ def test_every_page_passes_axe_light_and_dark_at_a_laptop_and_at_400_px_with_sho
     cue_banner(browser)
     _audited(browser, "a run at its cue")
     assert _focus_ring_contrast(browser) >= 3
+    browser.find_element(By.CSS_SELECTOR, "[data-cue] [data-control='confirm']").click()
+    asked = eventually(lambda: text_of(browser, "dialog[open] h2"), "the confirm's question")
+    assert asked.endswith("(Phase 1 · step 1 (core.cue): Light the bonfire)"), f"the dialog names the step as the page does: {asked}"
+    _audited(browser, "a control's dialog")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='back']").click()
     doc_screenshot(browser, "run-at-cue")
 
     browser.find_element(By.TAG_NAME, "body").send_keys("?")

@@ -38,7 +38,7 @@ function lasted(run) {
 }
 
 // The runs a search names: a run id (that run alone), else the definitions whose name holds the words.
-async function searched(q, params, names) {
+async function searched(q, params, definitions) {
   if (/^\d+$/.test(q)) {
     try {
       const found = await get(`/runs/${q}`);
@@ -49,7 +49,7 @@ async function searched(q, params, names) {
     }
   }
   const words = q.toLowerCase();
-  const ids = [...names].filter(([, name]) => name.toLowerCase().includes(words)).map(([id]) => id).slice(0, 10);
+  const ids = (await definitions()).filter((d) => d.name.toLowerCase().includes(words)).map((d) => String(d.id)).slice(0, 10);
   const pages = await Promise.all(ids.map((id) => {
     const one = new URLSearchParams(params);
     one.set('definition_id', id);
@@ -115,7 +115,7 @@ export function runsView(main, ctx, queryText = '') {
     if (filters.cursor) params.set('cursor', filters.cursor);
     let page;
     try {
-      page = filters.q ? await searched(filters.q, params, names) : await get(`/runs?${params}`);
+      page = filters.q ? await searched(filters.q, params, ctx.definitions) : await get(`/runs?${params}`);
     } catch (error) {
       if (error.status !== 401) notice(`The runs could not be loaded: ${error.messages.join(' ')}`, 'error');
       throw error;
