@@ -106,7 +106,7 @@ def test_a_step_waiting_to_be_tried_again_says_which_attempt_when_and_the_last_a
     sign_in(browser, ADMIN)
     open_run(browser, server.url, run.id)
     retry = eventually(lambda: text_of(browser, f"[data-retry='{step.id}']"), "the retry's line")
-    assert re.fullmatch(r"attempt 2 of 3, next in (9|10) min", retry), retry
+    assert re.fullmatch(r"attempt 2 of 3, next in (9|10) min, after: HTTP 503", retry), retry
     assert text_of(browser, f"[data-step-row='{step.id}'] [data-said='error']") == "Error: HTTP 503"
 
 

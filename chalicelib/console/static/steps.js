@@ -9,7 +9,7 @@ import { conditionWords, standingWords } from './phases.js';
 import { badge, capitalised, el, inFuture, isOpenStep, isTerminalRun, since, table, when } from './ui.js';
 
 // Words and <time> elements as a sentence: its first word capitalised.
-export function sentence(parts) {
+function sentence(parts) {
   const flat = parts.flat(Infinity).filter((part) => part !== '');
   const [first, ...rest] = flat;
   return typeof first === 'string' ? [capitalised(first), ...rest] : flat;
@@ -51,14 +51,16 @@ function describeStep(step) {
   return words ? [el('strong', {}, stepName(step)), el('br'), words] : el('strong', {}, stepName(step));
 }
 
-// Its badge, and a line on what it waits for: a parked cue for how long, a retry when and why.
+// Its badge, and a line on what it waits for: a parked cue for how long; a retry which attempt, when, and
+// what the last answer was.
 function state(step, maxAttempts) {
   if (step.parked) {
     return [badge('parked', 'parked: waiting'), step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
   }
   if (retrying(step)) {
     const of = maxAttempts ? ` of ${maxAttempts}` : '';
-    return [badge(step.status), el('div', { 'data-retry': step.id }, `attempt ${step.attempts + 1}${of}, next in `, inFuture(step.due_at))];
+    return [badge(step.status), el('div', { 'data-retry': step.id }, `attempt ${step.attempts + 1}${of}, next in `, inFuture(step.due_at),
+      step.last_error ? `, after: ${step.last_error}` : '')];
   }
   return badge(step.status);
 }
