@@ -111,13 +111,16 @@ export function runView(main, ctx, runIdText) {
   }
 
   // POSTs a control or a signal and explains the answer: `done(answer)` the words on success; a refusal
-  // as the page explains every refusal (409 the run has moved, 403 the role needed; 401 signs out).
+  // as the page explains every refusal (409 the run has moved, 412 it changed while the person looked —
+  // both re-read the page — 403 the role needed; 401 signs out).
   async function send(path, body, { action, done, about = '' }) {
     try {
       notice(done(await post(path, body)), 'ok');
     } catch (error) {
       if (!(error instanceof ApiError) || error.status === 401) return;
-      if (error.status === 409) {
+      if (error.stale) {
+        notice(`${action}${about ? ` (${about})` : ''} did nothing. ${error.messages.join(' ')}`, 'warning');
+      } else if (error.status === 409) {
         const now = error.detail.run_status; // the status the run is actually in, answered beside the message
         notice(`This run has moved: it is now ${now || 'changed'}. ${error.messages.join(' ')}`, 'warning');
       } else {
