@@ -1,7 +1,7 @@
 """P8: runs that need nobody cost a tick nothing; and what the loop sends while runs are live but none is due.
 
-P8 ticks once over 10,000 live runs that need nobody (half parked at a cue,
-half behind a three-hour wait) plus one due run, and once, interleaved, over
+P8 ticks once over 10,000 live runs that need nobody (half parked at a cue whose
+reminders are exhausted, half behind a three-hour wait) plus one due run, and once, interleaved, over
 the due run alone: the statements the tick sends (the server's Com_* counters
 of every connection it used) and its time. The due run must start in that tick.
 
@@ -46,15 +46,17 @@ def load_idle_runs(db: Database, count: int) -> None:
                   FROM seq_1_to_{int(count)}""",
             (definition.id, now, now, now, now, now),
         )
-        # Odd runs wait (step 0 done, step 1 due in three hours); even runs are parked at their cue.
+        # Odd runs wait (step 0 done, step 1 due in three hours); even runs are parked at their cue, its three reminders sent.
         tx.execute(
             """INSERT INTO event_run_steps (run_id, phase, seq, action_id, params, idempotency_key, status, attempts,
-                                             due_at, started_at, finished_at)
-                SELECT r.id, 1, s.seq, IF(s.seq = 0, 'core.cue', 'core.announce'), '{}',
+                                             due_at, started_at, finished_at, reminders_sent)
+                SELECT r.id, 1, s.seq, IF(s.seq = 0, 'core.cue', 'core.announce'),
+                       IF(s.seq = 0, '{"instruction": "wait for it", "remind_after_seconds": 60, "remind_limit": 3}', '{}'),
                        LEFT(SHA2(CONCAT(r.id, '|', s.seq), 256), 40),
                        CASE WHEN s.seq = 1 THEN 'pending' WHEN r.wake_at IS NULL THEN 'running' ELSE 'done' END,
                        IF(s.seq = 0, 1, 0), IF(s.seq = 1 AND r.wake_at IS NOT NULL, r.wake_at, NULL),
-                       IF(s.seq = 0, %s, NULL), IF(s.seq = 0 AND r.wake_at IS NOT NULL, %s, NULL)
+                       IF(s.seq = 0, %s, NULL), IF(s.seq = 0 AND r.wake_at IS NOT NULL, %s, NULL),
+                       IF(s.seq = 0 AND r.wake_at IS NULL, 3, 0)
                   FROM event_runs r JOIN seq_0_to_1 s WHERE r.definition_id = %s""",
             (now, now, definition.id),
         )

@@ -6,6 +6,7 @@ import logging
 import time
 from datetime import datetime
 
+from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
 from chalicelib.events.actions.channels import LogChannel
 from chalicelib.events.actions.perform import Actions
@@ -53,7 +54,9 @@ def _insert_runs(tx, definition_id: int, count: int, label: str, now: datetime) 
 
 def make_runner(db: Database, concurrency: int) -> Runner:
     channel = LogChannel("announce")
-    actions = Actions(bridge=None, cue_channel=LogChannel("cue"), announce_channel=channel)
+    # The deployment's default escalation: the tick's escalate chore reads the stalled waits every tick.
+    actions = Actions(bridge=None, cue_channel=LogChannel("cue"), announce_channel=channel,
+                      escalate_after_seconds=Settings().escalate_after_seconds)
     return Runner(db, DatabaseClock(db), actions, RULES, concurrency=concurrency)
 
 
