@@ -17,7 +17,8 @@ def _count(db) -> int:
 
 
 def _type_document(browser, document) -> None:
-    box = eventually(lambda: browser.find_elements(By.ID, "document"), "the document editor")[0]
+    eventually(lambda: browser.find_elements(By.ID, "tab-json"), "the document editor")[0].click()  # the JSON, not the form
+    box = browser.find_element(By.ID, "document")
     text = document if isinstance(document, str) else json.dumps(document, indent=2)
     browser.execute_script("arguments[0].value = arguments[1]", box, text)
     browser.find_element(By.ID, "save-document").click()

@@ -1,8 +1,11 @@
 // @ts-check
-// Definitions, for admins: the list, each version's document, new documents and versions
-// (with the API's problems shown beside the document), and scheduling a run.
+// Definitions, for admins: the list, each version's document, new documents and versions (edited in
+// editor.js, the API's problems beside their fields), a duplicate as a new definition, the difference
+// between two versions (diff.js), and scheduling a run.
 
 import { ApiError, get, neededRoles, post, put } from './api.js';
+import { versionsDiff } from './diff.js';
+import { documentEditor } from './editor.js';
 import { ask, el, focus, fullTime, heading, notice, table, when } from './ui.js';
 
 const TEMPLATE = {
@@ -44,46 +47,31 @@ export function definitionsView(main, ctx) {
   return null;
 }
 
-// The document editor: JSON on one side, the API's problems on the other.
+// The document editor (editor.js: forms, or JSON one tab away), its problems beside each field, and Save.
 function editor(main, { titleText, initial, save, saved }) {
-  const problems = el('ul', { id: 'problems', class: 'problems' });
-  const problemsBox = el('section', { class: 'problems-box', 'aria-labelledby': 'problems-title', 'aria-live': 'polite' },
-    el('h2', { id: 'problems-title' }, 'Problems'), el('p', { class: 'muted', id: 'problems-none' }, 'None found yet: save to check.'), problems);
-  const text = el('textarea', { id: 'document', rows: '24', spellcheck: 'false' }, JSON.stringify(initial, null, 2));
-  const show = (messages) => {
-    problems.replaceChildren(...messages.map((m) => el('li', {}, m)));
-    problemsBox.querySelector('#problems-none').hidden = messages.length > 0;
-  };
+  const edited = documentEditor(initial);
   const form = el('form', {
     class: 'editor',
+    novalidate: true,
     onsubmit: async (event) => {
       event.preventDefault();
-      let document;
-      try {
-        document = JSON.parse(text.value);
-      } catch (error) {
-        show([`the document is not valid JSON: ${error.message}`]);
-        focus(problemsBox.querySelector('h2'));
-        return;
-      }
+      const document = edited.read();
+      if (document === null) return;
       try {
         const answer = await save(document);
         notice('Saved.', 'ok');
         saved(answer);
       } catch (error) {
         if (error instanceof ApiError && error.status === 400) {
-          show(error.messages);
+          edited.showProblems(error.messages);
           notice(`The document has ${error.messages.length} problem${error.messages.length === 1 ? '' : 's'}; nothing was saved.`, 'error');
-          focus(problemsBox.querySelector('h2'));
         } else {
           explain(error, 'Saving');
         }
       }
     },
   },
-  el('div', { class: 'editor-grid' },
-    el('div', {}, el('label', { for: 'document' }, 'Document (JSON)'), text),
-    problemsBox),
+  edited.node,
   el('div', { class: 'buttons' }, el('button', { type: 'submit', class: 'primary', id: 'save-document' }, 'Save')));
   main.replaceChildren(heading(1, titleText), form);
   focus(main.querySelector('h1'));
@@ -175,16 +163,31 @@ export function definitionView(main, ctx, idText) {
         explain(error, 'Reading the current version');
       }
     };
+    const duplicate = async () => {
+      try {
+        const current = await ctx.versionDocument(definitionId, definition.current_version);
+        editor(main, {
+          titleText: `New definition, from ${definition.name}`,
+          initial: { ...current, name: `${definition.name} (copy)` },
+          save: (document) => post('/definitions', document),
+          saved: (answer) => { ctx.definitions({ fresh: true }); ctx.navigate(`#/definitions/${answer.definition.id}`); },
+        });
+      } catch (error) {
+        explain(error, 'Reading the current version');
+      }
+    };
     main.replaceChildren(
       el('p', {}, el('a', { href: '#/definitions' }, '← All definitions')),
       heading(1, definition.name),
       el('p', {}, `Current version ${definition.current_version}`, definition.schedule_cron ? ['; schedule ', el('code', {}, definition.schedule_cron)] : '', '. ',
         el('a', { href: `#/runs?definition=${definitionId}` }, 'Its runs')),
-      el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'add-version', onclick: addVersion }, 'Add a version')),
+      el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'add-version', onclick: addVersion }, 'Add a version'),
+        el('button', { type: 'button', id: 'duplicate-definition', onclick: duplicate }, 'Duplicate as a new definition')),
       scheduleForm(definition),
       el('section', { 'aria-labelledby': 'versions-title' }, el('h2', { id: 'versions-title' }, 'Versions'),
         table('Versions, oldest first', ['Version', 'By', 'Saved', 'Document'], rows)),
-      documentBox);
+      documentBox,
+      versionsDiff(versions.map((v) => v.version), (version) => ctx.versionDocument(definitionId, version)));
     focus(main.querySelector('h1'));
   }).catch((error) => explain(error, 'Reading the definition'));
   return null;

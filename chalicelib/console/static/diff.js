@@ -1,0 +1,126 @@
+// @ts-check
+// What changed between two versions of a definition, computed here from their documents (GET
+// /definitions/{id}/versions/{n}): the event's fields, phases and steps added, removed or changed, and each
+// changed one field by field ("params.message: “…” → “…”"). Phases are matched by name, steps by content
+// (the longest run of equal steps stays put); an unmatched old step and new step at the same place with the
+// same action are one step changed, otherwise one removed and one added.
+
+import { stepName } from './names.js';
+import { el, heading } from './ui.js';
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+const shown = (value) => (value === undefined ? '(not set)' : JSON.stringify(value));
+
+// Every leaf that differs, as [path, before, after]; arrays are compared whole.
+function fieldChanges(before, after, prefix = '') {
+  const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (!isObject(before) || !isObject(after)) return same(before, after) ? [] : [[prefix, before, after]];
+  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])];
+  return keys.flatMap((key) => fieldChanges(before[key], after[key], prefix ? `${prefix}.${key}` : key));
+}
+
+// The two lists aligned: [before, after] pairs, either side undefined for one only on the other side. Items
+// `match` (the longest common run) stay paired; between them, leftovers are paired in order when `alike`.
+function align(before, after, match, alike) {
+  const lengths = Array.from({ length: before.length + 1 }, () => new Array(after.length + 1).fill(0));
+  for (let i = before.length - 1; i >= 0; i -= 1) {
+    for (let j = after.length - 1; j >= 0; j -= 1) {
+      lengths[i][j] = match(before[i], after[j]) ? lengths[i + 1][j + 1] + 1 : Math.max(lengths[i + 1][j], lengths[i][j + 1]);
+    }
+  }
+  const pairs = [];
+  let removed = [];
+  let added = [];
+  const flush = () => {
+    while (removed.length && added.length && alike(removed[0], added[0])) pairs.push([removed.shift(), added.shift()]);
+    pairs.push(...removed.map((item) => [item, undefined]), ...added.map((item) => [undefined, item]));
+    removed = [];
+    added = [];
+  };
+  let i = 0;
+  let j = 0;
+  while (i < before.length || j < after.length) {
+    if (i < before.length && j < after.length && match(before[i], after[j])) {
+      flush();
+      pairs.push([before[i++], after[j++]]);
+    } else if (j >= after.length || (i < before.length && lengths[i + 1][j] >= lengths[i][j + 1])) {
+      removed.push(before[i++]);
+    } else {
+      added.push(after[j++]);
+    }
+  }
+  flush();
+  return pairs;
+}
+
+function changeLine(kind, what, changes = []) {
+  return el('li', { 'data-change': kind }, el('strong', {}, what), ` ${kind}`,
+    changes.length ? el('ul', {}, changes.map(([path, before, after]) => el('li', { 'data-field': path },
+      el('code', {}, path), `: ${shown(before)} → ${shown(after)}`))) : null);
+}
+
+// The lines for one list of steps (a phase's or the ending's), each named by its place in its own version.
+function stepLines(before = [], after = [], phaseBefore, phaseAfter) {
+  const indexed = (steps, phase) => steps.map((step, seq) => ({ step, name: stepName({ phase, seq, action_id: step.action }) }));
+  return align(indexed(before, phaseBefore), indexed(after, phaseAfter), (a, b) => same(a.step, b.step), (a, b) => a.step.action === b.step.action)
+    .flatMap(([old, now]) => {
+      if (!old) return [changeLine('added', now.name, fieldChanges({}, now.step))];
+      if (!now) return [changeLine('removed', old.name)];
+      const changes = fieldChanges(old.step, now.step);
+      return changes.length ? [changeLine('changed', now.name, changes)] : [];
+    });
+}
+
+// What differs from document `before` to `after`, as list items (none: the same document).
+function differences(before, after) {
+  const { phases: oldPhases = [], ending: oldEnding, ...oldRest } = before;
+  const { phases: newPhases = [], ending: newEnding, ...newRest } = after;
+  const lines = [];
+  const eventChanges = fieldChanges(oldRest, newRest);
+  if (eventChanges.length) lines.push(changeLine('changed', 'The event', eventChanges));
+  const numbered = (phases) => phases.map((phase, index) => ({ phase, number: index + 1 }));
+  for (const [old, now] of align(numbered(oldPhases), numbered(newPhases), (a, b) => a.phase.name === b.phase.name, () => true)) {
+    if (!old || !now) {
+      const { phase, number } = old || now;
+      lines.push(changeLine(old ? 'removed' : 'added', `Phase ${number} (${phase.name})`, old ? [] : fieldChanges({}, { ...phase, steps: undefined })));
+      lines.push(...(old ? stepLines(phase.steps, [], number, number) : stepLines([], phase.steps, number, number)));
+      continue;
+    }
+    const { steps: oldSteps, ...oldFields } = old.phase;
+    const { steps: newSteps, ...newFields } = now.phase;
+    const phaseChanges = fieldChanges(oldFields, newFields);
+    if (phaseChanges.length) lines.push(changeLine('changed', `Phase ${now.number} (${now.phase.name})`, phaseChanges));
+    lines.push(...stepLines(oldSteps, newSteps, old.number, now.number));
+  }
+  lines.push(...stepLines(oldEnding, newEnding, oldPhases.length + 1, newPhases.length + 1));
+  return lines;
+}
+
+// The "Compare versions" section of a definition's page: two versions chosen, their differences shown.
+export function versionsDiff(versionNumbers, loadVersion) {
+  const last = versionNumbers[versionNumbers.length - 1];
+  const choose = (id, label, chosen) => [el('label', { for: id }, label),
+    el('select', { id }, versionNumbers.map((n) => el('option', { value: String(n), selected: n === chosen }, `Version ${n}`)))];
+  const result = el('div', { id: 'diff-result', 'aria-live': 'polite' });
+  const form = el('form', {
+    class: 'inline',
+    onsubmit: async (event) => {
+      event.preventDefault();
+      const from = Number(/** @type {HTMLSelectElement} */ (form.querySelector('#diff-from')).value);
+      const to = Number(/** @type {HTMLSelectElement} */ (form.querySelector('#diff-to')).value);
+      result.replaceChildren(el('p', { class: 'muted' }, 'Comparing…'));
+      try {
+        const [before, after] = await Promise.all([loadVersion(from), loadVersion(to)]);
+        const lines = differences(before, after);
+        result.replaceChildren(heading(3, `From version ${from} to version ${to}`),
+          lines.length ? el('ul', { class: 'diff', id: 'diff-lines' }, lines) : el('p', { id: 'diff-lines' }, 'The two documents are the same.'));
+      } catch (error) {
+        result.replaceChildren(el('p', { role: 'alert' }, `The versions could not be read: ${error.message}`));
+      }
+    },
+  },
+  choose('diff-from', 'From', versionNumbers.length > 1 ? versionNumbers[versionNumbers.length - 2] : last),
+  choose('diff-to', 'To', last),
+  el('button', { type: 'submit', id: 'diff-compare' }, 'Compare'));
+  return el('section', { 'aria-labelledby': 'diff-title' }, el('h2', { id: 'diff-title' }, 'Compare versions'), form, result);
+}
