@@ -96,8 +96,10 @@ function differences(before, after) {
   return lines;
 }
 
-// The "Compare versions" section of a definition's page: two versions chosen, their differences shown.
+// The "Compare versions" section of a definition's page: two versions chosen, their differences shown
+// (null while there is only one version).
 export function versionsDiff(versionNumbers, loadVersion) {
+  if (versionNumbers.length < 2) return null;
   const last = versionNumbers[versionNumbers.length - 1];
   const choose = (id, label, chosen) => [el('label', { for: id }, label),
     el('select', { id }, versionNumbers.map((n) => el('option', { value: String(n), selected: n === chosen }, `Version ${n}`)))];
@@ -119,7 +121,7 @@ export function versionsDiff(versionNumbers, loadVersion) {
       }
     },
   },
-  choose('diff-from', 'From', versionNumbers.length > 1 ? versionNumbers[versionNumbers.length - 2] : last),
+  choose('diff-from', 'From', versionNumbers[versionNumbers.length - 2]),
   choose('diff-to', 'To', last),
   el('button', { type: 'submit', id: 'diff-compare' }, 'Compare'));
   return el('section', { 'aria-labelledby': 'diff-title' }, el('h2', { id: 'diff-title' }, 'Compare versions'), form, result);

@@ -43,7 +43,7 @@ function allowed(schema) {
 
 // The words beside a field: its description and range, and a place for its problems.
 function helpFor(schema, id) {
-  const described = schema.description ? `${schema.description[0].toUpperCase()}${schema.description.slice(1)}` : '';
+  const described = schema.description || '';
   const words = [described && !/[.?!]$/.test(described) ? `${described}.` : described, allowed(schema)].filter(Boolean).join(' ');
   return {
     help: words ? el('p', { class: 'field-help', id: `${id}-help` }, words) : null,
@@ -102,7 +102,7 @@ function readInput(schema, text, path, ctx) {
  * @returns {HTMLElement}
  */
 export function field(target, key, schema, path, ctx, { required = false, label = key } = {}) {
-  if (isGroup(schema)) return group(target, key, schema, path, ctx, label);
+  if (isGroup(schema)) return group(target, key, schema, path, ctx, label, required);
   const id = freshId('field');
   const { help, problem, describedBy } = helpFor(schema, id);
   const input = inputFor(schema, id, target[key], describedBy);
@@ -126,10 +126,14 @@ export function field(target, key, schema, path, ctx, { required = false, label 
 }
 
 // A nested object's fields in a group of their own; the object is written into `target` once one of them is
-// set, and removed when the last is emptied (a `schedule: null` stays as written until then).
-function group(target, key, schema, path, ctx, label) {
+// set, and removed when the last is emptied (a `schedule: null` stays as written until then). In a group
+// that may be left out, what it requires is required only once it is there, and its help says so.
+function group(target, key, schema, path, ctx, label, groupRequired) {
   const holder = target[key] && typeof target[key] === 'object' ? target[key] : {};
-  const required = new Set(schema.required || []);
+  const needs = schema.required || [];
+  const required = new Set(groupRequired ? needs : []);
+  const optional = groupRequired ? null
+    : `Optional: leave every field empty for none${needs.length ? `; once one is set, ${needs.join(' and ')} ${needs.length > 1 ? 'are' : 'is'} required` : ''}.`;
   const inner = {
     ...ctx,
     changed: () => {
@@ -141,7 +145,7 @@ function group(target, key, schema, path, ctx, label) {
   const problem = el('p', { class: 'field-problem', hidden: true });
   const node = el('fieldset', { class: 'field-group', 'data-path': path },
     el('legend', {}, label),
-    schema.description ? el('p', { class: 'field-help' }, schema.description) : null,
+    [schema.description, optional].filter(Boolean).map((words) => el('p', { class: 'field-help' }, words)),
     problem,
     Object.entries(schema.properties).map(([name, sub]) => field(holder, name, sub, `${path}.${name}`, inner, { required: required.has(name) })));
   ctx.register(path, { node, focusable: /** @type {HTMLElement} */ (node.querySelector('input, select, textarea')), problem });
