@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from tests.console.audit import serious_findings
+from tests.console.audit import dark, serious_findings
 from tests.console.browser import eventually, text_of
 from tests.console.pages import confirm_dialog, listed, sign_in
 from tests.support.api import ADMIN
@@ -155,6 +155,11 @@ def test_a_save_with_a_bad_field_shows_the_problem_beside_that_field(browser, se
     assert _input(browser, "grace_seconds").get_attribute("aria-invalid") == "true"
     assert "2 problems; nothing was saved" in text_of(browser, "#notice")
     _audited(browser, "the editor with its problems")
+    dark(browser, True)
+    try:
+        _audited(browser, "the editor with its problems, dark")
+    finally:
+        dark(browser, False)
 
     browser.find_element(By.CSS_SELECTOR, "#problems li[data-problem-path='grace_seconds'] button").click()
     assert browser.switch_to.active_element.get_attribute("id") == _input(browser, "grace_seconds").get_attribute("id")

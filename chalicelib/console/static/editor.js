@@ -31,6 +31,7 @@ function loadSchemas() {
   return schemas;
 }
 
+const ENDING = 'ending'; // the document's key for the steps after the last phase
 const PROBLEM_PATH = /\bdocument((?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*)/;
 const LAST_PART = /(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])$/;
 
@@ -212,14 +213,14 @@ export function documentEditor(initial) {
     formPanel.replaceChildren(
       el('section', { class: 'event-form', 'aria-labelledby': 'event-form-title' },
         el('h3', { id: 'event-form-title' }, 'The event'),
-        fieldsOf(doc, schema, '', ctx, ['phases', 'ending'])),
+        fieldsOf(doc, schema, '', ctx, ['phases', ENDING])),
       phasesProblem,
       ...phases.map((phase, index) => phaseForm(phase, phases, index, phaseSchema)),
       el('div', { class: 'buttons' }, addPhase),
       el('section', { class: 'phase-form', 'aria-labelledby': 'ending-form-title' },
         el('h3', { id: 'ending-form-title' }, `Ending (phase ${phases.length + 1})`),
         el('p', { class: 'field-help' }, 'Steps run after the last phase; a failure here only degrades the run.'),
-        stepsForm(doc, 'ending', 'ending', phases.length + 1, schema.properties.ending.items, 'the ending')));
+        stepsForm(doc, ENDING, ENDING, phases.length + 1, schema.properties.ending.items, 'the ending')));
     places.set('phases', { node: formPanel, focusable: addPhase, problem: phasesProblem });
   }
 
@@ -268,7 +269,8 @@ export function documentEditor(initial) {
       place.node.classList.add('has-problem');
       place.focusable?.setAttribute('aria-invalid', 'true');
       return el('li', { 'data-problem-path': path }, message, ' ',
-        el('button', { type: 'button', class: 'link', onclick: () => { show('form'); focus(place.focusable); } }, 'Go to the field'));
+        el('button', { type: 'button', class: 'link', 'aria-label': `Go to the field ${path}`, onclick: () => { show('form'); focus(place.focusable); } },
+          'Go to the field'));
     }));
     problemsNone.hidden = messages.length > 0;
     focus(problemsBox.querySelector('h2'));
