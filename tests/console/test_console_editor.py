@@ -116,7 +116,7 @@ def test_an_admin_builds_a_two_phase_event_from_forms_saves_it_and_runs_it(brows
 def test_the_json_tab_round_trips_exactly_and_keeps_keys_the_form_does_not_know(browser, server):
     _new_definition(browser, server)
     browser.execute_script("window.edits = []; document.querySelector('.doc-editor').addEventListener('documentchange',"
-                           " (e) => window.edits.push(e.detail.document.name))")
+                           " (e) => window.edits.push(e.detail.document?.name))")
     written = {
         "name": "Round trip", "x_author_note": {"kept": [1, 2]},
         "phases": [{"name": "only", "x_colour": "amber", "advance": {"when": "signal", "name": "gate_open"},
@@ -139,6 +139,14 @@ def test_the_json_tab_round_trips_exactly_and_keeps_keys_the_form_does_not_know(
             "action": "core.cue", "params": {"instruction": "Open the gate", "remind_after_seconds": 60, "remind_limit": 2}}]}]}
     edits = browser.execute_script("return window.edits")
     assert edits[0] == "Round trip" and edits[-1] == "Round trip, edited", "both tabs change the document through one event"
+    browser.execute_script("window.edits = []; const t = document.getElementById('document'); t.value = '{ not json';"
+                           " document.querySelector('.doc-editor').addEventListener('documentchange', (e) => window.edits.push(e.detail),"
+                           " {once: true}); t.dispatchEvent(new Event('input', {bubbles: true}))")
+    unreadable = browser.execute_script("return window.edits")[-1]
+    assert unreadable["document"] is None and "not valid JSON" in unreadable["problem"], unreadable
+    _click(browser, "#tab-form")
+    assert browser.find_element(By.ID, "panel-json").is_displayed(), "the form waits for JSON that parses"
+    assert "not valid JSON" in text_of(browser, "#document-problem")
     _audited(browser, "the JSON tab")
 
 

@@ -3,8 +3,8 @@
 // and steps, the ending's steps — with steps and phases added, moved and removed, and the same document as
 // JSON one tab away. Both tabs edit one object: the form writes only the keys it shows, so a key it does not
 // know is kept as written, and form → JSON → form gives the same document. Every change, from either tab,
-// goes through `changed()`, which fires one `documentchange` event on the editor (detail: the document), so
-// anything shown beside it (a timeline) follows either tab.
+// fires one `documentchange` event on the editor (detail: `document`, or null with the `problem` while the
+// JSON tab's text does not parse), so anything shown beside it (a timeline) follows either tab.
 //
 // The fields come from the API: the document's schema from GET /openapi.json (the body of POST /definitions),
 // each action's params from GET /actions. The API's problems on save name paths ("document.phases[0].steps[1]
@@ -96,7 +96,10 @@ export function documentEditor(initial) {
   };
   text.addEventListener('input', () => {
     const parsed = readText();
-    if (parsed === null) return;
+    if (parsed === null) {
+      node.dispatchEvent(new CustomEvent('documentchange', { detail: { document: null, problem: textProblem.textContent } }));
+      return;
+    }
     doc = parsed;
     changed();
   });
