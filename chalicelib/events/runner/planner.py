@@ -94,6 +94,7 @@ def _plan_definition(db: Database, recurrence: Recurrence, now: datetime, horizo
     def work(tx: Tx) -> int | None:
         if not definitions.mark_planned(tx, recurrence, plan.through):
             return None  # another tick planned it, or a new version came: next tick looks again
+        # An occurrence a person skipped is not created (the INSERT's guard), and counts as no run planned.
         return sum(schedule_occurrence(tx, version, t, actor=journal.RUNNER, cause=cause, now=now)[1] for t in plan.occurrences)
 
     planned = db.transaction(work)
