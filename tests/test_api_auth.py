@@ -150,11 +150,11 @@ ROUTES = {
     ("GET", "/definitions/{definition_id}/occurrences"): (
         auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now(), WEEKLY).id}/occurrences", None)),
     ("POST", "/definitions/{definition_id}/occurrences/{scheduled_for}/skip"): (
-        auth.ADMINS, lambda db, clock: (f"/definitions/{make_definition(db, clock.now(), WEEKLY).id}/occurrences/"
-                                        "2026-12-11T20:00:00Z/skip", {"reason": "r"})),
+        auth.ADMINS, lambda db, clock: ((f"/definitions/{make_definition(db, clock.now(), WEEKLY).id}/occurrences/"
+                                        "2026-12-11T20:00:00Z/skip"), {"reason": "r"})),
     ("POST", "/definitions/{definition_id}/occurrences/{scheduled_for}/unskip"): (
-        auth.ADMINS, lambda db, clock: (f"/definitions/{make_definition(db, clock.now(), WEEKLY).id}/occurrences/"
-                                        "2026-12-11T20:00:00Z/unskip", {})),
+        auth.ADMINS, lambda db, clock: ((f"/definitions/{make_definition(db, clock.now(), WEEKLY).id}/occurrences/"
+                                        "2026-12-11T20:00:00Z/unskip"), {})),
     ("POST", "/definitions/{definition_id}/rehearse"): (
         auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}/rehearse", {})),
     ("GET", "/actions"): (auth.STAFF, lambda db, clock: ("/actions", None)),

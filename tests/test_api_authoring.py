@@ -62,16 +62,16 @@ def test_an_unknown_core_action_suggests_the_nearest_one(api):
 
 def test_an_action_like_nothing_known_lists_what_there_is(api):
     answer = api.post("/definitions", _document(_step("Spawn!")), auth=ADMIN)
-    assert answer.body["errors"] == ["document.phases[0].steps[0].action: no action 'Spawn!'"
-                                     " (core.wait, core.cue, core.announce or module.name)"]
+    assert answer.body["errors"] == [("document.phases[0].steps[0].action: no action 'Spawn!'"
+                                     " (core.wait, core.cue, core.announce or module.name)")]
 
 
 # ── declared module actions ───────────────────────────────────────────────────
 def test_an_undeclared_module_action_is_refused_with_the_nearest_declared_one(declared_api, db):
     answer = declared_api.post("/definitions", _document(_step("wrold.spawn", npc="scarecrow")), auth=ADMIN)
     assert answer.status == 400
-    assert answer.body["errors"] == ["document.phases[0].steps[0].action: no action 'wrold.spawn': the game bridge"
-                                     " declares no such module action (EVENT_MODULE_ACTIONS); did you mean `world.spawn`?"]
+    assert answer.body["errors"] == [("document.phases[0].steps[0].action: no action 'wrold.spawn': the game bridge"
+                                     " declares no such module action (EVENT_MODULE_ACTIONS); did you mean `world.spawn`?")]
     assert _definitions(db) == []
 
 
@@ -102,7 +102,7 @@ def test_with_nothing_declared_a_document_of_core_actions_has_no_warning(api):
 
 @pytest.mark.parametrize("raw", ["world.spawn,World.Bad", "core.wait", "world"])
 def test_a_declaration_that_is_not_module_action_ids_stops_start_up(raw):
-    with pytest.raises(ConfigError, match="^EVENT_MODULE_ACTIONS must list module action ids"):
+    with pytest.raises(ConfigError, match=r"^EVENT_MODULE_ACTIONS must list module action ids"):
         Settings.from_env({"EVENT_MODULE_ACTIONS": raw})
 
 
@@ -118,8 +118,8 @@ def test_a_name_another_definition_holds_is_a_409_naming_it_whatever_its_case(ap
     holder = first.body["definition"]["id"]
     answer = api.post("/definitions", _document(_step("core.wait", seconds=1), name="HARVEST Festival"), auth=ADMIN)
     assert answer.status == 409
-    assert answer.body["errors"] == [f"the name 'HARVEST Festival' is taken by definition {holder} ('Harvest festival');"
-                                     " definition names are unique, whatever their case"]
+    assert answer.body["errors"] == [(f"the name 'HARVEST Festival' is taken by definition {holder} ('Harvest festival');"
+                                     " definition names are unique, whatever their case")]
     assert answer.body["detail"] == {"definition_id": holder, "definition_name": "Harvest festival"}
     assert _definitions(db) == [{"id": holder, "name": "Harvest festival"}]
 

@@ -105,8 +105,8 @@ def test_a_window_lists_at_most_500_and_says_where_the_rest_begin(api):
     ("from=2027-01-02T00:00:00Z&to=2027-01-01T00:00:00Z", "query.to must be after query.from"),
     ("from=2027-01-01T00:00:00", "query.from must be date-time"),
     ("from=yesterday", "query.from"),
-    ("form=2027-01-01T00:00:00Z", "`form` is not a query parameter of GET /definitions/{definition_id}/occurrences;"
-                                  " did you mean `from`?"),
+    ("form=2027-01-01T00:00:00Z", ("`form` is not a query parameter of GET /definitions/{definition_id}/occurrences;"
+                                  " did you mean `from`?")),
 ])
 def test_a_bad_window_is_a_400_naming_it(api, query, message):
     definition_id = _definition(api, DAILY_BERLIN)
@@ -186,8 +186,8 @@ def test_skipping_again_answers_the_first_skip_and_writes_nothing(api, db):
 
 
 @pytest.mark.parametrize(("when", "message"), [
-    ("2026-12-25T20:00:00Z", "2026-12-25T20:00:00Z is not an occurrence of '0 20 * * 5' in Europe/Berlin;"
-                             " the next one after it is 2027-01-01T19:00:00Z"),
+    ("2026-12-25T20:00:00Z", ("2026-12-25T20:00:00Z is not an occurrence of '0 20 * * 5' in Europe/Berlin;"
+                             " the next one after it is 2027-01-01T19:00:00Z")),
     ("2026-11-27T19:00:00Z", "the occurrence at 2026-11-27T19:00:00Z is past; only one still ahead can be skipped"),
 ])
 def test_a_time_that_is_not_an_occurrence_ahead_is_a_400(api, db, when, message):
