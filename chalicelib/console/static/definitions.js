@@ -3,6 +3,8 @@
 // (with the API's problems shown beside the document), and scheduling a run.
 
 import { ApiError, get, neededRoles, post, put } from './api.js';
+import { scheduleInWords } from './calendar.js';
+import { timelinePanel } from './timeline.js';
 import { ask, el, focus, fullTime, heading, notice, table, when } from './ui.js';
 
 const TEMPLATE = {
@@ -18,7 +20,7 @@ function adminsOnly(main, ctx) {
   return true;
 }
 
-function explain(error, what) {
+export function explain(error, what) {
   if (!(error instanceof ApiError) || error.status === 401) return;
   if (error.status === 403) {
     notice(`Not allowed: ${what} needs the role ${neededRoles(error).join(' or ') || 'admin'}.`, 'error');
@@ -45,7 +47,7 @@ export function definitionsView(main, ctx) {
 }
 
 // The document editor: JSON on one side, the API's problems on the other.
-function editor(main, { titleText, initial, save, saved }) {
+function editor(main, { titleText, initial, save, saved, definitionId }) {
   const problems = el('ul', { id: 'problems', class: 'problems' });
   const problemsBox = el('section', { class: 'problems-box', 'aria-labelledby': 'problems-title', 'aria-live': 'polite' },
     el('h2', { id: 'problems-title' }, 'Problems'), el('p', { class: 'muted', id: 'problems-none' }, 'None found yet: save to check.'), problems);
@@ -83,7 +85,7 @@ function editor(main, { titleText, initial, save, saved }) {
   },
   el('div', { class: 'editor-grid' },
     el('div', {}, el('label', { for: 'document' }, 'Document (JSON)'), text),
-    problemsBox),
+    el('div', {}, problemsBox, definitionId ? timelinePanel(definitionId, text) : null)),
   el('div', { class: 'buttons' }, el('button', { type: 'submit', class: 'primary', id: 'save-document' }, 'Save')));
   main.replaceChildren(heading(1, titleText), form);
   focus(main.querySelector('h1'));
@@ -170,6 +172,7 @@ export function definitionView(main, ctx, idText) {
           initial: current,
           save: (document) => put(`/definitions/${definitionId}`, document),
           saved: () => { ctx.definitions({ fresh: true }); definitionView(main, ctx, String(definitionId)); },
+          definitionId,
         });
       } catch (error) {
         explain(error, 'Reading the current version');
@@ -180,6 +183,7 @@ export function definitionView(main, ctx, idText) {
       heading(1, definition.name),
       el('p', {}, `Current version ${definition.current_version}`, definition.schedule_cron ? ['; schedule ', el('code', {}, definition.schedule_cron)] : '', '. ',
         el('a', { href: `#/runs?definition=${definitionId}` }, 'Its runs')),
+      scheduleInWords(definitionId),
       el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'add-version', onclick: addVersion }, 'Add a version')),
       scheduleForm(definition),
       el('section', { 'aria-labelledby': 'versions-title' }, el('h2', { id: 'versions-title' }, 'Versions'),
