@@ -4,10 +4,20 @@ projected, earliest and latest, each warning, a saved version or an unsaved docu
 from datetime import datetime
 
 import pytest
+from chalice.test import Client
 
-from chalicelib.events import rehearsal
-from tests.support.api import ADMIN, GM
+from app import app
+from chalicelib import runtime
+from tests.support.api import ADMIN, GM, Api, hs_settings
 from tests.support.scenes import table_counts
+
+
+@pytest.fixture
+def unescalated(db, clock, db_params):
+    """The API of a deployment that escalates nothing by default (EVENT_ESCALATE_AFTER_SECONDS=0)."""
+    with runtime.override(database=db, clock=clock, settings=hs_settings(db_params, escalate_after_seconds=0)), \
+            Client(app) as client:
+        yield Api(client)
 
 
 def _announce(message="hi"):
@@ -48,7 +58,8 @@ def _phases(projection):
              p["earliest_end_seconds"], p["latest_end_seconds"]) for p in projection["phases"]]
 
 
-def test_every_action_is_projected_at_its_earliest_offset(api):
+def test_every_action_is_projected_at_its_earliest_offset(unescalated):
+    api = unescalated
     projection = _rehearse(api, {"name": "Harvest", "phases": [
         {"name": "opening", "steps": [_announce("The harvest begins"), _wait(30), _spawn(), _cue(), _wait(5)]}],
         "ending": [_announce("Thanks for coming")]})
@@ -71,7 +82,8 @@ def test_every_action_is_projected_at_its_earliest_offset(api):
                                    (2, "ending", "steps_done", None, None, 30, 30, None)]
     assert (projection["shortest_seconds"], projection["longest_seconds"]) == (30, None)  # the cue may wait for ever
     assert projection["warnings"] == [{"code": "unbounded_wait", "message": "phase 1 (opening), step 4: the cue waits"
-                                       " for a person with neither timeout_seconds nor escalate_after_seconds"}]
+                                       " for a person with neither timeout_seconds nor an escalation"
+                                       " (escalate_after_seconds, EVENT_ESCALATE_AFTER_SECONDS)"}]
 
 
 def test_every_advance_condition_is_projected_earliest_and_latest(api):
@@ -94,14 +106,24 @@ def test_every_advance_condition_is_projected_earliest_and_latest(api):
     assert projection["warnings"] == []
 
 
-def test_a_phase_that_waits_with_no_timeout_is_unbounded_and_says_so(api):
-    projection = _rehearse(api, {"name": "Waits", "phases": [
-        {"name": "go", "advance": {"when": "manual"}, "steps": [_announce()]},
-        {"name": "boss", "advance": {"when": "signal", "name": "boss_defeated"}, "steps": [_spawn()]}]})
+WAITING_PHASES = {"name": "Waits", "phases": [
+    {"name": "go", "advance": {"when": "manual"}, "steps": [_announce()]},
+    {"name": "boss", "advance": {"when": "signal", "name": "boss_defeated"}, "steps": [_spawn()]}]}
+
+
+def test_a_phase_that_waits_with_no_timeout_nor_escalation_is_unbounded_and_says_so(unescalated):
+    projection = _rehearse(unescalated, WAITING_PHASES)
     assert projection["longest_seconds"] is None and projection["phases"][0]["latest_end_seconds"] is None
     assert [w["message"] for w in projection["warnings"]] == [
-        "phase 1 (go) waits for a person to advance it with no timeout_seconds: the run may wait there for ever",
+        "phase 1 (go) waits for a person to advance it with no timeout_seconds and no escalation"
+        " (EVENT_ESCALATE_AFTER_SECONDS is 0): the run may wait there for ever",
         "phase 2 (boss) waits for the signal boss_defeated with no timeout_seconds: the run may wait there for ever"]
+
+
+def test_a_manual_phase_the_deployment_escalates_is_no_unbounded_wait_but_a_signal_phase_is(api):
+    projection = _rehearse(api, WAITING_PHASES)
+    assert [w["message"].split(" waits")[0] for w in projection["warnings"]] == ["phase 2 (boss)"]
+    assert projection["longest_seconds"] is None
 
 
 def test_a_time_limit_that_pauses_leaves_the_phase_unbounded_without_a_warning(api):
@@ -129,8 +151,8 @@ def test_occurrences_closer_than_the_longest_run_may_overlap(api):
                                        " apart, and a run may take 4000 s: runs may overlap"}]
 
 
-def test_an_unbounded_run_may_overlap_any_schedule(api):
-    projection = _rehearse(api, {"name": "Daily", "schedule": {"cron": "0 12 * * *"}, "phases": [{"steps": [_cue()]}]})
+def test_an_unbounded_run_may_overlap_any_schedule(unescalated):
+    projection = _rehearse(unescalated, {"name": "Daily", "schedule": {"cron": "0 12 * * *"}, "phases": [{"steps": [_cue()]}]})
     assert _codes(projection) == ["unbounded_wait", "overlap_possible"]
 
 
@@ -148,36 +170,51 @@ def test_the_overlap_is_judged_in_the_schedule_zone_across_daylight_saving(api, 
                                   " takes at least 603600 s: runs will overlap"}]
 
 
-def test_a_cue_in_the_night_with_no_escalation_is_a_night_cue(api, clock):
-    projection = _rehearse(api, {"name": "Late", "schedule": {"cron": "30 23 * * 5", "timezone": "Europe/Berlin"},
-                                 "phases": [{"name": "late", "steps": [_wait(3600), _cue("Open the gates")]}]})
+NIGHT = {"name": "Late", "schedule": {"cron": "30 23 * * 5", "timezone": "Europe/Berlin"},
+         "phases": [{"name": "late", "steps": [_wait(3600), _cue("Open the gates")]}]}
+
+
+def test_a_cue_in_the_night_with_no_escalation_is_a_night_cue(unescalated):
+    projection = _rehearse(unescalated, NIGHT)
     night = [w for w in projection["warnings"] if w["code"] == "night_cue"]
     assert night == [{"code": "night_cue", "message": "phase 1 (late), step 2: the cue comes at 00:30 Europe/Berlin on"
-                      " Sat 5 Dec 2026 with no escalate_after_seconds: nobody may be awake to confirm it"}]
+                      " Sat 5 Dec 2026 with no escalation: nobody may be awake to confirm it"}]
 
 
-def test_a_cue_in_the_evening_is_no_night_cue(api):
-    projection = _rehearse(api, {"name": "Evening", "schedule": {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"},
-                                 "phases": [{"steps": [_cue()]}]})
+def test_a_night_cue_the_deployment_escalates_is_no_night_cue(api):
+    assert "night_cue" not in _codes(_rehearse(api, NIGHT))  # EVENT_ESCALATE_AFTER_SECONDS: 900 by default
+
+
+def test_a_night_cue_that_escalates_itself_is_no_night_cue(unescalated):
+    escalating = {**NIGHT, "name": "Late, escalating", "phases": [
+        {"name": "late", "steps": [_wait(3600), _cue("Open the gates", escalate_after_seconds=300)]}]}
+    assert "night_cue" not in _codes(_rehearse(unescalated, escalating))
+
+
+def test_a_cue_in_the_evening_is_no_night_cue(unescalated):
+    projection = _rehearse(unescalated, {"name": "Evening", "schedule": {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"},
+                                         "phases": [{"steps": [_cue()]}]})
     assert "night_cue" not in _codes(projection)
 
 
-def test_the_cue_attention_fields_are_read_from_its_params():
-    """`core.cue` takes no attention fields yet (they are being added); the projection reads them wherever present."""
-    document = {"name": "Night watch", "grace_seconds": 300, "schedule": {"cron": "0 3 * * *", "timezone": "UTC"},
-                "ending": [], "phases": [
-                    {"name": "watch", "steps": [
-                        {"action": "core.cue", "params": {"instruction": "Check the walls", "remind_after_seconds": 30,
-                                                          "escalate_after_seconds": 300}},
-                        {"action": "core.cue", "params": {"instruction": "Ring the bell", "timeout_seconds": 600,
-                                                          "on_timeout": "skip"}}]}]}
-    projection = rehearsal.project(document, datetime(2026, 12, 4, 20, 0))
-    assert [s["timeout_seconds"] for s in projection["steps"]] == [None, 600]
-    assert [w["code"] for w in projection["warnings"]] == ["fast_reminder", "night_cue", "overlap_possible"]
-    assert projection["warnings"][0]["message"] == ("phase 1 (watch), step 1: the cue reminds after 30 s (under 60 s):"
-                                                    " the channel will be flooded")
-    assert projection["warnings"][1]["message"].startswith("phase 1 (watch), step 2: the cue comes at 03:00 UTC")
-    assert projection["longest_seconds"] is None  # the first cue escalates but has no timeout
+def test_the_cue_attention_fields_bound_and_warn(unescalated):
+    projection = _rehearse(unescalated, {"name": "Watch", "phases": [{"name": "watch", "steps": [
+        _cue("Check the walls", remind_after_seconds=30, escalate_after_seconds=300),
+        _cue("Ring the bell", timeout_seconds=600),
+        _cue("Open the gate", timeout_seconds=60, on_timeout="confirm")]}]})
+    assert [s["timeout_seconds"] for s in projection["steps"]] == [None, 600, 60]
+    assert projection["warnings"] == [{"code": "fast_reminder", "message": "phase 1 (watch), step 1: the cue reminds"
+                                       " after 30 s (under 60 s): the channel will be flooded"}]
+    assert projection["longest_seconds"] is None  # the first cue escalates, but waits without a timeout
+    bounded = _rehearse(unescalated, {"name": "Bell", "phases": [{"steps": [_cue("Ring", timeout_seconds=600),
+                                                                             _cue("Go", timeout_seconds=60)]}]})
+    assert (bounded["shortest_seconds"], bounded["longest_seconds"], bounded["warnings"]) == (0, 660, [])
+
+
+def test_a_cue_that_pauses_at_its_timeout_is_unbounded(unescalated):
+    projection = _rehearse(unescalated, {"name": "Pause", "phases": [{"steps": [
+        _cue("Ring", timeout_seconds=600, on_timeout="pause")]}]})
+    assert projection["longest_seconds"] is None and projection["warnings"] == []
 
 
 def test_a_saved_version_is_rehearsed_by_number(api):

@@ -348,7 +348,8 @@ def rehearse_definition(call: Call) -> Body:
             raise NotFound(f"definition {definition_id} has no version {number}")
         return version.document
 
-    return rehearsal.project(runtime.database().autocommit(read), call.now)
+    return rehearsal.project(runtime.database().autocommit(read), call.now,
+                             escalate_after_seconds=runtime.settings().escalate_after_seconds)
 
 
 @operation("GET", "/actions", "The action registry and each action's params schema.", auth.STAFF,

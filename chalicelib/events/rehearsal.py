@@ -13,16 +13,18 @@ steps one after another. Offsets count seconds from the run's start.
   until its own `timeout_seconds`; without one it is unbounded (null), and so is a limit that pauses the
   run (`on_timeout: pause`: the run then waits for a person). Failures and retries are not projected.
 
-A cue's attention fields (`timeout_seconds`, `remind_after_seconds`, `escalate_after_seconds`,
-`on_timeout`) are read from its params wherever present, so the projection counts them as soon as
-`core.cue` takes them.
+A cue's attention fields are read from its params (`core.cue`: `timeout_seconds` with `on_timeout`,
+`remind_after_seconds`, `escalate_after_seconds`): a cue waits at most its timeout (unbounded when it then
+pauses the run), and escalates after its own `escalate_after_seconds` or the deployment's
+EVENT_ESCALATE_AFTER_SECONDS (0: never), as does a phase held for a person to advance (`runner/stalls.py`);
+a phase held for a signal is escalated by nothing.
 
 Warnings (`{"code", "message"}`): `overlap` (over the next 100 occurrences within 366 days, in the
 schedule's time zone, the smallest gap between two is less than the shortest run), `overlap_possible`
-(only the longest run, or an unbounded one, exceeds it), `unbounded_wait` (a signal or manual phase
-without a timeout, or a cue with neither timeout nor escalation), `night_cue` (a cue whose earliest time
-falls between 00:00 and 06:00 local time on one of those occurrences, with no escalation) and
-`fast_reminder` (a cue that reminds in under 60 s).
+(only the longest run, or an unbounded one, exceeds it), `unbounded_wait` (a signal or manual phase, or
+a cue, with neither timeout nor escalation), `night_cue` (a cue whose earliest time falls between 00:00
+and 06:00 local time on one of those occurrences, with no escalation) and `fast_reminder` (a cue that
+reminds in under 60 s).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class _Projection:
     steps: list[dict[str, Any]] = field(default_factory=list)
     phases: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    escalate_after_seconds: int = 0  # the deployment's EVENT_ESCALATE_AFTER_SECONDS (0: never)
     cues: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)  # (where, earliest offset, params)
 
     def warn(self, code: str, message: str) -> None:
@@ -82,7 +85,9 @@ def _step(projection: _Projection, plan: PhasePlan, seq: int, spec: StepSpec, of
         waits_for = "game"  # the bridge's answer, inside the outbound deadline: counted as 0 s
     projection.steps.append({"phase": plan.number, "seq": seq, "action": spec.action_id, "says": says,
                              "earliest_offset_seconds": offset, "waits_for": waits_for, "timeout_seconds": timeout})
-    return hold, timeout if spec.action_id == "core.cue" else 0  # a cue may wait until its timeout; the rest take 0 s
+    if spec.action_id != "core.cue":
+        return hold, 0
+    return hold, None if params.get("on_timeout") == "pause" else timeout  # a cue waits until its timeout, then pauses or goes on
 
 
 def _longest(advance: str, limit: PhaseLimit | None, steps_longest: int | None) -> int | None:
@@ -114,10 +119,11 @@ def _phase(projection: _Projection, plan: PhasePlan, start: int, latest_start: i
     else:
         end = cursor
     longest_phase = _longest(advance, limit, steps_longest)
-    if advance in ("manual", "signal") and limit is None:
+    if limit is None and (advance == "signal" or (advance == "manual" and not projection.escalate_after_seconds)):
         waited = f"the signal {plan.signal}" if advance == "signal" else "a person to advance it"
-        projection.warn("unbounded_wait", f"{_label(plan)} waits for {waited} with no timeout_seconds: the run may"
-                                          " wait there for ever")
+        escalation = "" if advance == "signal" else " and no escalation (EVENT_ESCALATE_AFTER_SECONDS is 0)"
+        projection.warn("unbounded_wait", f"{_label(plan)} waits for {waited} with no timeout_seconds{escalation}:"
+                                          " the run may wait there for ever")
     latest_end = _add(latest_start, longest_phase)
     projection.phases.append({"number": plan.number, "name": plan.name, "kind": plan.kind.value, "advance": advance,
                               "waits_for": _WAITS_FOR_PHASE.get(advance),
@@ -129,10 +135,10 @@ def _phase(projection: _Projection, plan: PhasePlan, start: int, latest_start: i
 
 def _cue_warnings(projection: _Projection, occurrences: list[datetime], zone: str | None) -> None:
     for where, offset, params in projection.cues:
-        escalates = params.get("escalate_after_seconds") is not None
+        escalates = params.get("escalate_after_seconds") is not None or projection.escalate_after_seconds > 0
         if params.get("timeout_seconds") is None and not escalates:
-            projection.warn("unbounded_wait", f"{where}: the cue waits for a person with neither timeout_seconds nor"
-                                              " escalate_after_seconds")
+            projection.warn("unbounded_wait", f"{where}: the cue waits for a person with neither timeout_seconds nor an"
+                                              " escalation (escalate_after_seconds, EVENT_ESCALATE_AFTER_SECONDS)")
         remind = params.get("remind_after_seconds")
         if isinstance(remind, int) and remind < FAST_REMINDER_SECONDS:
             projection.warn("fast_reminder", f"{where}: the cue reminds after {remind} s (under"
@@ -143,8 +149,8 @@ def _cue_warnings(projection: _Projection, occurrences: list[datetime], zone: st
             local = (occurrence + timedelta(seconds=offset)).replace(tzinfo=ZoneInfo("UTC")).astimezone(ZoneInfo(zone))
             if local.hour < NIGHT_ENDS_HOUR:
                 projection.warn("night_cue", f"{where}: the cue comes at {local:%H:%M} {zone} on {local:%a} {local.day}"
-                                             f" {local:%b} {local.year} with no escalate_after_seconds: nobody may be"
-                                             " awake to confirm it")
+                                             f" {local:%b} {local.year} with no escalation: nobody may be awake to"
+                                             " confirm it")
                 break
 
 
@@ -160,9 +166,10 @@ def _overlap_warning(projection: _Projection, occurrences: list[datetime], short
                                             f" {'without limit' if longest is None else f'{longest} s'}: runs may overlap")
 
 
-def project(document: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """The projected timeline of a validated document (`document.validate`), its schedule read from `now`."""
-    projection = _Projection()
+def project(document: dict[str, Any], now: datetime, *, escalate_after_seconds: int) -> dict[str, Any]:
+    """The projected timeline of a validated document (`document.validate`), its schedule read from `now`;
+    `escalate_after_seconds`: the deployment's EVENT_ESCALATE_AFTER_SECONDS (0: nothing escalates by default)."""
+    projection = _Projection(escalate_after_seconds=escalate_after_seconds)
     start: int = 0
     latest: int | None = 0
     for plan in programme_of(document).rows:

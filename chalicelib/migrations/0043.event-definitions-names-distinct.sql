@@ -1,4 +1,4 @@
--- depends: 0036.event-run-steps-acknowledged
+-- depends: 0038.event-run-escalations
 -- Definition names become unique, compared as the column's collation compares them (case and
 -- accents aside; 0044 adds the key). A database may already hold definitions that share a name:
 -- the oldest of each keeps it, and every later one is renamed "<name> (definition <id>)" (the

@@ -27,12 +27,13 @@ def _offsets(browser) -> list[str]:
 
 def test_the_timeline_follows_the_edits_and_saves_nothing(browser, server, api_client):
     document = demo_document(f"Lantern walk {uuid.uuid4().hex[:6]}")
+    document["phases"][1]["advance"] = {"when": "signal", "name": "pumpkins_judged"}  # a wait the projection warns of
     definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
     sign_in(browser, ADMIN)
     browser.get(f"{server.console_url}#/definitions/{definition_id}")
     eventually(lambda: browser.find_elements(By.ID, "add-version"), "the definition's page")[0].click()
     eventually(lambda: text_of(browser, "#timeline-length") == "Shortest 1 s; longest no limit.", "the first projection")
-    # The demo: announce, wait 1 s, spawn, cue; then the contest and the ending.
+    # The demo: announce, wait 1 s, spawn, cue; then the contest (held for its signal) and the ending.
     assert _offsets(browser)[:4] == ["+0 s", "+0 s", "+1 s", "+1 s"]
     warnings = [li.get_attribute("data-code") for li in browser.find_elements(By.CSS_SELECTOR, "#timeline-warnings li")]
     assert warnings == ["unbounded_wait"], warnings
