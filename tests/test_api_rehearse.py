@@ -115,8 +115,8 @@ def test_a_phase_that_waits_with_no_timeout_nor_escalation_is_unbounded_and_says
     projection = _rehearse(unescalated, WAITING_PHASES)
     assert projection["longest_seconds"] is None and projection["phases"][0]["latest_end_seconds"] is None
     assert [w["message"] for w in projection["warnings"]] == [
-        "phase 1 (go) waits for a person to advance it with no timeout_seconds and no escalation"
-        " (EVENT_ESCALATE_AFTER_SECONDS is 0): the run may wait there for ever",
+        ("phase 1 (go) waits for a person to advance it with no timeout_seconds and no escalation"
+        " (EVENT_ESCALATE_AFTER_SECONDS is 0): the run may wait there for ever"),
         "phase 2 (boss) waits for the signal boss_defeated with no timeout_seconds: the run may wait there for ever"]
 
 
