@@ -105,6 +105,8 @@ def test_a_window_lists_at_most_500_and_says_where_the_rest_begin(api):
     ("from=2027-01-02T00:00:00Z&to=2027-01-01T00:00:00Z", "query.to must be after query.from"),
     ("from=2027-01-01T00:00:00", "query.from must be date-time"),
     ("from=yesterday", "query.from"),
+    ("from=8999-12-20T00:00:00Z", "query.to must be from 1970 to 8999"),
+    ("from=0001-01-01T00:00:00Z&to=0001-02-01T00:00:00Z", "query.from must be from 1970 to 8999"),
     ("form=2027-01-01T00:00:00Z", ("`form` is not a query parameter of GET /definitions/{definition_id}/occurrences;"
                                   " did you mean `from`?")),
 ])
@@ -195,6 +197,13 @@ def test_a_time_that_is_not_an_occurrence_ahead_is_a_400(api, db, when, message)
     answer = _skip(api, definition_id, when)
     assert answer.status == 400 and answer.body["errors"] == [message]
     assert _skip_rows(db) == []
+
+
+@pytest.mark.parametrize("when", ["9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z"])
+def test_a_time_far_outside_any_calendar_is_a_400(api, when):
+    definition_id = _definition(api, FRIDAYS_BERLIN)
+    for answer in (_skip(api, definition_id, when), _unskip(api, definition_id, when)):
+        assert answer.status == 400 and answer.body["errors"] == ["scheduled_for must be from 1970 to 8999"]
 
 
 def test_a_time_not_written_in_utc_is_a_400(api):

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from ..db import Database, Tx, must_exist
 from . import cron, journal
@@ -28,6 +27,14 @@ MAX_WINDOW = timedelta(days=366)
 MAX_LISTED = 500
 DEFAULT_WINDOW = timedelta(days=42)  # a month view and the days either side of it
 _TICK = timedelta(microseconds=1)  # datetimes are exact to the microsecond: (a - tick, b - tick] is [a, b)
+# The times the calendar reads: far enough either way for any event, and far from where date arithmetic overflows.
+EARLIEST, LATEST = datetime(1970, 1, 1), datetime(9000, 1, 1)
+
+
+def _in_range(when: datetime, name: str) -> datetime:
+    if not EARLIEST <= when < LATEST:
+        raise Invalid(f"{name} must be from {EARLIEST.year} to {LATEST.year - 1}")
+    return when
 
 
 def schedule_of(version: DefinitionVersion) -> cron.Schedule | None:
@@ -43,6 +50,8 @@ def described(schedule: cron.Schedule, now: datetime) -> dict[str, Any]:
     upcoming = next(schedule.between(now, now + MAX_WINDOW), None)
     words = f"{cron.in_words(schedule.cron)}, {schedule.timezone}"
     if upcoming is not None:
+        from zoneinfo import ZoneInfo  # where a schedule is described, not with the app
+
         local = upcoming.replace(tzinfo=ZoneInfo("UTC")).astimezone(ZoneInfo(schedule.timezone))
         words += f"; next: {local:%a} {local.day} {local:%b}, {local:%H:%M}"
     return {"cron": schedule.cron, "timezone": schedule.timezone, "in_words": words,
@@ -58,8 +67,8 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
                 now: datetime) -> dict[str, Any]:
     """The occurrences in [start, end) (default: from now, six weeks), at most MAX_LISTED: `next_from` is where
     the rest begin (None when none are left). A window longer than MAX_WINDOW is Invalid."""
-    start = now if start is None else start
-    end = start + DEFAULT_WINDOW if end is None else end
+    start = now if start is None else _in_range(start, "query.from")
+    end = _in_range(start + DEFAULT_WINDOW if end is None else end, "query.to")
     if end <= start:
         raise Invalid("query.to must be after query.from")
     if end - start > MAX_WINDOW:
@@ -94,6 +103,7 @@ def _current_version(tx: Tx, definition_id: int) -> DefinitionVersion:
 
 def _occurrence_schedule(tx: Tx, definition_id: int, scheduled_for: datetime) -> tuple[DefinitionVersion, definitions.Planned]:
     """The definition's row locked, its current version, and the check that `scheduled_for` is one of its occurrences."""
+    _in_range(scheduled_for, "scheduled_for")
     planned = definitions.lock_planning(tx, definition_id)
     if planned is None:
         raise NotFound(f"no definition {definition_id}")

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import islice, pairwise
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from .calendar import MAX_WINDOW
 from .cron import DEFAULT_TIMEZONE, Schedule
@@ -134,6 +133,8 @@ def _phase(projection: _Projection, plan: PhasePlan, start: int, latest_start: i
 
 
 def _cue_warnings(projection: _Projection, occurrences: list[datetime], zone: str | None) -> None:
+    from zoneinfo import ZoneInfo  # where a rehearsal reads its schedule, not with the app
+
     for where, offset, params in projection.cues:
         escalates = params.get("escalate_after_seconds") is not None or projection.escalate_after_seconds > 0
         if params.get("timeout_seconds") is None and not escalates:
