@@ -16,7 +16,7 @@ from ..events import authoring, calendar, controls, lifecycle, nudge, occurrence
 from ..events.actions import registry
 from ..events.document import validate
 from ..events.errors import AnsweredBefore, Invalid, NotFound
-from ..events.model import Definition, LogEntry, SignalEffect, Step
+from ..events.model import LogEntry, SignalEffect, Step
 from ..events.store import definitions, log, phases, runs, signals, steps
 from ..events.waiting import waiting
 from . import auth, schemas

@@ -1,4 +1,4 @@
--- depends: 0038.event-run-escalations
+-- depends: 0042.event-run-log-idempotency
 -- Definition names become unique, compared as the column's collation compares them (case and
 -- accents aside; 0044 adds the key). A database may already hold definitions that share a name:
 -- the oldest of each keeps it, and every later one is renamed "<name> (definition <id>)" (the
