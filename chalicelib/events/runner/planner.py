@@ -10,7 +10,9 @@ created (a new version clears the mark). Of those:
   to log them on;
 - the others become runs of the current version, nearest now first, at most
   `MAX_OCCURRENCES_PER_TICK` per definition; older ones beyond that are skipped
-  the same way, later ones wait for the next tick.
+  the same way, later ones wait for the next tick;
+- one a person skipped (`calendar.skip`) gets no run: the run's INSERT is guarded
+  on its skip (`runs.insert_occurrence`), and the mark moves past it all the same.
 
 One transaction per definition moves the mark (compare-and-set on the value
 read) and creates the runs, so overlapping ticks plan each occurrence once.
@@ -94,7 +96,6 @@ def _plan_definition(db: Database, recurrence: Recurrence, now: datetime, horizo
     def work(tx: Tx) -> int | None:
         if not definitions.mark_planned(tx, recurrence, plan.through):
             return None  # another tick planned it, or a new version came: next tick looks again
-        # An occurrence a person skipped is not created (the INSERT's guard), and counts as no run planned.
         return sum(schedule_occurrence(tx, version, t, actor=journal.RUNNER, cause=cause, now=now)[1] for t in plan.occurrences)
 
     planned = db.transaction(work)
