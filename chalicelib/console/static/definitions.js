@@ -47,7 +47,7 @@ export function definitionsView(main, ctx) {
 }
 
 // The document editor: JSON on one side, the API's problems on the other.
-function editor(main, { titleText, initial, save, saved, definitionId }) {
+function editor(main, { titleText, initial, save, saved, definitionId = null }) {
   const problems = el('ul', { id: 'problems', class: 'problems' });
   const problemsBox = el('section', { class: 'problems-box', 'aria-labelledby': 'problems-title', 'aria-live': 'polite' },
     el('h2', { id: 'problems-title' }, 'Problems'), el('p', { class: 'muted', id: 'problems-none' }, 'None found yet: save to check.'), problems);
