@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 from selenium.webdriver.common.by import By
 
+from tests.console.audit import dark, serious_findings
 from tests.console.browser import eventually, screenshot, text_of
 from tests.console.pages import sign_in
 from tests.support.api import ADMIN, GM
@@ -57,6 +58,10 @@ def test_the_month_marks_skipped_occurrences_and_an_admin_skips_and_unskips_one(
     eventually(lambda: _skipped(browser, definition_id, SKIPPED_HERE), "the occurrence skipped from the calendar")
     assert "skipped: Town fair" in _item(browser, definition_id, SKIPPED_HERE).text
     screenshot(browser, "calendar-month")
+    for scheme in (False, True):
+        dark(browser, scheme)
+        assert serious_findings(browser) == [], "axe on the calendar"
+    dark(browser, False)
 
     _item(browser, definition_id, SKIPPED_BY_API).find_element(By.CSS_SELECTOR, "[data-occurrence-action='unskip']").click()
     eventually(lambda: _skipped(browser, definition_id, SKIPPED_BY_API) is False, "the occurrence unskipped")

@@ -8,6 +8,7 @@ import uuid
 
 from selenium.webdriver.common.by import By
 
+from tests.console.audit import dark, serious_findings
 from tests.console.browser import eventually, screenshot, text_of
 from tests.console.pages import demo_document, sign_in
 from tests.support.api import ADMIN
@@ -43,6 +44,10 @@ def test_the_timeline_follows_the_edits_and_saves_nothing(browser, server, api_c
     eventually(lambda: text_of(browser, "#timeline-length") == "Shortest 1 min 30 s; longest no limit.", "the edited wait")
     assert _offsets(browser)[:4] == ["+0 s", "+0 s", "+1 min 30 s", "+1 min 30 s"]
     screenshot(browser, "definition-timeline")
+    for scheme in (False, True):
+        dark(browser, scheme)
+        assert serious_findings(browser) == [], "axe on the timeline"
+    dark(browser, False)
 
     _edit(browser, "{ not json")
     eventually(lambda: "Waiting for valid JSON" in text_of(browser, "#timeline-problem"), "the JSON problem")

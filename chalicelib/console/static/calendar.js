@@ -93,7 +93,7 @@ function monthGrid(first, listed, context) {
       const today = byDay.get(dayKey(day)) || [];
       today.sort((a, b) => a[1].scheduled_for.localeCompare(b[1].scheduled_for));
       cells.push(el('td', { class: day.getMonth() === first.getMonth() ? 'day' : 'day other-month', 'data-day': dayKey(day) },
-        el('div', { class: 'day-number' }, String(day.getDate())),
+        el('div', { class: 'day-number', 'data-weekday': WEEKDAYS[i] }, String(day.getDate())),
         today.length ? el('ul', { class: 'occurrences' }, today.map(([d, o]) => occurrenceItem(d, o, context))) : null));
     }
     weeks.push(el('tr', {}, cells));
