@@ -24,7 +24,7 @@ from pathlib import Path
 from chalice.test import Client
 
 from chalicelib import runtime
-from chalicelib.db import Database, DatabaseClock
+from chalicelib.db import Database, DatabaseClock, must_exist
 from chalicelib.events.runner.lambda_handler import run_invocation
 from chalicelib.events.store import definitions, runs, steps
 from tests.support.api import MODERATOR, Api, hs_settings
@@ -45,11 +45,12 @@ def _document(first: dict) -> dict:
 
 def _schedule(db: Database, documents: list[dict], at: datetime) -> list[int]:
     ids = []
-    for document in documents:
+    for number, authored in enumerate(documents):
+        document = {**authored, "name": f"{authored['name']} {number}"}  # definition names are unique
         definition = db.transaction(lambda tx: definitions.create(tx, document, actor="bench", now=at))
         run, _ = db.transaction(lambda tx: runs.insert_occurrence(
             tx, definition_id=definition.id, definition_version=1, scheduled_for=at, grace_seconds=3600, now=at))
-        ids.append(run.id)
+        ids.append(must_exist(run).id)
     return ids
 
 

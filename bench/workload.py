@@ -35,7 +35,8 @@ def schedule_backlog(db: Database, runs: int, steps_per_run: int, *, label: str 
     """`runs` due runs of a new definition of `steps_per_run` instant steps, inserted in one statement."""
     now = DatabaseClock(db).now()
     definition = db.transaction(
-        lambda tx: definitions.create(tx, instant_document(steps_per_run), actor="bench", now=now)
+        lambda tx: definitions.create(tx, {**instant_document(steps_per_run), "name": f"Benchmark {label}"}, actor="bench",
+                                      now=now)
     )
     return db.transaction(lambda tx: _insert_runs(tx, definition.id, runs, label, now))
 

@@ -77,6 +77,23 @@ def _shard(env: Mapping[str, str], name: str) -> tuple[int, int]:
     raise ConfigError(f"{name} must be index/count with 0 <= index < count <= {MAX_SHARDS} (for example 0/2), got {raw!r}")
 
 
+# A module action's id, matched whole ("world.spawn\n" is not one): the registry's rule, and EVENT_MODULE_ACTIONS'.
+MODULE_ACTION_ID = re.compile(r"[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}")
+
+
+def _module_actions(env: Mapping[str, str]) -> frozenset[str] | None:
+    """EVENT_MODULE_ACTIONS: the module actions the game bridge serves, comma-separated; unset: not declared
+    (any well-formed `module.name` is accepted at save, as before, with a warning)."""
+    raw = env.get("EVENT_MODULE_ACTIONS", "")
+    if not raw.strip():
+        return None
+    ids = [part.strip() for part in raw.split(",") if part.strip()]
+    bad = [i for i in ids if not MODULE_ACTION_ID.fullmatch(i) or i.startswith("core.")]
+    if bad:
+        raise ConfigError(f"EVENT_MODULE_ACTIONS must list module action ids (module.name, comma-separated), got {bad[0]!r}")
+    return frozenset(ids)
+
+
 def _console_url(env: Mapping[str, str]) -> str | None:
     value = env.get("EVENTS_CONSOLE_URL", "").strip()
     if value and not _http_url(value):
@@ -129,6 +146,7 @@ class Settings:
     step_retry_seconds: int = RANGES["EVENT_STEP_RETRY_SECONDS"][0]
     tick_concurrency: int = RANGES["EVENT_TICK_CONCURRENCY"][0]
     tick_shard: tuple[int, int] = (0, 1)  # EVENT_TICK_SHARD: several ticks at once, each on its share of the runs
+    module_actions: frozenset[str] | None = None  # EVENT_MODULE_ACTIONS; None: not declared
     game_bridge_url: str | None = None
     game_bridge_secret: str | None = field(default=None, repr=False)
     game_bridge_secret_arn: str | None = None
@@ -174,6 +192,7 @@ class Settings:
             step_retry_seconds=_int_in_range(env, "EVENT_STEP_RETRY_SECONDS"),
             tick_concurrency=_int_in_range(env, "EVENT_TICK_CONCURRENCY"),
             tick_shard=_shard(env, "EVENT_TICK_SHARD"),
+            module_actions=_module_actions(env),
             game_bridge_url=(env.get("GAME_BRIDGE_URL") or "").rstrip("/") or None,
             game_bridge_secret=env.get("GAME_BRIDGE_SECRET") or None,
             game_bridge_secret_arn=env.get("GAME_BRIDGE_SECRET_ARN") or None,

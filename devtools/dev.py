@@ -255,7 +255,7 @@ def seed_demo(db: Any, now: Any) -> tuple[int, int]:
 
     existing = db.autocommit(current_document)
     if existing is None:
-        definition_id = authoring.create(db, DEMO_DOCUMENT, actor="dev", now=now).id
+        definition_id = authoring.create(db, DEMO_DOCUMENT, actor="dev", now=now).definition.id
     else:
         definition_id = existing[0]
         if existing[1] != validate(DEMO_DOCUMENT):  # an older demo: its next version is this one

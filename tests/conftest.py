@@ -28,7 +28,7 @@ TIER_OF_DIRECTORY = {"console": "browser", "torture": "torture"}
 GROUP_OF_TIER = {"browser": "browser", "packaging": "packaging"}
 
 # Deleted child-first between tests (faster than TRUNCATE, and the FKs allow it).
-TABLES = ("event_run_log", "event_run_escalations", "event_run_signals", "event_run_phases",
+TABLES = ("event_run_log", "event_run_escalations", "event_run_signals", "event_run_phases", "event_occurrence_skips",
           "event_run_steps", "event_runs", "event_definition_versions", "event_definitions")
 START = datetime(2026, 12, 4, 20, 0, 0)
 HERE = Path(__file__).resolve().parent

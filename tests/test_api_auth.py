@@ -30,7 +30,7 @@ from tests.support.api import ADMIN as ADMIN_TOKEN
 from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token
 from tests.support.api import GM as GM_TOKEN
 from tests.support.api import MODERATOR as MODERATOR_TOKEN
-from tests.support.factory import make_definition, make_run
+from tests.support.factory import document, make_definition, make_run
 from tests.support.scenes import put_step_in, run_with_steps
 from tests.test_definitions_validate import SPEC_EXAMPLE
 
@@ -87,6 +87,8 @@ def _callers(algorithm: str) -> dict[str, str | None]:
         "admin": sign("admin", sub="root-admin"),
     }
 
+
+WEEKLY = document(schedule={"cron": "0 20 * * 5"})
 
 # What each route needs in the database for an allowed caller to succeed: (roles, request builder).
 def _run(db, clock, status=RunStatus.RUNNING):
@@ -145,6 +147,16 @@ ROUTES = {
         lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}/runs",
                            {"scheduled_for": (clock.now() + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")}),
     ),
+    ("GET", "/definitions/{definition_id}/occurrences"): (
+        auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now(), WEEKLY).id}/occurrences", None)),
+    ("POST", "/definitions/{definition_id}/occurrences/{scheduled_for}/skip"): (
+        auth.ADMINS, lambda db, clock: ((f"/definitions/{make_definition(db, clock.now(), WEEKLY).id}/occurrences/"
+                                        "2026-12-11T20:00:00Z/skip"), {"reason": "r"})),
+    ("POST", "/definitions/{definition_id}/occurrences/{scheduled_for}/unskip"): (
+        auth.ADMINS, lambda db, clock: ((f"/definitions/{make_definition(db, clock.now(), WEEKLY).id}/occurrences/"
+                                        "2026-12-11T20:00:00Z/unskip"), {})),
+    ("POST", "/definitions/{definition_id}/rehearse"): (
+        auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}/rehearse", {})),
     ("GET", "/actions"): (auth.STAFF, lambda db, clock: ("/actions", None)),
 }
 

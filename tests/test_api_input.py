@@ -48,7 +48,7 @@ def world(module_db):
     _other, (theirs, *_) = run_with_steps(db, START, RunStatus.PAUSED)
     definition = make_definition(db, START)
     return {"run_id": run.id, "step_id": parked.id, "definition_id": definition.id, "version": 1, "other_step_id": theirs.id,
-            "name": "boss_defeated"}
+            "name": "boss_defeated", "scheduled_for": "2026-12-11T20:00:00Z"}
 
 
 def _path(template: str, ids: dict) -> str:

@@ -204,9 +204,9 @@ def test_the_readme_and_definitions_examples_run_as_written_in_order_against_mak
         answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         assert len(answers) == 8, done.stdout
         assert answers[2]["step"]["status"] == "done", "the README's confirm took"
-        assert answers[3] == {"definition": {"id": 2, "version": 1}}
+        assert answers[3] == {"definition": {"id": 2, "version": 1}, "warnings": []}
         assert answers[4]["run"]["status"] == "scheduled"
-        assert answers[5] == {"definition": {"id": 2, "version": 2}}
+        assert answers[5] == {"definition": {"id": 2, "version": 2}, "warnings": []}
         assert answers[7]["run"]["definition_version"] == 2
         dev.said(r"^run 1 · .*completed$", 30)
     finally:

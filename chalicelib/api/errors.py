@@ -27,6 +27,7 @@ from chalice import Response
 from ..db import credentials_refused, lost_connection
 from ..events.errors import (
     AuthUnavailable,
+    Clash,
     Conflict,
     EngineError,
     Forbidden,
@@ -74,6 +75,7 @@ HTTP_STATUS: dict[type[EngineError], int] = {
     Conflict: 409,
     Stale: 412,  # the If-Match (or `expected`) names a state the run or step has left; ETag names the one now
     KeyReused: 422,  # an Idempotency-Key already used for another control, or too long ago
+    Clash: 409,
     AuthUnavailable: 503,  # the server's trouble, not the caller's: worth trying again
     SecretUnreadable: 503,  # likewise: a permission or an outage an operator fixes, or one that passes
     SchemaBehind: 503,  # an upgrade whose migration has not run yet: it passes once it has

@@ -7,13 +7,16 @@ drift from the handler. How every request is checked before a handler runs is in
 from __future__ import annotations
 
 import json
+from datetime import datetime
+from typing import Any
 
 from .. import runtime
 from ..db import Tx, must_exist
-from ..events import authoring, controls, lifecycle, nudge, occurrences
+from ..events import authoring, calendar, controls, lifecycle, nudge, occurrences, rehearsal
 from ..events.actions import registry
+from ..events.document import validate
 from ..events.errors import AnsweredBefore, Invalid, NotFound
-from ..events.model import Definition, LogEntry, SignalEffect, Step
+from ..events.model import LogEntry, SignalEffect, Step
 from ..events.store import definitions, log, phases, runs, signals, steps
 from ..events.waiting import waiting
 from . import auth, schemas
@@ -244,26 +247,31 @@ def get_definition_version(call: Call) -> Body:
     return runtime.database().transaction(read)
 
 
-def _saved(definition: Definition) -> Body:
-    return {"definition": {"id": definition.id, "version": definition.current_version}}
+def _saved(saved: authoring.Saved) -> Body:
+    return {"definition": {"id": saved.definition.id, "version": saved.definition.current_version},
+            "warnings": saved.warnings}
 
 
-@operation("POST", "/definitions", "Create a definition (version 1).", auth.ADMINS,
-           {201: ("created", schemas.DEFINITION_SAVED)}, body=schemas.DEFINITION_BODY, body_required=True)
+@operation("POST", "/definitions", "Create a definition (version 1); its name must be no other definition's, whatever"
+           " its case (409 names the other).", auth.ADMINS,
+           {201: ("created; warnings says what could not be checked", schemas.DEFINITION_SAVED)},
+           body=schemas.DEFINITION_BODY, body_required=True)
 def create_definition(call: Call) -> Answer:
-    definition = authoring.create(runtime.database(), call.body, actor=call.actor, now=call.now)
+    saved = authoring.create(runtime.database(), call.body, actor=call.actor, now=call.now,
+                             module_actions=runtime.settings().module_actions)
     _made_work(call)  # a schedule is work to plan
-    return 201, _saved(definition)
+    return 201, _saved(saved)
 
 
-@operation("PUT", "/definitions/{definition_id}", "Save a new version of a definition.", auth.ADMINS,
-           _ok("the new version", schemas.DEFINITION_SAVED), body=schemas.DEFINITION_BODY, body_required=True)
+@operation("PUT", "/definitions/{definition_id}", "Save a new version of a definition (a name another definition"
+           " holds is 409, naming it).", auth.ADMINS,
+           _ok("the new version; warnings says what could not be checked", schemas.DEFINITION_SAVED),
+           body=schemas.DEFINITION_BODY, body_required=True)
 def update_definition(call: Call) -> Body:
-    definition = authoring.add_version(
-        runtime.database(), call.ids["definition_id"], call.body, actor=call.actor, now=call.now
-    )
+    saved = authoring.add_version(runtime.database(), call.ids["definition_id"], call.body, actor=call.actor,
+                                  now=call.now, module_actions=runtime.settings().module_actions)
     _made_work(call)
-    return _saved(definition)
+    return _saved(saved)
 
 
 @operation("POST", "/definitions/{definition_id}/runs",
@@ -277,6 +285,71 @@ def schedule_run(call: Call) -> Answer:
     )
     _made_work(call)
     return (201 if created else 200), {"run": run.public()}
+
+
+# ── the calendar and rehearsal ──────────────────────────────────────────────
+@operation("GET", "/definitions/{definition_id}/occurrences",
+           f"The current version's scheduled occurrences in [from, to) (at most {calendar.MAX_WINDOW.days} days;"
+           f" at most {calendar.MAX_LISTED}, next_from says where the rest begin), in its time zone, each with its run"
+           " if one exists and whether it is skipped; the schedule in words with its next occurrence.", auth.STAFF,
+           _ok("the occurrences", schemas.OCCURRENCES), query=schemas.OCCURRENCES_QUERY)
+def list_occurrences(call: Call) -> Body:
+    edges = {name: schemas.parse_time(call.query[name], f"query.{name}") if name in call.query else None
+             for name in ("from", "to")}
+    return calendar.occurrences(runtime.database(), call.ids["definition_id"], edges["from"], edges["to"], call.now)
+
+
+def _occurrence_time(call: Call) -> datetime:
+    return schemas.parse_time(call.names["scheduled_for"], "scheduled_for")
+
+
+@operation("POST", "/definitions/{definition_id}/occurrences/{scheduled_for}/skip",
+           "Mark an occurrence not to be run: the planner never creates its run, and a run already scheduled for it is"
+           " cancelled in the same transaction. Skipping it again answers the first skip.", auth.ADMINS,
+           _ok("the occurrence, skipped, and the run it cancelled (if any)", schemas.SKIPPED),
+           body=schemas.SKIP_BODY, names={"scheduled_for": schemas.OCCURRENCE_TIME})
+def skip_occurrence(call: Call) -> Body:
+    skipped = calendar.skip(runtime.database(), call.ids["definition_id"], _occurrence_time(call),
+                            reason=call.body.get("reason"), actor=call.actor, now=call.now)
+    return {"occurrence": skipped.occurrence,
+            "cancelled_run": skipped.cancelled_run.public() if skipped.cancelled_run else None}
+
+
+@operation("POST", "/definitions/{definition_id}/occurrences/{scheduled_for}/unskip",
+           "Undo a skip before the occurrence is due: it is planned after all.", auth.ADMINS,
+           _ok("the occurrence, with its run if it was created now", schemas.UNSKIPPED),
+           body=schemas.NO_FIELDS, names={"scheduled_for": schemas.OCCURRENCE_TIME})
+def unskip_occurrence(call: Call) -> Body:
+    occurrence = calendar.unskip(runtime.database(), call.ids["definition_id"], _occurrence_time(call),
+                                 actor=call.actor, now=call.now)
+    _made_work(call)  # a run it created is work for the tick
+    return {"occurrence": occurrence}
+
+
+@operation("POST", "/definitions/{definition_id}/rehearse",
+           "The projected timeline of a version (default: the current one) or of an unsaved document: every step's"
+           " earliest offset, what it says and waits for, each phase's earliest and latest end, the shortest and"
+           " longest run, and warnings. Writes nothing.", auth.STAFF,
+           _ok("the projection", schemas.REHEARSAL), body=schemas.REHEARSE_BODY)
+def rehearse_definition(call: Call) -> Body:
+    definition_id, body = call.ids["definition_id"], call.body
+    if "version" in body and "document" in body:
+        raise Invalid("send version or document, not both")
+
+    def read(tx: Tx) -> dict[str, Any]:
+        definition = definitions.get(tx, definition_id)
+        if definition is None:
+            raise NotFound(f"no definition {definition_id}")
+        if "document" in body:
+            return validate(body["document"], runtime.settings().module_actions)
+        number = body.get("version", definition.current_version)
+        version = definitions.get_version(tx, definition_id, number)
+        if version is None:
+            raise NotFound(f"definition {definition_id} has no version {number}")
+        return version.document
+
+    return rehearsal.project(runtime.database().autocommit(read), call.now,
+                             escalate_after_seconds=runtime.settings().escalate_after_seconds)
 
 
 @operation("GET", "/actions", "The action registry and each action's params schema.", auth.STAFF,

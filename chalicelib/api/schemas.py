@@ -110,6 +110,13 @@ SCHEDULE_BODY = {
     "required": ["scheduled_for"],
 }
 DEFINITION_BODY = DOCUMENT_SCHEMA
+SKIP_BODY = REASON_BODY
+REHEARSE_BODY = _body(
+    version={"type": "integer", "minimum": 1, "maximum": 2**31 - 1,
+             "description": "the version to rehearse (default: the current one)"},
+    document={"type": "object", "description": "an unsaved document to rehearse instead (an editor's draft): validated"
+                                               " as a save would, and stored nowhere"},
+)
 SIGNAL_PAYLOAD_BYTES = 16 * 1024
 SIGNAL_BODY = {"type": "object", "description": f"the signal's payload, kept with its receipt (at most {SIGNAL_PAYLOAD_BYTES}"
                " bytes; optional)"}
@@ -117,6 +124,9 @@ SIGNAL_BODY = {"type": "object", "description": f"the signal's payload, kept wit
 # ── path parameters that are names, not ids ─────────────────────────────────
 SIGNAL_NAME = {"type": "string", "pattern": SIGNAL_NAME_PATTERN,
                "description": "a signal a phase of the run's version waits for"}
+
+OCCURRENCE_TIME = {"type": "string", "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z$",
+                   "description": "the occurrence's time in UTC, as GET /definitions/{id}/occurrences gives it"}
 
 # ── queries (values arrive as strings; integers are parsed before checking) ──
 RUNS_QUERY = _body(
@@ -127,6 +137,11 @@ RUNS_QUERY = _body(
     limit={"type": "integer", "minimum": 1, "maximum": 200},
     cursor=_ID,
 )
+_WINDOW_EDGE = {"type": "string", "format": "date-time", "maxLength": 40}
+OCCURRENCES_QUERY = _body(
+    **{"from": {**_WINDOW_EDGE, "description": "the window's start, with a zone (default: now)"},
+       "to": {**_WINDOW_EDGE, "description": "the window's end, excluded (default: six weeks after from); at most 366 days"
+                                             " after from"}})
 DEFINITIONS_QUERY = _body(limit={"type": "integer", "minimum": 1, "maximum": 200}, cursor=_ID)
 # GET /runs/{id} answers the run's steps a page at a time: at most STEPS_PAGE steps and about
 # STEPS_PAGE_BYTES of them (the page ends before the step that would pass it), so one answer stays
@@ -264,6 +279,9 @@ ERRORS = {
                 "step_status": {"type": "string", "enum": [s.value for s in StepStatus]},
                 "step_parked": {"type": "boolean"},
                 "etag": {"type": "string"},
+                "definition_id": _INT,
+                "definition_name": {"type": "string"},
+                "skipped": {"type": "boolean"},
             },
         },
     },
@@ -323,8 +341,34 @@ LOG_PAGE = _object(entries={"type": "array", "items": LOG_ENTRY})
 DEFINITIONS_PAGE = _object(definitions={"type": "array", "items": DEFINITION}, next_cursor=_MAYBE_INT)
 DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": VERSION_SUMMARY})
 VERSION_DOCUMENT = _object(version=DEFINITION_VERSION)
-DEFINITION_SAVED = _object(definition=_object(id=_INT, version=_INT))
+WARNING = _object(code={"type": "string"}, message={"type": "string"})
+DEFINITION_SAVED = _object(definition=_object(id=_INT, version=_INT), warnings={"type": "array", "items": WARNING})
 SCHEDULED = _object(run=RUN)
+_SKIP = {"type": ["object", "null"], "required": ["reason", "by", "at"],
+         "properties": {"reason": _MAYBE_TEXT, "by": {"type": "string"}, "at": _TIME}}
+OCCURRENCE = _object(scheduled_for=_TIME, run={**RUN, "type": ["object", "null"]}, skipped={"type": "boolean"}, skip=_SKIP)
+SCHEDULE_DESCRIBED = {"type": ["object", "null"], "required": ["cron", "timezone", "in_words", "next"],
+                      "properties": {"cron": {"type": "string"}, "timezone": {"type": "string"},
+                                     "in_words": {"type": "string"}, "next": _MAYBE_TIME}}
+OCCURRENCES = _object(schedule=SCHEDULE_DESCRIBED, occurrences={"type": "array", "items": OCCURRENCE},
+                      next_from=_MAYBE_TIME)
+SKIPPED = _object(occurrence=OCCURRENCE, cancelled_run={**RUN, "type": ["object", "null"]})
+UNSKIPPED = _object(occurrence=OCCURRENCE)
+_SECONDS = {"type": "integer", "minimum": 0}
+_MAYBE_SECONDS = {"type": ["integer", "null"], "minimum": 0}
+_WAITS_FOR = {"type": ["string", "null"], "enum": ["person", "game", "time", None]}
+REHEARSAL = _object(
+    steps={"type": "array", "items": _object(
+        phase=_INT, seq=_INT, action={"type": "string"}, says=_MAYBE_TEXT, earliest_offset_seconds=_SECONDS,
+        waits_for=_WAITS_FOR, timeout_seconds=_MAYBE_SECONDS)},
+    phases={"type": "array", "items": _object(
+        number=_INT, name={"type": "string"}, kind={"type": "string", "enum": [k.value for k in PhaseKind]},
+        advance={"type": "string"}, waits_for=_WAITS_FOR, timeout_seconds=_MAYBE_SECONDS,
+        earliest_start_seconds=_SECONDS, earliest_end_seconds=_SECONDS, latest_end_seconds=_MAYBE_SECONDS)},
+    shortest_seconds=_SECONDS,
+    longest_seconds=_MAYBE_SECONDS,
+    warnings={"type": "array", "items": WARNING},
+)
 ACTIONS = _object(actions={"type": "array", "items": ACTION})
 HEALTH = _object(ok={"const": True})
 

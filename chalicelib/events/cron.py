@@ -136,6 +136,42 @@ def timezone_problems(name: str) -> list[str]:
     return [f"{name!r} is not an IANA time zone name (such as 'Europe/Berlin' or 'UTC')"]
 
 
+# ── in words ───────────────────────────────────────────────────────────────
+_DAY_NAMES = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def in_words(expression: str) -> str:
+    """A valid expression as a person says it ("every Friday at 20:00"); forms without a short reading
+    (steps in hours, lists of months, …) are given as the cron itself."""
+    minute, hour, day, month, weekday = expression.lower().split()
+    fixed = minute.isdigit() and hour.isdigit()
+    if fixed and day == month == "*":
+        at = f"at {int(hour):02d}:{int(minute):02d}"
+        days = _weekdays_in_words(weekday)
+        if days is not None:
+            return f"every {days} {at}"
+    if fixed and day.isdigit() and month == weekday == "*":
+        return f"on day {int(day)} of every month at {int(hour):02d}:{int(minute):02d}"
+    if minute.isdigit() and hour == day == month == weekday == "*":
+        return f"every hour at minute {int(minute)}"
+    if minute.startswith("*/") and hour == day == month == weekday == "*":
+        return f"every {int(minute[2:])} minutes"
+    return f"at the times of the cron {expression!r}"
+
+
+def _weekdays_in_words(field: str) -> str | None:
+    if field == "*":
+        return "day"
+    names = [_value(_FIELDS[4], part) for part in field.split(",")]
+    if all(n is not None for n in names):
+        return " and ".join(_DAY_NAMES[n] for n in names if n is not None)
+    first, dash, last = field.partition("-")
+    low, high = _value(_FIELDS[4], first), _value(_FIELDS[4], last)
+    if dash and low is not None and high is not None:
+        return f"{_DAY_NAMES[low]} to {_DAY_NAMES[high]}"
+    return None
+
+
 # ── occurrences ────────────────────────────────────────────────────────────
 @dataclass(frozen=True)
 class Schedule:

@@ -136,10 +136,11 @@ def _schema_problems(schema: dict[str, Any], value: Any, path: str) -> list[str]
     return [p for p in [first_error(schema, value, path)] if p]
 
 
-def _step_problems(step: dict[str, Any], path: str) -> list[str]:
-    spec = registry.lookup(step["action"])
-    if spec is None:
-        return [f"{path}.action: no action {step['action']!r} (core.wait, core.cue, core.announce or module.name)"]
+def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[str] | None) -> list[str]:
+    action = step["action"]
+    spec = registry.lookup(action)
+    if spec is None or (not spec.core and module_actions is not None and action not in module_actions):
+        return [f"{path}.action: {_unknown_action(action, module_actions)}"]
     problems = []
     version = step.get("version", 1)
     if spec.versions and version not in spec.versions:
@@ -149,6 +150,29 @@ def _step_problems(step: dict[str, Any], path: str) -> list[str]:
     if len(json.dumps(params)) > MAX_PARAMS_BYTES:
         problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes")
     return problems
+
+
+def _unknown_action(action: str, module_actions: frozenset[str] | None) -> str:
+    """Why `action` is no action a step may use, with the nearest one that is (a typo'd `wrold.spawn`)."""
+    import difflib  # with the first unknown action, not with the app
+
+    known = [*registry.CORE_ACTIONS, *sorted(module_actions or ())]
+    nearest = difflib.get_close_matches(action, known, n=1, cutoff=0.6)
+    hint = f"; did you mean `{nearest[0]}`?" if nearest else ""
+    shown = action if len(action) <= 60 else action[:59] + "…"
+    if module_actions is not None and registry.lookup(action) is not None:
+        return f"no action {shown!r}: the game bridge declares no such module action (EVENT_MODULE_ACTIONS){hint}"
+    return f"no action {shown!r}{hint or ' (core.wait, core.cue, core.announce or module.name)'}"
+
+
+def undeclared_warnings(document: dict[str, Any], module_actions: frozenset[str] | None) -> list[dict[str, str]]:
+    """A saved document's warnings: with no module actions declared, its module actions go to the bridge unchecked."""
+    sent = sorted({step["action"] for _, step in _authored_steps(document) if step["action"] not in registry.CORE_ACTIONS})
+    if module_actions is not None or not sent:
+        return []
+    return [{"code": "module_actions_undeclared",
+             "message": f"EVENT_MODULE_ACTIONS is not set, so {', '.join(sent)} cannot be checked: each goes to the game"
+                        " bridge as written; declare the actions the bridge serves to have a typo refused when saved"}]
 
 
 def _schedule_problems(schedule: dict[str, Any]) -> list[str]:
@@ -214,14 +238,15 @@ def _advance_problems(document: dict[str, Any]) -> list[str]:
     return problems
 
 
-def validate(document: Any) -> dict[str, Any]:
-    """The document with its defaults filled in, or Invalid listing every problem."""
+def validate(document: Any, module_actions: frozenset[str] | None = None) -> dict[str, Any]:
+    """The document with its defaults filled in, or Invalid listing every problem. `module_actions`: the module
+    actions the game bridge declares (EVENT_MODULE_ACTIONS), any other refused; None: any `module.name`."""
     problems = _schema_problems(DOCUMENT_SCHEMA, document, "document")
     if isinstance(document, dict):
         problems += _advance_problems(document)
         for path, step in _authored_steps(document):
             if first_error(STEP_SCHEMA, step, path) is None:
-                problems += _step_problems(step, path)
+                problems += _step_problems(step, path, module_actions)
         schedule = document.get("schedule")
         if isinstance(schedule, dict):
             problems += _schedule_problems(schedule)

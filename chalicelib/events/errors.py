@@ -8,7 +8,9 @@
      │                              (detail: run_status, and step_status / step_parked for a step's control)
      ├── Stale                      a control's If-Match (or `expected`) names a state the run or step has left
      │                              (detail: the statuses now, and the current etag)
-     └── KeyReused                  an Idempotency-Key pressed before with another control, or over 24 h ago
+     ├── KeyReused                  an Idempotency-Key pressed before with another control, or over 24 h ago
+     └── Clash                      the change collides with a row that stands: a name another definition
+                                    holds (detail: definition_id, definition_name), a skipped occurrence (skipped)
     ValueError
      ├── InvalidCron                a schedule that is not standard five-field cron, or an unknown time zone
      └── UnreadableDocument         a stored document the runner cannot walk
@@ -75,6 +77,10 @@ class Stale(EngineError):
 
 class KeyReused(EngineError):
     pass
+
+
+class Clash(EngineError):
+    """What the change collides with travels beside the message (`detail`)."""
 
 
 class InvalidCron(ValueError):

@@ -332,6 +332,24 @@ class Definition:
 
 
 @dataclass(frozen=True)
+class OccurrenceSkip:
+    """An occurrence of a recurring definition a person marked not to be run."""
+
+    definition_id: int
+    scheduled_for: datetime
+    reason: str | None
+    skipped_by: str
+    skipped_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> OccurrenceSkip:
+        return cls(**row)
+
+    def public(self) -> dict[str, Any]:
+        return {"reason": self.reason, "by": self.skipped_by, "at": iso(self.skipped_at)}
+
+
+@dataclass(frozen=True)
 class Recurrence:
     """What the planner needs of a definition whose current version recurs."""
 

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from ..db import Database, Tx, must_exist
 from . import journal
 from .document import grace_seconds_of
-from .errors import Conflict, Invalid, NotFound
+from .errors import Clash, Conflict, Invalid, NotFound
 from .model import DefinitionVersion, Run, RunStatus
 from .store import definitions as store
 from .store import log, runs
@@ -24,8 +24,9 @@ MAX_SCHEDULE_AHEAD = timedelta(days=366)
 
 def schedule_occurrence(
     tx: Tx, version: DefinitionVersion, scheduled_for: datetime, *, actor: str, cause: str, now: datetime
-) -> tuple[Run, bool]:
-    """The run of this version at `scheduled_for`: (run, created)."""
+) -> tuple[Run | None, bool]:
+    """The run of this version at `scheduled_for`: (run, created); (None, False) for an occurrence a person
+    skipped (the INSERT is guarded on it: the planner never creates one)."""
     run, created = runs.insert_occurrence(
         tx,
         definition_id=version.definition_id,
@@ -35,7 +36,7 @@ def schedule_occurrence(
         now=now,
     )
     if created:
-        log.append(tx, journal.run_status(run.id, None, None, RunStatus.SCHEDULED, actor=actor, cause=cause), now)
+        log.append(tx, journal.run_status(must_exist(run).id, None, None, RunStatus.SCHEDULED, actor=actor, cause=cause), now)
     return run, created
 
 
@@ -68,6 +69,9 @@ def schedule_run(
                 " the run could only be missed"
             )
         run, created = schedule_occurrence(tx, version, scheduled_for, actor=actor, cause=f"scheduled by {actor}", now=now)
+        if run is None:
+            raise Clash(f"the occurrence at {scheduled_for:%Y-%m-%dT%H:%M:%SZ} is skipped; unskip it to schedule its run",
+                        detail={"skipped": True})
         if run.status.terminal:
             raise Conflict(
                 f"the run of this occurrence (run {run.id}) is {run.status.value} and will not run again;"

@@ -22,6 +22,9 @@ DEFINITIONS = "chalicelib/events/store/definitions.py"
 OCCURRENCES = "chalicelib/events/occurrences.py"
 DB = "chalicelib/db.py"
 SCHEDULING = "chalicelib/events/occurrences.py"
+CALENDAR = "chalicelib/events/calendar.py"
+SKIPS = "chalicelib/events/store/skips.py"
+NAME_KEY = "chalicelib/migrations/0044.event-definitions-name-unique.sql"
 
 G_LEASES = "tests/test_guard_leases.py"
 G_PHASES = "tests/test_guard_phases.py"
@@ -46,6 +49,8 @@ RUNNER_SCHEDULE = "tests/test_runner_schedule.py"
 RUNNER_CANCELLED = "tests/test_runner_cancelled_in_flight.py"
 RUNNER_HOSTILE = "tests/test_runner_bridge_hostile.py"
 API_DEFINITIONS = "tests/test_api_definitions.py"
+API_AUTHORING = "tests/test_api_authoring.py"
+API_CALENDAR = "tests/test_api_calendar.py"
 RUNNER_WAKE = "tests/test_runner_wake_times.py"
 RUNNER_PHASES = "tests/test_runner_phases.py"
 CONTROLS_ADVANCE = "tests/test_controls_advance.py"
@@ -211,16 +216,36 @@ MUTATIONS: list[Mutation] = [
              "WHERE id = %s AND current_version = %s AND (planned_through <=> %s OR TRUE)",
              (G_PLANNING,)),
     _commit_first("scheduling-commits-before-its-log-row", OCCURRENCES,
-                  "        log.append(tx, journal.run_status(run.id, None, None, RunStatus.SCHEDULED, actor=actor, cause=cause), now)\n",
+                  "        log.append(tx, journal.run_status(must_exist(run).id, None, None, RunStatus.SCHEDULED, actor=actor, cause=cause), now)\n",
                   "        ", (G_PLANNING,)),
     Mutation("reschedule-a-finished-occurrence", SCHEDULING,
              "        if run.status.terminal:\n            raise Conflict(",
              "        if False:\n            raise Conflict(",
              (API_DEFINITIONS,)),
+    # ── authoring and the calendar: unique names, skipped occurrences ────
+    Mutation("definition-names-not-unique", NAME_KEY,
+             "ADD UNIQUE KEY event_definitions_name (name)",
+             "ADD KEY event_definitions_name (name)",
+             (API_AUTHORING,)),
+    Mutation("planner-plans-a-skipped-occurrence", RUNS,
+             "WHERE NOT EXISTS (SELECT 1 FROM event_occurrence_skips",
+             "WHERE TRUE OR NOT EXISTS (SELECT 1 FROM event_occurrence_skips",
+             (API_CALENDAR,)),
+    Mutation("skip-leaves-its-run-scheduled", CALENDAR,
+             "        if run is not None:\n            if not runs.transition(",
+             "        if False:\n            if not runs.transition(",
+             (API_CALENDAR,)),
+    _commit_first("skip-commits-before-its-log-row", CALENDAR,
+                  '            log.append(tx, journal.run_control(run, "skip_occurrence", RunStatus.CANCELLED, actor, reason=note,\n',
+                  "            ", (API_CALENDAR,)),
+    Mutation("unskip-after-the-occurrence-is-due", SKIPS,
+             "AND scheduled_for = %s AND scheduled_for > %s",
+             "AND scheduled_for = %s AND (scheduled_for > %s OR TRUE)",
+             (API_CALENDAR,)),
     # ── wake times: early, never late; none for a run only a person moves ─
     Mutation("schedule-without-a-wake", RUNS,
-             "VALUES (%s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s)",
-             "VALUES (%s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, IF(%s IS NULL, NULL, NULL))",
+             "SELECT %s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s FROM DUAL",
+             "SELECT %s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, IF(%s IS NULL, NULL, NULL) FROM DUAL",
              (RUNNER_WAKE,)),
     Mutation("run-claim-leaves-no-wake-for-a-dead-worker", RUNS,
              "SET claimed_by = %s, claim_expires_at = %s, wake_at = %s",

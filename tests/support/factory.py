@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime
 
 from chalicelib.db import Database, Tx, must_exist
+from chalicelib.events.errors import Clash
 from chalicelib.events.model import DUE, Definition, OnFailure, Run, RunStatus, Step, StepSpec
 from chalicelib.events.store import definitions, runs, steps
 
+_SERIAL = itertools.count(1)
 ANNOUNCE = {"action": "core.announce", "params": {"message": "hello"}}
 
 
@@ -23,7 +26,12 @@ def document(phases: list[list[dict]] | None = None, ending: list[dict] | None =
 
 
 def make_definition(db: Database, now: datetime, doc: dict | None = None, actor: str = "tester"):
-    return db.transaction(lambda tx: definitions.create(tx, doc or document(), actor=actor, now=now))
+    """A new definition of `doc`; a name another holds gets a serial number (tests reuse their documents)."""
+    doc = doc or document()
+    try:
+        return db.transaction(lambda tx: definitions.create(tx, doc, actor=actor, now=now))
+    except Clash:
+        return make_definition(db, now, {**doc, "name": f"{doc['name']} #{next(_SERIAL)}"}, actor)
 
 
 def make_run(
@@ -51,7 +59,7 @@ def insert_run(
     current_phase: int | None = None,
 ) -> Run:
     """`make_run`'s run, in `tx`: a test that needs many builds them in one transaction (one commit)."""
-    run, _ = runs.insert_occurrence(
+    inserted, _ = runs.insert_occurrence(
         tx,
         definition_id=definition.id,
         definition_version=definition.current_version,
@@ -59,6 +67,7 @@ def insert_run(
         grace_seconds=300,
         now=now,
     )
+    run = must_exist(inserted)
     tx.execute(
         # A run no timer moves has no wake time, as the store's own moves leave it.
         # A terminal run has its finished_at (a CHECK holds it).

@@ -79,7 +79,7 @@ def schedule(db: Database, now: datetime, doc: dict, *, scheduled_for: datetime 
             now=now,
         )
     )
-    return run
+    return must_exist(run)
 
 
 def log_of(db: Database, run_id: int) -> list[LogEntry]:

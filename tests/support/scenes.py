@@ -52,8 +52,9 @@ def runs_each_with_a_step_in(db: Database, now, status: RunStatus, state: str, c
 
     def build(tx: Tx) -> list[tuple[Run, Step, int | None]]:
         built = []
-        for _ in range(count):
-            run = insert_run(tx, definitions.create(tx, document(), actor="tester", now=now), now, status=status, current_phase=1)
+        for i in range(count):
+            run = insert_run(tx, definitions.create(tx, document(name=f"Scene {i}"), actor="tester", now=now), now,
+                             status=status, current_phase=1)
             first, target, _ = steps.materialise_phase(tx, run.id, 1, specs(*["world.spawn"] * 3))
             for s, columns in ((first, step_columns("done", now)), (target, step_columns(state, now))):
                 assignments = ", ".join(f"{k} = %s" for k in columns)

@@ -5,6 +5,7 @@
 // function that stops them (their pollers), called when the address changes.
 
 import { ApiError, call, configure, get } from './api.js';
+import { calendarView } from './calendar.js';
 import { definitionsView, definitionView, newDefinitionView } from './definitions.js';
 import { listenForShortcuts } from './keys.js';
 import { runView } from './run.js';
@@ -23,6 +24,7 @@ const ROUTES = [
   [/^#\/definitions\/new$/, newDefinitionView],
   [/^#\/definitions\/(\d+)$/, definitionView],
   [/^#\/definitions$/, definitionsView],
+  [/^#\/calendar(?:\?(.*))?$/, calendarView],
   [/^#\/runs(?:\?(.*))?$/, runsView],
 ];
 

@@ -4,8 +4,10 @@
 // between two versions (diff.js), and scheduling a run.
 
 import { ApiError, get, neededRoles, post, put } from './api.js';
+import { scheduleInWords } from './calendar.js';
 import { versionsDiff } from './diff.js';
 import { documentEditor } from './editor.js';
+import { timelinePanel } from './timeline.js';
 import { ask, el, focus, fullTime, heading, notice, table, when } from './ui.js';
 
 const TEMPLATE = {
@@ -21,7 +23,7 @@ function adminsOnly(main, ctx) {
   return true;
 }
 
-function explain(error, what) {
+export function explain(error, what) {
   if (!(error instanceof ApiError) || error.status === 401) return;
   if (error.status === 403) {
     notice(`Not allowed: ${what} needs the role ${neededRoles(error).join(' or ') || 'admin'}.`, 'error');
@@ -48,7 +50,7 @@ export function definitionsView(main, ctx) {
 }
 
 // The document editor (editor.js: forms, or JSON one tab away), its problems beside each field, and Save.
-function editor(main, { titleText, initial, save, saved }) {
+function editor(main, { titleText, initial, save, saved, definitionId = null }) {
   const edited = documentEditor(initial);
   const form = el('form', {
     class: 'editor',
@@ -71,7 +73,7 @@ function editor(main, { titleText, initial, save, saved }) {
       }
     },
   },
-  edited.node,
+  el('div', { class: 'editor-grid' }, edited.node, definitionId ? timelinePanel(definitionId, edited.node, initial) : null),
   el('div', { class: 'buttons' }, el('button', { type: 'submit', class: 'primary', id: 'save-document' }, 'Save')));
   main.replaceChildren(heading(1, titleText), form);
   focus(main.querySelector('h1'));
@@ -158,6 +160,7 @@ export function definitionView(main, ctx, idText) {
           initial: current,
           save: (document) => put(`/definitions/${definitionId}`, document),
           saved: () => { ctx.definitions({ fresh: true }); definitionView(main, ctx, String(definitionId)); },
+          definitionId,
         });
       } catch (error) {
         explain(error, 'Reading the current version');
@@ -181,6 +184,7 @@ export function definitionView(main, ctx, idText) {
       heading(1, definition.name),
       el('p', {}, `Current version ${definition.current_version}`, definition.schedule_cron ? ['; schedule ', el('code', {}, definition.schedule_cron)] : '', '. ',
         el('a', { href: `#/runs?definition=${definitionId}` }, 'Its runs')),
+      scheduleInWords(definitionId),
       el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'add-version', onclick: addVersion }, 'Add a version'),
         el('button', { type: 'button', id: 'duplicate-definition', onclick: duplicate }, 'Duplicate as a new definition')),
       scheduleForm(definition),

@@ -11,16 +11,13 @@ handler runs (`params_problem`), so a step that validated runs as written.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ...config import MODULE_ACTION_ID as MODULE_ACTION_ID  # matched whole (fullmatch)
 from ...schema_check import checker, unknown_fields
-
-# Matched whole (fullmatch): "world.spawn\n" is not an action id.
-MODULE_ACTION_ID = re.compile(r"[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}")
 
 
 @dataclass(frozen=True)

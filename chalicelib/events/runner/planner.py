@@ -10,7 +10,9 @@ created (a new version clears the mark). Of those:
   to log them on;
 - the others become runs of the current version, nearest now first, at most
   `MAX_OCCURRENCES_PER_TICK` per definition; older ones beyond that are skipped
-  the same way, later ones wait for the next tick.
+  the same way, later ones wait for the next tick;
+- one a person skipped (`calendar.skip`) gets no run: the run's INSERT is guarded
+  on its skip (`runs.insert_occurrence`), and the mark moves past it all the same.
 
 One transaction per definition moves the mark (compare-and-set on the value
 read) and creates the runs, so overlapping ticks plan each occurrence once.

@@ -1,5 +1,9 @@
 """event_definitions and event_definition_versions: authored events, immutable versions.
 
+A definition's name is its own: the unique key `event_definitions_name` (migration 0044,
+case-insensitive by the column's collation) refuses a second holder, and the refusal
+names the first.
+
 Validation of the document is `events.document`'s job; this module stores
 what it is given.
 """
@@ -8,9 +12,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...db import Tx, must_exist
+from ..errors import Clash
 from ..model import Definition, DefinitionVersion, Recurrence, VersionSummary
 
 COLUMNS = "id, name, current_version, schedule_cron, created_by, created_at, updated_at"
@@ -19,13 +24,16 @@ VERSION_COLUMNS = f"{SUMMARY_COLUMNS}, document"
 
 
 def create(tx: Tx, document: dict[str, Any], *, actor: str | None, now: datetime) -> Definition:
-    """A new definition at version 1."""
-    tx.execute(
-        """INSERT INTO event_definitions
+    """A new definition at version 1; Clash if another definition holds its name (the unique key
+    `event_definitions_name` is the guard: INSERT IGNORE inserts nothing then)."""
+    inserted = tx.execute(
+        """INSERT IGNORE INTO event_definitions
              (name, current_version, schedule_cron, schedule_timezone, created_by, created_at, updated_at)
            VALUES (%s, 1, %s, %s, %s, %s, %s)""",
         (document["name"], *_schedule(document), actor, now, now),
     )
+    if inserted != 1:
+        raise _taken(tx, document["name"], None)
     definition_id = tx.last_insert_id
     _insert_version(tx, definition_id, 1, document, actor, now)
     return must_exist(get(tx, definition_id))
@@ -37,19 +45,41 @@ def add_version(tx: Tx, definition_id: int, document: dict[str, Any], *, actor: 
     The version number comes from the definition row's own counter, raised by
     the UPDATE that also locks the row, so two concurrent edits get two versions.
     The new version is planned from its own creation on, so planned_through is cleared.
+    A name another definition holds is a Clash (UPDATE IGNORE leaves the row as it was then).
     """
     changed = tx.execute(
-        """UPDATE event_definitions
+        """UPDATE IGNORE event_definitions
               SET current_version = current_version + 1, name = %s, schedule_cron = %s, schedule_timezone = %s,
                   planned_through = NULL, updated_at = %s
             WHERE id = %s""",
         (document["name"], *_schedule(document), now, definition_id),
     )
     if changed != 1:
-        return None
+        if get(tx, definition_id) is None:
+            return None
+        raise _taken(tx, document["name"], definition_id)
     definition = must_exist(get(tx, definition_id))
     _insert_version(tx, definition_id, definition.current_version, document, actor, now)
     return definition
+
+
+def _taken(tx: Tx, name: str, definition_id: int | None) -> Clash:
+    """The refusal naming the definition that holds `name`, compared as the unique key compares it."""
+    holder = must_exist(tx.one("SELECT id, name FROM event_definitions WHERE name = %s AND id <> %s LOCK IN SHARE MODE",
+                               (name, definition_id or 0)))
+    return Clash(f"the name {name!r} is taken by definition {holder['id']} ({holder['name']!r}); definition names"
+                 " are unique, whatever their case", detail={"definition_id": holder["id"], "definition_name": holder["name"]})
+
+
+class Planned(NamedTuple):
+    through: datetime | None  # every occurrence up to then is planned; None: none yet
+
+
+def lock_planning(tx: Tx, definition_id: int) -> Planned | None:
+    """Lock the definition's row, as the planner's mark does (`mark_planned`), and read how far it is planned;
+    None if there is no such definition."""
+    row = tx.one("SELECT planned_through FROM event_definitions WHERE id = %s FOR UPDATE", (definition_id,))
+    return None if row is None else Planned(row["planned_through"])
 
 
 def get(tx: Tx, definition_id: int) -> Definition | None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
-from ...db import Tx, must_exist, placeholders
+from ...db import Tx, placeholders
 from .. import waiting
 from ..lifecycle import WORKING, RunSQL, RunStatus, StepSQL, Wake, writes
 from ..model import Run, is_whole_number, kept_note
@@ -34,6 +34,16 @@ def occurrence_key(definition_id: int, scheduled_for: datetime) -> str:
 
 
 # ── reads ──────────────────────────────────────────────────────────────────
+def of_occurrences(tx: Tx, definition_id: int, times: list[datetime]) -> dict[datetime, Run]:
+    """The runs of these occurrences of a definition (those that have one), by their time: one read of the
+    occurrence key's unique index."""
+    if not times:
+        return {}
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key IN %s",  # noqa: S608 — COLUMNS is a constant; the keys are parameters
+                  ([occurrence_key(definition_id, t) for t in times],))
+    return {run.scheduled_for: run for run in map(Run.from_row, rows)}
+
+
 def get(tx: Tx, run_id: int, *, for_update: bool = False) -> Run | None:
     """The run; `for_update` locks it so a control reads the status it will act on."""
     lock = " FOR UPDATE" if for_update else ""
@@ -140,11 +150,13 @@ def insert_occurrence(
     scheduled_for: datetime,
     grace_seconds: int,
     now: datetime,
-) -> tuple[Run, bool]:
+) -> tuple[Run | None, bool]:
     """Create the run for one occurrence, or find the one already there.
 
     Returns (run, created). INSERT IGNORE on the occurrence key, so two planners
-    (overlapping ticks, a double-clicked button) end with one run.
+    (overlapping ticks, a double-clicked button) end with one run. The INSERT is
+    guarded on the occurrence not being skipped (`event_occurrence_skips`): for a
+    skipped one nothing is inserted and the run is None (unless one was there before).
     """
     if not is_whole_number(grace_seconds, at_least=0):
         raise ValueError(f"grace_seconds must be a non-negative whole number, got {grace_seconds!r}")
@@ -153,14 +165,17 @@ def insert_occurrence(
         f"""INSERT IGNORE INTO event_runs
              (definition_id, definition_version, occurrence_key, status, scheduled_for,
               grace_seconds, health, created_at, updated_at, wake_at)
-           VALUES (%s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s)""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
-        (definition_id, definition_version, key, scheduled_for, grace_seconds, now, now, scheduled_for),
+           SELECT %s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s FROM DUAL
+            WHERE NOT EXISTS (SELECT 1 FROM event_occurrence_skips
+                               WHERE definition_id = %s AND scheduled_for = %s)""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
+        (definition_id, definition_version, key, scheduled_for, grace_seconds, now, now, scheduled_for,
+         definition_id, scheduled_for),
     )
     # A locking read sees the latest committed row: under REPEATABLE READ a plain
     # SELECT would read this transaction's older snapshot and miss a run that a
     # concurrent planner inserted (and that our INSERT IGNORE waited for).
     row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s LOCK IN SHARE MODE", (key,))  # noqa: S608 — COLUMNS is a constant; the occurrence key is a parameter
-    return Run.from_row(must_exist(row)), created == 1
+    return (Run.from_row(row) if row else None), created == 1
 
 
 class RunChanges(TypedDict, total=False):

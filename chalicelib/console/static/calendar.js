@@ -1,0 +1,133 @@
+// The calendar: every recurring definition's occurrences in a month (the viewer's zone), each with its
+// run and skipped ones marked; admins skip and unskip them here. And a definition's schedule in words
+// ("every Friday at 20:00, Europe/Berlin; next: Fri 4 Dec, 20:00"), as GET …/occurrences says it.
+
+import { get, post } from './api.js';
+import { explain } from './definitions.js';
+import { ask, badge, el, focus, heading, notice } from './ui.js';
+
+const MONTH = new Intl.DateTimeFormat(undefined, { month: 'long', year: 'numeric' });
+const TIME = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
+
+const pad = (n) => String(n).padStart(2, '0');
+const monthParam = (day) => `${day.getFullYear()}-${pad(day.getMonth() + 1)}`;
+const dayKey = (day) => `${monthParam(day)}-${pad(day.getDate())}`;
+
+function firstOfMonth(query) {
+  const asked = /(?:^|&)month=(\d{4})-(\d{2})(?:&|$)/.exec(query || '');
+  const today = new Date();
+  return asked ? new Date(Number(asked[1]), Number(asked[2]) - 1, 1) : new Date(today.getFullYear(), today.getMonth(), 1);
+}
+
+function occurrencesPath(definitionId, from, to) {
+  return `/definitions/${definitionId}/occurrences?from=${encodeURIComponent(from.toISOString())}`
+    + `&to=${encodeURIComponent(to.toISOString())}`;
+}
+
+// A definition's schedule in words, for its page: filled in once the API answers.
+export function scheduleInWords(definitionId) {
+  const line = el('p', { id: 'schedule-words' });
+  get(`/definitions/${definitionId}/occurrences`).then(({ schedule }) => {
+    line.replaceChildren(...(schedule ? ['Schedule: ', schedule.in_words, ' (', el('a', { href: '#/calendar' }, 'calendar'), ')']
+      : [el('span', { class: 'muted' }, 'No schedule: its runs are scheduled by hand.')]));
+  }).catch((error) => explain(error, 'Reading the schedule'));
+  return line;
+}
+
+function occurrenceItem(definition, occurrence, { admin, reload }) {
+  const at = new Date(occurrence.scheduled_for);
+  const path = `/definitions/${definition.id}/occurrences/${occurrence.scheduled_for}`;
+  const item = el('li', {
+    class: occurrence.skipped ? 'occurrence occurrence-skipped' : 'occurrence',
+    'data-definition': definition.id, 'data-occurrence': occurrence.scheduled_for, 'data-skipped': String(occurrence.skipped),
+  }, el('time', { datetime: occurrence.scheduled_for }, TIME.format(at)), ' ', definition.name);
+  if (occurrence.skipped) {
+    const why = occurrence.skip?.reason ? `: ${occurrence.skip.reason}` : '';
+    item.append(' ', el('span', { class: 'badge badge-skipped' }, `⊘ skipped${why}`));
+  }
+  if (occurrence.run) {
+    item.append(' ', el('a', { href: `#/runs/${occurrence.run.id}` }, `run ${occurrence.run.id}`), ' ', badge(occurrence.run.status));
+  }
+  const ahead = at > new Date();
+  const live = !occurrence.run || occurrence.run.status === 'scheduled';
+  if (admin && ahead && live) {
+    const act = async () => {
+      try {
+        if (occurrence.skipped) {
+          await post(`${path}/unskip`, {});
+          notice(`${definition.name} at ${TIME.format(at)} will run after all.`, 'ok');
+        } else {
+          const reason = await ask({ title: `Skip ${definition.name} on ${at.toDateString()}, ${TIME.format(at)}?`,
+            label: 'Why (shown on the calendar)', action: 'Skip this occurrence' });
+          if (reason === null) return;
+          await post(`${path}/skip`, { reason });
+          notice(`${definition.name} at ${TIME.format(at)} is skipped${occurrence.run ? '; its run is cancelled' : ''}.`, 'ok');
+        }
+        reload();
+      } catch (error) {
+        explain(error, occurrence.skipped ? 'Unskipping' : 'Skipping');
+      }
+    };
+    item.append(' ', el('button', { type: 'button', class: 'small', 'data-occurrence-action': occurrence.skipped ? 'unskip' : 'skip', onclick: act },
+      occurrence.skipped ? 'Unskip' : 'Skip'));
+  }
+  return item;
+}
+
+function monthGrid(first, listed, context) {
+  const byDay = new Map();
+  for (const { definition, answer } of listed) {
+    for (const occurrence of answer.occurrences) {
+      const key = dayKey(new Date(occurrence.scheduled_for));
+      if (!byDay.has(key)) byDay.set(key, []);
+      byDay.get(key).push([definition, occurrence]);
+    }
+  }
+  const day = new Date(first);
+  day.setDate(1 - ((first.getDay() + 6) % 7)); // the Monday on or before the first
+  const weeks = [];
+  while (weeks.length === 0 || day.getMonth() === first.getMonth()) {
+    const cells = [];
+    for (let i = 0; i < 7; i += 1, day.setDate(day.getDate() + 1)) {
+      const today = byDay.get(dayKey(day)) || [];
+      today.sort((a, b) => a[1].scheduled_for.localeCompare(b[1].scheduled_for));
+      cells.push(el('td', { class: day.getMonth() === first.getMonth() ? 'day' : 'day other-month', 'data-day': dayKey(day) },
+        el('div', { class: 'day-number', 'data-weekday': WEEKDAYS[i] }, String(day.getDate())),
+        today.length ? el('ul', { class: 'occurrences' }, today.map(([d, o]) => occurrenceItem(d, o, context))) : null));
+    }
+    weeks.push(el('tr', {}, cells));
+  }
+  return el('div', { class: 'table-wrap' }, el('table', { class: 'calendar' },
+    el('caption', {}, `Occurrences in ${MONTH.format(first)}, in your time zone`),
+    el('thead', {}, el('tr', {}, WEEKDAYS.map((name) => el('th', { scope: 'col' }, name)))),
+    el('tbody', {}, weeks)));
+}
+
+export function calendarView(main, ctx, query) {
+  const first = firstOfMonth(query);
+  const next = new Date(first.getFullYear(), first.getMonth() + 1, 1);
+  const previous = new Date(first.getFullYear(), first.getMonth() - 1, 1);
+  const grid = el('div', { id: 'calendar-month', 'aria-live': 'polite' }, el('p', { class: 'muted' }, 'Loading…'));
+  main.replaceChildren(heading(1, `Calendar: ${MONTH.format(first)}`),
+    el('p', { class: 'buttons' },
+      el('a', { href: `#/calendar?month=${monthParam(previous)}`, id: 'calendar-previous' }, `← ${MONTH.format(previous)}`),
+      el('a', { href: `#/calendar?month=${monthParam(next)}`, id: 'calendar-next' }, `${MONTH.format(next)} →`)),
+    grid);
+  let stopped = false;
+  const load = async () => {
+    try {
+      const recurring = (await ctx.definitions({ fresh: true })).filter((d) => d.schedule_cron);
+      const listed = await Promise.all(recurring.map(async (definition) => (
+        { definition, answer: await get(occurrencesPath(definition.id, first, next)) })));
+      if (stopped) return;
+      grid.replaceChildren(recurring.length ? monthGrid(first, listed, { admin: ctx.session().may.define, reload: load })
+        : el('p', {}, 'No definition has a schedule yet.'));
+    } catch (error) {
+      explain(error, 'Reading the calendar');
+    }
+  };
+  load();
+  focus(main.querySelector('h1'));
+  return () => { stopped = true; };
+}

@@ -1,0 +1,188 @@
+"""Rehearsal's projected timeline: what a version will do and how long it may take, from its document
+alone, before it runs in front of players. It reads the clock and nothing else, and writes nothing.
+
+The walk is the runner's (`document.programme_of`): the phases in order, then the ending, each phase's
+steps one after another. Offsets count seconds from the run's start.
+
+- Earliest: every person and the game answer at once. A module action takes 0 s, an announcement 0 s, a
+  cue is confirmed at once; a `core.wait` of s holds the *next* step of its phase s seconds (a wait that
+  ends its phase holds nothing: the runner holds only a next step); a manual phase is advanced, and a
+  signal arrives, as its steps finish. A time limit that closes the phase (`on_timeout: advance`) ends it
+  at the limit if its steps would take longer; `after` ends it at exactly its seconds.
+- Latest: people and the game take as long as they may. A cue waits until its `timeout_seconds`, a phase
+  until its own `timeout_seconds`; without one it is unbounded (null), and so is a limit that pauses the
+  run (`on_timeout: pause`: the run then waits for a person). Failures and retries are not projected.
+
+A cue's attention fields are read from its params (`core.cue`: `timeout_seconds` with `on_timeout`,
+`remind_after_seconds`, `escalate_after_seconds`): a cue waits at most its timeout (unbounded when it then
+pauses the run), and escalates after its own `escalate_after_seconds` or the deployment's
+EVENT_ESCALATE_AFTER_SECONDS (0: never), as does a phase held for a person to advance (`runner/stalls.py`);
+a phase held for a signal is escalated by nothing.
+
+Warnings (`{"code", "message"}`): `overlap` (over the next 100 occurrences within 366 days, in the
+schedule's time zone, the smallest gap between two is less than the shortest run), `overlap_possible`
+(only the longest run, or an unbounded one, exceeds it), `unbounded_wait` (a signal or manual phase, or
+a cue, with neither timeout nor escalation), `night_cue` (a cue whose earliest time falls between 00:00
+and 06:00 local time on one of those occurrences, with no escalation) and `fast_reminder` (a cue that
+reminds in under 60 s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from itertools import islice, pairwise
+from typing import Any
+
+from .calendar import MAX_WINDOW
+from .cron import DEFAULT_TIMEZONE, Schedule
+from .document import PhaseLimit, PhasePlan, programme_of
+from .model import StepSpec
+
+OCCURRENCES_CHECKED = 100
+NIGHT_ENDS_HOUR = 6
+FAST_REMINDER_SECONDS = 60
+_WAITS_FOR_PHASE = {"manual": "person", "signal": "game", "after": "time"}
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+@dataclass
+class _Projection:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    escalate_after_seconds: int = 0  # the deployment's EVENT_ESCALATE_AFTER_SECONDS (0: never)
+    cues: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)  # (where, earliest offset, params)
+
+    def warn(self, code: str, message: str) -> None:
+        self.warnings.append({"code": code, "message": message})
+
+
+def _label(plan: PhasePlan) -> str:
+    return f"phase {plan.number} ({plan.name})"
+
+
+def _step(projection: _Projection, plan: PhasePlan, seq: int, spec: StepSpec, offset: int) -> tuple[int, int | None]:
+    """Record one step at its earliest `offset`; answer (the hold it puts on the next step, its own longest duration)."""
+    params = spec.params
+    says: str | None = None
+    waits_for: str | None = None
+    timeout: int | None = None
+    hold = 0
+    if spec.action_id == "core.announce":
+        says = params.get("message")
+    elif spec.action_id == "core.wait":
+        waits_for, timeout, hold = "time", int(params["seconds"]), int(params["seconds"])
+    elif spec.action_id == "core.cue":
+        says, waits_for = params.get("instruction"), "person"
+        timeout = params.get("timeout_seconds")
+        projection.cues.append((f"{_label(plan)}, step {seq}", offset, params))
+    else:
+        waits_for = "game"  # the bridge's answer, inside the outbound deadline: counted as 0 s
+    projection.steps.append({"phase": plan.number, "seq": seq, "action": spec.action_id, "says": says,
+                             "earliest_offset_seconds": offset, "waits_for": waits_for, "timeout_seconds": timeout})
+    if spec.action_id != "core.cue":
+        return hold, 0
+    return hold, None if params.get("on_timeout") == "pause" else timeout  # a cue waits until its timeout, then pauses or goes on
+
+
+def _longest(advance: str, limit: PhaseLimit | None, steps_longest: int | None) -> int | None:
+    """How long a phase may last at most; None: unbounded."""
+    if advance == "after" and limit is not None:
+        return limit.seconds
+    if advance == "steps_done" and steps_longest is not None and (limit is None or steps_longest <= limit.seconds):
+        return steps_longest  # its steps are done by then, however a limit would act
+    if limit is not None and limit.on_deadline == "close":
+        return limit.seconds
+    return None  # held, or paused at its limit, until a person or the game
+
+
+def _phase(projection: _Projection, plan: PhasePlan, start: int, latest_start: int | None) -> tuple[int, int | None]:
+    """Project one phase opening at `start` (earliest) and `latest_start`; answer its earliest and latest end."""
+    cursor, hold = start, 0
+    steps_longest: int | None = 0
+    for seq, spec in enumerate(plan.specs, 1):
+        cursor += hold
+        steps_longest = _add(steps_longest, hold)
+        hold, longest = _step(projection, plan, seq, spec, cursor)
+        steps_longest = _add(steps_longest, longest)
+    advance = (plan.condition or {}).get("when", "steps_done")
+    limit = plan.limit
+    if advance == "after" and limit is not None:
+        end = start + limit.seconds
+    elif limit is not None and limit.on_deadline == "close":
+        end = min(cursor, start + limit.seconds)
+    else:
+        end = cursor
+    longest_phase = _longest(advance, limit, steps_longest)
+    if limit is None and (advance == "signal" or (advance == "manual" and not projection.escalate_after_seconds)):
+        waited = f"the signal {plan.signal}" if advance == "signal" else "a person to advance it"
+        escalation = "" if advance == "signal" else " and no escalation (EVENT_ESCALATE_AFTER_SECONDS is 0)"
+        projection.warn("unbounded_wait", f"{_label(plan)} waits for {waited} with no timeout_seconds{escalation}:"
+                                          " the run may wait there for ever")
+    latest_end = _add(latest_start, longest_phase)
+    projection.phases.append({"number": plan.number, "name": plan.name, "kind": plan.kind.value, "advance": advance,
+                              "waits_for": _WAITS_FOR_PHASE.get(advance),
+                              "timeout_seconds": limit.seconds if limit and advance != "after" else None,
+                              "earliest_start_seconds": start, "earliest_end_seconds": end,
+                              "latest_end_seconds": latest_end})
+    return end, latest_end
+
+
+def _cue_warnings(projection: _Projection, occurrences: list[datetime], zone: str | None) -> None:
+    from zoneinfo import ZoneInfo  # where a rehearsal reads its schedule, not with the app
+
+    for where, offset, params in projection.cues:
+        escalates = params.get("escalate_after_seconds") is not None or projection.escalate_after_seconds > 0
+        if params.get("timeout_seconds") is None and not escalates:
+            projection.warn("unbounded_wait", f"{where}: the cue waits for a person with neither timeout_seconds nor an"
+                                              " escalation (escalate_after_seconds, EVENT_ESCALATE_AFTER_SECONDS)")
+        remind = params.get("remind_after_seconds")
+        if isinstance(remind, int) and remind < FAST_REMINDER_SECONDS:
+            projection.warn("fast_reminder", f"{where}: the cue reminds after {remind} s (under"
+                                             f" {FAST_REMINDER_SECONDS} s): the channel will be flooded")
+        if escalates or zone is None:
+            continue
+        for occurrence in occurrences:
+            local = (occurrence + timedelta(seconds=offset)).replace(tzinfo=ZoneInfo("UTC")).astimezone(ZoneInfo(zone))
+            if local.hour < NIGHT_ENDS_HOUR:
+                projection.warn("night_cue", f"{where}: the cue comes at {local:%H:%M} {zone} on {local:%a} {local.day}"
+                                             f" {local:%b} {local.year} with no escalation: nobody may be awake to"
+                                             " confirm it")
+                break
+
+
+def _overlap_warning(projection: _Projection, occurrences: list[datetime], shortest: int, longest: int | None) -> None:
+    if len(occurrences) < 2:
+        return
+    gap = min(int((b - a).total_seconds()) for a, b in pairwise(occurrences))
+    if gap < shortest:
+        projection.warn("overlap", f"occurrences come as little as {gap} s apart, and a run takes at least {shortest} s:"
+                                   " runs will overlap")
+    elif longest is None or longest > gap:
+        projection.warn("overlap_possible", f"occurrences come as little as {gap} s apart, and a run may take"
+                                            f" {'without limit' if longest is None else f'{longest} s'}: runs may overlap")
+
+
+def project(document: dict[str, Any], now: datetime, *, escalate_after_seconds: int) -> dict[str, Any]:
+    """The projected timeline of a validated document (`document.validate`), its schedule read from `now`;
+    `escalate_after_seconds`: the deployment's EVENT_ESCALATE_AFTER_SECONDS (0: nothing escalates by default)."""
+    projection = _Projection(escalate_after_seconds=escalate_after_seconds)
+    start: int = 0
+    latest: int | None = 0
+    for plan in programme_of(document).rows:
+        start, latest = _phase(projection, plan, start, latest)
+    authored = document.get("schedule")
+    occurrences: list[datetime] = []
+    zone = None
+    if authored:
+        zone = authored.get("timezone") or DEFAULT_TIMEZONE
+        schedule = Schedule(authored["cron"], zone)
+        occurrences = list(islice(schedule.between(now, now + MAX_WINDOW), OCCURRENCES_CHECKED))
+    _cue_warnings(projection, occurrences, zone)
+    _overlap_warning(projection, occurrences, start, latest)
+    return {"steps": projection.steps, "phases": projection.phases, "shortest_seconds": start,
+            "longest_seconds": latest, "warnings": projection.warnings}

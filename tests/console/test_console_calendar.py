@@ -1,0 +1,90 @@
+"""The calendar in the console: a month of every definition's occurrences with skipped ones marked, an admin
+skipping and unskipping one from it, and a definition's schedule in words with its next occurrence."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from selenium.webdriver.common.by import By
+
+from tests.console.audit import dark, serious_findings
+from tests.console.browser import eventually, screenshot, text_of
+from tests.console.pages import sign_in
+from tests.support.api import ADMIN, GM
+
+FRIDAYS_BERLIN = {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"}
+# Fridays of January 2027 at 20:00 in Berlin (19:00 UTC): ahead of any day these tests run on.
+SKIPPED_BY_API = "2027-01-08T19:00:00Z"
+SKIPPED_HERE = "2027-01-15T19:00:00Z"
+
+
+def _weekly(api_client) -> tuple[int, str]:
+    name = f"Friday market {uuid.uuid4().hex[:6]}"
+    document = {"name": name, "schedule": FRIDAYS_BERLIN,
+                "phases": [{"steps": [{"action": "core.announce", "params": {"message": "The market opens"}}]}]}
+    return api_client.call("POST", "/definitions", document)["definition"]["id"], name
+
+
+def _item(browser, definition_id: int, when: str):
+    found = browser.find_elements(By.CSS_SELECTOR, f"li[data-definition='{definition_id}'][data-occurrence='{when}']")
+    return found[0] if found else None
+
+
+def _skipped(browser, definition_id: int, when: str) -> bool | None:
+    item = _item(browser, definition_id, when)
+    return None if item is None else item.get_attribute("data-skipped") == "true"
+
+
+def test_the_month_marks_skipped_occurrences_and_an_admin_skips_and_unskips_one(browser, server, api_client):
+    definition_id, name = _weekly(api_client)
+    api_client.call("POST", f"/definitions/{definition_id}/occurrences/{SKIPPED_BY_API}/skip", {"reason": "Holiday"})
+    sign_in(browser, ADMIN)
+    browser.find_element(By.ID, "nav-calendar").click()
+    eventually(lambda: browser.find_elements(By.ID, "calendar-next"), "this month's calendar")[0].click()
+    eventually(lambda: "January 2027" in text_of(browser, "h1"), "January 2027")
+    eventually(lambda: _item(browser, definition_id, SKIPPED_BY_API), "the skipped occurrence")
+    fridays = browser.find_elements(By.CSS_SELECTOR, f"li[data-definition='{definition_id}']")
+    assert [f.get_attribute("data-occurrence") for f in fridays] == [
+        "2027-01-01T19:00:00Z", SKIPPED_BY_API, SKIPPED_HERE, "2027-01-22T19:00:00Z", "2027-01-29T19:00:00Z"]
+    marked = _item(browser, definition_id, SKIPPED_BY_API)
+    assert _skipped(browser, definition_id, SKIPPED_BY_API) and "skipped: Holiday" in marked.text and name in marked.text
+    assert not _skipped(browser, definition_id, SKIPPED_HERE)
+
+    _item(browser, definition_id, SKIPPED_HERE).find_element(By.CSS_SELECTOR, "[data-occurrence-action='skip']").click()
+    eventually(lambda: browser.find_elements(By.ID, "ask-text"), "the reason box")[0].send_keys("Town fair")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+    eventually(lambda: _skipped(browser, definition_id, SKIPPED_HERE), "the occurrence skipped from the calendar")
+    assert "skipped: Town fair" in _item(browser, definition_id, SKIPPED_HERE).text
+    screenshot(browser, "calendar-month")
+    for scheme in (False, True):
+        dark(browser, scheme)
+        assert serious_findings(browser) == [], "axe on the calendar"
+    dark(browser, False)
+
+    _item(browser, definition_id, SKIPPED_BY_API).find_element(By.CSS_SELECTOR, "[data-occurrence-action='unskip']").click()
+    eventually(lambda: _skipped(browser, definition_id, SKIPPED_BY_API) is False, "the occurrence unskipped")
+    listed = api_client.call("GET", f"/definitions/{definition_id}/occurrences?from=2027-01-01T00:00:00Z"
+                                    "&to=2027-02-01T00:00:00Z")["occurrences"]
+    assert [o["scheduled_for"] for o in listed if o["skipped"]] == [SKIPPED_HERE]
+
+
+def test_a_game_master_sees_the_month_without_skip_buttons(browser, server, api_client):
+    definition_id, _ = _weekly(api_client)
+    sign_in(browser, GM)
+    browser.get(f"{server.console_url}#/calendar?month=2027-01")
+    item = eventually(lambda: _item(browser, definition_id, SKIPPED_HERE), "the month's occurrences")
+    assert item.find_elements(By.CSS_SELECTOR, "[data-occurrence-action]") == []
+
+
+def test_the_definition_page_says_the_schedule_in_words_with_its_next_occurrence(browser, server, api_client):
+    definition_id, _ = _weekly(api_client)
+    sign_in(browser, ADMIN)
+    browser.get(f"{server.console_url}#/definitions/{definition_id}")
+    words = eventually(lambda: text_of(browser, "#schedule-words") or None, "the schedule in words")
+    berlin = datetime.now(UTC).astimezone(ZoneInfo("Europe/Berlin"))
+    evenings = (berlin.replace(hour=20, minute=0, second=0, microsecond=0) + timedelta(days=n) for n in range(8))
+    upcoming = next(d for d in evenings if d.weekday() == 4 and d > berlin)
+    expected = f"every Friday at 20:00, Europe/Berlin; next: Fri {upcoming.day} {upcoming:%b}, 20:00"
+    assert words == f"Schedule: {expected} (calendar)", words

@@ -1,0 +1,172 @@
+"""Saving a definition names what is wrong: a stray field with the field meant, an unknown action with the
+nearest known one, a module action the game bridge does not declare (EVENT_MODULE_ACTIONS; with none
+declared the save goes through and warns), and a name another definition holds, whatever its case (409
+naming it). Migrations 0043 and 0044 make the names unique on a database that already holds duplicates."""
+
+import uuid
+
+import pytest
+from chalice.test import Client
+
+from app import app
+from chalicelib import runtime
+from chalicelib.config import Settings
+from chalicelib.db import ConnectionParams, Database
+from chalicelib.errors import ConfigError
+from chalicelib.migrate import MIGRATIONS, migrate
+from tests.support.api import ADMIN, Api, hs_settings
+
+DECLARED = frozenset({"world.spawn", "world.give_item"})
+
+
+def _document(*steps, name="Harvest"):
+    return {"name": name, "phases": [{"steps": list(steps)}]}
+
+
+def _step(action, **params):
+    return {"action": action, "params": params}
+
+
+@pytest.fixture
+def declared_api(db, clock, db_params):
+    """The API of a deployment whose game bridge declares world.spawn and world.give_item."""
+    settings = hs_settings(db_params, module_actions=DECLARED)
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        yield Api(client)
+
+
+def _definitions(db):
+    return db.autocommit(lambda tx: tx.all("SELECT id, name FROM event_definitions ORDER BY id"))
+
+
+# ── what is wrong, named ──────────────────────────────────────────────────────
+def test_a_stray_params_field_is_named_with_the_field_meant(api, db):
+    answer = api.post("/definitions", _document(_step("core.announce", mesage="Welcome")), auth=ADMIN)
+    assert answer.status == 400
+    assert "`mesage` is not a field of document.phases[0].steps[0].params (core.announce); did you mean `message`?" \
+        in answer.body["errors"]
+    assert _definitions(db) == []
+
+
+def test_a_stray_step_field_is_named_with_the_field_meant(api):
+    answer = api.post("/definitions", _document({"action": "core.wait", "parms": {"seconds": 5}}), auth=ADMIN)
+    assert answer.status == 400
+    assert answer.body["errors"][0] == "`parms` is not a field of document.phases[0].steps[0]; did you mean `params`?"
+
+
+def test_an_unknown_core_action_suggests_the_nearest_one(api):
+    answer = api.post("/definitions", _document(_step("core.wiat", seconds=5)), auth=ADMIN)
+    assert answer.status == 400
+    assert answer.body["errors"] == ["document.phases[0].steps[0].action: no action 'core.wiat'; did you mean `core.wait`?"]
+
+
+def test_an_action_like_nothing_known_lists_what_there_is(api):
+    answer = api.post("/definitions", _document(_step("Spawn!")), auth=ADMIN)
+    assert answer.body["errors"] == [("document.phases[0].steps[0].action: no action 'Spawn!'"
+                                     " (core.wait, core.cue, core.announce or module.name)")]
+
+
+# ── declared module actions ───────────────────────────────────────────────────
+def test_an_undeclared_module_action_is_refused_with_the_nearest_declared_one(declared_api, db):
+    answer = declared_api.post("/definitions", _document(_step("wrold.spawn", npc="scarecrow")), auth=ADMIN)
+    assert answer.status == 400
+    assert answer.body["errors"] == [("document.phases[0].steps[0].action: no action 'wrold.spawn': the game bridge"
+                                     " declares no such module action (EVENT_MODULE_ACTIONS); did you mean `world.spawn`?")]
+    assert _definitions(db) == []
+
+
+def test_a_declared_module_action_is_saved_without_a_warning(declared_api):
+    answer = declared_api.post("/definitions", _document(_step("world.spawn", npc="scarecrow")), auth=ADMIN)
+    assert answer.status == 201 and answer.body["warnings"] == []
+
+
+def test_a_new_version_is_checked_against_the_declared_actions_too(declared_api):
+    definition_id = declared_api.post("/definitions", _document(_step("world.spawn")), auth=ADMIN).body["definition"]["id"]
+    answer = declared_api.put(f"/definitions/{definition_id}", _document(_step("world.give_itme")), auth=ADMIN)
+    assert answer.status == 400 and answer.body["errors"][0].endswith("did you mean `world.give_item`?")
+
+
+def test_with_nothing_declared_a_module_action_is_saved_and_the_answer_warns(api):
+    answer = api.post("/definitions", _document(_step("world.spawn"), _step("world.fireworks")), auth=ADMIN)
+    assert answer.status == 201
+    assert answer.body["warnings"] == [{
+        "code": "module_actions_undeclared",
+        "message": "EVENT_MODULE_ACTIONS is not set, so world.fireworks, world.spawn cannot be checked: each goes to the"
+                   " game bridge as written; declare the actions the bridge serves to have a typo refused when saved"}]
+
+
+def test_with_nothing_declared_a_document_of_core_actions_has_no_warning(api):
+    answer = api.post("/definitions", _document(_step("core.announce", message="hi")), auth=ADMIN)
+    assert answer.status == 201 and answer.body["warnings"] == []
+
+
+@pytest.mark.parametrize("raw", ["world.spawn,World.Bad", "core.wait", "world"])
+def test_a_declaration_that_is_not_module_action_ids_stops_start_up(raw):
+    with pytest.raises(ConfigError, match=r"^EVENT_MODULE_ACTIONS must list module action ids"):
+        Settings.from_env({"EVENT_MODULE_ACTIONS": raw})
+
+
+def test_the_declaration_is_read_as_a_list():
+    settings = Settings.from_env({"EVENT_MODULE_ACTIONS": " world.spawn, world.give_item ,"})
+    assert settings.module_actions == DECLARED and Settings.from_env({}).module_actions is None
+
+
+# ── unique names ──────────────────────────────────────────────────────────────
+def test_a_name_another_definition_holds_is_a_409_naming_it_whatever_its_case(api, db):
+    first = api.post("/definitions", _document(_step("core.wait", seconds=1), name="Harvest festival"), auth=ADMIN)
+    assert first.status == 201
+    holder = first.body["definition"]["id"]
+    answer = api.post("/definitions", _document(_step("core.wait", seconds=1), name="HARVEST Festival"), auth=ADMIN)
+    assert answer.status == 409
+    assert answer.body["errors"] == [(f"the name 'HARVEST Festival' is taken by definition {holder} ('Harvest festival');"
+                                     " definition names are unique, whatever their case")]
+    assert answer.body["detail"] == {"definition_id": holder, "definition_name": "Harvest festival"}
+    assert _definitions(db) == [{"id": holder, "name": "Harvest festival"}]
+
+
+def test_renaming_into_a_name_another_holds_is_a_409_and_keeps_the_version(api, db):
+    harvest = api.post("/definitions", _document(_step("core.wait", seconds=1), name="Harvest"), auth=ADMIN)
+    market = api.post("/definitions", _document(_step("core.wait", seconds=1), name="Market"), auth=ADMIN)
+    market_id = market.body["definition"]["id"]
+    answer = api.put(f"/definitions/{market_id}", _document(_step("core.wait", seconds=2), name="harvest"), auth=ADMIN)
+    assert answer.status == 409 and answer.body["detail"]["definition_id"] == harvest.body["definition"]["id"]
+    assert api.get(f"/definitions/{market_id}", auth=ADMIN).body["definition"]["current_version"] == 1
+    # Its own name again, in another case, is a rename of itself.
+    renamed = api.put(f"/definitions/{market_id}", _document(_step("core.wait", seconds=2), name="MARKET"), auth=ADMIN)
+    assert renamed.status == 200 and _definitions(db)[1]["name"] == "MARKET"
+
+
+def test_a_new_version_of_a_missing_definition_is_still_a_404(api):
+    assert api.put("/definitions/999", _document(_step("core.wait", seconds=1)), auth=ADMIN).status == 404
+
+
+def test_the_migration_renames_existing_duplicates_and_then_holds_names_unique(db_params):
+    """A database from before 0044 may hold definitions that share a name: the oldest keeps it, each later one is
+    renamed "<name> (definition <id>)", and the key is added."""
+    p = db_params
+    params = ConnectionParams(p.host, p.port, p.user, p.password, f"events_names_{uuid.uuid4().hex[:8]}", p.unix_socket)
+    migrate(params)
+    database = Database(params)
+    try:
+        database.autocommit(lambda tx: tx.execute("ALTER TABLE event_definitions DROP KEY event_definitions_name"))
+        long_name = "x" * 200
+        for name in ("Harvest", "harvest", "HARVEST", "Market", long_name, long_name.upper()):
+            database.autocommit(lambda tx, name=name: tx.execute(
+                "INSERT INTO event_definitions (name, current_version, created_at, updated_at)"
+                " VALUES (%s, 1, UTC_TIMESTAMP(), UTC_TIMESTAMP())", (name,)))
+        for migration in ("0043.event-definitions-names-distinct.sql", "0044.event-definitions-name-unique.sql"):
+            sql = "\n".join(line for line in (MIGRATIONS / migration).read_text().splitlines() if not line.startswith("--"))
+            database.autocommit(lambda tx, sql=sql: tx.execute(sql))
+        names = [r["name"] for r in database.autocommit(lambda tx: tx.all("SELECT name FROM event_definitions ORDER BY id"))]
+        assert names == ["Harvest", "harvest (definition 2)", "HARVEST (definition 3)", "Market", long_name,
+                         "X" * 160 + " (definition 6)"]
+        with pytest.raises(Exception, match="Duplicate entry"):
+            database.autocommit(lambda tx: tx.execute(
+                "INSERT INTO event_definitions (name, current_version, created_at, updated_at)"
+                " VALUES ('market', 1, UTC_TIMESTAMP(), UTC_TIMESTAMP())"))
+    finally:
+        database.close()
+        conn = Database(params).connect(database=False)
+        with conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{params.database}`")
+        conn.close()
