@@ -12,7 +12,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from tests.console.audit import dark, serious_findings
-from tests.console.browser import eventually, text_of
+from tests.console.browser import LAPTOP, PHONE, eventually, text_of
 from tests.console.pages import confirm_dialog, listed, sign_in
 from tests.support.api import ADMIN
 
@@ -219,6 +219,12 @@ def test_a_definition_is_duplicated_as_a_new_one(browser, server, api_client):
     browser.get(f"{server.console_url}#/definitions/{definition_id}")
     _click(browser, "#duplicate-definition")
     assert _input(browser, "name").get_attribute("value") == f"{original['name']} (copy)"
+    browser.set_window_size(*PHONE)
+    try:
+        overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the editor is {overflow} px wider than a phone"
+    finally:
+        browser.set_window_size(*LAPTOP)
     _click(browser, "#save-document")
     copy_id = _saved_definition_id(browser)
     assert copy_id != definition_id
