@@ -12,7 +12,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from tests.console.audit import dark, serious_findings
-from tests.console.browser import eventually, text_of
+from tests.console.browser import LAPTOP, PHONE, eventually, text_of
 from tests.console.pages import confirm_dialog, listed, sign_in
 from tests.support.api import ADMIN
 
@@ -120,7 +120,7 @@ def test_the_json_tab_round_trips_exactly_and_keeps_keys_the_form_does_not_know(
     written = {
         "name": "Round trip", "x_author_note": {"kept": [1, 2]},
         "phases": [{"name": "only", "x_colour": "amber", "advance": {"when": "signal", "name": "gate_open"},
-                    "steps": [{"action": "world.spawn", "params": {"npc": "scarecrow", "at": {"x": 1}}, "on_failure": "skip"},
+                    "steps": [{"action": "world.spawn", "params": {"npc": "scarecrow", "at": {"x": 1}}, "on_failure": "explode"},
                               {"action": "core.cue", "params": {"instruction": "Open the gate", "remind_after_seconds": 60}}]}],
         "schedule": {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"},
     }
@@ -129,6 +129,8 @@ def test_the_json_tab_round_trips_exactly_and_keeps_keys_the_form_does_not_know(
     assert _input(browser, "phases[0].steps[0].action").get_attribute("value") == "world.spawn"
     assert json.loads(_input(browser, "phases[0].steps[0].params").get_attribute("value")) == {"npc": "scarecrow", "at": {"x": 1}}
     assert _input(browser, "schedule.timezone").get_attribute("value") == "Europe/Berlin"
+    stray = Select(_input(browser, "phases[0].steps[0].on_failure")).first_selected_option.text
+    assert stray == "explode (not one of the choices)", "a value the schema does not offer is shown as it is"
     assert _json_tab(browser) == written, "form → JSON without an edit is the same document"
 
     _click(browser, "#tab-form")
@@ -217,6 +219,12 @@ def test_a_definition_is_duplicated_as_a_new_one(browser, server, api_client):
     browser.get(f"{server.console_url}#/definitions/{definition_id}")
     _click(browser, "#duplicate-definition")
     assert _input(browser, "name").get_attribute("value") == f"{original['name']} (copy)"
+    browser.set_window_size(*PHONE)
+    try:
+        overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the editor is {overflow} px wider than a phone"
+    finally:
+        browser.set_window_size(*LAPTOP)
     _click(browser, "#save-document")
     copy_id = _saved_definition_id(browser)
     assert copy_id != definition_id

@@ -131,14 +131,16 @@ export function documentEditor(initial) {
       delete step.params;
       reshaped(`[data-step-action="${path}"]`);
     });
+    // A core action's problems show under its choice; a module action's under the id typed for it.
     const actionProblem = el('p', { class: 'field-problem', hidden: true });
     const parts = [
       el('div', { class: 'field', 'data-path': spec.core ? `${path}.action` : null },
         el('label', { for: actionId }, 'Action'), choice,
         el('p', { class: 'field-help', id: `${actionId}-help` }, spec.description), spec.core ? actionProblem : null),
     ];
-    places.set(`${path}.action`, { node: parts[0], focusable: choice, problem: actionProblem });
-    if (!spec.core) {
+    if (spec.core) {
+      places.set(`${path}.action`, { node: parts[0], focusable: choice, problem: actionProblem });
+    } else {
       parts.push(field(step, 'action', { type: 'string', description: 'The module action, module.name (e.g. world.spawn), sent to the game bridge.' },
         `${path}.action`, ctx, { required: true, label: 'Module action' }));
     }

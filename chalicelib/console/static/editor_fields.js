@@ -55,8 +55,11 @@ function helpFor(schema, id) {
 function inputFor(schema, id, value, describedBy) {
   const common = { id, 'aria-describedby': describedBy };
   if (schema.enum) {
+    // A value the schema does not offer (typed on the JSON tab) is shown as it is, for the API to name.
+    const stray = value !== undefined && !schema.enum.includes(value) ? [value] : [];
     return el('select', common, el('option', { value: '' }, '(not set)'),
-      schema.enum.map((choice) => el('option', { value: choice, selected: value === choice }, choice)));
+      [...schema.enum, ...stray].map((choice) => el('option', { value: String(choice), selected: value === choice },
+        stray.includes(choice) ? `${choice} (not one of the choices)` : choice)));
   }
   if (isWhole(schema) || typesOf(schema).includes('number')) {
     return el('input', {
@@ -73,6 +76,8 @@ function inputFor(schema, id, value, describedBy) {
     : el('input', { ...common, type: 'text', value: value ?? '', spellcheck: 'false' });
 }
 
+const UNREADABLE = Symbol('unreadable');
+
 // What an input's text means for the document: undefined removes the key. A free object's text that does not
 // parse is kept aside (`unreadable`) and changes nothing until it does.
 function readInput(schema, text, path, ctx) {
@@ -85,7 +90,7 @@ function readInput(schema, text, path, ctx) {
       return JSON.parse(text);
     } catch (error) {
       ctx.unreadable.set(path, `not JSON yet: ${error.message}`);
-      return null;
+      return UNREADABLE;
     }
   }
   return text;
@@ -109,7 +114,7 @@ export function field(target, key, schema, path, ctx, { required = false, label 
   if (required) input.setAttribute('aria-required', 'true');
   input.addEventListener(schema.enum ? 'change' : 'input', () => {
     const value = readInput(schema, /** @type {HTMLInputElement} */ (input).value, path, ctx);
-    if (value === null) {
+    if (value === UNREADABLE) {
       problem.textContent = ctx.unreadable.get(path);
       problem.hidden = false;
       return;
