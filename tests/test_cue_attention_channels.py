@@ -1,5 +1,5 @@
 """Where a cue's reminders and escalations go, on real channels: a FIFO SNS topic (moto) that de-duplicates on
-the key delivers every reminder; the escalation webhook pings ESCALATION_MENTION's role and nobody else; a
+the key (a moto server) delivers every reminder; the escalation webhook pings ESCALATION_MENTION's role and nobody else; a
 definition whose reminder or escalation is not shorter than its timeout is a 400 naming it; the settings that
 drive escalation refuse bad values with their name."""
 
@@ -7,12 +7,12 @@ import json
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from chalicelib.config import Settings
 from chalicelib.errors import ConfigError
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
+from tests.support import aws_world
 from tests.support.api import ADMIN
 from tests.support.factory import document
 from tests.support.game_bridge import Answer
@@ -22,9 +22,9 @@ REGION = "eu-west-1"
 
 
 @pytest.fixture
-def aws(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    with mock_aws():
+def aws():
+    """A moto server on loopback, the environment pointed at it (the engine's SNS client reaches it there)."""
+    with aws_world.moto_server():
         yield boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
 
 

@@ -157,15 +157,19 @@ def test_on_timeout_continue_cancels_the_cue_degrades_the_run_and_goes_on(db, cl
     assert (row["from"], row["to"], row["cause"]) == ("running", "cancelled", "no one confirmed within 60 s")
 
 
-def test_on_timeout_confirm_assumes_the_cue_done_as_the_runner(db, clock, cue_runner):
+@pytest.mark.parametrize("where", ["phase", "ending"])
+def test_on_timeout_confirm_assumes_the_cue_done_as_the_runner(db, clock, cue_runner, where):
     runner = cue_runner()
-    run = schedule(db, clock.now(), document([[_cue(timeout_seconds=30, on_timeout="confirm")]]))
+    cue = _cue(timeout_seconds=30, on_timeout="confirm")
+    doc = document([[cue]]) if where == "phase" else document([[step("core.announce", message="hi")]], ending=[cue])
+    run = schedule(db, clock.now(), doc)
     _tick(runner)
     clock.advance(30)
     _tick(runner)
-    cue = _step(db, run.id)
+    assert _run(db, run.id).status is RunStatus.COMPLETED
+    cue = _step(db, run.id, -1)
     assert cue.status is StepStatus.DONE and cue.last_error == "assumed done after 30 s"
-    (row,) = [e for e in log_of(db, run.id) if e.kind == "step.status" and e.detail["to"] == "done"]
+    (row,) = [e for e in log_of(db, run.id) if e.kind == "step.status" and e.step_id == cue.id and e.detail["to"] == "done"]
     assert row.actor == "runner" and row.detail["cause"] == "assumed done after 30 s"
     assert _run(db, run.id).health is Health.DEGRADED
 
