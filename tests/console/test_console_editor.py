@@ -91,7 +91,7 @@ def test_an_admin_builds_a_two_phase_event_from_forms_saves_it_and_runs_it(brows
     _click(browser, "[data-add-step='ending']")
     _choose(browser, "ending[0].action", "core.announce")
     _type(browser, "ending[0].params.message", "Good night")
-    assert "Phase 3 · step 1 (core.announce)" in text_of(browser, "[data-step-path='ending[0]'] legend")
+    assert "Ending · step 1 (core.announce)" in text_of(browser, "[data-step-path='ending[0]'] legend")
     _audited(browser, "the editor's form")
 
     _click(browser, "#save-document")

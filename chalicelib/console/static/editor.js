@@ -13,7 +13,6 @@
 
 import { get } from './api.js';
 import { field, fieldsOf, freshId } from './editor_fields.js';
-import { stepName } from './names.js';
 import { el, focus } from './ui.js';
 
 /** @type {Promise<{ documentSchema: any, actions: any[] }> | null} */
@@ -119,9 +118,9 @@ export function documentEditor(initial) {
   const actionSpec = (id) => catalogue.actions.find((a) => a.id === id) || catalogue.actions.find((a) => !a.core);
   const newStep = () => ({ action: catalogue.actions[0].id });
 
-  function stepForm(step, steps, index, path, phaseNumber, stepSchema) {
+  function stepForm(step, steps, index, path, phaseLabel, stepSchema) {
     const spec = actionSpec(step.action);
-    const name = stepName({ phase: phaseNumber, seq: index, action_id: step.action });
+    const name = `${phaseLabel} · step ${index + 1} (${step.action})`;
     const actionId = freshId('action');
     const choice = el('select', { id: actionId, 'aria-describedby': `${actionId}-help`, 'data-step-action': path },
       catalogue.actions.map((a) => el('option', { value: a.id, selected: a === spec }, a.core ? a.id : 'module.name: an action of the game')));
@@ -168,7 +167,7 @@ export function documentEditor(initial) {
   }
 
   // A list of steps (a phase's or the ending's) and its "Add a step" button.
-  function stepsForm(owner, key, path, phaseNumber, stepSchema, what) {
+  function stepsForm(owner, key, path, phaseLabel, stepSchema, what) {
     const steps = Array.isArray(owner[key]) ? owner[key] : []; // written into the document with its first step
     const problem = el('p', { class: 'field-problem', hidden: true });
     const add = el('button', {
@@ -176,7 +175,7 @@ export function documentEditor(initial) {
       onclick: () => { steps.push(newStep()); owner[key] = steps; reshaped(`[data-step-path="${path}[${steps.length - 1}]"] select`); },
     }, `Add a step to ${what}`);
     const list = el('div', { class: 'steps-form', 'data-steps-of': path }, problem,
-      steps.map((step, index) => stepForm(step, steps, index, `${path}[${index}]`, phaseNumber, stepSchema)), add);
+      steps.map((step, index) => stepForm(step, steps, index, `${path}[${index}]`, phaseLabel, stepSchema)), add);
     places.set(path, { node: list, focusable: add, problem });
     return list;
   }
@@ -195,11 +194,11 @@ export function documentEditor(initial) {
       el('h3', { id: headingId }, name),
       el('div', { class: 'buttons' },
         el('button', { type: 'button', 'data-move': '-1', disabled: index === 0, 'aria-label': `Move ${name} up`, onclick: () => move(-1) }, 'Move phase up'),
-        el('button', { type: 'button', 'data-move': '1', disabled: index === phases.length - 1, 'aria-label': `Move ${name} down`, onclick: () => move(1) }, 'Move phase down'),
+        el('button', { type: 'button', 'data-move': '1', disabled: index + 1 === phases.length, 'aria-label': `Move ${name} down`, onclick: () => move(1) }, 'Move phase down'),
         el('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${name}`, onclick: () => { phases.splice(index, 1); reshaped('[data-add-phase]'); } }, 'Remove phase')),
       problem,
       fieldsOf(phase, phaseSchema, path, ctx, ['steps']),
-      stepsForm(phase, 'steps', `${path}.steps`, index + 1, phaseSchema.properties.steps.items, `phase ${index + 1}`));
+      stepsForm(phase, 'steps', `${path}.steps`, `Phase ${index + 1}`, phaseSchema.properties.steps.items, `phase ${index + 1}`));
     places.set(path, { node: box, focusable: box.querySelector('input, select, textarea'), problem });
     return box;
   }
@@ -212,7 +211,7 @@ export function documentEditor(initial) {
     const phases = Array.isArray(doc.phases) ? doc.phases : [];
     const addPhase = el('button', {
       type: 'button', 'data-add-phase': '',
-      onclick: () => { phases.push({ steps: [newStep()] }); doc.phases = phases; reshaped(`[data-phase-path="phases[${phases.length - 1}]"] input`); },
+      onclick: () => { const count = phases.push({ steps: [newStep()] }); doc.phases = phases; reshaped(`[data-phase-path="phases[${count - 1}]"] input`); },
     }, 'Add a phase');
     const phasesProblem = el('p', { class: 'field-problem', hidden: true });
     formPanel.replaceChildren(
@@ -223,9 +222,9 @@ export function documentEditor(initial) {
       ...phases.map((phase, index) => phaseForm(phase, phases, index, phaseSchema)),
       el('div', { class: 'buttons' }, addPhase),
       el('section', { class: 'phase-form', 'aria-labelledby': 'ending-form-title' },
-        el('h3', { id: 'ending-form-title' }, `Ending (phase ${phases.length + 1})`),
+        el('h3', { id: 'ending-form-title' }, 'Ending'),
         el('p', { class: 'field-help' }, 'Steps run after the last phase; a failure here only degrades the run.'),
-        stepsForm(doc, ENDING, ENDING, phases.length + 1, schema.properties.ending.items, 'the ending')));
+        stepsForm(doc, ENDING, ENDING, 'Ending', schema.properties.ending.items, 'the ending')));
     places.set('phases', { node: formPanel, focusable: addPhase, problem: phasesProblem });
   }
 
