@@ -6,10 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events import nudge
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.model import RunStatus, StepStatus
-from chalicelib.events.runner import Runner, compose
+from chalicelib.events.runner import Runner
 from chalicelib.events.store import engine_state, runs, steps
 from tests.support import aws_world
 from tests.support.factory import document
@@ -21,13 +20,8 @@ ESCALATE_AFTER = timedelta(hours=1)
 
 @pytest.fixture(scope="module")
 def aws():
-    invokes = aws_world.LambdaInvokes()
-    with aws_world.moto_server(), pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AWS_ENDPOINT_URL_LAMBDA", invokes.url)
-        patch.setattr(nudge, "_clients", {})
-        patch.setattr(compose, "_switches", None)
+    with aws_world.engine_aws() as invokes:
         yield invokes
-    invokes.close()
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ import pytest
 from chalicelib.config import Settings
 from chalicelib.events import nudge
 from chalicelib.events.model import RunStatus
-from chalicelib.events.runner import compose
 from chalicelib.events.store import engine_state, runs
 from tests.support import aws_world
 from tests.support.aws_faults import Faults
@@ -43,11 +42,7 @@ KINDS = (("error", 1), ("timeout", 1), ("error", float("inf")), ("timeout", floa
 
 @pytest.fixture(scope="module")
 def aws():
-    invokes = aws_world.LambdaInvokes()
-    with aws_world.moto_server(), pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AWS_ENDPOINT_URL_LAMBDA", invokes.url)
-        patch.setattr(nudge, "_clients", {})
-        patch.setattr(compose, "_switches", None)
+    with aws_world.engine_aws() as invokes:
         clients = [nudge.aws_client(service) for service in ("events", "scheduler", "lambda")]
         yield invokes, Faults(*clients)
     invokes.close()

@@ -177,3 +177,23 @@ class World:
     def deliver_nudges(self) -> None:
         for source in self.invokes.take():
             self.invoke(source)
+
+
+@contextlib.contextmanager
+def engine_aws() -> Iterator[LambdaInvokes]:
+    """A moto server and a loopback Lambda API, with the engine's cached AWS clients and switches dropped so
+    they are built against them: what a sleeping deployment's tests run in."""
+    import pytest
+
+    from chalicelib.events import nudge
+    from chalicelib.events.runner import compose
+
+    invokes = LambdaInvokes()
+    try:
+        with moto_server(), pytest.MonkeyPatch.context() as patch:
+            patch.setenv("AWS_ENDPOINT_URL_LAMBDA", invokes.url)
+            patch.setattr(nudge, "_clients", {})
+            patch.setattr(compose, "_switches", None)
+            yield invokes
+    finally:
+        invokes.close()
