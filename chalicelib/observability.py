@@ -97,6 +97,7 @@ COUNT_METRICS = {
 
 DATABASE_UNREACHABLE = "DatabaseUnreachable"
 BACKSTOP_WAKES = "BackstopWakes"
+RESOURCES_LEFT = "ResourcesLeft"  # resources whose revert failed and a person accepted or has not retried yet
 
 
 def record_tick_metrics(summary: dict[str, Any]) -> None:
@@ -121,6 +122,8 @@ def record_tick_metrics(summary: dict[str, Any]) -> None:
         board.add_metric(name="ParkedCueAgeSeconds", unit=MetricUnit.Seconds, value=summary["parked_cue_age_seconds"])
     if summary.get("paused_run_age_seconds") is not None:
         board.add_metric(name="PausedRunAgeSeconds", unit=MetricUnit.Seconds, value=summary["paused_run_age_seconds"])
+    if summary.get("resources_left") is not None:
+        board.add_metric(name=RESOURCES_LEFT, unit=MetricUnit.Count, value=summary["resources_left"])
     if "seconds" in summary:
         board.add_metric(name="TickSeconds", unit=MetricUnit.Seconds, value=summary["seconds"])
     # 1 when the database stayed out of reach for the whole invocation: it ends normally

@@ -19,7 +19,7 @@ def test_every_declared_control_is_a_route_with_its_roles_body_and_summary():
     for key, op in routed.items():
         control = declared[key]
         assert op.roles == control.gate and op.summary == control.summary
-        fields = {control.note_field, control.phase_field, "expected"} - {None}  # expected: the tag seen (If-Match)
+        fields = {control.note_field, control.phase_field, control.option_field, "expected"} - {None}  # expected: the tag seen (If-Match)
         assert set(op.body["properties"]) == fields and set(op.body.get("required", ())) == {control.phase_field} - {None}
 
 
@@ -32,9 +32,9 @@ def test_the_vocabulary_is_the_lifecycles_statuses_and_the_declared_controls(api
     assert terminal == {s.value for s in lifecycle.TERMINAL_RUN}
     assert [c["name"] for c in answer.body["controls"]] == list(controls.CONTROLS)
     assert answer.body["controls"][2] == {
-        "name": "cancel", "target": "run", "roles": ["admin", "moderator"], "wakes": False, "note_field": "reason",
+        "name": "cancel", "target": "run", "roles": ["admin", "moderator"], "wakes": True, "note_field": "reason",
         "label": "Cancel run", "question": "Cancel this run? It cannot be undone.", "done": "Cancelled", "tone": "danger",
-        "phase_field": None, "cue_roles": [], "sends_tag": False,
+        "phase_field": None, "cue_roles": [], "sends_tag": False, "option_field": "cleanup",
     }
 
 

@@ -50,7 +50,7 @@ def test_a_document_with_80000_problems_answers_the_first_50_and_how_many_more(a
     answer = api.post("/definitions", {"name": "x", "phases": [{"steps": [{"action": "a.b"}]}], **unknown}, auth=ADMIN)
     assert answer.status == 400
     *problems, more = answer.body["errors"]
-    known = "(it has `name`, `grace_seconds`, `phases`, `ending`, `schedule`)"
+    known = "(it has `name`, `grace_seconds`, `phases`, `ending`, `cleanup_on`, `schedule`)"
     assert problems == [f"`k{i:05}` is not a field of document {known}" for i in range(50)]
     assert more == "… and 79950 more problems"
 

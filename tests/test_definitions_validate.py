@@ -58,7 +58,7 @@ def test_every_problem_is_listed_at_once():
         "schedule": {"cron": "every friday"},
     })
     expected = [
-        "`status` is not a field of document (it has `name`, `grace_seconds`, `phases`, `ending`, `schedule`)",
+        "`status` is not a field of document (it has `name`, `grace_seconds`, `phases`, `ending`, `cleanup_on`, `schedule`)",
         "document.grace_seconds must be bigger than or equal to 60",
         "document.phases[0].steps[2].on_failure must be one of",
         "document.phases[1].steps must contain at least 1 items",

@@ -333,7 +333,7 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
 
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
                  *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
-                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES}
+                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT}
     assert app["Parameters"]["MetricsNamespace"]["Default"] == observability.DEFAULT_NAMESPACE
     read = []
     for alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").values():

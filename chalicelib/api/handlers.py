@@ -16,8 +16,8 @@ from ..events import authoring, calendar, controls, lifecycle, nudge, occurrence
 from ..events.actions import registry
 from ..events.document import validate
 from ..events.errors import AnsweredBefore, Invalid, NotFound
-from ..events.model import LogEntry, SignalEffect, Step
-from ..events.store import definitions, log, phases, runs, signals, steps
+from ..events.model import LogEntry, ResourceStatus, Run, SignalEffect, Step
+from ..events.store import definitions, log, phases, resources, runs, signals, steps
 from ..events.waiting import waiting
 from . import auth, schemas
 from .openapi import document
@@ -130,6 +130,52 @@ def run_log(call: Call) -> Body:
     return {"entries": [e.public() for e in runtime.database().transaction(read)]}
 
 
+# ── the resource ledger ───────────────────────────────────────────────────
+def _known_run(tx: Tx, run_id: int) -> Run:
+    run = runs.get(tx, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    return run
+
+
+@operation("GET", "/runs/{run_id}/resources", "What the run left in the game world, newest first, a page at a time:"
+           " each resource's kind and id (as the answer listed them), its revert and its status.", auth.STAFF,
+           _ok("a page of resources; pass next_cursor as cursor for the next", schemas.RESOURCES_PAGE),
+           query=schemas.RESOURCES_QUERY)
+def run_resources(call: Call) -> Body:
+    def read(tx: Tx) -> Body:
+        _known_run(tx, call.ids["run_id"])
+        page, next_cursor = resources.page_for_run(tx, call.ids["run_id"], call.query.get("cursor"),
+                                                   call.query.get("limit", 100))
+        return {"resources": [r.public() for r in page], "next_cursor": next_cursor}
+
+    return runtime.database().transaction(read)
+
+
+@operation("GET", "/resources", "Every run's resources in one status, newest first (?status=live: what the runs have"
+           " left in the world; revert_failed: what their cleanups could not undo).", auth.STAFF,
+           _ok("a page of resources; pass next_cursor as cursor for the next", schemas.RESOURCES_PAGE),
+           query=schemas.LEFT_QUERY)
+def resources_left(call: Call) -> Body:
+    page, next_cursor = runtime.database().autocommit(lambda tx: resources.page_by_status(
+        tx, ResourceStatus(call.query["status"]), call.query.get("cursor"), call.query.get("limit", 100)))
+    return {"resources": [r.public() for r in page], "next_cursor": next_cursor}
+
+
+@operation("GET", "/runs/{run_id}/cleanup-plan", "What a cancel with cleanup would revert now, in the order it would"
+           " (newest first), and how many steps are in flight (their answers may add to it).", auth.STAFF,
+           _ok("the cleanup plan", schemas.CLEANUP_PLAN))
+def cleanup_plan(call: Call) -> Body:
+    def read(tx: Tx) -> Body:
+        run = _known_run(tx, call.ids["run_id"])
+        plan = resources.cleanup_plan(tx, run.id)
+        flying = resources.in_flight_count(tx, run.id, call.now)
+        cleans = (run.status in controls.CLEANABLE and run.cleanup_target is None and (bool(plan) or flying > 0))
+        return {"reverts": [r.public() for r in plan], "in_flight": flying, "cleans_up": cleans}
+
+    return runtime.database().transaction(read)
+
+
 # ── controls: one operation per declared control ──────────────────────────
 _CONTROL_ANSWERS: dict[str, Responses] = {
     "run": _ok("the control took; the run as it now stands", schemas.RUN_CONTROL_RESPONSE),
@@ -151,9 +197,10 @@ def _control_operation(control: controls.Control) -> None:
         cue = call.roles if control.cue_only(call.roles) else None
         how = controls.Press(seen=schemas.parse_if_match(call.headers.get(schemas.IF_MATCH), call.body.get("expected")),
                              key=schemas.parse_idempotency_key(call.headers.get(schemas.IDEMPOTENCY_KEY)))
+        option = {control.option_field: bool(call.body.get(control.option_field))} if control.option_field else {}
         try:
             answer = control.perform(runtime.database(), call.ids["run_id"], call.ids.get("step_id"), call.actor,
-                                     call.now, note, phase, cue, how)
+                                     call.now, note, phase, cue, how, **option)
         except AnsweredBefore as before:  # the same key within 24 h: the first answer, nothing changed
             return 200, before.body, {**_tag_of(control, before.body), "Idempotent-Replayed": "true"}
         if control.wakes:
@@ -162,7 +209,8 @@ def _control_operation(control: controls.Control) -> None:
 
     press.__name__ = f"{control.name}_{control.target.value}"
     operation("POST", path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer or control.target.value],
-              body=schemas.control_body(schemas.ADVANCE_BODY if control.phase_field else _NOTE_BODIES[control.note_field]),
+              body=schemas.control_body(schemas.ADVANCE_BODY if control.phase_field else schemas.CANCEL_BODY
+                                  if control.option_field else _NOTE_BODIES[control.note_field]),
               request_headers=schemas.CONTROL_HEADERS, response_headers=schemas.CONTROL_ANSWER_HEADERS)(press)
 
 

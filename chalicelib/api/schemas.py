@@ -13,7 +13,8 @@ from typing import Any
 from ..events.document import DOCUMENT_SCHEMA
 from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
 from ..events.errors import Invalid
-from ..events.model import Health, OnFailure, PhaseKind, PhaseState, RunStatus, SignalEffect, StepStatus
+from ..events.lifecycle import CLEANUP_TARGETS
+from ..events.model import Health, OnFailure, PhaseKind, PhaseState, ResourceStatus, RunStatus, SignalEffect, StepStatus
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
 from ..events.waiting import FILTERS as WAITING_FILTERS
 from ..events.waiting import FOR as WAITING_FOR
@@ -36,6 +37,9 @@ _ID = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 REASON_BODY = _body(reason=_NOTE)
 NOTE_BODY = _body(note=_NOTE)
 NO_FIELDS = _body()
+CANCEL_BODY = _body(reason=_NOTE, cleanup={
+    "type": "boolean", "default": False,
+    "description": "revert what the run left in the world first (GET /runs/{id}/cleanup-plan says what), then cancel it"})
 ADVANCE_BODY = {**_body(phase={"type": "integer", "minimum": 1, "maximum": 1000,
                                "description": "the phase the caller sees the run at (GET /runs/{id}'s run.current_phase)"},
                         reason=_NOTE), "required": ["phase"]}
@@ -152,6 +156,9 @@ RUN_QUERY = _body(
     steps_cursor=_ID,
     steps_limit={"type": "integer", "minimum": 1, "maximum": STEPS_PAGE},
 )
+RESOURCES_QUERY = _body(limit={"type": "integer", "minimum": 1, "maximum": 500}, cursor=_ID)
+LEFT_QUERY = {**_body(status={"type": "string", "enum": [s.value for s in ResourceStatus]},
+                      limit={"type": "integer", "minimum": 1, "maximum": 500}, cursor=_ID), "required": ["status"]}
 LOG_QUERY = _body(
     after_id={"type": "integer", "minimum": 0, "maximum": MAX_ID},
     limit={"type": "integer", "minimum": 1, "maximum": 1000},
@@ -187,6 +194,8 @@ RUN = _object(
     updated_at=_TIME,
     version={"type": "integer", "minimum": 1},
     etag={"type": "string", "description": 'the run\'s control state, "r{id}.{version}" (the ETag of GET /runs/{id})'},
+    cleanup_target={"type": ["string", "null"], "enum": [*(t.value for t in CLEANUP_TARGETS), None],
+                    "description": "where its cleanup ends once every revert is over; null: it never cleaned up"},
 )
 STEP = _object(
     id=_INT,
@@ -213,9 +222,23 @@ STEP = _object(
     escalation_tries=_INT,
     times_out_at=_MAYBE_TIME,
     retries={"type": "integer", "minimum": 0},
+    resource_id=_MAYBE_INT,
     parked={"type": "boolean"},
     etag={"type": "string", "description": "the step's state (retries, attempts, state, finished_at): what a step"
                                            " control's If-Match names"},
+)
+_REVERT = {"type": ["object", "null"], "required": ["action", "params"],
+           "properties": {"action": {"type": "string"}, "params": {"type": "object"}}}
+RESOURCE = _object(
+    ledger_id=_INT,
+    run_id=_INT,
+    step_id=_INT,
+    kind={"type": "string"},
+    id={"type": "string", "description": "the game's id for it, as the answer listed it"},
+    revert=_REVERT,
+    status={"type": "string", "enum": [s.value for s in ResourceStatus]},
+    recorded_at=_TIME,
+    changed_at=_TIME,
 )
 PHASE = _object(
     number=_INT,
@@ -307,6 +330,7 @@ VOCABULARY = _object(
         note_field={"type": ["string", "null"]}, label={"type": "string"}, question=_MAYBE_TEXT, done={"type": "string"},
         tone={"type": ["string", "null"], "enum": ["danger", "primary", None]}, phase_field={"type": ["string", "null"]},
         sends_tag={"type": "boolean"},
+        option_field={"type": ["string", "null"]},
     )},
 )
 WAITING = {
@@ -338,6 +362,13 @@ RUN_DETAIL = _object(
     ),
 )
 LOG_PAGE = _object(entries={"type": "array", "items": LOG_ENTRY})
+RESOURCES_PAGE = _object(resources={"type": "array", "items": RESOURCE}, next_cursor=_MAYBE_INT)
+CLEANUP_PLAN = _object(
+    reverts={"type": "array", "items": RESOURCE,
+             "description": "what a cleanup would revert now, in its order (newest first)"},
+    in_flight={"type": "integer", "minimum": 0, "description": "steps in flight, whose answers may add to it"},
+    cleans_up={"type": "boolean", "description": "whether a cancel with cleanup would clean up (else it cancels as without)"},
+)
 DEFINITIONS_PAGE = _object(definitions={"type": "array", "items": DEFINITION}, next_cursor=_MAYBE_INT)
 DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": VERSION_SUMMARY})
 VERSION_DOCUMENT = _object(version=DEFINITION_VERSION)

@@ -45,10 +45,10 @@ from ..errors import Forbidden
 from ..roles import CONTROLLERS, GM, STAFF
 from . import journal
 from .errors import AnsweredBefore, Conflict, KeyReused, NotFound, Stale
-from .lifecycle import TERMINAL_RUN, Who
+from .lifecycle import STEP_FAILURES, TERMINAL_RUN, Who
 from .lifecycle import TRANSITIONS as _TRANSITIONS
 from .model import Phase, PhaseKind, Run, RunStatus, Step, StepStatus, clean_note, iso
-from .store import log, phases, runs, steps
+from .store import log, phases, resources, runs, steps
 
 
 def _sources_of_a_persons_move(*into: RunStatus) -> tuple[RunStatus, ...]:
@@ -63,6 +63,7 @@ def _sources_of_a_persons_move(*into: RunStatus) -> tuple[RunStatus, ...]:
 PAUSABLE = _sources_of_a_persons_move(RunStatus.PAUSED)
 RESUMABLE = _sources_of_a_persons_move(RunStatus.RUNNING, RunStatus.STARTING)
 CANCELLABLE = _sources_of_a_persons_move(RunStatus.CANCELLED)
+CLEANABLE = _sources_of_a_persons_move(RunStatus.CLEANING_UP)  # what a cancel with cleanup may start from
 ADVANCEABLE = (RunStatus.RUNNING, RunStatus.PAUSED)  # at a main phase: from paused it also resumes
 
 
@@ -76,7 +77,8 @@ def _step_state(step: Step) -> str:
 
 
 def _pause_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
-    return None if run.status in PAUSABLE else f"this run is {run.status.value}; only a starting or running run can be paused"
+    return None if run.status in PAUSABLE else (
+        f"this run is {run.status.value}; only a starting, running or cleaning-up run can be paused")
 
 
 def _resume_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
@@ -98,6 +100,8 @@ def advance_refusal(run: Run, asked: int, phase: Phase | None, in_flight: Step |
     status = _advance_status_refusal(run, None, None)
     if status is not None:
         return status
+    if run.cleanup_target is not None:
+        return "this run is cleaning up what it left; its phases are over"
     if run.current_phase != asked:
         return f"the run is at phase {run.current_phase}, not phase {asked}"
     if phase is None:
@@ -143,6 +147,10 @@ def _retry_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str
     step = _needed(step, "retry")
     if run.status not in RESUMABLE:
         return f"this run is {run.status.value}; a step can only be retried while its run is paused"
+    if step.resource_id is not None:  # a revert of a paused cleanup: any that failed, in any order
+        return None if step.status in STEP_FAILURES else f"this revert is {_step_state(step)}; only a failed one can be retried"
+    if run.cleanup_target is not None:
+        return "this run is cleaning up what it left; only its failed reverts can be retried"
     if step.status is not StepStatus.FAILED:
         return f"this step is {_step_state(step)}; only a failed step can be retried"
     if step.phase != run.current_phase:
@@ -192,9 +200,9 @@ class Press:
 
 AS_EVER = Press()
 # (database, run id, step id or None, actor, now, the note, the phase field or None, the roles of a caller who
-# may press it on a parked cue only, None for one who may press it anywhere, the press) -> the answer's body
-Perform = Callable[[Database, int, int | None, str, datetime, str | None, int | None, frozenset[str] | None, Press],
-                   dict[str, Any]]
+# may press it on a parked cue only, None for one who may press it anywhere, the press[, its option as a
+# keyword]) -> the answer's body. Untyped beyond that: only a control with an `option_field` takes the keyword.
+Perform = Callable[..., dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -219,6 +227,7 @@ class Control:
     # Whether the console sends the tag it showed (If-Match) with it: not with pause and cancel, which
     # stop a run whatever it did meanwhile (the API takes a tag with every control).
     sends_tag: bool = True
+    option_field: str | None = None  # a boolean body field passed to `perform` by its name (cancel's cleanup)
 
     @property
     def gate(self) -> frozenset[str]:
@@ -241,6 +250,7 @@ class Control:
             "cue_roles": sorted(self.cue_roles), "wakes": self.wakes,
             "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
             "tone": self.tone, "phase_field": self.phase_field, "sends_tag": self.sends_tag,
+            "option_field": self.option_field,
         }
 
 
@@ -379,10 +389,25 @@ def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str |
 
 def _resume_locked(tx: Tx, run: Run, control: str, actor: str, now: datetime, seen_version: int | None = None) -> int | None:
     """The resume's guarded move and its log row; the row's id, None if it did not take."""
+    if run.cleanup_target is not None:
+        return _resume_cleanup(tx, run, control, actor, now, seen_version)
     to = _resume_target(run)
     if not runs.transition(tx, run.id, RESUMABLE, to, now, last_error=None, seen_version=seen_version):
         return None
     return log.append(tx, journal.run_control(run, control, to, actor), now)
+
+
+def _resume_cleanup(tx: Tx, run: Run, control: str, actor: str, now: datetime, seen_version: int | None) -> int | None:
+    """A paused cleanup resumed: with a revert still open (or something left to revert) it goes on; with none,
+    the person accepts the failed reverts (their resources stay revert_failed) and the run reaches its target."""
+    target = must_exist(run.cleanup_target)
+    if runs.end_cleanup(tx, run.id, RunStatus.PAUSED, target, now, accept_failures=True, seen_version=seen_version):
+        accepted = resources.reverts_of(tx, run.id).failed
+        return log.append(tx, journal.run_control(run, control, target, actor, accepted_revert_failures=accepted), now)
+    if not runs.transition(tx, run.id, [RunStatus.PAUSED], RunStatus.CLEANING_UP, now, last_error=None,
+                           seen_version=seen_version):
+        return None
+    return log.append(tx, journal.run_control(run, control, RunStatus.CLEANING_UP, actor), now)
 
 
 def resume(db: Database, run_id: int, *, actor: str, now: datetime, press: Press = AS_EVER) -> Run:
@@ -402,20 +427,41 @@ def resume(db: Database, run_id: int, *, actor: str, now: datetime, press: Press
 
 
 def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None,
-           press: Press = AS_EVER) -> Run:
-    """Any non-terminal -> cancelled; pending and parked steps cancelled, a leased step left alone."""
+           press: Press = AS_EVER, cleanup: bool = False) -> Run:
+    """Any non-terminal -> cancelled; pending and parked steps cancelled, a leased step left alone.
+
+    With `cleanup`, a run that has something live to revert or a step in flight goes to cleaning_up
+    instead (target cancelled; the tick writes and works the reverts); one that was scheduled, or has
+    neither, is cancelled as without it. A cancel without cleanup of a run cleaning up abandons the cleanup:
+    its reverts not yet done are cancelled, and their resources are live again.
+    """
     note = clean_note(reason)
 
     def work(tx: Tx) -> Run:
         run = _locked_run(tx, run_id)
         _pressed(tx, press, "cancel", run, None, now)
+        if cleanup and runs.begin_cleanup(tx, run.id, CLEANABLE, RunStatus.CANCELLED, now,
+                                          last_error=note or "cancelled by staff, cleaning up",
+                                          seen_version=_version_seen(press, run)):
+            closed = steps.cancel_open(tx, run.id, now)
+            logged = log.append(tx, journal.run_control(run, "cancel", RunStatus.CLEANING_UP, actor, reason=note,
+                                                        cancelled_steps=closed, cleanup=True), now)
+            cleaning = must_exist(runs.get(tx, run.id))
+            _kept(tx, press, logged, run.id, "cancel", None, _run_answer(cleaning))
+            return cleaning
+        if cleanup and run.cleanup_target is not None and run.status not in TERMINAL_RUN:
+            raise Conflict("this run is already cleaning up; cancel without cleanup to abandon the cleanup",
+                           run_status=run.status.value)
         if not runs.transition(
             tx, run.id, CANCELLABLE, RunStatus.CANCELLED, now, last_error=note or "cancelled by staff",
             seen_version=_version_seen(press, run),
         ):
             raise _lost("cancel", run)
         closed = steps.cancel_open(tx, run.id, now)
-        logged = log.append(tx, journal.run_control(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed), now)
+        abandoned = resources.follow_run(tx, run.id, now) if run.cleanup_target is not None else 0
+        logged = log.append(tx, journal.run_control(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed,
+                                                    **({"cleanup": cleanup} if cleanup else {}),
+                                                    **({"abandoned_reverts": abandoned} if abandoned else {})), now)
         cancelled = must_exist(runs.get(tx, run.id))
         _kept(tx, press, logged, run.id, "cancel", None, _run_answer(cancelled))
         return cancelled
@@ -513,6 +559,8 @@ def _decide(
             _on_a_cue_only(control, run, step, cue_only)
         if not guarded_change(tx, step):
             raise _lost(control, run, step)
+        if step.resource_id is not None:
+            resources.follow_steps(tx, [step.id], now)  # a revert done by hand (confirm), or given up (skip)
         logged = log.append(tx, journal.step_control(step, control, to, actor, **detail), now)
         decided = must_exist(steps.get(tx, step.id))
         _kept(tx, press, logged, run.id, control, step.id, _step_answer(decided))
@@ -562,7 +610,9 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime,
         run = _locked_run(tx, run_id)
         step = _locked_step(tx, run, step_id)
         _pressed(tx, press, "retry", run, step, now)
-        if not steps.requeue_where_stopped(tx, run.id, step.id, now, seen=_step_seen(press, step)):
+        requeued = (steps.requeue_revert(tx, run.id, step.id, now) if step.resource_id is not None
+                    else steps.requeue_where_stopped(tx, run.id, step.id, now, seen=_step_seen(press, step)))
+        if not requeued:
             furthest = steps.last_started_seq(tx, run.id, run.current_phase)
             ended = phases.get(tx, run.id, step.phase)
             if refusal("retry", run, step, furthest) is None and ended is not None and ended.condition_met:
@@ -608,11 +658,14 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             "a paused run is running again (starting, if it never had a phase); its last error is cleared, its health kept",
             wakes=True, note_field=None, label="Resume run", question=None, done="Resumed"),
     Control("cancel", Target.RUN, CONTROLLERS, _cancel_refusal,
-            lambda db, run, _, actor, now, note, phase, cue, press: _run_answer(
-                cancel(db, run, actor=actor, now=now, reason=note, press=press)),
+            lambda db, run, _, actor, now, note, phase, cue, press, cleanup=False: _run_answer(
+                cancel(db, run, actor=actor, now=now, reason=note, press=press, cleanup=cleanup)),
             "a run that is not over is cancelled; its pending and parked steps are cancelled, a step in flight is left"
-            " to its answer", wakes=False, note_field="reason", label="Cancel run",
-            question="Cancel this run? It cannot be undone.", done="Cancelled", tone="danger", sends_tag=False),
+            " to its answer. With cleanup, a run that left something to revert (or has a step in flight) is"
+            " cleaning_up first: the tick reverts what it left, newest first, then cancels it; a cancel without"
+            " cleanup of a run cleaning up abandons the cleanup", wakes=True, note_field="reason", label="Cancel run",
+            question="Cancel this run? It cannot be undone.", done="Cancelled", tone="danger", sends_tag=False,
+            option_field="cleanup"),
     Control("advance", Target.RUN, CONTROLLERS, _advance_status_refusal,
             lambda db, run, _, actor, now, note, phase, cue, press: _advanced_answer(
                 advance(db, run, must_exist(phase), actor=actor, now=now, reason=note, press=press)),

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..schema_check import first_error, unknown_fields
-from . import cron
+from . import cron, ledger
 from .actions import registry
 from .errors import Invalid, UnreadableDocument
-from .model import OnFailure, PhaseKind, StepSpec
+from .model import OnFailure, PhaseKind, Revert, StepSpec
 
 DEFAULT_GRACE_SECONDS = 300
 # A tick comes every few seconds to a minute; a shorter window would miss the
@@ -48,8 +48,12 @@ STEP_SCHEMA = {
         "params": {"type": "object"},
         "version": {"type": "integer", "minimum": 1, "maximum": 1000},
         "on_failure": {"type": "string", "enum": [o.value for o in OnFailure]},
+        "revert": ledger.REVERT_SCHEMA,
     },
 }
+# When a run cleans up without a cancel (docs/contract.md, "Cancel with cleanup"): after its ending
+# (`complete`), or on an abort_run failure (`fail`) before it fails.
+CLEANUP_ON = ("complete", "fail")
 # What must be met before a drained phase is left (docs/contract.md, "Phases that follow the game").
 # `steps_done` (the default, as if absent): its steps are done; `manual`: a person advances it (the
 # advance control); `after`: `seconds` after it opened; `signal`: the game (or staff) sends `name`.
@@ -102,6 +106,10 @@ DOCUMENT_SCHEMA = {
         },
         "phases": {"type": "array", "minItems": 1, "maxItems": 50, "items": PHASE_SCHEMA},
         "ending": {"type": "array", "maxItems": 200, "items": STEP_SCHEMA},
+        "cleanup_on": {"type": "array", "maxItems": len(CLEANUP_ON), "uniqueItems": True,
+                       "items": {"type": "string", "enum": list(CLEANUP_ON)},
+                       "description": "complete: revert what the run left after its ending; fail: before an"
+                                      " abort_run fails it"},
         "schedule": {
             "type": ["object", "null"],
             "additionalProperties": False,
@@ -149,6 +157,8 @@ def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[st
     problems += [p for p in [registry.params_problem(spec, params, f"{path}.params")] if p]
     if len(json.dumps(params)) > MAX_PARAMS_BYTES:
         problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes")
+    if "revert" in step:
+        problems += [p for p in [ledger.revert_problem(step["revert"], f"{path}.revert")] if p]
     return problems
 
 
@@ -190,6 +200,7 @@ def _normalised_step(step: dict[str, Any]) -> dict[str, Any]:
         "params": step.get("params", {}),
         "version": step.get("version", 1),
         "on_failure": step.get("on_failure", OnFailure.PAUSE.value),
+        **({"revert": ledger.revert_of(step["revert"]).public()} if "revert" in step else {}),
     }
 
 
@@ -261,6 +272,7 @@ def validate(document: Any, module_actions: frozenset[str] | None = None) -> dic
             for place, phase in enumerate(document["phases"], 1)
         ],
         "ending": [_normalised_step(s) for s in document.get("ending", [])],
+        **({"cleanup_on": list(document["cleanup_on"])} if document.get("cleanup_on") else {}),
         "schedule": document.get("schedule") or None,  # without a timezone: UTC
     }
 
@@ -303,6 +315,10 @@ class Programme:
     """
 
     phases: tuple[PhasePlan, ...]
+    # The phase a cleanup's reverts run in, after the ending: its steps are written by the tick, one per
+    # resource to revert, never authored (numbered here too, the walk's last place).
+    cleanup: PhasePlan
+    cleanup_on: frozenset[str] = frozenset()  # of CLEANUP_ON
 
     @property
     def first(self) -> PhasePlan:
@@ -324,6 +340,12 @@ class Programme:
         later = [plan for plan in self.phases if plan.number > number]
         return later[0] if later else None
 
+
+    def static_revert(self, phase: int, seq: int) -> Revert | None:
+        """The authored revert of the step at (phase, seq), if it has one (a cleanup's reverts have none)."""
+        plan = next((p for p in self.phases if p.number == phase), None)
+        return plan.specs[seq].revert if plan is not None and seq < len(plan.specs) else None
+
     @property
     def rows(self) -> tuple[PhasePlan, ...]:
         """The phases a run gets a row for: every one with steps."""
@@ -342,8 +364,13 @@ def programme_of(document: dict[str, Any]) -> Programme:
         raise UnreadableDocument(f"definition document unreadable: {type(error).__name__}: {error}") from error
     if not authored or not all(specs for _, _, specs, _, _ in authored):
         raise UnreadableDocument("definition document unreadable: every phase needs at least one step")
-    return Programme(tuple(PhasePlan(number, kind, name, specs, condition, limit)
-                           for number, (kind, name, specs, condition, limit) in enumerate([*authored, ending], 1)))
+    cleanup_on = document.get("cleanup_on") or []
+    if not isinstance(cleanup_on, list) or not set(cleanup_on) <= set(CLEANUP_ON):
+        raise UnreadableDocument(f"definition document unreadable: cleanup_on {cleanup_on!r}")
+    cleanup = (PhaseKind.CLEANUP, "cleanup", (), None, None)
+    *walked, last = (PhasePlan(number, kind, name, specs, condition, limit)
+                     for number, (kind, name, specs, condition, limit) in enumerate([*authored, ending, cleanup], 1))
+    return Programme(tuple(walked), last, frozenset(cleanup_on))
 
 
 def _advance(phase: dict[str, Any]) -> tuple[dict[str, Any] | None, PhaseLimit | None]:
@@ -372,4 +399,5 @@ def _spec(step: dict[str, Any]) -> StepSpec:
         params=params,
         action_version=int(step.get("version") or 1),
         on_failure=OnFailure(step.get("on_failure") or OnFailure.PAUSE.value),
+        revert=ledger.revert_of(step["revert"]) if step.get("revert") is not None else None,
     )

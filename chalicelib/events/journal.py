@@ -10,9 +10,12 @@ its cause (`cause`).
                    before: {"steps_done": true}, or {"by", "at"} of whoever met its condition
     run.advance    a person advanced a phase: {phase, reason, skipped_steps, resumed}
     run.signal     a signal's first receipt: {name, by, effect, payload}; the row's phase is the one it names
+    run.cleanup    a cleanup wrote revert steps: {phase, reverts}, the number written (again for what a late
+                   answer recorded meanwhile)
     step.status    a step changed status: {control | cause, action, from, to, ...}
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
-                   outcome, http_status, latency_ms, error[, fenced_out]}
+                   outcome, http_status, latency_ms, error[, fenced_out][, resources | resources_refused]
+                   [, resources_kept_live]}
     step.acknowledged  a person has a parked cue: {control, action, note}; the row's actor is who has it
     step.reminder  a parked cue's reminder was posted, or failed and is not sent again:
                    {action, n, of, channel, idempotency_key, waited_seconds[, error]}
@@ -34,13 +37,14 @@ RUN_STATUS = "run.status"
 RUN_PHASE = "run.phase"
 RUN_ADVANCE = "run.advance"
 RUN_SIGNAL = "run.signal"
+RUN_CLEANUP = "run.cleanup"
 STEP_STATUS = "step.status"
 STEP_DISPATCH = "step.dispatch"
 STEP_ACKNOWLEDGED = "step.acknowledged"
 STEP_REMINDER = "step.reminder"
 STEP_ESCALATED = "step.escalated"
 RUN_ESCALATED = "run.escalated"
-KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, RUN_ESCALATED, STEP_STATUS, STEP_DISPATCH, STEP_ACKNOWLEDGED,
+KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS, STEP_DISPATCH, STEP_ACKNOWLEDGED,
          STEP_REMINDER, STEP_ESCALATED)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
@@ -100,6 +104,11 @@ def run_signal(signal: Signal, phase: int | None) -> Entry:
     return Entry(run_id=signal.run_id, kind=RUN_SIGNAL, phase=phase, detail=detail, actor=signal.received_by)
 
 
+def run_cleanup(run_id: int, phase: int, reverts: int) -> Entry:
+    """The tick wrote `reverts` revert steps into the run's cleanup phase."""
+    return Entry(run_id=run_id, kind=RUN_CLEANUP, phase=phase, detail={"phase": phase, "reverts": reverts}, actor=RUNNER)
+
+
 def step_status(
     step: Step,
     source: StepStatus,
@@ -133,7 +142,9 @@ def step_acknowledged(step: Step, actor: str, note: str | None) -> Entry:
     return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_ACKNOWLEDGED, phase=step.phase, detail=detail, actor=actor)
 
 
-def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: bool) -> Entry:
+def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: bool, **ledger: Any) -> Entry:
+    """One attempt's answer; `ledger` says what it recorded of the resources it listed (`resources`, the
+    count; `resources_refused`, why none was; `resources_kept_live`, for a revert's own)."""
     detail = {
         "action": step.action_id,
         "attempt": attempt,
@@ -145,6 +156,7 @@ def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: boo
     }
     if fenced_out:
         detail["fenced_out"] = True  # the answer came after our lease was taken over: recorded, not applied
+    detail.update(ledger)
     return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_DISPATCH, phase=step.phase, detail=detail, actor=RUNNER)
 
 

@@ -14,6 +14,10 @@ table is this module's `TRANSITIONS` and `PLANNED` (a test compares them).
             missed          paused ◄───┘  │       (any not terminal ─► cancelled;
                               └───────────┘        running, paused ─► failed)
 
+           cancel with cleanup, abort_run or an ending under cleanup_on, when the run
+           left something its cleanup reverts:  … ─► cleaning_up ─► its cleanup_target
+           (cancelled, failed or completed); cleaning_up ◄─► paused
+
     step:  pending ─► running ─► done | failed | refused     (the claimer)
               ▲          │  (parked: running with no lease)
               └──────────┘  retry, a lease taken back
@@ -33,6 +37,7 @@ class RunStatus(str, Enum):
     RUNNING = "running"  # working through current_phase
     PAUSED = "paused"  # stopped by a person or an on_failure of pause
     ENDING = "ending"  # draining the ending steps; never pauses
+    CLEANING_UP = "cleaning_up"  # reverting what the run left in the world, then on to its cleanup_target
     COMPLETED = "completed"  # everything ran (health says how well)
     CANCELLED = "cancelled"  # a person called it off
     FAILED = "failed"  # an on_failure of abort_run
@@ -75,6 +80,7 @@ RUN_FACTS: dict[RunStatus, Facts] = {
     RunStatus.RUNNING: Facts("running", "▶", due=True, runnable=True),
     RunStatus.PAUSED: Facts("paused", "‖"),
     RunStatus.ENDING: Facts("ending", "▶", due=True, runnable=True),
+    RunStatus.CLEANING_UP: Facts("cleaning up", "↺", due=True, runnable=True),
     RunStatus.COMPLETED: Facts("completed", "✓", terminal=True),
     RunStatus.CANCELLED: Facts("cancelled", "✕", terminal=True),
     RunStatus.FAILED: Facts("failed", "✕", terminal=True),
@@ -105,7 +111,18 @@ RUNNER_FINISHES = (StepStatus.DONE, StepStatus.FAILED, StepStatus.REFUSED)
 # A claimer's outcomes that apply the step's on_failure.
 STEP_FAILURES = (StepStatus.FAILED, StepStatus.REFUSED)
 # A run the tick starts (materialises its first phase) rather than moves on.
-BEFORE_FIRST_PHASE = tuple(s for s in DUE if s not in WORKING)
+BEFORE_FIRST_PHASE = tuple(s for s in DUE if s not in (*WORKING, RunStatus.CLEANING_UP))
+# Where a cleanup ends once every revert is over (`event_runs.cleanup_target`).
+CLEANUP_TARGETS = (RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.COMPLETED)
+
+
+class ResourceStatus(str, Enum):
+    """What became of one thing a run left in the world (`event_run_resources`)."""
+
+    LIVE = "live"  # recorded, not reverted (a resource without a revert stays live)
+    REVERTING = "reverting"  # a revert step of the run's cleanup is open for it
+    REVERTED = "reverted"  # its revert was done
+    REVERT_FAILED = "revert_failed"  # its revert failed or was refused: a person retries it, or accepts it
 
 
 # ── transitions ──────────────────────────────────────────────────────────
@@ -158,12 +175,41 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(LIVE_RUN, _R.FAILED, Who.TICK,
                "a step of a running or paused run failed or was refused with `on_failure: abort_run` (its pending steps"
                " are cancelled), or the run's document cannot be walked", Wake.CLEARED, True),
-    Transition((_R.STARTING, _R.RUNNING), _R.PAUSED, Who.PERSON, "pause", Wake.CLEARED, True),
+    Transition((_R.STARTING, _R.RUNNING, _R.CLEANING_UP), _R.PAUSED, Who.PERSON, "pause", Wake.CLEARED, True),
     Transition((_R.PAUSED,), _R.RUNNING, Who.PERSON,
                "resume, retry of the step it stopped at, or advance of the phase it is at (it had a phase)", Wake.NOW),
     Transition((_R.PAUSED,), _R.STARTING, Who.PERSON, "resume, or retry (it never had a phase)", Wake.NOW),
     Transition(LIVE_RUN, _R.CANCELLED, Who.PERSON,
                "cancel (pending and parked steps are cancelled; a step in flight is left to its answer)", Wake.CLEARED, True),
+    Transition((_R.STARTING, _R.RUNNING, _R.PAUSED, _R.ENDING), _R.CLEANING_UP, Who.PERSON,
+               "cancel with cleanup, when the run has something live to revert or a step in flight (target"
+               " `cancelled`)", Wake.NOW, True),
+    Transition((_R.RUNNING, _R.PAUSED), _R.CLEANING_UP, Who.TICK,
+               "`on_failure: abort_run` under `cleanup_on: fail`, when the run has something live to revert (target"
+               " `failed`; the worker stops, and the next tick opens the cleanup)", Wake.NOW, True),
+    Transition((_R.RUNNING, _R.ENDING), _R.CLEANING_UP, Who.TICK,
+               "the run's last phase is over under `cleanup_on: complete`, when it has something live to revert"
+               " (target `completed`; likewise)", Wake.NOW, True),
+    Transition((_R.CLEANING_UP,), _R.CANCELLED, Who.TICK, "every revert is over and each was done (target `cancelled`)",
+               Wake.CLEARED, True),
+    Transition((_R.CLEANING_UP,), _R.FAILED, Who.TICK, "every revert is over and each was done (target `failed`)",
+               Wake.CLEARED, True),
+    Transition((_R.CLEANING_UP,), _R.COMPLETED, Who.TICK, "every revert is over and each was done (target `completed`)",
+               Wake.CLEARED, True),
+    Transition((_R.CLEANING_UP,), _R.PAUSED, Who.TICK,
+               "every revert is over and some failed or were refused (\"2 of 7 resources could not be reverted\")",
+               Wake.CLEARED, True),
+    Transition((_R.PAUSED,), _R.CLEANING_UP, Who.PERSON,
+               "resume, or retry of a failed revert, of a paused cleanup with a revert still open", Wake.NOW, True),
+    Transition((_R.PAUSED,), _R.CANCELLED, Who.PERSON,
+               "resume of a paused cleanup with no revert open: its failures are accepted (target `cancelled`)",
+               Wake.CLEARED, True),
+    Transition((_R.PAUSED,), _R.FAILED, Who.PERSON,
+               "resume of a paused cleanup with no revert open: its failures are accepted (target `failed`)",
+               Wake.CLEARED, True),
+    Transition((_R.PAUSED,), _R.COMPLETED, Who.PERSON,
+               "resume of a paused cleanup with no revert open: its failures are accepted (target `completed`)",
+               Wake.CLEARED, True),
 )
 
 
@@ -181,18 +227,11 @@ class Planned:
 
 
 # The next wave's places, written down before it is built (docs/contract.md, "Planned").
-# `cleaning_up` is claimable (a tick works it) but opens no new step: it only runs
-# the reverts of what the run created. `rehearsal` is a run mode, not a status: a
-# rehearsal walks this same table, its actions answered by a rehearsal target.
+# `rehearsal` is a run mode, not a status: a rehearsal walks this same table, its
+# actions answered by a rehearsal target.
 PLANNED: tuple[Planned, ...] = (
     Planned((), "scheduled (mode `rehearsal`)", "planner or API", "a rehearsal of a version is scheduled; every transition"
             " above applies to it unchanged, and its actions never reach the live game", "scheduled_for", False, False),
-    Planned(("starting", "running", "paused", "ending"), "cleaning_up", "person",
-            "cancel, when the run has created something its cleanup reverts", "now", True, False),
-    Planned(("running", "paused"), "cleaning_up", "tick",
-            "`on_failure: abort_run`, when the run has created something its cleanup reverts", "kept", False, False),
-    Planned(("cleaning_up",), "cancelled", "tick", "every revert is over (after a cancel)", "cleared", True, True),
-    Planned(("cleaning_up",), "failed", "tick", "every revert is over (after a failure)", "cleared", True, True),
 )
 
 
@@ -230,14 +269,14 @@ def writes(sources: Iterable[RunStatus], to: RunStatus) -> Transition:
 
 
 # ── SQL renderings ─────────────────────────────────────────────────────────
-def sql_literal(status: RunStatus | StepStatus) -> str:
+def sql_literal(status: RunStatus | StepStatus | ResourceStatus) -> str:
     """A status as an SQL string literal (statuses are lower-case words: nothing to escape)."""
     if not status.value.isidentifier():
         raise ValueError(f"a status is one word, got {status.value!r}")
     return f"'{status.value}'"
 
 
-def sql_list(statuses: Iterable[RunStatus | StepStatus]) -> str:
+def sql_list(statuses: Iterable[RunStatus | StepStatus | ResourceStatus]) -> str:
     """Statuses as the inside of an SQL `IN (…)`."""
     return ", ".join(sql_literal(s) for s in statuses)
 
@@ -250,6 +289,7 @@ class RunSQL:
     RUNNING = sql_literal(RunStatus.RUNNING)
     PAUSED = sql_literal(RunStatus.PAUSED)
     ENDING = sql_literal(RunStatus.ENDING)
+    CLEANING_UP = sql_literal(RunStatus.CLEANING_UP)
     DUE = sql_list(DUE)
     RUNNABLE = sql_list(RUNNABLE)
     WORKING = sql_list(WORKING)
@@ -266,6 +306,16 @@ class StepSQL:
     SKIPPED = sql_literal(StepStatus.SKIPPED)
     CANCELLED = sql_literal(StepStatus.CANCELLED)
     OPEN = sql_list(OPEN_STEP)
+    FAILURES = sql_list(STEP_FAILURES)
+
+
+class ResourceSQL:
+    """Resource statuses as SQL: the only place the store's SQL names one."""
+
+    LIVE = sql_literal(ResourceStatus.LIVE)
+    REVERTING = sql_literal(ResourceStatus.REVERTING)
+    REVERTED = sql_literal(ResourceStatus.REVERTED)
+    REVERT_FAILED = sql_literal(ResourceStatus.REVERT_FAILED)
 
 
 def vocabulary() -> dict[str, list[dict[str, str | bool]]]:

@@ -12,6 +12,7 @@ from .lifecycle import DUE as DUE
 from .lifecycle import RUNNABLE as RUNNABLE
 from .lifecycle import RUNNER_FINISHES as RUNNER_FINISHES
 from .lifecycle import TERMINAL_RUN as TERMINAL_RUN
+from .lifecycle import ResourceStatus as ResourceStatus
 from .lifecycle import RunStatus as RunStatus
 from .lifecycle import StepStatus as StepStatus
 
@@ -26,7 +27,7 @@ class Health(str, Enum):
 class PhaseKind(str, Enum):
     MAIN = "main"  # an authored phase, walked in order
     ENDING = "ending"  # the ending steps, after the last main phase; never pauses
-    CLEANUP = "cleanup"  # reverting what the run created (none yet: the kind is reserved)
+    CLEANUP = "cleanup"  # reverting what the run left in the world: one revert step per resource, newest first
 
 
 class PhaseState(str, Enum):
@@ -98,6 +99,17 @@ class Attention:
 
 
 @dataclass(frozen=True)
+class Revert:
+    """How a resource is undone: a module action (or core.cue: a person undoes it by hand) and its params."""
+
+    action: str
+    params: dict[str, Any]
+
+    def public(self) -> dict[str, Any]:
+        return {"action": self.action, "params": self.params}
+
+
+@dataclass(frozen=True)
 class StepSpec:
     """One authored step, as materialised into a phase."""
 
@@ -105,6 +117,7 @@ class StepSpec:
     params: dict[str, Any] = field(default_factory=dict)
     action_version: int = 1
     on_failure: OnFailure = OnFailure.PAUSE
+    revert: Revert | None = None  # its static revert: a done answer records one resource with it
 
 
 @dataclass(frozen=True)
@@ -128,11 +141,14 @@ class Run:
     wake_at: datetime | None  # when a tick next has to look at it; None: only a person can move it
     waiting_for: str | None = None  # what it waits for, as its row keeps it for the index (`waiting`: the whole of it)
     version: int = 1  # its control state, counted: raised by each status change and advance (`runs._move`)
+    cleanup_target: RunStatus | None = None  # where its cleanup ends once every revert is over; None: it never cleaned up
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
+        target = row.get("cleanup_target")
         return cls(
-            **{**row, "status": RunStatus(row["status"]), "health": Health(row["health"])}
+            **{**row, "status": RunStatus(row["status"]), "health": Health(row["health"]),
+               "cleanup_target": None if target is None else RunStatus(target)}
         )
 
     @property
@@ -175,6 +191,7 @@ class Step:
     escalation_tries: int = 0
     times_out_at: datetime | None = None
     retries: int = 0  # how many times a person retried it (raised by the retry's own statement)
+    resource_id: int | None = None  # a cleanup's revert step: the resource it reverts (never in params)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:
@@ -221,6 +238,33 @@ class Step:
         data["parked"] = self.parked
         data["etag"] = self.etag
         return data
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One thing a run left in the world, as its ledger row stands (`store.resources`)."""
+
+    id: int
+    run_id: int
+    step_id: int
+    kind: str
+    resource_id: str
+    revert: Revert | None
+    status: ResourceStatus
+    recorded_at: datetime
+    changed_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Resource:
+        revert = _json(row["revert"], None)
+        return cls(**{**row, "status": ResourceStatus(row["status"]),
+                      "revert": None if revert is None else Revert(revert["action"], revert["params"])})
+
+    def public(self) -> dict[str, Any]:
+        """As GET /runs/{id}/resources answers it: `id` is the game's id for it, `ledger_id` the row's."""
+        return {"ledger_id": self.id, "run_id": self.run_id, "step_id": self.step_id, "kind": self.kind,
+                "id": self.resource_id, "revert": None if self.revert is None else self.revert.public(),
+                "status": self.status.value, "recorded_at": iso(self.recorded_at), "changed_at": iso(self.changed_at)}
 
 
 @dataclass(frozen=True)

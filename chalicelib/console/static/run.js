@@ -14,6 +14,7 @@ import { Poller, freshness } from './poll.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
 import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, when } from './ui.js';
+import { askCancel, ledgerSection } from './resources.js';
 
 const LOG_PAGE = 500;
 
@@ -28,6 +29,7 @@ function specOf(name) {
   return {
     field, label: field ? `${capitalised(field)} (optional)` : null, title: declared.question,
     action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
+    option: declared.option_field || null,
   };
 }
 
@@ -43,10 +45,12 @@ export function runView(main, ctx, runIdText) {
   const runProgress = el('p', { id: 'run-progress' });
   const log = logView();
   const fresh = el('p', { class: 'freshness muted', id: 'freshness' });
+  const ledger = ledgerSection(runId);
   main.replaceChildren(
     el('p', {}, el('a', { href: '#/runs' }, '← All runs')),
     title, runProgress, bannerBox, runControls, summary, fresh,
     el('section', { 'aria-labelledby': 'steps-title' }, el('h2', { id: 'steps-title' }, 'Phases and steps'), counts, phases),
+    ledger.element,
     el('section', { 'aria-labelledby': 'log-title' }, el('h2', { id: 'log-title' }, 'Log'), log.node),
   );
 
@@ -170,7 +174,11 @@ export function runView(main, ctx, runIdText) {
     let body = {};
     const phase = spec.phaseField ? currentPhase() : null;
     const what = step ? null : consequence(name);
-    if (spec.field || what) {
+    if (spec.option && !step) { // cancel: what it does, its reason, and whether to clean up what the run left
+      const chosen = await askCancel(runId, { ...spec, title: `${spec.title || `${spec.action}?`}`, what });
+      if (chosen === null) return;
+      body = chosen;
+    } else if (spec.field || what) {
       const words = step?.params?.instruction || step?.params?.message;
       const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
       const text = await ask({ title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what });
@@ -254,6 +262,7 @@ export function runView(main, ctx, runIdText) {
       await loadName(fetched.run);
       detail = fetched;
       await tailLog();
+      await ledger.refresh(detail);
     } catch (error) {
       if (error.status === 404) {
         main.replaceChildren(heading(1, `No run ${runId}`), el('p', {}, el('a', { href: '#/runs' }, 'See the runs.')));

@@ -8,6 +8,11 @@ waits for the condition), or it has stopped (`Done`). Each transaction carries
 the run as far as it goes without dispatching; an outcome is settled and the
 next step claimed in one transaction and one commit (`settle_and_claim_next`).
 
+A run cleaning up is walked in its cleanup phase (`Programme.cleanup`): drained,
+the tick writes its revert steps for what is left to revert (`resources.open_reverts`,
+only once no other step of the run is in flight), works them like any phase, and
+once nothing is open moves the run to its target, or pauses it when a revert failed.
+
 The worker holds the run lease (so no other worker or tick works this run), but
 every write is still guarded on its own: the step claim re-checks that the run
 is runnable (a pause pressed mid-tick stops the next claim), the claimer's
@@ -34,7 +39,7 @@ from ..document import Programme
 from ..errors import ChannelError, UnreadableDocument
 from ..lifecycle import BEFORE_FIRST_PHASE
 from ..model import RUNNABLE, Claim, PhaseKind, Run, RunStatus, Step, StepStatus
-from ..store import log, phases, runs, steps
+from ..store import log, phases, resources, runs, steps
 from .attention import Attender, Timer, due
 from .budget import Budget
 from .outcomes import Rules, settle_outcome
@@ -212,6 +217,8 @@ class RunAdvancer:
             cursor, claim = started
         elif not self.db.autocommit(lambda tx: self._take_lease(tx, run.id, lease, report)):
             return None
+        elif run.status is RunStatus.CLEANING_UP:
+            cursor = NeedsRead(RunStatus.CLEANING_UP, programme.cleanup.number)
         elif run.status is RunStatus.ENDING:
             # The programme's ending, not current_phase: a run that went into ending
             # before current_phase named the ending holds its last main phase there.
@@ -226,7 +233,14 @@ class RunAdvancer:
         lost_claim = False
         while True:
             if isinstance(cursor, Done):
-                return self._current_status(run_id) if cursor.status is None else cursor.status
+                if cursor.status is not None:
+                    return cursor.status
+                status = self._current_status(run_id)
+                if status is RunStatus.CLEANING_UP:
+                    # A cleanup began while this step was in flight: its answer is in, so the cleanup may
+                    # open now rather than at the step's lease expiry its wake time last counted.
+                    self.db.autocommit(lambda tx: runs.wake_cleanup(tx, run_id, self.now))
+                return status
             if isinstance(cursor, Held) and cursor.began:
                 self._tell_of_hold(run_id, programme, cursor)  # its unit has committed
             if isinstance(cursor, Held) or cursor.status not in RUNNABLE:
@@ -319,7 +333,9 @@ class RunAdvancer:
     ) -> tuple[Cursor, Claim | None]:
         """The dispatched head step's outcome and its log rows, then — when the phase goes straight on —
         leaving a drained phase, opening the next and claiming the step after: one transaction, one commit."""
-        applied, log_rows = settle_outcome(tx, head.step, claim, outcome, self.now, self.rules)
+        applied, log_rows = settle_outcome(tx, head.step, claim, outcome, self.now, self.rules,
+                                           static_revert=programme.static_revert(head.phase, head.step.seq),
+                                           compensate="fail" in programme.cleanup_on)
         cursor: Cursor
         if not applied.written or applied.run_stopped:
             cursor = Done(None)  # fenced out, or the disposition paused or failed the run: as it now stands
@@ -343,6 +359,8 @@ class RunAdvancer:
         while isinstance(cursor, (Drained, Closing)) and cursor.status in RUNNABLE:
             if isinstance(cursor, Closing):
                 cursor = self._close_phase(tx, run_id, programme, cursor, log_rows)
+            elif cursor.status is RunStatus.CLEANING_UP:
+                cursor = self._tend_cleanup(tx, run_id, programme, log_rows)
             else:
                 cursor = self._leave_phase(tx, run_id, programme, cursor, log_rows)
         to_claim = self._next_claim(cursor)
@@ -425,6 +443,14 @@ class RunAdvancer:
             log_rows.append(journal.run_phase(run_id, following.number, following.name, ended_by))
             return _opened(RunStatus.RUNNING, following.number, opened)
         ending = programme.ending
+        if (status is RunStatus.ENDING or not ending.specs) and "complete" in programme.cleanup_on \
+                and runs.leave_phase(tx, run_id, number, status, RunStatus.CLEANING_UP, now,
+                                     cleanup_target=RunStatus.COMPLETED):
+            # cleanup_on: complete, and the run left something to revert: its cleanup comes first. The
+            # move clears the run lease: the next tick opens the cleanup.
+            log_rows.append(journal.run_status(run_id, number, status, RunStatus.CLEANING_UP, cause="last phase finished",
+                                               cleanup_target=RunStatus.COMPLETED.value))
+            return Done(RunStatus.CLEANING_UP)
         if status is RunStatus.RUNNING:
             # With no ending to drain, the run passes through ending within this one statement: the
             # log tells both moves, and nobody could have seen it in between (one transaction).
@@ -443,6 +469,29 @@ class RunAdvancer:
             return Done(None)
         log_rows.append(journal.run_status(run_id, ending.number, RunStatus.ENDING, RunStatus.COMPLETED, cause="ending finished"))
         return Done(RunStatus.COMPLETED)
+
+    def _tend_cleanup(self, tx: Tx, run_id: int, programme: Programme, log_rows: list[journal.Entry]) -> Cursor:
+        """The cleanup phase has no open step: write the reverts of what is left to revert (the first time,
+        and for what a late answer recorded since), else end the cleanup — at its target when every revert
+        was done, paused when one failed — or stop while another step of the run is still in flight."""
+        now, cleanup = self.now, programme.cleanup
+        added = resources.open_reverts(tx, run_id, cleanup.number, now)
+        if added:
+            phases.insert_plan(tx, run_id, (cleanup,), cleanup.number, now)
+            log_rows.append(journal.run_cleanup(run_id, cleanup.number, added))
+            return NeedsRead(RunStatus.CLEANING_UP, cleanup.number)
+        run = must_exist(runs.get(tx, run_id))
+        target = must_exist(run.cleanup_target)
+        if runs.end_cleanup(tx, run_id, RunStatus.CLEANING_UP, target, now, accept_failures=False):
+            log_rows.append(journal.run_status(run_id, cleanup.number, RunStatus.CLEANING_UP, target,
+                                               cause="every revert was done"))
+            return Done(target)
+        reverts = resources.reverts_of(tx, run_id)
+        error = f"{reverts.failed} of {reverts.total} resources could not be reverted"
+        if reverts.failed and runs.pause_cleanup(tx, run_id, now, error):
+            log_rows.append(journal.run_status(run_id, cleanup.number, RunStatus.CLEANING_UP, RunStatus.PAUSED, cause=error))
+            return Done(RunStatus.PAUSED)
+        return Done(RunStatus.CLEANING_UP)  # a step of the run is still in flight: its answer comes first
 
     def _close_phase(
         self, tx: Tx, run_id: int, programme: Programme, closing: Closing, log_rows: list[journal.Entry]

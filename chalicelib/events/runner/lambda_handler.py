@@ -19,7 +19,7 @@ import pymysql
 from ... import runtime, schema_version
 from ...config import Settings
 from ...db import HANDSHAKE_SECONDS, lost_connection
-from ..store import runs, steps
+from ..store import resources, runs, steps
 from .compose import process_runner, process_switches
 from .loop import Loop
 from .sleep import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE, Sleeper
@@ -87,6 +87,7 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
             runner.db.close()  # nothing held open: the database may pause meanwhile
             return {**NOTHING_TICKED, "seconds": round(time.monotonic() - started, 3), "schema_behind": behind}
         parked_cue_age, paused_run_age = _waits_for_a_person(runner)  # read first: after a sleep the connections are closed
+        resources_left = runner.db.autocommit(resources.count_left)
         sleeper = None
         if settings.sleep:
             sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon,
@@ -108,6 +109,7 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
         "asleep": loop.slept,
         "parked_cue_age_seconds": parked_cue_age,
         "paused_run_age_seconds": paused_run_age,
+        "resources_left": resources_left,  # what cleanups could not revert (revert_failed): the ResourcesLeft metric
         "seconds": round(time.monotonic() - started, 3),  # wall time: what Lambda bills
         "backstop_woke": woke and source == BACKSTOP_SOURCE,  # its wake-up was spent without waking the engine
     }

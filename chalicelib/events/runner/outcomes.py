@@ -1,8 +1,11 @@
-"""Applying what a dispatch came to: one fenced write, its log rows, and the on_failure disposition.
+"""Applying what a dispatch came to: one fenced write, its log rows, the resources it listed, and the
+on_failure disposition.
 
 Everything here runs inside the caller's transaction and returns the log rows
 that record it, for the caller to write in the same transaction: a state change
-and its log rows commit together.
+and its log rows commit together. The resources an answer lists are recorded
+whether or not the fence took (a late answer's world changed too), and cost no
+statement when it lists none (`_record_resources`).
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Tx
-from .. import journal
+from .. import journal, ledger
 from ..actions.outcome import Outcome, Verdict
 from ..lifecycle import STEP_FAILURES
-from ..model import Claim, OnFailure, RunStatus, Step, StepStatus
-from ..store import runs, steps
+from ..model import Claim, OnFailure, Revert, RunStatus, Step, StepStatus
+from ..store import resources, runs, steps
+
+KEPT_LIVE = "listed by a revert: recorded live, not reverted by this cleanup"
 
 
 @dataclass(frozen=True)
@@ -35,9 +40,13 @@ class Applied:
 
 
 def settle_outcome(
-    tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datetime, rules: Rules
+    tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datetime, rules: Rules, *,
+    static_revert: Revert | None = None, compensate: bool = False,
 ) -> tuple[Applied, list[journal.Entry]]:
-    """The outcome's writes, and the log rows that record them: the caller writes those in the same transaction."""
+    """The outcome's writes, and the log rows that record them: the caller writes those in the same transaction.
+
+    `static_revert`: the step's authored revert (a done answer records one resource with it); `compensate`:
+    the document's `cleanup_on` has `fail` (an abort_run cleans up first)."""
     verdict, error = outcome.verdict, outcome.error
     if verdict is Verdict.RETRY and claim.attempt >= rules.max_attempts:
         verdict, error = Verdict.FAILED, f"gave up after {claim.attempt} attempts: {error}"
@@ -59,7 +68,10 @@ def settle_outcome(
         status = StepStatus.REFUSED if verdict is Verdict.REFUSED else StepStatus.FAILED
         written = steps.finish(tx, claim, status, now, error)
 
-    entries = [journal.step_dispatch(step, claim.attempt, outcome, fenced_out=not written)]
+    recorded = _record_resources(tx, step, outcome, verdict, now, static_revert)
+    if written and step.resource_id is not None and status.terminal:
+        resources.follow_steps(tx, [step.id], now)  # a revert ended: its resource follows
+    entries = [journal.step_dispatch(step, claim.attempt, outcome, fenced_out=not written, **recorded)]
     run_stopped = False
     if written and status is not StepStatus.RUNNING:
         detail: dict[str, Any] = {"hold_until": outcome.hold_until} if held else {}
@@ -71,18 +83,39 @@ def settle_outcome(
             # The phase ended while the step was in flight: the failure degrades the run, its on_failure is moot.
             runs.degrade(tx, step.run_id, now, f"{step.named} {error or status.value}")
         else:
-            disposition = apply_failure(tx, step, error or status.value, now)
+            disposition = apply_failure(tx, step, error or status.value, now, compensate=compensate)
             entries.extend(disposition)
             run_stopped = bool(disposition)
     # Re-read after any hold, taken or not: the caller's list may predate the next step's due_at.
     return Applied(written, status, written and outcome.hold_until is not None, run_stopped), entries
 
 
-def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[journal.Entry]:
+def _record_resources(
+    tx: Tx, step: Step, outcome: Outcome, verdict: Verdict, now: datetime, static_revert: Revert | None
+) -> dict[str, Any]:
+    """What the answer listed (and, for a done step with a static revert, the step itself), recorded in one
+    INSERT; the dispatch row's detail saying so. A bad list records nothing and degrades the run; the
+    step's outcome is what it would have been without it. An answer that lists nothing writes nothing."""
+    listed, problem = ledger.listed(outcome.result)
+    if problem is not None:
+        runs.degrade(tx, step.run_id, now, f"step {step.id} ({step.action_id}) listed resources the ledger refused: {problem}")
+        return {"resources_refused": problem}
+    if static_revert is not None and verdict is Verdict.DONE:
+        listed += (ledger.Listed(step.action_id[:ledger.KIND_CHARS], step.idempotency_key, static_revert),)
+    if not listed:
+        return {}
+    resources.record(tx, step.run_id, step.id, listed, now)
+    return {"resources": len(listed), **({"resources_kept_live": KEPT_LIVE} if step.resource_id is not None else {})}
+
+
+def apply_failure(tx: Tx, step: Step, error: str, now: datetime, *, compensate: bool = False) -> list[journal.Entry]:
     """The step's on_failure, as guarded run writes; returns the run.status rows of what changed.
 
     The guards make an ending never pause or abort: its run is `ending`, which
-    neither source list names, so it is only degraded and goes on to complete.
+    neither source list names, so it is only degraded and goes on to complete;
+    so is a cleanup's revert (its run is `cleaning_up`; a revert's on_failure is skip).
+    With `compensate` (cleanup_on: fail) abort_run moves the run into cleaning_up
+    toward failed when it has something to revert.
     A run a person paused meanwhile keeps their pause; it is degraded and, under
     abort_run, still failed.
     """
@@ -94,6 +127,12 @@ def apply_failure(tx: Tx, step: Step, error: str, now: datetime) -> list[journal
             return [journal.run_status(step.run_id, step.phase, RunStatus.RUNNING, RunStatus.PAUSED, cause=cause)]
     elif step.on_failure is OnFailure.ABORT_RUN:
         for source in (RunStatus.RUNNING, RunStatus.PAUSED):
+            # cleanup_on: fail — the run reverts what it left first, then fails (only if it left something).
+            if compensate and runs.begin_cleanup(tx, step.run_id, [source], RunStatus.FAILED, now, last_error=cause,
+                                                 degrade=True):
+                cancelled = steps.cancel_pending(tx, step.run_id, now)
+                return [journal.run_status(step.run_id, step.phase, source, RunStatus.CLEANING_UP, cause=cause,
+                                           cancelled_steps=cancelled, cleanup_target=RunStatus.FAILED.value)]
             if runs.transition(tx, step.run_id, [source], RunStatus.FAILED, now, last_error=cause, degrade=True):
                 cancelled = steps.cancel_pending(tx, step.run_id, now)
                 return [

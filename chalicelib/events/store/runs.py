@@ -16,14 +16,15 @@ from typing import Any, TypedDict, Unpack
 
 from ...db import Tx, placeholders
 from .. import waiting
-from ..lifecycle import WORKING, RunSQL, RunStatus, StepSQL, Wake, writes
+from ..lifecycle import CLEANUP_TARGETS, WORKING, RunSQL, RunStatus, StepSQL, Wake, writes
 from ..model import Run, is_whole_number, kept_note
+from . import resources
 from .wake import WAKE_AT, wake_args
 
 COLUMNS = (
     "id, definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds,"
     " current_phase, health, last_error, claimed_by, claim_expires_at, started_at, finished_at,"
-    " created_at, updated_at, wake_at, waiting_for, version"
+    " created_at, updated_at, wake_at, waiting_for, version, cleanup_target"
 )
 _UNSET = object()
 
@@ -202,6 +203,7 @@ def _move(
     started: bool = False,
     phases: tuple[int | None, int | None] = (None, None),
     seen_version: int | None = None,
+    cleanup_target: RunStatus | None = None,
 ) -> bool:
     """`UPDATE event_runs … WHERE id = run_id AND <guard>`: what every status change of a run writes.
 
@@ -230,6 +232,10 @@ def _move(
         raise ValueError(f"a move into {to.value} from {sorted(s.value for s in sources)} may or may not change the status")
     if current_phase is not None and to not in (RunStatus.RUNNING, RunStatus.ENDING):
         raise ValueError("current_phase is written only by a transition into running or ending")
+    if cleanup_target is not None and to is not RunStatus.CLEANING_UP:
+        raise ValueError("only a move into cleaning_up names where its cleanup ends")
+    if cleanup_target is not None and cleanup_target not in CLEANUP_TARGETS:
+        raise ValueError(f"a cleanup ends in {[t.value for t in CLEANUP_TARGETS]}, not {cleanup_target.value}")
     if current_phase is not None and not is_whole_number(current_phase, at_least=1):
         raise ValueError(f"phases are numbered from 1, got {current_phase!r}")
     sets = ["status = %s", "updated_at = %s"]
@@ -261,6 +267,9 @@ def _move(
         args.append(current_phase)
     if degrade:
         sets.append("health = 'degraded'")
+    if cleanup_target is not None:
+        sets.append("cleanup_target = %s")
+        args.append(RunStatus(cleanup_target).value)
     joins, join_args = "", []
     for alias, number, stamp in (("drained", phases[0], "drained_at"), ("opened", phases[1], "opened_at")):
         if number is not None:
@@ -321,8 +330,10 @@ def leave_phase(
     now: datetime,
     *,
     next_phase: int | None = None,
+    cleanup_target: RunStatus | None = None,
 ) -> bool:
-    """Move a run on from `finished_phase` (to the next phase, to ending, or to completed).
+    """Move a run on from `finished_phase` (to the next phase, to ending, or to completed; under
+    `cleanup_on: complete`, into cleaning_up toward `cleanup_target`, only if it has something to revert).
 
     The same statement marks the finished phase's row drained and opens the next's.
 
@@ -341,7 +352,55 @@ def leave_phase(
     # The finished phase's row (joined by `_move` as `drained`): none, or no condition, or its condition met.
     guard += " AND (drained.run_id IS NULL OR drained.`condition` IS NULL OR drained.condition_met)"
     args += [run_id, finished_phase]
-    return _move(tx, run_id, [from_status], to, now, guard, args, current_phase=next_phase, phases=(finished_phase, next_phase))
+    if cleanup_target is not None:
+        guard += f" AND {resources.to_revert('event_runs.id')}"
+    return _move(tx, run_id, [from_status], to, now, guard, args, current_phase=next_phase,
+                 phases=(finished_phase, next_phase), cleanup_target=cleanup_target)
+
+
+_RUN = "event_runs.id"
+
+
+def begin_cleanup(
+    tx: Tx, run_id: int, sources: Iterable[RunStatus], target: RunStatus, now: datetime, **changes: Unpack[RunChanges]
+) -> bool:
+    """Into cleaning_up toward `target`, only if the run has something live to revert or a step in flight
+    (whose answer may list what it created), and never twice (a paused cleanup is a source status too);
+    False otherwise (nothing to clean: the caller moves it as it would have without a cleanup)."""
+    moved_from = [RunStatus(s) for s in sources]
+    guard = (f"status IN ({placeholders(len(moved_from))}) AND cleanup_target IS NULL"
+             f" AND ({resources.to_revert(_RUN)} OR {resources.in_flight(_RUN)})")
+    return _move(tx, run_id, moved_from, RunStatus.CLEANING_UP, now, guard, [*(s.value for s in moved_from), now],
+                 cleanup_target=target, **changes)
+
+
+def end_cleanup(tx: Tx, run_id: int, source: RunStatus, target: RunStatus, now: datetime, *, accept_failures: bool,
+                seen_version: int | None = None) -> bool:
+    """A cleanup is over: the run reaches its target, only when no step of it is open and nothing is left to
+    revert, and (unless a person's resume accepts them) no revert failed; a person's resume is held to the
+    version they saw (`seen_version`)."""
+    guard = (f"status = %s AND cleanup_target = %s AND NOT {resources.step_open(_RUN)}"
+             f" AND NOT {resources.to_revert(_RUN)}")
+    if not accept_failures:
+        guard += f" AND NOT {resources.revert_failed(_RUN)}"
+    return _move(tx, run_id, [source], target, now, guard, (RunStatus(source).value, RunStatus(target).value),
+                 seen_version=seen_version)
+
+
+def wake_cleanup(tx: Tx, run_id: int, now: datetime) -> bool:
+    """A run cleaning up wakes now (only ever earlier): a step it waited for has been answered."""
+    return tx.execute(
+        f"""UPDATE event_runs SET wake_at = %s
+             WHERE id = %s AND status = {RunSQL.CLEANING_UP} AND (wake_at IS NULL OR wake_at > %s)""",  # noqa: S608 — the status literal is a constant; values are parameters
+        (now, run_id, now),
+    ) == 1
+
+
+def pause_cleanup(tx: Tx, run_id: int, now: datetime, error: str) -> bool:
+    """Every revert is over and some failed: the run pauses for a person (retry a revert, or resume to accept)."""
+    guard = (f"status = {RunSQL.CLEANING_UP} AND NOT {resources.step_open(_RUN)}"
+             f" AND NOT {resources.to_revert(_RUN)}")
+    return _move(tx, run_id, [RunStatus.CLEANING_UP], RunStatus.PAUSED, now, guard, (), last_error=error)
 
 
 def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | None = None) -> bool:
@@ -426,7 +485,8 @@ def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *,
     cleared, as a resume does), the phase is a main phase whose condition nobody met yet, and
     no step of it is in flight under a live lease (the NOT EXISTS: an answer on its
     way is waited for, not raced). An advance is a run-level change: it raises the run's version, and
-    `seen_version` holds it to the version a person saw (their If-Match).
+    `seen_version` holds it to the version a person saw (their If-Match). A run paused in its cleanup is never
+    advanced: its phases are over.
     """
     seen = "" if seen_version is None else " AND r.version = %s"
     return (
@@ -435,7 +495,7 @@ def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *,
                    SET p.condition_met = TRUE, p.met_at = %s, p.met_by = %s,
                        {"r.last_error = NULL," if resuming else ""} r.version = r.version + 1,
                        r.status = {RunSQL.RUNNING}, r.updated_at = %s, r.wake_at = %s, r.waiting_for = NULL
-                 WHERE r.id = %s AND r.status = %s AND r.current_phase = %s{seen}
+                 WHERE r.id = %s AND r.status = %s AND r.current_phase = %s AND r.cleanup_target IS NULL{seen}
                    AND p.kind = 'main' AND NOT p.condition_met
                    AND NOT EXISTS (SELECT 1 FROM event_run_steps s
                                     WHERE s.run_id = r.id AND s.phase = p.number

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...db import Tx, placeholders
 from .. import waiting
-from ..lifecycle import RUNNER_FINISHES, RunSQL, StepSQL
+from ..lifecycle import RUNNER_FINISHES, ResourceSQL, RunSQL, StepSQL
 from ..model import (
     Attention,
     Claim,
@@ -40,7 +40,7 @@ from . import phases
 COLUMNS = (
     "id, run_id, phase, seq, action_id, params, action_version, on_failure, idempotency_key,"
     " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error,"
-    " acknowledged_by, acknowledged_at, remind_at, reminders_sent, escalate_at, escalation_tries, times_out_at, retries"
+    " acknowledged_by, acknowledged_at, remind_at, reminders_sent, escalate_at, escalation_tries, times_out_at, retries, resource_id"
 )
 GAVE_UP = "gave up after repeated interruptions"
 RUN_ENDED = "its run ended while this step was in flight"
@@ -256,7 +256,8 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     pressed mid-tick stops the next claim), and its phase is not ending (its
     condition met, or its deadline passed: the phase row, joined rather than
     asked in a subquery, which P1 measured at a tenth of a step's time, must
-    pass `phases.TAKES_CLAIMS`). `started_at` keeps the first attempt.
+    pass `phases.TAKES_CLAIMS`), and under a cleanup only a revert step is taken
+    (`_NOT_LEFT_BEHIND`). `started_at` keeps the first attempt.
     """
     _check_seconds(lease_seconds, "lease")
     token = claim_token()
@@ -269,12 +270,17 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
              WHERE s.id = %s AND s.status = {StepSQL.PENDING} AND s.attempts = %s
                AND (s.due_at IS NULL OR s.due_at <= %s)
                AND s.idempotency_key <> ''
-               AND r.status IN ({RunSQL.RUNNABLE})
+               AND r.status IN ({RunSQL.RUNNABLE}) AND {_NOT_LEFT_BEHIND}
                AND (p.run_id IS NULL OR {phases.TAKES_CLAIMS})""",  # noqa: S608 — the status lists and the phase's fragment are constants; values are parameters
         (token, now + timedelta(seconds=lease_seconds), now, step.id, step.attempts, now, now),
     )
     return Claim(step.id, token, step.attempts + 1) if changed == 1 else None
 
+
+# A run under a cleanup (its cleanup_target set) works its revert steps only: any other step of it is
+# over once its answer is in, never claimed, re-queued or parked again (`r` the run, `s` the step).
+_NOT_LEFT_BEHIND = "(r.cleanup_target IS NULL OR s.resource_id IS NOT NULL)"
+_RUN_OVER_FOR_S = f"(r.status IN ({RunSQL.TERMINAL}) OR NOT {_NOT_LEFT_BEHIND})"
 
 _FENCE = f"id = %s AND status = {StepSQL.RUNNING} AND claimed_by = %s AND attempts = %s"
 _FENCE_OF_S = f"s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claimed_by = %s AND s.attempts = %s"  # joined as `s`
@@ -338,7 +344,8 @@ def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str |
 
 def cancel_if_over(tx: Tx, claim: Claim, now: datetime) -> str | None:
     """The claimer's step, cancelled instead of parked or re-queued when its run ended meanwhile, or its
-    phase (a signal, a person's advance, its deadline: `phases.ENDING`); the cause written, or None.
+    phase (a signal, a person's advance, its deadline: `phases.ENDING`), or a cleanup began (a step that is
+    not a revert is over once answered); the cause written, or None.
 
     A cancel leaves a leased step alone (nothing recalls a command already sent);
     this is where such a step lands once its answer is in, rather than waiting
@@ -350,9 +357,9 @@ def cancel_if_over(tx: Tx, claim: Claim, now: datetime) -> str | None:
         f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    LEFT JOIN event_run_phases p ON p.run_id = s.run_id AND p.number = s.phase
                SET s.status = {StepSQL.CANCELLED}, s.finished_at = %s,
-                   s.last_error = IF(r.status IN ({RunSQL.TERMINAL}), %s, %s),
+                   s.last_error = IF({_RUN_OVER_FOR_S}, %s, %s),
                    s.claimed_by = NULL, s.claim_expires_at = NULL
-             WHERE {_FENCE_OF_S} AND (r.status IN ({RunSQL.TERMINAL}) OR {phases.ENDING})""",  # noqa: S608 — the status lists and the phase's fragment are constants; values are parameters
+             WHERE {_FENCE_OF_S} AND ({_RUN_OVER_FOR_S} OR {phases.ENDING})""",  # noqa: S608 — the status lists and the phase's fragment are constants; values are parameters
         (now, RUN_ENDED, PHASE_ENDED, claim.step_id, claim.token, claim.attempt, now),
     )
     if took != 1:
@@ -414,7 +421,9 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     if not is_whole_number(max_attempts, at_least=1):
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
     stale = f"""status = {StepSQL.RUNNING} AND claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
-    run_over = f"EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND r.status IN ({RunSQL.TERMINAL}))"  # noqa: S608 — the status list is rendered from RunStatus at import
+    # Over for this step: its run ended, or a cleanup began and it is not one of the reverts.
+    run_over = f"""EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND (r.status IN ({RunSQL.TERMINAL})
+                              OR (r.cleanup_target IS NOT NULL AND event_run_steps.resource_id IS NULL)))"""  # noqa: S608 — the status list is rendered from RunStatus at import
     # Its phase is ending (a signal, an advance, its deadline): a step of it never goes back to pending.
     phase_over = f"""EXISTS (SELECT 1 FROM event_run_phases p WHERE p.run_id = event_run_steps.run_id
                                 AND p.number = event_run_steps.phase AND {phases.ENDING})"""  # noqa: S608 — the phase's fragment is a constant
@@ -680,6 +689,7 @@ def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime, *, s
     skip) is refused: re-queued, it would run again out of order. So is a step of
     a phase that is ending (`phases.ENDING`): nothing of it runs again. The statement raises `retries` (the
     step's tag never repeats across a retry); `seen` holds it to the state a person's If-Match named.
+    Any step of a run paused in its cleanup is refused too (only its reverts are retried: `requeue_revert`).
     """
     as_seen, seen_args = _as_seen(seen)
     return (
@@ -692,11 +702,32 @@ def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime, *, s
                   SET s.status = {StepSQL.PENDING}, s.attempts = 0, s.retries = s.retries + 1, s.due_at = NULL, s.last_error = NULL,
                       s.claimed_by = NULL, s.claim_expires_at = NULL, s.finished_at = NULL
                 WHERE s.id = %s AND s.run_id = %s AND s.status = {StepSQL.FAILED}
-                  AND r.status = {RunSQL.PAUSED} AND s.phase = r.current_phase
+                  AND r.status = {RunSQL.PAUSED} AND s.phase = r.current_phase AND r.cleanup_target IS NULL
                   AND later.id IS NULL
                   AND NOT EXISTS (SELECT 1 FROM event_run_phases p
                                    WHERE p.run_id = s.run_id AND p.number = s.phase AND {phases.ENDING}){as_seen}""",  # noqa: S608 — _reached, the status lists, the phase's fragment and _as_seen's text are constants; values are parameters
             (step_id, run_id, now, *seen_args),
         )
         == 1
+    )
+
+
+def requeue_revert(tx: Tx, run_id: int, step_id: int, now: datetime) -> bool:
+    """Re-queue a revert that failed or was refused, of a run paused in its cleanup (the retry control), and
+    its resource `reverting` again: one statement over the step, its run and its resource. Any failed revert
+    may be retried, in any order: reverts do not depend on one another."""
+    return (
+        tx.execute(
+            f"""UPDATE event_run_steps s
+                 JOIN event_runs r ON r.id = s.run_id
+                 JOIN event_run_resources res ON res.id = s.resource_id
+                  SET s.status = {StepSQL.PENDING}, s.attempts = 0, s.retries = s.retries + 1, s.due_at = NULL,
+                      s.last_error = NULL, s.claimed_by = NULL, s.claim_expires_at = NULL, s.finished_at = NULL,
+                      res.status = {ResourceSQL.REVERTING}, res.changed_at = %s
+                WHERE s.id = %s AND s.run_id = %s AND s.status IN ({StepSQL.FAILURES})
+                  AND r.status = {RunSQL.PAUSED} AND r.cleanup_target IS NOT NULL
+                  AND res.status = {ResourceSQL.REVERT_FAILED}""",  # noqa: S608 — the status lists are lifecycle's renderings (constants); values are parameters
+            (now, step_id, run_id),
+        )
+        >= 1
     )

@@ -1,0 +1,98 @@
+"""What an answer says it left in the game world: its `resources` list, checked whole, and how each is reverted.
+
+The invariant: a list is recorded whole or not at all. `listed()` reads an
+answer's `resources` and either accepts every entry or names the first problem
+and accepts none; the runner then records nothing, leaves the step's outcome as
+it would have been without the list, and degrades the run (docs/contract.md,
+"The resource ledger"). A revert (listed, or a step's static `revert` in the
+document) is a module action or `core.cue` (a person undoes it by hand) with
+params the action takes, at most 16 KiB of them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .actions import registry
+from .model import Revert
+
+MAX_RESOURCES = 100
+KIND_CHARS = 40
+ID_CHARS = 191  # the column's width, and an index key's
+MAX_REVERT_PARAMS_BYTES = 16 * 1024
+BY_HAND = "core.cue"  # the one core action a revert may be: a person undoes the thing
+
+REVERT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["action"],
+    "description": "how the thing this step creates is undone by a cleanup: a module action, or core.cue (by hand)",
+    "properties": {
+        "action": {"type": "string", "minLength": 1, "maxLength": 100},
+        "params": {"type": "object"},
+    },
+}
+_ENTRY_FIELDS = {"kind", "id", "revert"}
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One thing an answer (or a static revert) says the step left in the world."""
+
+    kind: str
+    resource_id: str
+    revert: Revert | None
+
+
+def revert_problem(value: Any, path: str) -> str | None:
+    """Why `value` is not a revert (an object of a module action or core.cue and its params), or None."""
+    if not isinstance(value, dict):
+        return f"{path}: a revert is an object {{\"action\", \"params\"}}"
+    unknown = sorted(set(value) - {"action", "params"})
+    if unknown:
+        return f"{path}.{unknown[0]}: a revert takes only action and params"
+    action, params = value.get("action"), value.get("params", {})
+    spec = registry.lookup(action) if isinstance(action, str) else None
+    if spec is None or (spec.core and action != BY_HAND):
+        return f"{path}.action: {str(action)[:100]!r} is neither a module action (module.name) nor {BY_HAND}"
+    if not isinstance(params, dict):
+        return f"{path}.params: an object, not {type(params).__name__}"
+    if len(json.dumps(params)) > MAX_REVERT_PARAMS_BYTES:
+        return f"{path}.params: larger than {MAX_REVERT_PARAMS_BYTES} bytes"
+    return registry.params_problem(spec, params, f"{path}.params")
+
+
+def revert_of(value: dict[str, Any]) -> Revert:
+    """A checked revert as the ledger keeps it."""
+    return Revert(str(value["action"]), dict(value.get("params") or {}))
+
+
+def _entry_problem(entry: Any, path: str) -> str | None:
+    if not isinstance(entry, dict):
+        return f"{path}: an object {{\"kind\", \"id\", \"revert\"?}}, not {type(entry).__name__}"
+    unknown = sorted(set(entry) - _ENTRY_FIELDS)
+    if unknown:
+        return f"{path}.{unknown[0]}: a resource takes only kind, id and revert"
+    for field, most in (("kind", KIND_CHARS), ("id", ID_CHARS)):
+        value = entry.get(field)
+        if not isinstance(value, str) or not 1 <= len(value) <= most:
+            return f"{path}.{field}: a string of 1 to {most} characters"
+    return revert_problem(entry["revert"], f"{path}.revert") if "revert" in entry else None
+
+
+def listed(result: dict[str, Any] | None) -> tuple[tuple[Listed, ...], str | None]:
+    """The answer's resources, checked whole: (every entry, None), or ((), the first problem)."""
+    if result is None or "resources" not in result:
+        return (), None
+    raw = result["resources"]
+    if not isinstance(raw, list):
+        return (), f"resources: a list, not {type(raw).__name__}"
+    if len(raw) > MAX_RESOURCES:
+        return (), f"resources: at most {MAX_RESOURCES} entries, not {len(raw)}"
+    for i, entry in enumerate(raw):
+        problem = _entry_problem(entry, f"resources[{i}]")
+        if problem is not None:
+            return (), problem
+    return tuple(Listed(e["kind"], e["id"], revert_of(e["revert"]) if "revert" in e else None) for e in raw), None

@@ -1,0 +1,206 @@
+"""event_run_resources: what each run left in the game world, and the cleanup that reverts it.
+
+The invariants:
+
+1. A resource is written with the outcome that listed it, in its transaction, as
+   one multi-row INSERT IGNORE on (run, step, kind, id), and only when there is
+   something to write: a step that lists nothing costs no statement.
+2. A resource's status follows its revert step (`follow_*`, one statement each):
+   the step done → `reverted`; failed, refused or skipped → `revert_failed`;
+   cancelled (the cleanup abandoned) → `live` again. Only a `reverting` resource
+   moves, so a late or repeated write changes nothing.
+3. The cleanup's revert steps are written by the tick (`open_reverts`), never by
+   a control, and only in a unit in which no other step of the run holds a live
+   lease (a NOT EXISTS in the INSERT): a step in flight at the cancel is answered,
+   and what it created recorded, before its revert is planned. One step per live
+   resource that has a revert and was not listed by a revert, newest first;
+   UNIQUE (resource_id) on the steps makes the INSERT idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ...db import Tx, placeholders
+from ..ledger import Listed
+from ..lifecycle import ResourceSQL, ResourceStatus, StepSQL
+from ..model import OnFailure, Resource
+
+COLUMNS = "id, run_id, step_id, kind, resource_id, `revert`, status, recorded_at, changed_at"
+
+# SQL over the run whose id is `run` (a column): a cleanup of it still has something to revert (a live
+# resource with a revert, not listed by a revert step: those stay live) …
+def to_revert(run: str) -> str:
+    return f"""EXISTS (SELECT 1 FROM event_run_resources res JOIN event_run_steps origin ON origin.id = res.step_id
+                        WHERE res.run_id = {run} AND res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
+                          AND origin.resource_id IS NULL)"""  # noqa: S608 — constant fragments only
+
+
+# … a step of it is open (pending, running or parked) …
+def step_open(run: str) -> str:
+    return f"EXISTS (SELECT 1 FROM event_run_steps o WHERE o.run_id = {run} AND o.status IN ({StepSQL.OPEN}))"  # noqa: S608 — constant fragments only
+
+
+# … a step of it is in flight under a live lease (%s: now): its answer may still list what it created …
+def in_flight(run: str) -> str:
+    return f"""EXISTS (SELECT 1 FROM event_run_steps f WHERE f.run_id = {run} AND f.status = {StepSQL.RUNNING}
+                        AND f.claim_expires_at >= %s)"""  # noqa: S608 — constant fragments only; now is a parameter
+
+
+# … a revert of it failed (a person retries it, or accepts it by resuming).
+def revert_failed(run: str) -> str:
+    return f"""EXISTS (SELECT 1 FROM event_run_resources bad WHERE bad.run_id = {run}
+                        AND bad.status = {ResourceSQL.REVERT_FAILED})"""  # noqa: S608 — constant fragments only
+
+
+# What a resource becomes when its revert step ends as `s.status` (invariant 2).
+_FOLLOWS = f"""CASE WHEN s.status = {StepSQL.DONE} THEN {ResourceSQL.REVERTED}
+                    WHEN s.status = {StepSQL.CANCELLED} THEN {ResourceSQL.LIVE}
+                    ELSE {ResourceSQL.REVERT_FAILED} END"""
+_ENDED = f"s.status NOT IN ({StepSQL.OPEN})"
+
+
+# ── reads ──────────────────────────────────────────────────────────────────
+def page_for_run(tx: Tx, run_id: int, before_id: int | None, limit: int) -> tuple[list[Resource], int | None]:
+    """The run's resources newest first, keyset-paginated on the ledger id (one range of (run_id, id))."""
+    keyset, args = ("AND id < %s", [before_id]) if before_id is not None else ("", [])
+    rows = tx.all(
+        f"SELECT {COLUMNS} FROM event_run_resources WHERE run_id = %s {keyset} ORDER BY id DESC LIMIT %s",  # noqa: S608 — COLUMNS and keyset are constants; values are parameters
+        (run_id, *args, limit + 1),
+    )
+    page = [Resource.from_row(r) for r in rows[:limit]]
+    return page, (page[-1].id if len(rows) > limit else None)
+
+
+def page_by_status(tx: Tx, status: ResourceStatus, before_id: int | None, limit: int) -> tuple[list[Resource], int | None]:
+    """Every run's resources in one status, newest first (one range of (status, id)): what is left in the world."""
+    keyset, args = ("AND id < %s", [before_id]) if before_id is not None else ("", [])
+    rows = tx.all(
+        f"SELECT {COLUMNS} FROM event_run_resources WHERE status = %s {keyset} ORDER BY id DESC LIMIT %s",  # noqa: S608 — COLUMNS and keyset are constants; values are parameters
+        (ResourceStatus(status).value, *args, limit + 1),
+    )
+    page = [Resource.from_row(r) for r in rows[:limit]]
+    return page, (page[-1].id if len(rows) > limit else None)
+
+
+def cleanup_plan(tx: Tx, run_id: int) -> list[Resource]:
+    """What a cleanup of the run would revert now, in the order it would: its live resources with a revert
+    (not listed by a revert), newest first. A step in flight may still add to it."""
+    rows = tx.all(
+        f"""SELECT {", ".join(f"res.{c.strip()}" for c in COLUMNS.split(","))}
+              FROM event_run_resources res JOIN event_run_steps origin ON origin.id = res.step_id
+             WHERE res.run_id = %s AND res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
+               AND origin.resource_id IS NULL
+             ORDER BY res.id DESC""",  # noqa: S608 — the columns and the status literal are constants; the id is a parameter
+        (run_id,),
+    )
+    return [Resource.from_row(r) for r in rows]
+
+
+def in_flight_count(tx: Tx, run_id: int, now: datetime) -> int:
+    """The run's steps in flight under a live lease: their answers may still list what they created."""
+    return int(tx.scalar(
+        f"""SELECT COUNT(*) AS n FROM event_run_steps
+             WHERE run_id = %s AND status = {StepSQL.RUNNING} AND claim_expires_at >= %s""",  # noqa: S608 — the status literal is a constant; values are parameters
+        (run_id, now),
+    ) or 0)
+
+
+@dataclass(frozen=True)
+class Reverts:
+    """How a run's cleanup stands: its reverts, and those that failed."""
+
+    total: int
+    failed: int
+
+
+def reverts_of(tx: Tx, run_id: int) -> Reverts:
+    row = tx.one(
+        f"""SELECT COUNT(*) AS total, COALESCE(SUM(res.status = {ResourceSQL.REVERT_FAILED}), 0) AS failed
+              FROM event_run_steps s JOIN event_run_resources res ON res.id = s.resource_id
+             WHERE s.run_id = %s""",  # noqa: S608 — the status literal is a constant; the id is a parameter
+        (run_id,),
+    ) or {"total": 0, "failed": 0}
+    return Reverts(int(row["total"]), int(row["failed"]))
+
+
+def count_left(tx: Tx) -> int:
+    """How many resources every run has left whose revert failed (the ResourcesLeft metric): one index range."""
+    return int(tx.scalar(f"SELECT COUNT(*) AS n FROM event_run_resources WHERE status = {ResourceSQL.REVERT_FAILED}")  # noqa: S608 — the status literal is a constant
+               or 0)
+
+
+# ── writes ─────────────────────────────────────────────────────────────────
+def record(tx: Tx, run_id: int, step_id: int, entries: Sequence[Listed], now: datetime) -> int:
+    """What one answer listed, recorded `live` in one multi-row INSERT IGNORE (a repeat of an entry is
+    recorded once); how many rows were new. The caller writes nothing for an empty list."""
+    if not entries:
+        raise ValueError("an empty list is recorded by writing nothing")
+    rows = [(run_id, step_id, e.kind, e.resource_id, None if e.revert is None else json.dumps(e.revert.public()), now, now)
+            for e in entries]
+    return tx.execute(
+        f"""INSERT IGNORE INTO event_run_resources (run_id, step_id, kind, resource_id, `revert`, recorded_at, changed_at)
+            VALUES {placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s)")}""",  # noqa: S608 — only %s placeholders, counted from len(rows)
+        [value for row in rows for value in row],
+    )
+
+
+def open_reverts(tx: Tx, run_id: int, phase: int, now: datetime) -> int:
+    """The cleanup's revert steps for what the run has left to revert, appended to its cleanup phase newest
+    first, keyed as every step is; each such resource `reverting` (invariant 3). 0, and nothing else
+    written, while a step of the run holds a live lease or nothing is left to revert."""
+    added = tx.execute(
+        f"""INSERT IGNORE INTO event_run_steps (run_id, phase, seq, action_id, params, action_version, on_failure, resource_id)
+            SELECT res.run_id, %s,
+                   (SELECT COALESCE(MAX(prior.seq) + 1, 0) FROM event_run_steps prior
+                     WHERE prior.run_id = res.run_id AND prior.phase = %s)
+                   + ROW_NUMBER() OVER (ORDER BY res.id DESC) - 1,
+                   JSON_VALUE(res.`revert`, '$.action'), JSON_EXTRACT(res.`revert`, '$.params'), 1, %s, res.id
+              FROM event_run_resources res JOIN event_run_steps origin ON origin.id = res.step_id
+             WHERE res.run_id = %s AND res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
+               AND origin.resource_id IS NULL
+               AND NOT EXISTS (SELECT 1 FROM event_run_steps f WHERE f.run_id = %s AND f.status = {StepSQL.RUNNING}
+                                AND f.resource_id IS NULL AND f.claim_expires_at >= %s)
+             ORDER BY res.id DESC""",  # noqa: S608 — the status literals are constants; values are parameters
+        (phase, phase, OnFailure.SKIP.value, run_id, run_id, now),
+    )
+    if added == 0:
+        return 0
+    tx.execute(
+        """UPDATE event_run_steps SET idempotency_key = LEFT(SHA2(CONCAT(run_id, '|', id), 256), 40)
+            WHERE run_id = %s AND phase = %s AND idempotency_key = ''""",
+        (run_id, phase),
+    )
+    tx.execute(
+        f"""UPDATE event_run_resources res JOIN event_run_steps s ON s.resource_id = res.id
+               SET res.status = {ResourceSQL.REVERTING}, res.changed_at = %s
+             WHERE s.run_id = %s AND s.phase = %s AND s.status = {StepSQL.PENDING} AND res.status = {ResourceSQL.LIVE}""",  # noqa: S608 — the status literals are constants; values are parameters
+        (now, run_id, phase),
+    )
+    return added
+
+
+def follow_steps(tx: Tx, step_ids: Sequence[int], now: datetime) -> int:
+    """The resources of these revert steps follow how each ended (invariant 2)."""
+    if not step_ids:
+        return 0
+    return _follow(tx, f"s.id IN ({placeholders(len(step_ids))})", tuple(step_ids), now)
+
+
+def follow_run(tx: Tx, run_id: int, now: datetime) -> int:
+    """Every revert of the run that has ended: its resource follows (a cancel that abandons a cleanup)."""
+    return _follow(tx, "s.run_id = %s", (run_id,), now)
+
+
+def _follow(tx: Tx, which: str, args: tuple[Any, ...], now: datetime) -> int:
+    return tx.execute(
+        f"""UPDATE event_run_resources res JOIN event_run_steps s ON s.resource_id = res.id
+               SET res.status = {_FOLLOWS}, res.changed_at = %s
+             WHERE {which} AND {_ENDED} AND res.status = {ResourceSQL.REVERTING}""",  # noqa: S608 — constant fragments; values are parameters
+        (now, *args),
+    )
+

@@ -1,0 +1,69 @@
+"""Cleaning up what a run left, in real Chromium: the run page lists its live resources, the cancel dialog offers
+"clean up what this run left" with the plan, and the cleanup's progress, its failed revert and the retry show."""
+
+from __future__ import annotations
+
+from selenium.webdriver.common.by import By
+
+from tests.console.browser import eventually, screenshot, text_of
+from tests.console.pages import cue_banner, open_run, press, schedule_now, sign_in, wait_for_status
+from tests.support.api import MODERATOR
+from tests.support.game_bridge import Answer
+
+
+def _crow(name: str) -> dict:
+    return {"kind": "npc", "id": name, "revert": {"action": "garden.shoo", "params": {"crow": name}}}
+
+
+def _resources(driver) -> dict[str, str]:
+    read = "return [...document.querySelectorAll('[data-resource]')].map(r => [r.dataset.resource, r.dataset.status])"
+    return dict(driver.execute_script(read))
+
+
+def test_cancel_with_cleanup_from_the_page_shows_the_plan_the_progress_and_a_retried_revert(browser, server, api_client, bridge):
+    bridge.script("garden.crows", Answer(200, {"resources": [_crow("crow-1"), _crow("crow-2"), {"kind": "mark", "id": "chalk"}]}))
+    bridge.script("garden.shoo", Answer(400, {"reason": "the crow will not budge"}))  # the first revert, crow-2's
+    _, run_id = schedule_now(api_client, {"name": "Crow garden", "grace_seconds": 300, "phases": [{"name": "crows", "steps": [
+        {"action": "garden.crows"}, {"action": "core.cue", "params": {"instruction": "Count the crows"}}]}]})
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    eventually(lambda: _resources(browser) == {"npc crow-1": "live", "npc crow-2": "live", "mark chalk": "live"},
+               f"the run's live resources (it shows {_resources(browser)})")
+    assert text_of(browser, "#resources-live") == "3 live of 3 recorded."
+
+    press(browser, "cancel")
+    eventually(lambda: browser.find_elements(By.ID, "cleanup-plan"), "the cleanup plan in the cancel dialog")
+    plan = [li.get_attribute("data-plan") for li in browser.find_elements(By.CSS_SELECTOR, "[data-plan]")]
+    assert plan == ["npc crow-2", "npc crow-1"], plan  # newest first; the chalk mark has no revert
+    assert browser.find_element(By.ID, "ask-cleanup").is_selected()
+    screenshot(browser, "cancel-with-cleanup")
+    browser.find_element(By.ID, "ask-text").send_keys("storm coming")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+
+    wait_for_status(browser, "paused")  # crow-2's revert failed; crow-1's went on
+    progress = eventually(lambda: text_of(browser, "#cleanup-progress"), "the cleanup's progress")
+    assert progress == "Cleanup: 1 of 2 reverted, 1 could not be reverted; then the run is cancelled.", progress
+    eventually(lambda: _resources(browser)["npc crow-2"] == "revert_failed", "crow-2 revert_failed")
+    assert "1 of 2 resources could not be reverted" in text_of(browser, "#paused-banner")
+    screenshot(browser, "cleanup-paused")
+
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#paused-banner [data-control='retry']"), "the retry button")[0].click()
+    wait_for_status(browser, "cancelled")
+    eventually(lambda: _resources(browser) == {"npc crow-1": "reverted", "npc crow-2": "reverted", "mark chalk": "live"},
+               f"every crow reverted (it shows {_resources(browser)})")
+    assert text_of(browser, "#cleanup-progress").startswith("Cleanup: 2 of 2 reverted")
+
+
+def test_a_run_with_nothing_to_revert_offers_no_cleanup(browser, server, api_client):
+    _, run_id = schedule_now(api_client, {"name": "Quiet garden", "grace_seconds": 300, "phases": [{"name": "wait", "steps": [
+        {"action": "core.cue", "params": {"instruction": "Listen"}}]}]})
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    assert "Nothing recorded" in eventually(lambda: text_of(browser, "#run-resources"), "the empty ledger")
+    press(browser, "cancel")
+    eventually(lambda: browser.find_elements(By.ID, "ask-text"), "the cancel dialog")
+    assert not browser.find_elements(By.ID, "ask-cleanup")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+    wait_for_status(browser, "cancelled")

@@ -1,0 +1,114 @@
+"""The resource ledger: what an answer lists is recorded with its outcome, checked whole, never half-recorded."""
+
+import pytest
+
+from chalicelib.events import ledger
+from chalicelib.events.document import validate
+from chalicelib.events.errors import Invalid
+from chalicelib.events.model import Health, ResourceStatus, RunStatus, StepStatus
+from chalicelib.events.store import resources, steps
+from tests.support.factory import document, run_row
+from tests.support.game_bridge import Answer
+from tests.support.runner_kit import log_of, schedule, step, tick
+
+SCARECROW = {"kind": "npc", "id": "scarecrow-7", "revert": {"action": "world.despawn", "params": {"npc": "scarecrow-7"}}}
+WEATHER = {"kind": "weather", "id": "storm"}
+
+
+def ledger_of(db, run_id):
+    return db.autocommit(lambda tx: resources.page_for_run(tx, run_id, None, 500))[0]
+
+
+def _one_step(db, clock, **authored):
+    return schedule(db, clock.now(), document([[{**step("world.spawn", npc="scarecrow"), **authored}]]))
+
+
+def _dispatch(db, run_id):
+    return [e.detail for e in log_of(db, run_id) if e.kind == "step.dispatch"]
+
+
+@pytest.mark.parametrize(("answer", "status"), [
+    (Answer(200, {"outcome": "done", "resources": [SCARECROW, WEATHER]}), StepStatus.DONE),
+    (Answer(200, {"outcome": "refused", "reason": "half done", "resources": [SCARECROW, WEATHER]}), StepStatus.REFUSED),
+    (Answer(409, {"reason": "already out", "resources": [SCARECROW, WEATHER]}), StepStatus.REFUSED),
+    (Answer(400, {"reason": "partial", "resources": [SCARECROW, WEATHER]}), StepStatus.FAILED),
+])
+def test_what_an_answer_lists_is_recorded_live_with_its_outcome(db, clock, runner, game_bridge, answer, status):
+    game_bridge.script("world.spawn", answer)
+    run = _one_step(db, clock, on_failure="skip")
+    tick(runner)
+    [spawn] = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))
+    assert spawn.status is status
+    weather, scarecrow = ledger_of(db, run.id)  # newest first
+    assert (scarecrow.kind, scarecrow.resource_id, scarecrow.status) == ("npc", "scarecrow-7", ResourceStatus.LIVE)
+    assert scarecrow.revert.public() == SCARECROW["revert"] and scarecrow.step_id == spawn.id
+    assert (weather.kind, weather.resource_id, weather.revert) == ("weather", "storm", None)
+    assert _dispatch(db, run.id)[-1]["resources"] == 2
+
+
+def test_an_entry_listed_twice_and_an_answer_read_twice_record_one_resource(db, clock, runner, game_bridge):
+    game_bridge.script("world.spawn", Answer(503, {"resources": [SCARECROW]}),
+                       Answer(200, {"resources": [SCARECROW, SCARECROW]}))
+    run = _one_step(db, clock)
+    tick(runner)
+    clock.advance(60)
+    tick(runner)
+    assert [r.resource_id for r in ledger_of(db, run.id)] == ["scarecrow-7"]
+
+
+@pytest.mark.parametrize(("listed", "problem"), [
+    ("scarecrow", "resources: a list, not str"),
+    ([SCARECROW, {"kind": "npc"}], "resources[1].id: a string of 1 to 191 characters"),
+    ([{"kind": "k" * 41, "id": "x"}], "resources[0].kind: a string of 1 to 40 characters"),
+    ([{"kind": "npc", "id": "x", "colour": "red"}], "resources[0].colour: a resource takes only kind, id and revert"),
+    ([{"kind": "npc", "id": "x", "revert": {"action": "core.wait", "params": {"seconds": 1}}}],
+     "resources[0].revert.action: 'core.wait' is neither a module action (module.name) nor core.cue"),
+    ([{"kind": "npc", "id": "x", "revert": {"action": "world.despawn", "params": {"p": "x" * 17000}}}],
+     "resources[0].revert.params: larger than 16384 bytes"),
+    ([{"kind": "npc", "id": "x", "revert": {"action": "core.cue", "params": {}}}],
+     "resources[0].revert.params must contain"),
+    ([WEATHER] * 101, "resources: at most 100 entries, not 101"),
+])
+def test_a_bad_list_records_nothing_leaves_the_outcome_and_degrades_the_run(db, clock, runner, game_bridge, listed, problem):
+    game_bridge.script("world.spawn", Answer(200, {"outcome": "done", "resources": listed}))
+    run = _one_step(db, clock)
+    tick(runner)
+    assert ledger_of(db, run.id) == []
+    [spawn] = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))
+    assert spawn.status is StepStatus.DONE
+    after = run_row(db, run.id)
+    assert after.status is RunStatus.COMPLETED and after.health is Health.DEGRADED
+    assert problem in after.last_error
+    assert _dispatch(db, run.id)[-1]["resources_refused"].startswith(problem.split(":")[0])
+
+
+def test_a_static_revert_records_the_done_step_itself(db, clock, runner, game_bridge):
+    revert = {"action": "world.clear_weather", "params": {"zone": "north"}}
+    run = _one_step(db, clock, revert=revert)
+    tick(runner)
+    [spawn] = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))
+    [recorded] = ledger_of(db, run.id)
+    assert (recorded.kind, recorded.resource_id, recorded.revert.public()) == ("world.spawn", spawn.idempotency_key, revert)
+
+
+def test_a_step_that_fails_records_no_static_resource(db, clock, runner, game_bridge):
+    game_bridge.script("world.spawn", Answer(400, {"reason": "no"}))
+    run = _one_step(db, clock, revert={"action": "world.clear_weather"}, on_failure="skip")
+    tick(runner)
+    assert ledger_of(db, run.id) == []
+
+
+def test_a_definitions_static_revert_is_checked_like_a_listed_one():
+    doc = document([[{**step("world.spawn"), "revert": {"action": "core.announce", "params": {"message": "x"}}}]])
+    with pytest.raises(Invalid) as refused:
+        validate(doc)
+    assert refused.value.messages == [
+        "document.phases[0].steps[0].revert.action: 'core.announce' is neither a module action (module.name) nor core.cue"]
+    kept = validate(document([[{**step("world.spawn"), "revert": {"action": "core.cue", "params": {"instruction": "mop up"}}}]]))
+    assert kept["phases"][0]["steps"][0]["revert"] == {"action": "core.cue", "params": {"instruction": "mop up"}}
+
+
+def test_an_answer_without_a_list_is_no_list():
+    assert ledger.listed({"outcome": "done"}) == ((), None)
+    assert ledger.listed(None) == ((), None)
+    assert ledger.listed({"resources": []}) == ((), None)
