@@ -76,7 +76,7 @@ export function ledgerSection(runId) {
 // The cancel dialog: the reason, and — when the API's plan says a cleanup would happen — a checkbox
 // "Clean up what this run left" listing what would be reverted, newest first. Resolves to the body
 // to send, or null when the person goes back.
-export async function askCancel(runId, { title, label, action, field, option, what }) {
+export async function askCancel(runId, { title, label = 'Reason (optional)', action, field = 'reason', option = 'cleanup', what = null }) {
   let plan = null;
   try {
     plan = await get(`/runs/${runId}/cleanup-plan`);

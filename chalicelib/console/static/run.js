@@ -175,7 +175,7 @@ export function runView(main, ctx, runIdText) {
     const phase = spec.phaseField ? currentPhase() : null;
     const what = step ? null : consequence(name);
     if (spec.option && !step) { // cancel: what it does, its reason, and whether to clean up what the run left
-      const chosen = await askCancel(runId, { ...spec, title: `${spec.title || `${spec.action}?`}`, what });
+      const chosen = await askCancel(runId, { ...spec, title: spec.title || `${spec.action}?`, what });
       if (chosen === null) return;
       body = chosen;
     } else if (spec.field || what) {
