@@ -1,6 +1,7 @@
 """Cancel with cleanup and cleanup_on: the tick reverts what a run left, newest first, before the run reaches its target."""
 
 import threading
+from datetime import timedelta
 
 import pytest
 
@@ -371,3 +372,15 @@ def test_a_revert_in_flight_when_its_cleanup_is_abandoned_still_lands(db, clock,
     assert ledger_of(db, run.id) == {"portal": ResourceStatus.REVERTED, "storm": ResourceStatus.LIVE,
                                      "scarecrow": ResourceStatus.LIVE}
     assert undone(game_bridge) == ["portal"] and run_row(db, run.id).status is RunStatus.CANCELLED
+
+
+def test_a_revert_to_be_tried_again_wakes_its_run_at_its_due_time(db, clock, runner, game_bridge):
+    run = _waiting_at_a_cue(db, clock, runner, game_bridge)
+    _cancel(db, clock, run, cleanup=True)
+    game_bridge.script("world.undo", Answer(503))
+    tick(runner)
+    assert run_row(db, run.id).wake_at == clock.now() + timedelta(seconds=RULES.retry_seconds)
+    clock.advance(RULES.retry_seconds)
+    tick(runner)
+    assert undone(game_bridge) == ["portal", "portal", "storm", "scarecrow"]
+    assert run_row(db, run.id).status is RunStatus.CANCELLED

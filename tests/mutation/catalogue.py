@@ -1383,4 +1383,8 @@ MUTATIONS: list[Mutation] = [
              "             WHERE {which} AND {_ENDED} AND res.status = {ResourceSQL.REVERTING}",
              "             WHERE {which} AND res.status = {ResourceSQL.REVERTING}",
              (CLEANUP,)),
+    Mutation("a-cleaning-up-run-never-wakes", WAKE,
+             '"cleanup": f"""IF(r.status = {RunSQL.CLEANING_UP}, COALESCE(',
+             '"cleanup": f"""IF(FALSE, COALESCE(',
+             (CLEANUP,)),
 ]

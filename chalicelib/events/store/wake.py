@@ -48,14 +48,14 @@ TIMERS: dict[str, str] = {
     "phase_timer": f"""IF(r.status IN ({RunSQL.WORKING}),
         (SELECT IF(p.closed_at IS NOT NULL, NULL, IF(p.condition_met, %(now)s, p.deadline))
            FROM event_run_phases p WHERE p.run_id = r.id AND p.number = r.current_phase), NULL)""",  # noqa: S608 — constants only (the status renderings); the time is the named parameter now
-    # A run cleaning up works its reverts in any phase: the earliest of its open steps (a pending one at its
-    # due_at, a leased one at its lease's expiry, a parked one never); with none open, now (the cleanup is
-    # opened or ended), unless a parked revert waits for a person.
+    # A run cleaning up follows the head of what it waits for: a step in flight from before the cleanup (not
+    # a revert) at its lease's expiry, else its first open revert (pending: at its due_at, or now; leased: at
+    # its lease's expiry; parked: never); with nothing open, now (the cleanup is opened or ended).
     "cleanup": f"""IF(r.status = {RunSQL.CLEANING_UP}, COALESCE(
-        (SELECT MIN(IF(c.status = {StepSQL.PENDING}, COALESCE(c.due_at, %(now)s), c.claim_expires_at))
-           FROM event_run_steps c WHERE c.run_id = r.id AND c.status IN ({StepSQL.OPEN})),
-        IF(EXISTS (SELECT 1 FROM event_run_steps c WHERE c.run_id = r.id AND c.status IN ({StepSQL.OPEN})), NULL,
-           %(now)s)), NULL)""",  # noqa: S608 — constants only (the status renderings); the time is the named parameter now
+        (SELECT IF(c.status = {StepSQL.PENDING}, COALESCE(c.due_at, %(now)s), COALESCE(c.claim_expires_at, {NEVER}))
+           FROM event_run_steps c WHERE c.run_id = r.id AND c.status IN ({StepSQL.OPEN})
+          ORDER BY c.resource_id IS NOT NULL, c.phase, c.seq LIMIT 1),
+        %(now)s), NULL)""",  # noqa: S608 — constants only (NEVER, the status renderings); the time is the named parameter now
 }
 
 WAKE_AT = "NULLIF(LEAST({}), {})".format(", ".join(f"COALESCE({t}, {NEVER})" for t in TIMERS.values()), NEVER)
