@@ -63,7 +63,7 @@ def test_a_run_with_nothing_to_revert_offers_no_cleanup(browser, server, api_cli
     cue_banner(browser)
     assert "Nothing recorded" in eventually(lambda: text_of(browser, "#run-resources"), "the empty ledger")
     press(browser, "cancel")
-    eventually(lambda: browser.find_elements(By.ID, "ask-text"), "the cancel dialog")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-plan-read='false']"), "the plan read: no cleanup")
     assert not browser.find_elements(By.ID, "ask-cleanup")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
     wait_for_status(browser, "cancelled")

@@ -73,24 +73,15 @@ export function ledgerSection(runId) {
   return { element, refresh };
 }
 
-// The cancel dialog: the reason, and — when the API's plan says a cleanup would happen — a checkbox
-// "Clean up what this run left" listing what would be reverted, newest first. Resolves to the body
-// to send, or null when the person goes back.
-export async function askCancel(runId, { title, label = 'Reason (optional)', action, field = 'reason', option = 'cleanup', what = null }) {
-  let plan = null;
-  try {
-    plan = await get(`/runs/${runId}/cleanup-plan`);
-  } catch {
-    plan = null; // the plain cancel is still offered
-  }
+// The cancel dialog: what a cancel does, the reason, and — once the API's plan says a cleanup would happen —
+// a checkbox "Clean up what this run left" listing what would be reverted, newest first. The dialog opens at
+// once; the plan fills in when it comes (without one, the plain cancel is offered). Resolves to the body to
+// send, or null when the person goes back.
+export function askCancel(runId, { title, label = 'Reason (optional)', action, field = 'reason', option = 'cleanup', what = null }) {
   return new Promise((resolve) => {
     const text = el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' });
-    const cleans = plan?.cleans_up;
-    const box = cleans ? el('input', { type: 'checkbox', id: 'ask-cleanup', checked: '' }) : null;
-    const planList = cleans ? el('div', { id: 'cleanup-plan' },
-      el('p', {}, plan.reverts.length ? 'It reverts, newest first:' : 'Nothing is live yet.',
-        plan.in_flight ? ` ${plan.in_flight} step(s) in flight may add to it.` : ''),
-      el('ol', {}, plan.reverts.map((r) => el('li', { 'data-plan': named(r) }, `${named(r)} (${revertWords(r)})`)))) : null;
+    const cleanup = el('div', { id: 'ask-cleanup-choice' });
+    let box = null;
     const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' });
     const close = (value) => {
       dialog.close();
@@ -108,7 +99,7 @@ export async function askCancel(runId, { title, label = 'Reason (optional)', act
       el('h2', { id: 'ask-title' }, title),
       what && el('p', { id: 'ask-what' }, what),
       el('label', { for: 'ask-text' }, label), text,
-      cleans ? [el('p', {}, box, ' ', el('label', { for: 'ask-cleanup' }, 'Clean up what this run left')), planList] : null,
+      cleanup,
       el('div', { class: 'buttons' },
         el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action),
         el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back'))));
@@ -116,5 +107,16 @@ export async function askCancel(runId, { title, label = 'Reason (optional)', act
     document.body.append(dialog);
     dialog.showModal();
     text.focus();
+    get(`/runs/${runId}/cleanup-plan`).then((plan) => {
+      cleanup.dataset.planRead = String(plan.cleans_up); // the page has the plan: whether a cleanup is offered
+      if (!plan.cleans_up || !dialog.open) return;
+      box = el('input', { type: 'checkbox', id: 'ask-cleanup', checked: true });
+      cleanup.replaceChildren(
+        el('p', {}, box, ' ', el('label', { for: 'ask-cleanup' }, 'Clean up what this run left')),
+        el('div', { id: 'cleanup-plan' },
+          el('p', {}, plan.reverts.length ? 'It reverts, newest first:' : 'Nothing is live yet.',
+            plan.in_flight ? ` ${plan.in_flight} step(s) in flight may add to it.` : ''),
+          el('ol', {}, plan.reverts.map((r) => el('li', { 'data-plan': named(r) }, `${named(r)} (${revertWords(r)})`)))));
+    }, () => {}); // no plan: the plain cancel is still offered
   });
 }
