@@ -9,6 +9,8 @@ import sys
 import time
 from collections import Counter
 
+import pytest
+
 from chalicelib.db import DatabaseClock
 from chalicelib.events.store import steps
 from tests.support.factory import document
@@ -27,6 +29,7 @@ def _ticking(receiver_url: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow  # two whole `tick` processes over half a minute of real time
 def test_two_tick_processes_post_each_reminder_exactly_once(db, game_bridge):
     game_bridge.default = Answer(204, "")
     clock = DatabaseClock(db)
