@@ -215,9 +215,10 @@ def test_a_failed_reminder_is_logged_with_its_error_and_not_sent_again(db, clock
         clock.advance(60)
         _tick(runner)
     assert [n.idempotency_key.rsplit(":", 1)[1] for n in channel.tried if n.kind == "reminder"] == ["r1", "r2"]
-    first, second = _kinds(db, run.id, "step.reminder")
-    assert first["n"] == 1 and "HTTP 503" in first["error"]
-    assert second["n"] == 2 and "error" not in second
+    assert [d["n"] for d in _kinds(db, run.id, "step.reminder")] == [1, 2]
+    (failed,) = _kinds(db, run.id, "notice.failed")
+    assert (failed["notice"], failed["n"], failed["again_at"]) == ("step.reminder", 1, None)
+    assert "HTTP 503" in failed["error"] and failed["idempotency_key"].endswith(":r1")
 
 
 def test_a_failed_escalation_is_tried_again_then_recorded_and_counted(db, clock, cue_runner):
@@ -232,8 +233,12 @@ def test_a_failed_escalation_is_tried_again_then_recorded_and_counted(db, clock,
         clock.advance(RULES.retry_seconds)
     assert len(escalation.tried) == RULES.max_attempts
     assert {n.idempotency_key for n in escalation.tried} == {f"{_step(db, run.id).idempotency_key}:e"}
-    (row,) = _kinds(db, run.id, "step.escalated")
-    assert row["attempt"] == RULES.max_attempts and "HTTP 503" in row["error"]
+    tries = _kinds(db, run.id, "step.escalated")
+    assert [(d["attempt"], d["of"]) for d in tries] == [(n, RULES.max_attempts) for n in range(1, RULES.max_attempts + 1)]
+    failures = _kinds(db, run.id, "notice.failed")
+    assert [d["attempt"] for d in failures] == list(range(1, RULES.max_attempts + 1))
+    assert all("HTTP 503" in d["error"] for d in failures)
+    assert [d["again_at"] is None for d in failures] == [False] * (RULES.max_attempts - 1) + [True]
     assert errors == 1  # RunErrors counts the escalation that never got through
     assert _step(db, run.id).escalate_at is None
 
@@ -250,8 +255,10 @@ def test_an_escalation_that_gets_through_on_a_retry_is_recorded_once(db, clock, 
     clock.advance(600)
     _tick(runner)
     assert len(escalation.tried) == 2 and len(escalation.notices) == 1
-    (row,) = _kinds(db, run.id, "step.escalated")
-    assert row["attempt"] == 2 and "error" not in row and row["channel"] == "escalation"
+    first, second = _kinds(db, run.id, "step.escalated")
+    assert (first["attempt"], second["attempt"], second["channel"]) == (1, 2, "escalation")
+    (failed,) = _kinds(db, run.id, "notice.failed")
+    assert failed["attempt"] == 1 and failed["again_at"] is not None
 
 
 def test_a_paused_run_is_escalated_once_per_pause_as_a_stalled_run(db, clock, cue_runner, api):
@@ -403,3 +410,31 @@ def test_escalated_waits_do_not_crowd_out_the_next_one(db, clock, cue_runner, ap
     for _ in range(3):
         _tick(runner)
     assert [n.idempotency_key for n in escalation.notices] == [f"{first.id}:stall:1", f"{second.id}:stall:1"]
+
+
+class LostMidPost(RecordingChannel):
+    """A tick that dies while posting (its process killed, say): the post never returns."""
+
+    def post(self, notice) -> None:
+        raise SystemExit("the tick's process is gone")
+
+
+def test_a_tick_lost_mid_post_leaves_the_claims_row_so_the_log_says_what_was_begun(db, clock, cue_runner):
+    run = schedule(db, clock.now(), document([[_cue(remind_after_seconds=60, escalate_after_seconds=120)]]))
+    _tick(cue_runner())
+    clock.advance(60)
+    with pytest.raises(SystemExit):
+        _tick(cue_runner(cue=LostMidPost("cue")))
+    (reminder,) = _kinds(db, run.id, "step.reminder")
+    assert reminder["n"] == 1 and _step(db, run.id).reminders_sent == 1  # the claim and its row, together
+    clock.advance(60)
+    with pytest.raises(SystemExit):
+        _tick(cue_runner(escalation=LostMidPost("escalation")))
+    (first,) = _kinds(db, run.id, "step.escalated")
+    assert first["attempt"] == 1
+    escalation = RecordingChannel("escalation")
+    clock.advance(RULES.retry_seconds)
+    _tick(cue_runner(escalation=escalation))
+    assert len(escalation.notices) == 1  # at least once: the lost try is followed by another
+    assert [d["attempt"] for d in _kinds(db, run.id, "step.escalated")] == [1, 2]
+    assert _kinds(db, run.id, "notice.failed") == []

@@ -17,21 +17,25 @@ its cause (`cause`).
                    outcome, http_status, latency_ms, error[, fenced_out][, resources | resources_refused]
                    [, resources_kept_live]}
     step.acknowledged  a person has a parked cue: {control, action, note}; the row's actor is who has it
-    step.reminder  a parked cue's reminder was posted, or failed and is not sent again:
-                   {action, n, of, channel, idempotency_key, waited_seconds[, error]}
-    step.escalated a parked cue's escalation was posted, or failed its last try:
-                   {action, channel, attempt, idempotency_key, waited_seconds[, error]}
-    run.escalated  a run waited for a person (a resume, an advance) too long: the escalation was posted, or
-                   failed its last try: {waiting_for, n, channel, attempt, idempotency_key, waited_seconds[, error]}
+    step.reminder  a parked cue's n-th reminder is posted (written with its claim, before the post; at most
+                   once): {action, n, of, channel, idempotency_key, waited_seconds}
+    step.escalated a try of a parked cue's escalation is posted (written with its claim, before the post; at
+                   least once: a try lost with its tick is followed by the next): {action, channel, attempt,
+                   of, idempotency_key, waited_seconds}
+    run.escalated  a try of escalating a run that waited for a person (a resume, an advance) too long, as
+                   step.escalated: {waiting_for, n, channel, attempt, of, idempotency_key, waited_seconds}
+    notice.failed  the post of the row before it of that kind (same step or run) failed: {notice (that
+                   row's kind), channel, idempotency_key, attempt | n, error, again_at (the next try) or null}
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from .actions.outcome import Outcome
-from .model import Run, RunStatus, Signal, Step, StepStatus
+from .model import Run, RunStatus, Signal, Step, StepStatus, iso
 
 RUN_STATUS = "run.status"
 RUN_PHASE = "run.phase"
@@ -44,8 +48,9 @@ STEP_ACKNOWLEDGED = "step.acknowledged"
 STEP_REMINDER = "step.reminder"
 STEP_ESCALATED = "step.escalated"
 RUN_ESCALATED = "run.escalated"
+NOTICE_FAILED = "notice.failed"
 KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS, STEP_DISPATCH, STEP_ACKNOWLEDGED,
-         STEP_REMINDER, STEP_ESCALATED)
+         STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
 
@@ -160,31 +165,36 @@ def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: boo
     return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_DISPATCH, phase=step.phase, detail=detail, actor=RUNNER)
 
 
-def _posted(detail: dict[str, Any], error: str | None) -> dict[str, Any]:
-    return {**detail, "error": error} if error is not None else detail
-
-
-def step_reminder(step: Step, n: int, of: int, channel: str, key: str, waited_seconds: int,
-                  error: str | None = None) -> Entry:
-    """The n-th of a parked cue's reminders was posted (or, with `error`, was not: it is not sent again)."""
+def step_reminder(step: Step, n: int, of: int, channel: str, key: str, waited_seconds: int) -> Entry:
+    """The n-th of a parked cue's reminders is posted (its claim's row: it is never sent again)."""
     detail = {"action": step.action_id, "n": n, "of": of, "channel": channel, "idempotency_key": key,
               "waited_seconds": waited_seconds}
-    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_REMINDER, phase=step.phase,
-                 detail=_posted(detail, error), actor=RUNNER)
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_REMINDER, phase=step.phase, detail=detail,
+                 actor=RUNNER)
 
 
-def step_escalated(step: Step, channel: str, attempt: int, key: str, waited_seconds: int,
-                   error: str | None = None) -> Entry:
-    """A parked cue's escalation was posted at `attempt` (or, with `error`, its last try failed)."""
-    detail = {"action": step.action_id, "channel": channel, "attempt": attempt, "idempotency_key": key,
+def step_escalated(step: Step, channel: str, attempt: int, of: int, key: str, waited_seconds: int) -> Entry:
+    """Try `attempt` of `of` of a parked cue's escalation is posted (its claim's row)."""
+    detail = {"action": step.action_id, "channel": channel, "attempt": attempt, "of": of, "idempotency_key": key,
               "waited_seconds": waited_seconds}
-    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_ESCALATED, phase=step.phase,
-                 detail=_posted(detail, error), actor=RUNNER)
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_ESCALATED, phase=step.phase, detail=detail,
+                 actor=RUNNER)
 
 
-def run_escalated(run_id: int, phase: int | None, waiting_for: str, n: int, channel: str, attempt: int, key: str,
-                  waited_seconds: int, error: str | None = None) -> Entry:
-    """A run's wait for a person was escalated (or, with `error`, its last try failed)."""
-    detail = {"waiting_for": waiting_for, "n": n, "channel": channel, "attempt": attempt, "idempotency_key": key,
-              "waited_seconds": waited_seconds}
-    return Entry(run_id=run_id, kind=RUN_ESCALATED, phase=phase, detail=_posted(detail, error), actor=RUNNER)
+def run_escalated(run_id: int, phase: int | None, waiting_for: str, n: int, channel: str, attempt: int, of: int,
+                  key: str, waited_seconds: int) -> Entry:
+    """Try `attempt` of `of` of a run's n-th escalation for a wait is posted (its claim's row)."""
+    detail = {"waiting_for": waiting_for, "n": n, "channel": channel, "attempt": attempt, "of": of,
+              "idempotency_key": key, "waited_seconds": waited_seconds}
+    return Entry(run_id=run_id, kind=RUN_ESCALATED, phase=phase, detail=detail, actor=RUNNER)
+
+
+def notice_failed(posted: Entry, error: str, again_at: datetime | None) -> Entry:
+    """The post `posted` recorded (a reminder or an escalation try) failed; `again_at` is the next try, if any."""
+    was = posted.detail or {}
+    count = {"n": was["n"]} if posted.kind == STEP_REMINDER else {"attempt": was["attempt"]}
+    detail = {"notice": posted.kind, "channel": was["channel"], "idempotency_key": was["idempotency_key"], **count,
+              "error": error,
+              "again_at": iso(again_at)}
+    return Entry(run_id=posted.run_id, step_id=posted.step_id, kind=NOTICE_FAILED, phase=posted.phase,
+                 detail=detail, actor=RUNNER)

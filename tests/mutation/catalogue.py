@@ -62,6 +62,8 @@ RUNS_WAITING = "tests/test_runs_waiting.py"
 ACKNOWLEDGE = "tests/test_controls_acknowledge.py"
 CUE_ATTENTION = "tests/test_runner_cue_attention.py"
 ESCALATIONS = "chalicelib/events/store/escalations.py"
+ATTENTION = "chalicelib/events/runner/attention.py"
+STALLS = "chalicelib/events/runner/stalls.py"
 API_AUTH = "tests/test_api_auth.py"
 SEEN = "tests/test_controls_seen.py"
 WAITING = "chalicelib/events/waiting.py"
@@ -1263,6 +1265,18 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-stalled-run-escalated-twice", ESCALATIONS,
              "WHERE w.since <= %s AND {_NOT_ESCALATED}",
              "WHERE w.since <= %s",
+             (CUE_ATTENTION,)),
+    Mutation("a-reminders-row-written-after-its-post", ATTENTION,
+             "            log.append(tx, entry, self.now)\n            return True\n\n        if not self.db.transaction(claim):\n            return False\n        error = _post(channel, notice)\n",
+             "            return True\n\n        if not self.db.transaction(claim):\n            return False\n        error = _post(channel, notice)\n        self.db.autocommit(lambda tx: log.append(tx, entry, self.now))\n",
+             (CUE_ATTENTION,)),
+    Mutation("an-escalation-trys-row-written-after-its-post", ATTENTION,
+             "            log.append(tx, entry, self.now)\n            return True\n\n        if not self.db.transaction(claim):\n            return False, False\n        error = _post(channel, notice)\n",
+             "            return True\n\n        if not self.db.transaction(claim):\n            return False, False\n        error = _post(channel, notice)\n        self.db.autocommit(lambda tx: log.append(tx, entry, self.now))\n",
+             (CUE_ATTENTION,)),
+    Mutation("a-stalled-runs-try-without-its-row", STALLS,
+             "        log.append(tx, entry, now)\n        return notice, entry, tries",
+             "        return notice, entry, tries",
              (CUE_ATTENTION,)),
     # ── controls that know what the person saw (issue 27): the version, the tags, the key ──
     Mutation("a-run-move-ignores-the-version-seen", RUNS,

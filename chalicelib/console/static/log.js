@@ -37,10 +37,21 @@ export function attemptWords(d) {
   return `attempt ${d.attempt ?? '?'}: ${answerWords(d)}`;
 }
 
-// A reminder's or escalation's post: where, after how long a wait, and whether it went out.
-function posted(d) {
-  const where = `to ${d.channel} after ${span((d.waited_seconds || 0) * 1000)} waiting`;
-  return d.error ? `could not be posted ${where}: ${d.error}` : `posted ${where}`;
+// A reminder's or escalation try's post: where, and after how long a wait (a notice.failed row follows it
+// when the post failed).
+function sent(d) {
+  return `sent to ${d.channel} after ${span((d.waited_seconds || 0) * 1000)} waiting`;
+}
+
+const try_ = (d) => (d.of > 1 ? ` (try ${d.attempt} of ${d.of})` : '');
+
+// The post of a reminder or an escalation try failed: what, why, and whether it is tried again.
+function failedWords(entry, nameOf) {
+  const d = entry.detail || {};
+  const who = entry.step_id ? nameOf(entry) : "Run's";
+  const what = d.notice === 'step.reminder' ? `reminder ${d.n}` : `escalation try ${d.attempt}`;
+  const next = d.again_at ? `; tried again at ${when(d.again_at)}` : '; not tried again';
+  return `${who} ${what} could not be posted to ${d.channel}: ${d.error}${next}`;
 }
 
 export function describeEntry(entry, nameOf) {
@@ -53,9 +64,10 @@ export function describeEntry(entry, nameOf) {
     case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
     case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;
     case 'step.dispatch': return `${nameOf(entry)} dispatched, ${attemptWords(d)}`;
-    case 'step.reminder': return `${nameOf(entry)}: reminder ${d.n} of ${d.of} ${posted(d)}`;
-    case 'step.escalated': return `${nameOf(entry)}: escalated ${posted(d)}`;
-    case 'run.escalated': return `Run's wait for ${d.waiting_for} escalated ${posted(d)}`;
+    case 'step.reminder': return `${nameOf(entry)}: reminder ${d.n} of ${d.of} ${sent(d)}`;
+    case 'step.escalated': return `${nameOf(entry)}: escalated${try_(d)} ${sent(d)}`;
+    case 'run.escalated': return `Run's wait for ${d.waiting_for} escalated${try_(d)} ${sent(d)}`;
+    case 'notice.failed': return failedWords(entry, nameOf);
     default: return `${entry.kind} ${JSON.stringify(d)}`;
   }
 }

@@ -7,12 +7,16 @@ cue claims none. Each notice has its own idempotency key (`{step key}:r{n}`,
 `{step key}:e`), so a de-duplicating receiver drops only true repeats.
 
 - A reminder is **at most once**: the claim moves the count and the next moment
-  (`max(now, moment) + interval`: a resumed run gets one reminder, not a backlog);
-  a post that fails is logged (`step.reminder` with its error) and not sent again.
-- An escalation is **at least once**: the claim moves its moment on by the retry
-  backoff, so a tick lost mid-post is followed by another; only a post, or the
-  last of `max_attempts` tries failing, ends it (`step.escalated`, with the error
-  then, counted in the tick's errors).
+  (`max(now, moment) + interval`: a resumed run gets one reminder, not a backlog)
+  and writes its `step.reminder` row; a post that fails adds a `notice.failed`
+  row and is not sent again.
+- An escalation is **at least once**: each try's claim moves its moment on by the
+  retry backoff and writes its `step.escalated` row, so a tick lost mid-post is
+  followed by another try; only a post, or the last of `max_attempts` tries
+  failing (its `notice.failed` row, counted in the tick's errors), ends it.
+
+Every claim and its row commit together: a tick lost after the claim leaves the
+row saying the post was begun, never a claim nobody can see.
 
 A timeout ends the cue or pauses the run: a unit of work of the walker's
 (`advance.py`), since the phase may go on after it in the same transaction.
@@ -83,36 +87,53 @@ class Attender:
         limit, n = remind_limit(step), step.reminders_sent + 1
         interval = ActionContext.of(step, step.attempts, self.now).scaled(int(step.params["remind_after_seconds"]))
         next_at = max(self.now, step.remind_at) + interval if n < limit else None
-        if not self.db.autocommit(lambda tx: steps.claim_reminder(tx, step, n, next_at)):
-            return False
         channel, waited = self.actions.cue_channel, waited_seconds(step, self.now)
         notice = Notice.reminder(step, n, limit, waited, self.now, self.actions.console_url)
+        entry = journal.step_reminder(step, n, limit, channel.name, notice.idempotency_key, waited)
+
+        def claim(tx: Tx) -> bool:
+            if not steps.claim_reminder(tx, step, n, next_at):
+                return False
+            log.append(tx, entry, self.now)
+            return True
+
+        if not self.db.transaction(claim):
+            return False
         error = _post(channel, notice)
         if error is not None:
             logger.warning("run %s: reminder %d of step %s was not posted and is not sent again: %s",
                            step.run_id, n, step.id, error, extra={"run_id": step.run_id, "step_id": step.id})
-        entry = journal.step_reminder(step, n, limit, channel.name, notice.idempotency_key, waited, error)
-        self.db.autocommit(lambda tx: log.append(tx, entry, self.now))
+            self.db.autocommit(lambda tx: log.append(tx, journal.notice_failed(entry, error, None), self.now))
         return True
 
     def escalate(self, step: Step) -> tuple[bool, bool]:
         """One try of the escalation, at least once: (claimed, failed for good)."""
         retry_at = self.now + timedelta(seconds=self.rules.retry_seconds)
-        if not self.db.autocommit(lambda tx: steps.claim_escalation(tx, step, retry_at)):
-            return False, False
         tries, channel, waited = step.escalation_tries + 1, self.actions.escalations, waited_seconds(step, self.now)
         notice = Notice.escalation(step, waited, self.now, self.actions.console_url)
+        entry = journal.step_escalated(step, channel.name, tries, self.rules.max_attempts, notice.idempotency_key,
+                                       waited)
+
+        def claim(tx: Tx) -> bool:
+            if not steps.claim_escalation(tx, step, retry_at):
+                return False
+            log.append(tx, entry, self.now)
+            return True
+
+        if not self.db.transaction(claim):
+            return False, False
         error = _post(channel, notice)
-        if error is not None and tries < self.rules.max_attempts:
+        last = tries >= self.rules.max_attempts
+        if error is not None and not last:
             logger.warning("run %s: escalation of step %s failed (try %d of %d), tried again at %s: %s",
                            step.run_id, step.id, tries, self.rules.max_attempts, retry_at.isoformat(), error,
                            extra={"run_id": step.run_id, "step_id": step.id})
+            self.db.autocommit(lambda tx: log.append(tx, journal.notice_failed(entry, error, retry_at), self.now))
             return True, False
-        entry = journal.step_escalated(step, channel.name, tries, notice.idempotency_key, waited, error)
 
         def over(tx: Tx) -> None:
-            if steps.escalation_over(tx, step.id, tries):
-                log.append(tx, entry, self.now)
+            if steps.escalation_over(tx, step.id, tries) and error is not None:
+                log.append(tx, journal.notice_failed(entry, error, None), self.now)
 
         self.db.transaction(over)
         return True, error is not None

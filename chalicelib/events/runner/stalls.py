@@ -3,10 +3,11 @@
 A paused run, or a run held at a phase a person must advance, that has waited
 EVENT_ESCALATE_AFTER_SECONDS is posted to the escalation channel with the key
 `{run id}:stall:{n}` (its n-th escalation). At least once, as a cue's escalation
-(`attention.py`): each try is claimed before it is posted (`store/escalations.py`),
-a failed try is tried again after the retry backoff, and the last of
-`max_attempts` tries, sent or failed, is the `run.escalated` row. A parked cue is
-escalated as a step, not here: its run is working, not stalled.
+(`attention.py`): each try is claimed, with its `run.escalated` row, before it is
+posted (`store/escalations.py`); a failed try adds a `notice.failed` row and is
+tried again after the retry backoff, and a post, or the last of `max_attempts`
+tries failing, ends the escalation. A parked cue is escalated as a step, not
+here: its run is working, not stalled.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from ...db import Database, Tx
 from .. import journal
@@ -47,33 +49,52 @@ def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime,
             done.out_of_budget = True
             break
         retry_at = now + timedelta(seconds=rules.retry_seconds)
-        if wait.n == 0:
-            n, tries = db.autocommit(lambda tx: escalations.claim_first(tx, wait, retry_at)), 1
-        else:
-            claimed = db.autocommit(lambda tx: escalations.claim_retry(tx, wait, retry_at, now))
-            n, tries = (wait.n if claimed else None), wait.tries + 1
-        if n is None:
+        tried = _claim(db, wait, retry_at, now, channel.name, rules.max_attempts, actions.console_url)
+        if tried is None:
             continue  # another tick has it, or the wait ended
+        notice, entry, tries = tried
         done.tries += 1
-        waited = max(0, int((now - wait.since).total_seconds()))
-        notice = Notice.stall(wait.run_id, n, wait.waiting_for, waited, now, actions.console_url)
         try:
             channel.post(notice)
             error = None
         except ChannelError as failure:
             error = f"{channel.name} channel: {failure}"
-        if error is not None and tries < rules.max_attempts:
-            logger.warning("run %s: escalation %d failed (try %d of %d), tried again at %s: %s", wait.run_id, n,
-                           tries, rules.max_attempts, retry_at.isoformat(), error, extra={"run_id": wait.run_id})
+        last = tries >= rules.max_attempts
+        if error is not None and not last:
+            logger.warning("run %s: escalation %s failed (try %d of %d), tried again at %s: %s", wait.run_id,
+                           notice.idempotency_key, tries, rules.max_attempts, retry_at.isoformat(), error,
+                           extra={"run_id": wait.run_id})
+            db.autocommit(partial(log.append, entry=journal.notice_failed(entry, error, retry_at), now=now))
             continue
-        entry = journal.run_escalated(wait.run_id, wait.phase, wait.waiting_for, n, channel.name, tries,
-                                      notice.idempotency_key, waited, error)
 
         def settle(tx: Tx, wait: escalations.Wait = wait, tries: int = tries, entry: journal.Entry = entry,
-                   sent: bool = error is None) -> None:
-            if escalations.over(tx, wait, tries, now, sent=sent):
-                log.append(tx, entry, now)
+                   error: str | None = error) -> None:
+            if escalations.over(tx, wait, tries, now, sent=error is None) and error is not None:
+                log.append(tx, journal.notice_failed(entry, error, None), now)
 
         db.transaction(settle)
         done.failed += error is not None
     return done
+
+
+def _claim(db: Database, wait: escalations.Wait, retry_at: datetime, now: datetime, channel: str,
+           max_attempts: int, console_url: str | None) -> tuple[Notice, journal.Entry, int] | None:
+    """This tick's try of `wait`, claimed with its `run.escalated` row in one transaction: (what to post, the
+    row, the try's number), or None if another tick claimed it or the wait ended."""
+    tries = wait.tries + 1
+    waited = max(0, int((now - wait.since).total_seconds()))
+
+    def claim(tx: Tx) -> tuple[Notice, journal.Entry, int] | None:
+        if wait.n == 0:
+            n = escalations.claim_first(tx, wait, retry_at)
+        else:
+            n = wait.n if escalations.claim_retry(tx, wait, retry_at, now) else None
+        if n is None:
+            return None
+        notice = Notice.stall(wait.run_id, n, wait.waiting_for, waited, now, console_url)
+        entry = journal.run_escalated(wait.run_id, wait.phase, wait.waiting_for, n, channel, tries, max_attempts,
+                                      notice.idempotency_key, waited)
+        log.append(tx, entry, now)
+        return notice, entry, tries
+
+    return db.transaction(claim)
