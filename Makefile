@@ -64,7 +64,7 @@ lint: $(STAMP) $(NODE_STAMP)
 
 # The tiers (pytest.ini's markers, docs/testing.md). Each xdist worker has a database of its own.
 WORKERS ?= 2
-FAST    := not browser and not torture and not packaging and not slow
+FAST    := not browser and not torture and not packaging and not slow and not realtime
 
 # Everything, as CI runs it: the tests that can share the machine on $(WORKERS) workers (the browser's
 # tests on one, `chalice package` once), then on one worker the torture suite, whose timing the rest

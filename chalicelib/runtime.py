@@ -14,6 +14,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .config import Settings
 from .db import Clock, ConnectionParams, Database, DatabaseClock, tls_for
@@ -30,15 +32,26 @@ SECRET_SETTINGS = (
     ("EVENTS_SIGNAL_SECRET_ARN", "signal_secret_arn", "signal_secret"),
 )
 
+@dataclass
+class _Built:
+    """What this process has built so far (each part once, on first use)."""
+
+    settings: Settings | None = None
+    database: Database | None = None
+    health: SecretsHealth | None = None
+    clock: Clock | None = None
+    read_timeout: float | None = None  # set by the API's middleware before its first connection
+
+
 _lock = threading.Lock()
-_state: dict[str, object] = {}
+_state = _Built()
 
 
 def settings() -> Settings:
     with _lock:
-        if "settings" not in _state:
-            _state["settings"] = Settings.from_env()
-        return _state["settings"]  # type: ignore[return-value]
+        if _state.settings is None:
+            _state.settings = Settings.from_env()
+        return _state.settings
 
 
 def db_params(config: Settings | None = None) -> ConnectionParams:
@@ -55,15 +68,15 @@ def db_params(config: Settings | None = None) -> ConnectionParams:
 def database() -> Database:
     config = settings()
     with _lock:
-        if "database" not in _state:
+        if _state.database is None:
             params = db_params(config)
-            _state["database"] = Database(
+            _state.database = Database(
                 params,
                 tls=tls_for(params, config.db_tls, config.db_tls_ca),
-                read_timeout=_state.get("read_timeout", TICK_READ_SECONDS),  # type: ignore[arg-type]
+                read_timeout=TICK_READ_SECONDS if _state.read_timeout is None else _state.read_timeout,
                 refresh_params=_reread_secret(None if config.db_url else config.db_secret_arn),
             )
-        return _state["database"]  # type: ignore[return-value]
+        return _state.database
 
 
 def _reread_secret(arn: str | None) -> Callable[[], ConnectionParams] | None:
@@ -81,7 +94,8 @@ def _reread_secret(arn: str | None) -> Callable[[], ConnectionParams] | None:
 def http_middleware(request: object, get_response: Callable[[object], object]) -> object:
     """Chalice HTTP middleware: this process answers requests, so its database connections (built
     after this) give up on a silent database after API_READ_SECONDS."""
-    _state.setdefault("read_timeout", API_READ_SECONDS)
+    if _state.read_timeout is None:
+        _state.read_timeout = API_READ_SECONDS
     return get_response(request)
 
 
@@ -113,39 +127,38 @@ def check_secrets(config: Settings | None = None) -> None:
 def secrets_health() -> SecretsHealth:
     """GET /health's bounded check of `check_secrets`, its failure remembered briefly (`health`)."""
     with _lock:
-        if "health" not in _state:
-            _state["health"] = SecretsHealth(check_secrets)
-        return _state["health"]  # type: ignore[return-value]
+        if _state.health is None:
+            _state.health = SecretsHealth(check_secrets)
+        return _state.health
 
 
 def clock() -> Clock:
     db = database()
     with _lock:
-        if "clock" not in _state:
-            _state["clock"] = DatabaseClock(db)
-        return _state["clock"]  # type: ignore[return-value]
+        if _state.clock is None:
+            _state.clock = DatabaseClock(db)
+        return _state.clock
 
 
 def reset() -> None:
     """Forget everything built so far (the next use reads the environment again)."""
+    global _state
     with _lock:
-        db = _state.get("database")
-        _state.clear()
-    if isinstance(db, Database):
+        db, _state = _state.database, _Built()
+    if db is not None:
         db.close()
     if "chalicelib.secrets" in sys.modules:  # loaded only where a secret ARN is configured
         sys.modules["chalicelib.secrets"].forget()
 
 
 @contextmanager
-def override(**parts: object) -> Iterator[None]:
+def override(**parts: Any) -> Iterator[None]:
     """Use the given settings=, database= and/or clock= inside the block."""
+    global _state
     with _lock:
-        saved = dict(_state)
-        _state.update(parts)
+        saved, _state = _state, replace(_state, **parts)
     try:
         yield
     finally:
         with _lock:
-            _state.clear()
-            _state.update(saved)
+            _state = saved

@@ -310,6 +310,7 @@ def misbehaving_jwks():
     server.server_close()
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("path", ["/drip", "/huge"])
 def test_a_key_set_that_drips_or_is_huge_is_503_within_the_fetch_deadline(db, clock, db_params, misbehaving_jwks, path):
     url = misbehaving_jwks + path

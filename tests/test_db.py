@@ -19,6 +19,7 @@ def test_params_parse_a_url_and_refuse_nonsense():
             ConnectionParams.from_url(bad)
 
 
+@pytest.mark.realtime
 def test_a_deadlock_is_retried_and_both_units_of_work_complete(db, db_params, clock):
     a = make_run(db, clock.now())
     b = make_run(db, clock.now())

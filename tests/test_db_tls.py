@@ -155,6 +155,7 @@ def test_the_shipped_bundle_holds_the_rds_and_rds_proxy_authorities():
             "Amazon Root CA 1"} <= names
 
 
+@pytest.mark.realtime
 def test_migrate_verifies_the_server_too_and_refuses_another_cas_certificate(tls_server):
     from chalicelib.migrate import migrate
 

@@ -4,6 +4,7 @@ from pausing): a connection the server closed is replaced before the next unit o
 import time
 
 import pymysql
+import pytest
 
 from chalicelib.db import Database, lost_connection
 
@@ -13,6 +14,7 @@ DISCONNECTED_FOR_INACTIVITY = pymysql.err.OperationalError(
 )
 
 
+@pytest.mark.realtime
 def test_a_connection_the_server_closed_for_idleness_is_replaced_and_the_work_runs(db_params):
     database = Database(db_params)
     try:

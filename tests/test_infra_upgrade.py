@@ -104,6 +104,7 @@ def test_a_tick_before_the_first_migrate_logs_one_line_and_ends_normally(scratch
     assert all(s["ticks"] == [] and s["schema_behind"].startswith("schema not migrated yet") for s in summaries)
 
 
+@pytest.mark.realtime
 def test_migrate_waits_for_a_database_that_holds_the_handshake_as_a_resuming_aurora_does(db_params):
     with DatabaseDoor(db_params) as door:
         door.stall(7.0)  # longer than one 5 s connection attempt: the old migrate failed here
@@ -112,6 +113,7 @@ def test_migrate_waits_for_a_database_that_holds_the_handshake_as_a_resuming_aur
         assert 7.0 <= time.monotonic() - started < 30 and door.accepted >= 2
 
 
+@pytest.mark.realtime
 def test_migrate_gives_up_when_the_database_never_answers(db_params):
     with DatabaseDoor(db_params) as door:
         door.refuse()

@@ -202,6 +202,7 @@ SILENT_FROM = LONG_DEADLINE * 0.75  # a timeout kept from the start would end at
 CUT_BY = LONG_DEADLINE * 1.3
 
 
+@pytest.mark.realtime
 def test_a_peer_that_stops_reading_the_request_partway_is_cut_at_the_deadline():
     def read_a_while_then_stop(connection):
         time.sleep(SILENT_FROM)
@@ -222,6 +223,7 @@ def test_a_peer_that_stops_reading_the_request_partway_is_cut_at_the_deadline():
     assert took < CUT_BY
 
 
+@pytest.mark.realtime
 def test_a_peer_that_starts_its_answer_late_and_goes_silent_is_cut_at_the_deadline():
     def start_then_stall(connection):
         time.sleep(SILENT_FROM)

@@ -8,6 +8,8 @@ process; each ends in the outcome its answer deserves.
 import time
 import tracemalloc
 
+import pytest
+
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import steps
@@ -125,6 +127,7 @@ def test_a_deeply_nested_answer_is_failed_and_never_sent_again(db, clock, game_b
     assert run_row(db, run_id).status is RunStatus.PAUSED
 
 
+@pytest.mark.realtime
 def test_no_step_starts_so_late_in_a_tick_that_its_lease_would_lapse_while_it_is_open(db, clock, game_bridge):
     """A claim's lease counts from the tick's one clock read: a step claimed late in a long tick has less of it."""
     lease = 4

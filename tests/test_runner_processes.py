@@ -3,6 +3,8 @@
 import json
 from collections import Counter
 
+import pytest
+
 from chalicelib.db import DatabaseClock
 from chalicelib.events.model import RunStatus
 from tests.support.factory import document, make_definition
@@ -22,6 +24,7 @@ def _schedule_many(db, now):
            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""", rows))
 
 
+@pytest.mark.realtime
 def test_four_tick_processes_dispatch_every_step_attempt_exactly_once(db, game_bridge):
     _schedule_many(db, DatabaseClock(db).now())
     # A generous budget and lease (a tick dispatches nothing its leases would outlive): on a busy

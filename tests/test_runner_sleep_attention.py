@@ -50,6 +50,7 @@ def _woken_at(world, notices, until):
     return posted, asleep_minutes
 
 
+@pytest.mark.realtime
 def test_the_deployment_sleeps_between_a_cues_timers_and_wakes_for_each(db, clock, world):
     here, cue_channel, escalations = world
     start = clock.now()

@@ -18,6 +18,9 @@ from tests.support.db_door import DatabaseDoor
 from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
 from tests.test_runner_sleep_faults import HORIZON, RULE, SETTINGS, asleep_behind, aws, faults, row, rule_state, schedules, sleep
 
+pytestmark = pytest.mark.realtime  # each waits out a real deadline: make test runs it, make check does not
+
+
 __all__ = ["aws", "faults"]  # the fixtures, shared
 
 

@@ -105,6 +105,7 @@ def work_side(url: str, definition_id: int, journal: str, stop_at: float) -> Non
     Path(journal).write_text(json.dumps({"created": created, "woke": woke}))
 
 
+@pytest.mark.realtime
 def test_a_deployment_never_sleeps_through_work_created_while_it_went_to_sleep(db, db_params, tmp_path):
     db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'awake'"))
     definition = make_definition(db, DatabaseClock(db).now(), document([[step("core.announce", message="hi")]]))

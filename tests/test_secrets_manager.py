@@ -115,6 +115,7 @@ def test_the_runner_signs_with_the_bridge_secret_from_its_arn(secrets, db):
     assert db.autocommit(lambda tx: tx.one("SELECT status FROM event_runs WHERE id = %s", (run.id,)))["status"] == RunStatus.COMPLETED.value
 
 
+@pytest.mark.realtime
 def test_a_secret_is_read_once_per_max_age(secrets, reads, db_params, monkeypatch):
     monkeypatch.setattr(engine_secrets, "MAX_AGE_SECONDS", 2)  # short, so the test can outlive it
     arn = secrets.create_secret(Name="events/db", SecretString=_rds_secret(db_params))["ARN"]

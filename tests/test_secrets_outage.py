@@ -66,6 +66,7 @@ def test_a_secrets_manager_answering_500_is_asked_twice_then_named_unreadable(se
     assert endpoint.requests == 2
 
 
+@pytest.mark.realtime
 def test_a_secrets_manager_that_never_accepts_is_given_up_within_two_connect_timeouts(secrets_at):
     """The client's connect timeout (1 s a try), not botocore's 60 s (issue 23, item 10)."""
     with never_accepting() as url:
@@ -77,6 +78,7 @@ def test_a_secrets_manager_that_never_accepts_is_given_up_within_two_connect_tim
     assert took < 5
 
 
+@pytest.mark.realtime
 def test_a_hung_secrets_manager_answers_503_with_retry_after_well_inside_api_gateways_limit(secrets_at, db_params, clock):
     """The client's read timeout bounds an API request that needs the secret (issue 23, item 12): a 503 the
     caller can retry, not the 504 API Gateway would send after 29 s."""

@@ -5,7 +5,6 @@
 // (the longest run of equal steps stays put); an unmatched old step and new step at the same place with the
 // same action are one step changed, otherwise one removed and one added.
 
-import { stepName } from './names.js';
 import { el, heading } from './ui.js';
 
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
@@ -59,10 +58,11 @@ function changeLine(kind, what, changes = []) {
       el('code', {}, path), `: ${shown(before)} → ${shown(after)}`))) : null);
 }
 
-// The lines for one list of steps (a phase's or the ending's), each named by its place in its own version.
-function stepLines(before = [], after = [], phaseBefore, phaseAfter) {
-  const indexed = (steps, phase) => steps.map((step, seq) => ({ step, name: stepName({ phase, seq, action_id: step.action }) }));
-  return align(indexed(before, phaseBefore), indexed(after, phaseAfter), (a, b) => same(a.step, b.step), (a, b) => a.step.action === b.step.action)
+// The lines for one list of steps (a phase's or the ending's), each named by its place in its own version
+// ("Phase 2 · step 4 (world.spawn)", "Ending · step 1 (core.announce)").
+function stepLines(before = [], after = [], placeBefore, placeAfter) {
+  const indexed = (steps, place) => steps.map((step, seq) => ({ step, name: `${place} · step ${seq + 1} (${step.action})` }));
+  return align(indexed(before, placeBefore), indexed(after, placeAfter), (a, b) => same(a.step, b.step), (a, b) => a.step.action === b.step.action)
     .flatMap(([old, now]) => {
       if (!old) return [changeLine('added', now.name, fieldChanges({}, now.step))];
       if (!now) return [changeLine('removed', old.name)];
@@ -78,21 +78,22 @@ function differences(before, after) {
   const lines = [];
   const eventChanges = fieldChanges(oldRest, newRest);
   if (eventChanges.length) lines.push(changeLine('changed', 'The event', eventChanges));
-  const numbered = (phases) => phases.map((phase, index) => ({ phase, number: index + 1 }));
+  // A document's phase is numbered by its place in the document's list (as the programme walks it).
+  const numbered = (phases) => phases.map((phase, index) => ({ phase, place: `Phase ${index + 1}` }));
   for (const [old, now] of align(numbered(oldPhases), numbered(newPhases), (a, b) => a.phase.name === b.phase.name, () => true)) {
     if (!old || !now) {
-      const { phase, number } = old || now;
-      lines.push(changeLine(old ? 'removed' : 'added', `Phase ${number} (${phase.name})`, old ? [] : fieldChanges({}, { ...phase, steps: undefined })));
-      lines.push(...(old ? stepLines(phase.steps, [], number, number) : stepLines([], phase.steps, number, number)));
+      const { phase, place } = old || now;
+      lines.push(changeLine(old ? 'removed' : 'added', `${place} (${phase.name})`, old ? [] : fieldChanges({}, { ...phase, steps: undefined })));
+      lines.push(...(old ? stepLines(phase.steps, [], place, place) : stepLines([], phase.steps, place, place)));
       continue;
     }
     const { steps: oldSteps, ...oldFields } = old.phase;
     const { steps: newSteps, ...newFields } = now.phase;
     const phaseChanges = fieldChanges(oldFields, newFields);
-    if (phaseChanges.length) lines.push(changeLine('changed', `Phase ${now.number} (${now.phase.name})`, phaseChanges));
-    lines.push(...stepLines(oldSteps, newSteps, old.number, now.number));
+    if (phaseChanges.length) lines.push(changeLine('changed', `${now.place} (${now.phase.name})`, phaseChanges));
+    lines.push(...stepLines(oldSteps, newSteps, old.place, now.place));
   }
-  lines.push(...stepLines(oldEnding, newEnding, oldPhases.length + 1, newPhases.length + 1));
+  lines.push(...stepLines(oldEnding, newEnding, 'Ending', 'Ending'));
   return lines;
 }
 
