@@ -123,6 +123,7 @@ schema = schemathesis.openapi.from_dict(
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # schemathesis's cases share one test id, which xdist's grouping would fold into one
 @schema.parametrize()
 @settings(
     max_examples=8,
