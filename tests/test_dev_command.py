@@ -55,9 +55,9 @@ class Dev:
                                        p.unix_socket)
         self.api_port, self.bridge_port = _free_port(), _free_port()
         self.base = f"http://127.0.0.1:{self.api_port}"
-        self.env = {**os.environ, "EVENTS_DB_URL": self.params.url(), "EVENTS_DEV_API_PORT": str(self.api_port),
+        quiet = {name: value for name, value in os.environ.items() if name != "EVENTS_DEV_VERBOSE"}
+        self.env = {**quiet, "EVENTS_DB_URL": self.params.url(), "EVENTS_DEV_API_PORT": str(self.api_port),
                     "GAME_BRIDGE_URL": f"http://127.0.0.1:{self.bridge_port}", "EVENT_TICK_SECONDS": "1", **env}
-        self.env.pop("EVENTS_DEV_VERBOSE", None)
         self.args = args
         self.output: list[str] = []
 
@@ -129,6 +129,18 @@ def test_dev_runs_the_demo_event_and_the_terminal_says_so_in_words(db_params):
     assert not re.search(r'"(GET|POST) /', terminal), "no access log line"
     assert not re.search(r"^\{", terminal, re.M), "no JSON tick report"
     assert "Traceback" not in terminal
+
+
+def test_verbose_shows_the_access_log_and_the_game_bridges_answers(db_params):
+    dev = Dev(db_params, EVENTS_DEV_VERBOSE="1").start()
+    try:
+        token = dev.token()
+        dev.said(r"^run (\d+) of \"Harvest festival \(demo\)\"")
+        _call(f"{dev.base}/runs?limit=1", token)
+        assert dev.said(r'"GET /runs\?limit=1 HTTP/1\.1" 200'), "the console's polls are in the access log"
+        assert dev.said(r"^\[game bridge\] world\.spawn -> 200 ")
+    finally:
+        assert dev.stop() == 0, "".join(dev.output)
 
 
 @pytest.mark.parametrize("taken, setting", [("api", "EVENTS_DEV_API_PORT"), ("bridge", "GAME_BRIDGE_URL")])
