@@ -14,7 +14,7 @@ from chalicelib.config import Settings
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.errors import ConfigError
 from chalicelib.migrate import MIGRATIONS, migrate
-from tests.support.api import ADMIN, Api, hs_settings
+from tests.support.api import ADMIN, GM, Api, hs_settings
 
 DECLARED = frozenset({"world.spawn", "world.give_item"})
 
@@ -170,3 +170,11 @@ def test_the_migration_renames_existing_duplicates_and_then_holds_names_unique(d
         with conn.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS `{params.database}`")
         conn.close()
+
+
+def test_the_action_catalogue_lists_the_module_actions_the_bridge_declares(declared_api):
+    assert declared_api.get("/actions", auth=GM).body["module_actions"] == sorted(DECLARED)
+
+
+def test_with_nothing_declared_the_catalogue_says_so(api):
+    assert api.get("/actions", auth=GM).body["module_actions"] is None  # any module.name is sent

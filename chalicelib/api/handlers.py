@@ -400,10 +400,12 @@ def rehearse_definition(call: Call) -> Body:
                              escalate_after_seconds=runtime.settings().escalate_after_seconds)
 
 
-@operation("GET", "/actions", "The action registry and each action's params schema.", auth.STAFF,
+@operation("GET", "/actions", "The action registry and each action's params schema, and the module actions the "
+           "game bridge declares (EVENT_MODULE_ACTIONS; null when it declares none).", auth.STAFF,
            _ok("actions", schemas.ACTIONS))
 def list_actions(call: Call) -> Body:
-    return {"actions": registry.catalogue()}
+    declared = runtime.settings().module_actions
+    return {"actions": registry.catalogue(), "module_actions": None if declared is None else sorted(declared)}
 
 
 @operation("GET", "/openapi.json", "This document.", None, _ok("the OpenAPI document", {"type": "object"}))

@@ -400,7 +400,8 @@ REHEARSAL = _object(
     longest_seconds=_MAYBE_SECONDS,
     warnings={"type": "array", "items": WARNING},
 )
-ACTIONS = _object(actions={"type": "array", "items": ACTION})
+ACTIONS = _object(actions={"type": "array", "items": ACTION},
+                  module_actions={"type": ["array", "null"], "items": {"type": "string"}})
 HEALTH = _object(ok={"const": True})
 
 

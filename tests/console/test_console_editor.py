@@ -5,6 +5,7 @@ at 0 serious or critical findings."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 
@@ -231,3 +232,19 @@ def test_a_definition_is_duplicated_as_a_new_one(browser, server, api_client):
     copied = api_client.call("GET", f"/definitions/{copy_id}/versions/1")["version"]["document"]
     stored = api_client.call("GET", f"/definitions/{definition_id}/versions/1")["version"]["document"]
     assert copied == {**stored, "name": f"{original['name']} (copy)"}
+
+
+def test_a_module_step_offers_only_the_actions_the_game_bridge_declares(browser, server, api_client):
+    declared = dataclasses.replace(server.settings, module_actions=frozenset({"world.spawn", "world.give_item"}))
+    with server.answering_with(settings=declared):
+        _new_definition(browser, server)
+        browser.refresh()  # a fresh page: the catalogue is read once per page
+        _type(browser, "name", _unique("Declared"))
+        _choose(browser, "phases[0].steps[0].action", "module.action")
+        offered = [o.get_attribute("value") for o in Select(_input(browser, "phases[0].steps[0].action")).options][1:]
+        assert offered == ["world.give_item", "world.spawn"], "a choice among the declared actions, not a free id"
+        Select(_input(browser, "phases[0].steps[0].action")).select_by_value("world.spawn")
+        _click(browser, "#save-document")
+        definition_id = _saved_definition_id(browser)
+    saved = api_client.call("GET", f"/definitions/{definition_id}/versions/1")["version"]["document"]
+    assert saved["phases"][0]["steps"][0]["action"] == "world.spawn"

@@ -15,15 +15,16 @@ import { get } from './api.js';
 import { field, fieldsOf, freshId } from './editor_fields.js';
 import { el, focus } from './ui.js';
 
-/** @type {Promise<{ documentSchema: any, actions: any[] }> | null} */
+/** @type {Promise<{ documentSchema: any, actions: any[], moduleActions: string[] | null }> | null} */
 let schemas = null;
 
 // The document's schema and the action catalogue, once per page: both are the API's own.
 function loadSchemas() {
   if (!schemas) {
-    schemas = Promise.all([get('/openapi.json'), get('/actions')]).then(([openapi, { actions }]) => ({
+    schemas = Promise.all([get('/openapi.json'), get('/actions')]).then(([openapi, { actions, module_actions }]) => ({
       documentSchema: openapi.paths['/definitions'].post.requestBody.content['application/json'].schema,
       actions,
+      moduleActions: module_actions,
     }));
     schemas.catch(() => { schemas = null; });
   }
@@ -140,8 +141,12 @@ export function documentEditor(initial) {
     if (spec.core) {
       places.set(`${path}.action`, { node: parts[0], focusable: choice, problem: actionProblem });
     } else {
-      parts.push(field(step, 'action', { type: 'string', description: 'The module action, module.name (e.g. world.spawn), sent to the game bridge.' },
-        `${path}.action`, ctx, { required: true, label: 'Module action' }));
+      // The game bridge's declared actions are the only ones a save accepts: a choice among them, when declared.
+      const declared = catalogue.moduleActions;
+      const moduleSchema = declared
+        ? { type: 'string', enum: declared, description: 'One of the module actions the game bridge declares (EVENT_MODULE_ACTIONS).' }
+        : { type: 'string', description: 'The module action, module.name (e.g. world.spawn), sent to the game bridge.' };
+      parts.push(field(step, 'action', moduleSchema, `${path}.action`, ctx, { required: true, label: 'Module action' }));
     }
     const paramsSchema = spec.core ? spec.params_schema : { ...spec.params_schema, description: 'Any JSON object: the game side checks it.' };
     parts.push(field(step, 'params', paramsSchema, `${path}.params`, ctx, { label: spec.core ? `Params of ${spec.id}` : 'Params (a JSON object)' }));

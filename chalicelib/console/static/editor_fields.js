@@ -56,7 +56,7 @@ function inputFor(schema, id, value, describedBy) {
   const common = { id, 'aria-describedby': describedBy };
   if (schema.enum) {
     // A value the schema does not offer (typed on the JSON tab) is shown as it is, for the API to name.
-    const stray = value !== undefined && !schema.enum.includes(value) ? [value] : [];
+    const stray = value !== undefined && value !== '' && !schema.enum.includes(value) ? [value] : [];
     return el('select', common, el('option', { value: '' }, '(not set)'),
       [...schema.enum, ...stray].map((choice) => el('option', { value: String(choice), selected: value === choice },
         stray.includes(choice) ? `${choice} (not one of the choices)` : choice)));
