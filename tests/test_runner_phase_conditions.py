@@ -232,6 +232,35 @@ def test_a_signal_phase_that_times_out_with_advance_closes_and_degrades_the_run(
     assert ran.status is RunStatus.COMPLETED and ran.health == "degraded"
 
 
+@pytest.mark.parametrize("on_timeout", ["advance", "pause"])
+def test_a_signal_and_a_passed_deadline_found_by_one_tick_end_the_phase_on_the_signal_and_say_both(
+        db, clock, runner, on_timeout):
+    """The boss dies a minute before the limit, but no tick runs until after it: the signal wins (no timeout,
+    no pause, the run not degraded) and the rows that tell the close say the deadline had passed too."""
+    run = schedule(db, clock.now(), _doc(
+        _phase("boss fight", CUE, advance={"when": "signal", "name": "boss_defeated", "timeout_seconds": 300,
+                                           "on_timeout": on_timeout}),
+        _phase("finale", BYE)))
+    tick(runner)  # the cue parks
+    clock.advance(240)
+    received = clock.now()
+    _signalled(db, run.id, received)
+    clock.advance(120)  # the deadline passes before the tick comes
+    tick(runner)
+    cue, bye = _steps(db, run.id)
+    cause = "phase 1 (boss fight) ended on the signal boss_defeated (its deadline had passed too)"
+    assert (cue.status, cue.last_error) == (StepStatus.CANCELLED, cause)
+    assert _causes(db, run.id) == [(cue.id, "cancelled", cause)]
+    assert bye.status is StepStatus.DONE
+    ran = run_row(db, run.id)
+    assert (ran.status, ran.health, ran.last_error) == (RunStatus.COMPLETED, "ok", None)
+    closed = _row(db, run.id, 1)
+    assert (closed.closed_by, closed.met_by, closed.met_at) == ("signal", "game", received)
+    [phase_2] = [e for e in log_of(db, run.id) if e.kind == "run.phase" and e.phase == 2]
+    assert phase_2.detail["ended_by"] == {"by": "game", "at": received.isoformat() + "Z", "closed_by": "signal"}
+    assert not [e for e in log_of(db, run.id) if e.kind == "run.status" and e.detail["to"] == "paused"]
+
+
 def test_a_timeout_with_pause_pauses_once_and_then_the_phase_waits_without_one(db, clock, runner):
     run = schedule(db, clock.now(), _doc(
         _phase("boss fight", step("core.announce", message="Fight!"),
