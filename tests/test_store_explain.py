@@ -84,6 +84,11 @@ STATEMENTS = {
     "waiting_counts": lambda tx, run, s, now: runs.waiting_counts(tx),
     "parked_of": lambda tx, run, s, now: steps.parked_of(tx, [run.id, run.id + 1]),
     "current_of": lambda tx, run, s, now: phases.current_of(tx, [(run.id, 1), (run.id + 1, 2)]),
+    # Primary-key lookups: a refused advance's or retry's read of the phase, GET /runs/{id}'s of its phases,
+    # and a phase's steps read back by an opening whose INSERT IGNORE found them written already.
+    "phase_get": lambda tx, run, s, now: phases.get(tx, run.id, 1),
+    "phases_list_for_run": lambda tx, run, s, now: phases.list_for_run(tx, run.id),
+    "steps_list_for_phase": lambda tx, run, s, now: steps.list_for_phase(tx, run.id, 1),
     "acknowledge": lambda tx, run, s, now: steps.acknowledge(tx, s.id, "rowan", now),
 }
 
