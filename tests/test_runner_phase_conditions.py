@@ -233,32 +233,53 @@ def test_a_signal_phase_that_times_out_with_advance_closes_and_degrades_the_run(
 
 
 @pytest.mark.parametrize("on_timeout", ["advance", "pause"])
+@pytest.mark.parametrize("held", [False, True], ids=["a-cue-open", "held"])
 def test_a_signal_and_a_passed_deadline_found_by_one_tick_end_the_phase_on_the_signal_and_say_both(
-        db, clock, runner, on_timeout):
+        db, clock, runner, on_timeout, held):
     """The boss dies a minute before the limit, but no tick runs until after it: the signal wins (no timeout,
-    no pause, the run not degraded) and the rows that tell the close say the deadline had passed too."""
+    no pause, the run not degraded) and the rows that tell the end say the deadline had passed too: the
+    cancelled cue's cause, and the next phase's run.phase row (all a held phase, with no step left, has)."""
+    first = step("core.announce", message="Fight!") if held else CUE
     run = schedule(db, clock.now(), _doc(
-        _phase("boss fight", CUE, advance={"when": "signal", "name": "boss_defeated", "timeout_seconds": 300,
-                                           "on_timeout": on_timeout}),
+        _phase("boss fight", first, advance={"when": "signal", "name": "boss_defeated", "timeout_seconds": 300,
+                                             "on_timeout": on_timeout}),
         _phase("finale", BYE)))
-    tick(runner)  # the cue parks
+    tick(runner)  # the cue parks, or the announce is done and the phase held
     clock.advance(240)
     received = clock.now()
     _signalled(db, run.id, received)
     clock.advance(120)  # the deadline passes before the tick comes
     tick(runner)
-    cue, bye = _steps(db, run.id)
+    opening, bye = _steps(db, run.id)
     cause = "phase 1 (boss fight) ended on the signal boss_defeated (its deadline had passed too)"
-    assert (cue.status, cue.last_error) == (StepStatus.CANCELLED, cause)
-    assert _causes(db, run.id) == [(cue.id, "cancelled", cause)]
+    if held:
+        assert opening.status is StepStatus.DONE and _causes(db, run.id) == []
+    else:
+        assert (opening.status, opening.last_error) == (StepStatus.CANCELLED, cause)
+        assert _causes(db, run.id) == [(opening.id, "cancelled", cause)]
     assert bye.status is StepStatus.DONE
     ran = run_row(db, run.id)
     assert (ran.status, ran.health, ran.last_error) == (RunStatus.COMPLETED, "ok", None)
-    closed = _row(db, run.id, 1)
-    assert (closed.closed_by, closed.met_by, closed.met_at) == ("signal", "game", received)
+    ended = _row(db, run.id, 1)
+    assert (ended.met_by, ended.met_at) == ("game", received)
+    assert ended.closed_by == (None if held else "signal")  # a held phase is left, not closed: nothing was open
     [phase_2] = [e for e in log_of(db, run.id) if e.kind == "run.phase" and e.phase == 2]
-    assert phase_2.detail["ended_by"] == {"by": "game", "at": received.isoformat() + "Z", "closed_by": "signal"}
+    assert phase_2.detail["ended_by"] == {"by": "game", "at": received.isoformat() + "Z", "deadline_passed": True,
+                                          **({} if held else {"closed_by": "signal"})}
     assert not [e for e in log_of(db, run.id) if e.kind == "run.status" and e.detail["to"] == "paused"]
+
+
+def test_a_signal_before_its_deadline_says_nothing_of_it(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(
+        _phase("boss fight", CUE, advance={"when": "signal", "name": "boss_defeated", "timeout_seconds": 300}),
+        _phase("finale", BYE)))
+    tick(runner)
+    clock.advance(299)
+    _signalled(db, run.id, clock.now())
+    tick(runner)
+    assert _steps(db, run.id)[0].last_error == "phase 1 (boss fight) ended on the signal boss_defeated"
+    [phase_2] = [e for e in log_of(db, run.id) if e.kind == "run.phase" and e.phase == 2]
+    assert "deadline_passed" not in phase_2.detail["ended_by"]
 
 
 def test_a_timeout_with_pause_pauses_once_and_then_the_phase_waits_without_one(db, clock, runner):
@@ -394,3 +415,4 @@ def test_an_answer_that_lands_after_an_after_phases_time_is_applied_without_its_
     assert ran.status is RunStatus.RUNNING and ran.health == ("degraded" if status is StepStatus.FAILED else "ok")
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.COMPLETED
+

@@ -7,7 +7,8 @@ its cause (`cause`).
 
     run.status     a run changed status: {control | cause, from, to, ...}
     run.phase      a run opened a phase: {phase, name[, ended_by]}; ended_by says what ended the one
-                   before: {"steps_done": true}, or {"by", "at"} of whoever met its condition
+                   before: {"steps_done": true}, or {"by", "at"} of whoever met its condition (with
+                   "closed_by" when the engine closed it, "deadline_passed" when its deadline had passed too)
     run.advance    a person advanced a phase: {phase, reason, skipped_steps, resumed}
     run.signal     a signal's first receipt: {name, by, effect, payload}; the row's phase is the one it names
     run.cleanup    a cleanup wrote revert steps: {phase, reverts}, the number written (again for what a late

@@ -9,14 +9,15 @@ import { el, span, when } from './ui.js';
 const ENGINE_ACTORS = new Set(['runner', null, undefined, '']);
 const FILTERS = [['all', 'Everything'], ['people', 'People'], ['engine', 'Engine'], ['errors', 'Errors']];
 
-// What ended the phase before, as a run.phase row's `ended_by` says: {by, at, closed_by?}.
+// What ended the phase before, as a run.phase row's `ended_by` says: {by, at, closed_by?, deadline_passed?}.
 function endedBy(ended) {
   if (!ended?.by) return '';
+  const late = ended.deadline_passed ? ', its deadline had passed too' : '';
   switch (ended.closed_by) {
-    case 'signal': return ` (a signal from ${ended.by} ended the one before)`;
+    case 'signal': return ` (a signal from ${ended.by} ended the one before${late})`;
     case 'after': return ' (the one before lasted its time)';
     case 'timeout': return ' (the one before timed out)';
-    default: return ` (${ended.by} ended the one before)`;
+    default: return ` (${ended.by} ended the one before${late})`;
   }
 }
 

@@ -77,7 +77,7 @@ class Standing:
     its condition not met: the tick closes it or pauses the run), or who met it and when."""
 
     held: bool
-    met: dict[str, Any] | None = None  # {"by", "at", "closed_by"?}: whoever met its condition
+    met: dict[str, Any] | None = None  # {"by", "at", "closed_by"?, "deadline_passed"?}: whoever met its condition
     began: bool = False  # held, and this read marked it drained: the hold begins now
     due: bool = False
 
@@ -89,18 +89,23 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
     Read with a lock, so the answer stands until the caller's commit: a control that
     meets the condition waits for it, and then wakes the run. A phase with no row (a
     run started before phase rows existed) has no condition. When it is met, who met it
-    and when come with the same read (the next phase's `run.phase` row says so).
+    and when come with the same read (the next phase's `run.phase` row says so), and
+    whether its deadline had passed too when the tick found it met (or closed it).
     """
     row = tx.one(
-        "SELECT `condition`, condition_met, met_by, met_at, drained_at, deadline, closed_by, `signal` FROM event_run_phases"
-        " WHERE run_id = %s AND number = %s FOR UPDATE",
+        "SELECT `condition`, condition_met, met_by, met_at, drained_at, deadline, closed_at, closed_by, `signal`"
+        " FROM event_run_phases WHERE run_id = %s AND number = %s FOR UPDATE",
         (run_id, number),
     )
     if row is None:
         return Standing(held=False)
     if row["condition_met"]:
-        met = {"by": row["met_by"], "at": iso(row["met_at"])}
-        return Standing(held=False, met=met if row["closed_by"] is None else {**met, "closed_by": row["closed_by"]})
+        met: dict[str, Any] = {"by": row["met_by"], "at": iso(row["met_at"])}
+        if row["closed_by"] is not None:
+            met["closed_by"] = row["closed_by"]
+        if row["met_by"] != TIMER and row["deadline"] is not None and row["deadline"] <= (row["closed_at"] or now):
+            met["deadline_passed"] = True  # a signal (or a person) won over the deadline
+        return Standing(held=False, met=met)
     if row["condition"] is None:
         return Standing(held=False)
     if row["deadline"] is not None and row["deadline"] <= now and row["closed_by"] is None:
