@@ -22,6 +22,7 @@ from chalicelib.events.store.steps import PHASE_ENDED
 from tests.support.factory import run_row
 from tests.support.game_bridge import Answer
 from tests.support.runner_kit import RULES, apply_outcome, log_of, schedule, step, tick
+from tests.support.torture import late_wakes
 
 CUE = step("core.cue", instruction="Ring the bell")
 BYE = step("core.announce", message="Goodnight")
@@ -416,3 +417,39 @@ def test_an_answer_that_lands_after_an_after_phases_time_is_applied_without_its_
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
+
+# ── the torture audit's own reading of deadlines (tests/support/torture.py) ─
+def test_the_audit_derives_each_deadline_from_the_document_and_calls_a_phase_a_tick_left_open_late(db, clock, runner):
+    """R5's oracle: the deadline is `opened_at` plus the document's seconds, not the code's column; a column
+    that disagrees is a problem, and so is a phase still open after a tick that came at or past it."""
+    run = schedule(db, clock.now(), _doc(_phase("market", CUE, advance={"when": "after", "seconds": 600}),
+                                         _phase("finale", BYE)))
+    opened = clock.now()
+    tick(runner)
+    assert late_wakes(db, clock.now(), ticked_at=clock.now()) == []
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_phases SET deadline = deadline + INTERVAL 1 SECOND"
+                                        " WHERE run_id = %s AND number = 1", (run.id,)))
+    end = opened + timedelta(seconds=600)
+    assert late_wakes(db, clock.now()) == [
+        (f"run {run.id}: phase 1's deadline is {end + timedelta(seconds=1)}; opened at {opened} with 600 s,"
+         f" its document makes it {end}")]
+    clock.advance(600)  # a tick that ran now and missed the phase (its column a second late) is caught
+    assert f"run {run.id}: phase 1's deadline {end} had come, and the tick at {clock.now()} left the phase open" \
+        in late_wakes(db, clock.now(), ticked_at=clock.now())
+    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "worker", clock.now(), 60))
+    assert not [p for p in late_wakes(db, clock.now(), ticked_at=clock.now()) if "left the phase open" in p]  # leased
+
+
+def test_the_audit_takes_a_pause_timeout_that_acted_as_leaving_its_phase_without_a_deadline(db, clock, runner):
+    run = schedule(db, clock.now(), _doc(
+        _phase("boss fight", CUE, advance={"when": "signal", "name": "boss_defeated", "timeout_seconds": 300,
+                                           "on_timeout": "pause"}),
+        _phase("finale", BYE)))
+    tick(runner)
+    clock.advance(300)
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.PAUSED and _row(db, run.id, 1).deadline is None
+    assert late_wakes(db, clock.now(), ticked_at=clock.now()) == []
+    controls.resume(db, run.id, actor="alice", now=clock.now())
+    tick(runner)
+    assert late_wakes(db, clock.now(), ticked_at=clock.now()) == []  # held, with no timer left, as the contract says

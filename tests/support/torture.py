@@ -24,7 +24,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from chalicelib.config import Settings
@@ -335,7 +335,7 @@ def attempts_delivered(bridge: GameBridge) -> dict[str, list[int]]:
 
 
 # ── the log audit ──────────────────────────────────────────────────────────
-def audit(db: Database, now: datetime | None = None) -> list[str]:
+def audit(db: Database, now: datetime | None = None, ticked_at: datetime | None = None) -> list[str]:
     """Replay the run log and compare it with the rows: what the log says happened is what happened.
 
     Each step starts pending at attempt 0. A claim writes no row of its own: the
@@ -345,8 +345,9 @@ def audit(db: Database, now: datetime | None = None) -> list[str]:
     its ending. Every row must start from the state the replay is in (its
     `from`, its attempt): a transition logged twice, or a dispatch of an attempt
     already dispatched, fails here; a transition logged never leaves the replay
-    behind the rows. It also checks that no live run's wake time is late (see
-    `late_wakes`). Returns the problems found, none when the log is honest.
+    behind the rows. It also checks that no live run's wake time is late, and,
+    after a tick (`ticked_at`), that no phase it could close was left open past
+    its deadline (see `late_wakes`). Returns the problems found, none when the log is honest.
     """
 
     def read(tx):
@@ -434,10 +435,10 @@ def audit(db: Database, now: datetime | None = None) -> list[str]:
     for r in run_rows:
         if (run_state[r["id"]] or "scheduled") != r["status"]:
             problems.append(f"run {r['id']} is {r['status']}; its log says {run_state[r['id']] or 'scheduled'}")
-    return problems + late_wakes(db, now)
+    return problems + late_wakes(db, now, ticked_at)
 
 
-def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
+def late_wakes(db: Database, now: datetime | None = None, ticked_at: datetime | None = None) -> list[str]:
     """Live runs whose wake time is later than the earliest moment, from `now` on, a tick could work them.
 
     That moment is the run's own timer (scheduled_for; now for a starting run or a
@@ -446,8 +447,10 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
     while the run was paused (a step due at :30 of a run resumed at :31) is
     served by a wake time of now. A parked head or a paused run has no timer:
     only a person moves it, and so has a drained phase whose condition (read from its row) nobody met.
-    The phase's row adds its own timer: now once its condition is met and it is not closed, else its
-    deadline. A wake time may be early, never late.
+    The phase adds its own timer: now once its condition is met and it is not closed, else its
+    deadline as its document sets it (`authored_deadlines`, which also checks the row's column). A
+    wake time may be early, never late. With `ticked_at`, the clock of a tick that just ran, a phase
+    whose authored deadline had come by then must not be open still at a run that tick could work.
     """
     now = now or DatabaseClock(db).now()
 
@@ -464,12 +467,12 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
         )
 
     live, open_steps, phase_rows = db.autocommit(read)
+    deadlines, problems = authored_deadlines(db)
     rows_of = {(p["run_id"], p["number"]): p for p in phase_rows}
     waits_for_a_person = {key for key, p in rows_of.items() if p["held_when_drained"] and not p["condition_met"]}
     heads: dict[tuple[int, int], dict] = {}
     for s in open_steps:
         heads.setdefault((s["run_id"], s["phase"]), s)
-    problems = []
     for r in live:
         if r["status"] == "scheduled":
             timer = r["scheduled_for"]
@@ -485,13 +488,65 @@ def late_wakes(db: Database, now: datetime | None = None) -> list[str]:
             else:
                 timer = head["claim_expires_at"]  # None: parked, a person's to move
             # The phase's own timer: now once its condition is met (it must be closed or left), else its deadline.
-            row = rows_of.get((r["id"], phase))
-            if row is not None and row["closed_at"] is None and (row["condition_met"] or row["deadline"] is not None):
-                phase_timer = now if row["condition_met"] else row["deadline"]
+            row, deadline = rows_of.get((r["id"], phase)), deadlines.get((r["id"], phase))
+            if row is not None and row["closed_at"] is None and (row["condition_met"] or deadline is not None):
+                phase_timer = now if row["condition_met"] else deadline
                 timer = phase_timer if timer is None else min(timer, phase_timer)
+            lease = r["claim_expires_at"]
+            if ticked_at is not None and row is not None and row["closed_at"] is None and deadline is not None \
+                    and deadline <= ticked_at and r["status"] == "running" and (lease is None or lease < ticked_at):
+                problems.append(f"run {r['id']}: phase {phase}'s deadline {deadline} had come, and the tick at "
+                                f"{ticked_at} left the phase open")
         if timer is None:
             continue
         earliest = max(timer, r["claim_expires_at"] or timer, now)
         if r["wake_at"] is None or r["wake_at"] > earliest:
             problems.append(f"run {r['id']} ({r['status']}) wakes at {r['wake_at']}, later than {earliest}")
     return problems
+
+
+def authored_deadlines(db: Database) -> tuple[dict[tuple[int, int], datetime], list[str]]:
+    """Each opened phase's standing deadline by (run id, number), derived from its document, not the code's column:
+    `opened_at` plus the phase's `advance.seconds` (`after`) or `timeout_seconds`, none once a `pause` timeout
+    acted (its run.status row to paused, at or after it, names the phase as waiting). The main phases' rows
+    are the document's phases in order. With the problems: each row whose `deadline` column says otherwise.
+    """
+
+    def read(tx):
+        return (
+            tx.all("""SELECT p.run_id, p.number, p.opened_at, p.deadline, r.definition_id, r.definition_version
+                        FROM event_run_phases p JOIN event_runs r ON r.id = p.run_id
+                       WHERE p.kind = 'main' ORDER BY p.run_id, p.number"""),
+            {(v["definition_id"], v["version"]): v["document"] for v in tx.all(
+                "SELECT definition_id, version, document FROM event_definition_versions")},
+            tx.all("""SELECT run_id, detail, created_at FROM event_run_log
+                       WHERE kind = 'run.status' AND JSON_VALUE(detail, '$.to') = 'paused'"""),
+        )
+
+    phase_rows, documents, pauses = db.autocommit(read)
+    paused: dict[int, list[tuple[str, datetime]]] = defaultdict(list)
+    for e in pauses:
+        paused[e["run_id"]].append((json.loads(e["detail"]).get("cause") or "", e["created_at"]))
+    rows_of_run: dict[int, list[dict]] = defaultdict(list)
+    for p in phase_rows:
+        rows_of_run[p["run_id"]].append(p)
+    deadlines: dict[tuple[int, int], datetime] = {}
+    problems = []
+    for run_id, rows in rows_of_run.items():
+        raw = documents[(rows[0]["definition_id"], rows[0]["definition_version"])]
+        authored = (json.loads(raw) if isinstance(raw, (str, bytes)) else raw)["phases"]
+        for row, plan in zip(rows, authored, strict=True):
+            advance = plan.get("advance") or {}
+            after = advance.get("when") == "after"
+            seconds = advance["seconds"] if after else advance.get("timeout_seconds")
+            deadline = None if row["opened_at"] is None or seconds is None else row["opened_at"] + timedelta(seconds=seconds)
+            waited = f"phase {row['number']} ({plan['name']}) waited {seconds} s for "
+            if deadline is not None and not after and advance.get("on_timeout") == "pause" and any(
+                    cause.startswith(waited) and at >= deadline for cause, at in paused[run_id]):
+                deadline = None  # it paused the run once; the phase waits on without one
+            if row["deadline"] != deadline:
+                problems.append(f"run {run_id}: phase {row['number']}'s deadline is {row['deadline']}; opened at "
+                                f"{row['opened_at']} with {seconds} s, its document makes it {deadline}")
+            if deadline is not None:
+                deadlines[(run_id, row["number"])] = deadline
+    return deadlines, problems

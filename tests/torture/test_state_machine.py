@@ -10,6 +10,8 @@ caller. After every rule the invariants are read back from the database:
 - terminal statuses are final (a failed step may be re-queued by a retry, nothing else moves);
 - the log replays to the rows (tests.support.torture.audit): each transition has exactly one
   row, and a dispatch is only ever of a pending step, so a parked step is never re-dispatched;
+  no wake time is late, each phase's deadline column is its `opened_at` plus its document's
+  seconds, and after a tick no phase past that deadline is left open at a run the tick could work;
 - the game side never receives one (key, attempt) twice, unless a person's retry restarted the
   attempts of that key (SPEC §3: the key never varies, and a retry sets attempts to 0);
 - what each run waits for, as its row keeps it (`waiting_for`, the index GET /runs?waiting= reads), is what
@@ -102,11 +104,13 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             self.abandoned = []  # (step, claim) of workers that died holding a claim
             self.seen_steps, self.seen_runs, self.seen_log_id = {}, {}, 0
             self.deliveries_before = len(game_bridge.received())  # the bridge outlives the example
+            self.ticked_at = None  # the clock of a tick that was the last rule, for the audit's phase deadlines
 
         # ── the runner and the failures around it ──────────────────────
         @rule(answer=st.sampled_from(sorted(ANSWERS)))
         def tick(self, answer):
             game_bridge.default = ANSWERS[answer]
+            self.ticked_at = clock.now()
             report = runner.tick(Budget.for_seconds(30))
             assert report.errors == 0
 
@@ -262,7 +266,8 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             for run_id, status in self.seen_runs.items():
                 if status in {s.value for s in TERMINAL_RUN}:
                     assert run_status[run_id] == status
-            assert audit(db, clock.now()) == []
+            assert audit(db, clock.now(), self.ticked_at) == []
+            self.ticked_at = None
             for run_id in self.run_ids:  # what each run waits for, as its row keeps it, is what waiting.py derives
                 shown = api.get(f"/runs/{run_id}?steps_limit=1", auth=GM).body
                 kept = db.autocommit(lambda tx, r=run_id: runs.get(tx, r)).waiting_for
