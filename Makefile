@@ -114,8 +114,10 @@ package: $(STAMP)
 # The whole sequence with the AWS CLI (infra/deploy.py): bucket, data stack, package, app stack (which
 # migrates before the new code takes traffic), then what is left by hand. Inputs: infra/$(STAGE).params.
 REGION ?= $(AWS_REGION)
+# The AWS CLI requirements-dev.txt installs (the one tests/test_infra_deploy.py drives against moto); AWS_CLI=aws for yours.
+AWS_CLI ?= $(BIN)/aws
 deploy: $(STAMP)
-	$(BIN)/python -m infra.deploy --stage $(STAGE) --stack $(STACK) --region '$(REGION)' --out $(OUT) \
+	$(BIN)/python -m infra.deploy --stage $(STAGE) --stack $(STACK) --region '$(REGION)' --out $(OUT) --aws $(AWS_CLI) \
 	  $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET)) $(if $(PARAMS),--params $(PARAMS))
 
 migrate: $(STAMP)

@@ -12,8 +12,10 @@
    on later is one more `make deploy`);
 5. the package (`infra/package.py`), with the CorsOrigin of the parameters file;
 6. `aws cloudformation package` (the zip to the bucket) and `deploy` of the app
-   stack: CloudFormation runs the package's migrations (the MigrateSchema custom
-   resource) before it creates or updates the API and the tick, which depend on it;
+   stack (its template through the bucket too: it is over CloudFormation's 51,200
+   bytes for a template sent inline): CloudFormation runs the package's migrations
+   (the MigrateSchema custom resource) before it creates or updates the API and the
+   tick, which depend on it;
 7. the app stack's outputs, the alarm e-mail subscription's state, and what is
    left to do by hand (the OIDC client's second pass, the game side's key).
 
@@ -156,7 +158,10 @@ def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], An
     aws("cloudformation", "package", "--template-file", str(args.out / "sam.yaml"), "--s3-bucket", bucket,
         "--s3-prefix", args.stack, "--output-template-file", str(packaged))
     filled = {"DataStack": args.data_stack, **{name: data_out[name] for name in FROM_DATA_STACK}}
+    # Through the bucket: CloudFormation takes a template of over 51,200 bytes (the packaged one is ~110 kB)
+    # only from S3, and the CLI refuses a bigger --template-file without --s3-bucket.
     aws("cloudformation", "deploy", "--template-file", str(packaged), "--stack-name", args.stack,
+        "--s3-bucket", bucket, "--s3-prefix", args.stack,
         "--capabilities", "CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND", "--no-fail-on-empty-changeset",
         *overrides({**filled, **app_params}))
     app_out = aws.outputs(args.stack)

@@ -1,9 +1,10 @@
 """The AWS a sleeping deployment lives in, for tests: a moto server every process reaches, and its reading.
 
 `moto_server()` starts moto's `ThreadedMotoServer` on a free loopback port and
-points the environment at it (`AWS_ENDPOINT_URL`, a region, test credentials),
-so the engine's own clients (`nudge.aws_client`) reach it from this process and
-from any process started after it. `Deployment` reads what a person looking at
+points the environment at it (`AWS_ENDPOINT_URL`, a region, test credentials;
+`moto_endpoint()` is the same without the minute rule), so the engine's own
+clients (`nudge.aws_client`) reach it from this process and from any process
+started after it. `Deployment` reads what a person looking at
 the AWS console would see: the minute rule's state and the one-time schedules.
 """
 
@@ -27,6 +28,14 @@ ENVIRONMENT = {"AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "test", "
 @contextlib.contextmanager
 def moto_server() -> Iterator[str]:
     """A moto server on 127.0.0.1, the environment pointed at it, the rule created (enabled); its URL."""
+    with moto_endpoint() as url:
+        boto3.client("events").put_rule(Name=RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
+        yield url
+
+
+@contextlib.contextmanager
+def moto_endpoint() -> Iterator[str]:
+    """A moto server on 127.0.0.1 holding nothing yet, the environment pointed at it; its URL."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from moto.server import ThreadedMotoServer
@@ -40,7 +49,6 @@ def moto_server() -> Iterator[str]:
     saved = {name: os.environ.get(name) for name in (*ENVIRONMENT, "AWS_ENDPOINT_URL")}
     os.environ.update(ENVIRONMENT, AWS_ENDPOINT_URL=url)
     try:
-        boto3.client("events").put_rule(Name=RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
         yield url
     finally:
         for name, value in saved.items():

@@ -1,5 +1,9 @@
 """A stand-in for the AWS CLI on PATH: records each call (argv as JSON, one a line) and answers as AWS would.
 
+Only for what the deploy does once the app stack is up, which moto cannot show (tests/test_infra_deploy.py's
+docstring): moto creates no stack from the AWS::Serverless template, and its SNS never leaves an e-mail
+subscription pending. The rest of the sequence runs against moto there.
+
     FAKE_AWS_STATE=<dir> fake_aws <service> <operation> [args…]
 
 State lives in `<dir>/state.json` (which buckets exist, each stack's last
