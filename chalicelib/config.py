@@ -150,6 +150,11 @@ class Settings:
     game_bridge_url: str | None = None
     game_bridge_secret: str | None = field(default=None, repr=False)
     game_bridge_secret_arn: str | None = None
+    # Where a sandbox dry run's module actions go, signed with the sandbox's own key (never the bridge's).
+    game_bridge_sandbox_url: str | None = None
+    game_bridge_sandbox_secret: str | None = field(default=None, repr=False)
+    game_bridge_sandbox_secret_arn: str | None = None
+    rehearsal_channel: str = "log"  # REHEARSAL_CHANNEL: where everything a dry run posts goes
     jwt_secret: str | None = field(default=None, repr=False)
     jwt_jwks_url: str | None = None
     jwt_issuer: str | None = None
@@ -178,6 +183,12 @@ class Settings:
     tick_function_arn: str | None = None
     wake_role_arn: str | None = None
 
+    @property
+    def sandbox_configured(self) -> bool:
+        """A sandbox dry run has somewhere to go: the sandbox's URL and its key."""
+        return bool(self.game_bridge_sandbox_url
+                    and (self.game_bridge_sandbox_secret or self.game_bridge_sandbox_secret_arn))
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
@@ -196,6 +207,10 @@ class Settings:
             game_bridge_url=(env.get("GAME_BRIDGE_URL") or "").rstrip("/") or None,
             game_bridge_secret=env.get("GAME_BRIDGE_SECRET") or None,
             game_bridge_secret_arn=env.get("GAME_BRIDGE_SECRET_ARN") or None,
+            game_bridge_sandbox_url=(env.get("GAME_BRIDGE_SANDBOX_URL") or "").rstrip("/") or None,
+            game_bridge_sandbox_secret=env.get("GAME_BRIDGE_SANDBOX_SECRET") or None,
+            game_bridge_sandbox_secret_arn=env.get("GAME_BRIDGE_SANDBOX_SECRET_ARN") or None,
+            rehearsal_channel=_channel(env, "REHEARSAL_CHANNEL"),
             jwt_secret=env.get("EVENTS_JWT_SECRET") or None,
             jwt_jwks_url=env.get("EVENTS_JWT_JWKS_URL") or None,
             jwt_issuer=env.get("EVENTS_JWT_ISSUER") or None,
@@ -223,6 +238,10 @@ class Settings:
         )
         if settings.jwt_secret and settings.jwt_jwks_url:
             raise ConfigError("set EVENTS_JWT_SECRET (HS256) or EVENTS_JWT_JWKS_URL (RS256), not both")
+        if settings.game_bridge_sandbox_secret and settings.game_bridge_sandbox_secret == settings.game_bridge_secret:
+            raise ConfigError("GAME_BRIDGE_SANDBOX_SECRET must be the sandbox's own key, not GAME_BRIDGE_SECRET's")
+        if settings.game_bridge_sandbox_url and settings.game_bridge_sandbox_url == settings.game_bridge_url:
+            raise ConfigError("GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL")
         if settings.signal_secret and settings.signal_secret == settings.game_bridge_secret:
             raise ConfigError("EVENTS_SIGNAL_SECRET must be the game server's own key, not GAME_BRIDGE_SECRET's")
         if settings.console_dev_logins and not settings.jwt_secret:

@@ -28,6 +28,7 @@ TICK_READ_SECONDS = 60.0
 SECRET_SETTINGS = (
     ("EVENTS_DB_SECRET_ARN", "db_secret_arn", "db_url"),
     ("GAME_BRIDGE_SECRET_ARN", "game_bridge_secret_arn", "game_bridge_secret"),
+    ("GAME_BRIDGE_SANDBOX_SECRET_ARN", "game_bridge_sandbox_secret_arn", "game_bridge_sandbox_secret"),
     ("WEBHOOK_SECRET_ARN", "webhook_secret_arn", "webhook_secret"),
     ("EVENTS_SIGNAL_SECRET_ARN", "signal_secret_arn", "signal_secret"),
 )

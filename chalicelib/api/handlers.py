@@ -12,11 +12,11 @@ from typing import Any
 
 from .. import runtime
 from ..db import Tx, must_exist
-from ..events import authoring, calendar, controls, lifecycle, nudge, occurrences, rehearsal
+from ..events import authoring, calendar, controls, dry_runs, lifecycle, nudge, occurrences, rehearsal
 from ..events.actions import registry
 from ..events.document import validate
 from ..events.errors import AnsweredBefore, Invalid, NotFound
-from ..events.model import LogEntry, ResourceStatus, Run, SignalEffect, Step
+from ..events.model import LogEntry, Rehearsal, RehearsalBridge, ResourceStatus, Run, SignalEffect, Step
 from ..events.store import definitions, log, phases, resources, runs, signals, steps
 from ..events.waiting import waiting
 from . import auth, schemas
@@ -48,7 +48,7 @@ def list_runs(call: Call) -> Body:
     def read(tx: Tx) -> Body:
         page, next_cursor = runs.list_page(
             tx, status=q.get("status"), definition_id=q.get("definition_id"), waiting_for=q.get("waiting"),
-            limit=q.get("limit", 50), before_id=q.get("cursor"),
+            rehearsal=q.get("rehearsal"), limit=q.get("limit", 50), before_id=q.get("cursor"),
         )
         # What each waits for, derived as GET /runs/{id} derives it: its parked head, its phase's row.
         working = [r for r in page if r.status in lifecycle.WORKING and r.current_phase is not None]
@@ -71,37 +71,37 @@ def list_runs(call: Call) -> Body:
            " its ETag names the run's control state (each step carries its own etag).",
            auth.STAFF, _ok("the run", schemas.RUN_DETAIL), query=schemas.RUN_QUERY, response_headers=schemas.RUN_HEADERS)
 def get_run(call: Call) -> Answer:
-    run_id = call.ids["run_id"]
-
-    def read(tx: Tx) -> Body:
-        run = runs.get(tx, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id}")
-        after = None
-        if "steps_cursor" in call.query:
-            after = steps.get_on_run(tx, run.id, call.query["steps_cursor"])
-            if after is None:
-                raise Invalid(f"query.steps_cursor: run {run.id} has no step {call.query['steps_cursor']}")
-        limit = call.query.get("steps_limit", schemas.STEPS_PAGE)
-        run_steps, more = _steps_page(steps.page_for_run(tx, run.id, after, limit + 1), limit)
-        furthest = steps.last_started_seq(tx, run.id, run.current_phase)
-        head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
-        run_phases = phases.list_for_run(tx, run.id)
-        working = next((p for p in run_phases if p.number == run.current_phase), None)
-        flying = steps.in_flight(tx, run.id, run.current_phase, call.now) if run.current_phase is not None else None
-        return {
-            "run": run.public(),
-            "waiting": waiting(run, head[0] if head else None, working),
-            "phases": [p.public() for p in run_phases],
-            "steps": [s.public() for s in run_steps],
-            "steps_next_cursor": run_steps[-1].id if more else None,
-            "counts": steps.status_counts(tx, run.id),
-            "controls": controls.offered(run, run_steps, furthest, working, flying),
-        }
-
     # One transaction: run, steps and controls from one snapshot; the tag is the run's as read there.
-    body = runtime.database().transaction(read)
+    body = runtime.database().transaction(lambda tx: _run_detail(tx, call.ids["run_id"], call.query, call.now))
     return 200, body, {"ETag": body["run"]["etag"], "Cache-Control": "no-store"}
+
+
+def _run_detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
+    """GET /runs/{id}'s answer: the run, what it waits for, its phases, a page of its steps, the controls legal now."""
+    run = runs.get(tx, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    after = None
+    if "steps_cursor" in query:
+        after = steps.get_on_run(tx, run.id, query["steps_cursor"])
+        if after is None:
+            raise Invalid(f"query.steps_cursor: run {run.id} has no step {query['steps_cursor']}")
+    limit = query.get("steps_limit", schemas.STEPS_PAGE)
+    run_steps, more = _steps_page(steps.page_for_run(tx, run.id, after, limit + 1), limit)
+    furthest = steps.last_started_seq(tx, run.id, run.current_phase)
+    head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
+    run_phases = phases.list_for_run(tx, run.id)
+    working = next((p for p in run_phases if p.number == run.current_phase), None)
+    flying = steps.in_flight(tx, run.id, run.current_phase, now) if run.current_phase is not None else None
+    return {
+        "run": run.public(),
+        "waiting": waiting(run, head[0] if head else None, working),
+        "phases": [p.public() for p in run_phases],
+        "steps": [s.public() for s in run_steps],
+        "steps_next_cursor": run_steps[-1].id if more else None,
+        "counts": steps.status_counts(tx, run.id),
+        "controls": controls.offered(run, run_steps, furthest, working, flying),
+    }
 
 
 def _steps_page(read: list[Step], limit: int) -> tuple[list[Step], bool]:
@@ -398,6 +398,25 @@ def rehearse_definition(call: Call) -> Body:
 
     return rehearsal.project(runtime.database().autocommit(read), call.now,
                              escalate_after_seconds=runtime.settings().escalate_after_seconds)
+
+
+@operation("POST", "/definitions/{definition_id}/dry-runs",
+           "Start a dry run of a version (default: the current one) now: mode rehearsal, driven by the tick like any"
+           " run, at `speed`, its module actions simulated or sent to the sandbox bridge, everything it posts sent to"
+           " REHEARSAL_CHANNEL prefixed [REHEARSAL]; a cue nobody confirms is confirmed after auto_confirm_seconds.",
+           auth.ADMINS,
+           {201: ("the dry run, as GET /runs/{id} gives it", schemas.RUN_DETAIL),
+            409: ("bridge sandbox, and no sandbox bridge is configured", schemas.ERRORS)},
+           body=schemas.DRY_RUN_BODY, body_required=True)
+def start_dry_run(call: Call) -> Answer:
+    body, config = call.body, runtime.settings()
+    rehearsal = Rehearsal(body["speed"], RehearsalBridge(body["bridge"]),
+                          body.get("auto_confirm_seconds", dry_runs.AUTO_CONFIRM_SECONDS), body.get("auto_signal_seconds"))
+    run = dry_runs.start(runtime.database(), call.ids["definition_id"], rehearsal, version=body.get("version"),
+                         sandbox_configured=config.sandbox_configured, actor=call.actor, now=call.now)
+    _made_work(call)
+    detail = runtime.database().transaction(lambda tx: _run_detail(tx, run.id, {}, call.now))
+    return 201, detail, {"ETag": detail["run"]["etag"], "Cache-Control": "no-store"}
 
 
 @operation("GET", "/actions", "The action registry and each action's params schema, and the module actions the "

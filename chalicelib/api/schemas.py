@@ -12,10 +12,23 @@ from typing import Any
 
 from ..events.document import DOCUMENT_SCHEMA
 from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
+from ..events.dry_runs import AUTO_CONFIRM_SECONDS
 from ..events.errors import Invalid
 from ..events.lifecycle import CLEANUP_TARGETS
-from ..events.model import Health, OnFailure, PhaseKind, PhaseState, ResourceStatus, RunStatus, SignalEffect, StepStatus
+from ..events.model import (
+    Health,
+    OnFailure,
+    PhaseKind,
+    PhaseState,
+    RehearsalBridge,
+    ResourceStatus,
+    RunMode,
+    RunStatus,
+    SignalEffect,
+    StepStatus,
+)
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
+from ..events.store.runs import REHEARSAL_FILTERS
 from ..events.waiting import FILTERS as WAITING_FILTERS
 from ..events.waiting import FOR as WAITING_FOR
 from ..events.waiting import STORED as WAITING_STORED
@@ -121,6 +134,26 @@ REHEARSE_BODY = _body(
     document={"type": "object", "description": "an unsaved document to rehearse instead (an editor's draft): validated"
                                                " as a save would, and stored nowhere"},
 )
+DRY_RUN_BODY = {
+    **_body(
+        version={"type": "integer", "minimum": 1, "maximum": 2**31 - 1,
+                 "description": "the version to rehearse (default: the current one)"},
+        speed={"type": "integer", "minimum": 1, "maximum": 600,
+               "description": "authored waits, `after` phases, timeouts, reminder and escalation intervals are"
+                              " divided by it (leases, retry backoff, grace and outbound deadlines are not)"},
+        auto_confirm_seconds={"type": "integer", "minimum": 0, "maximum": 86400, "default": AUTO_CONFIRM_SECONDS,
+                              "description": "a cue nobody confirmed is confirmed by the engine after this many"
+                                             " rehearsal seconds (not divided by speed)"},
+        auto_signal_seconds={"type": "integer", "minimum": 0, "maximum": 86400,
+                             "description": "a signal phase gets its signal from `rehearsal` this many rehearsal"
+                                            " seconds after it opened (default: never; a person or the sandbox"
+                                            " sends it)"},
+        bridge={"type": "string", "enum": [b.value for b in RehearsalBridge],
+                "description": "simulate: module actions answered done inside the engine; sandbox: sent to"
+                               " GAME_BRIDGE_SANDBOX_URL, signed with its own key, with rehearsal: true"},
+    ),
+    "required": ["speed", "bridge"],
+}
 SIGNAL_PAYLOAD_BYTES = 16 * 1024
 SIGNAL_BODY = {"type": "object", "description": f"the signal's payload, kept with its receipt (at most {SIGNAL_PAYLOAD_BYTES}"
                " bytes; optional)"}
@@ -138,6 +171,8 @@ RUNS_QUERY = _body(
     definition_id=_ID,
     waiting={"type": "string", "enum": list(WAITING_FILTERS),
              "description": "only the runs waiting for this (any: for anything), through an index"},
+    rehearsal={"type": "string", "enum": list(REHEARSAL_FILTERS),
+               "description": "only: the dry runs alone; exclude: the live runs alone (default: both)"},
     limit={"type": "integer", "minimum": 1, "maximum": 200},
     cursor=_ID,
 )
@@ -196,6 +231,10 @@ RUN = _object(
     etag={"type": "string", "description": 'the run\'s control state, "r{id}.{version}" (the ETag of GET /runs/{id})'},
     cleanup_target={"type": ["string", "null"], "enum": [*(t.value for t in CLEANUP_TARGETS), None],
                     "description": "where its cleanup ends once every revert is over; null: it never cleaned up"},
+    mode={"type": "string", "enum": [m.value for m in RunMode]},
+    rehearsal={"type": ["object", "null"], "description": "a dry run's settings; null: a live run",
+               "properties": {"speed": _INT, "bridge": {"type": "string", "enum": [b.value for b in RehearsalBridge]},
+                              "auto_confirm_seconds": _INT, "auto_signal_seconds": _MAYBE_INT}},
 )
 STEP = _object(
     id=_INT,

@@ -6,7 +6,7 @@ writes a status only through `RunSQL` / `StepSQL` (a test greps the rest of
 writes from `TRANSITIONS`, the runner's tuples (`RUNNABLE`, `DUE`) and the
 controls' guards are derived from the per-status facts below, and the console
 reads the same facts from `GET /vocabulary`. `docs/contract.md`'s transitions
-table is this module's `TRANSITIONS` and `PLANNED` (a test compares them).
+table is this module's `TRANSITIONS` (a test compares them).
 
     run:   scheduled ─► starting ─► running ─► ending ─► completed
                │            │  ▲       │  ▲
@@ -213,26 +213,19 @@ TRANSITIONS: tuple[Transition, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Planned:
-    """A transition of a status or mode the contract has a place for and the engine does not build yet."""
+class RunMode(str, Enum):
+    """How a run meets the world. A rehearsal walks the same transitions as a live run; what differs is
+    read from its row by the tick (`Run.rehearsal`): its bridge and channels, and its speed."""
 
-    sources: tuple[str, ...]
-    to: str
-    who: str
-    when: str
-    wake: str
-    clears_claim: bool
-    stamps_finished_at: bool
+    LIVE = "live"
+    REHEARSAL = "rehearsal"  # a dry run: its actions never reach the live game, its posts the live channels
 
 
-# The next wave's places, written down before it is built (docs/contract.md, "Planned").
-# `rehearsal` is a run mode, not a status: a rehearsal walks this same table, its
-# actions answered by a rehearsal target.
-PLANNED: tuple[Planned, ...] = (
-    Planned((), "scheduled (mode `rehearsal`)", "planner or API", "a rehearsal of a version is scheduled; every transition"
-            " above applies to it unchanged, and its actions never reach the live game", "scheduled_for", False, False),
-)
+class RehearsalBridge(str, Enum):
+    """Where a rehearsal's module actions go."""
+
+    SIMULATE = "simulate"  # answered done inside the engine
+    SANDBOX = "sandbox"  # GAME_BRIDGE_SANDBOX_URL, signed with the sandbox's own key
 
 
 def _rendered(sources: tuple[str, ...], to: str, who: str, when: str, wake: str, claim: bool, finishes: bool) -> tuple[str, ...]:
@@ -250,11 +243,6 @@ def table() -> list[tuple[str, ...]]:
     ]
 
 
-def planned_table() -> list[tuple[str, ...]]:
-    """`PLANNED` as docs/contract.md's table of planned transitions spells it."""
-    return [_rendered(p.sources, p.to, p.who, p.when, p.wake, p.clears_claim, p.stamps_finished_at) for p in PLANNED]
-
-
 def writes(sources: Iterable[RunStatus], to: RunStatus) -> Transition:
     """The table's row for a move from every one of `sources` to `to`; ValueError for a move nobody declared.
 
@@ -269,7 +257,7 @@ def writes(sources: Iterable[RunStatus], to: RunStatus) -> Transition:
 
 
 # ── SQL renderings ─────────────────────────────────────────────────────────
-def sql_literal(status: RunStatus | StepStatus | ResourceStatus) -> str:
+def sql_literal(status: RunStatus | StepStatus | ResourceStatus | RunMode) -> str:
     """A status as an SQL string literal (statuses are lower-case words: nothing to escape)."""
     if not status.value.isidentifier():
         raise ValueError(f"a status is one word, got {status.value!r}")
@@ -294,6 +282,7 @@ class RunSQL:
     RUNNABLE = sql_list(RUNNABLE)
     WORKING = sql_list(WORKING)
     TERMINAL = sql_list(sorted(TERMINAL_RUN))
+    LIVE = sql_literal(RunMode.LIVE)  # a run's mode, for the filters that keep rehearsals apart
 
 
 class StepSQL:

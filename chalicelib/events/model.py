@@ -12,7 +12,9 @@ from .lifecycle import DUE as DUE
 from .lifecycle import RUNNABLE as RUNNABLE
 from .lifecycle import RUNNER_FINISHES as RUNNER_FINISHES
 from .lifecycle import TERMINAL_RUN as TERMINAL_RUN
+from .lifecycle import RehearsalBridge as RehearsalBridge
 from .lifecycle import ResourceStatus as ResourceStatus
+from .lifecycle import RunMode as RunMode
 from .lifecycle import RunStatus as RunStatus
 from .lifecycle import StepStatus as StepStatus
 
@@ -89,6 +91,26 @@ def _public(obj: Any) -> dict[str, Any]:
 
 
 # ── rows ───────────────────────────────────────────────────────────────────
+REHEARSAL_COLUMNS = ("mode", "speed", "rehearsal_bridge", "auto_confirm_seconds", "auto_signal_seconds")
+
+
+@dataclass(frozen=True)
+class Rehearsal:
+    """How the tick drives a dry run (its row's columns): authored durations divided by `speed`, module
+    actions to `bridge`, a cue nobody confirmed confirmed after `auto_confirm_seconds` and a signal phase's
+    signal sent after `auto_signal_seconds` (None: never), both in rehearsal seconds (not divided)."""
+
+    speed: int
+    bridge: RehearsalBridge
+    auto_confirm_seconds: int
+    auto_signal_seconds: int | None
+
+    @property
+    def time_scale(self) -> float:
+        """Run seconds per authored second."""
+        return 1 / self.speed
+
+
 @dataclass(frozen=True)
 class Attention:
     """A parked cue's first timer moments, as its park writes them (None: that timer does not apply)."""
@@ -142,14 +164,30 @@ class Run:
     waiting_for: str | None = None  # what it waits for, as its row keeps it for the index (`waiting`: the whole of it)
     version: int = 1  # its control state, counted: raised by each status change and advance (`runs._move`)
     cleanup_target: RunStatus | None = None  # where its cleanup ends once every revert is over; None: it never cleaned up
+    rehearsal: Rehearsal | None = None  # a dry run's settings (its mode is rehearsal); None: a live run
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
         target = row.get("cleanup_target")
+        fields = {k: v for k, v in row.items() if k not in REHEARSAL_COLUMNS}
+        rehearsal = None
+        if row.get("mode", RunMode.LIVE.value) == RunMode.REHEARSAL.value:
+            rehearsal = Rehearsal(int(row["speed"]), RehearsalBridge(row["rehearsal_bridge"]),
+                                  int(row["auto_confirm_seconds"]),
+                                  None if row["auto_signal_seconds"] is None else int(row["auto_signal_seconds"]))
         return cls(
-            **{**row, "status": RunStatus(row["status"]), "health": Health(row["health"]),
-               "cleanup_target": None if target is None else RunStatus(target)}
+            **{**fields, "status": RunStatus(row["status"]), "health": Health(row["health"]),
+               "cleanup_target": None if target is None else RunStatus(target), "rehearsal": rehearsal}
         )
+
+    @property
+    def mode(self) -> RunMode:
+        return RunMode.LIVE if self.rehearsal is None else RunMode.REHEARSAL
+
+    @property
+    def time_scale(self) -> float:
+        """Run seconds per authored second: 1, or a rehearsal's 1/speed."""
+        return 1.0 if self.rehearsal is None else self.rehearsal.time_scale
 
     @property
     def etag(self) -> str:
@@ -160,6 +198,8 @@ class Run:
         data = _public(self)
         del data["claimed_by"], data["waiting_for"]  # `waiting` beside the run says it whole
         data["etag"] = self.etag
+        data["mode"] = self.mode.value
+        data["rehearsal"] = None if self.rehearsal is None else _public(self.rehearsal)
         return data
 
 

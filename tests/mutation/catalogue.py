@@ -25,6 +25,7 @@ SCHEDULING = "chalicelib/events/occurrences.py"
 CALENDAR = "chalicelib/events/calendar.py"
 SKIPS = "chalicelib/events/store/skips.py"
 NAME_KEY = "chalicelib/migrations/0044.event-definitions-name-unique.sql"
+REHEARSAL_ACTIONS = "chalicelib/events/actions/rehearsal.py"
 
 G_LEASES = "tests/test_guard_leases.py"
 G_PHASES = "tests/test_guard_phases.py"
@@ -49,6 +50,7 @@ RUNNER_SCHEDULE = "tests/test_runner_schedule.py"
 RUNNER_CANCELLED = "tests/test_runner_cancelled_in_flight.py"
 CLEANUP = "tests/test_cleanup.py"
 LEDGER = "tests/test_resource_ledger.py"
+DRY_RUNS = "tests/test_dry_runs.py"
 RESOURCES = "chalicelib/events/store/resources.py"
 RUNNER_HOSTILE = "tests/test_runner_bridge_hostile.py"
 API_DEFINITIONS = "tests/test_api_definitions.py"
@@ -1431,4 +1433,16 @@ MUTATIONS: list[Mutation] = [
              '"cleanup": f"""IF(r.status = {RunSQL.CLEANING_UP}, COALESCE(',
              '"cleanup": f"""IF(FALSE, COALESCE(',
              (CLEANUP,)),
+    Mutation("the-runs-filter-mixes-dry-runs-and-live-runs", RUNS,
+             """where.append(f"mode {'<>' if rehearsal == 'only' else '='} {RunSQL.LIVE}")""",
+             'where.append("TRUE")',
+             (DRY_RUNS,)),
+    Mutation("a-dry-run-is-driven-with-the-live-bridge-and-channels", TICK,
+             "return live if run.rehearsal is None else rehearsing[run.rehearsal.bridge]",
+             "return live",
+             (DRY_RUNS,)),
+    Mutation("a-dry-runs-posts-are-not-marked-rehearsal", REHEARSAL_ACTIONS,
+             "self.inner.post(replace(notice, text=PREFIX + notice.text))",
+             "self.inner.post(notice)",
+             (DRY_RUNS,)),
 ]

@@ -11,13 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum
 
-from ..model import Step
-
-
-class RunMode(str, Enum):
-    LIVE = "live"  # the only mode there is; rehearsal is planned (docs/contract.md)
+from ..model import RunMode, Step
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 from ..model import kept_note
 from . import core
-from .bridge import BridgeClient
 from .channels import Channel
 from .context import ActionContext
 from .outcome import Outcome
@@ -18,9 +18,18 @@ from .registry import lookup, params_problem
 logger = logging.getLogger(__name__)
 
 
+class Bridge(Protocol):
+    """Where module actions go: the game bridge (`bridge.BridgeClient`), the sandbox, or a rehearsal's simulation."""
+
+    timeout: float  # the longest one dispatch may take
+
+    def dispatch(self, context: ActionContext) -> Outcome:
+        """The action's outcome; never raises for what the other side answered."""
+
+
 @dataclass(frozen=True)
 class Actions:
-    bridge: BridgeClient | None
+    bridge: Bridge | None
     cue_channel: Channel
     announce_channel: Channel
     console_url: str | None = None  # cues link to their run's page here

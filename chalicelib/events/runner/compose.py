@@ -18,6 +18,7 @@ from ...db import Clock, Database
 from ..actions.bridge import BridgeClient
 from ..actions.channels import channel_for
 from ..actions.perform import Actions
+from ..actions.rehearsal import rehearsal_actions
 from ..actions.signing import SigningKey
 from ..errors import ConfigError
 from .outcomes import Rules
@@ -43,7 +44,7 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
             raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
         bridge = BridgeClient(settings.game_bridge_url, secret, timeout=timeout)
     webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel,
-                                                      settings.escalation_channel or ""))
+                                                      settings.escalation_channel or "", settings.rehearsal_channel))
     webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") if webhooks else None
     actions = Actions(
         bridge=bridge,
@@ -61,7 +62,10 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         max_attempts=settings.step_max_attempts,
         retry_seconds=settings.step_retry_seconds,
     )
-    return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency, shard=settings.tick_shard)
+    rehearsal_channel = channel_for(settings.rehearsal_channel, "rehearsal", timeout=timeout, webhook_secret=webhook_secret)
+    rehearsals = rehearsal_actions(actions, rehearsal_channel, None)
+    return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency, shard=settings.tick_shard,
+                  rehearsals=rehearsals)
 
 
 def _secret(value: str | None, arn: str | None, setting: str) -> SigningKey | None:

@@ -11,16 +11,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Clock, Database, must_exist
+from ..actions.channels import LogChannel
 from ..actions.perform import Actions
+from ..actions.rehearsal import rehearsal_actions
 from ..document import Programme, programme_of
-from ..model import Run
+from ..model import RehearsalBridge, Run
 from ..store import definitions, runs
 from .advance import RunAdvancer, RunReport
 from .budget import Budget
@@ -133,6 +135,7 @@ class Runner:
         horizon: timedelta = DEFAULT_HORIZON,
         batch_size: int = DUE_RUNS_PER_BATCH,
         shard: tuple[int, int] = (0, 1),
+        rehearsals: Mapping[RehearsalBridge, Actions] | None = None,
     ):
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -140,6 +143,8 @@ class Runner:
             raise ValueError(f"shard must be (index, count) with 0 <= index < count, got {shard}")
         self.shard = shard  # this runner advances only the runs of its shard (see runs.find_due)
         self.db, self.clock, self.actions, self.rules = db, clock, actions, rules
+        # A dry run's actions, by its bridge: never the live bridge or channels (default: simulated, logged).
+        self.rehearsals = rehearsals or rehearsal_actions(actions, LogChannel("rehearsal"), None)
         self.horizon, self.batch_size = horizon, batch_size
         self.concurrency = concurrency
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tick-worker")
@@ -148,7 +153,8 @@ class Runner:
 
     @property
     def step_worst_case_seconds(self) -> float:
-        return self.actions.longest_dispatch_seconds + DATABASE_MARGIN_SECONDS
+        longest = max(a.longest_dispatch_seconds for a in (self.actions, *self.rehearsals.values()))
+        return longest + DATABASE_MARGIN_SECONDS
 
     def chores(self, *, plan: bool = True) -> list[Chore]:
         """What one tick does, in order, each with its share of the budget: take back expired
@@ -186,14 +192,23 @@ class Runner:
 
     def _advance_due(self, tick: TickWork, budget: Budget) -> None:
         now, report = tick.now, tick.report
-        advancer = RunAdvancer(self.db, self.actions, self.rules, self._programme_for, now, budget,
+        def advancer(actions: Actions) -> RunAdvancer:
+            return RunAdvancer(self.db, actions, self.rules, self._programme_for, now, budget,
                                self.step_worst_case_seconds, tick.leases_lapse_at)
+
+        live = advancer(self.actions)
+        rehearsing = {bridge: advancer(actions) for bridge, actions in self.rehearsals.items()}
+
+        def advancer_for(run: Run) -> RunAdvancer:
+            """The tick picks a run's bridge and channels from its row."""
+            return live if run.rehearsal is None else rehearsing[run.rehearsal.bridge]
+
         after = None
         while budget.allows(self.step_worst_case_seconds):
             batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after, shard=self.shard))
             if batch and after is None and batch[0].wake_at is not None:  # in wake order: the first waited longest
                 report.due_lag_seconds = max(0.0, (now - batch[0].wake_at).total_seconds())
-            for result in self._pool.map(lambda run: self._advance(advancer, run), batch):
+            for result in self._pool.map(lambda run: self._advance(advancer_for(run), run), batch):
                 report.add(result)
             if len(batch) < self.batch_size:
                 break

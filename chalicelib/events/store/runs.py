@@ -10,21 +10,23 @@ from the rows as they stand, and a status change what its row of
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
-from ...db import Tx, placeholders
+from ...db import Tx, must_exist, placeholders
 from .. import waiting
-from ..lifecycle import CLEANUP_TARGETS, WORKING, RunSQL, RunStatus, StepSQL, Wake, writes
-from ..model import Run, is_whole_number, kept_note
+from ..lifecycle import CLEANUP_TARGETS, WORKING, RunMode, RunSQL, RunStatus, StepSQL, Wake, writes
+from ..model import Rehearsal, Run, is_whole_number, kept_note
 from . import resources
 from .wake import WAKE_AT, wake_args
 
 COLUMNS = (
     "id, definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds,"
     " current_phase, health, last_error, claimed_by, claim_expires_at, started_at, finished_at,"
-    " created_at, updated_at, wake_at, waiting_for, version, cleanup_target"
+    " created_at, updated_at, wake_at, waiting_for, version, cleanup_target,"
+    " mode, speed, rehearsal_bridge, auto_confirm_seconds, auto_signal_seconds"
 )
 _UNSET = object()
 
@@ -58,10 +60,13 @@ def list_page(
     status: RunStatus | None = None,
     definition_id: int | None = None,
     waiting_for: str | None = None,
+    rehearsal: str | None = None,
     limit: int = 50,
     before_id: int | None = None,
 ) -> tuple[list[Run], int | None]:
     """Runs newest first, keyset-paginated: returns the page and the next cursor (or None).
+
+    `rehearsal` (`REHEARSAL_FILTERS`): `only` keeps the dry runs, `exclude` the live runs; None, both.
 
     `waiting_for` (`waiting.FILTERS`) keeps the runs waiting for that (`any`: for anything), one range of
     `event_runs_waiting` (`event_runs_waits` for any) in id order: no scan, however many runs there are.
@@ -80,6 +85,10 @@ def list_page(
     if status is not None:
         where.append("status = %s")
         args.append(RunStatus(status).value)
+    if rehearsal is not None:
+        if rehearsal not in REHEARSAL_FILTERS:
+            raise ValueError(f"rehearsal is one of {REHEARSAL_FILTERS}, not {rehearsal!r}")
+        where.append(f"mode {'<>' if rehearsal == 'only' else '='} {RunSQL.LIVE}")
     if definition_id is not None:
         where.append("definition_id = %s")
         args.append(definition_id)
@@ -92,6 +101,7 @@ def list_page(
     return page, (page[-1].id if len(rows) > limit else None)
 
 
+REHEARSAL_FILTERS = ("only", "exclude")
 WORKING_OR_STARTING = (RunStatus.STARTING, *WORKING)
 
 
@@ -177,6 +187,26 @@ def insert_occurrence(
     # concurrent planner inserted (and that our INSERT IGNORE waited for).
     row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s LOCK IN SHARE MODE", (key,))  # noqa: S608 — COLUMNS is a constant; the occurrence key is a parameter
     return (Run.from_row(row) if row else None), created == 1
+
+
+REHEARSAL_KEY_PREFIX = "rehearsal:"  # no occurrence key of a schedule (`occurrence_key`) starts so
+
+
+def insert_rehearsal(tx: Tx, *, definition_id: int, definition_version: int, grace_seconds: int, now: datetime,
+                     rehearsal: Rehearsal) -> Run:
+    """A dry run of a version, scheduled for now: its occurrence key is in a namespace of its own (never an
+    occurrence of the schedule's, so the planner, the calendar and a skip never see it), its mode rehearsal."""
+    key = f"{REHEARSAL_KEY_PREFIX}{definition_id}:{uuid.uuid4().hex}"
+    tx.execute(
+        f"""INSERT INTO event_runs
+             (definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds, health,
+              created_at, updated_at, wake_at, mode, speed, rehearsal_bridge, auto_confirm_seconds, auto_signal_seconds)
+           VALUES (%s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s, %s, %s, %s, %s, %s)""",  # noqa: S608 — the status literal is lifecycle's rendering; values are parameters
+        (definition_id, definition_version, key, now, grace_seconds, now, now, now, RunMode.REHEARSAL.value,
+         rehearsal.speed, rehearsal.bridge.value, rehearsal.auto_confirm_seconds, rehearsal.auto_signal_seconds),
+    )
+    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s", (key,))  # noqa: S608 — COLUMNS is a constant; the key is a parameter
+    return Run.from_row(must_exist(row))
 
 
 class RunChanges(TypedDict, total=False):

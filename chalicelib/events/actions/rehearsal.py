@@ -1,0 +1,50 @@
+"""What a dry run meets instead of the world: a simulated bridge, and channels that say it is a rehearsal.
+
+The invariant: a rehearsal's Actions (`rehearsal_actions`) hold no live bridge and no live channel. Every
+notice it posts goes to the rehearsal channel (REHEARSAL_CHANNEL) with "[REHEARSAL]" before its text; its
+module actions are answered done here (simulate) or sent to the sandbox bridge (its own URL and key).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..lifecycle import RehearsalBridge
+from .channels import Channel
+from .context import ActionContext
+from .notice import Notice
+from .outcome import Outcome
+from .perform import Actions, Bridge
+
+PREFIX = "[REHEARSAL] "
+
+
+class SimulatedBridge:
+    """Answers every module action done, inside the engine: no game server is asked."""
+
+    timeout = 0.0
+
+    def dispatch(self, context: ActionContext) -> Outcome:
+        return Outcome.done(result={"outcome": "done", "simulated": True})
+
+
+class RehearsalChannel:
+    """A channel whose every notice says it comes from a rehearsal."""
+
+    def __init__(self, inner: Channel):
+        self.inner, self.name, self.timeout = inner, inner.name, inner.timeout
+
+    def post(self, notice: Notice) -> None:
+        self.inner.post(replace(notice, text=PREFIX + notice.text))
+
+
+def rehearsal_actions(live: Actions, channel: Channel, sandbox: Bridge | None) -> dict[RehearsalBridge, Actions]:
+    """A dry run's Actions by its bridge: the live ones' console link and escalation rule, every channel the
+    rehearsal channel, the bridge simulated or the sandbox (None: not configured)."""
+    prefixed = RehearsalChannel(channel)
+
+    def of(bridge: Bridge | None) -> Actions:
+        return Actions(bridge=bridge, cue_channel=prefixed, announce_channel=prefixed, console_url=live.console_url,
+                       escalation_channel=prefixed, escalate_after_seconds=live.escalate_after_seconds)
+
+    return {RehearsalBridge.SIMULATE: of(SimulatedBridge()), RehearsalBridge.SANDBOX: of(sandbox)}
