@@ -4,6 +4,8 @@ real bridge and the real channels receive nothing; a person's control during one
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
@@ -11,6 +13,7 @@ from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.actions.rehearsal import rehearsal_actions
 from chalicelib.events.runner import Runner
+from chalicelib.events.store import resources, runs, steps
 from devtools.dev import DEMO_DOCUMENT
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.game_bridge import SECRET, GameBridge
@@ -133,3 +136,141 @@ def test_an_unknown_definition_or_version_is_404_and_only_an_admin_starts_one(ap
         assert api.post(f"/definitions/{definition_id}/dry-runs", {"speed": 1, "bridge": "simulate"},
                         auth=who).status == 403
     assert api.get("/runs", auth=GM).body["runs"] == []
+
+
+# ── the rehearsal's clock: speed, the engine's confirm and signal ──────────
+def _tick_until(api, runner, clock, run_id: int, status: str, *, most: int = 60, step: float = 1.0) -> dict:
+    for _ in range(most):
+        tick(runner)
+        run = _run(api, run_id)
+        if run["run"]["status"] == status:
+            return run
+        clock.advance(step)
+    raise AssertionError(f"run {run_id} is {run['run']['status']}, not {status}")
+
+
+def _log(api, run_id: int) -> list[dict]:
+    return api.get(f"/runs/{run_id}/log", auth=GM).body["entries"]
+
+
+def _save(api, document: dict) -> int:
+    saved = api.post("/definitions", {"name": "Rehearsed", **document}, auth=ADMIN)
+    assert saved.status == 201, saved.body
+    return saved.body["definition"]["id"]
+
+
+def test_the_demo_at_speed_60_completes_by_itself_its_cue_confirmed_by_the_rehearsal(api, clock, world, live_bridge):
+    runner, live, rehearsing = world
+    started = clock.now()
+    run_id = _dry_run(api, _demo(api))["run"]["id"]
+    run = _tick_until(api, runner, clock, run_id, "completed")
+    # The 10 s wait held the spawn 10/60 s; the cue waited its 10 rehearsal seconds (not divided).
+    assert 10 <= (clock.now() - started).total_seconds() <= 13
+    assert run["run"]["health"] == "ok"  # the engine's confirm stands in for a person: nothing went wrong
+    confirmed = [e for e in _log(api, run_id) if e["kind"] == "step.status" and e["actor"] == "rehearsal"]
+    assert [e["detail"]["cause"] for e in confirmed] == ["confirmed by the rehearsal after 10 s"]
+    assert live_bridge.received() == [] and _live_posts(live) == []
+    assert "[REHEARSAL] Light the bonfire, then confirm this step" in [n.text for n in rehearsing.notices]
+
+
+def test_authored_durations_are_divided_by_the_speed(api, clock, world, db):
+    runner, _, rehearsing = world
+    definition_id = _save(api, {"phases": [
+        {"name": "waits", "advance": {"when": "steps_done", "timeout_seconds": 6000},
+         "steps": [{"action": "core.wait", "params": {"seconds": 600}},
+                   {"action": "core.announce", "params": {"message": "after the wait"}}]},
+        {"name": "lasts", "advance": {"when": "after", "seconds": 300},
+         "steps": [{"action": "core.cue", "params": {"instruction": "hold", "remind_after_seconds": 60}}]},
+    ]})
+    run_id = _dry_run(api, definition_id, speed=60, auto_confirm_seconds=3600)["run"]["id"]
+    started = clock.now()
+    tick(runner)
+    run = _run(api, run_id)
+    assert run["phases"][0]["deadline"][:19] == (started + timedelta(seconds=100)).isoformat()[:19]  # 6000 s / 60
+    waited = next(s for s in run["steps"] if s["action_id"] == "core.announce")
+    assert waited["due_at"][:19] == (started + timedelta(seconds=10)).isoformat()[:19]  # 600 s / 60
+    clock.advance(10)
+    tick(runner)
+    run = _run(api, run_id)
+    assert run["phases"][1]["deadline"][:19] == (clock.now() + timedelta(seconds=5)).isoformat()[:19]  # 300 s / 60
+    cue = next(s for s in run["steps"] if s["action_id"] == "core.cue")
+    assert cue["remind_at"][:19] == (clock.now() + timedelta(seconds=1)).isoformat()[:19]  # 60 s / 60
+    clock.advance(1)
+    tick(runner)
+    assert any(n.kind == "reminder" for n in rehearsing.notices)
+    cue = next(s for s in _run(api, run_id)["steps"] if s["action_id"] == "core.cue")
+    assert cue["remind_at"][:19] == (clock.now() + timedelta(seconds=1)).isoformat()[:19]  # the next one, too
+    clock.advance(4)
+    assert _tick_until(api, runner, clock, run_id, "completed", most=2)["phases"][1]["closed_by"] == "after"
+
+
+def test_a_cues_own_timeout_divided_by_the_speed_acts_when_it_comes_before_the_engines_confirm(api, clock, world):
+    runner, _, _ = world
+    definition_id = _save(api, {"phases": [{"steps": [
+        {"action": "core.cue", "params": {"instruction": "quick", "timeout_seconds": 120, "on_timeout": "continue"}}]}]})
+    run_id = _dry_run(api, definition_id, speed=60, auto_confirm_seconds=10)["run"]["id"]
+    run = _tick_until(api, runner, clock, run_id, "completed", most=4)  # 120 s / 60: 2 s, before the 10 s
+    assert [s["status"] for s in run["steps"]] == ["cancelled"] and run["run"]["health"] == "degraded"
+
+
+def test_a_signal_phase_gets_its_signal_from_the_rehearsal_after_auto_signal_seconds(api, clock, world):
+    runner, _, _ = world
+    definition_id = _save(api, {"phases": [
+        {"name": "waits for the game", "advance": {"when": "signal", "name": "boss_down"},
+         "steps": [{"action": "core.announce", "params": {"message": "fight"}}]},
+        {"name": "after", "steps": [{"action": "core.announce", "params": {"message": "won"}}]},
+    ]})
+    run_id = _dry_run(api, definition_id, auto_signal_seconds=5)["run"]["id"]
+    tick(runner)
+    held = _run(api, run_id)
+    assert held["waiting"]["for"] == "signal"
+    assert held["run"]["status"] == "running" and held["run"]["current_phase"] == 1
+    clock.advance(4)
+    tick(runner)
+    assert _run(api, run_id)["run"]["current_phase"] == 1  # not before its 5 s
+    clock.advance(1)
+    tick(runner)
+    run = _run(api, run_id)
+    assert run["run"]["status"] == "completed", run["run"]
+    assert (run["phases"][0]["closed_by"], run["phases"][0]["met_by"]) == ("signal", "rehearsal")
+    signals = [e for e in _log(api, run_id) if e["kind"] == "run.signal"]
+    assert [e["actor"] for e in signals] == ["rehearsal"]
+
+
+def test_a_held_dry_run_wakes_when_its_signal_is_due(api, clock, world, db):
+    runner, _, _ = world
+    definition_id = _save(api, {"phases": [
+        {"advance": {"when": "signal", "name": "go"}, "steps": [{"action": "core.announce", "params": {"message": "x"}}]},
+    ]})
+    run_id = _dry_run(api, definition_id, auto_signal_seconds=30)["run"]["id"]
+    opened = clock.now()
+    tick(runner)
+    wake_at = db.autocommit(lambda tx: tx.scalar("SELECT wake_at FROM event_runs WHERE id = %s", (run_id,)))
+    assert wake_at == opened + timedelta(seconds=30)
+
+
+def test_no_production_figure_counts_a_dry_run(api, clock, world, db):
+    runner, _, rehearsing = world
+    runner.actions = replace(runner.actions, escalate_after_seconds=600)  # a paused run escalated after 600 s
+    definition_id = _save(api, {"phases": [
+        {"steps": [{"action": "core.cue", "params": {"instruction": "wait for me"}}]}]})
+    run_id = _dry_run(api, definition_id, auto_confirm_seconds=3600)["run"]["id"]
+    reports = [tick(runner)]
+    assert db.autocommit(steps.oldest_parked_since) is None  # its cue is parked: the alarm's figure ignores it
+    paused = api.post(f"/runs/{run_id}/pause", {"reason": "a look"}, auth=MODERATOR)
+    assert paused.status == 200, paused.body
+    assert db.autocommit(runs.oldest_paused_since) is None
+    # What a sandbox left unreverted is the sandbox's: the ResourcesLeft figure never counts it.
+    db.autocommit(lambda tx: tx.execute(
+        "INSERT INTO event_run_resources (run_id, step_id, kind, resource_id, status, recorded_at, changed_at)"
+        " VALUES (%s, 1, 'npc', 'dragon', 'revert_failed', %s, %s)", (run_id, clock.now(), clock.now())))
+    assert db.autocommit(resources.count_left) == 0
+    clock.advance(10)  # 600 s at speed 60: the stall is escalated, to the rehearsal channel
+    reports.append(tick(runner))
+    assert any(n.kind == "stall" and n.text.startswith("[REHEARSAL] Escalation") for n in rehearsing.notices)
+    for report in reports:
+        figures = report.summary()
+        assert figures["rehearsals"] >= (1 if report is reports[0] else 0)
+        assert (figures["runs_seen"], figures["dispatched"], figures["started"], figures["outcomes"],
+                figures["statuses"], figures["escalations"], figures["errors"], figures["due_lag_seconds"]) == (
+            0, 0, 0, {}, {}, 0, 0, None)

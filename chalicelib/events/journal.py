@@ -54,6 +54,7 @@ KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEA
          STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
+REHEARSAL = "rehearsal"  # the actor of a dry run's stand-in for a person or the game (its confirm, its signal)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..model import RunMode, Step
+from ..model import Run, RunMode, Step
 
 
 @dataclass(frozen=True)
@@ -23,13 +23,16 @@ class ActionContext:
     mode: RunMode = RunMode.LIVE
     previous: str | None = None  # what the previous attempt came to (its error); None on the first
     time_scale: float = 1.0  # run seconds per authored second: a wait of N s holds N × time_scale
+    auto_confirm_seconds: int | None = None  # a rehearsal's: the engine confirms a parked cue after it (run seconds)
 
     @classmethod
-    def of(cls, step: Step, attempt: int, now: datetime, *, mode: RunMode = RunMode.LIVE,
-           time_scale: float = 1.0) -> ActionContext:
-        """The context of `attempt` at `step`, as the runner claimed it: the step's last_error is
-        what the attempt before this one came to (a retry's reschedule wrote it)."""
-        return cls(step, attempt, now, mode, step.last_error if attempt > 1 else None, time_scale)
+    def of(cls, step: Step, attempt: int, now: datetime, run: Run | None = None) -> ActionContext:
+        """The context of `attempt` at `step` of `run` (None: a live run's), as the runner claimed it: the
+        step's last_error is what the attempt before this one came to (a retry's reschedule wrote it)."""
+        previous = step.last_error if attempt > 1 else None
+        if run is None or run.rehearsal is None:
+            return cls(step, attempt, now, RunMode.LIVE, previous)
+        return cls(step, attempt, now, run.mode, previous, run.time_scale, run.rehearsal.auto_confirm_seconds)
 
     @property
     def run_id(self) -> int:

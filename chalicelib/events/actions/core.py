@@ -7,7 +7,9 @@ Their params have been checked against the action's schema before they run
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
 from ..errors import ChannelError
 from ..model import Attention
@@ -48,9 +50,31 @@ def cue_attention(context: ActionContext, escalate_after_seconds: int) -> Attent
     def after(seconds: int | None) -> datetime | None:
         return None if not seconds else context.now + context.scaled(seconds)
 
+    timeout = cue_timeout(params, context.time_scale, context.auto_confirm_seconds)
     return Attention(after(params.get("remind_after_seconds")),
                      after(params.get("escalate_after_seconds", escalate_after_seconds)),
-                     after(params.get("timeout_seconds")))
+                     None if timeout is None else context.now + timeout.after)
+
+
+@dataclass(frozen=True)
+class CueTimeout:
+    """When a parked cue times out (after it parked, on the run's clock) and what the timeout does."""
+
+    after: timedelta
+    on_timeout: str  # continue | confirm | pause
+    by_rehearsal: bool  # a rehearsal's engine confirm: it came before the cue's own timeout, or the cue has none
+
+
+def cue_timeout(params: dict[str, Any], time_scale: float, auto_confirm_seconds: int | None) -> CueTimeout | None:
+    """The cue's own `timeout_seconds` on the run's clock with its `on_timeout`; in a rehearsal, the engine's
+    confirm after `auto_confirm_seconds` (rehearsal seconds) when that comes first. None: it never times out."""
+    own = params.get("timeout_seconds")
+    own_after = timedelta(seconds=own * time_scale) if own else None
+    if auto_confirm_seconds is not None and (own_after is None or timedelta(seconds=auto_confirm_seconds) < own_after):
+        return CueTimeout(timedelta(seconds=auto_confirm_seconds), "confirm", by_rehearsal=True)
+    if own_after is None:
+        return None
+    return CueTimeout(own_after, params.get("on_timeout", "continue"), by_rehearsal=False)
 
 
 def announce(context: ActionContext, channel: Channel, console_url: str | None = None) -> Outcome:

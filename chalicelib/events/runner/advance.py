@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 
 from ...db import Database, Tx, must_exist
 from .. import journal
+from ..actions import core
 from ..actions.context import ActionContext
 from ..actions.notice import Notice
 from ..actions.outcome import Outcome
@@ -39,7 +40,7 @@ from ..document import Programme
 from ..errors import ChannelError, UnreadableDocument
 from ..lifecycle import BEFORE_FIRST_PHASE
 from ..model import RUNNABLE, Claim, PhaseKind, Run, RunStatus, Step, StepStatus
-from ..store import log, phases, resources, runs, steps
+from ..store import log, phases, resources, runs, signals, steps
 from .attention import Attender, Timer, due
 from .budget import Budget
 from .outcomes import Rules, settle_outcome
@@ -225,12 +226,13 @@ class RunAdvancer:
             cursor = NeedsRead(RunStatus.ENDING, programme.ending.number)
         else:
             cursor = NeedsRead(run.status, must_exist(run.current_phase))
-        return self._walk(run.id, programme, cursor, claim, report)
+        return self._walk(run, programme, cursor, claim, report)
 
-    def _walk(self, run_id: int, programme: Programme, cursor: Cursor, claim: Claim | None, report: RunReport) -> RunStatus:
+    def _walk(self, run: Run, programme: Programme, cursor: Cursor, claim: Claim | None, report: RunReport) -> RunStatus:
         """From `cursor` (and the head's claim, if a transaction took it) until the walker stops: a head
-        step that is occupied (in flight or parked) or not yet due, a held phase, the budget, or the run over."""
-        lost_claim = False
+        step that is occupied (in flight or parked) or not yet due, a held phase, the budget, or the run over.
+        Its actions and timers run on `run`'s clock (a rehearsal's speed), as its row says."""
+        run_id, lost_claim = run.id, False
         while True:
             if isinstance(cursor, Done):
                 if cursor.status is not None:
@@ -258,7 +260,7 @@ class RunAdvancer:
                     timer = due(head.step, self.now)
                     if timer is None:
                         return head.status  # occupied (in flight, or parked with no timer due), or not yet due
-                    cursor, claim = self._attend(run_id, programme, head, timer, report)
+                    cursor, claim = self._attend(run, programme, head, timer, report)
                     continue
                 if not self._may_dispatch():
                     report.out_of_budget = True
@@ -274,13 +276,13 @@ class RunAdvancer:
                     continue
             lost_claim = False
             claimed = claim
-            outcome = self.actions.perform(ActionContext.of(head.step, claimed.attempt, self.now))
+            outcome = self.actions.perform(ActionContext.of(head.step, claimed.attempt, self.now, run))
             cursor, claim = self.db.transaction(
                 lambda tx: self.settle_and_claim_next(tx, run_id, programme, head, claimed, outcome))
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
 
-    def _attend(self, run_id: int, programme: Programme, head: Head, timer: Timer,
+    def _attend(self, run: Run, programme: Programme, head: Head, timer: Timer,
                 report: RunReport) -> tuple[Cursor, Claim | None]:
         """The parked head step's due timer: a reminder or an escalation try (then the phase is read again, for
         the next timer), or its timeout, a unit of work of its own. Done(None) when a guard lost: as it stands."""
@@ -288,9 +290,9 @@ class RunAdvancer:
             report.out_of_budget = True
             return Done(head.status), None
         if timer is Timer.TIMEOUT:
-            return self.db.transaction(lambda tx: self._time_out(tx, run_id, programme, head))
+            return self.db.transaction(lambda tx: self._time_out(tx, run, programme, head))
         if timer is Timer.REMIND:
-            acted = self.attender.remind(head.step)
+            acted = self.attender.remind(head.step, run)
             report.reminders += acted
         else:
             acted, failed = self.attender.escalate(head.step)
@@ -413,7 +415,7 @@ class RunAdvancer:
                 return Done(must_exist(runs.get(tx, run.id)).status)
         elif not runs.transition(tx, run.id, [RunStatus.STARTING], RunStatus.RUNNING, self.now, current_phase=first.number):
             return Done(must_exist(runs.get(tx, run.id)).status)
-        phases.insert_plan(tx, run.id, programme.rows, first.number, self.now)
+        phases.insert_plan(tx, run.id, programme.rows, first.number, self.now, time_scale=run.time_scale)
         opened = steps.materialise_phase(tx, run.id, first.number, first.specs)
         log_rows.append(journal.run_status(run.id, first.number, RunStatus.STARTING, RunStatus.RUNNING, cause="started"))
         log_rows.append(journal.run_phase(run.id, first.number, first.name))
@@ -427,6 +429,10 @@ class RunAdvancer:
         now = self.now
         status, number = drained.status, drained.phase
         plan = programme.phase(number)
+        signal = phases.auto_signal_due(tx, run_id, number, now) if plan.signal is not None else None
+        if signal is not None:  # a dry run's engine sends it, as the game would: the phase closes on it
+            signals.receive(tx, run_id, signal, journal.REHEARSAL, None, now)
+            return Closing(status, number)
         standing = phases.hold(tx, run_id, number, now) if plan.condition is not None or plan.limit is not None else None
         if standing is not None and standing.due:
             return Closing(status, number)  # its deadline passed while it was held
@@ -527,14 +533,25 @@ class RunAdvancer:
             runs.degrade(tx, run_id, now, cause)
         return NeedsRead(closing.status, number)
 
-    def _time_out(self, tx: Tx, run_id: int, programme: Programme, head: Head) -> tuple[Cursor, Claim | None]:
+    def _time_out(self, tx: Tx, run: Run, programme: Programme, head: Head) -> tuple[Cursor, Claim | None]:
         """Nobody answered the parked cue in time, as its `on_timeout` says: `continue` cancels it and the phase
         goes on, `confirm` assumes it done (both degrade the run); `pause` pauses the run with the cue still
-        parked (in the ending, which never pauses, it only degrades). Each on the timeout's compare-and-set."""
-        step, now = head.step, self.now
+        parked (in the ending, which never pauses, it only degrades). Each on the timeout's compare-and-set.
+        A rehearsal's engine confirm (`core.cue_timeout`) confirms it and degrades nothing: it stands in for a person."""
+        step, now, run_id = head.step, self.now, run.id
         log_rows: list[journal.Entry] = []
-        seconds, on_timeout = step.params["timeout_seconds"], step.params.get("on_timeout", "continue")
+        rehearsal = run.rehearsal
+        timeout = must_exist(core.cue_timeout(step.params, run.time_scale,
+                                              None if rehearsal is None else rehearsal.auto_confirm_seconds))
+        seconds, on_timeout = step.params.get("timeout_seconds"), timeout.on_timeout
         cursor: Cursor
+        if timeout.by_rehearsal:
+            cause = f"confirmed by the rehearsal after {must_exist(rehearsal).auto_confirm_seconds} s"
+            if not steps.time_out(tx, step, StepStatus.DONE, now, cause):
+                return self._onward(tx, run_id, programme, Done(None), log_rows)
+            log_rows.append(journal.step_status(step, StepStatus.RUNNING, StepStatus.DONE, cause=cause,
+                                                actor=journal.REHEARSAL))
+            return self._onward(tx, run_id, programme, head.after_head(), log_rows)
         if on_timeout == "pause":
             cause = f"no one confirmed within {seconds} s"
             if not steps.drop_timeout(tx, step, now):

@@ -37,7 +37,7 @@ from ..actions.notice import Notice
 from ..actions.perform import Actions
 from ..actions.registry import REMIND_LIMIT_DEFAULT
 from ..errors import ChannelError
-from ..model import Step
+from ..model import Run, Step
 from ..store import log, steps
 from .budget import Budget
 from .outcomes import Rules
@@ -81,11 +81,12 @@ class Attender:
         """The tick's time left admits this timer's post (a timeout posts nothing)."""
         return timer is Timer.TIMEOUT or self.budget.allows(self._channel(timer).timeout)
 
-    def remind(self, step: Step) -> bool:
-        """The next reminder, at most once; False if another tick (or a person) moved the cue first."""
+    def remind(self, step: Step, run: Run | None = None) -> bool:
+        """The next reminder, at most once; False if another tick (or a person) moved the cue first.
+        Its interval is on `run`'s clock (a rehearsal's speed divides it; None: a live run's)."""
         assert step.remind_at is not None  # noqa: S101 — for mypy only: `due` found it
         limit, n = remind_limit(step), step.reminders_sent + 1
-        interval = ActionContext.of(step, step.attempts, self.now).scaled(int(step.params["remind_after_seconds"]))
+        interval = ActionContext.of(step, step.attempts, self.now, run).scaled(int(step.params["remind_after_seconds"]))
         next_at = max(self.now, step.remind_at) + interval if n < limit else None
         channel, waited = self.actions.cue_channel, waited_seconds(step, self.now)
         notice = Notice.reminder(step, n, limit, waited, self.now, self.actions.console_url)

@@ -35,16 +35,20 @@ WAITS_PER_TICK = 100  # at most this many escalation tries per tick; the rest ar
 class Escalated:
     tries: int = 0
     failed: int = 0  # escalations whose last try failed
+    rehearsals: int = 0  # tries of dry runs' escalations: never counted with the production figures
     out_of_budget: bool = False
 
 
-def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime, budget: Budget) -> Escalated:
-    """Every due escalation try of a stalled run, while the budget admits the channel's deadline."""
+def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime, budget: Budget,
+                    rehearsing: Actions) -> Escalated:
+    """Every due escalation try of a stalled run, while the budget admits the channel's deadline. A dry run's
+    goes to `rehearsing`'s channel, after the interval divided by its speed, and is counted apart."""
     done = Escalated()
     if not actions.escalate_after_seconds:
         return done  # EVENT_ESCALATE_AFTER_SECONDS=0: nobody is escalated
-    after, channel = timedelta(seconds=actions.escalate_after_seconds), actions.escalations
+    after = timedelta(seconds=actions.escalate_after_seconds)
     for wait in db.autocommit(lambda tx: escalations.due(tx, now, after, WAITS_PER_TICK)):
+        channel = rehearsing.escalations if wait.rehearsal else actions.escalations
         if not budget.allows(channel.timeout):
             done.out_of_budget = True
             break
@@ -53,7 +57,10 @@ def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime,
         if tried is None:
             continue  # another tick has it, or the wait ended
         notice, entry, tries = tried
-        done.tries += 1
+        if wait.rehearsal:
+            done.rehearsals += 1
+        else:
+            done.tries += 1
         try:
             channel.post(notice)
             error = None
@@ -73,7 +80,7 @@ def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime,
                 log.append(tx, journal.notice_failed(entry, error, None), now)
 
         db.transaction(settle)
-        done.failed += error is not None
+        done.failed += error is not None and not wait.rehearsal
     return done
 
 

@@ -80,8 +80,12 @@ class TickReport:
     escalations: int = 0
     out_of_budget: bool = False
     due_lag_seconds: float | None = None  # how long after its wake time the longest-waiting due run was found
+    rehearsals: int = 0  # dry runs this tick looked at: counted here alone, never in the production figures
 
-    def add(self, run: RunReport | None) -> None:
+    def add(self, run: RunReport | None, *, rehearsal: bool = False) -> None:
+        if rehearsal:
+            self.rehearsals += 1
+            return
         self.runs_seen += 1
         if run is None:
             self.errors += 1
@@ -118,6 +122,7 @@ class TickReport:
             "escalations": self.escalations,
             "out_of_budget": self.out_of_budget,
             "due_lag_seconds": self.due_lag_seconds,
+            "rehearsals": self.rehearsals,
         }
 
 
@@ -206,10 +211,12 @@ class Runner:
         after = None
         while budget.allows(self.step_worst_case_seconds):
             batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after, shard=self.shard))
-            if batch and after is None and batch[0].wake_at is not None:  # in wake order: the first waited longest
-                report.due_lag_seconds = max(0.0, (now - batch[0].wake_at).total_seconds())
-            for result in self._pool.map(lambda run: self._advance(advancer_for(run), run), batch):
-                report.add(result)
+            live_runs = [run for run in batch if run.rehearsal is None]
+            if live_runs and after is None and live_runs[0].wake_at is not None:  # in wake order: the first waited longest
+                report.due_lag_seconds = max(0.0, (now - live_runs[0].wake_at).total_seconds())
+            for run, result in zip(batch, self._pool.map(lambda run: self._advance(advancer_for(run), run), batch),
+                                   strict=True):
+                report.add(result, rehearsal=run.rehearsal is not None)
             if len(batch) < self.batch_size:
                 break
             last = batch[-1]
@@ -219,7 +226,8 @@ class Runner:
             report.out_of_budget = True
 
     def _escalate_stalls(self, tick: TickWork, budget: Budget) -> None:
-        escalated = escalate_stalls(self.db, self.actions, self.rules, tick.now, budget)
+        escalated = escalate_stalls(self.db, self.actions, self.rules, tick.now, budget,
+                                    self.rehearsals[RehearsalBridge.SIMULATE])  # its channels: any bridge's
         tick.report.escalations += escalated.tries
         tick.report.errors += escalated.failed
         tick.report.out_of_budget |= escalated.out_of_budget

@@ -19,13 +19,17 @@ from datetime import datetime, timedelta
 
 from ...db import Tx
 from .. import waiting
+from ..lifecycle import RunSQL
 
 # Every run's current wait for a person, with the moment it began (a derived table: `w`).
+# A dry run's wait is escalated after the deployment's interval divided by its speed (`due_at`).
 _WAITS = f"""(SELECT r.id AS run_id, r.current_phase AS phase, r.waiting_for,
-                     IF(r.waiting_for = {waiting.RESUME}, r.updated_at, p.drained_at) AS since
+                     IF(r.waiting_for = {waiting.RESUME}, r.updated_at, p.drained_at) AS since,
+                     r.speed, r.mode <> {RunSQL.LIVE} AS rehearsal
                 FROM event_runs r
                 LEFT JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
                WHERE r.waiting_for IN ({waiting.RESUME}, {waiting.ADVANCE}))"""  # noqa: S608 — the renderings are constants
+_DUE_AT = "w.since + INTERVAL ROUND(%s / w.speed) MICROSECOND"  # the wait's first try: after (µs) on its clock
 _NOT_ESCALATED = "NOT EXISTS (SELECT 1 FROM event_run_escalations e WHERE e.run_id = w.run_id AND e.since = w.since)"
 
 
@@ -39,34 +43,39 @@ class Wait:
     since: datetime
     n: int = 0  # the run's escalation number (0 until claimed)
     tries: int = 0  # tries claimed so far
+    rehearsal: bool = False  # a dry run's: escalated to the rehearsal channel
 
 
 def due(tx: Tx, now: datetime, after: timedelta, limit: int) -> list[Wait]:
     """The waits due for a first try (waited `after` or longer, not escalated), and the unsent escalations
     whose next try has come and whose wait goes on, oldest first."""
     rows = tx.all(
-        f"""SELECT w.run_id, w.phase, w.waiting_for, w.since, 0 AS n, 0 AS tries FROM {_WAITS} w
-             WHERE w.since <= %s AND {_NOT_ESCALATED}
+        f"""SELECT w.run_id, w.phase, w.waiting_for, w.since, 0 AS n, 0 AS tries, w.rehearsal FROM {_WAITS} w
+             WHERE {_DUE_AT} <= %s AND {_NOT_ESCALATED}
             UNION ALL
-            SELECT w.run_id, w.phase, w.waiting_for, w.since, e.n, e.tries FROM {_WAITS} w
+            SELECT w.run_id, w.phase, w.waiting_for, w.since, e.n, e.tries, w.rehearsal FROM {_WAITS} w
               JOIN event_run_escalations e ON e.run_id = w.run_id AND e.since = w.since
              WHERE e.sent_at IS NULL AND e.retry_at <= %s
              ORDER BY since LIMIT %s""",  # noqa: S608 — the fragments are constants; values are parameters
-        (now - after, now, limit),
+        (_microseconds(after), now, now, limit),
     )
-    return [Wait(**row) for row in rows]
+    return [Wait(**{**row, "rehearsal": bool(row["rehearsal"])}) for row in rows]
+
+
+def _microseconds(interval: timedelta) -> int:
+    return interval // timedelta(microseconds=1)
 
 
 def next_due(tx: Tx, after: timedelta) -> datetime | None:
     """When the next escalation try is due (a sleeping deployment wakes for it), or None."""
     row = tx.one(
-        f"""SELECT (SELECT MIN(w.since) FROM {_WAITS} w WHERE {_NOT_ESCALATED}) AS first_wait,
+        f"""SELECT (SELECT MIN({_DUE_AT}) FROM {_WAITS} w WHERE {_NOT_ESCALATED}) AS first_wait,
                    (SELECT MIN(e.retry_at) FROM {_WAITS} w
                       JOIN event_run_escalations e ON e.run_id = w.run_id AND e.since = w.since
                      WHERE e.sent_at IS NULL) AS first_retry""",  # noqa: S608 — the fragments are constants
+        (_microseconds(after),),
     )
-    moments = [] if row is None else [m for m in (row["first_wait"] and row["first_wait"] + after,
-                                                   row["first_retry"]) if m is not None]
+    moments = [] if row is None else [m for m in (row["first_wait"], row["first_retry"]) if m is not None]
     return min(moments) if moments else None
 
 

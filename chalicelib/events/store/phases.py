@@ -23,6 +23,7 @@ from .. import waiting
 from ..document import PhasePlan
 from ..lifecycle import RunSQL
 from ..model import Phase, PhaseKind, iso
+from .wake import AUTO_SIGNAL_AT
 
 TIMER = "timer"  # who meets a condition at its deadline
 COLUMNS = ("run_id, number, kind, name, opened_at, drained_at, `condition`, condition_met, met_at, met_by,"
@@ -30,15 +31,17 @@ COLUMNS = ("run_id, number, kind, name, opened_at, drained_at, `condition`, cond
 NAME_LIMIT = 200  # the column's width
 
 
-def insert_plan(tx: Tx, run_id: int, plans: Sequence[PhasePlan], opened: int, now: datetime) -> None:
+def insert_plan(tx: Tx, run_id: int, plans: Sequence[PhasePlan], opened: int, now: datetime, *,
+                time_scale: float = 1.0) -> None:
     """Every phase of a starting run (number, kind, name, condition, signal, limit), the one numbered
-    `opened` opened now with its deadline. A signal received before the run started (kept by the
-    signal route) is folded in: that phase's condition is met from the start (`fold_signals`)."""
+    `opened` opened now with its deadline (its limit on the run's clock: `time_scale`). A signal received
+    before the run started (kept by the signal route) is folded in: that phase's condition is met from the start (`fold_signals`)."""
     rows = [
         (run_id, plan.number, PhaseKind(plan.kind).value, plan.name[:NAME_LIMIT], now if plan.number == opened else None,
          None if plan.condition is None else json.dumps(plan.condition), plan.signal,
          None if plan.limit is None else plan.limit.seconds, None if plan.limit is None else plan.limit.on_deadline,
-         now + timedelta(seconds=plan.limit.seconds) if plan.limit is not None and plan.number == opened else None)
+         now + timedelta(seconds=plan.limit.seconds * time_scale) if plan.limit is not None and plan.number == opened
+         else None)
         for plan in plans
     ]
     values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
@@ -167,6 +170,17 @@ def close(tx: Tx, run_id: int, number: int, closed_by: str, now: datetime) -> bo
              WHERE p.run_id = %s AND p.number = %s AND {CLOSE_DUE}""",  # noqa: S608 — CLOSE_DUE and the status list are constants; values are parameters
         (now, closed_by, now, TIMER, run_id, number, now),
     ) >= 1
+
+
+def auto_signal_due(tx: Tx, run_id: int, number: int, now: datetime) -> str | None:
+    """The signal a dry run's engine sends its phase now (`auto_signal_seconds` after the phase opened), if it
+    waits for one that has not come; None for a live run, or when nothing is due."""
+    return tx.scalar(
+        f"""SELECT p.`signal` FROM event_run_phases p JOIN event_runs r ON r.id = p.run_id
+             WHERE p.run_id = %s AND p.number = %s AND NOT p.condition_met AND p.closed_at IS NULL
+               AND {AUTO_SIGNAL_AT} <= %s""",  # noqa: S608 — AUTO_SIGNAL_AT is a constant; values are parameters
+        (run_id, number, now),
+    )
 
 
 def drop_deadline(tx: Tx, run_id: int, number: int, now: datetime) -> bool:

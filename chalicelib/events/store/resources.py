@@ -27,7 +27,7 @@ from typing import Any
 
 from ...db import Tx, placeholders
 from ..ledger import Listed
-from ..lifecycle import ResourceSQL, ResourceStatus, StepSQL
+from ..lifecycle import ResourceSQL, ResourceStatus, RunSQL, StepSQL
 from ..model import OnFailure, Resource
 
 COLUMNS = "id, run_id, step_id, kind, resource_id, `revert`, status, recorded_at, changed_at"
@@ -129,9 +129,12 @@ def reverts_of(tx: Tx, run_id: int) -> Reverts:
 
 
 def count_left(tx: Tx) -> int:
-    """How many resources every run has left whose revert failed (the ResourcesLeft metric): one index range."""
-    return int(tx.scalar(f"SELECT COUNT(*) AS n FROM event_run_resources WHERE status = {ResourceSQL.REVERT_FAILED}")  # noqa: S608 — the status literal is a constant
-               or 0)
+    """How many resources every live run has left whose revert failed (the ResourcesLeft metric): one index
+    range, each row's run by its key (a dry run's sandbox resources are never counted)."""
+    return int(tx.scalar(
+        f"""SELECT COUNT(*) AS n FROM event_run_resources res JOIN event_runs r ON r.id = res.run_id
+             WHERE res.status = {ResourceSQL.REVERT_FAILED} AND r.mode = {RunSQL.LIVE}""")  # noqa: S608 — the status and mode literals are constants
+        or 0)
 
 
 # ── writes ─────────────────────────────────────────────────────────────────

@@ -307,8 +307,10 @@ def _move(
             join_args.append(number)
             sets.append(f"{alias}.{stamp} = COALESCE({alias}.{stamp}, %s)")
             args.append(now)
-            if alias == "opened":  # its deadline, from its limit as authored (none: DATE_ADD of NULL is NULL)
-                sets.append("opened.deadline = COALESCE(opened.deadline, DATE_ADD(%s, INTERVAL opened.limit_seconds SECOND))")
+            if alias == "opened":  # its deadline, from its limit as authored on the run's clock (a rehearsal's
+                # speed divides it; none: DATE_ADD of NULL is NULL)
+                sets.append("opened.deadline = COALESCE(opened.deadline, DATE_ADD(%s, INTERVAL"
+                            " ROUND(opened.limit_seconds * 1000000 / event_runs.speed) MICROSECOND))")
                 args.append(now)
     # The run's row is the one the guard matches: a phase row changes only with it.
     return (
@@ -538,7 +540,8 @@ def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *,
 
 
 def oldest_paused_since(tx: Tx) -> datetime | None:
-    """When the longest-paused run was paused (its last status change); None when none is paused."""
+    """When the longest-paused live run was paused (its last status change); None when none is paused (a dry
+    run is never in the alarm's figure)."""
     return tx.scalar(
-        f"SELECT MIN(updated_at) AS since FROM event_runs WHERE status = {RunSQL.PAUSED}"  # noqa: S608 — the status is lifecycle's rendering
+        f"SELECT MIN(updated_at) AS since FROM event_runs WHERE status = {RunSQL.PAUSED} AND mode = {RunSQL.LIVE}"  # noqa: S608 — the status and mode are lifecycle's renderings
     )

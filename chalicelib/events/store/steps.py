@@ -77,9 +77,11 @@ def get_on_run(tx: Tx, run_id: int, step_id: int, *, for_update: bool = False) -
 
 
 def oldest_parked_since(tx: Tx) -> datetime | None:
-    """When the longest-parked step (a cue waiting for a person) started; None when none is parked."""
+    """When the longest-parked step (a cue waiting for a person) of a live run started; None when none is
+    parked (a dry run's is never in the alarm's figure)."""
     return tx.scalar(
-        f"SELECT MIN(started_at) AS since FROM event_run_steps WHERE status = {StepSQL.RUNNING} AND claim_expires_at IS NULL"  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
+        f"""SELECT MIN(s.started_at) AS since FROM event_run_steps s JOIN event_runs r ON r.id = s.run_id
+             WHERE s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL AND r.mode = {RunSQL.LIVE}"""  # noqa: S608 — the status and mode literals are lifecycle's renderings (constants)
     )
 
 

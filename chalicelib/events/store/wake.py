@@ -22,6 +22,10 @@ from ..lifecycle import RunSQL, StepSQL
 # LEAST() is NULL if any argument is: absent timers count as "never" meanwhile.
 NEVER = "'9999-12-31 23:59:59.999999'"
 
+# When a dry run's engine sends the signal a phase `p` of run `r` waits for (`auto_signal_seconds` after it
+# opened); NULL for a live run, and for a phase that waits for no signal.
+AUTO_SIGNAL_AT = "IF(p.`signal` IS NULL, NULL, p.opened_at + INTERVAL r.auto_signal_seconds SECOND)"
+
 TIMERS: dict[str, str] = {
     # A scheduled run is looked at when it falls due (and started or missed then).
     "scheduled_for": f"IF(r.status = {RunSQL.SCHEDULED}, r.scheduled_for, NULL)",
@@ -44,9 +48,11 @@ TIMERS: dict[str, str] = {
                     WHERE p.run_id = r.id AND p.number = r.current_phase
                       AND p.`condition` IS NOT NULL AND NOT p.condition_met), NULL, %(now)s)), NULL)""",  # noqa: S608 — constants only (NEVER, the status renderings); the time is the named parameter now
     # The phase the run works must be closed: now once its condition is met (a signal, an advance) and
-    # it is not closed yet, else at its deadline (an `after` phase's end, a time limit); none once closed.
+    # it is not closed yet, else at its deadline (an `after` phase's end, a time limit) or, in a dry run,
+    # when the engine sends its signal; none once closed.
     "phase_timer": f"""IF(r.status IN ({RunSQL.WORKING}),
-        (SELECT IF(p.closed_at IS NOT NULL, NULL, IF(p.condition_met, %(now)s, p.deadline))
+        (SELECT IF(p.closed_at IS NOT NULL, NULL, IF(p.condition_met, %(now)s,
+                   LEAST(COALESCE(p.deadline, {NEVER}), COALESCE({AUTO_SIGNAL_AT}, {NEVER}))))
            FROM event_run_phases p WHERE p.run_id = r.id AND p.number = r.current_phase), NULL)""",  # noqa: S608 — constants only (the status renderings); the time is the named parameter now
     # A run cleaning up follows the head of what it waits for: a step in flight from before the cleanup (not
     # a revert) at its lease's expiry, else its first open revert (pending: at its due_at, or now; leased: at
