@@ -101,6 +101,13 @@ def _console_url(env: Mapping[str, str]) -> str | None:
     return value or None
 
 
+def _sandbox_url(env: Mapping[str, str]) -> str | None:
+    value = (env.get("GAME_BRIDGE_SANDBOX_URL") or "").strip().rstrip("/")
+    if value and not _http_url(value):
+        raise ConfigError(f"GAME_BRIDGE_SANDBOX_URL must be an http(s) URL, got {value!r}")
+    return value or None
+
+
 def _db_tls(env: Mapping[str, str]) -> str | None:
     value = env.get("EVENTS_DB_TLS", "").strip().lower()
     if value and value not in ("off", "verify"):
@@ -207,7 +214,7 @@ class Settings:
             game_bridge_url=(env.get("GAME_BRIDGE_URL") or "").rstrip("/") or None,
             game_bridge_secret=env.get("GAME_BRIDGE_SECRET") or None,
             game_bridge_secret_arn=env.get("GAME_BRIDGE_SECRET_ARN") or None,
-            game_bridge_sandbox_url=(env.get("GAME_BRIDGE_SANDBOX_URL") or "").rstrip("/") or None,
+            game_bridge_sandbox_url=_sandbox_url(env),
             game_bridge_sandbox_secret=env.get("GAME_BRIDGE_SANDBOX_SECRET") or None,
             game_bridge_sandbox_secret_arn=env.get("GAME_BRIDGE_SANDBOX_SECRET_ARN") or None,
             rehearsal_channel=_channel(env, "REHEARSAL_CHANNEL"),

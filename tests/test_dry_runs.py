@@ -4,18 +4,25 @@ real bridge and the real channels receive nothing; a person's control during one
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from chalice.test import Client
 
+from app import app
+from chalicelib import runtime
+from chalicelib.config import Settings
+from chalicelib.errors import ConfigError
 from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.actions.rehearsal import rehearsal_actions
 from chalicelib.events.runner import Runner
+from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import resources, runs, steps
 from devtools.dev import DEMO_DOCUMENT
-from tests.support.api import ADMIN, GM, MODERATOR
+from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings
 from tests.support.game_bridge import SECRET, GameBridge
 from tests.support.runner_kit import RULES, RecordingChannel, tick
 
@@ -274,3 +281,69 @@ def test_no_production_figure_counts_a_dry_run(api, clock, world, db):
         assert (figures["runs_seen"], figures["dispatched"], figures["started"], figures["outcomes"],
                 figures["statuses"], figures["escalations"], figures["errors"], figures["due_lag_seconds"]) == (
             0, 0, 0, {}, {}, 0, 0, None)
+
+
+# ── the sandbox bridge ─────────────────────────────────────────────────────
+SANDBOX_SECRET = "sandbox-only-secret-0123456789abcdef"
+
+
+@pytest.fixture
+def sandbox():
+    """The sandbox game server: a loopback bridge with its own key, counting what it gets."""
+    with GameBridge(secret=SANDBOX_SECRET) as bridge:
+        yield bridge
+
+
+@pytest.fixture
+def deployed(db, clock, db_params, live_bridge, sandbox):
+    """The API and the runner as a deployment builds them (`build_runner`) from settings naming both bridges;
+    its live channels swapped for recording ones, so what reaches them is seen."""
+    settings = hs_settings(db_params, game_bridge_url=live_bridge.url, game_bridge_secret=SECRET,
+                           game_bridge_sandbox_url=sandbox.url, game_bridge_sandbox_secret=SANDBOX_SECRET)
+    runner = build_runner(settings, db, clock)
+    runner.actions = replace(runner.actions, cue_channel=RecordingChannel("cue"),
+                             announce_channel=RecordingChannel("announce"))
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        yield Api(client), runner
+    runner.close()
+
+
+def test_the_demo_rehearsed_against_the_sandbox_completes_and_the_real_bridge_receives_nothing(
+        deployed, clock, live_bridge, sandbox):
+    api, runner = deployed
+    run_id = _dry_run(api, _demo(api), bridge="sandbox")["run"]["id"]
+    run = _tick_until(api, runner, clock, run_id, "completed")
+    assert all(s["status"] == "done" for s in run["steps"])
+    got = sandbox.received()
+    assert [r.action_id for r in got] == ["world.spawn", "world.give_item", "world.fireworks"]
+    assert all(r.json["rehearsal"] is True and r.signature_valid(SANDBOX_SECRET) for r in got)
+    assert not any(r.signature_valid(SECRET) for r in got)  # never the real bridge's key
+    assert live_bridge.received() == [] and _live_posts(runner.actions) == []
+
+
+def test_a_live_run_never_reaches_the_sandbox(deployed, clock, live_bridge, sandbox):
+    api, runner = deployed
+    definition_id = _demo(api)
+    live = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": clock.now().isoformat() + "Z"}, auth=ADMIN)
+    tick(runner)
+    clock.advance(10)  # the demo's wait, undivided
+    tick(runner)
+    assert sandbox.received() == []
+    (spawn,) = live_bridge.received()
+    assert "rehearsal" not in spawn.json and live.status == 201
+
+
+def test_a_sandbox_dry_run_without_a_sandbox_is_409_and_writes_nothing(api):
+    answer = api.post(f"/definitions/{_demo(api)}/dry-runs", {"speed": 60, "bridge": "sandbox"}, auth=ADMIN)
+    assert answer.status == 409 and "GAME_BRIDGE_SANDBOX_URL" in answer.body["errors"][0], answer.body
+    assert api.get("/runs", auth=GM).body["runs"] == []
+
+
+@pytest.mark.parametrize(("env", "wrong"), [
+    ({"GAME_BRIDGE_SANDBOX_SECRET": SECRET}, "the sandbox's own key"),
+    ({"GAME_BRIDGE_SANDBOX_URL": "http://game.example/bridge"}, "must be the sandbox"),
+    ({"GAME_BRIDGE_SANDBOX_URL": "game.example"}, "must be an http(s) URL"),
+])
+def test_the_sandbox_is_never_the_real_bridge_or_its_key(env, wrong):
+    with pytest.raises(ConfigError, match=re.escape(wrong)):
+        Settings.from_env({"GAME_BRIDGE_URL": "http://game.example/bridge", "GAME_BRIDGE_SECRET": SECRET, **env})

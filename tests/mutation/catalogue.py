@@ -28,6 +28,9 @@ NAME_KEY = "chalicelib/migrations/0044.event-definitions-name-unique.sql"
 REHEARSAL_ACTIONS = "chalicelib/events/actions/rehearsal.py"
 CORE_ACTIONS = "chalicelib/events/actions/core.py"
 STALLS = "chalicelib/events/runner/stalls.py"
+DRY_RUNS_MODULE = "chalicelib/events/dry_runs.py"
+BRIDGE = "chalicelib/events/actions/bridge.py"
+CONFIG = "chalicelib/config.py"
 ATTENTION = "chalicelib/events/runner/attention.py"
 
 G_LEASES = "tests/test_guard_leases.py"
@@ -1503,5 +1506,21 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-dry-run-counts-in-the-due-lag", TICK,
              "live_runs = [run for run in batch if run.rehearsal is None]",
              "live_runs = batch",
+             (DRY_RUNS,)),
+    Mutation("a-sandbox-dry-run-starts-with-no-sandbox", DRY_RUNS_MODULE,
+             "if rehearsal.bridge is RehearsalBridge.SANDBOX and not sandbox_configured:",
+             "if False:",
+             (DRY_RUNS,)),
+    Mutation("the-sandbox-is-not-told-it-is-a-rehearsal", BRIDGE,
+             '**({"rehearsal": True} if rehearsal else {}),',
+             "**{},",
+             (DRY_RUNS,)),
+    Mutation("the-sandbox-may-share-the-bridges-key", CONFIG,
+             "if settings.game_bridge_sandbox_secret and settings.game_bridge_sandbox_secret == settings.game_bridge_secret:",
+             "if False:",
+             (DRY_RUNS,)),
+    Mutation("the-sandbox-may-be-the-real-bridge", CONFIG,
+             "if settings.game_bridge_sandbox_url and settings.game_bridge_sandbox_url == settings.game_bridge_url:",
+             "if False:",
              (DRY_RUNS,)),
 ]

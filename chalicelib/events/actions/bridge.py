@@ -1,7 +1,7 @@
 """The game bridge: a signed POST per dispatch, and the classification of its answer.
 
     POST {GAME_BRIDGE_URL}/actions/{action_id}
-    {"run_id", "step_id", "phase", "action", "version", "params", "idempotency_key", "attempt"}
+    {"run_id", "step_id", "phase", "action", "version", "params", "idempotency_key", "attempt", "rehearsal"?}
     Idempotency-Key, X-Event-Timestamp, X-Event-Signature: sha256=HMAC("{timestamp}.{body}")
 
 The answer is a JSON object; `{"outcome": "refused", "reason": ...}` declines
@@ -28,7 +28,8 @@ from .signing import SigningKey, post_signed
 MAX_REASON = 300
 
 
-def request_body(step: Step, attempt: int) -> bytes:
+def request_body(step: Step, attempt: int, *, rehearsal: bool = False) -> bytes:
+    """What one dispatch signs and sends; a dry run's sandbox bridge is told `"rehearsal": true`."""
     return json.dumps(
         {
             "run_id": step.run_id,
@@ -39,6 +40,7 @@ def request_body(step: Step, attempt: int) -> bytes:
             "params": step.params,
             "idempotency_key": step.idempotency_key,
             "attempt": attempt,
+            **({"rehearsal": True} if rehearsal else {}),
         },
         separators=(",", ":"),
     ).encode()
@@ -88,7 +90,7 @@ def _reason(answer: outbound.Answer, read: dict[str, Any] | str) -> str:
 
 
 class BridgeClient:
-    def __init__(self, base_url: str, secret: str | SigningKey, *, timeout: float):
+    def __init__(self, base_url: str, secret: str | SigningKey, *, timeout: float, rehearsal: bool = False):
         try:
             self._endpoint = outbound.Endpoint.parse(base_url)
         except ValueError:
@@ -97,10 +99,11 @@ class BridgeClient:
             raise ValueError(f"the bridge timeout must be positive, got {timeout!r}")
         self._key = secret if isinstance(secret, SigningKey) else SigningKey.fixed(secret)
         self.timeout = timeout
+        self.rehearsal = rehearsal  # the sandbox of dry runs: every body says so
 
     def dispatch(self, context: ActionContext) -> Outcome:
         step, now = context.step, context.now
-        body = request_body(step, context.attempt)
+        body = request_body(step, context.attempt, rehearsal=self.rehearsal)
         headers = {"Content-Type": "application/json", "Idempotency-Key": step.idempotency_key}
         started = time.monotonic()
         try:

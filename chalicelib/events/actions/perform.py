@@ -35,6 +35,7 @@ class Actions:
     console_url: str | None = None  # cues link to their run's page here
     escalation_channel: Channel | None = None  # escalations go here (None: the cue channel)
     escalate_after_seconds: int = 0  # EVENT_ESCALATE_AFTER_SECONDS: a human wait's escalation (0: none)
+    bridge_setting: str = "GAME_BRIDGE_URL"  # what configures `bridge`, for the failure when it is not
 
     @property
     def escalations(self) -> Channel:
@@ -76,5 +77,5 @@ class Actions:
         if spec.core:
             return self.core_handlers[spec.id](context)
         if self.bridge is None:
-            return Outcome.failed("GAME_BRIDGE_URL is not set: module actions cannot be dispatched")
+            return Outcome.failed(f"{self.bridge_setting} is not set: module actions cannot be dispatched")
         return self.bridge.dispatch(context)

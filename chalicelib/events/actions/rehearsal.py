@@ -43,8 +43,10 @@ def rehearsal_actions(live: Actions, channel: Channel, sandbox: Bridge | None) -
     rehearsal channel, the bridge simulated or the sandbox (None: not configured)."""
     prefixed = RehearsalChannel(channel)
 
-    def of(bridge: Bridge | None) -> Actions:
+    def of(bridge: Bridge | None, setting: str) -> Actions:
         return Actions(bridge=bridge, cue_channel=prefixed, announce_channel=prefixed, console_url=live.console_url,
-                       escalation_channel=prefixed, escalate_after_seconds=live.escalate_after_seconds)
+                       escalation_channel=prefixed, escalate_after_seconds=live.escalate_after_seconds,
+                       bridge_setting=setting)
 
-    return {RehearsalBridge.SIMULATE: of(SimulatedBridge()), RehearsalBridge.SANDBOX: of(sandbox)}
+    return {RehearsalBridge.SIMULATE: of(SimulatedBridge(), "the simulated bridge"),
+            RehearsalBridge.SANDBOX: of(sandbox, "GAME_BRIDGE_SANDBOX_URL")}

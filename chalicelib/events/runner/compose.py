@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ... import runtime
 from ...config import Settings
-from ...db import Clock, Database
+from ...db import Clock, Database, must_exist
 from ..actions.bridge import BridgeClient
 from ..actions.channels import channel_for
 from ..actions.perform import Actions
@@ -63,9 +63,18 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         retry_seconds=settings.step_retry_seconds,
     )
     rehearsal_channel = channel_for(settings.rehearsal_channel, "rehearsal", timeout=timeout, webhook_secret=webhook_secret)
-    rehearsals = rehearsal_actions(actions, rehearsal_channel, None)
+    rehearsals = rehearsal_actions(actions, rehearsal_channel, _sandbox(settings, timeout))
     return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency, shard=settings.tick_shard,
                   rehearsals=rehearsals)
+
+
+def _sandbox(settings: Settings, timeout: float) -> BridgeClient | None:
+    """The bridge of sandbox dry runs: its own URL and key, never the live bridge's; None when not configured."""
+    if not settings.sandbox_configured:
+        return None
+    key = _secret(settings.game_bridge_sandbox_secret, settings.game_bridge_sandbox_secret_arn,
+                  "GAME_BRIDGE_SANDBOX_SECRET_ARN")
+    return BridgeClient(must_exist(settings.game_bridge_sandbox_url), must_exist(key), timeout=timeout, rehearsal=True)
 
 
 def _secret(value: str | None, arn: str | None, setting: str) -> SigningKey | None:
