@@ -1,7 +1,8 @@
 // @ts-check
 // Definitions, for admins: the list, each version's document, new documents and versions (edited in
 // editor.js, the API's problems beside their fields), a duplicate as a new definition, the difference
-// between two versions (diff.js), and scheduling a run.
+// between two versions (diff.js), scheduling a run, and starting a dry run (a rehearsal the tick drives, at a
+// speed, its module actions simulated or sent to the sandbox).
 
 import { ApiError, get, neededRoles, post, put } from './api.js';
 import { scheduleInWords } from './calendar.js';
@@ -130,6 +131,36 @@ function scheduleForm(definition) {
     result);
 }
 
+function dryRunForm(definition, ctx) {
+  const speed = el('input', { type: 'number', id: 'dry-run-speed', min: '1', max: '600', step: '1', value: '60', required: true });
+  const bridge = el('select', { id: 'dry-run-bridge' },
+    el('option', { value: 'simulate' }, 'simulated (no game server)'), el('option', { value: 'sandbox' }, 'the sandbox game server'));
+  const confirmAfter = el('input', { type: 'number', id: 'dry-run-confirm', min: '0', max: '86400', step: '1', value: '10' });
+  return el('section', { 'aria-labelledby': 'dry-run-title' },
+    el('h2', { id: 'dry-run-title' }, 'Rehearse it: a dry run'),
+    el('p', { class: 'muted' }, 'It runs now, faster, and reaches neither the live game nor the live channels; a cue nobody'
+      + ' confirms is confirmed for you.'),
+    el('form', {
+      class: 'inline',
+      onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          const answer = await post(`/definitions/${definition.id}/dry-runs`, {
+            speed: Number(speed.value), bridge: bridge.value, auto_confirm_seconds: Number(confirmAfter.value),
+          });
+          notice(`Dry run ${answer.run.id} started.`, 'ok');
+          ctx.navigate(`#/runs/${answer.run.id}`);
+        } catch (error) {
+          explain(error, 'Starting the dry run');
+        }
+      },
+    },
+    el('label', { for: 'dry-run-speed' }, 'Speed (times faster, 1–600)'), speed,
+    el('label', { for: 'dry-run-bridge' }, 'Module actions go to'), bridge,
+    el('label', { for: 'dry-run-confirm' }, 'Confirm a cue after (seconds)'), confirmAfter,
+    el('button', { type: 'submit', id: 'dry-run-start' }, 'Start a dry run')));
+}
+
 export function definitionView(main, ctx, idText) {
   if (adminsOnly(main, ctx)) return null;
   const definitionId = Number(idText);
@@ -188,6 +219,7 @@ export function definitionView(main, ctx, idText) {
       el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'add-version', onclick: addVersion }, 'Add a version'),
         el('button', { type: 'button', id: 'duplicate-definition', onclick: duplicate }, 'Duplicate as a new definition')),
       scheduleForm(definition),
+      dryRunForm(definition, ctx),
       el('section', { 'aria-labelledby': 'versions-title' }, el('h2', { id: 'versions-title' }, 'Versions'),
         table('Versions, oldest first', ['Version', 'By', 'Saved', 'Document'], rows)),
       documentBox,

@@ -13,7 +13,7 @@ import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
-import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, when } from './ui.js';
+import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, rehearsalMark, when } from './ui.js';
 import { askCancel, ledgerSection } from './resources.js';
 
 const LOG_PAGE = 500;
@@ -43,12 +43,13 @@ export function runView(main, ctx, runIdText) {
   const counts = el('p', { id: 'run-counts' });
   const phases = el('div', { id: 'run-phases' });
   const runProgress = el('p', { id: 'run-progress' });
+  const rehearsal = el('p', { id: 'run-rehearsal' });
   const log = logView();
   const fresh = el('p', { class: 'freshness muted', id: 'freshness' });
   const ledger = ledgerSection(runId);
   main.replaceChildren(
     el('p', {}, el('a', { href: '#/runs' }, '← All runs')),
-    title, runProgress, bannerBox, runControls, summary, fresh,
+    title, rehearsal, runProgress, bannerBox, runControls, summary, fresh,
     el('section', { 'aria-labelledby': 'steps-title' }, el('h2', { id: 'steps-title' }, 'Phases and steps'), counts, phases),
     ledger.element,
     el('section', { 'aria-labelledby': 'log-title' }, el('h2', { id: 'log-title' }, 'Log'), log.node),
@@ -209,6 +210,9 @@ export function runView(main, ctx, runIdText) {
     const { run, steps, counts: stepCounts } = detail;
     document.title = `Run ${run.id} (${run.status}) · Event runs`;
     title.textContent = `Run ${run.id}${definitionName ? `: ${definitionName}` : ''}`;
+    rehearsal.replaceChildren(...(run.rehearsal ? [rehearsalMark(run),
+      ` A dry run at ${run.rehearsal.speed}× speed, its module actions ${run.rehearsal.bridge === 'sandbox' ? 'sent to the sandbox' : 'simulated'}:`
+      + ' nothing reaches the live game or the live channels.'] : []));
     summary.replaceChildren(el('dl', { class: 'facts' },
       el('dt', {}, 'Status'), el('dd', { id: 'run-status', 'data-status': run.status }, badge(run.status)),
       el('dt', {}, 'Health'), el('dd', {}, badge(run.health)),

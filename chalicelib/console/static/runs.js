@@ -1,12 +1,13 @@
 // @ts-check
 // The runs list: what needs a person first — what each run waits for and for how long, filtered by status,
-// definition and wait (all kept in the address), searched by run id or definition name, a page at a time,
+// definition and wait (all kept in the address), dry runs left out unless asked for, searched by run id or
+// definition name, a page at a time,
 // kept fresh; runs selected on it are paused, resumed or cancelled together (bulk.js).
 
 import { get } from './api.js';
 import { bulkBar } from './bulk.js';
 import { Poller, freshness } from './poll.js';
-import { badge, el, heading, isTerminalRun, needYou, notice, runStatuses, span, table, when } from './ui.js';
+import { badge, el, heading, isTerminalRun, needYou, notice, rehearsalMark, runStatuses, span, table, when } from './ui.js';
 
 const PAGE_SIZE = 25;
 const SOON_MS = 120000; // a scheduled run this close to its time counts as live
@@ -69,7 +70,7 @@ export function runsView(main, ctx, queryText = '') {
   const query = new URLSearchParams(queryText);
   const filters = {
     status: query.get('status') || '', definition: query.get('definition') || '', waiting: query.get('waiting') || '',
-    q: query.get('q') || '', cursor: query.get('cursor') || '',
+    q: query.get('q') || '', cursor: query.get('cursor') || '', rehearsals: query.get('rehearsals') || '',
   };
   const go = (changes) => ctx.navigate(hashFor({ ...filters, cursor: '', ...changes }));
 
@@ -82,6 +83,10 @@ export function runsView(main, ctx, queryText = '') {
   const waitingSelect = el('select', { id: 'filter-waiting', onchange: () => go({ waiting: waitingSelect.value }) },
     el('option', { value: '' }, 'waiting or not'),
     filters.waiting ? el('option', { value: filters.waiting, selected: true }, filters.waiting) : null);
+  const rehearsals = el('input', {
+    type: 'checkbox', id: 'filter-rehearsals', checked: filters.rehearsals === 'include',
+    onchange: () => go({ rehearsals: rehearsals.checked ? 'include' : '' }),
+  });
   const search = el('input', { type: 'search', id: 'filter-search', value: filters.q, placeholder: 'a run id or a definition name', autocomplete: 'off' });
   let waitingKinds = null;
   const selected = new Set(); // run ids, kept across the list's refreshes
@@ -96,7 +101,8 @@ export function runsView(main, ctx, queryText = '') {
       el('label', { for: 'filter-search' }, 'Search'), el('div', { class: 'inline' }, search, el('button', { type: 'submit', id: 'search-go' }, 'Find')),
       el('label', { for: 'filter-status' }, 'Status'), statusSelect,
       el('label', { for: 'filter-definition' }, 'Definition'), definitionSelect,
-      el('label', { for: 'filter-waiting' }, 'Waiting for'), waitingSelect),
+      el('label', { for: 'filter-waiting' }, 'Waiting for'), waitingSelect,
+      el('label', { for: 'filter-rehearsals' }, 'Include rehearsals'), el('div', {}, rehearsals)),
     bulk?.node, list, paging, fresh,
   );
 
@@ -113,6 +119,7 @@ export function runsView(main, ctx, queryText = '') {
     if (filters.definition) params.set('definition_id', filters.definition);
     if (filters.waiting) params.set('waiting', filters.waiting);
     if (filters.cursor) params.set('cursor', filters.cursor);
+    if (filters.rehearsals !== 'include') params.set('rehearsal', 'exclude');
     let page;
     try {
       page = filters.q ? await searched(filters.q, params, ctx.definitions) : await get(`/runs?${params}`);
@@ -127,7 +134,7 @@ export function runsView(main, ctx, queryText = '') {
         type: 'checkbox', 'data-select': run.id, checked: selected.has(run.id), 'aria-label': `Select run ${run.id}`,
         onchange: (event) => { if (event.target.checked) selected.add(run.id); else selected.delete(run.id); bulk.refresh(); },
       })) : null,
-      el('td', {}, el('a', { href: `#/runs/${run.id}` }, `Run ${run.id}`)),
+      el('td', {}, el('a', { href: `#/runs/${run.id}` }, `Run ${run.id}`), rehearsalMark(run)),
       el('td', {}, `${names.get(String(run.definition_id)) || `definition ${run.definition_id}`} (v${run.definition_version})`),
       el('td', {}, badge(run.status)),
       el('td', {}, waitingCell(run.waiting)),

@@ -125,6 +125,12 @@ export function badge(status, text = vocabulary.labels.get(status) || status) {
   return el('span', { class: `badge badge-${status}` }, el('span', { 'aria-hidden': 'true' }, mark), ' ', text);
 }
 
+// A dry run says so wherever it is shown (GET /runs/{id}'s run.mode); a live run has no mark.
+export function rehearsalMark(run) {
+  if (run.mode !== 'rehearsal') return null;
+  return el('span', { class: 'badge badge-rehearsal', 'data-rehearsal': run.id }, 'REHEARSAL');
+}
+
 // A message in one of the page's live regions; `kind` is info, ok, warning or error.
 export function say(regionId, text, kind = 'info', ...extra) {
   const region = document.getElementById(regionId);

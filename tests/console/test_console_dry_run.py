@@ -1,0 +1,50 @@
+"""A dry run from the definition's page: started at a speed with the simulated bridge, watched to its end on
+its run page (marked REHEARSAL) with nobody confirming its cue, and kept out of the runs list until asked for."""
+
+from __future__ import annotations
+
+import uuid
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+from tests.console.audit import serious_findings
+from tests.console.browser import eventually, text_of
+from tests.console.pages import demo_document, sign_in
+from tests.support.api import ADMIN
+
+
+def _set(browser, element_id: str, value: str) -> None:
+    box = browser.find_element(By.ID, element_id)
+    box.clear()
+    box.send_keys(value)
+
+
+def test_a_dry_run_started_from_the_definition_runs_to_its_end_and_reaches_no_game(browser, server, api_client,
+                                                                                    bridge):
+    name = f"Harvest rehearsal {uuid.uuid4().hex[:6]}"
+    definition_id = api_client.call("POST", "/definitions", demo_document(name))["definition"]["id"]
+    sign_in(browser, ADMIN)
+    browser.get(f"{server.console_url}#/definitions/{definition_id}")
+    eventually(lambda: browser.find_elements(By.ID, "dry-run-start"), "the dry run form")
+    _set(browser, "dry-run-speed", "60")
+    Select(browser.find_element(By.ID, "dry-run-bridge")).select_by_value("simulate")
+    _set(browser, "dry-run-confirm", "2")
+    browser.find_element(By.ID, "dry-run-start").click()
+
+    eventually(lambda: "/runs/" in browser.current_url, "the dry run's page")
+    run_id = int(browser.current_url.rsplit("/", 1)[1])
+    eventually(lambda: text_of(browser, "#run-rehearsal").startswith("REHEARSAL"), "the run marked REHEARSAL")
+    assert "60× speed" in text_of(browser, "#run-rehearsal")
+    eventually(lambda: browser.find_element(By.ID, "run-status").get_attribute("data-status") == "completed",
+               "the dry run completed, its cue confirmed by the rehearsal", timeout=60)
+    assert serious_findings(browser) == [], "axe on a dry run's page"
+    assert not [r for r in bridge.received() if r.json["run_id"] == run_id]  # the real bridge got nothing of it
+
+    browser.get(f"{server.console_url}#/runs?definition={definition_id}")
+    eventually(lambda: "No runs match." in text_of(browser, "#runs-list"), "the list without rehearsals")
+    browser.find_element(By.ID, "filter-rehearsals").click()
+    row = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#runs-list tr[data-run='{run_id}']"),
+                     "the dry run listed once asked for")[0]
+    assert "REHEARSAL" in row.text
+    assert "rehearsals=include" in browser.current_url
