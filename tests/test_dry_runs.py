@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 from datetime import timedelta
 
+import pymysql
 import pytest
 from chalice.test import Client
 
@@ -347,3 +348,16 @@ def test_a_sandbox_dry_run_without_a_sandbox_is_409_and_writes_nothing(api):
 def test_the_sandbox_is_never_the_real_bridge_or_its_key(env, wrong):
     with pytest.raises(ConfigError, match=re.escape(wrong)):
         Settings.from_env({"GAME_BRIDGE_URL": "http://game.example/bridge", "GAME_BRIDGE_SECRET": SECRET, **env})
+
+
+@pytest.mark.parametrize("columns", [
+    "mode = 'rehearsal'",  # a dry run without its settings
+    "mode = 'rehearsal', rehearsal_bridge = 'live', auto_confirm_seconds = 10",
+    "speed = 60",  # a live run is never sped up
+    "rehearsal_bridge = 'simulate'",  # nor given a rehearsal's bridge
+])
+def test_the_run_row_refuses_a_mode_without_its_settings(api, clock, db, columns):
+    live = api.post(f"/definitions/{_demo(api)}/runs", {"scheduled_for": clock.now().isoformat() + "Z"}, auth=ADMIN)
+    with pytest.raises(pymysql.err.OperationalError, match="CONSTRAINT"):
+        db.autocommit(lambda tx: tx.execute(f"UPDATE event_runs SET {columns} WHERE id = %s",
+                                            (live.body["run"]["id"],)))

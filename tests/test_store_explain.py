@@ -90,6 +90,10 @@ STATEMENTS = {
     "phases_list_for_run": lambda tx, run, s, now: phases.list_for_run(tx, run.id),
     "steps_list_for_phase": lambda tx, run, s, now: steps.list_for_phase(tx, run.id, 1),
     "acknowledge": lambda tx, run, s, now: steps.acknowledge(tx, s.id, "rowan", now),
+    # Dry runs: the list's filter, and the signal a dry run's engine sends.
+    "list_rehearsals_only": lambda tx, run, s, now: runs.list_page(tx, rehearsal="only"),
+    "list_rehearsals_excluded": lambda tx, run, s, now: runs.list_page(tx, rehearsal="exclude", before_id=run.id + 1),
+    "auto_signal_due": lambda tx, run, s, now: phases.auto_signal_due(tx, run.id, 1, now),
 }
 
 

@@ -175,12 +175,13 @@ def close(tx: Tx, run_id: int, number: int, closed_by: str, now: datetime) -> bo
 def auto_signal_due(tx: Tx, run_id: int, number: int, now: datetime) -> str | None:
     """The signal a dry run's engine sends its phase now (`auto_signal_seconds` after the phase opened), if it
     waits for one that has not come; None for a live run, or when nothing is due."""
-    return tx.scalar(
+    row = tx.one(
         f"""SELECT p.`signal` FROM event_run_phases p JOIN event_runs r ON r.id = p.run_id
              WHERE p.run_id = %s AND p.number = %s AND NOT p.condition_met AND p.closed_at IS NULL
                AND {AUTO_SIGNAL_AT} <= %s""",  # noqa: S608 — AUTO_SIGNAL_AT is a constant; values are parameters
         (run_id, number, now),
     )
+    return None if row is None else str(row["signal"])
 
 
 def drop_deadline(tx: Tx, run_id: int, number: int, now: datetime) -> bool:

@@ -88,7 +88,8 @@ def list_page(
     if rehearsal is not None:
         if rehearsal not in REHEARSAL_FILTERS:
             raise ValueError(f"rehearsal is one of {REHEARSAL_FILTERS}, not {rehearsal!r}")
-        where.append(f"mode {'<>' if rehearsal == 'only' else '='} {RunSQL.LIVE}")
+        where.append("mode = %s")  # one range of (mode, id)
+        args.append((RunMode.REHEARSAL if rehearsal == "only" else RunMode.LIVE).value)
     if definition_id is not None:
         where.append("definition_id = %s")
         args.append(definition_id)
