@@ -96,8 +96,10 @@ def test_the_demo_rehearsed_in_simulate_mode_completes_and_the_real_bridge_and_c
     assert run["run"]["status"] == "completed", run["run"]
     assert all(s["status"] == "done" for s in run["steps"])
     assert live_bridge.received() == [] and _live_posts(live) == []
-    assert rehearsing.posts and all(p.startswith("[REHEARSAL] ") for p in rehearsing.posts)
-    assert "[REHEARSAL] Thanks for coming!" in rehearsing.posts
+    read = [n.message() for n in rehearsing.notices]
+    assert read and all(text.startswith("[REHEARSAL] ") for text in read)
+    assert all(n.subject.startswith("[REHEARSAL] ") for n in rehearsing.notices)  # an SNS subject too
+    assert "[REHEARSAL] Thanks for coming!" in read
 
 
 def test_the_list_keeps_the_dry_runs_apart_on_request(api, clock):
@@ -178,7 +180,7 @@ def test_the_demo_at_speed_60_completes_by_itself_its_cue_confirmed_by_the_rehea
     confirmed = [e for e in _log(api, run_id) if e["kind"] == "step.status" and e["actor"] == "rehearsal"]
     assert [e["detail"]["cause"] for e in confirmed] == ["confirmed by the rehearsal after 10 s"]
     assert live_bridge.received() == [] and _live_posts(live) == []
-    assert "[REHEARSAL] Light the bonfire, then confirm this step" in [n.text for n in rehearsing.notices]
+    assert any(n.message().startswith("[REHEARSAL] Cue: Light the bonfire") for n in rehearsing.notices)
 
 
 def test_authored_durations_are_divided_by_the_speed(api, clock, world, db):
@@ -275,7 +277,7 @@ def test_no_production_figure_counts_a_dry_run(api, clock, world, db):
     assert db.autocommit(resources.count_left) == 0
     clock.advance(10)  # 600 s at speed 60: the stall is escalated, to the rehearsal channel
     reports.append(tick(runner))
-    assert any(n.kind == "stall" and n.text.startswith("[REHEARSAL] Escalation") for n in rehearsing.notices)
+    assert any(n.kind == "stall" and n.message().startswith("[REHEARSAL] Escalation") for n in rehearsing.notices)
     for report in reports:
         figures = report.summary()
         assert figures["rehearsals"] >= (1 if report is reports[0] else 0)
@@ -296,30 +298,53 @@ def sandbox():
 
 
 @pytest.fixture
-def deployed(db, clock, db_params, live_bridge, sandbox):
-    """The API and the runner as a deployment builds them (`build_runner`) from settings naming both bridges;
-    its live channels swapped for recording ones, so what reaches them is seen."""
+def live_hooks():
+    """The real channels: a loopback webhook receiver counting every post (cues, announcements, escalations)."""
+    with GameBridge() as hooks:
+        yield hooks
+
+
+@pytest.fixture
+def rehearsal_hooks():
+    """REHEARSAL_CHANNEL's webhook receiver."""
+    with GameBridge() as hooks:
+        yield hooks
+
+
+@pytest.fixture
+def deployed(db, clock, db_params, live_bridge, sandbox, live_hooks, rehearsal_hooks):
+    """The API and the runner as a deployment builds them (`build_runner`) from settings naming both bridges,
+    the live channels and the rehearsal channel, each a loopback server."""
     settings = hs_settings(db_params, game_bridge_url=live_bridge.url, game_bridge_secret=SECRET,
-                           game_bridge_sandbox_url=sandbox.url, game_bridge_sandbox_secret=SANDBOX_SECRET)
+                           game_bridge_sandbox_url=sandbox.url, game_bridge_sandbox_secret=SANDBOX_SECRET,
+                           cue_channel=f"webhook:{live_hooks.url}/hooks/cue",
+                           announce_channel=f"webhook:{live_hooks.url}/hooks/news",
+                           escalation_channel=f"webhook:{live_hooks.url}/hooks/escalation",
+                           rehearsal_channel=f"webhook:{rehearsal_hooks.url}/hooks/rehearsal",
+                           webhook_secret="webhook-secret-0123456789", escalate_after_seconds=600)
     runner = build_runner(settings, db, clock)
-    runner.actions = replace(runner.actions, cue_channel=RecordingChannel("cue"),
-                             announce_channel=RecordingChannel("announce"))
     with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
         yield Api(client), runner
     runner.close()
 
 
-def test_the_demo_rehearsed_against_the_sandbox_completes_and_the_real_bridge_receives_nothing(
-        deployed, clock, live_bridge, sandbox):
+@pytest.mark.parametrize("bridge", ["simulate", "sandbox"])
+def test_the_demo_at_speed_60_completes_and_the_real_bridge_and_channels_receive_nothing(
+        deployed, clock, live_bridge, sandbox, live_hooks, rehearsal_hooks, bridge):
     api, runner = deployed
-    run_id = _dry_run(api, _demo(api), bridge="sandbox")["run"]["id"]
+    run_id = _dry_run(api, _demo(api), bridge=bridge)["run"]["id"]
     run = _tick_until(api, runner, clock, run_id, "completed")
     assert all(s["status"] == "done" for s in run["steps"])
     got = sandbox.received()
-    assert [r.action_id for r in got] == ["world.spawn", "world.give_item", "world.fireworks"]
-    assert all(r.json["rehearsal"] is True and r.signature_valid(SANDBOX_SECRET) for r in got)
-    assert not any(r.signature_valid(SECRET) for r in got)  # never the real bridge's key
-    assert live_bridge.received() == [] and _live_posts(runner.actions) == []
+    if bridge == "sandbox":
+        assert [r.action_id for r in got] == ["world.spawn", "world.give_item", "world.fireworks"]
+        assert all(r.json["rehearsal"] is True and r.signature_valid(SANDBOX_SECRET) for r in got)
+        assert not any(r.signature_valid(SECRET) for r in got)  # never the real bridge's key
+    else:
+        assert got == []
+    assert live_bridge.received() == [] and live_hooks.received() == []
+    posted = [r.json["content"] for r in rehearsal_hooks.received()]
+    assert len(posted) == 4 and all(text.startswith("[REHEARSAL] ") for text in posted), posted  # 3 announcements, 1 cue
 
 
 def test_a_live_run_never_reaches_the_sandbox(deployed, clock, live_bridge, sandbox):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ..model import Step
@@ -19,6 +19,7 @@ class Notice:
     idempotency_key: str
     at: datetime  # the tick's clock: webhooks sign with it
     link: str | None = None  # the run's page in the console
+    rehearsal: bool = False  # from a dry run: what a person reads begins with REHEARSAL_PREFIX
 
     @classmethod
     def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> Notice:
@@ -57,7 +58,11 @@ class Notice:
     def message(self, limit: int | None = None) -> str:
         """What a person reads. A cue names its run and step and links to the run, so the
         game master who reads it knows where to confirm it; an announcement is its text.
-        With `limit`, the text is shortened (never the run, step or link) to fit."""
+        With `limit`, the text is shortened (never the run, step or link) to fit. A dry run's
+        begins with REHEARSAL_PREFIX, whatever it is."""
+        if self.rehearsal:
+            return REHEARSAL_PREFIX + replace(self, rehearsal=False).message(
+                None if limit is None else limit - len(REHEARSAL_PREFIX))
         if self.kind in ABOUT_A_WAIT:
             return self.text + (f"\n{self.link}" if self.link else "")
         if self.kind != "cue":
@@ -70,12 +75,16 @@ class Notice:
 
     @property
     def subject(self) -> str:
+        if self.rehearsal:
+            return REHEARSAL_PREFIX + replace(self, rehearsal=False).subject
         if self.kind == "advance":
             return f"Run {self.run_id} waits to advance"
         if self.kind in ABOUT_A_WAIT:
             return f"{self.kind.capitalize()} for run {self.run_id}"
         return f"Cue for run {self.run_id}" if self.kind == "cue" else f"Announcement from run {self.run_id}"
 
+
+REHEARSAL_PREFIX = "[REHEARSAL] "
 
 # The engine's own sentences about a wait (a phase held, a cue reminded or escalated, a run stalled).
 ABOUT_A_WAIT = ("advance", "reminder", "escalation", "stall")

@@ -16,8 +16,6 @@ from .notice import Notice
 from .outcome import Outcome
 from .perform import Actions, Bridge
 
-PREFIX = "[REHEARSAL] "
-
 
 class SimulatedBridge:
     """Answers every module action done, inside the engine: no game server is asked."""
@@ -35,7 +33,7 @@ class RehearsalChannel:
         self.inner, self.name, self.timeout = inner, inner.name, inner.timeout
 
     def post(self, notice: Notice) -> None:
-        self.inner.post(replace(notice, text=PREFIX + notice.text))
+        self.inner.post(replace(notice, rehearsal=True))
 
 
 def rehearsal_actions(live: Actions, channel: Channel, sandbox: Bridge | None) -> dict[RehearsalBridge, Actions]:
