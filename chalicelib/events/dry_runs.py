@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..db import Database, Tx, must_exist
+from ..db import Database, Tx
 from . import journal
 from .document import grace_seconds_of
 from .errors import Clash, NotFound
@@ -44,4 +44,4 @@ def start(db: Database, definition_id: int, rehearsal: Rehearsal, *, version: in
                                           rehearsal=True), now)
         return run
 
-    return must_exist(db.transaction(work))
+    return db.transaction(work)
