@@ -192,9 +192,9 @@ class Settings:
 
     @property
     def sandbox_configured(self) -> bool:
-        """A sandbox dry run has somewhere to go: the sandbox's URL and its key."""
-        return bool(self.game_bridge_sandbox_url
-                    and (self.game_bridge_sandbox_secret or self.game_bridge_sandbox_secret_arn))
+        """A sandbox dry run has somewhere to go: the deployment names a sandbox (GAME_BRIDGE_SANDBOX_URL). The
+        API asks only this (it never holds the sandbox's key); the tick, which signs for it, also needs the key."""
+        return self.game_bridge_sandbox_url is not None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

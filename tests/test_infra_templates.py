@@ -237,6 +237,20 @@ def test_a_webhook_channel_gets_its_own_signing_key_and_the_tick_may_read_it(pac
     assert {"Ref": "WebhookSecret"} in granted(resources(chosen)["TickRole"], "secretsmanager:GetSecretValue")
 
 
+def test_a_sandbox_for_dry_runs_is_signed_for_by_the_tick_alone(packaged, app):
+    assert "GAME_BRIDGE_SANDBOX_URL" not in env(app, "Tick") and "REHEARSAL_CHANNEL" not in env(app, "Tick")
+    secret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:sandbox-AbCdEf"
+    chosen = cfn.render(packaged, dict(APP_PARAMETERS, GameBridgeSandboxUrl="https://sandbox.example/bridge",
+                                       GameBridgeSandboxSecretArn=secret, RehearsalChannel="webhook:https://hooks.example/r"))
+    tick, api = env(chosen, "Tick"), env(chosen, "APIHandler")
+    assert tick["GAME_BRIDGE_SANDBOX_URL"] == {"Ref": "GameBridgeSandboxUrl"} == api["GAME_BRIDGE_SANDBOX_URL"]
+    assert tick["GAME_BRIDGE_SANDBOX_SECRET_ARN"] == {"Ref": "GameBridgeSandboxSecretArn"}
+    assert tick["REHEARSAL_CHANNEL"] == {"Ref": "RehearsalChannel"} and tick["WEBHOOK_SECRET_ARN"] == {"Ref": "WebhookSecret"}
+    assert {"Ref": "GameBridgeSandboxSecretArn"} in granted(resources(chosen)["TickRole"], "secretsmanager:GetSecretValue")
+    assert "GAME_BRIDGE_SANDBOX_SECRET_ARN" not in api, "the API never holds the sandbox's key"
+    assert {"Ref": "GameBridgeSandboxSecretArn"} not in granted(resources(chosen)["ApiHandlerRole"], "secretsmanager:GetSecretValue")
+
+
 def test_only_migrate_sees_the_admin_secret_and_only_it_may_write_the_app_secret(app):
     for role in ("ApiHandlerRole", "TickRole"):
         assert imported("AdminSecretArn") not in granted(resources(app)[role], "secretsmanager:GetSecretValue")

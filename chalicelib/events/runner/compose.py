@@ -74,7 +74,10 @@ def _sandbox(settings: Settings, timeout: float) -> BridgeClient | None:
         return None
     key = _secret(settings.game_bridge_sandbox_secret, settings.game_bridge_sandbox_secret_arn,
                   "GAME_BRIDGE_SANDBOX_SECRET_ARN")
-    return BridgeClient(must_exist(settings.game_bridge_sandbox_url), must_exist(key), timeout=timeout, rehearsal=True)
+    if key is None:
+        raise ConfigError("GAME_BRIDGE_SANDBOX_URL is set, so the tick signs for the sandbox: set its own key in"
+                          " GAME_BRIDGE_SANDBOX_SECRET or GAME_BRIDGE_SANDBOX_SECRET_ARN")
+    return BridgeClient(must_exist(settings.game_bridge_sandbox_url), key, timeout=timeout, rehearsal=True)
 
 
 def _secret(value: str | None, arn: str | None, setting: str) -> SigningKey | None:
