@@ -9,7 +9,8 @@
      │    ├── SecretUnreadable   a secret the engine needs cannot be read (missing, not permitted, unreachable, malformed)
      │    └── SchemaBehind       the database lacks a migration this code ships (an upgrade not migrated yet)
      ├── ConfigError             a setting is missing or out of range (also a ValueError)
-     └── OutboundError           an outbound call got no complete answer; the peer may or may not have acted
+     └── OutboundError           an outbound call got no complete answer; `sent`: a byte of the request had
+          │                      left, so the peer may have acted (False: it cannot have)
           ├── DeadlineExceeded   the overall deadline passed before the whole answer arrived
           └── ConnectionFailed   unreachable, hung up, or answered something that is not HTTP/1.1
 
@@ -66,7 +67,9 @@ class ConfigError(ValueError):
 
 
 class OutboundError(Exception):
-    pass
+    def __init__(self, message: str, *, sent: bool = False):
+        super().__init__(message)
+        self.sent = sent  # the request's first byte had been sent: the peer may or may not have acted on it
 
 
 class DeadlineExceeded(OutboundError):

@@ -3,7 +3,9 @@
 Invariant: `post` returns or raises within `timeout` seconds of being called —
 name lookup, connect, TLS handshake, sending, the answer's headers and its body
 all count against one deadline, after which the socket is closed — and it never
-holds more than `max_answer_bytes` of an answer. Socket timeouts alone cannot
+holds more than `max_answer_bytes` of an answer. A failure says whether the
+request's first byte had been sent (`OutboundError.sent`): before it, the peer
+cannot have acted; after it, nobody knows. Socket timeouts alone cannot
 promise that (urllib3's and httpx's included): they bound each read, so an
 answer dripping a byte a second lasts as long as its sender likes. Here every
 read and write gets only what is left of the deadline.
@@ -103,22 +105,28 @@ def _request(method: str, endpoint: Endpoint, target: str, body: bytes, headers:
     import h11  # only a process that sends pays for the import
 
     deadline = time.monotonic() + timeout
+    progress = _Progress()
     try:
         sock = _connect(endpoint, deadline)
         try:
-            return _exchange(h11, sock, method, endpoint, target, body, headers, deadline, max_answer_bytes)
+            return _exchange(h11, sock, method, endpoint, target, body, headers, deadline, max_answer_bytes, progress)
         finally:
             sock.close()
     except TimeoutError:
-        raise DeadlineExceeded(f"no complete answer within {timeout:g}s") from None
+        raise DeadlineExceeded(f"no complete answer within {timeout:g}s", sent=progress.sent) from None
     except OSError as error:
-        raise ConnectionFailed(f"{type(error).__name__}: {error}") from None
+        raise ConnectionFailed(f"{type(error).__name__}: {error}", sent=progress.sent) from None
     except h11.RemoteProtocolError as error:
-        raise ConnectionFailed(f"unreadable answer: {error}") from None
+        raise ConnectionFailed(f"unreadable answer: {error}", sent=progress.sent) from None
+
+
+@dataclass
+class _Progress:
+    sent: bool = False  # a byte of the request has left: from here on a failure leaves the outcome unknown
 
 
 def _exchange(h11: ModuleType, sock: socket.socket, method: str, endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str],
-              deadline: float, max_answer_bytes: int) -> Answer:
+              deadline: float, max_answer_bytes: int, progress: _Progress) -> Answer:
     connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
     request = h11.Request(
         method=method,
@@ -127,7 +135,7 @@ def _exchange(h11: ModuleType, sock: socket.socket, method: str, endpoint: Endpo
                  *headers.items()],
     )
     _send_all(sock, connection.send(request) + connection.send(h11.Data(data=body)) + connection.send(h11.EndOfMessage()),
-              deadline)
+              deadline, progress)
     status, kept, size = 0, [], 0
     while True:
         event = connection.next_event()
@@ -157,11 +165,13 @@ def _left(deadline: float) -> float:
     return left
 
 
-def _send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
+def _send_all(sock: socket.socket, data: bytes, deadline: float, progress: _Progress) -> None:
     view = memoryview(data)
     while view:
         sock.settimeout(_left(deadline))
-        view = view[sock.send(view):]
+        written = sock.send(view)
+        progress.sent = progress.sent or written > 0
+        view = view[written:]
 
 
 def _receive(sock: socket.socket, deadline: float) -> bytes:

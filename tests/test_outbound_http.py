@@ -182,8 +182,8 @@ def test_an_answer_that_arrived_while_the_caller_was_paused_past_its_deadline_is
     peer = RawPeer(lambda connection: connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 8\r\n\r\ntoo late"))
     send = outbound._send_all
 
-    def send_then_pause(sock, data, deadline):
-        send(sock, data, deadline)
+    def send_then_pause(sock, data, deadline, progress):
+        send(sock, data, deadline, progress)
         time.sleep(DEADLINE + 0.2)  # as a worker stopped right after sending, the answer arriving meanwhile
 
     monkeypatch.setattr(outbound, "_send_all", send_then_pause)
@@ -239,3 +239,35 @@ def test_a_peer_that_starts_its_answer_late_and_goes_silent_is_cut_at_the_deadli
     finally:
         peer.close()
     assert took < CUT_BY
+
+
+# Issue 26, item 4: a failure says whether the request's first byte had left. Before it the peer cannot
+# have acted (a refused connection, a name that does not resolve); after it nobody knows (steps in doubt).
+def test_a_failure_before_the_first_byte_was_sent_says_so():
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()  # nothing listens there: the connection is refused before anything is sent
+    endpoint = outbound.Endpoint.parse(f"http://127.0.0.1:{port}")
+    with pytest.raises(ConnectionFailed) as refused:
+        outbound.post(endpoint, endpoint.target("/x"), b"{}", {}, timeout=DEADLINE)
+    assert refused.value.sent is False
+
+
+def test_a_peer_that_hangs_up_after_reading_the_request_leaves_it_in_doubt():
+    peer = RawPeer(lambda connection: connection.close())
+    try:
+        with pytest.raises(ConnectionFailed) as hung_up:
+            _post(peer)
+    finally:
+        peer.close()
+    assert hung_up.value.sent is True
+
+
+def test_a_deadline_passed_after_sending_leaves_it_in_doubt():
+    peer = RawPeer(lambda connection: time.sleep(DEADLINE + SLACK))
+    try:
+        with pytest.raises(DeadlineExceeded) as timed_out:
+            _post(peer)
+    finally:
+        peer.close()
+    assert timed_out.value.sent is True

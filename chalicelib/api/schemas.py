@@ -262,6 +262,8 @@ STEP = _object(
     times_out_at=_MAYBE_TIME,
     retries={"type": "integer", "minimum": 0},
     resource_id=_MAYBE_INT,
+    in_doubt={"type": "boolean", "description": "its last attempt has no known outcome: the game may or may not"
+                                               " have applied it"},
     parked={"type": "boolean"},
     etag={"type": "string", "description": "the step's state (retries, attempts, state, finished_at): what a step"
                                            " control's If-Match names"},

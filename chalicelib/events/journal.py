@@ -163,6 +163,8 @@ def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: boo
     }
     if fenced_out:
         detail["fenced_out"] = True  # the answer came after our lease was taken over: recorded, not applied
+    if outcome.in_doubt:
+        detail["in_doubt"] = True  # no known outcome: the game may or may not have applied it
     detail.update(ledger)
     return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_DISPATCH, phase=step.phase, detail=detail, actor=RUNNER)
 

@@ -232,6 +232,7 @@ class Step:
     times_out_at: datetime | None = None
     retries: int = 0  # how many times a person retried it (raised by the retry's own statement)
     resource_id: int | None = None  # a cleanup's revert step: the resource it reverts (never in params)
+    in_doubt: bool = False  # its last attempt has no known outcome: the game may or may not have applied it
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:
@@ -241,6 +242,7 @@ class Step:
                 "params": _json(row["params"], {}),
                 "status": StepStatus(row["status"]),
                 "on_failure": OnFailure(row["on_failure"]),
+                "in_doubt": bool(row.get("in_doubt", False)),
             }
         )
 

@@ -88,6 +88,8 @@ WORKER_ERRORS = "tests/test_runner_worker_errors.py"
 SNS_CHANNEL = "chalicelib/events/actions/sns_channel.py"
 WEBHOOK_CHANNEL = "chalicelib/events/actions/webhook_channel.py"
 CHANNELS = "chalicelib/events/actions/channels.py"
+BRIDGE = "chalicelib/events/actions/bridge.py"
+DOUBT = "tests/test_runner_doubt.py"
 NOTICE = "chalicelib/events/actions/notice.py"
 CHANNELS_SNS = "tests/test_channels_sns.py"
 CHANNELS_WEBHOOK = "tests/test_channels_webhook.py"
@@ -957,8 +959,8 @@ MUTATIONS: list[Mutation] = [
              (HARNESS_TESTS,)),
     # ── outbound: one deadline over every stage, a size cap ──────────────
     Mutation("outbound-send-without-the-deadline", OUTBOUND,
-             "        sock.settimeout(_left(deadline))\n        view = view[sock.send(view):]",
-             "        view = view[sock.send(view):]",
+             "        sock.settimeout(_left(deadline))\n        written = sock.send(view)",
+             "        written = sock.send(view)",
              (OUTBOUND_TESTS,)),
     Mutation("outbound-wait-without-the-deadline", OUTBOUND,
              "        sock.settimeout(left)\n        return sock.recv(RECEIVE_BYTES)",
@@ -1531,4 +1533,33 @@ MUTATIONS: list[Mutation] = [
              "            return REHEARSAL_PREFIX + replace(self, rehearsal=False).message(",
              "            return replace(self, rehearsal=False).message(",
              (DRY_RUNS,)),
+    # ── steps in doubt (issue 26, item 4) ──
+    Mutation("a-gateways-502-with-a-json-body-is-an-answer", BRIDGE,
+             "from_the_game = isinstance(read, dict) and status not in PROXY_STATUSES",
+             "from_the_game = isinstance(read, dict)",
+             (DOUBT,)),
+    Mutation("a-5xx-without-a-json-object-is-an-answer", BRIDGE,
+             "from_the_game = isinstance(read, dict) and status not in PROXY_STATUSES",
+             "from_the_game = status not in PROXY_STATUSES",
+             (DOUBT,)),
+    Mutation("a-failure-after-the-first-byte-is-not-in-doubt", OUTBOUND,
+             "progress.sent = progress.sent or written > 0",
+             "progress.sent = False",
+             (OUTBOUND_TESTS, DOUBT)),
+    Mutation("a-failure-before-sending-is-in-doubt", OUTBOUND,
+             "    progress = _Progress()\n",
+             "    progress = _Progress(sent=True)\n",
+             (OUTBOUND_TESTS, DOUBT)),
+    Mutation("a-retry-forgets-its-doubt", STEPS,
+             "(due_at, kept_note(error), in_doubt, claim.step_id",
+             "(due_at, kept_note(error), False, claim.step_id",
+             (DOUBT,)),
+    Mutation("a-give-up-forgets-its-doubt", STEPS,
+             "(status.value, kept_note(error), now, in_doubt, claim.step_id",
+             "(status.value, kept_note(error), now, False, claim.step_id",
+             (DOUBT,)),
+    Mutation("the-sweep-requeues-a-step-without-its-doubt", STEPS,
+             'f"status = {StepSQL.PENDING}, claimed_by = NULL, claim_expires_at = NULL, in_doubt = TRUE",',
+             'f"status = {StepSQL.PENDING}, claimed_by = NULL, claim_expires_at = NULL",',
+             (DOUBT,)),
 ]

@@ -5,7 +5,11 @@
     Idempotency-Key, X-Event-Timestamp, X-Event-Signature: sha256=HMAC("{timestamp}.{body}")
 
 The answer is a JSON object; `{"outcome": "refused", "reason": ...}` declines
-explicitly, anything else in a 2xx is done. The key is kept current through a
+explicitly, anything else in a 2xx is done. A retry is *in doubt* when nobody
+knows whether the game acted: no complete answer after the request's first
+byte left, or a 5xx a proxy gave in the game's place (a 502, a 504, or any 5xx
+whose body is not a JSON object). A 429, or a 5xx with a JSON object (the game
+itself answering), is an answer: the game did not act. The key is kept current through a
 rotation of its secret, and a 401 to a signature re-reads it (`signing`). One overall deadline (the bridge
 timeout) covers the whole exchange and the answer is read up to a cap (see
 `outbound`): past the deadline the outcome is a retry, past the cap `failed`.
@@ -46,12 +50,19 @@ def request_body(step: Step, attempt: int, *, rehearsal: bool = False) -> bytes:
     ).encode()
 
 
+PROXY_STATUSES = (502, 504)  # a gateway's own answers: the game behind it may have acted or not
+
+
 def classify(answer: outbound.Answer) -> Outcome:
-    """Retry on 429/5xx; refused on 409/422 or an explicit refusal; failed otherwise unless a readable 2xx."""
+    """Retry on 429/5xx (in doubt when a proxy answered: `PROXY_STATUSES`, or a 5xx without a JSON object);
+    refused on 409/422 or an explicit refusal; failed otherwise unless a readable 2xx."""
     status = answer.status
-    if status == 429 or status >= 500:
+    if status == 429:
         return Outcome.retry(f"HTTP {status}", http_status=status)
     read = _read(answer)
+    if status >= 500:
+        from_the_game = isinstance(read, dict) and status not in PROXY_STATUSES
+        return Outcome.retry(f"HTTP {status}", http_status=status, in_doubt=not from_the_game)
     result = read if isinstance(read, dict) else None  # the answer body, for whoever reads the outcome next
     if status in (409, 422):
         return Outcome.refused(f"HTTP {status}: {_reason(answer, read)}", http_status=status, result=result)
@@ -112,9 +123,10 @@ class BridgeClient:
                 timeout=self.timeout,
             )
         except DeadlineExceeded as error:
-            return Outcome.retry(f"timed out: {error}", latency_ms=_ms_since(started))
+            return Outcome.retry(f"timed out: {error}", latency_ms=_ms_since(started), in_doubt=error.sent)
         except ConnectionFailed as error:
-            return Outcome.retry(f"connection error: {error}"[:MAX_REASON], latency_ms=_ms_since(started))
+            return Outcome.retry(f"connection error: {error}"[:MAX_REASON], latency_ms=_ms_since(started),
+                                 in_doubt=error.sent)
         return replace(classify(answer), latency_ms=_ms_since(started))
 
 

@@ -28,6 +28,7 @@ class Outcome:
     http_status: int | None = None
     latency_ms: int | None = None
     result: dict[str, Any] | None = field(default=None, compare=False)  # the answer body, parsed (a JSON object)
+    in_doubt: bool = False  # a retry with no known outcome: the game may or may not have applied it
 
     @classmethod
     def done(cls, **extra: Any) -> Outcome:

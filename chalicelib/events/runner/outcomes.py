@@ -47,7 +47,7 @@ def settle_outcome(
 
     `static_revert`: the step's authored revert (a done answer records one resource with it); `compensate`:
     the document's `cleanup_on` has `fail` (an abort_run cleans up first)."""
-    verdict, error = outcome.verdict, outcome.error
+    verdict, error, in_doubt = outcome.verdict, outcome.error, outcome.in_doubt
     if verdict is Verdict.RETRY and claim.attempt >= rules.max_attempts:
         verdict, error = Verdict.FAILED, f"gave up after {claim.attempt} attempts: {error}"
 
@@ -56,17 +56,18 @@ def settle_outcome(
         status, written = StepStatus.DONE, steps.finish(tx, claim, StepStatus.DONE, now)
         if written and outcome.hold_until is not None:
             held = steps.hold_next(tx, step.run_id, step.phase, step.seq, outcome.hold_until)
-    elif verdict in (Verdict.PARKED, Verdict.RETRY) and (ended := steps.cancel_if_over(tx, claim, now)) is not None:
+    elif verdict in (Verdict.PARKED, Verdict.RETRY) and \
+            (ended := steps.cancel_if_over(tx, claim, now, in_doubt=in_doubt)) is not None:
         # Its run or its phase ended while the step was in flight: nobody will confirm or retry it.
         status, written, error = StepStatus.CANCELLED, True, ended
     elif verdict is Verdict.PARKED:
         status, written = StepStatus.RUNNING, steps.park(tx, claim, outcome.note, outcome.attention)
     elif verdict is Verdict.RETRY:
         retry_at = now + timedelta(seconds=rules.retry_seconds)
-        status, written = StepStatus.PENDING, steps.reschedule(tx, claim, retry_at, error)
+        status, written = StepStatus.PENDING, steps.reschedule(tx, claim, retry_at, error, in_doubt=in_doubt)
     else:
         status = StepStatus.REFUSED if verdict is Verdict.REFUSED else StepStatus.FAILED
-        written = steps.finish(tx, claim, status, now, error)
+        written = steps.finish(tx, claim, status, now, error, in_doubt=in_doubt)
 
     recorded = _record_resources(tx, step, outcome, verdict, now, static_revert)
     if written and step.resource_id is not None and status.terminal:
@@ -77,6 +78,8 @@ def settle_outcome(
         detail: dict[str, Any] = {"hold_until": outcome.hold_until} if held else {}
         if status in STEP_FAILURES:
             detail["on_failure"] = step.on_failure.value
+        if in_doubt:
+            detail["in_doubt"] = True
         entries.append(journal.step_status(step, StepStatus.RUNNING, status, cause=error, attempt=claim.attempt, **detail))
     if written and status in STEP_FAILURES:
         if steps.phase_ended(tx, step.run_id, step.phase, now):

@@ -32,4 +32,5 @@ def reclaim(tx: Tx, now: datetime, max_attempts: int) -> Swept:
 
 
 def _taken_back(step: Step, to: StepStatus, cause: str, **detail: str) -> journal.Entry:
-    return journal.step_status(step, StepStatus.RUNNING, to, cause=cause, attempts=step.attempts, **detail)
+    """The row of a step the sweep took back: in doubt (its attempt may or may not have reached the game)."""
+    return journal.step_status(step, StepStatus.RUNNING, to, cause=cause, attempts=step.attempts, in_doubt=True, **detail)

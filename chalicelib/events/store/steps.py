@@ -40,7 +40,8 @@ from . import phases
 COLUMNS = (
     "id, run_id, phase, seq, action_id, params, action_version, on_failure, idempotency_key,"
     " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error,"
-    " acknowledged_by, acknowledged_at, remind_at, reminders_sent, escalate_at, escalation_tries, times_out_at, retries, resource_id"
+    " acknowledged_by, acknowledged_at, remind_at, reminders_sent, escalate_at, escalation_tries, times_out_at, retries, resource_id,"
+    " in_doubt"
 )
 GAVE_UP = "gave up after repeated interruptions"
 RUN_ENDED = "its run ended while this step was in flight"
@@ -309,8 +310,9 @@ def park(tx: Tx, claim: Claim, note: str | None = None, attention: Attention | N
     )
 
 
-def reschedule(tx: Tx, claim: Claim, due_at: datetime, error: str | None = None) -> bool:
-    """Back to pending for a later attempt; `attempts` stays as the claim left it.
+def reschedule(tx: Tx, claim: Claim, due_at: datetime, error: str | None = None, *, in_doubt: bool = False) -> bool:
+    """Back to pending for a later attempt; `attempts` stays as the claim left it, and `in_doubt` says
+    whether the attempt it ends has no known outcome (written here: no statement of its own).
 
     The caller's backoff is flat: due_at is also the event's own clock, and a
     doubling backoff would push a step far past the moment it was about.
@@ -319,16 +321,18 @@ def reschedule(tx: Tx, claim: Claim, due_at: datetime, error: str | None = None)
         tx.execute(
             f"""UPDATE event_run_steps
                    SET status = {StepSQL.PENDING}, due_at = %s, claimed_by = NULL,
-                       claim_expires_at = NULL, last_error = %s
+                       claim_expires_at = NULL, last_error = %s, in_doubt = %s
                  WHERE {_FENCE}""",  # noqa: S608 — _FENCE is a constant; values are parameters
-            (due_at, kept_note(error), claim.step_id, claim.token, claim.attempt),
+            (due_at, kept_note(error), in_doubt, claim.step_id, claim.token, claim.attempt),
         )
         == 1
     )
 
 
-def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str | None = None) -> bool:
-    """A terminal outcome of the claimer's own attempt: done, failed or refused."""
+def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str | None = None, *,
+           in_doubt: bool = False) -> bool:
+    """A terminal outcome of the claimer's own attempt: done, failed or refused (`in_doubt`: a give-up
+    whose last attempt has no known outcome)."""
     status = StepStatus(status)
     if status not in RUNNER_FINISHES:
         raise ValueError(f"a claimer finishes a step as done, failed or refused, not {status.value}")
@@ -336,15 +340,15 @@ def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str |
         tx.execute(
             f"""UPDATE event_run_steps
                    SET status = %s, last_error = %s, finished_at = %s,
-                       claimed_by = NULL, claim_expires_at = NULL
+                       claimed_by = NULL, claim_expires_at = NULL, in_doubt = %s
                  WHERE {_FENCE}""",  # noqa: S608 — _FENCE is a constant; the status and values are parameters
-            (status.value, kept_note(error), now, claim.step_id, claim.token, claim.attempt),
+            (status.value, kept_note(error), now, in_doubt, claim.step_id, claim.token, claim.attempt),
         )
         == 1
     )
 
 
-def cancel_if_over(tx: Tx, claim: Claim, now: datetime) -> str | None:
+def cancel_if_over(tx: Tx, claim: Claim, now: datetime, *, in_doubt: bool = False) -> str | None:
     """The claimer's step, cancelled instead of parked or re-queued when its run ended meanwhile, or its
     phase (a signal, a person's advance, its deadline: `phases.ENDING`), or a cleanup began (a step that is
     not a revert is over once answered); the cause written, or None.
@@ -360,9 +364,9 @@ def cancel_if_over(tx: Tx, claim: Claim, now: datetime) -> str | None:
                    LEFT JOIN event_run_phases p ON p.run_id = s.run_id AND p.number = s.phase
                SET s.status = {StepSQL.CANCELLED}, s.finished_at = %s,
                    s.last_error = IF({_RUN_OVER_FOR_S}, %s, %s),
-                   s.claimed_by = NULL, s.claim_expires_at = NULL
+                   s.claimed_by = NULL, s.claim_expires_at = NULL, s.in_doubt = %s
              WHERE {_FENCE_OF_S} AND ({_RUN_OVER_FOR_S} OR {phases.ENDING})""",  # noqa: S608 — the status lists and the phase's fragment are constants; values are parameters
-        (now, RUN_ENDED, PHASE_ENDED, claim.step_id, claim.token, claim.attempt, now),
+        (now, RUN_ENDED, PHASE_ENDED, in_doubt, claim.step_id, claim.token, claim.attempt, now),
     )
     if took != 1:
         return None
@@ -418,7 +422,9 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     the rest, a step that used its last attempt becomes failed, and the others
     go back to pending; the requeue also requires attempts below the
     ceiling and a live run, so the order cannot matter. A NULL lease (a parked
-    step) is never stale, and attempts are never touched.
+    step) is never stale, and attempts are never touched. Every step taken back
+    is in doubt (`in_doubt`, in the same statements): nobody knows whether the
+    attempt whose lease expired reached the game.
     """
     if not is_whole_number(max_attempts, at_least=1):
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
@@ -434,7 +440,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
         f"{stale} AND ({run_over} OR {phase_over})",
         (now, now),
         f"""status = {StepSQL.CANCELLED}, finished_at = %s, last_error = IF({run_over}, %s, %s),
-            claimed_by = NULL, claim_expires_at = NULL""",
+            claimed_by = NULL, claim_expires_at = NULL, in_doubt = TRUE""",
         (now, RUN_ENDED, PHASE_ENDED),
         limit,
     )
@@ -442,7 +448,8 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
         tx,
         f"{stale} AND attempts >= %s AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
-        f"status = {StepSQL.FAILED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL",
+        f"status = {StepSQL.FAILED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL,"
+        " in_doubt = TRUE",
         (now, GAVE_UP),
         limit,
     )
@@ -450,7 +457,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
         tx,
         f"{stale} AND attempts < %s AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
-        f"status = {StepSQL.PENDING}, claimed_by = NULL, claim_expires_at = NULL",
+        f"status = {StepSQL.PENDING}, claimed_by = NULL, claim_expires_at = NULL, in_doubt = TRUE",
         (),
         limit,
     )
