@@ -162,6 +162,7 @@ class Settings:
     game_bridge_sandbox_secret: str | None = field(default=None, repr=False)
     game_bridge_sandbox_secret_arn: str | None = None
     rehearsal_channel: str = "log"  # REHEARSAL_CHANNEL: where everything a dry run posts goes
+    game_bridge_status: bool = False  # GAME_BRIDGE_STATUS: a step in doubt is asked about before it is re-sent
     jwt_secret: str | None = field(default=None, repr=False)
     jwt_jwks_url: str | None = None
     jwt_issuer: str | None = None
@@ -218,6 +219,7 @@ class Settings:
             game_bridge_sandbox_secret=env.get("GAME_BRIDGE_SANDBOX_SECRET") or None,
             game_bridge_sandbox_secret_arn=env.get("GAME_BRIDGE_SANDBOX_SECRET_ARN") or None,
             rehearsal_channel=_channel(env, "REHEARSAL_CHANNEL"),
+            game_bridge_status=_on_off(env, "GAME_BRIDGE_STATUS"),
             jwt_secret=env.get("EVENTS_JWT_SECRET") or None,
             jwt_jwks_url=env.get("EVENTS_JWT_JWKS_URL") or None,
             jwt_issuer=env.get("EVENTS_JWT_ISSUER") or None,

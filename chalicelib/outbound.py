@@ -95,9 +95,11 @@ def put(endpoint: Endpoint, body: bytes, headers: dict[str, str], *, timeout: fl
     return _request("PUT", endpoint, endpoint.target(), body, headers, timeout=timeout, max_answer_bytes=MAX_ANSWER_BYTES)
 
 
-def get(endpoint: Endpoint, *, timeout: float, max_answer_bytes: int = MAX_ANSWER_BYTES) -> Answer:
-    """GET the endpoint's URL under the same overall deadline and answer cap as a POST."""
-    return _request("GET", endpoint, endpoint.target(), b"", {}, timeout=timeout, max_answer_bytes=max_answer_bytes)
+def get(endpoint: Endpoint, *, timeout: float, max_answer_bytes: int = MAX_ANSWER_BYTES, target: str | None = None,
+        headers: dict[str, str] | None = None) -> Answer:
+    """GET `target` (the endpoint's URL without one) under the same overall deadline and answer cap as a POST."""
+    return _request("GET", endpoint, endpoint.target() if target is None else target, b"", headers or {},
+                    timeout=timeout, max_answer_bytes=max_answer_bytes)
 
 
 def _request(method: str, endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str], *,

@@ -21,6 +21,10 @@ printed tokens agree.
 `world.spawn` fails once (the run pauses until someone presses Retry),
 `world.give_item` answers 503 twice (retried after a backoff), and
 `world.fireworks` takes 8 s.
+
+The demo bridge is also the worked example of the bridge contract's status endpoint
+and attempt fence (docs/contract.md, "The game bridge"): the dev stage runs with
+GAME_BRIDGE_STATUS=on, so a step in doubt is asked about before it is re-sent.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 PROJECT = Path(__file__).resolve().parents[1]
 EXIT_STOPPED, EXIT_SETTING, EXIT_DATABASE, EXIT_LISTENER = 0, 2, 3, 4
@@ -101,11 +106,15 @@ def say(line: str) -> None:
 
 # ── the demo game bridge ────────────────────────────────────────────────────
 class DemoScript:
-    """How the demo bridge answers: done to everything (calm), or the failures of `--demo failures`."""
+    """How the demo bridge answers: done to everything (calm), or the failures of `--demo failures`; and what
+    it has applied, for its status endpoint and its attempt fence (the bridge contract, worked)."""
 
     def __init__(self, demo: str):
         self.demo = demo
         self.seen: Counter[str] = Counter()
+        self.applied: set[str] = set()  # keys whose action was applied (by any attempt)
+        self.applying: Counter[str] = Counter()  # keys with a delivery being applied now
+        self.fence: dict[str, int] = {}  # key -> the attempt its status was last answered for
         self.lock = threading.Lock()
 
     def answer(self, action: str, key: str) -> tuple[int, dict[str, Any], float]:
@@ -122,23 +131,75 @@ class DemoScript:
                 return 200, {"outcome": "done"}, 8.0
         return 200, {"outcome": "done"}, 0.0
 
+    def admit(self, key: str, attempt: int) -> bool:
+        """The attempt fence: a delivery of an attempt lower than one whose status was answered is refused
+        (a worker that died mid-call may still deliver it, after the engine was told not_applied)."""
+        with self.lock:
+            if attempt < self.fence.get(key, 0):
+                return False
+            self.applying[key] += 1
+            return True
+
+    def settle(self, key: str, applied: bool) -> None:
+        with self.lock:
+            self.applying[key] -= 1
+            if applied:
+                self.applied.add(key)
+
+    def status(self, key: str, attempt: int) -> str:
+        """applied, in_progress or not_applied, promising to refuse any delivery below `attempt` from now on."""
+        with self.lock:
+            self.fence[key] = max(self.fence.get(key, 0), attempt)
+            if key in self.applied:
+                return "applied"
+            return "in_progress" if self.applying[key] else "not_applied"
+
 
 class DemoBridge(BaseHTTPRequestHandler):
-    """Checks each request's signature (401 if it is wrong), then answers as its script says."""
+    """Checks each request's signature (401 if it is wrong), then answers as its script says: a delivery
+    (POST /actions/{id}) behind the attempt fence is refused, and GET /actions/{id}/status/{key}?attempt=n
+    says whether that key's action was applied."""
 
     secret = b""
     script = DemoScript("calm")
 
+    def _signed(self, signed: bytes) -> bool:
+        expected = "sha256=" + hmac.new(self.secret, f"{self.headers.get('X-Event-Timestamp', '')}.".encode() + signed,
+                                        hashlib.sha256).hexdigest()
+        return hmac.compare_digest(expected, self.headers.get("X-Event-Signature", ""))
+
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        signed = f"{self.headers.get('X-Event-Timestamp', '')}.".encode() + body
-        expected = "sha256=" + hmac.new(self.secret, signed, hashlib.sha256).hexdigest()
         action = self.path.rsplit("/", 1)[-1]
-        if hmac.compare_digest(expected, self.headers.get("X-Event-Signature", "")):
-            status, answer, delay = self.script.answer(action, self.headers.get("Idempotency-Key", ""))
-        else:
-            status, answer, delay = 401, {"reason": "bad signature"}, 0.0
-        time.sleep(delay)
+        key = self.headers.get("Idempotency-Key", "")
+        if not self._signed(body):
+            self._send(action, 401, {"reason": "bad signature"})
+            return
+        attempt = _attempt_of(body)
+        if not self.script.admit(key, attempt):
+            self._send(action, 409, {"outcome": "refused",
+                                     "reason": f"attempt {attempt} is behind the fence: its status was asked for a later one"})
+            return
+        status, answer, delay = self.script.answer(action, key)
+        try:
+            time.sleep(delay)
+        finally:
+            self.script.settle(key, applied=200 <= status < 300)
+        self._send(action, status, answer)
+
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        segments = parts.path.rstrip("/").split("/")
+        attempt = parse_qs(parts.query).get("attempt", [""])[0]
+        if len(segments) < 4 or segments[-2] != "status" or not attempt.isdigit():
+            self._send("status", 404, {"reason": "no such endpoint"})
+            return
+        if not self._signed(f"GET.{self.path}.".encode()):
+            self._send("status", 401, {"reason": "bad signature"})
+            return
+        self._send(f"{segments[-3]} status", 200, {"status": self.script.status(segments[-1], int(attempt))})
+
+    def _send(self, what: str, status: int, answer: dict[str, Any]) -> None:
         payload = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -146,10 +207,19 @@ class DemoBridge(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
         if verbose() or status == 401:
-            say(f"[game bridge] {action} -> {status} {json.dumps(answer)}")
+            say(f"[game bridge] {what} -> {status} {json.dumps(answer)}")
 
     def log_message(self, *args: Any) -> None:  # the line above says enough
         pass
+
+
+def _attempt_of(body: bytes) -> int:
+    """The delivery's attempt (0 for a body that names none: never behind a fence)."""
+    try:
+        attempt = json.loads(body).get("attempt", 0)
+    except (ValueError, AttributeError):
+        return 0
+    return attempt if isinstance(attempt, int) else 0
 
 
 def listen_demo_bridge(url: str, secret: str, script: DemoScript) -> ThreadingHTTPServer | None:

@@ -138,6 +138,7 @@ ROUTES = {
     ("POST", "/runs/{run_id}/steps/{step_id}/acknowledge"): (auth.STAFF, _step_request("acknowledge", "parked")),
     ("POST", "/runs/{run_id}/steps/{step_id}/skip"): (auth.CONTROLLERS, _step_request("skip", "pending")),
     ("POST", "/runs/{run_id}/steps/{step_id}/retry"): (auth.CONTROLLERS, _step_request("retry", "failed", RunStatus.PAUSED)),
+    ("POST", "/runs/{run_id}/steps/{step_id}/resend"): (auth.CONTROLLERS, _step_request("resend", "parked_in_doubt")),
     ("GET", "/definitions"): (auth.STAFF, lambda db, clock: ("/definitions", None)),
     ("POST", "/definitions"): (auth.ADMINS, lambda db, clock: ("/definitions", SPEC_EXAMPLE)),
     ("GET", "/definitions/{definition_id}"): (auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}", None)),

@@ -50,7 +50,7 @@ def _scene(control, db, clock, runner):
         put_step_in(db, done, "done", now)
         return run_row(db, run.id), put_step_in(db, failed, "failed", now), {}
     run, (cue, _, _) = run_with_steps(db, now, RunStatus.RUNNING)
-    return run_row(db, run.id), put_step_in(db, cue, "parked", now), {}
+    return run_row(db, run.id), put_step_in(db, cue, "parked_in_doubt" if control == "resend" else "parked", now), {}
 
 
 def _path(control, run, target_step):
@@ -362,7 +362,7 @@ def test_the_document_has_412_and_the_headers_for_every_control(api):
 
 def test_the_vocabulary_says_which_controls_the_console_sends_its_tag_with(api):
     declared = {c["name"]: c["sends_tag"] for c in api.get("/vocabulary", auth=GM).body["controls"]}
-    assert {name for name, sends in declared.items() if sends} == {"resume", "advance", "confirm", "skip", "retry"}
+    assert {name for name, sends in declared.items() if sends} == {"resume", "advance", "confirm", "skip", "retry", "resend"}
 
 
 def test_two_presses_with_one_key_at_once_take_once_and_both_get_the_first_answer(db, clock):

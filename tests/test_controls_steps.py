@@ -150,7 +150,7 @@ def test_a_step_control_on_an_unknown_run_or_step_is_not_found(db, clock, contro
 
 # ── the console's list agrees with the controls ──────────────────────────
 @pytest.mark.parametrize("run_status", list(RunStatus))
-@pytest.mark.parametrize("state", STEP_STATES)
+@pytest.mark.parametrize("state", [*STEP_STATES, "parked_in_doubt"])
 def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_status, state):
     every_control = controls.RUN_CONTROLS + controls.STEP_CONTROLS
     # A run of its own for each control, all built in one transaction.
@@ -159,7 +159,7 @@ def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_statu
     ):
         def phase_row(tx, run=run):  # its phase 1 as a started run has it, for advance
             phases.insert_plan(tx, run.id, [PhasePlan(1, PhaseKind.MAIN, "part 1", ())], 1, clock.now())
-            return phases.get(tx, run.id, 1), steps.in_flight(tx, run.id, 1, clock.now())
+            return phases.get(tx, run.id, 1), steps.holding_phase(tx, run.id, 1, clock.now())
 
         phase, flying = db.autocommit(phase_row)
         offer = controls.offered(run, [target], furthest_seq, phase, flying)

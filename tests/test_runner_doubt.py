@@ -3,13 +3,18 @@ the statement that ends it — the sweep's, a timeout or a lost connection after
 5xx — while an answer from the game (a 429, a 5xx with a JSON object) and a failure before sending are not."""
 
 import socket
+from datetime import timedelta
 
 import pytest
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.errors import Forbidden
+from chalicelib.events import controls
+from chalicelib.events.errors import Conflict
+from chalicelib.events.model import OnDoubt, ParkReason, RunStatus, StepSpec, StepStatus
 from chalicelib.events.runner.reclaim import reclaim
-from chalicelib.events.store import steps
-from tests.support.factory import document, make_run, materialise, specs
+from chalicelib.events.store import phases, steps
+from chalicelib.events.waiting import waiting
+from tests.support.factory import document, make_run, materialise, run_row, specs
 from tests.support.game_bridge import Answer
 from tests.support.runner_kit import RULES, log_of, make_runner, schedule, step, tick
 
@@ -20,6 +25,14 @@ def _spawn_run(db, clock):
 
 def _the_step(db, run_id):
     return db.autocommit(lambda tx: steps.list_for_run(tx, run_id))[0]
+
+
+def waiting_of(db, run_id):
+    """What GET /runs/{id} says the run waits for, derived from its rows."""
+    run = run_row(db, run_id)
+    head = db.autocommit(lambda tx: steps.open_steps(tx, run_id, run.current_phase, 1))
+    phase = db.autocommit(lambda tx: phases.get(tx, run_id, run.current_phase))
+    return waiting(run, head[0] if head else None, phase)
 
 
 def _dispatches(db, run_id):
@@ -110,3 +123,143 @@ def test_a_lease_the_sweep_takes_back_is_in_doubt(db, clock):
     assert swept.status is StepStatus.PENDING and swept.in_doubt
     taken_back = [e.detail for e in log_of(db, run.id) if e.kind == "step.status" and e.detail.get("cause") == "lease expired"]
     assert taken_back[0]["in_doubt"] is True
+
+
+# ── on_doubt: park, and a person's decision ───────────────────────────────
+def _park_run(db, clock, *more_steps, phases_after=()):
+    spawn = {**step("world.spawn", npc="scarecrow"), "on_doubt": "park"}
+    return schedule(db, clock.now(), document([[spawn, *more_steps], *phases_after]))
+
+
+def _parked_in_doubt(db, clock, runner, game_bridge, *more_steps, phases_after=()):
+    """A run whose first step's first attempt got a 504, and whose next claim parked it for a decision."""
+    game_bridge.script("world.spawn", Answer(504, ""))
+    run = _park_run(db, clock, *more_steps, phases_after=phases_after)
+    tick(runner)
+    clock.advance(RULES.retry_seconds)
+    tick(runner)
+    return run, _the_step(db, run.id)
+
+
+def test_a_step_in_doubt_under_park_is_parked_for_a_decision_and_not_sent_again(db, clock, runner, game_bridge):
+    run, spawn = _parked_in_doubt(db, clock, runner, game_bridge)
+    assert spawn.parked_in_doubt and spawn.in_doubt and spawn.park_reason is ParkReason.DOUBT
+    assert spawn.remind_at is None and spawn.times_out_at is None  # cue reminders do not apply
+    assert len(game_bridge.received("world.spawn")) == 1
+    waiting = waiting_of(db, run.id)
+    assert (waiting["for"], waiting["step_id"]) == ("decision", spawn.id)
+    assert run_row(db, run.id).waiting_for == "decision"
+    assert controls.offered(run_row(db, run.id), [spawn], None)["steps"][str(spawn.id)] == ["confirm", "skip", "resend"]
+
+
+def test_confirming_a_step_in_doubt_is_done_and_the_run_goes_on(db, clock, runner, game_bridge):
+    run, spawn = _parked_in_doubt(db, clock, runner, game_bridge)
+    controls.confirm(db, run.id, spawn.id, actor="mod-mia", now=clock.now(), note="the scarecrow is out")
+    tick(runner)
+    assert _the_step(db, run.id).status is StepStatus.DONE
+    assert run_row(db, run.id).status is RunStatus.COMPLETED and run_row(db, run.id).waiting_for is None
+    assert len(game_bridge.received("world.spawn")) == 1
+
+
+def test_resend_sends_a_step_in_doubt_once_more_without_asking(db, clock, runner, game_bridge):
+    run, spawn = _parked_in_doubt(db, clock, runner, game_bridge)
+    resent = controls.resend(db, run.id, spawn.id, actor="mod-mia", now=clock.now(), reason="no scarecrow in sight")
+    assert resent.status is StepStatus.PENDING and not resent.in_doubt and resent.attempts == spawn.attempts
+    assert run_row(db, run.id).waiting_for is None
+    tick(runner)
+    assert _the_step(db, run.id).status is StepStatus.DONE
+    assert [r.json["attempt"] for r in game_bridge.received("world.spawn")] == [1, 3]
+    (row,) = [e for e in log_of(db, run.id) if e.kind == "step.status" and e.detail.get("control") == "resend"]
+    assert row.actor == "mod-mia" and row.detail["reason"] == "no scarecrow in sight"
+
+
+def test_resend_is_only_for_a_step_parked_in_doubt_and_acknowledge_only_for_a_cue(db, clock, runner, game_bridge):
+    game_bridge.script("world.spawn", Answer(500, {"error": "busy"}))
+    run = _park_run(db, clock)
+    tick(runner)
+    pending = _the_step(db, run.id)
+    with pytest.raises(Conflict, match="only a step parked in doubt can be re-sent"):
+        controls.resend(db, run.id, pending.id, actor="mod-mia", now=clock.now())
+    clock.advance(RULES.retry_seconds)
+    game_bridge.script("world.spawn", Answer(504, ""))
+    tick(runner)
+    clock.advance(RULES.retry_seconds)
+    tick(runner)
+    parked = _the_step(db, run.id)
+    assert parked.parked_in_doubt
+    with pytest.raises(Conflict, match="only a parked cue can be acknowledged"):
+        controls.acknowledge(db, run.id, parked.id, actor="gm-gus", now=clock.now())
+    with pytest.raises(Forbidden):  # a gm confirms a cue; whether the game applied a step, a moderator decides
+        controls.confirm(db, run.id, parked.id, actor="gm-gus", now=clock.now(), cue_only=frozenset({"gm"}))
+
+
+def test_a_step_parked_in_doubt_holds_its_phase_against_an_advance_and_a_close(db, clock, runner, game_bridge):
+    run, _ = _parked_in_doubt(db, clock, runner, game_bridge, step("world.spawn", npc="crow"))
+    with pytest.raises(Conflict, match=r"Phase 1 · step 1 \(world.spawn\) waits for a decision"):
+        controls.advance(db, run.id, 1, actor="mod-mia", now=clock.now())
+    closed = db.transaction(lambda tx: steps.cancel_phase(tx, run.id, 1, clock.now(), "phase 1 lasted its 60 s"))
+    assert [s.id for s in closed] == [db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[1].id]
+    assert _the_step(db, run.id).parked_in_doubt
+
+
+def test_a_cancel_closes_a_step_in_doubt_saying_so_and_a_cancel_with_cleanup_waits_for_the_decision(
+        db, clock, runner, game_bridge):
+    run, _ = _parked_in_doubt(db, clock, runner, game_bridge)
+    with pytest.raises(Conflict, match=r"decide Phase 1 · step 1 \(world.spawn\) first"):
+        controls.cancel(db, run.id, actor="mod-mia", now=clock.now(), cleanup=True)
+    assert run_row(db, run.id).status is RunStatus.RUNNING
+    controls.cancel(db, run.id, actor="mod-mia", now=clock.now())
+    assert _the_step(db, run.id).status is StepStatus.CANCELLED
+    (row,) = [e for e in log_of(db, run.id) if e.kind == "step.status" and e.detail.get("control") == "cancel"]
+    assert row.detail["in_doubt"] is True and row.detail["to"] == "cancelled"
+
+
+def test_at_the_attempt_ceiling_under_park_the_sweep_parks_an_expired_step_instead_of_failing_it(db, clock):
+    run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
+    (pending,) = materialise(db, run, 1, [StepSpec("world.spawn", on_doubt=OnDoubt.PARK)])
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET attempts = %s WHERE id = %s",
+                                        (RULES.max_attempts - 1, pending.id)))
+    assert db.autocommit(lambda tx: steps.claim(tx, _the_step(db, run.id), clock.now(), RULES.lease_seconds))
+    clock.advance(RULES.lease_seconds + 1)
+    escalate_at = clock.now() + timedelta(minutes=15)
+    swept = db.transaction(lambda tx: reclaim(tx, clock.now(), RULES.max_attempts, escalate_at=escalate_at))
+    assert (swept.parked, swept.gave_up) == (1, 0)
+    parked = _the_step(db, run.id)
+    assert parked.parked_in_doubt and parked.in_doubt and parked.escalate_at == escalate_at
+    assert run_row(db, run.id).waiting_for == "decision"
+
+
+def test_a_504_at_the_attempt_ceiling_under_park_parks_it(db, clock, runner, game_bridge):
+    game_bridge.script("world.spawn", Answer(500, {"error": "busy"}), Answer(500, {"error": "busy"}), Answer(504, ""))
+    run = _park_run(db, clock)
+    for _ in range(RULES.max_attempts):
+        tick(runner)
+        clock.advance(RULES.retry_seconds)
+    parked = _the_step(db, run.id)
+    assert parked.parked_in_doubt and parked.last_error.startswith("gave up after 3 attempts: HTTP 504")
+    assert run_row(db, run.id).status is RunStatus.RUNNING
+
+
+def test_a_cancel_with_cleanup_of_a_run_with_something_live_waits_for_the_decision(db, clock, runner, game_bridge):
+    made = {"outcome": "done", "resources": [{"kind": "npc", "id": "crow", "revert": {"action": "world.undo"}}]}
+    game_bridge.script("world.spawn", Answer(200, made), Answer(504, ""))
+    crow = step("world.spawn", npc="crow")
+    run = schedule(db, clock.now(), document([[crow, {**step("world.spawn", npc="scarecrow"), "on_doubt": "park"}]]))
+    tick(runner)
+    clock.advance(RULES.retry_seconds)
+    tick(runner)
+    assert db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[1].parked_in_doubt
+    with pytest.raises(Conflict, match=r"decide Phase 1 · step 2 \(world.spawn\) first"):
+        controls.cancel(db, run.id, actor="mod-mia", now=clock.now(), cleanup=True)
+    assert run_row(db, run.id).status is RunStatus.RUNNING
+
+
+def test_a_step_parked_in_doubt_in_a_phase_that_ended_is_not_sent_again(db, clock, runner, game_bridge):
+    run, spawn = _parked_in_doubt(db, clock, runner, game_bridge)
+    db.autocommit(lambda tx: tx.execute(
+        "UPDATE event_run_phases SET condition_met = TRUE, met_at = %s, met_by = 'game', closed_at = %s,"
+        " closed_by = 'signal', `signal` = 'boss_down' WHERE run_id = %s AND number = 1",
+        (clock.now(), clock.now(), run.id)))
+    with pytest.raises(Conflict, match="its steps can no longer be sent again"):
+        controls.resend(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
+    assert _the_step(db, run.id).parked_in_doubt

@@ -113,9 +113,11 @@ def test_each_attempt_is_told_what_the_previous_one_came_to(db, clock, runner, g
     told = []
     perform = runner.actions.perform
 
+    actions = runner.actions
+
     class Telling:  # the runner's actions, recording the context of every attempt
-        longest_dispatch_seconds = runner.actions.longest_dispatch_seconds
-        escalate_after_seconds = 0
+        def __getattr__(self, name):
+            return getattr(actions, name)
 
         def perform(self, context):
             told.append((context.step.action_id, context.attempt, context.previous, context.run_id, context.mode.value))

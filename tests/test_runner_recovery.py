@@ -51,7 +51,8 @@ def test_a_tick_killed_mid_dispatch_is_re_dispatched_with_the_same_key_and_the_n
     assert first.headers["idempotency-key"] == second.headers["idempotency-key"] == spawn.idempotency_key
     assert run_row(db, run.id).status is RunStatus.COMPLETED
     requeued = [e.detail for e in log_of(db, run.id) if e.kind == "step.status" and e.detail["to"] == "pending"]
-    assert requeued == [{"action": "world.spawn", "from": "running", "to": "pending", "cause": "lease expired", "attempts": 1}]
+    assert requeued == [{"action": "world.spawn", "from": "running", "to": "pending", "cause": "lease expired", "attempts": 1,
+                         "in_doubt": True}]
 
 
 def test_a_step_killed_at_the_attempt_ceiling_fails_and_its_on_failure_applies(db, game_bridge):

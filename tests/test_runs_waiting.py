@@ -150,19 +150,19 @@ def test_get_runs_filters_on_waiting_and_counts_the_runs_that_need_a_person(api,
     assert ids("waiting=cue") == [made["cue_b"].id, made["cue_a"].id]
     assert ids("waiting=resume") == [made["paused"].id]
     assert ids("waiting=any") == [made["paused"].id, made["cue_b"].id, made["cue_a"].id]
-    assert ids("waiting=advance") == [] and ids("waiting=signal") == []
+    assert ids("waiting=advance") == [] and ids("waiting=signal") == [] and ids("waiting=decision") == []
     assert ids("waiting=any&limit=1") == [made["paused"].id]
     page = api.get("/runs?waiting=any&limit=2", auth=GM).body
     assert ids(f"waiting=any&cursor={page['next_cursor']}") == [made["cue_a"].id]
     assert ids("waiting=cue&status=paused") == []
     assert api.get("/runs", auth=GM).body["summary"] == {
-        "waiting": {"any": 3, "cue": 2, "advance": 0, "signal": 0, "resume": 1}, "working": 1}
+        "waiting": {"any": 3, "cue": 2, "advance": 0, "signal": 0, "decision": 0, "resume": 1}, "working": 1}
     # the summary is of every run, whatever the page's filters
     assert api.get("/runs?status=completed", auth=GM).body["summary"]["waiting"]["any"] == 3
 
 
 def test_a_waiting_filter_that_is_not_one_is_400_naming_them(api):
-    answer = api.get("/runs?waiting=decision", auth=GM)
+    answer = api.get("/runs?waiting=confirmation", auth=GM)
     assert answer.status == 400
     assert "waiting" in answer.body["errors"][0] and "resume" in answer.body["errors"][0]
 
@@ -231,7 +231,7 @@ def test_the_filter_and_the_counts_read_ranges_of_indexes_with_no_sort_among_100
         assert not plan_problems(plan), plan
         assert plan[0]["key"] in ("event_runs_waiting", "event_runs_waits") and int(plan[0]["rows"]) < 100, plan
     counts, plan = _one_statement(db, runs.waiting_counts)
-    assert counts == {"waiting": {"any": 3, "cue": 0, "advance": 0, "signal": 0, "resume": 3}, "working": 1}
+    assert counts == {"waiting": {"any": 3, "cue": 0, "advance": 0, "signal": 0, "decision": 0, "resume": 3}, "working": 1}
     assert not plan_problems(plan), plan
     assert all(int(row["rows"] or 0) < 100 for row in plan), plan
 

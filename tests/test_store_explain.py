@@ -56,7 +56,9 @@ STATEMENTS = {
     # The advance control's: its guarded UPDATE, the skips' locked read, and the in-flight step its 409 names.
     "advance_phase": lambda tx, run, s, now: runs.advance_phase(tx, run.id, 1, "mod", now, resuming=False),
     "skip_phase_for_advance": lambda tx, run, s, now: steps.skip_phase_for_advance(tx, run.id, 1, now, None),
-    "in_flight": lambda tx, run, s, now: steps.in_flight(tx, run.id, 1, now),
+    "holding_phase": lambda tx, run, s, now: steps.holding_phase(tx, run.id, 1, now),
+    "parked_in_doubt_of": lambda tx, run, s, now: steps.parked_in_doubt_of(tx, run.id),
+    "resend": lambda tx, run, s, now: steps.resend(tx, s.id, now),
     "hold": lambda tx, run, s, now: phases.hold(tx, run.id, 1, now),
     # Phases that follow the game: the walker's read, the close and its steps, the answer in an ended phase.
     "open_steps_and_close_due": lambda tx, run, s, now: steps.open_steps_and_close_due(tx, run.id, 1, now, 200),

@@ -92,7 +92,7 @@ def _run_detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Bo
     head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
     run_phases = phases.list_for_run(tx, run.id)
     working = next((p for p in run_phases if p.number == run.current_phase), None)
-    flying = steps.in_flight(tx, run.id, run.current_phase, now) if run.current_phase is not None else None
+    flying = steps.holding_phase(tx, run.id, run.current_phase, now) if run.current_phase is not None else None
     return {
         "run": run.public(),
         "waiting": waiting(run, head[0] if head else None, working),

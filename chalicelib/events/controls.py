@@ -1,5 +1,5 @@
-"""The eight live controls a person presses: pause, resume, cancel, advance, confirm, skip, retry and acknowledge,
-each declared once.
+"""The nine live controls a person presses: pause, resume, cancel, advance, confirm, skip, retry, resend and
+acknowledge, each declared once.
 
 Each control is one `Control` in `CONTROLS`: its name, its target (a run or a
 step), the roles that may press it (and those that may press it on a parked cue only:
@@ -69,6 +69,8 @@ ADVANCEABLE = (RunStatus.RUNNING, RunStatus.PAUSED)  # at a main phase: from pau
 
 # ── the rules, as pure functions of the rows ───────────────────────────────
 def _step_state(step: Step) -> str:
+    if step.parked_in_doubt:
+        return "parked in doubt"
     if step.parked:
         return "parked"
     if step.status is StepStatus.RUNNING:
@@ -110,9 +112,15 @@ def advance_refusal(run: Run, asked: int, phase: Phase | None, in_flight: Step |
         return f"phase {asked} is the ending, which runs to its end and cannot be advanced"
     if phase.condition_met:
         return f"phase {asked} ({phase.name}) was already advanced by {phase.met_by} at {iso(phase.met_at)}"
+    if in_flight is not None and in_flight.parked_in_doubt:
+        return f"{in_flight.named} {DECIDE_FIRST}"
     if in_flight is not None:
         return f"{in_flight.named} is in flight; try again in a few seconds"
     return None
+
+
+DECIDE_FIRST = ("waits for a decision: the game may or may not have applied it; confirm, skip or resend it"
+                " first")
 
 
 def _confirm_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
@@ -131,7 +139,7 @@ def _skip_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str 
 
 def _acknowledge_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
     step = _needed(step, "acknowledge")
-    if not step.parked:
+    if not step.parked_cue:
         return f"this step is {_step_state(step)}; only a parked cue can be acknowledged"
     if step.acknowledged_by is not None:
         return had_by(step)
@@ -160,6 +168,15 @@ def _retry_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str
             "the run is not stopped at this step: a later step of its phase has already started;"
             " only the step a run is stopped at can be retried"
         )
+    return None
+
+
+def _resend_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = _needed(step, "resend")
+    if run.status in TERMINAL_RUN:
+        return f"this run is {run.status.value}; its steps can no longer be sent"
+    if not step.parked_in_doubt:
+        return f"this step is {_step_state(step)}; only a step parked in doubt can be re-sent"
     return None
 
 
@@ -352,15 +369,16 @@ def _lost(control: str, run: Run, step: Step | None = None, furthest_seq: int | 
     )
 
 
-def _phase_ended(phase: Phase) -> str:
+def _phase_ended(phase: Phase, done_again: str = "retried") -> str:
     """Why a step of an ending phase cannot be retried: when its phase ended, and by what."""
     how = {"signal": f"by the signal {phase.signal}", "after": "at the end of its time",
            "timeout": "at its time limit", "advance": "by a person's advance"}.get(phase.closed_by or "", "")
     if phase.closed_at is None:  # met while the run was paused: it closes when the run resumes
         by = f"the signal {phase.signal}" if phase.signal else f"{phase.met_by}'s advance"
         return (f"phase {phase.number} ({phase.name}) ends when the run resumes ({by} at {iso(phase.met_at)}):"
-                " its steps can no longer be retried; resume the run instead")
-    return f"phase {phase.number} ({phase.name}) ended at {iso(phase.closed_at)} {how}: its steps can no longer be retried"
+                f" its steps can no longer be {done_again}; resume the run instead")
+    return (f"phase {phase.number} ({phase.name}) ended at {iso(phase.closed_at)} {how}: its steps can no longer"
+            f" be {done_again}")
 
 
 def _resume_target(run: Run) -> RunStatus:
@@ -440,6 +458,7 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
     def work(tx: Tx) -> Run:
         run = _locked_run(tx, run_id)
         _pressed(tx, press, "cancel", run, None, now)
+        undecided = steps.parked_in_doubt_of(tx, run.id)
         if cleanup and runs.begin_cleanup(tx, run.id, CLEANABLE, RunStatus.CANCELLED, now,
                                           last_error=note or "cancelled by staff, cleaning up",
                                           seen_version=_version_seen(press, run)):
@@ -452,6 +471,10 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
         if cleanup and run.cleanup_target is not None and run.status not in TERMINAL_RUN:
             raise Conflict("this run is already cleaning up; cancel without cleanup to abandon the cleanup",
                            run_status=run.status.value)
+        if cleanup and undecided is not None and run.status not in TERMINAL_RUN:
+            # A cleanup reverts what the run created: whether this step created anything, a person says first.
+            raise Conflict(f"decide {undecided.named} first: the game may or may not have applied it (confirm,"
+                           " skip or resend it), or cancel without cleanup", run_status=run.status.value)
         if not runs.transition(
             tx, run.id, CANCELLABLE, RunStatus.CANCELLED, now, last_error=note or "cancelled by staff",
             seen_version=_version_seen(press, run),
@@ -462,6 +485,8 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
         logged = log.append(tx, journal.run_control(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed,
                                                     **({"cleanup": cleanup} if cleanup else {}),
                                                     **({"abandoned_reverts": abandoned} if abandoned else {})), now)
+        if undecided is not None:  # closed undecided: whether the game applied it, nobody knows
+            log.append(tx, journal.step_control(undecided, "cancel", StepStatus.CANCELLED, actor, in_doubt=True), now)
         cancelled = must_exist(runs.get(tx, run.id))
         _kept(tx, press, logged, run.id, "cancel", None, _run_answer(cancelled))
         return cancelled
@@ -493,7 +518,7 @@ def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime,
         resuming = run.status is RunStatus.PAUSED
         if not runs.advance_phase(tx, run.id, phase, actor, now, resuming=resuming, seen_version=_version_seen(press, run)):
             current = None if run.current_phase is None else phases.get(tx, run.id, run.current_phase)
-            flying = None if run.current_phase is None else steps.in_flight(tx, run.id, run.current_phase, now)
+            flying = None if run.current_phase is None else steps.holding_phase(tx, run.id, run.current_phase, now)
             raise Conflict(advance_refusal(run, phase, current, flying) or f"advance did not take: the run is {run.status.value}",
                            run_status=run.status.value)
         skipped = steps.skip_phase_for_advance(tx, run.id, phase, now, note)
@@ -533,8 +558,9 @@ def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, 
 
 def _on_a_cue_only(control: str, run: Run, step: Step, held: frozenset[str]) -> None:
     """A caller who may press `control` on a parked cue only (a gm), on a step that is not one: 403 when a
-    moderator could press it here (the role would lift the refusal), else the 409 everyone gets."""
-    if step.parked:
+    moderator could press it here (the role would lift the refusal), else the 409 everyone gets. A step
+    parked in doubt is not a cue: whether the game applied it is a moderator's decision."""
+    if step.parked_cue:
         return
     if refusal(control, run, step) is None:
         declared = CONTROLS[control]
@@ -629,6 +655,32 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime,
     return db.transaction(work)
 
 
+def resend(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None,
+           press: Press = AS_EVER) -> Step:
+    """A step parked in doubt is sent again (`steps.resend`): pending with its attempts kept, its next claim
+    sends it without asking the game. A person's word that the game did not apply it (or that a second
+    application does no harm)."""
+    note = clean_note(reason)
+
+    def work(tx: Tx) -> Step:
+        run = _locked_run(tx, run_id)
+        step = _locked_step(tx, run, step_id)
+        _pressed(tx, press, "resend", run, step, now)
+        if not steps.resend(tx, step.id, now, note, seen=_step_seen(press, step)):
+            ended = phases.get(tx, run.id, step.phase)
+            if refusal("resend", run, step) is None and ended is not None and ended.condition_met:
+                raise Conflict(_phase_ended(ended, "sent again"), run_status=run.status.value,
+                               step_status=step.status.value, step_parked=step.parked)
+            raise _lost("resend", run, step)
+        logged = log.append(tx, journal.step_control(step, "resend", StepStatus.PENDING, actor, reason=note,
+                                                     attempts=step.attempts), now)
+        resent = must_exist(steps.get(tx, step.id))
+        _kept(tx, press, logged, run.id, "resend", step.id, _step_answer(resent))
+        return resent
+
+    return db.transaction(work)
+
+
 # ── the declarations, and what derives from them ──────────────────────────
 def _run_answer(run: Run) -> dict[str, Any]:
     return {"ok": True, "run": run.public()}
@@ -689,6 +741,13 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
                 retry(db, run, must_exist(step), actor=actor, now=now, press=press)),
             "the failed step a paused run is stopped at is re-queued, and the run resumed", wakes=True, note_field=None,
             label="Retry", question=None, done="Re-queued", answer="step and run"),
+    Control("resend", Target.STEP, CONTROLLERS, _resend_refusal,
+            lambda db, run, step, actor, now, note, phase, cue, press: _step_answer(
+                resend(db, run, must_exist(step), actor=actor, now=now, reason=note, press=press)),
+            "a step parked in doubt (the game may or may not have applied it) is sent again with the same key and"
+            " its attempts kept, without asking the game first", wakes=True, note_field="reason", label="Resend",
+            question="Send this step to the game again? If the game did apply it, it may be applied twice.",
+            done="Re-sent", answer="step"),
     Control("acknowledge", Target.STEP, STAFF, _acknowledge_refusal,
             lambda db, run, step, actor, now, note, phase, cue, press: _step_answer(
                 acknowledge(db, run, must_exist(step), actor=actor, now=now, note=note, press=press)),

@@ -22,7 +22,7 @@ from ..schema_check import first_error, unknown_fields
 from . import cron, ledger
 from .actions import registry
 from .errors import Invalid, UnreadableDocument
-from .model import OnFailure, PhaseKind, Revert, StepSpec
+from .model import OnDoubt, OnFailure, PhaseKind, Revert, StepSpec
 
 DEFAULT_GRACE_SECONDS = 300
 # A tick comes every few seconds to a minute; a shorter window would miss the
@@ -48,6 +48,9 @@ STEP_SCHEMA = {
         "params": {"type": "object"},
         "version": {"type": "integer", "minimum": 1, "maximum": 1000},
         "on_failure": {"type": "string", "enum": [o.value for o in OnFailure]},
+        "on_doubt": {"type": "string", "enum": [o.value for o in OnDoubt],
+                     "description": "a step in doubt (its outcome unknown): resend it (the default), or park it"
+                                    " for a person's decision"},
         "revert": ledger.REVERT_SCHEMA,
     },
 }
@@ -201,6 +204,7 @@ def _normalised_step(step: dict[str, Any]) -> dict[str, Any]:
         "version": step.get("version", 1),
         "on_failure": step.get("on_failure", OnFailure.PAUSE.value),
         **({"revert": ledger.revert_of(step["revert"]).public()} if "revert" in step else {}),
+        **({"on_doubt": step["on_doubt"]} if "on_doubt" in step else {}),
     }
 
 
@@ -400,4 +404,5 @@ def _spec(step: dict[str, Any]) -> StepSpec:
         action_version=int(step.get("version") or 1),
         on_failure=OnFailure(step.get("on_failure") or OnFailure.PAUSE.value),
         revert=ledger.revert_of(step["revert"]) if step.get("revert") is not None else None,
+        on_doubt=OnDoubt(step.get("on_doubt") or OnDoubt.RESEND.value),
     )

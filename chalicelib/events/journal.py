@@ -165,6 +165,8 @@ def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: boo
         detail["fenced_out"] = True  # the answer came after our lease was taken over: recorded, not applied
     if outcome.in_doubt:
         detail["in_doubt"] = True  # no known outcome: the game may or may not have applied it
+    if outcome.probe is not None:
+        detail["probe"] = outcome.probe  # what the game's status endpoint said before this attempt
     detail.update(ledger)
     return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_DISPATCH, phase=step.phase, detail=detail, actor=RUNNER)
 

@@ -54,6 +54,20 @@ class OnFailure(str, Enum):
     ABORT_RUN = "abort_run"  # pending steps cancelled, run failed
 
 
+class OnDoubt(str, Enum):
+    """What a step in doubt (its last attempt has no known outcome) does before it is sent again."""
+
+    RESEND = "resend"  # sent again with the same key: the game is trusted to de-duplicate
+    PARK = "park"  # parked for a person's decision: confirm (it was applied), skip, or resend
+
+
+class ParkReason(str, Enum):
+    """Why a parked step waits for a person."""
+
+    CUE = "cue"  # a core.cue: a person does what it asks
+    DOUBT = "doubt"  # a step in doubt under on_doubt park: a person decides whether the game applied it
+
+
 # ── helpers ────────────────────────────────────────────────────────────────
 def clean_note(raw: Any) -> str | None:
     """A reason or note as a person's control keeps it: trimmed, at most MAX_NOTE characters, empty -> None."""
@@ -140,6 +154,7 @@ class StepSpec:
     action_version: int = 1
     on_failure: OnFailure = OnFailure.PAUSE
     revert: Revert | None = None  # its static revert: a done answer records one resource with it
+    on_doubt: OnDoubt = OnDoubt.RESEND
 
 
 @dataclass(frozen=True)
@@ -233,6 +248,8 @@ class Step:
     retries: int = 0  # how many times a person retried it (raised by the retry's own statement)
     resource_id: int | None = None  # a cleanup's revert step: the resource it reverts (never in params)
     in_doubt: bool = False  # its last attempt has no known outcome: the game may or may not have applied it
+    on_doubt: OnDoubt = OnDoubt.RESEND
+    park_reason: ParkReason | None = None  # why it waits, while parked (kept after, as history)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:
@@ -243,6 +260,8 @@ class Step:
                 "status": StepStatus(row["status"]),
                 "on_failure": OnFailure(row["on_failure"]),
                 "in_doubt": bool(row.get("in_doubt", False)),
+                "on_doubt": OnDoubt(row.get("on_doubt", OnDoubt.RESEND.value)),
+                "park_reason": None if row.get("park_reason") is None else ParkReason(row["park_reason"]),
             }
         )
 
@@ -254,11 +273,22 @@ class Step:
             action_version=int(spec.action_version), on_failure=OnFailure(spec.on_failure),
             idempotency_key=idempotency_key, status=StepStatus.PENDING, attempts=0, claimed_by=None,
             claim_expires_at=None, due_at=None, started_at=None, finished_at=None, last_error=None,
+            on_doubt=OnDoubt(spec.on_doubt),
         )
 
     @property
     def parked(self) -> bool:
         return self.status is StepStatus.RUNNING and self.claim_expires_at is None
+
+    @property
+    def parked_in_doubt(self) -> bool:
+        """Parked for a decision: nobody knows whether the game applied it (confirm, skip or resend)."""
+        return self.parked and self.park_reason is ParkReason.DOUBT
+
+    @property
+    def parked_cue(self) -> bool:
+        """Parked for a person to do what it asks (a cue): reminders, acknowledge and a gm's press apply."""
+        return self.parked and self.park_reason is not ParkReason.DOUBT
 
     @property
     def named(self) -> str:

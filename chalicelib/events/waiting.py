@@ -22,10 +22,10 @@ from __future__ import annotations
 from typing import Any
 
 from .lifecycle import WORKING, StepSQL
-from .model import Phase, PhaseState, Run, RunStatus, Step, iso
+from .model import ParkReason, Phase, PhaseState, Run, RunStatus, Step, iso
 
 FOR = ("cue", "advance", "signal", "decision", "resume")
-STORED = ("cue", "advance", "signal", "resume")  # what event_runs.waiting_for holds (decision: when it exists)
+STORED = FOR  # what event_runs.waiting_for holds
 FILTERS = ("any", *STORED)  # GET /runs?waiting=
 
 
@@ -40,16 +40,24 @@ def _sql(value: str) -> str:
     return f"'{value}'"
 
 
-CUE, ADVANCE, SIGNAL, RESUME = (_sql(v) for v in STORED)
-# A person's answer closed the run's parked cue (confirm, skip of it): the run waits for nothing
+CUE, ADVANCE, SIGNAL, DECISION, RESUME = (_sql(v) for v in STORED)
+# A person's answer closed the run's parked step (confirm, skip, resend of it): the run waits for nothing
 # more, unless it waits for a resume (a paused run's cue is answered before it resumes).
-CUE_ANSWERED = f"IF(r.waiting_for = {CUE}, NULL, r.waiting_for)"
+CUE_ANSWERED = f"IF(r.waiting_for IN ({CUE}, {DECISION}), NULL, r.waiting_for)"
+DOUBT = _sql(ParkReason.DOUBT.value)  # event_run_steps.park_reason of a step parked in doubt
+
+
+def parked_in_doubt(step: str) -> str:
+    """SQL: the step (the alias `step`) is parked for a decision on whether the game applied it."""
+    return f"({step}.status = {StepSQL.RUNNING} AND {step}.claim_expires_at IS NULL AND {step}.park_reason <=> {DOUBT})"
 
 
 def from_rows(run: str = "r") -> str:
     """What a running or ending run (the alias `run`, at its current phase) waits for, from its rows as they
     stand: a parked step of its phase (the head: a phase's steps run one at a time), else its phase held."""
     return f"""(CASE
+        WHEN EXISTS (SELECT 1 FROM event_run_steps ws WHERE ws.run_id = {run}.id AND ws.phase = {run}.current_phase
+                        AND {parked_in_doubt('ws')}) THEN {DECISION}
         WHEN EXISTS (SELECT 1 FROM event_run_steps ws WHERE ws.run_id = {run}.id AND ws.phase = {run}.current_phase
                         AND ws.status = {StepSQL.RUNNING} AND ws.claim_expires_at IS NULL) THEN {CUE}
         ELSE (SELECT IF(wp.`signal` IS NULL, {ADVANCE}, {SIGNAL}) FROM event_run_phases wp
@@ -68,7 +76,8 @@ def waiting(run: Run, head: Step | None, phase: Phase | None = None) -> dict[str
             found["phase"] = run.current_phase
         return found
     if run.status in WORKING and head is not None and head.parked and head.phase == run.current_phase:
-        cue: dict[str, Any] = {"for": "cue", "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
+        what = "decision" if head.parked_in_doubt else "cue"
+        cue: dict[str, Any] = {"for": what, "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
         if head.acknowledged_by is not None:
             cue["acknowledged_by"], cue["acknowledged_at"] = head.acknowledged_by, iso(head.acknowledged_at)
         return cue

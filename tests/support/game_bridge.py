@@ -9,6 +9,12 @@ Unscripted requests get `default` (200 {"outcome": "done"}), or what `respond`
 decides for their action. A delayed or gated answer also ends when `stop()` is
 called, so a test never waits out a long delay.
 
+A status endpoint (`GET /actions/{id}/status/{key}?attempt=n`, the probe of a
+step in doubt) answers what `status` decides, else 404; each such request is
+recorded apart (`probes`). `ApplyingGame` is a game that applies every delivery
+it receives (it never de-duplicates on the key, so a duplicate shows) and
+answers its status endpoint honestly, with the attempt fence.
+
 It can misbehave as a hostile game side does: interim 1xx answers before the
 final one, a body dripping a byte at a time, a body far larger than any cap
 (streamed, never held), with or without a Content-Length. Each request's open
@@ -27,10 +33,11 @@ import select
 import socket
 import threading
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 SECRET = "test-bridge-secret"
 
@@ -84,6 +91,23 @@ class Received:
         return hmac.compare_digest(self.headers.get("x-event-signature", ""), f"sha256={expected}")
 
 
+@dataclass
+class StatusAsked:
+    """One GET of the status endpoint: the action, the key and the attempt it was asked before."""
+
+    action_id: str
+    key: str
+    attempt: int
+    target: str  # the path and query, as signed
+    headers: dict[str, str]
+
+    def signature_valid(self, secret: str = SECRET) -> bool:
+        timestamp = self.headers.get("x-event-timestamp", "")
+        signed = f"{timestamp}.GET.{self.target}.".encode()
+        expected = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+        return hmac.compare_digest(self.headers.get("x-event-signature", ""), f"sha256={expected}")
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # many tick workers connect at once; the default backlog of 5 stalls them
@@ -95,10 +119,13 @@ class GameBridge:
         self.default = default
         self._scripts: dict[str, deque[Answer]] = defaultdict(deque)
         self._responders: dict[str, Callable[[Received], Answer]] = {}
+        self._status_for: Callable[[StatusAsked], Answer] | None = None
+        self._probes: list[StatusAsked] = []
         self._received: list[Received] = []
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._stopping = threading.Event()
+        self.default_responder: Callable[[Received], Answer] | None = None
         self._server = _Server(("127.0.0.1", 0), self._handler())
         # A connection that goes away between select and accept left accept blocked, and the
         # teardown's shutdown() waiting on it for ever (seen once after a failing R5): with a
@@ -138,6 +165,21 @@ class GameBridge:
         with self._lock:
             self._responders[action_id] = answer_for
 
+    def respond_to_every(self, answer_for: Callable[[Received], Answer]) -> None:
+        """Answer every unscripted request of any action with `answer_for(request)`."""
+        with self._lock:
+            self._responders.clear()
+            self.default_responder = answer_for
+
+    def status(self, answer_for: Callable[[StatusAsked], Answer]) -> None:
+        """Answer the status endpoint with `answer_for(asked)` (unset: 404)."""
+        with self._lock:
+            self._status_for = answer_for
+
+    def probes(self) -> list[StatusAsked]:
+        with self._lock:
+            return list(self._probes)
+
     def overlapping_attempts(self) -> list[tuple[str, int, int]]:
         """(key, attempt, attempt) for two requests of one idempotency key open at the game side at once."""
         by_key: dict[str, list[Received]] = defaultdict(list)
@@ -171,7 +213,7 @@ class GameBridge:
             queue = self._scripts.get(received.action_id)
             if queue:
                 return queue.popleft()
-            responder = self._responders.get(received.action_id)
+            responder = self._responders.get(received.action_id) or self.default_responder
         return responder(received) if responder else self.default
 
     def _record(self, received: Received) -> None:
@@ -202,6 +244,24 @@ class GameBridge:
                     self.close_connection = True
                     with bridge._lock:
                         received.closed_at = time.monotonic()
+
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                segments = parts.path.rstrip("/").split("/")
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                attempt = parse_qs(parts.query).get("attempt", ["0"])[0]
+                is_status = len(segments) >= 4 and segments[-2] == "status" and attempt.isdigit()
+                asked = StatusAsked(segments[-3], segments[-1], int(attempt), self.path, headers) if is_status else None
+                with bridge._lock:
+                    responder = bridge._status_for
+                    if asked is not None:
+                        bridge._probes.append(asked)
+                try:
+                    self._answer(responder(asked) if asked is not None and responder else Answer(404, {"reason": "no such"}))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    self.close_connection = True
 
             def _answer(self, answer: Answer) -> None:
                 if answer.delay and not self._wait(answer.delay):
@@ -250,3 +310,54 @@ class GameBridge:
                 pass
 
         return Handler
+
+
+class ApplyingGame:
+    """A game side that applies every delivery it receives — it never de-duplicates on the key, so a duplicate
+    shows as two applications — and answers the status endpoint as the bridge contract says: applied, in
+    progress (received, not yet applied) or not applied; having answered for attempt n, it refuses any
+    delivery of that key with a lower attempt (the attempt fence), before applying it.
+
+    `hold`: each delivery is applied on arrival, its answer then waits for this event (a worker killed while
+    it waits never hears it). `slow`: each delivery is applied only once this event is set, and is in
+    progress until then."""
+
+    def __init__(self, bridge: GameBridge, *, hold: threading.Event | None = None, slow: threading.Event | None = None):
+        self.applied: Counter[str] = Counter()  # key -> applications
+        self.fenced: Counter[str] = Counter()  # key -> deliveries refused by the fence
+        self._fence: dict[str, int] = {}
+        self._applying: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self.hold, self.slow = hold, slow
+        bridge.respond_to_every(self.deliver)
+        bridge.status(self.answer_status)
+
+    def deliver(self, received: Received) -> Answer:
+        key, attempt = received.headers["idempotency-key"], received.json["attempt"]
+        with self._lock:
+            if attempt < self._fence.get(key, 0):
+                self.fenced[key] += 1
+                return Answer(409, {"outcome": "refused", "reason": f"attempt {attempt} is behind the fence"})
+            self._applying[key] += 1
+        if self.slow is not None:
+            self.slow.wait(30)
+        with self._lock:
+            self._applying[key] -= 1
+            self.applied[key] += 1
+        return Answer(200, {"outcome": "done"}, gate=self.hold)
+
+    def answer_status(self, asked: StatusAsked) -> Answer:
+        if not asked.signature_valid():
+            return Answer(401, {"reason": "bad signature"})
+        with self._lock:
+            self._fence[asked.key] = max(self._fence.get(asked.key, 0), asked.attempt)
+            if self.applied[asked.key]:
+                return Answer(200, {"status": "applied"})
+            if self._applying[asked.key]:
+                return Answer(200, {"status": "in_progress"})
+            return Answer(200, {"status": "not_applied"})
+
+    def duplicates(self) -> dict[str, int]:
+        """The keys applied more than once, and how many times."""
+        with self._lock:
+            return {key: n for key, n in self.applied.items() if n > 1}

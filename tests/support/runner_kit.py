@@ -53,9 +53,10 @@ class RecordingChannel:
 
 
 def make_runner(
-    db: Database, clock, bridge: GameBridge | None, *, rules: Rules = RULES, concurrency: int = 2, timeout: float = 5.0
+    db: Database, clock, bridge: GameBridge | None, *, rules: Rules = RULES, concurrency: int = 2, timeout: float = 5.0,
+    asks_status: bool = False,
 ) -> Runner:
-    client = BridgeClient(bridge.url, SECRET, timeout=timeout) if bridge else None
+    client = BridgeClient(bridge.url, SECRET, timeout=timeout, asks_status=asks_status) if bridge else None
     actions = Actions(bridge=client, cue_channel=RecordingChannel("cue"), announce_channel=RecordingChannel("announce"))
     return Runner(db, clock, actions, rules, concurrency=concurrency)
 

@@ -35,6 +35,9 @@ def step_columns(state: str, now) -> dict[str, Any]:
         return {"status": "pending"}
     if state == "parked":
         return {"status": "running", "attempts": 1, "claimed_by": None, "claim_expires_at": None}
+    if state == "parked_in_doubt":  # not one of STEP_STATES: parked for a decision on whether the game applied it
+        return {"status": "running", "attempts": 1, "claimed_by": None, "claim_expires_at": None,
+                "park_reason": "doubt", "in_doubt": True}
     if state == "leased":
         return {"status": "running", "attempts": 1, "claimed_by": "tick-token", "claim_expires_at": now + timedelta(seconds=120)}
     return {"status": state, "attempts": 1, "finished_at": now}

@@ -153,7 +153,7 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             if control == "advance":  # the phase the person sees, judged by the offer's own rule
                 body["phase"] = run.current_phase or 1
                 phase, flying = db.autocommit(lambda tx: (
-                    phases.get(tx, run.id, body["phase"]), steps.in_flight(tx, run.id, body["phase"], clock.now())))
+                    phases.get(tx, run.id, body["phase"]), steps.holding_phase(tx, run.id, body["phase"], clock.now())))
                 refusal = controls.advance_refusal(run, body["phase"], phase, flying)
             answer = api.post(f"/runs/{run.id}/{control}", body, auth=CALLERS[caller])
             self._judge(answer, caller, refusal, {"run_status": run.status.value})

@@ -13,17 +13,30 @@ itself answering), is an answer: the game did not act. The key is kept current t
 rotation of its secret, and a 401 to a signature re-reads it (`signing`). One overall deadline (the bridge
 timeout) covers the whole exchange and the answer is read up to a cap (see
 `outbound`): past the deadline the outcome is a retry, past the cap `failed`.
+
+With `asks_status` (GAME_BRIDGE_STATUS=on), a step in doubt is asked about
+before it is sent again (`probe`):
+
+    GET {GAME_BRIDGE_URL}/actions/{action_id}/status/{idempotency_key}?attempt={the new attempt}
+    X-Event-Timestamp, X-Event-Signature: sha256=HMAC("{timestamp}.GET.{path and query}.")
+
+`{"status": "applied", "resources"?: [...]}`, `{"status": "not_applied"}` or
+`{"status": "in_progress"}`; anything else (a 404, an error, no answer in time)
+leaves the step in doubt (`UNKNOWN`). Having answered for attempt n, the game
+refuses any delivery of that key with a lower attempt (the attempt fence), so a
+late first delivery never lands after a `not_applied`.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any
 
 from ... import outbound
-from ..errors import ConnectionFailed, DeadlineExceeded
+from ..errors import ConnectionFailed, DeadlineExceeded, OutboundError
 from ..model import Step
 from .context import ActionContext
 from .outcome import Outcome
@@ -100,8 +113,44 @@ def _reason(answer: outbound.Answer, read: dict[str, Any] | str) -> str:
     return text or "no reason given"
 
 
+class Status(str, Enum):
+    """What the game's status endpoint says of a step in doubt."""
+
+    APPLIED = "applied"  # the game applied it: the step is done, with the resources the answer lists
+    NOT_APPLIED = "not_applied"  # it did not, and will refuse a delivery of an earlier attempt: send it now
+    IN_PROGRESS = "in_progress"  # it is applying it: ask again after the backoff
+    UNKNOWN = "unknown"  # no usable answer: the step's on_doubt decides
+
+
+@dataclass(frozen=True)
+class Probe:
+    status: Status
+    detail: str  # what the log's `probe` says: the status, or why it is unknown
+    answer: dict[str, Any] | None = None  # an applied answer's body (its resources are recorded)
+    http_status: int | None = None
+    latency_ms: int | None = None
+
+
+def read_status(answer: outbound.Answer) -> Probe:
+    """A status endpoint's answer: a 200 with a JSON object naming one of the three statuses, else unknown."""
+    read = _read(answer)
+    said = read.get("status") if isinstance(read, dict) and answer.status == 200 else None
+    known = {s.value: s for s in Status if s is not Status.UNKNOWN}
+    if isinstance(read, dict) and isinstance(said, str) and said in known:
+        return Probe(known[said], said, read if known[said] is Status.APPLIED else None, answer.status)
+    why = f"HTTP {answer.status}" if answer.status != 200 else (read if isinstance(read, str) else "no known status")
+    return Probe(Status.UNKNOWN, f"{Status.UNKNOWN.value}: {why}"[:MAX_REASON], http_status=answer.status)
+
+
+def status_target(endpoint: outbound.Endpoint, step: Step, attempt: int) -> str:
+    """The status endpoint's path and query for `step` asked before `attempt` (what its signature covers)."""
+    target = endpoint.target(f"/actions/{step.action_id}/status/{step.idempotency_key}")
+    return f"{target}{'&' if '?' in target else '?'}attempt={attempt}"
+
+
 class BridgeClient:
-    def __init__(self, base_url: str, secret: str | SigningKey, *, timeout: float, rehearsal: bool = False):
+    def __init__(self, base_url: str, secret: str | SigningKey, *, timeout: float, rehearsal: bool = False,
+                 asks_status: bool = False):
         try:
             self._endpoint = outbound.Endpoint.parse(base_url)
         except ValueError:
@@ -111,6 +160,19 @@ class BridgeClient:
         self._key = secret if isinstance(secret, SigningKey) else SigningKey.fixed(secret)
         self.timeout = timeout
         self.rehearsal = rehearsal  # the sandbox of dry runs: every body says so
+        self.asks_status = asks_status  # GAME_BRIDGE_STATUS: a step in doubt is asked about before it is re-sent
+
+    def probe(self, context: ActionContext) -> Probe:
+        """Ask the game whether it applied the step in doubt, before `context.attempt` is sent: one signed GET
+        under the bridge's own deadline and answer cap. Never raises: no answer is UNKNOWN."""
+        target = status_target(self._endpoint, context.step, context.attempt)
+        headers = outbound.signed_headers(self._key.current(), context.now, f"GET.{target}.".encode())
+        started = time.monotonic()
+        try:
+            answer = outbound.get(self._endpoint, target=target, headers=headers, timeout=self.timeout)
+        except OutboundError as error:
+            return Probe(Status.UNKNOWN, f"{Status.UNKNOWN.value}: {error}"[:MAX_REASON], latency_ms=_ms_since(started))
+        return replace(read_status(answer), latency_ms=_ms_since(started))
 
     def dispatch(self, context: ActionContext) -> Outcome:
         step, now = context.step, context.now

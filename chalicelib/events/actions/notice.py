@@ -35,9 +35,13 @@ class Notice:
 
     @classmethod
     def escalation(cls, step: Step, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
-        """A parked cue nobody has answered or acknowledged in time."""
-        text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a game master, and nobody "
-                f"has acknowledged it: {step.params.get('instruction', step.action_id)}")
+        """A parked cue nobody has answered or acknowledged in time, or a step parked in doubt nobody decided."""
+        if step.parked_in_doubt:
+            text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a decision: the game may or"
+                    f" may not have applied {step.named}; confirm, skip or resend it")
+        else:
+            text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a game master, and nobody "
+                    f"has acknowledged it: {step.params.get('instruction', step.action_id)}")
         return cls("escalation", text, step.run_id, step.id, f"{step.idempotency_key}:e", at,
                    console_link(console_url, step.run_id))
 

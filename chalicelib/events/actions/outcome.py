@@ -28,7 +28,8 @@ class Outcome:
     http_status: int | None = None
     latency_ms: int | None = None
     result: dict[str, Any] | None = field(default=None, compare=False)  # the answer body, parsed (a JSON object)
-    in_doubt: bool = False  # a retry with no known outcome: the game may or may not have applied it
+    in_doubt: bool = False  # no known outcome (a retry), or parked for a decision on it (parked)
+    probe: str | None = None  # a step in doubt: what the game's status endpoint said before this attempt
 
     @classmethod
     def done(cls, **extra: Any) -> Outcome:
@@ -37,6 +38,11 @@ class Outcome:
     @classmethod
     def parked(cls, note: str | None = None, attention: Attention | None = None) -> Outcome:
         return cls(Verdict.PARKED, note=note, attention=attention)
+
+    @classmethod
+    def parked_in_doubt(cls, note: str, attention: Attention | None = None) -> Outcome:
+        """Not sent: the step's last attempt has no known outcome, and its on_doubt parks it for a decision."""
+        return cls(Verdict.PARKED, note=note, attention=attention, in_doubt=True)
 
     @classmethod
     def retry(cls, error: str, **extra: Any) -> Outcome:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Protocol
 
-from ..model import kept_note
+from ..model import Step, kept_note
 from . import core
+from .bridge import BridgeClient, Probe
 from .channels import Channel
 from .context import ActionContext
 from .outcome import Outcome
@@ -41,11 +43,33 @@ class Actions:
     def escalations(self) -> Channel:
         return self.escalation_channel or self.cue_channel
 
+    def escalation_due(self, now: datetime) -> datetime | None:
+        """When a wait for a person that begins now is escalated (None: EVENT_ESCALATE_AFTER_SECONDS is 0)."""
+        return now + timedelta(seconds=self.escalate_after_seconds) if self.escalate_after_seconds else None
+
     @property
     def longest_dispatch_seconds(self) -> float:
         """The longest one action may take: the slowest of its outbound deadlines."""
         bridge = self.bridge.timeout if self.bridge else 0.0
         return max(bridge, self.cue_channel.timeout, self.announce_channel.timeout)
+
+    def asks_status_of(self, step: Step) -> bool:
+        """Whether a step in doubt is asked about before it is re-sent: a module action sent to the game bridge,
+        GAME_BRIDGE_STATUS on (a dry run's simulation or sandbox is never asked)."""
+        spec = lookup(step.action_id)
+        return isinstance(self.bridge, BridgeClient) and self.bridge.asks_status and spec is not None and not spec.core
+
+    def dispatch_seconds(self, step: Step) -> float:
+        """The longest one attempt at `step` may take: two outbound deadlines for a step in doubt that is asked
+        about first (the status GET, then the delivery), else one."""
+        asked = self.bridge.timeout if step.in_doubt and self.bridge is not None and self.asks_status_of(step) else 0.0
+        return self.longest_dispatch_seconds + asked
+
+    def probe(self, context: ActionContext) -> Probe | None:
+        """What the game says of the step in doubt before this attempt; None when it is not asked."""
+        if not isinstance(self.bridge, BridgeClient) or not self.asks_status_of(context.step):
+            return None
+        return self.bridge.probe(context)
 
     @cached_property
     def core_handlers(self) -> dict[str, Callable[[ActionContext], Outcome]]:

@@ -8,6 +8,9 @@ waits for the condition), or it has stopped (`Done`). Each transaction carries
 the run as far as it goes without dispatching; an outcome is settled and the
 next step claimed in one transaction and one commit (`settle_and_claim_next`).
 
+A step in doubt (its last attempt has no known outcome) whose `on_doubt` is `park` is not sent again:
+holding its next claim, the walker parks it for a person's decision (`_attempt`).
+
 A run cleaning up is walked in its cleanup phase (`Programme.cleanup`): drained,
 the tick writes its revert steps for what is left to revert (`resources.open_reverts`,
 only once no other step of the run is in flight), works them like any phase, and
@@ -26,12 +29,13 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from ...db import Database, Tx, must_exist
 from .. import journal
 from ..actions import core
+from ..actions.bridge import Status
 from ..actions.context import ActionContext
 from ..actions.notice import Notice
 from ..actions.outcome import Outcome
@@ -39,7 +43,7 @@ from ..actions.perform import Actions
 from ..document import Programme
 from ..errors import ChannelError, UnreadableDocument
 from ..lifecycle import BEFORE_FIRST_PHASE
-from ..model import RUNNABLE, Claim, PhaseKind, Run, RunStatus, Step, StepStatus
+from ..model import RUNNABLE, Attention, Claim, OnDoubt, PhaseKind, Run, RunStatus, Step, StepStatus
 from ..store import log, phases, resources, runs, signals, steps
 from .attention import Attender, Timer, due
 from .budget import Budget
@@ -48,6 +52,7 @@ from .outcomes import Rules, settle_outcome
 logger = logging.getLogger(__name__)
 
 OPEN_STEPS_PER_READ = 200
+DOUBT_NOTE = "its last attempt has no known outcome: the game may or may not have applied it"
 NOT_STARTED = (None, RunStatus.SCHEDULED, RunStatus.MISSED)  # where a scheduled run stays when its start did not happen
 
 
@@ -262,7 +267,7 @@ class RunAdvancer:
                         return head.status  # occupied (in flight, or parked with no timer due), or not yet due
                     cursor, claim = self._attend(run, programme, head, timer, report)
                     continue
-                if not self._may_dispatch():
+                if not self._may_dispatch(head.step):
                     report.out_of_budget = True
                     return head.status
                 claim = self.db.autocommit(lambda tx: steps.claim(tx, head.step, self.now, self.rules.lease_seconds))
@@ -276,11 +281,32 @@ class RunAdvancer:
                     continue
             lost_claim = False
             claimed = claim
-            outcome = self.actions.perform(ActionContext.of(head.step, claimed.attempt, self.now, run))
+            outcome = self._attempt(run, head.step, claimed)
             cursor, claim = self.db.transaction(
                 lambda tx: self.settle_and_claim_next(tx, run_id, programme, head, claimed, outcome))
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
+
+    def _attempt(self, run: Run, step: Step, claim: Claim) -> Outcome:
+        """What the claimed attempt comes to: the action performed. A step in doubt is first asked about, when
+        the bridge asks (GAME_BRIDGE_STATUS): applied is done with nothing sent, in progress is a retry still in
+        doubt, not applied is sent; with no answer (or nobody asked), `on_doubt: park` sends nothing and parks
+        the step for a person's decision, `resend` sends it. The probe's answer goes with the outcome."""
+        context = ActionContext.of(step, claim.attempt, self.now, run)
+        if not step.in_doubt:
+            return self.actions.perform(context)
+        probe = self.actions.probe(context)
+        asked = None if probe is None else probe.detail
+        if probe is not None and probe.status is Status.APPLIED:
+            return Outcome.done(result=probe.answer, http_status=probe.http_status, latency_ms=probe.latency_ms,
+                                probe=asked)
+        if probe is not None and probe.status is Status.IN_PROGRESS:
+            return Outcome.retry("the game is still applying it", in_doubt=True, http_status=probe.http_status,
+                                 latency_ms=probe.latency_ms, probe=asked)
+        if (probe is None or probe.status is Status.UNKNOWN) and step.on_doubt is OnDoubt.PARK:
+            parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=self.actions.escalation_due(self.now)))
+            return replace(parked, probe=asked)
+        return replace(self.actions.perform(context), probe=asked)
 
     def _attend(self, run: Run, programme: Programme, head: Head, timer: Timer,
                 report: RunReport) -> tuple[Cursor, Claim | None]:
@@ -337,7 +363,8 @@ class RunAdvancer:
         leaving a drained phase, opening the next and claiming the step after: one transaction, one commit."""
         applied, log_rows = settle_outcome(tx, head.step, claim, outcome, self.now, self.rules,
                                            static_revert=programme.static_revert(head.phase, head.step.seq),
-                                           compensate="fail" in programme.cleanup_on)
+                                           compensate="fail" in programme.cleanup_on,
+                                           escalate_at=self.actions.escalation_due(self.now))
         cursor: Cursor
         if not applied.written or applied.run_stopped:
             cursor = Done(None)  # fenced out, or the disposition paused or failed the run: as it now stands
@@ -375,16 +402,19 @@ class RunAdvancer:
         if not isinstance(cursor, Head) or cursor.status not in RUNNABLE:
             return None
         first = cursor.step
-        if not _claimable(first, self.now) or not self._may_dispatch():
+        if not _claimable(first, self.now) or not self._may_dispatch(first):
             return None
         return first
 
-    def _may_dispatch(self) -> bool:
+    def _may_dispatch(self, step: Step) -> bool:
         """A step starts only if its worst case fits the tick's budget, and its dispatch is over
         before its claim's lease lapses — counted, like every time of the tick, from the tick's
-        one clock read. Else a sweep could hand the step on while this attempt is still open."""
-        dispatch_over_by = self.budget.monotonic() + self.actions.longest_dispatch_seconds
-        return self.budget.allows(self.step_worst_case) and dispatch_over_by < self.leases_lapse_at
+        one clock read. Else a sweep could hand the step on while this attempt is still open.
+        A step in doubt that is asked about first counts two outbound deadlines (`dispatch_seconds`)."""
+        seconds = self.actions.dispatch_seconds(step)
+        dispatch_over_by = self.budget.monotonic() + seconds
+        worst_case = self.step_worst_case + seconds - self.actions.longest_dispatch_seconds
+        return self.budget.allows(worst_case) and dispatch_over_by < self.leases_lapse_at
 
     def _read(self, run_id: int, where: NeedsRead) -> Head | Drained | Closing:
         rows, close_due = self.db.autocommit(

@@ -42,7 +42,7 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         secret = _secret(settings.game_bridge_secret, settings.game_bridge_secret_arn, "GAME_BRIDGE_SECRET_ARN")
         if not secret:
             raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
-        bridge = BridgeClient(settings.game_bridge_url, secret, timeout=timeout)
+        bridge = BridgeClient(settings.game_bridge_url, secret, timeout=timeout, asks_status=settings.game_bridge_status)
     webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel,
                                                       settings.escalation_channel or "", settings.rehearsal_channel))
     webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") if webhooks else None

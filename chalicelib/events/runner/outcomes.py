@@ -18,7 +18,7 @@ from ...db import Tx
 from .. import journal, ledger
 from ..actions.outcome import Outcome, Verdict
 from ..lifecycle import STEP_FAILURES
-from ..model import Claim, OnFailure, Revert, RunStatus, Step, StepStatus
+from ..model import Attention, Claim, OnDoubt, OnFailure, ParkReason, Revert, RunStatus, Step, StepStatus
 from ..store import resources, runs, steps
 
 KEPT_LIVE = "listed by a revert: recorded live, not reverted by this cleanup"
@@ -41,15 +41,22 @@ class Applied:
 
 def settle_outcome(
     tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datetime, rules: Rules, *,
-    static_revert: Revert | None = None, compensate: bool = False,
+    static_revert: Revert | None = None, compensate: bool = False, escalate_at: datetime | None = None,
 ) -> tuple[Applied, list[journal.Entry]]:
     """The outcome's writes, and the log rows that record them: the caller writes those in the same transaction.
 
     `static_revert`: the step's authored revert (a done answer records one resource with it); `compensate`:
-    the document's `cleanup_on` has `fail` (an abort_run cleans up first)."""
+    the document's `cleanup_on` has `fail` (an abort_run cleans up first); `escalate_at`: when a step parked
+    in doubt by this outcome is escalated (a retry in doubt at the attempt ceiling under `on_doubt: park` is
+    parked for a decision, not failed)."""
     verdict, error, in_doubt = outcome.verdict, outcome.error, outcome.in_doubt
+    attention = outcome.attention
     if verdict is Verdict.RETRY and claim.attempt >= rules.max_attempts:
-        verdict, error = Verdict.FAILED, f"gave up after {claim.attempt} attempts: {error}"
+        if in_doubt and step.on_doubt is OnDoubt.PARK:
+            verdict, error = Verdict.PARKED, f"gave up after {claim.attempt} attempts: {error}: waits for a decision"
+            attention = Attention(escalate_at=escalate_at)
+        else:
+            verdict, error = Verdict.FAILED, f"gave up after {claim.attempt} attempts: {error}"
 
     held = False
     if verdict is Verdict.DONE:
@@ -61,7 +68,8 @@ def settle_outcome(
         # Its run or its phase ended while the step was in flight: nobody will confirm or retry it.
         status, written, error = StepStatus.CANCELLED, True, ended
     elif verdict is Verdict.PARKED:
-        status, written = StepStatus.RUNNING, steps.park(tx, claim, outcome.note, outcome.attention)
+        reason = ParkReason.DOUBT if in_doubt else ParkReason.CUE
+        status, written = StepStatus.RUNNING, steps.park(tx, claim, outcome.note or error, attention, reason)
     elif verdict is Verdict.RETRY:
         retry_at = now + timedelta(seconds=rules.retry_seconds)
         status, written = StepStatus.PENDING, steps.reschedule(tx, claim, retry_at, error, in_doubt=in_doubt)

@@ -17,18 +17,23 @@ class Swept:
     requeued: int
     gave_up: int
     abandoned: int
+    parked: int = 0  # in doubt at the attempt ceiling under on_doubt park: a person decides
 
 
-def reclaim(tx: Tx, now: datetime, max_attempts: int) -> Swept:
-    """One transaction: the sweep, a log row per step, and each given-up step's on_failure."""
-    reclaimed = steps.reclaim_stale(tx, now, max_attempts)
+def reclaim(tx: Tx, now: datetime, max_attempts: int, *, escalate_at: datetime | None = None) -> Swept:
+    """One transaction: the sweep, a log row per step, and each given-up step's on_failure (`escalate_at`: the
+    escalation of a step parked in doubt)."""
+    reclaimed = steps.reclaim_stale(tx, now, max_attempts, escalate_at=escalate_at)
     entries = [_taken_back(step, StepStatus.PENDING, "lease expired") for step in reclaimed.requeued]
     entries += [_taken_back(step, StepStatus.CANCELLED, step.last_error or steps.RUN_ENDED) for step in reclaimed.abandoned]
+    entries += [_taken_back(step, StepStatus.RUNNING, "lease expired at the attempt ceiling: parked for a decision",
+                            park_reason="doubt") for step in reclaimed.parked]
     for step in reclaimed.gave_up:
         entries.append(_taken_back(step, StepStatus.FAILED, steps.GAVE_UP, on_failure=step.on_failure.value))
         entries.extend(apply_failure(tx, step, steps.GAVE_UP, now))
     log.append_many(tx, entries, now)
-    return Swept(requeued=len(reclaimed.requeued), gave_up=len(reclaimed.gave_up), abandoned=len(reclaimed.abandoned))
+    return Swept(requeued=len(reclaimed.requeued), gave_up=len(reclaimed.gave_up), abandoned=len(reclaimed.abandoned),
+                 parked=len(reclaimed.parked))
 
 
 def _taken_back(step: Step, to: StepStatus, cause: str, **detail: str) -> journal.Entry:

@@ -186,7 +186,8 @@ class Runner:
 
     def _reclaim(self, tick: TickWork, budget: Budget) -> None:
         now, report = tick.now, tick.report
-        swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts))
+        escalate_at = self.actions.escalation_due(now)  # of a step the sweep parks in doubt
+        swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_at=escalate_at))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
 
     def _plan(self, tick: TickWork, planning: Budget) -> None:

@@ -392,17 +392,20 @@ def leave_phase(
 
 
 _RUN = "event_runs.id"
+_NONE_PARKED_IN_DOUBT = f"""NOT EXISTS (SELECT 1 FROM event_run_steps d
+                                          WHERE d.run_id = {_RUN} AND {waiting.parked_in_doubt('d')})"""  # noqa: S608 — constant fragments only
 
 
 def begin_cleanup(
     tx: Tx, run_id: int, sources: Iterable[RunStatus], target: RunStatus, now: datetime, **changes: Unpack[RunChanges]
 ) -> bool:
     """Into cleaning_up toward `target`, only if the run has something live to revert or a step in flight
-    (whose answer may list what it created), and never twice (a paused cleanup is a source status too);
+    (whose answer may list what it created), and never twice (a paused cleanup is a source status too), nor
+    while a step of it is parked in doubt (whether the game applied it, a person decides first);
     False otherwise (nothing to clean: the caller moves it as it would have without a cleanup)."""
     moved_from = [RunStatus(s) for s in sources]
     guard = (f"status IN ({placeholders(len(moved_from))}) AND cleanup_target IS NULL"
-             f" AND ({resources.to_revert(_RUN)} OR {resources.in_flight(_RUN)})")
+             f" AND ({resources.to_revert(_RUN)} OR {resources.in_flight(_RUN)}) AND {_NONE_PARKED_IN_DOUBT}")
     return _move(tx, run_id, moved_from, RunStatus.CLEANING_UP, now, guard, [*(s.value for s in moved_from), now],
                  cleanup_target=target, **changes)
 
@@ -517,7 +520,8 @@ def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *,
     `resuming`, paused) at `phase` (from paused it is running again, its last error
     cleared, as a resume does), the phase is a main phase whose condition nobody met yet, and
     no step of it is in flight under a live lease (the NOT EXISTS: an answer on its
-    way is waited for, not raced). An advance is a run-level change: it raises the run's version, and
+    way is waited for, not raced) nor parked in doubt (a person decides it first). An advance is a run-level
+    change: it raises the run's version, and
     `seen_version` holds it to the version a person saw (their If-Match). A run paused in its cleanup is never
     advanced: its phases are over.
     """
@@ -532,7 +536,8 @@ def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *,
                    AND p.kind = 'main' AND NOT p.condition_met
                    AND NOT EXISTS (SELECT 1 FROM event_run_steps s
                                     WHERE s.run_id = r.id AND s.phase = p.number
-                                      AND s.status = {StepSQL.RUNNING} AND s.claim_expires_at >= %s)""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
+                                      AND ((s.status = {StepSQL.RUNNING} AND s.claim_expires_at >= %s)
+                                           OR {waiting.parked_in_doubt('s')}))""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
             (now, actor, now, now, run_id, (RunStatus.PAUSED if resuming else RunStatus.RUNNING).value, phase,
              *(() if seen_version is None else (seen_version,)), now),
         )

@@ -6,7 +6,9 @@ Two rules govern the writes here:
    (a sweep that reset it once made the attempt ceiling unreachable and a row
    cycle for ever). Only `requeue`, a named person's decision, sets it to 0.
 2. A *parked* step is `running` with a NULL lease: in flight, held by nobody.
-   Nothing treats a NULL lease as stale, so a cue can wait overnight.
+   Nothing treats a NULL lease as stale, so a cue can wait overnight. Its
+   `park_reason` says for what: a cue, or a decision on a step in doubt
+   (`in_doubt`: its last attempt has no known outcome), which holds its phase.
 
 The claimer's later writes (park, reschedule, finish) are fenced on the claim's
 token and attempt: a process that outlived its lease, whose step was reclaimed
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,7 +30,9 @@ from ..lifecycle import RUNNER_FINISHES, ResourceSQL, RunSQL, StepSQL
 from ..model import (
     Attention,
     Claim,
+    OnDoubt,
     OnFailure,
+    ParkReason,
     Step,
     StepSpec,
     StepStatus,
@@ -41,7 +45,7 @@ COLUMNS = (
     "id, run_id, phase, seq, action_id, params, action_version, on_failure, idempotency_key,"
     " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error,"
     " acknowledged_by, acknowledged_at, remind_at, reminders_sent, escalate_at, escalation_tries, times_out_at, retries, resource_id,"
-    " in_doubt"
+    " in_doubt, on_doubt, park_reason"
 )
 GAVE_UP = "gave up after repeated interruptions"
 RUN_ENDED = "its run ended while this step was in flight"
@@ -221,14 +225,15 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
     for seq, spec in enumerate(specs):
         if not isinstance(spec.params, dict):
             raise ValueError(f"step {seq}: params must be an object, got {type(spec.params).__name__}")
-        on_failure = OnFailure(spec.on_failure).value
+        on_failure, on_doubt = OnFailure(spec.on_failure).value, OnDoubt(spec.on_doubt).value
         rows.append(
-            (run_id, phase, seq, spec.action_id, json.dumps(spec.params), int(spec.action_version), on_failure)
+            (run_id, phase, seq, spec.action_id, json.dumps(spec.params), int(spec.action_version), on_failure,
+             on_doubt)
         )
-    values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s)")
+    values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s, %s)")
     inserted = tx.execute(
         f"""INSERT IGNORE INTO event_run_steps
-              (run_id, phase, seq, action_id, params, action_version, on_failure)
+              (run_id, phase, seq, action_id, params, action_version, on_failure, on_doubt)
             VALUES {values}""",  # noqa: S608 — only %s placeholders, counted from len(rows); every value is a parameter
         [value for row in rows for value in row],
     )
@@ -289,22 +294,26 @@ _FENCE = f"id = %s AND status = {StepSQL.RUNNING} AND claimed_by = %s AND attemp
 _FENCE_OF_S = f"s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claimed_by = %s AND s.attempts = %s"  # joined as `s`
 
 
-def park(tx: Tx, claim: Claim, note: str | None = None, attention: Attention | None = None) -> bool:
+def park(tx: Tx, claim: Claim, note: str | None = None, attention: Attention | None = None,
+         reason: ParkReason = ParkReason.CUE) -> bool:
     """Leave the step running but held by nobody (lease NULL): a person finishes it. Its run, working at its
-    phase, waits for this cue from now (`waiting_for`, in the same statement; a paused run waits for its resume).
-    The cue's timers (`attention`) are written by the same statement, its count of reminders from nought."""
+    phase, waits for this cue (or, parked in doubt, for a decision) from now (`waiting_for`, in the same
+    statement; a paused run waits for its resume). The park's timers (`attention`) are written by the same
+    statement, its count of reminders from nought; a step parked in doubt is in doubt (`in_doubt`)."""
     timers = attention or Attention()
+    doubt = ParkReason(reason) is ParkReason.DOUBT
+    waits_for = waiting.DECISION if doubt else waiting.CUE
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    SET s.claim_expires_at = NULL, s.claimed_by = NULL, s.last_error = %s,
                        s.remind_at = %s, s.reminders_sent = 0, s.escalate_at = %s, s.escalation_tries = 0,
-                       s.times_out_at = %s,
+                       s.times_out_at = %s, s.park_reason = %s, s.in_doubt = %s,
                        r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = s.phase,
-                                          {waiting.CUE}, r.waiting_for)
+                                          {waits_for}, r.waiting_for)
                  WHERE {_FENCE_OF_S}""",  # noqa: S608 — _FENCE_OF_S and the renderings are constants; values are parameters
-            (kept_note(note), timers.remind_at, timers.escalate_at, timers.times_out_at,
-             claim.step_id, claim.token, claim.attempt),
+            (kept_note(note), timers.remind_at, timers.escalate_at, timers.times_out_at, ParkReason(reason).value,
+             doubt, claim.step_id, claim.token, claim.attempt),
         )
         >= 1
     )
@@ -411,20 +420,24 @@ class Reclaimed:
     abandoned: list[Step]  # now cancelled: their run ended (or their phase is ending) while they were leased
     gave_up: list[Step]  # now failed: their on_failure must be applied by the caller
     requeued: list[Step]  # back to pending, attempts untouched
+    parked: list[Step] = field(default_factory=list)  # at the ceiling under on_doubt park: parked for a decision
 
 
-def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) -> Reclaimed:
+def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
+                  escalate_at: datetime | None = None) -> Reclaimed:
     """Take back steps whose lease expired, in a transaction the caller owns.
 
     A step whose run ended while it was leased (cancel leaves a leased step
     alone) is cancelled: back in pending it would wait for ever in a finished
     run; so is a step whose phase is ending (its `last_error` says which). Of
-    the rest, a step that used its last attempt becomes failed, and the others
-    go back to pending; the requeue also requires attempts below the
-    ceiling and a live run, so the order cannot matter. A NULL lease (a parked
-    step) is never stale, and attempts are never touched. Every step taken back
-    is in doubt (`in_doubt`, in the same statements): nobody knows whether the
-    attempt whose lease expired reached the game.
+    the rest, a step that used its last attempt becomes failed — or, under
+    `on_doubt: park`, is parked for a person's decision (`escalate_at`: its
+    escalation, None for none) — and the others go back to pending; the requeue
+    also requires attempts below the ceiling and a live run, so the order cannot
+    matter. A NULL lease (a parked step) is never stale, and attempts are never
+    touched. Every step taken back is in doubt (`in_doubt`, in the same
+    statements): nobody knows whether the attempt whose lease expired reached
+    the game.
     """
     if not is_whole_number(max_attempts, at_least=1):
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
@@ -435,6 +448,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     # Its phase is ending (a signal, an advance, its deadline): a step of it never goes back to pending.
     phase_over = f"""EXISTS (SELECT 1 FROM event_run_phases p WHERE p.run_id = event_run_steps.run_id
                                 AND p.number = event_run_steps.phase AND {phases.ENDING})"""  # noqa: S608 — the phase's fragment is a constant
+    parks = f"on_doubt = '{OnDoubt.PARK.value}'"
     abandoned = _sweep(
         tx,
         f"{stale} AND ({run_over} OR {phase_over})",
@@ -446,13 +460,25 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
     )
     gave_up = _sweep(
         tx,
-        f"{stale} AND attempts >= %s AND NOT {run_over} AND NOT {phase_over}",
+        f"{stale} AND attempts >= %s AND NOT {parks} AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
         f"status = {StepSQL.FAILED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL,"
         " in_doubt = TRUE",
         (now, GAVE_UP),
         limit,
     )
+    parked = _sweep(
+        tx,
+        f"{stale} AND attempts >= %s AND {parks} AND NOT {run_over} AND NOT {phase_over}",
+        (now, max_attempts, now),
+        f"""claimed_by = NULL, claim_expires_at = NULL, in_doubt = TRUE, park_reason = {waiting.DOUBT},
+            last_error = %s, remind_at = NULL, reminders_sent = 0, escalate_at = %s, escalation_tries = 0,
+            times_out_at = NULL""",
+        (kept_note(f"{GAVE_UP}: waits for a decision"), escalate_at),
+        limit,
+    )
+    if parked:
+        _wait_for_decisions(tx, sorted({step.run_id for step in parked}))
     requeued = _sweep(
         tx,
         f"{stale} AND attempts < %s AND NOT {run_over} AND NOT {phase_over}",
@@ -461,7 +487,17 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500) ->
         (),
         limit,
     )
-    return Reclaimed(abandoned=abandoned, gave_up=gave_up, requeued=requeued)
+    return Reclaimed(abandoned=abandoned, gave_up=gave_up, requeued=requeued, parked=parked)
+
+
+def _wait_for_decisions(tx: Tx, run_ids: Sequence[int]) -> None:
+    """The runs of steps the sweep parked in doubt wait for a decision, if they work that step's phase (the
+    sweep's own UPDATE is of the steps alone: their runs' `waiting_for` is this statement's, rarely needed)."""
+    tx.execute(
+        f"""UPDATE event_runs r SET r.waiting_for = {waiting.from_rows()}
+             WHERE r.id IN ({placeholders(len(run_ids))}) AND r.status IN ({RunSQL.WORKING})""",  # noqa: S608 — the fragments are constants; ids are parameters
+        tuple(run_ids),
+    )
 
 
 def _sweep(tx: Tx, where: str, where_args: tuple[Any, ...], assignments: str, set_args: tuple[Any, ...], limit: int) -> list[Step]:
@@ -513,9 +549,11 @@ def cancel_open(tx: Tx, run_id: int, now: datetime) -> int:
 
 
 # The steps a phase's end closes: pending, parked, or leased by a lease that lapsed (the sweep would bring it back).
+# Not a step parked in doubt: it holds its phase until a person decides whether the game applied it.
 _CLOSED_WITH_THE_PHASE = f"""run_id = %s AND phase = %s
                AND (status = {StepSQL.PENDING} OR (status = {StepSQL.RUNNING}
-                    AND (claim_expires_at IS NULL OR claim_expires_at < %s)))"""
+                    AND (claim_expires_at IS NULL OR claim_expires_at < %s)))
+               AND NOT {waiting.parked_in_doubt('event_run_steps')}"""
 
 
 def skip_phase_for_advance(tx: Tx, run_id: int, phase: int, now: datetime, reason: str | None) -> list[Step]:
@@ -548,12 +586,15 @@ def _close_open_steps(tx: Tx, run_id: int, phase: int, now: datetime, to: str, n
     return found
 
 
-def in_flight(tx: Tx, run_id: int, phase: int, now: datetime) -> Step | None:
-    """The first step of a phase in flight under a live lease (what refuses an advance), or None."""
+def holding_phase(tx: Tx, run_id: int, phase: int, now: datetime) -> Step | None:
+    """The first step of a phase in flight under a live lease, or parked in doubt (what refuses an advance),
+    or None. One range of the phase's steps (the position index, forced: the lease index looks cheaper to the
+    optimiser and costs a sort)."""
     row = tx.one(
-        f"""SELECT {COLUMNS} FROM event_run_steps
-             WHERE run_id = %s AND phase = %s AND status = {StepSQL.RUNNING} AND claim_expires_at >= %s
-             ORDER BY seq LIMIT 1""",  # noqa: S608 — COLUMNS and the status literal are constants; values are parameters
+        f"""SELECT {COLUMNS} FROM event_run_steps s FORCE INDEX (event_run_steps_position)
+             WHERE s.run_id = %s AND s.phase = %s
+               AND ((s.status = {StepSQL.RUNNING} AND s.claim_expires_at >= %s) OR {waiting.parked_in_doubt('s')})
+             ORDER BY s.seq LIMIT 1""",  # noqa: S608 — COLUMNS and the fragments are constants; values are parameters
         (run_id, phase, now),
     )
     return None if row is None else Step.from_row(row)
@@ -578,6 +619,34 @@ def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None,
         )
         > 0
     )
+
+
+def resend(tx: Tx, step_id: int, now: datetime, note: str | None = None, *, seen: Step | None = None) -> bool:
+    """A person sends a step parked in doubt again (the resend control): pending, its attempts and key kept,
+    no longer in doubt (so its next claim sends it without asking the game), and its run wakes now and waits
+    for it no more. Not in a finished run, not a step a cleanup left behind, not in a phase that is ending
+    (nothing of it runs again). `seen`: held to the state their If-Match named."""
+    as_seen, seen_args = _as_seen(seen)
+    return (
+        tx.execute(
+            f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
+                   SET s.status = {StepSQL.PENDING}, s.due_at = NULL, s.claimed_by = NULL, s.in_doubt = FALSE,
+                       s.escalate_at = NULL, s.last_error = %s, {_WAKE_RUN_NOW}, r.waiting_for = {waiting.CUE_ANSWERED}
+                 WHERE s.id = %s AND {waiting.parked_in_doubt('s')}
+                   AND r.status NOT IN ({RunSQL.TERMINAL}) AND {_NOT_LEFT_BEHIND}
+                   AND NOT EXISTS (SELECT 1 FROM event_run_phases p
+                                    WHERE p.run_id = s.run_id AND p.number = s.phase AND {phases.ENDING}){as_seen}""",  # noqa: S608 — the fragments and _as_seen's text are constants; values are parameters
+            (kept_note(note), now, now, step_id, now, *seen_args),
+        )
+        > 0
+    )
+
+
+def parked_in_doubt_of(tx: Tx, run_id: int) -> Step | None:
+    """The run's step parked in doubt, if it has one (a phase's head: at most one)."""
+    row = tx.one(f"SELECT {COLUMNS} FROM event_run_steps s WHERE s.run_id = %s AND {waiting.parked_in_doubt('s')} LIMIT 1",  # noqa: S608 — COLUMNS and the fragment are constants; the id is a parameter
+                 (run_id,))
+    return None if row is None else Step.from_row(row)
 
 
 def _as_seen(seen: Step | None) -> tuple[str, tuple[Any, ...]]:
@@ -624,7 +693,8 @@ def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime, *, seen: Step |
     return tx.execute(
         f"""UPDATE event_run_steps s SET s.acknowledged_by = %s, s.acknowledged_at = %s,
                    s.remind_at = NULL, s.escalate_at = NULL
-             WHERE s.id = %s AND {_PARKED_OF_S} AND s.acknowledged_by IS NULL{as_seen}""",  # noqa: S608 — the step state and _as_seen's text are constants; values are parameters
+             WHERE s.id = %s AND {_PARKED_OF_S} AND NOT {waiting.parked_in_doubt('s')}
+               AND s.acknowledged_by IS NULL{as_seen}""",  # noqa: S608 — the step state and _as_seen's text are constants; values are parameters
         (actor, now, step_id, *seen_args),
     ) == 1
 
