@@ -319,16 +319,17 @@ class ApplyingGame:
     delivery of that key with a lower attempt (the attempt fence), before applying it.
 
     `hold`: each delivery is applied on arrival, its answer then waits for this event (a worker killed while
-    it waits never hears it). `slow`: each delivery is applied only once this event is set, and is in
-    progress until then."""
+    it waits never hears it); `delay`: likewise, for this many seconds. `slow`: each delivery is applied only
+    once this event is set, and is in progress until then."""
 
-    def __init__(self, bridge: GameBridge, *, hold: threading.Event | None = None, slow: threading.Event | None = None):
+    def __init__(self, bridge: GameBridge, *, hold: threading.Event | None = None, slow: threading.Event | None = None,
+                 delay: float = 0.0):
         self.applied: Counter[str] = Counter()  # key -> applications
         self.fenced: Counter[str] = Counter()  # key -> deliveries refused by the fence
         self._fence: dict[str, int] = {}
         self._applying: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self.hold, self.slow = hold, slow
+        self.hold, self.slow, self.delay = hold, slow, delay
         bridge.respond_to_every(self.deliver)
         bridge.status(self.answer_status)
 
@@ -344,7 +345,7 @@ class ApplyingGame:
         with self._lock:
             self._applying[key] -= 1
             self.applied[key] += 1
-        return Answer(200, {"outcome": "done"}, gate=self.hold)
+        return Answer(200, {"outcome": "done"}, gate=self.hold, delay=self.delay)
 
     def answer_status(self, asked: StatusAsked) -> Answer:
         if not asked.signature_valid():
