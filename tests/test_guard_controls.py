@@ -99,13 +99,15 @@ def _scene(db, clock, control):
     run, (first, _second, _) = run_with_steps(db, now, RunStatus.PAUSED if control == "retry" else RunStatus.RUNNING)
     if control in ("confirm", "acknowledge"):
         put_step_in(db, first, "parked", now)
+    if control == "resend":
+        put_step_in(db, first, "parked_in_doubt", now)
     if control == "retry":
         put_step_in(db, first, "failed", now)
     press = getattr(controls, control)
     return run, lambda: press(db, run.id, first.id, actor=REFUSED, now=now)
 
 
-@pytest.mark.parametrize("control", ["pause", "resume", "cancel", "confirm", "skip", "retry", "acknowledge"])
+@pytest.mark.parametrize("control", ["pause", "resume", "cancel", "confirm", "skip", "retry", "resend", "acknowledge"])
 def test_a_control_whose_log_row_cannot_be_written_changes_nothing(db, clock, control):
     run, press = _scene(db, clock, control)
     before = snapshot(db, run.id)

@@ -76,7 +76,18 @@ export function banners(view) {
       failed.map((s) => el('p', { class: 'error-text' }, `${stepName(s)} failed: ${s.last_error || 'no reason given'}`)),
       failed.length ? el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume) : null));
   }
-  for (const step of steps.filter((s) => s.parked)) {
+  for (const step of steps.filter((s) => s.parked && s.park_reason === 'doubt')) {
+    // Its last attempt has no known outcome: a person says whether the game applied it (the API offers
+    // confirm, skip and resend for it).
+    const decision = waiting?.for === 'decision' && waiting.step_id === step.id ? waiting : {};
+    const waited = decision.since || step.started_at;
+    parts.push(banner('cue', { 'aria-label': `Decision, ${stepName(step)}`, 'data-decision': step.id },
+      el('p', {}, el('strong', {}, `${stepName(step)} waits for a decision`, waited ? [' (for ', since(waited), ')'] : ''),
+        ': the game may or may not have applied it.'),
+      el('p', { class: 'muted' }, 'Confirm it if the game did, skip it, or resend it to the game.'),
+      el('div', { class: 'buttons' }, view.offered(step).map((c) => view.button(c, step)))));
+  }
+  for (const step of steps.filter((s) => s.parked && s.park_reason !== 'doubt')) {
     const cue = waiting?.for === 'cue' && waiting.step_id === step.id ? waiting : {};
     const by = step.acknowledged_by || cue.acknowledged_by;
     const at = step.acknowledged_at || cue.acknowledged_at;

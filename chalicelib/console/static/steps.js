@@ -54,6 +54,10 @@ function describeStep(step) {
 // Its badge, and a line on what it waits for: a parked cue for how long; a retry which attempt, when, and
 // what the last answer was.
 function state(step, maxAttempts) {
+  if (step.parked && step.park_reason === 'doubt') {
+    return [badge('parked', 'in doubt: waiting for a decision'),
+      step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
+  }
   if (step.parked) {
     return [badge('parked', 'parked: waiting'), step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
   }
