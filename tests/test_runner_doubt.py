@@ -9,14 +9,17 @@ import pytest
 
 from chalicelib.errors import Forbidden
 from chalicelib.events import controls
+from chalicelib.events.actions.bridge import BridgeClient
+from chalicelib.events.actions.perform import Actions
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import OnDoubt, ParkReason, RunStatus, StepSpec, StepStatus
+from chalicelib.events.runner import Runner
 from chalicelib.events.runner.reclaim import reclaim
 from chalicelib.events.store import phases, steps
 from chalicelib.events.waiting import waiting
 from tests.support.factory import document, make_run, materialise, run_row, specs
-from tests.support.game_bridge import Answer
-from tests.support.runner_kit import RULES, log_of, make_runner, schedule, step, tick
+from tests.support.game_bridge import SECRET, Answer
+from tests.support.runner_kit import RULES, RecordingChannel, log_of, make_runner, schedule, step, tick
 
 
 def _spawn_run(db, clock):
@@ -263,3 +266,24 @@ def test_a_step_parked_in_doubt_in_a_phase_that_ended_is_not_sent_again(db, cloc
     with pytest.raises(Conflict, match="its steps can no longer be sent again"):
         controls.resend(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
     assert _the_step(db, run.id).parked_in_doubt
+
+
+def test_a_step_waiting_for_a_decision_is_escalated_as_every_wait_is(db, clock, game_bridge):
+    escalations = RecordingChannel("escalation")
+    client = BridgeClient(game_bridge.url, SECRET, timeout=5.0)
+    actions = Actions(bridge=client, cue_channel=RecordingChannel("cue"), announce_channel=RecordingChannel("announce"),
+                      escalation_channel=escalations, escalate_after_seconds=600)
+    escalating = Runner(db, clock, actions, RULES, concurrency=2)
+    try:
+        run, spawn = _parked_in_doubt(db, clock, escalating, game_bridge)
+        assert spawn.escalate_at == clock.now() + timedelta(seconds=600)
+        clock.advance(599)
+        tick(escalating)
+        assert escalations.posts == []
+        clock.advance(1)
+        tick(escalating)
+    finally:
+        escalating.close()
+    (posted,) = escalations.posts
+    assert posted.startswith(f"Escalation: run {run.id} has waited") and "for a decision" in posted, posted
+    assert "Phase 1 · step 1 (world.spawn)" in posted

@@ -1657,4 +1657,8 @@ MUTATIONS: list[Mutation] = [
              "            if attempt < self.fence.get(key, 0):\n                return False",
              "            if False:\n                return False",
              (DOUBT_PROBE,)),
+    Mutation("a-decision-is-never-escalated", ADVANCE,
+             "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=self.actions.escalation_due(self.now)))",
+             "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention())",
+             (DOUBT,)),
 ]
