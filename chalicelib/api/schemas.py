@@ -17,7 +17,9 @@ from ..events.errors import Invalid
 from ..events.lifecycle import CLEANUP_TARGETS
 from ..events.model import (
     Health,
+    OnDoubt,
     OnFailure,
+    ParkReason,
     PhaseKind,
     PhaseState,
     RehearsalBridge,
@@ -264,6 +266,9 @@ STEP = _object(
     resource_id=_MAYBE_INT,
     in_doubt={"type": "boolean", "description": "its last attempt has no known outcome: the game may or may not"
                                                " have applied it"},
+    on_doubt={"type": "string", "enum": [o.value for o in OnDoubt], "description": "what it does in doubt"},
+    park_reason={"type": ["string", "null"], "enum": [*(r.value for r in ParkReason), None],
+                 "description": "why it waits while parked: a cue, or a decision on a step in doubt"},
     parked={"type": "boolean"},
     etag={"type": "string", "description": "the step's state (retries, attempts, state, finished_at): what a step"
                                            " control's If-Match names"},
