@@ -15,9 +15,9 @@ from chalicelib.events.errors import Conflict
 from chalicelib.events.model import OnDoubt, ParkReason, RunStatus, StepSpec, StepStatus
 from chalicelib.events.runner import Runner
 from chalicelib.events.runner.reclaim import reclaim
-from chalicelib.events.store import phases, steps
+from chalicelib.events.store import phases, signals, steps
 from chalicelib.events.waiting import waiting
-from tests.support.factory import document, make_run, materialise, run_row, specs
+from tests.support.factory import document, make_run, materialise, run_row, specs, step_row
 from tests.support.game_bridge import SECRET, Answer
 from tests.support.runner_kit import RULES, RecordingChannel, log_of, make_runner, schedule, step, tick
 
@@ -287,3 +287,27 @@ def test_a_step_waiting_for_a_decision_is_escalated_as_every_wait_is(db, clock, 
     (posted,) = escalations.posts
     assert posted.startswith(f"Escalation: run {run.id} has waited") and "for a decision" in posted, posted
     assert "Phase 1 · step 1 (world.spawn)" in posted
+
+
+def test_a_signal_that_ends_the_phase_waits_for_the_decision_and_the_run_goes_on_once_it_is_made(
+        db, clock, runner, game_bridge):
+    game_bridge.script("world.spawn", Answer(504, ""))
+    doubtful = {**step("world.spawn", npc="scarecrow"), "on_doubt": "park"}
+    run = schedule(db, clock.now(), {
+        "name": "Boss", "grace_seconds": 300, "ending": [],
+        "phases": [{"name": "fight", "advance": {"when": "signal", "name": "boss_down"},
+                    "steps": [doubtful, step("world.spawn", npc="crow")]},
+                   {"name": "after", "steps": [step("core.announce", message="well fought")]}]})
+    tick(runner)
+    clock.advance(RULES.retry_seconds)
+    tick(runner)
+    spawn, crow = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[:2]
+    assert spawn.parked_in_doubt
+    db.transaction(lambda tx: signals.receive(tx, run.id, "boss_down", "game", None, clock.now()))
+    tick(runner)  # the phase closes: its pending step is cancelled, the one in doubt is not
+    assert _the_step(db, run.id).parked_in_doubt and step_row(db, crow.id).status is StepStatus.CANCELLED
+    assert run_row(db, run.id).current_phase == 1 and waiting_of(db, run.id)["for"] == "decision"
+    controls.confirm(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert len(game_bridge.received("world.spawn")) == 1

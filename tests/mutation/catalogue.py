@@ -1661,4 +1661,8 @@ MUTATIONS: list[Mutation] = [
              "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=self.actions.escalation_due(self.now)))",
              "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention())",
              (DOUBT,)),
+    Mutation("a-resent-step-stays-in-doubt", STEPS,
+             "s.claimed_by = NULL, s.in_doubt = FALSE,",
+             "s.claimed_by = NULL, s.in_doubt = s.in_doubt,",
+             (DOUBT,)),
 ]
