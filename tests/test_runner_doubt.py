@@ -17,6 +17,7 @@ from chalicelib.events.runner import Runner
 from chalicelib.events.runner.reclaim import reclaim
 from chalicelib.events.store import phases, signals, steps
 from chalicelib.events.waiting import waiting
+from tests.support.api import GM
 from tests.support.factory import document, make_run, materialise, run_row, specs, step_row
 from tests.support.game_bridge import SECRET, Answer
 from tests.support.runner_kit import RULES, RecordingChannel, log_of, make_runner, schedule, step, tick
@@ -311,3 +312,15 @@ def test_a_signal_that_ends_the_phase_waits_for_the_decision_and_the_run_goes_on
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.COMPLETED
     assert len(game_bridge.received("world.spawn")) == 1
+
+
+def test_the_cleanup_plan_names_the_step_a_cleanup_waits_for(db, clock, runner, game_bridge, api):
+    made = {"outcome": "done", "resources": [{"kind": "npc", "id": "crow", "revert": {"action": "world.undo"}}]}
+    game_bridge.script("world.spawn", Answer(200, made), Answer(504, ""))
+    run = schedule(db, clock.now(), document([[step("world.spawn", npc="crow"),
+                                               {**step("world.spawn", npc="scarecrow"), "on_doubt": "park"}]]))
+    tick(runner)
+    clock.advance(RULES.retry_seconds)
+    tick(runner)
+    plan = api.get(f"/runs/{run.id}/cleanup-plan", auth=GM).body
+    assert (plan["cleans_up"], plan["undecided"], len(plan["reverts"])) == (False, "Phase 1 · step 2 (world.spawn)", 1)

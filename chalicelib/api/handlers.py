@@ -170,8 +170,11 @@ def cleanup_plan(call: Call) -> Body:
         run = _known_run(tx, call.ids["run_id"])
         plan = resources.cleanup_plan(tx, run.id)
         flying = resources.in_flight_count(tx, run.id, call.now)
-        cleans = (run.status in controls.CLEANABLE and run.cleanup_target is None and (bool(plan) or flying > 0))
-        return {"reverts": [r.public() for r in plan], "in_flight": flying, "cleans_up": cleans}
+        undecided = steps.parked_in_doubt_of(tx, run.id)  # a cleanup waits for the decision on it
+        cleans = (run.status in controls.CLEANABLE and run.cleanup_target is None and (bool(plan) or flying > 0)
+                  and undecided is None)
+        return {"reverts": [r.public() for r in plan], "in_flight": flying, "cleans_up": cleans,
+                "undecided": None if undecided is None else undecided.named}
 
     return runtime.database().transaction(read)
 

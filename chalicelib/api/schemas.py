@@ -414,6 +414,8 @@ CLEANUP_PLAN = _object(
              "description": "what a cleanup would revert now, in its order (newest first)"},
     in_flight={"type": "integer", "minimum": 0, "description": "steps in flight, whose answers may add to it"},
     cleans_up={"type": "boolean", "description": "whether a cancel with cleanup would clean up (else it cancels as without)"},
+    undecided={"type": ["string", "null"], "description": "a step parked in doubt, named: a cancel with cleanup waits"
+                                                          " for the decision on it (409 until then)"},
 )
 DEFINITIONS_PAGE = _object(definitions={"type": "array", "items": DEFINITION}, next_cursor=_MAYBE_INT)
 DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": VERSION_SUMMARY})

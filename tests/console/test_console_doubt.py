@@ -1,5 +1,6 @@
 """A step in doubt in real Chromium: its banner says it waits for a decision — the game may or may not have
-applied it — with the three choices the API offers for it (confirm, skip, resend); resend sends it once more."""
+applied it — with the three choices the API offers for it (confirm, skip, resend); the cancel dialog offers no
+cleanup until it is decided; resend sends it once more."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ def test_a_step_in_doubt_shows_its_three_choices_and_resend_sends_it_once_more(b
     assert choices == ["confirm", "skip", "resend"], choices
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-cue]")  # not a cue: no reminders, no "I have it"
     assert "in doubt" in text_of(browser, f"[data-step-row='{step_id}']")
+
+    press(browser, "cancel")  # the cancel dialog: no cleanup until the decision is made
+    said = eventually(lambda: text_of(browser, "#cleanup-undecided"), "the cancel dialog's word on the undecided step")
+    assert said == ("No cleanup yet: decide Phase 1 · step 1 (garden.seed) first (the game may or may not have"
+                    " applied it)."), said
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='back']").click()
 
     press(browser, "resend", step_id, text="no seed in bed 3")
     wait_for_status(browser, "completed")

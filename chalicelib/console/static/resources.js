@@ -109,6 +109,10 @@ export function askCancel(runId, { title, label = 'Reason (optional)', action, f
     text.focus();
     get(`/runs/${runId}/cleanup-plan`).then((plan) => {
       cleanup.dataset.planRead = String(plan.cleans_up); // the page has the plan: whether a cleanup is offered
+      if (plan.undecided && dialog.open) {
+        cleanup.replaceChildren(el('p', { id: 'cleanup-undecided', class: 'muted' },
+          `No cleanup yet: decide ${plan.undecided} first (the game may or may not have applied it).`));
+      }
       if (!plan.cleans_up || !dialog.open) return;
       box = el('input', { type: 'checkbox', id: 'ask-cleanup', checked: true });
       cleanup.replaceChildren(
