@@ -65,6 +65,7 @@ class TickReport:
     requeued: int = 0
     gave_up: int = 0
     abandoned: int = 0  # leased steps of runs that ended meanwhile, cancelled by the sweep
+    parked_in_doubt: int = 0  # expired steps in doubt at the attempt ceiling under on_doubt park: a person decides
     planned: int = 0
     skipped_occurrences: int = 0  # past their grace window when first planned: no run
     plan_failures: int = 0  # recurring definitions whose schedule could not be planned
@@ -107,6 +108,7 @@ class TickReport:
             "requeued": self.requeued,
             "gave_up": self.gave_up,
             "abandoned": self.abandoned,
+            "parked_in_doubt": self.parked_in_doubt,
             "planned": self.planned,
             "skipped_occurrences": self.skipped_occurrences,
             "plan_failures": self.plan_failures,
@@ -189,6 +191,7 @@ class Runner:
         escalate_at = self.actions.escalation_due(now)  # of a step the sweep parks in doubt
         swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_at=escalate_at))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
+        report.parked_in_doubt = swept.parked
 
     def _plan(self, tick: TickWork, planning: Budget) -> None:
         report = tick.report
