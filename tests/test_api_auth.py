@@ -161,6 +161,9 @@ ROUTES = {
                                         "2026-12-11T20:00:00Z/unskip"), {})),
     ("POST", "/definitions/{definition_id}/rehearse"): (
         auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}/rehearse", {})),
+    ("POST", "/definitions/{definition_id}/dry-runs"): (
+        auth.ADMINS, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}/dry-runs",
+                                        {"speed": 60, "bridge": "simulate"})),
     ("GET", "/actions"): (auth.STAFF, lambda db, clock: ("/actions", None)),
 }
 

@@ -1,4 +1,4 @@
--- depends: 0048.event-runs-cleaning-up
+-- depends: 0050.event-run-steps-on-doubt
 -- A run's mode: `live`, or `rehearsal` (a dry run, POST /definitions/{id}/dry-runs) with what the
 -- tick reads from its row to drive it: its speed (authored waits, `after` phases, timeouts,
 -- reminder and escalation intervals divided by it), its bridge (simulate or sandbox), when the
