@@ -244,6 +244,36 @@ def test_cleanup_on_fail_reverts_before_the_run_fails(db, clock, runner, game_br
     assert failed.status is RunStatus.FAILED and "kaboom" in failed.last_error
 
 
+def test_cleanup_on_fail_reverts_too_when_the_sweep_gives_up_the_step(db, clock, game_bridge):
+    """A step whose tick was lost at its attempt ceiling is given up by the next tick's sweep: its abort_run
+    reverts what the run left first, as the step's own failure would have."""
+    from chalicelib.events.runner import Rules
+    from tests.support.clock import ManualClock
+
+    start = clock.now()
+    game_bridge.script("world.spawn", made(thing("npc", "scarecrow")))
+    lost = threading.Event()
+    game_bridge.script("world.boom", Answer(200, gate=lost))  # the first tick never hears back
+    run = schedule(db, start, document([[step("world.spawn"), step("world.boom", on_failure="abort_run"),
+                                         step("world.never")]], cleanup_on=["fail"]))
+    first = make_runner(db, ManualClock(start), game_bridge)
+    stuck = threading.Thread(target=lambda: tick(first))
+    stuck.start()
+    game_bridge.wait_for(2)
+    clock.set(start + timedelta(seconds=121))  # its lease has run out
+    sweeper = make_runner(db, clock, game_bridge, rules=Rules(lease_seconds=120, max_attempts=1, retry_seconds=30))
+    try:
+        assert tick(sweeper).gave_up == 1  # the sweep, then the same tick's cleanup
+        lost.set()
+        stuck.join(timeout=30)
+    finally:
+        first.close()
+        sweeper.close()
+    assert undone(game_bridge) == ["scarecrow"] and not game_bridge.received("world.never")
+    assert run_story(db, run.id)[-2:] == [("running", "cleaning_up"), ("cleaning_up", "failed")]
+    assert run_row(db, run.id).status is RunStatus.FAILED
+
+
 def test_without_cleanup_on_an_abort_fails_at_once(db, clock, runner, game_bridge):
     game_bridge.script("world.spawn", made(thing("npc", "scarecrow")))
     game_bridge.script("world.boom", Answer(400, {"reason": "kaboom"}))

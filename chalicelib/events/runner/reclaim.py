@@ -1,13 +1,19 @@
-"""The tick's first step: take back expired step leases, and never let a give-up pass silently."""
+"""The tick's first step: take back expired step leases, and never let a give-up pass silently.
+
+A give-up is applied as its answer would have been: its `on_failure`, and under
+the document's `cleanup_on: fail` an `abort_run` reverts what the run left first
+(`compensates`, which reads the run's programme).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from ...db import Tx
 from .. import journal
-from ..model import Step, StepStatus
+from ..model import OnFailure, Step, StepStatus
 from ..store import log, steps
 from .outcomes import apply_failure
 
@@ -20,9 +26,10 @@ class Swept:
     parked: int = 0  # in doubt at the attempt ceiling under on_doubt park: a person decides
 
 
-def reclaim(tx: Tx, now: datetime, max_attempts: int, *, escalate_at: datetime | None = None) -> Swept:
+def reclaim(tx: Tx, now: datetime, max_attempts: int, *, escalate_at: datetime | None = None,
+            compensates: Callable[[Tx, int], bool] = lambda tx, run_id: False) -> Swept:
     """One transaction: the sweep, a log row per step, and each given-up step's on_failure (`escalate_at`: the
-    escalation of a step parked in doubt)."""
+    escalation of a step parked in doubt; `compensates(tx, run_id)`: whether the run cleans up on a failure)."""
     reclaimed = steps.reclaim_stale(tx, now, max_attempts, escalate_at=escalate_at)
     entries = [_taken_back(step, StepStatus.PENDING, "lease expired") for step in reclaimed.requeued]
     entries += [_taken_back(step, StepStatus.CANCELLED, step.last_error or steps.RUN_ENDED) for step in reclaimed.abandoned]
@@ -30,7 +37,8 @@ def reclaim(tx: Tx, now: datetime, max_attempts: int, *, escalate_at: datetime |
                             park_reason="doubt") for step in reclaimed.parked]
     for step in reclaimed.gave_up:
         entries.append(_taken_back(step, StepStatus.FAILED, steps.GAVE_UP, on_failure=step.on_failure.value))
-        entries.extend(apply_failure(tx, step, steps.GAVE_UP, now))
+        compensate = step.on_failure is OnFailure.ABORT_RUN and compensates(tx, step.run_id)
+        entries.extend(apply_failure(tx, step, steps.GAVE_UP, now, compensate=compensate))
     log.append_many(tx, entries, now)
     return Swept(requeued=len(reclaimed.requeued), gave_up=len(reclaimed.gave_up), abandoned=len(reclaimed.abandoned),
                  parked=len(reclaimed.parked))

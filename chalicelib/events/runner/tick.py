@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...db import Clock, Database, must_exist
+from ...db import Clock, Database, Tx, must_exist
 from ..actions.channels import LogChannel
 from ..actions.perform import Actions
 from ..actions.rehearsal import rehearsal_actions
 from ..document import Programme, programme_of
+from ..errors import UnreadableDocument
 from ..model import RehearsalBridge, Run
 from ..store import definitions, runs
 from .advance import RunAdvancer, RunReport
@@ -189,7 +190,8 @@ class Runner:
     def _reclaim(self, tick: TickWork, budget: Budget) -> None:
         now, report = tick.now, tick.report
         escalate_at = self.actions.escalation_due(now)  # of a step the sweep parks in doubt
-        swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_at=escalate_at))
+        swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_at=escalate_at,
+                                                       compensates=self._cleans_up_on_failure))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
         report.parked_in_doubt = swept.parked
 
@@ -265,6 +267,14 @@ class Runner:
         except Exception:  # one run's failure must not stop the others; its worker gave the run lease back: next tick retries
             logger.exception("advancing run %s failed", run.id)
             return None
+
+    def _cleans_up_on_failure(self, tx: Tx, run_id: int) -> bool:
+        """The run's document says `cleanup_on: fail` (an unreadable one says nothing: the run fails as before)."""
+        run = runs.get(tx, run_id)
+        try:
+            return run is not None and "fail" in self._programme_for(run).cleanup_on
+        except UnreadableDocument:
+            return False
 
     def _programme_for(self, run: Run) -> Programme:
         # Versions are immutable, so a programme read once serves every later tick of this process.
