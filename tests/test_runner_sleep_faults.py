@@ -195,7 +195,7 @@ def test_the_wake_up_is_the_earlier_of_the_next_occurrence_and_the_stored_wake_t
 # ── waking up ───────────────────────────────────────────────────────────────
 
 
-def test_a_wake_whose_rule_cannot_be_turned_on_leaves_the_row_asleep_and_its_backstop_standing(awake, clock, aws, faults):
+def test_a_wake_whose_rule_cannot_be_turned_on_leaves_the_row_asleep_behind_both_wake_ups(awake, clock, aws, faults):
     """Stranding case: EnableRule fails on waking. Before the fix the row was committed awake before the
     rule was enabled: awake, rule off, the backstop deleted, and no nudge ever again (it needs `asleep`)."""
     wake_up, backstop = sleep(awake, clock, aws)
@@ -203,30 +203,33 @@ def test_a_wake_whose_rule_cannot_be_turned_on_leaves_the_row_asleep_and_its_bac
     faults.fail("EnableRule")
     with pytest.raises(ConnectionClosedError):
         Sleeper(awake, aws, HORIZON).started(clock.now(), WAKE_SOURCE)  # the invocation fails: TickErrorsAlarm
-    assert asleep_behind(awake, aws) == (wake_up, backstop)
-    clock.set(backstop)  # the backstop's invocation
-    assert Sleeper(awake, aws, HORIZON).started(clock.now(), BACKSTOP_SOURCE)
+    assert asleep_behind(awake, aws) == (wake_up + BACKSTOP_AFTER, wake_up + 2 * BACKSTOP_AFTER)
+    clock.set(backstop)  # the wake-up put back
+    assert Sleeper(awake, aws, HORIZON).started(clock.now(), WAKE_SOURCE)
     assert row(awake).state == "awake" and rule_state(aws) == "ENABLED" and schedules(aws) == {}
 
 
-def test_a_rule_that_refuses_every_woken_tick_is_tried_again_behind_a_backstop_put_back(awake, clock, aws, faults):
-    """Stranding case (found by R11): EnableRule refuses every attempt, the wake-up and then the backstop fire
-    and delete themselves. Before the fix the backstop's failed tick left nothing standing: asleep, rule off,
-    no schedule, and only created work could ever wake the engine again."""
-    wake_up, backstop = sleep(awake, clock, aws)
-    seen = row(awake)
-    for fired, source in ((wake_up, WAKE_SOURCE), (backstop, BACKSTOP_SOURCE)):
+def test_a_rule_that_refuses_every_woken_tick_is_tried_again_behind_both_wake_ups_put_back(awake, clock, aws, faults):
+    """Stranding cases (found by R11): EnableRule refuses every attempt and the schedule that started the tick
+    deleted itself. Before the first fix the failed tick left nothing standing: asleep, rule off, no schedule,
+    and only created work could ever wake the engine again. Before the second, it put back the backstop
+    alone: one lost invocation of it (R11 at full size) left nothing standing again."""
+    wake_up, _ = sleep(awake, clock, aws)
+    seen, fired = row(awake), wake_up
+    wake_name, backstop_name = aws.wake_up_name(seen.wake_ups), aws.backstop_name(seen.wake_ups)
+    for _ in range(2):
         faults.clear()
         faults.fail("EnableRule")  # every attempt of this tick's call
         clock.set(fired)
-        aws.scheduler.delete_schedule(Name=aws.wake_up_name(seen.wake_ups) if source == WAKE_SOURCE
-                                      else aws.backstop_name(seen.wake_ups))  # ActionAfterCompletion: DELETE
+        aws.scheduler.delete_schedule(Name=wake_name)  # it fired: ActionAfterCompletion DELETE
         with pytest.raises(ConnectionClosedError):
-            Sleeper(awake, aws, HORIZON).started(clock.now(), source)
-        assert schedules(aws) == {aws.backstop_name(seen.wake_ups): fired + BACKSTOP_AFTER}
+            Sleeper(awake, aws, HORIZON).started(clock.now(), WAKE_SOURCE)
+        assert schedules(aws) == {wake_name: fired + BACKSTOP_AFTER, backstop_name: fired + 2 * BACKSTOP_AFTER}
+        fired += BACKSTOP_AFTER
     assert row(awake).state == "asleep" and rule_state(aws) == "DISABLED"
     faults.clear()
-    clock.set(backstop + BACKSTOP_AFTER)  # the backstop put back fires into a rule that now comes on
+    aws.scheduler.delete_schedule(Name=wake_name)  # the wake-up put back is lost: its backstop still stands
+    clock.set(fired + BACKSTOP_AFTER)
     assert Sleeper(awake, aws, HORIZON).started(clock.now(), BACKSTOP_SOURCE)
     assert row(awake).state == "awake" and rule_state(aws) == "ENABLED" and schedules(aws) == {}
 

@@ -34,9 +34,10 @@ the epoch read before the call; if it moved, read it again and repeat). Then tha
 sleep's wake-up and backstop are deleted (a failure there only costs a spare
 invocation). If the rule cannot be turned on, the row stays as it was (a `waking`
 row goes back to asleep, so the next work created nudges at once), a tick a
-schedule started puts the sleep's backstop back `BACKSTOP_AFTER` from now (the
-schedule that started it deleted itself: without this a rule that keeps refusing
-leaves nothing to try again), and the error fails the invocation. An invocation that a wake-up, a backstop or a nudge started
+schedule started puts the sleep's wake-up and backstop back `BACKSTOP_AFTER` and
+twice that from now (the schedule that started it deleted itself: without this a
+rule that keeps refusing leaves nothing to try again, and with one alone a lost
+invocation of it would), and the error fails the invocation. An invocation that a wake-up, a backstop or a nudge started
 turns the rule on even when the row says awake. A backstop that finds the row not
 awake means the wake-up was spent without waking the engine: logged, and counted
 for the alarm.
@@ -194,7 +195,7 @@ class Sleeper:
                     self.db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, seen.epoch))
                 logger.error("could not turn the minute rule back on: the engine stays %s (%s woke it)", seen.state, source)
                 if source in (WAKE_SOURCE, BACKSTOP_SOURCE) and seen.wake_ups is not None:
-                    self._backstop_again(now, seen.wake_ups)
+                    self._wake_ups_again(now, seen.wake_ups)
                 raise
             if self.db.autocommit(lambda tx: engine_state.up(tx, now, seen.epoch)):
                 if seen.wake_ups is not None:
@@ -274,13 +275,14 @@ class Sleeper:
         if sleep is not None:
             self.switches.set_wake_ups(sleep, wake_at, wake_at + BACKSTOP_AFTER)
 
-    def _backstop_again(self, now: datetime, sleep: int) -> None:
-        """A schedule spent itself on a tick that could not turn the rule on: the backstop stands again,
-        `BACKSTOP_AFTER` from now, so a rule that stays unwilling is tried again rather than left off for good."""
+    def _wake_ups_again(self, now: datetime, sleep: int) -> None:
+        """A schedule spent itself on a tick that could not turn the rule on: the sleep's wake-up and backstop
+        stand again, `BACKSTOP_AFTER` and twice that from now, so a rule that stays unwilling is tried again
+        rather than left off for good, and one lost invocation still leaves the other (as a sleep does)."""
         try:
-            self.switches.set_backstop(sleep, now + BACKSTOP_AFTER)
+            self.switches.set_wake_ups(sleep, now + BACKSTOP_AFTER, now + 2 * BACKSTOP_AFTER)
         except Exception:
-            logger.exception("could not put the backstop back: nothing but created work wakes the engine")
+            logger.exception("could not put the wake-ups back: nothing but created work wakes the engine")
 
     def _rule_on_anyway(self, source: str) -> None:
         try:
