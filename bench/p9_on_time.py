@@ -14,6 +14,7 @@ of the Lambda path, timed, while runs are live), and its reads while idle.
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -43,10 +44,13 @@ def _document(first: dict) -> dict:
         first, {"action": "world.spawn", "params": {"npc": "scarecrow"}}]}]}
 
 
+_NUMBERS = itertools.count()  # definition names are unique across the benchmark's every schedule
+
+
 def _schedule(db: Database, documents: list[dict], at: datetime) -> list[int]:
     ids = []
-    for number, authored in enumerate(documents):
-        document = {**authored, "name": f"{authored['name']} {number}"}  # definition names are unique
+    for authored in documents:
+        document = {**authored, "name": f"{authored['name']} {next(_NUMBERS)}"}
         definition = db.transaction(lambda tx: definitions.create(tx, document, actor="bench", now=at))
         run, _ = db.transaction(lambda tx: runs.insert_occurrence(
             tx, definition_id=definition.id, definition_version=1, scheduled_for=at, grace_seconds=3600, now=at))
