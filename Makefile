@@ -66,14 +66,14 @@ lint: $(STAMP) $(NODE_STAMP)
 WORKERS ?= 2
 FAST    := not browser and not torture and not packaging and not slow and not realtime
 
-# Everything, as CI runs it: every test but the serial ones on $(WORKERS) workers (the browser's tests on
-# one, `chalice package` once, the end-to-end processes one at a time), then on one worker the serial ones:
-# the torture suite, whose timing the rest would skew, and schemathesis (its cases share one test id,
-# which xdist's grouping would fold into one). With PYTEST_ARGS, one plain pytest run with those arguments.
+# Everything, as CI runs it: the tests that can share the machine on $(WORKERS) workers (the browser's
+# tests on one, `chalice package` once), then on one worker the torture suite, whose timing the rest
+# would skew, and the slow end-to-end tests (schemathesis's cases share one test id, which xdist's
+# grouping would fold into one). With PYTEST_ARGS, one plain pytest run with those arguments instead.
 test: lint | $(BROWSER) $(SCAN_STAMP)
 ifeq ($(strip $(PYTEST_ARGS)),)
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "not serial"
-	$(BIN)/python -m pytest -m serial
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "not torture and not slow"
+	$(BIN)/python -m pytest -m "torture or slow"
 else
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 endif

@@ -24,8 +24,8 @@ pytest_plugins = ["tests.support.api", "tests.support.runner_kit"]
 # outside these directories says its own with `pytestmark`.
 TIER_OF_DIRECTORY = {"console": "browser", "torture": "torture"}
 # Tests that share something costly per process run on one xdist worker (`--dist loadgroup`):
-# one Chromium with its server and tick loop; one `chalice package`; one `make dev` stack (its ports) at a time.
-GROUP_OF_TIER = {"browser": "browser", "packaging": "packaging", "slow": "slow"}
+# one Chromium with its server and tick loop; one `chalice package`.
+GROUP_OF_TIER = {"browser": "browser", "packaging": "packaging"}
 
 # Deleted child-first between tests (faster than TRUNCATE, and the FKs allow it).
 TABLES = ("event_run_log", "event_run_escalations", "event_run_signals", "event_run_phases", "event_occurrence_skips",
@@ -40,8 +40,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = item.path.relative_to(HERE).parts
         if len(parts) > 1 and parts[0] in TIER_OF_DIRECTORY:
             item.add_marker(TIER_OF_DIRECTORY[parts[0]])
-        if item.get_closest_marker("torture"):
-            item.add_marker(pytest.mark.serial)  # its timing is what it tests: nothing runs beside it
         for tier, group in GROUP_OF_TIER.items():
             if item.get_closest_marker(tier) and not item.get_closest_marker("xdist_group"):
                 item.add_marker(pytest.mark.xdist_group(group))

@@ -123,7 +123,6 @@ schema = schemathesis.openapi.from_dict(
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # schemathesis's cases share one test id, which xdist's grouping would fold into one
 @schema.parametrize()
 @settings(
     max_examples=8,
