@@ -52,8 +52,12 @@ def test_the_list_finds_runs_by_what_they_wait_for_and_by_name_and_acts_on_sever
     browser.get(f"{server.url}/console#/runs?q={name.split()[-1]}")
     eventually(lambda: sorted(run for run, _ in listed(browser)) == [first, second], "both runs again")
 
-    for run in (first, second):
+    def select(run):  # the list may be redrawn by its poll between finding a box and clicking it: find it again
         browser.find_element(By.CSS_SELECTOR, f"[data-select='{run}']").click()
+        return True
+
+    for run in (first, second):
+        eventually(lambda run=run: select(run), f"run {run}'s box ticked")
     assert text_of(browser, "#bulk-count") == "2 selected:"
     api_client.call("POST", f"/runs/{second}/cancel", {"reason": "another tab got there first"})
     browser.find_element(By.CSS_SELECTOR, "[data-bulk='pause']").click()
