@@ -197,6 +197,11 @@ class StatementRecorder:
                 self._unit.statements.append(Statement(sql, rows, many=True))
                 return super().executemany(sql, rows)
 
+            def send_ahead(self, sql, args=None):
+                if self._transactional:  # else it is sent now, through `execute`
+                    self._unit.statements.append(Statement(sql, args))
+                return super().send_ahead(sql, args)
+
             def one(self, sql, args=None):
                 self._unit.statements.append(Statement(sql, args))
                 return super().one(sql, args)

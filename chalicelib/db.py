@@ -67,7 +67,7 @@ CONNECTION_LOST = {2006, LOST_DURING_QUERY, CANT_CONNECT, 2055, DISCONNECTED_FOR
 ACCESS_DENIED = 1045
 MAX_TRIES = 6
 HANDSHAKE_SECONDS = 5.0  # the whole of a connection attempt
-BEGIN_AHEAD = "START TRANSACTION; "
+BEGIN = "START TRANSACTION"
 
 REACH_RETRY_SECONDS = (0.25, 2.0)  # a tick's first and longest wait between connection attempts
 
@@ -171,24 +171,46 @@ class Tx:
 
     A transaction's BEGIN is not a round trip of its own: it rides in front of the
     unit's first statement (`START TRANSACTION; …`, the connection allowing several
-    statements a query), as pgjdbc sends its BEGIN with the first query. Only
-    arguments rendered as literals ever reach the text, never spliced input.
+    statements a query), as pgjdbc sends its BEGIN with the first query. A write
+    whose answer the unit never reads (`send_ahead`: a log row) rides the same way,
+    in front of the unit's next statement, or alone before its COMMIT; an error of
+    it is raised there and rolls the unit back like any other. Only arguments
+    rendered as literals ever reach the text, never spliced input.
     """
 
     def __init__(self, connection: pymysql.connections.Connection, *, transactional: bool = False):
         """`transactional`: the unit is a transaction not yet begun; its first statement begins it."""
         self._connection = connection
         self._cursor = connection.cursor(pymysql.cursors.DictCursor)
-        self._begin_pending = transactional
+        self._transactional = transactional
+        self._ahead: list[str] = [BEGIN] if transactional else []  # sent in front of the next statement
 
     def _send(self, sql: str, args: Sequence[Any] | dict[str, Any] | None) -> None:
         statement = render(self._connection, sql, args)
-        if not self._begin_pending:
+        if not self._ahead:
             self._cursor.execute(statement)
             return
-        self._begin_pending = False
-        self._cursor.execute(BEGIN_AHEAD + statement)
-        self._cursor.nextset()  # past START TRANSACTION's answer, to the statement's own
+        ahead, self._ahead = self._ahead, []
+        self._cursor.execute("; ".join([*ahead, statement]))
+        for _ in ahead:
+            self._cursor.nextset()  # past each answer sent ahead, to the statement's own
+
+    def send_ahead(self, sql: str, args: Sequence[Any] | dict[str, Any] | None = None) -> None:
+        """A write whose answer (rows changed, insert id) nobody reads: in a transaction it goes with the
+        unit's next statement, or alone before the COMMIT (`flush`); on its own it is sent now."""
+        if not self._transactional:
+            self.execute(sql, args)
+            return
+        self._ahead.append(render(self._connection, sql, args))
+
+    def flush(self) -> None:
+        """Send the writes still waiting to go ahead (the unit is about to commit, or to send a batch)."""
+        if self._ahead in ([], [BEGIN]):
+            return  # a BEGIN alone waits: a unit that sent nothing needs none
+        ahead, self._ahead = self._ahead, []
+        self._cursor.execute("; ".join(ahead))
+        for _ in ahead[1:]:
+            self._cursor.nextset()  # to the last answer: each is read, so an error of any is raised here
 
     def execute(self, sql: str, args: Sequence[Any] | dict[str, Any] | None = None) -> int:
         """Run a statement; return the number of rows it changed."""
@@ -196,8 +218,9 @@ class Tx:
         return int(self._cursor.rowcount)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
-        if self._begin_pending:  # PyMySQL sends these itself: the transaction is begun on its own first
-            self._begin_pending = False
+        self.flush()
+        if self._ahead:  # PyMySQL sends these itself: the transaction is begun on its own first
+            self._ahead = []
             self._connection.begin()
         return self._cursor.executemany(sql, list(rows)) or 0
 
@@ -472,7 +495,9 @@ class Database:
             if not transactional:
                 return work(Tx(conn))
             try:
-                result = work(Tx(conn, transactional=True))
+                tx = Tx(conn, transactional=True)
+                result = work(tx)
+                tx.flush()
             except BaseException:
                 conn.rollback()
                 raise

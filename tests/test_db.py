@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pymysql
 import pytest
 
+from bench.harness import RoundTripCounter
 from chalicelib.db import DEADLOCK, ConnectionParams, Database
 from tests.support.factory import make_run
 
@@ -102,3 +103,42 @@ def test_a_first_statement_the_server_refuses_fails_its_unit_and_the_connection_
     with pytest.raises(pymysql.err.ProgrammingError):
         db.transaction(lambda tx: tx.execute("UPDATE no_such_table SET x = 1"))
     assert db.autocommit(lambda tx: tx.scalar("SELECT 1 AS one")) == 1
+
+
+def test_a_write_sent_ahead_goes_with_the_next_statement_or_alone_before_the_commit(db, clock):
+    """`send_ahead` costs no round trip when a statement follows, and is never lost when none does."""
+    run = make_run(db, clock.now())
+    grace = "SELECT grace_seconds FROM event_runs WHERE id = %s"
+
+    def ahead_then_read(tx):
+        tx.send_ahead("UPDATE event_runs SET grace_seconds = 7 WHERE id = %s", (run.id,))
+        return tx.scalar(grace, (run.id,))  # the read is sent after the write, in the same request
+
+    with RoundTripCounter().installed() as requests:
+        assert db.transaction(ahead_then_read) == 7
+    assert requests.count == 2  # the write with the read, then COMMIT
+
+    db.transaction(lambda tx: tx.send_ahead("UPDATE event_runs SET grace_seconds = 8 WHERE id = %s", (run.id,)))
+    assert db.autocommit(lambda tx: tx.scalar(grace, (run.id,))) == 8  # nothing followed it: sent before the COMMIT
+
+    db.autocommit(lambda tx: tx.send_ahead("UPDATE event_runs SET grace_seconds = 9 WHERE id = %s", (run.id,)))
+    assert db.autocommit(lambda tx: tx.scalar(grace, (run.id,))) == 9  # outside a transaction: sent at once
+
+
+def test_a_write_sent_ahead_that_the_server_refuses_fails_its_unit_whole(db, clock):
+    """Its error comes with the statement it rode with (or at the commit), and the unit rolls back."""
+    run = make_run(db, clock.now())
+    grace = "SELECT grace_seconds FROM event_runs WHERE id = %s"
+
+    def refused_then_write(tx):
+        tx.execute("UPDATE event_runs SET grace_seconds = 11 WHERE id = %s", (run.id,))
+        tx.send_ahead("UPDATE no_such_table SET x = 1")
+        tx.execute("UPDATE event_runs SET grace_seconds = 12 WHERE id = %s", (run.id,))
+
+    with pytest.raises(pymysql.err.ProgrammingError):
+        db.transaction(refused_then_write)
+    with pytest.raises(pymysql.err.ProgrammingError):
+        db.transaction(lambda tx: (tx.execute("UPDATE event_runs SET grace_seconds = 13 WHERE id = %s", (run.id,)),
+                                   tx.send_ahead("UPDATE no_such_table SET x = 1")))
+    assert db.autocommit(lambda tx: tx.scalar(grace, (run.id,))) == 300  # neither unit left a change
+    assert db.autocommit(lambda tx: tx.scalar("SELECT 1 AS one")) == 1  # and the connection goes on

@@ -40,6 +40,7 @@ G_CONTROLS = "tests/test_guard_controls.py"
 G_OUTCOMES = "tests/test_guard_outcomes.py"
 G_CURSOR = "tests/test_guard_retry_cursor.py"
 G_TX = "tests/test_guard_transactions.py"
+UNITS = "tests/test_db.py"
 G_SWEEP = "tests/test_guard_sweep.py"
 G_PLANNING = "tests/test_guard_planning.py"
 STORE_RUNS = "tests/test_store_runs.py"
@@ -680,9 +681,13 @@ MUTATIONS: list[Mutation] = [
              'return lost_connection(error) and',
              (G_TX,)),
     Mutation("transaction-without-its-begin", DB,
-             "        self._begin_pending = transactional\n",
-             "        self._begin_pending = False\n",
+             "        self._ahead: list[str] = [BEGIN] if transactional else []",
+             "        self._ahead: list[str] = []",
              (G_TX,)),
+    Mutation("a-write-sent-ahead-is-lost-when-no-statement-follows", DB,
+             "                result = work(tx)\n                tx.flush()\n",
+             "                result = work(tx)\n",
+             (UNITS,)),
     # ── the runner: transactions, the fenced-out dispatcher, on_failure ──
     Mutation("start-without-the-run-lease", ADVANCE,
              "        if not self._take_lease(tx, run.id, lease, report):\n            return None\n        log_rows",
@@ -698,7 +703,7 @@ MUTATIONS: list[Mutation] = [
     # One home for the runner's log rows: every unit of work (start, outcome, phase change,
     # completion) writes them in `_onward`, just before the claim that ends the unit.
     _commit_first("runner-unit-commits-before-its-log-rows", ADVANCE,
-                  "        log.append_many(tx, log_rows, self.now)\n        claim = None",
+                  "        log.append_ahead(tx, log_rows, self.now)  # with the claim: one round trip for both\n        claim = None",
                   "        ", (G_TX,)),
     Mutation("dispatch-started-past-its-lease", ADVANCE,
              "return self.budget.allows(worst_case) and dispatch_over_by < self.leases_lapse_at",
@@ -1666,7 +1671,7 @@ MUTATIONS: list[Mutation] = [
              "            if False:\n                return False",
              (DOUBT_PROBE,)),
     Mutation("a-decision-is-never-escalated", ADVANCE,
-             "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=self.actions.escalation_due(self.now)))",
+             "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=self.escalate_at))",
              "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention())",
              (DOUBT,)),
     Mutation("a-resent-step-stays-in-doubt", STEPS,

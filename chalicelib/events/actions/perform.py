@@ -47,9 +47,9 @@ class Actions:
         """When a wait for a person that begins now is escalated (None: EVENT_ESCALATE_AFTER_SECONDS is 0)."""
         return now + timedelta(seconds=self.escalate_after_seconds) if self.escalate_after_seconds else None
 
-    @property
+    @cached_property
     def longest_dispatch_seconds(self) -> float:
-        """The longest one action may take: the slowest of its outbound deadlines."""
+        """The longest one action may take: the slowest of its outbound deadlines (fixed: read once)."""
         bridge = self.bridge.timeout if self.bridge else 0.0
         return max(bridge, self.cue_channel.timeout, self.announce_channel.timeout)
 

@@ -174,6 +174,7 @@ class RunAdvancer:
         self.db, self.actions, self.rules, self.programme_for = db, actions, rules, programme_for
         self.now, self.budget, self.step_worst_case = now, budget, step_worst_case_seconds
         self.leases_lapse_at = leases_lapse_at  # on the budget's clock: a lease taken in this tick ends then
+        self.escalate_at = actions.escalation_due(now)  # of a wait for a person that begins in this tick
         self.attender = Attender(db, actions, rules, now, budget)
 
     # ── the run lease ────────────────────────────────────────────────────
@@ -304,7 +305,7 @@ class RunAdvancer:
             return Outcome.retry("the game is still applying it", in_doubt=True, http_status=probe.http_status,
                                  latency_ms=probe.latency_ms, probe=asked)
         if (probe is None or probe.status is Status.UNKNOWN) and step.on_doubt is OnDoubt.PARK:
-            parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=self.actions.escalation_due(self.now)))
+            parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=self.escalate_at))
             return replace(parked, probe=asked)
         return replace(self.actions.perform(context), probe=asked)
 
@@ -364,7 +365,7 @@ class RunAdvancer:
         applied, log_rows = settle_outcome(tx, head.step, claim, outcome, self.now, self.rules,
                                            static_revert=programme.static_revert(head.phase, head.step.seq),
                                            compensate="fail" in programme.cleanup_on,
-                                           escalate_at=self.actions.escalation_due(self.now))
+                                           escalate_at=self.escalate_at)
         cursor: Cursor
         if not applied.written or applied.run_stopped:
             cursor = Done(None)  # fenced out, or the disposition paused or failed the run: as it now stands
@@ -393,7 +394,7 @@ class RunAdvancer:
             else:
                 cursor = self._leave_phase(tx, run_id, programme, cursor, log_rows)
         to_claim = self._next_claim(cursor)
-        log.append_many(tx, log_rows, self.now)
+        log.append_ahead(tx, log_rows, self.now)  # with the claim: one round trip for both
         claim = None if to_claim is None else steps.claim(tx, to_claim, self.now, self.rules.lease_seconds)
         return cursor, claim
 

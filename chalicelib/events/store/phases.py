@@ -46,7 +46,7 @@ def insert_plan(tx: Tx, run_id: int, plans: Sequence[PhasePlan], opened: int, no
     ]
     values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
     columns = "run_id, number, kind, name, opened_at, `condition`, `signal`, limit_seconds, on_deadline, deadline"
-    tx.execute(
+    tx.send_ahead(
         f"INSERT IGNORE INTO event_run_phases ({columns}) VALUES {values}",  # noqa: S608 — constant columns; VALUES is placeholders only
         [value for row in rows for value in row],
     )
@@ -56,7 +56,7 @@ def insert_plan(tx: Tx, run_id: int, plans: Sequence[PhasePlan], opened: int, no
 
 def fold_signals(tx: Tx, run_id: int) -> None:
     """Signals the run received before it had phase rows meet their phases' conditions (who sent them, when)."""
-    tx.execute(
+    tx.send_ahead(
         """UPDATE event_run_phases p JOIN event_run_signals g ON g.run_id = p.run_id AND g.name = p.`signal`
               SET p.condition_met = TRUE, p.met_at = g.received_at, p.met_by = g.received_by
             WHERE p.run_id = %s AND NOT p.condition_met""",

@@ -213,7 +213,8 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
     Three statements whatever the number of steps: one multi-row INSERT IGNORE
     against UNIQUE (run_id, phase, seq), so a tick that overran into the next
     cannot double-materialise; one UPDATE that stamps the idempotency key of
-    every new row from its own id, computed in SQL; one SELECT. The key is
+    every new row from its own id, computed in SQL (sent ahead of the SELECT:
+    no round trip of its own); one SELECT. The key is
     stamped only where it is still empty, so a key a dispatch has already sent
     is never overwritten. When the INSERT wrote every row, each row is as it
     wrote it and the SELECT reads back only the ids and keys the server chose
@@ -237,7 +238,7 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
             VALUES {values}""",  # noqa: S608 — only %s placeholders, counted from len(rows); every value is a parameter
         [value for row in rows for value in row],
     )
-    tx.execute(
+    tx.send_ahead(
         """UPDATE event_run_steps
               SET idempotency_key = LEFT(SHA2(CONCAT(run_id, '|', id), 256), 40)
             WHERE run_id = %s AND phase = %s AND idempotency_key = ''""",
