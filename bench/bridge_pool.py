@@ -7,6 +7,7 @@ serial steps each); the pool works different runs concurrently.
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from functools import partial
 
@@ -31,7 +32,8 @@ DEFAULT_POOL = Settings().tick_concurrency
 def _schedule(db: Database, count: int) -> None:
     now = DatabaseClock(db).now()
     steps = [{"action": "world.spawn", "params": {"i": i}} for i in range(STEPS_PER_RUN)]
-    document = {"name": "Bridge benchmark", "grace_seconds": 3600, "phases": [{"name": "main", "steps": steps}]}
+    # Definition names are unique, and every round schedules its own.
+    document = {"name": f"Bridge benchmark {uuid.uuid4().hex[:8]}", "grace_seconds": 3600, "phases": [{"name": "main", "steps": steps}]}
     definition = db.transaction(lambda tx: definitions.create(tx, document, actor="bench", now=now))
     for i in range(count):
         due = now - timedelta(microseconds=i)  # one occurrence key per run, all due

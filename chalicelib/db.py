@@ -68,6 +68,7 @@ ACCESS_DENIED = 1045
 MAX_TRIES = 6
 HANDSHAKE_SECONDS = 5.0  # the whole of a connection attempt
 BEGIN = "START TRANSACTION"
+COMMIT = "COMMIT"
 
 REACH_RETRY_SECONDS = (0.25, 2.0)  # a tick's first and longest wait between connection attempts
 
@@ -174,8 +175,10 @@ class Tx:
     statements a query), as pgjdbc sends its BEGIN with the first query. A write
     whose answer the unit never reads (`send_ahead`: a log row) rides the same way,
     in front of the unit's next statement, or alone before its COMMIT; an error of
-    it is raised there and rolls the unit back like any other. Only arguments
-    rendered as literals ever reach the text, never spliced input.
+    it is raised there and rolls the unit back like any other. And a unit that
+    knows its last statement (`ends_with_next`: the runner's next claim) sends its
+    COMMIT behind it, in the same request. Only arguments rendered as literals
+    ever reach the text, never spliced input.
     """
 
     def __init__(self, connection: pymysql.connections.Connection, *, transactional: bool = False):
@@ -184,16 +187,25 @@ class Tx:
         self._cursor = connection.cursor(pymysql.cursors.DictCursor)
         self._transactional = transactional
         self._ahead: list[str] = [BEGIN] if transactional else []  # sent in front of the next statement
+        self._commit_behind = False  # the next `execute` is the unit's last: its COMMIT goes with it
+        self.committed = False
 
-    def _send(self, sql: str, args: Sequence[Any] | dict[str, Any] | None) -> None:
+    def _send(self, sql: str, args: Sequence[Any] | dict[str, Any] | None, behind: tuple[str, ...] = ()) -> None:
+        if self.committed:
+            raise RuntimeError("this unit of work has committed: no statement may follow its COMMIT")
         statement = render(self._connection, sql, args)
-        if not self._ahead:
+        if not self._ahead and not behind:
             self._cursor.execute(statement)
             return
         ahead, self._ahead = self._ahead, []
-        self._cursor.execute("; ".join([*ahead, statement]))
+        self._cursor.execute("; ".join([*ahead, statement, *behind]))
         for _ in ahead:
             self._cursor.nextset()  # past each answer sent ahead, to the statement's own
+
+    def ends_with_next(self) -> None:
+        """The unit's next `execute` is its last statement: its COMMIT rides behind it, in the same request
+        (in a transaction; on its own every statement commits anyway). Nothing may be sent after it."""
+        self._commit_behind = self._transactional
 
     def send_ahead(self, sql: str, args: Sequence[Any] | dict[str, Any] | None = None) -> None:
         """A write whose answer (rows changed, insert id) nobody reads: in a transaction it goes with the
@@ -214,8 +226,28 @@ class Tx:
 
     def execute(self, sql: str, args: Sequence[Any] | dict[str, Any] | None = None) -> int:
         """Run a statement; return the number of rows it changed."""
+        if self._commit_behind:
+            return self._execute_and_commit(sql, args)
         self._send(sql, args)
         return int(self._cursor.rowcount)
+
+    def _execute_and_commit(self, sql: str, args: Sequence[Any] | dict[str, Any] | None) -> int:
+        # The server stops at a statement's error, so a refused statement leaves the COMMIT unrun
+        # (the unit rolls back, and may be re-run); an answer lost after the request went out, or
+        # the COMMIT's own error, leaves the outcome unknown, as at a COMMIT of its own.
+        self._commit_behind = False
+        reached_commit = False
+        try:
+            self._send(sql, args, behind=(COMMIT,))
+            changed = int(self._cursor.rowcount)
+            reached_commit = True
+            self._cursor.nextset()  # the COMMIT's answer
+        except pymysql.err.MySQLError as error:
+            if reached_commit or lost_connection(error):
+                error.at_commit = True  # type: ignore[attr-defined]  # a mark read back by _safe_to_rerun
+            raise
+        self.committed = True
+        return changed
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
         self.flush()
@@ -497,9 +529,14 @@ class Database:
             try:
                 tx = Tx(conn, transactional=True)
                 result = work(tx)
+                if tx.committed:
+                    return result  # its last statement took the COMMIT with it
                 tx.flush()
             except BaseException:
-                conn.rollback()
+                try:
+                    conn.rollback()
+                except pymysql.err.MySQLError:
+                    self.close()  # lost, or unable to roll back: never reused half-way through a transaction
                 raise
             try:
                 conn.commit()

@@ -142,3 +142,43 @@ def test_a_write_sent_ahead_that_the_server_refuses_fails_its_unit_whole(db, clo
                                    tx.send_ahead("UPDATE no_such_table SET x = 1")))
     assert db.autocommit(lambda tx: tx.scalar(grace, (run.id,))) == 300  # neither unit left a change
     assert db.autocommit(lambda tx: tx.scalar("SELECT 1 AS one")) == 1  # and the connection goes on
+
+
+def test_a_unit_that_ends_with_its_next_statement_commits_in_that_request(db, clock):
+    """The COMMIT rides behind the unit's last write: two round trips for two writes, the change kept,
+    and nothing may be sent after it."""
+    run = make_run(db, clock.now())
+    grace = "SELECT grace_seconds FROM event_runs WHERE id = %s"
+    bump = "UPDATE event_runs SET grace_seconds = grace_seconds + 1 WHERE id = %s"
+
+    def two_writes(tx):
+        tx.execute(bump, (run.id,))
+        tx.ends_with_next()
+        return tx.execute(bump, (run.id,))
+
+    with RoundTripCounter().installed() as requests:
+        assert db.transaction(two_writes) == 1  # the last write's own row count, not the COMMIT's
+    assert requests.count == 2  # BEGIN with the first write, the second with the COMMIT
+    assert db.autocommit(lambda tx: tx.scalar(grace, (run.id,))) == 302
+
+    def a_statement_after_the_commit(tx):
+        tx.ends_with_next()
+        tx.execute(bump, (run.id,))
+        tx.execute(bump, (run.id,))
+
+    with pytest.raises(RuntimeError, match="has committed"):
+        db.transaction(a_statement_after_the_commit)
+    assert db.autocommit(lambda tx: tx.scalar(grace, (run.id,))) == 303  # what went before the COMMIT is kept
+
+
+def test_a_last_statement_the_server_refuses_takes_the_unit_back_and_its_commit_never_runs(db, clock):
+    run = make_run(db, clock.now())
+
+    def write_then_refused_last(tx):
+        tx.execute("UPDATE event_runs SET grace_seconds = 5 WHERE id = %s", (run.id,))
+        tx.ends_with_next()
+        tx.execute("UPDATE no_such_table SET x = 1")
+
+    with pytest.raises(pymysql.err.ProgrammingError):
+        db.transaction(write_then_refused_last)
+    assert db.autocommit(lambda tx: tx.scalar("SELECT grace_seconds FROM event_runs WHERE id = %s", (run.id,))) == 300

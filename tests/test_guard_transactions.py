@@ -7,7 +7,7 @@ import pytest
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Budget
 from chalicelib.events.store import steps
-from tests.support.factory import document, run_row
+from tests.support.factory import document, make_run, run_row
 from tests.support.interference import log_rows_refused
 from tests.support.runner_kit import log_of, schedule, step, tick
 from tests.support.scenes import snapshot
@@ -85,6 +85,29 @@ def test_a_unit_of_work_whose_commit_went_unanswered_is_not_run_again(db):
         if len(calls) == 1:
             with killer.cursor() as cursor:
                 cursor.execute(f"KILL CONNECTION {int(calls[0])}")  # the COMMIT that follows gets no answer
+
+    try:
+        with pytest.raises(pymysql.err.MySQLError):
+            db.transaction(work)
+    finally:
+        killer.close()
+    assert len(calls) == 1
+
+
+def test_a_unit_whose_last_statement_carried_its_commit_and_went_unanswered_is_not_run_again(db, clock):
+    """The runner's claim takes the COMMIT with it (`Tx.ends_with_next`): once that request has gone out,
+    a lost answer leaves the outcome as unknown as a COMMIT's of its own."""
+    run = make_run(db, clock.now())
+    calls = []
+    killer = db.connect()
+
+    def work(tx):
+        calls.append(tx.one("SELECT CONNECTION_ID() AS id")["id"])
+        if len(calls) == 1:
+            with killer.cursor() as cursor:
+                cursor.execute(f"KILL CONNECTION {int(calls[0])}")  # the last statement and its COMMIT: no answer
+        tx.ends_with_next()
+        tx.execute("UPDATE event_runs SET grace_seconds = grace_seconds + 1 WHERE id = %s", (run.id,))
 
     try:
         with pytest.raises(pymysql.err.MySQLError):

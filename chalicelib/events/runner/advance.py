@@ -383,8 +383,9 @@ class RunAdvancer:
         """Leave drained phases, write the unit's log rows in one INSERT, then claim the head step it found.
 
         All in the unit's transaction, so a change and its log rows commit together,
-        and a claim commits before its step is dispatched. The claim goes last: it
-        reads the run row with a shared lock, held only until the commit.
+        and a claim commits before its step is dispatched. The claim goes last, its
+        COMMIT in the same request: it reads the run row with a shared lock, held
+        only until the commit.
         """
         while isinstance(cursor, (Drained, Closing)) and cursor.status in RUNNABLE:
             if isinstance(cursor, Closing):
@@ -394,9 +395,11 @@ class RunAdvancer:
             else:
                 cursor = self._leave_phase(tx, run_id, programme, cursor, log_rows)
         to_claim = self._next_claim(cursor)
-        log.append_ahead(tx, log_rows, self.now)  # with the claim: one round trip for both
-        claim = None if to_claim is None else steps.claim(tx, to_claim, self.now, self.rules.lease_seconds)
-        return cursor, claim
+        log.append_ahead(tx, log_rows, self.now)  # with the claim: one round trip for both, and the COMMIT
+        if to_claim is None:
+            return cursor, None
+        tx.ends_with_next()
+        return cursor, steps.claim(tx, to_claim, self.now, self.rules.lease_seconds)
 
     def _next_claim(self, cursor: Cursor) -> Step | None:
         """The head step a unit claims in its own transaction: due, and the budget allows its dispatch."""
