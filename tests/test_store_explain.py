@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.events.model import Claim, RunStatus, SignalEffect, StepStatus
-from chalicelib.events.store import definitions, phases, runs, signals, steps
+from chalicelib.events.store import definitions, escalations, phases, runs, signals, steps
 from tests.support.explain import ExplainTx, plan_problems
 from tests.support.factory import make_run, materialise, specs
 
@@ -96,6 +96,8 @@ STATEMENTS = {
     "list_rehearsals_only": lambda tx, run, s, now: runs.list_page(tx, rehearsal="only"),
     "list_rehearsals_excluded": lambda tx, run, s, now: runs.list_page(tx, rehearsal="exclude", before_id=run.id + 1),
     "auto_signal_due": lambda tx, run, s, now: phases.auto_signal_due(tx, run.id, 1, now),
+    # The escalate chore's read of the waits due a try, every tick (its UNION's result is sorted: see plan_problems).
+    "escalations_due": lambda tx, run, s, now: escalations.due(tx, now, timedelta(minutes=15), 50),
 }
 
 
