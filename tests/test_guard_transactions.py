@@ -75,8 +75,9 @@ def test_an_ending_whose_log_rows_fail_leaves_the_run_running(db, clock, runner,
     assert [e.detail["to"] for e in log_of(db, run.id) if e.kind == "run.status"] == ["starting", "running"]
 
 
-def test_a_unit_of_work_whose_commit_went_unanswered_is_not_run_again(db):
-    # Its outcome is unknown (the server may have committed): running it again could do it twice.
+def _tries_of_a_unit_killed_before_its_commit_is_answered(db, last=None) -> int:
+    """How many times the unit ran whose connection was killed once, before its COMMIT's answer came back
+    (`last`: the unit's last write, sent with its COMMIT; without one the COMMIT goes alone)."""
     calls = []
     killer = db.connect()
 
@@ -84,34 +85,27 @@ def test_a_unit_of_work_whose_commit_went_unanswered_is_not_run_again(db):
         calls.append(tx.one("SELECT CONNECTION_ID() AS id")["id"])
         if len(calls) == 1:
             with killer.cursor() as cursor:
-                cursor.execute(f"KILL CONNECTION {int(calls[0])}")  # the COMMIT that follows gets no answer
+                cursor.execute(f"KILL CONNECTION {int(calls[0])}")  # what is sent next gets no answer
+        if last is not None:
+            tx.ends_with_next()
+            last(tx)
 
     try:
         with pytest.raises(pymysql.err.MySQLError):
             db.transaction(work)
     finally:
         killer.close()
-    assert len(calls) == 1
+    return len(calls)
+
+
+def test_a_unit_of_work_whose_commit_went_unanswered_is_not_run_again(db):
+    # Its outcome is unknown (the server may have committed): running it again could do it twice.
+    assert _tries_of_a_unit_killed_before_its_commit_is_answered(db) == 1
 
 
 def test_a_unit_whose_last_statement_carried_its_commit_and_went_unanswered_is_not_run_again(db, clock):
     """The runner's claim takes the COMMIT with it (`Tx.ends_with_next`): once that request has gone out,
     a lost answer leaves the outcome as unknown as a COMMIT's of its own."""
     run = make_run(db, clock.now())
-    calls = []
-    killer = db.connect()
-
-    def work(tx):
-        calls.append(tx.one("SELECT CONNECTION_ID() AS id")["id"])
-        if len(calls) == 1:
-            with killer.cursor() as cursor:
-                cursor.execute(f"KILL CONNECTION {int(calls[0])}")  # the last statement and its COMMIT: no answer
-        tx.ends_with_next()
-        tx.execute("UPDATE event_runs SET grace_seconds = grace_seconds + 1 WHERE id = %s", (run.id,))
-
-    try:
-        with pytest.raises(pymysql.err.MySQLError):
-            db.transaction(work)
-    finally:
-        killer.close()
-    assert len(calls) == 1
+    bump = "UPDATE event_runs SET grace_seconds = grace_seconds + 1 WHERE id = %s"
+    assert _tries_of_a_unit_killed_before_its_commit_is_answered(db, lambda tx: tx.execute(bump, (run.id,))) == 1
