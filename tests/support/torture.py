@@ -64,28 +64,26 @@ def read_journal(path: Path) -> list[dict]:
 
 
 class _LogRecordingTx:
-    """Passes every statement through, keeping the event_run_log rows it inserts."""
+    """Passes every statement through (the rest of `Tx` too), keeping the event_run_log rows it inserts,
+    whether sent at once or ahead of the next statement."""
 
     def __init__(self, tx, rows: list):
         self._tx, self._rows = tx, rows
 
-    def execute(self, sql, args=None):
+    def _keep(self, sql, args) -> None:
         if sql.lstrip().startswith("INSERT INTO event_run_log"):  # one or many rows of 7 values each
             self._rows.extend(_log_key(args[i:i + 7]) for i in range(0, len(args), 7))
+
+    def execute(self, sql, args=None):
+        self._keep(sql, args)
         return self._tx.execute(sql, args)
 
-    def executemany(self, sql, rows):
-        return self._tx.executemany(sql, rows)
+    def send_ahead(self, sql, args=None):
+        self._keep(sql, args)
+        return self._tx.send_ahead(sql, args)
 
-    def one(self, sql, args=None):
-        return self._tx.one(sql, args)
-
-    def all(self, sql, args=None):
-        return self._tx.all(sql, args)
-
-    @property
-    def last_insert_id(self):
-        return self._tx.last_insert_id
+    def __getattr__(self, name):
+        return getattr(self._tx, name)
 
 
 def _log_key(values) -> list:
