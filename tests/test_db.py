@@ -58,6 +58,28 @@ def test_a_killed_connection_is_replaced_on_the_next_unit_of_work(db):
     assert db.autocommit(lambda tx: tx.one("SELECT CONNECTION_ID() AS id")["id"]) != own_id
 
 
+def test_a_transaction_whose_connection_is_lost_before_its_commit_is_run_again_whole(db, clock):
+    """Nothing was committed, so the unit is re-run on a new connection: the failed ROLLBACK on the dead
+    one neither hides the loss nor leaves that connection to be used again."""
+    run = make_run(db, clock.now())
+    connections = []
+    killer = db.connect()
+
+    def work(tx):
+        connections.append(tx.one("SELECT CONNECTION_ID() AS id")["id"])
+        if len(connections) == 1:
+            with killer.cursor() as cursor:
+                cursor.execute(f"KILL CONNECTION {int(connections[0])}")  # the next statement finds it gone
+        tx.execute("UPDATE event_runs SET grace_seconds = grace_seconds + 1 WHERE id = %s", (run.id,))
+
+    try:
+        db.transaction(work)
+    finally:
+        killer.close()
+    assert len(connections) == 2 and connections[0] != connections[1]
+    assert db.autocommit(lambda tx: tx.scalar("SELECT grace_seconds FROM event_runs WHERE id = %s", (run.id,))) == 301
+
+
 def test_an_error_inside_a_transaction_rolls_it_back(db, clock):
     run = make_run(db, clock.now())
 

@@ -692,6 +692,11 @@ MUTATIONS: list[Mutation] = [
              'self._cursor.execute("; ".join([*ahead, statement, *behind]))',
              'self._cursor.execute("; ".join([*ahead, *behind, statement]))',
              (UNITS,)),
+    Mutation("a-failed-rollback-hides-the-lost-connection", DB,
+             "                try:\n                    conn.rollback()\n                except pymysql.err.MySQLError:\n"
+             "                    self.close()  # lost, or unable to roll back: never reused half-way through a transaction\n",
+             "                conn.rollback()\n",
+             (UNITS,)),
     Mutation("a-write-sent-ahead-is-lost-when-no-statement-follows", DB,
              "                    return result  # its last statement took the COMMIT with it\n                tx.flush()\n",
              "                    return result  # its last statement took the COMMIT with it\n",
