@@ -67,13 +67,13 @@ WORKERS ?= 2
 FAST    := not browser and not torture and not packaging and not slow and not realtime
 
 # Everything, as CI runs it: the tests that can share the machine on $(WORKERS) workers (the browser's
-# tests on one, `chalice package` once), then on one worker the torture suite, whose timing the rest
-# would skew, and the slow end-to-end tests (schemathesis's cases share one test id, which xdist's
-# grouping would fold into one). With PYTEST_ARGS, one plain pytest run with those arguments instead.
+# tests on one, `chalice package` once), then the torture suite and the other long tests as two plain
+# pytest runs side by side (tests/support/side_by_side.py says why not xdist). With PYTEST_ARGS, one
+# plain pytest run with those arguments instead.
 test: lint | $(BROWSER) $(SCAN_STAMP)
 ifeq ($(strip $(PYTEST_ARGS)),)
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "not torture and not slow"
-	$(BIN)/python -m pytest -m "torture or slow"
+	$(BIN)/python -m tests.support.side_by_side
 else
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 endif
