@@ -27,7 +27,12 @@ def history(db, clock):
     db.autocommit(lambda tx: tx.execute(
         """INSERT INTO event_run_phases (run_id, number, kind, name, opened_at)
            SELECT r.id, s.seq, 'main', 'part', %s FROM event_runs r JOIN seq_1_to_3 s""", (clock.now(),)))
-    db.autocommit(lambda tx: tx.execute("ANALYZE TABLE event_runs, event_run_steps, event_run_phases"))
+    db.autocommit(lambda tx: tx.execute(  # each finished run was escalated once, long ago, and the post went
+        """INSERT INTO event_run_escalations (run_id, since, n, waiting_for, tries, retry_at, sent_at)
+           SELECT id, %s, 1, 'resume', 1, NULL, %s FROM event_runs WHERE status = 'completed'""",
+        (clock.now() - timedelta(days=1), clock.now() - timedelta(days=1))))
+    db.autocommit(lambda tx: tx.execute(
+        "ANALYZE TABLE event_runs, event_run_steps, event_run_phases, event_run_escalations"))
     return run, first
 
 
@@ -98,6 +103,8 @@ STATEMENTS = {
     "auto_signal_due": lambda tx, run, s, now: phases.auto_signal_due(tx, run.id, 1, now),
     # The escalate chore's read of the waits due a try, every tick (its UNION's result is sorted: see plan_problems).
     "escalations_due": lambda tx, run, s, now: escalations.due(tx, now, timedelta(minutes=15), 50),
+    # A sleeping deployment's read of when the next escalation try is due, before it sleeps.
+    "escalations_next_due": lambda tx, run, s, now: escalations.next_due(tx, timedelta(minutes=15)),
 }
 
 
