@@ -6,13 +6,22 @@ import pytest
 
 from chalicelib.events.model import Claim, RunStatus, SignalEffect, StepStatus
 from chalicelib.events.store import definitions, escalations, phases, runs, signals, steps
+from tests.conftest import START
+from tests.support.clock import ManualClock
 from tests.support.explain import ExplainTx, plan_problems
 from tests.support.factory import make_run, materialise, specs
 
 
 @pytest.fixture
-def history(db, clock):
+def db(module_db):
+    """Every test here only explains (`ExplainTx` runs no statement): one database and one history for the module."""
+    return module_db
+
+
+@pytest.fixture(scope="module")
+def history(module_db):
     """Enough rows that the optimiser has a real choice to make."""
+    db, clock = module_db, ManualClock(START)
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
     first = materialise(db, run, 1, specs(*["world.spawn"] * 5))[0]
     db.autocommit(lambda tx: tx.execute(
