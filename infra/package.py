@@ -26,6 +26,8 @@ APP_TEMPLATE = ROOT / "infra" / "app.yaml"
 def package(out: Path, *, stage: str = "prod", cors_origin: str = "*", region: str | None = None) -> Path:
     """Build the package into `out` (emptied first); return its template (sam.yaml)."""
     shutil.rmtree(out, ignore_errors=True)
+    # chalice looks for .chalice/deployments and then makes it: two packages started at once from one tree race there
+    (ROOT / ".chalice" / "deployments").mkdir(exist_ok=True)
     chalice = Path(sys.executable).with_name("chalice")
     region = region or os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"
     env = dict(os.environ, AWS_DEFAULT_REGION=region, EVENTS_CORS_ORIGIN=cors_origin)

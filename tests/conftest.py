@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
@@ -43,6 +44,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for tier, group in GROUP_OF_TIER.items():
             if item.get_closest_marker(tier) and not item.get_closest_marker("xdist_group"):
                 item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On an xdist worker under `--dist loadgroup`: each grouped test's id carries its group, or xdist did not
+    group them (pytest 9.2 made `nodeid` read-only to xdist 3.8's suffix), and two workers would each start a
+    Chromium and race `chalice package` on `.chalice/deployments`. Fail the run saying so, not one test by chance."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    ungrouped = [item.nodeid for item in session.items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if ungrouped:
+        says = (f"--dist loadgroup did not group {len(ungrouped)} tests (e.g. {ungrouped[0]}): this pytest and "
+                "pytest-xdist do not work together; pin the pair requirements-dev.txt names")
+        print(says, file=sys.__stderr__, flush=True)  # a worker's error reaches the controller only as an INTERNALERROR
+        raise pytest.UsageError(says)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
