@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from chalicelib.config import Settings
-from chalicelib.db import Database, DatabaseClock, must_exist
+from chalicelib.db import Database, DatabaseClock, Tx, must_exist
 from chalicelib.events.model import TERMINAL_RUN
 from chalicelib.events.runner.command import tick_once
 from chalicelib.events.runner.compose import build_runner
@@ -310,11 +310,31 @@ def unfinished_runs(db: Database) -> int:
     return must_exist(db.autocommit(lambda tx: tx.one(f"SELECT COUNT(*) AS n FROM event_runs WHERE status NOT IN ({_TERMINAL_SQL})")))["n"]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str, every: float = 0.2) -> None:
+def unfinished_report(db: Database, limit: int = 5) -> str:
+    """What the first unfinished runs stand on (their wake time, open steps and last log rows): a run that
+    never finishes is a stranded run or a wedged step, and the rows say which before the database is dropped."""
+    def read(tx: Tx) -> list[str]:
+        lines = [f"now {tx.one('SELECT NOW(6) AS now')}"]
+        for run in tx.all(f"""SELECT id, status, current_phase, wake_at, waiting_for FROM event_runs
+                                WHERE status NOT IN ({_TERMINAL_SQL}) ORDER BY id LIMIT %s""", (limit,)):
+            lines.append(f"run {run}")
+            lines += [f"  step {step}" for step in tx.all(
+                """SELECT id, phase, seq, status, attempts, due_at, claimed_by IS NOT NULL AS claimed, claim_expires_at,
+                          in_doubt, park_reason FROM event_run_steps WHERE run_id = %s AND status IN ('pending', 'running')""",
+                (run["id"],))]
+            lines += [f"  log {row}" for row in reversed(tx.all(
+                "SELECT id, step_id, kind, created_at, detail FROM event_run_log WHERE run_id = %s ORDER BY id DESC LIMIT 6",
+                (run["id"],)))]
+        return lines
+    return "\n".join(db.autocommit(read))
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str, every: float = 0.2,
+               explain: Callable[[], str] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
+            raise AssertionError(f"not within {timeout}s: {what}" + (f"\n{explain()}" if explain else ""))
         time.sleep(every)
 
 
