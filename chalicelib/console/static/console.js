@@ -169,7 +169,10 @@ function signInView(message, kind = 'info') {
 async function start() {
   configure({
     token: storedToken,
-    unauthorized: (error) => signOut(`Your sign-in is no longer accepted (${error.messages.join(' ')}). Sign in again.`, 'warning'),
+    // Only a signed-in page signs out: a poll that was already on its way when the sign-in expired comes back 401
+    // without a token, and must not replace the reason the person was signed out with its own.
+    unauthorized: (error) => state.session
+      && signOut(`Your sign-in is no longer accepted (${error.messages.join(' ')}). Sign in again.`, 'warning'),
     retrying: (retry) => {
       if (!retry) return say('connection', '');
       return say('connection', `The service is unavailable (${retry.messages.join(' ')}); the database may be waking up.`
