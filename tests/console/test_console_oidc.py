@@ -47,7 +47,8 @@ def test_the_console_signs_in_with_oidc_acts_with_the_groups_role_and_signs_out_
             # A poll still on its way at the expiry comes back 401 (no token now): the reason stays the expiry.
             late = browser.execute_async_script(
                 "const done = arguments[0];"
-                "import('./console/api.js').then((api) => api.call('GET', '/runs')).then(() => done('answered'), (e) => done(String(e.status)))")
+                "import('./console/api.js').then((api) => api.call('GET', '/runs'))"
+                ".then(() => done('answered'), (e) => done(String(e.status)))")
             assert late == "401" and "expired" in text_of(browser, "#sign-in-reason"), late
             assert not browser.find_elements(By.ID, "signed-in-as") and not browser.find_element(By.ID, "nav").is_displayed()
             assert text_of(browser, "#notice") == "", "nothing from the signed-in page lingers"
