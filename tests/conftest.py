@@ -1,4 +1,5 @@
-"""One small fixture set: a real database per test session, cleaned between tests."""
+"""One small fixture set: a real database per test session, put back between tests to what the migrations
+left in it (every table they made emptied, the rows they seeded restored), whatever the last test wrote."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
+import pymysql
 import pytest
 
 from chalicelib import observability
@@ -28,9 +32,8 @@ TIER_OF_DIRECTORY = {"console": "browser", "torture": "torture"}
 # one Chromium with its server and tick loop; one `chalice package`.
 GROUP_OF_TIER = {"browser": "browser", "packaging": "packaging"}
 
-# Deleted child-first between tests (faster than TRUNCATE, and the FKs allow it).
-TABLES = ("event_run_log", "event_run_escalations", "event_run_signals", "event_run_phases", "event_occurrence_skips",
-          "event_run_steps", "event_runs", "event_definition_versions", "event_definitions")
+# yoyo's own tables: which migrations ran. Emptied, the next migrate() would run them all again.
+YOYO_PREFIXES = ("_yoyo", "yoyo_")
 START = datetime(2026, 12, 4, 20, 0, 0)
 HERE = Path(__file__).resolve().parent
 
@@ -73,12 +76,66 @@ def engine_log_handler() -> None:
     observability.structured_logger()
 
 
+@dataclass(frozen=True)
+class Migrated:
+    """What the migrations leave in a new database: their tables, read from the database itself so a new
+    migration's table is never forgotten, and the rows they seed (event_engine_state's one row, which the
+    engine only ever updates)."""
+
+    tables: tuple[str, ...]
+    seeded: dict[str, tuple[tuple[str, ...], tuple[tuple[Any, ...], ...]]]  # table: (columns, rows)
+
+    @classmethod
+    def read(cls, conn: pymysql.connections.Connection) -> Migrated:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() "
+                           "AND table_type = 'BASE TABLE' ORDER BY table_name")
+            tables = tuple(name for (name,) in cursor.fetchall() if not name.startswith(YOYO_PREFIXES))
+            seeded = {}
+            for table in tables:
+                cursor.execute(f"SELECT * FROM `{table}`")
+                rows = cursor.fetchall()
+                if rows:
+                    seeded[table] = (tuple(column[0] for column in cursor.description), tuple(rows))
+        return cls(tables, seeded)
+
+    def restore(self, conn: pymysql.connections.Connection) -> None:
+        """Every table back to what the migrations left, in one transaction (one commit, not one per table).
+        DELETE is faster than TRUNCATE here; the foreign keys are off for it so no order is needed."""
+        with conn.cursor() as cursor:
+            cursor.execute("SET foreign_key_checks = 0")
+            cursor.execute("START TRANSACTION")
+            for table in self.tables:
+                cursor.execute(f"DELETE FROM `{table}`")
+            for table, (columns, rows) in self.seeded.items():
+                names = ", ".join(f"`{column}`" for column in columns)
+                cursor.executemany(f"INSERT INTO `{table}` ({names}) VALUES ({', '.join(['%s'] * len(columns))})", rows)
+            cursor.execute("COMMIT")
+            cursor.execute("SET foreign_key_checks = 1")
+
+
+# The migrated state of each session database, read once right after its migrations ran (by name).
+MIGRATED: dict[str, Migrated] = {}
+
+
+def restore_migrated(database: Database) -> None:
+    """`database` back to what its migrations left (the fixtures between tests; the torture machines between examples)."""
+    conn = database.connect()
+    try:
+        MIGRATED[database.params.database].restore(conn)
+    finally:
+        conn.close()
+
+
 @pytest.fixture(scope="session")
 def db_params() -> Iterator[ConnectionParams]:
     server = ConnectionParams.from_url(server_url().rstrip("/") + "/placeholder")
     name = f"events_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     params = ConnectionParams(server.host, server.port, server.user, server.password, name, server.unix_socket)
     migrate(params)
+    conn = Database(params).connect()
+    MIGRATED[name] = Migrated.read(conn)
+    conn.close()
     os.environ["EVENTS_DB_URL"] = params.url()  # what subprocesses started by tests connect to
     yield params
     conn = Database(params).connect(database=False)
@@ -88,15 +145,9 @@ def db_params() -> Iterator[ConnectionParams]:
 
 
 def _emptied(db_params: ConnectionParams) -> Database:
-    """The test database with every table emptied, in one transaction (one commit, not one per table)."""
+    """The test database as its migrations left it."""
     database = Database(db_params)
-    conn = database.connect()
-    with conn.cursor() as cursor:
-        cursor.execute("START TRANSACTION")
-        for table in TABLES:
-            cursor.execute(f"DELETE FROM {table}")
-        cursor.execute("COMMIT")
-    conn.close()
+    restore_migrated(database)
     return database
 
 

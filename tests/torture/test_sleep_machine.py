@@ -33,7 +33,7 @@ from chalicelib.events import nudge
 from chalicelib.events.runner import compose, lambda_handler
 from chalicelib.events.runner.sleep import BACKSTOP_SOURCE, NUDGE_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from chalicelib.events.store import engine_state, runs
-from tests.conftest import START, TABLES
+from tests.conftest import START, restore_migrated
 from tests.support import aws_world
 from tests.support.aws_faults import Faults
 from tests.support.factory import document
@@ -88,10 +88,7 @@ def test_sleep_and_wake_never_strand_the_engine_under_any_interleaving(db, clock
     class SleepMachine(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
-            conn = db.connection()
-            with conn.cursor() as cursor:
-                for table in TABLES:
-                    cursor.execute(f"DELETE FROM {table}")
+            restore_migrated(db)
             clock.set(START)
             db.autocommit(lambda tx: tx.execute(
                 "UPDATE event_engine_state SET state = 'awake', sleeps_until = NULL, epoch = epoch + 1"))

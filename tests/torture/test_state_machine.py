@@ -36,7 +36,7 @@ from chalicelib.events.model import TERMINAL_RUN, RunStatus
 from chalicelib.events.runner import Budget, Rules
 from chalicelib.events.store import phases, runs, steps
 from chalicelib.roles import CONTROLLERS
-from tests.conftest import START, TABLES
+from tests.conftest import START, restore_migrated
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.game_bridge import SECRET, Answer
 from tests.support.runner_kit import apply_outcome, make_runner, schedule, step
@@ -83,10 +83,7 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
     class EngineMachine(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
-            conn = db.connection()
-            with conn.cursor() as cursor:
-                for table in TABLES:
-                    cursor.execute(f"DELETE FROM {table}")
+            restore_migrated(db)
             clock.set(START)
             # Rules should meet every kind of state early: the first run starts and parks at its cue, the
             # second starts and pauses on a failed spawn, the third waits, scheduled, for the first tick, and
