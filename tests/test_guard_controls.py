@@ -34,6 +34,20 @@ def _rival_after_first_read(monkeypatch, module, name, rival_move):
     return fired
 
 
+def _rival_before_first_read(monkeypatch, module, name, rival_move):
+    """Run `rival_move` as the control starts, just before its first read through `module.name`."""
+    real = getattr(module, name)
+    fired = []
+
+    def read(*args, **kwargs):
+        if not fired:
+            fired.append(rival_move())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, read)
+    return fired
+
+
 def _run_moved_by_rival(db, clock, run, source, to, **changes):
     def change(tx):
         assert runs.transition(tx, run.id, [source], to, clock.now(), **changes)
@@ -62,11 +76,13 @@ def test_a_control_logs_the_status_the_run_really_left(db, clock, monkeypatch):
 def test_a_controls_409_names_the_status_the_run_is_really_in(db, clock, monkeypatch):
     run, _ = run_with_steps(db, clock.now(), RunStatus.RUNNING)
     rival = _run_moved_by_rival(db, clock, run, RunStatus.RUNNING, RunStatus.CANCELLED, last_error="called off")
-    _rival_after_first_read(monkeypatch, runs, "get", rival)
-    try:
+    # After the control's first read the lock keeps the rival out (the test above): a 409 comes only from a
+    # rival that got in first, as the person pressed on a run they still saw running.
+    fired = _rival_before_first_read(monkeypatch, runs, "get", rival)
+    with pytest.raises(Conflict) as lost:
         controls.pause(db, run.id, actor="mod-mia", now=clock.now())
-    except Conflict as lost:
-        assert str(lost) == controls.refusal("pause", run_row(db, run.id))
+    assert fired == ["committed"]
+    assert str(lost.value) == controls.refusal("pause", run_row(db, run.id))
     _story_is_a_chain(db, run.id, "running")
 
 
