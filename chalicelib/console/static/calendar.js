@@ -3,7 +3,7 @@
 // ("every Friday at 20:00, Europe/Berlin; next: Fri 4 Dec, 20:00"), as GET …/occurrences says it.
 
 import { get, post } from './api.js';
-import { explain } from './definitions.js';
+import { explain } from './explain.js';
 import { ask, badge, el, focus, heading, notice } from './ui.js';
 
 const MONTH = new Intl.DateTimeFormat(undefined, { month: 'long', year: 'numeric' });

@@ -4,10 +4,11 @@
 // between two versions (diff.js), scheduling a run, and starting a dry run (a rehearsal the tick drives, at a
 // speed, its module actions simulated or sent to the sandbox).
 
-import { ApiError, get, neededRoles, post, put } from './api.js';
+import { ApiError, get, post, put } from './api.js';
 import { scheduleInWords } from './calendar.js';
 import { versionsDiff } from './diff.js';
 import { documentEditor } from './editor.js';
+import { explain } from './explain.js';
 import { timelinePanel } from './timeline.js';
 import { ask, el, focus, fullTime, heading, notice, table, when } from './ui.js';
 
@@ -22,15 +23,6 @@ function adminsOnly(main, ctx) {
   main.replaceChildren(heading(1, 'Definitions'), el('p', { role: 'status' }, 'Definitions are managed by admins; your roles cannot change them.'));
   focus(main.querySelector('h1'));
   return true;
-}
-
-export function explain(error, what) {
-  if (!(error instanceof ApiError) || error.status === 401) return;
-  if (error.status === 403) {
-    notice(`Not allowed: ${what} needs the role ${neededRoles(error).join(' or ') || 'admin'}.`, 'error');
-  } else {
-    notice(`${what} did not work: ${error.messages.join(' ')}`, 'error');
-  }
 }
 
 export function definitionsView(main, ctx) {
