@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev-loop.
 # at install (a third of its time): Python compiles what the dev loop imports, once, when it first imports it.
 LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.txt | cksum | cut -d' ' -f1)
 
-.PHONY: test check dev token bench lint clean db-url package migrate rotate costs mutate
+.PHONY: test check screens dev token bench lint clean db-url package migrate rotate costs mutate
 
 # The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
 # browser tests. `npm ci` into node_modules/ (git-ignored), again only when the lock file changes.
@@ -82,6 +82,13 @@ endif
 # end-to-end process (under two minutes on two cores). One module: make check PYTEST_ARGS=tests/test_x.py
 check: lint
 	$(BIN)/python -m pytest -q -n $(WORKERS) -m "$(FAST)" $(PYTEST_ARGS)
+
+# The screenshots docs/console.md shows, retaken: the browser tests that take them, told to copy each into
+# docs/screens/ (a plain test run leaves them in .local/screenshots/docs/). Commit them when the look changed.
+DOC_SCREEN_TESTS = $(shell grep -l doc_screenshot tests/console/test_*.py)
+screens: $(STAMP) $(NODE_STAMP) | $(BROWSER)
+	EVENTS_UPDATE_DOC_SCREENS=1 $(BIN)/python -m pytest -q $(DOC_SCREEN_TESTS)
+	@git status --short docs/screens
 
 # Every guard mutation on a scratch copy, one at a time (slow: not part of `make test`).
 mutate: $(STAMP)

@@ -1,10 +1,12 @@
 """Real headless Chromium driven by Selenium, with Debian's driver pinned so nothing is downloaded.
 
-`make test` installs `chromium` and `chromium-driver` with apt when they are missing.
+`make test` installs `chromium` and `chromium-driver` with apt when they are missing. Screenshots land in
+`.local/` (git-ignored) only: the tracked ones in docs/screens/ change only through `make screens`.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -19,8 +21,11 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / ".local" / "screenshots" / "console"
-DOC_SCREENS = Path(__file__).resolve().parents[2] / "docs" / "screens"  # referenced from docs/console.md
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / ".local" / "screenshots" / "console"
+DOC_SHOTS = ROOT / ".local" / "screenshots" / "docs"  # each run's take of the docs' screenshots
+DOC_SCREENS = ROOT / "docs" / "screens"  # the tracked ones docs/console.md shows
+UPDATE_DOC_SCREENS = "EVENTS_UPDATE_DOC_SCREENS"  # =1 (`make screens`): copy each take into DOC_SCREENS
 DOC_WIDTH = (1000, 760)
 LAPTOP = (1280, 900)
 PHONE = (390, 844)
@@ -84,14 +89,20 @@ def screenshot(driver: webdriver.Chrome, name: str) -> Path:
 
 
 def doc_screenshot(driver: webdriver.Chrome, name: str) -> Path:
-    """The page as docs/console.md shows it: 1000 px wide, the size then restored (the test goes on)."""
+    """The page as docs/console.md shows it: 1000 px wide, the size then restored (the test goes on). Into
+    .local/ always; into docs/screens/ too only when asked (`make screens`), so a test run leaves the tree clean."""
     before = driver.get_window_size()
     driver.set_window_size(*DOC_WIDTH)
     try:
-        time.sleep(0.3)  # a layout at the new width
-        DOC_SCREENS.mkdir(parents=True, exist_ok=True)
-        path = DOC_SCREENS / f"{name}.png"
+        eventually(lambda: driver.execute_script("return window.innerWidth") == DOC_WIDTH[0], "the window at the docs' width")
+        # Two frames: the page's layout at the new width, painted.
+        driver.execute_async_script("requestAnimationFrame(() => requestAnimationFrame(arguments[0]))")
+        DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+        path = DOC_SHOTS / f"{name}.png"
         driver.save_screenshot(str(path))
     finally:
         driver.set_window_size(before["width"], before["height"])
+    if os.environ.get(UPDATE_DOC_SCREENS) == "1":
+        DOC_SCREENS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOC_SCREENS / path.name)
     return path
