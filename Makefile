@@ -78,8 +78,8 @@ else
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 endif
 
-# The inner loop: lint, types and every test that needs no browser, no torture, no packaging and no
-# end-to-end process (under two minutes on two cores). One module: make check PYTEST_ARGS=tests/test_x.py
+# The inner loop: lint, types and every test that needs no browser, no torture, no packaging, no process of
+# its own and no wall clock (under two minutes on two cores). One module: make check PYTEST_ARGS=tests/test_x.py
 check: lint
 	$(BIN)/python -m pytest -q -n $(WORKERS) -m "$(FAST)" $(PYTEST_ARGS)
 

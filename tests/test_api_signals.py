@@ -358,6 +358,7 @@ def test_a_signature_made_by_the_recipe_alone_is_taken(api, db, clock, runner):
     assert api.post(path, raw=body, headers=headers).status == 202
 
 
+@pytest.mark.realtime  # openssl in a shell
 def test_the_api_guides_worked_example_is_what_the_engine_and_openssl_compute():
     guide = (ROOT / "docs" / "api.md").read_text()
     key, stamp, path, body = re.search(r"KEY=(\S+) TS=(\d+) SIGNAL_PATH=(\S+) BODY='([^']*)'", guide).groups()

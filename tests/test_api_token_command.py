@@ -6,8 +6,11 @@ import sys
 from pathlib import Path
 
 import jwt
+import pytest
 
 from tests.support.api import AUDIENCE, ISSUER, SECRET
+
+pytestmark = pytest.mark.realtime  # each runs the command in a process of its own
 
 
 def _token_command(*args: str, **env: str) -> subprocess.CompletedProcess:

@@ -1,5 +1,7 @@
 """The benchmarks' counting half at smoke size, so the bench code cannot rot (counts, never times)."""
 
+import pytest
+
 from bench import p1_throughput, p3_materialise
 from bench.harness import scratch_database
 
@@ -21,6 +23,7 @@ def test_a_happy_path_step_costs_two_round_trips_and_one_commit():
     assert cost.commits == 1 < p1_throughput.COMMITS_TARGET
 
 
+@pytest.mark.realtime  # two tick processes
 def test_two_sharded_tick_processes_dispatch_every_step_of_one_backlog_once():
     """The shards benchmark's counting half: two real tick processes (EVENT_TICK_SHARD=0/2, 1/2), one bridge."""
     from bench import shards

@@ -124,6 +124,7 @@ def test_a_fifo_topic_deduplicates_a_repeated_attempt_on_the_idempotency_key(db,
     assert len(_delivered(aws, queue)) == 1
 
 
+@pytest.mark.realtime  # a fresh interpreter
 def test_boto3_is_imported_only_where_an_sns_channel_is_configured():
     probe = (
         "import sys\n"

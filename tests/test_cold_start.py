@@ -47,6 +47,7 @@ def _loaded(statement: str) -> dict[str, str | None]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.realtime  # a fresh interpreter
 def test_import_app_loads_no_token_crypto_sdk_migrations_cron_or_runner():
     libraries = _loaded(LIBRARIES)
     app = _loaded("import app")
@@ -57,6 +58,7 @@ def test_import_app_loads_no_token_crypto_sdk_migrations_cron_or_runner():
     assert sorted(n for n in app if n.startswith("cryptography") and n not in libraries) == []
 
 
+@pytest.mark.realtime  # a fresh interpreter
 def test_import_app_loads_nothing_from_the_tests_or_the_development_tools():
     app = _loaded("import app")
     development = [ROOT / "tests", ROOT / "devtools", ROOT / "bench"]

@@ -24,6 +24,7 @@ def test_the_torture_suites_short_lease_and_a_zero_retry_delay_are_in_range():
     assert (settings.step_lease_seconds, settings.step_retry_seconds) == (2, 0)
 
 
+@pytest.mark.realtime  # the tick command
 def test_a_huge_lease_stops_the_tick_command_at_start_up_naming_the_setting():
     env = {"EVENTS_DB_URL": "mysql://root@127.0.0.1:9/none", "EVENT_STEP_LEASE_SECONDS": "99999999999999", "PATH": ""}
     done = subprocess.run([sys.executable, "-m", "chalicelib", "tick", "--once"], env=env, capture_output=True, text=True,

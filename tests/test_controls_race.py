@@ -9,6 +9,8 @@ import random
 import threading
 import time
 
+import pytest
+
 from chalicelib.db import DatabaseClock
 from chalicelib.events import controls
 from chalicelib.events.errors import Conflict
@@ -16,6 +18,8 @@ from chalicelib.events.model import RunStatus, StepStatus
 from tests.support.factory import document, run_row
 from tests.support.game_bridge import Answer
 from tests.support.runner_kit import log_of, schedule, step, tick_process
+
+pytestmark = pytest.mark.realtime  # real tick processes
 
 THREE_STEPS = document([[step("world.spawn"), step("world.reward"), step("world.fireworks")]])
 

@@ -93,6 +93,7 @@ def _cipher(db: Database) -> str:
     return must_exist(db.autocommit(lambda tx: tx.one("SHOW SESSION STATUS LIKE 'Ssl_cipher'")))["Value"]
 
 
+@pytest.mark.realtime  # a private mariadbd with TLS
 def test_verify_connects_to_a_server_whose_certificate_comes_from_the_ca_and_names_the_host(tls_server):
     params, files = tls_server
     db = Database(params, tls=tls_for(params, "verify", files["ca"]))
@@ -102,6 +103,7 @@ def test_verify_connects_to_a_server_whose_certificate_comes_from_the_ca_and_nam
         db.close()
 
 
+@pytest.mark.realtime  # a private mariadbd with TLS
 def test_verify_refuses_a_certificate_from_another_ca(tls_server):
     params, files = tls_server
     db = Database(params, tls=tls_for(params, "verify", files["other"]))
@@ -109,6 +111,7 @@ def test_verify_refuses_a_certificate_from_another_ca(tls_server):
         db.connect()
 
 
+@pytest.mark.realtime  # a private mariadbd with TLS
 def test_verify_refuses_a_certificate_for_another_name(tls_server):
     params, files = tls_server
     by_name = dataclasses.replace(params, host="localhost")  # the same server; its certificate names 127.0.0.1 only
@@ -117,6 +120,7 @@ def test_verify_refuses_a_certificate_for_another_name(tls_server):
         db.connect()
 
 
+@pytest.mark.realtime  # a private mariadbd with TLS
 def test_the_settings_choose_the_mode_and_the_process_builds_one_context(tls_server):
     params, files = tls_server
     verify = Settings(db_url=params.url(), db_tls="verify", db_tls_ca=files["ca"])

@@ -1,6 +1,8 @@
 import multiprocessing
 import uuid
 
+import pytest
+
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.migrate import MIGRATIONS, migrate
 
@@ -43,6 +45,7 @@ def _migrate_in_child(params, results):
     results.put(len(migrate(params)))
 
 
+@pytest.mark.realtime  # two migrating processes
 def test_two_migrations_at_once_apply_each_file_once(db_params):
     params = _fresh(db_params)
     try:

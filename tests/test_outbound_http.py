@@ -66,6 +66,7 @@ def _timed(call):
     return time.monotonic() - started
 
 
+@pytest.mark.realtime  # a drip to the deadline
 def test_a_status_line_and_headers_dripping_a_byte_at_a_time_are_cut_at_the_deadline():
     def drip(connection):
         for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: " + b"y" * 100:
@@ -80,6 +81,7 @@ def test_a_status_line_and_headers_dripping_a_byte_at_a_time_are_cut_at_the_dead
         peer.close()
 
 
+@pytest.mark.realtime  # a silent peer, to the deadline
 def test_a_peer_that_reads_the_request_and_never_answers_is_cut_at_the_deadline():
     peer = RawPeer(lambda connection: time.sleep(10))
     try:
@@ -178,6 +180,7 @@ def test_an_address_that_never_answers_leaves_time_for_the_next_one(monkeypatch)
         alive.close()
 
 
+@pytest.mark.realtime  # a pause past the deadline
 def test_an_answer_that_arrived_while_the_caller_was_paused_past_its_deadline_is_still_read(monkeypatch):
     peer = RawPeer(lambda connection: connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 8\r\n\r\ntoo late"))
     send = outbound._send_all
@@ -263,6 +266,7 @@ def test_a_peer_that_hangs_up_after_reading_the_request_leaves_it_in_doubt():
     assert hung_up.value.sent is True
 
 
+@pytest.mark.realtime  # a late peer, past the deadline
 def test_a_deadline_passed_after_sending_leaves_it_in_doubt():
     peer = RawPeer(lambda connection: time.sleep(DEADLINE + SLACK))
     try:

@@ -125,6 +125,7 @@ def test_the_scheduled_lambda_runs_through_app_py_with_the_runtime_it_is_given(d
     assert run_row(db, run.id).status is RunStatus.SCHEDULED
 
 
+@pytest.mark.realtime  # the tick command
 def test_tick_once_advances_due_runs_and_prints_its_report(db, game_bridge):
     run = schedule(db, DatabaseClock(db).now(), document([[step("core.announce", message="hi"), step("world.spawn")]]))
     process = tick_process(game_bridge.url)
@@ -135,6 +136,7 @@ def test_tick_once_advances_due_runs_and_prints_its_report(db, game_bridge):
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
 
+@pytest.mark.realtime  # the tick loop
 def test_the_tick_loop_stops_cleanly_on_ctrl_c(db, game_bridge):
     run = schedule(db, DatabaseClock(db).now(), document([[step("core.announce", message="hi")]]))
     env = {**os.environ, "GAME_BRIDGE_URL": game_bridge.url, "GAME_BRIDGE_SECRET": "s", "EVENT_TICK_SECONDS": "1"}

@@ -38,6 +38,7 @@ def _dispatches(db, run_id):
     return [e.detail for e in log_of(db, run_id) if e.kind == "step.dispatch"]
 
 
+@pytest.mark.realtime  # a tick process, killed
 def test_a_worker_killed_after_sending_is_asked_about_and_the_game_applied_it_once(db, game_bridge):
     answered = threading.Event()  # never set: the killed worker never hears its answer
     game = ApplyingGame(game_bridge, hold=answered)

@@ -35,6 +35,7 @@ def _crash_mid_dispatch(db, game_bridge):
     return run, spawn, db_now
 
 
+@pytest.mark.realtime  # a tick process, killed
 def test_a_tick_killed_mid_dispatch_is_re_dispatched_with_the_same_key_and_the_next_attempt(db, game_bridge):
     run, spawn, _ = _crash_mid_dispatch(db, game_bridge)
     later = ManualClock(spawn.claim_expires_at - timedelta(seconds=1))  # the lease the dead process took
@@ -55,6 +56,7 @@ def test_a_tick_killed_mid_dispatch_is_re_dispatched_with_the_same_key_and_the_n
                          "in_doubt": True}]
 
 
+@pytest.mark.realtime  # a tick process, killed
 def test_a_step_killed_at_the_attempt_ceiling_fails_and_its_on_failure_applies(db, game_bridge):
     run, spawn, _ = _crash_mid_dispatch(db, game_bridge)
     later = ManualClock(spawn.claim_expires_at + timedelta(seconds=1))

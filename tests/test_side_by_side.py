@@ -8,6 +8,8 @@ import pytest
 
 from tests.support import side_by_side
 
+pytestmark = pytest.mark.realtime  # each starts two pytest runs
+
 HERE = Path(__file__).resolve().parent.parent
 
 

@@ -68,6 +68,7 @@ def _spawn(db, clock):
     return schedule(db, clock.now(), {"name": "signed", "phases": [{"steps": [step("world.spawn", npc="x")]}]})
 
 
+@pytest.mark.realtime  # the key cache's real age
 def test_a_rotated_bridge_key_is_signed_with_once_the_cache_is_older_than_its_max_age(secrets, reads, db, clock, monkeypatch):
     monkeypatch.setattr(engine_secrets, "MAX_AGE_SECONDS", 1)  # short, so the test can outlive it
     arn = secrets.create_secret(Name="events/bridge", SecretString=OLD)["ARN"]

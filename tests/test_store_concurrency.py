@@ -3,10 +3,14 @@
 import multiprocessing
 from collections import Counter
 
+import pytest
+
 from chalicelib.db import Database
 from chalicelib.events.model import RunStatus
 from chalicelib.events.store import steps
 from tests.support.factory import make_run, materialise, specs
+
+pytestmark = pytest.mark.realtime  # real processes
 
 PROCESSES = 4
 RUNS = 30
