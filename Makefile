@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev-loop.
 # at install (a third of its time): Python compiles what the dev loop imports, once, when it first imports it.
 LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.txt | cksum | cut -d' ' -f1)
 
-.PHONY: test check screens dev token bench lint clean db-url package migrate rotate costs mutate
+.PHONY: test check screens dev token bench lint clean db-url package migrate rotate costs mutate lock
 
 # The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
 # browser tests. `npm ci` into node_modules/ (git-ignored), again only when the lock file changes.
@@ -55,6 +55,22 @@ $(SCAN_STAMP): requirements-scan.txt
 	@rm -f .venv-scan/.installed-* && touch $@
 
 scan-env: $(SCAN_STAMP)
+
+# requirements.lock: every package the Lambda zip ships (requirements.txt and all it pulls in) at the version the
+# tests run with (this venv's), each with the hashes of its files; `make package` installs exactly that
+# (infra/package.py). pip-compile lives in a venv of its own: its pip need not be the project's.
+LOCK_TOOLS := .venv-lock/.installed-pip-tools-7.6.2
+
+$(LOCK_TOOLS):
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install -q pip-tools==7.6.2
+	@rm -f .venv-lock/.installed-* && touch $@
+
+lock: $(STAMP) $(LOCK_TOOLS)
+	$(BIN)/pip freeze > .venv-lock/tested.txt
+	CUSTOM_COMPILE_COMMAND="make lock" .venv-lock/bin/pip-compile -q --generate-hashes --allow-unsafe --strip-extras \
+	  --no-emit-index-url --no-emit-find-links --annotation-style line --constraint .venv-lock/tested.txt \
+	  --output-file requirements.lock requirements.txt
 
 # Lint and types first: a finding fails the build before any test runs.
 lint: $(STAMP) $(NODE_STAMP)
@@ -141,4 +157,4 @@ db-url: $(STAMP)
 
 clean:
 	-$(BIN)/python -m tests.support.mariadb stop
-	rm -rf $(VENV) .venv-scan .local .pytest_cache node_modules
+	rm -rf $(VENV) .venv-scan .venv-lock .local .pytest_cache node_modules
