@@ -135,6 +135,7 @@ class DemoScript:
         """The attempt fence: a delivery of an attempt lower than one whose status was answered is refused
         (a worker that died mid-call may still deliver it, after the engine was told not_applied)."""
         with self.lock:
+            # guard: the-demo-bridge-has-no-attempt-fence
             if attempt < self.fence.get(key, 0):
                 return False
             self.applying[key] += 1

@@ -230,6 +230,7 @@ for _control in controls.CONTROLS.values():
 @operation("POST", "/runs/{run_id}/signals/{name}",
            "Signal the run: the phase that waits for this signal ends (or, for a later phase, will end as it opens)."
            " The first receipt of each (run, name) wins; a repeat answers it and changes nothing.",
+           # guard: a-gm-may-signal
            auth.CONTROLLERS,
            {202: ("the first receipt: what it did to the run (effect)", schemas.SIGNAL_RESPONSE),
             200: ("a repeat: the first receipt, unchanged", schemas.SIGNAL_RESPONSE)},
@@ -241,6 +242,7 @@ def signal_run(call: Call) -> Answer:
         lambda tx: signals.receive(tx, run_id, name, call.actor, call.body or None, call.now))
     if receipt.repeat:
         return receipt.signal.public()
+    # guard: signal-does-not-nudge-a-sleeping-deployment
     if receipt.signal.effect is SignalEffect.ENDS_PHASE:
         _made_work(call)  # the run wakes now: a sleeping deployment is woken for it
     return 202, receipt.signal.public()

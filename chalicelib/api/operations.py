@@ -108,6 +108,7 @@ class Operation:
         actor, now, held = "anonymous", None, frozenset[str]()
         if self.signed and signature.offered(request.headers):
             now = runtime.clock().now()
+            # guard: signal-signature-covers-the-route-template
             actor = signature.verify(request.headers, self.path.format(**path), _raw(request), now, runtime.settings())
         elif self.roles is not None:
             principal = auth.authenticate(request.headers, runtime.settings()).require(self.roles)

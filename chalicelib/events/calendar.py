@@ -139,11 +139,13 @@ def skip(db: Database, definition_id: int, scheduled_for: datetime, *, reason: s
         if run is None and scheduled_for <= now:
             raise Invalid(f"the occurrence at {iso(scheduled_for)} is past; only one still ahead can be skipped")
         cancelled = None
+        # guard: skip-leaves-its-run-scheduled
         if run is not None:
             if not runs.transition(tx, run.id, [RunStatus.SCHEDULED], RunStatus.CANCELLED, now,
                                    last_error=f"its occurrence was skipped by {actor}" + (f": {note}" if note else "")):
                 raise Conflict(f"run {run.id} of this occurrence is {run.status.value}, not scheduled: cancel the run"
                                " instead", run_status=run.status.value)
+            # guard: skip-commits-before-its-log-row
             log.append(tx, journal.run_control(run, "skip_occurrence", RunStatus.CANCELLED, actor, reason=note,
                                                cancelled_steps=0), now)
             cancelled = must_exist(runs.get(tx, run.id))

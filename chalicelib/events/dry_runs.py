@@ -24,6 +24,7 @@ AUTO_CONFIRM_SECONDS = 10  # the default: long enough for a person watching to p
 def start(db: Database, definition_id: int, rehearsal: Rehearsal, *, version: int | None, sandbox_configured: bool,
           actor: str, now: datetime) -> Run:
     """The dry run of `version` (default: the current one), scheduled for now, with its log row."""
+    # guard: a-sandbox-dry-run-starts-with-no-sandbox
     if rehearsal.bridge is RehearsalBridge.SANDBOX and not sandbox_configured:
         raise Clash("no sandbox bridge is configured: set GAME_BRIDGE_SANDBOX_URL and GAME_BRIDGE_SANDBOX_SECRET"
                     " (or GAME_BRIDGE_SANDBOX_SECRET_ARN), or rehearse with the simulated bridge",

@@ -51,7 +51,9 @@ _client_lock = threading.Lock()
 def client_config() -> Any:
     from botocore.config import Config
 
+    # guard: aws-clients-without-timeouts
     return Config(connect_timeout=CONNECT_SECONDS, read_timeout=READ_SECONDS,
+                  # guard: aws-clients-retry-without-a-cap
                   retries={"mode": "standard", "total_max_attempts": ATTEMPTS})
 
 
@@ -97,6 +99,7 @@ def after_work_created(
         (invoke or invoke_tick)(settings.tick_function_arn)
     except Exception:
         # Put the row back so the next work created nudges again; the one-time wake-up still stands.
+        # guard: failed-nudge-leaves-the-row-waking
         db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, nudge))
         logger.exception("could not invoke the tick %s to wake the deployment", settings.tick_function_arn)
         return False

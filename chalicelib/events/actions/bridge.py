@@ -57,6 +57,7 @@ def request_body(step: Step, attempt: int, *, rehearsal: bool = False) -> bytes:
             "params": step.params,
             "idempotency_key": step.idempotency_key,
             "attempt": attempt,
+            # guard: the-sandbox-is-not-told-it-is-a-rehearsal
             **({"rehearsal": True} if rehearsal else {}),
         },
         separators=(",", ":"),
@@ -74,6 +75,7 @@ def classify(answer: outbound.Answer) -> Outcome:
         return Outcome.retry(f"HTTP {status}", http_status=status)
     read = _read(answer)
     if status >= 500:
+        # guard: a-gateways-502-with-a-json-body-is-an-answer
         from_the_game = isinstance(read, dict) and status not in PROXY_STATUSES
         return Outcome.retry(f"HTTP {status}", http_status=status, in_doubt=not from_the_game)
     result = read if isinstance(read, dict) else None  # the answer body, for whoever reads the outcome next
@@ -134,6 +136,7 @@ class Probe:
 def read_status(answer: outbound.Answer) -> Probe:
     """A status endpoint's answer: a 200 with a JSON object naming one of the three statuses, else unknown."""
     read = _read(answer)
+    # guard: a-status-that-is-not-200-is-believed
     said = read.get("status") if isinstance(read, dict) and answer.status == 200 else None
     known = {s.value: s for s in Status if s is not Status.UNKNOWN}
     if isinstance(read, dict) and isinstance(said, str) and said in known:
@@ -166,6 +169,7 @@ class BridgeClient:
         """Ask the game whether it applied the step in doubt, before `context.attempt` is sent: one signed GET
         under the bridge's own deadline and answer cap. Never raises: no answer is UNKNOWN."""
         target = status_target(self._endpoint, context.step, context.attempt)
+        # guard: the-probe-is-signed-without-its-method-and-path
         headers = outbound.signed_headers(self._key.current(), context.now, f"GET.{target}.".encode())
         started = time.monotonic()
         try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Protocol
 
+# guard: channels-import-boto3-with-the-app
 from ..errors import ConfigError
 from .notice import Notice
 
@@ -43,6 +44,7 @@ class LogChannel:
         self.name = name
 
     def post(self, notice: Notice) -> None:
+        # guard: log-channel-posts-below-warning
         logger.warning(
             "%s channel: %s", self.name, notice.message(),
             extra={"channel": self.name, "kind": notice.kind, "run_id": notice.run_id, "step_id": notice.step_id,
@@ -64,6 +66,7 @@ def channel_for(setting: str, name: str, *, timeout: float, webhook_secret: str 
     if scheme == "webhook":
         from .webhook_channel import WebhookChannel
 
+        # guard: webhook-channel-without-a-secret
         if not webhook_secret:
             raise ConfigError(f"{name} channel is a webhook: set WEBHOOK_SECRET or WEBHOOK_SECRET_ARN")
         return WebhookChannel(name, target, webhook_secret, timeout=timeout, mention_role=mention_role)

@@ -65,6 +65,7 @@ class Notice:
         With `limit`, the text is shortened (never the run, step or link) to fit. A dry run's
         begins with REHEARSAL_PREFIX, whatever it is."""
         if self.rehearsal:
+            # guard: a-dry-runs-message-is-not-marked-rehearsal
             return REHEARSAL_PREFIX + replace(self, rehearsal=False).message(
                 None if limit is None else limit - len(REHEARSAL_PREFIX))
         if self.kind in ABOUT_A_WAIT:
@@ -72,14 +73,17 @@ class Notice:
         if self.kind != "cue":
             return _shorten(self.text, limit)
         tail = f"\nRun {self.run_id}, step {self.step_id}: confirm it once done, or skip it."
+        # guard: cue-notice-without-its-link
         if self.link:
             tail += f"\n{self.link}"
         head = "Cue: "
+        # guard: notice-shortened-past-its-run-step-and-link
         return head + _shorten(self.text, None if limit is None else limit - len(head) - len(tail)) + tail
 
     @property
     def subject(self) -> str:
         if self.rehearsal:
+            # guard: a-dry-runs-subject-is-not-marked-rehearsal
             return REHEARSAL_PREFIX + replace(self, rehearsal=False).subject
         if self.kind == "advance":
             return f"Run {self.run_id} waits to advance"

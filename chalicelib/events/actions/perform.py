@@ -57,12 +57,14 @@ class Actions:
         """Whether a step in doubt is asked about before it is re-sent: a module action sent to the game bridge,
         GAME_BRIDGE_STATUS on (a dry run's simulation or sandbox is never asked)."""
         spec = lookup(step.action_id)
+        # guard: a-core-action-is-asked-about
         return isinstance(self.bridge, BridgeClient) and self.bridge.asks_status and spec is not None and not spec.core
 
     def dispatch_seconds(self, step: Step) -> float:
         """The longest one attempt at `step` may take: two outbound deadlines for a step in doubt that is asked
         about first (the status GET, then the delivery), else one."""
         asked = self.bridge.timeout if step.in_doubt and self.bridge is not None and self.asks_status_of(step) else 0.0
+        # guard: a-probed-attempt-counts-one-deadline
         return self.longest_dispatch_seconds + asked
 
     def probe(self, context: ActionContext) -> Probe | None:

@@ -33,6 +33,7 @@ class RehearsalChannel:
         self.inner, self.name, self.timeout = inner, inner.name, inner.timeout
 
     def post(self, notice: Notice) -> None:
+        # guard: a-dry-runs-posts-are-not-marked-rehearsal
         self.inner.post(replace(notice, rehearsal=True))
 
 

@@ -96,6 +96,7 @@ class Head:
         """Where the walker is once the head step is over."""
         if len(self.steps) > 1:
             return Head(self.status, self.phase, self.steps[1:], self.more)
+        # guard: a-truncated-read-is-never-read-again
         if self.more:
             return NeedsRead(self.status, self.phase)  # the read was truncated: read the rest
         return Drained(self.status, self.phase)
@@ -188,6 +189,7 @@ class RunAdvancer:
             report.status = self._work(run, lease, report)
             report.started = run.status is RunStatus.SCHEDULED and report.status not in NOT_STARTED
         finally:
+            # guard: a-worker-that-raises-keeps-its-run-lease
             if report.claimed and (report.status is None or not report.status.terminal):
                 # A terminal transition already cleared it; a lease that never committed is no one's.
                 self.db.autocommit(lambda tx: runs.release(tx, run.id, lease, self.now))
@@ -249,6 +251,7 @@ class RunAdvancer:
                     # open now rather than at the step's lease expiry its wake time last counted.
                     self.db.autocommit(lambda tx: runs.wake_cleanup(tx, run_id, self.now))
                 return status
+            # guard: a-manual-hold-is-never-posted
             if isinstance(cursor, Held) and cursor.began:
                 self._tell_of_hold(run_id, programme, cursor)  # its unit has committed
             if isinstance(cursor, Held) or cursor.status not in RUNNABLE:
@@ -296,15 +299,20 @@ class RunAdvancer:
         context = ActionContext.of(step, claim.attempt, self.now, run)
         if not step.in_doubt:
             return self.actions.perform(context)
+        # guard: a-step-in-doubt-is-re-sent-without-asking
         probe = self.actions.probe(context)
         asked = None if probe is None else probe.detail
+        # guard: applied-is-sent-again
         if probe is not None and probe.status is Status.APPLIED:
             return Outcome.done(result=probe.answer, http_status=probe.http_status, latency_ms=probe.latency_ms,
                                 probe=asked)
+        # guard: in-progress-is-sent-again
         if probe is not None and probe.status is Status.IN_PROGRESS:
             return Outcome.retry("the game is still applying it", in_doubt=True, http_status=probe.http_status,
                                  latency_ms=probe.latency_ms, probe=asked)
+        # guard: a-step-in-doubt-under-park-is-sent-again
         if (probe is None or probe.status is Status.UNKNOWN) and step.on_doubt is OnDoubt.PARK:
+            # guard: a-decision-is-never-escalated
             parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=self.escalate_at))
             return replace(parked, probe=asked)
         return replace(self.actions.perform(context), probe=asked)
@@ -351,6 +359,7 @@ class RunAdvancer:
         self, tx: Tx, run: Run, programme: Programme, lease: str, report: RunReport
     ) -> tuple[Cursor, Claim | None] | None:
         """The run lease, then the start; None (nothing written) if another worker or tick holds the run."""
+        # guard: start-without-the-run-lease
         if not self._take_lease(tx, run.id, lease, report):
             return None
         log_rows: list[journal.Entry] = []
@@ -367,7 +376,9 @@ class RunAdvancer:
                                            compensate="fail" in programme.cleanup_on,
                                            escalate_at=self.escalate_at)
         cursor: Cursor
+        # guard: fenced-out-dispatcher-goes-on
         if not applied.written or applied.run_stopped:
+            # guard: fenced-out-dispatcher-keeps-looking
             cursor = Done(None)  # fenced out, or the disposition paused or failed the run: as it now stands
         elif not applied.status.terminal:
             cursor = Done(head.status)  # parked, or pending a retry: the phase is occupied
@@ -395,6 +406,7 @@ class RunAdvancer:
             else:
                 cursor = self._leave_phase(tx, run_id, programme, cursor, log_rows)
         to_claim = self._next_claim(cursor)
+        # guard: runner-unit-commits-before-its-log-rows
         log.append_ahead(tx, log_rows, self.now)  # with the claim: one round trip for both, and the COMMIT
         if to_claim is None:
             return cursor, None
@@ -406,6 +418,7 @@ class RunAdvancer:
         if not isinstance(cursor, Head) or cursor.status not in RUNNABLE:
             return None
         first = cursor.step
+        # guard: claim-in-an-outcome-unit-past-the-budget
         if not _claimable(first, self.now) or not self._may_dispatch(first):
             return None
         return first
@@ -416,8 +429,10 @@ class RunAdvancer:
         one clock read. Else a sweep could hand the step on while this attempt is still open.
         A step in doubt that is asked about first counts two outbound deadlines (`dispatch_seconds`)."""
         seconds = self.actions.dispatch_seconds(step)
+        # guard: the-lease-check-counts-one-deadline-for-a-probed-attempt
         dispatch_over_by = self.budget.monotonic() + seconds
         worst_case = self.step_worst_case + seconds - self.actions.longest_dispatch_seconds
+        # guard: dispatch-started-past-its-lease
         return self.budget.allows(worst_case) and dispatch_over_by < self.leases_lapse_at
 
     def _read(self, run_id: int, where: NeedsRead) -> Head | Drained | Closing:
@@ -467,7 +482,9 @@ class RunAdvancer:
         if signal is not None:  # a dry run's engine sends it, as the game would: the phase closes on it
             signals.receive(tx, run_id, signal, journal.REHEARSAL, None, now)
             return Closing(status, number)
+        # guard: the-walker-never-holds-a-phase
         standing = phases.hold(tx, run_id, number, now) if plan.condition is not None or plan.limit is not None else None
+        # guard: a-held-phase-past-its-deadline-stays-held
         if standing is not None and standing.due:
             return Closing(status, number)  # its deadline passed while it was held
         if standing is not None and standing.held:
@@ -496,6 +513,7 @@ class RunAdvancer:
             # log tells both moves, and nobody could have seen it in between (one transaction).
             to = RunStatus.ENDING if ending.specs else RunStatus.COMPLETED
             if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, to, now,
+                                    # guard: an-ending-run-wakes-on-its-last-phase
                                     next_phase=ending.number if ending.specs else None):
                 return Done(None)
             log_rows += [
@@ -550,6 +568,7 @@ class RunAdvancer:
             waited = f"the signal {found.signal}" if found.signal else "a person's advance" if plan.condition else "its steps"
             cause = f"phase {number} ({plan.name}) waited {found.limit_seconds} s for {waited}"
             # The run first: a person's move meanwhile leaves the deadline standing (the phase row is locked).
+            # guard: a-pause-timeout-keeps-its-deadline
             if not runs.transition(tx, run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=cause, degrade=True) \
                     or not phases.drop_deadline(tx, run_id, number, now):
                 return Done(None)
@@ -559,10 +578,13 @@ class RunAdvancer:
             return Done(None)
         cause = _CLOSED_BECAUSE[found.closed_by].format(**words)
         if found.closed_by == "signal" and found.deadline_passed:
+            # guard: a-signal-past-its-deadline-does-not-say-so
             cause += " (its deadline had passed too)"
+        # guard: closing-leaves-the-open-steps
         for step in steps.cancel_phase(tx, run_id, number, now, cause):
             log_rows.append(journal.step_status(step, step.status, StepStatus.CANCELLED, cause=cause,
                                                 attempts=step.attempts))
+        # guard: a-timeout-does-not-degrade
         if found.closed_by == "timeout":
             runs.degrade(tx, run_id, now, cause)
         return NeedsRead(closing.status, number)
@@ -579,6 +601,7 @@ class RunAdvancer:
                                               None if rehearsal is None else rehearsal.auto_confirm_seconds))
         seconds, on_timeout = step.params.get("timeout_seconds"), timeout.on_timeout
         cursor: Cursor
+        # guard: a-dry-runs-engine-confirm-degrades-it
         if timeout.by_rehearsal:
             cause = f"confirmed by the rehearsal after {must_exist(rehearsal).auto_confirm_seconds} s"
             if not steps.time_out(tx, step, StepStatus.DONE, now, cause):

@@ -86,12 +86,14 @@ class Attender:
         Its interval is on `run`'s clock (a rehearsal's speed divides it; None: a live run's)."""
         assert step.remind_at is not None  # noqa: S101 — for mypy only: `due` found it
         limit, n = remind_limit(step), step.reminders_sent + 1
+        # guard: a-dry-runs-reminders-are-not-divided-by-its-speed
         interval = ActionContext.of(step, step.attempts, self.now, run).scaled(int(step.params["remind_after_seconds"]))
         next_at = max(self.now, step.remind_at) + interval if n < limit else None
         channel, waited = self.actions.cue_channel, waited_seconds(step, self.now)
         notice = Notice.reminder(step, n, limit, waited, self.now, self.actions.console_url)
         entry = journal.step_reminder(step, n, limit, channel.name, notice.idempotency_key, waited)
 
+        # guard: a-reminders-row-written-after-its-post
         def claim(tx: Tx) -> bool:
             if not steps.claim_reminder(tx, step, n, next_at):
                 return False
@@ -115,6 +117,7 @@ class Attender:
         entry = journal.step_escalated(step, channel.name, tries, self.rules.max_attempts, notice.idempotency_key,
                                        waited)
 
+        # guard: an-escalation-trys-row-written-after-its-post
         def claim(tx: Tx) -> bool:
             if not steps.claim_escalation(tx, step, retry_at):
                 return False

@@ -93,14 +93,17 @@ def next_work(db: Database, now: datetime, horizon: timedelta, escalate_after: t
             wake = stall
     for recurrence in db.autocommit(lambda tx: definitions.recurrences(tx, _ALL)):
         after = max(now, recurrence.planned_through or now, recurrence.version_created_at)
+        # guard: wake-up-in-utc-not-the-definitions-zone
         zone = recurrence.timezone or DEFAULT_TIMEZONE
         try:
             occurrence = next(Schedule(recurrence.cron, zone).between(after, now + LOOK_AHEAD), None)
         except ValueError:  # the planner logs an unreadable schedule; it creates no work
             continue
+        # guard: wake-up-at-the-later-of-occurrence-and-wake-time
         if occurrence is not None and (wake is None or occurrence - horizon < wake):
             wake = occurrence - horizon
     look_ahead_end = now + LOOK_AHEAD
+    # guard: no-wake-up-past-the-look-ahead
     return look_ahead_end if wake is None or wake > look_ahead_end else wake
 
 
@@ -139,6 +142,7 @@ class AwsSwitches:
     def set_wake_ups(self, sleep: int, wake_at: datetime, backstop_at: datetime) -> None:
         """The sleep's one-time wake-up, then its backstop; each deletes itself after firing."""
         self._put(self.wake_up_name(sleep), wake_at, WAKE_SOURCE)
+        # guard: sleep-leaves-no-backstop
         self.set_backstop(sleep, backstop_at)
 
     def set_backstop(self, sleep: int, backstop_at: datetime) -> None:
@@ -185,9 +189,12 @@ class Sleeper:
         for _ in range(MAX_WAKE_TRIES):
             seen = self.db.autocommit(engine_state.read)
             if seen.state == "awake":
+                # guard: woken-tick-trusts-an-awake-row
                 if source != RULE_SOURCE:
                     self._rule_on_anyway(source)
                 return False
+            # guard: wake-commits-awake-before-enabling-the-rule
+            # guard: failed-wake-leaves-the-row-waking
             try:
                 self.switches.rule_on()
             except Exception:
@@ -195,9 +202,11 @@ class Sleeper:
                     self.db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, seen.epoch))
                 logger.error("could not turn the minute rule back on: the engine stays %s (%s woke it)", seen.state, source)
                 if source in (WAKE_SOURCE, BACKSTOP_SOURCE) and seen.wake_ups is not None:
+                    # guard: a-refused-wake-puts-no-backstop-back
                     self._wake_ups_again(now, seen.wake_ups)
                 raise
             if self.db.autocommit(lambda tx: engine_state.up(tx, now, seen.epoch)):
+                # guard: wake-keeps-its-wake-ups
                 if seen.wake_ups is not None:
                     self._cancel(seen.wake_ups)
                 if source == BACKSTOP_SOURCE:
@@ -217,6 +226,7 @@ class Sleeper:
         if sleep is None:
             return False
         wake = next_work(self.db, now, self.horizon, self.escalate_after)  # work that came while we decided
+        # guard: sleep-without-looking-again
         if self._busy(wake, now):
             self._call_off(now, sleep)
             return False
@@ -224,10 +234,12 @@ class Sleeper:
         try:
             self.switches.set_wake_ups(sleep, wake_at, wake_at + BACKSTOP_AFTER)
         except Exception:
+            # guard: sleep-goes-on-without-its-wake-up
             logger.exception("could not set the wake-up: staying awake")
             if self._call_off(now, sleep):
                 self._cancel(sleep)
             return False
+        # guard: sleep-turns-the-rule-off-without-time-to-finish
         if self.time_left() < SLEEP_SECONDS:  # the wake-ups took long: no time left to finish safely
             if self._call_off(now, sleep):
                 self._cancel(sleep)
@@ -236,7 +248,9 @@ class Sleeper:
             self.switches.rule_off()
         except Exception:
             logger.exception("could not turn the minute rule off: staying awake")
+            # guard: sleep-stays-asleep-when-the-rule-will-not-go-off
             return self._rule_back_on(now, sleep)
+        # guard: sleep-ignores-a-wake-while-the-rule-went-off
         if self.db.autocommit(lambda tx: engine_state.settle(tx, now, sleep, wake_at)):
             logger.info("asleep until %s (backstop %s)", wake_at.isoformat(), (wake_at + BACKSTOP_AFTER).isoformat())
             return True
@@ -260,6 +274,7 @@ class Sleeper:
         try:
             self.switches.rule_on()
         except Exception:
+            # guard: sleep-says-awake-while-the-rule-may-be-off
             logger.exception("could not turn the minute rule back on: asleep behind the wake-up")
             return True
         if self._call_off(now, sleep):
@@ -280,6 +295,7 @@ class Sleeper:
         stand again, `BACKSTOP_AFTER` and twice that from now, so a rule that stays unwilling is tried again
         rather than left off for good, and one lost invocation still leaves the other (as a sleep does)."""
         try:
+            # guard: a-refused-wake-puts-back-only-the-backstop
             self.switches.set_wake_ups(sleep, now + BACKSTOP_AFTER, now + 2 * BACKSTOP_AFTER)
         except Exception:
             logger.exception("could not put the wake-ups back: nothing but created work wakes the engine")

@@ -85,6 +85,7 @@ class TickReport:
     rehearsals: int = 0  # dry runs this tick looked at: counted here alone, never in the production figures
 
     def add(self, run: RunReport | None, *, rehearsal: bool = False) -> None:
+        # guard: a-dry-run-counts-in-the-ticks-production-figures
         if rehearsal:
             self.rehearsals += 1
             return
@@ -190,6 +191,7 @@ class Runner:
     def _reclaim(self, tick: TickWork, budget: Budget) -> None:
         now, report = tick.now, tick.report
         escalate_at = self.actions.escalation_due(now)  # of a step the sweep parks in doubt
+        # guard: tick-sweeps-in-autocommit
         swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_at=escalate_at,
                                                        compensates=self._cleans_up_on_failure))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
@@ -212,11 +214,13 @@ class Runner:
 
         def advancer_for(run: Run) -> RunAdvancer:
             """The tick picks a run's bridge and channels from its row."""
+            # guard: a-dry-run-is-driven-with-the-live-bridge-and-channels
             return live if run.rehearsal is None else rehearsing[run.rehearsal.bridge]
 
         after = None
         while budget.allows(self.step_worst_case_seconds):
             batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after, shard=self.shard))
+            # guard: a-dry-run-counts-in-the-due-lag
             live_runs = [run for run in batch if run.rehearsal is None]
             if live_runs and after is None and live_runs[0].wake_at is not None:  # in wake order: the first waited longest
                 report.due_lag_seconds = max(0.0, (now - live_runs[0].wake_at).total_seconds())
