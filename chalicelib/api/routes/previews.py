@@ -1,0 +1,65 @@
+"""A version tried before players see it: its projected timeline (written from its document alone, nothing
+stored) and a dry run (a real run, mode rehearsal, that never reaches the live game or channels)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import runtime
+from ...db import Tx
+from ...events import dry_runs, rehearsal
+from ...events.document import validate
+from ...events.errors import Invalid, NotFound
+from ...events.model import Rehearsal, RehearsalBridge
+from ...events.store import definitions
+from .. import auth, schemas
+from ..operations import Answer, Body, Call, Router, ok
+from ..wake import made_work
+from .runs import run_detail
+
+router = Router(__name__)
+
+
+@router.operation("POST", "/definitions/{definition_id}/rehearse",
+                  "The projected timeline of a version (default: the current one) or of an unsaved document: every step's"
+                  " earliest offset, what it says and waits for, each phase's earliest and latest end, the shortest and"
+                  " longest run, and warnings. Writes nothing.", auth.STAFF,
+                  ok("the projection", schemas.REHEARSAL), body=schemas.REHEARSE_BODY)
+def rehearse_definition(call: Call) -> Body:
+    definition_id, body = call.ids["definition_id"], call.body
+    if "version" in body and "document" in body:
+        raise Invalid("send version or document, not both")
+
+    def read(tx: Tx) -> dict[str, Any]:
+        definition = definitions.get(tx, definition_id)
+        if definition is None:
+            raise NotFound(f"no definition {definition_id}")
+        if "document" in body:
+            return validate(body["document"], runtime.settings().module_actions)
+        number = body.get("version", definition.current_version)
+        version = definitions.get_version(tx, definition_id, number)
+        if version is None:
+            raise NotFound(f"definition {definition_id} has no version {number}")
+        return version.document
+
+    return rehearsal.project(runtime.database().autocommit(read), call.now,
+                             escalate_after_seconds=runtime.settings().escalate_after_seconds)
+
+
+@router.operation("POST", "/definitions/{definition_id}/dry-runs",
+                  "Start a dry run of a version (default: the current one) now: mode rehearsal, driven by the tick like any"
+                  " run, at `speed`, its module actions simulated or sent to the sandbox bridge, everything it posts sent to"
+                  " REHEARSAL_CHANNEL prefixed [REHEARSAL]; a cue nobody confirms is confirmed after auto_confirm_seconds.",
+                  auth.ADMINS,
+                  {201: ("the dry run, as GET /runs/{id} gives it", schemas.RUN_DETAIL),
+                   409: ("bridge sandbox, and no sandbox bridge is configured", schemas.ERRORS)},
+                  body=schemas.DRY_RUN_BODY, body_required=True)
+def start_dry_run(call: Call) -> Answer:
+    body, config = call.body, runtime.settings()
+    rehearsal = Rehearsal(body["speed"], RehearsalBridge(body["bridge"]),
+                          body.get("auto_confirm_seconds", dry_runs.AUTO_CONFIRM_SECONDS), body.get("auto_signal_seconds"))
+    run = dry_runs.start(runtime.database(), call.ids["definition_id"], rehearsal, version=body.get("version"),
+                         sandbox_configured=config.sandbox_configured, actor=call.actor, now=call.now)
+    made_work(call)
+    detail = runtime.database().transaction(lambda tx: run_detail(tx, run.id, {}, call.now))
+    return 201, detail, {"ETag": detail["run"]["etag"], "Cache-Control": "no-store"}
