@@ -6,7 +6,7 @@ every invocation). A longer age is safe for the database password because a
 rotation shows itself: the database refuses the old password (MySQL error 1045)
 and the database layer re-reads the secret at once, past the cache
 (`force_fetch`); so is the game bridge's or a webhook's key when the receiver
-answers 401 to a signature (`events/actions/signing.py`), and each dispatch
+answers 401 to a signature (`events/adapters/signing.py`), and each dispatch
 reads the key through the cache, so a rotated key is used within
 MAX_AGE_SECONDS even without one. A secret that cannot be read — missing, not permitted,
 unreachable, or not the shape expected — is `SecretUnreadable`, naming the

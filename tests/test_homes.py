@@ -192,3 +192,43 @@ def test_the_console_keeps_no_status_list_of_its_own():
     static = ROOT / "chalicelib" / "console" / "static"
     named = {path.name: quoted.findall(path.read_text()) for path in sorted(static.glob("*.js")) + sorted(static.glob("*.html"))}
     assert {name: found for name, found in named.items() if len(found) > 1} == {}
+
+
+def _chalicelib_imports() -> dict[str, set[str]]:
+    """Each chalicelib module -> the chalicelib modules it imports."""
+    paths = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in (ROOT / "chalicelib").rglob("*.py")
+    }
+    return {name: _imports_of(name, path) & paths.keys() for name, path in paths.items()}
+
+
+def _under(package: str, names) -> set[str]:
+    return {name for name in names if name == package or name.startswith(package + ".")}
+
+
+CONTRACT, ADAPTERS = "chalicelib.events.actions", "chalicelib.events.adapters"
+
+
+def test_the_action_contract_imports_no_adapter():
+    """`events/actions/` names the outside only by its interfaces (Bridge, Channel); `events/adapters/`
+    implements them, so reading the contract loads no client of the outside."""
+    imports = _chalicelib_imports()
+    reaching = {name: sorted(_under(ADAPTERS, imports[name])) for name in sorted(_under(CONTRACT, imports))}
+    assert {name: found for name, found in reaching.items() if found} == {}
+
+
+def test_the_contract_and_the_adapters_never_reach_the_database():
+    """Neither the contract nor an adapter imports, directly or in turn, the database, the store, the runner,
+    the controls or the API: an adapter turns what it meets outside into the contract's values, and the
+    runner applies them."""
+    imports = _chalicelib_imports()
+    forbidden = {"chalicelib.db", "chalicelib.events.controls"} | _under("chalicelib.events.store", imports) \
+        | _under("chalicelib.events.runner", imports) | _under("chalicelib.api", imports)
+    for package in (CONTRACT, ADAPTERS):
+        reached, frontier = set(), _under(package, imports)
+        while frontier:
+            reached |= frontier
+            frontier = {i for name in frontier for i in imports[name]} - reached
+        assert sorted(reached & forbidden) == [], package
+    assert _under(ADAPTERS, imports) and _under(CONTRACT, imports)  # the rule is about something

@@ -9,8 +9,8 @@ import pytest
 
 from chalicelib.errors import Forbidden
 from chalicelib.events import controls
-from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.perform import Actions
+from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import OnDoubt, ParkReason, RunStatus, StepSpec, StepStatus
 from chalicelib.events.runner import Runner

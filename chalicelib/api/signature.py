@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from ..config import Settings
 from ..errors import AuthUnavailable, Unauthorized
-from ..events.actions.signing import SigningKey
+from ..events.adapters.signing import SigningKey
 
 TIMESTAMP = "X-Signal-Timestamp"
 SIGNATURE = "X-Signal-Signature"

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from chalicelib.db import Database, Tx, must_exist
-from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.actions.perform import Actions
+from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.model import Claim, LogEntry, Run, Step
 from chalicelib.events.runner import Budget, Rules, Runner, TickReport
 from chalicelib.events.runner.outcomes import Applied, settle_outcome

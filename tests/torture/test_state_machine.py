@@ -29,9 +29,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from chalicelib.events import controls
-from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outcome import Outcome
+from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.model import TERMINAL_RUN, RunStatus
 from chalicelib.events.runner import Budget, Rules
 from chalicelib.events.store import phases, runs, steps

@@ -13,9 +13,8 @@ from typing import Any
 
 from ..errors import ChannelError
 from ..model import Attention
-from .channels import Channel
 from .context import ActionContext
-from .notice import Notice
+from .notice import Channel, Notice
 from .outcome import Outcome
 
 

@@ -1,11 +1,26 @@
-"""What a cue or an announcement posts, whichever channel carries it: the authored text and where it comes from."""
+"""What a cue or an announcement posts, and the one interface of whatever carries it.
+
+A Notice is the authored text and where it comes from, whichever channel
+carries it; a Channel (`adapters/channels.py` builds them from the settings)
+either delivers a notice or raises ChannelError: a notice is never dropped
+silently.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Protocol
 
 from ..model import Step
+
+
+class Channel(Protocol):
+    name: str
+    timeout: float  # the longest one post may take
+
+    def post(self, notice: Notice) -> None:
+        """Deliver `notice`; raise ChannelError if it was not delivered."""
 
 
 @dataclass(frozen=True)

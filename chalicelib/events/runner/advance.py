@@ -35,10 +35,9 @@ from datetime import datetime, timedelta
 from ...db import Database, Tx, must_exist
 from .. import journal
 from ..actions import core
-from ..actions.bridge import Status
 from ..actions.context import ActionContext
 from ..actions.notice import Notice
-from ..actions.outcome import Outcome
+from ..actions.outcome import Outcome, Status
 from ..actions.perform import Actions
 from ..document import Programme
 from ..errors import ChannelError, UnreadableDocument

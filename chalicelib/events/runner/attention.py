@@ -31,9 +31,8 @@ from enum import Enum
 
 from ...db import Database, Tx
 from .. import journal
-from ..actions.channels import Channel
 from ..actions.context import ActionContext
-from ..actions.notice import Notice
+from ..actions.notice import Channel, Notice
 from ..actions.perform import Actions
 from ..actions.registry import REMIND_LIMIT_DEFAULT
 from ..errors import ChannelError

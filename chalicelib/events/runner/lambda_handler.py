@@ -19,10 +19,11 @@ import pymysql
 from ... import runtime, schema_version
 from ...config import Settings
 from ...db import HANDSHAKE_SECONDS, lost_connection
+from ..adapters.aws import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from ..store import resources, runs, steps
 from .compose import process_runner, process_switches
 from .loop import Loop
-from .sleep import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE, Sleeper
+from .sleep import Sleeper
 from .tick import Runner
 
 if TYPE_CHECKING:  # typing only: the tick's cold start does not import it

@@ -53,13 +53,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from ...db import Database
+from ..adapters.aws import AWS_CALL_SECONDS, BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from ..cron import DEFAULT_TIMEZONE, Schedule
-from ..nudge import AWS_CALL_SECONDS, aws_client, tick_payload
 from ..store import definitions, engine_state, escalations, runs
 
 logger = logging.getLogger(__name__)
@@ -71,12 +70,7 @@ LOOK_AHEAD = timedelta(days=400)  # past any yearly schedule's next occurrence; 
 SLEEP_SECONDS = 4 * AWS_CALL_SECONDS
 MAX_WAKE_TRIES = 5  # a row moved under a waking tick this many times running: its rule is on, it gives up
 
-RULE_SOURCE = "aws.events"  # the minute rule's event
-WAKE_SOURCE = "events.wake"
-BACKSTOP_SOURCE = "events.backstop"
-NUDGE_SOURCE = "events.nudge"
 SLEEP_LOST_SOURCE = "events.sleep"  # a sleep that lost its row to a wake while the rule went off
-WOKEN_SOURCES = (WAKE_SOURCE, BACKSTOP_SOURCE, NUDGE_SOURCE)
 
 _ALL = datetime(9999, 12, 31)
 
@@ -108,71 +102,14 @@ def next_work(db: Database, now: datetime, horizon: timedelta, escalate_after: t
 
 
 class Switches(Protocol):
-    """What puts the deployment to sleep and wakes it: its minute rule, a one-time wake-up and its backstop."""
+    """What puts the deployment to sleep and wakes it: its minute rule, a one-time wake-up and its backstop
+    (on AWS, `adapters/aws.AwsSwitches`)."""
 
     def rule_on(self) -> None: ...
     def rule_off(self) -> None: ...
     def set_wake_ups(self, sleep: int, wake_at: datetime, backstop_at: datetime) -> None: ...
     def set_backstop(self, sleep: int, backstop_at: datetime) -> None: ...
     def cancel_wake_ups(self, sleep: int) -> None: ...
-
-
-@dataclass
-class AwsSwitches:
-    """The minute rule and the one-time schedules, through boto3 clients the caller builds."""
-
-    events: Any
-    scheduler: Any
-    rule_name: str
-    function_arn: str
-    role_arn: str
-
-    def wake_up_name(self, sleep: int) -> str:
-        return f"{self.rule_name}-wake-{sleep}"  # the tick's role may manage only schedules named after its rule
-
-    def backstop_name(self, sleep: int) -> str:
-        return f"{self.rule_name}-backstop-{sleep}"
-
-    def rule_on(self) -> None:
-        self.events.enable_rule(Name=self.rule_name)
-
-    def rule_off(self) -> None:
-        self.events.disable_rule(Name=self.rule_name)
-
-    def set_wake_ups(self, sleep: int, wake_at: datetime, backstop_at: datetime) -> None:
-        """The sleep's one-time wake-up, then its backstop; each deletes itself after firing."""
-        self._put(self.wake_up_name(sleep), wake_at, WAKE_SOURCE)
-        # guard: sleep-leaves-no-backstop
-        self.set_backstop(sleep, backstop_at)
-
-    def set_backstop(self, sleep: int, backstop_at: datetime) -> None:
-        """The sleep's backstop alone, created or moved (a woken tick that could not wake puts it back)."""
-        self._put(self.backstop_name(sleep), backstop_at, BACKSTOP_SOURCE)
-
-    def cancel_wake_ups(self, sleep: int) -> None:
-        for name in (self.wake_up_name(sleep), self.backstop_name(sleep)):
-            try:
-                self.scheduler.delete_schedule(Name=name)
-            except self.scheduler.exceptions.ResourceNotFoundException:
-                pass
-
-    def _put(self, name: str, when: datetime, source: str) -> None:
-        schedule = {
-            "Name": name,
-            "ScheduleExpression": f"at({when:%Y-%m-%dT%H:%M:%S})",
-            "ScheduleExpressionTimezone": "UTC",
-            "FlexibleTimeWindow": {"Mode": "OFF"},
-            "Target": {"Arn": self.function_arn, "RoleArn": self.role_arn, "Input": tick_payload(source).decode()},
-            "ActionAfterCompletion": "DELETE",
-        }
-        try:
-            self.scheduler.create_schedule(**schedule)
-        except self.scheduler.exceptions.ConflictException:  # a retried create whose first answer was lost
-            self.scheduler.update_schedule(**schedule)
-
-
-def aws_switches(rule_name: str, function_arn: str, role_arn: str) -> AwsSwitches:
-    return AwsSwitches(aws_client("events"), aws_client("scheduler"), rule_name, function_arn, role_arn)
 
 
 class Sleeper:

@@ -18,9 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Clock, Database, Tx, must_exist
-from ..actions.channels import LogChannel
 from ..actions.perform import Actions
-from ..actions.rehearsal import rehearsal_actions
+from ..adapters.channels import LogChannel
+from ..adapters.rehearsal import rehearsal_actions
 from ..document import Programme, programme_of
 from ..errors import UnreadableDocument
 from ..model import RehearsalBridge, Run

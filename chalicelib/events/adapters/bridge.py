@@ -31,15 +31,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
-from enum import Enum
+from dataclasses import replace
 from typing import Any
 
 from ... import outbound
+from ..actions.context import ActionContext
+from ..actions.outcome import Outcome, Probe, Status
 from ..errors import ConnectionFailed, DeadlineExceeded, OutboundError
 from ..model import Step
-from .context import ActionContext
-from .outcome import Outcome
 from .signing import SigningKey, post_signed
 
 MAX_REASON = 300
@@ -113,24 +112,6 @@ def _reason(answer: outbound.Answer, read: dict[str, Any] | str) -> str:
         return reason[:MAX_REASON]
     text = answer.body[: MAX_REASON * 4].decode("utf-8", "replace").strip()[:MAX_REASON]
     return text or "no reason given"
-
-
-class Status(str, Enum):
-    """What the game's status endpoint says of a step in doubt."""
-
-    APPLIED = "applied"  # the game applied it: the step is done, with the resources the answer lists
-    NOT_APPLIED = "not_applied"  # it did not, and will refuse a delivery of an earlier attempt: send it now
-    IN_PROGRESS = "in_progress"  # it is applying it: ask again after the backoff
-    UNKNOWN = "unknown"  # no usable answer: the step's on_doubt decides
-
-
-@dataclass(frozen=True)
-class Probe:
-    status: Status
-    detail: str  # what the log's `probe` says: the status, or why it is unknown
-    answer: dict[str, Any] | None = None  # an applied answer's body (its resources are recorded)
-    http_status: int | None = None
-    latency_ms: int | None = None
 
 
 def read_status(answer: outbound.Answer) -> Probe:

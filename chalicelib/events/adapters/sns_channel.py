@@ -13,8 +13,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ..actions.notice import Notice
 from ..errors import ChannelError
-from .notice import Notice
 
 MAX_ERROR = 300
 

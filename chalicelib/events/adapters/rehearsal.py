@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..actions.context import ActionContext
+from ..actions.notice import Channel, Notice
+from ..actions.outcome import Outcome
+from ..actions.perform import Actions, Bridge
 from ..lifecycle import RehearsalBridge
-from .channels import Channel
-from .context import ActionContext
-from .notice import Notice
-from .outcome import Outcome
-from .perform import Actions, Bridge
 
 
 class SimulatedBridge:

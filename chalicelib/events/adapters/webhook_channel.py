@@ -29,8 +29,8 @@ import re
 from dataclasses import replace
 
 from ... import outbound
+from ..actions.notice import Notice
 from ..errors import ChannelError, OutboundError
-from .notice import Notice
 from .signing import SigningKey, post_signed
 
 DISCORD_CONTENT_LIMIT = 2000
