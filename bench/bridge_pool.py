@@ -18,7 +18,7 @@ from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.adapters.channels import LogChannel
 from chalicelib.events.runner import Runner
 from chalicelib.events.store import definitions, runs
-from tests.support.game_bridge import SECRET, Answer, GameBridge
+from devtools.kit.game_bridge import SECRET, Answer, GameBridge
 
 from .harness import Figure, at_least, scratch_database
 from .workload import RULES, drained_steps_per_second

@@ -57,9 +57,9 @@ from chalicelib import observability, runtime
 from chalicelib.config import Settings
 from chalicelib.db import ConnectionParams, Database, DatabaseClock
 from chalicelib.events.runner import lambda_handler as invocation_module
-from tests.support.clock import ManualClock
-from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
-from tests.support.mariadb import PrivateMariaDB
+from devtools.kit.clock import ManualClock
+from devtools.kit.lambda_invocation import SCHEDULED_EVENT, lambda_context
+from devtools.kit.mariadb import PrivateMariaDB
 
 from .harness import Figure, median, migrated_database, scratch_database
 from .workload import drain, make_runner, schedule_backlog

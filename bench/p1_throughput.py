@@ -20,7 +20,7 @@ from chalicelib.events.model import StepStatus
 from chalicelib.events.runner.advance import RunAdvancer
 from chalicelib.events.runner.budget import Budget
 from chalicelib.events.store import runs, steps
-from tests.support.counters import StatementMeter
+from devtools.kit.counters import StatementMeter
 
 from .harness import Figure, RoundTripCounter, StatementRecorder, at_least, at_most, median, scratch_database
 from .workload import (

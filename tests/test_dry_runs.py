@@ -23,8 +23,8 @@ from chalicelib.events.runner import Runner
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import resources, runs, steps
 from devtools.dev import DEMO_DOCUMENT
+from devtools.kit.game_bridge import SECRET, GameBridge
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings
-from tests.support.game_bridge import SECRET, GameBridge
 from tests.support.runner_kit import RULES, RecordingChannel, tick
 
 

@@ -232,3 +232,15 @@ def test_the_contract_and_the_adapters_never_reach_the_database():
             frontier = {i for name in frontier for i in imports[name]} - reached
         assert sorted(reached & forbidden) == [], package
     assert _under(ADAPTERS, imports) and _under(CONTRACT, imports)  # the rule is about something
+
+
+def test_the_dev_tools_and_their_kit_import_nothing_from_the_tests():
+    """`make dev` and the benchmarks stand on `devtools/kit/` (the database finder, the loopback game bridge,
+    the clock): it lives outside tests/, and nothing under devtools/ reaches back into them."""
+    reaching = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "devtools").rglob("*.py"))
+        for name in _imports_of(".".join(path.relative_to(ROOT).with_suffix("").parts), path)
+        if name == "tests" or name.startswith("tests.")
+    ]
+    assert reaching == []

@@ -19,9 +19,9 @@ from chalicelib.events.adapters import aws as aws_adapter
 from chalicelib.events.adapters.aws import aws_switches
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.migrate_function import handle
+from devtools.kit.game_bridge import GameBridge
 from tests.support import cfn
 from tests.support.factory import document
-from tests.support.game_bridge import GameBridge
 from tests.support.runner_kit import schedule, step, tick
 
 pytestmark = pytest.mark.packaging

@@ -21,8 +21,8 @@ from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import resources, steps
 from devtools import dev
+from devtools.kit.game_bridge import SECRET, Answer, ApplyingGame
 from tests.support.factory import document, make_run, materialise, run_row, specs
-from tests.support.game_bridge import SECRET, Answer, ApplyingGame
 from tests.support.runner_kit import RULES, RecordingChannel, log_of, make_runner, schedule, step, tick, tick_process
 
 

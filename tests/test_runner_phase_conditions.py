@@ -19,8 +19,8 @@ from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import definitions, phases, runs, signals, steps
 from chalicelib.events.store.steps import PHASE_ENDED
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import RULES, apply_outcome, log_of, schedule, step, tick
 from tests.support.torture import late_wakes
 

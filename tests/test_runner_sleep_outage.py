@@ -15,8 +15,8 @@ from chalicelib.db import Database, DatabaseClock
 from chalicelib.events.adapters import aws as aws_adapter
 from chalicelib.events.adapters.aws import BACKSTOP_SOURCE, NUDGE_SOURCE, WAKE_SOURCE
 from chalicelib.events.runner.sleep import Sleeper
+from devtools.kit.lambda_invocation import SCHEDULED_EVENT, lambda_context
 from tests.support.db_door import DatabaseDoor
-from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
 from tests.test_runner_sleep_faults import HORIZON, RULE, SETTINGS, asleep_behind, aws, faults, row, rule_state, schedules, sleep
 
 pytestmark = pytest.mark.realtime  # each waits out a real deadline: make test runs it, make check does not

@@ -9,8 +9,8 @@ from datetime import timedelta
 from chalicelib.events import controls
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, make_run, materialise, run_row, specs
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import RULES, schedule, step, tick
 from tests.support.torture import late_wakes
 

@@ -6,9 +6,9 @@ import pytest
 
 from chalicelib.events.model import Claim, RunStatus, SignalEffect, StepStatus
 from chalicelib.events.store import definitions, escalations, phases, runs, signals, steps
+from devtools.kit.clock import ManualClock
+from devtools.kit.explain import ExplainTx, plan_problems
 from tests.conftest import START
-from tests.support.clock import ManualClock
-from tests.support.explain import ExplainTx, plan_problems
 from tests.support.factory import make_run, materialise, specs
 
 

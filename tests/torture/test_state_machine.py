@@ -36,9 +36,9 @@ from chalicelib.events.model import TERMINAL_RUN, RunStatus
 from chalicelib.events.runner import Budget, Rules
 from chalicelib.events.store import phases, runs, steps
 from chalicelib.roles import CONTROLLERS
+from devtools.kit.game_bridge import SECRET, Answer
 from tests.conftest import START, TABLES
 from tests.support.api import ADMIN, GM, MODERATOR
-from tests.support.game_bridge import SECRET, Answer
 from tests.support.runner_kit import apply_outcome, make_runner, schedule, step
 from tests.support.torture import audit, sized
 

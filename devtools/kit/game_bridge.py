@@ -1,4 +1,4 @@
-"""A real game bridge on loopback that tests script: answers, delays, failures; every request recorded.
+"""A real game bridge on loopback that tests and benchmarks script: answers, delays, failures; every request recorded.
 
     with GameBridge() as bridge:
         bridge.script("world.spawn", Answer(503), Answer(503), Answer(200))
