@@ -244,3 +244,13 @@ def test_the_dev_tools_and_their_kit_import_nothing_from_the_tests():
         if name == "tests" or name.startswith("tests.")
     ]
     assert reaching == []
+
+
+def test_the_api_reads_through_views_and_never_touches_the_store():
+    """The HTTP layer reads through `events/views/` and changes state through the engine's use cases: no module
+    under chalicelib/api/ imports a store module (the SQL stays behind the engine)."""
+    imports = _chalicelib_imports()
+    api = _under("chalicelib.api", imports)
+    assert "chalicelib.api.routes.runs" in api  # the rule is about something
+    reaching = {name: sorted(_under("chalicelib.events.store", imports[name])) for name in sorted(api)}
+    assert {name: found for name, found in reaching.items() if found} == {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ... import runtime
-from ...events.actions import registry
+from ...events.views.vocabulary import actions
 from .. import auth, schemas
 from ..operations import Body, Call, Router, ok
 
@@ -14,5 +14,4 @@ router = Router(__name__)
                   "game bridge declares (EVENT_MODULE_ACTIONS; null when it declares none).", auth.STAFF,
                   ok("actions", schemas.ACTIONS))
 def list_actions(call: Call) -> Body:
-    declared = runtime.settings().module_actions
-    return {"actions": registry.catalogue(), "module_actions": None if declared is None else sorted(declared)}
+    return actions(runtime.settings().module_actions)

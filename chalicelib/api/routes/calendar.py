@@ -1,4 +1,5 @@
-"""A recurring definition's calendar: its occurrences in a window, skipping one and undoing that before it is due."""
+"""A recurring definition's calendar: its occurrences in a window (read through `events/views/calendar.py`),
+skipping one and undoing that before it is due."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from datetime import datetime
 
 from ... import runtime
 from ...events import calendar
+from ...events.views.calendar import MAX_LISTED, occurrences
 from .. import auth, schemas
 from ..operations import Body, Call, Router, ok
 from ..wake import made_work
@@ -15,13 +17,13 @@ router = Router(__name__)
 
 @router.operation("GET", "/definitions/{definition_id}/occurrences",
                   f"The current version's scheduled occurrences in [from, to) (at most {calendar.MAX_WINDOW.days} days;"
-                  f" at most {calendar.MAX_LISTED}, next_from says where the rest begin), in its time zone, each with its run"
+                  f" at most {MAX_LISTED}, next_from says where the rest begin), in its time zone, each with its run"
                   " if one exists and whether it is skipped; the schedule in words with its next occurrence.", auth.STAFF,
                   ok("the occurrences", schemas.OCCURRENCES), query=schemas.OCCURRENCES_QUERY)
 def list_occurrences(call: Call) -> Body:
     edges = {name: schemas.parse_time(call.query[name], f"query.{name}") if name in call.query else None
              for name in ("from", "to")}
-    return calendar.occurrences(runtime.database(), call.ids["definition_id"], edges["from"], edges["to"], call.now)
+    return occurrences(runtime.database(), call.ids["definition_id"], edges["from"], edges["to"], call.now)
 
 
 def _occurrence_time(call: Call) -> datetime:

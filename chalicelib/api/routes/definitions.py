@@ -1,13 +1,11 @@
-"""Definitions: their pages and versions, saving a document as a definition's first or next version, and
-scheduling a run of the current version by hand."""
+"""Definitions: their pages and versions (read through `events/views/definitions.py`), saving a document as a
+definition's first or next version, and scheduling a run of the current version by hand."""
 
 from __future__ import annotations
 
 from ... import runtime
-from ...db import Tx
 from ...events import authoring, occurrences
-from ...events.errors import NotFound
-from ...events.store import definitions
+from ...events.views.definitions import definition_detail, definition_version, definitions_page
 from .. import auth, schemas
 from ..operations import Answer, Body, Call, Router, ok
 from ..wake import made_work
@@ -19,40 +17,19 @@ router = Router(__name__)
                   ok("a page of definitions; pass next_cursor as cursor for the next", schemas.DEFINITIONS_PAGE),
                   query=schemas.DEFINITIONS_QUERY)
 def list_definitions(call: Call) -> Body:
-    page, next_cursor = runtime.database().autocommit(
-        lambda tx: definitions.list_page(tx, limit=call.query.get("limit", 50), after_id=call.query.get("cursor"))
-    )
-    return {"definitions": [d.public() for d in page], "next_cursor": next_cursor}
+    return definitions_page(runtime.database(), call.query)
 
 
 @router.operation("GET", "/definitions/{definition_id}", "A definition and its versions (without their documents).",
                   auth.STAFF, ok("the definition", schemas.DEFINITION_DETAIL))
 def get_definition(call: Call) -> Body:
-    definition_id = call.ids["definition_id"]
-
-    def read(tx: Tx) -> Body:
-        definition = definitions.get(tx, definition_id)
-        if definition is None:
-            raise NotFound(f"no definition {definition_id}")
-        return {"definition": definition.public(), "versions": [v.public() for v in definitions.versions(tx, definition_id)]}
-
-    return runtime.database().transaction(read)
+    return definition_detail(runtime.database(), call.ids["definition_id"])
 
 
 @router.operation("GET", "/definitions/{definition_id}/versions/{version}", "One version of a definition, with its document.",
                   auth.STAFF, ok("the version", schemas.VERSION_DOCUMENT))
 def get_definition_version(call: Call) -> Body:
-    definition_id, number = call.ids["definition_id"], call.ids["version"]
-
-    def read(tx: Tx) -> Body:
-        if definitions.get(tx, definition_id) is None:
-            raise NotFound(f"no definition {definition_id}")
-        version = definitions.get_version(tx, definition_id, number)
-        if version is None:
-            raise NotFound(f"definition {definition_id} has no version {number}")
-        return {"version": version.public()}
-
-    return runtime.database().transaction(read)
+    return definition_version(runtime.database(), call.ids["definition_id"], call.ids["version"])
 
 
 def _saved(saved: authoring.Saved) -> Body:

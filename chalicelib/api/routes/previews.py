@@ -3,19 +3,15 @@ stored) and a dry run (a real run, mode rehearsal, that never reaches the live g
 
 from __future__ import annotations
 
-from typing import Any
-
 from ... import runtime
-from ...db import Tx
-from ...events import dry_runs, rehearsal
-from ...events.document import validate
-from ...events.errors import Invalid, NotFound
+from ...events import dry_runs
 from ...events.model import Rehearsal, RehearsalBridge
-from ...events.store import definitions
+from ...events.views.runs import run_detail
+from ...events.views.timeline import timeline
 from .. import auth, schemas
 from ..operations import Answer, Body, Call, Router, ok
 from ..wake import made_work
-from .runs import run_detail
+from .runs import run_headers
 
 router = Router(__name__)
 
@@ -26,24 +22,9 @@ router = Router(__name__)
                   " longest run, and warnings. Writes nothing.", auth.STAFF,
                   ok("the projection", schemas.REHEARSAL), body=schemas.REHEARSE_BODY)
 def rehearse_definition(call: Call) -> Body:
-    definition_id, body = call.ids["definition_id"], call.body
-    if "version" in body and "document" in body:
-        raise Invalid("send version or document, not both")
-
-    def read(tx: Tx) -> dict[str, Any]:
-        definition = definitions.get(tx, definition_id)
-        if definition is None:
-            raise NotFound(f"no definition {definition_id}")
-        if "document" in body:
-            return validate(body["document"], runtime.settings().module_actions)
-        number = body.get("version", definition.current_version)
-        version = definitions.get_version(tx, definition_id, number)
-        if version is None:
-            raise NotFound(f"definition {definition_id} has no version {number}")
-        return version.document
-
-    return rehearsal.project(runtime.database().autocommit(read), call.now,
-                             escalate_after_seconds=runtime.settings().escalate_after_seconds)
+    config = runtime.settings()
+    return timeline(runtime.database(), call.ids["definition_id"], call.body, call.now,
+                    module_actions=config.module_actions, escalate_after_seconds=config.escalate_after_seconds)
 
 
 @router.operation("POST", "/definitions/{definition_id}/dry-runs",
@@ -61,5 +42,5 @@ def start_dry_run(call: Call) -> Answer:
     run = dry_runs.start(runtime.database(), call.ids["definition_id"], rehearsal, version=body.get("version"),
                          sandbox_configured=config.sandbox_configured, actor=call.actor, now=call.now)
     made_work(call)
-    detail = runtime.database().transaction(lambda tx: run_detail(tx, run.id, {}, call.now))
-    return 201, detail, {"ETag": detail["run"]["etag"], "Cache-Control": "no-store"}
+    detail = run_detail(runtime.database(), run.id, {}, call.now)
+    return 201, detail, run_headers(detail)

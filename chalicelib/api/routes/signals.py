@@ -4,8 +4,8 @@ of each (run, name) wins, a repeat answers it and changes nothing."""
 from __future__ import annotations
 
 from ... import runtime
+from ...events import signals
 from ...events.model import SignalEffect
-from ...events.store import signals
 from .. import auth, schemas
 from ..operations import Answer, Call, Router
 from ..wake import made_work
@@ -24,8 +24,7 @@ router = Router(__name__)
                   max_body_bytes=schemas.SIGNAL_PAYLOAD_BYTES)
 def signal_run(call: Call) -> Answer:
     run_id, name = call.ids["run_id"], call.names["name"]
-    receipt = runtime.database().transaction(
-        lambda tx: signals.receive(tx, run_id, name, call.actor, call.body or None, call.now))
+    receipt = signals.receive(runtime.database(), run_id, name, call.actor, call.body or None, call.now)
     if receipt.repeat:
         return receipt.signal.public()
     # guard: signal-does-not-nudge-a-sleeping-deployment

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...events import controls, lifecycle
+from ...events.views import vocabulary as words
 from .. import auth, schemas
 from ..operations import Body, Call, Router, ok
 
@@ -12,4 +12,4 @@ router = Router(__name__)
 @router.operation("GET", "/vocabulary", "The statuses (label, mark, terminal) and the declared controls, as the console shows them.",
                   auth.STAFF, ok("the vocabulary", schemas.VOCABULARY))
 def vocabulary(call: Call) -> Body:
-    return {**lifecycle.vocabulary(), "controls": [c.public() for c in controls.CONTROLS.values()]}
+    return words.vocabulary()
