@@ -132,7 +132,7 @@ SCHEDULE_BODY = {
 }
 DEFINITION_BODY = DOCUMENT_SCHEMA
 SKIP_BODY = REASON_BODY
-REHEARSE_BODY = _body(
+TIMELINE_BODY = _body(  # what POST /definitions/{id}/rehearse projects
     version={"type": "integer", "minimum": 1, "maximum": 2**31 - 1,
              "description": "the version to rehearse (default: the current one)"},
     document={"type": "object", "description": "an unsaved document to rehearse instead (an editor's draft): validated"
@@ -433,7 +433,7 @@ UNSKIPPED = _object(occurrence=OCCURRENCE)
 _SECONDS = {"type": "integer", "minimum": 0}
 _MAYBE_SECONDS = {"type": ["integer", "null"], "minimum": 0}
 _WAITS_FOR = {"type": ["string", "null"], "enum": ["person", "game", "time", None]}
-REHEARSAL = _object(
+TIMELINE = _object(  # the projected timeline
     steps={"type": "array", "items": _object(
         phase=_INT, seq=_INT, action={"type": "string"}, says=_MAYBE_TEXT, earliest_offset_seconds=_SECONDS,
         waits_for=_WAITS_FOR, timeout_seconds=_MAYBE_SECONDS)},

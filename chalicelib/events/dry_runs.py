@@ -1,4 +1,5 @@
-"""Dry runs: a rehearsal of a version, started now and driven by the tick like any run.
+"""Dry runs: a version really run for practice (its mode is `rehearsal`), started now and driven by the tick like
+any run. (What a version would do, projected without running it, is `timeline.py`.)
 
 The invariant: a dry run never reaches the live game or the live channels. Its row says it is one
 (`Run.rehearsal`), and the tick picks its bridge (simulated, or the sandbox) and its channels (the

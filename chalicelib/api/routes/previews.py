@@ -20,7 +20,7 @@ router = Router(__name__)
                   "The projected timeline of a version (default: the current one) or of an unsaved document: every step's"
                   " earliest offset, what it says and waits for, each phase's earliest and latest end, the shortest and"
                   " longest run, and warnings. Writes nothing.", auth.STAFF,
-                  ok("the projection", schemas.REHEARSAL), body=schemas.REHEARSE_BODY)
+                  ok("the projection", schemas.TIMELINE), body=schemas.TIMELINE_BODY)
 def rehearse_definition(call: Call) -> Body:
     config = runtime.settings()
     return timeline(runtime.database(), call.ids["definition_id"], call.body, call.now,

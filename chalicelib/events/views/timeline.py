@@ -1,6 +1,6 @@
 """A definition's projected timeline as a person asks for it (POST /definitions/{id}/rehearse): of one of its
 versions (default: the current one) or of an unsaved document (an editor's draft, validated first). Reads
-the version only; the projection is `rehearsal.project`, from the document alone."""
+the version only; the projection is `timeline.project`, from the document alone."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ...db import Database, Tx
-from .. import rehearsal
+from .. import timeline as projection
 from ..document import validate
 from ..errors import Invalid, NotFound
 from ..store import definitions
@@ -34,4 +34,4 @@ def timeline(db: Database, definition_id: int, asked: Body, now: datetime, *, mo
             raise NotFound(f"definition {definition_id} has no version {number}")
         return version.document
 
-    return rehearsal.project(db.autocommit(read), now, escalate_after_seconds=escalate_after_seconds)
+    return projection.project(db.autocommit(read), now, escalate_after_seconds=escalate_after_seconds)
