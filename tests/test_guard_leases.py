@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Budget
-from chalicelib.events.runner.advance import RunAdvancer
+from chalicelib.events.runner.walk import RunWalker
 from chalicelib.events.store import runs, steps
 from tests.support.factory import document, make_run, materialise, run_row, specs, step_row
 from tests.support.runner_kit import log_of, schedule, step
@@ -90,10 +90,10 @@ def test_a_scheduled_run_another_worker_holds_is_not_started(db, clock, runner, 
     """The run lease is the first statement of the start's transaction: lost, the start writes nothing."""
     run = schedule(db, clock.now(), document([[step("world.spawn")]]))
     assert db.autocommit(lambda tx: runs.claim(tx, run.id, "first-worker", clock.now(), LEASE))
-    advancer = RunAdvancer(db, runner.actions, runner.rules, runner._programme_for, clock.now(),
-                           Budget.for_seconds(60), runner.step_worst_case_seconds)
-    report = advancer.advance(run_row(db, run.id))
-    assert (report.claimed, report.status, report.dispatched) == (False, None, 0)
+    walker = RunWalker(db, runner.actions, runner.rules, runner._programme_for, clock.now(),
+                       Budget.for_seconds(60), runner.step_worst_case_seconds)
+    report = walker.walk(run_row(db, run.id))
+    assert (report.leased, report.status, report.dispatched) == (False, None, 0)
     after = run_row(db, run.id)
     assert (after.status, after.claimed_by) == (RunStatus.SCHEDULED, "first-worker")
     assert log_of(db, run.id) == [] and game_bridge.received() == []
