@@ -244,3 +244,36 @@ def test_the_dev_tools_and_their_kit_import_nothing_from_the_tests():
         if name == "tests" or name.startswith("tests.")
     ]
     assert reaching == []
+
+
+RUNNER = ROOT / "chalicelib" / "events" / "runner"
+# Names the runner keeps from before "advance" meant only a person's control: the tick report's key.
+KEPT_ADVANCE_NAMES = {"runs_advanced"}
+
+
+def test_no_module_of_the_runner_is_over_450_lines():
+    """The runner stays in small modules, one job each (the walk of a run is split along its seams)."""
+    long = {path.name: n for path in sorted(RUNNER.glob("*.py")) if (n := len(path.read_text().splitlines())) > 450}
+    assert long == {}
+
+
+def test_only_the_tick_walks_runs_and_no_move_calls_the_walk_back():
+    """The walk's loop (`runner/walk.py`) composes the moves; a move returns the next cursor and never
+    imports the loop, so it cannot call it: only the tick builds walkers."""
+    importers = sorted(name for name, imported in _chalicelib_imports().items()
+                       if "chalicelib.events.runner.walk" in imported)
+    assert importers == ["chalicelib.events.runner.tick"]
+
+
+def test_advance_names_only_a_persons_control_in_the_runner():
+    """A run is walked and its lease taken; "advance" is the Advance phase control alone (glossary)."""
+    named = []
+    for path in sorted(RUNNER.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = {
+                ast.FunctionDef: lambda n: [n.name], ast.ClassDef: lambda n: [n.name], ast.arg: lambda n: [n.arg],
+                ast.Name: lambda n: [n.id], ast.Attribute: lambda n: [n.attr],
+            }.get(type(node), lambda n: [])(node)
+            named += [f"{path.name}: {name}" for name in names
+                      if "advanc" in name.lower() and name not in KEPT_ADVANCE_NAMES]
+    assert named == []

@@ -4,7 +4,7 @@
     reclaim.py    expired leases back to pending, or failed at the ceiling with their on_failure
     planner.py    a run per cron occurrence of recurring definitions
     walk.py       one run: the loop that composes the moves below, each unit of work ending in the next claim
-      lease.py        the run lease: taken before the walk, given back after it
+      lease.py        the run lease: taken before the walk, released after it
       cursor.py       where the walk stands: NeedsRead, Head, Drained, Closing, Held, Done
       context.py      what the moves are given: the tick's clock read, budget, rules, actions
       start.py        the start (or the miss) of a scheduled run; where a run under way is picked up

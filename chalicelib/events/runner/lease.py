@@ -1,10 +1,10 @@
 """The run lease: one worker walks a run at a time.
 
 The invariant: a worker walks a run only once it has taken the run's lease (a
-compare-and-set on a free or lapsed lease, `runs.claim`, with a token of its
-own), and it gives the lease back however the walk ends, even by an exception —
+compare-and-set on a free or lapsed lease, `runs.take_lease`, with a token of its
+own), and it releases the lease however the walk ends, even by an exception —
 unless a terminal transition already cleared it. A lease that never committed
-is no one's: giving it back matches no row. Every write of the walk is still
+is no one's: releasing it matches no row. Every write of the walk is still
 guarded on its own; the lease only keeps two workers from walking one run.
 """
 
@@ -25,12 +25,12 @@ class RunLease:
 
     def take(self, tx: Tx) -> bool:
         """Take the lease in `tx` (alone, or as the first statement of the run's start)."""
-        self.taken = runs.claim(tx, self.run_id, self.token, self.now, self.lease_seconds)
+        self.taken = runs.take_lease(tx, self.run_id, self.token, self.now, self.lease_seconds)
         return self.taken
 
-    def give_back(self, status: RunStatus | None) -> None:
+    def release(self, status: RunStatus | None) -> None:
         """After the walk, `status` as it left the run (None: unknown, or the walk raised)."""
         # guard: a-worker-that-raises-keeps-its-run-lease
         if self.taken and (status is None or not status.terminal):
             # A terminal transition already cleared it; a lease that never committed is no one's.
-            self.db.autocommit(lambda tx: runs.release(tx, self.run_id, self.token, self.now))
+            self.db.autocommit(lambda tx: runs.release_lease(tx, self.run_id, self.token, self.now))

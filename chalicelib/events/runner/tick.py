@@ -172,7 +172,7 @@ class Runner:
         return [
             Chore("reclaim", None, self._reclaim),
             *([Chore("plan", PLANNING_SHARE, self._plan)] if plan else []),
-            Chore("advance", None, self._walk_due),  # the chore's name as tick reports have always said it
+            Chore("advance", None, self._walk_due),  # the walk of the due runs, under its old name
             Chore("escalate", None, self._escalate_stalls),
         ]
 

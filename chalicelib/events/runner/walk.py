@@ -89,7 +89,7 @@ class RunWalker:
 
     def walk(self, run: Run) -> RunReport:
         """Take the run lease, walk the run until a step is parked, in flight or not yet due, a phase is held,
-        the run is over or the budget is spent, and give the lease back."""
+        the run is over or the budget is spent, and release the lease."""
         report = RunReport(run.id)
         if not self.ctx.budget.allows(self.ctx.step_worst_case_seconds):
             report.out_of_budget = True
@@ -100,7 +100,7 @@ class RunWalker:
             report.started = run.status is RunStatus.SCHEDULED and report.status not in NOT_STARTED
         finally:
             report.leased = lease.taken
-            lease.give_back(report.status)
+            lease.release(report.status)
         return report
 
     def _leased_walk(self, run: Run, lease: RunLease, report: RunReport) -> RunStatus | None:
