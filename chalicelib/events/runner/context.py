@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from ...db import Database
 from ..actions.perform import Actions
 from .budget import Budget
 from .outcomes import Rules
@@ -21,7 +20,6 @@ from .outcomes import Rules
 
 @dataclass(frozen=True)
 class WalkContext:
-    db: Database
     actions: Actions  # the run's bridge and channels (a dry run's are its own)
     rules: Rules
     now: datetime  # the tick's one clock read

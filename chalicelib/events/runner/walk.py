@@ -84,7 +84,7 @@ class RunWalker:
         leases_lapse_at: float = math.inf,
     ):
         self.db, self.programme_for = db, programme_for
-        self.ctx = WalkContext(db, actions, rules, now, budget, step_worst_case_seconds, leases_lapse_at)
+        self.ctx = WalkContext(actions, rules, now, budget, step_worst_case_seconds, leases_lapse_at)
         self.attender = Attender(db, actions, rules, now, budget)
 
     def walk(self, run: Run) -> RunReport:
