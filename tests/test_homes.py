@@ -17,7 +17,7 @@ MAX_ENGINE_MODULE_LINES = 450
 # The modules still longer, each awaiting its split (issue 36). The list only shrinks: an entry that is gone or
 # has come under the limit fails the test as well, so it is struck off in the commit that splits it.
 LONG_MODULES_AWAITING_A_SPLIT = frozenset({
-    "chalicelib/events/controls.py", "chalicelib/events/model.py", "chalicelib/events/runner/advance.py",
+    "chalicelib/events/controls.py", "chalicelib/events/model.py",
     "chalicelib/events/store/runs.py", "chalicelib/events/store/steps.py",
 })
 # One exceptions module per layer: the base layer's (configuration, secrets, tokens,
@@ -271,3 +271,30 @@ def test_no_engine_module_is_longer_than_the_limit():
     assert too_long == [], f"split these along their seams (at most {MAX_ENGINE_MODULE_LINES} lines a module)"
     struck_off = sorted(p for p in LONG_MODULES_AWAITING_A_SPLIT if lengths.get(p, 0) <= MAX_ENGINE_MODULE_LINES)
     assert struck_off == [], "split or gone: strike these off LONG_MODULES_AWAITING_A_SPLIT"
+
+
+RUNNER = ROOT / "chalicelib" / "events" / "runner"
+# Names the runner keeps from before "advance" meant only a person's control: the tick report's key.
+KEPT_ADVANCE_NAMES = {"runs_advanced"}
+
+
+def test_only_the_tick_walks_runs_and_no_move_calls_the_walk_back():
+    """The walk's loop (`runner/walk.py`) composes the moves; a move returns the next cursor and never
+    imports the loop, so it cannot call it: only the tick builds walkers."""
+    importers = sorted(name for name, imported in _chalicelib_imports().items()
+                       if "chalicelib.events.runner.walk" in imported)
+    assert importers == ["chalicelib.events.runner.tick"]
+
+
+def test_advance_names_only_a_persons_control_in_the_runner():
+    """A run is walked and its lease taken; "advance" is the Advance phase control alone (glossary)."""
+    named = []
+    for path in sorted(RUNNER.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = {
+                ast.FunctionDef: lambda n: [n.name], ast.ClassDef: lambda n: [n.name], ast.arg: lambda n: [n.arg],
+                ast.Name: lambda n: [n.id], ast.Attribute: lambda n: [n.attr],
+            }.get(type(node), lambda n: [])(node)
+            named += [f"{path.name}: {name}" for name in names
+                      if "advanc" in name.lower() and name not in KEPT_ADVANCE_NAMES]
+    assert named == []

@@ -128,7 +128,7 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
                 return
             target = db.autocommit(lambda tx: steps.get(tx, nxt["id"]))
             # As a tick worker does: the run lease first, then the step, with one clock and one lease length.
-            if not db.autocommit(lambda tx: runs.claim(tx, target.run_id, "dead-worker", now, RULES.lease_seconds)):
+            if not db.autocommit(lambda tx: runs.take_lease(tx, target.run_id, "dead-worker", now, RULES.lease_seconds)):
                 return
             claim = db.autocommit(lambda tx: steps.claim(tx, target, now, RULES.lease_seconds))
             if claim is None:

@@ -18,8 +18,8 @@ cue claims none. Each notice has its own idempotency key (`{step key}:r{n}`,
 Every claim and its row commit together: a tick lost after the claim leaves the
 row saying the post was begun, never a claim nobody can see.
 
-A timeout ends the cue or pauses the run: a unit of work of the walker's
-(`advance.py`), since the phase may go on after it in the same transaction.
+A timeout ends the cue or pauses the run: a move in a unit of work of the walk's
+(`cue_timeout.py`), since the phase may go on after it in the same transaction.
 A post is made only when the budget admits its channel's deadline.
 """
 

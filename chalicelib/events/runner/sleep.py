@@ -18,7 +18,7 @@ Going to sleep (`try_sleep`), when nothing is due within the planning horizon:
    sleep: on error the sleep is called off, the rule never went off;
 4. the minute rule goes off: on error it is turned back on and the sleep called off;
    if even that fails, the row stays asleep behind its wake-ups;
-5. the row is settled (asleep -> asleep, compare-and-set on the sleep's epoch): if
+5. the row stays asleep (asleep -> asleep, compare-and-set on the sleep's epoch): if
    anyone moved it meanwhile (work created, or a tick woke), the tick wakes as a
    starting one does, turning the rule on even if the row already says awake, since
    a woken tick may have turned it on before step 4 turned it off. If that fails,
@@ -26,7 +26,7 @@ Going to sleep (`try_sleep`), when nothing is due within the planning horizon:
 
 Step 4 begins only with time for the worst case of steps 4 and 5 left in the
 invocation (`SLEEP_SECONDS`; else the sleep is called off), so Lambda's timeout
-never stops a tick between turning the rule off and settling the row.
+never stops a tick between turning the rule off and the row's staying asleep.
 
 Waking up (`started`, at the start of every tick invocation): a row not awake has
 its rule turned on first, and only then is it moved to awake (compare-and-set on
@@ -66,7 +66,7 @@ logger = logging.getLogger(__name__)
 WARM_UP = timedelta(seconds=60)  # Aurora resumes in ~15 s; the first tick then has the rest of the minute
 BACKSTOP_AFTER = timedelta(minutes=5)  # the backstop fires this long after the wake-up it backs
 LOOK_AHEAD = timedelta(days=400)  # past any yearly schedule's next occurrence; the wake-up is never later
-# Rule off, settle, rule on again, and the two wake-ups of a sleep put back: what step 4 on may take.
+# Rule off, stay asleep, rule on again, and the two wake-ups of a sleep put back: what step 4 on may take.
 SLEEP_SECONDS = 4 * AWS_CALL_SECONDS
 MAX_WAKE_TRIES = 5  # a row moved under a waking tick this many times running: its rule is on, it gives up
 
@@ -188,7 +188,7 @@ class Sleeper:
             # guard: sleep-stays-asleep-when-the-rule-will-not-go-off
             return self._rule_back_on(now, sleep)
         # guard: sleep-ignores-a-wake-while-the-rule-went-off
-        if self.db.autocommit(lambda tx: engine_state.settle(tx, now, sleep, wake_at)):
+        if self.db.autocommit(lambda tx: engine_state.stay_asleep(tx, now, sleep, wake_at)):
             logger.info("asleep until %s (backstop %s)", wake_at.isoformat(), (wake_at + BACKSTOP_AFTER).isoformat())
             return True
         # Work was created, or a tick woke, while the rule went off: that tick may have turned it on first.

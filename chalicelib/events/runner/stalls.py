@@ -75,12 +75,12 @@ def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime,
             db.autocommit(partial(log.append, entry=journal.notice_failed(entry, error, retry_at), now=now))
             continue
 
-        def settle(tx: Tx, wait: escalations.Wait = wait, tries: int = tries, entry: journal.Entry = entry,
-                   error: str | None = error) -> None:
+        def end_try(tx: Tx, wait: escalations.Wait = wait, tries: int = tries, entry: journal.Entry = entry,
+                    error: str | None = error) -> None:
             if escalations.over(tx, wait, tries, now, sent=error is None) and error is not None:
                 log.append(tx, journal.notice_failed(entry, error, None), now)
 
-        db.transaction(settle)
+        db.transaction(end_try)
         done.failed += error is not None and not wait.rehearsal
     return done
 

@@ -53,9 +53,9 @@ def fall_asleep(tx: Tx, now: datetime, until: datetime) -> int | None:
     return tx.scalar("SELECT epoch FROM event_engine_state WHERE id = 1") if moved == 1 else None
 
 
-def settle(tx: Tx, now: datetime, epoch: int, until: datetime) -> bool:
+def stay_asleep(tx: Tx, now: datetime, epoch: int, until: datetime) -> bool:
     """asleep -> asleep, once the rule is off: False if anyone moved the row since the sleep began (epoch)."""
-    # guard: settle-without-its-epoch
+    # guard: stay-asleep-without-its-epoch
     return (
         tx.execute(
             """UPDATE event_engine_state SET changed_at = %s, sleeps_until = %s, epoch = epoch + 1

@@ -1,7 +1,7 @@
 """event_runs: occurrences, their guarded transitions, the run lease, and the wake time.
 
 Every statement that changes a run or hands it back also writes its wake time
-(see `wake`): scheduling writes scheduled_for, a run claim the lease's expiry
+(see `wake`): scheduling writes scheduled_for, taking the run lease the lease's expiry
 (a worker that dies is looked at again then), the release the earliest timer
 from the rows as they stand, and a status change what its row of
 `lifecycle.TRANSITIONS` says: a pause or an end NULL, a person's resume now
@@ -507,8 +507,8 @@ def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> boo
     )
 
 
-def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) -> bool:
-    """Take a run for one tick worker: compare-and-set on a free or expired run lease.
+def take_lease(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) -> bool:
+    """Lease a run to one tick worker: compare-and-set on a free or expired run lease.
 
     The wake time becomes the lease's expiry: if the worker dies holding the run,
     that is when another may take it.
@@ -516,11 +516,11 @@ def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) 
     if lease_seconds <= 0:
         raise ValueError(f"lease_seconds must be positive, got {lease_seconds!r}")
     expires = now + timedelta(seconds=lease_seconds)
-    # guard: run-claim
-    # guard: run-claim-of-a-run-not-due
+    # guard: run-lease
+    # guard: run-lease-of-a-run-not-due
     return (
         tx.execute(
-            # guard: run-claim-leaves-no-wake-for-a-dead-worker
+            # guard: run-lease-leaves-no-wake-for-a-dead-worker
             f"""UPDATE event_runs SET claimed_by = %s, claim_expires_at = %s, wake_at = %s
                  WHERE id = %s AND status IN ({RunSQL.DUE})
                    AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",  # noqa: S608 — the status list is rendered from RunStatus at import
@@ -530,7 +530,7 @@ def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) 
     )
 
 
-def release(tx: Tx, run_id: int, token: str, now: datetime) -> bool:
+def release_lease(tx: Tx, run_id: int, token: str, now: datetime) -> bool:
     """Give the run lease back and write its wake time; a no-op if the lease was cleared (pause) or taken over.
 
     The wake time is computed in the statement from the rows as they stand, not
