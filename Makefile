@@ -112,7 +112,7 @@ mutate: $(STAMP)
 
 # The dev database lives on the same server the tests find (or start). DEMO=failures: a demo bridge that fails.
 dev: $(LOOP)
-	@EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m tests.support.mariadb url)events_dev} \
+	@EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m devtools.kit.mariadb url)events_dev} \
 	  $(BIN)/python -m devtools dev $(if $(DEMO),--demo $(DEMO))
 
 # A development token on the dev stage's settings: `export TOKEN=$$(make -s token ROLE=moderator)`.
@@ -153,8 +153,8 @@ costs: $(STAMP)
 	$(BIN)/python -m bench.costs $(COSTS_ARGS)
 
 db-url: $(STAMP)
-	@$(BIN)/python -m tests.support.mariadb url
+	@$(BIN)/python -m devtools.kit.mariadb url
 
 clean:
-	-$(BIN)/python -m tests.support.mariadb stop
+	-$(BIN)/python -m devtools.kit.mariadb stop
 	rm -rf $(VENV) .venv-scan .venv-lock .local .pytest_cache node_modules

@@ -7,7 +7,7 @@ from chalice.app import CloudWatchEvent
 
 from chalicelib import observability, runtime
 from chalicelib.api.errors import rewrite_chalice_errors
-from chalicelib.api.handlers import routes
+from chalicelib.api.routes import ROUTERS
 from chalicelib.console.routes import console
 
 app = Chalice(app_name="event-run-engine", configure_logs=False)
@@ -15,7 +15,8 @@ app.register_middleware(rewrite_chalice_errors, "http")
 app.register_middleware(observability.http_middleware, "http")
 app.register_middleware(runtime.http_middleware, "http")  # this process answers requests: short database timeouts
 app.register_middleware(observability.scheduled_middleware, "scheduled")
-app.register_blueprint(routes)  # the HTTP API: one route per operation declared in chalicelib/api/handlers.py
+for router in ROUTERS:  # the HTTP API, a router per resource: one route per operation declared in chalicelib/api/routes/
+    app.register_blueprint(router.blueprint)
 app.register_blueprint(console)  # the run console at /console: its page, assets and sign-in settings
 
 

@@ -13,12 +13,12 @@ from functools import partial
 
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
-from chalicelib.events.actions.bridge import BridgeClient
-from chalicelib.events.actions.channels import LogChannel
 from chalicelib.events.actions.perform import Actions
+from chalicelib.events.adapters.bridge import BridgeClient
+from chalicelib.events.adapters.channels import LogChannel
 from chalicelib.events.runner import Runner
 from chalicelib.events.store import definitions, runs
-from tests.support.game_bridge import SECRET, Answer, GameBridge
+from devtools.kit.game_bridge import SECRET, Answer, GameBridge
 
 from .harness import Figure, at_least, scratch_database
 from .workload import RULES, drained_steps_per_second

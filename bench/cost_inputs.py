@@ -57,9 +57,9 @@ from chalicelib import observability, runtime
 from chalicelib.config import Settings
 from chalicelib.db import ConnectionParams, Database, DatabaseClock
 from chalicelib.events.runner import lambda_handler as invocation_module
-from tests.support.clock import ManualClock
-from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
-from tests.support.mariadb import PrivateMariaDB
+from devtools.kit.clock import ManualClock
+from devtools.kit.lambda_invocation import SCHEDULED_EVENT, lambda_context
+from devtools.kit.mariadb import PrivateMariaDB
 
 from .harness import Figure, median, migrated_database, scratch_database
 from .workload import drain, make_runner, schedule_backlog
@@ -70,7 +70,7 @@ FEW_STEPS, MANY_STEPS = 2, 20  # steps per run in the short and the long drain
 POWERTOOLS_DEFAULT_LEVEL = "INFO"  # what Powertools logs at when no level is set
 PURGE_WAIT_SECONDS = 10.0
 AURORA_WRITE_IO_BYTES = 4096  # Aurora counts write I/Os in 4 KB units of log records
-CHANNELS_LOGGER = "chalicelib.events.actions.channels"
+CHANNELS_LOGGER = "chalicelib.events.adapters.channels"
 LEVEL_SETTINGS = ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL")
 
 

@@ -17,7 +17,7 @@ import pymysql
 import chalicelib.db
 from chalicelib.db import ConnectionParams, Database, Tx
 from chalicelib.migrate import migrate
-from tests.support.mariadb import server_url
+from devtools.kit.mariadb import server_url
 
 
 # ── databases ─────────────────────────────────────────────────────────────

@@ -17,10 +17,10 @@ from datetime import timedelta
 from chalicelib.db import Database, DatabaseClock, must_exist
 from chalicelib.events.document import programme_of
 from chalicelib.events.model import StepStatus
-from chalicelib.events.runner.advance import RunAdvancer
 from chalicelib.events.runner.budget import Budget
+from chalicelib.events.runner.walk import RunWalker
 from chalicelib.events.store import runs, steps
-from tests.support.counters import StatementMeter
+from devtools.kit.counters import StatementMeter
 
 from .harness import Figure, RoundTripCounter, StatementRecorder, at_least, at_most, median, scratch_database
 from .workload import (
@@ -140,17 +140,17 @@ class RunCost:
 
 
 def cost_of_one_run(db: Database, steps_per_run: int) -> RunCost:
-    """Advance one run of `steps_per_run` instant steps to completed on this thread, counting what it sends."""
+    """Walk one run of `steps_per_run` instant steps to completed on this thread, counting what it sends."""
     run_id = schedule_backlog(db, 1, steps_per_run, label=f"p2-{uuid.uuid4().hex[:6]}")[0]
     run = db.autocommit(lambda tx: runs.get(tx, run_id))
     programme = programme_of(instant_document(steps_per_run))
     runner = make_runner(db, concurrency=1)
-    advancer = RunAdvancer(db, runner.actions, RULES, lambda _: programme, DatabaseClock(db).now(),
-                           Budget.for_seconds(DRAIN_BUDGET_SECONDS), runner.step_worst_case_seconds)
+    walker = RunWalker(db, runner.actions, RULES, lambda _: programme, DatabaseClock(db).now(),
+                       Budget.for_seconds(DRAIN_BUDGET_SECONDS), runner.step_worst_case_seconds)
     runner.close()
     recorder, requests = StatementRecorder(), RoundTripCounter()
     with recorder.installed(), StatementMeter(db) as meter, requests.installed():
-        report = advancer.advance(must_exist(run))
+        report = walker.walk(must_exist(run))
     if report.dispatched != steps_per_run or report.status is None or not report.status.terminal:
         raise RuntimeError(f"the P2 run did not complete: {report}")
     if db.autocommit(lambda tx: steps.status_counts(tx, run_id)) != {StepStatus.DONE.value: steps_per_run}:

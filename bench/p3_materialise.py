@@ -5,7 +5,7 @@ from __future__ import annotations
 from chalicelib.db import Database
 from chalicelib.events.model import StepSpec
 from chalicelib.events.store import steps
-from tests.support.counters import StatementMeter
+from devtools.kit.counters import StatementMeter
 
 from .harness import Figure, at_most, scratch_database
 from .workload import schedule_backlog

@@ -16,7 +16,7 @@ import pymysql.cursors
 
 from chalicelib.db import Database, DatabaseClock
 from chalicelib.events.store import definitions
-from tests.support.explain import plan_problems
+from devtools.kit.explain import plan_problems
 
 from .harness import Figure, Statement, StatementRecorder, at_most, scratch_database
 from .workload import drain, instant_document, make_runner, schedule_backlog

@@ -20,7 +20,7 @@ from chalicelib.events.model import RunStatus
 from chalicelib.events.runner import Budget
 from chalicelib.events.runner.loop import Loop
 from chalicelib.events.store import definitions, runs
-from tests.support.counters import STATEMENTS, session_counters
+from devtools.kit.counters import STATEMENTS, session_counters
 
 from .harness import Figure, at_most, median, scratch_database
 from .workload import make_runner, schedule_backlog

@@ -28,8 +28,8 @@ from chalicelib import runtime
 from chalicelib.db import Database, DatabaseClock, must_exist
 from chalicelib.events.runner.lambda_handler import run_invocation
 from chalicelib.events.store import definitions, runs, steps
+from devtools.kit.game_bridge import SECRET, GameBridge
 from tests.support.api import MODERATOR, Api, hs_settings
-from tests.support.game_bridge import SECRET, GameBridge
 
 from .harness import Figure, at_most, median, percentile, scratch_database
 from .workload import make_runner

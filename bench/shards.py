@@ -25,7 +25,7 @@ from pathlib import Path
 
 from chalicelib.db import Database, DatabaseClock, must_exist
 from chalicelib.events.store import definitions, runs
-from tests.support.game_bridge import SECRET, Answer, GameBridge
+from devtools.kit.game_bridge import SECRET, Answer, GameBridge
 
 from .harness import Figure, at_least, scratch_database
 

@@ -19,7 +19,7 @@ import threading
 import time
 
 from chalicelib.db import Database
-from chalicelib.events.runner import advance
+from chalicelib.events.runner import attempt
 from chalicelib.events.store import steps
 
 from .workload import drain, make_runner, quiet_channels
@@ -32,7 +32,7 @@ class ClaimToTerminal:
         self._finishing = threading.local()
 
     def install(self, db: Database) -> None:
-        claim, settle_outcome, transaction = steps.claim, advance.settle_outcome, db.transaction
+        claim, settle_outcome, transaction = steps.claim, attempt.settle_outcome, db.transaction
 
         def timed_claim(tx, step, now, lease_seconds):
             won = claim(tx, step, now, lease_seconds)
@@ -53,7 +53,7 @@ class ClaimToTerminal:
             return result
 
         # Timing wrappers, in this benchmark process only.
-        steps.claim, advance.settle_outcome = timed_claim, marked_settle_outcome
+        steps.claim, attempt.settle_outcome = timed_claim, marked_settle_outcome
         db.transaction = timed_transaction  # type: ignore[method-assign]  # wraps the instance's own method
 
 

@@ -9,8 +9,8 @@ from datetime import datetime
 
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
-from chalicelib.events.actions.channels import LogChannel
 from chalicelib.events.actions.perform import Actions
+from chalicelib.events.adapters.channels import LogChannel
 from chalicelib.events.runner import Budget, Rules, Runner, TickReport
 from chalicelib.events.store import definitions
 
@@ -24,7 +24,7 @@ def quiet_channels() -> None:
 
     The channel writes at WARNING (so a Lambda's quiet log keeps cues), hence ERROR here.
     """
-    logging.getLogger("chalicelib.events.actions.channels").setLevel(logging.ERROR)
+    logging.getLogger("chalicelib.events.adapters.channels").setLevel(logging.ERROR)
 
 
 def instant_document(steps_per_run: int) -> dict:

@@ -247,8 +247,10 @@ class Settings:
         )
         if settings.jwt_secret and settings.jwt_jwks_url:
             raise ConfigError("set EVENTS_JWT_SECRET (HS256) or EVENTS_JWT_JWKS_URL (RS256), not both")
+        # guard: the-sandbox-may-share-the-bridges-key
         if settings.game_bridge_sandbox_secret and settings.game_bridge_sandbox_secret == settings.game_bridge_secret:
             raise ConfigError("GAME_BRIDGE_SANDBOX_SECRET must be the sandbox's own key, not GAME_BRIDGE_SECRET's")
+        # guard: the-sandbox-may-be-the-real-bridge
         if settings.game_bridge_sandbox_url and settings.game_bridge_sandbox_url == settings.game_bridge_url:
             raise ConfigError("GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL")
         if settings.signal_secret and settings.signal_secret == settings.game_bridge_secret:

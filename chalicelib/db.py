@@ -58,6 +58,7 @@ T = TypeVar("T")
 # before COMMIT was sent).
 DEADLOCK = 1213
 LOCK_WAIT_TIMEOUT = 1205
+# guard: deadlock-not-rerun
 RETRYABLE_SERVER_ERRORS = {DEADLOCK, LOCK_WAIT_TIMEOUT}
 CANT_CONNECT = 2003
 LOST_DURING_QUERY = 2013
@@ -186,6 +187,7 @@ class Tx:
         self._connection = connection
         self._cursor = connection.cursor(pymysql.cursors.DictCursor)
         self._transactional = transactional
+        # guard: transaction-without-its-begin
         self._ahead: list[str] = [BEGIN] if transactional else []  # sent in front of the next statement
         self._commit_behind = False  # the next `execute` is the unit's last: its COMMIT goes with it
         self.committed = False
@@ -198,6 +200,7 @@ class Tx:
             self._cursor.execute(statement)
             return
         ahead, self._ahead = self._ahead, []
+        # guard: a-last-statement-sent-after-its-commit
         self._cursor.execute("; ".join([*ahead, statement, *behind]))
         for _ in ahead:
             self._cursor.nextset()  # past each answer sent ahead, to the statement's own
@@ -243,6 +246,7 @@ class Tx:
             reached_commit = True
             self._cursor.nextset()  # the COMMIT's answer
         except pymysql.err.MySQLError as error:
+            # guard: a-last-statement-whose-commit-went-unanswered-is-run-again
             if reached_commit or lost_connection(error):
                 error.at_commit = True  # type: ignore[attr-defined]  # a mark read back by _safe_to_rerun
             raise
@@ -302,7 +306,9 @@ def _safe_to_rerun(error: BaseException) -> bool:
     # A failed connection attempt is not re-tried here: each may take the whole
     # handshake deadline, and how long to keep trying is the caller's to decide.
     # Nor is a statement that timed out: its unit of work has had its time.
+    # guard: unit-of-work-rerun-after-an-unanswered-commit
     return lost_connection(error) and not getattr(error, "at_commit", False) and not (
+        # guard: unit-of-work
         getattr(error, "connecting", False) or _timed_out(error)
     )
 
@@ -339,6 +345,7 @@ def _shake_hands(conn: pymysql.connections.Connection, sock: socket.socket, seco
             pass
 
     timer = threading.Timer(seconds, cut)
+    # guard: handshake-without-its-deadline
     timer.daemon = True
     timer.start()
     try:
@@ -388,9 +395,11 @@ class Database:
         try:
             return self._connect_once(database, within)
         except pymysql.err.OperationalError as error:
+            # guard: database-rereads-the-secret-on-any-error
             if not credentials_refused(error) or self._refresh_params is None:
                 raise
         logger.warning("the database refused the credentials (1045); reading them again and trying once more")
+        # guard: database-reread-credentials-not-used
         self.params = self._refresh_params()
         return self._connect_once(database, None if within is None else within - (time.monotonic() - started))
 
@@ -410,6 +419,7 @@ class Database:
             autocommit=True,
             conv=CONVERSIONS,
             connect_timeout=seconds,
+            # guard: api-connection-waits-as-long-as-a-ticks
             read_timeout=self._read_timeout,
             write_timeout=self._read_timeout,
             defer_connect=True,
@@ -529,10 +539,12 @@ class Database:
             try:
                 tx = Tx(conn, transactional=True)
                 result = work(tx)
+                # guard: a-write-sent-ahead-is-lost-when-no-statement-follows
                 if tx.committed:
                     return result  # its last statement took the COMMIT with it
                 tx.flush()
             except BaseException:
+                # guard: a-failed-rollback-hides-the-lost-connection
                 try:
                     conn.rollback()
                 except pymysql.err.MySQLError:

@@ -31,6 +31,8 @@ _naive_datetime_literal = functools.lru_cache(maxsize=256)(pymysql.converters.es
 
 
 def datetime_literal(value: datetime, mapping: Any = None) -> str:
+    # guard: naive-datetime-rendered-without-its-microseconds
+    # guard: aware-datetime-shares-a-cached-literal
     if value.tzinfo is None:
         return _naive_datetime_literal(value)
     return pymysql.converters.escape_datetime(value, mapping)
@@ -41,6 +43,7 @@ CONVERSIONS: dict[Any, Any] = {**pymysql.converters.conversions, datetime: datet
 
 
 def _string(value: str) -> str:
+    # guard: string-rendered-unescaped
     return "'" + _escape_string(value) + "'"
 
 
@@ -66,6 +69,7 @@ def render(connection: pymysql.connections.Connection, sql: str, args: Sequence[
     if args is None:
         return sql  # PyMySQL leaves a statement without arguments alone: a % in it is literal
     no_backslash_escapes = connection.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES  # type: ignore[attr-defined]  # pymysql sets it; its stubs omit it
+    # guard: no-backslash-escapes-server-gets-the-engines-rendering
     if no_backslash_escapes or not isinstance(args, (tuple, list, dict)):
         return connection.cursor().mogrify(sql, args)
     by_type, escape = _BY_TYPE, connection.escape
@@ -76,5 +80,6 @@ def render(connection: pymysql.connections.Connection, sql: str, args: Sequence[
         rendered = tuple([(by_type.get(type(value)) or escape)(value) for value in args])
     try:
         return sql % rendered
+    # guard: wrong-argument-count-not-pymysqls-error
     except TypeError as error:  # too many or too few arguments: PyMySQL's error for it
         raise pymysql.err.ProgrammingError(str(error)) from None

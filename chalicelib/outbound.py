@@ -107,6 +107,7 @@ def _request(method: str, endpoint: Endpoint, target: str, body: bytes, headers:
     import h11  # only a process that sends pays for the import
 
     deadline = time.monotonic() + timeout
+    # guard: a-failure-before-sending-is-in-doubt
     progress = _Progress()
     try:
         sock = _connect(endpoint, deadline)
@@ -129,6 +130,7 @@ class _Progress:
 
 def _exchange(h11: ModuleType, sock: socket.socket, method: str, endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str],
               deadline: float, max_answer_bytes: int, progress: _Progress) -> Answer:
+    # guard: outbound-headers-uncapped
     connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEADER_BYTES)
     request = h11.Request(
         method=method,
@@ -149,6 +151,7 @@ def _exchange(h11: ModuleType, sock: socket.socket, method: str, endpoint: Endpo
             if declared is not None and int(declared) > max_answer_bytes:
                 return Answer(status, b"", truncated=True)
         elif isinstance(event, h11.Data):
+            # guard: outbound-answer-kept-past-its-cap
             kept.append(event.data[: max_answer_bytes - size])
             size += len(event.data)
             if size > max_answer_bytes:
@@ -170,8 +173,10 @@ def _left(deadline: float) -> float:
 def _send_all(sock: socket.socket, data: bytes, deadline: float, progress: _Progress) -> None:
     view = memoryview(data)
     while view:
+        # guard: outbound-send-without-the-deadline
         sock.settimeout(_left(deadline))
         written = sock.send(view)
+        # guard: a-failure-after-the-first-byte-is-not-in-doubt
         progress.sent = progress.sent or written > 0
         view = view[written:]
 
@@ -179,10 +184,12 @@ def _send_all(sock: socket.socket, data: bytes, deadline: float, progress: _Prog
 def _receive(sock: socket.socket, deadline: float) -> bytes:
     left = deadline - time.monotonic()
     if left > 0:
+        # guard: outbound-wait-without-the-deadline
         sock.settimeout(left)
         return sock.recv(RECEIVE_BYTES)
     # Past the deadline only what has already arrived is read, never waited for: a process
     # paused mid-call (a frozen Lambda, a stopped worker) still takes an answer waiting for it.
+    # guard: outbound-answer-waiting-past-the-deadline-dropped
     sock.setblocking(False)
     try:
         return sock.recv(RECEIVE_BYTES)
@@ -197,6 +204,7 @@ def _connect(endpoint: Endpoint, deadline: float) -> socket.socket:
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             # An address that never answers (an IPv4 name from an IPv6-only subnet) leaves time for the next.
+            # guard: outbound-one-address-takes-the-whole-deadline
             sock.settimeout(_left(deadline) / (len(addresses) - index))
             sock.connect(address)
         except OSError as failed:  # TimeoutError included

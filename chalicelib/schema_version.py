@@ -70,6 +70,7 @@ def _read(db: Database) -> str | None:
             return f"{NOT_MIGRATED}: the database has no migrations applied (this code needs up to {newest()})"
         raise
     missing = sorted(set(keys.values()) - {keys[row["migration_hash"]] for row in rows})
+    # guard: the-api-answers-on-an-older-schema
     if not missing:
         return None
     return f"the schema is older than this code: migration {missing[0]} is not applied yet"

@@ -6,7 +6,7 @@ every invocation). A longer age is safe for the database password because a
 rotation shows itself: the database refuses the old password (MySQL error 1045)
 and the database layer re-reads the secret at once, past the cache
 (`force_fetch`); so is the game bridge's or a webhook's key when the receiver
-answers 401 to a signature (`events/actions/signing.py`), and each dispatch
+answers 401 to a signature (`events/adapters/signing.py`), and each dispatch
 reads the key through the cache, so a rotated key is used within
 MAX_AGE_SECONDS even without one. A secret that cannot be read — missing, not permitted,
 unreachable, or not the shape expected — is `SecretUnreadable`, naming the
@@ -33,6 +33,9 @@ logger = logging.getLogger(__name__)
 MAX_AGE_SECONDS = 300
 # Secrets Manager answers in milliseconds; these bound a read that hangs to ~6 s
 # (two tries), inside what an API request can wait.
+# guard: secrets-client-without-its-read-timeout
+# guard: secrets-client-without-its-connect-timeout
+# guard: secrets-client-retries-past-two-tries
 CLIENT_CONFIG = Config(connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 2})
 
 _provider: parameters.SecretsProvider | None = None
@@ -50,6 +53,8 @@ def _secrets() -> parameters.SecretsProvider:
 def read(arn: str, setting: str, *, json: bool = False, force_fetch: bool = False) -> object:
     """The secret's value (parsed, with `json`), from the cache unless older than MAX_AGE_SECONDS or `force_fetch`."""
     try:
+        # guard: secret-read-past-its-cache
+        # guard: secret-forced-read-served-from-the-cache
         return _secrets().get(arn, max_age=MAX_AGE_SECONDS, transform="json" if json else None, force_fetch=force_fetch)
     except (parameters.GetParameterError, parameters.TransformParameterError, BotoCoreError) as error:
         logger.warning("the secret named by %s cannot be read: %s", setting, error)
@@ -67,6 +72,7 @@ def database_params(arn: str, *, force_fetch: bool = False) -> ConnectionParams:
         if not isinstance(secret, dict):
             raise TypeError("not a JSON object")
         return ConnectionParams.from_secret(secret)
+    # guard: database-secret-without-credentials-is-a-500
     except (KeyError, TypeError, ValueError):
         logger.warning("the secret named by EVENTS_DB_SECRET_ARN lacks a host, username or password")
         raise unreadable("EVENTS_DB_SECRET_ARN") from None

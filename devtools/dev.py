@@ -30,8 +30,6 @@ GAME_BRIDGE_STATUS=on, so a step in doubt is asked about before it is re-sent.
 from __future__ import annotations
 
 import errno
-import hashlib
-import hmac
 import json
 import logging
 import os
@@ -49,6 +47,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from .kit.game_bridge import signed_by
 
 PROJECT = Path(__file__).resolve().parents[1]
 EXIT_STOPPED, EXIT_SETTING, EXIT_DATABASE, EXIT_LISTENER = 0, 2, 3, 4
@@ -135,6 +135,7 @@ class DemoScript:
         """The attempt fence: a delivery of an attempt lower than one whose status was answered is refused
         (a worker that died mid-call may still deliver it, after the engine was told not_applied)."""
         with self.lock:
+            # guard: the-demo-bridge-has-no-attempt-fence
             if attempt < self.fence.get(key, 0):
                 return False
             self.applying[key] += 1
@@ -160,13 +161,12 @@ class DemoBridge(BaseHTTPRequestHandler):
     (POST /actions/{id}) behind the attempt fence is refused, and GET /actions/{id}/status/{key}?attempt=n
     says whether that key's action was applied."""
 
-    secret = b""
+    secret = ""
     script = DemoScript("calm")
 
     def _signed(self, signed: bytes) -> bool:
-        expected = "sha256=" + hmac.new(self.secret, f"{self.headers.get('X-Event-Timestamp', '')}.".encode() + signed,
-                                        hashlib.sha256).hexdigest()
-        return hmac.compare_digest(expected, self.headers.get("X-Event-Signature", ""))
+        return signed_by(self.secret, self.headers.get("X-Event-Timestamp", ""), self.headers.get("X-Event-Signature", ""),
+                         signed)
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -225,7 +225,7 @@ def _attempt_of(body: bytes) -> int:
 def listen_demo_bridge(url: str, secret: str, script: DemoScript) -> ThreadingHTTPServer | None:
     """The demo bridge, serving; None (and one line said) when its port is taken."""
     host, port = url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
-    handler = type("Bridge", (DemoBridge,), {"secret": secret.encode(), "script": script})
+    handler = type("Bridge", (DemoBridge,), {"secret": secret, "script": script})
     try:
         server = ThreadingHTTPServer((host, int(port)), handler)
     except OSError as error:

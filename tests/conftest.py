@@ -18,9 +18,9 @@ import pytest
 from chalicelib import observability
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.migrate import migrate
+from devtools.kit.clock import ManualClock
+from devtools.kit.mariadb import server_url
 from tests.support import cfn
-from tests.support.clock import ManualClock
-from tests.support.mariadb import server_url
 
 # The shared fixtures (api, game_bridge, runner) live beside their helpers; pytest loads them here.
 pytest_plugins = ["tests.support.api", "tests.support.runner_kit"]

@@ -7,12 +7,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from chalicelib.events.actions.bridge import classify
-from chalicelib.events.actions.channels import LogChannel, channel_for
 from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outcome import Verdict
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.actions.registry import CORE_ACTIONS
+from chalicelib.events.adapters.bridge import classify
+from chalicelib.events.adapters.channels import LogChannel, channel_for
 from chalicelib.events.errors import ChannelError, ConfigError
 from chalicelib.events.model import OnFailure, Step, StepStatus
 from chalicelib.outbound import MAX_ANSWER_BYTES, Answer, signed_headers

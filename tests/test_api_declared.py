@@ -1,6 +1,6 @@
 """Controls declared once, errors with fields, the vocabulary and `waiting`: what the API derives, over HTTP."""
 
-from chalicelib.api.handlers import OPERATIONS
+from chalicelib.api.routes import OPERATIONS
 from chalicelib.events import controls, lifecycle
 from chalicelib.events.document import PhasePlan
 from chalicelib.events.model import RunStatus, StepStatus

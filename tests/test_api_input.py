@@ -6,7 +6,7 @@ import pytest
 
 from app import app
 from chalicelib.api import schemas
-from chalicelib.api.operations import OPERATIONS
+from chalicelib.api.routes import OPERATIONS
 from chalicelib.events.model import RunStatus
 from tests.conftest import START
 from tests.support.api import ADMIN

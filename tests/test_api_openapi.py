@@ -22,8 +22,8 @@ from schemathesis.checks import (
 )
 
 from app import app
-from chalicelib.api.handlers import OPERATIONS
 from chalicelib.api.openapi import document
+from chalicelib.api.routes import OPERATIONS
 from chalicelib.api.schemas import SIGNAL_NAME
 from tests.support.api import AUDIENCE, ISSUER, SECRET, token
 

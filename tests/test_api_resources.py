@@ -1,9 +1,9 @@
 """The ledger over HTTP: a run's resources, what every run has left, the cleanup plan, and cancel with cleanup."""
 
 from chalicelib.events.model import RunStatus
+from devtools.kit.game_bridge import Answer
 from tests.support.api import ADMIN, GM
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import schedule, step, tick
 
 

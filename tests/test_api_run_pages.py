@@ -10,8 +10,8 @@ import pytest
 from chalicelib.api.schemas import STEPS_PAGE, STEPS_PAGE_BYTES
 from chalicelib.events.model import RunStatus, StepSpec
 from chalicelib.events.store import steps
+from devtools.kit.explain import ExplainTx, plan_problems
 from tests.support.api import GM
-from tests.support.explain import ExplainTx, plan_problems
 from tests.support.factory import make_run, materialise
 from tests.support.scenes import run_with_steps
 

@@ -27,7 +27,7 @@ def test_a_happy_path_step_costs_two_round_trips_and_one_commit():
 def test_two_sharded_tick_processes_dispatch_every_step_of_one_backlog_once():
     """The shards benchmark's counting half: two real tick processes (EVENT_TICK_SHARD=0/2, 1/2), one bridge."""
     from bench import shards
-    from tests.support.game_bridge import GameBridge
+    from devtools.kit.game_bridge import GameBridge
 
     with scratch_database("smoke") as db, GameBridge() as bridge:
         shards.schedule(db, 12, "smoke")

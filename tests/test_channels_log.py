@@ -11,8 +11,8 @@ import logging
 
 from chalicelib import observability, runtime
 from chalicelib.config import Settings
+from devtools.kit.lambda_invocation import SCHEDULED_EVENT, InjectedTime, lambda_context
 from tests.support.factory import document
-from tests.support.lambda_kit import SCHEDULED_EVENT, InjectedTime, lambda_context
 from tests.support.runner_kit import schedule, step
 
 CONSOLE = "https://events.example.com/api/console"

@@ -11,7 +11,7 @@ from moto import mock_aws
 
 from chalicelib.config import Settings
 from chalicelib.events.actions.notice import Notice
-from chalicelib.events.actions.sns_channel import SnsChannel
+from chalicelib.events.adapters.sns_channel import SnsChannel
 from chalicelib.events.errors import ChannelError
 from chalicelib.events.model import StepStatus
 from chalicelib.events.runner.compose import build_runner

@@ -6,8 +6,8 @@ from chalicelib.config import Settings
 from chalicelib.events.model import StepStatus
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
+from devtools.kit.game_bridge import Answer, dripping
 from tests.support.factory import document
-from tests.support.game_bridge import Answer, dripping
 from tests.support.runner_kit import RULES, schedule, step, tick
 
 SECRET = "webhook-secret"

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from chalicelib.config import Settings
-from chalicelib.events.actions.webhook_channel import DISCORD_CONTENT_LIMIT
+from chalicelib.events.adapters.webhook_channel import DISCORD_CONTENT_LIMIT
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from tests.support.factory import document

@@ -9,8 +9,8 @@ from chalicelib.events import controls
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import Health, ResourceStatus, RunStatus, StepStatus
 from chalicelib.events.store import resources, steps
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import RULES, log_of, make_runner, run_story, schedule, step, tick
 
 
@@ -248,7 +248,7 @@ def test_cleanup_on_fail_reverts_too_when_the_sweep_gives_up_the_step(db, clock,
     """A step whose tick was lost at its attempt ceiling is given up by the next tick's sweep: its abort_run
     reverts what the run left first, as the step's own failure would have."""
     from chalicelib.events.runner import Rules
-    from tests.support.clock import ManualClock
+    from devtools.kit.clock import ManualClock
 
     start = clock.now()
     game_bridge.script("world.spawn", made(thing("npc", "scarecrow")))

@@ -15,8 +15,8 @@ from chalicelib.db import DatabaseClock
 from chalicelib.events import controls
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus, StepStatus
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import log_of, schedule, step, tick_process
 
 pytestmark = pytest.mark.realtime  # real tick processes

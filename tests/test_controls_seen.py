@@ -169,8 +169,8 @@ def test_each_status_change_raises_the_version_and_a_phase_change_lease_wake_or_
     moved = run_row(db, run.id)
     assert (moved.current_phase, moved.version) == (2, 2)
     token = steps.claim_token()
-    db.transaction(lambda tx: runs.claim(tx, run.id, token, clock.now(), 30))
-    db.transaction(lambda tx: runs.release(tx, run.id, token, clock.now()))
+    db.transaction(lambda tx: runs.take_lease(tx, run.id, token, clock.now(), 30))
+    db.transaction(lambda tx: runs.release_lease(tx, run.id, token, clock.now()))
     db.transaction(lambda tx: runs.degrade(tx, run.id, clock.now(), "a skipped failure"))
     assert run_row(db, run.id).version == 2  # a lease, a wake time, health and last_error: none is a run-level change
     assert controls.pause(db, run.id, actor="mod", now=clock.now()).version == 3

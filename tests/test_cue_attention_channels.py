@@ -12,10 +12,10 @@ from chalicelib.config import Settings
 from chalicelib.errors import ConfigError
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
+from devtools.kit.game_bridge import Answer
 from tests.support import aws_world
 from tests.support.api import ADMIN
 from tests.support.factory import document
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import schedule, step, tick
 
 REGION = "eu-west-1"

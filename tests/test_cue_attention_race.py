@@ -13,8 +13,8 @@ import pytest
 
 from chalicelib.db import DatabaseClock
 from chalicelib.events.store import steps
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import ROOT, log_of, schedule, step
 
 CUES = 6

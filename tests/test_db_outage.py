@@ -22,10 +22,10 @@ from chalicelib import observability, runtime
 from chalicelib.config import Settings
 from chalicelib.db import HANDSHAKE_SECONDS, Database, DatabaseClock
 from chalicelib.events.model import RunStatus
+from devtools.kit.lambda_invocation import SCHEDULED_EVENT, lambda_context
 from tests.support.api import ADMIN, hs_settings
 from tests.support.db_door import DatabaseDoor
 from tests.support.factory import document, run_row
-from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
 from tests.support.runner_kit import schedule, step, tick_process
 
 pytestmark = pytest.mark.torture

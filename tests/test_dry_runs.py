@@ -16,15 +16,15 @@ from app import app
 from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.errors import ConfigError
-from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.perform import Actions
-from chalicelib.events.actions.rehearsal import rehearsal_actions
+from chalicelib.events.adapters.bridge import BridgeClient
+from chalicelib.events.adapters.rehearsal import rehearsal_actions
 from chalicelib.events.runner import Runner
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import resources, runs, steps
 from devtools.dev import DEMO_DOCUMENT
+from devtools.kit.game_bridge import SECRET, GameBridge
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings
-from tests.support.game_bridge import SECRET, GameBridge
 from tests.support.runner_kit import RULES, RecordingChannel, tick
 
 

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Budget
-from chalicelib.events.runner.advance import RunAdvancer
+from chalicelib.events.runner.walk import RunWalker
 from chalicelib.events.store import runs, steps
 from tests.support.factory import document, make_run, materialise, run_row, specs, step_row
 from tests.support.runner_kit import log_of, schedule, step
@@ -40,19 +40,19 @@ def test_a_step_lease_still_holds_at_its_exact_expiry_instant(db, clock):
 
 def test_a_run_lease_still_holds_at_its_exact_expiry_instant(db, clock):
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "first-worker", clock.now(), LEASE))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "first-worker", clock.now(), LEASE))
     clock.advance(LEASE)
-    assert not db.autocommit(lambda tx: runs.claim(tx, run.id, "second-worker", clock.now(), LEASE))
+    assert not db.autocommit(lambda tx: runs.take_lease(tx, run.id, "second-worker", clock.now(), LEASE))
     assert run_row(db, run.id).claimed_by == "first-worker"
 
     clock.advance(MICROSECOND)
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "second-worker", clock.now(), LEASE))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "second-worker", clock.now(), LEASE))
     assert run_row(db, run.id).claimed_by == "second-worker"
 
 
 def test_a_tick_does_not_pick_up_a_run_whose_lease_expires_this_instant(db, clock):
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
-    db.autocommit(lambda tx: runs.claim(tx, run.id, "first-worker", clock.now(), LEASE))
+    db.autocommit(lambda tx: runs.take_lease(tx, run.id, "first-worker", clock.now(), LEASE))
     clock.advance(LEASE)
     assert db.autocommit(lambda tx: runs.find_due(tx, clock.now(), 10)) == []
     clock.advance(MICROSECOND)
@@ -89,11 +89,11 @@ def test_a_step_in_flight_is_not_claimed_again_even_from_a_fresh_read(db, clock)
 def test_a_scheduled_run_another_worker_holds_is_not_started(db, clock, runner, game_bridge):
     """The run lease is the first statement of the start's transaction: lost, the start writes nothing."""
     run = schedule(db, clock.now(), document([[step("world.spawn")]]))
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "first-worker", clock.now(), LEASE))
-    advancer = RunAdvancer(db, runner.actions, runner.rules, runner._programme_for, clock.now(),
-                           Budget.for_seconds(60), runner.step_worst_case_seconds)
-    report = advancer.advance(run_row(db, run.id))
-    assert (report.claimed, report.status, report.dispatched) == (False, None, 0)
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "first-worker", clock.now(), LEASE))
+    walker = RunWalker(db, runner.actions, runner.rules, runner._programme_for, clock.now(),
+                       Budget.for_seconds(60), runner.step_worst_case_seconds)
+    report = walker.walk(run_row(db, run.id))
+    assert (report.leased, report.status, report.dispatched) == (False, None, 0)
     after = run_row(db, run.id)
     assert (after.status, after.claimed_by) == (RunStatus.SCHEDULED, "first-worker")
     assert log_of(db, run.id) == [] and game_bridge.received() == []

@@ -72,10 +72,10 @@ def test_a_sweep_skips_the_rows_another_sweeper_holds_and_takes_the_rest(db, clo
 
 def test_a_worker_gives_back_only_its_own_run_lease(db, clock):
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
-    db.autocommit(lambda tx: runs.claim(tx, run.id, "old-worker", clock.now(), LEASE))
+    db.autocommit(lambda tx: runs.take_lease(tx, run.id, "old-worker", clock.now(), LEASE))
     later = clock.now() + timedelta(seconds=LEASE + 1)
-    db.autocommit(lambda tx: runs.claim(tx, run.id, "new-worker", later, LEASE))
-    assert not db.autocommit(lambda tx: runs.release(tx, run.id, "old-worker", later))  # the old worker finishes late
+    db.autocommit(lambda tx: runs.take_lease(tx, run.id, "new-worker", later, LEASE))
+    assert not db.autocommit(lambda tx: runs.release_lease(tx, run.id, "old-worker", later))  # the old worker finishes late
     assert run_row(db, run.id).claimed_by == "new-worker"
 
 

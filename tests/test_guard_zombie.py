@@ -14,8 +14,8 @@ from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.runner.reclaim import reclaim
 from chalicelib.events.store import steps
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import apply_outcome, log_of, schedule, step, tick
 from tests.support.scenes import run_with_steps
 

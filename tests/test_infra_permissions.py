@@ -15,13 +15,13 @@ from moto import mock_aws
 from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import Database
-from chalicelib.events import nudge
+from chalicelib.events.adapters import aws as aws_adapter
+from chalicelib.events.adapters.aws import aws_switches
 from chalicelib.events.runner.compose import build_runner
-from chalicelib.events.runner.sleep import aws_switches
 from chalicelib.migrate_function import handle
+from devtools.kit.game_bridge import GameBridge
 from tests.support import cfn
 from tests.support.factory import document
-from tests.support.game_bridge import GameBridge
 from tests.support.runner_kit import schedule, step, tick
 
 pytestmark = pytest.mark.packaging
@@ -114,7 +114,7 @@ def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws
     boto3.client("events").put_rule(Name="stack-tick", ScheduleExpression="rate(1 minute)")
     tick_arn = f"arn:aws:lambda:{REGION}:123456789012:function:stack-tick"
     setup_calls = len(aws_calls)
-    monkeypatch.setattr(nudge, "_clients", {})  # clients of this test's mock, built by the engine
+    monkeypatch.setattr(aws_adapter, "_clients", {})  # clients of this test's mock, built by the engine
     switches = aws_switches("stack-tick", tick_arn, "arn:aws:iam::123456789012:role/wake")
     switches.rule_off()
     switches.set_wake_ups(7, datetime(2030, 1, 1, 20, 0), datetime(2030, 1, 1, 20, 5))
@@ -132,11 +132,11 @@ def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws
             "scheduler:DeleteSchedule"} <= tick_made
     assert tick_made <= granted_actions("TickRole"), tick_made - granted_actions("TickRole")
 
-    monkeypatch.setattr(nudge, "_clients", {})
+    monkeypatch.setattr(aws_adapter, "_clients", {})
     api_from = len(aws_calls)
     with contextlib.suppress(Exception):  # moto has no such function: the call made is what counts
-        nudge.invoke_tick(tick_arn)
-    monkeypatch.setattr(nudge, "_clients", {})  # not a client bound to this test's mock
+        aws_adapter.invoke_tick(tick_arn)
+    monkeypatch.setattr(aws_adapter, "_clients", {})  # not a client bound to this test's mock
     assert set(aws_calls[api_from:]) == {"lambda:InvokeFunction"}
     assert "lambda:InvokeFunction" in granted_actions("ApiHandlerRole")
 

@@ -452,7 +452,7 @@ def test_the_data_stack_gives_api_gateway_its_logging_role_unless_the_account_ha
 
 
 def test_the_stage_and_every_route_open_to_anyone_are_throttled(app):
-    from chalicelib.api.operations import OPERATIONS
+    from chalicelib.api.routes import OPERATIONS
 
     settings = resources(app)["RestAPI"]["Properties"]["MethodSettings"]
     by_path = {(m["ResourcePath"], m["HttpMethod"]): m for m in settings}

@@ -21,9 +21,9 @@ from chalicelib.config import Settings
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.migrate import migrate
 from chalicelib.migrate_function import answer_cloudformation, handle, wait_for_server
+from devtools.kit.lambda_invocation import SCHEDULED_EVENT, lambda_context
 from tests.support.api import ADMIN, hs_settings
 from tests.support.db_door import DatabaseDoor
-from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from chalice.app import CloudWatchEvent
 from chalicelib import observability, runtime
 from chalicelib.config import Settings
 from chalicelib.events.model import RunStatus
+from devtools.kit.lambda_invocation import SCHEDULED_EVENT, InjectedTime, lambda_context
 from tests.support.factory import document, run_row
-from tests.support.lambda_kit import SCHEDULED_EVENT, InjectedTime, lambda_context
 from tests.support.runner_kit import schedule, step
 
 
@@ -51,7 +51,7 @@ def test_an_engine_info_line_is_json_with_the_api_request_id_even_with_the_root_
     request = SimpleNamespace(context={"requestId": "req-42"})
 
     def answer(_request):
-        logging.getLogger("chalicelib.events.actions.channels").info("cue for run 7", extra={"run_id": 7})
+        logging.getLogger("chalicelib.events.adapters.channels").info("cue for run 7", extra={"run_id": 7})
         return "ok"
 
     assert observability.http_middleware(request, answer) == "ok"

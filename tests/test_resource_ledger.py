@@ -7,8 +7,8 @@ from chalicelib.events.document import validate
 from chalicelib.events.errors import Invalid
 from chalicelib.events.model import Health, ResourceStatus, RunStatus, StepStatus
 from chalicelib.events.store import resources, steps
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import log_of, schedule, step, tick
 
 SCARECROW = {"kind": "npc", "id": "scarecrow-7", "revert": {"action": "world.despawn", "params": {"npc": "scarecrow-7"}}}

@@ -5,8 +5,8 @@ import json
 
 from chalicelib.events.model import Health, RunStatus, StepStatus
 from chalicelib.events.store import steps
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import RULES, log_of, make_runner, run_story, schedule, step, tick
 
 

@@ -14,8 +14,8 @@ from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import steps
 from chalicelib.outbound import MAX_ANSWER_BYTES
+from devtools.kit.game_bridge import Answer, deep, dripping, huge
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer, deep, dripping, huge
 from tests.support.runner_kit import RULES, make_runner, schedule, step, tick
 
 TIMEOUT = 1.0

@@ -6,8 +6,8 @@ from chalicelib.events import controls
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from chalicelib.events.store.steps import RUN_ENDED
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import log_of, schedule, step, tick
 
 

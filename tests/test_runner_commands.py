@@ -75,7 +75,7 @@ def test_a_confirm_is_seen_within_a_second_and_a_wake_already_tried_waits_a_seco
         ticked_at.append(fake.now)
         if fake.now == 0:  # a second process holds another run that is due: the loop must not spin on it
             held = schedule(db, clock.now(), WAIT_THEN_ANNOUNCE)
-            db.autocommit(lambda tx: runs.claim(tx, held.id, "other", clock.now(), 120))
+            db.autocommit(lambda tx: runs.take_lease(tx, held.id, "other", clock.now(), 120))
             db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), held.id)))
         return runner_tick(budget, **kw)
 

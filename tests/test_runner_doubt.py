@@ -9,17 +9,17 @@ import pytest
 
 from chalicelib.errors import Forbidden
 from chalicelib.events import controls
-from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.perform import Actions
+from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import OnDoubt, ParkReason, RunStatus, StepSpec, StepStatus
 from chalicelib.events.runner import Runner
 from chalicelib.events.runner.reclaim import reclaim
 from chalicelib.events.store import phases, signals, steps
 from chalicelib.events.waiting import waiting
+from devtools.kit.game_bridge import SECRET, Answer
 from tests.support.api import GM
 from tests.support.factory import document, make_run, materialise, run_row, specs, step_row
-from tests.support.game_bridge import SECRET, Answer
 from tests.support.runner_kit import RULES, RecordingChannel, log_of, make_runner, schedule, step, tick
 
 

@@ -13,16 +13,16 @@ import pytest
 
 from chalicelib import outbound
 from chalicelib.db import DatabaseClock
-from chalicelib.events.actions.bridge import BridgeClient, Status, read_status
 from chalicelib.events.actions.context import ActionContext
-from chalicelib.events.actions.outcome import Verdict
+from chalicelib.events.actions.outcome import Status, Verdict
 from chalicelib.events.actions.perform import Actions
+from chalicelib.events.adapters.bridge import BridgeClient, read_status
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import resources, steps
 from devtools import dev
+from devtools.kit.game_bridge import SECRET, Answer, ApplyingGame
 from tests.support.factory import document, make_run, materialise, run_row, specs
-from tests.support.game_bridge import SECRET, Answer, ApplyingGame
 from tests.support.runner_kit import RULES, RecordingChannel, log_of, make_runner, schedule, step, tick, tick_process
 
 

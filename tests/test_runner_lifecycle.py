@@ -92,7 +92,7 @@ def test_a_definition_without_ending_steps_still_passes_through_ending(db, clock
 
 
 def test_an_ending_step_that_fails_degrades_the_run_which_still_completes(db, clock, runner, game_bridge):
-    from tests.support.game_bridge import Answer
+    from devtools.kit.game_bridge import Answer
 
     game_bridge.script("world.cleanup", Answer(400, {"reason": "no such area"}))
     run = schedule(

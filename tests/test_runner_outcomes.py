@@ -4,8 +4,8 @@ import threading
 
 from chalicelib.events.model import Health, RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import log_of, run_story, schedule, step, tick
 
 

@@ -19,8 +19,8 @@ from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import definitions, phases, runs, signals, steps
 from chalicelib.events.store.steps import PHASE_ENDED
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import RULES, apply_outcome, log_of, schedule, step, tick
 from tests.support.torture import late_wakes
 
@@ -188,9 +188,9 @@ def test_a_signal_that_lands_while_a_worker_holds_the_run_still_wakes_it_at_the_
     run = schedule(db, clock.now(), _doc(_phase("boss fight", CUE, advance={"when": "signal", "name": "boss_defeated"}),
                                          _phase("finale", BYE)))
     tick(runner)
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "worker", clock.now(), 60))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "worker", clock.now(), 60))
     _signalled(db, run.id, clock.now())  # the route wakes the run now; the worker's release comes after
-    assert db.autocommit(lambda tx: runs.release(tx, run.id, "worker", clock.now()))
+    assert db.autocommit(lambda tx: runs.release_lease(tx, run.id, "worker", clock.now()))
     assert run_row(db, run.id).wake_at == clock.now()
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.COMPLETED
@@ -436,7 +436,7 @@ def test_the_audit_derives_each_deadline_from_the_document_and_calls_a_phase_a_t
     clock.advance(600)  # a tick that ran now and missed the phase (its column a second late) is caught
     assert f"run {run.id}: phase 1's deadline {end} had come, and the tick at {clock.now()} left the phase open" \
         in late_wakes(db, clock.now(), ticked_at=clock.now())
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "worker", clock.now(), 60))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "worker", clock.now(), 60))
     assert not [p for p in late_wakes(db, clock.now(), ticked_at=clock.now()) if "left the phase open" in p]  # leased
 
 

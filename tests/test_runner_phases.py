@@ -102,9 +102,9 @@ def test_a_phase_row_costs_no_statement_of_its_own_beyond_the_start(db, clock, r
 def test_a_phase_with_more_open_steps_than_one_read_returns_is_read_again_at_once(db, clock, runner, monkeypatch):
     """Issue 23 item 13: the runner reads a phase's open steps a page at a time; when it has worked
     a full page it reads the next one in the same tick instead of waiting for the next tick."""
-    from chalicelib.events.runner import advance
+    from chalicelib.events.runner import walk
 
-    monkeypatch.setattr(advance, "OPEN_STEPS_PER_READ", 3)
+    monkeypatch.setattr(walk, "OPEN_STEPS_PER_READ", 3)
     lines = [step("core.announce", message=f"line {i}") for i in range(8)]
     run = schedule(db, clock.now(), _doc([step("core.wait", seconds=60), *lines], [step("core.announce", message="after")]))
     tick(runner)  # starts, waits: the rest of the phase is read from the database when the wait is over

@@ -10,9 +10,9 @@ from chalicelib.db import DatabaseClock
 from chalicelib.events.model import Health, RunStatus, StepSpec, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import runs, steps
-from tests.support.clock import ManualClock
+from devtools.kit.clock import ManualClock
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import LEASE, log_of, make_runner, run_story, schedule, step, tick, tick_process
 
 SPAWN = document([[step("world.spawn", npc="scarecrow"), step("world.reward")]])

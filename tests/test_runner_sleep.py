@@ -19,9 +19,11 @@ from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import Database
 from chalicelib.events import nudge
+from chalicelib.events.adapters import aws as aws_adapter
+from chalicelib.events.adapters.aws import AwsSwitches
 from chalicelib.events.runner import Budget
 from chalicelib.events.runner.loop import Loop
-from chalicelib.events.runner.sleep import WARM_UP, AwsSwitches, Sleeper
+from chalicelib.events.runner.sleep import WARM_UP, Sleeper
 from chalicelib.events.store import engine_state, steps
 from tests.support.api import MODERATOR, Api, hs_settings
 from tests.support.factory import document, make_definition
@@ -134,7 +136,7 @@ class LambdaApi:
     def invoke(self, function_arn):
         client = boto3.client("lambda", region_name="eu-west-1", endpoint_url=self.url,
                               aws_access_key_id="test", aws_secret_access_key="test")
-        client.invoke(FunctionName=function_arn, InvocationType="Event", Payload=nudge.tick_payload("events.nudge"))
+        client.invoke(FunctionName=function_arn, InvocationType="Event", Payload=aws_adapter.tick_payload("events.nudge"))
 
 
 @pytest.fixture

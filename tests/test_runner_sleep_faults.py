@@ -2,7 +2,7 @@
 
 Each test names the stranding case it pins and says what the engine did before
 the fix (every one of them failed on that code). The AWS side is moto, reached
-through the engine's own clients (`nudge.aws_client`, with their deadlines), and
+through the engine's own clients (`adapters/aws.aws_client`, with their deadlines), and
 faults are botocore hooks on those clients (`tests/support/aws_faults.py`), met
 inside botocore's retries as a real fault would be.
 """
@@ -18,19 +18,10 @@ from moto import mock_aws
 from chalicelib.config import Settings
 from chalicelib.db import Database
 from chalicelib.events import nudge
+from chalicelib.events.adapters import aws as aws_adapter
+from chalicelib.events.adapters.aws import BACKSTOP_SOURCE, NUDGE_SOURCE, WAKE_SOURCE, AwsSwitches, aws_switches
 from chalicelib.events.runner import compose
-from chalicelib.events.runner.sleep import (
-    BACKSTOP_AFTER,
-    BACKSTOP_SOURCE,
-    LOOK_AHEAD,
-    NUDGE_SOURCE,
-    SLEEP_SECONDS,
-    WAKE_SOURCE,
-    WARM_UP,
-    AwsSwitches,
-    Sleeper,
-    aws_switches,
-)
+from chalicelib.events.runner.sleep import BACKSTOP_AFTER, LOOK_AHEAD, SLEEP_SECONDS, WARM_UP, Sleeper
 from chalicelib.events.store import engine_state
 from tests.support.aws_faults import Faults
 from tests.support.factory import document, make_definition
@@ -50,7 +41,7 @@ def aws(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "test")
-    monkeypatch.setattr(nudge, "_clients", {})
+    monkeypatch.setattr(aws_adapter, "_clients", {})
     monkeypatch.setattr(compose, "_switches", None)
     with mock_aws():
         boto3.client("events").put_rule(Name=RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
@@ -371,10 +362,10 @@ def test_a_tick_woken_while_another_turns_the_rule_off_leaves_the_rule_on(db_par
 
 def test_every_aws_client_of_sleep_and_wake_has_a_deadline(aws):
     for service in ("events", "scheduler", "lambda"):
-        config = nudge.aws_client(service).meta.config
-        assert (config.connect_timeout, config.read_timeout) == (nudge.CONNECT_SECONDS, nudge.READ_SECONDS)
-        assert config.retries == {"mode": "standard", "total_max_attempts": nudge.ATTEMPTS}
-    assert nudge.AWS_CALL_SECONDS <= 15  # a call inside the 29 s of an API request, with room to answer
+        config = aws_adapter.aws_client(service).meta.config
+        assert (config.connect_timeout, config.read_timeout) == (aws_adapter.CONNECT_SECONDS, aws_adapter.READ_SECONDS)
+        assert config.retries == {"mode": "standard", "total_max_attempts": aws_adapter.ATTEMPTS}
+    assert aws_adapter.AWS_CALL_SECONDS <= 15  # a call inside the 29 s of an API request, with room to answer
 
 
 def test_work_whose_nudge_failed_while_the_rule_went_off_keeps_the_engine_awake(awake, clock, aws):

@@ -12,10 +12,11 @@ import pytest
 
 from chalicelib import observability, runtime
 from chalicelib.db import Database, DatabaseClock
-from chalicelib.events import nudge
-from chalicelib.events.runner.sleep import BACKSTOP_SOURCE, NUDGE_SOURCE, WAKE_SOURCE, Sleeper
+from chalicelib.events.adapters import aws as aws_adapter
+from chalicelib.events.adapters.aws import BACKSTOP_SOURCE, NUDGE_SOURCE, WAKE_SOURCE
+from chalicelib.events.runner.sleep import Sleeper
+from devtools.kit.lambda_invocation import SCHEDULED_EVENT, lambda_context
 from tests.support.db_door import DatabaseDoor
-from tests.support.lambda_kit import SCHEDULED_EVENT, lambda_context
 from tests.test_runner_sleep_faults import HORIZON, RULE, SETTINGS, asleep_behind, aws, faults, row, rule_state, schedules, sleep
 
 pytestmark = pytest.mark.realtime  # each waits out a real deadline: make test runs it, make check does not
@@ -97,10 +98,11 @@ def test_a_hung_aws_endpoint_is_given_up_within_the_deadline(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
-    monkeypatch.setattr(nudge, "_clients", {})
+    monkeypatch.setattr(aws_adapter, "_clients", {})
     started = time.monotonic()
     with pytest.raises(Exception, match="Read timeout"):
-        nudge.aws_client("events").enable_rule(Name=RULE)
+        aws_adapter.aws_client("events").enable_rule(Name=RULE)
     elapsed = time.monotonic() - started
     listener.close()
-    assert nudge.ATTEMPTS * nudge.READ_SECONDS <= elapsed < (nudge.ATTEMPTS + 1) * nudge.READ_SECONDS  # no third try
+    attempts, read_seconds = aws_adapter.ATTEMPTS, aws_adapter.READ_SECONDS
+    assert attempts * read_seconds <= elapsed < (attempts + 1) * read_seconds  # no third try

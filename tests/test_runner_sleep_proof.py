@@ -25,6 +25,7 @@ import pytest
 
 from chalicelib.config import Settings
 from chalicelib.events import nudge
+from chalicelib.events.adapters import aws as aws_adapter
 from chalicelib.events.model import RunStatus
 from chalicelib.events.store import engine_state, runs
 from tests.support import aws_world
@@ -43,7 +44,7 @@ KINDS = (("error", 1), ("timeout", 1), ("error", float("inf")), ("timeout", floa
 @pytest.fixture(scope="module")
 def aws():
     with aws_world.engine_aws() as invokes:
-        clients = [nudge.aws_client(service) for service in ("events", "scheduler", "lambda")]
+        clients = [aws_adapter.aws_client(service) for service in ("events", "scheduler", "lambda")]
         yield invokes, Faults(*clients)
     invokes.close()
 

@@ -21,6 +21,7 @@ import pytest
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
 from chalicelib.events import nudge
+from chalicelib.events.adapters import aws as aws_adapter
 from chalicelib.events.runner import sleep as sleep_module
 from chalicelib.events.runner.sleep import Sleeper
 from chalicelib.events.store import engine_state, runs
@@ -170,8 +171,8 @@ def test_work_created_while_the_rule_goes_off_turns_it_back_on(db):
 
 EPISODES = sized(200, 2_000)
 JITTER = {"sleeping": 0.004, "woken": 0.030, "creating": 0.030}  # seconds: every point of the sleep is met
-WOKEN_SOURCES = (sleep_module.WAKE_SOURCE, sleep_module.BACKSTOP_SOURCE, sleep_module.NUDGE_SOURCE,
-                 sleep_module.RULE_SOURCE)
+WOKEN_SOURCES = (aws_adapter.WAKE_SOURCE, aws_adapter.BACKSTOP_SOURCE, aws_adapter.NUDGE_SOURCE,
+                 aws_adapter.RULE_SOURCE)
 
 
 def episode_side(role, url, barrier, nudged, episodes, seed, definition_id, journal):
@@ -179,7 +180,7 @@ def episode_side(role, url, barrier, nudged, episodes, seed, definition_id, jour
     random.seed(seed)
     db = Database(url)
     clock = DatabaseClock(db)
-    sleeper = sleep_module.Sleeper(db, sleep_module.aws_switches(aws_world.RULE, aws_world.FUNCTION, aws_world.ROLE),
+    sleeper = sleep_module.Sleeper(db, aws_adapter.aws_switches(aws_world.RULE, aws_world.FUNCTION, aws_world.ROLE),
                                    HORIZON)
     moves = Counter()
     for _ in range(episodes):
@@ -232,9 +233,9 @@ def test_a_sleeping_and_a_woken_tick_never_leave_the_engine_asleep_without_a_wak
                 barrier.wait(60)  # go
                 barrier.wait(60)  # every side made its move
                 if nudged.is_set():  # the nudged invocation starts
-                    sleep_module.Sleeper(db, sleep_module.aws_switches(
+                    sleep_module.Sleeper(db, aws_adapter.aws_switches(
                         aws_world.RULE, aws_world.FUNCTION, aws_world.ROLE), HORIZON).started(
-                        DatabaseClock(db).now(), sleep_module.NUDGE_SOURCE)
+                        DatabaseClock(db).now(), aws_adapter.NUDGE_SOURCE)
                 end, left = _judge(db, deployment)
                 ends[end] += 1
                 if end.startswith("VIOLATION"):

@@ -9,8 +9,8 @@ from datetime import timedelta
 from chalicelib.events import controls
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, make_run, materialise, run_row, specs
-from tests.support.game_bridge import Answer
 from tests.support.runner_kit import RULES, schedule, step, tick
 from tests.support.torture import late_wakes
 
@@ -88,17 +88,17 @@ def test_a_confirm_while_a_worker_holds_the_run_survives_the_workers_release(db,
     run = schedule(db, clock.now(), CUE)
     tick(runner)
     # A worker took the run and read the parked cue; a person confirms before it hands the run back.
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "worker", clock.now(), 120))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "worker", clock.now(), 120))
     cue = _steps(db, run.id)[0]
     controls.confirm(db, run.id, cue.id, actor="alice", now=clock.now())
-    assert db.autocommit(lambda tx: runs.release(tx, run.id, "worker", clock.now()))
+    assert db.autocommit(lambda tx: runs.release_lease(tx, run.id, "worker", clock.now()))
     assert run_row(db, run.id).wake_at == clock.now()  # computed from the rows, not from the worker's view
     assert tick(runner).dispatched == 1
 
 
 def test_a_worker_that_dies_holding_a_run_leaves_it_waking_at_its_lease_expiry(db, clock, runner):
     run = schedule(db, clock.now(), SHORT_WAIT)
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "dead", clock.now(), RULES.lease_seconds))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "dead", clock.now(), RULES.lease_seconds))
     expiry = clock.now() + timedelta(seconds=RULES.lease_seconds)
     assert run_row(db, run.id).wake_at == expiry
     assert tick(runner).runs_seen == 0
@@ -116,8 +116,8 @@ def test_a_leased_head_step_wakes_its_run_when_the_lease_lapses(db, clock, runne
     clock.set(spawn.due_at)
     claim = db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 30))  # another dispatcher, mid-call
     assert claim is not None
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "w", clock.now(), 30))
-    assert db.autocommit(lambda tx: runs.release(tx, run.id, "w", clock.now()))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "w", clock.now(), 30))
+    assert db.autocommit(lambda tx: runs.release_lease(tx, run.id, "w", clock.now()))
     assert run_row(db, run.id).wake_at == clock.now() + timedelta(seconds=30)
     assert late_wakes(db, clock.now()) == []
 
@@ -195,8 +195,8 @@ def test_a_run_left_in_starting_wakes_now_and_the_next_tick_starts_it(db, clock,
     """A run an older engine left in starting (a start now goes through it within one statement) is due at once."""
     run = make_run(db, clock.now(), doc=document([[step("core.announce", message="hi")]]), status=RunStatus.STARTING)
     clock.advance(60)
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "w", clock.now(), 30))
-    assert db.autocommit(lambda tx: runs.release(tx, run.id, "w", clock.now()))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "w", clock.now(), 30))
+    assert db.autocommit(lambda tx: runs.release_lease(tx, run.id, "w", clock.now()))
     assert run_row(db, run.id).wake_at == clock.now()
     assert tick(runner).dispatched == 1
     assert run_row(db, run.id).status is RunStatus.COMPLETED
@@ -204,8 +204,8 @@ def test_a_run_left_in_starting_wakes_now_and_the_next_tick_starts_it(db, clock,
 
 def test_a_scheduled_run_a_worker_hands_back_early_still_starts_when_it_falls_due(db, clock, runner):
     run = schedule(db, clock.now(), CUE, scheduled_for=clock.now() + timedelta(minutes=5))
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "w", clock.now(), 30))
-    assert db.autocommit(lambda tx: runs.release(tx, run.id, "w", clock.now()))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "w", clock.now(), 30))
+    assert db.autocommit(lambda tx: runs.release_lease(tx, run.id, "w", clock.now()))
     assert run_row(db, run.id).wake_at == run.scheduled_for
     clock.set(run.scheduled_for)
     assert tick(runner).started == 1

@@ -11,8 +11,8 @@ from chalicelib.events.document import PhasePlan
 from chalicelib.events.model import Claim, PhaseKind, RunStatus
 from chalicelib.events.store import phases, runs, steps
 from chalicelib.migrate import MIGRATIONS
+from devtools.kit.explain import plan_problems
 from tests.support.api import ADMIN, GM, MODERATOR
-from tests.support.explain import plan_problems
 from tests.support.factory import make_run, run_row
 from tests.support.runner_kit import schedule, step, tick
 from tests.support.scenes import put_step_in, run_with_steps

@@ -23,11 +23,11 @@ from chalicelib.config import Settings
 from chalicelib.db import Database
 from chalicelib.events.model import RunStatus
 from chalicelib.events.runner.compose import build_runner
+from devtools.kit.clock import ManualClock
+from devtools.kit.game_bridge import GameBridge
 from tests.conftest import START
 from tests.support.api import ADMIN, hs_settings
-from tests.support.clock import ManualClock
 from tests.support.factory import make_run
-from tests.support.game_bridge import GameBridge
 from tests.support.runner_kit import schedule, step, tick
 
 

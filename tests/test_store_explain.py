@@ -6,9 +6,9 @@ import pytest
 
 from chalicelib.events.model import Claim, RunStatus, SignalEffect, StepStatus
 from chalicelib.events.store import definitions, escalations, phases, runs, signals, steps
+from devtools.kit.clock import ManualClock
+from devtools.kit.explain import ExplainTx, plan_problems
 from tests.conftest import START
-from tests.support.clock import ManualClock
-from tests.support.explain import ExplainTx, plan_problems
 from tests.support.factory import make_run, materialise, specs
 
 
@@ -65,7 +65,7 @@ STATEMENTS = {
     "find_due_next_batch": lambda tx, run, s, now: runs.find_due(tx, now, 100, after=(now, run.id)),
     "find_due_of_a_shard": lambda tx, run, s, now: runs.find_due(tx, now, 100, after=(now, run.id), shard=(1, 2)),
     "recurrences": lambda tx, run, s, now: definitions.recurrences(tx, now),
-    "claim_run": lambda tx, run, s, now: runs.claim(tx, run.id, "t", now, 60),
+    "claim_run": lambda tx, run, s, now: runs.take_lease(tx, run.id, "t", now, 60),
     "transition": lambda tx, run, s, now: runs.transition(tx, run.id, [RunStatus.RUNNING], RunStatus.PAUSED, now),
     # The advance control's: its guarded UPDATE, the skips' locked read, and the in-flight step its 409 names.
     "advance_phase": lambda tx, run, s, now: runs.advance_phase(tx, run.id, 1, "mod", now, resuming=False),

@@ -4,7 +4,7 @@ import pytest
 
 from chalicelib.events.model import StepSpec, StepStatus
 from chalicelib.events.store import steps
-from tests.support.counters import StatementMeter
+from devtools.kit.counters import StatementMeter
 from tests.support.factory import make_run, materialise, specs
 
 

@@ -54,7 +54,7 @@ def test_bad_transitions_raise_and_write_nothing(db, clock, kw):
 
 def test_a_terminal_transition_stamps_finished_at_and_drops_the_claim(db, clock):
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
-    assert db.autocommit(lambda tx: runs.claim(tx, run.id, "worker-1", clock.now(), 60))
+    assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "worker-1", clock.now(), 60))
     _transition(db, run.id, [RunStatus.RUNNING], RunStatus.CANCELLED, clock.advance(2), last_error="cancelled by staff")
     after = run_row(db, run.id)
     assert (after.status, after.finished_at, after.claimed_by, after.last_error) == (
@@ -73,22 +73,22 @@ def test_run_claim_is_a_compare_and_set_on_a_free_or_expired_lease(db, clock):
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
 
     def claim(token):
-        return db.autocommit(lambda tx: runs.claim(tx, run.id, token, clock.now(), 30))
+        return db.autocommit(lambda tx: runs.take_lease(tx, run.id, token, clock.now(), 30))
 
     assert claim("a")
     assert not claim("b")
-    assert not db.autocommit(lambda tx: runs.release(tx, run.id, "b", clock.now()))
+    assert not db.autocommit(lambda tx: runs.release_lease(tx, run.id, "b", clock.now()))
     clock.advance(31)
     assert claim("b")
-    assert not db.autocommit(lambda tx: runs.release(tx, run.id, "a", clock.now()))
-    assert db.autocommit(lambda tx: runs.release(tx, run.id, "b", clock.now()))
+    assert not db.autocommit(lambda tx: runs.release_lease(tx, run.id, "a", clock.now()))
+    assert db.autocommit(lambda tx: runs.release_lease(tx, run.id, "b", clock.now()))
     assert claim("c")
 
 
 def test_a_paused_or_finished_run_cannot_be_claimed(db, clock):
     for status in (RunStatus.PAUSED, RunStatus.COMPLETED, RunStatus.CANCELLED):
         run = make_run(db, clock.now(), status=status, current_phase=1)
-        assert not db.autocommit(lambda tx: runs.claim(tx, run.id, "a", clock.now(), 30))
+        assert not db.autocommit(lambda tx: runs.take_lease(tx, run.id, "a", clock.now(), 30))
 
 
 def test_find_due_takes_due_and_in_flight_runs_not_held_by_a_live_lease(db, clock):
@@ -100,7 +100,7 @@ def test_find_due_takes_due_and_in_flight_runs_not_held_by_a_live_lease(db, cloc
     parked_elsewhere = [make_run(db, now, status=s, scheduled_for=now - timedelta(minutes=1), current_phase=1)
                         for s in (RunStatus.PAUSED, RunStatus.COMPLETED, RunStatus.MISSED)]
     held = make_run(db, now, status=RunStatus.RUNNING, scheduled_for=now - timedelta(minutes=2), current_phase=1)
-    db.autocommit(lambda tx: runs.claim(tx, held.id, "other", now, 30))
+    db.autocommit(lambda tx: runs.take_lease(tx, held.id, "other", now, 30))
     found = {r.id for r in db.autocommit(lambda tx: runs.find_due(tx, now, 100))}
     assert found == {due.id, *(r.id for r in in_flight)}
     assert future.id not in found and not found & {r.id for r in parked_elsewhere}

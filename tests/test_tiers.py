@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARIES = ("chalicelib", "bench", "devtools", "infra", "tests/support")
 # The database server: a private mariadbd is started only on a machine that has none, once a session.
-NOT_PER_TEST = {"tests.support.mariadb.server_url"}
+NOT_PER_TEST = {"devtools.kit.mariadb.server_url"}
 # Tests that reach code able to start a process but are refused before it does, which is what they check.
 REFUSED_FIRST = {"tests.test_infra_deploy::test_a_parameters_file_with_a_mistake_is_refused_before_aws_is_called"}
 PROCESS_CALLS = ("subprocess.", "multiprocessing.", "os.fork", "os.forkpty", "os.system", "os.posix_spawn", "os.spawn",

@@ -1,4 +1,4 @@
-"""Operations declared once: each `@operation` is a route, a handler and an OpenAPI entry.
+"""Operations declared once: each `@router.operation` is a route, a handler and an OpenAPI entry.
 
 Every request goes through the same steps in the same order: check the token
 and the role, or for an operation the game server may call (`signed`) its
@@ -14,7 +14,7 @@ through `errors.from_exception`, the one place a failure becomes an HTTP answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -108,6 +108,7 @@ class Operation:
         actor, now, held = "anonymous", None, frozenset[str]()
         if self.signed and signature.offered(request.headers):
             now = runtime.clock().now()
+            # guard: signal-signature-covers-the-route-template
             actor = signature.verify(request.headers, self.path.format(**path), _raw(request), now, runtime.settings())
         elif self.roles is not None:
             principal = auth.authenticate(request.headers, runtime.settings()).require(self.roles)
@@ -150,26 +151,29 @@ def _raw(request: Request) -> bytes:
     return raw if isinstance(raw, bytes) else (raw or "").encode()
 
 
-OPERATIONS: list[Operation] = []
+class Router:
+    """One resource's routes, a Chalice Blueprint the app registers: each `@router.operation` declaration is a
+    route of its blueprint and one of its `operations` (the OpenAPI document lists them)."""
+
+    def __init__(self, name: str) -> None:
+        self.blueprint = Blueprint(name)
+        self.operations: list[Operation] = []
+
+    def operation(
+        self, method: str, path: str, summary: str, roles: frozenset[str] | None, responses: Responses, **inputs: Any
+    ) -> Callable[[Callable[[Call], Answer]], Operation]:
+        def register(handler: Callable[[Call], Answer]) -> Operation:
+            op = Operation(method, path, summary, roles, responses, handler=handler, **inputs)
+            self.operations.append(op)
+            self.blueprint.route(op.path, methods=[op.method], cors=CORS)(_view(self.blueprint, op))
+            return op
+
+        return register
 
 
-def operation(
-    method: str, path: str, summary: str, roles: frozenset[str] | None, responses: Responses, **inputs: Any
-) -> Callable[[Callable[[Call], Answer]], Operation]:
-    def register(handler: Callable[[Call], Answer]) -> Operation:
-        op = Operation(method, path, summary, roles, responses, handler=handler, **inputs)
-        OPERATIONS.append(op)
-        return op
-
-    return register
-
-
-def blueprint_of(operations: Iterable[Operation]) -> Blueprint:
-    """One Chalice route per operation, each answering through its Operation."""
-    routes = Blueprint(__name__)
-    for op in operations:
-        routes.route(op.path, methods=[op.method], cors=CORS)(_view(routes, op))
-    return routes
+def ok(description: str, schema: Body) -> Responses:
+    """The one answer of an operation that succeeds with 200."""
+    return {200: (description, schema)}
 
 
 def _view(routes: Blueprint, op: Operation) -> Callable[..., Response]:

@@ -30,7 +30,9 @@ from ..events.model import (
     StepStatus,
 )
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
-from ..events.store.runs import REHEARSAL_FILTERS
+from ..events.views.runs import REHEARSAL_FILTERS
+from ..events.views.runs import STEPS_PAGE as STEPS_PAGE
+from ..events.views.runs import STEPS_PAGE_BYTES as STEPS_PAGE_BYTES
 from ..events.waiting import FILTERS as WAITING_FILTERS
 from ..events.waiting import FOR as WAITING_FOR
 from ..events.waiting import STORED as WAITING_STORED
@@ -130,7 +132,7 @@ SCHEDULE_BODY = {
 }
 DEFINITION_BODY = DOCUMENT_SCHEMA
 SKIP_BODY = REASON_BODY
-REHEARSE_BODY = _body(
+TIMELINE_BODY = _body(  # what POST /definitions/{id}/rehearse projects
     version={"type": "integer", "minimum": 1, "maximum": 2**31 - 1,
              "description": "the version to rehearse (default: the current one)"},
     document={"type": "object", "description": "an unsaved document to rehearse instead (an editor's draft): validated"
@@ -184,11 +186,6 @@ OCCURRENCES_QUERY = _body(
        "to": {**_WINDOW_EDGE, "description": "the window's end, excluded (default: six weeks after from); at most 366 days"
                                              " after from"}})
 DEFINITIONS_QUERY = _body(limit={"type": "integer", "minimum": 1, "maximum": 200}, cursor=_ID)
-# GET /runs/{id} answers the run's steps a page at a time: at most STEPS_PAGE steps and about
-# STEPS_PAGE_BYTES of them (the page ends before the step that would pass it), so one answer stays
-# far below Lambda's 6 MB whatever the run's size (a definition allows 10,200 steps of 16 KB params).
-STEPS_PAGE = 1000
-STEPS_PAGE_BYTES = 1024 * 1024
 RUN_QUERY = _body(
     steps_cursor=_ID,
     steps_limit={"type": "integer", "minimum": 1, "maximum": STEPS_PAGE},
@@ -436,7 +433,7 @@ UNSKIPPED = _object(occurrence=OCCURRENCE)
 _SECONDS = {"type": "integer", "minimum": 0}
 _MAYBE_SECONDS = {"type": ["integer", "null"], "minimum": 0}
 _WAITS_FOR = {"type": ["string", "null"], "enum": ["person", "game", "time", None]}
-REHEARSAL = _object(
+TIMELINE = _object(  # the projected timeline
     steps={"type": "array", "items": _object(
         phase=_INT, seq=_INT, action={"type": "string"}, says=_MAYBE_TEXT, earliest_offset_seconds=_SECONDS,
         waits_for=_WAITS_FOR, timeout_seconds=_MAYBE_SECONDS)},

@@ -1,5 +1,5 @@
-"""The calendar: a recurring definition's occurrences in a window, each with its run and whether a person
-skipped it; skipping one, and undoing that before it is due.
+"""The calendar's rules: which times are a recurring definition's occurrences, skipping one, and undoing that
+before it is due (the occurrences in a window are read by `views/calendar.py`).
 
 Occurrences are the current version's schedule as `cron.Schedule` reads it (the planner's one schedule
 implementation, in its time zone, daylight-saving changes included). A skip is a row of
@@ -24,14 +24,13 @@ from .occurrences import schedule_occurrence
 from .store import definitions, log, runs, skips
 
 MAX_WINDOW = timedelta(days=366)
-MAX_LISTED = 500
-DEFAULT_WINDOW = timedelta(days=42)  # a month view and the days either side of it
-_TICK = timedelta(microseconds=1)  # datetimes are exact to the microsecond: (a - tick, b - tick] is [a, b)
+TICK = timedelta(microseconds=1)  # datetimes are exact to the microsecond: (a - tick, b - tick] is [a, b)
 # The times the calendar reads: far enough either way for any event, and far from where date arithmetic overflows.
 EARLIEST, LATEST = datetime(1970, 1, 1), datetime(9000, 1, 1)
 
 
-def _in_range(when: datetime, name: str) -> datetime:
+def in_range(when: datetime, name: str) -> datetime:
+    """`when`, if the calendar reads that far (EARLIEST to LATEST); Invalid, naming the field `name`, if not."""
     if not EARLIEST <= when < LATEST:
         raise Invalid(f"{name} must be from {EARLIEST.year} to {LATEST.year - 1}")
     return when
@@ -45,56 +44,14 @@ def schedule_of(version: DefinitionVersion) -> cron.Schedule | None:
     return cron.Schedule(authored["cron"], authored.get("timezone") or cron.DEFAULT_TIMEZONE)
 
 
-def described(schedule: cron.Schedule, now: datetime) -> dict[str, Any]:
-    """The schedule as the console shows it: its cron in words, its zone and its next occurrence, in that zone."""
-    upcoming = next(schedule.between(now, now + MAX_WINDOW), None)
-    words = f"{cron.in_words(schedule.cron)}, {schedule.timezone}"
-    if upcoming is not None:
-        from zoneinfo import ZoneInfo  # where a schedule is described, not with the app
-
-        local = upcoming.replace(tzinfo=ZoneInfo("UTC")).astimezone(ZoneInfo(schedule.timezone))
-        words += f"; next: {local:%a} {local.day} {local:%b}, {local:%H:%M}"
-    return {"cron": schedule.cron, "timezone": schedule.timezone, "in_words": words,
-            "next": iso(upcoming) if upcoming is not None else None}
-
-
-def _occurrence(scheduled_for: datetime, run: Run | None, skip: OccurrenceSkip | None) -> dict[str, Any]:
+def occurrence_body(scheduled_for: datetime, run: Run | None, skip: OccurrenceSkip | None) -> dict[str, Any]:
+    """An occurrence as the calendar shows it: its time, its run (if any) and its skip (if any)."""
     return {"scheduled_for": iso(scheduled_for), "run": run.public() if run else None, "skipped": skip is not None,
             "skip": skip.public() if skip else None}
 
 
-def occurrences(db: Database, definition_id: int, start: datetime | None, end: datetime | None,
-                now: datetime) -> dict[str, Any]:
-    """The occurrences in [start, end) (default: from now, six weeks), at most MAX_LISTED: `next_from` is where
-    the rest begin (None when none are left). A window longer than MAX_WINDOW is Invalid."""
-    start = now if start is None else _in_range(start, "query.from")
-    end = _in_range(start + DEFAULT_WINDOW if end is None else end, "query.to")
-    if end <= start:
-        raise Invalid("query.to must be after query.from")
-    if end - start > MAX_WINDOW:
-        raise Invalid(f"the window from query.from to query.to is longer than {MAX_WINDOW.days} days; ask for less")
-
-    def read(tx: Tx) -> dict[str, Any]:
-        version = _current_version(tx, definition_id)
-        schedule = schedule_of(version)
-        if schedule is None:
-            return {"schedule": None, "occurrences": [], "next_from": None}
-        times = []
-        for instant in schedule.between(start - _TICK, end - _TICK):
-            times.append(instant)
-            if len(times) > MAX_LISTED:
-                break
-        listed, rest = times[:MAX_LISTED], times[MAX_LISTED:]
-        found = runs.of_occurrences(tx, definition_id, listed)
-        skipped = skips.between(tx, definition_id, start, end)
-        return {"schedule": described(schedule, now),
-                "occurrences": [_occurrence(t, found.get(t), skipped.get(t)) for t in listed],
-                "next_from": iso(rest[0]) if rest else None}
-
-    return db.transaction(read)
-
-
-def _current_version(tx: Tx, definition_id: int) -> DefinitionVersion:
+def current_version(tx: Tx, definition_id: int) -> DefinitionVersion:
+    """The definition's current version; NotFound when there is no such definition."""
     definition = definitions.get(tx, definition_id)
     if definition is None:
         raise NotFound(f"no definition {definition_id}")
@@ -103,16 +60,16 @@ def _current_version(tx: Tx, definition_id: int) -> DefinitionVersion:
 
 def _occurrence_schedule(tx: Tx, definition_id: int, scheduled_for: datetime) -> tuple[DefinitionVersion, definitions.Planned]:
     """The definition's row locked, its current version, and the check that `scheduled_for` is one of its occurrences."""
-    _in_range(scheduled_for, "scheduled_for")
+    in_range(scheduled_for, "scheduled_for")
     planned = definitions.lock_planning(tx, definition_id)
     if planned is None:
         raise NotFound(f"no definition {definition_id}")
-    version = _current_version(tx, definition_id)
+    version = current_version(tx, definition_id)
     schedule = schedule_of(version)
     if schedule is None:
         raise Invalid(f"definition {definition_id} has no schedule: only a recurring definition's occurrences can be"
                       " skipped (cancel a run scheduled by hand instead)")
-    if next(schedule.between(scheduled_for - _TICK, scheduled_for), None) != scheduled_for:
+    if next(schedule.between(scheduled_for - TICK, scheduled_for), None) != scheduled_for:
         after = next(schedule.between(scheduled_for, scheduled_for + MAX_WINDOW), None)
         raise Invalid(f"{iso(scheduled_for)} is not an occurrence of {schedule.cron!r} in {schedule.timezone}"
                       + (f"; the next one after it is {iso(after)}" if after else ""))
@@ -135,19 +92,21 @@ def skip(db: Database, definition_id: int, scheduled_for: datetime, *, reason: s
         _occurrence_schedule(tx, definition_id, scheduled_for)
         run = runs.of_occurrences(tx, definition_id, [scheduled_for]).get(scheduled_for)
         if not skips.insert(tx, definition_id, scheduled_for, reason=note, actor=actor, now=now):
-            return Skipped(_occurrence(scheduled_for, run, skips.get(tx, definition_id, scheduled_for)), None, True)
+            return Skipped(occurrence_body(scheduled_for, run, skips.get(tx, definition_id, scheduled_for)), None, True)
         if run is None and scheduled_for <= now:
             raise Invalid(f"the occurrence at {iso(scheduled_for)} is past; only one still ahead can be skipped")
         cancelled = None
+        # guard: skip-leaves-its-run-scheduled
         if run is not None:
             if not runs.transition(tx, run.id, [RunStatus.SCHEDULED], RunStatus.CANCELLED, now,
                                    last_error=f"its occurrence was skipped by {actor}" + (f": {note}" if note else "")):
                 raise Conflict(f"run {run.id} of this occurrence is {run.status.value}, not scheduled: cancel the run"
                                " instead", run_status=run.status.value)
+            # guard: skip-commits-before-its-log-row
             log.append(tx, journal.run_control(run, "skip_occurrence", RunStatus.CANCELLED, actor, reason=note,
                                                cancelled_steps=0), now)
             cancelled = must_exist(runs.get(tx, run.id))
-        return Skipped(_occurrence(scheduled_for, cancelled, skips.get(tx, definition_id, scheduled_for)), cancelled, False)
+        return Skipped(occurrence_body(scheduled_for, cancelled, skips.get(tx, definition_id, scheduled_for)), cancelled, False)
 
     return db.transaction(work)
 
@@ -166,10 +125,10 @@ def unskip(db: Database, definition_id: int, scheduled_for: datetime, *, actor: 
             if skips.get(tx, definition_id, scheduled_for) is not None:
                 raise Clash(f"the occurrence at {iso(scheduled_for)} is due already; a skip is undone only before it is",
                             detail={"skipped": True})
-            return _occurrence(scheduled_for, run, None)  # not skipped: nothing to undo
+            return occurrence_body(scheduled_for, run, None)  # not skipped: nothing to undo
         if planned.through is not None and planned.through >= scheduled_for:
             run, _ = schedule_occurrence(tx, version, scheduled_for, actor=actor,
                                          cause=f"its occurrence was unskipped by {actor}", now=now)
-        return _occurrence(scheduled_for, run, None)
+        return occurrence_body(scheduled_for, run, None)
 
     return db.transaction(work)

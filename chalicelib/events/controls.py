@@ -110,10 +110,12 @@ def advance_refusal(run: Run, asked: int, phase: Phase | None, in_flight: Step |
         return f"phase {asked} has no row to advance (the run has not opened it)"
     if phase.kind is not PhaseKind.MAIN:
         return f"phase {asked} is the ending, which runs to its end and cannot be advanced"
+    # guard: advance-offered-after-it-was-met
     if phase.condition_met:
         return f"phase {asked} ({phase.name}) was already advanced by {phase.met_by} at {iso(phase.met_at)}"
     if in_flight is not None and in_flight.parked_in_doubt:
         return f"{in_flight.named} {DECIDE_FIRST}"
+    # guard: advance-offered-while-a-step-is-in-flight
     if in_flight is not None:
         return f"{in_flight.named} is in flight; try again in a few seconds"
     return None
@@ -280,6 +282,7 @@ class Retried:
 
 
 def _locked_run(tx: Tx, run_id: int) -> Run:
+    # guard: control-reads-the-run-unlocked
     run = runs.get(tx, run_id, for_update=True)
     if run is None:
         raise NotFound(f"no run {run_id}")
@@ -287,6 +290,7 @@ def _locked_run(tx: Tx, run_id: int) -> Run:
 
 
 def _locked_step(tx: Tx, run: Run, step_id: int) -> Step:
+    # guard: control-reads-the-step-unlocked
     step = steps.get_on_run(tx, run.id, step_id, for_update=True)
     if step is None:
         raise NotFound(f"no step {step_id} on run {run.id}")
@@ -322,18 +326,22 @@ def _pressed(tx: Tx, press: Press, control: str, run: Run, step: Step | None, no
     KeyReused), and a tag that is not the target's now is Stale, naming the state now. Nothing is written."""
     if press.key is not None:
         before = log.remembered(tx, run.id, press.key)
+        # guard: a-repeat-is-pressed-again
         if before is not None:
             if (before.control, before.step_id) != (control, None if step is None else step.id):
                 what = before.control if before.step_id is None else f"{before.control} of another step"
                 raise KeyReused(f"this Idempotency-Key was used for {what} on run {run.id} at {iso(before.at)};"
                                 " a new press needs a new key")
+            # guard: a-key-is-kept-for-ever
             if now - before.at > log.KEY_KEPT_FOR:
                 raise KeyReused(f"this Idempotency-Key was used on run {run.id} at {iso(before.at)}, more than 24 h"
                                 " ago; a new press needs a new key")
             raise AnsweredBefore(before.body)
+    # guard: a-run-control-checks-no-tag-under-its-lock
     if step is None and not press.matches(run.etag):
         raise Stale(f"run {run.id} changed while you were looking: it is now {_run_now(run)}{_by_whom(tx, run)}"
                     f" (ETag {run.etag}); {control} was not pressed", etag=run.etag, run_status=run.status.value)
+    # guard: a-step-control-checks-no-tag-under-its-lock
     if step is not None and not press.matches(step.etag):
         raise Stale(f"{step.named} changed while you were looking: it is now {_step_now(step)} (ETag {step.etag});"
                     f" {control} was not pressed", etag=step.etag, run_status=run.status.value,
@@ -342,6 +350,7 @@ def _pressed(tx: Tx, press: Press, control: str, run: Run, step: Step | None, no
 
 def _kept(tx: Tx, press: Press, logged: int, run_id: int, control: str, step_id: int | None, body: dict[str, Any]) -> None:
     """A press that took, with a key: the key and its answer on the log row `logged`, in the same transaction."""
+    # guard: a-press-that-took-keeps-no-key
     if press.key is not None:
         log.remember(tx, logged, run_id, press.key, control, step_id, body)
 
@@ -397,6 +406,7 @@ def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str |
         _pressed(tx, press, "pause", run, None, now)
         if not runs.transition(tx, run.id, PAUSABLE, RunStatus.PAUSED, now, seen_version=_version_seen(press, run)):
             raise _lost("pause", run)
+        # guard: pause-commits-before-its-log-row
         logged = log.append(tx, journal.run_control(run, "pause", RunStatus.PAUSED, actor, reason=note), now)
         paused = must_exist(runs.get(tx, run.id))
         _kept(tx, press, logged, run.id, "pause", None, _run_answer(paused))
@@ -412,6 +422,7 @@ def _resume_locked(tx: Tx, run: Run, control: str, actor: str, now: datetime, se
     to = _resume_target(run)
     if not runs.transition(tx, run.id, RESUMABLE, to, now, last_error=None, seen_version=seen_version):
         return None
+    # guard: resume-commits-before-its-log-row
     return log.append(tx, journal.run_control(run, control, to, actor), now)
 
 
@@ -471,6 +482,7 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
         if cleanup and run.cleanup_target is not None and run.status not in TERMINAL_RUN:
             raise Conflict("this run is already cleaning up; cancel without cleanup to abandon the cleanup",
                            run_status=run.status.value)
+        # guard: a-cancel-with-cleanup-forgets-the-undecided-step
         if cleanup and undecided is not None and run.status not in TERMINAL_RUN:
             # A cleanup reverts what the run created: whether this step created anything, a person says first.
             raise Conflict(f"decide {undecided.named} first: the game may or may not have applied it (confirm,"
@@ -482,10 +494,12 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
             raise _lost("cancel", run)
         closed = steps.cancel_open(tx, run.id, now)
         abandoned = resources.follow_run(tx, run.id, now) if run.cleanup_target is not None else 0
+        # guard: cancel-commits-before-its-log-row
         logged = log.append(tx, journal.run_control(run, "cancel", RunStatus.CANCELLED, actor, reason=note, cancelled_steps=closed,
                                                     **({"cleanup": cleanup} if cleanup else {}),
                                                     **({"abandoned_reverts": abandoned} if abandoned else {})), now)
         if undecided is not None:  # closed undecided: whether the game applied it, nobody knows
+            # guard: a-cancel-closes-an-undecided-step-without-saying-so
             log.append(tx, journal.step_control(undecided, "cancel", StepStatus.CANCELLED, actor, in_doubt=True), now)
         cancelled = must_exist(runs.get(tx, run.id))
         _kept(tx, press, logged, run.id, "cancel", None, _run_answer(cancelled))
@@ -551,6 +565,7 @@ def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, 
     holds the step to the state read (locked): a parked one, or a pending one (never for `cue_only`)."""
     note = clean_note(reason)
     return _decide(db, run_id, step_id, "skip", StepStatus.SKIPPED,
+                   # guard: a-gms-skip-is-not-held-to-a-parked-step
                    lambda tx, step: steps.skip_by_human(tx, step.id, now, note, parked=step.parked or cue_only is not None,
                                                         seen=_step_seen(press, step)),
                    actor=actor, now=now, cue_only=cue_only, press=press, reason=note)
@@ -560,6 +575,7 @@ def _on_a_cue_only(control: str, run: Run, step: Step, held: frozenset[str]) -> 
     """A caller who may press `control` on a parked cue only (a gm), on a step that is not one: 403 when a
     moderator could press it here (the role would lift the refusal), else the 409 everyone gets. A step
     parked in doubt is not a cue: whether the game applied it is a moderator's decision."""
+    # guard: a-gm-acts-on-a-step-that-is-not-a-cue
     if step.parked_cue:
         return
     if refusal(control, run, step) is None:
@@ -587,6 +603,7 @@ def _decide(
             raise _lost(control, run, step)
         if step.resource_id is not None:
             resources.follow_steps(tx, [step.id], now)  # a revert done by hand (confirm), or given up (skip)
+        # guard: confirm-and-skip-commit-before-their-log-row
         logged = log.append(tx, journal.step_control(step, control, to, actor, **detail), now)
         decided = must_exist(steps.get(tx, step.id))
         _kept(tx, press, logged, run.id, control, step.id, _step_answer(decided))
@@ -613,6 +630,7 @@ def acknowledge(db: Database, run_id: int, step_id: int, *, actor: str, now: dat
             if step.parked and step.acknowledged_by == actor:
                 return step  # theirs already: nothing written (nor any key kept: a repeat finds it theirs again)
             raise _lost("acknowledge", run, step)
+        # guard: acknowledge-commits-before-its-log-row
         logged = log.append(tx, journal.step_acknowledged(step, actor, text), now)
         had = must_exist(steps.get(tx, step.id))
         _kept(tx, press, logged, run.id, "acknowledge", step.id, _step_answer(had))
@@ -646,6 +664,7 @@ def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime,
                 raise Conflict(_phase_ended(ended), run_status=run.status.value, step_status=step.status.value,
                                step_parked=step.parked)
             raise _lost("retry", run, step, furthest)
+        # guard: retry-commits-before-its-log-row
         logged = log.append(tx, journal.step_control(step, "retry", StepStatus.PENDING, actor, attempts_reset=step.attempts), now)
         resumed = _resume_locked(tx, run, "retry", actor, now) is not None
         retried = Retried(step=must_exist(steps.get(tx, step.id)), run=must_exist(runs.get(tx, run.id)), resumed=resumed)
@@ -718,11 +737,13 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             " cleanup of a run cleaning up abandons the cleanup", wakes=True, note_field="reason", label="Cancel run",
             question="Cancel this run? It cannot be undone.", done="Cancelled", tone="danger", sends_tag=False,
             option_field="cleanup"),
+    # guard: a-gm-may-advance
     Control("advance", Target.RUN, CONTROLLERS, _advance_status_refusal,
             lambda db, run, _, actor, now, note, phase, cue, press: _advanced_answer(
                 advance(db, run, must_exist(phase), actor=actor, now=now, reason=note, press=press)),
             "the phase the run is at ends: its condition is met, its pending and parked steps are skipped with the"
             " reason, and from paused the run resumes; refused while a step of it is in flight, and in the ending",
+            # guard: advance-does-not-nudge-a-sleeping-deployment
             wakes=True, note_field="reason", label="Advance phase", question="Advance past this phase?",
             done="Advanced", answer="advance", phase_field="phase"),
     Control("confirm", Target.STEP, CONTROLLERS, _confirm_refusal,

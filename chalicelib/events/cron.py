@@ -55,6 +55,7 @@ _FIELDS = (
     _Field("month", 1, 12, {name: i + 1 for i, name in enumerate(_MONTHS)}),
     _Field("day-of-week", 0, 7, {name: i for i, name in enumerate(_DAYS)}),  # 0 and 7 are Sunday
 )
+# guard: cron-random-token-accepted
 _ITEM = re.compile(r"(?P<base>\*|(?P<first>[0-9a-z]+)(?:-(?P<last>[0-9a-z]+))?)(?:/(?P<step>[0-9]+))?")
 _STANDARD = "use numbers, names, '*', ',', '-' and '/'"
 
@@ -70,6 +71,7 @@ def _croniter() -> ModuleType:
 def cron_problems(expression: str) -> list[str]:
     """Every problem of `expression` as standard five-field cron, each naming its field."""
     fields = expression.split()
+    # guard: cron-of-six-fields-accepted
     if len(fields) != 5:
         return [f"{expression!r} has {len(fields)} field(s); a schedule is standard five-field cron ({FIELD_NAMES})"]
     problems = []
@@ -81,6 +83,7 @@ def cron_problems(expression: str) -> list[str]:
     try:
         croniter.croniter(expression.lower(), datetime(2000, 1, 1)).get_next(datetime)
     except croniter.CroniterBadDateError:
+        # guard: cron-that-never-fires-accepted
         return [f"{expression!r} never fires (no such day in those months)"]
     return []
 
@@ -131,6 +134,7 @@ def _zone_names() -> frozenset[str]:
 
 
 def timezone_problems(name: str) -> list[str]:
+    # guard: cron-any-time-zone-name-accepted
     if name in _zone_names():
         return []
     return [f"{name!r} is not an IANA time zone name (such as 'Europe/Berlin' or 'UTC')"]
@@ -194,10 +198,12 @@ class Schedule:
         previous = None
         while True:
             instant = _instant(walls.get_next(datetime), zone)
+            # guard: cron-window-drops-its-end
             if instant > until:
                 return
             # Wall times just after `after` can map before it (`after` in a repeated
             # hour), and skipped wall times share one instant: neither is new.
+            # guard: cron-skipped-wall-times-fire-once-each
             if instant > after and instant != previous:
                 previous = instant
                 yield instant
@@ -209,6 +215,7 @@ def _wall_time(instant: datetime, zone: ZoneInfo) -> datetime:
 
 def _instant(wall: datetime, zone: ZoneInfo) -> datetime:
     """The UTC instant `wall` fires at in `zone` (see the module's rules)."""
+    # guard: cron-repeated-wall-time-fires-at-its-second-instance
     first = wall.replace(tzinfo=zone, fold=0).astimezone(UTC).replace(tzinfo=None)
     if _wall_time(first, zone) == wall:
         return first  # an existing time; fold=0 is the first of a repeated one
@@ -229,4 +236,5 @@ def _jump_over(wall: datetime, zone: ZoneInfo) -> datetime:
             high = middle
         else:
             low = middle + 1
+    # guard: cron-skipped-wall-time-fires-an-hour-late
     return before + timedelta(seconds=low)

@@ -1,4 +1,5 @@
-"""Dry runs: a rehearsal of a version, started now and driven by the tick like any run.
+"""Dry runs: a version really run for practice (its mode is `rehearsal`), started now and driven by the tick like
+any run. (What a version would do, projected without running it, is `timeline.py`.)
 
 The invariant: a dry run never reaches the live game or the live channels. Its row says it is one
 (`Run.rehearsal`), and the tick picks its bridge (simulated, or the sandbox) and its channels (the
@@ -24,6 +25,7 @@ AUTO_CONFIRM_SECONDS = 10  # the default: long enough for a person watching to p
 def start(db: Database, definition_id: int, rehearsal: Rehearsal, *, version: int | None, sandbox_configured: bool,
           actor: str, now: datetime) -> Run:
     """The dry run of `version` (default: the current one), scheduled for now, with its log row."""
+    # guard: a-sandbox-dry-run-starts-with-no-sandbox
     if rehearsal.bridge is RehearsalBridge.SANDBOX and not sandbox_configured:
         raise Clash("no sandbox bridge is configured: set GAME_BRIDGE_SANDBOX_URL and GAME_BRIDGE_SANDBOX_SECRET"
                     " (or GAME_BRIDGE_SANDBOX_SECRET_ARN), or rehearse with the simulated bridge",

@@ -93,6 +93,7 @@ def listed(result: dict[str, Any] | None) -> tuple[tuple[Listed, ...], str | Non
         return (), f"resources: at most {MAX_RESOURCES} entries, not {len(raw)}"
     for i, entry in enumerate(raw):
         problem = _entry_problem(entry, f"resources[{i}]")
+        # guard: a-bad-resource-list-is-half-recorded
         if problem is not None:
             return (), problem
     return tuple(Listed(e["kind"], e["id"], revert_of(e["revert"]) if "revert" in e else None) for e in raw), None

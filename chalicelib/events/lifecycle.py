@@ -175,8 +175,10 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(LIVE_RUN, _R.FAILED, Who.TICK,
                "a step of a running or paused run failed or was refused with `on_failure: abort_run` (its pending steps"
                " are cancelled), or the run's document cannot be walked", Wake.CLEARED, True),
+    # guard: pause-keeps
     Transition((_R.STARTING, _R.RUNNING, _R.CLEANING_UP), _R.PAUSED, Who.PERSON, "pause", Wake.CLEARED, True),
     Transition((_R.PAUSED,), _R.RUNNING, Who.PERSON,
+               # guard: resume-does-not-wake
                "resume, retry of the step it stopped at, or advance of the phase it is at (it had a phase)", Wake.NOW),
     Transition((_R.PAUSED,), _R.STARTING, Who.PERSON, "resume, or retry (it never had a phase)", Wake.NOW),
     Transition(LIVE_RUN, _R.CANCELLED, Who.PERSON,
@@ -251,6 +253,7 @@ def writes(sources: Iterable[RunStatus], to: RunStatus) -> Transition:
     """
     wanted = set(sources)
     for row in TRANSITIONS:
+        # guard: a-move-nobody-declared-is-written
         if row.to is to and wanted and wanted <= set(row.sources):
             return row
     raise ValueError(f"no transition from {sorted(s.value for s in wanted)} to {to.value} is declared")

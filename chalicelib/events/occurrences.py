@@ -36,6 +36,7 @@ def schedule_occurrence(
         now=now,
     )
     if created:
+        # guard: scheduling-commits-before-its-log-row
         log.append(tx, journal.run_status(must_exist(run).id, None, None, RunStatus.SCHEDULED, actor=actor, cause=cause), now)
     return run, created
 
@@ -72,6 +73,7 @@ def schedule_run(
         if run is None:
             raise Clash(f"the occurrence at {scheduled_for:%Y-%m-%dT%H:%M:%SZ} is skipped; unskip it to schedule its run",
                         detail={"skipped": True})
+        # guard: reschedule-a-finished-occurrence
         if run.status.terminal:
             raise Conflict(
                 f"the run of this occurrence (run {run.id}) is {run.status.value} and will not run again;"

@@ -43,6 +43,7 @@ def _sql(value: str) -> str:
 CUE, ADVANCE, SIGNAL, DECISION, RESUME = (_sql(v) for v in STORED)
 # A person's answer closed the run's parked step (confirm, skip, resend of it): the run waits for nothing
 # more, unless it waits for a resume (a paused run's cue is answered before it resumes).
+# guard: an-answered-cue-is-still-waited-for
 CUE_ANSWERED = f"IF(r.waiting_for IN ({CUE}, {DECISION}), NULL, r.waiting_for)"
 DOUBT = _sql(ParkReason.DOUBT.value)  # event_run_steps.park_reason of a step parked in doubt
 

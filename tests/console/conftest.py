@@ -19,10 +19,10 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from chalicelib.db import Database
+from devtools.kit.game_bridge import SECRET, GameBridge
 from tests.console.browser import LAPTOP, eventually, start_chromium, stop_chromium
 from tests.console.server import ConsoleServer
 from tests.support.api import ADMIN, hs_settings
-from tests.support.game_bridge import SECRET, GameBridge
 
 ROOT = Path(__file__).resolve().parents[2]
 

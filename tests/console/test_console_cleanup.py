@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from selenium.webdriver.common.by import By
 
+from devtools.kit.game_bridge import Answer
 from tests.console.browser import eventually, screenshot, text_of
 from tests.console.pages import cue_banner, open_run, press, schedule_now, sign_in, wait_for_status
 from tests.support.api import MODERATOR
-from tests.support.game_bridge import Answer
 
 
 def _crow(name: str) -> dict:

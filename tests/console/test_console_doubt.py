@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from selenium.webdriver.common.by import By
 
+from devtools.kit.game_bridge import Answer
 from tests.console.browser import eventually, text_of
 from tests.console.pages import open_run, press, schedule_now, sign_in, wait_for_status
 from tests.support.api import MODERATOR
-from tests.support.game_bridge import Answer
 
 
 def test_a_step_in_doubt_shows_its_three_choices_and_resend_sends_it_once_more(browser, server, api_client, bridge):

@@ -12,6 +12,7 @@ from selenium.webdriver.common.keys import Keys
 
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.events.model import RunStatus
+from devtools.kit.game_bridge import Answer
 from tests.console.browser import PHONE, doc_screenshot, eventually, screenshot, text_of
 from tests.console.pages import (
     CUE_WAITING,
@@ -29,7 +30,6 @@ from tests.console.pages import (
 )
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run
-from tests.support.game_bridge import Answer
 
 
 def _utc_now() -> datetime:

@@ -29,7 +29,7 @@ def score(results: list[Result]) -> int:
           + (f" ({100 * len(killed) / len(real):.0f} %)" if real else ""))
     for r in real:
         if not r.killed:
-            print(f"  {r.verdict}: {r.mutation.name} ({r.mutation.file})")
+            print(f"  {r.verdict}: {r.mutation.name} (guard {r.mutation.guard})")
     for r in results:
         if r.mutation.equivalent is not None:
             note = "" if not r.killed else f"  <- but killed by {r.killer}: is it really equivalent?"
@@ -39,16 +39,16 @@ def score(results: list[Result]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.mutation", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="only verify every snippet occurs exactly once")
+    parser.add_argument("--check", action="store_true", help="only verify each guard is marked once and each snippet occurs once in it")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run just these mutations")
-    parser.add_argument("--list", action="store_true", help="print the mutations' names and files")
+    parser.add_argument("--list", action="store_true", help="print the mutations' names and guards")
     parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated run of the named modules")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per mutation's test run")
     args = parser.parse_args(argv)
 
     problems = check(MUTATIONS)
     if problems:
-        print("the mutation list no longer matches the code (update the snippet in tests/mutation/catalogue.py):")
+        print("the mutation list no longer matches the code (move a marker with its clause, or fix the snippet in catalogue.py):")
         print("\n".join("  " + p for p in problems))
         return 2
     if args.check:
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [by_name[n] for n in args.only]
     if args.list:
         for m in chosen:
-            print(f"{m.name:<48} {m.file}" + ("  (equivalent)" if m.equivalent else ""))
+            print(f"{m.name:<48} {m.guard}" + ("  (equivalent)" if m.equivalent else ""))
         return 0
     if not args.no_baseline:
         print("baseline: the named test modules, unmutated …", flush=True)

@@ -1,13 +1,20 @@
 """Apply one mutation at a time to a scratch copy of the repository and run its tests there.
 
-The working tree is only ever read. The scratch copy holds no bytecode
+A guard is named in the source by a marker on its own line, `# guard: <name>`
+(`-- guard: <name>` in a migration), directly above the clause it marks: the
+guard's region runs from the marker to the end of the block below it (in a
+migration, to the statement's `;`). A mutation addresses its guard by name and
+its snippet must occur exactly once in that region, so code that moves with its
+marker keeps its mutations without rewriting them. The working tree is only ever read. The scratch copy holds no bytecode
 (PYTHONDONTWRITEBYTECODE), so a mutated module is always compiled from its
 mutated source, and each file is restored before the next mutation.
 """
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -20,20 +27,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider")
+# Where guards live: the engine, the dev kit, and the harness itself (one of its own guards is mutated).
+MARKED_TREES = ("chalicelib", "devtools", "tests/mutation")
+MARKER = re.compile(r"^[ \t]*(?:#|--) guard: ([a-z0-9-]+)[ \t]*$", re.MULTILINE)
 NOT_COPIED = (".git", ".venv", ".local", "__pycache__", ".pytest_cache", "node_modules")
 DEFAULT_TIMEOUT = 900.0  # one mutation's test run; a hang counts as a kill, reported as such
 
 
 @dataclass(frozen=True)
 class Mutation:
-    """One guard lost: `snippet` (exactly once in `file`) becomes `replacement`.
+    """One guard lost: `snippet` (exactly once in the region of the guard named `guard`) becomes `replacement`.
 
     `tests` are the test modules that must kill it. `equivalent` says why no
     test can: the mutation changes no behaviour a user could notice.
     """
 
     name: str
-    file: str
+    guard: str
     snippet: str
     replacement: str
     tests: tuple[str, ...]
@@ -58,26 +68,98 @@ class Result:
         return self.verdict in ("killed", "timeout")
 
 
-def check(mutations: Sequence[Mutation], root: Path = ROOT) -> list[str]:
-    """Everything wrong with the list as the code stands: what `--check` reports."""
+@dataclass(frozen=True)
+class Region:
+    """Where a guard's marker stands: the file and the character span its mutations may touch."""
+
+    file: str
+    start: int
+    end: int
+
+
+def _block_end(source: str, line: int) -> int:
+    """The last line of the block holding `line`: the statement there and every sibling after it (a decorator
+    belongs to its definition), so a guard may span several statements of one block."""
+    def first(node: ast.stmt) -> int:
+        return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+
+    tree = ast.parse(source)
+    blocks = [body for node in ast.walk(tree) for field in ("body", "orelse", "finalbody")
+              if isinstance(body := getattr(node, field, None), list) and body and isinstance(body[0], ast.stmt)]
+    holding = [body for body in blocks if any(first(n) <= line <= (n.end_lineno or 0) for n in body)]
+    if not holding:
+        raise ValueError(f"no statement holds line {line}")
+    innermost = min(holding, key=lambda body: (body[-1].end_lineno or 0) - first(body[0]))
+    return innermost[-1].end_lineno or line
+
+
+def _region(file: str, source: str, marker_at: int) -> Region:
+    lines = source.splitlines(keepends=True)
+    number = source.count("\n", 0, marker_at) + 1  # the marker's line, from 1
+    below = number + 1
+    while below <= len(lines) and (not lines[below - 1].strip() or MARKER.match(lines[below - 1])):
+        below += 1
+    if file.endswith(".sql"):
+        last = next((n for n in range(below, len(lines) + 1) if lines[n - 1].rstrip().endswith(";")), len(lines))
+    else:
+        last = _block_end(source, below)
+    start = sum(len(line) for line in lines[: number - 1])
+    return Region(file, start, sum(len(line) for line in lines[:last]))
+
+
+def guards(root: Path = ROOT) -> dict[str, list[Region]]:
+    """Every marker in the marked trees, by guard name (a name marked twice lists both regions)."""
+    found: dict[str, list[Region]] = {}
+    for tree in MARKED_TREES:
+        for path in sorted((root / tree).rglob("*")):
+            if path.suffix not in (".py", ".sql") or "__pycache__" in path.parts:
+                continue
+            source = path.read_text()
+            for match in MARKER.finditer(source):
+                file = str(path.relative_to(root))
+                found.setdefault(match.group(1), []).append(_region(file, source, match.start()))
+    return found
+
+
+def check(mutations: Sequence[Mutation], root: Path = ROOT, *, whole: bool = True) -> list[str]:
+    """Everything wrong with the list as the code stands: what `--check` reports. Only the whole catalogue
+    (`whole`) must address every marker; a chosen few (`--only`) must each apply."""
     problems, seen = [], set()
+    marked = guards(root)
     for m in mutations:
         if m.name in seen:
             problems.append(f"{m.name}: the name is used twice")
         seen.add(m.name)
-        source = root / m.file
-        if not source.is_file():
-            problems.append(f"{m.name}: no file {m.file}")
+        regions = marked.get(m.guard, [])
+        if len(regions) != 1:
+            problems.append(f"{m.name}: its guard {m.guard!r} is marked {len(regions)} times (must be exactly once)")
             continue
-        count = source.read_text().count(m.snippet)
+        region = regions[0]
+        count = (root / region.file).read_text()[region.start:region.end].count(m.snippet)
         if count != 1:
-            problems.append(f"{m.name}: its snippet occurs {count} times in {m.file} (must be exactly once)")
+            problems.append(f"{m.name}: its snippet occurs {count} times in guard {m.guard!r} ({region.file}; must be exactly once)")
         if not m.tests:
             problems.append(f"{m.name}: no test modules named")
         for module in m.tests:
             if not (root / module.split("::")[0]).is_file():
                 problems.append(f"{m.name}: no test module {module}")
+    addressed = {m.guard for m in mutations} if whole else set(marked)
+    problems.extend(f"guard {name!r} ({regions[0].file}) is marked but no mutation addresses it"
+                    for name, regions in sorted(marked.items()) if name not in addressed)
     return problems
+
+
+def locate(mutation: Mutation, root: Path) -> tuple[Path, int]:
+    """The file holding the mutation's guard and the snippet's offset in it."""
+    regions = guards(root).get(mutation.guard, [])
+    if len(regions) != 1:
+        raise ValueError(f"{mutation.name}: its guard {mutation.guard!r} is marked {len(regions)} times")
+    region = regions[0]
+    path = root / region.file
+    within = path.read_text()[region.start:region.end]
+    if within.count(mutation.snippet) != 1:
+        raise ValueError(f"{mutation.name}: the snippet does not occur exactly once in guard {mutation.guard!r}")
+    return path, region.start + within.index(mutation.snippet)
 
 
 def scratch_copy(root: Path = ROOT) -> Path:
@@ -114,6 +196,7 @@ def run_tests(scratch: Path, modules: Iterable[str], timeout: float, python: str
     command = [python, "-m", "pytest", *PYTEST_ARGS, *modules]
     try:
         done = subprocess.run(command, cwd=scratch, env=_child_env(), capture_output=True, text=True, timeout=timeout,
+                              # guard: mutation-runs-inherit-an-ignored-ctrl-c
                               preexec_fn=_default_ctrl_c)
     except subprocess.TimeoutExpired as hung:
         out = hung.stdout.decode() if isinstance(hung.stdout, bytes) else (hung.stdout or "")
@@ -122,12 +205,10 @@ def run_tests(scratch: Path, modules: Iterable[str], timeout: float, python: str
 
 
 def mutate_and_test(mutation: Mutation, scratch: Path, timeout: float = DEFAULT_TIMEOUT) -> Result:
-    path = scratch / mutation.file
+    path, at = locate(mutation, scratch)
     original = path.read_text()
-    if original.count(mutation.snippet) != 1:
-        raise ValueError(f"{mutation.name}: the snippet does not occur exactly once in {mutation.file}")
     started = time.monotonic()
-    path.write_text(original.replace(mutation.snippet, mutation.replacement, 1))
+    path.write_text(original[:at] + mutation.replacement + original[at + len(mutation.snippet):])
     try:
         code, output = run_tests(scratch, mutation.tests, timeout)
     finally:
@@ -153,7 +234,7 @@ def run(
     progress: Callable[[int, int, Result], None] | None = None,
 ) -> list[Result]:
     """Every mutation in turn on one scratch copy, removed afterwards."""
-    problems = check(mutations, root)
+    problems = check(mutations, root, whole=False)
     if problems:
         raise ValueError("the mutation list does not apply:\n  " + "\n  ".join(problems))
     scratch = scratch_copy(root)

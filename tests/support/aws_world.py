@@ -3,7 +3,7 @@
 `moto_server()` starts moto's `ThreadedMotoServer` on a free loopback port and
 points the environment at it (`AWS_ENDPOINT_URL`, a region, test credentials;
 `moto_endpoint()` is the same without the minute rule), so the engine's own
-clients (`nudge.aws_client`) reach it from this process and from any process
+clients (`adapters/aws.aws_client`) reach it from this process and from any process
 started after it. `Deployment` reads what a person looking at
 the AWS console would see: the minute rule's state and the one-time schedules.
 """
@@ -140,7 +140,7 @@ class World:
         self.sources: list[str] = []
 
     def switches(self):
-        from chalicelib.events.runner.sleep import aws_switches
+        from chalicelib.events.adapters.aws import aws_switches
 
         return aws_switches(RULE, FUNCTION, ROLE)
 
@@ -193,14 +193,14 @@ def engine_aws() -> Iterator[LambdaInvokes]:
     they are built against them: what a sleeping deployment's tests run in."""
     import pytest
 
-    from chalicelib.events import nudge
+    from chalicelib.events.adapters import aws as aws_adapter
     from chalicelib.events.runner import compose
 
     invokes = LambdaInvokes()
     try:
         with moto_server(), pytest.MonkeyPatch.context() as patch:
             patch.setenv("AWS_ENDPOINT_URL_LAMBDA", invokes.url)
-            patch.setattr(nudge, "_clients", {})
+            patch.setattr(aws_adapter, "_clients", {})
             patch.setattr(compose, "_switches", None)
             yield invokes
     finally:

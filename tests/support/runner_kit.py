@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 
 from chalicelib.db import Database, Tx, must_exist
-from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.actions.perform import Actions
+from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.model import Claim, LogEntry, Run, Step
 from chalicelib.events.runner import Budget, Rules, Runner, TickReport
 from chalicelib.events.runner.outcomes import Applied, settle_outcome
 from chalicelib.events.store import log, runs
-from tests.support.clock import ManualClock
+from devtools.kit.clock import ManualClock
+from devtools.kit.game_bridge import SECRET, GameBridge
 from tests.support.factory import make_definition
-from tests.support.game_bridge import SECRET, GameBridge
 
 RULES = Rules(lease_seconds=120, max_attempts=3, retry_seconds=30)
 ROOT = Path(__file__).resolve().parents[2]

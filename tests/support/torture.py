@@ -32,8 +32,8 @@ from chalicelib.db import Database, DatabaseClock, Tx, must_exist
 from chalicelib.events.model import TERMINAL_RUN
 from chalicelib.events.runner.command import tick_once
 from chalicelib.events.runner.compose import build_runner
+from devtools.kit.game_bridge import SECRET, GameBridge
 from tests.support.factory import make_definition
-from tests.support.game_bridge import SECRET, GameBridge
 
 FULL = os.environ.get("TORTURE_SCALE", "ci").strip().lower() == "full"
 

@@ -18,8 +18,8 @@ import pytest
 
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.migrate import migrate
-from tests.support.game_bridge import Answer
-from tests.support.mariadb import PrivateMariaDB
+from devtools.kit.game_bridge import Answer
+from devtools.kit.mariadb import PrivateMariaDB
 from tests.support.torture import (
     TickFleet,
     audit,

@@ -13,7 +13,7 @@ import random
 import time
 from collections import Counter
 
-from tests.support.game_bridge import ApplyingGame
+from devtools.kit.game_bridge import ApplyingGame
 from tests.support.torture import (
     TickFleet,
     dispatching,

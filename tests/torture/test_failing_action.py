@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from tests.support.game_bridge import Answer
+from devtools.kit.game_bridge import Answer
 from tests.support.torture import (
     TickFleet,
     attempts_delivered,

@@ -13,7 +13,7 @@ import json
 from collections import Counter, defaultdict
 
 from chalicelib.outbound import MAX_ANSWER_BYTES
-from tests.support.game_bridge import Answer, deep, dripping, huge
+from devtools.kit.game_bridge import Answer, deep, dripping, huge
 from tests.support.torture import TickFleet, audit, document_of, schedule_runs, sized, unfinished_runs, wait_until
 
 WORKERS = 4

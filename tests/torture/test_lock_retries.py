@@ -22,8 +22,8 @@ from chalicelib.db import ConnectionParams, Database, DatabaseClock
 from chalicelib.events import controls
 from chalicelib.events.errors import EngineError
 from chalicelib.migrate import migrate
-from tests.support.game_bridge import Answer
-from tests.support.mariadb import PrivateMariaDB
+from devtools.kit.game_bridge import Answer
+from devtools.kit.mariadb import PrivateMariaDB
 from tests.support.torture import TickFleet, audit, document_of, module_steps, schedule_runs, sized, wait_until
 
 WORKERS = 8

@@ -18,7 +18,7 @@ import time
 from datetime import datetime
 
 from chalicelib.events.store.steps import GAVE_UP
-from tests.support.game_bridge import Answer
+from devtools.kit.game_bridge import Answer
 from tests.support.torture import (
     TickFleet,
     attempts_delivered,

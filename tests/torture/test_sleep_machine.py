@@ -30,8 +30,9 @@ from moto import mock_aws
 
 from chalicelib.config import Settings
 from chalicelib.events import nudge
+from chalicelib.events.adapters import aws as aws_adapter
+from chalicelib.events.adapters.aws import BACKSTOP_SOURCE, NUDGE_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from chalicelib.events.runner import compose, lambda_handler
-from chalicelib.events.runner.sleep import BACKSTOP_SOURCE, NUDGE_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from chalicelib.events.store import engine_state, runs
 from tests.conftest import START, restore_migrated
 from tests.support import aws_world
@@ -69,13 +70,13 @@ def aws(monkeypatch):
     for name, value in aws_world.ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.setattr(nudge, "_clients", {})
+    monkeypatch.setattr(aws_adapter, "_clients", {})
     monkeypatch.setattr(compose, "_switches", None)
     with mock_aws():
         import boto3
 
         boto3.client("events").put_rule(Name=aws_world.RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
-        yield Faults(*(nudge.aws_client(service) for service in ("events", "scheduler")))
+        yield Faults(*(aws_adapter.aws_client(service) for service in ("events", "scheduler")))
 
 
 def test_sleep_and_wake_never_strand_the_engine_under_any_interleaving(db, clock, aws):

@@ -29,16 +29,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from chalicelib.events import controls
-from chalicelib.events.actions.bridge import BridgeClient
 from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outcome import Outcome
+from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.model import TERMINAL_RUN, RunStatus
 from chalicelib.events.runner import Budget, Rules
 from chalicelib.events.store import phases, runs, steps
 from chalicelib.roles import CONTROLLERS
+from devtools.kit.game_bridge import SECRET, Answer
 from tests.conftest import START, restore_migrated
 from tests.support.api import ADMIN, GM, MODERATOR
-from tests.support.game_bridge import SECRET, Answer
 from tests.support.runner_kit import apply_outcome, make_runner, schedule, step
 from tests.support.torture import audit, sized
 
@@ -125,7 +125,7 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
                 return
             target = db.autocommit(lambda tx: steps.get(tx, nxt["id"]))
             # As a tick worker does: the run lease first, then the step, with one clock and one lease length.
-            if not db.autocommit(lambda tx: runs.claim(tx, target.run_id, "dead-worker", now, RULES.lease_seconds)):
+            if not db.autocommit(lambda tx: runs.take_lease(tx, target.run_id, "dead-worker", now, RULES.lease_seconds)):
                 return
             claim = db.autocommit(lambda tx: steps.claim(tx, target, now, RULES.lease_seconds))
             if claim is None:

@@ -12,7 +12,7 @@ import os
 import signal
 
 from chalicelib.db import DatabaseClock
-from tests.support.game_bridge import Answer
+from devtools.kit.game_bridge import Answer
 from tests.support.scenes import everything
 from tests.support.torture import (
     TickFleet,

@@ -13,9 +13,8 @@ from typing import Any
 
 from ..errors import ChannelError
 from ..model import Attention
-from .channels import Channel
 from .context import ActionContext
-from .notice import Notice
+from .notice import Channel, Notice
 from .outcome import Outcome
 
 
@@ -70,6 +69,7 @@ def cue_timeout(params: dict[str, Any], time_scale: float, auto_confirm_seconds:
     confirm after `auto_confirm_seconds` (rehearsal seconds) when that comes first. None: it never times out."""
     own = params.get("timeout_seconds")
     own_after = timedelta(seconds=own * time_scale) if own else None
+    # guard: a-dry-runs-engine-confirm-overrides-the-cues-own-earlier-timeout
     if auto_confirm_seconds is not None and (own_after is None or timedelta(seconds=auto_confirm_seconds) < own_after):
         return CueTimeout(timedelta(seconds=auto_confirm_seconds), "confirm", by_rehearsal=True)
     if own_after is None:

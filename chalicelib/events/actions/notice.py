@@ -1,11 +1,26 @@
-"""What a cue or an announcement posts, whichever channel carries it: the authored text and where it comes from."""
+"""What a cue or an announcement posts, and the one interface of whatever carries it.
+
+A Notice is the authored text and where it comes from, whichever channel
+carries it; a Channel (`adapters/channels.py` builds them from the settings)
+either delivers a notice or raises ChannelError: a notice is never dropped
+silently.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Protocol
 
 from ..model import Step
+
+
+class Channel(Protocol):
+    name: str
+    timeout: float  # the longest one post may take
+
+    def post(self, notice: Notice) -> None:
+        """Deliver `notice`; raise ChannelError if it was not delivered."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +80,7 @@ class Notice:
         With `limit`, the text is shortened (never the run, step or link) to fit. A dry run's
         begins with REHEARSAL_PREFIX, whatever it is."""
         if self.rehearsal:
+            # guard: a-dry-runs-message-is-not-marked-rehearsal
             return REHEARSAL_PREFIX + replace(self, rehearsal=False).message(
                 None if limit is None else limit - len(REHEARSAL_PREFIX))
         if self.kind in ABOUT_A_WAIT:
@@ -72,14 +88,17 @@ class Notice:
         if self.kind != "cue":
             return _shorten(self.text, limit)
         tail = f"\nRun {self.run_id}, step {self.step_id}: confirm it once done, or skip it."
+        # guard: cue-notice-without-its-link
         if self.link:
             tail += f"\n{self.link}"
         head = "Cue: "
+        # guard: notice-shortened-past-its-run-step-and-link
         return head + _shorten(self.text, None if limit is None else limit - len(head) - len(tail)) + tail
 
     @property
     def subject(self) -> str:
         if self.rehearsal:
+            # guard: a-dry-runs-subject-is-not-marked-rehearsal
             return REHEARSAL_PREFIX + replace(self, rehearsal=False).subject
         if self.kind == "advance":
             return f"Run {self.run_id} waits to advance"

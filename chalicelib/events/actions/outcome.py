@@ -1,4 +1,9 @@
-"""What a dispatch came to: the runner turns an Outcome into one fenced write."""
+"""What a dispatch came to, and what the game said when asked about a step in doubt.
+
+The runner turns an Outcome into one fenced write; a Probe (the answer of the
+bridge's status endpoint) decides, before a step in doubt is sent again,
+whether it is sent at all.
+"""
 
 from __future__ import annotations
 
@@ -55,3 +60,21 @@ class Outcome:
     @classmethod
     def failed(cls, error: str, **extra: Any) -> Outcome:
         return cls(Verdict.FAILED, error=error, **extra)
+
+
+class Status(str, Enum):
+    """What the game's status endpoint says of a step in doubt."""
+
+    APPLIED = "applied"  # the game applied it: the step is done, with the resources the answer lists
+    NOT_APPLIED = "not_applied"  # it did not, and will refuse a delivery of an earlier attempt: send it now
+    IN_PROGRESS = "in_progress"  # it is applying it: ask again after the backoff
+    UNKNOWN = "unknown"  # no usable answer: the step's on_doubt decides
+
+
+@dataclass(frozen=True)
+class Probe:
+    status: Status
+    detail: str  # what the log's `probe` says: the status, or why it is unknown
+    answer: dict[str, Any] | None = None  # an applied answer's body (its resources are recorded)
+    http_status: int | None = None
+    latency_ms: int | None = None

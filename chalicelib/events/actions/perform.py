@@ -1,4 +1,9 @@
-"""From a claimed step to an Outcome: the registry says which handler, the handler does it."""
+"""From a claimed step to an Outcome: the registry says which handler, the handler does it.
+
+This is the contract's side of the outside: a `Bridge` takes module actions, a
+`Channel` (`notice.py`) carries what core actions post; the adapters
+(`events/adapters/`) implement them and this package imports none of them.
+"""
 
 from __future__ import annotations
 
@@ -7,26 +12,37 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..model import Step, kept_note
 from . import core
-from .bridge import BridgeClient, Probe
-from .channels import Channel
 from .context import ActionContext
-from .outcome import Outcome
+from .notice import Channel
+from .outcome import Outcome, Probe
 from .registry import lookup, params_problem
 
 logger = logging.getLogger(__name__)
 
 
 class Bridge(Protocol):
-    """Where module actions go: the game bridge (`bridge.BridgeClient`), the sandbox, or a rehearsal's simulation."""
+    """Where module actions go: the game bridge (`adapters/bridge.BridgeClient`), the sandbox, or a rehearsal's
+    simulation."""
 
     timeout: float  # the longest one dispatch may take
 
     def dispatch(self, context: ActionContext) -> Outcome:
         """The action's outcome; never raises for what the other side answered."""
+
+
+@runtime_checkable
+class StatusBridge(Bridge, Protocol):
+    """A bridge whose game can be asked about a step in doubt (the game bridge's status endpoint); a dry run's
+    simulation is not one."""
+
+    asks_status: bool  # GAME_BRIDGE_STATUS: a step in doubt is asked about before it is re-sent
+
+    def probe(self, context: ActionContext) -> Probe:
+        """What the game says of the step in doubt before `context.attempt` is sent; never raises."""
 
 
 @dataclass(frozen=True)
@@ -57,17 +73,19 @@ class Actions:
         """Whether a step in doubt is asked about before it is re-sent: a module action sent to the game bridge,
         GAME_BRIDGE_STATUS on (a dry run's simulation or sandbox is never asked)."""
         spec = lookup(step.action_id)
-        return isinstance(self.bridge, BridgeClient) and self.bridge.asks_status and spec is not None and not spec.core
+        # guard: a-core-action-is-asked-about
+        return isinstance(self.bridge, StatusBridge) and self.bridge.asks_status and spec is not None and not spec.core
 
     def dispatch_seconds(self, step: Step) -> float:
         """The longest one attempt at `step` may take: two outbound deadlines for a step in doubt that is asked
         about first (the status GET, then the delivery), else one."""
         asked = self.bridge.timeout if step.in_doubt and self.bridge is not None and self.asks_status_of(step) else 0.0
+        # guard: a-probed-attempt-counts-one-deadline
         return self.longest_dispatch_seconds + asked
 
     def probe(self, context: ActionContext) -> Probe | None:
         """What the game says of the step in doubt before this attempt; None when it is not asked."""
-        if not isinstance(self.bridge, BridgeClient) or not self.asks_status_of(context.step):
+        if not isinstance(self.bridge, StatusBridge) or not self.asks_status_of(context.step):
             return None
         return self.bridge.probe(context)
 

@@ -18,8 +18,8 @@ cue claims none. Each notice has its own idempotency key (`{step key}:r{n}`,
 Every claim and its row commit together: a tick lost after the claim leaves the
 row saying the post was begun, never a claim nobody can see.
 
-A timeout ends the cue or pauses the run: a unit of work of the walker's
-(`advance.py`), since the phase may go on after it in the same transaction.
+A timeout ends the cue or pauses the run: a move in a unit of work of the walk's
+(`cue_timeout.py`), since the phase may go on after it in the same transaction.
 A post is made only when the budget admits its channel's deadline.
 """
 
@@ -31,9 +31,8 @@ from enum import Enum
 
 from ...db import Database, Tx
 from .. import journal
-from ..actions.channels import Channel
 from ..actions.context import ActionContext
-from ..actions.notice import Notice
+from ..actions.notice import Channel, Notice
 from ..actions.perform import Actions
 from ..actions.registry import REMIND_LIMIT_DEFAULT
 from ..errors import ChannelError
@@ -86,12 +85,14 @@ class Attender:
         Its interval is on `run`'s clock (a rehearsal's speed divides it; None: a live run's)."""
         assert step.remind_at is not None  # noqa: S101 — for mypy only: `due` found it
         limit, n = remind_limit(step), step.reminders_sent + 1
+        # guard: a-dry-runs-reminders-are-not-divided-by-its-speed
         interval = ActionContext.of(step, step.attempts, self.now, run).scaled(int(step.params["remind_after_seconds"]))
         next_at = max(self.now, step.remind_at) + interval if n < limit else None
         channel, waited = self.actions.cue_channel, waited_seconds(step, self.now)
         notice = Notice.reminder(step, n, limit, waited, self.now, self.actions.console_url)
         entry = journal.step_reminder(step, n, limit, channel.name, notice.idempotency_key, waited)
 
+        # guard: a-reminders-row-written-after-its-post
         def claim(tx: Tx) -> bool:
             if not steps.claim_reminder(tx, step, n, next_at):
                 return False
@@ -115,6 +116,7 @@ class Attender:
         entry = journal.step_escalated(step, channel.name, tries, self.rules.max_attempts, notice.idempotency_key,
                                        waited)
 
+        # guard: an-escalation-trys-row-written-after-its-post
         def claim(tx: Tx) -> bool:
             if not steps.claim_escalation(tx, step, retry_at):
                 return False

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from ... import runtime
 from ...config import Settings
 from ...db import Clock, Database, must_exist
-from ..actions.bridge import BridgeClient
-from ..actions.channels import channel_for
 from ..actions.perform import Actions
-from ..actions.rehearsal import rehearsal_actions
-from ..actions.signing import SigningKey
+from ..adapters.aws import AwsSwitches, aws_switches
+from ..adapters.bridge import BridgeClient
+from ..adapters.channels import channel_for
+from ..adapters.rehearsal import rehearsal_actions
+from ..adapters.signing import SigningKey
 from ..errors import ConfigError
 from .outcomes import Rules
-from .sleep import AwsSwitches, aws_switches
 from .tick import Runner
 
 MAX_BRIDGE_TIMEOUT_SECONDS = 10.0

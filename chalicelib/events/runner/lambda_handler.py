@@ -19,10 +19,11 @@ import pymysql
 from ... import runtime, schema_version
 from ...config import Settings
 from ...db import HANDSHAKE_SECONDS, lost_connection
+from ..adapters.aws import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from ..store import resources, runs, steps
 from .compose import process_runner, process_switches
 from .loop import Loop
-from .sleep import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE, Sleeper
+from .sleep import Sleeper
 from .tick import Runner
 
 if TYPE_CHECKING:  # typing only: the tick's cold start does not import it
@@ -82,6 +83,7 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
     try:
         runner.db.reach(max(reach_until, time.monotonic() + HANDSHAKE_SECONDS))
         behind = schema_version.behind(runner.db, log=False)
+        # guard: the-tick-works-on-an-unmigrated-schema
         if behind is not None:  # before the first migrate, or an upgrade's new tick before its migration
             logger.warning("%s: this tick invocation does nothing and the next one looks again", behind)
             runner.db.close()  # nothing held open: the database may pause meanwhile
@@ -111,6 +113,7 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
         "paused_run_age_seconds": paused_run_age,
         "resources_left": resources_left,  # what cleanups could not revert (revert_failed): the ResourcesLeft metric
         "seconds": round(time.monotonic() - started, 3),  # wall time: what Lambda bills
+        # guard: backstop-wake-not-counted
         "backstop_woke": woke and source == BACKSTOP_SOURCE,  # its wake-up was spent without waking the engine
     }
     logger.info("tick invocation finished", extra={**summary, "ticks": invocation_totals(ticks)})
@@ -123,6 +126,7 @@ def _next_tick_after_outage(settings: Settings, source: str) -> str:
     if not settings.sleep:
         return "the next scheduled tick tries again"
     try:
+        # guard: unreachable-wake-leaves-no-next-tick
         process_switches(settings).rule_on()
     except Exception as error:  # the line says what is left, whatever AWS answered
         left = ("nothing is left to wake the engine: turn its minute rule on" if source == BACKSTOP_SOURCE

@@ -51,7 +51,9 @@ def settle_outcome(
     parked for a decision, not failed)."""
     verdict, error, in_doubt = outcome.verdict, outcome.error, outcome.in_doubt
     attention = outcome.attention
+    # guard: retry-answer-at-the-ceiling-retried
     if verdict is Verdict.RETRY and claim.attempt >= rules.max_attempts:
+        # guard: a-step-in-doubt-under-resend-parks-at-the-ceiling
         if in_doubt and step.on_doubt is OnDoubt.PARK:
             verdict, error = Verdict.PARKED, f"gave up after {claim.attempt} attempts: {error}: waits for a decision"
             attention = Attention(escalate_at=escalate_at)
@@ -89,7 +91,9 @@ def settle_outcome(
         if in_doubt:
             detail["in_doubt"] = True
         entries.append(journal.step_status(step, StepStatus.RUNNING, status, cause=error, attempt=claim.attempt, **detail))
+    # guard: fenced-out-failure-applies-on-failure
     if written and status in STEP_FAILURES:
+        # guard: a-failure-in-an-ended-phase-applies-its-on-failure
         if steps.phase_ended(tx, step.run_id, step.phase, now):
             # The phase ended while the step was in flight: the failure degrades the run, its on_failure is moot.
             runs.degrade(tx, step.run_id, now, f"{step.named} {error or status.value}")
@@ -133,10 +137,12 @@ def apply_failure(tx: Tx, step: Step, error: str, now: datetime, *, compensate: 
     cause = f"{step.named} {error}"  # "Phase 1 · step 3 (world.spawn) HTTP 400: …": as a person sees the step
     if step.on_failure is OnFailure.PAUSE:
         if runs.transition(
+            # guard: on-failure-pause-pauses-an-ending
             tx, step.run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=cause, degrade=True
         ):
             return [journal.run_status(step.run_id, step.phase, RunStatus.RUNNING, RunStatus.PAUSED, cause=cause)]
     elif step.on_failure is OnFailure.ABORT_RUN:
+        # guard: abort-run-spares-a-paused-run
         for source in (RunStatus.RUNNING, RunStatus.PAUSED):
             # cleanup_on: fail — the run reverts what it left first, then fails (only if it left something).
             if compensate and runs.begin_cleanup(tx, step.run_id, [source], RunStatus.FAILED, now, last_error=cause,

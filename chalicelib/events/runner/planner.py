@@ -66,12 +66,14 @@ def plan_occurrences(
     report = PlanReport()
     pending = db.autocommit(lambda tx: definitions.recurrences(tx, now + horizon))
     for done, recurrence in enumerate(pending):
+        # guard: planner-ignores-its-share-of-the-tick
         if not keep_going():
             report.deferred = len(pending) - done
             logger.info("planning stopped for want of time: %d definition(s) wait for the next tick", report.deferred)
             break
         try:
             planned, skipped = _plan_definition(db, recurrence, now, horizon)
+        # guard: planner-stops-at-one-unreadable-schedule
         except Exception:  # one definition's schedule must not stop the others' planning
             report.failed += 1
             logger.exception("definition %s: its schedule could not be planned", recurrence.definition_id)
@@ -82,7 +84,9 @@ def plan_occurrences(
 
 
 def _plan_definition(db: Database, recurrence: Recurrence, now: datetime, horizon: timedelta) -> tuple[int, int]:
+    # guard: planner-reads-every-schedule-in-utc
     schedule = Schedule(recurrence.cron, recurrence.timezone or DEFAULT_TIMEZONE)
+    # guard: planner-plans-before-the-version
     after = recurrence.version_created_at - _TICK
     if recurrence.planned_through is not None:
         after = max(after, recurrence.planned_through)
@@ -112,11 +116,15 @@ def _plan_definition(db: Database, recurrence: Recurrence, now: datetime, horizo
 
 def _choose(schedule: Schedule, after: datetime, grace_start: datetime, now: datetime, until: datetime) -> _Plan:
     """Which occurrences in (after, until] become runs, how many are skipped, and how far that plans."""
+    # guard: planner-plans-past-the-grace-window
     startable_after = max(after, grace_start - _TICK)
     skipped = sum(1 for _ in islice(schedule.between(after, startable_after), MAX_SKIPPED_COUNTED))
+    # guard: planner-plans-oldest-first
     nearest = sorted(schedule.between(startable_after, until), key=lambda t: abs(t - now))
+    # guard: planner-cap-per-definition-ignored
     chosen, left = nearest[:MAX_OCCURRENCES_PER_TICK], nearest[MAX_OCCURRENCES_PER_TICK:]
     # Nearest first leaves out the oldest (skipped) and the latest (planned by a later tick).
     later = [t for t in left if t > max(chosen)] if left else []
+    # guard: planner-marks-the-later-occurrences-planned
     through = min(later) - _TICK if later else until
     return _Plan(chosen, skipped + len(left) - len(later), through)

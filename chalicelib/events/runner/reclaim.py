@@ -37,8 +37,10 @@ def reclaim(tx: Tx, now: datetime, max_attempts: int, *, escalate_at: datetime |
                             park_reason="doubt") for step in reclaimed.parked]
     for step in reclaimed.gave_up:
         entries.append(_taken_back(step, StepStatus.FAILED, steps.GAVE_UP, on_failure=step.on_failure.value))
+        # guard: a-sweeps-give-up-ignores-cleanup-on
         compensate = step.on_failure is OnFailure.ABORT_RUN and compensates(tx, step.run_id)
         entries.extend(apply_failure(tx, step, steps.GAVE_UP, now, compensate=compensate))
+    # guard: sweep-commits-before-its-log-rows
     log.append_many(tx, entries, now)
     return Swept(requeued=len(reclaimed.requeued), gave_up=len(reclaimed.gave_up), abandoned=len(reclaimed.abandoned),
                  parked=len(reclaimed.parked))

@@ -18,7 +18,7 @@ Going to sleep (`try_sleep`), when nothing is due within the planning horizon:
    sleep: on error the sleep is called off, the rule never went off;
 4. the minute rule goes off: on error it is turned back on and the sleep called off;
    if even that fails, the row stays asleep behind its wake-ups;
-5. the row is settled (asleep -> asleep, compare-and-set on the sleep's epoch): if
+5. the row stays asleep (asleep -> asleep, compare-and-set on the sleep's epoch): if
    anyone moved it meanwhile (work created, or a tick woke), the tick wakes as a
    starting one does, turning the rule on even if the row already says awake, since
    a woken tick may have turned it on before step 4 turned it off. If that fails,
@@ -26,7 +26,7 @@ Going to sleep (`try_sleep`), when nothing is due within the planning horizon:
 
 Step 4 begins only with time for the worst case of steps 4 and 5 left in the
 invocation (`SLEEP_SECONDS`; else the sleep is called off), so Lambda's timeout
-never stops a tick between turning the rule off and settling the row.
+never stops a tick between turning the rule off and the row's staying asleep.
 
 Waking up (`started`, at the start of every tick invocation): a row not awake has
 its rule turned on first, and only then is it moved to awake (compare-and-set on
@@ -53,13 +53,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from ...db import Database
+from ..adapters.aws import AWS_CALL_SECONDS, BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from ..cron import DEFAULT_TIMEZONE, Schedule
-from ..nudge import AWS_CALL_SECONDS, aws_client, tick_payload
 from ..store import definitions, engine_state, escalations, runs
 
 logger = logging.getLogger(__name__)
@@ -67,16 +66,11 @@ logger = logging.getLogger(__name__)
 WARM_UP = timedelta(seconds=60)  # Aurora resumes in ~15 s; the first tick then has the rest of the minute
 BACKSTOP_AFTER = timedelta(minutes=5)  # the backstop fires this long after the wake-up it backs
 LOOK_AHEAD = timedelta(days=400)  # past any yearly schedule's next occurrence; the wake-up is never later
-# Rule off, settle, rule on again, and the two wake-ups of a sleep put back: what step 4 on may take.
+# Rule off, stay asleep, rule on again, and the two wake-ups of a sleep put back: what step 4 on may take.
 SLEEP_SECONDS = 4 * AWS_CALL_SECONDS
 MAX_WAKE_TRIES = 5  # a row moved under a waking tick this many times running: its rule is on, it gives up
 
-RULE_SOURCE = "aws.events"  # the minute rule's event
-WAKE_SOURCE = "events.wake"
-BACKSTOP_SOURCE = "events.backstop"
-NUDGE_SOURCE = "events.nudge"
 SLEEP_LOST_SOURCE = "events.sleep"  # a sleep that lost its row to a wake while the rule went off
-WOKEN_SOURCES = (WAKE_SOURCE, BACKSTOP_SOURCE, NUDGE_SOURCE)
 
 _ALL = datetime(9999, 12, 31)
 
@@ -93,82 +87,29 @@ def next_work(db: Database, now: datetime, horizon: timedelta, escalate_after: t
             wake = stall
     for recurrence in db.autocommit(lambda tx: definitions.recurrences(tx, _ALL)):
         after = max(now, recurrence.planned_through or now, recurrence.version_created_at)
+        # guard: wake-up-in-utc-not-the-definitions-zone
         zone = recurrence.timezone or DEFAULT_TIMEZONE
         try:
             occurrence = next(Schedule(recurrence.cron, zone).between(after, now + LOOK_AHEAD), None)
         except ValueError:  # the planner logs an unreadable schedule; it creates no work
             continue
+        # guard: wake-up-at-the-later-of-occurrence-and-wake-time
         if occurrence is not None and (wake is None or occurrence - horizon < wake):
             wake = occurrence - horizon
     look_ahead_end = now + LOOK_AHEAD
+    # guard: no-wake-up-past-the-look-ahead
     return look_ahead_end if wake is None or wake > look_ahead_end else wake
 
 
 class Switches(Protocol):
-    """What puts the deployment to sleep and wakes it: its minute rule, a one-time wake-up and its backstop."""
+    """What puts the deployment to sleep and wakes it: its minute rule, a one-time wake-up and its backstop
+    (on AWS, `adapters/aws.AwsSwitches`)."""
 
     def rule_on(self) -> None: ...
     def rule_off(self) -> None: ...
     def set_wake_ups(self, sleep: int, wake_at: datetime, backstop_at: datetime) -> None: ...
     def set_backstop(self, sleep: int, backstop_at: datetime) -> None: ...
     def cancel_wake_ups(self, sleep: int) -> None: ...
-
-
-@dataclass
-class AwsSwitches:
-    """The minute rule and the one-time schedules, through boto3 clients the caller builds."""
-
-    events: Any
-    scheduler: Any
-    rule_name: str
-    function_arn: str
-    role_arn: str
-
-    def wake_up_name(self, sleep: int) -> str:
-        return f"{self.rule_name}-wake-{sleep}"  # the tick's role may manage only schedules named after its rule
-
-    def backstop_name(self, sleep: int) -> str:
-        return f"{self.rule_name}-backstop-{sleep}"
-
-    def rule_on(self) -> None:
-        self.events.enable_rule(Name=self.rule_name)
-
-    def rule_off(self) -> None:
-        self.events.disable_rule(Name=self.rule_name)
-
-    def set_wake_ups(self, sleep: int, wake_at: datetime, backstop_at: datetime) -> None:
-        """The sleep's one-time wake-up, then its backstop; each deletes itself after firing."""
-        self._put(self.wake_up_name(sleep), wake_at, WAKE_SOURCE)
-        self.set_backstop(sleep, backstop_at)
-
-    def set_backstop(self, sleep: int, backstop_at: datetime) -> None:
-        """The sleep's backstop alone, created or moved (a woken tick that could not wake puts it back)."""
-        self._put(self.backstop_name(sleep), backstop_at, BACKSTOP_SOURCE)
-
-    def cancel_wake_ups(self, sleep: int) -> None:
-        for name in (self.wake_up_name(sleep), self.backstop_name(sleep)):
-            try:
-                self.scheduler.delete_schedule(Name=name)
-            except self.scheduler.exceptions.ResourceNotFoundException:
-                pass
-
-    def _put(self, name: str, when: datetime, source: str) -> None:
-        schedule = {
-            "Name": name,
-            "ScheduleExpression": f"at({when:%Y-%m-%dT%H:%M:%S})",
-            "ScheduleExpressionTimezone": "UTC",
-            "FlexibleTimeWindow": {"Mode": "OFF"},
-            "Target": {"Arn": self.function_arn, "RoleArn": self.role_arn, "Input": tick_payload(source).decode()},
-            "ActionAfterCompletion": "DELETE",
-        }
-        try:
-            self.scheduler.create_schedule(**schedule)
-        except self.scheduler.exceptions.ConflictException:  # a retried create whose first answer was lost
-            self.scheduler.update_schedule(**schedule)
-
-
-def aws_switches(rule_name: str, function_arn: str, role_arn: str) -> AwsSwitches:
-    return AwsSwitches(aws_client("events"), aws_client("scheduler"), rule_name, function_arn, role_arn)
 
 
 class Sleeper:
@@ -185,9 +126,12 @@ class Sleeper:
         for _ in range(MAX_WAKE_TRIES):
             seen = self.db.autocommit(engine_state.read)
             if seen.state == "awake":
+                # guard: woken-tick-trusts-an-awake-row
                 if source != RULE_SOURCE:
                     self._rule_on_anyway(source)
                 return False
+            # guard: wake-commits-awake-before-enabling-the-rule
+            # guard: failed-wake-leaves-the-row-waking
             try:
                 self.switches.rule_on()
             except Exception:
@@ -195,9 +139,11 @@ class Sleeper:
                     self.db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, seen.epoch))
                 logger.error("could not turn the minute rule back on: the engine stays %s (%s woke it)", seen.state, source)
                 if source in (WAKE_SOURCE, BACKSTOP_SOURCE) and seen.wake_ups is not None:
+                    # guard: a-refused-wake-puts-no-backstop-back
                     self._wake_ups_again(now, seen.wake_ups)
                 raise
             if self.db.autocommit(lambda tx: engine_state.up(tx, now, seen.epoch)):
+                # guard: wake-keeps-its-wake-ups
                 if seen.wake_ups is not None:
                     self._cancel(seen.wake_ups)
                 if source == BACKSTOP_SOURCE:
@@ -217,6 +163,7 @@ class Sleeper:
         if sleep is None:
             return False
         wake = next_work(self.db, now, self.horizon, self.escalate_after)  # work that came while we decided
+        # guard: sleep-without-looking-again
         if self._busy(wake, now):
             self._call_off(now, sleep)
             return False
@@ -224,10 +171,12 @@ class Sleeper:
         try:
             self.switches.set_wake_ups(sleep, wake_at, wake_at + BACKSTOP_AFTER)
         except Exception:
+            # guard: sleep-goes-on-without-its-wake-up
             logger.exception("could not set the wake-up: staying awake")
             if self._call_off(now, sleep):
                 self._cancel(sleep)
             return False
+        # guard: sleep-turns-the-rule-off-without-time-to-finish
         if self.time_left() < SLEEP_SECONDS:  # the wake-ups took long: no time left to finish safely
             if self._call_off(now, sleep):
                 self._cancel(sleep)
@@ -236,8 +185,10 @@ class Sleeper:
             self.switches.rule_off()
         except Exception:
             logger.exception("could not turn the minute rule off: staying awake")
+            # guard: sleep-stays-asleep-when-the-rule-will-not-go-off
             return self._rule_back_on(now, sleep)
-        if self.db.autocommit(lambda tx: engine_state.settle(tx, now, sleep, wake_at)):
+        # guard: sleep-ignores-a-wake-while-the-rule-went-off
+        if self.db.autocommit(lambda tx: engine_state.stay_asleep(tx, now, sleep, wake_at)):
             logger.info("asleep until %s (backstop %s)", wake_at.isoformat(), (wake_at + BACKSTOP_AFTER).isoformat())
             return True
         # Work was created, or a tick woke, while the rule went off: that tick may have turned it on first.
@@ -260,6 +211,7 @@ class Sleeper:
         try:
             self.switches.rule_on()
         except Exception:
+            # guard: sleep-says-awake-while-the-rule-may-be-off
             logger.exception("could not turn the minute rule back on: asleep behind the wake-up")
             return True
         if self._call_off(now, sleep):
@@ -280,6 +232,7 @@ class Sleeper:
         stand again, `BACKSTOP_AFTER` and twice that from now, so a rule that stays unwilling is tried again
         rather than left off for good, and one lost invocation still leaves the other (as a sleep does)."""
         try:
+            # guard: a-refused-wake-puts-back-only-the-backstop
             self.switches.set_wake_ups(sleep, now + BACKSTOP_AFTER, now + 2 * BACKSTOP_AFTER)
         except Exception:
             logger.exception("could not put the wake-ups back: nothing but created work wakes the engine")

@@ -48,6 +48,7 @@ def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime,
         return done  # EVENT_ESCALATE_AFTER_SECONDS=0: nobody is escalated
     after = timedelta(seconds=actions.escalate_after_seconds)
     for wait in db.autocommit(lambda tx: escalations.due(tx, now, after, WAITS_PER_TICK)):
+        # guard: a-stalled-dry-run-is-escalated-to-the-live-channel
         channel = rehearsing.escalations if wait.rehearsal else actions.escalations
         if not budget.allows(channel.timeout):
             done.out_of_budget = True
@@ -74,12 +75,12 @@ def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime,
             db.autocommit(partial(log.append, entry=journal.notice_failed(entry, error, retry_at), now=now))
             continue
 
-        def settle(tx: Tx, wait: escalations.Wait = wait, tries: int = tries, entry: journal.Entry = entry,
-                   error: str | None = error) -> None:
+        def end_try(tx: Tx, wait: escalations.Wait = wait, tries: int = tries, entry: journal.Entry = entry,
+                    error: str | None = error) -> None:
             if escalations.over(tx, wait, tries, now, sent=error is None) and error is not None:
                 log.append(tx, journal.notice_failed(entry, error, None), now)
 
-        db.transaction(settle)
+        db.transaction(end_try)
         done.failed += error is not None and not wait.rehearsal
     return done
 
@@ -101,6 +102,7 @@ def _claim(db: Database, wait: escalations.Wait, retry_at: datetime, now: dateti
         notice = Notice.stall(wait.run_id, n, wait.waiting_for, waited, now, console_url)
         entry = journal.run_escalated(wait.run_id, wait.phase, wait.waiting_for, n, channel, tries, max_attempts,
                                       notice.idempotency_key, waited)
+        # guard: a-stalled-runs-try-without-its-row
         log.append(tx, entry, now)
         return notice, entry, tries
 

@@ -1,6 +1,6 @@
 """One tick: one clock read, then its chores in order, each on its share of the budget.
 
-The chores are reclaim, plan, then advance the runs whose wake time has come, on a
+The chores are reclaim, plan, then walk the runs whose wake time has come, on a
 bounded pool (a parked cue's reminders, escalation and timeout are worked there,
 by its run's wake time), then escalate the runs stalled waiting for a person;
 later work (cleanup) is one more chore in `Runner.chores`.
@@ -18,19 +18,19 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Clock, Database, Tx, must_exist
-from ..actions.channels import LogChannel
 from ..actions.perform import Actions
-from ..actions.rehearsal import rehearsal_actions
+from ..adapters.channels import LogChannel
+from ..adapters.rehearsal import rehearsal_actions
 from ..document import Programme, programme_of
 from ..errors import UnreadableDocument
 from ..model import RehearsalBridge, Run
 from ..store import definitions, runs
-from .advance import RunAdvancer, RunReport
 from .budget import Budget
 from .outcomes import Rules
 from .planner import plan_occurrences
 from .reclaim import reclaim
 from .stalls import escalate_stalls
+from .walk import RunReport, RunWalker
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class TickReport:
     dispatched: int = 0
     started: int = 0  # runs this tick took from scheduled into their first phase
     outcomes: Counter[str] = field(default_factory=Counter)
-    statuses: Counter[str] = field(default_factory=Counter)  # how the advanced runs were left
+    statuses: Counter[str] = field(default_factory=Counter)  # how the walked runs were left
     errors: int = 0
     reminders: int = 0
     escalations: int = 0
@@ -85,6 +85,7 @@ class TickReport:
     rehearsals: int = 0  # dry runs this tick looked at: counted here alone, never in the production figures
 
     def add(self, run: RunReport | None, *, rehearsal: bool = False) -> None:
+        # guard: a-dry-run-counts-in-the-ticks-production-figures
         if rehearsal:
             self.rehearsals += 1
             return
@@ -92,7 +93,7 @@ class TickReport:
         if run is None:
             self.errors += 1
             return
-        self.runs_advanced += run.claimed
+        self.runs_advanced += run.leased
         self.dispatched += run.dispatched
         self.started += run.started
         self.outcomes.update(run.outcomes)
@@ -149,7 +150,7 @@ class Runner:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if not 0 <= shard[0] < shard[1]:
             raise ValueError(f"shard must be (index, count) with 0 <= index < count, got {shard}")
-        self.shard = shard  # this runner advances only the runs of its shard (see runs.find_due)
+        self.shard = shard  # this runner walks only the runs of its shard (see runs.find_due)
         self.db, self.clock, self.actions, self.rules = db, clock, actions, rules
         # A dry run's actions, by its bridge: never the live bridge or channels (default: simulated, logged).
         self.rehearsals = rehearsals or rehearsal_actions(actions, LogChannel("rehearsal"), None)
@@ -166,12 +167,12 @@ class Runner:
 
     def chores(self, *, plan: bool = True) -> list[Chore]:
         """What one tick does, in order, each with its share of the budget: take back expired
-        step leases, plan recurring definitions (unless `plan` is False), advance the due runs, escalate
+        step leases, plan recurring definitions (unless `plan` is False), walk the due runs, escalate
         the runs that have waited too long for a person."""
         return [
             Chore("reclaim", None, self._reclaim),
             *([Chore("plan", PLANNING_SHARE, self._plan)] if plan else []),
-            Chore("advance", None, self._advance_due),
+            Chore("advance", None, self._walk_due),  # the walk of the due runs, under its old name
             Chore("escalate", None, self._escalate_stalls),
         ]
 
@@ -190,6 +191,7 @@ class Runner:
     def _reclaim(self, tick: TickWork, budget: Budget) -> None:
         now, report = tick.now, tick.report
         escalate_at = self.actions.escalation_due(now)  # of a step the sweep parks in doubt
+        # guard: tick-sweeps-in-autocommit
         swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_at=escalate_at,
                                                        compensates=self._cleans_up_on_failure))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
@@ -201,26 +203,29 @@ class Runner:
         report.planned, report.skipped_occurrences = planned.planned, planned.skipped
         report.plan_failures, report.plan_deferred = planned.failed, planned.deferred
 
-    def _advance_due(self, tick: TickWork, budget: Budget) -> None:
+    def _walk_due(self, tick: TickWork, budget: Budget) -> None:
         now, report = tick.now, tick.report
-        def advancer(actions: Actions) -> RunAdvancer:
-            return RunAdvancer(self.db, actions, self.rules, self._programme_for, now, budget,
+
+        def walker(actions: Actions) -> RunWalker:
+            return RunWalker(self.db, actions, self.rules, self._programme_for, now, budget,
                                self.step_worst_case_seconds, tick.leases_lapse_at)
 
-        live = advancer(self.actions)
-        rehearsing = {bridge: advancer(actions) for bridge, actions in self.rehearsals.items()}
+        live = walker(self.actions)
+        rehearsing = {bridge: walker(actions) for bridge, actions in self.rehearsals.items()}
 
-        def advancer_for(run: Run) -> RunAdvancer:
+        def walker_for(run: Run) -> RunWalker:
             """The tick picks a run's bridge and channels from its row."""
+            # guard: a-dry-run-is-driven-with-the-live-bridge-and-channels
             return live if run.rehearsal is None else rehearsing[run.rehearsal.bridge]
 
         after = None
         while budget.allows(self.step_worst_case_seconds):
             batch = self.db.autocommit(lambda tx: runs.find_due(tx, now, self.batch_size, after=after, shard=self.shard))
+            # guard: a-dry-run-counts-in-the-due-lag
             live_runs = [run for run in batch if run.rehearsal is None]
             if live_runs and after is None and live_runs[0].wake_at is not None:  # in wake order: the first waited longest
                 report.due_lag_seconds = max(0.0, (now - live_runs[0].wake_at).total_seconds())
-            for run, result in zip(batch, self._pool.map(lambda run: self._advance(advancer_for(run), run), batch),
+            for run, result in zip(batch, self._pool.map(lambda run: self._walk_one(walker_for(run), run), batch),
                                    strict=True):
                 report.add(result, rehearsal=run.rehearsal is not None)
             if len(batch) < self.batch_size:
@@ -261,11 +266,11 @@ class Runner:
         """Drop queued runs, wait for the ones in hand, then let the threads (and their connections) go."""
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def _advance(self, advancer: RunAdvancer, run: Run) -> RunReport | None:
+    def _walk_one(self, walker: RunWalker, run: Run) -> RunReport | None:
         try:
-            return advancer.advance(run)
+            return walker.walk(run)
         except Exception:  # one run's failure must not stop the others; its worker gave the run lease back: next tick retries
-            logger.exception("advancing run %s failed", run.id)
+            logger.exception("walking run %s failed", run.id)
             return None
 
     def _cleans_up_on_failure(self, tx: Tx, run_id: int) -> bool:

@@ -115,6 +115,7 @@ def recurrences(tx: Tx, until: datetime) -> list[Recurrence]:
 
 def mark_planned(tx: Tx, recurrence: Recurrence, through: datetime) -> bool:
     """Move planned_through on from what the planner read; False if another planner or a new version came first."""
+    # guard: mark-planned
     return (
         tx.execute(
             """UPDATE event_definitions SET planned_through = %s

@@ -43,6 +43,7 @@ def state(tx: Tx) -> str:
 
 def fall_asleep(tx: Tx, now: datetime, until: datetime) -> int | None:
     """awake -> asleep; the sleep's epoch (its wake-ups are named after it), or None if the row was not awake."""
+    # guard: fall-asleep-from-any-state
     moved = tx.execute(
         """UPDATE event_engine_state SET state = 'asleep', changed_at = %s, sleeps_until = %s,
                   epoch = epoch + 1, wake_ups = epoch
@@ -52,8 +53,9 @@ def fall_asleep(tx: Tx, now: datetime, until: datetime) -> int | None:
     return tx.scalar("SELECT epoch FROM event_engine_state WHERE id = 1") if moved == 1 else None
 
 
-def settle(tx: Tx, now: datetime, epoch: int, until: datetime) -> bool:
+def stay_asleep(tx: Tx, now: datetime, epoch: int, until: datetime) -> bool:
     """asleep -> asleep, once the rule is off: False if anyone moved the row since the sleep began (epoch)."""
+    # guard: stay-asleep-without-its-epoch
     return (
         tx.execute(
             """UPDATE event_engine_state SET changed_at = %s, sleeps_until = %s, epoch = epoch + 1
@@ -67,6 +69,7 @@ def settle(tx: Tx, now: datetime, epoch: int, until: datetime) -> bool:
 def wake(tx: Tx, now: datetime, stale_before: datetime) -> int | None:
     """asleep -> waking (work was created), or waking again once the last nudge is older than
     `stale_before` (it was lost); the nudge's epoch for the one caller that moved it, who nudges the tick."""
+    # guard: nudge-from-any-state
     moved = tx.execute(
         """UPDATE event_engine_state SET state = 'waking', changed_at = %s, epoch = epoch + 1
             WHERE id = 1 AND (state = 'asleep' OR (state = 'waking' AND changed_at < %s))""",
@@ -77,6 +80,7 @@ def wake(tx: Tx, now: datetime, stale_before: datetime) -> int | None:
 
 def up(tx: Tx, now: datetime, epoch: int) -> bool:
     """asleep or waking -> awake, once the rule is on: False if anyone moved the row since it was read (epoch)."""
+    # guard: wake-without-its-epoch
     return (
         tx.execute(
             """UPDATE event_engine_state SET state = 'awake', changed_at = %s, sleeps_until = NULL, epoch = epoch + 1
@@ -90,6 +94,7 @@ def up(tx: Tx, now: datetime, epoch: int) -> bool:
 def call_off(tx: Tx, now: datetime, sleep: int) -> bool:
     """asleep or waking -> awake while the rule is still on (the sleep `sleep` is called off before its rule
     went off); False if the row is awake or a later sleep holds it."""
+    # guard: called-off-sleep-wakes-a-later-sleep
     return (
         tx.execute(
             """UPDATE event_engine_state SET state = 'awake', changed_at = %s, sleeps_until = NULL, epoch = epoch + 1

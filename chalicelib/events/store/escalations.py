@@ -29,6 +29,7 @@ _WAITS = f"""(SELECT r.id AS run_id, r.current_phase AS phase, r.waiting_for,
                 FROM event_runs r
                 LEFT JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
                WHERE r.waiting_for IN ({waiting.RESUME}, {waiting.ADVANCE}))"""  # noqa: S608 — the renderings are constants
+# guard: a-stalled-dry-runs-escalation-waits-the-live-interval
 _DUE_AT = "w.since + INTERVAL ROUND(%s / w.speed) MICROSECOND"  # the wait's first try: after (µs) on its clock
 _NOT_ESCALATED = "NOT EXISTS (SELECT 1 FROM event_run_escalations e WHERE e.run_id = w.run_id AND e.since = w.since)"
 
@@ -49,6 +50,7 @@ class Wait:
 def due(tx: Tx, now: datetime, after: timedelta, limit: int) -> list[Wait]:
     """The waits due for a first try (waited `after` or longer, not escalated), and the unsent escalations
     whose next try has come and whose wait goes on, oldest first."""
+    # guard: a-stalled-run-escalated-twice
     rows = tx.all(
         f"""SELECT w.run_id, w.phase, w.waiting_for, w.since, 0 AS n, 0 AS tries, w.rehearsal FROM {_WAITS} w
              WHERE {_DUE_AT} <= %s AND {_NOT_ESCALATED}
@@ -82,6 +84,7 @@ def next_due(tx: Tx, after: timedelta) -> datetime | None:
 def claim_first(tx: Tx, wait: Wait, retry_at: datetime) -> int | None:
     """The first try of `wait` is this tick's: its row, numbered after the run's earlier escalations; the
     number, or None if the run no longer waits that wait or another tick claimed it first."""
+    # guard: a-stalled-wait-escalated-after-it-ended
     claimed = tx.execute(
         f"""INSERT INTO event_run_escalations (run_id, since, n, waiting_for, tries, retry_at)
             SELECT w.run_id, w.since,

@@ -40,6 +40,7 @@ def insert_plan(tx: Tx, run_id: int, plans: Sequence[PhasePlan], opened: int, no
         (run_id, plan.number, PhaseKind(plan.kind).value, plan.name[:NAME_LIMIT], now if plan.number == opened else None,
          None if plan.condition is None else json.dumps(plan.condition), plan.signal,
          None if plan.limit is None else plan.limit.seconds, None if plan.limit is None else plan.limit.on_deadline,
+         # guard: a-dry-runs-first-phase-deadline-is-not-divided-by-its-speed
          now + timedelta(seconds=plan.limit.seconds * time_scale) if plan.limit is not None and plan.number == opened
          else None)
         for plan in plans
@@ -50,6 +51,7 @@ def insert_plan(tx: Tx, run_id: int, plans: Sequence[PhasePlan], opened: int, no
         f"INSERT IGNORE INTO event_run_phases ({columns}) VALUES {values}",  # noqa: S608 — constant columns; VALUES is placeholders only
         [value for row in rows for value in row],
     )
+    # guard: an-early-signal-is-never-folded-in
     if any(plan.signal is not None for plan in plans):
         fold_signals(tx, run_id)
 
@@ -69,6 +71,7 @@ def fold_signals(tx: Tx, run_id: int) -> None:
 # longer applies its on_failure. A step is claimed only of a phase that takes claims (`TAKES_CLAIMS`):
 # not met, and no deadline passed, even a `pause` one (the run pauses before anything else of it starts).
 ENDING = "(p.condition_met OR (p.deadline <= %s AND p.on_deadline = 'close'))"
+# guard: claim-refuses-only-a-met-phase
 TAKES_CLAIMS = "(NOT p.condition_met AND (p.deadline IS NULL OR p.deadline > %s))"
 # The tick must close it: not closed yet, and its condition met or its deadline passed.
 CLOSE_DUE = "(p.closed_at IS NULL AND (p.condition_met OR p.deadline <= %s))"
@@ -106,7 +109,9 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
         met: dict[str, Any] = {"by": row["met_by"], "at": iso(row["met_at"])}
         if row["closed_by"] is not None:
             met["closed_by"] = row["closed_by"]
+        # guard: a-signal-before-its-deadline-said-to-be-late
         if row["met_by"] != TIMER and row["deadline"] is not None and row["deadline"] <= (row["closed_at"] or now):
+            # guard: a-signal-past-its-deadline-leaves-the-run-phase-row-silent
             met["deadline_passed"] = True  # a signal (or a person) won over the deadline
         return Standing(held=False, met=met)
     if row["condition"] is None:
@@ -114,6 +119,7 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
     if row["deadline"] is not None and row["deadline"] <= now and row["closed_by"] is None:
         return Standing(held=False, due=True)
     # The run, working at this phase, waits for what holds it (nobody for `after`), in the same statement.
+    # guard: a-held-phase-is-not-waited-for
     tx.execute(
         f"""UPDATE event_run_phases p JOIN event_runs r ON r.id = p.run_id
                SET p.drained_at = COALESCE(p.drained_at, %s),
@@ -152,7 +158,9 @@ def closing(tx: Tx, run_id: int, number: int, now: datetime) -> Closing | None:
     when = (_json(row["condition"]) or {}).get("when")
     by_deadline = "after" if when == "after" else "timeout"
     # Met by its signal's receipt, or by a person; else its deadline closes it.
+    # guard: a-passed-deadline-beats-the-signal
     closed_by = ("signal" if row["signalled"] else "advance") if row["condition_met"] else by_deadline
+    # guard: a-passed-pause-deadline-beats-the-signal
     return Closing(closed_by, row["on_deadline"] if not row["condition_met"] else None, row["met_by"], passed,
                    row["limit_seconds"], row["signal"])
 
@@ -162,6 +170,8 @@ def close(tx: Tx, run_id: int, number: int, closed_by: str, now: datetime) -> bo
     on its not being closed and something being due."""
     # Its open steps (a parked cue among them) are cancelled in the same unit: the run, working at this
     # phase, waits for nothing now (`waiting_for`, in this statement).
+    # guard: a-closed-phase-keeps-its-condition-unmet
+    # guard: a-closed-phase-is-still-waited-for
     return tx.execute(
         f"""UPDATE event_run_phases p JOIN event_runs r ON r.id = p.run_id
                SET p.closed_at = %s, p.closed_by = %s, p.met_at = IF(p.condition_met, p.met_at, %s),
@@ -175,6 +185,7 @@ def close(tx: Tx, run_id: int, number: int, closed_by: str, now: datetime) -> bo
 def auto_signal_due(tx: Tx, run_id: int, number: int, now: datetime) -> str | None:
     """The signal a dry run's engine sends its phase now (`auto_signal_seconds` after the phase opened), if it
     waits for one that has not come; None for a live run, or when nothing is due."""
+    # guard: a-dry-runs-signal-is-sent-before-it-is-due
     row = tx.one(
         f"""SELECT p.`signal` FROM event_run_phases p JOIN event_runs r ON r.id = p.run_id
              WHERE p.run_id = %s AND p.number = %s AND NOT p.condition_met AND p.closed_at IS NULL

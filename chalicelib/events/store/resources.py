@@ -58,6 +58,7 @@ def revert_failed(run: str) -> str:
 
 
 # What a resource becomes when its revert step ends as `s.status` (invariant 2).
+# guard: an-abandoned-revert-leaves-its-resource-reverting
 _FOLLOWS = f"""CASE WHEN s.status = {StepSQL.DONE} THEN {ResourceSQL.REVERTED}
                     WHEN s.status = {StepSQL.CANCELLED} THEN {ResourceSQL.LIVE}
                     ELSE {ResourceSQL.REVERT_FAILED} END"""
@@ -131,6 +132,7 @@ def reverts_of(tx: Tx, run_id: int) -> Reverts:
 def count_left(tx: Tx) -> int:
     """How many resources every live run has left whose revert failed (the ResourcesLeft metric): one index
     range, each row's run by its key (a dry run's sandbox resources are never counted)."""
+    # guard: a-dry-runs-resources-count-as-left
     return int(tx.scalar(
         f"""SELECT COUNT(*) AS n FROM event_run_resources res JOIN event_runs r ON r.id = res.run_id
              WHERE res.status = {ResourceSQL.REVERT_FAILED} AND r.mode = {RunSQL.LIVE}""")  # noqa: S608 — the status and mode literals are constants
@@ -156,6 +158,7 @@ def open_reverts(tx: Tx, run_id: int, phase: int, now: datetime) -> int:
     """The cleanup's revert steps for what the run has left to revert, appended to its cleanup phase newest
     first, keyed as every step is; each such resource `reverting` (invariant 3). 0, and nothing else
     written, while a step of the run holds a live lease or nothing is left to revert."""
+    # guard: reverts-are-planned-while-a-step-is-in-flight
     added = tx.execute(
         f"""INSERT IGNORE INTO event_run_steps (run_id, phase, seq, action_id, params, action_version, on_failure, resource_id)
             SELECT res.run_id, %s,
@@ -200,6 +203,7 @@ def follow_run(tx: Tx, run_id: int, now: datetime) -> int:
 
 
 def _follow(tx: Tx, which: str, args: tuple[Any, ...], now: datetime) -> int:
+    # guard: a-revert-still-open-moves-its-resource
     return tx.execute(
         f"""UPDATE event_run_resources res JOIN event_run_steps s ON s.resource_id = res.id
                SET res.status = {_FOLLOWS}, res.changed_at = %s

@@ -1,7 +1,7 @@
 """event_runs: occurrences, their guarded transitions, the run lease, and the wake time.
 
 Every statement that changes a run or hands it back also writes its wake time
-(see `wake`): scheduling writes scheduled_for, a run claim the lease's expiry
+(see `wake`): scheduling writes scheduled_for, taking the run lease the lease's expiry
 (a worker that dies is looked at again then), the release the earliest timer
 from the rows as they stand, and a status change what its row of
 `lifecycle.TRANSITIONS` says: a pause or an end NULL, a person's resume now
@@ -76,10 +76,12 @@ def list_page(
     where: list[str] = []
     args: list[Any] = []
     if waiting_for == "any":
+        # guard: the-any-filter-lets-every-run-through
         where.append("waits = 1")
     elif waiting_for is not None:
         if waiting_for not in waiting.STORED:
             raise ValueError(f"runs wait for one of {waiting.FILTERS}, not {waiting_for!r}")
+        # guard: the-waiting-filter-ignores-what-it-asks-for
         where.append("waiting_for = %s")
         args.append(waiting_for)
     if status is not None:
@@ -89,6 +91,7 @@ def list_page(
         if rehearsal not in REHEARSAL_FILTERS:
             raise ValueError(f"rehearsal is one of {REHEARSAL_FILTERS}, not {rehearsal!r}")
         where.append("mode = %s")  # one range of (mode, id)
+        # guard: the-runs-filter-mixes-dry-runs-and-live-runs
         args.append((RunMode.REHEARSAL if rehearsal == "only" else RunMode.LIVE).value)
     if definition_id is not None:
         where.append("definition_id = %s")
@@ -134,9 +137,13 @@ def find_due(
     """
     keyset, args = "", []
     if after is not None:
+        # guard: due-runs-page-skips-a-tied-wake
         keyset = "AND (wake_at > %s OR (wake_at = %s AND id > %s))"
         args = [after[0], after[0], after[1]]
     index, count = shard
+    # guard: find-due
+    # guard: find-due-takes-runs-not-yet-due
+    # guard: find-due-ignores-its-shard
     rows = tx.all(
         f"""SELECT {COLUMNS} FROM event_runs
              WHERE wake_at <= %s
@@ -173,7 +180,10 @@ def insert_occurrence(
     if not is_whole_number(grace_seconds, at_least=0):
         raise ValueError(f"grace_seconds must be a non-negative whole number, got {grace_seconds!r}")
     key = occurrence_key(definition_id, scheduled_for)
+    # guard: planner-plans-a-skipped-occurrence
+    # guard: schedule-without-a-wake
     created = tx.execute(
+        # guard: schedule-twice-is-two-runs
         f"""INSERT IGNORE INTO event_runs
              (definition_id, definition_version, occurrence_key, status, scheduled_for,
               grace_seconds, health, created_at, updated_at, wake_at)
@@ -271,9 +281,12 @@ def _move(
         raise ValueError(f"phases are numbered from 1, got {current_phase!r}")
     sets = ["status = %s", "updated_at = %s"]
     args: list[Any] = [to.value, now]
+    # guard: a-status-change-keeps-the-version
+    # guard: a-phase-change-raises-the-version
     if to not in sources:
         sets.append("event_runs.version = event_runs.version + 1")
     if seen_version is not None:
+        # guard: a-run-move-ignores-the-version-seen
         guard = f"({guard}) AND event_runs.version = %s"
         guard_args = [*guard_args, seen_version]
     if started or to is RunStatus.STARTING:
@@ -310,6 +323,8 @@ def _move(
             args.append(now)
             if alias == "opened":  # its deadline, from its limit as authored on the run's clock (a rehearsal's
                 # speed divides it; none: DATE_ADD of NULL is NULL)
+                # guard: a-later-phase-opens-without-its-deadline
+                # guard: a-dry-runs-next-phase-deadline-is-not-divided-by-its-speed
                 sets.append("opened.deadline = COALESCE(opened.deadline, DATE_ADD(%s, INTERVAL"
                             " ROUND(opened.limit_seconds * 1000000 / event_runs.speed) MICROSECOND))")
                 args.append(now)
@@ -328,8 +343,10 @@ def _waiting_after(sources: list[RunStatus], to: RunStatus, phases: tuple[int | 
     its rows say (a parked cue, a held phase, or nothing: `waiting.from_rows`); any other move, nothing (a
     new phase has nobody to wait for yet, a finished run none ever)."""
     if to is RunStatus.PAUSED:
+        # guard: a-pause-is-not-waited-for
         return waiting.RESUME
     if to is RunStatus.RUNNING and RunStatus.PAUSED in sources and phases == (None, None):
+        # guard: a-resume-forgets-what-its-run-waits-for
         return waiting.from_rows("event_runs")
     return "NULL"
 
@@ -351,6 +368,7 @@ def transition(
     if not sources:
         raise ValueError("a transition needs at least one source status")
     marks = placeholders(len(sources))
+    # guard: transition-from-any-status
     return _move(tx, run_id, sources, to, now, f"status IN ({marks})", [s.value for s in sources], **changes)
 
 
@@ -376,13 +394,17 @@ def leave_phase(
     """
     from_status = RunStatus(from_status)
     args: list[Any]
+    # guard: leave-phase-from-any-status
     guard, args = "status = %s", [from_status.value]
     if from_status is RunStatus.RUNNING:
+        # guard: leave-phase-the-run-has-left
         guard += " AND current_phase = %s"
         args.append(finished_phase)
+    # guard: leave-phase-past
     guard += f""" AND NOT EXISTS (SELECT 1 FROM event_run_steps s
                                   WHERE s.run_id = %s AND s.phase = %s AND s.status IN ({StepSQL.OPEN}))"""  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
     # The finished phase's row (joined by `_move` as `drained`): none, or no condition, or its condition met.
+    # guard: a-held-phase-is-left
     guard += " AND (drained.run_id IS NULL OR drained.`condition` IS NULL OR drained.condition_met)"
     args += [run_id, finished_phase]
     if cleanup_target is not None:
@@ -404,20 +426,26 @@ def begin_cleanup(
     while a step of it is parked in doubt (whether the game applied it, a person decides first);
     False otherwise (nothing to clean: the caller moves it as it would have without a cleanup)."""
     moved_from = [RunStatus(s) for s in sources]
+    # guard: a-cancel-with-cleanup-of-a-run-with-nothing-to-revert-cleans-up
+    # guard: a-cleanup-begins-twice
+    # guard: a-cleanup-begins-over-a-step-parked-in-doubt
     guard = (f"status IN ({placeholders(len(moved_from))}) AND cleanup_target IS NULL"
              f" AND ({resources.to_revert(_RUN)} OR {resources.in_flight(_RUN)}) AND {_NONE_PARKED_IN_DOUBT}")
     return _move(tx, run_id, moved_from, RunStatus.CLEANING_UP, now, guard, [*(s.value for s in moved_from), now],
                  cleanup_target=target, **changes)
 
 
+# guard: a-cleanup-ends-with-something-left-to-revert
 def end_cleanup(tx: Tx, run_id: int, source: RunStatus, target: RunStatus, now: datetime, *, accept_failures: bool,
                 seen_version: int | None = None) -> bool:
     """A cleanup is over: the run reaches its target, only when no step of it is open and nothing is left to
     revert, and (unless a person's resume accepts them) no revert failed; a person's resume is held to the
     version they saw (`seen_version`)."""
+    # guard: a-cleanup-ends-with-a-step-open
     guard = (f"status = %s AND cleanup_target = %s AND NOT {resources.step_open(_RUN)}"
              f" AND NOT {resources.to_revert(_RUN)}")
     if not accept_failures:
+        # guard: a-cleanup-with-a-failed-revert-reaches-its-target
         guard += f" AND NOT {resources.revert_failed(_RUN)}"
     return _move(tx, run_id, [source], target, now, guard, (RunStatus(source).value, RunStatus(target).value),
                  seen_version=seen_version)
@@ -445,13 +473,17 @@ def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | 
     With `into_phase`, straight on into running at that phase, for a caller that
     materialises it in the same transaction (nobody could see it starting).
     """
+    # guard: start-before-scheduled-for
+    # guard: start-after-the-grace-window
     guard = f"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s AND %s <= scheduled_for + INTERVAL grace_seconds SECOND"
+    # guard: runner-start-left-in-starting
     to = RunStatus.STARTING if into_phase is None else RunStatus.RUNNING
     return _move(tx, run_id, [RunStatus.SCHEDULED], to, now, guard, (now, now), current_phase=into_phase, started=True)
 
 
 def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
     """`scheduled -> missed`, only once now is past scheduled_for + grace."""
+    # guard: miss-inside-the-grace-window
     guard = f"status = {RunSQL.SCHEDULED} AND %s > scheduled_for + INTERVAL grace_seconds SECOND"
     return _move(tx, run_id, [RunStatus.SCHEDULED], RunStatus.MISSED, now, guard, (now,))
 
@@ -463,6 +495,7 @@ def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> boo
     a person cancelled it is logged on the step, and leaves the run's health and
     last_error (the person's reason) as they were.
     """
+    # guard: degrade-a-finished-run
     return (
         tx.execute(
             f"""UPDATE event_runs SET health = 'degraded', updated_at = %s,
@@ -474,8 +507,8 @@ def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> boo
     )
 
 
-def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) -> bool:
-    """Take a run for one tick worker: compare-and-set on a free or expired run lease.
+def take_lease(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) -> bool:
+    """Lease a run to one tick worker: compare-and-set on a free or expired run lease.
 
     The wake time becomes the lease's expiry: if the worker dies holding the run,
     that is when another may take it.
@@ -483,8 +516,11 @@ def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) 
     if lease_seconds <= 0:
         raise ValueError(f"lease_seconds must be positive, got {lease_seconds!r}")
     expires = now + timedelta(seconds=lease_seconds)
+    # guard: run-lease
+    # guard: run-lease-of-a-run-not-due
     return (
         tx.execute(
+            # guard: run-lease-leaves-no-wake-for-a-dead-worker
             f"""UPDATE event_runs SET claimed_by = %s, claim_expires_at = %s, wake_at = %s
                  WHERE id = %s AND status IN ({RunSQL.DUE})
                    AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",  # noqa: S608 — the status list is rendered from RunStatus at import
@@ -494,15 +530,17 @@ def claim(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: float) 
     )
 
 
-def release(tx: Tx, run_id: int, token: str, now: datetime) -> bool:
+def release_lease(tx: Tx, run_id: int, token: str, now: datetime) -> bool:
     """Give the run lease back and write its wake time; a no-op if the lease was cleared (pause) or taken over.
 
     The wake time is computed in the statement from the rows as they stand, not
     from what the worker last read: a person who confirmed a cue while the worker
     held the run locked the run row first, so this statement sees their change.
     """
+    # guard: run-release-of-another-workers-lease
     return (
         tx.execute(
+            # guard: release-keeps-the-wake-it-found
             f"""UPDATE event_runs r SET r.claimed_by = NULL, r.claim_expires_at = NULL, r.wake_at = {WAKE_AT}
                  WHERE r.id = %(run_id)s AND r.claimed_by = %(token)s""",  # noqa: S608 — WAKE_AT is wake.py's constant; values are named parameters
             {**wake_args(now), "run_id": run_id, "token": token},
@@ -525,7 +563,15 @@ def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *,
     `seen_version` holds it to the version a person saw (their If-Match). A run paused in its cleanup is never
     advanced: its phases are over.
     """
+    # guard: an-advance-ignores-the-version-seen
     seen = "" if seen_version is None else " AND r.version = %s"
+    # guard: advance-of-a-phase-the-run-is-not-at
+    # guard: advance-of-the-ending
+    # guard: advance-races-a-step-in-flight
+    # guard: advance-does-not-wake-its-run
+    # guard: an-advanced-phase-is-still-waited-for
+    # guard: an-advance-keeps-the-version
+    # guard: an-advance-passes-a-step-parked-in-doubt
     return (
         tx.execute(
             f"""UPDATE event_runs r JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
@@ -549,5 +595,6 @@ def oldest_paused_since(tx: Tx) -> datetime | None:
     """When the longest-paused live run was paused (its last status change); None when none is paused (a dry
     run is never in the alarm's figure)."""
     return tx.scalar(
+        # guard: a-paused-dry-run-counts-in-the-paused-run-alarm
         f"SELECT MIN(updated_at) AS since FROM event_runs WHERE status = {RunSQL.PAUSED} AND mode = {RunSQL.LIVE}"  # noqa: S608 — the status and mode are lifecycle's renderings
     )

@@ -83,6 +83,7 @@ def receive(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | N
     if effect is not SignalEffect.PHASE_OVER:
         settle(tx, run.id, name, effect)
     signal = Signal(run.id, name, now, by, effect, payload)
+    # guard: signal-commits-before-its-log-row
     log.append(tx, journal.run_signal(signal, phase), now)
     return Receipt(signal, repeat=False)
 
@@ -94,8 +95,10 @@ def _listed(names: Iterable[str]) -> str:
 
 def claim(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | None, now: datetime) -> bool:
     """The receipt, if it is the first of (run, name) and the run is not over (its effect is settled after)."""
+    # guard: signal-to-a-finished-run-recorded
     return (
         tx.execute(
+            # guard: signal-repeat-overwrites-the-first-receipt
             f"""INSERT IGNORE INTO event_run_signals ({COLUMNS})
                 SELECT id, %s, %s, %s, %s, %s FROM event_runs WHERE id = %s AND status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — COLUMNS and the status literals are constants; values are parameters
             (name, now, by, SignalEffect.PHASE_OVER.value, None if payload is None else json.dumps(payload), run_id),
@@ -117,6 +120,9 @@ def phase_of(tx: Tx, run_id: int, name: str) -> int | None:
 
 def meet(tx: Tx, run_id: int, name: str, by: str, now: datetime) -> bool:
     """The guarded UPDATE: the signal's phase met by `by` if it has not ended, the run woken if it works that phase."""
+    # guard: signal-meets-a-phase-already-met
+    # guard: signal-wakes-a-paused-run
+    # guard: a-signalled-phase-is-still-waited-for
     return (
         tx.execute(
             f"""UPDATE event_runs r JOIN event_run_phases p ON p.run_id = r.id AND p.`signal` = %s

@@ -26,6 +26,7 @@ def insert(tx: Tx, definition_id: int, scheduled_for: datetime, *, reason: str |
 def remove_before_due(tx: Tx, definition_id: int, scheduled_for: datetime, now: datetime) -> bool:
     """Undo the skip while its occurrence is still ahead; False if there is none, or it is due already."""
     return tx.execute(
+        # guard: unskip-after-the-occurrence-is-due
         "DELETE FROM event_occurrence_skips WHERE definition_id = %s AND scheduled_for = %s AND scheduled_for > %s",
         (definition_id, scheduled_for, now),
     ) == 1

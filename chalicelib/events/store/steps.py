@@ -76,6 +76,7 @@ def get_on_run(tx: Tx, run_id: int, step_id: int, *, for_update: bool = False) -
     """
     lock = " FOR UPDATE" if for_update else ""
     row = tx.one(
+        # guard: step-of-another-run-found
         f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s AND run_id = %s{lock}", (step_id, run_id)  # noqa: S608 — COLUMNS and the lock clause are constants; ids are parameters
     )
     return Step.from_row(row) if row else None
@@ -84,6 +85,7 @@ def get_on_run(tx: Tx, run_id: int, step_id: int, *, for_update: bool = False) -
 def oldest_parked_since(tx: Tx) -> datetime | None:
     """When the longest-parked step (a cue waiting for a person) of a live run started; None when none is
     parked (a dry run's is never in the alarm's figure)."""
+    # guard: a-dry-runs-parked-cue-counts-in-the-parked-cue-alarm
     return tx.scalar(
         f"""SELECT MIN(s.started_at) AS since FROM event_run_steps s JOIN event_runs r ON r.id = s.run_id
              WHERE s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL AND r.mode = {RunSQL.LIVE}"""  # noqa: S608 — the status and mode literals are lifecycle's renderings (constants)
@@ -140,6 +142,7 @@ def list_for_phase(tx: Tx, run_id: int, phase: int) -> list[Step]:
     return [Step.from_row(r) for r in rows]
 
 
+# guard: open-steps-pass-a-parked-or-leased-step
 _OPEN_IN_PHASE = f"run_id = %s AND phase = %s AND status IN ({StepSQL.OPEN})"
 
 
@@ -177,6 +180,7 @@ def open_steps_and_close_due(tx: Tx, run_id: int, phase: int, now: datetime, lim
 def _reached(alias: str) -> str:
     """SQL: the runner got to this step. A step a person skipped before it ever
     started was not reached: the runner's cursor stays where it was."""
+    # guard: cursor-moved-by-a-step-skipped-before-it-started
     return f"{alias}.status <> {StepSQL.PENDING} AND NOT ({alias}.status = {StepSQL.SKIPPED} AND {alias}.started_at IS NULL)"
 
 
@@ -190,6 +194,7 @@ def last_started_seq(tx: Tx, run_id: int, phase: int | None) -> int | None:
     """
     if phase is None:
         return None
+    # guard: cursor-counts-pending-steps
     row = tx.one(
         f"""SELECT MAX(s.seq) AS seq FROM event_run_steps s
              WHERE s.run_id = %s AND s.phase = %s AND {_reached('s')}""",  # noqa: S608 — _reached renders constant SQL around a fixed alias; ids are parameters
@@ -233,11 +238,13 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
         )
     values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s, %s)")
     inserted = tx.execute(
+        # guard: materialise-twice-inserts-twice
         f"""INSERT IGNORE INTO event_run_steps
               (run_id, phase, seq, action_id, params, action_version, on_failure, on_doubt)
             VALUES {values}""",  # noqa: S608 — only %s placeholders, counted from len(rows); every value is a parameter
         [value for row in rows for value in row],
     )
+    # guard: materialise-restamps-keys
     tx.send_ahead(
         """UPDATE event_run_steps
               SET idempotency_key = LEFT(SHA2(CONCAT(run_id, '|', id), 256), 40)
@@ -270,6 +277,11 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     """
     _check_seconds(lease_seconds, "lease")
     token = claim_token()
+    # guard: step-claim
+    # guard: step-claim-not
+    # guard: step-claim-without-a-key
+    # guard: step-claim-in-a-run-not-runnable
+    # guard: claim-in-an-ending-phase
     changed = tx.execute(
         f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    LEFT JOIN event_run_phases p ON p.run_id = s.run_id AND p.number = s.phase
@@ -289,9 +301,12 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
 # A run under a cleanup (its cleanup_target set) works its revert steps only: any other step of it is
 # over once its answer is in, never claimed, re-queued or parked again (`r` the run, `s` the step).
 _NOT_LEFT_BEHIND = "(r.cleanup_target IS NULL OR s.resource_id IS NOT NULL)"
+# guard: a-step-in-flight-at-a-cleanup-is-requeued-by-its-answer
 _RUN_OVER_FOR_S = f"(r.status IN ({RunSQL.TERMINAL}) OR NOT {_NOT_LEFT_BEHIND})"
 
+# guard: fence-without
 _FENCE = f"id = %s AND status = {StepSQL.RUNNING} AND claimed_by = %s AND attempts = %s"
+# guard: cancel-if-run-over-without-the-token
 _FENCE_OF_S = f"s.id = %s AND s.status = {StepSQL.RUNNING} AND s.claimed_by = %s AND s.attempts = %s"  # joined as `s`
 
 
@@ -304,6 +319,9 @@ def park(tx: Tx, claim: Claim, note: str | None = None, attention: Attention | N
     timers = attention or Attention()
     doubt = ParkReason(reason) is ParkReason.DOUBT
     waits_for = waiting.DECISION if doubt else waiting.CUE
+    # guard: park-unfenced
+    # guard: a-parked-cue-is-not-waited-for
+    # guard: a-cue-parked-in-a-paused-run-hides-its-resume
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
@@ -327,6 +345,8 @@ def reschedule(tx: Tx, claim: Claim, due_at: datetime, error: str | None = None,
     The caller's backoff is flat: due_at is also the event's own clock, and a
     doubling backoff would push a step far past the moment it was about.
     """
+    # guard: reschedule-unfenced
+    # guard: a-retry-forgets-its-doubt
     return (
         tx.execute(
             f"""UPDATE event_run_steps
@@ -346,6 +366,8 @@ def finish(tx: Tx, claim: Claim, status: StepStatus, now: datetime, error: str |
     status = StepStatus(status)
     if status not in RUNNER_FINISHES:
         raise ValueError(f"a claimer finishes a step as done, failed or refused, not {status.value}")
+    # guard: finish-unfenced
+    # guard: a-give-up-forgets-its-doubt
     return (
         tx.execute(
             f"""UPDATE event_run_steps
@@ -369,6 +391,7 @@ def cancel_if_over(tx: Tx, claim: Claim, now: datetime, *, in_doubt: bool = Fals
     again. One statement on the way every park and retry takes; the cause is read
     back only when it took.
     """
+    # guard: cancel-if-run-over-in-a-live-run
     took = tx.execute(
         f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                    LEFT JOIN event_run_phases p ON p.run_id = s.run_id AND p.number = s.phase
@@ -400,6 +423,9 @@ def hold_next(tx: Tx, run_id: int, phase: int, after_seq: int, due_at: datetime)
     original's ORDER BY … LIMIT 1 did) makes a second dispatch skip the held
     step and delay the one after it instead.
     """
+    # guard: hold-next-moves-due-at-earlier
+    # guard: hold-next-holds-a-settled-step
+    # guard: hold-next-picks-past-a-skipped-step
     return (
         tx.execute(
             f"""UPDATE event_run_steps SET due_at = %s
@@ -442,8 +468,10 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
     """
     if not is_whole_number(max_attempts, at_least=1):
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
+    # guard: sweep-at-the-lease-expiry-instant
     stale = f"""status = {StepSQL.RUNNING} AND claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
     # Over for this step: its run ended, or a cleanup began and it is not one of the reverts.
+    # guard: the-sweep-requeues-a-step-left-behind-by-a-cleanup
     run_over = f"""EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND (r.status IN ({RunSQL.TERMINAL})
                               OR (r.cleanup_target IS NOT NULL AND event_run_steps.resource_id IS NULL)))"""  # noqa: S608 — the status list is rendered from RunStatus at import
     # Its phase is ending (a signal, an advance, its deadline): a step of it never goes back to pending.
@@ -452,6 +480,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
     parks = f"on_doubt = '{OnDoubt.PARK.value}'"
     abandoned = _sweep(
         tx,
+        # guard: sweep-abandons-steps-of-live-runs
         f"{stale} AND ({run_over} OR {phase_over})",
         (now, now),
         f"""status = {StepSQL.CANCELLED}, finished_at = %s, last_error = IF({run_over}, %s, %s),
@@ -461,6 +490,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
     )
     gave_up = _sweep(
         tx,
+        # guard: sweep-gives-up-below-the-ceiling
         f"{stale} AND attempts >= %s AND NOT {parks} AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
         f"status = {StepSQL.FAILED}, finished_at = %s, last_error = %s, claimed_by = NULL, claim_expires_at = NULL,"
@@ -482,8 +512,10 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
         _wait_for_decisions(tx, sorted({step.run_id for step in parked}))
     requeued = _sweep(
         tx,
+        # guard: sweep-requeues
         f"{stale} AND attempts < %s AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
+        # guard: the-sweep-requeues-a-step-without-its-doubt
         f"status = {StepSQL.PENDING}, claimed_by = NULL, claim_expires_at = NULL, in_doubt = TRUE",
         (),
         limit,
@@ -507,6 +539,7 @@ def _sweep(tx: Tx, where: str, where_args: tuple[Any, ...], assignments: str, se
     ids = [
         r["id"]
         for r in tx.all(
+            # guard: sweep-waits-for-another-sweepers-rows
             f"SELECT id FROM event_run_steps WHERE {where} LIMIT %s FOR UPDATE SKIP LOCKED",  # noqa: S608 — where is one of reclaim's constant clauses; values are parameters
             (*where_args, limit),
         )
@@ -515,6 +548,7 @@ def _sweep(tx: Tx, where: str, where_args: tuple[Any, ...], assignments: str, se
         return []
     marks = placeholders(len(ids))
     tx.execute(
+        # guard: sweep-update-unguarded
         f"UPDATE event_run_steps SET {assignments} WHERE id IN ({marks}) AND {where}",  # noqa: S608 — constant clauses and %s placeholders counted from len(ids); values are parameters
         (*set_args, *ids, *where_args),
     )
@@ -527,6 +561,7 @@ def _sweep(tx: Tx, where: str, where_args: tuple[Any, ...], assignments: str, se
 # ── the run's and the people's statements ─────────────────────────────────
 def cancel_pending(tx: Tx, run_id: int, now: datetime) -> int:
     """Cancel the steps of a run that have not started (abort_run)."""
+    # guard: cancel-pending-cancels-settled-steps
     return tx.execute(
         f"""UPDATE event_run_steps SET status = {StepSQL.CANCELLED}, finished_at = %s
             WHERE run_id = %s AND status = {StepSQL.PENDING}""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
@@ -541,6 +576,7 @@ def cancel_open(tx: Tx, run_id: int, now: datetime) -> int:
     nothing can recall a command already sent. A parked cue is not a sent
     command, and leaving it running would claim a cancelled run still waits.
     """
+    # guard: cancel-open-cancels-a-leased-step
     return tx.execute(
         f"""UPDATE event_run_steps SET status = {StepSQL.CANCELLED}, finished_at = %s, claimed_by = NULL
             WHERE run_id = %s
@@ -551,6 +587,8 @@ def cancel_open(tx: Tx, run_id: int, now: datetime) -> int:
 
 # The steps a phase's end closes: pending, parked, or leased by a lease that lapsed (the sweep would bring it back).
 # Not a step parked in doubt: it holds its phase until a person decides whether the game applied it.
+# guard: advance-leaves-a-lapsed-step-to-come-back
+# guard: a-phase-close-cancels-a-step-parked-in-doubt
 _CLOSED_WITH_THE_PHASE = f"""run_id = %s AND phase = %s
                AND (status = {StepSQL.PENDING} OR (status = {StepSQL.RUNNING}
                     AND (claim_expires_at IS NULL OR claim_expires_at < %s)))
@@ -603,6 +641,8 @@ def holding_phase(tx: Tx, run_id: int, phase: int, now: datetime) -> Step | None
 
 # A person's step control made work: the run's wake time becomes now (only ever
 # earlier, and only for a run a tick picks up), in the control's own statement.
+# guard: confirm-and-skip-do-not-wake
+# guard: step-controls-wake-only-a-run-without-a-wake
 _WAKE_RUN_NOW = f"""r.wake_at = IF(r.status IN ({RunSQL.DUE}) AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
 
 
@@ -610,6 +650,7 @@ def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None,
     """A person did what a parked step asked: it is done, with their note, and its run wakes now (`seen`: held
     to the state their If-Match named)."""
     as_seen, seen_args = _as_seen(seen)
+    # guard: confirm-a-leased-step
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
@@ -628,6 +669,9 @@ def resend(tx: Tx, step_id: int, now: datetime, note: str | None = None, *, seen
     for it no more. Not in a finished run, not a step a cleanup left behind, not in a phase that is ending
     (nothing of it runs again). `seen`: held to the state their If-Match named."""
     as_seen, seen_args = _as_seen(seen)
+    # guard: resend-of-a-step
+    # guard: resend-in-a-phase-that-ended
+    # guard: a-resent-step-stays-in-doubt
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
@@ -655,12 +699,15 @@ def _as_seen(seen: Step | None) -> tuple[str, tuple[Any, ...]]:
     parts: retries, attempts, status, whether it is held by a lease, finished_at); nothing without one."""
     if seen is None:
         return "", ()
+    # guard: a-step-statement-ignores-the-retries-seen
+    # guard: a-step-statement-ignores-the-attempts-seen
     held = (" AND s.retries = %s AND s.attempts = %s AND s.status = %s AND (s.claim_expires_at IS NULL) = %s"
             " AND s.finished_at <=> %s")
     return held, (seen.retries, seen.attempts, seen.status.value, seen.claim_expires_at is None, seen.finished_at)
 
 
 _PENDING_OF_S = f"s.status = {StepSQL.PENDING}"
+# guard: skip-a-leased-step
 _PARKED_OF_S = f"s.status = {StepSQL.RUNNING} AND s.claim_expires_at IS NULL"
 
 
@@ -673,6 +720,8 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
     step cannot be recalled; a step of a finished run is history. `seen`: held to the state their If-Match named.
     """
     as_seen, seen_args = _as_seen(seen)
+    # guard: skip-a-parked-step-as-pending
+    # guard: skip-in-a-finished-run
     return (
         tx.execute(
             f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
@@ -691,6 +740,8 @@ def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime, *, seen: Step |
     acknowledge stands; a second, by anyone, changes nothing). Its reminders and escalation stop in the same
     statement; its timeout stands. `seen`: held to the state their If-Match named."""
     as_seen, seen_args = _as_seen(seen)
+    # guard: acknowledge-over-someone-elses
+    # guard: an-acknowledge-leaves-the-reminders-running
     return tx.execute(
         f"""UPDATE event_run_steps s SET s.acknowledged_by = %s, s.acknowledged_at = %s,
                    s.remind_at = NULL, s.escalate_at = NULL
@@ -703,12 +754,15 @@ def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime, *, seen: Step |
 # ── a parked cue's attention timers (runner/attention.py) ─────────────────
 # Each claim is a compare-and-set on the moment the tick read, the step still parked and its run working
 # (a paused run neither reminds nor times out); a reminder or an escalation also on nobody having the cue.
+# guard: a-paused-run-reminds
 _ATTENDED = f"s.id = %s AND {_PARKED_OF_S} AND r.status IN ({RunSQL.WORKING})"
 
 
 def claim_reminder(tx: Tx, step: Step, n: int, next_at: datetime | None) -> bool:
     """The n-th reminder is this tick's to post (at most once: the claim commits before the post);
     `next_at` is when the one after it is due (None: that was the last)."""
+    # guard: a-reminder-claimed-twice
+    # guard: a-reminder-to-an-acknowledged-cue
     return tx.execute(
         f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                SET s.reminders_sent = %s, s.remind_at = %s
@@ -720,6 +774,7 @@ def claim_reminder(tx: Tx, step: Step, n: int, next_at: datetime | None) -> bool
 def claim_escalation(tx: Tx, step: Step, retry_at: datetime) -> bool:
     """This tick tries the escalation now; until a post marks it sent (`escalation_over`), the next try is
     due at `retry_at` (at least once: a tick lost mid-post is followed by another)."""
+    # guard: an-escalation-to-an-acknowledged-cue
     return tx.execute(
         f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                SET s.escalation_tries = s.escalation_tries + 1, s.escalate_at = %s
@@ -741,6 +796,7 @@ def time_out(tx: Tx, step: Step, to: StepStatus, now: datetime, cause: str) -> b
     run waits for it no more. A compare-and-set on the timeout the tick read having come."""
     if to not in (StepStatus.CANCELLED, StepStatus.DONE):
         raise ValueError(f"a cue times out cancelled or done, not {to.value}")
+    # guard: a-timeout
     return tx.execute(
         f"""UPDATE event_run_steps s JOIN event_runs r ON r.id = s.run_id
                SET s.status = %s, s.finished_at = %s, s.last_error = %s,
@@ -772,6 +828,13 @@ def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime, *, s
     Any step of a run paused in its cleanup is refused too (only its reverts are retried: `requeue_revert`).
     """
     as_seen, seen_args = _as_seen(seen)
+    # guard: retry-a-step
+    # guard: retry-in-a-run-not-paused
+    # guard: retry-behind-the-cursor
+    # guard: retry-blocked-by-a-later-pending-step
+    # guard: retry-in-an-ending-phase
+    # guard: a-retry-keeps-the-retries
+    # guard: a-step-behind-a-cleanup-is-retried
     return (
         tx.execute(
             f"""UPDATE event_run_steps s
@@ -796,6 +859,7 @@ def requeue_revert(tx: Tx, run_id: int, step_id: int, now: datetime) -> bool:
     """Re-queue a revert that failed or was refused, of a run paused in its cleanup (the retry control), and
     its resource `reverting` again: one statement over the step, its run and its resource. Any failed revert
     may be retried, in any order: reverts do not depend on one another."""
+    # guard: a-revert-is-retried-while-its-cleanup-runs
     return (
         tx.execute(
             f"""UPDATE event_run_steps s

@@ -26,10 +26,20 @@ NEVER = "'9999-12-31 23:59:59.999999'"
 # opened); NULL for a live run, and for a phase that waits for no signal.
 AUTO_SIGNAL_AT = "IF(p.`signal` IS NULL, NULL, p.opened_at + INTERVAL r.auto_signal_seconds SECOND)"
 
+# guard: a-parked
+# guard: a-wait-wakes-its-run-never
+# guard: a-leased-head-wakes-its-run-never
+# guard: a-held-phase-wakes-its-run-now
+# guard: a-phase-deadline-wakes-nobody
+# guard: a-met-phase-waits-for-its-deadline
+# guard: an-emptied-phase-wakes-its-run-never
+# guard: a-held-dry-run-never-wakes-for-its-signal
 TIMERS: dict[str, str] = {
     # A scheduled run is looked at when it falls due (and started or missed then).
+    # guard: a-scheduled-run-wakes-never
     "scheduled_for": f"IF(r.status = {RunSQL.SCHEDULED}, r.scheduled_for, NULL)",
     # A starting run has its first phase to materialise: now.
+    # guard: a-starting-run-wakes-never
     "starting": f"IF(r.status = {RunSQL.STARTING}, %(now)s, NULL)",
     # A running or ending run follows the head of the phase it works (current_phase:
     # the move into ending writes the ending's number): a pending step at its
@@ -38,6 +48,7 @@ TIMERS: dict[str, str] = {
     # escalation or the timeout; never once none is left); a phase with no open step is left now,
     # unless it is held (a condition not met: never, until meeting it wakes the run,
     # or its deadline: the phase timer).
+    # guard: an-ending-run-has-no-head-step-timer
     "phase_head": f"""IF(r.status IN ({RunSQL.WORKING}), COALESCE(
         (SELECT IF(s.status = {StepSQL.PENDING}, COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at,
                    LEAST(COALESCE(s.remind_at, {NEVER}), COALESCE(s.escalate_at, {NEVER}), COALESCE(s.times_out_at, {NEVER}))))
@@ -57,6 +68,7 @@ TIMERS: dict[str, str] = {
     # A run cleaning up follows the head of what it waits for: a step in flight from before the cleanup (not
     # a revert) at its lease's expiry, else its first open revert (pending: at its due_at, or now; leased: at
     # its lease's expiry; parked: never); with nothing open, now (the cleanup is opened or ended).
+    # guard: a-cleaning-up-run-never-wakes
     "cleanup": f"""IF(r.status = {RunSQL.CLEANING_UP}, COALESCE(
         (SELECT IF(c.status = {StepSQL.PENDING}, COALESCE(c.due_at, %(now)s), COALESCE(c.claim_expires_at, {NEVER}))
            FROM event_run_steps c WHERE c.run_id = r.id AND c.status IN ({StepSQL.OPEN})

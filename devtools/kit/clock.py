@@ -1,4 +1,4 @@
-"""Test time: one clock a test moves by hand, so nothing waits on the wall clock."""
+"""Manual time: one clock a test or a benchmark moves by hand, so nothing waits on the wall clock."""
 
 from __future__ import annotations
 

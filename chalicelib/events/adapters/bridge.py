@@ -31,15 +31,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
-from enum import Enum
+from dataclasses import replace
 from typing import Any
 
 from ... import outbound
+from ..actions.context import ActionContext
+from ..actions.outcome import Outcome, Probe, Status
 from ..errors import ConnectionFailed, DeadlineExceeded, OutboundError
 from ..model import Step
-from .context import ActionContext
-from .outcome import Outcome
 from .signing import SigningKey, post_signed
 
 MAX_REASON = 300
@@ -57,6 +56,7 @@ def request_body(step: Step, attempt: int, *, rehearsal: bool = False) -> bytes:
             "params": step.params,
             "idempotency_key": step.idempotency_key,
             "attempt": attempt,
+            # guard: the-sandbox-is-not-told-it-is-a-rehearsal
             **({"rehearsal": True} if rehearsal else {}),
         },
         separators=(",", ":"),
@@ -74,6 +74,7 @@ def classify(answer: outbound.Answer) -> Outcome:
         return Outcome.retry(f"HTTP {status}", http_status=status)
     read = _read(answer)
     if status >= 500:
+        # guard: a-gateways-502-with-a-json-body-is-an-answer
         from_the_game = isinstance(read, dict) and status not in PROXY_STATUSES
         return Outcome.retry(f"HTTP {status}", http_status=status, in_doubt=not from_the_game)
     result = read if isinstance(read, dict) else None  # the answer body, for whoever reads the outcome next
@@ -113,27 +114,10 @@ def _reason(answer: outbound.Answer, read: dict[str, Any] | str) -> str:
     return text or "no reason given"
 
 
-class Status(str, Enum):
-    """What the game's status endpoint says of a step in doubt."""
-
-    APPLIED = "applied"  # the game applied it: the step is done, with the resources the answer lists
-    NOT_APPLIED = "not_applied"  # it did not, and will refuse a delivery of an earlier attempt: send it now
-    IN_PROGRESS = "in_progress"  # it is applying it: ask again after the backoff
-    UNKNOWN = "unknown"  # no usable answer: the step's on_doubt decides
-
-
-@dataclass(frozen=True)
-class Probe:
-    status: Status
-    detail: str  # what the log's `probe` says: the status, or why it is unknown
-    answer: dict[str, Any] | None = None  # an applied answer's body (its resources are recorded)
-    http_status: int | None = None
-    latency_ms: int | None = None
-
-
 def read_status(answer: outbound.Answer) -> Probe:
     """A status endpoint's answer: a 200 with a JSON object naming one of the three statuses, else unknown."""
     read = _read(answer)
+    # guard: a-status-that-is-not-200-is-believed
     said = read.get("status") if isinstance(read, dict) and answer.status == 200 else None
     known = {s.value: s for s in Status if s is not Status.UNKNOWN}
     if isinstance(read, dict) and isinstance(said, str) and said in known:
@@ -166,6 +150,7 @@ class BridgeClient:
         """Ask the game whether it applied the step in doubt, before `context.attempt` is sent: one signed GET
         under the bridge's own deadline and answer cap. Never raises: no answer is UNKNOWN."""
         target = status_target(self._endpoint, context.step, context.attempt)
+        # guard: the-probe-is-signed-without-its-method-and-path
         headers = outbound.signed_headers(self._key.current(), context.now, f"GET.{target}.".encode())
         started = time.monotonic()
         try:

@@ -13,8 +13,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ..actions.notice import Notice
 from ..errors import ChannelError
-from .notice import Notice
 
 MAX_ERROR = 300
 
@@ -25,6 +25,9 @@ class SnsChannel:
         self.timeout = timeout
         self.topic_arn = topic_arn
         region = topic_arn.split(":")[3]  # arn:aws:sns:<region>:<account>:<topic>
+        # guard: sns-client-retries-on-its-own
+        # guard: sns-client-without-its-read-timeout
+        # guard: sns-client-without-its-connect-timeout
         config = Config(connect_timeout=timeout / 2, read_timeout=timeout / 2, retries={"total_max_attempts": 1})
         self._client = boto3.client("sns", region_name=region, config=config)
 
@@ -37,11 +40,13 @@ class SnsChannel:
         }
         fifo = {}
         if self.topic_arn.endswith(".fifo"):
+            # guard: sns-fifo-dedup-id-not-the-steps-key
             fifo = {"MessageGroupId": f"run-{notice.run_id}", "MessageDeduplicationId": notice.idempotency_key}
         try:
             self._client.publish(
                 TopicArn=self.topic_arn, Subject=notice.subject, Message=notice.message(),
                 MessageAttributes=attributes, **fifo,
             )
+        # guard: sns-refusal-is-not-a-channel-error
         except (BotoCoreError, ClientError) as error:
             raise ChannelError(f"SNS publish failed: {error}"[:MAX_ERROR]) from None

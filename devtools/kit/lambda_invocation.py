@@ -1,4 +1,4 @@
-"""What a test needs to call the tick Lambda's handler as Lambda would, without waiting out its minute."""
+"""What a test or a benchmark needs to call the tick Lambda's handler as Lambda would, without waiting out its minute."""
 
 from __future__ import annotations
 

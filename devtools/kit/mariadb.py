@@ -5,8 +5,8 @@ no password) if it answers; else a private `mariadbd` in a folder of ours,
 installing Debian's `mariadb-server` first when it is missing and we are root.
 The private server is also what the crash tests kill -9 and restart.
 
-    python -m tests.support.mariadb url     # print a server URL (starting one if needed)
-    python -m tests.support.mariadb stop    # stop the private server, if ours is running
+    python -m devtools.kit.mariadb url     # print a server URL (starting one if needed)
+    python -m devtools.kit.mariadb stop    # stop the private server, if ours is running
 """
 
 from __future__ import annotations

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..actions.context import ActionContext
+from ..actions.notice import Channel, Notice
+from ..actions.outcome import Outcome
+from ..actions.perform import Actions, Bridge
 from ..lifecycle import RehearsalBridge
-from .channels import Channel
-from .context import ActionContext
-from .notice import Notice
-from .outcome import Outcome
-from .perform import Actions, Bridge
 
 
 class SimulatedBridge:
@@ -33,6 +32,7 @@ class RehearsalChannel:
         self.inner, self.name, self.timeout = inner, inner.name, inner.timeout
 
     def post(self, notice: Notice) -> None:
+        # guard: a-dry-runs-posts-are-not-marked-rehearsal
         self.inner.post(replace(notice, rehearsal=True))
 
 

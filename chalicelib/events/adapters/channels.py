@@ -1,4 +1,4 @@
-"""Where core.cue and core.announce post: one small interface, one channel per setting.
+"""Where core.cue and core.announce post: one channel per setting, each the `Channel` of `actions/notice.py`.
 
 Invariant: a post either reaches its channel or raises ChannelError, which makes
 the step a retry with the same idempotency key (and, at the attempt ceiling, a
@@ -15,23 +15,16 @@ does not pay for it.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+# guard: channels-import-boto3-with-the-app
+from ..actions.notice import Channel, Notice
 from ..errors import ConfigError
-from .notice import Notice
 
 if TYPE_CHECKING:
     from .signing import SigningKey
 
 logger = logging.getLogger(__name__)
-
-
-class Channel(Protocol):
-    name: str
-    timeout: float  # the longest one post may take
-
-    def post(self, notice: Notice) -> None:
-        """Deliver `notice`; raise ChannelError if it was not delivered."""
 
 
 class LogChannel:
@@ -43,6 +36,7 @@ class LogChannel:
         self.name = name
 
     def post(self, notice: Notice) -> None:
+        # guard: log-channel-posts-below-warning
         logger.warning(
             "%s channel: %s", self.name, notice.message(),
             extra={"channel": self.name, "kind": notice.kind, "run_id": notice.run_id, "step_id": notice.step_id,
@@ -64,6 +58,7 @@ def channel_for(setting: str, name: str, *, timeout: float, webhook_secret: str 
     if scheme == "webhook":
         from .webhook_channel import WebhookChannel
 
+        # guard: webhook-channel-without-a-secret
         if not webhook_secret:
             raise ConfigError(f"{name} channel is a webhook: set WEBHOOK_SECRET or WEBHOOK_SECRET_ARN")
         return WebhookChannel(name, target, webhook_secret, timeout=timeout, mention_role=mention_role)

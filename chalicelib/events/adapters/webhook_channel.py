@@ -29,8 +29,8 @@ import re
 from dataclasses import replace
 
 from ... import outbound
+from ..actions.notice import Notice
 from ..errors import ChannelError, OutboundError
-from .notice import Notice
 from .signing import SigningKey, post_signed
 
 DISCORD_CONTENT_LIMIT = 2000
@@ -70,10 +70,13 @@ class WebhookChannel:
         try:
             answer = post_signed(
                 self._endpoint, self._endpoint.target(), body, headers, self._key, notice.at,
+                # guard: webhook-post-without-the-channels-timeout
                 timeout=self.timeout, max_answer_bytes=MAX_ANSWER_BYTES,
             )
+        # guard: webhook-unreachable-is-not-a-channel-error
         except OutboundError as error:
             raise ChannelError(f"webhook: {error}") from None
+        # guard: webhook-3xx-is-a-delivery
         if not 200 <= answer.status < 300:
             reason = answer.body[:200].decode("utf-8", "replace").strip()
             raise ChannelError(f"webhook answered HTTP {answer.status}" + (f": {reason}" if reason else ""))

@@ -1,5 +1,6 @@
-"""Rehearsal's projected timeline: what a version will do and how long it may take, from its document
-alone, before it runs in front of players. It reads the clock and nothing else, and writes nothing.
+"""The projected timeline (the projection; `POST /definitions/{id}/rehearse` answers it): what a version will
+do and how long it may take, from its document alone, before it runs in front of players. It reads the clock
+and nothing else, and writes nothing. (A dry run, which really runs a version, is `dry_runs.py`.)
 
 The walk is the runner's (`document.programme_of`): the phases in order, then the ending, each phase's
 steps one after another. Offsets count seconds from the run's start.
@@ -133,7 +134,7 @@ def _phase(projection: _Projection, plan: PhasePlan, start: int, latest_start: i
 
 
 def _cue_warnings(projection: _Projection, occurrences: list[datetime], zone: str | None) -> None:
-    from zoneinfo import ZoneInfo  # where a rehearsal reads its schedule, not with the app
+    from zoneinfo import ZoneInfo  # where a projection reads its schedule, not with the app
 
     for where, offset, params in projection.cues:
         escalates = params.get("escalate_after_seconds") is not None or projection.escalate_after_seconds > 0

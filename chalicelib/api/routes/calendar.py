@@ -1,0 +1,53 @@
+"""A recurring definition's calendar: its occurrences in a window (read through `events/views/calendar.py`),
+skipping one and undoing that before it is due."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ... import runtime
+from ...events import calendar
+from ...events.views.calendar import MAX_LISTED, occurrences
+from .. import auth, schemas
+from ..operations import Body, Call, Router, ok
+from ..wake import made_work
+
+router = Router(__name__)
+
+
+@router.operation("GET", "/definitions/{definition_id}/occurrences",
+                  f"The current version's scheduled occurrences in [from, to) (at most {calendar.MAX_WINDOW.days} days;"
+                  f" at most {MAX_LISTED}, next_from says where the rest begin), in its time zone, each with its run"
+                  " if one exists and whether it is skipped; the schedule in words with its next occurrence.", auth.STAFF,
+                  ok("the occurrences", schemas.OCCURRENCES), query=schemas.OCCURRENCES_QUERY)
+def list_occurrences(call: Call) -> Body:
+    edges = {name: schemas.parse_time(call.query[name], f"query.{name}") if name in call.query else None
+             for name in ("from", "to")}
+    return occurrences(runtime.database(), call.ids["definition_id"], edges["from"], edges["to"], call.now)
+
+
+def _occurrence_time(call: Call) -> datetime:
+    return schemas.parse_time(call.names["scheduled_for"], "scheduled_for")
+
+
+@router.operation("POST", "/definitions/{definition_id}/occurrences/{scheduled_for}/skip",
+                  "Mark an occurrence not to be run: the planner never creates its run, and a run already scheduled for it is"
+                  " cancelled in the same transaction. Skipping it again answers the first skip.", auth.ADMINS,
+                  ok("the occurrence, skipped, and the run it cancelled (if any)", schemas.SKIPPED),
+                  body=schemas.SKIP_BODY, names={"scheduled_for": schemas.OCCURRENCE_TIME})
+def skip_occurrence(call: Call) -> Body:
+    skipped = calendar.skip(runtime.database(), call.ids["definition_id"], _occurrence_time(call),
+                            reason=call.body.get("reason"), actor=call.actor, now=call.now)
+    return {"occurrence": skipped.occurrence,
+            "cancelled_run": skipped.cancelled_run.public() if skipped.cancelled_run else None}
+
+
+@router.operation("POST", "/definitions/{definition_id}/occurrences/{scheduled_for}/unskip",
+                  "Undo a skip before the occurrence is due: it is planned after all.", auth.ADMINS,
+                  ok("the occurrence, with its run if it was created now", schemas.UNSKIPPED),
+                  body=schemas.NO_FIELDS, names={"scheduled_for": schemas.OCCURRENCE_TIME})
+def unskip_occurrence(call: Call) -> Body:
+    occurrence = calendar.unskip(runtime.database(), call.ids["definition_id"], _occurrence_time(call),
+                                 actor=call.actor, now=call.now)
+    made_work(call)  # a run it created is work for the tick
+    return {"occurrence": occurrence}

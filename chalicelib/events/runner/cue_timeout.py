@@ -1,0 +1,56 @@
+"""A parked cue nobody answered in time, as its `on_timeout` says: a move in a unit of work of its own.
+
+The invariant: a timeout acts only through the step's compare-and-set on its
+timeout (`steps.time_out`, `steps.drop_timeout`), so a person who confirmed or
+skipped the cue first wins and the timeout changes nothing; the run's pause or
+degrade and the log rows share that transaction. The cue's reminders and
+escalation are `attention.py`'s: they post, a timeout posts nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ...db import Tx, must_exist
+from .. import journal
+from ..actions import core
+from ..model import Run, RunStatus, StepStatus
+from ..store import runs, steps
+from .cursor import Cursor, Done, Head, NeedsRead
+
+
+def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal.Entry]) -> Cursor:
+    """`continue` cancels the cue and the phase goes on, `confirm` assumes it done (both degrade the run);
+    `pause` pauses the run with the cue still parked (in the ending, which never pauses, it only degrades).
+    A rehearsal's engine confirm (`core.cue_timeout`) confirms it and degrades nothing: it stands in for a
+    person. Done(None) when the cue's guard lost: the run as it now stands."""
+    step, run_id, rehearsal = head.step, run.id, run.rehearsal
+    timeout = must_exist(core.cue_timeout(step.params, run.time_scale,
+                                          None if rehearsal is None else rehearsal.auto_confirm_seconds))
+    seconds, on_timeout = step.params.get("timeout_seconds"), timeout.on_timeout
+    # guard: a-dry-runs-engine-confirm-degrades-it
+    if timeout.by_rehearsal:
+        cause = f"confirmed by the rehearsal after {must_exist(rehearsal).auto_confirm_seconds} s"
+        if not steps.time_out(tx, step, StepStatus.DONE, now, cause):
+            return Done(None)
+        log_rows.append(journal.step_status(step, StepStatus.RUNNING, StepStatus.DONE, cause=cause,
+                                            actor=journal.REHEARSAL))
+        return head.after_head()
+    if on_timeout == "pause":
+        cause = f"no one confirmed within {seconds} s"
+        if not steps.drop_timeout(tx, step, now):
+            return Done(None)
+        why = f"step {step.id} ({step.action_id}): {cause}"
+        if head.status is RunStatus.RUNNING and runs.transition(
+                tx, run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=why, degrade=True):
+            log_rows.append(journal.run_status(run_id, head.phase, RunStatus.RUNNING, RunStatus.PAUSED, cause=why))
+            return Done(RunStatus.PAUSED)
+        runs.degrade(tx, run_id, now, why)
+        return NeedsRead(head.status, head.phase)
+    to = StepStatus.DONE if on_timeout == "confirm" else StepStatus.CANCELLED
+    cause = f"assumed done after {seconds} s" if to is StepStatus.DONE else f"no one confirmed within {seconds} s"
+    if not steps.time_out(tx, step, to, now, cause):
+        return Done(None)
+    runs.degrade(tx, run_id, now, f"step {step.id} ({step.action_id}): {cause}")
+    log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout))
+    return head.after_head()

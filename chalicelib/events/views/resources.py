@@ -1,0 +1,56 @@
+"""The resource ledger as a person reads it: what a run left in the game world, every run's resources in one
+status, and what a cancel with cleanup would revert now. Reads only."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ...db import Database, Tx
+from .. import controls
+from ..errors import NotFound
+from ..model import ResourceStatus, Run
+from ..store import resources, runs, steps
+from . import Body
+
+
+def _known_run(tx: Tx, run_id: int) -> Run:
+    run = runs.get(tx, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    return run
+
+
+def run_resources_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:
+    """The run's resources, newest first, a page at a time (`cursor`, `limit`)."""
+
+    def read(tx: Tx) -> Body:
+        _known_run(tx, run_id)
+        page, next_cursor = resources.page_for_run(tx, run_id, query.get("cursor"), query.get("limit", 100))
+        return {"resources": [r.public() for r in page], "next_cursor": next_cursor}
+
+    return db.transaction(read)
+
+
+def resources_page(db: Database, query: dict[str, Any]) -> Body:
+    """Every run's resources in one `status`, newest first, a page at a time (`cursor`, `limit`)."""
+    page, next_cursor = db.autocommit(lambda tx: resources.page_by_status(
+        tx, ResourceStatus(query["status"]), query.get("cursor"), query.get("limit", 100)))
+    return {"resources": [r.public() for r in page], "next_cursor": next_cursor}
+
+
+def cleanup_plan(db: Database, run_id: int, now: datetime) -> Body:
+    """What a cancel with cleanup would revert now, newest first, the steps in flight (their answers may add to it),
+    whether such a cancel would clean up at all, and the step in doubt it would wait for."""
+
+    def read(tx: Tx) -> Body:
+        run = _known_run(tx, run_id)
+        plan = resources.cleanup_plan(tx, run.id)
+        flying = resources.in_flight_count(tx, run.id, now)
+        undecided = steps.parked_in_doubt_of(tx, run.id)  # a cleanup waits for the decision on it
+        cleans = (run.status in controls.CLEANABLE and run.cleanup_target is None and (bool(plan) or flying > 0)
+                  and undecided is None)
+        return {"reverts": [r.public() for r in plan], "in_flight": flying, "cleans_up": cleans,
+                "undecided": None if undecided is None else undecided.named}
+
+    return db.transaction(read)

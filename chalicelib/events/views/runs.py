@@ -1,0 +1,105 @@
+"""The runs as a person reads them: the runs page (each run with what it waits for, and the counts waiting for a
+person or the game), one run's detail (from one snapshot: its phases, a page of its steps, the controls legal
+now) and its log. Reads only."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from ...db import Database, Tx, must_exist
+from .. import controls, lifecycle
+from ..errors import Invalid, NotFound
+from ..model import LogEntry, Step
+from ..store import log, phases, runs, steps
+from ..store.runs import REHEARSAL_FILTERS as REHEARSAL_FILTERS  # the runs page's ?rehearsal= values
+from ..waiting import waiting
+from . import Body
+
+# A run's detail answers its steps a page at a time: at most STEPS_PAGE steps and about STEPS_PAGE_BYTES
+# of them (the page ends before the step that would pass it), so one answer stays far below Lambda's
+# 6 MB whatever the run's size (a definition allows 10,200 steps of 16 KB params).
+STEPS_PAGE = 1000
+STEPS_PAGE_BYTES = 1024 * 1024
+
+
+def runs_page(db: Database, query: dict[str, Any]) -> Body:
+    """Runs newest first, a page at a time (`status`, `definition_id`, `waiting`, `rehearsal`, `limit`, `cursor`),
+    each with what it waits for, and the counts of runs waiting (`summary`)."""
+
+    def read(tx: Tx) -> Body:
+        page, next_cursor = runs.list_page(
+            tx, status=query.get("status"), definition_id=query.get("definition_id"), waiting_for=query.get("waiting"),
+            rehearsal=query.get("rehearsal"), limit=query.get("limit", 50), before_id=query.get("cursor"),
+        )
+        # What each waits for, derived as a run's detail derives it: its parked head, its phase's row.
+        working = [r for r in page if r.status in lifecycle.WORKING and r.current_phase is not None]
+        parked = steps.parked_of(tx, [r.id for r in working])
+        at = phases.current_of(tx, [(r.id, must_exist(r.current_phase)) for r in working])
+        return {
+            "runs": [{**r.public(), "waiting": waiting(r, parked.get(r.id), at.get(r.id))} for r in page],
+            "next_cursor": next_cursor,
+            "summary": runs.waiting_counts(tx),
+        }
+
+    # Autocommitted reads, as a page always was (a lost connection is retried, never a 500): each run's
+    # waiting is derived from its rows as read just after the page, the counts from the rows as they stand.
+    return db.autocommit(read)
+
+
+def run_detail(db: Database, run_id: int, query: dict[str, Any], now: datetime) -> Body:
+    """The run, what it waits for, its phases, a page of its steps (`steps_cursor`, `steps_limit`), their counts
+    and the controls legal now: one transaction, so all of it (and the run's tag) is of one snapshot."""
+    return db.transaction(lambda tx: _detail(tx, run_id, query, now))
+
+
+def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
+    run = runs.get(tx, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}")
+    after = None
+    if "steps_cursor" in query:
+        after = steps.get_on_run(tx, run.id, query["steps_cursor"])
+        if after is None:
+            raise Invalid(f"query.steps_cursor: run {run.id} has no step {query['steps_cursor']}")
+    limit = query.get("steps_limit", STEPS_PAGE)
+    run_steps, more = _steps_page(steps.page_for_run(tx, run.id, after, limit + 1), limit)
+    furthest = steps.last_started_seq(tx, run.id, run.current_phase)
+    head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
+    run_phases = phases.list_for_run(tx, run.id)
+    working = next((p for p in run_phases if p.number == run.current_phase), None)
+    flying = steps.holding_phase(tx, run.id, run.current_phase, now) if run.current_phase is not None else None
+    return {
+        "run": run.public(),
+        "waiting": waiting(run, head[0] if head else None, working),
+        "phases": [p.public() for p in run_phases],
+        "steps": [s.public() for s in run_steps],
+        "steps_next_cursor": run_steps[-1].id if more else None,
+        "counts": steps.status_counts(tx, run.id),
+        "controls": controls.offered(run, run_steps, furthest, working, flying),
+    }
+
+
+def _steps_page(read: list[Step], limit: int) -> tuple[list[Step], bool]:
+    """The first of `read` up to `limit` steps and STEPS_PAGE_BYTES of their JSON (always at least one),
+    and whether any step is left for a next page."""
+    page: list[Step] = []
+    size = 0
+    for step in read[:limit]:
+        size += len(json.dumps(step.public(), separators=(",", ":")))
+        if page and size > STEPS_PAGE_BYTES:
+            return page, True
+        page.append(step)
+    return page, len(read) > limit
+
+
+def log_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:
+    """The run's log rows after `after_id`, oldest first, at most `limit`."""
+
+    def read(tx: Tx) -> list[LogEntry]:
+        if runs.get(tx, run_id) is None:
+            raise NotFound(f"no run {run_id}")
+        return log.after(tx, run_id, query.get("after_id", 0), query.get("limit", 200))
+
+    return {"entries": [e.public() for e in db.transaction(read)]}
