@@ -29,7 +29,7 @@ $(BIN)/python:
 
 $(STAMP): requirements.txt requirements-dev-loop.txt requirements-dev.txt | $(BIN)/python
 	@echo "installing the test toolchain into $(VENV) (requirements-dev.txt)" >&2
-	@$(BIN)/pip install -q --disable-pip-version-check --upgrade pip >&2
+	@$(BIN)/pip install -q --disable-pip-version-check --upgrade "pip<26.3" >&2  # chalice 1.34 takes pip < 26.3
 	@$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt >&2
 	@rm -f $(VENV)/.installed-* $(VENV)/.dev-loop-* && touch $@ $(LOOP)
 

@@ -7,6 +7,8 @@ function is still undefined depends on which page the person opened first.
 import re
 from pathlib import Path
 
+from tests.support.graphs import circles as import_circles
+
 STATIC = Path(__file__).resolve().parent.parent / "chalicelib" / "console" / "static"
 
 COMMENTS = re.compile(r"/\*.*?\*/|^\s*//.*?$", re.DOTALL | re.MULTILINE)  # JSDoc's import('…') types load nothing
@@ -20,23 +22,7 @@ def imports_of(source: str) -> set[str]:
 
 
 def circles(folder: Path) -> list[str]:
-    graph = {path.name: imports_of(path.read_text()) for path in sorted(folder.glob("*.js"))}
-    found: list[str] = []
-    state: dict[str, str] = {}
-
-    def visit(name: str, trail: list[str]) -> None:
-        state[name] = "open"
-        for imported in sorted(graph.get(name, ())):
-            if state.get(imported) == "open":
-                found.append(" -> ".join([*trail[trail.index(imported):], imported]))
-            elif imported not in state:
-                visit(imported, [*trail, imported])
-        state[name] = "done"
-
-    for name in graph:
-        if name not in state:
-            visit(name, [name])
-    return found
+    return [" -> ".join(trail) for trail in import_circles({p.name: imports_of(p.read_text()) for p in sorted(folder.glob("*.js"))})]
 
 
 def test_no_import_circle_among_the_consoles_modules():

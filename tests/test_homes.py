@@ -9,6 +9,7 @@ from pathlib import Path
 
 import chalicelib
 from chalicelib.events import journal
+from tests.support.graphs import circles as import_circles
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,21 +92,7 @@ def test_no_import_circle_in_chalicelib():
         for p in (ROOT / "chalicelib").rglob("*.py")
     }
     graph = {name: (_imports_of(name, path) & paths.keys()) - {name} for name, path in paths.items()}
-    circles = []
-    state: dict[str, str] = {}
-
-    def visit(name: str, trail: list[str]) -> None:
-        state[name] = "open"
-        for imported in sorted(graph[name]):
-            if state.get(imported) == "open":
-                circles.append([*trail[trail.index(imported):], imported])
-            elif imported not in state:
-                visit(imported, [*trail, imported])
-        state[name] = "done"
-
-    for name in sorted(graph):
-        if name not in state:
-            visit(name, [name])
+    circles = import_circles(graph)
     assert circles == [], f"import circles: {[' -> '.join(c) for c in circles]}"
 
 

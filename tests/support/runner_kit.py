@@ -112,8 +112,14 @@ def runner(db, clock: ManualClock, game_bridge):
     built.close()
 
 
-def tick_process(bridge_url: str, budget_seconds: float = 30, **env) -> subprocess.Popen:
-    """`python -m chalicelib tick --once` against the test database (conftest exported EVENTS_DB_URL)."""
+# `python -m chalicelib` with the engine's INFO lines on stderr too (the command itself shows WARNING and up).
+SAYING_INFO = ("-c", ("import logging, sys; logging.basicConfig(level=logging.INFO, format='%(message)s'); "
+                     "from chalicelib.__main__ import main; sys.exit(main())"))
+
+
+def tick_process(bridge_url: str, budget_seconds: float = 30, info: bool = False, **env) -> subprocess.Popen:
+    """`python -m chalicelib tick --once` against the test database (conftest exported EVENTS_DB_URL); `info`:
+    its INFO lines too, for a test that acts on what the tick meets."""
     settings = {
         "GAME_BRIDGE_URL": bridge_url,
         "GAME_BRIDGE_SECRET": SECRET,
@@ -122,6 +128,6 @@ def tick_process(bridge_url: str, budget_seconds: float = 30, **env) -> subproce
         **env,
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "chalicelib", "tick", "--once", "--budget", str(budget_seconds)],
+        [sys.executable, *(SAYING_INFO if info else ("-m", "chalicelib")), "tick", "--once", "--budget", str(budget_seconds)],
         cwd=ROOT, env={**os.environ, **settings}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
