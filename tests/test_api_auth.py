@@ -22,7 +22,7 @@ from app import app
 from chalicelib import runtime
 from chalicelib.api import auth
 from chalicelib.config import Settings
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.document import PhasePlan
 from chalicelib.events.model import PhaseKind, RunStatus
 from chalicelib.events.store import phases
@@ -206,7 +206,7 @@ _GM_MAY = {("confirm", "parked"), ("skip", "parked"), ("acknowledge", "parked")}
 
 
 def _step_answer_expected(control: str, state: str, caller: str) -> int:
-    if caller == "gm" and "gm" not in controls.CONTROLS[control].gate:
+    if caller == "gm" and "gm" not in commands.CONTROLS[control].gate:
         return 403  # the route's own gate (retry)
     if caller == "gm" and (control, state) not in _GM_MAY:
         # a role would lift it (403), or it is refused to everyone for the step's state (409)
@@ -214,7 +214,7 @@ def _step_answer_expected(control: str, state: str, caller: str) -> int:
     return 200 if (control, state) in _LEGAL else 409
 
 
-@pytest.mark.parametrize("control", sorted(controls.STEP_CONTROLS))
+@pytest.mark.parametrize("control", sorted(commands.STEP_CONTROLS))
 def test_a_game_master_acts_on_a_parked_cue_and_nothing_else(db, clock, api, control):
     callers = {"gm": GM_TOKEN, "moderator": MODERATOR_TOKEN, "admin": ADMIN_TOKEN}
     for state, status in _STEP_STATES:
@@ -223,7 +223,7 @@ def test_a_game_master_acts_on_a_parked_cue_and_nothing_else(db, clock, api, con
             before = _log_count(db)
             answer = api.post(path, {}, auth=bearer)
             assert answer.status == _step_answer_expected(control, state, caller), (state, caller, answer.body)
-            if answer.status == 403 and "gm" in controls.CONTROLS[control].gate:
+            if answer.status == 403 and "gm" in commands.CONTROLS[control].gate:
                 assert answer.body == {"errors": [
                     (f"a game master may {control} a parked cue only; this step is {state}, and to {control} it"
                      " needs one of the roles ['admin', 'moderator']")],

@@ -1,7 +1,7 @@
 """Controls declared once, errors with fields, the vocabulary and `waiting`: what the API derives, over HTTP."""
 
 from chalicelib.api.routes import OPERATIONS
-from chalicelib.events import controls, lifecycle
+from chalicelib.events import commands, lifecycle
 from chalicelib.events.document import PhasePlan
 from chalicelib.events.model import RunStatus, StepStatus
 from tests.support.api import ADMIN, GM, MODERATOR
@@ -11,8 +11,8 @@ from tests.support.scenes import put_step_in, run_with_steps, set_step, snapshot
 
 def test_every_declared_control_is_a_route_with_its_roles_body_and_summary():
     declared = {
-        ("POST", "/runs/{run_id}/" + ("" if c.target is controls.Target.RUN else "steps/{step_id}/") + c.name): c
-        for c in controls.CONTROLS.values()
+        ("POST", "/runs/{run_id}/" + ("" if c.target is commands.Target.RUN else "steps/{step_id}/") + c.name): c
+        for c in commands.CONTROLS.values()
     }
     routed = {(op.method, op.path): op for op in OPERATIONS if (op.method, op.path) in declared}
     assert routed.keys() == declared.keys()
@@ -30,7 +30,7 @@ def test_the_vocabulary_is_the_lifecycles_statuses_and_the_declared_controls(api
     assert [s["status"] for s in answer.body["step_statuses"]] == [s.value for s in StepStatus]
     terminal = {s["status"] for s in answer.body["run_statuses"] if s["terminal"]}
     assert terminal == {s.value for s in lifecycle.TERMINAL_RUN}
-    assert [c["name"] for c in answer.body["controls"]] == list(controls.CONTROLS)
+    assert [c["name"] for c in answer.body["controls"]] == list(commands.CONTROLS)
     assert answer.body["controls"][2] == {
         "name": "cancel", "target": "run", "roles": ["admin", "moderator"], "wakes": True, "note_field": "reason",
         "label": "Cancel run", "question": "Cancel this run? It cannot be undone.", "done": "Cancelled", "tone": "danger",

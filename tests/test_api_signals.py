@@ -22,9 +22,9 @@ from app import app
 from chalicelib import runtime
 from chalicelib.api import signature
 from chalicelib.api.schemas import SIGNAL_PAYLOAD_BYTES
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.model import RunStatus, iso
-from chalicelib.events.store import phases, signals, steps
+from chalicelib.events.store import phases, steps
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings
 from tests.support.factory import make_run, run_row
 from tests.support.interference import log_rows_refused
@@ -58,18 +58,18 @@ def _at(db, clock, runner, status=RunStatus.RUNNING, phase=2):
             return schedule(db, clock.now(), BOSS, scheduled_for=clock.now() + timedelta(hours=1))
         run = make_run(db, clock.now(), doc=BOSS, status=RunStatus.STARTING)
         if status is RunStatus.PAUSED:
-            controls.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="rain")
+            commands.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="rain")
         return run_row(db, run.id)
     run = schedule(db, clock.now(), BOSS)
     tick(runner)
     assert (run_row(db, run.id).current_phase, run_row(db, run.id).wake_at) == (2, None)
     if phase == 3:
-        controls.advance(db, run.id, 2, actor="mod-mia", now=clock.now(), reason="the boss glitched")
+        commands.advance(db, run.id, 2, actor="mod-mia", now=clock.now(), reason="the boss glitched")
         tick(runner)
     if status is RunStatus.PAUSED:
-        controls.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="rain")
+        commands.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="rain")
     if status is RunStatus.CANCELLED:
-        controls.cancel(db, run.id, actor="mod-mia", now=clock.now(), reason="storm")
+        commands.cancel(db, run.id, actor="mod-mia", now=clock.now(), reason="storm")
     after = run_row(db, run.id)
     assert (after.status, after.current_phase) == (status, phase)
     return after
@@ -148,7 +148,7 @@ def test_a_signal_of_a_phase_the_run_has_left_is_recorded_and_changes_nothing_el
 
 def test_a_signal_after_a_person_advanced_its_phase_is_over_and_keeps_who_advanced_it(api, db, clock, runner):
     run = _at(db, clock, runner)
-    controls.advance(db, run.id, 2, actor="mod-mia", now=clock.now(), reason="the boss glitched")
+    commands.advance(db, run.id, 2, actor="mod-mia", now=clock.now(), reason="the boss glitched")
     answer = _signal(api, run.id, "boss_defeated", auth=ADMIN)
     assert (answer.status, answer.body["effect"]) == (202, "phase_over")
     row = _phase(db, run.id, 2)
@@ -232,7 +232,7 @@ def test_a_signal_to_a_paused_run_ends_its_phase_once_it_is_resumed(api, db, clo
     run = _at(db, clock, runner, RunStatus.PAUSED)
     assert _signal(api, run.id, "boss_defeated", auth=MODERATOR).body["effect"] == "acts_on_resume"
     assert tick(runner).runs_seen == 0  # paused: the tick does not even read it
-    controls.resume(db, run.id, actor="mod-mia", now=clock.advance(5))
+    commands.resume(db, run.id, actor="mod-mia", now=clock.advance(5))
     tick(runner)
     assert _statuses(db, run.id)[1] == (2, "cancelled", BOSS_CAUSE)
     assert run_row(db, run.id).current_phase == 3
@@ -253,7 +253,7 @@ def test_a_repeat_answers_200_with_the_first_receipt_and_writes_nothing(api, db,
 def test_a_repeat_after_the_run_finished_still_answers_the_first_receipt(api, db, clock, runner):
     run = _at(db, clock, runner)
     first = _signal(api, run.id, "boss_defeated", auth=MODERATOR)
-    controls.cancel(db, run.id, actor="mod-mia", now=clock.advance(1), reason="storm")
+    commands.cancel(db, run.id, actor="mod-mia", now=clock.advance(1), reason="storm")
     again = _signal(api, run.id, "boss_defeated", auth=MODERATOR)
     assert (again.status, again.body) == (200, first.body)
 
@@ -290,7 +290,7 @@ def test_a_signal_whose_log_row_the_database_refuses_writes_nothing(api, db, clo
     run = _at(db, clock, runner)
     before = everything(db)
     with log_rows_refused(db, "NEW.kind = 'run.signal'"), pytest.raises(pymysql.err.MySQLError):
-        db.transaction(lambda tx: signals.receive(tx, run.id, "boss_defeated", "mod-mia", None, clock.now()))
+        commands.receive_signal(db, run.id, "boss_defeated", actor="mod-mia", now=clock.now())
     assert everything(db) == before
 
 

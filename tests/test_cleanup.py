@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import Health, ResourceStatus, RunStatus, StepStatus
 from chalicelib.events.store import resources, steps
@@ -47,7 +47,7 @@ def _waiting_at_a_cue(db, clock, runner, game_bridge, *, cleanup_on=None):
 
 
 def _cancel(db, clock, run, **kwargs):
-    return controls.cancel(db, run.id, actor="alice", now=clock.now(), reason="storm", **kwargs)
+    return commands.cancel(db, run.id, actor="alice", now=clock.now(), reason="storm", **kwargs)
 
 
 def test_cancel_with_cleanup_reverts_newest_first_and_cancels_only_after_the_last(db, clock, runner, game_bridge):
@@ -161,8 +161,8 @@ def test_a_failed_revert_goes_on_pauses_at_the_end_and_a_retry_finishes_the_clea
     assert paused.last_error == "1 of 3 resources could not be reverted"
     assert db.autocommit(resources.count_left) == 1
     failed = next(s for s in _steps(db, run.id) if s.status is StepStatus.FAILED)
-    assert controls.refusal("retry", paused, failed) is None
-    retried = controls.retry(db, run.id, failed.id, actor="alice", now=clock.now())
+    assert commands.refusal("retry", paused, failed) is None
+    retried = commands.retry(db, run.id, failed.id, actor="alice", now=clock.now())
     assert retried.resumed and retried.run.status is RunStatus.CLEANING_UP
     assert ledger_of(db, run.id)["portal"] is ResourceStatus.REVERTING
     tick(runner)
@@ -174,7 +174,7 @@ def test_a_failed_revert_goes_on_pauses_at_the_end_and_a_retry_finishes_the_clea
 
 def test_resume_accepts_the_failed_reverts_and_the_run_reaches_its_target(db, clock, runner, game_bridge):
     run = _a_failed_revert(db, clock, runner, game_bridge)
-    resumed = controls.resume(db, run.id, actor="alice", now=clock.now())
+    resumed = commands.resume(db, run.id, actor="alice", now=clock.now())
     assert resumed.status is RunStatus.CANCELLED and resumed.finished_at is not None
     assert ledger_of(db, run.id)["portal"] is ResourceStatus.REVERT_FAILED
     assert db.autocommit(resources.count_left) == 1
@@ -189,8 +189,8 @@ def test_pause_and_resume_during_a_cleanup_and_a_cancel_without_cleanup_abandons
     assert set(ledger_of(db, run.id).values()) == {ResourceStatus.REVERTING}
     with pytest.raises(Conflict, match="already cleaning up"):
         _cancel(db, clock, run, cleanup=True)
-    assert controls.pause(db, run.id, actor="alice", now=clock.now()).status is RunStatus.PAUSED
-    assert controls.resume(db, run.id, actor="alice", now=clock.now()).status is RunStatus.CLEANING_UP
+    assert commands.pause(db, run.id, actor="alice", now=clock.now()).status is RunStatus.PAUSED
+    assert commands.resume(db, run.id, actor="alice", now=clock.now()).status is RunStatus.CLEANING_UP
     with pytest.raises(Conflict, match="already cleaning up"):
         _cancel(db, clock, run, cleanup=True)
     abandoned = _cancel(db, clock, run)
@@ -345,7 +345,7 @@ def test_a_revert_is_retried_only_once_its_cleanup_paused(db, clock, runner, gam
     assert run_row(db, run.id).status is RunStatus.CLEANING_UP  # the second revert waits for its retry
     failed = next(s for s in _steps(db, run.id) if s.status is StepStatus.FAILED)
     with pytest.raises(Conflict):
-        controls.retry(db, run.id, failed.id, actor="alice", now=clock.now())
+        commands.retry(db, run.id, failed.id, actor="alice", now=clock.now())
     assert ledger_of(db, run.id)["portal"] is ResourceStatus.REVERT_FAILED
 
 
@@ -362,19 +362,19 @@ def test_a_paused_cleanup_neither_retries_nor_advances_the_run_s_own_steps(db, c
     assert (paused.status, paused.last_error) == (RunStatus.PAUSED, "1 of 1 resources could not be reverted")
     boom = next(s for s in _steps(db, run.id) if s.action_id == "world.boom")
     with pytest.raises(Conflict, match="only its failed reverts"):
-        controls.retry(db, run.id, boom.id, actor="alice", now=clock.now())
+        commands.retry(db, run.id, boom.id, actor="alice", now=clock.now())
     with pytest.raises(Conflict, match="cleaning up"):
-        controls.advance(db, run.id, 1, actor="alice", now=clock.now())
+        commands.advance(db, run.id, 1, actor="alice", now=clock.now())
     assert run_row(db, run.id).status is RunStatus.PAUSED
 
 
 def test_a_cleanup_paused_before_it_opened_resumes_into_its_cleanup(db, clock, runner, game_bridge):
     run = _waiting_at_a_cue(db, clock, runner, game_bridge)
     _cancel(db, clock, run, cleanup=True)
-    controls.pause(db, run.id, actor="alice", now=clock.now())
+    commands.pause(db, run.id, actor="alice", now=clock.now())
     with pytest.raises(Conflict, match="already cleaning up"):
         _cancel(db, clock, run, cleanup=True)
-    assert controls.resume(db, run.id, actor="alice", now=clock.now()).status is RunStatus.CLEANING_UP
+    assert commands.resume(db, run.id, actor="alice", now=clock.now()).status is RunStatus.CLEANING_UP
     tick(runner)
     assert undone(game_bridge) == ["portal", "storm", "scarecrow"]
     assert run_row(db, run.id).status is RunStatus.CANCELLED

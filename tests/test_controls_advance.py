@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import PhaseState, RunStatus, StepStatus
 from chalicelib.events.store import phases, steps
@@ -52,7 +52,7 @@ def test_a_manual_phase_holds_until_a_person_advances_it_and_the_next_phase_says
     [told] = runner.actions.cue_channel.notices
     assert (told.kind, told.text, told.step_id) == ("advance", f"Run {run.id} waits for a person to advance phase 1 (warm-up)", None)
 
-    done = controls.advance(db, run.id, 1, actor="mod-mia", now=clock.advance(5), reason="  everyone is warm ")
+    done = commands.advance(db, run.id, 1, actor="mod-mia", now=clock.advance(5), reason="  everyone is warm ")
     assert (done.resumed, done.skipped_steps) == (False, 0)
     assert done.run.wake_at == clock.now() and done.run.status is RunStatus.RUNNING
     row = _phase(db, run.id, 1)
@@ -81,7 +81,7 @@ def test_advance_skips_the_phases_pending_and_parked_steps_with_the_reason(db, c
     run = schedule(db, clock.now(), _doc(first=[step("core.cue", instruction="Count the runners"),
                                                step("core.announce", message="Stretch")]))
     tick(runner)  # the cue parks; the announcement waits behind it
-    done = controls.advance(db, run.id, 1, actor="mod-mia", now=clock.advance(1), reason="we are late")
+    done = commands.advance(db, run.id, 1, actor="mod-mia", now=clock.advance(1), reason="we are late")
     assert done.skipped_steps == 2
     first = [s for s in _steps(db, run.id) if s.phase == 1]
     assert {(s.status, s.last_error) for s in first} == {(StepStatus.SKIPPED, "we are late")}
@@ -96,7 +96,7 @@ def test_advance_skips_the_phases_pending_and_parked_steps_with_the_reason(db, c
 def _refused(db, run_id, phase, now, *words):
     before = snapshot(db, run_id)
     with pytest.raises(Conflict) as refused:
-        controls.advance(db, run_id, phase, actor="mod-mia", now=now)
+        commands.advance(db, run_id, phase, actor="mod-mia", now=now)
     for word in words:
         assert word in str(refused.value)
     assert snapshot(db, run_id) == before
@@ -122,7 +122,7 @@ def test_advance_while_a_step_of_the_phase_is_in_flight_is_refused_naming_the_st
     run = _in_flight(db, clock, runner)
     _refused(db, run.id, 1, clock.now(), "Phase 1 · step 2 (core.announce) is in flight; try again in a few seconds")
     # Once its lease has lapsed it is no longer in flight: the advance takes, and the step cannot come back.
-    done = controls.advance(db, run.id, 1, actor="mod-mia", now=clock.advance(31))
+    done = commands.advance(db, run.id, 1, actor="mod-mia", now=clock.advance(31))
     assert done.skipped_steps == 2  # the parked cue, and the step whose lease lapsed
     assert {s.status for s in _steps(db, run.id) if s.phase == 1} == {StepStatus.SKIPPED}
 
@@ -130,15 +130,15 @@ def test_advance_while_a_step_of_the_phase_is_in_flight_is_refused_naming_the_st
 def test_a_second_advance_of_the_same_phase_is_refused_naming_who_advanced_it_and_when(db, clock, runner):
     run = _held(db, clock, runner)
     at = clock.advance(1)
-    controls.advance(db, run.id, 1, actor="mod-mia", now=at)
+    commands.advance(db, run.id, 1, actor="mod-mia", now=at)
     _refused(db, run.id, 1, clock.advance(1), "already advanced by mod-mia at", at.strftime("%Y-%m-%dT%H:%M:%S"))
 
 
 def test_advance_of_a_paused_run_at_that_phase_resumes_it_in_the_same_transaction(db, clock, runner):
     run = _held(db, clock, runner)
-    controls.pause(db, run.id, actor="mod-mia", now=clock.advance(1), reason="rain")
+    commands.pause(db, run.id, actor="mod-mia", now=clock.advance(1), reason="rain")
     set_run(db, run.id, last_error="paused for rain")
-    done = controls.advance(db, run.id, 1, actor="admin-ada", now=clock.advance(1))
+    done = commands.advance(db, run.id, 1, actor="admin-ada", now=clock.advance(1))
     assert done.resumed and done.run.status is RunStatus.RUNNING and done.run.last_error is None
     assert done.run.wake_at == clock.now()
     kinds = [(e.kind, e.detail.get("control"), e.detail.get("to")) for e in log_of(db, run.id)][-2:]

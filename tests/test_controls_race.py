@@ -12,7 +12,7 @@ import time
 import pytest
 
 from chalicelib.db import DatabaseClock
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus, StepStatus
 from devtools.kit.game_bridge import Answer
@@ -36,7 +36,7 @@ def test_a_pause_pressed_mid_dispatch_stops_the_next_dispatch(db, game_bridge):
     process = tick_process(game_bridge.url)
     try:
         game_bridge.wait_for(1, timeout=30)  # the tick is inside its first dispatch
-        paused = controls.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="mid-tick")
+        paused = commands.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="mid-tick")
     finally:
         gate.set()
     _, err = process.communicate(timeout=60)
@@ -60,7 +60,7 @@ def test_controls_racing_two_tick_processes_either_take_or_lose_and_are_never_un
     outcomes: dict[int, tuple[str, str]] = {}
     order = random.Random(7).sample(runs, len(runs))
     for i, run in enumerate(order):
-        control = controls.pause if i % 2 else controls.cancel
+        control = commands.pause if i % 2 else commands.cancel
         try:
             control(db, run.id, actor="mod-mia", now=clock.now())
             outcomes[run.id] = (control.__name__, "took")
@@ -87,7 +87,7 @@ def test_controls_racing_two_tick_processes_either_take_or_lose_and_are_never_un
         else:
             # Lost: it names a status the control may not act from, and wrote nothing.
             [named] = [st for st in RunStatus if f"is {st.value}" in result or f"already {st.value}" in result]
-            assert named not in (controls.PAUSABLE if control == "pause" else controls.CANCELLABLE), result
+            assert named not in (commands.PAUSABLE if control == "pause" else commands.CANCELLABLE), result
             assert pressed == []
             if named.terminal:
                 assert final.status is named

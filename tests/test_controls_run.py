@@ -4,9 +4,10 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.errors import Conflict, NotFound
 from chalicelib.events.model import Health, RunStatus, StepStatus
+from chalicelib.events.store import log
 from tests.support.factory import make_run, run_row, step_row
 from tests.support.scenes import log_rows, put_step_in, run_with_steps, set_run, snapshot
 
@@ -27,7 +28,7 @@ def _refused(db, run, control, **kwargs):
 def test_pause_from_a_run_in_flight_clears_its_claim_and_logs_the_actor(db, clock, status):
     run = make_run(db, clock.now(), status=status, current_phase=1 if status is RunStatus.RUNNING else None)
     set_run(db, run.id, claimed_by="tick", claim_expires_at=clock.now() + timedelta(seconds=60))
-    paused = controls.pause(db, run.id, actor="mod", now=clock.advance(1), reason="  boss bugged  ")
+    paused = commands.pause(db, run.id, actor="mod", now=clock.advance(1), reason="  boss bugged  ")
     assert paused.status is RunStatus.PAUSED and paused.claimed_by is None and paused.claim_expires_at is None
     [entry] = log_rows(db, run.id)
     assert entry["actor"] == "mod" and entry["kind"] == "run.status"
@@ -36,12 +37,12 @@ def test_pause_from_a_run_in_flight_clears_its_claim_and_logs_the_actor(db, cloc
 
 @pytest.mark.parametrize("status", [s for s in ALL if s not in (RunStatus.STARTING, RunStatus.RUNNING, RunStatus.CLEANING_UP)])
 def test_pause_is_refused_from_every_other_status(db, clock, status):
-    _refused(db, make_run(db, clock.now(), status=status), controls.pause, now=clock.now())
+    _refused(db, make_run(db, clock.now(), status=status), commands.pause, now=clock.now())
 
 
 def test_pause_of_an_unknown_run_is_not_found(db, clock):
     with pytest.raises(NotFound):
-        controls.pause(db, 999_999, actor="mod", now=clock.now())
+        commands.pause(db, 999_999, actor="mod", now=clock.now())
 
 
 @pytest.mark.parametrize(
@@ -49,7 +50,7 @@ def test_pause_of_an_unknown_run_is_not_found(db, clock):
 )
 def test_a_reason_is_trimmed_and_kept_to_500_characters(db, clock, raw, kept):
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
-    controls.pause(db, run.id, actor="mod", now=clock.now(), reason=raw)
+    commands.pause(db, run.id, actor="mod", now=clock.now(), reason=raw)
     assert log_rows(db, run.id)[0]["detail"]["reason"] == kept
 
 
@@ -58,7 +59,7 @@ def test_a_reason_is_trimmed_and_kept_to_500_characters(db, clock, raw, kept):
 def test_resume_goes_back_to_where_the_phase_says_clears_the_error_and_keeps_health(db, clock, phase, back_to):
     run = make_run(db, clock.now(), status=RunStatus.PAUSED, current_phase=phase)
     set_run(db, run.id, last_error="world.spawn: 503", health="degraded")
-    resumed = controls.resume(db, run.id, actor="alice", now=clock.advance(1))
+    resumed = commands.resume(db, run.id, actor="alice", now=clock.advance(1))
     assert (resumed.status, resumed.current_phase, resumed.last_error, resumed.health) == (back_to, phase, None, Health.DEGRADED)
     [entry] = log_rows(db, run.id)
     assert entry["actor"] == "alice"
@@ -67,12 +68,12 @@ def test_resume_goes_back_to_where_the_phase_says_clears_the_error_and_keeps_hea
 
 @pytest.mark.parametrize("status", [s for s in ALL if s is not RunStatus.PAUSED])
 def test_resume_is_refused_unless_paused(db, clock, status):
-    _refused(db, make_run(db, clock.now(), status=status, current_phase=None), controls.resume, now=clock.now())
+    _refused(db, make_run(db, clock.now(), status=status, current_phase=None), commands.resume, now=clock.now())
 
 
 def test_resume_of_an_unknown_run_is_not_found(db, clock):
     with pytest.raises(NotFound):
-        controls.resume(db, 999_999, actor="mod", now=clock.now())
+        commands.resume(db, 999_999, actor="mod", now=clock.now())
 
 
 # ── cancel ─────────────────────────────────────────────────────────────────
@@ -82,7 +83,7 @@ def test_cancel_from_any_live_status_closes_pending_and_parked_steps_but_not_a_l
     put_step_in(db, done, "done", clock.now())
     put_step_in(db, parked, "parked", clock.now())
     put_step_in(db, leased, "leased", clock.now())
-    cancelled = controls.cancel(db, run.id, actor="mod", now=clock.advance(1), reason="storm")
+    cancelled = commands.cancel(db, run.id, actor="mod", now=clock.advance(1), reason="storm")
     assert cancelled.status is RunStatus.CANCELLED and cancelled.finished_at == clock.now()
     assert cancelled.last_error == "storm"
     assert [step_row(db, s.id).status for s in (done, parked, leased, pending)] == [
@@ -94,13 +95,13 @@ def test_cancel_from_any_live_status_closes_pending_and_parked_steps_but_not_a_l
 
 def test_cancel_without_a_reason_says_who_called_it_off(db, clock):
     run = make_run(db, clock.now(), status=RunStatus.SCHEDULED)
-    assert controls.cancel(db, run.id, actor="mod", now=clock.now()).last_error == "cancelled by staff"
+    assert commands.cancel(db, run.id, actor="mod", now=clock.now()).last_error == "cancelled by staff"
 
 
 @pytest.mark.parametrize("status", [s for s in ALL if s.terminal])
 def test_cancel_is_refused_once_the_run_is_over(db, clock, status):
     run, _ = run_with_steps(db, clock.now(), status)
-    _refused(db, run, controls.cancel, now=clock.now())
+    _refused(db, run, commands.cancel, now=clock.now())
 
 
 def test_the_state_change_and_its_log_row_commit_together(db, clock, monkeypatch):
@@ -110,7 +111,7 @@ def test_the_state_change_and_its_log_row_commit_together(db, clock, monkeypatch
     def broken_append(*args, **kwargs):
         raise RuntimeError("log write failed")
 
-    monkeypatch.setattr(controls.log, "append", broken_append)
+    monkeypatch.setattr(log, "append", broken_append)
     with pytest.raises(RuntimeError):
-        controls.pause(db, run.id, actor="mod", now=clock.now())
+        commands.pause(db, run.id, actor="mod", now=clock.now())
     assert snapshot(db, run.id) == before and run_row(db, run.id).status is RunStatus.RUNNING

@@ -16,7 +16,7 @@ import pytest
 
 from chalicelib.api import schemas
 from chalicelib.api.operations import CORS as cors
-from chalicelib.events import controls, journal
+from chalicelib.events import commands, journal
 from chalicelib.events.errors import AnsweredBefore
 from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.store import log, runs, steps
@@ -61,7 +61,7 @@ def _tag(db, run, target_step):
     return run_row(db, run.id).etag if target_step is None else step_row(db, target_step.id).etag
 
 
-EVERY = list(controls.CONTROLS)
+EVERY = list(commands.CONTROLS)
 
 
 @pytest.mark.parametrize("control", EVERY)
@@ -164,7 +164,7 @@ def test_each_status_change_raises_the_version_and_a_phase_change_lease_wake_or_
     started = run_row(db, run.id)
     assert (started.status, started.version) == (RunStatus.RUNNING, 2)
     [cue] = [s for s in db.autocommit(lambda tx: steps.list_for_run(tx, run.id)) if s.parked]
-    controls.confirm(db, run.id, cue.id, actor="mod", now=clock.advance(1))
+    commands.confirm(db, run.id, cue.id, actor="mod", now=clock.advance(1))
     tick(runner)  # phase 1 -> phase 2: a phase change, the run still running
     moved = run_row(db, run.id)
     assert (moved.current_phase, moved.version) == (2, 2)
@@ -173,14 +173,14 @@ def test_each_status_change_raises_the_version_and_a_phase_change_lease_wake_or_
     db.transaction(lambda tx: runs.release_lease(tx, run.id, token, clock.now()))
     db.transaction(lambda tx: runs.degrade(tx, run.id, clock.now(), "a skipped failure"))
     assert run_row(db, run.id).version == 2  # a lease, a wake time, health and last_error: none is a run-level change
-    assert controls.pause(db, run.id, actor="mod", now=clock.now()).version == 3
-    assert controls.resume(db, run.id, actor="mod", now=clock.now()).version == 4
-    assert controls.cancel(db, run.id, actor="mod", now=clock.now()).version == 5
+    assert commands.pause(db, run.id, actor="mod", now=clock.now()).version == 3
+    assert commands.resume(db, run.id, actor="mod", now=clock.now()).version == 4
+    assert commands.cancel(db, run.id, actor="mod", now=clock.now()).version == 5
 
 
 def test_an_advance_raises_the_version_though_the_status_stays_running(db, clock, runner):
     run = _held_at_a_manual_phase(db, clock, runner)
-    assert controls.advance(db, run.id, 1, actor="mod", now=clock.now()).run.version == run.version + 1
+    assert commands.advance(db, run.id, 1, actor="mod", now=clock.now()).run.version == run.version + 1
 
 
 # ── the step's tag, across a retry (ABA) ──────────────────────────────────
@@ -348,8 +348,8 @@ def test_cors_allows_if_match_and_idempotency_key_and_exposes_etag(api):
 
 def test_the_document_has_412_and_the_headers_for_every_control(api):
     document = api.get("/openapi.json").body
-    for name, control in controls.CONTROLS.items():
-        path = "/runs/{run_id}/" + ("" if control.target is controls.Target.RUN else "steps/{step_id}/") + name
+    for name, control in commands.CONTROLS.items():
+        path = "/runs/{run_id}/" + ("" if control.target is commands.Target.RUN else "steps/{step_id}/") + name
         entry = document["paths"][path]["post"]
         assert {"412", "422"} <= set(entry["responses"])
         assert {p["name"] for p in entry["parameters"] if p["in"] == "header"} == {"If-Match", "Idempotency-Key"}
@@ -372,8 +372,8 @@ def test_two_presses_with_one_key_at_once_take_once_and_both_get_the_first_answe
     def press() -> None:
         start.wait()
         try:
-            answers.append({"ok": True, "run": controls.resume(db, run.id, actor="mod", now=clock.now(),
-                                                               press=controls.Press(key="double-click")).public()})
+            answers.append({"ok": True, "run": commands.resume(db, run.id, actor="mod", now=clock.now(),
+                                                               press=commands.Press(key="double-click")).public()})
         except AnsweredBefore as before:
             answers.append(before.body)
 

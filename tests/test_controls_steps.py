@@ -3,7 +3,7 @@ and the console's list of controls agreeing with what the controls actually do."
 
 import pytest
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.document import PhasePlan
 from chalicelib.events.errors import Conflict, NotFound
 from chalicelib.events.model import PhaseKind, RunStatus, StepStatus
@@ -25,7 +25,7 @@ def _refused(db, run, control, step_id, expected_status, **kwargs):
 def test_confirm_finishes_a_parked_step_as_done_with_the_note(db, clock, run_status):
     run, (cue, *_) = run_with_steps(db, clock.now(), run_status)
     put_step_in(db, cue, "parked", clock.now())
-    done = controls.confirm(db, run.id, cue.id, actor="gm-lead", now=clock.advance(3), note=" bonfire lit ")
+    done = commands.confirm(db, run.id, cue.id, actor="gm-lead", now=clock.advance(3), note=" bonfire lit ")
     assert (done.status, done.last_error, done.finished_at) == (StepStatus.DONE, "bonfire lit", clock.now())
     [entry] = log_rows(db, run.id)
     assert (entry["actor"], entry["step_id"], entry["kind"]) == ("gm-lead", cue.id, "step.status")
@@ -36,7 +36,7 @@ def test_confirm_finishes_a_parked_step_as_done_with_the_note(db, clock, run_sta
 def test_confirm_is_refused_for_a_step_that_is_not_parked(db, clock, state):
     run, (s, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
     put_step_in(db, s, state, clock.now())
-    _refused(db, run, controls.confirm, s.id, "running under a live lease" if state == "leased" else state, now=clock.now())
+    _refused(db, run, commands.confirm, s.id, "running under a live lease" if state == "leased" else state, now=clock.now())
 
 
 # ── skip ───────────────────────────────────────────────────────────────────
@@ -45,7 +45,7 @@ def test_confirm_is_refused_for_a_step_that_is_not_parked(db, clock, state):
 def test_skip_takes_a_pending_or_parked_step_of_a_live_run(db, clock, state, run_status):
     run, (s, *_) = run_with_steps(db, clock.now(), run_status)
     put_step_in(db, s, state, clock.now())
-    skipped = controls.skip(db, run.id, s.id, actor="mod", now=clock.advance(1), reason="not tonight")
+    skipped = commands.skip(db, run.id, s.id, actor="mod", now=clock.advance(1), reason="not tonight")
     assert (skipped.status, skipped.last_error) == (StepStatus.SKIPPED, "not tonight")
     [entry] = log_rows(db, run.id)
     assert entry["actor"] == "mod"
@@ -58,13 +58,13 @@ def test_skip_takes_a_pending_or_parked_step_of_a_live_run(db, clock, state, run
 def test_skip_is_refused_for_a_leased_or_finished_step(db, clock, state):
     run, (s, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
     put_step_in(db, s, state, clock.now())
-    _refused(db, run, controls.skip, s.id, "running under a live lease" if state == "leased" else state, now=clock.now())
+    _refused(db, run, commands.skip, s.id, "running under a live lease" if state == "leased" else state, now=clock.now())
 
 
 @pytest.mark.parametrize("run_status", [s for s in RunStatus if s.terminal])
 def test_skip_is_refused_once_the_run_is_over_even_for_a_pending_step(db, clock, run_status):
     run, (s, *_) = run_with_steps(db, clock.now(), run_status)
-    _refused(db, run, controls.skip, s.id, run_status.value, now=clock.now())
+    _refused(db, run, commands.skip, s.id, run_status.value, now=clock.now())
 
 
 # ── retry ──────────────────────────────────────────────────────────────────
@@ -80,7 +80,7 @@ def _stopped_at_failure(db, clock, run_status=RunStatus.PAUSED):
 
 def test_retry_requeues_the_failed_step_and_resumes_the_run_in_one_action(db, clock):
     run, _, failed, _ = _stopped_at_failure(db, clock)
-    result = controls.retry(db, run.id, failed.id, actor="mod", now=clock.advance(5))
+    result = commands.retry(db, run.id, failed.id, actor="mod", now=clock.advance(5))
     assert result.resumed is True
     assert (result.step.status, result.step.attempts, result.step.last_error) == (StepStatus.PENDING, 0, None)
     assert (result.run.status, result.run.last_error, result.run.health.value) == (RunStatus.RUNNING, None, "degraded")
@@ -93,14 +93,14 @@ def test_retry_requeues_the_failed_step_and_resumes_the_run_in_one_action(db, cl
 @pytest.mark.parametrize("run_status", [s for s in RunStatus if s is not RunStatus.PAUSED])
 def test_retry_is_refused_unless_the_run_is_paused(db, clock, run_status):
     run, _, failed, _ = _stopped_at_failure(db, clock, run_status)
-    _refused(db, run, controls.retry, failed.id, run_status.value, now=clock.now())
+    _refused(db, run, commands.retry, failed.id, run_status.value, now=clock.now())
 
 
 @pytest.mark.parametrize("state", [s for s in STEP_STATES if s != "failed"])
 def test_retry_is_refused_for_a_step_that_did_not_fail(db, clock, state):
     run, _, failed, _ = _stopped_at_failure(db, clock)
     put_step_in(db, failed, state, clock.now())
-    _refused(db, run, controls.retry, failed.id, "running under a live lease" if state == "leased" else state, now=clock.now())
+    _refused(db, run, commands.retry, failed.id, "running under a live lease" if state == "leased" else state, now=clock.now())
 
 
 def test_retry_is_refused_for_a_failed_step_of_a_phase_the_run_has_left(db, clock):
@@ -109,7 +109,7 @@ def test_retry_is_refused_for_a_failed_step_of_a_phase_the_run_has_left(db, cloc
     run = run_row(db, run.id)
     before = snapshot(db, run.id)
     with pytest.raises(Conflict, match="phase 1, which the run has left"):
-        controls.retry(db, run.id, failed.id, actor="mod", now=clock.now())
+        commands.retry(db, run.id, failed.id, actor="mod", now=clock.now())
     assert snapshot(db, run.id) == before
 
 
@@ -121,25 +121,25 @@ def test_the_near_miss_a_failed_and_skipped_step_behind_the_cursor_is_not_retrya
     put_step_in(db, stopped_at, "failed", clock.now())
     before = snapshot(db, run.id)
     with pytest.raises(Conflict, match="not stopped at this step"):
-        controls.retry(db, run.id, behind.id, actor="mod", now=clock.now())
+        commands.retry(db, run.id, behind.id, actor="mod", now=clock.now())
     assert snapshot(db, run.id) == before
-    assert controls.retry(db, run.id, stopped_at.id, actor="mod", now=clock.now()).step.status is StepStatus.PENDING
+    assert commands.retry(db, run.id, stopped_at.id, actor="mod", now=clock.now()).step.status is StepStatus.PENDING
     assert step_row(db, behind.id).status is StepStatus.FAILED
 
 
 # ── scoping ────────────────────────────────────────────────────────────────
-@pytest.mark.parametrize("control", [controls.confirm, controls.skip, controls.retry])
+@pytest.mark.parametrize("control", [commands.confirm, commands.skip, commands.retry])
 def test_a_step_of_another_run_is_not_found_and_left_alone(db, clock, control):
     mine, _ = run_with_steps(db, clock.now(), RunStatus.PAUSED)
     other, _, theirs, _ = _stopped_at_failure(db, clock)
-    put_step_in(db, theirs, "parked" if control is controls.confirm else "pending" if control is controls.skip else "failed", clock.now())
+    put_step_in(db, theirs, "parked" if control is commands.confirm else "pending" if control is commands.skip else "failed", clock.now())
     before = snapshot(db, other.id)
     with pytest.raises(NotFound):
         control(db, mine.id, theirs.id, actor="mod", now=clock.now())
     assert snapshot(db, other.id) == before
 
 
-@pytest.mark.parametrize("control", [controls.confirm, controls.skip, controls.retry])
+@pytest.mark.parametrize("control", [commands.confirm, commands.skip, commands.retry])
 def test_a_step_control_on_an_unknown_run_or_step_is_not_found(db, clock, control):
     run, (s, *_) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
     with pytest.raises(NotFound):
@@ -152,7 +152,7 @@ def test_a_step_control_on_an_unknown_run_or_step_is_not_found(db, clock, contro
 @pytest.mark.parametrize("run_status", list(RunStatus))
 @pytest.mark.parametrize("state", [*STEP_STATES, "parked_in_doubt"])
 def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_status, state):
-    every_control = controls.RUN_CONTROLS + controls.STEP_CONTROLS
+    every_control = commands.RUN_CONTROLS + commands.STEP_CONTROLS
     # A run of its own for each control, all built in one transaction.
     for control, (run, target, furthest_seq) in zip(
         every_control, runs_each_with_a_step_in(db, clock.now(), run_status, state, len(every_control)), strict=True
@@ -162,10 +162,10 @@ def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_statu
             return phases.get(tx, run.id, 1), steps.holding_phase(tx, run.id, 1, clock.now())
 
         phase, flying = db.autocommit(phase_row)
-        offer = controls.offered(run, [target], furthest_seq, phase, flying)
+        offer = commands.offered(run, [target], furthest_seq, phase, flying)
         offered = control in offer["run"] + offer["steps"][str(target.id)]
-        press = getattr(controls, control)
-        args = (run.id,) if control in controls.RUN_CONTROLS else (run.id, target.id)
+        press = getattr(commands, control)
+        args = (run.id,) if control in commands.RUN_CONTROLS else (run.id, target.id)
         args += (1,) if control == "advance" else ()
         try:
             press(db, *args, actor="mod", now=clock.now())

@@ -8,7 +8,7 @@ names the status the row is really in and the log's `from` is never stale.
 import pymysql
 import pytest
 
-from chalicelib.events import controls, journal
+from chalicelib.events import commands, journal
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus
 from chalicelib.events.store import log, runs, steps
@@ -69,7 +69,7 @@ def test_a_control_logs_the_status_the_run_really_left(db, clock, monkeypatch):
     run, _ = run_with_steps(db, clock.now(), RunStatus.STARTING, current_phase=None)
     rival = _run_moved_by_rival(db, clock, run, RunStatus.STARTING, RunStatus.RUNNING, current_phase=1)
     _rival_after_first_read(monkeypatch, runs, "get", rival)
-    controls.pause(db, run.id, actor="mod-mia", now=clock.now())
+    commands.pause(db, run.id, actor="mod-mia", now=clock.now())
     _story_is_a_chain(db, run.id, "starting")
 
 
@@ -80,9 +80,9 @@ def test_a_controls_409_names_the_status_the_run_is_really_in(db, clock, monkeyp
     # rival that got in first, as the person pressed on a run they still saw running.
     fired = _rival_before_first_read(monkeypatch, runs, "get", rival)
     with pytest.raises(Conflict) as lost:
-        controls.pause(db, run.id, actor="mod-mia", now=clock.now())
+        commands.pause(db, run.id, actor="mod-mia", now=clock.now())
     assert fired == ["committed"]
-    assert str(lost.value) == controls.refusal("pause", run_row(db, run.id))
+    assert str(lost.value) == commands.refusal("pause", run_row(db, run.id))
     _story_is_a_chain(db, run.id, "running")
 
 
@@ -98,8 +98,8 @@ def test_a_step_controls_409_names_the_state_the_step_is_really_in(db, clock, mo
 
     _rival_after_first_read(monkeypatch, steps, "get_on_run", claimer_finishes)
     with pytest.raises(Conflict) as lost:
-        controls.skip(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
-    assert str(lost.value) == controls.refusal("skip", run_row(db, run.id), step_row(db, spawn.id))
+        commands.skip(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
+    assert str(lost.value) == commands.refusal("skip", run_row(db, run.id), step_row(db, spawn.id))
 
 
 # ── each control and its log row commit together ──────────────────────────
@@ -108,10 +108,10 @@ def _scene(db, clock, control):
     now = clock.now()
     if control in ("pause", "cancel"):
         run, _ = run_with_steps(db, now, RunStatus.RUNNING)
-        return run, lambda: getattr(controls, control)(db, run.id, actor=REFUSED, now=now)
+        return run, lambda: getattr(commands, control)(db, run.id, actor=REFUSED, now=now)
     if control == "resume":
         run, _ = run_with_steps(db, now, RunStatus.PAUSED)
-        return run, lambda: controls.resume(db, run.id, actor=REFUSED, now=now)
+        return run, lambda: commands.resume(db, run.id, actor=REFUSED, now=now)
     run, (first, _second, _) = run_with_steps(db, now, RunStatus.PAUSED if control == "retry" else RunStatus.RUNNING)
     if control in ("confirm", "acknowledge"):
         put_step_in(db, first, "parked", now)
@@ -119,7 +119,7 @@ def _scene(db, clock, control):
         put_step_in(db, first, "parked_in_doubt", now)
     if control == "retry":
         put_step_in(db, first, "failed", now)
-    press = getattr(controls, control)
+    press = getattr(commands, control)
     return run, lambda: press(db, run.id, first.id, actor=REFUSED, now=now)
 
 

@@ -3,7 +3,7 @@ and nothing an answer says rewrites a run that has already finished."""
 
 import pytest
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.model import Health, RunStatus, StepStatus
 from chalicelib.events.runner import Rules
@@ -45,7 +45,7 @@ def test_a_retry_answer_below_the_ceiling_is_tried_again(db, clock):
 
 def test_abort_run_still_fails_a_run_a_person_paused_while_the_step_was_in_flight(db, clock):
     run, spawn, reward, claim = _in_flight(db, clock, on_failure="abort_run")
-    controls.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="checking")
+    commands.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="checking")
     _answer(db, clock, spawn, claim, Outcome.failed("HTTP 400"))
     after = run_row(db, run.id)
     assert (after.status, after.health) == (RunStatus.FAILED, Health.DEGRADED)
@@ -57,7 +57,7 @@ def test_abort_run_still_fails_a_run_a_person_paused_while_the_step_was_in_fligh
 @pytest.mark.parametrize("on_failure", ["pause", "skip", "abort_run"])
 def test_a_failing_answer_after_a_cancel_leaves_the_cancelled_run_as_the_person_left_it(db, clock, on_failure):
     run, spawn, _, claim = _in_flight(db, clock, on_failure=on_failure)
-    controls.cancel(db, run.id, actor="mod-mia", now=clock.now(), reason="storm over the square")
+    commands.cancel(db, run.id, actor="mod-mia", now=clock.now(), reason="storm over the square")
     cancelled = run_row(db, run.id)
     clock.advance(5)
     _answer(db, clock, spawn, claim, Outcome.failed("HTTP 400: unknown zone"))

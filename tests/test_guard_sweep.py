@@ -6,7 +6,7 @@ from datetime import timedelta
 import pymysql
 
 from chalicelib.db import Tx
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
 from tests.support.factory import make_run, materialise, run_row, specs, step_row
@@ -23,7 +23,7 @@ def _expired_step_of(db, clock, run_status=RunStatus.RUNNING, attempts_before=0)
         db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET attempts = %s WHERE id = %s", (attempts_before, s.id)))
     db.autocommit(lambda tx: steps.claim(tx, step_row(db, s.id), clock.now(), LEASE))
     if run_status is RunStatus.CANCELLED:
-        controls.cancel(db, run.id, actor="mod-mia", now=clock.now())  # leaves the leased step alone
+        commands.cancel(db, run.id, actor="mod-mia", now=clock.now())  # leaves the leased step alone
     return s
 
 
@@ -103,7 +103,7 @@ def test_a_run_is_not_started_before_its_time_nor_missed_inside_its_window(db, c
 
 def test_a_run_a_person_cancelled_is_neither_started_nor_missed(db, clock):
     run = _scheduled(db, clock)
-    controls.cancel(db, run.id, actor="mod-mia", now=clock.now())
+    commands.cancel(db, run.id, actor="mod-mia", now=clock.now())
     assert not db.autocommit(lambda tx: runs.start_within_grace(tx, run.id, clock.now()))
     assert not db.autocommit(lambda tx: runs.miss_after_grace(tx, run.id, clock.now() + timedelta(seconds=301)))
     after = run_row(db, run.id)
@@ -113,7 +113,7 @@ def test_a_run_a_person_cancelled_is_neither_started_nor_missed(db, clock):
 def test_a_wait_holds_the_next_pending_step_past_one_a_person_skipped(db, clock):
     run, (wait, skipped, next_pending) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
     put_step_in(db, wait, "done", clock.now())
-    controls.skip(db, run.id, skipped.id, actor="mod-mia", now=clock.now())
+    commands.skip(db, run.id, skipped.id, actor="mod-mia", now=clock.now())
     until = clock.now() + timedelta(seconds=30)
     assert db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until))
     assert step_row(db, next_pending.id).due_at == until

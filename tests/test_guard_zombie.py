@@ -8,7 +8,7 @@ differ only by their token, so the token is what every fenced write must match.
 import threading
 from datetime import timedelta
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
@@ -30,7 +30,7 @@ def _zombie_and_live_claim(db, clock):
     clock.advance(LEASE + 1)
     db.transaction(lambda tx: reclaim(tx, clock.now(), 1))  # at a ceiling of 1: failed, the run paused
     assert run_row(db, run.id).status is RunStatus.PAUSED
-    controls.retry(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
+    commands.retry(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
     fresh = db.autocommit(lambda tx: steps.get(tx, spawn.id))
     live = db.autocommit(lambda tx: steps.claim(tx, fresh, clock.now(), LEASE))
     assert (zombie.attempt, live.attempt) == (1, 1) and zombie.token != live.token
@@ -53,7 +53,7 @@ def test_a_zombies_late_failure_does_not_finish_the_live_claimers_step(db, clock
 
 def test_a_zombies_late_retry_does_not_cancel_the_live_claimers_step_of_a_cancelled_run(db, clock):
     run, spawn, zombie, live = _zombie_and_live_claim(db, clock)
-    controls.cancel(db, run.id, actor="mod-mia", now=clock.now(), reason="storm")  # leaves the leased step alone
+    commands.cancel(db, run.id, actor="mod-mia", now=clock.now(), reason="storm")  # leaves the leased step alone
     assert not _answer(db, clock, spawn, zombie, Outcome.retry("HTTP 503")).written
     assert db.autocommit(lambda tx: steps.get(tx, spawn.id)).claimed_by == live.token
 
@@ -63,7 +63,7 @@ def test_a_zombies_late_retry_does_not_cancel_the_live_claimers_step_of_a_cancel
 
 def test_a_zombies_late_park_does_not_cancel_the_live_claimers_step_of_a_cancelled_run(db, clock):
     run, spawn, zombie, live = _zombie_and_live_claim(db, clock)
-    controls.cancel(db, run.id, actor="mod-mia", now=clock.now())
+    commands.cancel(db, run.id, actor="mod-mia", now=clock.now())
     assert not _answer(db, clock, spawn, zombie, Outcome.parked("a GM must look")).written
     assert db.autocommit(lambda tx: steps.get(tx, spawn.id)).claimed_by == live.token
 

@@ -2,7 +2,7 @@
 
 import threading
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from chalicelib.events.store.steps import RUN_ENDED
@@ -19,7 +19,7 @@ def _cancel_while_in_flight(db, clock, game_bridge, answer_status):
 
     def cancel_then_answer():
         game_bridge.wait_for(1)
-        controls.cancel(db, run.id, actor="alice", now=clock.now(), reason="storm")
+        commands.cancel(db, run.id, actor="alice", now=clock.now(), reason="storm")
         release.set()
 
     canceller = threading.Thread(target=cancel_then_answer)
@@ -58,7 +58,7 @@ def test_the_sweep_cancels_an_expired_step_of_a_finished_run_instead_of_requeuei
     db.transaction(lambda tx: tx.execute("UPDATE event_runs SET status = 'running', current_phase = 1 WHERE id = %s", (run.id,)))
     spawn = db.transaction(lambda tx: steps.materialise_phase(tx, run.id, 1, [steps.StepSpec("world.spawn")]))[0]
     db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 60))  # its claimer then dies
-    controls.cancel(db, run.id, actor="alice", now=clock.now())
+    commands.cancel(db, run.id, actor="alice", now=clock.now())
     assert _steps(db, run.id)[0].status is StepStatus.RUNNING  # leased: the cancel left it alone
     clock.advance(61)
     report = tick(runner)

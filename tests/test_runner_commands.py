@@ -15,7 +15,7 @@ from chalice.test import Client
 from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import DatabaseClock
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.model import RunStatus
 from chalicelib.events.runner.lambda_handler import run_invocation
 from chalicelib.events.runner.loop import POLL_SECONDS
@@ -83,7 +83,7 @@ def test_a_confirm_is_seen_within_a_second_and_a_wake_already_tried_waits_a_seco
         fake.sleep(seconds)
         if 5 <= fake.now < 5 + seconds:  # a person confirms the cue at about 5 s
             cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
-            controls.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
+            commands.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
             confirmed_at.append(fake.now)
 
     confirmed_at = []

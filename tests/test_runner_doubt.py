@@ -8,14 +8,14 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.errors import Forbidden
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import OnDoubt, ParkReason, RunStatus, StepSpec, StepStatus
 from chalicelib.events.runner import Runner
 from chalicelib.events.runner.reclaim import reclaim
-from chalicelib.events.store import phases, signals, steps
+from chalicelib.events.store import phases, steps
 from chalicelib.events.waiting import waiting
 from devtools.kit.game_bridge import SECRET, Answer
 from tests.support.api import GM
@@ -153,12 +153,12 @@ def test_a_step_in_doubt_under_park_is_parked_for_a_decision_and_not_sent_again(
     waiting = waiting_of(db, run.id)
     assert (waiting["for"], waiting["step_id"]) == ("decision", spawn.id)
     assert run_row(db, run.id).waiting_for == "decision"
-    assert controls.offered(run_row(db, run.id), [spawn], None)["steps"][str(spawn.id)] == ["confirm", "skip", "resend"]
+    assert commands.offered(run_row(db, run.id), [spawn], None)["steps"][str(spawn.id)] == ["confirm", "skip", "resend"]
 
 
 def test_confirming_a_step_in_doubt_is_done_and_the_run_goes_on(db, clock, runner, game_bridge):
     run, spawn = _parked_in_doubt(db, clock, runner, game_bridge)
-    controls.confirm(db, run.id, spawn.id, actor="mod-mia", now=clock.now(), note="the scarecrow is out")
+    commands.confirm(db, run.id, spawn.id, actor="mod-mia", now=clock.now(), note="the scarecrow is out")
     tick(runner)
     assert _the_step(db, run.id).status is StepStatus.DONE
     assert run_row(db, run.id).status is RunStatus.COMPLETED and run_row(db, run.id).waiting_for is None
@@ -167,7 +167,7 @@ def test_confirming_a_step_in_doubt_is_done_and_the_run_goes_on(db, clock, runne
 
 def test_resend_sends_a_step_in_doubt_once_more_without_asking(db, clock, runner, game_bridge):
     run, spawn = _parked_in_doubt(db, clock, runner, game_bridge)
-    resent = controls.resend(db, run.id, spawn.id, actor="mod-mia", now=clock.now(), reason="no scarecrow in sight")
+    resent = commands.resend(db, run.id, spawn.id, actor="mod-mia", now=clock.now(), reason="no scarecrow in sight")
     assert resent.status is StepStatus.PENDING and not resent.in_doubt and resent.attempts == spawn.attempts
     assert run_row(db, run.id).waiting_for is None
     tick(runner)
@@ -183,7 +183,7 @@ def test_resend_is_only_for_a_step_parked_in_doubt_and_acknowledge_only_for_a_cu
     tick(runner)
     pending = _the_step(db, run.id)
     with pytest.raises(Conflict, match="only a step parked in doubt can be re-sent"):
-        controls.resend(db, run.id, pending.id, actor="mod-mia", now=clock.now())
+        commands.resend(db, run.id, pending.id, actor="mod-mia", now=clock.now())
     clock.advance(RULES.retry_seconds)
     game_bridge.script("world.spawn", Answer(504, ""))
     tick(runner)
@@ -192,15 +192,15 @@ def test_resend_is_only_for_a_step_parked_in_doubt_and_acknowledge_only_for_a_cu
     parked = _the_step(db, run.id)
     assert parked.parked_in_doubt
     with pytest.raises(Conflict, match="only a parked cue can be acknowledged"):
-        controls.acknowledge(db, run.id, parked.id, actor="gm-gus", now=clock.now())
+        commands.acknowledge(db, run.id, parked.id, actor="gm-gus", now=clock.now())
     with pytest.raises(Forbidden):  # a gm confirms a cue; whether the game applied a step, a moderator decides
-        controls.confirm(db, run.id, parked.id, actor="gm-gus", now=clock.now(), cue_only=frozenset({"gm"}))
+        commands.confirm(db, run.id, parked.id, actor="gm-gus", now=clock.now(), cue_only=frozenset({"gm"}))
 
 
 def test_a_step_parked_in_doubt_holds_its_phase_against_an_advance_and_a_close(db, clock, runner, game_bridge):
     run, _ = _parked_in_doubt(db, clock, runner, game_bridge, step("world.spawn", npc="crow"))
     with pytest.raises(Conflict, match=r"Phase 1 · step 1 \(world.spawn\) waits for a decision"):
-        controls.advance(db, run.id, 1, actor="mod-mia", now=clock.now())
+        commands.advance(db, run.id, 1, actor="mod-mia", now=clock.now())
     closed = db.transaction(lambda tx: steps.cancel_phase(tx, run.id, 1, clock.now(), "phase 1 lasted its 60 s"))
     assert [s.id for s in closed] == [db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[1].id]
     assert _the_step(db, run.id).parked_in_doubt
@@ -210,9 +210,9 @@ def test_a_cancel_closes_a_step_in_doubt_saying_so_and_a_cancel_with_cleanup_wai
         db, clock, runner, game_bridge):
     run, _ = _parked_in_doubt(db, clock, runner, game_bridge)
     with pytest.raises(Conflict, match=r"decide Phase 1 · step 1 \(world.spawn\) first"):
-        controls.cancel(db, run.id, actor="mod-mia", now=clock.now(), cleanup=True)
+        commands.cancel(db, run.id, actor="mod-mia", now=clock.now(), cleanup=True)
     assert run_row(db, run.id).status is RunStatus.RUNNING
-    controls.cancel(db, run.id, actor="mod-mia", now=clock.now())
+    commands.cancel(db, run.id, actor="mod-mia", now=clock.now())
     assert _the_step(db, run.id).status is StepStatus.CANCELLED
     (row,) = [e for e in log_of(db, run.id) if e.kind == "step.status" and e.detail.get("control") == "cancel"]
     assert row.detail["in_doubt"] is True and row.detail["to"] == "cancelled"
@@ -254,7 +254,7 @@ def test_a_cancel_with_cleanup_of_a_run_with_something_live_waits_for_the_decisi
     tick(runner)
     assert db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[1].parked_in_doubt
     with pytest.raises(Conflict, match=r"decide Phase 1 · step 2 \(world.spawn\) first"):
-        controls.cancel(db, run.id, actor="mod-mia", now=clock.now(), cleanup=True)
+        commands.cancel(db, run.id, actor="mod-mia", now=clock.now(), cleanup=True)
     assert run_row(db, run.id).status is RunStatus.RUNNING
 
 
@@ -265,7 +265,7 @@ def test_a_step_parked_in_doubt_in_a_phase_that_ended_is_not_sent_again(db, cloc
         " closed_by = 'signal', `signal` = 'boss_down' WHERE run_id = %s AND number = 1",
         (clock.now(), clock.now(), run.id)))
     with pytest.raises(Conflict, match="its steps can no longer be sent again"):
-        controls.resend(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
+        commands.resend(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
     assert _the_step(db, run.id).parked_in_doubt
 
 
@@ -304,11 +304,11 @@ def test_a_signal_that_ends_the_phase_waits_for_the_decision_and_the_run_goes_on
     tick(runner)
     spawn, crow = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[:2]
     assert spawn.parked_in_doubt
-    db.transaction(lambda tx: signals.receive(tx, run.id, "boss_down", "game", None, clock.now()))
+    commands.receive_signal(db, run.id, "boss_down", actor="game", now=clock.now())
     tick(runner)  # the phase closes: its pending step is cancelled, the one in doubt is not
     assert _the_step(db, run.id).parked_in_doubt and step_row(db, crow.id).status is StepStatus.CANCELLED
     assert run_row(db, run.id).current_phase == 1 and waiting_of(db, run.id)["for"] == "decision"
-    controls.confirm(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
+    commands.confirm(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.COMPLETED
     assert len(game_bridge.received("world.spawn")) == 1

@@ -3,7 +3,7 @@
 Each test authors the phase as a definition would, runs the real tick, and reads
 what a person would see: the steps' statuses and causes, the run's status,
 health and wake time, the log. A signal is received as the route receives it
-(`_signalled`: `signals.receive`); the route itself is tested in
+(`_signalled`: `commands.receive_signal`); the route itself is tested in
 tests/test_api_signals.py.
 """
 
@@ -13,11 +13,11 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.errors import Conflict
 from chalicelib.events.model import RunStatus, StepStatus
-from chalicelib.events.store import definitions, phases, runs, signals, steps
+from chalicelib.events.store import definitions, phases, runs, steps
 from chalicelib.events.store.steps import PHASE_ENDED
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import run_row
@@ -45,11 +45,11 @@ def _row(db, run_id, number):
 
 
 def _signalled(db, run_id, now, by="game"):
-    """The signal its phase waits for, received as the route receives it (`signals.receive`)."""
+    """The signal its phase waits for, received as the route receives it (`commands.receive_signal`)."""
     run = run_row(db, run_id)
     document = db.autocommit(lambda tx: definitions.get_version(tx, run.definition_id, run.definition_version)).document
-    [name] = signals.declared(document)
-    return db.transaction(lambda tx: signals.receive(tx, run_id, name, by, None, now))
+    [name] = commands.declared(document)
+    return commands.receive_signal(db, run_id, name, actor=by, now=now)
 
 
 def _answer_after_the_signal(db, clock, runner, game_bridge, run, answer):
@@ -295,7 +295,7 @@ def test_a_timeout_with_pause_pauses_once_and_then_the_phase_waits_without_one(d
     assert paused.status is RunStatus.PAUSED
     assert paused.last_error == "phase 1 (boss fight) waited 300 s for the signal boss_defeated"
     assert _row(db, run.id, 1).deadline is None
-    controls.resume(db, run.id, actor="alice", now=clock.now())
+    commands.resume(db, run.id, actor="alice", now=clock.now())
     tick(runner)
     clock.advance(86400)
     tick(runner)
@@ -324,11 +324,11 @@ def test_a_paused_runs_timers_do_not_act_and_act_once_at_resume(db, clock, runne
     run = schedule(db, clock.now(), _doc(_phase("market", CUE, advance={"when": "after", "seconds": 60}),
                                          _phase("finale", BYE)))
     tick(runner)
-    controls.pause(db, run.id, actor="alice", now=clock.now(), reason="lag")
+    commands.pause(db, run.id, actor="alice", now=clock.now(), reason="lag")
     clock.advance(120)
     tick(runner)
     assert _steps(db, run.id)[0].parked and run_row(db, run.id).status is RunStatus.PAUSED
-    controls.resume(db, run.id, actor="alice", now=clock.now())
+    commands.resume(db, run.id, actor="alice", now=clock.now())
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.COMPLETED
     assert len(_causes(db, run.id)) == 1
@@ -368,7 +368,7 @@ def test_retry_of_a_step_in_a_phase_that_ends_at_resume_is_refused_naming_it(db,
     _signalled(db, run.id, clock.now())  # acts on resume
     [spawn, *_] = _steps(db, run.id)
     try:
-        controls.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
+        commands.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
     except Conflict as refused:
         assert str(refused).startswith("phase 1 (arena) ends when the run resumes (the signal boss_down at ")
     else:
@@ -386,7 +386,7 @@ def test_retry_of_a_failed_step_of_a_running_run_whose_phase_ended_names_the_run
     tick(runner)  # the arena closes; the finale's cue parks
     [spawn, *_] = _steps(db, run.id)
     try:
-        controls.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
+        commands.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
     except Conflict as refused:
         assert str(refused) == "this run is running; a step can only be retried while its run is paused"
     else:
@@ -450,6 +450,6 @@ def test_the_audit_takes_a_pause_timeout_that_acted_as_leaving_its_phase_without
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.PAUSED and _row(db, run.id, 1).deadline is None
     assert late_wakes(db, clock.now(), ticked_at=clock.now()) == []
-    controls.resume(db, run.id, actor="alice", now=clock.now())
+    commands.resume(db, run.id, actor="alice", now=clock.now())
     tick(runner)
     assert late_wakes(db, clock.now(), ticked_at=clock.now()) == []  # held, with no timer left, as the contract says

@@ -85,13 +85,13 @@ def test_after_a_cues_last_timer_the_deployment_sleeps_until_a_person_answers(db
 
 
 def test_a_paused_run_wakes_the_deployment_for_its_escalation(db, clock, world):
-    from chalicelib.events import controls
+    from chalicelib.events import commands
 
     here, _, escalations = world
     start = clock.now()
     run = schedule(db, start, document([[step("core.cue", instruction="Light the bonfire")]]))
     here.invoke("aws.events")
-    controls.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="boss bugged")
+    commands.pause(db, run.id, actor="mod-mia", now=clock.now(), reason="boss bugged")
     here.invoke("aws.events")
     assert db.autocommit(engine_state.state) == "asleep"
     here.run_until(start + ESCALATE_AFTER + timedelta(minutes=3))

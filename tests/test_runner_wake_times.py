@@ -6,7 +6,7 @@ looks at what a tick would do next: which runs `find_due` hands it, and when.
 
 from datetime import timedelta
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.model import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
 from devtools.kit.game_bridge import Answer
@@ -59,9 +59,9 @@ def test_confirm_and_skip_wake_the_run_now_in_their_own_transaction(db, clock, r
     tick(runner)
     clock.advance(30)
     cue = _steps(db, confirmed.id)[0]
-    controls.confirm(db, confirmed.id, cue.id, actor="alice", now=clock.now(), note="lit")
+    commands.confirm(db, confirmed.id, cue.id, actor="alice", now=clock.now(), note="lit")
     cue = _steps(db, skipped.id)[0]
-    controls.skip(db, skipped.id, cue.id, actor="alice", now=clock.now())
+    commands.skip(db, skipped.id, cue.id, actor="alice", now=clock.now())
     assert run_row(db, confirmed.id).wake_at == clock.now() == run_row(db, skipped.id).wake_at
     assert _due(db, clock.now()) == {confirmed.id, skipped.id}
     assert tick(runner).dispatched == 2
@@ -72,13 +72,13 @@ def test_a_pause_clears_the_wake_and_resume_or_retry_set_it_to_now(db, clock, ru
     failed = schedule(db, clock.now(), FAILS)
     paused = schedule(db, clock.now(), LONG_WAIT)
     tick(runner)
-    controls.pause(db, paused.id, actor="alice", now=clock.now())
+    commands.pause(db, paused.id, actor="alice", now=clock.now())
     assert run_row(db, failed.id).status is RunStatus.PAUSED
     assert run_row(db, failed.id).wake_at is None and run_row(db, paused.id).wake_at is None
     clock.advance(10)
     spawn = _steps(db, failed.id)[0]
-    controls.retry(db, failed.id, spawn.id, actor="alice", now=clock.now())
-    controls.resume(db, paused.id, actor="alice", now=clock.now())
+    commands.retry(db, failed.id, spawn.id, actor="alice", now=clock.now())
+    commands.resume(db, paused.id, actor="alice", now=clock.now())
     assert run_row(db, failed.id).wake_at == clock.now() == run_row(db, paused.id).wake_at
     tick(runner)
     assert run_row(db, paused.id).wake_at == _steps(db, paused.id)[1].due_at  # back behind its wait
@@ -90,7 +90,7 @@ def test_a_confirm_while_a_worker_holds_the_run_survives_the_workers_release(db,
     # A worker took the run and read the parked cue; a person confirms before it hands the run back.
     assert db.autocommit(lambda tx: runs.take_lease(tx, run.id, "worker", clock.now(), 120))
     cue = _steps(db, run.id)[0]
-    controls.confirm(db, run.id, cue.id, actor="alice", now=clock.now())
+    commands.confirm(db, run.id, cue.id, actor="alice", now=clock.now())
     assert db.autocommit(lambda tx: runs.release_lease(tx, run.id, "worker", clock.now()))
     assert run_row(db, run.id).wake_at == clock.now()  # computed from the rows, not from the worker's view
     assert tick(runner).dispatched == 1
@@ -125,9 +125,9 @@ def test_a_leased_head_step_wakes_its_run_when_the_lease_lapses(db, clock, runne
 def test_a_step_skipped_in_a_paused_run_does_not_wake_it(db, clock, runner):
     run = schedule(db, clock.now(), CUE)
     tick(runner)
-    controls.pause(db, run.id, actor="alice", now=clock.now())
+    commands.pause(db, run.id, actor="alice", now=clock.now())
     announce = _steps(db, run.id)[1]
-    controls.skip(db, run.id, announce.id, actor="alice", now=clock.now())
+    commands.skip(db, run.id, announce.id, actor="alice", now=clock.now())
     assert run_row(db, run.id).wake_at is None  # the pause holds until a person resumes
     assert tick(runner).runs_seen == 0
 
@@ -174,7 +174,7 @@ def test_skipping_the_step_a_wait_holds_wakes_the_run_now_not_when_the_wait_ends
     held = _steps(db, run.id)[1]
     assert run_row(db, run.id).wake_at == held.due_at == clock.now() + timedelta(seconds=3600)
     clock.advance(30)
-    controls.skip(db, run.id, held.id, actor="alice", now=clock.now())
+    commands.skip(db, run.id, held.id, actor="alice", now=clock.now())
     assert run_row(db, run.id).wake_at == clock.now()
     assert tick(runner).dispatched == 1
     assert runner.actions.announce_channel.posts == ["next"]

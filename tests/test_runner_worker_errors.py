@@ -4,7 +4,7 @@ The failure is a real one: the database refuses a log row (a trigger), so the
 unit of work that carried it rolls back and raises out of the worker.
 """
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.model import RunStatus
 from chalicelib.events.runner import Budget
 from chalicelib.events.store import steps
@@ -20,7 +20,7 @@ def test_a_worker_that_raises_releases_its_run_lease_so_the_next_tick_carries_on
     run = schedule(db, clock.now(), CUE_THEN_PHASE)
     tick(runner)
     (cue,) = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))
-    controls.confirm(db, run.id, cue.id, actor="alice", now=clock.now())
+    commands.confirm(db, run.id, cue.id, actor="alice", now=clock.now())
     with log_rows_refused(db, "NEW.kind = 'run.phase' AND NEW.phase = 2"):
         assert runner.tick(Budget.for_seconds(60)).errors == 1  # the phase change's unit of work raised
     after = run_row(db, run.id)

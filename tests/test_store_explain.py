@@ -87,7 +87,7 @@ STATEMENTS = {
     "leave_phase": lambda tx, run, s, now: runs.leave_phase(tx, run.id, 1, RunStatus.RUNNING, RunStatus.RUNNING, now,
                                                             next_phase=2),
     # A signal's: its receipt claimed, the phase it names, its guarded UPDATE, and the first receipt a repeat answers.
-    "signal_claim": lambda tx, run, s, now: signals.claim(tx, run.id, "boss_defeated", "game", {"hp": 0}, now),
+    "signal_first_receipt": lambda tx, run, s, now: signals.record_first(tx, run.id, "boss_defeated", "game", {"hp": 0}, now),
     "signal_phase_of": lambda tx, run, s, now: signals.phase_of(tx, run.id, "boss_defeated"),
     "signal_meet": lambda tx, run, s, now: signals.meet(tx, run.id, "boss_defeated", "game", now),
     "signal_settle": lambda tx, run, s, now: signals.settle(tx, run.id, "boss_defeated", SignalEffect.ENDS_PHASE),

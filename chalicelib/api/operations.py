@@ -24,7 +24,7 @@ from chalice import Blueprint, CORSConfig, Response
 from chalice.app import Request
 
 from .. import runtime, schema_version
-from ..events.controls import RUN_CONTROLS, STEP_CONTROLS
+from ..events.commands import RUN_CONTROLS, STEP_CONTROLS
 from ..events.errors import Invalid
 from . import auth, schemas, signature
 from .errors import from_exception, json_body

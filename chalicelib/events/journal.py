@@ -99,9 +99,10 @@ def run_phase(run_id: int, number: int, name: str | None, ended_by: dict[str, An
     return Entry(run_id=run_id, kind=RUN_PHASE, phase=number, detail=detail, actor=RUNNER)
 
 
-def run_advance(run: Run, phase: int, actor: str, *, reason: str | None, skipped_steps: int, resumed: bool) -> Entry:
-    """A person met the condition of the phase the run is at (the advance control)."""
-    detail = {"control": "advance", "phase": phase, "reason": reason, "skipped_steps": skipped_steps, "resumed": resumed}
+def run_advance(run: Run, control: str, phase: int, actor: str, *, reason: str | None, skipped_steps: int,
+                resumed: bool) -> Entry:
+    """A person met the condition of the phase the run is at (`control`: the Advance phase control)."""
+    detail = {"control": control, "phase": phase, "reason": reason, "skipped_steps": skipped_steps, "resumed": resumed}
     return Entry(run_id=run.id, kind=RUN_ADVANCE, phase=phase, detail=detail, actor=actor)
 
 
@@ -143,9 +144,9 @@ def step_control(step: Step, control: str, to: StepStatus, actor: str, **detail:
     return step_status(step, step.status, to, actor=actor, control=control, **detail)
 
 
-def step_acknowledged(step: Step, actor: str, note: str | None) -> Entry:
-    """A person has the parked cue `step` (the acknowledge control): its status does not change."""
-    detail = {"control": "acknowledge", "action": step.action_id, "note": note}
+def step_acknowledged(step: Step, control: str, actor: str, note: str | None) -> Entry:
+    """A person has the parked cue `step` (`control`: the acknowledge control): its status does not change."""
+    detail = {"control": control, "action": step.action_id, "note": note}
     return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_ACKNOWLEDGED, phase=step.phase, detail=detail, actor=actor)
 
 

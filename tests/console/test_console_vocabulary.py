@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from selenium.webdriver.common.by import By
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.model import RunStatus
 from tests.console.browser import eventually, text_of
 from tests.console.pages import open_run, sign_in
@@ -16,13 +16,13 @@ from tests.support.factory import make_run
 
 def test_a_control_the_console_was_not_told_of_is_a_plain_button_named_after_it(browser, server, console_db, monkeypatch):
     run = make_run(console_db, datetime.now(UTC).replace(tzinfo=None), status=RunStatus.PAUSED, current_phase=1)
-    declared = controls.offered
+    declared = commands.offered
 
     def with_a_new_control(*args, **kwargs):
         offer = declared(*args, **kwargs)
         return {**offer, "run": [*offer["run"], "rewind"]}
 
-    monkeypatch.setattr(controls, "offered", with_a_new_control)
+    monkeypatch.setattr(commands, "offered", with_a_new_control)
     sign_in(browser, ADMIN)
     open_run(browser, server.url, run.id)
     unknown = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='rewind']"), "the rewind button")[0]

@@ -19,7 +19,7 @@ import pytest
 
 from chalicelib.api.errors import http_status
 from chalicelib.db import ConnectionParams, Database, DatabaseClock
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.errors import EngineError
 from chalicelib.migrate import migrate
 from devtools.kit.game_bridge import Answer
@@ -64,7 +64,7 @@ def _press_controls(db: Database, stop: threading.Event, leaked: list, pressed: 
         run_id = rng.choice(open_runs)
         control = rng.choices(["pause", "resume", "cancel"], weights=[4, 4, 1])[0]
         try:
-            getattr(controls, control)(db, run_id, actor="torture-mod", now=DatabaseClock(db).now())
+            getattr(commands, control)(db, run_id, actor="torture-mod", now=DatabaseClock(db).now())
             pressed[control] += 1
         except EngineError as refused:
             pressed[f"{control} refused ({http_status(refused)})"] += 1

@@ -16,7 +16,7 @@ caller. After every rule the invariants are read back from the database:
   attempts of that key (SPEC §3: the key never varies, and a retry sets attempts to 0);
 - what each run waits for, as its row keeps it (`waiting_for`, the index GET /runs?waiting= reads), is what
   `waiting.py` derives from its rows;
-- the API never answers 5xx, and each control answers what `controls.refusal` and the roles predict for the rows
+- the API never answers 5xx, and each control answers what `commands.refusal` and the roles predict for the rows
   as they stood (a gm's confirm or skip of a parked cue as a moderator's; acknowledge by whoever has it, 200);
   each signal of the finale (which a timeout also closes, 90 s after it opened) answers the effect the contract
   gives for the rows as they stood, or the first receipt again.
@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
-from chalicelib.events import controls
+from chalicelib.events import commands
 from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.adapters.bridge import BridgeClient
@@ -95,7 +95,7 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             finale = schedule(db, START, DOCUMENT).id
             game_bridge.script("world.spawn", ANSWERS["done"])
             runner.tick(Budget.for_seconds(30))
-            controls.advance(db, finale, 1, actor="mod-mia", now=START, reason="to the finale")
+            commands.advance(db, finale, 1, actor="mod-mia", now=START, reason="to the finale")
             runner.tick(Budget.for_seconds(30))
             self.run_ids += [schedule(db, START, DOCUMENT).id, finale]
             self.abandoned = []  # (step, claim) of workers that died holding a claim
@@ -141,21 +141,21 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             db.transaction(lambda tx: apply_outcome(tx, target, claim, LATE[verdict], clock.now(), RULES))
 
         # ── people, over HTTP ───────────────────────────────────────────
-        @rule(control=st.sampled_from(controls.RUN_CONTROLS), caller=st.sampled_from(sorted(CALLERS)),
+        @rule(control=st.sampled_from(commands.RUN_CONTROLS), caller=st.sampled_from(sorted(CALLERS)),
               which=st.integers(0, RUNS - 1))
         def press_a_run_control(self, control, caller, which):
             run = db.autocommit(lambda tx: runs.get(tx, self.run_ids[which]))
             body = {} if control == "resume" else {"reason": "torture"}
-            refusal = controls.refusal(control, run)
+            refusal = commands.refusal(control, run)
             if control == "advance":  # the phase the person sees, judged by the offer's own rule
                 body["phase"] = run.current_phase or 1
                 phase, flying = db.autocommit(lambda tx: (
                     phases.get(tx, run.id, body["phase"]), steps.holding_phase(tx, run.id, body["phase"], clock.now())))
-                refusal = controls.advance_refusal(run, body["phase"], phase, flying)
+                refusal = commands.advance_refusal(run, body["phase"], phase, flying)
             answer = api.post(f"/runs/{run.id}/{control}", body, auth=CALLERS[caller])
             self._judge(answer, caller, refusal, {"run_status": run.status.value})
 
-        @rule(control=st.sampled_from(controls.STEP_CONTROLS), caller=st.sampled_from(sorted(CALLERS)),
+        @rule(control=st.sampled_from(commands.STEP_CONTROLS), caller=st.sampled_from(sorted(CALLERS)),
               which=st.integers(0, RUNS - 1), index=st.integers(0, 10), foreign=st.booleans())
         def press_a_step_control(self, control, caller, which, index, foreign):
             run = db.autocommit(lambda tx: runs.get(tx, self.run_ids[which]))
@@ -169,12 +169,12 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
                 lambda tx: steps.last_started_seq(tx, run.id, run.current_phase))
             answer = api.post(f"/runs/{run.id}/steps/{step_id}/{control}", {}, auth=CALLERS[caller])
             if foreign or target is None:
-                self._judge(answer, caller, None, missing=True, gate=controls.CONTROLS[control].gate)
+                self._judge(answer, caller, None, missing=True, gate=commands.CONTROLS[control].gate)
                 return
-            refusal = controls.refusal(control, run, target, furthest)
+            refusal = commands.refusal(control, run, target, furthest)
             if control == "acknowledge" and target.parked and target.acknowledged_by == SUBS.get(caller):
                 refusal = None  # theirs already: 200, nothing written
-            declared = controls.CONTROLS[control]
+            declared = commands.CONTROLS[control]
             if caller == "gm" and "gm" in declared.cue_roles and not target.parked:
                 # a gm may press it on a parked cue only: 403 where a moderator could, else the 409 everyone gets
                 assert answer.status == (403 if refusal is None else 409), (answer.status, answer.body, refusal)

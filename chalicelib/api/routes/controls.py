@@ -1,11 +1,11 @@
-"""The nine live controls, a route each, generated from their declarations (`events/controls.py`): a run's
-(`/runs/{run_id}/<name>`) and a step's (`/runs/{run_id}/steps/{step_id}/<name>`), each answering the ETag of
-what it acted on; a repeated Idempotency-Key answers its first answer and changes nothing."""
+"""The nine live controls, a route each, generated from their declarations (`events/commands/declared.py`): a
+run's (`/runs/{run_id}/<name>`) and a step's (`/runs/{run_id}/steps/{step_id}/<name>`), each pressing its command
+and answering the ETag of what it acted on; a repeated Idempotency-Key answers its first answer and changes nothing."""
 
 from __future__ import annotations
 
 from ... import runtime
-from ...events import controls
+from ...events import commands
 from ...events.errors import AnsweredBefore
 from .. import schemas
 from ..operations import Answer, Body, Call, Responses, Router, ok
@@ -13,30 +13,27 @@ from ..wake import made_work
 
 router = Router(__name__)
 
-_CONTROL_ANSWERS: dict[str, Responses] = {
-    "run": ok("the control took; the run as it now stands", schemas.RUN_CONTROL_RESPONSE),
-    "step": ok("the control took; the step as it now stands", schemas.STEP_CONTROL_RESPONSE),
-    "step and run": ok("the step re-queued; resumed says whether the run is running again", schemas.RETRY_RESPONSE),
-    "advance": ok("the phase advanced; how many of its steps were skipped, and whether the run resumed",
-                  schemas.ADVANCE_RESPONSE),
+_CONTROL_ANSWERS: dict[commands.Shape, Responses] = {
+    commands.Shape.RUN: ok("the control took; the run as it now stands", schemas.RUN_CONTROL_RESPONSE),
+    commands.Shape.STEP: ok("the control took; the step as it now stands", schemas.STEP_CONTROL_RESPONSE),
+    commands.Shape.RETRIED: ok("the step re-queued; resumed says whether the run is running again", schemas.RETRY_RESPONSE),
+    commands.Shape.ADVANCED: ok("the phase advanced; how many of its steps were skipped, and whether the run resumed",
+                                schemas.ADVANCE_RESPONSE),
 }
 _NOTE_BODIES = {None: schemas.NO_FIELDS, "reason": schemas.REASON_BODY, "note": schemas.NOTE_BODY}
 
 
-def _control_operation(control: controls.Control) -> None:
+def _control_operation(control: commands.Control) -> None:
     """The route, handler and OpenAPI entry of one declared control."""
-    path = "/runs/{run_id}/" + ("" if control.target is controls.Target.RUN else "steps/{step_id}/") + control.name
+    path = "/runs/{run_id}/" + ("" if control.target is commands.Target.RUN else "steps/{step_id}/") + control.name
 
     def press(call: Call) -> Answer:
-        note = call.body.get(control.note_field) if control.note_field else None
-        phase = call.body.get(control.phase_field) if control.phase_field else None
-        cue = call.roles if control.cue_only(call.roles) else None
-        how = controls.Press(seen=schemas.parse_if_match(call.headers.get(schemas.IF_MATCH), call.body.get("expected")),
+        command = control.pressed(call.ids["run_id"], call.ids.get("step_id"), call.body)
+        how = commands.Press(seen=schemas.parse_if_match(call.headers.get(schemas.IF_MATCH), call.body.get("expected")),
                              key=schemas.parse_idempotency_key(call.headers.get(schemas.IDEMPOTENCY_KEY)))
-        option = {control.option_field: bool(call.body.get(control.option_field))} if control.option_field else {}
+        cue = call.roles if control.cue_only(call.roles) else None
         try:
-            answer = control.perform(runtime.database(), call.ids["run_id"], call.ids.get("step_id"), call.actor,
-                                     call.now, note, phase, cue, how, **option)
+            answer = command.answer(commands.execute(runtime.database(), command, commands.Context(call.actor, call.now, how, cue)))
         except AnsweredBefore as before:  # the same key within 24 h: the first answer, nothing changed
             return 200, before.body, {**_tag_of(control, before.body), "Idempotent-Replayed": "true"}
         if control.wakes:
@@ -44,17 +41,17 @@ def _control_operation(control: controls.Control) -> None:
         return 200, answer, _tag_of(control, answer)
 
     press.__name__ = f"{control.name}_{control.target.value}"
-    router.operation("POST", path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer or control.target.value],
+    router.operation("POST", path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer],
                      body=schemas.control_body(schemas.ADVANCE_BODY if control.phase_field else schemas.CANCEL_BODY
                                                if control.option_field else _NOTE_BODIES[control.note_field]),
                      request_headers=schemas.CONTROL_HEADERS, response_headers=schemas.CONTROL_ANSWER_HEADERS)(press)
 
 
-def _tag_of(control: controls.Control, answer: Body) -> dict[str, str]:
+def _tag_of(control: commands.Control, answer: Body) -> dict[str, str]:
     """The ETag of what the control acted on, as its answer has it (the run, or the step)."""
-    target = answer.get("step" if control.target is controls.Target.STEP else "run") or {}
+    target = answer.get("step" if control.target is commands.Target.STEP else "run") or {}
     return {"ETag": target["etag"]} if "etag" in target else {}
 
 
-for _control in controls.CONTROLS.values():
+for _control in commands.CONTROLS.values():
     _control_operation(_control)

@@ -4,7 +4,7 @@ of each (run, name) wins, a repeat answers it and changes nothing."""
 from __future__ import annotations
 
 from ... import runtime
-from ...events import signals
+from ...events import commands
 from ...events.model import SignalEffect
 from .. import auth, schemas
 from ..operations import Answer, Call, Router
@@ -23,11 +23,11 @@ router = Router(__name__)
                   body=schemas.SIGNAL_BODY, names={"name": schemas.SIGNAL_NAME}, signed=True,
                   max_body_bytes=schemas.SIGNAL_PAYLOAD_BYTES)
 def signal_run(call: Call) -> Answer:
-    run_id, name = call.ids["run_id"], call.names["name"]
-    receipt = signals.receive(runtime.database(), run_id, name, call.actor, call.body or None, call.now)
+    command = commands.ReceiveSignal(call.ids["run_id"], call.names["name"], call.body or None)
+    receipt = commands.execute(runtime.database(), command, commands.Context(call.actor, call.now))
     if receipt.repeat:
-        return receipt.signal.public()
+        return command.answer(receipt)
     # guard: signal-does-not-nudge-a-sleeping-deployment
     if receipt.signal.effect is SignalEffect.ENDS_PHASE:
         made_work(call)  # the run wakes now: a sleeping deployment is woken for it
-    return 202, receipt.signal.public()
+    return 202, command.answer(receipt)

@@ -16,9 +16,11 @@ from datetime import datetime
 
 from ...db import Tx, must_exist
 from .. import journal
+from ..commands.protocol import Context, within
+from ..commands.signal import ReceiveSignal
 from ..document import Programme
 from ..model import PhaseKind, RunStatus, StepStatus
-from ..store import phases, resources, runs, signals, steps
+from ..store import phases, resources, runs, steps
 from .cursor import Closing, Cursor, Done, Drained, Held, NeedsRead, opened
 
 # What a close tells the next phase's run.phase row and each cancelled step's cause.
@@ -39,7 +41,7 @@ def leave_phase(
     plan = programme.phase(number)
     signal = phases.auto_signal_due(tx, run_id, number, now) if plan.signal is not None else None
     if signal is not None:  # a dry run's engine sends it, as the game would: the phase closes on it
-        signals.receive(tx, run_id, signal, journal.REHEARSAL, None, now)
+        within(tx, ReceiveSignal(run_id, signal), Context(journal.REHEARSAL, now))
         return Closing(status, number)
     # guard: the-walker-never-holds-a-phase
     standing = phases.hold(tx, run_id, number, now) if plan.condition is not None or plan.limit is not None else None

@@ -1,99 +1,29 @@
 """event_run_signals: the first receipt of each signal a run is sent, and what it did to the run.
 
-Invariant: the first receipt of each (run, name) is the only one that writes. The
-run's row is locked first, as a control locks it, so the signals and controls of
-one run take turns; then the receipt is claimed by an `INSERT IGNORE` on the key,
-whose SELECT also refuses a finished run: a repeat finds the key taken, writes
-nothing and answers the first receipt, and a terminal run records nothing (409).
-What the receipt did is what one guarded UPDATE did, joined like
-`runs.advance_phase`: the row of the phase whose `signal` is the name has its
-condition met (`met_by` the sender) only while `NOT condition_met AND closed_at IS
-NULL`, and only of a phase not yet left by a running or paused run; the run wakes
-now only when it is running at that phase. Its effect, kept on the receipt:
-
-    ends_phase      the run is running at that phase (open or held): met, and the run
-                    wakes now; the tick closes the phase
-    acts_on_resume  the run is paused at that phase: met, no wake (the resume wakes the
-                    run, and the tick closes the phase then)
-    kept_for_phase  a later phase: met now, no wake (closed as soon as it opens); or a
-                    run with no phase rows yet (scheduled, starting), whose start folds
-                    the receipt into the statement that writes them
-    phase_over      the phase was left or closed, or its condition met already (a
-                    person advanced it): recorded, nothing changes
-
-The receipt, the phase's condition, the wake time and the `run.signal` log row
-commit together, in the caller's transaction.
+Invariant: the first receipt of each (run, name) is the only one that writes. The receipt is recorded by
+an `INSERT IGNORE` on the key, whose SELECT also refuses a finished run: a repeat finds the key taken and
+writes nothing, and a terminal run records nothing. What the receipt did is what one guarded UPDATE did,
+joined like `runs.advance_phase`: the row of the phase whose `signal` is the name has its condition met
+(`met_by` the sender) only while `NOT condition_met AND closed_at IS NULL`, and only of a phase not yet left
+by a running or paused run; the run wakes now only when it is running at that phase. The caller holds the
+run's lock and writes the log row in the same transaction (`commands/signal.py` says what each effect means).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ...db import Tx, must_exist
-from .. import journal, waiting
-from ..document import programme_of
-from ..errors import Conflict, NotFound, UnreadableDocument
+from ...db import Tx
+from .. import waiting
 from ..lifecycle import RunSQL
-from ..model import Run, RunStatus, Signal, SignalEffect
-from . import definitions, log, runs
+from ..model import Signal, SignalEffect
 
 COLUMNS = "run_id, name, received_at, received_by, effect, payload"
 
 
-@dataclass(frozen=True)
-class Receipt:
-    """A signal as the route answers it: the first receipt, and whether this request was a repeat of it."""
-
-    signal: Signal
-    repeat: bool
-
-
-def declared(document: dict[str, Any]) -> list[str]:
-    """The signal names a version's phases wait for (`"advance": {"when": "signal", "name": …}`), in phase order."""
-    try:
-        plans = programme_of(document).phases
-    except UnreadableDocument:  # a run of it cannot be walked (the tick fails it): it waits for no signal
-        return []
-    return [plan.signal for plan in plans if plan.signal is not None]
-
-
-def receive(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | None, now: datetime) -> Receipt:
-    """Record the signal `name` to the run, sent by `by` (a token's sub, or `game`), and act on it (see above).
-
-    NotFound: no such run, or a name its version does not declare (the message lists those it does).
-    Conflict: the run is over, and this is not a repeat of a signal it took while it lasted.
-    """
-    run = runs.get(tx, run_id, for_update=True)
-    if run is None:
-        raise NotFound(f"no run {run_id}")
-    names = declared(must_exist(definitions.get_version(tx, run.definition_id, run.definition_version)).document)
-    if name not in names:
-        raise NotFound(f"run {run.id} has no signal {name!r}: {_listed(names)}")
-    if not claim(tx, run.id, name, by, payload, now):
-        first = get(tx, run.id, name)
-        if first is None:
-            raise Conflict(f"run {run.id} is {run.status.value}; a finished run takes no signal", run_status=run.status.value)
-        return Receipt(first, repeat=True)
-    phase = phase_of(tx, run.id, name)
-    effect = _effect(run, phase, met=meet(tx, run.id, name, by, now))
-    if effect is not SignalEffect.PHASE_OVER:
-        settle(tx, run.id, name, effect)
-    signal = Signal(run.id, name, now, by, effect, payload)
-    # guard: signal-commits-before-its-log-row
-    log.append(tx, journal.run_signal(signal, phase), now)
-    return Receipt(signal, repeat=False)
-
-
-def _listed(names: Iterable[str]) -> str:
-    shown = ", ".join(names)
-    return f"its version declares {shown}" if shown else "its version declares none"
-
-
-def claim(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | None, now: datetime) -> bool:
+def record_first(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | None, now: datetime) -> bool:
     """The receipt, if it is the first of (run, name) and the run is not over (its effect is settled after)."""
     # guard: signal-to-a-finished-run-recorded
     return (
@@ -108,7 +38,7 @@ def claim(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | Non
 
 
 def settle(tx: Tx, run_id: int, name: str, effect: SignalEffect) -> None:
-    """The receipt just claimed gets the effect its guarded UPDATE had (it was claimed as recording only)."""
+    """The receipt just recorded gets the effect its guarded UPDATE had (it was recorded as phase_over)."""
     tx.execute("UPDATE event_run_signals SET effect = %s WHERE run_id = %s AND name = %s", (effect.value, run_id, name))
 
 
@@ -136,15 +66,6 @@ def meet(tx: Tx, run_id: int, name: str, by: str, now: datetime) -> bool:
         )
         >= 1
     )
-
-
-def _effect(run: Run, phase: int | None, *, met: bool) -> SignalEffect:
-    """What the guarded UPDATE did, named from the locked run row and the phase the signal names."""
-    if not met:
-        return SignalEffect.KEPT_FOR_PHASE if phase is None and run.current_phase is None else SignalEffect.PHASE_OVER
-    if phase != run.current_phase:
-        return SignalEffect.KEPT_FOR_PHASE
-    return SignalEffect.ENDS_PHASE if run.status is RunStatus.RUNNING else SignalEffect.ACTS_ON_RESUME
 
 
 def get(tx: Tx, run_id: int, name: str) -> Signal | None:

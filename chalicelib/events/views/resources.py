@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ...db import Database, Tx
-from .. import controls
+from .. import commands
 from ..errors import NotFound
 from ..model import ResourceStatus, Run
 from ..store import resources, runs, steps
@@ -48,7 +48,7 @@ def cleanup_plan(db: Database, run_id: int, now: datetime) -> Body:
         plan = resources.cleanup_plan(tx, run.id)
         flying = resources.in_flight_count(tx, run.id, now)
         undecided = steps.parked_in_doubt_of(tx, run.id)  # a cleanup waits for the decision on it
-        cleans = (run.status in controls.CLEANABLE and run.cleanup_target is None and (bool(plan) or flying > 0)
+        cleans = (run.status in commands.CLEANABLE and run.cleanup_target is None and (bool(plan) or flying > 0)
                   and undecided is None)
         return {"reverts": [r.public() for r in plan], "in_flight": flying, "cleans_up": cleans,
                 "undecided": None if undecided is None else undecided.named}

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ...db import Database, Tx, must_exist
-from .. import controls, lifecycle
+from .. import commands, lifecycle
 from ..errors import Invalid, NotFound
 from ..model import LogEntry, Step
 from ..store import log, phases, runs, steps
@@ -77,7 +77,7 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
         "steps": [s.public() for s in run_steps],
         "steps_next_cursor": run_steps[-1].id if more else None,
         "counts": steps.status_counts(tx, run.id),
-        "controls": controls.offered(run, run_steps, furthest, working, flying),
+        "controls": commands.offered(run, run_steps, furthest, working, flying),
     }
 
 

@@ -3,14 +3,14 @@ controls, and the action registry with the module actions the game bridge declar
 
 from __future__ import annotations
 
-from .. import controls, lifecycle
+from .. import commands, lifecycle
 from ..actions import registry
 from . import Body
 
 
 def vocabulary() -> Body:
     """The statuses, as the lifecycle words them, and the declared controls."""
-    return {**lifecycle.vocabulary(), "controls": [c.public() for c in controls.CONTROLS.values()]}
+    return {**lifecycle.vocabulary(), "controls": [c.public() for c in commands.CONTROLS.values()]}
 
 
 def actions(module_actions: frozenset[str] | None) -> Body:

@@ -1,0 +1,87 @@
+"""Every way an outside actor moves a run, as a typed command on one template.
+
+Invariant: a person's control (pause, resume, cancel, advance; confirm, skip, acknowledge, retry, resend) and
+a game's signal each move a run only through `protocol.within`: the run locked first (then its step), the
+press checked (a repeated Idempotency-Key answers its first answer; a stale If-Match is a 412), the guarded
+statement and its log row in one transaction, a lost guard a 409 in the words of the refusal rule.
+
+    rules.py          the refusal rules, pure functions of the rows (the 409's words, the controls offered)
+    protocol.py       the template: Press, Context, Command, execute/within
+    run_controls.py   Pause, Resume, Cancel, Advance (a person's Advance phase control)
+    step_controls.py  Confirm, Skip, Acknowledge, Retry, Resend
+    signal.py         ReceiveSignal: a signal's first receipt, and what it did to the run
+    declared.py       CONTROLS: each control declared once (route, OpenAPI, roles, offer, button)
+
+The functions below press one command each, in a transaction of its own, for callers in this process.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ...db import Database
+from ..model import Run, Step
+from .declared import CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Control, Shape, Target, offered, refusal
+from .protocol import AS_EVER, Context, Press, execute, within
+from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
+from .run_controls import Advance, Advanced, Cancel, Pause, Resume
+from .signal import Receipt, ReceiveSignal, declared
+from .step_controls import Acknowledge, Confirm, Resend, Retried, Retry, Skip
+
+__all__ = [
+    "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
+    "Acknowledge", "Advance", "Advanced", "Cancel", "Confirm", "Context", "Control", "Pause", "Press", "Receipt",
+    "ReceiveSignal", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "Target", "acknowledge", "advance",
+    "advance_refusal", "cancel", "confirm", "declared", "execute", "offered", "pause", "receive_signal", "refusal",
+    "resend", "resume", "retry", "skip", "within",
+]
+
+
+def pause(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None, press: Press = AS_EVER) -> Run:
+    return execute(db, Pause(run_id, reason), Context(actor, now, press))
+
+
+def resume(db: Database, run_id: int, *, actor: str, now: datetime, press: Press = AS_EVER) -> Run:
+    return execute(db, Resume(run_id), Context(actor, now, press))
+
+
+def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None, press: Press = AS_EVER,
+           cleanup: bool = False) -> Run:
+    return execute(db, Cancel(run_id, reason, cleanup), Context(actor, now, press))
+
+
+def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime, reason: str | None = None,
+            press: Press = AS_EVER) -> Advanced:
+    """A person's Advance phase control: the phase `phase` the run is at ends."""
+    return execute(db, Advance(run_id, phase, reason), Context(actor, now, press))
+
+
+def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None,
+            cue_only: frozenset[str] | None = None, press: Press = AS_EVER) -> Step:
+    return execute(db, Confirm(run_id, step_id, note), Context(actor, now, press, cue_only))
+
+
+def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None,
+         cue_only: frozenset[str] | None = None, press: Press = AS_EVER) -> Step:
+    return execute(db, Skip(run_id, step_id, reason), Context(actor, now, press, cue_only))
+
+
+def acknowledge(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None,
+                press: Press = AS_EVER) -> Step:
+    return execute(db, Acknowledge(run_id, step_id, note), Context(actor, now, press))
+
+
+def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, press: Press = AS_EVER) -> Retried:
+    return execute(db, Retry(run_id, step_id), Context(actor, now, press))
+
+
+def resend(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None,
+           press: Press = AS_EVER) -> Step:
+    return execute(db, Resend(run_id, step_id, reason), Context(actor, now, press))
+
+
+def receive_signal(db: Database, run_id: int, signal: str, *, actor: str, now: datetime,
+                   payload: dict[str, Any] | None = None) -> Receipt:
+    """The signal `signal` to the run, sent by `actor`: its first receipt, or a repeat's answer."""
+    return execute(db, ReceiveSignal(run_id, signal, payload), Context(actor, now))

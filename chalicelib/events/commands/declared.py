@@ -1,0 +1,201 @@
+"""The nine live controls, each declared once: route, OpenAPI entry, roles, offer and button derive from it.
+
+Invariant: a control's name, target, roles, refusal rule and body fields are its command's (`run_controls`,
+`step_controls`); its declaration adds only how it is shown and what it makes (what it writes, whether it
+wakes the tick, the console's label, question, answer and tone). The API's routes (a body field per command
+field: its note, the phase it acts on, its option), `GET /vocabulary`'s `controls` (the console's buttons),
+the `controls` offered in `GET /runs/{id}` (`offered`) and the 409's words (`refusal`) all read this table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, get_type_hints
+
+from ..model import Phase, Run, Step
+from .protocol import RunCommand, StepCommand
+from .rules import Refusal, advance_refusal
+from .run_controls import Advance, Cancel, Pause, Resume
+from .step_controls import Acknowledge, Confirm, Resend, Retry, Skip
+
+
+class Target(str, Enum):
+    RUN = "run"
+    STEP = "step"
+
+
+class Shape(Enum):
+    """What a control's answer carries besides ok (its OpenAPI response)."""
+
+    RUN = "the run"
+    STEP = "the step"
+    RETRIED = "the step and the run"
+    ADVANCED = "the run, its skipped steps and whether it resumed"
+
+
+_IDS = ("run_id", "step_id")
+
+
+@dataclass(frozen=True)
+class Control:
+    """One live control, declared once: everything that names it derives from this and its command."""
+
+    command: type[RunCommand[Any] | StepCommand[Any]]
+    writes: str  # what it changes, for the API's description
+    wakes: bool  # whether it makes work for the tick (a sleeping deployment is woken after its commit)
+    label: str  # the console's button
+    question: str | None  # what the console asks before pressing it (None: it asks nothing)
+    done: str  # what the console says once it took
+    answer: Shape
+    tone: str | None = None  # "danger" or "primary": how the console draws the button
+    # Whether the console sends the tag it showed (If-Match) with it: not with pause and cancel, which
+    # stop a run whatever it did meanwhile (the API takes a tag with every control).
+    sends_tag: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.command.name
+
+    @property
+    def target(self) -> Target:
+        return Target.STEP if issubclass(self.command, StepCommand) else Target.RUN
+
+    @property
+    def roles(self) -> frozenset[str]:
+        return self.command.roles
+
+    @property
+    def cue_roles(self) -> frozenset[str]:
+        """The roles that may press it on a parked cue only (a gm, on their cue)."""
+        return self.command.cue_roles
+
+    @property
+    def refuse(self) -> Refusal:
+        """The guard as a pure function of the rows (the SQL guard is its statement's WHERE clause)."""
+        return self.command.rule
+
+    @property
+    def note_field(self) -> str | None:
+        """The body field its note goes in (None: it takes none): its command's text field."""
+        return self._field_typed(str | None)
+
+    @property
+    def phase_field(self) -> str | None:
+        """The body field naming the phase it acts on (the console sends the run's): its command's number field."""
+        return self._field_typed(int)
+
+    @property
+    def option_field(self) -> str | None:
+        """A boolean body field (cancel's cleanup): its command's yes-or-no field."""
+        return self._field_typed(bool)
+
+    def _field_typed(self, kind: object) -> str | None:
+        hints = get_type_hints(self.command)
+        return next((f.name for f in dataclasses.fields(self.command) if f.name not in _IDS and hints[f.name] == kind), None)
+
+    def pressed(self, run_id: int, step_id: int | None, body: Mapping[str, Any]) -> RunCommand[Any] | StepCommand[Any]:
+        """The command a request presses: the ids from its path, each field from the body field of its name."""
+        fields: dict[str, Any] = {"run_id": run_id}
+        if self.target is Target.STEP:
+            fields["step_id"] = step_id
+        if self.note_field:
+            fields[self.note_field] = body.get(self.note_field)
+        if self.phase_field:
+            fields[self.phase_field] = body[self.phase_field]
+        if self.option_field:
+            fields[self.option_field] = bool(body.get(self.option_field))
+        return self.command(**fields)
+
+    @property
+    def gate(self) -> frozenset[str]:
+        """Every role the route lets through: a cue role's press is judged on the step (403 unless a parked cue)."""
+        return self.roles | self.cue_roles
+
+    def cue_only(self, held: frozenset[str]) -> bool:
+        """Whether a caller holding `held` may press it on a parked cue only."""
+        return not held & self.roles
+
+    @property
+    def summary(self) -> str:
+        cue = f" ({', '.join(sorted(self.cue_roles))}: on a parked cue only)" if self.cue_roles else ""
+        return f"{self.label}: {self.writes}{cue}."
+
+    def public(self) -> dict[str, Any]:
+        """The declaration as GET /vocabulary gives it to the console."""
+        return {
+            "name": self.name, "target": self.target.value, "roles": sorted(self.roles),
+            "cue_roles": sorted(self.cue_roles), "wakes": self.wakes,
+            "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
+            "tone": self.tone, "phase_field": self.phase_field, "sends_tag": self.sends_tag,
+            "option_field": self.option_field,
+        }
+
+
+CONTROLS: dict[str, Control] = {c.name: c for c in (
+    Control(Pause, "a starting or running run is paused; its run lease is cleared, so a working tick stops at its next"
+            " re-read", wakes=False, label="Pause run", question="Pause this run?", done="Paused", answer=Shape.RUN,
+            sends_tag=False),
+    Control(Resume, "a paused run is running again (starting, if it never had a phase); its last error is cleared, its"
+            " health kept", wakes=True, label="Resume run", question=None, done="Resumed", answer=Shape.RUN),
+    Control(Cancel, "a run that is not over is cancelled; its pending and parked steps are cancelled, a step in flight is"
+            " left to its answer. With cleanup, a run that left something to revert (or has a step in flight) is"
+            " cleaning_up first: the tick reverts what it left, newest first, then cancels it; a cancel without"
+            " cleanup of a run cleaning up abandons the cleanup", wakes=True, label="Cancel run",
+            question="Cancel this run? It cannot be undone.", done="Cancelled", answer=Shape.RUN, tone="danger",
+            sends_tag=False),
+    # guard: advance-does-not-nudge-a-sleeping-deployment
+    Control(Advance, "the phase the run is at ends: its condition is met, its pending and parked steps are skipped with"
+            " the reason, and from paused the run resumes; refused while a step of it is in flight, and in the ending",
+            wakes=True, label="Advance phase", question="Advance past this phase?", done="Advanced",
+            answer=Shape.ADVANCED),
+    Control(Confirm, "a parked step is done, with the person's note", wakes=True, label="Confirm",
+            question="Confirm this step is done?", done="Confirmed", answer=Shape.STEP, tone="primary"),
+    Control(Skip, "a pending or parked step of a run that is not over is skipped", wakes=True, label="Skip",
+            question="Skip this step?", done="Skipped", answer=Shape.STEP),
+    Control(Retry, "the failed step a paused run is stopped at is re-queued, and the run resumed", wakes=True,
+            label="Retry", question=None, done="Re-queued", answer=Shape.RETRIED),
+    Control(Resend, "a step parked in doubt (the game may or may not have applied it) is sent again with the same key"
+            " and its attempts kept, without asking the game first", wakes=True, label="Resend",
+            question="Send this step to the game again? If the game did apply it, it may be applied twice.",
+            done="Re-sent", answer=Shape.STEP),
+    Control(Acknowledge, "a parked cue is had by the person who presses it: who and since when are kept on the step"
+            " (the same person again changes nothing; anyone else is refused, naming who has it)", wakes=False,
+            label="I have it", question=None, done="Acknowledged", answer=Shape.STEP, sends_tag=False),
+)}
+RUN_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.RUN)
+STEP_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.STEP)
+
+
+def refusal(control: str, run: Run, step: Step | None = None, furthest_seq: int | None = None) -> str | None:
+    """Why `control` is not legal now, or None if it is.
+
+    `furthest_seq` is `steps.last_started_seq` of the run's current phase (retry only).
+    """
+    declared = CONTROLS.get(control)
+    if declared is None:
+        raise ValueError(f"unknown control {control!r}")
+    return declared.refuse(run, step, furthest_seq)
+
+
+def offered(
+    run: Run, run_steps: Iterable[Step], furthest_seq: int | None, phase: Phase | None = None, in_flight: Step | None = None
+) -> dict[str, Any]:
+    """The controls legal right now, as GET /runs/{id} reports them to the console.
+
+    `phase` is the row of the phase the run is at and `in_flight` that phase's first step in flight under a
+    live lease (the Advance phase control only: it is offered exactly when `advance_refusal` finds nothing)."""
+    def legal(declared: Control) -> bool:
+        if declared.command is Advance:
+            return run.current_phase is not None and advance_refusal(run, run.current_phase, phase, in_flight) is None
+        return declared.refuse(run, None, None) is None
+
+    return {
+        "run": [c.name for c in CONTROLS.values() if c.target is Target.RUN and legal(c)],
+        "steps": {
+            str(step.id): [c.name for c in CONTROLS.values() if c.target is Target.STEP and c.refuse(run, step, furthest_seq) is None]
+            for step in run_steps
+        },
+    }

@@ -1,0 +1,169 @@
+"""The refusal rules: why a control may not be pressed now, as pure functions of the rows.
+
+Invariant: a rule reads only the rows it is given and writes nothing; it is never the guard. The guard is the
+WHERE clause of the control's statement, sent under the run's lock; a rule says in words what that clause
+refuses, for the 409 of a control whose statement matched nothing and for the controls the console offers
+(`declared.offered`). Tests hold the rules and the statements to agreement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..lifecycle import STEP_FAILURES, TERMINAL_RUN, Who
+from ..lifecycle import TRANSITIONS as _TRANSITIONS
+from ..model import Phase, PhaseKind, Run, RunStatus, Step, StepStatus, iso
+
+# (the run, the step of a step control or None, `steps.last_started_seq` of the run's phase or None) -> why not.
+Refusal = Callable[[Run, Step | None, int | None], str | None]
+
+
+def _sources_of_a_persons_move(*into: RunStatus) -> tuple[RunStatus, ...]:
+    """The statuses a person's control may move a run from into `into`, as the transitions table has them."""
+    found: list[RunStatus] = []
+    for row in _TRANSITIONS:
+        if row.who is Who.PERSON and row.to in into:
+            found += [s for s in row.sources if s not in found]
+    return tuple(found)
+
+
+PAUSABLE = _sources_of_a_persons_move(RunStatus.PAUSED)
+RESUMABLE = _sources_of_a_persons_move(RunStatus.RUNNING, RunStatus.STARTING)
+CANCELLABLE = _sources_of_a_persons_move(RunStatus.CANCELLED)
+CLEANABLE = _sources_of_a_persons_move(RunStatus.CLEANING_UP)  # what a cancel with cleanup may start from
+ADVANCEABLE = (RunStatus.RUNNING, RunStatus.PAUSED)  # at a main phase: from paused it also resumes
+
+DECIDE_FIRST = ("waits for a decision: the game may or may not have applied it; confirm, skip or resend it"
+                " first")
+
+
+def step_state(step: Step) -> str:
+    """The step's state in a person's words: "parked in doubt", "running under a live lease", "failed"."""
+    if step.parked_in_doubt:
+        return "parked in doubt"
+    if step.parked:
+        return "parked"
+    if step.status is StepStatus.RUNNING:
+        return "running under a live lease"
+    return step.status.value
+
+
+def needed(step: Step | None, command: str) -> Step:
+    """The step of a step command (a rule or a command asked without one is a bug, not a refusal)."""
+    if step is None:
+        raise ValueError(f"{command} is a step control and needs a step")
+    return step
+
+
+def had_by(step: Step) -> str:
+    """Who has an acknowledged cue, and since when ("rowan has it since 20:14 UTC")."""
+    return f"{step.acknowledged_by} has it since {step.acknowledged_at:%H:%M} UTC"
+
+
+# ── run controls ───────────────────────────────────────────────────────────
+def pause_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    return None if run.status in PAUSABLE else (
+        f"this run is {run.status.value}; only a starting, running or cleaning-up run can be paused")
+
+
+def resume_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    return None if run.status in RESUMABLE else f"this run is {run.status.value}, not paused"
+
+
+def cancel_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    return None if run.status in CANCELLABLE else f"this run is already {run.status.value}"
+
+
+def advance_status_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    return None if run.status in ADVANCEABLE else (
+        f"this run is {run.status.value}; only a running or paused run can be advanced")
+
+
+def advance_refusal(run: Run, asked: int, phase: Phase | None, in_flight: Step | None) -> str | None:
+    """Why advancing phase `asked` is not legal now (None: it is), from the run, its current phase's row and
+    the first step of that phase in flight under a live lease. The SQL guard is `runs.advance_phase`'s WHERE."""
+    status = advance_status_refusal(run, None, None)
+    if status is not None:
+        return status
+    if run.cleanup_target is not None:
+        return "this run is cleaning up what it left; its phases are over"
+    if run.current_phase != asked:
+        return f"the run is at phase {run.current_phase}, not phase {asked}"
+    if phase is None:
+        return f"phase {asked} has no row to advance (the run has not opened it)"
+    if phase.kind is not PhaseKind.MAIN:
+        return f"phase {asked} is the ending, which runs to its end and cannot be advanced"
+    # guard: advance-offered-after-it-was-met
+    if phase.condition_met:
+        return f"phase {asked} ({phase.name}) was already advanced by {phase.met_by} at {iso(phase.met_at)}"
+    if in_flight is not None and in_flight.parked_in_doubt:
+        return f"{in_flight.named} {DECIDE_FIRST}"
+    # guard: advance-offered-while-a-step-is-in-flight
+    if in_flight is not None:
+        return f"{in_flight.named} is in flight; try again in a few seconds"
+    return None
+
+
+# ── step controls ──────────────────────────────────────────────────────────
+def confirm_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = needed(step, "confirm")
+    return None if step.parked else f"this step is {step_state(step)} and is not waiting on anyone"
+
+
+def skip_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = needed(step, "skip")
+    if run.status in TERMINAL_RUN:
+        return f"this run is {run.status.value}; its steps can no longer be skipped"
+    if step.status is not StepStatus.PENDING and not step.parked:
+        return f"this step is {step_state(step)}; only a pending or parked step can be skipped"
+    return None
+
+
+def acknowledge_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = needed(step, "acknowledge")
+    if not step.parked_cue:
+        return f"this step is {step_state(step)}; only a parked cue can be acknowledged"
+    if step.acknowledged_by is not None:
+        return had_by(step)
+    return None
+
+
+def retry_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = needed(step, "retry")
+    if run.status not in RESUMABLE:
+        return f"this run is {run.status.value}; a step can only be retried while its run is paused"
+    if step.resource_id is not None:  # a revert of a paused cleanup: any that failed, in any order
+        return None if step.status in STEP_FAILURES else f"this revert is {step_state(step)}; only a failed one can be retried"
+    if run.cleanup_target is not None:
+        return "this run is cleaning up what it left; only its failed reverts can be retried"
+    if step.status is not StepStatus.FAILED:
+        return f"this step is {step_state(step)}; only a failed step can be retried"
+    if step.phase != run.current_phase:
+        return f"this step is in phase {step.phase}, which the run has left (it is at phase {run.current_phase})"
+    if furthest_seq is not None and furthest_seq > step.seq:
+        return (
+            "the run is not stopped at this step: a later step of its phase has already started;"
+            " only the step a run is stopped at can be retried"
+        )
+    return None
+
+
+def resend_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = needed(step, "resend")
+    if run.status in TERMINAL_RUN:
+        return f"this run is {run.status.value}; its steps can no longer be sent"
+    if not step.parked_in_doubt:
+        return f"this step is {step_state(step)}; only a step parked in doubt can be re-sent"
+    return None
+
+
+def phase_ended(phase: Phase, done_again: str = "retried") -> str:
+    """Why a step of an ending phase cannot be retried (or sent again): when its phase ended, and by what."""
+    how = {"signal": f"by the signal {phase.signal}", "after": "at the end of its time",
+           "timeout": "at its time limit", "advance": "by a person's advance"}.get(phase.closed_by or "", "")
+    if phase.closed_at is None:  # met while the run was paused: it closes when the run resumes
+        by = f"the signal {phase.signal}" if phase.signal else f"{phase.met_by}'s advance"
+        return (f"phase {phase.number} ({phase.name}) ends when the run resumes ({by} at {iso(phase.met_at)}):"
+                f" its steps can no longer be {done_again}; resume the run instead")
+    return (f"phase {phase.number} ({phase.name}) ended at {iso(phase.closed_at)} {how}: its steps can no longer"
+            f" be {done_again}")
