@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import Any, get_type_hints
 
 from ..model import Phase, Run, Step
@@ -77,17 +78,17 @@ class Control:
         """The guard as a pure function of the rows (the SQL guard is its statement's WHERE clause)."""
         return self.command.rule
 
-    @property
+    @cached_property
     def note_field(self) -> str | None:
         """The body field its note goes in (None: it takes none): its command's text field."""
         return self._field_typed(str | None)
 
-    @property
+    @cached_property
     def phase_field(self) -> str | None:
         """The body field naming the phase it acts on (the console sends the run's): its command's number field."""
         return self._field_typed(int)
 
-    @property
+    @cached_property
     def option_field(self) -> str | None:
         """A boolean body field (cancel's cleanup): its command's yes-or-no field."""
         return self._field_typed(bool)

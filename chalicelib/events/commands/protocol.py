@@ -108,7 +108,7 @@ class ControlCommand(Command[R]):
 
     roles: ClassVar[frozenset[str]]  # the roles that may press it
     cue_roles: ClassVar[frozenset[str]] = frozenset()  # the roles that may press it on a parked cue only
-    rule: ClassVar[Refusal]
+    rule: ClassVar[Refusal]  # a plain function on the class: read it as type(self).rule (through self it would bind)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> R:
         raise self.lost(run, step)
