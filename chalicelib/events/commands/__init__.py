@@ -12,7 +12,8 @@ statement and its log row in one transaction, a lost guard a 409 in the words of
     signal.py         ReceiveSignal: a signal's first receipt, and what it did to the run
     declared.py       CONTROLS: each control declared once (route, OpenAPI, roles, offer, button)
 
-The functions below press one command each, in a transaction of its own, for callers in this process.
+The functions below press one command each, in a transaction of its own, for callers in this process
+(the tests and the torture suite; the API presses the command its declaration builds).
 """
 
 from __future__ import annotations
