@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from chalicelib.db import Database, DatabaseClock, must_exist
 from chalicelib.events.document import programme_of
-from chalicelib.events.model import StepStatus
+from chalicelib.events.lifecycle import StepStatus
 from chalicelib.events.runner.budget import Budget
 from chalicelib.events.runner.walk import RunWalker
 from chalicelib.events.store import runs, steps

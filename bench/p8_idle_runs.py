@@ -16,7 +16,7 @@ import time
 import uuid
 
 from chalicelib.db import Database, DatabaseClock
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner import Budget
 from chalicelib.events.runner.loop import Loop
 from chalicelib.events.store import definitions, runs

@@ -14,7 +14,8 @@ from chalicelib.events.actions.registry import CORE_ACTIONS
 from chalicelib.events.adapters.bridge import classify
 from chalicelib.events.adapters.channels import LogChannel, channel_for
 from chalicelib.events.errors import ChannelError, ConfigError
-from chalicelib.events.model import OnFailure, Step, StepStatus
+from chalicelib.events.lifecycle import OnFailure, StepStatus
+from chalicelib.events.model import Step
 from chalicelib.outbound import MAX_ANSWER_BYTES, Answer, signed_headers
 
 NOW = datetime(2026, 12, 4, 20, 0, 0)

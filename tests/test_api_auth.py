@@ -24,7 +24,7 @@ from chalicelib.api import auth
 from chalicelib.config import Settings
 from chalicelib.events import commands
 from chalicelib.events.document import PhasePlan
-from chalicelib.events.model import PhaseKind, RunStatus
+from chalicelib.events.lifecycle import PhaseKind, RunStatus
 from chalicelib.events.store import phases
 from tests.support.api import ADMIN as ADMIN_TOKEN
 from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token

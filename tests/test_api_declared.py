@@ -3,7 +3,7 @@
 from chalicelib.api.routes import OPERATIONS
 from chalicelib.events import commands, lifecycle
 from chalicelib.events.document import PhasePlan
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run
 from tests.support.scenes import put_step_in, run_with_steps, set_step, snapshot
@@ -72,13 +72,13 @@ def test_waiting_is_a_parked_cue_a_pause_or_nothing(api, db, clock):
 
 
 def test_waiting_is_an_advance_or_a_signal_while_the_current_phase_is_held(api, db, clock):
-    from chalicelib.events.model import PhaseKind
+    from chalicelib.events.lifecycle import Manual, PhaseKind, Signalled
     from chalicelib.events.store import phases
 
     run, (only, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING, n=1)
     put_step_in(db, only, "done", clock.now())
-    held = [({"when": "manual"}, {"for": "advance"}),
-            ({"when": "signal", "name": "boss_down"}, {"for": "signal", "signal": "boss_down"})]
+    held = [(Manual(), {"for": "advance"}),
+            (Signalled("boss_down"), {"for": "signal", "signal": "boss_down"})]
     for condition, expected in held:
         db.autocommit(lambda tx: tx.execute("DELETE FROM event_run_phases WHERE run_id = %s", (run.id,)))
         plan = [PhasePlan(1, PhaseKind.MAIN, "only", (), condition)]

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events.model import TERMINAL_RUN, RunStatus
+from chalicelib.events.lifecycle import TERMINAL_RUN, RunStatus
 from chalicelib.events.store import log, runs
 from tests.support.api import ADMIN, GM
 from tests.support.factory import document as factory_document

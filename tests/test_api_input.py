@@ -7,7 +7,7 @@ import pytest
 from app import app
 from chalicelib.api import schemas
 from chalicelib.api.routes import OPERATIONS
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from tests.conftest import START
 from tests.support.api import ADMIN
 from tests.support.factory import make_definition

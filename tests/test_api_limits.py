@@ -14,7 +14,7 @@ from chalicelib import runtime
 from chalicelib.api.errors import MAX_JSON_DEPTH, from_exception
 from chalicelib.db import Database
 from chalicelib.events.document import MIN_GRACE_SECONDS
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.occurrences import MAX_SCHEDULE_AHEAD
 from chalicelib.events.runner.planner import plan_occurrences
 from chalicelib.events.store import runs

@@ -1,6 +1,6 @@
 """The ledger over HTTP: a run's resources, what every run has left, the cleanup plan, and cancel with cleanup."""
 
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from devtools.kit.game_bridge import Answer
 from tests.support.api import ADMIN, GM
 from tests.support.factory import document, run_row

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from chalicelib.api.schemas import STEPS_PAGE, STEPS_PAGE_BYTES
-from chalicelib.events.model import RunStatus, StepSpec
+from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.model import StepSpec
 from chalicelib.events.store import steps
 from devtools.kit.explain import ExplainTx, plan_problems
 from tests.support.api import GM

@@ -3,7 +3,7 @@
 import re
 
 from chalicelib.api.operations import CORS as cors
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run, run_row, step_row
 from tests.support.scenes import put_step_in, run_with_steps

@@ -23,7 +23,8 @@ from chalicelib import runtime
 from chalicelib.api import signature
 from chalicelib.api.schemas import SIGNAL_PAYLOAD_BYTES
 from chalicelib.events import commands
-from chalicelib.events.model import RunStatus, iso
+from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.model import iso
 from chalicelib.events.store import phases, steps
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings
 from tests.support.factory import make_run, run_row

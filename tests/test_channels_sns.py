@@ -13,7 +13,7 @@ from chalicelib.config import Settings
 from chalicelib.events.actions.notice import Notice
 from chalicelib.events.adapters.sns_channel import SnsChannel
 from chalicelib.events.errors import ChannelError
-from chalicelib.events.model import StepStatus
+from chalicelib.events.lifecycle import StepStatus
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from tests.conftest import START

@@ -3,7 +3,7 @@
 import time
 
 from chalicelib.config import Settings
-from chalicelib.events.model import StepStatus
+from chalicelib.events.lifecycle import StepStatus
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from devtools.kit.game_bridge import Answer, dripping

@@ -7,7 +7,8 @@ import pytest
 
 from chalicelib.events import commands
 from chalicelib.events.errors import Conflict
-from chalicelib.events.model import Health, ResourceStatus, RunStatus, StepStatus
+from chalicelib.events.lifecycle import ResourceStatus, RunStatus, StepStatus
+from chalicelib.events.model import Health, StepSpec
 from chalicelib.events.store import resources, steps
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
@@ -333,7 +334,7 @@ def test_a_cleanup_never_claims_a_step_that_is_not_a_revert(db, clock, runner, g
     db.transaction(lambda tx: tx.execute(
         "UPDATE event_runs SET status = 'cleaning_up', cleanup_target = 'cancelled', current_phase = 1 WHERE id = %s",
         (run.id,)))
-    [spawn] = db.transaction(lambda tx: steps.materialise_phase(tx, run.id, 1, [steps.StepSpec("world.spawn")]))
+    [spawn] = db.transaction(lambda tx: steps.materialise_phase(tx, run.id, 1, [StepSpec("world.spawn")]))
     assert db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 60)) is None
 
 

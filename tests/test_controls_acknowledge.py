@@ -6,7 +6,8 @@ refusal writes nothing.
 
 from datetime import timedelta
 
-from chalicelib.events.model import Claim, RunStatus, iso
+from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.model import Claim, iso
 from chalicelib.events.store import steps
 from tests.support.api import ADMIN, GM, MODERATOR, token
 from tests.support.factory import run_row, step_row

@@ -11,7 +11,7 @@ import pytest
 
 from chalicelib.events import commands
 from chalicelib.events.errors import Conflict
-from chalicelib.events.model import PhaseState, RunStatus, StepStatus
+from chalicelib.events.lifecycle import PhaseState, RunStatus, StepStatus
 from chalicelib.events.store import phases, steps
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import run_row

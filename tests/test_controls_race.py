@@ -14,7 +14,7 @@ import pytest
 from chalicelib.db import DatabaseClock
 from chalicelib.events import commands
 from chalicelib.events.errors import Conflict
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import log_of, schedule, step, tick_process

@@ -6,7 +6,8 @@ import pytest
 
 from chalicelib.events import commands
 from chalicelib.events.errors import Conflict, NotFound
-from chalicelib.events.model import Health, RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import Health
 from chalicelib.events.store import log
 from tests.support.factory import make_run, run_row, step_row
 from tests.support.scenes import log_rows, put_step_in, run_with_steps, set_run, snapshot

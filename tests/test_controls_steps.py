@@ -6,7 +6,7 @@ import pytest
 from chalicelib.events import commands
 from chalicelib.events.document import PhasePlan
 from chalicelib.events.errors import Conflict, NotFound
-from chalicelib.events.model import PhaseKind, RunStatus, StepStatus
+from chalicelib.events.lifecycle import PhaseKind, RunStatus, StepStatus
 from chalicelib.events.store import phases, steps
 from tests.support.factory import run_row, step_row
 from tests.support.scenes import STEP_STATES, log_rows, put_step_in, run_with_steps, runs_each_with_a_step_in, snapshot

@@ -21,7 +21,7 @@ from app import app
 from chalicelib import observability, runtime
 from chalicelib.config import Settings
 from chalicelib.db import HANDSHAKE_SECONDS, Database, DatabaseClock
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from devtools.kit.lambda_invocation import SCHEDULED_EVENT, lambda_context
 from tests.support.api import ADMIN, hs_settings
 from tests.support.db_door import DatabaseDoor

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from tests.support.api import ADMIN
 from tests.support.factory import document, run_row

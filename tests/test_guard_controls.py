@@ -10,7 +10,7 @@ import pytest
 
 from chalicelib.events import commands, journal
 from chalicelib.events.errors import Conflict
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.store import log, runs, steps
 from tests.support.factory import run_row, step_row
 from tests.support.interference import Rival, log_rows_refused

@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner import Budget
 from chalicelib.events.runner.walk import RunWalker
 from chalicelib.events.store import runs, steps

@@ -5,7 +5,8 @@ import pytest
 
 from chalicelib.events import commands
 from chalicelib.events.actions.outcome import Outcome
-from chalicelib.events.model import Health, RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import Health
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import steps
 from tests.support.factory import run_row, step_row

@@ -2,7 +2,7 @@
 
 import pytest
 
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.store import runs
 from tests.support.factory import materialise, run_row, specs
 from tests.support.scenes import put_step_in, run_with_steps, set_run

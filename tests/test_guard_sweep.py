@@ -7,7 +7,7 @@ import pymysql
 
 from chalicelib.db import Tx
 from chalicelib.events import commands
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
 from tests.support.factory import make_run, materialise, run_row, specs, step_row
 from tests.support.scenes import put_step_in, run_with_steps
@@ -115,7 +115,7 @@ def test_a_wait_holds_the_next_pending_step_past_one_a_person_skipped(db, clock)
     put_step_in(db, wait, "done", clock.now())
     commands.skip(db, run.id, skipped.id, actor="mod-mia", now=clock.now())
     until = clock.now() + timedelta(seconds=30)
-    assert db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until))
+    assert db.autocommit(lambda tx: steps.delay_next(tx, run.id, 1, wait.seq, until))
     assert step_row(db, next_pending.id).due_at == until
     assert step_row(db, skipped.id).due_at is None
 
@@ -124,6 +124,6 @@ def test_a_second_hold_never_moves_the_next_step_earlier(db, clock):
     run, (wait, next_pending, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
     put_step_in(db, wait, "done", clock.now())
     until = clock.now() + timedelta(seconds=30)
-    assert db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until))
-    assert not db.autocommit(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, until - timedelta(seconds=10)))
+    assert db.autocommit(lambda tx: steps.delay_next(tx, run.id, 1, wait.seq, until))
+    assert not db.autocommit(lambda tx: steps.delay_next(tx, run.id, 1, wait.seq, until - timedelta(seconds=10)))
     assert step_row(db, next_pending.id).due_at == until

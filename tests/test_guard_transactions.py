@@ -4,7 +4,8 @@ takes its change back with it (the sweep, the start, an answer, leaving a phase)
 import pymysql
 import pytest
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import StepSpec
 from chalicelib.events.runner import Budget
 from chalicelib.events.store import steps
 from tests.support.factory import document, make_run, run_row
@@ -29,7 +30,7 @@ def _steps(db, run_id):
 def test_a_sweep_whose_log_rows_fail_takes_no_step_back(db, clock, runner):
     run = schedule(db, clock.now(), TWO_PHASES)
     db.transaction(lambda tx: tx.execute("UPDATE event_runs SET status = 'running', current_phase = 1 WHERE id = %s", (run.id,)))
-    (spawn,) = db.transaction(lambda tx: steps.materialise_phase(tx, run.id, 1, [steps.StepSpec("world.spawn")]))
+    (spawn,) = db.transaction(lambda tx: steps.materialise_phase(tx, run.id, 1, [StepSpec("world.spawn")]))
     db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), runner.rules.lease_seconds))  # its claimer dies
     clock.advance(runner.rules.lease_seconds + 1)
     before = snapshot(db, run.id)

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from chalicelib.events import commands
 from chalicelib.events.actions.outcome import Outcome
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.runner.reclaim import reclaim
 from chalicelib.events.store import steps

@@ -3,8 +3,10 @@
 import ast
 import importlib
 import inspect
+import io
 import pkgutil
 import re
+import tokenize
 from pathlib import Path
 
 import chalicelib
@@ -18,7 +20,7 @@ MAX_ENGINE_MODULE_LINES = 450
 # The modules still longer, each awaiting its split (issue 36). The list only shrinks: an entry that is gone or
 # has come under the limit fails the test as well, so it is struck off in the commit that splits it.
 LONG_MODULES_AWAITING_A_SPLIT = frozenset({
-    "chalicelib/events/model.py", "chalicelib/events/store/runs.py", "chalicelib/events/store/steps.py",
+    "chalicelib/events/model.py", "chalicelib/events/store/runs.py",
 })
 # One exceptions module per layer: the base layer's (configuration, secrets, tokens,
 # outbound HTTP) and the engine's, each with its tree drawn in its docstring.
@@ -126,7 +128,7 @@ def test_statuses_are_written_in_sql_only_by_the_lifecycles_renderings():
 
     words = sorted({s.value for s in (*RunStatus, *StepStatus)})
     quoted = re.compile(r"'(" + "|".join(words) + r")'")
-    home = ROOT / "chalicelib" / "events" / "lifecycle.py"
+    home = ROOT / "chalicelib" / "events" / "lifecycle" / "sql.py"
     found = [
         f"{path.relative_to(ROOT)}:{number}"
         for path in [ROOT / "app.py", *sorted((ROOT / "chalicelib").rglob("*.py"))]
@@ -234,7 +236,7 @@ def test_the_dev_tools_and_their_kit_import_nothing_from_the_tests():
     reaching = [
         f"{path.relative_to(ROOT)}: {name}"
         for path in sorted((ROOT / "devtools").rglob("*.py"))
-        for name in _imports_of(".".join(path.relative_to(ROOT).with_suffix("").parts), path)
+        for name in _imports_of(".".join(p for p in path.relative_to(ROOT).with_suffix("").parts if p != "__init__"), path)
         if name == "tests" or name.startswith("tests.")
     ]
     assert reaching == []
@@ -290,9 +292,10 @@ def test_the_store_imports_no_command():
     """store/ is SQL only: what a command means (its protocol, its rules, its log rows) never reaches down into it."""
     store = ROOT / "chalicelib" / "events" / "store"
     reaching = {
-        path.name: sorted(i for i in _imports_of(f"chalicelib.events.store.{path.stem}", path)
-                          if i.startswith(("chalicelib.events.commands", "chalicelib.events.controls")))
-        for path in sorted(store.glob("*.py"))
+        str(path.relative_to(store)): sorted(
+            i for i in _imports_of(".".join(p for p in path.relative_to(ROOT).with_suffix("").parts if p != "__init__"), path)
+            if i.startswith(("chalicelib.events.commands", "chalicelib.events.controls")))
+        for path in sorted(store.rglob("*.py"))
     }
     assert {name: found for name, found in reaching.items() if found} == {}
 
@@ -345,3 +348,117 @@ def test_control_names_are_quoted_only_in_the_commands():
         for number in _control_names_quoted(path.read_text())
     ]
     assert elsewhere == [], f"a control's name is written only in chalicelib/events/commands/: {elsewhere}"
+
+
+def _imported_names(path: Path) -> list[tuple[str, str]]:
+    """(module, name) of every `from module import name` in the file, the module resolved to its full name."""
+    module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+            found += [(base, alias.name) for alias in node.names]
+    return found
+
+
+def _python_sources() -> list[Path]:
+    return [ROOT / "app.py", *(p for tree in ("chalicelib", "tests", "bench", "devtools") for p in sorted((ROOT / tree).rglob("*.py")))]
+
+
+def test_the_lifecycle_has_one_import_door():
+    """Its words are imported from `chalicelib.events.lifecycle`, never from a module inside it, nor from a
+    module that imported them (model.py re-exports none)."""
+    from chalicelib.events import lifecycle
+
+    package = ROOT / "chalicelib" / "events" / "lifecycle"
+    words = {name for name in lifecycle.__all__ if not inspect.isfunction(getattr(lifecycle, name))}
+    wrong = [
+        f"{path.relative_to(ROOT)}: from {module} import {name}"
+        for path in _python_sources() if not path.is_relative_to(package)
+        for module, name in _imported_names(path)
+        if module.startswith("chalicelib.events.lifecycle.")
+        or (name in words and module.startswith("chalicelib") and module != "chalicelib.events.lifecycle")
+    ]
+    assert wrong == []
+
+
+# The phase and wait vocabularies (lifecycle/phases.py, waits.py, steps.py): each word is written only in
+# its home. A word with no other meaning in the code is refused wherever it is quoted whole; a word that
+# is also another vocabulary's (a control's name: advance, pause, resume, confirm; a phase's or a
+# receipt's `signal` field; a notice's kind or the banner style `cue`; the cue's attention timer
+# `timeout`; the HTTP header `Connection: close`; the cue's `continue`) is refused where it is compared
+# with, or given to, a field of the vocabulary, and inside SQL text as a quoted literal.
+_VOCABULARY_FIELDS = r"(?:\bwhen|closed_by|waiting_for|on_timeout|on_deadline|\beffect|park_reason|\.for|[\"']for[\"'])"
+_SHARED = {"advance", "signal", "cue", "pause", "resume", "close", "confirm", "continue", "timeout"}
+
+
+def _vocabulary_words() -> set[str]:
+    from chalicelib.events import lifecycle
+
+    enums = (lifecycle.ConditionKind, lifecycle.ClosedBy, lifecycle.WaitingFor, lifecycle.OnTimeout,
+             lifecycle.OnDeadline, lifecycle.SignalEffect, lifecycle.ParkReason, lifecycle.CueOnTimeout,
+             lifecycle.CleanupOn)
+    return {word.value for enum in enums for word in enum}
+
+
+def _given_to_a_field(words: set[str]) -> re.Pattern[str]:
+    alternatives = "|".join(sorted(words))
+    quoted = rf"[\"']({alternatives})[\"']"
+    return re.compile(rf"{_VOCABULARY_FIELDS}[\"']?\s*(?:===?|!==?|:|=|\bis\b|\bin\b|<>)\s*\(?{quoted}"
+                      rf"|{quoted}\s*(?:===?|!==?)\s*\S*{_VOCABULARY_FIELDS}|\bcase\s+{quoted}")
+
+
+def _code_lines(source: str) -> list[tuple[int, str]]:
+    """(number, line) of the source's code: comments cut off, docstrings (prose, not code) left out."""
+    prose = {n for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+             for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+    lines = source.splitlines()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            number, column = token.start
+            lines[number - 1] = lines[number - 1][:column]
+    return [(n, line) for n, line in enumerate(lines, 1) if n not in prose]
+
+
+def test_phase_and_wait_words_are_written_only_in_the_lifecycle():
+    """A condition kind, `closed_by`, `waiting_for`, `on_timeout`/`on_deadline`, a signal effect, a park
+    reason, a cue's `on_timeout` or a `cleanup_on` is named in chalicelib's Python only through its enum
+    (and in SQL only through `PhaseSQL`, `WaitSQL`, `StepSQL`); its home is `chalicelib/events/lifecycle/`."""
+    words = _vocabulary_words()
+    assert words >= _SHARED  # each shared word is one of them
+    distinct = words - _SHARED
+    in_sql = re.compile(r"'(" + "|".join(sorted(words)) + r")'")
+    given = _given_to_a_field(words)
+    home = ROOT / "chalicelib" / "events" / "lifecycle"
+    found = []
+    for path in [ROOT / "app.py", *sorted((ROOT / "chalicelib").rglob("*.py"))]:
+        if path.is_relative_to(home):
+            continue
+        source = path.read_text()
+        prose = {n for n, _ in enumerate(source.splitlines(), 1)} - {n for n, _ in _code_lines(source)}
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.lineno not in prose and (
+                    node.value in distinct or in_sql.search(node.value)):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value[:60]!r}")
+        found += [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for n, line in _code_lines(source) if given.search(line)]
+    assert found == [], f"a word of the phase and wait vocabularies is written as its enum (lifecycle): {found}"
+
+
+def test_the_console_switches_on_no_phase_or_wait_word():
+    """The console reads these words, their labels and the facts it decides by from GET /vocabulary: no
+    console file compares with, switches on or lists one of them."""
+    words = _vocabulary_words()
+    distinct = re.compile(r"""['"`](""" + "|".join(sorted(words - _SHARED)) + r""")['"`]""")
+    given = _given_to_a_field(words)
+    static = ROOT / "chalicelib" / "console" / "static"
+    found = [
+        f"{path.name}:{n}: {line.strip()}"
+        for path in sorted(static.glob("*.js")) + sorted(static.glob("*.html"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if given.search(line) or distinct.search(line.split("//")[0] if "://" not in line else line)
+    ]
+    assert found == []

@@ -106,16 +106,85 @@ def test_skipped_is_written_only_by_a_persons_skip():
         f"{path.relative_to(root)}:{node.name}"
         for path in root.rglob("*.py")
         for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.FunctionDef) and _writes_skipped(node)
+        if isinstance(node, ast.FunctionDef) and _writes_skipped(node, in_the_store=path.is_relative_to(root / "events" / "store"))
     )
     # A person's skip of one step, and a person's advance of a phase (its pending and parked steps).
-    assert writers == ["events/store/steps.py:skip_by_human", "events/store/steps.py:skip_phase_for_advance"]
+    assert writers == ["events/store/steps/closing.py:skip_phase_for_advance", "events/store/steps/people.py:skip_by_human"]
 
 
-def _writes_skipped(function) -> bool:
-    """A function that writes skipped: in its own SET, or by handing StepSQL.SKIPPED to a helper that writes it."""
+def _writes_skipped(function, *, in_the_store: bool) -> bool:
+    """A function that writes skipped: through a move of the step table into skipped (`SKIP`), or, in the store,
+    by handing StepStatus.SKIPPED to a helper that writes it (elsewhere the status only names a log row's)."""
     import ast
 
-    passed = any(isinstance(node, ast.Call) and any(ast.unparse(arg) == "StepSQL.SKIPPED" for arg in node.args)
-                 for node in ast.walk(function))
-    return passed or "status = {StepSQL.SKIPPED}," in ast.unparse(function)
+    passed = in_the_store and any(isinstance(node, ast.Call) and any(ast.unparse(arg) == "StepStatus.SKIPPED" for arg in node.args)
+                                  for node in ast.walk(function))
+    return passed or any(isinstance(node, ast.Name) and node.id == "SKIP" for node in ast.walk(function))
+
+
+# ── the step transitions table ────────────────────────────────────────────
+STEP_HEADER = "| move | from | to | who | when | finished_at | lease | attempts | retries | in_doubt |"
+
+
+def test_the_contracts_step_table_is_the_lifecycles():
+    lines = CONTRACT.read_text().splitlines()
+    start = lines.index(STEP_HEADER) + 2
+    rows = []
+    for row in lines[start:]:
+        if not row.startswith("|"):
+            break
+        rows.append(tuple(cell.strip() for cell in row.strip().strip("|").split(" | ")))
+    assert rows == lifecycle.step_table()
+
+
+def test_only_the_claim_raises_attempts_and_only_a_persons_retry_resets_them():
+    """The store's first rule: a sweep that reset attempts once made the attempt ceiling unreachable."""
+    from chalicelib.events.lifecycle import STEP_MOVES, Count
+
+    assert [m for m in STEP_MOVES if m.attempts is Count.RAISED] == [lifecycle.CLAIM]
+    assert {m.name for m in STEP_MOVES if m.attempts is Count.RESET} == {"retry"}
+    assert all(m.who is Who.PERSON for m in STEP_MOVES if m.attempts is Count.RESET)
+
+
+def test_a_step_move_writes_finished_at_exactly_as_its_statuses_say():
+    from chalicelib.events.lifecycle import STEP_MOVES, StepStatus
+
+    for move in STEP_MOVES:
+        assert move.stamps_finished_at is (move.to is not None and move.to.terminal)
+        assert not (move.stamps_finished_at and move.clears_finished_at)
+        assert move.clears_finished_at is (move.to is StepStatus.PENDING and any(s.terminal for s in move.sources))
+
+
+def test_skipped_is_a_persons_move_and_a_lease_taken_back_is_in_doubt():
+    from chalicelib.events.lifecycle import STEP_MOVES, Doubt, StepStatus
+
+    assert all(m.who is Who.PERSON for m in STEP_MOVES if m.to is StepStatus.SKIPPED)
+    assert all(m.in_doubt is Doubt.SET for m in STEP_MOVES if m.name == "reclaim")
+    assert all(not s.terminal for m in STEP_MOVES for s in m.sources if m.attempts is not lifecycle.Count.RESET)
+
+
+def test_every_update_of_a_step_goes_through_the_one_writer():
+    """No statement writes event_run_steps but `store/steps/write.py`, which renders it from its move's row."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent / "chalicelib"
+    writer = root / "events" / "store" / "steps" / "write.py"
+    updates = re.compile(r"UPDATE\s+event_run_steps\b|JOIN\s+event_run_steps\s+\w+\s+ON[^;]*\bSET\s+\w+\.", re.IGNORECASE)
+    found = [f"{path.relative_to(root)}:{n}" for path in sorted(root.rglob("*.py")) if path != writer
+             for n, line in enumerate(path.read_text().splitlines(), 1) if updates.search(line)]
+    assert found == []
+
+
+def test_every_row_of_the_step_table_is_a_statement_of_the_store():
+    import ast
+
+    from chalicelib.events.lifecycle import STEP_MOVES
+
+    steps = Path(__file__).resolve().parent.parent / "chalicelib" / "events" / "store" / "steps"
+    used = {node.id for path in steps.glob("*.py") for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Name)}
+    declared = {name: value for name, value in vars(lifecycle).items()
+                if isinstance(value, lifecycle.StepMove) or (isinstance(value, dict) and value
+                                                             and all(isinstance(v, lifecycle.StepMove) for v in value.values()))}
+    assert set(declared) <= used
+    assert {id(m) for v in declared.values() for m in (v.values() if isinstance(v, dict) else [v])} == {id(m) for m in STEP_MOVES}

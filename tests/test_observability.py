@@ -13,7 +13,7 @@ from chalice.app import CloudWatchEvent
 
 from chalicelib import observability, runtime
 from chalicelib.config import Settings
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from devtools.kit.lambda_invocation import SCHEDULED_EVENT, InjectedTime, lambda_context
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import schedule, step

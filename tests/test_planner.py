@@ -10,7 +10,7 @@ import itertools
 import logging
 from datetime import timedelta
 
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner import Budget
 from tests.support.factory import document, make_definition, run_row
 from tests.support.runner_kit import schedule, step, tick

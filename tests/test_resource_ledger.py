@@ -5,7 +5,8 @@ import pytest
 from chalicelib.events import ledger
 from chalicelib.events.document import validate
 from chalicelib.events.errors import Invalid
-from chalicelib.events.model import Health, ResourceStatus, RunStatus, StepStatus
+from chalicelib.events.lifecycle import ResourceStatus, RunStatus, StepStatus
+from chalicelib.events.model import Health
 from chalicelib.events.store import resources, steps
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row

@@ -3,7 +3,8 @@
 import hashlib
 import json
 
-from chalicelib.events.model import Health, RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import Health
 from chalicelib.events.store import steps
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row

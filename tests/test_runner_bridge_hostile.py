@@ -10,7 +10,7 @@ import tracemalloc
 
 import pytest
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import steps
 from chalicelib.outbound import MAX_ANSWER_BYTES

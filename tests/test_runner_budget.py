@@ -1,6 +1,6 @@
 """A tick stops taking work at its budget, leaves nothing held, and the next tick carries on."""
 
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner import Budget
 from tests.support.factory import document
 from tests.support.runner_kit import make_runner, schedule, step

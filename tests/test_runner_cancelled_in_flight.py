@@ -3,7 +3,8 @@
 import threading
 
 from chalicelib.events import commands
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import StepSpec
 from chalicelib.events.store import steps
 from chalicelib.events.store.steps import RUN_ENDED
 from devtools.kit.game_bridge import Answer
@@ -56,7 +57,7 @@ def test_a_done_answer_for_a_cancelled_run_is_still_recorded_done(db, clock, run
 def test_the_sweep_cancels_an_expired_step_of_a_finished_run_instead_of_requeueing_it(db, clock, runner):
     run = schedule(db, clock.now(), document([[step("world.spawn")]]))
     db.transaction(lambda tx: tx.execute("UPDATE event_runs SET status = 'running', current_phase = 1 WHERE id = %s", (run.id,)))
-    spawn = db.transaction(lambda tx: steps.materialise_phase(tx, run.id, 1, [steps.StepSpec("world.spawn")]))[0]
+    spawn = db.transaction(lambda tx: steps.materialise_phase(tx, run.id, 1, [StepSpec("world.spawn")]))[0]
     db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 60))  # its claimer then dies
     commands.cancel(db, run.id, actor="alice", now=clock.now())
     assert _steps(db, run.id)[0].status is StepStatus.RUNNING  # leased: the cancel left it alone

@@ -16,7 +16,7 @@ from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import DatabaseClock
 from chalicelib.events import commands
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner.lambda_handler import run_invocation
 from chalicelib.events.runner.loop import POLL_SECONDS
 from chalicelib.events.store import runs, steps

@@ -10,7 +10,8 @@ import pytest
 from chalicelib.events.actions.notice import Notice
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.errors import ChannelError
-from chalicelib.events.model import Health, RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import Health
 from chalicelib.events.runner import Budget, Runner
 from chalicelib.events.store import runs, steps
 from tests.support.api import MODERATOR, token

@@ -12,7 +12,8 @@ from chalicelib.events import commands
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.errors import Conflict
-from chalicelib.events.model import OnDoubt, ParkReason, RunStatus, StepSpec, StepStatus
+from chalicelib.events.lifecycle import OnDoubt, ParkReason, RunStatus, StepStatus
+from chalicelib.events.model import StepSpec
 from chalicelib.events.runner import Runner
 from chalicelib.events.runner.reclaim import reclaim
 from chalicelib.events.store import phases, steps

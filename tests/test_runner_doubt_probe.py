@@ -17,7 +17,7 @@ from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outcome import Status, Verdict
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.adapters.bridge import BridgeClient, read_status
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import resources, steps
 from devtools import dev

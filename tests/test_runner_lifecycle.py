@@ -2,7 +2,8 @@
 
 from datetime import timedelta
 
-from chalicelib.events.model import Health, RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import Health
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import log_of, run_story, schedule, step, tick

@@ -2,7 +2,8 @@
 
 import threading
 
-from chalicelib.events.model import Health, RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import Health
 from chalicelib.events.store import runs, steps
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row

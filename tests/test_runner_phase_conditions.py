@@ -16,7 +16,7 @@ import pytest
 from chalicelib.events import commands
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.errors import Conflict
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.store import definitions, phases, runs, steps
 from chalicelib.events.store.steps import PHASE_ENDED
 from devtools.kit.game_bridge import Answer

@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 from bench.harness import StatementRecorder
-from chalicelib.events.model import PhaseKind, PhaseState, RunStatus
+from chalicelib.events.lifecycle import PhaseKind, PhaseState, RunStatus
 from chalicelib.events.store import phases
 from tests.support.factory import run_row
 from tests.support.runner_kit import schedule, step, tick
@@ -115,15 +115,16 @@ def test_a_phase_with_more_open_steps_than_one_read_returns_is_read_again_at_onc
 
 
 def _held_first_phase(monkeypatch):
-    """Runs whose first phase carries a condition (no document can author one yet): its row has it too."""
+    """Runs whose first phase carries a condition (a person's advance): its row has it too."""
     import dataclasses
 
     from chalicelib.events.document import programme_of
+    from chalicelib.events.lifecycle import Manual
     from chalicelib.events.runner import tick as tick_module
 
     def with_condition(document):
         programme = programme_of(document)
-        first = dataclasses.replace(programme.phases[0], condition={"until": "a person says so"})
+        first = dataclasses.replace(programme.phases[0], condition=Manual())
         return dataclasses.replace(programme, phases=(first, *programme.phases[1:]))
 
     monkeypatch.setattr(tick_module, "programme_of", with_condition)

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from chalicelib.db import DatabaseClock
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from tests.support.factory import document, make_definition
 from tests.support.runner_kit import tick_process
 

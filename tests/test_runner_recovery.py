@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.db import DatabaseClock
-from chalicelib.events.model import Health, RunStatus, StepSpec, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import Health, StepSpec
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import runs, steps
 from devtools.kit.clock import ManualClock

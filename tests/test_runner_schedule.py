@@ -5,7 +5,7 @@ from collections import Counter
 from datetime import timedelta
 
 from chalicelib.db import Database
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner.planner import plan_occurrences
 from chalicelib.events.store import definitions
 from tests.support.factory import document, make_definition, run_row

@@ -2,7 +2,7 @@
 
 import threading
 
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner import Runner
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import make_runner, schedule, step, tick

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.events.actions.perform import Actions
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner import Runner
 from chalicelib.events.store import engine_state, runs, steps
 from tests.support import aws_world

@@ -26,7 +26,7 @@ import pytest
 from chalicelib.config import Settings
 from chalicelib.events import nudge
 from chalicelib.events.adapters import aws as aws_adapter
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.store import engine_state, runs
 from tests.support import aws_world
 from tests.support.aws_faults import Faults

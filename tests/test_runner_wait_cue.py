@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import RULES, log_of, schedule, step, tick

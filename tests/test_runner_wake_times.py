@@ -7,7 +7,7 @@ looks at what a tick would do next: which runs `find_due` hands it, and when.
 from datetime import timedelta
 
 from chalicelib.events import commands
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.store import runs, steps
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, make_run, materialise, run_row, specs

@@ -5,7 +5,7 @@ unit of work that carried it rolls back and raises out of the worker.
 """
 
 from chalicelib.events import commands
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner import Budget
 from chalicelib.events.store import steps
 from tests.support.factory import document, run_row

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.events.document import PhasePlan
-from chalicelib.events.model import Claim, PhaseKind, RunStatus
+from chalicelib.events.lifecycle import PhaseKind, RunStatus, Signalled
+from chalicelib.events.model import Claim
 from chalicelib.events.store import phases, runs, steps
 from chalicelib.migrate import MIGRATIONS
 from devtools.kit.explain import plan_problems
@@ -240,7 +241,7 @@ def test_closing_a_phase_ends_the_wait_for_its_cue_in_the_closes_own_statement(d
     """Between the unit that closes a phase (its cue cancelled) and the one that leaves it, nothing is waited for."""
     run, (first, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
     db.transaction(lambda tx: phases.insert_plan(
-        tx, run.id, [PhasePlan(1, PhaseKind.MAIN, "boss", (), {"when": "signal", "name": "boss_down"})],
+        tx, run.id, [PhasePlan(1, PhaseKind.MAIN, "boss", (), Signalled("boss_down"))],
         1, clock.now()))
     cue = put_step_in(db, first, "leased", clock.now())
     assert db.transaction(lambda tx: steps.park(tx, Claim(cue.id, "tick-token", cue.attempts), "cue"))

@@ -21,7 +21,7 @@ from chalicelib import health, runtime
 from chalicelib import secrets as engine_secrets
 from chalicelib.config import Settings
 from chalicelib.db import Database
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner.compose import build_runner
 from devtools.kit.clock import ManualClock
 from devtools.kit.game_bridge import GameBridge

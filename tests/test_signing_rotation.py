@@ -15,7 +15,7 @@ from moto import mock_aws
 from chalicelib import secrets as engine_secrets
 from chalicelib.config import Settings
 from chalicelib.events.adapters import signing
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from devtools.kit.game_bridge import Answer, GameBridge, Received

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from tests.support.factory import make_run, materialise, specs, step_row
 

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from chalicelib.db import Database
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.store import steps
 from tests.support.factory import make_run, materialise, specs
 

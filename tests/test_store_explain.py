@@ -4,7 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events.model import Claim, RunStatus, SignalEffect, StepStatus
+from chalicelib.events.lifecycle import ClosedBy, RunStatus, SignalEffect, StepStatus
+from chalicelib.events.model import Claim
 from chalicelib.events.store import definitions, escalations, phases, runs, signals, steps
 from devtools.kit.clock import ManualClock
 from devtools.kit.explain import ExplainTx, plan_problems
@@ -60,7 +61,7 @@ STATEMENTS = {
     "finish": lambda tx, run, s, now: steps.finish(tx, Claim(s.id, "t", 1), StepStatus.DONE, now),
     "reclaim_stale": lambda tx, run, s, now: steps.reclaim_stale(tx, now, 3),
     "open_steps": lambda tx, run, s, now: steps.open_steps(tx, run.id, 1),
-    "hold_next": lambda tx, run, s, now: steps.hold_next(tx, run.id, 1, 0, now),
+    "delay_next": lambda tx, run, s, now: steps.delay_next(tx, run.id, 1, 0, now),
     "find_due": lambda tx, run, s, now: runs.find_due(tx, now, 100),
     "find_due_next_batch": lambda tx, run, s, now: runs.find_due(tx, now, 100, after=(now, run.id)),
     "find_due_of_a_shard": lambda tx, run, s, now: runs.find_due(tx, now, 100, after=(now, run.id), shard=(1, 2)),
@@ -77,7 +78,7 @@ STATEMENTS = {
     # Phases that follow the game: the walker's read, the close and its steps, the answer in an ended phase.
     "open_steps_and_close_due": lambda tx, run, s, now: steps.open_steps_and_close_due(tx, run.id, 1, now, 200),
     "closing": lambda tx, run, s, now: phases.closing(tx, run.id, 1, now),
-    "close": lambda tx, run, s, now: phases.close(tx, run.id, 1, "signal", now),
+    "close": lambda tx, run, s, now: phases.close(tx, run.id, 1, ClosedBy.SIGNAL, now),
     "drop_deadline": lambda tx, run, s, now: phases.drop_deadline(tx, run.id, 1, now),
     "fold_signals": lambda tx, run, s, now: phases.fold_signals(tx, run.id),
     "cancel_phase": lambda tx, run, s, now: steps.cancel_phase(tx, run.id, 1, now, "closed"),

@@ -3,7 +3,7 @@
 import pytest
 
 from chalicelib.events import journal
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.store import log, runs
 from tests.support.factory import make_run, run_row
 

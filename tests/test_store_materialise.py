@@ -2,7 +2,8 @@ import hashlib
 
 import pytest
 
-from chalicelib.events.model import StepSpec, StepStatus
+from chalicelib.events.lifecycle import StepStatus
+from chalicelib.events.model import StepSpec
 from chalicelib.events.store import steps
 from devtools.kit.counters import StatementMeter
 from tests.support.factory import make_run, materialise, specs

@@ -3,7 +3,7 @@
 
 import pytest
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from chalicelib.events.store.steps import GAVE_UP
 from tests.support.factory import make_run, materialise, specs, step_row

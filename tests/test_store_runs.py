@@ -4,7 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events.model import Health, RunStatus
+from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.model import Health
 from chalicelib.events.store import runs
 from tests.support.factory import make_definition, make_run, run_row
 

@@ -1,8 +1,8 @@
-"""The statements people drive (skip, cancel, requeue), hold_next, and the phase cursor."""
+"""The statements people drive (skip, cancel, requeue), delay_next, and the phase cursor."""
 
 from datetime import timedelta
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.store import steps
 from tests.conftest import START
 from tests.support.factory import make_run, materialise, specs, step_row
@@ -100,12 +100,12 @@ def test_requeue_refuses_a_step_behind_the_cursor_or_of_a_run_not_paused(db, clo
 def test_hold_next_delays_the_next_pending_step_once(db, clock):
     run, (wait, nxt, later, _) = _phase(db, clock)
     due = clock.now() + timedelta(seconds=60)
-    assert db.transaction(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, due))
+    assert db.transaction(lambda tx: steps.delay_next(tx, run.id, 1, wait.seq, due))
     assert step_row(db, nxt.id).due_at == due and step_row(db, later.id).due_at is None
     # a second dispatch of the same wait computes the same due time: no second push
-    assert not db.transaction(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, due))
+    assert not db.transaction(lambda tx: steps.delay_next(tx, run.id, 1, wait.seq, due))
     # and an earlier hold never pulls the step in
-    assert not db.transaction(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, due - timedelta(seconds=30)))
+    assert not db.transaction(lambda tx: steps.delay_next(tx, run.id, 1, wait.seq, due - timedelta(seconds=30)))
     assert step_row(db, nxt.id).due_at == due
 
 
@@ -113,7 +113,7 @@ def test_hold_next_skips_a_step_that_is_not_pending(db, clock):
     run, (wait, nxt, later, _) = _phase(db, clock)
     _set(db, nxt, status="skipped")
     due = clock.now() + timedelta(seconds=60)
-    db.transaction(lambda tx: steps.hold_next(tx, run.id, 1, wait.seq, due))
+    db.transaction(lambda tx: steps.delay_next(tx, run.id, 1, wait.seq, due))
     assert step_row(db, nxt.id).due_at is None and step_row(db, later.id).due_at == due
 
 

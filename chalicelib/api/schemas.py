@@ -14,9 +14,11 @@ from ..events.document import DOCUMENT_SCHEMA
 from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
 from ..events.dry_runs import AUTO_CONFIRM_SECONDS
 from ..events.errors import Invalid
-from ..events.lifecycle import CLEANUP_TARGETS
-from ..events.model import (
-    Health,
+from ..events.lifecycle import (
+    CLEANUP_TARGETS,
+    VOCABULARY_WORDS,
+    ClosedBy,
+    OnDeadline,
     OnDoubt,
     OnFailure,
     ParkReason,
@@ -28,14 +30,15 @@ from ..events.model import (
     RunStatus,
     SignalEffect,
     StepStatus,
+    WaitingFor,
 )
+from ..events.model import Health
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
 from ..events.views.runs import REHEARSAL_FILTERS
 from ..events.views.runs import STEPS_PAGE as STEPS_PAGE
 from ..events.views.runs import STEPS_PAGE_BYTES as STEPS_PAGE_BYTES
+from ..events.waiting import ANY as WAITING_FOR_ANYTHING
 from ..events.waiting import FILTERS as WAITING_FILTERS
-from ..events.waiting import FOR as WAITING_FOR
-from ..events.waiting import STORED as WAITING_STORED
 from ..schema_check import first_error, unknown_fields
 
 MAX_ID = 2**63 - 1
@@ -296,10 +299,10 @@ PHASE = _object(
     met_by=_MAYBE_TEXT,
     signal=_MAYBE_TEXT,
     limit_seconds=_MAYBE_INT,
-    on_deadline={"type": ["string", "null"], "enum": ["close", "pause", None]},
+    on_deadline={"type": ["string", "null"], "enum": [*(d.value for d in OnDeadline), None]},
     deadline=_MAYBE_TIME,
     closed_at=_MAYBE_TIME,
-    closed_by={"type": ["string", "null"], "enum": ["signal", "advance", "after", "timeout", None]},
+    closed_by={"type": ["string", "null"], "enum": [*(c.value for c in ClosedBy), None]},
 )
 LOG_ENTRY = _object(
     id=_INT,
@@ -363,9 +366,12 @@ SIGNAL_RESPONSE = _object(
 ADVANCE_RESPONSE = _object(ok={"const": True}, run=RUN, skipped_steps={"type": "integer", "minimum": 0},
                            resumed={"type": "boolean"})
 _STATUS_WORD = _object(status={"type": "string"}, label={"type": "string"}, mark={"type": "string"}, terminal={"type": "boolean"})
+# Any other word: its value, its label (a phrase may name `{fields}` the console fills in) and its facts.
+_WORD = {"type": "object", "required": ["value", "label"], "properties": {"value": {"type": "string"}, "label": {"type": "string"}}}
 VOCABULARY = _object(
     run_statuses={"type": "array", "items": _STATUS_WORD},
     step_statuses={"type": "array", "items": _STATUS_WORD},
+    **{words: {"type": "array", "items": _WORD} for words in VOCABULARY_WORDS},
     controls={"type": "array", "items": _object(
         name={"type": "string"}, target={"type": "string", "enum": ["run", "step"]},
         roles={"type": "array", "items": {"type": "string"}},
@@ -380,7 +386,7 @@ WAITING = {
     "type": ["object", "null"],
     "required": ["for", "since"],
     "properties": {
-        "for": {"type": "string", "enum": list(WAITING_FOR)},
+        "for": {"type": "string", "enum": [w.value for w in WaitingFor]},
         "phase": _INT, "step_id": _INT, "signal": {"type": "string"}, "since": _MAYBE_TIME, "until": _TIME,
         "acknowledged_by": {"type": "string"}, "acknowledged_at": _TIME,
     },
@@ -388,7 +394,7 @@ WAITING = {
 _LISTED_RUN = {**RUN, "required": [*RUN["required"], "waiting"], "properties": {**RUN["properties"], "waiting": WAITING}}
 _COUNT = {"type": "integer", "minimum": 0}
 RUNS_SUMMARY = _object(
-    waiting=_object(any=_COUNT, **dict.fromkeys(WAITING_STORED, _COUNT)),
+    waiting=_object(**{WAITING_FOR_ANYTHING: _COUNT}, **{w.value: _COUNT for w in WaitingFor}),
     working=_COUNT,
 )
 RUNS_PAGE = _object(runs={"type": "array", "items": _LISTED_RUN}, next_cursor=_MAYBE_INT, summary=RUNS_SUMMARY)

@@ -19,7 +19,8 @@ from typing import Any
 from ..db import Database, Tx, must_exist
 from . import cron, journal
 from .errors import Clash, Conflict, Invalid, NotFound
-from .model import DefinitionVersion, OccurrenceSkip, Run, RunStatus, clean_note, iso
+from .lifecycle import RunStatus
+from .model import DefinitionVersion, OccurrenceSkip, Run, clean_note, iso
 from .occurrences import schedule_occurrence
 from .store import definitions, log, runs, skips
 

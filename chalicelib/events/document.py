@@ -15,14 +15,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema_check import first_error, unknown_fields
 from . import cron, ledger
 from .actions import registry
 from .errors import Invalid, UnreadableDocument
-from .model import OnDoubt, OnFailure, PhaseKind, Revert, StepSpec
+from .lifecycle import (
+    After,
+    CleanupOn,
+    Condition,
+    ConditionKind,
+    OnDeadline,
+    OnDoubt,
+    OnFailure,
+    OnTimeout,
+    PhaseKind,
+    Signalled,
+    StepsDone,
+    condition_of,
+)
+from .model import Revert, StepSpec
 
 DEFAULT_GRACE_SECONDS = 300
 # A tick comes every few seconds to a minute; a shorter window would miss the
@@ -54,13 +68,8 @@ STEP_SCHEMA = {
         "revert": ledger.REVERT_SCHEMA,
     },
 }
-# When a run cleans up without a cancel (docs/contract.md, "Cancel with cleanup"): after its ending
-# (`complete`), or on an abort_run failure (`fail`) before it fails.
-CLEANUP_ON = ("complete", "fail")
-# What must be met before a drained phase is left (docs/contract.md, "Phases that follow the game").
-# `steps_done` (the default, as if absent): its steps are done; `manual`: a person advances it (the
-# advance control); `after`: `seconds` after it opened; `signal`: the game (or staff) sends `name`.
-ADVANCE_WHEN = ("steps_done", "manual", "after", "signal")
+# What must be met before a drained phase is left (docs/contract.md, "Phases that follow the game"):
+# `lifecycle.ConditionKind`, each typed as its condition (`lifecycle.condition_of`).
 MAX_PHASE_SECONDS = 7 * 24 * 3600
 SIGNAL_NAME = r"^[a-z][a-z0-9_]{0,63}$"
 _PHASE_SECONDS = {"type": "integer", "minimum": 1, "maximum": MAX_PHASE_SECONDS}
@@ -69,24 +78,24 @@ ADVANCE_SCHEMA = {
     "additionalProperties": False,
     "required": ["when"],
     "properties": {
-        "when": {"type": "string", "enum": list(ADVANCE_WHEN),
+        "when": {"type": "string", "enum": [kind.value for kind in ConditionKind],
                  "description": "steps_done (default): when its steps are done; manual: when a person advances it; "
                                 "after: `seconds` after it opened; signal: when the signal `name` is received"},
         "seconds": {**_PHASE_SECONDS, "description": "after: how long the phase lasts, 1 s to 7 days"},
         "name": {"type": "string", "pattern": SIGNAL_NAME, "description": "signal: the signal's name"},
         "timeout_seconds": {**_PHASE_SECONDS, "description": "steps_done, manual, signal: a time limit, 1 s to 7 days"},
-        "on_timeout": {"type": "string", "enum": ["advance", "pause"],
+        "on_timeout": {"type": "string", "enum": [action.value for action in OnTimeout],
                        "description": "at the time limit: advance (default) closes the phase, pause pauses the run once"},
     },
 }
 # Which fields each `when` takes besides itself (the schema cannot say it; `_advance_problems` does).
 _ADVANCE_FIELDS = {
-    "steps_done": {"timeout_seconds", "on_timeout"},
-    "manual": {"timeout_seconds", "on_timeout"},
-    "after": {"seconds"},
-    "signal": {"name", "timeout_seconds", "on_timeout"},
+    ConditionKind.STEPS_DONE: {"timeout_seconds", "on_timeout"},
+    ConditionKind.MANUAL: {"timeout_seconds", "on_timeout"},
+    ConditionKind.AFTER: {"seconds"},
+    ConditionKind.SIGNAL: {"name", "timeout_seconds", "on_timeout"},
 }
-_ADVANCE_NEEDS = {"after": "seconds", "signal": "name"}
+_ADVANCE_NEEDS = {ConditionKind.AFTER: "seconds", ConditionKind.SIGNAL: "name"}
 PHASE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -109,8 +118,8 @@ DOCUMENT_SCHEMA = {
         },
         "phases": {"type": "array", "minItems": 1, "maxItems": 50, "items": PHASE_SCHEMA},
         "ending": {"type": "array", "maxItems": 200, "items": STEP_SCHEMA},
-        "cleanup_on": {"type": "array", "maxItems": len(CLEANUP_ON), "uniqueItems": True,
-                       "items": {"type": "string", "enum": list(CLEANUP_ON)},
+        "cleanup_on": {"type": "array", "maxItems": len(CleanupOn), "uniqueItems": True,
+                       "items": {"type": "string", "enum": [when.value for when in CleanupOn]},
                        "description": "complete: revert what the run left after its ending; fail: before an"
                                       " abort_run fails it"},
         "schedule": {
@@ -236,17 +245,18 @@ def _advance_problems(document: dict[str, Any]) -> list[str]:
         when = advance.get("when")
         if not isinstance(when, str) or when not in _ADVANCE_FIELDS:
             continue  # the schema reports it (a `when` of any other type too: a dict is no key)
+        kind = ConditionKind(when)
         path = f"document.phases[{i}].advance"
-        for field in sorted(set(advance) - {"when"} - _ADVANCE_FIELDS[when]):
-            problems.append(f"{path}.{field}: a phase that advances {when!r} takes no {field}"
-                            + (" (after is a duration already)" if field == "timeout_seconds" else ""))
-        needed = _ADVANCE_NEEDS.get(when)
+        for unwanted in sorted(set(advance) - {"when"} - _ADVANCE_FIELDS[kind]):
+            problems.append(f"{path}.{unwanted}: a phase that advances {when!r} takes no {unwanted}"
+                            + (" (after is a duration already)" if unwanted == "timeout_seconds" else ""))
+        needed = _ADVANCE_NEEDS.get(kind)
         if needed is not None and needed not in advance:
             problems.append(f"{path}.{needed} is required when it advances {when!r}")
         if "on_timeout" in advance and "timeout_seconds" not in advance:
             problems.append(f"{path}.on_timeout: it needs a timeout_seconds")
         name = advance.get("name")
-        if when == "signal" and isinstance(name, str):
+        if kind is ConditionKind.SIGNAL and isinstance(name, str):
             if name in signals:
                 problems.append(f"{path}.name: the signal {name!r} already ends document.phases[{signals[name]}]")
             signals.setdefault(name, i)
@@ -288,7 +298,7 @@ class PhaseLimit:
     steps and leave it (`after`, or a timeout that advances), or `pause` the run once."""
 
     seconds: int
-    on_deadline: str  # "close" | "pause"
+    on_deadline: OnDeadline
 
 
 @dataclass(frozen=True)
@@ -299,14 +309,13 @@ class PhasePlan:
     kind: PhaseKind
     name: str
     specs: tuple[StepSpec, ...]
-    condition: dict[str, Any] | None = None  # what must be met before it may be left once drained (None: its steps done)
+    condition: Condition = field(default_factory=StepsDone)  # what must be met before it may be left once drained
     limit: PhaseLimit | None = None
 
     @property
     def signal(self) -> str | None:
         """The signal that ends it, if it waits for one."""
-        name = (self.condition or {}).get("name") if (self.condition or {}).get("when") == "signal" else None
-        return name if isinstance(name, str) else None
+        return self.condition.name if isinstance(self.condition, Signalled) else None
 
 
 @dataclass(frozen=True)
@@ -322,7 +331,7 @@ class Programme:
     # The phase a cleanup's reverts run in, after the ending: its steps are written by the tick, one per
     # resource to revert, never authored (numbered here too, the walk's last place).
     cleanup: PhasePlan
-    cleanup_on: frozenset[str] = frozenset()  # of CLEANUP_ON
+    cleanup_on: frozenset[CleanupOn] = frozenset()  # when it cleans up without a cancel (docs/contract.md)
 
     @property
     def first(self) -> PhasePlan:
@@ -363,35 +372,31 @@ def programme_of(document: dict[str, Any]) -> Programme:
              *_advance(phase))
             for place, phase in enumerate(document["phases"], 1)
         ]
-        ending = (PhaseKind.ENDING, "ending", tuple(_spec(step) for step in document.get("ending") or ()), None, None)
+        ending = (PhaseKind.ENDING, "ending", tuple(_spec(step) for step in document.get("ending") or ()), StepsDone(), None)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise UnreadableDocument(f"definition document unreadable: {type(error).__name__}: {error}") from error
     if not authored or not all(specs for _, _, specs, _, _ in authored):
         raise UnreadableDocument("definition document unreadable: every phase needs at least one step")
     cleanup_on = document.get("cleanup_on") or []
-    if not isinstance(cleanup_on, list) or not set(cleanup_on) <= set(CLEANUP_ON):
+    if not isinstance(cleanup_on, list) or not set(cleanup_on) <= {when.value for when in CleanupOn}:
         raise UnreadableDocument(f"definition document unreadable: cleanup_on {cleanup_on!r}")
-    cleanup = (PhaseKind.CLEANUP, "cleanup", (), None, None)
+    cleanup = (PhaseKind.CLEANUP, "cleanup", (), StepsDone(), None)
     *walked, last = (PhasePlan(number, kind, name, specs, condition, limit)
                      for number, (kind, name, specs, condition, limit) in enumerate([*authored, ending, cleanup], 1))
-    return Programme(tuple(walked), last, frozenset(cleanup_on))
+    return Programme(tuple(walked), last, frozenset(CleanupOn(when) for when in cleanup_on))
 
 
-def _advance(phase: dict[str, Any]) -> tuple[dict[str, Any] | None, PhaseLimit | None]:
-    """The condition a phase's row carries (None for steps_done, the default) and its time limit."""
-    advance = phase.get("advance") or {"when": "steps_done"}
-    when = advance["when"]
-    if when not in ADVANCE_WHEN:
-        raise ValueError(f"no advance condition {when!r}")
-    if when == "after":
-        seconds = int(advance["seconds"])
-        return {"when": when, "seconds": seconds}, PhaseLimit(seconds, "close")
+def _advance(phase: dict[str, Any]) -> tuple[Condition, PhaseLimit | None]:
+    """The condition a phase ends on (steps_done when it names none) and its time limit."""
+    advance = phase.get("advance") or None
+    condition = condition_of(advance)
+    if isinstance(condition, After):
+        return condition, PhaseLimit(condition.seconds, OnDeadline.CLOSE)
     limit = None
-    if advance.get("timeout_seconds") is not None:
-        limit = PhaseLimit(int(advance["timeout_seconds"]), "pause" if advance.get("on_timeout") == "pause" else "close")
-    if when == "steps_done":
-        return None, limit
-    return ({"when": when, "name": str(advance["name"])} if when == "signal" else {"when": when}), limit
+    if advance is not None and advance.get("timeout_seconds") is not None:
+        pauses = advance.get("on_timeout") == OnTimeout.PAUSE
+        limit = PhaseLimit(int(advance["timeout_seconds"]), (OnTimeout.PAUSE if pauses else OnTimeout.ADVANCE).on_deadline)
+    return condition, limit
 
 
 def _spec(step: dict[str, Any]) -> StepSpec:

@@ -16,7 +16,8 @@ from ..db import Database, Tx
 from . import journal
 from .document import grace_seconds_of
 from .errors import Clash, NotFound
-from .model import Rehearsal, RehearsalBridge, Run, RunStatus
+from .lifecycle import RehearsalBridge, RunStatus
+from .model import Rehearsal, Run
 from .store import definitions, log, runs
 
 AUTO_CONFIRM_SECONDS = 10  # the default: long enough for a person watching to press confirm first

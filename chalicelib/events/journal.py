@@ -36,7 +36,8 @@ from datetime import datetime
 from typing import Any
 
 from .actions.outcome import Outcome
-from .model import Run, RunStatus, Signal, Step, StepStatus, iso
+from .lifecycle import RunStatus, StepStatus, WaitingFor
+from .model import Run, Signal, Step, iso
 
 RUN_STATUS = "run.status"
 RUN_PHASE = "run.phase"
@@ -188,10 +189,10 @@ def step_escalated(step: Step, channel: str, attempt: int, of: int, key: str, wa
                  actor=RUNNER)
 
 
-def run_escalated(run_id: int, phase: int | None, waiting_for: str, n: int, channel: str, attempt: int, of: int,
+def run_escalated(run_id: int, phase: int | None, waiting_for: WaitingFor, n: int, channel: str, attempt: int, of: int,
                   key: str, waited_seconds: int) -> Entry:
     """Try `attempt` of `of` of a run's n-th escalation for a wait is posted (its claim's row)."""
-    detail = {"waiting_for": waiting_for, "n": n, "channel": channel, "attempt": attempt, "of": of,
+    detail = {"waiting_for": WaitingFor(waiting_for).value, "n": n, "channel": channel, "attempt": attempt, "of": of,
               "idempotency_key": key, "waited_seconds": waited_seconds}
     return Entry(run_id=run_id, kind=RUN_ESCALATED, phase=phase, detail=detail, actor=RUNNER)
 

@@ -1,4 +1,8 @@
-"""The engine's typed rows (statuses and transitions are in lifecycle.py, errors in errors.py, log rows in journal.py)."""
+"""The engine's typed rows: each row as the store reads it, and as the API shows it.
+
+The invariant: a row is typed once, here; its words (statuses, kinds, reasons) are the
+lifecycle's (`lifecycle/`), its errors in errors.py, its log rows in journal.py.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +12,24 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from .lifecycle import DUE as DUE
-from .lifecycle import RUNNABLE as RUNNABLE
-from .lifecycle import RUNNER_FINISHES as RUNNER_FINISHES
-from .lifecycle import TERMINAL_RUN as TERMINAL_RUN
-from .lifecycle import RehearsalBridge as RehearsalBridge
-from .lifecycle import ResourceStatus as ResourceStatus
-from .lifecycle import RunMode as RunMode
-from .lifecycle import RunStatus as RunStatus
-from .lifecycle import StepStatus as StepStatus
+from .lifecycle import (
+    ClosedBy,
+    Condition,
+    OnDeadline,
+    OnDoubt,
+    OnFailure,
+    ParkReason,
+    PhaseKind,
+    PhaseState,
+    RehearsalBridge,
+    ResourceStatus,
+    RunMode,
+    RunStatus,
+    SignalEffect,
+    StepStatus,
+    WaitingFor,
+    condition_of,
+)
 
 MAX_NOTE = 500
 
@@ -24,48 +37,6 @@ MAX_NOTE = 500
 class Health(str, Enum):
     OK = "ok"
     DEGRADED = "degraded"  # something already went wrong; never goes back
-
-
-class PhaseKind(str, Enum):
-    MAIN = "main"  # an authored phase, walked in order
-    ENDING = "ending"  # the ending steps, after the last main phase; never pauses
-    CLEANUP = "cleanup"  # reverting what the run left in the world: one revert step per resource, newest first
-
-
-class PhaseState(str, Enum):
-    NOT_STARTED = "not_started"  # its steps are not materialised yet
-    OPEN = "open"  # its steps are being worked
-    DRAINED = "drained"  # no open step left, and left
-    HELD = "held"  # no open step left, and its condition not met: not left yet
-
-
-class SignalEffect(str, Enum):
-    """What a signal's first receipt did to its run (`store.signals`)."""
-
-    ENDS_PHASE = "ends_phase"  # the run works that phase: its condition is met, and the run wakes now
-    KEPT_FOR_PHASE = "kept_for_phase"  # a later phase, or a run not started: met when it opens
-    PHASE_OVER = "phase_over"  # that phase ended already: recorded, nothing changes
-    ACTS_ON_RESUME = "acts_on_resume"  # the run is paused at that phase: its condition is met, it closes at resume
-
-
-class OnFailure(str, Enum):
-    PAUSE = "pause"  # run paused, last_error set, health degraded
-    SKIP = "skip"  # health degraded, the phase moves on
-    ABORT_RUN = "abort_run"  # pending steps cancelled, run failed
-
-
-class OnDoubt(str, Enum):
-    """What a step in doubt (its last attempt has no known outcome) does before it is sent again."""
-
-    RESEND = "resend"  # sent again with the same key: the game is trusted to de-duplicate
-    PARK = "park"  # parked for a person's decision: confirm (it was applied), skip, or resend
-
-
-class ParkReason(str, Enum):
-    """Why a parked step waits for a person."""
-
-    CUE = "cue"  # a core.cue: a person does what it asks
-    DOUBT = "doubt"  # a step in doubt under on_doubt park: a person decides whether the game applied it
 
 
 # ── helpers ────────────────────────────────────────────────────────────────
@@ -176,14 +147,14 @@ class Run:
     created_at: datetime
     updated_at: datetime
     wake_at: datetime | None  # when a tick next has to look at it; None: only a person can move it
-    waiting_for: str | None = None  # what it waits for, as its row keeps it for the index (`waiting`: the whole of it)
+    waiting_for: WaitingFor | None = None  # what it waits for, as its row keeps it for the index (`waiting`: the whole of it)
     version: int = 1  # its control state, counted: raised by each status change and advance (`runs._move`)
     cleanup_target: RunStatus | None = None  # where its cleanup ends once every revert is over; None: it never cleaned up
     rehearsal: Rehearsal | None = None  # a dry run's settings (its mode is rehearsal); None: a live run
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
-        target = row.get("cleanup_target")
+        target, waits = row.get("cleanup_target"), row.get("waiting_for")
         fields = {k: v for k, v in row.items() if k not in REHEARSAL_COLUMNS}
         rehearsal = None
         if row.get("mode", RunMode.LIVE.value) == RunMode.REHEARSAL.value:
@@ -192,7 +163,8 @@ class Run:
                                   None if row["auto_signal_seconds"] is None else int(row["auto_signal_seconds"]))
         return cls(
             **{**fields, "status": RunStatus(row["status"]), "health": Health(row["health"]),
-               "cleanup_target": None if target is None else RunStatus(target), "rehearsal": rehearsal}
+               "cleanup_target": None if target is None else RunStatus(target), "rehearsal": rehearsal,
+               "waiting_for": None if waits is None else WaitingFor(waits)}
         )
 
     @property
@@ -349,21 +321,24 @@ class Phase:
     name: str
     opened_at: datetime | None
     drained_at: datetime | None
-    condition: dict[str, Any] | None  # what must be met before a drained phase may be left; None: nothing
+    condition: Condition | None  # what must be met before a drained phase may be left; None: the row has none
     condition_met: bool
     met_at: datetime | None
     met_by: str | None
     signal: str | None = None  # the signal that ends it, if it waits for one
     limit_seconds: int | None = None  # its time limit as authored (after's duration, or a timeout)
-    on_deadline: str | None = None  # at the limit: close (its open steps cancelled) or pause (the run, once)
+    on_deadline: OnDeadline | None = None  # at the limit: close (its open steps cancelled) or pause (the run, once)
     deadline: datetime | None = None  # opened_at + limit_seconds, written by the statement that opened it
     closed_at: datetime | None = None  # the engine closed it: its open steps cancelled, none claimed again
-    closed_by: str | None = None  # signal | after | timeout
+    closed_by: ClosedBy | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Phase:
-        return cls(**{**row, "kind": PhaseKind(row["kind"]), "condition": _json(row["condition"], None),
-                      "condition_met": bool(row["condition_met"])})
+        written = _json(row["condition"], None)
+        return cls(**{**row, "kind": PhaseKind(row["kind"]), "condition": None if written is None else condition_of(written),
+                      "condition_met": bool(row["condition_met"]),
+                      "on_deadline": None if row.get("on_deadline") is None else OnDeadline(row["on_deadline"]),
+                      "closed_by": None if row.get("closed_by") is None else ClosedBy(row["closed_by"])})
 
     @property
     def state(self) -> PhaseState:
@@ -376,6 +351,7 @@ class Phase:
     def public(self) -> dict[str, Any]:
         data = _public(self)
         del data["run_id"]
+        data["condition"] = None if self.condition is None else self.condition.row()
         data["state"] = self.state.value
         return data
 

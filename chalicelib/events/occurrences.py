@@ -13,7 +13,8 @@ from ..db import Database, Tx, must_exist
 from . import journal
 from .document import grace_seconds_of
 from .errors import Clash, Conflict, Invalid, NotFound
-from .model import DefinitionVersion, Run, RunStatus
+from .lifecycle import RunStatus
+from .model import DefinitionVersion, Run
 from .store import definitions as store
 from .store import log, runs
 

@@ -38,12 +38,13 @@ from typing import Any
 from .calendar import MAX_WINDOW
 from .cron import DEFAULT_TIMEZONE, Schedule
 from .document import PhaseLimit, PhasePlan, programme_of
+from .lifecycle import ConditionKind, CueOnTimeout, OnDeadline
 from .model import StepSpec
 
 OCCURRENCES_CHECKED = 100
 NIGHT_ENDS_HOUR = 6
 FAST_REMINDER_SECONDS = 60
-_WAITS_FOR_PHASE = {"manual": "person", "signal": "game", "after": "time"}
+_WAITS_FOR_PHASE = {ConditionKind.MANUAL: "person", ConditionKind.SIGNAL: "game", ConditionKind.AFTER: "time"}
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -87,16 +88,17 @@ def _step(projection: _Projection, plan: PhasePlan, seq: int, spec: StepSpec, of
                              "earliest_offset_seconds": offset, "waits_for": waits_for, "timeout_seconds": timeout})
     if spec.action_id != "core.cue":
         return hold, 0
-    return hold, None if params.get("on_timeout") == "pause" else timeout  # a cue waits until its timeout, then pauses or goes on
+    # A cue waits until its timeout, then pauses or goes on.
+    return hold, None if params.get("on_timeout") == CueOnTimeout.PAUSE else timeout
 
 
-def _longest(advance: str, limit: PhaseLimit | None, steps_longest: int | None) -> int | None:
+def _longest(advance: ConditionKind, limit: PhaseLimit | None, steps_longest: int | None) -> int | None:
     """How long a phase may last at most; None: unbounded."""
-    if advance == "after" and limit is not None:
+    if advance is ConditionKind.AFTER and limit is not None:
         return limit.seconds
-    if advance == "steps_done" and steps_longest is not None and (limit is None or steps_longest <= limit.seconds):
+    if advance is ConditionKind.STEPS_DONE and steps_longest is not None and (limit is None or steps_longest <= limit.seconds):
         return steps_longest  # its steps are done by then, however a limit would act
-    if limit is not None and limit.on_deadline == "close":
+    if limit is not None and limit.on_deadline is OnDeadline.CLOSE:
         return limit.seconds
     return None  # held, or paused at its limit, until a person or the game
 
@@ -110,24 +112,24 @@ def _phase(projection: _Projection, plan: PhasePlan, start: int, latest_start: i
         steps_longest = _add(steps_longest, hold)
         hold, longest = _step(projection, plan, seq, spec, cursor)
         steps_longest = _add(steps_longest, longest)
-    advance = (plan.condition or {}).get("when", "steps_done")
+    advance = plan.condition.kind
     limit = plan.limit
-    if advance == "after" and limit is not None:
+    if advance is ConditionKind.AFTER and limit is not None:
         end = start + limit.seconds
-    elif limit is not None and limit.on_deadline == "close":
+    elif limit is not None and limit.on_deadline is OnDeadline.CLOSE:
         end = min(cursor, start + limit.seconds)
     else:
         end = cursor
     longest_phase = _longest(advance, limit, steps_longest)
-    if limit is None and (advance == "signal" or (advance == "manual" and not projection.escalate_after_seconds)):
-        waited = f"the signal {plan.signal}" if advance == "signal" else "a person to advance it"
-        escalation = "" if advance == "signal" else " and no escalation (EVENT_ESCALATE_AFTER_SECONDS is 0)"
+    if limit is None and (advance is ConditionKind.SIGNAL or (advance is ConditionKind.MANUAL and not projection.escalate_after_seconds)):
+        waited = f"the signal {plan.signal}" if advance is ConditionKind.SIGNAL else "a person to advance it"
+        escalation = "" if advance is ConditionKind.SIGNAL else " and no escalation (EVENT_ESCALATE_AFTER_SECONDS is 0)"
         projection.warn("unbounded_wait", f"{_label(plan)} waits for {waited} with no timeout_seconds{escalation}:"
                                           " the run may wait there for ever")
     latest_end = _add(latest_start, longest_phase)
-    projection.phases.append({"number": plan.number, "name": plan.name, "kind": plan.kind.value, "advance": advance,
+    projection.phases.append({"number": plan.number, "name": plan.name, "kind": plan.kind.value, "advance": advance.value,
                               "waits_for": _WAITS_FOR_PHASE.get(advance),
-                              "timeout_seconds": limit.seconds if limit and advance != "after" else None,
+                              "timeout_seconds": limit.seconds if limit and advance is not ConditionKind.AFTER else None,
                               "earliest_start_seconds": start, "earliest_end_seconds": end,
                               "latest_end_seconds": latest_end})
     return end, latest_end

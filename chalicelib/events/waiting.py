@@ -21,36 +21,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from .lifecycle import WORKING, StepSQL
-from .model import ParkReason, Phase, PhaseState, Run, RunStatus, Step, iso
+from .lifecycle import WORKING, PhaseSQL, PhaseState, RunStatus, StepSQL, WaitingFor, WaitSQL
+from .model import Phase, Run, Step, iso
 
-FOR = ("cue", "advance", "signal", "decision", "resume")
-STORED = FOR  # what event_runs.waiting_for holds
-FILTERS = ("any", *STORED)  # GET /runs?waiting=
+ANY = "any"  # GET /runs?waiting=any: waiting for anything
+FILTERS = (ANY, *(w.value for w in WaitingFor))  # GET /runs?waiting=
 
-
-def held_for(phase_signal: str | None, condition: dict[str, Any] | None) -> str | None:
-    """What a held phase waits for, from its row's condition and signal: None for `after` (nobody)."""
-    if condition is None or condition.get("when") == "after":
-        return None
-    return "advance" if phase_signal is None else "signal"
-
-
-def _sql(value: str) -> str:
-    return f"'{value}'"
-
-
-CUE, ADVANCE, SIGNAL, DECISION, RESUME = (_sql(v) for v in STORED)
 # A person's answer closed the run's parked step (confirm, skip, resend of it): the run waits for nothing
 # more, unless it waits for a resume (a paused run's cue is answered before it resumes).
 # guard: an-answered-cue-is-still-waited-for
-CUE_ANSWERED = f"IF(r.waiting_for IN ({CUE}, {DECISION}), NULL, r.waiting_for)"
-DOUBT = _sql(ParkReason.DOUBT.value)  # event_run_steps.park_reason of a step parked in doubt
+CUE_ANSWERED = f"IF(r.waiting_for IN ({WaitSQL.CUE}, {WaitSQL.DECISION}), NULL, r.waiting_for)"
 
 
 def parked_in_doubt(step: str) -> str:
     """SQL: the step (the alias `step`) is parked for a decision on whether the game applied it."""
-    return f"({step}.status = {StepSQL.RUNNING} AND {step}.claim_expires_at IS NULL AND {step}.park_reason <=> {DOUBT})"
+    return f"({step}.status = {StepSQL.RUNNING} AND {step}.claim_expires_at IS NULL AND {step}.park_reason <=> {StepSQL.DOUBT})"
 
 
 def from_rows(run: str = "r") -> str:
@@ -58,13 +43,13 @@ def from_rows(run: str = "r") -> str:
     stand: a parked step of its phase (the head: a phase's steps run one at a time), else its phase held."""
     return f"""(CASE
         WHEN EXISTS (SELECT 1 FROM event_run_steps ws WHERE ws.run_id = {run}.id AND ws.phase = {run}.current_phase
-                        AND {parked_in_doubt('ws')}) THEN {DECISION}
+                        AND {parked_in_doubt('ws')}) THEN {WaitSQL.DECISION}
         WHEN EXISTS (SELECT 1 FROM event_run_steps ws WHERE ws.run_id = {run}.id AND ws.phase = {run}.current_phase
-                        AND ws.status = {StepSQL.RUNNING} AND ws.claim_expires_at IS NULL) THEN {CUE}
-        ELSE (SELECT IF(wp.`signal` IS NULL, {ADVANCE}, {SIGNAL}) FROM event_run_phases wp
+                        AND ws.status = {StepSQL.RUNNING} AND ws.claim_expires_at IS NULL) THEN {WaitSQL.CUE}
+        ELSE (SELECT IF(wp.`signal` IS NULL, {WaitSQL.ADVANCE}, {WaitSQL.SIGNAL}) FROM event_run_phases wp
                WHERE wp.run_id = {run}.id AND wp.number = {run}.current_phase AND wp.drained_at IS NOT NULL
                  AND wp.`condition` IS NOT NULL AND NOT wp.condition_met
-                 AND JSON_VALUE(wp.`condition`, '$.when') <> 'after') END)"""  # noqa: S608 — constants only
+                 AND JSON_VALUE(wp.`condition`, '$.when') <> {PhaseSQL.AFTER}) END)"""  # noqa: S608 — constants only
 
 
 
@@ -72,20 +57,20 @@ def waiting(run: Run, head: Step | None, phase: Phase | None = None) -> dict[str
     """What `run` waits for; `head` is the first open step of the phase it works (None if it has none),
     `phase` that phase's row (None for a run without phase rows)."""
     if run.status is RunStatus.PAUSED:
-        found: dict[str, Any] = {"for": "resume", "since": iso(run.updated_at)}
+        found: dict[str, Any] = {"for": WaitingFor.RESUME.value, "since": iso(run.updated_at)}
         if run.current_phase is not None:
             found["phase"] = run.current_phase
         return found
     if run.status in WORKING and head is not None and head.parked and head.phase == run.current_phase:
-        what = "decision" if head.parked_in_doubt else "cue"
-        cue: dict[str, Any] = {"for": what, "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
+        what = WaitingFor.DECISION if head.parked_in_doubt else WaitingFor.CUE
+        cue: dict[str, Any] = {"for": what.value, "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
         if head.acknowledged_by is not None:
             cue["acknowledged_by"], cue["acknowledged_at"] = head.acknowledged_by, iso(head.acknowledged_at)
         return cue
-    held = None if phase is None else held_for(phase.signal, phase.condition)
+    held = None if phase is None or phase.condition is None else phase.condition.waits_for
     if (run.status in WORKING and phase is not None and phase.number == run.current_phase
             and phase.state is PhaseState.HELD and held is not None):
-        found = {"for": held, "phase": phase.number, "since": iso(phase.drained_at)}
+        found = {"for": held.value, "phase": phase.number, "since": iso(phase.drained_at)}
         if phase.signal is not None:
             found["signal"] = phase.signal
         if phase.deadline is not None:

@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from chalicelib.events.model import RunStatus, StepSpec
+from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.model import StepSpec
 from tests.console.audit import dark, serious_findings
 from tests.console.browser import doc_screenshot, eventually, screenshot, text_of
 from tests.console.pages import CUE_WAITING, cue_banner, listed, log_rows, notice_text, open_run, schedule_now, sign_in, wait_for_status

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from selenium.webdriver.common.by import By
 
 from chalicelib.api.schemas import STEPS_PAGE
-from chalicelib.events.model import RunStatus, StepSpec
+from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.model import StepSpec
 from tests.console.browser import eventually
 from tests.console.pages import open_run, sign_in
 from tests.support.api import ADMIN

@@ -11,7 +11,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from chalicelib.db import ConnectionParams, Database
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from devtools.kit.game_bridge import Answer
 from tests.console.browser import PHONE, doc_screenshot, eventually, screenshot, text_of
 from tests.console.pages import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from selenium.webdriver.common.by import By
 
-from chalicelib.events.model import RunStatus, StepStatus
+from chalicelib.events.lifecycle import RunStatus, StepStatus
 from tests.console.browser import eventually, screenshot, text_of
 from tests.console.pages import cue_banner, demo_document, log_rows, open_run, press, schedule_now, sign_in, wait_for_status
 from tests.support.api import ADMIN, MODERATOR

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from selenium.webdriver.common.by import By
 
 from chalicelib.events import commands
-from chalicelib.events.model import RunStatus
+from chalicelib.events.lifecycle import RunStatus
 from tests.console.browser import eventually, text_of
 from tests.console.pages import open_run, sign_in
 from tests.support.api import ADMIN

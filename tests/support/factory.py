@@ -7,7 +7,8 @@ from datetime import datetime
 
 from chalicelib.db import Database, Tx, must_exist
 from chalicelib.events.errors import Clash
-from chalicelib.events.model import DUE, Definition, OnFailure, Run, RunStatus, Step, StepSpec
+from chalicelib.events.lifecycle import DUE, OnFailure, RunStatus
+from chalicelib.events.model import Definition, Run, Step, StepSpec
 from chalicelib.events.store import definitions, runs, steps
 
 _SERIAL = itertools.count(1)

@@ -6,8 +6,8 @@ from datetime import timedelta
 from typing import Any
 
 from chalicelib.db import Database, Tx, must_exist
-from chalicelib.events.lifecycle import RunSQL
-from chalicelib.events.model import Run, RunStatus, Step
+from chalicelib.events.lifecycle import RunSQL, RunStatus
+from chalicelib.events.model import Run, Step
 from chalicelib.events.store import definitions, log, runs, steps
 from tests.support.factory import document, insert_run, make_run, materialise, specs, step_row
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock, Tx, must_exist
-from chalicelib.events.model import TERMINAL_RUN
+from chalicelib.events.lifecycle import TERMINAL_RUN
 from chalicelib.events.runner.command import tick_once
 from chalicelib.events.runner.compose import build_runner
 from devtools.kit.game_bridge import SECRET, GameBridge

@@ -32,7 +32,7 @@ from chalicelib.events import commands
 from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.adapters.bridge import BridgeClient
-from chalicelib.events.model import TERMINAL_RUN, RunStatus
+from chalicelib.events.lifecycle import TERMINAL_RUN, RunStatus
 from chalicelib.events.runner import Budget, Rules
 from chalicelib.events.store import phases, runs, steps
 from chalicelib.roles import CONTROLLERS

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ... import runtime
 from ...events import dry_runs
-from ...events.model import Rehearsal, RehearsalBridge
+from ...events.lifecycle import RehearsalBridge
+from ...events.model import Rehearsal
 from ...events.views.runs import run_detail
 from ...events.views.timeline import timeline
 from .. import auth, schemas

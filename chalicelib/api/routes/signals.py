@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ... import runtime
 from ...events import commands
-from ...events.model import SignalEffect
+from ...events.lifecycle import SignalEffect
 from .. import auth, schemas
 from ..operations import Answer, Call, Router
 from ..wake import made_work

@@ -5,7 +5,7 @@
 // Notes and reasons read as what they are; a banner's words are red only for an error.
 
 import { stepName } from './names.js';
-import { capitalised, clock, el, inFuture, isOpenStep, isTerminalRun, labelOf, since } from './ui.js';
+import { capitalised, clock, el, inFuture, isOpenStep, isTerminalRun, labelOf, parkOf, since, waitOf } from './ui.js';
 
 // The log row that put the run in `status` last (a run.status row): who, why and when.
 export function lastMove(entries, status) {
@@ -47,8 +47,9 @@ function banner(kind, attrs, ...children) {
   return el('div', { class: `banner banner-${kind}`, role: 'region', ...attrs }, ...children);
 }
 
-// A run held by a finished core.wait: its next open step not yet tried, due later, and the step before it a wait.
-function holding(detail) {
+// A run delayed by a finished core.wait: its next open step not yet tried, due later, and the step before it a wait
+// (the page words it "Holding until …").
+function delayedByAWait(detail) {
   const { run, steps } = detail;
   const ofPhase = steps.filter((s) => s.phase === run.current_phase).sort((a, b) => a.seq - b.seq);
   const next = ofPhase.find(isOpenStep);
@@ -64,7 +65,8 @@ export function banners(view) {
   const { run, steps, waiting } = detail;
   const parts = [];
   const taken = new Set();
-  if (waiting?.for === 'resume') {
+  const wait = waitOf(waiting);
+  if (wait?.on === 'run') { // paused: it waits for a resume
     const move = lastMove(entries, run.status);
     const failed = steps.filter((s) => view.offered(s).includes('retry'));
     const resume = failed.length && view.offered(null).includes('resume')
@@ -76,10 +78,10 @@ export function banners(view) {
       failed.map((s) => el('p', { class: 'error-text' }, `${stepName(s)} failed: ${s.last_error || 'no reason given'}`)),
       failed.length ? el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume) : null));
   }
-  for (const step of steps.filter((s) => s.parked && s.park_reason === 'doubt')) {
+  for (const step of steps.filter((s) => s.parked && parkOf(s)?.decision)) {
     // Its last attempt has no known outcome: a person says whether the game applied it (the API offers
     // confirm, skip and resend for it).
-    const decision = waiting?.for === 'decision' && waiting.step_id === step.id ? waiting : {};
+    const decision = wait?.decision && waiting.step_id === step.id ? waiting : {};
     const waited = decision.since || step.started_at;
     parts.push(banner('cue', { 'aria-label': `Decision, ${stepName(step)}`, 'data-decision': step.id },
       el('p', {}, el('strong', {}, `${stepName(step)} waits for a decision`, waited ? [' (for ', since(waited), ')'] : ''),
@@ -87,8 +89,8 @@ export function banners(view) {
       el('p', { class: 'muted' }, 'Confirm it if the game did, skip it, or resend it to the game.'),
       el('div', { class: 'buttons' }, view.offered(step).map((c) => view.button(c, step)))));
   }
-  for (const step of steps.filter((s) => s.parked && s.park_reason !== 'doubt')) {
-    const cue = waiting?.for === 'cue' && waiting.step_id === step.id ? waiting : {};
+  for (const step of steps.filter((s) => s.parked && !parkOf(s)?.decision)) {
+    const cue = wait?.on === 'step' && !wait.decision && waiting.step_id === step.id ? waiting : {};
     const by = step.acknowledged_by || cue.acknowledged_by;
     const at = step.acknowledged_at || cue.acknowledged_at;
     const waited = cue.since || step.started_at;
@@ -107,13 +109,13 @@ export function banners(view) {
       el('p', { class: failure ? 'error-text' : null }, el('strong', {}, told(capitalised(labelOf(run.status)), ended)),
         ended?.why || !run.last_error ? '.' : `: ${run.last_error}`)));
   }
-  const hold = waiting ? null : holding(detail);
-  if (hold) {
+  const delay = waiting ? null : delayedByAWait(detail);
+  if (delay) {
     parts.push(banner('info', { 'aria-label': 'Holding', id: 'holding-banner' },
-      el('p', {}, el('strong', {}, 'Holding until ', clock(hold.next.due_at), ` (${hold.wait.action_id})`),
-        ', then ', stepName(hold.next), ' (in ', inFuture(hold.next.due_at), ').')));
+      el('p', {}, el('strong', {}, 'Holding until ', clock(delay.next.due_at), ` (${delay.wait.action_id})`),
+        ', then ', stepName(delay.next), ' (in ', inFuture(delay.next.due_at), ').')));
   }
-  if (waiting?.for === 'advance') {
+  if (wait?.on === 'phase' && !wait.by_the_game) { // held: it waits for a person to advance it
     const phase = view.currentPhase();
     parts.push(banner('cue', { 'aria-label': 'Waiting to advance', id: 'advance-banner' },
       el('p', {}, el('strong', {}, 'Waiting for a person', waiting.since ? [' for ', since(waiting.since)] : '', ': '),

@@ -4,7 +4,7 @@
 // (one line: "Phase 1 · step 2 (world.spawn) attempt 1: ok, HTTP 200, 35 ms → done").
 
 import { effectWords } from './phases.js';
-import { el, span, when } from './ui.js';
+import { el, filled, span, when, wordOf } from './ui.js';
 
 const ENGINE_ACTORS = new Set(['runner', null, undefined, '']);
 const FILTERS = [['all', 'Everything'], ['people', 'People'], ['engine', 'Engine'], ['errors', 'Errors']];
@@ -12,13 +12,11 @@ const FILTERS = [['all', 'Everything'], ['people', 'People'], ['engine', 'Engine
 // What ended the phase before, as a run.phase row's `ended_by` says: {by, at, closed_by?, deadline_passed?}.
 function endedBy(ended) {
   if (!ended?.by) return '';
+  const closedBy = wordOf('closed_by', ended.closed_by);
+  // A deadline that closed it is the whole story; whoever met it may have come after the deadline.
+  if (closedBy?.by_deadline) return ` (${filled(closedBy.ended, { by: ended.by })})`;
   const late = ended.deadline_passed ? ', its deadline had passed too' : '';
-  switch (ended.closed_by) {
-    case 'signal': return ` (a signal from ${ended.by} ended the one before${late})`;
-    case 'after': return ' (the one before lasted its time)';
-    case 'timeout': return ' (the one before timed out)';
-    default: return ` (${ended.by} ended the one before${late})`;
-  }
+  return ` (${closedBy ? filled(closedBy.ended, { by: ended.by }) : `${ended.by} ended the one before`}${late})`;
 }
 
 // A person's words on a row: a reason, a note, or the engine's cause, each as what it is.
@@ -67,7 +65,7 @@ export function describeEntry(entry, nameOf) {
     case 'step.dispatch': return `${nameOf(entry)} dispatched, ${attemptWords(d)}`;
     case 'step.reminder': return `${nameOf(entry)}: reminder ${d.n} of ${d.of} ${sent(d)}`;
     case 'step.escalated': return `${nameOf(entry)}: escalated${try_(d)} ${sent(d)}`;
-    case 'run.escalated': return `Run's wait for ${d.waiting_for} escalated${try_(d)} ${sent(d)}`;
+    case 'run.escalated': return `Run's wait for ${wordOf('waiting_for', d.waiting_for)?.label ?? d.waiting_for} escalated${try_(d)} ${sent(d)}`;
     case 'notice.failed': return failedWords(entry, nameOf);
     default: return `${entry.kind} ${JSON.stringify(d)}`;
   }

@@ -13,7 +13,7 @@ import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
-import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, rehearsalMark, when } from './ui.js';
+import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, rehearsalMark, waitOf, when } from './ui.js';
 import { askCancel, ledgerSection } from './resources.js';
 
 const LOG_PAGE = 500;
@@ -107,11 +107,13 @@ export function runView(main, ctx, runIdText) {
   // (`held`), or, while its steps still go on (nothing or a cue awaited), its row's signal not yet met.
   function awaitedSignal() {
     const { waiting, run } = detail;
-    if (waiting?.for === 'signal') {
+    const wait = waitOf(waiting);
+    if (wait?.on === 'phase' && wait.by_the_game) {
       return { name: waiting.signal, number: waiting.phase, named: phaseNamed(waiting.phase, phaseRow(waiting.phase)), until: waiting.until, held: true };
     }
     const row = phaseRow(run.current_phase);
-    if ((waiting && waiting.for !== 'cue') || isTerminalRun(run.status) || !row?.signal || row.condition_met || row.closed_at) return null;
+    const cue = wait?.on === 'step' && !wait.decision; // a cue does not hold the phase: its signal may still come
+    if ((waiting && !cue) || isTerminalRun(run.status) || !row?.signal || row.condition_met || row.closed_at) return null;
     return { name: row.signal, number: row.number, named: phaseNamed(row.number, row), until: row.deadline, held: false };
   }
 

@@ -7,7 +7,7 @@
 import { get } from './api.js';
 import { bulkBar } from './bulk.js';
 import { Poller, freshness } from './poll.js';
-import { badge, el, heading, isTerminalRun, needYou, notice, rehearsalMark, runStatuses, span, table, when } from './ui.js';
+import { badge, el, heading, isTerminalRun, needYou, notice, rehearsalMark, runStatuses, span, table, waitOf, when, wordOf } from './ui.js';
 
 const PAGE_SIZE = 25;
 const SOON_MS = 120000; // a scheduled run this close to its time counts as live
@@ -62,7 +62,7 @@ async function searched(q, params, definitions) {
 
 function waitingCell(waiting) {
   if (!waiting) return el('span', { class: 'muted' }, '—');
-  return el('span', { 'data-waiting': waiting.for }, `waiting for: ${waiting.for}`,
+  return el('span', { 'data-waiting': waiting.for }, `waiting for: ${waitOf(waiting)?.label ?? waiting.for}`,
     waiting.since ? el('span', { class: 'muted' }, ' for ', el('time', { datetime: waiting.since }, waitedFor(waiting.since))) : '');
 }
 
@@ -149,7 +149,7 @@ export function runsView(main, ctx, queryText = '') {
     if (counts && !waitingKinds) {
       waitingKinds = Object.keys(counts);
       waitingSelect.replaceChildren(el('option', { value: '' }, 'waiting or not'),
-        ...waitingKinds.map((kind) => el('option', { value: kind, selected: kind === filters.waiting }, kind === 'any' ? 'anything' : kind)));
+        ...waitingKinds.map((kind) => el('option', { value: kind, selected: kind === filters.waiting }, kind === 'any' ? 'anything' : (wordOf('waiting_for', kind)?.label ?? kind))));
     }
     list.replaceChildren(rows.length
       ? table('Runs, newest first', [...(bulk ? ['Select'] : []), 'Run', 'Definition', 'Status', 'Waiting for', 'Health',

@@ -6,7 +6,7 @@
 import { attemptWords } from './log.js';
 import { stepName } from './names.js';
 import { conditionWords, standingWords } from './phases.js';
-import { badge, capitalised, el, inFuture, isOpenStep, isTerminalRun, since, table, when } from './ui.js';
+import { badge, capitalised, el, inFuture, isOpenStep, isTerminalRun, parkOf, since, table, when } from './ui.js';
 
 // Words and <time> elements as a sentence: its first word capitalised.
 function sentence(parts) {
@@ -54,12 +54,8 @@ function describeStep(step) {
 // Its badge, and a line on what it waits for: a parked cue for how long; a retry which attempt, when, and
 // what the last answer was.
 function state(step, maxAttempts) {
-  if (step.parked && step.park_reason === 'doubt') {
-    return [badge('parked', 'in doubt: waiting for a decision'),
-      step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
-  }
   if (step.parked) {
-    return [badge('parked', 'parked: waiting'), step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
+    return [badge('parked', parkOf(step)?.label), step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
   }
   if (retrying(step)) {
     const of = maxAttempts ? ` of ${maxAttempts}` : '';

@@ -95,9 +95,12 @@ setInterval(() => {
 }, 5000);
 
 // Every status reads as a word with a mark beside it, so nothing depends on colour. The statuses,
-// their words, marks and which are terminal, and the declared controls, come from the API
-// (GET /vocabulary, loaded at sign-in): the console keeps no list of its own.
-const vocabulary = { marks: new Map(), labels: new Map(), terminalRun: new Set(), terminalStep: new Set(), runStatuses: [], controls: new Map() };
+// their words, marks and which are terminal, the declared controls, and every other word of a run
+// (a phase's condition, what closed it, what a run waits for, …: each its label and the facts the
+// console decides by) come from the API (GET /vocabulary, loaded at sign-in): the console keeps no
+// list of its own, and switches on facts, never on a word.
+const vocabulary = { marks: new Map(), labels: new Map(), terminalRun: new Set(), terminalStep: new Set(), runStatuses: [], controls: new Map(), words: new Map() };
+const WORD_SETS = ['phase_conditions', 'on_timeout', 'closed_by', 'waiting_for', 'signal_effects', 'park_reasons'];
 // Not statuses: a parked step (a running one with no lease) and a run's health.
 const OTHER_MARKS = new Map([['parked', '!'], ['ok', '✓'], ['degraded', '!']]);
 
@@ -110,6 +113,7 @@ export function useVocabulary(given) {
   vocabulary.terminalRun = new Set(given.run_statuses.filter((word) => word.terminal).map((word) => word.status));
   vocabulary.terminalStep = new Set(given.step_statuses.filter((word) => word.terminal).map((word) => word.status));
   vocabulary.controls = new Map(given.controls.map((control) => [control.name, control]));
+  vocabulary.words = new Map(WORD_SETS.map((set) => [set, given[set] || []]));
 }
 
 export const runStatuses = () => vocabulary.runStatuses;
@@ -119,6 +123,18 @@ export const isOpenStep = (step) => !vocabulary.terminalStep.has(step.status);
 export const labelOf = (status) => vocabulary.labels.get(status) || status;
 // A declared control (label, question, note field, …), or undefined for one this console was not told of.
 export const controlOf = (name) => vocabulary.controls.get(name);
+// One word of a set (`waiting_for`, `closed_by`, …): {value, label, …facts}, or undefined for a word this
+// console was not told of (and for none).
+export const wordsOf = (set) => vocabulary.words.get(set) || [];
+export const wordOf = (set, value) => wordsOf(set).find((word) => word.value === value);
+// The word of a set the vocabulary marks as its default (a phase that names no condition, or no on_timeout).
+export const defaultWordOf = (set) => wordsOf(set).find((word) => word.default);
+// The word of what a run waits for (`waiting.for`): undefined when it waits for nothing.
+export const waitOf = (waiting) => (waiting ? wordOf('waiting_for', waiting.for) : undefined);
+// Why a parked step waits (its park_reason's word; one parked before reasons were kept waits as the default).
+export const parkOf = (step) => wordOf('park_reasons', step.park_reason) || defaultWordOf('park_reasons');
+// A label's phrase with its `{fields}` filled in ("ends after {seconds}" → "ends after 20 min").
+export const filled = (phrase, fields) => phrase.replace(/\{(\w+)\}/g, (whole, name) => String(fields[name] ?? whole));
 
 export function badge(status, text = vocabulary.labels.get(status) || status) {
   const mark = vocabulary.marks.get(status) || OTHER_MARKS.get(status) || '•';

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..model import Run, RunMode, Step
+from ..lifecycle import RunMode
+from ..model import Run, Step
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import ChannelError
+from ..lifecycle import CueOnTimeout
 from ..model import Attention
 from .context import ActionContext
 from .notice import Channel, Notice
@@ -60,7 +61,7 @@ class CueTimeout:
     """When a parked cue times out (after it parked, on the run's clock) and what the timeout does."""
 
     after: timedelta
-    on_timeout: str  # continue | confirm | pause
+    on_timeout: CueOnTimeout
     by_rehearsal: bool  # a rehearsal's engine confirm: it came before the cue's own timeout, or the cue has none
 
 
@@ -71,10 +72,10 @@ def cue_timeout(params: dict[str, Any], time_scale: float, auto_confirm_seconds:
     own_after = timedelta(seconds=own * time_scale) if own else None
     # guard: a-dry-runs-engine-confirm-overrides-the-cues-own-earlier-timeout
     if auto_confirm_seconds is not None and (own_after is None or timedelta(seconds=auto_confirm_seconds) < own_after):
-        return CueTimeout(timedelta(seconds=auto_confirm_seconds), "confirm", by_rehearsal=True)
+        return CueTimeout(timedelta(seconds=auto_confirm_seconds), CueOnTimeout.CONFIRM, by_rehearsal=True)
     if own_after is None:
         return None
-    return CueTimeout(own_after, params.get("on_timeout", "continue"), by_rehearsal=False)
+    return CueTimeout(own_after, CueOnTimeout(params.get("on_timeout", CueOnTimeout.CONTINUE)), by_rehearsal=False)
 
 
 def announce(context: ActionContext, channel: Channel, console_url: str | None = None) -> Outcome:

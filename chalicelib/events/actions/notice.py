@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
+from ..lifecycle import WaitingFor
 from ..model import Step
 
 
@@ -61,10 +62,10 @@ class Notice:
                    console_link(console_url, step.run_id))
 
     @classmethod
-    def stall(cls, run_id: int, n: int, waiting_for: str, waited_seconds: int, at: datetime,
+    def stall(cls, run_id: int, n: int, waiting_for: WaitingFor, waited_seconds: int, at: datetime,
               console_url: str | None) -> Notice:
         """A run that has waited too long for a person: paused (a resume) or held (an advance)."""
-        what = "to be resumed" if waiting_for == "resume" else "for a person to advance its phase"
+        what = "to be resumed" if waiting_for is WaitingFor.RESUME else "for a person to advance its phase"
         text = f"Escalation: run {run_id} has waited {waited(waited_seconds)} {what}"
         return cls("stall", text, run_id, None, f"{run_id}:stall:{n}", at, console_link(console_url, run_id))
 

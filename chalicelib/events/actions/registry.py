@@ -18,6 +18,7 @@ from typing import Any
 
 from ...config import MODULE_ACTION_ID as MODULE_ACTION_ID  # matched whole (fullmatch)
 from ...schema_check import checker, unknown_fields
+from ..lifecycle import CueOnTimeout
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,6 @@ def _seconds(lowest: int, highest: int, description: str) -> dict[str, Any]:
 
 # A cue's attention fields (docs/definitions.md, "A cue that is seen"): reminders to the cue channel, one
 # escalation, and what happens when nobody answers.
-CUE_ON_TIMEOUT = ("continue", "pause", "confirm")
 REMIND_LIMIT_DEFAULT = 3
 _CUE_ATTENTION = {
     "remind_after_seconds": _seconds(5, DAY, "Post a reminder this long after the cue, and again every as long, until "
@@ -72,7 +72,7 @@ _CUE_ATTENTION = {
     "escalate_after_seconds": _seconds(5, WEEK, "Escalate to the escalation channel this long after the cue, once, "
                                                 "unless someone has acknowledged it (default: EVENT_ESCALATE_AFTER_SECONDS)."),
     "timeout_seconds": _seconds(5, WEEK, "Stop waiting this long after the cue, as on_timeout says."),
-    "on_timeout": {"type": "string", "enum": list(CUE_ON_TIMEOUT),
+    "on_timeout": {"type": "string", "enum": [action.value for action in CueOnTimeout],
                    "description": "continue (the default): the cue is cancelled and the phase goes on; pause: the run pauses with "
                                   "the cue still waiting; confirm: the engine assumes it done. Each degrades the run."},
 }

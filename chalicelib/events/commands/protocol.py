@@ -25,7 +25,8 @@ from ...db import Database, Tx
 from ...errors import Forbidden
 from .. import journal
 from ..errors import AnsweredBefore, Conflict, KeyReused, NotFound, Stale
-from ..model import Run, RunStatus, Step, StepStatus, iso
+from ..lifecycle import RunStatus, StepStatus
+from ..model import Run, Step, iso
 from ..store import log, runs, steps
 from .rules import Refusal, needed, step_state
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..lifecycle import STEP_FAILURES, TERMINAL_RUN, Who
+from ..lifecycle import CLOSED_WORDS, STEP_FAILURES, TERMINAL_RUN, PhaseKind, RunStatus, StepStatus, Who
 from ..lifecycle import TRANSITIONS as _TRANSITIONS
-from ..model import Phase, PhaseKind, Run, RunStatus, Step, StepStatus, iso
+from ..model import Phase, Run, Step, iso
 
 # (the run, the step of a step control or None, `steps.last_started_seq` of the run's phase or None) -> why not.
 Refusal = Callable[[Run, Step | None, int | None], str | None]
@@ -159,8 +159,7 @@ def resend_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str
 
 def phase_ended(phase: Phase, done_again: str = "retried") -> str:
     """Why a step of an ending phase cannot be retried (or sent again): when its phase ended, and by what."""
-    how = {"signal": f"by the signal {phase.signal}", "after": "at the end of its time",
-           "timeout": "at its time limit", "advance": "by a person's advance"}.get(phase.closed_by or "", "")
+    how = "" if phase.closed_by is None else CLOSED_WORDS[phase.closed_by].label.format(signal=phase.signal)
     if phase.closed_at is None:  # met while the run was paused: it closes when the run resumes
         by = f"the signal {phase.signal}" if phase.signal else f"{phase.met_by}'s advance"
         return (f"phase {phase.number} ({phase.name}) ends when the run resumes ({by} at {iso(phase.met_at)}):"

@@ -14,8 +14,8 @@ from ...db import Tx, must_exist
 from ...roles import CONTROLLERS
 from .. import journal
 from ..errors import Conflict
-from ..lifecycle import TERMINAL_RUN
-from ..model import Run, RunStatus, Step, StepStatus, clean_note
+from ..lifecycle import TERMINAL_RUN, RunStatus, StepStatus
+from ..model import Run, Step, clean_note
 from ..store import log, phases, resources, runs, steps
 from .protocol import Context, RunCommand, Took
 from .rules import (

@@ -29,7 +29,8 @@ from ...db import Tx, must_exist
 from .. import journal
 from ..document import programme_of
 from ..errors import Conflict, NotFound, UnreadableDocument
-from ..model import Run, RunStatus, Signal, SignalEffect, Step
+from ..lifecycle import RunStatus, SignalEffect
+from ..model import Run, Signal, Step
 from ..store import definitions, log, signals
 from .protocol import Command, Context, Took
 

@@ -15,7 +15,8 @@ from ...db import Tx, must_exist
 from ...roles import CONTROLLERS, GM, STAFF
 from .. import journal
 from ..errors import Conflict
-from ..model import Run, Step, StepStatus, clean_note
+from ..lifecycle import StepStatus
+from ..model import Run, Step, clean_note
 from ..store import log, phases, resources, runs, steps
 from .protocol import Context, StepCommand, Took
 from .rules import acknowledge_refusal, confirm_refusal, needed, phase_ended, resend_refusal, retry_refusal, skip_refusal

@@ -21,7 +21,8 @@ from .. import journal
 from ..actions.context import ActionContext
 from ..actions.outcome import Outcome, Status
 from ..document import Programme
-from ..model import RUNNABLE, Attention, Claim, OnDoubt, Run, Step, StepStatus
+from ..lifecycle import RUNNABLE, CleanupOn, OnDoubt, StepStatus
+from ..model import Attention, Claim, Run, Step
 from .context import WalkContext
 from .cursor import Cursor, Done, Head, NeedsRead
 from .outcomes import settle_outcome
@@ -91,7 +92,7 @@ def settle(tx: Tx, ctx: WalkContext, programme: Programme, head: Head, claim: Cl
     leaves the walk: on in the phase when the step is over, else stopped."""
     applied, rows = settle_outcome(tx, head.step, claim, outcome, ctx.now, ctx.rules,
                                    static_revert=programme.static_revert(head.phase, head.step.seq),
-                                   compensate="fail" in programme.cleanup_on,
+                                   compensate=CleanupOn.FAIL in programme.cleanup_on,
                                    escalate_at=ctx.escalate_at)
     log_rows += rows
     # guard: fenced-out-dispatcher-goes-on

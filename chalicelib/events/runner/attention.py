@@ -1,7 +1,7 @@
 """A parked cue's reminders and escalation, posted by the tick that holds its run's lease.
 
 The invariant: every timer acts through a compare-and-set on the moment the tick
-read (`store/steps.py`), committed before anything is posted, so two ticks never
+read (`store/steps/attention.py`), committed before anything is posted, so two ticks never
 both act on one moment, and a paused run (its run not working) or an acknowledged
 cue claims none. Each notice has its own idempotency key (`{step key}:r{n}`,
 `{step key}:e`), so a de-duplicating receiver drops only true repeats.

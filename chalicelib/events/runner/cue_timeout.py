@@ -14,7 +14,8 @@ from datetime import datetime
 from ...db import Tx, must_exist
 from .. import journal
 from ..actions import core
-from ..model import Run, RunStatus, StepStatus
+from ..lifecycle import CueOnTimeout, RunStatus, StepStatus
+from ..model import Run
 from ..store import runs, steps
 from .cursor import Cursor, Done, Head, NeedsRead
 
@@ -36,7 +37,7 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
         log_rows.append(journal.step_status(step, StepStatus.RUNNING, StepStatus.DONE, cause=cause,
                                             actor=journal.REHEARSAL))
         return head.after_head()
-    if on_timeout == "pause":
+    if on_timeout is CueOnTimeout.PAUSE:
         cause = f"no one confirmed within {seconds} s"
         if not steps.drop_timeout(tx, step, now):
             return Done(None)
@@ -47,10 +48,10 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
             return Done(RunStatus.PAUSED)
         runs.degrade(tx, run_id, now, why)
         return NeedsRead(head.status, head.phase)
-    to = StepStatus.DONE if on_timeout == "confirm" else StepStatus.CANCELLED
+    to = StepStatus.DONE if on_timeout is CueOnTimeout.CONFIRM else StepStatus.CANCELLED
     cause = f"assumed done after {seconds} s" if to is StepStatus.DONE else f"no one confirmed within {seconds} s"
     if not steps.time_out(tx, step, to, now, cause):
         return Done(None)
     runs.degrade(tx, run_id, now, f"step {step.id} ({step.action_id}): {cause}")
-    log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout))
+    log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout.value))
     return head.after_head()

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import RunStatus, Step
+from ..lifecycle import RunStatus
+from ..model import Step
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import logging
 from ..actions.notice import Notice
 from ..document import Programme
 from ..errors import ChannelError
+from ..lifecycle import Manual
 from .context import WalkContext
 from .cursor import Held
 
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 def post_hold(ctx: WalkContext, run_id: int, programme: Programme, held: Held) -> None:
     """The cue channel is told of a manual phase's hold, with the run's console link."""
     plan = programme.phase(held.phase)
-    if (plan.condition or {}).get("when") != "manual":
+    if not isinstance(plan.condition, Manual):
         return
     notice = Notice.of_hold(run_id, plan.number, plan.name, ctx.now, ctx.actions.console_url)
     if not ctx.budget.allows(ctx.actions.cue_channel.timeout):

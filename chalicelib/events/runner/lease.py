@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ...db import Database, Tx
-from ..model import RunStatus
+from ..lifecycle import RunStatus
 from ..store import runs, steps
 
 

@@ -17,8 +17,8 @@ from typing import Any
 from ...db import Tx
 from .. import journal, ledger
 from ..actions.outcome import Outcome, Verdict
-from ..lifecycle import STEP_FAILURES
-from ..model import Attention, Claim, OnDoubt, OnFailure, ParkReason, Revert, RunStatus, Step, StepStatus
+from ..lifecycle import STEP_FAILURES, OnDoubt, OnFailure, ParkReason, RunStatus, StepStatus
+from ..model import Attention, Claim, Revert, Step
 from ..store import resources, runs, steps
 
 KEPT_LIVE = "listed by a revert: recorded live, not reverted by this cleanup"
@@ -64,7 +64,7 @@ def settle_outcome(
     if verdict is Verdict.DONE:
         status, written = StepStatus.DONE, steps.finish(tx, claim, StepStatus.DONE, now)
         if written and outcome.hold_until is not None:
-            held = steps.hold_next(tx, step.run_id, step.phase, step.seq, outcome.hold_until)
+            held = steps.delay_next(tx, step.run_id, step.phase, step.seq, outcome.hold_until)
     elif verdict in (Verdict.PARKED, Verdict.RETRY) and \
             (ended := steps.cancel_if_over(tx, claim, now, in_doubt=in_doubt)) is not None:
         # Its run or its phase ended while the step was in flight: nobody will confirm or retry it.

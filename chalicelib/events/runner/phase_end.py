@@ -19,17 +19,9 @@ from .. import journal
 from ..commands.protocol import Context, within
 from ..commands.signal import ReceiveSignal
 from ..document import Programme
-from ..model import PhaseKind, RunStatus, StepStatus
+from ..lifecycle import CLOSED_WORDS, CleanupOn, ClosedBy, ConditionKind, OnDeadline, PhaseKind, RunStatus, StepStatus
 from ..store import phases, resources, runs, steps
 from .cursor import Closing, Cursor, Done, Drained, Held, NeedsRead, opened
-
-# What a close tells the next phase's run.phase row and each cancelled step's cause.
-_CLOSED_BECAUSE = {
-    "signal": "phase {number} ({name}) ended on the signal {signal}",
-    "advance": "phase {number} ({name}) was advanced",
-    "after": "phase {number} ({name}) lasted its {seconds} s",
-    "timeout": "phase {number} ({name}) timed out after {seconds} s",
-}
 
 
 def leave_phase(
@@ -44,7 +36,7 @@ def leave_phase(
         within(tx, ReceiveSignal(run_id, signal), Context(journal.REHEARSAL, now))
         return Closing(status, number)
     # guard: the-walker-never-holds-a-phase
-    standing = phases.hold(tx, run_id, number, now) if plan.condition is not None or plan.limit is not None else None
+    standing = phases.hold(tx, run_id, number, now) if plan.condition.must_be_met or plan.limit is not None else None
     # guard: a-held-phase-past-its-deadline-stays-held
     if standing is not None and standing.due:
         return Closing(status, number)  # its deadline passed while it was held
@@ -52,7 +44,7 @@ def leave_phase(
         return Held(status, number, began=standing.began)
     # What ended it, for the next phase's run.phase row: whoever met its condition, else its steps (a
     # phase without a condition is not read again: a person's advance of one is told by its run.advance row).
-    ended_by = (standing.met if standing is not None else None) or {"steps_done": True}
+    ended_by = (standing.met if standing is not None else None) or {ConditionKind.STEPS_DONE.value: True}
     following = programme.after(number)
     if status is RunStatus.RUNNING and following is not None and following.kind is PhaseKind.MAIN:
         if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=following.number):
@@ -61,7 +53,7 @@ def leave_phase(
         log_rows.append(journal.run_phase(run_id, following.number, following.name, ended_by))
         return opened(RunStatus.RUNNING, following.number, rows)
     ending = programme.ending
-    if (status is RunStatus.ENDING or not ending.specs) and "complete" in programme.cleanup_on \
+    if (status is RunStatus.ENDING or not ending.specs) and CleanupOn.COMPLETE in programme.cleanup_on \
             and runs.leave_phase(tx, run_id, number, status, RunStatus.CLEANING_UP, now,
                                  cleanup_target=RunStatus.COMPLETED):
         # cleanup_on: complete, and the run left something to revert: its cleanup comes first. The
@@ -127,8 +119,8 @@ def close_phase(
         return NeedsRead(closing.status, number)  # closed meanwhile, or nothing is due any more
     plan = programme.phase(number)
     words = {"number": number, "name": plan.name, "signal": found.signal, "seconds": found.limit_seconds}
-    if found.on_deadline == "pause":
-        waited = f"the signal {found.signal}" if found.signal else "a person's advance" if plan.condition else "its steps"
+    if found.on_deadline is OnDeadline.PAUSE:
+        waited = f"the signal {found.signal}" if found.signal else "a person's advance" if plan.condition.must_be_met else "its steps"
         cause = f"phase {number} ({plan.name}) waited {found.limit_seconds} s for {waited}"
         # The run first: a person's move meanwhile leaves the deadline standing (the phase row is locked).
         # guard: a-pause-timeout-keeps-its-deadline
@@ -139,8 +131,8 @@ def close_phase(
         return Done(RunStatus.PAUSED)
     if not phases.close(tx, run_id, number, found.closed_by, now):
         return Done(None)
-    cause = _CLOSED_BECAUSE[found.closed_by].format(**words)
-    if found.closed_by == "signal" and found.deadline_passed:
+    cause = CLOSED_WORDS[found.closed_by].cause.format(**words)
+    if found.closed_by is ClosedBy.SIGNAL and found.deadline_passed:
         # guard: a-signal-past-its-deadline-does-not-say-so
         cause += " (its deadline had passed too)"
     # guard: closing-leaves-the-open-steps
@@ -148,6 +140,6 @@ def close_phase(
         log_rows.append(journal.step_status(step, step.status, StepStatus.CANCELLED, cause=cause,
                                             attempts=step.attempts))
     # guard: a-timeout-does-not-degrade
-    if found.closed_by == "timeout":
+    if found.closed_by is ClosedBy.TIMEOUT:
         runs.degrade(tx, run_id, now, cause)
     return NeedsRead(closing.status, number)

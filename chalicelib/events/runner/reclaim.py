@@ -13,7 +13,8 @@ from datetime import datetime
 
 from ...db import Tx
 from .. import journal
-from ..model import OnFailure, Step, StepStatus
+from ..lifecycle import OnFailure, ParkReason, StepStatus
+from ..model import Step
 from ..store import log, steps
 from .outcomes import apply_failure
 
@@ -34,7 +35,7 @@ def reclaim(tx: Tx, now: datetime, max_attempts: int, *, escalate_at: datetime |
     entries = [_taken_back(step, StepStatus.PENDING, "lease expired") for step in reclaimed.requeued]
     entries += [_taken_back(step, StepStatus.CANCELLED, step.last_error or steps.RUN_ENDED) for step in reclaimed.abandoned]
     entries += [_taken_back(step, StepStatus.RUNNING, "lease expired at the attempt ceiling: parked for a decision",
-                            park_reason="doubt") for step in reclaimed.parked]
+                            park_reason=ParkReason.DOUBT.value) for step in reclaimed.parked]
     for step in reclaimed.gave_up:
         entries.append(_taken_back(step, StepStatus.FAILED, steps.GAVE_UP, on_failure=step.on_failure.value))
         # guard: a-sweeps-give-up-ignores-cleanup-on

@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from ...db import Tx, must_exist
 from .. import journal
 from ..document import Programme
-from ..model import Run, RunStatus
+from ..lifecycle import RunStatus
+from ..model import Run
 from ..store import log, phases, runs, steps
 from .cursor import Cursor, Done, NeedsRead, opened
 

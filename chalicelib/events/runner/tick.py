@@ -23,7 +23,8 @@ from ..adapters.channels import LogChannel
 from ..adapters.rehearsal import rehearsal_actions
 from ..document import Programme, programme_of
 from ..errors import UnreadableDocument
-from ..model import RehearsalBridge, Run
+from ..lifecycle import CleanupOn, RehearsalBridge
+from ..model import Run
 from ..store import definitions, runs
 from .budget import Budget
 from .outcomes import Rules
@@ -277,7 +278,7 @@ class Runner:
         """The run's document says `cleanup_on: fail` (an unreadable one says nothing: the run fails as before)."""
         run = runs.get(tx, run_id)
         try:
-            return run is not None and "fail" in self._programme_for(run).cleanup_on
+            return run is not None and CleanupOn.FAIL in self._programme_for(run).cleanup_on
         except UnreadableDocument:
             return False
 

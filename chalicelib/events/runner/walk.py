@@ -33,8 +33,8 @@ from .. import journal
 from ..actions.perform import Actions
 from ..document import Programme
 from ..errors import UnreadableDocument
-from ..lifecycle import BEFORE_FIRST_PHASE
-from ..model import RUNNABLE, Claim, Run, RunStatus
+from ..lifecycle import BEFORE_FIRST_PHASE, RUNNABLE, RunStatus
+from ..model import Claim, Run
 from ..store import log, runs, steps
 from .attempt import claimable, may_dispatch, next_claim, outcome_of, settle
 from .attention import Attender, Timer, due

@@ -18,17 +18,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ...db import Tx
-from .. import waiting
-from ..lifecycle import RunSQL
+from ..lifecycle import RunSQL, WaitingFor, WaitSQL
 
 # Every run's current wait for a person, with the moment it began (a derived table: `w`).
 # A dry run's wait is escalated after the deployment's interval divided by its speed (`due_at`).
 _WAITS = f"""(SELECT r.id AS run_id, r.current_phase AS phase, r.waiting_for,
-                     IF(r.waiting_for = {waiting.RESUME}, r.updated_at, p.drained_at) AS since,
+                     IF(r.waiting_for = {WaitSQL.RESUME}, r.updated_at, p.drained_at) AS since,
                      r.speed, r.mode <> {RunSQL.LIVE} AS rehearsal
                 FROM event_runs r
                 LEFT JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
-               WHERE r.waiting_for IN ({waiting.RESUME}, {waiting.ADVANCE}))"""  # noqa: S608 — the renderings are constants
+               WHERE r.waiting_for IN ({WaitSQL.STALLS}))"""  # noqa: S608 — the renderings are constants
 # guard: a-stalled-dry-runs-escalation-waits-the-live-interval
 _DUE_AT = "w.since + INTERVAL ROUND(%s / w.speed) MICROSECOND"  # the wait's first try: after (µs) on its clock
 _NOT_ESCALATED = "NOT EXISTS (SELECT 1 FROM event_run_escalations e WHERE e.run_id = w.run_id AND e.since = w.since)"
@@ -40,7 +39,7 @@ class Wait:
 
     run_id: int
     phase: int | None
-    waiting_for: str  # resume | advance
+    waiting_for: WaitingFor  # a resume or an advance
     since: datetime
     n: int = 0  # the run's escalation number (0 until claimed)
     tries: int = 0  # tries claimed so far
@@ -61,7 +60,7 @@ def due(tx: Tx, now: datetime, after: timedelta, limit: int) -> list[Wait]:
              ORDER BY since LIMIT %s""",  # noqa: S608 — the fragments are constants; values are parameters
         (_microseconds(after), now, now, limit),
     )
-    return [Wait(**{**row, "rehearsal": bool(row["rehearsal"])}) for row in rows]
+    return [Wait(**{**row, "waiting_for": WaitingFor(row["waiting_for"]), "rehearsal": bool(row["rehearsal"])}) for row in rows]
 
 
 def _microseconds(interval: timedelta) -> int:

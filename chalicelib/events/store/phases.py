@@ -19,10 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Tx, placeholders
-from .. import waiting
 from ..document import PhasePlan
-from ..lifecycle import RunSQL
-from ..model import Phase, PhaseKind, iso
+from ..lifecycle import ClosedBy, OnDeadline, PhaseKind, PhaseSQL, RunSQL, condition_of
+from ..model import Phase, iso
 from .wake import AUTO_SIGNAL_AT
 
 TIMER = "timer"  # who meets a condition at its deadline
@@ -38,8 +37,8 @@ def insert_plan(tx: Tx, run_id: int, plans: Sequence[PhasePlan], opened: int, no
     before the run started (kept by the signal route) is folded in: that phase's condition is met from the start (`fold_signals`)."""
     rows = [
         (run_id, plan.number, PhaseKind(plan.kind).value, plan.name[:NAME_LIMIT], now if plan.number == opened else None,
-         None if plan.condition is None else json.dumps(plan.condition), plan.signal,
-         None if plan.limit is None else plan.limit.seconds, None if plan.limit is None else plan.limit.on_deadline,
+         None if plan.condition.row() is None else json.dumps(plan.condition.row()), plan.signal,
+         None if plan.limit is None else plan.limit.seconds, None if plan.limit is None else plan.limit.on_deadline.value,
          # guard: a-dry-runs-first-phase-deadline-is-not-divided-by-its-speed
          now + timedelta(seconds=plan.limit.seconds * time_scale) if plan.limit is not None and plan.number == opened
          else None)
@@ -66,11 +65,11 @@ def fold_signals(tx: Tx, run_id: int) -> None:
     )
 
 
-# SQL over a phase row `p`: the phase is ending — its condition met (by a person, a signal or its close)
+# SQL over a phase row `p`: the phase is over — its condition met (by a person, a signal or its close)
 # or its deadline passed with `close` — so no step of it starts, and an answer from one in flight no
 # longer applies its on_failure. A step is claimed only of a phase that takes claims (`TAKES_CLAIMS`):
 # not met, and no deadline passed, even a `pause` one (the run pauses before anything else of it starts).
-ENDING = "(p.condition_met OR (p.deadline <= %s AND p.on_deadline = 'close'))"
+OVER = f"(p.condition_met OR (p.deadline <= %s AND p.on_deadline = {PhaseSQL.CLOSE}))"
 # guard: claim-refuses-only-a-met-phase
 TAKES_CLAIMS = "(NOT p.condition_met AND (p.deadline IS NULL OR p.deadline > %s))"
 # The tick must close it: not closed yet, and its condition met or its deadline passed.
@@ -125,7 +124,7 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
                SET p.drained_at = COALESCE(p.drained_at, %s),
                    r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = p.number, %s, r.waiting_for)
              WHERE p.run_id = %s AND p.number = %s""",  # noqa: S608 — the status list is lifecycle's rendering; values are parameters
-        (now, waiting.held_for(row["signal"], _json(row["condition"])), run_id, number),
+        (now, _waits_for(row["condition"]), run_id, number),
     )
     return Standing(held=True, began=row["drained_at"] is None)
 
@@ -134,8 +133,8 @@ def hold(tx: Tx, run_id: int, number: int, now: datetime) -> Standing:
 class Closing:
     """What a close found, locked: the phase's condition, who met it, and whether its deadline passed."""
 
-    closed_by: str  # signal | advance | after | timeout
-    on_deadline: str | None  # at a passed deadline: close or pause
+    closed_by: ClosedBy
+    on_deadline: OnDeadline | None  # at a passed deadline: close or pause
     met_by: str | None
     deadline_passed: bool
     limit_seconds: int | None
@@ -148,24 +147,24 @@ def closing(tx: Tx, run_id: int, number: int, now: datetime) -> Closing | None:
     row = tx.one(
         f"""SELECT `condition`, condition_met, met_by, deadline, on_deadline, limit_seconds, `signal`,
                    EXISTS (SELECT 1 FROM event_run_signals g WHERE g.run_id = p.run_id AND g.name = p.`signal`
-                              AND g.effect <> 'phase_over') AS signalled
+                              AND g.effect <> {PhaseSQL.PHASE_OVER}) AS signalled
               FROM event_run_phases p WHERE run_id = %s AND number = %s AND {CLOSE_DUE} FOR UPDATE""",  # noqa: S608 — CLOSE_DUE is this module's constant; values are parameters
         (run_id, number, now),
     )
     if row is None:
         return None
     passed = row["deadline"] is not None and row["deadline"] <= now
-    when = (_json(row["condition"]) or {}).get("when")
-    by_deadline = "after" if when == "after" else "timeout"
+    by_deadline = condition_of(_json(row["condition"])).closed_at_its_deadline_by
     # Met by its signal's receipt, or by a person; else its deadline closes it.
     # guard: a-passed-deadline-beats-the-signal
-    closed_by = ("signal" if row["signalled"] else "advance") if row["condition_met"] else by_deadline
+    closed_by = (ClosedBy.SIGNAL if row["signalled"] else ClosedBy.ADVANCE) if row["condition_met"] else by_deadline
+    on_deadline = None if row["on_deadline"] is None else OnDeadline(row["on_deadline"])
     # guard: a-passed-pause-deadline-beats-the-signal
-    return Closing(closed_by, row["on_deadline"] if not row["condition_met"] else None, row["met_by"], passed,
+    return Closing(closed_by, on_deadline if not row["condition_met"] else None, row["met_by"], passed,
                    row["limit_seconds"], row["signal"])
 
 
-def close(tx: Tx, run_id: int, number: int, closed_by: str, now: datetime) -> bool:
+def close(tx: Tx, run_id: int, number: int, closed_by: ClosedBy, now: datetime) -> bool:
     """Mark the phase closed (its condition met: by the timer, when a deadline closes it); a compare-and-set
     on its not being closed and something being due."""
     # Its open steps (a parked cue among them) are cancelled in the same unit: the run, working at this
@@ -178,7 +177,7 @@ def close(tx: Tx, run_id: int, number: int, closed_by: str, now: datetime) -> bo
                    p.met_by = IF(p.condition_met, p.met_by, %s), p.condition_met = TRUE,
                    r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = p.number, NULL, r.waiting_for)
              WHERE p.run_id = %s AND p.number = %s AND {CLOSE_DUE}""",  # noqa: S608 — CLOSE_DUE and the status list are constants; values are parameters
-        (now, closed_by, now, TIMER, run_id, number, now),
+        (now, ClosedBy(closed_by).value, now, TIMER, run_id, number, now),
     ) >= 1
 
 
@@ -206,6 +205,12 @@ def drop_deadline(tx: Tx, run_id: int, number: int, now: datetime) -> bool:
 
 def _json(raw: Any) -> Any:
     return json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+
+
+def _waits_for(condition: Any) -> str | None:
+    """What a run held by the phase row's condition waits for (None: nobody, or no condition)."""
+    waits = None if condition is None else condition_of(_json(condition)).waits_for
+    return None if waits is None else waits.value
 
 
 def get(tx: Tx, run_id: int, number: int) -> Phase | None:

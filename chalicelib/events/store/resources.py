@@ -27,8 +27,9 @@ from typing import Any
 
 from ...db import Tx, placeholders
 from ..ledger import Listed
-from ..lifecycle import ResourceSQL, ResourceStatus, RunSQL, StepSQL
-from ..model import OnFailure, Resource
+from ..lifecycle import OnFailure, ResourceSQL, ResourceStatus, RunSQL, StepSQL
+from ..model import Resource
+from . import steps
 
 COLUMNS = "id, run_id, step_id, kind, resource_id, `revert`, status, recorded_at, changed_at"
 
@@ -176,11 +177,7 @@ def open_reverts(tx: Tx, run_id: int, phase: int, now: datetime) -> int:
     )
     if added == 0:
         return 0
-    tx.execute(
-        """UPDATE event_run_steps SET idempotency_key = LEFT(SHA2(CONCAT(run_id, '|', id), 256), 40)
-            WHERE run_id = %s AND phase = %s AND idempotency_key = ''""",
-        (run_id, phase),
-    )
+    tx.execute(*steps.keys_stamped(run_id, phase))
     tx.execute(
         f"""UPDATE event_run_resources res JOIN event_run_steps s ON s.resource_id = res.id
                SET res.status = {ResourceSQL.REVERTING}, res.changed_at = %s

@@ -17,7 +17,7 @@ from typing import Any, TypedDict, Unpack
 
 from ...db import Tx, must_exist, placeholders
 from .. import waiting
-from ..lifecycle import CLEANUP_TARGETS, WORKING, RunMode, RunSQL, RunStatus, StepSQL, Wake, writes
+from ..lifecycle import CLEANUP_TARGETS, WORKING, PhaseSQL, RunMode, RunSQL, RunStatus, StepSQL, WaitingFor, WaitSQL, Wake, writes
 from ..model import Rehearsal, Run, is_whole_number, kept_note
 from . import resources
 from .wake import WAKE_AT, wake_args
@@ -75,11 +75,11 @@ def list_page(
         raise ValueError(f"limit must be between 1 and 500, got {limit}")
     where: list[str] = []
     args: list[Any] = []
-    if waiting_for == "any":
+    if waiting_for == waiting.ANY:
         # guard: the-any-filter-lets-every-run-through
         where.append("waits = 1")
     elif waiting_for is not None:
-        if waiting_for not in waiting.STORED:
+        if waiting_for not in {kind.value for kind in WaitingFor}:
             raise ValueError(f"runs wait for one of {waiting.FILTERS}, not {waiting_for!r}")
         # guard: the-waiting-filter-ignores-what-it-asks-for
         where.append("waiting_for = %s")
@@ -112,15 +112,15 @@ WORKING_OR_STARTING = (RunStatus.STARTING, *WORKING)
 def waiting_counts(tx: Tx) -> dict[str, Any]:
     """How many runs wait for a person or the game, by what (`any`: all of them), and how many are working
     (starting, running or ending, waiting for nobody): one statement, each count one range of an index."""
-    kinds = ", ".join(f"(SELECT COUNT(*) FROM event_runs WHERE waiting_for = %s) AS `{kind}`" for kind in waiting.STORED)  # noqa: S608 — the aliases are waiting's constants
+    kinds = ", ".join(f"(SELECT COUNT(*) FROM event_runs WHERE waiting_for = %s) AS `{kind.value}`" for kind in WaitingFor)  # noqa: S608 — the aliases are the lifecycle's words
     row = tx.one(
         f"""SELECT (SELECT COUNT(*) FROM event_runs WHERE status IN ({placeholders(len(WORKING_OR_STARTING))})) AS live,
-                   {kinds}""",  # noqa: S608 — the column names are waiting's constants; values are parameters
-        (*(s.value for s in WORKING_OR_STARTING), *waiting.STORED),
-    ) or {"live": 0, **dict.fromkeys(waiting.STORED, 0)}  # a SELECT of counts has its row: only EXPLAIN has none
-    counts = {kind: int(row[kind]) for kind in waiting.STORED}
-    held_while_working = sum(counts[kind] for kind in waiting.STORED if kind != "resume")  # resume: paused, not live
-    return {"waiting": {"any": sum(counts.values()), **counts}, "working": int(row["live"]) - held_while_working}
+                   {kinds}""",  # noqa: S608 — the column names are the lifecycle's words; values are parameters
+        (*(s.value for s in WORKING_OR_STARTING), *(kind.value for kind in WaitingFor)),
+    ) or {"live": 0, **{kind.value: 0 for kind in WaitingFor}}  # a SELECT of counts has its row: only EXPLAIN has none
+    counts = {kind.value: int(row[kind.value]) for kind in WaitingFor}
+    held_while_working = sum(counts[kind.value] for kind in WaitingFor if kind is not WaitingFor.RESUME)  # resume: paused, not live
+    return {"waiting": {waiting.ANY: sum(counts.values()), **counts}, "working": int(row["live"]) - held_while_working}
 
 
 def find_due(
@@ -344,7 +344,7 @@ def _waiting_after(sources: list[RunStatus], to: RunStatus, phases: tuple[int | 
     new phase has nobody to wait for yet, a finished run none ever)."""
     if to is RunStatus.PAUSED:
         # guard: a-pause-is-not-waited-for
-        return waiting.RESUME
+        return WaitSQL.RESUME
     if to is RunStatus.RUNNING and RunStatus.PAUSED in sources and phases == (None, None):
         # guard: a-resume-forgets-what-its-run-waits-for
         return waiting.from_rows("event_runs")
@@ -579,7 +579,7 @@ def advance_phase(tx: Tx, run_id: int, phase: int, actor: str, now: datetime, *,
                        {"r.last_error = NULL," if resuming else ""} r.version = r.version + 1,
                        r.status = {RunSQL.RUNNING}, r.updated_at = %s, r.wake_at = %s, r.waiting_for = NULL
                  WHERE r.id = %s AND r.status = %s AND r.current_phase = %s AND r.cleanup_target IS NULL{seen}
-                   AND p.kind = 'main' AND NOT p.condition_met
+                   AND p.kind = {PhaseSQL.MAIN} AND NOT p.condition_met
                    AND NOT EXISTS (SELECT 1 FROM event_run_steps s
                                     WHERE s.run_id = r.id AND s.phase = p.number
                                       AND ((s.status = {StepSQL.RUNNING} AND s.claim_expires_at >= %s)

@@ -16,9 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from ...db import Tx
-from .. import waiting
-from ..lifecycle import RunSQL
-from ..model import Signal, SignalEffect
+from ..lifecycle import RunSQL, SignalEffect, WaitSQL
+from ..model import Signal
 
 COLUMNS = "run_id, name, received_at, received_by, effect, payload"
 
@@ -58,7 +57,7 @@ def meet(tx: Tx, run_id: int, name: str, by: str, now: datetime) -> bool:
             f"""UPDATE event_runs r JOIN event_run_phases p ON p.run_id = r.id AND p.`signal` = %s
                    SET p.condition_met = TRUE, p.met_at = %s, p.met_by = %s,
                        r.wake_at = IF(r.status = {RunSQL.RUNNING} AND p.number = r.current_phase, %s, r.wake_at),
-                       r.waiting_for = IF(p.number = r.current_phase AND r.waiting_for = {waiting.SIGNAL}, NULL,
+                       r.waiting_for = IF(p.number = r.current_phase AND r.waiting_for = {WaitSQL.SIGNAL}, NULL,
                                           r.waiting_for)
                  WHERE r.id = %s AND r.status IN ({RunSQL.RUNNING}, {RunSQL.PAUSED}) AND p.number >= r.current_phase
                    AND NOT p.condition_met AND p.closed_at IS NULL""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters

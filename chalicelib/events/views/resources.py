@@ -9,7 +9,8 @@ from typing import Any
 from ...db import Database, Tx
 from .. import commands
 from ..errors import NotFound
-from ..model import ResourceStatus, Run
+from ..lifecycle import ResourceStatus
+from ..model import Run
 from ..store import resources, runs, steps
 from . import Body
 

@@ -1,27 +1,20 @@
-"""The lifecycle of runs and steps: their statuses, the transitions between them, and their SQL renderings.
+"""A run's lifecycle: its statuses, the transitions between them (what each move writes), and its modes.
 
-The invariant: a status is named here and nowhere else. The store's SQL
-writes a status only through `RunSQL` / `StepSQL` (a test greps the rest of
-`chalicelib/` for a quoted status), `runs._move` takes what a status change
-writes from `TRANSITIONS`, the runner's tuples (`RUNNABLE`, `DUE`) and the
-controls' guards are derived from the per-status facts below, and the console
-reads the same facts from `GET /vocabulary`. `docs/contract.md`'s transitions
-table is this module's `TRANSITIONS` (a test compares them).
+The invariant: a run status is named here and nowhere else. `store/runs._move`
+takes what a status change writes from `TRANSITIONS` (a move nobody declared is
+refused), the runner's tuples (`RUNNABLE`, `DUE`) and the controls' guards are
+derived from the per-status facts below, and `docs/contract.md`'s transitions
+table is `TRANSITIONS` (`tests/test_lifecycle.py` compares them).
 
-    run:   scheduled ─► starting ─► running ─► ending ─► completed
-               │            │  ▲       │  ▲
-               ▼            ▼  │       ▼  │
-            missed          paused ◄───┘  │       (any not terminal ─► cancelled;
-                              └───────────┘        running, paused ─► failed)
+    scheduled ─► starting ─► running ─► ending ─► completed
+        │            │  ▲       │  ▲
+        ▼            ▼  │       ▼  │
+     missed          paused ◄───┘  │       (any not terminal ─► cancelled;
+                       └───────────┘        running, paused ─► failed)
 
-           cancel with cleanup, abort_run or an ending under cleanup_on, when the run
-           left something its cleanup reverts:  … ─► cleaning_up ─► its cleanup_target
-           (cancelled, failed or completed); cleaning_up ◄─► paused
-
-    step:  pending ─► running ─► done | failed | refused     (the claimer)
-              ▲          │  (parked: running with no lease)
-              └──────────┘  retry, a lease taken back
-           pending, parked ─► skipped (a person); ─► cancelled (the run ending)
+    cancel with cleanup, abort_run or an ending under cleanup_on, when the run
+    left something its cleanup reverts:  … ─► cleaning_up ─► its cleanup_target
+    (cancelled, failed or completed); cleaning_up ◄─► paused
 """
 
 from __future__ import annotations
@@ -29,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+
+from .words import Facts
 
 
 class RunStatus(str, Enum):
@@ -48,32 +43,6 @@ class RunStatus(str, Enum):
         return RUN_FACTS[self].terminal
 
 
-class StepStatus(str, Enum):
-    PENDING = "pending"  # waiting its turn (and its due_at)
-    RUNNING = "running"  # claimed (lease set) or parked (lease NULL)
-    DONE = "done"  # succeeded, or a person confirmed it
-    FAILED = "failed"  # failed, or gave up at the attempt ceiling
-    REFUSED = "refused"  # the module understood and declined
-    SKIPPED = "skipped"  # a person decided against it (only a person's control writes it)
-    CANCELLED = "cancelled"  # the engine closed it without running it to the end (its log row says why)
-
-    @property
-    def terminal(self) -> bool:
-        return STEP_FACTS[self].terminal
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What the engine and the console know about one status."""
-
-    label: str  # how the console names it
-    mark: str  # the glyph beside the label (nothing depends on colour)
-    terminal: bool = False  # nothing moves it out again
-    due: bool = False  # (runs) a tick picks the run up when its wake time comes
-    runnable: bool = False  # (runs) the runner may claim its steps
-    open: bool = False  # (steps) pending or running: the phase is not over while one is
-
-
 RUN_FACTS: dict[RunStatus, Facts] = {
     RunStatus.SCHEDULED: Facts("scheduled", "○", due=True),
     RunStatus.STARTING: Facts("starting", "▷", due=True, runnable=True),
@@ -87,16 +56,6 @@ RUN_FACTS: dict[RunStatus, Facts] = {
     RunStatus.MISSED: Facts("missed", "⊘", terminal=True),
 }
 
-STEP_FACTS: dict[StepStatus, Facts] = {
-    StepStatus.PENDING: Facts("pending", "○", open=True),
-    StepStatus.RUNNING: Facts("running", "▶", open=True),
-    StepStatus.DONE: Facts("done", "✓", terminal=True),
-    StepStatus.FAILED: Facts("failed", "✕", terminal=True),
-    StepStatus.REFUSED: Facts("refused", "✕", terminal=True),
-    StepStatus.SKIPPED: Facts("skipped", "↷", terminal=True),
-    StepStatus.CANCELLED: Facts("cancelled", "✕", terminal=True),
-}
-
 TERMINAL_RUN = frozenset(s for s, f in RUN_FACTS.items() if f.terminal)
 LIVE_RUN = tuple(s for s, f in RUN_FACTS.items() if not f.terminal)
 # Statuses in which the runner may claim a run's steps.
@@ -105,24 +64,10 @@ RUNNABLE = tuple(s for s, f in RUN_FACTS.items() if f.runnable)
 DUE = tuple(s for s, f in RUN_FACTS.items() if f.due)
 # A run working a phase (the current one, or its ending).
 WORKING = (RunStatus.RUNNING, RunStatus.ENDING)
-OPEN_STEP = tuple(s for s, f in STEP_FACTS.items() if f.open)
-# What a claimer may finish a step as; skipped is a person's decision, cancelled the run's end.
-RUNNER_FINISHES = (StepStatus.DONE, StepStatus.FAILED, StepStatus.REFUSED)
-# A claimer's outcomes that apply the step's on_failure.
-STEP_FAILURES = (StepStatus.FAILED, StepStatus.REFUSED)
 # A run the tick starts (materialises its first phase) rather than moves on.
 BEFORE_FIRST_PHASE = tuple(s for s in DUE if s not in (*WORKING, RunStatus.CLEANING_UP))
 # Where a cleanup ends once every revert is over (`event_runs.cleanup_target`).
 CLEANUP_TARGETS = (RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.COMPLETED)
-
-
-class ResourceStatus(str, Enum):
-    """What became of one thing a run left in the world (`event_run_resources`)."""
-
-    LIVE = "live"  # recorded, not reverted (a resource without a revert stays live)
-    REVERTING = "reverting"  # a revert step of the run's cleanup is open for it
-    REVERTED = "reverted"  # its revert was done
-    REVERT_FAILED = "revert_failed"  # its revert failed or was refused: a person retries it, or accepts it
 
 
 # ── transitions ──────────────────────────────────────────────────────────
@@ -215,6 +160,13 @@ TRANSITIONS: tuple[Transition, ...] = (
 )
 
 
+class CleanupOn(str, Enum):
+    """When a run reverts what it left in the world without a person's cancel (the document's `cleanup_on`)."""
+
+    COMPLETE = "complete"  # after its ending, before it completes
+    FAIL = "fail"  # on an `abort_run` failure, before it fails
+
+
 class RunMode(str, Enum):
     """How a run meets the world. A rehearsal walks the same transitions as a live run; what differs is
     read from its row by the tick (`Run.rehearsal`): its bridge and channels, and its speed."""
@@ -257,66 +209,3 @@ def writes(sources: Iterable[RunStatus], to: RunStatus) -> Transition:
         if row.to is to and wanted and wanted <= set(row.sources):
             return row
     raise ValueError(f"no transition from {sorted(s.value for s in wanted)} to {to.value} is declared")
-
-
-# ── SQL renderings ─────────────────────────────────────────────────────────
-def sql_literal(status: RunStatus | StepStatus | ResourceStatus | RunMode) -> str:
-    """A status as an SQL string literal (statuses are lower-case words: nothing to escape)."""
-    if not status.value.isidentifier():
-        raise ValueError(f"a status is one word, got {status.value!r}")
-    return f"'{status.value}'"
-
-
-def sql_list(statuses: Iterable[RunStatus | StepStatus | ResourceStatus]) -> str:
-    """Statuses as the inside of an SQL `IN (…)`."""
-    return ", ".join(sql_literal(s) for s in statuses)
-
-
-class RunSQL:
-    """Run statuses as SQL: the only place the store's SQL names one."""
-
-    SCHEDULED = sql_literal(RunStatus.SCHEDULED)
-    STARTING = sql_literal(RunStatus.STARTING)
-    RUNNING = sql_literal(RunStatus.RUNNING)
-    PAUSED = sql_literal(RunStatus.PAUSED)
-    ENDING = sql_literal(RunStatus.ENDING)
-    CLEANING_UP = sql_literal(RunStatus.CLEANING_UP)
-    DUE = sql_list(DUE)
-    RUNNABLE = sql_list(RUNNABLE)
-    WORKING = sql_list(WORKING)
-    TERMINAL = sql_list(sorted(TERMINAL_RUN))
-    LIVE = sql_literal(RunMode.LIVE)  # a run's mode, for the filters that keep rehearsals apart
-
-
-class StepSQL:
-    """Step statuses as SQL: the only place the store's SQL names one."""
-
-    PENDING = sql_literal(StepStatus.PENDING)
-    RUNNING = sql_literal(StepStatus.RUNNING)
-    DONE = sql_literal(StepStatus.DONE)
-    FAILED = sql_literal(StepStatus.FAILED)
-    SKIPPED = sql_literal(StepStatus.SKIPPED)
-    CANCELLED = sql_literal(StepStatus.CANCELLED)
-    OPEN = sql_list(OPEN_STEP)
-    FAILURES = sql_list(STEP_FAILURES)
-
-
-class ResourceSQL:
-    """Resource statuses as SQL: the only place the store's SQL names one."""
-
-    LIVE = sql_literal(ResourceStatus.LIVE)
-    REVERTING = sql_literal(ResourceStatus.REVERTING)
-    REVERTED = sql_literal(ResourceStatus.REVERTED)
-    REVERT_FAILED = sql_literal(ResourceStatus.REVERT_FAILED)
-
-
-def vocabulary() -> dict[str, list[dict[str, str | bool]]]:
-    """The statuses as the console shows them (GET /vocabulary): label, mark, terminal, in table order."""
-    return {
-        "run_statuses": [
-            {"status": s.value, "label": f.label, "mark": f.mark, "terminal": f.terminal} for s, f in RUN_FACTS.items()
-        ],
-        "step_statuses": [
-            {"status": s.value, "label": f.label, "mark": f.mark, "terminal": f.terminal} for s, f in STEP_FACTS.items()
-        ],
-    }
