@@ -91,7 +91,7 @@ STATEMENTS = {
     "signal_first_receipt": lambda tx, run, s, now: signals.record_first(tx, run.id, "boss_defeated", "game", {"hp": 0}, now),
     "signal_phase_of": lambda tx, run, s, now: signals.phase_of(tx, run.id, "boss_defeated"),
     "signal_meet": lambda tx, run, s, now: signals.meet(tx, run.id, "boss_defeated", "game", now),
-    "signal_settle": lambda tx, run, s, now: signals.settle(tx, run.id, "boss_defeated", SignalEffect.ENDS_PHASE),
+    "signal_record_effect": lambda tx, run, s, now: signals.record_effect(tx, run.id, "boss_defeated", SignalEffect.ENDS_PHASE),
     "signal_receipt": lambda tx, run, s, now: signals.get(tx, run.id, "boss_defeated"),
     # Waiting: a park writes the run's waiting_for in its own UPDATE; GET /runs filters and counts on it, and
     # derives each run's waiting from its parked step and its phase's row; a cue acknowledged.

@@ -75,7 +75,7 @@ class ReceiveSignal(Command[Receipt]):
         phase = signals.phase_of(tx, run.id, self.signal)
         effect = _effect(run, phase, met=signals.meet(tx, run.id, self.signal, by.actor, by.now))
         if effect is not SignalEffect.PHASE_OVER:
-            signals.settle(tx, run.id, self.signal, effect)
+            signals.record_effect(tx, run.id, self.signal, effect)
         signal = Signal(run.id, self.signal, by.now, by.actor, effect, self.payload)
         # guard: signal-commits-before-its-log-row
         logged = log.append(tx, journal.run_signal(signal, phase), by.now)

@@ -23,7 +23,7 @@ COLUMNS = "run_id, name, received_at, received_by, effect, payload"
 
 
 def record_first(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any] | None, now: datetime) -> bool:
-    """The receipt, if it is the first of (run, name) and the run is not over (its effect is settled after)."""
+    """The receipt, if it is the first of (run, name) and the run is not over (its effect recorded after)."""
     # guard: signal-to-a-finished-run-recorded
     return (
         tx.execute(
@@ -36,7 +36,7 @@ def record_first(tx: Tx, run_id: int, name: str, by: str, payload: dict[str, Any
     )
 
 
-def settle(tx: Tx, run_id: int, name: str, effect: SignalEffect) -> None:
+def record_effect(tx: Tx, run_id: int, name: str, effect: SignalEffect) -> None:
     """The receipt just recorded gets the effect its guarded UPDATE had (it was recorded as phase_over)."""
     tx.execute("UPDATE event_run_signals SET effect = %s WHERE run_id = %s AND name = %s", (effect.value, run_id, name))
 
