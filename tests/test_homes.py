@@ -20,7 +20,7 @@ MAX_ENGINE_MODULE_LINES = 450
 # The modules still longer, each awaiting its split (issue 36). The list only shrinks: an entry that is gone or
 # has come under the limit fails the test as well, so it is struck off in the commit that splits it.
 LONG_MODULES_AWAITING_A_SPLIT = frozenset({
-    "chalicelib/events/model.py", "chalicelib/events/store/runs.py",
+    "chalicelib/events/model.py",
 })
 # One exceptions module per layer: the base layer's (configuration, secrets, tokens,
 # outbound HTTP) and the engine's, each with its tree drawn in its docstring.

@@ -148,7 +148,7 @@ class Run:
     updated_at: datetime
     wake_at: datetime | None  # when a tick next has to look at it; None: only a person can move it
     waiting_for: WaitingFor | None = None  # what it waits for, as its row keeps it for the index (`waiting`: the whole of it)
-    version: int = 1  # its control state, counted: raised by each status change and advance (`runs._move`)
+    version: int = 1  # its control state, counted: raised by each status change (`store/runs/moves.py`) and advance
     cleanup_target: RunStatus | None = None  # where its cleanup ends once every revert is over; None: it never cleaned up
     rehearsal: Rehearsal | None = None  # a dry run's settings (its mode is rehearsal); None: a live run
 
