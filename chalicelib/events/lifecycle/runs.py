@@ -1,7 +1,7 @@
 """A run's lifecycle: its statuses, the transitions between them (what each move writes), and its modes.
 
-The invariant: a run status is named here and nowhere else. `store/runs._move`
-takes what a status change writes from `TRANSITIONS` (a move nobody declared is
+The invariant: a run status is named here and nowhere else. `store/runs/moves.py`
+(`move`) takes what a status change writes from `TRANSITIONS` (a move nobody declared is
 refused), the runner's tuples (`RUNNABLE`, `DUE`) and the controls' guards are
 derived from the per-status facts below, and `docs/contract.md`'s transitions
 table is `TRANSITIONS` (`tests/test_lifecycle.py` compares them).

@@ -1,0 +1,184 @@
+"""The typed rows of a step: the step as authored and as its row stands, the proof of its claim, a parked
+cue's timers, and what a step left in the world (a resource and its revert).
+
+The invariant: a step's row is typed once, here; a step is named to a person by its
+phase and place ("Phase 2 · step 4 (world.spawn)"), never by its database id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..lifecycle import OnDoubt, OnFailure, ParkReason, ResourceStatus, StepStatus
+from .values import iso, json_column, public_fields
+
+
+def step_named(phase: int, seq: int, action_id: str) -> str:
+    """"Phase 2 · step 4 (world.spawn)": the phase's number and the step's place in it, counted from 1."""
+    return f"Phase {phase} · step {seq + 1} ({action_id})"
+
+
+@dataclass(frozen=True)
+class Attention:
+    """A parked cue's first timer moments, as its park writes them (None: that timer does not apply)."""
+
+    remind_at: datetime | None = None
+    escalate_at: datetime | None = None
+    times_out_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Revert:
+    """How a resource is undone: a module action (or core.cue: a person undoes it by hand) and its params."""
+
+    action: str
+    params: dict[str, Any]
+
+    def public(self) -> dict[str, Any]:
+        return {"action": self.action, "params": self.params}
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One authored step, as materialised into a phase."""
+
+    action_id: str
+    params: dict[str, Any] = field(default_factory=dict)
+    action_version: int = 1
+    on_failure: OnFailure = OnFailure.PAUSE
+    revert: Revert | None = None  # its static revert: a done answer records one resource with it
+    on_doubt: OnDoubt = OnDoubt.RESEND
+
+
+
+@dataclass(frozen=True)
+class Step:
+    id: int
+    run_id: int
+    phase: int
+    seq: int
+    action_id: str
+    params: dict[str, Any]
+    action_version: int
+    on_failure: OnFailure
+    idempotency_key: str
+    status: StepStatus
+    attempts: int
+    claimed_by: str | None
+    claim_expires_at: datetime | None
+    due_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    last_error: str | None
+    acknowledged_by: str | None = None  # who has this parked cue (acknowledge), and since when
+    acknowledged_at: datetime | None = None
+    # A parked cue's attention timers (runner/attention.py): each is when it is next due, None once spent.
+    remind_at: datetime | None = None
+    reminders_sent: int = 0
+    escalate_at: datetime | None = None
+    escalation_tries: int = 0
+    times_out_at: datetime | None = None
+    retries: int = 0  # how many times a person retried it (raised by the retry's own statement)
+    resource_id: int | None = None  # a cleanup's revert step: the resource it reverts (never in params)
+    in_doubt: bool = False  # its last attempt has no known outcome: the game may or may not have applied it
+    on_doubt: OnDoubt = OnDoubt.RESEND
+    park_reason: ParkReason | None = None  # why it waits, while parked (kept after, as history)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Step:
+        return cls(
+            **{
+                **row,
+                "params": json_column(row["params"], {}),
+                "status": StepStatus(row["status"]),
+                "on_failure": OnFailure(row["on_failure"]),
+                "in_doubt": bool(row.get("in_doubt", False)),
+                "on_doubt": OnDoubt(row.get("on_doubt", OnDoubt.RESEND.value)),
+                "park_reason": None if row.get("park_reason") is None else ParkReason(row["park_reason"]),
+            }
+        )
+
+    @classmethod
+    def new(cls, step_id: int, run_id: int, phase: int, seq: int, spec: StepSpec, idempotency_key: str) -> Step:
+        """The step as its INSERT wrote it (the table's defaults): pending, never claimed, not held."""
+        return cls(
+            id=step_id, run_id=run_id, phase=phase, seq=seq, action_id=spec.action_id, params=spec.params,
+            action_version=int(spec.action_version), on_failure=OnFailure(spec.on_failure),
+            idempotency_key=idempotency_key, status=StepStatus.PENDING, attempts=0, claimed_by=None,
+            claim_expires_at=None, due_at=None, started_at=None, finished_at=None, last_error=None,
+            on_doubt=OnDoubt(spec.on_doubt),
+        )
+
+    @property
+    def parked(self) -> bool:
+        return self.status is StepStatus.RUNNING and self.claim_expires_at is None
+
+    @property
+    def parked_in_doubt(self) -> bool:
+        """Parked for a decision: nobody knows whether the game applied it (confirm, skip or resend)."""
+        return self.parked and self.park_reason is ParkReason.DOUBT
+
+    @property
+    def parked_cue(self) -> bool:
+        """Parked for a person to do what it asks (a cue): reminders, acknowledge and a gm's press apply."""
+        return self.parked and self.park_reason is not ParkReason.DOUBT
+
+    @property
+    def named(self) -> str:
+        """The step as a person sees it everywhere: "Phase 2 · step 4 (world.spawn)" (never its database id)."""
+        return step_named(self.phase, self.seq, self.action_id)
+
+    @property
+    def etag(self) -> str:
+        """The step's state as an entity tag (what a step control's If-Match names): its retries, attempts,
+        state (parked apart from running under a lease) and finished_at. Attempts only rise, except across a
+        retry, which raises retries: a step retried and back at the same status never repeats an earlier tag."""
+        state = "parked" if self.parked else self.status.value
+        finished = "-" if self.finished_at is None else f"{self.finished_at:%Y%m%dT%H%M%S%f}"
+        return f'"s{self.id}.{self.retries}.{self.attempts}.{state}.{finished}"'
+
+    def public(self) -> dict[str, Any]:
+        data = public_fields(self)
+        del data["claimed_by"]
+        data["parked"] = self.parked
+        data["etag"] = self.etag
+        return data
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One thing a run left in the world, as its ledger row stands (`store.resources`)."""
+
+    id: int
+    run_id: int
+    step_id: int
+    kind: str
+    resource_id: str
+    revert: Revert | None
+    status: ResourceStatus
+    recorded_at: datetime
+    changed_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Resource:
+        revert = json_column(row["revert"], None)
+        return cls(**{**row, "status": ResourceStatus(row["status"]),
+                      "revert": None if revert is None else Revert(revert["action"], revert["params"])})
+
+    def public(self) -> dict[str, Any]:
+        """As GET /runs/{id}/resources answers it: `id` is the game's id for it, `ledger_id` the row's."""
+        return {"ledger_id": self.id, "run_id": self.run_id, "step_id": self.step_id, "kind": self.kind,
+                "id": self.resource_id, "revert": None if self.revert is None else self.revert.public(),
+                "status": self.status.value, "recorded_at": iso(self.recorded_at), "changed_at": iso(self.changed_at)}
+
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Proof of one claim of one step: the fence every later write of the claimer matches."""
+
+    step_id: int
+    token: str
+    attempt: int

@@ -1,0 +1,44 @@
+"""event_runs: occurrences, their guarded transitions, the run lease, and the wake time; the one import door of
+the store's run statements (`from ..store import runs`).
+
+Every statement that changes a run or hands it back also writes its wake time
+(see `wake`): scheduling writes scheduled_for, taking the run lease the lease's expiry
+(a worker that dies is looked at again then), the release the earliest timer
+from the rows as they stand, and a status change what its row of
+`lifecycle.TRANSITIONS` says: a pause or an end NULL, a person's resume now
+(confirm and skip wake the run in their own statements, in `steps`).
+
+Every status change is one row of the transitions table, rendered by the one
+writer (`moves.move`); the statements live by job:
+
+    reads.py      a run, a page of runs, the runs of some occurrences, the due ones, the counts
+    scheduled.py  a run created (an occurrence, a dry run), then started within its grace or missed
+    moves.py      the one writer of a status change, `transition`, and `degrade`
+    leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
+    cleanup.py    into cleaning_up, woken, paused on a failed revert, and out to its target
+    lease.py      the run lease, taken and given back
+"""
+
+from .cleanup import begin_cleanup, end_cleanup, pause_cleanup, wake_cleanup
+from .lease import release_lease, take_lease
+from .leaving import advance_phase, leave_phase
+from .moves import degrade, transition
+from .reads import (
+    REHEARSAL_FILTERS,
+    find_due,
+    get,
+    list_page,
+    next_wake,
+    occurrence_key,
+    of_occurrences,
+    oldest_paused_since,
+    waiting_counts,
+)
+from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, start_within_grace
+
+__all__ = [
+    "REHEARSAL_FILTERS", "advance_phase", "begin_cleanup", "degrade", "end_cleanup", "find_due", "get",
+    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "miss_after_grace", "next_wake",
+    "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "release_lease",
+    "start_within_grace", "take_lease", "transition", "waiting_counts", "wake_cleanup",
+]

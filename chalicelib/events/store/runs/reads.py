@@ -1,0 +1,162 @@
+"""event_runs read: a run, a page of runs, the runs of some occurrences, the runs that are due, and counts.
+
+The invariant: a read writes nothing and decides nothing; every decision a read
+informs is taken again by its write's own guard (a compare-and-set), so a read
+that is stale by the time its write runs changes nothing. Each read is one range
+of an index (the occurrence key's, (wake_at, id), what a run waits for), never a
+scan however many runs the table holds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ....db import Tx, placeholders
+from ... import waiting
+from ...lifecycle import WORKING, RunMode, RunSQL, RunStatus, WaitingFor
+from ...model import Run
+
+COLUMNS = (
+    "id, definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds,"
+    " current_phase, health, last_error, claimed_by, claim_expires_at, started_at, finished_at,"
+    " created_at, updated_at, wake_at, waiting_for, version, cleanup_target,"
+    " mode, speed, rehearsal_bridge, auto_confirm_seconds, auto_signal_seconds"
+)
+
+
+def occurrence_key(definition_id: int, scheduled_for: datetime) -> str:
+    """One occurrence of one definition: whoever plans it, the same key."""
+    return f"{definition_id}@{scheduled_for:%Y-%m-%dT%H:%M:%S.%f}"
+
+
+def of_occurrences(tx: Tx, definition_id: int, times: list[datetime]) -> dict[datetime, Run]:
+    """The runs of these occurrences of a definition (those that have one), by their time: one read of the
+    occurrence key's unique index."""
+    if not times:
+        return {}
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key IN %s",  # noqa: S608 — COLUMNS is a constant; the keys are parameters
+                  ([occurrence_key(definition_id, t) for t in times],))
+    return {run.scheduled_for: run for run in map(Run.from_row, rows)}
+
+
+def get(tx: Tx, run_id: int, *, for_update: bool = False) -> Run | None:
+    """The run; `for_update` locks it so a control reads the status it will act on."""
+    lock = " FOR UPDATE" if for_update else ""
+    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE id = %s{lock}", (run_id,))  # noqa: S608 — COLUMNS and the lock clause are constants; the id is a parameter
+    return Run.from_row(row) if row else None
+
+
+def list_page(
+    tx: Tx,
+    *,
+    status: RunStatus | None = None,
+    definition_id: int | None = None,
+    waiting_for: str | None = None,
+    rehearsal: str | None = None,
+    limit: int = 50,
+    before_id: int | None = None,
+) -> tuple[list[Run], int | None]:
+    """Runs newest first, keyset-paginated: returns the page and the next cursor (or None).
+
+    `rehearsal` (`REHEARSAL_FILTERS`): `only` keeps the dry runs, `exclude` the live runs; None, both.
+
+    `waiting_for` (`waiting.FILTERS`) keeps the runs waiting for that (`any`: for anything), one range of
+    `event_runs_waiting` (`event_runs_waits` for any) in id order: no scan, however many runs there are.
+    """
+    if not 1 <= limit <= 500:
+        raise ValueError(f"limit must be between 1 and 500, got {limit}")
+    where: list[str] = []
+    args: list[Any] = []
+    if waiting_for == waiting.ANY:
+        # guard: the-any-filter-lets-every-run-through
+        where.append("waits = 1")
+    elif waiting_for is not None:
+        if waiting_for not in {kind.value for kind in WaitingFor}:
+            raise ValueError(f"runs wait for one of {waiting.FILTERS}, not {waiting_for!r}")
+        # guard: the-waiting-filter-ignores-what-it-asks-for
+        where.append("waiting_for = %s")
+        args.append(waiting_for)
+    if status is not None:
+        where.append("status = %s")
+        args.append(RunStatus(status).value)
+    if rehearsal is not None:
+        if rehearsal not in REHEARSAL_FILTERS:
+            raise ValueError(f"rehearsal is one of {REHEARSAL_FILTERS}, not {rehearsal!r}")
+        where.append("mode = %s")  # one range of (mode, id)
+        # guard: the-runs-filter-mixes-dry-runs-and-live-runs
+        args.append((RunMode.REHEARSAL if rehearsal == "only" else RunMode.LIVE).value)
+    if definition_id is not None:
+        where.append("definition_id = %s")
+        args.append(definition_id)
+    if before_id is not None:
+        where.append("id < %s")
+        args.append(before_id)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs {clause} ORDER BY id DESC LIMIT %s", (*args, limit + 1))  # noqa: S608 — COLUMNS and the where fragments are constants; filters are parameters
+    page = [Run.from_row(r) for r in rows[:limit]]
+    return page, (page[-1].id if len(rows) > limit else None)
+
+
+REHEARSAL_FILTERS = ("only", "exclude")
+WORKING_OR_STARTING = (RunStatus.STARTING, *WORKING)
+
+
+def waiting_counts(tx: Tx) -> dict[str, Any]:
+    """How many runs wait for a person or the game, by what (`any`: all of them), and how many are working
+    (starting, running or ending, waiting for nobody): one statement, each count one range of an index."""
+    kinds = ", ".join(f"(SELECT COUNT(*) FROM event_runs WHERE waiting_for = %s) AS `{kind.value}`" for kind in WaitingFor)  # noqa: S608 — the aliases are the lifecycle's words
+    row = tx.one(
+        f"""SELECT (SELECT COUNT(*) FROM event_runs WHERE status IN ({placeholders(len(WORKING_OR_STARTING))})) AS live,
+                   {kinds}""",  # noqa: S608 — the column names are the lifecycle's words; values are parameters
+        (*(s.value for s in WORKING_OR_STARTING), *(kind.value for kind in WaitingFor)),
+    ) or {"live": 0, **{kind.value: 0 for kind in WaitingFor}}  # a SELECT of counts has its row: only EXPLAIN has none
+    counts = {kind.value: int(row[kind.value]) for kind in WaitingFor}
+    held_while_working = sum(counts[kind.value] for kind in WaitingFor if kind is not WaitingFor.RESUME)  # resume: paused, not live
+    return {"waiting": {waiting.ANY: sum(counts.values()), **counts}, "working": int(row["live"]) - held_while_working}
+
+
+def find_due(
+    tx: Tx, now: datetime, limit: int, *, after: tuple[datetime, int] | None = None, shard: tuple[int, int] = (0, 1)
+) -> list[Run]:
+    """Runs whose wake time has come and that no live run lease holds, in wake order.
+
+    One range of the (wake_at, id) index: a run parked at a cue, paused, holding
+    behind a long wait or over is never read. `after` is the (wake_at, id) of the
+    last run of the previous batch, so one tick reads its work in bounded batches
+    and sees each run at most once. `shard` (index, count) keeps the runs whose id
+    modulo count is index: ticks given different shards of one count never contend
+    for a run (the run lease still guards each one; count 1 is every run).
+    """
+    keyset, args = "", []
+    if after is not None:
+        # guard: due-runs-page-skips-a-tied-wake
+        keyset = "AND (wake_at > %s OR (wake_at = %s AND id > %s))"
+        args = [after[0], after[0], after[1]]
+    index, count = shard
+    # guard: find-due
+    # guard: find-due-takes-runs-not-yet-due
+    # guard: find-due-ignores-its-shard
+    rows = tx.all(
+        f"""SELECT {COLUMNS} FROM event_runs
+             WHERE wake_at <= %s
+               AND (claim_expires_at IS NULL OR claim_expires_at < %s) {keyset}
+               AND MOD(id, %s) = %s
+             ORDER BY wake_at, id LIMIT %s""",  # noqa: S608 — COLUMNS and keyset are constants; times, ids, shard, limit are parameters
+        (now, now, *args, count, index, limit),
+    )
+    return [Run.from_row(r) for r in rows]
+
+
+def next_wake(tx: Tx) -> datetime | None:
+    """The earliest wake time of any run, None when no run waits on a timer (the index's first entry)."""
+    return tx.scalar("SELECT MIN(wake_at) AS wake_at FROM event_runs")
+
+
+def oldest_paused_since(tx: Tx) -> datetime | None:
+    """When the longest-paused live run was paused (its last status change); None when none is paused (a dry
+    run is never in the alarm's figure)."""
+    return tx.scalar(
+        # guard: a-paused-dry-run-counts-in-the-paused-run-alarm
+        f"SELECT MIN(updated_at) AS since FROM event_runs WHERE status = {RunSQL.PAUSED} AND mode = {RunSQL.LIVE}"  # noqa: S608 — the status and mode are lifecycle's renderings
+    )

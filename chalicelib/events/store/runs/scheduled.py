@@ -1,0 +1,100 @@
+"""event_runs created, and a scheduled run started within its grace window or missed after it.
+
+The invariant: one occurrence of a definition is one run, whoever plans it: the
+occurrence key's unique index and INSERT IGNORE decide, never a read followed by
+an insert; a dry run's key lies in a namespace of its own, so it is never an
+occurrence. Whether a scheduled run may start or is missed is decided by the
+grace window in the move's own WHERE, against the one clock's now.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from ....db import Tx, must_exist
+from ...lifecycle import RunMode, RunSQL, RunStatus
+from ...model import Rehearsal, Run, is_whole_number
+from .moves import move
+from .reads import COLUMNS, occurrence_key
+
+
+def insert_occurrence(
+    tx: Tx,
+    *,
+    definition_id: int,
+    definition_version: int,
+    scheduled_for: datetime,
+    grace_seconds: int,
+    now: datetime,
+) -> tuple[Run | None, bool]:
+    """Create the run for one occurrence, or find the one already there.
+
+    Returns (run, created). INSERT IGNORE on the occurrence key, so two planners
+    (overlapping ticks, a double-clicked button) end with one run. The INSERT is
+    guarded on the occurrence not being skipped (`event_occurrence_skips`): for a
+    skipped one nothing is inserted and the run is None (unless one was there before).
+    """
+    if not is_whole_number(grace_seconds, at_least=0):
+        raise ValueError(f"grace_seconds must be a non-negative whole number, got {grace_seconds!r}")
+    key = occurrence_key(definition_id, scheduled_for)
+    # guard: planner-plans-a-skipped-occurrence
+    # guard: schedule-without-a-wake
+    created = tx.execute(
+        # guard: schedule-twice-is-two-runs
+        f"""INSERT IGNORE INTO event_runs
+             (definition_id, definition_version, occurrence_key, status, scheduled_for,
+              grace_seconds, health, created_at, updated_at, wake_at)
+           SELECT %s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s FROM DUAL
+            WHERE NOT EXISTS (SELECT 1 FROM event_occurrence_skips
+                               WHERE definition_id = %s AND scheduled_for = %s)""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
+        (definition_id, definition_version, key, scheduled_for, grace_seconds, now, now, scheduled_for,
+         definition_id, scheduled_for),
+    )
+    # A locking read sees the latest committed row: under REPEATABLE READ a plain
+    # SELECT would read this transaction's older snapshot and miss a run that a
+    # concurrent planner inserted (and that our INSERT IGNORE waited for).
+    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s LOCK IN SHARE MODE", (key,))  # noqa: S608 — COLUMNS is a constant; the occurrence key is a parameter
+    return (Run.from_row(row) if row else None), created == 1
+
+
+REHEARSAL_KEY_PREFIX = "rehearsal:"  # no occurrence key of a schedule (`occurrence_key`) starts so
+
+
+def insert_rehearsal(tx: Tx, *, definition_id: int, definition_version: int, grace_seconds: int, now: datetime,
+                     rehearsal: Rehearsal) -> Run:
+    """A dry run of a version, scheduled for now: its occurrence key is in a namespace of its own (never an
+    occurrence of the schedule's, so the planner, the calendar and a skip never see it), its mode rehearsal."""
+    key = f"{REHEARSAL_KEY_PREFIX}{definition_id}:{uuid.uuid4().hex}"
+    tx.execute(
+        f"""INSERT INTO event_runs
+             (definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds, health,
+              created_at, updated_at, wake_at, mode, speed, rehearsal_bridge, auto_confirm_seconds, auto_signal_seconds)
+           VALUES (%s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s, %s, %s, %s, %s, %s)""",  # noqa: S608 — the status literal is lifecycle's rendering; values are parameters
+        (definition_id, definition_version, key, now, grace_seconds, now, now, now, RunMode.REHEARSAL.value,
+         rehearsal.speed, rehearsal.bridge.value, rehearsal.auto_confirm_seconds, rehearsal.auto_signal_seconds),
+    )
+    row = tx.one(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key = %s", (key,))  # noqa: S608 — COLUMNS is a constant; the key is a parameter
+    return Run.from_row(must_exist(row))
+
+
+
+def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | None = None) -> bool:
+    """`scheduled -> starting`, only while now lies in [scheduled_for, scheduled_for + grace].
+
+    With `into_phase`, straight on into running at that phase, for a caller that
+    materialises it in the same transaction (nobody could see it starting).
+    """
+    # guard: start-before-scheduled-for
+    # guard: start-after-the-grace-window
+    guard = f"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s AND %s <= scheduled_for + INTERVAL grace_seconds SECOND"
+    # guard: runner-start-left-in-starting
+    to = RunStatus.STARTING if into_phase is None else RunStatus.RUNNING
+    return move(tx, run_id, [RunStatus.SCHEDULED], to, now, guard, (now, now), current_phase=into_phase, started=True)
+
+
+def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
+    """`scheduled -> missed`, only once now is past scheduled_for + grace."""
+    # guard: miss-inside-the-grace-window
+    guard = f"status = {RunSQL.SCHEDULED} AND %s > scheduled_for + INTERVAL grace_seconds SECOND"
+    return move(tx, run_id, [RunStatus.SCHEDULED], RunStatus.MISSED, now, guard, (now,))
