@@ -5,8 +5,6 @@
 // function that stops them (their pollers), called when the address changes.
 
 import { ApiError, call, configure, get } from './api.js';
-import { calendarView } from './calendar.js';
-import { definitionsView, definitionView, newDefinitionView } from './definitions.js';
 import { listenForShortcuts } from './keys.js';
 import { runView } from './run.js';
 import { runsView } from './runs.js';
@@ -18,13 +16,30 @@ import { el, focus, heading, needYou, notice, say, useVocabulary } from './ui.js
 const main = document.getElementById('main');
 const state = { config: { oidc: null, dev_logins: [] }, session: null, stop: null, expiryTimer: null, definitions: null };
 
-/** @type {Array<[RegExp, (main: HTMLElement, ctx: object, ...match: string[]) => (() => void) | null]>} */
+/** @typedef {(main: HTMLElement, ctx: object, ...match: string[]) => (() => void) | null} View */
+
+// The authoring pages and the calendar are fetched when first opened: the run and runs pages, the ones a person
+// on duty keeps open (and reloads), carry none of their code.
+/** @param {() => Promise<Record<string, any>>} load @param {string} name @returns {View} */
+function loaded(load, name) {
+  return (main, ctx, ...match) => {
+    /** @type {(() => void) | null} */
+    let stop = null;
+    let left = false;
+    load().then((module) => { if (!left) stop = module[name](main, ctx, ...match); })
+      .catch(() => { if (!left) notice('This page could not be loaded: check the connection and reload.', 'error'); });
+    return () => { left = true; if (stop) stop(); };
+  };
+}
+const authoring = () => import('./definitions.js');
+
+/** @type {Array<[RegExp, View]>} */
 const ROUTES = [
   [/^#\/runs\/(\d+)$/, runView],
-  [/^#\/definitions\/new$/, newDefinitionView],
-  [/^#\/definitions\/(\d+)$/, definitionView],
-  [/^#\/definitions$/, definitionsView],
-  [/^#\/calendar(?:\?(.*))?$/, calendarView],
+  [/^#\/definitions\/new$/, loaded(authoring, 'newDefinitionView')],
+  [/^#\/definitions\/(\d+)$/, loaded(authoring, 'definitionView')],
+  [/^#\/definitions$/, loaded(authoring, 'definitionsView')],
+  [/^#\/calendar(?:\?(.*))?$/, loaded(() => import('./calendar.js'), 'calendarView')],
   [/^#\/runs(?:\?(.*))?$/, runsView],
 ];
 
