@@ -58,6 +58,7 @@ SLEEP_RACE = "tests/test_runner_sleep_race.py"
 WORKER_ERRORS = "tests/test_runner_worker_errors.py"
 DOUBT = "tests/test_runner_doubt.py"
 DOUBT_PROBE = "tests/test_runner_doubt_probe.py"
+DOUBT_FIT = "tests/test_runner_doubt_fit.py"
 CHANNELS_SNS = "tests/test_channels_sns.py"
 CHANNELS_WEBHOOK = "tests/test_channels_webhook.py"
 CHANNELS_LOG = "tests/test_channels_log.py"
@@ -1628,6 +1629,19 @@ MUTATIONS: list[Mutation] = [
              "    dispatch_over_by = ctx.budget.monotonic() + seconds",
              "    dispatch_over_by = ctx.budget.monotonic() + ctx.actions.longest_dispatch_seconds",
              (DOUBT_PROBE,)),
+    # Issue 37 item 2: a step in doubt that does not fit its tick neither spins the loop nor is said at every tick.
+    Mutation("the-loop-ticks-faster-than-it-polls", "the-loop-ticks-faster-than-it-polls",
+             "if report.out_of_budget and self.monotonic() >= earliest:",
+             "if report.out_of_budget:",
+             (DOUBT_FIT,)),
+    Mutation("a-step-that-never-fits-is-said-at-every-tick", "a-step-that-never-fits-is-said-at-every-tick",
+             "if (step.id, step.attempts) in self._told_unfitted:",
+             "if False:",
+             (DOUBT_FIT,)),
+    Mutation("tick-once-leaves-room-for-one-deadline", "tick-once-leaves-room-for-one-deadline",
+             "hard_seconds=budget_seconds + runner.doubt_worst_case_seconds))",
+             "hard_seconds=budget_seconds + runner.step_worst_case_seconds))",
+             (DOUBT_FIT,)),
     Mutation("the-demo-bridge-has-no-attempt-fence", "the-demo-bridge-has-no-attempt-fence",
              "            if attempt < self.fence.get(key, 0):\n                return False",
              "            if False:\n                return False",

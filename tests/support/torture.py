@@ -139,7 +139,7 @@ def tick_worker(env: dict, journal_path: str, stop_path: str, journal_commits: b
                 time.sleep(0.2)
                 continue
             journal.write(tick=report.now.isoformat(), dispatched=report.dispatched, errors=report.errors,
-                          seconds=time.monotonic() - started, hard_seconds=settings.tick_seconds + runner.step_worst_case_seconds)
+                          seconds=time.monotonic() - started, hard_seconds=settings.tick_seconds + runner.doubt_worst_case_seconds)
             if report.dispatched == 0:
                 while time.monotonic() < started + settings.tick_seconds and not os.path.exists(stop_path):
                     time.sleep(0.05)

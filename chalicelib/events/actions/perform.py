@@ -69,6 +69,14 @@ class Actions:
         bridge = self.bridge.timeout if self.bridge else 0.0
         return max(bridge, self.cue_channel.timeout, self.announce_channel.timeout)
 
+    @cached_property
+    def longest_attempt_seconds(self) -> float:
+        """The longest one attempt at any step may take: `longest_dispatch_seconds`, and the status GET's
+        deadline before it where a step in doubt is asked about first (GAME_BRIDGE_STATUS on)."""
+        if isinstance(self.bridge, StatusBridge) and self.bridge.asks_status:
+            return self.longest_dispatch_seconds + self.bridge.timeout
+        return self.longest_dispatch_seconds
+
     def asks_status_of(self, step: Step) -> bool:
         """Whether a step in doubt is asked about before it is re-sent: a module action sent to the game bridge,
         GAME_BRIDGE_STATUS on (a dry run's simulation or sandbox is never asked)."""

@@ -13,7 +13,7 @@ nothing and stops walking the run.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ...db import Tx
@@ -35,15 +35,29 @@ def claimable(step: Step, now: datetime) -> bool:
     return step.status is StepStatus.PENDING and (step.due_at is None or step.due_at <= now)
 
 
+@dataclass(frozen=True)
+class Need:
+    """What one attempt at `step` needs of its tick's time."""
+
+    step: Step
+    dispatch_seconds: float  # its outbound deadlines: two for a step in doubt asked about first
+    worst_case_seconds: float  # those, and its claim's and outcome's margin
+
+
+def need_of(ctx: WalkContext, step: Step) -> Need:
+    seconds = ctx.actions.dispatch_seconds(step)
+    return Need(step, seconds, ctx.step_worst_case_seconds + seconds - ctx.actions.longest_dispatch_seconds)
+
+
 def may_dispatch(ctx: WalkContext, step: Step) -> bool:
     """A step starts only if its worst case fits the tick's budget, and its dispatch is over
     before its claim's lease lapses — counted, like every time of the tick, from the tick's
     one clock read. Else a sweep could hand the step on while this attempt is still open.
     A step in doubt that is asked about first counts two outbound deadlines (`dispatch_seconds`)."""
-    seconds = ctx.actions.dispatch_seconds(step)
+    need = need_of(ctx, step)
+    seconds, worst_case = need.dispatch_seconds, need.worst_case_seconds
     # guard: the-lease-check-counts-one-deadline-for-a-probed-attempt
     dispatch_over_by = ctx.budget.monotonic() + seconds
-    worst_case = ctx.step_worst_case_seconds + seconds - ctx.actions.longest_dispatch_seconds
     # guard: dispatch-started-past-its-lease
     return ctx.budget.allows(worst_case) and dispatch_over_by < ctx.leases_lapse_at
 

@@ -16,8 +16,11 @@ from .tick import Runner, TickReport
 
 
 def tick_once(runner: Runner, budget_seconds: float) -> TickReport:
-    """One tick that takes work for `budget_seconds` (the operator's `tick --once`)."""
-    return runner.tick(Budget.for_seconds(budget_seconds, hard_seconds=budget_seconds + runner.step_worst_case_seconds))
+    """One tick that takes work for `budget_seconds` (the operator's `tick --once`). A step it starts has room
+    for its worst case after that, a step in doubt's two outbound deadlines included: the budget bounds when
+    work is taken, never which step."""
+    # guard: tick-once-leaves-room-for-one-deadline
+    return runner.tick(Budget.for_seconds(budget_seconds, hard_seconds=budget_seconds + runner.doubt_worst_case_seconds))
 
 
 def tick_forever(

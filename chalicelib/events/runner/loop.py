@@ -1,12 +1,15 @@
 """Ticks over time: tick when the earliest wake time comes, and look for it about once a second.
 
-The invariant: between ticks the loop sends one statement (the earliest wake
-time, the first entry of an index) about once a second (every 0.9 s, never faster), and it ticks
-as soon as a wake time it has seen comes. So a step behind a wait starts at its
-due time, and one a person released (their control set the run's wake time to
-now) within about a second. A wake time the last tick already had a chance at
-(a run another process holds) is tried again 0.9 s after that tick began,
-never sooner.
+The invariant: two ticks never begin closer than the poll period (0.9 s),
+whatever the state, and between ticks the loop sends one statement (the
+earliest wake time, the first entry of an index) every 0.9 s, never faster. It
+ticks as soon as a wake time it has seen comes, or 0.9 s after the last tick
+began if that is later. So a step behind a wait starts at its due time, and one
+a person released (their control set the run's wake time to now) within about
+a second. A wake time the last tick already had a chance at (a run another
+process holds, or a step whose attempt did not fit the time that tick had) is
+tried again 0.9 s after that tick began, never sooner; only a tick that ran out
+of its own time with work left (so lasted longer than that) is followed at once.
 
 Where the deployment may sleep (`sleeper`), a loop that finds nothing due
 within the planning horizon tries to put it to sleep (`sleep.py`), at most
@@ -85,8 +88,11 @@ class Loop:
         return not self.stop.is_set() and self.finish_by - self.monotonic() > self.runner.step_worst_case_seconds
 
     def _wait_for_wake(self, report: TickReport, started: float, plan_due: float) -> bool:
-        """Sleep until the next tick is due; False if the loop should end instead."""
-        if report.out_of_budget:
+        """Sleep until the next tick is due, never sooner than the poll period after this one began; False if
+        the loop should end instead."""
+        earliest = started + POLL_SECONDS
+        # guard: the-loop-ticks-faster-than-it-polls
+        if report.out_of_budget and self.monotonic() >= earliest:
             return True  # work was left for want of time: straight on
         while self._fits():
             wake = self.runner.next_wake()
@@ -97,8 +103,9 @@ class Loop:
                 due = plan_due
             elif wake > report.now:  # new since the last tick looked: due when it comes
                 due = min(plan_due, started + (wake - report.now).total_seconds())
-            else:  # the last tick had its chance at it (another process holds the run): once a second
-                due = min(plan_due, started + POLL_SECONDS)
+            else:  # the last tick had its chance at it (another process holds the run, or its step did not fit)
+                due = earliest
+            due = max(due, earliest)  # whatever is due, the loop never ticks faster than it polls
             now = self.monotonic()
             pause = min(due, now + POLL_SECONDS, self.finish_by - self.runner.step_worst_case_seconds) - now
             if pause > 0:

@@ -26,6 +26,7 @@ from ..errors import UnreadableDocument
 from ..lifecycle import CleanupOn, RehearsalBridge
 from ..model import Run
 from ..store import definitions, runs
+from .attempt import Need
 from .budget import Budget
 from .outcomes import Rules
 from .planner import plan_occurrences
@@ -47,6 +48,7 @@ class TickWork:
     """What every chore of one tick shares: its one clock read, when its leases lapse, its report."""
 
     now: datetime
+    began: float  # on the budget's clock: when the tick's chores began (after the database answered)
     leases_lapse_at: float  # on the budget's clock: every lease taken in this tick ends by then
     report: TickReport
 
@@ -160,10 +162,18 @@ class Runner:
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tick-worker")
         self._programmes: dict[tuple[int, int], Programme] = {}
         self._programmes_lock = threading.Lock()
+        self._told_unfitted: set[tuple[int, int]] = set()  # (step id, attempts): said once, not at every tick
 
     @property
     def step_worst_case_seconds(self) -> float:
         longest = max(a.longest_dispatch_seconds for a in (self.actions, *self.rehearsals.values()))
+        return longest + DATABASE_MARGIN_SECONDS
+
+    @property
+    def doubt_worst_case_seconds(self) -> float:
+        """The longest attempt's worst case: a step in doubt asked about first adds the status GET's deadline
+        to `step_worst_case_seconds`."""
+        longest = max(a.longest_attempt_seconds for a in (self.actions, *self.rehearsals.values()))
         return longest + DATABASE_MARGIN_SECONDS
 
     def chores(self, *, plan: bool = True) -> list[Chore]:
@@ -182,8 +192,8 @@ class Runner:
         # A database that is down or resuming is waited for while the tick could still take work.
         self.db.reach(budget.take_work_until, monotonic=budget.monotonic)
         now = self.clock.now()  # the one clock read of this tick
-        leases_lapse_at = budget.monotonic() + self.rules.lease_seconds  # of every lease this tick takes
-        tick = TickWork(now, leases_lapse_at, TickReport(now=now))
+        began = budget.monotonic()  # every lease this tick takes lapses `lease_seconds` after it
+        tick = TickWork(now, began, began + self.rules.lease_seconds, TickReport(now=now))
         for chore in self.chores(plan=plan):
             # A share is taken of the time left when the chore starts: the rest is for the chores after it.
             chore.work(tick, budget if chore.share is None else budget.portion(chore.share))
@@ -229,6 +239,8 @@ class Runner:
             for run, result in zip(batch, self._pool.map(lambda run: self._walk_one(walker_for(run), run), batch),
                                    strict=True):
                 report.add(result, rehearsal=run.rehearsal is not None)
+                if result is not None and result.unfitted is not None:
+                    self._tell_once_if_never_fits(tick, budget, result.unfitted)
             if len(batch) < self.batch_size:
                 break
             last = batch[-1]
@@ -236,6 +248,25 @@ class Runner:
             after = (last.wake_at, last.id)
         else:
             report.out_of_budget = True
+
+    def _tell_once_if_never_fits(self, tick: TickWork, budget: Budget, need: Need) -> None:
+        """A head step this tick left that it could not have taken even at its start (its worst case beyond
+        the tick's hard end, or its dispatch beyond its lease) is said once for its attempt, not at every tick
+        that meets it: left, and looked at again each poll period, until a tick with more time takes it."""
+        whole_seconds = budget.finish_by - tick.began
+        lease_seconds = self.rules.lease_seconds
+        if need.worst_case_seconds <= whole_seconds and need.dispatch_seconds < lease_seconds:
+            return  # it fitted the tick's whole time: only what earlier work spent left it for the next
+        step = need.step
+        # guard: a-step-that-never-fits-is-said-at-every-tick
+        if (step.id, step.attempts) in self._told_unfitted:
+            return
+        self._told_unfitted.add((step.id, step.attempts))
+        logger.warning(
+            "step %s (%s%s) of run %s needs up to %.1f s (%.1f s of outbound deadlines, the rest its claim and"
+            " outcome), more than a whole tick gives it here (%.1f s to the tick's end, a %.0f s lease): it waits"
+            " for a tick with more time", step.id, step.action_id, ", in doubt" if step.in_doubt else "",
+            step.run_id, need.worst_case_seconds, need.dispatch_seconds, whole_seconds, lease_seconds)
 
     def _escalate_stalls(self, tick: TickWork, budget: Budget) -> None:
         escalated = escalate_stalls(self.db, self.actions, self.rules, tick.now, budget,

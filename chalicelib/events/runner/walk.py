@@ -36,7 +36,7 @@ from ..errors import UnreadableDocument
 from ..lifecycle import BEFORE_FIRST_PHASE, RUNNABLE, RunStatus
 from ..model import Claim, Run
 from ..store import log, runs, steps
-from .attempt import claimable, may_dispatch, next_claim, outcome_of, settle
+from .attempt import Need, claimable, may_dispatch, need_of, next_claim, outcome_of, settle
 from .attention import Attender, Timer, due
 from .budget import Budget
 from .context import WalkContext
@@ -64,6 +64,7 @@ class RunReport:
     started: bool = False  # taken from scheduled into its first phase
     outcomes: Counter[str] = field(default_factory=Counter)
     out_of_budget: bool = False
+    unfitted: Need | None = None  # the head step left because its attempt did not fit the tick's time left
     reminders: int = 0  # cue reminders this worker claimed (posted or failed: never re-sent)
     escalations: int = 0  # escalation tries of parked cues
     escalation_failures: int = 0  # escalations whose last try failed: counted with the tick's errors
@@ -160,7 +161,7 @@ class RunWalker:
                     cursor, claim = self._attend(run, programme, head, timer, report)
                     continue
                 if not may_dispatch(ctx, head.step):
-                    report.out_of_budget = True
+                    report.out_of_budget, report.unfitted = True, need_of(ctx, head.step)
                     return head.status
                 claim = self.db.autocommit(lambda tx: steps.claim(tx, head.step, ctx.now, ctx.rules.lease_seconds))
                 if claim is None:
