@@ -45,7 +45,10 @@ def structured_logger() -> Logger:
 def metrics() -> Metrics:
     global _metrics
     if _metrics is None:
-        _metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE)
+        # The service dimension the alarms read, named as the logger names it: never left to whichever environment
+        # the process had when it first published (the API's and the tick's metrics are one set in a process).
+        _metrics = Metrics(service=os.environ.get("POWERTOOLS_SERVICE_NAME", SERVICE),
+                           namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE)
     return _metrics
 
 
