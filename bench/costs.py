@@ -87,7 +87,7 @@ INPUTS = {
         "API Gateway's access log line (infra/app.yaml AccessLogSetting) with an IPv6 source and a long route;"
         " throttling (MethodSettings) is free")),
     "custom_metrics": Input(23, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
-    "alarm_metrics": Input(10, "setting", "nine alarms, one of them over two metrics (infra/app.yaml)"),
+    "alarm_metrics": Input(11, "setting", "nine alarms, two of them over two metrics (infra/app.yaml)"),
     "wait_timer_wakes_per_event": Input(1, "assumed", (
         "a wait's timer (a cue's reminder, its escalation or timeout, a paused run's escalation) that falls after"
         " the event's live hours: each wakes the tick and keeps Aurora up for its moment; a cue has at most"
