@@ -27,6 +27,9 @@ RANGES: dict[str, tuple[int, int, int]] = {
     "EVENT_TICK_CONCURRENCY": (8, 1, 64),
     # How long a run may wait for a person before one escalation (0: never); a cue may set its own.
     "EVENT_ESCALATE_AFTER_SECONDS": (900, 0, 7 * 24 * 3600),
+    # How long a signal or a control (what moves a live event) waits for a database resuming from a pause
+    # before it answers 503: at most 20 s, so the work itself still has 9 s of API Gateway's 29.
+    "EVENT_API_DATABASE_WAIT_SECONDS": (20, 0, 20),
 }
 
 
@@ -177,6 +180,7 @@ class Settings:
     escalation_channel: str | None = None  # ESCALATION_CHANNEL; None: the cue channel
     escalation_mention: str | None = None  # ESCALATION_MENTION: a Discord role id the escalation webhook pings
     escalate_after_seconds: int = RANGES["EVENT_ESCALATE_AFTER_SECONDS"][0]
+    api_database_wait_seconds: int = RANGES["EVENT_API_DATABASE_WAIT_SECONDS"][0]
     cors_origin: str = "*"
     console_url: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
@@ -234,6 +238,7 @@ class Settings:
             escalation_channel=_channel(env, "ESCALATION_CHANNEL") if (env.get("ESCALATION_CHANNEL") or "").strip() else None,
             escalation_mention=_discord_role(env, "ESCALATION_MENTION"),
             escalate_after_seconds=_int_in_range(env, "EVENT_ESCALATE_AFTER_SECONDS"),
+            api_database_wait_seconds=_int_in_range(env, "EVENT_API_DATABASE_WAIT_SECONDS"),
             cors_origin=env.get("EVENTS_CORS_ORIGIN", "*").strip() or "*",
             console_url=_console_url(env),
             webhook_secret=env.get("WEBHOOK_SECRET") or None,

@@ -5,8 +5,10 @@ made whole â€” TCP connect, the server's greeting, authentication, the charset â
 within one handshake deadline, or the attempt fails as a lost connection; and a
 unit of work never re-tries a failed connection attempt itself. How long to keep
 trying is the caller's: an API request not at all (it answers 503 with
-Retry-After), a tick until its budget is spent (`reach`), so a database that is
-down, hung, or resuming from a pause holds neither longer than it can afford.
+Retry-After), save a signal or a control: until its deadline (`waiting_until`:
+every unit of work it runs waits for a connection, `reach`), a tick until its
+budget is spent (`reach`), so a database that is down, hung, or resuming from a
+pause holds none longer than it can afford.
 Once connected, each read and write has its own timeout (`read_timeout`: short
 for the API, long for a tick), and a statement that timed out is never re-run. A
 connection refused with 1045 (access denied: the password was rotated) reads
@@ -32,7 +34,7 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -290,6 +292,12 @@ def lost_connection(error: BaseException) -> bool:
     return _error_code(error) in CONNECTION_LOST
 
 
+def never_connected(error: BaseException) -> bool:
+    """A unit of work found no connection and could not make one: the database down, restarting or resuming from a
+    pause, and nothing of that unit sent."""
+    return lost_connection(error) and getattr(error, "connecting", False)
+
+
 def credentials_refused(error: BaseException) -> bool:
     """The server refused the user and password (1045), even after they were read again."""
     return _error_code(error) == ACCESS_DENIED
@@ -477,6 +485,16 @@ class Database:
                 )
             return
 
+    @contextlib.contextmanager
+    def waiting_until(self, until: float) -> Iterator[None]:
+        """Inside the block, a unit of work on this thread that needs a connection waits for one until `until`
+        (on time.monotonic: `reach`) instead of trying once; past it, a connection it lacks fails at once."""
+        self._local.wait_until = until
+        try:
+            yield
+        finally:
+            self._local.wait_until = None
+
     def close(self) -> None:
         """Close this thread's connection; the next unit of work opens a new one."""
         conn = getattr(self._local, "connection", None)
@@ -526,9 +544,17 @@ class Database:
         self.retries[code] += 1
         logger.info("re-running unit of work after MySQL error %s (try %d)", code, state.attempt_number)
 
+    def _connection_for_work(self) -> pymysql.connections.Connection:
+        """This thread's connection, waited for inside `waiting_until`'s block, else tried for once."""
+        until = getattr(self._local, "wait_until", None)
+        # guard: a-press-fails-at-the-first-connection-attempt
+        if until is not None:
+            self.reach(until)
+        return self.connection()
+
     def _run_once(self, work: Callable[[Tx], T], transactional: bool) -> T:
         try:
-            conn = self.connection()
+            conn = self._connection_for_work()
         except pymysql.err.OperationalError as error:
             self.close()
             error.connecting = True  # type: ignore[attr-defined]  # a mark read back by the retry policy

@@ -4,8 +4,9 @@ Every `chalicelib` logger writes through one Powertools formatter, so each line
 carries the service, the invocation's correlation id (the API request id, or the
 EventBridge event id of a tick) and whatever keys the invocation appended
 (`run_id`, `step_id`). A tick's metrics are flushed once, as one EMF document on
-standard output, when its invocation ends: CloudWatch turns that into metrics
-without an API call, so metrics cost no outbound route.
+standard output, when its invocation ends, and an API request's as it ends, when
+it recorded any: CloudWatch turns that into metrics without an API call, so
+metrics cost no outbound route.
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ def structured_logger() -> Logger:
 def metrics() -> Metrics:
     global _metrics
     if _metrics is None:
-        _metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE)
+        # The service dimension the alarms read, named as the logger names it: never left to whichever environment
+        # the process had when it first published (the API's and the tick's metrics are one set in a process).
+        _metrics = Metrics(service=os.environ.get("POWERTOOLS_SERVICE_NAME", SERVICE),
+                           namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE)
     return _metrics
 
 
@@ -56,6 +60,9 @@ def http_middleware(request: Any, get_response: Callable[[Any], Any]) -> Any:
     try:
         return get_response(request)
     finally:
+        board = metrics()
+        if board.metric_set:  # most requests record none: no line, and no warning from Powertools about it
+            board.flush_metrics()
         log.set_correlation_id(None)
 
 
@@ -98,6 +105,13 @@ COUNT_METRICS = {
 DATABASE_UNREACHABLE = "DatabaseUnreachable"
 BACKSTOP_WAKES = "BackstopWakes"
 RESOURCES_LEFT = "ResourcesLeft"  # resources whose revert failed and a person accepted or has not retried yet
+DATABASE_UNAVAILABLE_ANSWERS = "DatabaseUnavailableAnswers"
+
+
+def record_database_unavailable_answer() -> None:
+    """One API answer refused (503) because no connection to the database could be made in time: a resume from a
+    pause, not a bug, so Api5xxAlarm subtracts these from API Gateway's 5XXError. Flushed as the request ends."""
+    metrics().add_metric(name=DATABASE_UNAVAILABLE_ANSWERS, unit=MetricUnit.Count, value=1)
 
 
 def record_tick_metrics(summary: dict[str, Any]) -> None:

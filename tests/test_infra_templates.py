@@ -347,7 +347,8 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
 
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
                  *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
-                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT}
+                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT,
+                 observability.DATABASE_UNAVAILABLE_ANSWERS}
     assert app["Parameters"]["MetricsNamespace"]["Default"] == observability.DEFAULT_NAMESPACE
     read = []
     for alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").values():
@@ -358,7 +359,7 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
                 assert metric["Dimensions"] == [{"Name": "service", "Value": observability.SERVICE}]
                 read.append(metric["MetricName"])
     assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "PausedRunAgeSeconds", "DueLagSeconds",
-                         "DatabaseUnreachable", "BackstopWakes"}
+                         "DatabaseUnreachable", "BackstopWakes", "DatabaseUnavailableAnswers"}
     assert set(read) <= published
 
 

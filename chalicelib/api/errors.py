@@ -12,7 +12,9 @@ a non-JSON content type, 405) are rewritten by `rewrite_chalice_errors` into the
 same shape. A database that cannot be reached (or whose connection drops, or
 that refuses the engine's credentials even after the secret is read again) is 503;
 any other database error, like anything else, is a bug: logged, answered 500 in
-the same shape.
+the same shape. A 503 for a connection that could not be made at all (a resume
+from a pause met by a read, or one a signal or control could not wait out) is
+counted apart (`DatabaseUnavailableAnswers`), so the 5xx alarm counts the rest.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 
 from chalice import Response
 
-from ..db import credentials_refused, lost_connection
+from .. import observability
+from ..db import credentials_refused, lost_connection, never_connected
 from ..events.errors import (
     AuthUnavailable,
     Clash,
@@ -97,6 +100,9 @@ def from_exception(error: BaseException) -> Response:
         # The database is unreachable or restarting (retries already spent): the
         # server's trouble, and worth trying again, so not a bare 500.
         logger.warning("database unavailable while answering a request: %s", error)
+        # guard: a-resume-alarms-as-a-server-error
+        if never_connected(error):
+            observability.record_database_unavailable_answer()
         return error_response(503, ["the database is unavailable; try again shortly"])
     if credentials_refused(error):
         # Refused even with the secret read again: a rotation half done, or a broken one.

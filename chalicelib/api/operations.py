@@ -7,13 +7,17 @@ the path ids and names, the query and the body against their schemas (400), then
 call the handler with the request's headers beside them (a control reads If-Match
 and Idempotency-Key there); a handler may answer headers of its own (GET /runs/{id}
 its ETag). The time
-comes from `runtime.clock()`, read at most once per request. Any failure leaves
+comes from `runtime.clock()`, read at most once per request. An operation that moves
+a live event (`waits_for_database`: a signal, a control) waits for a database resuming
+from a pause, up to EVENT_API_DATABASE_WAIT_SECONDS from its start, inside API Gateway's
+29 s; any other tries once. Any failure leaves
 through `errors.from_exception`, the one place a failure becomes an HTTP answer.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -79,6 +83,9 @@ class Operation:
     max_body_bytes: int | None = None  # a body limit below the API's own (errors.MAX_BODY_BYTES)
     request_headers: HeaderDocs | None = None  # the headers it reads (If-Match, Idempotency-Key), for the document
     response_headers: HeaderDocs | None = None  # the headers its success answers (ETag), for the document
+    # It moves a live event (a signal, a control): the game's signal or a person's press met by a paused
+    # database waits for its resume rather than answering 503 at the first connection attempt.
+    waits_for_database: bool = False
 
     @property
     def path_params(self) -> list[str]:
@@ -99,8 +106,16 @@ class Operation:
         return last if last in (*RUN_CONTROLS, *STEP_CONTROLS) else f"{self.method} {self.path}"
 
     def __call__(self, request: Request, **path: str) -> Response:
+        started = time.monotonic()
         try:
-            return self._answer(request, path)
+            # guard: a-read-waits-out-a-resume
+            if not self.waits_for_database:
+                # Any other tries once: above all a console's poll of a paused database must not hold a Lambda
+                # (one of ApiReservedConcurrency's) 20 s each time; it answers 503 and the console asks again.
+                return self._answer(request, path)
+            until = started + runtime.settings().api_database_wait_seconds
+            with runtime.database().waiting_until(until):
+                return self._answer(request, path)
         except Exception as error:  # every failure leaves through errors.py
             return from_exception(error)
 

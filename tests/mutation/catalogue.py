@@ -68,6 +68,7 @@ SECRETS_OUTAGE = "tests/test_secrets_outage.py"
 DB_TESTS = "tests/test_db.py"
 DB_OUTAGE = "tests/test_db_outage.py"
 API_DB_HANG = "tests/test_api_database_hang.py"
+API_DB_RESUME = "tests/test_api_database_resume.py"
 CRON_TESTS = "tests/test_cron.py"
 PLANNER_TESTS = "tests/test_planner.py"
 WORKER_ERRORS_OR_WAKE = (WORKER_ERRORS, RUNNER_WAKE)
@@ -1116,6 +1117,19 @@ MUTATIONS: list[Mutation] = [
              "            read_timeout=self._read_timeout,\n",
              "            read_timeout=60,\n",
              (API_DB_HANG,)),
+    # ── an Aurora resume (issue 37, item 4): a signal and a press wait for it, a read does not, nor does it alarm ──
+    Mutation("a-press-fails-at-the-first-connection-attempt", "a-press-fails-at-the-first-connection-attempt",
+             "        if until is not None:\n            self.reach(until)\n",
+             "        if False:\n            self.reach(until)\n",
+             (API_DB_RESUME,)),
+    Mutation("a-read-waits-out-a-resume", "a-read-waits-out-a-resume",
+             "            if not self.waits_for_database:\n",
+             "            if False:\n",
+             (API_DB_RESUME,)),
+    Mutation("a-resume-alarms-as-a-server-error", "a-resume-alarms-as-a-server-error",
+             "        if never_connected(error):\n            observability.record_database_unavailable_answer()\n",
+             "        if never_connected(error):\n            pass\n",
+             (API_DB_RESUME,)),
     # ── the advance control (issue 24 item 5): each guard of its one UPDATE, its skips, its offer ──
     Mutation("advance-of-a-phase-the-run-is-not-at", "advance-of-a-phase-the-run-is-not-at",
              "WHERE r.id = %s AND r.status = %s AND r.current_phase = %s",

@@ -44,7 +44,8 @@ def _control_operation(control: commands.Control) -> None:
     router.operation("POST", path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer],
                      body=schemas.control_body(schemas.ADVANCE_BODY if control.phase_field else schemas.CANCEL_BODY
                                                if control.option_field else _NOTE_BODIES[control.note_field]),
-                     request_headers=schemas.CONTROL_HEADERS, response_headers=schemas.CONTROL_ANSWER_HEADERS)(press)
+                     request_headers=schemas.CONTROL_HEADERS, response_headers=schemas.CONTROL_ANSWER_HEADERS,
+                     waits_for_database=True)(press)
 
 
 def _tag_of(control: commands.Control, answer: Body) -> dict[str, str]:

@@ -21,7 +21,7 @@ router = Router(__name__)
                   {202: ("the first receipt: what it did to the run (effect)", schemas.SIGNAL_RESPONSE),
                    200: ("a repeat: the first receipt, unchanged", schemas.SIGNAL_RESPONSE)},
                   body=schemas.SIGNAL_BODY, names={"name": schemas.SIGNAL_NAME}, signed=True,
-                  max_body_bytes=schemas.SIGNAL_PAYLOAD_BYTES)
+                  max_body_bytes=schemas.SIGNAL_PAYLOAD_BYTES, waits_for_database=True)
 def signal_run(call: Call) -> Answer:
     command = commands.ReceiveSignal(call.ids["run_id"], call.names["name"], call.body or None)
     receipt = commands.execute(runtime.database(), command, commands.Context(call.actor, call.now))
