@@ -78,6 +78,12 @@ class ConsoleServer:
         with runtime.override(**parts):
             yield
 
-    def requested(self, path_start: str, since: float = 0.0) -> list[str]:
+    def requested(self, path_start: str, since: float = 0.0, method: str | None = None) -> list[str]:
+        """The paths asked for since `since` (a time.monotonic()) that start with `path_start`, of `method` only if given."""
+        return [path for _, path in self.requested_at(path_start, since, method)]
+
+    def requested_at(self, path_start: str, since: float = 0.0, method: str | None = None) -> list[tuple[float, str]]:
+        """`requested`, each path with when it arrived."""
         with self._lock:
-            return [path for at, _, path in self.requests if at >= since and path.startswith(path_start)]
+            return [(at, path) for at, verb, path in self.requests
+                    if at >= since and path.startswith(path_start) and method in (None, verb)]

@@ -6,10 +6,30 @@
 // (cannot change). Live pages are polled every couple of seconds; idle ones
 // less and less often, up to every five minutes; finished ones and hidden tabs
 // not at all (a tab coming back into view is refreshed at once).
+//
+// Nor a page nobody has touched (pointer, keys, tab shown or focused) for 10
+// min: it stops, says so, and updates on its button or when shown or focused.
+// Aurora pauses only after 300 s without a connection, so a forgotten tab
+// must not poll (docs/console.md, "Polling"). Every page polls through here.
+
+import { el, span } from './ui.js';
 
 export const LIVE_MS = 2000;
 export const IDLE_FIRST_MS = 15000;
 export const IDLE_MAX_MS = 300000;
+export const UNATTENDED_MAX_MS = 600000;
+
+// `?unattended_after=<seconds>` in the address shortens the bound, never lengthens it.
+const asked = Number(new URLSearchParams(location.search).get('unattended_after'));
+const UNATTENDED_MS = asked > 0 ? Math.min(asked * 1000, UNATTENDED_MAX_MS) : UNATTENDED_MAX_MS;
+
+// When the page was last touched (performance.now(): no change of the clock moves it).
+let touchedAt = performance.now();
+const touched = () => { touchedAt = performance.now(); };
+for (const kind of ['pointerdown', 'pointermove', 'keydown', 'wheel', 'touchstart']) {
+  window.addEventListener(kind, touched, { capture: true, passive: true });
+}
+const unattendedFor = () => performance.now() - touchedAt;
 
 export class Poller {
   constructor(load, describe) {
@@ -17,15 +37,19 @@ export class Poller {
     this.describe = describe;
     this.idleMs = IDLE_FIRST_MS;
     this.timer = null;
+    this.dueAt = 0;
     this.loading = null;
     this.again = false;
     this.stopped = false;
     this.state = null;
+    this.loadedAt = null; // when the page last had an answer
     this.onVisibility = () => this.visibilityChanged();
+    this.onFocus = () => this.cameBack();
     document.addEventListener('visibilitychange', this.onVisibility);
+    window.addEventListener('focus', this.onFocus);
   }
 
-  // Load now (at start, after an action, when the tab is shown); a call during a load queues one more.
+  // Load now (at start, after an action, when the tab is shown, on Update now); a call during a load queues one more.
   async now() {
     if (this.stopped) return;
     if (this.loading) {
@@ -43,6 +67,7 @@ export class Poller {
     })();
     const state = await this.loading;
     this.loading = null;
+    this.loadedAt = new Date();
     if (this.again) {
       this.again = false;
       this.now();
@@ -55,17 +80,53 @@ export class Poller {
     if (this.stopped) return;
     this.state = state;
     if (state === 'over') {
-      this.describe('over');
+      this.tell('over');
       return;
     }
     if (document.hidden) {
-      this.describe('hidden');
+      this.tell('hidden');
       return;
     }
     const delay = state === 'live' ? LIVE_MS : this.idleMs;
     this.idleMs = state === 'live' ? IDLE_FIRST_MS : Math.min(this.idleMs * 2, IDLE_MAX_MS);
-    this.describe(state, delay);
-    this.timer = setTimeout(() => this.now(), delay);
+    this.dueAt = performance.now() + delay;
+    this.tell(state, { delay });
+    this.wait();
+  }
+
+  // Until the next load is due or the page becomes unattended, whichever comes first.
+  wait() {
+    const untilDue = this.dueAt - performance.now();
+    const untilUnattended = UNATTENDED_MS - unattendedFor();
+    this.timer = setTimeout(() => this.due(), Math.max(0, Math.min(untilDue, untilUnattended)));
+  }
+
+  due() {
+    this.timer = null;
+    if (unattendedFor() >= UNATTENDED_MS) {
+      this.tell('unattended', { delay: UNATTENDED_MS, update: () => this.updateNow() });
+    } else if (performance.now() >= this.dueAt) {
+      this.now();
+    } else {
+      this.wait(); // touched meanwhile: the load stays due when it was
+    }
+  }
+
+  // describe(state, {delay: ms to the next load (unattended: the bound), loadedAt, update: loads now}).
+  tell(state, facts = {}) {
+    this.describe(state, { loadedAt: this.loadedAt, ...facts });
+  }
+
+  // Update now: fresh, and the bound starts again.
+  updateNow() {
+    touched();
+    this.idleMs = IDLE_FIRST_MS;
+    this.now();
+  }
+
+  // Stopped while hidden or unattended.
+  resting() {
+    return !this.stopped && this.state !== 'over' && !this.timer && !this.loading;
   }
 
   visibilityChanged() {
@@ -73,31 +134,48 @@ export class Poller {
     if (document.hidden) {
       clearTimeout(this.timer);
       this.timer = null;
-      this.describe('hidden');
-    } else if (!this.timer && !this.loading) {
-      this.idleMs = IDLE_FIRST_MS;
-      this.now();
+      this.tell('hidden');
+    } else {
+      this.cameBack();
     }
+  }
+
+  // The tab shown or the window focused: someone is looking.
+  cameBack() {
+    touched();
+    if (this.resting() && !document.hidden) this.updateNow();
   }
 
   stop() {
     this.stopped = true;
     clearTimeout(this.timer);
     document.removeEventListener('visibilitychange', this.onVisibility);
+    window.removeEventListener('focus', this.onFocus);
   }
 }
 
-// The line under a page that says how fresh it is and why it is (not) updating.
+// How fresh a page is and why it is (not) updating: a line (not announced: it changes every poll) and, in a
+// status region, the unattended banner with its button.
 export function freshness(node) {
-  return (state, delay) => {
-    const seconds = Math.round((delay || 0) / 1000);
+  const line = el('p', { class: 'freshness muted', id: 'freshness-line' });
+  const status = el('div', { role: 'status', id: 'freshness-status' });
+  node.replaceChildren(line, status);
+  return (state, { delay = 0, loadedAt = null, update = null }) => {
+    const seconds = Math.round(delay / 1000);
     const text = {
       live: `Live: updating every ${seconds} s.`,
       idle: `Nothing live here: next check in ${seconds} s.`,
-      hidden: 'Updates paused while this tab is hidden.',
+      hidden: 'Not updating while this tab is hidden.',
       over: 'This run is over: nothing more will change.',
+      unattended: 'Not updating.',
     }[state];
-    node.textContent = `${text} Last updated ${new Date().toLocaleTimeString()}.`;
+    line.textContent = loadedAt ? `${text} Last updated ${loadedAt.toLocaleTimeString()}.` : text;
+    if (state !== node.dataset.state) {
+      status.replaceChildren(state !== 'unattended' ? '' : el('div', { class: 'banner banner-info', id: 'unattended-banner' },
+        el('p', {}, el('strong', {}, `Not updating: nobody has used this page for ${span(delay)}`),
+          ', so it stopped asking the server (an open page must not keep the database awake).'),
+        el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'update-now', onclick: update }, 'Update now'))));
+    }
     node.dataset.state = state;
   };
 }

@@ -45,7 +45,7 @@ export function runView(main, ctx, runIdText) {
   const runProgress = el('p', { id: 'run-progress' });
   const rehearsal = el('p', { id: 'run-rehearsal' });
   const log = logView();
-  const fresh = el('p', { class: 'freshness muted', id: 'freshness' });
+  const fresh = el('div', { id: 'freshness' });
   const ledger = ledgerSection(runId);
   main.replaceChildren(
     el('p', {}, el('a', { href: '#/runs' }, '← All runs')),

@@ -93,7 +93,7 @@ export function runsView(main, ctx, queryText = '') {
   const bulk = bulkBar(ctx.session(), selected, () => { selected.clear(); poller.now(); });
   const list = el('div', { id: 'runs-list' });
   const paging = el('nav', { class: 'paging', 'aria-label': 'Pages of runs' });
-  const fresh = el('p', { class: 'freshness muted', id: 'freshness' });
+  const fresh = el('div', { id: 'freshness' });
 
   main.replaceChildren(
     heading(1, 'Runs'),
@@ -103,7 +103,7 @@ export function runsView(main, ctx, queryText = '') {
       el('label', { for: 'filter-definition' }, 'Definition'), definitionSelect,
       el('label', { for: 'filter-waiting' }, 'Waiting for'), waitingSelect,
       el('label', { for: 'filter-rehearsals' }, 'Include rehearsals'), el('div', {}, rehearsals)),
-    bulk?.node, list, paging, fresh,
+    fresh, bulk?.node, list, paging,
   );
 
   let names = new Map();

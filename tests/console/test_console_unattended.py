@@ -1,0 +1,127 @@
+"""A console page nobody uses stops asking the API (issue 37, item 2): an open tab must not keep Aurora awake.
+
+Before, an idle page polled at least every 300 s for as long as it stayed open, and Aurora pauses only after
+300 s without a connection, so a forgotten tab kept the database awake all month. Now a page nobody has touched
+(pointer, keys, the tab shown or focused) for its unattended bound (10 min; `?unattended_after=` in the address
+shortens it, here to 3 s) stops polling, says so with an Update now button, and is brought up to date by the
+button or by its tab shown again. A page in use keeps polling however long it is watched.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from datetime import UTC, datetime, timedelta
+
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+from chalicelib.events.lifecycle import RunStatus
+from tests.console.audit import dark, serious_findings
+from tests.console.browser import eventually, screenshot, text_of
+from tests.console.pages import cue_banner, demo_document, listed, run_status, schedule_now, sign_in, wait_for_status
+from tests.support.api import GM, MODERATOR
+from tests.support.factory import run_row
+
+BOUND_SECONDS = 3
+LIVE_SECONDS = 2  # poll.js LIVE_MS: how often a page with something live asks
+MARKER = "/console/config.json?page-timer="
+_markers = itertools.count()
+
+
+def _open(browser, server, hash_: str) -> None:
+    browser.get(f"{server.console_url}?unattended_after={BOUND_SECONDS}#{hash_}")
+
+
+def _state(browser) -> str:
+    return browser.execute_script("return document.getElementById('freshness')?.dataset.state || ''")
+
+
+def _unattended(browser) -> str:
+    """The page's word that it stopped, once it says it."""
+    eventually(lambda: _state(browser) == "unattended", f"the page to stop once nobody has used it for {BOUND_SECONDS} s",
+               timeout=BOUND_SECONDS + 20)
+    return text_of(browser, "#unattended-banner")
+
+
+def _page_timers_pass(browser, server, seconds: float) -> None:
+    """`seconds` of the page's own timers pass: a timer set in the page fetches a marker the server then sees. A
+    load the page had due before then would have started first (timers fire in the order they fall due), so the
+    server's log by then holds all the page asked for meanwhile."""
+    marker = f"{MARKER}{next(_markers)}"
+    browser.execute_script("setTimeout(() => fetch(arguments[0]), arguments[1])", marker, int(seconds * 1000))
+    eventually(lambda: server.requested(marker), f"{seconds} s of the page's own timers", timeout=seconds + 20)
+
+
+def _asked_since(server, since: float) -> list[str]:
+    """Everything the page asked the API for since `since`, but the markers."""
+    return [path for path in server.requested("/", since, method="GET") if not path.startswith(MARKER)]
+
+
+def test_a_run_page_nobody_uses_stops_asking_says_so_and_update_now_brings_it_up_to_date(browser, server, api_client,
+                                                                                       console_db):
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (unattended)"))
+    sign_in(browser, GM)
+    _open(browser, server, f"/runs/{run_id}")
+    step_id, _ = cue_banner(browser)
+    eventually(lambda: _state(browser) == "live", "the page polling its live run")
+
+    banner = _unattended(browser)
+    quiet_since = time.monotonic()
+    assert banner.startswith(f"Not updating: nobody has used this page for {BOUND_SECONDS} s, so it stopped asking"), banner
+    assert browser.find_element(By.ID, "freshness-status").get_attribute("role") == "status", "announced to screen readers"
+    for on in (False, True):
+        dark(browser, on)
+        assert serious_findings(browser) == [], f"axe on the unattended banner ({'dark' if on else 'light'})"
+        screenshot(browser, f"run-unattended-{'dark' if on else 'light'}")
+    dark(browser, False)
+
+    # Meanwhile the run moves on: its cue confirmed by someone else, the run completed.
+    api_client.call("POST", f"/runs/{run_id}/steps/{step_id}/confirm", {"note": "from another desk"})
+    eventually(lambda: run_row(console_db, run_id).status == RunStatus.COMPLETED, "the run to complete")
+    _page_timers_pass(browser, server, 3 * LIVE_SECONDS)
+    assert _asked_since(server, quiet_since) == [], "a page nobody uses asks the API nothing"
+    assert run_status(browser) != "completed" and _state(browser) == "unattended", "it shows what it had, and says so"
+
+    pressed = time.monotonic()
+    browser.find_element(By.ID, "update-now").click()
+    wait_for_status(browser, "completed")
+    assert server.requested(f"/runs/{run_id}", pressed, method="GET"), "Update now asks the API"
+    eventually(lambda: _state(browser) == "over", "the finished run's page, no longer polling")
+    assert not browser.find_elements(By.ID, "unattended-banner")
+
+
+def test_a_list_in_use_keeps_polling_and_one_left_alone_catches_up_when_its_tab_is_shown_again(browser, server,
+                                                                                              api_client):
+    definition_id, first = schedule_now(api_client, demo_document("Harvest festival (unattended list)"))
+    sign_in(browser, MODERATOR)
+    _open(browser, server, f"/runs?definition={definition_id}")
+    eventually(lambda: [run for run, _ in listed(browser)] == [first], "the list")
+    eventually(lambda: _state(browser) == "live", "the list polling its live run")
+
+    # Someone at the page (the pointer moving over it) for well past the bound: it keeps asking.
+    in_use_since = time.monotonic()
+    places = itertools.cycle([(By.CSS_SELECTOR, "h1"), (By.ID, "freshness-line")])
+
+    def kept_polling() -> bool:
+        ActionChains(browser).move_to_element(browser.find_element(*next(places))).perform()
+        assert _state(browser) != "unattended", "a page in use keeps polling"
+        asked = [at for at, _ in server.requested_at("/runs?", in_use_since, method="GET")]
+        return len(asked) >= 2 and asked[-1] - asked[0] > 2 * BOUND_SECONDS
+
+    eventually(kept_polling, f"the list polled for over {2 * BOUND_SECONDS} s while in use")
+
+    # Left alone: it stops, and a run scheduled meanwhile is not seen until someone comes back.
+    _unattended(browser)
+    quiet_since = time.monotonic()
+    later = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": later})["run"]["id"]
+    _page_timers_pass(browser, server, 3 * LIVE_SECONDS)
+    assert _asked_since(server, quiet_since) == [], "a list nobody uses asks the API nothing"
+    assert second not in [run for run, _ in listed(browser)]
+
+    # Another tab, then back to this one: shown again, it updates at once.
+    watched = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    browser.switch_to.window(watched)
+    eventually(lambda: second in [run for run, _ in listed(browser)] or None, "the list brought up to date", timeout=10)
