@@ -130,9 +130,11 @@ STACK       ?= event-run-engine-$(STAGE)
 CORS_ORIGIN ?= *
 OUT         ?= out
 
-# The API's preflight answers are baked at package time: same origin as the CorsOrigin parameter.
+# The API's preflight answers are baked at package time: same origin as the CorsOrigin parameter. The package is
+# built by the functions' runtime, python3.13, in .venv-package (infra/package.py makes it from requirements.lock
+# the first time); RUNTIME_PYTHON=<a python3.13> when none is on PATH or in pyenv.
 package: $(STAMP)
-	$(BIN)/python -m infra.package --stage $(STAGE) --cors-origin '$(CORS_ORIGIN)' $(OUT)
+	$(BIN)/python -m infra.package --stage $(STAGE) --cors-origin '$(CORS_ORIGIN)' $(if $(RUNTIME_PYTHON),--python '$(RUNTIME_PYTHON)') $(OUT)
 
 # The whole sequence with the AWS CLI (infra/deploy.py): bucket, data stack, package, app stack (which
 # migrates before the new code takes traffic), then what is left by hand. Inputs: infra/$(STAGE).params.
@@ -157,4 +159,4 @@ db-url: $(STAMP)
 
 clean:
 	-$(BIN)/python -m devtools.kit.mariadb stop
-	rm -rf $(VENV) .venv-scan .venv-lock .local .pytest_cache node_modules
+	rm -rf $(VENV) .venv-scan .venv-lock .venv-package .local .pytest_cache node_modules
