@@ -2,11 +2,18 @@
 
     python -m infra.deploy --stage prod --region eu-west-1 --params infra/prod.params
 
+0. the preflight (`infra/preflight.py`), before any AWS call: every outbound host
+   the stack is given resolves over IPv6 (or the way it is reached), the AWS APIs
+   the functions call (EventBridge Scheduler among them) have a name in the region
+   they can reach, and every name derived from the stack name fits AWS's limits;
 1. who and where: `aws sts get-caller-identity` (the account), the region given;
-2. the artifact bucket (`<stack>-artifacts-<account>-<region>` unless named), created
-   private if missing: CloudFormation reads the code from it;
+2. the artifact bucket (`<stack>-artifacts-<account>-<region>` unless named, shortened
+   to fit), created private if missing: CloudFormation reads the code from it;
 3. the data stack (`infra/data.yaml`: network, Aurora, secrets), with the data
-   parameters of the parameters file;
+   parameters of the parameters file; created the first time with the cluster's
+   deletion protection off, and turned on (as the file says) once the create has
+   completed, so a first create that fails rolls back whole instead of stopping at
+   a cluster it may not delete;
 4. the data stack's outputs: `AppDatabaseHost` and `UseDualStackEndpoints` become
    app parameters (not imports, so turning EnableProxy or EnableInterfaceEndpoints
    on later is one more `make deploy`);
@@ -22,7 +29,9 @@
 The parameters file holds `Name=Value` lines (`#` starts a comment), each a
 parameter of `infra/data.yaml` or `infra/app.yaml`; `infra/example.params` lists
 them all. Anything else is refused before AWS is called, and so is an OIDC client
-whose tokens the API would refuse (`JwtAudience` must be the client id).
+whose tokens the API would refuse (`JwtAudience` must be the client id). The names
+derived from the stack's (TickName, ProxyName, the metric namespace unless the file
+sets MetricsNamespace) and JwtJwksUrl's path (JwksPath) are filled here.
 """
 
 from __future__ import annotations
@@ -37,12 +46,15 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from infra import preflight
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_TEMPLATE = ROOT / "infra" / "data.yaml"
 APP_TEMPLATE = ROOT / "infra" / "app.yaml"
 FROM_DATA_STACK = ("AppDatabaseHost", "UseDualStackEndpoints")  # outputs the app takes as parameters
-FILLED_HERE = ("DataStack", *FROM_DATA_STACK)
+FILLED_HERE = ("DataStack", "TickName", "JwksPath", "ProxyName", *FROM_DATA_STACK)
 
 
 class DeployError(Exception):
@@ -129,6 +141,16 @@ class Aws:
         stacks = self.json("cloudformation", "describe-stacks", "--stack-name", stack)["Stacks"]
         return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
+    def described(self, stack: str) -> dict[str, Any] | None:
+        """The stack as describe-stacks tells it, or None when there is none of that name."""
+        done = self("cloudformation", "describe-stacks", "--stack-name", stack, "--output", "json", check=False)
+        if done.returncode:
+            if "does not exist" in done.stderr:
+                return None
+            raise DeployError(f"cloudformation describe-stacks failed ({done.returncode}):\n{done.stderr.strip()}")
+        return json.loads(done.stdout)["Stacks"][0]
+
+
 
 def ensure_bucket(aws: Aws, bucket: str) -> None:
     if aws("s3api", "head-bucket", "--bucket", bucket, check=False).returncode == 0:
@@ -139,15 +161,35 @@ def ensure_bucket(aws: Aws, bucket: str) -> None:
         "BlockPublicAcls=true,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true")
 
 
-def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], Any]) -> dict[str, str]:
+def deploy_data_stack(aws: Aws, stack: str, params: dict[str, str]) -> None:
+    """The data stack as the file says; the first create with the cluster unprotected until it completed."""
+    def deploy_with(values: dict[str, str]) -> None:
+        aws("cloudformation", "deploy", "--template-file", str(DATA_TEMPLATE), "--stack-name", stack,
+            "--capabilities", "CAPABILITY_IAM", "--no-fail-on-empty-changeset", *overrides(values))
+
+    status = (aws.described(stack) or {}).get("StackStatus")
+    if status in ("ROLLBACK_COMPLETE", "ROLLBACK_FAILED"):
+        raise DeployError(f"the data stack {stack} is {status}: its first create failed (`aws cloudformation "
+                          f"describe-stack-events --region {aws.region} --stack-name {stack}` says why). Delete it "
+                          "(aws cloudformation delete-stack), fix the cause, and make deploy again")
+    protection = params.get("DeletionProtection", "true")  # the template's default
+    if status is None and protection != "false":
+        deploy_with({**params, "DeletionProtection": "false"})  # a protected cluster would stop its own rollback
+        params = {**params, "DeletionProtection": protection}  # said, or the update would keep the previous value
+    deploy_with(params)
+
+
+def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], Any],
+           resolve: preflight.Resolver = preflight.resolve) -> dict[str, str]:
     data_params, app_params = split_params(read_params(args.params))
+    names = preflight.Names(args.stack, args.data_stack)
+    preflight.check(names, aws.region, data_params, app_params, resolve=resolve, bucket=args.bucket, say=aws.echo)
     account = aws.json("sts", "get-caller-identity")["Account"]
     aws.echo(f"account {account}, region {aws.region}: data stack {args.data_stack}, app stack {args.stack}")
-    bucket = args.bucket or f"{args.stack}-artifacts-{account}-{aws.region}"
+    bucket = args.bucket or names.bucket(account, aws.region)
     ensure_bucket(aws, bucket)
 
-    aws("cloudformation", "deploy", "--template-file", str(DATA_TEMPLATE), "--stack-name", args.data_stack,
-        "--capabilities", "CAPABILITY_IAM", "--no-fail-on-empty-changeset", *overrides(data_params))
+    deploy_data_stack(aws, args.data_stack, {**data_params, "ProxyName": names.proxy})
     data_out = aws.outputs(args.data_stack)
     missing = [name for name in FROM_DATA_STACK if name not in data_out]
     if missing:
@@ -157,7 +199,9 @@ def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], An
     packaged = args.out / "packaged.yaml"
     aws("cloudformation", "package", "--template-file", str(args.out / "sam.yaml"), "--s3-bucket", bucket,
         "--s3-prefix", args.stack, "--output-template-file", str(packaged))
-    filled = {"DataStack": args.data_stack, **{name: data_out[name] for name in FROM_DATA_STACK}}
+    filled = {"DataStack": args.data_stack, "TickName": names.tick, "JwksPath": urlsplit(app_params["JwtJwksUrl"]).path,
+              **{name: data_out[name] for name in FROM_DATA_STACK}}
+    app_params = {"MetricsNamespace": names.namespace, **app_params}  # one per stack unless the file names one
     # Through the bucket: CloudFormation takes a template of over 51,200 bytes (the packaged one is ~110 kB)
     # only from S3, and the CLI refuses a bigger --template-file without --s3-bucket.
     aws("cloudformation", "deploy", "--template-file", str(packaged), "--stack-name", args.stack,
@@ -212,12 +256,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(out, ignore_errors=True)
             shutil.copytree(args.packaged, out)
             return
+        from infra.package import RuntimeMissing
         from infra.package import package as build
 
-        build(out, stage=args.stage, cors_origin=cors_origin, region=args.region)
+        try:
+            build(out, stage=args.stage, cors_origin=cors_origin, region=args.region)
+        except RuntimeMissing as missing:
+            raise DeployError(str(missing)) from None
 
     try:
-        deploy(args, Aws(args.region, args.aws), package)
+        deploy(args, Aws(args.region, args.aws), package, resolve=preflight.resolve)
+    except preflight.Refused as refused:
+        print(f"make deploy: refused before any AWS call:\n{refused}", file=sys.stderr)
+        return 1
     except DeployError as error:
         print(f"make deploy: {error}", file=sys.stderr)
         return 1

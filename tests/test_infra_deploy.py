@@ -37,8 +37,9 @@ import boto3
 import pytest
 import yaml
 
-from infra import deploy
+from infra import deploy, preflight
 from tests.support import aws_world, cfn, moto_cfn
+from tests.support.resolver import Hosts
 
 ROOT = Path(__file__).resolve().parents[1]
 REGION = "eu-west-1"
@@ -69,6 +70,7 @@ def moto(tmp_path):
         patch.setenv("HOME", str(tmp_path))
         moto_cfn.change_sets_as_cloudformation_executes_them(patch)
         patch.setattr(deploy, "DATA_TEMPLATE", moto_cfn.data_stack_for_moto(tmp_path / "data.yaml"))
+        patch.setattr(preflight, "resolve", Hosts())  # every peer and AWS API dual-stack; no lookup leaves the machine
         ec2 = boto3.client("ec2")
         vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
         subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.30.{i}.0/24", AvailabilityZone=f"{REGION}{zone}")["Subnet"]["SubnetId"]
@@ -109,15 +111,23 @@ def steps(requests) -> list[tuple[str, ...]]:
     return taken
 
 
+def change_sets(requests, stack: str) -> list[dict]:
+    """The CreateChangeSet requests for `stack`, in order: each one's type, parameters, capabilities and template URL."""
+    found = []
+    for params in (r["params"] for r in requests if r["operation"] == "CreateChangeSet" and r["params"]["StackName"] == stack):
+        count = sum(1 for key in params if key.endswith(".ParameterKey"))
+        given = {params[f"Parameters.member.{i}.ParameterKey"]: params.get(f"Parameters.member.{i}.ParameterValue")
+                 for i in range(1, count + 1)}
+        found.append({"type": params["ChangeSetType"], "template": params.get("TemplateURL"),
+                      "capabilities": {v for k, v in params.items() if k.startswith("Capabilities.member.")},
+                      "parameters": {k: v for k, v in given.items() if v is not None}})  # the rest: UsePreviousValue
+    return found
+
+
 def change_set(requests, stack: str) -> dict:
-    """The CreateChangeSet request for `stack`: its type, parameters, capabilities and template URL."""
-    params = next(r["params"] for r in requests if r["operation"] == "CreateChangeSet" and r["params"]["StackName"] == stack)
-    count = sum(1 for key in params if key.endswith(".ParameterKey"))
-    given = {params[f"Parameters.member.{i}.ParameterKey"]: params.get(f"Parameters.member.{i}.ParameterValue")
-             for i in range(1, count + 1)}
-    return {"type": params["ChangeSetType"], "template": params.get("TemplateURL"),
-            "capabilities": {v for k, v in params.items() if k.startswith("Capabilities.member.")},
-            "parameters": {k: v for k, v in given.items() if v is not None}}  # the rest: UsePreviousValue
+    """The one CreateChangeSet request for `stack`."""
+    [made] = change_sets(requests, stack)
+    return made
 
 
 def stack_parameters(moto, stack: str) -> dict:
@@ -150,8 +160,15 @@ def test_a_first_deploy_reaches_moto_in_order_and_hands_the_data_stack_outputs_t
     assert steps(done.requests) == [
         ("sts", "GetCallerIdentity"),
         ("s3", "HEAD /<bucket>"), ("s3", "PUT /<bucket>"), ("s3", "PUT /<bucket>?publicAccessBlock"),
+        ("cloudformation", "DescribeStacks", DATA_STACK),     # make deploy: a first create?
         ("cloudformation", "DescribeStacks", DATA_STACK),     # the CLI: create or update?
-        ("cloudformation", "CreateChangeSet", DATA_STACK),
+        ("cloudformation", "CreateChangeSet", DATA_STACK),    # created with the cluster unprotected
+        ("cloudformation", "DescribeChangeSet", DATA_STACK),
+        ("cloudformation", "ExecuteChangeSet", DATA_STACK),
+        ("cloudformation", "DescribeStacks", DATA_STACK),     # the CLI, until the stack is complete
+        ("cloudformation", "DescribeStacks", DATA_STACK),     # the CLI: create or update?
+        ("cloudformation", "GetTemplateSummary", DATA_STACK),  # an update: the CLI reads the stack's parameters
+        ("cloudformation", "CreateChangeSet", DATA_STACK),    # then protected, as the file says
         ("cloudformation", "DescribeChangeSet", DATA_STACK),
         ("cloudformation", "ExecuteChangeSet", DATA_STACK),
         ("cloudformation", "DescribeStacks", DATA_STACK),     # the CLI, until the stack is complete
@@ -171,11 +188,14 @@ def test_a_first_deploy_reaches_moto_in_order_and_hands_the_data_stack_outputs_t
     assert moto.s3.get_bucket_location(Bucket=BUCKET)["LocationConstraint"] == REGION
 
     # the data stack, created with the file's data parameters, its security groups in the team's VPC
-    data = change_set(done.requests, DATA_STACK)
-    assert data["type"] == "CREATE" and data["capabilities"] == {"CAPABILITY_IAM"}
-    assert data["parameters"] == {"MaxCapacity": "4", "ExistingVpcId": moto.vpc, "ExistingSubnetIds": moto.network.split("=")[-1].strip()}
+    created, protected = change_sets(done.requests, DATA_STACK)
+    assert created["type"] == "CREATE" and created["capabilities"] == {"CAPABILITY_IAM"}
+    assert created["parameters"] == {"MaxCapacity": "4", "ExistingVpcId": moto.vpc, "ProxyName": f"{DATA_STACK}-proxy",
+                                     "ExistingSubnetIds": moto.network.split("=")[-1].strip(), "DeletionProtection": "false"}
+    assert protected["type"] == "UPDATE" and protected["parameters"] == {**created["parameters"], "DeletionProtection": "true"}
     described = moto.cloudformation.describe_stacks(StackName=DATA_STACK)["Stacks"][0]
-    assert described["StackStatus"] == "CREATE_COMPLETE" and stack_parameters(moto, DATA_STACK)["MaxCapacity"] == "4"
+    assert described["StackStatus"] == "UPDATE_COMPLETE" and stack_parameters(moto, DATA_STACK)["MaxCapacity"] == "4"
+    assert stack_parameters(moto, DATA_STACK)["DeletionProtection"] == "true"  # on once the create completed
     outputs = stack_outputs(moto, DATA_STACK)
     group = moto.ec2.describe_security_groups(GroupIds=[outputs["FunctionSecurityGroupId"]])["SecurityGroups"][0]
     assert group["VpcId"] == moto.vpc
@@ -184,7 +204,9 @@ def test_a_first_deploy_reaches_moto_in_order_and_hands_the_data_stack_outputs_t
     app = change_set(done.requests, APP_STACK)
     assert app["capabilities"] == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
     assert app["parameters"] == {
-        "DataStack": DATA_STACK, "AppDatabaseHost": outputs["AppDatabaseHost"], "UseDualStackEndpoints": "true", **APP_PARAMETERS}
+        "DataStack": DATA_STACK, "AppDatabaseHost": outputs["AppDatabaseHost"], "UseDualStackEndpoints": "true",
+        "TickName": f"{APP_STACK}-tick", "JwksPath": "/.well-known/jwks.json", "MetricsNamespace": f"EventRunEngine/{APP_STACK}",
+        **APP_PARAMETERS}
     assert outputs["AppDatabaseHost"] == f"{DATA_STACK}.DatabaseCluster.Endpoint.Address"  # moto's stand-in for Aurora's
     key = app["template"].split(f"/{BUCKET}/", 1)[1]
     template = yaml.safe_load(moto.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
@@ -223,9 +245,13 @@ def test_the_second_pass_and_the_paid_options_turned_on_later_update_the_data_st
     (PARAMS + "OidcClientId=console-client\n", "set JwtAudience=console-client too"),
     (PARAMS + "JwtAudiance=x\n", "not a parameter of infra/data.yaml or infra/app.yaml: JwtAudiance"),
     (PARAMS + "AppDatabaseHost=db.example\n", "AppDatabaseHost: make deploy fills these itself"),
+    (PARAMS + "TickName=mine\n", "TickName: make deploy fills these itself"),
     ("GameBridgeUrl=https://bridge.example.org\n", "must set JwtIssuer, JwtJwksUrl"),
+    (PARAMS.replace("https://id.example.org/", "https://cognito-idp.eu-west-1.amazonaws.com/"),
+     "JwtJwksUrl's host cognito-idp.eu-west-1.amazonaws.com has no IPv6 address (AAAA)"),
 ])
-def test_a_parameters_file_with_a_mistake_is_refused_before_aws_is_called(moto, capsys, params, says):
+def test_a_parameters_file_with_a_mistake_is_refused_before_aws_is_called(moto, capsys, params, says, monkeypatch):
+    monkeypatch.setattr(preflight, "resolve", Hosts(ipv4_only=["cognito-idp.eu-west-1.amazonaws.com"]))
     done = make_deploy(moto, params, capsys)
     assert done.code == 1 and says in done.err
     assert done.requests == []
@@ -239,8 +265,8 @@ def fake_deploy(tmp_path, params: str) -> subprocess.CompletedProcess:
                    "from tests.support.fake_aws import main\nsys.exit(main(sys.argv[1:]))\n")
     aws.chmod(0o755)
     (tmp_path / "prod.params").write_text(params)
-    return subprocess.run(
-        [sys.executable, "-m", "infra.deploy", "--stage", "prod", "--region", REGION, "--params", str(tmp_path / "prod.params"),
+    return subprocess.run(  # make deploy with the resolver stand-in: every host dual-stack, nothing asked of DNS
+        [sys.executable, "-m", "tests.support.resolver", "--stage", "prod", "--region", REGION, "--params", str(tmp_path / "prod.params"),
          "--out", str(tmp_path / "out"), "--packaged", str(cfn.package_dir()), "--aws", str(aws)],
         cwd=ROOT, env={"PATH": "/usr/bin:/bin", "FAKE_AWS_STATE": str(tmp_path), "HOME": str(tmp_path)},
         capture_output=True, text=True, timeout=120)
