@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev-loop.
 # at install (a third of its time): Python compiles what the dev loop imports, once, when it first imports it.
 LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.txt | cksum | cut -d' ' -f1)
 
-.PHONY: test check screens dev token bench lint clean db-url package migrate rotate costs mutate lock
+.PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate teardown costs mutate lock
 
 # The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
 # browser tests. `npm ci` into node_modules/ (git-ignored), again only when the lock file changes.
@@ -145,11 +145,21 @@ deploy: $(STAMP)
 	$(BIN)/python -m infra.deploy --stage $(STAGE) --stack $(STACK) --region '$(REGION)' --out $(OUT) --aws $(AWS_CLI) \
 	  $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET)) $(if $(PARAMS),--params $(PARAMS))
 
+# Both invoke the deployed migrate function with boto3, which reads its region from AWS_DEFAULT_REGION: REGION is it.
+IN_REGION = $(if $(REGION),AWS_DEFAULT_REGION='$(REGION)')
+
 migrate: $(STAMP)
-	$(BIN)/python infra/invoke_migrate.py --stack $(STACK)
+	$(IN_REGION) $(BIN)/python infra/invoke_migrate.py --stack $(STACK)
 
 rotate: $(STAMP)
-	$(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action rotate
+	$(IN_REGION) $(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action rotate
+
+# The way back from make deploy (infra/deploy.py --teardown): the app stack deleted and waited for, then the data
+# stack's deletion protection turned off and the data stack deleted (a final snapshot is kept); what outlives them
+# is printed with how to delete it. CONFIRM=<the app stack's name> says yes.
+teardown: $(STAMP)
+	$(BIN)/python -m infra.deploy --teardown --confirm '$(CONFIRM)' --stage $(STAGE) --stack $(STACK) --region '$(REGION)' \
+	  --aws $(AWS_CLI) $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET))
 
 costs: $(STAMP)
 	$(BIN)/python -m bench.costs $(COSTS_ARGS)

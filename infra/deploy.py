@@ -32,6 +32,10 @@ them all. Anything else is refused before AWS is called, and so is an OIDC clien
 whose tokens the API would refuse (`JwtAudience` must be the client id). The names
 derived from the stack's (TickName, ProxyName, the metric namespace unless the file
 sets MetricsNamespace) and JwtJwksUrl's path (JwksPath) are filled here.
+
+`--teardown` (`make teardown`) is the way back: the app stack deleted and waited
+for, then the data stack's deletion protection turned off and the data stack
+deleted (a final snapshot kept), and what outlives them printed with how to delete it.
 """
 
 from __future__ import annotations
@@ -150,6 +154,10 @@ class Aws:
             raise DeployError(f"cloudformation describe-stacks failed ({done.returncode}):\n{done.stderr.strip()}")
         return json.loads(done.stdout)["Stacks"][0]
 
+    def wait(self, condition: str, stack: str) -> None:
+        if self("cloudformation", "wait", condition, "--stack-name", stack, check=False).returncode:
+            raise DeployError(f"{stack} did not reach {condition.removeprefix('stack-')}: `aws cloudformation "
+                              f"describe-stack-events --region {self.region} --stack-name {stack}` says why")
 
 
 def ensure_bucket(aws: Aws, bucket: str) -> None:
@@ -171,7 +179,7 @@ def deploy_data_stack(aws: Aws, stack: str, params: dict[str, str]) -> None:
     if status in ("ROLLBACK_COMPLETE", "ROLLBACK_FAILED"):
         raise DeployError(f"the data stack {stack} is {status}: its first create failed (`aws cloudformation "
                           f"describe-stack-events --region {aws.region} --stack-name {stack}` says why). Delete it "
-                          "(aws cloudformation delete-stack), fix the cause, and make deploy again")
+                          "(make teardown, CONFIRM=<the app stack>), fix the cause, and make deploy again")
     protection = params.get("DeletionProtection", "true")  # the template's default
     if status is None and protection != "false":
         deploy_with({**params, "DeletionProtection": "false"})  # a protected cluster would stop its own rollback
@@ -232,6 +240,41 @@ def report(aws: Aws, app_params: dict[str, str], app_out: dict[str, str], data_o
         f"--secret-id {app_out.get('SignalSecretArn', '<SignalSecretArn>')} --query SecretString --output text")
 
 
+def teardown(args: argparse.Namespace, aws: Aws) -> None:
+    """Delete the app stack, then the data stack (its cluster's deletion protection turned off first), waiting for
+    each: the app stack imports the data stack's exports, and CloudFormation keeps an export while it is imported."""
+    if args.confirm != args.stack:
+        raise DeployError(f"make teardown deletes {args.stack} and {args.data_stack}, the database with them (a final "
+                          f"snapshot is kept): run it again with CONFIRM={args.stack}")
+    account = aws.json("sts", "get-caller-identity")["Account"]
+    aws.echo(f"account {account}, region {aws.region}: deleting {args.stack}, then {args.data_stack}")
+    kept: list[str] = []
+    for stack in (args.stack, args.data_stack):
+        described = aws.described(stack)
+        if described is None:
+            aws.echo(f"{stack}: no such stack")
+            continue
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
+        kept += [arn for name, arn in sorted(outputs.items()) if name.endswith("SecretArn") and name != "AdminSecretArn"]
+        parameters = {p["ParameterKey"]: p.get("ParameterValue") for p in described.get("Parameters", [])}
+        if parameters.get("DeletionProtection", "false") != "false":  # the data stack: a protected cluster is not deleted
+            unprotected = {**parameters, "DeletionProtection": "false"}  # the rest as the stack has them (none is NoEcho)
+            aws("cloudformation", "update-stack", "--stack-name", stack, "--use-previous-template",
+                "--capabilities", "CAPABILITY_IAM", "--parameters",
+                json.dumps([{"ParameterKey": name, "ParameterValue": value} for name, value in unprotected.items()]))
+            aws.wait("stack-update-complete", stack)
+        aws("cloudformation", "delete-stack", "--stack-name", stack)
+        aws.wait("stack-delete-complete", stack)
+        aws.echo(f"{stack}: deleted")
+    say = aws.echo
+    say("\nKept on purpose (each costs until deleted):")
+    for arn in kept:
+        say(f"  a secret: aws secretsmanager delete-secret --region {aws.region} --secret-id {arn} --recovery-window-in-days 7")
+    say(f"  the cluster's final snapshot: aws rds describe-db-cluster-snapshots --region {aws.region} --snapshot-type manual")
+    bucket = args.bucket or preflight.Names(args.stack, args.data_stack).bucket(account, aws.region)
+    say(f"  the artifact bucket: aws s3 rb --region {aws.region} s3://{bucket} --force")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stage", default="prod")
@@ -243,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "out")
     parser.add_argument("--packaged", type=Path, help="use this already built package instead of building one")
     parser.add_argument("--aws", default="aws", help="the AWS CLI to run")
+    parser.add_argument("--teardown", action="store_true", help="delete the app stack, then the data stack (make teardown)")
+    parser.add_argument("--confirm", help="with --teardown: the app stack's name, as a yes")
     args = parser.parse_args(argv)
     args.stack = args.stack or f"event-run-engine-{args.stage}"
     args.data_stack = args.data_stack or f"{args.stack}-data"
@@ -264,13 +309,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except RuntimeMissing as missing:
             raise DeployError(str(missing)) from None
 
+    command = "make teardown" if args.teardown else "make deploy"
     try:
-        deploy(args, Aws(args.region, args.aws), package, resolve=preflight.resolve)
+        if args.teardown:
+            teardown(args, Aws(args.region, args.aws))
+        else:
+            deploy(args, Aws(args.region, args.aws), package, resolve=preflight.resolve)
     except preflight.Refused as refused:
-        print(f"make deploy: refused before any AWS call:\n{refused}", file=sys.stderr)
+        print(f"{command}: refused before any AWS call:\n{refused}", file=sys.stderr)
         return 1
     except DeployError as error:
-        print(f"make deploy: {error}", file=sys.stderr)
+        print(f"{command}: {error}", file=sys.stderr)
         return 1
     return 0
 

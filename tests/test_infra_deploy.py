@@ -298,3 +298,78 @@ def test_the_example_parameters_file_names_only_parameters_the_templates_declare
                                                  "DueLagAlarmSeconds", "VpcCidr",
                                                  "MinCapacity", "SecondsUntilAutoPause", "EngineVersion", "DatabaseName",
                                                  "MasterUsername", "AppUsername", "IdleConnectionSeconds"} <= named
+
+
+# ── make teardown, against moto's CloudFormation ──
+
+# The app stack as moto can hold it: what a teardown meets is its import of the data stack's exports.
+APP_STAND_IN = {
+    "Parameters": {"DataStack": {"Type": "String"}},
+    "Resources": {"AlarmTopic": {"Type": "AWS::SNS::Topic", "Properties": {
+        "DisplayName": {"Fn::ImportValue": {"Fn::Sub": "${DataStack}-FunctionSecurityGroupId"}}}}},
+    "Outputs": {"SignalSecretArn": {"Value": f"arn:aws:secretsmanager:{REGION}:123456789012:secret:SignalSecret-AbCdEf"}},
+}
+
+
+@pytest.mark.realtime  # the AWS CLI
+@MOTO_SKIPS
+def test_teardown_deletes_the_app_stack_then_the_data_stack_with_its_protection_off(moto, capsys, monkeypatch):
+    """The teardown the docs gave (delete the app stack, then `make deploy` with DeletionProtection=false, then
+    delete the data stack) re-created the app stack, whose imports kept the data stack. make teardown deletes the
+    app stack and waits, turns the cluster's protection off, deletes the data stack and waits, and prints what it
+    keeps on purpose (the secrets, the final snapshot, the bucket) with how to delete each."""
+    moto_cfn.deletions_refused_as_aws_refuses_them(monkeypatch)
+    moto.cloudformation.create_stack(
+        StackName=DATA_STACK, TemplateBody=deploy.DATA_TEMPLATE.read_text(), Capabilities=["CAPABILITY_IAM"],
+        Parameters=[{"ParameterKey": key, "ParameterValue": value} for key, value in (
+            ("ExistingVpcId", moto.vpc), ("ExistingSubnetIds", moto.network.split("=")[-1].strip()),
+            ("DeletionProtection", "true"))])
+    moto.cloudformation.create_stack(StackName=APP_STACK, TemplateBody=json.dumps(APP_STAND_IN),
+                                     Parameters=[{"ParameterKey": "DataStack", "ParameterValue": DATA_STACK}])
+
+    def teardown(*confirm: str) -> SimpleNamespace:
+        recording = moto_cfn.Recording(moto.url, moto.tmp / "recording.jsonl")
+        code = deploy.main(["--teardown", *confirm, "--stage", "prod", "--region", REGION, "--aws", str(AWS_CLI)])
+        recording.stop()
+        printed = capsys.readouterr()
+        return SimpleNamespace(code=code, out=printed.out, err=printed.err, requests=recording.requests())
+
+    stack_parameters_before = stack_parameters(moto, DATA_STACK)
+    unconfirmed = teardown()
+    assert unconfirmed.code == 1 and f"run it again with CONFIRM={APP_STACK}" in unconfirmed.err
+    assert unconfirmed.requests == []
+
+    done = teardown("--confirm", APP_STACK)
+    assert done.code == 0, done.err
+    assert steps(done.requests) == [
+        ("sts", "GetCallerIdentity"),
+        ("cloudformation", "DescribeStacks", APP_STACK),
+        ("cloudformation", "DeleteStack", APP_STACK),
+        ("cloudformation", "DescribeStacks", APP_STACK),   # the CLI's waiter: gone
+        ("cloudformation", "DescribeStacks", DATA_STACK),
+        ("cloudformation", "UpdateStack", DATA_STACK),     # the cluster's deletion protection off
+        ("cloudformation", "DescribeStacks", DATA_STACK),  # the CLI's waiter: updated
+        ("cloudformation", "DeleteStack", DATA_STACK),
+        ("cloudformation", "DescribeStacks", DATA_STACK),  # the CLI's waiter: gone
+    ]
+    update = next(r["params"] for r in done.requests if r["operation"] == "UpdateStack")
+    assert update["UsePreviousTemplate"] == "true"
+    given = {update[key]: update.get(key.replace("ParameterKey", "ParameterValue"), "")  # a blank value is not in the form
+             for key in update if key.endswith(".ParameterKey")}
+    assert given == {**stack_parameters_before, "DeletionProtection": "false"}  # the rest as they were
+    for stack in (APP_STACK, DATA_STACK):
+        with pytest.raises(moto.cloudformation.exceptions.ClientError, match="does not exist"):
+            moto.cloudformation.describe_stacks(StackName=stack)
+    assert f"secretsmanager delete-secret --region eu-west-1 --secret-id {APP_STAND_IN['Outputs']['SignalSecretArn']['Value']}" in done.out
+    assert f"s3 rb --region eu-west-1 s3://{BUCKET} --force" in done.out and "describe-db-cluster-snapshots" in done.out
+
+
+@pytest.mark.realtime  # make -n
+@pytest.mark.parametrize("target", ["migrate", "rotate"])
+def test_make_migrate_and_rotate_call_the_region_given(target):
+    """`make migrate REGION=eu-north-1` used to invoke the function in whatever region the shell's profile named
+    (boto3 reads AWS_DEFAULT_REGION, never REGION)."""
+    done = subprocess.run(["make", "-n", target, "REGION=eu-north-1", "STACK=events-x"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=True)
+    [command] = [line for line in done.stdout.splitlines() if "invoke_migrate.py" in line]
+    assert command.startswith("AWS_DEFAULT_REGION='eu-north-1' ") and "--stack events-x" in command
