@@ -80,6 +80,7 @@ def test_a_region_without_eventbridge_scheduler_is_refused():
 
 
 def test_every_reason_is_given_at_once_and_no_lookup_leaves_the_stand_in():
+    """Two hosts without IPv6: one refusal naming both, so a team fixes its file once, not once per deploy."""
     hosts = Hosts(ipv4_only=[COGNITO, "bridge.example.org"])
     says = refusal(app=dict(APP, JwtJwksUrl=COGNITO_JWKS), resolve=hosts)
     assert says.count("\n- ") == 1 and "JwtJwksUrl" in says and "GameBridgeUrl" in says
@@ -87,6 +88,7 @@ def test_every_reason_is_given_at_once_and_no_lookup_leaves_the_stand_in():
 
 
 def test_a_fronted_key_set_is_a_plain_https_url():
+    """The front asks JwtJwksUrl's host at its path alone: a port, a query or a user in it would be lost, so refused."""
     assert "without a port, a query or a user" in refusal(app=dict(APP, JwksFront="on", JwtJwksUrl=f"https://{COGNITO}:8443/k"))
 
 
