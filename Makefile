@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev-loop.
 # at install (a third of its time): Python compiles what the dev loop imports, once, when it first imports it.
 LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.txt | cksum | cut -d' ' -f1)
 
-.PHONY: test check screens dev token bench lint clean db-url package migrate rotate costs mutate lock
+.PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate teardown costs mutate lock
 
 # The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
 # browser tests. `npm ci` into node_modules/ (git-ignored), again only when the lock file changes.
@@ -130,9 +130,11 @@ STACK       ?= event-run-engine-$(STAGE)
 CORS_ORIGIN ?= *
 OUT         ?= out
 
-# The API's preflight answers are baked at package time: same origin as the CorsOrigin parameter.
+# The API's preflight answers are baked at package time: same origin as the CorsOrigin parameter. The package is
+# built by the functions' runtime, python3.13, in .venv-package (infra/package.py makes it from requirements.lock
+# the first time); RUNTIME_PYTHON=<a python3.13> when none is on PATH or in pyenv.
 package: $(STAMP)
-	$(BIN)/python -m infra.package --stage $(STAGE) --cors-origin '$(CORS_ORIGIN)' $(OUT)
+	$(BIN)/python -m infra.package --stage $(STAGE) --cors-origin '$(CORS_ORIGIN)' $(if $(RUNTIME_PYTHON),--python '$(RUNTIME_PYTHON)') $(OUT)
 
 # The whole sequence with the AWS CLI (infra/deploy.py): bucket, data stack, package, app stack (which
 # migrates before the new code takes traffic), then what is left by hand. Inputs: infra/$(STAGE).params.
@@ -143,11 +145,21 @@ deploy: $(STAMP)
 	$(BIN)/python -m infra.deploy --stage $(STAGE) --stack $(STACK) --region '$(REGION)' --out $(OUT) --aws $(AWS_CLI) \
 	  $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET)) $(if $(PARAMS),--params $(PARAMS))
 
+# Both invoke the deployed migrate function with boto3, which reads its region from AWS_DEFAULT_REGION: REGION is it.
+IN_REGION = $(if $(REGION),AWS_DEFAULT_REGION='$(REGION)')
+
 migrate: $(STAMP)
-	$(BIN)/python infra/invoke_migrate.py --stack $(STACK)
+	$(IN_REGION) $(BIN)/python infra/invoke_migrate.py --stack $(STACK)
 
 rotate: $(STAMP)
-	$(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action rotate
+	$(IN_REGION) $(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action rotate
+
+# The way back from make deploy (infra/deploy.py --teardown): the app stack deleted and waited for, then the data
+# stack's deletion protection turned off and the data stack deleted (a final snapshot is kept); what outlives them
+# is printed with how to delete it. CONFIRM=<the app stack's name> says yes.
+teardown: $(STAMP)
+	$(BIN)/python -m infra.deploy --teardown --confirm '$(CONFIRM)' --stage $(STAGE) --stack $(STACK) --region '$(REGION)' \
+	  --aws $(AWS_CLI) $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET))
 
 costs: $(STAMP)
 	$(BIN)/python -m bench.costs $(COSTS_ARGS)
@@ -157,4 +169,4 @@ db-url: $(STAMP)
 
 clean:
 	-$(BIN)/python -m devtools.kit.mariadb stop
-	rm -rf $(VENV) .venv-scan .venv-lock .local .pytest_cache node_modules
+	rm -rf $(VENV) .venv-scan .venv-lock .venv-package .local .pytest_cache node_modules

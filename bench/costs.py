@@ -78,7 +78,7 @@ INPUTS = {
     "log_bytes_per_step": Input(1, "measured", (
         "bench costs: the tick Lambda at the deployed level (INFO) writes no line per step (0.01 B, rounded up);"
         " a notice on the log channel adds its own line, about 400 B (the templates post notices to SNS)")),
-    "log_bytes_per_tick_invocation": Input(1992, "measured", (
+    "log_bytes_per_tick_invocation": Input(2164, "measured", (
         "bench costs: the invocation's one INFO line (its ticks summed) and its EMF document;"
         " Lambda's own START/END/REPORT lines come on top")),
     "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),

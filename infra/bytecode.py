@@ -3,8 +3,10 @@
 Lambda unpacks the zip read-only, so Python cannot cache what it compiles: without
 `__pycache__` in the package, every cold start compiles every module it imports,
 the libraries' too, from source. This adds each `.py` file's bytecode beside it,
-compiled by this interpreter — which must be the functions' runtime, as Chalice
-chose it from the same interpreter — as unchecked-hash `.pyc` files: valid
+compiled by this interpreter — which must be the functions' runtime: `make package`
+runs this step with the same Python chalice packaged under (infra/package.py,
+RUNTIME), and it refuses a template whose functions run another version, or a zip
+with a compiled extension built for another — as unchecked-hash `.pyc` files: valid
 whatever the timestamps in the zip, and never compared with the source (the code
 of a deployed version does not change).
 """
@@ -68,6 +70,14 @@ def runtimes(template: Path) -> set[str]:
     return set(re.findall(r"""["']?Runtime["']?\s*:\s*["']?(python\d+\.\d+)""", template.read_text()))
 
 
+def foreign_extensions(package: Path, runtime: str = RUNTIME) -> list[str]:
+    """The compiled extensions in `package` built for another Python than `runtime` (abi3 loads on any)."""
+    own = f"cpython-{runtime.removeprefix('python').replace('.', '')}-"
+    with zipfile.ZipFile(package) as archive:
+        return sorted(name for name in archive.namelist()
+                      if name.endswith(".so") and ".abi3." not in name and own not in name.rsplit("/", 1)[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="chalice package's output directory")
@@ -77,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     if found != {RUNTIME}:
         print(f"the functions run {sorted(found)}, but this is {RUNTIME}: its bytecode would not load there",
               file=sys.stderr)
+        return 1
+    foreign = foreign_extensions(args.out / "deployment.zip")
+    if foreign:
+        print(f"built for another Python than {RUNTIME}, they would not load there: {', '.join(foreign)}", file=sys.stderr)
         return 1
     added = add_bytecode(args.out / "deployment.zip")
     print(f"bytecode for {added} modules ({RUNTIME}) added to {args.out / 'deployment.zip'}")

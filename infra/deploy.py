@@ -2,11 +2,18 @@
 
     python -m infra.deploy --stage prod --region eu-west-1 --params infra/prod.params
 
+0. the preflight (`infra/preflight.py`), before any AWS call: every outbound host
+   the stack is given resolves over IPv6 (or the way it is reached), the AWS APIs
+   the functions call (EventBridge Scheduler among them) have a name in the region
+   they can reach, and every name derived from the stack name fits AWS's limits;
 1. who and where: `aws sts get-caller-identity` (the account), the region given;
-2. the artifact bucket (`<stack>-artifacts-<account>-<region>` unless named), created
-   private if missing: CloudFormation reads the code from it;
+2. the artifact bucket (`<stack>-artifacts-<account>-<region>` unless named, shortened
+   to fit), created private if missing: CloudFormation reads the code from it;
 3. the data stack (`infra/data.yaml`: network, Aurora, secrets), with the data
-   parameters of the parameters file;
+   parameters of the parameters file; created the first time with the cluster's
+   deletion protection off, and turned on (as the file says) once the create has
+   completed, so a first create that fails rolls back whole instead of stopping at
+   a cluster it may not delete;
 4. the data stack's outputs: `AppDatabaseHost` and `UseDualStackEndpoints` become
    app parameters (not imports, so turning EnableProxy or EnableInterfaceEndpoints
    on later is one more `make deploy`);
@@ -22,7 +29,13 @@
 The parameters file holds `Name=Value` lines (`#` starts a comment), each a
 parameter of `infra/data.yaml` or `infra/app.yaml`; `infra/example.params` lists
 them all. Anything else is refused before AWS is called, and so is an OIDC client
-whose tokens the API would refuse (`JwtAudience` must be the client id).
+whose tokens the API would refuse (`JwtAudience` must be the client id). The names
+derived from the stack's (TickName, ProxyName, the metric namespace unless the file
+sets MetricsNamespace) and JwtJwksUrl's path (JwksPath) are filled here.
+
+`--teardown` (`make teardown`) is the way back: the app stack deleted and waited
+for, then the data stack's deletion protection turned off and the data stack
+deleted (a final snapshot kept), and what outlives them printed with how to delete it.
 """
 
 from __future__ import annotations
@@ -37,12 +50,15 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from infra import preflight
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_TEMPLATE = ROOT / "infra" / "data.yaml"
 APP_TEMPLATE = ROOT / "infra" / "app.yaml"
 FROM_DATA_STACK = ("AppDatabaseHost", "UseDualStackEndpoints")  # outputs the app takes as parameters
-FILLED_HERE = ("DataStack", *FROM_DATA_STACK)
+FILLED_HERE = ("DataStack", "TickName", "JwksPath", "ProxyName", *FROM_DATA_STACK)
 
 
 class DeployError(Exception):
@@ -129,6 +145,20 @@ class Aws:
         stacks = self.json("cloudformation", "describe-stacks", "--stack-name", stack)["Stacks"]
         return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
+    def described(self, stack: str) -> dict[str, Any] | None:
+        """The stack as describe-stacks tells it, or None when there is none of that name."""
+        done = self("cloudformation", "describe-stacks", "--stack-name", stack, "--output", "json", check=False)
+        if done.returncode:
+            if "does not exist" in done.stderr:
+                return None
+            raise DeployError(f"cloudformation describe-stacks failed ({done.returncode}):\n{done.stderr.strip()}")
+        return json.loads(done.stdout)["Stacks"][0]
+
+    def wait(self, condition: str, stack: str) -> None:
+        if self("cloudformation", "wait", condition, "--stack-name", stack, check=False).returncode:
+            raise DeployError(f"{stack} did not reach {condition.removeprefix('stack-')}: `aws cloudformation "
+                              f"describe-stack-events --region {self.region} --stack-name {stack}` says why")
+
 
 def ensure_bucket(aws: Aws, bucket: str) -> None:
     if aws("s3api", "head-bucket", "--bucket", bucket, check=False).returncode == 0:
@@ -139,15 +169,35 @@ def ensure_bucket(aws: Aws, bucket: str) -> None:
         "BlockPublicAcls=true,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true")
 
 
-def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], Any]) -> dict[str, str]:
+def deploy_data_stack(aws: Aws, stack: str, params: dict[str, str]) -> None:
+    """The data stack as the file says; the first create with the cluster unprotected until it completed."""
+    def deploy_with(values: dict[str, str]) -> None:
+        aws("cloudformation", "deploy", "--template-file", str(DATA_TEMPLATE), "--stack-name", stack,
+            "--capabilities", "CAPABILITY_IAM", "--no-fail-on-empty-changeset", *overrides(values))
+
+    status = (aws.described(stack) or {}).get("StackStatus")
+    if status in ("ROLLBACK_COMPLETE", "ROLLBACK_FAILED"):
+        raise DeployError(f"the data stack {stack} is {status}: its first create failed (`aws cloudformation "
+                          f"describe-stack-events --region {aws.region} --stack-name {stack}` says why). Delete it "
+                          "(make teardown, CONFIRM=<the app stack>), fix the cause, and make deploy again")
+    protection = params.get("DeletionProtection", "true")  # the template's default
+    if status is None and protection != "false":
+        deploy_with({**params, "DeletionProtection": "false"})  # a protected cluster would stop its own rollback
+        params = {**params, "DeletionProtection": protection}  # said, or the update would keep the previous value
+    deploy_with(params)
+
+
+def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], Any],
+           resolve: preflight.Resolver = preflight.resolve) -> dict[str, str]:
     data_params, app_params = split_params(read_params(args.params))
+    names = preflight.Names(args.stack, args.data_stack)
+    preflight.check(names, aws.region, data_params, app_params, resolve=resolve, bucket=args.bucket, say=aws.echo)
     account = aws.json("sts", "get-caller-identity")["Account"]
     aws.echo(f"account {account}, region {aws.region}: data stack {args.data_stack}, app stack {args.stack}")
-    bucket = args.bucket or f"{args.stack}-artifacts-{account}-{aws.region}"
+    bucket = args.bucket or names.bucket(account, aws.region)
     ensure_bucket(aws, bucket)
 
-    aws("cloudformation", "deploy", "--template-file", str(DATA_TEMPLATE), "--stack-name", args.data_stack,
-        "--capabilities", "CAPABILITY_IAM", "--no-fail-on-empty-changeset", *overrides(data_params))
+    deploy_data_stack(aws, args.data_stack, {**data_params, "ProxyName": names.proxy})
     data_out = aws.outputs(args.data_stack)
     missing = [name for name in FROM_DATA_STACK if name not in data_out]
     if missing:
@@ -157,7 +207,9 @@ def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], An
     packaged = args.out / "packaged.yaml"
     aws("cloudformation", "package", "--template-file", str(args.out / "sam.yaml"), "--s3-bucket", bucket,
         "--s3-prefix", args.stack, "--output-template-file", str(packaged))
-    filled = {"DataStack": args.data_stack, **{name: data_out[name] for name in FROM_DATA_STACK}}
+    filled = {"DataStack": args.data_stack, "TickName": names.tick, "JwksPath": urlsplit(app_params["JwtJwksUrl"]).path,
+              **{name: data_out[name] for name in FROM_DATA_STACK}}
+    app_params = {"MetricsNamespace": names.namespace, **app_params}  # one per stack unless the file names one
     # Through the bucket: CloudFormation takes a template of over 51,200 bytes (the packaged one is ~110 kB)
     # only from S3, and the CLI refuses a bigger --template-file without --s3-bucket.
     aws("cloudformation", "deploy", "--template-file", str(packaged), "--stack-name", args.stack,
@@ -188,6 +240,41 @@ def report(aws: Aws, app_params: dict[str, str], app_out: dict[str, str], data_o
         f"--secret-id {app_out.get('SignalSecretArn', '<SignalSecretArn>')} --query SecretString --output text")
 
 
+def teardown(args: argparse.Namespace, aws: Aws) -> None:
+    """Delete the app stack, then the data stack (its cluster's deletion protection turned off first), waiting for
+    each: the app stack imports the data stack's exports, and CloudFormation keeps an export while it is imported."""
+    if args.confirm != args.stack:
+        raise DeployError(f"make teardown deletes {args.stack} and {args.data_stack}, the database with them (a final "
+                          f"snapshot is kept): run it again with CONFIRM={args.stack}")
+    account = aws.json("sts", "get-caller-identity")["Account"]
+    aws.echo(f"account {account}, region {aws.region}: deleting {args.stack}, then {args.data_stack}")
+    kept: list[str] = []
+    for stack in (args.stack, args.data_stack):
+        described = aws.described(stack)
+        if described is None:
+            aws.echo(f"{stack}: no such stack")
+            continue
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
+        kept += [arn for name, arn in sorted(outputs.items()) if name.endswith("SecretArn") and name != "AdminSecretArn"]
+        parameters = {p["ParameterKey"]: p.get("ParameterValue") for p in described.get("Parameters", [])}
+        if parameters.get("DeletionProtection", "false") != "false":  # the data stack: a protected cluster is not deleted
+            unprotected = {**parameters, "DeletionProtection": "false"}  # the rest as the stack has them (none is NoEcho)
+            aws("cloudformation", "update-stack", "--stack-name", stack, "--use-previous-template",
+                "--capabilities", "CAPABILITY_IAM", "--parameters",
+                json.dumps([{"ParameterKey": name, "ParameterValue": value} for name, value in unprotected.items()]))
+            aws.wait("stack-update-complete", stack)
+        aws("cloudformation", "delete-stack", "--stack-name", stack)
+        aws.wait("stack-delete-complete", stack)
+        aws.echo(f"{stack}: deleted")
+    say = aws.echo
+    say("\nKept on purpose (each costs until deleted):")
+    for arn in kept:
+        say(f"  a secret: aws secretsmanager delete-secret --region {aws.region} --secret-id {arn} --recovery-window-in-days 7")
+    say(f"  the cluster's final snapshot: aws rds describe-db-cluster-snapshots --region {aws.region} --snapshot-type manual")
+    bucket = args.bucket or preflight.Names(args.stack, args.data_stack).bucket(account, aws.region)
+    say(f"  the artifact bucket: aws s3 rb --region {aws.region} s3://{bucket} --force")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stage", default="prod")
@@ -199,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "out")
     parser.add_argument("--packaged", type=Path, help="use this already built package instead of building one")
     parser.add_argument("--aws", default="aws", help="the AWS CLI to run")
+    parser.add_argument("--teardown", action="store_true", help="delete the app stack, then the data stack (make teardown)")
+    parser.add_argument("--confirm", help="with --teardown: the app stack's name, as a yes")
     args = parser.parse_args(argv)
     args.stack = args.stack or f"event-run-engine-{args.stage}"
     args.data_stack = args.data_stack or f"{args.stack}-data"
@@ -212,14 +301,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(out, ignore_errors=True)
             shutil.copytree(args.packaged, out)
             return
+        from infra.package import RuntimeMissing
         from infra.package import package as build
 
-        build(out, stage=args.stage, cors_origin=cors_origin, region=args.region)
+        try:
+            build(out, stage=args.stage, cors_origin=cors_origin, region=args.region)
+        except RuntimeMissing as missing:
+            raise DeployError(str(missing)) from None
 
+    command = "make teardown" if args.teardown else "make deploy"
     try:
-        deploy(args, Aws(args.region, args.aws), package)
+        if args.teardown:
+            teardown(args, Aws(args.region, args.aws))
+        else:
+            deploy(args, Aws(args.region, args.aws), package, resolve=preflight.resolve)
+    except preflight.Refused as refused:
+        print(f"{command}: refused before any AWS call:\n{refused}", file=sys.stderr)
+        return 1
     except DeployError as error:
-        print(f"make deploy: {error}", file=sys.stderr)
+        print(f"{command}: {error}", file=sys.stderr)
         return 1
     return 0
 

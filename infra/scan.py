@@ -40,6 +40,14 @@ SKIPPED: dict[str, str] = {
                    "secret (secrets are read from Secrets Manager at run time)",
     "CKV_AWS_26": "topics without server-side encryption: CloudWatch alarms cannot publish to a topic under the "
                   "AWS-managed SNS key, a customer key is $1 a month, and the topics carry cue texts, no secret",
+    "CKV_AWS_68": "no WAF on the key set's front (JwksFront): a web ACL bills $5 a month and $1 a rule whether or not "
+                  "anything runs, and the front passes only GET and HEAD of the identity provider's public documents, "
+                  "forwarding nothing of the caller's",
+    "CKV_AWS_86": "no access log on the key set's front (JwksFront): CloudFront's standard log needs an S3 bucket with "
+                  "ACLs enabled, and its one caller is the API, whose own log says when a key fetch failed",
+    "CKV_AWS_174": "the key set's front (JwksFront) serves on CloudFront's own certificate (*.cloudfront.net, no "
+                   "domain to buy), whose viewer TLS policy cannot be set; its one caller, the API's outbound HTTP "
+                   "(Python's default context), refuses anything below TLS 1.2 itself",
     "CKV_AWS_73": "no X-Ray on the API: traces bill beyond 100,000 a month; the access log, the EMF metrics and the "
                   "alarms say what an operator needs",
 }

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from infra import bytecode
+from infra import package as infra_package
 from tests.support import cfn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,18 +80,52 @@ def test_the_package_holds_the_app_and_its_libraries_and_no_tests_benchmarks_or_
 
 @pytest.mark.packaging
 def test_the_package_carries_bytecode_so_a_cold_start_compiles_none_of_its_modules(tmp_path):
+    """On the functions' runtime (python3.13, not the tests' 3.11): its bytecode and its compiled wheels load there."""
     with zipfile.ZipFile(cfn.package_dir() / "deployment.zip") as package:
         package.extractall(tmp_path)
     # Isolated and read-only in effect (-B), as Lambda runs it; every compile() of a packaged file is counted.
     probe = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); compiled = []; "
              "sys.addaudithook(lambda event, args: event == 'compile' and compiled.append(str(args[1]))); "
-             "import app; import chalicelib.events.runner.lambda_handler; "
-             f"print(sum(f.startswith({str(tmp_path)!r}) for f in compiled), app.__file__)")
-    done = subprocess.run([sys.executable, "-I", "-B", "-c", probe], cwd=tmp_path, env={**os.environ, **HS256_ENV},
-                          capture_output=True, text=True, check=True, timeout=120)
-    compiled, app_file = done.stdout.split()
-    assert Path(app_file).is_relative_to(tmp_path)  # the packaged app, not the working tree's
+             "import app; import chalicelib.events.runner.lambda_handler; import cryptography.hazmat.bindings._rust; "
+             "import _cffi_backend; "
+             f"print(sum(f.startswith({str(tmp_path)!r}) for f in compiled), app.__file__, _cffi_backend.__file__, "
+             "'%d.%d' % sys.version_info[:2])")
+    done = subprocess.run([str(infra_package.runtime_python()), "-I", "-B", "-c", probe], cwd=tmp_path,
+                          env={**os.environ, **HS256_ENV}, capture_output=True, text=True, check=True, timeout=120)
+    compiled, app_file, cffi_file, version = done.stdout.split()
+    assert f"python{version}" == infra_package.RUNTIME == "python3.13"
+    assert Path(app_file).is_relative_to(tmp_path) and Path(cffi_file).is_relative_to(tmp_path)  # the package's, not a venv's
     assert compiled == "0"
+
+
+@pytest.mark.packaging
+def test_the_functions_run_a_python_lambda_supports_past_2027():
+    """python3.11 takes no new function from 2027-07-31: the package is built for python3.13, its runtime,
+    its compiled wheels and its bytecode alike."""
+    runtimes = {spec["Properties"]["Runtime"] for spec in cfn.packaged_app()["Resources"].values()
+                if spec["Type"] == "AWS::Serverless::Function"}
+    assert runtimes == {"python3.13"}
+    with zipfile.ZipFile(cfn.package_dir() / "deployment.zip") as package:
+        names = package.namelist()
+    assert "__pycache__/app.cpython-313.pyc" in names and not [n for n in names if ".cpython-311" in n]
+    assert bytecode.foreign_extensions(cfn.package_dir() / "deployment.zip", "python3.13") == []
+    assert bytecode.foreign_extensions(cfn.package_dir() / "deployment.zip", "python3.11") == [  # what the check tells apart
+        "_cffi_backend.cpython-313-x86_64-linux-gnu.so"]
+
+
+def test_without_the_runtimes_python_packaging_stops_saying_how_to_get_it():
+    """A machine with no python3.13 (or one that cannot make a venv): make package names what to install."""
+    asked = []
+
+    def version_of(candidate: str) -> str | None:
+        asked.append(candidate)
+        return {"/usr/bin/python3": "3.11", "/opt/broken/python3.13": None}.get(candidate)
+
+    with pytest.raises(infra_package.RuntimeMissing, match=r"apt-get install python3\.13 python3\.13-venv.*pyenv install 3\.13"):
+        infra_package.runtime_interpreter(["/usr/bin/python3", "/opt/broken/python3.13"], version_of)
+    assert asked == ["/usr/bin/python3", "/opt/broken/python3.13"]
+    found = infra_package.runtime_interpreter(["/usr/bin/python3", "/x/python3.13"], lambda c: "3.13" * c.endswith("3.13"))
+    assert found == "/x/python3.13"
 
 
 def test_bytecode_from_the_working_tree_is_replaced_by_the_packages_own(tmp_path):

@@ -37,8 +37,9 @@ import boto3
 import pytest
 import yaml
 
-from infra import deploy
+from infra import deploy, preflight
 from tests.support import aws_world, cfn, moto_cfn
+from tests.support.resolver import Hosts
 
 ROOT = Path(__file__).resolve().parents[1]
 REGION = "eu-west-1"
@@ -69,6 +70,7 @@ def moto(tmp_path):
         patch.setenv("HOME", str(tmp_path))
         moto_cfn.change_sets_as_cloudformation_executes_them(patch)
         patch.setattr(deploy, "DATA_TEMPLATE", moto_cfn.data_stack_for_moto(tmp_path / "data.yaml"))
+        patch.setattr(preflight, "resolve", Hosts())  # every peer and AWS API dual-stack; no lookup leaves the machine
         ec2 = boto3.client("ec2")
         vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
         subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.30.{i}.0/24", AvailabilityZone=f"{REGION}{zone}")["Subnet"]["SubnetId"]
@@ -109,15 +111,23 @@ def steps(requests) -> list[tuple[str, ...]]:
     return taken
 
 
+def change_sets(requests, stack: str) -> list[dict]:
+    """The CreateChangeSet requests for `stack`, in order: each one's type, parameters, capabilities and template URL."""
+    found = []
+    for params in (r["params"] for r in requests if r["operation"] == "CreateChangeSet" and r["params"]["StackName"] == stack):
+        count = sum(1 for key in params if key.endswith(".ParameterKey"))
+        given = {params[f"Parameters.member.{i}.ParameterKey"]: params.get(f"Parameters.member.{i}.ParameterValue")
+                 for i in range(1, count + 1)}
+        found.append({"type": params["ChangeSetType"], "template": params.get("TemplateURL"),
+                      "capabilities": {v for k, v in params.items() if k.startswith("Capabilities.member.")},
+                      "parameters": {k: v for k, v in given.items() if v is not None}})  # the rest: UsePreviousValue
+    return found
+
+
 def change_set(requests, stack: str) -> dict:
-    """The CreateChangeSet request for `stack`: its type, parameters, capabilities and template URL."""
-    params = next(r["params"] for r in requests if r["operation"] == "CreateChangeSet" and r["params"]["StackName"] == stack)
-    count = sum(1 for key in params if key.endswith(".ParameterKey"))
-    given = {params[f"Parameters.member.{i}.ParameterKey"]: params.get(f"Parameters.member.{i}.ParameterValue")
-             for i in range(1, count + 1)}
-    return {"type": params["ChangeSetType"], "template": params.get("TemplateURL"),
-            "capabilities": {v for k, v in params.items() if k.startswith("Capabilities.member.")},
-            "parameters": {k: v for k, v in given.items() if v is not None}}  # the rest: UsePreviousValue
+    """The one CreateChangeSet request for `stack`."""
+    [made] = change_sets(requests, stack)
+    return made
 
 
 def stack_parameters(moto, stack: str) -> dict:
@@ -150,8 +160,15 @@ def test_a_first_deploy_reaches_moto_in_order_and_hands_the_data_stack_outputs_t
     assert steps(done.requests) == [
         ("sts", "GetCallerIdentity"),
         ("s3", "HEAD /<bucket>"), ("s3", "PUT /<bucket>"), ("s3", "PUT /<bucket>?publicAccessBlock"),
+        ("cloudformation", "DescribeStacks", DATA_STACK),     # make deploy: a first create?
         ("cloudformation", "DescribeStacks", DATA_STACK),     # the CLI: create or update?
-        ("cloudformation", "CreateChangeSet", DATA_STACK),
+        ("cloudformation", "CreateChangeSet", DATA_STACK),    # created with the cluster unprotected
+        ("cloudformation", "DescribeChangeSet", DATA_STACK),
+        ("cloudformation", "ExecuteChangeSet", DATA_STACK),
+        ("cloudformation", "DescribeStacks", DATA_STACK),     # the CLI, until the stack is complete
+        ("cloudformation", "DescribeStacks", DATA_STACK),     # the CLI: create or update?
+        ("cloudformation", "GetTemplateSummary", DATA_STACK),  # an update: the CLI reads the stack's parameters
+        ("cloudformation", "CreateChangeSet", DATA_STACK),    # then protected, as the file says
         ("cloudformation", "DescribeChangeSet", DATA_STACK),
         ("cloudformation", "ExecuteChangeSet", DATA_STACK),
         ("cloudformation", "DescribeStacks", DATA_STACK),     # the CLI, until the stack is complete
@@ -171,11 +188,14 @@ def test_a_first_deploy_reaches_moto_in_order_and_hands_the_data_stack_outputs_t
     assert moto.s3.get_bucket_location(Bucket=BUCKET)["LocationConstraint"] == REGION
 
     # the data stack, created with the file's data parameters, its security groups in the team's VPC
-    data = change_set(done.requests, DATA_STACK)
-    assert data["type"] == "CREATE" and data["capabilities"] == {"CAPABILITY_IAM"}
-    assert data["parameters"] == {"MaxCapacity": "4", "ExistingVpcId": moto.vpc, "ExistingSubnetIds": moto.network.split("=")[-1].strip()}
+    created, protected = change_sets(done.requests, DATA_STACK)
+    assert created["type"] == "CREATE" and created["capabilities"] == {"CAPABILITY_IAM"}
+    assert created["parameters"] == {"MaxCapacity": "4", "ExistingVpcId": moto.vpc, "ProxyName": f"{DATA_STACK}-proxy",
+                                     "ExistingSubnetIds": moto.network.split("=")[-1].strip(), "DeletionProtection": "false"}
+    assert protected["type"] == "UPDATE" and protected["parameters"] == {**created["parameters"], "DeletionProtection": "true"}
     described = moto.cloudformation.describe_stacks(StackName=DATA_STACK)["Stacks"][0]
-    assert described["StackStatus"] == "CREATE_COMPLETE" and stack_parameters(moto, DATA_STACK)["MaxCapacity"] == "4"
+    assert described["StackStatus"] == "UPDATE_COMPLETE" and stack_parameters(moto, DATA_STACK)["MaxCapacity"] == "4"
+    assert stack_parameters(moto, DATA_STACK)["DeletionProtection"] == "true"  # on once the create completed
     outputs = stack_outputs(moto, DATA_STACK)
     group = moto.ec2.describe_security_groups(GroupIds=[outputs["FunctionSecurityGroupId"]])["SecurityGroups"][0]
     assert group["VpcId"] == moto.vpc
@@ -184,7 +204,9 @@ def test_a_first_deploy_reaches_moto_in_order_and_hands_the_data_stack_outputs_t
     app = change_set(done.requests, APP_STACK)
     assert app["capabilities"] == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
     assert app["parameters"] == {
-        "DataStack": DATA_STACK, "AppDatabaseHost": outputs["AppDatabaseHost"], "UseDualStackEndpoints": "true", **APP_PARAMETERS}
+        "DataStack": DATA_STACK, "AppDatabaseHost": outputs["AppDatabaseHost"], "UseDualStackEndpoints": "true",
+        "TickName": f"{APP_STACK}-tick", "JwksPath": "/.well-known/jwks.json", "MetricsNamespace": f"EventRunEngine/{APP_STACK}",
+        **APP_PARAMETERS}
     assert outputs["AppDatabaseHost"] == f"{DATA_STACK}.DatabaseCluster.Endpoint.Address"  # moto's stand-in for Aurora's
     key = app["template"].split(f"/{BUCKET}/", 1)[1]
     template = yaml.safe_load(moto.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
@@ -223,9 +245,13 @@ def test_the_second_pass_and_the_paid_options_turned_on_later_update_the_data_st
     (PARAMS + "OidcClientId=console-client\n", "set JwtAudience=console-client too"),
     (PARAMS + "JwtAudiance=x\n", "not a parameter of infra/data.yaml or infra/app.yaml: JwtAudiance"),
     (PARAMS + "AppDatabaseHost=db.example\n", "AppDatabaseHost: make deploy fills these itself"),
+    (PARAMS + "TickName=mine\n", "TickName: make deploy fills these itself"),
     ("GameBridgeUrl=https://bridge.example.org\n", "must set JwtIssuer, JwtJwksUrl"),
+    (PARAMS.replace("https://id.example.org/", "https://cognito-idp.eu-west-1.amazonaws.com/"),
+     "JwtJwksUrl's host cognito-idp.eu-west-1.amazonaws.com has no IPv6 address (AAAA)"),
 ])
-def test_a_parameters_file_with_a_mistake_is_refused_before_aws_is_called(moto, capsys, params, says):
+def test_a_parameters_file_with_a_mistake_is_refused_before_aws_is_called(moto, capsys, params, says, monkeypatch):
+    monkeypatch.setattr(preflight, "resolve", Hosts(ipv4_only=["cognito-idp.eu-west-1.amazonaws.com"]))
     done = make_deploy(moto, params, capsys)
     assert done.code == 1 and says in done.err
     assert done.requests == []
@@ -239,8 +265,8 @@ def fake_deploy(tmp_path, params: str) -> subprocess.CompletedProcess:
                    "from tests.support.fake_aws import main\nsys.exit(main(sys.argv[1:]))\n")
     aws.chmod(0o755)
     (tmp_path / "prod.params").write_text(params)
-    return subprocess.run(
-        [sys.executable, "-m", "infra.deploy", "--stage", "prod", "--region", REGION, "--params", str(tmp_path / "prod.params"),
+    return subprocess.run(  # make deploy with the resolver stand-in: every host dual-stack, nothing asked of DNS
+        [sys.executable, "-m", "tests.support.resolver", "--stage", "prod", "--region", REGION, "--params", str(tmp_path / "prod.params"),
          "--out", str(tmp_path / "out"), "--packaged", str(cfn.package_dir()), "--aws", str(aws)],
         cwd=ROOT, env={"PATH": "/usr/bin:/bin", "FAKE_AWS_STATE": str(tmp_path), "HOME": str(tmp_path)},
         capture_output=True, text=True, timeout=120)
@@ -272,3 +298,78 @@ def test_the_example_parameters_file_names_only_parameters_the_templates_declare
                                                  "DueLagAlarmSeconds", "VpcCidr",
                                                  "MinCapacity", "SecondsUntilAutoPause", "EngineVersion", "DatabaseName",
                                                  "MasterUsername", "AppUsername", "IdleConnectionSeconds"} <= named
+
+
+# ── make teardown, against moto's CloudFormation ──
+
+# The app stack as moto can hold it: what a teardown meets is its import of the data stack's exports.
+APP_STAND_IN = {
+    "Parameters": {"DataStack": {"Type": "String"}},
+    "Resources": {"AlarmTopic": {"Type": "AWS::SNS::Topic", "Properties": {
+        "DisplayName": {"Fn::ImportValue": {"Fn::Sub": "${DataStack}-FunctionSecurityGroupId"}}}}},
+    "Outputs": {"SignalSecretArn": {"Value": f"arn:aws:secretsmanager:{REGION}:123456789012:secret:SignalSecret-AbCdEf"}},
+}
+
+
+@pytest.mark.realtime  # the AWS CLI
+@MOTO_SKIPS
+def test_teardown_deletes_the_app_stack_then_the_data_stack_with_its_protection_off(moto, capsys, monkeypatch):
+    """The teardown the docs gave (delete the app stack, then `make deploy` with DeletionProtection=false, then
+    delete the data stack) re-created the app stack, whose imports kept the data stack. make teardown deletes the
+    app stack and waits, turns the cluster's protection off, deletes the data stack and waits, and prints what it
+    keeps on purpose (the secrets, the final snapshot, the bucket) with how to delete each."""
+    moto_cfn.deletions_refused_as_aws_refuses_them(monkeypatch)
+    moto.cloudformation.create_stack(
+        StackName=DATA_STACK, TemplateBody=deploy.DATA_TEMPLATE.read_text(), Capabilities=["CAPABILITY_IAM"],
+        Parameters=[{"ParameterKey": key, "ParameterValue": value} for key, value in (
+            ("ExistingVpcId", moto.vpc), ("ExistingSubnetIds", moto.network.split("=")[-1].strip()),
+            ("DeletionProtection", "true"))])
+    moto.cloudformation.create_stack(StackName=APP_STACK, TemplateBody=json.dumps(APP_STAND_IN),
+                                     Parameters=[{"ParameterKey": "DataStack", "ParameterValue": DATA_STACK}])
+
+    def teardown(*confirm: str) -> SimpleNamespace:
+        recording = moto_cfn.Recording(moto.url, moto.tmp / "recording.jsonl")
+        code = deploy.main(["--teardown", *confirm, "--stage", "prod", "--region", REGION, "--aws", str(AWS_CLI)])
+        recording.stop()
+        printed = capsys.readouterr()
+        return SimpleNamespace(code=code, out=printed.out, err=printed.err, requests=recording.requests())
+
+    stack_parameters_before = stack_parameters(moto, DATA_STACK)
+    unconfirmed = teardown()
+    assert unconfirmed.code == 1 and f"run it again with CONFIRM={APP_STACK}" in unconfirmed.err
+    assert unconfirmed.requests == []
+
+    done = teardown("--confirm", APP_STACK)
+    assert done.code == 0, done.err
+    assert steps(done.requests) == [
+        ("sts", "GetCallerIdentity"),
+        ("cloudformation", "DescribeStacks", APP_STACK),
+        ("cloudformation", "DeleteStack", APP_STACK),
+        ("cloudformation", "DescribeStacks", APP_STACK),   # the CLI's waiter: gone
+        ("cloudformation", "DescribeStacks", DATA_STACK),
+        ("cloudformation", "UpdateStack", DATA_STACK),     # the cluster's deletion protection off
+        ("cloudformation", "DescribeStacks", DATA_STACK),  # the CLI's waiter: updated
+        ("cloudformation", "DeleteStack", DATA_STACK),
+        ("cloudformation", "DescribeStacks", DATA_STACK),  # the CLI's waiter: gone
+    ]
+    update = next(r["params"] for r in done.requests if r["operation"] == "UpdateStack")
+    assert update["UsePreviousTemplate"] == "true"
+    given = {update[key]: update.get(key.replace("ParameterKey", "ParameterValue"), "")  # a blank value is not in the form
+             for key in update if key.endswith(".ParameterKey")}
+    assert given == {**stack_parameters_before, "DeletionProtection": "false"}  # the rest as they were
+    for stack in (APP_STACK, DATA_STACK):
+        with pytest.raises(moto.cloudformation.exceptions.ClientError, match="does not exist"):
+            moto.cloudformation.describe_stacks(StackName=stack)
+    assert f"secretsmanager delete-secret --region eu-west-1 --secret-id {APP_STAND_IN['Outputs']['SignalSecretArn']['Value']}" in done.out
+    assert f"s3 rb --region eu-west-1 s3://{BUCKET} --force" in done.out and "describe-db-cluster-snapshots" in done.out
+
+
+@pytest.mark.realtime  # make -n
+@pytest.mark.parametrize("target", ["migrate", "rotate"])
+def test_make_migrate_and_rotate_call_the_region_given(target):
+    """`make migrate REGION=eu-north-1` used to invoke the function in whatever region the shell's profile named
+    (boto3 reads AWS_DEFAULT_REGION, never REGION)."""
+    done = subprocess.run(["make", "-n", target, "REGION=eu-north-1", "STACK=events-x"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=True)
+    [command] = [line for line in done.stdout.splitlines() if "invoke_migrate.py" in line]
+    assert command.startswith("AWS_DEFAULT_REGION='eu-north-1' ") and "--stack events-x" in command

@@ -124,9 +124,9 @@ def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws
     granted_schedules = next(
         st["Resource"] for policy in cfn.packaged_app()["Resources"]["TickRole"]["Properties"]["Policies"]
         for st in policy["PolicyDocument"]["Statement"] if "scheduler:CreateSchedule" in st["Action"])
-    patterns = [r["Fn::Sub"].split(":schedule/")[1].replace("${AWS::StackName}", "stack") for r in granted_schedules]
+    patterns = [r["Fn::Sub"].split(":schedule/")[1].replace("${TickName}", "stack-tick") for r in granted_schedules]
     for name, pattern in zip((switches.wake_up_name(7), switches.backstop_name(7)), patterns, strict=True):
-        assert fnmatch.fnmatchcase(f"default/{name}", pattern), (name, pattern)  # each name its own grant (rule = <stack>-tick)
+        assert fnmatch.fnmatchcase(f"default/{name}", pattern), (name, pattern)  # each name its own grant (rule = TickName)
     tick_made = set(aws_calls[setup_calls:])
     assert {"events:DisableRule", "events:EnableRule", "scheduler:CreateSchedule", "scheduler:UpdateSchedule",
             "scheduler:DeleteSchedule"} <= tick_made

@@ -16,7 +16,8 @@ REQUIRED_CALLS = ("database", "Secrets Manager", "SNS", "Lambda invoke", "EventB
 AWS_APIS = {"Secrets Manager": "secretsmanager", "SNS": "sns", "Lambda invoke": "lambda",
             "EventBridge Scheduler": "scheduler", "EventBridge (": "events"}
 APP_PARAMETERS = {"GameBridgeUrl": "https://bridge.example.org", "JwtJwksUrl": "https://id.example.org/jwks.json",
-                  "JwtIssuer": "https://id.example.org", "AppDatabaseHost": "events-data.cluster-abc.eu-west-1.rds.amazonaws.com"}
+                  "JwtIssuer": "https://id.example.org", "AppDatabaseHost": "events-data.cluster-abc.eu-west-1.rds.amazonaws.com",
+                  "TickName": "event-run-engine-prod-tick"}
 
 
 def outbound_calls() -> list[dict]:

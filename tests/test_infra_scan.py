@@ -13,7 +13,8 @@ pytestmark = pytest.mark.packaging
 
 EVERY_APP_OPTION = dict(APP_PARAMETERS, CueChannel="webhook:https://discord.com/api/webhooks/1/x",
                         AnnounceChannel="webhook:https://hooks.slack.com/services/x", AlarmEmail="ops@example.org",
-                        CueEmail="gm@example.org", ConsoleUrl="https://console.example.org")
+                        CueEmail="gm@example.org", ConsoleUrl="https://console.example.org", JwksFront="on",
+                        JwksPath="/.well-known/jwks.json")
 
 
 @pytest.fixture(scope="module")

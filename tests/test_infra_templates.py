@@ -16,10 +16,11 @@ APP_PARAMETERS = {  # what a team must pass at deploy time (no defaults)
     "JwtJwksUrl": "https://id.example.org/.well-known/jwks.json",
     "JwtIssuer": "https://id.example.org",
     "AppDatabaseHost": "events-data.cluster-abc.eu-west-1.rds.amazonaws.com",  # make deploy copies the data stack's output
+    "TickName": "event-run-engine-prod-tick",  # make deploy derives it from the stack name
 }
 COSTLY_DATA_OPTIONS = {"EnableProxy": "true", "EnableNatGateway": "true", "EnableInterfaceEndpoints": "true"}
 FUNCTIONS = ("APIHandler", "Tick", "Migrate")
-TICK_ARN = {"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-tick"}
+TICK_ARN = {"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${TickName}"}
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +211,7 @@ def test_no_secret_topic_or_function_is_granted_on_a_wildcard(app):
                 resource = statement["Resource"]
                 for one in resource if isinstance(resource, list) else [resource]:
                     # the one wildcard: a sleep's number at the end of its two schedules' names
-                    numbered = json.dumps(one).replace("-tick-wake-*", "").replace("-tick-backstop-*", "")
+                    numbered = json.dumps(one).replace("${TickName}-wake-*", "").replace("${TickName}-backstop-*", "")
                     assert one != "*" and "*" not in numbered, (name, statement)
 
 
@@ -261,17 +262,17 @@ def test_only_migrate_sees_the_admin_secret_and_only_it_may_write_the_app_secret
 
 def test_sleep_and_wake_have_exactly_the_names_and_permissions_the_tick_uses(app):
     tick, api = env(app, "Tick"), env(app, "APIHandler")
-    rule_name = {"Fn::Sub": "${AWS::StackName}-tick"}
+    rule_name = {"Ref": "TickName"}
     assert resources(app)["Tick"]["Properties"]["FunctionName"] == rule_name
     assert resources(app)["Tick"]["Properties"]["Events"]["TickEvent"]["Properties"]["Name"] == rule_name
     assert tick["EVENTS_TICK_RULE_NAME"] == rule_name and tick["EVENTS_SLEEP"] == "on"
     assert tick["EVENTS_TICK_FUNCTION_ARN"] == api["EVENTS_TICK_FUNCTION_ARN"] == TICK_ARN
     assert tick["EVENTS_WAKE_ROLE_ARN"] == {"Fn::GetAtt": ["WakeRole", "Arn"]}
     role = resources(app)["TickRole"]
-    rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${AWS::StackName}-tick"}
+    rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${TickName}"}
     assert granted(role, "events:DisableRule") == granted(role, "events:EnableRule") == [rule_arn]
     schedules = [{"Fn::Sub": "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}"
-                             f":schedule/default/${{AWS::StackName}}-tick-{kind}-*"} for kind in ("wake", "backstop")]
+                             f":schedule/default/${{TickName}}-{kind}-*"} for kind in ("wake", "backstop")]
     assert (granted(role, "scheduler:CreateSchedule") == granted(role, "scheduler:UpdateSchedule")
             == granted(role, "scheduler:DeleteSchedule") == schedules)  # a sleep's wake-up and its backstop, nothing else
     for unused in ("events:DescribeRule", "scheduler:GetSchedule"):  # the tick never calls them
@@ -474,16 +475,70 @@ def test_the_stage_and_every_route_open_to_anyone_are_throttled(app):
 
 
 def test_the_database_and_the_secrets_outlive_a_deleted_stack(data, packaged):
+    """Deleting a stack keeps its cluster (a final snapshot) and its secrets; a first create that fails takes its
+    secrets with it (RetainExceptOnCreate: nobody holds them yet), so a retry does not pile up secrets at $0.40 each."""
     assert resources(data)["DatabaseCluster"]["DeletionPolicy"] == "Snapshot"
     assert data["Parameters"]["DeletionProtection"]["Default"] == "true"
     for secret in ("AppSecret", "GameBridgeSecret"):
-        assert (resources(data)[secret]["DeletionPolicy"], resources(data)[secret]["UpdateReplacePolicy"]) == ("Retain", "Retain")
-    assert resources(packaged)["WebhookSecret"]["DeletionPolicy"] == "Retain"
-    assert (resources(packaged)["SignalSecret"]["DeletionPolicy"], resources(packaged)["SignalSecret"]["UpdateReplacePolicy"]) == (
-        "Retain", "Retain")
+        assert (resources(data)[secret]["DeletionPolicy"], resources(data)[secret]["UpdateReplacePolicy"]) == (
+            "RetainExceptOnCreate", "Retain")
+    for secret in ("SignalSecret", "WebhookSecret"):
+        assert (resources(packaged)[secret]["DeletionPolicy"], resources(packaged)[secret]["UpdateReplacePolicy"]) == (
+            "RetainExceptOnCreate", "Retain")
+
+
+def test_a_first_create_that_fails_can_roll_back_its_cluster(data):
+    """The cluster's deletion protection is a parameter (make deploy passes "false" to the first create and the
+    file's value once it completed): fixed on, a failed first create would stop at ROLLBACK_FAILED on a cluster
+    CloudFormation may not delete."""
+    assert resources(data)["DatabaseCluster"]["Properties"]["DeletionProtection"] == {"Ref": "DeletionProtection"}
+    assert cfn.render(data, {"DeletionProtection": "false"})["Parameters"]["DeletionProtection"]["Default"] == "false"
 
 
 def test_aurora_is_a_long_term_support_version_that_pauses_at_zero(data):
     version = data["Parameters"]["EngineVersion"]["Default"]
     assert version.startswith("8.0.mysql_aurora.3.10.")  # the LTS line; 0 ACU needs 3.08.0 or later
     assert resources(data)["DatabaseInstance"]["Properties"]["AutoMinorVersionUpgrade"] is False  # AWS's advice for LTS
+
+
+# ── two stacks in one account, and long stack names ──
+
+def test_the_api_and_its_5xx_alarm_are_named_after_the_stack(app):
+    """API Gateway's metrics are per API name: two stacks' APIs both named event-run-engine would each trip the
+    other's 5xx alarm."""
+    assert resources(app)["RestAPI"]["Properties"]["Name"] == {"Ref": "AWS::StackName"}
+    dimensions = {d["Name"]: d["Value"] for d in resources(app)["Api5xxAlarm"]["Properties"]["Dimensions"]}
+    assert dimensions["ApiName"] == {"Ref": "AWS::StackName"}
+
+
+def test_every_name_of_the_tick_comes_from_tick_name_which_fits_its_schedules(packaged):
+    """The tick function, its rule and a sleep's schedules are named from TickName (make deploy fits it to the
+    stack name), never from the stack name itself, which may be 123 characters long."""
+    text = json.dumps(packaged)
+    assert "${AWS::StackName}-tick" not in text.replace("/aws/lambda/${AWS::StackName}-tick", "")  # the log group may
+    from infra import preflight
+
+    assert packaged["Parameters"]["TickName"]["MaxLength"] == preflight.TICK_NAME_LIMIT
+
+
+# ── identity without NAT ──
+
+def test_a_jwks_front_gives_the_api_the_key_set_over_ipv6(packaged):
+    """JwksFront=on: a dual-stack CloudFront distribution in front of the JWKS host, and the API's key URL its
+    own, at the same path; off (the default), neither."""
+    url = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_AbC/.well-known/jwks.json"
+    fronted = cfn.render(packaged, dict(APP_PARAMETERS, JwtJwksUrl=url, JwksFront="on",
+                                        JwksPath="/eu-west-1_AbC/.well-known/jwks.json"))
+    config = resources(fronted)["JwksDistribution"]["Properties"]["DistributionConfig"]
+    assert config["IPV6Enabled"] is True and config["Enabled"] is True
+    [origin] = config["Origins"]
+    assert origin["DomainName"] == {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "JwtJwksUrl"}]}]}
+    assert url.split("/")[2] == "cognito-idp.eu-west-1.amazonaws.com"  # what that picks
+    assert origin["CustomOriginConfig"]["OriginProtocolPolicy"] == "https-only"
+    behaviour = config["DefaultCacheBehavior"]
+    assert behaviour["AllowedMethods"] == ["GET", "HEAD"] and behaviour["ViewerProtocolPolicy"] == "https-only"
+    assert env(fronted, "APIHandler")["EVENTS_JWT_JWKS_URL"] == {"Fn::Sub": "https://${JwksDistribution.DomainName}${JwksPath}"}
+    assert cfn.lint(fronted) == []
+    default = cfn.render(packaged, APP_PARAMETERS)
+    assert "JwksDistribution" not in resources(default)
+    assert env(default, "APIHandler")["EVENTS_JWT_JWKS_URL"] == {"Ref": "JwtJwksUrl"}

@@ -122,3 +122,46 @@ def test_an_invocations_log_line_sums_its_ticks_so_it_does_not_grow_with_them(db
     assert line["ticks"]["outcomes"] == {"done": 4} and line["ticks"]["statuses"] == {"completed": 4}
     assert line["ticks"]["due_lag_seconds"] == max(t["due_lag_seconds"] or 0 for t in summary["ticks"])
     assert "now" not in line["ticks"]
+
+
+def _alarm_state(alarm: dict, value: float, parameters: dict) -> str:
+    """What CloudWatch makes of one published figure under the alarm's own threshold and comparison."""
+    properties = alarm["Properties"]
+    threshold = parameters[properties["Threshold"]["Ref"]]["Default"]
+    compare = {"GreaterThanThreshold": float.__gt__, "GreaterThanOrEqualToThreshold": float.__ge__}[properties["ComparisonOperator"]]
+    return "ALARM" if compare(float(value), float(threshold)) else "OK"
+
+
+def test_the_wait_alarms_return_to_ok_once_the_wait_ends(db, clock, monkeypatch, capsys):
+    """A cue confirmed and a paused run resumed: the next invocation publishes ParkedCueAgeSeconds and
+    PausedRunAgeSeconds as 0, so their alarms (which ignore missing data) go back to OK instead of keeping
+    the last figure's ALARM for good."""
+    import app
+    from chalicelib.events import commands
+    from chalicelib.events.store import steps
+    from tests.support import cfn
+
+    InjectedTime(clock).install(monkeypatch)
+    cue_run = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
+    paused = schedule(db, clock.now(), document([[step("core.cue", instruction="Open the gates")]]))
+    figures = []
+    with runtime.override(settings=Settings(), database=db, clock=clock):
+        app.tick(SCHEDULED_EVENT, lambda_context())  # both cues park
+        commands.pause(db, paused.id, actor="mod", now=clock.now())
+        clock.advance(900)
+        for ends_the_waits in (False, True):
+            if ends_the_waits:
+                commands.resume(db, paused.id, actor="mod", now=clock.now())
+                for run in (cue_run, paused):
+                    cue = db.autocommit(lambda tx, run=run: steps.list_for_run(tx, run.id))[0]
+                    commands.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
+            capsys.readouterr()
+            app.tick(SCHEDULED_EVENT, lambda_context())
+            [emf] = [entry for entry in _lines(capsys.readouterr().out) if "_aws" in entry]
+            figures.append(emf)
+    template = cfn.load(cfn.APP_TEMPLATE)
+    for alarm_name, metric in (("ParkedCueAlarm", "ParkedCueAgeSeconds"), ("PausedRunAlarm", "PausedRunAgeSeconds")):
+        alarm = template["Resources"][alarm_name]
+        waiting, over = (_value(emf, metric) for emf in figures)
+        assert _alarm_state(alarm, waiting, template["Parameters"]) == "ALARM", (metric, waiting)
+        assert over == 0 and _alarm_state(alarm, over, template["Parameters"]) == "OK", metric

@@ -121,7 +121,7 @@ def test_the_scheduled_lambda_runs_through_app_py_with_the_runtime_it_is_given(d
         # chalice's test context claims 3 s remaining: too little for a tick, so none starts.
         response = client.lambda_.invoke("tick", event)
     assert response.payload["ticks"] == [] and response.payload["wake_reads"] == 0
-    assert response.payload["asleep"] is False and response.payload["parked_cue_age_seconds"] is None
+    assert response.payload["asleep"] is False and response.payload["parked_cue_age_seconds"] == 0  # nothing waits
     assert run_row(db, run.id).status is RunStatus.SCHEDULED
 
 

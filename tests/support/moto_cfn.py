@@ -19,6 +19,10 @@ change set has none) nor keeps an update's parameters; CloudFormation does both,
 and the deploy reads them back, so `change_sets_as_cloudformation_executes_them`
 adds those two steps to the in-process server's backend.
 
+CloudFormation refuses to delete a stack while another imports one of its exports, and RDS a cluster with
+deletion protection (the stack is left DELETE_FAILED either way); moto does neither (it drops exports in use, and
+has no cluster to protect), so `deletions_refused_as_aws_refuses_them` stands in for both in the teardown's test.
+
 `Recording` reads moto's own request log (its recorder, `/moto-api/recorder/`):
 each request as (service, operation) in the order the server took them.
 """
@@ -111,6 +115,52 @@ def change_sets_as_cloudformation_executes_them(patch: pytest.MonkeyPatch) -> No
         stack.output_map = stack._create_output_map()
 
     patch.setattr(CloudFormationBackend, "execute_change_set", and_outputs)
+
+
+def _parameter(stack: Any, name: str) -> str | None:
+    """A moto stack's parameter as CloudFormation resolves it: the value given, else the template's default."""
+    declared = stack.template_dict.get("Parameters", {}).get(name)
+    return stack.parameters.get(name, declared.get("Default") if declared else None)
+
+
+def _imported(stack: Any) -> set[str]:
+    """The export names a moto stack's template imports, `${Parameter}`s in them resolved."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "Fn::ImportValue" in node:
+                name = node["Fn::ImportValue"]
+                text = name["Fn::Sub"] if isinstance(name, dict) else name
+                found.add(re.sub(r"\$\{(\w+)\}", lambda m: str(_parameter(stack, m.group(1))), text))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(stack.template_dict.get("Resources", {}))
+    return found
+
+
+def deletions_refused_as_aws_refuses_them(patch: pytest.MonkeyPatch) -> None:
+    """DeleteStack leaves a stack DELETE_FAILED while another stack imports one of its exports, or while its
+    DeletionProtection parameter (the data stack's cluster's) is "true" (the module's docstring)."""
+    from moto.cloudformation.models import CloudFormationBackend
+
+    delete = CloudFormationBackend.delete_stack
+
+    def as_aws(self: CloudFormationBackend, name_or_stack_id: str) -> None:
+        stack = next((s for s in self.stacks.values() if name_or_stack_id in (s.stack_id, s.name)), None)
+        if stack is not None:
+            importers = [other for other in self.stacks.values() if other is not stack]
+            in_use = {export.name for export in stack.exports} & set().union(*map(_imported, importers))
+            if in_use or _parameter(stack, "DeletionProtection") == "true":
+                stack.status = "DELETE_FAILED"
+                return
+        delete(self, name_or_stack_id)
+
+    patch.setattr(CloudFormationBackend, "delete_stack", as_aws)
 
 
 class Recording:

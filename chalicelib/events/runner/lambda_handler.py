@@ -161,15 +161,17 @@ def invocation_totals(ticks: list[dict[str, Any]]) -> dict[str, Any]:
     return totals
 
 
-def _waits_for_a_person(runner: Runner) -> tuple[float | None, float | None]:
-    """How long the longest-waiting parked cue and the longest-paused run have waited (for their alarms).
+def _waits_for_a_person(runner: Runner) -> tuple[float, float]:
+    """How long the longest-waiting parked cue and the longest-paused run have waited (for their alarms):
+    0 when nothing waits.
 
     Published by every invocation; the deployment wakes for each such wait's escalation, so the alarms
-    (TreatMissingData: ignore) see the figure pass their threshold even while it sleeps between."""
+    (TreatMissingData: ignore) see the figure pass their threshold even while it sleeps between. Missing
+    data keeps an alarm's state, so the 0 of an invocation with nothing waiting is what returns it to OK."""
     now = runner.clock.now()
 
-    def age(since: datetime | None) -> float | None:
-        return None if since is None else max(0.0, (now - since).total_seconds())
+    def age(since: datetime | None) -> float:
+        return 0.0 if since is None else max(0.0, (now - since).total_seconds())
 
     return age(runner.db.autocommit(steps.oldest_parked_since)), age(runner.db.autocommit(runs.oldest_paused_since))
 
