@@ -76,6 +76,7 @@ LITERALS_TESTS = "tests/test_literals.py"
 HARNESS_TESTS = "tests/test_mutation_harness.py"
 SLEEP_FAULTS = "tests/test_runner_sleep_faults.py"
 SLEEP_OUTAGE = "tests/test_runner_sleep_outage.py"
+SLEEP_LOST_NUDGE = "tests/test_runner_sleep_lost_nudge.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -379,6 +380,10 @@ MUTATIONS: list[Mutation] = [
              "return look_ahead_end if wake is None or wake > look_ahead_end else wake",
              "return _ALL if wake is None or wake > look_ahead_end else wake",
              (SLEEP_FAULTS,)),
+    Mutation("a-sleep-without-a-bound", "a-sleep-without-a-bound",
+             "return min(max(now, work - WARM_UP), now + LONGEST_SLEEP - BACKSTOP_AFTER)",
+             "return max(now, work - WARM_UP)",
+             (SLEEP_FAULTS, SLEEP_LOST_NUDGE)),
     # ── the nudge and the clients (issue 23, item 3) ─────────────────────
     Mutation("failed-nudge-leaves-the-row-waking", "failed-nudge-leaves-the-row-waking",
              "        db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, nudge))\n",

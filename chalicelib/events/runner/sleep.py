@@ -13,9 +13,9 @@ Going to sleep (`try_sleep`), when nothing is due within the planning horizon:
 1. the row moves awake -> asleep (compare-and-set; it gets the sleep's epoch);
 2. it looks for work again: any found, the sleep is called off (the row awake
    again, unless a later sleep holds it: its rule never went off) and the tick stays up;
-3. the one-time wake-up (next work less a warm-up, never later than the look-ahead's
-   end) and its backstop (`BACKSTOP_AFTER` later) are created, named after the
-   sleep: on error the sleep is called off, the rule never went off;
+3. the one-time wake-up (next work less a warm-up) and its backstop (`BACKSTOP_AFTER`
+   later) are created, named after the sleep: on error the sleep is called off, the
+   rule never went off;
 4. the minute rule goes off: on error it is turned back on and the sleep called off;
    if even that fails, the row stays asleep behind its wake-ups;
 5. the row stays asleep (asleep -> asleep, compare-and-set on the sleep's epoch): if
@@ -27,6 +27,11 @@ Going to sleep (`try_sleep`), when nothing is due within the planning horizon:
 Step 4 begins only with time for the worst case of steps 4 and 5 left in the
 invocation (`SLEEP_SECONDS`; else the sleep is called off), so Lambda's timeout
 never stops a tick between turning the rule off and the row's staying asleep.
+
+Every sleep is bounded: its wake-up is early enough for its backstop to fire
+within `LONGEST_SLEEP` (a day) whatever the next work is, so the engine wakes at
+least once a day, looks, and sleeps again. That bounds what any lost wake-up
+path can cost (a nudge lost every way, a wake time written wrong) at a day.
 
 Waking up (`started`, at the start of every tick invocation): a row not awake has
 its rule turned on first, and only then is it moved to awake (compare-and-set on
@@ -66,6 +71,8 @@ logger = logging.getLogger(__name__)
 WARM_UP = timedelta(seconds=60)  # Aurora resumes in ~15 s; the first tick then has the rest of the minute
 BACKSTOP_AFTER = timedelta(minutes=5)  # the backstop fires this long after the wake-up it backs
 LOOK_AHEAD = timedelta(days=400)  # past any yearly schedule's next occurrence; the wake-up is never later
+# A sleep's backstop fires within this, whatever the next work: a nudge lost every way waits no longer.
+LONGEST_SLEEP = timedelta(days=1)
 # Rule off, stay asleep, rule on again, and the two wake-ups of a sleep put back: what step 4 on may take.
 SLEEP_SECONDS = 4 * AWS_CALL_SECONDS
 MAX_WAKE_TRIES = 5  # a row moved under a waking tick this many times running: its rule is on, it gives up
@@ -99,6 +106,13 @@ def next_work(db: Database, now: datetime, horizon: timedelta, escalate_after: t
     look_ahead_end = now + LOOK_AHEAD
     # guard: no-wake-up-past-the-look-ahead
     return look_ahead_end if wake is None or wake > look_ahead_end else wake
+
+
+def wake_up_at(now: datetime, work: datetime) -> datetime:
+    """The wake-up of a sleep that begins `now` with its next work at `work`: a warm-up before the work, never
+    before now, and early enough for its backstop to fire within `LONGEST_SLEEP`."""
+    # guard: a-sleep-without-a-bound
+    return min(max(now, work - WARM_UP), now + LONGEST_SLEEP - BACKSTOP_AFTER)
 
 
 class Switches(Protocol):
@@ -159,7 +173,7 @@ class Sleeper:
         first = next_work(self.db, now, self.horizon, self.escalate_after)
         if self._busy(first, now):
             return False
-        sleep = self.db.transaction(lambda tx: engine_state.fall_asleep(tx, now, max(now, first - WARM_UP)))
+        sleep = self.db.transaction(lambda tx: engine_state.fall_asleep(tx, now, wake_up_at(now, first)))
         if sleep is None:
             return False
         wake = next_work(self.db, now, self.horizon, self.escalate_after)  # work that came while we decided
@@ -167,7 +181,7 @@ class Sleeper:
         if self._busy(wake, now):
             self._call_off(now, sleep)
             return False
-        wake_at = max(now, wake - WARM_UP)
+        wake_at = wake_up_at(now, wake)
         try:
             self.switches.set_wake_ups(sleep, wake_at, wake_at + BACKSTOP_AFTER)
         except Exception:
