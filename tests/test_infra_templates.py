@@ -215,12 +215,16 @@ def test_no_secret_topic_or_function_is_granted_on_a_wildcard(app):
 
 
 def test_the_api_reads_only_the_database_secret_and_the_signal_key_and_may_only_nudge_the_tick(app):
+    """The nudge: the tick invoked and its minute rule turned on (never off: only the tick sleeps)."""
     role = resources(app)["ApiHandlerRole"]
     assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn"), {"Ref": "SignalSecret"}]
     assert env(app, "APIHandler")["EVENTS_SIGNAL_SECRET_ARN"] == {"Ref": "SignalSecret"}
     assert {"Ref": "SignalSecret"} not in granted(resources(app)["TickRole"], "secretsmanager:GetSecretValue")
     assert "EVENTS_SIGNAL_SECRET_ARN" not in env(app, "Tick") and "GAME_BRIDGE_SECRET_ARN" not in env(app, "APIHandler")
     assert granted(role, "lambda:InvokeFunction") == [TICK_ARN]
+    rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${AWS::StackName}-tick"}
+    assert granted(role, "events:EnableRule") == [rule_arn] and granted(role, "events:DisableRule") == []
+    assert granted(role, "scheduler:CreateSchedule") == [] and granted(role, "iam:PassRole") == []
     assert granted(role, "sns:Publish") == [] and granted(role, "secretsmanager:PutSecretValue") == []
 
 
@@ -264,7 +268,7 @@ def test_sleep_and_wake_have_exactly_the_names_and_permissions_the_tick_uses(app
     rule_name = {"Fn::Sub": "${AWS::StackName}-tick"}
     assert resources(app)["Tick"]["Properties"]["FunctionName"] == rule_name
     assert resources(app)["Tick"]["Properties"]["Events"]["TickEvent"]["Properties"]["Name"] == rule_name
-    assert tick["EVENTS_TICK_RULE_NAME"] == rule_name and tick["EVENTS_SLEEP"] == "on"
+    assert tick["EVENTS_TICK_RULE_NAME"] == api["EVENTS_TICK_RULE_NAME"] == rule_name and tick["EVENTS_SLEEP"] == "on"
     assert tick["EVENTS_TICK_FUNCTION_ARN"] == api["EVENTS_TICK_FUNCTION_ARN"] == TICK_ARN
     assert tick["EVENTS_WAKE_ROLE_ARN"] == {"Fn::GetAtt": ["WakeRole", "Arn"]}
     role = resources(app)["TickRole"]

@@ -243,7 +243,9 @@ def test_a_nudged_tick_that_cannot_turn_the_rule_on_puts_the_row_back_to_asleep_
     faults.fail("EnableRule")
     with pytest.raises(ConnectionClosedError):
         Sleeper(awake, aws, HORIZON).started(clock.now(), NUDGE_SOURCE)
-    asleep_behind(awake, aws)
+    seen = row(awake)
+    assert seen.state == "asleep" and {aws.wake_up_name(seen.wake_ups), aws.backstop_name(seen.wake_ups)} <= set(schedules(aws))
+    assert rule_state(aws) == "ENABLED"  # as the nudge left it: the next minute's tick wakes the engine
     assert nudge.after_work_created(awake, SETTINGS, clock.now(), invoke=invoked.append)  # at once, not after a bound
     assert invoked == [FUNCTION, FUNCTION]
 

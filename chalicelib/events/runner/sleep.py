@@ -40,7 +40,7 @@ sleep's wake-up and backstop are deleted (a failure there only costs a spare
 invocation). If the rule cannot be turned on, the row stays as it was (a `waking`
 row goes back to asleep, so the next work created nudges at once), a tick a
 schedule started puts the sleep's wake-up and backstop back `BACKSTOP_AFTER` and
-twice that from now (the schedule that started it deleted itself: without this a
+twice that from now (so does a sleep that lost its row to a wake, below) (the schedule that started it deleted itself: without this a
 rule that keeps refusing leaves nothing to try again, and with one alone a lost
 invocation of it would), and the error fails the invocation. An invocation that a wake-up, a backstop or a nudge started
 turns the rule on even when the row says awake. A backstop that finds the row not
@@ -48,9 +48,11 @@ awake means the wake-up was spent without waking the engine: logged, and counted
 for the alarm.
 
 Anything that creates work commits it first and then moves the row asleep ->
-waking (`nudge.py`), nudging the tick if it did: either the tick's look in step 2
-sees the work, or the creator finds the row asleep and nudges, or step 5 sees the
-creator's move and turns the rule back on.
+waking (`nudge.py`), turning the rule on and nudging the tick if it did: either
+the tick's look in step 2 sees the work, or the creator finds the row asleep and
+nudges, or step 5 sees the creator's move and turns the rule back on (a step 4
+that turned the creator's rule off again); if that fails, the sleep's wake-up and
+backstop are put back five and ten minutes from now.
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ class Sleeper:
                 if seen.state == "waking":  # the next work created nudges again at once
                     self.db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, seen.epoch))
                 logger.error("could not turn the minute rule back on: the engine stays %s (%s woke it)", seen.state, source)
-                if source in (WAKE_SOURCE, BACKSTOP_SOURCE) and seen.wake_ups is not None:
+                if source in (WAKE_SOURCE, BACKSTOP_SOURCE, SLEEP_LOST_SOURCE) and seen.wake_ups is not None:
                     # guard: a-refused-wake-puts-no-backstop-back
                     self._wake_ups_again(now, seen.wake_ups)
                 raise
