@@ -81,7 +81,7 @@ INPUTS = {
     "log_bytes_per_step": Input(1, "measured", (
         "bench costs: the tick Lambda at the deployed level (INFO) writes no line per step (0.01 B, rounded up);"
         " a notice on the log channel adds its own line, about 400 B (the templates post notices to SNS)")),
-    "log_bytes_per_tick_invocation": Input(1919, "measured", (
+    "log_bytes_per_tick_invocation": Input(2029, "measured", (
         "bench costs: the invocation's one INFO line (its ticks summed) and its EMF document;"
         " Lambda's own START/END/REPORT lines come on top")),
     "api_requests_per_live_hour": Input(2400, "assumed", "two staff consoles polling every three seconds while runs are live"),
@@ -89,8 +89,8 @@ INPUTS = {
     "access_log_bytes_per_api_request": Input(320, "setting", (
         "API Gateway's access log line (infra/app.yaml AccessLogSetting) with an IPv6 source and a long route;"
         " throttling (MethodSettings) is free")),
-    "custom_metrics": Input(23, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
-    "alarm_metrics": Input(10, "setting", "nine alarms, one of them over two metrics (infra/app.yaml)"),
+    "custom_metrics": Input(24, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
+    "alarm_metrics": Input(12, "setting", "eleven alarms, one of them over two metrics (infra/app.yaml)"),
     "wait_timer_wakes_per_event": Input(1, "assumed", (
         "a wait's timer (a cue's reminder, its escalation or timeout, a paused run's escalation) that falls after"
         " the event's live hours: each wakes the tick and keeps Aurora up for its moment; a cue has at most"

@@ -100,7 +100,8 @@ def test_the_cost_model_counts_the_metrics_the_tick_publishes():
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
                  *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
                  "TickSeconds",
-                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT}
+                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT,
+                 observability.SLEEP_FAILED}
     assert costs.INPUTS["custom_metrics"].value == len(published)
 
 

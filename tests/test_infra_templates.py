@@ -298,8 +298,9 @@ def test_cues_and_announcements_go_to_their_topics_unless_a_webhook_is_chosen(pa
 
 def test_every_alarm_the_operators_need_exists_and_notifies_the_alarm_topic(app):
     alarms = cfn.of_type(app, "AWS::CloudWatch::Alarm")
-    assert set(alarms) == {"TickErrorsAlarm", "DatabaseUnreachableAlarm", "BackstopWakeAlarm", "RunErrorsAlarm",
-                           "RunsPausedOrMissedAlarm", "ParkedCueAlarm", "PausedRunAlarm", "DueLagAlarm", "Api5xxAlarm"}
+    assert set(alarms) == {"TickErrorsAlarm", "DatabaseUnreachableAlarm", "BackstopWakeAlarm", "NudgeFailedAlarm",
+                           "SleepFailedAlarm", "RunErrorsAlarm", "RunsPausedOrMissedAlarm", "ParkedCueAlarm",
+                           "PausedRunAlarm", "DueLagAlarm", "Api5xxAlarm"}
     for name, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         # An idle month is not an alarm; a wait for a person keeps its state while the deployment sleeps.
@@ -351,7 +352,8 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
 
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
                  *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
-                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT}
+                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT,
+                 observability.SLEEP_FAILED, observability.NUDGE_FAILED}
     assert app["Parameters"]["MetricsNamespace"]["Default"] == observability.DEFAULT_NAMESPACE
     read = []
     for alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").values():
@@ -362,7 +364,7 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
                 assert metric["Dimensions"] == [{"Name": "service", "Value": observability.SERVICE}]
                 read.append(metric["MetricName"])
     assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "PausedRunAgeSeconds", "DueLagSeconds",
-                         "DatabaseUnreachable", "BackstopWakes"}
+                         "DatabaseUnreachable", "BackstopWakes", "NudgeFailed", "SleepFailed"}
     assert set(read) <= published
 
 

@@ -15,9 +15,12 @@ sleep's, at the 400-day look-ahead's end.
 """
 
 import contextlib
+import json
 from datetime import timedelta
 
 import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import EndpointConnectionError
 from chalice.test import Client
 
 from chalicelib import runtime
@@ -26,9 +29,11 @@ from chalicelib.events import nudge
 from chalicelib.events.adapters import aws as aws_adapter
 from chalicelib.events.adapters.aws import NUDGE_SOURCE, RULE_SOURCE
 from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.runner import compose, lambda_handler
 from chalicelib.events.runner.sleep import Sleeper
 from chalicelib.events.store import engine_state, runs, steps
 from devtools.kit.game_bridge import Answer
+from devtools.kit.lambda_invocation import SCHEDULED_EVENT, lambda_context
 from tests.support import aws_world
 from tests.support.api import MODERATOR, Api, hs_settings
 from tests.support.aws_faults import Faults
@@ -279,3 +284,82 @@ def test_work_three_days_away_starts_on_time_through_a_sleep_bounded_to_a_day(wo
     assert seen.started_at is not None and timedelta(0) <= seen.started_at - due < timedelta(minutes=1)
     assert here.sources.count("events.wake") >= 3 and not here.failed  # at least a wake a day, each one clean
 
+
+# ── the metrics their alarms read ───────────────────────────────────────────
+
+
+def _emf(out: str) -> list[dict]:
+    return [e for e in (json.loads(line) for line in out.splitlines() if line.startswith("{")) if "_aws" in e]
+
+
+@pytest.mark.parametrize("refused", ["Invoke", "EnableRule"])
+def test_a_nudge_whose_invoke_or_rule_fails_publishes_nudge_failed(world, capsys, refused):
+    """NudgeFailedAlarm's metric (issue 37, item 1): a nudge whose invoke failed on both attempts, or whose
+    minute rule EventBridge refused, publishes NudgeFailed = 1 as the API's own EMF document."""
+    here, faults = world
+    _asleep(here)
+    capsys.readouterr()
+    now = here.clock.now()
+    schedule(here.db, now, HELLO, scheduled_for=now + IN_FIVE_MINUTES)
+    faults.fail(refused)
+    nudge.after_work_created(here.db, SETTINGS, now)
+    faults.clear()
+    [emf] = _emf(capsys.readouterr().out)
+    assert emf["NudgeFailed"] in (1, [1]) and emf["service"] == "event-run-engine"
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
+
+
+def test_a_nudge_that_goes_through_publishes_nothing(world, capsys):
+    here, _ = world
+    _asleep(here)
+    capsys.readouterr()
+    nudge.after_work_created(here.db, SETTINGS, here.clock.now())
+    assert _emf(capsys.readouterr().out) == []
+
+
+def _refusing(refusal: str):
+    """A botocore hook (its stage and handler) that meets a Scheduler call as AWS does when it cannot be used."""
+    if refusal == "not offered in the region":  # no endpoint answers: the connection itself fails
+
+        def answer(request, **kwargs):
+            raise EndpointConnectionError(endpoint_url=request.url)
+
+        return "before-send", answer
+    code, message = {
+        "denied": ("AccessDeniedException", "explicitly denied by a service control policy"),
+        "name too long": ("ValidationException", "Value at 'name' failed to satisfy constraint: length <= 64"),
+    }[refusal]
+
+    def refuse(**kwargs):
+        return AWSResponse("https://scheduler", 400, {}, None), {
+            "Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": 400}}
+
+    return "before-call", refuse
+
+
+@pytest.mark.parametrize("refusal", ["denied", "not offered in the region", "name too long"])
+def test_a_sleep_that_cannot_be_set_stays_awake_and_publishes_sleep_failed(world, capsys, refusal):
+    """SleepFailedAlarm's metric (issue 37, item 2): EventBridge Scheduler denied by a policy, not offered in
+    the region, or a schedule name too long for a long stack name. The tick stays awake with its rule on, and
+    its invocation publishes SleepFailed = 1, so an engine awake for good is seen. Before the fix it only
+    logged an ERROR line a minute."""
+    from app import tick as tick_handler
+
+    here, _ = world
+    scheduler = aws_adapter.aws_client("scheduler")
+    stage, hook = _refusing(refusal)
+    event = f"{stage}.scheduler.CreateSchedule"
+    scheduler.meta.events.register_first(event, hook)
+    try:
+        with runtime.override(settings=SETTINGS, database=here.db, clock=here.clock):
+            worst = compose.process_runner().step_worst_case_seconds
+            capsys.readouterr()
+            # Room for one tick and one try at sleeping, then the invocation ends.
+            remaining_ms = int((lambda_handler.SAFETY_SECONDS + worst + 1.0) * 1000)
+            summary = tick_handler(SCHEDULED_EVENT, lambda_context(remaining_ms=remaining_ms))
+    finally:
+        scheduler.meta.events.unregister(event, hook)
+    assert summary["sleep_failed"] == 1 and summary["asleep"] is False
+    assert here.db.autocommit(engine_state.state) == "awake" and here.deployment.rule() == "ENABLED"
+    [emf] = _emf(capsys.readouterr().out)
+    assert emf["SleepFailed"] in (1, [1])

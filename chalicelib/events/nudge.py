@@ -30,7 +30,8 @@ What a failure leaves:
 - a row left `waking` longer than `WAKING_STALE` (its invocation was lost after
   it was accepted) counts as asleep: the next work created nudges again.
 
-The calls are `adapters/aws.turn_rule_on` and `invoke_tick`, clients with a
+Either failure publishes `NudgeFailed` (its alarm is in `infra/app.yaml`). The
+calls are `adapters/aws.turn_rule_on` and `invoke_tick`, clients with a
 deadline: two calls, so at most `2 * AWS_CALL_SECONDS` of the API's 29 s.
 """
 
@@ -42,6 +43,7 @@ from datetime import datetime, timedelta
 
 from ..config import Settings
 from ..db import Database
+from ..observability import NUDGE_FAILED, publish_now
 from .adapters.aws import invoke_tick, turn_rule_on
 from .store import engine_state
 
@@ -74,10 +76,13 @@ def after_work_created(
         # Put the row back so the next work created nudges again; the rule (or the sleep's wake-up) still stands.
         # guard: failed-nudge-leaves-the-row-waking
         db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, nudge))
+        publish_now(NUDGE_FAILED)
         logger.exception("could not invoke the tick %s to wake the deployment: %s", function,
                          "its minute rule is on, so the next minute's tick wakes it" if ruled else
                          "only the sleep's wake-up (a day away at most) or the next work created wakes it")
         return False
+    if not ruled:
+        publish_now(NUDGE_FAILED)
     logger.info("woke the deployment: invoked %s", function)
     return True
 

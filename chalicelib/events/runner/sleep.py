@@ -15,9 +15,9 @@ Going to sleep (`try_sleep`), when nothing is due within the planning horizon:
    again, unless a later sleep holds it: its rule never went off) and the tick stays up;
 3. the one-time wake-up (next work less a warm-up) and its backstop (`BACKSTOP_AFTER`
    later) are created, named after the sleep: on error the sleep is called off, the
-   rule never went off;
+   rule never went off, and the failure is counted (`SleepFailed`);
 4. the minute rule goes off: on error it is turned back on and the sleep called off;
-   if even that fails, the row stays asleep behind its wake-ups;
+   if even that fails, the row stays asleep behind its wake-ups (counted too);
 5. the row stays asleep (asleep -> asleep, compare-and-set on the sleep's epoch): if
    anyone moved it meanwhile (work created, or a tick woke), the tick wakes as a
    starting one does, turning the rule on even if the row already says awake, since
@@ -135,6 +135,7 @@ class Sleeper:
                  time_left: Callable[[], float] = lambda: math.inf, escalate_after: timedelta | None = None):
         self.db, self.switches, self.horizon, self.time_left = db, switches, horizon, time_left
         self.escalate_after = escalate_after  # EVENT_ESCALATE_AFTER_SECONDS: a stalled run's escalation wakes it
+        self.failed_sleeps = 0  # sleeps that could not be set, their wake-ups or the rule refused (SleepFailed)
 
     def started(self, now: datetime, source: str = RULE_SOURCE) -> bool:
         """A tick invocation began: if the deployment slept (or was being woken), it is awake now; True if
@@ -188,6 +189,7 @@ class Sleeper:
             self.switches.set_wake_ups(sleep, wake_at, wake_at + BACKSTOP_AFTER)
         except Exception:
             # guard: sleep-goes-on-without-its-wake-up
+            self.failed_sleeps += 1
             logger.exception("could not set the wake-up: staying awake")
             if self._call_off(now, sleep):
                 self._cancel(sleep)
@@ -200,6 +202,7 @@ class Sleeper:
         try:
             self.switches.rule_off()
         except Exception:
+            self.failed_sleeps += 1
             logger.exception("could not turn the minute rule off: staying awake")
             # guard: sleep-stays-asleep-when-the-rule-will-not-go-off
             return self._rule_back_on(now, sleep)
