@@ -57,9 +57,12 @@ INPUTS = {
         3480, "measured", "bench P9: an invocation of the Lambda path lasts 58 s of each minute while runs are live"
     ),
     "tick_memory_mb": Input(512, "setting", "tick and API memory (infra/app.yaml, .chalice/config.json)"),
-    "idle_wakes_per_month": Input(round(HOURS_PER_MONTH / (400 * 24), 3), "setting", (
-        "asleep, the tick makes no invocation and no read (bench P8) until its wake-up, at the latest the"
-        " look-ahead's end (runner/sleep.py LOOK_AHEAD, 400 days)")),
+    "idle_wakes_per_month": Input(0, "setting", (
+        "asleep, the tick makes no invocation and no read (bench P8) until its wake-up; an idle deployment's"
+        " only wakes are the bounded sleep's (its own line)")),
+    "bounded_sleep_wakes_per_month": Input(round(HOURS_PER_MONTH / 24, 1), "setting", (
+        "every sleep's backstop fires within a day (runner/sleep.py LONGEST_SLEEP), so the engine wakes daily to"
+        " look again, each wake priced as an idle one; counted every day of the month (it errs high)")),
     "wake_warm_up_seconds": Input(60, "setting", "the one-time wake-up comes this long before an event (runner/sleep.py WARM_UP)"),
     "idle_wake_seconds": Input(5, "assumed", "tick seconds of a wake with nothing to do, Aurora's resume included"),
     "aurora_acu_live": Input(0.5, "assumed", "Aurora's average ACUs while runs are live (its scaled-down floor when not paused)"),
@@ -86,8 +89,8 @@ INPUTS = {
     "access_log_bytes_per_api_request": Input(320, "setting", (
         "API Gateway's access log line (infra/app.yaml AccessLogSetting) with an IPv6 source and a long route;"
         " throttling (MethodSettings) is free")),
-    "custom_metrics": Input(23, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
-    "alarm_metrics": Input(11, "setting", "nine alarms, two of them over two metrics (infra/app.yaml)"),
+    "custom_metrics": Input(24, "setting", "EMF metrics a tick publishes (chalicelib/observability.py), billed while live"),
+    "alarm_metrics": Input(13, "setting", "eleven alarms, two of them over two metrics (infra/app.yaml)"),
     "wait_timer_wakes_per_event": Input(1, "assumed", (
         "a wait's timer (a cue's reminder, its escalation or timeout, a paused run's escalation) that falls after"
         " the event's live hours: each wakes the tick and keeps Aurora up for its moment; a cue has at most"
@@ -152,7 +155,19 @@ def line_items(s: Scenario, v: dict[str, float], p: dict[str, float] = DEFAULT_P
              + api_requests * v["access_log_bytes_per_api_request"]) / 1e9 * p["logs_ingest_gb"]
             + v["custom_metrics"] * p["custom_metric_month"] * published_share
         ),
+        "bounded sleep (a wake a day)": bounded_sleep(v, p),
     }
+
+
+def bounded_sleep(v: dict[str, float], p: dict[str, float] = DEFAULT_PRICES) -> float:
+    """The daily wake every sleep is bounded by: its schedule, Aurora resumed for it, the tick's look and its log."""
+    per_wake = (
+        p["scheduler_invocation"]
+        + (v["aurora_billed_after_last_use_seconds"] + v["idle_wake_seconds"]) / 3600 * v["aurora_acu_live"] * p["aurora_acu_hour"]
+        + v["idle_wake_seconds"] * v["tick_memory_mb"] / 1024 * p["lambda_gb_second"] + p["lambda_request"]
+        + v["log_bytes_per_tick_invocation"] / 1e9 * p["logs_ingest_gb"]
+    )
+    return v["bounded_sleep_wakes_per_month"] * per_wake
 
 
 def step_functions(s: Scenario, v: dict[str, float]) -> float:

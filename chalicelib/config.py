@@ -189,7 +189,8 @@ class Settings:
     signal_secret: str | None = field(default=None, repr=False)
     signal_secret_arn: str | None = None
     # EVENTS_SLEEP: the tick sleeps between events; the tick then needs the three names
-    # below, the API the function's ARN (each checks when it first uses them).
+    # below, the API the rule's name and the function's ARN (its nudge turns the one on
+    # and invokes the other; each checks when it first uses them).
     sleep: bool = False
     tick_rule_name: str | None = None
     tick_function_arn: str | None = None

@@ -5,8 +5,9 @@ carries the service, the invocation's correlation id (the API request id, or the
 EventBridge event id of a tick) and whatever keys the invocation appended
 (`run_id`, `step_id`). A tick's metrics are flushed once, as one EMF document on
 standard output, when its invocation ends, and an API request's as it ends, when
-it recorded any: CloudWatch turns that into metrics without an API call, so
-metrics cost no outbound route.
+it recorded any; the API's `NudgeFailed` is written as its own document when it
+happens (`publish_now`). CloudWatch turns those into metrics without an API call,
+so metrics cost no outbound route.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 logger = logging.getLogger(__name__)
 
@@ -43,14 +44,26 @@ def structured_logger() -> Logger:
     return _structured
 
 
+def _namespace() -> str:
+    return os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
+
+
 def metrics() -> Metrics:
     global _metrics
     if _metrics is None:
         # The service dimension the alarms read, named as the logger names it: never left to whichever environment
         # the process had when it first published (the API's and the tick's metrics are one set in a process).
         _metrics = Metrics(service=os.environ.get("POWERTOOLS_SERVICE_NAME", SERVICE),
-                           namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE)
+                           namespace=_namespace())
     return _metrics
+
+
+def publish_now(name: str) -> None:
+    """One count of `name`, written at once as an EMF document of its own (the API flushes no board)."""
+    service = os.environ.get("POWERTOOLS_SERVICE_NAME", SERVICE)  # the dimension the alarms read
+    with single_metric(name=name, unit=MetricUnit.Count, value=1, namespace=_namespace(),
+                       default_dimensions={"service": service}):
+        pass
 
 
 def http_middleware(request: Any, get_response: Callable[[Any], Any]) -> Any:
@@ -104,6 +117,8 @@ COUNT_METRICS = {
 
 DATABASE_UNREACHABLE = "DatabaseUnreachable"
 BACKSTOP_WAKES = "BackstopWakes"
+SLEEP_FAILED = "SleepFailed"  # the tick's sleeps that could not be set (its wake-ups or its rule refused)
+NUDGE_FAILED = "NudgeFailed"  # the API's: a nudge whose rule or invoke failed (nudge.py)
 RESOURCES_LEFT = "ResourcesLeft"  # resources whose revert failed and a person accepted or has not retried yet
 DATABASE_UNAVAILABLE_ANSWERS = "DatabaseUnavailableAnswers"
 
@@ -145,3 +160,5 @@ def record_tick_metrics(summary: dict[str, Any]) -> None:
     board.add_metric(name=DATABASE_UNREACHABLE, unit=MetricUnit.Count, value=int(bool(summary.get("database_unreachable"))))
     # 1 when a sleep's backstop had to wake the engine: its wake-up was spent without waking it.
     board.add_metric(name=BACKSTOP_WAKES, unit=MetricUnit.Count, value=int(bool(summary.get("backstop_woke"))))
+    # The sleeps this invocation could not set: it stays awake, a minute at a time, for as long as they fail.
+    board.add_metric(name=SLEEP_FAILED, unit=MetricUnit.Count, value=summary.get("sleep_failed", 0))

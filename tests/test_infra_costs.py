@@ -100,7 +100,8 @@ def test_the_cost_model_counts_the_metrics_the_tick_publishes():
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
                  *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
                  "TickSeconds",
-                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT}
+                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT,
+                 observability.SLEEP_FAILED}
     assert costs.INPUTS["custom_metrics"].value == len(published)
 
 
@@ -126,20 +127,21 @@ def test_a_step_commits_once_and_its_redo_fits_the_write_ios_the_model_counts():
 @pytest.mark.packaging
 def test_the_backstop_is_priced_its_alarm_its_metric_and_the_wake_ups_a_sleep_fires():
     """Every alarm metric of the template is billed (BackstopWakeAlarm's among them), and an idle month
-    wakes at the look-ahead's end, the one wake-up a sleep always leaves."""
+    wakes once a day, the bound every sleep keeps (issue 37), on a line of its own."""
     from chalicelib.events.runner import sleep
 
     alarms = cfn.of_type(cfn.packaged_app(), "AWS::CloudWatch::Alarm")
     assert "BackstopWakeAlarm" in alarms
     metrics = sum(max(1, len([m for m in a["Properties"].get("Metrics", []) if "MetricStat" in m])) for a in alarms.values())
     assert costs.INPUTS["alarm_metrics"].value == metrics
-    assert costs.INPUTS["idle_wakes_per_month"].value == pytest.approx(
-        costs.HOURS_PER_MONTH * 3600 / sleep.LOOK_AHEAD.total_seconds(), abs=0.001)
+    assert costs.INPUTS["idle_wakes_per_month"].value == 0
+    assert costs.INPUTS["bounded_sleep_wakes_per_month"].value == pytest.approx(
+        costs.HOURS_PER_MONTH * 3600 / sleep.LONGEST_SLEEP.total_seconds(), abs=0.05)
     idle, busy = costs.SCENARIOS[0], costs.SCENARIOS[2]
     fired = costs.line_items(busy, DEFAULTS)["wake-ups (EventBridge Scheduler)"]
     assert fired == pytest.approx((busy.events * (1 + DEFAULTS["wait_timer_wakes_per_event"])
                                    + DEFAULTS["idle_wakes_per_month"]) * 1e-6)
-    assert costs.line_items(idle, DEFAULTS)["wake-ups (EventBridge Scheduler)"] > 0
+    assert costs.line_items(idle, DEFAULTS)["bounded sleep (a wake a day)"] == costs.bounded_sleep(DEFAULTS) > 0
 
 
 def test_the_access_log_line_fits_the_bytes_the_cost_model_counts_per_api_request():

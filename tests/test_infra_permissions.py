@@ -1,7 +1,6 @@
 """The roles grant what the code calls: AWS calls recorded under moto while the tick, the API's nudge and
 the migrate function do their work, each checked against its role in the packaged template."""
 
-import contextlib
 import fnmatch
 import json
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from moto import mock_aws
 from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import Database
+from chalicelib.events import nudge
 from chalicelib.events.adapters import aws as aws_adapter
 from chalicelib.events.adapters.aws import aws_switches
 from chalicelib.events.runner.compose import build_runner
@@ -110,7 +110,7 @@ def test_the_migrate_role_grants_every_call_migrate_and_rotate_make(aws_calls, d
     assert made <= granted_actions("MigrateRole")
 
 
-def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws_calls, monkeypatch):
+def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws_calls, monkeypatch, db, clock):
     boto3.client("events").put_rule(Name="stack-tick", ScheduleExpression="rate(1 minute)")
     tick_arn = f"arn:aws:lambda:{REGION}:123456789012:function:stack-tick"
     setup_calls = len(aws_calls)
@@ -134,10 +134,13 @@ def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws
 
     monkeypatch.setattr(aws_adapter, "_clients", {})
     api_from = len(aws_calls)
-    with contextlib.suppress(Exception):  # moto has no such function: the call made is what counts
-        aws_adapter.invoke_tick(tick_arn)
+    db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'asleep'"))
+    # The API's nudge: the rule on, then the invoke (moto has no such function: the call made is what counts).
+    nudge.after_work_created(db, Settings(sleep=True, tick_rule_name="stack-tick", tick_function_arn=tick_arn), clock.now())
     monkeypatch.setattr(aws_adapter, "_clients", {})  # not a client bound to this test's mock
-    assert set(aws_calls[api_from:]) == {"lambda:InvokeFunction"}
+    api_made = set(aws_calls[api_from:])
+    assert api_made == {"events:EnableRule", "lambda:InvokeFunction"}
+    assert api_made <= granted_actions("ApiHandlerRole"), api_made - granted_actions("ApiHandlerRole")
     assert "lambda:InvokeFunction" in granted_actions("ApiHandlerRole")
 
 

@@ -216,12 +216,16 @@ def test_no_secret_topic_or_function_is_granted_on_a_wildcard(app):
 
 
 def test_the_api_reads_only_the_database_secret_and_the_signal_key_and_may_only_nudge_the_tick(app):
+    """The nudge: the tick invoked and its minute rule turned on (never off: only the tick sleeps)."""
     role = resources(app)["ApiHandlerRole"]
     assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn"), {"Ref": "SignalSecret"}]
     assert env(app, "APIHandler")["EVENTS_SIGNAL_SECRET_ARN"] == {"Ref": "SignalSecret"}
     assert {"Ref": "SignalSecret"} not in granted(resources(app)["TickRole"], "secretsmanager:GetSecretValue")
     assert "EVENTS_SIGNAL_SECRET_ARN" not in env(app, "Tick") and "GAME_BRIDGE_SECRET_ARN" not in env(app, "APIHandler")
     assert granted(role, "lambda:InvokeFunction") == [TICK_ARN]
+    rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${AWS::StackName}-tick"}
+    assert granted(role, "events:EnableRule") == [rule_arn] and granted(role, "events:DisableRule") == []
+    assert granted(role, "scheduler:CreateSchedule") == [] and granted(role, "iam:PassRole") == []
     assert granted(role, "sns:Publish") == [] and granted(role, "secretsmanager:PutSecretValue") == []
 
 
@@ -265,7 +269,7 @@ def test_sleep_and_wake_have_exactly_the_names_and_permissions_the_tick_uses(app
     rule_name = {"Ref": "TickName"}
     assert resources(app)["Tick"]["Properties"]["FunctionName"] == rule_name
     assert resources(app)["Tick"]["Properties"]["Events"]["TickEvent"]["Properties"]["Name"] == rule_name
-    assert tick["EVENTS_TICK_RULE_NAME"] == rule_name and tick["EVENTS_SLEEP"] == "on"
+    assert tick["EVENTS_TICK_RULE_NAME"] == api["EVENTS_TICK_RULE_NAME"] == rule_name and tick["EVENTS_SLEEP"] == "on"
     assert tick["EVENTS_TICK_FUNCTION_ARN"] == api["EVENTS_TICK_FUNCTION_ARN"] == TICK_ARN
     assert tick["EVENTS_WAKE_ROLE_ARN"] == {"Fn::GetAtt": ["WakeRole", "Arn"]}
     role = resources(app)["TickRole"]
@@ -295,8 +299,9 @@ def test_cues_and_announcements_go_to_their_topics_unless_a_webhook_is_chosen(pa
 
 def test_every_alarm_the_operators_need_exists_and_notifies_the_alarm_topic(app):
     alarms = cfn.of_type(app, "AWS::CloudWatch::Alarm")
-    assert set(alarms) == {"TickErrorsAlarm", "DatabaseUnreachableAlarm", "BackstopWakeAlarm", "RunErrorsAlarm",
-                           "RunsPausedOrMissedAlarm", "ParkedCueAlarm", "PausedRunAlarm", "DueLagAlarm", "Api5xxAlarm"}
+    assert set(alarms) == {"TickErrorsAlarm", "DatabaseUnreachableAlarm", "BackstopWakeAlarm", "NudgeFailedAlarm",
+                           "SleepFailedAlarm", "RunErrorsAlarm", "RunsPausedOrMissedAlarm", "ParkedCueAlarm",
+                           "PausedRunAlarm", "DueLagAlarm", "Api5xxAlarm"}
     for name, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         # An idle month is not an alarm; a wait for a person keeps its state while the deployment sleeps.
@@ -349,7 +354,7 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
                  *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
                  observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT,
-                 observability.DATABASE_UNAVAILABLE_ANSWERS}
+                 observability.DATABASE_UNAVAILABLE_ANSWERS, observability.SLEEP_FAILED, observability.NUDGE_FAILED}
     assert app["Parameters"]["MetricsNamespace"]["Default"] == observability.DEFAULT_NAMESPACE
     read = []
     for alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").values():
@@ -360,7 +365,7 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
                 assert metric["Dimensions"] == [{"Name": "service", "Value": observability.SERVICE}]
                 read.append(metric["MetricName"])
     assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "PausedRunAgeSeconds", "DueLagSeconds",
-                         "DatabaseUnreachable", "BackstopWakes", "DatabaseUnavailableAnswers"}
+                         "DatabaseUnreachable", "BackstopWakes", "DatabaseUnavailableAnswers", "NudgeFailed", "SleepFailed"}
     assert set(read) <= published
 
 

@@ -40,7 +40,10 @@ LONG_WAIT = document([[step("core.wait", seconds=7200), step("core.announce", me
 
 
 @pytest.fixture
-def aws():
+def aws(monkeypatch):
+    """The rule in moto; the engine's own clients (the nudge's rule among them) built against it."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setattr(aws_adapter, "_clients", {})
     with mock_aws():
         events = boto3.client("events", region_name="eu-west-1")
         events.put_rule(Name=RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")

@@ -21,7 +21,15 @@ from chalicelib.events import nudge
 from chalicelib.events.adapters import aws as aws_adapter
 from chalicelib.events.adapters.aws import BACKSTOP_SOURCE, NUDGE_SOURCE, WAKE_SOURCE, AwsSwitches, aws_switches
 from chalicelib.events.runner import compose
-from chalicelib.events.runner.sleep import BACKSTOP_AFTER, LOOK_AHEAD, SLEEP_SECONDS, WARM_UP, Sleeper
+from chalicelib.events.runner.sleep import (
+    BACKSTOP_AFTER,
+    LONGEST_SLEEP,
+    LOOK_AHEAD,
+    SLEEP_SECONDS,
+    WARM_UP,
+    Sleeper,
+    next_work,
+)
 from chalicelib.events.store import engine_state
 from tests.support.aws_faults import Faults
 from tests.support.factory import document, make_definition
@@ -155,11 +163,13 @@ def test_every_sleep_leaves_a_wake_up_and_a_backstop_after_it(awake, clock, aws)
 
 def test_a_leap_day_schedule_beyond_the_look_ahead_still_leaves_a_wake_up_at_its_end(awake, clock, aws):
     """Stranding case: a cron whose next occurrence lies past the look-ahead (`0 20 29 2 *` from December
-    2026: February 2028). Before the fix the engine went to sleep with no wake-up at all."""
+    2026: February 2028). Before the fix the engine went to sleep with no wake-up at all. The next work is
+    the look-ahead's end, and the sleep wakes a day ahead at the latest (issue 37) to look again."""
     make_definition(awake, clock.now(), document([[step("core.announce", message="leap")]],
                                                  schedule={"cron": "0 20 29 2 *"}))
-    wake_up, _ = sleep(awake, clock, aws)
-    assert wake_up == clock.now() + LOOK_AHEAD - WARM_UP < datetime(2028, 2, 29, 20, 0)
+    assert next_work(awake, clock.now(), HORIZON) == clock.now() + LOOK_AHEAD < datetime(2028, 2, 29, 20, 0)
+    wake_up, backstop = sleep(awake, clock, aws)
+    assert (wake_up, backstop) == (clock.now() + LONGEST_SLEEP - BACKSTOP_AFTER, clock.now() + LONGEST_SLEEP)
 
 
 def test_a_recurring_definitions_wake_up_is_computed_in_its_own_time_zone(awake, clock, aws):
@@ -233,7 +243,9 @@ def test_a_nudged_tick_that_cannot_turn_the_rule_on_puts_the_row_back_to_asleep_
     faults.fail("EnableRule")
     with pytest.raises(ConnectionClosedError):
         Sleeper(awake, aws, HORIZON).started(clock.now(), NUDGE_SOURCE)
-    asleep_behind(awake, aws)
+    seen = row(awake)
+    assert seen.state == "asleep" and {aws.wake_up_name(seen.wake_ups), aws.backstop_name(seen.wake_ups)} <= set(schedules(aws))
+    assert rule_state(aws) == "ENABLED"  # as the nudge left it: the next minute's tick wakes the engine
     assert nudge.after_work_created(awake, SETTINGS, clock.now(), invoke=invoked.append)  # at once, not after a bound
     assert invoked == [FUNCTION, FUNCTION]
 

@@ -99,7 +99,7 @@ def work_side(url: str, definition_id: int, journal: str, stop_at: float) -> Non
         db.transaction(lambda tx: runs.insert_occurrence(
             tx, definition_id=definition_id, definition_version=1, scheduled_for=now, grace_seconds=300, now=now))
         created += 1
-        woke += nudge.after_work_created(db, SETTINGS, clock.now(), invoke=lambda arn: None)
+        woke += nudge.after_work_created(db, SETTINGS, clock.now(), invoke=lambda arn: None, rule_on=lambda rule: None)
         # Uneven, so the two sides meet at every point of the protocol; now and then a pause long
         # enough for the tick side to see a run it slept through still waiting.
         time.sleep(NOTICE_SECONDS + 0.5 if created % 30 == 0 else 0.002 * (created % 7))
@@ -132,7 +132,7 @@ def _create_and_nudge(db, definition_id):
     now = DatabaseClock(db).now()
     db.transaction(lambda tx: runs.insert_occurrence(
         tx, definition_id=definition_id, definition_version=1, scheduled_for=now, grace_seconds=300, now=now))
-    return nudge.after_work_created(db, SETTINGS, now, invoke=lambda arn: None)
+    return nudge.after_work_created(db, SETTINGS, now, invoke=lambda arn: None, rule_on=lambda rule: None)
 
 
 def test_work_created_between_the_look_and_the_sleep_is_seen_by_the_second_look(db, monkeypatch):

@@ -1,22 +1,38 @@
-"""Waking a sleeping deployment once work was created: the state row asleep -> waking, then the tick, invoked.
+"""Waking a sleeping deployment once work was created: the state row asleep -> waking, the minute rule on, the tick
+invoked.
 
 Called after the work's own transaction has committed (a run scheduled, a
-definition with a schedule saved, a confirm, skip, resume or retry), so the
-tick it wakes sees the work. Only the caller whose compare-and-set moved the
-row invokes the tick, asynchronously (`InvocationType=Event`): an awake
-deployment already has an invocation running or due, which sees the new wake
-time at its next one-second read. Overlapping invocations stay harmless (run
-leases and fenced writes). See `runner/sleep.py` for why no work is stranded.
+definition with a schedule saved, a confirm, skip, resume, retry or signal), so
+the tick it wakes sees the work. Only the caller whose compare-and-set moved the
+row nudges: an awake deployment already has an invocation running or due, which
+sees the new wake time at its next one-second read. Overlapping invocations stay
+harmless (run leases and fenced writes). See `runner/sleep.py` for why no work
+is stranded.
 
-Two rules keep a nudge from being lost for good:
+The invariant: **a nudge never rests on one invocation.** An asynchronous invoke
+is accepted, never confirmed: it can fail on both attempts, be dropped at the
+tick's 60 s maximum event age, or start an invocation that fails before it
+wakes. So the nudge first turns the tick's minute rule on: from then a tick
+comes every minute, whatever becomes of the invocation, until one wakes the
+deployment (it sleeps again behind wake-ups aimed at the new work). The rule on
+while the row is not awake is the safe side of the row's invariant
+(`store/engine_state.py`), and the nudged tick turns it on first anyway, so it
+costs nothing. Only then is the tick invoked, so work due now starts within
+seconds rather than at the minute's end.
 
+What a failure leaves:
+
+- the rule refused: the invocation wakes the deployment, and failing that the
+  sleep's wake-up, a day away at most (`runner/sleep.LONGEST_SLEEP`);
 - an invoke that fails puts the row back to asleep (compare-and-set on the
-  nudge's epoch), so the next work created nudges again at once;
+  nudge's epoch), so the next work created nudges again at once; the rule's
+  tick wakes the deployment meanwhile;
 - a row left `waking` longer than `WAKING_STALE` (its invocation was lost after
-  the invoke was accepted: it never started, or failed before waking) counts as
-  asleep: the next work created nudges again.
+  it was accepted) counts as asleep: the next work created nudges again.
 
-The invoke is `adapters/aws.invoke_tick`, a client with a deadline.
+Either failure publishes `NudgeFailed` (its alarm is in `infra/app.yaml`). The
+calls are `adapters/aws.turn_rule_on` and `invoke_tick`, clients with a
+deadline: two calls, so at most `2 * AWS_CALL_SECONDS` of the API's 29 s.
 """
 
 from __future__ import annotations
@@ -27,7 +43,8 @@ from datetime import datetime, timedelta
 
 from ..config import Settings
 from ..db import Database
-from .adapters.aws import invoke_tick
+from ..observability import NUDGE_FAILED, publish_now
+from .adapters.aws import invoke_tick, turn_rule_on
 from .store import engine_state
 
 logger = logging.getLogger(__name__)
@@ -37,24 +54,45 @@ WAKING_STALE = timedelta(minutes=2)
 
 
 def after_work_created(
-    db: Database, settings: Settings, now: datetime, invoke: Callable[[str], None] | None = None
+    db: Database, settings: Settings, now: datetime, invoke: Callable[[str], None] | None = None,
+    rule_on: Callable[[str], None] | None = None,
 ) -> bool:
-    """Wake the deployment if it sleeps; True if this call woke it (and invoked the tick)."""
+    """Wake the deployment if it sleeps: its minute rule on, then the tick invoked; True if this call woke it
+    (its invoke was accepted)."""
     if not settings.sleep:
         return False
-    if not settings.tick_function_arn:
-        logger.error("EVENTS_SLEEP=on without EVENTS_TICK_FUNCTION_ARN: a sleeping deployment cannot be woken")
+    rule, function = settings.tick_rule_name, settings.tick_function_arn
+    if not (rule and function):
+        logger.error("EVENTS_SLEEP=on without EVENTS_TICK_RULE_NAME and EVENTS_TICK_FUNCTION_ARN:"
+                     " a sleeping deployment cannot be woken")
         return False
     nudge = db.transaction(lambda tx: engine_state.wake(tx, now, now - WAKING_STALE))
     if nudge is None:
         return False
+    ruled = _rule_on(rule, rule_on or turn_rule_on)
     try:
-        (invoke or invoke_tick)(settings.tick_function_arn)
+        (invoke or invoke_tick)(function)
     except Exception:
-        # Put the row back so the next work created nudges again; the one-time wake-up still stands.
+        # Put the row back so the next work created nudges again; the rule (or the sleep's wake-up) still stands.
         # guard: failed-nudge-leaves-the-row-waking
         db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, nudge))
-        logger.exception("could not invoke the tick %s to wake the deployment", settings.tick_function_arn)
+        publish_now(NUDGE_FAILED)
+        logger.exception("could not invoke the tick %s to wake the deployment: %s", function,
+                         "its minute rule is on, so the next minute's tick wakes it" if ruled else
+                         "only the sleep's wake-up (a day away at most) or the next work created wakes it")
         return False
-    logger.info("woke the deployment: invoked %s", settings.tick_function_arn)
+    if not ruled:
+        publish_now(NUDGE_FAILED)
+    logger.info("woke the deployment: invoked %s", function)
+    return True
+
+
+def _rule_on(rule: str, turn_on: Callable[[str], None]) -> bool:
+    """The minute rule turned on before the invoke; False (logged) if EventBridge refused."""
+    try:
+        # guard: nudge-rests-on-the-invocation-alone
+        turn_on(rule)
+    except Exception:
+        logger.exception("could not turn the tick's minute rule %s on: only the invocation wakes the deployment now", rule)
+        return False
     return True

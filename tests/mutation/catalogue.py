@@ -78,6 +78,7 @@ LITERALS_TESTS = "tests/test_literals.py"
 HARNESS_TESTS = "tests/test_mutation_harness.py"
 SLEEP_FAULTS = "tests/test_runner_sleep_faults.py"
 SLEEP_OUTAGE = "tests/test_runner_sleep_outage.py"
+SLEEP_LOST_NUDGE = "tests/test_runner_sleep_lost_nudge.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -316,6 +317,10 @@ MUTATIONS: list[Mutation] = [
              "                    self._wake_ups_again(now, seen.wake_ups)\n",
              "                    pass\n",
              (SLEEP_FAULTS,)),
+    Mutation("a-sleep-lost-to-a-nudge-puts-no-wake-up-back", "failed-wake-leaves-the-row-waking",
+             "(WAKE_SOURCE, BACKSTOP_SOURCE, SLEEP_LOST_SOURCE)",
+             "(WAKE_SOURCE, BACKSTOP_SOURCE)",
+             (SLEEP_LOST_NUDGE,)),
     Mutation("a-refused-wake-puts-back-only-the-backstop", "a-refused-wake-puts-back-only-the-backstop",
              "            self.switches.set_wake_ups(sleep, now + BACKSTOP_AFTER, now + 2 * BACKSTOP_AFTER)\n",
              "            self.switches.set_backstop(sleep, now + BACKSTOP_AFTER)\n",
@@ -381,11 +386,20 @@ MUTATIONS: list[Mutation] = [
              "return look_ahead_end if wake is None or wake > look_ahead_end else wake",
              "return _ALL if wake is None or wake > look_ahead_end else wake",
              (SLEEP_FAULTS,)),
+    Mutation("a-sleep-without-a-bound", "a-sleep-without-a-bound",
+             "return min(max(now, work - WARM_UP), now + LONGEST_SLEEP - BACKSTOP_AFTER)",
+             "return max(now, work - WARM_UP)",
+             (SLEEP_FAULTS, SLEEP_LOST_NUDGE)),
     # ── the nudge and the clients (issue 23, item 3) ─────────────────────
     Mutation("failed-nudge-leaves-the-row-waking", "failed-nudge-leaves-the-row-waking",
              "        db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, nudge))\n",
              "        pass\n",
              (SLEEP_FAULTS,)),
+    # ── a lost nudge (issue 37, item 1) ──────────────────────────────────
+    Mutation("nudge-rests-on-the-invocation-alone", "nudge-rests-on-the-invocation-alone",
+             "        turn_on(rule)\n",
+             "        pass\n",
+             (SLEEP_LOST_NUDGE,)),
     Mutation("aws-clients-without-timeouts", "aws-clients-without-timeouts",
              "Config(connect_timeout=CONNECT_SECONDS, read_timeout=READ_SECONDS,",
              "Config(",

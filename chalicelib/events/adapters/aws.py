@@ -1,5 +1,5 @@
 """The AWS clients of sleeping and waking: the tick's Lambda invoke (the nudge), its minute rule's switch
-(EventBridge) and its one-time wake-ups (EventBridge Scheduler).
+(EventBridge: the tick's, and the nudge's fallback) and its one-time wake-ups (EventBridge Scheduler).
 
 Invariant: every one answers within a deadline: `CONNECT_SECONDS` to connect,
 `READ_SECONDS` per read, `ATTEMPTS` attempts in all (botocore's standard
@@ -66,6 +66,12 @@ def tick_payload(source: str) -> bytes:
 def invoke_tick(function_arn: str) -> None:
     """Start the tick function now, not waiting for it (the nudge)."""
     aws_client("lambda").invoke(FunctionName=function_arn, InvocationType="Event", Payload=tick_payload(NUDGE_SOURCE))
+
+
+def turn_rule_on(rule_name: str) -> None:
+    """Turn the tick's minute rule on (the nudge's fallback: a tick within the minute, whatever becomes of the
+    invocation)."""
+    aws_client("events").enable_rule(Name=rule_name)
 
 
 @dataclass

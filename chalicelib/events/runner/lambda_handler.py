@@ -115,6 +115,7 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
         "seconds": round(time.monotonic() - started, 3),  # wall time: what Lambda bills
         # guard: backstop-wake-not-counted
         "backstop_woke": woke and source == BACKSTOP_SOURCE,  # its wake-up was spent without waking the engine
+        "sleep_failed": sleeper.failed_sleeps if sleeper else 0,  # SleepFailed: it stays awake while they fail
     }
     logger.info("tick invocation finished", extra={**summary, "ticks": invocation_totals(ticks)})
     return summary

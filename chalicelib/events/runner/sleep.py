@@ -13,11 +13,11 @@ Going to sleep (`try_sleep`), when nothing is due within the planning horizon:
 1. the row moves awake -> asleep (compare-and-set; it gets the sleep's epoch);
 2. it looks for work again: any found, the sleep is called off (the row awake
    again, unless a later sleep holds it: its rule never went off) and the tick stays up;
-3. the one-time wake-up (next work less a warm-up, never later than the look-ahead's
-   end) and its backstop (`BACKSTOP_AFTER` later) are created, named after the
-   sleep: on error the sleep is called off, the rule never went off;
+3. the one-time wake-up (next work less a warm-up) and its backstop (`BACKSTOP_AFTER`
+   later) are created, named after the sleep: on error the sleep is called off, the
+   rule never went off, and the failure is counted (`SleepFailed`);
 4. the minute rule goes off: on error it is turned back on and the sleep called off;
-   if even that fails, the row stays asleep behind its wake-ups;
+   if even that fails, the row stays asleep behind its wake-ups (counted too);
 5. the row stays asleep (asleep -> asleep, compare-and-set on the sleep's epoch): if
    anyone moved it meanwhile (work created, or a tick woke), the tick wakes as a
    starting one does, turning the rule on even if the row already says awake, since
@@ -28,6 +28,11 @@ Step 4 begins only with time for the worst case of steps 4 and 5 left in the
 invocation (`SLEEP_SECONDS`; else the sleep is called off), so Lambda's timeout
 never stops a tick between turning the rule off and the row's staying asleep.
 
+Every sleep is bounded: its wake-up is early enough for its backstop to fire
+within `LONGEST_SLEEP` (a day) whatever the next work is, so the engine wakes at
+least once a day, looks, and sleeps again. That bounds what any lost wake-up
+path can cost (a nudge lost every way, a wake time written wrong) at a day.
+
 Waking up (`started`, at the start of every tick invocation): a row not awake has
 its rule turned on first, and only then is it moved to awake (compare-and-set on
 the epoch read before the call; if it moved, read it again and repeat). Then that
@@ -35,7 +40,7 @@ sleep's wake-up and backstop are deleted (a failure there only costs a spare
 invocation). If the rule cannot be turned on, the row stays as it was (a `waking`
 row goes back to asleep, so the next work created nudges at once), a tick a
 schedule started puts the sleep's wake-up and backstop back `BACKSTOP_AFTER` and
-twice that from now (the schedule that started it deleted itself: without this a
+twice that from now (so does a sleep that lost its row to a wake, below) (the schedule that started it deleted itself: without this a
 rule that keeps refusing leaves nothing to try again, and with one alone a lost
 invocation of it would), and the error fails the invocation. An invocation that a wake-up, a backstop or a nudge started
 turns the rule on even when the row says awake. A backstop that finds the row not
@@ -43,9 +48,11 @@ awake means the wake-up was spent without waking the engine: logged, and counted
 for the alarm.
 
 Anything that creates work commits it first and then moves the row asleep ->
-waking (`nudge.py`), nudging the tick if it did: either the tick's look in step 2
-sees the work, or the creator finds the row asleep and nudges, or step 5 sees the
-creator's move and turns the rule back on.
+waking (`nudge.py`), turning the rule on and nudging the tick if it did: either
+the tick's look in step 2 sees the work, or the creator finds the row asleep and
+nudges, or step 5 sees the creator's move and turns the rule back on (a step 4
+that turned the creator's rule off again); if that fails, the sleep's wake-up and
+backstop are put back five and ten minutes from now.
 """
 
 from __future__ import annotations
@@ -66,6 +73,8 @@ logger = logging.getLogger(__name__)
 WARM_UP = timedelta(seconds=60)  # Aurora resumes in ~15 s; the first tick then has the rest of the minute
 BACKSTOP_AFTER = timedelta(minutes=5)  # the backstop fires this long after the wake-up it backs
 LOOK_AHEAD = timedelta(days=400)  # past any yearly schedule's next occurrence; the wake-up is never later
+# A sleep's backstop fires within this, whatever the next work: a nudge lost every way waits no longer.
+LONGEST_SLEEP = timedelta(days=1)
 # Rule off, stay asleep, rule on again, and the two wake-ups of a sleep put back: what step 4 on may take.
 SLEEP_SECONDS = 4 * AWS_CALL_SECONDS
 MAX_WAKE_TRIES = 5  # a row moved under a waking tick this many times running: its rule is on, it gives up
@@ -101,6 +110,13 @@ def next_work(db: Database, now: datetime, horizon: timedelta, escalate_after: t
     return look_ahead_end if wake is None or wake > look_ahead_end else wake
 
 
+def wake_up_at(now: datetime, work: datetime) -> datetime:
+    """The wake-up of a sleep that begins `now` with its next work at `work`: a warm-up before the work, never
+    before now, and early enough for its backstop to fire within `LONGEST_SLEEP`."""
+    # guard: a-sleep-without-a-bound
+    return min(max(now, work - WARM_UP), now + LONGEST_SLEEP - BACKSTOP_AFTER)
+
+
 class Switches(Protocol):
     """What puts the deployment to sleep and wakes it: its minute rule, a one-time wake-up and its backstop
     (on AWS, `adapters/aws.AwsSwitches`)."""
@@ -119,6 +135,7 @@ class Sleeper:
                  time_left: Callable[[], float] = lambda: math.inf, escalate_after: timedelta | None = None):
         self.db, self.switches, self.horizon, self.time_left = db, switches, horizon, time_left
         self.escalate_after = escalate_after  # EVENT_ESCALATE_AFTER_SECONDS: a stalled run's escalation wakes it
+        self.failed_sleeps = 0  # sleeps that could not be set, their wake-ups or the rule refused (SleepFailed)
 
     def started(self, now: datetime, source: str = RULE_SOURCE) -> bool:
         """A tick invocation began: if the deployment slept (or was being woken), it is awake now; True if
@@ -138,7 +155,7 @@ class Sleeper:
                 if seen.state == "waking":  # the next work created nudges again at once
                     self.db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, seen.epoch))
                 logger.error("could not turn the minute rule back on: the engine stays %s (%s woke it)", seen.state, source)
-                if source in (WAKE_SOURCE, BACKSTOP_SOURCE) and seen.wake_ups is not None:
+                if source in (WAKE_SOURCE, BACKSTOP_SOURCE, SLEEP_LOST_SOURCE) and seen.wake_ups is not None:
                     # guard: a-refused-wake-puts-no-backstop-back
                     self._wake_ups_again(now, seen.wake_ups)
                 raise
@@ -159,7 +176,7 @@ class Sleeper:
         first = next_work(self.db, now, self.horizon, self.escalate_after)
         if self._busy(first, now):
             return False
-        sleep = self.db.transaction(lambda tx: engine_state.fall_asleep(tx, now, max(now, first - WARM_UP)))
+        sleep = self.db.transaction(lambda tx: engine_state.fall_asleep(tx, now, wake_up_at(now, first)))
         if sleep is None:
             return False
         wake = next_work(self.db, now, self.horizon, self.escalate_after)  # work that came while we decided
@@ -167,11 +184,12 @@ class Sleeper:
         if self._busy(wake, now):
             self._call_off(now, sleep)
             return False
-        wake_at = max(now, wake - WARM_UP)
+        wake_at = wake_up_at(now, wake)
         try:
             self.switches.set_wake_ups(sleep, wake_at, wake_at + BACKSTOP_AFTER)
         except Exception:
             # guard: sleep-goes-on-without-its-wake-up
+            self.failed_sleeps += 1
             logger.exception("could not set the wake-up: staying awake")
             if self._call_off(now, sleep):
                 self._cancel(sleep)
@@ -184,6 +202,7 @@ class Sleeper:
         try:
             self.switches.rule_off()
         except Exception:
+            self.failed_sleeps += 1
             logger.exception("could not turn the minute rule off: staying awake")
             # guard: sleep-stays-asleep-when-the-rule-will-not-go-off
             return self._rule_back_on(now, sleep)
