@@ -58,6 +58,33 @@ def _channel(env: Mapping[str, str], name: str) -> str:
     raise ConfigError(f"{name} must be 'log', 'sns:<topic arn>' or 'webhook:<http(s) url>', got {value!r}")
 
 
+SECRET_ARN_PARTS = 7  # arn:<partition>:secretsmanager:<region>:<account>:secret:<name>
+
+
+def secret_reference(reference: str) -> tuple[str, str | None]:
+    """The secret a `*_SECRET_ARN` setting names, and the key of its JSON it names (None: the whole secret).
+
+    `<secret arn>` is the whole secret; `<secret arn>:<json key>` one key of a JSON secret, so that several
+    keys can share one secret (the engine's own keys share the app secret: docs/operations.md, "Secrets").
+    """
+    parts = reference.split(":")
+    if parts[0] != "arn" or len(parts) <= SECRET_ARN_PARTS:
+        return reference, None
+    return ":".join(parts[:SECRET_ARN_PARTS]), ":".join(parts[SECRET_ARN_PARTS:])
+
+
+def _secret_setting(env: Mapping[str, str], name: str, *, keyed: bool = True) -> str | None:
+    """A secret's ARN, or (`keyed`) its ARN and one key of its JSON; refused with the forms when it is neither."""
+    value = (env.get(name) or "").strip()
+    if not value:
+        return None
+    _, key = secret_reference(value)
+    if key is not None and (not keyed or not re.fullmatch(r"[\w.-]{1,128}", key)):
+        forms = "a secret's ARN, or its ARN and a key of its JSON (<secret arn>:<json key>)" if keyed else "a secret's ARN"
+        raise ConfigError(f"{name} must be {forms}, got {value!r}")
+    return value
+
+
 def _discord_role(env: Mapping[str, str], name: str) -> str | None:
     """A Discord role id (its snowflake: digits), or None when unset."""
     value = (env.get(name) or "").strip()
@@ -207,7 +234,7 @@ class Settings:
         env = os.environ if env is None else env
         settings = cls(
             db_url=env.get("EVENTS_DB_URL") or None,
-            db_secret_arn=env.get("EVENTS_DB_SECRET_ARN") or None,
+            db_secret_arn=_secret_setting(env, "EVENTS_DB_SECRET_ARN", keyed=False),
             db_tls=_db_tls(env),
             db_tls_ca=env.get("EVENTS_DB_TLS_CA", "").strip() or None,
             tick_seconds=_int_in_range(env, "EVENT_TICK_SECONDS"),
@@ -219,10 +246,10 @@ class Settings:
             module_actions=_module_actions(env),
             game_bridge_url=(env.get("GAME_BRIDGE_URL") or "").rstrip("/") or None,
             game_bridge_secret=env.get("GAME_BRIDGE_SECRET") or None,
-            game_bridge_secret_arn=env.get("GAME_BRIDGE_SECRET_ARN") or None,
+            game_bridge_secret_arn=_secret_setting(env, "GAME_BRIDGE_SECRET_ARN"),
             game_bridge_sandbox_url=_sandbox_url(env),
             game_bridge_sandbox_secret=env.get("GAME_BRIDGE_SANDBOX_SECRET") or None,
-            game_bridge_sandbox_secret_arn=env.get("GAME_BRIDGE_SANDBOX_SECRET_ARN") or None,
+            game_bridge_sandbox_secret_arn=_secret_setting(env, "GAME_BRIDGE_SANDBOX_SECRET_ARN"),
             rehearsal_channel=_channel(env, "REHEARSAL_CHANNEL"),
             game_bridge_status=_on_off(env, "GAME_BRIDGE_STATUS"),
             jwt_secret=env.get("EVENTS_JWT_SECRET") or None,
@@ -243,9 +270,9 @@ class Settings:
             cors_origin=env.get("EVENTS_CORS_ORIGIN", "*").strip() or "*",
             console_url=_console_url(env),
             webhook_secret=env.get("WEBHOOK_SECRET") or None,
-            webhook_secret_arn=env.get("WEBHOOK_SECRET_ARN") or None,
+            webhook_secret_arn=_secret_setting(env, "WEBHOOK_SECRET_ARN"),
             signal_secret=env.get("EVENTS_SIGNAL_SECRET") or None,
-            signal_secret_arn=env.get("EVENTS_SIGNAL_SECRET_ARN") or None,
+            signal_secret_arn=_secret_setting(env, "EVENTS_SIGNAL_SECRET_ARN"),
             sleep=_on_off(env, "EVENTS_SLEEP"),
             tick_rule_name=(env.get("EVENTS_TICK_RULE_NAME") or "").strip() or None,
             tick_function_arn=(env.get("EVENTS_TICK_FUNCTION_ARN") or "").strip() or None,
@@ -261,6 +288,11 @@ class Settings:
             raise ConfigError("GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL")
         if settings.signal_secret and settings.signal_secret == settings.game_bridge_secret:
             raise ConfigError("EVENTS_SIGNAL_SECRET must be the game server's own key, not GAME_BRIDGE_SECRET's")
+        # Keys may share a secret, each under its own JSON key; two purposes naming the same one share a key.
+        for name, reference in (("EVENTS_SIGNAL_SECRET_ARN", settings.signal_secret_arn),
+                                ("GAME_BRIDGE_SANDBOX_SECRET_ARN", settings.game_bridge_sandbox_secret_arn)):
+            if reference and reference == settings.game_bridge_secret_arn:
+                raise ConfigError(f"{name} must name a key of its own, not GAME_BRIDGE_SECRET_ARN's ({reference})")
         if settings.console_dev_logins and not settings.jwt_secret:
             raise ConfigError("EVENTS_CONSOLE_DEV_TOKENS is for development only: it needs EVENTS_JWT_SECRET, not a JWKS")
         return settings

@@ -6,10 +6,14 @@ the cluster's writer endpoint from `EVENTS_DB_ADMIN_HOST`). Every run is safe to
 repeat: applied migrations are skipped, and the app user is created if missing,
 given the app secret's password and exactly the data privileges it needs, and
 the app secret's host is pointed at `EVENTS_DB_APP_HOST` (the proxy when there is
-one). So running it after any data-stack change repairs the difference.
+one). So running it after any data-stack change repairs the difference. The app
+secret also carries the engine's own keys (`ENGINE_KEYS`: the settings name them
+as `<app secret arn>:<key>`); a key it lacks is made here, and one it has is
+never changed, so a deploy keeps the keys the game side and the webhook
+receivers hold.
 
 `{"action": "rotate"}` gives the app user a new password: the database first,
-then the secret. Open connections keep working; a connection opened in between
+then the secret, whose other keys it writes back as they were. Open connections keep working; a connection opened in between
 is refused once with 1045 and succeeds after re-reading the secret.
 
 A paused Aurora resumes when a connection arrives and holds the handshake
@@ -50,6 +54,10 @@ ACTIONS = ("migrate", "rotate")
 RESUME_WAIT_SECONDS = 120.0  # a paused Aurora resumes in ~15-30 s; the function has 300 s
 ANSWER_SECONDS = 10.0  # the answer to CloudFormation, and the time kept back for it
 PHYSICAL_ID = "event-run-engine-schema"  # one schema per stack: an update never replaces it
+# The engine's own keys the app secret carries beside the app user's credentials (infra/app.yaml names each
+# as `<app secret arn>:<key>`): the signal key the game server signs with, and a webhook channel's key.
+ENGINE_KEYS = ("signal_key", "webhook_key")
+KEY_BYTES = 36  # 48 URL-safe characters, as long as the keys the templates generated before they shared a secret
 
 
 def _required(env: Mapping[str, str], name: str) -> str:
@@ -189,6 +197,12 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
     repointed = bool(app_host) and app_secret.get("host") != app_host
     if repointed:
         app_secret["host"] = app_host
+    keys_made = [key for key in ENGINE_KEYS if not app_secret.get(key)]
+    for key in keys_made:
+        app_secret[key] = secrets.token_urlsafe(KEY_BYTES)
+    if repointed or keys_made:
         client.put_secret_value(SecretId=app_arn, SecretString=json.dumps(app_secret))
-    logger.info("applied %d migration(s); app user %s is current", len(applied), app_secret["username"])
-    return {"applied": applied, "app_user": app_secret["username"], "app_host": app_secret.get("host"), "repointed": repointed}
+    logger.info("applied %d migration(s); app user %s is current; keys made: %s", len(applied), app_secret["username"],
+                ", ".join(keys_made) or "none")
+    return {"applied": applied, "app_user": app_secret["username"], "app_host": app_secret.get("host"), "repointed": repointed,
+            "keys_made": keys_made}

@@ -12,6 +12,12 @@ MAX_AGE_SECONDS even without one. A secret that cannot be read — missing, not 
 unreachable, or not the shape expected — is `SecretUnreadable`, naming the
 setting that points at it; the API answers it 503.
 
+Several keys can share one secret: a setting naming `<secret arn>:<json key>`
+reads that key of a JSON secret (`config.secret_reference`). The keys of one
+secret share its cache entry, so reading a second costs no call, and reading
+one past the cache refreshes them all. A key the secret lacks is a configuration
+error, `SecretUnreadable` naming the setting and the key (never a KeyError).
+
 Importing this module imports boto3: callers import it only where a secret ARN
 is configured.
 """
@@ -25,6 +31,7 @@ from aws_lambda_powertools.utilities import parameters
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError
 
+from .config import secret_reference
 from .db import ConnectionParams
 from .errors import SecretUnreadable
 
@@ -78,12 +85,27 @@ def database_params(arn: str, *, force_fetch: bool = False) -> ConnectionParams:
         raise unreadable("EVENTS_DB_SECRET_ARN") from None
 
 
-def plain_secret(arn: str, setting: str, *, force_fetch: bool = False) -> str:
-    value = read(arn, setting, force_fetch=force_fetch)
+def plain_secret(reference: str, setting: str, *, force_fetch: bool = False) -> str:
+    """The text `setting` names: a whole secret (`<secret arn>`) or one key of a JSON one (`<secret arn>:<json key>`)."""
+    arn, key = secret_reference(reference)
+    value = read(arn, setting, force_fetch=force_fetch) if key is None else json_key(arn, key, setting, force_fetch=force_fetch)
     if not isinstance(value, str) or not value:
         logger.warning("the secret named by %s is empty or binary", setting)
         raise unreadable(setting)
     return value
+
+
+def json_key(arn: str, key: str, setting: str, *, force_fetch: bool = False) -> object:
+    """One key of the JSON secret `arn` (through the secret's one cache entry)."""
+    secret = read(arn, setting, json=True, force_fetch=force_fetch)
+    if not isinstance(secret, dict):
+        logger.warning("the secret named by %s is not a JSON object, so it has no key %r", setting, key)
+        raise unreadable(setting)
+    if key not in secret:
+        logger.warning("%s names %s:%s, and that secret has no key %r", setting, arn, key, key)
+        raise SecretUnreadable(f"the secret named by {setting} has no key {key!r}: a configuration error"
+                               f" (add the key to the secret, or point {setting} at a key it has)")
+    return secret[key]
 
 
 def forget() -> None:

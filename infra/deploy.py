@@ -236,8 +236,10 @@ def report(aws: Aws, app_params: dict[str, str], app_out: dict[str, str], data_o
             "parameters file and run make deploy again")
     say(f"The game side's key: aws secretsmanager get-secret-value --region {aws.region} "
         f"--secret-id {data_out.get('GameBridgeSecretArn', '<GameBridgeSecretArn>')} --query SecretString --output text")
+    # the signal key is the signal_key of the app secret, beside the app user's credentials: print that key alone
     say(f"The game server's signal key: aws secretsmanager get-secret-value --region {aws.region} "
-        f"--secret-id {app_out.get('SignalSecretArn', '<SignalSecretArn>')} --query SecretString --output text")
+        f"--secret-id {data_out.get('AppSecretArn', '<AppSecretArn>')} --query SecretString --output text"
+        """ | python3 -c 'import json, sys; print(json.load(sys.stdin)["signal_key"])'""")
 
 
 def teardown(args: argparse.Namespace, aws: Aws) -> None:

@@ -1,11 +1,12 @@
 """Every numeric setting has a range, checked at start-up with the setting's name."""
 
+import re
 import subprocess
 import sys
 
 import pytest
 
-from chalicelib.config import RANGES, Settings
+from chalicelib.config import RANGES, Settings, secret_reference
 from chalicelib.events.errors import ConfigError
 
 
@@ -52,3 +53,30 @@ def test_the_signal_key_is_the_game_servers_own_never_the_bridges():
     assert "signal-key" not in repr(settings)
     with pytest.raises(ConfigError, match=r"^EVENTS_SIGNAL_SECRET must be the game server's own key, not GAME_BRIDGE_SECRET's$"):
         Settings.from_env({"EVENTS_SIGNAL_SECRET": "same", "GAME_BRIDGE_SECRET": "same"})
+
+
+ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:events-app-AbCdEf"
+
+
+def test_a_key_setting_names_a_whole_secret_or_one_key_of_a_json_secret():
+    """`<secret arn>` names the whole secret, `<secret arn>:<json key>` one key of it (the engine's keys share one)."""
+    settings = Settings.from_env({"EVENTS_DB_SECRET_ARN": ARN, "EVENTS_SIGNAL_SECRET_ARN": f"{ARN}:signal_key",
+                                  "WEBHOOK_SECRET_ARN": f"{ARN}:webhook_key", "GAME_BRIDGE_SECRET_ARN": "events/bridge"})
+    assert secret_reference(settings.signal_secret_arn) == (ARN, "signal_key")
+    assert secret_reference(settings.webhook_secret_arn) == (ARN, "webhook_key")
+    assert secret_reference(ARN) == (ARN, None) and secret_reference("events/bridge") == ("events/bridge", None)
+
+
+@pytest.mark.parametrize("env, named", [
+    ({"EVENTS_SIGNAL_SECRET_ARN": f"{ARN}:"}, "EVENTS_SIGNAL_SECRET_ARN must be a secret's ARN, or its ARN and a key"),
+    ({"WEBHOOK_SECRET_ARN": f"{ARN}:web hook"}, "WEBHOOK_SECRET_ARN must be a secret's ARN, or its ARN and a key"),
+    ({"EVENTS_DB_SECRET_ARN": f"{ARN}:password"}, "EVENTS_DB_SECRET_ARN must be a secret's ARN, got"),
+    ({"GAME_BRIDGE_SECRET_ARN": f"{ARN}:bridge", "EVENTS_SIGNAL_SECRET_ARN": f"{ARN}:bridge"},
+     "EVENTS_SIGNAL_SECRET_ARN must name a key of its own, not GAME_BRIDGE_SECRET_ARN's"),
+    ({"GAME_BRIDGE_SECRET_ARN": ARN, "GAME_BRIDGE_SANDBOX_SECRET_ARN": ARN},
+     "GAME_BRIDGE_SANDBOX_SECRET_ARN must name a key of its own, not GAME_BRIDGE_SECRET_ARN's"),
+], ids=["empty key", "key with a space", "the database's credentials are the whole secret", "signal = bridge", "sandbox = bridge"])
+def test_a_malformed_or_shared_key_reference_is_refused_at_start_up_naming_the_setting(env, named):
+    """A reference that is neither form, a database secret narrowed to one key, or two purposes naming one key."""
+    with pytest.raises(ConfigError, match="^" + re.escape(named)):
+        Settings.from_env(env)

@@ -1,5 +1,7 @@
-"""bench/costs.py: the cost table of docs/operations.md is what the script prints, its verdicts follow from its inputs, and
-the measured per-step inputs still hold against the engine (its tick Lambda's log, its commits' redo)."""
+"""bench/costs.py: the cost table of docs/operations.md is what the script prints, its months are all in (what is
+stored, the events' awake hours, a console left open, the bounded sleep), its verdicts follow from its inputs, the
+inputs the code decides are read from the code, and the measured per-step inputs still hold against the engine (its
+tick Lambda's log, its commits' redo)."""
 
 import json
 import re
@@ -13,7 +15,7 @@ from tests.support.cfn import ROOT
 DEFAULTS = {name: spec.value for name, spec in costs.INPUTS.items()}
 
 
-def totals(text: str, row: str = "this engine") -> list[float]:
+def totals(text: str, row: str = "this engine, all in") -> list[float]:
     line = next(line for line in text.splitlines() if line.startswith(row))
     return [float(x) for x in line.split()[-3:]]
 
@@ -33,11 +35,56 @@ def test_the_main_table_is_priced_for_the_storage_the_data_stack_deploys_by_defa
     assert marginal(text, costs.DEFAULT_LABEL)[1] == "met"  # so both of issue 12's targets hold by default
 
 
-def test_the_idle_month_is_at_most_five_dollars_even_waking_daily_on_either_storage():
-    for waking in ({}, {"idle_wakes_per_month": 30}):
-        text = costs.render(waking)
-        assert totals(text)[0] <= 5
-        assert totals(text, "on Aurora Standard")[0] <= 5
+def test_the_idle_month_is_at_most_five_dollars_waking_daily_on_either_storage():
+    """The bounded sleep's backstop wakes the idle month every day, and it still costs at most $5."""
+    text = costs.render()
+    assert DEFAULTS["bounded_sleep_wakes_per_month"] == pytest.approx(costs.HOURS_PER_MONTH / 24, abs=0.01)
+    assert totals(text)[0] <= 5 and totals(text, "on Aurora Standard")[0] <= 5
+    assert f"idle month on I/O-Optimized: ${totals(text)[0]:.2f} (target ≤ $5: met)" in text
+
+
+def test_the_example_community_is_thirteen_events_of_fifty_runs_of_ten_steps():
+    """Issue 37: 13 events × 50 runs × 10 steps is 6,500 steps a month (not 500), over 26 live hours."""
+    assert (costs.EXAMPLE.events, costs.EXAMPLE.steps, costs.EXAMPLE.live_hours) == (13, 6_500, 26)
+
+
+def test_the_example_month_is_all_in_and_each_cause_is_a_row_summing_to_the_services():
+    """Idle (what is stored), the events' awake hours, a console left open and the bounded sleep each cost something;
+    the rows by cause and the rows by service add up to the same month."""
+    causes = costs.by_cause(costs.EXAMPLE, DEFAULTS)
+    assert list(causes) == list(costs.CAUSES) and all(cost > 0 for cost in causes.values())
+    assert sum(causes.values()) == pytest.approx(sum(costs.line_items(costs.EXAMPLE, DEFAULTS).values()))
+    text = costs.render()
+    for cause, cost in causes.items():
+        assert next(row for row in text.splitlines() if row.startswith(cause)).split()[-2] == f"{cost:.2f}"
+    assert totals(text)[1] == round(sum(causes.values()), 2)
+    assert costs.by_cause(costs.SCENARIOS[0], DEFAULTS)["a console left open"] == 0  # nobody opens an idle one
+
+
+def test_the_example_months_target_is_judged_from_its_figure_and_a_miss_says_why():
+    """The example community's month all in against $5: missed by default, with the awake hours' and the stored
+    things' figures and the live hours $5 would hold; met when the inputs make it so, with no 'why'."""
+    text = costs.render()
+    month = totals(text)[1]
+    assert f"the example community's month all in on I/O-Optimized: ${month:.2f} (target ≤ $5: missed)" in text
+    causes = costs.by_cause(costs.EXAMPLE, DEFAULTS)
+    awake, kept = causes["the events' awake hours"], causes["stored: secrets, alarms, storage"]
+    why = " ".join(text.split("\nwhy: ")[1].split("\nStep Functions")[0].split())
+    assert f"its 26 live hours cost ${awake:.2f} by themselves" in why and f"what is stored ${kept:.2f}" in why
+    hours = costs.awake_hours_within(5, costs.EXAMPLE, DEFAULTS)
+    assert f"$5 all in holds {hours:.0f} live hours" in why
+    shorter = costs.Scenario("probe", 13, hours / 13, 500, True)
+    assert costs.total(shorter, DEFAULTS) == pytest.approx(5)
+    cheap = costs.render({"aurora_acu_awake": 0.05, "tick_memory_mb": 128, "api_requests_per_live_hour": 60,
+                          "custom_metrics": 0, "console_returns_per_month": 0})
+    assert totals(cheap)[1] <= 5 and "(target ≤ $5: met)" in cheap and "\nwhy: " not in cheap
+
+
+def test_the_table_says_what_the_engines_extra_cost_buys_over_step_functions():
+    text = " ".join(costs.render().split())
+    month, sfn = totals(costs.render())[1], costs.step_functions(costs.EXAMPLE, DEFAULTS)
+    assert f"Step Functions Standard bills ${sfn:.2f} for the same 6,500 steps" in text
+    assert f"The engine's ${month - sfn:.2f} more buys them: live controls on every run" in text
 
 
 def test_a_measured_input_replaces_the_assumed_one_and_says_so():
@@ -48,7 +95,7 @@ def test_a_measured_input_replaces_the_assumed_one_and_says_so():
 
 def test_step_functions_standard_is_priced_per_transition():
     line = next(row for row in costs.render().splitlines() if row.startswith("Step Functions Standard"))
-    assert line.split()[-3:] == ["0.00", "0.01", "25.00"]  # 0, 500 and 1,000,000 steps
+    assert line.split()[-3:] == ["0.00", "0.16", "25.00"]  # 0, 6,500 and 1,000,000 steps
 
 
 def test_a_million_steps_cost_their_write_ios_and_log_bytes_at_list_price():
@@ -83,7 +130,7 @@ def test_io_optimized_costs_the_same_as_standard_at_the_step_count_said_to_be_th
     crossover = costs.io_optimized_from_steps(scenario, DEFAULTS)
     assert said.format(millions=crossover / 1e6, hours=scenario.live_hours) in costs.render()
     for steps, cheaper in ((crossover * 0.9, costs.STANDARD_PRICES), (crossover * 1.1, costs.IO_OPTIMIZED_PRICES)):
-        month = costs.Scenario("probe", scenario.live_hours, scenario.events, steps)
+        month = costs.Scenario("probe", scenario.events, scenario.hours_per_event, steps / scenario.events, True)
         by_storage = {id(p): sum(costs.line_items(month, DEFAULTS, p).values()) for p in (costs.STANDARD_PRICES, costs.IO_OPTIMIZED_PRICES)}
         assert min(by_storage, key=by_storage.__getitem__) == id(cheaper)
 
@@ -94,14 +141,40 @@ def test_the_operations_guide_shows_what_the_script_prints():
     assert block.rstrip("\n") == costs.render().split("\n\ninputs:")[0].rstrip("\n")
 
 
+def test_the_scale_recipe_says_it_turns_sleep_off_and_what_that_costs_as_the_model_prints_it():
+    """docs/deploy.md's two ticks run with EVENTS_SLEEP=off: its month before any event, against the idle month asleep,
+    is the figure the model prints for them."""
+    always = costs.sleep_off(DEFAULTS)
+    printed = " ".join(costs.render().split())
+    month, asleep = sum(always.values()), totals(costs.render())[0]
+    assert (f"the scale recipe's 2 ticks with sleep off (docs/deploy.md): ${month:.2f} a month before any event,"
+            f" against ${asleep:.2f} asleep") in printed
+    assert month > 30 * asleep  # Aurora never pauses: the price of the recipe is the whole month awake
+    recipe = " ".join((ROOT / "docs" / "deploy.md").read_text().split("2. **Several ticks at once")[1].split("3. **")[0].split())
+    assert "`EVENTS_SLEEP=off` on both" in recipe and "**This turns sleep off**" in recipe
+    assert f"about **${month:.2f} a month before any event** against ${asleep:.2f} asleep" in recipe
+    assert f"(Aurora ${always[costs.AURORA]:.2f}, each tick ${always[costs.TICK] / 2:.2f};" in recipe
+
+
+def test_the_consoles_requests_are_what_its_poller_asks_for():
+    """Live, each of two consoles polls every LIVE_MS; a console left open asks once on return, then at IDLE_FIRST_MS
+    doubling (at most IDLE_MAX_MS apart) until its idle bound (chalicelib/console/static/poll.js)."""
+    poller = (ROOT / "chalicelib" / "console" / "static" / "poll.js").read_text()
+    ms = {name: int(value) for name, value in re.findall(r"export const (\w+_MS) = (\d+);", poller)}
+    assert DEFAULTS["api_requests_per_live_hour"] == 2 * 3600 * 1000 / ms["LIVE_MS"]
+    at, gap, polls = 0, ms["IDLE_FIRST_MS"], 0
+    while at + gap <= DEFAULTS["console_idle_bound_seconds"] * 1000:
+        at, gap, polls = at + gap, min(gap * 2, ms["IDLE_MAX_MS"]), polls + 1
+    assert DEFAULTS["console_requests_per_return"] == 1 + polls
+
+
 def test_the_cost_model_counts_the_metrics_the_tick_publishes():
     from chalicelib import observability
 
     published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
                  *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
                  "TickSeconds",
-                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT,
-                 observability.SLEEP_FAILED}
+                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT}
     assert costs.INPUTS["custom_metrics"].value == len(published)
 
 
@@ -126,22 +199,32 @@ def test_a_step_commits_once_and_its_redo_fits_the_write_ios_the_model_counts():
 
 @pytest.mark.packaging
 def test_the_backstop_is_priced_its_alarm_its_metric_and_the_wake_ups_a_sleep_fires():
-    """Every alarm metric of the template is billed (BackstopWakeAlarm's among them), and an idle month
-    wakes once a day, the bound every sleep keeps (issue 37), on a line of its own."""
-    from chalicelib.events.runner import sleep
-
+    """Every alarm metric of the template is billed (BackstopWakeAlarm's among them), and every month pays the
+    bounded sleep's wake-ups, one a day, beside each event's wake-up and its timers'."""
     alarms = cfn.of_type(cfn.packaged_app(), "AWS::CloudWatch::Alarm")
     assert "BackstopWakeAlarm" in alarms
     metrics = sum(max(1, len([m for m in a["Properties"].get("Metrics", []) if "MetricStat" in m])) for a in alarms.values())
     assert costs.INPUTS["alarm_metrics"].value == metrics
-    assert costs.INPUTS["idle_wakes_per_month"].value == 0
-    assert costs.INPUTS["bounded_sleep_wakes_per_month"].value == pytest.approx(
-        costs.HOURS_PER_MONTH * 3600 / sleep.LONGEST_SLEEP.total_seconds(), abs=0.05)
     idle, busy = costs.SCENARIOS[0], costs.SCENARIOS[2]
     fired = costs.line_items(busy, DEFAULTS)["wake-ups (EventBridge Scheduler)"]
     assert fired == pytest.approx((busy.events * (1 + DEFAULTS["wait_timer_wakes_per_event"])
-                                   + DEFAULTS["idle_wakes_per_month"]) * 1e-6)
-    assert costs.line_items(idle, DEFAULTS)["bounded sleep (a wake a day)"] == costs.bounded_sleep(DEFAULTS) > 0
+                                   + DEFAULTS["bounded_sleep_wakes_per_month"]) * 1e-6)
+    assert costs.line_items(idle, DEFAULTS)["wake-ups (EventBridge Scheduler)"] > 0
+
+
+@pytest.mark.packaging
+def test_the_secrets_priced_are_the_secrets_the_stacks_store():
+    """The data stack's secrets and the RDS-managed admin secret; the app stack stores none of its own (the engine's
+    keys are keys of the app secret), even with a webhook channel."""
+    data = cfn.load(cfn.DATA_TEMPLATE)
+    stored = len(cfn.of_type(data, "AWS::SecretsManager::Secret"))
+    assert data["Resources"]["DatabaseCluster"]["Properties"]["ManageMasterUserPassword"] is True  # RDS's admin secret
+    with_webhook = cfn.render(cfn.packaged_app(), {"GameBridgeUrl": "https://bridge.example.org", "JwtJwksUrl": "https://id.example.org/k",
+                                                   "JwtIssuer": "https://id.example.org", "AppDatabaseHost": "db.example.org",
+                                                   "CueChannel": "webhook:https://discord.com/api/webhooks/1/x",
+                                                   "TickName": "event-run-engine-tick"})
+    assert cfn.of_type(with_webhook, "AWS::SecretsManager::Secret") == {}
+    assert costs.INPUTS["secrets"].value == stored + 1 == 3
 
 
 def test_the_access_log_line_fits_the_bytes_the_cost_model_counts_per_api_request():

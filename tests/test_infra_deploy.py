@@ -282,7 +282,8 @@ def test_once_the_app_stack_is_up_the_deploy_says_what_is_left_by_hand(tmp_path)
     assert "register https://a1b2c3.execute-api.eu-west-1.amazonaws.com/api/console as a redirect URI" in first.stdout
     assert "JwtAudience=<its id>" in first.stdout and "aws secretsmanager get-secret-value" in first.stdout
     assert ("The game server's signal key: aws secretsmanager get-secret-value --region eu-west-1 --secret-id"
-            " arn:aws:secretsmanager:eu-west-1:123456789012:secret:SignalSecret-AbCdEf --query SecretString") in first.stdout
+            " arn:aws:secretsmanager:eu-west-1:123456789012:secret:AppSecret-AbCdEf --query SecretString --output text"
+            """ | python3 -c 'import json, sys; print(json.load(sys.stdin)["signal_key"])'""") in first.stdout
     second = fake_deploy(tmp_path, PARAMS + LATER)
     assert second.returncode == 0, second.stderr
     assert "redirect URI" not in second.stdout  # the second pass is done

@@ -1,4 +1,5 @@
-"""The migrate Lambda (Secrets Manager under moto, a real MariaDB): schema, the app user, rotation."""
+"""The migrate Lambda (Secrets Manager under moto, a real MariaDB): schema, the app user, the engine's keys it keeps in
+the app secret, rotation."""
 
 import json
 import uuid
@@ -8,10 +9,11 @@ import pymysql
 import pytest
 from moto import mock_aws
 
+from chalicelib import secrets as engine_secrets
 from chalicelib.db import ConnectionParams, Database
 from chalicelib.events.errors import ConfigError
 from chalicelib.migrate import MIGRATIONS
-from chalicelib.migrate_function import handle
+from chalicelib.migrate_function import ENGINE_KEYS, handle
 
 ACCESS_DENIED = {1142, 1044}  # table-level and database-level "command denied"
 BAD_PASSWORD = 1045
@@ -113,6 +115,39 @@ def test_rotate_changes_the_password_in_the_database_and_the_secret_together(dep
             cursor.execute("SELECT 1")
     finally:
         open_before.close()
+
+
+def test_migrate_makes_the_keys_the_app_secret_lacks_once_and_never_changes_one(deployment):
+    """The app secret shares the engine's own keys: the first migrate makes each it lacks (48 characters, each its
+    own), a key put by hand (the game side's copy) is kept, and a later migrate changes none."""
+    env, client = deployment
+    client.put_secret_value(SecretId=env["EVENTS_DB_SECRET_ARN"],
+                            SecretString=json.dumps({**app_secret(client, env), "signal_key": "the-game-servers-copy"}))
+    assert handle({}, env, client)["keys_made"] == ["webhook_key"]
+    made = app_secret(client, env)
+    assert made["signal_key"] == "the-game-servers-copy" and len(made["webhook_key"]) == 48
+    assert handle({}, env, client)["keys_made"] == []
+    assert app_secret(client, env) == made
+
+
+def test_make_rotate_changes_the_password_and_leaves_the_engines_keys_in_the_shared_secret_untouched(deployment, monkeypatch):
+    """`make rotate` rotates one key of the shared secret, the password: the signal and webhook keys stay as they
+    were, and the engine reads each by its `<arn>:<json key>` reference, before and after."""
+    env, client = deployment
+    handle({}, env, client)
+    before = app_secret(client, env)
+    assert set(ENGINE_KEYS) <= set(before) and before["signal_key"] != before["webhook_key"]
+    handle({"action": "rotate"}, env, client)
+    after = app_secret(client, env)
+    assert after["password"] != before["password"]
+    assert {key: after[key] for key in ENGINE_KEYS} == {key: before[key] for key in ENGINE_KEYS}
+    connect_as_app(after).close()
+    monkeypatch.setattr(engine_secrets, "_provider", None)  # a client of its own inside moto, the one before put back after
+    monkeypatch.setattr(engine_secrets, "MAX_AGE_SECONDS", 0)  # every read asks Secrets Manager
+    arn = env["EVENTS_DB_SECRET_ARN"]
+    assert engine_secrets.plain_secret(f"{arn}:signal_key", "EVENTS_SIGNAL_SECRET_ARN") == before["signal_key"]
+    assert engine_secrets.plain_secret(f"{arn}:webhook_key", "WEBHOOK_SECRET_ARN") == before["webhook_key"]
+    assert engine_secrets.database_params(arn).password == after["password"]
 
 
 def test_a_missing_setting_or_an_unknown_action_is_named(deployment):

@@ -215,12 +215,16 @@ def test_no_secret_topic_or_function_is_granted_on_a_wildcard(app):
                     assert one != "*" and "*" not in numbered, (name, statement)
 
 
-def test_the_api_reads_only_the_database_secret_and_the_signal_key_and_may_only_nudge_the_tick(app):
-    """The nudge: the tick invoked and its minute rule turned on (never off: only the tick sleeps)."""
+def app_secret_key(key: str) -> dict:
+    """`<app secret arn>:<key>`: one key of the data stack's app secret, as a setting names it."""
+    return {"Fn::Sub": [f"${{AppSecret}}:{key}", {"AppSecret": imported("AppSecretArn")}]}
+
+
+def test_the_api_reads_only_the_app_secret_with_its_signal_key_and_may_only_nudge_the_tick(app):
+    """The signal key is a key of the app secret (the engine's keys share it), so the API reads that one secret."""
     role = resources(app)["ApiHandlerRole"]
-    assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn"), {"Ref": "SignalSecret"}]
-    assert env(app, "APIHandler")["EVENTS_SIGNAL_SECRET_ARN"] == {"Ref": "SignalSecret"}
-    assert {"Ref": "SignalSecret"} not in granted(resources(app)["TickRole"], "secretsmanager:GetSecretValue")
+    assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn")]
+    assert env(app, "APIHandler")["EVENTS_SIGNAL_SECRET_ARN"] == app_secret_key("signal_key")
     assert "EVENTS_SIGNAL_SECRET_ARN" not in env(app, "Tick") and "GAME_BRIDGE_SECRET_ARN" not in env(app, "APIHandler")
     assert granted(role, "lambda:InvokeFunction") == [TICK_ARN]
     rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${TickName}"}
@@ -233,13 +237,27 @@ def test_the_tick_reads_its_two_secrets_and_publishes_only_to_its_topics(app):
     role = resources(app)["TickRole"]
     assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn"), imported("GameBridgeSecretArn")]
     assert granted(role, "sns:Publish") == [{"Ref": "CueTopic"}, {"Ref": "AnnounceTopic"}, {"Ref": "AlarmTopic"}]
-    assert "WEBHOOK_SECRET_ARN" not in env(app, "Tick") and "WebhookSecret" not in resources(app)
+    assert "WEBHOOK_SECRET_ARN" not in env(app, "Tick")
 
 
-def test_a_webhook_channel_gets_its_own_signing_key_and_the_tick_may_read_it(packaged):
+def test_a_webhook_channel_signs_with_its_own_key_of_the_app_secret_which_the_tick_reads(packaged):
     chosen = cfn.render(packaged, dict(APP_PARAMETERS, CueChannel="webhook:https://discord.com/api/webhooks/1/x"))
-    assert env(chosen, "Tick")["WEBHOOK_SECRET_ARN"] == {"Ref": "WebhookSecret"}
-    assert {"Ref": "WebhookSecret"} in granted(resources(chosen)["TickRole"], "secretsmanager:GetSecretValue")
+    assert env(chosen, "Tick")["WEBHOOK_SECRET_ARN"] == app_secret_key("webhook_key")
+    assert imported("AppSecretArn") in granted(resources(chosen)["TickRole"], "secretsmanager:GetSecretValue")
+
+
+def test_the_engines_keys_share_the_app_secret_and_the_migrate_function_makes_each_the_settings_name(packaged):
+    """No secret of the app stack's own (each costs $0.40 a month): every key a setting names in the app secret is
+    one ENGINE_KEYS makes, and MigrateSchema lists them, so adding one runs the migrate that makes it."""
+    from chalicelib.migrate_function import ENGINE_KEYS
+
+    chosen = cfn.render(packaged, dict(APP_PARAMETERS, CueChannel="webhook:https://discord.com/api/webhooks/1/x"))
+    assert cfn.of_type(chosen, "AWS::SecretsManager::Secret") == {}
+    named = {ref["Fn::Sub"][0].split(":")[-1] for function in ("APIHandler", "Tick") for ref in env(chosen, function).values()
+             if isinstance(ref, dict) and isinstance(ref.get("Fn::Sub"), list)
+             and ref["Fn::Sub"][1].get("AppSecret") == imported("AppSecretArn")}
+    assert named == set(ENGINE_KEYS)
+    assert resources(chosen)["MigrateSchema"]["Properties"]["EngineKeys"] == ",".join(ENGINE_KEYS)
 
 
 def test_a_sandbox_for_dry_runs_is_signed_for_by_the_tick_alone(packaged, app):
@@ -250,7 +268,7 @@ def test_a_sandbox_for_dry_runs_is_signed_for_by_the_tick_alone(packaged, app):
     tick, api = env(chosen, "Tick"), env(chosen, "APIHandler")
     assert tick["GAME_BRIDGE_SANDBOX_URL"] == {"Ref": "GameBridgeSandboxUrl"} == api["GAME_BRIDGE_SANDBOX_URL"]
     assert tick["GAME_BRIDGE_SANDBOX_SECRET_ARN"] == {"Ref": "GameBridgeSandboxSecretArn"}
-    assert tick["REHEARSAL_CHANNEL"] == {"Ref": "RehearsalChannel"} and tick["WEBHOOK_SECRET_ARN"] == {"Ref": "WebhookSecret"}
+    assert tick["REHEARSAL_CHANNEL"] == {"Ref": "RehearsalChannel"} and tick["WEBHOOK_SECRET_ARN"] == app_secret_key("webhook_key")
     assert {"Ref": "GameBridgeSandboxSecretArn"} in granted(resources(chosen)["TickRole"], "secretsmanager:GetSecretValue")
     assert "GAME_BRIDGE_SANDBOX_SECRET_ARN" not in api, "the API never holds the sandbox's key"
     assert {"Ref": "GameBridgeSandboxSecretArn"} not in granted(resources(chosen)["ApiHandlerRole"], "secretsmanager:GetSecretValue")
@@ -479,16 +497,13 @@ def test_the_stage_and_every_route_open_to_anyone_are_throttled(app):
     assert public < whole
 
 
-def test_the_database_and_the_secrets_outlive_a_deleted_stack(data, packaged):
+def test_the_database_and_the_secrets_outlive_a_deleted_stack(data):
     """Deleting a stack keeps its cluster (a final snapshot) and its secrets; a first create that fails takes its
     secrets with it (RetainExceptOnCreate: nobody holds them yet), so a retry does not pile up secrets at $0.40 each."""
     assert resources(data)["DatabaseCluster"]["DeletionPolicy"] == "Snapshot"
     assert data["Parameters"]["DeletionProtection"]["Default"] == "true"
-    for secret in ("AppSecret", "GameBridgeSecret"):
+    for secret in ("AppSecret", "GameBridgeSecret"):  # the app secret holds the signal and webhook keys too
         assert (resources(data)[secret]["DeletionPolicy"], resources(data)[secret]["UpdateReplacePolicy"]) == (
-            "RetainExceptOnCreate", "Retain")
-    for secret in ("SignalSecret", "WebhookSecret"):
-        assert (resources(packaged)[secret]["DeletionPolicy"], resources(packaged)[secret]["UpdateReplacePolicy"]) == (
             "RetainExceptOnCreate", "Retain")
 
 

@@ -232,3 +232,66 @@ def test_health_names_the_signal_secret_it_cannot_read(secrets, db_params):
         answer = client.http.get("/health")
     assert answer.status_code == 503
     assert answer.json_body == {"errors": ["the secret named by EVENTS_SIGNAL_SECRET_ARN cannot be read right now"]}
+
+
+# ── keys sharing one secret: `<secret arn>:<json key>` (docs/operations.md, "Secrets") ──
+
+BOSS_NIGHT = {"name": "Boss night", "phases": [{"name": "boss", "advance": {"when": "signal", "name": "boss_defeated"},
+                                                "steps": [step("core.announce", message="Fight!")]}]}
+
+
+def _shared_settings(db_params, arn: str) -> Settings:
+    """The API's settings as infra/app.yaml gives them: the database, the signal key and a webhook key from one secret."""
+    return dataclasses.replace(hs_settings(db_params), db_url=None, db_secret_arn=arn, signal_secret_arn=f"{arn}:signal_key",
+                               webhook_secret_arn=f"{arn}:webhook_key")
+
+
+def test_two_keys_of_one_json_secret_are_each_read_by_their_own_reference_in_one_call(secrets, reads, db_params):
+    """A shared secret: its signal key and its webhook key, each read by `<arn>:<json key>`, beside the database's
+    credentials in the same JSON; one GetSecretValue serves all three, and /health finds each readable."""
+    arn = secrets.create_secret(Name="events/app", SecretString=_rds_secret(
+        db_params, signal_key="signal-key-one", webhook_key="webhook-key-one"))["ARN"]
+    settings = Settings.from_env({"EVENTS_DB_SECRET_ARN": arn, "EVENTS_SIGNAL_SECRET_ARN": f"{arn}:signal_key",
+                                  "WEBHOOK_SECRET_ARN": f"{arn}:webhook_key"})
+    assert engine_secrets.plain_secret(settings.signal_secret_arn, "EVENTS_SIGNAL_SECRET_ARN") == "signal-key-one"
+    assert engine_secrets.plain_secret(settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") == "webhook-key-one"
+    assert engine_secrets.database_params(arn).user == db_params.user
+    runtime.check_secrets(settings)
+    assert reads == [arn]
+
+
+def test_a_key_the_shared_secret_lacks_is_a_configuration_error_naming_the_reference_not_a_key_error(secrets, db_params, caplog):
+    """A setting naming `<arn>:webhook_key` where the secret has no such key: SecretUnreadable naming the setting and
+    the key (the log names the whole reference), and /health answers 503 listing it while the other key reads."""
+    arn = secrets.create_secret(Name="events/app", SecretString=_rds_secret(db_params, signal_key="signal-key-one"))["ARN"]
+    with pytest.raises(engine_secrets.SecretUnreadable) as refused:
+        engine_secrets.plain_secret(f"{arn}:webhook_key", "WEBHOOK_SECRET_ARN")
+    assert str(refused.value) == ("the secret named by WEBHOOK_SECRET_ARN has no key 'webhook_key': a configuration error"
+                                  " (add the key to the secret, or point WEBHOOK_SECRET_ARN at a key it has)")
+    assert f"WEBHOOK_SECRET_ARN names {arn}:webhook_key, and that secret has no key 'webhook_key'" in caplog.text
+    with runtime.override(settings=_shared_settings(db_params, arn)), Client(app) as client:
+        answer = client.http.get("/health")
+    assert answer.status_code == 503
+    assert answer.json_body == {"errors": [str(refused.value)]}
+
+
+def test_rotating_one_key_of_the_shared_secret_leaves_the_other_and_the_database_untouched(secrets, reads, db, db_params, clock):
+    """The signal key is put anew in the shared secret, the rest of its JSON as it was: the API takes the new key
+    at the first signature the old one does not verify, and the webhook key and the database's credentials read
+    past the cache are the ones from before."""
+    arn = secrets.create_secret(Name="events/app", SecretString=_rds_secret(
+        db_params, signal_key="signal-key-one", webhook_key="webhook-key-one"))["ARN"]
+    first, second = (make_run(db, clock.now(), doc=BOSS_NIGHT) for _ in range(2))
+    with runtime.override(database=db, clock=clock, settings=_shared_settings(db_params, arn)), Client(app) as client:
+        def signal(run, key):
+            path = f"/runs/{run.id}/signals/boss_defeated"
+            return client.http.post(path, headers=_signed(clock, path, key), body=b"").status_code
+
+        assert signal(first, "signal-key-one") == 202
+        rotated = {**json.loads(_rds_secret(db_params, webhook_key="webhook-key-one")), "signal_key": "signal-key-two"}
+        secrets.put_secret_value(SecretId=arn, SecretString=json.dumps(rotated))
+        assert signal(second, "signal-key-two") == 202
+        assert signal(second, "webhook-key-one") == 401  # each purpose its own key, though they share a secret
+    assert engine_secrets.plain_secret(f"{arn}:webhook_key", "WEBHOOK_SECRET_ARN", force_fetch=True) == "webhook-key-one"
+    assert engine_secrets.database_params(arn, force_fetch=True) == engine_secrets.database_params(arn)
+    assert engine_secrets.database_params(arn).password == db_params.password

@@ -49,13 +49,13 @@ def outputs(stack: str, params: dict[str, str], region: str) -> list[dict[str, s
             else f"{stack}.cluster-abc.{region}.rds.amazonaws.com",
             "UseDualStackEndpoints": "false" if params.get("EnableInterfaceEndpoints") == "true" else "true",
             "GameBridgeSecretArn": f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:bridge-AbCdEf",
+            "AppSecretArn": f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:AppSecret-AbCdEf",
         }
     else:
         api = f"https://a1b2c3.execute-api.{region}.amazonaws.com/api/"
         values = {"EndpointURL": api, "ConsoleRedirectUri": api + "console",
                   "AlarmTopicArn": f"arn:aws:sns:{region}:{ACCOUNT}:{stack}-AlarmTopic-X",
-                  "MigrateFunctionName": f"{stack}-Migrate-X",
-                  "SignalSecretArn": f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:SignalSecret-AbCdEf"}
+                  "MigrateFunctionName": f"{stack}-Migrate-X"}
     return [{"OutputKey": k, "OutputValue": v} for k, v in values.items()]
 
 
