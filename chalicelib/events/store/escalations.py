@@ -19,15 +19,18 @@ from datetime import datetime, timedelta
 
 from ...db import Tx
 from ..lifecycle import RunSQL, WaitingFor, WaitSQL
+from . import understood
 
-# Every run's current wait for a person, with the moment it began (a derived table: `w`).
-# A dry run's wait is escalated after the deployment's interval divided by its speed (`due_at`).
+# Every run's current wait for a person, with the moment it began (a derived table: `w`), of the runs this
+# version understands (a newer version's run is never escalated by this one). A dry run's wait is escalated
+# after the deployment's interval divided by its speed (`due_at`).
+# guard: a-stalled-run-it-does-not-understand-is-escalated
 _WAITS = f"""(SELECT r.id AS run_id, r.current_phase AS phase, r.waiting_for,
                      IF(r.waiting_for = {WaitSQL.RESUME}, r.updated_at, p.drained_at) AS since,
                      r.speed, r.mode <> {RunSQL.LIVE} AS rehearsal
                 FROM event_runs r
                 LEFT JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
-               WHERE r.waiting_for IN ({WaitSQL.STALLS}))"""  # noqa: S608 — the renderings are constants
+               WHERE r.waiting_for IN ({WaitSQL.STALLS}) AND {understood.run("r")})"""  # noqa: S608 — the renderings are constants
 # guard: a-stalled-dry-runs-escalation-waits-the-live-interval
 _DUE_AT = "w.since + INTERVAL ROUND(%s / w.speed) MICROSECOND"  # the wait's first try: after (µs) on its clock
 _NOT_ESCALATED = "NOT EXISTS (SELECT 1 FROM event_run_escalations e WHERE e.run_id = w.run_id AND e.since = w.since)"
