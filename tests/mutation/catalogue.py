@@ -77,6 +77,7 @@ HARNESS_TESTS = "tests/test_mutation_harness.py"
 SLEEP_FAULTS = "tests/test_runner_sleep_faults.py"
 SLEEP_OUTAGE = "tests/test_runner_sleep_outage.py"
 ROLLBACK = "tests/test_rollback.py"
+MIGRATE = "tests/test_migrate.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -1703,4 +1704,8 @@ MUTATIONS: list[Mutation] = [
              'if known(RunMode, row.get("mode", RunMode.LIVE.value), f"{run}\'s mode") is RunMode.REHEARSAL:',
              'if row.get("mode", RunMode.LIVE.value) == RunMode.REHEARSAL.value:',
              (ROLLBACK,)),
+    Mutation("unlock-clears-a-lock-a-live-migrator-holds", "unlock-clears-a-lock-a-live-migrator-holds",
+             "WHERE ctime < :before",
+             "WHERE ctime < :before OR TRUE",
+             (MIGRATE,)),
 ]
