@@ -78,6 +78,7 @@ SLEEP_FAULTS = "tests/test_runner_sleep_faults.py"
 SLEEP_OUTAGE = "tests/test_runner_sleep_outage.py"
 ROLLBACK = "tests/test_rollback.py"
 MIGRATE = "tests/test_migrate.py"
+DRY_RUN_SETTINGS = "tests/test_runner_dry_run_settings.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -1708,4 +1709,25 @@ MUTATIONS: list[Mutation] = [
              "WHERE ctime < :before",
              "WHERE ctime < :before OR TRUE",
              (MIGRATE,)),
+    # ── a dry run's setting never stops live events (issue 37, item 5) ──
+    Mutation("a-dry-runs-unreadable-secret-stops-the-tick", "a-dry-runs-unreadable-secret-stops-the-tick",
+             "if not for_dry_runs:",
+             "if True:",
+             (DRY_RUN_SETTINGS,)),
+    Mutation("a-sandbox-without-its-key-stops-the-tick", "a-sandbox-without-its-key-stops-the-tick",
+             "return UnusableBridge(cause)",
+             "raise ConfigError(cause)",
+             (DRY_RUN_SETTINGS,)),
+    Mutation("a-dispatch-without-its-key-is-an-internal-error", "a-dispatch-without-its-key-is-an-internal-error",
+             "except SecretUnreadable as error:",
+             "except ZeroDivisionError as error:",
+             (DRY_RUN_SETTINGS,)),
+    Mutation("a-post-without-its-key-is-an-internal-error", "a-post-without-its-key-is-an-internal-error",
+             "except SecretUnreadable as error:",
+             "except ZeroDivisionError as error:",
+             (DRY_RUN_SETTINGS,)),
+    Mutation("a-runner-that-cannot-be-built-leaves-no-next-tick", "a-runner-that-cannot-be-built-leaves-no-next-tick",
+             "_next_tick_after_outage(settings, source))",
+             '"no next tick")',
+             (DRY_RUN_SETTINGS,)),
 ]
