@@ -445,7 +445,7 @@ def test_cloudformation_waits_for_the_migrate_function_only_as_long_as_it_can_ru
     timeout = resources(app)["Migrate"]["Properties"]["Timeout"]
     waits = resources(app)["MigrateSchema"]["Properties"]["ServiceTimeout"]
     assert timeout + ANSWER_SECONDS <= waits <= timeout + 120
-    assert STALE_LOCK_SECONDS > timeout  # `make unlock` never clears the lock of a migrate that may still run
+    assert timeout < STALE_LOCK_SECONDS  # `make unlock` never clears the lock of a migrate that may still run
 
 
 # ── what the template scanners asked for ──
