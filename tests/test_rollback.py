@@ -54,6 +54,7 @@ WIDENED = (
          ADD CONSTRAINT event_run_steps_park_reason_known CHECK (park_reason IS NULL OR park_reason IN ('cue',
              'doubt', 'approval'))""",
 )
+NEWER_RUNS = ("replay", "handing_over", "waiting", "approval", "stalled", "stalled_step")
 TABLES = {"event_runs": "id", "event_run_steps": "run_id", "event_run_phases": "run_id", "event_run_log": "run_id",
           "event_run_escalations": "run_id"}
 
@@ -107,8 +108,12 @@ def newer(db, clock):
          parked.id, now - timedelta(hours=1), now, now, now)
     stalled = make_run(db, now - timedelta(days=1), doc=DOC, status=RunStatus.PAUSED)  # a stalled run of its mode
     _set(db, "event_runs", "mode = 'replay', waiting_for = 'resume', updated_at = %s", stalled.id, now - timedelta(days=1))
+    stalled_step, (held, _) = _running(db, now - timedelta(days=1))  # a stalled live run, a step of a newer status
+    _set(db, "event_run_steps", "status = 'waiting'", held.id)
+    _set(db, "event_runs", "status = 'paused', wake_at = NULL, waiting_for = 'resume', updated_at = %s", stalled_step.id,
+         now - timedelta(days=1))
     return {"replay": replay.id, "handing_over": handing_over.id, "waiting": waiting.id, "approval": approval.id,
-            "stalled": stalled.id, "parked_step": parked.id}
+            "stalled": stalled.id, "stalled_step": stalled_step.id, "parked_step": parked.id}
 
 
 def _snapshot(db, run_ids) -> dict[str, list[dict]]:
@@ -138,7 +143,7 @@ def test_this_releases_tick_leaves_a_newer_versions_rows_alone_and_runs_todays(d
     reaches the bridge and its channel, and nothing else does: the newer rows are exactly as they were."""
     runner, bridge, channels = world
     today = schedule(db, clock.now(), DOC)
-    newer_runs = [newer[name] for name in ("replay", "handing_over", "waiting", "approval", "stalled")]
+    newer_runs = [newer[name] for name in NEWER_RUNS]
     before = _snapshot(db, newer_runs)
     for _ in range(3):  # the sweep, the reminders, the escalations and the timeouts all come due
         tick(runner)
@@ -151,11 +156,12 @@ def test_this_releases_tick_leaves_a_newer_versions_rows_alone_and_runs_todays(d
 
 
 def test_no_newer_run_is_found_due_leased_or_woken_for(db, clock, newer):
-    """Each statement that picks work on its own: the due runs, the run lease, the next wake time."""
+    """Each statement that picks work on its own: the due runs, the next wake time, and the run lease (which
+    holds the run to its own words: its steps' are held by the plain read that found it due)."""
     now = clock.now() + timedelta(hours=1)
     due = db.autocommit(lambda tx: runs.find_due(tx, now, 100))
     assert due == []
-    for name in ("replay", "handing_over", "waiting", "approval"):
+    for name in ("replay", "handing_over"):
         assert not db.autocommit(lambda tx, name=name: runs.take_lease(tx, newer[name], "t", now, 60)), name
     assert db.autocommit(runs.next_wake) is None  # a newer run's wake time never keeps this release awake
 
@@ -190,7 +196,7 @@ def test_the_api_leaves_a_newer_run_out_of_its_lists_and_refuses_its_pages_and_c
     """The API's reads and controls of a newer version's run: 200 without it for a list, 409 saying why for
     its own pages and every control, never a 500, and nothing changed."""
     today = schedule(db, clock.now(), DOC)
-    newer_runs = [newer[name] for name in ("replay", "handing_over", "waiting", "approval", "stalled")]
+    newer_runs = [newer[name] for name in NEWER_RUNS]
     before = _snapshot(db, newer_runs)
     for query in ("", "?waiting=any", "?waiting=resume", "?rehearsal=exclude", "?status=running"):
         listed = api.get(f"/runs{query}", auth=GM)
@@ -203,7 +209,7 @@ def test_the_api_leaves_a_newer_run_out_of_its_lists_and_refuses_its_pages_and_c
     for name, said in (("waiting", "'waiting'"), ("approval", "'approval'")):
         answer = api.get(f"/runs/{newer[name]}", auth=GM)
         assert answer.status == 409 and said in answer.body["errors"][0], (name, answer.body)
-    for name in ("replay", "handing_over", "waiting", "approval", "stalled"):
+    for name in NEWER_RUNS:
         for control, body in (("pause", {}), ("resume", {}), ("cancel", {}), ("cancel", {"cleanup": True})):
             answer = api.post(f"/runs/{newer[name]}/{control}", body, auth=ADMIN)
             assert answer.status == 409, (name, control, answer.body)

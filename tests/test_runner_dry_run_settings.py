@@ -112,7 +112,7 @@ def _has_a_next_tick(db, aws) -> bool:
 
 def _dispatched(db, run_id: int) -> dict:
     """The run's last attempt's answer, as its log row keeps it."""
-    rows = [e.detail for e in log_of(db, run_id) if e.kind == "step.dispatch"]
+    rows = [e.detail for e in log_of(db, run_id) if e.kind == "step.dispatch" and e.detail is not None]
     assert rows, [(e.kind, e.detail) for e in log_of(db, run_id)]
     return rows[-1]
 
