@@ -31,11 +31,13 @@ def run_row(alias: str) -> str:
 
 def steps_known(run_id: str) -> str:
     """SQL: every step of the run whose id is `run_id` (an SQL expression) has a status and a park reason this
-    version knows. A scalar subquery, one range of the steps' (run_id, …) index per run: never materialised
-    over the whole table, as an optimiser may do with NOT EXISTS."""
+    version knows. A scalar subquery on one range of the steps' (run_id, …) index per run, named: never
+    materialised over the whole table (as an optimiser may do with NOT EXISTS), nor scanned where the table
+    is small."""
     # guard: a-step-of-an-unknown-status-is-understood
     # guard: a-step-parked-for-an-unknown-reason-is-understood
-    return f"""(SELECT newer.id FROM event_run_steps newer WHERE newer.run_id = {run_id}
+    return f"""(SELECT newer.id FROM event_run_steps newer FORCE INDEX (event_run_steps_position)
+                 WHERE newer.run_id = {run_id}
                    AND (newer.status NOT IN ({StepSQL.KNOWN}) OR newer.park_reason NOT IN ({StepSQL.PARK_REASONS}))
                  LIMIT 1) IS NULL"""  # noqa: S608 — the lifecycle's renderings and a caller's expression (constants)
 
