@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev-loop.
 # at install (a third of its time): Python compiles what the dev loop imports, once, when it first imports it.
 LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.txt | cksum | cut -d' ' -f1)
 
-.PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate teardown costs mutate lock
+.PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate unlock teardown costs mutate lock
 
 # The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
 # browser tests. `npm ci` into node_modules/ (git-ignored), again only when the lock file changes.
@@ -160,6 +160,10 @@ rotate: $(STAMP)
 teardown: $(STAMP)
 	$(BIN)/python -m infra.deploy --teardown --confirm '$(CONFIRM)' --stage $(STAGE) --stack $(STACK) --region '$(REGION)' \
 	  --aws $(AWS_CLI) $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET))
+
+# A migration killed mid-way leaves yoyo's lock row: the migrate function clears it once it is stale.
+unlock: $(STAMP)
+	$(IN_REGION) $(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action unlock
 
 costs: $(STAMP)
 	$(BIN)/python -m bench.costs $(COSTS_ARGS)

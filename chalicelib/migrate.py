@@ -3,12 +3,16 @@
 The SQL files ship inside the package (so the deployed Lambda has them), one DDL
 statement each because MySQL commits DDL on its own. yoyo's lock table keeps two
 migrators from colliding; applied migrations are skipped, so running it twice is
-a no-op.
+a no-op. A migrator killed while it held the lock (its function timed out, its
+deploy was stopped) leaves the lock row behind: `unlock` clears it once it is
+older than any migrator can still be running, and never a younger one.
 """
 
 from __future__ import annotations
 
 import ssl
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -17,6 +21,9 @@ from yoyo import get_backend, read_migrations
 from .db import RDS_CA_BUNDLE, ConnectionParams, Database, tls_for
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+# The migrate function's timeout (300 s) and a margin: no migrator that may still be running has held the
+# lock longer (the function is the only migrator of a deployment; `python -m chalicelib migrate` elsewhere).
+STALE_LOCK_SECONDS = 330
 
 
 def _yoyo_url(params: ConnectionParams, tls_ca: str | None = None) -> str:
@@ -58,3 +65,32 @@ def migrate(params: ConnectionParams, *, create: bool = True, tls_mode: str | No
             return [m.id for m in pending]
     finally:
         backend.connection.close()
+
+
+@dataclass(frozen=True)
+class Unlocked:
+    """What `unlock` did: the lock rows it cleared, and the lock it left (when it was taken, by which process)."""
+
+    cleared: int
+    left_since: datetime | None = None
+    left_by: int | None = None
+
+
+def unlock(params: ConnectionParams, *, now: datetime | None = None, stale_after: float = STALE_LOCK_SECONDS,
+           tls_mode: str | None = None, tls_ca: str | None = None) -> Unlocked:
+    """Clear yoyo's lock row when it was taken more than `stale_after` seconds before `now` (UTC, yoyo's own
+    clock; default: now): its migrator died holding it. A younger lock is a migrator that may still be running,
+    and is left, with when and by whom it was taken."""
+    tls = tls_for(params, tls_mode, tls_ca)
+    backend = get_backend(_yoyo_url(params, (tls_ca or str(RDS_CA_BUNDLE)) if tls else None))
+    before = (now or datetime.now(UTC).replace(tzinfo=None)) - timedelta(seconds=stale_after)
+    try:
+        backend.create_lock_table()  # a database never migrated has none yet: nothing is locked
+        with backend.transaction():
+            # guard: unlock-clears-a-lock-a-live-migrator-holds
+            cleared = backend.execute(f"DELETE FROM {backend.lock_table_quoted} WHERE ctime < :before",  # noqa: S608 — yoyo's own table name; the time is a parameter
+                                      {"before": before}).rowcount
+        left = backend.execute(f"SELECT ctime, pid FROM {backend.lock_table_quoted}").fetchone()  # noqa: S608 — yoyo's own table name
+    finally:
+        backend.connection.close()
+    return Unlocked(cleared, *(left or (None, None)))

@@ -16,6 +16,11 @@ receivers hold.
 then the secret, whose other keys it writes back as they were. Open connections keep working; a connection opened in between
 is refused once with 1045 and succeeds after re-reading the secret.
 
+`{"action": "unlock"}` clears yoyo's lock row a migration killed mid-way left
+behind (the database is private: this function is the operator's only way in),
+once it is older than this function's own timeout; a younger lock is a migrate
+that may still be running, and is left, named (`migrate.unlock`).
+
 A paused Aurora resumes when a connection arrives and holds the handshake
 meanwhile (~15 s, ~30 s after a day paused): the admin connection is tried
 again, with a growing wait, for up to RESUME_WAIT_SECONDS before migrating.
@@ -45,12 +50,12 @@ import pymysql
 
 from .db import REACH_RETRY_SECONDS, ConnectionParams, Database, tls_for
 from .events.errors import ConfigError
-from .migrate import migrate
+from .migrate import STALE_LOCK_SECONDS, Unlocked, migrate, unlock
 
 logger = logging.getLogger(__name__)
 
 APP_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
-ACTIONS = ("migrate", "rotate")
+ACTIONS = ("migrate", "rotate", "unlock")
 RESUME_WAIT_SECONDS = 120.0  # a paused Aurora resumes in ~15-30 s; the function has 300 s
 ANSWER_SECONDS = 10.0  # the answer to CloudFormation, and the time kept back for it
 PHYSICAL_ID = "event-run-engine-schema"  # one schema per stack: an update never replaces it
@@ -127,7 +132,7 @@ def wait_for_server(
 
 
 def handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None, context: Any = None) -> dict[str, Any]:
-    """`make migrate`/`make rotate`'s invocation, or CloudFormation's custom resource request."""
+    """`make migrate`/`make rotate`/`make unlock`'s invocation, or CloudFormation's custom resource request."""
     if isinstance(event, dict) and "RequestType" in event and "ResponseURL" in event:
         return answer_cloudformation(event, env, client, context)
     return _handle(event, env, client)
@@ -191,6 +196,9 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
         logger.info("rotated the password of database user %s", app_secret["username"])
         return {"rotated": app_secret["username"]}
 
+    if action == "unlock":
+        return _unlocked(unlock(admin, tls_mode=tls_mode, tls_ca=tls_ca))
+
     applied = migrate(admin, tls_mode=tls_mode, tls_ca=tls_ca)
     set_app_user(admin, app_secret["username"], app_secret["password"], tls)
     app_host = env.get("EVENTS_DB_APP_HOST", "").strip()
@@ -206,3 +214,15 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
                 ", ".join(keys_made) or "none")
     return {"applied": applied, "app_user": app_secret["username"], "app_host": app_secret.get("host"), "repointed": repointed,
             "keys_made": keys_made}
+
+
+def _unlocked(done: Unlocked) -> dict[str, Any]:
+    """`unlock`'s answer, said for the operator who reads it from `make unlock`."""
+    if done.left_since is None:
+        said = "the lock was stale: cleared; `make migrate` may run" if done.cleared else "nothing was locked"
+        logger.info("unlock: %s", said)
+        return {"unlocked": done.cleared, "said": said}
+    said = (f"a migrate (process {done.left_by}) took the lock at {done.left_since.isoformat()} UTC and may still be"
+            f" running: it is cleared only once {STALE_LOCK_SECONDS} s old; try again then")
+    logger.warning("unlock: %s", said)
+    return {"unlocked": done.cleared, "said": said, "locked_since": done.left_since.isoformat(), "locked_by": done.left_by}

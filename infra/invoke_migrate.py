@@ -1,4 +1,4 @@
-"""`make migrate` / `make rotate`: invoke the deployed migrate function and print what it did.
+"""`make migrate` / `make rotate` / `make unlock`: invoke the deployed migrate function and print what it did.
 
 The function runs inside the VPC (the database is private); this runs wherever
 the operator's AWS credentials are. It finds the function through the app
@@ -35,7 +35,7 @@ def invoke(lambda_client, name: str, action: str) -> tuple[bool, dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="the app stack's name")
-    parser.add_argument("--action", choices=("migrate", "rotate"), default="migrate")
+    parser.add_argument("--action", choices=("migrate", "rotate", "unlock"), default="migrate")
     args = parser.parse_args(argv)
     session = boto3.session.Session()
     name = function_name(session.client("cloudformation"), args.stack)

@@ -365,14 +365,6 @@ def test_a_sandbox_dry_run_without_a_sandbox_is_409_and_writes_nothing(api):
     assert api.get("/runs", auth=GM).body["runs"] == []
 
 
-def test_a_tick_told_of_a_sandbox_without_its_key_refuses_to_start_saying_which(db, clock, db_params):
-    """The API needs only the sandbox's URL (it accepts the dry run); the tick, which signs for it, needs its key."""
-    settings = hs_settings(db_params, game_bridge_sandbox_url="http://127.0.0.1:9/sandbox")
-    assert settings.sandbox_configured
-    with pytest.raises(ConfigError, match="GAME_BRIDGE_SANDBOX_SECRET or GAME_BRIDGE_SANDBOX_SECRET_ARN"):
-        build_runner(settings, db, clock)
-
-
 @pytest.mark.parametrize(("env", "wrong"), [
     ({"GAME_BRIDGE_SANDBOX_SECRET": SECRET}, "the sandbox's own key"),
     ({"GAME_BRIDGE_SANDBOX_URL": "http://game.example/bridge"}, "must be the sandbox"),

@@ -3,6 +3,7 @@ the app secret, rotation."""
 
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pymysql
@@ -156,3 +157,27 @@ def test_a_missing_setting_or_an_unknown_action_is_named(deployment):
         handle({}, {k: v for k, v in env.items() if k != "EVENTS_DB_ADMIN_HOST"}, client)
     with pytest.raises(ConfigError, match="drop-everything"):
         handle({"action": "drop-everything"}, env, client)
+
+
+def test_unlock_clears_a_stale_migration_lock_and_names_a_live_one(deployment, db_params):
+    """`make unlock`: the migrate function is the only way into the private database, so it is the one that
+    clears the lock a killed migrate left; a lock a running migrate may hold is named and kept."""
+    env, client = deployment
+    handle({}, env, client)
+    database = app_secret(client, env)["dbname"]
+    admin = Database(ConnectionParams(db_params.host, db_params.port, db_params.user, db_params.password, database,
+                                      db_params.unix_socket))
+
+    def lock(age: timedelta) -> None:
+        taken = datetime.now(UTC).replace(tzinfo=None) - age
+        admin.autocommit(lambda tx: tx.execute("INSERT INTO yoyo_lock (locked, ctime, pid) VALUES (1, %s, 7)", (taken,)))
+
+    lock(timedelta(hours=1))
+    assert handle({"action": "unlock"}, env, client) == {
+        "unlocked": 1, "said": "the lock was stale: cleared; `make migrate` may run"}
+    assert handle({"action": "unlock"}, env, client) == {"unlocked": 0, "said": "nothing was locked"}
+    lock(timedelta(seconds=5))
+    kept = handle({"action": "unlock"}, env, client)
+    assert kept["unlocked"] == 0 and kept["locked_by"] == 7 and "may still be running" in kept["said"]
+    assert admin.autocommit(lambda tx: tx.scalar("SELECT COUNT(*) AS n FROM yoyo_lock")) == 1
+    admin.close()

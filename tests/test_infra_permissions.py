@@ -86,7 +86,7 @@ def test_the_tick_role_grants_every_call_a_tick_makes(aws_calls, db_params, db, 
     assert made <= granted_actions("TickRole"), made - granted_actions("TickRole")
 
 
-def test_the_migrate_role_grants_every_call_migrate_and_rotate_make(aws_calls, db_params):
+def test_the_migrate_role_grants_every_call_migrate_rotate_and_unlock_make(aws_calls, db_params):
     secrets = boto3.client("secretsmanager")
     admin_arn = secrets.create_secret(Name="admin", SecretString=json.dumps(
         {"username": db_params.user, "password": db_params.password}))["ARN"]
@@ -100,6 +100,7 @@ def test_the_migrate_role_grants_every_call_migrate_and_rotate_make(aws_calls, d
     try:
         handle({}, env)
         handle({"action": "rotate"}, env)
+        handle({"action": "unlock"}, env)
     finally:
         admin = Database(db_params).connect(database=False)
         with admin.cursor() as cursor:

@@ -461,6 +461,18 @@ def test_the_api_and_the_tick_take_traffic_only_after_the_packages_migrations_ra
     assert "SCHEMA-OF-THIS-PACKAGE" not in json.dumps(packaged)
 
 
+def test_cloudformation_waits_for_the_migrate_function_only_as_long_as_it_can_run(app):
+    """A migrate function that dies without answering (killed mid-migration) held the stack for CloudFormation's
+    default hour: the custom resource's ServiceTimeout is the function's timeout and a margin for its answer."""
+    from chalicelib.migrate import STALE_LOCK_SECONDS
+    from chalicelib.migrate_function import ANSWER_SECONDS
+
+    timeout = resources(app)["Migrate"]["Properties"]["Timeout"]
+    waits = resources(app)["MigrateSchema"]["Properties"]["ServiceTimeout"]
+    assert timeout + ANSWER_SECONDS <= waits <= timeout + 120
+    assert timeout < STALE_LOCK_SECONDS  # `make unlock` never clears the lock of a migrate that may still run
+
+
 # ── what the template scanners asked for ──
 
 def test_the_api_writes_an_access_log_with_retention(app):

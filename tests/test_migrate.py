@@ -1,10 +1,11 @@
 import multiprocessing
 import uuid
+from datetime import datetime, timedelta
 
 import pytest
 
 from chalicelib.db import ConnectionParams, Database
-from chalicelib.migrate import MIGRATIONS, migrate
+from chalicelib.migrate import MIGRATIONS, STALE_LOCK_SECONDS, Unlocked, migrate, unlock
 
 EXPECTED = {"event_definitions", "event_definition_versions", "event_runs", "event_run_steps", "event_run_log"}
 
@@ -59,5 +60,41 @@ def test_two_migrations_at_once_apply_each_file_once(db_params):
             assert w.exitcode == 0
         assert sorted(results.get(timeout=5) for _ in workers) == [0, len(list(MIGRATIONS.glob("*.sql")))]
         assert _tables(params) >= EXPECTED
+    finally:
+        _drop(params)
+
+
+def _lock(params, taken_at: datetime, pid: int = 4242) -> None:
+    """yoyo's lock row as a migrator killed while it held it leaves it."""
+    conn = Database(params).connect()
+    with conn.cursor() as c:
+        c.execute("INSERT INTO yoyo_lock (locked, ctime, pid) VALUES (1, %s, %s)", (taken_at, pid))
+    conn.commit()
+    conn.close()
+
+
+def _locks(params) -> list[tuple]:
+    conn = Database(params).connect()
+    with conn.cursor() as c:
+        c.execute("SELECT ctime, pid FROM yoyo_lock")
+        rows = list(c.fetchall())
+    conn.close()
+    return rows
+
+
+def test_unlock_clears_the_lock_a_killed_migrate_left_and_never_a_live_ones(db_params):
+    """A migration killed mid-way left yoyo's lock row, and every later migrate failed on it with no way to clear
+    it from a private VPC. A lock older than any migrate can run is cleared; a younger one is named and kept."""
+    params, now = _fresh(db_params), datetime(2026, 12, 4, 20, 0, 0)
+    try:
+        migrate(params)
+        _lock(params, now - timedelta(seconds=STALE_LOCK_SECONDS - 1))  # a migrate that may still be running
+        assert unlock(params, now=now) == Unlocked(0, now - timedelta(seconds=STALE_LOCK_SECONDS - 1), 4242)
+        assert len(_locks(params)) == 1
+        later = now + timedelta(seconds=2)  # the same lock, now older than any migrate runs: its migrator died
+        assert unlock(params, now=later) == Unlocked(1)
+        assert _locks(params) == []
+        assert migrate(params) == []  # the next migrate takes the lock again, and finds nothing to apply
+        assert unlock(params, now=later) == Unlocked(0)  # nothing locked: nothing to clear
     finally:
         _drop(params)

@@ -36,6 +36,7 @@ from ..events.errors import (
     Forbidden,
     Invalid,
     KeyReused,
+    NewerRow,
     NotFound,
     SchemaBehind,
     SecretUnreadable,
@@ -79,6 +80,7 @@ HTTP_STATUS: dict[type[EngineError], int] = {
     Stale: 412,  # the If-Match (or `expected`) names a state the run or step has left; ETag names the one now
     KeyReused: 422,  # an Idempotency-Key already used for another control, or too long ago
     Clash: 409,
+    NewerRow: 409,  # a newer version's run (a rollback past its migration): this version leaves it alone
     AuthUnavailable: 503,  # the server's trouble, not the caller's: worth trying again
     SecretUnreadable: 503,  # likewise: a permission or an outage an operator fixes, or one that passes
     SchemaBehind: 503,  # an upgrade whose migration has not run yet: it passes once it has

@@ -19,7 +19,8 @@ _ERROR_MEANINGS = {
     403: "the token's roles may not do this",
     404: "no such run, step or definition (or signal: the message lists those the run's version declares)",
     409: "a control lost (the run or step is not in a state it may act from), or the occurrence asked for"
-    " already has a finished run; the message names the run or step and its status",
+    " already has a finished run; the message names the run or step and its status. Also a run a newer version of"
+    " the engine wrote (a status, mode or park reason this version does not know): it is neither shown nor moved",
     412: "the If-Match (or body.expected) names a state the run or step has left: nothing changed and nothing was"
     " logged; the message names the state now, and ETag (and detail.etag) its tag",
     422: "the Idempotency-Key was used on this run for another control, or more than 24 h ago",
@@ -34,7 +35,7 @@ def _error_codes(op: Operation) -> list[int]:
         codes += [401, 403, 503]
     if op.path_ids:
         codes.append(404)
-    if op.method == "POST" and (op.path.startswith("/runs/") or op.path.endswith("/runs")):
+    if op.path.startswith("/runs/{run_id}") or (op.method == "POST" and op.path.endswith("/runs")):
         codes.append(409)
     if op.request_headers and "If-Match" in op.request_headers:
         codes.append(412)

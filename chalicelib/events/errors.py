@@ -9,6 +9,8 @@
      ├── Stale                      a control's If-Match (or `expected`) names a state the run or step has left
      │                              (detail: the statuses now, and the current etag)
      ├── KeyReused                  an Idempotency-Key pressed before with another control, or over 24 h ago
+ ├── NewerRow                   a row holds a word (a status, a mode, a park reason) this version does not
+ │                              know: a newer version wrote it, and this one neither shows nor moves it
      └── Clash                      the change collides with a row that stands: a name another definition
                                     holds (detail: definition_id, definition_name), a skipped occurrence (skipped)
     ValueError
@@ -76,6 +78,10 @@ class Stale(EngineError):
 
 
 class KeyReused(EngineError):
+    pass
+
+
+class NewerRow(EngineError):
     pass
 
 

@@ -12,7 +12,9 @@ whose body is not a JSON object). A 429, or a 5xx with a JSON object (the game
 itself answering), is an answer: the game did not act. The key is kept current through a
 rotation of its secret, and a 401 to a signature re-reads it (`signing`). One overall deadline (the bridge
 timeout) covers the whole exchange and the answer is read up to a cap (see
-`outbound`): past the deadline the outcome is a retry, past the cap `failed`.
+`outbound`): past the deadline the outcome is a retry, past the cap `failed`. A
+key that has never been read and cannot be (the sandbox's: `runner/compose.py`)
+sends nothing: `failed`, naming its setting.
 
 With `asks_status` (GAME_BRIDGE_STATUS=on), a step in doubt is asked about
 before it is sent again (`probe`):
@@ -30,6 +32,7 @@ late first delivery never lands after a `not_applied`.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import replace
 from typing import Any
@@ -37,9 +40,11 @@ from typing import Any
 from ... import outbound
 from ..actions.context import ActionContext
 from ..actions.outcome import Outcome, Probe, Status
-from ..errors import ConnectionFailed, DeadlineExceeded, OutboundError
+from ..errors import ConnectionFailed, DeadlineExceeded, OutboundError, SecretUnreadable
 from ..model import Step
 from .signing import SigningKey, post_signed
+
+logger = logging.getLogger(__name__)
 
 MAX_REASON = 300
 
@@ -174,6 +179,10 @@ class BridgeClient:
         except ConnectionFailed as error:
             return Outcome.retry(f"connection error: {error}"[:MAX_REASON], latency_ms=_ms_since(started),
                                  in_doubt=error.sent)
+        # guard: a-dispatch-without-its-key-is-an-internal-error
+        except SecretUnreadable as error:  # a key never read (the sandbox's): nothing was sent
+            logger.error("step %s of run %s not sent: %s", step.id, step.run_id, error.messages[0])
+            return Outcome.failed(f"not sent: {error.messages[0]}", latency_ms=_ms_since(started))
         return replace(classify(answer), latency_ms=_ms_since(started))
 
 

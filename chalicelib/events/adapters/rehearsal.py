@@ -2,11 +2,13 @@
 
 The invariant: a rehearsal's Actions (`rehearsal_actions`) hold no live bridge and no live channel. Every
 notice it posts goes to the rehearsal channel (REHEARSAL_CHANNEL) with "[REHEARSAL]" before its text; its
-module actions are answered done here (simulate) or sent to the sandbox bridge (its own URL and key).
+module actions are answered done here (simulate) or sent to the sandbox bridge (its own URL and key), or,
+when the sandbox's settings cannot be used, fail with the cause (`UnusableBridge`), never sent elsewhere.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 from ..actions.context import ActionContext
@@ -14,6 +16,8 @@ from ..actions.notice import Channel, Notice
 from ..actions.outcome import Outcome
 from ..actions.perform import Actions, Bridge
 from ..lifecycle import RehearsalBridge
+
+logger = logging.getLogger(__name__)
 
 
 class SimulatedBridge:
@@ -23,6 +27,20 @@ class SimulatedBridge:
 
     def dispatch(self, context: ActionContext) -> Outcome:
         return Outcome.done(result={"outcome": "done", "simulated": True})
+
+
+class UnusableBridge:
+    """A dry run's bridge whose settings cannot be used (`cause`): each module action is sent nowhere and
+    fails with the cause, on its step's log and as an ERROR line."""
+
+    timeout = 0.0
+
+    def __init__(self, cause: str):
+        self.cause = cause
+
+    def dispatch(self, context: ActionContext) -> Outcome:
+        logger.error("dry run %s: step %s not sent: %s", context.step.run_id, context.step.id, self.cause)
+        return Outcome.failed(f"not sent: {self.cause}")
 
 
 class RehearsalChannel:

@@ -19,7 +19,8 @@ cannot change them. The `Idempotency-Key` and `X-Event-Run/Step/Kind` headers
 repeat them for routing, outside the signature.
 
 Invariant: only a 2xx answer within the channel's timeout is a delivery;
-anything else raises ChannelError, so the step is retried with the same key.
+anything else (a key that cannot be read among it) raises ChannelError, so the
+step is retried with the same key.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import replace
 
 from ... import outbound
 from ..actions.notice import Notice
-from ..errors import ChannelError, OutboundError
+from ..errors import ChannelError, OutboundError, SecretUnreadable
 from .signing import SigningKey, post_signed
 
 DISCORD_CONTENT_LIMIT = 2000
@@ -76,6 +77,9 @@ class WebhookChannel:
         # guard: webhook-unreachable-is-not-a-channel-error
         except OutboundError as error:
             raise ChannelError(f"webhook: {error}") from None
+        # guard: a-post-without-its-key-is-an-internal-error
+        except SecretUnreadable as error:  # a key never read (the rehearsal channel's alone): nothing was sent
+            raise ChannelError(f"webhook: not sent: {error.messages[0]}") from None
         # guard: webhook-3xx-is-a-delivery
         if not 200 <= answer.status < 300:
             reason = answer.body[:200].decode("utf-8", "replace").strip()

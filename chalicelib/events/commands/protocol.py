@@ -1,13 +1,14 @@
 """The one template every command runs on: how an outside actor moves a run.
 
 Invariant: a command is one transaction that locks the run's row first (and then its step's), so the
-commands and signals of one run take turns; under those locks, before any rule, a repeated press answers
-its first answer (`AnsweredBefore`, nothing written) and a tag that is not the target's now is a 412
-(`Stale`, naming the state now); then the command's guarded statement, whose WHERE clause is the guard,
-and its log row, in the same transaction; a statement that matched nothing is a 409 in the words of the
-command's refusal rule (the rows are locked, so the rule and the statement agree); a press that took with
-an Idempotency-Key keeps the key and its answer on its log row. Time is the context's `now`, read once from
-the one clock by the caller.
+commands and signals of one run take turns; a run holding a word this version does not know (a newer
+version's run, a rollback past its migration) is refused (`NewerRow`) before anything; under those locks,
+before any rule, a repeated press answers its first answer (`AnsweredBefore`, nothing written) and a tag
+that is not the target's now is a 412 (`Stale`, naming the state now); then the command's guarded
+statement, whose WHERE clause is the guard, and its log row, in the same transaction; a statement that
+matched nothing is a 409 in the words of the command's refusal rule (the rows are locked, so the rule and
+the statement agree); a press that took with an Idempotency-Key keeps the key and its answer on its log
+row. Time is the context's `now`, read once from the one clock by the caller.
 
 A command is a frozen dataclass of its typed fields (`RunCommand`, `StepCommand`, or a `Command` of its
 own such as a signal's receipt); `execute` runs it in a transaction of its own, `within` in the caller's.
@@ -182,9 +183,13 @@ def execute(db: Database, command: Command[R], by: Context) -> R:
 def within(tx: Tx, command: Command[R], by: Context) -> R:
     """`command` in the caller's transaction `tx`: the run locked, the press checked, the change, the key kept."""
     # guard: control-reads-the-run-unlocked
-    run = runs.get(tx, command.run_id, for_update=True)
+    run = runs.get(tx, command.run_id, for_update=True)  # a run whose own words are a newer version's: NewerRow
     if run is None:
         raise NotFound(f"no run {command.run_id}")
+    newer = steps.first_newer(tx, run.id)
+    # guard: a-control-acts-on-a-run-it-does-not-understand
+    if newer is not None:
+        raise Step.newer(newer)  # a newer version's step: this version neither moves it nor the run around it
     step = command.target(tx, run)
     _pressed(tx, by.press, command.name, run, step, by.now)
     took = command.apply(tx, run, step, by)

@@ -43,6 +43,9 @@ class RunSQL:
     WORKING = sql_list(WORKING)
     TERMINAL = sql_list(sorted(TERMINAL_RUN))
     LIVE = sql_literal(RunMode.LIVE)  # a run's mode, for the filters that keep rehearsals apart
+    # Every status and mode this version knows: a row holding another was written by a newer version.
+    KNOWN = sql_list(RunStatus)
+    MODES = sql_list(RunMode)
 
 
 class StepSQL:
@@ -58,6 +61,9 @@ class StepSQL:
     FAILURES = sql_list(STEP_FAILURES)
     DOUBT = sql_literal(ParkReason.DOUBT)  # the park_reason of a step parked in doubt
     PARKS_IN_DOUBT = sql_literal(OnDoubt.PARK)  # the on_doubt of a step parked, not resent, once in doubt
+    # Every status and park reason this version knows: a row holding another was written by a newer version.
+    KNOWN = sql_list(StepStatus)
+    PARK_REASONS = sql_list(ParkReason)
 
 
 class ResourceSQL:

@@ -2,7 +2,8 @@
 signals it received, and its log.
 
 The invariant: a run's row is typed once, here; its words (statuses, modes, phase kinds,
-signal effects) are the lifecycle's, read from the row by their enums.
+signal effects) are the lifecycle's, read from the row by their enums, and a run or step word
+this version does not know is refused (`NewerRow`), never read as another.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..lifecycle import (
     WaitingFor,
     condition_of,
 )
-from .values import iso, json_column, public_fields
+from .values import iso, json_column, known, public_fields
 
 
 class Health(str, Enum):
@@ -80,17 +81,22 @@ class Run:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
-        target, waits = row.get("cleanup_target"), row.get("waiting_for")
+        """The run its row holds; NewerRow for a word of it this version does not know (a newer version's run:
+        a mode it does not know is never read as live)."""
+        target, waits, run = row.get("cleanup_target"), row.get("waiting_for"), f"run {row.get('id')}"
         fields = {k: v for k, v in row.items() if k not in REHEARSAL_COLUMNS}
         rehearsal = None
-        if row.get("mode", RunMode.LIVE.value) == RunMode.REHEARSAL.value:
-            rehearsal = Rehearsal(int(row["speed"]), RehearsalBridge(row["rehearsal_bridge"]),
+        # guard: a-run-of-an-unknown-mode-reads-as-live
+        if known(RunMode, row.get("mode", RunMode.LIVE.value), f"{run}'s mode") is RunMode.REHEARSAL:
+            rehearsal = Rehearsal(int(row["speed"]), known(RehearsalBridge, row["rehearsal_bridge"], f"{run}'s bridge"),
                                   int(row["auto_confirm_seconds"]),
                                   None if row["auto_signal_seconds"] is None else int(row["auto_signal_seconds"]))
         return cls(
-            **{**fields, "status": RunStatus(row["status"]), "health": Health(row["health"]),
-               "cleanup_target": None if target is None else RunStatus(target), "rehearsal": rehearsal,
-               "waiting_for": None if waits is None else WaitingFor(waits)}
+            **{**fields, "status": known(RunStatus, row["status"], f"{run}'s status"),
+               "health": known(Health, row["health"], f"{run}'s health"),
+               "cleanup_target": None if target is None else known(RunStatus, target, f"{run}'s cleanup target"),
+               "rehearsal": rehearsal,
+               "waiting_for": None if waits is None else known(WaitingFor, waits, f"what {run} waits for")}
         )
 
     @property

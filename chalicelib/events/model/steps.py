@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..errors import NewerRow
 from ..lifecycle import OnDoubt, OnFailure, ParkReason, ResourceStatus, StepStatus
-from .values import iso, json_column, public_fields
+from .values import iso, json_column, known, newer_word, public_fields
 
 
 def step_named(phase: int, seq: int, action_id: str) -> str:
@@ -88,17 +89,29 @@ class Step:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:
+        """The step its row holds; NewerRow for a word of it this version does not know (a newer version's)."""
+        step = f"step {row.get('id')} of run {row.get('run_id')}"
         return cls(
             **{
                 **row,
                 "params": json_column(row["params"], {}),
-                "status": StepStatus(row["status"]),
-                "on_failure": OnFailure(row["on_failure"]),
+                "status": known(StepStatus, row["status"], f"{step}'s status"),
+                "on_failure": known(OnFailure, row["on_failure"], f"{step}'s on_failure"),
                 "in_doubt": bool(row.get("in_doubt", False)),
-                "on_doubt": OnDoubt(row.get("on_doubt", OnDoubt.RESEND.value)),
-                "park_reason": None if row.get("park_reason") is None else ParkReason(row["park_reason"]),
+                "on_doubt": known(OnDoubt, row.get("on_doubt", OnDoubt.RESEND.value), f"{step}'s on_doubt"),
+                "park_reason": None if row.get("park_reason") is None
+                else known(ParkReason, row["park_reason"], f"why {step} is parked"),
             }
         )
+
+    @staticmethod
+    def newer(row: dict[str, Any]) -> NewerRow:
+        """The refusal of a step row (id, run_id, status, park_reason) holding a status or a park reason this
+        version does not know."""
+        step = f"step {row['id']} of run {row['run_id']}"
+        if row["status"] not in {status.value for status in StepStatus}:
+            return newer_word(f"{step}'s status", row["status"])
+        return newer_word(f"why {step} is parked", row["park_reason"])
 
     @classmethod
     def new(cls, step_id: int, run_id: int, phase: int, seq: int, spec: StepSpec, idempotency_key: str) -> Step:

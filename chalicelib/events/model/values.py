@@ -2,8 +2,9 @@
 times, JSON columns.
 
 The invariant: a note is kept at most MAX_NOTE characters, a time is shown in one
-ISO form (UTC, `Z`, no zero microseconds), and a row's fields are shown by one
-function, so every row answers the same way.
+ISO form (UTC, `Z`, no zero microseconds), a row's fields are shown by one
+function, so every row answers the same way, and a word a row holds is read as
+one this version knows or refused as a newer version's (`known`), never guessed.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import json
 from dataclasses import asdict
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
+
+from ..errors import NewerRow
 
 MAX_NOTE = 500
+Word = TypeVar("Word", bound=Enum)
 
 
 def clean_note(raw: Any) -> str | None:
@@ -47,3 +51,19 @@ def json_column(raw: Any, default: Any) -> Any:
 def public_fields(obj: Any) -> dict[str, Any]:
     """A row's fields as the API shows them: times in ISO form, enums by their value."""
     return {k: iso(v) if isinstance(v, datetime) else (v.value if isinstance(v, Enum) else v) for k, v in asdict(obj).items()}
+
+
+def known(word: type[Word], value: Any, holder: str) -> Word:
+    """`value` as the word of `word` it names; NewerRow, naming `holder` (e.g. "run 7's status"), when this
+    version does not know it: a newer version wrote the row, and this one must not read it as another word."""
+    try:
+        return word(value)
+    except ValueError:
+        raise newer_word(holder, value) from None
+
+
+def newer_word(holder: str, value: Any) -> NewerRow:
+    """The refusal of a word this version does not know, `holder` holding `value`."""
+    return NewerRow(f"{holder} is {value!r}, which this version of the engine does not know: a newer version wrote it,"
+                    " and this one leaves the run as it stands (finish it under that version, or roll forward;"
+                    " docs/operations.md, \"Rolling back\")")

@@ -4,11 +4,16 @@ Invariant: a process (a Lambda container, the operator's `tick`, `make dev`) has
 one runner and one set of sleep switches, rebuilt only when the runtime's parts
 change; everything the runner sends out shares one deadline rule (`bridge_timeout`).
 The Lambda handler (`lambda_handler`) and the operator's command (`command`) only
-take what is built here.
+take what is built here. A live setting that cannot be used stops the build (no
+live event runs half-configured); a dry run's setting that cannot be used (the
+sandbox's key missing or unreadable, the rehearsal channel's webhook key
+unreadable) never does: it is logged as an ERROR, and fails each dry run step
+that needs it, with the cause on its log, while live runs go on.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 
@@ -19,11 +24,13 @@ from ..actions.perform import Actions
 from ..adapters.aws import AwsSwitches, aws_switches
 from ..adapters.bridge import BridgeClient
 from ..adapters.channels import channel_for
-from ..adapters.rehearsal import rehearsal_actions
+from ..adapters.rehearsal import UnusableBridge, rehearsal_actions
 from ..adapters.signing import SigningKey
-from ..errors import ConfigError
+from ..errors import ConfigError, SecretUnreadable
 from .outcomes import Rules
 from .tick import Runner
+
+logger = logging.getLogger(__name__)
 
 MAX_BRIDGE_TIMEOUT_SECONDS = 10.0
 
@@ -43,9 +50,9 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         if not secret:
             raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
         bridge = BridgeClient(settings.game_bridge_url, secret, timeout=timeout, asks_status=settings.game_bridge_status)
-    webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel,
-                                                      settings.escalation_channel or "", settings.rehearsal_channel))
-    webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") if webhooks else None
+    live_webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel,
+                                                           settings.escalation_channel or ""))
+    webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") if live_webhooks else None
     actions = Actions(
         bridge=bridge,
         cue_channel=channel_for(settings.cue_channel, "cue", timeout=timeout, webhook_secret=webhook_secret),
@@ -62,33 +69,50 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         max_attempts=settings.step_max_attempts,
         retry_seconds=settings.step_retry_seconds,
     )
-    rehearsal_channel = channel_for(settings.rehearsal_channel, "rehearsal", timeout=timeout, webhook_secret=webhook_secret)
+    rehearsal_key = webhook_secret
+    if rehearsal_key is None and settings.rehearsal_channel.startswith("webhook:"):  # the dry runs' alone
+        rehearsal_key = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN",
+                                for_dry_runs=True)
+    rehearsal_channel = channel_for(settings.rehearsal_channel, "rehearsal", timeout=timeout, webhook_secret=rehearsal_key)
     rehearsals = rehearsal_actions(actions, rehearsal_channel, _sandbox(settings, timeout))
     return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency, shard=settings.tick_shard,
                   rehearsals=rehearsals)
 
 
-def _sandbox(settings: Settings, timeout: float) -> BridgeClient | None:
-    """The bridge of sandbox dry runs: its own URL and key, never the live bridge's; None when not configured."""
+def _sandbox(settings: Settings, timeout: float) -> BridgeClient | UnusableBridge | None:
+    """The bridge of sandbox dry runs: its own URL and key, never the live bridge's; None when not configured.
+    Without its key, a bridge that sends nothing and fails each sandbox step with the cause."""
     if not settings.sandbox_configured:
         return None
     key = _secret(settings.game_bridge_sandbox_secret, settings.game_bridge_sandbox_secret_arn,
-                  "GAME_BRIDGE_SANDBOX_SECRET_ARN")
+                  "GAME_BRIDGE_SANDBOX_SECRET_ARN", for_dry_runs=True)
     if key is None:
-        raise ConfigError("GAME_BRIDGE_SANDBOX_URL is set, so the tick signs for the sandbox: set its own key in"
-                          " GAME_BRIDGE_SANDBOX_SECRET or GAME_BRIDGE_SANDBOX_SECRET_ARN")
+        # guard: a-sandbox-without-its-key-stops-the-tick
+        cause = ("GAME_BRIDGE_SANDBOX_URL is set, so the tick signs for the sandbox: set its own key in"
+                 " GAME_BRIDGE_SANDBOX_SECRET or GAME_BRIDGE_SANDBOX_SECRET_ARN")
+        logger.error("%s; until then every sandbox dry run's module step fails, and live runs go on", cause)
+        return UnusableBridge(cause)
     return BridgeClient(must_exist(settings.game_bridge_sandbox_url), key, timeout=timeout, rehearsal=True)
 
 
-def _secret(value: str | None, arn: str | None, setting: str) -> SigningKey | None:
+def _secret(value: str | None, arn: str | None, setting: str, *, for_dry_runs: bool = False) -> SigningKey | None:
     """The signing key a setting names: fixed, or read from its secret ARN on each use (through the cache)
-    and past the cache after a 401 (`signing`). The secret is read once here: one that cannot be read
-    stops the runner's build, as a missing setting does."""
+    and past the cache after a 401 (`signing`). The secret is read once here: for a live setting, one that
+    cannot be read stops the runner's build, as a missing setting does; for a dry run's (`for_dry_runs`) the
+    failure is logged and the key is read again at its first use (a signed request that cannot have its key
+    is not sent, and fails with the cause)."""
     if value is None and arn:
         from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
 
         key = SigningKey(lambda force: plain_secret(arn, setting, force_fetch=force))
-        key.current()
+        try:
+            key.current()
+        except SecretUnreadable as error:
+            # guard: a-dry-runs-unreadable-secret-stops-the-tick
+            if not for_dry_runs:
+                raise
+            logger.error("%s: dry runs that need it fail their steps until it can be read; live runs go on",
+                         error.messages[0])
         return key
     return None if value is None else SigningKey.fixed(value)
 

@@ -66,11 +66,20 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
     it with one ERROR line and a normal return (a failed invocation would only add a
     traceback and an asynchronous retry). Where the deployment sleeps, the invocation
     first turns the minute rule on, so a next tick comes whatever woke this one (a
-    spent wake-up or nudge would leave none), and its line says which is true.
+    spent wake-up or nudge would leave none), and its line says which is true; so
+    does one whose runner cannot be built (a live setting), before it fails.
     """
     started = time.monotonic()
-    runner = process_runner()
     settings = runtime.settings()
+    try:
+        runner = process_runner()
+    except Exception:
+        # A live setting the runner cannot be built from (a dry run's never stops it: `compose`): the wake-up
+        # logic below never runs, so whatever woke this invocation (a spent wake-up, its backstop) is not
+        # the last tick there is: the minute rule is turned on, as for an outage, and the line says so.
+        # guard: a-runner-that-cannot-be-built-leaves-no-next-tick
+        logger.error("the tick's runner cannot be built from its settings; %s", _next_tick_after_outage(settings, source))
+        raise
 
     def remaining_seconds() -> float:
         return context.get_remaining_time_in_millis() / 1000

@@ -19,15 +19,21 @@ from datetime import datetime, timedelta
 
 from ...db import Tx
 from ..lifecycle import RunSQL, WaitingFor, WaitSQL
+from . import understood
 
-# Every run's current wait for a person, with the moment it began (a derived table: `w`).
-# A dry run's wait is escalated after the deployment's interval divided by its speed (`due_at`).
+# Every run's current wait for a person, with the moment it began (a derived table: `w`), of the runs whose
+# mode and status this version knows; the plain reads hold their steps to it too (`_KNOWN_STEPS`): a newer
+# version's run is never escalated by this one. A dry run's wait is escalated after the deployment's interval
+# divided by its speed (`due_at`).
+# guard: a-stalled-run-it-does-not-understand-is-escalated
 _WAITS = f"""(SELECT r.id AS run_id, r.current_phase AS phase, r.waiting_for,
                      IF(r.waiting_for = {WaitSQL.RESUME}, r.updated_at, p.drained_at) AS since,
                      r.speed, r.mode <> {RunSQL.LIVE} AS rehearsal
                 FROM event_runs r
                 LEFT JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
-               WHERE r.waiting_for IN ({WaitSQL.STALLS}))"""  # noqa: S608 — the renderings are constants
+               WHERE r.waiting_for IN ({WaitSQL.STALLS}) AND {understood.run_row("r")})"""  # noqa: S608 — the renderings are constants
+# guard: a-stalled-run-with-a-newer-step-is-escalated
+_KNOWN_STEPS = understood.steps_known("w.run_id")
 # guard: a-stalled-dry-runs-escalation-waits-the-live-interval
 _DUE_AT = "w.since + INTERVAL ROUND(%s / w.speed) MICROSECOND"  # the wait's first try: after (µs) on its clock
 _NOT_ESCALATED = "NOT EXISTS (SELECT 1 FROM event_run_escalations e WHERE e.run_id = w.run_id AND e.since = w.since)"
@@ -52,11 +58,11 @@ def due(tx: Tx, now: datetime, after: timedelta, limit: int) -> list[Wait]:
     # guard: a-stalled-run-escalated-twice
     rows = tx.all(
         f"""SELECT w.run_id, w.phase, w.waiting_for, w.since, 0 AS n, 0 AS tries, w.rehearsal FROM {_WAITS} w
-             WHERE {_DUE_AT} <= %s AND {_NOT_ESCALATED}
+             WHERE {_DUE_AT} <= %s AND {_NOT_ESCALATED} AND {_KNOWN_STEPS}
             UNION ALL
             SELECT w.run_id, w.phase, w.waiting_for, w.since, e.n, e.tries, w.rehearsal FROM {_WAITS} w
               JOIN event_run_escalations e ON e.run_id = w.run_id AND e.since = w.since
-             WHERE e.sent_at IS NULL AND e.retry_at <= %s
+             WHERE e.sent_at IS NULL AND e.retry_at <= %s AND {_KNOWN_STEPS}
              ORDER BY since LIMIT %s""",  # noqa: S608 — the fragments are constants; values are parameters
         (_microseconds(after), now, now, limit),
     )
@@ -70,10 +76,10 @@ def _microseconds(interval: timedelta) -> int:
 def next_due(tx: Tx, after: timedelta) -> datetime | None:
     """When the next escalation try is due (a sleeping deployment wakes for it), or None."""
     row = tx.one(
-        f"""SELECT (SELECT MIN({_DUE_AT}) FROM {_WAITS} w WHERE {_NOT_ESCALATED}) AS first_wait,
+        f"""SELECT (SELECT MIN({_DUE_AT}) FROM {_WAITS} w WHERE {_NOT_ESCALATED} AND {_KNOWN_STEPS}) AS first_wait,
                    (SELECT MIN(e.retry_at) FROM {_WAITS} w
                       JOIN event_run_escalations e ON e.run_id = w.run_id AND e.since = w.since
-                     WHERE e.sent_at IS NULL) AS first_retry""",  # noqa: S608 — the fragments are constants
+                     WHERE e.sent_at IS NULL AND {_KNOWN_STEPS}) AS first_retry""",  # noqa: S608 — the fragments are constants
         (_microseconds(after),),
     )
     moments = [] if row is None else [m for m in (row["first_wait"], row["first_retry"]) if m is not None]

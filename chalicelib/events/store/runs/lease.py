@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from ....db import Tx
 from ...lifecycle import RunSQL
+from .. import understood
 from ..wake import WAKE_AT, wake_args
 
 
@@ -26,12 +27,13 @@ def take_lease(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: fl
     expires = now + timedelta(seconds=lease_seconds)
     # guard: run-lease
     # guard: run-lease-of-a-run-not-due
+    # guard: run-lease-of-a-run-it-does-not-understand
     return (
         tx.execute(
             # guard: run-lease-leaves-no-wake-for-a-dead-worker
             f"""UPDATE event_runs SET claimed_by = %s, claim_expires_at = %s, wake_at = %s
-                 WHERE id = %s AND status IN ({RunSQL.DUE})
-                   AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",  # noqa: S608 — the status list is rendered from RunStatus at import
+                 WHERE id = %s AND status IN ({RunSQL.DUE}) AND {understood.run_row("event_runs")}
+                   AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",  # noqa: S608 — the status list and the fragment are rendered from the lifecycle at import
             (token, expires, expires, run_id, now),
         )
         == 1

@@ -16,6 +16,7 @@ from ....db import Tx, placeholders
 from ... import waiting
 from ...lifecycle import WORKING, RunMode, RunSQL, RunStatus, WaitingFor
 from ...model import Run
+from .. import understood
 
 COLUMNS = (
     "id, definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds,"
@@ -92,7 +93,9 @@ def list_page(
     if before_id is not None:
         where.append("id < %s")
         args.append(before_id)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    # guard: the-runs-list-shows-a-run-it-does-not-understand
+    where.append(understood.run("event_runs"))  # a newer version's run is left out: this one cannot show it
+    clause = f"WHERE {' AND '.join(where)}"
     rows = tx.all(f"SELECT {COLUMNS} FROM event_runs {clause} ORDER BY id DESC LIMIT %s", (*args, limit + 1))  # noqa: S608 — COLUMNS and the where fragments are constants; filters are parameters
     page = [Run.from_row(r) for r in rows[:limit]]
     return page, (page[-1].id if len(rows) > limit else None)
@@ -137,20 +140,26 @@ def find_due(
     # guard: find-due
     # guard: find-due-takes-runs-not-yet-due
     # guard: find-due-ignores-its-shard
+    # guard: find-due-takes-a-run-it-does-not-understand
     rows = tx.all(
         f"""SELECT {COLUMNS} FROM event_runs
              WHERE wake_at <= %s
                AND (claim_expires_at IS NULL OR claim_expires_at < %s) {keyset}
-               AND MOD(id, %s) = %s
-             ORDER BY wake_at, id LIMIT %s""",  # noqa: S608 — COLUMNS and keyset are constants; times, ids, shard, limit are parameters
+               AND MOD(id, %s) = %s AND {understood.run("event_runs")}
+             ORDER BY wake_at, id LIMIT %s""",  # noqa: S608 — COLUMNS, keyset and the fragment are constants; times, ids, shard, limit are parameters
         (now, now, *args, count, index, limit),
     )
     return [Run.from_row(r) for r in rows]
 
 
 def next_wake(tx: Tx) -> datetime | None:
-    """The earliest wake time of any run, None when no run waits on a timer (the index's first entry)."""
-    return tx.scalar("SELECT MIN(wake_at) AS wake_at FROM event_runs")
+    """The earliest wake time of a run this version understands, None when no such run waits on a timer (the
+    first entries of the (wake_at, id) index: a newer version's run, left alone, never keeps the engine awake)."""
+    # guard: next-wake-of-a-run-it-does-not-understand
+    return tx.scalar(
+        f"""SELECT wake_at FROM event_runs WHERE wake_at IS NOT NULL AND {understood.run("event_runs")}
+             ORDER BY wake_at LIMIT 1"""  # noqa: S608 — the fragment is a constant
+    )
 
 
 def oldest_paused_since(tx: Tx) -> datetime | None:

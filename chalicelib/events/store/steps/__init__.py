@@ -31,6 +31,7 @@ from .fragments import COLUMNS
 from .materialise import keys_stamped, materialise_phase
 from .people import acknowledge, confirm_parked, requeue_revert, requeue_where_stopped, resend, skip_by_human
 from .reads import (
+    first_newer,
     get,
     get_on_run,
     holding_phase,
@@ -51,7 +52,7 @@ from .sweep import GAVE_UP, Reclaimed, reclaim_stale
 __all__ = [
     "COLUMNS", "GAVE_UP", "PHASE_ENDED", "RUN_ENDED", "Reclaimed", "acknowledge", "cancel_if_over", "cancel_open",
     "cancel_pending", "cancel_phase", "claim", "claim_escalation", "claim_reminder", "claim_token", "confirm_parked",
-    "delay_next", "drop_timeout", "escalation_over", "finish", "get", "get_on_run", "holding_phase", "keys_stamped",
+    "delay_next", "drop_timeout", "escalation_over", "finish", "first_newer", "get", "get_on_run", "holding_phase", "keys_stamped",
     "last_started_seq", "list_for_phase", "list_for_run", "materialise_phase", "oldest_parked_since", "open_steps",
     "open_steps_and_close_due", "page_for_run", "park", "parked_in_doubt_of", "parked_of", "phase_ended",
     "reclaim_stale", "requeue_revert", "requeue_where_stopped", "reschedule", "resend", "skip_by_human",

@@ -57,7 +57,8 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     condition met, or its deadline passed: the phase row, joined rather than
     asked in a subquery, which P1 measured at a tenth of a step's time, must
     pass `phases.TAKES_CLAIMS`), and under a cleanup only a revert step is taken
-    (`NOT_LEFT_BEHIND`). `started_at` keeps the first attempt.
+    (`NOT_LEFT_BEHIND`); a run of a mode this version does not know is never
+    taken (a newer version's: `understood`). `started_at` keeps the first attempt.
     """
     _check_seconds(lease_seconds, "lease")
     token = claim_token()
@@ -66,12 +67,13 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     # guard: step-claim-without-a-key
     # guard: step-claim-in-a-run-not-runnable
     # guard: claim-in-an-ending-phase
+    # guard: step-claim-in-a-run-of-an-unknown-mode
     changed = write(
         tx, CLAIM,
         f"""s.id = %s AND s.attempts = %s
                AND (s.due_at IS NULL OR s.due_at <= %s)
                AND s.idempotency_key <> ''
-               AND r.status IN ({RunSQL.RUNNABLE}) AND {NOT_LEFT_BEHIND}
+               AND r.status IN ({RunSQL.RUNNABLE}) AND {NOT_LEFT_BEHIND} AND r.mode IN ({RunSQL.MODES})
                AND (p.run_id IS NULL OR {phases.TAKES_CLAIMS})""",
         (step.id, step.attempts, now, now),
         joins=_WITH_ITS_RUN_AND_PHASE, alias="s", now=now, lease=(token, now + timedelta(seconds=lease_seconds)),

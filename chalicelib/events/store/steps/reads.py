@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from ....db import Tx, placeholders
 from ... import waiting
@@ -35,6 +36,17 @@ def get_on_run(tx: Tx, run_id: int, step_id: int, *, for_update: bool = False) -
         f"SELECT {COLUMNS} FROM event_run_steps WHERE id = %s AND run_id = %s{lock}", (step_id, run_id)  # noqa: S608 — COLUMNS and the lock clause are constants; ids are parameters
     )
     return Step.from_row(row) if row else None
+
+
+def first_newer(tx: Tx, run_id: int) -> dict[str, Any] | None:
+    """The first step of the run holding a status or park reason this version does not know (a newer version
+    wrote it), as its row (id, run_id, status, park_reason); None when this version knows every one."""
+    return tx.one(
+        f"""SELECT id, run_id, status, park_reason FROM event_run_steps
+             WHERE run_id = %s AND (status NOT IN ({StepSQL.KNOWN}) OR park_reason NOT IN ({StepSQL.PARK_REASONS}))
+             LIMIT 1""",  # noqa: S608 — the lifecycle's renderings (constants); the id is a parameter
+        (run_id,),
+    )
 
 
 def oldest_parked_since(tx: Tx) -> datetime | None:

@@ -18,7 +18,7 @@ from ....db import Tx, placeholders
 from ... import waiting
 from ...lifecycle import ABANDON, GIVE_UP, PARK_IN_DOUBT, REQUEUE, RunSQL, StepMove, StepSQL
 from ...model import Step, is_whole_number, kept_note
-from .. import phases
+from .. import phases, understood
 from .claimer import PHASE_ENDED, RUN_ENDED
 from .fragments import COLUMNS
 from .write import statuses_of, write
@@ -48,13 +48,17 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
     matter. A NULL lease (a parked step) is never stale, and attempts are never
     touched. Every step taken back is in doubt (`in_doubt`, in the same
     statements): nobody knows whether the attempt whose lease expired reached
-    the game.
+    the game. A step of a run whose mode or status this version does not know
+    (a newer version's) is never taken back.
     """
     if not is_whole_number(max_attempts, at_least=1):
         raise ValueError(f"max_attempts must be a positive whole number, got {max_attempts!r}")
     # Its status, running, is each move's source.
     # guard: sweep-at-the-lease-expiry-instant
     stale = """claim_expires_at IS NOT NULL AND claim_expires_at < %s"""
+    # Its run's mode and status are ones this version knows: a newer version's run is left as it stands.
+    # guard: the-sweep-takes-back-a-step-of-a-run-it-does-not-understand
+    stale += f" AND EXISTS (SELECT 1 FROM event_runs k WHERE k.id = event_run_steps.run_id AND {understood.run_row('k')})"  # noqa: S608 — the fragment is a constant
     # Over for this step: its run ended, or a cleanup began and it is not one of the reverts.
     # guard: the-sweep-requeues-a-step-left-behind-by-a-cleanup
     run_over = f"""EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND (r.status IN ({RunSQL.TERMINAL})
