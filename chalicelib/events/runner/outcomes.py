@@ -130,8 +130,8 @@ def _record_resources(
         listed += (ledger.Listed(step.action_id[:ledger.KIND_CHARS], step.idempotency_key, static_revert),)
     if not listed:
         return {}
-    resources.record(tx, step.run_id, step.id, listed, now)
-    return {"resources": len(listed), **({"resources_kept_live": KEPT_LIVE} if step.resource_id is not None else {})}
+    stored = resources.record(tx, step.run_id, step.id, listed, now)
+    return {"resources": stored, **({"resources_kept_live": KEPT_LIVE} if step.resource_id is not None else {})}
 
 
 def apply_failure(tx: Tx, step: Step, error: str, now: datetime, *, compensate: bool = False) -> list[journal.Entry]:
