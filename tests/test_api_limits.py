@@ -11,13 +11,14 @@ from chalice.test import Client
 
 from app import app
 from chalicelib import runtime
-from chalicelib.api.errors import MAX_JSON_DEPTH, from_exception
+from chalicelib.api.errors import from_exception
 from chalicelib.db import Database
 from chalicelib.events.document import MIN_GRACE_SECONDS
 from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.occurrences import MAX_SCHEDULE_AHEAD
 from chalicelib.events.runner.planner import plan_occurrences
 from chalicelib.events.store import runs
+from chalicelib.storable import MAX_JSON_DEPTH
 from tests.support.api import ADMIN, Api, hs_settings
 from tests.support.factory import document as factory_document
 from tests.support.factory import make_definition

@@ -415,3 +415,19 @@ def test_a_revert_to_be_tried_again_wakes_its_run_at_its_due_time(db, clock, run
     tick(runner)
     assert undone(game_bridge) == ["portal", "portal", "storm", "scarecrow"]
     assert run_row(db, run.id).status is RunStatus.CANCELLED
+
+
+def test_ids_that_differ_only_by_case_accent_or_a_trailing_space_are_distinct_things(db, clock, runner, game_bridge):
+    """Eight ids a case-insensitive, accent-folding, padding comparison merges to four: eight rows, the dispatch
+    row saying eight, and eight reverts."""
+    ids = ["aB3", "Ab3", "é1", "e1", "x", "x ", "ß", "ss"]
+    game_bridge.script("world.spawn", made(*(thing("npc", i) for i in ids)))
+    run = schedule(db, clock.now(), document([[step("world.spawn")], [step("core.cue", instruction="wait here")]]))
+    tick(runner)
+    assert sorted(ledger_of(db, run.id)) == sorted(ids)
+    [dispatch] = [e.detail for e in log_of(db, run.id) if e.kind == "step.dispatch" and e.detail["action"] == "world.spawn"]
+    assert dispatch["resources"] == 8
+    _cancel(db, clock, run, cleanup=True)
+    tick(runner)
+    assert sorted(undone(game_bridge)) == sorted(ids)
+    assert ledger_of(db, run.id) == dict.fromkeys(ids, ResourceStatus.REVERTED)

@@ -26,7 +26,7 @@ from typing import Any
 
 from chalice import Response
 
-from .. import observability
+from .. import observability, storable
 from ..db import credentials_refused, lost_connection, never_connected
 from ..events.errors import (
     AuthUnavailable,
@@ -47,9 +47,6 @@ from ..events.errors import (
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
-# MariaDB stores JSON nested at most 31 objects and arrays deep (deeper fails the
-# JSON_VALID check); a body is refused before that, and before the database is asked.
-MAX_JSON_DEPTH = 30
 # A document can break in 80,000 places; the author needs the first few, and
 # the answer must stay small.
 MAX_ERRORS_LISTED = 50
@@ -125,18 +122,6 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _nesting(value: Any) -> int:
-    """How many objects and arrays deep `value` goes, walked without recursion; stops past the limit."""
-    deepest, pending = 0, [(value, 1)]
-    while pending and deepest <= MAX_JSON_DEPTH:
-        node, level = pending.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is not None:
-            deepest = max(deepest, level)
-            pending.extend((child, level + 1) for child in children)
-    return deepest
-
-
 def json_body(raw: bytes) -> Any:
     """The parsed body; Invalid when it is too large, too deep, not JSON, or not storable.
 
@@ -145,19 +130,18 @@ def json_body(raw: bytes) -> Any:
     """
     if len(raw) > MAX_BODY_BYTES:
         raise Invalid(f"the body is larger than {MAX_BODY_BYTES} bytes")
-    too_deep = Invalid(f"the body nests deeper than {MAX_JSON_DEPTH} levels of objects and arrays")
+    too_deep = Invalid(f"the body nests deeper than {storable.MAX_JSON_DEPTH} levels of objects and arrays")
     try:
         parsed = json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:  # the parser gives up around a thousand levels, far past the limit
         raise too_deep from None
     except ValueError:  # UnicodeDecodeError is a ValueError
         raise Invalid("the body is not valid JSON") from None
-    if _nesting(parsed) > MAX_JSON_DEPTH:
+    # The rules every stored value meets (`chalicelib.storable`), here refused rather than cleaned.
+    if storable.too_deep(parsed):
         raise too_deep
-    try:
-        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise Invalid("the body is not valid JSON") from None
+    if not storable.encodable(parsed):
+        raise Invalid("the body is not valid JSON")
     return parsed
 
 

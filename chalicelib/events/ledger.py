@@ -6,7 +6,9 @@ and accepts none; the runner then records nothing, leaves the step's outcome as
 it would have been without the list, and degrades the run (docs/contract.md,
 "The resource ledger"). A revert (listed, or a step's static `revert` in the
 document) is a module action or `core.cue` (a person undoes it by hand) with
-params the action takes, at most 16 KiB of them.
+params the action takes, at most 16 KiB of them, storable as they are
+(`chalicelib.storable`: no lone surrogate in the kind, id or params, params at
+most 30 levels deep).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .. import storable
 from .actions import registry
 from .model import Revert
 
@@ -22,6 +25,9 @@ MAX_RESOURCES = 100
 KIND_CHARS = 40
 ID_CHARS = 191  # the column's width, and an index key's
 MAX_REVERT_PARAMS_BYTES = 16 * 1024
+# A thing's kind and id, and its revert's params, are stored exactly as the game gave them or refused:
+# cleaned, an id would name another thing.
+UNSTORABLE_TEXT = "not storable text (a lone surrogate)"
 BY_HAND = "core.cue"  # the one core action a revert may be: a person undoes the thing
 
 REVERT_SCHEMA = {
@@ -59,6 +65,11 @@ def revert_problem(value: Any, path: str) -> str | None:
         return f"{path}.action: {str(action)[:100]!r} is neither a module action (module.name) nor {BY_HAND}"
     if not isinstance(params, dict):
         return f"{path}.params: an object, not {type(params).__name__}"
+    # guard: unstorable-revert-params-are-recorded
+    if storable.too_deep(params):
+        return f"{path}.params: nests deeper than {storable.MAX_JSON_DEPTH} levels"
+    if not storable.encodable(params):
+        return f"{path}.params: {UNSTORABLE_TEXT}"
     if len(json.dumps(params)) > MAX_REVERT_PARAMS_BYTES:
         return f"{path}.params: larger than {MAX_REVERT_PARAMS_BYTES} bytes"
     return registry.params_problem(spec, params, f"{path}.params")
@@ -79,6 +90,9 @@ def _entry_problem(entry: Any, path: str) -> str | None:
         value = entry.get(field)
         if not isinstance(value, str) or not 1 <= len(value) <= most:
             return f"{path}.{field}: a string of 1 to {most} characters"
+        # guard: an-unstorable-kind-or-id-is-recorded
+        if not storable.encodable(value):
+            return f"{path}.{field}: {UNSTORABLE_TEXT}"
     return revert_problem(entry["revert"], f"{path}.revert") if "revert" in entry else None
 
 
@@ -95,5 +109,5 @@ def listed(result: dict[str, Any] | None) -> tuple[tuple[Listed, ...], str | Non
         problem = _entry_problem(entry, f"resources[{i}]")
         # guard: a-bad-resource-list-is-half-recorded
         if problem is not None:
-            return (), problem
+            return (), storable.cleaned(problem)  # it quotes what the game sent
     return tuple(Listed(e["kind"], e["id"], revert_of(e["revert"]) if "revert" in e else None) for e in raw), None

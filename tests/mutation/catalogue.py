@@ -58,6 +58,7 @@ SLEEP_RACE = "tests/test_runner_sleep_race.py"
 WORKER_ERRORS = "tests/test_runner_worker_errors.py"
 DOUBT = "tests/test_runner_doubt.py"
 DOUBT_PROBE = "tests/test_runner_doubt_probe.py"
+STORABLE = "tests/test_runner_bridge_storable.py"
 DOUBT_FIT = "tests/test_runner_doubt_fit.py"
 CHANNELS_SNS = "tests/test_channels_sns.py"
 CHANNELS_WEBHOOK = "tests/test_channels_webhook.py"
@@ -1387,8 +1388,8 @@ MUTATIONS: list[Mutation] = [
              (SEEN,)),
     # ── the resource ledger and the cleanup ─────────────────────────────
     Mutation("a-bad-resource-list-is-half-recorded", "a-bad-resource-list-is-half-recorded",
-             "        if problem is not None:\n            return (), problem\n",
-             "        if problem is not None:\n            continue\n",
+             "        if problem is not None:\n            return (), storable.cleaned(problem)",
+             "        if problem is not None:\n            continue",
              (LEDGER,)),
     Mutation("a-cancel-with-cleanup-of-a-run-with-nothing-to-revert-cleans-up", "a-cancel-with-cleanup-of-a-run-with-nothing-to-revert-cleans-up",
              'f" AND ({resources.to_revert(_RUN)} OR {resources.in_flight(_RUN)}) AND {_NONE_PARKED_IN_DOUBT}")',
@@ -1776,4 +1777,20 @@ MUTATIONS: list[Mutation] = [
              "_next_tick_after_outage(settings, source))",
              '"no next tick")',
              (DRY_RUN_SETTINGS,)),
+    # An answer is stored or refused, never lost (issue 38).
+    Mutation("an-unstorable-reason-is-written", "an-unstorable-reason-is-written",
+             "return storable.cleaned(reason[:MAX_REASON])", "return reason[:MAX_REASON]",
+             (STORABLE,)),
+    Mutation("an-unstorable-kind-or-id-is-recorded", "an-unstorable-kind-or-id-is-recorded",
+             "if not storable.encodable(value):", "if False:",
+             (STORABLE,)),
+    Mutation("revert-params-too-deep-are-recorded", "unstorable-revert-params-are-recorded",
+             "if storable.too_deep(params):", "if False:",
+             (STORABLE,)),
+    Mutation("unstorable-text-in-revert-params-is-recorded", "unstorable-revert-params-are-recorded",
+             "if not storable.encodable(params):", "if False:",
+             (STORABLE,)),
+    Mutation("an-outcome-whose-writes-failed-is-re-sent", "an-outcome-whose-writes-failed-is-re-sent",
+             "if lost_connection(failure) or credentials_refused(failure):", "if True:",
+             (STORABLE,)),
 ]

@@ -37,7 +37,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from ... import outbound
+from ... import outbound, storable
 from ..actions.context import ActionContext
 from ..actions.outcome import Outcome, Probe, Status
 from ..errors import ConnectionFailed, DeadlineExceeded, OutboundError, SecretUnreadable
@@ -113,8 +113,9 @@ def _read(answer: outbound.Answer) -> dict[str, Any] | str:
 
 def _reason(answer: outbound.Answer, read: dict[str, Any] | str) -> str:
     reason = read.get("reason") if isinstance(read, dict) else None
+    # guard: an-unstorable-reason-is-written
     if isinstance(reason, str) and reason.strip():
-        return reason[:MAX_REASON]
+        return storable.cleaned(reason[:MAX_REASON])
     text = answer.body[: MAX_REASON * 4].decode("utf-8", "replace").strip()[:MAX_REASON]
     return text or "no reason given"
 

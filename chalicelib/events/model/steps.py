@@ -160,6 +160,10 @@ class Step:
         return data
 
 
+def _text(stored: bytes | str) -> str:
+    return stored.decode("utf-8") if isinstance(stored, bytes) else stored
+
+
 @dataclass(frozen=True)
 class Resource:
     """One thing a run left in the world, as its ledger row stands (`store.resources`)."""
@@ -177,7 +181,9 @@ class Resource:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Resource:
         revert = json_column(row["revert"], None)
-        return cls(**{**row, "status": ResourceStatus(row["status"]),
+        # kind and id are stored as bytes (compared exactly): the game's UTF-8 text
+        return cls(**{**row, "kind": _text(row["kind"]), "resource_id": _text(row["resource_id"]),
+                      "status": ResourceStatus(row["status"]),
                       "revert": None if revert is None else Revert(revert["action"], revert["params"])})
 
     def public(self) -> dict[str, Any]:

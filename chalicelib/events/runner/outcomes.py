@@ -10,10 +10,11 @@ statement when it lists none (`_record_resources`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ... import storable
 from ...db import Tx
 from .. import journal, ledger
 from ..actions.outcome import Outcome, Verdict
@@ -42,13 +43,18 @@ class Applied:
 def settle_outcome(
     tx: Tx, step: Step, claim: Claim, outcome: Outcome, now: datetime, rules: Rules, *,
     static_revert: Revert | None = None, compensate: bool = False, escalate_at: datetime | None = None,
+    unwritten: str | None = None,
 ) -> tuple[Applied, list[journal.Entry]]:
     """The outcome's writes, and the log rows that record them: the caller writes those in the same transaction.
 
     `static_revert`: the step's authored revert (a done answer records one resource with it); `compensate`:
     the document's `cleanup_on` has `fail` (an abort_run cleans up first); `escalate_at`: when a step parked
     in doubt by this outcome is escalated (a retry in doubt at the attempt ceiling under `on_doubt: park` is
-    parked for a decision, not failed)."""
+    parked for a decision, not failed); `unwritten`: why a first try at these writes failed — this try records
+    the outcome as the game gave it, its error cleaned and none of its resources, and degrades the run naming
+    the failure (the answer is kept, never lost to a re-send)."""
+    if unwritten is not None:
+        outcome = replace(outcome, error=None if outcome.error is None else storable.cleaned(outcome.error))
     verdict, error, in_doubt = outcome.verdict, outcome.error, outcome.in_doubt
     attention = outcome.attention
     # guard: retry-answer-at-the-ceiling-retried
@@ -79,7 +85,7 @@ def settle_outcome(
         status = StepStatus.REFUSED if verdict is Verdict.REFUSED else StepStatus.FAILED
         written = steps.finish(tx, claim, status, now, error, in_doubt=in_doubt)
 
-    recorded = _record_resources(tx, step, outcome, verdict, now, static_revert)
+    recorded = _record_resources(tx, step, outcome, verdict, now, static_revert, unwritten)
     if written and step.resource_id is not None and status.terminal:
         resources.follow_steps(tx, [step.id], now)  # a revert ended: its resource follows
     entries = [journal.step_dispatch(step, claim.attempt, outcome, fenced_out=not written, **recorded)]
@@ -106,11 +112,16 @@ def settle_outcome(
 
 
 def _record_resources(
-    tx: Tx, step: Step, outcome: Outcome, verdict: Verdict, now: datetime, static_revert: Revert | None
+    tx: Tx, step: Step, outcome: Outcome, verdict: Verdict, now: datetime, static_revert: Revert | None,
+    unwritten: str | None,
 ) -> dict[str, Any]:
     """What the answer listed (and, for a done step with a static revert, the step itself), recorded in one
     INSERT; the dispatch row's detail saying so. A bad list records nothing and degrades the run; the
-    step's outcome is what it would have been without it. An answer that lists nothing writes nothing."""
+    step's outcome is what it would have been without it. An answer that lists nothing writes nothing;
+    a plain try after failed writes (`unwritten`) records nothing and degrades the run naming the failure."""
+    if unwritten is not None:
+        runs.degrade(tx, step.run_id, now, f"{step.named} {unwritten}")
+        return {"resources_refused": unwritten}
     listed, problem = ledger.listed(outcome.result)
     if problem is not None:
         runs.degrade(tx, step.run_id, now, f"step {step.id} ({step.action_id}) listed resources the ledger refused: {problem}")
@@ -119,8 +130,8 @@ def _record_resources(
         listed += (ledger.Listed(step.action_id[:ledger.KIND_CHARS], step.idempotency_key, static_revert),)
     if not listed:
         return {}
-    resources.record(tx, step.run_id, step.id, listed, now)
-    return {"resources": len(listed), **({"resources_kept_live": KEPT_LIVE} if step.resource_id is not None else {})}
+    stored = resources.record(tx, step.run_id, step.id, listed, now)
+    return {"resources": stored, **({"resources_kept_live": KEPT_LIVE} if step.resource_id is not None else {})}
 
 
 def apply_failure(tx: Tx, step: Step, error: str, now: datetime, *, compensate: bool = False) -> list[journal.Entry]:

@@ -22,14 +22,17 @@ phase (`Programme.cleanup`): drained, it gets its revert steps
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ...db import Database, Tx, must_exist
+from ... import storable
+from ...db import Database, Tx, credentials_refused, lost_connection, must_exist
 from .. import journal
+from ..actions.outcome import Outcome
 from ..actions.perform import Actions
 from ..document import Programme
 from ..errors import UnreadableDocument
@@ -47,6 +50,8 @@ from .lease import RunLease
 from .outcomes import Rules
 from .phase_end import close_phase, leave_phase, tend_cleanup
 from .start import fail_unreadable, picked_up, start_run
+
+logger = logging.getLogger(__name__)
 
 OPEN_STEPS_PER_READ = 200
 NOT_STARTED = (None, RunStatus.SCHEDULED, RunStatus.MISSED)  # where a scheduled run stays when its start did not happen
@@ -175,10 +180,26 @@ class RunWalker:
             lost_claim = False
             claimed = claim
             outcome = outcome_of(ctx, run, head.step, claimed)
-            cursor, claim = self._unit(
-                run_id, programme, lambda tx, log_rows: settle(tx, ctx, programme, head, claimed, outcome, log_rows))
+            cursor, claim = self._settled(run_id, programme, head, claimed, outcome)
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
+
+    def _settled(self, run_id: int, programme: Programme, head: Head, claim: Claim,
+                 outcome: Outcome) -> tuple[Cursor, Claim | None]:
+        """The outcome's unit; if it fails for a reason other than the database's reach, the outcome again in a
+        unit of its own, plainly (`attempt.settle`'s `unwritten`): the answer is kept, never lost to a re-send."""
+        ctx = self.ctx
+        try:
+            return self._unit(
+                run_id, programme, lambda tx, log_rows: settle(tx, ctx, programme, head, claim, outcome, log_rows))
+        except Exception as failure:
+            # guard: an-outcome-whose-writes-failed-is-re-sent
+            if lost_connection(failure) or credentials_refused(failure):
+                raise  # the database is out of reach: the plain write would fail too, and the sweep asks later
+            logger.exception("the outcome of run %s step %s could not be written whole", run_id, head.step.id)
+            unwritten = f"the outcome's writes failed ({storable.cleaned(str(failure))[:200]})"
+            return self._unit(run_id, programme, lambda tx, log_rows: settle(
+                tx, ctx, programme, head, claim, outcome, log_rows, unwritten=unwritten))
 
     def _attend(self, run: Run, programme: Programme, head: Head, timer: Timer,
                 report: RunReport) -> tuple[Cursor, Claim | None]:
