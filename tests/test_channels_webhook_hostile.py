@@ -10,7 +10,7 @@ import json
 import pytest
 
 from chalicelib.config import Settings
-from chalicelib.events.adapters.webhook_channel import DISCORD_CONTENT_LIMIT
+from chalicelib.events.adapters.webhook_channel import DISCORD_CONTENT
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from tests.support.factory import document
@@ -52,7 +52,7 @@ def test_discord_content_breaks_everyone_and_here_and_allows_no_mention(db, cloc
 def test_content_full_of_broadcasts_still_fits_discords_limit_with_its_run_and_step(db, clock, game_bridge):
     request, run, cue = _posted(db, clock, game_bridge, "@everyone " * 190)  # 1,900 characters, 190 to break
     content = request.json["content"]
-    assert len(content) <= DISCORD_CONTENT_LIMIT and "@everyone" not in content
+    assert len(content) <= DISCORD_CONTENT.most and "@everyone" not in content
     assert content.endswith(f"Run {run.id}, step {cue.id}: confirm it once done, or skip it.")
 
 

@@ -62,6 +62,7 @@ STORABLE = "tests/test_runner_bridge_storable.py"
 DOUBT_FIT = "tests/test_runner_doubt_fit.py"
 CHANNELS_SNS = "tests/test_channels_sns.py"
 CHANNELS_WEBHOOK = "tests/test_channels_webhook.py"
+CHANNELS_FIT = "tests/test_channels_fit.py"
 CHANNELS_LOG = "tests/test_channels_log.py"
 ACTIONS_PERFORM = "tests/test_actions_perform.py"
 SECRETS_MANAGER = "tests/test_secrets_manager.py"
@@ -868,13 +869,26 @@ MUTATIONS: list[Mutation] = [
              "        if False:\n",
              (ACTIONS_PERFORM,)),
     Mutation("notice-shortened-past-its-run-step-and-link", "notice-shortened-past-its-run-step-and-link",
-             "_shorten(self.text, None if limit is None else limit - len(head) - len(tail))",
-             "_shorten(self.text, limit)",
-             (CHANNELS_WEBHOOK,)),
+             "shorten(self.text, None if limit is None else limit.after(head + tail))",
+             "shorten(self.text, limit)",
+             (CHANNELS_WEBHOOK, CHANNELS_FIT)),
     Mutation("cue-notice-without-its-link", "cue-notice-without-its-link",
-             '        if self.link:\n            tail += f"\\n{self.link}"\n',
-             "",
+             '            tail += f"\\n{self.link}"\n',
+             "            pass\n",
              (CHANNELS_WEBHOOK, CHANNELS_SNS)),
+    # ── every notice fits its channel (issue 38, item 6) ──
+    Mutation("discord-content-past-its-limit-with-the-mention", "discord-content-past-its-limit-with-the-mention",
+             "DISCORD_CONTENT.after(mention)",
+             "DISCORD_CONTENT",
+             (CHANNELS_FIT,)),
+    Mutation("slack-text-past-its-limit", "slack-text-past-its-limit",
+             "notice.message(SLACK_TEXT)",
+             "notice.message()",
+             (CHANNELS_FIT,)),
+    Mutation("sns-message-past-its-limit", "sns-message-past-its-limit",
+             "notice.message(SNS_MESSAGE)",
+             "notice.message()",
+             (CHANNELS_FIT,)),
     # ── secrets: bounded Secrets Manager reads, cached, re-read past the cache only when told ──
     Mutation("secrets-client-without-its-read-timeout", "secrets-client-without-its-read-timeout",
              "read_timeout=2, ",

@@ -3,11 +3,14 @@
 A Notice is the authored text and where it comes from, whichever channel
 carries it; a Channel (`adapters/channels.py` builds them from the settings)
 either delivers a notice or raises ChannelError: a notice is never dropped
-silently.
+silently. Whatever its kind and whatever an author wrote, a notice fits the
+Limit its channel declares: one rule (`shorten`) cuts the text and ends it with
+an ellipsis, never the run, step or console link around it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
@@ -75,26 +78,23 @@ class Notice:
         text = f"Run {run_id} waits for a person to advance phase {phase} ({name})"
         return cls("advance", text, run_id, None, f"run-{run_id}-phase-{phase}-held", at, console_link(console_url, run_id))
 
-    def message(self, limit: int | None = None) -> str:
+    def message(self, limit: Limit | None = None) -> str:
         """What a person reads. A cue names its run and step and links to the run, so the
-        game master who reads it knows where to confirm it; an announcement is its text.
-        With `limit`, the text is shortened (never the run, step or link) to fit. A dry run's
-        begins with REHEARSAL_PREFIX, whatever it is."""
+        game master who reads it knows where to confirm it; the engine's own sentences about a wait
+        link to the run; an announcement is its text. With `limit`, the text is shortened (never the
+        run, step or link) to fit. A dry run's begins with REHEARSAL_PREFIX, whatever it is."""
         if self.rehearsal:
             # guard: a-dry-runs-message-is-not-marked-rehearsal
             return REHEARSAL_PREFIX + replace(self, rehearsal=False).message(
-                None if limit is None else limit - len(REHEARSAL_PREFIX))
-        if self.kind in ABOUT_A_WAIT:
-            return self.text + (f"\n{self.link}" if self.link else "")
-        if self.kind != "cue":
-            return _shorten(self.text, limit)
-        tail = f"\nRun {self.run_id}, step {self.step_id}: confirm it once done, or skip it."
-        # guard: cue-notice-without-its-link
-        if self.link:
+                None if limit is None else limit.after(REHEARSAL_PREFIX))
+        head, tail = "", ""
+        if self.kind == "cue":
+            head, tail = "Cue: ", f"\nRun {self.run_id}, step {self.step_id}: confirm it once done, or skip it."
+        if self.link and self.kind != "announce":
+            # guard: cue-notice-without-its-link
             tail += f"\n{self.link}"
-        head = "Cue: "
         # guard: notice-shortened-past-its-run-step-and-link
-        return head + _shorten(self.text, None if limit is None else limit - len(head) - len(tail)) + tail
+        return head + shorten(self.text, None if limit is None else limit.after(head + tail)) + tail
 
     @property
     def subject(self) -> str:
@@ -127,7 +127,31 @@ def console_link(console_url: str | None, run_id: int) -> str | None:
     return f"{console_url.rstrip('/')}#/runs/{run_id}" if console_url else None
 
 
-def _shorten(text: str, limit: int | None) -> str:
-    if limit is None or len(text) <= limit:
+@dataclass(frozen=True)
+class Limit:
+    """The most of one text a channel carries, as that channel counts it (characters, or bytes of UTF-8)."""
+
+    most: int
+    measure: Callable[[str], int] = len
+
+    def after(self, fixed: str) -> Limit:
+        """What is left for the rest of a text once `fixed` (kept whole) is in it."""
+        return Limit(self.most - self.measure(fixed), self.measure)
+
+
+ELLIPSIS = "…"
+
+
+def shorten(text: str, limit: Limit | None) -> str:
+    """`text` as it is if it fits `limit`, else its longest beginning that fits with ELLIPSIS after it."""
+    if limit is None or limit.measure(text) <= limit.most:
         return text
-    return text[: max(0, limit - 1)] + "…"
+    # Every channel's measure grows with the text, so the longest fitting beginning is found by halving.
+    fits, too_long = 0, len(text)
+    while too_long - fits > 1:
+        middle = (fits + too_long) // 2
+        if limit.measure(text[:middle] + ELLIPSIS) <= limit.most:
+            fits = middle
+        else:
+            too_long = middle
+    return text[:fits] + ELLIPSIS if limit.measure(ELLIPSIS) <= limit.most else ""

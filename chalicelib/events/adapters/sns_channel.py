@@ -4,7 +4,8 @@ Invariant: a publish that SNS did not accept raises ChannelError (the step is
 retried with the same key). On a FIFO topic the idempotency key is the
 deduplication id, so a retry after a lost acknowledgement is not delivered twice.
 botocore retries nothing itself: the step's retry is the one retry policy, and
-connect plus read stay within the channel's timeout.
+connect plus read stay within the channel's timeout. The subject and message fit
+SNS's limits (SNS_SUBJECT, SNS_MESSAGE) by the notice's one shortening rule.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..actions.notice import Notice
+from ..actions.notice import Limit, Notice, shorten
 from ..errors import ChannelError
 
 MAX_ERROR = 300
+SNS_SUBJECT = Limit(99)  # SNS: "less than 100 characters"
+# SNS: at most 256 KiB of UTF-8 for the whole publish; the subject and attributes take far less than the margin.
+SNS_MESSAGE = Limit(256 * 1024 - 4 * 1024, lambda message: len(message.encode()))
 
 
 class SnsChannel:
@@ -42,9 +46,11 @@ class SnsChannel:
         if self.topic_arn.endswith(".fifo"):
             # guard: sns-fifo-dedup-id-not-the-steps-key
             fifo = {"MessageGroupId": f"run-{notice.run_id}", "MessageDeduplicationId": notice.idempotency_key}
+        # guard: sns-message-past-its-limit
+        message = notice.message(SNS_MESSAGE)
         try:
             self._client.publish(
-                TopicArn=self.topic_arn, Subject=notice.subject, Message=notice.message(),
+                TopicArn=self.topic_arn, Subject=shorten(notice.subject, SNS_SUBJECT), Message=message,
                 MessageAttributes=attributes, **fifo,
             )
         # guard: sns-refusal-is-not-a-channel-error

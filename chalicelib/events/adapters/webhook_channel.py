@@ -1,11 +1,13 @@
 """The `webhook:<url>` channel: one signed JSON POST per notice, in the shape Discord and Slack accept.
 
-    {"content": <message for Discord, ≤ 2,000 characters>, "text": <message for Slack>,
+    {"content": <message for Discord, ≤ 2,000 characters>, "text": <message for Slack, ≤ 40,000 characters>,
      "allowed_mentions": {"parse": []},
      "event": {"kind": "cue" | "announce" | "advance" | "reminder" | "escalation" | "stall", "run_id",
                "step_id" (null for advance and stall), "idempotency_key"}}
 
-Discord reads `content` and Slack `text`; each ignores the other's fields. Nobody
+Discord reads `content` and Slack `text`; each ignores the other's fields. Each is
+shortened to its service's limit (DISCORD_CONTENT, SLACK_TEXT) by the notice's one
+rule: the text cut with an ellipsis, the run, step and link kept. Nobody
 an authored text happens to name is pinged: `text` escapes `&`, `<` and `>` as
 Slack requires (so `<!channel>`, `<!here>` and `<@U…>` show as written), and
 `content` breaks `@everyone` and `@here` with a zero-width space on top of
@@ -30,12 +32,11 @@ import re
 from dataclasses import replace
 
 from ... import outbound
-from ..actions.notice import Notice
+from ..actions.notice import Limit, Notice
 from ..errors import ChannelError, OutboundError, SecretUnreadable
 from .signing import SigningKey, post_signed
 
-DISCORD_CONTENT_LIMIT = 2000
-MAX_MESSAGE = 4000  # Slack's text limit is far above; this keeps every request small
+DISCORD_CONTENT = Limit(2000)  # execute_webhook's `content`: Discord answers 400 past it
 MAX_ANSWER_BYTES = 64 * 1024  # the answer is only looked at for its status
 
 
@@ -49,14 +50,15 @@ class WebhookChannel:
         self._key = secret if isinstance(secret, SigningKey) else SigningKey.fixed(secret)
 
     def post(self, notice: Notice) -> None:
-        content = discord_content(notice)
-        mentions: dict[str, list[str]] = {"parse": []}
-        if self.mention_role:
-            content = f"<@&{self.mention_role}> " + content[: DISCORD_CONTENT_LIMIT - len(self.mention_role) - 5]
-            mentions = {"parse": [], "roles": [self.mention_role]}
+        mention = f"<@&{self.mention_role}> " if self.mention_role else ""
+        mentions = {"parse": [], "roles": [self.mention_role]} if self.mention_role else {"parse": []}
+        # guard: discord-content-past-its-limit-with-the-mention
+        content = mention + discord_content(notice, DISCORD_CONTENT.after(mention))
+        # guard: slack-text-past-its-limit
+        text = slack_text(notice.message(SLACK_TEXT))
         body = json.dumps({
             "content": content,
-            "text": slack_text(notice.message(MAX_MESSAGE)),
+            "text": text,
             "allowed_mentions": mentions,
             "event": {"kind": notice.kind, "run_id": notice.run_id, "step_id": notice.step_id,
                       "idempotency_key": notice.idempotency_key},
@@ -91,10 +93,13 @@ def slack_text(message: str) -> str:
     return message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+# Slack counts the text it is sent, entities and all; it cuts a longer one rather than refusing it.
+SLACK_TEXT = Limit(40_000, lambda message: len(slack_text(message)))
+
 _BROADCAST = re.compile(r"@(everyone|here)")
 
 
-def discord_content(notice: Notice) -> str:
+def discord_content(notice: Notice, limit: Limit) -> str:
     """The message for Discord's `content`, its authored text's `@everyone` and `@here` broken by a
-    zero-width space, then shortened (never the run, step or link) to Discord's 2,000 characters."""
-    return replace(notice, text=_BROADCAST.sub("@\u200b\\1", notice.text)).message(DISCORD_CONTENT_LIMIT)
+    zero-width space, then shortened (never the run, step or link) to `limit`."""
+    return replace(notice, text=_BROADCAST.sub("@\u200b\\1", notice.text)).message(limit)
