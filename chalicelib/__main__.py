@@ -47,6 +47,22 @@ def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_bridge_check(args: argparse.Namespace) -> int:
+    import os
+
+    from .events import bridge_check
+
+    key = os.environ.get("GAME_BRIDGE_SECRET", "")
+    if not key:
+        raise ConfigError("GAME_BRIDGE_SECRET must hold the bridge key the bridge checks signatures with")
+    try:
+        options = bridge_check.Options(args.url, key, args.action, args.slow_action, args.spawn_action or None,
+                                       not args.no_status, args.deadline)
+        return bridge_check.main(options, as_json=args.json)
+    except ValueError as error:  # the URL
+        raise ConfigError(str(error)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m chalicelib", description="Event run engine operator commands")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -55,6 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
     tick.add_argument("--once", action="store_true", help="exactly one tick, then exit")
     tick.add_argument("--budget", type=float, help="seconds the tick may take work for (default EVENT_TICK_SECONDS)")
     tick.set_defaults(run=cmd_tick)
+    check = sub.add_parser("bridge-check", help="drive a game bridge through the protocol and say what is wrong",
+                           description="Each case on one line, passed, failed (what was expected, what came back) or"
+                                       " skipped (why); exits 1 on any failure. The key: GAME_BRIDGE_SECRET.")
+    check.add_argument("url", help="the bridge's base URL, as GAME_BRIDGE_URL")
+    check.add_argument("--action", default="test.noop", help="a harmless action to deliver (default test.noop)")
+    check.add_argument("--slow-action", help="an action that takes params {\"seconds\"} that long (the kits' test.slow)")
+    check.add_argument("--spawn-action", default="test.spawn",
+                       help="an action that leaves a resource with a revert (default test.spawn; '' to skip)")
+    check.add_argument("--no-status", action="store_true", help="the bridge serves no status endpoint")
+    check.add_argument("--deadline", type=float, default=10.0, help="seconds an exchange may take (the engine's: 10)")
+    check.add_argument("--json", action="store_true", help="one JSON report for CI instead of lines")
+    check.set_defaults(run=None, check=cmd_bridge_check)
     return parser
 
 
@@ -72,6 +100,8 @@ def answered(command: Callable[[], int]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.run is None:  # needs no settings and no database
+        return answered(lambda: args.check(args))
     return answered(lambda: args.run(args, Settings.from_env()))
 
 

@@ -9,8 +9,8 @@
      ├── Stale                      a control's If-Match (or `expected`) names a state the run or step has left
      │                              (detail: the statuses now, and the current etag)
      ├── KeyReused                  an Idempotency-Key pressed before with another control, or over 24 h ago
- ├── NewerRow                   a row holds a word (a status, a mode, a park reason) this version does not
- │                              know: a newer version wrote it, and this one neither shows nor moves it
+     ├── NewerRow                   a row holds a word (a status, a mode, a park reason) this version does not
+     │                              know: a newer version wrote it, and this one neither shows nor moves it
      └── Clash                      the change collides with a row that stands: a name another definition
                                     holds (detail: definition_id, definition_name), a skipped occurrence (skipped)
     ValueError
@@ -18,8 +18,10 @@
      └── UnreadableDocument         a stored document the runner cannot walk
     Exception
      ├── ChannelError               a notification post failed; the step is retried with the same key
-     └── AnsweredBefore             not a failure: a control's Idempotency-Key was pressed within 24 h; its
-                                    first answer travels in it (the transaction it leaves wrote nothing)
+     ├── AnsweredBefore             not a failure: a control's Idempotency-Key was pressed within 24 h; its
+     │                              first answer travels in it (the transaction it leaves wrote nothing)
+     └── BridgeCaseFailed           a `bridge-check` case whose expectation the game's bridge did not meet:
+                                    what was expected and what came back
 
 The base layer's classes are re-exported here for the engine's own modules.
 Plain ValueErrors raised by the store are programming errors (a caller broke a
@@ -107,3 +109,7 @@ class AnsweredBefore(Exception):
     def __init__(self, body: dict[str, Any]):
         super().__init__("answered before")
         self.body = body
+
+
+class BridgeCaseFailed(Exception):
+    """A conformance case failed: its message says what was expected, what came back and what to fix."""

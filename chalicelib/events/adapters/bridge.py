@@ -51,15 +51,22 @@ MAX_REASON = 300
 
 def request_body(step: Step, attempt: int, *, rehearsal: bool = False) -> bytes:
     """What one dispatch signs and sends; a dry run's sandbox bridge is told `"rehearsal": true`."""
+    return delivery_body(step.run_id, step.id, step.phase, step.action_id, step.action_version, step.params,
+                         step.idempotency_key, attempt, rehearsal=rehearsal)
+
+
+def delivery_body(run_id: int, step_id: int, phase: int, action: str, version: int, params: dict[str, Any], key: str,
+                  attempt: int, *, rehearsal: bool = False) -> bytes:
+    """A delivery's body as the bridge contract gives it (a dispatch's, and `bridge-check`'s)."""
     return json.dumps(
         {
-            "run_id": step.run_id,
-            "step_id": step.id,
-            "phase": step.phase,
-            "action": step.action_id,
-            "version": step.action_version,
-            "params": step.params,
-            "idempotency_key": step.idempotency_key,
+            "run_id": run_id,
+            "step_id": step_id,
+            "phase": phase,
+            "action": action,
+            "version": version,
+            "params": params,
+            "idempotency_key": key,
             "attempt": attempt,
             # guard: the-sandbox-is-not-told-it-is-a-rehearsal
             **({"rehearsal": True} if rehearsal else {}),

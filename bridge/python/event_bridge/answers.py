@@ -1,0 +1,150 @@
+"""What a handler answers, built and checked here so the engine never refuses it.
+
+Invariant: an answer leaves this kit only in a shape the engine records whole
+(docs/contract.md, "The resource ledger"): `done()` or `refused(reason)`,
+optionally with the resources the action created and how each is reverted.
+A list the engine would refuse (too many entries, a kind or id out of
+bounds, a revert that is not `module.name` or `core.cue`, params too large,
+too deep or not valid UTF-8) raises `BadAnswer` here, in the game's own
+logs, before anything is sent. The limits are the engine's
+(`chalicelib/events/ledger.py`; the kit's tests hold them equal).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_RESOURCES = 100
+KIND_CHARS = 40
+ID_CHARS = 191
+MAX_REVERT_PARAMS_BYTES = 16 * 1024
+MAX_JSON_DEPTH = 30
+MAX_ANSWER_BYTES = 1024 * 1024  # the engine reads an answer up to 1 MB
+BY_HAND = "core.cue"
+MODULE_ACTION = re.compile(r"[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}")
+
+
+class BadAnswer(ValueError):
+    """An answer the engine would refuse: fix the handler."""
+
+
+@dataclass(frozen=True)
+class Revert:
+    """How a cleanup undoes a resource: a module action with its params, or `core.cue` (a person, by hand)."""
+
+    action: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"action": self.action, "params": self.params}
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One thing the action left in the world, as the engine's ledger records it."""
+
+    kind: str
+    id: str
+    revert: Revert | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"kind": self.kind, "id": self.id}
+        if self.revert is not None:
+            entry["revert"] = self.revert.as_json()
+        return entry
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A handler's answer: its JSON body (always an object) and the HTTP status it goes out with."""
+
+    body: dict[str, Any]
+    status: int = 200
+
+    def payload(self) -> bytes:
+        data = json.dumps(self.body, ensure_ascii=False).encode()
+        if len(data) > MAX_ANSWER_BYTES:
+            raise BadAnswer(f"the answer is {len(data)} bytes; the engine reads at most {MAX_ANSWER_BYTES}")
+        return data
+
+    @property
+    def applied(self) -> bool:
+        """The action took effect (a refusal did not)."""
+        return 200 <= self.status < 300 and self.body.get("outcome") != "refused"
+
+
+def done(*resources: Resource, **extra: Any) -> Answer:
+    """The action was applied; `resources` are what it created."""
+    return Answer(_with_resources({"outcome": "done", **extra}, resources))
+
+
+def refused(reason: str, *resources: Resource) -> Answer:
+    """The game declines the action (the step fails as refused); nothing was applied except `resources`."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise BadAnswer("a refusal names its reason")
+    return Answer(_with_resources({"outcome": "refused", "reason": reason}, resources))
+
+
+def _with_resources(body: dict[str, Any], resources: tuple[Resource, ...]) -> dict[str, Any]:
+    if resources:
+        problem = resources_problem([r.as_json() for r in resources])
+        if problem:
+            raise BadAnswer(problem)
+        body["resources"] = [r.as_json() for r in resources]
+    return body
+
+
+def resources_problem(raw: Any) -> str | None:
+    """Why the engine would refuse `raw` as an answer's `resources` list, or None (the engine's rules)."""
+    if not isinstance(raw, list):
+        return "resources: a list"
+    if len(raw) > MAX_RESOURCES:
+        return f"resources: at most {MAX_RESOURCES} entries, not {len(raw)}"
+    for i, entry in enumerate(raw):
+        problem = _entry_problem(entry, f"resources[{i}]")
+        if problem:
+            return problem
+    return None
+
+
+def _entry_problem(entry: Any, path: str) -> str | None:
+    if not isinstance(entry, dict) or set(entry) - {"kind", "id", "revert"}:
+        return f"{path}: an object with kind, id and revert? only"
+    for name, most in (("kind", KIND_CHARS), ("id", ID_CHARS)):
+        value = entry.get(name)
+        if not isinstance(value, str) or not 1 <= len(value) <= most or not _utf8(value):
+            return f"{path}.{name}: a string of 1 to {most} characters of valid UTF-8"
+    if "revert" not in entry:
+        return None
+    revert = entry["revert"]
+    if not isinstance(revert, dict) or set(revert) - {"action", "params"}:
+        return f"{path}.revert: an object with action and params? only"
+    action, params = revert.get("action"), revert.get("params", {})
+    if not isinstance(action, str) or not (action == BY_HAND or (MODULE_ACTION.fullmatch(action) and not action.startswith("core."))):
+        return f"{path}.revert.action: a module action (module.name) or {BY_HAND}"
+    if not isinstance(params, dict):
+        return f"{path}.revert.params: an object"
+    if _depth(params) > MAX_JSON_DEPTH:
+        return f"{path}.revert.params: nests deeper than {MAX_JSON_DEPTH} levels"
+    if len(json.dumps(params)) > MAX_REVERT_PARAMS_BYTES or not _utf8(json.dumps(params, ensure_ascii=False)):
+        return f"{path}.revert.params: at most {MAX_REVERT_PARAMS_BYTES} bytes of valid UTF-8"
+    return None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0

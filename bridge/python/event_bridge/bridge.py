@@ -1,0 +1,181 @@
+"""The game side of the bridge, HTTP-neutral: a request in, an answer out.
+
+Invariant: a delivery reaches a handler only when its signature verifies, its
+signed body names the action, key and attempt the request carries, it is not
+behind the key's attempt fence, and the key was never answered before (a
+repeat gets the recorded answer again); the status endpoint raises the fence
+before it answers. So a delivery is applied at most once per idempotency key,
+and a delivery still on its way from a worker that died cannot land after a
+`not_applied` (docs/contract.md, "The game bridge").
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from . import signing
+from .answers import Answer, Resource, Revert, done, refused
+from .store import MemoryStore, Store
+
+MAX_BODY_BYTES = 1024 * 1024
+MAX_SLOW_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One signed delivery of a module action, as the engine sent it."""
+
+    action: str
+    key: str
+    attempt: int
+    run_id: int
+    step_id: int
+    params: dict[str, Any]
+    rehearsal: bool  # a sandbox dry run: act on the sandbox world, never the live one
+    body: dict[str, Any]
+
+
+class Gone(Exception):
+    """Raised by a revert handler whose thing is already gone: answered done (a revert is idempotent)."""
+
+
+Handler = Callable[[Delivery], Answer]
+Key = str | Callable[[], str]  # the bridge key, or a function that reads it as it stands now (a rotation)
+
+
+def _error(status: int, reason: str) -> Answer:
+    return Answer({"outcome": "refused", "reason": reason} if status in (409, 422) else {"reason": reason}, status)
+
+
+class Bridge:
+    """`handlers` maps action ids to functions of a Delivery; `test.noop`, `test.slow`, `test.spawn` and
+    `test.despawn` are built in (they touch nothing in the game) for `bridge-check` and for trying the kit."""
+
+    def __init__(self, key: Key, store: Store | None = None, handlers: dict[str, Handler] | None = None, *,
+                 clock: Callable[[], float] = time.time, test_actions: bool = True):
+        self._key = key
+        self.store: Store = store if store is not None else MemoryStore()
+        self.handlers: dict[str, Handler] = dict(_TEST_ACTIONS) if test_actions else {}
+        self.handlers.update(handlers or {})
+        self._clock = clock
+
+    def action(self, action_id: str) -> Callable[[Handler], Handler]:
+        """Decorator: `@bridge.action("world.spawn")` registers the handler of that module action."""
+        def register(handler: Handler) -> Handler:
+            self.handlers[action_id] = handler
+            return handler
+        return register
+
+    def handle(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
+        """The answer to one request: `target` is the path with its query, `headers` any case."""
+        lowered = {name.lower(): value for name, value in headers.items()}
+        path = urlsplit(target).path.rstrip("/").split("/")
+        if method == "POST" and len(path) >= 3 and path[-2] == "actions":
+            return self._deliver(path[-1], lowered, body)
+        if method == "GET" and len(path) >= 5 and path[-4] == "actions" and path[-2] == "status":
+            return self._status(target, path[-1], lowered)
+        return _error(404, f"no such endpoint: {method} {urlsplit(target).path}")
+
+    def _current_key(self) -> str:
+        return self._key() if callable(self._key) else self._key
+
+    def _deliver(self, action_id: str, headers: dict[str, str], body: bytes) -> Answer:
+        try:
+            signing.verify(self._current_key(), headers, body, self._clock())
+        except signing.Unsigned as why:
+            return _error(401, str(why))
+        delivery = _delivery(action_id, headers, body)
+        if isinstance(delivery, str):
+            return _error(400, delivery)
+        handler = self.handlers.get(action_id)
+        if handler is None:
+            return _error(422, f"this bridge has no action {action_id!r}")
+        begun = self.store.begin(delivery.key, delivery.attempt)
+        if begun.decision == "fenced":
+            return _error(409, f"attempt {delivery.attempt} is behind the fence: a status was answered for attempt {begun.fence}")
+        if begun.decision == "replay" and begun.answer is not None:
+            return begun.answer
+        if begun.decision == "busy":
+            return _error(429, "a delivery of this key is being applied now")
+        try:
+            answer = handler(delivery)
+        except Gone:
+            answer = done(note="already gone")
+        except Exception as error:  # the handler's own failure (a BadAnswer too): it must act on nothing it did not undo
+            self.store.abandon(delivery.key)
+            return _error(500, f"the {action_id} handler failed: {type(error).__name__}: {error}"[:500])
+        self.store.finish(delivery.key, answer)
+        return answer
+
+    def _status(self, target: str, key: str, headers: dict[str, str]) -> Answer:
+        try:
+            signing.verify(self._current_key(), headers, signing.status_signed(target), self._clock())
+        except signing.Unsigned as why:
+            return _error(401, str(why))
+        attempt = parse_qs(urlsplit(target).query).get("attempt", [""])[0]
+        if not attempt.isdigit():
+            return _error(400, "the status request names its attempt: ?attempt=<n>")
+        known = self.store.status(key, int(attempt))
+        answer: dict[str, Any] = {"status": known.status}
+        if known.answer is not None and "resources" in known.answer.body:
+            answer["resources"] = known.answer.body["resources"]
+        return Answer(answer)
+
+
+def _delivery(action_id: str, headers: dict[str, str], body: bytes) -> Delivery | str:
+    """The signed body as a Delivery, or why it does not match the request it came in."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return "the body is not JSON"
+    if not isinstance(data, dict):
+        return "the body is not a JSON object"
+    key = headers.get("idempotency-key", "")
+    checks = ((data.get("action") == action_id, f"the signed body names action {data.get('action')!r}, the path {action_id!r}"),
+              (bool(key) and data.get("idempotency_key") == key, "the signed body's idempotency_key is not the Idempotency-Key header"),
+              (isinstance(data.get("attempt"), int) and data["attempt"] >= 1, "the signed body's attempt is not a number from 1"),
+              (isinstance(data.get("run_id"), int) and isinstance(data.get("step_id"), int), "the signed body names no run_id and step_id"),
+              (isinstance(data.get("params", {}), dict), "the signed body's params are not an object"))
+    for ok, why in checks:
+        if not ok:
+            return why
+    return Delivery(action_id, key, data["attempt"], data["run_id"], data["step_id"], data.get("params") or {},
+                    data.get("rehearsal") is True, data)
+
+
+def _noop(delivery: Delivery) -> Answer:
+    # a receipt of its own on each application: a bridge that applies a repeat again answers differently
+    return done(receipt=uuid.uuid4().hex)
+
+
+def _slow(delivery: Delivery) -> Answer:
+    seconds = delivery.params.get("seconds", 3)
+    if not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_SLOW_SECONDS:
+        return refused(f"test.slow takes seconds from 0 to {MAX_SLOW_SECONDS:g}")
+    time.sleep(seconds)
+    return done(receipt=uuid.uuid4().hex)
+
+
+_MARKERS: set[str] = set()  # the test markers test.spawn made and test.despawn has not removed
+
+
+def _spawn(delivery: Delivery) -> Answer:
+    _MARKERS.add(delivery.key)
+    return done(Resource("test_marker", delivery.key, Revert("test.despawn", {"id": delivery.key})))
+
+
+def _despawn(delivery: Delivery) -> Answer:
+    marker = delivery.params.get("id")
+    if marker not in _MARKERS:
+        raise Gone
+    _MARKERS.discard(marker)
+    return done()
+
+
+_TEST_ACTIONS: dict[str, Handler] = {"test.noop": _noop, "test.slow": _slow, "test.spawn": _spawn, "test.despawn": _despawn}

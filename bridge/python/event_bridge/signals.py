@@ -1,0 +1,89 @@
+"""Sending the engine a signal from the game server, signed, and retried until the engine has it.
+
+Invariant: a signal is sent until the engine answers it: 2xx is done (a repeat
+of a signal the engine already has answers 200 with the first receipt, so a
+re-send is safe); 429, a 5xx and a connection that fails are retried with
+backoff for at least RETRY_SECONDS (a sleeping deployment's database takes up
+to 30 s to resume); any other 4xx is final and raised with the engine's own
+error. Each request has an overall deadline and its answer is read up to
+MAX_ANSWER_BYTES.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+RETRY_SECONDS = 90.0
+REQUEST_SECONDS = 10.0
+MAX_ANSWER_BYTES = 64 * 1024
+MAX_BACKOFF_SECONDS = 15.0
+
+
+class SignalRefused(Exception):
+    """The engine refused the signal (a 4xx other than 429): `status` and the engine's `error` text."""
+
+    def __init__(self, status: int, error: str):
+        super().__init__(f"the engine refused the signal: HTTP {status}: {error}")
+        self.status, self.error = status, error
+
+
+class SignalNotDelivered(Exception):
+    """The engine did not take the signal within the retry time: what it last answered."""
+
+
+def signal_headers(key: str, path: str, body: bytes, now: float | None = None) -> dict[str, str]:
+    """The engine's signal signature: HMAC-SHA256 of "{timestamp}.POST.{path}.{body}" (docs/api.md)."""
+    timestamp = str(int(time.time() if now is None else now))
+    digest = hmac.new(key.encode(), f"{timestamp}.POST.{path}.".encode() + body, hashlib.sha256).hexdigest()
+    return {"X-Signal-Timestamp": timestamp, "X-Signal-Signature": f"sha256={digest}"}
+
+
+def send_signal(api_url: str, key: str, run_id: int, name: str, body: dict[str, Any] | None = None, *,
+                retry_seconds: float = RETRY_SECONDS, sleep: Callable[[float], None] = time.sleep,
+                monotonic: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """POST {api_url}/runs/{run_id}/signals/{name} signed with the signal key; the engine's answer."""
+    path = f"/runs/{int(run_id)}/signals/{quote(name, safe='')}"
+    payload = json.dumps(body if body is not None else {}).encode()
+    started, backoff, last = monotonic(), 1.0, "nothing"
+    while True:
+        try:
+            status, answer, retry_after = _post(api_url, path, payload, signal_headers(key, path, payload))
+        except (OSError, http.client.HTTPException) as error:
+            status, answer, retry_after, last = 0, {}, None, f"{type(error).__name__}: {error}"
+        if 200 <= status < 300:
+            return answer
+        if status and status != 429 and status < 500:
+            raise SignalRefused(status, str(answer.get("error") or answer.get("message") or answer))
+        if status:
+            last = f"HTTP {status}: {answer.get('error') or answer.get('message') or ''}".strip()
+        wait = min(MAX_BACKOFF_SECONDS, retry_after if retry_after is not None else backoff)
+        if monotonic() - started + wait > retry_seconds:
+            raise SignalNotDelivered(f"signal {name!r} to run {run_id} not taken in {retry_seconds:g} s; last: {last}")
+        sleep(wait)
+        backoff = min(MAX_BACKOFF_SECONDS, backoff * 2)
+
+
+def _post(api_url: str, path: str, payload: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any], float | None]:
+    url = urlsplit(api_url.rstrip("/"))
+    kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+    conn = kind(url.hostname or "", url.port, timeout=REQUEST_SECONDS)
+    try:
+        conn.request("POST", url.path + path, payload, {**headers, "Content-Type": "application/json"})
+        response = conn.getresponse()
+        raw = response.read(MAX_ANSWER_BYTES)
+        retry_after = response.getheader("Retry-After")
+    finally:
+        conn.close()
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        answer = {"error": raw[:200].decode(errors="replace")}
+    delay = float(retry_after) if retry_after and retry_after.isdigit() else None
+    return response.status, answer if isinstance(answer, dict) else {"error": str(answer)[:200]}, delay

@@ -1,0 +1,99 @@
+"""Where the bridge keeps what it did for each idempotency key: at most once, and the attempt fence.
+
+Invariant: every decision about a key is one atomic step of the store. `begin`
+decides, for a delivery of (key, attempt), whether it is behind the fence, a
+repeat of a key already answered (its answer is replayed, nothing applied
+again), a key being applied right now, or new (then marked in progress);
+`status` raises the key's fence to the attempt asked about and says what it
+knows, in the same step. A real store does each in one database transaction
+(`SELECT … FOR UPDATE` on the key's row, or a conditional write) and records
+the answer in the same transaction as the game-world change, so a crash cannot
+leave an action applied with no answer recorded. `MemoryStore` is for trying
+the kit: it forgets everything when the process stops, so a restarted game
+would apply a repeated delivery again.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from .answers import Answer
+
+Decision = Literal["new", "replay", "fenced", "busy"]
+Status = Literal["applied", "not_applied", "in_progress"]
+
+
+@dataclass(frozen=True)
+class Begun:
+    """What `begin` decided: `answer` for a replay, `fence` (the attempt asked about) when fenced."""
+
+    decision: Decision
+    answer: Answer | None = None
+    fence: int = 0
+
+
+@dataclass(frozen=True)
+class Known:
+    """What `status` answers for a key: its status and, once applied, the answer that applied it."""
+
+    status: Status
+    answer: Answer | None = None
+
+
+class Store(Protocol):
+    def begin(self, key: str, attempt: int) -> Begun: ...
+
+    def finish(self, key: str, answer: Answer) -> None:
+        """Record the answer a new delivery produced (with the world change, in a real store)."""
+
+    def abandon(self, key: str) -> None:
+        """The handler raised before it acted: the key is neither applied nor in progress."""
+
+    def status(self, key: str, attempt: int) -> Known: ...
+
+
+@dataclass
+class _Key:
+    fence: int = 0
+    in_progress: bool = False
+    answer: Answer | None = None
+
+
+@dataclass
+class MemoryStore:
+    """A `Store` in this process's memory, for development and tests only (see the module's docstring)."""
+
+    _keys: dict[str, _Key] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def begin(self, key: str, attempt: int) -> Begun:
+        with self._lock:
+            row = self._keys.setdefault(key, _Key())
+            if attempt < row.fence:
+                return Begun("fenced", fence=row.fence)
+            if row.answer is not None:
+                return Begun("replay", answer=row.answer)
+            if row.in_progress:
+                return Begun("busy")
+            row.in_progress = True
+            return Begun("new")
+
+    def finish(self, key: str, answer: Answer) -> None:
+        with self._lock:
+            row = self._keys.setdefault(key, _Key())
+            row.in_progress, row.answer = False, answer
+
+    def abandon(self, key: str) -> None:
+        with self._lock:
+            self._keys.setdefault(key, _Key()).in_progress = False
+
+    def status(self, key: str, attempt: int) -> Known:
+        with self._lock:
+            row = self._keys.setdefault(key, _Key())
+            row.fence = max(row.fence, attempt)
+            if row.answer is not None and row.answer.applied:
+                return Known("applied", row.answer)
+            # a refusal recorded: not applied, and a re-send is answered the same refusal
+            return Known("in_progress" if row.in_progress else "not_applied")

@@ -1,0 +1,226 @@
+"""The Python bridge kit on its own: signatures, at most once, the fence, answers' shapes, signals' retries."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the kit's source tree, not an installed copy
+
+from event_bridge import BadAnswer, Bridge, Gone, Resource, Revert, SignalNotDelivered, SignalRefused, done, refused, send_signal
+from event_bridge.signing import signed_headers, status_signed
+
+KEY = "kit-key"
+NOW = 1_800_000_000.0
+
+
+def delivery(action="world.spawn", key="k1", attempt=1, **extra):
+    body = json.dumps({"run_id": 7, "step_id": 21, "phase": 1, "action": action, "version": 1, "params": {},
+                       "idempotency_key": key, "attempt": attempt, **extra}).encode()
+    return {**signed_headers(KEY, body, NOW), "Idempotency-Key": key}, body
+
+
+def bridge_counting(store=None):
+    applied = []
+    bridge = Bridge(KEY, store, clock=lambda: NOW)
+
+    @bridge.action("world.spawn")
+    def spawn(d):
+        applied.append(d.key)
+        return done(Resource("npc", f"dragon-{len(applied)}", Revert("world.despawn", {"id": len(applied)})))
+
+    return bridge, applied
+
+
+def status(bridge, key, attempt):
+    target = f"/actions/world.spawn/status/{key}?attempt={attempt}"
+    return bridge.handle("GET", target, signed_headers(KEY, status_signed(target), NOW), b"")
+
+
+def test_a_delivery_is_applied_once_and_its_answer_replayed():
+    bridge, applied = bridge_counting()
+    headers, body = delivery()
+    first = bridge.handle("POST", "/actions/world.spawn", headers, body)
+    again = bridge.handle("POST", "/actions/world.spawn", headers, body)
+    assert applied == ["k1"] and first.body == again.body
+    assert first.body["resources"][0]["id"] == "dragon-1"
+    assert status(bridge, "k1", 2).body == {"status": "applied", "resources": first.body["resources"]}
+
+
+@pytest.mark.parametrize("tamper", ["signature", "timestamp", "body", "stale"])
+def test_a_request_that_does_not_verify_is_401_and_applies_nothing(tamper):
+    bridge, applied = bridge_counting()
+    headers, body = delivery()
+    if tamper == "signature":
+        headers["X-Event-Signature"] = "sha256=" + "0" * 64
+    elif tamper == "timestamp":
+        headers["X-Event-Timestamp"] = str(int(NOW) + 1)
+    elif tamper == "body":
+        body = body.replace(b'"params":{}', b'"params":{"boss":1}').replace(b'"params": {}', b'"params": {"boss": 1}')
+    else:
+        headers.update(signed_headers(KEY, body, NOW - 301))
+    answer = bridge.handle("POST", "/actions/world.spawn", headers, body)
+    assert answer.status == 401 and applied == []
+
+
+def test_a_signed_body_must_name_what_the_request_carries():
+    bridge, applied = bridge_counting()
+    headers, body = delivery()
+    headers["Idempotency-Key"] = "another"
+    answer = bridge.handle("POST", "/actions/world.spawn", headers, body)
+    assert answer.status == 400 and "Idempotency-Key" in answer.body["reason"] and applied == []
+
+
+def test_the_status_endpoint_raises_the_fence_and_a_lower_attempt_is_refused():
+    bridge, applied = bridge_counting()
+    assert status(bridge, "k1", 3).body == {"status": "not_applied"}
+    headers, body = delivery(attempt=2)
+    answer = bridge.handle("POST", "/actions/world.spawn", headers, body)
+    assert answer.status == 409 and answer.body["outcome"] == "refused" and applied == []
+    headers, body = delivery(attempt=3)
+    assert bridge.handle("POST", "/actions/world.spawn", headers, body).status == 200 and applied == ["k1"]
+
+
+def test_a_refusal_is_replayed_and_reported_not_applied():
+    bridge = Bridge(KEY, clock=lambda: NOW, handlers={"world.spawn": lambda d: refused("the arena is full")})
+    headers, body = delivery()
+    assert bridge.handle("POST", "/actions/world.spawn", headers, body).body == {"outcome": "refused", "reason": "the arena is full"}
+    assert status(bridge, "k1", 2).body == {"status": "not_applied"}
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).body["outcome"] == "refused"
+
+
+def test_a_delivery_being_applied_is_in_progress_and_a_concurrent_repeat_is_told_to_retry():
+    release, started = threading.Event(), threading.Event()
+
+    def slow(d):
+        started.set()
+        release.wait(10)
+        return done()
+
+    bridge = Bridge(KEY, clock=lambda: NOW, handlers={"world.spawn": slow})
+    worker = threading.Thread(target=bridge.handle, args=("POST", "/actions/world.spawn", *delivery()))
+    worker.start()
+    started.wait(10)
+    assert status(bridge, "k1", 1).body == {"status": "in_progress"}
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery()).status == 429
+    release.set()
+    worker.join(10)
+    assert status(bridge, "k1", 1).body == {"status": "applied"}
+
+
+def test_a_handler_that_raises_is_a_json_500_and_the_key_can_be_tried_again():
+    calls = []
+
+    def flaky(d):
+        calls.append(d.attempt)
+        if len(calls) == 1:
+            raise RuntimeError("the world server is restarting")
+        return done()
+
+    bridge = Bridge(KEY, clock=lambda: NOW, handlers={"world.spawn": flaky})
+    first = bridge.handle("POST", "/actions/world.spawn", *delivery())
+    assert first.status == 500 and "the world server is restarting" in first.body["reason"]
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).status == 200 and calls == [1, 2]
+
+
+def test_a_revert_of_something_already_gone_is_done():
+    def despawn(d):
+        raise Gone
+
+    bridge = Bridge(KEY, clock=lambda: NOW, handlers={"world.despawn": despawn})
+    answer = bridge.handle("POST", "/actions/world.despawn", *delivery(action="world.despawn"))
+    assert answer.status == 200 and answer.body["outcome"] == "done"
+
+
+def test_an_unknown_action_is_refused_422():
+    bridge = Bridge(KEY, clock=lambda: NOW, test_actions=False)
+    answer = bridge.handle("POST", "/actions/test.noop", *delivery(action="test.noop"))
+    assert answer.status == 422 and answer.body["reason"] == "this bridge has no action 'test.noop'"
+
+
+@pytest.mark.parametrize("resource, problem", [
+    (Resource("", "x"), "resources[0].kind"),
+    (Resource("npc", "x" * 192), "resources[0].id"),
+    (Resource("npc", "\ud800"), "resources[0].id"),
+    (Resource("npc", "x", Revert("despawn")), "resources[0].revert.action"),
+    (Resource("npc", "x", Revert("core.wait")), "resources[0].revert.action"),
+    (Resource("npc", "x", Revert("world.despawn", {"blob": "x" * 17000})), "resources[0].revert.params"),
+])
+def test_an_answer_the_engine_would_refuse_is_refused_here(resource, problem):
+    with pytest.raises(BadAnswer, match=problem.replace("[", r"\[").replace("]", r"\]")):
+        done(resource)
+
+
+def test_at_most_a_hundred_resources():
+    done(*[Resource("npc", str(i)) for i in range(100)])
+    with pytest.raises(BadAnswer, match="at most 100 entries, not 101"):
+        done(*[Resource("npc", str(i)) for i in range(101)])
+
+
+class Engine(BaseHTTPRequestHandler):
+    """A stand-in for the engine's signal route: answers what `answers` holds, in order; records each request."""
+
+    answers: ClassVar[list[tuple[int, dict]]] = []
+    seen: ClassVar[list[tuple[str, dict, bytes]]] = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Engine.seen.append((self.path, dict(self.headers.items()), body))
+        status, answer = Engine.answers.pop(0)
+        payload = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def engine():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Engine)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Engine.seen = []
+    yield f"http://127.0.0.1:{server.server_address[1]}/api"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_signal_is_retried_through_a_resume_and_signed_without_the_stage(engine):
+    Engine.answers = [(503, {"error": "the database is resuming"}), (429, {"error": "slow down"}),
+                      (201, {"signal": {"name": "boss_defeated"}})]
+    waits = []
+    answer = send_signal(engine, "sig-key", 42, "boss_defeated", {"boss": "scarecrow"}, sleep=waits.append)
+    assert answer == {"signal": {"name": "boss_defeated"}} and waits == [1.0, 2.0]
+    path, headers, body = Engine.seen[-1]
+    assert path == "/api/runs/42/signals/boss_defeated"
+    import hashlib
+    import hmac
+    ts = headers["X-Signal-Timestamp"]
+    expected = hmac.new(b"sig-key", f"{ts}.POST./runs/42/signals/boss_defeated.".encode() + body, hashlib.sha256).hexdigest()
+    assert headers["X-Signal-Signature"] == f"sha256={expected}"
+
+
+def test_a_refused_signal_is_final_and_shows_the_engines_error(engine):
+    Engine.answers = [(404, {"error": "run 42 has no signal 'boss_dead'"})]
+    with pytest.raises(SignalRefused, match="run 42 has no signal 'boss_dead'"):
+        send_signal(engine, "sig-key", 42, "boss_dead", sleep=lambda s: None)
+
+
+def test_a_signal_the_engine_never_takes_gives_up_after_the_retry_time(engine):
+    Engine.answers = [(503, {"error": "down"})] * 50
+    clock = [0.0]
+
+    def sleep(seconds):
+        clock[0] += seconds
+
+    with pytest.raises(SignalNotDelivered, match="not taken in 90 s; last: HTTP 503: down"):
+        send_signal(engine, "sig-key", 42, "boss_defeated", sleep=sleep, monotonic=lambda: clock[0])
+    assert clock[0] >= 60  # at least a minute of retries: an Aurora resume

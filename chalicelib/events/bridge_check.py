@@ -1,0 +1,295 @@
+"""`python -m chalicelib bridge-check <url>`: a game team's bridge driven through the protocol, case by case.
+
+Invariant: the check judges the bridge exactly as the engine would — every
+request is sent by the engine's own client (`outbound`: one overall deadline,
+the 1 MB answer cap), every answer classified by the engine's own rules
+(`adapters.bridge.classify`, `read_status`, `ledger.listed`) — so a bridge
+that passes is one the engine runs against, and a failure says what was
+expected and what came back. It sends only the action the team names
+(`--action`, harmless: the kits' `test.noop`), the one that can be slowed
+(`--slow-action`) and the one that leaves a resource (`--spawn-action`) with its
+revert, each under keys of its own (`bridge-check-…`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .. import outbound
+from .actions.outcome import Status, Verdict
+from .adapters.bridge import classify, delivery_body, read_status
+from .errors import BridgeCaseFailed as Failed
+from .errors import OutboundError
+from .ledger import listed
+
+STALE_SECONDS = 600  # twice the window a bridge should allow either side of its clock
+
+
+@dataclass
+class Case:
+    name: str
+    verdict: str = "PASS"  # PASS | FAIL | SKIP, as the lines print them
+    said: str = ""  # what was expected and what came back; why it was skipped
+
+
+@dataclass
+class Report:
+    url: str
+    cases: list[Case] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(case.verdict != "FAIL" for case in self.cases)
+
+    def lines(self) -> Iterator[str]:
+        for case in self.cases:
+            yield f"{case.verdict:4} {case.name}" + (f": {case.said}" if case.said else "")
+        failed = sum(case.verdict == "FAIL" for case in self.cases)
+        yield f"{len(self.cases)} cases: {failed} failed, {sum(c.verdict == 'SKIP' for c in self.cases)} skipped"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"url": self.url, "passed": self.passed, "cases": [asdict(case) for case in self.cases]}
+
+
+@dataclass(frozen=True)
+class Options:
+    url: str
+    key: str
+    action: str = "test.noop"
+    slow_action: str | None = None
+    spawn_action: str | None = "test.spawn"
+    status: bool = True  # the bridge serves the status endpoint
+    deadline: float = 10.0  # the engine's overall deadline for one exchange
+    slow_seconds: float = 3.0  # how long --slow-action is asked to take
+
+
+class Checker:
+    def __init__(self, options: Options, now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None)):
+        self.options = options
+        self._endpoint = outbound.Endpoint.parse(options.url)
+        self._now = now
+        self._run = f"{uuid.uuid4().hex[:8]}"
+        self._steps = iter(range(1, 1_000_000))
+
+    def key(self, case: str) -> str:
+        return f"bridge-check-{self._run}-{case}"
+
+    # -- the requests, as the engine sends them ---------------------------------------------------------------
+
+    def deliver(self, action: str, key: str, attempt: int = 1, *, params: dict[str, Any] | None = None,
+                signed_with: str | None = None, at: datetime | None = None, signature: str | None = None,
+                unsigned: bool = False) -> outbound.Answer:
+        body = delivery_body(0, next(self._steps), 1, action, 1, params or {}, key, attempt)
+        headers = {"Content-Type": "application/json", "Idempotency-Key": key}
+        if not unsigned:
+            headers |= outbound.signed_headers(signed_with or self.options.key, at or self._now(), body)
+        if signature is not None:
+            headers["X-Event-Signature"] = signature
+        return self._timed(lambda: outbound.post(self._endpoint, self._endpoint.target(f"/actions/{action}"), body,
+                                                 headers, timeout=self.options.deadline))
+
+    def status(self, action: str, key: str, attempt: int, *, unsigned: bool = False) -> outbound.Answer:
+        target = self._endpoint.target(f"/actions/{action}/status/{key}")
+        target = f"{target}{'&' if '?' in target else '?'}attempt={attempt}"
+        headers = {} if unsigned else outbound.signed_headers(self.options.key, self._now(), f"GET.{target}.".encode())
+        return self._timed(lambda: outbound.get(self._endpoint, target=target, headers=headers,
+                                                timeout=self.options.deadline))
+
+    def _timed(self, send: Callable[[], outbound.Answer]) -> outbound.Answer:
+        try:
+            return send()
+        except OutboundError as error:
+            raise Failed(f"no answer within the engine's {self.options.deadline:g} s deadline: {error}") from None
+
+    # -- what the engine would make of an answer ---------------------------------------------------------------
+
+    def status_of(self, action: str, key: str, attempt: int) -> str:
+        probe = read_status(self.status(action, key, attempt))
+        if probe.status is Status.UNKNOWN:
+            raise Failed(f"the status endpoint gave no status the engine knows ({probe.detail})")
+        return probe.status.value
+
+    def not_applied(self, key: str) -> None:
+        if self.options.status:
+            said = self.status_of(self.options.action, key, 1)
+            if said != "not_applied":
+                raise Failed(f"a refused delivery must not be applied: the status endpoint then said {said!r}")
+
+
+def _shown(answer: outbound.Answer) -> str:
+    return f"HTTP {answer.status} {answer.body[:200].decode('utf-8', 'replace')}"
+
+
+def _expect_refused(check: Checker, case: str, **how: Any) -> str:
+    key = check.key(case)
+    answer = check.deliver(check.options.action, key, **how)
+    if answer.status != 401:
+        raise Failed(f"expected 401 and nothing applied, got {_shown(answer)}: check the signature, its key and its"
+                     " timestamp window before reading anything")
+    check.not_applied(key)
+    return "401, not applied"
+
+
+def _done(check: Checker, action: str, key: str, attempt: int = 1, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    outcome = classify(check.deliver(action, key, attempt, params=params))
+    if outcome.verdict is not Verdict.DONE:
+        raise Failed(f"expected done, got {outcome.verdict.value}: {outcome.error}")
+    _, problem = listed(outcome.result)
+    if problem:
+        raise Failed(f"its resources would be refused by the engine: {problem}")
+    return outcome.result or {}
+
+
+def case_unsigned(check: Checker) -> str:
+    return _expect_refused(check, "unsigned", unsigned=True)
+
+
+def case_forged(check: Checker) -> str:
+    return _expect_refused(check, "forged", signature="sha256=" + "0" * 64)
+
+
+def case_stale(check: Checker) -> str:
+    return _expect_refused(check, "stale", at=check._now() - timedelta(seconds=STALE_SECONDS))
+
+
+def case_other_key(check: Checker) -> str:
+    return _expect_refused(check, "other-key", signed_with=check.options.key + "-not-this-one")
+
+
+def case_delivery(check: Checker) -> str:
+    _done(check, check.options.action, check.key("once"))
+    return "done, a JSON object within the cap and the deadline"
+
+
+def case_repeat(check: Checker) -> str:
+    key = check.key("repeat")
+    first = _done(check, check.options.action, key)
+    again = _done(check, check.options.action, key)
+    if first != again:
+        raise Failed(f"the same key again must answer the first answer (applied once), got {again} after {first}:"
+                     " record the answer by idempotency key and replay it")
+    if check.options.status and (said := check.status_of(check.options.action, key, 2)) != "applied":
+        raise Failed(f"after a done delivery the status endpoint must say applied, said {said!r}")
+    return "the first answer replayed" + (", status applied" if check.options.status else "")
+
+
+def case_status_unsigned(check: Checker) -> str:
+    answer = check.status(check.options.action, check.key("once"), 2, unsigned=True)
+    if answer.status != 401:
+        raise Failed(f"an unsigned status request must be 401, got {_shown(answer)}")
+    return "401"
+
+
+def case_status_unknown(check: Checker) -> str:
+    said = check.status_of(check.options.action, check.key("never-sent"), 1)
+    if said != "not_applied":
+        raise Failed(f"a key never delivered must be not_applied, said {said!r}")
+    return "not_applied"
+
+
+def case_fence(check: Checker) -> str:
+    key = check.key("fence")
+    if (said := check.status_of(check.options.action, key, 3)) != "not_applied":
+        raise Failed(f"a key never delivered must be not_applied, said {said!r}")
+    answer = check.deliver(check.options.action, key, attempt=2)
+    if answer.status != 409:
+        raise Failed(f"after a status for attempt 3, a delivery of attempt 2 must be refused 409 (the attempt fence),"
+                     f" got {_shown(answer)}: keep the highest attempt a status was asked for, per key")
+    if (said := check.status_of(check.options.action, key, 3)) != "not_applied":
+        raise Failed(f"a fenced delivery must not be applied: the status then said {said!r}")
+    return "409 behind the fence, not applied"
+
+
+def case_in_progress(check: Checker) -> str:
+    action, key = check.options.slow_action or check.options.action, check.key("slow")  # skipped when not named
+    finished: list[Any] = []
+    worker = threading.Thread(target=lambda: finished.append(_catch(lambda: _done(
+        check, action, key, params={"seconds": check.options.slow_seconds}))), daemon=True)
+    worker.start()
+    seen = []
+    while worker.is_alive():
+        seen.append(check.status_of(action, key, 1))
+        if seen[-1] == "in_progress":
+            break
+        time.sleep(0.1)
+    worker.join(check.options.deadline + 1)
+    if finished and isinstance(finished[0], Failed):
+        raise finished[0]
+    if "in_progress" not in seen:
+        raise Failed(f"while a slow delivery ran, the status endpoint said {sorted(set(seen)) or 'nothing'}, never"
+                     " in_progress: record the key as in progress before the action starts")
+    if (said := check.status_of(action, key, 1)) != "applied":
+        raise Failed(f"once the slow delivery was done, the status said {said!r}, not applied")
+    return "in_progress while it ran, then applied"
+
+
+def case_revert(check: Checker) -> str:
+    action = check.options.spawn_action or check.options.action  # skipped when not named
+    result = _done(check, action, check.key("spawn"))
+    entries, _ = listed(result)
+    reverts = [e.revert for e in entries if e.revert is not None and e.revert.action != "core.cue"]
+    if not reverts:
+        raise Failed(f"{action} must list a resource with a module-action revert, answered {result}")
+    revert = reverts[0]
+    _done(check, revert.action, check.key("revert-1"), params=revert.params)
+    _done(check, revert.action, check.key("revert-2"), params=revert.params)
+    return f"{len(entries)} resource(s) well formed; {revert.action} done, and done again once already gone"
+
+
+def _catch(run: Callable[[], Any]) -> Any:
+    try:
+        return run()
+    except Failed as failed:
+        return failed
+
+
+# name, the case, why it is skipped (None: it runs)
+def cases(options: Options) -> list[tuple[str, Callable[[Checker], str], str | None]]:
+    no_status = None if options.status else "needs the status endpoint (--no-status given)"
+    return [
+        ("unsigned delivery refused", case_unsigned, None),
+        ("forged signature refused", case_forged, None),
+        ("stale timestamp refused", case_stale, None),
+        ("another key refused", case_other_key, None),
+        ("valid delivery done", case_delivery, None),
+        ("same key answered the same, applied once", case_repeat, None),
+        ("unsigned status request refused", case_status_unsigned, no_status),
+        ("unknown key not applied", case_status_unknown, no_status),
+        ("attempt fence", case_fence, no_status),
+        ("in progress while a slow delivery runs", case_in_progress,
+         no_status or (None if options.slow_action else "needs an action that can be slowed (--slow-action)")),
+        ("resources well formed, revert idempotent", case_revert,
+         None if options.spawn_action else "needs an action that leaves a resource (--spawn-action)"),
+    ]
+
+
+def run(options: Options, *, progress: Callable[[str], None] | None = None) -> Report:
+    check, report = Checker(options), Report(options.url)
+    for name, case, skipped in cases(options):
+        if skipped:
+            result = Case(name, "SKIP", skipped)
+        else:
+            try:
+                result = Case(name, "PASS", case(check))
+            except Failed as failed:
+                result = Case(name, "FAIL", str(failed))
+        report.cases.append(result)
+        if progress:
+            progress(next(iter(Report(options.url, [result]).lines())))
+    return report
+
+
+def main(options: Options, *, as_json: bool, out: Callable[[str], None] = print) -> int:
+    report = run(options, progress=None if as_json else out)
+    if as_json:
+        out(json.dumps(report.as_json(), indent=2))
+    else:
+        out(list(report.lines())[-1])
+    return 0 if report.passed else 1

@@ -1,0 +1,149 @@
+"""`python -m chalicelib bridge-check` passes the Python bridge kit and fails each deliberately broken bridge on
+its own case, saying what to fix (issue 43)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+
+import pytest
+
+from chalicelib.__main__ import main as command
+from chalicelib.events import bridge_check
+from chalicelib.events.bridge_check import Options
+from tests.support.kits import event_bridge, serving
+
+KEY = "bridge-check-test-key"
+
+
+def checked(url: str, **options) -> bridge_check.Report:
+    return bridge_check.run(Options(url, KEY, **options))
+
+
+def failed(report: bridge_check.Report) -> dict[str, str]:
+    return {case.name: case.said for case in report.cases if case.verdict == "FAIL"}
+
+
+def test_the_python_kit_passes_every_case_and_the_command_exits_0(monkeypatch, capsys):
+    with serving(event_bridge.Bridge(KEY)) as url:
+        monkeypatch.setenv("GAME_BRIDGE_SECRET", KEY)
+        assert command(["bridge-check", url, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is True
+    verdicts = {case["name"]: case["verdict"] for case in report["cases"]}
+    assert verdicts["attempt fence"] == "PASS"
+    assert verdicts["resources well formed, revert idempotent"] == "PASS"
+    assert verdicts["in progress while a slow delivery runs"] == "SKIP"  # no --slow-action
+
+
+@pytest.mark.realtime
+def test_the_kits_slow_action_is_seen_in_progress():
+    with serving(event_bridge.Bridge(KEY)) as url:
+        report = checked(url, slow_action="test.slow", slow_seconds=1.0)
+    assert failed(report) == {}
+    assert [c.said for c in report.cases if c.name.startswith("in progress")] == ["in_progress while it ran, then applied"]
+
+
+def test_without_a_status_endpoint_its_cases_are_skipped_with_the_reason():
+    with serving(event_bridge.Bridge(KEY)) as url:
+        report = checked(url, status=False)
+    skipped = {c.name: c.said for c in report.cases if c.verdict == "SKIP"}
+    assert skipped["attempt fence"] == "needs the status endpoint (--no-status given)"
+    assert report.passed
+
+
+def test_a_bridge_that_checks_no_signature_fails_the_signature_cases(monkeypatch):
+    monkeypatch.setattr(event_bridge.bridge.signing, "verify", lambda *args: None)
+    with serving(event_bridge.Bridge(KEY)) as url:
+        report = checked(url)
+    assert set(failed(report)) == {"unsigned delivery refused", "forged signature refused", "stale timestamp refused",
+                                   "another key refused", "unsigned status request refused"}
+    assert "expected 401 and nothing applied, got HTTP 200" in failed(report)["unsigned delivery refused"]
+
+
+def test_a_bridge_that_allows_any_timestamp_fails_the_stale_case(monkeypatch):
+    monkeypatch.setattr(event_bridge.signing, "WINDOW_SECONDS", 10**9)
+    with serving(event_bridge.Bridge(KEY)) as url:
+        assert set(failed(checked(url))) == {"stale timestamp refused"}
+
+
+class ForgetfulStore(event_bridge.MemoryStore):
+    """Never replays: a repeat is applied again."""
+
+    def begin(self, key, attempt):
+        begun = super().begin(key, attempt)
+        if begun.decision == "replay":
+            return replace(begun, decision="new", answer=None)
+        return begun
+
+
+class UnfencedStore(event_bridge.MemoryStore):
+    """Answers the status endpoint without raising the key's fence."""
+
+    def status(self, key, attempt):
+        return super().status(key, 0)
+
+
+def test_a_bridge_that_does_not_deduplicate_fails_the_repeat_case():
+    with serving(event_bridge.Bridge(KEY, ForgetfulStore())) as url:
+        report = checked(url)
+    assert set(failed(report)) == {"same key answered the same, applied once"}
+    assert "record the answer by idempotency key and replay it" in failed(report)["same key answered the same, applied once"]
+
+
+def test_a_bridge_without_the_attempt_fence_fails_the_fence_case():
+    with serving(event_bridge.Bridge(KEY, UnfencedStore())) as url:
+        report = checked(url)
+    assert set(failed(report)) == {"attempt fence"}
+    assert "keep the highest attempt a status was asked for, per key" in failed(report)["attempt fence"]
+
+
+class TextAnswer(event_bridge.Answer):
+    """A 200 whose body is text, not a JSON object."""
+
+    def payload(self) -> bytes:
+        return b"ok, spawned"
+
+
+def test_a_bridge_answering_text_fails_the_delivery_case(monkeypatch):
+    bridge = event_bridge.Bridge(KEY)
+    handle = bridge.handle
+
+    def as_text(*request):
+        answer = handle(*request)
+        return TextAnswer({}, 200) if answer.status == 200 and "outcome" in answer.body else answer
+
+    monkeypatch.setattr(bridge, "handle", as_text)
+    with serving(bridge) as url:
+        report = checked(url)
+    assert "valid delivery done" in failed(report)
+    assert "malformed answer: not a JSON object" in failed(report)["valid delivery done"]
+
+
+@pytest.mark.realtime
+def test_a_bridge_slower_than_the_engines_deadline_fails_the_delivery_case():
+    def too_slow(delivery):
+        time.sleep(1.5)
+        return event_bridge.done()
+
+    with serving(event_bridge.Bridge(KEY, handlers={"test.noop": too_slow})) as url:
+        report = checked(url, deadline=0.5)
+    assert "no answer within the engine's 0.5 s deadline" in failed(report)["valid delivery done"]
+
+
+def test_without_the_bridge_key_the_command_says_which_setting(monkeypatch, capsys):
+    monkeypatch.delenv("GAME_BRIDGE_SECRET", raising=False)
+    assert command(["bridge-check", "http://127.0.0.1:9"]) == 2
+    assert "GAME_BRIDGE_SECRET must hold the bridge key" in capsys.readouterr().err
+
+
+def test_the_kits_limits_are_the_engines():
+    from chalicelib import outbound, storable
+    from chalicelib.events import ledger
+
+    answers = event_bridge.answers
+    assert (answers.MAX_RESOURCES, answers.KIND_CHARS, answers.ID_CHARS, answers.MAX_REVERT_PARAMS_BYTES,
+            answers.MAX_JSON_DEPTH, answers.MAX_ANSWER_BYTES, answers.BY_HAND) == (
+        ledger.MAX_RESOURCES, ledger.KIND_CHARS, ledger.ID_CHARS, ledger.MAX_REVERT_PARAMS_BYTES,
+        storable.MAX_JSON_DEPTH, outbound.MAX_ANSWER_BYTES, ledger.BY_HAND)
