@@ -12,7 +12,7 @@ import pytest
 from chalicelib.__main__ import main as command
 from chalicelib.events import bridge_check
 from chalicelib.events.bridge_check import Options
-from tests.support.kits import event_bridge, serving
+from tests.support.kits import NODE_KIT, event_bridge, node_example, serving
 
 KEY = "bridge-check-test-key"
 
@@ -147,3 +147,20 @@ def test_the_kits_limits_are_the_engines():
             answers.MAX_JSON_DEPTH, answers.MAX_ANSWER_BYTES, answers.BY_HAND) == (
         ledger.MAX_RESOURCES, ledger.KIND_CHARS, ledger.ID_CHARS, ledger.MAX_REVERT_PARAMS_BYTES,
         storable.MAX_JSON_DEPTH, outbound.MAX_ANSWER_BYTES, ledger.BY_HAND)
+
+
+@pytest.mark.realtime
+def test_the_node_kits_example_passes_every_case():
+    with node_example(KEY) as url:
+        report = checked(url, slow_action="test.slow", slow_seconds=1.0)
+    assert failed(report) == {}
+    assert {c.verdict for c in report.cases} == {"PASS"}
+
+
+@pytest.mark.realtime
+def test_the_node_kits_own_tests_pass():
+    import subprocess
+
+    done = subprocess.run(["node", "--test", "test/"], cwd=NODE_KIT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "# fail 0" in done.stdout

@@ -30,3 +30,20 @@ def serving(bridge: event_bridge.Bridge) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def node_example(key: str) -> Iterator[str]:
+    """The Node kit's example bridge (bridge/node/example.js) under the machine's `node`, on a free port."""
+    import subprocess
+
+    process = subprocess.Popen(["node", str(NODE_KIT / "example.js")], env={"EVENT_BRIDGE_KEY": key, "PORT": "0",
+                               "PATH": "/usr/bin:/bin:/usr/local/bin"}, stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        if not line.startswith("event bridge on "):
+            raise RuntimeError(f"the Node example did not start: {line!r}")
+        yield line.removeprefix("event bridge on ").strip()
+    finally:
+        process.terminate()
+        process.wait(10)

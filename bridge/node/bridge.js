@@ -1,0 +1,144 @@
+// The game side of the bridge, HTTP-neutral: a request in, an answer out.
+// Invariant: a delivery reaches a handler only when its signature verifies, its signed body names the action, key
+// and attempt the request carries, it is not behind the key's attempt fence, and the key was never answered
+// before (a repeat gets the recorded answer again); the status endpoint raises the fence before it answers. So a
+// delivery is applied at most once per idempotency key (docs/contract.md, "The game bridge").
+import { randomUUID } from 'node:crypto';
+import { verify, statusSigned, Unsigned } from './signing.js';
+import { Answer, done, refused, resource, revert } from './answers.js';
+import { MemoryStore } from './store.js';
+
+export const MAX_SLOW_SECONDS = 30;
+
+// Thrown by a revert handler whose thing is already gone: answered done (a revert is idempotent).
+export class Gone extends Error {}
+
+function error(status, reason) {
+  return new Answer(status === 409 || status === 422 ? { outcome: 'refused', reason } : { reason }, status);
+}
+
+export class Bridge {
+  // key: the bridge key, or a function returning it as it stands now (a rotation); handlers: {actionId: fn(delivery)}
+  constructor({ key, store = new MemoryStore(), handlers = {}, clock = () => Date.now() / 1000, testActions = true }) {
+    this.key = key;
+    this.store = store;
+    this.handlers = { ...(testActions ? testHandlers() : {}), ...handlers };
+    this.clock = clock;
+  }
+
+  action(actionId, handler) {
+    this.handlers[actionId] = handler;
+    return this;
+  }
+
+  currentKey() {
+    return typeof this.key === 'function' ? this.key() : this.key;
+  }
+
+  // method, target (path and query), headers (lower-cased names), body (a Buffer) -> Answer
+  async handle(method, target, headers, body) {
+    const url = new URL(target, 'http://bridge');
+    const path = url.pathname.replace(/\/+$/, '').split('/');
+    const n = path.length;
+    if (method === 'POST' && n >= 3 && path[n - 2] === 'actions') return this.deliver(decodeURIComponent(path[n - 1]), headers, body);
+    if (method === 'GET' && n >= 5 && path[n - 4] === 'actions' && path[n - 2] === 'status') {
+      return this.status(target, decodeURIComponent(path[n - 1]), url.searchParams.get('attempt') || '', headers);
+    }
+    return error(404, `no such endpoint: ${method} ${url.pathname}`);
+  }
+
+  async deliver(actionId, headers, body) {
+    try {
+      verify(this.currentKey(), headers, body, this.clock());
+    } catch (why) {
+      if (why instanceof Unsigned) return error(401, why.message);
+      throw why;
+    }
+    const delivery = parse(actionId, headers, body);
+    if (typeof delivery === 'string') return error(400, delivery);
+    const handler = this.handlers[actionId];
+    if (!handler) return error(422, `this bridge has no action '${actionId}'`);
+    const begun = await this.store.begin(delivery.key, delivery.attempt);
+    if (begun.decision === 'fenced') {
+      return error(409, `attempt ${delivery.attempt} is behind the fence: a status was answered for attempt ${begun.fence}`);
+    }
+    if (begun.decision === 'replay') return begun.answer;
+    if (begun.decision === 'busy') return error(429, 'a delivery of this key is being applied now');
+    let answer;
+    try {
+      answer = await handler(delivery);
+    } catch (failure) {
+      if (failure instanceof Gone) {
+        answer = done([], { note: 'already gone' });
+      } else { // the handler's own failure (a BadAnswer too): it must act on nothing it did not undo
+        await this.store.abandon(delivery.key);
+        return error(500, `the ${actionId} handler failed: ${failure}`.slice(0, 500));
+      }
+    }
+    await this.store.finish(delivery.key, answer);
+    return answer;
+  }
+
+  async status(target, key, attempt, headers) {
+    try {
+      verify(this.currentKey(), headers, statusSigned(target), this.clock());
+    } catch (why) {
+      if (why instanceof Unsigned) return error(401, why.message);
+      throw why;
+    }
+    if (!/^\d+$/.test(attempt)) return error(400, 'the status request names its attempt: ?attempt=<n>');
+    const known = await this.store.status(key, Number(attempt));
+    const answer = { status: known.status };
+    if (known.answer && known.answer.body.resources) answer.resources = known.answer.body.resources;
+    return new Answer(answer);
+  }
+}
+
+function parse(actionId, headers, body) {
+  let data;
+  try {
+    data = JSON.parse(body.toString('utf8'));
+  } catch {
+    return 'the body is not JSON';
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return 'the body is not a JSON object';
+  const key = headers['idempotency-key'] || '';
+  const checks = [
+    [data.action === actionId, `the signed body names action '${data.action}', the path '${actionId}'`],
+    [key !== '' && data.idempotency_key === key, "the signed body's idempotency_key is not the Idempotency-Key header"],
+    [Number.isInteger(data.attempt) && data.attempt >= 1, "the signed body's attempt is not a number from 1"],
+    [Number.isInteger(data.run_id) && Number.isInteger(data.step_id), 'the signed body names no run_id and step_id'],
+    [data.params === undefined || (typeof data.params === 'object' && data.params !== null && !Array.isArray(data.params)),
+      "the signed body's params are not an object"],
+  ];
+  for (const [ok, why] of checks) if (!ok) return why;
+  return {
+    action: actionId, key, attempt: data.attempt, runId: data.run_id, stepId: data.step_id,
+    params: data.params || {}, rehearsal: data.rehearsal === true, body: data,
+  };
+}
+
+const markers = new Set(); // what test.spawn made and test.despawn has not removed
+
+function testHandlers() {
+  return {
+    // a receipt of its own on each application: a bridge that applies a repeat again answers differently
+    'test.noop': () => done([], { receipt: randomUUID() }),
+    'test.slow': async (d) => {
+      const seconds = d.params.seconds ?? 3;
+      if (typeof seconds !== 'number' || seconds < 0 || seconds > MAX_SLOW_SECONDS) {
+        return refused(`test.slow takes seconds from 0 to ${MAX_SLOW_SECONDS}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      return done([], { receipt: randomUUID() });
+    },
+    'test.spawn': (d) => {
+      markers.add(d.key);
+      return done([resource('test_marker', d.key, revert('test.despawn', { id: d.key }))]);
+    },
+    'test.despawn': (d) => {
+      if (!markers.delete(d.params.id)) throw new Gone();
+      return done();
+    },
+  };
+}
