@@ -110,7 +110,8 @@ screens: $(STAMP) $(NODE_STAMP) | $(BROWSER)
 mutate: $(STAMP)
 	$(BIN)/python -m tests.mutation $(MUTATE_ARGS)
 
-# The dev database lives on the same server the tests find (or start). DEMO=failures: a demo bridge that fails.
+# The dev database lives on the same server the tests find (or start). DEMO=failures: a demo bridge that fails;
+# DEMO=none: no demo bridge, your own at GAME_BRIDGE_URL (docs/game-bridge.md).
 dev: $(LOOP)
 	@EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m devtools.kit.mariadb url)events_dev} \
 	  $(BIN)/python -m devtools dev $(if $(DEMO),--demo $(DEMO))

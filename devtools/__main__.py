@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev = sub.add_parser("dev", help="the engine locally: API, demo game bridge and tick loop on a seeded demo event")
     dev.add_argument("--demo", choices=DEMOS, default="calm",
                      help="calm: the demo bridge answers done; failures: a step fails once, another answers 503 twice,"
-                          " a third takes 8 s")
+                          " a third takes 8 s; none: no demo bridge, your own at GAME_BRIDGE_URL (docs/game-bridge.md)")
     dev.set_defaults(run=cmd_dev)
     return parser
 

@@ -17,7 +17,9 @@ here for each role; only this command hands them to the API. The dev stage's
 settings come from `.chalice/config.json`, so the API, the tick loop and the
 printed tokens agree.
 
-`--demo failures` makes the demo bridge go wrong on purpose, once per step:
+`--demo none` starts no demo bridge: the game bridge at GAME_BRIDGE_URL is your
+own (a bridge kit's example, docs/game-bridge.md), signing with the dev stage's
+GAME_BRIDGE_SECRET. `--demo failures` makes the demo bridge go wrong on purpose, once per step:
 `world.spawn` fails once (the run pauses until someone presses Retry),
 `world.give_item` answers 503 twice (retried after a backoff), and
 `world.fireworks` takes 8 s.
@@ -29,7 +31,6 @@ GAME_BRIDGE_STATUS=on, so a step in doubt is asked about before it is re-sent.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -40,19 +41,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-from .kit.game_bridge import signed_by
+from .demo_bridge import DemoScript, listen_demo_bridge, say_port_in_use
+from .output import say, verbose
 
 PROJECT = Path(__file__).resolve().parents[1]
 EXIT_STOPPED, EXIT_SETTING, EXIT_DATABASE, EXIT_LISTENER = 0, 2, 3, 4
-DEMOS = ("calm", "failures")
+DEMOS = ("calm", "failures", "none")  # none: no demo bridge; the game bridge at GAME_BRIDGE_URL is your own
 API_READY_SECONDS = 60
 PEOPLE_POLL_SECONDS = 1.0  # how soon a person's control no tick follows (a pause, a cancel) reaches the terminal
 DEMO_NAME = "Harvest festival (demo)"
@@ -94,152 +94,6 @@ def dev_stage_environment() -> dict[str, str]:
 def with_dev_stage(env: Mapping[str, str]) -> dict[str, str]:
     """`env` with the dev stage's settings filling in what it does not set (a setting set empty stays empty)."""
     return {**dev_stage_environment(), **env}
-
-
-def verbose() -> bool:
-    return os.environ.get("EVENTS_DEV_VERBOSE") == "1"
-
-
-def say(line: str) -> None:
-    print(line, flush=True)
-
-
-# ── the demo game bridge ────────────────────────────────────────────────────
-class DemoScript:
-    """How the demo bridge answers: done to everything (calm), or the failures of `--demo failures`; and what
-    it has applied, for its status endpoint and its attempt fence (the bridge contract, worked)."""
-
-    def __init__(self, demo: str):
-        self.demo = demo
-        self.seen: Counter[str] = Counter()
-        self.applied: set[str] = set()  # keys whose action was applied (by any attempt)
-        self.applying: Counter[str] = Counter()  # keys with a delivery being applied now
-        self.fence: dict[str, int] = {}  # key -> the attempt its status was last answered for
-        self.lock = threading.Lock()
-
-    def answer(self, action: str, key: str) -> tuple[int, dict[str, Any], float]:
-        """(HTTP status, answer, seconds to wait before answering) for this request."""
-        with self.lock:
-            self.seen[key] += 1
-            nth = self.seen[key]
-        if self.demo == "failures":
-            if action == "world.spawn" and nth == 1:
-                return 400, {"reason": "the square is full: no room to spawn the scarecrow"}, 0.0
-            if action == "world.give_item" and nth <= 2:
-                return 503, {"reason": "the item service is restarting"}, 0.0
-            if action == "world.fireworks":
-                return 200, {"outcome": "done"}, 8.0
-        return 200, {"outcome": "done"}, 0.0
-
-    def admit(self, key: str, attempt: int) -> bool:
-        """The attempt fence: a delivery of an attempt lower than one whose status was answered is refused
-        (a worker that died mid-call may still deliver it, after the engine was told not_applied)."""
-        with self.lock:
-            # guard: the-demo-bridge-has-no-attempt-fence
-            if attempt < self.fence.get(key, 0):
-                return False
-            self.applying[key] += 1
-            return True
-
-    def settle(self, key: str, applied: bool) -> None:
-        with self.lock:
-            self.applying[key] -= 1
-            if applied:
-                self.applied.add(key)
-
-    def status(self, key: str, attempt: int) -> str:
-        """applied, in_progress or not_applied, promising to refuse any delivery below `attempt` from now on."""
-        with self.lock:
-            self.fence[key] = max(self.fence.get(key, 0), attempt)
-            if key in self.applied:
-                return "applied"
-            return "in_progress" if self.applying[key] else "not_applied"
-
-
-class DemoBridge(BaseHTTPRequestHandler):
-    """Checks each request's signature (401 if it is wrong), then answers as its script says: a delivery
-    (POST /actions/{id}) behind the attempt fence is refused, and GET /actions/{id}/status/{key}?attempt=n
-    says whether that key's action was applied."""
-
-    secret = ""
-    script = DemoScript("calm")
-
-    def _signed(self, signed: bytes) -> bool:
-        return signed_by(self.secret, self.headers.get("X-Event-Timestamp", ""), self.headers.get("X-Event-Signature", ""),
-                         signed)
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        action = self.path.rsplit("/", 1)[-1]
-        key = self.headers.get("Idempotency-Key", "")
-        if not self._signed(body):
-            self._send(action, 401, {"reason": "bad signature"})
-            return
-        attempt = _attempt_of(body)
-        if not self.script.admit(key, attempt):
-            self._send(action, 409, {"outcome": "refused",
-                                     "reason": f"attempt {attempt} is behind the fence: its status was asked for a later one"})
-            return
-        status, answer, delay = self.script.answer(action, key)
-        try:
-            time.sleep(delay)
-        finally:
-            self.script.settle(key, applied=200 <= status < 300)
-        self._send(action, status, answer)
-
-    def do_GET(self) -> None:
-        parts = urlsplit(self.path)
-        segments = parts.path.rstrip("/").split("/")
-        attempt = parse_qs(parts.query).get("attempt", [""])[0]
-        if len(segments) < 4 or segments[-2] != "status" or not attempt.isdigit():
-            self._send("status", 404, {"reason": "no such endpoint"})
-            return
-        if not self._signed(f"GET.{self.path}.".encode()):
-            self._send("status", 401, {"reason": "bad signature"})
-            return
-        self._send(f"{segments[-3]} status", 200, {"status": self.script.status(segments[-1], int(attempt))})
-
-    def _send(self, what: str, status: int, answer: dict[str, Any]) -> None:
-        payload = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-        if verbose() or status == 401:
-            say(f"[game bridge] {what} -> {status} {json.dumps(answer)}")
-
-    def log_message(self, *args: Any) -> None:  # the line above says enough
-        pass
-
-
-def _attempt_of(body: bytes) -> int:
-    """The delivery's attempt (0 for a body that names none: never behind a fence)."""
-    try:
-        attempt = json.loads(body).get("attempt", 0)
-    except (ValueError, AttributeError):
-        return 0
-    return attempt if isinstance(attempt, int) else 0
-
-
-def listen_demo_bridge(url: str, secret: str, script: DemoScript) -> ThreadingHTTPServer | None:
-    """The demo bridge, serving; None (and one line said) when its port is taken."""
-    host, port = url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
-    handler = type("Bridge", (DemoBridge,), {"secret": secret, "script": script})
-    try:
-        server = ThreadingHTTPServer((host, int(port)), handler)
-    except OSError as error:
-        if error.errno != errno.EADDRINUSE:
-            raise
-        say_port_in_use(int(port), "the demo game bridge", "GAME_BRIDGE_URL", f"GAME_BRIDGE_URL=http://{host}:{int(port) + 1}")
-        return None
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def say_port_in_use(port: int, who: str, setting: str, example: str) -> None:
-    print(f"port {port} is in use: {who} listens there under make dev; set {setting} to move it ({example} make dev)",
-          file=sys.stderr, flush=True)
 
 
 # ── the API and console (chalice local) ────────────────────────────────────
@@ -374,9 +228,11 @@ def run_dev(demo: str = "calm") -> int:
     logins = {role: mint(settings, sub=f"dev-{role}", roles=[role], ttl_seconds=24 * 3600) for role in ROLES}
 
     # Every listener up before anything is written: a second `make dev` must not schedule a stray run.
-    bridge = listen_demo_bridge(settings.game_bridge_url, settings.game_bridge_secret or "", DemoScript(demo))
-    if bridge is None:
-        return EXIT_LISTENER
+    bridge = None
+    if demo != "none":
+        bridge = listen_demo_bridge(settings.game_bridge_url, settings.game_bridge_secret or "", DemoScript(demo))
+        if bridge is None:
+            return EXIT_LISTENER
     api = None
     try:
         if not port_free(api_port):
@@ -391,7 +247,8 @@ def run_dev(demo: str = "calm") -> int:
     finally:
         if api is not None:
             stop(api)
-        bridge.shutdown()
+        if bridge is not None:
+            bridge.shutdown()
 
 
 def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, process_runner: Any, tick_forever: Any) -> int:
@@ -407,8 +264,9 @@ def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, pro
     definition_id, run_id = seed_demo(db, clock.now())
     last_id = db.autocommit(lambda tx: tx.scalar("SELECT COALESCE(MAX(id), 0) FROM event_run_log"))
     api = f"http://127.0.0.1:{api_port}"
-    bridge = "fails on purpose: see the README" if demo == "failures" else "answers done"
-    say(f"\nmake dev: the API and the console on {api}, the demo game bridge on {settings.game_bridge_url} ({bridge})")
+    bridge = {"failures": "the demo game bridge on {} (fails on purpose: see the README)",
+              "none": "your game bridge on {} (no demo bridge started)"}.get(demo, "the demo game bridge on {} (answers done)")
+    say(f"\nmake dev: the API and the console on {api}, {bridge.format(settings.game_bridge_url)}")
     say(f"console: {api}/console  (one click signs in as admin, moderator or gm)")
     say("in another terminal, for curl (an admin token for 1 day):")
     say(f"  export API={api} TOKEN={token}")

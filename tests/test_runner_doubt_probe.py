@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from dataclasses import replace
+from datetime import UTC
 
 import pytest
 
@@ -20,7 +21,7 @@ from chalicelib.events.adapters.bridge import BridgeClient, read_status
 from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import resources, steps
-from devtools import dev
+from devtools import demo_bridge
 from devtools.kit.game_bridge import SECRET, Answer, ApplyingGame
 from tests.support.factory import document, make_run, materialise, run_row, specs
 from tests.support.runner_kit import RULES, RecordingChannel, log_of, make_runner, schedule, step, tick, tick_process
@@ -168,7 +169,9 @@ def test_the_demo_bridge_of_make_dev_answers_status_and_keeps_the_attempt_fence(
     listener = socket.create_server(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     listener.close()
-    server = dev.listen_demo_bridge(url, SECRET, dev.DemoScript("calm"))
+    # the kit checks the timestamp window against its clock: the test's clock, as the engine signs with it
+    server = demo_bridge.listen_demo_bridge(url, SECRET, demo_bridge.DemoScript("calm"),
+                                            clock=lambda: clock.now().replace(tzinfo=UTC).timestamp())
     assert server is not None
     try:
         run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)

@@ -75,7 +75,11 @@ export class Bridge {
         return error(500, `the ${actionId} handler failed: ${failure}`.slice(0, 500));
       }
     }
-    await this.store.finish(delivery.key, answer);
+    if (answer.status >= 300 && answer.status !== 409 && answer.status !== 422) {
+      await this.store.abandon(delivery.key); // a failure applied nothing: the engine's retry reaches the handler again
+    } else {
+      await this.store.finish(delivery.key, answer); // done or refused: the key's answer for good
+    }
     return answer;
   }
 

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider")
 # Where guards live: the engine, the dev kit, and the harness itself (one of its own guards is mutated).
-MARKED_TREES = ("chalicelib", "devtools", "tests/mutation")
+MARKED_TREES = ("chalicelib", "devtools", "tests/mutation", "bridge/python")
 MARKER = re.compile(r"^[ \t]*(?:#|--) guard: ([a-z0-9-]+)[ \t]*$", re.MULTILINE)
 NOT_COPIED = (".git", ".venv", ".local", "__pycache__", ".pytest_cache", "node_modules")
 DEFAULT_TIMEOUT = 900.0  # one mutation's test run; a hang counts as a kill, reported as such

@@ -110,7 +110,10 @@ class Bridge:
         except Exception as error:  # the handler's own failure (a BadAnswer too): it must act on nothing it did not undo
             self.store.abandon(delivery.key)
             return _error(500, f"the {action_id} handler failed: {type(error).__name__}: {error}"[:500])
-        self.store.finish(delivery.key, answer)
+        if answer.status >= 300 and answer.status not in (409, 422):
+            self.store.abandon(delivery.key)  # a failure applied nothing: the engine's retry reaches the handler again
+        else:
+            self.store.finish(delivery.key, answer)  # done or refused: the key's answer for good
         return answer
 
     def _status(self, target: str, key: str, headers: dict[str, str]) -> Answer:
