@@ -49,6 +49,9 @@ def test_the_cleanup_plan_then_a_cancel_with_cleanup(api, db, clock, runner, gam
     plan = api.get(f"/runs/{run.id}/cleanup-plan", auth=GM)
     assert plan.status == 200 and plan.body["cleans_up"] is True and plan.body["in_flight"] == 0
     assert [r["id"] for r in plan.body["reverts"]] == ["crow-2", "crow-1"]  # the chalk mark has no revert
+    assert plan.body["counts"] == {"reverts": 2, "by_hand": 0} and plan.body["next_cursor"] is None
+    before = api.get(f"/runs/{run.id}", auth=GM).body["ledger"]
+    assert before["counts"] == {"live": 3}
     answer = api.post(f"/runs/{run.id}/cancel", {"reason": "rain", "cleanup": True}, auth=ADMIN)
     assert answer.status == 200
     assert answer.body["run"]["status"] == "cleaning_up" and answer.body["run"]["cleanup_target"] == "cancelled"
@@ -59,8 +62,11 @@ def test_the_cleanup_plan_then_a_cancel_with_cleanup(api, db, clock, runner, gam
     assert run_row(db, run.id).status is RunStatus.CANCELLED
     statuses = {r["id"]: r["status"] for r in api.get(f"/runs/{run.id}/resources", auth=GM).body["resources"]}
     assert statuses == {"crow-1": "reverted", "crow-2": "reverted", "chalk": "live"}
-    assert api.get(f"/runs/{run.id}/cleanup-plan", auth=GM).body == {"reverts": [], "in_flight": 0, "cleans_up": False,
-                                                                        "undecided": None}
+    after = api.get(f"/runs/{run.id}", auth=GM).body["ledger"]  # what tells a client to read the ledger again
+    assert after["counts"] == {"live": 1, "reverted": 2} and after != before
+    assert api.get(f"/runs/{run.id}/cleanup-plan", auth=GM).body == {
+        "reverts": [], "next_cursor": None, "counts": {"reverts": 0, "by_hand": 0}, "in_flight": 0, "cleans_up": False,
+        "undecided": None}
 
 
 def test_a_cancel_without_the_field_is_todays_cancel(api, db, clock, runner, game_bridge):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from chalicelib.api.schemas import STEPS_PAGE, STEPS_PAGE_BYTES
+from chalicelib.api.schemas import PAGE_BYTES, STEPS_PAGE
 from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.model import StepSpec
 from chalicelib.events.store import steps
@@ -16,9 +16,9 @@ from tests.support.api import GM
 from tests.support.factory import make_run, materialise
 from tests.support.scenes import run_with_steps
 
-# The answer's bound: a page's steps (≤ STEPS_PAGE_BYTES, plus the one step that reaches it), the run,
+# The answer's bound: a page's steps (≤ PAGE_BYTES, plus the one step that reaches it), the run,
 # the counts and one control list a step.
-MAX_ANSWER_BYTES = STEPS_PAGE_BYTES + 256 * 1024
+MAX_ANSWER_BYTES = PAGE_BYTES + 256 * 1024
 LAMBDA_RESPONSE_LIMIT = 6 * 1024 * 1024
 # The definition limits (chalicelib/events/document.py): 50 phases of 200 steps and an ending of 200.
 PHASES, PHASE_STEPS, ENDING_STEPS = 50, 200, 200

@@ -1,4 +1,8 @@
-"""The resource ledger: what an answer lists is recorded with its outcome, checked whole, never half-recorded."""
+"""The resource ledger: what an answer lists is recorded with its outcome, checked whole, never half-recorded,
+and never past the run's cap."""
+
+import threading
+import time
 
 import pytest
 
@@ -113,3 +117,90 @@ def test_an_answer_without_a_list_is_no_list():
     assert ledger.listed({"outcome": "done"}) == ((), None)
     assert ledger.listed(None) == ((), None)
     assert ledger.listed({"resources": []}) == ((), None)
+
+
+def _held(db, run_id: int, n: int) -> None:
+    """`n` resources the run recorded before (an earlier step's, by SQL: the cap is larger than a test's answers)."""
+    db.autocommit(lambda tx: tx.execute(
+        """INSERT INTO event_run_resources (run_id, step_id, kind, resource_id, recorded_at, changed_at)
+           SELECT %s, 0, 'mark', CONCAT('earlier-', seq), NOW(6), NOW(6) FROM seq_1_to_100000 WHERE seq <= %s""", (run_id, n)))
+
+
+def _marks(prefix: str, n: int) -> list[dict]:
+    return [{"kind": "mark", "id": f"{prefix}-{i}"} for i in range(n)]
+
+
+def _count(db, run_id: int) -> int:
+    return db.autocommit(lambda tx: tx.scalar("SELECT COUNT(*) FROM event_run_resources WHERE run_id = %s", (run_id,)))
+
+
+def test_a_run_records_exactly_its_cap_and_the_answer_past_it_is_refused_whole_naming_the_step(db, clock, runner, game_bridge):
+    cap = ledger.MAX_RUN_RESOURCES
+    game_bridge.script("world.spawn", Answer(200, {"resources": _marks("a", ledger.MAX_RESOURCES)}),
+                       Answer(200, {"resources": _marks("b", 1)}))
+    run = schedule(db, clock.now(), document([[step("world.spawn"), step("world.spawn")]]))
+    _held(db, run.id, cap - ledger.MAX_RESOURCES)
+    tick(runner)
+    first, second = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))
+    assert _count(db, run.id) == cap  # the first answer took the run exactly to its cap
+    assert first.status is second.status is StepStatus.DONE  # the refused list leaves the outcome as the game gave it
+    assert [r.resource_id for r in ledger_of(db, run.id)[:1]] == ["a-99"]  # nothing of the second answer
+    after = run_row(db, run.id)
+    assert after.health is Health.DEGRADED and after.status is RunStatus.COMPLETED
+    assert after.last_error == (f"step {second.id} (world.spawn) listed resources the ledger refused: resources: a run records"
+                                " at most 10,000; it holds 10,000 and these 1 would make 10,001")
+    assert [d.get("resources", d.get("resources_refused")) for d in _dispatch(db, run.id)] == [
+        ledger.MAX_RESOURCES, "resources: a run records at most 10,000; it holds 10,000 and these 1 would make 10,001"]
+
+
+def test_an_answer_read_again_at_the_cap_adds_nothing_and_is_not_refused(db, clock):
+    """A step's answer recorded again (a retried step, a late answer) counts the run's rows besides its own."""
+    run = schedule(db, clock.now(), document([[step("world.spawn")]]))
+    _held(db, run.id, ledger.MAX_RUN_RESOURCES - 10)
+    listed = [ledger.Listed("mark", f"a-{i}", None) for i in range(10)]
+    first = db.transaction(lambda tx: resources.record(tx, run.id, 7, listed, clock.now()))
+    again = db.transaction(lambda tx: resources.record(tx, run.id, 7, listed + listed[:3], clock.now()))
+    past = db.transaction(lambda tx: resources.record(tx, run.id, 7, [*listed, ledger.Listed("mark", "A-0", None)], clock.now()))
+    assert (first, again) == (resources.Recorded(10), resources.Recorded(0))
+    assert past == resources.Recorded(0, "resources: a run records at most 10,000; it holds 9,990 and these 11 would make 10,001")
+    # Its own rows are told apart as bytes, as they are stored: A-0 is not a-0 read again.
+    other = db.transaction(lambda tx: resources.record(tx, run.id, 7, [ledger.Listed("mark", "A-0", None)], clock.now()))
+    assert other == resources.Recorded(0, "resources: a run records at most 10,000; it holds 10,000 and these 1 would make 10,001")
+    assert _count(db, run.id) == ledger.MAX_RUN_RESOURCES
+
+
+def test_two_answers_racing_to_the_cap_are_serialised_the_second_refused(db, clock):
+    """The guard's count is a locking read: the second answer waits for the first's transaction and counts its
+    rows (a plain snapshot read would let both in, past the cap)."""
+    run = schedule(db, clock.now(), document([[step("world.spawn")]]))
+    _held(db, run.id, ledger.MAX_RUN_RESOURCES - 60)
+    first_in, release = threading.Event(), threading.Event()
+    answers: dict[str, resources.Recorded] = {}
+
+    def record(name: str, hold: bool) -> None:
+        def work(tx):
+            answers[name] = resources.record(tx, run.id, 1 if hold else 2, [ledger.Listed("npc", f"{name}-{i}", None)
+                                                                        for i in range(50)], clock.now())
+            if hold:
+                first_in.set()
+                assert release.wait(30)
+        db.transaction(work)
+
+    first = threading.Thread(target=record, args=("first", True))
+    first.start()
+    assert first_in.wait(30)
+    second = threading.Thread(target=record, args=("second", False))
+    second.start()
+    # Once the second answer's INSERT is on the server (and not over), the first commits.
+    sent = """SELECT COUNT(*) FROM information_schema.PROCESSLIST
+               WHERE db = DATABASE() AND info LIKE 'INSERT IGNORE INTO event_run_resources%%'"""
+    deadline = time.monotonic() + 30
+    while second.is_alive() and not db.autocommit(lambda tx: tx.scalar(sent)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert answers["first"] == resources.Recorded(50)
+    assert answers["second"] == resources.Recorded(0, "resources: a run records at most 10,000; it holds 9,990 and these 50"
+                                                      " would make 10,040")
+    assert _count(db, run.id) == ledger.MAX_RUN_RESOURCES - 10

@@ -4,9 +4,10 @@ from datetime import timedelta
 
 import pytest
 
+from chalicelib.events.ledger import Listed
 from chalicelib.events.lifecycle import ClosedBy, RunStatus, SignalEffect, StepStatus
 from chalicelib.events.model import Claim
-from chalicelib.events.store import definitions, escalations, phases, runs, signals, steps
+from chalicelib.events.store import definitions, escalations, phases, resources, runs, signals, steps
 from devtools.kit.clock import ManualClock
 from devtools.kit.explain import ExplainTx, plan_problems
 from tests.conftest import START
@@ -115,6 +116,11 @@ STATEMENTS = {
     "escalations_due": lambda tx, run, s, now: escalations.due(tx, now, timedelta(minutes=15), 50),
     # A sleeping deployment's read of when the next escalation try is due, before it sleeps.
     "escalations_next_due": lambda tx, run, s, now: escalations.next_due(tx, timedelta(minutes=15)),
+    # An answer's resources: the INSERT whose guard counts the run's rows (one range of the run's ledger), and
+    # GET /runs/{id}'s ledger state.
+    "record_resources": lambda tx, run, s, now: resources.record(
+        tx, run.id, s.id, [Listed("npc", "crow-1", None), Listed("npc", "crow-2", None)], now),
+    "ledger_state": lambda tx, run, s, now: resources.ledger_state(tx, run.id),
 }
 
 

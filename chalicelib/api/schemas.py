@@ -34,9 +34,9 @@ from ..events.lifecycle import (
 )
 from ..events.model import Health
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
+from ..events.views import PAGE_BYTES as PAGE_BYTES
 from ..events.views.runs import REHEARSAL_FILTERS
 from ..events.views.runs import STEPS_PAGE as STEPS_PAGE
-from ..events.views.runs import STEPS_PAGE_BYTES as STEPS_PAGE_BYTES
 from ..events.waiting import ANY as WAITING_FOR_ANYTHING
 from ..events.waiting import FILTERS as WAITING_FILTERS
 from ..schema_check import first_error, unknown_fields
@@ -193,9 +193,11 @@ RUN_QUERY = _body(
     steps_cursor=_ID,
     steps_limit={"type": "integer", "minimum": 1, "maximum": STEPS_PAGE},
 )
-RESOURCES_QUERY = _body(limit={"type": "integer", "minimum": 1, "maximum": 500}, cursor=_ID)
+_RESOURCES_LIMIT = {"type": "integer", "minimum": 1, "maximum": 500,
+                    "description": f"at most this many (default 100); a page also ends before {PAGE_BYTES // 1024} KiB"}
+RESOURCES_QUERY = _body(limit=_RESOURCES_LIMIT, cursor=_ID)
 LEFT_QUERY = {**_body(status={"type": "string", "enum": [s.value for s in ResourceStatus]},
-                      limit={"type": "integer", "minimum": 1, "maximum": 500}, cursor=_ID), "required": ["status"]}
+                      limit=_RESOURCES_LIMIT, cursor=_ID), "required": ["status"]}
 LOG_QUERY = _body(
     after_id={"type": "integer", "minimum": 0, "maximum": MAX_ID},
     limit={"type": "integer", "minimum": 1, "maximum": 1000},
@@ -405,6 +407,12 @@ RUN_DETAIL = _object(
     steps={"type": "array", "items": STEP},
     steps_next_cursor=_MAYBE_INT,
     counts={"type": "object", "additionalProperties": _INT},
+    ledger=_object(
+        counts={"type": "object", "additionalProperties": _INT,
+                "description": "the run's resources by status (GET /runs/{id}/resources lists them)"},
+        changed_at={**_MAYBE_TIME, "description": "when the last of them changed (null: none recorded); with the"
+                                                  " counts, what moves whenever the ledger does"},
+    ),
     controls=_object(
         run=_CONTROL_NAMES,
         steps={"type": "object", "additionalProperties": _CONTROL_NAMES},
@@ -414,7 +422,10 @@ LOG_PAGE = _object(entries={"type": "array", "items": LOG_ENTRY})
 RESOURCES_PAGE = _object(resources={"type": "array", "items": RESOURCE}, next_cursor=_MAYBE_INT)
 CLEANUP_PLAN = _object(
     reverts={"type": "array", "items": RESOURCE,
-             "description": "what a cleanup would revert now, in its order (newest first)"},
+             "description": "a page of what a cleanup would revert now, in its order (newest first)"},
+    next_cursor={**_MAYBE_INT, "description": "passed as cursor, the next page of reverts (null: this is the last)"},
+    counts=_object(reverts={**_COUNT, "description": "how many reverts the whole plan holds"},
+                   by_hand={**_COUNT, "description": "how many of them a person does (core.cue)"}),
     in_flight={"type": "integer", "minimum": 0, "description": "steps in flight, whose answers may add to it"},
     cleans_up={"type": "boolean", "description": "whether a cancel with cleanup would clean up (else it cancels as without)"},
     undecided={"type": ["string", "null"], "description": "a step parked in doubt, named: a cancel with cleanup waits"

@@ -22,6 +22,11 @@ from .actions import registry
 from .model import Revert
 
 MAX_RESOURCES = 100
+# A run records at most this many resources, all its answers together: an answer whose list would take it
+# past them records none of it (as a bad list: the run degraded, naming the step, the count and the cap; the
+# outcome kept; store/resources.record's guard). It bounds what a cleanup reverts (a step each, as many as a
+# definition's 10,200 steps at most) and what the ledger holds of one run (about 160 MB at 16 KiB a revert).
+MAX_RUN_RESOURCES = 10_000
 KIND_CHARS = 40
 ID_CHARS = 191  # the column's width, and an index key's
 MAX_REVERT_PARAMS_BYTES = 16 * 1024
@@ -94,6 +99,12 @@ def _entry_problem(entry: Any, path: str) -> str | None:
         if not storable.encodable(value):
             return f"{path}.{field}: {UNSTORABLE_TEXT}"
     return revert_problem(entry["revert"], f"{path}.revert") if "revert" in entry else None
+
+
+def past_the_cap(held: int, listed: int) -> str:
+    """Why an answer's list is refused whole at the run's cap: the run holds `held`, the list `listed` more."""
+    return (f"resources: a run records at most {MAX_RUN_RESOURCES:,}; it holds {held:,} and these {listed:,}"
+            f" would make {held + listed:,}")
 
 
 def listed(result: dict[str, Any] | None) -> tuple[tuple[Listed, ...], str | None]:

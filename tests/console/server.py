@@ -2,8 +2,10 @@
 
 Chalice's own local server runs in a thread; `runtime.override` decides the
 settings and database it answers with, so one test can switch the API to an
-OpenID Connect issuer's keys, or to a database that is not there. Every request
-path is recorded, so tests can see what the page asked for and when.
+OpenID Connect issuer's keys, or to a database that is not there; `failing`
+makes some paths answer as a gateway does when the function's answer cannot be
+sent (502). Every request path is recorded, so tests can see what the page
+asked for and when.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class ConsoleServer:
         self.settings = settings
         self.database = database
         self.requests: list[tuple[float, str, str]] = []  # (monotonic time, method, path)
+        self._failing: dict[str, int] = {}  # path start -> the status answered instead of the app's
         self._lock = threading.Lock()
         server = self
 
@@ -34,7 +37,20 @@ class ConsoleServer:
             def _recorded(self) -> None:
                 with server._lock:
                     server.requests.append((time.monotonic(), self.command, self.path))
-                self._generic_handle()
+                    failing = next((status for start, status in server._failing.items() if self.path.startswith(start)), None)
+                if failing is not None:
+                    self._gateway_error(failing)
+                else:
+                    self._generic_handle()
+
+            def _gateway_error(self, status: int) -> None:
+                # What API Gateway answers when the function's answer cannot be sent (over 6 MB, a crash).
+                body = b'{"message": "Internal server error"}'
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             # Chalice binds every do_X to _generic_handle itself, so each is rebound here.
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = do_OPTIONS = _recorded
@@ -77,6 +93,17 @@ class ConsoleServer:
         """Other settings= or database= for the length of the block."""
         with runtime.override(**parts):
             yield
+
+    @contextmanager
+    def failing(self, path_start: str, status: int = 502) -> Iterator[None]:
+        """Every request whose path starts with `path_start` answered `status` by the gateway, for the block."""
+        with self._lock:
+            self._failing[path_start] = status
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._failing[path_start]
 
     def requested(self, path_start: str, since: float = 0.0, method: str | None = None) -> list[str]:
         """The paths asked for since `since` (a time.monotonic()) that start with `path_start`, of `method` only if given."""

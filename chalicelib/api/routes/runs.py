@@ -21,7 +21,8 @@ def list_runs(call: Call) -> Body:
 
 @router.operation("GET", "/runs/{run_id}", "A run, its phases, a page of its steps (phase and seq order; pass steps_next_cursor as"
                   f" steps_cursor for the next: at most {schemas.STEPS_PAGE} steps and about"
-                  f" {schemas.STEPS_PAGE_BYTES // 1024} KiB of them a page), their counts and the controls legal now;"
+                  f" {schemas.PAGE_BYTES // 1024} KiB of them a page), their counts, how its resource ledger stands"
+                  " (counts and last change: read GET /runs/{run_id}/resources again when it moves) and the controls legal now;"
                   " its ETag names the run's control state (each step carries its own etag).",
                   auth.STAFF, ok("the run", schemas.RUN_DETAIL), query=schemas.RUN_QUERY, response_headers=schemas.RUN_HEADERS)
 def get_run(call: Call) -> Answer:

@@ -1,15 +1,22 @@
-// What a run left in the game world: its live resources, its cleanup's progress, and the cancel dialog's
+// What a run left in the game world: its resources, its cleanup's progress, and the cancel dialog's
 // "clean up what this run left" with the cleanup plan (GET /runs/{id}/resources, /cleanup-plan).
 //
 // The run page gives this module one section and one question: `ledgerSection` renders the ledger on
-// each poll (only when it changed, so focus stays put), and `askCancel` replaces the plain reason prompt
-// for a control that has an option field (cancel's `cleanup`). Nothing here decides what is legal: the
-// API's plan says whether a cancel would clean up, and the control's answer says what it did.
+// each poll, and `askCancel` replaces the plain reason prompt for a control that has an option field
+// (cancel's `cleanup`). Nothing here decides what is legal: the API's plan says whether a cancel would
+// clean up, and the control's answer says what it did.
+//
+// A ledger may hold thousands of resources of 16 KiB each: the section reads the newest page (more on
+// "Show older"), and reads it again only when the run's detail says the ledger moved (its `ledger`: the
+// counts by status and the last change), never on every poll. Its counts and the cleanup's progress come
+// from that detail, so they are whole whatever is shown. A read that fails (a 502, a timeout) is said in
+// this section alone and tried again on the next poll: the page's steps and controls never wait for it.
 
 import { get } from './api.js';
 import { badge, el, table } from './ui.js';
 
-const PAGE = 500;
+const PAGE = 100; // the API ends a page sooner when its resources are large
+const PLAN_SHOWN = 50; // the cancel dialog lists the first reverts and counts the rest
 
 function named(resource) {
   return `${resource.kind} ${resource.id}`;
@@ -21,22 +28,14 @@ function revertWords(resource) {
     : resource.revert.action;
 }
 
-// Every resource of the run, newest first (the API pages them; the page shows them all).
-async function allOf(runId) {
-  const found = [];
-  for (let cursor = null, first = true; first || cursor != null; first = false) {
-    const page = await get(`/runs/${runId}/resources?limit=${PAGE}${cursor != null ? `&cursor=${cursor}` : ''}`);
-    found.push(...page.resources);
-    cursor = page.next_cursor;
-  }
-  return found;
-}
+const failureWords = (error) => (error?.messages?.length ? error.messages.join(' ') : 'the API did not answer');
 
-// How the cleanup stands, from its revert steps (`resource_id` set) as GET /runs/{id} lists them.
-function progress(detail, resources) {
+// How the cleanup stands, from its revert steps (`resource_id` set) as GET /runs/{id} lists them and the
+// ledger's counts by status (`ledger.counts`).
+function progress(detail) {
   const reverts = detail.steps.filter((s) => s.resource_id != null);
   if (!reverts.length && !detail.run.cleanup_target) return null;
-  const count = (status) => resources.filter((r) => r.status === status).length;
+  const count = (status) => detail.ledger?.counts?.[status] || 0;
   const parts = [`${count('reverted')} of ${reverts.length} reverted`];
   if (count('reverting')) parts.push(`${count('reverting')} to go`);
   if (count('revert_failed')) parts.push(`${count('revert_failed')} could not be reverted`);
@@ -49,34 +48,95 @@ export function ledgerSection(runId) {
   const body = el('div', { id: 'run-resources' });
   const element = el('section', { 'aria-labelledby': 'resources-title' },
     el('h2', { id: 'resources-title' }, 'Left in the game world'), body);
+  let readAt = null; // the ledger state (GET /runs/{id}'s `ledger`) the list was read at
+  let resources = []; // as read, newest first
+  let cursor = null; // where the older ones go on (null: none left)
+  let wanted = PAGE; // how many the person has asked to see
+  let failure = null; // the last read's error, until a read works
+  let detail = null;
   let shown = '';
 
-  async function refresh(detail) {
-    const resources = await allOf(runId);
-    const snapshot = JSON.stringify([resources, detail.run.cleanup_target, detail.steps.filter((s) => s.resource_id != null)]);
-    if (snapshot === shown) return;
-    shown = snapshot;
-    if (!resources.length) {
+  // The newest `count` resources (or all, if fewer), page by page.
+  async function newest(count) {
+    const found = [];
+    let next = null;
+    do {
+      const page = await get(`/runs/${runId}/resources?limit=${PAGE}${next != null ? `&cursor=${next}` : ''}`);
+      found.push(...page.resources);
+      next = page.next_cursor;
+    } while (next != null && found.length < count);
+    return { found, next };
+  }
+
+  async function read(work) {
+    try {
+      await work();
+      failure = null;
+    } catch (error) {
+      failure = error; // said in this section; the next poll tries again
+    }
+  }
+
+  function render() {
+    const state = JSON.stringify([detail.ledger, detail.run.cleanup_target, detail.steps.filter((s) => s.resource_id != null),
+      resources, cursor, failure && failureWords(failure)]);
+    if (state === shown) return; // re-rendered only when something changed, so focus stays put
+    shown = state;
+    const counts = detail.ledger?.counts || {};
+    const recorded = Object.values(counts).reduce((sum, n) => sum + n, 0);
+    const error = failure && el('p', { id: 'resources-error', class: 'error-text', role: 'alert' },
+      `What the run left could not be read: ${failureWords(failure)}. It is tried again on the next update.`);
+    if (!recorded && !failure) {
       body.replaceChildren(el('p', { class: 'muted' }, 'Nothing recorded: no answer listed what it created.'));
       return;
     }
-    const live = resources.filter((r) => r.status === 'live').length;
     const rows = resources.map((r) => el('tr', { 'data-resource': named(r), 'data-status': r.status },
       el('td', {}, r.kind), el('td', {}, el('code', {}, r.id)), el('td', {}, badge(r.status)),
       el('td', {}, revertWords(r)), el('td', {}, `step ${r.step_id}`)));
     body.replaceChildren(
-      progress(detail, resources),
-      el('p', { id: 'resources-live' }, `${live} live of ${resources.length} recorded.`),
-      table(`What run ${runId} left, newest first`, ['Kind', 'Id', 'Status', 'Revert', 'Recorded by'], rows));
+      progress(detail),
+      el('p', { id: 'resources-live' }, `${counts.live || 0} live of ${recorded} recorded.`),
+      error,
+      rows.length ? table(`What run ${runId} left, newest first`, ['Kind', 'Id', 'Status', 'Revert', 'Recorded by'], rows) : null,
+      cursor != null && !failure ? el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'resources-older', onclick: older },
+        `Show older (${resources.length} of ${recorded} shown)`)) : null);
+  }
+
+  async function older() {
+    await read(async () => {
+      const page = await get(`/runs/${runId}/resources?limit=${PAGE}&cursor=${cursor}`);
+      resources = [...resources, ...page.resources];
+      cursor = page.next_cursor;
+      wanted = resources.length;
+    });
+    render();
+  }
+
+  // Each poll: the counts and the cleanup's progress at once, from the run's detail (with the page's other
+  // parts), then the list, read again only when the ledger moved (or the last read failed); never throws.
+  async function refresh(latest) {
+    detail = latest;
+    const state = JSON.stringify(latest.ledger);
+    if (!Object.keys(latest.ledger?.counts || {}).length) {
+      [resources, cursor, readAt, failure] = [[], null, state, null]; // nothing recorded: nothing to read
+    }
+    render();
+    if (state === readAt && !failure) return;
+    await read(async () => {
+      ({ found: resources, next: cursor } = await newest(wanted));
+      readAt = state;
+    });
+    render();
   }
 
   return { element, refresh };
 }
 
 // The cancel dialog: what a cancel does, the reason, and — once the API's plan says a cleanup would happen —
-// a checkbox "Clean up what this run left" listing what would be reverted, newest first. The dialog opens at
-// once; the plan fills in when it comes (without one, the plain cancel is offered). Resolves to the body to
-// send, or null when the person goes back.
+// a checkbox "Clean up what this run left" with the plan: how many reverts (how many by hand), the first of
+// them listed newest first. The dialog opens at once; the plan fills in when it comes. Without a plan (its
+// read failed) the dialog says so and still offers the cleanup, unchecked: the API decides whether there is
+// anything to revert. Resolves to the body to send, or null when the person goes back.
 export function askCancel(runId, { title, label = 'Reason (optional)', action, field = 'reason', option = 'cleanup', what = null }) {
   return new Promise((resolve) => {
     const text = el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' });
@@ -95,6 +155,10 @@ export function askCancel(runId, { title, label = 'Reason (optional)', action, f
       if (box?.checked) body[option] = true;
       close(body);
     };
+    const choice = (checked, words) => {
+      box = el('input', { type: 'checkbox', id: 'ask-cleanup', checked });
+      return el('p', {}, box, ' ', el('label', { for: 'ask-cleanup' }, words));
+    };
     dialog.append(el('form', { method: 'dialog', onsubmit: submit },
       el('h2', { id: 'ask-title' }, title),
       what && el('p', { id: 'ask-what' }, what),
@@ -107,20 +171,30 @@ export function askCancel(runId, { title, label = 'Reason (optional)', action, f
     document.body.append(dialog);
     dialog.showModal();
     text.focus();
-    get(`/runs/${runId}/cleanup-plan`).then((plan) => {
+    get(`/runs/${runId}/cleanup-plan?limit=${PLAN_SHOWN}`).then((plan) => {
       cleanup.dataset.planRead = String(plan.cleans_up); // the page has the plan: whether a cleanup is offered
       if (plan.undecided && dialog.open) {
         cleanup.replaceChildren(el('p', { id: 'cleanup-undecided', class: 'muted' },
           `No cleanup yet: decide ${plan.undecided} first (the game may or may not have applied it).`));
       }
       if (!plan.cleans_up || !dialog.open) return;
-      box = el('input', { type: 'checkbox', id: 'ask-cleanup', checked: true });
+      const { reverts, by_hand: byHand } = plan.counts;
+      const more = reverts - plan.reverts.length;
       cleanup.replaceChildren(
-        el('p', {}, box, ' ', el('label', { for: 'ask-cleanup' }, 'Clean up what this run left')),
-        el('div', { id: 'cleanup-plan' },
-          el('p', {}, plan.reverts.length ? 'It reverts, newest first:' : 'Nothing is live yet.',
-            plan.in_flight ? ` ${plan.in_flight} step(s) in flight may add to it.` : ''),
-          el('ol', {}, plan.reverts.map((r) => el('li', { 'data-plan': named(r) }, `${named(r)} (${revertWords(r)})`)))));
-    }, () => {}); // no plan: the plain cancel is still offered
+        choice(true, 'Clean up what this run left'),
+        el('div', { id: 'cleanup-plan', 'data-reverts': String(reverts) },
+          el('p', {}, reverts ? `It reverts ${reverts} ${reverts === 1 ? 'thing' : 'things'}${byHand ? ` (${byHand} by hand)` : ''}, newest first:`
+            : 'Nothing is live yet.',
+          plan.in_flight ? ` ${plan.in_flight} step(s) in flight may add to it.` : ''),
+          el('ol', {}, plan.reverts.map((r) => el('li', { 'data-plan': named(r) }, `${named(r)} (${revertWords(r)})`))),
+          more > 0 ? el('p', { id: 'cleanup-plan-more', class: 'muted' }, `… and ${more} more.`) : null));
+    }, (error) => {
+      if (!dialog.open) return;
+      cleanup.dataset.planRead = 'failed';
+      cleanup.replaceChildren(
+        el('p', { id: 'cleanup-plan-failed', class: 'error-text', role: 'alert' },
+          `The cleanup plan could not be read (${failureWords(error)}), so what a cleanup would revert is not shown.`),
+        choice(false, 'Clean up what this run left anyway (a run that left nothing is cancelled as without)'));
+    });
   });
 }

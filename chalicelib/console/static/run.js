@@ -268,7 +268,6 @@ export function runView(main, ctx, runIdText) {
       await loadName(fetched.run);
       detail = fetched;
       await tailLog();
-      await ledger.refresh(detail);
     } catch (error) {
       if (error.status === 404) {
         main.replaceChildren(heading(1, `No run ${runId}`), el('p', {}, el('a', { href: '#/runs' }, 'See the runs.')));
@@ -286,6 +285,9 @@ export function runView(main, ctx, runIdText) {
       shown = snapshot;
       render();
     }
+    // After the steps and controls are on the page: the ledger reads itself only when it moved, and says in
+    // its own section when it cannot (it never throws).
+    await ledger.refresh(detail);
     return isTerminalRun(detail.run.status) ? 'over' : 'live';
   }
 

@@ -116,22 +116,24 @@ def _record_resources(
     unwritten: str | None,
 ) -> dict[str, Any]:
     """What the answer listed (and, for a done step with a static revert, the step itself), recorded in one
-    INSERT; the dispatch row's detail saying so. A bad list records nothing and degrades the run; the
-    step's outcome is what it would have been without it. An answer that lists nothing writes nothing;
-    a plain try after failed writes (`unwritten`) records nothing and degrades the run naming the failure."""
+    INSERT; the dispatch row's detail saying so. A bad list, or one past the run's cap, records nothing and
+    degrades the run; the step's outcome is what it would have been without it. An answer that lists nothing
+    writes nothing; a plain try after failed writes (`unwritten`) records nothing and degrades the run naming the failure."""
     if unwritten is not None:
         runs.degrade(tx, step.run_id, now, f"{step.named} {unwritten}")
         return {"resources_refused": unwritten}
     listed, problem = ledger.listed(outcome.result)
+    if problem is None and static_revert is not None and verdict is Verdict.DONE:
+        listed += (ledger.Listed(step.action_id[:ledger.KIND_CHARS], step.idempotency_key, static_revert),)
+    recorded = resources.record(tx, step.run_id, step.id, listed, now) if listed else None
+    if recorded is not None and recorded.refused is not None:
+        problem = recorded.refused  # the run's cap: nothing of it written
     if problem is not None:
         runs.degrade(tx, step.run_id, now, f"step {step.id} ({step.action_id}) listed resources the ledger refused: {problem}")
         return {"resources_refused": problem}
-    if static_revert is not None and verdict is Verdict.DONE:
-        listed += (ledger.Listed(step.action_id[:ledger.KIND_CHARS], step.idempotency_key, static_revert),)
-    if not listed:
+    if recorded is None:
         return {}
-    stored = resources.record(tx, step.run_id, step.id, listed, now)
-    return {"resources": stored, **({"resources_kept_live": KEPT_LIVE} if step.resource_id is not None else {})}
+    return {"resources": recorded.stored, **({"resources_kept_live": KEPT_LIVE} if step.resource_id is not None else {})}
 
 
 def apply_failure(tx: Tx, step: Step, error: str, now: datetime, *, compensate: bool = False) -> list[journal.Entry]:

@@ -15,6 +15,10 @@ The invariants:
    and what it created recorded, before its revert is planned. One step per live
    resource that has a revert and was not listed by a revert, newest first;
    UNIQUE (resource_id) on the steps makes the INSERT idempotent.
+4. A run holds at most ledger.MAX_RUN_RESOURCES resources: an answer's list that
+   would take it past them is written not at all, by a guard in the INSERT itself
+   (its count of the run's rows is a locking read: two answers of one run racing
+   to the cap are serialised, the second counting the first's rows).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from ...db import Tx, placeholders
-from ..ledger import Listed
+from ..ledger import BY_HAND, MAX_RUN_RESOURCES, Listed, past_the_cap
 from ..lifecycle import OnFailure, ResourceSQL, ResourceStatus, RunSQL, StepSQL
 from ..model import Resource
 from . import steps
@@ -89,18 +93,52 @@ def page_by_status(tx: Tx, status: ResourceStatus, before_id: int | None, limit:
     return page, (page[-1].id if len(rows) > limit else None)
 
 
-def cleanup_plan(tx: Tx, run_id: int) -> list[Resource]:
-    """What a cleanup of the run would revert now, in the order it would: its live resources with a revert
-    (not listed by a revert), newest first. A step in flight may still add to it."""
+# What a cleanup of the run (%s: its id) would revert now, in the order it would: its live resources with a
+# revert not listed by a revert (those stay live), newest first.
+_PLANNED = f"""FROM event_run_resources res JOIN event_run_steps origin ON origin.id = res.step_id
+               WHERE res.run_id = %s AND res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
+                 AND origin.resource_id IS NULL"""
+
+
+def cleanup_plan(tx: Tx, run_id: int, before_id: int | None, limit: int) -> tuple[list[Resource], int | None]:
+    """A page of what a cleanup of the run would revert now, newest first, keyset-paginated on the ledger id
+    (one range of (run_id, id)). A step in flight may still add to it."""
+    keyset, args = ("AND res.id < %s", [before_id]) if before_id is not None else ("", [])
     rows = tx.all(
-        f"""SELECT {", ".join(f"res.{c.strip()}" for c in COLUMNS.split(","))}
-              FROM event_run_resources res JOIN event_run_steps origin ON origin.id = res.step_id
-             WHERE res.run_id = %s AND res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
-               AND origin.resource_id IS NULL
-             ORDER BY res.id DESC""",  # noqa: S608 — the columns and the status literal are constants; the id is a parameter
+        f"""SELECT {", ".join(f"res.{c.strip()}" for c in COLUMNS.split(","))} {_PLANNED} {keyset}
+             ORDER BY res.id DESC LIMIT %s""",
+        (run_id, *args, limit + 1),
+    )
+    page = [Resource.from_row(r) for r in rows[:limit]]
+    return page, (page[-1].id if len(rows) > limit else None)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The whole of what a cleanup of a run would revert now: how many reverts, and how many of them by hand."""
+
+    reverts: int
+    by_hand: int
+
+
+def cleanup_counts(tx: Tx, run_id: int) -> Planned:
+    row = tx.one(
+        f"""SELECT COUNT(*) AS reverts, COALESCE(SUM(JSON_VALUE(res.`revert`, '$.action') = %s), 0) AS by_hand
+             {_PLANNED}""",
+        (BY_HAND, run_id),
+    ) or {"reverts": 0, "by_hand": 0}
+    return Planned(int(row["reverts"]), int(row["by_hand"]))
+
+
+def ledger_state(tx: Tx, run_id: int) -> tuple[dict[str, int], datetime | None]:
+    """The run's resources counted by status, and when the last of them changed (None: it has none): what
+    moves whenever its ledger does (a row written, or a status followed). One range of (run_id, id)."""
+    rows = tx.all(
+        """SELECT status, COUNT(*) AS n, MAX(changed_at) AS changed_at FROM event_run_resources
+            WHERE run_id = %s GROUP BY status ORDER BY NULL""",  # four groups at most: no sort
         (run_id,),
     )
-    return [Resource.from_row(r) for r in rows]
+    return {r["status"]: int(r["n"]) for r in rows}, max((r["changed_at"] for r in rows), default=None)
 
 
 def in_flight_count(tx: Tx, run_id: int, now: datetime) -> int:
@@ -141,18 +179,52 @@ def count_left(tx: Tx) -> int:
 
 
 # ── writes ─────────────────────────────────────────────────────────────────
-def record(tx: Tx, run_id: int, step_id: int, entries: Sequence[Listed], now: datetime) -> int:
+@dataclass(frozen=True)
+class Recorded:
+    """What recording one answer's list came to: the rows it stored, or why it stored none (the run's cap)."""
+
+    stored: int
+    refused: str | None = None
+
+
+def record(tx: Tx, run_id: int, step_id: int, entries: Sequence[Listed], now: datetime) -> Recorded:
     """What one answer listed, recorded `live` in one multi-row INSERT IGNORE (a repeat of an entry is
-    recorded once); how many rows were new. The caller writes nothing for an empty list."""
+    recorded once): how many rows were new; or, when they would take the run past MAX_RUN_RESOURCES,
+    nothing written and why (invariant 4). The caller writes nothing for an empty list."""
     if not entries:
         raise ValueError("an empty list is recorded by writing nothing")
     rows = [(run_id, step_id, e.kind, e.resource_id, None if e.revert is None else json.dumps(e.revert.public()), now, now)
             for e in entries]
-    return tx.execute(
+    # A derived table's columns are named by its first row (every name distinct).
+    first = "SELECT %s AS run_id, %s AS step_id, %s AS kind, %s AS resource_id, %s AS rev, %s AS recorded_at, %s AS changed_at"
+    rest = "SELECT %s, %s, %s, %s, %s, %s, %s"
+    # The rows written are those the run does not hold yet, its other rows and these counted together.
+    distinct = sorted({(e.kind, e.resource_id) for e in entries})
+    held, held_args = _held_besides(run_id, step_id, distinct)
+    # guard: a-run-records-past-its-cap
+    stored = tx.execute(
         f"""INSERT IGNORE INTO event_run_resources (run_id, step_id, kind, resource_id, `revert`, recorded_at, changed_at)
-            VALUES {placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s)")}""",  # noqa: S608 — only %s placeholders, counted from len(rows)
-        [value for row in rows for value in row],
+            SELECT * FROM ({" UNION ALL ".join([first] + [rest] * (len(rows) - 1))}) listed
+             WHERE ({held}) + %s <= %s""",  # noqa: S608 — only %s placeholders and constant fragments, counted from the entries
+        [*(value for row in rows for value in row), *held_args, len(distinct), MAX_RUN_RESOURCES],
     )
+    if stored:
+        return Recorded(stored)
+    # Nothing new: every entry was held already, or the cap refused them. The count the guard read, read again
+    # locked (the latest rows, as the guard saw them; they stay so until this transaction ends), tells which.
+    holding = int(tx.scalar(f"{held} LOCK IN SHARE MODE", held_args) or 0)
+    if holding + len(distinct) > MAX_RUN_RESOURCES:
+        return Recorded(0, past_the_cap(holding, len(distinct)))
+    return Recorded(0)
+
+
+def _held_besides(run_id: int, step_id: int, listed: Sequence[tuple[str, str]]) -> tuple[str, list[Any]]:
+    """SQL counting the run's resources other than these of this step, and its arguments: kind and id
+    compared as the columns store them, as bytes."""
+    return (f"""SELECT COUNT(*) AS n FROM event_run_resources held
+                 WHERE held.run_id = %s
+                   AND NOT (held.step_id = %s AND (held.kind, held.resource_id) IN ({placeholders(len(listed), "(%s, %s)")}))""",  # noqa: S608 — only %s placeholders, counted from the list
+            [run_id, step_id, *(value for pair in listed for value in pair)])
 
 
 def open_reverts(tx: Tx, run_id: int, phase: int, now: datetime) -> int:

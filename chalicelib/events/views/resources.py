@@ -1,5 +1,6 @@
 """The resource ledger as a person reads it: what a run left in the game world, every run's resources in one
-status, and what a cancel with cleanup would revert now. Reads only."""
+status, and what a cancel with cleanup would revert now (counted whole, detailed a page at a time). Reads only;
+every list a page under views.PAGE_BYTES, however large the ledger."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from ...db import Database, Tx
 from .. import commands
 from ..errors import NotFound
 from ..lifecycle import ResourceStatus
-from ..model import Run
+from ..model import Resource, Run
 from ..store import resources, runs, steps
-from . import Body
+from . import Body, fitted
+
+RESOURCES_PAGE = 100  # a page's default count; the byte budget may end it sooner
 
 
 def _known_run(tx: Tx, run_id: int) -> Run:
@@ -22,36 +25,41 @@ def _known_run(tx: Tx, run_id: int) -> Run:
     return run
 
 
+def _page(key: str, read: tuple[list[Resource], int | None]) -> Body:
+    page, next_cursor = fitted(*read, lambda r: r.id)
+    return {key: [r.public() for r in page], "next_cursor": next_cursor}
+
+
 def run_resources_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:
     """The run's resources, newest first, a page at a time (`cursor`, `limit`)."""
 
     def read(tx: Tx) -> Body:
         _known_run(tx, run_id)
-        page, next_cursor = resources.page_for_run(tx, run_id, query.get("cursor"), query.get("limit", 100))
-        return {"resources": [r.public() for r in page], "next_cursor": next_cursor}
+        return _page("resources", resources.page_for_run(tx, run_id, query.get("cursor"), query.get("limit", RESOURCES_PAGE)))
 
     return db.transaction(read)
 
 
 def resources_page(db: Database, query: dict[str, Any]) -> Body:
     """Every run's resources in one `status`, newest first, a page at a time (`cursor`, `limit`)."""
-    page, next_cursor = db.autocommit(lambda tx: resources.page_by_status(
-        tx, ResourceStatus(query["status"]), query.get("cursor"), query.get("limit", 100)))
-    return {"resources": [r.public() for r in page], "next_cursor": next_cursor}
+    return _page("resources", db.autocommit(lambda tx: resources.page_by_status(
+        tx, ResourceStatus(query["status"]), query.get("cursor"), query.get("limit", RESOURCES_PAGE))))
 
 
-def cleanup_plan(db: Database, run_id: int, now: datetime) -> Body:
-    """What a cancel with cleanup would revert now, newest first, the steps in flight (their answers may add to it),
-    whether such a cancel would clean up at all, and the step in doubt it would wait for."""
+def cleanup_plan(db: Database, run_id: int, query: dict[str, Any], now: datetime) -> Body:
+    """What a cancel with cleanup would revert now: counted whole (`counts`), and a page of it newest first
+    (`cursor`, `limit`); the steps in flight (their answers may add to it), whether such a cancel would clean
+    up at all, and the step in doubt it would wait for."""
 
     def read(tx: Tx) -> Body:
         run = _known_run(tx, run_id)
-        plan = resources.cleanup_plan(tx, run.id)
+        planned = resources.cleanup_counts(tx, run.id)
         flying = resources.in_flight_count(tx, run.id, now)
         undecided = steps.parked_in_doubt_of(tx, run.id)  # a cleanup waits for the decision on it
-        cleans = (run.status in commands.CLEANABLE and run.cleanup_target is None and (bool(plan) or flying > 0)
+        cleans = (run.status in commands.CLEANABLE and run.cleanup_target is None and (planned.reverts > 0 or flying > 0)
                   and undecided is None)
-        return {"reverts": [r.public() for r in plan], "in_flight": flying, "cleans_up": cleans,
-                "undecided": None if undecided is None else undecided.named}
+        return {**_page("reverts", resources.cleanup_plan(tx, run.id, query.get("cursor"), query.get("limit", RESOURCES_PAGE))),
+                "counts": {"reverts": planned.reverts, "by_hand": planned.by_hand},
+                "in_flight": flying, "cleans_up": cleans, "undecided": None if undecided is None else undecided.named}
 
     return db.transaction(read)

@@ -4,24 +4,22 @@ now) and its log. Reads only."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
 from ...db import Database, Tx, must_exist
 from .. import commands, lifecycle
 from ..errors import Invalid, NotFound
-from ..model import LogEntry, Step
-from ..store import log, phases, runs, steps
+from ..model import LogEntry, iso
+from ..store import log, phases, resources, runs, steps
 from ..store.runs import REHEARSAL_FILTERS as REHEARSAL_FILTERS  # the runs page's ?rehearsal= values
 from ..waiting import waiting
-from . import Body
+from . import Body, fitted
 
-# A run's detail answers its steps a page at a time: at most STEPS_PAGE steps and about STEPS_PAGE_BYTES
-# of them (the page ends before the step that would pass it), so one answer stays far below Lambda's
-# 6 MB whatever the run's size (a definition allows 10,200 steps of 16 KB params).
+# A run's detail answers its steps a page at a time: at most STEPS_PAGE steps and about PAGE_BYTES of them
+# (views.fitted), so one answer stays far below Lambda's 6 MB whatever the run's size (a definition allows
+# 10,200 steps of 16 KB params).
 STEPS_PAGE = 1000
-STEPS_PAGE_BYTES = 1024 * 1024
 
 
 def runs_page(db: Database, query: dict[str, Any]) -> Body:
@@ -64,7 +62,8 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
         if after is None:
             raise Invalid(f"query.steps_cursor: run {run.id} has no step {query['steps_cursor']}")
     limit = query.get("steps_limit", STEPS_PAGE)
-    run_steps, more = _steps_page(steps.page_for_run(tx, run.id, after, limit + 1), limit)
+    read = steps.page_for_run(tx, run.id, after, limit + 1)
+    run_steps, next_cursor = fitted(read[:limit], read[limit - 1].id if len(read) > limit else None, lambda s: s.id)
     furthest = steps.last_started_seq(tx, run.id, run.current_phase)
     head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
     run_phases = phases.list_for_run(tx, run.id)
@@ -75,23 +74,18 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
         "waiting": waiting(run, head[0] if head else None, working),
         "phases": [p.public() for p in run_phases],
         "steps": [s.public() for s in run_steps],
-        "steps_next_cursor": run_steps[-1].id if more else None,
+        "steps_next_cursor": next_cursor,
         "counts": steps.status_counts(tx, run.id),
+        "ledger": _ledger(tx, run.id),
         "controls": commands.offered(run, run_steps, furthest, working, flying),
     }
 
 
-def _steps_page(read: list[Step], limit: int) -> tuple[list[Step], bool]:
-    """The first of `read` up to `limit` steps and STEPS_PAGE_BYTES of their JSON (always at least one),
-    and whether any step is left for a next page."""
-    page: list[Step] = []
-    size = 0
-    for step in read[:limit]:
-        size += len(json.dumps(step.public(), separators=(",", ":")))
-        if page and size > STEPS_PAGE_BYTES:
-            return page, True
-        page.append(step)
-    return page, len(read) > limit
+def _ledger(tx: Tx, run_id: int) -> Body:
+    """How the run's ledger stands, in a few bytes: its resources counted by status and when the last of them
+    changed. A client reads GET /runs/{id}/resources again only when this moves."""
+    counts, changed_at = resources.ledger_state(tx, run_id)
+    return {"counts": counts, "changed_at": iso(changed_at)}
 
 
 def log_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:
