@@ -66,6 +66,7 @@ CHANNELS_FIT = "tests/test_channels_fit.py"
 CHANNELS_LOG = "tests/test_channels_log.py"
 ACTIONS_PERFORM = "tests/test_actions_perform.py"
 SECRETS_MANAGER = "tests/test_secrets_manager.py"
+SIGNING = "tests/test_signing_rotation.py"
 SECRETS_OUTAGE = "tests/test_secrets_outage.py"
 DB_TESTS = "tests/test_db.py"
 DB_OUTAGE = "tests/test_db_outage.py"
@@ -1673,9 +1674,18 @@ MUTATIONS: list[Mutation] = [
              'said = read.get("status") if isinstance(read, dict) else None',
              (DOUBT_PROBE,)),
     Mutation("the-probe-is-signed-without-its-method-and-path", "the-probe-is-signed-without-its-method-and-path",
-             'context.now, f"GET.{target}.".encode())',
-             'context.now, b"")',
+             'signs = f"GET.{target}.".encode()',
+             'signs = b""',
              (DOUBT_PROBE,)),
+    # Issue 38, item 7: a probe refused 401 re-reads a rotated key and asks again, through the dispatch's own path.
+    Mutation("a-401-is-not-signed-again-with-a-rotated-key", "a-401-is-not-signed-again-with-a-rotated-key",
+             "if answer.status != UNAUTHORISED:",
+             "if True:",
+             (SIGNING,)),
+    Mutation("the-probe-keeps-a-refused-key", "the-probe-keeps-a-refused-key",
+             "get_signed(self._endpoint, target, self._key, context.now, timeout=self.timeout)",
+             "get_signed(self._endpoint, target, SigningKey.fixed(self._key.current()), context.now, timeout=self.timeout)",
+             (SIGNING,)),
     Mutation("a-core-action-is-asked-about", "a-core-action-is-asked-about",
              "return isinstance(self.bridge, StatusBridge) and self.bridge.asks_status and spec is not None and not spec.core",
              "return isinstance(self.bridge, StatusBridge) and self.bridge.asks_status and spec is not None",
