@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
+from .sameness import same_secret_key, same_url
 
 # (default, lowest, highest) of each numeric setting. Leases as short as 2 s
 # serve crash tests; an hour is past any step worth leasing. A tick longer than
@@ -283,16 +284,23 @@ class Settings:
         # guard: the-sandbox-may-share-the-bridges-key
         if settings.game_bridge_sandbox_secret and settings.game_bridge_sandbox_secret == settings.game_bridge_secret:
             raise ConfigError("GAME_BRIDGE_SANDBOX_SECRET must be the sandbox's own key, not GAME_BRIDGE_SECRET's")
+        # Compared as places, not as text: another spelling of the bridge's URL (its host's address, a default port,
+        # a dot segment, another case) is the bridge all the same.
         # guard: the-sandbox-may-be-the-real-bridge
-        if settings.game_bridge_sandbox_url and settings.game_bridge_sandbox_url == settings.game_bridge_url:
-            raise ConfigError("GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL")
+        if settings.game_bridge_sandbox_url and settings.game_bridge_url and \
+                same_url(settings.game_bridge_sandbox_url, settings.game_bridge_url):
+            raise ConfigError(f"GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL: {settings.game_bridge_sandbox_url}"
+                              f" reaches the same place as {settings.game_bridge_url}")
         if settings.signal_secret and settings.signal_secret == settings.game_bridge_secret:
             raise ConfigError("EVENTS_SIGNAL_SECRET must be the game server's own key, not GAME_BRIDGE_SECRET's")
         # Keys may share a secret, each under its own JSON key; two purposes naming the same one share a key.
         for name, reference in (("EVENTS_SIGNAL_SECRET_ARN", settings.signal_secret_arn),
                                 ("GAME_BRIDGE_SANDBOX_SECRET_ARN", settings.game_bridge_sandbox_secret_arn)):
-            if reference and reference == settings.game_bridge_secret_arn:
-                raise ConfigError(f"{name} must name a key of its own, not GAME_BRIDGE_SECRET_ARN's ({reference})")
+            # guard: a-key-may-share-the-bridges-secret-spelled-otherwise
+            if reference and settings.game_bridge_secret_arn and \
+                    same_secret_key(secret_reference(reference), secret_reference(settings.game_bridge_secret_arn)):
+                raise ConfigError(f"{name} must name a key of its own, not GAME_BRIDGE_SECRET_ARN's ({reference} names"
+                                  f" the same key as {settings.game_bridge_secret_arn})")
         if settings.console_dev_logins and not settings.jwt_secret:
             raise ConfigError("EVENTS_CONSOLE_DEV_TOKENS is for development only: it needs EVENTS_JWT_SECRET, not a JWKS")
         return settings

@@ -67,6 +67,7 @@ CHANNELS_LOG = "tests/test_channels_log.py"
 ACTIONS_PERFORM = "tests/test_actions_perform.py"
 SECRETS_MANAGER = "tests/test_secrets_manager.py"
 SIGNING = "tests/test_signing_rotation.py"
+CONFIG_SANDBOX = "tests/test_config_sandbox.py"
 SECRETS_OUTAGE = "tests/test_secrets_outage.py"
 DB_TESTS = "tests/test_db.py"
 DB_OUTAGE = "tests/test_db_outage.py"
@@ -1578,9 +1579,34 @@ MUTATIONS: list[Mutation] = [
              "if False:",
              (DRY_RUNS,)),
     Mutation("the-sandbox-may-be-the-real-bridge", "the-sandbox-may-be-the-real-bridge",
-             "if settings.game_bridge_sandbox_url and settings.game_bridge_sandbox_url == settings.game_bridge_url:",
-             "if False:",
-             (DRY_RUNS,)),
+             "if settings.game_bridge_sandbox_url and settings.game_bridge_url and \\",
+             "if False and \\",
+             (CONFIG_SANDBOX, DRY_RUNS)),
+    # Issue 38, item 7: the sandbox and the bridge compared as places and keys, not as text.
+    Mutation("the-sandbox-url-compared-as-text", "the-sandbox-may-be-the-real-bridge",
+             "same_url(settings.game_bridge_sandbox_url, settings.game_bridge_url)",
+             "settings.game_bridge_sandbox_url == settings.game_bridge_url",
+             (CONFIG_SANDBOX,)),
+    Mutation("a-sandbox-host-is-compared-by-its-name-alone", "a-sandbox-host-is-compared-by-its-name-alone",
+             "return bool(resolve(a.host, a.port, deadline) & resolve(b.host, b.port, deadline))",
+             "return False",
+             (CONFIG_SANDBOX,)),
+    Mutation("a-sandbox-path-is-compared-with-its-dot-segments", "a-sandbox-path-is-compared-with-its-dot-segments",
+             'if segment in ("", "."):',
+             'if segment == "":',
+             (CONFIG_SANDBOX,)),
+    Mutation("a-sandbox-port-is-compared-without-its-default", "a-sandbox-port-is-compared-without-its-default",
+             "port = parts.port or DEFAULT_PORTS.get(scheme, 0)",
+             "port = parts.port or 0",
+             (CONFIG_SANDBOX,)),
+    Mutation("a-key-may-share-the-bridges-secret-spelled-otherwise", "a-key-may-share-the-bridges-secret-spelled-otherwise",
+             "same_secret_key(secret_reference(reference), secret_reference(settings.game_bridge_secret_arn))",
+             "reference == settings.game_bridge_secret_arn",
+             (CONFIG_SANDBOX,)),
+    Mutation("a-partial-secret-arn-is-another-secret", "a-partial-secret-arn-is-another-secret",
+             "return name == other_name or any(",
+             "return name == other_name or False and any(",
+             (CONFIG_SANDBOX,)),
     Mutation("a-dry-runs-subject-is-not-marked-rehearsal", "a-dry-runs-subject-is-not-marked-rehearsal",
              "            return REHEARSAL_PREFIX + replace(self, rehearsal=False).subject",
              "            return replace(self, rehearsal=False).subject",
