@@ -31,6 +31,9 @@ RANGES: dict[str, tuple[int, int, int]] = {
     # How long a signal or a control (what moves a live event) waits for a database resuming from a pause
     # before it answers 503: at most 20 s, so the work itself still has 9 s of API Gateway's 29.
     "EVENT_API_DATABASE_WAIT_SECONDS": (20, 0, 20),
+    # The longest a staff token may be valid for (exp - iat, or exp - now without iat): a day, as the common
+    # identity providers' longest defaults; a leaked token outlives it by no more than this.
+    "EVENT_TOKEN_MAX_LIFETIME_SECONDS": (24 * 3600, 60, 30 * 24 * 3600),
 }
 
 
@@ -199,6 +202,7 @@ class Settings:
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_roles_claim: str = "roles"
+    token_max_lifetime_seconds: int = RANGES["EVENT_TOKEN_MAX_LIFETIME_SECONDS"][0]
     oidc_issuer: str | None = None
     oidc_client_id: str | None = None
     oidc_scope: str = "openid"
@@ -258,6 +262,7 @@ class Settings:
             jwt_issuer=env.get("EVENTS_JWT_ISSUER") or None,
             jwt_audience=env.get("EVENTS_JWT_AUDIENCE") or None,
             jwt_roles_claim=env.get("EVENTS_JWT_ROLES_CLAIM", "").strip() or "roles",
+            token_max_lifetime_seconds=_int_in_range(env, "EVENT_TOKEN_MAX_LIFETIME_SECONDS"),
             oidc_issuer=(env.get("EVENTS_OIDC_ISSUER") or "").strip().rstrip("/") or None,
             oidc_client_id=(env.get("EVENTS_OIDC_CLIENT_ID") or "").strip() or None,
             oidc_scope=(env.get("EVENTS_OIDC_SCOPE") or "").strip() or "openid",

@@ -1302,6 +1302,11 @@ MUTATIONS: list[Mutation] = [
              "parked=step.parked,",
              (API_AUTH,),
              equivalent="the gm's press was refused under the step's lock before the statement unless it was parked"),
+    # Issue 38, item 7: a token valid for longer than EVENT_TOKEN_MAX_LIFETIME_SECONDS is refused.
+    Mutation("a-token-may-live-longer-than-the-limit", "a-token-may-live-longer-than-the-limit",
+             "if lifetime > longest:",
+             "if False:",
+             (API_AUTH,)),
     # ── a parked cue's timers: each a compare-and-set on the moment read ─────
     Mutation("a-reminder-claimed-twice", "a-reminder-claimed-twice",
              "AND s.remind_at = %s AND s.reminders_sent = %s",
