@@ -386,5 +386,5 @@ def test_the_longest_lifetime_is_a_setting(db, clock, db_params):
     with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
         assert Api(client).get("/runs", auth=token("admin", ttl=600)).status == 200
         answer = Api(client).get("/runs", auth=token("admin", ttl=3600))
-    assert answer.body["errors"] == ["the token is valid for 60 min (3600 s, exp - iat), longer than the 10 min (600 s)"
-                                     " EVENT_TOKEN_MAX_LIFETIME_SECONDS allows: ask for a shorter-lived token"]
+    assert answer.body["errors"] == [("the token is valid for 60 min (3600 s, exp - iat), longer than the 10 min (600 s)"
+                                      " EVENT_TOKEN_MAX_LIFETIME_SECONDS allows: ask for a shorter-lived token")]

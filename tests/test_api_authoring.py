@@ -151,12 +151,12 @@ UNSEEN = "cannot be seen, so the name could pass for another: a name holds only 
     ("Har\u00advest festival", f"U+00AD SOFT HYPHEN at character 4 {UNSEEN}"),
     ("Harvest\u3164festival", f"U+3164 HANGUL FILLER at character 8 {UNSEEN}"),
     ("Harv\u200dest festival", f"U+200D ZERO WIDTH JOINER at character 5 {UNSEEN}"),
-    ("Harvest\u00a0festival", "U+00A0 NO-BREAK SPACE at character 8 looks like a plain space, so the name could pass"
-                              " for another: write a plain space"),
-    ("Harvest\u3000festival", "U+3000 IDEOGRAPHIC SPACE at character 8 looks like a plain space, so the name could"
-                              " pass for another: write a plain space"),
-    ("Harvest  festival", "two spaces at character 8 show as one, so the name could pass for another: write single"
-                          " spaces between words"),
+    ("Harvest\u00a0festival", ("U+00A0 NO-BREAK SPACE at character 8 looks like a plain space, so the name could pass"
+                               " for another: write a plain space")),
+    ("Harvest\u3000festival", ("U+3000 IDEOGRAPHIC SPACE at character 8 looks like a plain space, so the name could"
+                               " pass for another: write a plain space")),
+    ("Harvest  festival", ("two spaces at character 8 show as one, so the name could pass for another: write single"
+                           " spaces between words")),
 ])
 def test_a_name_that_could_pass_for_another_is_refused_naming_the_character(api, db, hostile, problem):
     holder = api.post("/definitions", _document(_step("core.wait", seconds=1), name="Harvest festival"), auth=ADMIN)

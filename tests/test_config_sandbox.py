@@ -46,7 +46,8 @@ def _settings(sandbox: str, live: str = LIVE) -> Settings:
     "http://[::ffff:10.0.0.5]:8765/bridge",  # its IPv4-mapped IPv6 address
 ])
 def test_another_spelling_of_the_live_bridge_is_refused_as_the_sandbox(hosts, sandbox):
-    with pytest.raises(ConfigError, match="^" + re.escape(f"GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL: {sandbox.rstrip('/')}")):
+    named = f"GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL: {sandbox.rstrip('/')}"
+    with pytest.raises(ConfigError, match="^" + re.escape(named)):
         _settings(sandbox)
 
 
