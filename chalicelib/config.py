@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
+from .sameness import same_secret_key, same_url
 
 # (default, lowest, highest) of each numeric setting. Leases as short as 2 s
 # serve crash tests; an hour is past any step worth leasing. A tick longer than
@@ -30,6 +31,9 @@ RANGES: dict[str, tuple[int, int, int]] = {
     # How long a signal or a control (what moves a live event) waits for a database resuming from a pause
     # before it answers 503: at most 20 s, so the work itself still has 9 s of API Gateway's 29.
     "EVENT_API_DATABASE_WAIT_SECONDS": (20, 0, 20),
+    # The longest a staff token may be valid for (exp - iat, or exp - now without iat): a day, as the common
+    # identity providers' longest defaults; a leaked token outlives it by no more than this.
+    "EVENT_TOKEN_MAX_LIFETIME_SECONDS": (24 * 3600, 60, 30 * 24 * 3600),
 }
 
 
@@ -198,6 +202,7 @@ class Settings:
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_roles_claim: str = "roles"
+    token_max_lifetime_seconds: int = RANGES["EVENT_TOKEN_MAX_LIFETIME_SECONDS"][0]
     oidc_issuer: str | None = None
     oidc_client_id: str | None = None
     oidc_scope: str = "openid"
@@ -257,6 +262,7 @@ class Settings:
             jwt_issuer=env.get("EVENTS_JWT_ISSUER") or None,
             jwt_audience=env.get("EVENTS_JWT_AUDIENCE") or None,
             jwt_roles_claim=env.get("EVENTS_JWT_ROLES_CLAIM", "").strip() or "roles",
+            token_max_lifetime_seconds=_int_in_range(env, "EVENT_TOKEN_MAX_LIFETIME_SECONDS"),
             oidc_issuer=(env.get("EVENTS_OIDC_ISSUER") or "").strip().rstrip("/") or None,
             oidc_client_id=(env.get("EVENTS_OIDC_CLIENT_ID") or "").strip() or None,
             oidc_scope=(env.get("EVENTS_OIDC_SCOPE") or "").strip() or "openid",
@@ -283,16 +289,23 @@ class Settings:
         # guard: the-sandbox-may-share-the-bridges-key
         if settings.game_bridge_sandbox_secret and settings.game_bridge_sandbox_secret == settings.game_bridge_secret:
             raise ConfigError("GAME_BRIDGE_SANDBOX_SECRET must be the sandbox's own key, not GAME_BRIDGE_SECRET's")
+        # Compared as places, not as text: another spelling of the bridge's URL (its host's address, a default port,
+        # a dot segment, another case) is the bridge all the same.
         # guard: the-sandbox-may-be-the-real-bridge
-        if settings.game_bridge_sandbox_url and settings.game_bridge_sandbox_url == settings.game_bridge_url:
-            raise ConfigError("GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL")
+        if settings.game_bridge_sandbox_url and settings.game_bridge_url and \
+                same_url(settings.game_bridge_sandbox_url, settings.game_bridge_url):
+            raise ConfigError(f"GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL: {settings.game_bridge_sandbox_url}"
+                              f" reaches the same place as {settings.game_bridge_url}")
         if settings.signal_secret and settings.signal_secret == settings.game_bridge_secret:
             raise ConfigError("EVENTS_SIGNAL_SECRET must be the game server's own key, not GAME_BRIDGE_SECRET's")
         # Keys may share a secret, each under its own JSON key; two purposes naming the same one share a key.
         for name, reference in (("EVENTS_SIGNAL_SECRET_ARN", settings.signal_secret_arn),
                                 ("GAME_BRIDGE_SANDBOX_SECRET_ARN", settings.game_bridge_sandbox_secret_arn)):
-            if reference and reference == settings.game_bridge_secret_arn:
-                raise ConfigError(f"{name} must name a key of its own, not GAME_BRIDGE_SECRET_ARN's ({reference})")
+            # guard: a-key-may-share-the-bridges-secret-spelled-otherwise
+            if reference and settings.game_bridge_secret_arn and \
+                    same_secret_key(secret_reference(reference), secret_reference(settings.game_bridge_secret_arn)):
+                raise ConfigError(f"{name} must name a key of its own, not GAME_BRIDGE_SECRET_ARN's ({reference} names"
+                                  f" the same key as {settings.game_bridge_secret_arn})")
         if settings.console_dev_logins and not settings.jwt_secret:
             raise ConfigError("EVENTS_CONSOLE_DEV_TOKENS is for development only: it needs EVENTS_JWT_SECRET, not a JWKS")
         return settings

@@ -255,3 +255,10 @@ def _resolve(host: str, port: int, deadline: float) -> list[tuple[int, tuple[Any
 @lru_cache(maxsize=1)
 def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()  # loads the CA bundle once per process
+
+
+def addresses(host: str, port: int, *, timeout: float) -> frozenset[str]:
+    """The addresses `host` has (a literal address is its own), by the same bounded lookup a request makes:
+    OSError when it has none, TimeoutError when the lookup takes longer than `timeout`."""
+    found = _resolve(host, port, time.monotonic() + timeout)
+    return frozenset(str(ipaddress.ip_address(address[0])) for _family, address in found)

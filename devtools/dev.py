@@ -225,7 +225,8 @@ def run_dev(demo: str = "calm") -> int:
         print("the dev stage sets GAME_BRIDGE_URL; set it to where the demo game bridge should listen", file=sys.stderr)
         return EXIT_SETTING
     # The console's one-click development login: tokens minted here, handed to the dev API only.
-    logins = {role: mint(settings, sub=f"dev-{role}", roles=[role], ttl_seconds=24 * 3600) for role in ROLES}
+    lasting = min(24 * 3600, settings.token_max_lifetime_seconds)  # a day, unless the API allows less
+    logins = {role: mint(settings, sub=f"dev-{role}", roles=[role], ttl_seconds=lasting) for role in ROLES}
 
     # Every listener up before anything is written: a second `make dev` must not schedule a stray run.
     bridge = None

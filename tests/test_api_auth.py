@@ -354,3 +354,37 @@ def test_an_expired_token_long_ago_names_its_day():
 def test_a_token_signed_with_another_key_says_so(api):
     answer = api.get("/runs", auth=token("admin", key=SECRET + "-other"))
     assert answer.body == {"errors": ["the token's signature does not verify: it was signed with another key"]}
+
+
+# ── a token valid for longer than EVENT_TOKEN_MAX_LIFETIME_SECONDS (issue 38) ──
+LONGEST = "longer than the 24 h (86400 s) EVENT_TOKEN_MAX_LIFETIME_SECONDS allows: ask for a shorter-lived token"
+
+
+def test_a_token_valid_for_exactly_the_longest_lifetime_is_accepted_and_a_second_more_refused(api):
+    assert api.get("/runs", auth=token("admin", ttl=86400)).status == 200
+    answer = api.get("/runs", auth=token("admin", ttl=86401))
+    assert (answer.status, answer.body) == (401, {"errors": [f"the token is valid for 24 h (86401 s, exp - iat), {LONGEST}"]})
+
+
+@pytest.mark.parametrize("claims, valid", [
+    ({"iat": None, "exp": datetime.now(UTC) + timedelta(days=30, hours=1)}, "30 days"),  # no iat: from now
+    ({"iat": datetime.now(UTC) - timedelta(days=400)}, "400 days"),  # issued long ago, valid an hour more
+    ({"exp": 10**400}, "more than 30 years"),  # an exp no float holds: refused, never a 500
+    ({"iat": 0}, "more than 30 years"),
+])
+def test_a_token_valid_for_longer_is_refused_naming_the_limit(api, claims, valid):
+    answer = api.get("/runs", auth=token("admin", **claims))
+    assert answer.status == 401
+    message = answer.body["errors"][0]
+    assert message.startswith(f"the token is valid for {valid}") and message.endswith(LONGEST)
+    assert ("exp - now" in message) == (claims.get("iat", 0) is None)
+
+
+def test_the_longest_lifetime_is_a_setting(db, clock, db_params):
+    settings = Settings.from_env({"EVENTS_DB_URL": db_params.url(), "EVENTS_JWT_SECRET": SECRET, "EVENTS_JWT_ISSUER": ISSUER,
+                                  "EVENTS_JWT_AUDIENCE": AUDIENCE, "EVENT_TOKEN_MAX_LIFETIME_SECONDS": "600"})
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        assert Api(client).get("/runs", auth=token("admin", ttl=600)).status == 200
+        answer = Api(client).get("/runs", auth=token("admin", ttl=3600))
+    assert answer.body["errors"] == [("the token is valid for 60 min (3600 s, exp - iat), longer than the 10 min (600 s)"
+                                      " EVENT_TOKEN_MAX_LIFETIME_SECONDS allows: ask for a shorter-lived token")]

@@ -136,6 +136,56 @@ def test_renaming_into_a_name_another_holds_is_a_409_and_keeps_the_version(api, 
     assert renamed.status == 200 and _definitions(db)[1]["name"] == "MARKET"
 
 
+# ── names that render as another (issue 38) ───────────────────────────────────
+UNSEEN = "cannot be seen, so the name could pass for another: a name holds only characters that show"
+
+
+@pytest.mark.parametrize("hostile, problem", [
+    ("Harvest\u200bfestival", f"U+200B ZERO WIDTH SPACE at character 8 {UNSEEN}"),
+    ("Harvest \u202efestival", f"U+202E RIGHT-TO-LEFT OVERRIDE at character 9 {UNSEEN}"),
+    ("Harvest \u2066festival\u2069", f"U+2066 LEFT-TO-RIGHT ISOLATE at character 9 {UNSEEN}"),
+    ("Harvest\x00 festival", f"U+0000 (a control character) at character 8 {UNSEEN}"),
+    ("Harvest\tfestival", f"U+0009 (a control character) at character 8 {UNSEEN}"),
+    ("Harvest\u2028festival", f"U+2028 LINE SEPARATOR at character 8 {UNSEEN}"),
+    ("\ufeffHarvest festival", f"U+FEFF ZERO WIDTH NO-BREAK SPACE at character 1 {UNSEEN}"),
+    ("Har\u00advest festival", f"U+00AD SOFT HYPHEN at character 4 {UNSEEN}"),
+    ("Harvest\u3164festival", f"U+3164 HANGUL FILLER at character 8 {UNSEEN}"),
+    ("Harv\u200dest festival", f"U+200D ZERO WIDTH JOINER at character 5 {UNSEEN}"),
+    ("Harvest\u00a0festival", ("U+00A0 NO-BREAK SPACE at character 8 looks like a plain space, so the name could pass"
+                               " for another: write a plain space")),
+    ("Harvest\u3000festival", ("U+3000 IDEOGRAPHIC SPACE at character 8 looks like a plain space, so the name could"
+                               " pass for another: write a plain space")),
+    ("Harvest  festival", ("two spaces at character 8 show as one, so the name could pass for another: write single"
+                           " spaces between words")),
+])
+def test_a_name_that_could_pass_for_another_is_refused_naming_the_character(api, db, hostile, problem):
+    holder = api.post("/definitions", _document(_step("core.wait", seconds=1), name="Harvest festival"), auth=ADMIN)
+    assert holder.status == 201
+    answer = api.post("/definitions", _document(_step("core.wait", seconds=1), name=hostile), auth=ADMIN)
+    assert (answer.status, answer.body["errors"]) == (400, [f"document.name: {problem}"])
+    renamed = api.put(f"/definitions/{holder.body['definition']['id']}", _document(_step("core.wait", seconds=1), name=hostile),
+                      auth=ADMIN)
+    assert renamed.status == 400
+    assert _definitions(db) == [{"id": holder.body["definition"]["id"], "name": "Harvest festival"}]
+
+
+def test_every_kind_of_problem_in_a_name_is_listed_once(api):
+    answer = api.post("/definitions", _document(_step("core.wait", seconds=1),
+                                                name="A\u200b\u200bB\u00a0\u00a0C  D  E"), auth=ADMIN)
+    assert [e.split(" at character")[0] for e in answer.body["errors"]] == [
+        "document.name: U+200B ZERO WIDTH SPACE", "document.name: U+00A0 NO-BREAK SPACE", "document.name: two spaces"]
+
+
+@pytest.mark.parametrize("shown", [
+    "Pride 🏳️\u200d🌈 parade", "Family 👨\u200d👩\u200d👧 day", "Fête de la musique", "夏祭り 2026", "مهرجان الحصاد",
+    "Día de Muertos: the finale",
+])
+def test_a_name_of_what_shows_is_saved_as_written(api, db, shown):
+    answer = api.post("/definitions", _document(_step("core.wait", seconds=1), name=f"  {shown} "), auth=ADMIN)
+    assert answer.status == 201, answer.body
+    assert _definitions(db)[0]["name"] == shown
+
+
 def test_a_new_version_of_a_missing_definition_is_still_a_404(api):
     assert api.put("/definitions/999", _document(_step("core.wait", seconds=1)), auth=ADMIN).status == 404
 

@@ -60,6 +60,21 @@ def test_the_token_command_refuses_a_ttl_that_is_not_positive():
         assert done.stderr == f"--ttl must be a positive number of seconds, got {ttl}\n"
 
 
+def test_the_token_command_mints_no_token_the_api_would_refuse_as_too_long_lived(api):
+    """--ttl is bounded by EVENT_TOKEN_MAX_LIFETIME_SECONDS (issue 38): the longest it allows mints a token the API
+    accepts, a second more mints nothing and names the limit."""
+    longest = _token_command("--ttl", "86400", EVENTS_JWT_SECRET=SECRET, EVENTS_JWT_ISSUER=ISSUER, EVENTS_JWT_AUDIENCE=AUDIENCE)
+    assert longest.returncode == 0, longest.stderr
+    assert api.get("/runs", auth=longest.stdout.strip()).status == 200
+    longer = _token_command("--ttl", "86401", EVENTS_JWT_SECRET=SECRET, EVENTS_JWT_ISSUER=ISSUER, EVENTS_JWT_AUDIENCE=AUDIENCE)
+    assert (longer.returncode, longer.stdout) == (2, "")
+    assert longer.stderr == ("configuration error: a token may be valid for at most 86400 s (EVENT_TOKEN_MAX_LIFETIME_SECONDS),"
+                             " not 86401 s\n")
+    shorter = _token_command("--ttl", "7200", EVENTS_JWT_SECRET=SECRET, EVENTS_JWT_ISSUER=ISSUER, EVENTS_JWT_AUDIENCE=AUDIENCE,
+                             EVENT_TOKEN_MAX_LIFETIME_SECONDS="3600")
+    assert shorter.returncode == 2 and "at most 3600 s" in shorter.stderr
+
+
 def test_make_token_prints_only_the_token_for_the_role_asked():
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(["make", "-s", "token", "ROLE=moderator", "SUB=carol", "TTL=120"], cwd=root,

@@ -19,6 +19,7 @@ from chalicelib.api.operations import CORS as cors
 from chalicelib.events import commands, journal
 from chalicelib.events.errors import AnsweredBefore
 from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.model import iso
 from chalicelib.events.store import log, runs, steps
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run, run_row, step_row
@@ -282,10 +283,66 @@ def test_a_step_controls_repeat_answers_the_first_answer(api, db, clock):
     again = api.post(path, {"note": "lit"}, auth=GM, headers={"Idempotency-Key": "k1"})
     assert first.status == again.status == 200 and again.body == first.body
     assert len(log_rows(db, run.id)) == 1
-    # The same key on the same run, for another control or another step, is refused: a new press needs a new key.
+    # The same key on the same run, for another control by another actor, is refused: a new press needs a new key.
     other = api.post(f"/runs/{run.id}/pause", auth=ADMIN, headers={"Idempotency-Key": "k1"})
-    assert other.status == 422 and "used for confirm" in other.body["errors"][0]
+    assert other.status == 409 and "used by gm-gus for confirm" in other.body["errors"][0]
     assert run_row(db, run.id).status is RunStatus.RUNNING
+
+
+def test_a_key_replayed_by_another_actor_is_a_409_naming_its_use_never_the_first_answer(api, db, clock):
+    """Issue 38: a gm replaying an admin's key for skipping a pending step was answered 200, though the gm's own
+    press is refused; a replay answers only who pressed, and anyone else is told whose key it is."""
+    run, (pending, _, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    path = f"/runs/{run.id}/steps/{pending.id}/skip"
+    assert api.post(path, {"reason": "skip it"}, auth=GM).status == 403  # a gm skips a parked cue only
+    key = {"Idempotency-Key": "admins-skip"}
+    assert api.post(path, {"reason": "skip it"}, auth=ADMIN, headers=key).status == 200
+    before = snapshot(db, run.id)
+    stolen = api.post(path, {"reason": "skip it"}, auth=GM, headers=key)
+    assert stolen.status == 409 and "Idempotent-Replayed" not in stolen.headers
+    assert stolen.body["errors"] == [
+        (f"this Idempotency-Key was used by root-admin for skip of this same step, Phase 1 · step 1 (world.spawn), at"
+         f" {iso(clock.now())}; a replay answers only who pressed it, and a new press needs a new key")]
+    assert stolen.body["detail"] == {"key_used_by": "root-admin", "key_used_for": "skip", "key_used_on_step": pending.id}
+    # A moderator, who could press a run control, is refused another's run-control key all the same.
+    assert api.post(f"/runs/{run.id}/pause", auth=MODERATOR, headers=key).status == 409
+    assert snapshot(db, run.id) == before
+    # Its presser still gets the first answer.
+    assert api.post(path, {"reason": "skip it"}, auth=ADMIN, headers=key).headers["Idempotent-Replayed"] == "true"
+
+
+def test_a_key_reused_on_another_step_is_refused_never_the_first_steps_answer_replayed(api, db, clock):
+    """Issue 38, item 8: confirming a second cue with the first cue's key must not answer the first confirm's 200
+    while the second cue is never confirmed."""
+    run, (first, second, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    put_step_in(db, first, "parked", clock.now())
+    put_step_in(db, second, "parked", clock.now())
+    key = {"Idempotency-Key": "confirm-once"}
+    assert api.post(f"/runs/{run.id}/steps/{first.id}/confirm", {"note": "lit"}, auth=GM, headers=key).status == 200
+    before = snapshot(db, run.id)
+    again = api.post(f"/runs/{run.id}/steps/{second.id}/confirm", {"note": "lit"}, auth=GM, headers=key)
+    assert again.status == 422 and "Idempotent-Replayed" not in again.headers
+    assert again.body["errors"] == [
+        (f"this Idempotency-Key was used for confirm of another step, Phase 1 · step 1 (world.spawn), at"
+         f" {iso(clock.now())}; a new press needs a new key")]
+    assert snapshot(db, run.id) == before and step_row(db, second.id).parked
+
+
+def test_a_key_reused_for_another_control_on_the_same_step_says_so_exactly(api, db, clock):
+    run, (cue, _, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    put_step_in(db, cue, "parked", clock.now())
+    key = {"Idempotency-Key": "k-ack"}
+    assert api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", auth=GM, headers=key).status == 200
+    skip = api.post(f"/runs/{run.id}/steps/{cue.id}/skip", {"reason": "gone"}, auth=GM, headers=key)
+    assert skip.status == 422
+    assert skip.body["errors"] == [
+        (f"this Idempotency-Key was used for acknowledge of this same step, Phase 1 · step 1 (world.spawn), at"
+         f" {iso(clock.now())}; a new press needs a new key")]
+    run_key = api.post(f"/runs/{run.id}/pause", auth=ADMIN, headers={"Idempotency-Key": "k-run"})
+    assert run_key.status == 200
+    on_a_step = api.post(f"/runs/{run.id}/steps/{cue.id}/skip", {"reason": "gone"}, auth=ADMIN, headers={"Idempotency-Key": "k-run"})
+    assert on_a_step.body["errors"] == [
+        f"this Idempotency-Key was used for pause of run {run.id} at {iso(clock.now())}; a new press needs a new key"]
 
 
 def test_a_key_is_unique_per_run_not_across_runs(api, db, clock):

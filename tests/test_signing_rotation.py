@@ -1,6 +1,6 @@
 """A rotated signing key (GAME_BRIDGE_SECRET_ARN, WEBHOOK_SECRET_ARN) reaches a running tick: on the
-secrets cache's age, and at once when the receiver answers 401 to a signature — the same request sent
-once more with the new key, the step done in one attempt."""
+secrets cache's age, and at once when the receiver answers 401 to a signature — the same request (a
+dispatch, a webhook's post, a status probe) sent once more with the new key, the step done in one attempt."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from chalicelib.events.adapters import signing
 from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
-from devtools.kit.game_bridge import Answer, GameBridge, Received
+from devtools.kit.game_bridge import Answer, GameBridge, Received, StatusAsked
 from tests.support.factory import document
 from tests.support.runner_kit import schedule, step, tick
 
@@ -62,6 +62,11 @@ def _checking(bridge: GameBridge, key: dict[str, str]):
 
 def _status(db, run_id: int) -> str:
     return db.autocommit(lambda tx: tx.one("SELECT status FROM event_runs WHERE id = %s", (run_id,)))["status"]
+
+
+def _the_step(db, run_id: int):
+    [only] = db.autocommit(lambda tx: steps.list_for_run(tx, run_id))
+    return only
 
 
 def _spawn(db, clock):
@@ -110,6 +115,46 @@ def test_a_401_to_a_signature_rereads_the_key_at_once_and_sends_the_same_request
     [done] = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))
     assert (done.status, done.attempts) == (StepStatus.DONE, 1)
     assert reads == [arn, arn]  # the first read, and one past the cache after the 401
+
+
+def test_a_probe_refused_401_rereads_the_rotated_key_and_asks_again_so_the_step_in_doubt_is_done(secrets, reads, db, clock):
+    """Issue 38: the status probe signed with the key the cache still held was answered 401 and the step, authored
+    `on_doubt: park`, parked for a person for up to the cache's 300 s; it now re-reads the key as a dispatch does."""
+    arn = secrets.create_secret(Name="events/bridge", SecretString=OLD)["ARN"]
+    key, applied = {"now": OLD}, []
+
+    def deliver(received: Received) -> Answer:
+        applied.append(received.headers["idempotency-key"])
+        return Answer(504, "")  # the game applied it; a proxy's timeout answered in its place
+
+    def status(asked: StatusAsked) -> Answer:
+        if not asked.signature_valid(key["now"]):
+            return Answer(401, {"error": "bad signature"})
+        return Answer(200, {"status": "applied" if asked.key in applied else "not_applied"})
+
+    with GameBridge(secret=OLD) as bridge:
+        bridge.respond("world.spawn", deliver)
+        bridge.status(status)
+        settings = Settings(game_bridge_url=bridge.url, game_bridge_secret_arn=arn, game_bridge_status=True)
+        runner = build_runner(settings, db, clock)
+        try:
+            run = schedule(db, clock.now(), {"name": "asked", "phases": [
+                {"steps": [{**step("world.spawn", npc="x"), "on_doubt": "park"}]}]})
+            tick(runner)
+            assert _the_step(db, run.id).in_doubt
+            secrets.put_secret_value(SecretId=arn, SecretString=NEW)  # the rotation, the game's side with it
+            key["now"] = NEW
+            clock.advance(settings.step_retry_seconds)
+            tick(runner)
+        finally:
+            runner.close()
+        refused, asked_again = bridge.probes()
+        assert len(bridge.received("world.spawn")) == 1  # applied once: nothing re-sent
+    assert refused.signature_valid(OLD) and asked_again.signature_valid(NEW) and asked_again.target == refused.target
+    spawn = _the_step(db, run.id)
+    assert (spawn.status, spawn.parked, spawn.in_doubt) == (StepStatus.DONE, False, False)
+    assert _status(db, run.id) == RunStatus.COMPLETED.value
+    assert reads == [arn, arn]  # the first read, and one past the cache after the probe's 401
 
 
 def test_a_game_that_refuses_every_signature_fails_the_step_and_costs_one_reread_per_interval(secrets, reads, db, clock):

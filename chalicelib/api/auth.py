@@ -2,7 +2,9 @@
 
 The algorithm is pinned by configuration, never taken from the token: HS256
 when EVENTS_JWT_SECRET is set, RS256 with keys from EVENTS_JWT_JWKS_URL
-otherwise. `exp`, `iss`, `aud` and `sub` are required; roles come from the claim named
+otherwise. `exp`, `iss`, `aud` and `sub` are required, and a token valid for longer than
+EVENT_TOKEN_MAX_LIFETIME_SECONDS (`exp - iat`, or `exp - now` without `iat`) is
+refused, naming the limit; roles come from the claim named
 by EVENTS_JWT_ROLES_CLAIM (default `roles`; a list, or a comma-separated
 string); the actor is `sub`.
 
@@ -160,13 +162,26 @@ def _expired(token: str) -> str:
 
 
 def _ago(seconds: float) -> str:
+    return f"{_span(seconds)} ago"
+
+
+def _span(seconds: float) -> str:
+    """A length of time as a person says it: "45 s", "3 min", "25 h", "30 days"."""
     if seconds < 90:
-        return f"{int(seconds)} s ago"
+        return f"{int(seconds)} s"
     if seconds < 90 * 60:
-        return f"{int(seconds // 60)} min ago"
+        return f"{int(seconds // 60)} min"
     if seconds < 48 * 3600:
-        return f"{int(seconds // 3600)} h ago"
-    return f"{int(seconds // 86400)} days ago"
+        return f"{int(seconds // 3600)} h"
+    return f"{int(seconds // 86400)} days"
+
+
+def _lifetime(claims: Mapping[str, Any]) -> tuple[int, str]:
+    """How long the token is valid for, and how that was read: exp - iat, or exp - now when it has no iat. Whole
+    seconds, read as PyJWT read them (int(), which it has checked succeeds): an exp of 400 digits is no float."""
+    if "iat" in claims:
+        return int(claims["exp"]) - int(claims["iat"]), "exp - iat"
+    return int(claims["exp"]) - int(time.time()), "exp - now"
 
 
 def authenticate(headers: Mapping[str, str], settings: Settings) -> Principal:
@@ -203,4 +218,11 @@ def authenticate(headers: Mapping[str, str], settings: Settings) -> Principal:
     sub = claims["sub"]
     if not isinstance(sub, str) or not sub.strip() or len(sub) > 191:
         raise Unauthorized("invalid token: sub must name the caller")
+    lifetime, read = _lifetime(claims)
+    longest = settings.token_max_lifetime_seconds
+    # guard: a-token-may-live-longer-than-the-limit
+    if lifetime > longest:
+        valid = f"{_span(lifetime)} ({lifetime} s, {read})" if lifetime < 10**9 else f"more than 30 years ({read})"
+        raise Unauthorized(f"the token is valid for {valid}, longer than the {_span(longest)} ({longest} s)"
+                           " EVENT_TOKEN_MAX_LIFETIME_SECONDS allows: ask for a shorter-lived token")
     return Principal(sub=sub, roles=_roles(roles_claim(claims, settings.jwt_roles_claim)))

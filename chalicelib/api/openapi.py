@@ -20,10 +20,11 @@ _ERROR_MEANINGS = {
     404: "no such run, step or definition (or signal: the message lists those the run's version declares)",
     409: "a control lost (the run or step is not in a state it may act from), or the occurrence asked for"
     " already has a finished run; the message names the run or step and its status. Also a run a newer version of"
-    " the engine wrote (a status, mode or park reason this version does not know): it is neither shown nor moved",
+    " the engine wrote (a status, mode or park reason this version does not know): it is neither shown nor moved."
+    " Also a control's Idempotency-Key another caller pressed on this run (the message names who and for what)",
     412: "the If-Match (or body.expected) names a state the run or step has left: nothing changed and nothing was"
     " logged; the message names the state now, and ETag (and detail.etag) its tag",
-    422: "the Idempotency-Key was used on this run for another control, or more than 24 h ago",
+    422: "the Idempotency-Key was used on this run by this caller for another control or step, or more than 24 h ago",
     415: "the request's Content-Type is not application/json (Chalice checks it on every route)",
     503: "tokens cannot be checked, a secret cannot be read, or the database is unavailable right now (see Retry-After)",
 }

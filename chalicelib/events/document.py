@@ -37,6 +37,7 @@ from .lifecycle import (
     condition_of,
 )
 from .model import Revert, StepSpec
+from .names import name_problems
 
 DEFAULT_GRACE_SECONDS = 300
 # A tick comes every few seconds to a minute; a shorter window would miss the
@@ -268,6 +269,8 @@ def validate(document: Any, module_actions: frozenset[str] | None = None) -> dic
     actions the game bridge declares (EVENT_MODULE_ACTIONS), any other refused; None: any `module.name`."""
     problems = _schema_problems(DOCUMENT_SCHEMA, document, "document")
     if isinstance(document, dict):
+        if isinstance(document.get("name"), str):
+            problems += name_problems(document["name"].strip(), "document.name")
         problems += _advance_problems(document)
         for path, step in _authored_steps(document):
             if first_error(STEP_SCHEMA, step, path) is None:

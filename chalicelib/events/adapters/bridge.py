@@ -10,7 +10,7 @@ knows whether the game acted: no complete answer after the request's first
 byte left, or a 5xx a proxy gave in the game's place (a 502, a 504, or any 5xx
 whose body is not a JSON object). A 429, or a 5xx with a JSON object (the game
 itself answering), is an answer: the game did not act. The key is kept current through a
-rotation of its secret, and a 401 to a signature re-reads it (`signing`). One overall deadline (the bridge
+rotation of its secret, and a 401 to a signature (a dispatch's or a probe's) re-reads it (`signing`). One overall deadline (the bridge
 timeout) covers the whole exchange and the answer is read up to a cap (see
 `outbound`): past the deadline the outcome is a retry, past the cap `failed`. A
 key that has never been read and cannot be (the sandbox's: `runner/compose.py`)
@@ -42,7 +42,7 @@ from ..actions.context import ActionContext
 from ..actions.outcome import Outcome, Probe, Status
 from ..errors import ConnectionFailed, DeadlineExceeded, OutboundError, SecretUnreadable
 from ..model import Step
-from .signing import SigningKey, post_signed
+from .signing import SigningKey, get_signed, post_signed
 
 logger = logging.getLogger(__name__)
 
@@ -163,11 +163,12 @@ class BridgeClient:
         """Ask the game whether it applied the step in doubt, before `context.attempt` is sent: one signed GET
         under the bridge's own deadline and answer cap. Never raises: no answer is UNKNOWN."""
         target = status_target(self._endpoint, context.step, context.attempt)
-        # guard: the-probe-is-signed-without-its-method-and-path
-        headers = outbound.signed_headers(self._key.current(), context.now, f"GET.{target}.".encode())
         started = time.monotonic()
         try:
-            answer = outbound.get(self._endpoint, target=target, headers=headers, timeout=self.timeout)
+            # A 401 re-reads a rotated key and asks once more, as a dispatch does: else a step would wait in doubt
+            # (or park) until the secrets cache aged.
+            # guard: the-probe-keeps-a-refused-key
+            answer = get_signed(self._endpoint, target, self._key, context.now, timeout=self.timeout)
         except OutboundError as error:
             return Probe(Status.UNKNOWN, f"{Status.UNKNOWN.value}: {error}"[:MAX_REASON], latency_ms=_ms_since(started))
         return replace(read_status(answer), latency_ms=_ms_since(started))

@@ -1,12 +1,14 @@
 """The HMAC key outbound requests are signed with, kept current through a rotation of its secret.
 
-Invariant: a request is signed with the key as it stands — a key named by a
-secret ARN is read through the secrets cache on every use, so a rotated secret
-is signed with within the cache's max age (300 s) — and a receiver that answers
-401 to a signature makes the key be read again at once, past the cache: when
-that gives another key, the same request (same body, same idempotency key) is
-sent once more, signed with it, inside what is left of the same overall
-deadline. The receiver refused the first signature, so it acted on nothing.
+Invariant: a request (a POST over its body, a GET over its method and path) is
+signed with the key as it stands — a key named by a secret ARN is read through
+the secrets cache on every use, so a rotated secret is signed with within the
+cache's max age (300 s) — and a receiver that answers 401 to a signature makes
+the key be read again at once, past the cache: when that gives another key, the
+same request (same body, same idempotency key) is sent once more, signed with
+it, inside what is left of the same overall deadline. The receiver refused the
+first signature, so it acted on nothing. A dispatch, a webhook's post and a
+status probe all go through this one path (`post_signed`, `get_signed`).
 Forced re-reads are at most one per REREAD_SECONDS per key, so a receiver that
 refuses everything costs a Secrets Manager call every few seconds, not one per
 step; a read that fails keeps the last key read (and is logged) and is not
@@ -84,11 +86,29 @@ class SigningKey:
 
 def post_signed(endpoint: outbound.Endpoint, target: str, body: bytes, headers: dict[str, str], key: SigningKey,
                 at: datetime, *, timeout: float, max_answer_bytes: int = outbound.MAX_ANSWER_BYTES) -> outbound.Answer:
-    """`outbound.post` signed with `key` at `at`, sent once more with a re-read key after a 401 (see above)."""
+    """`outbound.post` signed with `key` at `at` over its body, sent once more with a re-read key after a 401."""
+    return _signed(lambda signature, left: outbound.post(endpoint, target, body, {**headers, **signature}, timeout=left,
+                                                         max_answer_bytes=max_answer_bytes), body, key, at, timeout)
+
+
+def get_signed(endpoint: outbound.Endpoint, target: str, key: SigningKey, at: datetime, *,
+               timeout: float) -> outbound.Answer:
+    """`outbound.get` of `target` signed with `key` at `at` over "GET.{target}." (a GET has no body to sign: its
+    method and path are what it asks), sent once more with a re-read key after a 401, as a POST is."""
+    # guard: the-probe-is-signed-without-its-method-and-path
+    signs = f"GET.{target}.".encode()
+    return _signed(lambda signature, left: outbound.get(endpoint, target=target, headers=signature, timeout=left),
+                   signs, key, at, timeout)
+
+
+def _signed(send: Callable[[dict[str, str], float], outbound.Answer], signs: bytes, key: SigningKey, at: datetime,
+            timeout: float) -> outbound.Answer:
+    """`send(signature headers, seconds left)` signed over `signs` with the key now; after a 401, once more with
+    the key read again past the cache, when it differs, inside what is left of the one deadline (see above)."""
     deadline = time.monotonic() + timeout
     signed_with = key.current()
-    answer = outbound.post(endpoint, target, body, {**headers, **outbound.signed_headers(signed_with, at, body)},
-                           timeout=timeout, max_answer_bytes=max_answer_bytes)
+    answer = send(outbound.signed_headers(signed_with, at, signs), timeout)
+    # guard: a-401-is-not-signed-again-with-a-rotated-key
     if answer.status != UNAUTHORISED:
         return answer
     fresh = key.reread(signed_with)
@@ -96,5 +116,4 @@ def post_signed(endpoint: outbound.Endpoint, target: str, body: bytes, headers: 
     if fresh is None or left <= 0:
         return answer
     logger.warning("a signature was refused (401): sending again with the key as the secret now holds it")
-    return outbound.post(endpoint, target, body, {**headers, **outbound.signed_headers(fresh, at, body)},
-                         timeout=left, max_answer_bytes=max_answer_bytes)
+    return send(outbound.signed_headers(fresh, at, signs), left)

@@ -3,12 +3,13 @@
 Invariant: a command is one transaction that locks the run's row first (and then its step's), so the
 commands and signals of one run take turns; a run holding a word this version does not know (a newer
 version's run, a rollback past its migration) is refused (`NewerRow`) before anything; under those locks,
-before any rule, a repeated press answers its first answer (`AnsweredBefore`, nothing written) and a tag
-that is not the target's now is a 412 (`Stale`, naming the state now); then the command's guarded
-statement, whose WHERE clause is the guard, and its log row, in the same transaction; a statement that
-matched nothing is a 409 in the words of the command's refusal rule (the rows are locked, so the rule and
-the statement agree); a press that took with an Idempotency-Key keeps the key and its answer on its log
-row. Time is the context's `now`, read once from the one clock by the caller.
+before any rule, a repeated press answers its first answer (`AnsweredBefore`, nothing written) to the
+actor who pressed it, and to no one else (`Clash`), and a tag that is not the target's now is a 412
+(`Stale`, naming the state now); then the command's guarded statement, whose WHERE clause is the guard,
+and its log row, in the same transaction; a statement that matched nothing is a 409 in the words of the
+command's refusal rule (the rows are locked, so the rule and the statement agree); a press that took with
+an Idempotency-Key keeps the key and its answer on its log row. Time is the context's `now`, read once
+from the one clock by the caller.
 
 A command is a frozen dataclass of its typed fields (`RunCommand`, `StepCommand`, or a `Command` of its
 own such as a signal's receipt); `execute` runs it in a transaction of its own, `within` in the caller's.
@@ -25,7 +26,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from ...db import Database, Tx
 from ...errors import Forbidden
 from .. import journal
-from ..errors import AnsweredBefore, Conflict, KeyReused, NotFound, Stale
+from ..errors import AnsweredBefore, Clash, Conflict, KeyReused, NotFound, Stale
 from ..lifecycle import RunStatus, StepStatus
 from ..model import Run, Step, iso
 from ..store import log, runs, steps
@@ -191,7 +192,7 @@ def within(tx: Tx, command: Command[R], by: Context) -> R:
     if newer is not None:
         raise Step.newer(newer)  # a newer version's step: this version neither moves it nor the run around it
     step = command.target(tx, run)
-    _pressed(tx, by.press, command.name, run, step, by.now)
+    _pressed(tx, by, command.name, run, step)
     took = command.apply(tx, run, step, by)
     if took is None:
         return command.refused(tx, run, step, by)
@@ -202,20 +203,29 @@ def within(tx: Tx, command: Command[R], by: Context) -> R:
     return took.result
 
 
-def _pressed(tx: Tx, press: Press, name: str, run: Run, step: Step | None, now: datetime) -> None:
+def _pressed(tx: Tx, by: Context, name: str, run: Run, step: Step | None) -> None:
     """What every command does first, under its row locks, before any rule: a repeat of a press that took
-    answers its first answer (AnsweredBefore; a key used for another control, or over 24 h ago, is
-    KeyReused), and a tag that is not the target's now is Stale, naming the state now. Nothing is written."""
+    answers its first answer (AnsweredBefore) to whoever pressed it first (anyone else: Clash, naming the key's
+    use; a key its presser used for another control or step, or over 24 h ago, is KeyReused), and a tag that is
+    not the target's now is Stale, naming the state now. Nothing is written."""
+    press = by.press
     if press.key is not None:
         before = log.remembered(tx, run.id, press.key)
         # guard: a-repeat-is-pressed-again
         if before is not None:
+            # A replay answers only who pressed: another's key would hand them a press their roles may refuse.
+            # guard: a-key-answers-whoever-sends-it
+            if before.actor != by.actor:
+                raise Clash(f"this Idempotency-Key was used by {before.actor} for {_use(tx, before, run, step)} at"
+                            f" {iso(before.at)}; a replay answers only who pressed it, and a new press needs a new key",
+                            detail={"key_used_by": before.actor, "key_used_for": before.control,
+                                    "key_used_on_step": before.step_id})
+            # guard: a-key-replays-another-presses-answer
             if (before.control, before.step_id) != (name, None if step is None else step.id):
-                what = before.control if before.step_id is None else f"{before.control} of another step"
-                raise KeyReused(f"this Idempotency-Key was used for {what} on run {run.id} at {iso(before.at)};"
+                raise KeyReused(f"this Idempotency-Key was used for {_use(tx, before, run, step)} at {iso(before.at)};"
                                 " a new press needs a new key")
             # guard: a-key-is-kept-for-ever
-            if now - before.at > log.KEY_KEPT_FOR:
+            if by.now - before.at > log.KEY_KEPT_FOR:
                 raise KeyReused(f"this Idempotency-Key was used on run {run.id} at {iso(before.at)}, more than 24 h"
                                 " ago; a new press needs a new key")
             raise AnsweredBefore(before.body)
@@ -228,6 +238,18 @@ def _pressed(tx: Tx, press: Press, name: str, run: Run, step: Step | None, now: 
         raise Stale(f"{step.named} changed while you were looking: it is now {_step_now(step)} (ETag {step.etag});"
                     f" {name} was not pressed", etag=step.etag, run_status=run.status.value,
                     step_status=step.status.value, step_parked=step.parked)
+
+
+def _use(tx: Tx, before: log.Remembered, run: Run, step: Step | None) -> str:
+    """What a key was first pressed for, in words that tell it from this press, ready for " at <when>":
+    "pause of run 7", "skip of this same step, Phase 1 · step 4 (core.cue),", "confirm of another step, …,"."""
+    if before.step_id is None:
+        return f"{before.control} of run {run.id}"
+    if step is not None and before.step_id == step.id:
+        return f"{before.control} of this same step, {step.named},"
+    other = steps.get_on_run(tx, run.id, before.step_id)
+    which = "another step" if step is not None else "a step"
+    return f"{before.control} of {which}, {other.named if other is not None else f'step id {before.step_id}'},"
 
 
 def _run_now(run: Run) -> str:

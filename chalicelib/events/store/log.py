@@ -90,25 +90,27 @@ KEY_KEPT_FOR = timedelta(hours=24)
 
 @dataclass(frozen=True)
 class Remembered:
-    """A control pressed before with the same Idempotency-Key on the same run: what it was, and what it answered."""
+    """A control pressed before with the same Idempotency-Key on the same run: what it was, who pressed it (the
+    log row's actor), and what it answered."""
 
     control: str
     step_id: int | None
     body: dict[str, Any]
     at: datetime
+    actor: str
 
 
 def remembered(tx: Tx, run_id: int, key: str) -> Remembered | None:
     """The control a key was first pressed with on this run, or None. Read after the run's row lock (a plain
     read: its snapshot starts after the lock, so it sees the press that held the lock before)."""
     row = tx.one(
-        "SELECT answer, created_at FROM event_run_log WHERE run_id = %s AND idempotency_key = %s",
+        "SELECT answer, created_at, actor FROM event_run_log WHERE run_id = %s AND idempotency_key = %s",
         (run_id, key),
     )
     if row is None:
         return None
     answer = json.loads(row["answer"]) if isinstance(row["answer"], (str, bytes)) else row["answer"]
-    return Remembered(answer["control"], answer["step_id"], answer["body"], row["created_at"])
+    return Remembered(answer["control"], answer["step_id"], answer["body"], row["created_at"], row["actor"])
 
 
 def remember(tx: Tx, log_id: int, run_id: int, key: str, control: str, step_id: int | None, body: dict[str, Any]) -> None:
