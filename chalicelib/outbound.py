@@ -118,6 +118,7 @@ def _request(method: str, endpoint: Endpoint, target: str, body: bytes, headers:
     except TimeoutError:
         raise DeadlineExceeded(f"no complete answer within {timeout:g}s", sent=progress.sent) from None
     except OSError as error:
+        # guard: a-lost-connection-after-sending-is-not-in-doubt
         raise ConnectionFailed(f"{type(error).__name__}: {error}", sent=progress.sent) from None
     except h11.RemoteProtocolError as error:
         raise ConnectionFailed(f"unreadable answer: {error}", sent=progress.sent) from None
@@ -245,6 +246,7 @@ def _resolve(host: str, port: int, deadline: float) -> list[tuple[int, tuple[Any
             done.set()
 
     threading.Thread(target=lookup, name="resolve", daemon=True).start()
+    # guard: a-hung-name-lookup-outlasts-the-deadline
     if not done.wait(_left(deadline)):
         raise TimeoutError
     if found and isinstance(found[0], OSError):

@@ -273,6 +273,32 @@ def test_unskipping_an_occurrence_the_planner_passed_creates_its_run(api, db, cl
     assert run_row(db, run["id"]).status.value == "completed"
 
 
+def test_unskipping_an_occurrence_the_planner_planned_through_exactly_creates_its_run(api, db, clock, runner):
+    definition_id = _definition(api, FRIDAYS_BERLIN)
+    assert _skip(api, definition_id, "2026-12-25T19:00:00Z").status == 200
+    clock.set(datetime(2026, 12, 25, 18, 45))
+    assert tick(runner).planned == 0  # planned through now + 15 min: the occurrence itself, passed by
+    planned_through = db.autocommit(lambda tx: tx.scalar("SELECT planned_through FROM event_definitions WHERE id = %s",
+                                                         (definition_id,)))
+    assert planned_through == datetime(2026, 12, 25, 19, 0)
+    answer = _unskip(api, definition_id, "2026-12-25T19:00:00Z")
+    assert answer.status == 200, answer.body
+    run = answer.body["occurrence"]["run"]
+    assert run is not None and run["status"] == "scheduled", answer.body  # never a silent `run: null`
+    clock.set(datetime(2026, 12, 25, 19, 0))
+    tick(runner)
+    assert run_row(db, run["id"]).status.value == "completed"
+
+
+def test_skipping_an_occurrence_exactly_at_its_due_time_is_refused_as_past(api, db, clock):
+    definition_id = _definition(api, FRIDAYS_BERLIN)
+    clock.set(datetime(2026, 12, 25, 19, 0))
+    answer = _skip(api, definition_id, "2026-12-25T19:00:00Z")
+    assert answer.status == 400 and answer.body["errors"] == [
+        "the occurrence at 2026-12-25T19:00:00Z is past; only one still ahead can be skipped"]
+    assert _skip_rows(db) == []
+
+
 def test_a_skip_is_undone_only_before_its_occurrence_is_due(api, db, clock, runner):
     definition_id = _definition(api, FRIDAYS_BERLIN)
     assert _skip(api, definition_id, "2026-12-25T19:00:00Z").status == 200

@@ -23,7 +23,7 @@ from chalicelib.events.runner import Runner
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import resources, runs, steps
 from devtools.dev import DEMO_DOCUMENT
-from devtools.kit.game_bridge import SECRET, GameBridge
+from devtools.kit.game_bridge import SECRET, Answer, GameBridge
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings
 from tests.support.runner_kit import RULES, RecordingChannel, tick
 
@@ -357,6 +357,76 @@ def test_a_live_run_never_reaches_the_sandbox(deployed, clock, live_bridge, sand
     assert sandbox.received() == []
     (spawn,) = live_bridge.received()
     assert "rehearsal" not in spawn.json and live.status == 201
+
+
+# ── the deployment's escalation delay, on a dry run's clock ───────────────
+ON_A_DRY_RUNS_CLOCK = timedelta(seconds=600 / 60)  # `deployed`'s EVENT_ESCALATE_AFTER_SECONDS at speed 60
+
+
+def _escalations(hooks) -> list[str]:
+    return [r.json["content"] for r in hooks.received() if "Escalation" in r.json["content"]]
+
+
+def _spawn_in_doubt(api) -> int:
+    return _save(api, {"phases": [{"steps": [
+        {"action": "world.spawn", "params": {"npc": "scarecrow"}, "on_doubt": "park"}]}]})
+
+
+def _steps_of(db, run_id: int):
+    return db.autocommit(lambda tx: steps.list_for_run(tx, run_id))
+
+
+def test_a_dry_runs_cue_is_escalated_after_the_deployments_delay_divided_by_its_speed(
+        deployed, clock, db, live_hooks, rehearsal_hooks):
+    api, runner = deployed
+    definition_id = _save(api, {"phases": [{"steps": [{"action": "core.cue", "params": {"instruction": "wait for me"}}]}]})
+    run_id = _dry_run(api, definition_id, speed=60, auto_confirm_seconds=3600)["run"]["id"]
+    tick(runner)
+    [cue] = _steps_of(db, run_id)
+    assert cue.parked and cue.escalate_at == clock.now() + ON_A_DRY_RUNS_CLOCK
+    clock.advance(ON_A_DRY_RUNS_CLOCK.total_seconds())
+    tick(runner)
+    [posted] = _escalations(rehearsal_hooks)
+    assert posted.startswith("[REHEARSAL] Escalation") and live_hooks.received() == []
+
+
+@pytest.mark.parametrize("answers", [
+    (Answer(504, ""),),  # in doubt: its next claim parks it for a decision
+    (Answer(500, {"error": "busy"}), Answer(500, {"error": "busy"}), Answer(504, "")),  # in doubt at the ceiling
+])
+def test_a_dry_runs_step_waiting_for_a_decision_is_escalated_after_the_deployments_delay_divided_by_its_speed(
+        deployed, clock, db, sandbox, live_hooks, rehearsal_hooks, answers):
+    api, runner = deployed
+    sandbox.script("world.spawn", *answers)
+    run_id = _dry_run(api, _spawn_in_doubt(api), bridge="sandbox", speed=60)["run"]["id"]
+    for _ in range(len(answers) + 1):
+        tick(runner)
+        if _steps_of(db, run_id)[0].parked_in_doubt:
+            break
+        clock.advance(runner.rules.retry_seconds)  # the backoff is not divided
+    [spawn] = _steps_of(db, run_id)
+    assert spawn.parked_in_doubt and spawn.escalate_at == clock.now() + ON_A_DRY_RUNS_CLOCK
+    clock.advance(ON_A_DRY_RUNS_CLOCK.total_seconds())
+    tick(runner)
+    [posted] = _escalations(rehearsal_hooks)
+    assert posted.startswith("[REHEARSAL] Escalation") and "for a decision" in posted, posted
+    assert live_hooks.received() == [] and len(sandbox.received("world.spawn")) == len(answers)
+
+
+def test_a_dry_runs_step_the_sweep_parks_for_a_decision_is_escalated_on_its_clock(deployed, clock, db, sandbox):
+    api, runner = deployed
+    sandbox.script("world.spawn", Answer(500, {"error": "busy"}))
+    run_id = _dry_run(api, _spawn_in_doubt(api), bridge="sandbox", speed=60)["run"]["id"]
+    tick(runner)  # the game's own 500: a retry, not in doubt
+    [spawn] = _steps_of(db, run_id)
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET attempts = %s, due_at = NULL WHERE id = %s",
+                                        (runner.rules.max_attempts - 1, spawn.id)))
+    [spawn] = _steps_of(db, run_id)
+    assert db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), runner.rules.lease_seconds))  # its claimer dies
+    clock.advance(runner.rules.lease_seconds + 1)
+    tick(runner)
+    [spawn] = _steps_of(db, run_id)
+    assert spawn.parked_in_doubt and spawn.escalate_at == clock.now() + ON_A_DRY_RUNS_CLOCK
 
 
 def test_a_sandbox_dry_run_without_a_sandbox_is_409_and_writes_nothing(api):

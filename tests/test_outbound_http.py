@@ -159,6 +159,29 @@ def test_a_host_name_is_looked_up_inside_the_deadline():
     assert answer.status == 204
 
 
+@pytest.mark.realtime  # a name lookup that hangs, to the deadline
+def test_a_host_name_lookup_that_hangs_is_cut_at_the_deadline_before_anything_is_sent(monkeypatch):
+    answer_now = threading.Event()
+    asked = []
+
+    def hanging_lookup(host, *args, **kwargs):  # as getaddrinfo blocks in C on a DNS server that never answers
+        asked.append(host)
+        answer_now.wait(10)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging_lookup)
+    endpoint = outbound.Endpoint.parse("http://bridge.example:8080/")
+    try:
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceeded) as cut:
+            outbound.post(endpoint, endpoint.target("/x"), b"{}", {}, timeout=DEADLINE)
+        took = time.monotonic() - started
+    finally:
+        answer_now.set()
+    assert asked == ["bridge.example"] and took < DEADLINE + SLACK
+    assert cut.value.sent is False  # nothing left: the step is not in doubt
+
+
 @pytest.mark.parametrize("url", ["ftp://x/y", "https://user:pw@x/y", "http:///y", "http://x:port/y", "x/y"])
 def test_only_absolute_http_urls_without_credentials_are_endpoints(url):
     with pytest.raises(ValueError):

@@ -87,6 +87,24 @@ def test_a_bad_list_records_nothing_leaves_the_outcome_and_degrades_the_run(db, 
     assert _dispatch(db, run.id)[-1]["resources_refused"].startswith(problem.split(":")[0])
 
 
+def test_exactly_the_documented_maximum_of_resources_in_an_answer_is_recorded_and_one_more_is_refused(
+        db, clock, runner, game_bridge):
+    def crows(count):
+        return [{"kind": "npc", "id": f"crow-{n}", "revert": {"action": "world.despawn", "params": {"npc": f"crow-{n}"}}}
+                for n in range(count)]
+
+    game_bridge.script("world.spawn", Answer(200, {"resources": crows(ledger.MAX_RESOURCES)}),
+                       Answer(200, {"resources": crows(ledger.MAX_RESOURCES + 1)}))
+    run = schedule(db, clock.now(), document([[step("world.spawn", npc="crows"), step("world.spawn", npc="more")]]))
+    tick(runner)
+    assert ledger.MAX_RESOURCES == 100  # docs/contract.md and docs/definitions.md say "at most 100"
+    assert len(ledger_of(db, run.id)) == 100
+    full, over = _dispatch(db, run.id)
+    assert full["resources"] == 100 and "resources_refused" not in full
+    assert over["resources_refused"] == "resources: at most 100 entries, not 101"
+    assert run_row(db, run.id).health is Health.DEGRADED
+
+
 def test_a_static_revert_records_the_done_step_itself(db, clock, runner, game_bridge):
     revert = {"action": "world.clear_weather", "params": {"zone": "north"}}
     run = _one_step(db, clock, revert=revert)

@@ -99,6 +99,26 @@ def test_a_cue_is_reminded_remind_limit_times_each_with_its_own_key_and_the_run_
     assert _run(db, run.id).wake_at is None  # nothing left to wake for: the deployment may sleep
 
 
+def test_a_run_resumed_after_missed_reminders_posts_one_reminder_not_the_backlog(db, clock, cue_runner, api):
+    channel = RecordingChannel("cue")
+    runner = cue_runner(cue=channel)
+    run = schedule(db, clock.now(), document([[_cue(remind_after_seconds=60, remind_limit=5)]]))
+    _tick(runner)
+    assert api.post(f"/runs/{run.id}/pause", {"reason": "lag"}, auth=MODERATOR).status == 200
+    clock.advance(600)  # five reminders' moments pass while the run is paused
+    _tick(runner)
+    assert _reminders(channel) == []
+    assert api.post(f"/runs/{run.id}/resume", None, auth=MODERATOR).status == 200
+    resumed_at = clock.now()
+    for _ in range(3):
+        _tick(runner)
+    assert _reminders(channel) == ["r1"]
+    assert _step(db, run.id).remind_at == resumed_at + timedelta(seconds=60)  # the next counts from now
+    clock.advance(60)
+    _tick(runner)
+    assert _reminders(channel) == ["r1", "r2"]
+
+
 def test_a_confirm_between_two_reminders_stops_them(db, clock, cue_runner, api):
     channel = RecordingChannel("cue")
     runner = cue_runner(cue=channel)

@@ -2,7 +2,11 @@
 the statement that ends it — the sweep's, a timeout or a lost connection after the first byte left, a proxy's
 5xx — while an answer from the game (a 429, a 5xx with a JSON object) and a failure before sending are not."""
 
+import json
+import re
 import socket
+import struct
+import threading
 from datetime import timedelta
 
 import pytest
@@ -103,6 +107,90 @@ def test_a_connection_refused_before_sending_is_not_in_doubt(db, clock):
     spawn = _the_step(db, run.id)
     assert spawn.status is StepStatus.PENDING and spawn.last_error.startswith("connection error")
     assert not spawn.in_doubt and "in_doubt" not in _dispatches(db, run.id)[0]
+
+
+class ResettingGame:
+    """A game side on loopback that reads each delivery whole and then resets the connection (an RST, no
+    answer): it may have applied it. A status probe (GAME_BRIDGE_STATUS) is answered `{"status": "applied"}`."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.deliveries: list[str] = []
+        self.probes: list[str] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            with connection:
+                line = self._read_request(connection)
+                if line.startswith("GET "):
+                    self.probes.append(line)
+                    body = json.dumps({"status": "applied"}).encode()
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                       b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                else:
+                    self.deliveries.append(line)
+                    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close: RST
+
+    @staticmethod
+    def _read_request(connection) -> str:
+        """The whole request (its headers and its Content-Length of body); its request line."""
+        received = b""
+        while b"\r\n\r\n" not in received:
+            received += connection.recv(65536)
+        head, _, body = received.partition(b"\r\n\r\n")
+        declared = re.search(rb"(?im)^content-length: *(\d+)", head)
+        length = int(declared.group(1)) if declared else 0
+        while len(body) < length:
+            body += connection.recv(65536)
+        return head.split(b"\r\n", 1)[0].decode()
+
+    def close(self):
+        self.listener.close()
+
+
+@pytest.fixture
+def resetting_game():
+    game = ResettingGame()
+    yield game
+    game.close()
+
+
+def test_a_connection_reset_after_the_request_was_sent_is_in_doubt_and_under_park_never_sent_again(
+        db, clock, resetting_game):
+    resetting = make_runner(db, clock, resetting_game)
+    try:
+        run = _park_run(db, clock)
+        tick(resetting)
+        spawn = _the_step(db, run.id)
+        assert spawn.status is StepStatus.PENDING and spawn.in_doubt and spawn.last_error.startswith("connection error")
+        assert _dispatches(db, run.id)[0]["in_doubt"] is True
+        clock.advance(RULES.retry_seconds)
+        tick(resetting)
+    finally:
+        resetting.close()
+    assert _the_step(db, run.id).parked_in_doubt  # a person decides: the game may have applied it
+    assert len(resetting_game.deliveries) == 1
+
+
+def test_a_connection_reset_after_the_request_was_sent_is_asked_about_before_anything_is_sent_again(
+        db, clock, resetting_game):
+    asking = make_runner(db, clock, resetting_game, asks_status=True)
+    try:
+        run = _spawn_run(db, clock)
+        tick(asking)
+        clock.advance(RULES.retry_seconds)
+        tick(asking)
+    finally:
+        asking.close()
+    assert _the_step(db, run.id).status is StepStatus.DONE  # the game said it applied the first delivery
+    assert len(resetting_game.deliveries) == 1 and len(resetting_game.probes) == 1
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
 
 
 def test_giving_up_on_a_step_in_doubt_keeps_the_mark(db, clock, runner, game_bridge):
@@ -226,11 +314,10 @@ def test_at_the_attempt_ceiling_under_park_the_sweep_parks_an_expired_step_inste
                                         (RULES.max_attempts - 1, pending.id)))
     assert db.autocommit(lambda tx: steps.claim(tx, _the_step(db, run.id), clock.now(), RULES.lease_seconds))
     clock.advance(RULES.lease_seconds + 1)
-    escalate_at = clock.now() + timedelta(minutes=15)
-    swept = db.transaction(lambda tx: reclaim(tx, clock.now(), RULES.max_attempts, escalate_at=escalate_at))
+    swept = db.transaction(lambda tx: reclaim(tx, clock.now(), RULES.max_attempts, escalate_after_seconds=900))
     assert (swept.parked, swept.gave_up) == (1, 0)
     parked = _the_step(db, run.id)
-    assert parked.parked_in_doubt and parked.in_doubt and parked.escalate_at == escalate_at
+    assert parked.parked_in_doubt and parked.in_doubt and parked.escalate_at == clock.now() + timedelta(minutes=15)
     assert run_row(db, run.id).waiting_for == "decision"
 
 

@@ -306,6 +306,64 @@ def test_a_timeout_with_pause_pauses_once_and_then_the_phase_waits_without_one(d
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
 
+def _pausing_arena(*steps_, seconds):
+    return _doc(_phase("arena", *steps_, advance={"when": "steps_done", "timeout_seconds": seconds, "on_timeout": "pause"}),
+                _phase("finale", BYE))
+
+
+def test_a_pause_time_limit_pauses_the_run_degraded_as_every_time_limit_that_passes(db, clock, runner):
+    """A time limit that passes is something gone wrong, whatever it does then (contract: "Phases that follow
+    the game"): `pause` degrades the run as `advance` does, and as a cue's `on_timeout: pause` does."""
+    run = schedule(db, clock.now(), _pausing_arena(CUE, seconds=300))
+    tick(runner)  # the cue parks
+    assert run_row(db, run.id).health == "ok"
+    clock.advance(300)
+    tick(runner)
+    paused = run_row(db, run.id)
+    assert (paused.status, paused.health) == (RunStatus.PAUSED, "degraded")
+    assert paused.last_error == "phase 1 (arena) waited 300 s for its steps"
+    assert _steps(db, run.id)[0].parked  # its cue waits on for a person
+
+
+def test_a_pause_time_limit_that_passed_while_the_run_was_paused_leaves_its_failed_step_retryable(
+        db, clock, runner, game_bridge):
+    """Unlike `advance`'s, a `pause` limit does not end its phase: past it, the failed step the run stopped at is
+    still retried, and when the limit then acts (once) the step waits for the resume, never cancelled."""
+    game_bridge.script("world.spawn", Answer(400, body={"error": "full"}), Answer(200))
+    run = schedule(db, clock.now(), _pausing_arena(step("world.spawn", on_failure="pause"), seconds=300))
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.PAUSED  # the spawn failed
+    clock.advance(300)  # the arena's time limit passes while the run is paused
+    [spawn] = _steps(db, run.id)
+    commands.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
+    assert _steps(db, run.id)[0].status is StepStatus.PENDING and run_row(db, run.id).status is RunStatus.RUNNING
+    tick(runner)  # the limit that came due meanwhile acts now, once: it pauses the run before the step starts
+    paused = run_row(db, run.id)
+    assert (paused.status, paused.last_error) == (RunStatus.PAUSED, "phase 1 (arena) waited 300 s for its steps")
+    assert _steps(db, run.id)[0].status is StepStatus.PENDING
+    commands.resume(db, run.id, actor="alice", now=clock.now())
+    tick(runner)
+    assert [s.status for s in _steps(db, run.id)] == [StepStatus.DONE, StepStatus.DONE]
+    assert run_row(db, run.id).status is RunStatus.COMPLETED and _causes(db, run.id) == []
+
+
+def test_a_step_whose_claimer_died_past_a_pause_time_limit_is_taken_back_not_cancelled(db, clock, runner, game_bridge):
+    run = schedule(db, clock.now(), _pausing_arena(step("core.wait", seconds=30), step("world.spawn"), seconds=60))
+    tick(runner)
+    clock.advance(30)
+    spawn = _steps(db, run.id)[1]
+    assert db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), 60)) is not None  # its claimer then dies
+    clock.advance(61)  # past the arena's limit (at 60 s) and the lease (at 90 s)
+    tick(runner)
+    spawn = _steps(db, run.id)[1]
+    assert (spawn.status, spawn.in_doubt) == (StepStatus.PENDING, True)  # requeued by the sweep, not cancelled
+    assert run_row(db, run.id).status is RunStatus.PAUSED  # by the limit
+    commands.resume(db, run.id, actor="alice", now=clock.now())
+    tick(runner)
+    assert _steps(db, run.id)[1].status is StepStatus.DONE and len(game_bridge.received("world.spawn")) == 1
+    assert run_row(db, run.id).status is RunStatus.COMPLETED and _causes(db, run.id) == []
+
+
 def test_a_steps_done_phase_with_a_time_limit_cancels_its_steps_left_at_the_limit(db, clock, runner):
     run = schedule(db, clock.now(), _doc(
         _phase("warm-up", step("core.wait", seconds=3600), step("core.announce", message="Go"),

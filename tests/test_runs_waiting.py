@@ -116,6 +116,20 @@ def test_a_cue_cancelled_by_its_phases_signal_is_no_longer_waited_for(api, db, c
     assert _agrees(api, db, run.id) is None and run_row(db, run.id).status is RunStatus.COMPLETED
 
 
+@pytest.mark.parametrize("on_timeout", ["continue", "confirm"])
+def test_a_cue_that_timed_out_is_no_longer_waited_for(api, db, clock, runner, on_timeout):
+    cue = step("core.cue", instruction="Light the bonfire", timeout_seconds=30, on_timeout=on_timeout)
+    run = schedule(db, clock.now(), _doc({"name": "bonfire", "steps": [
+        cue, step("core.wait", seconds=3600), step("core.announce", message="Lit!")]}))
+    tick(runner)
+    assert _agrees(api, db, run.id)["for"] == "cue"
+    clock.advance(30)
+    tick(runner)  # the cue times out; the run goes on to its hour's wait
+    assert run_row(db, run.id).status is RunStatus.RUNNING and _agrees(api, db, run.id) is None
+    assert [r["id"] for r in api.get("/runs?waiting=cue", auth=GM).body["runs"]] == []
+    assert api.get("/runs", auth=GM).body["summary"]["waiting"]["any"] == 0
+
+
 def test_an_after_phase_holds_for_nobody(api, db, clock, runner):
     run = schedule(db, clock.now(), _doc({"name": "market", "advance": {"when": "after", "seconds": 600},
                                           "steps": [step("core.announce", message="Open")]},

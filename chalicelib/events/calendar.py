@@ -94,6 +94,7 @@ def skip(db: Database, definition_id: int, scheduled_for: datetime, *, reason: s
         run = runs.of_occurrences(tx, definition_id, [scheduled_for]).get(scheduled_for)
         if not skips.insert(tx, definition_id, scheduled_for, reason=note, actor=actor, now=now):
             return Skipped(occurrence_body(scheduled_for, run, skips.get(tx, definition_id, scheduled_for)), None, True)
+        # guard: an-occurrence-due-now-is-skipped
         if run is None and scheduled_for <= now:
             raise Invalid(f"the occurrence at {iso(scheduled_for)} is past; only one still ahead can be skipped")
         cancelled = None
@@ -127,6 +128,7 @@ def unskip(db: Database, definition_id: int, scheduled_for: datetime, *, actor: 
                 raise Clash(f"the occurrence at {iso(scheduled_for)} is due already; a skip is undone only before it is",
                             detail={"skipped": True})
             return occurrence_body(scheduled_for, run, None)  # not skipped: nothing to undo
+        # guard: an-unskip-at-the-planners-mark-plans-nothing
         if planned.through is not None and planned.through >= scheduled_for:
             run, _ = schedule_occurrence(tx, version, scheduled_for, actor=actor,
                                          cause=f"its occurrence was unskipped by {actor}", now=now)

@@ -114,6 +114,7 @@ def listed(result: dict[str, Any] | None) -> tuple[tuple[Listed, ...], str | Non
     raw = result["resources"]
     if not isinstance(raw, list):
         return (), f"resources: a list, not {type(raw).__name__}"
+    # guard: the-documented-maximum-of-resources-is-refused
     if len(raw) > MAX_RESOURCES:
         return (), f"resources: at most {MAX_RESOURCES} entries, not {len(raw)}"
     for i, entry in enumerate(raw):

@@ -59,9 +59,11 @@ class Actions:
     def escalations(self) -> Channel:
         return self.escalation_channel or self.cue_channel
 
-    def escalation_due(self, now: datetime) -> datetime | None:
-        """When a wait for a person that begins now is escalated (None: EVENT_ESCALATE_AFTER_SECONDS is 0)."""
-        return now + timedelta(seconds=self.escalate_after_seconds) if self.escalate_after_seconds else None
+    def escalation_due(self, now: datetime, time_scale: float = 1.0) -> datetime | None:
+        """When a wait for a person that begins now is escalated, on its run's clock (`time_scale`: a dry run's
+        speed divides the delay, as it does a cue's own); None: EVENT_ESCALATE_AFTER_SECONDS is 0."""
+        # guard: a-dry-runs-decision-escalates-after-the-live-delay
+        return now + timedelta(seconds=self.escalate_after_seconds * time_scale) if self.escalate_after_seconds else None
 
     @cached_property
     def longest_dispatch_seconds(self) -> float:

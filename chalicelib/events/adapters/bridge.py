@@ -186,6 +186,7 @@ class BridgeClient:
         except DeadlineExceeded as error:
             return Outcome.retry(f"timed out: {error}", latency_ms=_ms_since(started), in_doubt=error.sent)
         except ConnectionFailed as error:
+            # guard: a-reset-after-sending-is-not-in-doubt
             return Outcome.retry(f"connection error: {error}"[:MAX_REASON], latency_ms=_ms_since(started),
                                  in_doubt=error.sent)
         # guard: a-dispatch-without-its-key-is-an-internal-error

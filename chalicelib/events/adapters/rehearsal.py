@@ -60,6 +60,7 @@ def rehearsal_actions(live: Actions, channel: Channel, sandbox: Bridge | None) -
     prefixed = RehearsalChannel(channel)
 
     def of(bridge: Bridge | None, setting: str) -> Actions:
+        # guard: a-dry-run-never-escalates
         return Actions(bridge=bridge, cue_channel=prefixed, announce_channel=prefixed, console_url=live.console_url,
                        escalation_channel=prefixed, escalate_after_seconds=live.escalate_after_seconds,
                        bridge_setting=setting)

@@ -116,7 +116,9 @@ TRANSITIONS: tuple[Transition, ...] = (
                Wake.CLEARED, True),
     Transition((_R.ENDING,), _R.COMPLETED, Who.TICK, "the ending steps are all over (an empty ending completes at once)",
                Wake.CLEARED, True),
-    Transition((_R.RUNNING,), _R.PAUSED, Who.TICK, "a step failed or was refused with `on_failure: pause`", Wake.CLEARED, True),
+    Transition((_R.RUNNING,), _R.PAUSED, Who.TICK,
+               "a step failed or was refused with `on_failure: pause`, or a phase's time limit or a parked cue's timeout"
+               " with `on_timeout: pause` passed (degraded)", Wake.CLEARED, True),
     Transition(LIVE_RUN, _R.FAILED, Who.TICK,
                "a step of a running or paused run failed or was refused with `on_failure: abort_run` (its pending steps"
                " are cancelled), or the run's document cannot be walked", Wake.CLEARED, True),

@@ -87,6 +87,7 @@ class Attender:
         limit, n = remind_limit(step), step.reminders_sent + 1
         # guard: a-dry-runs-reminders-are-not-divided-by-its-speed
         interval = ActionContext.of(step, step.attempts, self.now, run).scaled(int(step.params["remind_after_seconds"]))
+        # guard: a-resumed-run-is-reminded-of-the-backlog
         next_at = max(self.now, step.remind_at) + interval if n < limit else None
         channel, waited = self.actions.cue_channel, waited_seconds(step, self.now)
         notice = Notice.reminder(step, n, limit, waited, self.now, self.actions.console_url)

@@ -124,6 +124,7 @@ def close_phase(
         cause = f"phase {number} ({plan.name}) waited {found.limit_seconds} s for {waited}"
         # The run first: a person's move meanwhile leaves the deadline standing (the phase row is locked).
         # guard: a-pause-timeout-keeps-its-deadline
+        # guard: a-pause-timeout-leaves-the-run-healthy
         if not runs.transition(tx, run_id, [RunStatus.RUNNING], RunStatus.PAUSED, now, last_error=cause, degrade=True) \
                 or not phases.drop_deadline(tx, run_id, number, now):
             return Done(None)

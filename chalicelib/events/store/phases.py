@@ -69,6 +69,7 @@ def fold_signals(tx: Tx, run_id: int) -> None:
 # or its deadline passed with `close` — so no step of it starts, and an answer from one in flight no
 # longer applies its on_failure. A step is claimed only of a phase that takes claims (`TAKES_CLAIMS`):
 # not met, and no deadline passed, even a `pause` one (the run pauses before anything else of it starts).
+# guard: a-pause-deadline-ends-its-phase
 OVER = f"(p.condition_met OR (p.deadline <= %s AND p.on_deadline = {PhaseSQL.CLOSE}))"
 # guard: claim-refuses-only-a-met-phase
 TAKES_CLAIMS = "(NOT p.condition_met AND (p.deadline IS NULL OR p.deadline > %s))"

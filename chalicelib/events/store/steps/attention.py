@@ -63,6 +63,7 @@ def time_out(tx: Tx, step: Step, to: StepStatus, now: datetime, cause: str) -> b
     if to not in TIME_OUT:
         raise ValueError(f"a cue times out cancelled or done, not {to.value}")
     # guard: a-timeout
+    # guard: a-timed-out-cue-is-still-waited-for
     return write(
         tx, TIME_OUT[to], f"{_ATTENDED} AND s.times_out_at = %s AND s.times_out_at <= %s",
         (step.id, step.times_out_at, now), now=now,

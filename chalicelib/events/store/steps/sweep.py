@@ -35,15 +35,16 @@ class Reclaimed:
 
 
 def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
-                  escalate_at: datetime | None = None) -> Reclaimed:
+                  escalate_after_seconds: int = 0) -> Reclaimed:
     """Take back steps whose lease expired, in a transaction the caller owns.
 
     A step whose run ended while it was leased (cancel leaves a leased step
     alone) is cancelled: back in pending it would wait for ever in a finished
     run; so is a step whose phase is over (its `last_error` says which). Of
     the rest, a step that used its last attempt becomes failed — or, under
-    `on_doubt: park`, is parked for a person's decision (`escalate_at`: its
-    escalation, None for none) — and the others go back to pending; the requeue
+    `on_doubt: park`, is parked for a person's decision (escalated
+    `escalate_after_seconds` from now on its run's clock, divided by a dry run's
+    speed; 0: never) — and the others go back to pending; the requeue
     also requires attempts below the ceiling and a live run, so the order cannot
     matter. A NULL lease (a parked step) is never stale, and attempts are never
     touched. Every step taken back is in doubt (`in_doubt`, in the same
@@ -85,13 +86,18 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
         (GAVE_UP,),
         limit, now,
     )
+    # The decision's escalation on its run's clock: the deployment's delay (µs), divided by a dry run's speed.
+    # guard: a-dry-runs-swept-decision-escalates-after-the-live-delay
+    escalate_at = """IF(%s = 0, NULL, %s + INTERVAL ROUND(%s / (SELECT k.speed FROM event_runs k
+                                                                 WHERE k.id = event_run_steps.run_id)) MICROSECOND)"""
+    delay = escalate_after_seconds * 1_000_000
     parked = _sweep(
         tx, PARK_IN_DOUBT,
         f"{stale} AND attempts >= %s AND {parks} AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
-        f"""park_reason = {StepSQL.DOUBT}, last_error = %s, remind_at = NULL, reminders_sent = 0, escalate_at = %s,
-            escalation_tries = 0, times_out_at = NULL""",
-        (kept_note(f"{GAVE_UP}: waits for a decision"), escalate_at),
+        f"""park_reason = {StepSQL.DOUBT}, last_error = %s, remind_at = NULL, reminders_sent = 0,
+            escalate_at = {escalate_at}, escalation_tries = 0, times_out_at = NULL""",
+        (kept_note(f"{GAVE_UP}: waits for a decision"), delay, now, delay),
         limit,
     )
     if parked:
