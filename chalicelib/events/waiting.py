@@ -3,7 +3,8 @@
 `waiting(run, head, phase)` is `None` or `{"for", "phase"?, "step_id"?, "signal"?, "since", "until"?}`
 (docs/contract.md, "Waiting"). A paused run waits for a `resume`; a running or
 ending run whose phase's head step is parked (a cue posted, no lease) waits for
-that `cue` to be confirmed or skipped; a run whose current phase is drained but
+that `cue` to be confirmed or skipped, and so does a run cleaning up whose revert
+is parked (undone by hand: the waiting names its `resource`); a run whose current phase is drained but
 held by its condition waits for an `advance` (or, when the condition names a
 signal, for that `signal`), `until` its time limit if it has one. A phase held
 by `after` waits for no one: the engine's own timer ends it. The planned `decision` wait is added here, and
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .lifecycle import WORKING, PhaseSQL, PhaseState, RunStatus, StepSQL, WaitingFor, WaitSQL
-from .model import Phase, Run, Step, iso
+from .lifecycle import ATTENDED, WORKING, PhaseSQL, PhaseState, RunSQL, RunStatus, StepSQL, WaitingFor, WaitSQL
+from .model import Phase, Resource, Run, Step, iso
 
 ANY = "any"  # GET /runs?waiting=any: waiting for anything
 FILTERS = (ANY, *(w.value for w in WaitingFor))  # GET /runs?waiting=
@@ -38,34 +39,57 @@ def parked_in_doubt(step: str) -> str:
     return f"({step}.status = {StepSQL.RUNNING} AND {step}.claim_expires_at IS NULL AND {step}.park_reason <=> {StepSQL.DOUBT})"
 
 
-def from_rows(run: str = "r") -> str:
+def works_step(run: str, step: str) -> str:
+    """SQL: the run (the alias `run`) works the step's (the alias `step`) part, so a parked step there is what it
+    waits for: a running or ending run the phase it is at, a run cleaning up its reverts."""
+    # guard: a-parked-revert-is-not-waited-for
+    return (f"(({run}.status IN ({RunSQL.WORKING}) AND {run}.current_phase = {step}.phase)"
+            f" OR ({run}.status = {RunSQL.CLEANING_UP} AND {step}.resource_id IS NOT NULL))")
+
+
+def from_rows(run: str = "r", *, cleaning_up: bool = False) -> str:
     """What a running or ending run (the alias `run`, at its current phase) waits for, from its rows as they
-    stand: a parked step of its phase (the head: a phase's steps run one at a time), else its phase held."""
-    return f"""(CASE
-        WHEN EXISTS (SELECT 1 FROM event_run_steps ws WHERE ws.run_id = {run}.id AND ws.phase = {run}.current_phase
-                        AND {parked_in_doubt('ws')}) THEN {WaitSQL.DECISION}
-        WHEN EXISTS (SELECT 1 FROM event_run_steps ws WHERE ws.run_id = {run}.id AND ws.phase = {run}.current_phase
-                        AND ws.status = {StepSQL.RUNNING} AND ws.claim_expires_at IS NULL) THEN {WaitSQL.CUE}
-        ELSE (SELECT IF(wp.`signal` IS NULL, {WaitSQL.ADVANCE}, {WaitSQL.SIGNAL}) FROM event_run_phases wp
+    stand: a parked step of its phase (the head: a phase's steps run one at a time), else its phase held.
+    `cleaning_up`: what a run cleaning up waits for, a parked revert of it (its phases are over, none held)."""
+    part = "ws.resource_id IS NOT NULL" if cleaning_up else f"ws.phase = {run}.current_phase"
+    held = "NULL" if cleaning_up else f"""(SELECT IF(wp.`signal` IS NULL, {WaitSQL.ADVANCE}, {WaitSQL.SIGNAL})
+               FROM event_run_phases wp
                WHERE wp.run_id = {run}.id AND wp.number = {run}.current_phase AND wp.drained_at IS NOT NULL
                  AND wp.`condition` IS NOT NULL AND NOT wp.condition_met
-                 AND JSON_VALUE(wp.`condition`, '$.when') <> {PhaseSQL.AFTER}) END)"""  # noqa: S608 — constants only
+                 AND JSON_VALUE(wp.`condition`, '$.when') <> {PhaseSQL.AFTER})"""  # noqa: S608 — constants only
+    return f"""(CASE
+        WHEN EXISTS (SELECT 1 FROM event_run_steps ws WHERE ws.run_id = {run}.id AND {part}
+                        AND {parked_in_doubt('ws')}) THEN {WaitSQL.DECISION}
+        WHEN EXISTS (SELECT 1 FROM event_run_steps ws WHERE ws.run_id = {run}.id AND {part}
+                        AND ws.status = {StepSQL.RUNNING} AND ws.claim_expires_at IS NULL) THEN {WaitSQL.CUE}
+        ELSE {held} END)"""  # noqa: S608 — constants only
+
+
+def works(run: Run, step: Step) -> bool:
+    """`works_step` of the rows as read: the run works the step's part (its phase, or as a cleanup its reverts)."""
+    if run.status is RunStatus.CLEANING_UP:
+        return step.resource_id is not None
+    return run.status in WORKING and step.phase == run.current_phase
 
 
 
-def waiting(run: Run, head: Step | None, phase: Phase | None = None) -> dict[str, Any] | None:
-    """What `run` waits for; `head` is the first open step of the phase it works (None if it has none),
-    `phase` that phase's row (None for a run without phase rows)."""
+def waiting(run: Run, head: Step | None, phase: Phase | None = None,
+            reverted: Resource | None = None) -> dict[str, Any] | None:
+    """What `run` waits for; `head` is the first open step of the phase it works (None if it has none; a run
+    cleaning up: its parked revert), `phase` that phase's row (None for a run without phase rows), `reverted`
+    the resource a parked revert undoes."""
     if run.status is RunStatus.PAUSED:
         found: dict[str, Any] = {"for": WaitingFor.RESUME.value, "since": iso(run.updated_at)}
         if run.current_phase is not None:
             found["phase"] = run.current_phase
         return found
-    if run.status in WORKING and head is not None and head.parked and head.phase == run.current_phase:
+    if run.status in ATTENDED and head is not None and head.parked and works(run, head):
         what = WaitingFor.DECISION if head.parked_in_doubt else WaitingFor.CUE
         cue: dict[str, Any] = {"for": what.value, "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
         if head.acknowledged_by is not None:
             cue["acknowledged_by"], cue["acknowledged_at"] = head.acknowledged_by, iso(head.acknowledged_at)
+        if reverted is not None and reverted.id == head.resource_id:
+            cue["resource"] = {"kind": reverted.kind, "id": reverted.resource_id}  # whose revert waits
         return cue
     held = None if phase is None or phase.condition is None else phase.condition.waits_for
     if (run.status in WORKING and phase is not None and phase.number == run.current_phase

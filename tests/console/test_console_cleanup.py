@@ -1,13 +1,16 @@
 """Cleaning up what a run left, in real Chromium: the run page lists its live resources, the cancel dialog offers
-"clean up what this run left" with the plan, and the cleanup's progress, its failed revert and the retry show."""
+"clean up what this run left" with the plan, and the cleanup's progress, its failed revert and the retry show; a
+cleanup waiting on a revert by hand says whose, and is listed among the runs waiting for a cue."""
 
 from __future__ import annotations
+
+import re
 
 from selenium.webdriver.common.by import By
 
 from devtools.kit.game_bridge import Answer
 from tests.console.browser import eventually, screenshot, text_of
-from tests.console.pages import cue_banner, open_run, press, schedule_now, sign_in, wait_for_status
+from tests.console.pages import cue_banner, listed, open_run, press, schedule_now, sign_in, wait_for_status
 from tests.support.api import MODERATOR
 
 
@@ -67,3 +70,35 @@ def test_a_run_with_nothing_to_revert_offers_no_cleanup(browser, server, api_cli
     assert not browser.find_elements(By.ID, "ask-cleanup")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
     wait_for_status(browser, "cancelled")
+
+
+def test_a_cleanup_waiting_on_a_by_hand_revert_names_the_revert_on_its_banner_and_the_runs_list(
+        browser, server, api_client, bridge):
+    shoo_by_hand = {"action": "core.cue", "params": {"instruction": "Shoo the crow off the roof by hand"}}
+    bridge.script("garden.roost", Answer(200, {"resources": [{"kind": "npc", "id": "crow-9", "revert": shoo_by_hand}]}))
+    _, run_id = schedule_now(api_client, {"name": "Roof garden", "grace_seconds": 300, "phases": [{"name": "roost", "steps": [
+        {"action": "garden.roost"}, {"action": "core.cue", "params": {"instruction": "Count the crows"}}]}]})
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    eventually(lambda: _resources(browser) == {"npc crow-9": "live"}, "the crow recorded live")
+    press(browser, "cancel")
+    eventually(lambda: browser.find_elements(By.ID, "ask-cleanup"), "the cleanup option")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+
+    wait_for_status(browser, "cleaning_up")
+    banner = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-revert='npc crow-9']"), "the revert's banner")[0]
+    text = banner.text
+    assert re.search(r"Waiting for a game master for \d+ (s|min) to revert npc crow-9: Shoo the crow off the roof by hand", text), text
+    revert_id = int(banner.get_attribute("data-cue"))
+    assert "Phase 3 · step 1 (core.cue)" in text, text  # the step the revert is, named as everywhere
+    assert {b.get_attribute("data-control") for b in banner.find_elements(By.CSS_SELECTOR, "[data-control]")} >= {"confirm", "skip"}
+    screenshot(browser, "cleanup-waiting-on-a-revert-by-hand")
+
+    browser.get(f"{server.url}/console#/runs?waiting=cue")
+    eventually(lambda: (run_id, "cleaning_up") in listed(browser), "the cleanup among the runs waiting for a cue")
+
+    open_run(browser, server.url, run_id)
+    press(browser, "confirm", revert_id, text="shooed")
+    wait_for_status(browser, "cancelled")
+    eventually(lambda: _resources(browser) == {"npc crow-9": "reverted"}, f"the crow reverted (it shows {_resources(browser)})")

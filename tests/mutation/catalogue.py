@@ -38,6 +38,7 @@ RUNNER_WAIT_CUE = "tests/test_runner_wait_cue.py"
 RUNNER_SCHEDULE = "tests/test_runner_schedule.py"
 RUNNER_CANCELLED = "tests/test_runner_cancelled_in_flight.py"
 CLEANUP = "tests/test_cleanup.py"
+CLEANUP_WAITS = "tests/test_cleanup_waits.py"
 LEDGER = "tests/test_resource_ledger.py"
 DRY_RUNS = "tests/test_dry_runs.py"
 RUNNER_HOSTILE = "tests/test_runner_bridge_hostile.py"
@@ -278,7 +279,7 @@ MUTATIONS: list[Mutation] = [
              "r.wake_at = IF((r.status IN ({RunSQL.DUE}) OR TRUE) AND",
              (RUNNER_WAKE,)),
     Mutation("a-parked-head-wakes-its-run", "a-parked",
-             "LEAST(COALESCE(s.remind_at, {NEVER}), COALESCE(s.escalate_at, {NEVER}), COALESCE(s.times_out_at, {NEVER}))",
+             "LEAST(COALESCE({step}.remind_at, {NEVER}), COALESCE({step}.escalate_at, {NEVER}), COALESCE({step}.times_out_at, {NEVER}))",
              "%(now)s",
              (RUNNER_WAKE,)),
     Mutation("a-wait-wakes-its-run-never", "a-wait-wakes-its-run-never",
@@ -1241,7 +1242,7 @@ MUTATIONS: list[Mutation] = [
              "r.waiting_for, r.waiting_for)",
              (RUNS_WAITING,)),
     Mutation("a-cue-parked-in-a-paused-run-hides-its-resume", "a-cue-parked-in-a-paused-run-hides-its-resume",
-             "r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = s.phase,",
+             'r.waiting_for = IF({waiting.works_step("r", "s")},',
              "r.waiting_for = IF(TRUE,",
              (ACKNOWLEDGE,)),
     Mutation("an-answered-cue-is-still-waited-for", "an-answered-cue-is-still-waited-for",
@@ -1323,7 +1324,7 @@ MUTATIONS: list[Mutation] = [
              (CUE_ATTENTION,),
              equivalent="an acknowledge clears escalate_at in its own statement, so the claim's `escalate_at = read` already refuses"),
     Mutation('a-paused-run-reminds', "a-paused-run-reminds",
-             '_ATTENDED = f"s.id = %s AND {UNLEASED} AND r.status IN ({RunSQL.WORKING})"',
+             '_ATTENDED = f"s.id = %s AND {UNLEASED} AND r.status IN ({RunSQL.ATTENDED})"',
              '_ATTENDED = f"s.id = %s AND {UNLEASED}"',
              (CUE_ATTENTION,)),
     Mutation('a-timeout-acted-on-twice', "a-timeout",
@@ -1340,7 +1341,7 @@ MUTATIONS: list[Mutation] = [
              'sets="s.acknowledged_by = %s, s.acknowledged_at = %s, s.remind_at = s.remind_at, s.escalate_at = s.escalate_at"',
              (CUE_ATTENTION,)),
     Mutation("a-parked-cue-does-not-wake-its-run", "a-parked",
-             "LEAST(COALESCE(s.remind_at, {NEVER}), COALESCE(s.escalate_at, {NEVER}), COALESCE(s.times_out_at, {NEVER}))",
+             "LEAST(COALESCE({step}.remind_at, {NEVER}), COALESCE({step}.escalate_at, {NEVER}), COALESCE({step}.times_out_at, {NEVER}))",
              "{NEVER}",
              (CUE_ATTENTION,)),
     Mutation("a-stalled-wait-escalated-after-it-ended", "a-stalled-wait-escalated-after-it-ended",
@@ -1935,4 +1936,32 @@ MUTATIONS: list[Mutation] = [
              "INTERVAL ROUND(%s / (SELECT k.speed FROM event_runs k",
              "INTERVAL ROUND(%s / (SELECT 1 FROM event_runs k",
              (DRY_RUNS,)),
+    # A cleanup that waits for a person is a wait like any other (issue 38): its by-hand revert is waited for,
+    # reminded, escalated and timed out, and whatever ends it moves its resource on.
+    Mutation("a-cleanup-is-not-attended", "a-cleanup-is-not-attended",
+             "ATTENDED = (*WORKING, RunStatus.CLEANING_UP)", "ATTENDED = WORKING",
+             (CLEANUP_WAITS,)),
+    Mutation("a-parked-revert-is-not-waited-for", "a-parked-revert-is-not-waited-for",
+             '{step}.resource_id IS NOT NULL))"', '{step}.resource_id IS NOT NULL AND FALSE))"',
+             (CLEANUP_WAITS,)),
+    Mutation("a-resumed-cleanup-forgets-its-parked-revert", "a-resumed-cleanup-forgets-its-parked-revert",
+             'return waiting.from_rows("event_runs", cleaning_up=True)', 'return "NULL"',
+             (CLEANUP_WAITS,)),
+    Mutation("a-parked-revert-wakes-its-run-never", "a-parked-revert-wakes-its-run-never",
+             '{_next_attention("c")}))', "{NEVER}))",
+             (CLEANUP_WAITS,)),
+    Mutation("a-by-hand-reverts-pause-timeout-only-degrades", "a-by-hand-reverts-pause-timeout-only-degrades",
+             "if head.status is not RunStatus.ENDING and runs.transition(",
+             "if head.status is RunStatus.RUNNING and runs.transition(",
+             (CLEANUP_WAITS,)),
+    Mutation("a-timed-out-revert-is-abandoned", "a-timed-out-revert-is-abandoned",
+             "gave_up = StepStatus.FAILED if step.resource_id is not None else StepStatus.CANCELLED",
+             "gave_up = StepStatus.CANCELLED",
+             (CLEANUP_WAITS,)),
+    Mutation("a-timed-out-revert-leaves-its-resource-reverting", "a-timed-out-revert-leaves-its-resource-reverting",
+             "if step.resource_id is not None:", "if False:",
+             (CLEANUP_WAITS,)),
+    Mutation("a-revert-answered-by-hand-stays-reverting", "a-revert-answered-by-hand-stays-reverting",
+             "if step.resource_id is not None:", "if False:",
+             (CLEANUP_WAITS, CLEANUP)),
 ]

@@ -1,7 +1,8 @@
 // @ts-check
 // The run page's banners: what the run waits for, told as a story — who and why and how long. "Paused by
 // mod-mia 2 min ago: “boss bugged”", "Waiting for a game master for 12 min: Light the bonfire (gm-gus has
-// it)", "Holding until 20:15 (core.wait)", "Waiting for the game: … until 20:15 (times out in 4 min)".
+// it)", "Waiting for a game master for 3 min to revert npc crow-1: Shoo it by hand" (a cleanup's by-hand
+// revert), "Holding until 20:15 (core.wait)", "Waiting for the game: … until 20:15 (times out in 4 min)".
 // Notes and reasons read as what they are; a banner's words are red only for an error.
 
 import { stepName } from './names.js';
@@ -41,6 +42,13 @@ function cueTimers(step) {
     step.escalate_at ? [' · escalates in ', inFuture(step.escalate_at)] : '',
     step.times_out_at ? [' · times out in ', inFuture(step.times_out_at)] : '',
   ];
+}
+
+// A by-hand revert (a cleanup's parked core.cue) says what it undoes: " to revert npc crow-1", from the run's
+// `waiting.resource`; nothing for a cue of a phase.
+function reverting(step, cue) {
+  if (step.resource_id == null) return '';
+  return cue.resource ? [' to revert ', el('code', {}, `${cue.resource.kind} ${cue.resource.id}`)] : ' to revert what the run left';
 }
 
 function banner(kind, attrs, ...children) {
@@ -94,8 +102,10 @@ export function banners(view) {
     const by = step.acknowledged_by || cue.acknowledged_by;
     const at = step.acknowledged_at || cue.acknowledged_at;
     const waited = cue.since || step.started_at;
-    parts.push(banner('cue', { 'aria-label': `Cue, ${stepName(step)}`, 'data-cue': step.id },
-      el('p', {}, el('strong', {}, 'Waiting for a game master', waited ? [' for ', since(waited)] : '', ': '),
+    const revert = step.resource_id != null;
+    parts.push(banner('cue', { 'aria-label': `${revert ? 'Revert by hand' : 'Cue'}, ${stepName(step)}`, 'data-cue': step.id,
+      'data-revert': revert ? (cue.resource ? `${cue.resource.kind} ${cue.resource.id}` : '') : null },
+      el('p', {}, el('strong', {}, 'Waiting for a game master', waited ? [' for ', since(waited)] : '', reverting(step, cue), ': '),
         step.params?.instruction || step.action_id,
         by ? [' (', el('span', { class: 'has-it', 'data-has-it': by }, `${by} has it`, at ? [' since ', clock(at)] : ''), ')'] : ''),
       el('p', { class: 'muted', 'data-cue-timers': step.id }, stepName(step), cueTimers(step)),

@@ -33,6 +33,7 @@ class _Decision(StepCommand[Step]):
     def decided(self, tx: Tx, step: Step, taken: bool, to: StepStatus, by: Context, **detail: str | None) -> Took[Step] | None:
         if not taken:
             return None
+        # guard: a-revert-answered-by-hand-stays-reverting
         if step.resource_id is not None:
             resources.follow_steps(tx, [step.id], by.now)  # a revert done by hand (confirm), or given up (skip)
         # guard: confirm-and-skip-commit-before-their-log-row

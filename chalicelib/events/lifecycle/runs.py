@@ -64,6 +64,10 @@ RUNNABLE = tuple(s for s, f in RUN_FACTS.items() if f.runnable)
 DUE = tuple(s for s, f in RUN_FACTS.items() if f.due)
 # A run working a phase (the current one, or its ending).
 WORKING = (RunStatus.RUNNING, RunStatus.ENDING)
+# A run that waits for its parked step as for any cue (listed, reminded, escalated, timed out): one working a
+# phase, or one cleaning up (its parked revert, undone by hand). A paused run waits for its resume instead.
+# guard: a-cleanup-is-not-attended
+ATTENDED = (*WORKING, RunStatus.CLEANING_UP)
 # A run the tick starts (materialises its first phase) rather than moves on.
 BEFORE_FIRST_PHASE = tuple(s for s in DUE if s not in (*WORKING, RunStatus.CLEANING_UP))
 # Where a cleanup ends once every revert is over (`event_runs.cleanup_target`).
@@ -146,8 +150,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition((_R.CLEANING_UP,), _R.COMPLETED, Who.TICK, "every revert is over and each was done (target `completed`)",
                Wake.CLEARED, True),
     Transition((_R.CLEANING_UP,), _R.PAUSED, Who.TICK,
-               "every revert is over and some failed or were refused (\"2 of 7 resources could not be reverted\")",
-               Wake.CLEARED, True),
+               "every revert is over and some failed or were refused (\"2 of 7 resources could not be reverted\"), or"
+               " a by-hand revert's cue timed out under `on_timeout: pause`", Wake.CLEARED, True),
     Transition((_R.PAUSED,), _R.CLEANING_UP, Who.PERSON,
                "resume, or retry of a failed revert, of a paused cleanup with a revert still open", Wake.NOW, True),
     Transition((_R.PAUSED,), _R.CANCELLED, Who.PERSON,

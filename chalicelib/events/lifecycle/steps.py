@@ -221,8 +221,8 @@ RETRY_REVERT = StepMove("retry", (_S.FAILED, _S.REFUSED), _S.PENDING, _PERSON,
 REMIND = StepMove("remind", (_S.RUNNING,), None, _TICK, "its parked cue's reminder is due")
 ESCALATE = StepMove("escalate", (_S.RUNNING,), None, _TICK, "its parked cue's escalation is due")
 ESCALATION_OVER = StepMove("escalation over", (), None, _TICK, "its escalation was posted, or its last try failed")
-TIME_OUT = {to: StepMove("time out", (_S.RUNNING,), to, _TICK, f"nobody answered its parked cue in time: {to.value}")
-            for to in (_S.CANCELLED, _S.DONE)}
+TIME_OUT = {to: StepMove("time out", (_S.RUNNING,), to, _TICK, f"nobody answered its parked cue in time: {to.value}{why}")
+            for to, why in ((_S.CANCELLED, ""), (_S.DONE, ""), (_S.FAILED, " (a by-hand revert: its resource left)"))}
 DROP_TIMEOUT = StepMove("drop timeout", (_S.RUNNING,), None, _TICK,
                         "its parked cue's timeout paused its run (or came in the ending): it waits on")
 # Its idempotency key, from its own id, once its INSERT has given it one.

@@ -141,6 +141,14 @@ def ledger_state(tx: Tx, run_id: int) -> tuple[dict[str, int], datetime | None]:
     return {r["status"]: int(r["n"]) for r in rows}, max((r["changed_at"] for r in rows), default=None)
 
 
+def by_ids(tx: Tx, ids: Sequence[int]) -> dict[int, Resource]:
+    """These ledger rows by their ids (the resources parked reverts undo: whose revert a run waits for)."""
+    if not ids:
+        return {}
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_run_resources WHERE id IN ({placeholders(len(ids))})", tuple(ids))  # noqa: S608 — COLUMNS and the marks are constants; ids are parameters
+    return {int(r["id"]): Resource.from_row(r) for r in rows}
+
+
 def in_flight_count(tx: Tx, run_id: int, now: datetime) -> int:
     """The run's steps in flight under a live lease: their answers may still list what they created."""
     return int(tx.scalar(

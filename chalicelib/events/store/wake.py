@@ -26,7 +26,14 @@ NEVER = "'9999-12-31 23:59:59.999999'"
 # opened); NULL for a live run, and for a phase that waits for no signal.
 AUTO_SIGNAL_AT = "IF(p.`signal` IS NULL, NULL, p.opened_at + INTERVAL r.auto_signal_seconds SECOND)"
 
-# guard: a-parked
+
+def _next_attention(step: str) -> str:
+    """A parked step's (the alias `step`) next attention timer: a reminder, the escalation or the timeout,
+    whichever comes first (never once none is left)."""
+    # guard: a-parked
+    return f"LEAST(COALESCE({step}.remind_at, {NEVER}), COALESCE({step}.escalate_at, {NEVER}), COALESCE({step}.times_out_at, {NEVER}))"
+
+
 # guard: a-wait-wakes-its-run-never
 # guard: a-leased-head-wakes-its-run-never
 # guard: a-held-phase-wakes-its-run-now
@@ -51,7 +58,7 @@ TIMERS: dict[str, str] = {
     # guard: an-ending-run-has-no-head-step-timer
     "phase_head": f"""IF(r.status IN ({RunSQL.WORKING}), COALESCE(
         (SELECT IF(s.status = {StepSQL.PENDING}, COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at,
-                   LEAST(COALESCE(s.remind_at, {NEVER}), COALESCE(s.escalate_at, {NEVER}), COALESCE(s.times_out_at, {NEVER}))))
+                   {_next_attention("s")}))
            FROM event_run_steps s
           WHERE s.run_id = r.id AND s.phase = r.current_phase AND s.status IN ({StepSQL.OPEN})
           ORDER BY s.seq LIMIT 1),
@@ -67,10 +74,13 @@ TIMERS: dict[str, str] = {
            FROM event_run_phases p WHERE p.run_id = r.id AND p.number = r.current_phase), NULL)""",  # noqa: S608 — constants only (the status renderings); the time is the named parameter now
     # A run cleaning up follows the head of what it waits for: a step in flight from before the cleanup (not
     # a revert) at its lease's expiry, else its first open revert (pending: at its due_at, or now; leased: at
-    # its lease's expiry; parked: never); with nothing open, now (the cleanup is opened or ended).
+    # its lease's expiry; parked, undone by hand: at its next attention timer, as a cue); with nothing open,
+    # now (the cleanup is opened or ended).
     # guard: a-cleaning-up-run-never-wakes
+    # guard: a-parked-revert-wakes-its-run-never
     "cleanup": f"""IF(r.status = {RunSQL.CLEANING_UP}, COALESCE(
-        (SELECT IF(c.status = {StepSQL.PENDING}, COALESCE(c.due_at, %(now)s), COALESCE(c.claim_expires_at, {NEVER}))
+        (SELECT IF(c.status = {StepSQL.PENDING}, COALESCE(c.due_at, %(now)s), COALESCE(c.claim_expires_at,
+                   {_next_attention("c")}))
            FROM event_run_steps c WHERE c.run_id = r.id AND c.status IN ({StepSQL.OPEN})
           ORDER BY c.resource_id IS NOT NULL, c.phase, c.seq LIMIT 1),
         %(now)s), NULL)""",  # noqa: S608 — constants only (NEVER, the status renderings); the time is the named parameter now

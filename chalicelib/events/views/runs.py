@@ -10,7 +10,7 @@ from typing import Any
 from ...db import Database, Tx, must_exist
 from .. import commands, lifecycle
 from ..errors import Invalid, NotFound
-from ..model import LogEntry, iso
+from ..model import LogEntry, Phase, Resource, Run, Step, iso
 from ..store import log, phases, resources, runs, steps
 from ..store.runs import REHEARSAL_FILTERS as REHEARSAL_FILTERS  # the runs page's ?rehearsal= values
 from ..waiting import waiting
@@ -31,12 +31,14 @@ def runs_page(db: Database, query: dict[str, Any]) -> Body:
             tx, status=query.get("status"), definition_id=query.get("definition_id"), waiting_for=query.get("waiting"),
             rehearsal=query.get("rehearsal"), limit=query.get("limit", 50), before_id=query.get("cursor"),
         )
-        # What each waits for, derived as a run's detail derives it: its parked head, its phase's row.
+        # What each waits for, derived as a run's detail derives it: its parked head (a cleanup's: its revert,
+        # and the resource that undoes), its phase's row.
         working = [r for r in page if r.status in lifecycle.WORKING and r.current_phase is not None]
-        parked = steps.parked_of(tx, [r.id for r in working])
+        parked = steps.parked_of(tx, [r.id for r in page if r.status in lifecycle.ATTENDED])
         at = phases.current_of(tx, [(r.id, must_exist(r.current_phase)) for r in working])
+        undone = resources.by_ids(tx, [s.resource_id for s in parked.values() if s.resource_id is not None])
         return {
-            "runs": [{**r.public(), "waiting": waiting(r, parked.get(r.id), at.get(r.id))} for r in page],
+            "runs": [{**r.public(), "waiting": _waiting_of(r, parked.get(r.id), at.get(r.id), undone)} for r in page],
             "next_cursor": next_cursor,
             "summary": runs.waiting_counts(tx),
         }
@@ -65,13 +67,17 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
     read = steps.page_for_run(tx, run.id, after, limit + 1)
     run_steps, next_cursor = fitted(read[:limit], read[limit - 1].id if len(read) > limit else None, lambda s: s.id)
     furthest = steps.last_started_seq(tx, run.id, run.current_phase)
-    head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
+    if run.status is lifecycle.RunStatus.CLEANING_UP:  # it works its reverts: the one parked, if any
+        head = [parked] if (parked := steps.parked_of(tx, [run.id]).get(run.id)) is not None else []
+    else:
+        head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
     run_phases = phases.list_for_run(tx, run.id)
     working = next((p for p in run_phases if p.number == run.current_phase), None)
     flying = steps.holding_phase(tx, run.id, run.current_phase, now) if run.current_phase is not None else None
+    undone = resources.by_ids(tx, [s.resource_id for s in head if s.resource_id is not None])
     return {
         "run": run.public(),
-        "waiting": waiting(run, head[0] if head else None, working),
+        "waiting": _waiting_of(run, head[0] if head else None, working, undone),
         "phases": [p.public() for p in run_phases],
         "steps": [s.public() for s in run_steps],
         "steps_next_cursor": next_cursor,
@@ -86,6 +92,12 @@ def _ledger(tx: Tx, run_id: int) -> Body:
     changed. A client reads GET /runs/{id}/resources again only when this moves."""
     counts, changed_at = resources.ledger_state(tx, run_id)
     return {"counts": counts, "changed_at": iso(changed_at)}
+
+
+def _waiting_of(run: Run, head: Step | None, phase: Phase | None, undone: dict[int, Resource]) -> Body | None:
+    """What the run waits for (`waiting`), a parked revert's with the resource it undoes (from `undone`)."""
+    reverted = None if head is None or head.resource_id is None else undone.get(head.resource_id)
+    return waiting(run, head, phase, reverted)
 
 
 def log_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:

@@ -142,14 +142,18 @@ def move(
 
 def _waiting_after(sources: list[RunStatus], to: RunStatus, phases: tuple[int | None, int | None]) -> str:
     """What a moved run waits for (`waiting`): a paused run for a resume; a run resumed at its phase for what
-    its rows say (a parked cue, a held phase, or nothing: `waiting.from_rows`); any other move, nothing (a
-    new phase has nobody to wait for yet, a finished run none ever)."""
+    its rows say (a parked cue, a held phase, or nothing: `waiting.from_rows`), and a paused cleanup resumed
+    for its parked revert, if one waits; any other move, nothing (a new phase has nobody to wait for yet, a
+    finished run none ever)."""
     if to is RunStatus.PAUSED:
         # guard: a-pause-is-not-waited-for
         return WaitSQL.RESUME
     if to is RunStatus.RUNNING and RunStatus.PAUSED in sources and phases == (None, None):
         # guard: a-resume-forgets-what-its-run-waits-for
         return waiting.from_rows("event_runs")
+    if to is RunStatus.CLEANING_UP and RunStatus.PAUSED in sources:
+        # guard: a-resumed-cleanup-forgets-its-parked-revert
+        return waiting.from_rows("event_runs", cleaning_up=True)
     return "NULL"
 
 

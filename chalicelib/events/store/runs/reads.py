@@ -14,7 +14,7 @@ from typing import Any
 
 from ....db import Tx, placeholders
 from ... import waiting
-from ...lifecycle import WORKING, RunMode, RunSQL, RunStatus, WaitingFor
+from ...lifecycle import RUNNABLE, RunMode, RunSQL, RunStatus, WaitingFor
 from ...model import Run
 from .. import understood
 
@@ -102,17 +102,17 @@ def list_page(
 
 
 REHEARSAL_FILTERS = ("only", "exclude")
-WORKING_OR_STARTING = (RunStatus.STARTING, *WORKING)
 
 
 def waiting_counts(tx: Tx) -> dict[str, Any]:
     """How many runs wait for a person or the game, by what (`any`: all of them), and how many are working
-    (starting, running or ending, waiting for nobody): one statement, each count one range of an index."""
+    (starting, running, ending or cleaning up — the runs a tick works — waiting for nobody): one statement,
+    each count one range of an index."""
     kinds = ", ".join(f"(SELECT COUNT(*) FROM event_runs WHERE waiting_for = %s) AS `{kind.value}`" for kind in WaitingFor)  # noqa: S608 — the aliases are the lifecycle's words
     row = tx.one(
-        f"""SELECT (SELECT COUNT(*) FROM event_runs WHERE status IN ({placeholders(len(WORKING_OR_STARTING))})) AS live,
+        f"""SELECT (SELECT COUNT(*) FROM event_runs WHERE status IN ({placeholders(len(RUNNABLE))})) AS live,
                    {kinds}""",  # noqa: S608 — the column names are the lifecycle's words; values are parameters
-        (*(s.value for s in WORKING_OR_STARTING), *(kind.value for kind in WaitingFor)),
+        (*(s.value for s in RUNNABLE), *(kind.value for kind in WaitingFor)),
     ) or {"live": 0, **{kind.value: 0 for kind in WaitingFor}}  # a SELECT of counts has its row: only EXPLAIN has none
     counts = {kind.value: int(row[kind.value]) for kind in WaitingFor}
     held_while_working = sum(counts[kind.value] for kind in WaitingFor if kind is not WaitingFor.RESUME)  # resume: paused, not live

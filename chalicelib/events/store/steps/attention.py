@@ -3,7 +3,7 @@ timeout.
 
 The invariant: each timer acts at most once per moment it was due. Each claim is
 a compare-and-set on the moment the tick read, the step still parked and its run
-working (a paused run neither reminds nor times out) and both of words this
+working or cleaning up (`ATTENDED`: a paused run neither reminds nor times out) and both of words this
 version knows (a newer version's park is left alone); a reminder or an
 escalation also on nobody having the cue.
 """
@@ -21,7 +21,7 @@ from .write import write
 
 _WITH_ITS_RUN = " JOIN event_runs r ON r.id = s.run_id"
 # guard: a-paused-run-reminds
-_ATTENDED = f"s.id = %s AND {UNLEASED} AND r.status IN ({RunSQL.WORKING})"
+_ATTENDED = f"s.id = %s AND {UNLEASED} AND r.status IN ({RunSQL.ATTENDED})"
 # Parked for a reason, in a run of a mode, this version knows: a newer version's park is not a cue of this one.
 # guard: a-step-parked-for-an-unknown-reason-is-attended
 _ATTENDED += f" AND r.mode IN ({RunSQL.MODES}) AND (s.park_reason IS NULL OR s.park_reason IN ({StepSQL.PARK_REASONS}))"
