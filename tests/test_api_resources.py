@@ -59,8 +59,8 @@ def test_the_cleanup_plan_then_a_cancel_with_cleanup(api, db, clock, runner, gam
     assert run_row(db, run.id).status is RunStatus.CANCELLED
     statuses = {r["id"]: r["status"] for r in api.get(f"/runs/{run.id}/resources", auth=GM).body["resources"]}
     assert statuses == {"crow-1": "reverted", "crow-2": "reverted", "chalk": "live"}
-    assert api.get(f"/runs/{run.id}/cleanup-plan", auth=GM).body == {"reverts": [], "in_flight": 0, "cleans_up": False,
-                                                                        "undecided": None}
+    assert api.get(f"/runs/{run.id}/cleanup-plan", auth=GM).body == {"reverts": [], "left": [], "in_flight": 0,
+                                                                        "cleans_up": False, "undecided": None}
 
 
 def test_a_cancel_without_the_field_is_todays_cancel(api, db, clock, runner, game_bridge):

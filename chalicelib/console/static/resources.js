@@ -17,6 +17,7 @@ function named(resource) {
 
 function revertWords(resource) {
   if (!resource.revert) return 'never reverted (no revert)';
+  if (resource.revert_refused) return resource.revert_refused; // "cannot revert: undeclared action …": never sent
   return resource.revert.action === 'core.cue' ? `by hand: ${resource.revert.params?.instruction || 'a person undoes it'}`
     : resource.revert.action;
 }
@@ -109,10 +110,12 @@ export function askCancel(runId, { title, label = 'Reason (optional)', action, f
     text.focus();
     get(`/runs/${runId}/cleanup-plan`).then((plan) => {
       cleanup.dataset.planRead = String(plan.cleans_up); // the page has the plan: whether a cleanup is offered
-      if (plan.undecided && dialog.open) {
-        cleanup.replaceChildren(el('p', { id: 'cleanup-undecided', class: 'muted' },
-          `No cleanup yet: decide ${plan.undecided} first (the game may or may not have applied it).`));
-      }
+      // What no cleanup reverts is said whether or not one is offered: it stays in the world either way.
+      const left = plan.left?.length
+        ? el('p', { id: 'cleanup-left', class: 'muted' }, `It leaves in the world: ${plan.left.map((l) => `${l.resources} (${l.why})`).join('; ')}.`) : null;
+      const notes = [plan.undecided && el('p', { id: 'cleanup-undecided', class: 'muted' },
+        `No cleanup yet: decide ${plan.undecided} first (the game may or may not have applied it).`), left];
+      if (dialog.open) cleanup.replaceChildren(...notes.filter(Boolean));
       if (!plan.cleans_up || !dialog.open) return;
       box = el('input', { type: 'checkbox', id: 'ask-cleanup', checked: true });
       cleanup.replaceChildren(
@@ -121,6 +124,7 @@ export function askCancel(runId, { title, label = 'Reason (optional)', action, f
           el('p', {}, plan.reverts.length ? 'It reverts, newest first:' : 'Nothing is live yet.',
             plan.in_flight ? ` ${plan.in_flight} step(s) in flight may add to it.` : ''),
           el('ol', {}, plan.reverts.map((r) => el('li', { 'data-plan': named(r) }, `${named(r)} (${revertWords(r)})`)))));
+      if (left) cleanup.append(left);
     }, () => {}); // no plan: the plain cancel is still offered
   });
 }

@@ -41,8 +41,9 @@ def resources_page(db: Database, query: dict[str, Any]) -> Body:
 
 
 def cleanup_plan(db: Database, run_id: int, now: datetime) -> Body:
-    """What a cancel with cleanup would revert now, newest first, the steps in flight (their answers may add to it),
-    whether such a cancel would clean up at all, and the step in doubt it would wait for."""
+    """What a cancel with cleanup would revert now, newest first, what it would leave in the world and why (a
+    revert that is never sent), the steps in flight (their answers may add to it), whether such a cancel would
+    clean up at all, and the step in doubt it would wait for."""
 
     def read(tx: Tx) -> Body:
         run = _known_run(tx, run_id)
@@ -51,7 +52,8 @@ def cleanup_plan(db: Database, run_id: int, now: datetime) -> Body:
         undecided = steps.parked_in_doubt_of(tx, run.id)  # a cleanup waits for the decision on it
         cleans = (run.status in commands.CLEANABLE and run.cleanup_target is None and (bool(plan) or flying > 0)
                   and undecided is None)
-        return {"reverts": [r.public() for r in plan], "in_flight": flying, "cleans_up": cleans,
+        left = [reason.public() for reason in resources.left_unreverted(tx, run.id)]
+        return {"reverts": [r.public() for r in plan], "left": left, "in_flight": flying, "cleans_up": cleans,
                 "undecided": None if undecided is None else undecided.named}
 
     return db.transaction(read)
