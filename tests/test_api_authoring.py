@@ -86,6 +86,32 @@ def test_a_new_version_is_checked_against_the_declared_actions_too(declared_api)
     assert answer.status == 400 and answer.body["errors"][0].endswith("did you mean `world.give_item`?")
 
 
+def test_an_undeclared_static_revert_is_refused_with_the_nearest_declared_action(declared_api, db):
+    spawn = {**_step("world.spawn", npc="scarecrow"), "revert": {"action": "wrold.give_item", "params": {"npc": "scarecrow"}}}
+    answer = declared_api.post("/definitions", _document(spawn), auth=ADMIN)
+    assert answer.status == 400
+    assert answer.body["errors"] == [("document.phases[0].steps[0].revert.action: no action 'wrold.give_item': the game"
+                                     " bridge declares no such module action (EVENT_MODULE_ACTIONS); did you mean"
+                                     " `world.give_item`?")]
+    assert _definitions(db) == []
+    definition_id = declared_api.post("/definitions", _document(_step("world.spawn")), auth=ADMIN).body["definition"]["id"]
+    banned = {**_step("world.spawn"), "revert": {"action": "admin.ban_player"}}
+    again = declared_api.put(f"/definitions/{definition_id}", _document(banned), auth=ADMIN)
+    assert again.status == 400 and again.body["errors"][0].startswith(
+        "document.phases[0].steps[0].revert.action: no action 'admin.ban_player': the game bridge declares no such")
+    assert declared_api.get(f"/definitions/{definition_id}", auth=ADMIN).body["definition"]["current_version"] == 1
+    by_hand = {**_step("world.spawn"), "revert": {"action": "core.cue", "params": {"instruction": "Shoo it"}}}
+    assert declared_api.put(f"/definitions/{definition_id}", _document(by_hand), auth=ADMIN).status == 200
+
+
+def test_with_nothing_declared_a_static_reverts_action_is_named_in_the_warning(api):
+    spawn = {**_step("world.spawn"), "revert": {"action": "world.despawn"}}
+    answer = api.post("/definitions", _document(spawn), auth=ADMIN)
+    assert answer.status == 201
+    assert answer.body["warnings"][0]["message"].startswith("EVENT_MODULE_ACTIONS is not set, so world.despawn, world.spawn"
+                                                            " cannot be checked")
+
+
 def test_with_nothing_declared_a_module_action_is_saved_and_the_answer_warns(api):
     answer = api.post("/definitions", _document(_step("world.spawn"), _step("world.fireworks")), auth=ADMIN)
     assert answer.status == 201

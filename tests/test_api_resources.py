@@ -65,7 +65,7 @@ def test_the_cleanup_plan_then_a_cancel_with_cleanup(api, db, clock, runner, gam
     after = api.get(f"/runs/{run.id}", auth=GM).body["ledger"]  # what tells a client to read the ledger again
     assert after["counts"] == {"live": 1, "reverted": 2} and after != before
     assert api.get(f"/runs/{run.id}/cleanup-plan", auth=GM).body == {
-        "reverts": [], "next_cursor": None, "counts": {"reverts": 0, "by_hand": 0}, "in_flight": 0, "cleans_up": False,
+        "reverts": [], "next_cursor": None, "counts": {"reverts": 0, "by_hand": 0}, "left": [], "in_flight": 0, "cleans_up": False,
         "undecided": None}
 
 

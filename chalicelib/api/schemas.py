@@ -284,6 +284,9 @@ RESOURCE = _object(
     kind={"type": "string"},
     id={"type": "string", "description": "the game's id for it, as the answer listed it"},
     revert=_REVERT,
+    revert_refused={"type": ["string", "null"],
+                    "description": "why its revert is never sent (cannot revert: undeclared action …): a cleanup"
+                                   " leaves it in the world; null: a cleanup sends it"},
     status={"type": "string", "enum": [s.value for s in ResourceStatus]},
     recorded_at=_TIME,
     changed_at=_TIME,
@@ -426,6 +429,8 @@ CLEANUP_PLAN = _object(
     next_cursor={**_MAYBE_INT, "description": "passed as cursor, the next page of reverts (null: this is the last)"},
     counts=_object(reverts={**_COUNT, "description": "how many reverts the whole plan holds"},
                    by_hand={**_COUNT, "description": "how many of them a person does (core.cue)"}),
+    left={"type": "array", "items": _object(why={"type": "string"}, resources={"type": "integer", "minimum": 1}),
+          "description": "what a cleanup would leave in the world, by why (a revert that is never sent), most first"},
     in_flight={"type": "integer", "minimum": 0, "description": "steps in flight, whose answers may add to it"},
     cleans_up={"type": "boolean", "description": "whether a cancel with cleanup would clean up (else it cancels as without)"},
     undecided={"type": ["string", "null"], "description": "a step parked in doubt, named: a cancel with cleanup waits"

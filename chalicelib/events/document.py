@@ -160,7 +160,7 @@ def _schema_problems(schema: dict[str, Any], value: Any, path: str) -> list[str]
 def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[str] | None) -> list[str]:
     action = step["action"]
     spec = registry.lookup(action)
-    if spec is None or (not spec.core and module_actions is not None and action not in module_actions):
+    if spec is None or registry.undeclared(action, module_actions):
         return [f"{path}.action: {_unknown_action(action, module_actions)}"]
     problems = []
     version = step.get("version", 1)
@@ -171,8 +171,18 @@ def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[st
     if len(json.dumps(params)) > MAX_PARAMS_BYTES:
         problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes")
     if "revert" in step:
-        problems += [p for p in [ledger.revert_problem(step["revert"], f"{path}.revert")] if p]
+        problems += _revert_problems(step["revert"], f"{path}.revert", module_actions)
     return problems
+
+
+def _revert_problems(revert: Any, path: str, module_actions: frozenset[str] | None) -> list[str]:
+    """A static revert is checked as a listed one is (`ledger.revert_problem`), and its action against the
+    declared module actions as a step's is: a typo'd `wrold.despawn` is refused when saved, not sent at cleanup."""
+    problem = ledger.revert_problem(revert, path)
+    # guard: an-undeclared-static-revert-is-saved
+    if problem is None and registry.undeclared(revert["action"], module_actions):
+        problem = f"{path}.action: {_unknown_action(revert['action'], module_actions)}"
+    return [problem] if problem else []
 
 
 def _unknown_action(action: str, module_actions: frozenset[str] | None) -> str:
@@ -189,8 +199,11 @@ def _unknown_action(action: str, module_actions: frozenset[str] | None) -> str:
 
 
 def undeclared_warnings(document: dict[str, Any], module_actions: frozenset[str] | None) -> list[dict[str, str]]:
-    """A saved document's warnings: with no module actions declared, its module actions go to the bridge unchecked."""
-    sent = sorted({step["action"] for _, step in _authored_steps(document) if step["action"] not in registry.CORE_ACTIONS})
+    """A saved document's warnings: with no module actions declared, its module actions (its steps' and its static
+    reverts') go to the bridge unchecked."""
+    sent = sorted({action for _, step in _authored_steps(document)
+                   for action in (step["action"], *([step["revert"]["action"]] if "revert" in step else ()))
+                   if action not in registry.CORE_ACTIONS})
     if module_actions is not None or not sent:
         return []
     return [{"code": "module_actions_undeclared",

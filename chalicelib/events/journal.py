@@ -16,7 +16,7 @@ its cause (`cause`).
     step.status    a step changed status: {control | cause, action, from, to, ...}
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
                    outcome, http_status, latency_ms, error[, fenced_out][, resources | resources_refused]
-                   [, resources_kept_live]}
+                   [, resources_kept_live][, resources_cannot_revert]}
     step.acknowledged  a person has a parked cue: {control, action, note}; the row's actor is who has it
     step.reminder  a parked cue's n-th reminder is posted (written with its claim, before the post; at most
                    once): {action, n, of, channel, idempotency_key, waited_seconds}
@@ -153,7 +153,8 @@ def step_acknowledged(step: Step, control: str, actor: str, note: str | None) ->
 
 def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: bool, **ledger: Any) -> Entry:
     """One attempt's answer; `ledger` says what it recorded of the resources it listed (`resources`, the
-    count; `resources_refused`, why none was; `resources_kept_live`, for a revert's own)."""
+    count; `resources_refused`, why none was; `resources_kept_live`, for a revert's own; `resources_cannot_revert`,
+    how many have a revert that is never sent, and why)."""
     detail = {
         "action": step.action_id,
         "attempt": attempt,

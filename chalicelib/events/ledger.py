@@ -8,17 +8,21 @@ it would have been without the list, and degrades the run (docs/contract.md,
 document) is a module action or `core.cue` (a person undoes it by hand) with
 params the action takes, at most 16 KiB of them, storable as they are
 (`chalicelib.storable`: no lone surrogate in the kind, id or params, params at
-most 30 levels deep).
+most 30 levels deep). A revert naming a module action the game bridge does not
+declare (EVENT_MODULE_ACTIONS) is no problem of the list: its resource is kept
+(the world has it), marked why its revert is never sent (`declared_reverts`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import storable
 from .actions import registry
+from .lifecycle import undeclared_revert
 from .model import Revert
 
 MAX_RESOURCES = 100
@@ -55,6 +59,7 @@ class Listed:
     kind: str
     resource_id: str
     revert: Revert | None
+    revert_refused: str | None = None  # why its revert is never sent (`declared_reverts`); None: a cleanup sends it
 
 
 def revert_problem(value: Any, path: str) -> str | None:
@@ -123,3 +128,22 @@ def listed(result: dict[str, Any] | None) -> tuple[tuple[Listed, ...], str | Non
         if problem is not None:
             return (), storable.cleaned(problem)  # it quotes what the game sent
     return tuple(Listed(e["kind"], e["id"], revert_of(e["revert"]) if "revert" in e else None) for e in raw), None
+
+
+def declared_reverts(entries: Iterable[Listed], module_actions: frozenset[str] | None) -> tuple[Listed, ...]:
+    """The entries, each whose revert is a module action the game bridge does not declare marked so (kept: the
+    world has it; its revert never sent). With none declared (None), every revert may be sent, as a step is."""
+    # guard: an-undeclared-revert-is-sent
+    return tuple(replace(entry, revert_refused=undeclared_revert(entry.revert.action))
+                 if entry.revert is not None and registry.undeclared(entry.revert.action, module_actions) else entry
+                 for entry in entries)
+
+
+def refused_words(entries: tuple[Listed, ...]) -> str | None:
+    """How many of `entries` have a revert that is never sent, and why (at most three reasons); None: none has."""
+    refused = [entry for entry in entries if entry.revert_refused is not None]
+    if not refused:
+        return None
+    reasons = sorted({entry.revert_refused for entry in refused if entry.revert_refused is not None})
+    shown = "; ".join(reasons[:3]) + ("; …" if len(reasons) > 3 else "")
+    return f"{len(refused)} of {len(entries)} resources with a revert that is never sent ({shown})"

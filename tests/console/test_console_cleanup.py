@@ -1,6 +1,7 @@
 """Cleaning up what a run left, in real Chromium: the run page lists its live resources, the cancel dialog offers
 "clean up what this run left" with the plan, and the cleanup's progress, its failed revert and the retry show; a
-cleanup waiting on a revert by hand says whose, and is listed among the runs waiting for a cue."""
+cleanup waiting on a revert by hand says whose, and is listed among the runs waiting for a cue. A
+revert the game bridge does not declare is never sent, and the page says why it stays in the world."""
 
 from __future__ import annotations
 
@@ -102,3 +103,31 @@ def test_a_cleanup_waiting_on_a_by_hand_revert_names_the_revert_on_its_banner_an
     press(browser, "confirm", revert_id, text="shooed")
     wait_for_status(browser, "cancelled")
     eventually(lambda: _resources(browser) == {"npc crow-9": "reverted"}, f"the crow reverted (it shows {_resources(browser)})")
+
+
+def test_a_revert_the_bridge_does_not_declare_is_never_sent_and_the_page_says_why(browser, server, api_client, bridge):
+    scarecrow = {"kind": "npc", "id": "scarecrow", "revert": {"action": "garden.scare", "params": {"away": True}}}
+    ban = {"kind": "ban", "id": "gus", "revert": {"action": "admin.ban_player", "params": {"player": "gus"}}}
+    bridge.script("garden.bait", Answer(200, {"resources": [scarecrow, ban]}))
+    _, run_id = schedule_now(api_client, {"name": "Baited garden", "grace_seconds": 300, "phases": [{"name": "bait", "steps": [
+        {"action": "garden.bait"}, {"action": "core.cue", "params": {"instruction": "Watch the bait"}}]}]})
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    eventually(lambda: _resources(browser) == {"npc scarecrow": "live", "ban gus": "live"},
+               f"the run's live resources (it shows {_resources(browser)})")
+    why = "cannot revert: undeclared action admin.ban_player"
+    assert why in text_of(browser, "[data-resource='ban gus']")
+
+    press(browser, "cancel")
+    eventually(lambda: browser.find_elements(By.ID, "cleanup-plan"), "the cleanup plan in the cancel dialog")
+    assert [li.get_attribute("data-plan") for li in browser.find_elements(By.CSS_SELECTOR, "[data-plan]")] == ["npc scarecrow"]
+    assert text_of(browser, "#cleanup-left") == f"It leaves in the world: 1 ({why})."
+    screenshot(browser, "cancel-leaving-an-undeclared-revert")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+
+    wait_for_status(browser, "cancelled")
+    eventually(lambda: _resources(browser) == {"npc scarecrow": "reverted", "ban gus": "live"},
+               f"the scarecrow reverted, the ban left (it shows {_resources(browser)})")
+    assert [r.json["params"] for r in bridge.received("garden.scare")] == [{"away": True}]
+    assert bridge.received("admin.ban_player") == []

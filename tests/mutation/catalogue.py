@@ -87,6 +87,7 @@ SLEEP_LOST_NUDGE = "tests/test_runner_sleep_lost_nudge.py"
 ROLLBACK = "tests/test_rollback.py"
 MIGRATE = "tests/test_migrate.py"
 DRY_RUN_SETTINGS = "tests/test_runner_dry_run_settings.py"
+REVERT_DECLARED = "tests/test_revert_declared.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -1964,4 +1965,18 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-revert-answered-by-hand-stays-reverting", "a-revert-answered-by-hand-stays-reverting",
              "if step.resource_id is not None:", "if False:",
              (CLEANUP_WAITS, CLEANUP)),
+    # Reverts are actions like any other (issue 38, item 5).
+    Mutation("an-undeclared-static-revert-is-saved", "an-undeclared-static-revert-is-saved",
+             'if problem is None and registry.undeclared(revert["action"], module_actions):', "if False:",
+             (API_AUTHORING,)),
+    Mutation("an-undeclared-revert-is-sent", "an-undeclared-revert-is-sent",
+             "if entry.revert is not None and registry.undeclared(entry.revert.action, module_actions) else entry",
+             "if False else entry",
+             (REVERT_DECLARED,)),
+    Mutation("a-revert-that-is-never-sent-is-planned", "reverts-are-planned-while-a-step-is-in-flight",
+             "AND res.revert_refused IS NULL AND origin.resource_id IS NULL", "AND origin.resource_id IS NULL",
+             (REVERT_DECLARED,)),
+    Mutation("a-revert-that-is-never-sent-keeps-a-cleanup-open", "a-revert-that-is-never-sent-keeps-a-cleanup-open",
+             "AND res.revert_refused IS NULL AND origin.resource_id IS NULL", "AND origin.resource_id IS NULL",
+             (REVERT_DECLARED,)),
 ]

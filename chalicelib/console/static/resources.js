@@ -24,6 +24,7 @@ function named(resource) {
 
 function revertWords(resource) {
   if (!resource.revert) return 'never reverted (no revert)';
+  if (resource.revert_refused) return resource.revert_refused; // "cannot revert: undeclared action …": never sent
   return resource.revert.action === 'core.cue' ? `by hand: ${resource.revert.params?.instruction || 'a person undoes it'}`
     : resource.revert.action;
 }
@@ -173,10 +174,12 @@ export function askCancel(runId, { title, label = 'Reason (optional)', action, f
     text.focus();
     get(`/runs/${runId}/cleanup-plan?limit=${PLAN_SHOWN}`).then((plan) => {
       cleanup.dataset.planRead = String(plan.cleans_up); // the page has the plan: whether a cleanup is offered
-      if (plan.undecided && dialog.open) {
-        cleanup.replaceChildren(el('p', { id: 'cleanup-undecided', class: 'muted' },
-          `No cleanup yet: decide ${plan.undecided} first (the game may or may not have applied it).`));
-      }
+      // What no cleanup reverts is said whether or not one is offered: it stays in the world either way.
+      const left = plan.left?.length
+        ? el('p', { id: 'cleanup-left', class: 'muted' }, `It leaves in the world: ${plan.left.map((l) => `${l.resources} (${l.why})`).join('; ')}.`) : null;
+      const notes = [plan.undecided && el('p', { id: 'cleanup-undecided', class: 'muted' },
+        `No cleanup yet: decide ${plan.undecided} first (the game may or may not have applied it).`), left];
+      if (dialog.open) cleanup.replaceChildren(...notes.filter(Boolean));
       if (!plan.cleans_up || !dialog.open) return;
       const { reverts, by_hand: byHand } = plan.counts;
       const more = reverts - plan.reverts.length;
@@ -188,6 +191,7 @@ export function askCancel(runId, { title, label = 'Reason (optional)', action, f
           plan.in_flight ? ` ${plan.in_flight} step(s) in flight may add to it.` : ''),
           el('ol', {}, plan.reverts.map((r) => el('li', { 'data-plan': named(r) }, `${named(r)} (${revertWords(r)})`))),
           more > 0 ? el('p', { id: 'cleanup-plan-more', class: 'muted' }, `… and ${more} more.`) : null));
+      if (left) cleanup.append(left);
     }, (error) => {
       if (!dialog.open) return;
       cleanup.dataset.planRead = 'failed';

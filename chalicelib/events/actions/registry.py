@@ -136,6 +136,12 @@ def lookup(action_id: str) -> ActionSpec | None:
     return MODULE_ACTION
 
 
+def undeclared(action_id: str, module_actions: frozenset[str] | None) -> bool:
+    """A module action the game bridge does not declare (EVENT_MODULE_ACTIONS), whether a step's or a revert's;
+    with none declared (None), none is: any `module.name` goes to the bridge as written."""
+    return module_actions is not None and action_id not in CORE_ACTIONS and action_id not in module_actions
+
+
 def params_problem(spec: ActionSpec, params: Any, name: str) -> str | None:
     """The first way `params` break the action's schema, named from `name`; None if the action can take them."""
     unknown = unknown_fields(spec.params_schema, params, f"{name} ({spec.id})")

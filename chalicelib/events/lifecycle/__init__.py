@@ -26,7 +26,7 @@ from .phases import (
     StepsDone,
     condition_of,
 )
-from .resources import ResourceStatus
+from .resources import ResourceStatus, undeclared_revert
 from .runs import (
     ATTENDED,
     BEFORE_FIRST_PHASE,
@@ -106,5 +106,5 @@ __all__ = [
     "ParkReason", "PhaseKind", "PhaseSQL", "PhaseState", "RehearsalBridge", "ResourceSQL", "ResourceStatus", "RunMode",
     "RunSQL", "RunStatus", "SignalEffect", "Signalled", "StepMove", "StepSQL", "StepStatus", "StepsDone", "Transition",
     "WaitSQL", "WaitingFor", "Wake", "Who", "condition_of", "sql_list", "sql_literal", "step_table", "table",
-    "vocabulary", "writes"
+    "undeclared_revert", "vocabulary", "writes"
 ]

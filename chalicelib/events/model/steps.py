@@ -174,6 +174,7 @@ class Resource:
     kind: str
     resource_id: str
     revert: Revert | None
+    revert_refused: str | None  # why its revert is never sent ("cannot revert: undeclared action x"): left as it is
     status: ResourceStatus
     recorded_at: datetime
     changed_at: datetime
@@ -190,7 +191,8 @@ class Resource:
         """As GET /runs/{id}/resources answers it: `id` is the game's id for it, `ledger_id` the row's."""
         return {"ledger_id": self.id, "run_id": self.run_id, "step_id": self.step_id, "kind": self.kind,
                 "id": self.resource_id, "revert": None if self.revert is None else self.revert.public(),
-                "status": self.status.value, "recorded_at": iso(self.recorded_at), "changed_at": iso(self.changed_at)}
+                "revert_refused": self.revert_refused, "status": self.status.value,
+                "recorded_at": iso(self.recorded_at), "changed_at": iso(self.changed_at)}
 
 
 

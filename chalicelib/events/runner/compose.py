@@ -68,6 +68,7 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         lease_seconds=settings.step_lease_seconds,
         max_attempts=settings.step_max_attempts,
         retry_seconds=settings.step_retry_seconds,
+        module_actions=settings.module_actions,
     )
     rehearsal_key = webhook_secret
     if rehearsal_key is None and settings.rehearsal_channel.startswith("webhook:"):  # the dry runs' alone

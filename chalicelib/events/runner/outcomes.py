@@ -30,6 +30,9 @@ class Rules:
     lease_seconds: float
     max_attempts: int
     retry_seconds: float
+    # EVENT_MODULE_ACTIONS, what the game bridge declares: a revert an answer lists naming any other is recorded,
+    # never sent (`ledger.declared_reverts`); None: none declared, every module action is sent as written
+    module_actions: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ def settle_outcome(
         status = StepStatus.REFUSED if verdict is Verdict.REFUSED else StepStatus.FAILED
         written = steps.finish(tx, claim, status, now, error, in_doubt=in_doubt)
 
-    recorded = _record_resources(tx, step, outcome, verdict, now, static_revert, unwritten)
+    recorded = _record_resources(tx, step, outcome, verdict, now, static_revert, unwritten, rules.module_actions)
     if written and step.resource_id is not None and status.terminal:
         resources.follow_steps(tx, [step.id], now)  # a revert ended: its resource follows
     entries = [journal.step_dispatch(step, claim.attempt, outcome, fenced_out=not written, **recorded)]
@@ -113,18 +116,21 @@ def settle_outcome(
 
 def _record_resources(
     tx: Tx, step: Step, outcome: Outcome, verdict: Verdict, now: datetime, static_revert: Revert | None,
-    unwritten: str | None,
+    unwritten: str | None, module_actions: frozenset[str] | None,
 ) -> dict[str, Any]:
     """What the answer listed (and, for a done step with a static revert, the step itself), recorded in one
     INSERT; the dispatch row's detail saying so. A bad list, or one past the run's cap, records nothing and
     degrades the run; the step's outcome is what it would have been without it. An answer that lists nothing
-    writes nothing; a plain try after failed writes (`unwritten`) records nothing and degrades the run naming the failure."""
+    writes nothing; a plain try after failed writes (`unwritten`) records nothing and degrades the run naming the failure.
+    A resource whose revert names an undeclared module action is recorded, its revert refused (never sent),
+    and the run degraded saying so (`resources_cannot_revert`)."""
     if unwritten is not None:
         runs.degrade(tx, step.run_id, now, f"{step.named} {unwritten}")
         return {"resources_refused": unwritten}
     listed, problem = ledger.listed(outcome.result)
     if problem is None and static_revert is not None and verdict is Verdict.DONE:
         listed += (ledger.Listed(step.action_id[:ledger.KIND_CHARS], step.idempotency_key, static_revert),)
+    listed = ledger.declared_reverts(listed, module_actions)
     recorded = resources.record(tx, step.run_id, step.id, listed, now) if listed else None
     if recorded is not None and recorded.refused is not None:
         problem = recorded.refused  # the run's cap: nothing of it written
@@ -133,7 +139,14 @@ def _record_resources(
         return {"resources_refused": problem}
     if recorded is None:
         return {}
-    return {"resources": recorded.stored, **({"resources_kept_live": KEPT_LIVE} if step.resource_id is not None else {})}
+    detail: dict[str, Any] = {"resources": recorded.stored}
+    if step.resource_id is not None:
+        detail["resources_kept_live"] = KEPT_LIVE
+    refused = ledger.refused_words(listed)
+    if refused is not None:
+        runs.degrade(tx, step.run_id, now, f"{step.named} listed {refused}")
+        detail["resources_cannot_revert"] = refused
+    return detail
 
 
 def apply_failure(tx: Tx, step: Step, error: str, now: datetime, *, compensate: bool = False) -> list[journal.Entry]:

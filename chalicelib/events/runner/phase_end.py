@@ -85,7 +85,8 @@ def leave_phase(
 def tend_cleanup(tx: Tx, now: datetime, run_id: int, programme: Programme, log_rows: list[journal.Entry]) -> Cursor:
     """The cleanup phase has no open step: write the reverts of what is left to revert (the first time,
     and for what a late answer recorded since), else end the cleanup — at its target when every revert
-    was done, paused when one failed — or stop while another step of the run is still in flight."""
+    was done (naming what it leaves in the world, and why: a revert that is never sent), paused when one
+    failed — or stop while another step of the run is still in flight."""
     cleanup = programme.cleanup
     added = resources.open_reverts(tx, run_id, cleanup.number, now)
     if added:
@@ -95,8 +96,9 @@ def tend_cleanup(tx: Tx, now: datetime, run_id: int, programme: Programme, log_r
     run = must_exist(runs.get(tx, run_id))
     target = must_exist(run.cleanup_target)
     if runs.end_cleanup(tx, run_id, RunStatus.CLEANING_UP, target, now, accept_failures=False):
+        left = "".join(f"; left: {reason.count} ({reason.why})" for reason in resources.left_unreverted(tx, run_id))
         log_rows.append(journal.run_status(run_id, cleanup.number, RunStatus.CLEANING_UP, target,
-                                           cause="every revert was done"))
+                                           cause=f"every revert was done{left}"))
         return Done(target)
     reverts = resources.reverts_of(tx, run_id)
     error = f"{reverts.failed} of {reverts.total} resources could not be reverted"

@@ -13,7 +13,8 @@ The invariants:
    a control, and only in a unit in which no other step of the run holds a live
    lease (a NOT EXISTS in the INSERT): a step in flight at the cancel is answered,
    and what it created recorded, before its revert is planned. One step per live
-   resource that has a revert and was not listed by a revert, newest first;
+   resource that has a revert, was not listed by a revert and whose revert is not
+   refused (`revert_refused`: an undeclared module action, never sent), newest first;
    UNIQUE (resource_id) on the steps makes the INSERT idempotent.
 4. A run holds at most ledger.MAX_RUN_RESOURCES resources: an answer's list that
    would take it past them is written not at all, by a guard in the INSERT itself
@@ -35,14 +36,15 @@ from ..lifecycle import OnFailure, ResourceSQL, ResourceStatus, RunSQL, StepSQL
 from ..model import Resource
 from . import steps
 
-COLUMNS = "id, run_id, step_id, kind, resource_id, `revert`, status, recorded_at, changed_at"
+COLUMNS = "id, run_id, step_id, kind, resource_id, `revert`, revert_refused, status, recorded_at, changed_at"
 
 # SQL over the run whose id is `run` (a column): a cleanup of it still has something to revert (a live
-# resource with a revert, not listed by a revert step: those stay live) …
+# resource with a revert it may send, not listed by a revert step: those stay live) …
 def to_revert(run: str) -> str:
+    # guard: a-revert-that-is-never-sent-keeps-a-cleanup-open
     return f"""EXISTS (SELECT 1 FROM event_run_resources res JOIN event_run_steps origin ON origin.id = res.step_id
                         WHERE res.run_id = {run} AND res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
-                          AND origin.resource_id IS NULL)"""  # noqa: S608 — constant fragments only
+                          AND res.revert_refused IS NULL AND origin.resource_id IS NULL)"""  # noqa: S608 — constant fragments only
 
 
 # … a step of it is open (pending, running or parked) …
@@ -94,10 +96,10 @@ def page_by_status(tx: Tx, status: ResourceStatus, before_id: int | None, limit:
 
 
 # What a cleanup of the run (%s: its id) would revert now, in the order it would: its live resources with a
-# revert not listed by a revert (those stay live), newest first.
+# revert it may send (not listed by a revert, not refused), newest first.
 _PLANNED = f"""FROM event_run_resources res JOIN event_run_steps origin ON origin.id = res.step_id
                WHERE res.run_id = %s AND res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
-                 AND origin.resource_id IS NULL"""
+                 AND res.revert_refused IS NULL AND origin.resource_id IS NULL"""
 
 
 def cleanup_plan(tx: Tx, run_id: int, before_id: int | None, limit: int) -> tuple[list[Resource], int | None]:
@@ -147,6 +149,31 @@ def by_ids(tx: Tx, ids: Sequence[int]) -> dict[int, Resource]:
         return {}
     rows = tx.all(f"SELECT {COLUMNS} FROM event_run_resources WHERE id IN ({placeholders(len(ids))})", tuple(ids))  # noqa: S608 — COLUMNS and the marks are constants; ids are parameters
     return {int(r["id"]): Resource.from_row(r) for r in rows}
+
+
+@dataclass(frozen=True)
+class Left:
+    """Live resources of a run that no cleanup reverts, and why: their revert is never sent."""
+
+    why: str  # `revert_refused`: "cannot revert: undeclared action x"
+    count: int
+
+    def public(self) -> dict[str, Any]:
+        return {"why": self.why, "resources": self.count}
+
+
+LEFT_REASONS = 20  # at most this many reasons, most resources first: an answer stays small however many there are
+
+
+def left_unreverted(tx: Tx, run_id: int) -> list[Left]:
+    """Why the run's live resources whose revert is refused are left in the world (one index range of the run)."""
+    rows = tx.all(
+        f"""SELECT revert_refused AS why, COUNT(*) AS n FROM event_run_resources
+             WHERE run_id = %s AND status = {ResourceSQL.LIVE} AND revert_refused IS NOT NULL
+             GROUP BY revert_refused ORDER BY n DESC, why LIMIT %s""",  # noqa: S608 — the status literal is a constant; values are parameters
+        (run_id, LEFT_REASONS),
+    )
+    return [Left(str(r["why"]), int(r["n"])) for r in rows]
 
 
 def in_flight_count(tx: Tx, run_id: int, now: datetime) -> int:
@@ -201,17 +228,17 @@ def record(tx: Tx, run_id: int, step_id: int, entries: Sequence[Listed], now: da
     nothing written and why (invariant 4). The caller writes nothing for an empty list."""
     if not entries:
         raise ValueError("an empty list is recorded by writing nothing")
-    rows = [(run_id, step_id, e.kind, e.resource_id, None if e.revert is None else json.dumps(e.revert.public()), now, now)
-            for e in entries]
+    rows = [(run_id, step_id, e.kind, e.resource_id, None if e.revert is None else json.dumps(e.revert.public()),
+             e.revert_refused, now, now) for e in entries]
     # A derived table's columns are named by its first row (every name distinct).
-    first = "SELECT %s AS run_id, %s AS step_id, %s AS kind, %s AS resource_id, %s AS rev, %s AS recorded_at, %s AS changed_at"
-    rest = "SELECT %s, %s, %s, %s, %s, %s, %s"
+    first = "SELECT %s AS run_id, %s AS step_id, %s AS kind, %s AS resource_id, %s AS rev, %s AS revert_refused, %s AS recorded_at, %s AS changed_at"
+    rest = "SELECT %s, %s, %s, %s, %s, %s, %s, %s"
     # The rows written are those the run does not hold yet, its other rows and these counted together.
     distinct = sorted({(e.kind, e.resource_id) for e in entries})
     held, held_args = _held_besides(run_id, step_id, distinct)
     # guard: a-run-records-past-its-cap
     stored = tx.execute(
-        f"""INSERT IGNORE INTO event_run_resources (run_id, step_id, kind, resource_id, `revert`, recorded_at, changed_at)
+        f"""INSERT IGNORE INTO event_run_resources (run_id, step_id, kind, resource_id, `revert`, revert_refused, recorded_at, changed_at)
             SELECT * FROM ({" UNION ALL ".join([first] + [rest] * (len(rows) - 1))}) listed
              WHERE ({held}) + %s <= %s""",  # noqa: S608 — only %s placeholders and constant fragments, counted from the entries
         [*(value for row in rows for value in row), *held_args, len(distinct), MAX_RUN_RESOURCES],
@@ -249,7 +276,7 @@ def open_reverts(tx: Tx, run_id: int, phase: int, now: datetime) -> int:
                    JSON_VALUE(res.`revert`, '$.action'), JSON_EXTRACT(res.`revert`, '$.params'), 1, %s, res.id
               FROM event_run_resources res JOIN event_run_steps origin ON origin.id = res.step_id
              WHERE res.run_id = %s AND res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
-               AND origin.resource_id IS NULL
+               AND res.revert_refused IS NULL AND origin.resource_id IS NULL
                AND NOT EXISTS (SELECT 1 FROM event_run_steps f WHERE f.run_id = %s AND f.status = {StepSQL.RUNNING}
                                 AND f.resource_id IS NULL AND f.claim_expires_at >= %s)
              ORDER BY res.id DESC""",  # noqa: S608 — the status literals are constants; values are parameters

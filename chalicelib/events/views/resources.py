@@ -48,8 +48,9 @@ def resources_page(db: Database, query: dict[str, Any]) -> Body:
 
 def cleanup_plan(db: Database, run_id: int, query: dict[str, Any], now: datetime) -> Body:
     """What a cancel with cleanup would revert now: counted whole (`counts`), and a page of it newest first
-    (`cursor`, `limit`); the steps in flight (their answers may add to it), whether such a cancel would clean
-    up at all, and the step in doubt it would wait for."""
+    (`cursor`, `limit`); what it would leave in the world and why (`left`: a revert that is never sent); the
+    steps in flight (their answers may add to it), whether such a cancel would clean up at all, and the step in
+    doubt it would wait for."""
 
     def read(tx: Tx) -> Body:
         run = _known_run(tx, run_id)
@@ -58,8 +59,9 @@ def cleanup_plan(db: Database, run_id: int, query: dict[str, Any], now: datetime
         undecided = steps.parked_in_doubt_of(tx, run.id)  # a cleanup waits for the decision on it
         cleans = (run.status in commands.CLEANABLE and run.cleanup_target is None and (planned.reverts > 0 or flying > 0)
                   and undecided is None)
+        left = [reason.public() for reason in resources.left_unreverted(tx, run.id)]
         return {**_page("reverts", resources.cleanup_plan(tx, run.id, query.get("cursor"), query.get("limit", RESOURCES_PAGE))),
-                "counts": {"reverts": planned.reverts, "by_hand": planned.by_hand},
+                "counts": {"reverts": planned.reverts, "by_hand": planned.by_hand}, "left": left,
                 "in_flight": flying, "cleans_up": cleans, "undecided": None if undecided is None else undecided.named}
 
     return db.transaction(read)
