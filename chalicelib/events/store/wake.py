@@ -45,13 +45,14 @@ TIMERS: dict[str, str] = {
     # the move into ending writes the ending's number): a pending step at its
     # due_at (now if it has none), a leased step at its lease's expiry (the sweep
     # takes it back then), a parked step at its next attention timer (a reminder, the
-    # escalation or the timeout; never once none is left); a phase with no open step is left now,
+    # escalation, the timeout or the end of its hold; never once none is left); a phase with no open step is left now,
     # unless it is held (a condition not met: never, until meeting it wakes the run,
     # or its deadline: the phase timer).
     # guard: an-ending-run-has-no-head-step-timer
     "phase_head": f"""IF(r.status IN ({RunSQL.WORKING}), COALESCE(
         (SELECT IF(s.status = {StepSQL.PENDING}, COALESCE(s.due_at, %(now)s), COALESCE(s.claim_expires_at,
-                   LEAST(COALESCE(s.remind_at, {NEVER}), COALESCE(s.escalate_at, {NEVER}), COALESCE(s.times_out_at, {NEVER}))))
+                   LEAST(COALESCE(s.remind_at, {NEVER}), COALESCE(s.escalate_at, {NEVER}), COALESCE(s.times_out_at, {NEVER}),
+                         COALESCE(s.held_until, {NEVER}))))
            FROM event_run_steps s
           WHERE s.run_id = r.id AND s.phase = r.current_phase AND s.status IN ({StepSQL.OPEN})
           ORDER BY s.seq LIMIT 1),
