@@ -31,7 +31,7 @@ from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token
 from tests.support.api import GM as GM_TOKEN
 from tests.support.api import MODERATOR as MODERATOR_TOKEN
 from tests.support.factory import document, make_definition, make_run
-from tests.support.scenes import put_step_in, run_with_steps
+from tests.support.scenes import put_step_in, run_with_steps, set_step
 from tests.test_definitions_validate import SPEC_EXAMPLE
 
 RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -107,12 +107,15 @@ def _signal_request(db, clock):
     return f"/runs/{make_run(db, clock.now(), doc=doc).id}/signals/boss_defeated", {"hp": 0}  # kept for its start
 
 
-def _step_request(control, state, run_status=RunStatus.RUNNING):
+def _step_request(control, state, run_status=RunStatus.RUNNING, held_by=None):
     def build(db, clock):
         run, (first, target, _) = run_with_steps(db, clock.now(), run_status)
         put_step_in(db, first, "done", clock.now())
         put_step_in(db, target, state, clock.now())
-        return f"/runs/{run.id}/steps/{target.id}/{control}", {}
+        if held_by is not None:
+            set_step(db, target, acknowledged_by=held_by)
+        body = {"note": "Rowan went offline"} if commands.CONTROLS[control].note_required else {}
+        return f"/runs/{run.id}/steps/{target.id}/{control}", body
 
     return build
 
@@ -136,6 +139,9 @@ ROUTES = {
     # test_a_game_master_acts_on_a_parked_cue_and_nothing_else below.
     ("POST", "/runs/{run_id}/steps/{step_id}/confirm"): (auth.STAFF, _step_request("confirm", "parked")),
     ("POST", "/runs/{run_id}/steps/{step_id}/acknowledge"): (auth.STAFF, _step_request("acknowledge", "parked")),
+    # A gm releases a cue they have (gm-gus's here); a moderator or an admin anyone's.
+    ("POST", "/runs/{run_id}/steps/{step_id}/release"): (auth.STAFF, _step_request("release", "held", held_by="gm-gus")),
+    ("POST", "/runs/{run_id}/steps/{step_id}/take-over"): (auth.STAFF, _step_request("take-over", "held")),
     ("POST", "/runs/{run_id}/steps/{step_id}/skip"): (auth.CONTROLLERS, _step_request("skip", "pending")),
     ("POST", "/runs/{run_id}/steps/{step_id}/retry"): (auth.CONTROLLERS, _step_request("retry", "failed", RunStatus.PAUSED)),
     ("POST", "/runs/{run_id}/steps/{step_id}/resend"): (auth.CONTROLLERS, _step_request("resend", "parked_in_doubt")),
@@ -200,9 +206,11 @@ def test_every_caller_gets_what_its_token_and_role_allow(db, clock, db_params, j
 
 # role × step control × the step's state: who gets what (200, 403 for want of a role, 409 for the state).
 _STEP_STATES = (("parked", RunStatus.RUNNING), ("pending", RunStatus.RUNNING), ("failed", RunStatus.PAUSED),
-                ("done", RunStatus.RUNNING))
-_LEGAL = {("confirm", "parked"), ("skip", "parked"), ("skip", "pending"), ("retry", "failed"), ("acknowledge", "parked")}
-_GM_MAY = {("confirm", "parked"), ("skip", "parked"), ("acknowledge", "parked")}
+                ("done", RunStatus.RUNNING), ("held", RunStatus.RUNNING))  # held: a parked cue Rowan has
+_LEGAL = {("confirm", "parked"), ("skip", "parked"), ("skip", "pending"), ("retry", "failed"), ("acknowledge", "parked"),
+          ("confirm", "held"), ("skip", "held"), ("release", "held"), ("take-over", "held")}
+_GM_MAY = {("confirm", "parked"), ("skip", "parked"), ("acknowledge", "parked"), ("confirm", "held"), ("skip", "held"),
+           ("take-over", "held")}  # a gm's release of a cue someone else has is 403: below
 
 
 def _step_answer_expected(control: str, state: str, caller: str) -> int:
@@ -219,11 +227,16 @@ def test_a_game_master_acts_on_a_parked_cue_and_nothing_else(db, clock, api, con
     callers = {"gm": GM_TOKEN, "moderator": MODERATOR_TOKEN, "admin": ADMIN_TOKEN}
     for state, status in _STEP_STATES:
         for caller, bearer in callers.items():
-            path, _ = _step_request(control, state, status)(db, clock)
+            path, body = _step_request(control, state, status)(db, clock)
             before = _log_count(db)
-            answer = api.post(path, {}, auth=bearer)
+            answer = api.post(path, body, auth=bearer)
             assert answer.status == _step_answer_expected(control, state, caller), (state, caller, answer.body)
-            if answer.status == 403 and "gm" in commands.CONTROLS[control].gate:
+            if answer.status == 403 and (control, state) == ("release", "held"):
+                assert answer.body["errors"] == [
+                    ("a game master may release only a cue they have; Rowan has it since"
+                    f" {clock.now():%H:%M} UTC: take it over with a note, or ask one of the roles ['admin', 'moderator']"
+                    " to release it")]
+            elif answer.status == 403 and "gm" in commands.CONTROLS[control].gate:
                 assert answer.body == {"errors": [
                     (f"a game master may {control} a parked cue only; this step is {state}, and to {control} it"
                      " needs one of the roles ['admin', 'moderator']")],

@@ -51,7 +51,9 @@ def _scene(control, db, clock, runner):
         put_step_in(db, done, "done", now)
         return run_row(db, run.id), put_step_in(db, failed, "failed", now), {}
     run, (cue, _, _) = run_with_steps(db, now, RunStatus.RUNNING)
-    return run_row(db, run.id), put_step_in(db, cue, "parked_in_doubt" if control == "resend" else "parked", now), {}
+    state = {"resend": "parked_in_doubt", "release": "held", "take-over": "held"}.get(control, "parked")
+    body = {"note": "Rowan went offline"} if commands.CONTROLS[control].note_required else {}
+    return run_row(db, run.id), put_step_in(db, cue, state, now), body
 
 
 def _path(control, run, target_step):
@@ -71,7 +73,8 @@ def test_a_matching_tag_acts_as_today(api, db, clock, runner, control):
     seen = _tag(db, run, target)
     answer = api.post(_path(control, run, target), body, auth=ADMIN, headers={"If-Match": seen})
     assert answer.status == 200 and answer.body["ok"] is True
-    assert answer.headers["ETag"] == _tag(db, run, target) != seen or control == "acknowledge"
+    # Who has a cue is not its state: a hold taken, let go or handed over leaves the step's tag as it was.
+    assert answer.headers["ETag"] == _tag(db, run, target) != seen or control in ("acknowledge", "release", "take-over")
 
 
 @pytest.mark.parametrize("control", EVERY)

@@ -150,7 +150,7 @@ def test_a_step_control_on_an_unknown_run_or_step_is_not_found(db, clock, contro
 
 # ── the console's list agrees with the controls ──────────────────────────
 @pytest.mark.parametrize("run_status", list(RunStatus))
-@pytest.mark.parametrize("state", [*STEP_STATES, "parked_in_doubt"])
+@pytest.mark.parametrize("state", [*STEP_STATES, "parked_in_doubt", "held"])
 def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_status, state):
     every_control = commands.RUN_CONTROLS + commands.STEP_CONTROLS
     # A run of its own for each control, all built in one transaction.
@@ -164,11 +164,12 @@ def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_statu
         phase, flying = db.autocommit(phase_row)
         offer = commands.offered(run, [target], furthest_seq, phase, flying)
         offered = control in offer["run"] + offer["steps"][str(target.id)]
-        press = getattr(commands, control)
+        press = getattr(commands, control.replace("-", "_"))
         args = (run.id,) if control in commands.RUN_CONTROLS else (run.id, target.id)
         args += (1,) if control == "advance" else ()
+        note = {"note": "Rowan went offline"} if commands.CONTROLS[control].note_required else {}
         try:
-            press(db, *args, actor="mod", now=clock.now())
+            press(db, *args, actor="mod", now=clock.now(), **note)
             succeeded = True
         except Conflict:
             succeeded = False

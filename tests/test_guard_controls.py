@@ -115,15 +115,19 @@ def _scene(db, clock, control):
     run, (first, _second, _) = run_with_steps(db, now, RunStatus.PAUSED if control == "retry" else RunStatus.RUNNING)
     if control in ("confirm", "acknowledge"):
         put_step_in(db, first, "parked", now)
+    if control in ("release", "take-over"):
+        put_step_in(db, first, "held", now)
     if control == "resend":
         put_step_in(db, first, "parked_in_doubt", now)
     if control == "retry":
         put_step_in(db, first, "failed", now)
-    press = getattr(commands, control)
-    return run, lambda: press(db, run.id, first.id, actor=REFUSED, now=now)
+    press = getattr(commands, control.replace("-", "_"))
+    note = {"note": "Rowan went offline"} if commands.CONTROLS[control].note_required else {}
+    return run, lambda: press(db, run.id, first.id, actor=REFUSED, now=now, **note)
 
 
-@pytest.mark.parametrize("control", ["pause", "resume", "cancel", "confirm", "skip", "retry", "resend", "acknowledge"])
+@pytest.mark.parametrize("control", ["pause", "resume", "cancel", "confirm", "skip", "retry", "resend", "acknowledge",
+                                     "release", "take-over"])
 def test_a_control_whose_log_row_cannot_be_written_changes_nothing(db, clock, control):
     run, press = _scene(db, clock, control)
     before = snapshot(db, run.id)

@@ -298,7 +298,8 @@ def test_the_store_imports_no_command():
     assert {name: found for name, found in reaching.items() if found} == {}
 
 
-CONTROL_NAMES = ("pause", "resume", "cancel", "advance", "confirm", "skip", "acknowledge", "retry", "resend")
+CONTROL_NAMES = ("pause", "resume", "cancel", "advance", "confirm", "skip", "acknowledge", "release", "take-over", "retry",
+                 "resend")
 COMMANDS_HOME = ROOT / "chalicelib" / "events" / "commands"
 
 

@@ -136,11 +136,11 @@ def test_a_confirm_between_two_reminders_stops_them(db, clock, cue_runner, api):
     assert _run(db, run.id).status is RunStatus.COMPLETED
 
 
-def test_an_acknowledge_silences_reminders_and_escalation_but_not_the_timeout(db, clock, cue_runner, api):
+def test_an_acknowledge_silences_reminders_and_escalation_while_it_holds_but_not_the_timeout(db, clock, cue_runner, api):
     channel = RecordingChannel("cue")
-    runner = cue_runner(cue=channel)
-    run = schedule(db, clock.now(), document([[_cue(remind_after_seconds=60, escalate_after_seconds=120,
-                                                    timeout_seconds=300)]]))
+    # The acknowledge holds for the deployment's escalation delay (600 s): the cue's timeout comes first.
+    runner = cue_runner(cue=channel, escalate_after=600)
+    run = schedule(db, clock.now(), document([[_cue(remind_after_seconds=60, timeout_seconds=300)]]))
     _tick(runner)
     clock.advance(60)
     _tick(runner)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..events.commands import HeldBy
 from ..events.document import DOCUMENT_SCHEMA
 from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
 from ..events.dry_runs import AUTO_CONFIRM_SECONDS
@@ -56,6 +57,8 @@ _ID = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 # ── request bodies ────────────────────────────────────────────────────────
 REASON_BODY = _body(reason=_NOTE)
 NOTE_BODY = _body(note=_NOTE)
+REQUIRED_NOTE_BODY = {**_body(note={**_NOTE, "minLength": 1, "description": "why: kept on the log row (required)"}),
+                      "required": ["note"]}
 NO_FIELDS = _body()
 CANCEL_BODY = _body(reason=_NOTE, cleanup={
     "type": "boolean", "default": False,
@@ -271,6 +274,13 @@ STEP = _object(
     on_doubt={"type": "string", "enum": [o.value for o in OnDoubt], "description": "what it does in doubt"},
     park_reason={"type": ["string", "null"], "enum": [*(r.value for r in ParkReason), None],
                  "description": "why it waits while parked: a cue, or a decision on a step in doubt"},
+    hold_seconds={"type": ["number", "null"], "description": "how long an acknowledge holds its parked cue (its"
+                                                             " escalation delay on its run's clock); null: no bound"},
+    held_until={**_MAYBE_TIME, "description": "when the present hold of its cue (acknowledged_by's) lapses"},
+    lapsed_by={**_MAYBE_TEXT, "description": "who had its cue when their hold last lapsed unanswered (null once"
+                                             " someone has it again)"},
+    lapsed_acknowledged_at={**_MAYBE_TIME, "description": "since when lapsed_by had it"},
+    holds_ended={"type": "integer", "minimum": 0, "description": "how many holds of its cue were released or lapsed"},
     parked={"type": "boolean"},
     etag={"type": "string", "description": "the step's state (retries, attempts, state, finished_at): what a step"
                                            " control's If-Match names"},
@@ -385,6 +395,9 @@ VOCABULARY = _object(
         tone={"type": ["string", "null"], "enum": ["danger", "primary", None]}, phase_field={"type": ["string", "null"]},
         sends_tag={"type": "boolean"},
         option_field={"type": ["string", "null"]},
+        note_required={"type": "boolean"},
+        holder={"type": ["string", "null"], "enum": [*(h.value for h in HeldBy), None],
+                "description": "own: its cue roles press it only on a cue they have; others: not by whoever has it"},
     )},
 )
 WAITING = {
@@ -393,7 +406,8 @@ WAITING = {
     "properties": {
         "for": {"type": "string", "enum": [w.value for w in WaitingFor]},
         "phase": _INT, "step_id": _INT, "signal": {"type": "string"}, "since": _MAYBE_TIME, "until": _TIME,
-        "acknowledged_by": {"type": "string"}, "acknowledged_at": _TIME,
+        "acknowledged_by": {"type": "string"}, "acknowledged_at": _TIME, "held_until": _TIME,
+        "lapsed_by": {"type": "string"}, "lapsed_acknowledged_at": _TIME,
     },
 }
 _LISTED_RUN = {**RUN, "required": [*RUN["required"], "waiting"], "properties": {**RUN["properties"], "waiting": WAITING}}

@@ -17,7 +17,13 @@ its cause (`cause`).
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
                    outcome, http_status, latency_ms, error[, fenced_out][, resources | resources_refused]
                    [, resources_kept_live][, resources_cannot_revert]}
-    step.acknowledged  a person has a parked cue: {control, action, note}; the row's actor is who has it
+    step.acknowledged  a person has a parked cue: {control, action, note, held_until}; the row's actor is who has it
+    step.released  whoever had a parked cue (or a moderator) let it go: {control, action, had_by, had_since,
+                   note}; the row's actor is who let it go
+    step.taken_over  a person took a parked cue over: {control, action, from, had_since, note, held_until};
+                   the row's actor is who has it now
+    step.hold_lapsed  a parked cue's hold came to its end unanswered: nobody has it, and its reminders and
+                   escalation begin again naming who had it: {action, had_by, had_since, held_until}
     step.reminder  a parked cue's n-th reminder is posted (written with its claim, before the post; at most
                    once): {action, n, of, channel, idempotency_key, waited_seconds}
     step.escalated a try of a parked cue's escalation is posted (written with its claim, before the post; at
@@ -47,12 +53,15 @@ RUN_CLEANUP = "run.cleanup"
 STEP_STATUS = "step.status"
 STEP_DISPATCH = "step.dispatch"
 STEP_ACKNOWLEDGED = "step.acknowledged"
+STEP_RELEASED = "step.released"
+STEP_TAKEN_OVER = "step.taken_over"
+STEP_HOLD_LAPSED = "step.hold_lapsed"
 STEP_REMINDER = "step.reminder"
 STEP_ESCALATED = "step.escalated"
 RUN_ESCALATED = "run.escalated"
 NOTICE_FAILED = "notice.failed"
 KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS, STEP_DISPATCH, STEP_ACKNOWLEDGED,
-         STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED)
+         STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED, STEP_RELEASED, STEP_TAKEN_OVER, STEP_HOLD_LAPSED)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
 REHEARSAL = "rehearsal"  # the actor of a dry run's stand-in for a person or the game (its confirm, its signal)
@@ -145,10 +154,35 @@ def step_control(step: Step, control: str, to: StepStatus, actor: str, **detail:
     return step_status(step, step.status, to, actor=actor, control=control, **detail)
 
 
-def step_acknowledged(step: Step, control: str, actor: str, note: str | None) -> Entry:
-    """A person has the parked cue `step` (`control`: the acknowledge control): its status does not change."""
+def step_acknowledged(step: Step, control: str, actor: str, note: str | None, held_until: datetime | None = None) -> Entry:
+    """A person has the parked cue `step` (`control`: the acknowledge control) until `held_until` (None: without
+    a bound): its status does not change."""
     detail = {"control": control, "action": step.action_id, "note": note}
+    if held_until is not None:
+        detail["held_until"] = iso(held_until)
     return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_ACKNOWLEDGED, phase=step.phase, detail=detail, actor=actor)
+
+
+def step_released(step: Step, control: str, actor: str, note: str | None) -> Entry:
+    """`actor` let the parked cue `step` go, as it was held (by them, or by someone a moderator released it for)."""
+    detail = {"control": control, "action": step.action_id, "had_by": step.acknowledged_by,
+              "had_since": iso(step.acknowledged_at), "note": note}
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_RELEASED, phase=step.phase, detail=detail, actor=actor)
+
+
+def step_taken_over(step: Step, control: str, actor: str, note: str | None, held_until: datetime | None) -> Entry:
+    """`actor` took the parked cue `step` over, as it was held, with their note; theirs until `held_until`."""
+    detail = {"control": control, "action": step.action_id, "from": step.acknowledged_by,
+              "had_since": iso(step.acknowledged_at), "note": note, "held_until": iso(held_until)}
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_TAKEN_OVER, phase=step.phase, detail=detail, actor=actor)
+
+
+def step_hold_lapsed(step: Step) -> Entry:
+    """The hold of the parked cue `step`, as the tick read it, came to its end with nobody's answer."""
+    detail = {"action": step.action_id, "had_by": step.acknowledged_by, "had_since": iso(step.acknowledged_at),
+              "held_until": iso(step.held_until)}
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_HOLD_LAPSED, phase=step.phase, detail=detail,
+                 actor=RUNNER)
 
 
 def step_dispatch(step: Step, attempt: int, outcome: Outcome, *, fenced_out: bool, **ledger: Any) -> Entry:

@@ -86,11 +86,9 @@ def waiting(run: Run, head: Step | None, phase: Phase | None = None,
     if run.status in ATTENDED and head is not None and head.parked and works(run, head):
         what = WaitingFor.DECISION if head.parked_in_doubt else WaitingFor.CUE
         cue: dict[str, Any] = {"for": what.value, "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
-        if head.acknowledged_by is not None:
-            cue["acknowledged_by"], cue["acknowledged_at"] = head.acknowledged_by, iso(head.acknowledged_at)
         if reverted is not None and reverted.id == head.resource_id:
             cue["resource"] = {"kind": reverted.kind, "id": reverted.resource_id}  # whose revert waits
-        return cue
+        return {**cue, **head.holder()}  # who has it, since when and until when (or whose hold lapsed)
     held = None if phase is None or phase.condition is None else phase.condition.waits_for
     if (run.status in WORKING and phase is not None and phase.number == run.current_phase
             and phase.state is PhaseState.HELD and held is not None):

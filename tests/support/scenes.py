@@ -38,6 +38,9 @@ def step_columns(state: str, now) -> dict[str, Any]:
     if state == "parked_in_doubt":  # not one of STEP_STATES: parked for a decision on whether the game applied it
         return {"status": "running", "attempts": 1, "claimed_by": None, "claim_expires_at": None,
                 "park_reason": "doubt", "in_doubt": True}
+    if state == "held":  # not one of STEP_STATES: a parked cue Rowan has (acknowledged)
+        return {"status": "running", "attempts": 1, "claimed_by": None, "claim_expires_at": None,
+                "acknowledged_by": "Rowan", "acknowledged_at": now}
     if state == "leased":
         return {"status": "running", "attempts": 1, "claimed_by": "tick-token", "claim_expires_at": now + timedelta(seconds=120)}
     return {"status": state, "attempts": 1, "finished_at": now}

@@ -17,7 +17,8 @@ caller. After every rule the invariants are read back from the database:
 - what each run waits for, as its row keeps it (`waiting_for`, the index GET /runs?waiting= reads), is what
   `waiting.py` derives from its rows;
 - the API never answers 5xx, and each control answers what `commands.refusal` and the roles predict for the rows
-  as they stood (a gm's confirm or skip of a parked cue as a moderator's; acknowledge by whoever has it, 200);
+  as they stood (a gm's confirm or skip of a parked cue as a moderator's; acknowledge or take-over by whoever has
+  it, 200; a gm's release of a cue someone else has, 403);
   each signal of the finale (which a timeout also closes, 90 s after it opened) answers the effect the contract
   gives for the rows as they stood, or the first receipt again.
 """
@@ -167,14 +168,19 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             step_id = target.id if target else 999_999_999
             furthest = None if run.current_phase is None else db.autocommit(
                 lambda tx: steps.last_started_seq(tx, run.id, run.current_phase))
-            answer = api.post(f"/runs/{run.id}/steps/{step_id}/{control}", {}, auth=CALLERS[caller])
+            declared = commands.CONTROLS[control]
+            body = {"note": "torture"} if declared.note_required else {}
+            answer = api.post(f"/runs/{run.id}/steps/{step_id}/{control}", body, auth=CALLERS[caller])
             if foreign or target is None:
                 self._judge(answer, caller, None, missing=True, gate=commands.CONTROLS[control].gate)
                 return
             refusal = commands.refusal(control, run, target, furthest)
-            if control == "acknowledge" and target.parked and target.acknowledged_by == SUBS.get(caller):
+            mine = target.parked_cue and target.acknowledged_by == SUBS.get(caller)
+            if control in ("acknowledge", "take-over") and mine:
                 refusal = None  # theirs already: 200, nothing written
-            declared = commands.CONTROLS[control]
+            if control == "release" and caller == "gm" and refusal is None and not mine:
+                assert answer.status == 403, (answer.status, answer.body)  # someone else's: a gm releases their own only
+                return
             if caller == "gm" and "gm" in declared.cue_roles and not target.parked:
                 # a gm may press it on a parked cue only: 403 where a moderator could, else the 409 everyone gets
                 assert answer.status == (403 if refusal is None else 409), (answer.status, answer.body, refusal)

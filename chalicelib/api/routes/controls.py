@@ -1,4 +1,4 @@
-"""The nine live controls, a route each, generated from their declarations (`events/commands/declared.py`): a
+"""The live controls, a route each, generated from their declarations (`events/commands/declared.py`): a
 run's (`/runs/{run_id}/<name>`) and a step's (`/runs/{run_id}/steps/{step_id}/<name>`), each pressing its command
 and answering the ETag of what it acted on; a repeated Idempotency-Key answers its first answer and changes nothing."""
 
@@ -23,6 +23,15 @@ _CONTROL_ANSWERS: dict[commands.Shape, Responses] = {
 _NOTE_BODIES = {None: schemas.NO_FIELDS, "reason": schemas.REASON_BODY, "note": schemas.NOTE_BODY}
 
 
+def _body_of(control: commands.Control) -> Body:
+    """The body a control takes: its phase, its option, or its note (which a take-over must give)."""
+    if control.phase_field:
+        return schemas.ADVANCE_BODY
+    if control.option_field:
+        return schemas.CANCEL_BODY
+    return schemas.REQUIRED_NOTE_BODY if control.note_required else _NOTE_BODIES[control.note_field]
+
+
 def _control_operation(control: commands.Control) -> None:
     """The route, handler and OpenAPI entry of one declared control."""
     path = "/runs/{run_id}/" + ("" if control.target is commands.Target.RUN else "steps/{step_id}/") + control.name
@@ -42,8 +51,7 @@ def _control_operation(control: commands.Control) -> None:
 
     press.__name__ = f"{control.name}_{control.target.value}"
     router.operation("POST", path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer],
-                     body=schemas.control_body(schemas.ADVANCE_BODY if control.phase_field else schemas.CANCEL_BODY
-                                               if control.option_field else _NOTE_BODIES[control.note_field]),
+                     body=schemas.control_body(_body_of(control)),
                      request_headers=schemas.CONTROL_HEADERS, response_headers=schemas.CONTROL_ANSWER_HEADERS,
                      waits_for_database=True)(press)
 

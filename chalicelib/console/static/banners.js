@@ -51,6 +51,20 @@ function reverting(step, cue) {
   return cue.resource ? [' to revert ', el('code', {}, `${cue.resource.kind} ${cue.resource.id}`)] : ' to revert what the run left';
 }
 
+// Who has a parked cue, since when and until when: " (gm-gus has it since 20:14, until 20:29)"; or whose hold
+// lapsed: " (gm-gus acknowledged at 20:14 and has not confirmed: nobody has it now)"; nothing for neither.
+function holder(cue) {
+  if (cue.acknowledged_by) {
+    return [' (', el('span', { class: 'has-it', 'data-has-it': cue.acknowledged_by }, `${cue.acknowledged_by} has it`,
+      cue.acknowledged_at ? [' since ', clock(cue.acknowledged_at)] : '', cue.held_until ? [', until ', clock(cue.held_until)] : ''), ')'];
+  }
+  if (cue.lapsed_by) {
+    return [' (', el('span', { class: 'has-it', 'data-lapsed': cue.lapsed_by }, `${cue.lapsed_by} acknowledged at `,
+      clock(cue.lapsed_acknowledged_at), ' and has not confirmed: nobody has it now'), ')'];
+  }
+  return '';
+}
+
 function banner(kind, attrs, ...children) {
   return el('div', { class: `banner banner-${kind}`, role: 'region', ...attrs }, ...children);
 }
@@ -99,15 +113,12 @@ export function banners(view) {
   }
   for (const step of steps.filter((s) => s.parked && !parkOf(s)?.decision)) {
     const cue = wait?.on === 'step' && !wait.decision && waiting.step_id === step.id ? waiting : {};
-    const by = step.acknowledged_by || cue.acknowledged_by;
-    const at = step.acknowledged_at || cue.acknowledged_at;
     const waited = cue.since || step.started_at;
     const revert = step.resource_id != null;
     parts.push(banner('cue', { 'aria-label': `${revert ? 'Revert by hand' : 'Cue'}, ${stepName(step)}`, 'data-cue': step.id,
       'data-revert': revert ? (cue.resource ? `${cue.resource.kind} ${cue.resource.id}` : '') : null },
       el('p', {}, el('strong', {}, 'Waiting for a game master', waited ? [' for ', since(waited)] : '', reverting(step, cue), ': '),
-        step.params?.instruction || step.action_id,
-        by ? [' (', el('span', { class: 'has-it', 'data-has-it': by }, `${by} has it`, at ? [' since ', clock(at)] : ''), ')'] : ''),
+        step.params?.instruction || step.action_id, holder({ ...cue, ...step })),
       el('p', { class: 'muted', 'data-cue-timers': step.id }, stepName(step), cueTimers(step)),
       el('div', { class: 'buttons' }, view.offered(step).filter((c) => c !== 'retry').map((c) => view.button(c, step)))));
   }

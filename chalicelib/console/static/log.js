@@ -58,7 +58,10 @@ export function describeEntry(entry, nameOf) {
   switch (entry.kind) {
     case 'run.status': return `Run ${d.from == null ? d.to : `${d.from} → ${d.to}`} ${said(d)}`.trim();
     case 'step.status': return `${nameOf(entry)} ${d.from} → ${d.to} ${said(d)}`.trim();
-    case 'step.acknowledged': return `${nameOf(entry)} acknowledged: ${entry.actor} has it${d.note ? `, note: “${d.note}”` : ''}`;
+    case 'step.acknowledged': return `${nameOf(entry)} acknowledged: ${entry.actor} has it${d.held_until ? ` until ${when(d.held_until)}` : ''}${d.note ? `, note: “${d.note}”` : ''}`;
+    case 'step.released': return `${nameOf(entry)} released by ${entry.actor}${d.had_by !== entry.actor ? ` for ${d.had_by}` : ''}: nobody has it${d.note ? `, note: “${d.note}”` : ''}`;
+    case 'step.taken_over': return `${nameOf(entry)} taken over by ${entry.actor} from ${d.from}: “${d.note}”`;
+    case 'step.hold_lapsed': return `${nameOf(entry)}: ${d.had_by}'s hold (since ${when(d.had_since)}) lapsed unanswered; nobody has it`;
     case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
     case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
     case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;

@@ -24,10 +24,12 @@ const LOG_PAGE = 500;
 function specOf(name) {
   const declared = controlOf(name);
   if (!declared) return { field: null, phaseField: null, action: name, done: `${name}: done`, tone: null };
-  // A control that asks nothing first (acknowledge: its note is optional) is pressed at once.
+  // A control that asks nothing first (acknowledge: its note is optional) is pressed at once; one whose note
+  // is required (take-over) is not sent without it.
   const field = declared.question ? declared.note_field : null;
+  const required = Boolean(declared.note_required);
   return {
-    field, label: field ? `${capitalised(field)} (optional)` : null, title: declared.question,
+    field, required, label: field ? `${capitalised(field)} (${required ? 'required' : 'optional'})` : null, title: declared.question,
     action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
     option: declared.option_field || null,
   };
@@ -82,11 +84,16 @@ export function runView(main, ctx, runIdText) {
 
   // Whether this person may press a control: its declaration's `roles`, or on a parked cue its `cue_roles`
   // (a gm, on their cue). A control the vocabulary did not declare is for those who may control at all.
+  // Whoever has a cue decides the rest, as the declaration's `holder` says: a control for the others (take
+  // over) is not theirs, and one the cue roles press on their own cue only (release) is theirs alone.
   function mayPress(name, step) {
     const declared = controlOf(name);
     if (!declared) return session.may.control;
     const held = (roles) => (roles || []).some((role) => session.roles.includes(role));
-    return held(declared.roles) || Boolean(step?.parked && held(declared.cue_roles));
+    const mine = Boolean(step?.acknowledged_by) && step.acknowledged_by === session.sub;
+    if (declared.holder === 'others' && mine) return false;
+    return held(declared.roles)
+      || Boolean(step?.parked && held(declared.cue_roles) && (declared.holder !== 'own' || mine));
   }
 
   function offered(step) {
@@ -184,7 +191,10 @@ export function runView(main, ctx, runIdText) {
     } else if (spec.field || what) {
       const words = step?.params?.instruction || step?.params?.message;
       const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
-      const text = await ask({ title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what });
+      const text = await ask({
+        title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what,
+        required: spec.required,
+      });
       if (text === null) return;
       if (text) body = { [spec.field]: text };
     }

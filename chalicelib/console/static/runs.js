@@ -62,8 +62,13 @@ async function searched(q, params, definitions) {
 
 function waitingCell(waiting) {
   if (!waiting) return el('span', { class: 'muted' }, '—');
+  // Who has the wait, and since when (or whose hold of it lapsed).
+  const had = waiting.acknowledged_by
+    ? el('span', { class: 'has-it', 'data-has-it': waiting.acknowledged_by }, ` · ${waiting.acknowledged_by} has it for `,
+      el('time', { datetime: waiting.acknowledged_at }, waitedFor(waiting.acknowledged_at)))
+    : waiting.lapsed_by ? el('span', { class: 'has-it', 'data-lapsed': waiting.lapsed_by }, ` · ${waiting.lapsed_by}'s hold lapsed: nobody has it`) : '';
   return el('span', { 'data-waiting': waiting.for }, `waiting for: ${waitOf(waiting)?.label ?? waiting.for}`,
-    waiting.since ? el('span', { class: 'muted' }, ' for ', el('time', { datetime: waiting.since }, waitedFor(waiting.since))) : '');
+    waiting.since ? el('span', { class: 'muted' }, ' for ', el('time', { datetime: waiting.since }, waitedFor(waiting.since))) : '', had);
 }
 
 export function runsView(main, ctx, queryText = '') {

@@ -185,11 +185,11 @@ export function focus(node) {
 
 // Asks for a reason or note before a control that takes one; resolves to the text, or null if called off.
 // Without a `label` it only asks to confirm (no text box), and resolves to '' when confirmed. `what`: a line
-// under the question saying what the action will do.
-/** @param {{title: string, action: string, label?: string | null, what?: string | null}} question */
-export function ask({ title, label = null, action, what = null }) {
+// under the question saying what the action will do; `required`: the text may not be left empty.
+/** @param {{title: string, action: string, label?: string | null, what?: string | null, required?: boolean}} question */
+export function ask({ title, label = null, action, what = null, required = false }) {
   return new Promise((resolve) => {
-    const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' }) : null;
+    const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500', required }) : null;
     const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' });
     const close = (value) => {
       dialog.close();

@@ -44,16 +44,18 @@ def cue(context: ActionContext, channel: Channel, console_url: str | None = None
 
 
 def cue_attention(context: ActionContext, escalate_after_seconds: int) -> Attention:
-    """When a cue parked now is first reminded, escalated and timed out, on the run's clock."""
+    """When a cue parked now is first reminded, escalated and timed out, on the run's clock; and how long an
+    acknowledge holds it: as long as it waits before its escalation (none: it holds without a bound)."""
     params = context.step.params
 
     def after(seconds: int | None) -> datetime | None:
         return None if not seconds else context.now + context.scaled(seconds)
 
     timeout = cue_timeout(params, context.time_scale, context.auto_confirm_seconds)
-    return Attention(after(params.get("remind_after_seconds")),
-                     after(params.get("escalate_after_seconds", escalate_after_seconds)),
-                     None if timeout is None else context.now + timeout.after)
+    escalate = params.get("escalate_after_seconds", escalate_after_seconds)
+    return Attention(after(params.get("remind_after_seconds")), after(escalate),
+                     None if timeout is None else context.now + timeout.after,
+                     context.scaled(escalate).total_seconds() if escalate else None)
 
 
 @dataclass(frozen=True)

@@ -46,22 +46,24 @@ class Notice:
 
     @classmethod
     def reminder(cls, step: Step, n: int, of: int, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
-        """The n-th reminder of a parked cue: which one it is, how long the cue has waited, that nobody has it."""
+        """The n-th reminder of a parked cue: which one it is, how long the cue has waited, that nobody has it
+        (or whose hold lapsed)."""
         text = (f"Reminder {n} of {of}: run {step.run_id} has waited {waited(waited_seconds)} for a game master, "
-                f"and nobody has acknowledged it yet: {step.params.get('instruction', step.action_id)}")
-        return cls("reminder", text, step.run_id, step.id, f"{step.idempotency_key}:r{n}", at,
+                f"and {_nobody(step, 'yet')}: {step.params.get('instruction', step.action_id)}")
+        return cls("reminder", text, step.run_id, step.id, f"{_round_key(step)}:r{n}", at,
                    console_link(console_url, step.run_id))
 
     @classmethod
     def escalation(cls, step: Step, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
-        """A parked cue nobody has answered or acknowledged in time, or a step parked in doubt nobody decided."""
+        """A parked cue nobody has answered or acknowledged in time (or whose hold lapsed unanswered), or a step
+        parked in doubt nobody decided."""
         if step.parked_in_doubt:
             text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a decision: the game may or"
                     f" may not have applied {step.named}; confirm, skip or resend it")
         else:
-            text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a game master, and nobody "
-                    f"has acknowledged it: {step.params.get('instruction', step.action_id)}")
-        return cls("escalation", text, step.run_id, step.id, f"{step.idempotency_key}:e", at,
+            text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a game master, and "
+                    f"{_nobody(step)}: {step.params.get('instruction', step.action_id)}")
+        return cls("escalation", text, step.run_id, step.id, f"{_round_key(step)}:e", at,
                    console_link(console_url, step.run_id))
 
     @classmethod
@@ -112,6 +114,22 @@ REHEARSAL_PREFIX = "[REHEARSAL] "
 
 # The engine's own sentences about a wait (a phase held, a cue reminded or escalated, a run stalled).
 ABOUT_A_WAIT = ("advance", "reminder", "escalation", "stall")
+
+
+def _round_key(step: Step) -> str:
+    """The key a parked cue's notices start from: its own, and after the n-th hold released or lapsed `:h{n}`,
+    so each round of reminders and escalation has keys of its own."""
+    return f"{step.idempotency_key}:h{step.holds_ended}" if step.holds_ended else step.idempotency_key
+
+
+def _nobody(step: Step, yet: str = "") -> str:
+    """Who does not have the cue, as a reminder or an escalation says it: whose hold lapsed unanswered, or that
+    nobody has acknowledged it (`yet`, in its first round) or has it now (after a release)."""
+    if step.lapse_words is not None:
+        return step.lapse_words
+    if step.holds_ended:
+        return "nobody has it now"
+    return f"nobody has acknowledged it {yet}".rstrip()
 
 
 def waited(seconds: int) -> str:

@@ -1,6 +1,7 @@
 """Every way an outside actor moves a run, as a typed command on one template.
 
-Invariant: a person's control (pause, resume, cancel, advance; confirm, skip, acknowledge, retry, resend) and
+Invariant: a person's control (pause, resume, cancel, advance; confirm, skip, acknowledge, release, take over,
+retry, resend) and
 a game's signal each move a run only through `protocol.within`: the run locked first (then its step), the
 press checked (a repeated Idempotency-Key answers its first answer; a stale If-Match is a 412), the guarded
 statement and its log row in one transaction, a lost guard a 409 in the words of the refusal rule.
@@ -8,7 +9,7 @@ statement and its log row in one transaction, a lost guard a 409 in the words of
     rules.py          the refusal rules, pure functions of the rows (the 409's words, the controls offered)
     protocol.py       the template: Press, Context, Command, execute/within
     run_controls.py   Pause, Resume, Cancel, Advance (a person's Advance phase control)
-    step_controls.py  Confirm, Skip, Acknowledge, Retry, Resend
+    step_controls.py  Confirm, Skip, Acknowledge, Release, TakeOver, Retry, Resend
     signal.py         ReceiveSignal: a signal's first receipt, and what it did to the run
     declared.py       CONTROLS: each control declared once (route, OpenAPI, roles, offer, button)
 
@@ -24,18 +25,18 @@ from typing import Any
 from ...db import Database
 from ..model import Run, Step
 from .declared import CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Control, Shape, Target, offered, refusal
-from .protocol import AS_EVER, Context, Press, execute, within
+from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
 from .run_controls import Advance, Advanced, Cancel, Pause, Resume
 from .signal import Receipt, ReceiveSignal, declared
-from .step_controls import Acknowledge, Confirm, Resend, Retried, Retry, Skip
+from .step_controls import Acknowledge, Confirm, Release, Resend, Retried, Retry, Skip, TakeOver
 
 __all__ = [
     "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
-    "Acknowledge", "Advance", "Advanced", "Cancel", "Confirm", "Context", "Control", "Pause", "Press", "Receipt",
-    "ReceiveSignal", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "Target", "acknowledge", "advance",
-    "advance_refusal", "cancel", "confirm", "declared", "execute", "offered", "pause", "receive_signal", "refusal",
-    "resend", "resume", "retry", "skip", "within",
+    "Acknowledge", "Advance", "Advanced", "Cancel", "Confirm", "Context", "Control", "HeldBy", "Pause", "Press",
+    "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "TakeOver",
+    "Target", "acknowledge", "advance", "advance_refusal", "cancel", "confirm", "declared", "execute", "offered",
+    "pause", "receive_signal", "refusal", "release", "resend", "resume", "retry", "skip", "take_over", "within",
 ]
 
 
@@ -71,6 +72,16 @@ def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, 
 def acknowledge(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None,
                 press: Press = AS_EVER) -> Step:
     return execute(db, Acknowledge(run_id, step_id, note), Context(actor, now, press))
+
+
+def release(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None,
+            cue_only: frozenset[str] | None = None, press: Press = AS_EVER) -> Step:
+    return execute(db, Release(run_id, step_id, note), Context(actor, now, press, cue_only))
+
+
+def take_over(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str,
+              press: Press = AS_EVER) -> Step:
+    return execute(db, TakeOver(run_id, step_id, note), Context(actor, now, press))
 
 
 def retry(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, press: Press = AS_EVER) -> Retried:

@@ -1,4 +1,4 @@
-"""The nine live controls, each declared once: route, OpenAPI entry, roles, offer and button derive from it.
+"""The live controls, each declared once: route, OpenAPI entry, roles, offer and button derive from it.
 
 Invariant: a control's name, target, roles, refusal rule and body fields are its command's (`run_controls`,
 `step_controls`); its declaration adds only how it is shown and what it makes (what it writes, whether it
@@ -17,10 +17,10 @@ from functools import cached_property
 from typing import Any, get_type_hints
 
 from ..model import Phase, Run, Step
-from .protocol import RunCommand, StepCommand
+from .protocol import HeldBy, RunCommand, StepCommand
 from .rules import Refusal, advance_refusal
 from .run_controls import Advance, Cancel, Pause, Resume
-from .step_controls import Acknowledge, Confirm, Resend, Retry, Skip
+from .step_controls import Acknowledge, Confirm, Release, Resend, Retry, Skip, TakeOver
 
 
 class Target(str, Enum):
@@ -81,7 +81,17 @@ class Control:
     @cached_property
     def note_field(self) -> str | None:
         """The body field its note goes in (None: it takes none): its command's text field."""
-        return self._field_typed(str | None)
+        return self._field_typed(str | None) or self._field_typed(str)
+
+    @cached_property
+    def note_required(self) -> bool:
+        """Whether its note must be given (a take-over's): its command's text field has no default of None."""
+        return self._field_typed(str) is not None
+
+    @property
+    def holder(self) -> HeldBy | None:
+        """Whether the person who has a cue decides who presses it (`StepCommand.holder`)."""
+        return self.command.holder if issubclass(self.command, StepCommand) else None
 
     @cached_property
     def phase_field(self) -> str | None:
@@ -131,7 +141,8 @@ class Control:
             "cue_roles": sorted(self.cue_roles), "wakes": self.wakes,
             "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
             "tone": self.tone, "phase_field": self.phase_field, "sends_tag": self.sends_tag,
-            "option_field": self.option_field,
+            "option_field": self.option_field, "note_required": self.note_required,
+            "holder": None if self.holder is None else self.holder.value,
         }
 
 
@@ -162,9 +173,19 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             " and its attempts kept, without asking the game first", wakes=True, label="Resend",
             question="Send this step to the game again? If the game did apply it, it may be applied twice.",
             done="Re-sent", answer=Shape.STEP),
-    Control(Acknowledge, "a parked cue is had by the person who presses it: who and since when are kept on the step"
-            " (the same person again changes nothing; anyone else is refused, naming who has it)", wakes=False,
+    Control(Acknowledge, "a parked cue is had by the person who presses it: who, since when and until when are kept"
+            " on the step, its reminders and escalation silenced; the hold lasts as long as the cue waits before its"
+            " escalation, then lapses and the cue is reminded and escalated again (the same person again changes"
+            " nothing; anyone else is refused, naming who has it)", wakes=True,
             label="I have it", question=None, done="Acknowledged", answer=Shape.STEP, sends_tag=False),
+    Control(Release, "a parked cue someone has is had by nobody again: its reminders begin again now and its escalation"
+            " after its delay (a game master releases only a cue they have)", wakes=True, label="Release",
+            question="Let this cue go? Nobody will have it, and its reminders begin again.", done="Released",
+            answer=Shape.STEP, sends_tag=False),
+    Control(TakeOver, "a parked cue someone else has becomes the presser's, held as an acknowledge holds it, with their"
+            " note (required) saying why; who had it is in the log (the holder again changes nothing)", wakes=True,
+            label="Take over", question="Take this cue over from whoever has it? Say why: they read it in the log.",
+            done="Taken over", answer=Shape.STEP, sends_tag=False),
 )}
 RUN_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.RUN)
 STEP_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.STEP)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ...db import Database, Tx
@@ -137,11 +138,19 @@ class RunCommand(ControlCommand[R]):
     run_id: int
 
 
+class HeldBy(str, Enum):
+    """Which callers of a step control the person who has its cue (`Step.acknowledged_by`) decides."""
+
+    OWN = "own"  # its cue roles press it only on a cue they have (release)
+    OTHERS = "others"  # whoever has the cue does not press it: it is for the others (take-over)
+
+
 @dataclass(frozen=True)
 class StepCommand(ControlCommand[R]):
     """A control of one step of a run: the step is locked after its run, and a caller who may press it on a
     parked cue only is held to one."""
 
+    holder: ClassVar[HeldBy | None] = None  # whether the cue's holder decides who presses it
     run_id: int
     step_id: int
 

@@ -60,6 +60,12 @@ def had_by(step: Step) -> str:
     return f"{step.acknowledged_by} has it since {step.acknowledged_at:%H:%M} UTC"
 
 
+def lapsed(step: Step) -> str:
+    """Whose hold of the cue lapsed unanswered, if one did (": rowan acknowledged at 20:14 UTC and has not
+    confirmed"), else nothing."""
+    return "" if step.lapse_words is None else f": {step.lapse_words}"
+
+
 # ── run controls ───────────────────────────────────────────────────────────
 def pause_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
     return None if run.status in PAUSABLE else (
@@ -124,7 +130,25 @@ def acknowledge_refusal(run: Run, step: Step | None, furthest_seq: int | None) -
     if not step.parked_cue:
         return f"this step is {step_state(step)}; only a parked cue can be acknowledged"
     if step.acknowledged_by is not None:
-        return had_by(step)
+        return f"{had_by(step)}; to have it yourself, take it over with a note"
+    return None
+
+
+def release_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = needed(step, "release")
+    if not step.parked_cue:
+        return f"this step is {step_state(step)}; only a parked cue someone has can be released"
+    if step.acknowledged_by is None:
+        return f"nobody has this cue{lapsed(step)}; there is nothing to release"
+    return None
+
+
+def take_over_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = needed(step, "take-over")
+    if not step.parked_cue:
+        return f"this step is {step_state(step)}; only a parked cue someone has can be taken over"
+    if step.acknowledged_by is None:
+        return f"nobody has this cue{lapsed(step)}; say you have it (acknowledge) instead"
     return None
 
 

@@ -1,4 +1,4 @@
-"""The controls of one step: confirm, skip, acknowledge, retry and resend.
+"""The controls of one step: confirm, skip, acknowledge, release, take over, retry and resend.
 
 Invariant: each changes the step only through its guarded statement in `store/steps` (held to the step's tag
 when the press named one), under the run's and the step's locks that `protocol.within` took, and writes its
@@ -12,14 +12,26 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ...db import Tx, must_exist
+from ...errors import Forbidden
 from ...roles import CONTROLLERS, GM, STAFF
 from .. import journal
-from ..errors import Conflict
+from ..errors import Conflict, Invalid
 from ..lifecycle import StepStatus
 from ..model import Run, Step, clean_note
 from ..store import log, phases, resources, runs, steps
-from .protocol import Context, StepCommand, Took
-from .rules import acknowledge_refusal, confirm_refusal, needed, phase_ended, resend_refusal, retry_refusal, skip_refusal
+from .protocol import Context, HeldBy, StepCommand, Took
+from .rules import (
+    acknowledge_refusal,
+    confirm_refusal,
+    had_by,
+    needed,
+    phase_ended,
+    release_refusal,
+    resend_refusal,
+    retry_refusal,
+    skip_refusal,
+    take_over_refusal,
+)
 from .run_controls import resume_locked
 
 
@@ -81,10 +93,12 @@ class Skip(_Decision):
 
 @dataclass(frozen=True)
 class Acknowledge(StepCommand[Step]):
-    """The presser has the parked cue: who and since when are kept on the step, and logged (`step.acknowledged`).
+    """The presser has the parked cue: who, since when and until when are kept on the step, and logged
+    (`step.acknowledged`).
 
-    The compare-and-set (`steps.acknowledge`: parked, nobody has it yet) and its log row. The same person
-    again answers the step and writes nothing; anyone else is 409 naming who has it and since when.
+    The compare-and-set (`steps.acknowledge`: parked, nobody has it yet) and its log row. It holds the cue for
+    as long as the cue waits before its escalation (`Step.hold_from`), then lapses (runner/attention.py). The
+    same person again answers the step and writes nothing; anyone else is 409 naming who has it and since when.
     """
 
     name: ClassVar[str] = "acknowledge"
@@ -93,15 +107,91 @@ class Acknowledge(StepCommand[Step]):
     note: str | None = None
 
     def decide(self, tx: Tx, run: Run, step: Step, by: Context) -> Took[Step] | None:
-        if not steps.acknowledge(tx, step.id, by.actor, by.now, seen=by.step_seen(step)):
+        held_until = step.hold_from(by.now)
+        if not steps.acknowledge(tx, step.id, by.actor, by.now, held_until=held_until, seen=by.step_seen(step)):
             return None
         # guard: acknowledge-commits-before-its-log-row
-        logged = log.append(tx, journal.step_acknowledged(step, self.name, by.actor, clean_note(self.note)), by.now)
+        logged = log.append(tx, journal.step_acknowledged(step, self.name, by.actor, clean_note(self.note), held_until), by.now)
         return Took(must_exist(steps.get(tx, step.id)), logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
         step = needed(step, self.name)
         if step.parked and step.acknowledged_by == by.actor:
+            return step  # theirs already: nothing written (nor any key kept: a repeat finds it theirs again)
+        raise self.lost(run, step)
+
+    def answer(self, result: Step) -> dict[str, Any]:
+        return step_answer(result)
+
+
+@dataclass(frozen=True)
+class Release(StepCommand[Step]):
+    """Nobody has the parked cue again (`steps.release`), and logged (`step.released`): whoever has it lets it
+    go, or a moderator does for them. Its reminders begin again now and its escalation after its delay.
+
+    A game master may release only a cue they have: the statement's WHERE holds their press to it, and a cue
+    someone else has is 403 naming who (they take it over instead, with a note).
+    """
+
+    name: ClassVar[str] = "release"
+    roles: ClassVar[frozenset[str]] = CONTROLLERS
+    cue_roles: ClassVar[frozenset[str]] = frozenset({GM})
+    holder: ClassVar[HeldBy | None] = HeldBy.OWN
+    rule = release_refusal
+    note: str | None = None
+
+    def decide(self, tx: Tx, run: Run, step: Step, by: Context) -> Took[Step] | None:
+        reminds = bool(step.params.get("remind_after_seconds"))
+        if not steps.release(tx, step.id, by.now, holder=None if by.cue_only is None else by.actor,
+                             remind_at=by.now if reminds else None, escalate_at=step.hold_from(by.now),
+                             seen=by.step_seen(step)):
+            return None
+        # guard: a-release-commits-before-its-log-row
+        logged = log.append(tx, journal.step_released(step, self.name, by.actor, clean_note(self.note)), by.now)
+        return Took(must_exist(steps.get(tx, step.id)), logged)
+
+    def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
+        step = needed(step, self.name)
+        if by.cue_only is not None and release_refusal(run, step, None) is None:  # held, but by someone else
+            raise Forbidden(f"a game master may release only a cue they have; {had_by(step)}: take it over with a note,"
+                            f" or ask one of the roles {sorted(self.roles)} to release it",
+                            roles_needed=self.roles, roles_held=by.cue_only)
+        raise self.lost(run, step)
+
+    def answer(self, result: Step) -> dict[str, Any]:
+        return step_answer(result)
+
+
+@dataclass(frozen=True)
+class TakeOver(StepCommand[Step]):
+    """The presser takes over the parked cue someone else has (`steps.take_over`), with a note saying why, and
+    logged (`step.taken_over`, naming who had it): theirs from now, held as an acknowledge holds it. A press
+    without a note is 400 before anything is read; the holder's own answers the step and writes nothing.
+    """
+
+    name: ClassVar[str] = "take-over"
+    roles: ClassVar[frozenset[str]] = STAFF
+    holder: ClassVar[HeldBy | None] = HeldBy.OTHERS
+    rule = take_over_refusal
+    note: str  # required: why the cue changes hands, for whoever had it (the log tells them)
+
+    def __post_init__(self) -> None:
+        if clean_note(self.note) is None:
+            raise Invalid("a take-over needs a note (body.note) saying why you take this cue over: whoever has it"
+                          " reads it in the run's log")
+
+    def decide(self, tx: Tx, run: Run, step: Step, by: Context) -> Took[Step] | None:
+        held_until = step.hold_from(by.now)
+        if not steps.take_over(tx, step.id, by.actor, by.now, held_until=held_until, seen=by.step_seen(step)):
+            return None
+        # guard: a-take-over-commits-before-its-log-row
+        logged = log.append(tx, journal.step_taken_over(step, self.name, by.actor, clean_note(self.note), held_until),
+                            by.now)
+        return Took(must_exist(steps.get(tx, step.id)), logged)
+
+    def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
+        step = needed(step, self.name)
+        if step.parked_cue and step.acknowledged_by == by.actor:
             return step  # theirs already: nothing written (nor any key kept: a repeat finds it theirs again)
         raise self.lost(run, step)
 

@@ -210,6 +210,8 @@ SKIP = {
     for source, when in ((_S.PENDING, "pending"), (_S.RUNNING, "parked"))
 }
 ACKNOWLEDGE = StepMove("acknowledge", (_S.RUNNING,), None, _PERSON, "a person has its parked cue")
+RELEASE = StepMove("release", (_S.RUNNING,), None, _PERSON, "whoever has its parked cue (or a moderator) lets it go")
+TAKE_OVER = StepMove("take over", (_S.RUNNING,), None, _PERSON, "a person takes its parked cue over from whoever has it")
 # guard: retry-a-step-that-did-not-fail
 # guard: a-retry-keeps-the-retries
 RETRY = StepMove("retry", (_S.FAILED,), _S.PENDING, _PERSON, "a person retries the failed step its paused run stopped at",
@@ -221,6 +223,7 @@ RETRY_REVERT = StepMove("retry", (_S.FAILED, _S.REFUSED), _S.PENDING, _PERSON,
 REMIND = StepMove("remind", (_S.RUNNING,), None, _TICK, "its parked cue's reminder is due")
 ESCALATE = StepMove("escalate", (_S.RUNNING,), None, _TICK, "its parked cue's escalation is due")
 ESCALATION_OVER = StepMove("escalation over", (), None, _TICK, "its escalation was posted, or its last try failed")
+LAPSE = StepMove("lapse", (_S.RUNNING,), None, _TICK, "its parked cue's hold lapsed unanswered: nobody has it")
 TIME_OUT = {to: StepMove("time out", (_S.RUNNING,), to, _TICK, f"nobody answered its parked cue in time: {to.value}{why}")
             for to, why in ((_S.CANCELLED, ""), (_S.DONE, ""), (_S.FAILED, " (a by-hand revert: its resource left)"))}
 DROP_TIMEOUT = StepMove("drop timeout", (_S.RUNNING,), None, _TICK,
@@ -230,8 +233,8 @@ STAMP_KEY = StepMove("stamp key", (), None, _TICK, "its phase is materialised")
 
 STEP_MOVES: tuple[StepMove, ...] = (
     CLAIM, PARK, RESCHEDULE, *FINISH.values(), END_IN_FLIGHT, DELAY_NEXT, ABANDON, GIVE_UP, PARK_IN_DOUBT, REQUEUE,
-    CANCEL_PENDING, CANCEL_OPEN, *CLOSE_WITH_THE_PHASE.values(), CONFIRM, RESEND, *SKIP.values(), ACKNOWLEDGE, RETRY,
-    RETRY_REVERT, REMIND, ESCALATE, ESCALATION_OVER, *TIME_OUT.values(), DROP_TIMEOUT, STAMP_KEY,
+    CANCEL_PENDING, CANCEL_OPEN, *CLOSE_WITH_THE_PHASE.values(), CONFIRM, RESEND, *SKIP.values(), ACKNOWLEDGE, RELEASE,
+    TAKE_OVER, RETRY, RETRY_REVERT, REMIND, ESCALATE, ESCALATION_OVER, LAPSE, *TIME_OUT.values(), DROP_TIMEOUT, STAMP_KEY,
 )
 
 

@@ -8,7 +8,7 @@ phase and place ("Phase 2 · step 4 (world.spawn)"), never by its database id.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import NewerRow
@@ -23,11 +23,13 @@ def step_named(phase: int, seq: int, action_id: str) -> str:
 
 @dataclass(frozen=True)
 class Attention:
-    """A parked cue's first timer moments, as its park writes them (None: that timer does not apply)."""
+    """A parked cue's first timer moments, as its park writes them (None: that timer does not apply), and how
+    long an acknowledge holds it (its escalation delay on its run's clock; None: no bound)."""
 
     remind_at: datetime | None = None
     escalate_at: datetime | None = None
     times_out_at: datetime | None = None
+    hold_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,14 @@ class Step:
     in_doubt: bool = False  # its last attempt has no known outcome: the game may or may not have applied it
     on_doubt: OnDoubt = OnDoubt.RESEND
     park_reason: ParkReason | None = None  # why it waits, while parked (kept after, as history)
+    # Who has a parked cue, for how long (docs/contract.md, "Who has a cue"): an acknowledge holds it for
+    # hold_seconds (None: no bound) until held_until; a hold that lapsed unanswered leaves who had it and
+    # since when (lapsed_*) for the notices after it; holds_ended counts the holds released or lapsed.
+    hold_seconds: float | None = None
+    held_until: datetime | None = None
+    lapsed_by: str | None = None
+    lapsed_acknowledged_at: datetime | None = None
+    holds_ended: int = 0
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:
@@ -137,6 +147,28 @@ class Step:
     def parked_cue(self) -> bool:
         """Parked for a person to do what it asks (a cue): reminders, acknowledge and a gm's press apply."""
         return self.parked and self.park_reason is not ParkReason.DOUBT
+
+    def hold_from(self, now: datetime) -> datetime | None:
+        """When a hold of this cue taken `now` lapses (None: it holds without a bound)."""
+        return None if self.hold_seconds is None else now + timedelta(seconds=self.hold_seconds)
+
+    def holder(self) -> dict[str, Any]:
+        """Who has the cue and since when (`acknowledged_by`, `acknowledged_at`, `held_until` while held), or
+        who had it when their hold lapsed unanswered (`lapsed_by`, `lapsed_acknowledged_at`); {} for neither."""
+        if self.acknowledged_by is not None:
+            held = {"acknowledged_by": self.acknowledged_by, "acknowledged_at": iso(self.acknowledged_at)}
+            return held if self.held_until is None else {**held, "held_until": iso(self.held_until)}
+        if self.lapsed_by is not None:
+            return {"lapsed_by": self.lapsed_by, "lapsed_acknowledged_at": iso(self.lapsed_acknowledged_at)}
+        return {}
+
+    @property
+    def lapse_words(self) -> str | None:
+        """Whose hold lapsed unanswered, as a notice and a refusal say it ("rowan acknowledged at 20:14 UTC and
+        has not confirmed"); None when no hold lapsed since someone last had it."""
+        if self.lapsed_by is None:
+            return None
+        return f"{self.lapsed_by} acknowledged at {self.lapsed_acknowledged_at:%H:%M} UTC and has not confirmed"
 
     @property
     def named(self) -> str:

@@ -1,10 +1,17 @@
-"""A parked cue's reminders and escalation, posted by the tick that holds its run's lease.
+"""A parked cue's reminders and escalation, posted by the tick that holds its run's lease, and the lapse of an
+acknowledge's hold.
 
 The invariant: every timer acts through a compare-and-set on the moment the tick
 read (`store/steps/attention.py`), committed before anything is posted, so two ticks never
 both act on one moment, and a paused run (its run not working) or an acknowledged
 cue claims none. Each notice has its own idempotency key (`{step key}:r{n}`,
-`{step key}:e`), so a de-duplicating receiver drops only true repeats.
+`{step key}:e`; after the n-th hold released or lapsed, `{step key}:h{n}:r{m}` and
+`{step key}:h{n}:e`), so a de-duplicating receiver drops only true repeats.
+
+- A hold lapses **once**: its claim (on the holder and the hold's end the tick
+  read) hands the cue back to nobody, keeps who had it for the notices, sets its
+  reminders (if it has any) and its escalation due now, and writes its
+  `step.hold_lapsed` row; the reminder and the escalation that follow name who had it.
 
 - A reminder is **at most once**: the claim moves the count and the next moment
   (`max(now, moment) + interval`: a resumed run gets one reminder, not a backlog)
@@ -46,16 +53,18 @@ logger = logging.getLogger(__name__)
 
 class Timer(str, Enum):
     TIMEOUT = "timeout"
+    LAPSE = "lapse"
     ESCALATE = "escalate"
     REMIND = "remind"
 
 
 def due(step: Step, now: datetime) -> Timer | None:
-    """The parked step's timer that has come, if any: a timeout first (it ends the wait), then the escalation."""
+    """The parked step's timer that has come, if any: a timeout first (it ends the wait), then a hold's end (it
+    makes the escalation and the reminders due), then the escalation."""
     if not step.parked:
         return None
-    for timer, moment in ((Timer.TIMEOUT, step.times_out_at), (Timer.ESCALATE, step.escalate_at),
-                          (Timer.REMIND, step.remind_at)):
+    for timer, moment in ((Timer.TIMEOUT, step.times_out_at), (Timer.LAPSE, step.held_until),
+                          (Timer.ESCALATE, step.escalate_at), (Timer.REMIND, step.remind_at)):
         if moment is not None and moment <= now:
             return timer
     return None
@@ -77,8 +86,23 @@ class Attender:
         self.db, self.actions, self.rules, self.now, self.budget = db, actions, rules, now, budget
 
     def affordable(self, timer: Timer) -> bool:
-        """The tick's time left admits this timer's post (a timeout posts nothing)."""
-        return timer is Timer.TIMEOUT or self.budget.allows(self._channel(timer).timeout)
+        """The tick's time left admits this timer's post (a timeout and a lapse post nothing)."""
+        return timer in (Timer.TIMEOUT, Timer.LAPSE) or self.budget.allows(self._channel(timer).timeout)
+
+    def lapse(self, step: Step) -> bool:
+        """The hold the tick read ends unanswered: nobody has the cue, and its reminders (if it has any) and its
+        escalation are due now, for the calls that follow; False if a person moved the cue first."""
+        remind_at = self.now if step.params.get("remind_after_seconds") else None
+        entry = journal.step_hold_lapsed(step)
+
+        # guard: a-lapses-row-written-apart-from-it
+        def claim(tx: Tx) -> bool:
+            if not steps.lapse(tx, step, self.now, remind_at):
+                return False
+            log.append(tx, entry, self.now)
+            return True
+
+        return self.db.transaction(claim)
 
     def remind(self, step: Step, run: Run | None = None) -> bool:
         """The next reminder, at most once; False if another tick (or a person) moved the cue first.

@@ -203,14 +203,17 @@ class RunWalker:
 
     def _attend(self, run: Run, programme: Programme, head: Head, timer: Timer,
                 report: RunReport) -> tuple[Cursor, Claim | None]:
-        """The parked head step's due timer: a reminder or an escalation try (then the phase is read again, for
-        the next timer), or its timeout, a unit of work of its own. Done(None) when a guard lost: as it stands."""
+        """The parked head step's due timer: a hold's lapse, a reminder or an escalation try (then the phase is
+        read again, for the next timer), or its timeout, a unit of work of its own. Done(None) when a guard lost:
+        as it stands."""
         if not self.attender.affordable(timer):
             report.out_of_budget = True
             return Done(head.status), None
         if timer is Timer.TIMEOUT:
             return self._unit(run.id, programme, lambda tx, log_rows: time_out(tx, self.ctx.now, run, head, log_rows))
-        if timer is Timer.REMIND:
+        if timer is Timer.LAPSE:
+            acted = self.attender.lapse(head.step)
+        elif timer is Timer.REMIND:
             acted = self.attender.remind(head.step, run)
             report.reminders += acted
         else:

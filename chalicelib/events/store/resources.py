@@ -231,7 +231,8 @@ def record(tx: Tx, run_id: int, step_id: int, entries: Sequence[Listed], now: da
     rows = [(run_id, step_id, e.kind, e.resource_id, None if e.revert is None else json.dumps(e.revert.public()),
              e.revert_refused, now, now) for e in entries]
     # A derived table's columns are named by its first row (every name distinct).
-    first = "SELECT %s AS run_id, %s AS step_id, %s AS kind, %s AS resource_id, %s AS rev, %s AS revert_refused, %s AS recorded_at, %s AS changed_at"
+    first = ("SELECT %s AS run_id, %s AS step_id, %s AS kind, %s AS resource_id, %s AS rev, %s AS revert_refused,"
+             " %s AS recorded_at, %s AS changed_at")
     rest = "SELECT %s, %s, %s, %s, %s, %s, %s, %s"
     # The rows written are those the run does not hold yet, its other rows and these counted together.
     distinct = sorted({(e.kind, e.resource_id) for e in entries})

@@ -28,10 +28,11 @@ AUTO_SIGNAL_AT = "IF(p.`signal` IS NULL, NULL, p.opened_at + INTERVAL r.auto_sig
 
 
 def _next_attention(step: str) -> str:
-    """A parked step's (the alias `step`) next attention timer: a reminder, the escalation or the timeout,
-    whichever comes first (never once none is left)."""
+    """A parked step's (the alias `step`) next attention timer: a reminder, the escalation, the timeout or the
+    end of an acknowledge's hold, whichever comes first (never once none is left)."""
     # guard: a-parked
-    return f"LEAST(COALESCE({step}.remind_at, {NEVER}), COALESCE({step}.escalate_at, {NEVER}), COALESCE({step}.times_out_at, {NEVER}))"
+    return (f"LEAST(COALESCE({step}.remind_at, {NEVER}), COALESCE({step}.escalate_at, {NEVER}), COALESCE({step}.times_out_at, {NEVER}),"
+            f" COALESCE({step}.held_until, {NEVER}))")
 
 
 # guard: a-wait-wakes-its-run-never
@@ -52,7 +53,7 @@ TIMERS: dict[str, str] = {
     # the move into ending writes the ending's number): a pending step at its
     # due_at (now if it has none), a leased step at its lease's expiry (the sweep
     # takes it back then), a parked step at its next attention timer (a reminder, the
-    # escalation or the timeout; never once none is left); a phase with no open step is left now,
+    # escalation, the timeout or the end of its hold; never once none is left); a phase with no open step is left now,
     # unless it is held (a condition not met: never, until meeting it wakes the run,
     # or its deadline: the phase timer).
     # guard: an-ending-run-has-no-head-step-timer

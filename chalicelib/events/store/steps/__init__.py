@@ -18,18 +18,27 @@ rendered by the one writer (`write.py`); the statements live by who sends them:
     materialise.py  a phase's steps inserted, each keyed from its own id
     claimer.py      the claim, then its answer's write, fenced on the claim's token and attempt
     sweep.py        steps whose lease lapsed, taken back
-    people.py       a person's step controls: confirm, resend, skip, acknowledge, retry
-    attention.py    a parked cue's reminders, escalation and timeout
+    people.py       a person's step controls: confirm, resend, skip, acknowledge, release, take over, retry
+    attention.py    a parked cue's reminders, escalation and timeout, and the lapse of its hold
     closing.py      the steps of a run or a phase that ended, closed
     fragments.py    the SQL several of their guards share
 """
 
-from .attention import claim_escalation, claim_reminder, drop_timeout, escalation_over, time_out
+from .attention import claim_escalation, claim_reminder, drop_timeout, escalation_over, lapse, time_out
 from .claimer import PHASE_ENDED, RUN_ENDED, cancel_if_over, claim, claim_token, delay_next, finish, park, reschedule
 from .closing import cancel_open, cancel_pending, cancel_phase, skip_phase_for_advance
 from .fragments import COLUMNS
 from .materialise import keys_stamped, materialise_phase
-from .people import acknowledge, confirm_parked, requeue_revert, requeue_where_stopped, resend, skip_by_human
+from .people import (
+    acknowledge,
+    confirm_parked,
+    release,
+    requeue_revert,
+    requeue_where_stopped,
+    resend,
+    skip_by_human,
+    take_over,
+)
 from .reads import (
     first_newer,
     get,
@@ -53,8 +62,8 @@ __all__ = [
     "COLUMNS", "GAVE_UP", "PHASE_ENDED", "RUN_ENDED", "Reclaimed", "acknowledge", "cancel_if_over", "cancel_open",
     "cancel_pending", "cancel_phase", "claim", "claim_escalation", "claim_reminder", "claim_token", "confirm_parked",
     "delay_next", "drop_timeout", "escalation_over", "finish", "first_newer", "get", "get_on_run", "holding_phase", "keys_stamped",
-    "last_started_seq", "list_for_phase", "list_for_run", "materialise_phase", "oldest_parked_since", "open_steps",
+    "lapse", "last_started_seq", "list_for_phase", "list_for_run", "materialise_phase", "oldest_parked_since", "open_steps",
     "open_steps_and_close_due", "page_for_run", "park", "parked_in_doubt_of", "parked_of", "phase_ended",
-    "reclaim_stale", "requeue_revert", "requeue_where_stopped", "reschedule", "resend", "skip_by_human",
-    "skip_phase_for_advance", "status_counts", "time_out"
+    "reclaim_stale", "release", "requeue_revert", "requeue_where_stopped", "reschedule", "resend", "skip_by_human",
+    "skip_phase_for_advance", "status_counts", "take_over", "time_out"
 ]

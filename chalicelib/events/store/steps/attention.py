@@ -1,5 +1,5 @@
 """event_run_steps, a parked cue's attention timers (runner/attention.py): its reminders, its escalation, its
-timeout.
+timeout, and the lapse of a hold nobody answered.
 
 The invariant: each timer acts at most once per moment it was due. Each claim is
 a compare-and-set on the moment the tick read, the step still parked and its run
@@ -14,7 +14,7 @@ from datetime import datetime
 
 from ....db import Tx
 from ... import waiting
-from ...lifecycle import DROP_TIMEOUT, ESCALATE, ESCALATION_OVER, REMIND, TIME_OUT, RunSQL, StepSQL, StepStatus
+from ...lifecycle import DROP_TIMEOUT, ESCALATE, ESCALATION_OVER, LAPSE, REMIND, TIME_OUT, RunSQL, StepSQL, StepStatus
 from ...model import Step, kept_note
 from .fragments import UNLEASED
 from .write import write
@@ -77,3 +77,19 @@ def drop_timeout(tx: Tx, step: Step, now: datetime) -> bool:
     """The cue's timeout acted without ending it (`on_timeout: pause`, or in the ending): it waits on without one."""
     return write(tx, DROP_TIMEOUT, f"{_ATTENDED} AND s.times_out_at = %s AND s.times_out_at <= %s",
                  (step.id, step.times_out_at, now), sets="s.times_out_at = NULL", joins=_WITH_ITS_RUN, alias="s") == 1
+
+
+def lapse(tx: Tx, step: Step, now: datetime, remind_at: datetime | None) -> bool:
+    """The hold the tick read came to its end unanswered: nobody has the cue now, and who had it and since when
+    are kept for the notices of the new round of attention that begins in the same statement (`holds_ended`
+    raised, so they have keys of their own): its reminders from `remind_at`, its escalation now. A
+    compare-and-set on the holder and the hold's end the tick read, come."""
+    # guard: a-hold-lapses-twice
+    return write(
+        tx, LAPSE, f"{_ATTENDED} AND s.acknowledged_by = %s AND s.held_until = %s AND s.held_until <= %s",
+        (step.id, step.acknowledged_by, step.held_until, now),
+        sets="""s.lapsed_by = %s, s.lapsed_acknowledged_at = %s, s.acknowledged_by = NULL, s.acknowledged_at = NULL,
+                s.held_until = NULL, s.holds_ended = s.holds_ended + 1, s.remind_at = %s, s.reminders_sent = 0,
+                s.escalate_at = %s, s.escalation_tries = 0""",
+        set_args=(step.acknowledged_by, step.acknowledged_at, remind_at, now), joins=_WITH_ITS_RUN, alias="s",
+    ) == 1

@@ -98,7 +98,7 @@ def park(tx: Tx, claim: Claim, note: str | None = None, attention: Attention | N
     """Leave the step running but held by nobody (lease NULL): a person finishes it. Its run, working at its
     phase (or cleaning up, at a revert), waits for this cue (or, parked in doubt, for a decision) from now
     (`waiting_for`, in the same statement; a paused run waits for its resume). The park's timers (`attention`) are written by the same
-    statement, its count of reminders from nought; a step parked in doubt is in doubt (`in_doubt`)."""
+    statement, its count of reminders from nought, and how long an acknowledge will hold it; a step parked in doubt is in doubt (`in_doubt`)."""
     timers = attention or Attention()
     doubt = ParkReason(reason) is ParkReason.DOUBT
     waits_for = WaitSQL.DECISION if doubt else WaitSQL.CUE
@@ -108,9 +108,10 @@ def park(tx: Tx, claim: Claim, note: str | None = None, attention: Attention | N
     return write(
         tx, PARK, _FENCE_OF_S, (claim.step_id, claim.token, claim.attempt),
         sets=f"""s.last_error = %s, s.remind_at = %s, s.reminders_sent = 0, s.escalate_at = %s, s.escalation_tries = 0,
-                 s.times_out_at = %s, s.park_reason = %s,
+                 s.times_out_at = %s, s.park_reason = %s, s.hold_seconds = %s,
                  r.waiting_for = IF({waiting.works_step("r", "s")}, {waits_for}, r.waiting_for)""",
-        set_args=(kept_note(note), timers.remind_at, timers.escalate_at, timers.times_out_at, ParkReason(reason).value),
+        set_args=(kept_note(note), timers.remind_at, timers.escalate_at, timers.times_out_at, ParkReason(reason).value,
+                  timers.hold_seconds),
         joins=_WITH_ITS_RUN, alias="s", in_doubt=doubt,
     ) >= 1
 

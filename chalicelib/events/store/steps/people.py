@@ -1,5 +1,5 @@
-"""event_run_steps, a person's step controls: confirm, resend, skip, acknowledge and retry, each one guarded
-UPDATE, held to the state the person saw when their If-Match named it.
+"""event_run_steps, a person's step controls: confirm, resend, skip, acknowledge, release, take over and retry,
+each one guarded UPDATE, held to the state the person saw when their If-Match named it.
 
 The invariant: a parked step is `running` with a NULL lease, in flight and held
 by nobody, so nothing treats it as stale and a cue can wait overnight; only a
@@ -17,10 +17,12 @@ from ... import waiting
 from ...lifecycle import (
     ACKNOWLEDGE,
     CONFIRM,
+    RELEASE,
     RESEND,
     RETRY,
     RETRY_REVERT,
     SKIP,
+    TAKE_OVER,
     ResourceSQL,
     RunSQL,
     StepStatus,
@@ -104,10 +106,23 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
     ) > 0
 
 
-def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime, *, seen: Step | None = None) -> bool:
-    """`actor` has the parked cue: a compare-and-set on its being parked and nobody having it yet (the first
-    acknowledge stands; a second, by anyone, changes nothing). Its reminders and escalation stop in the same
-    statement; its timeout stands. `seen`: held to the state their If-Match named."""
+# A hold of a parked cue ends at `held_until` (NULL: it has no end), and its run wakes by then at the latest
+# (only ever earlier, and only a run a tick picks up): the statement that takes the hold writes both.
+# guard: a-hold-wakes-its-run-never
+_HELD_UNTIL = f"""s.held_until = %s, r.wake_at = IF(%s IS NOT NULL AND r.status IN ({RunSQL.DUE})
+                                                  AND (r.wake_at IS NULL OR %s < r.wake_at), %s, r.wake_at)"""
+
+
+def _held_until_args(held_until: datetime | None) -> tuple[datetime | None, ...]:
+    return (held_until,) * 4
+
+
+def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime, *, held_until: datetime | None = None,
+                seen: Step | None = None) -> bool:
+    """`actor` has the parked cue until `held_until` (None: without a bound): a compare-and-set on its being
+    parked and nobody having it yet (the first acknowledge stands; a second, by anyone, changes nothing). Its
+    reminders and escalation stop in the same statement, and whose hold lapsed before is forgotten; its
+    timeout stands. Its run wakes by the hold's end at the latest. `seen`: held to the state their If-Match named."""
     as_seen, seen_args = _as_seen(seen)
     # guard: acknowledge-over-someone-elses
     # guard: an-acknowledge-leaves-the-reminders-running
@@ -116,9 +131,43 @@ def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime, *, seen: Step |
         f"""s.id = %s AND {UNLEASED} AND NOT {waiting.parked_in_doubt('s')}
                AND s.acknowledged_by IS NULL{as_seen}""",
         (step_id, *seen_args),
-        sets="s.acknowledged_by = %s, s.acknowledged_at = %s, s.remind_at = NULL, s.escalate_at = NULL",
-        set_args=(actor, now), alias="s",
-    ) == 1
+        sets="s.acknowledged_by = %s, s.acknowledged_at = %s, s.remind_at = NULL, s.escalate_at = NULL"
+             f", s.lapsed_by = NULL, s.lapsed_acknowledged_at = NULL, {_HELD_UNTIL}",
+        set_args=(actor, now, *_held_until_args(held_until)), joins=_WITH_ITS_RUN, alias="s",
+    ) >= 1
+
+
+def release(tx: Tx, step_id: int, now: datetime, *, holder: str | None, remind_at: datetime | None,
+            escalate_at: datetime | None, seen: Step | None = None) -> bool:
+    """Nobody has the parked cue again: whoever had it (`holder`, a game master's own; None: whoever has it, a
+    moderator's release) lets it go. A new round of its attention begins in the same statement (`holds_ended`
+    raised, so its notices have keys of their own): its reminders from `remind_at`, its escalation at
+    `escalate_at`; its run wakes now. `seen`: held to the state their If-Match named."""
+    as_seen, seen_args = _as_seen(seen)
+    # guard: a-release-of-a-cue-nobody-has
+    held = "s.acknowledged_by IS NOT NULL"
+    # guard: a-game-master-releases-someone-elses-cue
+    own, own_args = ("", ()) if holder is None else (" AND s.acknowledged_by = %s", (holder,))
+    return write(
+        tx, RELEASE, f"s.id = %s AND {held}{own}{as_seen}", (step_id, *own_args, *seen_args),
+        sets=f"""s.acknowledged_by = NULL, s.acknowledged_at = NULL, s.held_until = NULL, s.holds_ended = s.holds_ended + 1,
+                 s.remind_at = %s, s.reminders_sent = 0, s.escalate_at = %s, s.escalation_tries = 0, {_WAKE_RUN_NOW}""",
+        set_args=(remind_at, escalate_at, now, now), joins=_WITH_ITS_RUN, alias="s",
+    ) >= 1
+
+
+def take_over(tx: Tx, step_id: int, actor: str, now: datetime, *, held_until: datetime | None,
+              seen: Step | None = None) -> bool:
+    """`actor` takes the parked cue over from whoever has it: theirs from now until `held_until` (None: without
+    a bound). A compare-and-set on someone else having it (nobody's, or the presser's own, changes nothing);
+    its run wakes by the hold's end at the latest. `seen`: held to the state their If-Match named."""
+    as_seen, seen_args = _as_seen(seen)
+    # guard: a-take-over-of-a-cue-nobody-else-has
+    return write(
+        tx, TAKE_OVER, f"s.id = %s AND s.acknowledged_by <> %s{as_seen}", (step_id, actor, *seen_args),
+        sets=f"s.acknowledged_by = %s, s.acknowledged_at = %s, {_HELD_UNTIL}",
+        set_args=(actor, now, *_held_until_args(held_until)), joins=_WITH_ITS_RUN, alias="s",
+    ) >= 1
 
 
 def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime, *, seen: Step | None = None) -> bool:

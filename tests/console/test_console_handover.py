@@ -1,0 +1,73 @@
+"""Who has a wait, and handing it over, in real Chromium: the runs list and the cue's banner say who has a cue,
+since when and until when; another game master takes it over with a note (the dialog will not go without
+one), and then, as its holder, releases it."""
+
+from __future__ import annotations
+
+import re
+
+from selenium.webdriver.common.by import By
+
+from tests.console.browser import eventually, screenshot, text_of
+from tests.console.pages import cue_banner, log_rows, open_run, press, schedule_now, sign_in
+from tests.support.api import GM, token
+
+ROWAN = token("gm", sub="Rowan")
+
+
+def _cue_document(name: str) -> dict:
+    return {"name": name, "grace_seconds": 300, "phases": [
+        {"name": "bonfire", "steps": [{"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]},
+    ], "ending": []}
+
+
+def _cue_controls(driver) -> set[str]:
+    return {b.get_attribute("data-control") for b in driver.find_elements(By.CSS_SELECTOR, "[data-cue] [data-control]")}
+
+
+def _holder_in_list(driver, run_id: int) -> str:
+    return driver.execute_script(
+        "const r = document.querySelector(`#runs-list tr[data-run='${arguments[0]}']`);"
+        " return r ? r.querySelector('[data-has-it]')?.innerText || '' : ''", run_id)
+
+
+def test_a_gm_sees_who_has_a_cue_takes_it_over_with_a_note_and_releases_it(browser, server, api_client):
+    _, run_id = schedule_now(api_client, _cue_document("Bonfire night (handover)"))
+    cue_id = eventually(lambda: next((s["id"] for s in api_client.call("GET", f"/runs/{run_id}")["steps"] if s["parked"]), None),
+                        "the cue parked", 40)
+    api_client.call("POST", f"/runs/{run_id}/steps/{cue_id}/acknowledge", {"note": "on my way"}, token=ROWAN)
+
+    sign_in(browser, GM)  # gm-gus: not the one who has it
+    browser.get(f"{server.url}/console#/runs")
+    listed = eventually(lambda: _holder_in_list(browser, run_id), "who has the cue, on the runs list", 40)
+    assert re.match(r"^ · Rowan has it for (under a minute|\d+ min)$", listed), listed
+
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    has_it = eventually(lambda: text_of(browser, "[data-cue] [data-has-it]"), "who has the cue, on its banner")
+    assert re.match(r"^Rowan has it since \d[^,]*, until \d", has_it), has_it
+    shown = eventually(lambda: "take-over" in (controls := _cue_controls(browser)) and controls, "the take-over button")
+    assert "release" not in shown and "acknowledge" not in shown, shown  # not theirs to release; someone has it
+    screenshot(browser, "run-cue-had-by-someone-else")
+
+    press(browser, "take-over", cue_id)
+    dialog = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the take-over's question")[0]
+    assert "Note (required)" in dialog.text, dialog.text
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()  # no note: the dialog will not go
+    assert browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "a take-over without its note was sent"
+    browser.find_element(By.ID, "ask-text").send_keys("Rowan went offline")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+
+    mine = eventually(lambda: (text := text_of(browser, "[data-cue] [data-has-it]")).startswith("gm-gus") and text,
+                      "the cue is gm-gus's")
+    assert re.match(r"^gm-gus has it since \d[^,]*, until \d", mine), mine
+    eventually(lambda: "release" in _cue_controls(browser) and "take-over" not in _cue_controls(browser),
+               "release offered to the one who has it, take-over not")
+    said = eventually(lambda: [text for actor, text in log_rows(browser) if "taken over" in text], "the take-over in the log")
+    assert "taken over by gm-gus from Rowan: “Rowan went offline”" in said[0], said
+    screenshot(browser, "run-cue-taken-over")
+
+    press(browser, "release", cue_id, text="")
+    eventually(lambda: not browser.find_elements(By.CSS_SELECTOR, "[data-cue] [data-has-it]"), "nobody has the cue")
+    eventually(lambda: "acknowledge" in _cue_controls(browser), "I have it offered again")
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
