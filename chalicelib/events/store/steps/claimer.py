@@ -97,8 +97,9 @@ def park(tx: Tx, claim: Claim, note: str | None = None, attention: Attention | N
          reason: ParkReason = ParkReason.CUE) -> bool:
     """Leave the step running but held by nobody (lease NULL): a person finishes it. Its run, working at its
     phase (or cleaning up, at a revert), waits for this cue (or, parked in doubt, for a decision) from now
-    (`waiting_for`, in the same statement; a paused run waits for its resume). The park's timers (`attention`) are written by the same
-    statement, its count of reminders from nought, and how long an acknowledge will hold it; a step parked in doubt is in doubt (`in_doubt`)."""
+    (`waiting_for`, in the same statement; a paused run waits for its resume). The park's timers (`attention`)
+    are written by the same statement, its count of reminders from nought, and how long an acknowledge will hold
+    it; a step parked in doubt is in doubt (`in_doubt`)."""
     timers = attention or Attention()
     doubt = ParkReason(reason) is ParkReason.DOUBT
     waits_for = WaitSQL.DECISION if doubt else WaitSQL.CUE
