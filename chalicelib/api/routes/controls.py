@@ -43,7 +43,8 @@ def _control_operation(control: commands.Control) -> None:
     press.__name__ = f"{control.name}_{control.target.value}"
     router.operation("POST", path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer],
                      body=schemas.control_body(schemas.ADVANCE_BODY if control.phase_field else schemas.CANCEL_BODY
-                                               if control.option_field else _NOTE_BODIES[control.note_field]),
+                                               if control.option_field else schemas.CONFIRM_BODY if control.choice_field
+                                               else _NOTE_BODIES[control.note_field]),
                      request_headers=schemas.CONTROL_HEADERS, response_headers=schemas.CONTROL_ANSWER_HEADERS,
                      waits_for_database=True)(press)
 

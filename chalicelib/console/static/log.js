@@ -21,8 +21,8 @@ function endedBy(ended) {
 
 // A person's words on a row: a reason, a note, or the engine's cause, each as what it is.
 function said(d) {
-  return [d.control && `by ${d.control}`, d.reason && `reason: “${d.reason}”`, d.note && `note: “${d.note}”`,
-    d.cause && `(${d.cause})`].filter(Boolean).join(' ');
+  return [d.control && `by ${d.control}`, d.choice != null && `answer: ${d.choice}`, d.reason && `reason: “${d.reason}”`,
+    d.note && `note: “${d.note}”`, d.cause && `(${d.cause})`].filter(Boolean).join(' ');
 }
 
 function answerWords(d) {
@@ -60,6 +60,7 @@ export function describeEntry(entry, nameOf) {
     case 'step.status': return `${nameOf(entry)} ${d.from} → ${d.to} ${said(d)}`.trim();
     case 'step.acknowledged': return `${nameOf(entry)} acknowledged: ${entry.actor} has it${d.note ? `, note: “${d.note}”` : ''}`;
     case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
+    case 'run.phase_skipped': return `Phase ${d.phase} “${d.name}” passed over (${d.cause})`;
     case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
     case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;
     case 'step.dispatch': return `${nameOf(entry)} dispatched, ${attemptWords(d)}`;

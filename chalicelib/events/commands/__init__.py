@@ -28,11 +28,11 @@ from .protocol import AS_EVER, Context, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
 from .run_controls import Advance, Advanced, Cancel, Pause, Resume
 from .signal import Receipt, ReceiveSignal, declared
-from .step_controls import Acknowledge, Confirm, Resend, Retried, Retry, Skip
+from .step_controls import Acknowledge, Choice, Confirm, Resend, Retried, Retry, Skip
 
 __all__ = [
     "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
-    "Acknowledge", "Advance", "Advanced", "Cancel", "Confirm", "Context", "Control", "Pause", "Press", "Receipt",
+    "Acknowledge", "Advance", "Advanced", "Cancel", "Choice", "Confirm", "Context", "Control", "Pause", "Press", "Receipt",
     "ReceiveSignal", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "Target", "acknowledge", "advance",
     "advance_refusal", "cancel", "confirm", "declared", "execute", "offered", "pause", "receive_signal", "refusal",
     "resend", "resume", "retry", "skip", "within",
@@ -59,8 +59,9 @@ def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime,
 
 
 def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None,
-            cue_only: frozenset[str] | None = None, press: Press = AS_EVER) -> Step:
-    return execute(db, Confirm(run_id, step_id, note), Context(actor, now, press, cue_only))
+            cue_only: frozenset[str] | None = None, press: Press = AS_EVER, choice: str | None = None) -> Step:
+    return execute(db, Confirm(run_id, step_id, note, None if choice is None else Choice(choice)),
+                   Context(actor, now, press, cue_only))
 
 
 def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None,

@@ -29,13 +29,14 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
     timeout = must_exist(core.cue_timeout(step.params, run.time_scale,
                                           None if rehearsal is None else rehearsal.auto_confirm_seconds))
     seconds, on_timeout = step.params.get("timeout_seconds"), timeout.on_timeout
+    choosing, answer = ("", {}) if timeout.choice is None else (f", choosing {timeout.choice}", {"choice": timeout.choice})
     # guard: a-dry-runs-engine-confirm-degrades-it
     if timeout.by_rehearsal:
-        cause = f"confirmed by the rehearsal after {must_exist(rehearsal).auto_confirm_seconds} s"
-        if not steps.time_out(tx, step, StepStatus.DONE, now, cause):
+        cause = f"confirmed by the rehearsal after {must_exist(rehearsal).auto_confirm_seconds} s{choosing}"
+        if not steps.time_out(tx, step, StepStatus.DONE, now, cause, timeout.choice):
             return Done(None)
         log_rows.append(journal.step_status(step, StepStatus.RUNNING, StepStatus.DONE, cause=cause,
-                                            actor=journal.REHEARSAL))
+                                            actor=journal.REHEARSAL, **answer))
         return head.after_head()
     if on_timeout is CueOnTimeout.PAUSE:
         cause = f"no one confirmed within {seconds} s"
@@ -49,9 +50,9 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
         runs.degrade(tx, run_id, now, why)
         return NeedsRead(head.status, head.phase)
     to = StepStatus.DONE if on_timeout is CueOnTimeout.CONFIRM else StepStatus.CANCELLED
-    cause = f"assumed done after {seconds} s" if to is StepStatus.DONE else f"no one confirmed within {seconds} s"
-    if not steps.time_out(tx, step, to, now, cause):
+    cause = f"assumed done after {seconds} s{choosing}" if to is StepStatus.DONE else f"no one confirmed within {seconds} s"
+    if not steps.time_out(tx, step, to, now, cause, timeout.choice):
         return Done(None)
     runs.degrade(tx, run_id, now, f"step {step.id} ({step.action_id}): {cause}")
-    log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout.value))
+    log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout.value, **answer))
     return head.after_head()
