@@ -19,7 +19,8 @@ def test_every_declared_control_is_a_route_with_its_roles_body_and_summary():
     for key, op in routed.items():
         control = declared[key]
         assert op.roles == control.gate and op.summary == control.summary
-        fields = {control.note_field, control.phase_field, control.option_field, "expected"} - {None}  # expected: the tag seen (If-Match)
+        fields = {control.note_field, control.phase_field, control.option_field, control.choice_field,
+                  "expected"} - {None}  # expected: the tag seen (If-Match)
         required = {control.phase_field, control.note_field if control.note_required else None} - {None}
         assert set(op.body["properties"]) == fields and set(op.body.get("required", ())) == required
 
@@ -35,7 +36,7 @@ def test_the_vocabulary_is_the_lifecycles_statuses_and_the_declared_controls(api
     assert answer.body["controls"][2] == {
         "name": "cancel", "target": "run", "roles": ["admin", "moderator"], "wakes": True, "note_field": "reason",
         "label": "Cancel run", "question": "Cancel this run? It cannot be undone.", "done": "Cancelled", "tone": "danger",
-        "phase_field": None, "cue_roles": [], "sends_tag": False, "option_field": "cleanup", "note_required": False,
+        "phase_field": None, "cue_roles": [], "sends_tag": False, "option_field": "cleanup", "choice_field": None, "note_required": False,
         "holder": None,
     }
 

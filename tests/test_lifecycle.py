@@ -155,10 +155,11 @@ def test_a_step_move_writes_finished_at_exactly_as_its_statuses_say():
         assert move.clears_finished_at is (move.to is StepStatus.PENDING and any(s.terminal for s in move.sources))
 
 
-def test_skipped_is_a_persons_move_and_a_lease_taken_back_is_in_doubt():
-    from chalicelib.events.lifecycle import STEP_MOVES, Doubt, StepStatus
+def test_skipped_is_a_persons_move_or_a_branch_not_taken_and_a_lease_taken_back_is_in_doubt():
+    from chalicelib.events.lifecycle import PASS_OVER, STEP_MOVES, Doubt, StepStatus
 
-    assert all(m.who is Who.PERSON for m in STEP_MOVES if m.to is StepStatus.SKIPPED)
+    assert all(m.who is Who.PERSON or m is PASS_OVER for m in STEP_MOVES if m.to is StepStatus.SKIPPED)
+    assert PASS_OVER.sources == (StepStatus.PENDING,)  # the tick skips only a step that never started
     assert all(m.in_doubt is Doubt.SET for m in STEP_MOVES if m.name == "reclaim")
     assert all(not s.terminal for m in STEP_MOVES for s in m.sources if m.attempts is not lifecycle.Count.RESET)
 

@@ -60,6 +60,9 @@ NOTE_BODY = _body(note=_NOTE)
 REQUIRED_NOTE_BODY = {**_body(note={**_NOTE, "minLength": 1, "description": "why: kept on the log row (required)"}),
                       "required": ["note"]}
 NO_FIELDS = _body()
+CONFIRM_BODY = _body(note=_NOTE, choice={
+    "type": "string", "minLength": 1, "maxLength": 100,
+    "description": "a cue with choices: the value of the one chosen (required there; refused on any other step)"})
 CANCEL_BODY = _body(reason=_NOTE, cleanup={
     "type": "boolean", "default": False,
     "description": "revert what the run left in the world first (GET /runs/{id}/cleanup-plan says what), then cancel it"})
@@ -281,6 +284,8 @@ STEP = _object(
                                              " someone has it again)"},
     lapsed_acknowledged_at={**_MAYBE_TIME, "description": "since when lapsed_by had it"},
     holds_ended={"type": "integer", "minimum": 0, "description": "how many holds of its cue were released or lapsed"},
+    choice={"type": ["string", "null"], "description": "a cue with choices: the value its confirm (or its timeout)"
+                                                       " chose; null for any other step, and a cue not confirmed"},
     parked={"type": "boolean"},
     etag={"type": "string", "description": "the step's state (retries, attempts, state, finished_at): what a step"
                                            " control's If-Match names"},
@@ -394,7 +399,7 @@ VOCABULARY = _object(
         note_field={"type": ["string", "null"]}, label={"type": "string"}, question=_MAYBE_TEXT, done={"type": "string"},
         tone={"type": ["string", "null"], "enum": ["danger", "primary", None]}, phase_field={"type": ["string", "null"]},
         sends_tag={"type": "boolean"},
-        option_field={"type": ["string", "null"]},
+        option_field={"type": ["string", "null"]}, choice_field={"type": ["string", "null"]},
         note_required={"type": "boolean"},
         holder={"type": ["string", "null"], "enum": [*(h.value for h in HeldBy), None],
                 "description": "own: its cue roles press it only on a cue they have; others: not by whoever has it"},
@@ -469,17 +474,27 @@ UNSKIPPED = _object(occurrence=OCCURRENCE)
 _SECONDS = {"type": "integer", "minimum": 0}
 _MAYBE_SECONDS = {"type": ["integer", "null"], "minimum": 0}
 _WAITS_FOR = {"type": ["string", "null"], "enum": ["person", "game", "time", None]}
+def _gated(item: dict[str, Any]) -> dict[str, Any]:
+    """A projected phase or step, which carries `only_if` when it has one (as authored: it runs only for those answers)."""
+    return {**item, "properties": {**item["properties"], "only_if": {"type": "object"}}}
+
+
+_GATED = {"type": "array", "items": _object(phase=_INT, seq=_MAYBE_INT)}  # a phase (seq null), or a step of it
 TIMELINE = _object(  # the projected timeline
-    steps={"type": "array", "items": _object(
+    steps={"type": "array", "items": _gated(_object(
         phase=_INT, seq=_INT, action={"type": "string"}, says=_MAYBE_TEXT, earliest_offset_seconds=_SECONDS,
-        waits_for=_WAITS_FOR, timeout_seconds=_MAYBE_SECONDS)},
-    phases={"type": "array", "items": _object(
+        waits_for=_WAITS_FOR, timeout_seconds=_MAYBE_SECONDS))},
+    phases={"type": "array", "items": _gated(_object(
         number=_INT, name={"type": "string"}, kind={"type": "string", "enum": [k.value for k in PhaseKind]},
         advance={"type": "string"}, waits_for=_WAITS_FOR, timeout_seconds=_MAYBE_SECONDS,
-        earliest_start_seconds=_SECONDS, earliest_end_seconds=_SECONDS, latest_end_seconds=_MAYBE_SECONDS)},
+        earliest_start_seconds=_SECONDS, earliest_end_seconds=_SECONDS, latest_end_seconds=_MAYBE_SECONDS))},
     shortest_seconds=_SECONDS,
     longest_seconds=_MAYBE_SECONDS,
     warnings={"type": "array", "items": WARNING},
+    branches={"type": "array", "description": "per cue or signal field an only_if reads: what each answer runs and skips",
+              "items": _object(reads={"type": "object"}, answers={"type": "array", "items": _object(
+                  value={"type": ["string", "integer", "boolean", "null"]}, label={"type": "string"},
+                  runs=_GATED, skips=_GATED)})},
 )
 ACTIONS = _object(actions={"type": "array", "items": ACTION},
                   module_actions={"type": ["array", "null"], "items": {"type": "string"}})

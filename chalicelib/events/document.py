@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema_check import first_error, unknown_fields
-from . import cron, ledger
+from . import branching, cron, ledger
 from .actions import registry
 from .errors import Invalid, UnreadableDocument
 from .lifecycle import (
@@ -36,7 +36,7 @@ from .lifecycle import (
     StepsDone,
     condition_of,
 )
-from .model import Revert, StepSpec
+from .model import OnlyIf, Revert, StepSpec
 from .names import name_problems
 
 DEFAULT_GRACE_SECONDS = 300
@@ -67,12 +67,14 @@ STEP_SCHEMA = {
                      "description": "a step in doubt (its outcome unknown): resend it (the default), or park it"
                                     " for a person's decision"},
         "revert": ledger.REVERT_SCHEMA,
+        "name": branching.STEP_NAME_SCHEMA,
+        "only_if": branching.ONLY_IF_SCHEMA,
     },
 }
 # What must be met before a drained phase is left (docs/contract.md, "Phases that follow the game"):
 # `lifecycle.ConditionKind`, each typed as its condition (`lifecycle.condition_of`).
 MAX_PHASE_SECONDS = 7 * 24 * 3600
-SIGNAL_NAME = r"^[a-z][a-z0-9_]{0,63}$"
+SIGNAL_NAME = branching.NAME
 _PHASE_SECONDS = {"type": "integer", "minimum": 1, "maximum": MAX_PHASE_SECONDS}
 ADVANCE_SCHEMA = {
     "type": "object",
@@ -104,6 +106,7 @@ PHASE_SCHEMA = {
     "properties": {
         "name": {"type": "string", "maxLength": 200},
         "advance": ADVANCE_SCHEMA,
+        "only_if": branching.ONLY_IF_SCHEMA,
         "steps": {"type": "array", "minItems": 1, "maxItems": 200, "items": STEP_SCHEMA},
     },
 }
@@ -228,6 +231,7 @@ def _normalised_step(step: dict[str, Any]) -> dict[str, Any]:
         "on_failure": step.get("on_failure", OnFailure.PAUSE.value),
         **({"revert": ledger.revert_of(step["revert"]).public()} if "revert" in step else {}),
         **({"on_doubt": step["on_doubt"]} if "on_doubt" in step else {}),
+        **branching.normalised(step),
     }
 
 
@@ -284,7 +288,7 @@ def validate(document: Any, module_actions: frozenset[str] | None = None) -> dic
     if isinstance(document, dict):
         if isinstance(document.get("name"), str):
             problems += name_problems(document["name"].strip(), "document.name")
-        problems += _advance_problems(document)
+        problems += _advance_problems(document) + branching.problems(document)
         for path, step in _authored_steps(document):
             if first_error(STEP_SCHEMA, step, path) is None:
                 problems += _step_problems(step, path, module_actions)
@@ -298,7 +302,8 @@ def validate(document: Any, module_actions: frozenset[str] | None = None) -> dic
         "grace_seconds": document.get("grace_seconds", DEFAULT_GRACE_SECONDS),
         "phases": [
             {"name": phase.get("name") or f"phase {place}", "steps": [_normalised_step(s) for s in phase["steps"]],
-             **({"advance": dict(phase["advance"])} if "advance" in phase else {})}
+             **({"advance": dict(phase["advance"])} if "advance" in phase else {}),
+             **branching.normalised(phase, a_step=False)}
             for place, phase in enumerate(document["phases"], 1)
         ],
         "ending": [_normalised_step(s) for s in document.get("ending", [])],
@@ -327,6 +332,7 @@ class PhasePlan:
     specs: tuple[StepSpec, ...]
     condition: Condition = field(default_factory=StepsDone)  # what must be met before it may be left once drained
     limit: PhaseLimit | None = None
+    only_if: OnlyIf | None = None  # it opens only when this is met; else the walk passes over it (`branching`)
 
     @property
     def signal(self) -> str | None:
@@ -375,6 +381,15 @@ class Programme:
         plan = next((p for p in self.phases if p.number == phase), None)
         return plan.specs[seq].revert if plan is not None and seq < len(plan.specs) else None
 
+    def spec(self, phase: int, seq: int) -> StepSpec | None:
+        """The authored step at (phase, seq), if there is one (a cleanup's reverts are not authored)."""
+        plan = next((p for p in self.phases if p.number == phase), None)
+        return plan.specs[seq] if plan is not None and seq < len(plan.specs) else None
+
+    def named(self, name: str) -> tuple[int, int] | None:
+        """The (phase, seq) of the step named `name` (what an only_if calls a cue by); None if none is."""
+        return next(((p.number, seq) for p in self.phases for seq, spec in enumerate(p.specs) if spec.name == name), None)
+
     @property
     def rows(self) -> tuple[PhasePlan, ...]:
         """The phases a run gets a row for: every one with steps."""
@@ -385,20 +400,20 @@ def programme_of(document: dict[str, Any]) -> Programme:
     try:
         authored = [
             (PhaseKind.MAIN, str(phase.get("name") or f"phase {place}"), tuple(_spec(step) for step in phase["steps"]),
-             *_advance(phase))
+             *_advance(phase), OnlyIf.of(phase["only_if"]) if phase.get("only_if") is not None else None)
             for place, phase in enumerate(document["phases"], 1)
         ]
-        ending = (PhaseKind.ENDING, "ending", tuple(_spec(step) for step in document.get("ending") or ()), StepsDone(), None)
+        ending = (PhaseKind.ENDING, "ending", tuple(_spec(step) for step in document.get("ending") or ()), StepsDone(), None,
+                  None)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise UnreadableDocument(f"definition document unreadable: {type(error).__name__}: {error}") from error
-    if not authored or not all(specs for _, _, specs, _, _ in authored):
+    if not authored or not all(specs for _, _, specs, *_ in authored):
         raise UnreadableDocument("definition document unreadable: every phase needs at least one step")
     cleanup_on = document.get("cleanup_on") or []
     if not isinstance(cleanup_on, list) or not set(cleanup_on) <= {when.value for when in CleanupOn}:
         raise UnreadableDocument(f"definition document unreadable: cleanup_on {cleanup_on!r}")
-    cleanup = (PhaseKind.CLEANUP, "cleanup", (), StepsDone(), None)
-    *walked, last = (PhasePlan(number, kind, name, specs, condition, limit)
-                     for number, (kind, name, specs, condition, limit) in enumerate([*authored, ending, cleanup], 1))
+    cleanup = (PhaseKind.CLEANUP, "cleanup", (), StepsDone(), None, None)
+    *walked, last = (PhasePlan(number, *plan) for number, plan in enumerate([*authored, ending, cleanup], 1))
     return Programme(tuple(walked), last, frozenset(CleanupOn(when) for when in cleanup_on))
 
 
@@ -426,4 +441,6 @@ def _spec(step: dict[str, Any]) -> StepSpec:
         on_failure=OnFailure(step.get("on_failure") or OnFailure.PAUSE.value),
         revert=ledger.revert_of(step["revert"]) if step.get("revert") is not None else None,
         on_doubt=OnDoubt(step.get("on_doubt") or OnDoubt.RESEND.value),
+        name=step.get("name"),
+        only_if=OnlyIf.of(step["only_if"]) if step.get("only_if") is not None else None,
     )

@@ -10,6 +10,7 @@ its cause (`cause`).
                    before: {"steps_done": true}, or {"by", "at"} of whoever met its condition (with
                    "closed_by" when the engine closed it, "deadline_passed" when its deadline had passed too)
     run.advance    a person advanced a phase: {phase, reason, skipped_steps, resumed}
+    run.phase_skipped  the walk passed over a phase whose only_if was not met: {phase, name, cause}
     run.signal     a signal's first receipt: {name, by, effect, payload}; the row's phase is the one it names
     run.cleanup    a cleanup wrote revert steps: {phase, reverts}, the number written (again for what a late
                    answer recorded meanwhile)
@@ -48,6 +49,7 @@ from .model import Run, Signal, Step, iso
 RUN_STATUS = "run.status"
 RUN_PHASE = "run.phase"
 RUN_ADVANCE = "run.advance"
+RUN_PHASE_SKIPPED = "run.phase_skipped"
 RUN_SIGNAL = "run.signal"
 RUN_CLEANUP = "run.cleanup"
 STEP_STATUS = "step.status"
@@ -60,8 +62,9 @@ STEP_REMINDER = "step.reminder"
 STEP_ESCALATED = "step.escalated"
 RUN_ESCALATED = "run.escalated"
 NOTICE_FAILED = "notice.failed"
-KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS, STEP_DISPATCH, STEP_ACKNOWLEDGED,
-         STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED, STEP_RELEASED, STEP_TAKEN_OVER, STEP_HOLD_LAPSED)
+KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS,
+         STEP_DISPATCH, STEP_ACKNOWLEDGED, STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED, STEP_RELEASED, STEP_TAKEN_OVER,
+         STEP_HOLD_LAPSED)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
 REHEARSAL = "rehearsal"  # the actor of a dry run's stand-in for a person or the game (its confirm, its signal)
@@ -107,6 +110,12 @@ def run_phase(run_id: int, number: int, name: str | None, ended_by: dict[str, An
     if ended_by is not None:
         detail["ended_by"] = ended_by
     return Entry(run_id=run_id, kind=RUN_PHASE, phase=number, detail=detail, actor=RUNNER)
+
+
+def run_phase_skipped(run_id: int, number: int, name: str, cause: str) -> Entry:
+    """The walk passed over phase `number`: its only_if was not met (`cause` says how), so it never opened."""
+    detail = {"phase": number, "name": name, "cause": cause}
+    return Entry(run_id=run_id, kind=RUN_PHASE_SKIPPED, phase=number, detail=detail, actor=RUNNER)
 
 
 def run_advance(run: Run, control: str, phase: int, actor: str, *, reason: str | None, skipped_steps: int,

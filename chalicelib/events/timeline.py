@@ -20,6 +20,10 @@ pauses the run), and escalates after its own `escalate_after_seconds` or the dep
 EVENT_ESCALATE_AFTER_SECONDS (0: never), as does a phase held for a person to advance (`runner/stalls.py`);
 a phase held for a signal is escalated by nothing.
 
+Branches (`branches`): for each cue or signal field an `only_if` reads, each answer it
+may give with the phases and steps gated on it that then run and those skipped. The offsets and lengths
+count every phase and step, whichever branch a run takes.
+
 Warnings (`{"code", "message"}`): `overlap` (over the next 100 occurrences within 366 days, in the
 schedule's time zone, the smallest gap between two is less than the shortest run), `overlap_possible`
 (only the longest run, or an unbounded one, exceeds it), `unbounded_wait` (a signal or manual phase, or
@@ -37,9 +41,9 @@ from typing import Any
 
 from .calendar import MAX_WINDOW
 from .cron import DEFAULT_TIMEZONE, Schedule
-from .document import PhaseLimit, PhasePlan, programme_of
+from .document import PhaseLimit, PhasePlan, Programme, programme_of
 from .lifecycle import ConditionKind, CueOnTimeout, OnDeadline
-from .model import StepSpec
+from .model import OnlyIf, StepSpec
 
 OCCURRENCES_CHECKED = 100
 NIGHT_ENDS_HOUR = 6
@@ -85,11 +89,17 @@ def _step(projection: _Projection, plan: PhasePlan, seq: int, spec: StepSpec, of
     else:
         waits_for = "game"  # the bridge's answer, inside the outbound deadline: counted as 0 s
     projection.steps.append({"phase": plan.number, "seq": seq, "action": spec.action_id, "says": says,
-                             "earliest_offset_seconds": offset, "waits_for": waits_for, "timeout_seconds": timeout})
+                             "earliest_offset_seconds": offset, "waits_for": waits_for, "timeout_seconds": timeout,
+                             **_gate(spec.only_if)})
     if spec.action_id != "core.cue":
         return hold, 0
     # A cue waits until its timeout, then pauses or goes on.
     return hold, None if params.get("on_timeout") == CueOnTimeout.PAUSE else timeout
+
+
+def _gate(only_if: OnlyIf | None) -> dict[str, Any]:
+    """A gated phase's or step's `only_if`, as authored (nothing for one that always runs)."""
+    return {} if only_if is None else {"only_if": only_if.public()}
 
 
 def _longest(advance: ConditionKind, limit: PhaseLimit | None, steps_longest: int | None) -> int | None:
@@ -131,7 +141,7 @@ def _phase(projection: _Projection, plan: PhasePlan, start: int, latest_start: i
                               "waits_for": _WAITS_FOR_PHASE.get(advance),
                               "timeout_seconds": limit.seconds if limit and advance is not ConditionKind.AFTER else None,
                               "earliest_start_seconds": start, "earliest_end_seconds": end,
-                              "latest_end_seconds": latest_end})
+                              "latest_end_seconds": latest_end, **_gate(plan.only_if)})
     return end, latest_end
 
 
@@ -158,6 +168,44 @@ def _cue_warnings(projection: _Projection, occurrences: list[datetime], zone: st
                 break
 
 
+def _branches(programme: Programme) -> list[dict[str, Any]]:
+    """What each answer runs and skips, per input an only_if reads (a cue, or a signal's field): the phases and
+    steps gated on it, for every answer it may give (a cue's choices, the values the only_ifs name) and for
+    none (a cue skipped or timed out; a signal that never came, or another value). Steps count from 1."""
+    gated: dict[tuple[str, ...], list[tuple[OnlyIf, dict[str, Any]]]] = {}
+    for plan in programme.phases:
+        if plan.only_if is not None:
+            gated.setdefault(_input(plan.only_if), []).append((plan.only_if, {"phase": plan.number, "seq": None}))
+        for seq, spec in enumerate(plan.specs, 1):
+            if spec.only_if is not None:
+                gated.setdefault(_input(spec.only_if), []).append((spec.only_if, {"phase": plan.number, "seq": seq}))
+    found = []
+    for key, items in gated.items():
+        offered = _offered(programme, key)
+        answers = offered if offered is not None else [
+            {"value": v, "label": str(v)} for v in dict.fromkeys(v for only_if, _ in items for v in only_if.among)]
+        answers.append({"value": None, "label": "no answer" if key[0] == "cue" else "not sent, or another value"})
+        reads = dict(zip(("cue",) if key[0] == "cue" else ("signal", "field"), key[1:], strict=True))
+        found.append({"reads": reads, "answers": [
+            {**answer, "runs": [where for only_if, where in items if only_if.admits(answer["value"])],
+             "skips": [where for only_if, where in items if not only_if.admits(answer["value"])]}
+            for answer in answers]})
+    return found
+
+
+def _input(only_if: OnlyIf) -> tuple[str, ...]:
+    return ("cue", str(only_if.choice)) if only_if.choice is not None else ("signal", str(only_if.signal), str(only_if.field))
+
+
+def _offered(programme: Programme, key: tuple[str, ...]) -> list[dict[str, Any]] | None:
+    """A cue's choices as {value, label}; None for a signal (its values are the only_ifs')."""
+    place = programme.named(key[1]) if key[0] == "cue" else None
+    spec = None if place is None else programme.spec(*place)
+    if spec is None:
+        return None
+    return [{"value": c["value"], "label": c["label"]} for c in spec.params.get("choices") or ()]
+
+
 def _overlap_warning(projection: _Projection, occurrences: list[datetime], shortest: int, longest: int | None) -> None:
     if len(occurrences) < 2:
         return
@@ -176,7 +224,8 @@ def project(document: dict[str, Any], now: datetime, *, escalate_after_seconds: 
     projection = _Projection(escalate_after_seconds=escalate_after_seconds)
     start: int = 0
     latest: int | None = 0
-    for plan in programme_of(document).rows:
+    programme = programme_of(document)
+    for plan in programme.rows:
         start, latest = _phase(projection, plan, start, latest)
     authored = document.get("schedule")
     occurrences: list[datetime] = []
@@ -188,4 +237,4 @@ def project(document: dict[str, Any], now: datetime, *, escalate_after_seconds: 
     _cue_warnings(projection, occurrences, zone)
     _overlap_warning(projection, occurrences, start, latest)
     return {"steps": projection.steps, "phases": projection.phases, "shortest_seconds": start,
-            "longest_seconds": latest, "warnings": projection.warnings}
+            "longest_seconds": latest, "warnings": projection.warnings, "branches": _branches(programme)}

@@ -248,3 +248,30 @@ def test_a_module_step_offers_only_the_actions_the_game_bridge_declares(browser,
         definition_id = _saved_definition_id(browser)
     saved = api_client.call("GET", f"/definitions/{definition_id}/versions/1")["version"]["document"]
     assert saved["phases"][0]["steps"][0]["action"] == "world.spawn"
+
+
+def test_a_branching_event_is_built_from_forms_its_choices_and_only_if_typed_as_json(browser, server, api_client):
+    name = _unique("Arena night")
+    _new_definition(browser, server)
+    _type(browser, "name", name)
+    _choose(browser, "phases[0].steps[0].action", "core.cue")
+    _type(browser, "phases[0].steps[0].params.instruction", "Which arena is free?")
+    _type(browser, "phases[0].steps[0].params.choices",
+          '[{"value": "north", "label": "North arena"}, {"value": "south", "label": "South arena"}]')
+    assert "A JSON list of {\"value\": …, \"label\": …}, at most 10." in text_of(
+        browser, "[data-path='phases[0].steps[0].params.choices'] .field-help")
+    _type(browser, "phases[0].steps[0].name", "arena")
+    _click(browser, "[data-add-phase]")
+    _type(browser, "phases[1].name", "north")
+    _type(browser, "phases[1].only_if.choice", "arena")
+    _type(browser, "phases[1].only_if.in", '["north"]')
+    _choose(browser, "phases[1].steps[0].action", "core.announce")
+    _type(browser, "phases[1].steps[0].params.message", "To the north arena")
+    _audited(browser, "the editor's branching fields")
+
+    _click(browser, "#save-document")
+    definition_id = _saved_definition_id(browser)
+    saved = api_client.call("GET", f"/definitions/{definition_id}/versions/1")["version"]["document"]
+    assert saved["phases"][0]["steps"][0]["name"] == "arena"
+    assert [c["value"] for c in saved["phases"][0]["steps"][0]["params"]["choices"]] == ["north", "south"]
+    assert saved["phases"][1]["only_if"] == {"choice": "arena", "in": ["north"]}

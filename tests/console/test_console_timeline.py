@@ -56,3 +56,21 @@ def test_the_timeline_follows_the_edits_and_saves_nothing(browser, server, api_c
     eventually(lambda: "did you mean `core.wait`?" in text_of(browser, "#timeline-problem"), "the document's problem")
     detail = api_client.call("GET", f"/definitions/{definition_id}")
     assert [v["version"] for v in detail["versions"]] == [1]
+
+
+def test_the_timeline_shows_what_each_answer_of_a_cue_runs_and_skips(browser, server, api_client):
+    choices = [{"value": "north", "label": "North arena"}, {"value": "south", "label": "South arena"}]
+    document = {"name": f"Arena night {uuid.uuid4().hex[:6]}", "phases": [
+        {"name": "ask", "steps": [{"action": "core.cue", "name": "arena",
+                                   "params": {"instruction": "Which arena?", "choices": choices}}]},
+        {"name": "north", "only_if": {"choice": "arena", "in": ["north"]},
+         "steps": [{"action": "core.announce", "params": {"message": "North"}}]}]}
+    definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
+    sign_in(browser, ADMIN)
+    browser.get(f"{server.console_url}#/definitions/{definition_id}")
+    eventually(lambda: browser.find_elements(By.ID, "add-version"), "the definition's page")[0].click()
+    lines = eventually(lambda: [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#timeline-branches li")],
+                       "the branches")
+    assert lines == ["If cue arena is North arena: runs phase 2; skips nothing.",
+                     "If cue arena is South arena: runs nothing; skips phase 2.",
+                     "Otherwise, for cue arena (no answer): runs nothing; skips phase 2."], lines

@@ -82,6 +82,9 @@ OUTBOUND_TESTS = "tests/test_outbound_http.py"
 API_SIGNALS = "tests/test_api_signals.py"
 LITERALS_TESTS = "tests/test_literals.py"
 HARNESS_TESTS = "tests/test_mutation_harness.py"
+BRANCHES = "tests/test_runner_branches.py"
+BRANCH_DOCUMENTS = "tests/test_definitions_branches.py"
+CHOICES = "tests/test_controls_choices.py"
 SLEEP_FAULTS = "tests/test_runner_sleep_faults.py"
 SLEEP_OUTAGE = "tests/test_runner_sleep_outage.py"
 SLEEP_LOST_NUDGE = "tests/test_runner_sleep_lost_nudge.py"
@@ -2028,4 +2031,38 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-revert-that-is-never-sent-keeps-a-cleanup-open", "a-revert-that-is-never-sent-keeps-a-cleanup-open",
              "AND res.revert_refused IS NULL AND origin.resource_id IS NULL", "AND origin.resource_id IS NULL",
              (REVERT_DECLARED,)),
+    # Cues that ask and phases that follow the answer (issue 39, item 3).
+    Mutation("an-only-if-reads-a-later-cue", "an-only-if-reads-a-later-cue",
+             "if not cue.before(item):", "if False:",
+             (BRANCH_DOCUMENTS,)),
+    Mutation("an-only-if-reads-a-signal-of-a-later-phase", "an-only-if-reads-a-signal-of-a-later-phase",
+             "if ended.at[0] >= item.at[0]:", "if ended.at[0] > item.at[0]:",
+             (BRANCH_DOCUMENTS,)),
+    Mutation("a-branch-passes-over-a-tried-step", "a-branch-passes-over-a-tried-step",
+             "s.id = %s AND s.attempts = 0", "s.id = %s",
+             (BRANCHES,)),
+    Mutation("a-branch-passes-over-a-step-of-a-paused-run", "a-branch-passes-over-a-step-of-a-paused-run",
+             "AND r.status IN ({RunSQL.RUNNABLE}) AND {NOT_LEFT_BEHIND}", "AND {NOT_LEFT_BEHIND}",
+             (BRANCHES,)),
+    Mutation("a-phase-whose-only-if-is-not-met-opens", "a-phase-whose-only-if-is-not-met-opens",
+             "while plan is not None and plan.kind is PhaseKind.MAIN and plan.only_if is not None:", "while False:",
+             (BRANCHES,)),
+    Mutation("a-branch-not-taken-runs-anyway", "a-branch-not-taken-runs-anyway",
+             "if only_if.admits(answer):", "if True:",
+             (BRANCHES,)),
+    Mutation("a-signal-branch-not-taken-runs-anyway", "a-signal-branch-not-taken-runs-anyway",
+             "if only_if.admits(value):", "if True:",
+             (BRANCHES,)),
+    Mutation("a-gated-step-is-claimed-unread", "a-gated-step-is-claimed-unread",
+             "if gated(programme, head.step):", "if False:",
+             (BRANCHES,)),
+    Mutation("a-gated-step-is-claimed-unread-in-its-unit", "a-gated-step-is-claimed-unread-in-its-unit",
+             "if to_claim is not None and gated(programme, to_claim):", "if False:",
+             (BRANCHES,)),
+    Mutation("a-confirm-takes-a-choice-not-offered", "a-confirm-takes-a-choice-not-offered",
+             'if choice not in [c["value"] for c in offered]:', "if False:",
+             (CHOICES,)),
+    Mutation("a-timeout-forgets-its-choice", "a-timeout-forgets-its-choice",
+             'choice = params.get("timeout_choice") if on_timeout is CueOnTimeout.CONFIRM else None', "choice = None",
+             (BRANCHES,)),
 ]

@@ -24,11 +24,13 @@ _NOTE_BODIES = {None: schemas.NO_FIELDS, "reason": schemas.REASON_BODY, "note": 
 
 
 def _body_of(control: commands.Control) -> Body:
-    """The body a control takes: its phase, its option, or its note (which a take-over must give)."""
+    """The body a control takes: its phase, its option, its choice, or its note (which a take-over must give)."""
     if control.phase_field:
         return schemas.ADVANCE_BODY
     if control.option_field:
         return schemas.CANCEL_BODY
+    if control.choice_field:
+        return schemas.CONFIRM_BODY
     return schemas.REQUIRED_NOTE_BODY if control.note_required else _NOTE_BODIES[control.note_field]
 
 

@@ -1,7 +1,7 @@
 // @ts-check
 // Form fields built from a JSON schema as the API publishes it (an action's `params_schema` from GET /actions,
 // the document's from GET /openapi.json): a number input with its range, a choice for an enum, a text box,
-// a group for a nested object, a JSON box for a free object. Each field writes into the object it edits as the
+// a group for a nested object, a JSON box for a free object or a list (a cue's choices, an only_if's values). Each field writes into the object it edits as the
 // person types and removes its key when emptied, so a key the form does not know is never touched; each
 // says what it takes (the schema's description and range) and has a place for the problems the API names at
 // its path ("phases[0].steps[1].params.seconds").
@@ -30,12 +30,17 @@ const LONG_TEXT = 500; // a string this long or longer is a text area (a message
 
 const typesOf = (schema) => (Array.isArray(schema.type) ? schema.type : [schema.type]);
 const isGroup = (schema) => typesOf(schema).includes('object') && schema.properties;
-const isFreeObject = (schema) => typesOf(schema).includes('object') && !schema.properties;
+// Typed as JSON in a box of its own: an object whose fields the schema leaves open, or a list.
+const isJson = (schema) => (typesOf(schema).includes('object') && !schema.properties) || typesOf(schema).includes('array');
 const isWhole = (schema) => typesOf(schema).includes('integer');
 
 // "0 to 604800", "at most 200 characters", "one of continue, pause, confirm": what the schema allows, in words.
 function allowed(schema) {
   if (schema.enum) return `One of ${schema.enum.join(', ')}.`;
+  if (typesOf(schema).includes('array')) {
+    const fields = schema.items?.properties ? ` of {${Object.keys(schema.items.properties).map((k) => `"${k}": …`).join(', ')}}` : '';
+    return `A JSON list${fields}${schema.maxItems !== undefined ? `, at most ${schema.maxItems}` : ''}.`;
+  }
   if (schema.minimum !== undefined && schema.maximum !== undefined) return `${schema.minimum} to ${schema.maximum}.`;
   if (schema.maxLength !== undefined) return `At most ${schema.maxLength} characters.`;
   return '';
@@ -67,7 +72,7 @@ function inputFor(schema, id, value, describedBy) {
       min: schema.minimum ?? null, max: schema.maximum ?? null, value: value ?? '',
     });
   }
-  if (isFreeObject(schema)) {
+  if (isJson(schema)) {
     return el('textarea', { ...common, rows: '3', spellcheck: 'false', class: 'json' }, value === undefined ? '' : JSON.stringify(value, null, 2));
   }
   const long = (schema.maxLength ?? 0) >= LONG_TEXT;
@@ -85,7 +90,7 @@ function readInput(schema, text, path, ctx) {
   if (text.trim() === '') return undefined;
   if (schema.enum) return text;
   if (isWhole(schema) || typesOf(schema).includes('number')) return Number(text);
-  if (isFreeObject(schema)) {
+  if (isJson(schema)) {
     try {
       return JSON.parse(text);
     } catch (error) {

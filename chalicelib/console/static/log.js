@@ -21,8 +21,8 @@ function endedBy(ended) {
 
 // A person's words on a row: a reason, a note, or the engine's cause, each as what it is.
 function said(d) {
-  return [d.control && `by ${d.control}`, d.reason && `reason: “${d.reason}”`, d.note && `note: “${d.note}”`,
-    d.cause && `(${d.cause})`].filter(Boolean).join(' ');
+  return [d.control && `by ${d.control}`, d.choice != null && `answer: ${d.choice}`, d.reason && `reason: “${d.reason}”`,
+    d.note && `note: “${d.note}”`, d.cause && `(${d.cause})`].filter(Boolean).join(' ');
 }
 
 function answerWords(d) {
@@ -63,6 +63,7 @@ export function describeEntry(entry, nameOf) {
     case 'step.taken_over': return `${nameOf(entry)} taken over by ${entry.actor} from ${d.from}: “${d.note}”`;
     case 'step.hold_lapsed': return `${nameOf(entry)}: ${d.had_by}'s hold (since ${when(d.had_since)}) lapsed unanswered; nobody has it`;
     case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
+    case 'run.phase_skipped': return `Phase ${d.phase} “${d.name}” passed over (${d.cause})`;
     case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
     case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;
     case 'step.dispatch': return `${nameOf(entry)} dispatched, ${attemptWords(d)}`;

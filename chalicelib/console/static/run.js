@@ -13,7 +13,7 @@ import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
-import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, rehearsalMark, waitOf, when } from './ui.js';
+import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, parkOf, rehearsalMark, waitOf, when } from './ui.js';
 import { askCancel, ledgerSection } from './resources.js';
 
 const LOG_PAGE = 500;
@@ -31,7 +31,7 @@ function specOf(name) {
   return {
     field, required, label: field ? `${capitalised(field)} (${required ? 'required' : 'optional'})` : null, title: declared.question,
     action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
-    option: declared.option_field || null,
+    option: declared.option_field || null, choiceField: declared.choice_field || null,
   };
 }
 
@@ -74,8 +74,17 @@ export function runView(main, ctx, runIdText) {
     }
   }
 
+  // A control's button; on a cue with choices, a control that carries the answer (confirm) is a button per
+  // choice, each its label.
   function controlButton(name, step, label = step ? `${specOf(name).action} ${stepName(step)}` : specOf(name).action) {
     const spec = specOf(name);
+    const choices = spec.choiceField && step && !parkOf(step)?.decision ? (step.params?.choices || []) : [];
+    if (choices.length) {
+      return choices.map((choice) => el('button', {
+        type: 'button', class: spec.tone, 'data-control': name, 'data-step': step.id, 'data-choice': choice.value,
+        'aria-label': `${spec.action} ${stepName(step)}: ${choice.label}`, onclick: () => act(name, step, choice),
+      }, choice.label));
+    }
     return el('button', {
       type: 'button', class: spec.tone,
       'data-control': name, 'data-step': step ? step.id : null, onclick: () => act(name, step),
@@ -179,11 +188,12 @@ export function runView(main, ctx, runIdText) {
     return null;
   }
 
-  async function act(name, step) {
+  // `choice`: the answer pressed, on a cue with choices ({value, label}).
+  async function act(name, step, choice = null) {
     const spec = specOf(name);
     let body = {};
     const phase = spec.phaseField ? currentPhase() : null;
-    const what = step ? null : consequence(name);
+    const what = choice ? `The answer: ${choice.label}.` : step ? null : consequence(name);
     if (spec.option && !step) { // cancel: what it does, its reason, and whether to clean up what the run left
       const chosen = await askCancel(runId, { ...spec, title: spec.title || `${spec.action}?`, what });
       if (chosen === null) return;
@@ -199,9 +209,11 @@ export function runView(main, ctx, runIdText) {
       if (text) body = { [spec.field]: text };
     }
     if (phase) body[spec.phaseField] = phase.number;
+    if (choice) body[spec.choiceField] = choice.value;
     const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
     const named = step ? stepName(step) : `run ${runId}`;
-    await send(path, body, { action: spec.action, about: named, done: () => `${spec.done} ${named}.` });
+    const answered = choice ? `: ${choice.label}` : '';
+    await send(path, body, { action: spec.action, about: named, done: () => `${spec.done} ${named}${answered}.` });
   }
 
   const signalButton = (signal) => (session.may.control ? el('div', { class: 'buttons' }, el('button', {

@@ -45,10 +45,18 @@ function said(step, history) {
   return el('span', { class: 'note-text', 'data-said': 'note' }, `${word}: `, step.last_error);
 }
 
+// The answer a cue with choices was given: its label as its button said it, and its value.
+export function answerOf(step) {
+  if (step.choice == null) return null;
+  const label = (step.params?.choices || []).find((c) => c.value === step.choice)?.label;
+  return el('div', { class: 'answer', 'data-answer': step.id }, 'Answer: ', el('strong', {}, label || step.choice),
+    label && label !== step.choice ? ` (${step.choice})` : '');
+}
+
 function describeStep(step) {
   const p = step.params || {};
   const words = p.instruction || p.message;
-  return words ? [el('strong', {}, stepName(step)), el('br'), words] : el('strong', {}, stepName(step));
+  return [words ? [el('strong', {}, stepName(step)), el('br'), words] : el('strong', {}, stepName(step)), answerOf(step)];
 }
 
 // Its badge, and a line on what it waits for: a parked cue for how long; a retry which attempt, when, and
@@ -76,6 +84,8 @@ function attempts(step, dispatches) {
 export function phaseSections(view) {
   const { run, steps } = view.detail;
   const history = stepHistory(view.entries);
+  // A phase passed over (its only_if not met) never opens: its log row says why.
+  const passedOver = new Map(view.entries.filter((e) => e.kind === 'run.phase_skipped').map((e) => [e.detail?.phase, e.detail?.cause]));
   const byPhase = new Map();
   for (const step of steps) byPhase.set(step.phase, [...(byPhase.get(step.phase) || []), step]);
   // The run's phases as the API lists them; a phase with steps but no row (a run started
@@ -93,7 +103,10 @@ export function phaseSections(view) {
     const facts = words.length ? el('p', { class: 'phase-facts', 'data-phase-facts': number },
       sentence(words.flatMap((part, i) => [i ? ' · ' : '', part])), '.') : null;
     if (!phaseSteps.length) {
-      sections.push(el('section', { class: 'phase' }, head, facts, el('p', { class: 'muted' }, 'Not started.')));
+      const why = passedOver.get(number);
+      sections.push(el('section', { class: 'phase' }, head, facts, why
+        ? el('p', { class: 'muted', 'data-passed-over': number }, `Passed over: ${why}.`)
+        : el('p', { class: 'muted' }, 'Not started.')));
       continue;
     }
     const rows = phaseSteps.sort((a, b) => a.seq - b.seq).map((step) => el('tr', { 'data-step-row': step.id, 'data-status': step.parked ? 'parked' : step.status },

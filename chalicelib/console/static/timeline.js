@@ -1,7 +1,8 @@
 // Rehearsal's projected timeline beside a document being edited: half a second after the last edit, the
 // edited document goes to POST /definitions/{id}/rehearse (which stores nothing), and its steps with their
 // earliest offsets, each phase's earliest and latest end, the shortest and longest run and the warnings
-// are shown. Only the newest answer is shown: one that arrives after a later edit's is dropped.
+// are shown, and what each answer of a cue with choices (or value of a signal) runs and skips. Only the newest
+// answer is shown: one that arrives after a later edit's is dropped.
 
 import { ApiError, post } from './api.js';
 import { el } from './ui.js';
@@ -23,6 +24,21 @@ function stepLine(step) {
     el('code', {}, step.action), step.says ? [' “', step.says, '”'] : '', waits);
 }
 
+// "phase 3" or "phase 1 · step 2": a gated phase or step, as a branch lists it.
+const gatedName = (where) => (where.seq == null ? `phase ${where.phase}` : `phase ${where.phase} · step ${where.seq}`);
+const named = (list) => (list.length ? list.map(gatedName).join(', ') : 'nothing');
+
+// "If cue arena is answered North arena: runs phase 2; skips phase 3, phase 5 · step 1."
+function branchLines(branches) {
+  if (!branches?.length) return null;
+  return el('ul', { id: 'timeline-branches' }, branches.flatMap((branch) => {
+    const reads = branch.reads.cue ? `cue ${branch.reads.cue}` : `signal ${branch.reads.signal}'s ${branch.reads.field}`;
+    return branch.answers.map((answer) => el('li', { 'data-branch': branch.reads.cue || `${branch.reads.signal}.${branch.reads.field}`, 'data-answer': String(answer.value) },
+      answer.value === null ? `Otherwise, for ${reads} (${answer.label})` : `If ${reads} is ${answer.label}`,
+      `: runs ${named(answer.runs)}; skips ${named(answer.skips)}.`));
+  }));
+}
+
 function render(box, projection) {
   const byPhase = projection.phases.map((phase) => el('li', { 'data-timeline-phase': phase.number },
     el('strong', {}, `Phase ${phase.number} (${phase.name})`),
@@ -34,6 +50,7 @@ function render(box, projection) {
     projection.warnings.length
       ? el('ul', { id: 'timeline-warnings', class: 'problems' }, projection.warnings.map((w) => el('li', { 'data-code': w.code }, `${w.code}: ${w.message}`)))
       : el('p', { id: 'timeline-warnings', class: 'muted' }, 'No warnings.'),
+    branchLines(projection.branches),
     el('ol', { id: 'timeline-phases', class: 'timeline' }, byPhase));
 }
 

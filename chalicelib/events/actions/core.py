@@ -33,12 +33,16 @@ def wait(context: ActionContext) -> Outcome:
 
 def cue(context: ActionContext, channel: Channel, console_url: str | None = None,
         escalate_after_seconds: int = 0) -> Outcome:
-    """Post the instruction, then park with the cue's timers: a person confirms or skips it.
+    """Post the instruction (with its choices' labels, for a cue that asks), then park with the cue's timers: a
+    person confirms or skips it.
 
     `escalate_after_seconds` is the deployment's escalation for a cue without its own (0: none)."""
     params = context.step.params
     instruction = params["instruction"]
-    posted = _post(channel, Notice.of(context.step, "cue", instruction, context.now, console_url))
+    # A cue that asks says its answers, as the console's buttons do.
+    answers = ", ".join(c["label"] for c in params.get("choices") or ())
+    asked = f"{instruction} (answer: {answers})" if answers else instruction
+    posted = _post(channel, Notice.of(context.step, "cue", asked, context.now, console_url))
     return posted or Outcome.parked(note=f"waiting for a game master: {instruction}",
                                     attention=cue_attention(context, escalate_after_seconds))
 
@@ -65,19 +69,27 @@ class CueTimeout:
     after: timedelta
     on_timeout: CueOnTimeout
     by_rehearsal: bool  # a rehearsal's engine confirm: it came before the cue's own timeout, or the cue has none
+    choice: str | None = None  # the answer a confirm at the timeout assumes, for a cue with choices
 
 
 def cue_timeout(params: dict[str, Any], time_scale: float, auto_confirm_seconds: int | None) -> CueTimeout | None:
     """The cue's own `timeout_seconds` on the run's clock with its `on_timeout`; in a rehearsal, the engine's
-    confirm after `auto_confirm_seconds` (rehearsal seconds) when that comes first. None: it never times out."""
+    confirm after `auto_confirm_seconds` (rehearsal seconds) when that comes first. None: it never times out.
+    A confirm of a cue with choices assumes its `timeout_choice` (the engine's, else its first choice)."""
     own = params.get("timeout_seconds")
     own_after = timedelta(seconds=own * time_scale) if own else None
+    choices = params.get("choices") or []
     # guard: a-dry-runs-engine-confirm-overrides-the-cues-own-earlier-timeout
     if auto_confirm_seconds is not None and (own_after is None or timedelta(seconds=auto_confirm_seconds) < own_after):
-        return CueTimeout(timedelta(seconds=auto_confirm_seconds), CueOnTimeout.CONFIRM, by_rehearsal=True)
+        first = choices[0]["value"] if choices else None
+        return CueTimeout(timedelta(seconds=auto_confirm_seconds), CueOnTimeout.CONFIRM, by_rehearsal=True,
+                          choice=params.get("timeout_choice", first))
     if own_after is None:
         return None
-    return CueTimeout(own_after, CueOnTimeout(params.get("on_timeout", CueOnTimeout.CONTINUE)), by_rehearsal=False)
+    on_timeout = CueOnTimeout(params.get("on_timeout", CueOnTimeout.CONTINUE))
+    # guard: a-timeout-forgets-its-choice
+    choice = params.get("timeout_choice") if on_timeout is CueOnTimeout.CONFIRM else None
+    return CueTimeout(own_after, on_timeout, by_rehearsal=False, choice=choice)
 
 
 def announce(context: ActionContext, channel: Channel, console_url: str | None = None) -> Outcome:

@@ -78,6 +78,45 @@ _CUE_ATTENTION = {
 }
 
 
+# A cue that asks (docs/definitions.md, "Cues that ask"): the answers a person picks from, a button each.
+MAX_CHOICES = 10
+CHOICE_VALUE = {"type": "string", "minLength": 1, "maxLength": 100, "pattern": r"\S",
+                "description": "what the confirm carries and an only_if compares (exactly, case and all)"}
+_CUE_CHOICES = {
+    "choices": {"type": "array", "minItems": 2, "maxItems": MAX_CHOICES,
+                "description": f"2 to {MAX_CHOICES} answers, each a value and the label of its button; a confirm must"
+                               " carry one of the values",
+                "items": {"type": "object", "additionalProperties": False, "required": ["value", "label"],
+                          "properties": {"value": CHOICE_VALUE,
+                                         "label": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"}}}},
+    "timeout_choice": {**CHOICE_VALUE, "description": "with on_timeout confirm: the answer the engine chooses at the"
+                                                      " timeout (and a dry run's engine when it confirms)"},
+}
+
+
+def _cue_problem(params: dict[str, Any], name: str) -> str | None:
+    """What the cue's schema cannot say: its timers against its timeout, its choices against each other."""
+    return _cue_timers_problem(params, name) or _cue_choices_problem(params, name)
+
+
+def _cue_choices_problem(params: dict[str, Any], name: str) -> str | None:
+    """Values are unique; a timeout that confirms a cue with choices names which one, and only then."""
+    values = [str(c["value"]) for c in params.get("choices") or ()]  # the schema's checked: each a {value, label}
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        return f"{name}.choices: the value {twice[0]!r} is offered twice (each choice's value is its own)"
+    chosen = params.get("timeout_choice")
+    confirms = params.get("on_timeout") == CueOnTimeout.CONFIRM
+    if chosen is None:
+        needed = confirms and values
+        return f"{name}: on_timeout confirm of a cue with choices needs timeout_choice (which answer to assume)" if needed else None
+    if not values:
+        return f"{name}.timeout_choice: the cue offers no choices"
+    if not confirms:
+        return f"{name}.timeout_choice: it is chosen only by on_timeout confirm"
+    return None if chosen in values else f"{name}.timeout_choice: {chosen!r} is not one of the choices ({', '.join(values)})"
+
+
 def _cue_timers_problem(params: dict[str, Any], name: str) -> str | None:
     """A reminder or an escalation must come before the timeout: after it, nobody would read it."""
     timeout = params.get("timeout_seconds")
@@ -101,10 +140,11 @@ CORE_ACTIONS: dict[str, ActionSpec] = {
         ),
         ActionSpec(
             "core.cue",
-            "Post an instruction to the game masters' channel and wait for a person to confirm or skip it.",
-            _object({"instruction": _TEXT, **_CUE_ATTENTION}, ["instruction"]),
+            "Post an instruction to the game masters' channel and wait for a person to confirm or skip it (with"
+            " choices: to confirm it with one of its answers).",
+            _object({"instruction": _TEXT, **_CUE_ATTENTION, **_CUE_CHOICES}, ["instruction"]),
             outcomes=("parked",),
-            params_rule=_cue_timers_problem,
+            params_rule=_cue_problem,
         ),
         ActionSpec(
             "core.announce",

@@ -29,11 +29,11 @@ from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
 from .run_controls import Advance, Advanced, Cancel, Pause, Resume
 from .signal import Receipt, ReceiveSignal, declared
-from .step_controls import Acknowledge, Confirm, Release, Resend, Retried, Retry, Skip, TakeOver
+from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retried, Retry, Skip, TakeOver
 
 __all__ = [
     "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
-    "Acknowledge", "Advance", "Advanced", "Cancel", "Confirm", "Context", "Control", "HeldBy", "Pause", "Press",
+    "Acknowledge", "Advance", "Advanced", "Cancel", "Choice", "Confirm", "Context", "Control", "HeldBy", "Pause", "Press",
     "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "TakeOver",
     "Target", "acknowledge", "advance", "advance_refusal", "cancel", "confirm", "declared", "execute", "offered",
     "pause", "receive_signal", "refusal", "release", "resend", "resume", "retry", "skip", "take_over", "within",
@@ -60,8 +60,9 @@ def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime,
 
 
 def confirm(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, note: str | None = None,
-            cue_only: frozenset[str] | None = None, press: Press = AS_EVER) -> Step:
-    return execute(db, Confirm(run_id, step_id, note), Context(actor, now, press, cue_only))
+            cue_only: frozenset[str] | None = None, press: Press = AS_EVER, choice: str | None = None) -> Step:
+    return execute(db, Confirm(run_id, step_id, note, None if choice is None else Choice(choice)),
+                   Context(actor, now, press, cue_only))
 
 
 def skip(db: Database, run_id: int, step_id: int, *, actor: str, now: datetime, reason: str | None = None,

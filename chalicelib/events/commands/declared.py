@@ -20,7 +20,7 @@ from ..model import Phase, Run, Step
 from .protocol import HeldBy, RunCommand, StepCommand
 from .rules import Refusal, advance_refusal
 from .run_controls import Advance, Cancel, Pause, Resume
-from .step_controls import Acknowledge, Confirm, Release, Resend, Retry, Skip, TakeOver
+from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retry, Skip, TakeOver
 
 
 class Target(str, Enum):
@@ -103,6 +103,11 @@ class Control:
         """A boolean body field (cancel's cleanup): its command's yes-or-no field."""
         return self._field_typed(bool)
 
+    @cached_property
+    def choice_field(self) -> str | None:
+        """The body field carrying the answer chosen (confirm's, for a cue with choices): its command's choice."""
+        return self._field_typed(Choice | None)
+
     def _field_typed(self, kind: object) -> str | None:
         hints = get_type_hints(self.command)
         return next((f.name for f in dataclasses.fields(self.command) if f.name not in _IDS and hints[f.name] == kind), None)
@@ -118,6 +123,8 @@ class Control:
             fields[self.phase_field] = body[self.phase_field]
         if self.option_field:
             fields[self.option_field] = bool(body.get(self.option_field))
+        if self.choice_field and body.get(self.choice_field) is not None:
+            fields[self.choice_field] = Choice(body[self.choice_field])
         return self.command(**fields)
 
     @property
@@ -141,7 +148,7 @@ class Control:
             "cue_roles": sorted(self.cue_roles), "wakes": self.wakes,
             "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
             "tone": self.tone, "phase_field": self.phase_field, "sends_tag": self.sends_tag,
-            "option_field": self.option_field, "note_required": self.note_required,
+            "option_field": self.option_field, "choice_field": self.choice_field, "note_required": self.note_required,
             "holder": None if self.holder is None else self.holder.value,
         }
 

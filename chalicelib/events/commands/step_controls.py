@@ -56,20 +56,46 @@ class _Decision(StepCommand[Step]):
         return step_answer(result)
 
 
+class Choice(str):
+    """The answer a confirm carries: one of its cue's choices' values (its own type, so that its body field is
+    found by it, `declared.Control.choice_field`)."""
+
+
 @dataclass(frozen=True)
 class Confirm(_Decision):
-    """A parked step -> done, with the person's note: they did what it asked."""
+    """A parked step -> done, with the person's note: they did what it asked (a cue with choices: with the
+    answer they chose, kept on the step and in the log row)."""
 
     name: ClassVar[str] = "confirm"
     roles: ClassVar[frozenset[str]] = CONTROLLERS
     cue_roles: ClassVar[frozenset[str]] = frozenset({GM})
     rule = confirm_refusal
     note: str | None = None
+    choice: Choice | None = None
 
     def decide(self, tx: Tx, run: Run, step: Step, by: Context) -> Took[Step] | None:
+        problem = choice_problem(step, self.choice)
+        if problem is not None:
+            raise Invalid(problem)  # what the step offers is its definition's: nothing of it is a moment's state
         text = clean_note(self.note)
-        taken = steps.confirm_parked(tx, step.id, by.now, text, seen=by.step_seen(step))
-        return self.decided(tx, step, taken, StepStatus.DONE, by, note=text)
+        taken = steps.confirm_parked(tx, step.id, by.now, text, choice=self.choice, seen=by.step_seen(step))
+        answer = {} if self.choice is None else {"choice": str(self.choice)}
+        return self.decided(tx, step, taken, StepStatus.DONE, by, note=text, **answer)
+
+
+def choice_problem(step: Step, choice: str | None) -> str | None:
+    """Why a confirm's `choice` does not fit the step: a cue with choices is confirmed with one of them, and
+    any other step without one. None: it fits."""
+    offered = step.choices
+    words = ", ".join(f"{c['value']} ({c['label']})" for c in offered)
+    if not offered:
+        return None if choice is None else f"{step.named} offers no choices: confirm it without one"
+    if choice is None:
+        return f"{step.named} asks which: confirm it with a choice, one of {words}"
+    # guard: a-confirm-takes-a-choice-not-offered
+    if choice not in [c["value"] for c in offered]:
+        return f"{choice!r} is not one of the choices of {step.named}: {words}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ status part of the WHERE from that row, and `docs/contract.md`'s step table is
     pending ─► running ─► done | failed | refused     (the claimer)
        ▲          │  (parked: running with no lease)
        └──────────┘  retry, a lease taken back
-    pending, parked ─► skipped (a person); ─► cancelled (the run ending)
+    pending, parked ─► skipped (a person; a pending step whose only_if is not met, the tick);
+                      ─► cancelled (the run ending)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class StepStatus(str, Enum):
     DONE = "done"  # succeeded, or a person confirmed it
     FAILED = "failed"  # failed, or gave up at the attempt ceiling
     REFUSED = "refused"  # the module understood and declined
-    SKIPPED = "skipped"  # a person decided against it (only a person's control writes it)
+    SKIPPED = "skipped"  # a person decided against it, or its `only_if` was not met when its turn came
     CANCELLED = "cancelled"  # the engine closed it without running it to the end (its log row says why)
 
     @property
@@ -228,13 +229,16 @@ TIME_OUT = {to: StepMove("time out", (_S.RUNNING,), to, _TICK, f"nobody answered
             for to, why in ((_S.CANCELLED, ""), (_S.DONE, ""), (_S.FAILED, " (a by-hand revert: its resource left)"))}
 DROP_TIMEOUT = StepMove("drop timeout", (_S.RUNNING,), None, _TICK,
                         "its parked cue's timeout paused its run (or came in the ending): it waits on")
+# A branch not taken: its turn came, never tried, and its `only_if` is not met (runner/branches.py).
+PASS_OVER = StepMove("pass over", (_S.PENDING,), _S.SKIPPED, _TICK,
+                     "its turn has come, never tried, and its only_if is not met (the cue's answer or the signal's value)")
 # Its idempotency key, from its own id, once its INSERT has given it one.
 STAMP_KEY = StepMove("stamp key", (), None, _TICK, "its phase is materialised")
 
 STEP_MOVES: tuple[StepMove, ...] = (
     CLAIM, PARK, RESCHEDULE, *FINISH.values(), END_IN_FLIGHT, DELAY_NEXT, ABANDON, GIVE_UP, PARK_IN_DOUBT, REQUEUE,
     CANCEL_PENDING, CANCEL_OPEN, *CLOSE_WITH_THE_PHASE.values(), CONFIRM, RESEND, *SKIP.values(), ACKNOWLEDGE, RELEASE,
-    TAKE_OVER, RETRY, RETRY_REVERT, REMIND, ESCALATE, ESCALATION_OVER, LAPSE, *TIME_OUT.values(), DROP_TIMEOUT, STAMP_KEY,
+    TAKE_OVER, RETRY, RETRY_REVERT, REMIND, ESCALATE, ESCALATION_OVER, LAPSE, *TIME_OUT.values(), DROP_TIMEOUT, PASS_OVER, STAMP_KEY,
 )
 
 

@@ -44,6 +44,37 @@ class Revert:
 
 
 @dataclass(frozen=True)
+class OnlyIf:
+    """When an authored step or phase runs (its `only_if`): the answer of the cue named `choice`, or the field
+    `field` of the payload of the signal `signal`, is one of `among` (docs/definitions.md, "Cues that ask")."""
+
+    among: tuple[Any, ...]
+    choice: str | None = None
+    signal: str | None = None
+    field: str | None = None
+
+    @classmethod
+    def of(cls, written: dict[str, Any]) -> OnlyIf:
+        """As the document writes it: `{"choice", "in"}` or `{"signal", "field", "in"}` (KeyError, TypeError:
+        not one of those)."""
+        among = written["in"]
+        if not isinstance(among, list):
+            raise TypeError("only_if.in must be a list")
+        if "choice" in written:
+            return cls(tuple(among), choice=str(written["choice"]))
+        return cls(tuple(among), signal=str(written["signal"]), field=str(written["field"]))
+
+    def admits(self, answer: Any) -> bool:
+        """Whether `answer` is one of its values, compared as JSON values are (the string "1" is not the number 1,
+        nor true the number 1); None, no answer, never is."""
+        return any(type(value) is type(answer) and value == answer for value in self.among)
+
+    def public(self) -> dict[str, Any]:
+        read = {"choice": self.choice} if self.choice is not None else {"signal": self.signal, "field": self.field}
+        return {**read, "in": list(self.among)}
+
+
+@dataclass(frozen=True)
 class StepSpec:
     """One authored step, as materialised into a phase."""
 
@@ -53,6 +84,8 @@ class StepSpec:
     on_failure: OnFailure = OnFailure.PAUSE
     revert: Revert | None = None  # its static revert: a done answer records one resource with it
     on_doubt: OnDoubt = OnDoubt.RESEND
+    name: str | None = None  # what an `only_if` calls it by (a cue with choices)
+    only_if: OnlyIf | None = None  # it runs only when this is met at its turn; else it is passed over (skipped)
 
 
 
@@ -96,6 +129,7 @@ class Step:
     lapsed_by: str | None = None
     lapsed_acknowledged_at: datetime | None = None
     holds_ended: int = 0
+    choice: str | None = None  # a cue with choices: the value its confirm (or its timeout) chose
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:
@@ -169,6 +203,12 @@ class Step:
         if self.lapsed_by is None:
             return None
         return f"{self.lapsed_by} acknowledged at {self.lapsed_acknowledged_at:%H:%M} UTC and has not confirmed"
+
+    @property
+    def choices(self) -> list[dict[str, Any]]:
+        """A cue's choices as authored (each {value, label}); none for any other step."""
+        offered = self.params.get("choices") if self.action_id == "core.cue" else None
+        return offered if isinstance(offered, list) else []
 
     @property
     def named(self) -> str:

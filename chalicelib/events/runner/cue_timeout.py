@@ -34,13 +34,14 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
     timeout = must_exist(core.cue_timeout(step.params, run.time_scale,
                                           None if rehearsal is None else rehearsal.auto_confirm_seconds))
     seconds, on_timeout = step.params.get("timeout_seconds"), timeout.on_timeout
+    choosing, answer = ("", {}) if timeout.choice is None else (f", choosing {timeout.choice}", {"choice": timeout.choice})
     # guard: a-dry-runs-engine-confirm-degrades-it
     if timeout.by_rehearsal:
-        cause = f"confirmed by the rehearsal after {must_exist(rehearsal).auto_confirm_seconds} s"
-        if not _timed_out(tx, step, StepStatus.DONE, now, cause):
+        cause = f"confirmed by the rehearsal after {must_exist(rehearsal).auto_confirm_seconds} s{choosing}"
+        if not _timed_out(tx, step, StepStatus.DONE, now, cause, timeout.choice):
             return Done(None)
         log_rows.append(journal.step_status(step, StepStatus.RUNNING, StepStatus.DONE, cause=cause,
-                                            actor=journal.REHEARSAL))
+                                            actor=journal.REHEARSAL, **answer))
         return head.after_head()
     if on_timeout is CueOnTimeout.PAUSE:
         cause = f"no one confirmed within {seconds} s"
@@ -58,18 +59,19 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
     # guard: a-timed-out-revert-is-abandoned
     gave_up = StepStatus.FAILED if step.resource_id is not None else StepStatus.CANCELLED  # a revert: its resource left
     to = StepStatus.DONE if on_timeout is CueOnTimeout.CONFIRM else gave_up
-    cause = f"assumed done after {seconds} s" if to is StepStatus.DONE else f"no one confirmed within {seconds} s"
-    if not _timed_out(tx, step, to, now, cause):
+    cause = f"assumed done after {seconds} s{choosing}" if to is StepStatus.DONE else f"no one confirmed within {seconds} s"
+    if not _timed_out(tx, step, to, now, cause, timeout.choice):
         return Done(None)
     runs.degrade(tx, run_id, now, f"step {step.id} ({step.action_id}): {cause}")
-    log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout.value))
+    log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout.value, **answer))
     return head.after_head()
 
 
-def _timed_out(tx: Tx, step: Step, to: StepStatus, now: datetime, cause: str) -> bool:
-    """The cue ends as `to` on its timeout's compare-and-set; a revert's resource follows in the same
-    transaction (done: reverted; failed: revert_failed), never `reverting` for ever."""
-    if not steps.time_out(tx, step, to, now, cause):
+def _timed_out(tx: Tx, step: Step, to: StepStatus, now: datetime, cause: str, choice: str | None) -> bool:
+    """The cue ends as `to` (done: with `choice`, for a cue with choices) on its timeout's compare-and-set; a
+    revert's resource follows in the same transaction (done: reverted; failed: revert_failed), never
+    `reverting` for ever."""
+    if not steps.time_out(tx, step, to, now, cause, choice):
         return False
     # guard: a-timed-out-revert-leaves-its-resource-reverting
     if step.resource_id is not None:

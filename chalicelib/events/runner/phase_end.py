@@ -21,6 +21,7 @@ from ..commands.signal import ReceiveSignal
 from ..document import Programme
 from ..lifecycle import CLOSED_WORDS, CleanupOn, ClosedBy, ConditionKind, OnDeadline, PhaseKind, RunStatus, StepStatus
 from ..store import phases, resources, runs, steps
+from .branches import next_to_open
 from .cursor import Closing, Cursor, Done, Drained, Held, NeedsRead, opened
 
 
@@ -45,12 +46,13 @@ def leave_phase(
     # What ended it, for the next phase's run.phase row: whoever met its condition, else its steps (a
     # phase without a condition is not read again: a person's advance of one is told by its run.advance row).
     ended_by = (standing.met if standing is not None else None) or {ConditionKind.STEPS_DONE.value: True}
-    following = programme.after(number)
-    if status is RunStatus.RUNNING and following is not None and following.kind is PhaseKind.MAIN:
+    # The phases passed over (their only_if not met) are told with the move that leaves this one, if it takes.
+    following, passed = next_to_open(tx, run_id, programme, number) if status is RunStatus.RUNNING else (None, [])
+    if following is not None and following.kind is PhaseKind.MAIN:
         if not runs.leave_phase(tx, run_id, number, RunStatus.RUNNING, RunStatus.RUNNING, now, next_phase=following.number):
             return Done(None)
         rows = steps.materialise_phase(tx, run_id, following.number, following.specs)
-        log_rows.append(journal.run_phase(run_id, following.number, following.name, ended_by))
+        log_rows += [*passed, journal.run_phase(run_id, following.number, following.name, ended_by)]
         return opened(RunStatus.RUNNING, following.number, rows)
     ending = programme.ending
     if (status is RunStatus.ENDING or not ending.specs) and CleanupOn.COMPLETE in programme.cleanup_on \
@@ -58,6 +60,7 @@ def leave_phase(
                                  cleanup_target=RunStatus.COMPLETED):
         # cleanup_on: complete, and the run left something to revert: its cleanup comes first. The
         # move clears the run lease: the next tick opens the cleanup.
+        log_rows += passed
         log_rows.append(journal.run_status(run_id, number, status, RunStatus.CLEANING_UP, cause="last phase finished",
                                            cleanup_target=RunStatus.COMPLETED.value))
         return Done(RunStatus.CLEANING_UP)
@@ -70,6 +73,7 @@ def leave_phase(
                                 next_phase=ending.number if ending.specs else None):
             return Done(None)
         log_rows += [
+            *passed,
             journal.run_status(run_id, number, RunStatus.RUNNING, RunStatus.ENDING, cause="last phase finished"),
             journal.run_phase(run_id, ending.number, ending.name, ended_by),
         ]

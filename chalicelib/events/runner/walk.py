@@ -41,6 +41,7 @@ from ..model import Claim, Run
 from ..store import log, runs, steps
 from .attempt import Need, claimable, may_dispatch, need_of, next_claim, outcome_of, settle
 from .attention import Attender, Timer, due
+from .branches import gated, pass_over, unmet_at_turn
 from .budget import Budget
 from .context import WalkContext
 from .cue_timeout import time_out
@@ -168,6 +169,13 @@ class RunWalker:
                 if not may_dispatch(ctx, head.step):
                     report.out_of_budget, report.unfitted = True, need_of(ctx, head.step)
                     return head.status
+                # guard: a-gated-step-is-claimed-unread
+                if gated(programme, head.step):
+                    cause = self.db.autocommit(lambda tx: unmet_at_turn(tx, run_id, programme, head.step))
+                    if cause is not None:  # a branch not taken: skipped, and the walk goes on after it
+                        cursor, claim = self._unit(
+                            run_id, programme, lambda tx, log_rows: pass_over(tx, ctx.now, head, cause, log_rows))
+                        continue
                 claim = self.db.autocommit(lambda tx: steps.claim(tx, head.step, ctx.now, ctx.rules.lease_seconds))
                 if claim is None:
                     # Paused or cancelled meanwhile, or a person skipped the step: look once more.
@@ -269,6 +277,9 @@ class RunWalker:
             else:
                 cursor = leave_phase(tx, now, run_id, programme, cursor, log_rows)
         to_claim = next_claim(self.ctx, cursor)
+        # guard: a-gated-step-is-claimed-unread-in-its-unit
+        if to_claim is not None and gated(programme, to_claim):
+            to_claim = None  # its only_if is read first, by the walk
         # guard: runner-unit-commits-before-its-log-rows
         log.append_ahead(tx, log_rows, now)  # with the claim: one round trip for both, and the COMMIT
         if to_claim is None:

@@ -19,12 +19,14 @@ rendered by the one writer (`write.py`); the statements live by who sends them:
     claimer.py      the claim, then its answer's write, fenced on the claim's token and attempt
     sweep.py        steps whose lease lapsed, taken back
     people.py       a person's step controls: confirm, resend, skip, acknowledge, release, take over, retry
+    branching.py    a step whose only_if is not met passed over, and a cue's answer read
     attention.py    a parked cue's reminders, escalation and timeout, and the lapse of its hold
     closing.py      the steps of a run or a phase that ended, closed
     fragments.py    the SQL several of their guards share
 """
 
 from .attention import claim_escalation, claim_reminder, drop_timeout, escalation_over, lapse, time_out
+from .branching import answer_of, pass_over
 from .claimer import PHASE_ENDED, RUN_ENDED, cancel_if_over, claim, claim_token, delay_next, finish, park, reschedule
 from .closing import cancel_open, cancel_pending, cancel_phase, skip_phase_for_advance
 from .fragments import COLUMNS
@@ -59,11 +61,11 @@ from .reads import (
 from .sweep import GAVE_UP, Reclaimed, reclaim_stale
 
 __all__ = [
-    "COLUMNS", "GAVE_UP", "PHASE_ENDED", "RUN_ENDED", "Reclaimed", "acknowledge", "cancel_if_over", "cancel_open",
+    "COLUMNS", "GAVE_UP", "PHASE_ENDED", "RUN_ENDED", "Reclaimed", "acknowledge", "answer_of", "cancel_if_over", "cancel_open",
     "cancel_pending", "cancel_phase", "claim", "claim_escalation", "claim_reminder", "claim_token", "confirm_parked",
     "delay_next", "drop_timeout", "escalation_over", "finish", "first_newer", "get", "get_on_run", "holding_phase", "keys_stamped",
     "lapse", "last_started_seq", "list_for_phase", "list_for_run", "materialise_phase", "oldest_parked_since", "open_steps",
-    "open_steps_and_close_due", "page_for_run", "park", "parked_in_doubt_of", "parked_of", "phase_ended",
+    "open_steps_and_close_due", "page_for_run", "park", "parked_in_doubt_of", "parked_of", "pass_over", "phase_ended",
     "reclaim_stale", "release", "requeue_revert", "requeue_where_stopped", "reschedule", "resend", "skip_by_human",
     "skip_phase_for_advance", "status_counts", "take_over", "time_out"
 ]

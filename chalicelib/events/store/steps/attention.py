@@ -57,9 +57,10 @@ def escalation_over(tx: Tx, step_id: int, tries: int) -> bool:
                  sets="escalate_at = NULL") == 1
 
 
-def time_out(tx: Tx, step: Step, to: StepStatus, now: datetime, cause: str) -> bool:
-    """Nobody answered the cue in time: it is `to` (cancelled, or done as assumed), its timers gone, and its
-    run waits for it no more. A compare-and-set on the timeout the tick read having come."""
+def time_out(tx: Tx, step: Step, to: StepStatus, now: datetime, cause: str, choice: str | None = None) -> bool:
+    """Nobody answered the cue in time: it is `to` (cancelled, or done as assumed, with the answer `choice`
+    assumed for a cue with choices), its timers gone, and its run waits for it no more. A compare-and-set on
+    the timeout the tick read having come."""
     if to not in TIME_OUT:
         raise ValueError(f"a cue times out cancelled or done, not {to.value}")
     # guard: a-timeout
@@ -67,9 +68,9 @@ def time_out(tx: Tx, step: Step, to: StepStatus, now: datetime, cause: str) -> b
     return write(
         tx, TIME_OUT[to], f"{_ATTENDED} AND s.times_out_at = %s AND s.times_out_at <= %s",
         (step.id, step.times_out_at, now), now=now,
-        sets=f"""s.last_error = %s, s.remind_at = NULL, s.escalate_at = NULL, s.times_out_at = NULL,
+        sets=f"""s.last_error = %s, s.choice = %s, s.remind_at = NULL, s.escalate_at = NULL, s.times_out_at = NULL,
                  r.waiting_for = {waiting.CUE_ANSWERED}""",
-        set_args=(kept_note(cause),), joins=_WITH_ITS_RUN, alias="s",
+        set_args=(kept_note(cause), choice), joins=_WITH_ITS_RUN, alias="s",
     ) >= 1
 
 

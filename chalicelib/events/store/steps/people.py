@@ -52,14 +52,16 @@ def _as_seen(seen: Step | None) -> tuple[str, tuple[Any, ...]]:
     return held, (seen.retries, seen.attempts, seen.status.value, seen.claim_expires_at is None, seen.finished_at)
 
 
-def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None, *, seen: Step | None = None) -> bool:
-    """A person did what a parked step asked: it is done, with their note, and its run wakes now (`seen`: held
-    to the state their If-Match named)."""
+def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None, *, choice: str | None = None,
+                   seen: Step | None = None) -> bool:
+    """A person did what a parked step asked: it is done, with their note (and, a cue with choices, the answer
+    they chose), and its run wakes now (`seen`: held to the state their If-Match named)."""
     as_seen, seen_args = _as_seen(seen)
     # guard: confirm-a-leased-step
     return write(
         tx, CONFIRM, f"s.id = %s AND {UNLEASED}{as_seen}", (step_id, *seen_args), now=now,
-        sets=f"s.last_error = %s, {_WAKE_RUN_NOW}, r.waiting_for = {waiting.CUE_ANSWERED}", set_args=(kept_note(note), now, now),
+        sets=f"s.last_error = %s, s.choice = %s, {_WAKE_RUN_NOW}, r.waiting_for = {waiting.CUE_ANSWERED}",
+        set_args=(kept_note(note), choice, now, now),
         joins=_WITH_ITS_RUN, alias="s",
     ) > 0
 
