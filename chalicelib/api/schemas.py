@@ -249,7 +249,11 @@ STEP = _object(
     on_failure={"type": "string", "enum": [o.value for o in OnFailure]},
     idempotency_key={"type": "string"},
     status={"type": "string", "enum": [s.value for s in StepStatus]},
-    attempts=_INT,
+    attempts={"type": "integer", "minimum": 0, "description": "the attempts claimed so far: the attempt the game saw"
+                                                           " last; only ever rises (a retry does not lower it)"},
+    attempts_allowed_from={"type": "integer", "minimum": 0,
+                           "description": "the attempts spent before a person's last retry or resend: the attempt"
+                                          " ceiling counts only those after it"},
     claim_expires_at=_MAYBE_TIME,
     due_at=_MAYBE_TIME,
     started_at=_MAYBE_TIME,
