@@ -369,6 +369,9 @@ SIGNAL_RESPONSE = _object(
 )
 ADVANCE_RESPONSE = _object(ok={"const": True}, run=RUN, skipped_steps={"type": "integer", "minimum": 0},
                            resumed={"type": "boolean"})
+CANCEL_RESPONSE = _object(ok={"const": True}, run=RUN, cancelled_steps={
+    "type": "integer", "minimum": 0, "description": "its pending and parked steps the cancel closed (a step in flight"
+                                                    " is left to its answer)"})
 _STATUS_WORD = _object(status={"type": "string"}, label={"type": "string"}, mark={"type": "string"}, terminal={"type": "boolean"})
 # Any other word: its value, its label (a phrase may name `{fields}` the console fills in) and its facts.
 _WORD = {"type": "object", "required": ["value", "label"], "properties": {"value": {"type": "string"}, "label": {"type": "string"}}}
