@@ -396,6 +396,8 @@ WAITING = {
         "for": {"type": "string", "enum": [w.value for w in WaitingFor]},
         "phase": _INT, "step_id": _INT, "signal": {"type": "string"}, "since": _MAYBE_TIME, "until": _TIME,
         "acknowledged_by": {"type": "string"}, "acknowledged_at": _TIME,
+        "paused_by": {"type": ["string", "null"], "description": "a paused run's: who paused it (null: the engine)"},
+        "reason": {"type": ["string", "null"], "description": "a paused run's: the person's reason or the engine's cause"},
     },
 }
 _LISTED_RUN = {**RUN, "required": [*RUN["required"], "waiting"], "properties": {**RUN["properties"], "waiting": WAITING}}

@@ -543,6 +543,11 @@ MUTATIONS: list[Mutation] = [
              'f"{stale} AND attempts >= {CEILING} AND NOT {parks} AND NOT {run_over} AND NOT {phase_over}"',
              'f"{stale} AND attempts >= {CEILING} AND NOT {parks} AND NOT {phase_over}"',
              (G_SWEEP,)),
+    # A paused run's list row says who paused it (issue 39, item 7): the engine's pause names nobody.
+    Mutation("the-engines-pause-is-told-as-a-persons", "the-engines-pause-is-told-as-a-persons",
+             'person = moved.actor if moved is not None and detail.get("control") else None',
+             'person = moved.actor if moved is not None else None',
+             (RUNS_WAITING,)),
     # Attempts only rise (issue 39, item 1): the ceiling counts the attempts since a person's retry or resend.
     Mutation("the-sweep-counts-attempts-before-the-retry", "the-sweep-counts-attempts-before-the-retry",
              'CEILING = "attempts_allowed_from + %s"',

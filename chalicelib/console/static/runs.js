@@ -60,10 +60,20 @@ async function searched(q, params, definitions) {
   return { runs, next_cursor: pages.length === 1 ? pages[0].next_cursor : null, summary: pages[0]?.summary };
 }
 
+// A paused run's who and why (GET /runs's waiting.paused_by and reason): "paused by mod-mia: “boss bugged”", or
+// for the engine's pause its cause, "stopped: Phase 1 · step 2 (world.spawn) HTTP 400: …".
+function pausedWords(waiting) {
+  if (!waiting.paused_by && !waiting.reason) return '';
+  const by = waiting.paused_by;
+  return el('div', { class: by ? 'muted' : 'error-text', 'data-paused-by': by || '' },
+    by ? `paused by ${by}` : 'stopped', waiting.reason ? [': ', by ? `“${waiting.reason}”` : waiting.reason] : '');
+}
+
 function waitingCell(waiting) {
   if (!waiting) return el('span', { class: 'muted' }, '—');
   return el('span', { 'data-waiting': waiting.for }, `waiting for: ${waitOf(waiting)?.label ?? waiting.for}`,
-    waiting.since ? el('span', { class: 'muted' }, ' for ', el('time', { datetime: waiting.since }, waitedFor(waiting.since))) : '');
+    waiting.since ? el('span', { class: 'muted' }, ' for ', el('time', { datetime: waiting.since }, waitedFor(waiting.since))) : '',
+    pausedWords(waiting));
 }
 
 export function runsView(main, ctx, queryText = '') {

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ...db import Database, Tx, must_exist
-from .. import commands, lifecycle
+from .. import commands, journal, lifecycle
 from ..errors import Invalid, NotFound
 from ..model import LogEntry, Step
 from ..store import log, phases, runs, steps
@@ -37,8 +37,10 @@ def runs_page(db: Database, query: dict[str, Any]) -> Body:
         working = [r for r in page if r.status in lifecycle.WORKING and r.current_phase is not None]
         parked = steps.parked_of(tx, [r.id for r in working])
         at = phases.current_of(tx, [(r.id, must_exist(r.current_phase)) for r in working])
+        # Who paused each paused run and why: the log row that paused it.
+        moved = log.latest_of(tx, [r.id for r in page if r.status is lifecycle.RunStatus.PAUSED], journal.RUN_STATUS)
         return {
-            "runs": [{**r.public(), "waiting": waiting(r, parked.get(r.id), at.get(r.id))} for r in page],
+            "runs": [{**r.public(), "waiting": waiting(r, parked.get(r.id), at.get(r.id), moved.get(r.id))} for r in page],
             "next_cursor": next_cursor,
             "summary": runs.waiting_counts(tx),
         }
@@ -70,9 +72,10 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
     run_phases = phases.list_for_run(tx, run.id)
     working = next((p for p in run_phases if p.number == run.current_phase), None)
     flying = steps.holding_phase(tx, run.id, run.current_phase, now) if run.current_phase is not None else None
+    moved = log.latest(tx, run.id, journal.RUN_STATUS) if run.status is lifecycle.RunStatus.PAUSED else None
     return {
         "run": run.public(),
-        "waiting": waiting(run, head[0] if head else None, working),
+        "waiting": waiting(run, head[0] if head else None, working, moved),
         "phases": [p.public() for p in run_phases],
         "steps": [s.public() for s in run_steps],
         "steps_next_cursor": run_steps[-1].id if more else None,
