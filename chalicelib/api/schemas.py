@@ -179,7 +179,8 @@ RUNS_QUERY = _body(
     waiting={"type": "string", "enum": list(WAITING_FILTERS),
              "description": "only the runs waiting for this (any: for anything), through an index"},
     rehearsal={"type": "string", "enum": list(REHEARSAL_FILTERS),
-               "description": "only: the dry runs alone; exclude: the live runs alone (default: both)"},
+               "description": "only: the dry runs alone; exclude: the live runs alone; include (the default): both."
+                              " The summary counts the live runs unless include (both) or only (the dry runs)"},
     limit={"type": "integer", "minimum": 1, "maximum": 200},
     cursor=_ID,
 )

@@ -129,7 +129,9 @@ export function runsView(main, ctx, queryText = '') {
     if (filters.definition) params.set('definition_id', filters.definition);
     if (filters.waiting) params.set('waiting', filters.waiting);
     if (filters.cursor) params.set('cursor', filters.cursor);
-    if (filters.rehearsals !== 'include') params.set('rehearsal', 'exclude');
+    // The list and the header's "runs need you" (the answer's summary) count the same runs: live ones, or with the
+    // dry runs when asked.
+    params.set('rehearsal', filters.rehearsals === 'include' ? 'include' : 'exclude');
     let page;
     try {
       page = filters.q ? await searched(filters.q, params, ctx.definitions) : await get(`/runs?${params}`);

@@ -26,7 +26,8 @@ STEPS_PAGE_BYTES = 1024 * 1024
 
 def runs_page(db: Database, query: dict[str, Any]) -> Body:
     """Runs newest first, a page at a time (`status`, `definition_id`, `waiting`, `rehearsal`, `limit`, `cursor`),
-    each with what it waits for, and the counts of runs waiting (`summary`)."""
+    each with what it waits for, and the counts of runs waiting (`summary`: of the live runs, unless `rehearsal`
+    is `include` or `only`)."""
 
     def read(tx: Tx) -> Body:
         page, next_cursor = runs.list_page(
@@ -42,7 +43,7 @@ def runs_page(db: Database, query: dict[str, Any]) -> Body:
         return {
             "runs": [{**r.public(), "waiting": waiting(r, parked.get(r.id), at.get(r.id), moved.get(r.id))} for r in page],
             "next_cursor": next_cursor,
-            "summary": runs.waiting_counts(tx),
+            "summary": runs.waiting_counts(tx, query.get("rehearsal")),
         }
 
     # Autocommitted reads, as a page always was (a lost connection is retried, never a 500): each run's
