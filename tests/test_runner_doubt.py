@@ -227,7 +227,7 @@ def test_at_the_attempt_ceiling_under_park_the_sweep_parks_an_expired_step_inste
     assert db.autocommit(lambda tx: steps.claim(tx, _the_step(db, run.id), clock.now(), RULES.lease_seconds))
     clock.advance(RULES.lease_seconds + 1)
     escalate_at = clock.now() + timedelta(minutes=15)
-    swept = db.transaction(lambda tx: reclaim(tx, clock.now(), RULES.max_attempts, escalate_at=escalate_at))
+    swept = db.transaction(lambda tx: reclaim(tx, clock.now(), RULES.max_attempts, escalate_after=timedelta(minutes=15)))
     assert (swept.parked, swept.gave_up) == (1, 0)
     parked = _the_step(db, run.id)
     assert parked.parked_in_doubt and parked.in_doubt and parked.escalate_at == escalate_at

@@ -59,6 +59,7 @@ WORKER_ERRORS = "tests/test_runner_worker_errors.py"
 DOUBT = "tests/test_runner_doubt.py"
 DOUBT_PROBE = "tests/test_runner_doubt_probe.py"
 ATTEMPTS_RISE = "tests/test_runner_attempts_rise.py"
+DRY_RUN_TIMERS = "tests/test_dry_run_timers.py"
 STORABLE = "tests/test_runner_bridge_storable.py"
 DOUBT_FIT = "tests/test_runner_doubt_fit.py"
 CHANNELS_SNS = "tests/test_channels_sns.py"
@@ -548,6 +549,20 @@ MUTATIONS: list[Mutation] = [
              'person = moved.actor if moved is not None and detail.get("control") else None',
              'person = moved.actor if moved is not None else None',
              (RUNS_WAITING,)),
+    # Every timer of a dry run on its clock (issue 39, item 6): a decision's escalation too, both its parks.
+    Mutation("a-dry-runs-decision-escalates-after-the-live-interval", "a-dry-runs-decision-escalates-after-the-live-interval",
+             "return None if interval is None else now + interval * time_scale",
+             "return None if interval is None else now + interval",
+             (DRY_RUN_TIMERS,)),
+    Mutation("a-dry-runs-decision-parked-by-the-sweep-escalates-after-the-live-interval",
+             "a-dry-runs-decision-parked-by-the-sweep-escalates-after-the-live-interval",
+             '_ESCALATE_AT = "%s + INTERVAL ROUND(%s / (SELECT k.speed FROM event_runs k WHERE k.id = event_run_steps.run_id)) MICROSECOND"',
+             '_ESCALATE_AT = "%s + INTERVAL ROUND(%s) MICROSECOND"',
+             (DRY_RUN_TIMERS,)),
+    Mutation("a-dry-runs-cue-timers-run-on-the-live-clock", "a-dry-runs-cue-timers-run-on-the-live-clock",
+             "return None if not seconds else context.now + context.scaled(seconds)",
+             "return None if not seconds else context.now + timedelta(seconds=seconds)",
+             (DRY_RUN_TIMERS,)),
     # Attempts only rise (issue 39, item 1): the ceiling counts the attempts since a person's retry or resend.
     Mutation("the-sweep-counts-attempts-before-the-retry", "the-sweep-counts-attempts-before-the-retry",
              'CEILING = "attempts_allowed_from + %s"',
@@ -688,8 +703,8 @@ MUTATIONS: list[Mutation] = [
              "        lease.take(tx)\n        return self._worked",
              (G_LEASES,)),
     Mutation("tick-sweeps-in-autocommit", "tick-sweeps-in-autocommit",
-             "swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_at=escalate_at,",
-             "swept = self.db.autocommit(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_at=escalate_at,",
+             "swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_after=escalate_after,",
+             "swept = self.db.autocommit(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_after=escalate_after,",
              (G_TX,)),
     _commit_first("sweep-commits-before-its-log-rows", "sweep-commits-before-its-log-rows",
                   "    log.append_many(tx, entries, now)\n    return Swept(",
@@ -1717,7 +1732,7 @@ MUTATIONS: list[Mutation] = [
              "            if False:\n                return False",
              (DOUBT_PROBE,)),
     Mutation("a-decision-is-never-escalated", "a-decision-is-never-escalated",
-             "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=ctx.escalate_at))",
+             "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=ctx.escalate_at(run)))",
              "parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention())",
              (DOUBT,)),
     Mutation('a-resent-step-stays-in-doubt', "a-resent-step-stays-in-doubt",

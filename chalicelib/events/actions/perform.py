@@ -59,9 +59,18 @@ class Actions:
     def escalations(self) -> Channel:
         return self.escalation_channel or self.cue_channel
 
-    def escalation_due(self, now: datetime) -> datetime | None:
-        """When a wait for a person that begins now is escalated (None: EVENT_ESCALATE_AFTER_SECONDS is 0)."""
-        return now + timedelta(seconds=self.escalate_after_seconds) if self.escalate_after_seconds else None
+    @property
+    def escalation_interval(self) -> timedelta | None:
+        """How long a wait for a person goes on before it is escalated, on a live run's clock (None: never,
+        EVENT_ESCALATE_AFTER_SECONDS is 0)."""
+        return timedelta(seconds=self.escalate_after_seconds) if self.escalate_after_seconds else None
+
+    def escalation_due(self, now: datetime, time_scale: float = 1.0) -> datetime | None:
+        """When a wait for a person that begins now is escalated, on its run's clock (`time_scale`: a dry run's
+        1/speed divides the interval); None: never."""
+        interval = self.escalation_interval
+        # guard: a-dry-runs-decision-escalates-after-the-live-interval
+        return None if interval is None else now + interval * time_scale
 
     @cached_property
     def longest_dispatch_seconds(self) -> float:

@@ -95,12 +95,12 @@ def outcome_of(ctx: WalkContext, run: Run, step: Step, claim: Claim) -> Outcome:
     # guard: a-step-in-doubt-under-park-is-sent-again
     if (probe is None or probe.status is Status.UNKNOWN) and step.on_doubt is OnDoubt.PARK:
         # guard: a-decision-is-never-escalated
-        parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=ctx.escalate_at))
+        parked = Outcome.parked_in_doubt(DOUBT_NOTE, Attention(escalate_at=ctx.escalate_at(run)))
         return replace(parked, probe=asked)
     return replace(ctx.actions.perform(context), probe=asked)
 
 
-def settle(tx: Tx, ctx: WalkContext, programme: Programme, head: Head, claim: Claim, outcome: Outcome,
+def settle(tx: Tx, ctx: WalkContext, run: Run, programme: Programme, head: Head, claim: Claim, outcome: Outcome,
            log_rows: list[journal.Entry], *, unwritten: str | None = None) -> Cursor:
     """The dispatched head step's outcome, written on its claim's fence with its log rows, and where it
     leaves the walk: on in the phase when the step is over, else stopped. `unwritten`: why a first try at
@@ -108,7 +108,7 @@ def settle(tx: Tx, ctx: WalkContext, programme: Programme, head: Head, claim: Cl
     applied, rows = settle_outcome(tx, head.step, claim, outcome, ctx.now, ctx.rules,
                                    static_revert=programme.static_revert(head.phase, head.step.seq),
                                    compensate=CleanupOn.FAIL in programme.cleanup_on,
-                                   escalate_at=ctx.escalate_at, unwritten=unwritten)
+                                   escalate_at=ctx.escalate_at(run), unwritten=unwritten)
     log_rows += rows
     # guard: fenced-out-dispatcher-goes-on
     if not applied.written or applied.run_stopped:

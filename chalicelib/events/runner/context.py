@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..actions.perform import Actions
+from ..model import Run
 from .budget import Budget
 from .outcomes import Rules
 
@@ -27,7 +28,7 @@ class WalkContext:
     step_worst_case_seconds: float  # a dispatch's longest outbound deadline, and its claim's and outcome's margin
     leases_lapse_at: float = math.inf  # on the budget's clock: a lease taken in this tick ends then
 
-    @property
-    def escalate_at(self) -> datetime | None:
-        """When a wait for a person that begins in this tick is escalated (None: never)."""
-        return self.actions.escalation_due(self.now)
+    def escalate_at(self, run: Run) -> datetime | None:
+        """When a wait for a person of `run` that begins in this tick is escalated, on the run's clock (a dry
+        run's speed divides the interval); None: never."""
+        return self.actions.escalation_due(self.now, run.time_scale)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ...db import Tx
 from .. import journal
@@ -27,11 +27,12 @@ class Swept:
     parked: int = 0  # in doubt at the attempt ceiling under on_doubt park: a person decides
 
 
-def reclaim(tx: Tx, now: datetime, max_attempts: int, *, escalate_at: datetime | None = None,
+def reclaim(tx: Tx, now: datetime, max_attempts: int, *, escalate_after: timedelta | None = None,
             compensates: Callable[[Tx, int], bool] = lambda tx, run_id: False) -> Swept:
-    """One transaction: the sweep, a log row per step, and each given-up step's on_failure (`escalate_at`: the
-    escalation of a step parked in doubt; `compensates(tx, run_id)`: whether the run cleans up on a failure)."""
-    reclaimed = steps.reclaim_stale(tx, now, max_attempts, escalate_at=escalate_at)
+    """One transaction: the sweep, a log row per step, and each given-up step's on_failure (`escalate_after`:
+    when a step parked in doubt is escalated, on a live run's clock; `compensates(tx, run_id)`: whether the run
+    cleans up on a failure)."""
+    reclaimed = steps.reclaim_stale(tx, now, max_attempts, escalate_after=escalate_after)
     entries = [_taken_back(step, StepStatus.PENDING, "lease expired") for step in reclaimed.requeued]
     entries += [_taken_back(step, StepStatus.CANCELLED, step.last_error or steps.RUN_ENDED) for step in reclaimed.abandoned]
     entries += [_taken_back(step, StepStatus.RUNNING, "lease expired at the attempt ceiling: parked for a decision",

@@ -201,9 +201,9 @@ class Runner:
 
     def _reclaim(self, tick: TickWork, budget: Budget) -> None:
         now, report = tick.now, tick.report
-        escalate_at = self.actions.escalation_due(now)  # of a step the sweep parks in doubt
+        escalate_after = self.actions.escalation_interval  # of a step the sweep parks in doubt
         # guard: tick-sweeps-in-autocommit
-        swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_at=escalate_at,
+        swept = self.db.transaction(lambda tx: reclaim(tx, now, self.rules.max_attempts, escalate_after=escalate_after,
                                                        compensates=self._cleans_up_on_failure))
         report.requeued, report.gave_up, report.abandoned = swept.requeued, swept.gave_up, swept.abandoned
         report.parked_in_doubt = swept.parked

@@ -180,18 +180,18 @@ class RunWalker:
             lost_claim = False
             claimed = claim
             outcome = outcome_of(ctx, run, head.step, claimed)
-            cursor, claim = self._settled(run_id, programme, head, claimed, outcome)
+            cursor, claim = self._settled(run, programme, head, claimed, outcome)
             report.dispatched += 1
             report.outcomes[outcome.verdict.value] += 1
 
-    def _settled(self, run_id: int, programme: Programme, head: Head, claim: Claim,
+    def _settled(self, run: Run, programme: Programme, head: Head, claim: Claim,
                  outcome: Outcome) -> tuple[Cursor, Claim | None]:
         """The outcome's unit; if it fails for a reason other than the database's reach, the outcome again in a
         unit of its own, plainly (`attempt.settle`'s `unwritten`): the answer is kept, never lost to a re-send."""
-        ctx = self.ctx
+        ctx, run_id = self.ctx, run.id
         try:
             return self._unit(
-                run_id, programme, lambda tx, log_rows: settle(tx, ctx, programme, head, claim, outcome, log_rows))
+                run_id, programme, lambda tx, log_rows: settle(tx, ctx, run, programme, head, claim, outcome, log_rows))
         except Exception as failure:
             # guard: an-outcome-whose-writes-failed-is-re-sent
             if lost_connection(failure) or credentials_refused(failure):
@@ -199,7 +199,7 @@ class RunWalker:
             logger.exception("the outcome of run %s step %s could not be written whole", run_id, head.step.id)
             unwritten = f"the outcome's writes failed ({storable.cleaned(str(failure))[:200]})"
             return self._unit(run_id, programme, lambda tx, log_rows: settle(
-                tx, ctx, programme, head, claim, outcome, log_rows, unwritten=unwritten))
+                tx, ctx, run, programme, head, claim, outcome, log_rows, unwritten=unwritten))
 
     def _attend(self, run: Run, programme: Programme, head: Head, timer: Timer,
                 report: RunReport) -> tuple[Cursor, Claim | None]:

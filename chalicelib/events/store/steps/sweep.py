@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ....db import Tx, placeholders
@@ -26,6 +26,10 @@ from .fragments import COLUMNS
 from .write import statuses_of, write
 
 GAVE_UP = "gave up after repeated interruptions"
+# When a step the sweep parks in doubt is escalated: now + the interval (µs; NULL: never) on its run's clock, a
+# dry run's speed dividing it.
+# guard: a-dry-runs-decision-parked-by-the-sweep-escalates-after-the-live-interval
+_ESCALATE_AT = "%s + INTERVAL ROUND(%s / (SELECT k.speed FROM event_runs k WHERE k.id = event_run_steps.run_id)) MICROSECOND"
 # The attempt count at which the step's allowance is spent: the ceiling counts only the attempts since a
 # person last retried or resent it (written as a sum: the unsigned columns are never subtracted).
 # guard: the-sweep-counts-attempts-before-the-retry
@@ -41,15 +45,15 @@ class Reclaimed:
 
 
 def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
-                  escalate_at: datetime | None = None) -> Reclaimed:
+                  escalate_after: timedelta | None = None) -> Reclaimed:
     """Take back steps whose lease expired, in a transaction the caller owns.
 
     A step whose run ended while it was leased (cancel leaves a leased step
     alone) is cancelled: back in pending it would wait for ever in a finished
     run; so is a step whose phase is over (its `last_error` says which). Of
     the rest, a step that used its last attempt becomes failed — or, under
-    `on_doubt: park`, is parked for a person's decision (`escalate_at`: its
-    escalation, None for none) — and the others go back to pending; the requeue
+    `on_doubt: park`, is parked for a person's decision (`escalate_after`: its
+    escalation, on a live run's clock and divided by a dry run's speed; None for none) — and the others go back to pending; the requeue
     also requires attempts below the ceiling (both count the step's allowance:
     the attempts since a person last retried or resent it) and a live run, so the order cannot
     matter. A NULL lease (a parked step) is never stale, and attempts are never
@@ -96,9 +100,10 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
         tx, PARK_IN_DOUBT,
         f"{stale} AND attempts >= {CEILING} AND {parks} AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
-        f"""park_reason = {StepSQL.DOUBT}, last_error = %s, remind_at = NULL, reminders_sent = 0, escalate_at = %s,
-            escalation_tries = 0, times_out_at = NULL""",
-        (kept_note(f"{GAVE_UP}: waits for a decision"), escalate_at),
+        f"""park_reason = {StepSQL.DOUBT}, last_error = %s, remind_at = NULL, reminders_sent = 0,
+            escalate_at = {_ESCALATE_AT}, escalation_tries = 0, times_out_at = NULL""",
+        (kept_note(f"{GAVE_UP}: waits for a decision"), now,
+         None if escalate_after is None else round(escalate_after / timedelta(microseconds=1))),
         limit,
     )
     if parked:
