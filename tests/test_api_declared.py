@@ -69,7 +69,8 @@ def test_waiting_is_a_parked_cue_a_pause_or_nothing(api, db, clock):
     assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] == {
         "for": "cue", "phase": 1, "step_id": cue.id, "since": parked.public()["started_at"]}
     paused = api.post(f"/runs/{run.id}/pause", {}, auth=ADMIN).body["run"]
-    assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] == {"for": "resume", "phase": 1, "since": paused["updated_at"]}
+    assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] == {
+        "for": "resume", "phase": 1, "since": paused["updated_at"], "paused_by": "root-admin", "reason": None}
     api.post(f"/runs/{run.id}/cancel", {}, auth=ADMIN)
     assert api.get(f"/runs/{run.id}", auth=GM).body["waiting"] is None
 

@@ -53,6 +53,23 @@ def test_retry_answers_with_the_step_whether_it_resumed_and_the_run(api, db, clo
     assert (answer.body["step"]["status"], answer.body["resumed"], answer.body["run"]["status"]) == ("pending", True, "running")
 
 
+def test_cancel_answers_the_run_and_how_many_of_its_steps_it_cancelled_as_the_seed_did(api, db, clock):
+    """The seed's cancel answered `cancelledSteps` beside the run; the count was only in the log here."""
+    run, (done, parked, leased, _pending) = run_with_steps(db, clock.now(), RunStatus.RUNNING, n=4)
+    put_step_in(db, done, "done", clock.now())
+    put_step_in(db, parked, "parked", clock.now())
+    put_step_in(db, leased, "leased", clock.now())  # in flight: left to its answer, not counted
+    answer = api.post(f"/runs/{run.id}/cancel", {"reason": "storm"}, auth=MODERATOR, headers={"Idempotency-Key": "c-1"})
+    assert answer.status == 200 and set(answer.body) == {"ok", "run", "cancelled_steps"}
+    assert (answer.body["run"]["status"], answer.body["cancelled_steps"]) == ("cancelled", 2)
+    [entry] = api.get(f"/runs/{run.id}/log", auth=GM).body["entries"]
+    assert entry["detail"]["cancelled_steps"] == 2  # the answer and the log agree
+    again = api.post(f"/runs/{run.id}/cancel", {"reason": "storm"}, auth=MODERATOR, headers={"Idempotency-Key": "c-1"})
+    assert again.body == answer.body  # a replayed press answers the same count
+    nothing = make_run(db, clock.now(), status=RunStatus.SCHEDULED)
+    assert api.post(f"/runs/{nothing.id}/cancel", {}, auth=ADMIN).body["cancelled_steps"] == 0
+
+
 def test_get_run_has_steps_counts_and_exactly_the_controls_legal_now(api, db, clock):
     run, (done, failed, pending) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
     put_step_in(db, done, "done", clock.now())

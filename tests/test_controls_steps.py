@@ -82,11 +82,13 @@ def test_retry_requeues_the_failed_step_and_resumes_the_run_in_one_action(db, cl
     run, _, failed, _ = _stopped_at_failure(db, clock)
     result = commands.retry(db, run.id, failed.id, actor="mod", now=clock.advance(5))
     assert result.resumed is True
-    assert (result.step.status, result.step.attempts, result.step.last_error) == (StepStatus.PENDING, 0, None)
+    # attempts only rise: the retry keeps them and renews the allowance the ceiling counts
+    assert (result.step.status, result.step.attempts, result.step.attempts_allowed_from, result.step.last_error) == (
+        StepStatus.PENDING, 3, 3, None)
     assert (result.run.status, result.run.last_error, result.run.health.value) == (RunStatus.RUNNING, None, "degraded")
     requeued, resumed = log_rows(db, run.id)
     assert requeued["actor"] == resumed["actor"] == "mod"
-    assert requeued["detail"] == {"control": "retry", "action": "world.spawn", "from": "failed", "to": "pending", "attempts_reset": 3}
+    assert requeued["detail"] == {"control": "retry", "action": "world.spawn", "from": "failed", "to": "pending", "attempts": 3}
     assert resumed["detail"] == {"control": "retry", "from": "paused", "to": "running"}
 
 

@@ -181,7 +181,7 @@ def test_the_failures_demo_fails_once_answers_503_twice_and_takes_8_seconds(db_p
     dispatches = [(e["detail"]["action"], e["detail"]["attempt"], e["detail"]["outcome"], e["detail"]["latency_ms"])
                   for e in log if e["kind"] == "step.dispatch" and e["detail"]["action"].startswith("world.")]
     assert [d[:3] for d in dispatches] == [
-        ("world.spawn", 1, "failed"), ("world.spawn", 1, "done"),
+        ("world.spawn", 1, "failed"), ("world.spawn", 2, "done"),  # a person's Retry: the next attempt, never a lower one
         ("world.give_item", 1, "retry"), ("world.give_item", 2, "retry"), ("world.give_item", 3, "done"),
         ("world.fireworks", 1, "done"),
     ]
@@ -191,19 +191,27 @@ def test_the_failures_demo_fails_once_answers_503_twice_and_takes_8_seconds(db_p
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _sh_blocks(doc: str, start: str, end: str | None = None) -> list[str]:
-    text = (ROOT / doc).read_text()
-    section = text.split(start, 1)[1]
-    section = section.split(end, 1)[0] if end else section.split("\n## ", 1)[0]
+def _sh_blocks(doc: str, start: str | None = None, end: str | None = None) -> list[str]:
+    """The sh blocks of `doc`, or of its section from the heading `start` to `end` (else its next ## heading)."""
+    section = (ROOT / doc).read_text()
+    if start is not None:
+        section = section.split(start, 1)[1]
+        section = section.split(end, 1)[0] if end else section.split("\n## ", 1)[0]
     return re.findall(r"^```sh\n(.*?)^```", section, re.S | re.M)
 
 
+def _curls(blocks: list[str]) -> int:
+    """How many curl commands the blocks hold (a command continued with a backslash is one)."""
+    return sum(len(re.findall(r"^curl ", block, re.M)) for block in blocks)
+
+
 def test_the_readme_and_definitions_examples_run_as_written_in_order_against_make_devs_stack(db_params):
-    """Copy-paste runnable: every sh block of the README's walk-through, then the definitions guide's examples, in
-    one shell at the repository's root, each curl failing on an HTTP error, on `make dev`'s fresh database."""
-    blocks = [*_sh_blocks("README.md", "## Five minutes with the demo", "### When things go wrong"),
-              *_sh_blocks("docs/definitions.md", "## Examples")]
-    assert len(blocks) == 3
+    """Copy-paste runnable: every sh block of the README that holds a curl, in its order (the walk-through, then
+    rehearsal's), then the definitions guide's examples, in one shell at the repository's root, each curl failing
+    on an HTTP error, on `make dev`'s fresh database. Every curl the README's commands show runs."""
+    readme = [block for block in _sh_blocks("README.md") if "curl " in block]
+    blocks = [*readme, *_sh_blocks("docs/definitions.md", "## Examples")]
+    assert (len(readme), _curls(readme)) == (3, 7), "the README's curls: the walk-through's five and rehearsal's two"
     dev = Dev(db_params).start()
     try:
         dev.token()
@@ -214,12 +222,14 @@ def test_the_readme_and_definitions_examples_run_as_written_in_order_against_mak
                               env={k: v for k, v in dev.env.items() if not k.startswith("EVENTS_JWT_")})
         assert done.returncode == 0, (done.stdout, done.stderr)
         answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        assert len(answers) == 8, done.stdout
+        assert len(answers) == _curls(blocks) == 10, done.stdout
         assert answers[2]["step"]["status"] == "done", "the README's confirm took"
         assert answers[3] == {"definition": {"id": 2, "version": 1}, "warnings": []}
         assert answers[4]["run"]["status"] == "scheduled"
-        assert answers[5] == {"definition": {"id": 2, "version": 2}, "warnings": []}
-        assert answers[7]["run"]["definition_version"] == 2
+        assert {"steps", "phases", "shortest_seconds", "longest_seconds", "warnings"} <= set(answers[5]), "the timeline"
+        assert (answers[6]["run"]["mode"], answers[6]["run"]["rehearsal"]["speed"]) == ("rehearsal", 60), "the dry run"
+        assert answers[7] == {"definition": {"id": 2, "version": 2}, "warnings": []}
+        assert answers[9]["run"]["definition_version"] == 2
         dev.said(r"^run 1 · .*completed$", 30)
     finally:
         assert dev.stop() == 0, "".join(dev.output)

@@ -115,8 +115,33 @@ def test_the_list_keeps_the_dry_runs_apart_on_request(api, clock):
 
     assert ids("?rehearsal=only") == [dry]
     assert ids("?rehearsal=exclude") == [live.body["run"]["id"]]
-    assert ids("") == [dry, live.body["run"]["id"]]
+    assert ids("") == ids("?rehearsal=include") == [dry, live.body["run"]["id"]]
     assert api.get("/runs?rehearsal=maybe", auth=GM).status == 400
+
+
+def test_a_dry_run_waiting_for_a_person_is_not_counted_in_the_summary_unless_asked(api, clock, world):
+    """Issue 39: one dry run parked at its cue made the header say "1 run needs you" over a list that, leaving
+    rehearsals out, showed nothing waiting. The summary counts the live runs unless ?rehearsal=include (or only)."""
+    runner, _, _ = world
+    definition_id = _save(api, {"phases": [{"steps": [{"action": "core.cue", "params": {"instruction": "hold"}}]}]})
+    dry = _dry_run(api, definition_id, auto_confirm_seconds=3600)["run"]["id"]
+    tick(runner)
+    assert _run(api, dry)["waiting"]["for"] == "cue"
+
+    def summary(query: str) -> dict:
+        answer = api.get(f"/runs{query}", auth=GM)
+        assert answer.status == 200, answer.body
+        return answer.body["summary"]["waiting"]
+
+    for query in ("", "?rehearsal=exclude"):
+        assert summary(query)["any"] == summary(query)["cue"] == 0, query
+    assert summary("?rehearsal=include")["cue"] == summary("?rehearsal=only")["cue"] == 1
+    assert [r["id"] for r in api.get("/runs?rehearsal=include&waiting=cue", auth=GM).body["runs"]] == [dry]
+    assert api.get("/runs?rehearsal=exclude&waiting=cue", auth=GM).body["runs"] == []  # the console's default list
+    live = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": clock.now().isoformat() + "Z"}, auth=ADMIN)
+    tick(runner)
+    assert _run(api, live.body["run"]["id"])["waiting"]["for"] == "cue"
+    assert (summary("")["cue"], summary("?rehearsal=include")["cue"], summary("?rehearsal=only")["cue"]) == (1, 2, 1)
 
 
 @pytest.mark.parametrize(("body", "field"), [

@@ -1,8 +1,10 @@
 """A claimer that outlived its lease changes nothing, and stops working the run once it learns so.
 
 The realistic zombie: its attempt gave up at the ceiling, a person retried the
-step (attempts back to 0), and the new claim is attempt 1 again. The two claims
-differ only by their token, so the token is what every fenced write must match.
+step, and the new claim is attempt 2 (attempts only rise: a retry renews the
+allowance, never the count). Every fenced write matches the claim's token and
+its attempt; a forged claim, the live attempt under another token, matches
+neither, so the token alone still fences a write.
 """
 
 import threading
@@ -11,6 +13,7 @@ from datetime import timedelta
 from chalicelib.events import commands
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import Claim
 from chalicelib.events.runner import Rules
 from chalicelib.events.runner.reclaim import reclaim
 from chalicelib.events.store import steps
@@ -24,7 +27,7 @@ RULES = Rules(lease_seconds=LEASE, max_attempts=3, retry_seconds=30)
 
 
 def _zombie_and_live_claim(db, clock):
-    """Attempt 1 (the zombie) gave up after its lease expired; a person retried; attempt 1 again is live."""
+    """Attempt 1 (the zombie) gave up after its lease expired; a person retried; attempt 2 is live."""
     run, (spawn, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING, n=2)
     zombie = db.autocommit(lambda tx: steps.claim(tx, spawn, clock.now(), LEASE))
     clock.advance(LEASE + 1)
@@ -33,8 +36,20 @@ def _zombie_and_live_claim(db, clock):
     commands.retry(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
     fresh = db.autocommit(lambda tx: steps.get(tx, spawn.id))
     live = db.autocommit(lambda tx: steps.claim(tx, fresh, clock.now(), LEASE))
-    assert (zombie.attempt, live.attempt) == (1, 1) and zombie.token != live.token
+    assert (zombie.attempt, live.attempt) == (1, 2) and zombie.token != live.token
     return run, fresh, zombie, live
+
+
+def test_a_forged_claim_at_the_live_attempt_changes_nothing_even_in_a_cancelled_run(db, clock):
+    """The live claim's attempt under another token: neither the answer's write nor the cancel of a step whose
+    run ended takes, so the token is checked, not only the attempt."""
+    run, spawn, _, live = _zombie_and_live_claim(db, clock)
+    forged = Claim(spawn.id, "f" * 32, live.attempt, live.allowed_from)
+    assert not _answer(db, clock, spawn, forged, Outcome.failed("HTTP 400")).written
+    commands.cancel(db, run.id, actor="mod-mia", now=clock.now(), reason="storm")  # leaves the leased step alone
+    assert not _answer(db, clock, spawn, forged, Outcome.retry("HTTP 503")).written
+    now_ = db.autocommit(lambda tx: steps.get(tx, spawn.id))
+    assert (now_.status, now_.claimed_by) == (StepStatus.RUNNING, live.token)
 
 
 def _answer(db, clock, s, claim, outcome):

@@ -137,13 +137,16 @@ def test_the_contracts_step_table_is_the_lifecycles():
     assert rows == lifecycle.step_table()
 
 
-def test_only_the_claim_raises_attempts_and_only_a_persons_retry_resets_them():
-    """The store's first rule: a sweep that reset attempts once made the attempt ceiling unreachable."""
+def test_only_the_claim_raises_attempts_and_no_move_lowers_them():
+    """The store's first rule: a sweep that reset attempts once made the attempt ceiling unreachable, and a
+    retry that reset them sent the game an attempt its status endpoint had fenced off. A person's retry or
+    resend renews the allowance instead."""
     from chalicelib.events.lifecycle import STEP_MOVES, Count
 
+    assert set(Count) == {Count.KEPT, Count.RAISED}  # a counter has no move that lowers it
     assert [m for m in STEP_MOVES if m.attempts is Count.RAISED] == [lifecycle.CLAIM]
-    assert {m.name for m in STEP_MOVES if m.attempts is Count.RESET} == {"retry"}
-    assert all(m.who is Who.PERSON for m in STEP_MOVES if m.attempts is Count.RESET)
+    assert {m.name for m in STEP_MOVES if m.renews_allowance} == {"retry", "resend"}
+    assert all(m.who is Who.PERSON for m in STEP_MOVES if m.renews_allowance)
 
 
 def test_a_step_move_writes_finished_at_exactly_as_its_statuses_say():
@@ -161,7 +164,7 @@ def test_skipped_is_a_persons_move_or_a_branch_not_taken_and_a_lease_taken_back_
     assert all(m.who is Who.PERSON or m is PASS_OVER for m in STEP_MOVES if m.to is StepStatus.SKIPPED)
     assert PASS_OVER.sources == (StepStatus.PENDING,)  # the tick skips only a step that never started
     assert all(m.in_doubt is Doubt.SET for m in STEP_MOVES if m.name == "reclaim")
-    assert all(not s.terminal for m in STEP_MOVES for s in m.sources if m.attempts is not lifecycle.Count.RESET)
+    assert all(not s.terminal for m in STEP_MOVES for s in m.sources if m.name != "retry")
 
 
 def test_every_update_of_a_step_goes_through_the_one_writer():

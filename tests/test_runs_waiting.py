@@ -13,6 +13,7 @@ from chalicelib.events.model import Claim
 from chalicelib.events.store import phases, runs, steps
 from chalicelib.migrate import MIGRATIONS
 from devtools.kit.explain import plan_problems
+from devtools.kit.game_bridge import Answer
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run, run_row
 from tests.support.runner_kit import schedule, step, tick
@@ -136,6 +137,30 @@ def test_an_after_phase_holds_for_nobody(api, db, clock, runner):
                                          {"name": "close", "steps": [step("core.announce", message="Shut")]}))
     tick(runner)
     assert _agrees(api, db, run.id) is None
+
+
+def test_the_runs_list_says_who_paused_each_paused_run_and_why(api, db, clock, runner, game_bridge):
+    """A person's pause names them and their reason; the engine's (a failed step under on_failure pause) names
+    nobody and gives its cause; a run paused, resumed and paused again says the last pause."""
+    by_hand, _ = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    again, _ = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    assert api.post(f"/runs/{by_hand.id}/pause", {"reason": "boss bugged"}, auth=MODERATOR).status == 200
+    assert api.post(f"/runs/{again.id}/pause", {"reason": "first"}, auth=MODERATOR).status == 200
+    assert api.post(f"/runs/{again.id}/resume", None, auth=MODERATOR).status == 200
+    assert api.post(f"/runs/{again.id}/pause", {}, auth=ADMIN).status == 200
+    game_bridge.script("world.spawn", Answer(400, {"reason": "the square is full"}))
+    failing = schedule(db, clock.now(), _doc({"name": "opening", "steps": [step("world.spawn", npc="scarecrow")]}))
+    tick(runner)
+    assert run_row(db, failing.id).status is RunStatus.PAUSED
+
+    listed = {r["id"]: r["waiting"] for r in api.get("/runs?waiting=resume", auth=GM).body["runs"]}
+    assert (listed[by_hand.id]["paused_by"], listed[by_hand.id]["reason"]) == ("mod-mia", "boss bugged")
+    assert (listed[again.id]["paused_by"], listed[again.id]["reason"]) == ("root-admin", None)
+    assert listed[failing.id]["paused_by"] is None
+    assert listed[failing.id]["reason"] == "Phase 1 · step 1 (world.spawn) HTTP 400: the square is full"
+    for run_id, shown in listed.items():  # the run's own page says the same
+        assert _agrees(api, db, run_id) == shown
+    assert "paused_by" not in api.get(f"/runs/{by_hand.id}", auth=GM).body["run"]  # on its wait, not the run
 
 
 # ── GET /runs: the filter and the counts ─────────────────────────────────

@@ -7,7 +7,7 @@ import pytest
 from chalicelib.events.ledger import Listed
 from chalicelib.events.lifecycle import ClosedBy, RunStatus, SignalEffect, StepStatus
 from chalicelib.events.model import Claim
-from chalicelib.events.store import definitions, escalations, phases, resources, runs, signals, steps
+from chalicelib.events.store import definitions, escalations, log, phases, resources, runs, signals, steps
 from devtools.kit.clock import ManualClock
 from devtools.kit.explain import ExplainTx, plan_problems
 from tests.conftest import START
@@ -100,6 +100,8 @@ STATEMENTS = {
     "list_waiting_any": lambda tx, run, s, now: runs.list_page(tx, waiting_for="any"),
     "list_waiting_cue": lambda tx, run, s, now: runs.list_page(tx, waiting_for="cue", before_id=run.id + 1),
     "waiting_counts": lambda tx, run, s, now: runs.waiting_counts(tx),
+    # Who paused each paused run of a page: each run's newest run.status row.
+    "log_latest_of": lambda tx, run, s, now: log.latest_of(tx, [run.id, run.id + 1], "run.status"),
     "parked_of": lambda tx, run, s, now: steps.parked_of(tx, [run.id, run.id + 1]),
     "current_of": lambda tx, run, s, now: phases.current_of(tx, [(run.id, 1), (run.id + 1, 2)]),
     # Primary-key lookups: a refused advance's or retry's read of the phase, GET /runs/{id}'s of its phases,

@@ -67,7 +67,7 @@ def _requeue(db, run, s):
     return db.transaction(lambda tx: steps.requeue_where_stopped(tx, run.id, s.id, START))
 
 
-def test_requeue_takes_only_a_failed_step_and_resets_its_attempts(db, clock):
+def test_requeue_takes_only_a_failed_step_and_renews_its_allowance_keeping_its_attempts(db, clock):
     run, (*_, last) = _phase(db, clock)
     db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET status = 'paused' WHERE id = %s", (run.id,)))
     for status in ("done", "refused", "skipped", "pending", "cancelled"):
@@ -77,7 +77,8 @@ def test_requeue_takes_only_a_failed_step_and_resets_its_attempts(db, clock):
     _set(db, last, status="failed", attempts=3, last_error="503", due_at=clock.now())
     assert _requeue(db, run, last)
     after = step_row(db, last.id)
-    assert (after.status, after.attempts, after.last_error, after.due_at) == (StepStatus.PENDING, 0, None, None)
+    assert (after.status, after.attempts, after.attempts_allowed_from, after.last_error, after.due_at) == (
+        StepStatus.PENDING, 3, 3, None, None)
 
 
 def test_requeue_refuses_a_step_behind_the_cursor_or_of_a_run_not_paused(db, clock):

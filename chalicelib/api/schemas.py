@@ -185,7 +185,8 @@ RUNS_QUERY = _body(
     waiting={"type": "string", "enum": list(WAITING_FILTERS),
              "description": "only the runs waiting for this (any: for anything), through an index"},
     rehearsal={"type": "string", "enum": list(REHEARSAL_FILTERS),
-               "description": "only: the dry runs alone; exclude: the live runs alone (default: both)"},
+               "description": "only: the dry runs alone; exclude: the live runs alone; include (the default): both."
+                              " The summary counts the live runs unless include (both) or only (the dry runs)"},
     limit={"type": "integer", "minimum": 1, "maximum": 200},
     cursor=_ID,
 )
@@ -257,7 +258,11 @@ STEP = _object(
     on_failure={"type": "string", "enum": [o.value for o in OnFailure]},
     idempotency_key={"type": "string"},
     status={"type": "string", "enum": [s.value for s in StepStatus]},
-    attempts=_INT,
+    attempts={"type": "integer", "minimum": 0, "description": "the attempts claimed so far: the attempt the game saw"
+                                                           " last; only ever rises (a retry does not lower it)"},
+    attempts_allowed_from={"type": "integer", "minimum": 0,
+                           "description": "the attempts spent before a person's last retry or resend: the attempt"
+                                          " ceiling counts only those after it"},
     claim_expires_at=_MAYBE_TIME,
     due_at=_MAYBE_TIME,
     started_at=_MAYBE_TIME,
@@ -385,6 +390,9 @@ SIGNAL_RESPONSE = _object(
 )
 ADVANCE_RESPONSE = _object(ok={"const": True}, run=RUN, skipped_steps={"type": "integer", "minimum": 0},
                            resumed={"type": "boolean"})
+CANCEL_RESPONSE = _object(ok={"const": True}, run=RUN, cancelled_steps={
+    "type": "integer", "minimum": 0, "description": "its pending and parked steps the cancel closed (a step in flight"
+                                                    " is left to its answer)"})
 _STATUS_WORD = _object(status={"type": "string"}, label={"type": "string"}, mark={"type": "string"}, terminal={"type": "boolean"})
 # Any other word: its value, its label (a phrase may name `{fields}` the console fills in) and its facts.
 _WORD = {"type": "object", "required": ["value", "label"], "properties": {"value": {"type": "string"}, "label": {"type": "string"}}}
@@ -413,6 +421,8 @@ WAITING = {
         "phase": _INT, "step_id": _INT, "signal": {"type": "string"}, "since": _MAYBE_TIME, "until": _TIME,
         "acknowledged_by": {"type": "string"}, "acknowledged_at": _TIME, "held_until": _TIME,
         "lapsed_by": {"type": "string"}, "lapsed_acknowledged_at": _TIME,
+        "paused_by": {"type": ["string", "null"], "description": "a paused run's: who paused it (null: the engine)"},
+        "reason": {"type": ["string", "null"], "description": "a paused run's: the person's reason or the engine's cause"},
     },
 }
 _LISTED_RUN = {**RUN, "required": [*RUN["required"], "waiting"], "properties": {**RUN["properties"], "waiting": WAITING}}

@@ -1,7 +1,8 @@
 """What a run waits for, derived from its rows: a run waiting for a person or for the game has no status of its own.
 
-`waiting(run, head, phase)` is `None` or `{"for", "phase"?, "step_id"?, "signal"?, "since", "until"?}`
-(docs/contract.md, "Waiting"). A paused run waits for a `resume`; a running or
+`waiting(run, head, phase, paused)` is `None` or `{"for", "phase"?, "step_id"?, "signal"?, "since", "until"?}`
+(docs/contract.md, "Waiting"). A paused run waits for a `resume`, saying who paused it (`paused_by`: a person,
+or null for the engine) and why (`reason`), from the log row that paused it; a running or
 ending run whose phase's head step is parked (a cue posted, no lease) waits for
 that `cue` to be confirmed or skipped, and so does a run cleaning up whose revert
 is parked (undone by hand: the waiting names its `resource`); a run whose current phase is drained but
@@ -23,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from .lifecycle import ATTENDED, WORKING, PhaseSQL, PhaseState, RunSQL, RunStatus, StepSQL, WaitingFor, WaitSQL
-from .model import Phase, Resource, Run, Step, iso
+from .model import LogEntry, Phase, Resource, Run, Step, iso
 
 ANY = "any"  # GET /runs?waiting=any: waiting for anything
 FILTERS = (ANY, *(w.value for w in WaitingFor))  # GET /runs?waiting=
@@ -73,15 +74,17 @@ def works(run: Run, step: Step) -> bool:
 
 
 
-def waiting(run: Run, head: Step | None, phase: Phase | None = None,
-            reverted: Resource | None = None) -> dict[str, Any] | None:
+def waiting(run: Run, head: Step | None, phase: Phase | None = None, reverted: Resource | None = None,
+            moved: LogEntry | None = None) -> dict[str, Any] | None:
     """What `run` waits for; `head` is the first open step of the phase it works (None if it has none; a run
     cleaning up: its parked revert), `phase` that phase's row (None for a run without phase rows), `reverted`
-    the resource a parked revert undoes."""
+    the resource a parked revert undoes, `moved` its newest `run.status` log row (read for a paused run only:
+    the row that paused it)."""
     if run.status is RunStatus.PAUSED:
         found: dict[str, Any] = {"for": WaitingFor.RESUME.value, "since": iso(run.updated_at)}
         if run.current_phase is not None:
             found["phase"] = run.current_phase
+        found["paused_by"], found["reason"] = paused_by(moved)
         return found
     if run.status in ATTENDED and head is not None and head.parked and works(run, head):
         what = WaitingFor.DECISION if head.parked_in_doubt else WaitingFor.CUE
@@ -99,3 +102,14 @@ def waiting(run: Run, head: Step | None, phase: Phase | None = None,
             found["until"] = iso(phase.deadline)  # when the hold gives up: after's end, or the time limit
         return found
     return None
+
+
+def paused_by(moved: LogEntry | None) -> tuple[str | None, str | None]:
+    """Who paused a run (a person's `sub`; None for the engine) and why (their reason, or the engine's cause),
+    from the log row that paused it (None, or a row that did not pause it: neither is known)."""
+    detail = moved.detail or {} if moved is not None else {}
+    if detail.get("to") != RunStatus.PAUSED.value:
+        return None, None
+    # guard: the-engines-pause-is-told-as-a-persons
+    person = moved.actor if moved is not None and detail.get("control") else None
+    return person, detail.get("reason") or detail.get("cause")

@@ -48,3 +48,34 @@ def test_a_dry_run_started_from_the_definition_runs_to_its_end_and_reaches_no_ga
                      "the dry run listed once asked for")[0]
     assert "REHEARSAL" in row.text
     assert "rehearsals=include" in browser.current_url
+
+
+def test_the_headers_count_agrees_with_the_list_a_dry_run_waiting_is_counted_only_with_rehearsals(browser, server,
+                                                                                                   api_client):
+    """Issue 39: one dry run waiting at its cue made the header say "1 run needs you" over a list that, leaving
+    rehearsals out, showed nothing waiting. Now the header counts what the list lists."""
+    name = f"Cue rehearsal {uuid.uuid4().hex[:6]}"
+    document = {"name": name, "phases": [{"name": "only", "steps": [
+        {"action": "core.cue", "params": {"instruction": "Hold the gate"}}]}]}
+    definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
+    dry = api_client.call("POST", f"/definitions/{definition_id}/dry-runs",
+                          {"speed": 60, "bridge": "simulate", "auto_confirm_seconds": 3600})["run"]["id"]
+    eventually(lambda: (api_client.call("GET", f"/runs/{dry}")["waiting"] or {}).get("for") == "cue", "the dry run at its cue")
+
+    def header() -> int:
+        words = text_of(browser, "#need-you") if browser.find_element(By.ID, "need-you").is_displayed() else ""
+        return int(words.split()[0]) if words else 0
+
+    def counted(rehearsal: str) -> int:
+        return api_client.call("GET", f"/runs?limit=1&rehearsal={rehearsal}")["summary"]["waiting"]["any"]
+
+    sign_in(browser, ADMIN)
+    browser.get(f"{server.console_url}#/runs?waiting=cue")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list"), "the list")
+    live_only = counted("exclude")
+    eventually(lambda: header() == live_only, f"the header to count the {live_only} live runs waiting")
+    assert not browser.find_elements(By.CSS_SELECTOR, f"#runs-list tr[data-run='{dry}']"), "the dry run is not listed"
+    browser.find_element(By.ID, "filter-rehearsals").click()
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#runs-list tr[data-run='{dry}']"), "the dry run listed")
+    eventually(lambda: header() == counted("include") == live_only + 1, "the header to count the dry run too")
+    api_client.call("POST", f"/runs/{dry}/cancel", {"reason": "the test is over"})

@@ -113,6 +113,13 @@ def test_a_step_waiting_to_be_tried_again_says_which_attempt_when_and_the_last_a
     retry = eventually(lambda: text_of(browser, f"[data-retry='{step.id}']"), "the retry's line")
     assert re.fullmatch(r"attempt 2 of 3, next in (9|10) min, after: HTTP 503", retry), retry
     assert text_of(browser, f"[data-step-row='{step.id}'] [data-said='error']") == "Error: HTTP 503"
+    # Retried by a person after 3 attempts, then tried once more: the ceiling counts from the retry.
+    console_db.transaction(lambda tx: tx.execute("UPDATE event_run_steps SET attempts = 4, attempts_allowed_from = 3"
+                                                 " WHERE id = %s", (step.id,)))
+    browser.refresh()
+    retried = eventually(lambda: "since" in (line := text_of(browser, f"[data-retry='{step.id}']")) and line,
+                         "the retried step's line")
+    assert re.fullmatch(r"attempt 2 of 3 since a person sent it again, next in (9|10) min, after: HTTP 503", retried), retried
 
 
 def test_a_run_held_by_a_wait_says_until_when_and_what_comes_next(browser, server, api_client):

@@ -238,6 +238,27 @@ def test_the_runs_list_filters_pages_and_updates_itself(browser, server, api_cli
     assert server.requested("/runs?", quiet_since) == [], "a list with nothing live is not polled every 2 s"
 
 
+def test_the_runs_list_says_who_paused_a_run_and_why(browser, server, api_client, bridge):
+    """Issue 39: a pause's reason showed only in the run's log; the list row says who paused it and why, and a
+    run the engine stopped says its cause."""
+    _, by_hand = schedule_now(api_client, demo_document("Harvest festival (paused list)"))
+    eventually(lambda: api_client.call("GET", f"/runs/{by_hand}")["run"]["status"] == "running", "the run under way")
+    api_client.call("POST", f"/runs/{by_hand}/pause", {"reason": "boss bugged"}, token=MODERATOR)
+    bridge.script("world.spawn", Answer(400, {"reason": "the square is full"}))
+    _, stopped = schedule_now(api_client, _bridge_document("Scarecrow (paused list)"))
+    eventually(lambda: api_client.call("GET", f"/runs/{stopped}")["run"]["status"] == "paused", "the engine's pause")
+    sign_in(browser, MODERATOR)
+    browser.get(f"{server.console_url}#/runs?status=paused")
+    told = ("return Object.fromEntries([...document.querySelectorAll('#runs-list tr[data-run]')].map(r =>"
+            " [r.dataset.run, r.querySelector('[data-paused-by]')?.innerText ?? null]))")
+    rows = eventually(lambda: (found := browser.execute_script(told)).get(str(by_hand)) and found.get(str(stopped)) and found,
+                      "both paused runs with who paused them")
+    assert rows[str(by_hand)] == "paused by mod-mia: “boss bugged”", rows
+    assert rows[str(stopped)] == "stopped: Phase 1 · step 2 (world.spawn) HTTP 400: the square is full", rows
+    for run_id in (by_hand, stopped):
+        api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
 def test_a_503_is_retried_after_retry_after_and_the_page_says_so(browser, server, api_client, db_params):
     _, run_id = schedule_now(api_client, demo_document("Harvest festival (503)"))
     sign_in(browser, ADMIN)

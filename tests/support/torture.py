@@ -436,11 +436,11 @@ def audit(db: Database, now: datetime | None = None, ticked_at: datetime | None 
             lapsed_unlogged = control == "advance" and status == "pending" and d.get("from") == "running"
             if (status not in legal_from or d.get("from") != shown) and not lapsed_unlogged:
                 problems.append(f"{where}: the step was {status}")
-            if control == "retry" and d.get("attempts_reset") != attempts:
-                problems.append(f"{where}: reset from {d.get('attempts_reset')} but the log had {attempts}")
+            if control == "retry" and d.get("attempts") != attempts:  # kept: attempts only rise
+                problems.append(f"{where}: retried at {d.get('attempts')} attempts but the log had {attempts}")
             if control == "advance":  # a lapsed claim logs nothing until the sweep: the row says its attempts
                 attempts = d["attempts"]
-            step_state[sid] = ("pending", 0) if control == "retry" else (d["to"], attempts)
+            step_state[sid] = (d["to"], attempts)
 
     for s in step_rows:
         actual = s["status"]

@@ -19,6 +19,8 @@ _CONTROL_ANSWERS: dict[commands.Shape, Responses] = {
     commands.Shape.RETRIED: ok("the step re-queued; resumed says whether the run is running again", schemas.RETRY_RESPONSE),
     commands.Shape.ADVANCED: ok("the phase advanced; how many of its steps were skipped, and whether the run resumed",
                                 schemas.ADVANCE_RESPONSE),
+    commands.Shape.CANCELLED: ok("the run cancelled (or cleaning up first); how many of its pending and parked steps"
+                                 " were cancelled", schemas.CANCEL_RESPONSE),
 }
 _NOTE_BODIES = {None: schemas.NO_FIELDS, "reason": schemas.REASON_BODY, "note": schemas.NOTE_BODY}
 

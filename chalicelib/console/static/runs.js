@@ -60,6 +60,15 @@ async function searched(q, params, definitions) {
   return { runs, next_cursor: pages.length === 1 ? pages[0].next_cursor : null, summary: pages[0]?.summary };
 }
 
+// A paused run's who and why (GET /runs's waiting.paused_by and reason): "paused by mod-mia: “boss bugged”", or
+// for the engine's pause its cause, "stopped: Phase 1 · step 2 (world.spawn) HTTP 400: …".
+function pausedWords(waiting) {
+  if (!waiting.paused_by && !waiting.reason) return '';
+  const by = waiting.paused_by;
+  return el('div', { class: by ? 'muted' : 'error-text', 'data-paused-by': by || '' },
+    by ? `paused by ${by}` : 'stopped', waiting.reason ? [': ', by ? `“${waiting.reason}”` : waiting.reason] : '');
+}
+
 function waitingCell(waiting) {
   if (!waiting) return el('span', { class: 'muted' }, '—');
   // Who has the wait, and since when (or whose hold of it lapsed).
@@ -68,7 +77,8 @@ function waitingCell(waiting) {
       el('time', { datetime: waiting.acknowledged_at }, waitedFor(waiting.acknowledged_at)))
     : waiting.lapsed_by ? el('span', { class: 'has-it', 'data-lapsed': waiting.lapsed_by }, ` · ${waiting.lapsed_by}'s hold lapsed: nobody has it`) : '';
   return el('span', { 'data-waiting': waiting.for }, `waiting for: ${waitOf(waiting)?.label ?? waiting.for}`,
-    waiting.since ? el('span', { class: 'muted' }, ' for ', el('time', { datetime: waiting.since }, waitedFor(waiting.since))) : '', had);
+    waiting.since ? el('span', { class: 'muted' }, ' for ', el('time', { datetime: waiting.since }, waitedFor(waiting.since))) : '', had,
+    pausedWords(waiting));
 }
 
 export function runsView(main, ctx, queryText = '') {
@@ -124,7 +134,9 @@ export function runsView(main, ctx, queryText = '') {
     if (filters.definition) params.set('definition_id', filters.definition);
     if (filters.waiting) params.set('waiting', filters.waiting);
     if (filters.cursor) params.set('cursor', filters.cursor);
-    if (filters.rehearsals !== 'include') params.set('rehearsal', 'exclude');
+    // The list and the header's "runs need you" (the answer's summary) count the same runs: live ones, or with the
+    // dry runs when asked.
+    params.set('rehearsal', filters.rehearsals === 'include' ? 'include' : 'exclude');
     let page;
     try {
       page = filters.q ? await searched(filters.q, params, ctx.definitions) : await get(`/runs?${params}`);

@@ -59,15 +59,17 @@ function describeStep(step) {
   return [words ? [el('strong', {}, stepName(step)), el('br'), words] : el('strong', {}, stepName(step)), answerOf(step)];
 }
 
-// Its badge, and a line on what it waits for: a parked cue for how long; a retry which attempt, when, and
-// what the last answer was.
+// Its badge, and a line on what it waits for: a parked cue for how long; a retry which attempt of its allowance
+// (the ceiling counts those since a person last retried or resent it), when, and what the last answer was.
 function state(step, maxAttempts) {
   if (step.parked) {
     return [badge('parked', parkOf(step)?.label), step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
   }
   if (retrying(step)) {
     const of = maxAttempts ? ` of ${maxAttempts}` : '';
-    return [badge(step.status), el('div', { 'data-retry': step.id }, `attempt ${step.attempts + 1}${of}, next in `, inFuture(step.due_at),
+    const renewed = step.attempts_allowed_from ? ' since a person sent it again' : '';
+    return [badge(step.status), el('div', { 'data-retry': step.id },
+      `attempt ${step.attempts - (step.attempts_allowed_from || 0) + 1}${of}${renewed}, next in `, inFuture(step.due_at),
       step.last_error ? `, after: ${step.last_error}` : '')];
   }
   return badge(step.status);

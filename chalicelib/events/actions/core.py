@@ -53,6 +53,7 @@ def cue_attention(context: ActionContext, escalate_after_seconds: int) -> Attent
     params = context.step.params
 
     def after(seconds: int | None) -> datetime | None:
+        # guard: a-dry-runs-cue-timers-run-on-the-live-clock
         return None if not seconds else context.now + context.scaled(seconds)
 
     timeout = cue_timeout(params, context.time_scale, context.auto_confirm_seconds)

@@ -27,13 +27,13 @@ from ..model import Run, Step
 from .declared import CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Control, Shape, Target, offered, refusal
 from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
-from .run_controls import Advance, Advanced, Cancel, Pause, Resume
+from .run_controls import Advance, Advanced, Cancel, Cancelled, Pause, Resume
 from .signal import Receipt, ReceiveSignal, declared
 from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retried, Retry, Skip, TakeOver
 
 __all__ = [
     "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
-    "Acknowledge", "Advance", "Advanced", "Cancel", "Choice", "Confirm", "Context", "Control", "HeldBy", "Pause", "Press",
+    "Acknowledge", "Advance", "Advanced", "Cancel", "Cancelled", "Choice", "Confirm", "Context", "Control", "HeldBy", "Pause", "Press",
     "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "TakeOver",
     "Target", "acknowledge", "advance", "advance_refusal", "cancel", "confirm", "declared", "execute", "offered",
     "pause", "receive_signal", "refusal", "release", "resend", "resume", "retry", "skip", "take_over", "within",
@@ -50,7 +50,8 @@ def resume(db: Database, run_id: int, *, actor: str, now: datetime, press: Press
 
 def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None, press: Press = AS_EVER,
            cleanup: bool = False) -> Run:
-    return execute(db, Cancel(run_id, reason, cleanup), Context(actor, now, press))
+    """The run as the cancel left it (the control's answer also counts the steps it cancelled: `Cancelled`)."""
+    return execute(db, Cancel(run_id, reason, cleanup), Context(actor, now, press)).run
 
 
 def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime, reason: str | None = None,

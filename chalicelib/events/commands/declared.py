@@ -35,6 +35,7 @@ class Shape(Enum):
     STEP = "the step"
     RETRIED = "the step and the run"
     ADVANCED = "the run, its skipped steps and whether it resumed"
+    CANCELLED = "the run and how many of its steps it cancelled"
 
 
 _IDS = ("run_id", "step_id")
@@ -163,7 +164,7 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             " left to its answer. With cleanup, a run that left something to revert (or has a step in flight) is"
             " cleaning_up first: the tick reverts what it left, newest first, then cancels it; a cancel without"
             " cleanup of a run cleaning up abandons the cleanup", wakes=True, label="Cancel run",
-            question="Cancel this run? It cannot be undone.", done="Cancelled", answer=Shape.RUN, tone="danger",
+            question="Cancel this run? It cannot be undone.", done="Cancelled", answer=Shape.CANCELLED, tone="danger",
             sends_tag=False),
     # guard: advance-does-not-nudge-a-sleeping-deployment
     Control(Advance, "the phase the run is at ends: its condition is met, its pending and parked steps are skipped with"

@@ -100,7 +100,13 @@ class Resume(RunCommand[Run]):
 
 
 @dataclass(frozen=True)
-class Cancel(RunCommand[Run]):
+class Cancelled:
+    run: Run
+    cancelled_steps: int  # its pending and parked steps the cancel closed (a step in flight is left to its answer)
+
+
+@dataclass(frozen=True)
+class Cancel(RunCommand[Cancelled]):
     """Any non-terminal -> cancelled; pending and parked steps cancelled, a leased step left alone.
 
     With `cleanup`, a run that has something live to revert or a step in flight goes to cleaning_up
@@ -115,7 +121,7 @@ class Cancel(RunCommand[Run]):
     reason: str | None = None
     cleanup: bool = False
 
-    def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
+    def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Cancelled] | None:
         note, cleanup = clean_note(self.reason), self.cleanup
         undecided = steps.parked_in_doubt_of(tx, run.id)
         if cleanup and runs.begin_cleanup(tx, run.id, CLEANABLE, RunStatus.CANCELLED, by.now,
@@ -124,7 +130,7 @@ class Cancel(RunCommand[Run]):
             closed = steps.cancel_open(tx, run.id, by.now)
             logged = log.append(tx, journal.run_control(run, self.name, RunStatus.CLEANING_UP, by.actor, reason=note,
                                                         cancelled_steps=closed, cleanup=True), by.now)
-            return Took(must_exist(runs.get(tx, run.id)), logged)
+            return Took(Cancelled(must_exist(runs.get(tx, run.id)), closed), logged)
         if cleanup and run.cleanup_target is not None and run.status not in TERMINAL_RUN:
             raise Conflict("this run is already cleaning up; cancel without cleanup to abandon the cleanup",
                            run_status=run.status.value)
@@ -147,10 +153,10 @@ class Cancel(RunCommand[Run]):
         if undecided is not None:  # closed undecided: whether the game applied it, nobody knows
             # guard: a-cancel-closes-an-undecided-step-without-saying-so
             log.append(tx, journal.step_control(undecided, self.name, StepStatus.CANCELLED, by.actor, in_doubt=True), by.now)
-        return Took(must_exist(runs.get(tx, run.id)), logged)
+        return Took(Cancelled(must_exist(runs.get(tx, run.id)), closed), logged)
 
-    def answer(self, result: Run) -> dict[str, Any]:
-        return run_answer(result)
+    def answer(self, result: Cancelled) -> dict[str, Any]:
+        return {**run_answer(result.run), "cancelled_steps": result.cancelled_steps}
 
 
 @dataclass(frozen=True)

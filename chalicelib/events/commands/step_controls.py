@@ -251,7 +251,7 @@ class Retry(StepCommand[Retried]):
         if not requeued:
             return None
         # guard: retry-commits-before-its-log-row
-        logged = log.append(tx, journal.step_control(step, self.name, StepStatus.PENDING, by.actor, attempts_reset=step.attempts), by.now)
+        logged = log.append(tx, journal.step_control(step, self.name, StepStatus.PENDING, by.actor, attempts=step.attempts), by.now)
         resumed = resume_locked(tx, run, self.name, by) is not None
         return Took(Retried(step=must_exist(steps.get(tx, step.id)), run=must_exist(runs.get(tx, run.id)), resumed=resumed), logged)
 
@@ -271,8 +271,8 @@ class Retry(StepCommand[Retried]):
 
 @dataclass(frozen=True)
 class Resend(StepCommand[Step]):
-    """A step parked in doubt is sent again (`steps.resend`): pending with its attempts kept, its next claim
-    sends it without asking the game. A person's word that the game did not apply it (or that a second
+    """A step parked in doubt is sent again (`steps.resend`): pending with its attempts kept and a fresh
+    allowance of them, its next claim sends it without asking the game. A person's word that the game did not apply it (or that a second
     application does no harm)."""
 
     name: ClassVar[str] = "resend"

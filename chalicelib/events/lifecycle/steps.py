@@ -4,10 +4,13 @@ The invariant: a step status, an `on_failure`, an `on_doubt`, a park reason or a
 cue's `on_timeout` is named here and nowhere else; the store's SQL writes a step
 status only through `StepSQL` (`sql.py`). Every write of a step is a row of the
 step transitions table (`STEP_MOVES`): from which statuses, to which, by whom,
-and what the move writes besides (the lease, the counters, `in_doubt`,
-`finished_at`); `store/steps/write.py`, the one writer, renders the SET and the
-status part of the WHERE from that row, and `docs/contract.md`'s step table is
-`step_table()` (`tests/test_lifecycle.py` compares them).
+and what the move writes besides (the lease, the counters, the attempt
+allowance, `in_doubt`, `finished_at`); `store/steps/write.py`, the one writer,
+renders the SET and the status part of the WHERE from that row, and
+`docs/contract.md`'s step table is `step_table()` (`tests/test_lifecycle.py`
+compares them). `attempts` is raised by the claim and lowered by nothing: a
+person's retry or resend renews the step's allowance of attempts instead, so
+the attempt the game sees only ever rises.
 
     pending ─► running ─► done | failed | refused     (the claimer)
        ▲          │  (parked: running with no lease)
@@ -110,11 +113,10 @@ class Lease(str, Enum):
 
 
 class Count(str, Enum):
-    """What a move does to a counter (`attempts`, `retries`)."""
+    """What a move does to a counter (`attempts`, `retries`): a counter only ever rises."""
 
     KEPT = "—"
     RAISED = "+1"
-    RESET = "0"
 
 
 class Doubt(str, Enum):
@@ -145,6 +147,9 @@ class StepMove:
     attempts: Count = Count.KEPT
     retries: Count = Count.KEPT
     in_doubt: Doubt = Doubt.KEPT
+    # A fresh allowance of attempts (`attempts_allowed_from = attempts`): the ceiling counts the attempts after
+    # it, while the attempt the game sees goes on rising (its status endpoint's fence refuses a lower one).
+    renews_allowance: bool = False
     clears_due_at: bool = False  # sent again now, not at a retry's or a wait's time
     stamps_first_start: bool = False  # started_at, if it never started
 
@@ -203,8 +208,9 @@ CLOSE_WITH_THE_PHASE = {
 CONFIRM = StepMove("confirm", (_S.RUNNING,), _S.DONE, _PERSON, "a person did what its parked cue asked",
                    lease=Lease.CLAIMER_CLEARED)
 # guard: a-resent-step-stays-in-doubt
+# guard: a-resent-step-keeps-its-spent-allowance
 RESEND = StepMove("resend", (_S.RUNNING,), _S.PENDING, _PERSON, "a person sends its parked step in doubt again",
-                  lease=Lease.CLAIMER_CLEARED, in_doubt=Doubt.CLEARED, clears_due_at=True)
+                  lease=Lease.CLAIMER_CLEARED, in_doubt=Doubt.CLEARED, renews_allowance=True, clears_due_at=True)
 SKIP = {
     source: StepMove("skip", (source,), _S.SKIPPED, _PERSON, f"a person decides against it while it is {when}",
                      lease=Lease.CLAIMER_CLEARED)
@@ -215,11 +221,12 @@ RELEASE = StepMove("release", (_S.RUNNING,), None, _PERSON, "whoever has its par
 TAKE_OVER = StepMove("take over", (_S.RUNNING,), None, _PERSON, "a person takes its parked cue over from whoever has it")
 # guard: retry-a-step-that-did-not-fail
 # guard: a-retry-keeps-the-retries
+# guard: a-retried-step-keeps-its-spent-allowance
 RETRY = StepMove("retry", (_S.FAILED,), _S.PENDING, _PERSON, "a person retries the failed step its paused run stopped at",
-                 lease=Lease.CLEARED, attempts=Count.RESET, retries=Count.RAISED, clears_due_at=True)
+                 lease=Lease.CLEARED, retries=Count.RAISED, renews_allowance=True, clears_due_at=True)
 RETRY_REVERT = StepMove("retry", (_S.FAILED, _S.REFUSED), _S.PENDING, _PERSON,
                         "a person retries a revert that failed, of a run paused in its cleanup", lease=Lease.CLEARED,
-                        attempts=Count.RESET, retries=Count.RAISED, clears_due_at=True)
+                        retries=Count.RAISED, renews_allowance=True, clears_due_at=True)
 # A parked cue's attention timers (runner/attention.py).
 REMIND = StepMove("remind", (_S.RUNNING,), None, _TICK, "its parked cue's reminder is due")
 ESCALATE = StepMove("escalate", (_S.RUNNING,), None, _TICK, "its parked cue's escalation is due")
@@ -244,13 +251,14 @@ STEP_MOVES: tuple[StepMove, ...] = (
 
 def step_table() -> list[tuple[str, ...]]:
     """`STEP_MOVES` as docs/contract.md's step table spells it: move, from, to, who, when, finished_at, lease,
-    attempts, retries, in_doubt."""
+    attempts (and whether the move renews their allowance), retries, in_doubt."""
     def finished(move: StepMove) -> str:
         return "set" if move.stamps_finished_at else "cleared" if move.clears_finished_at else "—"
 
     return [
         (move.name, ", ".join(s.value for s in move.sources) or "any", "—" if move.to is None else move.to.value,
-         move.who.value, move.when, finished(move), move.lease.value, move.attempts.value, move.retries.value,
-         move.in_doubt.value)
+         move.who.value, move.when, finished(move), move.lease.value,
+         f"{move.attempts.value} (allowance renewed)" if move.renews_allowance else move.attempts.value,
+         move.retries.value, move.in_doubt.value)
         for move in STEP_MOVES
     ]

@@ -130,6 +130,7 @@ class Step:
     lapsed_acknowledged_at: datetime | None = None
     holds_ended: int = 0
     choice: str | None = None  # a cue with choices: the value its confirm (or its timeout) chose
+    attempts_allowed_from: int = 0  # the attempts spent before a person's last retry or resend (0: none)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:
@@ -218,8 +219,8 @@ class Step:
     @property
     def etag(self) -> str:
         """The step's state as an entity tag (what a step control's If-Match names): its retries, attempts,
-        state (parked apart from running under a lease) and finished_at. Attempts only rise, except across a
-        retry, which raises retries: a step retried and back at the same status never repeats an earlier tag."""
+        state (parked apart from running under a lease) and finished_at. Attempts only rise, and a retry
+        raises retries: a step retried and back at the same status never repeats an earlier tag."""
         state = "parked" if self.parked else self.status.value
         finished = "-" if self.finished_at is None else f"{self.finished_at:%Y%m%dT%H%M%S%f}"
         return f'"s{self.id}.{self.retries}.{self.attempts}.{state}.{finished}"'
@@ -274,4 +275,10 @@ class Claim:
 
     step_id: int
     token: str
-    attempt: int
+    attempt: int  # the attempt the game is sent: the step's attempts, raised by this claim
+    allowed_from: int = 0  # the step's attempts_allowed_from as claimed (no claim ever sees it change)
+
+    @property
+    def of_allowance(self) -> int:
+        """This attempt's place in the step's allowance: the attempt ceiling counts it, not `attempt`."""
+        return self.attempt - self.allowed_from

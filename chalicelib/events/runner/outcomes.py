@@ -60,14 +60,16 @@ def settle_outcome(
         outcome = replace(outcome, error=None if outcome.error is None else storable.cleaned(outcome.error))
     verdict, error, in_doubt = outcome.verdict, outcome.error, outcome.in_doubt
     attention = outcome.attention
+    # The ceiling counts the attempts since a person last retried or resent the step (its allowance).
     # guard: retry-answer-at-the-ceiling-retried
-    if verdict is Verdict.RETRY and claim.attempt >= rules.max_attempts:
+    # guard: the-ceiling-counts-attempts-before-the-retry
+    if verdict is Verdict.RETRY and claim.of_allowance >= rules.max_attempts:
         # guard: a-step-in-doubt-under-resend-parks-at-the-ceiling
         if in_doubt and step.on_doubt is OnDoubt.PARK:
-            verdict, error = Verdict.PARKED, f"gave up after {claim.attempt} attempts: {error}: waits for a decision"
+            verdict, error = Verdict.PARKED, f"gave up after {_attempts_spent(claim)}: {error}: waits for a decision"
             attention = Attention(escalate_at=escalate_at)
         else:
-            verdict, error = Verdict.FAILED, f"gave up after {claim.attempt} attempts: {error}"
+            verdict, error = Verdict.FAILED, f"gave up after {_attempts_spent(claim)}: {error}"
 
     held = False
     if verdict is Verdict.DONE:
@@ -112,6 +114,13 @@ def settle_outcome(
             run_stopped = bool(disposition)
     # Re-read after any hold, taken or not: the caller's list may predate the next step's due_at.
     return Applied(written, status, written and outcome.hold_until is not None, run_stopped), entries
+
+
+def _attempts_spent(claim: Claim) -> str:
+    """"3 attempts", or after a person's retry or resend "3 attempts since a person sent it again (5 in all)"."""
+    if claim.allowed_from == 0:
+        return f"{claim.attempt} attempts"
+    return f"{claim.of_allowance} attempts since a person sent it again ({claim.attempt} in all)"
 
 
 def _record_resources(

@@ -85,6 +85,17 @@ def latest(tx: Tx, run_id: int, kind: str) -> LogEntry | None:
     return None if row is None else LogEntry.from_row(row)
 
 
+def latest_of(tx: Tx, run_ids: list[int], kind: str) -> dict[int, LogEntry]:
+    """Each run's newest row of `kind`, by run (a run with none is left out): one statement, each run's part a
+    backward range of `event_run_log_run` that stops at its first row of the kind (a page's paused runs: who
+    paused each and why)."""
+    if not run_ids:
+        return {}
+    one = f"(SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND kind = %s ORDER BY id DESC LIMIT 1)"  # noqa: S608 — COLUMNS is a constant; values are parameters
+    rows = tx.all(" UNION ALL ".join([one] * len(run_ids)), tuple(arg for run_id in run_ids for arg in (run_id, kind)))
+    return {int(row["run_id"]): LogEntry.from_row(row) for row in rows}
+
+
 KEY_KEPT_FOR = timedelta(hours=24)
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ...db import Database, Tx, must_exist
-from .. import commands, lifecycle
+from .. import commands, journal, lifecycle
 from ..errors import Invalid, NotFound
 from ..model import LogEntry, Phase, Resource, Run, Step, iso
 from ..store import log, phases, resources, runs, steps
@@ -24,7 +24,8 @@ STEPS_PAGE = 1000
 
 def runs_page(db: Database, query: dict[str, Any]) -> Body:
     """Runs newest first, a page at a time (`status`, `definition_id`, `waiting`, `rehearsal`, `limit`, `cursor`),
-    each with what it waits for, and the counts of runs waiting (`summary`)."""
+    each with what it waits for, and the counts of runs waiting (`summary`: of the live runs, unless `rehearsal`
+    is `include` or `only`)."""
 
     def read(tx: Tx) -> Body:
         page, next_cursor = runs.list_page(
@@ -37,10 +38,12 @@ def runs_page(db: Database, query: dict[str, Any]) -> Body:
         parked = steps.parked_of(tx, [r.id for r in page if r.status in lifecycle.ATTENDED])
         at = phases.current_of(tx, [(r.id, must_exist(r.current_phase)) for r in working])
         undone = resources.by_ids(tx, [s.resource_id for s in parked.values() if s.resource_id is not None])
+        # Who paused each paused run and why: the log row that paused it.
+        moved = log.latest_of(tx, [r.id for r in page if r.status is lifecycle.RunStatus.PAUSED], journal.RUN_STATUS)
         return {
-            "runs": [{**r.public(), "waiting": _waiting_of(r, parked.get(r.id), at.get(r.id), undone)} for r in page],
+            "runs": [{**r.public(), "waiting": _waiting_of(r, parked.get(r.id), at.get(r.id), undone, moved.get(r.id))} for r in page],
             "next_cursor": next_cursor,
-            "summary": runs.waiting_counts(tx),
+            "summary": runs.waiting_counts(tx, query.get("rehearsal")),
         }
 
     # Autocommitted reads, as a page always was (a lost connection is retried, never a 500): each run's
@@ -75,9 +78,10 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
     working = next((p for p in run_phases if p.number == run.current_phase), None)
     flying = steps.holding_phase(tx, run.id, run.current_phase, now) if run.current_phase is not None else None
     undone = resources.by_ids(tx, [s.resource_id for s in head if s.resource_id is not None])
+    moved = log.latest(tx, run.id, journal.RUN_STATUS) if run.status is lifecycle.RunStatus.PAUSED else None
     return {
         "run": run.public(),
-        "waiting": _waiting_of(run, head[0] if head else None, working, undone),
+        "waiting": _waiting_of(run, head[0] if head else None, working, undone, moved),
         "phases": [p.public() for p in run_phases],
         "steps": [s.public() for s in run_steps],
         "steps_next_cursor": next_cursor,
@@ -94,10 +98,12 @@ def _ledger(tx: Tx, run_id: int) -> Body:
     return {"counts": counts, "changed_at": iso(changed_at)}
 
 
-def _waiting_of(run: Run, head: Step | None, phase: Phase | None, undone: dict[int, Resource]) -> Body | None:
-    """What the run waits for (`waiting`), a parked revert's with the resource it undoes (from `undone`)."""
+def _waiting_of(run: Run, head: Step | None, phase: Phase | None, undone: dict[int, Resource],
+                moved: LogEntry | None) -> Body | None:
+    """What the run waits for (`waiting`), a parked revert's with the resource it undoes (from `undone`), a
+    paused run's with who paused it and why (`moved`: the log row that paused it)."""
     reverted = None if head is None or head.resource_id is None else undone.get(head.resource_id)
-    return waiting(run, head, phase, reverted)
+    return waiting(run, head, phase, reverted, moved)
 
 
 def log_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:

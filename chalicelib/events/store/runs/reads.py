@@ -60,7 +60,7 @@ def list_page(
 ) -> tuple[list[Run], int | None]:
     """Runs newest first, keyset-paginated: returns the page and the next cursor (or None).
 
-    `rehearsal` (`REHEARSAL_FILTERS`): `only` keeps the dry runs, `exclude` the live runs; None, both.
+    `rehearsal` (`REHEARSAL_FILTERS`): `only` keeps the dry runs, `exclude` the live runs; `include` or None, both.
 
     `waiting_for` (`waiting.FILTERS`) keeps the runs waiting for that (`any`: for anything), one range of
     `event_runs_waiting` (`event_runs_waits` for any) in id order: no scan, however many runs there are.
@@ -81,12 +81,10 @@ def list_page(
     if status is not None:
         where.append("status = %s")
         args.append(RunStatus(status).value)
-    if rehearsal is not None:
-        if rehearsal not in REHEARSAL_FILTERS:
-            raise ValueError(f"rehearsal is one of {REHEARSAL_FILTERS}, not {rehearsal!r}")
+    mode = _mode_of(rehearsal, None)
+    if mode is not None:
         where.append("mode = %s")  # one range of (mode, id)
-        # guard: the-runs-filter-mixes-dry-runs-and-live-runs
-        args.append((RunMode.REHEARSAL if rehearsal == "only" else RunMode.LIVE).value)
+        args.append(mode.value)
     if definition_id is not None:
         where.append("definition_id = %s")
         args.append(definition_id)
@@ -101,18 +99,35 @@ def list_page(
     return page, (page[-1].id if len(rows) > limit else None)
 
 
-REHEARSAL_FILTERS = ("only", "exclude")
+REHEARSAL_FILTERS = ("only", "exclude", "include")
 
 
-def waiting_counts(tx: Tx) -> dict[str, Any]:
+def _mode_of(rehearsal: str | None, unasked: RunMode | None) -> RunMode | None:
+    """The one mode a `?rehearsal=` value keeps (`unasked`: without one), or None for both."""
+    if rehearsal is None:
+        return unasked
+    if rehearsal not in REHEARSAL_FILTERS:
+        raise ValueError(f"rehearsal is one of {REHEARSAL_FILTERS}, not {rehearsal!r}")
+    # guard: the-runs-filter-mixes-dry-runs-and-live-runs
+    return {"only": RunMode.REHEARSAL, "exclude": RunMode.LIVE}.get(rehearsal)
+
+
+def waiting_counts(tx: Tx, rehearsal: str | None = None) -> dict[str, Any]:
     """How many runs wait for a person or the game, by what (`any`: all of them), and how many are working
     (starting, running, ending or cleaning up — the runs a tick works — waiting for nobody): one statement,
-    each count one range of an index."""
-    kinds = ", ".join(f"(SELECT COUNT(*) FROM event_runs WHERE waiting_for = %s) AS `{kind.value}`" for kind in WaitingFor)  # noqa: S608 — the aliases are the lifecycle's words
+    each count one range of an index.
+
+    Live runs only, unless `rehearsal` (`REHEARSAL_FILTERS`) says `include` (both) or `only` (the dry runs):
+    a dry run waiting for a person is nobody's emergency, and the console lists none unless asked."""
+    mode = _mode_of(rehearsal, RunMode.LIVE)
+    # guard: the-summary-counts-dry-runs
+    of_mode, mode_args = ("", ()) if mode is None else (" AND mode = %s", (mode.value,))
+    kinds = ", ".join(f"(SELECT COUNT(*) FROM event_runs WHERE waiting_for = %s{of_mode}) AS `{kind.value}`"  # noqa: S608 — the aliases are the lifecycle's words
+                      for kind in WaitingFor)
     row = tx.one(
-        f"""SELECT (SELECT COUNT(*) FROM event_runs WHERE status IN ({placeholders(len(RUNNABLE))})) AS live,
+        f"""SELECT (SELECT COUNT(*) FROM event_runs WHERE status IN ({placeholders(len(RUNNABLE))}){of_mode}) AS live,
                    {kinds}""",  # noqa: S608 — the column names are the lifecycle's words; values are parameters
-        (*(s.value for s in RUNNABLE), *(kind.value for kind in WaitingFor)),
+        (*(s.value for s in RUNNABLE), *mode_args, *(arg for kind in WaitingFor for arg in (kind.value, *mode_args))),
     ) or {"live": 0, **{kind.value: 0 for kind in WaitingFor}}  # a SELECT of counts has its row: only EXPLAIN has none
     counts = {kind.value: int(row[kind.value]) for kind in WaitingFor}
     held_while_working = sum(counts[kind.value] for kind in WaitingFor if kind is not WaitingFor.RESUME)  # resume: paused, not live

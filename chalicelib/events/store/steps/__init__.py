@@ -3,9 +3,11 @@ step statements (`from ..store import steps`).
 
 Two rules govern the writes:
 
-1. `attempts` is raised by `claim` and by nothing else; no sweep ever lowers it
+1. `attempts` is raised by `claim` and by nothing else, and nothing lowers it
    (a sweep that reset it once made the attempt ceiling unreachable and a row
-   cycle for ever). Only `requeue`, a named person's decision, sets it to 0.
+   cycle for ever; a retry that reset it sent the game an attempt its status
+   endpoint had fenced off). A person's retry or resend renews the step's
+   allowance (`attempts_allowed_from`): the ceiling counts the attempts after it.
 2. A *parked* step is `running` with a NULL lease: in flight, held by nobody.
    Nothing treats a NULL lease as stale, so a cue can wait overnight. Its
    `park_reason` says for what: a cue, or a decision on a step in doubt

@@ -1,7 +1,8 @@
 """event_run_steps, the claimer's statements: the claim, then its answer's write, fenced on the claim.
 
-The invariant: `attempts` is raised by the claim and by nothing else (a sweep
-never lowers it; only a person's retry sets it to 0); a claimer's later writes
+The invariant: `attempts` is raised by the claim and by nothing else, and
+nothing lowers it (a person's retry or resend renews the step's allowance,
+`attempts_allowed_from`, instead); a claimer's later writes
 (park, reschedule, finish, its cancel) match the claim's token and attempt, so a
 process that outlived its lease, whose step was reclaimed and claimed again
 elsewhere, changes nothing.
@@ -60,6 +61,10 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     pass `phases.TAKES_CLAIMS`), and under a cleanup only a revert step is taken
     (`NOT_LEFT_BEHIND`); a run of a mode this version does not know is never
     taken (a newer version's: `understood`). `started_at` keeps the first attempt.
+
+    The claim carries the step's allowance as read: held to the pending step at
+    the attempts read, it cannot have changed, since a retry or a resend moves a
+    step out of failed or parked, which only a claim (raising attempts) reaches.
     """
     _check_seconds(lease_seconds, "lease")
     token = claim_token()
@@ -79,7 +84,7 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
         (step.id, step.attempts, now, now),
         joins=_WITH_ITS_RUN_AND_PHASE, alias="s", now=now, lease=(token, now + timedelta(seconds=lease_seconds)),
     )
-    return Claim(step.id, token, step.attempts + 1) if changed == 1 else None
+    return Claim(step.id, token, step.attempts + 1, step.attempts_allowed_from) if changed == 1 else None
 
 
 # Over for this step (`s`, its run `r`): its run ended, or a cleanup began and it is not one of the reverts.

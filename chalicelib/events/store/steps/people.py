@@ -67,10 +67,11 @@ def confirm_parked(tx: Tx, step_id: int, now: datetime, note: str | None = None,
 
 
 def resend(tx: Tx, step_id: int, now: datetime, note: str | None = None, *, seen: Step | None = None) -> bool:
-    """A person sends a step parked in doubt again (the resend control): pending, its attempts and key kept,
-    no longer in doubt (so its next claim sends it without asking the game), and its run wakes now and waits
-    for it no more. Not in a finished run, not a step a cleanup left behind, not in a phase that is over
-    (nothing of it runs again). `seen`: held to the state their If-Match named."""
+    """A person sends a step parked in doubt again (the resend control): pending, its attempts and key kept
+    with a fresh allowance of attempts (the ceiling counts those after it), no longer in doubt (so its next
+    claim sends it without asking the game), and its run wakes now and waits for it no more. Not in a finished
+    run, not a step a cleanup left behind, not in a phase that is over (nothing of it runs again). `seen`:
+    held to the state their If-Match named."""
     as_seen, seen_args = _as_seen(seen)
     # guard: resend-of-a-step
     # guard: resend-in-a-phase-that-ended
@@ -180,7 +181,8 @@ def requeue_where_stopped(tx: Tx, run_id: int, step_id: int, now: datetime, *, s
     (the anti-join). A failed step *behind* the cursor (failed under on_failure
     skip) is refused: re-queued, it would run again out of order. So is a step of
     a phase that is over (`phases.OVER`): nothing of it runs again. The statement raises `retries` (the
-    step's tag never repeats across a retry); `seen` holds it to the state a person's If-Match named.
+    step's tag never repeats across a retry) and renews its allowance of attempts, its attempts kept: the
+    next attempt the game sees is above every one it saw; `seen` holds it to the state a person's If-Match named.
     Any step of a run paused in its cleanup is refused too (only its reverts are retried: `requeue_revert`).
     """
     as_seen, seen_args = _as_seen(seen)

@@ -2,9 +2,11 @@
 
 The invariant: a NULL lease (a parked step) is never stale, and `attempts` is
 never touched by a sweep (a sweep that reset it once made the attempt ceiling
-unreachable and a row cycle for ever); each step is taken back by one of four
-guarded moves whose guards are disjoint, so their order cannot matter, and each
-is in doubt afterwards (nobody knows whether its attempt reached the game).
+unreachable and a row cycle for ever); the ceiling counts the attempts of the
+step's allowance (`CEILING`: those since a person last retried or resent it);
+each step is taken back by one of four guarded moves whose guards are
+disjoint, so their order cannot matter, and each is in doubt afterwards
+(nobody knows whether its attempt reached the game).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from .fragments import COLUMNS
 from .write import statuses_of, write
 
 GAVE_UP = "gave up after repeated interruptions"
+# The attempt count at which the step's allowance is spent: the ceiling counts only the attempts since a
+# person last retried or resent it (written as a sum: the unsigned columns are never subtracted).
+# guard: the-sweep-counts-attempts-before-the-retry
+CEILING = "attempts_allowed_from + %s"
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,8 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
     `on_doubt: park`, is parked for a person's decision (escalated
     `escalate_after_seconds` from now on its run's clock, divided by a dry run's
     speed; 0: never) — and the others go back to pending; the requeue
-    also requires attempts below the ceiling and a live run, so the order cannot
+    also requires attempts below the ceiling (both count the step's allowance:
+    the attempts since a person last retried or resent it) and a live run, so the order cannot
     matter. A NULL lease (a parked step) is never stale, and attempts are never
     touched. Every step taken back is in doubt (`in_doubt`, in the same
     statements): nobody knows whether the attempt whose lease expired reached
@@ -80,7 +87,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
     gave_up = _sweep(
         tx, GIVE_UP,
         # guard: sweep-gives-up-below-the-ceiling
-        f"{stale} AND attempts >= %s AND NOT {parks} AND NOT {run_over} AND NOT {phase_over}",
+        f"{stale} AND attempts >= {CEILING} AND NOT {parks} AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
         "last_error = %s",
         (GAVE_UP,),
@@ -93,7 +100,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
     delay = escalate_after_seconds * 1_000_000
     parked = _sweep(
         tx, PARK_IN_DOUBT,
-        f"{stale} AND attempts >= %s AND {parks} AND NOT {run_over} AND NOT {phase_over}",
+        f"{stale} AND attempts >= {CEILING} AND {parks} AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
         f"""park_reason = {StepSQL.DOUBT}, last_error = %s, remind_at = NULL, reminders_sent = 0,
             escalate_at = {escalate_at}, escalation_tries = 0, times_out_at = NULL""",
@@ -105,7 +112,7 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
     requeued = _sweep(
         tx, REQUEUE,
         # guard: sweep-requeues
-        f"{stale} AND attempts < %s AND NOT {run_over} AND NOT {phase_over}",
+        f"{stale} AND attempts < {CEILING} AND NOT {run_over} AND NOT {phase_over}",
         (now, max_attempts, now),
         "",
         (),

@@ -2,8 +2,8 @@
 step transitions table (`lifecycle.STEP_MOVES`).
 
 The invariant: what a move writes besides its statement's own columns — its
-status, its lease, its counters, `in_doubt`, `due_at`, `started_at` and
-`finished_at` — is its row's, never written out by hand, and the status part of
+status, its lease, its counters, its allowance of attempts, `in_doubt`,
+`due_at`, `started_at` and `finished_at` — is its row's, never written out by hand, and the status part of
 its WHERE is the row's sources; the statement brings only its guard (the rest of
 its WHERE, a compare-and-set), the columns only it writes, and the tables it
 joins. One statement, one round trip, as before: the writer only renders.
@@ -48,8 +48,8 @@ def _generated(move: StepMove, column: str, now: datetime | None, lease: tuple[s
     for name, count in (("attempts", move.attempts), ("retries", move.retries)):
         if count is Count.RAISED:
             sets.append(f"{column}{name} = {column}{name} + 1")
-        elif count is Count.RESET:
-            sets.append(f"{column}{name} = 0")
+    if move.renews_allowance:
+        sets.append(f"{column}attempts_allowed_from = {column}attempts")
     if move.in_doubt is Doubt.ANSWERED:
         if in_doubt is None:
             raise ValueError(f"{move.name}: a move that writes in_doubt as answered needs the answer's")
