@@ -12,7 +12,7 @@ import pytest
 from chalicelib.__main__ import main as command
 from chalicelib.events import bridge_check
 from chalicelib.events.bridge_check import Options
-from tests.support.kits import NODE_KIT, event_bridge, node_example, serving
+from tests.support.kits import NODE_KIT, PYTHON_KIT, event_bridge, node_example, serving
 
 KEY = "bridge-check-test-key"
 
@@ -164,3 +164,35 @@ def test_the_node_kits_own_tests_pass():
     done = subprocess.run(["node", "--test", "test/"], cwd=NODE_KIT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "# fail 0" in done.stdout
+
+
+@pytest.mark.packaging
+def test_both_kits_install_as_packages_from_the_checkout(tmp_path):
+    """`pip install ./bridge/python` and `npm install ./bridge/node` into empty places, then each imported there."""
+    import shutil
+    import subprocess
+    import sys
+
+    source = tmp_path / "kit"  # a copy: pip's build leaves build/ and egg-info beside the sources it builds
+    shutil.copytree(PYTHON_KIT, source, ignore=shutil.ignore_patterns("__pycache__", "tests"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-build-isolation", str(source)],
+                         capture_output=True, text=True, timeout=300)
+    if pip.returncode != 0 and "setuptools" in pip.stderr:  # a venv without setuptools: let pip fetch the backend
+        pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(source)], capture_output=True, text=True,
+                             timeout=300)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    imported = subprocess.run([str(venv / "bin" / "python"), "-c", "import event_bridge; print(event_bridge.__file__)"],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert imported.returncode == 0 and str(venv) in imported.stdout, imported.stderr
+
+    app = tmp_path / "game"
+    app.mkdir()
+    npm = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--offline", str(NODE_KIT)], cwd=app,
+                         capture_output=True, text=True, timeout=300)
+    assert npm.returncode == 0, npm.stderr[-2000:]
+    used = subprocess.run(["node", "--input-type=module", "-e",
+                           "import { Bridge, done } from 'event-bridge'; console.log(typeof Bridge, done().body.outcome)"],
+                          cwd=app, capture_output=True, text=True, timeout=60)
+    assert used.stdout.strip() == "function done", used.stderr

@@ -253,3 +253,31 @@ def test_a_start_up_failure_is_one_line_and_its_exit_code_and_leaves_no_listener
         with socket.socket() as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT, still refused beside a listener
             s.bind(("127.0.0.1", port))  # nothing left listening
+
+
+def test_a_newcomer_runs_the_demo_against_the_node_kits_example_and_bridge_check_passes(db_params):
+    """docs/game-bridge.md's path: the Node kit's example on loopback, `make dev DEMO=none` pointed at it, the demo
+    event to completion with each action applied once, then `bridge-check` green against the same bridge."""
+    from chalicelib.events import bridge_check
+    from tests.support.kits import node_example
+
+    key = "dev-bridge-secret"  # the dev stage's GAME_BRIDGE_SECRET
+    with node_example(key) as bridge_url:
+        dev = Dev(db_params, "--demo", "none", GAME_BRIDGE_URL=bridge_url).start()
+        try:
+            token = dev.token()
+            assert dev.said(rf"your game bridge on {re.escape(bridge_url)} \(no demo bridge started\)")
+            run_id = int(dev.said(r"^run (\d+) of \"Harvest festival \(demo\)\"").group(1))
+            parked = dev.said(rf"^run {run_id} · phase 1 · step \d+ world\.spawn done · step (\d+) core\.cue parked")
+            _call(f"{dev.base}/runs/{run_id}/steps/{int(parked.group(1))}/confirm", token, {"note": "bonfire lit"})
+            assert dev.said(rf"^run {run_id} · .*completed$", 60)
+            run = _call(f"{dev.base}/runs/{run_id}", token)
+            sent = [s for s in run["steps"] if s["action_id"].startswith("world.")]
+            assert [(s["action_id"], s["status"], s["attempts"]) for s in sent] == [
+                ("world.spawn", "done", 1), ("world.give_item", "done", 1), ("world.fireworks", "done", 1)]
+            resources = _call(f"{dev.base}/runs/{run_id}/resources", token)["resources"]
+            assert [(r["kind"], r["status"]) for r in resources] == [("npc", "live")]  # the kit's spawn, revertable
+        finally:
+            assert dev.stop() == 0, "".join(dev.output)
+        report = bridge_check.run(bridge_check.Options(bridge_url, key, slow_action="test.slow", slow_seconds=1.0))
+    assert [c.name for c in report.cases if c.verdict != "PASS"] == []

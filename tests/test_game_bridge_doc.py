@@ -1,0 +1,43 @@
+"""docs/game-bridge.md's worked example signs as the engine does, and its Python quick start is a working bridge."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from datetime import datetime
+from pathlib import Path
+
+from chalicelib import outbound
+from chalicelib.events import bridge_check
+from chalicelib.events.bridge_check import Options
+from tests.support.kits import event_bridge, serving
+
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "game-bridge.md").read_text()
+
+
+def test_the_worked_examples_digests_are_the_engines():
+    body = re.search(r"^BODY='(.*)'$", DOC, re.M).group(1)
+    digests = re.findall(r"^# -> ([0-9a-f]{64})$", DOC, re.M)
+    signed = outbound.signed_headers("dev-bridge-secret", datetime(2026, 12, 4, 20, 0), body.encode())
+    assert signed["X-Event-Timestamp"] == "1796414400"
+    assert signed["X-Event-Signature"] == f"sha256={digests[0]}"
+    status = hmac.new(b"dev-bridge-secret", b"1796414400.GET./actions/world.spawn/status/r42-s7?attempt=2.", hashlib.sha256)
+    assert status.hexdigest() == digests[1]
+
+
+def test_the_python_quick_start_is_a_bridge_that_passes_the_check(monkeypatch):
+    source = re.search(r"```python\n(.*?)```", DOC, re.S).group(1)
+    monkeypatch.setenv("EVENT_BRIDGE_KEY", "quick-start-key")
+    made = {}
+    monkeypatch.setattr(event_bridge, "make_server", lambda bridge, host, port: made.setdefault("bridge", bridge) and _Idle())
+    exec(compile(source, "docs/game-bridge.md", "exec"), {})  # noqa: S102 — the document's own example
+    monkeypatch.undo()  # the real server again, to serve what the example built
+    with serving(made["bridge"]) as url:
+        report = bridge_check.run(Options(url, "quick-start-key", spawn_action="world.spawn"))
+    assert [c.name for c in report.cases if c.verdict == "FAIL"] == []
+
+
+class _Idle:
+    def serve_forever(self) -> None:
+        pass
