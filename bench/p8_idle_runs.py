@@ -6,8 +6,10 @@ the due run alone: the statements the tick sends (the server's Com_* counters
 of every connection it used) and its time. The due run must start in that tick.
 
 Idle: the wake loop over the same 10,000 runs, none due, for a few seconds of
-real time: the statements it sends per second (about one: the earliest wake
-time: every 0.9 s). Asleep, no invocation runs, so it sends none.
+real time: the statements it sends per second: about ten while the parked cues
+wait for a person (every 0.1 s, so a press moves its run at once), and about one
+(every 0.9 s) once only the waits are left. Asleep, no invocation runs, so it
+sends none.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .workload import make_runner, schedule_backlog
 
 TARGET = 1.2
 IDLE_SECONDS = 8.0
+IDLE_TARGET, AWAITED_TARGET = 1.15, 11.5  # reads a second: one every 0.9 s, or every 0.1 s while a person is awaited
 
 
 def load_idle_runs(db: Database, count: int) -> None:
@@ -40,9 +43,10 @@ def load_idle_runs(db: Database, count: int) -> None:
     def load(tx):
         tx.execute(
             f"""INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,
-                                        grace_seconds, health, current_phase, started_at, created_at, updated_at, wake_at)
+                                        grace_seconds, health, current_phase, started_at, created_at, updated_at, wake_at,
+                                        waiting_for)
                 SELECT %s, 1, CONCAT('idle-', seq), 'running', %s, 3600, 'ok', 1, %s, %s, %s,
-                       IF(MOD(seq, 2) = 0, NULL, %s + INTERVAL 3 HOUR)
+                       IF(MOD(seq, 2) = 0, NULL, %s + INTERVAL 3 HOUR), IF(MOD(seq, 2) = 0, 'cue', NULL)
                   FROM seq_1_to_{int(count)}""",
             (definition.id, now, now, now, now, now),
         )
@@ -85,6 +89,13 @@ def measured_tick(db: Database) -> tuple[int, float, bool]:
     return sent, elapsed, started_run
 
 
+def answer_the_cues(db: Database) -> None:
+    """The parked runs gone (as if their cues were answered and they ended): only the three-hour waits are left."""
+    db.transaction(lambda tx: (
+        tx.execute("DELETE s FROM event_run_steps s JOIN event_runs r ON r.id = s.run_id WHERE r.waiting_for = 'cue'"),
+        tx.execute("DELETE FROM event_runs WHERE waiting_for = 'cue'")))
+
+
 def idle_reads_per_second(db: Database) -> tuple[float, int]:
     """The wake loop over live runs none of which is due: statements per second of real time, and ticks."""
     runner = make_runner(db, concurrency=1)
@@ -111,6 +122,8 @@ def run(sizes) -> list[Figure]:
         for _ in range(rounds):  # interleaved, so a noisy neighbour hurts both sides alike
             only_due.append(measured_tick(alone))
             with_idle.append(measured_tick(crowded))
+        awaited_per_second, _ = idle_reads_per_second(crowded)
+        answer_the_cues(crowded)
         reads_per_second, idle_statements = idle_reads_per_second(crowded)
     if not all(started for _, _, started in with_idle + only_due):
         raise RuntimeError("P8: the due run did not start in its tick")
@@ -118,7 +131,7 @@ def run(sizes) -> list[Figure]:
           f" alone {[s for s, _, _ in only_due]}; seconds {[round(t, 4) for _, t, _ in with_idle]}"
           f" vs {[round(t, 4) for _, t, _ in only_due]}")
     print(f"P8 idle: {reads_per_second:.2f} wake reads/s over {IDLE_SECONDS:.0f} s ({idle_statements} statements"
-          " in all, the first tick's included); asleep: 0 (no invocation runs)")
+          f" in all, the first tick's included); {awaited_per_second:.2f}/s while cues wait; asleep: 0 (no invocation runs)")
     print(f"cost inputs: awake and idle, 60 invocations and {reads_per_second * 3600:,.0f} reads an hour;"
           " asleep, 0 and 0 (--idle-wakes-per-month counts only the one-time wake-ups before events)")
     label = f"tick over {idle_runs:,} runs needing nobody + 1 due"
@@ -129,6 +142,8 @@ def run(sizes) -> list[Figure]:
         Figure("P8", f"{label}: time", median([t for _, t, _ in with_idle]), "s",
                baseline=median([t for _, t, _ in only_due]), baseline_what="(the due run alone)",
                target=at_most(TARGET, ratio=True)),
-        Figure("idle", "wake-loop reads per second, runs live, none due", reads_per_second, "/s",
-               target=at_most(1.15)),
+        Figure("idle", "wake-loop reads per second, runs live, none due, nobody awaited", reads_per_second, "/s",
+               target=at_most(IDLE_TARGET)),
+        Figure("idle", "wake-loop reads per second, runs live, none due, cues awaited", awaited_per_second, "/s",
+               target=at_most(AWAITED_TARGET)),
     ]

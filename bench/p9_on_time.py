@@ -37,6 +37,7 @@ from .workload import make_runner
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 50
 MEDIAN_TARGET, P99_TARGET = 0.100, 1.0
+CONFIRM_P99_TARGET = 0.250  # issue 42: a person's press, in chat or on the console, moves the run at once
 
 
 def _document(first: dict) -> dict:
@@ -170,5 +171,5 @@ def run(sizes) -> list[Figure]:
         Figure("P9", "due_at -> dispatch, median", median(waits) * 1000, "ms", target=at_most(MEDIAN_TARGET * 1000)),
         Figure("P9", "due_at -> dispatch, p99", percentile(waits, 99) * 1000, "ms", target=at_most(P99_TARGET * 1000)),
         Figure("P9", "confirm (API) -> next dispatch, p99", percentile(confirms, 99) * 1000, "ms",
-               target=at_most(P99_TARGET * 1000)),
+               target=at_most(CONFIRM_P99_TARGET * 1000)),
     ]

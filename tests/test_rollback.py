@@ -164,6 +164,7 @@ def test_no_newer_run_is_found_due_leased_or_woken_for(db, clock, newer):
     for name in ("replay", "handing_over"):
         assert not db.autocommit(lambda tx, name=name: runs.take_lease(tx, newer[name], "t", now, 60)), name
     assert db.autocommit(runs.next_wake) is None  # a newer run's wake time never keeps this release awake
+    assert db.autocommit(runs.lookout).wake is None  # nor the wake loop's read of it
 
 
 def test_no_step_of_a_newer_run_is_claimed_nor_a_newer_park_attended(db, clock, newer):

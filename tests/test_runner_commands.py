@@ -16,9 +16,9 @@ from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import DatabaseClock
 from chalicelib.events import commands
-from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.lifecycle import RunStatus, WaitingFor
 from chalicelib.events.runner.lambda_handler import run_invocation
-from chalicelib.events.runner.loop import POLL_SECONDS
+from chalicelib.events.runner.loop import PEOPLE_POLL_SECONDS, POLL_SECONDS
 from chalicelib.events.store import runs, steps
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import make_runner, schedule, step, tick_process
@@ -95,8 +95,49 @@ def test_a_confirm_is_seen_within_a_second_and_a_wake_already_tried_waits_a_seco
     # The held run's stale wake is tried every 0.9 s after the last tick began, no sooner.
     assert ticked_at[:4] == pytest.approx([0, POLL_SECONDS, 2 * POLL_SECONDS, 3 * POLL_SECONDS])
     [dispatched_at] = [at for at, report in zip(ticked_at, reports, strict=True) if report.dispatched and at > 0]  # after the cue
+    # The held run's stale wake is the earliest: it hides the confirm's until its own next try.
     assert confirmed_at[0] <= dispatched_at <= confirmed_at[0] + POLL_SECONDS
     assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_the_step_after_a_persons_confirm_starts_within_a_tenth_of_a_second(db, clock, game_bridge):
+    run = schedule(db, clock.now(), document([[step("core.cue", instruction="go"), step("core.announce", message="on")]]))
+    fake = FakeTime(clock)
+    runner = make_runner(db, clock, game_bridge)
+    ticked_at, confirmed_at = [], []
+    runner_tick = runner.tick
+    runner.tick = lambda budget, **kw: (ticked_at.append(fake.now), runner_tick(budget, **kw))[1]
+
+    def sleep(seconds):
+        fake.sleep(seconds)
+        if 5 <= fake.now < 5 + seconds:  # a person confirms the cue at about 5 s
+            cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+            commands.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
+            confirmed_at.append(fake.now)
+
+    try:
+        loop = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=sleep)
+    finally:
+        runner.close()
+    # While the cue waits the loop looks ten times a second, and ticks only when something is due.
+    assert fake.sleeps[:40] == pytest.approx([PEOPLE_POLL_SECONDS] * 40) and ticked_at[:2] == [0, pytest.approx(confirmed_at[0])]
+    assert [r.dispatched for r in loop.reports[:2]] == [1, 1]
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_a_run_held_for_the_games_signal_is_looked_at_once_a_second(db, clock, game_bridge):
+    """Nobody's press can come: the loop keeps its one read every 0.9 s (the idle figure), not ten a second."""
+    held = {"name": "arena", "steps": [step("core.announce", message="fight")], "advance": {"when": "signal", "name": "boss_down"}}
+    run = schedule(db, clock.now(), {**document(), "phases": [held]})
+    fake = FakeTime(clock)
+    runner = make_runner(db, clock, game_bridge)
+    try:
+        loop = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
+    finally:
+        runner.close()
+    assert run_row(db, run.id).waiting_for is WaitingFor.SIGNAL
+    assert fake.sleeps[:-1] == pytest.approx([POLL_SECONDS] * (len(fake.sleeps) - 1))  # the last: the invocation's end
+    assert loop.wake_reads <= 20 / POLL_SECONDS + 1
 
 
 def test_an_invocation_with_little_time_left_ticks_only_what_fits(db, clock, game_bridge):

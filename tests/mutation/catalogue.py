@@ -58,6 +58,7 @@ SEEN = "tests/test_controls_seen.py"
 RUNNER_SLEEP = "tests/test_runner_sleep.py"
 SLEEP_RACE = "tests/test_runner_sleep_race.py"
 WORKER_ERRORS = "tests/test_runner_worker_errors.py"
+RUNNER_COMMANDS = "tests/test_runner_commands.py"
 DOUBT = "tests/test_runner_doubt.py"
 DOUBT_PROBE = "tests/test_runner_doubt_probe.py"
 ATTEMPTS_RISE = "tests/test_runner_attempts_rise.py"
@@ -1887,6 +1888,19 @@ MUTATIONS: list[Mutation] = [
              'WHERE wake_at IS NOT NULL AND {understood.run("event_runs")}',
              "WHERE wake_at IS NOT NULL",
              (ROLLBACK,)),
+    Mutation("lookout-of-a-run-it-does-not-understand", "lookout-of-a-run-it-does-not-understand",
+             'WHERE wake_at IS NOT NULL AND {understood.run("event_runs")}',
+             "WHERE wake_at IS NOT NULL",
+             (ROLLBACK,)),
+    # Issue 42: the step after a person's press starts within a tenth of a second; a signal is the game's.
+    Mutation("a-signal-is-a-person-awaited", "a-signal-is-a-person-awaited",
+             "WHERE waiting_for IN ({WaitSQL.PEOPLES})",
+             "WHERE waiting_for IS NOT NULL",
+             (RUNNER_COMMANDS,)),
+    Mutation("a-person-awaited-is-looked-for-once-a-second", "a-person-awaited-is-looked-for-once-a-second",
+             "poll = PEOPLE_POLL_SECONDS if lookout.person_awaited else POLL_SECONDS",
+             "poll = POLL_SECONDS",
+             (RUNNER_COMMANDS,)),
     Mutation("run-lease-of-a-run-it-does-not-understand", "run-lease-of-a-run-it-does-not-understand",
              ' AND {understood.run_row("event_runs")}',
              "",

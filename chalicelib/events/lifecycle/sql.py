@@ -14,7 +14,7 @@ from .phases import ConditionKind, OnDeadline, PhaseKind, SignalEffect
 from .resources import ResourceStatus
 from .runs import ATTENDED, DUE, RUNNABLE, TERMINAL_RUN, WORKING, RunMode, RunStatus
 from .steps import OPEN_STEP, STEP_FAILURES, OnDoubt, ParkReason, StepStatus
-from .waits import STALLS, WaitingFor
+from .waits import PEOPLES, STALLS, WaitingFor
 
 
 def sql_literal(word: Enum) -> str:
@@ -94,3 +94,4 @@ class WaitSQL:
     DECISION = sql_literal(WaitingFor.DECISION)
     RESUME = sql_literal(WaitingFor.RESUME)
     STALLS = sql_list(STALLS)
+    PEOPLES = sql_list(PEOPLES)

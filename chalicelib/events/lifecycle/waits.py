@@ -50,3 +50,7 @@ WAIT_WORDS: dict[WaitingFor, WaitWords] = {
     WaitingFor.DECISION: WaitWords("decision", Waited.STEP, decision=True),
     WaitingFor.RESUME: WaitWords("resume", Waited.RUN),
 }
+
+# The waits a person ends (all but the game's): while a run waits in one, the wake loop looks more often
+# (runner/loop.py), so the step after a person's control starts within a fraction of a second.
+PEOPLES = tuple(wait for wait, words in WAIT_WORDS.items() if not words.by_the_game)

@@ -16,7 +16,7 @@
     stalls.py     runs that waited too long for a person (paused, or held for an advance), escalated
     outcomes.py   a dispatch's outcome as one fenced write, its log rows, the on_failure disposition
     budget.py     when a tick stops taking work
-    loop.py       ticks over time: tick when the earliest wake time comes, read it about once a second
+    loop.py       ticks over time: tick when the earliest wake time comes, read it about once a second (ten while a person is awaited)
     sleep.py      the deployment asleep when idle, and awake again
     compose.py    the composition root: the process's one runner and sleep switches, built from the settings
     lambda_handler.py  the `tick` Lambda's invocation

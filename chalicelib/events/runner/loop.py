@@ -1,15 +1,18 @@
-"""Ticks over time: tick when the earliest wake time comes, and look for it about once a second.
+"""Ticks over time: tick when the earliest wake time comes, and look for it about once a second (ten times a
+second while a person is awaited).
 
-The invariant: two ticks never begin closer than the poll period (0.9 s),
-whatever the state, and between ticks the loop sends one statement (the
-earliest wake time, the first entry of an index) every 0.9 s, never faster. It
-ticks as soon as a wake time it has seen comes, or 0.9 s after the last tick
-began if that is later. So a step behind a wait starts at its due time, and one
-a person released (their control set the run's wake time to now) within about
-a second. A wake time the last tick already had a chance at (a run another
+The invariant: between ticks the loop sends one statement (the earliest wake
+time and whether a run waits for a person, the first entries of two indexes)
+every poll period, never faster: 0.9 s, or 0.1 s while a run waits for a person
+(a cue, a decision, an advance, a resume). It ticks as soon as a new wake time
+it has seen comes, never less than a poll period after the last tick began. So
+a step behind a wait starts at its due time, and the step after a person's
+control (which set the run's wake time to now) within about a tenth of a second
+of their press. A wake time the last tick already had a chance at (a run another
 process holds, or a step whose attempt did not fit the time that tick had) is
-tried again 0.9 s after that tick began, never sooner; only a tick that ran out
-of its own time with work left (so lasted longer than that) is followed at once.
+tried again 0.9 s after that tick began, never sooner, whoever is awaited; only
+a tick that ran out of its own time with work left (so lasted longer than that)
+is followed at once.
 
 Where the deployment may sleep (`sleeper`), a loop that finds nothing due
 within the planning horizon tries to put it to sleep (`sleep.py`), at most
@@ -34,8 +37,12 @@ from .sleep import Sleeper
 from .tick import Runner, TickReport
 
 # The longest the loop goes without reading the earliest wake time: about a second, a
-# little less, so that a read and the tick after it fit inside the second a person waits.
+# little less, so that a read and the tick after it fit inside the second a step's wait may overrun.
 POLL_SECONDS = 0.9
+# While a run waits for a person: their press is followed by the next step's dispatch within about this
+# and a tick (a person watching the chat message or the console sees it move at once). Ten indexed reads a
+# second, only while the deployment is awake and somebody is waited for (docs/performance.md, P8 idle).
+PEOPLE_POLL_SECONDS = 0.1
 PLAN_SECONDS = 60.0  # recurring definitions are planned this often (their horizon is minutes)
 
 
@@ -95,19 +102,22 @@ class Loop:
         if report.out_of_budget and self.monotonic() >= earliest:
             return True  # work was left for want of time: straight on
         while self._fits():
-            wake = self.runner.next_wake()
+            lookout = self.runner.lookout()
             self.wake_reads += 1
+            wake = lookout.wake
             if self._sleeps(wake, report, started):
                 return False
+            # guard: a-person-awaited-is-looked-for-once-a-second
+            poll = PEOPLE_POLL_SECONDS if lookout.person_awaited else POLL_SECONDS
             if wake is None:
                 due = plan_due
             elif wake > report.now:  # new since the last tick looked: due when it comes
                 due = min(plan_due, started + (wake - report.now).total_seconds())
             else:  # the last tick had its chance at it (another process holds the run, or its step did not fit)
                 due = earliest
-            due = max(due, earliest)  # whatever is due, the loop never ticks faster than it polls
+            due = max(due, started + poll)  # whatever is due, the loop never ticks faster than it polls
             now = self.monotonic()
-            pause = min(due, now + POLL_SECONDS, self.finish_by - self.runner.step_worst_case_seconds) - now
+            pause = min(due, now + poll, self.finish_by - self.runner.step_worst_case_seconds) - now
             if pause > 0:
                 self.sleep(pause)
             if self.monotonic() >= due:

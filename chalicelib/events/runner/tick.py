@@ -279,6 +279,10 @@ class Runner:
         """The earliest wake time of any run (one indexed read): when the next tick has work."""
         return self.db.autocommit(runs.next_wake)
 
+    def lookout(self) -> runs.Lookout:
+        """The earliest wake time, and whether a person is awaited (one statement): what the loop reads between ticks."""
+        return self.db.autocommit(runs.lookout)
+
     def close_connections(self) -> None:
         """Close the connection of every worker thread and of the caller (the deployment goes to sleep).
 

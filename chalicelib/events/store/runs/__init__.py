@@ -25,9 +25,11 @@ from .leaving import advance_phase, leave_phase
 from .moves import degrade, transition
 from .reads import (
     REHEARSAL_FILTERS,
+    Lookout,
     find_due,
     get,
     list_page,
+    lookout,
     next_wake,
     occurrence_key,
     of_occurrences,
@@ -37,8 +39,8 @@ from .reads import (
 from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, start_within_grace
 
 __all__ = [
-    "REHEARSAL_FILTERS", "advance_phase", "begin_cleanup", "degrade", "end_cleanup", "find_due", "get",
-    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "miss_after_grace", "next_wake",
+    "REHEARSAL_FILTERS", "Lookout", "advance_phase", "begin_cleanup", "degrade", "end_cleanup", "find_due", "get",
+    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "lookout", "miss_after_grace", "next_wake",
     "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "release_lease",
     "start_within_grace", "take_lease", "transition", "waiting_counts", "wake_cleanup",
 ]

@@ -9,12 +9,13 @@ scan however many runs the table holds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ....db import Tx, placeholders
+from ....db import Tx, must_exist, placeholders
 from ... import waiting
-from ...lifecycle import RUNNABLE, RunMode, RunSQL, RunStatus, WaitingFor
+from ...lifecycle import RUNNABLE, RunMode, RunSQL, RunStatus, WaitingFor, WaitSQL
 from ...model import Run
 from .. import understood
 
@@ -175,6 +176,29 @@ def next_wake(tx: Tx) -> datetime | None:
         f"""SELECT wake_at FROM event_runs WHERE wake_at IS NOT NULL AND {understood.run("event_runs")}
              ORDER BY wake_at LIMIT 1"""  # noqa: S608 — the fragment is a constant
     )
+
+
+@dataclass(frozen=True)
+class Lookout:
+    """What the wake loop reads between ticks: the earliest wake time (`next_wake`'s), and whether a run waits
+    for a person (a control of theirs sets its wake time to now, so the loop looks more often meanwhile)."""
+
+    wake: datetime | None
+    person_awaited: bool
+
+
+def lookout(tx: Tx) -> Lookout:
+    """`next_wake`, and whether a run this version understands waits for a person, in one statement: the first
+    entries of the (wake_at, id) and (waiting_for, id) indexes."""
+    # guard: lookout-of-a-run-it-does-not-understand
+    # guard: a-signal-is-a-person-awaited
+    row = must_exist(tx.one(
+        f"""SELECT (SELECT wake_at FROM event_runs WHERE wake_at IS NOT NULL AND {understood.run("event_runs")}
+                     ORDER BY wake_at LIMIT 1) AS wake,
+                   EXISTS (SELECT 1 FROM event_runs WHERE waiting_for IN ({WaitSQL.PEOPLES})
+                              AND {understood.run("event_runs")}) AS awaited"""  # noqa: S608 — constants only
+    ))  # a SELECT without FROM answers one row
+    return Lookout(row["wake"], bool(row["awaited"]))
 
 
 def oldest_paused_since(tx: Tx) -> datetime | None:
