@@ -24,7 +24,7 @@ from chalice.test import Client
 
 from app import app
 from chalicelib import runtime
-from chalicelib.db import Database
+from chalicelib.db import Database, must_exist
 from chalicelib.events import commands
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.adapters.bridge import BridgeClient
@@ -114,7 +114,7 @@ def _put_back(db: Database, kept: Kept) -> None:
 
 
 def _logged(db: Database, run_id: int) -> int:
-    return db.autocommit(lambda tx: tx.one("SELECT COUNT(*) AS n FROM event_run_log WHERE run_id = %s", (run_id,)))["n"]
+    return must_exist(db.autocommit(lambda tx: tx.one("SELECT COUNT(*) AS n FROM event_run_log WHERE run_id = %s", (run_id,))))["n"]
 
 
 # ── the states, each reached through the engine ─────────────────────────────
