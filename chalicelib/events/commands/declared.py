@@ -147,6 +147,7 @@ class Control:
         (take-over) on their own cue, which writes nothing; one of its `cue_roles` only on a parked cue (a step
         parked for a decision is not one), and a control for the holder (release) only on a cue they have."""
         mine = step is not None and step.acknowledged_by == actor
+        # guard: offered-as-the-press-is-judged
         if held & self.roles:
             return not (self.holder is HeldBy.OTHERS and mine)
         if held & self.cue_roles:
