@@ -74,12 +74,20 @@ def test_get_run_has_steps_counts_and_exactly_the_controls_legal_now(api, db, cl
     run, (done, failed, pending) = run_with_steps(db, clock.now(), RunStatus.PAUSED)
     put_step_in(db, done, "done", clock.now())
     put_step_in(db, failed, "failed", clock.now())
-    body = api.get(f"/runs/{run.id}", auth=GM).body
+    body = api.get(f"/runs/{run.id}", auth=MODERATOR).body
     assert body["run"]["id"] == run.id and [s["id"] for s in body["steps"]] == [done.id, failed.id, pending.id]
     assert body["counts"] == {"done": 1, "failed": 1, "pending": 1}
+    moderators = ["admin", "moderator"]
     assert body["controls"] == {
         "run": ["resume", "cancel"],
         "steps": {str(done.id): [], str(failed.id): ["retry"], str(pending.id): ["skip"]},
+        "roles": {"run": {"resume": moderators, "cancel": moderators},
+                  "steps": {str(done.id): {}, str(failed.id): {"retry": moderators}, str(pending.id): {"skip": moderators}}},
+    }
+    # A game master may press none of them here (a gm's skip is for a parked cue): none is offered to them.
+    assert api.get(f"/runs/{run.id}", auth=GM).body["controls"] == {
+        "run": [], "steps": {str(done.id): [], str(failed.id): [], str(pending.id): []},
+        "roles": {"run": {}, "steps": {str(done.id): {}, str(failed.id): {}, str(pending.id): {}}},
     }
 
 

@@ -166,8 +166,10 @@ def test_advance_is_refused_naming_the_status_from_every_other_status(db, clock,
 
 def test_the_api_offers_advance_exactly_when_it_would_take_and_only_to_moderators_and_admins(api, db, clock, runner):
     run = _held(db, clock, runner)
-    shown = api.get(f"/runs/{run.id}", auth=GM).body
+    shown = api.get(f"/runs/{run.id}", auth=MODERATOR).body
     assert "advance" in shown["controls"]["run"] and shown["waiting"]["for"] == "advance"
+    assert shown["controls"]["roles"]["run"]["advance"] == ["admin", "moderator"]
+    assert "advance" not in api.get(f"/runs/{run.id}", auth=GM).body["controls"]["run"]  # offered only to who may
 
     refused = api.post(f"/runs/{run.id}/advance", {"phase": 1}, auth=GM)
     assert refused.status == 403 and _phase(db, run.id, 1).condition_met is False
@@ -178,7 +180,7 @@ def test_the_api_offers_advance_exactly_when_it_would_take_and_only_to_moderator
 
     took = api.post(f"/runs/{run.id}/advance", {"phase": 1, "reason": "go"}, auth=ADMIN)
     assert took.status == 200 and took.body["run"]["wake_at"] is not None and took.body["skipped_steps"] == 0
-    after = api.get(f"/runs/{run.id}", auth=GM).body
+    after = api.get(f"/runs/{run.id}", auth=MODERATOR).body
     assert "advance" not in after["controls"]["run"] and after["waiting"] is None
     again = api.post(f"/runs/{run.id}/advance", {"phase": 1}, auth=MODERATOR)
     assert again.status == 409 and "already advanced by root-admin" in again.body["errors"][0]
@@ -186,10 +188,10 @@ def test_the_api_offers_advance_exactly_when_it_would_take_and_only_to_moderator
 
 def test_the_offer_and_the_statement_agree_while_a_step_is_in_flight(api, db, clock, runner):
     run = _in_flight(db, clock, runner)
-    assert "advance" not in api.get(f"/runs/{run.id}", auth=GM).body["controls"]["run"]
+    assert "advance" not in api.get(f"/runs/{run.id}", auth=MODERATOR).body["controls"]["run"]
     assert api.post(f"/runs/{run.id}/advance", {"phase": 1}, auth=MODERATOR).status == 409
     clock.advance(31)
-    assert "advance" in api.get(f"/runs/{run.id}", auth=GM).body["controls"]["run"]
+    assert "advance" in api.get(f"/runs/{run.id}", auth=MODERATOR).body["controls"]["run"]
     assert api.post(f"/runs/{run.id}/advance", {"phase": 1}, auth=MODERATOR).status == 200
 
 

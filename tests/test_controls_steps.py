@@ -8,6 +8,7 @@ from chalicelib.events.document import PhasePlan
 from chalicelib.events.errors import Conflict, NotFound
 from chalicelib.events.lifecycle import PhaseKind, RunStatus, StepStatus
 from chalicelib.events.store import phases, steps
+from chalicelib.roles import CONTROLLERS
 from tests.support.factory import run_row, step_row
 from tests.support.scenes import STEP_STATES, log_rows, put_step_in, run_with_steps, runs_each_with_a_step_in, snapshot
 
@@ -164,7 +165,7 @@ def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_statu
             return phases.get(tx, run.id, 1), steps.holding_phase(tx, run.id, 1, clock.now())
 
         phase, flying = db.autocommit(phase_row)
-        offer = commands.offered(run, [target], furthest_seq, phase, flying)
+        offer = commands.offered(run, [target], furthest_seq, phase, flying, caller=commands.Caller("mod", CONTROLLERS))
         offered = control in offer["run"] + offer["steps"][str(target.id)]
         press = getattr(commands, control.replace("-", "_"))
         args = (run.id,) if control in commands.RUN_CONTROLS else (run.id, target.id)

@@ -9,11 +9,13 @@ from chalicelib.events.errors import Conflict
 from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner import Rules
 from chalicelib.events.store import steps
+from chalicelib.roles import CONTROLLERS
 from tests.support.factory import run_row, step_row
 from tests.support.runner_kit import apply_outcome
 from tests.support.scenes import furthest, run_with_steps, snapshot
 
 RULES = Rules(lease_seconds=120, max_attempts=3, retry_seconds=30)
+MODERATING = commands.Caller("mod-mia", CONTROLLERS)
 
 
 def _dispatch(db, clock, s, outcome):
@@ -24,7 +26,7 @@ def _dispatch(db, clock, s, outcome):
 
 def _offered_for(db, run_id, s):
     run = run_row(db, run_id)
-    return commands.offered(run, [step_row(db, s.id)], furthest(db, run_id, run.current_phase))["steps"][str(s.id)]
+    return commands.offered(run, [step_row(db, s.id)], furthest(db, run_id, run.current_phase), caller=MODERATING)["steps"][str(s.id)]
 
 
 def test_retry_works_after_a_person_skipped_a_later_step_that_never_started(db, clock):

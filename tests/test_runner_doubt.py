@@ -22,6 +22,7 @@ from chalicelib.events.runner import Runner
 from chalicelib.events.runner.reclaim import reclaim
 from chalicelib.events.store import phases, steps
 from chalicelib.events.waiting import waiting
+from chalicelib.roles import CONTROLLERS
 from devtools.kit.game_bridge import SECRET, Answer
 from tests.support.api import GM
 from tests.support.factory import document, make_run, materialise, run_row, specs, step_row
@@ -242,7 +243,8 @@ def test_a_step_in_doubt_under_park_is_parked_for_a_decision_and_not_sent_again(
     waiting = waiting_of(db, run.id)
     assert (waiting["for"], waiting["step_id"]) == ("decision", spawn.id)
     assert run_row(db, run.id).waiting_for == "decision"
-    assert commands.offered(run_row(db, run.id), [spawn], None)["steps"][str(spawn.id)] == ["confirm", "skip", "resend"]
+    offer = commands.offered(run_row(db, run.id), [spawn], None, caller=commands.Caller("mod-mia", CONTROLLERS))
+    assert offer["steps"][str(spawn.id)] == ["confirm", "skip", "resend"]
 
 
 def test_confirming_a_step_in_doubt_is_done_and_the_run_goes_on(db, clock, runner, game_bridge):

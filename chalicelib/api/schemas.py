@@ -40,6 +40,7 @@ from ..events.views.runs import REHEARSAL_FILTERS
 from ..events.views.runs import STEPS_PAGE as STEPS_PAGE
 from ..events.waiting import ANY as WAITING_FOR_ANYTHING
 from ..events.waiting import FILTERS as WAITING_FILTERS
+from ..roles import ROLES
 from ..schema_check import first_error, unknown_fields
 
 MAX_ID = 2**63 - 1
@@ -359,6 +360,7 @@ ACTION = _object(
     outcomes={"type": "array", "items": {"type": "string"}},
 )
 _CONTROL_NAMES = {"type": "array", "items": {"type": "string"}}
+_PRESSERS = {"type": "array", "items": {"type": "string", "enum": list(ROLES)}}
 ERRORS = {
     **_object(errors={"type": "array", "items": {"type": "string"}, "minItems": 1}),
     "properties": {
@@ -446,8 +448,15 @@ RUN_DETAIL = _object(
                                                   " counts, what moves whenever the ledger does"},
     ),
     controls=_object(
-        run=_CONTROL_NAMES,
-        steps={"type": "object", "additionalProperties": _CONTROL_NAMES},
+        run={**_CONTROL_NAMES, "description": "the run's controls the caller may press now"},
+        steps={"type": "object", "additionalProperties": _CONTROL_NAMES,
+               "description": "by step id (each step of the page), the step's controls the caller may press now"},
+        roles=_object(
+            run={"type": "object", "additionalProperties": _PRESSERS,
+                 "description": "for each control in run, the roles that may press it now (held by the caller)"},
+            steps={"type": "object", "additionalProperties": {"type": "object", "additionalProperties": _PRESSERS},
+                   "description": "by step id, for each control in steps, the roles that may press it now"},
+        ),
     ),
 )
 LOG_PAGE = _object(entries={"type": "array", "items": LOG_ENTRY})

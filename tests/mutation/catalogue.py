@@ -48,6 +48,7 @@ API_CALENDAR = "tests/test_api_calendar.py"
 RUNNER_WAKE = "tests/test_runner_wake_times.py"
 RUNNER_PHASES = "tests/test_runner_phases.py"
 CONTROLS_ADVANCE = "tests/test_controls_advance.py"
+CONTROLS_OFFERED = "tests/test_controls_offered.py"
 RUNNER_CONDITIONS = "tests/test_runner_phase_conditions.py"
 RUNS_WAITING = "tests/test_runs_waiting.py"
 ACKNOWLEDGE = "tests/test_controls_acknowledge.py"
@@ -1239,6 +1240,19 @@ MUTATIONS: list[Mutation] = [
              "    roles: ClassVar[frozenset[str]] = CONTROLLERS\n",
              '    roles: ClassVar[frozenset[str]] = frozenset({*CONTROLLERS, "gm"})\n',
              (CONTROLS_ADVANCE,)),
+    # What GET /runs/{id} offers a caller is what their press would take (issue 39, item 5).
+    Mutation("a-gm-is-offered-a-decision", "offered-as-the-press-is-judged",
+             "return step is not None and step.parked_cue and",
+             "return step is not None and step.parked and",
+             (CONTROLS_OFFERED,)),
+    Mutation("a-gm-is-offered-the-release-of-anothers-cue", "offered-as-the-press-is-judged",
+             "(self.holder is not HeldBy.OWN or mine)",
+             "True",
+             (CONTROLS_OFFERED,)),
+    Mutation("the-holder-is-offered-their-own-take-over", "offered-as-the-press-is-judged",
+             "return not (self.holder is HeldBy.OTHERS and mine)",
+             "return True",
+             (CONTROLS_OFFERED,)),
     Mutation("a-gm-may-signal", "a-gm-may-signal",
              '                  auth.CONTROLLERS,\n                  {202: ("the first receipt',
              '                  auth.STAFF,\n                  {202: ("the first receipt',

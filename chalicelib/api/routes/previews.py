@@ -12,7 +12,7 @@ from ...events.views.timeline import timeline
 from .. import auth, schemas
 from ..operations import Answer, Body, Call, Router, ok
 from ..wake import made_work
-from .runs import run_headers
+from .runs import caller_of, run_headers
 
 router = Router(__name__)
 
@@ -43,5 +43,5 @@ def start_dry_run(call: Call) -> Answer:
     run = dry_runs.start(runtime.database(), call.ids["definition_id"], rehearsal, version=body.get("version"),
                          sandbox_configured=config.sandbox_configured, actor=call.actor, now=call.now)
     made_work(call)
-    detail = run_detail(runtime.database(), run.id, {}, call.now)
+    detail = run_detail(runtime.database(), run.id, {}, call.now, caller_of(call))
     return 201, detail, run_headers(detail)

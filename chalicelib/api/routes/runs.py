@@ -1,9 +1,10 @@
 """The runs' pages: the list (each run with what it waits for), one run (its phases, a page of its steps and the
-controls legal now, from one snapshot) and its log; read through `events/views/runs.py`."""
+controls legal now for the caller, from one snapshot) and its log; read through `events/views/runs.py`."""
 
 from __future__ import annotations
 
 from ... import runtime
+from ...events.commands import Caller
 from ...events.views.runs import log_page, run_detail, runs_page
 from .. import auth, schemas
 from ..operations import Answer, Body, Call, Router, ok
@@ -22,12 +23,18 @@ def list_runs(call: Call) -> Body:
 @router.operation("GET", "/runs/{run_id}", "A run, its phases, a page of its steps (phase and seq order; pass steps_next_cursor as"
                   f" steps_cursor for the next: at most {schemas.STEPS_PAGE} steps and about"
                   f" {schemas.PAGE_BYTES // 1024} KiB of them a page), their counts, how its resource ledger stands"
-                  " (counts and last change: read GET /runs/{run_id}/resources again when it moves) and the controls legal now;"
+                  " (counts and last change: read GET /runs/{run_id}/resources again when it moves) and the controls legal now"
+                  " for the caller, each with the roles that may press it;"
                   " its ETag names the run's control state (each step carries its own etag).",
                   auth.STAFF, ok("the run", schemas.RUN_DETAIL), query=schemas.RUN_QUERY, response_headers=schemas.RUN_HEADERS)
 def get_run(call: Call) -> Answer:
-    body = run_detail(runtime.database(), call.ids["run_id"], call.query, call.now)
+    body = run_detail(runtime.database(), call.ids["run_id"], call.query, call.now, caller_of(call))
     return 200, body, run_headers(body)
+
+
+def caller_of(call: Call) -> Caller:
+    """Whom a run's detail offers its controls to: the token's subject and roles."""
+    return Caller(call.actor, call.roles)
 
 
 def run_headers(detail: Body) -> dict[str, str]:

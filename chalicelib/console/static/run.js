@@ -1,8 +1,9 @@
 // @ts-check
 // A run's page: its story (banners), progress, phases and steps, the live log, and exactly the controls the API offers.
 //
-// Controls come from GET /runs/{id} (`controls`), shown only to a role that may
-// use them; nothing is guessed or greyed out. A refusal is explained: 409 as
+// Controls come from GET /runs/{id} (`controls`): the API offers the signed-in person exactly the controls
+// their roles may press now, and the page draws those and no others (it keeps no role rules of its own);
+// nothing is guessed or greyed out. A refusal is explained: 409 as
 // "this run has moved" with the page refreshed, 403 with the role it needs. A phase that waits for
 // the game's signal says so, and staff may send that signal from the page (POST /runs/{id}/signals/{name}).
 
@@ -91,24 +92,10 @@ export function runView(main, ctx, runIdText) {
     }, label);
   }
 
-  // Whether this person may press a control: its declaration's `roles`, or on a parked cue its `cue_roles`
-  // (a gm, on their cue). A control the vocabulary did not declare is for those who may control at all.
-  // Whoever has a cue decides the rest, as the declaration's `holder` says: a control for the others (take
-  // over) is not theirs, and one the cue roles press on their own cue only (release) is theirs alone.
-  function mayPress(name, step) {
-    const declared = controlOf(name);
-    if (!declared) return session.may.control;
-    const held = (roles) => (roles || []).some((role) => session.roles.includes(role));
-    const mine = Boolean(step?.acknowledged_by) && step.acknowledged_by === session.sub;
-    if (declared.holder === 'others' && mine) return false;
-    return held(declared.roles)
-      || Boolean(step?.parked && held(declared.cue_roles) && (declared.holder !== 'own' || mine));
-  }
-
+  // The controls the API offers this person now, on the run or on `step`: exactly what the page draws.
   function offered(step) {
     if (!detail) return [];
-    const offer = step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
-    return offer.filter((name) => mayPress(name, step));
+    return step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
   }
 
   const phaseRow = (number) => (detail.phases || []).find((p) => p.number === number);
@@ -280,6 +267,7 @@ export function runView(main, ctx, runIdText) {
       page = await get(`/runs/${runId}?steps_cursor=${page.steps_next_cursor}`);
       whole.steps.push(...page.steps);
       Object.assign(whole.controls.steps, page.controls.steps);
+      Object.assign(whole.controls.roles.steps, page.controls.roles.steps);
     }
     return whole;
   }

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...db import Database
 from ..model import Run, Step
-from .declared import CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Control, Shape, Target, offered, refusal
+from .declared import CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Caller, Control, Shape, Target, offered, refusal
 from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
 from .run_controls import Advance, Advanced, Cancel, Cancelled, Pause, Resume
@@ -33,7 +33,8 @@ from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retrie
 
 __all__ = [
     "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
-    "Acknowledge", "Advance", "Advanced", "Cancel", "Cancelled", "Choice", "Confirm", "Context", "Control", "HeldBy", "Pause", "Press",
+    "Acknowledge", "Advance", "Advanced", "Caller", "Cancel", "Cancelled", "Choice", "Confirm", "Context", "Control",
+    "HeldBy", "Pause", "Press",
     "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "TakeOver",
     "Target", "acknowledge", "advance", "advance_refusal", "cancel", "confirm", "declared", "execute", "offered",
     "pause", "receive_signal", "refusal", "release", "resend", "resume", "retry", "skip", "take_over", "within",

@@ -5,6 +5,9 @@ Invariant: a control's name, target, roles, refusal rule and body fields are its
 wakes the tick, the console's label, question, answer and tone). The API's routes (a body field per command
 field: its note, the phase it acts on, its option), `GET /vocabulary`'s `controls` (the console's buttons),
 the `controls` offered in `GET /runs/{id}` (`offered`) and the 409's words (`refusal`) all read this table.
+What is offered to a caller is what their press would take: the rule allows it, and their roles (and, on a cue,
+whether they have it) pass the gates the press meets (`Control.allows`: the route's roles, a cue role's parked
+cue, the `holder`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from enum import Enum
 from functools import cached_property
 from typing import Any, get_type_hints
 
+from ...roles import ROLES
 from ..model import Phase, Run, Step
 from .protocol import HeldBy, RunCommand, StepCommand
 from .rules import Refusal, advance_refusal
@@ -137,6 +141,23 @@ class Control:
         """Whether a caller holding `held` may press it on a parked cue only."""
         return not held & self.roles
 
+    def allows(self, held: frozenset[str], actor: str, step: Step | None) -> bool:
+        """Whether `actor`, holding the roles `held`, passes its press's gates on `step` (None: a run control)
+        where its rule allows it: one of its `roles` presses it anywhere, except a control for the others
+        (take-over) on their own cue, which writes nothing; one of its `cue_roles` only on a parked cue (a step
+        parked for a decision is not one), and a control for the holder (release) only on a cue they have."""
+        mine = step is not None and step.acknowledged_by == actor
+        # guard: offered-as-the-press-is-judged
+        if held & self.roles:
+            return not (self.holder is HeldBy.OTHERS and mine)
+        if held & self.cue_roles:
+            return step is not None and step.parked_cue and (self.holder is not HeldBy.OWN or mine)
+        return False
+
+    def pressed_by(self, actor: str, step: Step | None) -> list[str]:
+        """The roles that, held by `actor`, let them press it on `step` where its rule allows it."""
+        return [role for role in sorted(ROLES) if self.allows(frozenset({role}), actor, step)]
+
     @property
     def summary(self) -> str:
         cue = f" ({', '.join(sorted(self.cue_roles))}: on a parked cue only)" if self.cue_roles else ""
@@ -210,22 +231,37 @@ def refusal(control: str, run: Run, step: Step | None = None, furthest_seq: int 
     return declared.refuse(run, step, furthest_seq)
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who asks which controls they may press: the token's subject and its roles."""
+
+    actor: str
+    roles: frozenset[str]
+
+
 def offered(
-    run: Run, run_steps: Iterable[Step], furthest_seq: int | None, phase: Phase | None = None, in_flight: Step | None = None
+    run: Run, run_steps: Iterable[Step], furthest_seq: int | None, phase: Phase | None = None, in_flight: Step | None = None,
+    *, caller: Caller,
 ) -> dict[str, Any]:
-    """The controls legal right now, as GET /runs/{id} reports them to the console.
+    """The controls legal right now for `caller`, as GET /runs/{id} reports them: the run's (`run`) and each
+    step's (`steps`), and for each of them the roles that, held by the caller, may press it (`roles`).
 
     `phase` is the row of the phase the run is at and `in_flight` that phase's first step in flight under a
     live lease (the Advance phase control only: it is offered exactly when `advance_refusal` finds nothing)."""
-    def legal(declared: Control) -> bool:
+    def legal(declared: Control, step: Step | None) -> bool:
         if declared.command is Advance:
             return run.current_phase is not None and advance_refusal(run, run.current_phase, phase, in_flight) is None
-        return declared.refuse(run, None, None) is None
+        return declared.refuse(run, step, furthest_seq if step is not None else None) is None
 
+    def for_caller(target: Target, step: Step | None) -> dict[str, list[str]]:
+        legal_now = (c for c in CONTROLS.values() if c.target is target and legal(c, step))
+        pressers = {c.name: c.pressed_by(caller.actor, step) for c in legal_now}
+        return {name: roles for name, roles in pressers.items() if caller.roles & set(roles)}
+
+    run_roles = for_caller(Target.RUN, None)
+    step_roles = {str(step.id): for_caller(Target.STEP, step) for step in run_steps}
     return {
-        "run": [c.name for c in CONTROLS.values() if c.target is Target.RUN and legal(c)],
-        "steps": {
-            str(step.id): [c.name for c in CONTROLS.values() if c.target is Target.STEP and c.refuse(run, step, furthest_seq) is None]
-            for step in run_steps
-        },
+        "run": list(run_roles),
+        "steps": {step_id: list(roles) for step_id, roles in step_roles.items()},
+        "roles": {"run": run_roles, "steps": step_roles},
     }

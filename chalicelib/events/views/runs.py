@@ -1,6 +1,6 @@
 """The runs as a person reads them: the runs page (each run with what it waits for, and the counts waiting for a
 person or the game), one run's detail (from one snapshot: its phases, a page of its steps, the controls legal
-now) and its log. Reads only."""
+now for the caller) and its log. Reads only."""
 
 from __future__ import annotations
 
@@ -51,13 +51,13 @@ def runs_page(db: Database, query: dict[str, Any]) -> Body:
     return db.autocommit(read)
 
 
-def run_detail(db: Database, run_id: int, query: dict[str, Any], now: datetime) -> Body:
+def run_detail(db: Database, run_id: int, query: dict[str, Any], now: datetime, caller: commands.Caller) -> Body:
     """The run, what it waits for, its phases, a page of its steps (`steps_cursor`, `steps_limit`), their counts
-    and the controls legal now: one transaction, so all of it (and the run's tag) is of one snapshot."""
-    return db.transaction(lambda tx: _detail(tx, run_id, query, now))
+    and the controls legal now for `caller`: one transaction, so all of it (and the run's tag) is of one snapshot."""
+    return db.transaction(lambda tx: _detail(tx, run_id, query, now, caller))
 
 
-def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
+def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: commands.Caller) -> Body:
     run = runs.get(tx, run_id)
     if run is None:
         raise NotFound(f"no run {run_id}")
@@ -87,7 +87,7 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime) -> Body:
         "steps_next_cursor": next_cursor,
         "counts": steps.status_counts(tx, run.id),
         "ledger": _ledger(tx, run.id),
-        "controls": commands.offered(run, run_steps, furthest, working, flying),
+        "controls": commands.offered(run, run_steps, furthest, working, flying, caller=caller),
     }
 
 
