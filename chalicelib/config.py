@@ -275,6 +275,7 @@ class Settings:
     slack_signing_secret_arn: str | None = None
     slack_team_id: str | None = None  # the one workspace whose presses count
     slack_roles: tuple[tuple[str, str], ...] = ()  # (user or user-group id, engine role)
+    chat_function_arn: str | None = None  # EVENTS_CHAT_FUNCTION_ARN: finishes a press the 3 s did not (on AWS)
     # EVENTS_SLEEP: the tick sleeps between events; the tick then needs the three names
     # below, the API the rule's name and the function's ARN (its nudge turns the one on
     # and invokes the other; each checks when it first uses them).
@@ -347,6 +348,7 @@ class Settings:
             slack_signing_secret_arn=_secret_setting(env, "SLACK_SIGNING_SECRET_ARN"),
             slack_team_id=_chat_id(env, "SLACK_TEAM_ID", SLACK_ID),
             slack_roles=_chat_roles(env, "SLACK_ROLES", SLACK_ID),
+            chat_function_arn=(env.get("EVENTS_CHAT_FUNCTION_ARN") or "").strip() or None,
             sleep=_on_off(env, "EVENTS_SLEEP"),
             tick_rule_name=(env.get("EVENTS_TICK_RULE_NAME") or "").strip() or None,
             tick_function_arn=(env.get("EVENTS_TICK_FUNCTION_ARN") or "").strip() or None,

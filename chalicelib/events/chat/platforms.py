@@ -196,6 +196,15 @@ class SlackApi(ChatApi):
         self._send("POST", "", {"replace_original": True, "text": message.text, "blocks": slack_blocks(message)},
                    bot=False, endpoint=endpoint)
 
+    def say_privately(self, response_url: str, words: str) -> None:
+        """A refusal only the presser sees (`response_type: ephemeral`), through the press's response_url."""
+        try:
+            endpoint = outbound.Endpoint.parse(response_url)
+        except ValueError:
+            raise ChannelError("slack: the press's response_url is not an http(s) URL") from None
+        self._send("POST", "", {"response_type": "ephemeral", "replace_original": False, "text": words},
+                   bot=False, endpoint=endpoint)
+
 
 def _json(answer: outbound.Answer) -> dict[str, Any]:
     try:
