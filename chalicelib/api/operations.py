@@ -87,6 +87,7 @@ class Operation:
     # It moves a live event (a signal, a control): the game's signal or a person's press met by a paused
     # database waits for its resume rather than answering 503 at the first connection attempt.
     waits_for_database: bool = False
+    platform_signed: bool = False  # Discord or Slack signed it (its handler checks the signature first: a 401)
     content_types: tuple[str, ...] = ("application/json",)  # what its body may be sent as (Chalice's 415 else)
 
     @property

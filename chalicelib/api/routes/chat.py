@@ -20,7 +20,7 @@ _ANSWER = {"type": "object", "description": "Discord's interaction answer (PONG,
 @router.operation("POST", "/integrations/discord/interactions",
                   "A Discord interaction, signed with the application's Ed25519 key (DISCORD_PUBLIC_KEY): a PING, or"
                   " a press of a cue's button, made as the control it names (docs/chat.md).", None,
-                  ok("the interaction's answer", _ANSWER))
+                  ok("the interaction's answer", _ANSWER), platform_signed=True)
 def discord_interaction(call: Call) -> Body:
     return answers.discord(call.headers, _capped(call.raw))
 
@@ -28,6 +28,7 @@ def discord_interaction(call: Call) -> Body:
 @router.operation("POST", "/integrations/slack/interactions",
                   "A Slack interaction (block_actions), signed with SLACK_SIGNING_SECRET: a press of a cue's button,"
                   " made as the control it names (docs/chat.md).", None, ok("an empty answer", _ANSWER),
+                  platform_signed=True,
                   content_types=("application/x-www-form-urlencoded",))
 def slack_interaction(call: Call) -> Body:
     return answers.slack(call.headers, _capped(call.raw))
