@@ -97,7 +97,6 @@ def _within(press: ChatPress, settings: Settings) -> Pressing | None:
             _edit_after(press, pressing, settings)
 
     _workers.submit(work)
-    # guard: a-press-answer-waits-for-the-database
     done.wait(PRESS_ANSWER_SECONDS)
     with lock:
         if "pressing" in state:

@@ -117,7 +117,6 @@ def read_slack(body: bytes, settings: Settings) -> ChatPress:
     if pressed is None:
         raise Refused("This button is not one of the event engine's.", url)
     team = (payload.get("team") or {}).get("id")
-    # guard: a-press-from-another-workspace-is-taken
     if team is None or team != settings.slack_team_id:
         raise Refused("Presses count only in the event's own workspace.", url)
     user = payload.get("user") or {}

@@ -93,7 +93,6 @@ class ChatApi:
             if failure is None:
                 return parsed
             if failure == UNAUTHORISED and token is not None and self.token is not None:
-                # guard: a-chat-401-is-not-read-again
                 fresh = self.token.reread(token)
                 if fresh is not None:
                     token = fresh

@@ -35,7 +35,6 @@ def settle_messages(db: Database, apis: ChatApis, now: datetime, *, retry_second
     edited = 0
     for message in db.autocommit(lambda tx: chat_messages.unsettled(tx, now, MESSAGES_PER_TICK)):
         api = apis.of(message.platform)
-        # guard: a-chat-edit-outlasts-the-tick
         if api is None or not affords(api.timeout):
             continue
         edited += _settle_one(db, api, message, now, retry_seconds, max_attempts)
@@ -60,7 +59,6 @@ def _settle_one(db: Database, api: DiscordApi | SlackApi, message: ChatMessage, 
         logger.warning("run %s: the chat message of step %s was not edited: %s", message.run_id, message.step_id, error)
 
         def failed(tx: Tx) -> None:
-            # guard: a-failed-chat-edit-is-tried-for-ever
             took = chat_messages.edit_failed(tx, message, again) if again else chat_messages.settle(tx, message, None, now)
             if took:
                 log.append(tx, journal.chat_edit_failed(message.run_id, message.step_id, where, attempt, error, again), now)

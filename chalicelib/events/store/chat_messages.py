@@ -70,7 +70,6 @@ def unsettled(tx: Tx, now: datetime, limit: int) -> list[ChatMessage]:
 
 def settle(tx: Tx, message: ChatMessage, words: str | None, now: datetime) -> bool:
     """The message says how its step's wait ended (None: its edits were given up); False if it already did."""
-    # guard: a-chat-message-is-edited-twice
     return tx.execute("UPDATE event_chat_messages SET settled_at = %s, settled_as = %s WHERE id = %s"
                       " AND settled_at IS NULL", (now, None if words is None else words[:400], message.id)) == 1
 
