@@ -13,6 +13,7 @@ Idempotency-Key, so the worker and that invocation both finishing it change the 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -23,8 +24,8 @@ from typing import Any
 
 from ... import runtime
 from ...config import Settings
-from ..errors import ChannelError, Invalid
-from .interactions import ChatPress, Pressing, Refused, perform, read_discord, read_slack
+from ..errors import ChannelError, Invalid, Refused
+from .interactions import ChatPress, Pressing, perform, read_discord, read_slack
 from .platforms import DiscordApi, Message, SlackApi, discord_body
 from .signatures import check_discord, check_slack
 
@@ -42,9 +43,10 @@ def discord(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
     """POST /integrations/discord/interactions: its answer (Unauthorized before anything is read)."""
     settings = runtime.settings()
     check_discord(headers, body, settings.discord_public_key, time.time())
-    from ...api.errors import json_body  # the one reader of a JSON body
-
-    payload = json_body(body)
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        raise Invalid("an interaction's body is a JSON object") from None
     if not isinstance(payload, dict) or payload.get("type") not in (PING, COMPONENT):
         raise Invalid("an interaction this endpoint takes is a PING (type 1) or a button press (type 3)")
     if payload["type"] == PING:

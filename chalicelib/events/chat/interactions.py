@@ -24,7 +24,7 @@ from ...db import Clock, Database, Tx
 from ...errors import Forbidden
 from .. import journal
 from ..commands import CONTROLS, Context, Press, within
-from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerRow, NotFound, Stale
+from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerRow, NotFound, Refused, Stale
 from ..model import Step
 from ..store import chat_messages, log, steps
 from .platforms import Message
@@ -72,15 +72,6 @@ class Pressing:
 
     message: Message | None  # None: nothing to show (the step is gone)
     refused: str | None = None
-
-
-class Refused(Exception):
-    """A press refused before the database is asked (who, where, which control): answered privately (on Slack
-    through the press's `response_url`)."""
-
-    def __init__(self, words: str, response_url: str = ""):
-        super().__init__(words)
-        self.response_url = response_url
 
 
 def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
