@@ -28,6 +28,14 @@ def tick(event: CloudWatchEvent) -> dict[str, Any]:
     return scheduled_tick(event.context, source=event.source)  # type: ignore[arg-type]  # chalice types the context as a dict; it is the LambdaContext
 
 
+# ── a chat press's asynchronous half: one the API's 3 s did not finish (docs/chat.md) ──
+@app.lambda_function(name="chat_press")
+def chat_press(event: Any, context: Any) -> None:
+    from chalicelib.events.chat.answers import finish  # the chat's half loads in this function only
+
+    finish(event)
+
+
 # ── deployment: schema and the app's database user, inside the VPC (`make migrate`) ──
 @app.lambda_function(name="migrate")
 def migrate(event: Any, context: Any) -> dict[str, Any]:

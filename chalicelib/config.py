@@ -54,12 +54,53 @@ def _int_in_range(env: Mapping[str, str], name: str) -> int:
 SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?")
 
 
+DISCORD_ID = re.compile(r"\d{1,20}")  # a snowflake: a channel, guild, role or user id
+SLACK_ID = re.compile(r"[A-Z0-9]{1,30}")  # a Slack channel, team, user or user-group id
+
+
 def _channel(env: Mapping[str, str], name: str) -> str:
     value = env.get(name, "log").strip() or "log"
     scheme, _, target = value.partition(":")
-    if value == "log" or (scheme == "sns" and SNS_TOPIC_ARN.fullmatch(target)) or (scheme == "webhook" and _http_url(target)):
+    if value == "log" or (scheme == "sns" and SNS_TOPIC_ARN.fullmatch(target)) or (scheme == "webhook" and _http_url(target)) \
+            or (scheme == "discord" and DISCORD_ID.fullmatch(target)) or (scheme == "slack" and SLACK_ID.fullmatch(target)):
         return value
-    raise ConfigError(f"{name} must be 'log', 'sns:<topic arn>' or 'webhook:<http(s) url>', got {value!r}")
+    raise ConfigError(f"{name} must be 'log', 'sns:<topic arn>', 'webhook:<http(s) url>', 'discord:<channel id>' or"
+                      f" 'slack:<channel id>', got {value!r}")
+
+
+def _chat_roles(env: Mapping[str, str], name: str, ids: re.Pattern[str]) -> tuple[tuple[str, str], ...]:
+    """DISCORD_ROLES / SLACK_ROLES: `<id>=<engine role>,…` (a Discord guild role id; a Slack user or user-group
+    id), the chat identities an engine role is given to; unset: nobody in the chat may press."""
+    from .roles import ROLES
+
+    pairs = []
+    for part in filter(None, (p.strip() for p in env.get(name, "").split(","))):
+        chat_id, equals, role = (s.strip() for s in part.partition("="))
+        if not equals or not ids.fullmatch(chat_id) or role not in ROLES:
+            raise ConfigError(f"{name} must be <id>=<role>,… with a role among {', '.join(ROLES)}, got {part!r}")
+        pairs.append((chat_id, role))
+    return tuple(pairs)
+
+
+def _chat_id(env: Mapping[str, str], name: str, ids: re.Pattern[str]) -> str | None:
+    value = (env.get(name) or "").strip()
+    if value and not ids.fullmatch(value):
+        raise ConfigError(f"{name} must be an id ({ids.pattern}), got {value!r}")
+    return value or None
+
+
+def _api_url(env: Mapping[str, str], name: str, default: str) -> str:
+    value = (env.get(name) or "").strip().rstrip("/") or default
+    if not _http_url(value):
+        raise ConfigError(f"{name} must be an http(s) URL, got {value!r}")
+    return value
+
+
+def _public_key(env: Mapping[str, str], name: str) -> str | None:
+    value = (env.get(name) or "").strip().lower()
+    if value and not re.fullmatch(r"[0-9a-f]{64}", value):
+        raise ConfigError(f"{name} must be the application's public key: 64 hexadecimal digits, got {value!r}")
+    return value or None
 
 
 SECRET_ARN_PARTS = 7  # arn:<partition>:secretsmanager:<region>:<account>:secret:<name>
@@ -220,6 +261,21 @@ class Settings:
     # The game server's own key for signing signals (POST /runs/{id}/signals/{name}); never the bridge's.
     signal_secret: str | None = field(default=None, repr=False)
     signal_secret_arn: str | None = None
+    # Interactive chat channels (docs/chat.md): the bots' tokens, the APIs they post to, who may press.
+    discord_bot_token: str | None = field(default=None, repr=False)
+    discord_bot_token_secret_arn: str | None = None
+    discord_api_url: str = "https://discord.com/api/v10"
+    discord_public_key: str | None = None  # the application's Ed25519 key: interactions are signed with it
+    discord_guild_id: str | None = None  # the one guild (server) whose presses count
+    discord_roles: tuple[tuple[str, str], ...] = ()  # (guild role id, engine role)
+    slack_bot_token: str | None = field(default=None, repr=False)
+    slack_bot_token_secret_arn: str | None = None
+    slack_api_url: str = "https://slack.com/api"
+    slack_signing_secret: str | None = field(default=None, repr=False)
+    slack_signing_secret_arn: str | None = None
+    slack_team_id: str | None = None  # the one workspace whose presses count
+    slack_roles: tuple[tuple[str, str], ...] = ()  # (user or user-group id, engine role)
+    chat_function_arn: str | None = None  # EVENTS_CHAT_FUNCTION_ARN: finishes a press the 3 s did not (on AWS)
     # EVENTS_SLEEP: the tick sleeps between events; the tick then needs the three names
     # below, the API the rule's name and the function's ARN (its nudge turns the one on
     # and invokes the other; each checks when it first uses them).
@@ -279,6 +335,20 @@ class Settings:
             webhook_secret_arn=_secret_setting(env, "WEBHOOK_SECRET_ARN"),
             signal_secret=env.get("EVENTS_SIGNAL_SECRET") or None,
             signal_secret_arn=_secret_setting(env, "EVENTS_SIGNAL_SECRET_ARN"),
+            discord_bot_token=env.get("DISCORD_BOT_TOKEN") or None,
+            discord_bot_token_secret_arn=_secret_setting(env, "DISCORD_BOT_TOKEN_SECRET_ARN"),
+            discord_api_url=_api_url(env, "DISCORD_API_URL", "https://discord.com/api/v10"),
+            discord_public_key=_public_key(env, "DISCORD_PUBLIC_KEY"),
+            discord_guild_id=_chat_id(env, "DISCORD_GUILD_ID", DISCORD_ID),
+            discord_roles=_chat_roles(env, "DISCORD_ROLES", DISCORD_ID),
+            slack_bot_token=env.get("SLACK_BOT_TOKEN") or None,
+            slack_bot_token_secret_arn=_secret_setting(env, "SLACK_BOT_TOKEN_SECRET_ARN"),
+            slack_api_url=_api_url(env, "SLACK_API_URL", "https://slack.com/api"),
+            slack_signing_secret=env.get("SLACK_SIGNING_SECRET") or None,
+            slack_signing_secret_arn=_secret_setting(env, "SLACK_SIGNING_SECRET_ARN"),
+            slack_team_id=_chat_id(env, "SLACK_TEAM_ID", SLACK_ID),
+            slack_roles=_chat_roles(env, "SLACK_ROLES", SLACK_ID),
+            chat_function_arn=(env.get("EVENTS_CHAT_FUNCTION_ARN") or "").strip() or None,
             sleep=_on_off(env, "EVENTS_SLEEP"),
             tick_rule_name=(env.get("EVENTS_TICK_RULE_NAME") or "").strip() or None,
             tick_function_arn=(env.get("EVENTS_TICK_FUNCTION_ARN") or "").strip() or None,

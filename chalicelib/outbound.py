@@ -25,7 +25,7 @@ import socket
 import ssl
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from types import ModuleType
@@ -68,6 +68,7 @@ class Answer:
     status: int
     body: bytes  # at most max_answer_bytes
     truncated: bool  # the answer went on past the cap (or declared it would); `body` is what was kept
+    headers: dict[str, str] = field(default_factory=dict)  # the final answer's headers, names in lower case
 
 
 def signed_headers(secret: str, at: datetime, body: bytes) -> dict[str, str]:
@@ -88,6 +89,12 @@ def post(
 ) -> Answer:
     """POST `body`; the final answer (interim 1xx answers skipped), or OutboundError within `timeout`."""
     return _request("POST", endpoint, target, body, headers, timeout=timeout, max_answer_bytes=max_answer_bytes)
+
+
+def patch(endpoint: Endpoint, target: str, body: bytes, headers: dict[str, str], *, timeout: float,
+          max_answer_bytes: int = MAX_ANSWER_BYTES) -> Answer:
+    """PATCH `body` (an edit of a chat message) under the same deadline and cap as a POST."""
+    return _request("PATCH", endpoint, target, body, headers, timeout=timeout, max_answer_bytes=max_answer_bytes)
 
 
 def put(endpoint: Endpoint, body: bytes, headers: dict[str, str], *, timeout: float) -> Answer:
@@ -141,24 +148,25 @@ def _exchange(h11: ModuleType, sock: socket.socket, method: str, endpoint: Endpo
     )
     _send_all(sock, connection.send(request) + connection.send(h11.Data(data=body)) + connection.send(h11.EndOfMessage()),
               deadline, progress)
-    status, kept, size = 0, [], 0
+    status, kept, size, answered = 0, [], 0, {}
     while True:
         event = connection.next_event()
         if event is h11.NEED_DATA:
             connection.receive_data(_receive(sock, deadline))
         elif isinstance(event, h11.Response):
             status = event.status_code
-            declared = dict(event.headers).get(b"content-length")
+            answered = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in event.headers}
+            declared = answered.get("content-length")
             if declared is not None and int(declared) > max_answer_bytes:
-                return Answer(status, b"", truncated=True)
+                return Answer(status, b"", truncated=True, headers=answered)
         elif isinstance(event, h11.Data):
             # guard: outbound-answer-kept-past-its-cap
             kept.append(event.data[: max_answer_bytes - size])
             size += len(event.data)
             if size > max_answer_bytes:
-                return Answer(status, b"".join(kept), truncated=True)
+                return Answer(status, b"".join(kept), truncated=True, headers=answered)
         elif isinstance(event, h11.EndOfMessage):
-            return Answer(status, b"".join(kept), truncated=False)
+            return Answer(status, b"".join(kept), truncated=False, headers=answered)
         elif isinstance(event, h11.ConnectionClosed):
             raise ConnectionResetError("the peer closed the connection without answering")
         # else an InformationalResponse (1xx, e.g. 103 Early Hints): the final answer follows

@@ -31,6 +31,9 @@ SECRET_SETTINGS = (
     ("GAME_BRIDGE_SANDBOX_SECRET_ARN", "game_bridge_sandbox_secret_arn", "game_bridge_sandbox_secret"),
     ("WEBHOOK_SECRET_ARN", "webhook_secret_arn", "webhook_secret"),
     ("EVENTS_SIGNAL_SECRET_ARN", "signal_secret_arn", "signal_secret"),
+    ("DISCORD_BOT_TOKEN_SECRET_ARN", "discord_bot_token_secret_arn", "discord_bot_token"),
+    ("SLACK_BOT_TOKEN_SECRET_ARN", "slack_bot_token_secret_arn", "slack_bot_token"),
+    ("SLACK_SIGNING_SECRET_ARN", "slack_signing_secret_arn", "slack_signing_secret"),
 )
 
 @dataclass

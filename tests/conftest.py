@@ -23,7 +23,7 @@ from devtools.kit.mariadb import server_url
 from tests.support import cfn
 
 # The shared fixtures (api, game_bridge, runner) live beside their helpers; pytest loads them here.
-pytest_plugins = ["tests.support.api", "tests.support.runner_kit"]
+pytest_plugins = ["tests.support.api", "tests.support.runner_kit", "tests.support.chat"]
 
 # The tiers (pytest.ini's markers; docs/testing.md): a whole directory is one tier, a module
 # outside these directories says its own with `pytestmark`.

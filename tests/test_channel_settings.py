@@ -27,7 +27,8 @@ def test_sns_and_webhook_channels_are_accepted_at_start_up(value):
     "email:gm@example.com",
 ])
 def test_a_channel_setting_that_names_no_channel_stops_the_start_with_its_name(value):
-    with pytest.raises(ConfigError, match="ANNOUNCE_CHANNEL must be 'log', 'sns:<topic arn>' or 'webhook:<http"):
+    with pytest.raises(ConfigError, match=r"ANNOUNCE_CHANNEL must be 'log', 'sns:<topic arn>', 'webhook:<http\(s\) url>',"
+                                        r" 'discord:<channel id>' or 'slack:<channel id>'"):
         Settings.from_env({"ANNOUNCE_CHANNEL": value})
 
 

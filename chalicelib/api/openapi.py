@@ -34,6 +34,8 @@ def _error_codes(op: Operation) -> list[int]:
     codes = [400, 415]
     if op.roles is not None:
         codes += [401, 403, 503]
+    elif op.platform_signed:
+        codes.append(401)
     if op.path_ids:
         codes.append(404)
     if op.path.startswith("/runs/{run_id}") or (op.method == "POST" and op.path.endswith("/runs")):

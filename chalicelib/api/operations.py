@@ -61,6 +61,7 @@ class Call:
     names: dict[str, str] = field(default_factory=dict)  # the string path parameters
     roles: frozenset[str] = frozenset()  # the token's roles (none for a signed request or an open operation)
     headers: Mapping[str, str] = field(default_factory=dict)  # the request's headers (names in lower case)
+    raw: bytes = b""  # the body as it came (an operation signed by a platform checks the signature over it)
 
     @cached_property
     def now(self) -> datetime:
@@ -86,6 +87,8 @@ class Operation:
     # It moves a live event (a signal, a control): the game's signal or a person's press met by a paused
     # database waits for its resume rather than answering 503 at the first connection attempt.
     waits_for_database: bool = False
+    platform_signed: bool = False  # Discord or Slack signed it (its handler checks the signature first: a 401)
+    content_types: tuple[str, ...] = ("application/json",)  # what its body may be sent as (Chalice's 415 else)
 
     @property
     def path_params(self) -> list[str]:
@@ -135,7 +138,7 @@ class Operation:
         if self.roles is not None:  # the operations open to anyone never read the database
             schema_version.require(runtime.database())
         sent = {name.lower(): value for name, value in (request.headers or {}).items()}
-        call = Call(actor=actor, ids=ids, query=query, body=body, names=names, roles=held, headers=sent)
+        call = Call(actor=actor, ids=ids, query=query, body=body, names=names, roles=held, headers=sent, raw=_raw(request))
         if now is not None:
             call.now = now  # the clock read that checked the signature's time: one read per request
         result = self.handler(call)
@@ -180,7 +183,8 @@ class Router:
         def register(handler: Callable[[Call], Answer]) -> Operation:
             op = Operation(method, path, summary, roles, responses, handler=handler, **inputs)
             self.operations.append(op)
-            self.blueprint.route(op.path, methods=[op.method], cors=CORS)(_view(self.blueprint, op))
+            self.blueprint.route(op.path, methods=[op.method], cors=CORS,
+                                 content_types=list(op.content_types))(_view(self.blueprint, op))
             return op
 
         return register

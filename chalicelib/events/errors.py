@@ -19,6 +19,7 @@
      └── UnreadableDocument         a stored document the runner cannot walk
     Exception
      ├── ChannelError               a notification post failed; the step is retried with the same key
+     ├── Refused                    a chat press refused before the database is asked (who, where, which control)
      ├── AnsweredBefore             not a failure: a control's Idempotency-Key was pressed within 24 h; its
      │                              first answer travels in it (the transaction it leaves wrote nothing)
      └── BridgeCaseFailed           a `bridge-check` case whose expectation the game's bridge did not meet:
@@ -102,6 +103,15 @@ class UnreadableDocument(ValueError):
 
 class ChannelError(Exception):
     pass
+
+
+class Refused(Exception):
+    """A chat press refused before the database is asked (who, where, which control): answered privately (on
+    Slack through the press's `response_url`)."""
+
+    def __init__(self, words: str, response_url: str = ""):
+        super().__init__(words)
+        self.response_url = response_url
 
 
 class AnsweredBefore(Exception):

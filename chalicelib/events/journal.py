@@ -32,6 +32,11 @@ its cause (`cause`).
                    of, idempotency_key, waited_seconds}
     run.escalated  a try of escalating a run that waited for a person (a resume, an advance) too long, as
                    step.escalated: {waiting_for, n, channel, attempt, of, idempotency_key, waited_seconds}
+    chat.pressed   a button of a Discord or Slack message took (beside the control's own row, in its transaction):
+                   {platform, control, user_id, name, place (guild or workspace), channel_id, message_id,
+                   interaction_id}; the row's actor is the chat identity (`discord:<user id>`, `slack:<user id>`)
+    chat.edit_failed  an edit of a chat message saying how its step's wait ended failed: {platform,
+                   channel_id, message_id, attempt, error, again_at (the next try) or null}
     notice.failed  the post of the row before it of that kind (same step or run) failed: {notice (that
                    row's kind), channel, idempotency_key, attempt | n, error, again_at (the next try) or null}
 """
@@ -62,7 +67,10 @@ STEP_REMINDER = "step.reminder"
 STEP_ESCALATED = "step.escalated"
 RUN_ESCALATED = "run.escalated"
 NOTICE_FAILED = "notice.failed"
-KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS,
+CHAT_PRESSED = "chat.pressed"
+CHAT_EDIT_FAILED = "chat.edit_failed"
+KINDS = (CHAT_PRESSED, CHAT_EDIT_FAILED,
+         RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS,
          STEP_DISPATCH, STEP_ACKNOWLEDGED, STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED, STEP_RELEASED, STEP_TAKEN_OVER,
          STEP_HOLD_LAPSED)
 
@@ -250,3 +258,16 @@ def notice_failed(posted: Entry, error: str, again_at: datetime | None) -> Entry
               "again_at": iso(again_at)}
     return Entry(run_id=posted.run_id, step_id=posted.step_id, kind=NOTICE_FAILED, phase=posted.phase,
                  detail=detail, actor=RUNNER)
+
+
+def chat_pressed(step: Step, actor: str, control: str, **where: Any) -> Entry:
+    """A chat button of `step` took: who pressed it (their name on the platform) and from where."""
+    return Entry(run_id=step.run_id, step_id=step.id, kind=CHAT_PRESSED, phase=step.phase,
+                 detail={"control": control, **where}, actor=actor)
+
+
+def chat_edit_failed(run_id: int, step_id: int, where: dict[str, Any], attempt: int, error: str,
+                     again_at: datetime | None) -> Entry:
+    """An edit of a step's chat message failed; `again_at` is the next try, if any."""
+    return Entry(run_id=run_id, step_id=step_id, kind=CHAT_EDIT_FAILED,
+                 detail={**where, "attempt": attempt, "error": error, "again_at": iso(again_at)}, actor=RUNNER)

@@ -53,6 +53,16 @@ function failedWords(entry, nameOf) {
   return `${who} ${what} could not be posted to ${d.channel}: ${d.error}${next}`;
 }
 
+const PLATFORMS = { discord: 'Discord', slack: 'Slack' };
+
+// A chat identity (`discord:<user id>`, `slack:<user id>`) as a person: their name and platform, from the
+// run's chat.pressed rows ("Mira (Discord)"); anyone else as the log names them.
+export function people(entries) {
+  const named = new Map(entries.filter((e) => e.kind === 'chat.pressed' && e.actor)
+    .map((e) => [e.actor, `${e.detail?.name ?? e.actor} (${PLATFORMS[e.detail?.platform] ?? e.detail?.platform})`]));
+  return (actor) => named.get(actor) ?? actor;
+}
+
 export function describeEntry(entry, nameOf) {
   const d = entry.detail || {};
   switch (entry.kind) {
@@ -71,6 +81,8 @@ export function describeEntry(entry, nameOf) {
     case 'step.escalated': return `${nameOf(entry)}: escalated${try_(d)} ${sent(d)}`;
     case 'run.escalated': return `Run's wait for ${wordOf('waiting_for', d.waiting_for)?.label ?? d.waiting_for} escalated${try_(d)} ${sent(d)}`;
     case 'notice.failed': return failedWords(entry, nameOf);
+    case 'chat.pressed': return `${nameOf(entry)}: ${d.control} pressed on ${PLATFORMS[d.platform] ?? d.platform} by ${d.name}`;
+    case 'chat.edit_failed': return `${nameOf(entry)}: its ${PLATFORMS[d.platform] ?? d.platform} message could not be edited: ${d.error}${d.again_at ? `; tried again at ${when(d.again_at)}` : '; not tried again'}`;
     default: return `${entry.kind} ${JSON.stringify(d)}`;
   }
 }
@@ -130,12 +142,13 @@ export function logView() {
   function render() {
     const keep = KEEP[filter];
     const kept = lines(shown.entries, shown.nameOf).filter((line) => line.rows.some(keep));
+    const person = people(shown.entries);
     list.replaceChildren(...kept.map(({ rows, text }) => {
       const [first] = rows;
       return el('li', {
         'data-kind': rows.map((row) => row.kind).join(' '), 'data-actor': first.actor || '',
         class: rows.some(isError) ? 'log-error' : null,
-      }, when(first.created_at), ' ', el('span', { class: 'actor' }, first.actor || 'engine'), ' ', el('span', {}, text));
+      }, when(first.created_at), ' ', el('span', { class: 'actor' }, first.actor ? person(first.actor) : 'engine'), ' ', el('span', {}, text));
     }));
     if (following) box.scrollTop = box.scrollHeight;
     newest.hidden = following;

@@ -39,10 +39,12 @@ class Notice:
     at: datetime  # the tick's clock: webhooks sign with it
     link: str | None = None  # the run's page in the console
     rehearsal: bool = False  # from a dry run: what a person reads begins with REHEARSAL_PREFIX
-
+    choices: tuple[str, ...] = ()  # a cue that asks: its answers' labels (a chat message's buttons)
+    decision: bool = False  # an escalation of a step parked in doubt: a person confirms, skips or resends it
     @classmethod
     def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> Notice:
-        return cls(kind, text, step.run_id, step.id, step.idempotency_key, at, console_link(console_url, step.run_id))
+        return cls(kind, text, step.run_id, step.id, step.idempotency_key, at, console_link(console_url, step.run_id),
+                   choices=tuple(str(c["label"]) for c in step.choices) if kind == "cue" else ())
 
     @classmethod
     def reminder(cls, step: Step, n: int, of: int, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
@@ -64,7 +66,7 @@ class Notice:
             text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a game master, and "
                     f"{_nobody(step)}: {step.params.get('instruction', step.action_id)}")
         return cls("escalation", text, step.run_id, step.id, f"{_round_key(step)}:e", at,
-                   console_link(console_url, step.run_id))
+                   console_link(console_url, step.run_id), decision=step.parked_in_doubt)
 
     @classmethod
     def stall(cls, run_id: int, n: int, waiting_for: WaitingFor, waited_seconds: int, at: datetime,

@@ -68,6 +68,11 @@ def invoke_tick(function_arn: str) -> None:
     aws_client("lambda").invoke(FunctionName=function_arn, InvocationType="Event", Payload=tick_payload(NUDGE_SOURCE))
 
 
+def invoke_chat(function_arn: str, event: dict[str, Any]) -> None:
+    """Start the chat function on a press's asynchronous half (`chat/answers.finish`), not waiting for it."""
+    aws_client("lambda").invoke(FunctionName=function_arn, InvocationType="Event", Payload=json.dumps(event).encode())
+
+
 def turn_rule_on(rule_name: str) -> None:
     """Turn the tick's minute rule on (the nudge's fallback: a tick within the minute, whatever becomes of the
     invocation)."""

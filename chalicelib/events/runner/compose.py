@@ -16,16 +16,21 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from ... import runtime
 from ...config import Settings
 from ...db import Clock, Database, must_exist
+from ..actions.notice import Channel
 from ..actions.perform import Actions
 from ..adapters.aws import AwsSwitches, aws_switches
 from ..adapters.bridge import BridgeClient
-from ..adapters.channels import channel_for
+from ..adapters.channels import channel_for as plain_channel
 from ..adapters.rehearsal import UnusableBridge, rehearsal_actions
 from ..adapters.signing import SigningKey
+from ..chat import ChatApis
+from ..chat.channel import ChatChannel
+from ..chat.platforms import DiscordApi, SlackApi
 from ..errors import ConfigError, SecretUnreadable
 from .outcomes import Rules
 from .tick import Runner
@@ -42,8 +47,39 @@ def bridge_timeout(settings: Settings) -> float:
     return min(MAX_BRIDGE_TIMEOUT_SECONDS, settings.step_lease_seconds / 4)
 
 
+def chat_apis(settings: Settings, timeout: float) -> ChatApis | None:
+    """The bots of a deployment with a `discord:` or `slack:` channel (None: none), their tokens read through
+    the secrets cache (and again after a 401)."""
+    used = {c.partition(":")[0] for c in (settings.cue_channel, settings.announce_channel, settings.escalation_channel or "",
+                                          settings.rehearsal_channel)}
+    if not used & {"discord", "slack"}:
+        return None
+    discord = slack = None
+    if "discord" in used:
+        token = _secret(settings.discord_bot_token, settings.discord_bot_token_secret_arn, "DISCORD_BOT_TOKEN_SECRET_ARN")
+        if token is None:
+            raise ConfigError("a channel is discord:<channel id>: set DISCORD_BOT_TOKEN or DISCORD_BOT_TOKEN_SECRET_ARN")
+        discord = DiscordApi(settings.discord_api_url, token, timeout=timeout)
+    if "slack" in used:
+        token = _secret(settings.slack_bot_token, settings.slack_bot_token_secret_arn, "SLACK_BOT_TOKEN_SECRET_ARN")
+        if token is None:
+            raise ConfigError("a channel is slack:<channel id>: set SLACK_BOT_TOKEN or SLACK_BOT_TOKEN_SECRET_ARN")
+        slack = SlackApi(settings.slack_api_url, token, timeout=timeout)
+    return ChatApis(discord, slack)
+
+
 def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
     timeout = bridge_timeout(settings)
+    chat = chat_apis(settings, timeout)
+
+    def channel_for(setting: str, name: str, **webhook: Any) -> Channel:
+        """The channel a setting names: a bot's (`discord:`, `slack:`), or a plain one (`adapters/channels.py`)."""
+        scheme, _, target = setting.partition(":")
+        api = None if chat is None else chat.of(scheme)
+        if api is not None:
+            return ChatChannel(name, api, target, db, clock)
+        return plain_channel(setting, name, **webhook)
+
     bridge = None
     if settings.game_bridge_url:
         secret = _secret(settings.game_bridge_secret, settings.game_bridge_secret_arn, "GAME_BRIDGE_SECRET_ARN")
@@ -77,7 +113,7 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
     rehearsal_channel = channel_for(settings.rehearsal_channel, "rehearsal", timeout=timeout, webhook_secret=rehearsal_key)
     rehearsals = rehearsal_actions(actions, rehearsal_channel, _sandbox(settings, timeout))
     return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency, shard=settings.tick_shard,
-                  rehearsals=rehearsals)
+                  rehearsals=rehearsals, chat=chat)
 
 
 def _sandbox(settings: Settings, timeout: float) -> BridgeClient | UnusableBridge | None:

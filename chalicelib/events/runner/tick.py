@@ -2,7 +2,8 @@
 
 The chores are reclaim, plan, then walk the runs whose wake time has come, on a
 bounded pool (a parked cue's reminders, escalation and timeout are worked there,
-by its run's wake time), then escalate the runs stalled waiting for a person;
+by its run's wake time), then escalate the runs stalled waiting for a person, then edit the chat messages
+whose step no longer waits (`chat/settle.py`, with a chat channel);
 later work (cleanup) is one more chore in `Runner.chores`.
 """
 
@@ -21,6 +22,8 @@ from ...db import Clock, Database, Tx, must_exist
 from ..actions.perform import Actions
 from ..adapters.channels import LogChannel
 from ..adapters.rehearsal import rehearsal_actions
+from ..chat import ChatApis
+from ..chat.settle import settle_messages
 from ..document import Programme, programme_of
 from ..errors import UnreadableDocument
 from ..lifecycle import CleanupOn, RehearsalBridge
@@ -148,6 +151,7 @@ class Runner:
         batch_size: int = DUE_RUNS_PER_BATCH,
         shard: tuple[int, int] = (0, 1),
         rehearsals: Mapping[RehearsalBridge, Actions] | None = None,
+        chat: ChatApis | None = None,
     ):
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -159,6 +163,7 @@ class Runner:
         self.rehearsals = rehearsals or rehearsal_actions(actions, LogChannel("rehearsal"), None)
         self.horizon, self.batch_size = horizon, batch_size
         self.concurrency = concurrency
+        self.chat = chat  # the bots whose messages a step's change edits (None: no chat channel)
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tick-worker")
         self._programmes: dict[tuple[int, int], Programme] = {}
         self._programmes_lock = threading.Lock()
@@ -185,6 +190,7 @@ class Runner:
             *([Chore("plan", PLANNING_SHARE, self._plan)] if plan else []),
             Chore("advance", None, self._walk_due),  # the walk of the due runs, under its old name
             Chore("escalate", None, self._escalate_stalls),
+            *([Chore("chat", None, self._settle_chat)] if self.chat is not None else []),
         ]
 
     def tick(self, budget: Budget, *, plan: bool = True) -> TickReport:
@@ -274,6 +280,11 @@ class Runner:
         tick.report.escalations += escalated.tries
         tick.report.errors += escalated.failed
         tick.report.out_of_budget |= escalated.out_of_budget
+
+    def _settle_chat(self, tick: TickWork, budget: Budget) -> None:
+        assert self.chat is not None  # noqa: S101 — for mypy only: the chore is listed only with the bots
+        settle_messages(self.db, self.chat, tick.now, retry_seconds=self.rules.retry_seconds,
+                        max_attempts=self.rules.max_attempts, affords=budget.allows)
 
     def next_wake(self) -> datetime | None:
         """The earliest wake time of any run (one indexed read): when the next tick has work."""

@@ -1,0 +1,170 @@
+"""A press answered within the platforms' three seconds, always; finished after when the database is slow.
+
+Invariant: Discord and Slack drop an interaction not answered within 3 s, so the press is made on a worker
+that the answer waits for at most PRESS_ANSWER_SECONDS: done by then, Discord's answer is the message as the
+press left it (UPDATE_MESSAGE, type 7) or a private refusal (type 4, flags 64); not done (an Aurora resuming
+from a pause takes 15–30 s), the answer is an acknowledgement (DEFERRED_UPDATE_MESSAGE, type 6) and the
+press is finished after, and its message edited through the interaction (Discord's `@original`, valid 15
+minutes; Slack's `response_url`), naming why when it was refused by then. Slack's answer is always an empty
+200, everything after it through `response_url`. On AWS the finishing is a real asynchronous invocation of
+the chat function (EVENTS_CHAT_FUNCTION_ARN), not a thread Lambda freezes; the press's interaction id is its
+Idempotency-Key, so the worker and that invocation both finishing it change the run once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ... import runtime
+from ...config import Settings
+from ..errors import ChannelError, Invalid, Refused
+from .interactions import ChatPress, Pressing, perform, read_discord, read_slack
+from .platforms import DiscordApi, Message, SlackApi, discord_body
+from .signatures import check_discord, check_slack
+
+logger = logging.getLogger(__name__)
+
+PRESS_ANSWER_SECONDS = 2.0  # the most an answer waits for the press: the rest of the 3 s is the way there and back
+EDIT_SECONDS = 5.0  # the deadline of the edit a finished press makes
+PING, COMPONENT = 1, 3
+PONG, CHANNEL_MESSAGE, DEFERRED_UPDATE, UPDATE_MESSAGE = 1, 4, 6, 7
+EPHEMERAL = 64
+_workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="chat-press")
+
+
+def discord(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+    """POST /integrations/discord/interactions: its answer (Unauthorized before anything is read)."""
+    settings = runtime.settings()
+    check_discord(headers, body, settings.discord_public_key, time.time())
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        raise Invalid("an interaction's body is a JSON object") from None
+    if not isinstance(payload, dict) or payload.get("type") not in (PING, COMPONENT):
+        raise Invalid("an interaction this endpoint takes is a PING (type 1) or a button press (type 3)")
+    if payload["type"] == PING:
+        return {"type": PONG}
+    try:
+        press = read_discord(payload, settings)
+    except Refused as why:
+        return _privately(str(why))
+    pressing = _within(press, settings)
+    if pressing is None:
+        return {"type": DEFERRED_UPDATE}
+    if pressing.refused is not None or pressing.message is None:
+        return _privately(pressing.refused or "That step is gone: nothing was changed.")
+    return {"type": UPDATE_MESSAGE, "data": discord_body(pressing.message)}
+
+
+def slack(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+    """POST /integrations/slack/interactions: an empty 200 at once; the press is finished after."""
+    settings = runtime.settings()
+    check_slack(headers, body, settings.slack_signing_secret, time.time())
+    try:
+        press = read_slack(body, settings)
+    except Refused as why:
+        import json
+        from urllib.parse import parse_qs
+
+        url = str((json.loads(parse_qs(body.decode())["payload"][0]).get("response_url")) or "")
+        _hand_off({"refusal": str(why), "response_url": url}, settings)
+        return {}
+    _hand_off({"press": press.event()}, settings)
+    return {}
+
+
+def _privately(words: str) -> dict[str, Any]:
+    return {"type": CHANNEL_MESSAGE, "data": {"content": words[:2000], "flags": EPHEMERAL, "allowed_mentions": {"parse": []}}}
+
+
+def _within(press: ChatPress, settings: Settings) -> Pressing | None:
+    """The press made by a worker, if it is done within PRESS_ANSWER_SECONDS; else None, and it is finished
+    after (by the worker itself off AWS, by the chat function's invocation on it)."""
+    state: dict[str, Any] = {}
+    lock, done = threading.Lock(), threading.Event()
+
+    def work() -> None:
+        pressing = _pressed(press, settings)
+        with lock:
+            state["pressing"], late = pressing, state.get("late", False)
+        done.set()
+        if late and pressing is not None:
+            _edit_after(press, pressing, settings)
+
+    _workers.submit(work)
+    done.wait(PRESS_ANSWER_SECONDS)
+    with lock:
+        if "pressing" in state:
+            return state["pressing"]
+        if _lambda_function(settings) is None:
+            state["late"] = True
+            return None
+    _hand_off({"press": press.event()}, settings)
+    return None
+
+
+def _pressed(press: ChatPress, settings: Settings) -> Pressing | None:
+    """The press made, waiting for a database resuming from a pause as a control does; None if it never answered."""
+    db = runtime.database()
+    try:
+        with db.waiting_until(time.monotonic() + settings.api_database_wait_seconds):
+            return perform(db, runtime.clock(), press)
+    except Exception:  # a database that never answered: the press is lost to it, and said so in the log
+        logger.exception("run %s: a %s press of step %s could not be made", press.run_id, press.platform, press.step_id)
+        return None
+
+
+def _lambda_function(settings: Settings) -> str | None:
+    """The chat function to invoke for the asynchronous half, on AWS (None: finish on this process's worker)."""
+    return settings.chat_function_arn if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else None
+
+
+def _hand_off(event: dict[str, Any], settings: Settings) -> None:
+    arn = _lambda_function(settings)
+    if arn is not None:
+        from ..adapters.aws import invoke_chat
+
+        invoke_chat(arn, event)
+    else:
+        _workers.submit(finish, event)
+
+
+def finish(event: dict[str, Any]) -> None:
+    """The asynchronous half: the press made (again: a repeat changes nothing) and its message edited, or a
+    Slack refusal said privately."""
+    settings = runtime.settings()
+    if "refusal" in event:
+        _slack_api(settings).say_privately(event["response_url"], event["refusal"])
+        return
+    press = ChatPress(**event["press"])
+    pressing = _pressed(press, settings)
+    if pressing is not None:
+        _edit_after(press, pressing, settings)
+
+
+def _edit_after(press: ChatPress, pressing: Pressing, settings: Settings) -> None:
+    """The message the press came from, as the press left it (with why, when it was refused by then)."""
+    shown = pressing.message or Message("That step is gone.")
+    if pressing.refused:
+        shown = Message(f"{shown.text}\nYour press did not take: {pressing.refused}", shown.buttons)
+    try:
+        if press.platform == "discord":
+            DiscordApi(settings.discord_api_url, None, timeout=EDIT_SECONDS).edit_original(
+                press.reply["application_id"], press.reply["token"], shown)
+        elif pressing.refused is not None and pressing.message is not None and press.reply.get("response_url"):
+            _slack_api(settings).say_privately(press.reply["response_url"], pressing.refused)
+        else:
+            _slack_api(settings).edit_original(press.reply["response_url"], shown)
+    except ChannelError as error:
+        logger.warning("run %s: the message of a %s press was not edited: %s", press.run_id, press.platform, error)
+
+
+def _slack_api(settings: Settings) -> SlackApi:
+    return SlackApi(settings.slack_api_url, None, timeout=EDIT_SECONDS)

@@ -1,0 +1,50 @@
+"""The `discord:<channel id>` and `slack:<channel id>` channels: a notice posted by the community's own bot.
+
+Invariant: a cue's message carries its buttons (Confirm, or a button per answer, Skip, I have it), and an
+escalation of a step parked in doubt (a decision) carries Confirm, Skip and Resend; either is recorded
+(`store/chat_messages.py`) once the platform has taken it, so a later change of its step finds it. A
+reminder or an escalation of a step whose message is recorded replies to that message (a Discord reply, a
+Slack thread) without buttons; anything else is a plain message. A post the platform did not take raises
+ChannelError (the step's retry, or the notice's `notice.failed` row), as every channel's does.
+"""
+
+from __future__ import annotations
+
+from ...db import Clock, Database
+from ..actions.notice import Limit, Notice
+from ..adapters.webhook_channel import DISCORD_CONTENT, SLACK_TEXT, discord_content, slack_text
+from ..store import chat_messages
+from .platforms import DiscordApi, Message, SlackApi
+from .render import CUE_CONTROLS, DECISION_CONTROLS, buttons
+
+
+class ChatChannel:
+    def __init__(self, name: str, api: DiscordApi | SlackApi, channel_id: str, db: Database, clock: Clock):
+        self.name = name
+        self.api = api
+        self.channel_id = channel_id
+        self.timeout = api.timeout
+        self.db, self.clock = db, clock
+
+    def post(self, notice: Notice) -> None:
+        text = self._text(notice)
+        step_id = notice.step_id
+        if step_id is None:
+            self.api.post(self.channel_id, Message(text))
+            return
+        controls = CUE_CONTROLS if notice.kind == "cue" else DECISION_CONTROLS if notice.decision else None
+        if controls is None:  # a reminder, or an escalation of a cue: a reply to the cue's message
+            recorded = self.db.autocommit(lambda tx: chat_messages.of_step(tx, step_id, self.api.platform))
+            here = [m for m in recorded if m.channel_id == self.channel_id]
+            self.api.post(self.channel_id, Message(text), reply_to=here[-1].message_id if here else None)
+            return
+        message_id = self.api.post(self.channel_id, Message(text, buttons(notice.run_id, step_id, controls, notice.choices)))
+        # guard: a-chat-message-is-not-recorded
+        self.db.autocommit(lambda tx: chat_messages.record(tx, notice.run_id, step_id, self.api.platform,
+                                                           self.channel_id, message_id, self.clock.now()))
+
+    def _text(self, notice: Notice) -> str:
+        if isinstance(self.api, DiscordApi):
+            return discord_content(notice, DISCORD_CONTENT)
+        # Slack counts the text escaped; its section block takes at most 3,000 characters of it.
+        return slack_text(notice.message(Limit(min(SLACK_TEXT.most, 3000), SLACK_TEXT.measure)))

@@ -1,0 +1,178 @@
+"""A press of a chat message's button: who pressed it, whether they may, and the control, as the console's.
+
+Invariant: a press is read only once its platform's signature is checked (`signatures.py`, by the route);
+then, before the database is asked anything, a press that is not one of the engine's buttons, from a DM or
+another guild or workspace, by someone the deployment maps to no engine role (DISCORD_ROLES, SLACK_ROLES),
+or of a control none of their roles may press, is refused privately naming why, and nothing changes. A
+press that may be made is the control's command on the one template (`protocol.within`): in one
+transaction the message is checked to be the one recorded for the run and step its button names (an
+identifier edited to name another run or step matches nothing), the command's guard, its log row and the
+`chat.pressed` row saying who and from where; the platform's interaction id is the press's
+Idempotency-Key, so a re-delivered press changes nothing and shows what the first left. A press whose
+step's wait ended settles its message in the same transaction (the tick's chore edits it no more).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+from ...config import Settings
+from ...db import Clock, Database, Tx
+from ...errors import Forbidden
+from .. import journal
+from ..commands import CONTROLS, Context, Press, within
+from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerRow, NotFound, Refused, Stale
+from ..model import Step
+from ..store import chat_messages, log, steps
+from .platforms import Message
+from .render import current, parse
+
+REFUSED_BY_THE_RULES = (Conflict, Stale, NotFound, Forbidden, Invalid, KeyReused, Clash, NewerRow)
+
+
+@dataclass(frozen=True)
+class ChatPress:
+    """A signed press, read: who (their chat identity, name and engine roles), what, from where, and how to
+    edit its message later (Discord's application id and interaction token; Slack's response_url)."""
+
+    platform: str
+    user_id: str
+    name: str
+    roles: list[str]
+    run_id: int
+    step_id: int
+    control: str
+    choice: int | None
+    interaction_id: str
+    channel_id: str
+    message_id: str
+    place: str  # the guild or workspace
+    reply: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def actor(self) -> str:
+        return f"{self.platform}:{self.user_id}"
+
+    @property
+    def key(self) -> str:
+        """The Idempotency-Key the press is made with: the platform's id of this interaction."""
+        return f"{self.platform}:{self.interaction_id}"[:64]
+
+    def event(self) -> dict[str, Any]:
+        """What the asynchronous half is handed (`finish`): the press, whole."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Pressing:
+    """What a press came to: the message as it now stands, and the why of a press that did not take."""
+
+    message: Message | None  # None: nothing to show (the step is gone)
+    refused: str | None = None
+
+
+def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
+    """A Discord MESSAGE_COMPONENT interaction (type 3), read and held to who may press (Refused otherwise)."""
+    data, message = payload.get("data") or {}, payload.get("message") or {}
+    pressed = parse(data.get("custom_id"))
+    if pressed is None:
+        raise Refused("This button is not one of the event engine's.")
+    guild = payload.get("guild_id")
+    # guard: a-press-from-another-guild-is-taken
+    if guild is None or guild != settings.discord_guild_id:
+        raise Refused("Presses count only in the event's own server, not in a direct message or another server.")
+    member = payload.get("member") or {}
+    user = member.get("user") or {}
+    held = {role for chat_id, role in settings.discord_roles if chat_id in (member.get("roles") or [])}
+    name = member.get("nick") or user.get("global_name") or user.get("username") or str(user.get("id"))
+    return _allowed("", ChatPress(
+        "discord", str(user.get("id")), str(name), sorted(held), pressed.run_id, pressed.step_id, pressed.control,
+        pressed.choice, str(payload.get("id")), str(payload.get("channel_id")), str(message.get("id")), str(guild),
+        {"application_id": str(payload.get("application_id")), "token": str(payload.get("token"))}))
+
+
+def read_slack(body: bytes, settings: Settings) -> ChatPress:
+    """A Slack `block_actions` payload (form-encoded `payload`), read and held to who may press."""
+    try:
+        payload = json.loads(parse_qs(body.decode())["payload"][0])
+    except (KeyError, ValueError, UnicodeDecodeError):
+        raise Invalid("a Slack interaction carries its JSON in the form field payload") from None
+    if not isinstance(payload, dict):
+        raise Invalid("a Slack interaction's payload is a JSON object")
+    url = str(payload.get("response_url") or "")
+    actions = payload.get("actions") or [{}]
+    pressed = parse(actions[0].get("action_id"))
+    if pressed is None:
+        raise Refused("This button is not one of the event engine's.", url)
+    team = (payload.get("team") or {}).get("id")
+    if team is None or team != settings.slack_team_id:
+        raise Refused("Presses count only in the event's own workspace.", url)
+    user = payload.get("user") or {}
+    held = {role for chat_id, role in settings.slack_roles if chat_id == user.get("id")}
+    return _allowed(url, ChatPress(
+        "slack", str(user.get("id")), str(user.get("name") or user.get("username") or user.get("id")), sorted(held),
+        pressed.run_id, pressed.step_id, pressed.control, pressed.choice, str(payload.get("trigger_id")),
+        str((payload.get("channel") or {}).get("id")), str((payload.get("container") or {}).get("message_ts")),
+        str(team), {"response_url": str(payload.get("response_url"))}))
+
+
+def _allowed(response_url: str, press: ChatPress) -> ChatPress:
+    control = CONTROLS[press.control]
+    if not press.roles:
+        raise Refused(f"You have no role the event engine knows ({press.platform.upper()}_ROLES maps its roles), so"
+                      " your presses change nothing. Ask an organiser.", response_url)
+    # guard: a-chat-press-skips-the-controls-roles
+    if not control.gate & set(press.roles):
+        raise Refused(f"{control.label} needs one of the roles {', '.join(sorted(control.gate))}; you have"
+                      f" {', '.join(press.roles)}. Nothing was changed.", response_url)
+    return press
+
+
+def perform(db: Database, clock: Clock, press: ChatPress) -> Pressing:
+    """The press as the control it names, in one transaction; what the message shows after it."""
+    try:
+        return db.transaction(lambda tx: _perform(tx, clock, press))
+    except AnsweredBefore:  # the same interaction again: nothing written, the message as the first left it
+        return db.autocommit(lambda tx: Pressing(_shown(tx, press)))
+    except REFUSED_BY_THE_RULES as refusal:
+        words = refusal.messages[0] if hasattr(refusal, "messages") else str(refusal)
+        return db.autocommit(lambda tx: Pressing(_shown(tx, press), words))
+
+
+def _perform(tx: Tx, clock: Clock, press: ChatPress) -> Pressing:
+    now = clock.now()
+    # guard: a-button-edited-to-another-step-is-pressed
+    message = chat_messages.pressed_on(tx, press.platform, press.message_id, press.run_id, press.step_id)
+    if message is None:
+        raise NotFound(f"this message carries no button of run {press.run_id}'s step {press.step_id}: nothing was changed")
+    control = CONTROLS[press.control]
+    step = steps.get_on_run(tx, press.run_id, press.step_id)
+    if step is None:
+        raise NotFound(f"run {press.run_id} has no step {press.step_id} any more")
+    command = control.pressed(press.run_id, press.step_id, {} if press.choice is None else {"choice": _choice(step, press)})
+    roles = frozenset(press.roles)
+    within(tx, command, Context(press.actor, now, Press(key=press.key), roles if control.cue_only(roles) else None))
+    log.append(tx, journal.chat_pressed(step, press.actor, press.control, platform=press.platform, user_id=press.user_id,
+                                        name=press.name, place=press.place, channel_id=press.channel_id,
+                                        message_id=press.message_id, interaction_id=press.interaction_id), now)
+    shown = _shown(tx, press)
+    after = steps.get_on_run(tx, press.run_id, press.step_id)
+    if shown is not None and after is not None and not after.parked:
+        chat_messages.settle(tx, message, shown.text.rsplit("\n", 1)[-1], now)
+    return Pressing(shown)
+
+
+def _choice(step: Step, press: ChatPress) -> str:
+    if press.choice is None or press.choice >= len(step.choices):
+        raise Invalid(f"{step.named} offers no answer number {press.choice}")
+    return str(step.choices[press.choice]["value"])
+
+
+def _shown(tx: Tx, press: ChatPress) -> Message | None:
+    step = steps.get_on_run(tx, press.run_id, press.step_id)
+    if step is None:
+        return None
+    return current(step, chat_messages.how_it_ended(tx, step.run_id, step.id), press.platform)

@@ -1,0 +1,230 @@
+"""Discord's and Slack's APIs, as the engine's bot calls them: post a message, edit it, edit an interaction's.
+
+Invariant: every call goes through `outbound.py` inside one overall deadline and reads at most
+MAX_ANSWER_BYTES of the answer; a rate-limit answer (429, or Slack's `ratelimited`) is waited out and the
+call sent again only when its `retry_after` / `Retry-After` fits in what is left of that deadline (else the
+call fails naming the wait, and its caller's retry comes later); a 401 (Slack: `invalid_auth`,
+`token_revoked`, `not_authed`) makes the token be read again past the secrets cache, and the call is sent
+once more when that gives another token. Anything else but a 2xx (Slack: `"ok": true`) raises ChannelError:
+nothing the platform did not take is taken for delivered.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ... import outbound
+from ..adapters.signing import SigningKey
+from ..errors import ChannelError, OutboundError, SecretUnreadable
+
+MAX_ANSWER_BYTES = 64 * 1024
+UNAUTHORISED, RATE_LIMITED = 401, 429
+SLACK_UNAUTHORISED = ("invalid_auth", "token_revoked", "not_authed", "account_inactive")
+SENDS_PER_CALL = 3  # the first send, and one more after a 401's new token or a rate limit's wait
+
+
+@dataclass(frozen=True)
+class Button:
+    label: str
+    custom_id: str  # Discord's custom_id, Slack's action_id and value: names the run, step, control (and choice)
+    primary: bool = False
+
+
+@dataclass(frozen=True)
+class Message:
+    """A chat message, whichever platform: its text and its buttons (none: a message that only tells)."""
+
+    text: str
+    buttons: tuple[Button, ...] = field(default=())
+
+
+def discord_body(message: Message) -> dict[str, Any]:
+    """A message as Discord takes it (create, edit, an interaction's answer): content, no pings, action rows of
+    at most five buttons (an empty list clears them)."""
+    buttons = [{"type": 2, "style": 1 if b.primary else 2, "label": b.label, "custom_id": b.custom_id}
+               for b in message.buttons]
+    return {"content": message.text, "allowed_mentions": {"parse": []},
+            "components": [{"type": 1, "components": buttons[i:i + 5]} for i in range(0, len(buttons), 5)]}
+
+
+def slack_blocks(message: Message) -> list[dict[str, Any]]:
+    """A message as Slack's Block Kit shows it: its text, then its buttons (at most 25 to an actions block)."""
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": message.text[:3000]}}]
+    if message.buttons:
+        blocks.append({"type": "actions", "elements": [
+            {"type": "button", "text": {"type": "plain_text", "text": b.label[:75]}, "action_id": b.custom_id,
+             "value": b.custom_id, **({"style": "primary"} if b.primary else {})} for b in message.buttons]})
+    return blocks
+
+
+class ChatApi:
+    """One platform's API at `url` with the bot's token (`token`, read through the secrets cache)."""
+
+    platform = ""
+
+    def __init__(self, url: str, token: SigningKey | None, *, timeout: float):
+        self.endpoint = outbound.Endpoint.parse(url)
+        self.token = token
+        self.timeout = timeout
+
+    def _send(self, method: str, path: str, body: dict[str, Any], *, bot: bool = True,
+              endpoint: outbound.Endpoint | None = None) -> dict[str, Any]:
+        """The answer's JSON object, or ChannelError; see the module's invariant."""
+        endpoint = endpoint or self.endpoint
+        deadline = time.monotonic() + self.timeout
+        data = json.dumps(body).encode()
+        token = self._token() if bot else None
+        for _ in range(SENDS_PER_CALL):
+            headers = {"Content-Type": "application/json; charset=utf-8", "User-Agent": "event-run-engine"}
+            if token is not None:
+                headers["Authorization"] = self._authorization(token)
+            left = deadline - time.monotonic()
+            try:
+                send = outbound.patch if method == "PATCH" else outbound.post
+                answer = send(endpoint, endpoint.target(path), data, headers, timeout=max(left, 0.001),
+                              max_answer_bytes=MAX_ANSWER_BYTES)
+            except OutboundError as error:
+                raise ChannelError(f"{self.platform}: {error}") from None
+            parsed = _json(answer)
+            failure = self._failure(answer, parsed)
+            if failure is None:
+                return parsed
+            if failure == UNAUTHORISED and token is not None and self.token is not None:
+                fresh = self.token.reread(token)
+                if fresh is not None:
+                    token = fresh
+                    continue
+                raise ChannelError(f"{self.platform} refused the bot's token (401), and reading it again gave no other")
+            if failure == RATE_LIMITED:
+                wait = _retry_after(answer, parsed)
+                # guard: a-chat-rate-limit-is-not-waited-out
+                if wait is not None and wait < deadline - time.monotonic():
+                    time.sleep(wait)
+                    continue
+                raise ChannelError(f"{self.platform} is rate limiting the bot: retry after {wait} s")
+            raise ChannelError(f"{self.platform} answered HTTP {answer.status}: {_said(answer, parsed)}")
+        raise ChannelError(f"{self.platform}: no answer taken after {SENDS_PER_CALL} sends")
+
+    def _token(self) -> str:
+        if self.token is None:
+            raise ChannelError(f"{self.platform}: set the bot's token ({self.platform.upper()}_BOT_TOKEN or its _SECRET_ARN)")
+        try:
+            return self.token.current()
+        except SecretUnreadable as error:
+            raise ChannelError(f"{self.platform}: not sent: {error.messages[0]}") from None
+
+    def _authorization(self, token: str) -> str:
+        raise NotImplementedError
+
+    def _failure(self, answer: outbound.Answer, parsed: dict[str, Any]) -> int | None:
+        """None when the platform took the call; else UNAUTHORISED, RATE_LIMITED or the HTTP status."""
+        if answer.status == UNAUTHORISED:
+            return UNAUTHORISED
+        if answer.status == RATE_LIMITED:
+            return RATE_LIMITED
+        return None if 200 <= answer.status < 300 and not answer.truncated else answer.status
+
+
+class DiscordApi(ChatApi):
+    platform = "discord"
+
+    def _authorization(self, token: str) -> str:
+        return f"Bot {token}"
+
+    def post(self, channel_id: str, message: Message, reply_to: str | None = None) -> str:
+        """POST /channels/{id}/messages; the new message's id. A reply references the message it answers."""
+        body = discord_body(message)
+        if reply_to is not None:
+            body["message_reference"] = {"message_id": reply_to, "fail_if_not_exists": False}
+        posted = self._send("POST", f"/channels/{channel_id}/messages", body)
+        if not isinstance(posted.get("id"), str):
+            raise ChannelError("discord: the answer to a message carried no id")
+        return posted["id"]
+
+    def edit(self, channel_id: str, message_id: str, message: Message) -> None:
+        """PATCH /channels/{id}/messages/{message id}."""
+        self._send("PATCH", f"/channels/{channel_id}/messages/{message_id}", discord_body(message))
+
+    def edit_original(self, application_id: str, token: str, message: Message) -> None:
+        """PATCH /webhooks/{application id}/{interaction token}/messages/@original: the message a deferred press
+        came from (the interaction's token is its authority: no bot token)."""
+        self._send("PATCH", f"/webhooks/{application_id}/{token}/messages/@original", discord_body(message), bot=False)
+
+
+class SlackApi(ChatApi):
+    platform = "slack"
+
+    def _authorization(self, token: str) -> str:
+        return f"Bearer {token}"
+
+    def _failure(self, answer: outbound.Answer, parsed: dict[str, Any]) -> int | None:
+        error = parsed.get("error")
+        if error in SLACK_UNAUTHORISED:
+            return UNAUTHORISED
+        if error == "ratelimited":
+            return RATE_LIMITED
+        failed = super()._failure(answer, parsed)
+        if failed is None and parsed.get("ok") is False:
+            return answer.status
+        return failed
+
+    def post(self, channel_id: str, message: Message, reply_to: str | None = None) -> str:
+        """chat.postMessage; the message's ts. A reply goes in the thread of the message it answers."""
+        body: dict[str, Any] = {"channel": channel_id, "text": message.text, "blocks": slack_blocks(message)}
+        if reply_to is not None:
+            body["thread_ts"] = reply_to
+        posted = self._send("POST", "/chat.postMessage", body)
+        if not isinstance(posted.get("ts"), str):
+            raise ChannelError("slack: the answer to a message carried no ts")
+        return posted["ts"]
+
+    def edit(self, channel_id: str, message_id: str, message: Message) -> None:
+        """chat.update of the message `message_id` (its ts)."""
+        self._send("POST", "/chat.update", {"channel": channel_id, "ts": message_id, "text": message.text,
+                                            "blocks": slack_blocks(message)})
+
+    def edit_original(self, response_url: str, message: Message) -> None:
+        """The press's `response_url`: the message it came from, replaced (no bot token: the URL is its authority)."""
+        try:
+            endpoint = outbound.Endpoint.parse(response_url)
+        except ValueError:
+            raise ChannelError("slack: the press's response_url is not an http(s) URL") from None
+        self._send("POST", "", {"replace_original": True, "text": message.text, "blocks": slack_blocks(message)},
+                   bot=False, endpoint=endpoint)
+
+    def say_privately(self, response_url: str, words: str) -> None:
+        """A refusal only the presser sees (`response_type: ephemeral`), through the press's response_url."""
+        try:
+            endpoint = outbound.Endpoint.parse(response_url)
+        except ValueError:
+            raise ChannelError("slack: the press's response_url is not an http(s) URL") from None
+        self._send("POST", "", {"response_type": "ephemeral", "replace_original": False, "text": words},
+                   bot=False, endpoint=endpoint)
+
+
+def _json(answer: outbound.Answer) -> dict[str, Any]:
+    try:
+        parsed = json.loads(answer.body or b"{}")
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _retry_after(answer: outbound.Answer, parsed: dict[str, Any]) -> float | None:
+    """Seconds to wait: Discord's body `retry_after`, else the `Retry-After` header (Slack's)."""
+    for raw in (parsed.get("retry_after"), answer.headers.get("retry-after")):
+        try:
+            seconds = float(raw) if raw is not None else None
+        except (TypeError, ValueError):
+            continue
+        if seconds is not None and seconds >= 0:
+            return seconds
+    return None
+
+
+def _said(answer: outbound.Answer, parsed: dict[str, Any]) -> str:
+    said = parsed.get("message") or parsed.get("error") or answer.body[:200].decode("utf-8", "replace")
+    return str(said).strip()[:200]

@@ -1,0 +1,111 @@
+"""What a chat message says and which buttons it carries, and what a button's identifier names.
+
+Invariant: a button's identifier (`ev:<run>:<step>:<control>[:<choice index>]`, at most 100 characters as
+Discord allows) names the run, the step and the control it presses, and for a cue that asks the index of
+the answer among the step's choices (so an answer's value, up to 100 characters itself, never has to fit);
+`parse` gives back exactly that or None. A message carries the buttons of what its reader may do now: a
+parked cue's Confirm (or a button per answer), Skip and I have it (not once someone has it); a decision's
+Confirm, Skip and Resend; a message about a step whose wait ended says how it ended, who did it and when,
+and carries none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .. import journal
+from ..commands import CONTROLS, Acknowledge, Confirm, Resend, Skip
+from ..lifecycle import StepStatus
+from ..model import Step
+from ..store.chat_messages import Ended
+from .platforms import Button, Message
+
+PREFIX = "ev"
+CUE_CONTROLS = (Confirm.name, Skip.name, Acknowledge.name)
+DECISION_CONTROLS = (Confirm.name, Skip.name, Resend.name)
+CHAT_CONTROLS = frozenset((*CUE_CONTROLS, *DECISION_CONTROLS))
+_ID = re.compile(rf"{PREFIX}:(\d{{1,19}}):(\d{{1,19}}):([a-z_]{{1,30}})(?::(\d{{1,2}}))?")
+
+
+@dataclass(frozen=True)
+class Pressed:
+    """What a button's identifier names."""
+
+    run_id: int
+    step_id: int
+    control: str
+    choice: int | None = None  # the index of the answer among the step's choices
+
+
+def button_id(run_id: int, step_id: int, control: str, choice: int | None = None) -> str:
+    return f"{PREFIX}:{run_id}:{step_id}:{control}" + ("" if choice is None else f":{choice}")
+
+
+def parse(custom_id: object) -> Pressed | None:
+    """The run, step, control (and answer) a button names; None for anything else (or a control chat lacks)."""
+    found = _ID.fullmatch(custom_id) if isinstance(custom_id, str) else None
+    if found is None or found[3] not in CHAT_CONTROLS:
+        return None
+    return Pressed(int(found[1]), int(found[2]), found[3], None if found[4] is None else int(found[4]))
+
+
+def buttons(run_id: int, step_id: int, controls: tuple[str, ...], choices: tuple[str, ...] = ()) -> tuple[Button, ...]:
+    """The buttons of `controls` (their console labels); a cue that asks has a Confirm per answer instead."""
+    made: list[Button] = []
+    for control in controls:
+        if control == Confirm.name and choices:
+            made += [Button(label[:80], button_id(run_id, step_id, control, i), primary=True) for i, label in enumerate(choices)]
+        else:
+            made.append(Button(CONTROLS[control].label, button_id(run_id, step_id, control), primary=control == Confirm.name))
+    return tuple(made)
+
+
+def now_buttons(step: Step) -> tuple[Button, ...]:
+    """The buttons of a step's message as it stands: a parked cue's (I have it only while nobody has it), a
+    decision's, none once its wait ended."""
+    if step.parked_in_doubt:
+        return buttons(step.run_id, step.id, DECISION_CONTROLS)
+    if step.parked_cue:
+        controls = CUE_CONTROLS if step.acknowledged_by is None else CUE_CONTROLS[:2]
+        return buttons(step.run_id, step.id, controls, tuple(str(c["label"]) for c in step.choices))
+    return ()
+
+
+def who(actor: str, platform: str) -> str:
+    """A person as the platform shows them: a chat identity of that platform as its mention (Discord renders
+    `<@id>` as the member's name, Slack `<@U…>`; neither pings: mentions are off), anyone else as named."""
+    chat, _, user = actor.partition(":")
+    return f"<@{user}>" if chat == platform and user else actor
+
+
+def ended_words(step: Step, ended: Ended | None, platform: str) -> str:
+    """How a step's wait ended, for its message: "Confirmed by <@123> at 02:14 UTC (answer: Yes)"."""
+    at = "" if ended is None else f" at {ended.at:%H:%M} UTC"
+    by = "" if ended is None else f" by {who(ended.actor, platform)}"
+    cause = None if ended is None else ended.detail.get("cause")
+    if cause is not None and ended is not None and ended.actor in (journal.RUNNER, journal.REHEARSAL):
+        by = f" by the engine ({cause})"
+    chosen = next((str(c["label"]) for c in step.choices if str(c["value"]) == step.choice), None)
+    words = {StepStatus.DONE: "Confirmed", StepStatus.SKIPPED: "Skipped", StepStatus.CANCELLED: "Cancelled",
+             StepStatus.FAILED: "Failed", StepStatus.REFUSED: "Refused", StepStatus.PENDING: "Sent to the game again",
+             StepStatus.RUNNING: "Taken up again"}
+    return f"{words.get(step.status, step.status.value.capitalize())}{by}{at}" + (f" (answer: {chosen})" if chosen else "")
+
+
+def instruction(step: Step) -> str:
+    """What the step asked, as its message heads it."""
+    return str(step.params.get("instruction") or step.named)
+
+
+def current(step: Step, ended: Ended | None, platform: str, note: str | None = None) -> Message:
+    """The step's message as it stands now: what it asks and its buttons while it waits (who has it, if
+    someone does), else how its wait ended; `note` a line beneath (a refused press's why)."""
+    head = f"{step.named}: {instruction(step)}"
+    if step.parked:
+        held = f"\n{who(step.acknowledged_by, platform)} has it" if step.acknowledged_by else ""
+        body = f"{head}{held}"
+        made = now_buttons(step)
+    else:
+        body, made = f"{head}\n{ended_words(step, ended, platform)}", ()
+    return Message(body + (f"\n{note}" if note else ""), made)

@@ -1,0 +1,97 @@
+"""event_chat_messages: the Discord and Slack messages that carry a step's buttons (`events/chat/`).
+
+Invariant: a message is recorded once its platform has accepted it (one per step and channel: a cue posted
+again replaces the row), and it is edited to say how its step's wait ended exactly once: `settle` is a
+compare-and-set on `settled_at` still NULL, made by a press from the chat in the press's own transaction
+or by the tick's chore once the step no longer waits (its status is not running: a step being dispatched
+is running under a lease, so a cue being posted is never settled before it parks). A failed edit is tried
+again at `edit_at`, up to the tick's attempt ceiling, each try counted (`edit_tries`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ...db import Tx
+from .. import journal
+from ..lifecycle import StepSQL
+
+COLUMNS = "m.id, m.run_id, m.step_id, m.platform, m.channel_id, m.message_id, m.edit_tries"
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    id: int
+    run_id: int
+    step_id: int
+    platform: str  # discord | slack
+    channel_id: str
+    message_id: str  # Discord's message id, Slack's ts
+    edit_tries: int = 0
+
+
+def record(tx: Tx, run_id: int, step_id: int, platform: str, channel_id: str, message_id: str, now: datetime) -> None:
+    tx.execute(
+        "INSERT INTO event_chat_messages (run_id, step_id, platform, channel_id, message_id, posted_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE message_id = VALUES(message_id),"
+        " posted_at = VALUES(posted_at), settled_at = NULL, settled_as = NULL, edit_tries = 0, edit_at = NULL",
+        (run_id, step_id, platform, channel_id, message_id, now))
+
+
+def of_step(tx: Tx, step_id: int, platform: str | None = None) -> list[ChatMessage]:
+    """The step's messages (on one platform), oldest first."""
+    where = "" if platform is None else " AND m.platform = %s"
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_chat_messages m WHERE m.step_id = %s{where} ORDER BY m.id",  # noqa: S608
+                  (step_id,) if platform is None else (step_id, platform))
+    return [ChatMessage(**row) for row in rows]
+
+
+def pressed_on(tx: Tx, platform: str, message_id: str, run_id: int, step_id: int) -> ChatMessage | None:
+    """The message a press came from, when it is the one recorded for that run and step (a button's identifier
+    edited to name another run or step matches nothing)."""
+    row = tx.one(f"SELECT {COLUMNS} FROM event_chat_messages m WHERE m.platform = %s AND m.message_id = %s"  # noqa: S608
+                 " AND m.run_id = %s AND m.step_id = %s", (platform, message_id, run_id, step_id))
+    return None if row is None else ChatMessage(**row)
+
+
+def unsettled(tx: Tx, now: datetime, limit: int) -> list[ChatMessage]:
+    """Messages whose step no longer waits and that do not say so yet, whose next edit try has come."""
+    # guard: a-chat-message-is-settled-while-its-step-waits
+    rows = tx.all(
+        f"""SELECT {COLUMNS} FROM event_chat_messages m JOIN event_run_steps s ON s.id = m.step_id
+             WHERE m.settled_at IS NULL AND (m.edit_at IS NULL OR m.edit_at <= %s)
+               AND s.status <> {StepSQL.RUNNING}
+             ORDER BY m.id LIMIT %s""", (now, limit))  # noqa: S608 — the renderings are constants
+    return [ChatMessage(**row) for row in rows]
+
+
+def settle(tx: Tx, message: ChatMessage, words: str | None, now: datetime) -> bool:
+    """The message says how its step's wait ended (None: its edits were given up); False if it already did."""
+    return tx.execute("UPDATE event_chat_messages SET settled_at = %s, settled_as = %s WHERE id = %s"
+                      " AND settled_at IS NULL", (now, None if words is None else words[:400], message.id)) == 1
+
+
+def edit_failed(tx: Tx, message: ChatMessage, again_at: datetime) -> bool:
+    """One more edit try failed: the next is due at `again_at`; False if the message was settled meanwhile."""
+    return tx.execute("UPDATE event_chat_messages SET edit_tries = edit_tries + 1, edit_at = %s WHERE id = %s"
+                      " AND settled_at IS NULL AND edit_tries = %s", (again_at, message.id, message.edit_tries)) == 1
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a step's wait ended, from its last step.status row: who, when, by which control or cause."""
+
+    actor: str
+    at: datetime
+    detail: dict[str, Any]
+
+
+def how_it_ended(tx: Tx, run_id: int, step_id: int) -> Ended | None:
+    row = tx.one("SELECT actor, created_at, detail FROM event_run_log WHERE run_id = %s AND step_id = %s AND kind = %s"
+                 " ORDER BY id DESC LIMIT 1", (run_id, step_id, journal.STEP_STATUS))
+    if row is None:
+        return None
+    return Ended(row["actor"] or journal.RUNNER, row["created_at"], json.loads(row["detail"] or "{}"))

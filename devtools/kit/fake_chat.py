@@ -1,0 +1,329 @@
+"""A loopback Discord and Slack that tests, the bench and `make dev` share: real HTTP, every request recorded.
+
+    with FakeChat() as chat:
+        settings = Settings(cue_channel="discord:100", discord_api_url=chat.discord_url, discord_bot_token=chat.token,
+                            discord_public_key=chat.public_key, ...)
+        ... a tick posts a cue: chat.messages() holds it with its buttons ...
+        headers, body = chat.discord_press(message, "ev:1:2:confirm", user="42", roles=["900"])
+        ... POST them to /integrations/discord/interactions ...
+
+Outbound (what the engine's bot sends): Discord's `POST /channels/{id}/messages`, `PATCH
+/channels/{id}/messages/{id}` and `PATCH /webhooks/{app}/{token}/messages/@original`; Slack's
+`chat.postMessage`, `chat.update` and a press's `response_url` (`/slack/respond/{token}`). The bot's token
+is checked (a wrong one: Discord's 401, Slack's `invalid_auth`), so `revoke()` plays a token revoked mid-
+event; `script()` queues answers (a 429 with its `retry_after`, a 500) for the next requests.
+
+Inbound (what the platform sends the engine): a press signed as Discord signs it (Ed25519 over timestamp
+and body, with this fake's own key: `public_key` is what DISCORD_PUBLIC_KEY is set to) or as Slack does
+(v0 HMAC-SHA256 with `signing_secret`). `serve_page(engine_url)` makes `GET /` a page of the messages with
+their buttons; pressing one signs the press and sends it to the engine, as Discord would (make dev).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import itertools
+import json
+import re
+import threading
+import time
+import urllib.request
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+APPLICATION_ID = "700000000000000001"
+GUILD_ID = "800000000000000001"
+TEAM_ID = "T0FAKE"
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+
+
+@dataclass
+class Posted:
+    """A message as the fake keeps it: where, its id, its latest body (content or text, and its buttons)."""
+
+    platform: str
+    channel_id: str
+    id: str
+    body: dict[str, Any]
+    edits: int = 0
+    reply_to: str | None = None
+
+    @property
+    def text(self) -> str:
+        return str(self.body.get("content") if self.platform == "discord" else self.body.get("text"))
+
+    @property
+    def custom_ids(self) -> list[str]:
+        if self.platform == "discord":
+            return [b["custom_id"] for row in self.body.get("components") or [] for b in row["components"]]
+        return [e["action_id"] for block in self.body.get("blocks") or [] if block["type"] == "actions"
+                for e in block["elements"]]
+
+
+@dataclass(frozen=True)
+class Scripted:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeChat:
+    def __init__(self, token: str = "bot-token-1", signing_secret: str = "slack-signing-secret"):  # noqa: S107 — a fake's
+        self.token = token
+        self.signing_secret = signing_secret
+        self._key = Ed25519PrivateKey.generate()
+        self.public_key = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+        self._lock = threading.Lock()
+        self._received: list[Received] = []
+        self._messages: dict[str, Posted] = {}
+        self._tokens: dict[str, str] = {}  # an interaction's token -> the message it came from
+        self._scripted: deque[Scripted] = deque()
+        self._ids = itertools.count(900_000_000_000_000_001)
+        self._engine_url: str | None = None
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._answer(200, fake._page().encode(), "text/html; charset=utf-8")
+
+            def do_POST(self) -> None:
+                self._handle("POST")
+
+            def do_PATCH(self) -> None:
+                self._handle("PATCH")
+
+            def _handle(self, method: str) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path == "/press":
+                    fake._press_from_page(parse_qs(raw.decode()))
+                    self.send_response(303)
+                    self.send_header("Location", "/")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                status, body, headers = fake._serve(method, self.path, {k.lower(): v for k, v in self.headers.items()}, raw)
+                self._answer(status, json.dumps(body).encode(), "application/json", headers)
+
+            def _answer(self, status: int, data: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.discord_url = f"{self.url}/discord/api/v10"
+        self.slack_url = f"{self.url}/slack/api"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def __enter__(self) -> FakeChat:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ── what a test says and reads ──────────────────────────────────────
+    def script(self, *answers: Scripted) -> None:
+        with self._lock:
+            self._scripted.extend(answers)
+
+    def revoke(self, new_token: str) -> None:
+        """The bot's token is revoked: only `new_token` is taken from now on."""
+        self.token = new_token
+
+    def received(self, method: str | None = None, path: str = "") -> list[Received]:
+        with self._lock:
+            return [r for r in self._received if (method is None or r.method == method) and path in r.path]
+
+    def messages(self, platform: str | None = None) -> list[Posted]:
+        with self._lock:
+            return [m for m in self._messages.values() if platform is None or m.platform == platform]
+
+    def message(self, message_id: str) -> Posted:
+        with self._lock:
+            return self._messages[message_id]
+
+    # ── the platforms' side ─────────────────────────────────────────────
+    def _serve(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any], dict[str, str]]:
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        with self._lock:
+            self._received.append(Received(method, path, headers, body))
+            scripted = self._scripted.popleft() if self._scripted else None
+        if scripted is not None:
+            return scripted.status, scripted.body, scripted.headers
+        if path.startswith("/discord/api/v10/"):
+            return self._discord(method, path.removeprefix("/discord/api/v10"), headers, body)
+        if path.startswith("/slack/"):
+            return self._slack(path.removeprefix("/slack"), headers, body)
+        return 404, {"message": "unknown"}, {}
+
+    def _discord(self, method: str, path: str, headers: dict[str, str], body: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
+        original = re.fullmatch(r"/webhooks/(\d+)/([\w.-]+)/messages/@original", path)
+        if original and method == "PATCH":
+            message_id = self._tokens.get(original[2])
+            if original[1] != APPLICATION_ID or message_id is None:
+                return 404, {"message": "Unknown Webhook", "code": 10015}, {}
+            return 200, self._edit(message_id, body), {}
+        if headers.get("authorization") != f"Bot {self.token}":
+            return 401, {"message": "401: Unauthorized", "code": 0}, {}
+        create = re.fullmatch(r"/channels/(\d+)/messages", path)
+        if create and method == "POST":
+            reply = (body.get("message_reference") or {}).get("message_id")
+            posted = self._post("discord", create[1], body, reply)
+            return 200, {"id": posted.id, "channel_id": posted.channel_id, **body}, {}
+        edit = re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path)
+        if edit and method == "PATCH" and edit[2] in self._messages:
+            return 200, self._edit(edit[2], body), {}
+        return 404, {"message": "Unknown Message", "code": 10008}, {}
+
+    def _slack(self, path: str, headers: dict[str, str], body: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
+        respond = re.fullmatch(r"/respond/([\w.-]+)", path)
+        if respond:
+            message_id = self._tokens.get(respond[1])
+            if message_id is None:
+                return 404, {"ok": False, "error": "expired_url"}, {}
+            self._edit(message_id, {k: v for k, v in body.items() if k != "replace_original"})
+            return 200, {"ok": True}, {}
+        if headers.get("authorization") != f"Bearer {self.token}":
+            return 200, {"ok": False, "error": "invalid_auth"}, {}
+        if path == "/api/chat.postMessage":
+            posted = self._post("slack", body["channel"], body, body.get("thread_ts"))
+            return 200, {"ok": True, "channel": posted.channel_id, "ts": posted.id}, {}
+        if path == "/api/chat.update" and body.get("ts") in self._messages:
+            self._edit(body["ts"], {k: v for k, v in body.items() if k not in ("channel", "ts")})
+            return 200, {"ok": True, "ts": body["ts"]}, {}
+        return 200, {"ok": False, "error": "message_not_found"}, {}
+
+    def _post(self, platform: str, channel_id: str, body: dict[str, Any], reply_to: str | None) -> Posted:
+        number = next(self._ids)
+        message_id = str(number) if platform == "discord" else f"{number // 10**6}.{number % 10**6:06d}"
+        posted = Posted(platform, channel_id, message_id, body, reply_to=reply_to)
+        with self._lock:
+            self._messages[message_id] = posted
+        return posted
+
+    def _edit(self, message_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            posted = self._messages[message_id]
+            posted.body = {**posted.body, **body}
+            posted.edits += 1
+            return {"id": posted.id, **posted.body}
+
+    # ── presses, signed as the platforms sign them ──────────────────────
+    def discord_interaction(self, message: Posted, custom_id: str, *, user: str = "4242", name: str = "mira",
+                            roles: list[str] | None = None, guild: str | None = GUILD_ID,
+                            interaction_id: str | None = None) -> dict[str, Any]:
+        token = f"itoken-{next(self._ids)}"
+        with self._lock:
+            self._tokens[token] = message.id
+        who = {"user": {"id": user, "username": name, "global_name": name.capitalize()}}
+        payload: dict[str, Any] = {
+            "id": interaction_id or str(next(self._ids)), "application_id": APPLICATION_ID, "type": 3, "token": token,
+            "version": 1, "channel_id": message.channel_id,
+            "message": {"id": message.id, "channel_id": message.channel_id},
+            "data": {"custom_id": custom_id, "component_type": 2},
+        }
+        if guild is None:
+            payload.update(who)  # a DM: the user, not a member
+        else:
+            payload.update(guild_id=guild, member={**who, "roles": roles or [], "nick": None})
+        return payload
+
+    def discord_signed(self, payload: dict[str, Any] | bytes, *, at: float | None = None) -> tuple[dict[str, str], bytes]:
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        timestamp = str(int(time.time() if at is None else at))
+        signature = self._key.sign(timestamp.encode() + body).hex()
+        return {"X-Signature-Ed25519": signature, "X-Signature-Timestamp": timestamp,
+                "Content-Type": "application/json"}, body
+
+    def slack_interaction(self, message: Posted, action_id: str, *, user: str = "U0MIRA", name: str = "mira",
+                          team: str = TEAM_ID, trigger: str | None = None) -> dict[str, Any]:
+        token = f"rtoken-{next(self._ids)}"
+        with self._lock:
+            self._tokens[token] = message.id
+        return {
+            "type": "block_actions", "trigger_id": trigger or f"{next(self._ids)}.1.abc",
+            "user": {"id": user, "username": name, "name": name, "team_id": team}, "team": {"id": team},
+            "channel": {"id": message.channel_id}, "container": {"type": "message", "message_ts": message.id},
+            "message": {"ts": message.id}, "response_url": f"{self.url}/slack/respond/{token}",
+            "actions": [{"type": "button", "action_id": action_id, "value": action_id, "block_id": "b"}],
+        }
+
+    def slack_signed(self, payload: dict[str, Any], *, at: float | None = None) -> tuple[dict[str, str], bytes]:
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        timestamp = str(int(time.time() if at is None else at))
+        digest = hmac.new(self.signing_secret.encode(), f"v0:{timestamp}:".encode() + body, hashlib.sha256).hexdigest()
+        return {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": f"v0={digest}",
+                "Content-Type": "application/x-www-form-urlencoded"}, body
+
+    # ── make dev: a page of the messages, whose buttons press ───────────
+    def serve_page(self, engine_url: str, *, user: str, roles: list[str]) -> None:
+        """`GET /` shows the messages; a button signs a press as `user` with `roles` and sends it to the engine."""
+        self._engine_url = engine_url.rstrip("/")
+        self._page_user, self._page_roles = user, roles
+
+    def _page(self) -> str:
+        rows = []
+        for m in sorted(self.messages(), key=lambda m: m.id, reverse=True):
+            forms = "".join(
+                f'<form method="post" action="/press" style="display:inline"><input type="hidden" name="message" value="{m.id}">'
+                f'<button name="custom_id" value="{html.escape(c)}">{html.escape(label)}</button></form>'
+                for c, label in zip(m.custom_ids, self._labels(m), strict=True))
+            reply = f"<small>↪ reply to {m.reply_to}</small><br>" if m.reply_to else ""
+            rows.append(f"<li>{reply}<pre>{html.escape(m.text)}</pre>{forms}</li>")
+        return ("<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=2><title>Fake Discord</title>"
+                f"<h1>#cues (fake Discord)</h1><ul>{''.join(rows) or '<li>no message yet</li>'}</ul>")
+
+    @staticmethod
+    def _labels(m: Posted) -> list[str]:
+        if m.platform == "discord":
+            return [b["label"] for row in m.body.get("components") or [] for b in row["components"]]
+        return [e["text"]["text"] for block in m.body.get("blocks") or [] if block["type"] == "actions" for e in block["elements"]]
+
+    def _press_from_page(self, form: dict[str, list[str]]) -> None:
+        if self._engine_url is None:
+            return
+        message = self.message(form["message"][0])
+        payload = self.discord_interaction(message, form["custom_id"][0], user=self._page_user, roles=self._page_roles)
+        headers, body = self.discord_signed(payload)
+        request = urllib.request.Request(f"{self._engine_url}/integrations/discord/interactions", data=body,  # noqa: S310
+                                         headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=5) as answer:  # noqa: S310 — the loopback engine
+                self._answered(message, json.loads(answer.read() or b"{}"))
+        except OSError:
+            pass
+
+    def _answered(self, message: Posted, answer: dict[str, Any]) -> None:
+        """The engine's answer to a press, as Discord applies it: an UPDATE_MESSAGE replaces the message."""
+        if answer.get("type") == 7:
+            self._edit(message.id, answer["data"])

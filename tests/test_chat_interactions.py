@@ -1,0 +1,174 @@
+"""Presses from a loopback Discord and Slack: signed, mapped to roles, the console's control, idempotent, edited."""
+
+import json
+import time
+
+import pytest
+from chalice.test import Client
+
+from app import app
+from chalicelib import runtime
+from chalicelib.events.lifecycle import StepStatus
+from chalicelib.events.runner.compose import build_runner
+from chalicelib.events.store import steps
+from tests.support.api import MODERATOR, Api, hs_settings
+from tests.support.chat import (
+    GM_ROLE,
+    OTHER_ROLE,
+    SLACK_CHANNEL,
+    SLACK_GM,
+    chat_settings,
+    every_discord_body_valid,
+    valid_for_discord,
+)
+from tests.support.factory import document
+from tests.support.runner_kit import log_of, schedule, step, tick
+
+DISCORD = "/integrations/discord/interactions"
+SLACK = "/integrations/slack/interactions"
+
+
+@pytest.fixture
+def world(db, clock, db_params, chat):
+    settings = chat_settings(chat, hs_settings(db_params))
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        yield World(db, clock, chat, settings, Api(client))
+
+
+class World:
+    def __init__(self, db, clock, chat, settings, api):
+        self.db, self.clock, self.chat, self.settings, self.api = db, clock, chat, settings, api
+
+    def cue_posted(self, settings=None, *steps_):
+        run = schedule(self.db, self.clock.now(), document([list(steps_) or [step("core.cue", instruction="Light the bonfire"),
+                                                                             step("core.announce", message="Lit")]]))
+        self.tick(settings)
+        return run, self.steps(run.id)[0]
+
+    def tick(self, settings=None):
+        runner = build_runner(settings or self.settings, self.db, self.clock)
+        try:
+            return tick(runner)
+        finally:
+            runner.close()
+
+    def steps(self, run_id):
+        return self.db.autocommit(lambda tx: steps.list_for_run(tx, run_id))
+
+    def press(self, payload, raw=None, **signing):
+        headers, body = self.chat.discord_signed(payload if raw is None else raw, **signing)
+        return self.api.call("POST", DISCORD, raw=body, headers=headers)
+
+
+def _payload(world, cue, control="confirm", **who):
+    [message] = world.chat.messages("discord")[:1]
+    return world.chat.discord_interaction(message, f"ev:{cue.run_id}:{cue.id}:{control}", **who)
+
+
+def test_a_ping_is_answered_and_a_bad_signature_is_401_before_anything_is_read(world):
+    headers, body = world.chat.discord_signed({"type": 1, "id": "1", "application_id": "2"})
+    answer = world.api.call("POST", DISCORD, raw=body, headers=headers)
+    assert (answer.status, answer.body) == (200, {"type": 1})
+    valid_for_discord("interaction_callback", answer.body)
+    forged = {**headers, "X-Signature-Ed25519": "00" * 64}
+    assert world.api.call("POST", DISCORD, raw=body, headers=forged).status == 401
+    unsigned = {"Content-Type": "application/json"}
+    assert world.api.call("POST", DISCORD, raw=b"not json at all", headers=unsigned).status == 401
+
+
+def test_a_gms_press_confirms_the_step_the_run_goes_on_and_the_message_names_them(world):
+    run, cue = world.cue_posted()
+    answer = world.press(_payload(world, cue, roles=[GM_ROLE], user="4242", name="mira"))
+    assert answer.status == 200 and answer.body["type"] == 7
+    valid_for_discord("interaction_callback", answer.body)
+    assert "Confirmed by <@4242>" in answer.body["data"]["content"] and answer.body["data"]["components"] == []
+    assert world.steps(run.id)[0].status is StepStatus.DONE
+    pressed = [e for e in log_of(world.db, run.id) if e.kind in ("step.status", "chat.pressed") and e.actor == "discord:4242"]
+    assert [e.kind for e in pressed] == ["step.status", "chat.pressed"]
+    assert pressed[1].detail["name"] == "Mira" and pressed[1].detail["platform"] == "discord"
+    world.tick()  # the run goes on: its announcement is made, the cue's message is not edited again
+    assert world.steps(run.id)[1].status is StepStatus.DONE
+    assert world.chat.received("PATCH") == []
+    every_discord_body_valid(world.chat)
+
+
+def test_an_unmapped_user_is_refused_privately_and_nothing_changes(world):
+    run, cue = world.cue_posted()
+    before = log_of(world.db, run.id)
+    for who in ({"roles": [OTHER_ROLE]}, {"roles": [GM_ROLE], "guild": None}, {"roles": [GM_ROLE], "guild": "123"}):
+        answer = world.press(_payload(world, cue, **who))
+        assert answer.body["type"] == 4 and answer.body["data"]["flags"] == 64
+        valid_for_discord("interaction_callback", answer.body)
+    assert "no role the event engine knows" in world.press(_payload(world, cue, roles=[OTHER_ROLE])).body["data"]["content"]
+    assert world.steps(run.id)[0].parked and log_of(world.db, run.id) == before
+
+
+def test_a_role_that_may_not_press_a_control_is_refused_naming_it(world):
+    run, cue = world.cue_posted()
+    answer = world.press(_payload(world, cue, "resend", roles=[GM_ROLE]))
+    assert answer.body["type"] == 4 and "Resend needs one of the roles" in answer.body["data"]["content"]
+    assert world.steps(run.id)[0].parked
+
+
+def test_a_redelivered_press_changes_nothing_and_answers_as_the_first(world):
+    run, cue = world.cue_posted()
+    payload = _payload(world, cue, roles=[GM_ROLE])
+    first = world.press(payload)
+    rows = log_of(world.db, run.id)
+    again = world.press(payload)
+    assert again.body == first.body and log_of(world.db, run.id) == rows
+
+
+def test_a_button_edited_to_another_step_a_step_gone_and_a_replay_are_refused(world):
+    run, cue = world.cue_posted()
+    other, other_cue = world.cue_posted()
+    [message, _] = world.chat.messages("discord")
+    forged = world.chat.discord_interaction(message, f"ev:{other.id}:{other_cue.id}:confirm", roles=[GM_ROLE])
+    assert world.press(forged).body["type"] == 4
+    gone = world.chat.discord_interaction(message, f"ev:{run.id}:999999:confirm", roles=[GM_ROLE])
+    assert world.press(gone).body["type"] == 4
+    stale = world.press(_payload(world, cue, roles=[GM_ROLE]), at=time.time() - 3600)
+    assert stale.status == 401
+    enormous = world.press(None, raw=b'{"type": 3, "pad": "' + b"x" * (2 * 1024 * 1024) + b'"}')
+    assert enormous.status == 400
+    assert world.steps(run.id)[0].parked and world.steps(other.id)[0].parked
+
+
+def test_a_confirm_on_the_console_edits_the_chat_message(world):
+    run, cue = world.cue_posted()
+    answer = world.api.post(f"/runs/{run.id}/steps/{cue.id}/confirm", {}, auth=MODERATOR)
+    assert answer.status == 200
+    world.tick()
+    [edit] = world.chat.received("PATCH")
+    assert edit.path.endswith(f"/messages/{world.chat.messages()[0].id}")
+    assert "Confirmed by mod-mia" in edit.json["content"] and edit.json["components"] == []
+    every_discord_body_valid(world.chat)
+
+
+def test_an_edit_refused_by_a_revoked_token_is_tried_again_with_its_row(world):
+    run, cue = world.cue_posted()
+    world.api.post(f"/runs/{run.id}/steps/{cue.id}/skip", {}, auth=MODERATOR)
+    world.chat.revoke("another-token")
+    world.tick()
+    failed = [e for e in log_of(world.db, run.id) if e.kind == "chat.edit_failed"]
+    assert len(failed) == 1 and "401" in failed[0].detail["error"] and failed[0].detail["again_at"]
+
+
+def test_a_slack_press_is_answered_empty_and_finished_through_its_response_url(world):
+    settings = chat_settings(world.chat, world.settings, cue_channel=f"slack:{SLACK_CHANNEL}")
+    run, cue = world.cue_posted(settings)
+    [message] = world.chat.messages("slack")
+    payload = world.chat.slack_interaction(message, f"ev:{run.id}:{cue.id}:confirm", user=SLACK_GM)
+    headers, body = world.chat.slack_signed(payload)
+    answer = world.api.call("POST", SLACK, raw=body, headers=headers)
+    assert answer.status == 200
+    deadline = time.monotonic() + 10
+    while "Confirmed by" not in world.chat.message(message.id).text and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert "Confirmed by <@U0MIRA>" in world.chat.message(message.id).text
+    assert world.steps(run.id)[0].status is StepStatus.DONE
+    headers["X-Slack-Signature"] = "v0=" + "0" * 64
+    assert world.api.call("POST", SLACK, raw=body, headers=headers).status == 401
+    old_headers, old_body = world.chat.slack_signed(payload, at=time.time() - 600)
+    assert world.api.call("POST", SLACK, raw=old_body, headers=old_headers).status == 401
+    json.dumps(payload)

@@ -1,0 +1,91 @@
+"""A cue posted to a loopback Discord and Slack by the bot: its buttons, its recorded id, 429s and a revoked token."""
+
+from chalicelib.events.runner.compose import build_runner
+from chalicelib.events.store import chat_messages, steps
+from devtools.kit.fake_chat import Scripted
+from tests.support.chat import CUE_CHANNEL, SLACK_CHANNEL, chat_settings, every_discord_body_valid
+from tests.support.factory import document
+from tests.support.runner_kit import schedule, step, tick
+
+
+def _cue(db, clock, **params):
+    run = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire", **params)]]))
+    return run
+
+
+def _tick(db, clock, settings):
+    runner = build_runner(settings, db, clock)
+    try:
+        return tick(runner)
+    finally:
+        runner.close()
+
+
+def _the_step(db, run_id):
+    return db.autocommit(lambda tx: steps.list_for_run(tx, run_id))[0]
+
+
+def test_a_cue_is_posted_by_the_bot_with_its_buttons_and_its_message_recorded(db, clock, chat):
+    run = _cue(db, clock)
+    _tick(db, clock, chat_settings(chat))
+    cue = _the_step(db, run.id)
+    assert cue.parked
+    [message] = chat.messages("discord")
+    assert message.channel_id == CUE_CHANNEL and "Light the bonfire" in message.text
+    assert message.custom_ids == [f"ev:{run.id}:{cue.id}:confirm", f"ev:{run.id}:{cue.id}:skip",
+                                  f"ev:{run.id}:{cue.id}:acknowledge"]
+    [request] = chat.received("POST")
+    assert request.headers["authorization"] == f"Bot {chat.token}"
+    assert request.json["allowed_mentions"] == {"parse": []}
+    [recorded] = db.autocommit(lambda tx: chat_messages.of_step(tx, cue.id))
+    assert (recorded.platform, recorded.channel_id, recorded.message_id) == ("discord", CUE_CHANNEL, message.id)
+    assert every_discord_body_valid(chat) == 1
+
+
+def test_a_cue_that_asks_has_a_button_per_answer(db, clock, chat):
+    run = _cue(db, clock, choices=[{"value": "north", "label": "North gate"}, {"value": "south", "label": "South gate"}])
+    _tick(db, clock, chat_settings(chat))
+    cue = _the_step(db, run.id)
+    [message] = chat.messages()
+    labels = [b["label"] for row in message.body["components"] for b in row["components"]]
+    assert labels == ["North gate", "South gate", "Skip", "I have it"]
+    assert message.custom_ids[:2] == [f"ev:{run.id}:{cue.id}:confirm:0", f"ev:{run.id}:{cue.id}:confirm:1"]
+    every_discord_body_valid(chat)
+
+
+def test_a_cue_is_posted_to_slack_with_its_buttons(db, clock, chat):
+    run = _cue(db, clock)
+    _tick(db, clock, chat_settings(chat, cue_channel=f"slack:{SLACK_CHANNEL}"))
+    cue = _the_step(db, run.id)
+    [message] = chat.messages("slack")
+    assert message.channel_id == SLACK_CHANNEL and "Light the bonfire" in message.text
+    assert message.custom_ids == [f"ev:{run.id}:{cue.id}:confirm", f"ev:{run.id}:{cue.id}:skip",
+                                  f"ev:{run.id}:{cue.id}:acknowledge"]
+    assert chat.received("POST")[0].headers["authorization"] == f"Bearer {chat.token}"
+
+
+def test_a_rate_limit_is_waited_out_within_the_deadline_and_the_post_taken(db, clock, chat):
+    chat.script(Scripted(429, {"message": "You are being rate limited.", "retry_after": 0.05, "global": False}))
+    run = _cue(db, clock)
+    _tick(db, clock, chat_settings(chat))
+    assert _the_step(db, run.id).parked
+    assert len(chat.received("POST")) == 2 and len(chat.messages()) == 1
+
+
+def test_a_rate_limit_longer_than_the_deadline_makes_the_step_a_retry_with_its_row(db, clock, chat):
+    chat.script(Scripted(429, {"message": "You are being rate limited.", "retry_after": 3600, "global": True}))
+    run = _cue(db, clock)
+    _tick(db, clock, chat_settings(chat))
+    cue = _the_step(db, run.id)
+    assert not cue.parked and "rate limiting the bot: retry after 3600" in cue.last_error
+    assert chat.messages() == []
+
+
+def test_a_token_revoked_mid_event_is_read_again_and_a_failed_post_retried(db, clock, chat):
+    settings = chat_settings(chat)
+    chat.revoke("bot-token-2")  # the fixed token is now refused: a 401, read again, the same: a retry
+    run = _cue(db, clock)
+    _tick(db, clock, settings)
+    cue = _the_step(db, run.id)
+    assert cue.status.value == "pending" and "refused the bot's token (401)" in cue.last_error
+    assert chat.messages() == []
