@@ -16,7 +16,8 @@ from referencing.jsonschema import DRAFT202012
 from chalicelib.config import Settings
 from devtools.kit.fake_chat import GUILD_ID, TEAM_ID, FakeChat
 
-DISCORD_SCHEMA = Path(__file__).parents[1] / "reference" / "discord" / "openapi-subset.json"  # the shared copy, checked equal in test_channels_fit
+# The repository's copy of ../shared/reference/discord (test_channels_fit checks it is the same)
+DISCORD_SCHEMA = Path(__file__).parents[1] / "reference" / "discord" / "openapi-subset.json"
 GM_ROLE, MOD_ROLE, OTHER_ROLE = "910000000000000001", "910000000000000002", "910000000000000003"
 CUE_CHANNEL, SLACK_CHANNEL = "100000000000000001", "C0CUES"
 SLACK_GM = "U0MIRA"
