@@ -111,10 +111,11 @@ mutate: $(STAMP)
 	$(BIN)/python -m tests.mutation $(MUTATE_ARGS)
 
 # The dev database lives on the same server the tests find (or start). DEMO=failures: a demo bridge that fails;
-# DEMO=none: no demo bridge, your own at GAME_BRIDGE_URL (docs/game-bridge.md).
+# DEMO=none: no demo bridge, your own at GAME_BRIDGE_URL (docs/game-bridge.md). CHAT=discord: the cues go to a
+# loopback fake Discord whose page (its URL printed) presses their buttons (docs/chat.md).
 dev: $(LOOP)
 	@EVENTS_DB_URL=$${EVENTS_DB_URL:-$$($(BIN)/python -m devtools.kit.mariadb url)events_dev} \
-	  $(BIN)/python -m devtools dev $(if $(DEMO),--demo $(DEMO))
+	  $(BIN)/python -m devtools dev $(if $(DEMO),--demo $(DEMO)) $(if $(CHAT),--chat $(CHAT))
 
 # A development token on the dev stage's settings: `export TOKEN=$$(make -s token ROLE=moderator)`.
 ROLE ?= admin

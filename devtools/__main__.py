@@ -12,7 +12,7 @@ from chalicelib.api.auth import ADMIN, ROLES
 from chalicelib.config import Settings
 from chalicelib.events.errors import ConfigError
 
-from .dev import DEMOS
+from .dev import CHATS, DEMOS
 
 
 def cmd_token(args: argparse.Namespace) -> int:
@@ -34,7 +34,7 @@ def cmd_token(args: argparse.Namespace) -> int:
 def cmd_dev(args: argparse.Namespace) -> int:
     from .dev import run_dev
 
-    return run_dev(args.demo)
+    return run_dev(args.demo, args.chat)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--demo", choices=DEMOS, default="calm",
                      help="calm: the demo bridge answers done; failures: a step fails once, another answers 503 twice,"
                           " a third takes 8 s; none: no demo bridge, your own at GAME_BRIDGE_URL (docs/game-bridge.md)")
+    dev.add_argument("--chat", choices=CHATS, default="none",
+                     help="discord: the cues to a loopback fake Discord whose page (its URL printed) presses their buttons")
     dev.set_defaults(run=cmd_dev)
     return parser
 

@@ -24,6 +24,11 @@ GAME_BRIDGE_SECRET. `--demo failures` makes the demo bridge go wrong on purpose,
 `world.give_item` answers 503 twice (retried after a backoff), and
 `world.fireworks` takes 8 s.
 
+`--chat discord` (`make dev CHAT=discord`) starts a loopback fake Discord (devtools/kit/fake_chat.py) and
+points CUE_CHANNEL and ESCALATION_CHANNEL at it: the cue arrives there as a message with its buttons, and
+its page (the URL is printed) presses one as a game master of the fake server would — signed, sent to the
+dev API's real /integrations/discord/interactions, the message edited with the answer ("Confirmed by …").
+
 The demo bridge is also the worked example of the bridge contract's status endpoint
 and attempt fence (docs/contract.md, "The game bridge"): the dev stage runs with
 GAME_BRIDGE_STATUS=on, so a step in doubt is asked about before it is re-sent.
@@ -53,6 +58,8 @@ from .output import say, verbose
 PROJECT = Path(__file__).resolve().parents[1]
 EXIT_STOPPED, EXIT_SETTING, EXIT_DATABASE, EXIT_LISTENER = 0, 2, 3, 4
 DEMOS = ("calm", "failures", "none")  # none: no demo bridge; the game bridge at GAME_BRIDGE_URL is your own
+CHATS = ("none", "discord")  # discord: the cues to a loopback fake Discord whose page presses their buttons
+FAKE_CHANNEL, FAKE_GM_ROLE, FAKE_GM = "100000000000000001", "910000000000000001", ("4242", "mira")
 API_READY_SECONDS = 60
 PEOPLE_POLL_SECONDS = 1.0  # how soon a person's control no tick follows (a pause, a cancel) reaches the terminal
 DEMO_NAME = "Harvest festival (demo)"
@@ -199,13 +206,29 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt  # a TERM stops dev as cleanly as Ctrl-C: the API server goes with it
 
 
-def run_dev(demo: str = "calm") -> int:
+def fake_discord_environment(fake: Any) -> dict[str, str]:
+    """The settings that point the engine (this process and the API's) at the fake Discord `fake`."""
+    from devtools.kit.fake_chat import GUILD_ID
+
+    channel = f"discord:{FAKE_CHANNEL}"
+    return {"CUE_CHANNEL": channel, "ESCALATION_CHANNEL": channel, "DISCORD_API_URL": fake.discord_url,
+            "DISCORD_BOT_TOKEN": fake.token, "DISCORD_PUBLIC_KEY": fake.public_key, "DISCORD_GUILD_ID": GUILD_ID,
+            "DISCORD_ROLES": f"{FAKE_GM_ROLE}=gm"}
+
+
+def run_dev(demo: str = "calm", chat: str = "none") -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     if not os.environ.get("EVENTS_DB_URL"):
         print("set EVENTS_DB_URL (make dev does it for you)", file=sys.stderr)
         return EXIT_SETTING
     if demo == "failures":
         os.environ.setdefault("EVENT_STEP_RETRY_SECONDS", FAILURES_RETRY_SECONDS)
+    fake = None
+    if chat == "discord":
+        from devtools.kit.fake_chat import FakeChat
+
+        fake = FakeChat()
+        os.environ.update(fake_discord_environment(fake))
     os.environ.update({k: v for k, v in dev_stage_environment().items() if k not in os.environ})
     api_port = int(os.environ.get("EVENTS_DEV_API_PORT") or 8000)
     notices = logging.StreamHandler(sys.stdout)
@@ -242,6 +265,9 @@ def run_dev(demo: str = "calm") -> int:
         api = start_api(api_port, logins)
         if api is None:
             return EXIT_LISTENER
+        if fake is not None:
+            fake.serve_page(f"http://127.0.0.1:{api_port}", user=FAKE_GM[0], name=FAKE_GM[1], roles=[FAKE_GM_ROLE])
+            say(f"fake Discord: {fake.url}/  (the cues arrive there; press Confirm as @{FAKE_GM[1]}, a gm)")
         return _demo(demo, api_port, settings, logins[ADMIN], runtime, process_runner, tick_forever)
     except KeyboardInterrupt:  # Ctrl-C before the ticks began
         return EXIT_STOPPED
@@ -250,6 +276,8 @@ def run_dev(demo: str = "calm") -> int:
             stop(api)
         if bridge is not None:
             bridge.shutdown()
+        if fake is not None:
+            fake.close()
 
 
 def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, process_runner: Any, tick_forever: Any) -> int:

@@ -131,6 +131,10 @@ def resolve(host: str) -> Addresses:
     return Addresses(ipv4=has(socket.AF_INET), ipv6=has(socket.AF_INET6))
 
 
+# The hosts a chat channel's bot calls (docs/chat.md): Discord's API, Slack's, and Slack's response_url of a press.
+CHAT_HOSTS = {"discord": ("discord.com",), "slack": ("slack.com", "hooks.slack.com")}
+
+
 def outbound_peers(app: dict[str, str]) -> list[tuple[str, str]]:
     """The hosts outside AWS the functions call, as (the parameter that names it, its host)."""
     peers = []
@@ -140,6 +144,8 @@ def outbound_peers(app: dict[str, str]) -> list[tuple[str, str]]:
         url = value.removeprefix("webhook:") if parameter.endswith("Channel") else value
         if url.startswith(("http://", "https://")) and (host := urlsplit(url).hostname):
             peers.append((parameter, host))
+        if parameter.endswith("Channel"):
+            peers += [(parameter, host) for host in CHAT_HOSTS.get(value.partition(":")[0], ())]
     return peers
 
 

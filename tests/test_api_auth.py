@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from app import app
 from chalicelib import runtime
 from chalicelib.api import auth
+from chalicelib.api.routes import OPERATIONS
 from chalicelib.config import Settings
 from chalicelib.events import commands
 from chalicelib.events.document import PhasePlan
@@ -174,9 +175,25 @@ ROUTES = {
 }
 
 
+# Signed by Discord or Slack, not by a token (tests/test_chat_interactions.py presses them signed).
+PLATFORM_SIGNED = {("POST", "/integrations/discord/interactions"), ("POST", "/integrations/slack/interactions")}
+
+
 def test_the_matrix_covers_every_route():
     api_routes = {(method, path) for path, methods in app.routes.items() for method in methods if not path.startswith("/console")}
-    assert set(ROUTES) == api_routes  # the console's own routes are tested in test_console_routes.py
+    assert set(ROUTES) | PLATFORM_SIGNED == api_routes  # the console's own routes are tested in test_console_routes.py
+    assert {(op.method, op.path) for op in OPERATIONS if op.platform_signed} == PLATFORM_SIGNED
+
+
+@pytest.mark.parametrize("route", sorted(PLATFORM_SIGNED), ids=lambda r: f"{r[0]} {r[1]}")
+def test_no_token_stands_in_for_a_platforms_signature(db, clock, db_params, route):
+    """Every caller's token, an admin's too, is 401 on an interaction endpoint without the platform's signature."""
+    method, path = route
+    with runtime.override(database=db, clock=clock, settings=hs_settings(db_params)), Client(app) as client:
+        for caller, bearer in _callers("HS256").items():
+            kind = {"Content-Type": "application/x-www-form-urlencoded" if "slack" in path else "application/json"}
+            answer = Api(client).call(method, path, raw=b'{"type": 1}', headers=kind, auth=bearer)
+            assert answer.status == 401 and answer.body["errors"], (caller, answer.status, answer.body)
 
 
 def _expected(roles, caller: str) -> set[int]:

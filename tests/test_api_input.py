@@ -26,7 +26,10 @@ ROUTES = sorted(  # the API's routes; the console's page and assets are tested i
     (method, path) for path, methods in app.routes.items() for method in methods if not path.startswith("/console")
 )
 WITH_IDS = [r for r in ROUTES if "{" in r[1]]
-WITH_BODY = [r for r in ROUTES if r[0] in ("POST", "PUT")]
+# Signed by Discord or Slack: the signature is checked before anything is read, so an unsigned request is 401
+# whatever its body or query (tests/test_chat_interactions.py sends them signed).
+SIGNED = {(op.method, op.path) for op in OPERATIONS if op.platform_signed}
+WITH_BODY = [r for r in ROUTES if r[0] in ("POST", "PUT") and r not in SIGNED]
 # Bodies whose fields are the sender's own (a signal's payload): any field is taken, so none is unknown.
 OPEN_BODIES = {op.path for op in OPERATIONS if op.body is not None and op.body.get("additionalProperties") is not False
                and op.body is not schemas.DEFINITION_BODY}
@@ -132,7 +135,20 @@ def test_bad_log_queries_are_400(api, db, world, query):
 
 def test_unknown_query_parameters_are_refused_everywhere(api, db, world):
     for method, template in ROUTES:
-        _refused(api, db, method, _path(template, world) + "?status_override=done")
+        form = "slack" in template  # Slack posts a form
+        _refused(api, db, method, _path(template, world) + "?status_override=done",
+                 **({"raw": "payload=%7B%7D", "headers": {"Content-Type": "application/x-www-form-urlencoded"}} if form else {}))
+
+
+@pytest.mark.parametrize("route", sorted(SIGNED), ids=lambda r: f"{r[0]} {r[1]}")
+def test_an_unsigned_interaction_is_401_whatever_its_body_and_nothing_changes(api, db, route):
+    """Nothing of an unsigned press is read: 401 whatever it holds; one past the interaction cap is 400 unread."""
+    method, path = route
+    kind = {"Content-Type": "application/x-www-form-urlencoded" if "slack" in path else "application/json"}
+    for raw in ("{not json", "[1, 2]", "null", b"\xff\xfe", "[" * 30_000 + "]" * 30_000, "payload=%7B%7D",
+                '{"type": 3, "data": {"custom_id": "ev:1:1:confirm"}}'):
+        _refused(api, db, method, path, expected=401, raw=raw, headers=kind)
+    assert "at most 65536 bytes" in _refused(api, db, method, path, raw=b" " * (64 * 1024 + 1), headers=kind).body["errors"][0]
 
 
 def test_a_module_step_whose_params_cannot_be_stored_is_400(api, db):

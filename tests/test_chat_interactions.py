@@ -172,3 +172,33 @@ def test_a_slack_press_is_answered_empty_and_finished_through_its_response_url(w
     old_headers, old_body = world.chat.slack_signed(payload, at=time.time() - 600)
     assert world.api.call("POST", SLACK, raw=old_body, headers=old_headers).status == 401
     json.dumps(payload)
+
+
+def test_a_decisions_escalation_carries_confirm_skip_resend_and_resend_pressed_in_chat_sends_it_again(world, game_bridge):
+    """A step parked in doubt (its answer lost after sending) is escalated with Confirm, Skip and Resend; a moderator's
+    Resend from the chat sends it to the game once more, through the console's command, and the message says so."""
+    from dataclasses import replace
+
+    from devtools.kit.game_bridge import SECRET, Answer
+    from tests.support.chat import MOD_ROLE
+
+    settings = replace(world.settings, game_bridge_url=game_bridge.url, game_bridge_secret=SECRET, escalate_after_seconds=60)
+    game_bridge.script("world.spawn", Answer(504, ""))
+    run = schedule(world.db, world.clock.now(), document([[{**step("world.spawn", npc="scarecrow"), "on_doubt": "park"}]]))
+    world.tick(settings)
+    world.clock.advance(settings.step_retry_seconds)
+    world.tick(settings)  # parked for a decision
+    world.clock.advance(60)
+    world.tick(settings)  # escalated
+    spawn = world.steps(run.id)[0]
+    assert spawn.parked_in_doubt
+    [message] = world.chat.messages("discord")
+    assert message.custom_ids == [f"ev:{run.id}:{spawn.id}:{c}" for c in ("confirm", "skip", "resend")]
+    refused = world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{spawn.id}:resend", roles=[GM_ROLE]))
+    assert refused.body["type"] == 4 and world.steps(run.id)[0].parked_in_doubt  # a gm decides no game step
+    answer = world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{spawn.id}:resend", roles=[MOD_ROLE]))
+    assert answer.body["type"] == 7 and "Sent to the game again by <@4242>" in answer.body["data"]["content"]
+    assert answer.body["data"]["components"] == []
+    world.tick(settings)
+    assert world.steps(run.id)[0].status is StepStatus.DONE and len(game_bridge.received("world.spawn")) == 2
+    every_discord_body_valid(world.chat)

@@ -89,3 +89,57 @@ def test_a_token_revoked_mid_event_is_read_again_and_a_failed_post_retried(db, c
     cue = _the_step(db, run.id)
     assert cue.status.value == "pending" and "refused the bot's token (401)" in cue.last_error
     assert chat.messages() == []
+
+
+def test_a_reminder_and_an_escalation_reply_to_the_cues_message_without_buttons(db, clock, chat):
+    settings = chat_settings(chat, escalate_after_seconds=60)
+    run = _cue(db, clock, remind_after_seconds=30, remind_limit=1)
+    _tick(db, clock, settings)
+    clock.advance(30)
+    _tick(db, clock, settings)  # the reminder
+    clock.advance(30)
+    _tick(db, clock, settings)  # the escalation, on the same channel
+    cue, reminder, escalation = sorted(chat.messages("discord"), key=lambda m: m.id)
+    assert "Light the bonfire" in cue.text and cue.custom_ids
+    for reply in (reminder, escalation):
+        assert reply.reply_to == cue.id and reply.custom_ids == []
+    assert [r.json["message_reference"]["message_id"] for r in chat.received("POST")[1:]] == [cue.id, cue.id]
+    assert "Escalation" in escalation.text and _the_step(db, run.id).parked
+    assert every_discord_body_valid(chat) == 3
+
+
+def test_a_reminder_on_slack_is_a_reply_in_the_cues_thread(db, clock, chat):
+    settings = chat_settings(chat, cue_channel=f"slack:{SLACK_CHANNEL}")
+    _cue(db, clock, remind_after_seconds=30, remind_limit=1)
+    _tick(db, clock, settings)
+    clock.advance(30)
+    _tick(db, clock, settings)
+    cue, reminder = chat.received("POST", "/chat.postMessage")
+    assert "thread_ts" not in cue.json and reminder.json["thread_ts"] == chat.messages("slack")[0].id
+    assert [b["type"] for b in reminder.json["blocks"]] == ["section"]  # no actions block: the cue's buttons are the cue's
+
+
+def test_a_token_revoked_mid_event_loses_nothing_once_the_new_one_is_in(db, clock, chat):
+    """A 401 mid-event: the cue's post is a retry with its cause, the edit of an earlier message a `chat.edit_failed`
+    row; once the operator puts the new token in its secret (here: the fake takes the configured one again), the
+    cue is posted and the message edited, nothing lost."""
+    from chalicelib.events import commands
+    from tests.support.runner_kit import log_of
+
+    settings = chat_settings(chat)
+    first = _cue(db, clock)
+    _tick(db, clock, settings)
+    first_cue = _the_step(db, first.id)
+    commands.confirm(db, first.id, first_cue.id, actor="mod-mia", now=clock.now())
+    chat.revoke("a-new-token")
+    second = _cue(db, clock)
+    _tick(db, clock, settings)
+    [failed] = [e for e in log_of(db, first.id) if e.kind == "chat.edit_failed"]
+    assert "401" in failed.detail["error"] and failed.detail["again_at"]
+    assert "refused the bot's token (401)" in _the_step(db, second.id).last_error
+    chat.revoke(settings.discord_bot_token)  # the new token is in
+    clock.advance(settings.step_retry_seconds)
+    _tick(db, clock, settings)
+    [message, later] = sorted(chat.messages("discord"), key=lambda m: m.id)
+    assert "Confirmed by mod-mia" in message.text and message.custom_ids == []
+    assert _the_step(db, second.id).parked and later.custom_ids[0] == f"ev:{second.id}:{_the_step(db, second.id).id}:confirm"

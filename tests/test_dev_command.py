@@ -281,3 +281,33 @@ def test_a_newcomer_runs_the_demo_against_the_node_kits_example_and_bridge_check
             assert dev.stop() == 0, "".join(dev.output)
         report = bridge_check.run(bridge_check.Options(bridge_url, key, slow_action="test.slow", slow_seconds=1.0))
     assert [c.name for c in report.cases if c.verdict != "PASS"] == []
+
+
+def test_dev_with_a_fake_discord_posts_the_cue_there_and_its_page_confirms_it_through_the_signed_endpoint(db_params):
+    """`make dev CHAT=discord`: the cue is a message of the loopback fake Discord with its buttons; pressing Confirm on
+    the fake's page signs the press as Discord does and sends it to the dev API's interaction endpoint, which confirms
+    the step (the run goes on) and answers with the message edited to name who pressed."""
+    dev = Dev(db_params, "--chat", "discord").start()
+    try:
+        page = dev.said(r"^fake Discord: (http://127\.0\.0\.1:\d+)/  \(the cues arrive there").group(1)
+        run_id = int(dev.said(r"^run (\d+) of \"Harvest festival \(demo\)\"").group(1))
+        parked = dev.said(rf"^run {run_id} · phase 1 · .*step (\d+) core\.cue parked", 90)
+        cue_id = int(parked.group(1))
+
+        def cue_on_the_page():
+            with urllib.request.urlopen(f"{page}/", timeout=10) as answer:
+                text = answer.read().decode()
+            return text if f"ev:{run_id}:{cue_id}:confirm" in text else None
+
+        shown = _wait_for(cue_on_the_page, 30, "the cue's message")
+        assert "Light the bonfire" in shown and ">Confirm<" in shown and ">Skip<" in shown and ">I have it<" in shown
+        message_id = re.search(r'name="message" value="(\d+)"', shown).group(1)
+        form = f"message={message_id}&custom_id=ev:{run_id}:{cue_id}:confirm".encode()
+        with urllib.request.urlopen(urllib.request.Request(f"{page}/press", data=form), timeout=10) as answer:
+            after = answer.read().decode()  # the redirect back to the page, the message as the engine's answer left it
+        assert "Confirmed by @mira at" in after and f"ev:{run_id}:{cue_id}:confirm" not in after
+        assert dev.said(rf"^run {run_id} · .*step {cue_id} core\.cue confirmed by discord:4242")
+        assert dev.said(rf"^run {run_id} · .*completed$", 60)
+    finally:
+        code = dev.stop()
+    assert code == 0 and "Traceback" not in "".join(dev.output), "".join(dev.output)

@@ -169,3 +169,81 @@ def test_the_api_role_grants_the_calls_a_signed_signal_makes(aws_calls, db, db_p
     made = set(aws_calls[setup_calls:])
     assert made == {"secretsmanager:GetSecretValue"}
     assert made <= granted_actions("ApiHandlerRole")
+
+
+def test_the_chat_roles_grant_the_calls_a_chat_message_and_a_press_make(aws_calls, monkeypatch, db, db_params, clock):
+    """The tick posts with the bot's token read from its secret; the API reads Slack's signing secret and hands a press
+    to the chat function; that function reaches the database through the app secret: each within its own role."""
+    from chalice.test import Client
+
+    from app import app
+    from chalicelib.events.chat.answers import finish
+    from chalicelib.events.chat.interactions import ChatPress
+    from chalicelib.secrets import forget
+    from devtools.kit.fake_chat import FakeChat
+    from tests.support.api import hs_settings
+    from tests.support.chat import chat_settings
+
+    secrets = boto3.client("secretsmanager")
+    database_arn = secrets.create_secret(Name="app", SecretString=json.dumps({
+        "host": db_params.host, "port": db_params.port, "username": db_params.user, "password": db_params.password,
+        "dbname": db_params.database}))["ARN"]
+    role = boto3.client("iam").create_role(RoleName="chat", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    chat_arn = boto3.client("lambda").create_function(
+        FunctionName="chat", Runtime="python3.13", Role=role, Handler="app.chat_press", Code={"ZipFile": _zip()})["FunctionArn"]
+    with FakeChat() as fake:
+        bot_arn = secrets.create_secret(Name="discord-bot", SecretString=fake.token)["ARN"]
+        signing_arn = secrets.create_secret(Name="slack-signing", SecretString=fake.signing_secret)["ARN"]
+        forget()
+        monkeypatch.setattr(aws_adapter, "_clients", {})
+        tick_from = len(aws_calls)
+        settings = chat_settings(fake, Settings(db_secret_arn=database_arn), discord_bot_token=None,
+                                 discord_bot_token_secret_arn=bot_arn)
+        schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
+        runner = build_runner(settings, db, clock)
+        try:
+            tick(runner)
+        finally:
+            runner.close()
+        [message] = fake.messages("discord")
+        tick_made = set(aws_calls[tick_from:])
+        assert tick_made == {"secretsmanager:GetSecretValue"} and tick_made <= granted_actions("TickRole")
+
+        forget()
+        api_from = len(aws_calls)
+        monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "api")  # on AWS: the press's other half is the chat function's
+        api_settings = chat_settings(fake, hs_settings(db_params), slack_signing_secret=None,
+                                     slack_signing_secret_arn=signing_arn, chat_function_arn=chat_arn)
+        payload = fake.slack_interaction(message, "ev:1:2:confirm", team="T0ELSEWHERE")  # refused: said privately, after
+        headers, body = fake.slack_signed(payload)
+        with runtime.override(database=db, clock=clock, settings=api_settings), Client(app) as client:
+            assert client.http.post("/integrations/slack/interactions", headers=headers, body=body).status_code == 200
+        api_made = set(aws_calls[api_from:])
+        assert api_made == {"secretsmanager:GetSecretValue", "lambda:InvokeFunction"}
+        assert api_made <= granted_actions("ApiHandlerRole"), api_made - granted_actions("ApiHandlerRole")
+
+        forget()
+        chat_from = len(aws_calls)
+        press = ChatPress("discord", "4242", "mira", ["gm"], 1, 2, "confirm", None, "1", message.channel_id, message.id,
+                          "guild", {"application_id": "1", "token": "gone"})
+        press_settings = Settings(db_secret_arn=database_arn, discord_api_url=fake.discord_url)
+        press_db = Database(runtime.db_params(press_settings))  # as the chat function connects: through the secret
+        try:
+            with runtime.override(database=press_db, clock=clock, settings=press_settings):
+                finish({"press": press.event()})
+        finally:
+            press_db.close()
+        chat_made = set(aws_calls[chat_from:])
+        assert chat_made == {"secretsmanager:GetSecretValue"} and chat_made <= granted_actions("ChatPressRole")
+    forget()
+    monkeypatch.setattr(aws_adapter, "_clients", {})
+
+
+def _zip() -> bytes:
+    import io
+    import zipfile
+
+    made = io.BytesIO()
+    with zipfile.ZipFile(made, "w") as archive:
+        archive.writestr("app.py", "def chat_press(event, context):\n    return None\n")
+    return made.getvalue()

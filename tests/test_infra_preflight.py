@@ -68,6 +68,16 @@ def test_every_outbound_host_needs_an_ipv6_address_on_the_default_network(parame
     assert warned and "unless your own subnets route IPv4 out through a NAT" in warned[0]
 
 
+@pytest.mark.parametrize("channel, host", [("discord:100000000000000001", "discord.com"), ("slack:C0CUES", "slack.com"),
+                                           ("slack:C0CUES", "hooks.slack.com")])
+def test_a_chat_channels_platform_needs_an_ipv6_address_too(channel, host):
+    """A discord: or slack: channel's bot calls its platform's API (and a Slack press's response_url) from the
+    functions: the same IPv6 rule as a webhook's host."""
+    says = refusal(app=dict(APP, EscalationChannel=channel), resolve=Hosts(ipv4_only=[host]))
+    assert f"EscalationChannel's host {host} has no IPv6 address" in says
+    assert refusal(app=dict(APP, EscalationChannel=channel)) == ""
+
+
 def test_a_region_without_eventbridge_scheduler_is_refused():
     """Without Scheduler the deployment can never sleep (about $86 a month awake): the dual-stack name the functions
     call (IPv4's, with interface endpoints) must resolve in the region."""

@@ -11,7 +11,7 @@ from tests.support import cfn
 DEPLOY_DOC = cfn.ROOT / "docs" / "deploy.md"
 # What the functions must reach (the AWS issue's list); each must have a row of its own.
 REQUIRED_CALLS = ("database", "Secrets Manager", "SNS", "Lambda invoke", "EventBridge (", "EventBridge Scheduler",
-                  "S3", "JWKS", "game bridge", "webhooks")
+                  "S3", "JWKS", "game bridge", "webhooks", "Discord and Slack")
 # AWS APIs called from inside the VPC, by the boto3 service name the row's call uses.
 AWS_APIS = {"Secrets Manager": "secretsmanager", "SNS": "sns", "Lambda invoke": "lambda",
             "EventBridge Scheduler": "scheduler", "EventBridge (": "events"}
@@ -69,14 +69,14 @@ def ipv6_egress(data, app, call):
         assert "Ipv6CidrBlock" in resources(data)[subnet]["Properties"]
     egress = resources(data)["FunctionSecurityGroup"]["Properties"]["SecurityGroupEgress"]
     assert any(rule.get("CidrIpv6") == "::/0" for rule in egress)
-    for function in ("APIHandler", "Tick", "Migrate"):
+    for function in ("APIHandler", "Tick", "ChatPress", "Migrate"):
         assert resources(app)[function]["Properties"]["VpcConfig"]["Ipv6AllowedForDualStack"] is True
     service = next((name for key, name in AWS_APIS.items() if call["call"].startswith(key)), None)
     if service:
         assert data["Outputs"]["UseDualStackEndpoints"]["Value"] == "true"
         # make deploy copies the output into the app stack's parameter of that name (default "true")
         assert app["Parameters"]["UseDualStackEndpoints"]["Default"] == "true"
-        for function in ("APIHandler", "Tick", "Migrate"):
+        for function in ("APIHandler", "Tick", "ChatPress", "Migrate"):
             assert resources(app)[function]["Properties"]["Environment"]["Variables"]["AWS_USE_DUALSTACK_ENDPOINT"] == {
                 "Ref": "UseDualStackEndpoints"}
         client = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="x").client(service, region_name=cfn.REGION)

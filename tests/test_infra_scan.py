@@ -7,14 +7,14 @@ import pytest
 
 from infra import scan
 from tests.support import cfn
-from tests.test_infra_templates import APP_PARAMETERS, COSTLY_DATA_OPTIONS
+from tests.test_infra_templates import APP_PARAMETERS, CHAT_OPTIONS, COSTLY_DATA_OPTIONS
 
 pytestmark = pytest.mark.packaging
 
 EVERY_APP_OPTION = dict(APP_PARAMETERS, CueChannel="webhook:https://discord.com/api/webhooks/1/x",
                         AnnounceChannel="webhook:https://hooks.slack.com/services/x", AlarmEmail="ops@example.org",
                         CueEmail="gm@example.org", ConsoleUrl="https://console.example.org", JwksFront="on",
-                        JwksPath="/.well-known/jwks.json")
+                        JwksPath="/.well-known/jwks.json", **{k: v for k, v in CHAT_OPTIONS.items() if k != "CueChannel"})
 
 
 @pytest.fixture(scope="module")

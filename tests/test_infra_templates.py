@@ -19,7 +19,18 @@ APP_PARAMETERS = {  # what a team must pass at deploy time (no defaults)
     "TickName": "event-run-engine-prod-tick",  # make deploy derives it from the stack name
 }
 COSTLY_DATA_OPTIONS = {"EnableProxy": "true", "EnableNatGateway": "true", "EnableInterfaceEndpoints": "true"}
-FUNCTIONS = ("APIHandler", "Tick", "Migrate")
+FUNCTIONS = ("APIHandler", "Tick", "ChatPress", "Migrate")
+SECRETS = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:"
+CHAT_OPTIONS = {  # a community's Discord and Slack bots (docs/chat.md)
+    "CueChannel": "discord:100000000000000001", "EscalationChannel": "slack:C0ESCAL",
+    "DiscordBotTokenSecretArn": SECRETS + "discord-bot-AbCdEf", "DiscordPublicKey": "ab" * 32,
+    "DiscordGuildId": "800000000000000001", "DiscordRoles": "910000000000000001=gm,910000000000000002=moderator",
+    "SlackBotTokenSecretArn": SECRETS + "slack-bot-AbCdEf", "SlackSigningSecretArn": SECRETS + "slack-signing-AbCdEf",
+    "SlackTeamId": "T0TEAM", "SlackRoles": "U0MIRA=gm",
+}
+CHAT_PRESS_ARN = {"Fn::GetAtt": ["ChatPress", "Arn"]}
+LOG_GROUPS = [("APIHandler", "ApiLogGroup"), ("Tick", "TickLogGroup"), ("ChatPress", "ChatPressLogGroup"),
+              ("Migrate", "MigrateLogGroup")]
 TICK_ARN = {"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${TickName}"}
 
 
@@ -92,6 +103,7 @@ def test_the_packaged_app_lints_clean_as_written_and_as_deployed(packaged):
     everything = dict(APP_PARAMETERS, ConsoleUrl="https://console.example.org", CueChannel="webhook:https://discord.com/api/webhooks/1/x",
                       AnnounceChannel="webhook:https://hooks.slack.com/services/x", AlarmEmail="ops@example.org", CueEmail="gm@example.org")
     assert cfn.lint(cfn.render(packaged, everything)) == []
+    assert cfn.lint(cfn.render(packaged, dict(APP_PARAMETERS, **CHAT_OPTIONS))) == []
 
 
 def test_chalice_reads_the_merge_template_as_cloudformation_does():
@@ -172,7 +184,7 @@ def test_every_function_runs_in_the_private_dual_stack_subnets(app, function):
             assert all(a.startswith("ec2:Describe") for a in actions(statement)), statement
 
 
-@pytest.mark.parametrize("function, log_group", [("APIHandler", "ApiLogGroup"), ("Tick", "TickLogGroup"), ("Migrate", "MigrateLogGroup")])
+@pytest.mark.parametrize("function, log_group", LOG_GROUPS)
 def test_each_function_may_write_only_its_own_log_group(app, function, log_group):
     role = resources(app)[resources(app)[function]["Properties"]["Role"]["Fn::GetAtt"][0]]
     logs = [a for statement in statements(role) for a in actions(statement) if a.startswith("logs:")]
@@ -195,7 +207,7 @@ def test_the_api_has_room_to_answer_inside_api_gateways_limit(app):
     assert api["MemorySize"] >= 512 and api["Timeout"] <= 29
 
 
-@pytest.mark.parametrize("function, log_group", [("APIHandler", "ApiLogGroup"), ("Tick", "TickLogGroup"), ("Migrate", "MigrateLogGroup")])
+@pytest.mark.parametrize("function, log_group", LOG_GROUPS)
 def test_each_function_logs_to_its_own_group_with_retention(app, function, log_group):
     assert resources(app)[function]["Properties"]["LoggingConfig"]["LogGroup"] == {"Ref": log_group}
     assert resources(app)[log_group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
@@ -220,13 +232,13 @@ def app_secret_key(key: str) -> dict:
     return {"Fn::Sub": [f"${{AppSecret}}:{key}", {"AppSecret": imported("AppSecretArn")}]}
 
 
-def test_the_api_reads_only_the_app_secret_with_its_signal_key_and_may_only_nudge_the_tick(app):
+def test_the_api_reads_only_the_app_secret_with_its_signal_key_and_may_only_nudge_the_tick_or_finish_a_press(app):
     """The signal key is a key of the app secret (the engine's keys share it), so the API reads that one secret."""
     role = resources(app)["ApiHandlerRole"]
     assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn")]
     assert env(app, "APIHandler")["EVENTS_SIGNAL_SECRET_ARN"] == app_secret_key("signal_key")
     assert "EVENTS_SIGNAL_SECRET_ARN" not in env(app, "Tick") and "GAME_BRIDGE_SECRET_ARN" not in env(app, "APIHandler")
-    assert granted(role, "lambda:InvokeFunction") == [TICK_ARN]
+    assert granted(role, "lambda:InvokeFunction") == [CHAT_PRESS_ARN, TICK_ARN]
     rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${TickName}"}
     assert granted(role, "events:EnableRule") == [rule_arn] and granted(role, "events:DisableRule") == []
     assert granted(role, "scheduler:CreateSchedule") == [] and granted(role, "iam:PassRole") == []
@@ -272,6 +284,41 @@ def test_a_sandbox_for_dry_runs_is_signed_for_by_the_tick_alone(packaged, app):
     assert {"Ref": "GameBridgeSandboxSecretArn"} in granted(resources(chosen)["TickRole"], "secretsmanager:GetSecretValue")
     assert "GAME_BRIDGE_SANDBOX_SECRET_ARN" not in api, "the API never holds the sandbox's key"
     assert {"Ref": "GameBridgeSandboxSecretArn"} not in granted(resources(chosen)["ApiHandlerRole"], "secretsmanager:GetSecretValue")
+
+
+def test_chat_settings_reach_only_the_function_that_uses_each_and_each_secret_only_its_reader(packaged, app):
+    """The bots' tokens are the tick's (it posts and edits the messages); the Slack signing secret and who may press
+    are the API's (it checks a press); the chat function finishes a slow press through the interaction itself, so it
+    reads only the database's secret; the API may invoke it and nothing else may."""
+    chat_settings = ("DISCORD_BOT_TOKEN_SECRET_ARN", "SLACK_BOT_TOKEN_SECRET_ARN", "DISCORD_PUBLIC_KEY", "DISCORD_GUILD_ID",
+                     "DISCORD_ROLES", "SLACK_SIGNING_SECRET_ARN", "SLACK_TEAM_ID", "SLACK_ROLES")
+    for function in ("APIHandler", "Tick", "ChatPress"):  # none unless a community sets them
+        assert not set(chat_settings) & set(env(app, function)), function
+    chosen = cfn.render(packaged, dict(APP_PARAMETERS, **CHAT_OPTIONS))
+    tick, api, chat = env(chosen, "Tick"), env(chosen, "APIHandler"), env(chosen, "ChatPress")
+    bots = [{"Ref": "DiscordBotTokenSecretArn"}, {"Ref": "SlackBotTokenSecretArn"}]
+    assert [tick["DISCORD_BOT_TOKEN_SECRET_ARN"], tick["SLACK_BOT_TOKEN_SECRET_ARN"]] == bots
+    assert tick["CUE_CHANNEL"] == {"Ref": "CueChannel"} and tick["ESCALATION_CHANNEL"] == {"Ref": "EscalationChannel"}
+    assert {k: api[k] for k in chat_settings[2:]} == {
+        "DISCORD_PUBLIC_KEY": {"Ref": "DiscordPublicKey"}, "DISCORD_GUILD_ID": {"Ref": "DiscordGuildId"},
+        "DISCORD_ROLES": {"Ref": "DiscordRoles"}, "SLACK_SIGNING_SECRET_ARN": {"Ref": "SlackSigningSecretArn"},
+        "SLACK_TEAM_ID": {"Ref": "SlackTeamId"}, "SLACK_ROLES": {"Ref": "SlackRoles"}}
+    assert api["EVENTS_CHAT_FUNCTION_ARN"] == CHAT_PRESS_ARN == env(app, "APIHandler")["EVENTS_CHAT_FUNCTION_ARN"]
+    assert not set(chat_settings) & set(chat) and chat["EVENTS_DB_SECRET_ARN"] == imported("AppSecretArn")
+    roles = {name: resources(chosen)[name] for name in ("TickRole", "ApiHandlerRole", "ChatPressRole", "MigrateRole")}
+    reads = {name: granted(role, "secretsmanager:GetSecretValue") for name, role in roles.items()}
+    assert reads["TickRole"][-2:] == bots and {"Ref": "SlackSigningSecretArn"} not in reads["TickRole"]
+    assert reads["ApiHandlerRole"] == [imported("AppSecretArn"), {"Ref": "SlackSigningSecretArn"}]
+    assert reads["ChatPressRole"] == [imported("AppSecretArn")]
+    assert not any(bot in reads["MigrateRole"] for bot in bots)
+    invokers = {name for name, role in cfn.of_type(chosen, "AWS::IAM::Role").items()
+                if CHAT_PRESS_ARN in granted(role, "lambda:InvokeFunction")}
+    assert invokers == {"ApiHandlerRole"}
+    assert not any(a.startswith(("lambda:", "sns:", "events:", "scheduler:")) for s in statements(roles["ChatPressRole"])
+                   for a in actions(s))
+    press = resources(chosen)["ChatPress"]["Properties"]
+    assert press["EventInvokeConfig"]["MaximumEventAgeInSeconds"] <= 900  # Discord's interaction token: 15 minutes
+    assert press["Timeout"] >= 20 + 5 and "ReservedConcurrentExecutions" in press
 
 
 def test_only_migrate_sees_the_admin_secret_and_only_it_may_write_the_app_secret(app):

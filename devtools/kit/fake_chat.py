@@ -42,6 +42,21 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 APPLICATION_ID = "700000000000000001"
 GUILD_ID = "800000000000000001"
 TEAM_ID = "T0FAKE"
+PAGE_STYLE = """
+body { background: #313338; color: #dbdee1; font: 15px/1.4 system-ui, sans-serif; margin: 0; padding: 16px 24px; }
+h1 { font-size: 16px; color: #f2f3f5; border-bottom: 1px solid #3f4147; padding-bottom: 12px; }
+h1 small { color: #949ba4; font-weight: normal; margin-left: 8px; }
+ul { list-style: none; padding: 0; margin: 0; }
+.message { padding: 8px 0 12px; border-bottom: 1px solid #2b2d31; }
+.author { color: #f2f3f5; font-weight: 600; }
+.bot { background: #5865f2; color: #fff; font-size: 10px; border-radius: 3px; padding: 1px 4px; vertical-align: middle; }
+.content { white-space: pre-wrap; margin: 2px 0 8px; }
+.edited { color: #949ba4; font-size: 11px; }
+.reply { color: #949ba4; font-size: 13px; }
+.buttons form { display: inline; }
+button { border: 0; border-radius: 3px; color: #fff; font: 14px system-ui, sans-serif; padding: 6px 16px; margin-right: 8px; }
+button.primary { background: #5865f2; } button.secondary { background: #4e5058; }
+"""
 
 
 @dataclass
@@ -95,6 +110,7 @@ class FakeChat:
         self._scripted: deque[Scripted] = deque()
         self._ids = itertools.count(900_000_000_000_000_001)
         self._engine_url: str | None = None
+        self._names: dict[str, str] = {}  # a Discord user id -> the name a press gave it
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -245,6 +261,7 @@ class FakeChat:
         token = f"itoken-{next(self._ids)}"
         with self._lock:
             self._tokens[token] = message.id
+            self._names[user] = name
         who = {"user": {"id": user, "username": name, "global_name": name.capitalize()}}
         payload: dict[str, Any] = {
             "id": interaction_id or str(next(self._ids)), "application_id": APPLICATION_ID, "type": 3, "token": token,
@@ -286,22 +303,39 @@ class FakeChat:
                 "Content-Type": "application/x-www-form-urlencoded"}, body
 
     # ── make dev: a page of the messages, whose buttons press ───────────
-    def serve_page(self, engine_url: str, *, user: str, roles: list[str]) -> None:
-        """`GET /` shows the messages; a button signs a press as `user` with `roles` and sends it to the engine."""
+    def serve_page(self, engine_url: str, *, user: str, roles: list[str], name: str = "mira") -> None:
+        """`GET /` shows the messages; a button signs a press as `user` (`name`) with `roles` and sends it to the engine."""
         self._engine_url = engine_url.rstrip("/")
-        self._page_user, self._page_roles = user, roles
+        self._page_user, self._page_name, self._page_roles = user, name, roles
 
     def _page(self) -> str:
+        """The channel as Discord draws it: oldest first, a reply under the message it answers, the buttons in a row,
+        "(edited)" once edited. It reloads itself every 2 s (a message posted or edited shows without a click)."""
         rows = []
-        for m in sorted(self.messages(), key=lambda m: m.id, reverse=True):
+        for m in sorted(self.messages(), key=lambda m: (len(m.id), m.id)):
             forms = "".join(
-                f'<form method="post" action="/press" style="display:inline"><input type="hidden" name="message" value="{m.id}">'
-                f'<button name="custom_id" value="{html.escape(c)}">{html.escape(label)}</button></form>'
-                for c, label in zip(m.custom_ids, self._labels(m), strict=True))
-            reply = f"<small>↪ reply to {m.reply_to}</small><br>" if m.reply_to else ""
-            rows.append(f"<li>{reply}<pre>{html.escape(m.text)}</pre>{forms}</li>")
+                f'<form method="post" action="/press"><input type="hidden" name="message" value="{m.id}">'
+                f'<button class="{"primary" if style == 1 else "secondary"}" name="custom_id" value="{html.escape(c)}">'
+                f'{html.escape(label)}</button></form>'
+                for c, label, style in zip(m.custom_ids, self._labels(m), self._styles(m), strict=True))
+            reply = f'<div class="reply">↪ replying to message {m.reply_to}</div>' if m.reply_to else ""
+            edited = ' <span class="edited">(edited)</span>' if m.edits else ""
+            rows.append(f'<li class="message" id="m{m.id}">{reply}<div class="author">Event engine <span class="bot">BOT</span></div>'
+                        f'<div class="content">{html.escape(self._mentions(m.text))}{edited}</div><div class="buttons">{forms}</div></li>')
         return ("<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=2><title>Fake Discord</title>"
-                f"<h1>#cues (fake Discord)</h1><ul>{''.join(rows) or '<li>no message yet</li>'}</ul>")
+                f"<style>{PAGE_STYLE}</style><h1># cues <small>fake Discord, on loopback</small></h1>"
+                f"<ul>{''.join(rows) or '<li class=empty>no message yet</li>'}</ul>")
+
+    def _mentions(self, text: str) -> str:
+        """`<@id>` as Discord shows it: the member's name (those who pressed here are known by name)."""
+        return re.sub(r"<@(\d+)>", lambda found: "@" + self._names.get(found[1], found[1]), text)
+
+    @staticmethod
+    def _styles(m: Posted) -> list[int]:
+        if m.platform == "discord":
+            return [b["style"] for row in m.body.get("components") or [] for b in row["components"]]
+        return [1 if e.get("style") == "primary" else 2 for block in m.body.get("blocks") or []
+                if block["type"] == "actions" for e in block["elements"]]
 
     @staticmethod
     def _labels(m: Posted) -> list[str]:
@@ -313,7 +347,8 @@ class FakeChat:
         if self._engine_url is None:
             return
         message = self.message(form["message"][0])
-        payload = self.discord_interaction(message, form["custom_id"][0], user=self._page_user, roles=self._page_roles)
+        payload = self.discord_interaction(message, form["custom_id"][0], user=self._page_user, name=self._page_name,
+                                           roles=self._page_roles)
         headers, body = self.discord_signed(payload)
         request = urllib.request.Request(f"{self._engine_url}/integrations/discord/interactions", data=body,  # noqa: S310
                                          headers=headers, method="POST")

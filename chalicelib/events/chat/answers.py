@@ -66,18 +66,24 @@ def discord(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
 def slack(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
     """POST /integrations/slack/interactions: an empty 200 at once; the press is finished after."""
     settings = runtime.settings()
-    check_slack(headers, body, settings.slack_signing_secret, time.time())
+    check_slack(headers, body, _slack_signing_secret(settings), time.time())
     try:
         press = read_slack(body, settings)
     except Refused as why:
-        import json
-        from urllib.parse import parse_qs
-
-        url = str((json.loads(parse_qs(body.decode())["payload"][0]).get("response_url")) or "")
-        _hand_off({"refusal": str(why), "response_url": url}, settings)
+        _hand_off({"refusal": str(why), "response_url": why.response_url}, settings)
         return {}
     _hand_off({"press": press.event()}, settings)
     return {}
+
+
+def _slack_signing_secret(settings: Settings) -> str | None:
+    """SLACK_SIGNING_SECRET, or the secret SLACK_SIGNING_SECRET_ARN names, read through the secrets cache (a
+    secret that cannot be read is SecretUnreadable: 503, Slack retries the press)."""
+    if settings.slack_signing_secret or not settings.slack_signing_secret_arn:
+        return settings.slack_signing_secret
+    from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
+
+    return plain_secret(settings.slack_signing_secret_arn, "SLACK_SIGNING_SECRET_ARN")
 
 
 def _privately(words: str) -> dict[str, Any]:

@@ -1,0 +1,38 @@
+"""`make dev CHAT=discord` in Chromium: the cue arrives on the loopback fake Discord's page with its buttons, a press
+there confirms it through the dev API's signed interaction endpoint, and the message is edited to say who did it.
+The two doc screenshots docs/chat.md shows (a cue, and the same message confirmed) are taken here."""
+
+import re
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from tests.console.browser import LAPTOP, doc_screenshot, eventually, text_of
+from tests.test_dev_command import Dev
+
+pytestmark = pytest.mark.slow  # a whole `make dev` beside the browser
+
+
+def test_a_press_on_the_fake_discords_page_confirms_the_cue_and_the_message_names_who(chromium, db_params):
+    dev = Dev(db_params, "--chat", "discord").start()
+    try:
+        page = dev.said(r"^fake Discord: (http://127\.0\.0\.1:\d+)/").group(1)
+        run_id = int(dev.said(r"^run (\d+) of \"Harvest festival \(demo\)\"").group(1))
+        cue_id = int(dev.said(rf"^run {run_id} · phase 1 · .*step (\d+) core\.cue parked", 90).group(1))
+        chromium.set_window_size(*LAPTOP)
+        chromium.get(f"{page}/")
+        confirm = f'button[value="ev:{run_id}:{cue_id}:confirm"]'
+        eventually(lambda: chromium.find_elements(By.CSS_SELECTOR, confirm), "the cue's Confirm button on the page")
+        assert "Light the bonfire, then confirm this step" in text_of(chromium, ".message .content")
+        assert [b.text for b in chromium.find_elements(By.CSS_SELECTOR, ".message button")] == ["Confirm", "Skip", "I have it"]
+        doc_screenshot(chromium, "chat-discord-cue")
+
+        eventually(lambda: chromium.find_element(By.CSS_SELECTOR, confirm).click() or True, "a press of Confirm")
+        said = eventually(lambda: "Confirmed by" in text_of(chromium, ".message .content")
+                          and text_of(chromium, ".message .content"), "the message edited by the engine's answer")
+        assert re.search(r"Confirmed by @mira at \d\d:\d\d UTC", said) and "(edited)" in said
+        assert not chromium.find_elements(By.CSS_SELECTOR, ".message button"), "the buttons are gone"
+        doc_screenshot(chromium, "chat-discord-confirmed")
+        assert dev.said(rf"^run {run_id} · .*step {cue_id} core\.cue confirmed by discord:4242")
+    finally:
+        assert dev.stop() == 0
