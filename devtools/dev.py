@@ -256,6 +256,7 @@ def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, pro
     from chalicelib.events.journal import RUNNER
     from chalicelib.events.model import LogEntry
     from chalicelib.events.store.log import COLUMNS
+    from chalicelib.events.store.steps import list_for_run
     from chalicelib.migrate import migrate
 
     from .narrate import lines
@@ -288,7 +289,9 @@ def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, pro
             if not rows or (only_people and any(row["actor"] == RUNNER for row in rows)):
                 return
             last_id = rows[-1]["id"]
-            for line in lines(LogEntry.from_row(row) for row in rows):
+            runs = {row["run_id"] for row in rows}
+            names = db.autocommit(lambda tx: {step.id: step.named for run in runs for step in list_for_run(tx, run)})
+            for line in lines((LogEntry.from_row(row) for row in rows), names):
                 say(line)
 
     stopping = threading.Event()

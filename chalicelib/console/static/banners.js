@@ -8,14 +8,17 @@
 import { stepName } from './names.js';
 import { capitalised, clock, el, inFuture, isOpenStep, isTerminalRun, labelOf, parkOf, since, waitOf } from './ui.js';
 
-// The log row that put the run in `status` last (a run.status row): who, why and when.
+// The log row that put the run in `status` last (a run.status row): who, why and when. A cleanup a person
+// began (a cancel with cleanup) ends on the engine's row: that person and their reason say why it ended.
 export function lastMove(entries, status) {
-  for (let i = entries.length - 1; i >= 0; i -= 1) {
-    const entry = entries[i];
-    if (entry.kind === 'run.status' && entry.detail?.to === status) {
-      const d = entry.detail;
-      return { by: d.control ? entry.actor : null, why: d.reason || d.cause || null, at: entry.created_at };
-    }
+  const moves = entries.filter((entry) => entry.kind === 'run.status');
+  for (let i = moves.length - 1; i >= 0; i -= 1) {
+    if (moves[i].detail?.to !== status) continue;
+    const begun = moves[i].detail.control ? null : moves.slice(0, i).reverse()
+      .find((entry) => entry.detail?.control && entry.detail.to === 'cleaning_up' && entry.detail.cleanup);
+    const entry = begun || moves[i];
+    const d = entry.detail;
+    return { by: d.control ? entry.actor : null, why: d.reason || d.cause || null, at: entry.created_at };
   }
   return null;
 }
