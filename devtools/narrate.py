@@ -15,11 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from chalicelib.db import Tx
 from chalicelib.events.model import LogEntry
+from chalicelib.events.store.steps import list_for_run
 
 PAST = {"pause": "paused", "resume": "resumed", "cancel": "cancelled", "confirm": "confirmed", "skip": "skipped",
         "retry": "retried"}
 CURL = "curl -s -X POST -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/json'"
+
+
+def named_steps(tx: Tx, run_ids: Iterable[int]) -> dict[int, str]:
+    """The one name of every step of these runs, by id: what `lines` names the rows' steps by."""
+    return {step.id: step.named for run_id in run_ids for step in list_for_run(tx, run_id)}
 
 
 def _step(entry: LogEntry, names: Mapping[int, str]) -> str:

@@ -116,7 +116,7 @@ def test_pause_resume_and_cancel_with_a_reason_by_keyboard_with_focus_after_each
     assert not browser.find_elements(By.CSS_SELECTOR, "#run-last-error"), "a person's reason is not an error"
     doc_screenshot(browser, "run-paused")
 
-    press(browser, "resume")
+    press(browser, "resume", text="")
     wait_for_status(browser, "running")
     press(browser, "cancel")
     asked = text_of(browser, "dialog[open]")

@@ -137,22 +137,24 @@ export function runView(main, ctx, runIdText) {
   // POSTs a control or a signal and explains the answer: `done(answer)` the words on success; a refusal
   // as the page explains every refusal (409 the run has moved, 412 it changed while the person looked —
   // both re-read the page — 403 the role needed; 401 signs out). `typed`: what the person wrote in the
-  // control's dialog ({label, text}), given back in a refusal's notice so it is not lost.
-  async function send(path, body, { action, done, about = '', typed = null }) {
+  // control's dialog ({label, text}), given back in a refusal's notice so it is not lost; `shown`: the run's
+  // status as the page showed it when the person pressed.
+  async function send(path, body, { action, done, about = '', typed = null, shown = null }) {
     const kept = typed?.text ? ` Your ${typed.label.toLowerCase()}, not sent: “${typed.text}”.` : '';
+    const pressed = `${action}${about ? ` (${about})` : ''}`;
     try {
       notice(done(await post(path, body)), 'ok');
     } catch (error) {
       if (!(error instanceof ApiError) || error.status === 401) return;
       if (error.stale) {
-        notice(`${action}${about ? ` (${about})` : ''} did nothing. ${error.messages.join(' ')}${kept}`, 'warning');
+        notice(`${pressed} did nothing. ${error.messages.join(' ')}${kept}`, 'warning');
       } else if (error.status === 409) {
-        // The status the run is actually in, answered beside the message, said once: a run's refusal that only
-        // says it again ("this run is already cancelled") is left out, a step's or an advance's reason kept.
+        // Said once: a run that moved since the press (the status answered beside the message) is the whole
+        // story; else the refusal's reason, the step it names already named in the press.
         const now = error.detail.run_status;
-        const why = error.messages.filter((m) => !m.startsWith('this run is '));
-        notice(`This run has moved: it is now ${now || 'changed'}, so ${action}${about ? ` (${about})` : ''} did nothing.`
-          + `${why.length ? ` ${why.join(' ')}` : ''}${kept}`, 'warning');
+        const why = error.messages.map((m) => (about && m.startsWith(`${about}: `) ? m.slice(about.length + 2) : m));
+        notice(now && shown && now !== shown ? `This run has moved: it is now ${now}, so ${pressed} did nothing.${kept}`
+          : `${pressed} did nothing: ${why.join(' ')}${kept}`, 'warning');
       } else {
         // Nothing changed on the server, so no refresh: the explanation stays in view.
         const roles = neededRoles(error);
@@ -228,6 +230,7 @@ export function runView(main, ctx, runIdText) {
   // `choice`: the answer pressed, on a cue with choices ({value, label}).
   async function act(name, step, choice = null) {
     const spec = specOf(name);
+    const shown = detail.run.status; // as the person saw it when they pressed
     let body = {};
     let typed = null;
     const phase = spec.phaseField ? currentPhase() : null;
@@ -254,7 +257,7 @@ export function runView(main, ctx, runIdText) {
     const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
     const named = step ? stepName(step) : `run ${runId}`;
     const answered = choice ? `: ${choice.label}` : '';
-    await send(path, body, { action: spec.action, about: named, typed, done: () => `${spec.done} ${named}${answered}.` });
+    await send(path, body, { action: spec.action, about: named, typed, shown, done: () => `${spec.done} ${named}${answered}.` });
   }
 
   const signalButton = (signal) => (session.may.control ? el('div', { class: 'buttons' }, el('button', {
