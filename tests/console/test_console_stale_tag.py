@@ -71,7 +71,7 @@ def test_a_press_on_a_state_another_tab_changed_is_412_naming_it_and_the_page_re
     browser.execute_script("window.releaseReads()")  # the page re-reads: what it is now is on the page
     eventually(lambda: any(actor == "mod-mia" and "boss bugged again" in text for actor, text in log_rows(browser)),
                "the other tab's pause in the log")
-    press(browser, "resume")  # now pressed on what the person sees: it takes
+    press(browser, "resume", text="")  # now pressed on what the person sees: it takes
     wait_for_status(browser, "running")
     assert any(actor == "root-admin" and "by resume" in text for actor, text in log_rows(browser))
 

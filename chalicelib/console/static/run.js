@@ -146,15 +146,17 @@ export function runView(main, ctx, runIdText) {
       notice(done(await post(path, body)), 'ok');
     } catch (error) {
       if (!(error instanceof ApiError) || error.status === 401) return;
-      if (error.stale) {
+      // Said once: a run that moved since the press (its status answered beside the message of a 409 or a 412)
+      // is the whole story; else what changed (412), or the refusal's reason (409), the step it names already
+      // named in the press.
+      const now = error.detail.run_status;
+      if ((error.stale || error.status === 409) && now && shown && now !== shown) {
+        notice(`This run has moved: it is now ${now}, so ${pressed} did nothing.${kept}`, 'warning');
+      } else if (error.stale) {
         notice(`${pressed} did nothing. ${error.messages.join(' ')}${kept}`, 'warning');
       } else if (error.status === 409) {
-        // Said once: a run that moved since the press (the status answered beside the message) is the whole
-        // story; else the refusal's reason, the step it names already named in the press.
-        const now = error.detail.run_status;
         const why = error.messages.map((m) => (about && m.startsWith(`${about}: `) ? m.slice(about.length + 2) : m));
-        notice(now && shown && now !== shown ? `This run has moved: it is now ${now}, so ${pressed} did nothing.${kept}`
-          : `${pressed} did nothing: ${why.join(' ')}${kept}`, 'warning');
+        notice(`${pressed} did nothing: ${why.join(' ')}${kept}`, 'warning');
       } else {
         // Nothing changed on the server, so no refresh: the explanation stays in view.
         const roles = neededRoles(error);
