@@ -27,7 +27,6 @@ from chalicelib.events.adapters.webhook_channel import DISCORD_CONTENT, SLACK_TE
 from chalicelib.events.lifecycle import OnFailure, ParkReason, StepStatus, WaitingFor
 from chalicelib.events.model import Step
 from chalicelib.events.runner.compose import build_runner
-from chalicelib.events.store import steps
 from tests.conftest import START
 from tests.support.factory import document
 from tests.support.runner_kit import ROOT, schedule, step, tick
@@ -194,7 +193,6 @@ def test_a_reminder_and_an_escalation_of_a_cue_at_its_longest_reach_discord_whol
         tick(runner)
     finally:
         runner.close()
-    [cue] = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))
     posted = [r.json for r in game_bridge.received("cue")] + [r.json for r in game_bridge.received("escalation")]
     assert [b["event"]["kind"] for b in posted] == ["cue", "reminder", "escalation"]
     for body in posted:

@@ -50,7 +50,7 @@ def test_discord_content_breaks_everyone_and_here_and_allows_no_mention(db, cloc
 
 
 def test_content_full_of_broadcasts_still_fits_discords_limit_with_its_run_and_step(db, clock, game_bridge):
-    request, run, cue = _posted(db, clock, game_bridge, "@everyone " * 190)  # 1,900 characters, 190 to break
+    request, _, cue = _posted(db, clock, game_bridge, "@everyone " * 190)  # 1,900 characters, 190 to break
     content = request.json["content"]
     assert len(content) <= DISCORD_CONTENT.most and "@everyone" not in content
     broken = cue.named.replace("@", "@\u200b")  # its name too: the instruction names it

@@ -8,6 +8,13 @@ export function stepName(step) {
   return step.named;
 }
 
+// A step's authored words (a cue's instruction, an announcement's message) unless its name already carries
+// them whole, so "Light the bonfire" is not said twice; null for none.
+export function wordsBeyondName(step) {
+  const words = step.params?.instruction || step.params?.message;
+  return words && !stepName(step).endsWith(`(${words})`) ? words : null;
+}
+
 // The name of the step a row (a log row, a resource) is about, from the run's steps by id (a row's step is
 // always the run's own; one the page has not loaded yet is named by its run, phase and id).
 export function namer(steps) {

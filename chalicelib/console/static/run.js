@@ -9,7 +9,7 @@
 import { ApiError, get, neededRoles, post } from './api.js';
 import { banners, lastMove } from './banners.js';
 import { logView } from './log.js';
-import { namer, stepName } from './names.js';
+import { namer, stepName, wordsBeyondName } from './names.js';
 import { Poller, freshness } from './poll.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
@@ -206,14 +206,14 @@ export function runView(main, ctx, runIdText) {
     const skipped = ofPhase.filter(isOpenStep).map((s) => el('li', { 'data-skips': s.id }, `${stepName(s)}: `,
       s.parked ? (parkOf(s)?.decision ? 'waiting for a decision' : `a cue waiting for a game master${s.acknowledged_by ? ` (${s.acknowledged_by} has it)` : ''}`)
         : s.attempts ? 'to be tried again' : 'not begun yet', ', is skipped'));
-    const failed = ofPhase.filter((s) => s.status === 'failed').map(stepName);
+    const failed = ofPhase.filter((s) => offered(s).includes('retry')).map(stepName);
     const signal = awaitedSignal();
     return [
       el('p', {}, skipped.length ? `Advancing ends ${phase.named} now; with your reason, it skips:` : `Advancing ends ${phase.named} now; it skips nothing: its steps are over.`),
       skipped.length ? el('ul', { id: 'advance-skips' }, skipped) : null,
       failed.length ? el('p', {}, `${failed.join(', ')} stays failed.`) : null,
       signal ? el('p', {}, `The signal ${signal.name} is no longer awaited.`) : null,
-      detail.run.status === 'paused' ? el('p', {}, 'The run resumes with the next phase.') : el('p', {}, 'The next phase begins.'),
+      el('p', {}, waitOf(detail.waiting)?.on === 'run' ? 'The run resumes with the next phase.' : 'The next phase begins.'),
     ];
   }
 
@@ -244,7 +244,7 @@ export function runView(main, ctx, runIdText) {
       body = chosen;
       if (chosen[spec.field]) typed = { label: spec.field, text: chosen[spec.field] };
     } else if (spec.field || what) {
-      const words = step?.params?.instruction || step?.params?.message;
+      const words = step ? wordsBeyondName(step) : null;
       const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
       const text = await ask({
         title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what,

@@ -4,7 +4,7 @@
 // note or error — a note, reason or cause shown as what it is, red only when it is an error.
 
 import { attemptWords } from './log.js';
-import { stepName } from './names.js';
+import { stepName, wordsBeyondName } from './names.js';
 import { conditionWords, standingWords } from './phases.js';
 import { badge, capitalised, el, inFuture, isOpenStep, isTerminalRun, parkOf, since, table, when } from './ui.js';
 
@@ -54,8 +54,7 @@ export function answerOf(step) {
 }
 
 function describeStep(step) {
-  const p = step.params || {};
-  const words = p.instruction || p.message;
+  const words = wordsBeyondName(step);
   return [words ? [el('strong', {}, stepName(step)), el('br'), words] : el('strong', {}, stepName(step)), answerOf(step)];
 }
 
