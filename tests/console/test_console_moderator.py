@@ -119,7 +119,9 @@ def test_a_step_waiting_to_be_tried_again_says_which_attempt_when_and_the_last_a
     browser.refresh()
     retried = eventually(lambda: "since" in (line := text_of(browser, f"[data-retry='{step.id}']")) and line,
                          "the retried step's line")
-    assert re.fullmatch(r"attempt 2 of 3 since a person sent it again, next in (9|10) min, after: HTTP 503", retried), retried
+    # The attempt as the game will see it (attempts only rise), its place in the renewed allowance beside it.
+    expected = r"attempt 5 \(2 of 3 since a person sent it again\), next in (9|10) min, after: HTTP 503"
+    assert re.fullmatch(expected, retried), retried
 
 
 def test_a_run_held_by_a_wait_says_until_when_and_what_comes_next(browser, server, api_client):
