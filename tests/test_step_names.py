@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.events.lifecycle import RunStatus
-from chalicelib.events.model import StepSpec
-from chalicelib.events.model.steps import step_label
+from chalicelib.events.model import StepSpec, step_label
 from tests.support.api import ADMIN, MODERATOR
 from tests.support.factory import make_run
 from tests.support.scenes import log_rows, materialise

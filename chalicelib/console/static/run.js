@@ -251,8 +251,10 @@ export function runView(main, ctx, runIdText) {
         required: spec.required,
       });
       if (text === null) return;
-      if (text) body = { [spec.field]: text };
-      if (text) typed = { label: spec.field, text };
+      if (text) {
+        body = { [spec.field]: text };
+        typed = { label: spec.field, text };
+      }
     }
     if (phase) body[spec.phaseField] = phase.number;
     if (choice) body[spec.choiceField] = choice.value;
