@@ -17,7 +17,7 @@ from selenium.webdriver.common.by import By
 from chalicelib.events.actions.notice import Notice
 from chalicelib.events.adapters.channels import channel_for
 from chalicelib.events.store import log, steps
-from devtools.kit.game_bridge import Answer
+from devtools.kit.game_bridge import Answer, GameBridge
 from devtools.narrate import lines, named_steps
 from tests.console.browser import eventually, text_of
 from tests.console.pages import cue_banner, log_rows, open_run, schedule_now, sign_in
@@ -76,21 +76,21 @@ def test_one_runs_step_is_named_one_way_on_every_surface(browser, server, api_cl
 
     # The notices its cue posts, built from its row as the runner builds them: the webhook channel's Discord
     # content, Slack text and event, and the log channel's line.
-    bridge.script("cue_one_name", *[Answer(204, "")] * 3)
-    hook = channel_for(f"webhook:{bridge.url}/hooks/cue_one_name", "cue", timeout=5.0, webhook_secret="hook-secret")
     now = datetime.now(UTC)
     notices = [Notice.of(cue, "cue", cue.params["instruction"], now, CONSOLE), Notice.reminder(cue, 1, 2, 300, now, CONSOLE),
                Notice.escalation(cue, 900, now, CONSOLE)]
     logged: list[str] = []
     handler = _Kept(logged)
     logging.getLogger("chalicelib.events.adapters.channels").addHandler(handler)
-    try:
-        for notice in notices:
-            hook.post(notice)
-            channel_for("log", "cue", timeout=5.0).post(notice)
-    finally:
-        logging.getLogger("chalicelib.events.adapters.channels").removeHandler(handler)
-    posted = [request.json for request in bridge.received("cue_one_name")]
+    with GameBridge(default=Answer(204, "")) as receiver:  # Discord's answer; a receiver of its own
+        hook = channel_for(f"webhook:{receiver.url}/hooks/cue", "cue", timeout=5.0, webhook_secret="hook-secret")
+        try:
+            for notice in notices:
+                hook.post(notice)
+                channel_for("log", "cue", timeout=5.0).post(notice)
+        finally:
+            logging.getLogger("chalicelib.events.adapters.channels").removeHandler(handler)
+        posted = [request.json for request in receiver.received("cue")]
     texts["webhook"] = [part for body in posted for part in (body["content"], body["text"], body["event"]["step_named"])]
     texts["log channel"] = logged
     assert len(texts["webhook"]) == 9 and len(texts["log channel"]) == 3
