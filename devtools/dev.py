@@ -286,7 +286,7 @@ def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, pro
     from chalicelib.events.store.log import COLUMNS
     from chalicelib.migrate import migrate
 
-    from .narrate import lines
+    from .narrate import lines, named_steps
 
     migrate(runtime.db_params(settings))
     db, clock = runtime.database(), runtime.clock()
@@ -316,7 +316,8 @@ def _demo(demo: str, api_port: int, settings: Any, token: str, runtime: Any, pro
             if not rows or (only_people and any(row["actor"] == RUNNER for row in rows)):
                 return
             last_id = rows[-1]["id"]
-            for line in lines(LogEntry.from_row(row) for row in rows):
+            names = db.autocommit(lambda tx: named_steps(tx, {row["run_id"] for row in rows}))
+            for line in lines((LogEntry.from_row(row) for row in rows), names):
                 say(line)
 
     stopping = threading.Event()

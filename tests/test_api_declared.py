@@ -56,7 +56,7 @@ def test_a_lost_step_control_is_409_with_the_run_and_step_status_beside_the_mess
     before = snapshot(db, run.id)
     answer = api.post(f"/runs/{run.id}/steps/{spawn.id}/confirm", {}, auth=MODERATOR)
     assert answer.status == 409
-    assert answer.body["errors"] == ["this step is running under a live lease and is not waiting on anyone"]
+    assert answer.body["errors"] == [f"{spawn.named}: this step is running under a live lease and is not waiting on anyone"]
     assert answer.body["detail"] == {"run_status": "running", "step_status": "running", "step_parked": False}
     assert snapshot(db, run.id) == before
 

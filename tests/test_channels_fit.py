@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,11 +23,10 @@ from chalicelib.events.actions.notice import ELLIPSIS, Notice
 from chalicelib.events.adapters.channels import channel_for
 from chalicelib.events.adapters.rehearsal import RehearsalChannel
 from chalicelib.events.adapters.sns_channel import SNS_MESSAGE, SNS_SUBJECT
-from chalicelib.events.adapters.webhook_channel import DISCORD_CONTENT, SLACK_TEXT
+from chalicelib.events.adapters.webhook_channel import DISCORD_CONTENT, SLACK_TEXT, slack_text
 from chalicelib.events.lifecycle import OnFailure, ParkReason, StepStatus, WaitingFor
 from chalicelib.events.model import Step
 from chalicelib.events.runner.compose import build_runner
-from chalicelib.events.store import steps
 from tests.conftest import START
 from tests.support.factory import document
 from tests.support.runner_kit import ROOT, schedule, step, tick
@@ -87,7 +87,9 @@ def _kept(notice: Notice, message: str) -> None:
         return
     assert f"un {notice.run_id}" in message
     if notice.kind == "cue":
-        assert f"Run {notice.run_id}, step {notice.step_id}: confirm it once done, or skip it." in message
+        # The step's name whole: its place as written, its brackets as the channel escapes authored words.
+        place = str(notice.step_named).split(" (", 1)[0]
+        assert f"\n{place} (" in message and "): confirm it once done, or skip it." in message
     assert message.endswith(f"\n{CONSOLE}#/runs/{notice.run_id}")
 
 
@@ -135,10 +137,11 @@ def test_every_webhook_body_is_a_valid_execute_webhook_and_slack_text(
         _kept(notice, content)
         _kept(notice, text)
         assert body["event"] == {"kind": notice.kind, "run_id": notice.run_id, "step_id": notice.step_id,
-                                 "idempotency_key": notice.idempotency_key}
+                                 "step_named": notice.step_named, "idempotency_key": notice.idempotency_key}
         if len(notice.message()) > DISCORD_CONTENT.most:
             assert ELLIPSIS in content  # shortened, not refused
-        assert (ELLIPSIS in text) is (len(notice.message()) > SLACK_TEXT.most)
+        whole = slack_text(replace(notice, rehearsal=rehearsal).message())
+        assert (text != whole) is (len(notice.message()) > SLACK_TEXT.most)  # shortened only past its limit
 
 
 def test_a_long_text_fills_discords_content_to_its_limit():
@@ -190,11 +193,10 @@ def test_a_reminder_and_an_escalation_of_a_cue_at_its_longest_reach_discord_whol
         tick(runner)
     finally:
         runner.close()
-    [cue] = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))
     posted = [r.json for r in game_bridge.received("cue")] + [r.json for r in game_bridge.received("escalation")]
     assert [b["event"]["kind"] for b in posted] == ["cue", "reminder", "escalation"]
     for body in posted:
         assert [e.message for e in execute_webhook.iter_errors(body)] == []
         assert len(body["content"]) <= DISCORD_CONTENT.most
         assert body["content"].endswith(f"\n{CONSOLE}#/runs/{run.id}") and ELLIPSIS in body["content"]
-    assert f"Run {run.id}, step {cue.id}" in posted[0]["content"]
+    assert f"Run {run.id} · Phase 1 · step 1 (" in posted[0]["content"] and "): confirm it" in posted[0]["content"]

@@ -38,7 +38,8 @@ def test_a_cue_on_the_log_channel_reaches_a_lambda_log_that_keeps_warning_and_ab
     cue = db.autocommit(lambda tx: tx.one("SELECT id, idempotency_key FROM event_run_steps WHERE run_id = %s", (run.id,)))
     [line] = [json.loads(text) for text in lambda_log.getvalue().splitlines() if '"channel"' in text]
     assert line["message"] == (
-        f"cue channel: Cue: Light the bonfire\nRun {run.id}, step {cue['id']}: confirm it once done, or skip it.\n"
+        f"cue channel: Cue: Light the bonfire\nRun {run.id} · Phase 1 · step 1 (Light the bonfire): confirm it once done, or"
+        " skip it.\n"
         f"{CONSOLE}#/runs/{run.id}"
     )
     assert line["level"] == "WARNING" and line["correlation_id"] == SCHEDULED_EVENT["id"]

@@ -78,7 +78,7 @@ def test_a_cue_and_an_announcement_land_in_a_subscribed_queue_with_run_step_and_
         }
     assert delivered["announce"]["Message"] == "The harvest begins"
     assert delivered["cue"]["Message"] == (
-        f"Cue: Light the bonfire\nRun {run.id}, step {cue.id}: confirm it once done, or skip it.\n{CONSOLE}#/runs/{run.id}")
+        f"Cue: Light the bonfire\n{cue.named}: confirm it once done, or skip it.\n{CONSOLE}#/runs/{run.id}")
     assert delivered["cue"]["Subject"] == f"Cue for run {run.id}"
 
 

@@ -39,9 +39,10 @@ def test_a_cue_is_posted_signed_in_the_shape_discord_and_slack_accept(db, clock,
     cue = _the_step(db, run.id)
     assert cue.parked
     [request] = game_bridge.received("cue")
-    message = f"Cue: Light the bonfire\nRun {run.id}, step {cue.id}: confirm it once done, or skip it.\n{CONSOLE}#/runs/{run.id}"
+    message = f"Cue: Light the bonfire\n{cue.named}: confirm it once done, or skip it.\n{CONSOLE}#/runs/{run.id}"
     assert request.json == {"content": message, "text": message, "allowed_mentions": {"parse": []},
-                            "event": {"kind": "cue", "run_id": run.id, "step_id": cue.id, "idempotency_key": cue.idempotency_key}}
+                            "event": {"kind": "cue", "run_id": run.id, "step_id": cue.id, "step_named": cue.named,
+                                      "idempotency_key": cue.idempotency_key}}
     assert request.signature_valid(SECRET) and not request.signature_valid("another secret")
     assert request.headers["content-type"] == "application/json"
     assert request.headers["idempotency-key"] == cue.idempotency_key

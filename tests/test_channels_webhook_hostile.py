@@ -50,10 +50,11 @@ def test_discord_content_breaks_everyone_and_here_and_allows_no_mention(db, cloc
 
 
 def test_content_full_of_broadcasts_still_fits_discords_limit_with_its_run_and_step(db, clock, game_bridge):
-    request, run, cue = _posted(db, clock, game_bridge, "@everyone " * 190)  # 1,900 characters, 190 to break
+    request, _, cue = _posted(db, clock, game_bridge, "@everyone " * 190)  # 1,900 characters, 190 to break
     content = request.json["content"]
     assert len(content) <= DISCORD_CONTENT.most and "@everyone" not in content
-    assert content.endswith(f"Run {run.id}, step {cue.id}: confirm it once done, or skip it.")
+    broken = cue.named.replace("@", "@\u200b")  # its name too: the instruction names it
+    assert content.endswith(f"{broken}: confirm it once done, or skip it.")
 
 
 def _sign(timestamp: str, body: bytes) -> str:
@@ -65,7 +66,8 @@ def _sign(timestamp: str, body: bytes) -> str:
 def test_the_key_and_ids_are_signed_so_a_replay_cannot_change_them(db, clock, game_bridge, field, forged):
     request, run, cue = _posted(db, clock, game_bridge, "Light the bonfire")
     timestamp = request.headers["x-event-timestamp"]
-    assert request.json["event"] == {"kind": "cue", "run_id": run.id, "step_id": cue.id, "idempotency_key": cue.idempotency_key}
+    assert request.json["event"] == {"kind": "cue", "run_id": run.id, "step_id": cue.id, "step_named": cue.named,
+                                     "idempotency_key": cue.idempotency_key}
     assert request.headers["x-event-signature"] == _sign(timestamp, request.body)
     replayed = json.loads(request.body)
     replayed["event"][field] = forged

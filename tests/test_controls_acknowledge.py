@@ -54,7 +54,8 @@ def test_another_person_is_409_naming_who_has_it_and_since_when(api, db, clock):
     for other in (GM, MODERATOR, ADMIN):
         answer = api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", {"note": "mine"}, auth=other)
         assert answer.status == 409
-        assert answer.body == {"errors": ["Rowan has it since 20:14 UTC; to have it yourself, take it over with a note"],
+        held = f"{cue.named}: Rowan has it since 20:14 UTC; to have it yourself, take it over with a note"
+        assert answer.body == {"errors": [held],
                                "detail": {"run_status": "running", "step_status": "running", "step_parked": True}}
     assert snapshot(db, run.id) == before
     assert step_row(db, cue.id).acknowledged_by == "Rowan"
@@ -68,7 +69,7 @@ def test_only_a_parked_cue_can_be_acknowledged(api, db, clock):
         answer = api.post(f"/runs/{run.id}/steps/{target.id}/acknowledge", {}, auth=GM)
         shown = {"leased": "running under a live lease"}.get(state, state)
         assert answer.status == 409
-        assert answer.body["errors"] == [f"this step is {shown}; only a parked cue can be acknowledged"]
+        assert answer.body["errors"] == [f"{target.named}: this step is {shown}; only a parked cue can be acknowledged"]
         assert snapshot(db, run.id) == before
 
 

@@ -120,7 +120,7 @@ def _in_flight(db, clock, runner):
 
 def test_advance_while_a_step_of_the_phase_is_in_flight_is_refused_naming_the_step(db, clock, runner):
     run = _in_flight(db, clock, runner)
-    _refused(db, run.id, 1, clock.now(), "Phase 1 · step 2 (core.announce) is in flight; try again in a few seconds")
+    _refused(db, run.id, 1, clock.now(), f"Run {run.id} · Phase 1 · step 2 (core.announce) is in flight; try again in a few seconds")
     # Once its lease has lapsed it is no longer in flight: the advance takes, and the step cannot come back.
     done = commands.advance(db, run.id, 1, actor="mod-mia", now=clock.advance(31))
     assert done.skipped_steps == 2  # the parked cue, and the step whose lease lapsed

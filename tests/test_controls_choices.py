@@ -32,13 +32,13 @@ def _parked(api, db, clock, runner, cue):
 
 
 @pytest.mark.parametrize("cue, body, problem", [
-    (ASK, {}, ("Phase 1 · step 1 (core.cue) asks which: confirm it with a choice, one of north (North arena),"
+    (ASK, {}, ("{run} · Phase 1 · step 1 (arena) asks which: confirm it with a choice, one of north (North arena),"
               " south (South arena)")),
     (ASK, {"note": "done", "choice": "west"},
-     "'west' is not one of the choices of Phase 1 · step 1 (core.cue): north (North arena), south (South arena)"),
+     "'west' is not one of the choices of {run} · Phase 1 · step 1 (arena): north (North arena), south (South arena)"),
     (ASK, {"choice": "North"},
-     "'North' is not one of the choices of Phase 1 · step 1 (core.cue): north (North arena), south (South arena)"),
-    (PLAIN, {"choice": "north"}, "Phase 1 · step 1 (core.cue) offers no choices: confirm it without one"),
+     "'North' is not one of the choices of {run} · Phase 1 · step 1 (arena): north (North arena), south (South arena)"),
+    (PLAIN, {"choice": "north"}, "{run} · Phase 1 · step 1 (Light the bonfire) offers no choices: confirm it without one"),
 ], ids=["no-choice", "not-offered", "not-exactly", "no-choices-offered"])
 def test_a_confirm_that_does_not_fit_the_cue_is_400_naming_its_choices_and_changes_nothing(api, db, clock, runner, cue,
                                                                                            body, problem):
@@ -46,7 +46,7 @@ def test_a_confirm_that_does_not_fit_the_cue_is_400_naming_its_choices_and_chang
     before = everything(db)
     answer = api.post(f"/runs/{run_id}/steps/{step.id}/confirm", body, auth=GM)
     assert answer.status == 400, answer.body
-    assert answer.body["errors"] == [problem]
+    assert answer.body["errors"] == [problem.replace("{run}", f"Run {run_id}")]
     assert everything(db) == before
 
 

@@ -304,7 +304,7 @@ def test_a_key_replayed_by_another_actor_is_a_409_naming_its_use_never_the_first
     stolen = api.post(path, {"reason": "skip it"}, auth=GM, headers=key)
     assert stolen.status == 409 and "Idempotent-Replayed" not in stolen.headers
     assert stolen.body["errors"] == [
-        (f"this Idempotency-Key was used by root-admin for skip of this same step, Phase 1 · step 1 (world.spawn), at"
+        (f"this Idempotency-Key was used by root-admin for skip of this same step, Run {run.id} · Phase 1 · step 1 (world.spawn), at"
          f" {iso(clock.now())}; a replay answers only who pressed it, and a new press needs a new key")]
     assert stolen.body["detail"] == {"key_used_by": "root-admin", "key_used_for": "skip", "key_used_on_step": pending.id}
     # A moderator, who could press a run control, is refused another's run-control key all the same.
@@ -326,7 +326,7 @@ def test_a_key_reused_on_another_step_is_refused_never_the_first_steps_answer_re
     again = api.post(f"/runs/{run.id}/steps/{second.id}/confirm", {"note": "lit"}, auth=GM, headers=key)
     assert again.status == 422 and "Idempotent-Replayed" not in again.headers
     assert again.body["errors"] == [
-        (f"this Idempotency-Key was used for confirm of another step, Phase 1 · step 1 (world.spawn), at"
+        (f"this Idempotency-Key was used for confirm of another step, Run {run.id} · Phase 1 · step 1 (world.spawn), at"
          f" {iso(clock.now())}; a new press needs a new key")]
     assert snapshot(db, run.id) == before and step_row(db, second.id).parked
 
@@ -339,7 +339,7 @@ def test_a_key_reused_for_another_control_on_the_same_step_says_so_exactly(api, 
     skip = api.post(f"/runs/{run.id}/steps/{cue.id}/skip", {"reason": "gone"}, auth=GM, headers=key)
     assert skip.status == 422
     assert skip.body["errors"] == [
-        (f"this Idempotency-Key was used for acknowledge of this same step, Phase 1 · step 1 (world.spawn), at"
+        (f"this Idempotency-Key was used for acknowledge of this same step, Run {run.id} · Phase 1 · step 1 (world.spawn), at"
          f" {iso(clock.now())}; a new press needs a new key")]
     run_key = api.post(f"/runs/{run.id}/pause", auth=ADMIN, headers={"Idempotency-Key": "k-run"})
     assert run_key.status == 200

@@ -69,7 +69,7 @@ def test_the_escalation_webhook_pings_the_mentioned_role_alone(db, clock, game_b
         runner.close()
     [request] = game_bridge.received("escalation")
     body = request.json
-    assert body["content"].startswith("<@&123456789012345678> Escalation: run ")
+    assert body["content"].startswith(f"<@&123456789012345678> Escalation: Run {run.id} · Phase 1 · step 1 (")
     assert "@\u200beveryone" in body["content"]  # an authored mention stays broken
     assert body["allowed_mentions"] == {"parse": [], "roles": ["123456789012345678"]}
     assert body["event"]["kind"] == "escalation" and body["event"]["run_id"] == run.id

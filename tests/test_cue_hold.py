@@ -245,7 +245,8 @@ def test_a_cue_nobody_has_cannot_be_released(db, clock, runner, api):
     before = snapshot(db, run.id)
     for who in (ROWAN, MODERATOR):
         answer = _press(api, run, cue, "release", who)
-        assert answer.status == 409 and answer.body["errors"] == ["nobody has this cue; there is nothing to release"]
+        assert answer.status == 409 and answer.body["errors"] == [
+            f"{cue.named}: nobody has this cue; there is nothing to release"]
     assert snapshot(db, run.id) == before
     acknowledged_at = clock.now()
     assert _press(api, run, cue, "acknowledge", ROWAN).status == 200
@@ -253,7 +254,7 @@ def test_a_cue_nobody_has_cannot_be_released(db, clock, runner, api):
     _tick(runner)  # the hold lapsed: the refusal says whose
     answer = _press(api, run, cue, "release", MODERATOR)
     assert answer.status == 409 and answer.body["errors"] == [
-        (f"nobody has this cue: Rowan acknowledged at {acknowledged_at:%H:%M} UTC and has not confirmed;"
+        (f"{cue.named}: nobody has this cue: Rowan acknowledged at {acknowledged_at:%H:%M} UTC and has not confirmed;"
         " there is nothing to release")]
 
 
@@ -300,7 +301,8 @@ def test_a_cue_nobody_has_is_acknowledged_not_taken_over_and_the_holders_own_tak
     run, cue = _parked_cue(db, clock, runner)
     before = snapshot(db, run.id)
     answer = _press(api, run, cue, "take-over", SAM, {"note": "mine"})
-    assert answer.status == 409 and answer.body["errors"] == ["nobody has this cue; say you have it (acknowledge) instead"]
+    assert answer.status == 409 and answer.body["errors"] == [
+        f"{cue.named}: nobody has this cue; say you have it (acknowledge) instead"]
     assert snapshot(db, run.id) == before
     first = _press(api, run, cue, "acknowledge", ROWAN).body["step"]
     clock.advance(30)

@@ -21,6 +21,9 @@ import pytest
 from chalicelib.db import ConnectionParams, Database
 
 pytestmark = pytest.mark.slow
+# The demo's spawn and its cue, by their one names (the cue's has no name: its instruction, cut at a word).
+SPAWN = r"Phase 1 · step \d+ \(world\.spawn\)"
+CUE = r"Phase 1 · step \d+ \(Light the bonfire, then confirm this…\)"
 
 
 def _free_port() -> int:
@@ -99,10 +102,9 @@ def test_dev_runs_the_demo_event_and_the_terminal_says_so_in_words(db_params):
         assert dev.said(rf"curl -s -H \"Authorization: Bearer \$TOKEN\" \$API/runs/{run_id}$")
         for _ in range(5):  # what the console's polling does: none of it reaches the terminal
             _call(f"{dev.base}/runs?limit=1", token)
-        parked = dev.said(rf"^run {run_id} · phase 1 · step (\d+) world\.spawn done · step (\d+) core\.cue parked: "
-                          r"waiting for a game master$")
-        cue_id = int(parked.group(2))
-        assert dev.said(rf"\$API/runs/{run_id}/steps/{cue_id}/confirm$"), "the confirm line carries the real ids"
+        assert dev.said(rf"^run {run_id} · phase 1 · {SPAWN} done · {CUE} parked: waiting for a game master$")
+        hint = dev.said(rf"^  confirm Run {run_id} · {CUE} on the console, or: .* \$API/runs/{run_id}/steps/(\d+)/confirm$")
+        cue_id = int(hint.group(1))  # the step's id only in the URL, beside its name
         with urllib.request.urlopen(f"{dev.base}/console/config.json", timeout=10) as answer:
             logins = {login["role"]: login["token"] for login in json.loads(answer.read())["dev_logins"]}
         assert set(logins) == {"admin", "moderator", "gm"}
@@ -117,7 +119,7 @@ def test_dev_runs_the_demo_event_and_the_terminal_says_so_in_words(db_params):
         assert dev.said(rf"^run {run_id} · phase 1 · resumed by dev-admin$", 10)
         confirmed = _call(f"{dev.base}/runs/{run_id}/steps/{cue_id}/confirm", token, {"note": "bonfire lit"})
         assert confirmed["step"]["status"] == "done"
-        assert dev.said(rf"^run {run_id} · .*step {cue_id} core\.cue confirmed by dev-admin: bonfire lit")
+        assert dev.said(rf"^run {run_id} · .*{CUE} confirmed by dev-admin: bonfire lit")
         assert dev.said(rf"^run {run_id} · .*phase 2 contest")
         assert dev.said(rf"^run {run_id} · .*completed$", 30)
         assert _call(f"{dev.base}/runs/{run_id}", token)["run"]["health"] == "ok"
@@ -165,15 +167,16 @@ def test_the_failures_demo_fails_once_answers_503_twice_and_takes_8_seconds(db_p
     try:
         token = dev.token()
         run_id = int(dev.said(r"^run (\d+) of ").group(1))
-        failed = dev.said(rf"^run {run_id} · phase 1 · step (\d+) world\.spawn failed: HTTP 400: the square is full: "
-                          r"no room to spawn the scarecrow · paused$")
-        spawn_id = int(failed.group(1))
-        assert dev.said(rf"press Retry on the console, or: .* \$API/runs/{run_id}/steps/{spawn_id}/retry$")
+        assert dev.said(rf"^run {run_id} · phase 1 · {SPAWN} failed: HTTP 400: the square is full: "
+                        r"no room to spawn the scarecrow · paused$")
+        retry = dev.said(rf"press Retry on Run {run_id} · {SPAWN} on the console, or: .* \$API/runs/{run_id}/steps/(\d+)/retry$")
+        spawn_id = int(retry.group(1))
         _call(f"{dev.base}/runs/{run_id}/steps/{spawn_id}/retry", token, {})
-        cue_id = int(dev.said(rf"step {spawn_id} world\.spawn done · step (\d+) core\.cue parked").group(1))
+        assert dev.said(rf"{SPAWN} done · {CUE} parked")
+        cue_id = int(dev.said(rf"^  confirm Run {run_id} · {CUE} on the console, or: .*/steps/(\d+)/confirm$").group(1))
         _call(f"{dev.base}/runs/{run_id}/steps/{cue_id}/confirm", token, {"note": "lit"})
-        assert dev.said(r"world\.give_item attempt 1 failed \(HTTP 503\): it will be retried")
-        assert dev.said(r"world\.give_item attempt 2 failed \(HTTP 503\): it will be retried")
+        assert dev.said(r"\(world\.give_item\) attempt 1 failed \(HTTP 503\): it will be retried")
+        assert dev.said(r"\(world\.give_item\) attempt 2 failed \(HTTP 503\): it will be retried")
         dev.said(rf"^run {run_id} · .*completed$", 60)
         log = _call(f"{dev.base}/runs/{run_id}/log?limit=1000", token)["entries"]
     finally:
@@ -215,7 +218,8 @@ def test_the_readme_and_definitions_examples_run_as_written_in_order_against_mak
     dev = Dev(db_params).start()
     try:
         dev.token()
-        assert dev.said(r"^run 1 · phase 1 · step 3 world\.spawn done · step 4 core\.cue parked"), "ids as the README says"
+        assert dev.said(rf"^run 1 · phase 1 · {SPAWN} done · {CUE} parked"), "names as the README says"
+        assert dev.said(r"\$API/runs/1/steps/4/confirm$"), "ids as the README says"
         script = "\n".join(["set -euo pipefail", "curl() { command curl --fail-with-body \"$@\"; echo; }",
                             *blocks]).replace("127.0.0.1:8000", f"127.0.0.1:{dev.api_port}")
         done = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
@@ -268,7 +272,7 @@ def test_a_newcomer_runs_the_demo_against_the_node_kits_example_and_bridge_check
             token = dev.token()
             assert dev.said(rf"your game bridge on {re.escape(bridge_url)} \(no demo bridge started\)")
             run_id = int(dev.said(r"^run (\d+) of \"Harvest festival \(demo\)\"").group(1))
-            parked = dev.said(rf"^run {run_id} · phase 1 · step \d+ world\.spawn done · step (\d+) core\.cue parked")
+            parked = dev.said(rf"^  confirm Run {run_id} · {CUE} on the console, or: .*/steps/(\d+)/confirm$")
             _call(f"{dev.base}/runs/{run_id}/steps/{int(parked.group(1))}/confirm", token, {"note": "bonfire lit"})
             assert dev.said(rf"^run {run_id} · .*completed$", 60)
             run = _call(f"{dev.base}/runs/{run_id}", token)

@@ -99,7 +99,7 @@ def test_a_step_controls_409_names_the_state_the_step_is_really_in(db, clock, mo
     _rival_after_first_read(monkeypatch, steps, "get_on_run", claimer_finishes)
     with pytest.raises(Conflict) as lost:
         commands.skip(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
-    assert str(lost.value) == commands.refusal("skip", run_row(db, run.id), step_row(db, spawn.id))
+    assert str(lost.value) == f"{spawn.named}: " + str(commands.refusal("skip", run_row(db, run.id), step_row(db, spawn.id)))
 
 
 # ── each control and its log row commit together ──────────────────────────

@@ -62,7 +62,7 @@ def test_an_undeclared_revert_is_recorded_never_sent_and_left_saying_why(api, db
     assert ledger_page[0]["revert"] == {"action": "admin.ban_player", "params": {"player": "bob"}}  # as the game gave it
     waiting = run_row(db, run.id)
     assert waiting.status is RunStatus.RUNNING and waiting.health is Health.DEGRADED  # it went on, degraded
-    assert waiting.last_error == ("Phase 1 · step 1 (world.spawn) listed 2 of 3 resources with a revert that is never"
+    assert waiting.last_error == (f"Run {run.id} · Phase 1 · step 1 (world.spawn) listed 2 of 3 resources with a revert that is never"
                                   f" sent ({BANNED})")
     [dispatch] = [e.detail for e in log_of(db, run.id) if e.kind == "step.dispatch" and e.detail["action"] == "world.spawn"]
     assert dispatch["resources"] == 3 and dispatch["resources_cannot_revert"].startswith("2 of 3")

@@ -290,7 +290,7 @@ def test_resend_is_only_for_a_step_parked_in_doubt_and_acknowledge_only_for_a_cu
 
 def test_a_step_parked_in_doubt_holds_its_phase_against_an_advance_and_a_close(db, clock, runner, game_bridge):
     run, _ = _parked_in_doubt(db, clock, runner, game_bridge, step("world.spawn", npc="crow"))
-    with pytest.raises(Conflict, match=r"Phase 1 · step 1 \(world.spawn\) waits for a decision"):
+    with pytest.raises(Conflict, match=r"Run \d+ · Phase 1 · step 1 \(world.spawn\) waits for a decision"):
         commands.advance(db, run.id, 1, actor="mod-mia", now=clock.now())
     closed = db.transaction(lambda tx: steps.cancel_phase(tx, run.id, 1, clock.now(), "phase 1 lasted its 60 s"))
     assert [s.id for s in closed] == [db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[1].id]
@@ -300,7 +300,7 @@ def test_a_step_parked_in_doubt_holds_its_phase_against_an_advance_and_a_close(d
 def test_a_cancel_closes_a_step_in_doubt_saying_so_and_a_cancel_with_cleanup_waits_for_the_decision(
         db, clock, runner, game_bridge):
     run, _ = _parked_in_doubt(db, clock, runner, game_bridge)
-    with pytest.raises(Conflict, match=r"decide Phase 1 · step 1 \(world.spawn\) first"):
+    with pytest.raises(Conflict, match=r"decide Run \d+ · Phase 1 · step 1 \(world.spawn\) first"):
         commands.cancel(db, run.id, actor="mod-mia", now=clock.now(), cleanup=True)
     assert run_row(db, run.id).status is RunStatus.RUNNING
     commands.cancel(db, run.id, actor="mod-mia", now=clock.now())
@@ -343,7 +343,7 @@ def test_a_cancel_with_cleanup_of_a_run_with_something_live_waits_for_the_decisi
     clock.advance(RULES.retry_seconds)
     tick(runner)
     assert db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[1].parked_in_doubt
-    with pytest.raises(Conflict, match=r"decide Phase 1 · step 2 \(world.spawn\) first"):
+    with pytest.raises(Conflict, match=r"decide Run \d+ · Phase 1 · step 2 \(world.spawn\) first"):
         commands.cancel(db, run.id, actor="mod-mia", now=clock.now(), cleanup=True)
     assert run_row(db, run.id).status is RunStatus.RUNNING
 
@@ -376,7 +376,7 @@ def test_a_step_waiting_for_a_decision_is_escalated_as_every_wait_is(db, clock, 
     finally:
         escalating.close()
     (posted,) = escalations.posts
-    assert posted.startswith(f"Escalation: run {run.id} has waited") and "for a decision" in posted, posted
+    assert posted.startswith(f"Escalation: Run {run.id} · Phase 1 · step ") and "for a decision" in posted, posted
     assert "Phase 1 · step 1 (world.spawn)" in posted
 
 
@@ -413,4 +413,4 @@ def test_the_cleanup_plan_names_the_step_a_cleanup_waits_for(db, clock, runner, 
     clock.advance(RULES.retry_seconds)
     tick(runner)
     plan = api.get(f"/runs/{run.id}/cleanup-plan", auth=GM).body
-    assert (plan["cleans_up"], plan["undecided"], len(plan["reverts"])) == (False, "Phase 1 · step 2 (world.spawn)", 1)
+    assert (plan["cleans_up"], plan["undecided"], len(plan["reverts"])) == (False, f"Run {run.id} · Phase 1 · step 2 (world.spawn)", 1)

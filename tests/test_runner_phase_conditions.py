@@ -428,7 +428,7 @@ def test_retry_of_a_step_in_a_phase_that_ends_at_resume_is_refused_naming_it(db,
     try:
         commands.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
     except Conflict as refused:
-        assert str(refused).startswith("phase 1 (arena) ends when the run resumes (the signal boss_down at ")
+        assert str(refused).startswith(f"{spawn.named}: phase 1 (arena) ends when the run resumes (the signal boss_down at ")
     else:
         raise AssertionError("the retry took")
     assert _steps(db, run.id)[0].status is StepStatus.FAILED  # nothing changed
@@ -446,7 +446,7 @@ def test_retry_of_a_failed_step_of_a_running_run_whose_phase_ended_names_the_run
     try:
         commands.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
     except Conflict as refused:
-        assert str(refused) == "this run is running; a step can only be retried while its run is paused"
+        assert str(refused) == f"{spawn.named}: this run is running; a step can only be retried while its run is paused"
     else:
         raise AssertionError("the retry took")
 

@@ -157,7 +157,7 @@ def test_the_runs_list_says_who_paused_each_paused_run_and_why(api, db, clock, r
     assert (listed[by_hand.id]["paused_by"], listed[by_hand.id]["reason"]) == ("mod-mia", "boss bugged")
     assert (listed[again.id]["paused_by"], listed[again.id]["reason"]) == ("root-admin", None)
     assert listed[failing.id]["paused_by"] is None
-    assert listed[failing.id]["reason"] == "Phase 1 · step 1 (world.spawn) HTTP 400: the square is full"
+    assert listed[failing.id]["reason"] == f"Run {failing.id} · Phase 1 · step 1 (world.spawn) HTTP 400: the square is full"
     for run_id, shown in listed.items():  # the run's own page says the same
         assert _agrees(api, db, run_id) == shown
     assert "paused_by" not in api.get(f"/runs/{by_hand.id}", auth=GM).body["run"]  # on its wait, not the run

@@ -264,6 +264,9 @@ STEP = _object(
     attempts_allowed_from={"type": "integer", "minimum": 0,
                            "description": "the attempts spent before a person's last retry or resend: the attempt"
                                           " ceiling counts only those after it"},
+    name={"type": ["string", "null"], "description": "its authored name (what an only_if calls it by); null: none"},
+    named={"type": "string", "description": "its one name on every surface: \"Run 6 · Phase 1 · step 2 (light the"
+                                            " bonfire)\" (docs/contract.md, \"A step's one name\")"},
     claim_expires_at=_MAYBE_TIME,
     due_at=_MAYBE_TIME,
     started_at=_MAYBE_TIME,

@@ -47,6 +47,6 @@ def test_a_cue_with_choices_is_answered_by_its_buttons_and_the_run_takes_that_br
     passed = eventually(lambda: text_of(browser, "[data-passed-over='2']"), "the phase passed over")
     assert passed == "Passed over: skipped: cue arena answered south, not one of [north].", passed
     rows = [text for _, text in log_rows(browser)]
-    assert any("step 1 (core.cue) running → done by confirm answer: south note: “north is flooded”" in r for r in rows), rows
+    assert any("step 1 (arena) running → done by confirm answer: south note: “north is flooded”" in r for r in rows), rows
     assert any("Phase 2 “north” passed over" in r for r in rows), rows
     assert any("Phase 3 “south” began" in r for r in rows), rows

@@ -92,7 +92,8 @@ def test_a_cleanup_waiting_on_a_by_hand_revert_names_the_revert_on_its_banner_an
     text = banner.text
     assert re.search(r"Waiting for a game master for \d+ (s|min) to revert npc crow-9: Shoo the crow off the roof by hand", text), text
     revert_id = int(banner.get_attribute("data-cue"))
-    assert "Phase 3 · step 1 (core.cue)" in text, text  # the step the revert is, named as everywhere
+    # the step the revert is, named as everywhere
+    assert f"Run {run_id} · Phase 3 · step 1 (Shoo the crow off the roof by hand)" in text, text
     assert {b.get_attribute("data-control") for b in banner.find_elements(By.CSS_SELECTOR, "[data-control]")} >= {"confirm", "skip"}
     screenshot(browser, "cleanup-waiting-on-a-revert-by-hand")
 

@@ -20,7 +20,7 @@ def test_a_step_in_doubt_shows_its_three_choices_and_resend_sends_it_once_more(b
     open_run(browser, server.url, run_id)
     read = "const b = document.querySelector('[data-decision]'); return b && [+b.dataset.decision, b.innerText]"
     step_id, text = eventually(lambda: browser.execute_script(read), "the decision banner", 40)
-    assert "Phase 1 · step 1 (garden.seed) waits for a decision" in text, text
+    assert f"Run {run_id} · Phase 1 · step 1 (garden.seed) waits for a decision" in text, text
     assert "the game may or may not have applied it" in text, text
     choices = [b.get_attribute("data-control") for b in browser.find_elements(By.CSS_SELECTOR, "[data-decision] [data-control]")]
     assert choices == ["confirm", "skip", "resend"], choices
@@ -29,7 +29,7 @@ def test_a_step_in_doubt_shows_its_three_choices_and_resend_sends_it_once_more(b
 
     press(browser, "cancel")  # the cancel dialog: no cleanup until the decision is made
     said = eventually(lambda: text_of(browser, "#cleanup-undecided"), "the cancel dialog's word on the undecided step")
-    assert said == ("No cleanup yet: decide Phase 1 · step 1 (garden.seed) first (the game may or may not have"
+    assert said == (f"No cleanup yet: decide Run {run_id} · Phase 1 · step 1 (garden.seed) first (the game may or may not have"
                     " applied it)."), said
     browser.find_element(By.CSS_SELECTOR, "[data-ask='back']").click()
 

@@ -119,7 +119,9 @@ def test_a_step_waiting_to_be_tried_again_says_which_attempt_when_and_the_last_a
     browser.refresh()
     retried = eventually(lambda: "since" in (line := text_of(browser, f"[data-retry='{step.id}']")) and line,
                          "the retried step's line")
-    assert re.fullmatch(r"attempt 2 of 3 since a person sent it again, next in (9|10) min, after: HTTP 503", retried), retried
+    # The attempt as the game will see it (attempts only rise), its place in the renewed allowance beside it.
+    expected = r"attempt 5 \(2 of 3 since a person sent it again\), next in (9|10) min, after: HTTP 503"
+    assert re.fullmatch(expected, retried), retried
 
 
 def test_a_run_held_by_a_wait_says_until_when_and_what_comes_next(browser, server, api_client):
@@ -128,7 +130,8 @@ def test_a_run_held_by_a_wait_says_until_when_and_what_comes_next(browser, serve
     sign_in(browser, MODERATOR)
     open_run(browser, server.url, run_id)
     held = eventually(lambda: text_of(browser, "#holding-banner"), "the hold's banner", 40)
-    assert re.fullmatch(r"Holding until .+ \(core\.wait\), then Phase 1 · step 2 \(core\.announce\) \(in (9|10) min\)\.", held), held
+    then = r"then Run \d+ · Phase 1 · step 2 \(core\.announce\) \(in (9|10) min\)\."
+    assert re.fullmatch(r"Holding until .+ \(core\.wait\), " + then, held), held
     hover = browser.find_element(By.CSS_SELECTOR, "#holding-banner time").get_attribute("title")
     assert re.search(r"\d:\d\d:\d\d .+ · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$", hover), f"local time, its zone, then UTC: {hover}"
     assert text_of(browser, "#run-progress-words") == "Phase 1 of 1 · step 2 of 2"
@@ -143,7 +146,8 @@ def test_a_cue_s_banner_says_when_it_reminds_and_times_out(browser, server, api_
     open_run(browser, server.url, run_id)
     cue_id, _ = cue_banner(browser)
     timers = eventually(lambda: text_of(browser, f"[data-cue-timers='{cue_id}']"), "the cue's timers")
-    expected = r"Phase 1 · step 1 \(core\.cue\) · next reminder in (9|10) min · escalates in \d+ min · times out in (29|30) min"
+    expected = (r"Run \d+ · Phase 1 · step 1 \(Light the bonfire\) · next reminder in (9|10) min · escalates in \d+ min"
+                r" · times out in (29|30) min")
     assert re.fullmatch(expected, timers), timers
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
 
@@ -182,7 +186,7 @@ def test_every_page_passes_axe_light_and_dark_at_a_laptop_and_at_400_px_with_sho
     assert _focus_ring_contrast(browser) >= 3
     browser.find_element(By.CSS_SELECTOR, "[data-cue] [data-control='confirm']").click()
     asked = eventually(lambda: text_of(browser, "dialog[open] h2"), "the confirm's question")
-    assert asked.endswith("(Phase 1 · step 1 (core.cue): Light the bonfire)"), f"the dialog names the step as the page does: {asked}"
+    assert asked.endswith(f"(Run {run_id} · Phase 1 · step 1 (Light the bonfire))"), f"the dialog names the step as the page does: {asked}"
     _audited(browser, "a control's dialog")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='back']").click()
     doc_screenshot(browser, "run-at-cue")

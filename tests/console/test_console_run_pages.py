@@ -25,6 +25,6 @@ def test_a_run_longer_than_one_api_page_shows_every_step_and_the_controls_of_the
                        f"all {len(made)} steps on the page")
     assert shown == len(made)
     last = browser.find_element(By.CSS_SELECTOR, f"[data-step-row='{made[-1].id}']")
-    assert f"Phase 1 · step {len(made)} (core.announce)\nline {len(made) - 1}" in last.text, last.text
+    assert f"Run {run.id} · Phase 1 · step {len(made)} (core.announce)\nline {len(made) - 1}" in last.text, last.text
     assert last.find_elements(By.CSS_SELECTOR, f"[data-control='skip'][data-step='{made[-1].id}']"), "the last page's controls"
     assert server.requested(f"/runs/{run.id}?steps_cursor={made[STEPS_PAGE - 1].id}"), "the second page was asked for"

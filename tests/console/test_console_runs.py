@@ -73,7 +73,7 @@ def test_a_failing_bridge_pauses_the_run_with_its_error_and_retry_from_the_page_
     eventually(lambda: "the scarecrow model is missing" in text_of(browser, "#paused-banner"), "the paused banner and its error")
     assert "the scarecrow model is missing" in text_of(browser, "#run-last-error")
     # One name for the step on every surface: the banner, its buttons, the table, the log.
-    name = "Phase 1 · step 2 (world.spawn)"
+    name = f"Run {run_id} · Phase 1 · step 2 (world.spawn)"
     dispatched = eventually(lambda: [text for actor, text in log_rows(browser) if actor == "runner"
                                      and f"{name} dispatched, attempt 1: failed, " in text and "HTTP 400: the scarecrow" in text],
                             "the failed dispatch in the log")
@@ -81,9 +81,9 @@ def test_a_failing_bridge_pauses_the_run_with_its_error_and_retry_from_the_page_
     banner = text_of(browser, "#paused-banner")
     assert f"{name} failed: HTTP 400: the scarecrow model is missing" in banner, banner
     retry = browser.find_element(By.CSS_SELECTOR, "#paused-banner [data-control='retry']")
-    assert retry.text == f"Retry {name}", retry.text
+    assert (retry.text, retry.get_attribute("aria-label")) == ("Retry", f"Retry, {name}"), retry.text  # short, named
     go_on = browser.find_element(By.CSS_SELECTOR, "#paused-banner [data-control='resume']")
-    assert go_on.text == f"Go on, leaving {name} failed", "resume says what it does beside retry"
+    assert go_on.text == "Go on, leaving it failed", "resume says what it does beside retry, short"
     assert not browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='resume']"), "one resume, the explained one"
     assert name in text_of(browser, "[data-step-row] strong") and "Error: HTTP 400" in text_of(browser, "[data-said='error']")
     failed = f"[data-attempts='{retry.get_attribute('data-step')}']"
@@ -116,7 +116,7 @@ def test_pause_resume_and_cancel_with_a_reason_by_keyboard_with_focus_after_each
     assert not browser.find_elements(By.CSS_SELECTOR, "#run-last-error"), "a person's reason is not an error"
     doc_screenshot(browser, "run-paused")
 
-    press(browser, "resume")
+    press(browser, "resume", text="")
     wait_for_status(browser, "running")
     press(browser, "cancel")
     asked = text_of(browser, "dialog[open]")
@@ -254,7 +254,7 @@ def test_the_runs_list_says_who_paused_a_run_and_why(browser, server, api_client
     rows = eventually(lambda: (found := browser.execute_script(told)).get(str(by_hand)) and found.get(str(stopped)) and found,
                       "both paused runs with who paused them")
     assert rows[str(by_hand)] == "paused by mod-mia: “boss bugged”", rows
-    assert rows[str(stopped)] == "stopped: Phase 1 · step 2 (world.spawn) HTTP 400: the square is full", rows
+    assert rows[str(stopped)] == f"stopped: Run {stopped} · Phase 1 · step 2 (world.spawn) HTTP 400: the square is full", rows
     for run_id in (by_hand, stopped):
         api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
 

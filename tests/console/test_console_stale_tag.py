@@ -61,7 +61,7 @@ def test_a_press_on_a_state_another_tab_changed_is_412_naming_it_and_the_page_re
     api_client.call("POST", f"/runs/{run_id}/resume", {}, token=MODERATOR)
     api_client.call("POST", f"/runs/{run_id}/pause", {"reason": "boss bugged again"}, token=MODERATOR)
     before = logged(console_db, run_id)
-    press(browser, "resume")
+    press(browser, "resume", text="")
     said = eventually(lambda: "changed while you were looking" in (text := _notice(browser)) and text, "the 412 explained")
     assert "This changed while you were looking: here is what it is now:" in said
     assert f"run {run_id} is now paused at phase 1, paused by mod-mia at" in said and "boss bugged again" in said
@@ -71,7 +71,7 @@ def test_a_press_on_a_state_another_tab_changed_is_412_naming_it_and_the_page_re
     browser.execute_script("window.releaseReads()")  # the page re-reads: what it is now is on the page
     eventually(lambda: any(actor == "mod-mia" and "boss bugged again" in text for actor, text in log_rows(browser)),
                "the other tab's pause in the log")
-    press(browser, "resume")  # now pressed on what the person sees: it takes
+    press(browser, "resume", text="")  # now pressed on what the person sees: it takes
     wait_for_status(browser, "running")
     assert any(actor == "root-admin" and "by resume" in text for actor, text in log_rows(browser))
 

@@ -45,7 +45,7 @@ def test_a_gm_sees_their_cue_on_the_runs_list_acknowledges_and_confirms_it(brows
     assert {"confirm", "skip", "acknowledge"} <= shown, shown
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-control]:not([data-step])"), "run controls stay moderator's"
 
-    press(browser, "acknowledge", cue_id)
+    press(browser, "acknowledge", cue_id, text="")
     has_it = eventually(lambda: text_of(browser, "[data-cue] [data-has-it]"), "who has the cue")
     assert re.match(r"^gm-gus has it since \d", has_it), has_it
     assert browser.find_element(By.CSS_SELECTOR, "[data-cue] [data-has-it] time").get_attribute("title").endswith(" UTC")

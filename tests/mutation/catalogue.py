@@ -678,7 +678,7 @@ MUTATIONS: list[Mutation] = [
                   "        logged = log.append(tx, journal.run_control(run, self.name, RunStatus.PAUSED, by.actor, reason=note), by.now)\n",
                   "        ", (G_CONTROLS,)),
     _commit_first("resume-commits-before-its-log-row", "resume-commits-before-its-log-row",
-                  "    return log.append(tx, journal.run_control(run, control, to, by.actor), by.now)\n",
+                  "    return log.append(tx, journal.run_control(run, control, to, by.actor, **said), by.now)\n",
                   "    ", (G_CONTROLS,)),
     _commit_first("cancel-commits-before-its-log-row", "cancel-commits-before-its-log-row",
                   "        logged = log.append(tx, journal.run_control(run, self.name, RunStatus.CANCELLED, by.actor, reason=note, cancelled_steps=closed,\n",

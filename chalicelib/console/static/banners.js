@@ -8,14 +8,17 @@
 import { stepName } from './names.js';
 import { capitalised, clock, el, inFuture, isOpenStep, isTerminalRun, labelOf, parkOf, since, waitOf } from './ui.js';
 
-// The log row that put the run in `status` last (a run.status row): who, why and when.
+// The log row that put the run in `status` last (a run.status row): who, why and when. A cleanup a person
+// began (a cancel with cleanup) ends the run on the engine's row: that person and their reason say why it ended.
 export function lastMove(entries, status) {
-  for (let i = entries.length - 1; i >= 0; i -= 1) {
-    const entry = entries[i];
-    if (entry.kind === 'run.status' && entry.detail?.to === status) {
-      const d = entry.detail;
-      return { by: d.control ? entry.actor : null, why: d.reason || d.cause || null, at: entry.created_at };
-    }
+  const moves = entries.filter((entry) => entry.kind === 'run.status');
+  for (let i = moves.length - 1; i >= 0; i -= 1) {
+    if (moves[i].detail?.to !== status) continue;
+    const begun = moves[i].detail.control || !isTerminalRun(status) ? null : moves.slice(0, i).reverse()
+      .find((entry) => entry.detail?.control && entry.detail.to === 'cleaning_up' && entry.detail.cleanup);
+    const entry = begun || moves[i];
+    const d = entry.detail;
+    return { by: d.control ? entry.actor : null, why: d.reason || d.cause || null, at: entry.created_at };
   }
   return null;
 }
@@ -92,7 +95,7 @@ export function banners(view) {
     const move = lastMove(entries, run.status);
     const failed = steps.filter((s) => view.offered(s).includes('retry'));
     const resume = failed.length && view.offered(null).includes('resume')
-      ? view.button('resume', null, `Go on, leaving ${failed.map(stepName).join(', ')} failed`) : null;
+      ? view.button('resume', null, `Go on, leaving ${failed.length === 1 ? 'it' : 'them'} failed`) : null; // named just above
     if (resume) taken.add('resume');
     // A person's pause is theirs to explain, not an error: red only when the engine stopped the run.
     parts.push(banner(move?.by ? 'held' : 'stopped', { 'aria-label': capitalised(labelOf(run.status)), id: 'paused-banner' },

@@ -13,6 +13,7 @@
 // this section alone and tried again on the next poll: the page's steps and controls never wait for it.
 
 import { get } from './api.js';
+import { namer } from './names.js';
 import { badge, el, table } from './ui.js';
 
 const PAGE = 100; // the API ends a page sooner when its resources are large
@@ -91,9 +92,10 @@ export function ledgerSection(runId) {
       body.replaceChildren(el('p', { class: 'muted' }, 'Nothing recorded: no answer listed what it created.'));
       return;
     }
+    const stepOf = namer(detail.steps);
     const rows = resources.map((r) => el('tr', { 'data-resource': named(r), 'data-status': r.status },
       el('td', {}, r.kind), el('td', {}, el('code', {}, r.id)), el('td', {}, badge(r.status)),
-      el('td', {}, revertWords(r)), el('td', {}, `step ${r.step_id}`)));
+      el('td', {}, revertWords(r)), el('td', {}, stepOf(r))));
     body.replaceChildren(
       progress(detail),
       el('p', { id: 'resources-live' }, `${counts.live || 0} live of ${recorded} recorded.`),

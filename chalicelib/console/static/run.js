@@ -10,11 +10,11 @@
 import { ApiError, get, neededRoles, post } from './api.js';
 import { banners, lastMove } from './banners.js';
 import { logView } from './log.js';
-import { namer, stepName } from './names.js';
+import { namer, stepName, wordsBeyondName } from './names.js';
 import { Poller, freshness } from './poll.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
-import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, parkOf, rehearsalMark, waitOf, when } from './ui.js';
+import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, parkOf, rehearsalMark, since, waitOf, when } from './ui.js';
 import { askCancel, ledgerSection } from './resources.js';
 
 const LOG_PAGE = 500;
@@ -75,9 +75,10 @@ export function runView(main, ctx, runIdText) {
     }
   }
 
-  // A control's button; on a cue with choices, a control that carries the answer (confirm) is a button per
-  // choice, each its label.
-  function controlButton(name, step, label = step ? `${specOf(name).action} ${stepName(step)}` : specOf(name).action) {
+  // A control's button, its label short ("I have it": the banner or the step's row names the step once, the
+  // button's accessible name adds it); on a cue with choices, a control that carries the answer (confirm) is a
+  // button per choice, each its label.
+  function controlButton(name, step, label = specOf(name).action) {
     const spec = specOf(name);
     const choices = spec.choiceField && step && !parkOf(step)?.decision ? (step.params?.choices || []) : [];
     if (choices.length) {
@@ -87,7 +88,7 @@ export function runView(main, ctx, runIdText) {
       }, choice.label));
     }
     return el('button', {
-      type: 'button', class: spec.tone,
+      type: 'button', class: spec.tone, 'aria-label': step ? `${label}, ${stepName(step)}` : null,
       'data-control': name, 'data-step': step ? step.id : null, onclick: () => act(name, step),
     }, label);
   }
@@ -122,23 +123,33 @@ export function runView(main, ctx, runIdText) {
 
   // POSTs a control or a signal and explains the answer: `done(answer)` the words on success; a refusal
   // as the page explains every refusal (409 the run has moved, 412 it changed while the person looked —
-  // both re-read the page — 403 the role needed; 401 signs out).
-  async function send(path, body, { action, done, about = '' }) {
+  // both re-read the page — 403 the role needed; 401 signs out). `typed`: what the person wrote in the
+  // control's dialog ({label, text}), given back in a refusal's notice so it is not lost; `shown`: the run's
+  // status as the page showed it when the person pressed.
+  async function send(path, body, { action, done, about = '', typed = null, shown = null }) {
+    const kept = typed?.text ? ` Your ${typed.label.toLowerCase()}, not sent: “${typed.text}”.` : '';
+    const pressed = `${action}${about ? ` (${about})` : ''}`;
     try {
       notice(done(await post(path, body)), 'ok');
     } catch (error) {
       if (!(error instanceof ApiError) || error.status === 401) return;
-      if (error.stale) {
-        notice(`${action}${about ? ` (${about})` : ''} did nothing. ${error.messages.join(' ')}`, 'warning');
+      // Said once: a run that moved since the press (its status answered beside the message of a 409 or a 412)
+      // is the whole story; else what changed (412), or the refusal's reason (409), the step it names already
+      // named in the press.
+      const now = error.detail.run_status;
+      if ((error.stale || error.status === 409) && now && shown && now !== shown) {
+        notice(`This run has moved: it is now ${now}, so ${pressed} did nothing.${kept}`, 'warning');
+      } else if (error.stale) {
+        notice(`${pressed} did nothing. ${error.messages.join(' ')}${kept}`, 'warning');
       } else if (error.status === 409) {
-        const now = error.detail.run_status; // the status the run is actually in, answered beside the message
-        notice(`This run has moved: it is now ${now || 'changed'}. ${error.messages.join(' ')}`, 'warning');
+        const why = error.messages.map((m) => (about && m.startsWith(`${about}: `) ? m.slice(about.length + 2) : m));
+        notice(`${pressed} did nothing: ${why.join(' ')}${kept}`, 'warning');
       } else {
         // Nothing changed on the server, so no refresh: the explanation stays in view.
         const roles = neededRoles(error);
         notice(error.status === 403
           ? `Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`
-          : `${action}${about ? ` ${about}` : ''} did not work: ${error.messages.join(' ')}`, 'error');
+          : `${action}${about ? ` ${about}` : ''} did not work: ${error.messages.join(' ')}${kept}`, 'error');
         focus(title);
         return;
       }
@@ -168,52 +179,92 @@ export function runView(main, ctx, runIdText) {
       return `${capitalised(runNamed())} stops for good: its ${open} open ${open === 1 ? 'step is' : 'steps are'} cancelled`
         + ' (a step already sent to the game is left to its answer), no later phase begins, and it cannot be resumed.';
     }
-    const failed = detail.steps.filter((s) => offered(s).includes('retry'));
-    if (name === 'resume' && failed.length) {
-      return `The run goes on from the step after the failed one; ${failed.map(stepName).join(', ')} stays failed.`;
-    }
+    if (name === 'advance') return advanceWords();
+    if (name === 'resume') return resumeWords();
     return null;
+  }
+
+  // What an Advance will do, before it is sent: each open step of the phase it ends, named, and what becomes
+  // of it (a parked cue or decision and a pending step are skipped with the reason), a failed step that stays
+  // failed, a signal no longer awaited, and a paused run resumed.
+  function advanceWords() {
+    const phase = currentPhase();
+    const ofPhase = detail.steps.filter((s) => s.phase === phase.number);
+    const skipped = ofPhase.filter(isOpenStep).map((s) => el('li', { 'data-skips': s.id }, `${stepName(s)}: `,
+      s.parked ? (parkOf(s)?.decision ? 'waiting for a decision' : `a cue waiting for a game master${s.acknowledged_by ? ` (${s.acknowledged_by} has it)` : ''}`)
+        : s.attempts ? 'to be tried again' : 'not begun yet', ', is skipped'));
+    const failed = ofPhase.filter((s) => offered(s).includes('retry')).map(stepName);
+    const signal = awaitedSignal();
+    return [
+      el('p', {}, skipped.length ? `Advancing ends ${phase.named} now; with your reason, it skips:` : `Advancing ends ${phase.named} now; it skips nothing: its steps are over.`),
+      skipped.length ? el('ul', { id: 'advance-skips' }, skipped) : null,
+      failed.length ? el('p', {}, `${failed.join(', ')} stays failed.`) : null,
+      signal ? el('p', {}, `The signal ${signal.name} is no longer awaited.`) : null,
+      el('p', {}, waitOf(detail.waiting)?.on === 'run' ? 'The run resumes with the next phase.' : 'The next phase begins.'),
+    ];
+  }
+
+  // What a Resume goes over: a pause with a reason by someone else says who and why, for the note to answer;
+  // a failed step it leaves failed.
+  function resumeWords() {
+    const move = lastMove(entries, detail.run.status);
+    const failed = detail.steps.filter((s) => offered(s).includes('retry'));
+    return [
+      move?.by && move.by !== session.sub && move.why
+        ? el('p', { id: 'ask-pause-reason' }, `${move.by} paused it `, since(move.at), ` ago: “${move.why}”. Resume over it?`) : null,
+      failed.length ? el('p', {}, `The run goes on from the step after the failed one; ${failed.map(stepName).join(', ')} stays failed.`) : null,
+    ].filter(Boolean);
   }
 
   // `choice`: the answer pressed, on a cue with choices ({value, label}).
   async function act(name, step, choice = null) {
     const spec = specOf(name);
+    const shown = detail.run.status; // as the person saw it when they pressed
     let body = {};
+    let typed = null;
     const phase = spec.phaseField ? currentPhase() : null;
-    const what = choice ? `The answer: ${choice.label}.` : step ? null : consequence(name);
+    const consequences = choice ? `The answer: ${choice.label}.` : step ? null : consequence(name);
+    const what = Array.isArray(consequences) && !consequences.length ? null : consequences;
     if (spec.option && !step) { // cancel: what it does, its reason, and whether to clean up what the run left
       const chosen = await askCancel(runId, { ...spec, title: spec.title || `${spec.action}?`, what });
       if (chosen === null) return;
       body = chosen;
+      if (chosen[spec.field]) typed = { label: spec.field, text: chosen[spec.field] };
     } else if (spec.field || what) {
-      const words = step?.params?.instruction || step?.params?.message;
+      const words = step ? wordsBeyondName(step) : null;
       const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
       const text = await ask({
         title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what,
         required: spec.required,
       });
       if (text === null) return;
-      if (text) body = { [spec.field]: text };
+      if (text) {
+        body = { [spec.field]: text };
+        typed = { label: spec.field, text };
+      }
     }
     if (phase) body[spec.phaseField] = phase.number;
     if (choice) body[spec.choiceField] = choice.value;
     const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
     const named = step ? stepName(step) : `run ${runId}`;
     const answered = choice ? `: ${choice.label}` : '';
-    await send(path, body, { action: spec.action, about: named, done: () => `${spec.done} ${named}${answered}.` });
+    await send(path, body, { action: spec.action, about: named, typed, shown, done: () => `${spec.done} ${named}${answered}.` });
   }
 
   const signalButton = (signal) => (session.may.control ? el('div', { class: 'buttons' }, el('button', {
     type: 'button', class: 'primary', id: 'send-signal', 'data-signal': signal.name, onclick: () => sendSignal(signal),
   }, `Send signal ${signal.name}`)) : null);
 
-  // The run's last_error is an error when the engine stopped it (a failed step); a person's stop is their reason.
+  // The run's last_error is an error when the engine stopped it (a failed step); a person's stop is their reason,
+  // and a run a person ended (a cancel, with its cleanup or not) ended on their reason whatever failed before.
   function lastErrorFact(run) {
     if (!run.last_error) return null;
     const move = lastMove(entries, run.status);
     const history = stepHistory(entries);
     const failedStep = detail.steps.some((s) => stepErrs(s, history));
-    if (move?.by && !failedStep) return [el('dt', {}, 'Reason'), el('dd', { id: 'run-reason' }, run.last_error)];
+    if (move?.by && (!failedStep || isTerminalRun(run.status))) {
+      return [el('dt', {}, 'Reason'), el('dd', { id: 'run-reason' }, run.last_error)];
+    }
     return [el('dt', {}, 'Last error'), el('dd', { class: 'error-text', id: 'run-last-error' }, run.last_error)];
   }
 

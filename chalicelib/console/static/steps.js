@@ -4,7 +4,7 @@
 // note or error — a note, reason or cause shown as what it is, red only when it is an error.
 
 import { attemptWords } from './log.js';
-import { stepName } from './names.js';
+import { stepName, wordsBeyondName } from './names.js';
 import { conditionWords, standingWords } from './phases.js';
 import { badge, capitalised, el, inFuture, isOpenStep, isTerminalRun, parkOf, since, table, when } from './ui.js';
 
@@ -54,8 +54,7 @@ export function answerOf(step) {
 }
 
 function describeStep(step) {
-  const p = step.params || {};
-  const words = p.instruction || p.message;
+  const words = wordsBeyondName(step);
   return [words ? [el('strong', {}, stepName(step)), el('br'), words] : el('strong', {}, stepName(step)), answerOf(step)];
 }
 
@@ -66,10 +65,12 @@ function state(step, maxAttempts) {
     return [badge('parked', parkOf(step)?.label), step.started_at ? el('div', { class: 'muted' }, 'for ', since(step.started_at)) : ''];
   }
   if (retrying(step)) {
+    // The attempt as the game will see it (attempts only rise); its place in the allowance beside it.
     const of = maxAttempts ? ` of ${maxAttempts}` : '';
-    const renewed = step.attempts_allowed_from ? ' since a person sent it again' : '';
+    const place = step.attempts - (step.attempts_allowed_from || 0) + 1;
+    const allowance = step.attempts_allowed_from ? ` (${place}${of} since a person sent it again)` : of;
     return [badge(step.status), el('div', { 'data-retry': step.id },
-      `attempt ${step.attempts - (step.attempts_allowed_from || 0) + 1}${of}${renewed}, next in `, inFuture(step.due_at),
+      `attempt ${step.attempts + 1}${allowance}, next in `, inFuture(step.due_at),
       step.last_error ? `, after: ${step.last_error}` : '')];
   }
   return badge(step.status);

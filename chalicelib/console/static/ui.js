@@ -185,8 +185,9 @@ export function focus(node) {
 
 // Asks for a reason or note before a control that takes one; resolves to the text, or null if called off.
 // Without a `label` it only asks to confirm (no text box), and resolves to '' when confirmed. `what`: a line
-// under the question saying what the action will do; `required`: the text may not be left empty.
-/** @param {{title: string, action: string, label?: string | null, what?: string | null, required?: boolean}} question */
+// under the question saying what the action will do (or the nodes that say it: a list of what it skips);
+// `required`: the text may not be left empty.
+/** @param {{title: string, action: string, label?: string | null, what?: string | Node[] | null, required?: boolean}} question */
 export function ask({ title, label = null, action, what = null, required = false }) {
   return new Promise((resolve) => {
     const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500', required }) : null;
@@ -199,7 +200,7 @@ export function ask({ title, label = null, action, what = null, required = false
     const go = el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action);
     const form = el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(input ? input.value.trim() : ''); } },
       el('h2', { id: 'ask-title' }, title),
-      what && el('p', { id: 'ask-what' }, what),
+      what && el('div', { id: 'ask-what' }, typeof what === 'string' ? el('p', {}, what) : what),
       input && [el('label', { for: 'ask-text' }, label), input],
       el('div', { class: 'buttons' },
         go,

@@ -5,7 +5,9 @@ carries it; a Channel (`adapters/channels.py` builds them from the settings)
 either delivers a notice or raises ChannelError: a notice is never dropped
 silently. Whatever its kind and whatever an author wrote, a notice fits the
 Limit its channel declares: one rule (`shorten`) cuts the text and ends it with
-an ellipsis, never the run, step or console link around it.
+an ellipsis, never the run, step or console link around it. A notice about a step
+names it by its one name (`Step.named`: "Run 6 · Phase 1 · step 2 (light the
+bonfire)"), never by its database id alone.
 """
 
 from __future__ import annotations
@@ -41,32 +43,34 @@ class Notice:
     rehearsal: bool = False  # from a dry run: what a person reads begins with REHEARSAL_PREFIX
     choices: tuple[str, ...] = ()  # a cue that asks: its answers' labels (a chat message's buttons)
     decision: bool = False  # an escalation of a step parked in doubt: a person confirms, skips or resends it
+    step_named: str | None = None  # the step's one name (`Step.named`); None for a notice about a run
+
     @classmethod
     def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> Notice:
         return cls(kind, text, step.run_id, step.id, step.idempotency_key, at, console_link(console_url, step.run_id),
-                   choices=tuple(str(c["label"]) for c in step.choices) if kind == "cue" else ())
+                   choices=tuple(str(c["label"]) for c in step.choices) if kind == "cue" else (), step_named=step.named)
 
     @classmethod
     def reminder(cls, step: Step, n: int, of: int, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
         """The n-th reminder of a parked cue: which one it is, how long the cue has waited, that nobody has it
         (or whose hold lapsed)."""
-        text = (f"Reminder {n} of {of}: run {step.run_id} has waited {waited(waited_seconds)} for a game master, "
+        text = (f"Reminder {n} of {of}: {step.named} has waited {waited(waited_seconds)} for a game master, "
                 f"and {_nobody(step, 'yet')}: {step.params.get('instruction', step.action_id)}")
         return cls("reminder", text, step.run_id, step.id, f"{_round_key(step)}:r{n}", at,
-                   console_link(console_url, step.run_id))
+                   console_link(console_url, step.run_id), step_named=step.named)
 
     @classmethod
     def escalation(cls, step: Step, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
         """A parked cue nobody has answered or acknowledged in time (or whose hold lapsed unanswered), or a step
         parked in doubt nobody decided."""
         if step.parked_in_doubt:
-            text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a decision: the game may or"
-                    f" may not have applied {step.named}; confirm, skip or resend it")
+            text = (f"Escalation: {step.named} has waited {waited(waited_seconds)} for a decision: the game may or"
+                    " may not have applied it; confirm, skip or resend it")
         else:
-            text = (f"Escalation: run {step.run_id} has waited {waited(waited_seconds)} for a game master, and "
+            text = (f"Escalation: {step.named} has waited {waited(waited_seconds)} for a game master, and "
                     f"{_nobody(step)}: {step.params.get('instruction', step.action_id)}")
         return cls("escalation", text, step.run_id, step.id, f"{_round_key(step)}:e", at,
-                   console_link(console_url, step.run_id), decision=step.parked_in_doubt)
+                   console_link(console_url, step.run_id), decision=step.parked_in_doubt, step_named=step.named)
 
     @classmethod
     def stall(cls, run_id: int, n: int, waiting_for: WaitingFor, waited_seconds: int, at: datetime,
@@ -93,7 +97,7 @@ class Notice:
                 None if limit is None else limit.after(REHEARSAL_PREFIX))
         head, tail = "", ""
         if self.kind == "cue":
-            head, tail = "Cue: ", f"\nRun {self.run_id}, step {self.step_id}: confirm it once done, or skip it."
+            head, tail = "Cue: ", f"\n{self.step_named}: confirm it once done, or skip it."
         if self.link and self.kind != "announce":
             # guard: cue-notice-without-its-link
             tail += f"\n{self.link}"

@@ -3,7 +3,8 @@
     {"content": <message for Discord, ≤ 2,000 characters>, "text": <message for Slack, ≤ 40,000 characters>,
      "allowed_mentions": {"parse": []},
      "event": {"kind": "cue" | "announce" | "advance" | "reminder" | "escalation" | "stall", "run_id",
-               "step_id" (null for advance and stall), "idempotency_key"}}
+               "step_id" (null for advance and stall), "step_named" (its one name; null as step_id),
+               "idempotency_key"}}
 
 Discord reads `content` and Slack `text`; each ignores the other's fields. Each is
 shortened to its service's limit (DISCORD_CONTENT, SLACK_TEXT) by the notice's one
@@ -61,7 +62,7 @@ class WebhookChannel:
             "text": text,
             "allowed_mentions": mentions,
             "event": {"kind": notice.kind, "run_id": notice.run_id, "step_id": notice.step_id,
-                      "idempotency_key": notice.idempotency_key},
+                      "step_named": notice.step_named, "idempotency_key": notice.idempotency_key},
         }).encode()
         headers = {
             "Content-Type": "application/json",
@@ -100,6 +101,8 @@ _BROADCAST = re.compile(r"@(everyone|here)")
 
 
 def discord_content(notice: Notice, limit: Limit) -> str:
-    """The message for Discord's `content`, its authored text's `@everyone` and `@here` broken by a
-    zero-width space, then shortened (never the run, step or link) to `limit`."""
-    return replace(notice, text=_BROADCAST.sub("@\u200b\\1", notice.text)).message(limit)
+    """The message for Discord's `content`, its authored text's `@everyone` and `@here` (in the text, and in
+    the step's name: a cue's instruction may name it) broken by a zero-width space, then shortened (never the
+    run, step or link) to `limit`."""
+    named = None if notice.step_named is None else _BROADCAST.sub("@\u200b\\1", notice.step_named)
+    return replace(notice, text=_BROADCAST.sub("@\u200b\\1", notice.text), step_named=named).message(limit)

@@ -180,7 +180,8 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             " re-read", wakes=False, label="Pause run", question="Pause this run?", done="Paused", answer=Shape.RUN,
             sends_tag=False),
     Control(Resume, "a paused run is running again (starting, if it never had a phase); its last error is cleared, its"
-            " health kept", wakes=True, label="Resume run", question=None, done="Resumed", answer=Shape.RUN),
+            " health kept; the person's note (optional) on its log row", wakes=True, label="Resume run",
+            question="Resume this run?", done="Resumed", answer=Shape.RUN),
     Control(Cancel, "a run that is not over is cancelled; its pending and parked steps are cancelled, a step in flight is"
             " left to its answer. With cleanup, a run that left something to revert (or has a step in flight) is"
             " cleaning_up first: the tick reverts what it left, newest first, then cancels it; a cancel without"
@@ -206,7 +207,8 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             " on the step, its reminders and escalation silenced; the hold lasts as long as the cue waits before its"
             " escalation, then lapses and the cue is reminded and escalated again (the same person again changes"
             " nothing; anyone else is refused, naming who has it)", wakes=True,
-            label="I have it", question=None, done="Acknowledged", answer=Shape.STEP, sends_tag=False),
+            label="I have it", question="Say you have this cue? Its reminders and escalation stop while you hold it.",
+            done="Acknowledged", answer=Shape.STEP, sends_tag=False),
     Control(Release, "a parked cue someone has is had by nobody again: its reminders begin again now and its escalation"
             " after its delay (a game master releases only a cue they have)", wakes=True, label="Release",
             question="Let this cue go? Nobody will have it, and its reminders begin again.", done="Released",

@@ -123,8 +123,9 @@ class ControlCommand(Command[R]):
         # still names the status rather than guessing a reason. The statuses travel
         # beside the message, for a client that acts on them.
         actual = f"the step is {step_state(step)}" if step is not None else f"the run is {run.status.value}"
+        why = type(self).rule(run, step, furthest_seq) or f"{self.name} did not take: {actual}"
         return Conflict(
-            type(self).rule(run, step, furthest_seq) or f"{self.name} did not take: {actual}",
+            why if step is None else f"{step.named}: {why}",  # a refusal about a step names it by its one name
             run_status=run.status.value,
             step_status=None if step is None else step.status.value,
             step_parked=None if step is None else step.parked,

@@ -56,43 +56,49 @@ class Pause(RunCommand[Run]):
         return run_answer(result)
 
 
-def resume_locked(tx: Tx, run: Run, control: str, by: Context, seen_version: int | None = None) -> int | None:
+def resume_locked(tx: Tx, run: Run, control: str, by: Context, seen_version: int | None = None,
+                  note: str | None = None) -> int | None:
     """The resume's guarded move and its log row (`control`: the control that resumes the run, resume or
-    retry); the row's id, None if it did not take."""
+    retry; `note`: a person's words on the resume, kept on its row); the row's id, None if it did not take."""
+    said = {} if note is None else {"note": note}
     if run.cleanup_target is not None:
-        return _resume_cleanup(tx, run, control, by, seen_version)
+        return _resume_cleanup(tx, run, control, by, seen_version, said)
     # Derived, never remembered: current_phase is written only on the way into running (or into
     # ending, which never pauses): a paused run that has one was running.
     to = RunStatus.RUNNING if run.current_phase is not None else RunStatus.STARTING
     if not runs.transition(tx, run.id, RESUMABLE, to, by.now, last_error=None, seen_version=seen_version):
         return None
     # guard: resume-commits-before-its-log-row
-    return log.append(tx, journal.run_control(run, control, to, by.actor), by.now)
+    return log.append(tx, journal.run_control(run, control, to, by.actor, **said), by.now)
 
 
-def _resume_cleanup(tx: Tx, run: Run, control: str, by: Context, seen_version: int | None) -> int | None:
+def _resume_cleanup(tx: Tx, run: Run, control: str, by: Context, seen_version: int | None,
+                    said: dict[str, str]) -> int | None:
     """A paused cleanup resumed: with a revert still open (or something left to revert) it goes on; with none,
     the person accepts the failed reverts (their resources stay revert_failed) and the run reaches its target."""
     target = must_exist(run.cleanup_target)
     if runs.end_cleanup(tx, run.id, RunStatus.PAUSED, target, by.now, accept_failures=True, seen_version=seen_version):
         accepted = resources.reverts_of(tx, run.id).failed
-        return log.append(tx, journal.run_control(run, control, target, by.actor, accepted_revert_failures=accepted), by.now)
+        return log.append(tx, journal.run_control(run, control, target, by.actor, accepted_revert_failures=accepted,
+                                                  **said), by.now)
     if not runs.transition(tx, run.id, [RunStatus.PAUSED], RunStatus.CLEANING_UP, by.now, last_error=None,
                            seen_version=seen_version):
         return None
-    return log.append(tx, journal.run_control(run, control, RunStatus.CLEANING_UP, by.actor), by.now)
+    return log.append(tx, journal.run_control(run, control, RunStatus.CLEANING_UP, by.actor, **said), by.now)
 
 
 @dataclass(frozen=True)
 class Resume(RunCommand[Run]):
-    """paused -> running (or starting if it never got a phase); last_error cleared, health kept."""
+    """paused -> running (or starting if it never got a phase); last_error cleared, health kept; the person's
+    optional note on their row (why it may go on: the answer to a pause's reason)."""
 
     name: ClassVar[str] = "resume"
     roles: ClassVar[frozenset[str]] = CONTROLLERS
     rule = resume_refusal
+    note: str | None = None
 
     def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
-        logged = resume_locked(tx, run, self.name, by, by.version_seen(run))
+        logged = resume_locked(tx, run, self.name, by, by.version_seen(run), clean_note(self.note))
         return None if logged is None else Took(must_exist(runs.get(tx, run.id)), logged)
 
     def answer(self, result: Run) -> dict[str, Any]:

@@ -261,7 +261,7 @@ class Retry(StepCommand[Retried]):
         ended = phases.get(tx, run.id, step.phase)
         if retry_refusal(run, step, furthest) is None and ended is not None and ended.condition_met:
             # Every rule of the step and its run allowed it: its phase is ending (the statement's last term).
-            raise Conflict(phase_ended(ended), run_status=run.status.value, step_status=step.status.value,
+            raise Conflict(f"{step.named}: {phase_ended(ended)}", run_status=run.status.value, step_status=step.status.value,
                            step_parked=step.parked)
         raise self.lost(run, step, furthest)
 
@@ -292,7 +292,7 @@ class Resend(StepCommand[Step]):
         step = needed(step, self.name)
         ended = phases.get(tx, run.id, step.phase)
         if resend_refusal(run, step, None) is None and ended is not None and ended.condition_met:
-            raise Conflict(phase_ended(ended, "sent again"), run_status=run.status.value,
+            raise Conflict(f"{step.named}: {phase_ended(ended, 'sent again')}", run_status=run.status.value,
                            step_status=step.status.value, step_parked=step.parked)
         raise self.lost(run, step)
 

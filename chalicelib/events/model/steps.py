@@ -1,8 +1,10 @@
 """The typed rows of a step: the step as authored and as its row stands, the proof of its claim, a parked
 cue's timers, and what a step left in the world (a resource and its revert).
 
-The invariant: a step's row is typed once, here; a step is named to a person by its
-phase and place ("Phase 2 · step 4 (world.spawn)"), never by its database id.
+The invariant: a step's row is typed once, here; a step is named to a person one way on every surface
+(`step_named`, docs/contract.md "A step's one name"): "Run 6 · Phase 1 · step 2 (light the bonfire)", its
+run, its phase, its place counted from 1, and in brackets its authored name (underscores read as spaces), else
+a cue's instruction (cut at a word), else its action. Its database id shows only where a machine needs it.
 """
 
 from __future__ import annotations
@@ -15,10 +17,29 @@ from ..errors import NewerRow
 from ..lifecycle import OnDoubt, OnFailure, ParkReason, ResourceStatus, StepStatus
 from .values import iso, json_column, known, newer_word, public_fields
 
+# The longest a cue's instruction is shown in a step's name: longer ones are cut at a word, with an ellipsis.
+NAMED_INSTRUCTION_CHARS = 40
 
-def step_named(phase: int, seq: int, action_id: str) -> str:
-    """"Phase 2 · step 4 (world.spawn)": the phase's number and the step's place in it, counted from 1."""
-    return f"Phase {phase} · step {seq + 1} ({action_id})"
+
+def step_label(name: str | None, action_id: str, params: dict[str, Any]) -> str:
+    """What a step's name says in its brackets: its authored name, underscores read as spaces ("light the
+    bonfire"), else a cue's instruction (at most NAMED_INSTRUCTION_CHARS, cut at a word: "Light the bonfire,
+    then confirm this…"), else its action ("world.spawn")."""
+    if name:
+        return name.replace("_", " ")
+    instruction = params.get("instruction") if action_id == "core.cue" else None
+    if not isinstance(instruction, str) or not instruction.strip():
+        return action_id
+    words = " ".join(instruction.split())
+    if len(words) <= NAMED_INSTRUCTION_CHARS:
+        return words
+    cut = words[:NAMED_INSTRUCTION_CHARS - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:.") + "…"
+
+
+def step_named(run_id: int, phase: int, seq: int, label: str) -> str:
+    """"Run 6 · Phase 1 · step 2 (light the bonfire)": the step's one name (`step_label` says the brackets)."""
+    return f"Run {run_id} · Phase {phase} · step {seq + 1} ({label})"
 
 
 @dataclass(frozen=True)
@@ -131,6 +152,7 @@ class Step:
     holds_ended: int = 0
     choice: str | None = None  # a cue with choices: the value its confirm (or its timeout) chose
     attempts_allowed_from: int = 0  # the attempts spent before a person's last retry or resend (0: none)
+    name: str | None = None  # its authored name (what an only_if calls it by), None if it has none
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Step:
@@ -166,7 +188,7 @@ class Step:
             action_version=int(spec.action_version), on_failure=OnFailure(spec.on_failure),
             idempotency_key=idempotency_key, status=StepStatus.PENDING, attempts=0, claimed_by=None,
             claim_expires_at=None, due_at=None, started_at=None, finished_at=None, last_error=None,
-            on_doubt=OnDoubt(spec.on_doubt),
+            on_doubt=OnDoubt(spec.on_doubt), name=spec.name,
         )
 
     @property
@@ -213,8 +235,9 @@ class Step:
 
     @property
     def named(self) -> str:
-        """The step as a person sees it everywhere: "Phase 2 · step 4 (world.spawn)" (never its database id)."""
-        return step_named(self.phase, self.seq, self.action_id)
+        """The step as a person sees it everywhere: "Run 6 · Phase 1 · step 2 (light the bonfire)" (never its
+        database id)."""
+        return step_named(self.run_id, self.phase, self.seq, step_label(self.name, self.action_id, self.params))
 
     @property
     def etag(self) -> str:
@@ -230,6 +253,7 @@ class Step:
         del data["claimed_by"]
         data["parked"] = self.parked
         data["etag"] = self.etag
+        data["named"] = self.named
         return data
 
 

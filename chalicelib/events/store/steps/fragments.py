@@ -13,7 +13,7 @@ COLUMNS = (
     " status, attempts, claimed_by, claim_expires_at, due_at, started_at, finished_at, last_error,"
     " acknowledged_by, acknowledged_at, remind_at, reminders_sent, escalate_at, escalation_tries, times_out_at, retries, resource_id,"
     " in_doubt, on_doubt, park_reason, hold_seconds, held_until, lapsed_by, lapsed_acknowledged_at, holds_ended, choice,"
-    " attempts_allowed_from"
+    " attempts_allowed_from, name"
 )
 # A run under a cleanup (its cleanup_target set) works its revert steps only: any other step of it is
 # over once its answer is in, never claimed, re-queued or parked again.

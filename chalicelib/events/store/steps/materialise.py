@@ -39,13 +39,13 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
         on_failure, on_doubt = OnFailure(spec.on_failure).value, OnDoubt(spec.on_doubt).value
         rows.append(
             (run_id, phase, seq, spec.action_id, json.dumps(spec.params), int(spec.action_version), on_failure,
-             on_doubt)
+             on_doubt, spec.name)
         )
-    values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s, %s)")
+    values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s, %s, %s)")
     inserted = tx.execute(
         # guard: materialise-twice-inserts-twice
         f"""INSERT IGNORE INTO event_run_steps
-              (run_id, phase, seq, action_id, params, action_version, on_failure, on_doubt)
+              (run_id, phase, seq, action_id, params, action_version, on_failure, on_doubt, name)
             VALUES {values}""",  # noqa: S608 — only %s placeholders, counted from len(rows); every value is a parameter
         [value for row in rows for value in row],
     )
