@@ -8,7 +8,7 @@ statement and its log row in one transaction, a lost guard a 409 in the words of
 
     rules.py          the refusal rules, pure functions of the rows (the 409's words, the controls offered)
     protocol.py       the template: Press, Context, Command, execute/within
-    run_controls.py   Pause, Resume, Cancel, Advance (a person's Advance phase control)
+    run_controls.py   Pause, Resume, Cancel, Advance (a person's Advance phase control), CleanUp (a finished run's)
     step_controls.py  Confirm, Skip, Acknowledge, Release, TakeOver, Retry, Resend
     signal.py         ReceiveSignal: a signal's first receipt, and what it did to the run
     declared.py       CONTROLS: each control declared once (route, OpenAPI, roles, offer, button)
@@ -27,16 +27,61 @@ from ..model import Run, Step
 from .declared import CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Control, Shape, Target, offered, refusal
 from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
-from .run_controls import Advance, Advanced, Cancel, Cancelled, Pause, Resume
+from .run_controls import Advance, Advanced, Cancel, Cancelled, CleanUp, Pause, Resume
 from .signal import Receipt, ReceiveSignal, declared
 from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retried, Retry, Skip, TakeOver
 
 __all__ = [
-    "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
-    "Acknowledge", "Advance", "Advanced", "Cancel", "Cancelled", "Choice", "Confirm", "Context", "Control", "HeldBy", "Pause", "Press",
-    "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "TakeOver",
-    "Target", "acknowledge", "advance", "advance_refusal", "cancel", "confirm", "declared", "execute", "offered",
-    "pause", "receive_signal", "refusal", "release", "resend", "resume", "retry", "skip", "take_over", "within",
+    "AS_EVER",
+    "CANCELLABLE",
+    "CLEANABLE",
+    "CONTROLS",
+    "PAUSABLE",
+    "RESUMABLE",
+    "RUN_CONTROLS",
+    "STEP_CONTROLS",
+    "Acknowledge",
+    "Advance",
+    "Advanced",
+    "Cancel",
+    "Cancelled",
+    "Choice",
+    "CleanUp",
+    "Confirm",
+    "Context",
+    "Control",
+    "HeldBy",
+    "Pause",
+    "Press",
+    "Receipt",
+    "ReceiveSignal",
+    "Release",
+    "Resend",
+    "Resume",
+    "Retried",
+    "Retry",
+    "Shape",
+    "Skip",
+    "TakeOver",
+    "Target",
+    "acknowledge",
+    "advance",
+    "advance_refusal",
+    "cancel",
+    "confirm",
+    "declared",
+    "execute",
+    "offered",
+    "pause",
+    "receive_signal",
+    "refusal",
+    "release",
+    "resend",
+    "resume",
+    "retry",
+    "skip",
+    "take_over",
+    "within",
 ]
 
 

@@ -238,7 +238,8 @@ class RunWalker:
         return opened(where.status, where.phase, rows, more=len(rows) == OPEN_STEPS_PER_READ)
 
     def _current_status(self, run_id: int) -> RunStatus:
-        return must_exist(self.db.autocommit(lambda tx: runs.get(tx, run_id))).status
+        """The run's status as the walk goes by it (a finished run whose Clean up is under way: cleaning up)."""
+        return must_exist(self.db.autocommit(lambda tx: runs.get(tx, run_id))).walked_as
 
     # ── units of work: each is one transaction, and ends with `_finish_unit` ──
     def _unit(self, run_id: int, programme: Programme, move: Move) -> tuple[Cursor, Claim | None]:

@@ -18,6 +18,7 @@ from ...lifecycle import (
     ACKNOWLEDGE,
     CONFIRM,
     RELEASE,
+    REOPEN_REVERT,
     RESEND,
     RETRY,
     RETRY_REVERT,
@@ -37,7 +38,8 @@ _WITH_ITS_RUN = " JOIN event_runs r ON r.id = s.run_id"
 # earlier, and only for a run a tick picks up), in the control's own statement.
 # guard: confirm-and-skip-do-not-wake
 # guard: step-controls-wake-only-a-run-without-a-wake
-_WAKE_RUN_NOW = f"""r.wake_at = IF(r.status IN ({RunSQL.DUE}) AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
+_WAKE_RUN_NOW = f"""r.wake_at = IF((r.status IN ({RunSQL.DUE}) OR r.late_cleanup = {RunSQL.LATE_CLEANUP_STARTED})
+                                   AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
 
 
 def _as_seen(seen: Step | None) -> tuple[str, tuple[Any, ...]]:
@@ -221,3 +223,17 @@ def requeue_revert(tx: Tx, run_id: int, step_id: int, now: datetime) -> bool:
         (step_id, run_id), sets=f"s.last_error = NULL, res.status = {ResourceSQL.REVERTING}, res.changed_at = %s",
         set_args=(now,), joins=f"{_WITH_ITS_RUN} JOIN event_run_resources res ON res.id = s.resource_id", alias="s",
     ) >= 1
+
+
+def reopen_reverts(tx: Tx, run_id: int, now: datetime) -> None:
+    """The reverts a cancel abandoned (cancelled, their resources live again) of a finished run whose Clean up
+    has begun, pending again with a fresh allowance, and their resources `reverting`: one statement over the
+    steps, their run and their resources. The tick then works them with the reverts it writes for the rest
+    (`resources.open_reverts`: a resource keeps its one revert step)."""
+    # guard: a-reopened-revert-was-not-abandoned
+    write(
+        tx, REOPEN_REVERT,
+        f"s.run_id = %s AND r.late_cleanup = {RunSQL.LATE_CLEANUP_STARTED} AND res.status = {ResourceSQL.LIVE}",
+        (run_id,), sets=f"s.last_error = NULL, res.status = {ResourceSQL.REVERTING}, res.changed_at = %s",
+        set_args=(now,), joins=f"{_WITH_ITS_RUN} JOIN event_run_resources res ON res.id = s.resource_id", alias="s",
+    )
