@@ -6,6 +6,7 @@ import threading
 from chalicelib.events import commands, journal
 from chalicelib.events.errors import Conflict
 from chalicelib.events.lifecycle import LateCleanup, RunStatus
+from chalicelib.events.store import resources, runs
 from devtools.kit.game_bridge import Answer
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import document, run_row
@@ -147,8 +148,8 @@ def test_clean_up_is_refused_in_clear_words(api, db, clock, runner, game_bridge)
     tick(runner)
     refused = api.post(f"/runs/{running.id}/cleanup", {}, auth=ADMIN)
     assert refused.status == 409 and refused.body["errors"] == [
-        "this run is running; only a finished run (cancelled, failed, completed) can be cleaned up"
-        " (to clean up a run that is not over, cancel it with cleanup)"]
+        ("this run is running; only a finished run (cancelled, failed, completed) can be cleaned up"
+         " (to clean up a run that is not over, cancel it with cleanup)")]
     assert api.post(f"/runs/{running.id}/cleanup", {}, auth=GM).status == 403
     assert api.post("/runs/424242/cleanup", {}, auth=ADMIN).status == 404
     assert api.post(f"/runs/{running.id}/cleanup", {"reason": 7}, auth=ADMIN).status == 400
@@ -190,3 +191,41 @@ def test_concurrent_presses_one_wins(db, clock, runner, game_bridge):
     assert len(late_rows(db, run.id)) == 1
     assert run_row(db, run.id).late_cleanup is LateCleanup.STARTED
     assert undone(game_bridge) == []
+
+
+def test_a_step_in_flight_at_the_cancel_is_answered_before_a_clean_up(api, db, clock, runner, game_bridge):
+    release = threading.Event()
+    game_bridge.script("world.spawn", made("crow"))
+    game_bridge.script("world.portal", Answer(200, {"resources": [thing("portal")]}, gate=release))
+    run = schedule(db, clock.now(), document([[step("world.spawn"), step("world.portal")]]))
+
+    def cancel_mid_flight():
+        game_bridge.wait_for(2)  # the portal is in flight
+        assert api.post(f"/runs/{run.id}/cancel", {}, auth=ADMIN).status == 200
+        early = api.post(f"/runs/{run.id}/cleanup", {}, auth=ADMIN)
+        assert early.status == 409 and early.body["errors"] == [
+            "a step of this run is still in flight; clean up once its answer is in (what it created is reverted too)"]
+        assert "cleanup" not in api.get(f"/runs/{run.id}", auth=ADMIN).body["controls"]["run"]
+        release.set()
+
+    canceller = threading.Thread(target=cancel_mid_flight)
+    canceller.start()
+    tick(runner)
+    canceller.join()
+    assert run_row(db, run.id).late_cleanup is None
+    assert api.post(f"/runs/{run.id}/cleanup", {}, auth=ADMIN).status == 200
+    tick(runner)
+    assert undone(game_bridge) == ["portal", "crow"]
+
+
+def test_a_finished_runs_cleanup_ends_only_with_nothing_open_and_nothing_left_to_revert(db, clock, runner, game_bridge):
+    run = _completed(db, clock, runner, game_bridge)
+    commands.execute(db, commands.CleanUp(run.id), commands.Context("mia", clock.now()))
+    # Nothing written yet: everything is left to revert.
+    assert db.transaction(lambda tx: runs.end_late_cleanup(tx, run.id, clock.now())) is None
+    # The reverts written, none sent: each is open.
+    db.transaction(lambda tx: resources.open_reverts(tx, run.id, 3, clock.now()))  # its cleanup phase
+    assert db.transaction(lambda tx: runs.end_late_cleanup(tx, run.id, clock.now())) is None
+    assert run_row(db, run.id).late_cleanup is LateCleanup.STARTED
+    tick(runner)
+    assert run_row(db, run.id).late_cleanup is LateCleanup.DONE

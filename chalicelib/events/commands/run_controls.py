@@ -175,7 +175,7 @@ class CleanUp(RunCommand[Run]):
 
     def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
         planned = resources.cleanup_counts(tx, run.id)
-        if not runs.begin_late_cleanup(tx, run.id, by.now, seen_version=by.version_seen(run)):
+        if not runs.begin_late_cleanup(tx, run.id, by.now):
             return None
         steps.reopen_reverts(tx, run.id, by.now)
         logged = log.append(tx, journal.run_late_cleanup(

@@ -83,25 +83,21 @@ _FAILED_SINCE = f"""EXISTS (SELECT 1 FROM event_run_resources bad WHERE bad.run_
                              AND bad.status = {ResourceSQL.REVERT_FAILED} AND bad.changed_at >= event_runs.late_cleanup_at)"""  # noqa: S608 — constant fragments only
 
 
-def begin_late_cleanup(tx: Tx, run_id: int, now: datetime, seen_version: int | None = None) -> bool:
+def begin_late_cleanup(tx: Tx, run_id: int, now: datetime) -> bool:
     """A finished run's cleanup begins (a person's Clean up): its status kept, `late_cleanup` started, woken now
     and its version raised; only a completed, failed or cancelled run with something live to revert, no step of
-    it open (a step in flight is answered first), and none under way already; held to the version the person saw."""
+    it open (a step in flight is answered first), and none under way already (a person's If-Match is held by the control, under the run's
+    lock)."""
     # guard: a-finished-run-with-nothing-to-revert-cleans-up
     # guard: a-finished-runs-cleanup-begins-twice
     # guard: a-finished-runs-cleanup-begins-over-a-step-in-flight
     guard = (f"status IN ({placeholders(len(CLEANUP_TARGETS))}) AND NOT (late_cleanup <=> {RunSQL.LATE_CLEANUP_STARTED})"
              f" AND {resources.to_revert(_RUN)} AND NOT {resources.step_open(_RUN)}")
-    args: list[object] = [now, now, now, run_id, *(s.value for s in CLEANUP_TARGETS)]
-    if seen_version is not None:
-        # guard: a-finished-runs-cleanup-ignores-the-version-seen
-        guard += " AND version = %s"
-        args.append(seen_version)
     return tx.execute(
         f"""UPDATE event_runs SET late_cleanup = {RunSQL.LATE_CLEANUP_STARTED}, late_cleanup_at = %s, wake_at = %s,
                    updated_at = %s, version = version + 1
              WHERE id = %s AND {guard}""",  # noqa: S608 — constant fragments; values are parameters
-        args,
+        (now, now, now, run_id, *(s.value for s in CLEANUP_TARGETS)),
     ) == 1
 
 

@@ -230,7 +230,6 @@ def reopen_reverts(tx: Tx, run_id: int, now: datetime) -> None:
     has begun, pending again with a fresh allowance, and their resources `reverting`: one statement over the
     steps, their run and their resources. The tick then works them with the reverts it writes for the rest
     (`resources.open_reverts`: a resource keeps its one revert step)."""
-    # guard: a-reopened-revert-was-not-abandoned
     write(
         tx, REOPEN_REVERT,
         f"s.run_id = %s AND r.late_cleanup = {RunSQL.LATE_CLEANUP_STARTED} AND res.status = {ResourceSQL.LIVE}",
