@@ -68,6 +68,7 @@ __all__ = [
     "advance",
     "advance_refusal",
     "cancel",
+    "cleanup",
     "confirm",
     "declared",
     "execute",
@@ -97,6 +98,12 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
            cleanup: bool = False) -> Run:
     """The run as the cancel left it (the control's answer also counts the steps it cancelled: `Cancelled`)."""
     return execute(db, Cancel(run_id, reason, cleanup), Context(actor, now, press)).run
+
+
+def cleanup(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None, press: Press = AS_EVER) -> Run:
+    """A finished run's Clean up: the run as it left it (its status kept, its cleanup started)."""
+    return execute(db, CleanUp(run_id, reason), Context(actor, now, press))
+
 
 
 def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime, reason: str | None = None,
