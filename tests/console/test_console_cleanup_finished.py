@@ -11,16 +11,8 @@ from selenium.webdriver.common.by import By
 from devtools.kit.game_bridge import Answer
 from tests.console.browser import eventually, screenshot, text_of
 from tests.console.pages import open_run, schedule_now, sign_in, wait_for_status
+from tests.console.test_console_cleanup import _crow, _resources
 from tests.support.api import MODERATOR
-
-
-def _crow(name: str) -> dict:
-    return {"kind": "npc", "id": name, "revert": {"action": "garden.shoo", "params": {"crow": name}}}
-
-
-def _resources(driver) -> dict[str, str]:
-    read = "return [...document.querySelectorAll('[data-resource]')].map(r => [r.dataset.resource, r.dataset.status])"
-    return dict(driver.execute_script(read))
 
 
 def test_a_completed_runs_clean_up_from_its_ledger_section(browser, server, api_client, bridge):

@@ -17,7 +17,9 @@ that the run is runnable (a pause pressed mid-tick stops the next claim), the
 claimer's writes are fenced on its claim, and a phase is left only if it has no
 open step and no unmet condition. A run cleaning up is walked in its cleanup
 phase (`Programme.cleanup`): drained, it gets its revert steps
-(`phase_end.tend_cleanup`), works them like any phase, then ends at its target.
+(`phase_end.tend_cleanup`), works them like any phase, then ends at its target;
+so is a finished run whose Clean up is under way (`Run.walked_as`), which ends
+its cleanup done or failed and keeps its status.
 """
 
 from __future__ import annotations
