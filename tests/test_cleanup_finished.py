@@ -229,3 +229,29 @@ def test_a_finished_runs_cleanup_ends_only_with_nothing_open_and_nothing_left_to
     assert run_row(db, run.id).late_cleanup is LateCleanup.STARTED
     tick(runner)
     assert run_row(db, run.id).late_cleanup is LateCleanup.DONE
+
+
+def test_a_revert_by_hand_of_a_finished_run_waits_for_a_person(api, db, clock, runner, game_bridge):
+    """The cleanup parks on a by-hand revert as a cancel's does: the run waits for the cue; confirmed, it is
+    reverted; skipped, it is left (revert_failed) and the cleanup ends failed."""
+    by_hand = {"action": "core.cue", "params": {"instruction": "Carry the scarecrow off"}}
+    game_bridge.script("world.spawn", Answer(200, {"resources": [
+        {"kind": "npc", "id": "scarecrow", "revert": by_hand}, {"kind": "npc", "id": "crow", "revert": by_hand}]}))
+    run = schedule(db, clock.now(), document([[step("world.spawn")]]))
+    tick(runner)
+    assert api.post(f"/runs/{run.id}/cleanup", {}, auth=ADMIN).status == 200
+    tick(runner)
+    detail = api.get(f"/runs/{run.id}", auth=GM).body
+    assert detail["run"]["status"] == "completed" and detail["waiting"]["for"] == "cue"
+    assert detail["waiting"]["resource"] == {"kind": "npc", "id": "crow"}  # newest first
+    crow = detail["waiting"]["step_id"]
+    assert api.post(f"/runs/{run.id}/steps/{crow}/confirm", {"note": "shooed"}, auth=GM).status == 200
+    tick(runner)
+    detail = api.get(f"/runs/{run.id}", auth=GM).body
+    assert detail["waiting"]["resource"] == {"kind": "npc", "id": "scarecrow"}
+    assert "skip" in detail["controls"]["steps"][str(detail["waiting"]["step_id"])]
+    assert api.post(f"/runs/{run.id}/steps/{detail['waiting']['step_id']}/skip", {}, auth=ADMIN).status == 200
+    tick(runner)
+    assert ledger_of(api, run.id) == {"crow": "reverted", "scarecrow": "revert_failed"}
+    after = run_row(db, run.id)
+    assert (after.status, after.late_cleanup, after.waiting_for) == (RunStatus.COMPLETED, LateCleanup.FAILED, None)

@@ -624,7 +624,7 @@ MUTATIONS: list[Mutation] = [
              'if True else (SKIP[StepStatus.PENDING], "")',
              (STORE_PEOPLE,)),
     Mutation("skip-in-a-finished-run", "skip-in-a-finished-run",
-             'AND r.status NOT IN ({RunSQL.TERMINAL}){as_seen}""",',
+             'AND (r.status NOT IN ({RunSQL.TERMINAL}) OR {waiting.late_revert("r", "s")}){as_seen}""",',
              'AND (r.status NOT IN ({RunSQL.TERMINAL}) OR TRUE){as_seen}""",',
              (CONTROLS_STEPS,)),
     Mutation('retry-a-step-that-did-not-fail', 'retry-a-step-that-did-not-fail',

@@ -140,7 +140,7 @@ def confirm_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> st
 
 def skip_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
     step = needed(step, "skip")
-    if run.status in TERMINAL_RUN:
+    if run.status in TERMINAL_RUN and not (run.late_cleanup is LateCleanup.STARTED and step.resource_id is not None):
         return f"this run is {run.status.value}; its steps can no longer be skipped"
     if step.status is not StepStatus.PENDING and not step.parked:
         return f"this step is {step_state(step)}; only a pending or parked step can be skipped"

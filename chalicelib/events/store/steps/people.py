@@ -95,7 +95,8 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
     wakes now, and a skipped cue is no longer waited for.
 
     The caller names which of the two it read (locked): the statement's WHERE holds the step to it. A leased
-    step cannot be recalled; a step of a finished run is history. `seen`: held to the state their If-Match named.
+    step cannot be recalled; a step of a finished run is history (but a revert of its Clean up under way).
+    `seen`: held to the state their If-Match named.
     """
     as_seen, seen_args = _as_seen(seen)
     answered = f", r.waiting_for = {waiting.CUE_ANSWERED}" if parked else ""
@@ -105,7 +106,7 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
     return write(
         tx, move,
         f"""s.id = %s{state}
-                   AND r.status NOT IN ({RunSQL.TERMINAL}){as_seen}""",
+                   AND (r.status NOT IN ({RunSQL.TERMINAL}) OR {waiting.late_revert("r", "s")}){as_seen}""",
         (step_id, *seen_args), now=now, sets=f"s.last_error = %s, {_WAKE_RUN_NOW}{answered}",
         set_args=(kept_note(reason), now, now), joins=_WITH_ITS_RUN, alias="s",
     ) > 0
