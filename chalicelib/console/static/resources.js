@@ -35,7 +35,7 @@ const failureWords = (error) => (error?.messages?.length ? error.messages.join('
 function lateWords(run, count) {
   if (run.late_cleanup === 'started') return `; the run stays ${run.status}.`;
   if (count('live') || count('reverting')) return '.';
-  return run.late_cleanup === 'failed' ? '; nothing more can be reverted: what could not be is listed below.'
+  return count('revert_failed') ? '; nothing more can be reverted: what could not be is listed below.'
     : '; nothing it could revert is left in the game world.';
 }
 
