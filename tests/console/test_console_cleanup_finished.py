@@ -33,6 +33,7 @@ def test_a_completed_runs_clean_up_from_its_ledger_section(browser, server, api_
     dialog = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the Clean up dialog")[0]
     assert "Each of the 2 resources run" in dialog.text and "is reverted, newest first" in dialog.text, dialog.text
     assert "the run stays completed" in dialog.text
+    assert "null" not in text_of(browser, "#run-resources")
     screenshot(browser, "clean-up-a-finished-run")
     browser.find_element(By.ID, "ask-text").send_keys("crows in the square")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()

@@ -107,13 +107,13 @@ export function ledgerSection(runId) {
     const rows = resources.map((r) => el('tr', { 'data-resource': named(r), 'data-status': r.status },
       el('td', {}, r.kind), el('td', {}, el('code', {}, r.id)), el('td', {}, badge(r.status)),
       el('td', {}, revertWords(r)), el('td', {}, `step ${r.step_id}`)));
-    body.replaceChildren(
+    body.replaceChildren(...[ // the parts that apply, in order (a part that does not is left out, never shown as "null")
       progress(detail),
       el('p', { id: 'resources-live' }, `${counts.live || 0} live of ${recorded} recorded.`),
       error,
       rows.length ? table(`What run ${runId} left, newest first`, ['Kind', 'Id', 'Status', 'Revert', 'Recorded by'], rows) : null,
       cursor != null && !failure ? el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'resources-older', onclick: older },
-        `Show older (${resources.length} of ${recorded} shown)`)) : null);
+        `Show older (${resources.length} of ${recorded} shown)`)) : null].filter(Boolean));
   }
 
   async function older() {
