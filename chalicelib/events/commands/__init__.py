@@ -32,57 +32,11 @@ from .signal import Receipt, ReceiveSignal, declared
 from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retried, Retry, Skip, TakeOver
 
 __all__ = [
-    "AS_EVER",
-    "CANCELLABLE",
-    "CLEANABLE",
-    "CONTROLS",
-    "PAUSABLE",
-    "RESUMABLE",
-    "RUN_CONTROLS",
-    "STEP_CONTROLS",
-    "Acknowledge",
-    "Advance",
-    "Advanced",
-    "Cancel",
-    "Cancelled",
-    "Choice",
-    "CleanUp",
-    "Confirm",
-    "Context",
-    "Control",
-    "HeldBy",
-    "Pause",
-    "Press",
-    "Receipt",
-    "ReceiveSignal",
-    "Release",
-    "Resend",
-    "Resume",
-    "Retried",
-    "Retry",
-    "Shape",
-    "Skip",
-    "TakeOver",
-    "Target",
-    "acknowledge",
-    "advance",
-    "advance_refusal",
-    "cancel",
-    "cleanup",
-    "confirm",
-    "declared",
-    "execute",
-    "offered",
-    "pause",
-    "receive_signal",
-    "refusal",
-    "release",
-    "resend",
-    "resume",
-    "retry",
-    "skip",
-    "take_over",
-    "within",
+    "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
+    "Acknowledge", "Advance", "Advanced", "Cancel", "Cancelled", "Choice", "CleanUp", "Confirm", "Context", "Control", "HeldBy", "Pause",
+    "Press", "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "TakeOver",
+    "Target", "acknowledge", "advance", "advance_refusal", "cancel", "cleanup", "confirm", "declared", "execute", "offered",
+    "pause", "receive_signal", "refusal", "release", "resend", "resume", "retry", "skip", "take_over", "within",
 ]
 
 
@@ -103,7 +57,6 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
 def cleanup(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None, press: Press = AS_EVER) -> Run:
     """A finished run's Clean up: the run as it left it (its status kept, its cleanup started)."""
     return execute(db, CleanUp(run_id, reason), Context(actor, now, press))
-
 
 
 def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime, reason: str | None = None,
