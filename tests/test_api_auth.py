@@ -32,7 +32,7 @@ from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token
 from tests.support.api import GM as GM_TOKEN
 from tests.support.api import MODERATOR as MODERATOR_TOKEN
 from tests.support.factory import document, make_definition, make_run
-from tests.support.scenes import put_step_in, run_with_steps, set_step
+from tests.support.scenes import finished_with_a_live_crow, put_step_in, run_with_steps, set_step
 from tests.test_definitions_validate import SPEC_EXAMPLE
 
 RSA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -135,6 +135,8 @@ ROUTES = {
     ("POST", "/runs/{run_id}/resume"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock, RunStatus.PAUSED).id}/resume", None)),
     ("POST", "/runs/{run_id}/cancel"): (auth.CONTROLLERS, lambda db, clock: (f"/runs/{_run(db, clock).id}/cancel", {})),
     ("POST", "/runs/{run_id}/advance"): (auth.CONTROLLERS, _advance_request),
+    ("POST", "/runs/{run_id}/cleanup"): (auth.CONTROLLERS, lambda db, clock: (
+        f"/runs/{finished_with_a_live_crow(db, clock.now()).id}/cleanup", {})),
     ("POST", "/runs/{run_id}/signals/{name}"): (auth.CONTROLLERS, _signal_request),
     # A gm may confirm or skip a parked cue (and acknowledge it), nothing else: every step state is in
     # test_a_game_master_acts_on_a_parked_cue_and_nothing_else below.

@@ -24,7 +24,7 @@ from chalicelib.events.store import log, runs, steps
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run, run_row, step_row
 from tests.support.runner_kit import schedule, step, tick
-from tests.support.scenes import log_rows, put_step_in, run_with_steps, set_run, set_step, snapshot
+from tests.support.scenes import finished_with_a_live_crow, log_rows, put_step_in, run_with_steps, set_run, set_step, snapshot
 
 
 # ── each control, in a state where it takes ───────────────────────────────
@@ -46,6 +46,8 @@ def _scene(control, db, clock, runner):
         return make_run(db, now, status=RunStatus.PAUSED, current_phase=1), None, {}
     if control == "advance":
         return _held_at_a_manual_phase(db, clock, runner), None, {"phase": 1}
+    if control == "cleanup":
+        return finished_with_a_live_crow(db, now), None, {}
     if control == "retry":
         run, (done, failed, _) = run_with_steps(db, now, RunStatus.PAUSED)
         put_step_in(db, done, "done", now)
@@ -422,7 +424,7 @@ def test_the_document_has_412_and_the_headers_for_every_control(api):
 
 def test_the_vocabulary_says_which_controls_the_console_sends_its_tag_with(api):
     declared = {c["name"]: c["sends_tag"] for c in api.get("/vocabulary", auth=GM).body["controls"]}
-    assert {name for name, sends in declared.items() if sends} == {"resume", "advance", "confirm", "skip", "retry", "resend"}
+    assert {name for name, sends in declared.items() if sends} == {"resume", "advance", "cleanup", "confirm", "skip", "retry", "resend"}
 
 
 def test_two_presses_with_one_key_at_once_take_once_and_both_get_the_first_answer(db, clock):

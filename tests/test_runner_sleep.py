@@ -256,3 +256,24 @@ def test_a_phase_waiting_for_the_game_lets_the_deployment_sleep_and_a_signal_thr
         assert len(lambda_api.calls) == 1 and _state(db) == "waking"
         assert api.post(f"/runs/{run.id}/signals/boss_defeated", auth=MODERATOR).status == 200
     assert len(lambda_api.calls) == 1  # a repeat makes no work, and nudges nothing
+
+
+def test_a_finished_runs_clean_up_through_the_api_wakes_a_sleeping_deployment(
+    db, clock, db_params, aws, lambda_api, monkeypatch, game_bridge
+):
+    from devtools.kit.game_bridge import Answer
+
+    _reset_state(db)
+    game_bridge.script("world.spawn", Answer(200, {"resources": [{"kind": "npc", "id": "crow", "revert": {"action": "world.undo"}}]}))
+    run = schedule(db, clock.now(), document([[step("world.spawn")]]))
+    runner = make_runner(db, clock, game_bridge)
+    try:
+        runner.tick(Budget.for_seconds(30))
+    finally:
+        runner.close()
+    assert Sleeper(db, aws, HORIZON).try_sleep(clock.now())  # completed: nothing is due
+    with _nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
+        answer = api.post(f"/runs/{run.id}/cleanup", {"reason": "the crow stays"}, auth=MODERATOR)
+    assert answer.status == 200, answer.body
+    assert answer.body["run"]["status"] == "completed" and answer.body["run"]["wake_at"] is not None
+    assert len(lambda_api.calls) == 1 and _state(db) == "waking"

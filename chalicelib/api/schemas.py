@@ -19,6 +19,7 @@ from ..events.lifecycle import (
     CLEANUP_TARGETS,
     VOCABULARY_WORDS,
     ClosedBy,
+    LateCleanup,
     OnDeadline,
     OnDoubt,
     OnFailure,
@@ -243,6 +244,10 @@ RUN = _object(
     etag={"type": "string", "description": 'the run\'s control state, "r{id}.{version}" (the ETag of GET /runs/{id})'},
     cleanup_target={"type": ["string", "null"], "enum": [*(t.value for t in CLEANUP_TARGETS), None],
                     "description": "where its cleanup ends once every revert is over; null: it never cleaned up"},
+    late_cleanup={"type": ["string", "null"], "enum": [*(c.value for c in LateCleanup), None],
+                  "description": "a finished run's cleanup (Clean up; the run keeps its status): started, done, or"
+                                 " failed (what is left stays in its ledger); null: none asked for"},
+    late_cleanup_at={**_MAYBE_TIME, "description": "when that cleanup was last asked for"},
     mode={"type": "string", "enum": [m.value for m in RunMode]},
     rehearsal={"type": ["object", "null"], "description": "a dry run's settings; null: a live run",
                "properties": {"speed": _INT, "bridge": {"type": "string", "enum": [b.value for b in RehearsalBridge]},

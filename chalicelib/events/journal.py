@@ -14,6 +14,10 @@ its cause (`cause`).
     run.signal     a signal's first receipt: {name, by, effect, payload}; the row's phase is the one it names
     run.cleanup    a cleanup wrote revert steps: {phase, reverts}, the number written (again for what a late
                    answer recorded meanwhile)
+    run.late_cleanup  the cleanup of a finished run (its status kept): {state, ...}; started by a person's
+                   Clean up {control, state: "started", reason, reverts (what it plans), by_hand}; then by the
+                   tick {state: "done", reverted[, left]} or {state: "failed", reverted, failed, cause[, left]}
+                   (left: the resources whose revert is never sent, {why, resources} per reason)
     step.status    a step changed status: {control | cause, action, from, to, ...}
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
                    outcome, http_status, latency_ms, error[, fenced_out][, resources | resources_refused]
@@ -48,7 +52,7 @@ from datetime import datetime
 from typing import Any
 
 from .actions.outcome import Outcome
-from .lifecycle import RunStatus, StepStatus, WaitingFor
+from .lifecycle import LateCleanup, RunStatus, StepStatus, WaitingFor
 from .model import Run, Signal, Step, iso
 
 RUN_STATUS = "run.status"
@@ -57,6 +61,7 @@ RUN_ADVANCE = "run.advance"
 RUN_PHASE_SKIPPED = "run.phase_skipped"
 RUN_SIGNAL = "run.signal"
 RUN_CLEANUP = "run.cleanup"
+RUN_LATE_CLEANUP = "run.late_cleanup"
 STEP_STATUS = "step.status"
 STEP_DISPATCH = "step.dispatch"
 STEP_ACKNOWLEDGED = "step.acknowledged"
@@ -72,7 +77,7 @@ CHAT_EDIT_FAILED = "chat.edit_failed"
 KINDS = (CHAT_PRESSED, CHAT_EDIT_FAILED,
          RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS,
          STEP_DISPATCH, STEP_ACKNOWLEDGED, STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED, STEP_RELEASED, STEP_TAKEN_OVER,
-         STEP_HOLD_LAPSED)
+         STEP_HOLD_LAPSED, RUN_LATE_CLEANUP)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
 REHEARSAL = "rehearsal"  # the actor of a dry run's stand-in for a person or the game (its confirm, its signal)
@@ -142,6 +147,11 @@ def run_signal(signal: Signal, phase: int | None) -> Entry:
 def run_cleanup(run_id: int, phase: int, reverts: int) -> Entry:
     """The tick wrote `reverts` revert steps into the run's cleanup phase."""
     return Entry(run_id=run_id, kind=RUN_CLEANUP, phase=phase, detail={"phase": phase, "reverts": reverts}, actor=RUNNER)
+
+
+def run_late_cleanup(run_id: int, phase: int | None, state: LateCleanup, *, actor: str = RUNNER, **detail: Any) -> Entry:
+    """The cleanup of a finished run began (a person's Clean up, `actor`) or ended (the tick): its `state`."""
+    return Entry(run_id=run_id, kind=RUN_LATE_CLEANUP, phase=phase, detail={"state": state.value, **detail}, actor=actor)
 
 
 def step_status(

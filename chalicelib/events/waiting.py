@@ -40,12 +40,20 @@ def parked_in_doubt(step: str) -> str:
     return f"({step}.status = {StepSQL.RUNNING} AND {step}.claim_expires_at IS NULL AND {step}.park_reason <=> {StepSQL.DOUBT})"
 
 
+def late_revert(run: str, step: str) -> str:
+    """SQL: the step (the alias `step`) is a revert of a finished run (the alias `run`) whose cleanup a person
+    started (Clean up): the tick works it as a cleaning-up run's, though the run keeps its final status."""
+    # guard: a-finished-runs-cleanup-is-not-worked
+    return f"({run}.late_cleanup <=> {RunSQL.LATE_CLEANUP_STARTED} AND {step}.resource_id IS NOT NULL)"
+
+
 def works_step(run: str, step: str) -> str:
     """SQL: the run (the alias `run`) works the step's (the alias `step`) part, so a parked step there is what it
-    waits for: a running or ending run the phase it is at, a run cleaning up its reverts."""
+    waits for: a running or ending run the phase it is at, a run cleaning up (or a finished run's cleanup) its
+    reverts."""
     # guard: a-parked-revert-is-not-waited-for
     return (f"(({run}.status IN ({RunSQL.WORKING}) AND {run}.current_phase = {step}.phase)"
-            f" OR ({run}.status = {RunSQL.CLEANING_UP} AND {step}.resource_id IS NOT NULL))")
+            f" OR ({run}.status = {RunSQL.CLEANING_UP} AND {step}.resource_id IS NOT NULL) OR {late_revert(run, step)})")
 
 
 def from_rows(run: str = "r", *, cleaning_up: bool = False) -> str:
@@ -68,7 +76,7 @@ def from_rows(run: str = "r", *, cleaning_up: bool = False) -> str:
 
 def works(run: Run, step: Step) -> bool:
     """`works_step` of the rows as read: the run works the step's part (its phase, or as a cleanup its reverts)."""
-    if run.status is RunStatus.CLEANING_UP:
+    if run.walked_as is RunStatus.CLEANING_UP:
         return step.resource_id is not None
     return run.status in WORKING and step.phase == run.current_phase
 
@@ -86,7 +94,7 @@ def waiting(run: Run, head: Step | None, phase: Phase | None = None, reverted: R
             found["phase"] = run.current_phase
         found["paused_by"], found["reason"] = paused_by(moved)
         return found
-    if run.status in ATTENDED and head is not None and head.parked and works(run, head):
+    if run.walked_as in ATTENDED and head is not None and head.parked and works(run, head):
         what = WaitingFor.DECISION if head.parked_in_doubt else WaitingFor.CUE
         cue: dict[str, Any] = {"for": what.value, "phase": head.phase, "step_id": head.id, "since": iso(head.started_at)}
         if reverted is not None and reverted.id == head.resource_id:

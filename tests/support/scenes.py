@@ -78,6 +78,19 @@ def run_with_steps(db: Database, now, status: RunStatus, n: int = 3, current_pha
     return run, materialise(db, run, 1, specs(*["world.spawn"] * n, on_failure=on_failure))
 
 
+def finished_with_a_live_crow(db: Database, now, status: RunStatus = RunStatus.COMPLETED) -> Run:
+    """A finished run whose first step left a crow live in the game world, with a revert: one a Clean up takes."""
+    from chalicelib.events.ledger import Listed
+    from chalicelib.events.model import Revert
+    from chalicelib.events.store import resources
+
+    run, (spawned,) = run_with_steps(db, now, status, n=1)
+    put_step_in(db, spawned, "done", now)
+    crow = Listed("npc", "crow", Revert("world.undo", {"what": "crow"}))
+    db.transaction(lambda tx: resources.record(tx, run.id, spawned.id, [crow], now))
+    return run
+
+
 def snapshot(db: Database, run_id: int) -> dict:
     """Everything a control could touch: the run row, its steps and its log."""
 

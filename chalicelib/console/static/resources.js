@@ -2,7 +2,7 @@
 // "clean up what this run left" with the cleanup plan (GET /runs/{id}/resources, /cleanup-plan).
 //
 // The run page gives this module one section and one question: `ledgerSection` renders the ledger on
-// each poll, and `askCancel` replaces the plain reason prompt for a control that has an option field
+// each poll (and holds the run page's Clean up of a finished run, with its progress), and `askCancel` replaces the plain reason prompt for a control that has an option field
 // (cancel's `cleanup`). Nothing here decides what is legal: the API's plan says whether a cancel would
 // clean up, and the control's answer says what it did.
 //
@@ -32,24 +32,36 @@ function revertWords(resource) {
 
 const failureWords = (error) => (error?.messages?.length ? error.messages.join(' ') : 'the API did not answer');
 
+// How a finished run's Clean up (`late_cleanup`) ends its sentence: the run keeps its status throughout.
+function lateWords(run, count) {
+  if (run.late_cleanup === 'started') return `; the run stays ${run.status}.`;
+  if (count('live') || count('reverting')) return '.';
+  return count('revert_failed') ? '; nothing more can be reverted: what could not be is listed below.'
+    : '; nothing it could revert is left in the game world.';
+}
+
 // How the cleanup stands, from its revert steps (`resource_id` set) as GET /runs/{id} lists them and the
 // ledger's counts by status (`ledger.counts`).
 function progress(detail) {
   const reverts = detail.steps.filter((s) => s.resource_id != null);
-  if (!reverts.length && !detail.run.cleanup_target) return null;
+  const { run } = detail;
+  if (!reverts.length && !run.cleanup_target && !run.late_cleanup) return null;
   const count = (status) => detail.ledger?.counts?.[status] || 0;
-  const parts = [`${count('reverted')} of ${reverts.length} reverted`];
+  const parts = [`${count('reverted')} of ${Math.max(reverts.length, count('reverted') + count('reverting'))} reverted`];
   if (count('reverting')) parts.push(`${count('reverting')} to go`);
   if (count('revert_failed')) parts.push(`${count('revert_failed')} could not be reverted`);
-  const target = detail.run.cleanup_target;
-  return el('p', { id: 'cleanup-progress', 'data-target': target || '' },
-    el('strong', {}, 'Cleanup: '), parts.join(', '), target ? `; then the run is ${target}.` : '.');
+  const target = run.cleanup_target;
+  const then = run.late_cleanup ? lateWords(run, count) : target ? `; then the run is ${target}.` : '.';
+  return el('p', { id: 'cleanup-progress', 'data-target': target || '', 'data-late': run.late_cleanup || '' },
+    el('strong', {}, 'Cleanup: '), parts.join(', '), then);
 }
 
+// `controls`: the section's buttons (a finished run's Clean up), which the run page fills from what it is offered.
 export function ledgerSection(runId) {
   const body = el('div', { id: 'run-resources' });
+  const controls = el('div', { class: 'buttons', id: 'resources-controls' });
   const element = el('section', { 'aria-labelledby': 'resources-title' },
-    el('h2', { id: 'resources-title' }, 'Left in the game world'), body);
+    el('h2', { id: 'resources-title' }, 'Left in the game world'), body, controls);
   let readAt = null; // the ledger state (GET /runs/{id}'s `ledger`) the list was read at
   let resources = []; // as read, newest first
   let cursor = null; // where the older ones go on (null: none left)
@@ -80,7 +92,8 @@ export function ledgerSection(runId) {
   }
 
   function render() {
-    const state = JSON.stringify([detail.ledger, detail.run.cleanup_target, detail.steps.filter((s) => s.resource_id != null),
+    const state = JSON.stringify([detail.ledger, detail.run.cleanup_target, detail.run.late_cleanup,
+      detail.steps.filter((s) => s.resource_id != null),
       resources, cursor, failure && failureWords(failure)]);
     if (state === shown) return; // re-rendered only when something changed, so focus stays put
     shown = state;
@@ -96,13 +109,13 @@ export function ledgerSection(runId) {
     const rows = resources.map((r) => el('tr', { 'data-resource': named(r), 'data-status': r.status },
       el('td', {}, r.kind), el('td', {}, el('code', {}, r.id)), el('td', {}, badge(r.status)),
       el('td', {}, revertWords(r)), el('td', {}, stepOf(r))));
-    body.replaceChildren(
+    body.replaceChildren(...[ // the parts that apply, in order (a part that does not is left out, never shown as "null")
       progress(detail),
       el('p', { id: 'resources-live' }, `${counts.live || 0} live of ${recorded} recorded.`),
       error,
       rows.length ? table(`What run ${runId} left, newest first`, ['Kind', 'Id', 'Status', 'Revert', 'Recorded by'], rows) : null,
       cursor != null && !failure ? el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'resources-older', onclick: older },
-        `Show older (${resources.length} of ${recorded} shown)`)) : null);
+        `Show older (${resources.length} of ${recorded} shown)`)) : null].filter(Boolean));
   }
 
   async function older() {
@@ -132,7 +145,7 @@ export function ledgerSection(runId) {
     render();
   }
 
-  return { element, refresh };
+  return { element, refresh, controls };
 }
 
 // The cancel dialog: what a cancel does, the reason, and — once the API's plan says a cleanup would happen —

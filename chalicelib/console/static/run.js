@@ -181,6 +181,11 @@ export function runView(main, ctx, runIdText) {
     }
     if (name === 'advance') return advanceWords();
     if (name === 'resume') return resumeWords();
+    if (name === 'cleanup') {
+      const live = detail.ledger?.counts?.live || 0;
+      return `Each of the ${live} ${live === 1 ? 'resource' : 'resources'} ${runNamed()} left live in the game world is reverted,`
+        + ` newest first, as listed under "Left in the game world" (one whose revert is never sent stays); the run stays ${detail.run.status}.`;
+    }
     return null;
   }
 
@@ -288,7 +293,10 @@ export function runView(main, ctx, runIdText) {
       detail, entries, offered, button: controlButton, currentPhase, awaitedSignal, signalButton,
     });
     bannerBox.replaceChildren(...told.parts);
-    runControls.replaceChildren(...offered(null).filter((c) => !told.taken.has(c)).map((c) => controlButton(c)));
+    // A finished run's Clean up is pressed where what it reverts is listed: on the ledger's section.
+    const atLedger = new Set(['cleanup']);
+    runControls.replaceChildren(...offered(null).filter((c) => !told.taken.has(c) && !atLedger.has(c)).map((c) => controlButton(c)));
+    ledger.controls.replaceChildren(...offered(null).filter((c) => atLedger.has(c)).map((c) => controlButton(c)));
 
     counts.replaceChildren(...Object.entries(stepCounts).map(([status, n], i) => [i ? ' · ' : 'Steps: ', `${n} ${status}`]).flat());
     phases.replaceChildren(...phaseSections({
@@ -349,7 +357,8 @@ export function runView(main, ctx, runIdText) {
     // After the steps and controls are on the page: the ledger reads itself only when it moved, and says in
     // its own section when it cannot (it never throws).
     await ledger.refresh(detail);
-    return isTerminalRun(detail.run.status) ? 'over' : 'live';
+    // A finished run is over, unless its Clean up is under way (its status kept): the page follows it to its end.
+    return isTerminalRun(detail.run.status) && detail.run.late_cleanup !== 'started' ? 'over' : 'live';
   }
 
   const poller = new Poller(load, freshness(fresh));

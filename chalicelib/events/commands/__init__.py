@@ -8,7 +8,7 @@ statement and its log row in one transaction, a lost guard a 409 in the words of
 
     rules.py          the refusal rules, pure functions of the rows (the 409's words, the controls offered)
     protocol.py       the template: Press, Context, Command, execute/within
-    run_controls.py   Pause, Resume, Cancel, Advance (a person's Advance phase control)
+    run_controls.py   Pause, Resume, Cancel, Advance (a person's Advance phase control), CleanUp (a finished run's)
     step_controls.py  Confirm, Skip, Acknowledge, Release, TakeOver, Retry, Resend
     signal.py         ReceiveSignal: a signal's first receipt, and what it did to the run
     declared.py       CONTROLS: each control declared once (route, OpenAPI, roles, offer, button)
@@ -27,16 +27,16 @@ from ..model import Run, Step
 from .declared import CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Caller, Control, Shape, Target, offered, refusal
 from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
-from .run_controls import Advance, Advanced, Cancel, Cancelled, Pause, Resume
+from .run_controls import Advance, Advanced, Cancel, Cancelled, CleanUp, Pause, Resume
 from .signal import Receipt, ReceiveSignal, declared
 from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retried, Retry, Skip, TakeOver
 
 __all__ = [
     "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
-    "Acknowledge", "Advance", "Advanced", "Caller", "Cancel", "Cancelled", "Choice", "Confirm", "Context", "Control",
-    "HeldBy", "Pause", "Press",
+    "Acknowledge", "Advance", "Advanced", "Caller", "Cancel", "Cancelled", "Choice", "CleanUp", "Confirm", "Context",
+    "Control", "HeldBy", "Pause", "Press",
     "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "TakeOver",
-    "Target", "acknowledge", "advance", "advance_refusal", "cancel", "confirm", "declared", "execute", "offered",
+    "Target", "acknowledge", "advance", "advance_refusal", "cancel", "cleanup", "confirm", "declared", "execute", "offered",
     "pause", "receive_signal", "refusal", "release", "resend", "resume", "retry", "skip", "take_over", "within",
 ]
 
@@ -53,6 +53,11 @@ def cancel(db: Database, run_id: int, *, actor: str, now: datetime, reason: str 
            cleanup: bool = False) -> Run:
     """The run as the cancel left it (the control's answer also counts the steps it cancelled: `Cancelled`)."""
     return execute(db, Cancel(run_id, reason, cleanup), Context(actor, now, press)).run
+
+
+def cleanup(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None, press: Press = AS_EVER) -> Run:
+    """A finished run's Clean up: the run as it left it (its status kept, its cleanup started)."""
+    return execute(db, CleanUp(run_id, reason), Context(actor, now, press))
 
 
 def advance(db: Database, run_id: int, phase: int, *, actor: str, now: datetime, reason: str | None = None,

@@ -23,7 +23,7 @@ from ...roles import ROLES
 from ..model import Phase, Run, Step
 from .protocol import HeldBy, RunCommand, StepCommand
 from .rules import Refusal, advance_refusal
-from .run_controls import Advance, Cancel, Pause, Resume
+from .run_controls import Advance, Cancel, CleanUp, Pause, Resume
 from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retry, Skip, TakeOver
 
 
@@ -193,6 +193,12 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             " the reason, and from paused the run resumes; refused while a step of it is in flight, and in the ending",
             wakes=True, label="Advance phase", question="Advance past this phase?", done="Advanced",
             answer=Shape.ADVANCED),
+    Control(CleanUp, "a finished run (completed, failed or cancelled) that left something live in the game world is"
+            " cleaned up, its status kept: the tick reverts what it left, newest first, as a cancel's cleanup does,"
+            " and records the cleanup done, or failed with what is left; refused while one is in progress, while a"
+            " step of the run is in flight, and when nothing live is left to revert", wakes=True, label="Clean up",
+            question="Clean up what this run left in the game world? Each live resource is reverted, newest first;"
+            " the run keeps its status.", done="Cleaning up", answer=Shape.RUN),
     Control(Confirm, "a parked step is done, with the person's note", wakes=True, label="Confirm",
             question="Confirm this step is done?", done="Confirmed", answer=Shape.STEP, tone="primary"),
     Control(Skip, "a pending or parked step of a run that is not over is skipped", wakes=True, label="Skip",
@@ -243,16 +249,19 @@ class Caller:
 
 def offered(
     run: Run, run_steps: Iterable[Step], furthest_seq: int | None, phase: Phase | None = None, in_flight: Step | None = None,
-    *, caller: Caller,
+    *, caller: Caller, revertable: bool = False,
 ) -> dict[str, Any]:
     """The controls legal right now for `caller`, as GET /runs/{id} reports them: the run's (`run`) and each
     step's (`steps`), and for each of them the roles that, held by the caller, may press it (`roles`).
 
     `phase` is the row of the phase the run is at and `in_flight` that phase's first step in flight under a
-    live lease (the Advance phase control only: it is offered exactly when `advance_refusal` finds nothing)."""
+    live lease (the Advance phase control only: it is offered exactly when `advance_refusal` finds nothing);
+    `revertable`: the run has something live its cleanup would revert and no step open (Clean up only)."""
     def legal(declared: Control, step: Step | None) -> bool:
         if declared.command is Advance:
             return run.current_phase is not None and advance_refusal(run, run.current_phase, phase, in_flight) is None
+        if declared.command is CleanUp:
+            return revertable and declared.refuse(run, None, None) is None
         return declared.refuse(run, step, furthest_seq if step is not None else None) is None
 
     def for_caller(target: Target, step: Step | None) -> dict[str, list[str]]:

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..lifecycle import CLOSED_WORDS, STEP_FAILURES, TERMINAL_RUN, PhaseKind, RunStatus, StepStatus, Who
+from ..lifecycle import (
+    CLEANUP_TARGETS,
+    CLOSED_WORDS,
+    STEP_FAILURES,
+    TERMINAL_RUN,
+    LateCleanup,
+    PhaseKind,
+    RunStatus,
+    StepStatus,
+    Who,
+)
 from ..lifecycle import TRANSITIONS as _TRANSITIONS
 from ..model import Phase, Run, Step, iso
 
@@ -80,6 +90,18 @@ def cancel_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str
     return None if run.status in CANCELLABLE else f"this run is already {run.status.value}"
 
 
+def cleanup_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    """Why a finished run's Clean up may not be pressed, as far as the run's row says (whether it has something
+    live to revert, and no step open, `CleanUp.refused` reads from its rows)."""
+    if run.status not in CLEANUP_TARGETS:
+        finished = ", ".join(s.value for s in CLEANUP_TARGETS)
+        return (f"this run is {run.status.value}; only a finished run ({finished}) can be cleaned up"
+                + ("" if run.status in TERMINAL_RUN else " (to clean up a run that is not over, cancel it with cleanup)"))
+    if run.late_cleanup is LateCleanup.STARTED:
+        return f"a cleanup of this run is already in progress (since {iso(run.late_cleanup_at)})"
+    return None
+
+
 def advance_status_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
     return None if run.status in ADVANCEABLE else (
         f"this run is {run.status.value}; only a running or paused run can be advanced")
@@ -118,7 +140,7 @@ def confirm_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> st
 
 def skip_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
     step = needed(step, "skip")
-    if run.status in TERMINAL_RUN:
+    if run.status in TERMINAL_RUN and not (run.late_cleanup is LateCleanup.STARTED and step.resource_id is not None):
         return f"this run is {run.status.value}; its steps can no longer be skipped"
     if step.status is not StepStatus.PENDING and not step.parked:
         return f"this step is {step_state(step)}; only a pending or parked step can be skipped"

@@ -1,7 +1,8 @@
-"""The controls of a run: pause, resume, cancel and advance (the person's Advance phase control).
+"""The controls of a run: pause, resume, cancel, advance (the person's Advance phase control) and clean up
+(of a finished run).
 
 Invariant: each moves the run only through its guarded statement (`runs.transition`, `runs.begin_cleanup`,
-`runs.end_cleanup`, `runs.advance_phase`), held to the version the press saw when it named one, and writes
+`runs.end_cleanup`, `runs.advance_phase`, `runs.begin_late_cleanup`), held to the version the press saw when it named one, and writes
 its log rows in the same transaction, under the run's lock that `protocol.within` took first.
 """
 
@@ -14,7 +15,7 @@ from ...db import Tx, must_exist
 from ...roles import CONTROLLERS
 from .. import journal
 from ..errors import Conflict
-from ..lifecycle import TERMINAL_RUN, RunStatus, StepStatus
+from ..lifecycle import TERMINAL_RUN, LateCleanup, RunStatus, StepStatus
 from ..model import Run, Step, clean_note
 from ..store import log, phases, resources, runs, steps
 from .protocol import Context, RunCommand, Took
@@ -26,6 +27,7 @@ from .rules import (
     advance_refusal,
     advance_status_refusal,
     cancel_refusal,
+    cleanup_refusal,
     pause_refusal,
     resume_refusal,
 )
@@ -163,6 +165,44 @@ class Cancel(RunCommand[Cancelled]):
 
     def answer(self, result: Cancelled) -> dict[str, Any]:
         return {**run_answer(result.run), "cancelled_steps": result.cancelled_steps}
+
+
+@dataclass(frozen=True)
+class CleanUp(RunCommand[Run]):
+    """A finished run (completed, failed or cancelled) that left something live to revert is cleaned up, its
+    status kept: `runs.begin_late_cleanup` marks its cleanup started and wakes it, the reverts a cancel abandoned
+    are pending again (`steps.reopen_reverts`), and the tick writes the others and works them all newest first as
+    a cancel's cleanup does (`phase_end.tend_cleanup`), then records the cleanup done or failed."""
+
+    name: ClassVar[str] = "cleanup"
+    roles: ClassVar[frozenset[str]] = CONTROLLERS
+    rule = cleanup_refusal
+    reason: str | None = None
+
+    def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
+        planned = resources.cleanup_counts(tx, run.id)
+        if not runs.begin_late_cleanup(tx, run.id, by.now):
+            return None
+        steps.reopen_reverts(tx, run.id, by.now)
+        logged = log.append(tx, journal.run_late_cleanup(
+            run.id, run.current_phase, LateCleanup.STARTED, actor=by.actor, control=self.name,
+            reason=clean_note(self.reason), reverts=planned.reverts, by_hand=planned.by_hand), by.now)
+        return Took(must_exist(runs.get(tx, run.id)), logged)
+
+    def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Run:
+        """The 409 in the rows' words: not finished or already cleaning up (the rule), a step still in flight,
+        or nothing live to revert (and, if so, what is left and why)."""
+        if cleanup_refusal(run, None, None) is not None:
+            raise self.lost(run)
+        if resources.in_flight_count(tx, run.id, by.now):
+            raise Conflict("a step of this run is still in flight; clean up once its answer is in (what it created"
+                           " is reverted too)", run_status=run.status.value)
+        left = "; ".join(f"{reason.count} left: {reason.why}" for reason in resources.left_unreverted(tx, run.id))
+        raise Conflict("this run has nothing live to revert" + (f" ({left})" if left else ""),
+                       run_status=run.status.value)
+
+    def answer(self, result: Run) -> dict[str, Any]:
+        return run_answer(result)
 
 
 @dataclass(frozen=True)

@@ -70,8 +70,18 @@ WORKING = (RunStatus.RUNNING, RunStatus.ENDING)
 ATTENDED = (*WORKING, RunStatus.CLEANING_UP)
 # A run the tick starts (materialises its first phase) rather than moves on.
 BEFORE_FIRST_PHASE = tuple(s for s in DUE if s not in (*WORKING, RunStatus.CLEANING_UP))
-# Where a cleanup ends once every revert is over (`event_runs.cleanup_target`).
+# Where a cleanup ends once every revert is over (`event_runs.cleanup_target`); and the finished statuses a
+# person may still clean up from (the Clean up control: the run keeps its status, `LateCleanup` says how it stands).
 CLEANUP_TARGETS = (RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.COMPLETED)
+
+
+class LateCleanup(str, Enum):
+    """How the cleanup of a finished run stands (`event_runs.late_cleanup`): the run keeps its final status, and
+    the tick works its reverts as it works a cleaning-up run's while this is `started`."""
+
+    STARTED = "started"  # a person pressed Clean up: the tick reverts what the run left, newest first
+    DONE = "done"  # every revert was done
+    FAILED = "failed"  # every revert is over and some failed or were refused: what is left stays in the ledger
 
 
 # ── transitions ──────────────────────────────────────────────────────────

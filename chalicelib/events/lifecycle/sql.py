@@ -12,7 +12,7 @@ from enum import Enum
 
 from .phases import ConditionKind, OnDeadline, PhaseKind, SignalEffect
 from .resources import ResourceStatus
-from .runs import ATTENDED, DUE, RUNNABLE, TERMINAL_RUN, WORKING, RunMode, RunStatus
+from .runs import ATTENDED, DUE, RUNNABLE, TERMINAL_RUN, WORKING, LateCleanup, RunMode, RunStatus
 from .steps import OPEN_STEP, STEP_FAILURES, OnDoubt, ParkReason, StepStatus
 from .waits import PEOPLES, STALLS, WaitingFor
 
@@ -38,6 +38,9 @@ class RunSQL:
     PAUSED = sql_literal(RunStatus.PAUSED)
     ENDING = sql_literal(RunStatus.ENDING)
     CLEANING_UP = sql_literal(RunStatus.CLEANING_UP)
+    LATE_CLEANUP_STARTED = sql_literal(LateCleanup.STARTED)  # `late_cleanup`: a finished run's cleanup under way
+    LATE_CLEANUP_DONE = sql_literal(LateCleanup.DONE)
+    LATE_CLEANUP_FAILED = sql_literal(LateCleanup.FAILED)
     DUE = sql_list(DUE)
     RUNNABLE = sql_list(RUNNABLE)
     WORKING = sql_list(WORKING)

@@ -227,6 +227,9 @@ RETRY = StepMove("retry", (_S.FAILED,), _S.PENDING, _PERSON, "a person retries t
 RETRY_REVERT = StepMove("retry", (_S.FAILED, _S.REFUSED), _S.PENDING, _PERSON,
                         "a person retries a revert that failed, of a run paused in its cleanup", lease=Lease.CLEARED,
                         retries=Count.RAISED, renews_allowance=True, clears_due_at=True)
+REOPEN_REVERT = StepMove("retry", (_S.CANCELLED,), _S.PENDING, _PERSON,
+                         "a person cleans up a finished run: a revert its cancel abandoned is sent after all",
+                         lease=Lease.CLEARED, retries=Count.RAISED, renews_allowance=True, clears_due_at=True)
 # A parked cue's attention timers (runner/attention.py).
 REMIND = StepMove("remind", (_S.RUNNING,), None, _TICK, "its parked cue's reminder is due")
 ESCALATE = StepMove("escalate", (_S.RUNNING,), None, _TICK, "its parked cue's escalation is due")
@@ -245,7 +248,8 @@ STAMP_KEY = StepMove("stamp key", (), None, _TICK, "its phase is materialised")
 STEP_MOVES: tuple[StepMove, ...] = (
     CLAIM, PARK, RESCHEDULE, *FINISH.values(), END_IN_FLIGHT, DELAY_NEXT, ABANDON, GIVE_UP, PARK_IN_DOUBT, REQUEUE,
     CANCEL_PENDING, CANCEL_OPEN, *CLOSE_WITH_THE_PHASE.values(), CONFIRM, RESEND, *SKIP.values(), ACKNOWLEDGE, RELEASE,
-    TAKE_OVER, RETRY, RETRY_REVERT, REMIND, ESCALATE, ESCALATION_OVER, LAPSE, *TIME_OUT.values(), DROP_TIMEOUT, PASS_OVER, STAMP_KEY,
+    TAKE_OVER, RETRY, RETRY_REVERT, REOPEN_REVERT, REMIND, ESCALATE, ESCALATION_OVER, LAPSE, *TIME_OUT.values(),
+    DROP_TIMEOUT, PASS_OVER, STAMP_KEY,
 )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from ..lifecycle import (
     ClosedBy,
     Condition,
+    LateCleanup,
     OnDeadline,
     PhaseKind,
     PhaseState,
@@ -78,12 +79,21 @@ class Run:
     version: int = 1  # its control state, counted: raised by each status change (`store/runs/moves.py`) and advance
     cleanup_target: RunStatus | None = None  # where its cleanup ends once every revert is over; None: it never cleaned up
     rehearsal: Rehearsal | None = None  # a dry run's settings (its mode is rehearsal); None: a live run
+    late_cleanup: LateCleanup | None = None  # a finished run's cleanup (its status kept); None: none asked for
+    late_cleanup_at: datetime | None = None  # when that cleanup was last asked for
+
+    @property
+    def walked_as(self) -> RunStatus:
+        """The status the tick walks it in: its own, or cleaning up while a person's Clean up of the finished run
+        is under way (its reverts are worked as a cleaning-up run's; its status stays what it finished as)."""
+        return RunStatus.CLEANING_UP if self.late_cleanup is LateCleanup.STARTED else self.status
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
         """The run its row holds; NewerRow for a word of it this version does not know (a newer version's run:
         a mode it does not know is never read as live)."""
         target, waits, run = row.get("cleanup_target"), row.get("waiting_for"), f"run {row.get('id')}"
+        late = row.get("late_cleanup")
         fields = {k: v for k, v in row.items() if k not in REHEARSAL_COLUMNS}
         rehearsal = None
         # guard: a-run-of-an-unknown-mode-reads-as-live
@@ -96,6 +106,7 @@ class Run:
                "health": known(Health, row["health"], f"{run}'s health"),
                "cleanup_target": None if target is None else known(RunStatus, target, f"{run}'s cleanup target"),
                "rehearsal": rehearsal,
+               "late_cleanup": None if late is None else known(LateCleanup, late, f"{run}'s cleanup"),
                "waiting_for": None if waits is None else known(WaitingFor, waits, f"what {run} waits for")}
         )
 

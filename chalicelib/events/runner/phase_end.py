@@ -1,5 +1,6 @@
 """A phase at its end: left (the next phase opened, into the ending, completed), held, closed early,
-or — the cleanup phase — its reverts written and the cleanup ended.
+or — the cleanup phase — its reverts written and the cleanup ended (a finished run's Clean up: done or failed,
+its status kept).
 
 The invariant: a phase is left only by `runs.leave_phase`, whose WHERE clause
 refuses a phase with an open step or an unmet condition, and it marks the phase
@@ -13,13 +14,25 @@ a guard lost (the run is read again).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from ...db import Tx, must_exist
 from .. import journal
 from ..commands.protocol import Context, within
 from ..commands.signal import ReceiveSignal
 from ..document import Programme
-from ..lifecycle import CLOSED_WORDS, CleanupOn, ClosedBy, ConditionKind, OnDeadline, PhaseKind, RunStatus, StepStatus
+from ..lifecycle import (
+    CLOSED_WORDS,
+    CleanupOn,
+    ClosedBy,
+    ConditionKind,
+    LateCleanup,
+    OnDeadline,
+    PhaseKind,
+    RunStatus,
+    StepStatus,
+)
+from ..model import Run
 from ..store import phases, resources, runs, steps
 from .branches import next_to_open
 from .cursor import Closing, Cursor, Done, Drained, Held, NeedsRead, opened
@@ -98,6 +111,8 @@ def tend_cleanup(tx: Tx, now: datetime, run_id: int, programme: Programme, log_r
         log_rows.append(journal.run_cleanup(run_id, cleanup.number, added))
         return NeedsRead(RunStatus.CLEANING_UP, cleanup.number)
     run = must_exist(runs.get(tx, run_id))
+    if run.late_cleanup is not None:  # a finished run's Clean up: it ends, its status kept
+        return _end_late_cleanup(tx, now, run, cleanup.number, log_rows)
     target = must_exist(run.cleanup_target)
     if runs.end_cleanup(tx, run_id, RunStatus.CLEANING_UP, target, now, accept_failures=False):
         left = "".join(f"; left: {reason.count} ({reason.why})" for reason in resources.left_unreverted(tx, run_id))
@@ -110,6 +125,22 @@ def tend_cleanup(tx: Tx, now: datetime, run_id: int, programme: Programme, log_r
         log_rows.append(journal.run_status(run_id, cleanup.number, RunStatus.CLEANING_UP, RunStatus.PAUSED, cause=error))
         return Done(RunStatus.PAUSED)
     return Done(RunStatus.CLEANING_UP)  # a step of the run is still in flight: its answer comes first
+
+
+def _end_late_cleanup(tx: Tx, now: datetime, run: Run, phase: int, log_rows: list[journal.Entry]) -> Cursor:
+    """A finished run's cleanup with nothing left open: done, or failed naming how many could not be reverted
+    (a finished run cannot pause for a person; what is left stays in the ledger, revert_failed); or, while a
+    step of it is still in flight, on."""
+    ended = runs.end_late_cleanup(tx, run.id, now)
+    if ended is None:
+        return Done(RunStatus.CLEANING_UP)  # a revert of it is still in flight: its answer comes first
+    reverts = resources.reverts_since(tx, run.id, must_exist(run.late_cleanup_at))
+    left = {"left": [reason.public() for reason in refused]} if (refused := resources.left_unreverted(tx, run.id)) else {}
+    detail: dict[str, Any] = {"reverted": reverts.total - reverts.failed, **left}
+    if ended is LateCleanup.FAILED:
+        detail.update(failed=reverts.failed, cause=f"{reverts.failed} of {reverts.total} resources could not be reverted")
+    log_rows.append(journal.run_late_cleanup(run.id, phase, ended, **detail))
+    return Done(run.status)
 
 
 def close_phase(

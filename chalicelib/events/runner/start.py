@@ -48,7 +48,7 @@ def start_run(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: l
 
 def picked_up(run: Run, programme: Programme) -> NeedsRead:
     """Where the walk of a run past its start begins: the phase it works, read afresh."""
-    if run.status is RunStatus.CLEANING_UP:
+    if run.walked_as is RunStatus.CLEANING_UP:  # a finished run's Clean up too: its status kept
         return NeedsRead(RunStatus.CLEANING_UP, programme.cleanup.number)
     if run.status is RunStatus.ENDING:
         # The programme's ending, not current_phase: a run that went into ending

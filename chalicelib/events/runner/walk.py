@@ -17,7 +17,9 @@ that the run is runnable (a pause pressed mid-tick stops the next claim), the
 claimer's writes are fenced on its claim, and a phase is left only if it has no
 open step and no unmet condition. A run cleaning up is walked in its cleanup
 phase (`Programme.cleanup`): drained, it gets its revert steps
-(`phase_end.tend_cleanup`), works them like any phase, then ends at its target.
+(`phase_end.tend_cleanup`), works them like any phase, then ends at its target;
+so is a finished run whose Clean up is under way (`Run.walked_as`), which ends
+its cleanup done or failed and keeps its status.
 """
 
 from __future__ import annotations
@@ -238,7 +240,8 @@ class RunWalker:
         return opened(where.status, where.phase, rows, more=len(rows) == OPEN_STEPS_PER_READ)
 
     def _current_status(self, run_id: int) -> RunStatus:
-        return must_exist(self.db.autocommit(lambda tx: runs.get(tx, run_id))).status
+        """The run's status as the walk goes by it (a finished run whose Clean up is under way: cleaning up)."""
+        return must_exist(self.db.autocommit(lambda tx: runs.get(tx, run_id))).walked_as
 
     # ── units of work: each is one transaction, and ends with `_finish_unit` ──
     def _unit(self, run_id: int, programme: Programme, move: Move) -> tuple[Cursor, Claim | None]:

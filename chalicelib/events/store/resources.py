@@ -203,6 +203,18 @@ def reverts_of(tx: Tx, run_id: int) -> Reverts:
     return Reverts(int(row["total"]), int(row["failed"]))
 
 
+def reverts_since(tx: Tx, run_id: int, since: datetime) -> Reverts:
+    """How a finished run's cleanup that began at `since` stands: the resources it reverted or failed to (a
+    resource of a finished run changes only by its cleanup's reverts). One range of the run's rows."""
+    row = tx.one(
+        f"""SELECT COUNT(*) AS total, COALESCE(SUM(status = {ResourceSQL.REVERT_FAILED}), 0) AS failed
+              FROM event_run_resources
+             WHERE run_id = %s AND status IN ({ResourceSQL.REVERTED}, {ResourceSQL.REVERT_FAILED}) AND changed_at >= %s""",  # noqa: S608 — the status literals are constants; values are parameters
+        (run_id, since),
+    ) or {"total": 0, "failed": 0}
+    return Reverts(int(row["total"]), int(row["failed"]))
+
+
 def count_left(tx: Tx) -> int:
     """How many resources every live run has left whose revert failed (the ResourcesLeft metric): one index
     range, each row's run by its key (a dry run's sandbox resources are never counted)."""

@@ -79,7 +79,8 @@ TIMERS: dict[str, str] = {
     # now (the cleanup is opened or ended).
     # guard: a-cleaning-up-run-never-wakes
     # guard: a-parked-revert-wakes-its-run-never
-    "cleanup": f"""IF(r.status = {RunSQL.CLEANING_UP}, COALESCE(
+    # A finished run whose Clean up is under way (`late_cleanup`) likewise.
+    "cleanup": f"""IF(r.status = {RunSQL.CLEANING_UP} OR r.late_cleanup = {RunSQL.LATE_CLEANUP_STARTED}, COALESCE(
         (SELECT IF(c.status = {StepSQL.PENDING}, COALESCE(c.due_at, %(now)s), COALESCE(c.claim_expires_at,
                    {_next_attention("c")}))
            FROM event_run_steps c WHERE c.run_id = r.id AND c.status IN ({StepSQL.OPEN})

@@ -35,7 +35,7 @@ def runs_page(db: Database, query: dict[str, Any]) -> Body:
         # What each waits for, derived as a run's detail derives it: its parked head (a cleanup's: its revert,
         # and the resource that undoes), its phase's row.
         working = [r for r in page if r.status in lifecycle.WORKING and r.current_phase is not None]
-        parked = steps.parked_of(tx, [r.id for r in page if r.status in lifecycle.ATTENDED])
+        parked = steps.parked_of(tx, [r.id for r in page if r.walked_as in lifecycle.ATTENDED])
         at = phases.current_of(tx, [(r.id, must_exist(r.current_phase)) for r in working])
         undone = resources.by_ids(tx, [s.resource_id for s in parked.values() if s.resource_id is not None])
         # Who paused each paused run and why: the log row that paused it.
@@ -70,7 +70,7 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: c
     read = steps.page_for_run(tx, run.id, after, limit + 1)
     run_steps, next_cursor = fitted(read[:limit], read[limit - 1].id if len(read) > limit else None, lambda s: s.id)
     furthest = steps.last_started_seq(tx, run.id, run.current_phase)
-    if run.status is lifecycle.RunStatus.CLEANING_UP:  # it works its reverts: the one parked, if any
+    if run.walked_as is lifecycle.RunStatus.CLEANING_UP:  # it works its reverts: the one parked, if any
         head = [parked] if (parked := steps.parked_of(tx, [run.id]).get(run.id)) is not None else []
     else:
         head = steps.open_steps(tx, run.id, run.current_phase, limit=1) if run.current_phase is not None else []
@@ -87,8 +87,16 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: c
         "steps_next_cursor": next_cursor,
         "counts": steps.status_counts(tx, run.id),
         "ledger": _ledger(tx, run.id),
-        "controls": commands.offered(run, run_steps, furthest, working, flying, caller=caller),
+        "controls": commands.offered(run, run_steps, furthest, working, flying, caller=caller,
+                                     revertable=_revertable(tx, run, now)),
     }
+
+
+def _revertable(tx: Tx, run: Run, now: datetime) -> bool:
+    """Whether a finished run has something live its Clean up would revert, and no step in flight (read only
+    for a finished run: the control's guard, `runs.begin_late_cleanup`, says the same)."""
+    return (run.status in lifecycle.CLEANUP_TARGETS and resources.cleanup_counts(tx, run.id).reverts > 0
+            and not resources.in_flight_count(tx, run.id, now))
 
 
 def _ledger(tx: Tx, run_id: int) -> Body:

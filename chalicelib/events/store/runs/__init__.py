@@ -15,11 +15,12 @@ writer (`moves.move`); the statements live by job:
     scheduled.py  a run created (an occurrence, a dry run), then started within its grace or missed
     moves.py      the one writer of a status change, `transition`, and `degrade`
     leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
-    cleanup.py    into cleaning_up, woken, paused on a failed revert, and out to its target
+    cleanup.py    into cleaning_up, woken, paused on a failed revert, and out to its target; a finished run's
+                  cleanup (Clean up), its status kept
     lease.py      the run lease, taken and given back
 """
 
-from .cleanup import begin_cleanup, end_cleanup, pause_cleanup, wake_cleanup
+from .cleanup import begin_cleanup, begin_late_cleanup, end_cleanup, end_late_cleanup, pause_cleanup, wake_cleanup
 from .lease import release_lease, take_lease
 from .leaving import advance_phase, leave_phase
 from .moves import degrade, transition
@@ -39,7 +40,8 @@ from .reads import (
 from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, start_within_grace
 
 __all__ = [
-    "REHEARSAL_FILTERS", "Lookout", "advance_phase", "begin_cleanup", "degrade", "end_cleanup", "find_due", "get",
+    "REHEARSAL_FILTERS", "Lookout", "advance_phase", "begin_cleanup", "begin_late_cleanup", "degrade", "end_cleanup",
+    "end_late_cleanup", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "lookout", "miss_after_grace", "next_wake",
     "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "release_lease",
     "start_within_grace", "take_lease", "transition", "waiting_counts", "wake_cleanup",

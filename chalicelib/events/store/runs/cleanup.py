@@ -1,9 +1,14 @@
-"""event_runs cleaning up: into cleaning_up toward a target, woken, paused on a failed revert, and out.
+"""event_runs cleaning up: into cleaning_up toward a target, woken, paused on a failed revert, and out; and
+the cleanup of a finished run (a person's Clean up), which keeps the run's final status.
 
 The invariant: a run begins its cleanup once, only with something live to revert
 or a step in flight and no step parked in doubt, and ends it only when no step
 of it is open and nothing is left to revert (a failed revert pauses it for a
-person, unless their resume accepts it); each is a move's own WHERE.
+person, unless their resume accepts it); each is a move's own WHERE. A finished
+run's cleanup (`late_cleanup`) begins only when it has something live to revert
+and no step open, never while one is under way, and ends on the same guard as a
+cleanup's (done, or failed when a revert of it failed: a finished run cannot
+pause); its status is never written.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Unpack
 
 from ....db import Tx, placeholders
 from ... import waiting
-from ...lifecycle import RunSQL, RunStatus
+from ...lifecycle import CLEANUP_TARGETS, LateCleanup, ResourceSQL, RunSQL, RunStatus
 from .. import resources
 from .moves import RunChanges, move
 
@@ -60,7 +65,8 @@ def wake_cleanup(tx: Tx, run_id: int, now: datetime) -> bool:
     """A run cleaning up wakes now (only ever earlier): a step it waited for has been answered."""
     return tx.execute(
         f"""UPDATE event_runs SET wake_at = %s
-             WHERE id = %s AND status = {RunSQL.CLEANING_UP} AND (wake_at IS NULL OR wake_at > %s)""",  # noqa: S608 — the status literal is a constant; values are parameters
+             WHERE id = %s AND (status = {RunSQL.CLEANING_UP} OR late_cleanup = {RunSQL.LATE_CLEANUP_STARTED})
+               AND (wake_at IS NULL OR wake_at > %s)""",  # noqa: S608 — the status literal is a constant; values are parameters
         (now, run_id, now),
     ) == 1
 
@@ -70,3 +76,46 @@ def pause_cleanup(tx: Tx, run_id: int, now: datetime, error: str) -> bool:
     guard = (f"status = {RunSQL.CLEANING_UP} AND NOT {resources.step_open(_RUN)}"
              f" AND NOT {resources.to_revert(_RUN)}")
     return move(tx, run_id, [RunStatus.CLEANING_UP], RunStatus.PAUSED, now, guard, (), last_error=error)
+
+
+# What a finished run's cleanup left: a revert of it failed since it began (`late_cleanup_at`).
+_FAILED_SINCE = f"""EXISTS (SELECT 1 FROM event_run_resources bad WHERE bad.run_id = {_RUN}
+                             AND bad.status = {ResourceSQL.REVERT_FAILED} AND bad.changed_at >= event_runs.late_cleanup_at)"""  # noqa: S608 — constant fragments only
+
+
+def begin_late_cleanup(tx: Tx, run_id: int, now: datetime) -> bool:
+    """A finished run's cleanup begins (a person's Clean up): its status kept, `late_cleanup` started, woken now
+    and its version raised; only a completed, failed or cancelled run with something live to revert, no step of
+    it open (a step in flight is answered first), and none under way already (a person's If-Match is held by the control, under the run's
+    lock)."""
+    # guard: a-finished-run-with-nothing-to-revert-cleans-up
+    # guard: a-finished-runs-cleanup-begins-twice
+    # guard: a-finished-runs-cleanup-begins-over-a-step-in-flight
+    guard = (f"status IN ({placeholders(len(CLEANUP_TARGETS))}) AND NOT (late_cleanup <=> {RunSQL.LATE_CLEANUP_STARTED})"
+             f" AND {resources.to_revert(_RUN)} AND NOT {resources.step_open(_RUN)}")
+    return tx.execute(
+        f"""UPDATE event_runs SET late_cleanup = {RunSQL.LATE_CLEANUP_STARTED}, late_cleanup_at = %s, wake_at = %s,
+                   updated_at = %s, version = version + 1
+             WHERE id = %s AND {guard}""",  # noqa: S608 — constant fragments; values are parameters
+        (now, now, now, run_id, *(s.value for s in CLEANUP_TARGETS)),
+    ) == 1
+
+
+def end_late_cleanup(tx: Tx, run_id: int, now: datetime) -> LateCleanup | None:
+    """A finished run's cleanup is over, only when no step of it is open and nothing is left to revert: done, or
+    failed if a revert of it failed (its resources stay revert_failed, listed); the run lease and the wake time
+    cleared with it, the status kept. None: not yet (or it was not under way)."""
+    # guard: a-finished-runs-cleanup-ends-with-a-step-open
+    # guard: a-finished-runs-cleanup-ends-with-something-left-to-revert
+    changed = tx.execute(
+        f"""UPDATE event_runs
+               SET late_cleanup = IF({_FAILED_SINCE}, {RunSQL.LATE_CLEANUP_FAILED}, {RunSQL.LATE_CLEANUP_DONE}),
+                   claimed_by = NULL, claim_expires_at = NULL, wake_at = NULL, waiting_for = NULL, updated_at = %s,
+                   version = version + 1
+             WHERE id = %s AND late_cleanup = {RunSQL.LATE_CLEANUP_STARTED}
+               AND NOT {resources.step_open(_RUN)} AND NOT {resources.to_revert(_RUN)}""",  # noqa: S608 — constant fragments; values are parameters
+        (now, run_id),
+    )
+    if changed != 1:
+        return None
+    return LateCleanup(tx.scalar("SELECT late_cleanup FROM event_runs WHERE id = %s", (run_id,)))

@@ -32,7 +32,8 @@ def take_lease(tx: Tx, run_id: int, token: str, now: datetime, lease_seconds: fl
         tx.execute(
             # guard: run-lease-leaves-no-wake-for-a-dead-worker
             f"""UPDATE event_runs SET claimed_by = %s, claim_expires_at = %s, wake_at = %s
-                 WHERE id = %s AND status IN ({RunSQL.DUE}) AND {understood.run_row("event_runs")}
+                 WHERE id = %s AND (status IN ({RunSQL.DUE}) OR late_cleanup = {RunSQL.LATE_CLEANUP_STARTED})
+                   AND {understood.run_row("event_runs")}
                    AND (claim_expires_at IS NULL OR claim_expires_at < %s)""",  # noqa: S608 — the status list and the fragment are rendered from the lifecycle at import
             (token, expires, expires, run_id, now),
         )

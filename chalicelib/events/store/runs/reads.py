@@ -22,7 +22,7 @@ from .. import understood
 COLUMNS = (
     "id, definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds,"
     " current_phase, health, last_error, claimed_by, claim_expires_at, started_at, finished_at,"
-    " created_at, updated_at, wake_at, waiting_for, version, cleanup_target,"
+    " created_at, updated_at, wake_at, waiting_for, version, cleanup_target, late_cleanup, late_cleanup_at,"
     " mode, speed, rehearsal_bridge, auto_confirm_seconds, auto_signal_seconds"
 )
 

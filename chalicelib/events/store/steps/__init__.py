@@ -37,6 +37,7 @@ from .people import (
     acknowledge,
     confirm_parked,
     release,
+    reopen_reverts,
     requeue_revert,
     requeue_where_stopped,
     resend,
@@ -68,6 +69,6 @@ __all__ = [
     "delay_next", "drop_timeout", "escalation_over", "finish", "first_newer", "get", "get_on_run", "holding_phase", "keys_stamped",
     "lapse", "last_started_seq", "list_for_phase", "list_for_run", "materialise_phase", "oldest_parked_since", "open_steps",
     "open_steps_and_close_due", "page_for_run", "park", "parked_in_doubt_of", "parked_of", "pass_over", "phase_ended",
-    "reclaim_stale", "release", "requeue_revert", "requeue_where_stopped", "reschedule", "resend", "skip_by_human",
+    "reclaim_stale", "release", "reopen_reverts", "requeue_revert", "requeue_where_stopped", "reschedule", "resend", "skip_by_human",
     "skip_phase_for_advance", "status_counts", "take_over", "time_out"
 ]

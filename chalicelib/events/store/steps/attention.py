@@ -21,7 +21,7 @@ from .write import write
 
 _WITH_ITS_RUN = " JOIN event_runs r ON r.id = s.run_id"
 # guard: a-paused-run-reminds
-_ATTENDED = f"s.id = %s AND {UNLEASED} AND r.status IN ({RunSQL.ATTENDED})"
+_ATTENDED = f"s.id = %s AND {UNLEASED} AND (r.status IN ({RunSQL.ATTENDED}) OR {waiting.late_revert('r', 's')})"
 # Parked for a reason, in a run of a mode, this version knows: a newer version's park is not a cue of this one.
 # guard: a-step-parked-for-an-unknown-reason-is-attended
 _ATTENDED += f" AND r.mode IN ({RunSQL.MODES}) AND (s.park_reason IS NULL OR s.park_reason IN ({StepSQL.PARK_REASONS}))"

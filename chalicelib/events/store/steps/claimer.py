@@ -59,7 +59,7 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
     condition met, or its deadline passed: the phase row, joined rather than
     asked in a subquery, which P1 measured at a tenth of a step's time, must
     pass `phases.TAKES_CLAIMS`), and under a cleanup only a revert step is taken
-    (`NOT_LEFT_BEHIND`); a run of a mode this version does not know is never
+    (`NOT_LEFT_BEHIND`; of a finished run, only the reverts of its Clean up under way); a run of a mode this version does not know is never
     taken (a newer version's: `understood`). `started_at` keeps the first attempt.
 
     The claim carries the step's allowance as read: held to the pending step at
@@ -79,7 +79,8 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
         f"""s.id = %s AND s.attempts = %s
                AND (s.due_at IS NULL OR s.due_at <= %s)
                AND s.idempotency_key <> ''
-               AND r.status IN ({RunSQL.RUNNABLE}) AND {NOT_LEFT_BEHIND} AND r.mode IN ({RunSQL.MODES})
+               AND (r.status IN ({RunSQL.RUNNABLE}) OR {waiting.late_revert("r", "s")}) AND {NOT_LEFT_BEHIND}
+               AND r.mode IN ({RunSQL.MODES})
                AND (p.run_id IS NULL OR {phases.TAKES_CLAIMS})""",
         (step.id, step.attempts, now, now),
         joins=_WITH_ITS_RUN_AND_PHASE, alias="s", now=now, lease=(token, now + timedelta(seconds=lease_seconds)),
@@ -89,7 +90,8 @@ def claim(tx: Tx, step: Step, now: datetime, lease_seconds: float) -> Claim | No
 
 # Over for this step (`s`, its run `r`): its run ended, or a cleanup began and it is not one of the reverts.
 # guard: a-step-in-flight-at-a-cleanup-is-requeued-by-its-answer
-_RUN_OVER_FOR_S = f"(r.status IN ({RunSQL.TERMINAL}) OR NOT {NOT_LEFT_BEHIND})"
+_RUN_OVER_FOR_S = (f"((r.status IN ({RunSQL.TERMINAL}) AND NOT {waiting.late_revert('r', 's')})"
+                   f" OR NOT {NOT_LEFT_BEHIND})")
 
 # The claim's fence (its status, running, is the move's source): the token and the attempt it wrote.
 # guard: fence-without

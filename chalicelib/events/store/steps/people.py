@@ -18,6 +18,7 @@ from ...lifecycle import (
     ACKNOWLEDGE,
     CONFIRM,
     RELEASE,
+    REOPEN_REVERT,
     RESEND,
     RETRY,
     RETRY_REVERT,
@@ -37,7 +38,8 @@ _WITH_ITS_RUN = " JOIN event_runs r ON r.id = s.run_id"
 # earlier, and only for a run a tick picks up), in the control's own statement.
 # guard: confirm-and-skip-do-not-wake
 # guard: step-controls-wake-only-a-run-without-a-wake
-_WAKE_RUN_NOW = f"""r.wake_at = IF(r.status IN ({RunSQL.DUE}) AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
+_WAKE_RUN_NOW = f"""r.wake_at = IF((r.status IN ({RunSQL.DUE}) OR r.late_cleanup = {RunSQL.LATE_CLEANUP_STARTED})
+                                   AND (r.wake_at IS NULL OR r.wake_at > %s), %s, r.wake_at)"""
 
 
 def _as_seen(seen: Step | None) -> tuple[str, tuple[Any, ...]]:
@@ -93,7 +95,8 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
     wakes now, and a skipped cue is no longer waited for.
 
     The caller names which of the two it read (locked): the statement's WHERE holds the step to it. A leased
-    step cannot be recalled; a step of a finished run is history. `seen`: held to the state their If-Match named.
+    step cannot be recalled; a step of a finished run is history (but a revert of its Clean up under way).
+    `seen`: held to the state their If-Match named.
     """
     as_seen, seen_args = _as_seen(seen)
     answered = f", r.waiting_for = {waiting.CUE_ANSWERED}" if parked else ""
@@ -103,7 +106,7 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
     return write(
         tx, move,
         f"""s.id = %s{state}
-                   AND r.status NOT IN ({RunSQL.TERMINAL}){as_seen}""",
+                   AND (r.status NOT IN ({RunSQL.TERMINAL}) OR {waiting.late_revert("r", "s")}){as_seen}""",
         (step_id, *seen_args), now=now, sets=f"s.last_error = %s, {_WAKE_RUN_NOW}{answered}",
         set_args=(kept_note(reason), now, now), joins=_WITH_ITS_RUN, alias="s",
     ) > 0
@@ -221,3 +224,16 @@ def requeue_revert(tx: Tx, run_id: int, step_id: int, now: datetime) -> bool:
         (step_id, run_id), sets=f"s.last_error = NULL, res.status = {ResourceSQL.REVERTING}, res.changed_at = %s",
         set_args=(now,), joins=f"{_WITH_ITS_RUN} JOIN event_run_resources res ON res.id = s.resource_id", alias="s",
     ) >= 1
+
+
+def reopen_reverts(tx: Tx, run_id: int, now: datetime) -> None:
+    """The reverts a cancel abandoned (cancelled, their resources live again) of a finished run whose Clean up
+    has begun, pending again with a fresh allowance, and their resources `reverting`: one statement over the
+    steps, their run and their resources. The tick then works them with the reverts it writes for the rest
+    (`resources.open_reverts`: a resource keeps its one revert step)."""
+    write(
+        tx, REOPEN_REVERT,
+        f"s.run_id = %s AND r.late_cleanup = {RunSQL.LATE_CLEANUP_STARTED} AND res.status = {ResourceSQL.LIVE}",
+        (run_id,), sets=f"s.last_error = NULL, res.status = {ResourceSQL.REVERTING}, res.changed_at = %s",
+        set_args=(now,), joins=f"{_WITH_ITS_RUN} JOIN event_run_resources res ON res.id = s.resource_id", alias="s",
+    )

@@ -69,8 +69,9 @@ def reclaim_stale(tx: Tx, now: datetime, max_attempts: int, limit: int = 500, *,
     stale += f" AND EXISTS (SELECT 1 FROM event_runs k WHERE k.id = event_run_steps.run_id AND {understood.run_row('k')})"  # noqa: S608 — the fragment is a constant
     # Over for this step: its run ended, or a cleanup began and it is not one of the reverts.
     # guard: the-sweep-requeues-a-step-left-behind-by-a-cleanup
-    run_over = f"""EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id AND (r.status IN ({RunSQL.TERMINAL})
-                              OR (r.cleanup_target IS NOT NULL AND event_run_steps.resource_id IS NULL)))"""  # noqa: S608 — the status list is rendered from RunStatus at import
+    run_over = f"""EXISTS (SELECT 1 FROM event_runs r WHERE r.id = run_id
+                              AND ((r.status IN ({RunSQL.TERMINAL}) AND NOT {waiting.late_revert("r", "event_run_steps")})
+                                   OR (r.cleanup_target IS NOT NULL AND event_run_steps.resource_id IS NULL)))"""  # noqa: S608 — the status list is rendered from RunStatus at import
     # Its phase is over (a signal, an advance, its deadline): a step of it never goes back to pending.
     phase_over = f"""EXISTS (SELECT 1 FROM event_run_phases p WHERE p.run_id = event_run_steps.run_id
                                 AND p.number = event_run_steps.phase AND {phases.OVER})"""  # noqa: S608 — the phase's fragment is a constant
