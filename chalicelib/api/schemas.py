@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..events.commands import HeldBy
+from ..events.commands import MOST_SECONDS, HeldBy
 from ..events.document import DOCUMENT_SCHEMA
 from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
 from ..events.dry_runs import AUTO_CONFIRM_SECONDS
@@ -69,6 +69,14 @@ CANCEL_BODY = _body(reason=_NOTE, cleanup={
 ADVANCE_BODY = {**_body(phase={"type": "integer", "minimum": 1, "maximum": 1000,
                                "description": "the phase the caller sees the run at (GET /runs/{id}'s run.current_phase)"},
                         reason=_NOTE), "required": ["phase"]}
+POSTPONE_BODY = {**_body(to={"type": "string", "format": "date-time", "maxLength": 40,
+                              "description": f"the run's new time, with a zone: later than now, at most"
+                                             f" {MAX_SCHEDULE_AHEAD.days} days ahead"},
+                          reason=_NOTE), "required": ["to"]}
+EXTEND_BODY = {**_body(seconds={"type": "integer", "minimum": -MOST_SECONDS, "maximum": MOST_SECONDS, "not": {"const": 0},
+                                "description": "how far the deadline moves: later if positive, earlier if negative"
+                                               " (never to now or before)"},
+                       reason=_NOTE), "required": ["seconds"]}
 # A control's body may name the tag the caller saw, for a client that cannot set If-Match.
 EXPECTED = {"type": "string", "minLength": 1, "maxLength": 200,
             "description": "the tag the caller saw, as If-Match would name it (a run control: the run's ETag, a step"
@@ -328,6 +336,9 @@ PHASE = _object(
     deadline=_MAYBE_TIME,
     closed_at=_MAYBE_TIME,
     closed_by={"type": ["string", "null"], "enum": [*(c.value for c in ClosedBy), None]},
+    deadline_moved_by=_MAYBE_TEXT,
+    deadline_moved_at=_MAYBE_TIME,
+    deadline_moved_reason=_MAYBE_TEXT,
 )
 LOG_ENTRY = _object(
     id=_INT,
@@ -473,7 +484,8 @@ DEFINITION_SAVED = _object(definition=_object(id=_INT, version=_INT), warnings={
 SCHEDULED = _object(run=RUN)
 _SKIP = {"type": ["object", "null"], "required": ["reason", "by", "at"],
          "properties": {"reason": _MAYBE_TEXT, "by": {"type": "string"}, "at": _TIME}}
-OCCURRENCE = _object(scheduled_for=_TIME, run={**RUN, "type": ["object", "null"]}, skipped={"type": "boolean"}, skip=_SKIP)
+OCCURRENCE = _object(scheduled_for=_TIME, run={**RUN, "type": ["object", "null"]}, postponed_to=_MAYBE_TIME,
+                     skipped={"type": "boolean"}, skip=_SKIP)
 SCHEDULE_DESCRIBED = {"type": ["object", "null"], "required": ["cron", "timezone", "in_words", "next"],
                       "properties": {"cron": {"type": "string"}, "timezone": {"type": "string"},
                                      "in_words": {"type": "string"}, "next": _MAYBE_TIME}}

@@ -46,8 +46,11 @@ def schedule_of(version: DefinitionVersion) -> cron.Schedule | None:
 
 
 def occurrence_body(scheduled_for: datetime, run: Run | None, skip: OccurrenceSkip | None) -> dict[str, Any]:
-    """An occurrence as the calendar shows it: its time, its run (if any) and its skip (if any)."""
-    return {"scheduled_for": iso(scheduled_for), "run": run.public() if run else None, "skipped": skip is not None,
+    """An occurrence as the calendar shows it: its time, its run (if any), the run's new time if a person postponed
+    it (its occurrence is still this one), and its skip (if any)."""
+    moved = run is not None and run.scheduled_for != scheduled_for
+    return {"scheduled_for": iso(scheduled_for), "run": run.public() if run else None,
+            "postponed_to": iso(run.scheduled_for) if run is not None and moved else None, "skipped": skip is not None,
             "skip": skip.public() if skip else None}
 
 
