@@ -73,7 +73,7 @@ POSTPONE_BODY = {**_body(to={"type": "string", "format": "date-time", "maxLength
                               "description": f"the run's new time, with a zone: later than now, at most"
                                              f" {MAX_SCHEDULE_AHEAD.days} days ahead"},
                           reason=_NOTE), "required": ["to"]}
-EXTEND_BODY = {**_body(seconds={"type": "integer", "minimum": -MOST_SECONDS, "maximum": MOST_SECONDS, "not": {"const": 0},
+EXTEND_BODY = {**_body(seconds={"type": "integer", "minimum": -MOST_SECONDS, "maximum": MOST_SECONDS, "not": {"enum": [0]},
                                 "description": "how far the deadline moves: later if positive, earlier if negative"
                                                " (never to now or before)"},
                        reason=_NOTE), "required": ["seconds"]}
@@ -412,14 +412,14 @@ VOCABULARY = _object(
     step_statuses={"type": "array", "items": _STATUS_WORD},
     **{words: {"type": "array", "items": _WORD} for words in VOCABULARY_WORDS},
     controls={"type": "array", "items": _object(
-        name={"type": "string"}, target={"type": "string", "enum": ["run", "step"]},
+        name={"type": "string"}, target={"type": "string", "enum": ["run", "phase", "step"]},
         roles={"type": "array", "items": {"type": "string"}},
         cue_roles={"type": "array", "items": {"type": "string"}}, wakes={"type": "boolean"},
         note_field={"type": ["string", "null"]}, label={"type": "string"}, question=_MAYBE_TEXT, done={"type": "string"},
         tone={"type": ["string", "null"], "enum": ["danger", "primary", None]}, phase_field={"type": ["string", "null"]},
         sends_tag={"type": "boolean"},
         option_field={"type": ["string", "null"]}, choice_field={"type": ["string", "null"]},
-        note_required={"type": "boolean"},
+        note_required={"type": "boolean"}, time_field={"type": ["string", "null"]}, seconds_field={"type": ["string", "null"]},
         holder={"type": ["string", "null"], "enum": [*(h.value for h in HeldBy), None],
                 "description": "own: its cue roles press it only on a cue they have; others: not by whoever has it"},
     )},

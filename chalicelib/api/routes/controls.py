@@ -61,8 +61,9 @@ def _control_operation(control: commands.Control) -> None:
         return 200, answer, _tag_of(control, answer)
 
     press.__name__ = f"{control.name}_{control.target.value}"
+    body = _body_of(control)
     router.operation("POST", control.path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer],
-                     body=schemas.control_body(_body_of(control)),
+                     body=schemas.control_body(body), body_required=bool(body.get("required")),
                      request_headers=schemas.CONTROL_HEADERS, response_headers=schemas.CONTROL_ANSWER_HEADERS,
                      waits_for_database=True)(press)
 

@@ -231,9 +231,7 @@ def move_timeout(tx: Tx, step_id: int, moved: tuple[datetime, datetime], now: da
     now if the new timeout is earlier than its wake time (else its release writes the wake time it gives).
     `seen`: held to the state their If-Match named."""
     as_seen, seen_args = _as_seen(seen)
-    # guard: extend-a-cue-that-is-not-parked
     # guard: extend-a-cue-into-the-past
-    # guard: extend-a-cue-of-a-run-that-is-over
     return write(
         tx, MOVE_TIMEOUT,
         f"""s.id = %s AND {UNLEASED} AND NOT {waiting.parked_in_doubt('s')} AND r.status NOT IN ({RunSQL.TERMINAL})
