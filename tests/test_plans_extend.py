@@ -102,8 +102,8 @@ def test_extending_a_phase_with_no_deadline_is_409(api, db, clock):
     before = snapshot(db, run.id)
     answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 600}, auth=MODERATOR)
     assert answer.status == 409
-    assert answer.body["errors"] == ["phase 1 has no deadline to move: it is neither an `after` phase nor one with a"
-                                     " time limit"]
+    assert answer.body["errors"] == [("phase 1 has no deadline to move: it is neither an `after` phase nor one with a"
+                                      " time limit")]
     assert snapshot(db, run.id) == before
 
 
