@@ -35,6 +35,7 @@ from ..events.lifecycle import (
 )
 from ..events.model import Health
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
+from ..events.schedules import CatchUp
 from ..events.views import PAGE_BYTES as PAGE_BYTES
 from ..events.views.runs import REHEARSAL_FILTERS
 from ..events.views.runs import STEPS_PAGE as STEPS_PAGE
@@ -358,6 +359,9 @@ DEFINITION = _object(
     created_by=_MAYBE_TEXT,
     created_at=_TIME,
     updated_at=_TIME,
+    schedule_paused={"type": ["object", "null"], "required": ["by", "at", "reason"],
+                     "properties": {"by": {"type": "string"}, "at": _TIME, "reason": _MAYBE_TEXT},
+                     "description": "who paused its schedule, when and why (null: it is not paused)"},
 )
 VERSION_SUMMARY = _object(definition_id=_INT, version=_INT, created_by=_MAYBE_TEXT, created_at=_TIME)
 DEFINITION_VERSION = _object(**VERSION_SUMMARY["properties"], document={"type": "object"})
@@ -477,7 +481,17 @@ CLEANUP_PLAN = _object(
                                                           " for the decision on it (409 until then)"},
 )
 DEFINITIONS_PAGE = _object(definitions={"type": "array", "items": DEFINITION}, next_cursor=_MAYBE_INT)
-DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": VERSION_SUMMARY})
+SCHEDULE_LOG_ENTRY = _object(id=_INT, definition_id=_INT, kind={"type": "string"}, actor={"type": "string"},
+                             detail={"type": "object"}, created_at=_TIME)
+DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": VERSION_SUMMARY},
+                            schedule_log={"type": "array", "items": SCHEDULE_LOG_ENTRY})
+SCHEDULE_PAUSE_BODY = REASON_BODY
+SCHEDULE_RESUME_BODY = _body(reason=_NOTE, catch_up={
+    "type": "string", "enum": [c.value for c in CatchUp], "default": CatchUp.NONE.value,
+    "description": "none: no occurrence missed while it was paused is created; latest: the latest of them is, if it"
+                   " lies within the definition's grace window"})
+SCHEDULE_PAUSED = _object(definition=DEFINITION)
+SCHEDULE_RESUMED = _object(definition=DEFINITION, caught_up={**RUN, "type": ["object", "null"]})
 VERSION_DOCUMENT = _object(version=DEFINITION_VERSION)
 WARNING = _object(code={"type": "string"}, message={"type": "string"})
 DEFINITION_SAVED = _object(definition=_object(id=_INT, version=_INT), warnings={"type": "array", "items": WARNING})
@@ -485,10 +499,11 @@ SCHEDULED = _object(run=RUN)
 _SKIP = {"type": ["object", "null"], "required": ["reason", "by", "at"],
          "properties": {"reason": _MAYBE_TEXT, "by": {"type": "string"}, "at": _TIME}}
 OCCURRENCE = _object(scheduled_for=_TIME, run={**RUN, "type": ["object", "null"]}, postponed_to=_MAYBE_TIME,
-                     skipped={"type": "boolean"}, skip=_SKIP)
-SCHEDULE_DESCRIBED = {"type": ["object", "null"], "required": ["cron", "timezone", "in_words", "next"],
+                     skipped={"type": "boolean"}, skip=_SKIP, paused={"type": "boolean"})
+SCHEDULE_DESCRIBED = {"type": ["object", "null"], "required": ["cron", "timezone", "in_words", "next", "paused"],
                       "properties": {"cron": {"type": "string"}, "timezone": {"type": "string"},
-                                     "in_words": {"type": "string"}, "next": _MAYBE_TIME}}
+                                     "in_words": {"type": "string"}, "next": _MAYBE_TIME,
+                                     "paused": DEFINITION["properties"]["schedule_paused"]}}
 OCCURRENCES = _object(schedule=SCHEDULE_DESCRIBED, occurrences={"type": "array", "items": OCCURRENCE},
                       next_from=_MAYBE_TIME)
 SKIPPED = _object(occurrence=OCCURRENCE, cancelled_run={**RUN, "type": ["object", "null"]})

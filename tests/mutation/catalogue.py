@@ -96,6 +96,7 @@ DRY_RUN_SETTINGS = "tests/test_runner_dry_run_settings.py"
 REVERT_DECLARED = "tests/test_revert_declared.py"
 PLANS_POSTPONE = "tests/test_plans_postpone.py"
 PLANS_EXTEND = "tests/test_plans_extend.py"
+PLANS_PAUSE = "tests/test_plans_schedule_pause.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -2138,4 +2139,31 @@ MUTATIONS: list[Mutation] = [
     _commit_first("extend-cue-commits-before-its-log-row", "extend-cue-commits-before-its-log-row",
                   "        logged = log.append(tx, journal.step_timeout_moved(step, self.name, to, self.seconds, by.actor,\n",
                   "        ", (PLANS_EXTEND,)),
+    Mutation("pause-a-schedule-already-paused", "pause-a-schedule-already-paused",
+             "WHERE id = %s AND schedule_cron IS NOT NULL AND schedule_paused_at IS NULL",
+             "WHERE id = %s AND schedule_cron IS NOT NULL",
+             (PLANS_PAUSE,)),
+    Mutation("pause-a-definition-that-does-not-recur", "pause-a-definition-that-does-not-recur",
+             "WHERE id = %s AND schedule_cron IS NOT NULL AND schedule_paused_at IS NULL",
+             "WHERE id = %s AND schedule_paused_at IS NULL",
+             (PLANS_PAUSE,)),
+    Mutation("resume-a-schedule-not-paused", "resume-a-schedule-not-paused",
+             "WHERE id = %s AND schedule_paused_at = %s", "WHERE id = %s AND (schedule_paused_at = %s OR TRUE)",
+             (PLANS_PAUSE,)),
+    Mutation("a-resume-plans-what-the-pause-missed", "a-resume-plans-what-the-pause-missed",
+             "planned_through = GREATEST(COALESCE(planned_through, %s), %s)",
+             "planned_through = IF(%s IS NULL OR %s IS NULL, NULL, planned_through)",
+             (PLANS_PAUSE,)),
+    Mutation("a-schedule-paused-under-the-planner-is-planned", "a-schedule-paused-under-the-planner-is-planned",
+             "AND planned_through <=> %s AND schedule_paused_at IS NULL", "AND planned_through <=> %s",
+             (PLANS_PAUSE,)),
+    Mutation("a-catch-up-past-the-grace-window", "a-catch-up-past-the-grace-window",
+             "max(now - grace - TICK, ", "max(datetime.min, ",
+             (PLANS_PAUSE,)),
+    _commit_first("a-schedule-pause-commits-before-its-log-row", "a-schedule-pause-commits-before-its-log-row",
+                  "        schedule_log.append(tx, journal.schedule_paused(definition_id, actor, note), now)\n", "        ",
+                  (PLANS_PAUSE,)),
+    _commit_first("a-schedule-resume-commits-before-its-log-row", "a-schedule-resume-commits-before-its-log-row",
+                  "        schedule_log.append(tx, journal.schedule_resumed(definition_id, actor, note, (paused.by, paused.at),\n",
+                  "        ", (PLANS_PAUSE,)),
 ]
