@@ -142,8 +142,9 @@ def pause_schedule(tx: Tx, definition_id: int, actor: str, reason: str | None, n
 
 
 def resume_schedule(tx: Tx, definition_id: int, paused_at: datetime | None, now: datetime) -> bool:
-    """The definition's schedule runs again: a compare-and-set on its being paused since `paused_at` (as read; None: it read none, and nothing is resumed).
-    Planned through now at least, so the planner creates none of the occurrences missed while it was paused."""
+    """The definition's schedule runs again: a compare-and-set on its being paused since `paused_at` (as read;
+    None: it read no pause, and nothing is resumed). Planned through now at least, so the planner creates none
+    of the occurrences missed while it was paused."""
     # guard: resume-a-schedule-not-paused
     # guard: a-resume-plans-what-the-pause-missed
     return tx.execute(
