@@ -225,13 +225,13 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             done="Taken over", answer=Shape.STEP, sends_tag=False),
     Control(Postpone, "a scheduled run is moved to a new time, later than now: the same run, its occurrence key kept,"
             " its wake time the new time; refused once it has started", wakes=True, label="Postpone",
-            question="Move this run to a new time?", done="Postponed", answer=Shape.RUN),
+            question="Move this run to a new time?", done="Postponed", answer=Shape.RUN, sends_tag=False),
     Control(Extend, "the deadline of the phase the run is at (an after phase's end, or its time limit) moves by the"
             " seconds given, later or earlier but not into the past; who moved it is kept on the phase", wakes=True,
-            label="Extend", question="Move this phase's deadline?", done="Deadline moved", answer=Shape.RUN),
+            label="Extend", question="Move this phase's deadline?", done="Deadline moved", answer=Shape.RUN, sends_tag=False),
     Control(ExtendCue, "a parked cue's timeout moves by the seconds given, later or earlier but not into the past",
             wakes=True, label="Extend timeout", question="Move this cue's timeout?", done="Timeout moved",
-            answer=Shape.STEP),
+            answer=Shape.STEP, sends_tag=False),
 )}
 RUN_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.RUN)
 PHASE_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.PHASE)
