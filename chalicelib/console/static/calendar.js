@@ -70,7 +70,7 @@ function occurrenceItem(definition, occurrence, { admin, control, reload }) {
   }
   const ahead = at > new Date();
   const live = !occurrence.run || occurrence.run.status === 'scheduled';
-  if (control && occurrence.run?.status === 'scheduled') {
+  if (control && occurrence.run && live) {
     const move = async () => { if (await postpone(occurrence.run, `${definition.name} (run ${occurrence.run.id})`)) reload(); };
     item.append(' ', el('button', { type: 'button', class: 'small', 'data-occurrence-action': 'postpone', onclick: move }, 'Postpone'));
   }
