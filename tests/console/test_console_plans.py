@@ -13,22 +13,10 @@ from selenium.webdriver.common.by import By
 from tests.console.audit import serious_findings
 from tests.console.browser import eventually, text_of
 from tests.console.pages import open_run, phase_facts, schedule_now, sign_in
+from tests.console.test_console_calendar import _item, _weekly
 from tests.support.api import ADMIN, MODERATOR
 
-FRIDAYS_BERLIN = {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"}
 OCCURRENCE = "2027-01-15T19:00:00Z"  # a Friday of January 2027 at 20:00 in Berlin: ahead of any day these tests run on
-
-
-def _weekly(api_client) -> tuple[int, str]:
-    name = f"Friday market {uuid.uuid4().hex[:6]}"
-    document = {"name": name, "schedule": FRIDAYS_BERLIN,
-                "phases": [{"steps": [{"action": "core.announce", "params": {"message": "The market opens"}}]}]}
-    return api_client.call("POST", "/definitions", document)["definition"]["id"], name
-
-
-def _item(browser, definition_id: int, when: str):
-    found = browser.find_elements(By.CSS_SELECTOR, f"li[data-definition='{definition_id}'][data-occurrence='{when}']")
-    return found[0] if found else None
 
 
 def _answer_dialog(browser, value: str | None, reason: str) -> None:
@@ -95,7 +83,7 @@ def test_an_admin_pauses_a_schedule_on_the_definition_page_and_the_calendar_mark
     browser.get(f"{server.console_url}#/calendar?month=2027-01")
     item = eventually(lambda: _item(browser, definition_id, OCCURRENCE), "the month's occurrences")
     assert "paused by root-admin because holiday break" in item.text
-    assert "paused by root-admin" in text_of(browser, f"#calendar-schedules li[data-definition='{definition_id}']")
+    assert "paused by root-admin" in text_of(browser, f"#calendar-schedules li[data-schedule='{definition_id}']")
     # Resumed from the calendar: its occurrences are marked no more.
     browser.find_element(By.CSS_SELECTOR, f"#calendar-schedules [data-schedule-action='resume'][data-definition='{definition_id}']").click()
     eventually(lambda: (item := _item(browser, definition_id, OCCURRENCE)) is not None and "paused by" not in item.text,

@@ -129,7 +129,7 @@ function monthGrid(first, listed, context) {
 
 // Each recurring definition's schedule, paused (by whom, why) or running, with its Pause or Resume button.
 function schedulesList(recurring, control, reload) {
-  return el('ul', { id: 'calendar-schedules', class: 'plain' }, recurring.map((definition) => el('li', { 'data-definition': definition.id },
+  return el('ul', { id: 'calendar-schedules', class: 'plain' }, recurring.map((definition) => el('li', { 'data-schedule': definition.id },
     definition.name, ...(definition.schedule_paused ? [' ', pausedMark(definition.schedule_paused)] : []),
     ...(control ? [' ', pauseButton(definition, reload)] : []))));
 }
