@@ -70,10 +70,9 @@ CANCEL_BODY = _body(reason=_NOTE, cleanup={
 ADVANCE_BODY = {**_body(phase={"type": "integer", "minimum": 1, "maximum": 1000,
                                "description": "the phase the caller sees the run at (GET /runs/{id}'s run.current_phase)"},
                         reason=_NOTE), "required": ["phase"]}
-POSTPONE_BODY = {**_body(to={"type": "string", "format": "date-time", "maxLength": 40,
-                              "description": f"the run's new time, with a zone: later than now, at most"
-                                             f" {MAX_SCHEDULE_AHEAD.days} days ahead"},
-                          reason=_NOTE), "required": ["to"]}
+POSTPONE_BODY = {**_body(reason=_NOTE, to={"type": "string", "format": "date-time", "maxLength": 40,
+                                          "description": f"the run's new time, with a zone: later than now, at most"
+                                                         f" {MAX_SCHEDULE_AHEAD.days} days ahead"}), "required": ["to"]}
 EXTEND_BODY = {**_body(seconds={"type": "integer", "minimum": -MOST_SECONDS, "maximum": MOST_SECONDS, "not": {"enum": [0]},
                                 "description": "how far the deadline moves: later if positive, earlier if negative"
                                                " (never to now or before)"},
