@@ -23,7 +23,7 @@ from chalicelib import runtime
 from chalicelib.api import auth
 from chalicelib.api.routes import OPERATIONS
 from chalicelib.config import Settings
-from chalicelib.events import commands
+from chalicelib.events import commands, schedules
 from chalicelib.events.document import PhasePlan
 from chalicelib.events.lifecycle import PhaseKind, RunStatus
 from chalicelib.events.store import phases
@@ -32,6 +32,7 @@ from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token
 from tests.support.api import GM as GM_TOKEN
 from tests.support.api import MODERATOR as MODERATOR_TOKEN
 from tests.support.factory import document, make_definition, make_run
+from tests.support.plans import at_a_phase_with_a_deadline, fields_of, timed
 from tests.support.scenes import finished_with_a_live_crow, put_step_in, run_with_steps, set_step
 from tests.test_definitions_validate import SPEC_EXAMPLE
 
@@ -108,15 +109,27 @@ def _signal_request(db, clock):
     return f"/runs/{make_run(db, clock.now(), doc=doc).id}/signals/boss_defeated", {"hp": 0}  # kept for its start
 
 
-def _step_request(control, state, run_status=RunStatus.RUNNING, held_by=None):
+def _step_request(control, state, run_status=RunStatus.RUNNING, held_by=None, timeout=False):
     def build(db, clock):
         run, (first, target, _) = run_with_steps(db, clock.now(), run_status)
         put_step_in(db, first, "done", clock.now())
         put_step_in(db, target, state, clock.now())
         if held_by is not None:
             set_step(db, target, acknowledged_by=held_by)
+        if timeout:
+            timed(db, target, clock.now())
         body = {"note": "Rowan went offline"} if commands.CONTROLS[control].note_required else {}
-        return f"/runs/{run.id}/steps/{target.id}/{control}", body
+        return f"/runs/{run.id}/steps/{target.id}/{control}", {**body, **fields_of(control, clock.now())}
+
+    return build
+
+
+def _schedule_request(then):
+    def build(db, clock):
+        definition = make_definition(db, clock.now(), WEEKLY)
+        if then == "resume":
+            schedules.pause(db, definition.id, reason="holiday", actor="mod", now=clock.now())
+        return f"/definitions/{definition.id}/schedule/{then}", {}
 
     return build
 
@@ -148,6 +161,15 @@ ROUTES = {
     ("POST", "/runs/{run_id}/steps/{step_id}/skip"): (auth.CONTROLLERS, _step_request("skip", "pending")),
     ("POST", "/runs/{run_id}/steps/{step_id}/retry"): (auth.CONTROLLERS, _step_request("retry", "failed", RunStatus.PAUSED)),
     ("POST", "/runs/{run_id}/steps/{step_id}/resend"): (auth.CONTROLLERS, _step_request("resend", "parked_in_doubt")),
+    ("POST", "/runs/{run_id}/steps/{step_id}/extend_cue"): (
+        auth.CONTROLLERS, _step_request("extend_cue", "parked", timeout=True)),
+    ("POST", "/runs/{run_id}/postpone"): (
+        auth.CONTROLLERS, lambda db, clock: (f"/runs/{make_run(db, clock.now()).id}/postpone", fields_of("postpone", clock.now()))),
+    ("POST", "/runs/{run_id}/phases/{phase}/extend"): (
+        auth.CONTROLLERS, lambda db, clock: (f"/runs/{at_a_phase_with_a_deadline(db, clock.now()).id}/phases/1/extend",
+                                             fields_of("extend", clock.now()))),
+    ("POST", "/definitions/{definition_id}/schedule/pause"): (auth.CONTROLLERS, _schedule_request("pause")),
+    ("POST", "/definitions/{definition_id}/schedule/resume"): (auth.CONTROLLERS, _schedule_request("resume")),
     ("GET", "/definitions"): (auth.STAFF, lambda db, clock: ("/definitions", None)),
     ("POST", "/definitions"): (auth.ADMINS, lambda db, clock: ("/definitions", SPEC_EXAMPLE)),
     ("GET", "/definitions/{definition_id}"): (auth.STAFF, lambda db, clock: (f"/definitions/{make_definition(db, clock.now()).id}", None)),

@@ -79,7 +79,7 @@ def test_the_schedule_is_said_in_words_with_its_next_occurrence_in_its_zone(api,
     assert answer.status == 200, answer.body
     assert answer.body["schedule"] == {"cron": "0 20 * * 5", "timezone": "Europe/Berlin",
                                        "in_words": "every Friday at 20:00, Europe/Berlin; next: Fri 4 Dec, 20:00",
-                                       "next": "2026-12-04T19:00:00Z"}
+                                       "next": "2026-12-04T19:00:00Z", "paused": None}
     # Without from and to: from now, six weeks.
     assert _times(answer)[:2] == ["2026-12-04T19:00:00Z", "2026-12-11T19:00:00Z"] and len(answer.body["occurrences"]) == 6
 

@@ -10,18 +10,17 @@ from tests.support.scenes import put_step_in, run_with_steps, set_step, snapshot
 
 
 def test_every_declared_control_is_a_route_with_its_roles_body_and_summary():
-    declared = {
-        ("POST", "/runs/{run_id}/" + ("" if c.target is commands.Target.RUN else "steps/{step_id}/") + c.name): c
-        for c in commands.CONTROLS.values()
-    }
+    paths = {commands.Target.RUN: "", commands.Target.PHASE: "phases/{phase}/", commands.Target.STEP: "steps/{step_id}/"}
+    declared = {("POST", "/runs/{run_id}/" + paths[c.target] + c.name): c for c in commands.CONTROLS.values()}
     routed = {(op.method, op.path): op for op in OPERATIONS if (op.method, op.path) in declared}
     assert routed.keys() == declared.keys()
     for key, op in routed.items():
         control = declared[key]
         assert op.roles == control.gate and op.summary == control.summary
         fields = {control.note_field, control.phase_field, control.option_field, control.choice_field,
-                  "expected"} - {None}  # expected: the tag seen (If-Match)
-        required = {control.phase_field, control.note_field if control.note_required else None} - {None}
+                  control.time_field, control.seconds_field, "expected"} - {None}  # expected: the tag seen (If-Match)
+        required = {control.phase_field, control.time_field, control.seconds_field,
+                    control.note_field if control.note_required else None} - {None}
         assert set(op.body["properties"]) == fields and set(op.body.get("required", ())) == required
 
 
@@ -37,7 +36,7 @@ def test_the_vocabulary_is_the_lifecycles_statuses_and_the_declared_controls(api
         "name": "cancel", "target": "run", "roles": ["admin", "moderator"], "wakes": True, "note_field": "reason",
         "label": "Cancel run", "question": "Cancel this run? It cannot be undone.", "done": "Cancelled", "tone": "danger",
         "phase_field": None, "cue_roles": [], "sends_tag": False, "option_field": "cleanup", "choice_field": None, "note_required": False,
-        "holder": None,
+        "holder": None, "time_field": None, "seconds_field": None,
     }
 
 

@@ -51,7 +51,7 @@ def world(module_db):
     _other, (theirs, *_) = run_with_steps(db, START, RunStatus.PAUSED)
     definition = make_definition(db, START)
     return {"run_id": run.id, "step_id": parked.id, "definition_id": definition.id, "version": 1, "other_step_id": theirs.id,
-            "name": "boss_defeated", "scheduled_for": "2026-12-11T20:00:00Z"}
+            "name": "boss_defeated", "scheduled_for": "2026-12-11T20:00:00Z", "phase": 1}
 
 
 def _path(template: str, ids: dict) -> str:
@@ -71,7 +71,7 @@ def _refused(api, db, method, path, expected=400, **kw):
 @pytest.mark.parametrize("route", WITH_IDS, ids=lambda r: f"{r[0]} {r[1]}")
 def test_ids_must_be_positive_whole_numbers(api, db, world, route, bad):
     method, template = route
-    for name in ("run_id", "step_id", "definition_id", "version"):
+    for name in ("run_id", "step_id", "definition_id", "version", "phase"):
         if "{" + name + "}" in template:
             _refused(api, db, method, _path(template, {**world, name: bad}))
 

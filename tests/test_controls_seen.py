@@ -23,6 +23,7 @@ from chalicelib.events.model import iso
 from chalicelib.events.store import log, runs, steps
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run, run_row, step_row
+from tests.support.plans import at_a_phase_with_a_deadline, fields_of, timed
 from tests.support.runner_kit import schedule, step, tick
 from tests.support.scenes import finished_with_a_live_crow, log_rows, put_step_in, run_with_steps, set_run, set_step, snapshot
 
@@ -52,14 +53,21 @@ def _scene(control, db, clock, runner):
         run, (done, failed, _) = run_with_steps(db, now, RunStatus.PAUSED)
         put_step_in(db, done, "done", now)
         return run_row(db, run.id), put_step_in(db, failed, "failed", now), {}
+    if control == "postpone":
+        return make_run(db, now), None, fields_of(control, now)
+    if control == "extend":
+        return at_a_phase_with_a_deadline(db, now), None, fields_of(control, now)
     run, (cue, _, _) = run_with_steps(db, now, RunStatus.RUNNING)
     state = {"resend": "parked_in_doubt", "release": "held", "take-over": "held"}.get(control, "parked")
     body = {"note": "Rowan went offline"} if commands.CONTROLS[control].note_required else {}
-    return run_row(db, run.id), put_step_in(db, cue, state, now), body
+    target = put_step_in(db, cue, state, now)
+    if control == "extend_cue":
+        target = timed(db, target, now)
+    return run_row(db, run.id), target, {**body, **fields_of(control, now)}
 
 
 def _path(control, run, target_step):
-    return f"/runs/{run.id}/{control}" if target_step is None else f"/runs/{run.id}/steps/{target_step.id}/{control}"
+    return commands.CONTROLS[control].path.format(run_id=run.id, phase=1, step_id=None if target_step is None else target_step.id)
 
 
 def _tag(db, run, target_step):
@@ -75,8 +83,10 @@ def test_a_matching_tag_acts_as_today(api, db, clock, runner, control):
     seen = _tag(db, run, target)
     answer = api.post(_path(control, run, target), body, auth=ADMIN, headers={"If-Match": seen})
     assert answer.status == 200 and answer.body["ok"] is True
-    # Who has a cue is not its state: a hold taken, let go or handed over leaves the step's tag as it was.
-    assert answer.headers["ETag"] == _tag(db, run, target) != seen or control in ("acknowledge", "release", "take-over")
+    # Who has a cue is not its state, nor when it times out: a hold taken, let go or handed over, or its timeout
+    # moved, leaves the step's tag as it was.
+    assert answer.headers["ETag"] == _tag(db, run, target) != seen or control in ("acknowledge", "release", "take-over",
+                                                                                  "extend_cue")
 
 
 @pytest.mark.parametrize("control", EVERY)
@@ -410,9 +420,8 @@ def test_cors_allows_if_match_and_idempotency_key_and_exposes_etag(api):
 
 def test_the_document_has_412_and_the_headers_for_every_control(api):
     document = api.get("/openapi.json").body
-    for name, control in commands.CONTROLS.items():
-        path = "/runs/{run_id}/" + ("" if control.target is commands.Target.RUN else "steps/{step_id}/") + name
-        entry = document["paths"][path]["post"]
+    for control in commands.CONTROLS.values():
+        entry = document["paths"][control.path]["post"]
         assert {"412", "422"} <= set(entry["responses"])
         assert {p["name"] for p in entry["parameters"] if p["in"] == "header"} == {"If-Match", "Idempotency-Key"}
         assert "expected" in entry["requestBody"]["content"]["application/json"]["schema"]["properties"]

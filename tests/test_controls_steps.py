@@ -10,6 +10,7 @@ from chalicelib.events.lifecycle import PhaseKind, RunStatus, StepStatus
 from chalicelib.events.store import phases, steps
 from chalicelib.roles import CONTROLLERS
 from tests.support.factory import run_row, step_row
+from tests.support.plans import moved_by
 from tests.support.scenes import STEP_STATES, log_rows, put_step_in, run_with_steps, runs_each_with_a_step_in, snapshot
 
 
@@ -170,6 +171,7 @@ def test_offered_controls_are_exactly_the_ones_that_succeed(db, clock, run_statu
         press = getattr(commands, control.replace("-", "_"))
         args = (run.id,) if control in commands.RUN_CONTROLS else (run.id, target.id)
         args += (1,) if control == "advance" else ()
+        args += tuple(moved_by(control, clock.now()))  # postpone's new time, extend_cue's seconds
         note = {"note": "Rowan went offline"} if commands.CONTROLS[control].note_required else {}
         try:
             press(db, *args, actor="mod", now=clock.now(), **note)

@@ -28,7 +28,7 @@ from chalice import Blueprint, CORSConfig, Response
 from chalice.app import Request
 
 from .. import runtime, schema_version
-from ..events.commands import RUN_CONTROLS, STEP_CONTROLS
+from ..events.commands import PHASE_CONTROLS, RUN_CONTROLS, STEP_CONTROLS
 from ..events.errors import Invalid
 from . import auth, schemas, signature
 from .errors import from_exception, json_body
@@ -106,7 +106,7 @@ class Operation:
     def name(self) -> str:
         """What a message calls this operation: a control by its name (pause, confirm), any other by its route."""
         last = self.path.rsplit("/", 1)[-1]
-        return last if last in (*RUN_CONTROLS, *STEP_CONTROLS) else f"{self.method} {self.path}"
+        return last if last in (*RUN_CONTROLS, *PHASE_CONTROLS, *STEP_CONTROLS) else f"{self.method} {self.path}"
 
     def __call__(self, request: Request, **path: str) -> Response:
         started = time.monotonic()

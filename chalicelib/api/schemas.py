@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..events.commands import HeldBy
+from ..events.commands import MOST_SECONDS, HeldBy
 from ..events.document import DOCUMENT_SCHEMA
 from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
 from ..events.dry_runs import AUTO_CONFIRM_SECONDS
@@ -36,6 +36,7 @@ from ..events.lifecycle import (
 )
 from ..events.model import Health
 from ..events.occurrences import MAX_SCHEDULE_AHEAD
+from ..events.schedules import CatchUp
 from ..events.views import PAGE_BYTES as PAGE_BYTES
 from ..events.views.runs import REHEARSAL_FILTERS
 from ..events.views.runs import STEPS_PAGE as STEPS_PAGE
@@ -71,6 +72,13 @@ CANCEL_BODY = _body(reason=_NOTE, cleanup={
 ADVANCE_BODY = {**_body(phase={"type": "integer", "minimum": 1, "maximum": 1000,
                                "description": "the phase the caller sees the run at (GET /runs/{id}'s run.current_phase)"},
                         reason=_NOTE), "required": ["phase"]}
+POSTPONE_BODY = {**_body(reason=_NOTE, to={"type": "string", "format": "date-time", "maxLength": 40,
+                                          "description": f"the run's new time, with a zone: later than now, at most"
+                                                         f" {MAX_SCHEDULE_AHEAD.days} days ahead"}), "required": ["to"]}
+EXTEND_BODY = {**_body(seconds={"type": "integer", "minimum": -MOST_SECONDS, "maximum": MOST_SECONDS, "not": {"enum": [0]},
+                                "description": "how far the deadline moves: later if positive, earlier if negative"
+                                               " (never to now or before)"},
+                       reason=_NOTE), "required": ["seconds"]}
 # A control's body may name the tag the caller saw, for a client that cannot set If-Match.
 EXPECTED = {"type": "string", "minLength": 1, "maxLength": 200,
             "description": "the tag the caller saw, as If-Match would name it (a run control: the run's ETag, a step"
@@ -337,6 +345,9 @@ PHASE = _object(
     deadline=_MAYBE_TIME,
     closed_at=_MAYBE_TIME,
     closed_by={"type": ["string", "null"], "enum": [*(c.value for c in ClosedBy), None]},
+    deadline_moved_by=_MAYBE_TEXT,
+    deadline_moved_at=_MAYBE_TIME,
+    deadline_moved_reason=_MAYBE_TEXT,
 )
 LOG_ENTRY = _object(
     id=_INT,
@@ -356,6 +367,9 @@ DEFINITION = _object(
     created_by=_MAYBE_TEXT,
     created_at=_TIME,
     updated_at=_TIME,
+    schedule_paused={"type": ["object", "null"], "required": ["by", "at", "reason"],
+                     "properties": {"by": {"type": "string"}, "at": _TIME, "reason": _MAYBE_TEXT},
+                     "description": "who paused its schedule, when and why (null: it is not paused)"},
 )
 VERSION_SUMMARY = _object(definition_id=_INT, version=_INT, created_by=_MAYBE_TEXT, created_at=_TIME)
 DEFINITION_VERSION = _object(**VERSION_SUMMARY["properties"], document={"type": "object"})
@@ -411,14 +425,14 @@ VOCABULARY = _object(
     step_statuses={"type": "array", "items": _STATUS_WORD},
     **{words: {"type": "array", "items": _WORD} for words in VOCABULARY_WORDS},
     controls={"type": "array", "items": _object(
-        name={"type": "string"}, target={"type": "string", "enum": ["run", "step"]},
+        name={"type": "string"}, target={"type": "string", "enum": ["run", "phase", "step"]},
         roles={"type": "array", "items": {"type": "string"}},
         cue_roles={"type": "array", "items": {"type": "string"}}, wakes={"type": "boolean"},
         note_field={"type": ["string", "null"]}, label={"type": "string"}, question=_MAYBE_TEXT, done={"type": "string"},
         tone={"type": ["string", "null"], "enum": ["danger", "primary", None]}, phase_field={"type": ["string", "null"]},
         sends_tag={"type": "boolean"},
         option_field={"type": ["string", "null"]}, choice_field={"type": ["string", "null"]},
-        note_required={"type": "boolean"},
+        note_required={"type": "boolean"}, time_field={"type": ["string", "null"]}, seconds_field={"type": ["string", "null"]},
         holder={"type": ["string", "null"], "enum": [*(h.value for h in HeldBy), None],
                 "description": "own: its cue roles press it only on a cue they have; others: not by whoever has it"},
     )},
@@ -483,17 +497,29 @@ CLEANUP_PLAN = _object(
                                                           " for the decision on it (409 until then)"},
 )
 DEFINITIONS_PAGE = _object(definitions={"type": "array", "items": DEFINITION}, next_cursor=_MAYBE_INT)
-DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": VERSION_SUMMARY})
+SCHEDULE_LOG_ENTRY = _object(id=_INT, definition_id=_INT, kind={"type": "string"}, actor={"type": "string"},
+                             detail={"type": "object"}, created_at=_TIME)
+DEFINITION_DETAIL = _object(definition=DEFINITION, versions={"type": "array", "items": VERSION_SUMMARY},
+                            schedule_log={"type": "array", "items": SCHEDULE_LOG_ENTRY})
+SCHEDULE_PAUSE_BODY = REASON_BODY
+SCHEDULE_RESUME_BODY = _body(reason=_NOTE, catch_up={
+    "type": "string", "enum": [c.value for c in CatchUp], "default": CatchUp.NONE.value,
+    "description": "none: no occurrence missed while it was paused is created; latest: the latest of them is, if it"
+                   " lies within the definition's grace window"})
+SCHEDULE_PAUSED = _object(definition=DEFINITION)
+SCHEDULE_RESUMED = _object(definition=DEFINITION, caught_up={**RUN, "type": ["object", "null"]})
 VERSION_DOCUMENT = _object(version=DEFINITION_VERSION)
 WARNING = _object(code={"type": "string"}, message={"type": "string"})
 DEFINITION_SAVED = _object(definition=_object(id=_INT, version=_INT), warnings={"type": "array", "items": WARNING})
 SCHEDULED = _object(run=RUN)
 _SKIP = {"type": ["object", "null"], "required": ["reason", "by", "at"],
          "properties": {"reason": _MAYBE_TEXT, "by": {"type": "string"}, "at": _TIME}}
-OCCURRENCE = _object(scheduled_for=_TIME, run={**RUN, "type": ["object", "null"]}, skipped={"type": "boolean"}, skip=_SKIP)
-SCHEDULE_DESCRIBED = {"type": ["object", "null"], "required": ["cron", "timezone", "in_words", "next"],
+OCCURRENCE = _object(scheduled_for=_TIME, run={**RUN, "type": ["object", "null"]}, postponed_to=_MAYBE_TIME,
+                     skipped={"type": "boolean"}, skip=_SKIP, paused={"type": "boolean"})
+SCHEDULE_DESCRIBED = {"type": ["object", "null"], "required": ["cron", "timezone", "in_words", "next", "paused"],
                       "properties": {"cron": {"type": "string"}, "timezone": {"type": "string"},
-                                     "in_words": {"type": "string"}, "next": _MAYBE_TIME}}
+                                     "in_words": {"type": "string"}, "next": _MAYBE_TIME,
+                                     "paused": DEFINITION["properties"]["schedule_paused"]}}
 OCCURRENCES = _object(schedule=SCHEDULE_DESCRIBED, occurrences={"type": "array", "items": OCCURRENCE},
                       next_from=_MAYBE_TIME)
 SKIPPED = _object(occurrence=OCCURRENCE, cancelled_run={**RUN, "type": ["object", "null"]})

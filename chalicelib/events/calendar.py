@@ -20,7 +20,7 @@ from ..db import Database, Tx, must_exist
 from . import cron, journal
 from .errors import Clash, Conflict, Invalid, NotFound
 from .lifecycle import RunStatus
-from .model import DefinitionVersion, OccurrenceSkip, Run, clean_note, iso
+from .model import DefinitionVersion, OccurrenceSkip, Run, SchedulePause, clean_note, iso
 from .occurrences import schedule_occurrence
 from .store import definitions, log, runs, skips
 
@@ -45,10 +45,16 @@ def schedule_of(version: DefinitionVersion) -> cron.Schedule | None:
     return cron.Schedule(authored["cron"], authored.get("timezone") or cron.DEFAULT_TIMEZONE)
 
 
-def occurrence_body(scheduled_for: datetime, run: Run | None, skip: OccurrenceSkip | None) -> dict[str, Any]:
-    """An occurrence as the calendar shows it: its time, its run (if any) and its skip (if any)."""
-    return {"scheduled_for": iso(scheduled_for), "run": run.public() if run else None, "skipped": skip is not None,
-            "skip": skip.public() if skip else None}
+def occurrence_body(scheduled_for: datetime, run: Run | None, skip: OccurrenceSkip | None,
+                    pause: SchedulePause | None = None) -> dict[str, Any]:
+    """An occurrence as the calendar shows it: its time, its run (if any), the run's new time if a person postponed
+    it (its occurrence is still this one), its skip (if any), and whether its schedule's pause (`pause`, the
+    definition's) keeps it from being planned: one with no run from the pause on."""
+    moved = run is not None and run.scheduled_for != scheduled_for
+    return {"scheduled_for": iso(scheduled_for), "run": run.public() if run else None,
+            "postponed_to": iso(run.scheduled_for) if run is not None and moved else None, "skipped": skip is not None,
+            "skip": skip.public() if skip else None,
+            "paused": pause is not None and run is None and skip is None and scheduled_for >= pause.at}
 
 
 def current_version(tx: Tx, definition_id: int) -> DefinitionVersion:

@@ -43,6 +43,18 @@ its cause (`cause`).
                    channel_id, message_id, attempt, error, again_at (the next try) or null}
     notice.failed  the post of the row before it of that kind (same step or run) failed: {notice (that
                    row's kind), channel, idempotency_key, attempt | n, error, again_at (the next try) or null}
+    run.postponed  a person moved a scheduled run to a new time, its occurrence key kept: {control, from, to,
+                   reason}
+    run.deadline_moved  a person moved the deadline of the phase the run works: {control, phase, from, to,
+                   seconds, reason}
+    step.timeout_moved  a person moved a parked cue's timeout: {control, action, from, to, seconds, reason}
+
+A recurring definition's schedule has a log of its own (`event_schedule_log`, `store/schedule_log.py`), with
+no run to be logged on:
+
+    schedule.paused   a person paused the schedule: {reason}
+    schedule.resumed  a person resumed it: {reason, paused_by, paused_at, catch_up, caught_up} (caught_up: the
+                      occurrence the resume planned itself, or null)
 """
 
 from __future__ import annotations
@@ -74,10 +86,16 @@ RUN_ESCALATED = "run.escalated"
 NOTICE_FAILED = "notice.failed"
 CHAT_PRESSED = "chat.pressed"
 CHAT_EDIT_FAILED = "chat.edit_failed"
+RUN_POSTPONED = "run.postponed"
+RUN_DEADLINE_MOVED = "run.deadline_moved"
+STEP_TIMEOUT_MOVED = "step.timeout_moved"
 KINDS = (CHAT_PRESSED, CHAT_EDIT_FAILED,
          RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS,
          STEP_DISPATCH, STEP_ACKNOWLEDGED, STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED, STEP_RELEASED, STEP_TAKEN_OVER,
-         STEP_HOLD_LAPSED, RUN_LATE_CLEANUP)
+         STEP_HOLD_LAPSED, RUN_LATE_CLEANUP, RUN_POSTPONED, RUN_DEADLINE_MOVED, STEP_TIMEOUT_MOVED)
+SCHEDULE_PAUSED = "schedule.paused"
+SCHEDULE_RESUMED = "schedule.resumed"
+SCHEDULE_KINDS = (SCHEDULE_PAUSED, SCHEDULE_RESUMED)
 
 RUNNER = "runner"  # the actor of every change the engine makes on its own
 REHEARSAL = "rehearsal"  # the actor of a dry run's stand-in for a person or the game (its confirm, its signal)
@@ -270,6 +288,9 @@ def notice_failed(posted: Entry, error: str, again_at: datetime | None) -> Entry
                  detail=detail, actor=RUNNER)
 
 
+
+
+
 def chat_pressed(step: Step, actor: str, control: str, **where: Any) -> Entry:
     """A chat button of `step` took: who pressed it (their name on the platform) and from where."""
     return Entry(run_id=step.run_id, step_id=step.id, kind=CHAT_PRESSED, phase=step.phase,
@@ -281,3 +302,47 @@ def chat_edit_failed(run_id: int, step_id: int, where: dict[str, Any], attempt: 
     """An edit of a step's chat message failed; `again_at` is the next try, if any."""
     return Entry(run_id=run_id, step_id=step_id, kind=CHAT_EDIT_FAILED,
                  detail={**where, "attempt": attempt, "error": error, "again_at": iso(again_at)}, actor=RUNNER)
+
+
+def run_postponed(run: Run, control: str, to: datetime, actor: str, reason: str | None) -> Entry:
+    """A person moved the scheduled run `run` (as it stood) to `to`."""
+    detail = {"control": control, "from": iso(run.scheduled_for), "to": iso(to), "reason": reason}
+    return Entry(run_id=run.id, kind=RUN_POSTPONED, detail=detail, actor=actor)
+
+
+def run_deadline_moved(run: Run, control: str, phase: int, moved: tuple[datetime, datetime], seconds: int, actor: str,
+                       reason: str | None) -> Entry:
+    """A person moved the deadline of phase `phase` of `run` from `moved[0]` to `moved[1]` (`seconds` later)."""
+    detail = {"control": control, "phase": phase, "from": iso(moved[0]), "to": iso(moved[1]), "seconds": seconds,
+              "reason": reason}
+    return Entry(run_id=run.id, kind=RUN_DEADLINE_MOVED, phase=phase, detail=detail, actor=actor)
+
+
+def step_timeout_moved(step: Step, control: str, to: datetime, seconds: int, actor: str, reason: str | None) -> Entry:
+    """A person moved the timeout of the parked cue `step` (as it stood) to `to` (`seconds` later)."""
+    detail = {"control": control, "action": step.action_id, "from": iso(step.times_out_at), "to": iso(to),
+              "seconds": seconds, "reason": reason}
+    return Entry(run_id=step.run_id, step_id=step.id, kind=STEP_TIMEOUT_MOVED, phase=step.phase, detail=detail,
+                 actor=actor)
+
+
+@dataclass(frozen=True)
+class ScheduleEntry:
+    """A schedule log row about to be written (`store/schedule_log.py`)."""
+
+    definition_id: int
+    kind: str
+    actor: str
+    detail: dict[str, Any]
+
+
+def schedule_paused(definition_id: int, actor: str, reason: str | None) -> ScheduleEntry:
+    return ScheduleEntry(definition_id, SCHEDULE_PAUSED, actor, {"reason": reason})
+
+
+def schedule_resumed(definition_id: int, actor: str, reason: str | None, paused: tuple[str | None, datetime | None],
+                     catch_up: str, caught_up: datetime | None) -> ScheduleEntry:
+    """`paused`: who paused it and when, as the resume found it."""
+    detail = {"reason": reason, "paused_by": paused[0], "paused_at": iso(paused[1]), "catch_up": catch_up,
+              "caught_up": iso(caught_up)}
+    return ScheduleEntry(definition_id, SCHEDULE_RESUMED, actor, detail)

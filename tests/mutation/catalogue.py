@@ -97,6 +97,9 @@ ROLLBACK = "tests/test_rollback.py"
 MIGRATE = "tests/test_migrate.py"
 DRY_RUN_SETTINGS = "tests/test_runner_dry_run_settings.py"
 REVERT_DECLARED = "tests/test_revert_declared.py"
+PLANS_POSTPONE = "tests/test_plans_postpone.py"
+PLANS_EXTEND = "tests/test_plans_extend.py"
+PLANS_PAUSE = "tests/test_plans_schedule_pause.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -2175,4 +2178,68 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-press-from-another-guild-is-taken", "a-press-from-another-guild-is-taken",
              "if guild is None or guild != settings.discord_guild_id:", "if guild is None:",
              ("tests/test_chat_interactions.py",)),
+    # ── plans change: postpone, extend (commands/plans.py) ──────────────
+    Mutation("postpone-a-started-run", "postpone-a-started-run",
+             "WHERE id = %s AND status = {RunSQL.SCHEDULED} AND %s > %s{seen}",
+             "WHERE id = %s AND (status = {RunSQL.SCHEDULED} OR TRUE) AND %s > %s{seen}",
+             (PLANS_POSTPONE,)),
+    Mutation("postpone-into-the-past", "postpone-into-the-past",
+             "WHERE id = %s AND status = {RunSQL.SCHEDULED} AND %s > %s{seen}",
+             "WHERE id = %s AND status = {RunSQL.SCHEDULED} AND (%s > %s OR TRUE){seen}",
+             (PLANS_POSTPONE,)),
+    Mutation("postpone-without-its-wake", "postpone-without-its-wake",
+             "SET scheduled_for = %s, wake_at = %s,", "SET scheduled_for = %s, wake_at = IF(%s IS NULL, NULL, wake_at),",
+             (PLANS_POSTPONE,)),
+    _commit_first("postpone-commits-before-its-log-row", "postpone-commits-before-its-log-row",
+                  "        logged = log.append(tx, journal.run_postponed(run, self.name, self.to, by.actor,"
+                  " clean_note(self.reason)), by.now)\n", "        ", (PLANS_POSTPONE,)),
+    Mutation("extend-a-phase-the-run-is-not-at", "extend-a-phase-the-run-is-not-at",
+             "WHERE r.id = %s AND r.current_phase = %s AND", "WHERE r.id = %s AND (r.current_phase = %s OR TRUE) AND",
+             (PLANS_EXTEND,)),
+    Mutation("extend-a-closed-phase", "extend-a-closed-phase",
+             "AND p.closed_at IS NULL AND NOT p.condition_met", "AND p.closed_at IS NULL",
+             (PLANS_EXTEND,)),
+    Mutation("extend-into-the-past", "extend-into-the-past",
+             "AND NOT p.condition_met AND %s > %s{seen}", "AND NOT p.condition_met AND (%s > %s OR TRUE){seen}",
+             (PLANS_EXTEND,)),
+    Mutation("extend-without-waking-the-run", "extend-without-waking-the-run",
+             "r.wake_at = IF(r.status IN ({RunSQL.DUE}), %s, r.wake_at)",
+             "r.wake_at = IF(r.status IN ({RunSQL.DUE}) AND %s IS NULL, NULL, r.wake_at)",
+             (PLANS_EXTEND,)),
+    _commit_first("extend-commits-before-its-log-row", "extend-commits-before-its-log-row",
+                  "        logged = log.append(tx, journal.run_deadline_moved(run, self.name, self.phase, moved, self.seconds,"
+                  " by.actor,\n", "        ", (PLANS_EXTEND,)),
+    Mutation("extend-a-cue-into-the-past", "extend-a-cue-into-the-past",
+             "AND s.times_out_at = %s AND %s > %s{as_seen}", "AND s.times_out_at = %s AND (%s > %s OR TRUE){as_seen}",
+             (PLANS_EXTEND,)),
+    _commit_first("extend-cue-commits-before-its-log-row", "extend-cue-commits-before-its-log-row",
+                  "        logged = log.append(tx, journal.step_timeout_moved(step, self.name, to, self.seconds, by.actor,\n",
+                  "        ", (PLANS_EXTEND,)),
+    Mutation("pause-a-schedule-already-paused", "pause-a-schedule-already-paused",
+             "WHERE id = %s AND schedule_cron IS NOT NULL AND schedule_paused_at IS NULL",
+             "WHERE id = %s AND schedule_cron IS NOT NULL",
+             (PLANS_PAUSE,)),
+    Mutation("pause-a-definition-that-does-not-recur", "pause-a-definition-that-does-not-recur",
+             "WHERE id = %s AND schedule_cron IS NOT NULL AND schedule_paused_at IS NULL",
+             "WHERE id = %s AND schedule_paused_at IS NULL",
+             (PLANS_PAUSE,)),
+    Mutation("resume-a-schedule-not-paused", "resume-a-schedule-not-paused",
+             "WHERE id = %s AND schedule_paused_at = %s", "WHERE id = %s AND (schedule_paused_at = %s OR TRUE)",
+             (PLANS_PAUSE,)),
+    Mutation("a-resume-plans-what-the-pause-missed", "a-resume-plans-what-the-pause-missed",
+             "planned_through = GREATEST(COALESCE(planned_through, %s), %s)",
+             "planned_through = IF(%s IS NULL OR %s IS NULL, NULL, planned_through)",
+             (PLANS_PAUSE,)),
+    Mutation("a-schedule-paused-under-the-planner-is-planned", "a-schedule-paused-under-the-planner-is-planned",
+             "AND planned_through <=> %s AND schedule_paused_at IS NULL", "AND planned_through <=> %s",
+             (PLANS_PAUSE,)),
+    Mutation("a-catch-up-past-the-grace-window", "a-catch-up-past-the-grace-window",
+             "max(now - grace - TICK, ", "max(datetime.min, ",
+             (PLANS_PAUSE,)),
+    _commit_first("a-schedule-pause-commits-before-its-log-row", "a-schedule-pause-commits-before-its-log-row",
+                  "        schedule_log.append(tx, journal.schedule_paused(definition_id, actor, note), now)\n", "        ",
+                  (PLANS_PAUSE,)),
+    _commit_first("a-schedule-resume-commits-before-its-log-row", "a-schedule-resume-commits-before-its-log-row",
+                  "        schedule_log.append(tx, journal.schedule_resumed(definition_id, actor, note, (paused.by, paused.at),\n",
+                  "        ", (PLANS_PAUSE,)),
 ]

@@ -40,6 +40,7 @@ from chalicelib.roles import CONTROLLERS
 from devtools.kit.game_bridge import SECRET, Answer
 from tests.conftest import START, restore_migrated
 from tests.support.api import ADMIN, GM, MODERATOR
+from tests.support.plans import fields_of
 from tests.support.runner_kit import apply_outcome, make_runner, schedule, step
 from tests.support.torture import audit, sized
 
@@ -146,7 +147,7 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
               which=st.integers(0, RUNS - 1))
         def press_a_run_control(self, control, caller, which):
             run = db.autocommit(lambda tx: runs.get(tx, self.run_ids[which]))
-            body = {} if control == "resume" else {"reason": "torture"}
+            body = {} if control == "resume" else {"reason": "torture", **fields_of(control, clock.now())}
             refusal = commands.refusal(control, run)
             if control == "advance":  # the phase the person sees, judged by the offer's own rule
                 body["phase"] = run.current_phase or 1
@@ -169,7 +170,7 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
             furthest = None if run.current_phase is None else db.autocommit(
                 lambda tx: steps.last_started_seq(tx, run.id, run.current_phase))
             declared = commands.CONTROLS[control]
-            body = {"note": "torture"} if declared.note_required else {}
+            body = {**({"note": "torture"} if declared.note_required else {}), **fields_of(control, clock.now())}
             answer = api.post(f"/runs/{run.id}/steps/{step_id}/{control}", body, auth=CALLERS[caller])
             if foreign or target is None:
                 self._judge(answer, caller, None, missing=True, gate=commands.CONTROLS[control].gate)

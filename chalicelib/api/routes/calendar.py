@@ -1,12 +1,12 @@
 """A recurring definition's calendar: its occurrences in a window (read through `events/views/calendar.py`),
-skipping one and undoing that before it is due."""
+skipping one and undoing that before it is due, and pausing and resuming its schedule."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from ... import runtime
-from ...events import calendar
+from ...events import calendar, schedules
 from ...events.views.calendar import MAX_LISTED, occurrences
 from .. import auth, schemas
 from ..operations import Body, Call, Router, ok
@@ -51,3 +51,29 @@ def unskip_occurrence(call: Call) -> Body:
                                  actor=call.actor, now=call.now)
     made_work(call)  # a run it created is work for the tick
     return {"occurrence": occurrence}
+
+
+@router.operation("POST", "/definitions/{definition_id}/schedule/pause",
+                  "Pause a recurring definition's schedule, with a reason: while paused the planner creates none of its"
+                  " occurrences (the calendar marks them paused by whom and why); runs already planned are kept. Logged"
+                  " in the definition's schedule log. 409 if it is paused already.", auth.CONTROLLERS,
+                  ok("the definition, its schedule paused", schemas.SCHEDULE_PAUSED), body=schemas.SCHEDULE_PAUSE_BODY)
+def pause_schedule(call: Call) -> Body:
+    definition = schedules.pause(runtime.database(), call.ids["definition_id"], reason=call.body.get("reason"),
+                                 actor=call.actor, now=call.now)
+    return {"definition": definition.public()}
+
+
+@router.operation("POST", "/definitions/{definition_id}/schedule/resume",
+                  "Resume a paused schedule: planned from now on, none of the occurrences missed while it was paused"
+                  " created, unless catch_up is latest (the latest of them, if it lies within the definition's grace"
+                  " window, is created now). Logged in the definition's schedule log. 409 if it is not paused.",
+                  auth.CONTROLLERS, ok("the definition, its schedule running, and the run caught up (if any)",
+                                       schemas.SCHEDULE_RESUMED), body=schemas.SCHEDULE_RESUME_BODY)
+def resume_schedule(call: Call) -> Body:
+    resumed = schedules.resume(runtime.database(), call.ids["definition_id"], reason=call.body.get("reason"),
+                               catch_up=schedules.CatchUp(call.body.get("catch_up", schedules.CatchUp.NONE.value)),
+                               actor=call.actor, now=call.now)
+    made_work(call)  # its next occurrence (and a run caught up) is work for the tick: a sleeping deployment wakes
+    return {"definition": resumed.definition.public(),
+            "caught_up": resumed.caught_up.public() if resumed.caught_up else None}

@@ -1,5 +1,6 @@
 """The live controls, a route each, generated from their declarations (`events/commands/declared.py`): a
-run's (`/runs/{run_id}/<name>`) and a step's (`/runs/{run_id}/steps/{step_id}/<name>`), each pressing its command
+run's (`/runs/{run_id}/<name>`), a phase's (`/runs/{run_id}/phases/{phase}/<name>`) and a step's
+(`/runs/{run_id}/steps/{step_id}/<name>`), each pressing its command
 and answering the ETag of what it acted on; a repeated Idempotency-Key answers its first answer and changes nothing."""
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ _NOTE_BODIES = {None: schemas.NO_FIELDS, "reason": schemas.REASON_BODY, "note": 
 
 
 def _body_of(control: commands.Control) -> Body:
-    """The body a control takes: its phase, its option, its choice, or its note (which a take-over must give)."""
+    """The body a control takes: its new time, how far it moves a time, its phase, its option, its choice, or its
+    note (which a take-over must give)."""
+    if control.time_field:
+        return schemas.POSTPONE_BODY
+    if control.seconds_field:
+        return schemas.EXTEND_BODY
     if control.phase_field:
         return schemas.ADVANCE_BODY
     if control.option_field:
@@ -38,10 +44,11 @@ def _body_of(control: commands.Control) -> Body:
 
 def _control_operation(control: commands.Control) -> None:
     """The route, handler and OpenAPI entry of one declared control."""
-    path = "/runs/{run_id}/" + ("" if control.target is commands.Target.RUN else "steps/{step_id}/") + control.name
 
     def press(call: Call) -> Answer:
-        command = control.pressed(call.ids["run_id"], call.ids.get("step_id"), call.body)
+        body = call.body if not control.time_field else {
+            **call.body, control.time_field: schemas.parse_time(call.body[control.time_field], control.time_field)}
+        command = control.pressed(call.ids, body)
         how = commands.Press(seen=schemas.parse_if_match(call.headers.get(schemas.IF_MATCH), call.body.get("expected")),
                              key=schemas.parse_idempotency_key(call.headers.get(schemas.IDEMPOTENCY_KEY)))
         cue = call.roles if control.cue_only(call.roles) else None
@@ -54,8 +61,9 @@ def _control_operation(control: commands.Control) -> None:
         return 200, answer, _tag_of(control, answer)
 
     press.__name__ = f"{control.name}_{control.target.value}"
-    router.operation("POST", path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer],
-                     body=schemas.control_body(_body_of(control)),
+    body = _body_of(control)
+    router.operation("POST", control.path, control.summary, control.gate, _CONTROL_ANSWERS[control.answer],
+                     body=schemas.control_body(body), body_required=bool(body.get("required")),
                      request_headers=schemas.CONTROL_HEADERS, response_headers=schemas.CONTROL_ANSWER_HEADERS,
                      waits_for_database=True)(press)
 

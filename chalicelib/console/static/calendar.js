@@ -1,9 +1,12 @@
 // The calendar: every recurring definition's occurrences in a month (the viewer's zone), each with its
-// run and skipped ones marked; admins skip and unskip them here. And a definition's schedule in words
+// run and skipped ones marked; admins skip and unskip them here. A postponed run shows at its new time with
+// its original one, and moderators postpone a scheduled run here; a paused schedule's occurrences are marked
+// "paused by … because …", and its schedule paused or resumed here. And a definition's schedule in words
 // ("every Friday at 20:00, Europe/Berlin; next: Fri 4 Dec, 20:00"), as GET …/occurrences says it.
 
 import { get, post } from './api.js';
 import { explain } from './explain.js';
+import { pauseButton, pausedWords, postpone } from './plans.js';
 import { ask, badge, el, focus, heading, notice } from './ui.js';
 
 const MONTH = new Intl.DateTimeFormat(undefined, { month: 'long', year: 'numeric' });
@@ -25,23 +28,39 @@ function occurrencesPath(definitionId, from, to) {
     + `&to=${encodeURIComponent(to.toISOString())}`;
 }
 
-// A definition's schedule in words, for its page: filled in once the API answers.
-export function scheduleInWords(definitionId) {
+// A paused schedule's mark: "⏸ paused by mod-mia because holiday break".
+const pausedMark = (paused, attrs = {}) => el('span', { class: 'badge badge-paused', ...attrs }, `⏸ ${pausedWords(paused)}`);
+
+// A definition's schedule in words, for its page, with whether it is paused and the button that pauses or
+// resumes it: filled in once the API answers, and again after a press.
+export function scheduleInWords(definition) {
   const line = el('p', { id: 'schedule-words' });
-  get(`/definitions/${definitionId}/occurrences`).then(({ schedule }) => {
-    line.replaceChildren(...(schedule ? ['Schedule: ', schedule.in_words, ' (', el('a', { href: '#/calendar' }, 'calendar'), ')']
+  const buttons = el('div', { class: 'buttons', id: 'schedule-buttons' });
+  const show = () => get(`/definitions/${definition.id}/occurrences`).then(({ schedule }) => {
+    line.replaceChildren(...(schedule ? ['Schedule: ', schedule.in_words, ' (', el('a', { href: '#/calendar' }, 'calendar'), ')',
+      ...(schedule.paused ? [' ', pausedMark(schedule.paused, { id: 'schedule-paused' })] : [])]
       : [el('span', { class: 'muted' }, 'No schedule: its runs are scheduled by hand.')]));
+    buttons.replaceChildren(...(schedule ? [pauseButton({ ...definition, schedule_paused: schedule.paused }, show)] : []));
   }).catch((error) => explain(error, 'Reading the schedule'));
-  return line;
+  show();
+  return el('div', {}, line, buttons);
 }
 
-function occurrenceItem(definition, occurrence, { admin, reload }) {
+// When an occurrence happens: its run's new time if it was postponed.
+const happensAt = (occurrence) => occurrence.postponed_to || occurrence.scheduled_for;
+
+function occurrenceItem(definition, occurrence, { admin, control, reload }) {
   const at = new Date(occurrence.scheduled_for);
   const path = `/definitions/${definition.id}/occurrences/${occurrence.scheduled_for}`;
   const item = el('li', {
     class: occurrence.skipped ? 'occurrence occurrence-skipped' : 'occurrence',
     'data-definition': definition.id, 'data-occurrence': occurrence.scheduled_for, 'data-skipped': String(occurrence.skipped),
-  }, el('time', { datetime: occurrence.scheduled_for }, TIME.format(at)), ' ', definition.name);
+  }, el('time', { datetime: happensAt(occurrence) }, TIME.format(new Date(happensAt(occurrence)))), ' ', definition.name);
+  if (occurrence.postponed_to) {
+    item.append(' ', el('span', { class: 'badge', 'data-postponed-from': occurrence.scheduled_for },
+      `postponed from ${at.toDateString()}, ${TIME.format(at)}`));
+  }
+  if (occurrence.paused && definition.schedule_paused) item.append(' ', pausedMark(definition.schedule_paused));
   if (occurrence.skipped) {
     const why = occurrence.skip?.reason ? `: ${occurrence.skip.reason}` : '';
     item.append(' ', el('span', { class: 'badge badge-skipped' }, `⊘ skipped${why}`));
@@ -51,6 +70,10 @@ function occurrenceItem(definition, occurrence, { admin, reload }) {
   }
   const ahead = at > new Date();
   const live = !occurrence.run || occurrence.run.status === 'scheduled';
+  if (control && occurrence.run && live) {
+    const move = async () => { if (await postpone(occurrence.run, `${definition.name} (run ${occurrence.run.id})`)) reload(); };
+    item.append(' ', el('button', { type: 'button', class: 'small', 'data-occurrence-action': 'postpone', onclick: move }, 'Postpone'));
+  }
   if (admin && ahead && live) {
     const act = async () => {
       try {
@@ -79,7 +102,7 @@ function monthGrid(first, listed, context) {
   const byDay = new Map();
   for (const { definition, answer } of listed) {
     for (const occurrence of answer.occurrences) {
-      const key = dayKey(new Date(occurrence.scheduled_for));
+      const key = dayKey(new Date(happensAt(occurrence)));
       if (!byDay.has(key)) byDay.set(key, []);
       byDay.get(key).push([definition, occurrence]);
     }
@@ -91,7 +114,7 @@ function monthGrid(first, listed, context) {
     const cells = [];
     for (let i = 0; i < 7; i += 1, day.setDate(day.getDate() + 1)) {
       const today = byDay.get(dayKey(day)) || [];
-      today.sort((a, b) => a[1].scheduled_for.localeCompare(b[1].scheduled_for));
+      today.sort((a, b) => happensAt(a[1]).localeCompare(happensAt(b[1])));
       cells.push(el('td', { class: day.getMonth() === first.getMonth() ? 'day' : 'day other-month', 'data-day': dayKey(day) },
         el('div', { class: 'day-number', 'data-weekday': WEEKDAYS[i] }, String(day.getDate())),
         today.length ? el('ul', { class: 'occurrences' }, today.map(([d, o]) => occurrenceItem(d, o, context))) : null));
@@ -102,6 +125,13 @@ function monthGrid(first, listed, context) {
     el('caption', {}, `Occurrences in ${MONTH.format(first)}, in your time zone`),
     el('thead', {}, el('tr', {}, WEEKDAYS.map((name) => el('th', { scope: 'col' }, name)))),
     el('tbody', {}, weeks)));
+}
+
+// Each recurring definition's schedule, paused (by whom, why) or running, with its Pause or Resume button.
+function schedulesList(recurring, control, reload) {
+  return el('ul', { id: 'calendar-schedules', class: 'plain' }, recurring.map((definition) => el('li', { 'data-schedule': definition.id },
+    definition.name, ...(definition.schedule_paused ? [' ', pausedMark(definition.schedule_paused)] : []),
+    ...(control ? [' ', pauseButton(definition, reload)] : []))));
 }
 
 export function calendarView(main, ctx, query) {
@@ -121,8 +151,10 @@ export function calendarView(main, ctx, query) {
       const listed = await Promise.all(recurring.map(async (definition) => (
         { definition, answer: await get(occurrencesPath(definition.id, first, next)) })));
       if (stopped) return;
-      grid.replaceChildren(recurring.length ? monthGrid(first, listed, { admin: ctx.session().may.define, reload: load })
-        : el('p', {}, 'No definition has a schedule yet.'));
+      const { may } = ctx.session();
+      grid.replaceChildren(...(recurring.length ? [schedulesList(recurring, may.control, load),
+        monthGrid(first, listed, { admin: may.define, control: may.control, reload: load })]
+        : [el('p', {}, 'No definition has a schedule yet.')]));
     } catch (error) {
       explain(error, 'Reading the calendar');
     }

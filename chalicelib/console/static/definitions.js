@@ -207,7 +207,7 @@ export function definitionView(main, ctx, idText) {
       heading(1, definition.name),
       el('p', {}, `Current version ${definition.current_version}`, definition.schedule_cron ? ['; schedule ', el('code', {}, definition.schedule_cron)] : '', '. ',
         el('a', { href: `#/runs?definition=${definitionId}` }, 'Its runs')),
-      scheduleInWords(definitionId),
+      scheduleInWords(definition),
       el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'add-version', onclick: addVersion }, 'Add a version'),
         el('button', { type: 'button', id: 'duplicate-definition', onclick: duplicate }, 'Duplicate as a new definition')),
       scheduleForm(definition),

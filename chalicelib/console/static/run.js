@@ -13,6 +13,7 @@ import { logView } from './log.js';
 import { namer, stepName, wordsBeyondName } from './names.js';
 import { Poller, freshness } from './poll.js';
 import { effectWords, phaseNamed } from './phases.js';
+import { mayPress, moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
 import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, parkOf, rehearsalMark, since, waitOf, when } from './ui.js';
 import { askCancel, ledgerSection } from './resources.js';
@@ -221,8 +222,28 @@ export function runView(main, ctx, runIdText) {
     ].filter(Boolean);
   }
 
+  // Beside the deadline of the phase the run is at, while it still counts: the button that moves it.
+  function extendButton(phase) {
+    const open = phase.deadline && !phase.closed_at && !phase.condition_met && !detail.run.cleanup_target;
+    if (!open || !mayPress(session, 'extend')) return null;
+    const named = phaseNamed(phase.number, phase);
+    return el('button', {
+      type: 'button', class: 'small', 'data-control': 'extend', 'data-phase': phase.number,
+      onclick: async () => { if (await moveBy({ path: `/runs/${runId}/phases/${phase.number}/extend`, named, deadline: phase.deadline })) await poller.now(); },
+    }, specOf('extend').action);
+  }
+
+  // A control that moves a time (postpone: a new time; a cue's extend: by some minutes) asks for it in its own dialog.
+  async function moveTime(name, step) {
+    const declared = controlOf(name);
+    const moved = declared.time_field ? await postpone(detail.run, runNamed())
+      : await moveBy({ path: `/runs/${runId}/steps/${step.id}/${name}`, named: stepName(step), deadline: step.times_out_at });
+    if (moved) await poller.now();
+  }
+
   // `choice`: the answer pressed, on a cue with choices ({value, label}).
   async function act(name, step, choice = null) {
+    if (controlOf(name)?.time_field || controlOf(name)?.seconds_field) return moveTime(name, step);
     const spec = specOf(name);
     const shown = detail.run.status; // as the person saw it when they pressed
     let body = {};
@@ -303,6 +324,7 @@ export function runView(main, ctx, runIdText) {
       detail, entries, maxAttempts: session.limits?.step_max_attempts,
       signalled: (name) => signalsReceived.has(name),
       controls: (step) => offered(step).map((c) => controlButton(c, step)),
+      extend: extendButton,
     }));
     log.show(entries, namer(steps));
   }

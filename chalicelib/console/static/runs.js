@@ -6,6 +6,7 @@
 
 import { get } from './api.js';
 import { bulkBar } from './bulk.js';
+import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
 import { badge, el, heading, isTerminalRun, needYou, notice, rehearsalMark, runStatuses, span, table, waitOf, when, wordOf } from './ui.js';
 
@@ -156,7 +157,7 @@ export function runsView(main, ctx, queryText = '') {
       el('td', {}, badge(run.status)),
       el('td', {}, waitingCell(run.waiting)),
       el('td', {}, badge(run.health)),
-      el('td', {}, when(run.scheduled_for)),
+      el('td', {}, when(run.scheduled_for), postponeAction(ctx.session(), run, () => poller.now())),
       el('td', {}, when(run.started_at)),
       el('td', {}, when(run.finished_at)),
       el('td', {}, lasted(run))));

@@ -6,6 +6,7 @@
 import { attemptWords } from './log.js';
 import { stepName, wordsBeyondName } from './names.js';
 import { conditionWords, standingWords } from './phases.js';
+import { deadlineMoved } from './plans.js';
 import { badge, capitalised, el, inFuture, isOpenStep, isTerminalRun, parkOf, since, table, when } from './ui.js';
 
 // Words and <time> elements as a sentence: its first word capitalised.
@@ -83,7 +84,7 @@ function attempts(step, dispatches) {
     el('ol', { class: 'attempts' }, dispatches.map((row) => el('li', {}, when(row.created_at), ' ', attemptWords(row.detail || {})))));
 }
 
-// `view`: {detail, entries, maxAttempts, signalled(name), controls(step)} from the run's page.
+// `view`: {detail, entries, maxAttempts, signalled(name), controls(step), extend(phase)} from the run's page.
 export function phaseSections(view) {
   const { run, steps } = view.detail;
   const history = stepHistory(view.entries);
@@ -104,7 +105,8 @@ export function phaseSections(view) {
       `Phase ${number}${name ? `: ${name}` : ''}`, current ? ' (current)' : '');
     const words = [...conditionWords(phase), standingWords(phase, { current, signalled: view.signalled(phase.signal) })].filter((part) => part.length);
     const facts = words.length ? el('p', { class: 'phase-facts', 'data-phase-facts': number },
-      sentence(words.flatMap((part, i) => [i ? ' · ' : '', part])), '.') : null;
+      sentence(words.flatMap((part, i) => [i ? ' · ' : '', part])), current ? deadlineMoved(phase) : [], '.',
+      current ? view.extend(phase) : null) : null;
     if (!phaseSteps.length) {
       const why = passedOver.get(number);
       sections.push(el('section', { class: 'phase' }, head, facts, why

@@ -152,7 +152,8 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress) -> Pressing:
     step = steps.get_on_run(tx, press.run_id, press.step_id)
     if step is None:
         raise NotFound(f"run {press.run_id} has no step {press.step_id} any more")
-    command = control.pressed(press.run_id, press.step_id, {} if press.choice is None else {"choice": _choice(step, press)})
+    command = control.pressed({"run_id": press.run_id, "step_id": press.step_id},
+                              {} if press.choice is None else {"choice": _choice(step, press)})
     roles = frozenset(press.roles)
     within(tx, command, Context(press.actor, now, Press(key=press.key), roles if control.cue_only(roles) else None))
     log.append(tx, journal.chat_pressed(step, press.actor, press.control, platform=press.platform, user_id=press.user_id,

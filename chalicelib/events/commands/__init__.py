@@ -1,7 +1,7 @@
 """Every way an outside actor moves a run, as a typed command on one template.
 
-Invariant: a person's control (pause, resume, cancel, advance; confirm, skip, acknowledge, release, take over,
-retry, resend) and
+Invariant: a person's control (pause, resume, cancel, advance, postpone; extend a phase's deadline; confirm, skip,
+acknowledge, release, take over, retry, resend, extend a cue's timeout) and
 a game's signal each move a run only through `protocol.within`: the run locked first (then its step), the
 press checked (a repeated Idempotency-Key answers its first answer; a stale If-Match is a 412), the guarded
 statement and its log row in one transaction, a lost guard a 409 in the words of the refusal rule.
@@ -10,6 +10,7 @@ statement and its log row in one transaction, a lost guard a 409 in the words of
     protocol.py       the template: Press, Context, Command, execute/within
     run_controls.py   Pause, Resume, Cancel, Advance (a person's Advance phase control), CleanUp (a finished run's)
     step_controls.py  Confirm, Skip, Acknowledge, Release, TakeOver, Retry, Resend
+    plans.py          Postpone, Extend (a phase's deadline), ExtendCue (a parked cue's timeout)
     signal.py         ReceiveSignal: a signal's first receipt, and what it did to the run
     declared.py       CONTROLS: each control declared once (route, OpenAPI, roles, offer, button)
 
@@ -24,7 +25,8 @@ from typing import Any
 
 from ...db import Database
 from ..model import Run, Step
-from .declared import CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Caller, Control, Shape, Target, offered, refusal
+from .declared import CONTROLS, PHASE_CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Caller, Control, Shape, Target, offered, refusal
+from .plans import MOST_SECONDS, Extend, ExtendCue, Postpone, Seconds
 from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
 from .run_controls import Advance, Advanced, Cancel, Cancelled, CleanUp, Pause, Resume
@@ -32,12 +34,14 @@ from .signal import Receipt, ReceiveSignal, declared
 from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retried, Retry, Skip, TakeOver
 
 __all__ = [
-    "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "PAUSABLE", "RESUMABLE", "RUN_CONTROLS", "STEP_CONTROLS",
+    "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "MOST_SECONDS", "PAUSABLE", "PHASE_CONTROLS", "RESUMABLE",
+    "RUN_CONTROLS", "STEP_CONTROLS",
     "Acknowledge", "Advance", "Advanced", "Caller", "Cancel", "Cancelled", "Choice", "CleanUp", "Confirm", "Context",
-    "Control", "HeldBy", "Pause", "Press",
-    "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Shape", "Skip", "TakeOver",
-    "Target", "acknowledge", "advance", "advance_refusal", "cancel", "cleanup", "confirm", "declared", "execute", "offered",
-    "pause", "receive_signal", "refusal", "release", "resend", "resume", "retry", "skip", "take_over", "within",
+    "Control", "Extend", "ExtendCue", "HeldBy", "Pause", "Postpone", "Press",
+    "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Seconds", "Shape", "Skip", "TakeOver",
+    "Target", "acknowledge", "advance", "advance_refusal", "cancel", "cleanup", "confirm", "declared", "execute", "extend",
+    "extend_cue", "offered", "pause", "postpone", "receive_signal", "refusal", "release", "resend", "resume", "retry",
+    "skip", "take_over", "within",
 ]
 
 
@@ -105,3 +109,21 @@ def receive_signal(db: Database, run_id: int, signal: str, *, actor: str, now: d
                    payload: dict[str, Any] | None = None) -> Receipt:
     """The signal `signal` to the run, sent by `actor`: its first receipt, or a repeat's answer."""
     return execute(db, ReceiveSignal(run_id, signal, payload), Context(actor, now))
+
+
+def postpone(db: Database, run_id: int, to: datetime, *, actor: str, now: datetime, reason: str | None = None,
+             press: Press = AS_EVER) -> Run:
+    """A scheduled run moved to `to`."""
+    return execute(db, Postpone(run_id, to, reason), Context(actor, now, press))
+
+
+def extend(db: Database, run_id: int, phase: int, seconds: int, *, actor: str, now: datetime, reason: str | None = None,
+           press: Press = AS_EVER) -> Run:
+    """The deadline of phase `phase`, the one the run is at, moved by `seconds`."""
+    return execute(db, Extend(run_id, phase, Seconds(seconds), reason), Context(actor, now, press))
+
+
+def extend_cue(db: Database, run_id: int, step_id: int, seconds: int, *, actor: str, now: datetime,
+               reason: str | None = None, press: Press = AS_EVER) -> Step:
+    """A parked cue's timeout moved by `seconds`."""
+    return execute(db, ExtendCue(run_id, step_id, Seconds(seconds), reason), Context(actor, now, press))

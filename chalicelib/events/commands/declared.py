@@ -15,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 from functools import cached_property
 from typing import Any, get_type_hints
 
 from ...roles import ROLES
 from ..model import Phase, Run, Step
+from .plans import Extend, ExtendCue, PhaseCommand, Postpone, Seconds
 from .protocol import HeldBy, RunCommand, StepCommand
 from .rules import Refusal, advance_refusal
 from .run_controls import Advance, Cancel, CleanUp, Pause, Resume
@@ -29,6 +31,7 @@ from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retry,
 
 class Target(str, Enum):
     RUN = "run"
+    PHASE = "phase"  # a phase of a run, its number in the route: /runs/{run_id}/phases/{phase}/<name>
     STEP = "step"
 
 
@@ -43,6 +46,7 @@ class Shape(Enum):
 
 
 _IDS = ("run_id", "step_id")
+_PATHS = {Target.RUN: "", Target.PHASE: "phases/{phase}/", Target.STEP: "steps/{step_id}/"}
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,14 @@ class Control:
 
     @property
     def target(self) -> Target:
-        return Target.STEP if issubclass(self.command, StepCommand) else Target.RUN
+        if issubclass(self.command, StepCommand):
+            return Target.STEP
+        return Target.PHASE if issubclass(self.command, PhaseCommand) else Target.RUN
+
+    @property
+    def path(self) -> str:
+        """Its route: `/runs/{run_id}/` and, for a phase's or a step's, the one it acts on, then its name."""
+        return "/runs/{run_id}/" + _PATHS[self.target] + self.name
 
     @property
     def roles(self) -> frozenset[str]:
@@ -100,8 +111,19 @@ class Control:
 
     @cached_property
     def phase_field(self) -> str | None:
-        """The body field naming the phase it acts on (the console sends the run's): its command's number field."""
-        return self._field_typed(int)
+        """The body field naming the phase it acts on (the console sends the run's): its command's number field
+        (a phase's control names it in its route instead)."""
+        return None if self.target is Target.PHASE else self._field_typed(int)
+
+    @cached_property
+    def time_field(self) -> str | None:
+        """The body field carrying a new time (postpone's): its command's time field."""
+        return self._field_typed(datetime)
+
+    @cached_property
+    def seconds_field(self) -> str | None:
+        """The body field carrying how far a time moves (extend's): its command's seconds field."""
+        return self._field_typed(Seconds)
 
     @cached_property
     def option_field(self) -> str | None:
@@ -117,11 +139,17 @@ class Control:
         hints = get_type_hints(self.command)
         return next((f.name for f in dataclasses.fields(self.command) if f.name not in _IDS and hints[f.name] == kind), None)
 
-    def pressed(self, run_id: int, step_id: int | None, body: Mapping[str, Any]) -> RunCommand[Any] | StepCommand[Any]:
-        """The command a request presses: the ids from its path, each field from the body field of its name."""
-        fields: dict[str, Any] = {"run_id": run_id}
+    def pressed(self, ids: Mapping[str, int], body: Mapping[str, Any]) -> RunCommand[Any] | StepCommand[Any]:
+        """The command a request presses: the ids from its path, each field from the body field of its name (a
+        time already read as naive UTC)."""
+        fields: dict[str, Any] = {"run_id": ids["run_id"]}
         if self.target is Target.STEP:
-            fields["step_id"] = step_id
+            fields["step_id"] = ids["step_id"]
+        if self.target is Target.PHASE:
+            fields["phase"] = ids["phase"]
+        for field in (self.time_field, self.seconds_field):
+            if field:
+                fields[field] = body[field]
         if self.note_field:
             fields[self.note_field] = body.get(self.note_field)
         if self.phase_field:
@@ -171,6 +199,7 @@ class Control:
             "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
             "tone": self.tone, "phase_field": self.phase_field, "sends_tag": self.sends_tag,
             "option_field": self.option_field, "choice_field": self.choice_field, "note_required": self.note_required,
+            "time_field": self.time_field, "seconds_field": self.seconds_field,
             "holder": None if self.holder is None else self.holder.value,
         }
 
@@ -223,8 +252,18 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             " note (required) saying why; who had it is in the log (the holder again changes nothing)", wakes=True,
             label="Take over", question="Take this cue over from whoever has it? Say why: they read it in the log.",
             done="Taken over", answer=Shape.STEP, sends_tag=False),
+    Control(Postpone, "a scheduled run is moved to a new time, later than now: the same run, its occurrence key kept,"
+            " its wake time the new time; refused once it has started", wakes=True, label="Postpone",
+            question="Move this run to a new time?", done="Postponed", answer=Shape.RUN, sends_tag=False),
+    Control(Extend, "the deadline of the phase the run is at (an after phase's end, or its time limit) moves by the"
+            " seconds given, later or earlier but not into the past; who moved it is kept on the phase", wakes=True,
+            label="Extend", question="Move this phase's deadline?", done="Deadline moved", answer=Shape.RUN, sends_tag=False),
+    Control(ExtendCue, "a parked cue's timeout moves by the seconds given, later or earlier but not into the past",
+            wakes=True, label="Extend timeout", question="Move this cue's timeout?", done="Timeout moved",
+            answer=Shape.STEP, sends_tag=False),
 )}
 RUN_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.RUN)
+PHASE_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.PHASE)
 STEP_CONTROLS = tuple(name for name, c in CONTROLS.items() if c.target is Target.STEP)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from ..lifecycle import (
     CLEANUP_TARGETS,
     CLOSED_WORDS,
+    LIVE_PHASE,
     STEP_FAILURES,
     TERMINAL_RUN,
     LateCleanup,
@@ -212,3 +213,29 @@ def phase_ended(phase: Phase, done_again: str = "retried") -> str:
                 f" its steps can no longer be {done_again}; resume the run instead")
     return (f"phase {phase.number} ({phase.name}) ended at {iso(phase.closed_at)} {how}: its steps can no longer"
             f" be {done_again}")
+
+
+# ── when plans change (commands/plans.py) ──────────────────────────────────
+def postpone_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    return None if run.status is RunStatus.SCHEDULED else (
+        f"this run is {run.status.value}; only a scheduled run can be postponed (it has not started)")
+
+
+def extend_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    """Whether the run has a live phase whose deadline may be moved (the phase's own row decides the rest)."""
+    if run.status not in LIVE_PHASE or run.current_phase is None:
+        return f"this run is {run.status.value}; only the deadline of a running, ending or paused run's phase can be moved"
+    if run.cleanup_target is not None:
+        return "this run is cleaning up what it left; its phases are over"
+    return None
+
+
+def extend_cue_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    step = needed(step, "extend_cue")
+    if run.status in TERMINAL_RUN:
+        return f"this run is {run.status.value}; its cues no longer time out"
+    if not step.parked_cue:
+        return f"this step is {step_state(step)}; only a parked cue's timeout can be moved"
+    if step.times_out_at is None:
+        return "this cue has no timeout to move"
+    return None

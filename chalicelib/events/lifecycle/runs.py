@@ -70,6 +70,8 @@ WORKING = (RunStatus.RUNNING, RunStatus.ENDING)
 ATTENDED = (*WORKING, RunStatus.CLEANING_UP)
 # A run the tick starts (materialises its first phase) rather than moves on.
 BEFORE_FIRST_PHASE = tuple(s for s in DUE if s not in (*WORKING, RunStatus.CLEANING_UP))
+# A run whose current phase's deadline a person may move (extend): one working it, or paused at it.
+LIVE_PHASE = (*WORKING, RunStatus.PAUSED)
 # Where a cleanup ends once every revert is over (`event_runs.cleanup_target`); and the finished statuses a
 # person may still clean up from (the Clean up control: the run keeps its status, `LateCleanup` says how it stands).
 CLEANUP_TARGETS = (RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.COMPLETED)

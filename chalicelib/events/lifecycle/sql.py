@@ -12,7 +12,7 @@ from enum import Enum
 
 from .phases import ConditionKind, OnDeadline, PhaseKind, SignalEffect
 from .resources import ResourceStatus
-from .runs import ATTENDED, DUE, RUNNABLE, TERMINAL_RUN, WORKING, LateCleanup, RunMode, RunStatus
+from .runs import ATTENDED, DUE, LIVE_PHASE, RUNNABLE, TERMINAL_RUN, WORKING, LateCleanup, RunMode, RunStatus
 from .steps import OPEN_STEP, STEP_FAILURES, OnDoubt, ParkReason, StepStatus
 from .waits import PEOPLES, STALLS, WaitingFor
 
@@ -45,6 +45,7 @@ class RunSQL:
     RUNNABLE = sql_list(RUNNABLE)
     WORKING = sql_list(WORKING)
     ATTENDED = sql_list(ATTENDED)
+    LIVE_PHASE = sql_list(LIVE_PHASE)
     TERMINAL = sql_list(sorted(TERMINAL_RUN))
     LIVE = sql_literal(RunMode.LIVE)  # a run's mode, for the filters that keep rehearsals apart
     # Every status and mode this version knows: a row holding another was written by a newer version.

@@ -244,12 +244,14 @@ PASS_OVER = StepMove("pass over", (_S.PENDING,), _S.SKIPPED, _TICK,
                      "its turn has come, never tried, and its only_if is not met (the cue's answer or the signal's value)")
 # Its idempotency key, from its own id, once its INSERT has given it one.
 STAMP_KEY = StepMove("stamp key", (), None, _TICK, "its phase is materialised")
+# A person moves a parked cue's timeout, later or earlier but not into the past (commands/plans.py).
+MOVE_TIMEOUT = StepMove("move timeout", (_S.RUNNING,), None, _PERSON, "a person moves its parked cue's timeout")
 
 STEP_MOVES: tuple[StepMove, ...] = (
     CLAIM, PARK, RESCHEDULE, *FINISH.values(), END_IN_FLIGHT, DELAY_NEXT, ABANDON, GIVE_UP, PARK_IN_DOUBT, REQUEUE,
     CANCEL_PENDING, CANCEL_OPEN, *CLOSE_WITH_THE_PHASE.values(), CONFIRM, RESEND, *SKIP.values(), ACKNOWLEDGE, RELEASE,
     TAKE_OVER, RETRY, RETRY_REVERT, REOPEN_REVERT, REMIND, ESCALATE, ESCALATION_OVER, LAPSE, *TIME_OUT.values(),
-    DROP_TIMEOUT, PASS_OVER, STAMP_KEY,
+    DROP_TIMEOUT, PASS_OVER, STAMP_KEY, MOVE_TIMEOUT,
 )
 
 

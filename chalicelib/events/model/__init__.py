@@ -11,13 +11,22 @@ errors.py, its log rows in journal.py. The rows live by what they describe:
     values.py       notes, whole numbers, times and JSON columns, as every row keeps and shows them
 """
 
-from .definitions import Definition, DefinitionVersion, OccurrenceSkip, Recurrence, VersionSummary
+from .definitions import (
+    Definition,
+    DefinitionVersion,
+    OccurrenceSkip,
+    Recurrence,
+    ScheduleLogEntry,
+    SchedulePause,
+    VersionSummary,
+)
 from .runs import Health, LogEntry, Phase, Rehearsal, Run, Signal
 from .steps import Attention, Claim, OnlyIf, Resource, Revert, Step, StepSpec, step_label, step_named
 from .values import MAX_NOTE, clean_note, is_whole_number, iso, kept_note
 
 __all__ = [
     "MAX_NOTE", "Attention", "Claim", "Definition", "DefinitionVersion", "Health", "LogEntry", "OccurrenceSkip",
-    "OnlyIf", "Phase", "Recurrence", "Rehearsal", "Resource", "Revert", "Run", "Signal", "Step", "StepSpec", "VersionSummary",
+    "OnlyIf", "Phase", "Recurrence", "Rehearsal", "Resource", "Revert", "Run", "ScheduleLogEntry", "SchedulePause",
+    "Signal", "Step", "StepSpec", "VersionSummary",
     "clean_note", "is_whole_number", "iso", "kept_note", "step_label", "step_named",
 ]

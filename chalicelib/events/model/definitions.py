@@ -15,6 +15,18 @@ from .values import iso, json_column, public_fields
 
 
 @dataclass(frozen=True)
+class SchedulePause:
+    """Who paused a recurring definition's schedule, when and why (its planner plans nothing meanwhile)."""
+
+    by: str
+    at: datetime
+    reason: str | None
+
+    def public(self) -> dict[str, Any]:
+        return {"by": self.by, "at": iso(self.at), "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class Definition:
     id: int
     name: str
@@ -23,13 +35,16 @@ class Definition:
     created_by: str | None
     created_at: datetime
     updated_at: datetime
+    schedule_paused: SchedulePause | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Definition:
-        return cls(**row)
+        fields = dict(row)
+        at, by, reason = (fields.pop(f"schedule_paused_{part}") for part in ("at", "by", "reason"))
+        return cls(**fields, schedule_paused=None if at is None else SchedulePause(by, at, reason))
 
     def public(self) -> dict[str, Any]:
-        return public_fields(self)
+        return {**public_fields(self), "schedule_paused": None if self.schedule_paused is None else self.schedule_paused.public()}
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,25 @@ class DefinitionVersion:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> DefinitionVersion:
         return cls(**{**row, "document": json_column(row["document"], {})})
+
+    def public(self) -> dict[str, Any]:
+        return public_fields(self)
+
+
+@dataclass(frozen=True)
+class ScheduleLogEntry:
+    """A row of a recurring definition's schedule log: a pause or a resume, who made it, when, and its detail."""
+
+    id: int
+    definition_id: int
+    kind: str
+    actor: str
+    detail: dict[str, Any]
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ScheduleLogEntry:
+        return cls(**{**row, "detail": json_column(row["detail"], {})})
 
     def public(self) -> dict[str, Any]:
         return public_fields(self)

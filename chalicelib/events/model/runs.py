@@ -153,6 +153,9 @@ class Phase:
     deadline: datetime | None = None  # opened_at + limit_seconds, written by the statement that opened it
     closed_at: datetime | None = None  # the engine closed it: its open steps cancelled, none claimed again
     closed_by: ClosedBy | None = None
+    deadline_moved_by: str | None = None  # who last moved its deadline by hand (extend), when and why
+    deadline_moved_at: datetime | None = None
+    deadline_moved_reason: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Phase:

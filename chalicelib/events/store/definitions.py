@@ -18,7 +18,8 @@ from ...db import Tx, must_exist
 from ..errors import Clash
 from ..model import Definition, DefinitionVersion, Recurrence, VersionSummary
 
-COLUMNS = "id, name, current_version, schedule_cron, created_by, created_at, updated_at"
+COLUMNS = ("id, name, current_version, schedule_cron, created_by, created_at, updated_at, schedule_paused_at,"
+           " schedule_paused_by, schedule_paused_reason")
 SUMMARY_COLUMNS = "definition_id, version, created_by, created_at"
 VERSION_COLUMNS = f"{SUMMARY_COLUMNS}, document"
 
@@ -114,16 +115,44 @@ def recurrences(tx: Tx, until: datetime) -> list[Recurrence]:
 
 
 def mark_planned(tx: Tx, recurrence: Recurrence, through: datetime) -> bool:
-    """Move planned_through on from what the planner read; False if another planner or a new version came first."""
+    """Move planned_through on from what the planner read; False if another planner or a new version came first,
+    or a person paused the schedule since it was read (the pause's UPDATE holds the row until it commits)."""
     # guard: mark-planned
+    # guard: a-schedule-paused-under-the-planner-is-planned
     return (
         tx.execute(
             """UPDATE event_definitions SET planned_through = %s
-                WHERE id = %s AND current_version = %s AND planned_through <=> %s""",
+                WHERE id = %s AND current_version = %s AND planned_through <=> %s AND schedule_paused_at IS NULL""",
             (through, recurrence.definition_id, recurrence.version, recurrence.planned_through),
         )
         == 1
     )
+
+
+def pause_schedule(tx: Tx, definition_id: int, actor: str, reason: str | None, now: datetime) -> bool:
+    """The definition's schedule paused by `actor`: a compare-and-set on its recurring and not being paused
+    already. Its planning order becomes NULL with it (migration 0061): the planner reads it no more."""
+    # guard: pause-a-schedule-already-paused
+    # guard: pause-a-definition-that-does-not-recur
+    return tx.execute(
+        """UPDATE event_definitions SET schedule_paused_at = %s, schedule_paused_by = %s, schedule_paused_reason = %s
+            WHERE id = %s AND schedule_cron IS NOT NULL AND schedule_paused_at IS NULL""",
+        (now, actor, reason, definition_id),
+    ) == 1
+
+
+def resume_schedule(tx: Tx, definition_id: int, paused_at: datetime | None, now: datetime) -> bool:
+    """The definition's schedule runs again: a compare-and-set on its being paused since `paused_at` (as read;
+    None: it read no pause, and nothing is resumed). Planned through now at least, so the planner creates none
+    of the occurrences missed while it was paused."""
+    # guard: resume-a-schedule-not-paused
+    # guard: a-resume-plans-what-the-pause-missed
+    return tx.execute(
+        """UPDATE event_definitions SET schedule_paused_at = NULL, schedule_paused_by = NULL, schedule_paused_reason = NULL,
+                  planned_through = GREATEST(COALESCE(planned_through, %s), %s)
+            WHERE id = %s AND schedule_paused_at = %s""",
+        (now, now, definition_id, paused_at),
+    ) == 1
 
 
 def get_version(tx: Tx, definition_id: int, version: int) -> DefinitionVersion | None:

@@ -26,7 +26,8 @@ from .wake import AUTO_SIGNAL_AT
 
 TIMER = "timer"  # who meets a condition at its deadline
 COLUMNS = ("run_id, number, kind, name, opened_at, drained_at, `condition`, condition_met, met_at, met_by,"
-           " `signal`, limit_seconds, on_deadline, deadline, closed_at, closed_by")
+           " `signal`, limit_seconds, on_deadline, deadline, closed_at, closed_by, deadline_moved_by, deadline_moved_at,"
+           " deadline_moved_reason")
 NAME_LIMIT = 200  # the column's width
 
 
@@ -202,6 +203,30 @@ def drop_deadline(tx: Tx, run_id: int, number: int, now: datetime) -> bool:
             WHERE run_id = %s AND number = %s AND deadline <= %s AND closed_at IS NULL AND NOT condition_met""",
         (run_id, number, now),
     ) == 1
+
+
+def move_deadline(tx: Tx, run_id: int, number: int, moved: tuple[datetime, datetime], actor: str, reason: str | None,
+                  now: datetime, *, seen_version: int | None = None) -> bool:
+    """A person moves the deadline of phase `number` from `moved[0]` (as read) to `moved[1]`, later than now: a
+    compare-and-set on the run being at that phase, live (running, ending or paused, not cleaning up), and
+    the phase open to it (its deadline as read, not closed, its condition not met). Who moved it, when and
+    why are kept on the phase row; a running or ending run wakes now (its release then writes the wake time the
+    new deadline gives; a paused one has none), and its version is raised (`seen_version`: held to the version a person saw)."""
+    seen = "" if seen_version is None else " AND r.version = %s"
+    # guard: extend-a-phase-the-run-is-not-at
+    # guard: extend-a-closed-phase
+    # guard: extend-into-the-past
+    # guard: extend-without-waking-the-run
+    return tx.execute(
+        f"""UPDATE event_runs r JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
+               SET p.deadline = %s, p.deadline_moved_by = %s, p.deadline_moved_at = %s, p.deadline_moved_reason = %s,
+                   r.version = r.version + 1, r.updated_at = %s,
+                   r.wake_at = IF(r.status IN ({RunSQL.DUE}), %s, r.wake_at)
+             WHERE r.id = %s AND r.current_phase = %s AND r.status IN ({RunSQL.LIVE_PHASE}) AND r.cleanup_target IS NULL
+               AND p.deadline = %s AND p.closed_at IS NULL AND NOT p.condition_met AND %s > %s{seen}""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
+        (moved[1], actor, now, reason, now, now, run_id, number, moved[0], moved[1], now,
+         *(() if seen_version is None else (seen_version,))),
+    ) >= 1
 
 
 def _json(raw: Any) -> Any:

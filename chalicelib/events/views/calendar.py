@@ -1,5 +1,6 @@
 """A recurring definition's calendar as a person reads it: the current version's occurrences in a window, each
-with its run and whether a person skipped it, and the schedule in words. Reads only; the occurrences are the
+with its run (and its new time, postponed), whether a person skipped it or its schedule's pause keeps it from
+being planned, and the schedule in words (who paused it and why). Reads only; the occurrences are the
 planner's own (`calendar.schedule_of`, `cron.Schedule`)."""
 
 from __future__ import annotations
@@ -7,20 +8,21 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...db import Database, Tx
+from ...db import Database, Tx, must_exist
 from .. import cron
 from ..calendar import MAX_WINDOW, TICK, current_version, in_range, occurrence_body, schedule_of
 from ..errors import Invalid
-from ..model import iso
-from ..store import runs, skips
+from ..model import SchedulePause, iso
+from ..store import definitions, runs, skips
 from . import Body
 
 MAX_LISTED = 500
 DEFAULT_WINDOW = timedelta(days=42)  # a month view and the days either side of it
 
 
-def described(schedule: cron.Schedule, now: datetime) -> dict[str, Any]:
-    """The schedule as the console shows it: its cron in words, its zone and its next occurrence, in that zone."""
+def described(schedule: cron.Schedule, now: datetime, pause: SchedulePause | None) -> dict[str, Any]:
+    """The schedule as the console shows it: its cron in words, its zone and its next occurrence, in that zone,
+    and who paused it, when and why (None: it is not paused)."""
     upcoming = next(schedule.between(now, now + MAX_WINDOW), None)
     words = f"{cron.in_words(schedule.cron)}, {schedule.timezone}"
     if upcoming is not None:
@@ -29,7 +31,7 @@ def described(schedule: cron.Schedule, now: datetime) -> dict[str, Any]:
         local = upcoming.replace(tzinfo=ZoneInfo("UTC")).astimezone(ZoneInfo(schedule.timezone))
         words += f"; next: {local:%a} {local.day} {local:%b}, {local:%H:%M}"
     return {"cron": schedule.cron, "timezone": schedule.timezone, "in_words": words,
-            "next": iso(upcoming) if upcoming is not None else None}
+            "next": iso(upcoming) if upcoming is not None else None, "paused": pause.public() if pause else None}
 
 
 def occurrences(db: Database, definition_id: int, start: datetime | None, end: datetime | None,
@@ -56,8 +58,9 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
         listed, rest = times[:MAX_LISTED], times[MAX_LISTED:]
         found = runs.of_occurrences(tx, definition_id, listed)
         skipped = skips.between(tx, definition_id, start, end)
-        return {"schedule": described(schedule, now),
-                "occurrences": [occurrence_body(t, found.get(t), skipped.get(t)) for t in listed],
+        pause = must_exist(definitions.get(tx, definition_id)).schedule_paused
+        return {"schedule": described(schedule, now, pause),
+                "occurrences": [occurrence_body(t, found.get(t), skipped.get(t), pause) for t in listed],
                 "next_from": iso(rest[0]) if rest else None}
 
     return db.transaction(read)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...db import Database, Tx
 from ..errors import NotFound
-from ..store import definitions
+from ..store import definitions, schedule_log
 from . import Body
 
 
@@ -20,13 +20,15 @@ def definitions_page(db: Database, query: dict[str, Any]) -> Body:
 
 
 def definition_detail(db: Database, definition_id: int) -> Body:
-    """The definition and its versions, without their documents."""
+    """The definition and its versions, without their documents, and its schedule log's latest rows (pauses and
+    resumes, newest first)."""
 
     def read(tx: Tx) -> Body:
         definition = definitions.get(tx, definition_id)
         if definition is None:
             raise NotFound(f"no definition {definition_id}")
-        return {"definition": definition.public(), "versions": [v.public() for v in definitions.versions(tx, definition_id)]}
+        return {"definition": definition.public(), "versions": [v.public() for v in definitions.versions(tx, definition_id)],
+                "schedule_log": [entry.public() for entry in schedule_log.recent(tx, definition_id)]}
 
     return db.transaction(read)
 

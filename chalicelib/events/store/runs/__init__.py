@@ -12,7 +12,7 @@ Every status change is one row of the transitions table, rendered by the one
 writer (`moves.move`); the statements live by job:
 
     reads.py      a run, a page of runs, the runs of some occurrences, the due ones, the counts
-    scheduled.py  a run created (an occurrence, a dry run), then started within its grace or missed
+    scheduled.py  a run created (an occurrence, a dry run), postponed, then started within its grace or missed
     moves.py      the one writer of a status change, `transition`, and `degrade`
     leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
     cleanup.py    into cleaning_up, woken, paused on a failed revert, and out to its target; a finished run's
@@ -37,12 +37,12 @@ from .reads import (
     oldest_paused_since,
     waiting_counts,
 )
-from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, start_within_grace
+from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, postpone, start_within_grace
 
 __all__ = [
     "REHEARSAL_FILTERS", "Lookout", "advance_phase", "begin_cleanup", "begin_late_cleanup", "degrade", "end_cleanup",
     "end_late_cleanup", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "lookout", "miss_after_grace", "next_wake",
-    "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "release_lease",
+    "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "release_lease",
     "start_within_grace", "take_lease", "transition", "waiting_counts", "wake_cleanup",
 ]

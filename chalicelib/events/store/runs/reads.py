@@ -37,9 +37,11 @@ def of_occurrences(tx: Tx, definition_id: int, times: list[datetime]) -> dict[da
     occurrence key's unique index."""
     if not times:
         return {}
+    keys = {occurrence_key(definition_id, t): t for t in times}
     rows = tx.all(f"SELECT {COLUMNS} FROM event_runs WHERE occurrence_key IN %s",  # noqa: S608 — COLUMNS is a constant; the keys are parameters
-                  ([occurrence_key(definition_id, t) for t in times],))
-    return {run.scheduled_for: run for run in map(Run.from_row, rows)}
+                  (list(keys),))
+    # By the occurrence's own time, which its key keeps: a postponed run's scheduled_for is its new time.
+    return {keys[run.occurrence_key]: run for run in map(Run.from_row, rows)}
 
 
 def get(tx: Tx, run_id: int, *, for_update: bool = False) -> Run | None:

@@ -36,6 +36,7 @@ from .materialise import keys_stamped, materialise_phase
 from .people import (
     acknowledge,
     confirm_parked,
+    move_timeout,
     release,
     reopen_reverts,
     requeue_revert,
@@ -67,7 +68,7 @@ __all__ = [
     "COLUMNS", "GAVE_UP", "PHASE_ENDED", "RUN_ENDED", "Reclaimed", "acknowledge", "answer_of", "cancel_if_over", "cancel_open",
     "cancel_pending", "cancel_phase", "claim", "claim_escalation", "claim_reminder", "claim_token", "confirm_parked",
     "delay_next", "drop_timeout", "escalation_over", "finish", "first_newer", "get", "get_on_run", "holding_phase", "keys_stamped",
-    "lapse", "last_started_seq", "list_for_phase", "list_for_run", "materialise_phase", "oldest_parked_since", "open_steps",
+    "lapse", "last_started_seq", "list_for_phase", "list_for_run", "materialise_phase", "move_timeout", "oldest_parked_since", "open_steps",
     "open_steps_and_close_due", "page_for_run", "park", "parked_in_doubt_of", "parked_of", "pass_over", "phase_ended",
     "reclaim_stale", "release", "reopen_reverts", "requeue_revert", "requeue_where_stopped", "reschedule", "resend", "skip_by_human",
     "skip_phase_for_advance", "status_counts", "take_over", "time_out"

@@ -1,4 +1,5 @@
-"""event_run_steps, a person's step controls: confirm, resend, skip, acknowledge, release, take over and retry,
+"""event_run_steps, a person's step controls: confirm, resend, skip, acknowledge, release, take over, retry and
+a cue's timeout moved,
 each one guarded UPDATE, held to the state the person saw when their If-Match named it.
 
 The invariant: a parked step is `running` with a NULL lease, in flight and held
@@ -17,6 +18,7 @@ from ... import waiting
 from ...lifecycle import (
     ACKNOWLEDGE,
     CONFIRM,
+    MOVE_TIMEOUT,
     RELEASE,
     REOPEN_REVERT,
     RESEND,
@@ -237,3 +239,18 @@ def reopen_reverts(tx: Tx, run_id: int, now: datetime) -> None:
         (run_id,), sets=f"s.last_error = NULL, res.status = {ResourceSQL.REVERTING}, res.changed_at = %s",
         set_args=(now,), joins=f"{_WITH_ITS_RUN} JOIN event_run_resources res ON res.id = s.resource_id", alias="s",
     )
+def move_timeout(tx: Tx, step_id: int, moved: tuple[datetime, datetime], now: datetime, *, seen: Step | None = None) -> bool:
+    """A person moves a parked cue's timeout from `moved[0]` (as read) to `moved[1]`, later than now: a
+    compare-and-set on its being a parked cue (not in doubt) of a run not over, with that timeout. Its run wakes
+    now if the new timeout is earlier than its wake time (else its release writes the wake time it gives).
+    `seen`: held to the state their If-Match named."""
+    as_seen, seen_args = _as_seen(seen)
+    # guard: extend-a-cue-into-the-past
+    return write(
+        tx, MOVE_TIMEOUT,
+        f"""s.id = %s AND {UNLEASED} AND NOT {waiting.parked_in_doubt('s')} AND r.status NOT IN ({RunSQL.TERMINAL})
+               AND s.times_out_at = %s AND %s > %s{as_seen}""",
+        (step_id, moved[0], moved[1], now, *seen_args),
+        sets=f"s.times_out_at = %s, {_WAKE_RUN_NOW}", set_args=(moved[1], moved[1], now),
+        joins=_WITH_ITS_RUN, alias="s",
+    ) >= 1

@@ -1,0 +1,130 @@
+// @ts-check
+// When plans change: a scheduled run postponed to a new time, a live phase's deadline moved by some minutes, a
+// recurring definition's schedule paused or resumed — each asked for in a dialog with its reason, then sent.
+// The calendar, the runs list, a run's page and a definition's page press them through here.
+
+import { post } from './api.js';
+import { explain } from './explain.js';
+import { clock, controlOf, el, notice } from './ui.js';
+
+const pad = (n) => String(n).padStart(2, '0');
+// A time as a datetime-local input holds it, in the viewer's zone.
+const local = (date) => `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+
+// A dialog asking for one value (`field`: its label and input attributes; none: the reason alone) and a
+// reason: resolves to {value, reason}, or null if the person went back.
+function askFor({ title, field = null, action, what = null, why = 'Why (kept in the log)' }) {
+  return new Promise((resolve) => {
+    const input = field ? el('input', { id: 'plan-value', required: true, ...field.attrs }) : null;
+    const reason = el('textarea', { id: 'plan-reason', rows: '2', maxlength: '500' });
+    const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'plan-title' });
+    const close = (value) => {
+      dialog.close();
+      dialog.remove();
+      resolve(value);
+    };
+    dialog.append(el('form', {
+      method: 'dialog', onsubmit: (event) => { event.preventDefault(); close({ value: input?.value, reason: reason.value.trim() }); },
+    },
+    el('h2', { id: 'plan-title' }, title),
+    what && el('p', {}, what),
+    field && [el('label', { for: 'plan-value' }, field.label), input],
+    el('label', { for: 'plan-reason' }, why), reason,
+    el('div', { class: 'buttons' },
+      el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action),
+      el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back'))));
+    dialog.addEventListener('cancel', (event) => { event.preventDefault(); close(null); });
+    document.body.append(dialog);
+    dialog.showModal();
+    (input || reason).focus();
+  });
+}
+
+// Sends a change and says how it went; true if it took.
+async function sent(path, body, done, doing) {
+  try {
+    const answer = await post(path, body);
+    notice(done(answer), 'ok');
+    return true;
+  } catch (error) {
+    explain(error, doing);
+    return false;
+  }
+}
+
+// Postpone a scheduled run (`run`: its id and scheduled_for; `named`: how the page names it).
+export async function postpone(run, named) {
+  const at = new Date(run.scheduled_for);
+  const chosen = await askFor({
+    title: `Postpone ${named}?`, action: 'Postpone',
+    what: `It is scheduled for ${at.toLocaleString()}; it keeps its place in the calendar, at its new time.`,
+    field: { label: 'New time (your time zone)', attrs: { type: 'datetime-local', value: local(new Date(at.getTime() + 30 * 60000)) } },
+  });
+  if (chosen === null) return false;
+  const to = new Date(chosen.value);
+  return sent(`/runs/${run.id}/postpone`, { to: to.toISOString(), ...(chosen.reason ? { reason: chosen.reason } : {}) },
+    () => `${named} is postponed to ${to.toLocaleString()}.`, 'Postponing');
+}
+
+// Move a deadline by some minutes: a phase's (`path` its extend, `named` the phase, `deadline` its deadline) or
+// a parked cue's timeout (its extend_cue).
+export async function moveBy({ path, named, deadline }) {
+  const chosen = await askFor({
+    title: `Move the deadline of ${named}?`, action: 'Move deadline',
+    what: `Its deadline is ${new Date(deadline).toLocaleTimeString()}. Later with minutes, earlier with minus minutes.`,
+    field: { label: 'Minutes', attrs: { type: 'number', step: '1', value: '10' } },
+  });
+  if (chosen === null) return false;
+  const seconds = Math.round(Number(chosen.value) * 60);
+  return sent(path, { seconds, ...(chosen.reason ? { reason: chosen.reason } : {}) },
+    () => `The deadline of ${named} is moved by ${chosen.value} min.`, 'Moving the deadline');
+}
+
+// Whether this session may press a declared control (its roles).
+export const mayPress = (session, name) => (controlOf(name)?.roles || []).some((role) => session.roles.includes(role));
+
+// A scheduled run's Postpone button on a row of the runs list, for whoever may press it.
+export function postponeAction(session, run, reload) {
+  if (run.status !== 'scheduled' || !mayPress(session, 'postpone')) return null;
+  return el('button', {
+    type: 'button', class: 'small', 'data-control': 'postpone', 'data-run': run.id,
+    onclick: async () => { if (await postpone(run, `run ${run.id}`)) reload(); },
+  }, controlOf('postpone').label);
+}
+
+// Who moved a phase's deadline, when and why: " (moved by mod-mia at 20:14: the boss runs long)".
+export function deadlineMoved(phase) {
+  if (!phase.deadline_moved_by) return [];
+  const why = phase.deadline_moved_reason ? `: ${phase.deadline_moved_reason}` : '';
+  return [el('span', { class: 'deadline-moved', 'data-deadline-moved-by': phase.deadline_moved_by },
+    ` (moved by ${phase.deadline_moved_by} at `, clock(phase.deadline_moved_at), `${why})`)];
+}
+
+// A recurring definition's schedule paused or resumed (`definition`: its id, name and schedule_paused).
+export async function pauseOrResume(definition) {
+  const paused = definition.schedule_paused;
+  if (paused) {
+    return sent(`/definitions/${definition.id}/schedule/resume`, {},
+      () => `The schedule of ${definition.name} runs again; the occurrences missed meanwhile are not created.`, 'Resuming the schedule');
+  }
+  const chosen = await askFor({
+    title: `Pause the schedule of ${definition.name}?`, action: 'Pause schedule',
+    what: 'No occurrence of it is planned until it is resumed; runs already planned stay.',
+    why: 'Why (shown on the calendar)',
+  });
+  if (chosen === null) return false;
+  return sent(`/definitions/${definition.id}/schedule/pause`, chosen.reason ? { reason: chosen.reason } : {},
+    () => `The schedule of ${definition.name} is paused.`, 'Pausing the schedule');
+}
+
+// "paused by mod-mia because holiday break": how the calendar marks a paused schedule's occurrences.
+export const pausedWords = (paused) => `paused by ${paused.by}${paused.reason ? ` because ${paused.reason}` : ''}`;
+
+// A definition's Pause or Resume schedule button.
+export function pauseButton(definition, reload) {
+  const label = definition.schedule_paused ? 'Resume schedule' : 'Pause schedule';
+  return el('button', {
+    type: 'button', class: 'small', 'data-schedule-action': definition.schedule_paused ? 'resume' : 'pause', 'data-definition': definition.id,
+    onclick: async () => { if (await pauseOrResume(definition)) reload(); },
+  }, label);
+}

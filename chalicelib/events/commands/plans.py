@@ -1,0 +1,149 @@
+"""When plans change: a scheduled run postponed, a live phase's deadline or a parked cue's timeout moved.
+
+Invariant: each moves its row only through its guarded statement (`runs.postpone`, `phases.move_deadline`,
+`steps.move_timeout`), whose WHERE holds the status, the time as the press read it (a compare-and-set) and a
+new time later than now; its log row (`run.postponed`, `run.deadline_moved`, `step.timeout_moved`) is written
+in the same transaction, under the run's lock that `protocol.within` took first. A statement that matched
+nothing is refused in the words of the rows: a status or a time that is not there a 409, a new time not
+later than now a 400. Each wakes its run now, or at its new time (a postponed run), and a sleeping
+deployment after its commit (its declaration's `wakes`), so a wake time is never late.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, ClassVar, NewType, TypeVar
+
+from ...db import Tx, must_exist
+from ...roles import CONTROLLERS
+from .. import journal
+from ..errors import Conflict, Invalid
+from ..model import Run, Step, clean_note, iso
+from ..occurrences import MAX_SCHEDULE_AHEAD
+from ..store import log, phases, runs, steps
+from .protocol import Context, RunCommand, StepCommand, Took
+from .rules import extend_cue_refusal, extend_refusal, postpone_refusal
+from .run_controls import run_answer
+from .step_controls import step_answer
+
+R = TypeVar("R")
+Seconds = NewType("Seconds", int)  # how far a deadline moves: later if positive, earlier if negative
+MOST_SECONDS = 7 * 24 * 3600  # a deadline moves at most a week either way in one press
+
+
+def _later_than_now(to: datetime, now: datetime, what: str) -> None:
+    """A new time not later than now is the press's mistake (400), whatever the row says."""
+    if to <= now:
+        raise Invalid(f"{what} would be {iso(to)}, not later than now ({iso(now)}): a time can be moved earlier,"
+                      " but not into the past")
+
+
+@dataclass(frozen=True)
+class Postpone(RunCommand[Run]):
+    """A scheduled run moved to `to`: the same run, its occurrence key kept, its wake time `to`."""
+
+    name: ClassVar[str] = "postpone"
+    roles: ClassVar[frozenset[str]] = CONTROLLERS
+    rule = postpone_refusal
+    to: datetime
+    reason: str | None = None
+
+    def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
+        if self.to - by.now > MAX_SCHEDULE_AHEAD:
+            raise Invalid(f"to is more than {MAX_SCHEDULE_AHEAD.days} days ahead")
+        if not runs.postpone(tx, run.id, self.to, by.now, seen_version=by.version_seen(run)):
+            return None
+        # guard: postpone-commits-before-its-log-row
+        logged = log.append(tx, journal.run_postponed(run, self.name, self.to, by.actor, clean_note(self.reason)), by.now)
+        return Took(must_exist(runs.get(tx, run.id)), logged)
+
+    def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Run:
+        if postpone_refusal(run, step, None) is None:
+            _later_than_now(self.to, by.now, "the new time")
+        raise self.lost(run)
+
+    def answer(self, result: Run) -> dict[str, Any]:
+        return run_answer(result)
+
+
+@dataclass(frozen=True)
+class PhaseCommand(RunCommand[R]):
+    """A control of one phase of a run, named by its number in the route (`/runs/{run_id}/phases/{phase}/…`)."""
+
+    phase: int
+
+
+@dataclass(frozen=True)
+class Extend(PhaseCommand[Run]):
+    """The deadline of the phase the run is at (an `after` phase's end, or its time limit) moved by `seconds`."""
+
+    name: ClassVar[str] = "extend"
+    roles: ClassVar[frozenset[str]] = CONTROLLERS
+    rule = extend_refusal
+    seconds: Seconds
+    reason: str | None = None
+
+    def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
+        row = phases.get(tx, run.id, self.phase)
+        if row is None or row.deadline is None:
+            return None
+        moved = (row.deadline, row.deadline + timedelta(seconds=self.seconds))
+        note = clean_note(self.reason)
+        if not phases.move_deadline(tx, run.id, self.phase, moved, by.actor, note, by.now,
+                                    seen_version=by.version_seen(run)):
+            return None
+        # guard: extend-commits-before-its-log-row
+        logged = log.append(tx, journal.run_deadline_moved(run, self.name, self.phase, moved, self.seconds, by.actor,
+                                                           note), by.now)
+        return Took(must_exist(runs.get(tx, run.id)), logged)
+
+    def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Run:
+        status = extend_refusal(run, step, None)
+        if status is not None:
+            raise self.lost(run)
+        if run.current_phase != self.phase:
+            raise Conflict(f"the run is at phase {run.current_phase}, not phase {self.phase}: only the deadline of"
+                           " the phase it is at can be moved", run_status=run.status.value)
+        row = phases.get(tx, run.id, self.phase)
+        if row is None or row.deadline is None:
+            raise Conflict(f"phase {self.phase} has no deadline to move: it is neither an `after` phase nor one with"
+                           " a time limit", run_status=run.status.value)
+        if row.closed_at is not None or row.condition_met:
+            raise Conflict(f"phase {self.phase} ({row.name}) is over: its deadline no longer counts",
+                           run_status=run.status.value)
+        _later_than_now(row.deadline + timedelta(seconds=self.seconds), by.now, "the new deadline")
+        raise self.lost(run)
+
+    def answer(self, result: Run) -> dict[str, Any]:
+        return run_answer(result)
+
+
+@dataclass(frozen=True)
+class ExtendCue(StepCommand[Step]):
+    """A parked cue's timeout moved by `seconds`."""
+
+    name: ClassVar[str] = "extend_cue"
+    roles: ClassVar[frozenset[str]] = CONTROLLERS
+    rule = extend_cue_refusal
+    seconds: Seconds
+    reason: str | None = None
+
+    def decide(self, tx: Tx, run: Run, step: Step, by: Context) -> Took[Step] | None:
+        if step.times_out_at is None:
+            return None
+        to = step.times_out_at + timedelta(seconds=self.seconds)
+        if not steps.move_timeout(tx, step.id, (step.times_out_at, to), by.now, seen=by.step_seen(step)):
+            return None
+        # guard: extend-cue-commits-before-its-log-row
+        logged = log.append(tx, journal.step_timeout_moved(step, self.name, to, self.seconds, by.actor,
+                                                           clean_note(self.reason)), by.now)
+        return Took(must_exist(steps.get_on_run(tx, run.id, step.id)), logged)
+
+    def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
+        if step is not None and step.times_out_at is not None and extend_cue_refusal(run, step, None) is None:
+            _later_than_now(step.times_out_at + timedelta(seconds=self.seconds), by.now, "the cue's new timeout")
+        raise self.lost(run, step)
+
+    def answer(self, result: Step) -> dict[str, Any]:
+        return step_answer(result)

@@ -1,0 +1,229 @@
+"""Extend a live phase: the deadline of the phase a run is at (an `after` phase's end, a phase's time limit) and
+a parked cue's timeout moved later, or earlier but not into the past, by a person: logged in the same
+transaction, kept on the phase (who moved it), the run woken so its wake time follows the new deadline. Refused
+into the past (400), for a phase with no deadline, one the run is not at, or a run not live (409)."""
+
+from datetime import timedelta
+
+import pymysql
+import pytest
+
+from chalicelib.events import commands
+from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.model import iso
+from chalicelib.events.store import phases, steps
+from tests.support.api import ADMIN, GM, MODERATOR
+from tests.support.factory import document, make_run
+from tests.support.interference import log_rows_refused
+from tests.support.runner_kit import make_runner, schedule, step, tick
+from tests.support.scenes import log_rows, snapshot
+
+
+def _market(seconds=1200):
+    """A run whose first phase lasts `seconds` whatever is left (an `after` phase), then a second phase."""
+    doc = document([[step("core.announce", message="The market opens")], [step("core.announce", message="Closed")]])
+    doc["phases"][0]["advance"] = {"when": "after", "seconds": seconds}
+    return doc
+
+
+def _started(db, clock, doc):
+    run = schedule(db, clock.now(), doc)
+    runner = make_runner(db, clock, None)
+    try:
+        tick(runner)
+    finally:
+        runner.close()
+    return run, runner
+
+
+def _row(db, run_id):
+    return db.autocommit(lambda tx: tx.one("SELECT status, current_phase, wake_at FROM event_runs WHERE id = %s", (run_id,)))
+
+
+def _phase(db, run_id, number=1):
+    return db.autocommit(lambda tx: phases.get(tx, run_id, number))
+
+
+def test_an_after_phases_deadline_moved_later_is_kept_with_who_moved_it_logged_and_followed_by_the_wake_time(api, db, clock):
+    run, _ = _started(db, clock, _market())
+    deadline = clock.now() + timedelta(seconds=1200)
+    assert _phase(db, run.id).deadline == deadline and _row(db, run.id)["wake_at"] == deadline
+    answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 600, "reason": "the boss runs long"}, auth=MODERATOR)
+    assert answer.status == 200, answer.body
+    moved = deadline + timedelta(seconds=600)
+    shown = api.get(f"/runs/{run.id}", auth=GM).body
+    phase = next(p for p in shown["phases"] if p["number"] == 1)
+    assert (phase["deadline"], phase["deadline_moved_by"], phase["deadline_moved_reason"]) == (
+        iso(moved), "mod-mia", "the boss runs long")
+    assert [(e["actor"], e["phase"], e["detail"]) for e in log_rows(db, run.id) if e["kind"] == "run.deadline_moved"] == [
+        ("mod-mia", 1, {"control": "extend", "phase": 1, "from": iso(deadline), "to": iso(moved), "seconds": 600,
+                        "reason": "the boss runs long"})]
+    assert _row(db, run.id)["wake_at"] == clock.now()  # woken now: its walk writes the wake time the rows give
+    runner = make_runner(db, clock, None)
+    try:
+        tick(runner)
+        assert _row(db, run.id)["wake_at"] == moved
+        clock.advance(1200)
+        tick(runner)  # the old deadline passes: the phase holds on
+        assert _row(db, run.id)["current_phase"] == 1
+        clock.advance(600)
+        tick(runner)
+        assert _row(db, run.id)["status"] == "completed"
+    finally:
+        runner.close()
+
+
+def test_a_deadline_moved_earlier_ends_the_phase_then(api, db, clock):
+    run, runner = _started(db, clock, _market())
+    assert api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": -1140}, auth=ADMIN).status == 200
+    runner = make_runner(db, clock, None)
+    try:
+        tick(runner)
+        assert _row(db, run.id)["wake_at"] == clock.now() + timedelta(seconds=60)
+        clock.advance(60)
+        tick(runner)
+        assert _row(db, run.id)["status"] == "completed"
+    finally:
+        runner.close()
+
+
+@pytest.mark.parametrize("seconds", [-1200, -1500])
+def test_an_extend_into_the_past_is_400_and_changes_nothing(api, db, clock, seconds):
+    run, _ = _started(db, clock, _market())
+    before = snapshot(db, run.id), _phase(db, run.id)
+    answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": seconds}, auth=MODERATOR)
+    assert answer.status == 400
+    assert "not into the past" in answer.body["errors"][0]
+    assert (snapshot(db, run.id), _phase(db, run.id)) == before
+
+
+def test_extending_a_phase_with_no_deadline_is_409(api, db, clock):
+    run, _ = _started(db, clock, document([[step("core.cue", instruction="Light it")]]))
+    before = snapshot(db, run.id)
+    answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 600}, auth=MODERATOR)
+    assert answer.status == 409
+    assert answer.body["errors"] == [("phase 1 has no deadline to move: it is neither an `after` phase nor one with a"
+                                      " time limit")]
+    assert snapshot(db, run.id) == before
+
+
+def test_extending_a_phase_the_run_is_not_at_is_409(api, db, clock):
+    run, _ = _started(db, clock, _market())
+    answer = api.post(f"/runs/{run.id}/phases/2/extend", {"seconds": 600}, auth=MODERATOR)
+    assert answer.status == 409
+    assert answer.body["errors"] == ["the run is at phase 1, not phase 2: only the deadline of the phase it is at can be moved"]
+
+
+@pytest.mark.parametrize("status", [RunStatus.SCHEDULED, RunStatus.COMPLETED, RunStatus.CANCELLED])
+def test_extending_a_phase_of_a_run_that_is_not_live_is_409_naming_its_status(api, db, clock, status):
+    run = make_run(db, clock.now(), status=status)
+    answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 600}, auth=MODERATOR)
+    assert answer.status == 409
+    assert answer.body["detail"]["run_status"] == status.value
+    assert status.value in answer.body["errors"][0]
+
+
+@pytest.mark.parametrize("body", [{}, {"seconds": 0}, {"seconds": "10"}, {"seconds": 8 * 24 * 3600}, {"seconds": 1.5}])
+def test_an_extend_without_a_whole_number_of_seconds_is_400(api, db, clock, body):
+    run, _ = _started(db, clock, _market())
+    assert api.post(f"/runs/{run.id}/phases/1/extend", body, auth=MODERATOR).status == 400
+
+
+def test_a_game_master_may_not_extend(api, db, clock):
+    run, _ = _started(db, clock, _market())
+    assert api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 60}, auth=GM).status == 403
+
+
+def test_an_extend_and_its_log_row_commit_together(db, clock):
+    run, _ = _started(db, clock, _market())
+    before = snapshot(db, run.id), _phase(db, run.id)
+    with log_rows_refused(db, "NEW.kind = 'run.deadline_moved'"), pytest.raises(pymysql.err.OperationalError):
+        commands.extend(db, run.id, 1, 600, actor="mod", now=clock.now())
+    assert (snapshot(db, run.id), _phase(db, run.id)) == before
+
+
+def test_a_paused_runs_phase_deadline_may_be_moved(api, db, clock):
+    run, _ = _started(db, clock, _market())
+    commands.pause(db, run.id, actor="mod", now=clock.now())
+    assert api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 60}, auth=MODERATOR).status == 200
+    assert _row(db, run.id)["wake_at"] is None  # a paused run has no timer: only its resume wakes it
+
+
+# ── a cue's timeout ────────────────────────────────────────────────────────
+def _parked_cue(db, clock, timeout=600):
+    run, _ = _started(db, clock, document([[step("core.cue", instruction="Light it", timeout_seconds=timeout),
+                                             step("core.announce", message="lit")]]))
+    cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+    assert cue.parked and cue.times_out_at == clock.now() + timedelta(seconds=timeout)
+    return run, cue
+
+
+def test_a_cues_timeout_moved_later_is_logged_and_the_cue_times_out_then(api, db, clock):
+    run, cue = _parked_cue(db, clock)
+    answer = api.post(f"/runs/{run.id}/steps/{cue.id}/extend_cue", {"seconds": 900, "reason": "gm on the way"},
+                      auth=MODERATOR)
+    assert answer.status == 200, answer.body
+    moved = cue.times_out_at + timedelta(seconds=900)
+    assert answer.body["step"]["times_out_at"] == iso(moved)
+    assert [(e["actor"], e["step_id"], e["detail"]) for e in log_rows(db, run.id) if e["kind"] == "step.timeout_moved"] == [
+        ("mod-mia", cue.id, {"control": "extend_cue", "action": "core.cue", "from": iso(cue.times_out_at),
+                             "to": iso(moved), "seconds": 900, "reason": "gm on the way"})]
+    runner = make_runner(db, clock, None)
+    try:
+        clock.advance(600)
+        tick(runner)  # its old timeout: it still waits
+        assert db.autocommit(lambda tx: steps.get(tx, cue.id)).parked
+        clock.advance(900)
+        tick(runner)
+        assert not db.autocommit(lambda tx: steps.get(tx, cue.id)).parked
+    finally:
+        runner.close()
+
+
+def test_a_cues_timeout_moved_earlier_wakes_its_run_for_it(api, db, clock):
+    run, cue = _parked_cue(db, clock)
+    assert api.post(f"/runs/{run.id}/steps/{cue.id}/extend_cue", {"seconds": -540}, auth=MODERATOR).status == 200
+    assert _row(db, run.id)["wake_at"] <= clock.now() + timedelta(seconds=60)
+
+
+def test_a_cues_timeout_into_the_past_is_400_and_one_without_a_timeout_409(api, db, clock):
+    run, cue = _parked_cue(db, clock)
+    before = snapshot(db, run.id)
+    answer = api.post(f"/runs/{run.id}/steps/{cue.id}/extend_cue", {"seconds": -600}, auth=MODERATOR)
+    assert answer.status == 400 and "not into the past" in answer.body["errors"][0]
+    assert snapshot(db, run.id) == before
+    other, _ = _started(db, clock, document([[step("core.cue", instruction="No rush")]]))
+    untimed = db.autocommit(lambda tx: steps.list_for_run(tx, other.id))[0]
+    answer = api.post(f"/runs/{other.id}/steps/{untimed.id}/extend_cue", {"seconds": 60}, auth=MODERATOR)
+    assert (answer.status, answer.body["errors"]) == (409, ["this cue has no timeout to move"])
+
+
+def test_a_cues_timeout_and_its_log_row_commit_together(db, clock):
+    run, cue = _parked_cue(db, clock)
+    before = snapshot(db, run.id)
+    with log_rows_refused(db, "NEW.kind = 'step.timeout_moved'"), pytest.raises(pymysql.err.OperationalError):
+        commands.extend_cue(db, run.id, cue.id, 60, actor="mod", now=clock.now())
+    assert snapshot(db, run.id) == before
+
+
+def test_the_deadline_moved_is_only_ever_the_one_of_the_phase_asked_for(api, db, clock):
+    run, _ = _started(db, clock, _market())
+    deadline = _phase(db, run.id).deadline
+    # Phase 2's row with the very same deadline: only the run's being at phase 2 would let its deadline move.
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_phases SET deadline = %s WHERE run_id = %s AND number = 2",
+                                        (deadline, run.id)))
+    answer = api.post(f"/runs/{run.id}/phases/2/extend", {"seconds": 600}, auth=MODERATOR)
+    assert answer.status == 409
+    assert _phase(db, run.id).deadline == deadline
+
+
+def test_a_phase_whose_condition_is_met_is_over_and_its_deadline_stays(api, db, clock):
+    run, _ = _started(db, clock, _market())
+    commands.pause(db, run.id, actor="mod", now=clock.now())
+    # Met while its run was paused (a signal, an advance): it closes when the run resumes.
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_phases SET condition_met = TRUE, met_by = 'game', met_at = %s"
+                                        " WHERE run_id = %s AND number = 1", (clock.now(), run.id)))
+    before = _phase(db, run.id)
+    answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 600}, auth=MODERATOR)
+    assert (answer.status, answer.body["errors"]) == (409, ["phase 1 (phase 1) is over: its deadline no longer counts"])
+    assert _phase(db, run.id) == before
