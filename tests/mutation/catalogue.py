@@ -94,6 +94,7 @@ ROLLBACK = "tests/test_rollback.py"
 MIGRATE = "tests/test_migrate.py"
 DRY_RUN_SETTINGS = "tests/test_runner_dry_run_settings.py"
 REVERT_DECLARED = "tests/test_revert_declared.py"
+API_BULK = "tests/test_api_bulk.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -2099,4 +2100,12 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-timeout-forgets-its-choice", "a-timeout-forgets-its-choice",
              'choice = params.get("timeout_choice") if on_timeout is CueOnTimeout.CONFIRM else None', "choice = None",
              (BRANCHES,)),
+    # ── bulk: a control on the runs a filter matches ──────────────────────
+    Mutation("a-bulk-press-ignores-the-count-the-person-saw", "a-bulk-press-ignores-the-count-the-person-saw",
+             "if count != bulk.expected_count:", "if False:",
+             (API_BULK,)),
+    Mutation("the-scheduled-filter-ignores-its-window", "the-scheduled-filter-ignores-its-window",
+             'where.append("scheduled_for >= %s AND scheduled_for < %s")',
+             'where.append("scheduled_for >= %s AND scheduled_for >= %s")',
+             (API_BULK,)),
 ]

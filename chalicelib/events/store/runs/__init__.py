@@ -11,7 +11,7 @@ from the rows as they stand, and a status change what its row of
 Every status change is one row of the transitions table, rendered by the one
 writer (`moves.move`); the statements live by job:
 
-    reads.py      a run, a page of runs, the runs of some occurrences, the due ones, the counts
+    reads.py      a run, a page of runs (or the runs a filter matches, counted), the runs of some occurrences, the due ones, the counts
     scheduled.py  a run created (an occurrence, a dry run), then started within its grace or missed
     moves.py      the one writer of a status change, `transition`, and `degrade`
     leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
@@ -25,9 +25,12 @@ from .leaving import advance_phase, leave_phase
 from .moves import degrade, transition
 from .reads import (
     REHEARSAL_FILTERS,
+    RunFilter,
+    count_matching,
     find_due,
     get,
     list_page,
+    matching,
     next_wake,
     occurrence_key,
     of_occurrences,
@@ -37,8 +40,8 @@ from .reads import (
 from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, start_within_grace
 
 __all__ = [
-    "REHEARSAL_FILTERS", "advance_phase", "begin_cleanup", "degrade", "end_cleanup", "find_due", "get",
-    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "miss_after_grace", "next_wake",
+    "REHEARSAL_FILTERS", "RunFilter", "advance_phase", "begin_cleanup", "count_matching", "degrade", "end_cleanup", "find_due", "get",
+    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "matching", "miss_after_grace", "next_wake",
     "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "release_lease",
     "start_within_grace", "take_lease", "transition", "waiting_counts", "wake_cleanup",
 ]
