@@ -185,9 +185,10 @@ export function focus(node) {
 
 // Asks for a reason or note before a control that takes one; resolves to the text, or null if called off.
 // Without a `label` it only asks to confirm (no text box), and resolves to '' when confirmed. `what`: a line
-// under the question saying what the action will do; `required`: the text may not be left empty.
-/** @param {{title: string, action: string, label?: string | null, what?: string | null, required?: boolean}} question */
-export function ask({ title, label = null, action, what = null, required = false }) {
+// under the question saying what the action will do; `required`: the text may not be left empty; `extra`: nodes
+// shown below the text (what the action acts on, a choice the caller reads once the dialog resolves).
+/** @param {{title: string, action: string, label?: string | null, what?: string | null, required?: boolean, extra?: Node[] | null}} question */
+export function ask({ title, label = null, action, what = null, required = false, extra = null }) {
   return new Promise((resolve) => {
     const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500', required }) : null;
     const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' });
@@ -201,6 +202,7 @@ export function ask({ title, label = null, action, what = null, required = false
       el('h2', { id: 'ask-title' }, title),
       what && el('p', { id: 'ask-what' }, what),
       input && [el('label', { for: 'ask-text' }, label), input],
+      extra,
       el('div', { class: 'buttons' },
         go,
         el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back')));
