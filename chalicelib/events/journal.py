@@ -14,6 +14,9 @@ its cause (`cause`).
     run.signal     a signal's first receipt: {name, by, effect, payload}; the row's phase is the one it names
     run.cleanup    a cleanup wrote revert steps: {phase, reverts}, the number written (again for what a late
                    answer recorded meanwhile)
+    run.overlap    a run fell due while an earlier run of its definition was live, and its schedule's overlap
+                   decided: {policy, decision (started | skipped | queued | cancelled_previous), earlier: [run
+                   ids], cause}
     step.status    a step changed status: {control | cause, action, from, to, ...}
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
                    outcome, http_status, latency_ms, error[, fenced_out][, resources | resources_refused]
@@ -52,6 +55,7 @@ RUN_ADVANCE = "run.advance"
 RUN_PHASE_SKIPPED = "run.phase_skipped"
 RUN_SIGNAL = "run.signal"
 RUN_CLEANUP = "run.cleanup"
+RUN_OVERLAP = "run.overlap"
 STEP_STATUS = "step.status"
 STEP_DISPATCH = "step.dispatch"
 STEP_ACKNOWLEDGED = "step.acknowledged"
@@ -62,7 +66,7 @@ STEP_REMINDER = "step.reminder"
 STEP_ESCALATED = "step.escalated"
 RUN_ESCALATED = "run.escalated"
 NOTICE_FAILED = "notice.failed"
-KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS,
+KINDS = (RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, RUN_OVERLAP, STEP_STATUS,
          STEP_DISPATCH, STEP_ACKNOWLEDGED, STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED, STEP_RELEASED, STEP_TAKEN_OVER,
          STEP_HOLD_LAPSED)
 
@@ -134,6 +138,12 @@ def run_signal(signal: Signal, phase: int | None) -> Entry:
 def run_cleanup(run_id: int, phase: int, reverts: int) -> Entry:
     """The tick wrote `reverts` revert steps into the run's cleanup phase."""
     return Entry(run_id=run_id, kind=RUN_CLEANUP, phase=phase, detail={"phase": phase, "reverts": reverts}, actor=RUNNER)
+
+
+def run_overlap(run_id: int, policy: str, decision: str, earlier: list[int], cause: str) -> Entry:
+    """What the schedule's `overlap` (`policy`) decided for a run due while the `earlier` runs were live."""
+    detail = {"policy": policy, "decision": decision, "earlier": earlier, "cause": cause}
+    return Entry(run_id=run_id, kind=RUN_OVERLAP, detail=detail, actor=RUNNER)
 
 
 def step_status(

@@ -17,12 +17,14 @@ writer (`moves.move`); the statements live by job:
     leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
     cleanup.py    into cleaning_up, woken, paused on a failed revert, and out to its target
     lease.py      the run lease, taken and given back
+    overlap.py    the runs of a definition under way when another falls due, and a run queued behind one
 """
 
 from .cleanup import begin_cleanup, end_cleanup, pause_cleanup, wake_cleanup
 from .lease import release_lease, take_lease
 from .leaving import advance_phase, leave_phase
 from .moves import degrade, transition
+from .overlap import queue, queued_behind, under_way
 from .reads import (
     REHEARSAL_FILTERS,
     RunFilter,
@@ -42,6 +44,6 @@ from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, st
 __all__ = [
     "REHEARSAL_FILTERS", "RunFilter", "advance_phase", "begin_cleanup", "count_matching", "degrade", "end_cleanup", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "matching", "miss_after_grace", "next_wake",
-    "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "release_lease",
-    "start_within_grace", "take_lease", "transition", "waiting_counts", "wake_cleanup",
+    "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "queue", "queued_behind", "release_lease",
+    "start_within_grace", "take_lease", "transition", "under_way", "waiting_counts", "wake_cleanup",
 ]
