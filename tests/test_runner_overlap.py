@@ -58,7 +58,7 @@ def test_skip_misses_the_next_occurrence_saying_why_and_the_live_run_goes_on(db,
     skipped = run_row(db, second.id)
     why = f"skipped: run {first.id} of this definition is under way (overlap: skip)"
     assert skipped.status is RunStatus.MISSED and skipped.last_error == why
-    assert _overlap_rows(db, second.id) == [{"policy": "skip", "decision": "skipped", "earlier": [first.id], "cause": why}]
+    assert _overlap_rows(db, second.id) == [{"policy": "skip", "decided": "skipped", "earlier": [first.id], "cause": why}]
     assert [e.detail["to"] for e in log_of(db, second.id) if e.kind == "run.status"] == ["scheduled", "missed"]
     assert run_row(db, first.id).status is RunStatus.RUNNING
 
@@ -73,21 +73,21 @@ def test_cancel_previous_cancels_the_live_run_as_a_cancel_would_then_starts_the_
     assert cancelled[0].detail["reason"] == f"overlap: cancel_previous, run {second.id} is due"
     assert cancelled[0].detail.get("cleanup", False) is cleaned  # nothing live to revert: cancelled at once all the same
     [decided] = _overlap_rows(db, second.id)
-    assert decided["decision"] == "cancelled_previous" and decided["earlier"] == [first.id]
+    assert decided["decided"] == "cancelled_previous" and decided["earlier"] == [first.id]
 
 
 def test_queue_one_waits_behind_the_live_run_skips_a_second_and_starts_once_it_is_over_however_late(db, clock, runner):
     definition = _recurring(db, clock, "queue_one")
     first, second = _first_live_then_the_next_due(db, clock, runner, definition)
     assert run_row(db, second.id).status is RunStatus.SCHEDULED
-    assert _overlap_rows(db, second.id) == [{"policy": "queue_one", "decision": "queued", "earlier": [first.id],
+    assert _overlap_rows(db, second.id) == [{"policy": "queue_one", "decided": "queued", "earlier": [first.id],
                                             "cause": f"run {first.id} of this definition is under way: it starts once it is over"}]
 
     clock.advance(300)  # 20:10: the third occurrence finds one waiting already
     tick(runner)
     third = _runs(db, definition)[2]
     assert run_row(db, third.id).status is RunStatus.MISSED
-    assert _overlap_rows(db, third.id)[0]["decision"] == "skipped"
+    assert _overlap_rows(db, third.id)[0]["decided"] == "skipped"
     assert run_row(db, second.id).status is RunStatus.SCHEDULED and len(_overlap_rows(db, second.id)) == 1
 
     clock.advance(600)  # 20:20: the queued 20:05 run is far past its grace window (300 s)
@@ -100,5 +100,5 @@ def test_queue_one_waits_behind_the_live_run_skips_a_second_and_starts_once_it_i
     started = run_row(db, second.id)
     assert started.status is RunStatus.RUNNING
     assert _overlap_rows(db, second.id)[-1] == {
-        "policy": "queue_one", "decision": "started", "earlier": [first.id],
+        "policy": "queue_one", "decided": "started", "earlier": [first.id],
         "cause": f"run {first.id} is over: it starts, {int((clock.now() - started.scheduled_for).total_seconds())} s after its time"}

@@ -15,7 +15,7 @@ its cause (`cause`).
     run.cleanup    a cleanup wrote revert steps: {phase, reverts}, the number written (again for what a late
                    answer recorded meanwhile)
     run.overlap    a run fell due while an earlier run of its definition was live, and its schedule's overlap
-                   decided: {policy, decision (started | skipped | queued | cancelled_previous), earlier: [run
+                   decided: {policy, decided (started | skipped | queued | cancelled_previous), earlier: [run
                    ids], cause}
     step.status    a step changed status: {control | cause, action, from, to, ...}
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
@@ -142,7 +142,7 @@ def run_cleanup(run_id: int, phase: int, reverts: int) -> Entry:
 
 def run_overlap(run_id: int, policy: str, decision: str, earlier: list[int], cause: str) -> Entry:
     """What the schedule's `overlap` (`policy`) decided for a run due while the `earlier` runs were live."""
-    detail = {"policy": policy, "decision": decision, "earlier": earlier, "cause": cause}
+    detail = {"policy": policy, "decided": decision, "earlier": earlier, "cause": cause}
     return Entry(run_id=run_id, kind=RUN_OVERLAP, detail=detail, actor=RUNNER)
 
 

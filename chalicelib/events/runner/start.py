@@ -19,8 +19,8 @@ from ..document import Programme
 from ..lifecycle import RunStatus
 from ..model import Run
 from ..store import log, phases, runs, steps
-from . import overlap
 from .cursor import Cursor, Done, NeedsRead, opened
+from .overlap import decide as overlap_decides
 
 
 def start_run(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: list[journal.Entry]) -> Cursor:
@@ -30,7 +30,7 @@ def start_run(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: l
     """
     first = programme.first
     if run.status is RunStatus.SCHEDULED:
-        held = overlap.decide(tx, now, run, programme, log_rows)
+        held = overlap_decides(tx, now, run, programme, log_rows)
         if held is not None:
             return held
         if runs.start_within_grace(tx, run.id, now, into_phase=first.number):
