@@ -6,6 +6,7 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P4     due runs ticked over terminal runs and log rows               1,000 over 100,000 / 1,000,000  |  200 over 10,000 / 100,000
     P5/P6  runs × steps drained by 1, 2, 4 and 8 tick worker processes            300 × 10 each  |  30 × 5
     P6     control requests (pause/resume pairs) in-process and bare              200  |  30
+    P10    running runs paused by one bulk press, vs one press per run            1,000  |  100
     peer   one-step jobs through django-tasks' database backend                   = P1's steps  |  = P1's steps
     bridge runs × 2 module steps, the game bridge answering after 50 ms            64 × 2  |  24 × 2
     shards runs × 2 module steps, 50 ms bridge: 1 tick process vs 2 sharding them  240 × 2  |  48 × 2
@@ -36,6 +37,7 @@ from . import (
     p6_controls,
     p8_idle_runs,
     p9_on_time,
+    p10_bulk,
     peer,
     shards,
 )
@@ -54,14 +56,15 @@ class Sizes:
     scaling_runs: int
     scaling_steps_per_run: int
     control_requests: int
+    bulk_runs: int
 
 
 DEFAULT = Sizes(rounds=2, throughput_runs=200, throughput_steps_per_run=20, history_due_runs=1000,
                 history_terminal_runs=100_000, history_log_rows=1_000_000, scaling_runs=300,
-                scaling_steps_per_run=10, control_requests=200)
+                scaling_steps_per_run=10, control_requests=200, bulk_runs=1000)
 QUICK = Sizes(rounds=1, throughput_runs=20, throughput_steps_per_run=10, history_due_runs=200,
               history_terminal_runs=10_000, history_log_rows=100_000, scaling_runs=30,
-              scaling_steps_per_run=5, control_requests=30)
+              scaling_steps_per_run=5, control_requests=30, bulk_runs=100)
 
 BENCHMARKS = {
     "P1": p1_throughput.run,  # P1 and P2
@@ -71,6 +74,7 @@ BENCHMARKS = {
     "P6": p6_controls.run,
     "P8": p8_idle_runs.run,  # P8 and the idle loop's reads per second
     "P9": p9_on_time.run,  # due and confirmed steps dispatched on time; the tick's wall seconds for the cost model
+    "P10": p10_bulk.run,  # N runs paused by one bulk press vs one press each
     "peer": peer.run,
     "bridge": bridge_pool.run,  # issue 3: a 50 ms bridge, default pool vs pool of 1
     "shards": shards.run,  # issue 22: two tick processes sharding one backlog vs one, a 50 ms bridge

@@ -150,6 +150,8 @@ ROUTES = {
     ("POST", "/runs/{run_id}/advance"): (auth.CONTROLLERS, _advance_request),
     ("POST", "/runs/{run_id}/cleanup"): (auth.CONTROLLERS, lambda db, clock: (
         f"/runs/{finished_with_a_live_crow(db, clock.now()).id}/cleanup", {})),
+    ("POST", "/runs/bulk"): (auth.CONTROLLERS, lambda db, clock: (
+        "/runs/bulk", {"control": "cancel", "filter": {"definition": _run(db, clock).definition_id}, "preview": True})),
     ("POST", "/runs/{run_id}/signals/{name}"): (auth.CONTROLLERS, _signal_request),
     # A gm may confirm or skip a parked cue (and acknowledge it), nothing else: every step state is in
     # test_a_game_master_acts_on_a_parked_cue_and_nothing_else below.

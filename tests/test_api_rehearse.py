@@ -140,7 +140,7 @@ def test_occurrences_closer_than_the_shortest_run_overlap(api):
                                  "phases": [{"steps": [_wait(900), _announce()]}]})
     assert projection["shortest_seconds"] == 900
     assert projection["warnings"] == [{"code": "overlap", "message": "occurrences come as little as 600 s apart, and a"
-                                       " run takes at least 900 s: runs will overlap"}]
+                                       " run takes at least 900 s: runs will overlap (overlap: allow: both run)"}]
 
 
 def test_occurrences_closer_than_the_longest_run_may_overlap(api):
@@ -148,7 +148,15 @@ def test_occurrences_closer_than_the_longest_run_may_overlap(api):
         {"advance": {"when": "manual", "timeout_seconds": 4000}, "steps": [_wait(60), _announce()]}]})
     assert (projection["shortest_seconds"], projection["longest_seconds"]) == (60, 4000)
     assert projection["warnings"] == [{"code": "overlap_possible", "message": "occurrences come as little as 3600 s"
-                                       " apart, and a run may take 4000 s: runs may overlap"}]
+                                       " apart, and a run may take 4000 s: runs may overlap (overlap: allow: both run)"}]
+
+
+def test_the_overlap_warning_names_the_policy_in_force(api):
+    projection = _rehearse(api, {"name": "Busy, skipping", "schedule": {"cron": "*/10 * * * *", "overlap": "queue_one"},
+                                 "phases": [{"steps": [_wait(900), _announce()]}]})
+    assert projection["warnings"][0]["message"].endswith(
+        "runs will overlap (overlap: queue_one: the later occurrence waits for the earlier run to end (one waits; more are"
+        " skipped))")
 
 
 def test_an_unbounded_run_may_overlap_any_schedule(unescalated):
@@ -167,7 +175,7 @@ def test_the_overlap_is_judged_in_the_schedule_zone_across_daylight_saving(api, 
     tight = _rehearse(api, {"name": "Weekly, a week long", "schedule": weekly,
                             "phases": [{"steps": [_wait(7 * 86400 - 1200), _announce()]}]})
     assert tight["warnings"] == [{"code": "overlap", "message": "occurrences come as little as 603000 s apart, and a run"
-                                  " takes at least 603600 s: runs will overlap"}]
+                                  " takes at least 603600 s: runs will overlap (overlap: allow: both run)"}]
 
 
 NIGHT = {"name": "Late", "schedule": {"cron": "30 23 * * 5", "timezone": "Europe/Berlin"},

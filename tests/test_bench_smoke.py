@@ -34,3 +34,13 @@ def test_two_sharded_tick_processes_dispatch_every_step_of_one_backlog_once():
         assert shards.drain_with(db, bridge, ["0/2", "1/2"]) > 0
         shards.no_double_dispatch(bridge, 12 * shards.STEPS_PER_RUN)
         assert {r.json["run_id"] % 2 for r in bridge.received()} == {0, 1}  # both shards worked
+
+
+def test_a_bulk_pause_costs_each_run_fewer_statements_than_a_press_each():
+    """P10's counting half: both sides pause every run (each checks its answer), the bulk press with fewer
+    statements a run (one COMMIT per batch, a count and one read of the ids per request)."""
+    from bench import p10_bulk
+
+    with scratch_database("smoke") as db:
+        _, _, bulk_statements, each_statements = p10_bulk.measure(db, 20, 1)
+    assert bulk_statements < each_statements == 7

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..events.commands import MOST_SECONDS, HeldBy
+from ..events.commands.bulk import BULK_CONTROLS
+from ..events.commands.bulk import PREVIEW_RUNS as BULK_PREVIEW_RUNS
 from ..events.document import DOCUMENT_SCHEMA
 from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
 from ..events.dry_runs import AUTO_CONFIRM_SECONDS
@@ -456,6 +458,35 @@ RUNS_SUMMARY = _object(
     working=_COUNT,
 )
 RUNS_PAGE = _object(runs={"type": "array", "items": _LISTED_RUN}, next_cursor=_MAYBE_INT, summary=RUNS_SUMMARY)
+# ── POST /runs/bulk: a run control on the runs a filter matches ────────────
+_BULK_WINDOW = {**_body(**{"from": {**_WINDOW_EDGE, "description": "with a zone; included"},
+                           "to": {**_WINDOW_EDGE, "description": "with a zone; excluded"}}), "required": ["from", "to"]}
+BULK_FILTER = {**_body(
+    definition=_ID, status=RUNS_QUERY["properties"]["status"], waiting=RUNS_QUERY["properties"]["waiting"],
+    rehearsal=RUNS_QUERY["properties"]["rehearsal"],
+    scheduled_between={**_BULK_WINDOW, "description": "runs scheduled for a time in [from, to)"},
+), "minProperties": 1, "description": "the runs the control is pressed on: all of these at once (at least one)"}
+BULK_BODY = {**_body(
+    control={"type": "string", "enum": list(BULK_CONTROLS)},
+    filter=BULK_FILTER,
+    reason={**_NOTE, "description": "pause and cancel: kept on each run's log row"},
+    cleanup={**CANCEL_BODY["properties"]["cleanup"], "description": "cancel only: as a single cancel's cleanup"},
+    expected_count={"type": "integer", "minimum": 0, "maximum": MAX_ID,
+                    "description": "how many runs the person saw the filter match (required unless preview): another"
+                                   " count now is a 409 naming it, and nothing changes"},
+    preview={"type": "boolean", "default": False,
+             "description": f"count the runs and show the first {BULK_PREVIEW_RUNS}; nothing changes"},
+), "required": ["control", "filter"]}
+_BULK_RUN = _object(id=_INT, status={"type": "string"})
+BULK_ANSWER = {"oneOf": [
+    {**_object(count=_COUNT, runs={"type": "array", "items": RUN, "maxItems": BULK_PREVIEW_RUNS}),
+     "description": "a preview"},
+    {**_object(control={"type": "string"}, count=_COUNT, changed={"type": "array", "items": _BULK_RUN},
+               refused={"type": "array", "items": {
+                   **_object(id=_INT, why={"type": "string"}),
+                   "description": "a refused run: its id, why (the 409's words a single press gets) and its detail"}}),
+     "description": "a press: each run changed (its status now), each refused and why"},
+]}
 RUN_DETAIL = _object(
     run=RUN,
     waiting=WAITING,

@@ -1,11 +1,9 @@
 """The definition document: its JSON schema, validation and defaults, and the programme the runner walks (phases and steps).
 
-`validate()` reports every problem of a document at once (an author fixing a
-ten-step event wants the whole list, not one error per attempt). The structure
-is checked against `DOCUMENT_SCHEMA` — the same schema the OpenAPI document
-publishes — part by part, so one bad step does not hide the next; then each step
-is checked against the action registry and its action's params schema, and the
-schedule as standard five-field cron in an IANA time zone (`cron`).
+`validate()` reports every problem of a document at once (an author fixing a ten-step event wants the whole
+list, not one error per attempt). The structure is checked against `DOCUMENT_SCHEMA` — the same schema the
+OpenAPI document publishes — part by part, so one bad step does not hide the next; then each step is checked
+against the action registry and its params schema, and the schedule as five-field cron in an IANA time zone.
 
 A stored document is walked through `programme_of`: its phases in authored order,
 then its `ending`, numbered from 1 in that walk (the one place a phase gets its number).
@@ -23,6 +21,7 @@ from . import branching, cron, ledger
 from .actions import registry
 from .errors import Invalid, UnreadableDocument
 from .lifecycle import (
+    OVERLAP_WORDS,
     After,
     CleanupOn,
     Condition,
@@ -31,6 +30,7 @@ from .lifecycle import (
     OnDoubt,
     OnFailure,
     OnTimeout,
+    Overlap,
     PhaseKind,
     Signalled,
     StepsDone,
@@ -133,6 +133,7 @@ DOCUMENT_SCHEMA = {
             "properties": {
                 "cron": {"type": "string", "minLength": 1, "maxLength": 120},
                 "timezone": {"type": "string", "minLength": 1, "maxLength": 64},
+                "overlap": {"type": "string", "enum": [o.value for o in Overlap], "description": OVERLAP_WORDS},
             },
         },
     },
@@ -354,6 +355,7 @@ class Programme:
     # resource to revert, never authored (numbered here too, the walk's last place).
     cleanup: PhasePlan
     cleanup_on: frozenset[CleanupOn] = frozenset()  # when it cleans up without a cancel (docs/contract.md)
+    overlap: Overlap = Overlap.ALLOW  # an occurrence due while an earlier run is live (runner/overlap.py)
 
     @property
     def first(self) -> PhasePlan:
@@ -374,7 +376,6 @@ class Programme:
         """The phase the walk goes on to after this one; None after the ending."""
         later = [plan for plan in self.phases if plan.number > number]
         return later[0] if later else None
-
 
     def static_revert(self, phase: int, seq: int) -> Revert | None:
         """The authored revert of the step at (phase, seq), if it has one (a cleanup's reverts have none)."""
@@ -414,7 +415,9 @@ def programme_of(document: dict[str, Any]) -> Programme:
         raise UnreadableDocument(f"definition document unreadable: cleanup_on {cleanup_on!r}")
     cleanup = (PhaseKind.CLEANUP, "cleanup", (), StepsDone(), None, None)
     *walked, last = (PhasePlan(number, *plan) for number, plan in enumerate([*authored, ending, cleanup], 1))
-    return Programme(tuple(walked), last, frozenset(CleanupOn(when) for when in cleanup_on))
+    if (overlap := (document.get("schedule") or {}).get("overlap") or Overlap.ALLOW.value) not in {o.value for o in Overlap}:
+        raise UnreadableDocument(f"definition document unreadable: overlap {overlap!r}")
+    return Programme(tuple(walked), last, frozenset(CleanupOn(when) for when in cleanup_on), Overlap(overlap))
 
 
 def _advance(phase: dict[str, Any]) -> tuple[Condition, PhaseLimit | None]:

@@ -18,6 +18,9 @@ its cause (`cause`).
                    Clean up {control, state: "started", reason, reverts (what it plans), by_hand}; then by the
                    tick {state: "done", reverted[, left]} or {state: "failed", reverted, failed, cause[, left]}
                    (left: the resources whose revert is never sent, {why, resources} per reason)
+    run.overlap    a run fell due while an earlier run of its definition was live, and its schedule's overlap
+                   decided: {policy, decided (started | skipped | queued | cancelled_previous), earlier: [run
+                   ids], cause}
     step.status    a step changed status: {control | cause, action, from, to, ...}
     step.dispatch  one attempt at a step's action: {action, attempt, idempotency_key,
                    outcome, http_status, latency_ms, error[, fenced_out][, resources | resources_refused]
@@ -74,6 +77,7 @@ RUN_PHASE_SKIPPED = "run.phase_skipped"
 RUN_SIGNAL = "run.signal"
 RUN_CLEANUP = "run.cleanup"
 RUN_LATE_CLEANUP = "run.late_cleanup"
+RUN_OVERLAP = "run.overlap"
 STEP_STATUS = "step.status"
 STEP_DISPATCH = "step.dispatch"
 STEP_ACKNOWLEDGED = "step.acknowledged"
@@ -90,7 +94,7 @@ RUN_POSTPONED = "run.postponed"
 RUN_DEADLINE_MOVED = "run.deadline_moved"
 STEP_TIMEOUT_MOVED = "step.timeout_moved"
 KINDS = (CHAT_PRESSED, CHAT_EDIT_FAILED,
-         RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, STEP_STATUS,
+         RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, RUN_OVERLAP, STEP_STATUS,
          STEP_DISPATCH, STEP_ACKNOWLEDGED, STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED, STEP_RELEASED, STEP_TAKEN_OVER,
          STEP_HOLD_LAPSED, RUN_LATE_CLEANUP, RUN_POSTPONED, RUN_DEADLINE_MOVED, STEP_TIMEOUT_MOVED)
 SCHEDULE_PAUSED = "schedule.paused"
@@ -170,6 +174,12 @@ def run_cleanup(run_id: int, phase: int, reverts: int) -> Entry:
 def run_late_cleanup(run_id: int, phase: int | None, state: LateCleanup, *, actor: str = RUNNER, **detail: Any) -> Entry:
     """The cleanup of a finished run began (a person's Clean up, `actor`) or ended (the tick): its `state`."""
     return Entry(run_id=run_id, kind=RUN_LATE_CLEANUP, phase=phase, detail={"state": state.value, **detail}, actor=actor)
+
+
+def run_overlap(run_id: int, policy: str, decision: str, earlier: list[int], cause: str) -> Entry:
+    """What the schedule's `overlap` (`policy`) decided for a run due while the `earlier` runs were live."""
+    detail = {"policy": policy, "decided": decision, "earlier": earlier, "cause": cause}
+    return Entry(run_id=run_id, kind=RUN_OVERLAP, detail=detail, actor=RUNNER)
 
 
 def step_status(

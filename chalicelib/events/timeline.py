@@ -26,7 +26,8 @@ count every phase and step, whichever branch a run takes.
 
 Warnings (`{"code", "message"}`): `overlap` (over the next 100 occurrences within 366 days, in the
 schedule's time zone, the smallest gap between two is less than the shortest run), `overlap_possible`
-(only the longest run, or an unbounded one, exceeds it), `unbounded_wait` (a signal or manual phase, or
+(only the longest run, or an unbounded one, exceeds it), each naming the schedule's `overlap` policy and what
+it does then, `unbounded_wait` (a signal or manual phase, or
 a cue, with neither timeout nor escalation), `night_cue` (a cue whose earliest time falls between 00:00
 and 06:00 local time on one of those occurrences, with no escalation) and `fast_reminder` (a cue that
 reminds in under 60 s).
@@ -42,7 +43,7 @@ from typing import Any
 from .calendar import MAX_WINDOW
 from .cron import DEFAULT_TIMEZONE, Schedule
 from .document import PhaseLimit, PhasePlan, Programme, programme_of
-from .lifecycle import ConditionKind, CueOnTimeout, OnDeadline
+from .lifecycle import ConditionKind, CueOnTimeout, OnDeadline, Overlap
 from .model import OnlyIf, StepSpec
 
 OCCURRENCES_CHECKED = 100
@@ -206,16 +207,26 @@ def _offered(programme: Programme, key: tuple[str, ...]) -> list[dict[str, Any]]
     return [{"value": c["value"], "label": c["label"]} for c in spec.params.get("choices") or ()]
 
 
-def _overlap_warning(projection: _Projection, occurrences: list[datetime], shortest: int, longest: int | None) -> None:
+_OVERLAP_DOES = {
+    Overlap.ALLOW: "both run",
+    Overlap.SKIP: "the later occurrence is skipped",
+    Overlap.CANCEL_PREVIOUS: "the earlier run is cancelled",
+    Overlap.QUEUE_ONE: "the later occurrence waits for the earlier run to end (one waits; more are skipped)",
+}
+
+
+def _overlap_warning(projection: _Projection, occurrences: list[datetime], shortest: int, longest: int | None,
+                     policy: Overlap) -> None:
     if len(occurrences) < 2:
         return
     gap = min(int((b - a).total_seconds()) for a, b in pairwise(occurrences))
+    then = f" (overlap: {policy.value}: {_OVERLAP_DOES[policy]})"
     if gap < shortest:
         projection.warn("overlap", f"occurrences come as little as {gap} s apart, and a run takes at least {shortest} s:"
-                                   " runs will overlap")
+                                   f" runs will overlap{then}")
     elif longest is None or longest > gap:
         projection.warn("overlap_possible", f"occurrences come as little as {gap} s apart, and a run may take"
-                                            f" {'without limit' if longest is None else f'{longest} s'}: runs may overlap")
+                                            f" {'without limit' if longest is None else f'{longest} s'}: runs may overlap{then}")
 
 
 def project(document: dict[str, Any], now: datetime, *, escalate_after_seconds: int) -> dict[str, Any]:
@@ -235,6 +246,6 @@ def project(document: dict[str, Any], now: datetime, *, escalate_after_seconds: 
         schedule = Schedule(authored["cron"], zone)
         occurrences = list(islice(schedule.between(now, now + MAX_WINDOW), OCCURRENCES_CHECKED))
     _cue_warnings(projection, occurrences, zone)
-    _overlap_warning(projection, occurrences, start, latest)
+    _overlap_warning(projection, occurrences, start, latest, programme.overlap)
     return {"steps": projection.steps, "phases": projection.phases, "shortest_seconds": start,
             "longest_seconds": latest, "warnings": projection.warnings, "branches": _branches(programme)}

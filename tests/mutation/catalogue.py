@@ -100,6 +100,8 @@ REVERT_DECLARED = "tests/test_revert_declared.py"
 PLANS_POSTPONE = "tests/test_plans_postpone.py"
 PLANS_EXTEND = "tests/test_plans_extend.py"
 PLANS_PAUSE = "tests/test_plans_schedule_pause.py"
+API_BULK = "tests/test_api_bulk.py"
+OVERLAP = "tests/test_runner_overlap.py"
 
 # Inserted before a log write: the state change commits on its own, before its log row.
 COMMIT_FIRST = "tx._cursor.connection.commit()  # MUTANT: the change commits before its log row\n"
@@ -173,20 +175,20 @@ MUTATIONS: list[Mutation] = [
              "s.status IN ({StepSQL.OPEN}) AND FALSE)\"\"\"",
              (G_PHASES, RUNNER_LIFECYCLE)),
     Mutation("start-before-scheduled-for", "start-before-scheduled-for",
-             "guard = f\"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s AND",
-             "guard = f\"status = {RunSQL.SCHEDULED} AND (scheduled_for <= %s OR TRUE) AND",
+             "guard = (f\"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s\"",
+             "guard = (f\"status = {RunSQL.SCHEDULED} AND (scheduled_for <= %s OR TRUE)\"",
              (G_SWEEP, STORE_RUNS, RUNNER_SCHEDULE)),
     Mutation("start-after-the-grace-window", "start-after-the-grace-window",
-             '%s <= scheduled_for + INTERVAL grace_seconds SECOND"',
-             '(%s <= scheduled_for + INTERVAL grace_seconds SECOND OR TRUE)"',
+             '%s <= scheduled_for + INTERVAL grace_seconds SECOND OR',
+             '(%s <= scheduled_for + INTERVAL grace_seconds SECOND OR TRUE) OR',
              (RUNNER_SCHEDULE, RUNNER_LIFECYCLE)),
     Mutation("start-not-at-the-grace-windows-last-instant", "start-after-the-grace-window",
-             '%s <= scheduled_for + INTERVAL grace_seconds SECOND"',
-             '%s < scheduled_for + INTERVAL grace_seconds SECOND"',
+             '%s <= scheduled_for + INTERVAL grace_seconds SECOND OR',
+             '%s < scheduled_for + INTERVAL grace_seconds SECOND OR',
              (G_SWEEP, RUNNER_SCHEDULE, RUNNER_LIFECYCLE)),
     Mutation("start-from-any-status", "start-before-scheduled-for",
-             "guard = f\"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s",
-             "guard = f\"(status = {RunSQL.SCHEDULED} OR TRUE) AND scheduled_for <= %s",
+             "guard = (f\"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s",
+             "guard = (f\"(status = {RunSQL.SCHEDULED} OR TRUE) AND scheduled_for <= %s",
              (G_SWEEP, RUNNER_SCHEDULE, RUNNER_LIFECYCLE)),
     Mutation("miss-inside-the-grace-window", "miss-inside-the-grace-window",
              "guard = f\"status = {RunSQL.SCHEDULED} AND %s > scheduled_for + INTERVAL grace_seconds SECOND\"",
@@ -1182,9 +1184,19 @@ MUTATIONS: list[Mutation] = [
              "p.condition_met), NULL, {NEVER})), NULL)",
              WORKER_ERRORS_OR_WAKE),
     Mutation("a-scheduled-run-wakes-never", "a-scheduled-run-wakes-never",
-             "IF(r.status = {RunSQL.SCHEDULED}, r.scheduled_for, NULL)",
-             "IF(r.status = {RunSQL.SCHEDULED}, NULL, NULL)",
+             "IF(r.queued_behind IS NULL, r.scheduled_for,",
+             "IF(r.queued_behind IS NULL, NULL,",
              (RUNNER_WAKE,)),
+    Mutation("a-queued-run-wakes-never", "a-scheduled-run-wakes-never",
+             "%(now)s + INTERVAL {QUEUE_POLL_SECONDS} SECOND), NULL)",
+             "NULL), NULL)",
+             (OVERLAP,)),
+    Mutation("a-queued-run-starts-only-in-its-grace-window", "a-queued-run-starts-only-in-its-grace-window",
+             " OR queued_behind IS NOT NULL)", ")",
+             (OVERLAP,)),
+    Mutation("a-second-occurrence-queues-too", "a-second-occurrence-queues-too",
+             "AND queued_behind IS NOT NULL) AS waiting)", "AND queued_behind IS NOT NULL AND FALSE) AS waiting)",
+             (OVERLAP,)),
     Mutation("a-starting-run-wakes-never", "a-starting-run-wakes-never",
              "IF(r.status = {RunSQL.STARTING}, %(now)s, NULL)",
              "IF(r.status = {RunSQL.STARTING}, NULL, NULL)",
@@ -2242,4 +2254,12 @@ MUTATIONS: list[Mutation] = [
     _commit_first("a-schedule-resume-commits-before-its-log-row", "a-schedule-resume-commits-before-its-log-row",
                   "        schedule_log.append(tx, journal.schedule_resumed(definition_id, actor, note, (paused.by, paused.at),\n",
                   "        ", (PLANS_PAUSE,)),
+    # ── bulk: a control on the runs a filter matches ──────────────────────
+    Mutation("a-bulk-press-ignores-the-count-the-person-saw", "a-bulk-press-ignores-the-count-the-person-saw",
+             "if count != bulk.expected_count:", "if False:",
+             (API_BULK,)),
+    Mutation("the-scheduled-filter-ignores-its-window", "the-scheduled-filter-ignores-its-window",
+             'where.append("scheduled_for >= %s AND scheduled_for < %s")',
+             'where.append("scheduled_for >= %s AND scheduled_for >= %s")',
+             (API_BULK,)),
 ]

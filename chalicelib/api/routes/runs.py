@@ -1,13 +1,17 @@
 """The runs' pages: the list (each run with what it waits for), one run (its phases, a page of its steps and the
-controls legal now for the caller, from one snapshot) and its log; read through `events/views/runs.py`."""
+controls legal now for the caller, from one snapshot) and its log; read through `events/views/runs.py`. And a run control
+pressed on every run a filter matches (`events/commands/bulk.py`: each run's own command)."""
 
 from __future__ import annotations
 
 from ... import runtime
-from ...events.commands import Caller
+from ...errors import Forbidden
+from ...events import commands
+from ...events.commands import Caller, bulk
 from ...events.views.runs import log_page, run_detail, runs_page
 from .. import auth, schemas
 from ..operations import Answer, Body, Call, Router, ok
+from ..wake import made_work
 
 router = Router(__name__)
 
@@ -46,3 +50,31 @@ def run_headers(detail: Body) -> dict[str, str]:
                   auth.STAFF, ok("log rows", schemas.LOG_PAGE), query=schemas.LOG_QUERY)
 def run_log(call: Call) -> Body:
     return log_page(runtime.database(), call.ids["run_id"], call.query)
+
+
+_BULK_GATE = frozenset().union(*(commands.CONTROLS[name].roles for name in bulk.BULK_CONTROLS))
+
+
+@router.operation("POST", "/runs/bulk", "Pause, resume or cancel every run a filter matches, each run changed and logged as"
+                  " its own press would be (its guard, its log row, its 409's words): what changed, and what was refused"
+                  " and why. expected_count is how many runs the person saw match: another count now is a 409 naming it,"
+                  f" and nothing changes. At most {bulk.MAX_RUNS} runs a request (a filter matching more is a 400: narrow"
+                  f" it), {bulk.BATCH} a transaction. With preview, the count and the first {bulk.PREVIEW_RUNS} runs, and"
+                  " nothing changes.", _BULK_GATE,
+                  ok("a preview's count and first runs, or what the press changed and what it did not",
+                     schemas.BULK_ANSWER), body=schemas.BULK_BODY, waits_for_database=True)
+def bulk_press(call: Call) -> Body:
+    control = commands.CONTROLS[call.body["control"]]
+    if not call.roles & control.roles:
+        raise Forbidden(f"{control.name} needs one of the roles {sorted(control.roles)}", roles_needed=control.roles,
+                        roles_held=call.roles)
+    window = call.body["filter"].get("scheduled_between")
+    between = None if window is None else (schemas.parse_time(window["from"], "body.filter.scheduled_between.from"),
+                                           schemas.parse_time(window["to"], "body.filter.scheduled_between.to"))
+    pressed = bulk.BulkPress.of(call.body, between)
+    if pressed.expected_count is None:
+        return bulk.preview(runtime.database(), pressed.which)
+    answer = bulk.press(runtime.database(), pressed, commands.Context(call.actor, call.now))
+    if control.wakes and answer["changed"]:
+        made_work(call)
+    return answer

@@ -1,6 +1,8 @@
 // @ts-check
-// Pause, resume or cancel the runs selected on the list, with one reason: each run its own request (each
-// control still guarded by the API on its own), then one summary of what took and what did not.
+// Pause, resume or cancel several runs with one reason: the runs selected on the list (each run its own
+// request), or every run the list's filters match (one POST /runs/bulk: a preview first — how many and the
+// first of them — then the press, held to that count: a filter that matches another number changes nothing).
+// Each run is still guarded by the API on its own; one summary says what took and what did not, and why.
 
 import { ApiError, post } from './api.js';
 import { ask, capitalised, controlOf, el, notice } from './ui.js';
@@ -52,7 +54,69 @@ export async function bulkAct(name, ids) {
   return true;
 }
 
-export function bulkBar(session, selected, after) {
+// The API's filter for the runs list's filters (runs.js: status, definition, waiting, rehearsals), or null for a
+// search, which names runs no filter of the API can.
+export function filterOf(filters) {
+  if (filters.q) return null;
+  const filter = { rehearsal: filters.rehearsals === 'include' ? 'include' : 'exclude' };
+  if (filters.status) filter.status = filters.status;
+  if (filters.definition) filter.definition = Number(filters.definition);
+  if (filters.waiting) filter.waiting = filters.waiting;
+  return filter;
+}
+
+function said(runs) {
+  return runs.map((run) => `run ${run.id}`).join(', ');
+}
+
+// Asks about every run `filter` matches, showing the preview (how many, the first of them), then presses once;
+// resolves to whether it pressed.
+export async function bulkByFilter(name, filter) {
+  const declared = controlOf(name);
+  const label = declared?.label || name;
+  const field = declared?.question ? declared.note_field : null;
+  const seen = await post('/runs/bulk', { control: name, filter, preview: true });
+  if (!seen.count) {
+    notice('No run matches these filters: nothing to do.', 'info');
+    return false;
+  }
+  const runs = seen.count === 1 ? 'run' : 'runs';
+  const more = seen.count - seen.runs.length;
+  const first = el('ul', { id: 'bulk-preview' }, seen.runs.map((run) => el('li', { 'data-run': run.id },
+    `Run ${run.id} · ${run.status} · scheduled for ${run.scheduled_for}`)), more > 0 ? el('li', {}, `and ${more} more`) : null);
+  const box = name === 'cancel' ? el('input', { type: 'checkbox', id: 'bulk-cleanup' }) : null;
+  const text = await ask({
+    title: `${label}: all ${seen.count} matching ${runs}?`,
+    label: field ? `${capitalised(field)} (optional), the same for each` : null,
+    action: `${label} ${seen.count}`,
+    what: `These filters match ${seen.count} ${runs} now.${name === 'cancel' ? ' Each stops for good: its open steps are'
+      + ' cancelled and it cannot be resumed.' : ''} A run that has moved meanwhile refuses and is listed; if the count`
+      + ' has changed by the press, nothing is done.',
+    extra: [el('p', { id: 'bulk-preview-count' }, more > 0 ? `The first ${seen.runs.length} of ${seen.count}:` : `The ${seen.count}:`), first,
+      box ? el('p', {}, box, ' ', el('label', { for: 'bulk-cleanup' }, 'Clean up what each run left in the game first')) : null]
+      .filter((node) => node !== null),
+  });
+  if (text === null) return false;
+  const body = { control: name, filter, expected_count: seen.count };
+  if (text && field) body[field] = text;
+  if (box?.checked) body.cleanup = true;
+  let answer;
+  try {
+    answer = await post('/runs/bulk', body);
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status === 401) throw error;
+    notice(`Not done: ${error.messages.join(' ')}`, 'warning');
+    return true;
+  }
+  const { changed, refused } = answer;
+  const done = changed.length ? `${declared?.done || name}: ${changed.length} ${changed.length === 1 ? 'run' : 'runs'} (${said(changed)}).` : 'Nothing took.';
+  notice(`${done}${refused.length ? ` Not done (${refused.length}):` : ''}`, refused.length ? 'warning' : 'ok',
+    refused.length ? el('ul', { id: 'bulk-refused' }, refused.map(({ id, why }) => el('li', { 'data-run': id }, `run ${id}: ${why}`))) : '');
+  return true;
+}
+
+// `filters()`: the runs list's filters as they stand (for the bar's "every run matching these filters").
+export function bulkBar(session, selected, after, filters) {
   const names = bulkControls(session);
   if (!names.length) return null;
   const count = el('span', { id: 'bulk-count', 'aria-live': 'polite' });
@@ -60,12 +124,27 @@ export function bulkBar(session, selected, after) {
     type: 'button', 'data-bulk': name, class: controlOf(name)?.tone || null,
     onclick: async () => { if (selected.size && await bulkAct(name, [...selected])) after(); },
   }, controlOf(name)?.label || name)); // read after the count: "2 selected: Pause run"
-  const bar = el('div', { class: 'buttons bulk', id: 'bulk-bar', role: 'group', 'aria-label': 'Selected runs' }, count, buttons);
+  const matching = names.map((name) => el('button', {
+    type: 'button', 'data-bulk-filter': name, class: controlOf(name)?.tone || null,
+    onclick: async () => {
+      const filter = filterOf(filters());
+      if (filter && await bulkByFilter(name, filter)) after();
+    },
+  }, `${capitalised(controlOf(name)?.label || name)}: all matching…`));
+  const bar = el('div', { id: 'bulk-bars' },
+    el('div', { class: 'buttons bulk', id: 'bulk-bar', role: 'group', 'aria-label': 'Selected runs' }, count, buttons),
+    el('div', { class: 'buttons bulk', id: 'bulk-filter', role: 'group', 'aria-label': 'Every run matching the filters' },
+      el('span', {}, 'Every run matching the filters:'), matching));
   return {
     node: bar,
     refresh() {
       count.textContent = selected.size ? `${selected.size} selected:` : 'Select runs to act on several at once.';
       for (const button of buttons) /** @type {HTMLButtonElement} */ (button).disabled = !selected.size;
+      const searched = !filterOf(filters());
+      for (const button of matching) {
+        /** @type {HTMLButtonElement} */ (button).disabled = searched;
+        button.title = searched ? 'A search is not a filter: clear it to act on every run matching the filters' : '';
+      }
     },
   };
 }

@@ -74,6 +74,7 @@ export function describeEntry(entry, nameOf) {
     case 'step.hold_lapsed': return `${nameOf(entry)}: ${d.had_by}'s hold (since ${when(d.had_since)}) lapsed unanswered; nobody has it`;
     case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
     case 'run.phase_skipped': return `Phase ${d.phase} “${d.name}” passed over (${d.cause})`;
+    case 'run.overlap': return `Overlap (${d.policy}): ${d.decided.replace('_', ' ')}: ${d.cause}`;
     case 'run.signal': return `Signal ${d.name} from ${d.by}: ${effectWords(d.effect, `phase ${entry.phase ?? '?'}`)}`;
     case 'run.advance': return `Phase ${d.phase} advanced by ${entry.actor}${d.reason ? ` reason: “${d.reason}”` : ''}: ${d.skipped_steps} steps skipped${d.resumed ? ', run resumed' : ''}`;
     case 'step.dispatch': return `${nameOf(entry)} dispatched, ${attemptWords(d)}`;

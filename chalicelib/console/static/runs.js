@@ -106,7 +106,7 @@ export function runsView(main, ctx, queryText = '') {
   const search = el('input', { type: 'search', id: 'filter-search', value: filters.q, placeholder: 'a run id or a definition name', autocomplete: 'off' });
   let waitingKinds = null;
   const selected = new Set(); // run ids, kept across the list's refreshes
-  const bulk = bulkBar(ctx.session(), selected, () => { selected.clear(); poller.now(); });
+  const bulk = bulkBar(ctx.session(), selected, () => { selected.clear(); poller.now(); }, () => filters);
   const list = el('div', { id: 'runs-list' });
   const paging = el('nav', { class: 'paging', 'aria-label': 'Pages of runs' });
   const fresh = el('div', { id: 'freshness' });

@@ -186,9 +186,10 @@ export function focus(node) {
 // Asks for a reason or note before a control that takes one; resolves to the text, or null if called off.
 // Without a `label` it only asks to confirm (no text box), and resolves to '' when confirmed. `what`: a line
 // under the question saying what the action will do (or the nodes that say it: a list of what it skips);
-// `required`: the text may not be left empty.
-/** @param {{title: string, action: string, label?: string | null, what?: string | Node[] | null, required?: boolean}} question */
-export function ask({ title, label = null, action, what = null, required = false }) {
+// `required`: the text may not be left empty; `extra`: nodes shown below the text (what the action acts on, a
+// choice the caller reads once the dialog resolves).
+/** @param {{title: string, action: string, label?: string | null, what?: string | Node[] | null, required?: boolean, extra?: Node[] | null}} question */
+export function ask({ title, label = null, action, what = null, required = false, extra = null }) {
   return new Promise((resolve) => {
     const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500', required }) : null;
     const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' });
@@ -202,6 +203,7 @@ export function ask({ title, label = null, action, what = null, required = false
       el('h2', { id: 'ask-title' }, title),
       what && el('div', { id: 'ask-what' }, typeof what === 'string' ? el('p', {}, what) : what),
       input && [el('label', { for: 'ask-text' }, label), input],
+      extra,
       el('div', { class: 'buttons' },
         go,
         el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back')));

@@ -124,7 +124,9 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition((_R.SCHEDULED,), _R.STARTING, Who.TICK, "due, and still inside its grace window", Wake.KEPT),
     Transition((_R.SCHEDULED,), _R.RUNNING, Who.TICK, "due inside its grace window, phase 1 created in the same statement set",
                Wake.KEPT),
-    Transition((_R.SCHEDULED,), _R.MISSED, Who.TICK, "first seen after `scheduled_for + grace_seconds`", Wake.CLEARED, True),
+    Transition((_R.SCHEDULED,), _R.MISSED, Who.TICK, "first seen after `scheduled_for + grace_seconds`; or due while an"
+               " earlier run of its definition is live under `overlap: skip` (or another waits under `queue_one`)",
+               Wake.CLEARED, True),
     Transition((_R.STARTING,), _R.RUNNING, Who.TICK, "phase 1 is created, in the same transaction", Wake.KEPT),
     Transition((_R.RUNNING,), _R.RUNNING, Who.TICK, "a phase has no open step left: the next phase is created", Wake.KEPT),
     Transition((_R.RUNNING,), _R.ENDING, Who.TICK, "the last phase has no open step left", Wake.KEPT),
@@ -183,6 +185,22 @@ class CleanupOn(str, Enum):
 
     COMPLETE = "complete"  # after its ending, before it completes
     FAIL = "fail"  # on an `abort_run` failure, before it fails
+
+
+class Overlap(str, Enum):
+    """What a recurring definition does with an occurrence that comes while an earlier run of it is live (its
+    schedule's `overlap`): decided when the occurrence falls due, each decision a `run.overlap` log row."""
+
+    ALLOW = "allow"  # both run (the default)
+    SKIP = "skip"  # the new occurrence is missed, and why said
+    CANCEL_PREVIOUS = "cancel_previous"  # the earlier runs are cancelled (cleaning up if the definition has cleanup_on)
+    QUEUE_ONE = "queue_one"  # the new one waits and starts once the earlier ones end; a second waiting is missed
+
+
+OVERLAP_WORDS = ("when an occurrence falls due while an earlier run of this definition is still live: allow (both run;"
+                 " the default), skip (the new one is missed, and why said), cancel_previous (the earlier run is"
+                 " cancelled, cleaning up first when cleanup_on is set, then the new one starts), queue_one (the new"
+                 " one waits and starts when the earlier run ends; another coming meanwhile is missed)")
 
 
 class RunMode(str, Enum):

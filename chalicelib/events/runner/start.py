@@ -2,7 +2,8 @@
 whose document cannot be read failed.
 
 The invariant: a scheduled run is started only inside its grace window, held in
-the UPDATE's WHERE clause (`runs.start_within_grace`), else it is missed; its
+the UPDATE's WHERE clause (`runs.start_within_grace`), else it is missed (a run
+its schedule's `overlap` holds back first: `overlap.decide`); its
 first phase is written and materialised in the same transaction as the move to
 running, so no run is ever running without its first phase's steps. Each move
 appends its log rows to its unit's; the walk writes them in that unit.
@@ -19,6 +20,7 @@ from ..lifecycle import RunStatus
 from ..model import Run
 from ..store import log, phases, runs, steps
 from .cursor import Cursor, Done, NeedsRead, opened
+from .overlap import decide as overlap_decides
 
 
 def start_run(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: list[journal.Entry]) -> Cursor:
@@ -28,6 +30,9 @@ def start_run(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: l
     """
     first = programme.first
     if run.status is RunStatus.SCHEDULED:
+        held = overlap_decides(tx, now, run, programme, log_rows)
+        if held is not None:
+            return held
         if runs.start_within_grace(tx, run.id, now, into_phase=first.number):
             log_rows.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.STARTING, cause="due"))
         elif runs.miss_after_grace(tx, run.id, now):

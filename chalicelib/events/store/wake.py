@@ -19,6 +19,10 @@ from typing import Any
 
 from ..lifecycle import RunSQL, StepSQL
 
+# How often a run queued behind an earlier one looks whether that run is over: its start follows the end by
+# at most this (the end of a run is not a timer of the run behind it).
+QUEUE_POLL_SECONDS = 5
+
 # LEAST() is NULL if any argument is: absent timers count as "never" meanwhile.
 NEVER = "'9999-12-31 23:59:59.999999'"
 
@@ -43,9 +47,11 @@ def _next_attention(step: str) -> str:
 # guard: an-emptied-phase-wakes-its-run-never
 # guard: a-held-dry-run-never-wakes-for-its-signal
 TIMERS: dict[str, str] = {
-    # A scheduled run is looked at when it falls due (and started or missed then).
+    # A scheduled run is looked at when it falls due (and started or missed then); one queued behind an
+    # earlier run (overlap: queue_one) every QUEUE_POLL_SECONDS, to start once that run is over.
     # guard: a-scheduled-run-wakes-never
-    "scheduled_for": f"IF(r.status = {RunSQL.SCHEDULED}, r.scheduled_for, NULL)",
+    "scheduled_for": f"""IF(r.status = {RunSQL.SCHEDULED}, IF(r.queued_behind IS NULL, r.scheduled_for,
+        %(now)s + INTERVAL {QUEUE_POLL_SECONDS} SECOND), NULL)""",
     # A starting run has its first phase to materialise: now.
     # guard: a-starting-run-wakes-never
     "starting": f"IF(r.status = {RunSQL.STARTING}, %(now)s, NULL)",

@@ -11,26 +11,31 @@ from the rows as they stand, and a status change what its row of
 Every status change is one row of the transitions table, rendered by the one
 writer (`moves.move`); the statements live by job:
 
-    reads.py      a run, a page of runs, the runs of some occurrences, the due ones, the counts
+    reads.py      a run, a page of runs (or the runs a filter matches, counted), the runs of some occurrences, the due ones, the counts
     scheduled.py  a run created (an occurrence, a dry run), postponed, then started within its grace or missed
     moves.py      the one writer of a status change, `transition`, and `degrade`
     leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
     cleanup.py    into cleaning_up, woken, paused on a failed revert, and out to its target; a finished run's
                   cleanup (Clean up), its status kept
     lease.py      the run lease, taken and given back
+    overlap.py    the runs of a definition under way when another falls due, and a run queued behind one
 """
 
 from .cleanup import begin_cleanup, begin_late_cleanup, end_cleanup, end_late_cleanup, pause_cleanup, wake_cleanup
 from .lease import release_lease, take_lease
 from .leaving import advance_phase, leave_phase
 from .moves import degrade, transition
+from .overlap import queue, queued_behind, under_way
 from .reads import (
     REHEARSAL_FILTERS,
     Lookout,
+    RunFilter,
+    count_matching,
     find_due,
     get,
     list_page,
     lookout,
+    matching,
     next_wake,
     occurrence_key,
     of_occurrences,
@@ -40,9 +45,10 @@ from .reads import (
 from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, postpone, start_within_grace
 
 __all__ = [
-    "REHEARSAL_FILTERS", "Lookout", "advance_phase", "begin_cleanup", "begin_late_cleanup", "degrade", "end_cleanup",
-    "end_late_cleanup", "find_due", "get",
-    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "lookout", "miss_after_grace", "next_wake",
-    "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "release_lease",
-    "start_within_grace", "take_lease", "transition", "waiting_counts", "wake_cleanup",
+    "REHEARSAL_FILTERS", "Lookout", "RunFilter", "advance_phase", "begin_cleanup", "begin_late_cleanup", "count_matching",
+    "degrade", "end_cleanup", "end_late_cleanup", "find_due", "get",
+    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "lookout", "matching", "miss_after_grace",
+    "next_wake", "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "queue",
+    "queued_behind", "release_lease", "start_within_grace", "take_lease", "transition", "under_way", "waiting_counts",
+    "wake_cleanup",
 ]

@@ -51,6 +51,49 @@ def get(tx: Tx, run_id: int, *, for_update: bool = False) -> Run | None:
     return Run.from_row(row) if row else None
 
 
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs: by status, definition, what they wait for (`waiting.FILTERS`), mode (`REHEARSAL_FILTERS`) and
+    when they were scheduled (`scheduled_between`: [from, to), both given); None for any."""
+
+    status: RunStatus | None = None
+    definition_id: int | None = None
+    waiting_for: str | None = None
+    rehearsal: str | None = None
+    scheduled_between: tuple[datetime, datetime] | None = None
+
+    def where(self) -> tuple[list[str], list[Any]]:
+        """The filter as WHERE fragments and their parameters; a run of a newer version is never matched."""
+        where: list[str] = []
+        args: list[Any] = []
+        if self.waiting_for == waiting.ANY:
+            # guard: the-any-filter-lets-every-run-through
+            where.append("waits = 1")
+        elif self.waiting_for is not None:
+            if self.waiting_for not in {kind.value for kind in WaitingFor}:
+                raise ValueError(f"runs wait for one of {waiting.FILTERS}, not {self.waiting_for!r}")
+            # guard: the-waiting-filter-ignores-what-it-asks-for
+            where.append("waiting_for = %s")
+            args.append(self.waiting_for)
+        if self.status is not None:
+            where.append("status = %s")
+            args.append(RunStatus(self.status).value)
+        mode = _mode_of(self.rehearsal, None)
+        if mode is not None:
+            where.append("mode = %s")  # one range of (mode, id)
+            args.append(mode.value)
+        if self.definition_id is not None:
+            where.append("definition_id = %s")
+            args.append(self.definition_id)
+        if self.scheduled_between is not None:
+            # guard: the-scheduled-filter-ignores-its-window
+            where.append("scheduled_for >= %s AND scheduled_for < %s")
+            args.extend(self.scheduled_between)
+        # guard: the-runs-list-shows-a-run-it-does-not-understand
+        where.append(understood.run("event_runs"))  # a newer version's run is left out: this one cannot show it
+        return where, args
+
+
 def list_page(
     tx: Tx,
     *,
@@ -70,36 +113,25 @@ def list_page(
     """
     if not 1 <= limit <= 500:
         raise ValueError(f"limit must be between 1 and 500, got {limit}")
-    where: list[str] = []
-    args: list[Any] = []
-    if waiting_for == waiting.ANY:
-        # guard: the-any-filter-lets-every-run-through
-        where.append("waits = 1")
-    elif waiting_for is not None:
-        if waiting_for not in {kind.value for kind in WaitingFor}:
-            raise ValueError(f"runs wait for one of {waiting.FILTERS}, not {waiting_for!r}")
-        # guard: the-waiting-filter-ignores-what-it-asks-for
-        where.append("waiting_for = %s")
-        args.append(waiting_for)
-    if status is not None:
-        where.append("status = %s")
-        args.append(RunStatus(status).value)
-    mode = _mode_of(rehearsal, None)
-    if mode is not None:
-        where.append("mode = %s")  # one range of (mode, id)
-        args.append(mode.value)
-    if definition_id is not None:
-        where.append("definition_id = %s")
-        args.append(definition_id)
+    page = matching(tx, RunFilter(status, definition_id, waiting_for, rehearsal), limit + 1, before_id)
+    return page[:limit], (page[limit - 1].id if len(page) > limit else None)
+
+
+def matching(tx: Tx, which: RunFilter, limit: int, before_id: int | None = None) -> list[Run]:
+    """At most `limit` runs the filter matches, newest first (below `before_id`, when given)."""
+    where, args = which.where()
     if before_id is not None:
         where.append("id < %s")
         args.append(before_id)
-    # guard: the-runs-list-shows-a-run-it-does-not-understand
-    where.append(understood.run("event_runs"))  # a newer version's run is left out: this one cannot show it
-    clause = f"WHERE {' AND '.join(where)}"
-    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs {clause} ORDER BY id DESC LIMIT %s", (*args, limit + 1))  # noqa: S608 — COLUMNS and the where fragments are constants; filters are parameters
-    page = [Run.from_row(r) for r in rows[:limit]]
-    return page, (page[-1].id if len(rows) > limit else None)
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT %s",  # noqa: S608 — COLUMNS and the where fragments are constants; filters are parameters
+                  (*args, limit))
+    return [Run.from_row(r) for r in rows]
+
+
+def count_matching(tx: Tx, which: RunFilter) -> int:
+    """How many runs the filter matches."""
+    where, args = which.where()
+    return int(tx.scalar(f"SELECT COUNT(*) FROM event_runs WHERE {' AND '.join(where)}", args) or 0)  # noqa: S608 — the where fragments are constants; filters are parameters
 
 
 REHEARSAL_FILTERS = ("only", "exclude", "include")

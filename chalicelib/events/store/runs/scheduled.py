@@ -80,14 +80,17 @@ def insert_rehearsal(tx: Tx, *, definition_id: int, definition_version: int, gra
 
 
 def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | None = None) -> bool:
-    """`scheduled -> starting`, only while now lies in [scheduled_for, scheduled_for + grace].
+    """`scheduled -> starting`, only while now lies in [scheduled_for, scheduled_for + grace], or once the run
+    queued behind an earlier one (`overlap.queue`) is let go, however late.
 
     With `into_phase`, straight on into running at that phase, for a caller that
     materialises it in the same transaction (nobody could see it starting).
     """
     # guard: start-before-scheduled-for
     # guard: start-after-the-grace-window
-    guard = f"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s AND %s <= scheduled_for + INTERVAL grace_seconds SECOND"
+    guard = (f"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s"
+             # guard: a-queued-run-starts-only-in-its-grace-window
+             " AND (%s <= scheduled_for + INTERVAL grace_seconds SECOND OR queued_behind IS NOT NULL)")
     # guard: runner-start-left-in-starting
     to = RunStatus.STARTING if into_phase is None else RunStatus.RUNNING
     return move(tx, run_id, [RunStatus.SCHEDULED], to, now, guard, (now, now), current_phase=into_phase, started=True)

@@ -1,0 +1,56 @@
+"""The bulk bar by filter, in real Chromium (issue 41 item 5): the runs list's filters name the runs, the preview
+says how many and shows the first of them before anything is pressed, a count that moved since changes nothing,
+and the press says what changed and what was refused and why."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from selenium.webdriver.common.by import By
+
+from tests.console.browser import eventually, text_of
+from tests.console.pages import listed, notice_text, sign_in
+from tests.support.api import MODERATOR
+
+
+def _schedule(client, definition_id: int, at: datetime) -> int:
+    return client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": at.strftime("%Y-%m-%dT%H:%M:%SZ")})["run"]["id"]
+
+
+def test_every_run_a_filter_matches_is_previewed_then_cancelled_at_once(browser, server, api_client):
+    document = {"name": f"Bulk festival {datetime.now(UTC):%H%M%S%f}", "grace_seconds": 300,
+                "phases": [{"name": "opening", "steps": [{"action": "core.announce", "params": {"message": "Hello"}}]}]}
+    definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
+    runs = [_schedule(api_client, definition_id, start + timedelta(hours=i)) for i in range(24)]
+    api_client.call("POST", f"/runs/{runs[3]}/cancel", {"reason": "called off earlier"})
+
+    sign_in(browser, MODERATOR)
+    browser.get(f"{server.url}/console#/runs?definition={definition_id}")
+    eventually(lambda: len(listed(browser)) == 24, "the definition's runs, from the filter")
+    browser.find_element(By.CSS_SELECTOR, "[data-bulk-filter='cancel']").click()
+    asked = eventually(lambda: text_of(browser, "dialog[open]"), "the preview, before anything is pressed")
+    assert "all 24 matching runs?" in asked and "These filters match 24 runs now" in asked, asked
+    assert text_of(browser, "#bulk-preview-count") == "The first 20 of 24:"
+    shown = [int(li.get_attribute("data-run")) for li in browser.find_elements(By.CSS_SELECTOR, "#bulk-preview li[data-run]")]
+    assert shown == sorted(runs, reverse=True)[:20] and "and 4 more" in text_of(browser, "#bulk-preview")
+    assert {status for _, status in listed(browser)} == {"scheduled", "cancelled"}, "the preview changed nothing"
+
+    late = _schedule(api_client, definition_id, start + timedelta(hours=30))  # another tab adds a run meanwhile
+    browser.find_element(By.ID, "ask-text").send_keys("the season is over")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+    moved = eventually(lambda: "Not done" in (text := notice_text(browser)) and text, "the count that moved")
+    assert "matches 25 runs now, not 24" in moved and "nothing was changed" in moved, moved
+    assert api_client.call("GET", f"/runs/{late}")["run"]["status"] == "scheduled"
+
+    browser.find_element(By.CSS_SELECTOR, "[data-bulk-filter='cancel']").click()
+    asked = eventually(lambda: text_of(browser, "dialog[open]"), "the preview again")
+    assert "all 25 matching runs?" in asked, asked
+    browser.find_element(By.ID, "ask-text").send_keys("the season is over")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+    summary = eventually(lambda: "Cancelled: 24 runs" in (text := notice_text(browser)) and text, "what changed")
+    assert "Not done (1):" in summary, summary
+    assert text_of(browser, f"#bulk-refused li[data-run='{runs[3]}']") == f"run {runs[3]}: this run is already cancelled"
+    eventually(lambda: {status for _, status in listed(browser)} == {"cancelled"}, "the list, refreshed")
+    entries = api_client.call("GET", f"/runs/{late}/log")["entries"]
+    assert entries[-1]["actor"] == "mod-mia" and entries[-1]["detail"]["reason"] == "the season is over"

@@ -1,0 +1,154 @@
+"""POST /runs/bulk: a run control on every run a filter matches — previewed, guarded by the count the person saw,
+each run changed and logged as its own press would be, refusals listed with why; roles and bad filters."""
+
+from datetime import timedelta
+
+import pytest
+
+from chalicelib.events.commands import bulk
+from chalicelib.events.lifecycle import RunStatus
+from tests.support.api import ADMIN, GM, MODERATOR
+from tests.support.factory import insert_run, make_definition, make_run
+from tests.support.scenes import everything, log_rows
+
+
+def _runs(db, now, definition, statuses, start=0):
+    """A run of `definition` in each of `statuses`, an hour apart from `start` hours on, in one transaction."""
+    return db.transaction(lambda tx: [
+        insert_run(tx, definition, now, status=status, scheduled_for=now + timedelta(hours=start + i),
+                   current_phase=1 if status in (RunStatus.RUNNING, RunStatus.PAUSED) else None)
+        for i, status in enumerate(statuses)])
+
+
+def _statuses(db, ids):
+    return db.autocommit(lambda tx: {row["id"]: row["status"] for row in tx.all(
+        "SELECT id, status FROM event_runs WHERE id IN %s", (list(ids),))})
+
+
+def test_a_bulk_cancel_of_500_runs_is_refused_on_a_wrong_count_then_cancels_each_with_its_own_log_row(api, db, clock):
+    now = clock.now()
+    festival, other = make_definition(db, now), make_definition(db, now)
+    waiting = _runs(db, now, festival, [RunStatus.SCHEDULED] * 480)
+    over = _runs(db, now, festival, [RunStatus.COMPLETED] * 20, start=480)
+    untouched = _runs(db, now, other, [RunStatus.SCHEDULED] * 5)
+    which = {"definition": festival.id}
+
+    seen = api.post("/runs/bulk", {"control": "cancel", "filter": which, "preview": True}, auth=MODERATOR)
+    assert seen.status == 200 and seen.body["count"] == 500
+    assert [r["id"] for r in seen.body["runs"]] == sorted((r.id for r in waiting + over), reverse=True)[:bulk.PREVIEW_RUNS]
+    before = everything(db)
+
+    wrong = api.post("/runs/bulk", {"control": "cancel", "filter": which, "reason": "server restart",
+                                    "expected_count": 499}, auth=MODERATOR)
+    assert wrong.status == 409 and "matches 500 runs now, not 499" in wrong.body["errors"][0]
+    assert wrong.body["detail"] == {"count": 500}
+    assert everything(db) == before
+
+    pressed = api.post("/runs/bulk", {"control": "cancel", "filter": which, "reason": "server restart",
+                                      "expected_count": 500}, auth=MODERATOR)
+    assert pressed.status == 200 and pressed.body["control"] == "cancel" and pressed.body["count"] == 500
+    assert {r["id"] for r in pressed.body["changed"]} == {r.id for r in waiting}
+    assert {r["status"] for r in pressed.body["changed"]} == {"cancelled"}
+    assert {r["id"] for r in pressed.body["refused"]} == {r.id for r in over}
+    assert all(r["why"] == "this run is already completed" and r["run_status"] == "completed"
+               for r in pressed.body["refused"]), pressed.body["refused"][0]
+    assert set(_statuses(db, [r.id for r in waiting]).values()) == {"cancelled"}
+    assert set(_statuses(db, [r.id for r in over]).values()) == {"completed"}
+    assert set(_statuses(db, [r.id for r in untouched]).values()) == {"scheduled"}
+    for run in waiting[:3] + waiting[-3:]:
+        *_, entry = log_rows(db, run.id)
+        assert entry["actor"] == "mod-mia" and entry["detail"] == {
+            "control": "cancel", "from": "scheduled", "to": "cancelled", "reason": "server restart", "cancelled_steps": 0}
+    cancels = db.autocommit(lambda tx: {row["run_id"]: row["n"] for row in tx.all(
+        "SELECT run_id, COUNT(*) AS n FROM event_run_log WHERE actor = 'mod-mia' GROUP BY run_id")})
+    assert cancels == {run.id: 1 for run in waiting}  # one row each, and none on a run refused
+
+
+def test_a_preview_changes_nothing_and_a_bulk_pause_then_resume_follows_the_status_filter(api, db, clock):
+    now = clock.now()
+    festival = make_definition(db, now)
+    running = _runs(db, now, festival, [RunStatus.RUNNING] * 3)
+    scheduled = _runs(db, now, festival, [RunStatus.SCHEDULED] * 2, start=3)
+    before = everything(db)
+    seen = api.post("/runs/bulk", {"control": "pause", "filter": {"definition": festival.id, "status": "running"},
+                                   "preview": True, "reason": "boss bugged"}, auth=ADMIN)
+    assert seen.body["count"] == 3 and {r["status"] for r in seen.body["runs"]} == {"running"}, seen.body
+    assert everything(db) == before
+
+    paused = api.post("/runs/bulk", {"control": "pause", "filter": {"definition": festival.id, "status": "running"},
+                                     "reason": "boss bugged", "expected_count": 3}, auth=ADMIN)
+    assert paused.status == 200 and paused.body["refused"] == []
+    assert set(_statuses(db, [r.id for r in running]).values()) == {"paused"}
+    assert set(_statuses(db, [r.id for r in scheduled]).values()) == {"scheduled"}
+    assert log_rows(db, running[0].id)[-1]["detail"]["reason"] == "boss bugged"
+
+    resumed = api.post("/runs/bulk", {"control": "resume", "filter": {"status": "paused", "definition": festival.id},
+                                      "expected_count": 3}, auth=MODERATOR)
+    assert [r["status"] for r in resumed.body["changed"]] == ["running"] * 3
+
+
+def test_a_bulk_cancel_offers_the_cleanup_choice_a_single_cancel_offers(api, db, clock):
+    now = clock.now()
+    festival = make_definition(db, now)
+    [run] = _runs(db, now, festival, [RunStatus.SCHEDULED])
+    pressed = api.post("/runs/bulk", {"control": "cancel", "filter": {"definition": festival.id}, "cleanup": True,
+                                      "expected_count": 1}, auth=ADMIN)
+    assert pressed.status == 200 and pressed.body["changed"] == [{"id": run.id, "status": "cancelled"}]
+    assert log_rows(db, run.id)[-1]["detail"]["cleanup"] is True
+
+
+def test_a_window_of_scheduled_times_picks_the_runs_scheduled_in_it(api, db, clock):
+    now = clock.now()
+    festival = make_definition(db, now)
+    runs = _runs(db, now, festival, [RunStatus.SCHEDULED] * 4)  # now, +1 h, +2 h, +3 h
+    window = {"from": (now + timedelta(hours=1)).isoformat() + "Z", "to": (now + timedelta(hours=3)).isoformat() + "Z"}
+    seen = api.post("/runs/bulk", {"control": "cancel", "filter": {"scheduled_between": window}, "preview": True},
+                    auth=ADMIN)
+    assert [r["id"] for r in seen.body["runs"]] == [runs[2].id, runs[1].id]
+
+
+def test_a_game_master_may_not_press_a_bulk_control(api, db, clock):
+    run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
+    before = everything(db)
+    for body in ({"control": "pause", "filter": {"status": "running"}, "expected_count": 1},
+                 {"control": "cancel", "filter": {"status": "running"}, "preview": True}):
+        answer = api.post("/runs/bulk", body, auth=GM)
+        assert answer.status == 403, answer.body
+    assert everything(db) == before and run.status is RunStatus.RUNNING
+
+
+@pytest.mark.parametrize("body, said", [
+    ({"control": "pause", "filter": {}, "expected_count": 1}, "body.filter"),
+    ({"control": "pause", "filter": {"colour": "red"}, "expected_count": 1}, "colour"),
+    ({"control": "pause", "filter": {"status": "asleep"}, "expected_count": 1}, "body.filter.status"),
+    ({"control": "pause", "filter": {"waiting": "nobody"}, "expected_count": 1}, "body.filter.waiting"),
+    ({"control": "pause", "filter": {"definition": 0}, "expected_count": 1}, "body.filter.definition"),
+    ({"control": "retry", "filter": {"status": "running"}, "expected_count": 1}, "body.control"),
+    ({"control": "pause", "filter": {"status": "running"}}, "expected_count is required"),
+    ({"control": "pause", "filter": {"status": "running"}, "expected_count": -1}, "body.expected_count"),
+    ({"control": "resume", "filter": {"status": "paused"}, "reason": "x", "expected_count": 1}, "resume takes no reason"),
+    ({"control": "pause", "filter": {"status": "running"}, "cleanup": True, "expected_count": 1}, "pause takes no cleanup"),
+    ({"control": "pause", "filter": {"scheduled_between": {"from": "2026-12-05T10:00:00Z"}}, "expected_count": 1},
+     "body.filter.scheduled_between"),
+    ({"control": "pause", "filter": {"scheduled_between": {"from": "2026-12-05T10:00:00Z", "to": "2026-12-05T09:00:00Z"}},
+      "expected_count": 1}, "from must be before to"),
+    ({"control": "pause", "filter": {"scheduled_between": {"from": "2026-12-05T10:00:00", "to": "2026-12-05T11:00:00Z"}},
+      "expected_count": 1}, "body.filter.scheduled_between.from must be date-time"),
+])
+def test_a_bad_bulk_press_is_400_and_changes_nothing(api, db, clock, body, said):
+    make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
+    before = everything(db)
+    answer = api.post("/runs/bulk", body, auth=ADMIN)
+    assert answer.status == 400 and said in " ".join(answer.body["errors"]), answer.body
+    assert everything(db) == before
+
+
+def test_a_filter_matching_more_than_a_request_may_act_on_is_400_naming_the_count(api, db, clock, monkeypatch):
+    monkeypatch.setattr(bulk, "MAX_RUNS", 2)
+    festival = make_definition(db, clock.now())
+    _runs(db, clock.now(), festival, [RunStatus.SCHEDULED] * 3)
+    before = everything(db)
+    answer = api.post("/runs/bulk", {"control": "cancel", "filter": {"definition": festival.id}, "expected_count": 3},
+                      auth=ADMIN)
+    assert answer.status == 400 and "matches 3 runs; at most 2" in answer.body["errors"][0]
+    assert everything(db) == before

@@ -1,0 +1,104 @@
+"""What overlaps (issue 41 item 4): a recurring definition's next occurrence falls due while its earlier run is
+still live (parked at a cue), under each `overlap` policy, planned and ticked on the ManualClock; each decision
+a `run.overlap` row."""
+
+from datetime import timedelta
+
+import pytest
+
+from chalicelib.events import commands
+from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.store import wake
+from tests.support.factory import document, make_definition, run_row
+from tests.support.runner_kit import log_of, step, tick
+
+CUE = step("core.cue", instruction="Light the bonfire")
+
+
+def _recurring(db, clock, overlap=None, **extra):
+    schedule = {"cron": "*/5 * * * *", **({"overlap": overlap} if overlap else {})}
+    return make_definition(db, clock.now() - timedelta(minutes=1), document([[CUE]], schedule=schedule, **extra))
+
+
+def _runs(db, definition):
+    rows = db.autocommit(lambda tx: tx.all("SELECT id FROM event_runs WHERE definition_id = %s ORDER BY scheduled_for",
+                                           (definition.id,)))
+    return [run_row(db, row["id"]) for row in rows]
+
+
+def _overlap_rows(db, run_id):
+    return [entry.detail for entry in log_of(db, run_id) if entry.kind == "run.overlap"]
+
+
+def _first_live_then_the_next_due(db, clock, runner, definition):
+    """The 20:00 run started and parked at its cue; the clock at 20:05, the next occurrence due, ticked."""
+    tick(runner)
+    first = _runs(db, definition)[0]
+    assert run_row(db, first.id).status is RunStatus.RUNNING
+    clock.advance(300)
+    tick(runner)
+    return first, _runs(db, definition)[1]
+
+
+def _confirm_the_cue(db, clock, run_id):
+    [cue] = db.autocommit(lambda tx: tx.all("SELECT id FROM event_run_steps WHERE run_id = %s", (run_id,)))
+    commands.confirm(db, run_id, cue["id"], actor="gm", now=clock.now())
+
+
+def test_allow_starts_the_next_occurrence_beside_the_live_one_and_logs_nothing(db, clock, runner):
+    definition = _recurring(db, clock)
+    first, second = _first_live_then_the_next_due(db, clock, runner, definition)
+    assert run_row(db, first.id).status is RunStatus.RUNNING and run_row(db, second.id).status is RunStatus.RUNNING
+    assert _overlap_rows(db, second.id) == []
+
+
+def test_skip_misses_the_next_occurrence_saying_why_and_the_live_run_goes_on(db, clock, runner):
+    definition = _recurring(db, clock, "skip")
+    first, second = _first_live_then_the_next_due(db, clock, runner, definition)
+    skipped = run_row(db, second.id)
+    why = f"skipped: run {first.id} of this definition is under way (overlap: skip)"
+    assert skipped.status is RunStatus.MISSED and skipped.last_error == why
+    assert _overlap_rows(db, second.id) == [{"policy": "skip", "decided": "skipped", "earlier": [first.id], "cause": why}]
+    assert [e.detail["to"] for e in log_of(db, second.id) if e.kind == "run.status"] == ["scheduled", "missed"]
+    assert run_row(db, first.id).status is RunStatus.RUNNING
+
+
+@pytest.mark.parametrize("cleanup_on, cleaned", [(None, False), (["complete"], True)])
+def test_cancel_previous_cancels_the_live_run_as_a_cancel_would_then_starts_the_next(db, clock, runner, cleanup_on, cleaned):
+    definition = _recurring(db, clock, "cancel_previous", **({"cleanup_on": cleanup_on} if cleanup_on else {}))
+    first, second = _first_live_then_the_next_due(db, clock, runner, definition)
+    assert run_row(db, first.id).status is RunStatus.CANCELLED and run_row(db, second.id).status is RunStatus.RUNNING
+    cancelled = [e for e in log_of(db, first.id) if e.kind == "run.status" and e.detail.get("control") == "cancel"]
+    assert len(cancelled) == 1 and cancelled[0].actor == "runner"
+    assert cancelled[0].detail["reason"] == f"overlap: cancel_previous, run {second.id} is due"
+    assert cancelled[0].detail.get("cleanup", False) is cleaned  # nothing live to revert: cancelled at once all the same
+    [decided] = _overlap_rows(db, second.id)
+    assert decided["decided"] == "cancelled_previous" and decided["earlier"] == [first.id]
+
+
+def test_queue_one_waits_behind_the_live_run_skips_a_second_and_starts_once_it_is_over_however_late(db, clock, runner):
+    definition = _recurring(db, clock, "queue_one")
+    first, second = _first_live_then_the_next_due(db, clock, runner, definition)
+    assert run_row(db, second.id).status is RunStatus.SCHEDULED
+    assert _overlap_rows(db, second.id) == [{"policy": "queue_one", "decided": "queued", "earlier": [first.id],
+                                            "cause": f"run {first.id} of this definition is under way: it starts once it is over"}]
+
+    clock.advance(300)  # 20:10: the third occurrence finds one waiting already
+    tick(runner)
+    third = _runs(db, definition)[2]
+    assert run_row(db, third.id).status is RunStatus.MISSED
+    assert _overlap_rows(db, third.id)[0]["decided"] == "skipped"
+    assert run_row(db, second.id).status is RunStatus.SCHEDULED and len(_overlap_rows(db, second.id)) == 1
+
+    clock.advance(600)  # 20:20: the queued 20:05 run is far past its grace window (300 s)
+    tick(runner)
+    _confirm_the_cue(db, clock, first.id)
+    tick(runner)
+    assert run_row(db, first.id).status is RunStatus.COMPLETED
+    clock.advance(wake.QUEUE_POLL_SECONDS)
+    tick(runner)
+    started = run_row(db, second.id)
+    assert started.status is RunStatus.RUNNING
+    assert _overlap_rows(db, second.id)[-1] == {
+        "policy": "queue_one", "decided": "started", "earlier": [first.id],
+        "cause": f"run {first.id} is over: it starts, {int((clock.now() - started.scheduled_for).total_seconds())} s after its time"}
