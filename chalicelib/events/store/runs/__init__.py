@@ -33,6 +33,7 @@ from .reads import (
     of_occurrences,
     oldest_paused_since,
     waiting_counts,
+    waiting_on,
 )
 from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, start_within_grace
 
@@ -40,5 +41,5 @@ __all__ = [
     "REHEARSAL_FILTERS", "advance_phase", "begin_cleanup", "degrade", "end_cleanup", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "miss_after_grace", "next_wake",
     "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "release_lease",
-    "start_within_grace", "take_lease", "transition", "waiting_counts", "wake_cleanup",
+    "start_within_grace", "take_lease", "transition", "waiting_counts", "waiting_on", "wake_cleanup",
 ]
