@@ -233,7 +233,7 @@ export function runsView(main, ctx, queryText = '') {
         page.next_cursor ? el('a', { href: hashFor({ ...filters, cursor: page.next_cursor }), id: 'older' }, 'Older runs →') : '',
       );
     }
-    return page.runs.some(isLive) || needs.runs.length ? 'live' : 'idle';
+    return page.runs.some(isLive) ? 'live' : 'idle';
   }
 
   const poller = new Poller(load, freshness(fresh), { counts: false });
