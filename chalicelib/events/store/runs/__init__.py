@@ -22,7 +22,7 @@ writer (`moves.move`); the statements live by job:
 from .cleanup import begin_cleanup, end_cleanup, pause_cleanup, wake_cleanup
 from .lease import release_lease, take_lease
 from .leaving import advance_phase, leave_phase
-from .moves import degrade, transition
+from .moves import degrade, recover, transition
 from .reads import (
     REHEARSAL_FILTERS,
     find_due,
@@ -40,6 +40,6 @@ from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, st
 __all__ = [
     "REHEARSAL_FILTERS", "advance_phase", "begin_cleanup", "degrade", "end_cleanup", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "miss_after_grace", "next_wake",
-    "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "release_lease",
+    "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "recover", "release_lease",
     "start_within_grace", "take_lease", "transition", "waiting_counts", "waiting_on", "wake_cleanup",
 ]

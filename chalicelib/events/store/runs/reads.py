@@ -141,9 +141,9 @@ def waiting_on(tx: Tx, kinds: Sequence[WaitingFor], limit: int) -> tuple[list[Ru
     emergency: the inbox holds none."""
     if not kinds:
         return [], 0
+    # guard: the-inbox-holds-a-wait-the-caller-cannot-act-on
     where = f"waiting_for IN ({placeholders(len(kinds))}) AND mode = %s AND {understood.run('event_runs')}"
     args = (*(kind.value for kind in kinds), RunMode.LIVE.value)
-    # guard: the-inbox-holds-a-wait-the-caller-cannot-act-on
     count = int(tx.scalar(f"SELECT COUNT(*) FROM event_runs WHERE {where}", args) or 0)  # noqa: S608 — constants; values are parameters
     if not limit or not count:
         return [], count
