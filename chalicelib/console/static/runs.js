@@ -126,7 +126,7 @@ export function runsView(main, ctx, queryText = '') {
       el('label', { for: 'filter-definition' }, 'Definition'), definitionSelect,
       el('label', { for: 'filter-waiting' }, 'Waiting for'), waitingSelect,
       el('label', { for: 'filter-rehearsals' }, 'Include rehearsals'), el('div', {}, rehearsals)),
-    fresh, bulk?.node, list, paging,
+    fresh, ...(bulk ? [bulk.node] : []), list, paging, // (replaceChildren would write a missing bar as "undefined")
   );
 
   let names = new Map();
