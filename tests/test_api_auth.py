@@ -138,6 +138,7 @@ ROUTES = {
     ("GET", "/health"): (None, lambda db, clock: ("/health", None)),
     ("GET", "/openapi.json"): (None, lambda db, clock: ("/openapi.json", None)),
     ("GET", "/runs"): (auth.STAFF, lambda db, clock: ("/runs", None)),
+    ("GET", "/inbox"): (auth.STAFF, lambda db, clock: ("/inbox", None)),
     ("GET", "/vocabulary"): (auth.STAFF, lambda db, clock: ("/vocabulary", None)),
     ("GET", "/runs/{run_id}"): (auth.STAFF, lambda db, clock: (f"/runs/{_run(db, clock).id}", None)),
     ("GET", "/runs/{run_id}/log"): (auth.STAFF, lambda db, clock: (f"/runs/{_run(db, clock).id}/log", None)),

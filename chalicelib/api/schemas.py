@@ -449,6 +449,9 @@ WAITING = {
         "lapsed_by": {"type": "string"}, "lapsed_acknowledged_at": _TIME,
         "paused_by": {"type": ["string", "null"], "description": "a paused run's: who paused it (null: the engine)"},
         "reason": {"type": ["string", "null"], "description": "a paused run's: the person's reason or the engine's cause"},
+        "escalated": {"type": "object", "description": "the wait's fired escalation (its newest try): where it went, which"
+                      " try of how many, and when", "properties": {
+                          "channel": {"type": ["string", "null"]}, "attempt": _MAYBE_INT, "of": _MAYBE_INT, "at": _TIME}},
     },
 }
 _LISTED_RUN = {**RUN, "required": [*RUN["required"], "waiting"], "properties": {**RUN["properties"], "waiting": WAITING}}
@@ -457,6 +460,17 @@ RUNS_SUMMARY = _object(
     waiting=_object(**{WAITING_FOR_ANYTHING: _COUNT}, **{w.value: _COUNT for w in WaitingFor}),
     working=_COUNT,
 )
+INBOX_QUERY = _body(limit={"type": "integer", "minimum": 0, "maximum": 100,
+                           "description": "how many runs to answer (default 50); 0: the count alone"})
+_INBOX_CONTROL = _object(name={"type": "string"}, step_id=_MAYBE_INT)
+_INBOX_RUN = {**_LISTED_RUN, "required": [*_LISTED_RUN["required"], "story", "controls"], "properties": {
+    **_LISTED_RUN["properties"],
+    "story": {"type": "string", "description": "the wait in one line of words (its times are the wait's since, until"
+              " and escalated.at)"},
+    "controls": {"type": "array", "items": _INBOX_CONTROL,
+                 "description": "the one or two controls most likely needed, legal now and the caller's to press"},
+}}
+INBOX = _object(needs_you=_COUNT, runs={"type": "array", "items": _INBOX_RUN})
 RUNS_PAGE = _object(runs={"type": "array", "items": _LISTED_RUN}, next_cursor=_MAYBE_INT, summary=RUNS_SUMMARY)
 # ── POST /runs/bulk: a run control on the runs a filter matches ────────────
 _BULK_WINDOW = {**_body(**{"from": {**_WINDOW_EDGE, "description": "with a zone; included"},

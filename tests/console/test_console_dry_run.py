@@ -50,10 +50,10 @@ def test_a_dry_run_started_from_the_definition_runs_to_its_end_and_reaches_no_ga
     assert "rehearsals=include" in browser.current_url
 
 
-def test_the_headers_count_agrees_with_the_list_a_dry_run_waiting_is_counted_only_with_rehearsals(browser, server,
-                                                                                                   api_client):
+def test_the_headers_count_is_the_inbox_s_and_a_dry_run_waiting_is_never_counted(browser, server, api_client):
     """Issue 39: one dry run waiting at its cue made the header say "1 run needs you" over a list that, leaving
-    rehearsals out, showed nothing waiting. Now the header counts what the list lists."""
+    rehearsals out, showed nothing waiting. Issue 40: the header counts the inbox (GET /inbox: the live runs the
+    person can act on), whatever the list's filters: a dry run waiting is nobody's emergency."""
     name = f"Cue rehearsal {uuid.uuid4().hex[:6]}"
     document = {"name": name, "phases": [{"name": "only", "steps": [
         {"action": "core.cue", "params": {"instruction": "Hold the gate"}}]}]}
@@ -66,16 +66,17 @@ def test_the_headers_count_agrees_with_the_list_a_dry_run_waiting_is_counted_onl
         words = text_of(browser, "#need-you") if browser.find_element(By.ID, "need-you").is_displayed() else ""
         return int(words.split()[0]) if words else 0
 
-    def counted(rehearsal: str) -> int:
-        return api_client.call("GET", f"/runs?limit=1&rehearsal={rehearsal}")["summary"]["waiting"]["any"]
+    def counted() -> int:
+        return api_client.call("GET", "/inbox?limit=0")["needs_you"]
 
     sign_in(browser, ADMIN)
     browser.get(f"{server.console_url}#/runs?waiting=cue")
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list"), "the list")
-    live_only = counted("exclude")
+    live_only = counted()
     eventually(lambda: header() == live_only, f"the header to count the {live_only} live runs waiting")
     assert not browser.find_elements(By.CSS_SELECTOR, f"#runs-list tr[data-run='{dry}']"), "the dry run is not listed"
     browser.find_element(By.ID, "filter-rehearsals").click()
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#runs-list tr[data-run='{dry}']"), "the dry run listed")
-    eventually(lambda: header() == counted("include") == live_only + 1, "the header to count the dry run too")
+    assert dry not in [row["id"] for row in api_client.call("GET", "/inbox")["runs"]], "never in the inbox"
+    eventually(lambda: header() == counted() == live_only, "the header still to count the live runs alone")
     api_client.call("POST", f"/runs/{dry}/cancel", {"reason": "the test is over"})

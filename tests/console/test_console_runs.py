@@ -204,6 +204,7 @@ def test_two_tabs_one_cancels_and_the_others_confirm_shows_the_moved_state(brows
     wait_for_status(browser, "cancelled")
 
     browser.switch_to.window(first)
+    wait_for_status(browser, "cancelled")  # back in view, the page reads the run again under the open dialog
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
     eventually(lambda: "This run has moved: it is now cancelled" in notice_text(browser), "the moved-state notice")
     wait_for_status(browser, "cancelled")

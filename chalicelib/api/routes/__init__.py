@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..openapi import document
 from ..operations import Body, Call, Operation, Router, ok
-from . import actions, calendar, chat, controls, definitions, health, previews, resources, runs, signals, vocabulary
+from . import actions, calendar, chat, controls, definitions, health, inbox, previews, resources, runs, signals, vocabulary
 
 described = Router(__name__)  # the API's own description
 
@@ -16,6 +16,6 @@ def openapi_document(call: Call) -> Body:
     return document(OPERATIONS)
 
 
-ROUTERS = (health.router, runs.router, resources.router, controls.router, signals.router, vocabulary.router,
+ROUTERS = (health.router, inbox.router, runs.router, resources.router, controls.router, signals.router, vocabulary.router,
            definitions.router, calendar.router, previews.router, actions.router, chat.router, described)
 OPERATIONS: list[Operation] = [op for router in ROUTERS for op in router.operations]

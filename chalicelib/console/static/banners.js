@@ -24,7 +24,7 @@ export function lastMove(entries, status) {
 }
 
 // ", until 20:15 (times out in 4 min)" for a wait with a time limit; nothing without one.
-function until(iso) {
+export function until(iso) {
   return iso ? [', until ', clock(iso), ' (times out in ', inFuture(iso), ')'] : [];
 }
 
@@ -68,6 +68,17 @@ function holder(cue) {
   return '';
 }
 
+// "Escalated to #staff 4 min ago, try 1 of 3": a wait's fired escalation (its `escalated`, told while the wait
+// lasts), on the run's banner and its inbox row alike.
+export function escalatedWords(escalated) {
+  return ['Escalated', escalated.channel ? ` to ${escalated.channel}` : '', ' ', since(escalated.at), ' ago',
+    escalated.attempt ? `, try ${escalated.attempt} of ${escalated.of}` : ''];
+}
+
+function escalation(wait, id) {
+  return wait?.escalated ? el('p', { class: 'error-text', 'data-escalation': id }, escalatedWords(wait.escalated), '.') : null;
+}
+
 function banner(kind, attrs, ...children) {
   return el('div', { class: `banner banner-${kind}`, role: 'region', ...attrs }, ...children);
 }
@@ -100,6 +111,7 @@ export function banners(view) {
     // A person's pause is theirs to explain, not an error: red only when the engine stopped the run.
     parts.push(banner(move?.by ? 'held' : 'stopped', { 'aria-label': capitalised(labelOf(run.status)), id: 'paused-banner' },
       el('p', { id: 'paused-story' }, el('strong', {}, told(capitalised(labelOf(run.status)), move)), '.'),
+      escalation(waiting, run.id),
       failed.map((s) => el('p', { class: 'error-text' }, `${stepName(s)} failed: ${s.last_error || 'no reason given'}`)),
       failed.length ? el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume) : null));
   }
@@ -112,6 +124,7 @@ export function banners(view) {
       el('p', {}, el('strong', {}, `${stepName(step)} waits for a decision`, waited ? [' (for ', since(waited), ')'] : ''),
         ': the game may or may not have applied it.'),
       el('p', { class: 'muted' }, 'Confirm it if the game did, skip it, or resend it to the game.'),
+      escalation(decision, step.id),
       el('div', { class: 'buttons' }, view.offered(step).map((c) => view.button(c, step)))));
   }
   for (const step of steps.filter((s) => s.parked && !parkOf(s)?.decision)) {
@@ -123,6 +136,7 @@ export function banners(view) {
       el('p', {}, el('strong', {}, 'Waiting for a game master', waited ? [' for ', since(waited)] : '', reverting(step, cue), ': '),
         step.params?.instruction || step.action_id, holder({ ...cue, ...step })),
       el('p', { class: 'muted', 'data-cue-timers': step.id }, stepName(step), cueTimers(step)),
+      escalation(cue, step.id),
       el('div', { class: 'buttons' }, view.offered(step).filter((c) => c !== 'retry').map((c) => view.button(c, step)))));
   }
   // A run a person ended, or one that ended on a reason or an error, says who and why.
@@ -143,7 +157,8 @@ export function banners(view) {
     const phase = view.currentPhase();
     parts.push(banner('cue', { 'aria-label': 'Waiting to advance', id: 'advance-banner' },
       el('p', {}, el('strong', {}, 'Waiting for a person', waiting.since ? [' for ', since(waiting.since)] : '', ': '),
-        `${phase.named} is done; it ends when someone advances it`, until(waiting.until), '.')));
+        `${phase.named} is done; it ends when someone advances it`, until(waiting.until), '.'),
+      escalation(waiting, run.id)));
   }
   const signal = view.awaitedSignal();
   if (signal) {

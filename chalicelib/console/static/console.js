@@ -6,15 +6,16 @@
 
 import { ApiError, call, configure, get } from './api.js';
 import { listenForShortcuts } from './keys.js';
+import { refreshNeedYou } from './poll.js';
 import { runView } from './run.js';
 import { runsView } from './runs.js';
 import {
   checkToken, expiresAt, finishOidc, forgetToken, startOidc, storedToken, storeToken,
 } from './signin.js';
-import { el, focus, heading, needYou, notice, say, useVocabulary } from './ui.js';
+import { el, focus, heading, needYou, notice, pageTitle, say, useVocabulary } from './ui.js';
 
 const main = document.getElementById('main');
-const state = { config: { oidc: null, dev_logins: [] }, session: null, stop: null, expiryTimer: null, definitions: null };
+const state = { config: { oidc: null, dev_logins: [] }, session: null, stop: null, expiryTimer: null, definitions: null, carryNotice: false };
 
 // The authoring views (definitions, their editor, the calendar: about 55 kB) load when first opened, so that the
 // run page, the one opened at 2 a.m., carries none of them (a test holds it under 200 kB).
@@ -69,7 +70,12 @@ async function versionDocument(definitionId, version) {
   return (await get(`/definitions/${definitionId}/versions/${version}`)).version.document;
 }
 
-const ctx = { definitions, versionDocument, session: () => state.session, navigate: (hash) => { location.hash = hash; } };
+// A view's own move to another page (a dry run started, a definition saved) carries its notice there; any other
+// change of address (a link, the back button, a shortcut) leaves it behind with the page it was made on.
+const ctx = {
+  definitions, versionDocument, session: () => state.session,
+  navigate: (hash) => { state.carryNotice = location.hash !== hash; location.hash = hash; },
+};
 
 function route() {
   if (!state.session) return;
@@ -79,7 +85,11 @@ function route() {
   for (const [pattern, view] of ROUTES) {
     const match = pattern.exec(hash);
     if (match) {
+      if (!state.carryNotice) notice(''); // a notice belongs to the page it was made on
+      state.carryNotice = false;
+      pageTitle('Event runs');
       state.stop = view(main, ctx, ...match.slice(1));
+      if (view !== runView && view !== runsView) refreshNeedYou(); // pages that poll read it with each poll
       return;
     }
   }
@@ -141,8 +151,8 @@ async function signIn(token) {
     state.expiryTimer = setTimeout(expired, Math.min(Math.max(expires - Date.now(), 0), 2 ** 31 - 1));
   }
   showHeader();
-  notice(vocabularyProblem, vocabularyProblem ? 'warning' : 'info');
   route();
+  notice(vocabularyProblem, vocabularyProblem ? 'warning' : 'info');
   focus(main.querySelector('h1'));
 }
 

@@ -12,7 +12,8 @@
 // Aurora pauses only after 300 s without a connection, so a forgotten tab
 // must not poll (docs/console.md, "Polling"). Every page polls through here.
 
-import { el, span } from './ui.js';
+import { get } from './api.js';
+import { el, needYou, span } from './ui.js';
 
 export const LIVE_MS = 2000;
 export const IDLE_FIRST_MS = 15000;
@@ -31,8 +32,20 @@ for (const kind of ['pointerdown', 'pointermove', 'keydown', 'wheel', 'touchstar
 }
 const unattendedFor = () => performance.now() - touchedAt;
 
+// The header's "N runs need you", read again (GET /inbox?limit=0: the count alone) with every poll of a page that
+// does not read it itself, and on every page opened; a failed read leaves it as it was until the next.
+export async function refreshNeedYou() {
+  try {
+    needYou((await get('/inbox?limit=0')).needs_you);
+  } catch {
+    /* the page says what went wrong with its own read */
+  }
+}
+
 export class Poller {
-  constructor(load, describe) {
+  // `counts`: whether each load also reads the needs-you count (false: the page's own load sets it).
+  constructor(load, describe, { counts = true } = {}) {
+    this.counts = counts;
     this.load = load;
     this.describe = describe;
     this.idleMs = IDLE_FIRST_MS;
@@ -60,7 +73,7 @@ export class Poller {
     this.timer = null;
     this.loading = (async () => {
       try {
-        return await this.load();
+        return (await Promise.all([this.load(), this.counts ? refreshNeedYou() : null]))[0];
       } catch {
         return 'idle'; // the view has said what went wrong; try again later, backing off
       }
@@ -81,6 +94,7 @@ export class Poller {
     this.state = state;
     if (state === 'over') {
       this.tell('over');
+      if (this.counts) this.countLater(); // nothing here changes, but the count of what needs the person does
       return;
     }
     if (document.hidden) {
@@ -92,6 +106,18 @@ export class Poller {
     this.dueAt = performance.now() + delay;
     this.tell(state, { delay });
     this.wait();
+  }
+
+  // A page that is over still reads the needs-you count, as an idle page polls: less and less often, never
+  // while hidden or unattended (the tab coming back reads it at once).
+  countLater() {
+    if (this.stopped || document.hidden) return;
+    const delay = this.idleMs;
+    this.idleMs = Math.min(this.idleMs * 2, IDLE_MAX_MS);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (unattendedFor() < UNATTENDED_MS) refreshNeedYou().then(() => this.countLater());
+    }, delay);
   }
 
   // Until the next load is due or the page becomes unattended, whichever comes first.
@@ -130,11 +156,12 @@ export class Poller {
   }
 
   visibilityChanged() {
-    if (this.stopped || this.state === 'over') return;
+    if (this.stopped) return;
+    if (this.state === 'over' && !this.counts) return;
     if (document.hidden) {
       clearTimeout(this.timer);
       this.timer = null;
-      this.tell('hidden');
+      if (this.state !== 'over') this.tell('hidden');
     } else {
       this.cameBack();
     }
@@ -144,6 +171,10 @@ export class Poller {
   cameBack() {
     touched();
     if (this.resting() && !document.hidden) this.updateNow();
+    if (this.state === 'over' && this.counts && !this.stopped && !this.timer && !document.hidden) {
+      this.idleMs = IDLE_FIRST_MS;
+      refreshNeedYou().then(() => { if (!this.timer) this.countLater(); });
+    }
   }
 
   stop() {

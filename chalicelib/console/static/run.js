@@ -7,35 +7,19 @@
 // "this run has moved" with the page refreshed, 403 with the role it needs. A phase that waits for
 // the game's signal says so, and staff may send that signal from the page (POST /runs/{id}/signals/{name}).
 
-import { ApiError, get, neededRoles, post } from './api.js';
+import { get } from './api.js';
 import { banners, lastMove } from './banners.js';
 import { logView } from './log.js';
-import { namer, stepName, wordsBeyondName } from './names.js';
+import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
+import { presser, specOf } from './press.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { mayPress, moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
-import { ask, badge, capitalised, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, parkOf, rehearsalMark, since, waitOf, when } from './ui.js';
-import { askCancel, ledgerSection } from './resources.js';
+import { ask, badge, controlOf, el, heading, isOpenStep, isTerminalRun, notice, pageTitle, parkOf, rehearsalMark, since, waitOf, when } from './ui.js';
+import { ledgerSection } from './resources.js';
 
 const LOG_PAGE = 500;
-
-// What each control asks for first and how it is named on the page come from its declaration
-// (GET /vocabulary). A control this console was not told of is a plain button named after it
-// that asks nothing: the API still decides whether it takes.
-function specOf(name) {
-  const declared = controlOf(name);
-  if (!declared) return { field: null, phaseField: null, action: name, done: `${name}: done`, tone: null };
-  // A control that asks nothing first (acknowledge: its note is optional) is pressed at once; one whose note
-  // is required (take-over) is not sent without it.
-  const field = declared.question ? declared.note_field : null;
-  const required = Boolean(declared.note_required);
-  return {
-    field, required, label: field ? `${capitalised(field)} (${required ? 'required' : 'optional'})` : null, title: declared.question,
-    action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
-    option: declared.option_field || null, choiceField: declared.choice_field || null,
-  };
-}
 
 export function runView(main, ctx, runIdText) {
   const runId = Number(runIdText);
@@ -100,13 +84,11 @@ export function runView(main, ctx, runIdText) {
     return step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
   }
 
-  const phaseRow = (number) => (detail.phases || []).find((p) => p.number === number);
-
-  // The phase the page shows the run at, named: what a control with a phase field acts on.
-  function currentPhase() {
-    const number = detail.run.current_phase;
-    return { number, named: phaseNamed(number, phaseRow(number)) };
-  }
+  const runNamed = () => `run ${runId}${definitionName ? ` (${definitionName})` : ''}`;
+  const { act, send, currentPhase, phaseRow } = presser({
+    runId, detail: () => detail, offered, runNamed, session, refresh: () => poller.now(), landing: title,
+    explain: (name) => (name === 'advance' ? advanceWords() : name === 'resume' ? resumeWords() : null), moveTime,
+  });
 
   // The signal the run's current phase waits for, if any: `waiting.for` signal once its steps are done
   // (`held`), or, while its steps still go on (nothing or a cue awaited), its row's signal not yet met.
@@ -122,43 +104,6 @@ export function runView(main, ctx, runIdText) {
     return { name: row.signal, number: row.number, named: phaseNamed(row.number, row), until: row.deadline, held: false };
   }
 
-  // POSTs a control or a signal and explains the answer: `done(answer)` the words on success; a refusal
-  // as the page explains every refusal (409 the run has moved, 412 it changed while the person looked —
-  // both re-read the page — 403 the role needed; 401 signs out). `typed`: what the person wrote in the
-  // control's dialog ({label, text}), given back in a refusal's notice so it is not lost; `shown`: the run's
-  // status as the page showed it when the person pressed.
-  async function send(path, body, { action, done, about = '', typed = null, shown = null }) {
-    const kept = typed?.text ? ` Your ${typed.label.toLowerCase()}, not sent: “${typed.text}”.` : '';
-    const pressed = `${action}${about ? ` (${about})` : ''}`;
-    try {
-      notice(done(await post(path, body)), 'ok');
-    } catch (error) {
-      if (!(error instanceof ApiError) || error.status === 401) return;
-      // Said once: a run that moved since the press (its status answered beside the message of a 409 or a 412)
-      // is the whole story; else what changed (412), or the refusal's reason (409), the step it names already
-      // named in the press.
-      const now = error.detail.run_status;
-      if ((error.stale || error.status === 409) && now && shown && now !== shown) {
-        notice(`This run has moved: it is now ${now}, so ${pressed} did nothing.${kept}`, 'warning');
-      } else if (error.stale) {
-        notice(`${pressed} did nothing. ${error.messages.join(' ')}${kept}`, 'warning');
-      } else if (error.status === 409) {
-        const why = error.messages.map((m) => (about && m.startsWith(`${about}: `) ? m.slice(about.length + 2) : m));
-        notice(`${pressed} did nothing: ${why.join(' ')}${kept}`, 'warning');
-      } else {
-        // Nothing changed on the server, so no refresh: the explanation stays in view.
-        const roles = neededRoles(error);
-        notice(error.status === 403
-          ? `Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`
-          : `${action}${about ? ` ${about}` : ''} did not work: ${error.messages.join(' ')}${kept}`, 'error');
-        focus(title);
-        return;
-      }
-    }
-    await poller.now();
-    focus(title);
-  }
-
   async function sendSignal(signal) {
     const confirmed = await ask({
       title: `Send the signal ${signal.name} to run ${runId}? It ends ${signal.named}, as if the game had sent it.`,
@@ -169,25 +114,6 @@ export function runView(main, ctx, runIdText) {
       action: 'Send signal',
       done: (answer) => `Signal ${signal.name} received from ${answer.signal.by}: ${effectWords(answer.effect, signal.named)}.`,
     });
-  }
-
-  const runNamed = () => `run ${runId}${definitionName ? ` (${definitionName})` : ''}`;
-
-  // What a costly control will do, said in its dialog before anything is sent.
-  function consequence(name) {
-    if (name === 'cancel') {
-      const open = detail.steps.filter(isOpenStep).length;
-      return `${capitalised(runNamed())} stops for good: its ${open} open ${open === 1 ? 'step is' : 'steps are'} cancelled`
-        + ' (a step already sent to the game is left to its answer), no later phase begins, and it cannot be resumed.';
-    }
-    if (name === 'advance') return advanceWords();
-    if (name === 'resume') return resumeWords();
-    if (name === 'cleanup') {
-      const live = detail.ledger?.counts?.live || 0;
-      return `Each of the ${live} ${live === 1 ? 'resource' : 'resources'} ${runNamed()} left live in the game world is reverted,`
-        + ` newest first, as listed under "Left in the game world" (one whose revert is never sent stays); the run stays ${detail.run.status}.`;
-    }
-    return null;
   }
 
   // What an Advance will do, before it is sent: each open step of the phase it ends, named, and what becomes
@@ -241,42 +167,6 @@ export function runView(main, ctx, runIdText) {
     if (moved) await poller.now();
   }
 
-  // `choice`: the answer pressed, on a cue with choices ({value, label}).
-  async function act(name, step, choice = null) {
-    if (controlOf(name)?.time_field || controlOf(name)?.seconds_field) return moveTime(name, step);
-    const spec = specOf(name);
-    const shown = detail.run.status; // as the person saw it when they pressed
-    let body = {};
-    let typed = null;
-    const phase = spec.phaseField ? currentPhase() : null;
-    const consequences = choice ? `The answer: ${choice.label}.` : step ? null : consequence(name);
-    const what = Array.isArray(consequences) && !consequences.length ? null : consequences;
-    if (spec.option && !step) { // cancel: what it does, its reason, and whether to clean up what the run left
-      const chosen = await askCancel(runId, { ...spec, title: spec.title || `${spec.action}?`, what });
-      if (chosen === null) return;
-      body = chosen;
-      if (chosen[spec.field]) typed = { label: spec.field, text: chosen[spec.field] };
-    } else if (spec.field || what) {
-      const words = step ? wordsBeyondName(step) : null;
-      const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
-      const text = await ask({
-        title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what,
-        required: spec.required,
-      });
-      if (text === null) return;
-      if (text) {
-        body = { [spec.field]: text };
-        typed = { label: spec.field, text };
-      }
-    }
-    if (phase) body[spec.phaseField] = phase.number;
-    if (choice) body[spec.choiceField] = choice.value;
-    const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
-    const named = step ? stepName(step) : `run ${runId}`;
-    const answered = choice ? `: ${choice.label}` : '';
-    await send(path, body, { action: spec.action, about: named, typed, shown, done: () => `${spec.done} ${named}${answered}.` });
-  }
-
   const signalButton = (signal) => (session.may.control ? el('div', { class: 'buttons' }, el('button', {
     type: 'button', class: 'primary', id: 'send-signal', 'data-signal': signal.name, onclick: () => sendSignal(signal),
   }, `Send signal ${signal.name}`)) : null);
@@ -296,7 +186,7 @@ export function runView(main, ctx, runIdText) {
 
   function render() {
     const { run, steps, counts: stepCounts } = detail;
-    document.title = `Run ${run.id} (${run.status}) · Event runs`;
+    pageTitle(`Run ${run.id} (${run.status}) · Event runs`);
     title.textContent = `Run ${run.id}${definitionName ? `: ${definitionName}` : ''}`;
     rehearsal.replaceChildren(...(run.rehearsal ? [rehearsalMark(run),
       ` A dry run at ${run.rehearsal.speed}× speed, its module actions ${run.rehearsal.bridge === 'sandbox' ? 'sent to the sandbox' : 'simulated'}:`

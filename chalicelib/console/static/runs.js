@@ -1,17 +1,25 @@
 // @ts-check
-// The runs list: what needs a person first — what each run waits for and for how long, filtered by status,
-// definition and wait (all kept in the address), dry runs left out unless asked for, searched by run id or
-// definition name, a page at a time,
-// kept fresh; runs selected on it are paused, resumed or cancelled together (bulk.js).
+// The runs list, an inbox: first what needs the person (GET /inbox: an escalated wait first, then the longest
+// wait), each row one line of its story and the one or two controls most likely needed, pressed from the row
+// with the run page's own dialogs (press.js); then every run — what each waits for and for how long, filtered by
+// status, definition and wait (all kept in the address), dry runs left out unless asked for, searched by run id
+// or definition name, a page at a time. Kept fresh: a refresh rebuilds only the rows that changed, so focus and
+// the reading position stay put. Runs selected on it are paused, resumed or cancelled together (bulk.js).
 
 import { get } from './api.js';
+import { escalatedWords, until } from './banners.js';
 import { bulkBar } from './bulk.js';
 import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
-import { badge, el, heading, isTerminalRun, needYou, notice, rehearsalMark, runStatuses, span, table, waitOf, when, wordOf } from './ui.js';
+import { presser, specOf } from './press.js';
+import {
+  badge, el, heading, isTerminalRun, keyedRows, keyedTable, needYou, notice, rehearsalMark, runStatuses, since, span, waitOf,
+  when, wordOf,
+} from './ui.js';
 
 const PAGE_SIZE = 25;
 const SOON_MS = 120000; // a scheduled run this close to its time counts as live
+const INBOX_HEADERS = ['Run', 'Definition', 'What it needs', 'Controls'];
 
 export function isLive(run) {
   if (isTerminalRun(run.status)) return false;
@@ -23,20 +31,11 @@ function hashFor(filters) {
   return `#/runs${query.toString() ? `?${query}` : ''}`;
 }
 
-// "3 min" since a time: how long a run has waited.
-export function waitedFor(iso) {
-  const minutes = Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 60000));
-  if (minutes < 1) return 'under a minute';
-  if (minutes < 60) return `${minutes} min`;
-  const hours = Math.floor(minutes / 60);
-  return `${hours} h ${minutes % 60} min`;
-}
-
-// How long a run has been going (started to finished, or to now), kept current by the page's refreshes.
+// How long a run has been going (started to finished, or to now: kept current between refreshes).
 function lasted(run) {
   if (!run.started_at) return el('span', { class: 'muted' }, '—');
-  const end = run.finished_at ? Date.parse(run.finished_at) : Date.now();
-  return el('span', { 'data-duration': run.id }, span(end - Date.parse(run.started_at)), run.finished_at ? '' : ' so far');
+  if (!run.finished_at) return el('span', { 'data-duration': run.id }, since(run.started_at), ' so far');
+  return el('span', { 'data-duration': run.id }, span(Date.parse(run.finished_at) - Date.parse(run.started_at)));
 }
 
 // The runs a search names: a run id (that run alone), else the definitions whose name holds the words.
@@ -75,10 +74,10 @@ function waitingCell(waiting) {
   // Who has the wait, and since when (or whose hold of it lapsed).
   const had = waiting.acknowledged_by
     ? el('span', { class: 'has-it', 'data-has-it': waiting.acknowledged_by }, ` · ${waiting.acknowledged_by} has it for `,
-      el('time', { datetime: waiting.acknowledged_at }, waitedFor(waiting.acknowledged_at)))
+      since(waiting.acknowledged_at))
     : waiting.lapsed_by ? el('span', { class: 'has-it', 'data-lapsed': waiting.lapsed_by }, ` · ${waiting.lapsed_by}'s hold lapsed: nobody has it`) : '';
   return el('span', { 'data-waiting': waiting.for }, `waiting for: ${waitOf(waiting)?.label ?? waiting.for}`,
-    waiting.since ? el('span', { class: 'muted' }, ' for ', el('time', { datetime: waiting.since }, waitedFor(waiting.since))) : '', had,
+    waiting.since ? el('span', { class: 'muted' }, ' for ', since(waiting.since)) : '', had,
     pausedWords(waiting));
 }
 
@@ -107,27 +106,88 @@ export function runsView(main, ctx, queryText = '') {
   let waitingKinds = null;
   const selected = new Set(); // run ids, kept across the list's refreshes
   const bulk = bulkBar(ctx.session(), selected, () => { selected.clear(); poller.now(); }, () => filters);
-  const list = el('div', { id: 'runs-list' });
+  const inboxHeading = heading(2, 'Needs you', { id: 'inbox-title' });
+  const inbox = keyedTable('Runs that need you, most urgent first', INBOX_HEADERS, { id: 'inbox-table' });
+  const inboxEmpty = el('p', { id: 'inbox-empty', class: 'muted', hidden: true }, 'Nothing needs you now.');
+  const allHeaders = [...(bulk ? ['Select'] : []), 'Run', 'Definition', 'Status', 'Waiting for', 'Health',
+    'Scheduled for', 'Started', 'Finished', 'Duration'];
+  const all = keyedTable('Runs, newest first', allHeaders);
+  const none = el('p', { id: 'runs-none', hidden: true });
+  const list = el('div', { id: 'runs-list' }, all.node, none);
   const paging = el('nav', { class: 'paging', 'aria-label': 'Pages of runs' });
   const fresh = el('div', { id: 'freshness' });
 
   main.replaceChildren(
     heading(1, 'Runs'),
+    el('section', { id: 'inbox', 'aria-labelledby': 'inbox-title' }, inboxHeading, inbox.node, inboxEmpty),
+    el('h2', { id: 'all-runs-title' }, 'All runs'),
     el('form', { class: 'filters', role: 'search', onsubmit: (e) => { e.preventDefault(); go({ q: search.value.trim() }); } },
       el('label', { for: 'filter-search' }, 'Search'), el('div', { class: 'inline' }, search, el('button', { type: 'submit', id: 'search-go' }, 'Find')),
       el('label', { for: 'filter-status' }, 'Status'), statusSelect,
       el('label', { for: 'filter-definition' }, 'Definition'), definitionSelect,
       el('label', { for: 'filter-waiting' }, 'Waiting for'), waitingSelect,
       el('label', { for: 'filter-rehearsals' }, 'Include rehearsals'), el('div', {}, rehearsals)),
-    fresh, bulk?.node, list, paging,
+    fresh, ...(bulk ? [bulk.node] : []), list, paging, // (replaceChildren would write a missing bar as "undefined")
   );
 
   let names = new Map();
+  const definitionOf = (run) => `${names.get(String(run.definition_id)) || `definition ${run.definition_id}`} (v${run.definition_version})`;
   ctx.definitions().then((all) => {
     names = new Map(all.map((d) => [String(d.id), d.name]));
     for (const d of all) definitionSelect.append(el('option', { value: d.id, selected: String(d.id) === filters.definition }, d.name));
     poller.now();
   }).catch(() => { /* names are a nicety; ids still show */ });
+
+  // A row's control, pressed as on the run's page: the run read first, so its dialog says what the run page's
+  // would (the step's name and words, what a costly control will do); the row is re-read after.
+  async function pressFromRow(row, control) {
+    let detail;
+    try {
+      detail = await get(`/runs/${row.id}`);
+    } catch (error) {
+      if (error.status !== 401) notice(`Run ${row.id} could not be read: ${error.messages.join(' ')}`, 'error');
+      return;
+    }
+    const step = control.step_id == null ? null : detail.steps.find((s) => s.id === control.step_id) || null;
+    const { act } = presser({
+      runId: row.id, detail: () => detail, session: ctx.session(), refresh: () => poller.now(), landing: inboxHeading,
+      offered: (s) => (s ? detail.controls.steps[String(s.id)] || [] : detail.controls.run),
+      runNamed: () => `run ${row.id} (${names.get(String(row.definition_id)) || `definition ${row.definition_id}`})`,
+    });
+    await act(control.name, step);
+  }
+
+  function inboxRow(row) {
+    const { waiting } = row;
+    return el('tr', { 'data-inbox': row.id, 'data-waiting': waiting.for, 'data-escalated': waiting.escalated ? 'yes' : null },
+      el('td', {}, el('a', { href: `#/runs/${row.id}` }, `Run ${row.id}`), rehearsalMark(row)),
+      el('td', {}, definitionOf(row)),
+      el('td', {}, el('span', { 'data-story': row.id }, row.story),
+        waiting.since ? el('span', { class: 'muted' }, ' · for ', since(waiting.since)) : '',
+        waiting.until ? el('span', { class: 'muted' }, until(waiting.until)) : '',
+        waiting.escalated ? el('div', { class: 'error-text', 'data-escalation': row.id }, escalatedWords(waiting.escalated)) : ''),
+      el('td', {}, el('div', { class: 'buttons' }, row.controls.map((control) => el('button', {
+        type: 'button', class: specOf(control.name).tone, 'data-control': control.name, 'data-run': row.id,
+        'aria-label': `${specOf(control.name).action}: run ${row.id}`, onclick: () => pressFromRow(row, control),
+      }, specOf(control.name).action)))));
+  }
+
+  function runRow(run) {
+    return el('tr', { 'data-run': run.id, 'data-status': run.status },
+      bulk ? el('td', {}, el('input', {
+        type: 'checkbox', 'data-select': run.id, checked: selected.has(run.id), 'aria-label': `Select run ${run.id}`,
+        onchange: (event) => { if (event.target.checked) selected.add(run.id); else selected.delete(run.id); bulk.refresh(); },
+      })) : null,
+      el('td', {}, el('a', { href: `#/runs/${run.id}` }, `Run ${run.id}`), rehearsalMark(run)),
+      el('td', {}, definitionOf(run)),
+      el('td', {}, badge(run.status)),
+      el('td', {}, waitingCell(run.waiting)),
+      el('td', {}, badge(run.health)),
+      el('td', {}, when(run.scheduled_for), postponeAction(ctx.session(), run, () => poller.now())),
+      el('td', {}, when(run.started_at)),
+      el('td', {}, when(run.finished_at)),
+      el('td', {}, lasted(run)));
+  }
 
   async function load() {
     const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
@@ -135,52 +195,49 @@ export function runsView(main, ctx, queryText = '') {
     if (filters.definition) params.set('definition_id', filters.definition);
     if (filters.waiting) params.set('waiting', filters.waiting);
     if (filters.cursor) params.set('cursor', filters.cursor);
-    // The list and the header's "runs need you" (the answer's summary) count the same runs: live ones, or with the
-    // dry runs when asked.
     params.set('rehearsal', filters.rehearsals === 'include' ? 'include' : 'exclude');
     let page;
+    let needs;
     try {
-      page = filters.q ? await searched(filters.q, params, ctx.definitions) : await get(`/runs?${params}`);
+      [page, needs] = await Promise.all([
+        filters.q ? searched(filters.q, params, ctx.definitions) : get(`/runs?${params}`), get('/inbox'),
+      ]);
     } catch (error) {
       if (error.status !== 401) notice(`The runs could not be loaded: ${error.messages.join(' ')}`, 'error');
       throw error;
     }
+    needYou(needs.needs_you); // the header counts what the inbox holds: the runs this person can act on
+    const named = [...names.entries()].join();
+    keyedRows(inbox.body, INBOX_HEADERS, needs.runs.map((row) => ({ key: row.id, shape: JSON.stringify([row, named]), render: () => inboxRow(row) })));
+    inbox.node.hidden = !needs.runs.length;
+    inboxEmpty.hidden = Boolean(needs.runs.length);
     const shownIds = new Set(page.runs.map((run) => run.id));
     for (const id of [...selected]) if (!shownIds.has(id)) selected.delete(id);
-    const rows = page.runs.map((run) => el('tr', { 'data-run': run.id, 'data-status': run.status },
-      bulk ? el('td', {}, el('input', {
-        type: 'checkbox', 'data-select': run.id, checked: selected.has(run.id), 'aria-label': `Select run ${run.id}`,
-        onchange: (event) => { if (event.target.checked) selected.add(run.id); else selected.delete(run.id); bulk.refresh(); },
-      })) : null,
-      el('td', {}, el('a', { href: `#/runs/${run.id}` }, `Run ${run.id}`), rehearsalMark(run)),
-      el('td', {}, `${names.get(String(run.definition_id)) || `definition ${run.definition_id}`} (v${run.definition_version})`),
-      el('td', {}, badge(run.status)),
-      el('td', {}, waitingCell(run.waiting)),
-      el('td', {}, badge(run.health)),
-      el('td', {}, when(run.scheduled_for), postponeAction(ctx.session(), run, () => poller.now())),
-      el('td', {}, when(run.started_at)),
-      el('td', {}, when(run.finished_at)),
-      el('td', {}, lasted(run))));
+    keyedRows(all.body, allHeaders, page.runs.map((run) => ({
+      key: run.id, shape: JSON.stringify([run, named, selected.has(run.id)]), render: () => runRow(run),
+    })));
     bulk?.refresh();
     const counts = page.summary?.waiting;
-    if (counts) needYou(counts.any || 0);
     if (counts && !waitingKinds) {
       waitingKinds = Object.keys(counts);
       waitingSelect.replaceChildren(el('option', { value: '' }, 'waiting or not'),
         ...waitingKinds.map((kind) => el('option', { value: kind, selected: kind === filters.waiting }, kind === 'any' ? 'anything' : (wordOf('waiting_for', kind)?.label ?? kind))));
     }
-    list.replaceChildren(rows.length
-      ? table('Runs, newest first', [...(bulk ? ['Select'] : []), 'Run', 'Definition', 'Status', 'Waiting for', 'Health',
-        'Scheduled for', 'Started', 'Finished', 'Duration'], rows)
-      : el('p', {}, filters.q ? `No run matches “${filters.q}” (a run id, or words of a definition's name).` : 'No runs match.'));
-    paging.replaceChildren(
-      filters.cursor ? el('a', { href: hashFor({ ...filters, cursor: '' }) }, '← Newest runs') : '',
-      page.next_cursor ? el('a', { href: hashFor({ ...filters, cursor: page.next_cursor }), id: 'older' }, 'Older runs →') : '',
-    );
+    all.node.hidden = !page.runs.length;
+    none.hidden = Boolean(page.runs.length);
+    none.textContent = filters.q ? `No run matches “${filters.q}” (a run id, or words of a definition's name).` : 'No runs match.';
+    const pagingShape = JSON.stringify([filters, page.next_cursor]);
+    if (paging.dataset.shape !== pagingShape) {
+      paging.dataset.shape = pagingShape;
+      paging.replaceChildren(
+        filters.cursor ? el('a', { href: hashFor({ ...filters, cursor: '' }) }, '← Newest runs') : '',
+        page.next_cursor ? el('a', { href: hashFor({ ...filters, cursor: page.next_cursor }), id: 'older' }, 'Older runs →') : '',
+      );
+    }
     return page.runs.some(isLive) ? 'live' : 'idle';
   }
 
-  const poller = new Poller(load, freshness(fresh));
+  const poller = new Poller(load, freshness(fresh), { counts: false });
   poller.now();
   return () => poller.stop();
 }

@@ -7,7 +7,7 @@ import { attemptWords } from './log.js';
 import { stepName, wordsBeyondName } from './names.js';
 import { conditionWords, standingWords } from './phases.js';
 import { deadlineMoved } from './plans.js';
-import { badge, capitalised, el, inFuture, isOpenStep, isTerminalRun, parkOf, since, table, when } from './ui.js';
+import { badge, capitalised, el, inFuture, isOpenStep, isTerminalRun, parkOf, since, table, waitOf, when } from './ui.js';
 
 // Words and <time> elements as a sentence: its first word capitalised.
 function sentence(parts) {
@@ -136,14 +136,21 @@ export function phaseSections(view) {
 export function progress(detail) {
   const { run, phases, steps } = detail;
   if (!phases.length || run.current_phase == null) return [];
-  const ofPhase = steps.filter((s) => s.phase === run.current_phase);
-  const finished = ofPhase.filter((s) => !isOpenStep(s)).length;
-  const at = Math.min(finished + 1, ofPhase.length);
+  const ofPhase = steps.filter((s) => s.phase === run.current_phase).sort((a, b) => a.seq - b.seq);
+  // The step the run stands at: the one a paused run stopped at (the last it started), else its first open step,
+  // else (its phase's steps all over) its last.
+  const started = ofPhase.map((s) => Boolean(s.started_at)).lastIndexOf(true);
+  const open = ofPhase.findIndex(isOpenStep);
+  const stopped = waitOf(detail.waiting)?.on === 'run' && started >= 0;
+  const at = stopped ? started : open >= 0 ? open : ofPhase.length - 1;
   const closed = phases.filter((p) => p.closed_at).length;
-  // A finished run's bar stands where it stopped: its closed phases (all of them, once completed).
-  const current = isTerminalRun(run.status) || !ofPhase.length ? 0 : finished / ofPhase.length;
-  const share = Math.min(1, (closed + current) / phases.length);
-  const words = `Phase ${run.current_phase} of ${phases.length}${ofPhase.length ? ` · step ${at} of ${ofPhase.length}` : ''}`;
+  // What is done: a completed run's whole bar; a finished one's stands where it stopped (its closed phases); a
+  // live one's the steps before the one it stands at.
+  const done = run.status === 'completed';
+  const current = isTerminalRun(run.status) || !ofPhase.length ? 0 : Math.max(0, at) / ofPhase.length;
+  const share = done ? 1 : Math.min(1, (closed + current) / phases.length);
+  const words = done ? `All ${phases.length} ${phases.length === 1 ? 'phase' : 'phases'} done`
+    : `Phase ${run.current_phase} of ${phases.length}${ofPhase.length ? ` · step ${at + 1} of ${ofPhase.length}` : ''}`;
   return [el('span', { id: 'run-progress-words' }, words), ' ',
     el('progress', { id: 'run-progress-bar', max: '100', value: String(Math.round(share * 100)), 'aria-label': `Progress: ${words}` })];
 }

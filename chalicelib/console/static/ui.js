@@ -161,15 +161,24 @@ export function notice(text, kind = 'info', ...extra) {
   say('notice', text, kind, ...extra);
 }
 
-// "2 runs need you" in the header and the tab's title, from GET /runs's `summary.waiting.any`; nothing when 0.
+// "2 runs need you" in the header and in front of the tab's title, from GET /inbox's `needs_you` (the runs the
+// caller can act on); nothing when 0. `pageTitle` sets what follows it.
+const titles = { count: '', page: 'Event runs' };
+const showTitle = () => { document.title = titles.count ? `${titles.count} · ${titles.page}` : titles.page; };
+
 export function needYou(count) {
-  const words = count ? `${count} ${count === 1 ? 'run needs' : 'runs need'} you` : '';
+  titles.count = count ? `${count} ${count === 1 ? 'run needs' : 'runs need'} you` : '';
   const badgeNode = document.getElementById('need-you');
   if (badgeNode) {
-    badgeNode.textContent = words;
+    badgeNode.textContent = titles.count;
     badgeNode.hidden = !count;
   }
-  document.title = words ? `${words} · Event runs` : 'Event runs';
+  showTitle();
+}
+
+export function pageTitle(text) {
+  titles.page = text;
+  showTitle();
 }
 
 export const capitalised = (text) => (text ? `${text[0].toUpperCase()}${text.slice(1)}` : text);
@@ -217,12 +226,61 @@ export function ask({ title, label = null, action, what = null, required = false
 
 // A table; on a narrow screen each row becomes a card whose cells are labelled by their column (data-label).
 export function table(caption, headers, rows) {
-  for (const row of rows) {
-    [...row.children].forEach((cell, i) => { if (headers[i]) cell.setAttribute('data-label', headers[i]); });
-  }
+  for (const row of rows) labelled(row, headers);
   return el('div', { class: 'table-wrap' },
     el('table', { class: 'cards' },
       el('caption', {}, caption),
       el('thead', {}, el('tr', {}, headers.map((h) => el('th', { scope: 'col' }, h)))),
       el('tbody', {}, rows)));
+}
+
+function labelled(row, headers) {
+  [...row.children].forEach((cell, i) => { if (headers[i]) cell.setAttribute('data-label', headers[i]); });
+  return row;
+}
+
+// The rows of a table's body kept in step with `items` by key: a row whose `shape` (what it shows) has not
+// changed is left as it is — focus, selection and the reading position stay put however often the page
+// refreshes — a changed one is rebuilt (focus moved to the same control of its new row), a gone one removed,
+// and rows are moved only when their order changed. Each row is {key, shape, render()}; render() builds the <tr>.
+export function keyedRows(body, headers, items) {
+  const old = new Map([...body.children].map((row) => [/** @type {HTMLElement} */ (row).dataset.key, row]));
+  const wanted = new Set(items.map((item) => String(item.key)));
+  for (const [key, row] of old) if (!wanted.has(key)) row.remove();
+  let at = body.firstElementChild;
+  for (const item of items) {
+    const key = String(item.key);
+    let row = /** @type {HTMLElement | undefined} */ (old.get(key));
+    if (!row || row.dataset.shape !== item.shape) {
+      const fresh = labelled(item.render(), headers);
+      fresh.dataset.key = key;
+      fresh.dataset.shape = item.shape;
+      const focused = row?.contains(document.activeElement) ? sameIn(/** @type {HTMLElement} */ (document.activeElement)) : null;
+      if (row) row.replaceWith(fresh); else body.insertBefore(fresh, at);
+      if (focused) /** @type {HTMLElement | null} */ (fresh.querySelector(focused))?.focus({ preventScroll: true });
+      row = fresh;
+    } else if (row !== at) {
+      body.insertBefore(row, at);
+    }
+    at = row.nextElementSibling;
+  }
+}
+
+// A selector for the control a rebuilt row should give focus back to: the same link, box or button.
+function sameIn(node) {
+  for (const name of ['data-control', 'data-select', 'href']) {
+    const value = node.getAttribute(name);
+    if (value !== null) return `${node.tagName.toLowerCase()}[${name}="${CSS.escape(value)}"]`;
+  }
+  return null;
+}
+
+// An empty table whose body `keyedRows` fills: {node, body}.
+export function keyedTable(caption, headers, attrs = {}) {
+  const body = el('tbody');
+  return {
+    body,
+    node: el('div', { class: 'table-wrap' }, el('table', { class: 'cards', ...attrs },
+      el('caption', {}, caption), el('thead', {}, el('tr', {}, headers.map((h) => el('th', { scope: 'col' }, h)))), body)),
+  };
 }

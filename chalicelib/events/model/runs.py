@@ -32,7 +32,7 @@ from .values import iso, json_column, known, public_fields
 
 class Health(str, Enum):
     OK = "ok"
-    DEGRADED = "degraded"  # something already went wrong; never goes back
+    DEGRADED = "degraded"  # something went wrong; ok again once a retried step succeeds and none stands failed
 
 
 REHEARSAL_COLUMNS = ("mode", "speed", "rehearsal_bridge", "auto_confirm_seconds", "auto_signal_seconds")

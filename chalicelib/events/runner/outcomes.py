@@ -74,6 +74,8 @@ def settle_outcome(
     held = False
     if verdict is Verdict.DONE:
         status, written = StepStatus.DONE, steps.finish(tx, claim, StepStatus.DONE, now)
+        if written and step.retries:  # a step a person retried has succeeded: the trouble may have ended
+            runs.recover(tx, step.run_id, now)
         if written and outcome.hold_until is not None:
             held = steps.delay_next(tx, step.run_id, step.phase, step.seq, outcome.hold_until)
     elif verdict in (Verdict.PARKED, Verdict.RETRY) and \

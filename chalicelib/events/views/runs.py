@@ -15,6 +15,7 @@ from ..store import log, phases, resources, runs, steps
 from ..store.runs import REHEARSAL_FILTERS as REHEARSAL_FILTERS  # the runs page's ?rehearsal= values
 from ..waiting import waiting
 from . import Body, fitted
+from .inbox import escalated_kind, mark_escalated
 
 # A run's detail answers its steps a page at a time: at most STEPS_PAGE steps and about PAGE_BYTES of them
 # (views.fitted), so one answer stays far below Lambda's 6 MB whatever the run's size (a definition allows
@@ -79,9 +80,12 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: c
     flying = steps.holding_phase(tx, run.id, run.current_phase, now) if run.current_phase is not None else None
     undone = resources.by_ids(tx, [s.resource_id for s in head if s.resource_id is not None])
     moved = log.latest(tx, run.id, journal.RUN_STATUS) if run.status is lifecycle.RunStatus.PAUSED else None
+    wait = _waiting_of(run, head[0] if head else None, working, undone, moved)
+    if wait is not None:  # a fired escalation stays told while its wait lasts
+        mark_escalated(wait, log.latest(tx, run.id, escalated_kind(wait)))
     return {
         "run": run.public(),
-        "waiting": _waiting_of(run, head[0] if head else None, working, undone, moved),
+        "waiting": wait,
         "phases": [p.public() for p in run_phases],
         "steps": [s.public() for s in run_steps],
         "steps_next_cursor": next_cursor,

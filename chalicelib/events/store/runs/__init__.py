@@ -24,7 +24,7 @@ writer (`moves.move`); the statements live by job:
 from .cleanup import begin_cleanup, begin_late_cleanup, end_cleanup, end_late_cleanup, pause_cleanup, wake_cleanup
 from .lease import release_lease, take_lease
 from .leaving import advance_phase, leave_phase
-from .moves import degrade, transition
+from .moves import degrade, recover, transition
 from .overlap import queue, queued_behind, under_way
 from .reads import (
     REHEARSAL_FILTERS,
@@ -41,6 +41,7 @@ from .reads import (
     of_occurrences,
     oldest_paused_since,
     waiting_counts,
+    waiting_on,
 )
 from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, postpone, start_within_grace
 
@@ -49,6 +50,6 @@ __all__ = [
     "degrade", "end_cleanup", "end_late_cleanup", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "lookout", "matching", "miss_after_grace",
     "next_wake", "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "queue",
-    "queued_behind", "release_lease", "start_within_grace", "take_lease", "transition", "under_way", "waiting_counts",
-    "wake_cleanup",
+    "queued_behind", "recover", "release_lease", "start_within_grace", "take_lease", "transition", "under_way",
+    "waiting_counts", "waiting_on", "wake_cleanup",
 ]

@@ -16,7 +16,7 @@ from typing import Any, TypedDict, Unpack
 
 from ....db import Tx, placeholders
 from ... import waiting
-from ...lifecycle import CLEANUP_TARGETS, RunSQL, RunStatus, WaitSQL, Wake, writes
+from ...lifecycle import CLEANUP_TARGETS, RunSQL, RunStatus, StepSQL, WaitSQL, Wake, writes
 from ...model import is_whole_number, kept_note
 
 _UNSET = object()  # a move that leaves last_error as it was (None clears it)
@@ -192,6 +192,21 @@ def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> boo
                       last_error = COALESCE(%s, last_error)
                 WHERE id = %s AND status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — the status list is rendered from RunStatus at import
             (now, kept_note(error), run_id),
+        )
+        == 1
+    )
+
+
+def recover(tx: Tx, run_id: int, now: datetime) -> bool:
+    """A live degraded run is healthy again once none of its steps stands failed or refused: called when a step a
+    person retried succeeds (the trouble it was degraded for has ended)."""
+    # guard: a-run-recovers-with-a-step-still-failed
+    return (
+        tx.execute(
+            f"""UPDATE event_runs SET health = 'ok', updated_at = %s
+                WHERE id = %s AND health = 'degraded' AND status NOT IN ({RunSQL.TERMINAL})
+                  AND NOT EXISTS (SELECT 1 FROM event_run_steps s WHERE s.run_id = %s AND s.status IN ({StepSQL.FAILURES}))""",  # noqa: S608 — the status lists are rendered from the lifecycle at import
+            (now, run_id, run_id),
         )
         == 1
     )

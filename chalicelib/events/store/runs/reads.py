@@ -9,6 +9,7 @@ scan however many runs the table holds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -167,6 +168,22 @@ def waiting_counts(tx: Tx, rehearsal: str | None = None) -> dict[str, Any]:
     counts = {kind.value: int(row[kind.value]) for kind in WaitingFor}
     held_while_working = sum(counts[kind.value] for kind in WaitingFor if kind is not WaitingFor.RESUME)  # resume: paused, not live
     return {"waiting": {waiting.ANY: sum(counts.values()), **counts}, "working": int(row["live"]) - held_while_working}
+
+
+def waiting_on(tx: Tx, kinds: Sequence[WaitingFor], limit: int) -> tuple[list[Run], int]:
+    """The live runs waiting for one of `kinds` (the waits a caller can act on), at most `limit` of them, oldest
+    first, and how many there are: each one range of `event_runs_waiting` per kind. A dry run is nobody's
+    emergency: the inbox holds none."""
+    if not kinds:
+        return [], 0
+    # guard: the-inbox-holds-a-wait-the-caller-cannot-act-on
+    where = f"waiting_for IN ({placeholders(len(kinds))}) AND mode = %s AND {understood.run('event_runs')}"
+    args = (*(kind.value for kind in kinds), RunMode.LIVE.value)
+    count = int(tx.scalar(f"SELECT COUNT(*) FROM event_runs WHERE {where}", args) or 0)  # noqa: S608 — constants; values are parameters
+    if not limit or not count:
+        return [], count
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs WHERE {where} ORDER BY id LIMIT %s", (*args, limit))  # noqa: S608 — constants; values are parameters
+    return [Run.from_row(r) for r in rows], count
 
 
 def find_due(

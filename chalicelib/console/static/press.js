@@ -1,0 +1,142 @@
+// @ts-check
+// Pressing a control, as every page presses it (the run page's buttons and banners, the inbox's rows): what it
+// asks first (its declaration's question and note field, what a costly one will do, cancel's cleanup), then the
+// POST, and what the answer means (a refusal explained as the run page explains every refusal).
+//
+// `page`: {runId, detail() (the run's GET /runs/{id} as last read), offered(step) (the controls offered on it,
+// null: the run's), runNamed(), session, refresh() (re-reads the page), landing (what takes focus after),
+// explain?(name) (the page's own words for what a control will do), moveTime?(name, step) (a time's dialog)}.
+
+import { ApiError, neededRoles, post } from './api.js';
+import { stepName, wordsBeyondName } from './names.js';
+import { phaseNamed } from './phases.js';
+import { askCancel } from './resources.js';
+import { ask, capitalised, controlOf, focus, isOpenStep, notice } from './ui.js';
+
+// What each control asks for first and how it is named on the page come from its declaration
+// (GET /vocabulary). A control this console was not told of is a plain button named after it
+// that asks nothing: the API still decides whether it takes.
+export function specOf(name) {
+  const declared = controlOf(name);
+  if (!declared) return { field: null, phaseField: null, action: name, done: `${name}: done`, tone: null };
+  // A control that asks nothing first (acknowledge: its note is optional) is pressed at once; one whose note
+  // is required (take-over) is not sent without it.
+  const field = declared.question ? declared.note_field : null;
+  const required = Boolean(declared.note_required);
+  return {
+    field, required, label: field ? `${capitalised(field)} (${required ? 'required' : 'optional'})` : null, title: declared.question,
+    action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
+    option: declared.option_field || null, choiceField: declared.choice_field || null,
+  };
+}
+
+export function presser(page) {
+  const { runId, offered, runNamed, session } = page;
+
+  const phaseRow = (number) => (page.detail().phases || []).find((p) => p.number === number);
+
+  // The phase the page shows the run at, named: what a control with a phase field acts on.
+  function currentPhase() {
+    const number = page.detail().run.current_phase;
+    return { number, named: phaseNamed(number, phaseRow(number)) };
+  }
+
+  // POSTs a control or a signal and explains the answer: `done(answer)` the words on success; a refusal
+  // as the page explains every refusal (409 the run has moved, 412 it changed while the person looked —
+  // both re-read the page — 403 the role needed; 401 signs out). `typed`: what the person wrote in the
+  // control's dialog ({label, text}), given back in a refusal's notice so it is not lost; `shown`: the run's
+  // status as the page showed it when the person pressed.
+  async function send(path, body, { action, done, about = '', typed = null, shown = null }) {
+    const kept = typed?.text ? ` Your ${typed.label.toLowerCase()}, not sent: “${typed.text}”.` : '';
+    const pressed = `${action}${about ? ` (${about})` : ''}`;
+    try {
+      notice(done(await post(path, body)), 'ok');
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status === 401) return;
+      // Said once: a run that moved since the press (its status answered beside the message of a 409 or a 412)
+      // is the whole story; else what changed (412), or the refusal's reason (409), the step it names already
+      // named in the press.
+      const now = error.detail.run_status;
+      if ((error.stale || error.status === 409) && now && shown && now !== shown) {
+        notice(`This run has moved: it is now ${now}, so ${pressed} did nothing.${kept}`, 'warning');
+      } else if (error.stale) {
+        notice(`${pressed} did nothing. ${error.messages.join(' ')}${kept}`, 'warning');
+      } else if (error.status === 409) {
+        const why = error.messages.map((m) => (about && m.startsWith(`${about}: `) ? m.slice(about.length + 2) : m));
+        notice(`${pressed} did nothing: ${why.join(' ')}${kept}`, 'warning');
+      } else {
+        // Nothing changed on the server, so no refresh: the explanation stays in view.
+        const roles = neededRoles(error);
+        notice(error.status === 403
+          ? `Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`
+          : `${action}${about ? ` ${about}` : ''} did not work: ${error.messages.join(' ')}${kept}`, 'error');
+        focus(page.landing);
+        return;
+      }
+    }
+    await page.refresh();
+    focus(page.landing);
+  }
+
+  // What a costly control will do, said in its dialog before anything is sent: the page's own words first
+  // (`page.explain(name)`: the run page's Advance and Resume, which read its log), else what any page knows.
+  function consequence(name) {
+    const explained = page.explain?.(name);
+    if (explained) return explained;
+    const detail = page.detail();
+    if (name === 'cancel') {
+      const open = detail.steps.filter(isOpenStep).length;
+      return `${capitalised(runNamed())} stops for good: its ${open} open ${open === 1 ? 'step is' : 'steps are'} cancelled`
+        + ' (a step already sent to the game is left to its answer), no later phase begins, and it cannot be resumed.';
+    }
+    if (name === 'cleanup') {
+      const live = detail.ledger?.counts?.live || 0;
+      return `Each of the ${live} ${live === 1 ? 'resource' : 'resources'} ${runNamed()} left live in the game world is reverted,`
+        + ` newest first, as listed under "Left in the game world" (one whose revert is never sent stays); the run stays ${detail.run.status}.`;
+    }
+    const failed = detail.steps.filter((s) => offered(s).includes('retry'));
+    if (name === 'resume' && failed.length) {
+      return `The run goes on from the step after the failed one; ${failed.map(stepName).join(', ')} stays failed.`;
+    }
+    return null;
+  }
+
+  // `choice`: the answer pressed, on a cue with choices ({value, label}). A control that moves a time
+  // (postpone, a cue's extend) asks for it in its own dialog (`page.moveTime`).
+  async function act(name, step, choice = null) {
+    if ((controlOf(name)?.time_field || controlOf(name)?.seconds_field) && page.moveTime) return page.moveTime(name, step);
+    const spec = specOf(name);
+    const shown = page.detail().run.status; // as the person saw it when they pressed
+    let body = {};
+    let typed = null;
+    const phase = spec.phaseField ? currentPhase() : null;
+    const consequences = choice ? `The answer: ${choice.label}.` : step ? null : consequence(name);
+    const what = Array.isArray(consequences) && !consequences.length ? null : consequences;
+    if (spec.option && !step) { // cancel: what it does, its reason, and whether to clean up what the run left
+      const chosen = await askCancel(runId, { ...spec, title: spec.title || `${spec.action}?`, what });
+      if (chosen === null) return;
+      body = chosen;
+      if (chosen[spec.field]) typed = { label: spec.field, text: chosen[spec.field] };
+    } else if (spec.field || what) {
+      const words = step ? wordsBeyondName(step) : null;
+      const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
+      const text = await ask({
+        title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what,
+        required: spec.required,
+      });
+      if (text === null) return;
+      if (text) {
+        body = { [spec.field]: text };
+        typed = { label: spec.field, text };
+      }
+    }
+    if (phase) body[spec.phaseField] = phase.number;
+    if (choice) body[spec.choiceField] = choice.value;
+    const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
+    const named = step ? stepName(step) : `run ${runId}`;
+    const answered = choice ? `: ${choice.label}` : '';
+    await send(path, body, { action: spec.action, about: named, typed, shown, done: () => `${spec.done} ${named}${answered}.` });
+  }
+
+  return { act, send, currentPhase, phaseRow };
+}

@@ -1,0 +1,98 @@
+"""The inbox: the live runs that need the caller, most urgent first, each with one line of its story and the one
+or two controls most likely needed; and how many there are (the needs-you count every console page shows).
+
+Invariant: the inbox holds exactly the waits the caller can act on (`commands.answers.answerable`: a gm's the
+cues), and its count counts the same runs; the order is an escalated wait first, then the longest wait, then
+by run id; a row's controls are those legal now (the refusal rules) that the caller may press. Reads only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...db import Database, Tx, must_exist
+from .. import journal, lifecycle
+from ..commands import Target, answers, refusal
+from ..commands.rules import advance_refusal
+from ..lifecycle import RunStatus, WaitingFor
+from ..model import LogEntry, Phase, Run, Step, iso
+from ..store import log, phases, resources, runs, steps
+from ..stories import story
+from ..waiting import waiting
+from . import Body
+
+INBOX_PAGE = 50  # rows answered unless `limit` says otherwise (0: the count alone)
+ROW_CONTROLS = 2  # the controls a row offers, most likely first
+
+
+def inbox(db: Database, roles: frozenset[str], sub: str, query: dict[str, Any]) -> Body:
+    """{"needs_you": how many runs the caller can act on, "runs": the first `limit` of them, most urgent first}."""
+    return db.autocommit(lambda tx: _read(tx, roles, sub, query.get("limit", INBOX_PAGE)))
+
+
+def _read(tx: Tx, roles: frozenset[str], sub: str, limit: int) -> Body:
+    page, count = runs.waiting_on(tx, answers.answerable(roles), limit)
+    parked = steps.parked_of(tx, [r.id for r in page if r.status in lifecycle.ATTENDED])
+    working = [r for r in page if r.status in lifecycle.WORKING and r.current_phase is not None]
+    at = phases.current_of(tx, [(r.id, must_exist(r.current_phase)) for r in working])
+    undone = resources.by_ids(tx, [s.resource_id for s in parked.values() if s.resource_id is not None])
+    paused = [r.id for r in page if r.status is RunStatus.PAUSED]
+    moved = log.latest_of(tx, paused, journal.RUN_STATUS)
+    escalated = {**log.latest_of(tx, [r.id for r in page if r.id not in parked], journal.RUN_ESCALATED),
+                 **log.latest_of(tx, list(parked), journal.STEP_ESCALATED)}
+    rows = []
+    for run in page:
+        head = parked.get(run.id)
+        reverted = None if head is None or head.resource_id is None else undone.get(head.resource_id)
+        wait = waiting(run, head, at.get(run.id), reverted, moved.get(run.id))
+        if wait is None:  # moved on between the two reads
+            continue
+        mark_escalated(wait, escalated.get(run.id))
+        failed = _failed_step(tx, run) if run.status is RunStatus.PAUSED else None
+        rows.append({**run.public(), "waiting": wait, "story": story(wait, head, failed, at.get(run.id)),
+                     "controls": _controls(run, wait, head, failed, at.get(run.id), roles, sub)})
+    # An escalated wait first, then the longest wait (ISO times in UTC sort as they read; one not known last).
+    rows.sort(key=lambda row: ("escalated" not in row["waiting"], row["waiting"]["since"] is None,
+                               row["waiting"]["since"] or "", row["id"]))
+    return {"needs_you": count, "runs": rows}
+
+
+def escalated_kind(wait: Body) -> str:
+    """The log kind of a wait's escalation: a parked step's (a cue, a decision) or the run's (a resume, an advance)."""
+    return journal.STEP_ESCALATED if "step_id" in wait else journal.RUN_ESCALATED
+
+
+def mark_escalated(wait: Body | None, fired: LogEntry | None) -> None:
+    """Adds to `wait` its fired escalation (`escalated`: where it went, which try of how many, and when) when
+    `fired`, the run's newest row of `escalated_kind(wait)`, is of this wait (its step's, since it began)."""
+    if wait is None or fired is None or fired.kind != escalated_kind(wait):
+        return
+    if fired.step_id != wait.get("step_id") or (iso(fired.created_at) or "") < (wait["since"] or ""):
+        return
+    detail = fired.detail or {}
+    wait["escalated"] = {"channel": detail.get("channel"), "attempt": detail.get("attempt"), "of": detail.get("of"),
+                         "at": iso(fired.created_at)}
+
+
+def _failed_step(tx: Tx, run: Run) -> Step | None:
+    """The failed step a paused run is stopped at (the one Retry would re-queue), or None."""
+    if run.current_phase is None:
+        return None
+    furthest = steps.last_started_seq(tx, run.id, run.current_phase)
+    return next((s for s in steps.list_for_phase(tx, run.id, run.current_phase)
+                 if refusal(answers.RETRY.name, run, s, furthest) is None), None)
+
+
+def _controls(run: Run, wait: Body, head: Step | None, failed: Step | None, phase: Phase | None,
+              roles: frozenset[str], sub: str) -> list[Body]:
+    """The controls most likely needed that are legal now and the caller's to press: [{name, step_id}]."""
+    kind = WaitingFor(wait["for"])
+    found = []
+    for control in answers.answers(kind, failed=failed is not None):
+        step = failed if control is answers.RETRY else head if control.target is Target.STEP else None
+        if control.phase_field is not None:
+            legal = run.current_phase is not None and advance_refusal(run, run.current_phase, phase, None) is None
+        else:
+            legal = refusal(control.name, run, step) is None
+        if legal and answers.pressable(control, roles, sub, step):
+            found.append({"name": control.name, "step_id": None if step is None else step.id})
+    return found[:ROW_CONTROLS]
