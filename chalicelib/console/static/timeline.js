@@ -48,7 +48,7 @@ function render(box, projection) {
   box.replaceChildren(
     el('p', { id: 'timeline-length' }, `Shortest ${duration(projection.shortest_seconds)}; longest ${duration(projection.longest_seconds)}.`),
     projection.warnings.length
-      ? el('ul', { id: 'timeline-warnings', class: 'problems' }, projection.warnings.map((w) => el('li', { 'data-code': w.code }, `${w.code}: ${w.message}`)))
+      ? el('ul', { id: 'timeline-warnings', class: 'problems' }, projection.warnings.map((w) => el('li', { 'data-code': w.code }, w.message)))
       : el('p', { id: 'timeline-warnings', class: 'muted' }, 'No warnings.'),
     branchLines(projection.branches),
     el('ol', { id: 'timeline-phases', class: 'timeline' }, byPhase));

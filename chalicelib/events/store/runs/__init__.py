@@ -11,7 +11,7 @@ from the rows as they stand, and a status change what its row of
 Every status change is one row of the transitions table, rendered by the one
 writer (`moves.move`); the statements live by job:
 
-    reads.py      a run, a page of runs, the runs of some occurrences, the due ones, the counts
+    reads.py      a run, a page of runs, the runs of some occurrences or of a window, the due ones, the counts
     scheduled.py  a run created (an occurrence, a dry run), then started within its grace or missed
     moves.py      the one writer of a status change, `transition`, and `degrade`
     leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
@@ -28,6 +28,7 @@ from .reads import (
     find_due,
     get,
     list_page,
+    live_between,
     next_wake,
     occurrence_key,
     of_occurrences,
@@ -38,7 +39,7 @@ from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, st
 
 __all__ = [
     "REHEARSAL_FILTERS", "advance_phase", "begin_cleanup", "degrade", "end_cleanup", "find_due", "get",
-    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "miss_after_grace", "next_wake",
+    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "live_between", "miss_after_grace", "next_wake",
     "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "release_lease",
     "start_within_grace", "take_lease", "transition", "waiting_counts", "wake_cleanup",
 ]
