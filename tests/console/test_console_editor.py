@@ -161,9 +161,14 @@ def test_a_save_with_a_bad_field_shows_the_problem_beside_that_field(browser, se
     _type(browser, "phases[0].steps[1].params.seconds", "-3")
     _click(browser, "#save-document")
     beside = eventually(lambda: text_of(browser, "[data-path='grace_seconds'] .field-problem"), "the problem beside grace_seconds")
-    assert "grace_seconds must be bigger than or equal to 60" in beside, beside
-    assert "seconds must be bigger than or equal to 0" in text_of(browser, "[data-path='phases[0].steps[1].params.seconds'] .field-problem")
+    assert beside == "Grace before a missed start (seconds) must be bigger than or equal to 60", beside
+    assert text_of(browser, "[data-path='phases[0].steps[1].params.seconds'] .field-problem") == (
+        "Phase 1 · step 2 (core.wait) · Wait (seconds) must be bigger than or equal to 0")
     assert _input(browser, "grace_seconds").get_attribute("aria-invalid") == "true"
+    assert browser.switch_to.active_element.get_attribute("id") == _input(browser, "grace_seconds").get_attribute("id"), \
+        "focus goes to the first field with a problem"
+    listed_problems = text_of(browser, "#problems li[data-problem-path='grace_seconds']")
+    assert "(JSON: document.grace_seconds)" in listed_problems, "the JSON path in a hint"
     assert "2 problems; nothing was saved" in text_of(browser, "#notice")
     _audited(browser, "the editor with its problems")
     dark(browser, True)

@@ -155,7 +155,8 @@ export function documentEditor(initial) {
       parts.push(field(step, 'action', moduleSchema, `${path}.action`, at(name), { required: true, label: 'Module action' }));
     }
     const paramsSchema = spec.core ? spec.params_schema : { ...spec.params_schema, description: 'Any JSON object: the game side checks it.' };
-    parts.push(field(step, 'params', paramsSchema, `${path}.params`, at(name), { label: spec.core ? `Params of ${spec.id}` : 'Params (a JSON object)' }));
+    parts.push(field(step, 'params', paramsSchema, `${path}.params`, at(name),
+      { label: spec.core ? `Params of ${spec.id}` : 'Params (a JSON object)', where: name }));
     parts.push(...fieldsOf(step, stepSchema, path, at(name), ['action', 'params']));
     const move = (by) => {
       moved(steps, index, by);

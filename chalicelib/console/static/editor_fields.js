@@ -117,11 +117,12 @@ function readInput(schema, text, path, ctx) {
  * @param {any} schema
  * @param {string} path
  * @param {FieldContext} ctx
- * @param {{ required?: boolean, label?: string }} [options]
+ * @param {{ required?: boolean, label?: string, where?: string }} [options] `where`: the words a group's fields
+ *   stand under (default: the group's own label under the context's; a step's params: the step's name alone)
  * @returns {HTMLElement}
  */
-export function field(target, key, schema, path, ctx, { required = false, label = wordsFor(schema, key) } = {}) {
-  if (isGroup(schema)) return group(target, key, schema, path, ctx, label, required);
+export function field(target, key, schema, path, ctx, { required = false, label = wordsFor(schema, key), where = within(ctx.where, label) } = {}) {
+  if (isGroup(schema)) return group(target, key, schema, path, ctx, label, required, where);
   const id = freshId('field');
   const { help, problem, describedBy } = helpFor(schema, id, key);
   const input = inputFor(schema, id, target[key], describedBy);
@@ -147,7 +148,7 @@ export function field(target, key, schema, path, ctx, { required = false, label 
 // A nested object's fields in a group of their own; the object is written into `target` once one of them is
 // set, and removed when the last is emptied (a `schedule: null` stays as written until then). In a group
 // that may be left out, what it requires is required only once it is there, and its help says so.
-function group(target, key, schema, path, ctx, label, groupRequired) {
+function group(target, key, schema, path, ctx, label, groupRequired, where) {
   const holder = target[key] && typeof target[key] === 'object' ? target[key] : {};
   const needs = schema.required || [];
   const required = new Set(groupRequired ? needs : []);
@@ -155,7 +156,7 @@ function group(target, key, schema, path, ctx, label, groupRequired) {
     : `Optional: leave every field empty for none${needs.length ? `; once one is set, ${needs.join(' and ')} ${needs.length > 1 ? 'are' : 'is'} required` : ''}.`;
   const inner = {
     ...ctx,
-    where: within(ctx.where, label),
+    where,
     changed: () => {
       if (Object.keys(holder).length) target[key] = holder;
       else delete target[key];
