@@ -10,7 +10,7 @@ import { versionsDiff } from './diff.js';
 import { documentEditor } from './editor.js';
 import { explain } from './explain.js';
 import { timelinePanel } from './timeline.js';
-import { ask, el, focus, fullTime, heading, notice, table, when } from './ui.js';
+import { ask, el, fill, focus, fullTime, heading, notice, table, when } from './ui.js';
 
 const TEMPLATE = {
   name: 'New event',
@@ -205,7 +205,7 @@ export function definitionView(main, ctx, idText) {
         explain(error, 'Reading the current version');
       }
     };
-    main.replaceChildren(
+    fill(main,
       el('p', {}, el('a', { href: '#/definitions' }, '← All definitions')),
       heading(1, definition.name),
       el('p', {}, `Current version ${definition.current_version}`, definition.schedule_cron ? ['; schedule ', el('code', {}, definition.schedule_cron)] : '', '. ',

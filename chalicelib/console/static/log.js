@@ -71,8 +71,15 @@ export function describeEntry(entry, nameOf) {
     case 'step.escalated': return `${nameOf(entry)}: escalated${try_(d)} ${sent(d)}`;
     case 'run.escalated': return `Run's wait for ${wordOf('waiting_for', d.waiting_for)?.label ?? d.waiting_for} escalated${try_(d)} ${sent(d)}`;
     case 'notice.failed': return failedWords(entry, nameOf);
-    default: return `${entry.kind} ${JSON.stringify(d)}`;
+    case 'run.cleanup': return `Cleanup began: ${d.reverts} ${d.reverts === 1 ? 'thing' : 'things'} to revert, newest first, in phase ${d.phase}`;
+    default: return `${entry.kind}${detailWords(d)}`;
   }
+}
+
+// A row of a kind this console has no words for yet: its detail as "name value" pairs, never as JSON.
+function detailWords(detail) {
+  const pairs = Object.entries(detail).filter(([, value]) => value !== null && value !== undefined && typeof value !== 'object');
+  return pairs.length ? `: ${pairs.map(([name, value]) => `${name.replace(/_/g, ' ')} ${value}`).join(', ')}` : '';
 }
 
 export const byPerson = (entry) => !ENGINE_ACTORS.has(entry.actor) && entry.actor !== 'game';

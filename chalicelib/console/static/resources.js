@@ -13,7 +13,7 @@
 // this section alone and tried again on the next poll: the page's steps and controls never wait for it.
 
 import { get } from './api.js';
-import { badge, el, table } from './ui.js';
+import { badge, el, fill, table } from './ui.js';
 
 const PAGE = 100; // the API ends a page sooner when its resources are large
 const PLAN_SHOWN = 50; // the cancel dialog lists the first reverts and counts the rest
@@ -94,7 +94,7 @@ export function ledgerSection(runId) {
     const rows = resources.map((r) => el('tr', { 'data-resource': named(r), 'data-status': r.status },
       el('td', {}, r.kind), el('td', {}, el('code', {}, r.id)), el('td', {}, badge(r.status)),
       el('td', {}, revertWords(r)), el('td', {}, `step ${r.step_id}`)));
-    body.replaceChildren(
+    fill(body,
       progress(detail),
       el('p', { id: 'resources-live' }, `${counts.live || 0} live of ${recorded} recorded.`),
       error,

@@ -7,7 +7,7 @@
 import { get } from './api.js';
 import { bulkBar } from './bulk.js';
 import { Poller, freshness } from './poll.js';
-import { badge, el, heading, isTerminalRun, needYou, notice, rehearsalMark, runStatuses, span, table, waitOf, when, wordOf } from './ui.js';
+import { badge, el, fill, heading, isTerminalRun, needYou, notice, rehearsalMark, runStatuses, span, table, waitOf, when, wordOf } from './ui.js';
 
 const PAGE_SIZE = 25;
 const SOON_MS = 120000; // a scheduled run this close to its time counts as live
@@ -110,7 +110,7 @@ export function runsView(main, ctx, queryText = '') {
   const paging = el('nav', { class: 'paging', 'aria-label': 'Pages of runs' });
   const fresh = el('div', { id: 'freshness' });
 
-  main.replaceChildren(
+  fill(main, // the bulk bar is null for a role with no bulk control
     heading(1, 'Runs'),
     el('form', { class: 'filters', role: 'search', onsubmit: (e) => { e.preventDefault(); go({ q: search.value.trim() }); } },
       el('label', { for: 'filter-search' }, 'Search'), el('div', { class: 'inline' }, search, el('button', { type: 'submit', id: 'search-go' }, 'Find')),
