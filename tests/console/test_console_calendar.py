@@ -107,8 +107,8 @@ def test_today_is_marked_and_the_runs_that_happened_are_on_their_days(browser, s
     browser.get(f"{server.console_url}#/runs/{run_id}")
     wait_for_status(browser, "completed")
     browser.find_element(By.ID, "nav-calendar").click()
-    today = browser.execute_script(
-        "const d = new Date(); return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`")
+    today = browser.execute_script("const d = new Date(), two = (n) => String(n).padStart(2, '0');"
+                                   " return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`")
     cell = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "td[aria-current='date']"), "today's day")
     assert len(cell) == 1 and cell[0].get_attribute("data-day") == today
     assert "today" in cell[0].find_element(By.CSS_SELECTOR, ".day-number").text
