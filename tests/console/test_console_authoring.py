@@ -9,6 +9,7 @@ import re
 import uuid
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 from tests.console.browser import eventually, text_of
 from tests.console.pages import sign_in
@@ -48,6 +49,12 @@ def test_every_field_is_labelled_in_words_with_its_json_name_in_a_hint(browser, 
         grace), "the hint is the field's description"
     labels = _labels(browser)
     assert "Wait (seconds)" in labels and "When the phase ends" in labels and "If it fails" in labels, labels
+    assert [label for label in labels if JSON_NAME.match(label)] == [], labels
+    Select(browser.find_element(By.CSS_SELECTOR, "[data-step-action='phases[0].steps[1]']")).select_by_value("core.cue")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-path='phases[0].steps[1].params.remind_after_seconds']"),
+               "the cue's fields")
+    labels = _labels(browser)
+    assert "Remind after (seconds)" in labels and "When nobody answers" in labels, labels
     assert [label for label in labels if JSON_NAME.match(label)] == [], labels
 
 

@@ -34,7 +34,7 @@ export const freshId = (stem) => `${stem}-${++lastId}`;
 const LONG_TEXT = 500;
 
 // A field's name in words: the schema's title, else its JSON name with its underscores as spaces.
-export const wordsFor = (schema, key) => schema.title || `${key.charAt(0).toUpperCase()}${key.slice(1).replace(/_/g, ' ')}`;
+const wordsFor = (schema, key) => schema.title || `${key.charAt(0).toUpperCase()}${key.slice(1).replace(/_/g, ' ')}`;
 export const within = (where, words) => (where ? `${where} · ${words}` : words); // a string this long or longer is a text area (a message, an instruction)
 
 const typesOf = (schema) => (Array.isArray(schema.type) ? schema.type : [schema.type]);
