@@ -12,22 +12,11 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from tests.console.browser import eventually, text_of
-from tests.console.pages import sign_in
+from tests.console.pages import editor_field, new_definition, sign_in
 from tests.support.api import ADMIN
 
 # A label that is a JSON name rather than words: lower case joined by underscores ("grace_seconds").
 JSON_NAME = re.compile(r"^[a-z]+(?:_[a-z]+)+$")
-
-
-def _editor(browser, server) -> None:
-    sign_in(browser, ADMIN)
-    browser.get(f"{server.console_url}#/definitions/new")
-    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-path='name'] input"), "the editor's form")
-
-
-def _field(browser, path: str):
-    return eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"[data-path='{path}'] > :is(input, select, textarea)"),
-                      f"the field {path}")[0]
 
 
 def _labels(browser) -> list[str]:
@@ -37,10 +26,10 @@ def _labels(browser) -> list[str]:
 
 
 def test_every_field_is_labelled_in_words_with_its_json_name_in_a_hint(browser, server):
-    _editor(browser, server)
+    new_definition(browser, server.url, ADMIN)
     browser.find_element(By.CSS_SELECTOR, "[data-add-step='phases[0].steps']").click()  # a core.wait, its params
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-path='phases[0].steps[1].params.seconds']"), "the wait")
-    grace = _field(browser, "grace_seconds")
+    grace = editor_field(browser, "grace_seconds")
     label = browser.find_element(By.CSS_SELECTOR, f"label[for='{grace.get_attribute('id')}']").text
     assert label == "Grace before a missed start (seconds)", label
     assert "JSON: grace_seconds" in text_of(browser, "[data-path='grace_seconds'] .field-help")
@@ -62,8 +51,8 @@ def test_a_name_another_definition_holds_is_marked_at_its_field_listed_and_focus
     taken = f"Harvest moon {uuid.uuid4().hex[:6]}"
     holder = api_client.call("POST", "/definitions", {"name": taken, "phases": [
         {"steps": [{"action": "core.announce", "params": {"message": "on"}}]}]})["definition"]["id"]
-    _editor(browser, server)
-    name = _field(browser, "name")
+    new_definition(browser, server.url, ADMIN)
+    name = editor_field(browser, "name")
     name.clear()
     name.send_keys(taken.upper())
     browser.find_element(By.ID, "save-document").click()
@@ -82,7 +71,7 @@ def _wait_warning(browser, step_path: str) -> str:
 
 
 def test_a_wait_that_ends_its_phase_is_warned_of_in_the_form(browser, server):
-    _editor(browser, server)
+    new_definition(browser, server.url, ADMIN)
     assert browser.find_elements(By.CSS_SELECTOR, "[data-warning]") == []
     browser.find_element(By.CSS_SELECTOR, "[data-add-step='phases[0].steps']").click()  # a core.wait, last
     warned = eventually(lambda: _wait_warning(browser, "phases[0].steps[1]"), "the warning beside the last wait")

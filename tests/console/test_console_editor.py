@@ -14,7 +14,7 @@ from selenium.webdriver.support.ui import Select
 
 from tests.console.audit import dark, serious_findings
 from tests.console.browser import LAPTOP, PHONE, eventually, text_of
-from tests.console.pages import confirm_dialog, listed, sign_in
+from tests.console.pages import confirm_dialog, editor_field, listed, new_definition, sign_in
 from tests.support.api import ADMIN
 
 
@@ -23,14 +23,11 @@ def _unique(name: str) -> str:
 
 
 def _new_definition(browser, server) -> None:
-    sign_in(browser, ADMIN)
-    browser.get(f"{server.console_url}#/definitions/new")
-    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-path='name'] input"), "the editor's form")
+    new_definition(browser, server.url, ADMIN)
 
 
 def _input(browser, path: str):
-    return eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"[data-path='{path}'] > :is(input, select, textarea)"),
-                      f"the field {path}")[0]
+    return editor_field(browser, path)
 
 
 def _type(browser, path: str, text: str) -> None:
