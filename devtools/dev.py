@@ -205,7 +205,9 @@ def own_the_terminal() -> Callable[[], None]:
     receives itself (so `make dev` would exit 130 whatever this process does), and the terminal sends Ctrl-C to
     its foreground process group, make's. Started in that group (under make, with a terminal), this process
     takes a group of its own (the API server it starts joins it) and makes it the terminal's foreground: Ctrl-C
-    reaches only it, it stops cleanly and exits 0, and so does make. Answers how to hand the terminal back."""
+    reaches only it, it stops cleanly and exits 0, and so does make. Ctrl-Z is ignored here: it would stop this
+    group while make, which the shell waits on, runs on, and the terminal would hang. Answers how to hand the
+    terminal back."""
     try:
         terminal = sys.stdin.fileno()
         if not os.isatty(terminal) or os.getpgrp() == os.getpid() or os.tcgetpgrp(terminal) != os.getpgrp():
@@ -214,6 +216,7 @@ def own_the_terminal() -> Callable[[], None]:
         return lambda: None
     before = os.getpgrp()
     signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # a group not in the foreground may set the terminal's
+    signal.signal(signal.SIGTSTP, signal.SIG_IGN)  # the API server started later inherits it
     os.setpgid(0, 0)
     os.tcsetpgrp(terminal, os.getpgrp())
 
