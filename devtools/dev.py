@@ -6,7 +6,7 @@ and the console) takes its own and answers; only then is the database migrated
 and the demo run scheduled. Each failure a newcomer can cause is one line and
 an exit code: 2 a setting missing or out of range, 3 the database cannot be
 reached, 4 a port in use (named, with the setting that moves it) or an API that
-did not start; 0 after Ctrl-C.
+did not start; 0 after Ctrl-C (under `make dev` too: `own_the_terminal`).
 
 The terminal stays readable: the token once, `curl` lines with the real ids,
 one line per run each tick moved (`narrate`), a person's control no tick
@@ -36,6 +36,7 @@ GAME_BRIDGE_STATUS=on, so a step in doubt is asked about before it is re-sent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -216,7 +217,42 @@ def fake_discord_environment(fake: Any) -> dict[str, str]:
             "DISCORD_ROLES": f"{FAKE_GM_ROLE}=gm"}
 
 
+def own_the_terminal() -> Callable[[], None]:
+    """Make Ctrl-C this process's alone, as `make dev` promises it exits 0 after one: make re-raises a SIGINT it
+    receives itself (so `make dev` would exit 130 whatever this process does), and the terminal sends Ctrl-C to
+    its foreground process group, make's. Started in that group (under make, with a terminal), this process
+    takes a group of its own (the API server it starts joins it) and makes it the terminal's foreground: Ctrl-C
+    reaches only it, it stops cleanly and exits 0, and so does make. Ctrl-Z is ignored here: it would stop this
+    group while make, which the shell waits on, runs on, and the terminal would hang. Answers how to hand the
+    terminal back."""
+    try:
+        terminal = sys.stdin.fileno()
+        if not os.isatty(terminal) or os.getpgrp() == os.getpid() or os.tcgetpgrp(terminal) != os.getpgrp():
+            return lambda: None  # no terminal, a group of its own already (a shell's job), or not in the foreground
+    except (OSError, ValueError):
+        return lambda: None
+    before = os.getpgrp()
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # a group not in the foreground may set the terminal's
+    signal.signal(signal.SIGTSTP, signal.SIG_IGN)  # the API server started later inherits it
+    os.setpgid(0, 0)
+    os.tcsetpgrp(terminal, os.getpgrp())
+
+    def give_back() -> None:
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(terminal, before)
+
+    return give_back
+
+
 def run_dev(demo: str = "calm", chat: str = "none") -> int:
+    give_back = own_the_terminal()
+    try:
+        return _run_dev(demo, chat)
+    finally:
+        give_back()
+
+
+def _run_dev(demo: str, chat: str) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     if not os.environ.get("EVENTS_DB_URL"):
         print("set EVENTS_DB_URL (make dev does it for you)", file=sys.stderr)

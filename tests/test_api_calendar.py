@@ -88,7 +88,7 @@ def test_a_definition_without_a_schedule_has_no_occurrences(api):
     document = {"name": "By hand", "phases": [{"steps": [{"action": "core.announce", "params": {"message": "on"}}]}]}
     definition_id = api.post("/definitions", document, auth=ADMIN).body["definition"]["id"]
     answer = api.get(f"/definitions/{definition_id}/occurrences", auth=GM)
-    assert answer.status == 200 and answer.body == {"schedule": None, "occurrences": [], "next_from": None}
+    assert answer.status == 200 and answer.body == {"schedule": None, "occurrences": [], "runs": [], "next_from": None}
 
 
 def test_a_window_lists_at_most_500_and_says_where_the_rest_begin(api):
@@ -129,6 +129,25 @@ def test_each_occurrence_carries_its_run(api, db, clock, runner):
     first, second = answer.body["occurrences"]
     assert first["run"]["status"] == "scheduled" and first["run"]["scheduled_for"] == "2026-12-04T19:00:00Z"
     assert second["run"] is None
+
+
+def test_the_live_runs_no_occurrence_names_are_listed_on_their_days(api, db, clock, runner):
+    """A run scheduled by hand is on the calendar (of a definition with a schedule or without), an occurrence's
+    run only in its occurrence, a dry run nowhere, and a run outside the window not at all."""
+    clock.set(datetime(2026, 12, 4, 18, 50))
+    weekly = _definition(api, FRIDAYS_BERLIN)
+    by_hand = api.post("/definitions", {"name": "By hand", "phases": [
+        {"steps": [{"action": "core.announce", "params": {"message": "on"}}]}]}, auth=ADMIN).body["definition"]["id"]
+    assert tick(runner).planned == 1
+    extra = api.post(f"/definitions/{weekly}/runs", {"scheduled_for": "2026-12-05T10:00:00Z"}, auth=ADMIN).body["run"]["id"]
+    once = api.post(f"/definitions/{by_hand}/runs", {"scheduled_for": "2026-12-06T10:00:00Z"}, auth=ADMIN).body["run"]["id"]
+    api.post(f"/definitions/{by_hand}/runs", {"scheduled_for": "2026-12-20T10:00:00Z"}, auth=ADMIN)
+    assert api.post(f"/definitions/{by_hand}/dry-runs", {"speed": 60, "bridge": "simulate"}, auth=ADMIN).status == 201
+    answer = _occurrences(api, weekly, "2026-12-04T00:00:00Z", "2026-12-12T00:00:00Z")
+    assert [(r["id"], r["scheduled_for"]) for r in answer.body["runs"]] == [(extra, "2026-12-05T10:00:00Z")]
+    assert answer.body["occurrences"][0]["run"]["scheduled_for"] == "2026-12-04T19:00:00Z"
+    answer = _occurrences(api, by_hand, "2026-12-04T00:00:00Z", "2026-12-12T00:00:00Z")
+    assert answer.body["schedule"] is None and [r["id"] for r in answer.body["runs"]] == [once]
 
 
 # ── skip ─────────────────────────────────────────────────────────────────────

@@ -81,9 +81,13 @@ def test_every_action_is_projected_at_its_earliest_offset(unescalated):
     assert _phases(projection) == [(1, "main", "steps_done", None, None, 0, 30, None),
                                    (2, "ending", "steps_done", None, None, 30, 30, None)]
     assert (projection["shortest_seconds"], projection["longest_seconds"]) == (30, None)  # the cue may wait for ever
-    assert projection["warnings"] == [{"code": "unbounded_wait", "message": "phase 1 (opening), step 4: the cue waits"
-                                       " for a person with neither timeout_seconds nor an escalation"
-                                       " (escalate_after_seconds, EVENT_ESCALATE_AFTER_SECONDS)"}]
+    assert projection["warnings"] == [
+        {"code": "wait_ends_phase", "message": "phase 1 (opening), step 5: the core.wait of 5 s ends its phase, so it"
+                                               " holds nothing and the run goes on at once; put it before the step it"
+                                               " should hold back"},
+        {"code": "unbounded_wait", "message": "phase 1 (opening), step 4: the cue waits for a person with neither"
+                                              " timeout_seconds nor an escalation (escalate_after_seconds,"
+                                              " EVENT_ESCALATE_AFTER_SECONDS)"}]
 
 
 def test_every_advance_condition_is_projected_earliest_and_latest(api):

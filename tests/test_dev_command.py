@@ -2,13 +2,17 @@
 words, with the token once and the real ids; a port in use is one line and nothing is written; the failures demo
 fails, retries and waits as promised."""
 
+import contextlib
+import fcntl
 import json
 import os
+import pty
 import re
 import signal
 import socket
 import subprocess
 import sys
+import termios
 import threading
 import time
 import urllib.error
@@ -105,6 +109,12 @@ def test_dev_runs_the_demo_event_and_the_terminal_says_so_in_words(db_params):
         assert dev.said(rf"^run {run_id} · phase 1 · {SPAWN} done · {CUE} parked: waiting for a game master$")
         hint = dev.said(rf"^  confirm Run {run_id} · {CUE} on the console, or: .* \$API/runs/{run_id}/steps/(\d+)/confirm$")
         cue_id = int(hint.group(1))  # the step's id only in the URL, beside its name
+        # The demo bridge's spawn leaves its npc in the ledger, with the revert a cleanup sends: the run page's
+        # "Left in the game world" reads these counts and this list.
+        assert _call(f"{dev.base}/runs/{run_id}", token)["ledger"]["counts"] == {"live": 1}
+        [npc] = _call(f"{dev.base}/runs/{run_id}/resources", token)["resources"]
+        assert (npc["kind"], npc["revert"], npc["status"]) == ("npc", {"action": "world.despawn", "params": {"id": npc["id"]}}, "live")
+        assert npc["id"].startswith(f"scarecrow-{run_id}-")
         with urllib.request.urlopen(f"{dev.base}/console/config.json", timeout=10) as answer:
             logins = {login["role"]: login["token"] for login in json.loads(answer.read())["dev_logins"]}
         assert set(logins) == {"admin", "moderator", "gm"}
@@ -123,6 +133,16 @@ def test_dev_runs_the_demo_event_and_the_terminal_says_so_in_words(db_params):
         assert dev.said(rf"^run {run_id} · .*phase 2 contest")
         assert dev.said(rf"^run {run_id} · .*completed$", 30)
         assert _call(f"{dev.base}/runs/{run_id}", token)["run"]["health"] == "ok"
+
+        # Cancel with cleanup, as the console's dialog offers it: the demo bridge despawns the npc.
+        definition_id = _call(f"{dev.base}/runs/{run_id}", token)["run"]["definition_id"]
+        again = _call(f"{dev.base}/definitions/{definition_id}/runs", token,
+                      {"scheduled_for": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})["run"]["id"]
+        assert dev.said(rf"^run {again} · .*core\.cue parked: waiting for a game master$", 60)
+        assert _call(f"{dev.base}/runs/{again}/cleanup-plan", token)["counts"]["reverts"] == 1
+        _call(f"{dev.base}/runs/{again}/cancel", token, {"reason": "storm", "cleanup": True})
+        _wait_for(lambda: _call(f"{dev.base}/runs/{again}", token)["run"]["status"] == "cancelled", 60, "the cleanup")
+        assert [r["status"] for r in _call(f"{dev.base}/runs/{again}/resources", token)["resources"]] == ["reverted"]
     finally:
         code = dev.stop()
     terminal = "".join(dev.output)
@@ -295,23 +315,84 @@ def test_dev_with_a_fake_discord_posts_the_cue_there_and_its_page_confirms_it_th
     try:
         page = dev.said(r"^fake Discord: (http://127\.0\.0\.1:\d+)/  \(the cues arrive there").group(1)
         run_id = int(dev.said(r"^run (\d+) of \"Harvest festival \(demo\)\"").group(1))
-        parked = dev.said(rf"^run {run_id} · phase 1 · .*step (\d+) core\.cue parked", 90)
-        cue_id = int(parked.group(1))
+        dev.said(rf"^run {run_id} · phase 1 · .* parked", 90)
 
         def cue_on_the_page():
             with urllib.request.urlopen(f"{page}/", timeout=10) as answer:
                 text = answer.read().decode()
-            return text if f"ev:{run_id}:{cue_id}:confirm" in text else None
+            return text if f"ev:{run_id}:" in text else None
 
         shown = _wait_for(cue_on_the_page, 30, "the cue's message")
+        cue_id = int(re.search(rf"ev:{run_id}:(\d+):confirm", shown).group(1))
         assert "Light the bonfire" in shown and ">Confirm<" in shown and ">Skip<" in shown and ">I have it<" in shown
         message_id = re.search(r'name="message" value="(\d+)"', shown).group(1)
         form = f"message={message_id}&custom_id=ev:{run_id}:{cue_id}:confirm".encode()
         with urllib.request.urlopen(urllib.request.Request(f"{page}/press", data=form), timeout=10) as answer:
             after = answer.read().decode()  # the redirect back to the page, the message as the engine's answer left it
         assert "Confirmed by @mira at" in after and f"ev:{run_id}:{cue_id}:confirm" not in after
-        assert dev.said(rf"^run {run_id} · .*step {cue_id} core\.cue confirmed by discord:4242")
+        assert dev.said(rf"^run {run_id} · .* confirmed by discord:4242")
         assert dev.said(rf"^run {run_id} · .*completed$", 60)
     finally:
         code = dev.stop()
     assert code == 0 and "Traceback" not in "".join(dev.output), "".join(dev.output)
+
+
+def _make_in_a_terminal(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int, list[str]]:
+    """`make dev` in a terminal of its own (a pty, its controlling terminal), as a person starts it: the process,
+    the terminal's other end (what a person types goes there) and what the terminal shows, read as it comes. The
+    dev loop's install stamp counts as made (`-o`): the test never installs into the venv."""
+    stamp = subprocess.run(["make", "-s", "--eval", "loop-stamp: ; @echo $(LOOP)", "loop-stamp"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    keyboard, terminal = pty.openpty()
+    process = subprocess.Popen(["make", "-s", "-o", stamp, "dev"], cwd=ROOT, env=env,
+                               stdin=terminal, stdout=terminal, stderr=terminal, start_new_session=True,
+                               preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(terminal)
+    shown: list[str] = []
+
+    def read() -> None:
+        with contextlib.suppress(OSError):  # EIO once the last process holding the terminal is gone
+            while chunk := os.read(keyboard, 4096):
+                shown.append(chunk.decode(errors="replace"))
+
+    threading.Thread(target=read, daemon=True).start()
+    return process, keyboard, shown
+
+
+def test_ctrl_c_typed_in_make_devs_terminal_stops_everything_and_make_exits_0(db_params):
+    """The README's promise, `make dev` exits 0 after Ctrl-C: typed into its terminal, Ctrl-C reaches the dev
+    process alone (make re-raises a SIGINT it receives: `make dev` exited 130), which stops its API and bridge."""
+    dev = Dev(db_params)
+    process, keyboard, shown = _make_in_a_terminal(dev.env)
+    try:
+        _wait_for(lambda: "Ctrl-C stops everything" in "".join(shown), 120, "make dev to schedule the demo")
+        os.write(keyboard, b"\x1a")  # Ctrl-Z first: ignored (a stopped dev under a running make would hang the terminal)
+        os.write(keyboard, b"\x03")  # Ctrl-C, as the terminal's line discipline turns it into SIGINT
+        code = process.wait(30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(20)
+        os.close(keyboard)
+        dev.drop()
+    assert code == 0, "".join(shown)
+    assert "Traceback" not in "".join(shown)
+    for port in (dev.api_port, dev.bridge_port):
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))  # nothing left listening
+
+
+def test_sigint_stops_the_dev_process_with_exit_0(db_params):
+    """The dev process itself, sent SIGINT (Ctrl-C outside make): exit 0, its listeners gone."""
+    dev = Dev(db_params).start()
+    try:
+        dev.said(r"Ctrl-C stops everything", 120)
+        dev.process.send_signal(signal.SIGINT)
+        code = dev.process.wait(30)
+    finally:
+        if dev.process.poll() is None:
+            dev.process.kill()
+        dev.drop()
+    assert code == 0, "".join(dev.output)
+    assert "Traceback" not in "".join(dev.output)

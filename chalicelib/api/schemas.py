@@ -566,6 +566,7 @@ SCHEDULE_DESCRIBED = {"type": ["object", "null"], "required": ["cron", "timezone
                                      "in_words": {"type": "string"}, "next": _MAYBE_TIME,
                                      "paused": DEFINITION["properties"]["schedule_paused"]}}
 OCCURRENCES = _object(schedule=SCHEDULE_DESCRIBED, occurrences={"type": "array", "items": OCCURRENCE},
+                      runs={"type": "array", "items": RUN},
                       next_from=_MAYBE_TIME)
 SKIPPED = _object(occurrence=OCCURRENCE, cancelled_run={**RUN, "type": ["object", "null"]})
 UNSKIPPED = _object(occurrence=OCCURRENCE)

@@ -25,19 +25,21 @@ from .model import OnlyIf
 # A step's name, and a signal's: what an only_if calls them by.
 NAME = r"^[a-z][a-z0-9_]{0,63}$"
 MAX_VALUES = 20
-STEP_NAME_SCHEMA = {"type": "string", "pattern": NAME,
+STEP_NAME_SCHEMA = {"type": "string", "pattern": NAME, "title": "Step name (for only if)",
                     "description": "what an only_if calls this step by (a cue with choices); unique in the definition"}
 ONLY_IF_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["in"],
+    "title": "Only if",
     "description": "run only when the answer of an earlier cue (choice), or a field of the payload of the signal"
                    " that ended an earlier phase (signal, field), is one of `in`; else it is skipped",
     "properties": {
-        "choice": {"type": "string", "pattern": NAME, "description": "the name of an earlier cue with choices"},
-        "signal": {"type": "string", "pattern": NAME, "description": "the signal that ends an earlier phase"},
-        "field": {"type": "string", "minLength": 1, "maxLength": 64, "description": "with signal: the payload's field"},
-        "in": {"type": "array", "minItems": 1, "maxItems": MAX_VALUES, "uniqueItems": True,
+        "choice": {"type": "string", "pattern": NAME, "title": "The cue's name", "description": "the name of an earlier cue with choices"},
+        "signal": {"type": "string", "pattern": NAME, "title": "The signal", "description": "the signal that ends an earlier phase"},
+        "field": {"type": "string", "minLength": 1, "maxLength": 64, "title": "The payload's field",
+                  "description": "with signal: the payload's field"},
+        "in": {"type": "array", "minItems": 1, "maxItems": MAX_VALUES, "uniqueItems": True, "title": "Is one of",
                "items": {"type": ["string", "integer", "boolean"], "maxLength": 100},
                "description": "the answers (values) for which it runs"},
     },

@@ -59,11 +59,11 @@ STEP_SCHEMA = {
     "additionalProperties": False,
     "required": ["action"],
     "properties": {
-        "action": {"type": "string", "minLength": 1, "maxLength": 100},
-        "params": {"type": "object"},
-        "version": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "on_failure": {"type": "string", "enum": [o.value for o in OnFailure]},
-        "on_doubt": {"type": "string", "enum": [o.value for o in OnDoubt],
+        "action": {"type": "string", "minLength": 1, "maxLength": 100, "title": "Action"},
+        "params": {"type": "object", "title": "Params"},
+        "version": {"type": "integer", "minimum": 1, "maximum": 1000, "title": "Action version"},
+        "on_failure": {"type": "string", "enum": [o.value for o in OnFailure], "title": "If it fails"},
+        "on_doubt": {"type": "string", "enum": [o.value for o in OnDoubt], "title": "If its outcome is unknown",
                      "description": "a step in doubt (its outcome unknown): resend it (the default), or park it"
                                     " for a person's decision"},
         "revert": ledger.REVERT_SCHEMA,
@@ -80,14 +80,16 @@ ADVANCE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["when"],
+    "title": "When the phase ends",
     "properties": {
-        "when": {"type": "string", "enum": [kind.value for kind in ConditionKind],
+        "when": {"type": "string", "enum": [kind.value for kind in ConditionKind], "title": "Ends when",
                  "description": "steps_done (default): when its steps are done; manual: when a person advances it; "
                                 "after: `seconds` after it opened; signal: when the signal `name` is received"},
-        "seconds": {**_PHASE_SECONDS, "description": "after: how long the phase lasts, 1 s to 7 days"},
-        "name": {"type": "string", "pattern": SIGNAL_NAME, "description": "signal: the signal's name"},
-        "timeout_seconds": {**_PHASE_SECONDS, "description": "steps_done, manual, signal: a time limit, 1 s to 7 days"},
-        "on_timeout": {"type": "string", "enum": [action.value for action in OnTimeout],
+        "seconds": {**_PHASE_SECONDS, "title": "Lasts (seconds)", "description": "after: how long the phase lasts, 1 s to 7 days"},
+        "name": {"type": "string", "pattern": SIGNAL_NAME, "title": "Signal name", "description": "signal: the signal's name"},
+        "timeout_seconds": {**_PHASE_SECONDS, "title": "Time limit (seconds)",
+                            "description": "steps_done, manual, signal: a time limit, 1 s to 7 days"},
+        "on_timeout": {"type": "string", "enum": [action.value for action in OnTimeout], "title": "At the time limit",
                        "description": "at the time limit: advance (default) closes the phase, pause pauses the run once"},
     },
 }
@@ -104,10 +106,10 @@ PHASE_SCHEMA = {
     "additionalProperties": False,
     "required": ["steps"],
     "properties": {
-        "name": {"type": "string", "maxLength": 200},
+        "name": {"type": "string", "maxLength": 200, "title": "Phase name"},
         "advance": ADVANCE_SCHEMA,
         "only_if": branching.ONLY_IF_SCHEMA,
-        "steps": {"type": "array", "minItems": 1, "maxItems": 200, "items": STEP_SCHEMA},
+        "steps": {"type": "array", "minItems": 1, "maxItems": 200, "items": STEP_SCHEMA, "title": "Steps"},
     },
 }
 DOCUMENT_SCHEMA = {
@@ -115,14 +117,15 @@ DOCUMENT_SCHEMA = {
     "additionalProperties": False,
     "required": ["name", "phases"],
     "properties": {
-        "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
+        "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S", "title": "Name"},
         "grace_seconds": {
             "type": "integer", "minimum": MIN_GRACE_SECONDS, "maximum": MAX_GRACE_SECONDS,
+            "title": "Grace before a missed start (seconds)",
             "description": f"how late a run may still start (default {DEFAULT_GRACE_SECONDS})",
         },
-        "phases": {"type": "array", "minItems": 1, "maxItems": 50, "items": PHASE_SCHEMA},
-        "ending": {"type": "array", "maxItems": 200, "items": STEP_SCHEMA},
-        "cleanup_on": {"type": "array", "maxItems": len(CleanupOn), "uniqueItems": True,
+        "phases": {"type": "array", "minItems": 1, "maxItems": 50, "items": PHASE_SCHEMA, "title": "Phases"},
+        "ending": {"type": "array", "maxItems": 200, "items": STEP_SCHEMA, "title": "Ending"},
+        "cleanup_on": {"type": "array", "maxItems": len(CleanupOn), "uniqueItems": True, "title": "Clean up the game world when",
                        "items": {"type": "string", "enum": [when.value for when in CleanupOn]},
                        "description": "complete: revert what the run left after its ending; fail: before an"
                                       " abort_run fails it"},
@@ -130,10 +133,12 @@ DOCUMENT_SCHEMA = {
             "type": ["object", "null"],
             "additionalProperties": False,
             "required": ["cron"],
+            "title": "Schedule",
             "properties": {
-                "cron": {"type": "string", "minLength": 1, "maxLength": 120},
-                "timezone": {"type": "string", "minLength": 1, "maxLength": 64},
-                "overlap": {"type": "string", "enum": [o.value for o in Overlap], "description": OVERLAP_WORDS},
+                "cron": {"type": "string", "minLength": 1, "maxLength": 120, "title": "Repeats (cron: minute hour day month weekday)"},
+                "timezone": {"type": "string", "minLength": 1, "maxLength": 64, "title": "Time zone"},
+                "overlap": {"type": "string", "enum": [o.value for o in Overlap], "description": OVERLAP_WORDS,
+                            "title": "When a run is still live"},
             },
         },
     },

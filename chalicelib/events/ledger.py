@@ -43,10 +43,11 @@ REVERT_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["action"],
+    "title": "How to undo it",
     "description": "how the thing this step creates is undone by a cleanup: a module action, or core.cue (by hand)",
     "properties": {
-        "action": {"type": "string", "minLength": 1, "maxLength": 100},
-        "params": {"type": "object"},
+        "action": {"type": "string", "minLength": 1, "maxLength": 100, "title": "Undo action"},
+        "params": {"type": "object", "title": "Undo params"},
     },
 }
 _ENTRY_FIELDS = {"kind", "id", "revert"}

@@ -123,6 +123,10 @@ def _phase(projection: _Projection, plan: PhasePlan, start: int, latest_start: i
         steps_longest = _add(steps_longest, hold)
         hold, longest = _step(projection, plan, seq, spec, cursor)
         steps_longest = _add(steps_longest, longest)
+    if plan.specs and plan.specs[-1].action_id == "core.wait" and hold:
+        projection.warn("wait_ends_phase", f"{_label(plan)}, step {len(plan.specs)}: the core.wait of {hold} s ends its"
+                                           " phase, so it holds nothing and the run goes on at once; put it before the"
+                                           " step it should hold back")
     advance = plan.condition.kind
     limit = plan.limit
     if advance is ConditionKind.AFTER and limit is not None:

@@ -27,6 +27,19 @@ def demo_document(name: str) -> dict:
     return document
 
 
+def new_definition(driver: WebDriver, base: str, token: str) -> None:
+    """Signed in with `token`, the editor of a new definition, its form built."""
+    sign_in(driver, token)
+    driver.get(f"{base}/console#/definitions/new")
+    eventually(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-path='name'] input"), "the editor's form")
+
+
+def editor_field(driver: WebDriver, path: str):
+    """The editor's input, choice or box for the document's `path` ("phases[0].steps[1].params.seconds")."""
+    return eventually(lambda: driver.find_elements(By.CSS_SELECTOR, f"[data-path='{path}'] > :is(input, select, textarea)"),
+                      f"the field {path}")[0]
+
+
 def sign_in(driver: WebDriver, token: str) -> None:
     box = eventually(lambda: driver.find_elements(By.ID, "token-input"), "the sign-in page")[0]
     box.clear()

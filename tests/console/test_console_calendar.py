@@ -1,5 +1,7 @@
 """The calendar in the console: a month of every definition's occurrences with skipped ones marked, an admin
-skipping and unskipping one from it, and a definition's schedule in words with its next occurrence."""
+skipping and unskipping one from it (each button named for its run, the notice dated), today marked, the runs
+that happened shown on their days (a run scheduled by hand too), and a definition's schedule in words with its
+next occurrence."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from selenium.webdriver.common.by import By
 
 from tests.console.audit import dark, serious_findings
 from tests.console.browser import eventually, screenshot, text_of
-from tests.console.pages import sign_in
+from tests.console.pages import schedule_now, sign_in, wait_for_status
 from tests.support.api import ADMIN, GM
 
 FRIDAYS_BERLIN = {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"}
@@ -52,10 +54,17 @@ def test_the_month_marks_skipped_occurrences_and_an_admin_skips_and_unskips_one(
     assert _skipped(browser, definition_id, SKIPPED_BY_API) and "skipped: Holiday" in marked.text and name in marked.text
     assert not _skipped(browser, definition_id, SKIPPED_HERE)
 
-    _item(browser, definition_id, SKIPPED_HERE).find_element(By.CSS_SELECTOR, "[data-occurrence-action='skip']").click()
+    here = _item(browser, definition_id, SKIPPED_HERE)
+    at = here.find_element(By.CSS_SELECTOR, "time").text  # 15 January's Friday evening, in the viewer's zone
+    skip = here.find_element(By.CSS_SELECTOR, "[data-occurrence-action='skip']")
+    assert skip.text == "Skip" and skip.get_attribute("aria-label") == f"Skip the run of Fri 15 Jan {at}: {name}"
+    names = [b.get_attribute("aria-label") for b in browser.find_elements(By.CSS_SELECTOR, "[data-occurrence-action]")]
+    assert len(set(names)) == len(names), "every Skip button is named apart"
+    skip.click()
     eventually(lambda: browser.find_elements(By.ID, "ask-text"), "the reason box")[0].send_keys("Town fair")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
     eventually(lambda: _skipped(browser, definition_id, SKIPPED_HERE), "the occurrence skipped from the calendar")
+    assert f"{name} on Fri 15 Jan {at} is skipped." in text_of(browser, "#notice"), "the notice says which day"
     assert "skipped: Town fair" in _item(browser, definition_id, SKIPPED_HERE).text
     screenshot(browser, "calendar-month")
     for scheme in (False, True):
@@ -88,3 +97,22 @@ def test_the_definition_page_says_the_schedule_in_words_with_its_next_occurrence
     upcoming = next(d for d in evenings if d.weekday() == 4 and d > berlin)
     expected = f"every Friday at 20:00, Europe/Berlin; next: Fri {upcoming.day} {upcoming:%b}, 20:00"
     assert words == f"Schedule: {expected} (calendar)", words
+
+
+def test_today_is_marked_and_the_runs_that_happened_are_on_their_days(browser, server, api_client):
+    document = {"name": f"Bonfire {uuid.uuid4().hex[:6]}",
+                "phases": [{"steps": [{"action": "core.announce", "params": {"message": "Lit"}}]}]}
+    definition_id, run_id = schedule_now(api_client, document)  # no schedule: a run by hand, which runs now
+    sign_in(browser, ADMIN)
+    browser.get(f"{server.console_url}#/runs/{run_id}")
+    wait_for_status(browser, "completed")
+    browser.find_element(By.ID, "nav-calendar").click()
+    today = browser.execute_script("const d = new Date(), two = (n) => String(n).padStart(2, '0');"
+                                   " return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`")
+    cell = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "td[aria-current='date']"), "today's day")
+    assert len(cell) == 1 and cell[0].get_attribute("data-day") == today
+    assert "today" in cell[0].find_element(By.CSS_SELECTOR, ".day-number").text
+    happened = eventually(lambda: cell[0].find_elements(By.CSS_SELECTOR, f"li[data-run='{run_id}']"), "the run on its day")[0]
+    assert document["name"] in happened.text and f"run {run_id}" in happened.text and "completed" in happened.text
+    assert happened.find_element(By.CSS_SELECTOR, "a").get_attribute("href").endswith(f"#/runs/{run_id}")
+    assert browser.find_elements(By.CSS_SELECTOR, f"li[data-definition='{definition_id}'] [data-occurrence-action]") == []

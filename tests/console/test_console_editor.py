@@ -14,7 +14,7 @@ from selenium.webdriver.support.ui import Select
 
 from tests.console.audit import dark, serious_findings
 from tests.console.browser import LAPTOP, PHONE, eventually, text_of
-from tests.console.pages import confirm_dialog, listed, sign_in
+from tests.console.pages import confirm_dialog, editor_field, listed, new_definition, sign_in
 from tests.support.api import ADMIN
 
 
@@ -23,14 +23,11 @@ def _unique(name: str) -> str:
 
 
 def _new_definition(browser, server) -> None:
-    sign_in(browser, ADMIN)
-    browser.get(f"{server.console_url}#/definitions/new")
-    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-path='name'] input"), "the editor's form")
+    new_definition(browser, server.url, ADMIN)
 
 
 def _input(browser, path: str):
-    return eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"[data-path='{path}'] > :is(input, select, textarea)"),
-                      f"the field {path}")[0]
+    return editor_field(browser, path)
 
 
 def _type(browser, path: str, text: str) -> None:
@@ -161,9 +158,14 @@ def test_a_save_with_a_bad_field_shows_the_problem_beside_that_field(browser, se
     _type(browser, "phases[0].steps[1].params.seconds", "-3")
     _click(browser, "#save-document")
     beside = eventually(lambda: text_of(browser, "[data-path='grace_seconds'] .field-problem"), "the problem beside grace_seconds")
-    assert "grace_seconds must be bigger than or equal to 60" in beside, beside
-    assert "seconds must be bigger than or equal to 0" in text_of(browser, "[data-path='phases[0].steps[1].params.seconds'] .field-problem")
+    assert beside == "Grace before a missed start (seconds) must be bigger than or equal to 60", beside
+    assert text_of(browser, "[data-path='phases[0].steps[1].params.seconds'] .field-problem") == (
+        "Phase 1 · step 2 (core.wait) · Wait (seconds) must be bigger than or equal to 0")
     assert _input(browser, "grace_seconds").get_attribute("aria-invalid") == "true"
+    assert browser.switch_to.active_element.get_attribute("id") == _input(browser, "grace_seconds").get_attribute("id"), \
+        "focus goes to the first field with a problem"
+    listed_problems = text_of(browser, "#problems li[data-problem-path='grace_seconds']")
+    assert "(JSON: document.grace_seconds)" in listed_problems, "the JSON path in a hint"
     assert "2 problems; nothing was saved" in text_of(browser, "#notice")
     _audited(browser, "the editor with its problems")
     dark(browser, True)

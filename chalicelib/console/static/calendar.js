@@ -1,8 +1,10 @@
-// The calendar: every recurring definition's occurrences in a month (the viewer's zone), each with its
-// run and skipped ones marked; admins skip and unskip them here. A postponed run shows at its new time with
-// its original one, and moderators postpone a scheduled run here; a paused schedule's occurrences are marked
-// "paused by … because …", and its schedule paused or resumed here. And a definition's schedule in words
-// ("every Friday at 20:00, Europe/Berlin; next: Fri 4 Dec, 20:00"), as GET …/occurrences says it.
+// The calendar: every definition's occurrences in a month (the viewer's zone), each with its run and skipped
+// ones marked, and the runs that happened or will on a day no occurrence names (scheduled by hand); today is
+// marked. Admins skip and unskip occurrences here, each button named for its run ("Skip the run of Sat 12
+// Dec 20:00: …"). A postponed run shows at its new time with its original one, and moderators postpone a
+// scheduled run here; a paused schedule's occurrences are marked "paused by … because …", and its schedule
+// paused or resumed here. And a definition's schedule in words ("every Friday at 20:00, Europe/Berlin; next:
+// Fri 4 Dec, 20:00"), as GET …/occurrences says it.
 
 import { get, post } from './api.js';
 import { explain } from './explain.js';
@@ -12,6 +14,10 @@ import { ask, badge, el, focus, heading, notice } from './ui.js';
 const MONTH = new Intl.DateTimeFormat(undefined, { month: 'long', year: 'numeric' });
 const TIME = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
 const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
+const DAY = new Intl.DateTimeFormat(undefined, { weekday: 'short' });
+const MONTH_SHORT = new Intl.DateTimeFormat(undefined, { month: 'short' });
+// "Sat 12 Dec 20:00": an occurrence's day and time, in the viewer's zone.
+const dated = (at) => `${DAY.format(at)} ${at.getDate()} ${MONTH_SHORT.format(at)} ${TIME.format(at)}`;
 
 const pad = (n) => String(n).padStart(2, '0');
 const monthParam = (day) => `${day.getFullYear()}-${pad(day.getMonth() + 1)}`;
@@ -79,45 +85,63 @@ function occurrenceItem(definition, occurrence, { admin, control, reload }) {
       try {
         if (occurrence.skipped) {
           await post(`${path}/unskip`, {});
-          notice(`${definition.name} at ${TIME.format(at)} will run after all.`, 'ok');
+          notice(`${definition.name} on ${dated(at)} will run after all.`, 'ok');
         } else {
-          const reason = await ask({ title: `Skip ${definition.name} on ${at.toDateString()}, ${TIME.format(at)}?`,
+          const reason = await ask({ title: `Skip ${definition.name} on ${dated(at)}?`,
             label: 'Why (shown on the calendar)', action: 'Skip this occurrence' });
           if (reason === null) return;
           await post(`${path}/skip`, { reason });
-          notice(`${definition.name} at ${TIME.format(at)} is skipped${occurrence.run ? '; its run is cancelled' : ''}.`, 'ok');
+          notice(`${definition.name} on ${dated(at)} is skipped${occurrence.run ? '; its run is cancelled' : ''}.`, 'ok');
         }
         reload();
       } catch (error) {
         explain(error, occurrence.skipped ? 'Unskipping' : 'Skipping');
       }
     };
-    item.append(' ', el('button', { type: 'button', class: 'small', 'data-occurrence-action': occurrence.skipped ? 'unskip' : 'skip', onclick: act },
-      occurrence.skipped ? 'Unskip' : 'Skip'));
+    const verb = occurrence.skipped ? 'Unskip' : 'Skip';
+    item.append(' ', el('button', {
+      type: 'button', class: 'small', 'data-occurrence-action': verb.toLowerCase(), onclick: act,
+      'aria-label': `${verb} the run of ${dated(at)}: ${definition.name}`,
+    }, verb));
   }
   return item;
 }
 
+// A run no occurrence names, on its day: its time, its definition, the run and its status.
+function runItem(definition, run) {
+  return el('li', { class: 'occurrence', 'data-definition': definition.id, 'data-run': run.id },
+    el('time', { datetime: run.scheduled_for }, TIME.format(new Date(run.scheduled_for))), ' ', definition.name, ' ',
+    el('a', { href: `#/runs/${run.id}` }, `run ${run.id}`), ' ', badge(run.status));
+}
+
 function monthGrid(first, listed, context) {
   const byDay = new Map();
+  const put = (at, when, item) => {
+    const key = dayKey(new Date(at));
+    if (!byDay.has(key)) byDay.set(key, []);
+    byDay.get(key).push([at, when, item]);
+  };
   for (const { definition, answer } of listed) {
-    for (const occurrence of answer.occurrences) {
-      const key = dayKey(new Date(happensAt(occurrence)));
-      if (!byDay.has(key)) byDay.set(key, []);
-      byDay.get(key).push([definition, occurrence]);
-    }
+    for (const occurrence of answer.occurrences) put(happensAt(occurrence), definition.id, () => occurrenceItem(definition, occurrence, context));
+    for (const run of answer.runs || []) put(run.scheduled_for, definition.id, () => runItem(definition, run));
   }
+  const todayKey = dayKey(new Date());
   const day = new Date(first);
   day.setDate(1 - ((first.getDay() + 6) % 7)); // the Monday on or before the first
   const weeks = [];
   while (weeks.length === 0 || day.getMonth() === first.getMonth()) {
     const cells = [];
     for (let i = 0; i < 7; i += 1, day.setDate(day.getDate() + 1)) {
-      const today = byDay.get(dayKey(day)) || [];
-      today.sort((a, b) => happensAt(a[1]).localeCompare(happensAt(b[1])));
-      cells.push(el('td', { class: day.getMonth() === first.getMonth() ? 'day' : 'day other-month', 'data-day': dayKey(day) },
-        el('div', { class: 'day-number', 'data-weekday': WEEKDAYS[i] }, String(day.getDate())),
-        today.length ? el('ul', { class: 'occurrences' }, today.map(([d, o]) => occurrenceItem(d, o, context))) : null));
+      const items = byDay.get(dayKey(day)) || [];
+      items.sort((a, b) => a[0].localeCompare(b[0]) || a[1] - b[1]);
+      const isToday = dayKey(day) === todayKey;
+      cells.push(el('td', {
+        class: `day${day.getMonth() === first.getMonth() ? '' : ' other-month'}${isToday ? ' today' : ''}`,
+        'data-day': dayKey(day), 'aria-current': isToday ? 'date' : null,
+      },
+      el('div', { class: 'day-number', 'data-weekday': WEEKDAYS[i] }, String(day.getDate()),
+        isToday ? el('span', { class: 'today-mark' }, ' · today') : null),
+      items.length ? el('ul', { class: 'occurrences' }, items.map(([, , item]) => item())) : null));
     }
     weeks.push(el('tr', {}, cells));
   }
@@ -147,14 +171,15 @@ export function calendarView(main, ctx, query) {
   let stopped = false;
   const load = async () => {
     try {
-      const recurring = (await ctx.definitions({ fresh: true })).filter((d) => d.schedule_cron);
-      const listed = await Promise.all(recurring.map(async (definition) => (
+      const definitions = await ctx.definitions({ fresh: true });
+      const recurring = definitions.filter((d) => d.schedule_cron);
+      const listed = await Promise.all(definitions.map(async (definition) => (
         { definition, answer: await get(occurrencesPath(definition.id, first, next)) })));
       if (stopped) return;
       const { may } = ctx.session();
-      grid.replaceChildren(...(recurring.length ? [schedulesList(recurring, may.control, load),
-        monthGrid(first, listed, { admin: may.define, control: may.control, reload: load })]
-        : [el('p', {}, 'No definition has a schedule yet.')]));
+      grid.replaceChildren(...(definitions.length ? [recurring.length ? schedulesList(recurring, may.control, load) : null,
+        monthGrid(first, listed, { admin: may.define, control: may.control, reload: load })].filter(Boolean)
+        : [el('p', {}, 'No definition yet.')]));
     } catch (error) {
       explain(error, 'Reading the calendar');
     }

@@ -10,7 +10,7 @@ import { versionsDiff } from './diff.js';
 import { documentEditor } from './editor.js';
 import { explain } from './explain.js';
 import { timelinePanel } from './timeline.js';
-import { ask, el, focus, fullTime, heading, notice, table, when } from './ui.js';
+import { ask, el, fill, focus, fullTime, heading, notice, table, when } from './ui.js';
 
 const TEMPLATE = {
   name: 'New event',
@@ -57,9 +57,12 @@ function editor(main, { titleText, initial, save, saved, definitionId = null }) 
         notice('Saved.', 'ok');
         saved(answer);
       } catch (error) {
-        if (error instanceof ApiError && error.status === 400) {
-          edited.showProblems(error.messages);
-          notice(`The document has ${error.messages.length} problem${error.messages.length === 1 ? '' : 's'}; nothing was saved.`, 'error');
+        // A name another definition holds (409, naming it) is a problem of the name field, as a 400's are of theirs.
+        const clash = error instanceof ApiError && error.status === 409 && error.detail.definition_id !== undefined;
+        if (error instanceof ApiError && (error.status === 400 || clash)) {
+          const messages = clash ? error.messages.map((message) => `document.name: ${message}`) : error.messages;
+          notice(`The document has ${messages.length} problem${messages.length === 1 ? '' : 's'}; nothing was saved.`, 'error');
+          edited.showProblems(messages);
         } else {
           explain(error, 'Saving');
         }
@@ -202,7 +205,7 @@ export function definitionView(main, ctx, idText) {
         explain(error, 'Reading the current version');
       }
     };
-    main.replaceChildren(
+    fill(main,
       el('p', {}, el('a', { href: '#/definitions' }, '← All definitions')),
       heading(1, definition.name),
       el('p', {}, `Current version ${definition.current_version}`, definition.schedule_cron ? ['; schedule ', el('code', {}, definition.schedule_cron)] : '', '. ',

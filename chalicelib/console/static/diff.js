@@ -8,11 +8,20 @@
 import { el, heading } from './ui.js';
 
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-const shown = (value) => (value === undefined ? '(not set)' : JSON.stringify(value));
+// A value as a person reads it: text in quotes, a list's items and an object's fields named, never as JSON.
+function shown(value) {
+  if (value === undefined) return '(not set)';
+  if (Array.isArray(value)) return value.length ? `the list ${value.map(shown).join(', ')}` : 'an empty list';
+  if (value !== null && typeof value === 'object') return `{${Object.entries(value).map(([k, v]) => `${k}: ${shown(v)}`).join(', ')}}`;
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
 
-// Every leaf that differs, as [path, before, after]; arrays are compared whole.
+// Every leaf that differs, as [path, before, after]; arrays are compared whole; an object on one side only
+// is compared field by field with nothing.
 function fieldChanges(before, after, prefix = '') {
   const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (before === undefined && isObject(after)) return fieldChanges({}, after, prefix);
+  if (after === undefined && isObject(before)) return fieldChanges(before, {}, prefix);
   if (!isObject(before) || !isObject(after)) return same(before, after) ? [] : [[prefix, before, after]];
   const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])];
   return keys.flatMap((key) => fieldChanges(before[key], after[key], prefix ? `${prefix}.${key}` : key));

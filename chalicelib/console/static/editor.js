@@ -8,11 +8,14 @@
 //
 // The fields come from the API: the document's schema from GET /openapi.json (the body of POST /definitions),
 // each action's params from GET /actions. The API's problems on save name paths ("document.phases[0].steps[1]
-// .params.seconds"): each shows beside the nearest field or group of that path, and every problem is listed
-// at the top, a mapped one with a button that goes to its field.
+// .params.seconds"): each is said in words ("Phase 1 · step 2 (core.wait) · Wait (seconds) must be …", the
+// JSON path in a hint), shows beside the nearest field or group of that path, and is listed at the top, a
+// mapped one with a button that goes to its field; focus goes to the first field with a problem. A refusal
+// that names no path (a name another definition holds) is given its path by the caller. A `core.wait` that
+// ends its phase or the ending holds nothing (docs/definitions.md): the form warns beside it.
 
 import { get } from './api.js';
-import { field, fieldsOf, freshId } from './editor_fields.js';
+import { field, fieldsOf, freshId, within } from './editor_fields.js';
 import { el, focus } from './ui.js';
 
 /** @type {Promise<{ documentSchema: any, actions: any[], moduleActions: string[] | null }> | null} */
@@ -33,7 +36,9 @@ function loadSchemas() {
 
 const ENDING = 'ending'; // the document's key for the steps after the last phase
 const PROBLEM_PATH = /\bdocument((?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*)/;
+const PROBLEM_PATHS = /\bdocument((?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])+)/g;
 const LAST_PART = /(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])$/;
+export const WAIT_ENDS_PHASE = 'This wait ends its phase, so it holds nothing: the run goes on at once. Put it before the step it should hold back.';
 
 // The path a problem names, without its `document.` ("phases[0].steps[1].params"); '' for the document itself.
 function pathOf(message) {
@@ -105,7 +110,8 @@ export function documentEditor(initial) {
   });
 
   /** @type {import('./editor_fields.js').FieldContext} */
-  const ctx = { register: (path, place) => places.set(path, place), changed, unreadable };
+  const ctx = { register: (path, place) => places.set(path, place), changed, unreadable, where: '' };
+  const at = (where) => ({ ...ctx, where });
   // After a change of shape (a step added, moved or removed) the form is drawn again, and focus goes back
   // to what the person pressed, where it now is (the first of `selectors` that can take it: a step moved to
   // the top has no "Move up" any more).
@@ -139,18 +145,19 @@ export function documentEditor(initial) {
         el('p', { class: 'field-help', id: `${actionId}-help` }, spec.description), spec.core ? actionProblem : null),
     ];
     if (spec.core) {
-      places.set(`${path}.action`, { node: parts[0], focusable: choice, problem: actionProblem });
+      places.set(`${path}.action`, { node: parts[0], focusable: choice, problem: actionProblem, words: within(name, 'Action') });
     } else {
       // The game bridge's declared actions are the only ones a save accepts: a choice among them, when declared.
       const declared = catalogue.moduleActions;
       const moduleSchema = declared
         ? { type: 'string', enum: declared, description: 'One of the module actions the game bridge declares (EVENT_MODULE_ACTIONS).' }
         : { type: 'string', description: 'The module action, module.name (e.g. world.spawn), sent to the game bridge.' };
-      parts.push(field(step, 'action', moduleSchema, `${path}.action`, ctx, { required: true, label: 'Module action' }));
+      parts.push(field(step, 'action', moduleSchema, `${path}.action`, at(name), { required: true, label: 'Module action' }));
     }
     const paramsSchema = spec.core ? spec.params_schema : { ...spec.params_schema, description: 'Any JSON object: the game side checks it.' };
-    parts.push(field(step, 'params', paramsSchema, `${path}.params`, ctx, { label: spec.core ? `Params of ${spec.id}` : 'Params (a JSON object)' }));
-    parts.push(...fieldsOf(step, stepSchema, path, ctx, ['action', 'params']));
+    parts.push(field(step, 'params', paramsSchema, `${path}.params`, at(name),
+      { label: spec.core ? `Params of ${spec.id}` : 'Params (a JSON object)', where: name }));
+    parts.push(...fieldsOf(step, stepSchema, path, at(name), ['action', 'params']));
     const move = (by) => {
       moved(steps, index, by);
       const now = `[data-step-path="${path.replace(/\d+\]$/, `${index + by}]`)}"]`;
@@ -167,12 +174,15 @@ export function documentEditor(initial) {
       parts);
     const problem = el('p', { class: 'field-problem', hidden: true });
     box.insertBefore(problem, box.children[1]);
-    places.set(path, { node: box, focusable: choice, problem });
+    if (step.action === 'core.wait' && index === steps.length - 1) {
+      box.insertBefore(el('p', { class: 'field-warning', 'data-warning': 'wait_ends_phase' }, `⚠ ${WAIT_ENDS_PHASE}`), problem);
+    }
+    places.set(path, { node: box, focusable: choice, problem, words: name });
     return box;
   }
 
   // A list of steps (a phase's or the ending's) and its "Add a step" button.
-  function stepsForm(owner, key, path, phaseLabel, stepSchema, what) {
+  function stepsForm(owner, key, path, phaseLabel, stepSchema, what, words) {
     const steps = Array.isArray(owner[key]) ? owner[key] : []; // written into the document with its first step
     const problem = el('p', { class: 'field-problem', hidden: true });
     const add = el('button', {
@@ -181,7 +191,7 @@ export function documentEditor(initial) {
     }, `Add a step to ${what}`);
     const list = el('div', { class: 'steps-form', 'data-steps-of': path }, problem,
       steps.map((step, index) => stepForm(step, steps, index, `${path}[${index}]`, phaseLabel, stepSchema)), add);
-    places.set(path, { node: list, focusable: add, problem });
+    places.set(path, { node: list, focusable: add, problem, words });
     return list;
   }
 
@@ -202,9 +212,10 @@ export function documentEditor(initial) {
         el('button', { type: 'button', 'data-move': '1', disabled: index + 1 === phases.length, 'aria-label': `Move ${name} down`, onclick: () => move(1) }, 'Move phase down'),
         el('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${name}`, onclick: () => { phases.splice(index, 1); reshaped('[data-add-phase]'); } }, 'Remove phase')),
       problem,
-      fieldsOf(phase, phaseSchema, path, ctx, ['steps']),
-      stepsForm(phase, 'steps', `${path}.steps`, `Phase ${index + 1}`, phaseSchema.properties.steps.items, `phase ${index + 1}`));
-    places.set(path, { node: box, focusable: box.querySelector('input, select, textarea'), problem });
+      fieldsOf(phase, phaseSchema, path, at(name), ['steps']),
+      stepsForm(phase, 'steps', `${path}.steps`, `Phase ${index + 1}`, phaseSchema.properties.steps.items, `phase ${index + 1}`,
+        within(name, 'Steps')));
+    places.set(path, { node: box, focusable: box.querySelector('input, select, textarea'), problem, words: name });
     return box;
   }
 
@@ -229,8 +240,8 @@ export function documentEditor(initial) {
       el('section', { class: 'phase-form', 'aria-labelledby': 'ending-form-title' },
         el('h3', { id: 'ending-form-title' }, 'Ending'),
         el('p', { class: 'field-help' }, 'Steps run after the last phase; a failure here only degrades the run.'),
-        stepsForm(doc, ENDING, ENDING, 'Ending', schema.properties.ending.items, 'the ending')));
-    places.set('phases', { node: formPanel, focusable: addPhase, problem: phasesProblem });
+        stepsForm(doc, ENDING, ENDING, 'Ending', schema.properties.ending.items, 'the ending', 'Ending')));
+    places.set('phases', { node: formPanel, focusable: addPhase, problem: phasesProblem, words: 'Phases' });
   }
 
   const show = (which) => {
@@ -261,28 +272,51 @@ export function documentEditor(initial) {
     focus(tabs[next]);
   });
 
-  // The problems: each beside its field (or the nearest group of its path), all listed at the top.
+  // The nearest place of a path, and the path it is at ('' and null when none).
+  const placeOf = (written) => {
+    let path = written;
+    while (path && !places.has(path)) path = path.replace(LAST_PART, '');
+    return { path, place: path ? places.get(path) : null };
+  };
+  // A path in words: its place's ("Phase 1 · step 2 (core.wait) · Wait (seconds)"), and what is below it as
+  // written ("… · Params (a JSON object) · npc"); as written when the form has no place for it.
+  const pathInWords = (written) => {
+    const { path, place } = placeOf(written);
+    if (!place) return written;
+    const below = written.slice(path.length).replace(/^\./, '').replace(/\./g, ' · ');
+    return below ? within(place.words, below) : place.words;
+  };
+  const inWords = (message) => message.replace(PROBLEM_PATHS, (_, path) => pathInWords(path.replace(/^\./, '')));
+
+  // The problems: each in words beside its field (or the nearest group of its path), all listed at the top
+  // with their JSON paths in a hint; focus goes to the first field with one (else to the list).
   const showProblems = (messages) => {
     for (const place of places.values()) {
       place.problem.replaceChildren();
       place.problem.hidden = true;
       place.node.classList.remove('has-problem');
+      place.focusable?.removeAttribute('aria-invalid');
     }
+    /** @type {import('./editor_fields.js').FieldPlace | null} */
+    let first = null;
     problems.replaceChildren(...messages.map((message) => {
-      let path = pathOf(message);
-      while (path && !places.has(path)) path = path.replace(LAST_PART, '');
-      const place = path ? places.get(path) : null;
-      if (!place) return el('li', { 'data-unmapped': '' }, message);
-      place.problem.append(el('span', {}, message), ' ');
+      const written = pathOf(message);
+      const { path, place } = placeOf(written);
+      const words = inWords(message);
+      const hint = written ? el('span', { class: 'json-name' }, ' (JSON: ', el('code', {}, `document.${written}`), ')') : '';
+      if (!place) return el('li', { 'data-unmapped': '' }, words, hint);
+      place.problem.append(el('span', {}, words), ' ');
       place.problem.hidden = false;
       place.node.classList.add('has-problem');
       place.focusable?.setAttribute('aria-invalid', 'true');
-      return el('li', { 'data-problem-path': path }, message, ' ',
-        el('button', { type: 'button', class: 'link', 'aria-label': `Go to the field ${path}`, onclick: () => { show('form'); focus(place.focusable); } },
+      first = first || place;
+      return el('li', { 'data-problem-path': path }, words, hint, ' ',
+        el('button', { type: 'button', class: 'link', 'aria-label': `Go to the field ${place.words}`, onclick: () => { show('form'); focus(place.focusable); } },
           'Go to the field'));
     }));
     problemsNone.hidden = messages.length > 0;
-    focus(problemsBox.querySelector('h2'));
+    if (first && showing() === 'form') focus(first.focusable);
+    else focus(problemsBox.querySelector('h2'));
   };
 
   // The document to save, or null when it cannot be read (its problems are then shown).

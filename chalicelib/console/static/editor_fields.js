@@ -4,29 +4,38 @@
 // a group for a nested object, a JSON box for a free object or a list (a cue's choices, an only_if's values). Each field writes into the object it edits as the
 // person types and removes its key when emptied, so a key the form does not know is never touched; each
 // says what it takes (the schema's description and range) and has a place for the problems the API names at
-// its path ("phases[0].steps[1].params.seconds").
+// its path ("phases[0].steps[1].params.seconds"). A field is labelled in words (the schema's `title`: "Grace
+// before a missed start (seconds)"), its JSON name in its hint, and its place carries those words with where
+// it stands ("Phase 1 · step 2 (core.wait) · Wait (seconds)"), for the problems said in words.
 
 import { el } from './ui.js';
 
 /**
- * Where a path's problems show: the field or group, what to focus, and the line for its problems.
- * @typedef {{ node: HTMLElement, focusable: HTMLElement, problem: HTMLElement }} FieldPlace
+ * Where a path's problems show: the field or group, what to focus, the line for its problems, and its name in
+ * words with where it stands.
+ * @typedef {{ node: HTMLElement, focusable: HTMLElement, problem: HTMLElement, words: string }} FieldPlace
  */
 
 /**
  * What the fields of one form share: where each registers its path (for the problems the API names there),
- * what a change calls, and the free-JSON boxes whose text does not parse yet.
+ * what a change calls, the free-JSON boxes whose text does not parse yet, and where the fields stand, in
+ * words ("Phase 1 · step 2 (core.wait)"; '' for the event's own).
  * @typedef {{
  *   register: (path: string, place: FieldPlace) => void,
  *   changed: () => void,
  *   unreadable: Map<string, string>,
+ *   where: string,
  * }} FieldContext
  */
 
 let lastId = 0;
 export const freshId = (stem) => `${stem}-${++lastId}`;
 
-const LONG_TEXT = 500; // a string this long or longer is a text area (a message, an instruction)
+const LONG_TEXT = 500;
+
+// A field's name in words: the schema's title, else its JSON name with its underscores as spaces.
+const wordsFor = (schema, key) => schema.title || `${key.charAt(0).toUpperCase()}${key.slice(1).replace(/_/g, ' ')}`;
+export const within = (where, words) => (where ? `${where} · ${words}` : words); // a string this long or longer is a text area (a message, an instruction)
 
 const typesOf = (schema) => (Array.isArray(schema.type) ? schema.type : [schema.type]);
 const isGroup = (schema) => typesOf(schema).includes('object') && schema.properties;
@@ -46,14 +55,14 @@ function allowed(schema) {
   return '';
 }
 
-// The words beside a field: its description and range, and a place for its problems.
-function helpFor(schema, id) {
+// The words beside a field: its description and range, its JSON name, and a place for its problems.
+function helpFor(schema, id, key) {
   const described = schema.description || '';
   const words = [described && !/[.?!]$/.test(described) ? `${described}.` : described, allowed(schema)].filter(Boolean).join(' ');
   return {
-    help: words ? el('p', { class: 'field-help', id: `${id}-help` }, words) : null,
+    help: el('p', { class: 'field-help', id: `${id}-help` }, words, words ? ' ' : '', el('span', { class: 'json-name' }, 'JSON: ', el('code', {}, key))),
     problem: el('p', { class: 'field-problem', id: `${id}-problem`, hidden: true }),
-    describedBy: [words ? `${id}-help` : '', `${id}-problem`].filter(Boolean).join(' '),
+    describedBy: `${id}-help ${id}-problem`,
   };
 }
 
@@ -108,13 +117,14 @@ function readInput(schema, text, path, ctx) {
  * @param {any} schema
  * @param {string} path
  * @param {FieldContext} ctx
- * @param {{ required?: boolean, label?: string }} [options]
+ * @param {{ required?: boolean, label?: string, where?: string }} [options] `where`: the words a group's fields
+ *   stand under (default: the group's own label under the context's; a step's params: the step's name alone)
  * @returns {HTMLElement}
  */
-export function field(target, key, schema, path, ctx, { required = false, label = key } = {}) {
-  if (isGroup(schema)) return group(target, key, schema, path, ctx, label, required);
+export function field(target, key, schema, path, ctx, { required = false, label = wordsFor(schema, key), where = within(ctx.where, label) } = {}) {
+  if (isGroup(schema)) return group(target, key, schema, path, ctx, label, required, where);
   const id = freshId('field');
-  const { help, problem, describedBy } = helpFor(schema, id);
+  const { help, problem, describedBy } = helpFor(schema, id, key);
   const input = inputFor(schema, id, target[key], describedBy);
   if (required) input.setAttribute('aria-required', 'true');
   input.addEventListener(schema.enum ? 'change' : 'input', () => {
@@ -131,14 +141,14 @@ export function field(target, key, schema, path, ctx, { required = false, label 
   });
   const node = el('div', { class: 'field', 'data-path': path },
     el('label', { for: id }, label, required ? ' (required)' : ''), input, help, problem);
-  ctx.register(path, { node, focusable: input, problem });
+  ctx.register(path, { node, focusable: input, problem, words: within(ctx.where, label) });
   return node;
 }
 
 // A nested object's fields in a group of their own; the object is written into `target` once one of them is
 // set, and removed when the last is emptied (a `schedule: null` stays as written until then). In a group
 // that may be left out, what it requires is required only once it is there, and its help says so.
-function group(target, key, schema, path, ctx, label, groupRequired) {
+function group(target, key, schema, path, ctx, label, groupRequired, where) {
   const holder = target[key] && typeof target[key] === 'object' ? target[key] : {};
   const needs = schema.required || [];
   const required = new Set(groupRequired ? needs : []);
@@ -146,6 +156,7 @@ function group(target, key, schema, path, ctx, label, groupRequired) {
     : `Optional: leave every field empty for none${needs.length ? `; once one is set, ${needs.join(' and ')} ${needs.length > 1 ? 'are' : 'is'} required` : ''}.`;
   const inner = {
     ...ctx,
+    where,
     changed: () => {
       if (Object.keys(holder).length) target[key] = holder;
       else delete target[key];
@@ -156,9 +167,11 @@ function group(target, key, schema, path, ctx, label, groupRequired) {
   const node = el('fieldset', { class: 'field-group', 'data-path': path },
     el('legend', {}, label),
     [schema.description, optional].filter(Boolean).map((words) => el('p', { class: 'field-help' }, words)),
+    el('p', { class: 'field-help' }, el('span', { class: 'json-name' }, 'JSON: ', el('code', {}, key))),
     problem,
     Object.entries(schema.properties).map(([name, sub]) => field(holder, name, sub, `${path}.${name}`, inner, { required: required.has(name) })));
-  ctx.register(path, { node, focusable: /** @type {HTMLElement} */ (node.querySelector('input, select, textarea')), problem });
+  ctx.register(path, { node, focusable: /** @type {HTMLElement} */ (node.querySelector('input, select, textarea')), problem,
+    words: inner.where });
   return node;
 }
 

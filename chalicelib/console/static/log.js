@@ -84,8 +84,15 @@ export function describeEntry(entry, nameOf) {
     case 'notice.failed': return failedWords(entry, nameOf);
     case 'chat.pressed': return `${nameOf(entry)}: ${d.control} pressed on ${PLATFORMS[d.platform] ?? d.platform} by ${d.name}`;
     case 'chat.edit_failed': return `${nameOf(entry)}: its ${PLATFORMS[d.platform] ?? d.platform} message could not be edited: ${d.error}${d.again_at ? `; tried again at ${when(d.again_at)}` : '; not tried again'}`;
-    default: return `${entry.kind} ${JSON.stringify(d)}`;
+    case 'run.cleanup': return `Cleanup began: ${d.reverts} ${d.reverts === 1 ? 'thing' : 'things'} to revert, newest first, in phase ${d.phase}`;
+    default: return `${entry.kind}${detailWords(d)}`;
   }
+}
+
+// A row of a kind this console has no words for yet: its detail as "name value" pairs, never as JSON.
+function detailWords(detail) {
+  const pairs = Object.entries(detail).filter(([, value]) => value !== null && value !== undefined && typeof value !== 'object');
+  return pairs.length ? `: ${pairs.map(([name, value]) => `${name.replace(/_/g, ' ')} ${value}`).join(', ')}` : '';
 }
 
 export const byPerson = (entry) => !ENGINE_ACTORS.has(entry.actor) && entry.actor !== 'game';

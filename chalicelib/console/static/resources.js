@@ -14,7 +14,7 @@
 
 import { get } from './api.js';
 import { namer } from './names.js';
-import { badge, el, table } from './ui.js';
+import { badge, el, fill, table } from './ui.js';
 
 const PAGE = 100; // the API ends a page sooner when its resources are large
 const PLAN_SHOWN = 50; // the cancel dialog lists the first reverts and counts the rest
@@ -109,13 +109,13 @@ export function ledgerSection(runId) {
     const rows = resources.map((r) => el('tr', { 'data-resource': named(r), 'data-status': r.status },
       el('td', {}, r.kind), el('td', {}, el('code', {}, r.id)), el('td', {}, badge(r.status)),
       el('td', {}, revertWords(r)), el('td', {}, stepOf(r))));
-    body.replaceChildren(...[ // the parts that apply, in order (a part that does not is left out, never shown as "null")
+    fill(body,
       progress(detail),
       el('p', { id: 'resources-live' }, `${counts.live || 0} live of ${recorded} recorded.`),
       error,
       rows.length ? table(`What run ${runId} left, newest first`, ['Kind', 'Id', 'Status', 'Revert', 'Recorded by'], rows) : null,
       cursor != null && !failure ? el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'resources-older', onclick: older },
-        `Show older (${resources.length} of ${recorded} shown)`)) : null].filter(Boolean));
+        `Show older (${resources.length} of ${recorded} shown)`)) : null);
   }
 
   async function older() {

@@ -13,7 +13,7 @@ import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
 import { presser, specOf } from './press.js';
 import {
-  badge, el, heading, isTerminalRun, keyedRows, keyedTable, needYou, notice, rehearsalMark, runStatuses, since, span, waitOf,
+  badge, el, fill, heading, isTerminalRun, keyedRows, keyedTable, needYou, notice, rehearsalMark, runStatuses, since, span, waitOf,
   when, wordOf,
 } from './ui.js';
 
@@ -117,7 +117,7 @@ export function runsView(main, ctx, queryText = '') {
   const paging = el('nav', { class: 'paging', 'aria-label': 'Pages of runs' });
   const fresh = el('div', { id: 'freshness' });
 
-  main.replaceChildren(
+  fill(main, // the bulk bar is null for a role with no bulk control
     heading(1, 'Runs'),
     el('section', { id: 'inbox', 'aria-labelledby': 'inbox-title' }, inboxHeading, inbox.node, inboxEmpty),
     el('h2', { id: 'all-runs-title' }, 'All runs'),

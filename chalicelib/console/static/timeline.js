@@ -5,7 +5,7 @@
 // answer is shown: one that arrives after a later edit's is dropped.
 
 import { ApiError, post } from './api.js';
-import { el } from './ui.js';
+import { el, fill } from './ui.js';
 
 const DEBOUNCE_MS = 500;
 const WAITS = { person: 'waits for a person', game: 'waits for the game', time: 'waits' };
@@ -45,10 +45,10 @@ function render(box, projection) {
     ` ${phase.advance}: from +${duration(phase.earliest_start_seconds)} to +${duration(phase.earliest_end_seconds)} at the`
       + ` earliest, ${phase.latest_end_seconds === null ? 'no limit' : `+${duration(phase.latest_end_seconds)}`} at the latest`,
     el('ol', { class: 'timeline-steps' }, projection.steps.filter((s) => s.phase === phase.number).map(stepLine))));
-  box.replaceChildren(
+  fill(box,
     el('p', { id: 'timeline-length' }, `Shortest ${duration(projection.shortest_seconds)}; longest ${duration(projection.longest_seconds)}.`),
     projection.warnings.length
-      ? el('ul', { id: 'timeline-warnings', class: 'problems' }, projection.warnings.map((w) => el('li', { 'data-code': w.code }, `${w.code}: ${w.message}`)))
+      ? el('ul', { id: 'timeline-warnings', class: 'problems' }, projection.warnings.map((w) => el('li', { 'data-code': w.code }, w.message)))
       : el('p', { id: 'timeline-warnings', class: 'muted' }, 'No warnings.'),
     branchLines(projection.branches),
     el('ol', { id: 'timeline-phases', class: 'timeline' }, byPhase));

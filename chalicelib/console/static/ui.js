@@ -9,11 +9,18 @@ export function el(tag, attrs = {}, ...children) {
     else if (name === 'class') node.className = value;
     else node.setAttribute(name, value === true ? '' : value);
   }
-  for (const child of children.flat(Infinity)) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : String(child));
-  }
+  node.append(...present(children));
   return node;
+}
+
+// The children to show: lists flattened, null, undefined and false left out, anything else as text.
+const present = (children) => children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false)
+  .map((child) => (child instanceof Node ? child : String(child)));
+
+// A node's children replaced, leaving out what `el` leaves out: the DOM's own replaceChildren would show a null
+// as the word "null".
+export function fill(node, ...children) {
+  node.replaceChildren(...present(children));
 }
 
 const LOCAL = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });

@@ -55,24 +55,27 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 # Text a person reads: something besides whitespace.
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": r"\S"}
 DAY, WEEK = 24 * 3600, 7 * 24 * 3600
+_WAIT_SECONDS = {"type": "integer", "minimum": 0, "maximum": WEEK, "title": "Wait (seconds)",
+                 "description": "how long the phase's next step is held; a wait that ends its phase holds nothing"}
 
 
-def _seconds(lowest: int, highest: int, description: str) -> dict[str, Any]:
-    return {"type": "integer", "minimum": lowest, "maximum": highest, "description": description}
+def _seconds(lowest: int, highest: int, title: str, description: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": lowest, "maximum": highest, "title": title, "description": description}
 
 
 # A cue's attention fields (docs/definitions.md, "A cue that is seen"): reminders to the cue channel, one
 # escalation, and what happens when nobody answers.
 REMIND_LIMIT_DEFAULT = 3
 _CUE_ATTENTION = {
-    "remind_after_seconds": _seconds(5, DAY, "Post a reminder this long after the cue, and again every as long, until "
-                                              "someone acknowledges, confirms or skips it."),
-    "remind_limit": {"type": "integer", "minimum": 1, "maximum": 20,
+    "remind_after_seconds": _seconds(5, DAY, "Remind after (seconds)", "Post a reminder this long after the cue, and"
+                                     " again every as long, until someone acknowledges, confirms or skips it."),
+    "remind_limit": {"type": "integer", "minimum": 1, "maximum": 20, "title": "Reminders at most",
                      "description": f"At most this many reminders (default {REMIND_LIMIT_DEFAULT})."},
-    "escalate_after_seconds": _seconds(5, WEEK, "Escalate to the escalation channel this long after the cue, once, "
-                                                "unless someone has acknowledged it (default: EVENT_ESCALATE_AFTER_SECONDS)."),
-    "timeout_seconds": _seconds(5, WEEK, "Stop waiting this long after the cue, as on_timeout says."),
-    "on_timeout": {"type": "string", "enum": [action.value for action in CueOnTimeout],
+    "escalate_after_seconds": _seconds(5, WEEK, "Escalate after (seconds)", "Escalate to the escalation channel this"
+                                       " long after the cue, once, unless someone has acknowledged it (default:"
+                                       " EVENT_ESCALATE_AFTER_SECONDS)."),
+    "timeout_seconds": _seconds(5, WEEK, "Give up after (seconds)", "Stop waiting this long after the cue, as on_timeout says."),
+    "on_timeout": {"type": "string", "enum": [action.value for action in CueOnTimeout], "title": "When nobody answers",
                    "description": "continue (the default): the cue is cancelled and the phase goes on; pause: the run pauses with "
                                   "the cue still waiting; confirm: the engine assumes it done. Each degrades the run."},
 }
@@ -83,14 +86,15 @@ MAX_CHOICES = 10
 CHOICE_VALUE = {"type": "string", "minLength": 1, "maxLength": 100, "pattern": r"\S",
                 "description": "what the confirm carries and an only_if compares (exactly, case and all)"}
 _CUE_CHOICES = {
-    "choices": {"type": "array", "minItems": 2, "maxItems": MAX_CHOICES,
+    "choices": {"type": "array", "minItems": 2, "maxItems": MAX_CHOICES, "title": "Answers to choose from",
                 "description": f"2 to {MAX_CHOICES} answers, each a value and the label of its button; a confirm must"
                                " carry one of the values",
                 "items": {"type": "object", "additionalProperties": False, "required": ["value", "label"],
                           "properties": {"value": CHOICE_VALUE,
                                          "label": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"}}}},
-    "timeout_choice": {**CHOICE_VALUE, "description": "with on_timeout confirm: the answer the engine chooses at the"
-                                                      " timeout (and a dry run's engine when it confirms)"},
+    "timeout_choice": {**CHOICE_VALUE, "title": "Answer assumed at the time limit",
+                       "description": "with on_timeout confirm: the answer the engine chooses at the timeout (and a dry"
+                                      " run's engine when it confirms)"},
 }
 
 
@@ -135,21 +139,22 @@ CORE_ACTIONS: dict[str, ActionSpec] = {
         ActionSpec(
             "core.wait",
             "Hold the next step of the phase for a number of seconds.",
-            _object({"seconds": {"type": "integer", "minimum": 0, "maximum": 7 * 24 * 3600}}, ["seconds"]),
+            _object({"seconds": _WAIT_SECONDS}, ["seconds"]),
             outcomes=("done",),
         ),
         ActionSpec(
             "core.cue",
             "Post an instruction to the game masters' channel and wait for a person to confirm or skip it (with"
             " choices: to confirm it with one of its answers).",
-            _object({"instruction": _TEXT, **_CUE_ATTENTION, **_CUE_CHOICES}, ["instruction"]),
+            _object({"instruction": {**_TEXT, "title": "Instruction to the game masters"}, **_CUE_ATTENTION,
+                     **_CUE_CHOICES}, ["instruction"]),
             outcomes=("parked",),
             params_rule=_cue_problem,
         ),
         ActionSpec(
             "core.announce",
             "Post a message to the announcement channel.",
-            _object({"message": _TEXT}, ["message"]),
+            _object({"message": {**_TEXT, "title": "Message"}}, ["message"]),
             outcomes=("done", "retry", "failed"),
         ),
     )

@@ -1,6 +1,7 @@
-"""A recurring definition's calendar as a person reads it: the current version's occurrences in a window, each
-with its run (and its new time, postponed), whether a person skipped it or its schedule's pause keeps it from
-being planned, and the schedule in words (who paused it and why). Reads only; the occurrences are the
+"""A definition's calendar as a person reads it: the current version's occurrences in a window, each with its
+run (and its new time, postponed), whether a person skipped it or its schedule's pause keeps it from being
+planned, the schedule in words (who paused it and why), and the live runs of the window no occurrence names
+(scheduled by hand, or by an earlier schedule). Reads only; the occurrences are the
 planner's own (`calendar.schedule_of`, `cron.Schedule`)."""
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
     def read(tx: Tx) -> Body:
         version = current_version(tx, definition_id)
         schedule = schedule_of(version)
+        happened = runs.live_between(tx, definition_id, start, end, MAX_LISTED)
         if schedule is None:
-            return {"schedule": None, "occurrences": [], "next_from": None}
+            return {"schedule": None, "occurrences": [], "runs": [r.public() for r in happened], "next_from": None}
         times = []
         for instant in schedule.between(start - TICK, end - TICK):
             times.append(instant)
@@ -57,10 +59,12 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
                 break
         listed, rest = times[:MAX_LISTED], times[MAX_LISTED:]
         found = runs.of_occurrences(tx, definition_id, listed)
+        occurring = {r.occurrence_key for r in found.values()}
         skipped = skips.between(tx, definition_id, start, end)
         pause = must_exist(definitions.get(tx, definition_id)).schedule_paused
         return {"schedule": described(schedule, now, pause),
                 "occurrences": [occurrence_body(t, found.get(t), skipped.get(t), pause) for t in listed],
+                "runs": [r.public() for r in happened if r.occurrence_key not in occurring],
                 "next_from": iso(rest[0]) if rest else None}
 
     return db.transaction(read)

@@ -11,7 +11,8 @@ from the rows as they stand, and a status change what its row of
 Every status change is one row of the transitions table, rendered by the one
 writer (`moves.move`); the statements live by job:
 
-    reads.py      a run, a page of runs (or the runs a filter matches, counted), the runs of some occurrences, the due ones, the counts
+    reads.py      a run, a page of runs (or the runs a filter matches, counted), the runs of some occurrences or of a
+                  window, the due ones, the counts
     scheduled.py  a run created (an occurrence, a dry run), postponed, then started within its grace or missed
     moves.py      the one writer of a status change, `transition`, and `degrade`
     leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
@@ -34,6 +35,7 @@ from .reads import (
     find_due,
     get,
     list_page,
+    live_between,
     lookout,
     matching,
     next_wake,
@@ -48,7 +50,7 @@ from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, po
 __all__ = [
     "REHEARSAL_FILTERS", "Lookout", "RunFilter", "advance_phase", "begin_cleanup", "begin_late_cleanup", "count_matching",
     "degrade", "end_cleanup", "end_late_cleanup", "find_due", "get",
-    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "lookout", "matching", "miss_after_grace",
+    "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "live_between", "lookout", "matching", "miss_after_grace",
     "next_wake", "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "queue",
     "queued_behind", "recover", "release_lease", "start_within_grace", "take_lease", "transition", "under_way",
     "waiting_counts", "waiting_on", "wake_cleanup",

@@ -45,6 +45,18 @@ def of_occurrences(tx: Tx, definition_id: int, times: list[datetime]) -> dict[da
     return {keys[run.occurrence_key]: run for run in map(Run.from_row, rows)}
 
 
+def live_between(tx: Tx, definition_id: int, start: datetime, end: datetime, limit: int) -> list[Run]:
+    """A definition's live runs scheduled in [start, end), earliest first, at most `limit`: those the calendar
+    shows on their days (a run scheduled by hand, or of an earlier schedule, too). One range of its
+    (definition_id, id) key."""
+    rows = tx.all(
+        f"SELECT {COLUMNS} FROM event_runs WHERE definition_id = %s AND mode = %s"  # noqa: S608 — COLUMNS is a constant
+        " AND scheduled_for >= %s AND scheduled_for < %s ORDER BY scheduled_for, id LIMIT %s",
+        (definition_id, RunMode.LIVE.value, start, end, limit),
+    )
+    return [Run.from_row(row) for row in rows]
+
+
 def get(tx: Tx, run_id: int, *, for_update: bool = False) -> Run | None:
     """The run; `for_update` locks it so a control reads the status it will act on."""
     lock = " FOR UPDATE" if for_update else ""

@@ -1,0 +1,94 @@
+"""The console on a phone, 400 px wide (issue 40, item 7): on every page no label, heading, field, button or
+link overlaps another (their bounding boxes compared), nothing is wider than the screen, and the runs list's
+first run shows on the first screen rather than far below its filters."""
+
+from __future__ import annotations
+
+import uuid
+
+from selenium.webdriver.common.by import By
+
+from tests.console.browser import LAPTOP, eventually, screenshot, text_of
+from tests.console.pages import cue_banner, open_run, schedule_now, sign_in
+from tests.support.api import ADMIN
+
+PHONE_400 = (400, 844)
+# The boxes compared: what a person reads or presses, each a box of its own.
+OVERLAPS = """
+// Visually hidden (a card table's header row, kept for screen readers): clipped away, not laid over anything.
+const clipped = (e) => {
+  for (let at = e; at; at = at.parentElement) if (getComputedStyle(at).clipPath !== 'none') return true;
+  return false;
+};
+const picked = [...document.querySelectorAll('main label, main legend, main h1, main h2, main h3, main input, main select,'
+  + ' main textarea, main button, main a, main th, main .badge, header a, header button, header label')]
+  .filter((e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden' && !clipped(e));
+const box = (e) => e.getBoundingClientRect();
+const words = (e) => (e.innerText || e.value || e.getAttribute('aria-label') || '').trim().slice(0, 30);
+const named = (e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''} “${words(e)}”`;
+const found = [];
+for (let i = 0; i < picked.length; i += 1) {
+  for (let j = i + 1; j < picked.length; j += 1) {
+    const [a, b] = [picked[i], picked[j]];
+    if (a.contains(b) || b.contains(a) || (a.tagName === 'LABEL' && a.htmlFor && b.id === a.htmlFor)) continue;
+    const [p, q] = [box(a), box(b)];
+    const overlap = Math.min(p.right, q.right) - Math.max(p.left, q.left) > 1 && Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 1;
+    if (overlap) found.push(`${named(a)} overlaps ${named(b)}`);
+  }
+}
+// A card's cell labels itself (its ::before, "Current version"): a label taller than its cell runs into the next.
+for (const cell of document.querySelectorAll('main table.cards td')) {
+  const label = getComputedStyle(cell, '::before');
+  if (label.content === 'none' || !cell.getClientRects().length) continue;
+  const [needs, has] = [parseFloat(label.height), cell.getBoundingClientRect().height];
+  if (needs > has + 1) found.push(`the label “${cell.dataset.label}” (${needs} px) runs out of its cell (${has} px) into the next`);
+}
+return found;
+"""
+
+
+def _overlaps(browser, page: str) -> list[str]:
+    return [f"{page}: {found}" for found in browser.execute_script(OVERLAPS)]
+
+
+def _wider(browser, page: str) -> list[str]:
+    overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+    return [f"{page}: {overflow} px wider than the phone"] if overflow > 0 else []
+
+
+def test_no_label_overlaps_its_neighbour_at_400_px_and_the_first_run_is_on_the_first_screen(browser, server, api_client):
+    document = {"name": f"Phone garden {uuid.uuid4().hex[:6]}", "grace_seconds": 300, "schedule": {"cron": "0 20 * * 5"},
+                "phases": [{"name": "garden", "steps": [{"action": "core.cue", "params": {"instruction": "Count the crows"}}]}]}
+    definition_id, run_id = schedule_now(api_client, document)
+    sign_in(browser, ADMIN)
+    browser.set_window_size(*PHONE_400)
+    try:
+        eventually(lambda: browser.execute_script("return window.innerWidth") == PHONE_400[0], "the window at 400 px")
+        found: list[str] = []
+        browser.get(f"{server.console_url}#/runs")
+        first = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]"), "the runs list")[0]
+        top, screen = browser.execute_script("return [arguments[0].getBoundingClientRect().top, window.innerHeight]", first)
+        screenshot(browser, "phone-runs")
+        if top > screen - 120:  # its first lines (the run, its definition, its status) on the first screen
+            found.append(f"the runs list: the first run starts {top:.0f} px down a {screen} px screen")
+        found += _overlaps(browser, "the runs list") + _wider(browser, "the runs list")
+
+        open_run(browser, server.url, run_id)
+        cue_banner(browser)
+        screenshot(browser, "phone-run")
+        found += _overlaps(browser, "a run at its cue") + _wider(browser, "a run at its cue")
+        browser.get(f"{server.console_url}#/definitions")
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"a[href='#/definitions/{definition_id}']"), "the definitions")
+        found += _overlaps(browser, "the definitions") + _wider(browser, "the definitions")
+        browser.get(f"{server.console_url}#/definitions/{definition_id}")
+        eventually(lambda: browser.find_elements(By.ID, "add-version"), "the definition")[0].click()
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-path='grace_seconds'] input"), "the editor")
+        eventually(lambda: text_of(browser, "#timeline-length"), "the timeline")
+        found += _overlaps(browser, "the editor") + _wider(browser, "the editor")
+        browser.get(f"{server.console_url}#/calendar")
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "table.calendar"), "the calendar")
+        screenshot(browser, "phone-calendar")
+        found += _overlaps(browser, "the calendar") + _wider(browser, "the calendar")
+        assert found == [], "\n".join(found)
+    finally:
+        browser.set_window_size(*LAPTOP)
