@@ -1,7 +1,7 @@
 """The `discord:<channel id>` and `slack:<channel id>` channels: a notice posted by the community's own bot.
 
 Invariant: a cue's message carries its buttons (Confirm, or a button per answer, Skip, I have it), and an
-escalation of a step parked in doubt (a decision) carries Confirm, Skip and Resend; either is recorded
+escalation of a step parked in doubt (a decision) carries Confirm, Skip and a send-again; either is recorded
 (`store/chat_messages.py`) once the platform has taken it, so a later change of its step finds it. A
 reminder or an escalation of a step whose message is recorded replies to that message (a Discord reply, a
 Slack thread) without buttons; anything else is a plain message. A post the platform did not take raises
