@@ -92,15 +92,17 @@ def test_the_inbox_holds_every_wait_most_urgent_first_each_with_its_story_and_co
     def controls(kind):
         return [c["name"] for c in rows[made[kind].id]["controls"]]
 
-    assert told("cue") == "Waiting for a game master at Phase 1 · step 1 (core.cue): Light the bonfire; nobody has it yet"
+    assert told("cue") == (
+        f"Waiting for a game master at Run {made['cue'].id} · Phase 1 · step 1 (Light the bonfire); nobody has it yet")
     assert controls("cue") == ["confirm", "acknowledge"]
     assert told("paused") == "Paused by mod-mia: “boss bugged”" and controls("paused") == ["resume"]
-    assert told("failed") == ("Phase 1 · step 1 (world.spawn) failed: HTTP 400: the square is full; Retry is what it needs")
+    assert told("failed") == (f"Run {made['failed'].id} · Phase 1 · step 1 (world.spawn) failed: HTTP 400: the square is full;"
+                              " Retry is what it needs")
     assert controls("failed") == ["retry", "resume"]
     assert told("advance") == "Phase 1 (contest) is done; it ends when someone advances it" and controls("advance") == ["advance"]
     assert told("signal") == "Phase 1 (boss) waits for the game's signal boss_down" and controls("signal") == []
-    assert told("decision") == ("Phase 1 · step 1 (world.spawn) waits for a decision: the game may or may not have"
-                                " applied it")
+    assert told("decision") == (f"Run {made['decision'].id} · Phase 1 · step 1 (world.spawn) waits for a decision:"
+                                " the game may or may not have applied it")
     assert controls("decision") == ["confirm", "resend"]
     assert told("cleanup") == "Waiting for a game master to revert npc crow-1 by hand: Shoo it; nobody has it yet"
     escalated = rows[made["escalated"].id]["waiting"]["escalated"]

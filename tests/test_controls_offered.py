@@ -42,7 +42,7 @@ ROWAN = token("gm", sub="Rowan")
 NOTE = "offered means allowed"
 # The fields a press's body carries, by how a declaration names them (`declared.Control`); a control whose
 # command has a field none of these names fails the walk, saying which: teach `_body` its value.
-BODY_FIELDS = ("note_field", "phase_field", "option_field", "choice_field")
+BODY_FIELDS = ("note_field", "phase_field", "option_field", "choice_field", "time_field", "seconds_field")
 IDS = {"run_id", "step_id"}
 
 
@@ -304,6 +304,10 @@ def _body(control: commands.Control, run: dict, step: dict | None) -> dict:
         body[control.phase_field] = run["current_phase"] or 1
     if control.option_field:
         body[control.option_field] = False
+    if control.time_field:  # postpone: two days past the walk's clock (its scheduled run is a day ahead)
+        body[control.time_field] = (START + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if control.seconds_field:  # a cue's extend: a minute later
+        body[control.seconds_field] = 60
     choices = (step or {}).get("params", {}).get("choices") or []
     if control.choice_field and choices:
         body[control.choice_field] = choices[0]["value"]
@@ -322,7 +326,9 @@ def test_each_control_is_offered_to_a_role_exactly_when_its_press_would_take(wal
     logged = _logged(world.db, run_id)
     wrong: list[str] = []
     pressed = 0
-    for control in commands.CONTROLS.values():
+    # A phase's control (extend) is not among GET /runs/{id}'s offered controls yet: the page shows it beside
+    # an open deadline and the API decides (docs/api.md), so the walk leaves it out.
+    for control in (c for c in commands.CONTROLS.values() if c.target is not commands.Target.PHASE):
         on_steps = steps if control.target is commands.Target.STEP else [None]
         for target in on_steps:
             where = "the run" if target is None else f"step {target['seq'] + 1} of phase {target['phase']}"

@@ -118,11 +118,9 @@ DOCUMENT_SCHEMA = {
     "required": ["name", "phases"],
     "properties": {
         "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S", "title": "Name"},
-        "grace_seconds": {
-            "type": "integer", "minimum": MIN_GRACE_SECONDS, "maximum": MAX_GRACE_SECONDS,
-            "title": "Grace before a missed start (seconds)",
-            "description": f"how late a run may still start (default {DEFAULT_GRACE_SECONDS})",
-        },
+        "grace_seconds": {"type": "integer", "minimum": MIN_GRACE_SECONDS, "maximum": MAX_GRACE_SECONDS,
+                          "title": "Grace before a missed start (seconds)",
+                          "description": f"how late a run may still start (default {DEFAULT_GRACE_SECONDS})"},
         "phases": {"type": "array", "minItems": 1, "maxItems": 50, "items": PHASE_SCHEMA, "title": "Phases"},
         "ending": {"type": "array", "maxItems": 200, "items": STEP_SCHEMA, "title": "Ending"},
         "cleanup_on": {"type": "array", "maxItems": len(CleanupOn), "uniqueItems": True, "title": "Clean up the game world when",
@@ -130,10 +128,7 @@ DOCUMENT_SCHEMA = {
                        "description": "complete: revert what the run left after its ending; fail: before an"
                                       " abort_run fails it"},
         "schedule": {
-            "type": ["object", "null"],
-            "additionalProperties": False,
-            "required": ["cron"],
-            "title": "Schedule",
+            "type": ["object", "null"], "additionalProperties": False, "required": ["cron"], "title": "Schedule",
             "properties": {
                 "cron": {"type": "string", "minLength": 1, "maxLength": 120, "title": "Repeats (cron: minute hour day month weekday)"},
                 "timezone": {"type": "string", "minLength": 1, "maxLength": 64, "title": "Time zone"},

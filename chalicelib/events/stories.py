@@ -5,7 +5,7 @@ the step a paused run failed at, the phase held), never of the clock: how long a
 wait's `since` and `until`, which a reader renders in the reader's own time, and a fired escalation is the
 wait's `escalated` ({channel, attempt, of, at}). A step is named as everywhere (`Step.named`).
 
-- a cue: "Waiting for a game master at Phase 1 · step 4 (core.cue): Light the bonfire; gm-gus has it"
+- a cue: "Waiting for a game master at Run 6 · Phase 1 · step 4 (Light the bonfire); gm-gus has it"
   (or "nobody has it yet", or "gm-gus's hold lapsed: nobody has it"); a cleanup's by-hand revert says what it
   undoes ("… to revert npc crow-1 by hand: Shoo it; …");
 - a decision: "Phase 1 · step 3 (world.spawn) waits for a decision: the game may or may not have applied it";
@@ -52,7 +52,8 @@ def story(wait: dict[str, Any], head: Step | None, failed: Step | None, phase: P
         resource = wait.get("resource")
         if resource:
             return f"Waiting for a game master to revert {resource['kind']} {resource['id']} by hand: {words}; {_holder(wait)}"
-        return f"Waiting for a game master at {head.named}: {words}; {_holder(wait)}"
+        beyond = "" if head.named.endswith(f"({words})") else f": {words}"  # the name already says it, once
+        return f"Waiting for a game master at {head.named}{beyond}; {_holder(wait)}"
     if kind is WaitingFor.DECISION and head is not None:
         return f"{head.named} waits for a decision: the game may or may not have applied it"
     named = phase_named(wait.get("phase") or 0, phase)

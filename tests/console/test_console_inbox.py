@@ -111,16 +111,17 @@ def test_the_inbox_tells_every_wait_most_urgent_first_and_a_row_presses_with_the
     def row(kind):
         return rows[made[kind]]
 
-    assert row("cue")["story"] == "Waiting for a game master at Phase 1 · step 1 (core.cue): Light the bonfire; nobody has it yet"
+    assert row("cue")["story"] == (
+        f"Waiting for a game master at Run {made['cue']} · Phase 1 · step 1 (Light the bonfire); nobody has it yet")
     assert row("cue")["controls"] == ["confirm", "acknowledge"]
     assert row("paused")["story"] == "Paused by root-admin: “boss bugged”" and row("paused")["controls"] == ["resume"]
-    assert row("failed")["story"] == ("Phase 1 · step 1 (inbox.spawn) failed: HTTP 400: the square is full;"
+    assert row("failed")["story"] == (f"Run {made['failed']} · Phase 1 · step 1 (inbox.spawn) failed: HTTP 400: the square is full;"
                                       " Retry is what it needs"), row("failed")
     assert row("failed")["controls"] == ["retry", "resume"]
     assert row("advance")["story"] == "Phase 1 (first) is done; it ends when someone advances it"
     assert row("signal")["story"] == "Phase 1 (first) waits for the game's signal boss_down" and row("signal")["controls"] == []
-    assert row("decision")["story"] == ("Phase 1 · step 1 (inbox.seed) waits for a decision: the game may or may not"
-                                        " have applied it"), row("decision")
+    assert row("decision")["story"] == (f"Run {made['decision']} · Phase 1 · step 1 (inbox.seed) waits for a decision:"
+                                        " the game may or may not have applied it"), row("decision")
     assert row("decision")["controls"] == ["confirm", "resend"]
     assert row("cleanup")["story"] == "Waiting for a game master to revert npc crow-1 by hand: Shoo it; nobody has it yet"
     assert re.fullmatch(r"Escalated to #staff \d+ (s|min) ago, try 1 of 3", row("escalated")["escalation"]), row("escalated")
@@ -129,11 +130,11 @@ def test_the_inbox_tells_every_wait_most_urgent_first_and_a_row_presses_with_the
     # Pressed from the row: the run page's own dialog, then the row leaves the inbox.
     browser.find_element(By.CSS_SELECTOR, f"#inbox tr[data-inbox='{made['cue']}'] [data-control='confirm']").click()
     dialog = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the confirm dialog")[0]
-    assert "Confirm this step is done? (Phase 1 · step 1 (core.cue): Light the bonfire)" in dialog.text, dialog.text
+    assert f"Confirm this step is done? (Run {made['cue']} · Phase 1 · step 1 (Light the bonfire))" in dialog.text, dialog.text
     browser.find_element(By.ID, "ask-text").send_keys("lit from the list")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
     eventually(lambda: made["cue"] not in _rows(browser), "the answered cue to leave the inbox")
-    assert notice_text(browser) == "Confirmed Phase 1 · step 1 (core.cue)."
+    assert notice_text(browser) == f"Confirmed Run {made['cue']} · Phase 1 · step 1 (Light the bonfire)."
     # The failed step's Retry, from its row (it asks nothing): the run goes on and leaves the inbox.
     browser.find_element(By.CSS_SELECTOR, f"#inbox tr[data-inbox='{made['failed']}'] [data-control='retry']").click()
     eventually(lambda: made["failed"] not in _rows(browser), "the retried run to leave the inbox")
@@ -202,7 +203,7 @@ def test_a_notice_stays_with_its_page_and_an_escalation_stays_in_the_banner(brow
     open_run(browser, server.url, first)
     step_id, _ = cue_banner(browser)
     press(browser, "confirm", step_id, text="lit")
-    eventually(lambda: notice_text(browser).startswith("Confirmed Phase 1 · step 1"), "the confirm's notice")
+    eventually(lambda: notice_text(browser).startswith(f"Confirmed Run {first} · Phase 1 · step 1"), "the confirm's notice")
     _escalate(console_db, second, _waiting(api_client, second, "cue")["step_id"])
     browser.find_element(By.LINK_TEXT, "← All runs").click()
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#runs-list a[href='#/runs/{second}']"), "the list")[0].click()
