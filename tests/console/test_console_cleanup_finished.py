@@ -49,4 +49,7 @@ def test_a_completed_runs_clean_up_from_its_ledger_section(browser, server, api_
     assert text_of(browser, "#resources-live") == "0 live of 2 recorded."
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-control='cleanup']")
     wait_for_status(browser, "completed")
-    assert [r.json["params"]["crow"] for r in bridge.received("garden.shoo")] == ["crow-2", "crow-1"]
+    # Newest first. A revert whose lease lapsed on a loaded machine is sent again under its same key (at least
+    # once, as every step): the order is that of each crow's first delivery.
+    delivered = [r.json["params"]["crow"] for r in bridge.received("garden.shoo")]
+    assert list(dict.fromkeys(delivered)) == ["crow-2", "crow-1"], delivered

@@ -47,6 +47,9 @@ return found;
 """
 
 
+FIRST_RUNS = "#inbox tr[data-inbox], #runs-list tr[data-run]"  # the inbox comes first, the whole list after
+
+
 def _overlaps(browser, page: str) -> list[str]:
     return [f"{page}: {found}" for found in browser.execute_script(OVERLAPS)]
 
@@ -66,7 +69,7 @@ def test_no_label_overlaps_its_neighbour_at_400_px_and_the_first_run_is_on_the_f
         eventually(lambda: browser.execute_script("return window.innerWidth") == PHONE_400[0], "the window at 400 px")
         found: list[str] = []
         browser.get(f"{server.console_url}#/runs")
-        first = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list tr[data-run]"), "the runs list")[0]
+        first = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, FIRST_RUNS), "the runs list")[0]
         top, screen = browser.execute_script("return [arguments[0].getBoundingClientRect().top, window.innerHeight]", first)
         screenshot(browser, "phone-runs")
         if top > screen - 120:  # its first lines (the run, its definition, its status) on the first screen
