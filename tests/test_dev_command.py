@@ -138,7 +138,7 @@ def test_dev_runs_the_demo_event_and_the_terminal_says_so_in_words(db_params):
         definition_id = _call(f"{dev.base}/runs/{run_id}", token)["run"]["definition_id"]
         again = _call(f"{dev.base}/definitions/{definition_id}/runs", token,
                       {"scheduled_for": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})["run"]["id"]
-        assert dev.said(rf"^run {again} · .*core\.cue parked: waiting for a game master$", 60)
+        assert dev.said(rf"^run {again} · .*{CUE} parked: waiting for a game master$", 60)
         assert _call(f"{dev.base}/runs/{again}/cleanup-plan", token)["counts"]["reverts"] == 1
         _call(f"{dev.base}/runs/{again}/cancel", token, {"reason": "storm", "cleanup": True})
         _wait_for(lambda: _call(f"{dev.base}/runs/{again}", token)["run"]["status"] == "cancelled", 60, "the cleanup")
