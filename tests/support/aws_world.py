@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import urllib.request
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ def moto_endpoint() -> Iterator[str]:
     server.start()
     host, port = server.get_host_and_port()
     url = f"http://{host}:{port}"
+    # moto's backends live in this process, shared by every server it starts: emptied, so this one holds nothing
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
     saved = {name: os.environ.get(name) for name in (*ENVIRONMENT, "AWS_ENDPOINT_URL")}
     os.environ.update(ENVIRONMENT, AWS_ENDPOINT_URL=url)
     try:
