@@ -207,6 +207,11 @@ def test_the_api_has_room_to_answer_inside_api_gateways_limit(app):
     assert api["MemorySize"] >= 512 and api["Timeout"] <= 29
 
 
+def test_the_api_gzips_answers_over_a_kilobyte(app):
+    # The console's page weight (tests/console: at most 200 KB a run page) counts on it.
+    assert resources(app)["RestAPI"]["Properties"]["MinimumCompressionSize"] == 1024
+
+
 @pytest.mark.parametrize("function, log_group", LOG_GROUPS)
 def test_each_function_logs_to_its_own_group_with_retention(app, function, log_group):
     assert resources(app)[function]["Properties"]["LoggingConfig"]["LogGroup"] == {"Ref": log_group}

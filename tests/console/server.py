@@ -4,16 +4,20 @@ Chalice's own local server runs in a thread; `runtime.override` decides the
 settings and database it answers with, so one test can switch the API to an
 OpenID Connect issuer's keys, or to a database that is not there; `failing`
 makes some paths answer as a gateway does when the function's answer cannot be
-sent (502). Every request path is recorded, so tests can see what the page
+sent (502). Answers are gzipped as API Gateway does with the project's
+`minimum_compression_size`, so a page's weight is what a browser receives. Every request path is recorded, so tests can see what the page
 asked for and when.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from chalice.config import Config
 from chalice.local import ChaliceRequestHandler, CustomLocalChalice, LocalChalice, LocalDevServer
@@ -22,6 +26,9 @@ from app import app
 from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import Database, DatabaseClock
+
+PROJECT_CONFIG = Path(__file__).resolve().parents[2] / ".chalice" / "config.json"
+MINIMUM_COMPRESSION_SIZE = json.loads(PROJECT_CONFIG.read_text())["minimum_compression_size"]
 
 
 class ConsoleServer:
@@ -51,6 +58,15 @@ class ConsoleServer:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def _send_http_response_with_body(self, code, headers, body) -> None:
+                if isinstance(body, str):
+                    body = body.encode("utf-8")
+                accepted = self.headers.get("Accept-Encoding", "")
+                if "gzip" in accepted and len(body) >= MINIMUM_COMPRESSION_SIZE:
+                    body = gzip.compress(body)
+                    headers = {**headers, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
+                super()._send_http_response_with_body(code, headers, body)
 
             # Chalice binds every do_X to _generic_handle itself, so each is rebound here.
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = do_OPTIONS = _recorded
