@@ -174,15 +174,14 @@ def test_a_slack_press_is_answered_empty_and_finished_through_its_response_url(w
     json.dumps(payload)
 
 
-def test_a_decisions_escalation_carries_confirm_skip_resend_and_resend_pressed_in_chat_sends_it_again(world, game_bridge):
-    """A step parked in doubt (its answer lost after sending) is escalated with Confirm, Skip and Resend; a moderator's
-    Resend from the chat sends it to the game once more, through the console's command, and the message says so."""
+def _decision_escalated(world, game_bridge, **more):
+    """A step parked in doubt (its answer lost after sending), escalated: the settings and the step."""
     from dataclasses import replace
 
     from devtools.kit.game_bridge import SECRET, Answer
-    from tests.support.chat import MOD_ROLE
 
-    settings = replace(world.settings, game_bridge_url=game_bridge.url, game_bridge_secret=SECRET, escalate_after_seconds=60)
+    settings = replace(world.settings, game_bridge_url=game_bridge.url, game_bridge_secret=SECRET, escalate_after_seconds=60,
+                       **more)
     game_bridge.script("world.spawn", Answer(504, ""))
     run = schedule(world.db, world.clock.now(), document([[{**step("world.spawn", npc="scarecrow"), "on_doubt": "park"}]]))
     world.tick(settings)
@@ -192,13 +191,43 @@ def test_a_decisions_escalation_carries_confirm_skip_resend_and_resend_pressed_i
     world.tick(settings)  # escalated
     spawn = world.steps(run.id)[0]
     assert spawn.parked_in_doubt
+    return settings, spawn
+
+
+def test_a_decisions_escalation_carries_confirm_skip_resend_and_resend_pressed_in_chat_sends_it_again(world, game_bridge):
+    """A step parked in doubt is escalated with Confirm, Skip and Resend; a moderator's Resend from the chat sends it
+    to the game once more, through the console's command, and the message says so."""
+    from tests.support.chat import MOD_ROLE
+
+    settings, spawn = _decision_escalated(world, game_bridge)
+    run_id = spawn.run_id
     [message] = world.chat.messages("discord")
-    assert message.custom_ids == [f"ev:{run.id}:{spawn.id}:{c}" for c in ("confirm", "skip", "resend")]
-    refused = world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{spawn.id}:resend", roles=[GM_ROLE]))
-    assert refused.body["type"] == 4 and world.steps(run.id)[0].parked_in_doubt  # a gm decides no game step
-    answer = world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{spawn.id}:resend", roles=[MOD_ROLE]))
+    assert message.custom_ids == [f"ev:{run_id}:{spawn.id}:{c}" for c in ("confirm", "skip", "resend")]
+    refused = world.press(world.chat.discord_interaction(message, f"ev:{run_id}:{spawn.id}:resend", roles=[GM_ROLE]))
+    assert refused.body["type"] == 4 and world.steps(run_id)[0].parked_in_doubt  # a gm decides no game step
+    answer = world.press(world.chat.discord_interaction(message, f"ev:{run_id}:{spawn.id}:resend", roles=[MOD_ROLE]))
     assert answer.body["type"] == 7 and "Sent to the game again by <@4242>" in answer.body["data"]["content"]
     assert answer.body["data"]["components"] == []
     world.tick(settings)
-    assert world.steps(run.id)[0].status is StepStatus.DONE and len(game_bridge.received("world.spawn")) == 2
+    assert world.steps(run_id)[0].status is StepStatus.DONE and len(game_bridge.received("world.spawn")) == 2
+    every_discord_body_valid(world.chat)
+
+
+def test_a_button_no_mapped_role_may_press_is_not_shown(world, game_bridge):
+    """Where the server maps only its game masters, who decide no game step, a decision's escalation carries no
+    button (it links to the console) and a cue's message still carries all of its own; the edit a press leaves
+    follows the same rule."""
+    settings, spawn = _decision_escalated(world, game_bridge, discord_roles=((GM_ROLE, "gm"),),
+                                          console_url="https://events.example/console")
+    [decision] = world.chat.messages("discord")
+    assert decision.custom_ids == []
+    assert "nobody here holds a role that may press its controls: open it on the console" in decision.text
+    assert f"https://events.example/console#/runs/{spawn.run_id}" in decision.text
+    run, cue = world.cue_posted(settings)
+    message = world.chat.messages("discord")[-1]
+    assert message.custom_ids == [f"ev:{run.id}:{cue.id}:{c}" for c in ("confirm", "skip", "acknowledge")]
+    with runtime.override(settings=settings):
+        held = world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:acknowledge", roles=[GM_ROLE]))
+    assert [b["custom_id"] for row in held.body["data"]["components"] for b in row["components"]] == [
+        f"ev:{run.id}:{cue.id}:confirm", f"ev:{run.id}:{cue.id}:skip"]
     every_discord_body_valid(world.chat)

@@ -27,6 +27,7 @@ from ...config import Settings
 from ..errors import ChannelError, Invalid, Refused
 from .interactions import ChatPress, Pressing, perform, read_discord, read_slack
 from .platforms import DiscordApi, Message, SlackApi, discord_body
+from .render import mapped_roles
 from .signatures import check_discord, check_slack
 
 logger = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ def _pressed(press: ChatPress, settings: Settings) -> Pressing | None:
     db = runtime.database()
     try:
         with db.waiting_until(time.monotonic() + settings.api_database_wait_seconds):
-            return perform(db, runtime.clock(), press)
+            return perform(db, runtime.clock(), press, mapped_roles(settings, press.platform))
     except Exception:  # a database that never answered: the press is lost to it, and said so in the log
         logger.exception("run %s: a %s press of step %s could not be made", press.run_id, press.platform, press.step_id)
         return None

@@ -1,7 +1,9 @@
 """The `discord:<channel id>` and `slack:<channel id>` channels: a notice posted by the community's own bot.
 
 Invariant: a cue's message carries its buttons (Confirm, or a button per answer, Skip, I have it), and an
-escalation of a step parked in doubt (a decision) carries Confirm, Skip and a send-again; either is recorded
+escalation of a step parked in doubt (a decision) carries Confirm, Skip and a send-again, each only where a
+role mapped to the platform's people may press it (`render.for_readers`; a message left with none says to
+open it on the console); either is recorded
 (`store/chat_messages.py`) once the platform has taken it, so a later change of its step finds it. A
 reminder or an escalation of a step whose message is recorded replies to that message (a Discord reply, a
 Slack thread) without buttons; anything else is a plain message. A post the platform did not take raises
@@ -10,12 +12,14 @@ ChannelError (the step's retry, or the notice's `notice.failed` row), as every c
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...db import Clock, Database
 from ..actions.notice import Limit, Notice
 from ..adapters.webhook_channel import DISCORD_CONTENT, SLACK_TEXT, discord_content, slack_text
 from ..store import chat_messages
 from .platforms import DiscordApi, Message, SlackApi
-from .render import CUE_CONTROLS, DECISION_CONTROLS, buttons
+from .render import CUE_CONTROLS, DECISION_CONTROLS, NOBODY_HERE, buttons, for_readers
 
 
 class ChatChannel:
@@ -32,13 +36,17 @@ class ChatChannel:
         if step_id is None:
             self.api.post(self.channel_id, Message(text))
             return
-        controls = CUE_CONTROLS if notice.kind == "cue" else DECISION_CONTROLS if notice.decision else None
+        cue = notice.kind == "cue"
+        controls = CUE_CONTROLS if cue else DECISION_CONTROLS if notice.decision else None
         if controls is None:  # a reminder, or an escalation of a cue: a reply to the cue's message
             recorded = self.db.autocommit(lambda tx: chat_messages.of_step(tx, step_id, self.api.platform))
             here = [m for m in recorded if m.channel_id == self.channel_id]
             self.api.post(self.channel_id, Message(text), reply_to=here[-1].message_id if here else None)
             return
-        message_id = self.api.post(self.channel_id, Message(text, buttons(notice.run_id, step_id, controls, notice.choices)))
+        shown = for_readers(controls, self.api.mapped_roles, cue=cue)
+        if not shown:
+            text = self._text(replace(notice, text=f"{notice.text} ({NOBODY_HERE})"))
+        message_id = self.api.post(self.channel_id, Message(text, buttons(notice.run_id, step_id, shown, notice.choices)))
         # guard: a-chat-message-is-not-recorded
         self.db.autocommit(lambda tx: chat_messages.record(tx, notice.run_id, step_id, self.api.platform,
                                                            self.channel_id, message_id, self.clock.now()))

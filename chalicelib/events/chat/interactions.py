@@ -131,18 +131,19 @@ def _allowed(response_url: str, press: ChatPress) -> ChatPress:
     return press
 
 
-def perform(db: Database, clock: Clock, press: ChatPress) -> Pressing:
-    """The press as the control it names, in one transaction; what the message shows after it."""
+def perform(db: Database, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> Pressing:
+    """The press as the control it names, in one transaction; what the message shows after it, its buttons
+    those some `mapped` role (the platform's, `render.mapped_roles`) may press."""
     try:
-        return db.transaction(lambda tx: _perform(tx, clock, press))
+        return db.transaction(lambda tx: _perform(tx, clock, press, mapped))
     except AnsweredBefore:  # the same interaction again: nothing written, the message as the first left it
-        return db.autocommit(lambda tx: Pressing(_shown(tx, press)))
+        return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped)))
     except REFUSED_BY_THE_RULES as refusal:
         words = refusal.messages[0] if hasattr(refusal, "messages") else str(refusal)
-        return db.autocommit(lambda tx: Pressing(_shown(tx, press), words))
+        return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped), words))
 
 
-def _perform(tx: Tx, clock: Clock, press: ChatPress) -> Pressing:
+def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> Pressing:
     now = clock.now()
     # guard: a-button-edited-to-another-step-is-pressed
     message = chat_messages.pressed_on(tx, press.platform, press.message_id, press.run_id, press.step_id)
@@ -159,7 +160,7 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress) -> Pressing:
     log.append(tx, journal.chat_pressed(step, press.actor, press.control, platform=press.platform, user_id=press.user_id,
                                         name=press.name, place=press.place, channel_id=press.channel_id,
                                         message_id=press.message_id, interaction_id=press.interaction_id), now)
-    shown = _shown(tx, press)
+    shown = _shown(tx, press, mapped)
     after = steps.get_on_run(tx, press.run_id, press.step_id)
     if shown is not None and after is not None and not after.parked:
         chat_messages.settle(tx, message, shown.text.rsplit("\n", 1)[-1], now)
@@ -172,8 +173,8 @@ def _choice(step: Step, press: ChatPress) -> str:
     return str(step.choices[press.choice]["value"])
 
 
-def _shown(tx: Tx, press: ChatPress) -> Message | None:
+def _shown(tx: Tx, press: ChatPress, mapped: frozenset[str]) -> Message | None:
     step = steps.get_on_run(tx, press.run_id, press.step_id)
     if step is None:
         return None
-    return current(step, chat_messages.how_it_ended(tx, step.run_id, step.id), press.platform)
+    return current(step, chat_messages.how_it_ended(tx, step.run_id, step.id), press.platform, mapped)

@@ -65,10 +65,11 @@ class ChatApi:
 
     platform = ""
 
-    def __init__(self, url: str, token: SigningKey | None, *, timeout: float):
+    def __init__(self, url: str, token: SigningKey | None, *, timeout: float, mapped_roles: frozenset[str] = frozenset()):
         self.endpoint = outbound.Endpoint.parse(url)
         self.token = token
         self.timeout = timeout
+        self.mapped_roles = mapped_roles  # the engine roles its people may hold: which buttons a message shows
 
     def _send(self, method: str, path: str, body: dict[str, Any], *, bot: bool = True,
               endpoint: outbound.Endpoint | None = None) -> dict[str, Any]:

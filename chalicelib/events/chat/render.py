@@ -3,9 +3,11 @@
 Invariant: a button's identifier (`ev:<run>:<step>:<control>[:<choice index>]`, at most 100 characters as
 Discord allows) names the run, the step and the control it presses, and for a cue that asks the index of
 the answer among the step's choices (so an answer's value, up to 100 characters itself, never has to fit);
-`parse` gives back exactly that or None. A message carries the buttons of what its reader may do now: a
+`parse` gives back exactly that or None. A message carries the buttons of what its readers may do now: a
 parked cue's Confirm (or a button per answer), Skip and I have it (not once someone has it); a decision's
-Confirm, Skip and Resend; a message about a step whose wait ended says how it ended, who did it and when,
+Confirm, Skip and Resend; each only where a role the deployment maps to the platform's people (its
+`mapped_roles`: DISCORD_ROLES, SLACK_ROLES) passes that control's roles (`Control.passes`, as a press is judged),
+so nobody is shown a button no reader could press; a message about a step whose wait ended says how it ended, who did it and when,
 and carries none.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ...config import Settings
 from .. import journal
 from ..commands import CONTROLS, Acknowledge, Confirm, Resend, Skip
 from ..lifecycle import StepStatus
@@ -25,6 +28,7 @@ PREFIX = "ev"
 CUE_CONTROLS = (Confirm.name, Skip.name, Acknowledge.name)
 DECISION_CONTROLS = (Confirm.name, Skip.name, Resend.name)
 CHAT_CONTROLS = frozenset((*CUE_CONTROLS, *DECISION_CONTROLS))
+NOBODY_HERE = "nobody here holds a role that may press its controls: open it on the console"
 _ID = re.compile(rf"{PREFIX}:(\d{{1,19}}):(\d{{1,19}}):([a-z_]{{1,30}})(?::(\d{{1,2}}))?")
 
 
@@ -50,6 +54,18 @@ def parse(custom_id: object) -> Pressed | None:
     return Pressed(int(found[1]), int(found[2]), found[3], None if found[4] is None else int(found[4]))
 
 
+def mapped_roles(settings: Settings, platform: str) -> frozenset[str]:
+    """The engine roles the deployment maps to people on `platform` (the roles a press from there can carry)."""
+    mapping = settings.discord_roles if platform == "discord" else settings.slack_roles if platform == "slack" else ()
+    return frozenset(role for _, role in mapping)
+
+
+def for_readers(controls: tuple[str, ...], mapped: frozenset[str], *, cue: bool) -> tuple[str, ...]:
+    """The `controls` some `mapped` role may press on a parked cue (`cue`) or a step parked for a decision."""
+    # guard: a-chat-button-nobody-here-may-press-is-shown
+    return tuple(c for c in controls if CONTROLS[c].passes(mapped, on_parked_cue=cue))
+
+
 def buttons(run_id: int, step_id: int, controls: tuple[str, ...], choices: tuple[str, ...] = ()) -> tuple[Button, ...]:
     """The buttons of `controls` (their console labels); a cue that asks has a Confirm per answer instead."""
     made: list[Button] = []
@@ -61,14 +77,14 @@ def buttons(run_id: int, step_id: int, controls: tuple[str, ...], choices: tuple
     return tuple(made)
 
 
-def now_buttons(step: Step) -> tuple[Button, ...]:
-    """The buttons of a step's message as it stands: a parked cue's (I have it only while nobody has it), a
-    decision's, none once its wait ended."""
+def now_buttons(step: Step, mapped: frozenset[str]) -> tuple[Button, ...]:
+    """The buttons of a step's message as it stands, for the `mapped` roles: a parked cue's (I have it only
+    while nobody has it), a decision's, none once its wait ended."""
     if step.parked_in_doubt:
-        return buttons(step.run_id, step.id, DECISION_CONTROLS)
+        return buttons(step.run_id, step.id, for_readers(DECISION_CONTROLS, mapped, cue=False))
     if step.parked_cue:
         controls = CUE_CONTROLS if step.acknowledged_by is None else CUE_CONTROLS[:2]
-        return buttons(step.run_id, step.id, controls, tuple(str(c["label"]) for c in step.choices))
+        return buttons(step.run_id, step.id, for_readers(controls, mapped, cue=True), tuple(str(c["label"]) for c in step.choices))
     return ()
 
 
@@ -98,14 +114,14 @@ def instruction(step: Step) -> str:
     return str(step.params.get("instruction") or step.named)
 
 
-def current(step: Step, ended: Ended | None, platform: str, note: str | None = None) -> Message:
-    """The step's message as it stands now: what it asks and its buttons while it waits (who has it, if
-    someone does), else how its wait ended; `note` a line beneath (a refused press's why)."""
+def current(step: Step, ended: Ended | None, platform: str, mapped: frozenset[str], note: str | None = None) -> Message:
+    """The step's message as it stands now: what it asks and its buttons (for the `mapped` roles) while it
+    waits (who has it, if someone does), else how its wait ended; `note` a line beneath (a refused press's why)."""
     head = f"{step.named}: {instruction(step)}"
     if step.parked:
         held = f"\n{who(step.acknowledged_by, platform)} has it" if step.acknowledged_by else ""
         body = f"{head}{held}"
-        made = now_buttons(step)
+        made = now_buttons(step, mapped)
     else:
         body, made = f"{head}\n{ended_words(step, ended, platform)}", ()
     return Message(body + (f"\n{note}" if note else ""), made)

@@ -48,7 +48,7 @@ def _settle_one(db: Database, api: DiscordApi | SlackApi, message: ChatMessage, 
         return step, chat_messages.how_it_ended(tx, message.run_id, message.step_id)
 
     step, ended = db.autocommit(read)
-    shown = current(step, ended, message.platform)
+    shown = current(step, ended, message.platform, api.mapped_roles)
     try:
         api.edit(message.channel_id, message.message_id, shown)
     except ChannelError as refused:

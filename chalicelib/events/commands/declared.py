@@ -176,11 +176,16 @@ class Control:
         parked for a decision is not one), and a control for the holder (release) only on a cue they have."""
         mine = step is not None and step.acknowledged_by == actor
         # guard: offered-as-the-press-is-judged
+        if not self.passes(held, on_parked_cue=step is not None and step.parked_cue):
+            return False
         if held & self.roles:
             return not (self.holder is HeldBy.OTHERS and mine)
-        if held & self.cue_roles:
-            return step is not None and step.parked_cue and (self.holder is not HeldBy.OWN or mine)
-        return False
+        return self.holder is not HeldBy.OWN or mine
+
+    def passes(self, held: frozenset[str], *, on_parked_cue: bool) -> bool:
+        """Whether holding `held` passes its roles' gate: one of its `roles` anywhere, one of its `cue_roles` only
+        on a parked cue (a chat message's buttons are filtered by this, for the roles its readers can hold)."""
+        return bool(held & self.roles) or (on_parked_cue and bool(held & self.cue_roles))
 
     def pressed_by(self, actor: str, step: Step | None) -> list[str]:
         """The roles that, held by `actor`, let them press it on `step` where its rule allows it."""

@@ -31,6 +31,7 @@ from ..adapters.signing import SigningKey
 from ..chat import ChatApis
 from ..chat.channel import ChatChannel
 from ..chat.platforms import DiscordApi, SlackApi
+from ..chat.render import mapped_roles
 from ..errors import ConfigError, SecretUnreadable
 from .outcomes import Rules
 from .tick import Runner
@@ -59,12 +60,12 @@ def chat_apis(settings: Settings, timeout: float) -> ChatApis | None:
         token = _secret(settings.discord_bot_token, settings.discord_bot_token_secret_arn, "DISCORD_BOT_TOKEN_SECRET_ARN")
         if token is None:
             raise ConfigError("a channel is discord:<channel id>: set DISCORD_BOT_TOKEN or DISCORD_BOT_TOKEN_SECRET_ARN")
-        discord = DiscordApi(settings.discord_api_url, token, timeout=timeout)
+        discord = DiscordApi(settings.discord_api_url, token, timeout=timeout, mapped_roles=mapped_roles(settings, "discord"))
     if "slack" in used:
         token = _secret(settings.slack_bot_token, settings.slack_bot_token_secret_arn, "SLACK_BOT_TOKEN_SECRET_ARN")
         if token is None:
             raise ConfigError("a channel is slack:<channel id>: set SLACK_BOT_TOKEN or SLACK_BOT_TOKEN_SECRET_ARN")
-        slack = SlackApi(settings.slack_api_url, token, timeout=timeout)
+        slack = SlackApi(settings.slack_api_url, token, timeout=timeout, mapped_roles=mapped_roles(settings, "slack"))
     return ChatApis(discord, slack)
 
 
