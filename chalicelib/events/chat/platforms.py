@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +61,7 @@ def slack_blocks(message: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-class ChatApi:
+class ChatApi(ABC):
     """One platform's API at `url` with the bot's token (`token`, read through the secrets cache)."""
 
     platform = ""
@@ -117,8 +118,9 @@ class ChatApi:
         except SecretUnreadable as error:
             raise ChannelError(f"{self.platform}: not sent: {error.messages[0]}") from None
 
+    @abstractmethod
     def _authorization(self, token: str) -> str:
-        raise NotImplementedError
+        """The Authorization header's value for the bot's `token`."""
 
     def _failure(self, answer: outbound.Answer, parsed: dict[str, Any]) -> int | None:
         """None when the platform took the call; else UNAUTHORISED, RATE_LIMITED or the HTTP status."""
