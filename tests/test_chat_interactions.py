@@ -174,6 +174,45 @@ def test_a_slack_press_is_answered_empty_and_finished_through_its_response_url(w
     json.dumps(payload)
 
 
+def test_a_slack_user_group_gives_its_role_and_a_group_that_cannot_be_read_gives_none(world):
+    """SLACK_ROLES may name a user group: its members (read with the bot's token) press with its role, anyone else
+    is told privately why, and a group Slack will not list gives nobody its role, the refusal naming it."""
+    settings = chat_settings(world.chat, world.settings, cue_channel=f"slack:{SLACK_CHANNEL}",
+                             slack_roles=(("S0GMS", "gm"), ("S0GONE", "moderator")))
+    world.chat.groups["S0GMS"] = ["U0NOOR", "U0MIRA"]
+    with runtime.override(settings=settings):  # the press's asynchronous half reads them too
+        _pressed_through_groups(world, settings)
+
+
+def _pressed_through_groups(world, settings):
+    def press(user):
+        run, cue = world.cue_posted(settings)
+        message = world.chat.messages("slack")[-1]
+        headers, body = world.chat.slack_signed(world.chat.slack_interaction(message, f"ev:{run.id}:{cue.id}:confirm", user=user))
+        assert world.api.call("POST", SLACK, raw=body, headers=headers).status == 200
+        return run, message
+
+    run, message = press("U0MIRA")
+    deadline = time.monotonic() + 10
+    while world.steps(run.id)[0].status is not StepStatus.DONE and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert "Confirmed by <@U0MIRA>" in world.chat.message(message.id).text
+    [listed] = world.chat.received("POST", "/usergroups.users.list")[:1]
+    assert listed.json == {"usergroup": "S0GMS"} and listed.headers["authorization"] == f"Bearer {world.chat.token}"
+
+    run, message = press("U0STRANGER")
+
+    def private():
+        return [r.json for r in world.chat.received("POST", "/slack/respond/") if r.json.get("response_type") == "ephemeral"]
+
+    deadline = time.monotonic() + 10
+    while not private() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    [said] = private()
+    assert "You have no role" in said["text"] and "S0GONE could not be read" in said["text"]
+    assert world.steps(run.id)[0].parked, "nothing changed"
+
+
 def _decision_escalated(world, game_bridge, **more):
     """A step parked in doubt (its answer lost after sending), escalated: the settings and the step."""
     from dataclasses import replace

@@ -294,7 +294,8 @@ def test_a_sandbox_for_dry_runs_is_signed_for_by_the_tick_alone(packaged, app):
 def test_chat_settings_reach_only_the_function_that_uses_each_and_each_secret_only_its_reader(packaged, app):
     """The bots' tokens are the tick's (it posts and edits the messages); the Slack signing secret and who may press
     are the API's (it checks a press); the chat function finishes a slow press through the interaction itself, so it
-    reads only the database's secret; the API may invoke it and nothing else may."""
+    reads the database's secret, and Slack's bot token only to read a press's user groups (with SLACK_ROLES); the
+    API may invoke it and nothing else may."""
     chat_settings = ("DISCORD_BOT_TOKEN_SECRET_ARN", "SLACK_BOT_TOKEN_SECRET_ARN", "DISCORD_PUBLIC_KEY", "DISCORD_GUILD_ID",
                      "DISCORD_ROLES", "SLACK_SIGNING_SECRET_ARN", "SLACK_TEAM_ID", "SLACK_ROLES")
     for function in ("APIHandler", "Tick", "ChatPress"):  # none unless a community sets them
@@ -309,12 +310,15 @@ def test_chat_settings_reach_only_the_function_that_uses_each_and_each_secret_on
         "DISCORD_ROLES": {"Ref": "DiscordRoles"}, "SLACK_SIGNING_SECRET_ARN": {"Ref": "SlackSigningSecretArn"},
         "SLACK_TEAM_ID": {"Ref": "SlackTeamId"}, "SLACK_ROLES": {"Ref": "SlackRoles"}}
     assert api["EVENTS_CHAT_FUNCTION_ARN"] == CHAT_PRESS_ARN == env(app, "APIHandler")["EVENTS_CHAT_FUNCTION_ARN"]
-    assert not set(chat_settings) & set(chat) and chat["EVENTS_DB_SECRET_ARN"] == imported("AppSecretArn")
+    assert set(chat_settings) & set(chat) == {"SLACK_ROLES", "SLACK_BOT_TOKEN_SECRET_ARN"}
+    assert (chat["SLACK_ROLES"], chat["SLACK_BOT_TOKEN_SECRET_ARN"]) == ({"Ref": "SlackRoles"}, bots[1])
+    assert chat["EVENTS_DB_SECRET_ARN"] == imported("AppSecretArn")
     roles = {name: resources(chosen)[name] for name in ("TickRole", "ApiHandlerRole", "ChatPressRole", "MigrateRole")}
     reads = {name: granted(role, "secretsmanager:GetSecretValue") for name, role in roles.items()}
     assert reads["TickRole"][-2:] == bots and {"Ref": "SlackSigningSecretArn"} not in reads["TickRole"]
     assert reads["ApiHandlerRole"] == [imported("AppSecretArn"), {"Ref": "SlackSigningSecretArn"}]
-    assert reads["ChatPressRole"] == [imported("AppSecretArn")]
+    assert reads["ChatPressRole"] == [imported("AppSecretArn"), bots[1]]
+    assert granted(resources(app)["ChatPressRole"], "secretsmanager:GetSecretValue") == [imported("AppSecretArn")]
     assert not any(bot in reads["MigrateRole"] for bot in bots)
     invokers = {name for name, role in cfn.of_type(chosen, "AWS::IAM::Role").items()
                 if CHAT_PRESS_ARN in granted(role, "lambda:InvokeFunction")}

@@ -9,7 +9,8 @@
 
 Outbound (what the engine's bot sends): Discord's `POST /channels/{id}/messages`, `PATCH
 /channels/{id}/messages/{id}` and `PATCH /webhooks/{app}/{token}/messages/@original`; Slack's
-`chat.postMessage`, `chat.update` and a press's `response_url` (`/slack/respond/{token}`). The bot's token
+`chat.postMessage`, `chat.update`, `usergroups.users.list` (the members set in `groups`) and a press's
+`response_url` (`/slack/respond/{token}`). The bot's token
 is checked (a wrong one: Discord's 401, Slack's `invalid_auth`), so `revoke()` plays a token revoked mid-
 event; `script()` queues answers (a 429 with its `retry_after`, a 500) for the next requests.
 
@@ -64,7 +65,7 @@ class Received:
     method: str
     path: str
     headers: dict[str, str]
-    json: Any
+    json: Any  # the body: JSON, or a form as a dict
 
 
 @dataclass
@@ -111,6 +112,7 @@ class FakeChat:
         self._ids = itertools.count(900_000_000_000_000_001)
         self._engine_url: str | None = None
         self._names: dict[str, str] = {}  # a Discord user id -> the name a press gave it
+        self.groups: dict[str, list[str]] = {}  # a Slack user group's id -> its members' user ids
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -190,7 +192,7 @@ class FakeChat:
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
-            body = None
+            body = {k: v[0] for k, v in parse_qs(raw.decode()).items()} if "form" in headers.get("content-type", "") else None
         with self._lock:
             self._received.append(Received(method, path, headers, body))
             scripted = self._scripted.popleft() if self._scripted else None
@@ -234,6 +236,9 @@ class FakeChat:
         if path == "/api/chat.postMessage":
             posted = self._post("slack", body["channel"], body, body.get("thread_ts"))
             return 200, {"ok": True, "channel": posted.channel_id, "ts": posted.id}, {}
+        if path == "/api/usergroups.users.list":
+            members = self.groups.get(body.get("usergroup", ""))
+            return 200, {"ok": True, "users": members} if members is not None else {"ok": False, "error": "no_such_subteam"}, {}
         if path == "/api/chat.update" and body.get("ts") in self._messages:
             self._edit(body["ts"], {k: v for k, v in body.items() if k not in ("channel", "ts")})
             return 200, {"ok": True, "ts": body["ts"]}, {}

@@ -11,6 +11,7 @@ to it, and a message is edited once to say how its step's wait ended, whoever en
     settle.py        the tick's chore: a message whose step no longer waits is edited to say how it ended
     signatures.py    the platforms' signatures on an interaction (Ed25519; Slack's v0 HMAC)
     interactions.py  a press: who, may they, the control in one transaction, the message it leaves
+    groups.py        the roles a Slack user group gives, its members read with the bot's token and kept a minute
     answers.py       the press answered within the platforms' 3 s, or acknowledged and finished after
 """
 

@@ -6,7 +6,8 @@ press left it (UPDATE_MESSAGE, type 7) or a private refusal (type 4, flags 64); 
 from a pause takes 15–30 s), the answer is an acknowledgement (DEFERRED_UPDATE_MESSAGE, type 6) and the
 press is finished after, and its message edited through the interaction (Discord's `@original`, valid 15
 minutes; Slack's `response_url`), naming why when it was refused by then. Slack's answer is always an empty
-200, everything after it through `response_url`. On AWS the finishing is a real asynchronous invocation of
+200, everything after it through `response_url`, who may press included (a mapped user group's members are
+read there, `groups.py`). On AWS the finishing is a real asynchronous invocation of
 the chat function (EVENTS_CHAT_FUNCTION_ARN), not a thread Lambda freezes; the press's interaction id is its
 Idempotency-Key, so the worker and that invocation both finishing it change the run once.
 """
@@ -20,12 +21,15 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from ... import runtime
 from ...config import Settings
 from ..errors import ChannelError, Invalid, Refused
-from .interactions import ChatPress, Pressing, perform, read_discord, read_slack
+from ..setting_keys import setting_key
+from .groups import is_group, roles_from_groups
+from .interactions import ChatPress, Pressing, allowed, perform, read_discord, read_slack
 from .platforms import DiscordApi, Message, SlackApi, discord_body
 from .render import mapped_roles
 from .signatures import check_discord, check_slack
@@ -151,9 +155,26 @@ def finish(event: dict[str, Any]) -> None:
         _slack_api(settings).say_privately(event["response_url"], event["refusal"])
         return
     press = ChatPress(**event["press"])
+    if press.platform == "slack":
+        try:
+            press = _with_groups(press, settings)
+        except Refused as why:
+            _slack_api(settings).say_privately(why.response_url, str(why))
+            return
     pressing = _pressed(press, settings)
     if pressing is not None:
         _edit_after(press, pressing, settings)
+
+
+def _with_groups(press: ChatPress, settings: Settings) -> ChatPress:
+    """A Slack press with the roles of the mapped user groups its user is in, held to who may press."""
+    unread: tuple[str, ...] = ()
+    if any(is_group(chat_id) for chat_id, _ in settings.slack_roles):
+        token = setting_key(settings.slack_bot_token, settings.slack_bot_token_secret_arn, "SLACK_BOT_TOKEN_SECRET_ARN")
+        bot = SlackApi(settings.slack_api_url, token, timeout=EDIT_SECONDS)
+        gained, unread = roles_from_groups(bot, settings.slack_roles, press.user_id, frozenset(press.roles))
+        press = replace(press, roles=sorted({*press.roles, *gained}))
+    return allowed(press, press.reply.get("response_url", ""), unread)
 
 
 def _edit_after(press: ChatPress, pressing: Pressing, settings: Settings) -> None:

@@ -88,14 +88,15 @@ def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
     user = member.get("user") or {}
     held = {role for chat_id, role in settings.discord_roles if chat_id in (member.get("roles") or [])}
     name = member.get("nick") or user.get("global_name") or user.get("username") or str(user.get("id"))
-    return _allowed("", ChatPress(
+    return allowed(ChatPress(
         "discord", str(user.get("id")), str(name), sorted(held), pressed.run_id, pressed.step_id, pressed.control,
         pressed.choice, str(payload.get("id")), str(payload.get("channel_id")), str(message.get("id")), str(guild),
         {"application_id": str(payload.get("application_id")), "token": str(payload.get("token"))}))
 
 
 def read_slack(body: bytes, settings: Settings) -> ChatPress:
-    """A Slack `block_actions` payload (form-encoded `payload`), read and held to who may press."""
+    """A Slack `block_actions` payload (form-encoded `payload`), read, with its user's own roles: who may press
+    is judged in the asynchronous half (`allowed`), once the user groups are read (`groups.py`)."""
     try:
         payload = json.loads(parse_qs(body.decode())["payload"][0])
     except (KeyError, ValueError, UnicodeDecodeError):
@@ -112,18 +113,21 @@ def read_slack(body: bytes, settings: Settings) -> ChatPress:
         raise Refused("Presses count only in the event's own workspace.", url)
     user = payload.get("user") or {}
     held = {role for chat_id, role in settings.slack_roles if chat_id == user.get("id")}
-    return _allowed(url, ChatPress(
+    return ChatPress(
         "slack", str(user.get("id")), str(user.get("name") or user.get("username") or user.get("id")), sorted(held),
         pressed.run_id, pressed.step_id, pressed.control, pressed.choice, str(payload.get("trigger_id")),
         str((payload.get("channel") or {}).get("id")), str((payload.get("container") or {}).get("message_ts")),
-        str(team), {"response_url": str(payload.get("response_url"))}))
+        str(team), {"response_url": str(payload.get("response_url"))})
 
 
-def _allowed(response_url: str, press: ChatPress) -> ChatPress:
+def allowed(press: ChatPress, response_url: str = "", unread: tuple[str, ...] = ()) -> ChatPress:
+    """The press, if its roles may press its control (Refused otherwise, naming why; `unread`: the user groups
+    whose members could not be read, `groups.py`)."""
     control = CONTROLS[press.control]
     if not press.roles:
-        raise Refused(f"You have no role the event engine knows ({press.platform.upper()}_ROLES maps its roles), so"
-                      " your presses change nothing. Ask an organiser.", response_url)
+        unknown = f" (the user groups {', '.join(unread)} could not be read just now)" if unread else ""
+        raise Refused(f"You have no role the event engine knows ({press.platform.upper()}_ROLES maps its roles{unknown}),"
+                      " so your presses change nothing. Ask an organiser.", response_url)
     # guard: a-chat-press-skips-the-controls-roles
     if not control.gate & set(press.roles):
         raise Refused(f"{control.label} needs one of the roles {', '.join(sorted(control.gate))}; you have"

@@ -1,4 +1,5 @@
-"""Discord's and Slack's APIs, as the engine's bot calls them: post a message, edit it, edit an interaction's.
+"""Discord's and Slack's APIs, as the engine's bot calls them: post a message, edit it, edit an interaction's,
+read a Slack user group's members.
 
 Invariant: every call goes through `outbound.py` inside one overall deadline and reads at most
 MAX_ANSWER_BYTES of the answer; a rate-limit answer (429, or Slack's `ratelimited`) is waited out and the
@@ -16,6 +17,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from ... import outbound
 from ..adapters.signing import SigningKey
@@ -73,14 +75,16 @@ class ChatApi(ABC):
         self.mapped_roles = mapped_roles  # the engine roles its people may hold: which buttons a message shows
 
     def _send(self, method: str, path: str, body: dict[str, Any], *, bot: bool = True,
-              endpoint: outbound.Endpoint | None = None) -> dict[str, Any]:
-        """The answer's JSON object, or ChannelError; see the module's invariant."""
+              endpoint: outbound.Endpoint | None = None, form: bool = False) -> dict[str, Any]:
+        """The answer's JSON object, or ChannelError; see the module's invariant. `form`: the body form-encoded
+        (a Slack method that reads no JSON)."""
         endpoint = endpoint or self.endpoint
         deadline = time.monotonic() + self.timeout
-        data = json.dumps(body).encode()
+        data = urlencode(body).encode() if form else json.dumps(body).encode()
+        kind = "application/x-www-form-urlencoded" if form else "application/json; charset=utf-8"
         token = self._token() if bot else None
         for _ in range(SENDS_PER_CALL):
-            headers = {"Content-Type": "application/json; charset=utf-8", "User-Agent": "event-run-engine"}
+            headers = {"Content-Type": kind, "User-Agent": "event-run-engine"}
             if token is not None:
                 headers["Authorization"] = self._authorization(token)
             left = deadline - time.monotonic()
@@ -197,6 +201,14 @@ class SlackApi(ChatApi):
             raise ChannelError("slack: the press's response_url is not an http(s) URL") from None
         self._send("POST", "", {"replace_original": True, "text": message.text, "blocks": slack_blocks(message)},
                    bot=False, endpoint=endpoint)
+
+    def group_members(self, group_id: str) -> frozenset[str]:
+        """usergroups.users.list (scope usergroups:read; form-encoded, as Slack's read methods take): the user ids
+        in the user group `group_id`."""
+        listed = self._send("POST", "/usergroups.users.list", {"usergroup": group_id}, form=True).get("users")
+        if not isinstance(listed, list) or not all(isinstance(user, str) for user in listed):
+            raise ChannelError(f"slack: the members of {group_id} came as no list of user ids")
+        return frozenset(listed)
 
     def say_privately(self, response_url: str, words: str) -> None:
         """A refusal only the presser sees (`response_type: ephemeral`), through the press's response_url."""

@@ -33,6 +33,7 @@ from ..chat.channel import ChatChannel
 from ..chat.platforms import DiscordApi, SlackApi
 from ..chat.render import mapped_roles
 from ..errors import ConfigError, SecretUnreadable
+from ..setting_keys import setting_key
 from .outcomes import Rules
 from .tick import Runner
 
@@ -139,10 +140,8 @@ def _secret(value: str | None, arn: str | None, setting: str, *, for_dry_runs: b
     cannot be read stops the runner's build, as a missing setting does; for a dry run's (`for_dry_runs`) the
     failure is logged and the key is read again at its first use (a signed request that cannot have its key
     is not sent, and fails with the cause)."""
-    if value is None and arn:
-        from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
-
-        key = SigningKey(lambda force: plain_secret(arn, setting, force_fetch=force))
+    key = setting_key(value, arn, setting)
+    if value is None and key is not None:
         try:
             key.current()
         except SecretUnreadable as error:
@@ -151,8 +150,7 @@ def _secret(value: str | None, arn: str | None, setting: str, *, for_dry_runs: b
                 raise
             logger.error("%s: dry runs that need it fail their steps until it can be read; live runs go on",
                          error.messages[0])
-        return key
-    return None if value is None else SigningKey.fixed(value)
+    return key
 
 
 @dataclass
