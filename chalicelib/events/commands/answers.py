@@ -5,7 +5,7 @@ Invariant: a wait's answers are declared controls (`CONTROLS`), most likely firs
 held phase advanced; a signal is the game's to send (a person may send it from the run's page, no control).
 The waits a caller can act on (`answerable`) are those one of whose answers their roles may press (a cue's by its
 cue roles too), so a gm's inbox holds the cues and nothing a gm cannot act on; which answers a row offers is
-what the run's page offers the caller (`declared.Now.offer`), judged on the row's run.
+what the run's page offers the caller (`declared.Standing.offer`), judged on the row's run.
 """
 
 from __future__ import annotations

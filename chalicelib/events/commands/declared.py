@@ -4,10 +4,11 @@ Invariant: a control's name, target, roles, refusal rule and body fields are its
 `step_controls`); its declaration adds only how it is shown and what it makes (what it writes, whether it
 wakes the tick, the console's label, question, answer and tone). The API's routes (a body field per command
 field: its note, the phase it acts on, its option), `GET /vocabulary`'s `controls` (the console's buttons),
-the `controls` offered in `GET /runs/{id}` (`offered`) and the 409's words (`refusal`) all read this table.
-What is offered to a caller is what their press would take: the rule allows it, and their roles (and, on a cue,
-whether they have it) pass the gates the press meets (`Control.allows`: the route's roles, a cue role's parked
-cue, the `holder`).
+the `controls` offered in `GET /runs/{id}` (`offered`: the run's, the phase it is at's, each step's) and the
+409's words (`refusal`) all read this table. What is offered to a caller is what their press would take
+(`Standing.offer`, which `GET /inbox`'s row controls read too): the rule allows it on the rows read, and their roles
+(and, on a cue, whether they have it) pass the gates the press meets (`Control.allows`: the route's roles, a cue
+role's parked cue, the `holder`).
 """
 
 from __future__ import annotations
@@ -287,8 +288,8 @@ class Caller:
 
 
 @dataclass(frozen=True)
-class Now:
-    """What a run's controls are judged on, as read in one snapshot: the run, `furthest_seq`
+class Standing:
+    """Where a run stands, as its controls are judged on the rows of one snapshot: the run, `furthest_seq`
     (`steps.last_started_seq` of its current phase: retry only), `phase` (the row of the phase it is at:
     advance and a phase's controls), `in_flight` (that phase's first step in flight under a live lease:
     advance only) and `revertable` (it has something live its cleanup would revert and no step open: Clean up
@@ -327,11 +328,11 @@ def offered(
 ) -> dict[str, Any]:
     """The controls legal right now for `caller`, as GET /runs/{id} reports them: the run's (`run`), the phase
     it is at's (`phase`) and each step's (`steps`), and for each of them the roles that, held by the caller, may
-    press it (`roles`). The rows are `Now`'s: `phase` is the row of the phase the run is at."""
-    now = Now(run, furthest_seq, phase, in_flight, revertable)
+    press it (`roles`). The rows are `Standing`'s: `phase` is the row of the phase the run is at."""
+    standing = Standing(run, furthest_seq, phase, in_flight, revertable)
 
     def for_caller(target: Target, step: Step | None) -> dict[str, list[str]]:
-        offers = {c.name: now.offer(c, step, caller) for c in CONTROLS.values() if c.target is target}
+        offers = {c.name: standing.offer(c, step, caller) for c in CONTROLS.values() if c.target is target}
         return {name: roles for name, roles in offers.items() if roles}
 
     run_roles = for_caller(Target.RUN, None)

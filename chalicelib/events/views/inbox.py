@@ -4,7 +4,7 @@ or two controls most likely needed; and how many there are (the needs-you count 
 Invariant: the inbox holds exactly the waits the caller can act on (`commands.answers.answerable`: a gm's the
 cues), and its count counts the same runs; the order is an escalated wait first, then the longest wait, then
 by run id; a row's controls are the wait's answers that the run's page offers the caller now, judged by the
-same rule on the same rows (`declared.Now.offer`), so the inbox never offers what `GET /runs/{id}` would not.
+same rule on the same rows (`declared.Standing.offer`), so the inbox never offers what `GET /runs/{id}` would not.
 Reads only."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from ...db import Database, Tx, must_exist
 from .. import journal, lifecycle
-from ..commands import Caller, Now, Target, answers, refusal
+from ..commands import Caller, Standing, Target, answers, refusal
 from ..lifecycle import RunStatus, WaitingFor
 from ..model import LogEntry, Run, Step, iso
 from ..store import log, phases, resources, runs, steps
@@ -51,9 +51,9 @@ def _read(tx: Tx, caller: Caller, limit: int) -> Body:
         furthest = steps.last_started_seq(tx, run.id, run.current_phase) if run.id in paused else None  # as its page reads it
         failed = _failed_step(tx, run, furthest) if run.id in paused else None
         # A held phase has drained (`advance`'s wait): none of its steps is in flight.
-        now = Now(run, furthest, at.get(run.id))
+        standing = Standing(run, furthest, at.get(run.id))
         rows.append({**run.public(), "waiting": wait, "story": story(wait, head, failed, at.get(run.id)),
-                     "controls": _controls(now, wait, head, failed, caller)})
+                     "controls": _controls(standing, wait, head, failed, caller)})
     # An escalated wait first, then the longest wait (ISO times in UTC sort as they read; one not known last).
     rows.sort(key=lambda row: ("escalated" not in row["waiting"], row["waiting"]["since"] is None,
                                row["waiting"]["since"] or "", row["id"]))
@@ -85,12 +85,12 @@ def _failed_step(tx: Tx, run: Run, furthest: int | None) -> Step | None:
                  if refusal(answers.RETRY.name, run, s, furthest) is None), None)
 
 
-def _controls(now: Now, wait: Body, head: Step | None, failed: Step | None, caller: Caller) -> list[Body]:
-    """The controls most likely needed that the run's page offers the caller now (`Now.offer`): [{name, step_id}]."""
+def _controls(standing: Standing, wait: Body, head: Step | None, failed: Step | None, caller: Caller) -> list[Body]:
+    """The controls most likely needed that the run's page offers the caller now (`Standing.offer`): [{name, step_id}]."""
     kind = WaitingFor(wait["for"])
     found = []
     for control in answers.answers(kind, failed=failed is not None):
         step = failed if control is answers.RETRY else head if control.target is Target.STEP else None
-        if now.offer(control, step, caller):
+        if standing.offer(control, step, caller):
             found.append({"name": control.name, "step_id": None if step is None else step.id})
     return found[:ROW_CONTROLS]
