@@ -2,6 +2,7 @@
 
 from chalicelib.api.routes import OPERATIONS
 from chalicelib.events import commands, lifecycle
+from chalicelib.events.commands.bulk import BULK_CONTROLS
 from chalicelib.events.document import PhasePlan
 from chalicelib.events.lifecycle import RunStatus, StepStatus
 from tests.support.api import ADMIN, GM, MODERATOR
@@ -36,8 +37,9 @@ def test_the_vocabulary_is_the_lifecycles_statuses_and_the_declared_controls(api
         "name": "cancel", "target": "run", "roles": ["admin", "moderator"], "wakes": True, "note_field": "reason",
         "label": "Cancel run", "question": "Cancel this run? It cannot be undone.", "done": "Cancelled", "tone": "danger",
         "phase_field": None, "cue_roles": [], "sends_tag": False, "option_field": "cleanup", "choice_field": None, "note_required": False,
-        "holder": None, "time_field": None, "seconds_field": None,
+        "holder": None, "time_field": None, "seconds_field": None, "bulk": True,
     }
+    assert [c["name"] for c in answer.body["controls"] if c["bulk"]] == list(BULK_CONTROLS)
 
 
 def test_a_403_names_the_roles_that_would_do_beside_the_message(api, db, clock):

@@ -136,3 +136,24 @@ def test_an_answered_wait_leaves_the_inbox_and_the_count(api, db, clock, inbox_r
 @pytest.mark.parametrize("query", ["limit=-1", "limit=101", "limit=two", "order=urgency"])
 def test_a_bad_inbox_query_is_400(api, query):
     assert api.get(f"/inbox?{query}", auth=ADMIN).status == 400
+
+def test_a_rows_controls_are_those_its_runs_page_offers_the_caller(api, db, clock, inbox_runner, game_bridge):
+    """The inbox offers a caller nothing GET /runs/{id} would not (the same rule on the same rows): a gm and a
+    moderator see different row controls, each of them what their own run page offers."""
+    made = _world(api, db, clock, inbox_runner, game_bridge)
+    cue = next(row for row in api.get("/inbox", auth=GM).body["runs"] if row["id"] == made["cue"].id)
+    assert api.post(f"/runs/{cue['id']}/steps/{cue['waiting']['step_id']}/acknowledge", {}, auth=GM).status == 200
+    seen = {}
+    for role, auth in (("moderator", MODERATOR), ("gm", GM)):
+        rows = api.get("/inbox", auth=auth).body["runs"]
+        for row in rows:
+            page = api.get(f"/runs/{row['id']}", auth=auth).body["controls"]
+            for control in row["controls"]:
+                offer = page["run"] if control["step_id"] is None else page["steps"][str(control["step_id"])]
+                assert control["name"] in offer, (role, row["id"], control, page)
+        seen[role] = {kind: [c["name"] for row in rows if row["id"] == made[kind].id for c in row["controls"]]
+                      for kind in made if any(row["id"] == made[kind].id for row in rows)}
+    assert seen["moderator"] == {
+        "escalated": ["confirm", "acknowledge"], "cue": ["confirm"], "paused": ["resume"], "failed": ["retry", "resume"],
+        "advance": ["advance"], "signal": [], "decision": ["confirm", "resend"], "cleanup": ["confirm", "acknowledge"]}
+    assert seen["gm"] == {"escalated": ["confirm", "acknowledge"], "cue": ["confirm"], "cleanup": ["confirm", "acknowledge"]}

@@ -80,14 +80,15 @@ def test_get_run_has_steps_counts_and_exactly_the_controls_legal_now(api, db, cl
     moderators = ["admin", "moderator"]
     assert body["controls"] == {
         "run": ["resume", "cancel"],
+        "phase": [],  # a phase with no deadline: nothing to extend
         "steps": {str(done.id): [], str(failed.id): ["retry"], str(pending.id): ["skip"]},
-        "roles": {"run": {"resume": moderators, "cancel": moderators},
+        "roles": {"run": {"resume": moderators, "cancel": moderators}, "phase": {},
                   "steps": {str(done.id): {}, str(failed.id): {"retry": moderators}, str(pending.id): {"skip": moderators}}},
     }
     # A game master may press none of them here (a gm's skip is for a parked cue): none is offered to them.
     assert api.get(f"/runs/{run.id}", auth=GM).body["controls"] == {
-        "run": [], "steps": {str(done.id): [], str(failed.id): [], str(pending.id): []},
-        "roles": {"run": {}, "steps": {str(done.id): {}, str(failed.id): {}, str(pending.id): {}}},
+        "run": [], "phase": [], "steps": {str(done.id): [], str(failed.id): [], str(pending.id): []},
+        "roles": {"run": {}, "phase": {}, "steps": {str(done.id): {}, str(failed.id): {}, str(pending.id): {}}},
     }
 
 

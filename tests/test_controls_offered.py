@@ -2,7 +2,8 @@
 would take for them, each with the roles that may press it.
 
 Every declared control (`commands.CONTROLS`, so a control declared later is walked too) is pressed by an
-admin, a moderator and a game master on the run or on every step of a run in each state below, each state
+admin, a moderator and a game master on the run, on the phase it is at (or its first, before it has one) or
+on every step of a run in each state below, each state
 reached through the real engine (the tick against a loopback game, the API's controls) on the real database.
 A state is built once and kept as its rows; every press that took is undone by putting those rows back, so
 each press meets a fresh copy of the state. Offered, the press takes (2xx, a log row written); not offered, it
@@ -143,6 +144,13 @@ def scheduled(w: World) -> int:
     return schedule(w.db, w.clock.now(), document([[ANNOUNCE]]), scheduled_for=w.clock.now() + timedelta(days=1)).id
 
 
+def at_a_timed_phase(w: World) -> int:
+    """At a cue in an `after` phase: its deadline, twenty minutes away, counts."""
+    doc = document([[CUE], [ANNOUNCE]])
+    doc["phases"][0]["advance"] = {"when": "after", "seconds": 1200}
+    return _ran(w, doc)
+
+
 def at_a_cue(w: World) -> int:
     """A done step, a parked cue nobody has, a pending step."""
     return _ran(w, document([[ANNOUNCE, CUE, SPAWN]]))
@@ -250,7 +258,7 @@ def cancelled(w: World) -> int:
 
 
 STATES: dict[str, Callable[[World], Any]] = {f.__name__: f for f in (
-    scheduled, at_a_cue, at_a_cue_that_asks, cue_the_gm_has, cue_someone_else_has, cue_whose_hold_lapsed,
+    scheduled, at_a_timed_phase, at_a_cue, at_a_cue_that_asks, cue_the_gm_has, cue_someone_else_has, cue_whose_hold_lapsed,
     paused_at_a_cue, parked_for_a_decision, stopped_at_a_failed_step, with_a_step_in_flight, held_for_an_advance,
     cleaning_up, cleanup_paused_on_a_failed_revert, completed, cancelled, failed,
 )}
@@ -295,7 +303,8 @@ def _body(control: commands.Control, run: dict, step: dict | None) -> dict:
     """A body its press takes where the state allows it: a note, the phase the run is at, the option off, and
     on a cue that asks the first of its choices."""
     named = {getattr(control, f) for f in BODY_FIELDS} - {None}
-    unknown = {f.name for f in dataclasses.fields(control.command)} - IDS - named
+    in_path = IDS | ({"phase"} if control.target is commands.Target.PHASE else set())
+    unknown = {f.name for f in dataclasses.fields(control.command)} - in_path - named
     assert not unknown, f"the walk does not know what to send in {sorted(unknown)} of {control.name}: teach _body"
     body: dict[str, Any] = {}
     if control.note_field:
@@ -306,7 +315,7 @@ def _body(control: commands.Control, run: dict, step: dict | None) -> dict:
         body[control.option_field] = False
     if control.time_field:  # postpone: two days past the walk's clock (its scheduled run is a day ahead)
         body[control.time_field] = (START + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if control.seconds_field:  # a cue's extend: a minute later
+    if control.seconds_field:  # a phase's or a cue's extend: a minute later
         body[control.seconds_field] = 60
     choices = (step or {}).get("params", {}).get("choices") or []
     if control.choice_field and choices:
@@ -326,17 +335,21 @@ def test_each_control_is_offered_to_a_role_exactly_when_its_press_would_take(wal
     logged = _logged(world.db, run_id)
     wrong: list[str] = []
     pressed = 0
-    # A phase's control (extend) is not among GET /runs/{id}'s offered controls yet: the page shows it beside
-    # an open deadline and the API decides (docs/api.md), so the walk leaves it out.
-    for control in (c for c in commands.CONTROLS.values() if c.target is not commands.Target.PHASE):
+    phase = shown["admin"]["run"]["current_phase"] or 1  # a run with no phase yet: its first is pressed
+    for control in commands.CONTROLS.values():
         on_steps = steps if control.target is commands.Target.STEP else [None]
         for target in on_steps:
-            where = "the run" if target is None else f"step {target['seq'] + 1} of phase {target['phase']}"
-            path = f"/runs/{run_id}/" + ("" if target is None else f"steps/{target['id']}/") + control.name
+            if target is not None:
+                where, part, ids = f"step {target['seq'] + 1} of phase {target['phase']}", "steps", str(target["id"])
+            elif control.target is commands.Target.PHASE:
+                where, part, ids = f"phase {phase}", "phase", None
+            else:
+                where, part, ids = "the run", "run", None
+            path = f"/runs/{run_id}/" + {"run": "", "phase": f"phases/{phase}/", "steps": f"steps/{ids}/"}[part] + control.name
             for role, auth in TOKENS.items():
                 controls = shown[role]["controls"]
-                offer = controls["run"] if target is None else controls["steps"][str(target["id"])]
-                roles = controls["roles"]["run"] if target is None else controls["roles"]["steps"][str(target["id"])]
+                offer = controls[part] if ids is None else controls[part][ids]
+                roles = controls["roles"][part] if ids is None else controls["roles"][part][ids]
                 offered = control.name in offer
                 if offered != (control.name in roles) or (offered and role not in roles[control.name]):
                     wrong.append(f"{control.name} on {where}: offered to the {role} as {offer}, with the roles {roles}")
@@ -369,6 +382,7 @@ def test_the_walk_reaches_every_state_it_names(walk):
         seen[name] = (detail["run"]["status"], (detail["waiting"] or {}).get("for"))
     assert seen == {
         "scheduled": ("scheduled", None),
+        "at_a_timed_phase": ("running", "cue"),
         "at_a_cue": ("running", "cue"),
         "at_a_cue_that_asks": ("running", "cue"),
         "cue_the_gm_has": ("running", "cue"),

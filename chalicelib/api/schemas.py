@@ -437,6 +437,7 @@ VOCABULARY = _object(
         note_required={"type": "boolean"}, time_field={"type": ["string", "null"]}, seconds_field={"type": ["string", "null"]},
         holder={"type": ["string", "null"], "enum": [*(h.value for h in HeldBy), None],
                 "description": "own: its cue roles press it only on a cue they have; others: not by whoever has it"},
+        bulk={"type": "boolean", "description": "whether POST /runs/bulk presses it on every run a filter matches"},
     )},
 )
 WAITING = {
@@ -516,11 +517,15 @@ RUN_DETAIL = _object(
     ),
     controls=_object(
         run={**_CONTROL_NAMES, "description": "the run's controls the caller may press now"},
+        phase={**_CONTROL_NAMES, "description": "the controls of the phase the run is at (current_phase) the caller may"
+                                                " press now (extend: while its deadline counts)"},
         steps={"type": "object", "additionalProperties": _CONTROL_NAMES,
                "description": "by step id (each step of the page), the step's controls the caller may press now"},
         roles=_object(
             run={"type": "object", "additionalProperties": _PRESSERS,
                  "description": "for each control in run, the roles that may press it now (held by the caller)"},
+            phase={"type": "object", "additionalProperties": _PRESSERS,
+                   "description": "for each control in phase, the roles that may press it now"},
             steps={"type": "object", "additionalProperties": {"type": "object", "additionalProperties": _PRESSERS},
                    "description": "by step id, for each control in steps, the roles that may press it now"},
         ),

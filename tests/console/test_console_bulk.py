@@ -10,7 +10,7 @@ from selenium.webdriver.common.by import By
 
 from tests.console.browser import eventually, text_of
 from tests.console.pages import listed, notice_text, sign_in
-from tests.support.api import MODERATOR
+from tests.support.api import GM, MODERATOR
 
 
 def _schedule(client, definition_id: int, at: datetime) -> int:
@@ -54,3 +54,28 @@ def test_every_run_a_filter_matches_is_previewed_then_cancelled_at_once(browser,
     eventually(lambda: {status for _, status in listed(browser)} == {"cancelled"}, "the list, refreshed")
     entries = api_client.call("GET", f"/runs/{late}/log")["entries"]
     assert entries[-1]["actor"] == "mod-mia" and entries[-1]["detail"]["reason"] == "the season is over"
+
+
+
+def test_the_bulk_bar_offers_each_role_the_bulk_controls_the_server_says_it_may_press(browser, server, api_client):
+    """The bar reads the server: the controls GET /vocabulary marks `bulk`, for the roles each declares, as
+    GET /console/session gives the signed-in person's. A gm may press none of them: no bar, no box to tick."""
+    document = {"name": f"Bulk roles {datetime.now(UTC):%H%M%S%f}", "grace_seconds": 300,
+                "phases": [{"name": "opening", "steps": [{"action": "core.announce", "params": {"message": "Hello"}}]}]}
+    definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
+    run_id = _schedule(api_client, definition_id, datetime.now(UTC).replace(microsecond=0) + timedelta(days=2))
+    controls = api_client.call("GET", "/vocabulary")["controls"]
+    shown = {}
+    for token in (MODERATOR, GM):
+        roles = api_client.call("GET", "/console/session", token=token)["roles"]
+        browser.execute_script("sessionStorage.clear()")
+        browser.get(server.console_url)
+        sign_in(browser, token)
+        browser.get(f"{server.url}/console#/runs?definition={definition_id}")
+        eventually(lambda: [run for run, _ in listed(browser)] == [run_id], "the definition's run")
+        bar = [b.get_attribute("data-bulk") for b in browser.find_elements(By.CSS_SELECTOR, "[data-bulk]")]
+        matching = [b.get_attribute("data-bulk-filter") for b in browser.find_elements(By.CSS_SELECTOR, "[data-bulk-filter]")]
+        ticks = len(browser.find_elements(By.CSS_SELECTOR, f"[data-select='{run_id}']"))
+        assert bar == matching == [c["name"] for c in controls if c["bulk"] and set(c["roles"]) & set(roles)], (roles, bar)
+        shown[token] = (bar, ticks)
+    assert shown == {MODERATOR: (["pause", "resume", "cancel"], 1), GM: ([], 0)}

@@ -1,7 +1,8 @@
 """Offered means allowed, in real Chromium (issue 39, item 5): the page draws exactly the controls the API offers
 the signed-in person. A game master looking at a step parked for a decision sees no Confirm or Skip (the server
 would refuse them: whether the game applied it is a moderator's decision), nor any run control; a moderator
-sees Confirm, Skip and Resend on it."""
+sees Confirm, Skip and Resend on it. Beside the deadline of the phase the run is at, Extend is drawn exactly when
+the API offers it (`controls.phase`): to a moderator, not to a gm."""
 
 from __future__ import annotations
 
@@ -42,4 +43,24 @@ def test_a_gm_sees_no_control_the_server_refuses_on_a_decision_and_a_moderator_s
     # The banner's buttons, then the same three in the step's row.
     assert drawn == ["confirm", "skip", "resend"] * 2, drawn
     assert run_controls == ["pause", "cancel"], run_controls
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+def test_the_phases_extend_is_drawn_exactly_when_the_api_offers_it(browser, server, api_client):
+    _, run_id = schedule_now(api_client, {"name": "Market hour (offered)", "grace_seconds": 300, "phases": [
+        {"name": "market", "advance": {"when": "after", "seconds": 600},
+         "steps": [{"action": "core.announce", "params": {"message": "The market opens"}}]},
+        {"name": "close", "steps": [{"action": "core.announce", "params": {"message": "Closed"}}]}]})
+    drawn = {}
+    for token in (GM, MODERATOR):
+        browser.execute_script("sessionStorage.clear()")
+        browser.get(server.console_url)
+        sign_in(browser, token)
+        open_run(browser, server.url, run_id)
+        # The deadline and the phase's buttons are drawn in one pass: once it shows, the button is there or never.
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-phase-facts='1'] time"), "the phase's deadline", 40)
+        offered = api_client.call("GET", f"/runs/{run_id}", token=token)["controls"]["phase"]
+        shown = [b.get_attribute("data-phase") for b in browser.find_elements(By.CSS_SELECTOR, "[data-control='extend']")]
+        drawn[token] = (offered, shown)
+    assert drawn == {GM: ([], []), MODERATOR: (["extend"], ["1"])}, drawn
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

@@ -4,6 +4,7 @@ how many there are (every console page shows the count); read through `events/vi
 from __future__ import annotations
 
 from ... import runtime
+from ...events.commands import Caller
 from ...events.views.inbox import inbox
 from .. import auth, schemas
 from ..operations import Body, Call, Router, ok
@@ -16,4 +17,4 @@ router = Router(__name__)
                   " likely needed that the caller may press now; needs_you counts them all (?limit=0: the count alone).",
                   auth.STAFF, ok("the caller's inbox", schemas.INBOX), query=schemas.INBOX_QUERY)
 def caller_inbox(call: Call) -> Body:
-    return inbox(runtime.database(), call.roles, call.actor, call.query)
+    return inbox(runtime.database(), Caller(call.actor, call.roles), call.query)

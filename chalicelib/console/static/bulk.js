@@ -5,16 +5,13 @@
 // Each run is still guarded by the API on its own; one summary says what took and what did not, and why.
 
 import { ApiError, post } from './api.js';
-import { ask, capitalised, controlOf, el, notice } from './ui.js';
+import { mayPress } from './plans.js';
+import { ask, capitalised, controlOf, declaredControls, el, notice } from './ui.js';
 
-const BULK = ['pause', 'resume', 'cancel'];
-
-// The bulk controls this person's roles may press (each control's declared `roles`).
+// The bulk controls this person may press, as the server says: those POST /runs/bulk presses (GET /vocabulary's
+// `bulk`) that one of the session's roles (GET /console/session) may press (each control's declared `roles`).
 export function bulkControls(session) {
-  return BULK.filter((name) => {
-    const declared = controlOf(name);
-    return declared ? (declared.roles || []).some((role) => session.roles.includes(role)) : session.may.control;
-  });
+  return declaredControls().filter((declared) => declared.bulk && mayPress(session, declared.name)).map((declared) => declared.name);
 }
 
 async function sendEach(name, ids, body) {

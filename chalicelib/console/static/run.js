@@ -14,7 +14,7 @@ import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
 import { presser, specOf } from './press.js';
 import { effectWords, phaseNamed } from './phases.js';
-import { mayPress, moveBy, postpone } from './plans.js';
+import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
 import { ask, badge, controlOf, el, heading, isOpenStep, isTerminalRun, notice, pageTitle, parkOf, rehearsalMark, since, waitOf, when } from './ui.js';
 import { ledgerSection } from './resources.js';
@@ -84,6 +84,9 @@ export function runView(main, ctx, runIdText) {
     return step ? (detail.controls.steps[String(step.id)] || []) : detail.controls.run;
   }
 
+  // The controls the API offers this person now on `phase`: those of the phase the run is at, none on another.
+  const offeredOn = (phase) => (detail && phase.number === detail.run.current_phase ? detail.controls.phase : []);
+
   const runNamed = () => `run ${runId}${definitionName ? ` (${definitionName})` : ''}`;
   const { act, send, currentPhase, phaseRow } = presser({
     runId, detail: () => detail, offered, runNamed, session, refresh: () => poller.now(), landing: title,
@@ -148,10 +151,9 @@ export function runView(main, ctx, runIdText) {
     ].filter(Boolean);
   }
 
-  // Beside the deadline of the phase the run is at, while it still counts: the button that moves it.
+  // Beside the deadline of the phase the run is at, while the API offers to move it: the button that does.
   function extendButton(phase) {
-    const open = phase.deadline && !phase.closed_at && !phase.condition_met && !detail.run.cleanup_target;
-    if (!open || !mayPress(session, 'extend')) return null;
+    if (!offeredOn(phase).includes('extend')) return null;
     const named = phaseNamed(phase.number, phase);
     return el('button', {
       type: 'button', class: 'small', 'data-control': 'extend', 'data-phase': phase.number,

@@ -130,6 +130,8 @@ export const isOpenStep = (step) => !vocabulary.terminalStep.has(step.status);
 export const labelOf = (status) => vocabulary.labels.get(status) || status;
 // A declared control (label, question, note field, …), or undefined for one this console was not told of.
 export const controlOf = (name) => vocabulary.controls.get(name);
+// Every declared control, in the order the API declares them.
+export const declaredControls = () => [...vocabulary.controls.values()];
 // One word of a set (`waiting_for`, `closed_by`, …): {value, label, …facts}, or undefined for a word this
 // console was not told of (and for none).
 export const wordsOf = (set) => vocabulary.words.get(set) || [];

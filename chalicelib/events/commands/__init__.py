@@ -25,7 +25,7 @@ from typing import Any
 
 from ...db import Database
 from ..model import Run, Step
-from .declared import CONTROLS, PHASE_CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Caller, Control, Shape, Target, offered, refusal
+from .declared import CONTROLS, PHASE_CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Caller, Control, Shape, Standing, Target, offered, refusal
 from .plans import MOST_SECONDS, Extend, ExtendCue, Postpone, Seconds
 from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
@@ -38,7 +38,7 @@ __all__ = [
     "RUN_CONTROLS", "STEP_CONTROLS",
     "Acknowledge", "Advance", "Advanced", "Caller", "Cancel", "Cancelled", "Choice", "CleanUp", "Confirm", "Context",
     "Control", "Extend", "ExtendCue", "HeldBy", "Pause", "Postpone", "Press",
-    "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Seconds", "Shape", "Skip", "TakeOver",
+    "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Seconds", "Shape", "Skip", "Standing", "TakeOver",
     "Target", "acknowledge", "advance", "advance_refusal", "cancel", "cleanup", "confirm", "declared", "execute", "extend",
     "extend_cue", "offered", "pause", "postpone", "receive_signal", "refusal", "release", "resend", "resume", "retry",
     "skip", "take_over", "within",

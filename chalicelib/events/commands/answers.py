@@ -1,11 +1,11 @@
-"""Which controls answer a wait, and which of them a caller may press: the inbox's row controls and its count.
+"""Which controls answer a wait, and which waits a caller can act on: the inbox's row controls and its count.
 
 Invariant: a wait's answers are declared controls (`CONTROLS`), most likely first: a cue is confirmed or had
 ("I have it"), a decision confirmed or re-sent, a run stopped at a failed step retried, a paused run resumed, a
 held phase advanced; a signal is the game's to send (a person may send it from the run's page, no control).
-A caller may press a control its roles allow, or, on a parked cue (never one in doubt), one its cue roles allow,
-as its holder rule says (`pressable`): the count of the waits a caller can act on (`answerable`) and the
-controls a row offers read this one rule, so a gm's inbox holds the cues and nothing a gm cannot act on.
+The waits a caller can act on (`answerable`) are those one of whose answers their roles may press (a cue's by its
+cue roles too), so a gm's inbox holds the cues and nothing a gm cannot act on; which answers a row offers is
+what the run's page offers the caller (`declared.Standing.offer`), judged on the row's run.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..lifecycle import WaitingFor
-from ..model import Step
 from .declared import CONTROLS, Control
-from .protocol import HeldBy
 from .run_controls import Advance, Resume
 from .step_controls import Acknowledge, Confirm, Resend, Retry
 
@@ -38,18 +36,6 @@ def answers(kind: WaitingFor, *, failed: bool = False) -> tuple[Control, ...]:
     step, so Retry comes before Resume."""
     found = tuple(_BY_COMMAND[command] for command in _ANSWERS[kind])
     return (RETRY, *found) if failed else found
-
-
-def pressable(control: Control, roles: frozenset[str], sub: str, step: Step | None) -> bool:
-    """Whether a caller (`roles`, `sub`) may press `control` (on `step`, for a step control): its roles, or on a
-    parked cue its cue roles, the cue's holder deciding the rest (take-over is for the others, release their own)."""
-    mine = step is not None and step.acknowledged_by is not None and step.acknowledged_by == sub
-    if control.holder is HeldBy.OTHERS and mine:
-        return False
-    if roles & control.roles:
-        return True
-    return bool(step is not None and step.parked_cue and roles & control.cue_roles
-                and (control.holder is not HeldBy.OWN or mine))
 
 
 def answerable(roles: frozenset[str]) -> tuple[WaitingFor, ...]:

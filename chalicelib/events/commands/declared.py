@@ -4,10 +4,11 @@ Invariant: a control's name, target, roles, refusal rule and body fields are its
 `step_controls`); its declaration adds only how it is shown and what it makes (what it writes, whether it
 wakes the tick, the console's label, question, answer and tone). The API's routes (a body field per command
 field: its note, the phase it acts on, its option), `GET /vocabulary`'s `controls` (the console's buttons),
-the `controls` offered in `GET /runs/{id}` (`offered`) and the 409's words (`refusal`) all read this table.
-What is offered to a caller is what their press would take: the rule allows it, and their roles (and, on a cue,
-whether they have it) pass the gates the press meets (`Control.allows`: the route's roles, a cue role's parked
-cue, the `holder`).
+the `controls` offered in `GET /runs/{id}` (`offered`: the run's, the phase it is at's, each step's) and the
+409's words (`refusal`) all read this table. What is offered to a caller is what their press would take
+(`Standing.offer`, which `GET /inbox`'s row controls read too): the rule allows it on the rows read, and their roles
+(and, on a cue, whether they have it) pass the gates the press meets (`Control.allows`: the route's roles, a cue
+role's parked cue, the `holder`).
 """
 
 from __future__ import annotations
@@ -291,32 +292,60 @@ class Caller:
     roles: frozenset[str]
 
 
+@dataclass(frozen=True)
+class Standing:
+    """Where a run stands, as its controls are judged on the rows of one snapshot: the run, `furthest_seq`
+    (`steps.last_started_seq` of its current phase: retry only), `phase` (the row of the phase it is at:
+    advance and a phase's controls), `in_flight` (that phase's first step in flight under a live lease:
+    advance only) and `revertable` (it has something live its cleanup would revert and no step open: Clean up
+    only)."""
+
+    run: Run
+    furthest_seq: int | None = None
+    phase: Phase | None = None
+    in_flight: Step | None = None
+    revertable: bool = False
+
+    def legal(self, declared: Control, step: Step | None) -> bool:
+        """Whether `declared`'s rule allows it now, on `step` (None: on the run, or on the phase it is at)."""
+        run = self.run
+        if declared.command is Advance:
+            return run.current_phase is not None and advance_refusal(run, run.current_phase, self.phase, self.in_flight) is None
+        if declared.command is CleanUp:
+            return self.revertable and declared.refuse(run, None, None) is None
+        if declared.target is Target.PHASE:  # the phase the run is at, while its deadline still counts
+            # guard: a-phase-control-offered-without-a-deadline
+            return declared.refuse(run, None, None) is None and self.phase is not None and self.phase.deadline_counts
+        return declared.refuse(run, step, self.furthest_seq if step is not None else None) is None
+
+    def offer(self, declared: Control, step: Step | None, caller: Caller) -> list[str]:
+        """The roles that, held by `caller`, let them press `declared` on `step` now, when they hold one of them
+        and its rule allows it; else none (it is not offered to them)."""
+        if not self.legal(declared, step):
+            return []
+        roles = declared.pressed_by(caller.actor, step)
+        return roles if caller.roles & set(roles) else []
+
+
 def offered(
     run: Run, run_steps: Iterable[Step], furthest_seq: int | None, phase: Phase | None = None, in_flight: Step | None = None,
     *, caller: Caller, revertable: bool = False,
 ) -> dict[str, Any]:
-    """The controls legal right now for `caller`, as GET /runs/{id} reports them: the run's (`run`) and each
-    step's (`steps`), and for each of them the roles that, held by the caller, may press it (`roles`).
-
-    `phase` is the row of the phase the run is at and `in_flight` that phase's first step in flight under a
-    live lease (the Advance phase control only: it is offered exactly when `advance_refusal` finds nothing);
-    `revertable`: the run has something live its cleanup would revert and no step open (Clean up only)."""
-    def legal(declared: Control, step: Step | None) -> bool:
-        if declared.command is Advance:
-            return run.current_phase is not None and advance_refusal(run, run.current_phase, phase, in_flight) is None
-        if declared.command is CleanUp:
-            return revertable and declared.refuse(run, None, None) is None
-        return declared.refuse(run, step, furthest_seq if step is not None else None) is None
+    """The controls legal right now for `caller`, as GET /runs/{id} reports them: the run's (`run`), the phase
+    it is at's (`phase`) and each step's (`steps`), and for each of them the roles that, held by the caller, may
+    press it (`roles`). The rows are `Standing`'s: `phase` is the row of the phase the run is at."""
+    standing = Standing(run, furthest_seq, phase, in_flight, revertable)
 
     def for_caller(target: Target, step: Step | None) -> dict[str, list[str]]:
-        legal_now = (c for c in CONTROLS.values() if c.target is target and legal(c, step))
-        pressers = {c.name: c.pressed_by(caller.actor, step) for c in legal_now}
-        return {name: roles for name, roles in pressers.items() if caller.roles & set(roles)}
+        offers = {c.name: standing.offer(c, step, caller) for c in CONTROLS.values() if c.target is target}
+        return {name: roles for name, roles in offers.items() if roles}
 
     run_roles = for_caller(Target.RUN, None)
+    phase_roles = for_caller(Target.PHASE, None)
     step_roles = {str(step.id): for_caller(Target.STEP, step) for step in run_steps}
     return {
         "run": list(run_roles),
+        "phase": list(phase_roles),
         "steps": {step_id: list(roles) for step_id, roles in step_roles.items()},
-        "roles": {"run": run_roles, "steps": step_roles},
+        "roles": {"run": run_roles, "phase": phase_roles, "steps": step_roles},
     }

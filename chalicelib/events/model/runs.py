@@ -166,6 +166,12 @@ class Phase:
                       "closed_by": None if row.get("closed_by") is None else ClosedBy(row["closed_by"])})
 
     @property
+    def deadline_counts(self) -> bool:
+        """Whether it has a deadline that still counts (extend may move it): neither closed nor its condition met
+        (`phases.move_deadline`'s WHERE says the same)."""
+        return self.deadline is not None and self.closed_at is None and not self.condition_met
+
+    @property
     def state(self) -> PhaseState:
         if self.opened_at is None:
             return PhaseState.NOT_STARTED

@@ -3,7 +3,9 @@ or two controls most likely needed; and how many there are (the needs-you count 
 
 Invariant: the inbox holds exactly the waits the caller can act on (`commands.answers.answerable`: a gm's the
 cues), and its count counts the same runs; the order is an escalated wait first, then the longest wait, then
-by run id; a row's controls are those legal now (the refusal rules) that the caller may press. Reads only."""
+by run id; a row's controls are the wait's answers that the run's page offers the caller now, judged by the
+same rule on the same rows (`declared.Standing.offer`), so the inbox never offers what `GET /runs/{id}` would not.
+Reads only."""
 
 from __future__ import annotations
 
@@ -11,10 +13,9 @@ from typing import Any
 
 from ...db import Database, Tx, must_exist
 from .. import journal, lifecycle
-from ..commands import Target, answers, refusal
-from ..commands.rules import advance_refusal
+from ..commands import Caller, Standing, Target, answers, refusal
 from ..lifecycle import RunStatus, WaitingFor
-from ..model import LogEntry, Phase, Run, Step, iso
+from ..model import LogEntry, Run, Step, iso
 from ..store import log, phases, resources, runs, steps
 from ..stories import story
 from ..waiting import waiting
@@ -24,13 +25,13 @@ INBOX_PAGE = 50  # rows answered unless `limit` says otherwise (0: the count alo
 ROW_CONTROLS = 2  # the controls a row offers, most likely first
 
 
-def inbox(db: Database, roles: frozenset[str], sub: str, query: dict[str, Any]) -> Body:
+def inbox(db: Database, caller: Caller, query: dict[str, Any]) -> Body:
     """{"needs_you": how many runs the caller can act on, "runs": the first `limit` of them, most urgent first}."""
-    return db.autocommit(lambda tx: _read(tx, roles, sub, query.get("limit", INBOX_PAGE)))
+    return db.autocommit(lambda tx: _read(tx, caller, query.get("limit", INBOX_PAGE)))
 
 
-def _read(tx: Tx, roles: frozenset[str], sub: str, limit: int) -> Body:
-    page, count = runs.waiting_on(tx, answers.answerable(roles), limit)
+def _read(tx: Tx, caller: Caller, limit: int) -> Body:
+    page, count = runs.waiting_on(tx, answers.answerable(caller.roles), limit)
     parked = steps.parked_of(tx, [r.id for r in page if r.status in lifecycle.ATTENDED])
     working = [r for r in page if r.status in lifecycle.WORKING and r.current_phase is not None]
     at = phases.current_of(tx, [(r.id, must_exist(r.current_phase)) for r in working])
@@ -47,9 +48,12 @@ def _read(tx: Tx, roles: frozenset[str], sub: str, limit: int) -> Body:
         if wait is None:  # moved on between the two reads
             continue
         mark_escalated(wait, escalated.get(run.id))
-        failed = _failed_step(tx, run) if run.status is RunStatus.PAUSED else None
+        furthest = steps.last_started_seq(tx, run.id, run.current_phase) if run.id in paused else None  # as its page reads it
+        failed = _failed_step(tx, run, furthest) if run.id in paused else None
+        # A held phase has drained (`advance`'s wait): none of its steps is in flight.
+        standing = Standing(run, furthest, at.get(run.id))
         rows.append({**run.public(), "waiting": wait, "story": story(wait, head, failed, at.get(run.id)),
-                     "controls": _controls(run, wait, head, failed, at.get(run.id), roles, sub)})
+                     "controls": _controls(standing, wait, head, failed, caller)})
     # An escalated wait first, then the longest wait (ISO times in UTC sort as they read; one not known last).
     rows.sort(key=lambda row: ("escalated" not in row["waiting"], row["waiting"]["since"] is None,
                                row["waiting"]["since"] or "", row["id"]))
@@ -73,26 +77,20 @@ def mark_escalated(wait: Body | None, fired: LogEntry | None) -> None:
                          "at": iso(fired.created_at)}
 
 
-def _failed_step(tx: Tx, run: Run) -> Step | None:
+def _failed_step(tx: Tx, run: Run, furthest: int | None) -> Step | None:
     """The failed step a paused run is stopped at (the one Retry would re-queue), or None."""
     if run.current_phase is None:
         return None
-    furthest = steps.last_started_seq(tx, run.id, run.current_phase)
     return next((s for s in steps.list_for_phase(tx, run.id, run.current_phase)
                  if refusal(answers.RETRY.name, run, s, furthest) is None), None)
 
 
-def _controls(run: Run, wait: Body, head: Step | None, failed: Step | None, phase: Phase | None,
-              roles: frozenset[str], sub: str) -> list[Body]:
-    """The controls most likely needed that are legal now and the caller's to press: [{name, step_id}]."""
+def _controls(standing: Standing, wait: Body, head: Step | None, failed: Step | None, caller: Caller) -> list[Body]:
+    """The controls most likely needed that the run's page offers the caller now (`Standing.offer`): [{name, step_id}]."""
     kind = WaitingFor(wait["for"])
     found = []
     for control in answers.answers(kind, failed=failed is not None):
         step = failed if control is answers.RETRY else head if control.target is Target.STEP else None
-        if control.phase_field is not None:
-            legal = run.current_phase is not None and advance_refusal(run, run.current_phase, phase, None) is None
-        else:
-            legal = refusal(control.name, run, step) is None
-        if legal and answers.pressable(control, roles, sub, step):
+        if standing.offer(control, step, caller):
             found.append({"name": control.name, "step_id": None if step is None else step.id})
     return found[:ROW_CONTROLS]

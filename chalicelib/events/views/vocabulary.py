@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from .. import commands, lifecycle
 from ..actions import registry
+from ..commands.bulk import BULK_CONTROLS
 from . import Body
 
 
 def vocabulary() -> Body:
-    """The statuses, as the lifecycle words them, and the declared controls."""
-    return {**lifecycle.vocabulary(), "controls": [c.public() for c in commands.CONTROLS.values()]}
+    """The statuses, as the lifecycle words them, and the declared controls, each saying whether `POST /runs/bulk`
+    presses it on many runs (`bulk`: the console's bulk bar offers those, to the roles each declares)."""
+    return {**lifecycle.vocabulary(), "controls": [{**c.public(), "bulk": c.name in BULK_CONTROLS}
+                                                   for c in commands.CONTROLS.values()]}
 
 
 def actions(module_actions: frozenset[str] | None) -> Body:
