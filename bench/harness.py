@@ -1,8 +1,10 @@
-"""What every benchmark shares: a scratch database, the figures it reports, the table, a statement recorder."""
+"""What every benchmark shares: a scratch database, the app pressed in-process, the figures it reports, the table,
+a statement recorder."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import statistics
 import threading
@@ -10,12 +12,18 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import jwt
 import pymysql
+from chalice.test import Client
 
 import chalicelib.db
-from chalicelib.db import ConnectionParams, Database, Tx
+from app import app
+from chalicelib import runtime
+from chalicelib.config import Settings
+from chalicelib.db import ConnectionParams, Database, DatabaseClock, Tx
 from chalicelib.migrate import migrate
 from devtools.kit.mariadb import server_url
 
@@ -56,6 +64,43 @@ def drop_database(params: ConnectionParams) -> None:
             cursor.execute(f"DROP DATABASE IF EXISTS `{params.database}`")
     finally:
         conn.close()
+
+
+# ── the app in-process, pressed as a moderator ────────────────────────────
+SECRET, ISSUER, AUDIENCE = "bench-only-secret-0123456789abcdef0123", "events-bench", "events-console"
+
+
+def _token() -> str:
+    now = datetime.now(UTC)
+    claims = {"sub": "bench-mod", "roles": ["moderator"], "iss": ISSUER, "aud": AUDIENCE, "iat": now,
+              "exp": now + timedelta(hours=1)}
+    return jwt.encode(claims, SECRET, algorithm="HS256")
+
+
+class Moderator:
+    """Requests to the app in-process (token check, routing, the handler, the JSON answer), as a moderator."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.headers = {"Authorization": f"Bearer {_token()}", "Content-Type": "application/json"}
+
+    def send(self, path: str, body: bytes) -> Any:
+        """`body` posted to `path`: the answer, a 200 (anything else stops the benchmark)."""
+        answer = self.client.http.post(path, headers=self.headers, body=body)
+        if answer.status_code != 200:
+            raise RuntimeError(f"{path} answered {answer.status_code}: {answer.body[:300]!r}")
+        return answer
+
+    def post(self, path: str, body: dict) -> dict:
+        return json.loads(self.send(path, json.dumps(body).encode()).body)
+
+
+@contextmanager
+def as_moderator(db: Database) -> Iterator[Moderator]:
+    """The app in this process on `db`, its clock the database's, pressed as a moderator."""
+    settings = Settings(db_url=db.params.url(), jwt_secret=SECRET, jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
+    with runtime.override(settings=settings, database=db, clock=DatabaseClock(db)), Client(app) as client:
+        yield Moderator(client)
 
 
 # ── figures and the table ─────────────────────────────────────────────────

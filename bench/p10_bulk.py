@@ -9,63 +9,25 @@ and one read of the matching ids per request.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 
-import jwt
-from chalice.test import Client
+from chalicelib.db import Database
 
-from app import app
-from chalicelib import runtime
-from chalicelib.config import Settings
-from chalicelib.db import Database, DatabaseClock
-
-from .harness import Figure, StatementRecorder, scratch_database
-from .workload import schedule_backlog
-
-SECRET, ISSUER, AUDIENCE = "bench-only-secret-0123456789abcdef0123", "events-bench", "events-console"
+from .harness import Figure, Moderator, StatementRecorder, as_moderator, scratch_database
+from .workload import running_runs
 
 
-def _token() -> str:
-    now = datetime.now(UTC)
-    claims = {"sub": "bench-mod", "roles": ["moderator"], "iss": ISSUER, "aud": AUDIENCE, "iat": now,
-              "exp": now + timedelta(hours=1)}
-    return jwt.encode(claims, SECRET, algorithm="HS256")
+def pressed_in_bulk(moderator: Moderator, definition_id: int, count: int) -> None:
+    answer = moderator.post("/runs/bulk", {"control": "pause", "filter": {"definition": definition_id, "status": "running"},
+                                           "reason": "bench", "expected_count": count})
+    if len(answer["changed"]) != count:
+        raise RuntimeError(f"the bulk pause changed {len(answer['changed'])} of {count} runs: {answer['refused'][:3]}")
 
 
-def running_runs(db: Database, count: int, label: str) -> tuple[int, list[int]]:
-    """`count` running runs of a new definition: (the definition's id, the runs' ids)."""
-    ids = schedule_backlog(db, count, 1, label=label)
-    db.autocommit(lambda tx: tx.execute(
-        "UPDATE event_runs SET status = 'running', current_phase = 1, wake_at = NULL WHERE id IN %s", (ids,)))
-    definition = db.autocommit(lambda tx: tx.scalar("SELECT definition_id FROM event_runs WHERE id = %s", (ids[0],)))
-    return int(definition), ids
-
-
-class Presser:
-    """Requests to the app in-process, as a moderator."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self.headers = {"Authorization": f"Bearer {_token()}", "Content-Type": "application/json"}
-
-    def post(self, path: str, body: dict) -> dict:
-        answer = self.client.http.post(path, headers=self.headers, body=json.dumps(body).encode())
-        if answer.status_code != 200:
-            raise RuntimeError(f"{path} answered {answer.status_code}: {answer.body[:300]!r}")
-        return json.loads(answer.body)
-
-    def bulk(self, definition_id: int, count: int) -> None:
-        answer = self.post("/runs/bulk", {"control": "pause", "filter": {"definition": definition_id, "status": "running"},
-                                          "reason": "bench", "expected_count": count})
-        if len(answer["changed"]) != count:
-            raise RuntimeError(f"the bulk pause changed {len(answer['changed'])} of {count} runs: {answer['refused'][:3]}")
-
-    def each(self, ids: list[int]) -> None:
-        for run_id in ids:
-            self.post(f"/runs/{run_id}/pause", {"reason": "bench"})
+def pressed_each(moderator: Moderator, ids: list[int]) -> None:
+    for run_id in ids:
+        moderator.post(f"/runs/{run_id}/pause", {"reason": "bench"})
 
 
 def _timed(work: Callable[[], None]) -> float:
@@ -77,11 +39,9 @@ def _timed(work: Callable[[], None]) -> float:
 def measure(db: Database, count: int, rounds: int) -> tuple[float, float, float, float]:
     """(bulk ms, one-press-each ms, bulk statements per run, one-press statements per run): the best of `rounds`
     interleaved rounds for the times, the statements of the last round."""
-    settings = Settings(db_url=db.params.url(), jwt_secret=SECRET, jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
-    with runtime.override(settings=settings, database=db, clock=DatabaseClock(db)), Client(app) as client:
-        presser = Presser(client)
+    with as_moderator(db) as moderator:
         warm_definition, _ = running_runs(db, 2, "p10-warm")
-        presser.bulk(warm_definition, 2)  # imports, connection, JWT key
+        pressed_in_bulk(moderator, warm_definition, 2)  # imports, connection, JWT key
         bulk_times, each_times = [], []
         bulk_recorder = each_recorder = StatementRecorder()
         for round_no in range(rounds):
@@ -89,9 +49,9 @@ def measure(db: Database, count: int, rounds: int) -> tuple[float, float, float,
             _, ids = running_runs(db, count, f"p10-each-{round_no}")
             bulk_recorder, each_recorder = StatementRecorder(), StatementRecorder()
             with bulk_recorder.installed():
-                bulk_times.append(_timed(lambda: presser.bulk(definition, count)))
+                bulk_times.append(_timed(lambda: pressed_in_bulk(moderator, definition, count)))
             with each_recorder.installed():
-                each_times.append(_timed(lambda: presser.each(ids)))
+                each_times.append(_timed(lambda: pressed_each(moderator, ids)))
 
     def per_run(recorder: StatementRecorder) -> float:
         return sum(len(unit.statements) + unit.transactional for unit in recorder.units) / count  # + its COMMIT

@@ -41,6 +41,16 @@ def schedule_backlog(db: Database, runs: int, steps_per_run: int, *, label: str 
     return db.transaction(lambda tx: _insert_runs(tx, definition.id, runs, label, now))
 
 
+def running_runs(db: Database, count: int, label: str) -> tuple[int, list[int]]:
+    """`count` running runs of a new definition, at its phase 1 with no wake (only a person moves them): (the
+    definition's id, the runs' ids)."""
+    ids = schedule_backlog(db, count, 1, label=label)
+    db.autocommit(lambda tx: tx.execute(
+        "UPDATE event_runs SET status = 'running', current_phase = 1, wake_at = NULL WHERE id IN %s", (ids,)))
+    definition = db.autocommit(lambda tx: tx.scalar("SELECT definition_id FROM event_runs WHERE id = %s", (ids[0],)))
+    return int(definition), ids
+
+
 def _insert_runs(tx, definition_id: int, count: int, label: str, now: datetime) -> list[int]:
     tx.execute(
         f"""INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,

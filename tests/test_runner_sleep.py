@@ -4,61 +4,30 @@ The nudge goes to a loopback HTTP server standing in for the Lambda API, which
 records each Invoke as boto3 sends it.
 """
 
-import contextlib
 import json
-import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import boto3
-import pytest
 from chalice.test import Client
-from moto import mock_aws
 
 from chalicelib import runtime
 from chalicelib.config import Settings
 from chalicelib.db import Database
 from chalicelib.events import nudge
-from chalicelib.events.adapters import aws as aws_adapter
-from chalicelib.events.adapters.aws import AwsSwitches
-from chalicelib.events.runner import Budget
 from chalicelib.events.runner.loop import Loop
 from chalicelib.events.runner.sleep import WARM_UP, Sleeper
-from chalicelib.events.store import engine_state, steps
-from tests.support.api import MODERATOR, Api, hs_settings
+from chalicelib.events.store import steps
+from tests.support import sleep_world
+from tests.support.api import MODERATOR
+from tests.support.aws_world import FUNCTION, ROLE, RULE
 from tests.support.factory import document, make_definition
 from tests.support.runner_kit import make_runner, schedule, step
+from tests.support.sleep_world import HORIZON, asleep, nudging_api, reset_state, rule_state, state, wake_up
 from tests.support.torture import wait_until
 
-RULE = "events-tick"
-FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:events-tick"
-ROLE = "arn:aws:iam::123456789012:role/events-wake"
-HORIZON = timedelta(minutes=15)
 SETTINGS = Settings(sleep=True, tick_rule_name=RULE, tick_function_arn=FUNCTION, wake_role_arn=ROLE)
 CUE = document([[step("core.cue", instruction="Light the bonfire"), step("core.announce", message="lit")]])
 LONG_WAIT = document([[step("core.wait", seconds=7200), step("core.announce", message="two hours later")]])
-
-
-@pytest.fixture
-def aws(monkeypatch):
-    """The rule in moto; the engine's own clients (the nudge's rule among them) built against it."""
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    monkeypatch.setattr(aws_adapter, "_clients", {})
-    with mock_aws():
-        events = boto3.client("events", region_name="eu-west-1")
-        events.put_rule(Name=RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
-        yield AwsSwitches(events, boto3.client("scheduler", region_name="eu-west-1"), RULE, FUNCTION, ROLE)
-
-
-def _rule_state(aws):
-    return aws.events.describe_rule(Name=RULE)["State"]
-
-
-def _wake_up(aws, kind="wake"):
-    """The one standing wake-up (or backstop) schedule, or None."""
-    names = [s["Name"] for s in aws.scheduler.list_schedules()["Schedules"] if s["Name"].startswith(f"{RULE}-{kind}-")]
-    assert len(names) <= 1, names
-    return aws.scheduler.get_schedule(Name=names[0]) if names else None
+aws, lambda_api = sleep_world.aws, sleep_world.lambda_api  # the sleep world's fixtures: moto's AWS, the Lambda API
 
 
 def _open_connections(db) -> set[int]:
@@ -66,16 +35,8 @@ def _open_connections(db) -> set[int]:
         "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()"))}
 
 
-def _state(db):
-    return db.autocommit(engine_state.state)
-
-
-def _reset_state(db):
-    db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'awake', sleeps_until = NULL"))
-
-
 def test_an_idle_tick_turns_its_rule_off_sets_its_wake_up_and_closes_its_connections(db, clock, aws, game_bridge):
-    _reset_state(db)
+    reset_state(db)
     parked = schedule(db, clock.now(), CUE)
     waiting = schedule(db, clock.now(), LONG_WAIT)
     own_db = Database(db.params)  # the tick's own connections, to count them
@@ -93,115 +54,70 @@ def test_an_idle_tick_turns_its_rule_off_sets_its_wake_up_and_closes_its_connect
         wait_until(lambda: not _open_connections(db) - others, 5, "the tick's connections closed")
     finally:
         runner.close()
-    assert _state(db) == "asleep" and _rule_state(aws) == "DISABLED"
-    wake_up = _wake_up(aws)
+    assert state(db) == "asleep" and rule_state(aws) == "DISABLED"
+    standing = wake_up(aws)
     due = now + timedelta(seconds=7200) - WARM_UP
-    assert wake_up["ScheduleExpression"] == f"at({due:%Y-%m-%dT%H:%M:%S})"
-    assert wake_up["Target"]["Arn"] == FUNCTION and wake_up["Target"]["RoleArn"] == ROLE
-    assert wake_up["ActionAfterCompletion"] == "DELETE"
+    assert standing["ScheduleExpression"] == f"at({due:%Y-%m-%dT%H:%M:%S})"
+    assert standing["Target"]["Arn"] == FUNCTION and standing["Target"]["RoleArn"] == ROLE
+    assert standing["ActionAfterCompletion"] == "DELETE"
     assert parked.id != waiting.id
 
 
 def test_a_tick_stays_awake_while_anything_is_due_within_the_horizon(db, clock, aws):
-    _reset_state(db)
+    reset_state(db)
     sleeper = Sleeper(db, aws, HORIZON)
     soon = schedule(db, clock.now(), CUE, scheduled_for=clock.now() + timedelta(minutes=10))
     assert not sleeper.try_sleep(clock.now())
-    assert _state(db) == "awake" and _rule_state(aws) == "ENABLED"
+    assert state(db) == "awake" and rule_state(aws) == "ENABLED"
     db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = NULL WHERE id = %s", (soon.id,)))
     make_definition(db, clock.now(), document([[step("core.announce", message="hi")]], schedule={"cron": "10 20 * * *"}))
     assert not sleeper.try_sleep(clock.now())  # an occurrence in ten minutes: the planner must take it
     assert sleeper.try_sleep(clock.now() + timedelta(minutes=20))  # the next one is a day away
-    assert _wake_up(aws) is not None
-
-
-class LambdaApi:
-    """A loopback stand-in for the Lambda API: records each Invoke (function, invocation type)."""
-
-    def __init__(self):
-        calls = self.calls = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                calls.append((self.path, self.headers.get("X-Amz-Invocation-Type"), json.loads(body or b"{}")))
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def invoke(self, function_arn):
-        client = boto3.client("lambda", region_name="eu-west-1", endpoint_url=self.url,
-                              aws_access_key_id="test", aws_secret_access_key="test")
-        client.invoke(FunctionName=function_arn, InvocationType="Event", Payload=aws_adapter.tick_payload("events.nudge"))
-
-
-@pytest.fixture
-def lambda_api():
-    api = LambdaApi()
-    yield api
-    api.server.shutdown()
+    assert wake_up(aws) is not None
 
 
 def test_work_created_while_asleep_nudges_the_tick_once_and_the_tick_turns_its_rule_back_on(db, clock, aws, lambda_api):
-    _reset_state(db)
+    reset_state(db)
     run = schedule(db, clock.now(), CUE)
     runner_view = Sleeper(db, aws, HORIZON)
     db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = NULL WHERE id = %s", (run.id,)))
-    assert runner_view.try_sleep(clock.now()) and _rule_state(aws) == "DISABLED"
+    assert runner_view.try_sleep(clock.now()) and rule_state(aws) == "DISABLED"
     # Nothing new: no nudge. A schedule-for-now: one nudge, however many controls follow it.
     assert not nudge.after_work_created(db, Settings(), clock.now(), invoke=lambda_api.invoke)  # EVENTS_SLEEP off
     later = schedule(db, clock.now(), CUE)
     assert nudge.after_work_created(db, SETTINGS, clock.now(), invoke=lambda_api.invoke)
     clock.advance(1)
     assert not nudge.after_work_created(db, SETTINGS, clock.now(), invoke=lambda_api.invoke)  # already woken
-    assert [(path.split("/")[3], kind) for path, kind, _ in lambda_api.calls] == [(FUNCTION.replace(":", "%3A"), "Event")]
-    assert _state(db) == "waking"
+    assert [(call.path.split("/")[3], call.kind) for call in lambda_api.calls] == [(FUNCTION.replace(":", "%3A"), "Event")]
+    assert state(db) == "waking"
     runner_view.started(clock.now())  # the nudged invocation begins
-    assert _state(db) == "awake" and _rule_state(aws) == "ENABLED" and _wake_up(aws) is None
+    assert state(db) == "awake" and rule_state(aws) == "ENABLED" and wake_up(aws) is None
     assert later.id != run.id
 
 
 def test_a_confirm_through_the_api_wakes_a_sleeping_deployment(db, clock, db_params, aws, lambda_api, monkeypatch):
-    from app import app
-
-    _reset_state(db)
-    run = schedule(db, clock.now(), CUE)
-    runner = make_runner(db, clock, None)
-    try:
-        runner.tick(Budget.for_seconds(30))
-    finally:
-        runner.close()
-    assert Sleeper(db, aws, HORIZON).try_sleep(clock.now())
+    run = _asleep_behind(db, clock, aws, CUE)
     cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
-    monkeypatch.setattr(nudge, "invoke_tick", lambda arn: lambda_api.invoke(arn))
-    settings = hs_settings(db_params, sleep=True, tick_rule_name=RULE, tick_function_arn=FUNCTION, wake_role_arn=ROLE)
-    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
-        answer = Api(client).post(f"/runs/{run.id}/steps/{cue.id}/confirm", {"note": "lit"}, auth=MODERATOR)
+    with nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
+        answer = api.post(f"/runs/{run.id}/steps/{cue.id}/confirm", {"note": "lit"}, auth=MODERATOR)
     assert answer.status == 200, answer.body
-    assert len(lambda_api.calls) == 1 and _state(db) == "waking"
+    assert len(lambda_api.calls) == 1 and state(db) == "waking"
 
 
 def test_a_tick_does_not_sleep_over_a_nudge_in_flight(db, clock, aws):
     db.autocommit(lambda tx: tx.execute("UPDATE event_engine_state SET state = 'waking'"))
     assert not Sleeper(db, aws, HORIZON).try_sleep(clock.now())  # nothing due, but someone woke it
-    assert _state(db) == "waking" and _rule_state(aws) == "ENABLED"
+    assert state(db) == "waking" and rule_state(aws) == "ENABLED"
 
 
 def test_the_nudge_and_the_wake_up_reach_the_tick_handler_as_its_minute_rule_does(db, clock, aws, lambda_api):
     from app import app
 
-    _reset_state(db)
+    reset_state(db)
     lambda_api.invoke(FUNCTION)
-    nudged = lambda_api.calls[0][2]
+    nudged = lambda_api.calls[0].payload
     Sleeper(db, aws, HORIZON).switches.set_wake_ups(1, clock.now() + timedelta(hours=1), clock.now() + timedelta(hours=2))
-    woken = json.loads(_wake_up(aws)["Target"]["Input"])
+    woken = json.loads(wake_up(aws)["Target"]["Input"])
     with runtime.override(settings=Settings(), database=db, clock=clock), Client(app) as client:
         for event in (nudged, woken):
             assert client.lambda_.invoke("tick", event).payload["ticks"] == []  # read, and ticked (3 s left: none)
@@ -209,27 +125,10 @@ def test_the_nudge_and_the_wake_up_reach_the_tick_handler_as_its_minute_rule_doe
 
 def _asleep_behind(db, clock, aws, doc):
     """A run of `doc` ticked until its phase waits for someone (no timer left), and the deployment asleep."""
-    _reset_state(db)
+    reset_state(db)
     run = schedule(db, clock.now(), doc)
-    runner = make_runner(db, clock, None)
-    try:
-        runner.tick(Budget.for_seconds(30))
-    finally:
-        runner.close()
-    assert Sleeper(db, aws, HORIZON).try_sleep(clock.now())
-    assert _rule_state(aws) == "DISABLED" and _state(db) == "asleep"
+    asleep(db, clock, aws)
     return run
-
-
-@contextlib.contextmanager
-def _nudging_api(db, clock, db_params, lambda_api, monkeypatch):
-    """The API of a deployment that sleeps, its nudges going to the loopback Lambda API."""
-    from app import app
-
-    monkeypatch.setattr(nudge, "invoke_tick", lambda arn: lambda_api.invoke(arn))
-    settings = hs_settings(db_params, sleep=True, tick_rule_name=RULE, tick_function_arn=FUNCTION, wake_role_arn=ROLE)
-    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
-        yield Api(client)
 
 
 def test_a_held_manual_phase_lets_the_deployment_sleep_and_an_advance_through_the_api_wakes_it(
@@ -238,10 +137,10 @@ def test_a_held_manual_phase_lets_the_deployment_sleep_and_an_advance_through_th
     held = document([[step("core.announce", message="Stretch")], [step("core.announce", message="Go")]])
     held["phases"][0]["advance"] = {"when": "manual"}
     run = _asleep_behind(db, clock, aws, held)  # phase 1 is done and holds: no timer is left
-    with _nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
+    with nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
         answer = api.post(f"/runs/{run.id}/advance", {"phase": 1, "reason": "go"}, auth=MODERATOR)
     assert answer.status == 200, answer.body
-    assert len(lambda_api.calls) == 1 and _state(db) == "waking"
+    assert len(lambda_api.calls) == 1 and state(db) == "waking"
 
 
 def test_a_phase_waiting_for_the_game_lets_the_deployment_sleep_and_a_signal_through_the_api_wakes_it(
@@ -250,10 +149,10 @@ def test_a_phase_waiting_for_the_game_lets_the_deployment_sleep_and_a_signal_thr
     boss = document([[step("core.cue", instruction="Watch the boss")], [step("core.announce", message="Loot!")]])
     boss["phases"][0]["advance"] = {"when": "signal", "name": "boss_defeated"}
     run = _asleep_behind(db, clock, aws, boss)  # the cue parks: the phase waits for the game, no timer is left
-    with _nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
+    with nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
         answer = api.post(f"/runs/{run.id}/signals/boss_defeated", {"hp": 0}, auth=MODERATOR)
         assert (answer.status, answer.body["effect"]) == (202, "ends_phase")
-        assert len(lambda_api.calls) == 1 and _state(db) == "waking"
+        assert len(lambda_api.calls) == 1 and state(db) == "waking"
         assert api.post(f"/runs/{run.id}/signals/boss_defeated", auth=MODERATOR).status == 200
     assert len(lambda_api.calls) == 1  # a repeat makes no work, and nudges nothing
 
@@ -263,17 +162,12 @@ def test_a_finished_runs_clean_up_through_the_api_wakes_a_sleeping_deployment(
 ):
     from devtools.kit.game_bridge import Answer
 
-    _reset_state(db)
+    reset_state(db)
     game_bridge.script("world.spawn", Answer(200, {"resources": [{"kind": "npc", "id": "crow", "revert": {"action": "world.undo"}}]}))
     run = schedule(db, clock.now(), document([[step("world.spawn")]]))
-    runner = make_runner(db, clock, game_bridge)
-    try:
-        runner.tick(Budget.for_seconds(30))
-    finally:
-        runner.close()
-    assert Sleeper(db, aws, HORIZON).try_sleep(clock.now())  # completed: nothing is due
-    with _nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
+    asleep(db, clock, aws, game_bridge)  # completed: nothing is due
+    with nudging_api(db, clock, db_params, lambda_api, monkeypatch) as api:
         answer = api.post(f"/runs/{run.id}/cleanup", {"reason": "the crow stays"}, auth=MODERATOR)
     assert answer.status == 200, answer.body
     assert answer.body["run"]["status"] == "completed" and answer.body["run"]["wake_at"] is not None
-    assert len(lambda_api.calls) == 1 and _state(db) == "waking"
+    assert len(lambda_api.calls) == 1 and state(db) == "waking"

@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 import boto3
 
@@ -94,8 +95,16 @@ class Deployment:
             self.scheduler.delete_schedule(Name=name)  # type: ignore[attr-defined]
 
 
+class Invoke(NamedTuple):
+    """One Invoke as the loopback Lambda API received it."""
+
+    path: str  # /2015-03-31/functions/<the function's ARN, quoted>/invocations
+    kind: str | None  # its X-Amz-Invocation-Type: "Event" for a nudge
+    payload: dict
+
+
 class LambdaInvokes:
-    """A loopback stand-in for the Lambda API's Invoke: accepts each call (202) and keeps its payload's source."""
+    """A loopback stand-in for the Lambda API's Invoke: accepts each call (202) and keeps it (`calls`)."""
 
     def __init__(self):
         import json
@@ -107,7 +116,7 @@ class LambdaInvokes:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                calls.append(json.loads(body or b"{}").get("source"))
+                calls.append(Invoke(self.path, self.headers.get("X-Amz-Invocation-Type"), json.loads(body or b"{}")))
                 self.send_response(202)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -120,8 +129,17 @@ class LambdaInvokes:
         self.url = f"http://127.0.0.1:{self.server.server_port}"
 
     def take(self) -> list[str]:
-        taken, self.calls[:] = list(self.calls), []
+        """The sources of the calls kept so far (a nudge's, a wake-up's), and none kept any more."""
+        taken, self.calls[:] = [call.payload.get("source") for call in self.calls], []
         return taken
+
+    def invoke(self, function_arn: str) -> None:
+        """A nudge sent here as the engine sends one (`nudge.invoke_tick`), through boto3."""
+        from chalicelib.events.adapters import aws as aws_adapter
+
+        client = boto3.client("lambda", region_name="eu-west-1", endpoint_url=self.url,
+                              aws_access_key_id="test", aws_secret_access_key="test")
+        client.invoke(FunctionName=function_arn, InvocationType="Event", Payload=aws_adapter.tick_payload("events.nudge"))
 
     def close(self) -> None:
         self.server.shutdown()

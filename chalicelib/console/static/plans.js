@@ -5,7 +5,7 @@
 
 import { post } from './api.js';
 import { explain } from './explain.js';
-import { clock, controlOf, el, notice } from './ui.js';
+import { clock, controlOf, el, modal, notice } from './ui.js';
 
 const pad = (n) => String(n).padStart(2, '0');
 // A time as a datetime-local input holds it, in the viewer's zone.
@@ -14,29 +14,14 @@ const local = (date) => `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad
 // A dialog asking for one value (`field`: its label and input attributes; none: the reason alone) and a
 // reason: resolves to {value, reason}, or null if the person went back.
 function askFor({ title, field = null, action, what = null, why = 'Why (kept in the log)' }) {
-  return new Promise((resolve) => {
-    const input = field ? el('input', { id: 'plan-value', required: true, ...field.attrs }) : null;
-    const reason = el('textarea', { id: 'plan-reason', rows: '2', maxlength: '500' });
-    const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'plan-title' });
-    const close = (value) => {
-      dialog.close();
-      dialog.remove();
-      resolve(value);
-    };
-    dialog.append(el('form', {
-      method: 'dialog', onsubmit: (event) => { event.preventDefault(); close({ value: input?.value, reason: reason.value.trim() }); },
-    },
-    el('h2', { id: 'plan-title' }, title),
-    what && el('p', {}, what),
-    field && [el('label', { for: 'plan-value' }, field.label), input],
-    el('label', { for: 'plan-reason' }, why), reason,
-    el('div', { class: 'buttons' },
-      el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action),
-      el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back'))));
-    dialog.addEventListener('cancel', (event) => { event.preventDefault(); close(null); });
-    document.body.append(dialog);
-    dialog.showModal();
-    (input || reason).focus();
+  const input = field ? el('input', { id: 'plan-value', required: true, ...field.attrs }) : null;
+  const reason = el('textarea', { id: 'plan-reason', rows: '2', maxlength: '500' });
+  return modal({
+    title, action, focused: input || reason, answer: () => ({ value: input?.value, reason: reason.value.trim() }),
+    parts: [
+      what && el('p', {}, what),
+      field && [el('label', { for: 'plan-value' }, field.label), input],
+      el('label', { for: 'plan-reason' }, why), reason],
   });
 }
 

@@ -14,7 +14,7 @@
 
 import { get } from './api.js';
 import { namer } from './names.js';
-import { badge, el, fill, table } from './ui.js';
+import { badge, el, fill, modal, table } from './ui.js';
 
 const PAGE = 100; // the API ends a page sooner when its resources are large
 const PLAN_SHOWN = 50; // the cancel dialog lists the first reverts and counts the rest
@@ -154,66 +154,48 @@ export function ledgerSection(runId) {
 // read failed) the dialog says so and still offers the cleanup, unchecked: the API decides whether there is
 // anything to revert. Resolves to the body to send, or null when the person goes back.
 export function askCancel(runId, { title, label = 'Reason (optional)', action, field = 'reason', option = 'cleanup', what = null }) {
-  return new Promise((resolve) => {
-    const text = el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' });
-    const cleanup = el('div', { id: 'ask-cleanup-choice' });
-    let box = null;
-    const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' });
-    const close = (value) => {
-      dialog.close();
-      dialog.remove();
-      resolve(value);
-    };
-    const submit = (event) => {
-      event.preventDefault();
-      const body = {};
-      if (text.value.trim()) body[field] = text.value.trim();
-      if (box?.checked) body[option] = true;
-      close(body);
-    };
-    const choice = (checked, words) => {
-      box = el('input', { type: 'checkbox', id: 'ask-cleanup', checked });
-      return el('p', {}, box, ' ', el('label', { for: 'ask-cleanup' }, words));
-    };
-    dialog.append(el('form', { method: 'dialog', onsubmit: submit },
-      el('h2', { id: 'ask-title' }, title),
-      what && el('p', { id: 'ask-what' }, what),
-      el('label', { for: 'ask-text' }, label), text,
-      cleanup,
-      el('div', { class: 'buttons' },
-        el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action),
-        el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back'))));
-    dialog.addEventListener('cancel', (event) => { event.preventDefault(); close(null); });
-    document.body.append(dialog);
-    dialog.showModal();
-    text.focus();
-    get(`/runs/${runId}/cleanup-plan?limit=${PLAN_SHOWN}`).then((plan) => {
-      cleanup.dataset.planRead = String(plan.cleans_up); // the page has the plan: whether a cleanup is offered
-      // What no cleanup reverts is said whether or not one is offered: it stays in the world either way.
-      const left = plan.left?.length
-        ? el('p', { id: 'cleanup-left', class: 'muted' }, `It leaves in the world: ${plan.left.map((l) => `${l.resources} (${l.why})`).join('; ')}.`) : null;
-      const notes = [plan.undecided && el('p', { id: 'cleanup-undecided', class: 'muted' },
-        `No cleanup yet: decide ${plan.undecided} first (the game may or may not have applied it).`), left];
-      if (dialog.open) cleanup.replaceChildren(...notes.filter(Boolean));
-      if (!plan.cleans_up || !dialog.open) return;
-      const { reverts, by_hand: byHand } = plan.counts;
-      const more = reverts - plan.reverts.length;
-      cleanup.replaceChildren(
-        choice(true, 'Clean up what this run left'),
-        el('div', { id: 'cleanup-plan', 'data-reverts': String(reverts) },
-          el('p', {}, reverts ? `It reverts ${reverts} ${reverts === 1 ? 'thing' : 'things'}${byHand ? ` (${byHand} by hand)` : ''}, newest first:`
-            : 'Nothing is live yet.',
-          plan.in_flight ? ` ${plan.in_flight} step(s) in flight may add to it.` : ''),
-          el('ol', {}, plan.reverts.map((r) => el('li', { 'data-plan': named(r) }, `${named(r)} (${revertWords(r)})`))),
-          more > 0 ? el('p', { id: 'cleanup-plan-more', class: 'muted' }, `… and ${more} more.`) : null));
-      if (left) cleanup.append(left);
-    }, (error) => {
-      if (!dialog.open) return;
-      cleanup.dataset.planRead = 'failed';
-      cleanup.replaceChildren(
-        el('p', { id: 'cleanup-plan-failed', class: 'error-text', role: 'alert' },
-          `The cleanup plan could not be read (${failureWords(error)}), so what a cleanup would revert is not shown.`),
-        choice(false, 'Clean up what this run left anyway (a run that left nothing is cancelled as without)'));
-    });
+  const text = el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' });
+  const cleanup = el('div', { id: 'ask-cleanup-choice' });
+  let box = null;
+  const answer = () => {
+    const body = {};
+    if (text.value.trim()) body[field] = text.value.trim();
+    if (box?.checked) body[option] = true;
+    return body;
+  };
+  const choice = (checked, words) => {
+    box = el('input', { type: 'checkbox', id: 'ask-cleanup', checked });
+    return el('p', {}, box, ' ', el('label', { for: 'ask-cleanup' }, words));
+  };
+  const parts = [what && el('p', { id: 'ask-what' }, what), el('label', { for: 'ask-text' }, label), text, cleanup];
+  // The plan, filled in when it comes: by then the person may have gone (the dialog no longer open).
+  const fillPlan = (dialog) => get(`/runs/${runId}/cleanup-plan?limit=${PLAN_SHOWN}`).then((plan) => {
+    cleanup.dataset.planRead = String(plan.cleans_up); // the page has the plan: whether a cleanup is offered
+    // What no cleanup reverts is said whether or not one is offered: it stays in the world either way.
+    const left = plan.left?.length
+      ? el('p', { id: 'cleanup-left', class: 'muted' }, `It leaves in the world: ${plan.left.map((l) => `${l.resources} (${l.why})`).join('; ')}.`) : null;
+    const notes = [plan.undecided && el('p', { id: 'cleanup-undecided', class: 'muted' },
+      `No cleanup yet: decide ${plan.undecided} first (the game may or may not have applied it).`), left];
+    if (dialog.open) cleanup.replaceChildren(...notes.filter(Boolean));
+    if (!plan.cleans_up || !dialog.open) return;
+    const { reverts, by_hand: byHand } = plan.counts;
+    const more = reverts - plan.reverts.length;
+    cleanup.replaceChildren(
+      choice(true, 'Clean up what this run left'),
+      el('div', { id: 'cleanup-plan', 'data-reverts': String(reverts) },
+        el('p', {}, reverts ? `It reverts ${reverts} ${reverts === 1 ? 'thing' : 'things'}${byHand ? ` (${byHand} by hand)` : ''}, newest first:`
+          : 'Nothing is live yet.',
+        plan.in_flight ? ` ${plan.in_flight} step(s) in flight may add to it.` : ''),
+        el('ol', {}, plan.reverts.map((r) => el('li', { 'data-plan': named(r) }, `${named(r)} (${revertWords(r)})`))),
+        more > 0 ? el('p', { id: 'cleanup-plan-more', class: 'muted' }, `… and ${more} more.`) : null));
+    if (left) cleanup.append(left);
+  }, (error) => {
+    if (!dialog.open) return;
+    cleanup.dataset.planRead = 'failed';
+    cleanup.replaceChildren(
+      el('p', { id: 'cleanup-plan-failed', class: 'error-text', role: 'alert' },
+        `The cleanup plan could not be read (${failureWords(error)}), so what a cleanup would revert is not shown.`),
+      choice(false, 'Clean up what this run left anyway (a run that left nothing is cancelled as without)'));
   });
+  return modal({ title, action, parts, answer, focused: text, opened: fillPlan });
 }

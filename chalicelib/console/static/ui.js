@@ -201,6 +201,35 @@ export function focus(node) {
   if (node) node.focus({ preventScroll: false });
 }
 
+// The one modal dialog every question is asked in (a control's reason, a plan's new time, a cancel's cleanup):
+// `title`, the `parts` between it and the buttons, `action` (submits) and Go back. Resolves to `answer()` when
+// the person presses `action`, or null when they go back or press Escape; the dialog is gone either way. Focus
+// starts on `focused` (default: the action's button); `opened(dialog)` runs once it shows (a part filled later
+// checks `dialog.open` first: the person may have gone).
+/** @param {{title: string, action: string, parts: any[], answer: () => any, focused?: HTMLElement | null, opened?: ((dialog: HTMLDialogElement) => void) | null}} question */
+export function modal({ title, action, parts, answer, focused = null, opened = null }) {
+  return new Promise((resolve) => {
+    const dialog = /** @type {HTMLDialogElement} */ (el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' }));
+    const close = (value) => {
+      dialog.close();
+      dialog.remove();
+      resolve(value);
+    };
+    const go = el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action);
+    dialog.append(el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(answer()); } },
+      el('h2', { id: 'ask-title' }, title),
+      parts,
+      el('div', { class: 'buttons' },
+        go,
+        el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back'))));
+    dialog.addEventListener('cancel', (event) => { event.preventDefault(); close(null); });
+    document.body.append(dialog);
+    dialog.showModal();
+    (focused || go).focus();
+    opened?.(dialog);
+  });
+}
+
 // Asks for a reason or note before a control that takes one; resolves to the text, or null if called off.
 // Without a `label` it only asks to confirm (no text box), and resolves to '' when confirmed. `what`: a line
 // under the question saying what the action will do (or the nodes that say it: a list of what it skips);
@@ -208,28 +237,13 @@ export function focus(node) {
 // choice the caller reads once the dialog resolves).
 /** @param {{title: string, action: string, label?: string | null, what?: string | Node[] | null, required?: boolean, extra?: Node[] | null}} question */
 export function ask({ title, label = null, action, what = null, required = false, extra = null }) {
-  return new Promise((resolve) => {
-    const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500', required }) : null;
-    const dialog = el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' });
-    const close = (value) => {
-      dialog.close();
-      dialog.remove();
-      resolve(value);
-    };
-    const go = el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action);
-    const form = el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(input ? input.value.trim() : ''); } },
-      el('h2', { id: 'ask-title' }, title),
+  const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500', required }) : null;
+  return modal({
+    title, action, focused: input, answer: () => (input ? input.value.trim() : ''),
+    parts: [
       what && el('div', { id: 'ask-what' }, typeof what === 'string' ? el('p', {}, what) : what),
       input && [el('label', { for: 'ask-text' }, label), input],
-      extra,
-      el('div', { class: 'buttons' },
-        go,
-        el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back')));
-    dialog.append(form);
-    dialog.addEventListener('cancel', (event) => { event.preventDefault(); close(null); });
-    document.body.append(dialog);
-    dialog.showModal();
-    (input || go).focus();
+      extra],
   });
 }
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, NewType, TypeVar
+from typing import Any, ClassVar, NewType
 
 from ...db import Tx, must_exist
 from ...roles import CONTROLLERS
@@ -22,25 +22,28 @@ from ..errors import Conflict, Invalid
 from ..model import Run, Step, clean_note, iso
 from ..occurrences import MAX_SCHEDULE_AHEAD
 from ..store import log, phases, runs, steps
-from .protocol import Context, RunCommand, StepCommand, Took
+from .protocol import Context, ControlCommand, StepCommand, Took
 from .rules import extend_cue_refusal, extend_refusal, postpone_refusal
-from .run_controls import run_answer
+from .run_controls import RunMove
 from .step_controls import step_answer
 
-R = TypeVar("R")
 Seconds = NewType("Seconds", int)  # how far a deadline moves: later if positive, earlier if negative
 MOST_SECONDS = 7 * 24 * 3600  # a deadline moves at most a week either way in one press
 
 
-def _later_than_now(to: datetime, now: datetime, what: str) -> None:
-    """A new time not later than now is the press's mistake (400), whatever the row says."""
-    if to <= now:
-        raise Invalid(f"{what} would be {iso(to)}, not later than now ({iso(now)}): a time can be moved earlier,"
+def _not_moved(command: ControlCommand[Any], run: Run, step: Step | None, to: datetime | None, by: Context,
+               what: str) -> Conflict:
+    """Why a time was not moved to `to` (None: there was no time to move), in the order every plan change
+    says it: the rule's 409 first; then a new time not later than now, the press's mistake (400, raised),
+    whatever the row says; else the 409 of the rows."""
+    if to is not None and to <= by.now and type(command).rule(run, step, None) is None:
+        raise Invalid(f"{what} would be {iso(to)}, not later than now ({iso(by.now)}): a time can be moved earlier,"
                       " but not into the past")
+    return command.lost(run, step)
 
 
 @dataclass(frozen=True)
-class Postpone(RunCommand[Run]):
+class Postpone(RunMove):
     """A scheduled run moved to `to`: the same run, its occurrence key kept, its wake time `to`."""
 
     name: ClassVar[str] = "postpone"
@@ -56,26 +59,21 @@ class Postpone(RunCommand[Run]):
             return None
         # guard: postpone-commits-before-its-log-row
         logged = log.append(tx, journal.run_postponed(run, self.name, self.to, by.actor, clean_note(self.reason)), by.now)
-        return Took(must_exist(runs.get(tx, run.id)), logged)
+        return self.took(tx, run, logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Run:
-        if postpone_refusal(run, step, None) is None:
-            _later_than_now(self.to, by.now, "the new time")
-        raise self.lost(run)
-
-    def answer(self, result: Run) -> dict[str, Any]:
-        return run_answer(result)
+        raise _not_moved(self, run, None, self.to, by, "the new time")
 
 
 @dataclass(frozen=True)
-class PhaseCommand(RunCommand[R]):
+class PhaseCommand(RunMove):
     """A control of one phase of a run, named by its number in the route (`/runs/{run_id}/phases/{phase}/…`)."""
 
     phase: int
 
 
 @dataclass(frozen=True)
-class Extend(PhaseCommand[Run]):
+class Extend(PhaseCommand):
     """The deadline of the phase the run is at (an `after` phase's end, or its time limit) moved by `seconds`."""
 
     name: ClassVar[str] = "extend"
@@ -96,7 +94,7 @@ class Extend(PhaseCommand[Run]):
         # guard: extend-commits-before-its-log-row
         logged = log.append(tx, journal.run_deadline_moved(run, self.name, self.phase, moved, self.seconds, by.actor,
                                                            note), by.now)
-        return Took(must_exist(runs.get(tx, run.id)), logged)
+        return self.took(tx, run, logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Run:
         status = extend_refusal(run, step, None)
@@ -112,11 +110,7 @@ class Extend(PhaseCommand[Run]):
         if row.closed_at is not None or row.condition_met:
             raise Conflict(f"phase {self.phase} ({row.name}) is over: its deadline no longer counts",
                            run_status=run.status.value)
-        _later_than_now(row.deadline + timedelta(seconds=self.seconds), by.now, "the new deadline")
-        raise self.lost(run)
-
-    def answer(self, result: Run) -> dict[str, Any]:
-        return run_answer(result)
+        raise _not_moved(self, run, None, row.deadline + timedelta(seconds=self.seconds), by, "the new deadline")
 
 
 @dataclass(frozen=True)
@@ -141,9 +135,9 @@ class ExtendCue(StepCommand[Step]):
         return Took(must_exist(steps.get_on_run(tx, run.id, step.id)), logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
-        if step is not None and step.times_out_at is not None and extend_cue_refusal(run, step, None) is None:
-            _later_than_now(step.times_out_at + timedelta(seconds=self.seconds), by.now, "the cue's new timeout")
-        raise self.lost(run, step)
+        timeout = None if step is None else step.times_out_at
+        to = None if timeout is None else timeout + timedelta(seconds=self.seconds)
+        raise _not_moved(self, run, step, to, by, "the cue's new timeout")
 
     def answer(self, result: Step) -> dict[str, Any]:
         return step_answer(result)

@@ -38,7 +38,21 @@ def run_answer(run: Run) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Pause(RunCommand[Run]):
+class RunMove(RunCommand[Run]):
+    """A run control that answers the run as its change left it (pause, resume, clean up; postpone and extend,
+    commands/plans.py). Each keeps its own guarded statement and log row, as a verb of its own; what follows
+    them is the same for all, and is here: the run read again, in the same transaction."""
+
+    def took(self, tx: Tx, run: Run, logged: int) -> Took[Run]:
+        """The change took and `logged` is its log row: the run as it is now."""
+        return Took(must_exist(runs.get(tx, run.id)), logged)
+
+    def answer(self, result: Run) -> dict[str, Any]:
+        return run_answer(result)
+
+
+@dataclass(frozen=True)
+class Pause(RunMove):
     """starting/running -> paused; the run claim is cleared so a working tick stops at its next re-read."""
 
     name: ClassVar[str] = "pause"
@@ -52,10 +66,7 @@ class Pause(RunCommand[Run]):
             return None
         # guard: pause-commits-before-its-log-row
         logged = log.append(tx, journal.run_control(run, self.name, RunStatus.PAUSED, by.actor, reason=note), by.now)
-        return Took(must_exist(runs.get(tx, run.id)), logged)
-
-    def answer(self, result: Run) -> dict[str, Any]:
-        return run_answer(result)
+        return self.took(tx, run, logged)
 
 
 def resume_locked(tx: Tx, run: Run, control: str, by: Context, seen_version: int | None = None,
@@ -90,7 +101,7 @@ def _resume_cleanup(tx: Tx, run: Run, control: str, by: Context, seen_version: i
 
 
 @dataclass(frozen=True)
-class Resume(RunCommand[Run]):
+class Resume(RunMove):
     """paused -> running (or starting if it never got a phase); last_error cleared, health kept; the person's
     optional note on their row (why it may go on: the answer to a pause's reason)."""
 
@@ -101,10 +112,7 @@ class Resume(RunCommand[Run]):
 
     def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
         logged = resume_locked(tx, run, self.name, by, by.version_seen(run), clean_note(self.note))
-        return None if logged is None else Took(must_exist(runs.get(tx, run.id)), logged)
-
-    def answer(self, result: Run) -> dict[str, Any]:
-        return run_answer(result)
+        return None if logged is None else self.took(tx, run, logged)
 
 
 @dataclass(frozen=True)
@@ -168,7 +176,7 @@ class Cancel(RunCommand[Cancelled]):
 
 
 @dataclass(frozen=True)
-class CleanUp(RunCommand[Run]):
+class CleanUp(RunMove):
     """A finished run (completed, failed or cancelled) that left something live to revert is cleaned up, its
     status kept: `runs.begin_late_cleanup` marks its cleanup started and wakes it, the reverts a cancel abandoned
     are pending again (`steps.reopen_reverts`), and the tick writes the others and works them all newest first as
@@ -187,7 +195,7 @@ class CleanUp(RunCommand[Run]):
         logged = log.append(tx, journal.run_late_cleanup(
             run.id, run.current_phase, LateCleanup.STARTED, actor=by.actor, control=self.name,
             reason=clean_note(self.reason), reverts=planned.reverts, by_hand=planned.by_hand), by.now)
-        return Took(must_exist(runs.get(tx, run.id)), logged)
+        return self.took(tx, run, logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Run:
         """The 409 in the rows' words: not finished or already cleaning up (the rule), a step still in flight,
@@ -200,9 +208,6 @@ class CleanUp(RunCommand[Run]):
         left = "; ".join(f"{reason.count} left: {reason.why}" for reason in resources.left_unreverted(tx, run.id))
         raise Conflict("this run has nothing live to revert" + (f" ({left})" if left else ""),
                        run_status=run.status.value)
-
-    def answer(self, result: Run) -> dict[str, Any]:
-        return run_answer(result)
 
 
 @dataclass(frozen=True)
