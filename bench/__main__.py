@@ -12,6 +12,7 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     shards runs × 2 module steps, 50 ms bridge: 1 tick process vs 2 sharding them  240 × 2  |  48 × 2
     P8     a tick over runs needing nobody + 1 due, vs the due run alone      10,000  |  2,000
     P9     50 waits of 1-5 s and 50 confirms through `python -m chalicelib tick`  same in both
+    P11    chat presses each of Discord, console and Slack, warm; Discord presses, database silent  200; 12  |  30; 3
     cold   import time (median of 7 fresh interpreters), the prod package with and without bytecode   same in both
     costs  20 runs × 2 and × 20 instant steps: a tick invocation's log bytes, a drain's redo and commits   5 rounds  |  3
 
@@ -38,6 +39,7 @@ from . import (
     p8_idle_runs,
     p9_on_time,
     p10_bulk,
+    p11_interactions,
     peer,
     shards,
 )
@@ -57,14 +59,17 @@ class Sizes:
     scaling_steps_per_run: int
     control_requests: int
     bulk_runs: int
+    chat_presses: int
+    deferred_presses: int
 
 
 DEFAULT = Sizes(rounds=2, throughput_runs=200, throughput_steps_per_run=20, history_due_runs=1000,
                 history_terminal_runs=100_000, history_log_rows=1_000_000, scaling_runs=300,
-                scaling_steps_per_run=10, control_requests=200, bulk_runs=1000)
+                scaling_steps_per_run=10, control_requests=200, bulk_runs=1000, chat_presses=200,
+                deferred_presses=12)
 QUICK = Sizes(rounds=1, throughput_runs=20, throughput_steps_per_run=10, history_due_runs=200,
               history_terminal_runs=10_000, history_log_rows=100_000, scaling_runs=30,
-              scaling_steps_per_run=5, control_requests=30, bulk_runs=100)
+              scaling_steps_per_run=5, control_requests=30, bulk_runs=100, chat_presses=30, deferred_presses=3)
 
 BENCHMARKS = {
     "P1": p1_throughput.run,  # P1 and P2
@@ -75,6 +80,7 @@ BENCHMARKS = {
     "P8": p8_idle_runs.run,  # P8 and the idle loop's reads per second
     "P9": p9_on_time.run,  # due and confirmed steps dispatched on time; the tick's wall seconds for the cost model
     "P10": p10_bulk.run,  # N runs paused by one bulk press vs one press each
+    "P11": p11_interactions.run,  # issue 42: a chat press answered, the database warm and silent
     "peer": peer.run,
     "bridge": bridge_pool.run,  # issue 3: a 50 ms bridge, default pool vs pool of 1
     "shards": shards.run,  # issue 22: two tick processes sharding one backlog vs one, a 50 ms bridge

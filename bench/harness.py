@@ -189,6 +189,13 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
+def distribution(name: str, seconds: Sequence[float]) -> str:
+    """`seconds` as a line of milliseconds (n, min, median, p90, p99, max), then every value sorted."""
+    ms = sorted(v * 1000 for v in seconds)
+    return (f"{name}: n={len(ms)} min {ms[0]:.0f} ms, median {median(ms):.0f}, p90 {percentile(ms, 90):.0f},"
+            f" p99 {percentile(ms, 99):.0f}, max {ms[-1]:.0f}\n    " + " ".join(f"{v:.0f}" for v in ms))
+
+
 # ── what the engine sends ────────────────────────────────────────────────
 @dataclass(frozen=True)
 class Statement:

@@ -31,7 +31,7 @@ from chalicelib.events.store import definitions, runs, steps
 from devtools.kit.game_bridge import SECRET, GameBridge
 from tests.support.api import MODERATOR, Api, hs_settings
 
-from .harness import Figure, at_most, median, percentile, scratch_database
+from .harness import Figure, at_most, distribution, median, percentile, scratch_database
 from .workload import make_runner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,12 +143,6 @@ def live_invocation_seconds(db: Database) -> float:
     return time.monotonic() - started
 
 
-def _distribution(name: str, values: list[float]) -> str:
-    ms = sorted(v * 1000 for v in values)
-    return (f"{name}: n={len(ms)} min {ms[0]:.0f} ms, median {median(ms):.0f}, p90 {percentile(ms, 90):.0f},"
-            f" p99 {percentile(ms, 99):.0f}, max {ms[-1]:.0f}\n    " + " ".join(f"{v:.0f}" for v in ms))
-
-
 def run(sizes) -> list[Figure]:
     with scratch_database("p9") as db, GameBridge() as bridge:
         process = _tick_process(db, bridge)
@@ -161,8 +155,8 @@ def run(sizes) -> list[Figure]:
             if "Traceback" in err:
                 print(f"P9: the tick process failed:\n{err[-3000:]}", file=sys.stderr)
         invocation = live_invocation_seconds(db) if sizes.rounds > 1 else None
-    print("\nP9 (ms, sorted):\n  " + _distribution("due_at -> dispatch", waits) + "\n  "
-          + _distribution("confirm -> next dispatch", confirms))
+    print("\nP9 (ms, sorted):\n  " + distribution("due_at -> dispatch", waits) + "\n  "
+          + distribution("confirm -> next dispatch", confirms))
     if invocation is not None:
         per_hour = invocation * 60  # the minute rule starts one invocation a minute while awake
         print(f"cost inputs: --tick-wall-seconds-per-live-hour {per_hour:.0f}"

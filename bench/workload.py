@@ -34,10 +34,15 @@ def instant_document(steps_per_run: int) -> dict:
 
 def schedule_backlog(db: Database, runs: int, steps_per_run: int, *, label: str = "backlog") -> list[int]:
     """`runs` due runs of a new definition of `steps_per_run` instant steps, inserted in one statement."""
+    return schedule_runs(db, instant_document(steps_per_run), runs, label=label)
+
+
+def schedule_runs(db: Database, document: dict, runs: int, *, label: str) -> list[int]:
+    """`runs` due runs of a new definition of `document` (its name made unique), inserted in one statement."""
     now = DatabaseClock(db).now()
     name = f"Benchmark {label} {uuid.uuid4().hex[:8]}"  # definition names are unique; a label may come back each round
     definition = db.transaction(
-        lambda tx: definitions.create(tx, {**instant_document(steps_per_run), "name": name}, actor="bench", now=now))
+        lambda tx: definitions.create(tx, {**document, "name": name}, actor="bench", now=now))
     return db.transaction(lambda tx: _insert_runs(tx, definition.id, runs, label, now))
 
 

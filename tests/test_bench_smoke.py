@@ -44,3 +44,33 @@ def test_a_bulk_pause_costs_each_run_fewer_statements_than_a_press_each():
     with scratch_database("smoke") as db:
         _, _, bulk_statements, each_statements = p10_bulk.measure(db, 20, 1)
     assert bulk_statements < each_statements == 7
+
+
+@pytest.fixture
+def chat_bench():
+    """P11's ground: a scratch database, the loopback Discord and Slack, the settings that point the app at both."""
+    from devtools.kit.fake_chat import FakeChat
+    from tests.support.api import hs_settings
+    from tests.support.chat import chat_settings
+
+    with scratch_database("smoke") as db, FakeChat() as fake:
+        yield db, fake, chat_settings(fake, hs_settings(db.params))
+
+
+def test_chat_presses_console_confirms_and_slack_presses_each_confirm_their_own_cue(chat_bench):
+    """P11's warm half: each Discord press is answered with its message confirmed, each console confirm with a
+    200, each Slack press's message is edited to say it confirmed (the benchmark stops otherwise); a press in
+    chat sends the console's command and the chat's own reads and writes beside it."""
+    from bench import p11_interactions
+
+    timed = p11_interactions.warm(*chat_bench, 2)
+    assert len(timed.chat) == len(timed.console) == len(timed.slack_edited) == 2
+    assert timed.chat_statements > timed.console_statements > 0
+
+
+@pytest.mark.realtime  # each press waits the answer's 2 s for a database that does not answer
+def test_a_press_to_a_silent_database_is_acknowledged_and_finished_once_it_answers(chat_bench):
+    """P11's deferred half: the answer is the acknowledgement, and the press confirms its cue once the door opens."""
+    from bench import p11_interactions
+
+    assert len(p11_interactions.deferred(*chat_bench, 1)) == 1
