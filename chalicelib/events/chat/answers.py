@@ -36,7 +36,9 @@ from .signatures import check_discord, check_slack
 
 logger = logging.getLogger(__name__)
 
-PRESS_ANSWER_SECONDS = 2.0  # the most an answer waits for the press: the rest of the 3 s is the way there and back
+# The most an answer waits for the press: the rest of Discord's 3 s is the way there and back and, on AWS, the
+# chat function's asynchronous invoke (a cold container's boto3 client first): a second of margin.
+PRESS_ANSWER_SECONDS = 1.5
 EDIT_SECONDS = 5.0  # the deadline of the edit a finished press makes
 PING, COMPONENT = 1, 3
 PONG, CHANNEL_MESSAGE, DEFERRED_UPDATE, UPDATE_MESSAGE = 1, 4, 6, 7

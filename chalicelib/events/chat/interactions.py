@@ -164,9 +164,11 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> 
     log.append(tx, journal.chat_pressed(step, press.actor, press.control, platform=press.platform, user_id=press.user_id,
                                         name=press.name, place=press.place, channel_id=press.channel_id,
                                         message_id=press.message_id, interaction_id=press.interaction_id), now)
-    shown = _shown(tx, press, mapped)
     after = steps.get_on_run(tx, press.run_id, press.step_id)
-    if shown is not None and after is not None and not after.parked:
+    if after is None:
+        return Pressing(None)
+    shown = _message_of(tx, after, press.platform, mapped)
+    if not after.parked:
         chat_messages.settle(tx, message, shown.text.rsplit("\n", 1)[-1], now)
     return Pressing(shown)
 
@@ -179,6 +181,10 @@ def _choice(step: Step, press: ChatPress) -> str:
 
 def _shown(tx: Tx, press: ChatPress, mapped: frozenset[str]) -> Message | None:
     step = steps.get_on_run(tx, press.run_id, press.step_id)
-    if step is None:
-        return None
-    return current(step, chat_messages.how_it_ended(tx, step.run_id, step.id), press.platform, mapped)
+    return None if step is None else _message_of(tx, step, press.platform, mapped)
+
+
+def _message_of(tx: Tx, step: Step, platform: str, mapped: frozenset[str]) -> Message:
+    """The step's message as it stands (how its wait ended read only once it ended)."""
+    ended = None if step.parked else chat_messages.how_it_ended(tx, step.run_id, step.id)
+    return current(step, ended, platform, mapped)
