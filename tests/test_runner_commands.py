@@ -125,6 +125,58 @@ def test_the_step_after_a_persons_confirm_starts_within_a_tenth_of_a_second(db, 
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
 
+def test_a_confirm_committed_while_a_tick_ran_is_not_taken_for_a_wake_that_tick_tried(db, clock, game_bridge):
+    """A control reads its time (the run's new wake time) before it commits; a tick that began in between cannot see
+    it, and the wake time it leaves is older than that tick. It is due at once, not 0.9 s later (P9's outlier)."""
+    run = schedule(db, clock.now(), document([[step("core.cue", instruction="go"), step("core.announce", message="on")]]))
+    schedule(db, clock.now(), document([[step("core.announce", message="x")]]), scheduled_for=clock.now() + timedelta(seconds=5))
+    fake = FakeTime(clock)
+    runner = make_runner(db, clock, game_bridge)
+    ticked_at, confirmed_at = [], []
+    runner_tick = runner.tick
+
+    def tick(budget, **kw):  # the tick at 5 s (another run's) begins inside the confirm's transaction
+        ticked_at.append(fake.now)
+        began = clock.now()
+        report = runner_tick(budget, **kw)
+        if fake.now >= 5 and not confirmed_at:  # the confirm's transaction read its time before this tick began
+            cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+            commands.confirm(db, run.id, cue.id, actor="gm", now=began - timedelta(milliseconds=3))
+            confirmed_at.append(fake.now)
+        return report
+
+    runner.tick = tick
+    try:
+        loop = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
+    finally:
+        runner.close()
+    after = [at for at, report in zip(ticked_at, loop.reports, strict=True) if report.dispatched and at > confirmed_at[0]]
+    assert after[0] == pytest.approx(confirmed_at[0] + PEOPLE_POLL_SECONDS)
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def test_a_run_another_process_held_before_the_invocation_is_tried_once_more_then_every_second(db, clock, game_bridge):
+    """The first tick of an invocation cannot know a held run's wake time was there before it (it may have been a
+    control committed while the tick ran): it tries once more a tenth of a second later, then every 0.9 s."""
+    run = schedule(db, clock.now(), document([[step("core.cue", instruction="go"), step("core.announce", message="on")]]))
+    held = schedule(db, clock.now(), WAIT_THEN_ANNOUNCE)
+    db.autocommit(lambda tx: runs.take_lease(tx, held.id, "other", clock.now(), 120))
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), held.id)))
+    clock.advance(1)
+    fake = FakeTime(clock)
+    runner = make_runner(db, clock, game_bridge)
+    ticked_at = []
+    runner_tick = runner.tick
+    runner.tick = lambda budget, **kw: (ticked_at.append(fake.now), runner_tick(budget, **kw))[1]
+    try:
+        run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
+    finally:
+        runner.close()
+    first = PEOPLE_POLL_SECONDS
+    assert ticked_at[:5] == pytest.approx([0, first, first + POLL_SECONDS, first + 2 * POLL_SECONDS, first + 3 * POLL_SECONDS])
+    assert db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0].parked
+
+
 def test_a_run_held_for_the_games_signal_is_looked_at_once_a_second(db, clock, game_bridge):
     """Nobody's press can come: the loop keeps its one read every 0.9 s (the idle figure), not ten a second."""
     held = {"name": "arena", "steps": [step("core.announce", message="fight")], "advance": {"when": "signal", "name": "boss_down"}}

@@ -9,10 +9,14 @@ it has seen comes, never less than a poll period after the last tick began. So
 a step behind a wait starts at its due time, and the step after a person's
 control (which set the run's wake time to now) within about a tenth of a second
 of their press. A wake time the last tick already had a chance at (a run another
-process holds, or a step whose attempt did not fit the time that tick had) is
-tried again 0.9 s after that tick began, never sooner, whoever is awaited; only
-a tick that ran out of its own time with work left (so lasted longer than that)
-is followed at once.
+process holds, or a step whose attempt did not fit the time that tick had: the
+loop had read that very wake time before the tick began, or the tick wrote it,
+its own time) is tried again 0.9 s after that tick began, never sooner, whoever
+is awaited. A wake time older than the last tick and read for the first time was
+committed while that tick ran (a control's transaction reads its time before the
+tick began and commits after): it is due a tenth of a second after that tick
+began. Only a tick that ran out of its own time with work left (so lasted longer
+than 0.9 s) is followed at once.
 
 Where the deployment may sleep (`sleeper`), a loop that finds nothing due
 within the planning horizon tries to put it to sleep (`sleep.py`), at most
@@ -62,6 +66,7 @@ class Loop:
     budget: Budget | None = None  # the tick in hand's, so a stop can reach its workers
     slept: bool = False  # the loop ended because the deployment went to sleep
     reports: list[TickReport] = field(default_factory=list)  # every tick's, in order (what `run` returns)
+    read_before_tick: datetime | None = None  # the earliest wake time the loop read before the last tick began
 
     def run(self) -> list[TickReport]:
         self._tried_sleep = -math.inf
@@ -107,12 +112,18 @@ class Loop:
             wake = lookout.wake
             if self._sleeps(wake, report, started):
                 return False
+            # Older than the last tick, not its own (it writes its time), and not read before it: committed while
+            # it ran by someone whose transaction read the time before it began (a person's control).
+            # guard: a-wake-committed-while-the-tick-ran-waits-a-second
+            pressed = wake is not None and wake < report.now and wake != self.read_before_tick
             # guard: a-person-awaited-is-looked-for-once-a-second
-            poll = PEOPLE_POLL_SECONDS if lookout.person_awaited else POLL_SECONDS
+            poll = PEOPLE_POLL_SECONDS if lookout.person_awaited or pressed else POLL_SECONDS
             if wake is None:
                 due = plan_due
             elif wake > report.now:  # new since the last tick looked: due when it comes
                 due = min(plan_due, started + (wake - report.now).total_seconds())
+            elif pressed:
+                due = started
             else:  # the last tick had its chance at it (another process holds the run, or its step did not fit)
                 due = earliest
             due = max(due, started + poll)  # whatever is due, the loop never ticks faster than it polls
@@ -121,5 +132,6 @@ class Loop:
             if pause > 0:
                 self.sleep(pause)
             if self.monotonic() >= due:
+                self.read_before_tick = wake
                 return True
         return False
