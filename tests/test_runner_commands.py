@@ -155,6 +155,35 @@ def test_a_confirm_committed_while_a_tick_ran_is_not_taken_for_a_wake_that_tick_
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
 
+def test_the_last_awaited_persons_press_is_followed_at_once_though_a_tick_just_began(db, clock, game_bridge):
+    """Once the last cue is confirmed nobody is awaited, and the loop's pace falls back to a second: the look that
+    finds the press keeps the people's pace, so a tick that began just before it does not hold the next step back."""
+    run = schedule(db, clock.now(), document([[step("core.cue", instruction="go"), step("core.announce", message="on")]]))
+    schedule(db, clock.now(), document([[step("core.announce", message="x")]]), scheduled_for=clock.now() + timedelta(seconds=4.95))
+    fake = FakeTime(clock)
+    runner = make_runner(db, clock, game_bridge)
+    ticked_at, confirmed_at = [], []
+    runner_tick = runner.tick
+    runner.tick = lambda budget, **kw: (ticked_at.append(fake.now), runner_tick(budget, **kw))[1]
+
+    def sleep(seconds):
+        fake.sleep(seconds)
+        if ticked_at[-1] >= 4.9 and not confirmed_at:  # the first look after the other run's tick at 4.95 s
+            cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+            commands.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
+            confirmed_at.append(fake.now)
+
+    try:
+        loop = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=sleep)
+    finally:
+        runner.close()
+    after = [at for at, report in zip(ticked_at, loop.reports, strict=True) if report.dispatched and at >= confirmed_at[0]]
+    before = max(at for at in ticked_at if at < confirmed_at[0])
+    assert confirmed_at[0] - before < POLL_SECONDS  # the other run's tick began less than a second before
+    assert after[0] <= confirmed_at[0] + PEOPLE_POLL_SECONDS + 1e-9
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
 def test_a_run_another_process_held_before_the_invocation_is_tried_once_more_then_every_second(db, clock, game_bridge):
     """The first tick of an invocation cannot know a held run's wake time was there before it (it may have been a
     control committed while the tick ran): it tries once more a tenth of a second later, then every 0.9 s."""

@@ -8,7 +8,8 @@ every poll period, never faster: 0.9 s, or 0.1 s while a run waits for a person
 it has seen comes, never less than a poll period after the last tick began. So
 a step behind a wait starts at its due time, and the step after a person's
 control (which set the run's wake time to now) within about a tenth of a second
-of their press. A wake time the last tick already had a chance at (a run another
+of their press, the last person's awaited too (the first look after a person
+was awaited keeps their pace). A wake time the last tick already had a chance at (a run another
 process holds, or a step whose attempt did not fit the time that tick had: the
 loop had read that very wake time before the tick began, or the tick wrote it,
 its own time) is tried again 0.9 s after that tick began, never sooner, whoever
@@ -67,6 +68,7 @@ class Loop:
     slept: bool = False  # the loop ended because the deployment went to sleep
     reports: list[TickReport] = field(default_factory=list)  # every tick's, in order (what `run` returns)
     read_before_tick: datetime | None = None  # the earliest wake time the loop read before the last tick began
+    person_was_awaited: bool = False  # at the loop's last look: the look after a person's press keeps their pace
 
     def run(self) -> list[TickReport]:
         self._tried_sleep = -math.inf
@@ -116,8 +118,13 @@ class Loop:
             # it ran by someone whose transaction read the time before it began (a person's control).
             # guard: a-wake-committed-while-the-tick-ran-waits-a-second
             pressed = wake is not None and wake < report.now and wake != self.read_before_tick
+            # The last person awaited has just pressed: their step is due now, at their pace, not a second after
+            # the last tick (one look at that pace more, then a second's).
+            # guard: the-look-after-the-last-press-waits-a-second
+            awaited = lookout.person_awaited or self.person_was_awaited
+            self.person_was_awaited = lookout.person_awaited
             # guard: a-person-awaited-is-looked-for-once-a-second
-            poll = PEOPLE_POLL_SECONDS if lookout.person_awaited or pressed else POLL_SECONDS
+            poll = PEOPLE_POLL_SECONDS if awaited or pressed else POLL_SECONDS
             if wake is None:
                 due = plan_due
             elif wake > report.now:  # new since the last tick looked: due when it comes
