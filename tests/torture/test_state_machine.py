@@ -176,6 +176,8 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
                 self._judge(answer, caller, None, missing=True, gate=commands.CONTROLS[control].gate)
                 return
             refusal = commands.refusal(control, run, target, furthest)
+            if refusal is not None:  # a refusal about a step names it by its one name
+                refusal = f"{target.named}: {refusal}"
             mine = target.parked_cue and target.acknowledged_by == SUBS.get(caller)
             if control in ("acknowledge", "take-over") and mine:
                 refusal = None  # theirs already: 200, nothing written
