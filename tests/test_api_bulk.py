@@ -107,6 +107,24 @@ def test_a_window_of_scheduled_times_picks_the_runs_scheduled_in_it(api, db, clo
     assert [r["id"] for r in seen.body["runs"]] == [runs[2].id, runs[1].id]
 
 
+def test_the_runs_a_person_ticked_are_paused_by_one_press_and_a_run_gone_meanwhile_is_a_409(api, db, clock):
+    now = clock.now()
+    festival = make_definition(db, now)
+    first, second, third = _runs(db, now, festival, [RunStatus.RUNNING] * 3)
+    ticked = {"ids": [third.id, first.id]}
+    seen = api.post("/runs/bulk", {"control": "pause", "filter": ticked, "preview": True}, auth=MODERATOR)
+    assert seen.body["count"] == 2 and [r["id"] for r in seen.body["runs"]] == [third.id, first.id]
+    pressed = api.post("/runs/bulk", {"control": "pause", "filter": ticked, "reason": "restart", "expected_count": 2},
+                       auth=MODERATOR)
+    assert pressed.status == 200 and {r["id"] for r in pressed.body["changed"]} == {first.id, third.id}
+    assert _statuses(db, [first.id, second.id, third.id]) == {first.id: "paused", second.id: "running", third.id: "paused"}
+    before = everything(db)
+    gone = api.post("/runs/bulk", {"control": "resume", "filter": {"ids": [first.id, 999_999]}, "expected_count": 2},
+                    auth=MODERATOR)
+    assert gone.status == 409 and "matches 1 run now, not 2" in gone.body["errors"][0]
+    assert everything(db) == before
+
+
 def test_a_game_master_may_not_press_a_bulk_control(api, db, clock):
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
     before = everything(db)
@@ -123,6 +141,9 @@ def test_a_game_master_may_not_press_a_bulk_control(api, db, clock):
     ({"control": "pause", "filter": {"status": "asleep"}, "expected_count": 1}, "body.filter.status"),
     ({"control": "pause", "filter": {"waiting": "nobody"}, "expected_count": 1}, "body.filter.waiting"),
     ({"control": "pause", "filter": {"definition": 0}, "expected_count": 1}, "body.filter.definition"),
+    ({"control": "pause", "filter": {"ids": []}, "expected_count": 0}, "body.filter.ids"),
+    ({"control": "pause", "filter": {"ids": [3, 3]}, "expected_count": 1}, "body.filter.ids"),
+    ({"control": "pause", "filter": {"ids": ["3"]}, "expected_count": 1}, "body.filter.ids"),
     ({"control": "retry", "filter": {"status": "running"}, "expected_count": 1}, "body.control"),
     ({"control": "pause", "filter": {"status": "running"}}, "expected_count is required"),
     ({"control": "pause", "filter": {"status": "running"}, "expected_count": -1}, "body.expected_count"),

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..events.commands import MOST_SECONDS, HeldBy
 from ..events.commands.bulk import BULK_CONTROLS
+from ..events.commands.bulk import MAX_RUNS as BULK_MAX_RUNS
 from ..events.commands.bulk import PREVIEW_RUNS as BULK_PREVIEW_RUNS
 from ..events.document import DOCUMENT_SCHEMA
 from ..events.document import SIGNAL_NAME as SIGNAL_NAME_PATTERN
@@ -480,6 +481,8 @@ BULK_FILTER = {**_body(
     definition=_ID, status=RUNS_QUERY["properties"]["status"], waiting=RUNS_QUERY["properties"]["waiting"],
     rehearsal=RUNS_QUERY["properties"]["rehearsal"],
     scheduled_between={**_BULK_WINDOW, "description": "runs scheduled for a time in [from, to)"},
+    ids={"type": "array", "items": _ID, "minItems": 1, "maxItems": BULK_MAX_RUNS, "uniqueItems": True,
+         "description": "these runs (the ones a person ticked on the list)"},
 ), "minProperties": 1, "description": "the runs the control is pressed on: all of these at once (at least one)"}
 BULK_BODY = {**_body(
     control={"type": "string", "enum": list(BULK_CONTROLS)},

@@ -6,6 +6,7 @@ findings on every page, light and dark. The screenshots in docs/screens/ are tak
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime, timedelta
 
 from selenium.webdriver.common.by import By
@@ -63,11 +64,14 @@ def test_the_list_finds_runs_by_what_they_wait_for_and_by_name_and_acts_on_sever
     api_client.call("POST", f"/runs/{second}/cancel", {"reason": "another tab got there first"})
     browser.find_element(By.CSS_SELECTOR, "[data-bulk='pause']").click()
     asked = eventually(lambda: text_of(browser, "dialog[open]"), "the one question for both")
-    assert "2 runs?" in asked and "one request each" in asked, asked
+    assert "2 runs?" in asked and "at once" in asked, asked
+    pressed_since = time.monotonic()
     browser.find_element(By.ID, "ask-text").send_keys("boss bugged")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
     summary = eventually(lambda: "Not done (1)" in (text := notice_text(browser)) and text, "the summary of what took")
-    assert f"run {first}." in summary and f"run {second}: " in summary, summary
+    assert f"Paused: 1 run (run {first})." in summary and f"run {second}: " in summary, summary
+    assert len(server.requested("/runs/bulk", pressed_since, method="POST")) == 1, "one press for the ticked runs"
+    assert server.requested(f"/runs/{first}/pause", pressed_since) == []
     paused = api_client.call("GET", f"/runs/{first}/log")["entries"]
     assert any(e["kind"] == "run.status" and e["detail"].get("reason") == "boss bugged" and e["actor"] == "mod-mia" for e in paused)
     assert api_client.call("GET", f"/runs/{second}")["run"]["status"] == "cancelled"

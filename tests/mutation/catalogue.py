@@ -2203,6 +2203,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("the-look-after-the-last-press-waits-a-second", "the-look-after-the-last-press-waits-a-second",
              "awaited = lookout.person_awaited or self.person_was_awaited", "awaited = lookout.person_awaited",
              ("tests/test_runner_commands.py",)),
+    Mutation("the-ids-filter-ignores-the-ids", "the-ids-filter-ignores-the-ids",
+             "        if self.ids is not None:\n", "        if False:\n", ("tests/test_api_bulk.py",)),
     Mutation("a-chat-button-nobody-here-may-press-is-shown", "a-chat-button-nobody-here-may-press-is-shown",
              "if CONTROLS[c].passes(mapped, on_parked_cue=cue))", "if CONTROLS[c])", ("tests/test_chat_interactions.py",)),
     Mutation("a-chat-rate-limit-is-not-waited-out", "a-chat-rate-limit-is-not-waited-out",

@@ -1,6 +1,6 @@
 // @ts-check
-// Pause, resume or cancel several runs with one reason: the runs selected on the list (each run its own
-// request), or every run the list's filters match (one POST /runs/bulk: a preview first — how many and the
+// Pause, resume or cancel several runs with one reason, in one POST /runs/bulk: the runs ticked on the list
+// (held to how many were ticked), or every run the list's filters match (a preview first — how many and the
 // first of them — then the press, held to that count: a filter that matches another number changes nothing).
 // Each run is still guarded by the API on its own; one summary says what took and what did not, and why.
 
@@ -14,22 +14,8 @@ export function bulkControls(session) {
   return declaredControls().filter((declared) => declared.bulk && mayPress(session, declared.name)).map((declared) => declared.name);
 }
 
-async function sendEach(name, ids, body) {
-  const took = [];
-  const refused = [];
-  for (const id of ids) {
-    try {
-      await post(`/runs/${id}/${name}`, body);
-      took.push(id);
-    } catch (error) {
-      if (error instanceof ApiError && error.status === 401) throw error;
-      refused.push({ id, why: error instanceof ApiError ? error.messages.join(' ') : String(error) });
-    }
-  }
-  return { took, refused };
-}
-
-// Asks once, sends one request per run, and says what happened; resolves when all are answered.
+// Asks once, presses once (POST /runs/bulk on the ticked runs, held to how many were ticked), and says what
+// happened; resolves when it is answered.
 export async function bulkAct(name, ids) {
   const declared = controlOf(name);
   const label = declared?.label || name;
@@ -37,18 +23,33 @@ export async function bulkAct(name, ids) {
   const runs = ids.map((id) => `run ${id}`).join(', ');
   const what = name === 'cancel'
     ? `Each of ${runs} stops for good: its open steps are cancelled, no later phase begins, and it cannot be resumed.`
-    : `${capitalised(label)} is sent to ${runs}, one request each; a run that has moved meanwhile refuses and is listed.`;
+    : `${capitalised(label)} is pressed on ${runs} at once; a run that has moved meanwhile refuses and is listed.`;
   const text = await ask({
     title: `${label} ${ids.length} ${ids.length === 1 ? 'run' : 'runs'}?`,
     label: field ? `${capitalised(field)} (optional), the same for each` : null,
     action: `${label} ${ids.length}`, what,
   });
   if (text === null) return false;
-  const { took, refused } = await sendEach(name, ids, text && field ? { [field]: text } : {});
-  const done = took.length ? `${declared?.done || name}: ${took.map((id) => `run ${id}`).join(', ')}.` : `Nothing took.`;
+  await pressBulk(name, { ids }, ids.length, field && text ? { [field]: text } : {});
+  return true;
+}
+
+// One POST /runs/bulk held to `count` (the runs the person saw), and a summary of what took and what did not.
+async function pressBulk(name, filter, count, extra) {
+  let answer;
+  try {
+    answer = await post('/runs/bulk', { control: name, filter, expected_count: count, ...extra });
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status === 401) throw error;
+    notice(`Not done: ${error.messages.join(' ')}`, 'warning');
+    return;
+  }
+  const { changed, refused } = answer;
+  const done = changed.length
+    ? `${controlOf(name)?.done || name}: ${changed.length} ${changed.length === 1 ? 'run' : 'runs'} (${said(changed)}).`
+    : 'Nothing took.';
   notice(`${done}${refused.length ? ` Not done (${refused.length}):` : ''}`, refused.length ? 'warning' : 'ok',
     refused.length ? el('ul', { id: 'bulk-refused' }, refused.map(({ id, why }) => el('li', { 'data-run': id }, `run ${id}: ${why}`))) : '');
-  return true;
 }
 
 // The API's filter for the runs list's filters (runs.js: status, definition, waiting, rehearsals), or null for a
@@ -94,21 +95,7 @@ export async function bulkByFilter(name, filter) {
       .filter((node) => node !== null),
   });
   if (text === null) return false;
-  const body = { control: name, filter, expected_count: seen.count };
-  if (text && field) body[field] = text;
-  if (box?.checked) body.cleanup = true;
-  let answer;
-  try {
-    answer = await post('/runs/bulk', body);
-  } catch (error) {
-    if (!(error instanceof ApiError) || error.status === 401) throw error;
-    notice(`Not done: ${error.messages.join(' ')}`, 'warning');
-    return true;
-  }
-  const { changed, refused } = answer;
-  const done = changed.length ? `${declared?.done || name}: ${changed.length} ${changed.length === 1 ? 'run' : 'runs'} (${said(changed)}).` : 'Nothing took.';
-  notice(`${done}${refused.length ? ` Not done (${refused.length}):` : ''}`, refused.length ? 'warning' : 'ok',
-    refused.length ? el('ul', { id: 'bulk-refused' }, refused.map(({ id, why }) => el('li', { 'data-run': id }, `run ${id}: ${why}`))) : '');
+  await pressBulk(name, filter, seen.count, { ...(text && field ? { [field]: text } : {}), ...(box?.checked ? { cleanup: true } : {}) });
   return true;
 }
 

@@ -58,8 +58,10 @@ def filter_of(given: Mapping[str, Any], between: tuple[datetime, datetime] | Non
     """The runs a body's `filter` names (its fields checked against the schema); a window must run forwards."""
     if between is not None and between[0] >= between[1]:
         raise Invalid("body.filter.scheduled_between: from must be before to")
+    ids = given.get("ids")
     return runs.RunFilter(status=given.get("status"), definition_id=given.get("definition"),
-                          waiting_for=given.get("waiting"), rehearsal=given.get("rehearsal"), scheduled_between=between)
+                          waiting_for=given.get("waiting"), rehearsal=given.get("rehearsal"), scheduled_between=between,
+                          ids=None if ids is None else tuple(sorted(set(ids))))
 
 
 def preview(db: Database, which: runs.RunFilter) -> dict[str, Any]:

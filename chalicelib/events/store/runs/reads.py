@@ -67,13 +67,15 @@ def get(tx: Tx, run_id: int, *, for_update: bool = False) -> Run | None:
 @dataclass(frozen=True)
 class RunFilter:
     """Which runs: by status, definition, what they wait for (`waiting.FILTERS`), mode (`REHEARSAL_FILTERS`) and
-    when they were scheduled (`scheduled_between`: [from, to), both given); None for any."""
+    when they were scheduled (`scheduled_between`: [from, to), both given), or their ids (`ids`: the runs a
+    person ticked); None for any."""
 
     status: RunStatus | None = None
     definition_id: int | None = None
     waiting_for: str | None = None
     rehearsal: str | None = None
     scheduled_between: tuple[datetime, datetime] | None = None
+    ids: tuple[int, ...] | None = None
 
     def where(self) -> tuple[list[str], list[Any]]:
         """The filter as WHERE fragments and their parameters; a run of a newer version is never matched."""
@@ -102,6 +104,10 @@ class RunFilter:
             # guard: the-scheduled-filter-ignores-its-window
             where.append("scheduled_for >= %s AND scheduled_for < %s")
             args.extend(self.scheduled_between)
+        # guard: the-ids-filter-ignores-the-ids
+        if self.ids is not None:
+            where.append(f"id IN ({', '.join(['%s'] * len(self.ids))})" if self.ids else "FALSE")
+            args.extend(self.ids)
         # guard: the-runs-list-shows-a-run-it-does-not-understand
         where.append(understood.run("event_runs"))  # a newer version's run is left out: this one cannot show it
         return where, args
