@@ -84,8 +84,16 @@ def test_an_admin_pauses_a_schedule_on_the_definition_page_and_the_calendar_mark
     item = eventually(lambda: _item(browser, definition_id, OCCURRENCE), "the month's occurrences")
     assert "paused by root-admin because holiday break" in item.text
     assert "paused by root-admin" in text_of(browser, f"#calendar-schedules li[data-schedule='{definition_id}']")
-    # Resumed from the calendar: its occurrences are marked no more.
+    # Resumed from the calendar, asked whether to start the latest occurrence missed: its occurrences are marked no more.
     browser.find_element(By.CSS_SELECTOR, f"#calendar-schedules [data-schedule-action='resume'][data-definition='{definition_id}']").click()
+    asked = eventually(lambda: text_of(browser, "dialog[open]"), "the resume's question")
+    assert "Start the latest occurrence missed while it was paused" in asked, asked
+    browser.find_element(By.ID, "plan-option").click()
+    _answer_dialog(browser, None, "back from the break")
     eventually(lambda: (item := _item(browser, definition_id, OCCURRENCE)) is not None and "paused by" not in item.text,
                "the schedule resumed")
-    assert api_client.call("GET", f"/definitions/{definition_id}")["definition"]["schedule_paused"] is None
+    shown = api_client.call("GET", f"/definitions/{definition_id}")
+    assert shown["definition"]["schedule_paused"] is None
+    resumed = next(entry for entry in shown["schedule_log"] if entry["kind"] == "schedule.resumed")
+    assert resumed["actor"] == "root-admin" and resumed["detail"]["catch_up"] == "latest", resumed
+    assert resumed["detail"]["reason"] == "back from the break", resumed

@@ -11,17 +11,21 @@ const pad = (n) => String(n).padStart(2, '0');
 // A time as a datetime-local input holds it, in the viewer's zone.
 const local = (date) => `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
 
-// A dialog asking for one value (`field`: its label and input attributes; none: the reason alone) and a
-// reason: resolves to {value, reason}, or null if the person went back.
-function askFor({ title, field = null, action, what = null, why = 'Why (kept in the log)' }) {
+// A dialog asking for one value (`field`: its label and input attributes; none: the reason alone), a reason
+// and, where `option` names one, a yes-or-no choice: resolves to {value, reason, option}, or null if the person
+// went back.
+function askFor({ title, field = null, action, what = null, why = 'Why (kept in the log)', option = null }) {
   const input = field ? el('input', { id: 'plan-value', required: true, ...field.attrs }) : null;
   const reason = el('textarea', { id: 'plan-reason', rows: '2', maxlength: '500' });
+  const box = option ? el('input', { type: 'checkbox', id: 'plan-option' }) : null;
   return modal({
-    title, action, focused: input || reason, answer: () => ({ value: input?.value, reason: reason.value.trim() }),
+    title, action, focused: input || reason,
+    answer: () => ({ value: input?.value, reason: reason.value.trim(), option: Boolean(box?.checked) }),
     parts: [
       what && el('p', {}, what),
       field && [el('label', { for: 'plan-value' }, field.label), input],
-      el('label', { for: 'plan-reason' }, why), reason],
+      el('label', { for: 'plan-reason' }, why), reason,
+      box && el('p', {}, box, ' ', el('label', { for: 'plan-option' }, option))],
   });
 }
 
@@ -89,8 +93,16 @@ export function deadlineMoved(phase) {
 export async function pauseOrResume(definition) {
   const paused = definition.schedule_paused;
   if (paused) {
-    return sent(`/definitions/${definition.id}/schedule/resume`, {},
-      () => `The schedule of ${definition.name} runs again; the occurrences missed meanwhile are not created.`, 'Resuming the schedule');
+    const chosen = await askFor({
+      title: `Resume the schedule of ${definition.name}?`, action: 'Resume schedule',
+      what: 'Its occurrences are planned again from now on; those missed while it was paused are not created.',
+      option: 'Start the latest occurrence missed while it was paused, if it is still within its grace',
+    });
+    if (chosen === null) return false;
+    const body = { catch_up: chosen.option ? 'latest' : 'none', ...(chosen.reason ? { reason: chosen.reason } : {}) };
+    return sent(`/definitions/${definition.id}/schedule/resume`, body, (answer) => `The schedule of ${definition.name} runs again`
+      + (answer.caught_up ? `; run ${answer.caught_up.id} starts the occurrence of ${new Date(answer.caught_up.scheduled_for).toLocaleString()}.`
+        : chosen.option ? '; no occurrence missed meanwhile is within its grace.' : '.'), 'Resuming the schedule');
   }
   const chosen = await askFor({
     title: `Pause the schedule of ${definition.name}?`, action: 'Pause schedule',
