@@ -82,7 +82,7 @@ def test_a_completed_run_is_cleaned_up_newest_first_and_stays_completed(api, db,
         ("runner", {"state": "done", "reverted": 3}),
     ]
     again = api.post(f"/runs/{run.id}/cleanup", {}, auth=ADMIN)
-    assert again.status == 409 and again.body["errors"] == ["this run has nothing live to revert"]
+    assert again.status == 409 and again.body["errors"] == ["this run has nothing live to revert and no failed revert to send again"]
     assert "cleanup" not in api.get(f"/runs/{run.id}", auth=ADMIN).body["controls"]["run"]
 
 
@@ -103,6 +103,21 @@ def test_a_failed_revert_ends_the_cleanup_failed_with_what_is_left(api, db, cloc
         "runner", {"state": "failed", "reverted": 1, "failed": 1, "cause": "1 of 2 resources could not be reverted"})
     left = api.get("/resources?status=revert_failed&limit=500", auth=GM).body["resources"]
     assert [r["id"] for r in left if r["run_id"] == run.id] == ["crow-1"]
+
+    # Clean up again, once the game takes it: the refused revert is sent again, and the run is clean.
+    assert "cleanup" in api.get(f"/runs/{run.id}", auth=ADMIN).body["controls"]["run"]
+    game_bridge.script("world.undo", Answer(200))
+    clock.advance(60)
+    assert api.post(f"/runs/{run.id}/cleanup", {"reason": "the game is back"}, auth=ADMIN).status == 200
+    tick(runner)
+    assert undone(game_bridge) == ["crow-2", "crow-1", "crow-1"]
+    assert ledger_of(api, run.id) == {"crow-2": "reverted", "crow-1": "reverted"}
+    after = run_row(db, run.id)
+    assert (after.status, after.late_cleanup) == (RunStatus.FAILED, LateCleanup.DONE)
+    assert late_rows(db, run.id)[-2:] == [
+        ("root-admin", {"state": "started", "control": "cleanup", "reason": "the game is back", "reverts": 1, "by_hand": 0}),
+        ("runner", {"state": "done", "reverted": 1})]
+    assert "cleanup" not in api.get(f"/runs/{run.id}", auth=ADMIN).body["controls"]["run"]
 
 
 def test_a_cancelled_run_whose_cleanup_failed_earlier_is_cleaned_up(api, db, clock, runner, game_bridge):
@@ -129,16 +144,19 @@ def test_a_cancelled_run_whose_cleanup_failed_earlier_is_cleaned_up(api, db, clo
     assert "cleanup" in api.get(f"/runs/{run.id}", auth=ADMIN).body["controls"]["run"]
 
     game_bridge.script("world.undo", Answer(200))
-    clock.advance(60)  # later: what failed before is not this cleanup's
+    clock.advance(60)
+    plan = api.get(f"/runs/{run.id}/cleanup-plan", auth=ADMIN).body
+    assert plan["counts"]["reverts"] == 3 and [r["id"] for r in plan["reverts"]] == ["crow-3", "crow-2", "crow-1"]
     assert api.post(f"/runs/{run.id}/cleanup", {}, auth=ADMIN).status == 200
     tick(runner)
-    assert undone(game_bridge) == ["crow-3", "crow-2", "crow-2", "crow-1"]
-    assert ledger_of(api, run.id) == {"crow-3": "revert_failed", "crow-2": "reverted", "crow-1": "reverted"}
+    # crow-3's revert, which failed in the cancel's cleanup, is sent again with those the cancel abandoned
+    assert sorted(undone(game_bridge)[2:]) == ["crow-1", "crow-2", "crow-3"]
+    assert ledger_of(api, run.id) == {"crow-3": "reverted", "crow-2": "reverted", "crow-1": "reverted"}
     after = run_row(db, run.id)
     assert (after.status, after.late_cleanup, after.health.value) == (RunStatus.CANCELLED, LateCleanup.DONE, "degraded")
     assert late_rows(db, run.id) == [
-        ("root-admin", {"state": "started", "control": "cleanup", "reason": None, "reverts": 2, "by_hand": 0}),
-        ("runner", {"state": "done", "reverted": 2}),
+        ("root-admin", {"state": "started", "control": "cleanup", "reason": None, "reverts": 3, "by_hand": 0}),
+        ("runner", {"state": "done", "reverted": 3}),
     ]
 
 
@@ -158,7 +176,7 @@ def test_clean_up_is_refused_in_clear_words(api, db, clock, runner, game_bridge)
     tick(runner)
     assert run_row(db, nothing.id).status is RunStatus.COMPLETED
     empty = api.post(f"/runs/{nothing.id}/cleanup", {}, auth=ADMIN)
-    assert empty.status == 409 and empty.body["errors"] == ["this run has nothing live to revert"]
+    assert empty.status == 409 and empty.body["errors"] == ["this run has nothing live to revert and no failed revert to send again"]
 
     run = _completed(db, clock, runner, game_bridge)
     assert api.post(f"/runs/{run.id}/cleanup", {}, auth=GM).status == 403

@@ -179,7 +179,8 @@ class Cancel(RunCommand[Cancelled]):
 class CleanUp(RunMove):
     """A finished run (completed, failed or cancelled) that left something live to revert is cleaned up, its
     status kept: `runs.begin_late_cleanup` marks its cleanup started and wakes it, the reverts a cancel abandoned
-    are pending again (`steps.reopen_reverts`), and the tick writes the others and works them all newest first as
+    and those that failed or were refused (a Clean up again, after one that failed) are pending again
+    (`steps.reopen_reverts`), and the tick writes the others and works them all newest first as
     a cancel's cleanup does (`phase_end.tend_cleanup`), then records the cleanup done or failed."""
 
     name: ClassVar[str] = "cleanup"
@@ -206,7 +207,7 @@ class CleanUp(RunMove):
             raise Conflict("a step of this run is still in flight; clean up once its answer is in (what it created"
                            " is reverted too)", run_status=run.status.value)
         left = "; ".join(f"{reason.count} left: {reason.why}" for reason in resources.left_unreverted(tx, run.id))
-        raise Conflict("this run has nothing live to revert" + (f" ({left})" if left else ""),
+        raise Conflict("this run has nothing live to revert and no failed revert to send again" + (f" ({left})" if left else ""),
                        run_status=run.status.value)
 
 

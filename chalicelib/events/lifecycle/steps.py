@@ -227,8 +227,9 @@ RETRY = StepMove("retry", (_S.FAILED,), _S.PENDING, _PERSON, "a person retries t
 RETRY_REVERT = StepMove("retry", (_S.FAILED, _S.REFUSED), _S.PENDING, _PERSON,
                         "a person retries a revert that failed, of a run paused in its cleanup", lease=Lease.CLEARED,
                         retries=Count.RAISED, renews_allowance=True, clears_due_at=True)
-REOPEN_REVERT = StepMove("retry", (_S.CANCELLED,), _S.PENDING, _PERSON,
-                         "a person cleans up a finished run: a revert its cancel abandoned is sent after all",
+REOPEN_REVERT = StepMove("retry", (_S.CANCELLED, _S.FAILED, _S.REFUSED), _S.PENDING, _PERSON,
+                         "a person cleans up a finished run: a revert its cancel abandoned, or one that failed or was"
+                         " refused, is sent after all",
                          lease=Lease.CLEARED, retries=Count.RAISED, renews_allowance=True, clears_due_at=True)
 # A parked cue's attention timers (runner/attention.py).
 REMIND = StepMove("remind", (_S.RUNNING,), None, _TICK, "its parked cue's reminder is due")

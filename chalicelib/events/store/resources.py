@@ -47,6 +47,14 @@ def to_revert(run: str) -> str:
                           AND res.revert_refused IS NULL AND origin.resource_id IS NULL)"""  # noqa: S608 — constant fragments only
 
 
+# … a finished run's Clean up has a revert that failed or was refused to send again (its resource revert_failed) …
+def to_send_again(run: str) -> str:
+    # guard: a-finished-runs-failed-revert-is-never-sent-again
+    return f"""EXISTS (SELECT 1 FROM event_run_resources bad JOIN event_run_steps rs ON rs.resource_id = bad.id
+                        WHERE bad.run_id = {run} AND bad.status = {ResourceSQL.REVERT_FAILED}
+                          AND rs.status IN ({StepSQL.FAILURES}))"""  # noqa: S608 — constant fragments only
+
+
 # … a step of it is open (pending, running or parked) …
 def step_open(run: str) -> str:
     return f"EXISTS (SELECT 1 FROM event_run_steps o WHERE o.run_id = {run} AND o.status IN ({StepSQL.OPEN}))"  # noqa: S608 — constant fragments only
@@ -97,9 +105,13 @@ def page_by_status(tx: Tx, status: ResourceStatus, before_id: int | None, limit:
 
 # What a cleanup of the run (%s: its id) would revert now, in the order it would: its live resources with a
 # revert it may send (not listed by a revert, not refused), newest first.
+# What a cleanup sends: a live resource's revert (`to_revert`), and a revert that failed or was refused, which
+# only a finished run's Clean up sends again (`to_send_again`; a run's own cleanup has a person retry it).
 _PLANNED = f"""FROM event_run_resources res JOIN event_run_steps origin ON origin.id = res.step_id
-               WHERE res.run_id = %s AND res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
-                 AND res.revert_refused IS NULL AND origin.resource_id IS NULL"""
+               LEFT JOIN event_run_steps rs ON rs.resource_id = res.id
+               WHERE res.run_id = %s AND ((res.status = {ResourceSQL.LIVE} AND res.`revert` IS NOT NULL
+                 AND res.revert_refused IS NULL AND origin.resource_id IS NULL)
+                 OR (res.status = {ResourceSQL.REVERT_FAILED} AND rs.status IN ({StepSQL.FAILURES})))"""
 
 
 def cleanup_plan(tx: Tx, run_id: int, before_id: int | None, limit: int) -> tuple[list[Resource], int | None]:

@@ -85,14 +85,15 @@ _FAILED_SINCE = f"""EXISTS (SELECT 1 FROM event_run_resources bad WHERE bad.run_
 
 def begin_late_cleanup(tx: Tx, run_id: int, now: datetime) -> bool:
     """A finished run's cleanup begins (a person's Clean up): its status kept, `late_cleanup` started, woken now
-    and its version raised; only a completed, failed or cancelled run with something live to revert, no step of
+    and its version raised; only a completed, failed or cancelled run with something live to revert or a revert
+    that failed or was refused to send again (an earlier Clean up's, or its cancel's), no step of
     it open (a step in flight is answered first), and none under way already (a person's If-Match is held by the control, under the run's
     lock)."""
     # guard: a-finished-run-with-nothing-to-revert-cleans-up
     # guard: a-finished-runs-cleanup-begins-twice
     # guard: a-finished-runs-cleanup-begins-over-a-step-in-flight
     guard = (f"status IN ({placeholders(len(CLEANUP_TARGETS))}) AND NOT (late_cleanup <=> {RunSQL.LATE_CLEANUP_STARTED})"
-             f" AND {resources.to_revert(_RUN)} AND NOT {resources.step_open(_RUN)}")
+             f" AND ({resources.to_revert(_RUN)} OR {resources.to_send_again(_RUN)}) AND NOT {resources.step_open(_RUN)}")
     return tx.execute(
         f"""UPDATE event_runs SET late_cleanup = {RunSQL.LATE_CLEANUP_STARTED}, late_cleanup_at = %s, wake_at = %s,
                    updated_at = %s, version = version + 1

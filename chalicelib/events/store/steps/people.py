@@ -229,13 +229,16 @@ def requeue_revert(tx: Tx, run_id: int, step_id: int, now: datetime) -> bool:
 
 
 def reopen_reverts(tx: Tx, run_id: int, now: datetime) -> None:
-    """The reverts a cancel abandoned (cancelled, their resources live again) of a finished run whose Clean up
-    has begun, pending again with a fresh allowance, and their resources `reverting`: one statement over the
-    steps, their run and their resources. The tick then works them with the reverts it writes for the rest
-    (`resources.open_reverts`: a resource keeps its one revert step)."""
+    """The reverts a cancel abandoned (cancelled, their resources live again) and those that failed or were
+    refused (their resources revert_failed) of a finished run whose Clean up has begun, pending again with a
+    fresh allowance, and their resources `reverting`: one statement over the steps, their run and their
+    resources. The tick then works them with the reverts it writes for the rest (`resources.open_reverts`: a
+    resource keeps its one revert step)."""
+    # guard: a-finished-runs-failed-revert-is-reopened-with-its-resource-left
     write(
         tx, REOPEN_REVERT,
-        f"s.run_id = %s AND r.late_cleanup = {RunSQL.LATE_CLEANUP_STARTED} AND res.status = {ResourceSQL.LIVE}",
+        f"""s.run_id = %s AND r.late_cleanup = {RunSQL.LATE_CLEANUP_STARTED}
+                  AND res.status IN ({ResourceSQL.LIVE}, {ResourceSQL.REVERT_FAILED})""",
         (run_id,), sets=f"s.last_error = NULL, res.status = {ResourceSQL.REVERTING}, res.changed_at = %s",
         set_args=(now,), joins=f"{_WITH_ITS_RUN} JOIN event_run_resources res ON res.id = s.resource_id", alias="s",
     )
