@@ -28,10 +28,11 @@ WAIT_THEN_ANNOUNCE = document([[step("core.wait", seconds=20), step("core.announ
 
 
 class FakeTime:
-    """Monotonic time that only sleeping moves; the test's ManualClock moves with it."""
+    """Monotonic time that only sleeping moves; the test's ManualClock moves with it. `ticked_at`: when each
+    tick of an `_invocation` began."""
 
     def __init__(self, clock):
-        self.now, self.clock, self.sleeps = 0.0, clock, []
+        self.now, self.clock, self.sleeps, self.ticked_at = 0.0, clock, [], []
 
     def monotonic(self) -> float:
         return self.now
@@ -40,6 +41,32 @@ class FakeTime:
         self.sleeps.append(seconds)
         self.now += seconds
         self.clock.advance(seconds)
+
+
+CUE_THEN_ANNOUNCE = document([[step("core.cue", instruction="go"), step("core.announce", message="on")]])
+
+
+def _invocation(db, clock, game_bridge, fake, *, sleep=None, tick=None):
+    """One invocation of 20 s on `fake` time, each tick's start kept in `fake.ticked_at`: `sleep` the loop's sleep
+    (default: fake's), `tick(runner_tick, budget, **kw)` in place of the runner's tick; the loop, run."""
+    runner = make_runner(db, clock, game_bridge)
+    runner_tick = runner.tick
+
+    def recorded(budget, **kw):
+        fake.ticked_at.append(fake.now)
+        return tick(runner_tick, budget, **kw) if tick else runner_tick(budget, **kw)
+
+    runner.tick = recorded
+    try:
+        return run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic,
+                              sleep=sleep or fake.sleep)
+    finally:
+        runner.close()
+
+
+def _confirm(db, run_id, now):
+    cue = db.autocommit(lambda tx: steps.list_for_run(tx, run_id))[0]
+    commands.confirm(db, run_id, cue.id, actor="gm", now=now)
 
 
 def test_one_invocation_ticks_when_a_wait_ends_and_looks_once_a_second_in_between(db, clock, game_bridge):
@@ -101,108 +128,79 @@ def test_a_confirm_is_seen_within_a_second_and_a_wake_already_tried_waits_a_seco
 
 
 def test_the_step_after_a_persons_confirm_starts_within_a_tenth_of_a_second(db, clock, game_bridge):
-    run = schedule(db, clock.now(), document([[step("core.cue", instruction="go"), step("core.announce", message="on")]]))
-    fake = FakeTime(clock)
-    runner = make_runner(db, clock, game_bridge)
-    ticked_at, confirmed_at = [], []
-    runner_tick = runner.tick
-    runner.tick = lambda budget, **kw: (ticked_at.append(fake.now), runner_tick(budget, **kw))[1]
+    run = schedule(db, clock.now(), CUE_THEN_ANNOUNCE)
+    fake, confirmed_at = FakeTime(clock), []
 
     def sleep(seconds):
         fake.sleep(seconds)
         if 5 <= fake.now < 5 + seconds:  # a person confirms the cue at about 5 s
-            cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
-            commands.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
+            _confirm(db, run.id, clock.now())
             confirmed_at.append(fake.now)
 
-    try:
-        loop = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=sleep)
-    finally:
-        runner.close()
+    loop = _invocation(db, clock, game_bridge, fake, sleep=sleep)
     # While the cue waits the loop looks ten times a second, and ticks only when something is due.
-    assert fake.sleeps[:40] == pytest.approx([PEOPLE_POLL_SECONDS] * 40) and ticked_at[:2] == [0, pytest.approx(confirmed_at[0])]
+    assert fake.sleeps[:40] == pytest.approx([PEOPLE_POLL_SECONDS] * 40)
+    assert fake.ticked_at[:2] == [0, pytest.approx(confirmed_at[0])]
     assert [r.dispatched for r in loop.reports[:2]] == [1, 1]
     assert run_row(db, run.id).status is RunStatus.COMPLETED
+
+
+def _dispatched_after(fake, loop, at):
+    return [began for began, report in zip(fake.ticked_at, loop.reports, strict=True) if report.dispatched and began >= at]
 
 
 def test_a_confirm_committed_while_a_tick_ran_is_not_taken_for_a_wake_that_tick_tried(db, clock, game_bridge):
     """A control reads its time (the run's new wake time) before it commits; a tick that began in between cannot see
     it, and the wake time it leaves is older than that tick. It is due at once, not 0.9 s later (P9's outlier)."""
-    run = schedule(db, clock.now(), document([[step("core.cue", instruction="go"), step("core.announce", message="on")]]))
+    run = schedule(db, clock.now(), CUE_THEN_ANNOUNCE)
     schedule(db, clock.now(), document([[step("core.announce", message="x")]]), scheduled_for=clock.now() + timedelta(seconds=5))
-    fake = FakeTime(clock)
-    runner = make_runner(db, clock, game_bridge)
-    ticked_at, confirmed_at = [], []
-    runner_tick = runner.tick
+    fake, confirmed_at = FakeTime(clock), []
 
-    def tick(budget, **kw):  # the tick at 5 s (another run's) begins inside the confirm's transaction
-        ticked_at.append(fake.now)
+    def tick(runner_tick, budget, **kw):  # the tick at 5 s (another run's) begins inside the confirm's transaction
         began = clock.now()
         report = runner_tick(budget, **kw)
         if fake.now >= 5 and not confirmed_at:  # the confirm's transaction read its time before this tick began
-            cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
-            commands.confirm(db, run.id, cue.id, actor="gm", now=began - timedelta(milliseconds=3))
+            _confirm(db, run.id, began - timedelta(milliseconds=3))
             confirmed_at.append(fake.now)
         return report
 
-    runner.tick = tick
-    try:
-        loop = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
-    finally:
-        runner.close()
-    after = [at for at, report in zip(ticked_at, loop.reports, strict=True) if report.dispatched and at > confirmed_at[0]]
-    assert after[0] == pytest.approx(confirmed_at[0] + PEOPLE_POLL_SECONDS)
+    loop = _invocation(db, clock, game_bridge, fake, tick=tick)
+    assert _dispatched_after(fake, loop, confirmed_at[0] + 1e-9)[0] == pytest.approx(confirmed_at[0] + PEOPLE_POLL_SECONDS)
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
 
 def test_the_last_awaited_persons_press_is_followed_at_once_though_a_tick_just_began(db, clock, game_bridge):
     """Once the last cue is confirmed nobody is awaited, and the loop's pace falls back to a second: the look that
     finds the press keeps the people's pace, so a tick that began just before it does not hold the next step back."""
-    run = schedule(db, clock.now(), document([[step("core.cue", instruction="go"), step("core.announce", message="on")]]))
+    run = schedule(db, clock.now(), CUE_THEN_ANNOUNCE)
     schedule(db, clock.now(), document([[step("core.announce", message="x")]]), scheduled_for=clock.now() + timedelta(seconds=4.95))
-    fake = FakeTime(clock)
-    runner = make_runner(db, clock, game_bridge)
-    ticked_at, confirmed_at = [], []
-    runner_tick = runner.tick
-    runner.tick = lambda budget, **kw: (ticked_at.append(fake.now), runner_tick(budget, **kw))[1]
+    fake, confirmed_at = FakeTime(clock), []
 
     def sleep(seconds):
         fake.sleep(seconds)
-        if ticked_at[-1] >= 4.9 and not confirmed_at:  # the first look after the other run's tick at 4.95 s
-            cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
-            commands.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
+        if fake.ticked_at[-1] >= 4.9 and not confirmed_at:  # the first look after the other run's tick at 4.95 s
+            _confirm(db, run.id, clock.now())
             confirmed_at.append(fake.now)
 
-    try:
-        loop = run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=sleep)
-    finally:
-        runner.close()
-    after = [at for at, report in zip(ticked_at, loop.reports, strict=True) if report.dispatched and at >= confirmed_at[0]]
-    before = max(at for at in ticked_at if at < confirmed_at[0])
+    loop = _invocation(db, clock, game_bridge, fake, sleep=sleep)
+    before = max(at for at in fake.ticked_at if at < confirmed_at[0])
     assert confirmed_at[0] - before < POLL_SECONDS  # the other run's tick began less than a second before
-    assert after[0] <= confirmed_at[0] + PEOPLE_POLL_SECONDS + 1e-9
+    assert _dispatched_after(fake, loop, confirmed_at[0])[0] <= confirmed_at[0] + PEOPLE_POLL_SECONDS + 1e-9
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
 
 def test_a_run_another_process_held_before_the_invocation_is_tried_once_more_then_every_second(db, clock, game_bridge):
     """The first tick of an invocation cannot know a held run's wake time was there before it (it may have been a
     control committed while the tick ran): it tries once more a tenth of a second later, then every 0.9 s."""
-    run = schedule(db, clock.now(), document([[step("core.cue", instruction="go"), step("core.announce", message="on")]]))
+    run = schedule(db, clock.now(), CUE_THEN_ANNOUNCE)
     held = schedule(db, clock.now(), WAIT_THEN_ANNOUNCE)
     db.autocommit(lambda tx: runs.take_lease(tx, held.id, "other", clock.now(), 120))
     db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), held.id)))
     clock.advance(1)
     fake = FakeTime(clock)
-    runner = make_runner(db, clock, game_bridge)
-    ticked_at = []
-    runner_tick = runner.tick
-    runner.tick = lambda budget, **kw: (ticked_at.append(fake.now), runner_tick(budget, **kw))[1]
-    try:
-        run_invocation(runner, remaining_seconds=lambda: 20.0, tick_seconds=15, monotonic=fake.monotonic, sleep=fake.sleep)
-    finally:
-        runner.close()
+    _invocation(db, clock, game_bridge, fake)
     first = PEOPLE_POLL_SECONDS
-    assert ticked_at[:5] == pytest.approx([0, first, first + POLL_SECONDS, first + 2 * POLL_SECONDS, first + 3 * POLL_SECONDS])
+    assert fake.ticked_at[:5] == pytest.approx([0, first, first + POLL_SECONDS, first + 2 * POLL_SECONDS, first + 3 * POLL_SECONDS])
     assert db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0].parked
 
 
