@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, NewType
 
-from ...db import Tx, must_exist
+from ...db import Tx
 from ...roles import CONTROLLERS
 from .. import journal
 from ..errors import Conflict, Invalid
 from ..model import Run, Step, clean_note, iso
 from ..occurrences import MAX_SCHEDULE_AHEAD
 from ..store import log, phases, runs, steps
-from .protocol import Context, ControlCommand, StepCommand, Took
+from .protocol import Context, ControlCommand, Took
 from .rules import extend_cue_refusal, extend_refusal, postpone_refusal
 from .run_controls import RunMove
-from .step_controls import step_answer
+from .step_controls import StepChange
 
 Seconds = NewType("Seconds", int)  # how far a deadline moves: later if positive, earlier if negative
 MOST_SECONDS = 7 * 24 * 3600  # a deadline moves at most a week either way in one press
@@ -114,7 +114,7 @@ class Extend(PhaseCommand):
 
 
 @dataclass(frozen=True)
-class ExtendCue(StepCommand[Step]):
+class ExtendCue(StepChange):
     """A parked cue's timeout moved by `seconds`."""
 
     name: ClassVar[str] = "extend_cue"
@@ -132,12 +132,9 @@ class ExtendCue(StepCommand[Step]):
         # guard: extend-cue-commits-before-its-log-row
         logged = log.append(tx, journal.step_timeout_moved(step, self.name, to, self.seconds, by.actor,
                                                            clean_note(self.reason)), by.now)
-        return Took(must_exist(steps.get_on_run(tx, run.id, step.id)), logged)
+        return self.took(tx, step, logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
         timeout = None if step is None else step.times_out_at
         to = None if timeout is None else timeout + timedelta(seconds=self.seconds)
         raise _not_moved(self, run, step, to, by, "the cue's new timeout")
-
-    def answer(self, result: Step) -> dict[str, Any]:
-        return step_answer(result)

@@ -39,7 +39,20 @@ def step_answer(step: Step) -> dict[str, Any]:
     return {"ok": True, "step": step.public()}
 
 
-class _Decision(StepCommand[Step]):
+class StepChange(StepCommand[Step]):
+    """A control whose answer is the step it moved (every step control but retry, and a cue's Extend timeout).
+    Each keeps its own guarded statement and log row; what follows them is the same for all, and is here: the
+    step read again, in the same transaction (as `RunMove` does for a run's)."""
+
+    def took(self, tx: Tx, step: Step, logged: int) -> Took[Step]:
+        """The change took and `logged` is its log row: the step as it is now."""
+        return Took(must_exist(steps.get(tx, step.id)), logged)
+
+    def answer(self, result: Step) -> dict[str, Any]:
+        return step_answer(result)
+
+
+class _Decision(StepChange):
     """A person's decision on one step (confirm, skip): the guarded change and its log row."""
 
     def decided(self, tx: Tx, step: Step, taken: bool, to: StepStatus, by: Context, **detail: str | None) -> Took[Step] | None:
@@ -50,10 +63,7 @@ class _Decision(StepCommand[Step]):
             resources.follow_steps(tx, [step.id], by.now)  # a revert done by hand (confirm), or given up (skip)
         # guard: confirm-and-skip-commit-before-their-log-row
         logged = log.append(tx, journal.step_control(step, self.name, to, by.actor, **detail), by.now)
-        return Took(must_exist(steps.get(tx, step.id)), logged)
-
-    def answer(self, result: Step) -> dict[str, Any]:
-        return step_answer(result)
+        return self.took(tx, step, logged)
 
 
 class Choice(str):
@@ -118,7 +128,7 @@ class Skip(_Decision):
 
 
 @dataclass(frozen=True)
-class Acknowledge(StepCommand[Step]):
+class Acknowledge(StepChange):
     """The presser has the parked cue: who, since when and until when are kept on the step, and logged
     (`step.acknowledged`).
 
@@ -138,7 +148,7 @@ class Acknowledge(StepCommand[Step]):
             return None
         # guard: acknowledge-commits-before-its-log-row
         logged = log.append(tx, journal.step_acknowledged(step, self.name, by.actor, clean_note(self.note), held_until), by.now)
-        return Took(must_exist(steps.get(tx, step.id)), logged)
+        return self.took(tx, step, logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
         step = needed(step, self.name)
@@ -146,12 +156,9 @@ class Acknowledge(StepCommand[Step]):
             return step  # theirs already: nothing written (nor any key kept: a repeat finds it theirs again)
         raise self.lost(run, step)
 
-    def answer(self, result: Step) -> dict[str, Any]:
-        return step_answer(result)
-
 
 @dataclass(frozen=True)
-class Release(StepCommand[Step]):
+class Release(StepChange):
     """Nobody has the parked cue again (`steps.release`), and logged (`step.released`): whoever has it lets it
     go, or a moderator does for them. Its reminders begin again now and its escalation after its delay.
 
@@ -174,7 +181,7 @@ class Release(StepCommand[Step]):
             return None
         # guard: a-release-commits-before-its-log-row
         logged = log.append(tx, journal.step_released(step, self.name, by.actor, clean_note(self.note)), by.now)
-        return Took(must_exist(steps.get(tx, step.id)), logged)
+        return self.took(tx, step, logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
         step = needed(step, self.name)
@@ -184,12 +191,9 @@ class Release(StepCommand[Step]):
                             roles_needed=self.roles, roles_held=by.cue_only)
         raise self.lost(run, step)
 
-    def answer(self, result: Step) -> dict[str, Any]:
-        return step_answer(result)
-
 
 @dataclass(frozen=True)
-class TakeOver(StepCommand[Step]):
+class TakeOver(StepChange):
     """The presser takes over the parked cue someone else has (`steps.take_over`), with a note saying why, and
     logged (`step.taken_over`, naming who had it): theirs from now, held as an acknowledge holds it. A press
     without a note is 400 before anything is read; the holder's own answers the step and writes nothing.
@@ -213,16 +217,13 @@ class TakeOver(StepCommand[Step]):
         # guard: a-take-over-commits-before-its-log-row
         logged = log.append(tx, journal.step_taken_over(step, self.name, by.actor, clean_note(self.note), held_until),
                             by.now)
-        return Took(must_exist(steps.get(tx, step.id)), logged)
+        return self.took(tx, step, logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
         step = needed(step, self.name)
         if step.parked_cue and step.acknowledged_by == by.actor:
             return step  # theirs already: nothing written (nor any key kept: a repeat finds it theirs again)
         raise self.lost(run, step)
-
-    def answer(self, result: Step) -> dict[str, Any]:
-        return step_answer(result)
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ class Retry(StepCommand[Retried]):
 
 
 @dataclass(frozen=True)
-class Resend(StepCommand[Step]):
+class Resend(StepChange):
     """A step parked in doubt is sent again (`steps.resend`): pending with its attempts kept and a fresh
     allowance of them, its next claim sends it without asking the game. A person's word that the game did not apply it (or that a second
     application does no harm)."""
@@ -286,7 +287,7 @@ class Resend(StepCommand[Step]):
             return None
         logged = log.append(tx, journal.step_control(step, self.name, StepStatus.PENDING, by.actor, reason=note,
                                                      attempts=step.attempts), by.now)
-        return Took(must_exist(steps.get(tx, step.id)), logged)
+        return self.took(tx, step, logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
         step = needed(step, self.name)
@@ -295,6 +296,3 @@ class Resend(StepCommand[Step]):
             raise Conflict(f"{step.named}: {phase_ended(ended, 'sent again')}", run_status=run.status.value,
                            step_status=step.status.value, step_parked=step.parked)
         raise self.lost(run, step)
-
-    def answer(self, result: Step) -> dict[str, Any]:
-        return step_answer(result)
