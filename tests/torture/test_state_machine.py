@@ -35,7 +35,7 @@ from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.lifecycle import TERMINAL_RUN, RunStatus
 from chalicelib.events.runner import Budget, Rules
-from chalicelib.events.store import phases, runs, steps
+from chalicelib.events.store import phases, resources, runs, steps
 from chalicelib.roles import CONTROLLERS
 from devtools.kit.game_bridge import SECRET, Answer
 from tests.conftest import START, restore_migrated
@@ -65,6 +65,18 @@ SUBS = {"admin": "root-admin", "moderator": "mod-mia", "gm": "gm-gus"}  # the to
 RUNS = 4
 TERMINAL_STEP = ("done", "failed", "refused", "skipped", "cancelled")
 
+
+def _nothing_to_clean_up(tx, run_id, now):
+    """Why a finished run's Clean up is refused by its rows (None: it begins), as `CleanUp.refused` words it: a
+    step in flight, or nothing its cleanup would send (what is left and why)."""
+    planned = resources.cleanup_counts(tx, run_id).reverts
+    opened = tx.one(f"SELECT {resources.step_open('r.id')} AS opened FROM event_runs r WHERE r.id = %s", (run_id,))["opened"]
+    if planned and not opened:
+        return None
+    if resources.in_flight_count(tx, run_id, now):
+        return "a step of this run is still in flight; clean up once its answer is in (what it created is reverted too)"
+    left = "; ".join(f"{reason.count} left: {reason.why}" for reason in resources.left_unreverted(tx, run_id))
+    return "this run has nothing live to revert and no failed revert to send again" + (f" ({left})" if left else "")
 
 def _signal_effect(run, row) -> str:
     """What a first signal does, judged from the run and its signal phase's row as they stood (the contract)."""
@@ -154,6 +166,8 @@ def test_the_engine_keeps_its_invariants_under_any_interleaving(db, clock, api, 
                 phase, flying = db.autocommit(lambda tx: (
                     phases.get(tx, run.id, body["phase"]), steps.holding_phase(tx, run.id, body["phase"], clock.now())))
                 refusal = commands.advance_refusal(run, body["phase"], phase, flying)
+            if control == "cleanup" and refusal is None:
+                refusal = db.autocommit(lambda tx: _nothing_to_clean_up(tx, run.id, clock.now()))
             answer = api.post(f"/runs/{run.id}/{control}", body, auth=CALLERS[caller])
             self._judge(answer, caller, refusal, {"run_status": run.status.value})
 
