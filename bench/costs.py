@@ -73,9 +73,9 @@ INPUTS = {
     "wake_warm_up_seconds": Input(60, "setting", "the one-time wake-up comes this long before an event (runner/sleep.py WARM_UP)"),
     "idle_wake_seconds": Input(5, "assumed", "tick seconds of a wake with nothing to do, Aurora's resume included"),
     "aurora_acu_awake": Input(0.5, "assumed", "Aurora's average ACUs while awake (its scaled-down floor when not paused)"),
-    "aurora_billed_after_last_use_seconds": Input(
-        600, "setting", "wait_timeout 300 s closes a frozen container's connection, then SecondsUntilAutoPause 300 s"
-    ),
+    "aurora_billed_after_last_use_seconds": Input(360, "setting", (
+        "infra/data.yaml: wait_timeout (IdleConnectionSeconds, 60 s) closes a frozen container's connection, then"
+        " SecondsUntilAutoPause 300 s")),
     "aurora_storage_gb": Input(1, "assumed", "database size (history of a year of a community's runs)"),
     "commits_per_step": Input(
         1, "measured", "bench P2: commits per happy-path step, exact count (bench costs: the server counts the same)"),

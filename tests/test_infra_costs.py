@@ -168,6 +168,13 @@ def test_the_consoles_requests_are_what_its_poller_asks_for():
     assert DEFAULTS["console_requests_per_return"] == 1 + polls
 
 
+def test_aurora_is_billed_until_the_server_closes_an_idle_connection_and_the_pause_comes():
+    """A frozen container's connection lives IdleConnectionSeconds, then Aurora waits SecondsUntilAutoPause."""
+    parameters = cfn.load(cfn.DATA_TEMPLATE)["Parameters"]
+    assert DEFAULTS["aurora_billed_after_last_use_seconds"] == (
+        parameters["IdleConnectionSeconds"]["Default"] + parameters["SecondsUntilAutoPause"]["Default"])
+
+
 def test_the_cost_model_counts_the_metrics_the_tick_publishes():
     from chalicelib import observability
 

@@ -1,5 +1,5 @@
-"""The data stack closes connections idle for 300 s (so a frozen Lambda container cannot keep Aurora
-from pausing): a connection the server closed is replaced before the next unit of work runs."""
+"""The data stack closes connections idle for IdleConnectionSeconds (60 s), so a frozen Lambda container cannot keep
+Aurora from pausing: a connection the server closed is replaced before the next unit of work runs."""
 
 import time
 
