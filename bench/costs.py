@@ -91,9 +91,10 @@ INPUTS = {
     "log_bytes_per_tick_invocation": Input(2275, "measured", (
         "bench costs: the invocation's one INFO line (its ticks summed) and its EMF document;"
         " Lambda's own START/END/REPORT lines come on top")),
-    "api_requests_per_live_hour": Input(3600, "assumed", (
-        "two staff consoles on a live page while runs are live, each polling every 2 s"
-        " (chalicelib/console/static/poll.js LIVE_MS), one request a poll")),
+    "api_requests_per_live_hour": Input(4320, "assumed", (
+        "two staff consoles on a live run page while runs are live, each reading the run every 2 s and the header's"
+        " count every 10 s (chalicelib/console/static/poll.js LIVE_MS, COUNT_MS); on the runs list a poll is two"
+        " requests (the list and the inbox it shows)")),
     "api_ms_per_request": Input(60, "assumed", "billed API time per request (bench P6: 3 ms in-process, plus the network)"),
     "access_log_bytes_per_api_request": Input(320, "setting", (
         "API Gateway's access log line (infra/app.yaml AccessLogSetting) with an IPv6 source and a long route;"
@@ -104,9 +105,9 @@ INPUTS = {
     "console_idle_bound_seconds": Input(600, "setting", (
         "an idle console page stops polling after this long and says so (issue 37); until then it keeps the"
         " database awake")),
-    "console_requests_per_return": Input(6, "setting", (
+    "console_requests_per_return": Input(12, "setting", (
         "the refresh on return and the idle polls inside the bound (poll.js: 15 s doubling, at 15, 45, 105, 225"
-        " and 465 s)")),
+        " and 465 s), each with the header's count (its polls are COUNT_MS apart or more)")),
     "custom_metrics": Input(23, "setting", (
         "EMF metrics a tick invocation publishes (chalicelib/observability.py), each billed for every hour"
         " in which one is published")),

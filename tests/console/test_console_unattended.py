@@ -125,3 +125,23 @@ def test_a_list_in_use_keeps_polling_and_one_left_alone_catches_up_when_its_tab_
     browser.switch_to.new_window("tab")
     browser.switch_to.window(watched)
     eventually(lambda: second in [run for run, _ in listed(browser)] or None, "the list brought up to date", timeout=10)
+
+
+def test_a_live_run_page_polls_itself_every_two_seconds_and_the_headers_count_at_most_every_ten(browser, server,
+                                                                                               api_client):
+    """Each read of the header's count is one more API request (billed per request): a live run page read it with
+    every poll, two requests every 2 s. Now its polls read it at most every 10 s (poll.js COUNT_MS)."""
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (count cadence)"))
+    sign_in(browser, GM)
+    browser.get(f"{server.console_url}#/runs/{run_id}")
+    cue_banner(browser)
+    eventually(lambda: _state(browser) == "live", "the page polling its live run")
+    since = time.monotonic()
+
+    def polls() -> list[float]:
+        return [at for at, path in server.requested_at(f"/runs/{run_id}", since, method="GET") if path == f"/runs/{run_id}"]
+
+    eventually(lambda: len(polls()) >= 16, "16 polls of the live run", timeout=90)
+    window = polls()
+    counted = [at for at, _ in server.requested_at("/inbox", since, method="GET") if at <= window[-1]]
+    assert 1 <= len(counted) <= len(window) / 5 + 2, (len(window), len(counted))

@@ -19,6 +19,9 @@ export const LIVE_MS = 2000;
 export const IDLE_FIRST_MS = 15000;
 export const IDLE_MAX_MS = 300000;
 export const UNATTENDED_MAX_MS = 600000;
+// A live page's own polls read the header's count at most this often: it is another request each time, and the
+// API bills per request (the person's own action, a tab shown, Update now read it at once).
+export const COUNT_MS = 10000;
 
 // `?unattended_after=<seconds>` in the address shortens the bound, never lengthens it.
 const asked = Number(new URLSearchParams(location.search).get('unattended_after'));
@@ -56,6 +59,7 @@ export class Poller {
     this.stopped = false;
     this.state = null;
     this.loadedAt = null; // when the page last had an answer
+    this.countedAt = -Infinity; // when this page's loads last read the count
     this.onVisibility = () => this.visibilityChanged();
     this.onFocus = () => this.cameBack();
     document.addEventListener('visibilitychange', this.onVisibility);
@@ -63,7 +67,8 @@ export class Poller {
   }
 
   // Load now (at start, after an action, when the tab is shown, on Update now); a call during a load queues one more.
-  async now() {
+  // `polled`: the poll's own timer asked, so the count is read only when COUNT_MS have passed since the last read.
+  async now({ polled = false } = {}) {
     if (this.stopped) return;
     if (this.loading) {
       this.again = true;
@@ -71,9 +76,11 @@ export class Poller {
     }
     clearTimeout(this.timer);
     this.timer = null;
+    const counts = this.counts && (!polled || performance.now() - this.countedAt >= COUNT_MS);
+    if (counts) this.countedAt = performance.now();
     this.loading = (async () => {
       try {
-        return (await Promise.all([this.load(), this.counts ? refreshNeedYou() : null]))[0];
+        return (await Promise.all([this.load(), counts ? refreshNeedYou() : null]))[0];
       } catch {
         return 'idle'; // the view has said what went wrong; try again later, backing off
       }
@@ -132,7 +139,7 @@ export class Poller {
     if (unattendedFor() >= UNATTENDED_MS) {
       this.tell('unattended', { delay: UNATTENDED_MS, update: () => this.updateNow() });
     } else if (performance.now() >= this.dueAt) {
-      this.now();
+      this.now({ polled: true });
     } else {
       this.wait(); // touched meanwhile: the load stays due when it was
     }
