@@ -14,6 +14,12 @@ from an estimate:
   steps are `core.announce` on the `log` channel: their notice lines are the
   announcements themselves (the deployed templates post notices to SNS), so
   they are counted apart from the engine's own bytes.
+- custom metrics: the metric names in the EMF document(s) an invocation prints,
+  each billed for every hour in which it is published. Two invocations of the
+  deployed tick, its sleep on against moto's rule and schedules: the sleep's
+  daily wake (woken by its one-time wake-up with nothing to do: it looks and
+  sleeps again), and a live minute (runs start, their steps are done and they
+  complete, a cue parks and one parked before is reminded).
 - redo bytes and commits: InnoDB's `Innodb_os_log_written` and the server's
   `Com_commit` before and after one tick drains instant steps (eight workers,
   as deployed), again a long drain less a short one so that starting and
@@ -60,9 +66,10 @@ from chalicelib.events.runner import lambda_handler as invocation_module
 from devtools.kit.clock import ManualClock
 from devtools.kit.lambda_invocation import SCHEDULED_EVENT, lambda_context
 from devtools.kit.mariadb import PrivateMariaDB
+from tests.support.aws_world import FUNCTION, ROLE, RULE, Deployment, engine_aws
 
 from .harness import Figure, median, migrated_database, scratch_database
-from .workload import drain, make_runner, schedule_backlog
+from .workload import drain, make_runner, schedule_backlog, schedule_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 20  # runs per drain: enough for the tick's eight workers
@@ -72,17 +79,33 @@ PURGE_WAIT_SECONDS = 10.0
 AURORA_WRITE_IO_BYTES = 4096  # Aurora counts write I/Os in 4 KB units of log records
 CHANNELS_LOGGER = "chalicelib.events.adapters.channels"
 LEVEL_SETTINGS = ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL")
+LIVE_RUNS, LIVE_STEPS = 4, 3  # the live minute's runs that start and complete, and their instant steps each
+REMIND_AFTER_SECONDS = 120  # a cue's first reminder: the minute after the one it parked in, inside the horizon
+CUE_DOCUMENT = {"name": "Benchmark cue", "grace_seconds": 3600, "ending": [], "phases": [{"name": "main", "steps": [
+    {"action": "core.cue", "params": {"instruction": "Light the bonfire", "remind_after_seconds": REMIND_AFTER_SECONDS}}]}]}
+
+
+def _prod_environment() -> dict[str, str]:
+    """The tick's plain environment in the prod stage (.chalice/config.json)."""
+    config = json.loads((ROOT / ".chalice" / "config.json").read_text())
+    return {**config["environment_variables"], **config["stages"]["prod"].get("environment_variables", {})}
 
 
 def deployed_environment() -> dict[str, str]:
-    """The tick's plain environment in the prod stage (.chalice/config.json), without the sleep switch.
+    """The tick's plain environment in the prod stage, without the sleep switch.
 
     Sleeping needs the AWS schedule; a deployment goes to sleep once per event, not per step.
     """
-    config = json.loads((ROOT / ".chalice" / "config.json").read_text())
-    env = {**config["environment_variables"], **config["stages"]["prod"].get("environment_variables", {})}
+    env = _prod_environment()
     env.pop("EVENTS_SLEEP", None)
     return env
+
+
+def sleeping_environment() -> dict[str, str]:
+    """The tick's plain environment in the prod stage, its sleep as deployed, with the names of moto's rule,
+    function and role (`engine_aws`) for the ones the template passes."""
+    return {**_prod_environment(), "EVENTS_TICK_RULE_NAME": RULE, "EVENTS_TICK_FUNCTION_ARN": FUNCTION,
+            "EVENTS_WAKE_ROLE_ARN": ROLE}
 
 
 def deployed_log_level() -> str:
@@ -106,6 +129,7 @@ class Output:
     engine_bytes: int  # log lines and the EMF document
     notice_bytes: int  # the log channel's notices (the announcements themselves)
     notices: int
+    metrics: frozenset[str]  # the custom metrics its EMF document(s) publish
 
 
 @contextlib.contextmanager
@@ -166,32 +190,87 @@ def _spread(db: Database, run_ids: list[int], start: datetime) -> None:
         [(start + timedelta(seconds=i), start + timedelta(seconds=i), run_id) for i, run_id in enumerate(run_ids)]))
 
 
+def _invoke(db: Database, clock: ManualClock, env: dict[str, str], event: dict) -> tuple[dict, str]:
+    """One tick invocation through the Lambda handler (`app.tick`, middleware and all), as Lambda invokes it with
+    `event`, at the deployed log level: its summary, and everything it wrote to standard output and error."""
+    import app  # the handler Lambda calls, with its middleware
+
+    settings = Settings.from_env({**env, "EVENTS_DB_URL": db.params.url()})
+    with runtime.override(settings=settings, database=db, clock=clock), _deployed_logging(), \
+            _invocation_time(clock), _lambda_streams() as captured:
+        summary = app.tick(event, lambda_context())
+    return summary, captured.getvalue()
+
+
+def published_metrics(written: str) -> frozenset[str]:
+    """The custom metrics named in the EMF documents among an invocation's lines."""
+    names: set[str] = set()
+    for line in written.splitlines():
+        entry = json.loads(line) if line.startswith("{") else {}
+        for directive in entry.get("_aws", {}).get("CloudWatchMetrics", []):
+            names.update(metric["Name"] for metric in directive["Metrics"])
+    return frozenset(names)
+
+
 def invocation_output(db: Database, steps_per_run: int, *, spread: bool = False) -> Output:
     """One tick invocation through the Lambda handler over RUNS runs of `steps_per_run` instant steps.
 
     The runs are all due at once (one tick), or `spread` a second apart (a tick each).
     """
-    import app  # the handler Lambda calls, with its middleware
-
     run_ids = schedule_backlog(db, RUNS, steps_per_run, label=f"logs{steps_per_run}{'s' if spread else ''}")
     clock = ManualClock(DatabaseClock(db).now())
     if spread:
         _spread(db, run_ids, clock.now())
-    settings = Settings.from_env({**deployed_environment(), "EVENTS_DB_URL": db.params.url()})
-    with runtime.override(settings=settings, database=db, clock=clock), _deployed_logging(), \
-            _invocation_time(clock), _lambda_streams() as captured:
-        summary = app.tick(SCHEDULED_EVENT, lambda_context())
+    summary, written = _invoke(db, clock, deployed_environment(), SCHEDULED_EVENT)
     steps = sum(tick["dispatched"] for tick in summary["ticks"])
     if steps != RUNS * steps_per_run or any(tick["errors"] for tick in summary["ticks"]):
         raise RuntimeError(f"the invocation did not drain its {RUNS * steps_per_run} steps cleanly: {summary}")
     engine = notice = notices = 0
-    for line in captured.getvalue().splitlines(keepends=True):
+    for line in written.splitlines(keepends=True):
         size = len(line.encode())
         if '"channel"' in line and json.loads(line).get("kind") == "announce":
             notice, notices = notice + size, notices + 1
         else:
             engine += size
-    return Output(steps, len(summary["ticks"]), engine, notice, notices)
+    return Output(steps, len(summary["ticks"]), engine, notice, notices, published_metrics(written))
+
+
+def idle_wake_metrics(db: Database) -> frozenset[str]:
+    """The custom metrics of the sleep's daily wake: the deployed tick, asleep over nothing to do, invoked by its
+    one-time wake-up; it looks, finds nothing and sleeps again."""
+    with engine_aws():
+        clock = ManualClock(DatabaseClock(db).now())
+        env = sleeping_environment()
+        minute, _ = _invoke(db, clock, env, SCHEDULED_EVENT)  # the minute rule's, with nothing due: it sleeps
+        deployment = Deployment.here()
+        [(name, wake_at)] = [(name, at) for name, at in deployment.schedules().items() if "-wake-" in name]
+        event = json.loads(deployment.scheduler.get_schedule(Name=name)["Target"]["Input"])  # type: ignore[attr-defined]
+        deployment.scheduler.delete_schedule(Name=name)  # type: ignore[attr-defined]  # a one-time schedule, fired
+        clock.set(wake_at)
+        summary, written = _invoke(db, clock, env, event)
+    if not (minute["asleep"] and summary["asleep"]) or invocation_module.invocation_totals(summary["ticks"]).get("dispatched"):
+        raise RuntimeError(f"the wake did not find nothing to do and sleep again: {minute} then {summary}")
+    return published_metrics(written)
+
+
+def live_minute_metrics(db: Database) -> frozenset[str]:
+    """The custom metrics of a live minute's invocation of the deployed tick: LIVE_RUNS runs start, their steps
+    are done and they complete, a cue parks, and the cue parked the minute before is reminded."""
+    with engine_aws():
+        clock = ManualClock(DatabaseClock(db).now())
+        env = sleeping_environment()
+        schedule_runs(db, CUE_DOCUMENT, 1, label="reminded")
+        _invoke(db, clock, env, SCHEDULED_EVENT)  # the minute before: the cue parks
+        clock.advance(REMIND_AFTER_SECONDS)
+        schedule_backlog(db, LIVE_RUNS, LIVE_STEPS, label="live")
+        schedule_runs(db, CUE_DOCUMENT, 1, label="parked")
+        summary, written = _invoke(db, clock, env, SCHEDULED_EVENT)
+    totals = invocation_module.invocation_totals(summary["ticks"])
+    if (totals.get("started") != LIVE_RUNS + 1 or totals.get("reminders") != 1 or totals.get("errors")
+            or totals.get("outcomes") != {"done": LIVE_RUNS * LIVE_STEPS, "parked": 1}
+            or totals.get("statuses", {}).get("completed") != LIVE_RUNS):
+        raise RuntimeError(f"the live minute was not the one described: {totals}")
+    return published_metrics(written)
 
 
 @dataclass(frozen=True)
@@ -297,6 +376,10 @@ def run(sizes) -> list[Figure]:
         alone = redo_per_step(db, rounds)
     with scratch_database("redo") as db:
         shared = redo_per_step(db, rounds, purge_wait_seconds=0)
+    with scratch_database("wake") as db:
+        idle = idle_wake_metrics(db)
+    with scratch_database("live") as db:
+        live = live_minute_metrics(db)
     write_ios = math.ceil(alone.bytes_per_commit / AURORA_WRITE_IO_BYTES)
     batched = alone.bytes_per_commit / AURORA_WRITE_IO_BYTES
     print(f"\ncost inputs (the tick logging at {deployed_log_level()}): --log-bytes-per-step {max(0, math.ceil(logs.per_step))}"
@@ -305,7 +388,9 @@ def run(sizes) -> list[Figure]:
           f" {batched:.2f} if every log record were batched into full 4 KB units)\n"
           f"  a tick more adds {logs.per_extra_tick:.1f} B; a log-channel notice its line, {logs.per_notice:.0f} B;"
           f" redo per commit {alone.bytes_per_commit:.0f} B on a server of its own,"
-          f" {shared.bytes_per_commit:.0f} B on the shared one (others' writes in, the purge's out)")
+          f" {shared.bytes_per_commit:.0f} B on the shared one (others' writes in, the purge's out)\n"
+          f"  custom metrics an invocation publishes: {len(idle)} on the sleep's idle wake ({', '.join(sorted(idle))});"
+          f" {len(live)} in a live minute ({', '.join(sorted(live))})")
     return [
         Figure("costs", "tick log bytes per step", logs.per_step, "B"),
         Figure("costs", "tick log bytes per extra tick", logs.per_extra_tick, "B"),
@@ -314,4 +399,6 @@ def run(sizes) -> list[Figure]:
         Figure("costs", "commits per step (server count)", alone.commits_per_step, ""),
         Figure("costs", "redo bytes per commit", alone.bytes_per_commit, "B"),
         Figure("costs", "redo bytes per commit, shared server", shared.bytes_per_commit, "B"),
+        Figure("costs", "custom metrics, the sleep's idle wake", len(idle), ""),
+        Figure("costs", "custom metrics, a live minute", len(live), ""),
     ]

@@ -3,17 +3,30 @@
 Every `chalicelib` logger writes through one Powertools formatter, so each line
 carries the service, the invocation's correlation id (the API request id, or the
 EventBridge event id of a tick) and whatever keys the invocation appended
-(`run_id`, `step_id`). A tick's metrics are flushed once, as one EMF document on
-standard output, when its invocation ends, and an API request's as it ends, when
-it recorded any; the API's `NudgeFailed` is written as its own document when it
-happens (`publish_now`). CloudWatch turns those into metrics without an API call,
-so metrics cost no outbound route.
+(`run_id`, `step_id`). A tick invocation's metrics are flushed once, as one EMF
+document on standard output, when it ends, and an API request's as it ends
+(either only when it recorded any); the API's `NudgeFailed` is written as its own
+document when it happens (`publish_now`). CloudWatch turns those into metrics
+without an API call, so metrics cost no outbound route.
+
+A count is published only when something happened: CloudWatch bills each metric
+for every hour in which it is published, and every alarm on a count treats
+missing data as fine (`notBreaching`, which `tests/test_infra_templates.py`
+holds the template to), so a zero would buy nothing an absent figure does not.
+So is `ResourcesLeft`, a level no alarm reads (its graph's gap means none is
+left), and `DueLagSeconds` only when a tick found due work. The two wait ages
+are published by every invocation that reached the database, 0 included: their
+alarms keep their state through missing data, and an invocation cannot know
+that the wait it no longer sees just ended, so only its 0 returns them to OK.
+The invocation's wall time is no metric of ours: Lambda's own `Duration` is that
+figure, free (and the invocation's log line carries `seconds`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -73,9 +86,7 @@ def http_middleware(request: Any, get_response: Callable[[Any], Any]) -> Any:
     try:
         return get_response(request)
     finally:
-        board = metrics()
-        if board.metric_set:  # most requests record none: no line, and no warning from Powertools about it
-            board.flush_metrics()
+        _flush_recorded()
         log.set_correlation_id(None)
 
 
@@ -92,8 +103,16 @@ def scheduled_middleware(event: Any, get_response: Callable[[Any], Any]) -> Any:
             record_tick_metrics(summary)
         return summary
     finally:
-        metrics().flush_metrics()
+        _flush_recorded()
         log.set_correlation_id(None)
+
+
+def _flush_recorded() -> None:
+    """The metrics recorded so far, as one EMF document. Most API requests record none, and so does a tick
+    invocation that found its schema behind: then no line, and no warning from Powertools about it."""
+    board = metrics()
+    if board.metric_set:
+        board.flush_metrics()
 
 
 # Outcome verdicts and the run statuses a tick leaves runs in, as metric names.
@@ -121,6 +140,8 @@ SLEEP_FAILED = "SleepFailed"  # the tick's sleeps that could not be set (its wak
 NUDGE_FAILED = "NudgeFailed"  # the API's: a nudge whose rule or invoke failed (nudge.py)
 RESOURCES_LEFT = "ResourcesLeft"  # resources whose revert failed and a person accepted or has not retried yet
 DATABASE_UNAVAILABLE_ANSWERS = "DatabaseUnavailableAnswers"
+# The longest waits for a person, 0 when none: published whenever read, the 0 included (the module's rule).
+WAIT_AGES = {"parked_cue_age_seconds": "ParkedCueAgeSeconds", "paused_run_age_seconds": "PausedRunAgeSeconds"}
 
 
 def record_database_unavailable_answer() -> None:
@@ -130,35 +151,33 @@ def record_database_unavailable_answer() -> None:
 
 
 def record_tick_metrics(summary: dict[str, Any]) -> None:
-    """Add one invocation's figures (its `{"ticks": [...]}` summary) to the metrics to be flushed."""
+    """Add one invocation's figures (its `{"ticks": [...]}` summary) to the metrics to be flushed: its counts
+    that are not zero, the wait ages it read and the longest due lag its ticks met (the module's rule)."""
     ticks = summary.get("ticks") or []
-    board = metrics()
-    totals: dict[str, float] = dict.fromkeys((*COUNT_METRICS.values(), *OUTCOME_METRICS.values()), 0)
+    counts: Counter[str] = Counter()
     for tick in ticks:
         for key, name in COUNT_METRICS.items():
-            totals[name] += tick.get(key, 0) or 0
+            counts[name] += tick.get(key, 0) or 0
         for verdict, count in (tick.get("outcomes") or {}).items():
-            totals[OUTCOME_METRICS[verdict]] += count
+            counts[OUTCOME_METRICS[verdict]] += count
         for status, count in (tick.get("statuses") or {}).items():
             if status in STATUS_METRICS:
-                totals[STATUS_METRICS[status]] = totals.get(STATUS_METRICS[status], 0) + count
-    for name, value in totals.items():
-        board.add_metric(name=name, unit=MetricUnit.Count, value=value)
+                counts[STATUS_METRICS[status]] += count
+    # 1 when the database stayed out of reach for the whole invocation: it ends normally
+    # (the next minute retries), so Lambda's own Errors metric never sees the outage.
+    counts[DATABASE_UNREACHABLE] = int(bool(summary.get("database_unreachable")))
+    # 1 when a sleep's backstop had to wake the engine: its wake-up was spent without waking it.
+    counts[BACKSTOP_WAKES] = int(bool(summary.get("backstop_woke")))
+    # The sleeps this invocation could not set: it stays awake, a minute at a time, for as long as they fail.
+    counts[SLEEP_FAILED] = summary.get("sleep_failed", 0)
+    counts[RESOURCES_LEFT] = summary.get("resources_left") or 0
+    board = metrics()
+    for name, value in counts.items():
+        if value:
+            board.add_metric(name=name, unit=MetricUnit.Count, value=value)
     lags = [t["due_lag_seconds"] for t in ticks if t.get("due_lag_seconds") is not None]
     if lags:
         board.add_metric(name="DueLagSeconds", unit=MetricUnit.Seconds, value=max(lags))
-    if summary.get("parked_cue_age_seconds") is not None:
-        board.add_metric(name="ParkedCueAgeSeconds", unit=MetricUnit.Seconds, value=summary["parked_cue_age_seconds"])
-    if summary.get("paused_run_age_seconds") is not None:
-        board.add_metric(name="PausedRunAgeSeconds", unit=MetricUnit.Seconds, value=summary["paused_run_age_seconds"])
-    if summary.get("resources_left") is not None:
-        board.add_metric(name=RESOURCES_LEFT, unit=MetricUnit.Count, value=summary["resources_left"])
-    if "seconds" in summary:
-        board.add_metric(name="TickSeconds", unit=MetricUnit.Seconds, value=summary["seconds"])
-    # 1 when the database stayed out of reach for the whole invocation: it ends normally
-    # (the next minute retries), so Lambda's own Errors metric never sees the outage.
-    board.add_metric(name=DATABASE_UNREACHABLE, unit=MetricUnit.Count, value=int(bool(summary.get("database_unreachable"))))
-    # 1 when a sleep's backstop had to wake the engine: its wake-up was spent without waking it.
-    board.add_metric(name=BACKSTOP_WAKES, unit=MetricUnit.Count, value=int(bool(summary.get("backstop_woke"))))
-    # The sleeps this invocation could not set: it stays awake, a minute at a time, for as long as they fail.
-    board.add_metric(name=SLEEP_FAILED, unit=MetricUnit.Count, value=summary.get("sleep_failed", 0))
+    for key, name in WAIT_AGES.items():
+        if summary.get(key) is not None:  # None: the invocation read no wait (the database out of reach)
+            board.add_metric(name=name, unit=MetricUnit.Seconds, value=summary[key])

@@ -443,6 +443,45 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
     assert set(read) <= published
 
 
+def test_every_alarm_on_a_figure_an_idle_invocation_leaves_out_calls_its_absence_fine(app, db, clock, monkeypatch):
+    """The tick publishes a count only when it is not zero (CloudWatch bills a metric per hour published): an
+    alarm on one must treat missing data as notBreaching, and a metric-math alarm must FILL it with 0, or an
+    idle hour would read as an alarm or as no data. The figures an idle invocation does publish (the wait ages,
+    0) are the ones whose alarms ignore missing data: only that 0 returns them to OK."""
+    from chalicelib import observability, runtime
+    from chalicelib.config import Settings
+    from chalicelib.events.runner.lambda_handler import scheduled_tick
+    from devtools.kit.lambda_invocation import InjectedTime, lambda_context
+
+    InjectedTime(clock).install(monkeypatch)
+    with runtime.override(settings=Settings(), database=db, clock=clock):
+        summary = scheduled_tick(lambda_context())  # nothing scheduled: the idle wake's invocation
+    board = observability.metrics()
+    board.clear_metrics()
+    observability.record_tick_metrics(summary)
+    published_idle = set(board.metric_set)
+    board.clear_metrics()
+    left_out, kept = set(), set()
+    for name, alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").items():
+        props = alarm["Properties"]
+        read = {m["Id"]: m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m} or {None: props}
+        expression = next((m["Expression"] for m in props.get("Metrics", []) if "Expression" in m), None)
+        for metric_id, metric in read.items():
+            if metric["Namespace"] != {"Ref": "MetricsNamespace"}:
+                continue  # AWS's own metrics (Lambda's Errors, API Gateway's 5XXError)
+            if metric["MetricName"] in published_idle:
+                kept.add(metric["MetricName"])
+                assert props["TreatMissingData"] == "ignore", name
+                continue
+            left_out.add(metric["MetricName"])
+            assert props["TreatMissingData"] == "notBreaching", name
+            if expression is not None:
+                assert f"FILL({metric_id}, 0)" in expression, name
+    assert kept == {"ParkedCueAgeSeconds", "PausedRunAgeSeconds"}
+    assert left_out == {"RunErrors", "RunsPaused", "RunsMissed", "DueLagSeconds", "DatabaseUnreachable", "BackstopWakes",
+                        "SleepFailed", "NudgeFailed", "DatabaseUnavailableAnswers"}
+
+
 def test_the_package_names_no_region_so_one_package_deploys_anywhere(packaged):
     assert cfn.REGION not in json.dumps(packaged)  # packaged with AWS_DEFAULT_REGION=eu-west-1
 

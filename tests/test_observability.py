@@ -1,4 +1,5 @@
-"""Logs are JSON lines carrying the invocation's correlation id; a tick's metrics leave as one EMF document."""
+"""Logs are JSON lines carrying the invocation's correlation id; a tick's metrics leave as one EMF document,
+its counts only when not zero."""
 
 from __future__ import annotations
 
@@ -21,6 +22,16 @@ from tests.support.runner_kit import schedule, step
 
 def _lines(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def _emf_documents(out: str) -> list[dict]:
+    return [entry for entry in _lines(out) if "_aws" in entry]
+
+
+def _names(emf: dict) -> set[str]:
+    """The metrics an EMF document publishes."""
+    [directive] = emf["_aws"]["CloudWatchMetrics"]
+    return {metric["Name"] for metric in directive["Metrics"]}
 
 
 def _value(emf: dict, name: str) -> float:
@@ -70,21 +81,49 @@ def test_a_tick_invocation_flushes_its_figures_as_named_emf_metrics_with_the_eve
 
     def run_ticks(_event):
         logging.getLogger("chalicelib.events.runner").warning("a run failed inside the tick")
-        return {"ticks": [tick, dict(tick, due_lag_seconds=1.5)], "seconds": 58.0, "parked_cue_age_seconds": 600.0}
+        return {"ticks": [tick, dict(tick, due_lag_seconds=1.5)], "seconds": 58.0, "parked_cue_age_seconds": 600.0,
+                "paused_run_age_seconds": 0.0, "resources_left": 2, "backstop_woke": True, "sleep_failed": 1}
 
     observability.scheduled_middleware(event, run_ticks)
     [warning] = [entry for entry in _lines(log_stream.getvalue()) if entry.get("message") == "a run failed inside the tick"]
     assert warning["correlation_id"] == SCHEDULED_EVENT["id"]
-    [emf] = [entry for entry in _lines(capsys.readouterr().out) if "_aws" in entry]
-    [directive] = emf["_aws"]["CloudWatchMetrics"]
-    assert directive["Namespace"] == "EngineTest"
-    names = {metric["Name"] for metric in directive["Metrics"]}
-    assert {"StepsDispatched", "StepsDone", "StepsParked", "StepsRetried", "StepsReclaimed", "StepsGivenUp",
-            "RunsStarted", "RunsCompleted", "RunsPaused", "RunErrors", "DueLagSeconds", "ParkedCueAgeSeconds",
-            "TickSeconds", "DatabaseUnreachable"} <= names
+    [emf] = _emf_documents(capsys.readouterr().out)
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "EngineTest"
+    # Its non-zero counts and its gauges; no zero (StepsGivenUp, DatabaseUnreachable), no wall time (Lambda's Duration)
+    assert _names(emf) == {"StepsDispatched", "StepsReclaimed", "RunsStarted", "RunErrors", "StepsDone", "StepsParked",
+                           "StepsRetried", "RunsPaused", "RunsCompleted", "DueLagSeconds", "ParkedCueAgeSeconds",
+                           "PausedRunAgeSeconds", "ResourcesLeft", "BackstopWakes", "SleepFailed"}
     assert _value(emf, "StepsDispatched") == 10 and _value(emf, "RunsPaused") == 2 and _value(emf, "RunErrors") == 2
     assert _value(emf, "DueLagSeconds") == 1.5 and _value(emf, "ParkedCueAgeSeconds") == 600.0
-    assert _value(emf, "DatabaseUnreachable") == 0
+    assert _value(emf, "PausedRunAgeSeconds") == 0 and _value(emf, "ResourcesLeft") == 2
+    assert _value(emf, "BackstopWakes") == 1 and _value(emf, "SleepFailed") == 1
+
+
+def test_an_invocation_with_nothing_to_do_publishes_only_the_two_wait_ages_at_zero(db, clock, monkeypatch, capsys):
+    """CloudWatch bills a metric for every hour it is published: an idle wake publishes the two figures whose
+    alarms need a 0 to return to OK, and no count at 0."""
+    import app
+
+    InjectedTime(clock).install(monkeypatch)
+    with runtime.override(settings=Settings(), database=db, clock=clock):
+        summary = app.tick(SCHEDULED_EVENT, lambda_context())
+    assert not any(tick["dispatched"] or tick["started"] for tick in summary["ticks"])
+    [emf] = _emf_documents(capsys.readouterr().out)
+    assert _names(emf) == {"ParkedCueAgeSeconds", "PausedRunAgeSeconds"}
+    assert _value(emf, "ParkedCueAgeSeconds") == _value(emf, "PausedRunAgeSeconds") == 0
+
+
+def test_an_invocation_that_never_reached_the_database_publishes_that_alone_and_one_behind_its_schema_nothing(capsys):
+    """Neither read a wait, so neither publishes a wait's age (the alarms keep their state); the outage's count
+    is what DatabaseUnreachableAlarm reads."""
+    from chalicelib.events.runner.lambda_handler import NOTHING_TICKED
+
+    event = CloudWatchEvent(SCHEDULED_EVENT, SimpleNamespace(aws_request_id="lambda-req-2"))
+    observability.scheduled_middleware(event, lambda _event: {**NOTHING_TICKED, "seconds": 55.0, "database_unreachable": True})
+    [emf] = _emf_documents(capsys.readouterr().out)
+    assert _names(emf) == {"DatabaseUnreachable"} and _value(emf, "DatabaseUnreachable") == 1
+    observability.scheduled_middleware(event, lambda _event: {**NOTHING_TICKED, "seconds": 0.2, "schema_behind": "behind"})
+    assert _emf_documents(capsys.readouterr().out) == []
 
 
 def test_a_real_tick_invocation_reports_started_runs_due_lag_and_the_oldest_parked_cue(db, clock, monkeypatch, capsys):
@@ -99,11 +138,11 @@ def test_a_real_tick_invocation_reports_started_runs_due_lag_and_the_oldest_park
         capsys.readouterr()
         summary = app.tick(SCHEDULED_EVENT, lambda_context())
     assert run_row(db, late.id).status is RunStatus.COMPLETED and run_row(db, parked.id).status is RunStatus.RUNNING
-    [emf] = [entry for entry in _lines(capsys.readouterr().out) if "_aws" in entry]
+    [emf] = _emf_documents(capsys.readouterr().out)
     assert _value(emf, "RunsStarted") == 1 and _value(emf, "RunsCompleted") == 1 and _value(emf, "StepsDone") == 1
     assert _value(emf, "DueLagSeconds") >= 20  # it was due 20 s before this invocation's first tick
     assert 600 <= _value(emf, "ParkedCueAgeSeconds") < 700
-    assert _value(emf, "ResourcesLeft") == summary["resources_left"] >= 0  # what cleanups left behind, every run's
+    assert summary["resources_left"] == 0 and "ResourcesLeft" not in _names(emf)  # nothing any cleanup left behind
     assert summary["seconds"] >= 0
 
 
@@ -157,7 +196,7 @@ def test_the_wait_alarms_return_to_ok_once_the_wait_ends(db, clock, monkeypatch,
                     commands.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
             capsys.readouterr()
             app.tick(SCHEDULED_EVENT, lambda_context())
-            [emf] = [entry for entry in _lines(capsys.readouterr().out) if "_aws" in entry]
+            [emf] = _emf_documents(capsys.readouterr().out)
             figures.append(emf)
     template = cfn.load(cfn.APP_TEMPLATE)
     for alarm_name, metric in (("ParkedCueAlarm", "ParkedCueAgeSeconds"), ("PausedRunAlarm", "PausedRunAgeSeconds")):
