@@ -88,7 +88,7 @@ INPUTS = {
     "log_bytes_per_step": Input(1, "measured", (
         "bench costs: the tick Lambda at the deployed level (INFO) writes no line per step (0.01 B, rounded up);"
         " a notice on the log channel adds its own line, about 400 B (the templates post notices to SNS)")),
-    "log_bytes_per_tick_invocation": Input(2275, "measured", (
+    "log_bytes_per_tick_invocation": Input(1427, "measured", (
         "bench costs: the invocation's one INFO line (its ticks summed) and its EMF document;"
         " Lambda's own START/END/REPORT lines come on top")),
     "api_requests_per_live_hour": Input(4320, "assumed", (
@@ -108,9 +108,13 @@ INPUTS = {
     "console_requests_per_return": Input(12, "setting", (
         "the refresh on return and the idle polls inside the bound (poll.js: 15 s doubling, at 15, 45, 105, 225"
         " and 465 s), each with the header's count (its polls are COUNT_MS apart or more)")),
-    "custom_metrics": Input(23, "setting", (
-        "EMF metrics a tick invocation publishes (chalicelib/observability.py), each billed for every hour"
-        " in which one is published")),
+    "custom_metrics_live": Input(9, "measured", (
+        "bench costs: the EMF metrics a live minute's tick invocation publishes (runs start, steps done, a cue"
+        " parked and reminded, runs complete: chalicelib/observability.py publishes a count only when it is not"
+        " zero), each billed for every hour in which one is published")),
+    "custom_metrics_idle": Input(2, "measured", (
+        "bench costs: the EMF metrics of a wake with nothing to do (the two wait ages, at 0, so their alarms can"
+        " return to OK)")),
     "alarm_metrics": Input(13, "setting", "eleven alarms, two of them over two metrics (infra/app.yaml)"),
     "wait_timer_wakes_per_event": Input(1, "assumed", (
         "a wait's timer (a cue's reminder, its escalation or timeout, a paused run's escalation) that falls after"
@@ -183,8 +187,9 @@ def _aurora(hours: float, v: dict[str, float], p: dict[str, float]) -> float:
     return hours * v["aurora_acu_awake"] * p["aurora_acu_hour"]
 
 
-def _metric_hours(hours: float, v: dict[str, float], p: dict[str, float]) -> float:
-    return hours * v["custom_metrics"] * p["custom_metric_month"] / HOURS_PER_MONTH
+def _metric_hours(hours: float, metrics: float, p: dict[str, float]) -> float:
+    """`metrics` custom metrics, each published in `hours` hours of the month."""
+    return hours * metrics * p["custom_metric_month"] / HOURS_PER_MONTH
 
 
 def _api(requests: float, v: dict[str, float], p: dict[str, float]) -> float:
@@ -212,7 +217,7 @@ def events_awake(s: Scenario, v: dict[str, float], p: dict[str, float]) -> Items
     tick_invocations = s.live_hours * 60 + timer_wakes
     api_requests = s.live_hours * v["api_requests_per_live_hour"]
     # an event's metrics are published in its live hours and the hour its warm-up or tail reaches into;
-    # a timer's wake in an hour of its own
+    # a timer's wake (a reminder, an escalation: counted as a live minute's) in an hour of its own
     metric_hours = s.events * (s.hours_per_event + 1) + timer_wakes
     return _items({
         WAKE_UPS: (s.events + timer_wakes) * v["schedules_fired_per_sleep"] * p["scheduler_invocation"],
@@ -224,7 +229,7 @@ def events_awake(s: Scenario, v: dict[str, float], p: dict[str, float]) -> Items
         API: _api(api_requests, v, p),
         LOGS: _logs(tick_invocations * v["log_bytes_per_tick_invocation"] + s.steps * v["log_bytes_per_step"]
                                   + api_requests * v["access_log_bytes_per_api_request"], p)
-        + _metric_hours(metric_hours, v, p),
+        + _metric_hours(metric_hours, v["custom_metrics_live"], p),
     })
 
 
@@ -248,7 +253,7 @@ def bounded_sleep(s: Scenario, v: dict[str, float], p: dict[str, float]) -> Item
         WAKE_UPS: wakes * p["scheduler_invocation"],
         TICK: wakes * (v["idle_wake_seconds"] * _lambda_second(v, p) + p["lambda_request"]),
         AURORA: _aurora(wakes * (v["idle_wake_seconds"] + v["aurora_billed_after_last_use_seconds"]) / 3600, v, p),
-        LOGS: _logs(wakes * v["log_bytes_per_tick_invocation"], p) + _metric_hours(wakes, v, p),
+        LOGS: _logs(wakes * v["log_bytes_per_tick_invocation"], p) + _metric_hours(wakes, v["custom_metrics_idle"], p),
     })
 
 
@@ -284,14 +289,15 @@ def step_functions(s: Scenario, v: dict[str, float]) -> float:
 
 def sleep_off(v: dict[str, float], p: dict[str, float] = DEFAULT_PRICES) -> Items:
     """A month of the scale recipe's ticks with sleep off and no event: every tick works every minute, Aurora never
-    pauses, and the tick's metrics are published every hour (the ticks share their names)."""
+    pauses, and the tick's metrics of a wake with nothing to do are published every hour (the ticks share their
+    names)."""
     ticks, invocations = v["scale_recipe_ticks"], HOURS_PER_MONTH * 60
     always = _items({
         TICK: ticks * (HOURS_PER_MONTH * v["tick_wall_seconds_per_live_hour"] * _lambda_second(v, p)
                                 + invocations * p["lambda_request"]),
         AURORA: _aurora(HOURS_PER_MONTH, v, p),
         LOGS: _logs(ticks * invocations * v["log_bytes_per_tick_invocation"], p)
-        + _metric_hours(HOURS_PER_MONTH, v, p),
+        + _metric_hours(HOURS_PER_MONTH, v["custom_metrics_idle"], p),
     })
     for service, cost in stored(SCENARIOS[0], v, p).items():
         always[service] += cost

@@ -76,7 +76,7 @@ def test_the_example_months_target_is_judged_from_its_figure_and_a_miss_says_why
     shorter = costs.Scenario("probe", 13, hours / 13, 500, True)
     assert costs.total(shorter, DEFAULTS) == pytest.approx(5)
     cheap = costs.render({"aurora_acu_awake": 0.05, "tick_memory_mb": 128, "api_requests_per_live_hour": 60,
-                          "custom_metrics": 0, "console_returns_per_month": 0})
+                          "custom_metrics_live": 0, "console_returns_per_month": 0})
     assert totals(cheap)[1] <= 5 and "(target ≤ $5: met)" in cheap and "\nwhy: " not in cheap
 
 
@@ -177,14 +177,10 @@ def test_aurora_is_billed_until_the_server_closes_an_idle_connection_and_the_pau
         parameters["IdleConnectionSeconds"]["Default"] + parameters["SecondsUntilAutoPause"]["Default"])
 
 
-def test_the_cost_model_counts_the_metrics_the_tick_publishes():
-    from chalicelib import observability
-
-    published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
-                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
-                 "TickSeconds",
-                 observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT}
-    assert costs.INPUTS["custom_metrics"].value == len(published)
+def test_the_cost_model_counts_the_metrics_the_tick_publishes(db):
+    """The deployed tick's invocations, measured again: a wake with nothing to do, and a live minute."""
+    assert len(cost_inputs.idle_wake_metrics(db)) <= DEFAULTS["custom_metrics_idle"]
+    assert len(cost_inputs.live_minute_metrics(db)) <= DEFAULTS["custom_metrics_live"]
 
 
 # ── the measured inputs, measured again at a small size ──
