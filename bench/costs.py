@@ -102,9 +102,9 @@ INPUTS = {
     "console_returns_per_month": Input(30, "assumed", (
         "a console left open in a tab between events, looked at once a day: each return refreshes it"
         " and resumes a paused Aurora")),
-    "console_idle_bound_seconds": Input(600, "setting", (
-        "an idle console page stops polling after this long and says so (issue 37); until then it keeps the"
-        " database awake")),
+    "console_last_poll_seconds": Input(465, "setting", (
+        "an idle console page stops polling once nobody has used it for 600 s and says so (issue 37): its last"
+        " poll comes at 465 s (poll.js: 15 s doubling), and keeps the database awake until Aurora's tail ends")),
     "console_requests_per_return": Input(12, "setting", (
         "the refresh on return and the idle polls inside the bound (poll.js: 15 s doubling, at 15, 45, 105, 225"
         " and 465 s), each with the header's count (its polls are COUNT_MS apart or more)")),
@@ -234,13 +234,13 @@ def events_awake(s: Scenario, v: dict[str, float], p: dict[str, float]) -> Items
 
 
 def console_left_open(s: Scenario, v: dict[str, float], p: dict[str, float]) -> Items:
-    """A console left open between events: each time its person comes back to it, one Aurora resume, awake for
-    the console's idle bound and Aurora's tail after it (the page stops polling after the bound)."""
+    """A console left open between events: each time its person comes back to it, one Aurora resume, awake until
+    the page's last poll before it stops and Aurora's tail after it."""
     if not s.console_left_open:
         return _items()
     returns = v["console_returns_per_month"]
     requests = returns * v["console_requests_per_return"]
-    awake_hours = returns * (v["console_idle_bound_seconds"] + v["aurora_billed_after_last_use_seconds"]) / 3600
+    awake_hours = returns * (v["console_last_poll_seconds"] + v["aurora_billed_after_last_use_seconds"]) / 3600
     return _items({AURORA: _aurora(awake_hours, v, p), API: _api(requests, v, p),
                      LOGS: _logs(requests * v["access_log_bytes_per_api_request"], p)})
 

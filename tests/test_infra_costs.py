@@ -158,14 +158,15 @@ def test_the_scale_recipe_says_it_turns_sleep_off_and_what_that_costs_as_the_mod
 
 def test_the_consoles_requests_are_what_its_poller_asks_for():
     """Live, each of two consoles on a run page polls it every LIVE_MS and the header's count every COUNT_MS; a console
-    left open asks once on return, then at IDLE_FIRST_MS doubling (at most IDLE_MAX_MS apart) until its idle bound
-    (chalicelib/console/static/poll.js)."""
+    left open asks once on return, then at IDLE_FIRST_MS doubling (at most IDLE_MAX_MS apart) until its unattended
+    bound, UNATTENDED_MAX_MS (chalicelib/console/static/poll.js)."""
     poller = (ROOT / "chalicelib" / "console" / "static" / "poll.js").read_text()
     ms = {name: int(value) for name, value in re.findall(r"export const (\w+_MS) = (\d+);", poller)}
     assert DEFAULTS["api_requests_per_live_hour"] == 2 * 3600 * 1000 * (1 / ms["LIVE_MS"] + 1 / ms["COUNT_MS"])
     at, gap, polls = 0, ms["IDLE_FIRST_MS"], 0
-    while at + gap <= DEFAULTS["console_idle_bound_seconds"] * 1000:
+    while at + gap <= ms["UNATTENDED_MAX_MS"]:
         at, gap, polls = at + gap, min(gap * 2, ms["IDLE_MAX_MS"]), polls + 1
+    assert DEFAULTS["console_last_poll_seconds"] * 1000 == at
     assert ms["IDLE_FIRST_MS"] >= ms["COUNT_MS"]  # so each idle poll reads the count as well
     assert DEFAULTS["console_requests_per_return"] == 2 * (1 + polls)
 
