@@ -141,6 +141,20 @@ def test_the_operations_guide_shows_what_the_script_prints():
     assert block.rstrip("\n") == costs.render().split("\n\ninputs:")[0].rstrip("\n")
 
 
+def test_the_figures_the_guides_quote_are_the_models():
+    """The prose around the table quotes the model: the example's month on both storage types, the idle month, and
+    the step count below which Standard is the cheaper (operations.md, deploy.md and the data stack's parameter)."""
+    guide = " ".join((ROOT / "docs" / "operations.md").read_text().split())
+    month = {label: costs.total(costs.EXAMPLE, DEFAULTS, prices) for label, _, prices in costs.STORAGE_TYPES}
+    assert f"**The example community's month is ${month['I/O-Optimized']:.2f}, and the $5 target is missed.**" in guide
+    assert f"Aurora Standard makes the example's month ${month['Standard']:.2f}" in guide
+    assert f"wake a day: ${costs.total(costs.SCENARIOS[0], DEFAULTS):.2f} on the default storage" in guide
+    crossover = f"below about {costs.io_optimized_from_steps(costs.EXAMPLE, DEFAULTS) / 1e6:.1f} M steps"
+    parameter = " ".join(cfn.load(cfn.DATA_TEMPLATE)["Parameters"]["StorageType"]["Description"].split())
+    deploy = " ".join((ROOT / "docs" / "deploy.md").read_text().split())
+    assert crossover in guide and crossover in parameter and crossover in deploy
+
+
 def test_the_scale_recipe_says_it_turns_sleep_off_and_what_that_costs_as_the_model_prints_it():
     """docs/deploy.md's two ticks run with EVENTS_SLEEP=off: its month before any event, against the idle month asleep,
     is the figure the model prints for them."""
