@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -59,10 +60,12 @@ def _schedule(db: Database, documents: list[dict], at: datetime) -> list[int]:
     return ids
 
 
-def _tick_process(db: Database, bridge: GameBridge) -> subprocess.Popen:
+def tick_process(db: Database, bridge: GameBridge, launcher: Sequence[str] = ()) -> subprocess.Popen:
+    """`python -m chalicelib tick` on `db` and `bridge`, started through `launcher` (a command that execs its
+    arguments, e.g. into a CPU-limited cgroup: `lambda_cpu`), if any."""
     env = {**os.environ, "EVENTS_DB_URL": db.params.url(), "GAME_BRIDGE_URL": bridge.url, "GAME_BRIDGE_SECRET": SECRET,
            "EVENT_TICK_CONCURRENCY": "8"}
-    return subprocess.Popen([sys.executable, "-m", "chalicelib", "tick"], cwd=ROOT, env=env,
+    return subprocess.Popen([*launcher, sys.executable, "-m", "chalicelib", "tick"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -145,7 +148,7 @@ def live_invocation_seconds(db: Database) -> float:
 
 def run(sizes) -> list[Figure]:
     with scratch_database("p9") as db, GameBridge() as bridge:
-        process = _tick_process(db, bridge)
+        process = tick_process(db, bridge)
         try:
             waits = wait_latencies(db, bridge)
             confirms = confirm_latencies(db, bridge)

@@ -74,3 +74,35 @@ def test_a_press_to_a_silent_database_is_acknowledged_and_finished_once_it_answe
     from bench import p11_interactions
 
     assert len(p11_interactions.deferred(*chat_bench, 1)) == 1
+
+
+def test_without_a_cpu_controller_lambda_cpu_says_so_in_one_line_and_measures_nothing(tmp_path, capsys):
+    """Not root, or no cgroup v1 cpu controller: `python -m bench --only lambda_cpu` prints why and reports no
+    figure (the command then exits 0, as for any benchmark), never a traceback."""
+    from bench import lambda_cpu
+    from bench.__main__ import QUICK
+
+    assert lambda_cpu.run(QUICK, root=tmp_path / "no-cpu-controller") == []
+    out = capsys.readouterr().out
+    assert out.startswith("lambda_cpu: skipped, no CPU quota can be set here: No such file or directory")
+    assert len(out.splitlines()) == 1
+
+
+@pytest.mark.realtime  # a tick process
+def test_a_tick_process_in_its_cpu_group_drains_at_its_quota_and_the_group_goes_after():
+    """lambda_cpu's ground: the real tick in a cpu group at 512 MB's share, its steps at the bridge, its peak RSS
+    read; the group removed once the process stops."""
+    from bench import lambda_cpu
+    from devtools.kit.game_bridge import GameBridge
+
+    reason = lambda_cpu.unavailable()
+    if reason is not None:
+        pytest.skip(f"no cpu controller to write to: {reason}")
+    share = lambda_cpu.SHARES[1]
+    with scratch_database("smoke") as db, GameBridge() as bridge, lambda_cpu.tick_at(
+            share, db, bridge, "smoke", lambda_cpu.CGROUP_CPU) as tick:
+        assert (tick.group / "cpu.cfs_quota_us").read_text().strip() == str(share.quota_us) == "28943"
+        assert str(tick.process.pid) in (tick.group / "cgroup.procs").read_text().split()
+        assert lambda_cpu.drain_steps_per_second(db, bridge, 4, "smoke") > 0
+        assert 10 < lambda_cpu.peak_rss_mb(tick.process.pid) < 256
+    assert not tick.group.exists()

@@ -18,7 +18,8 @@ LIBRARIES = ("chalicelib", "bench", "devtools", "infra", "tests/support")
 # The database server: a private mariadbd is started only on a machine that has none, once a session.
 NOT_PER_TEST = {"devtools.kit.mariadb.server_url"}
 # Tests that reach code able to start a process but are refused before it does, which is what they check.
-REFUSED_FIRST = {"tests.test_infra_deploy::test_a_parameters_file_with_a_mistake_is_refused_before_aws_is_called"}
+REFUSED_FIRST = {"tests.test_infra_deploy::test_a_parameters_file_with_a_mistake_is_refused_before_aws_is_called",
+                 "tests.test_bench_smoke::test_without_a_cpu_controller_lambda_cpu_says_so_in_one_line_and_measures_nothing"}
 PROCESS_CALLS = ("subprocess.", "multiprocessing.", "os.fork", "os.forkpty", "os.system", "os.posix_spawn", "os.spawn",
                  "os.exec", "concurrent.futures.ProcessPoolExecutor")
 
