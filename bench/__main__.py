@@ -14,7 +14,7 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P9     50 waits of 1-5 s and 50 confirms through `python -m chalicelib tick`  same in both
     P11    chat presses each of Discord, console and Slack, warm; Discord presses, database silent  200; 12  |  30; 3
     cold   import time (median of 7 fresh interpreters), the prod package with and without bytecode   same in both
-    costs  20 runs × 2 and × 20 instant steps: a tick invocation's log bytes, a drain's redo and commits   5 rounds  |  3
+    costs  20 runs × 2 and × 20 instant steps: a tick invocation's log bytes and metrics, a drain's redo and commits   5 rounds  |  3
     lambda_cpu  P9 and runs × 2 module steps (50 ms bridge), a tick per CPU share: none, 512, 256 MB   64 × 2, 3 rounds  |  24, 1
 
 Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept;
