@@ -193,10 +193,11 @@ def _pressed_through_groups(world, settings):
         return run, message
 
     run, message = press("U0MIRA")
-    deadline = time.monotonic() + 10
-    while world.steps(run.id)[0].status is not StepStatus.DONE and time.monotonic() < deadline:
+    deadline = time.monotonic() + 10  # the message is edited after the step's change commits: wait for the edit
+    while "Confirmed by" not in world.chat.message(message.id).text and time.monotonic() < deadline:
         time.sleep(0.02)
     assert "Confirmed by <@U0MIRA>" in world.chat.message(message.id).text
+    assert world.steps(run.id)[0].status is StepStatus.DONE
     [listed] = world.chat.received("POST", "/usergroups.users.list")[:1]
     assert listed.json == {"usergroup": "S0GMS"} and listed.headers["authorization"] == f"Bearer {world.chat.token}"
 
