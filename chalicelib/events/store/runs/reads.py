@@ -209,8 +209,9 @@ def find_due(
 ) -> list[Run]:
     """Runs whose wake time has come and that no live run lease holds, in wake order.
 
-    One range of the (wake_at, id) index: a run parked at a cue, paused, holding
-    behind a long wait or over is never read. `after` is the (wake_at, id) of the
+    One range of the (wake_at, id) index, forced: a run parked at a cue, paused,
+    holding behind a long wait or over is never read, and no sample of the
+    table's statistics can turn the read into a sort of every due run. `after` is the (wake_at, id) of the
     last run of the previous batch, so one tick reads its work in bounded batches
     and sees each run at most once. `shard` (index, count) keeps the runs whose id
     modulo count is index: ticks given different shards of one count never contend
@@ -227,7 +228,7 @@ def find_due(
     # guard: find-due-ignores-its-shard
     # guard: find-due-takes-a-run-it-does-not-understand
     rows = tx.all(
-        f"""SELECT {COLUMNS} FROM event_runs
+        f"""SELECT {COLUMNS} FROM event_runs FORCE INDEX (event_runs_wake)
              WHERE wake_at <= %s
                AND (claim_expires_at IS NULL OR claim_expires_at < %s) {keyset}
                AND MOD(id, %s) = %s AND {understood.run("event_runs")}
