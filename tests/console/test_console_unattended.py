@@ -141,7 +141,7 @@ def test_a_live_run_page_polls_itself_every_two_seconds_and_the_headers_count_at
     def polls() -> list[float]:
         return [at for at, path in server.requested_at(f"/runs/{run_id}", since, method="GET") if path == f"/runs/{run_id}"]
 
-    eventually(lambda: len(polls()) >= 16, "16 polls of the live run", timeout=90)
+    eventually(lambda: len(polls()) >= 9, "9 polls of the live run", timeout=60)
     window = polls()
     counted = [at for at, _ in server.requested_at("/inbox", since, method="GET") if at <= window[-1]]
     assert 1 <= len(counted) <= len(window) / 5 + 2, (len(window), len(counted))
