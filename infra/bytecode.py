@@ -14,7 +14,6 @@ of a deployed version does not change).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import py_compile
 import re
 import sys
@@ -41,6 +40,14 @@ def _drop_working_tree_caches(package: Path) -> None:
     rewritten.replace(package)
 
 
+def bytecode_name(source: str) -> str:
+    """Where the runtime looks for `source`'s bytecode in the package: its `__pycache__`, whatever
+    PYTHONPYCACHEPREFIX this build runs under (`importlib.util.cache_from_source` would follow the prefix)."""
+    head, _, file = source.rpartition("/")
+    cached = f"__pycache__/{file.removesuffix('.py')}.{sys.implementation.cache_tag}.pyc"
+    return f"{head}/{cached}" if head else cached
+
+
 def add_bytecode(package: Path) -> int:
     """Add the bytecode of every `.py` entry of `package`; return how many were added."""
     _drop_working_tree_caches(package)
@@ -50,7 +57,7 @@ def add_bytecode(package: Path) -> int:
     added = 0
     with tempfile.TemporaryDirectory() as scratch, zipfile.ZipFile(package, "a", zipfile.ZIP_DEFLATED) as archive:
         for name, source in sorted(sources.items()):
-            cached = importlib.util.cache_from_source(name)
+            cached = bytecode_name(name)
             if cached in names:
                 continue
             source_file, cached_file = Path(scratch, "module.py"), Path(scratch, "module.pyc")

@@ -3,7 +3,6 @@ invocation — loads only what every path needs. Token crypto, AWS SDK, migratio
 cron evaluation and the runner load where they are used, and nothing of the tests
 or the development tools ever does."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -128,10 +127,12 @@ def test_without_the_runtimes_python_packaging_stops_saying_how_to_get_it():
     assert found == "/x/python3.13"
 
 
-def test_bytecode_from_the_working_tree_is_replaced_by_the_packages_own(tmp_path):
-    """A `__pycache__` left by running the code locally is timestamp-checked: in a zip it would be ignored."""
+def test_bytecode_from_the_working_tree_is_replaced_by_the_packages_own(tmp_path, monkeypatch):
+    """A `__pycache__` left by running the code locally is timestamp-checked: in a zip it would be ignored. The
+    package's own goes where the runtime looks, whatever PYTHONPYCACHEPREFIX the build runs under (`make` sets one)."""
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
     package = tmp_path / "deployment.zip"
-    stale = importlib.util.cache_from_source("chalicelib/module.py")
+    stale = f"chalicelib/__pycache__/module.{sys.implementation.cache_tag}.pyc"
     with zipfile.ZipFile(package, "w") as archive:
         archive.writestr("chalicelib/module.py", "ANSWER = 42\n")
         archive.writestr(stale, b"stale timestamp-checked bytecode")
