@@ -8,6 +8,12 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev-loop.
 # at install (a third of its time): Python compiles what the dev loop imports, once, when it first imports it.
 LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.txt | cksum | cut -d' ' -f1)
 
+# Bytecode is cached under .local/ (git-ignored), never beside the source: a package builds its own
+# (infra/bytecode.py). Without a cache, as under PYTHONDONTWRITEBYTECODE, every process compiles what it imports
+# and every pytest worker rewrites every test module again (about 8 s of CPU each).
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX := $(CURDIR)/.local/pycache
+
 .PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate unlock teardown costs mutate lock
 
 # The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
@@ -78,17 +84,20 @@ lint: $(STAMP) $(NODE_STAMP)
 	$(BIN)/mypy
 	node_modules/.bin/tsc -p .
 
-# The tiers (pytest.ini's markers, docs/testing.md). Each xdist worker has a database of its own.
+# The tiers (pytest.ini's markers, docs/testing.md). Each xdist worker has a database of its own. The fast
+# tier keeps two cores busy on two workers; `make test`'s first pass mostly waits (on Chromium, peers and
+# deadlines), so a third worker takes half the browser's tests with a Chromium of its own (tests/conftest.py).
 WORKERS ?= 2
+TEST_WORKERS ?= 3
 FAST    := not browser and not torture and not packaging and not slow and not realtime
 
-# Everything, as CI runs it: the tests that can share the machine on $(WORKERS) workers (the browser's
-# tests on one, `chalice package` once), then the torture suite and the other long tests as two plain
+# Everything, as CI runs it: the tests that can share the machine on $(TEST_WORKERS) workers (the browser's
+# tests on all but one, `chalice package` once), then the torture suite and the other long tests as two plain
 # pytest runs side by side (tests/support/side_by_side.py says why not xdist). With PYTEST_ARGS, one
 # plain pytest run with those arguments instead.
 test: lint | $(BROWSER) $(SCAN_STAMP)
 ifeq ($(strip $(PYTEST_ARGS)),)
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "not torture and not slow"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not torture and not slow"
 	$(BIN)/python -m tests.support.side_by_side
 else
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -39,13 +39,21 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parts = item.path.relative_to(HERE).parts if item.path.is_relative_to(HERE) else ()  # the kits' own tests
         if len(parts) > 1 and parts[0] in TIER_OF_DIRECTORY:
             item.add_marker(TIER_OF_DIRECTORY[parts[0]])
+    # The browser's tests are half the first pass's time: with a worker to spare they split by module into
+    # groups, each with its own Chromium, server and tick loop; the packaging tests stay one group.
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    browser_modules = sorted({item.path for item in items if item.get_closest_marker("browser")})
+    browser_groups = max(1, min(workers - 1, len(browser_modules)))
+    for item in items:
         for tier, group in GROUP_OF_TIER.items():
             if item.get_closest_marker(tier) and not item.get_closest_marker("xdist_group"):
+                if tier == "browser":
+                    group += f"-{browser_modules.index(item.path) % browser_groups}"
                 item.add_marker(pytest.mark.xdist_group(group))
 
 
