@@ -153,6 +153,11 @@ def test_the_figures_the_guides_quote_are_the_models():
     parameter = " ".join(cfn.load(cfn.DATA_TEMPLATE)["Parameters"]["StorageType"]["Description"].split())
     deploy = " ".join((ROOT / "docs" / "deploy.md").read_text().split())
     assert crossover in guide and crossover in parameter and crossover in deploy
+    no_secrets = {**DEFAULTS, "secrets": 0}
+    fewer_alarms = {**no_secrets, "alarm_metrics": DEFAULTS["alarm_metrics"] - 3}
+    standard = costs.STANDARD_PRICES
+    assert (f"every key in Parameter Store makes the month ${costs.total(costs.EXAMPLE, no_secrets, standard):.2f};"
+            f" with three alarms fewer as well, ${costs.total(costs.EXAMPLE, fewer_alarms, standard):.2f}.") in guide
 
 
 def test_the_scale_recipe_says_it_turns_sleep_off_and_what_that_costs_as_the_model_prints_it():
