@@ -29,7 +29,7 @@ pytest_plugins = ["tests.support.api", "tests.support.runner_kit", "tests.suppor
 # outside these directories says its own with `pytestmark`.
 TIER_OF_DIRECTORY = {"console": "browser", "torture": "torture"}
 # Tests that share something costly per process run on one xdist worker (`--dist loadgroup`):
-# one Chromium with its server and tick loop; one `chalice package`.
+# one Chromium with its server and tick loop per browser group; one `chalice package`.
 GROUP_OF_TIER = {"browser": "browser", "packaging": "packaging"}
 
 # yoyo's own tables: which migrations ran. Emptied, the next migrate() would run them all again.
@@ -48,13 +48,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # groups, each with its own Chromium, server and tick loop; the packaging tests stay one group.
     workers = getattr(config, "workerinput", {}).get("workercount", 1)
     browser_modules = sorted({item.path for item in items if item.get_closest_marker("browser")})
-    browser_groups = max(1, min(workers - 1, len(browser_modules)))
+    groups = max(1, min(workers - 1, len(browser_modules)))
+    browser_group = {module: f"-{n % groups}" for n, module in enumerate(browser_modules)}
     for item in items:
         for tier, group in GROUP_OF_TIER.items():
             if item.get_closest_marker(tier) and not item.get_closest_marker("xdist_group"):
-                if tier == "browser":
-                    group += f"-{browser_modules.index(item.path) % browser_groups}"
-                item.add_marker(pytest.mark.xdist_group(group))
+                suffix = browser_group[item.path] if tier == "browser" else ""
+                item.add_marker(pytest.mark.xdist_group(group + suffix))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
