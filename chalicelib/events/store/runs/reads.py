@@ -211,11 +211,12 @@ def find_due(
 
     One range of the (wake_at, id) index, forced: a run parked at a cue, paused,
     holding behind a long wait or over is never read, and no sample of the
-    table's statistics can turn the read into a sort of every due run. `after` is the (wake_at, id) of the
-    last run of the previous batch, so one tick reads its work in bounded batches
-    and sees each run at most once. `shard` (index, count) keeps the runs whose id
-    modulo count is index: ticks given different shards of one count never contend
-    for a run (the run lease still guards each one; count 1 is every run).
+    table's statistics can turn the read into a sort of every due run. `after`
+    is the (wake_at, id) of the last run of the previous batch, so one tick
+    reads its work in bounded batches and sees each run at most once. `shard`
+    (index, count) keeps the runs whose id modulo count is index: ticks given
+    different shards of one count never contend for a run (the run lease still
+    guards each one; count 1 is every run).
     """
     keyset, args = "", []
     if after is not None:
