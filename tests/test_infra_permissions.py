@@ -142,6 +142,7 @@ def test_the_tick_role_grants_sleeping_and_waking_and_the_api_role_the_nudge(aws
     api_made = set(aws_calls[api_from:])
     assert api_made == {"events:EnableRule", "lambda:InvokeFunction"}
     assert api_made <= granted_actions("ApiHandlerRole"), api_made - granted_actions("ApiHandlerRole")
+    assert api_made <= granted_actions("ChatPressRole"), api_made - granted_actions("ChatPressRole")  # a chat press's nudge
     assert "lambda:InvokeFunction" in granted_actions("ApiHandlerRole")
 
 

@@ -32,6 +32,7 @@ CHAT_PRESS_ARN = {"Fn::GetAtt": ["ChatPress", "Arn"]}
 LOG_GROUPS = [("APIHandler", "ApiLogGroup"), ("Tick", "TickLogGroup"), ("ChatPress", "ChatPressLogGroup"),
               ("Migrate", "MigrateLogGroup")]
 TICK_ARN = {"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${TickName}"}
+RULE_ARN = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${TickName}"}
 
 
 @pytest.fixture(scope="module")
@@ -244,8 +245,7 @@ def test_the_api_reads_only_the_app_secret_with_its_signal_key_and_may_only_nudg
     assert env(app, "APIHandler")["EVENTS_SIGNAL_SECRET_ARN"] == app_secret_key("signal_key")
     assert "EVENTS_SIGNAL_SECRET_ARN" not in env(app, "Tick") and "GAME_BRIDGE_SECRET_ARN" not in env(app, "APIHandler")
     assert granted(role, "lambda:InvokeFunction") == [CHAT_PRESS_ARN, TICK_ARN]
-    rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${TickName}"}
-    assert granted(role, "events:EnableRule") == [rule_arn] and granted(role, "events:DisableRule") == []
+    assert granted(role, "events:EnableRule") == [RULE_ARN] and granted(role, "events:DisableRule") == []
     assert granted(role, "scheduler:CreateSchedule") == [] and granted(role, "iam:PassRole") == []
     assert granted(role, "sns:Publish") == [] and granted(role, "secretsmanager:PutSecretValue") == []
 
@@ -323,8 +323,11 @@ def test_chat_settings_reach_only_the_function_that_uses_each_and_each_secret_on
     invokers = {name for name, role in cfn.of_type(chosen, "AWS::IAM::Role").items()
                 if CHAT_PRESS_ARN in granted(role, "lambda:InvokeFunction")}
     assert invokers == {"ApiHandlerRole"}
-    assert not any(a.startswith(("lambda:", "sns:", "events:", "scheduler:")) for s in statements(roles["ChatPressRole"])
-                   for a in actions(s))
+    # a press it made wakes a sleeping deployment as the API's do: the tick's rule on and the tick invoked, nothing else
+    assert granted(roles["ChatPressRole"], "lambda:InvokeFunction") == [TICK_ARN]
+    assert granted(roles["ChatPressRole"], "events:EnableRule") == [RULE_ARN]
+    assert [a for s in statements(roles["ChatPressRole"]) for a in actions(s)
+            if a.startswith(("lambda:", "sns:", "events:", "scheduler:"))] == ["lambda:InvokeFunction", "events:EnableRule"]
     press = resources(chosen)["ChatPress"]["Properties"]
     assert press["EventInvokeConfig"]["MaximumEventAgeInSeconds"] <= 900  # Discord's interaction token: 15 minutes
     assert press["Timeout"] >= 20 + 5 and "ReservedConcurrentExecutions" in press
@@ -343,12 +346,13 @@ def test_sleep_and_wake_have_exactly_the_names_and_permissions_the_tick_uses(app
     rule_name = {"Ref": "TickName"}
     assert resources(app)["Tick"]["Properties"]["FunctionName"] == rule_name
     assert resources(app)["Tick"]["Properties"]["Events"]["TickEvent"]["Properties"]["Name"] == rule_name
-    assert tick["EVENTS_TICK_RULE_NAME"] == api["EVENTS_TICK_RULE_NAME"] == rule_name and tick["EVENTS_SLEEP"] == "on"
-    assert tick["EVENTS_TICK_FUNCTION_ARN"] == api["EVENTS_TICK_FUNCTION_ARN"] == TICK_ARN
+    chat = env(app, "ChatPress")  # a press it made wakes a sleeping deployment
+    assert (tick["EVENTS_TICK_RULE_NAME"] == api["EVENTS_TICK_RULE_NAME"] == chat["EVENTS_TICK_RULE_NAME"] == rule_name
+            and tick["EVENTS_SLEEP"] == "on")
+    assert tick["EVENTS_TICK_FUNCTION_ARN"] == api["EVENTS_TICK_FUNCTION_ARN"] == chat["EVENTS_TICK_FUNCTION_ARN"] == TICK_ARN
     assert tick["EVENTS_WAKE_ROLE_ARN"] == {"Fn::GetAtt": ["WakeRole", "Arn"]}
     role = resources(app)["TickRole"]
-    rule_arn = {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/${TickName}"}
-    assert granted(role, "events:DisableRule") == granted(role, "events:EnableRule") == [rule_arn]
+    assert granted(role, "events:DisableRule") == granted(role, "events:EnableRule") == [RULE_ARN]
     schedules = [{"Fn::Sub": "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}"
                              f":schedule/default/${{TickName}}-{kind}-*"} for kind in ("wake", "backstop")]
     assert (granted(role, "scheduler:CreateSchedule") == granted(role, "scheduler:UpdateSchedule")

@@ -1087,6 +1087,8 @@ MUTATIONS: list[Mutation] = [
              "    if receipt.signal.effect is SignalEffect.ENDS_PHASE:\n",
              "    if False:\n",
              (RUNNER_SLEEP,)),
+    Mutation("a-chat-press-does-not-nudge-a-sleeping-deployment", "a-chat-press-does-not-nudge-a-sleeping-deployment",
+             "    if pressing.made_work_at is not None:", "    if False:", ("tests/test_chat_sleep.py",)),
     # ── the game server's signature: its own key, this path, this body, now ──
     Mutation("signal-signature-not-compared", "signal-signature-not-compared",
              "    return hmac.compare_digest(expected, digest.lower()",

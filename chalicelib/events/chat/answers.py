@@ -9,7 +9,8 @@ minutes; Slack's `response_url`), naming why when it was refused by then. Slack'
 200, everything after it through `response_url`, who may press included (a mapped user group's members are
 read there, `groups.py`). On AWS the finishing is a real asynchronous invocation of
 the chat function (EVENTS_CHAT_FUNCTION_ARN), not a thread Lambda freezes; the press's interaction id is its
-Idempotency-Key, so the worker and that invocation both finishing it change the run once.
+Idempotency-Key, so the worker and that invocation both finishing it change the run once. A press that made
+work wakes a sleeping deployment once it has committed (`nudge.after_work_created`), as the API's controls do.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 from ... import runtime
 from ...config import Settings
+from .. import nudge
 from ..errors import ChannelError, Invalid, Refused
 from ..setting_keys import setting_key
 from .groups import is_group, roles_from_groups
@@ -128,10 +130,14 @@ def _pressed(press: ChatPress, settings: Settings) -> Pressing | None:
     db = runtime.database()
     try:
         with db.waiting_until(time.monotonic() + settings.api_database_wait_seconds):
-            return perform(db, runtime.clock(), press, mapped_roles(settings, press.platform))
+            pressing = perform(db, runtime.clock(), press, mapped_roles(settings, press.platform))
     except Exception:  # a database that never answered: the press is lost to it, and said so in the log
         logger.exception("run %s: a %s press of step %s could not be made", press.run_id, press.platform, press.step_id)
         return None
+    # guard: a-chat-press-does-not-nudge-a-sleeping-deployment
+    if pressing.made_work_at is not None:  # committed: a sleeping deployment is woken for it, as by the console's
+        nudge.after_work_created(db, settings, pressing.made_work_at)
+    return pressing
 
 
 def _lambda_function(settings: Settings) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -72,6 +73,7 @@ class Pressing:
 
     message: Message | None  # None: nothing to show (the step is gone)
     refused: str | None = None
+    made_work_at: datetime | None = None  # the press's time, when it took and its control wakes the tick
 
 
 def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
@@ -164,13 +166,14 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> 
     log.append(tx, journal.chat_pressed(step, press.actor, press.control, platform=press.platform, user_id=press.user_id,
                                         name=press.name, place=press.place, channel_id=press.channel_id,
                                         message_id=press.message_id, interaction_id=press.interaction_id), now)
+    made_work_at = now if control.wakes else None
     after = steps.get_on_run(tx, press.run_id, press.step_id)
     if after is None:
-        return Pressing(None)
+        return Pressing(None, made_work_at=made_work_at)
     shown = _message_of(tx, after, press.platform, mapped)
     if not after.parked:
         chat_messages.settle(tx, message, shown.text.rsplit("\n", 1)[-1], now)
-    return Pressing(shown)
+    return Pressing(shown, made_work_at=made_work_at)
 
 
 def _choice(step: Step, press: ChatPress) -> str:
