@@ -103,6 +103,34 @@ def test_an_unmapped_user_is_refused_privately_and_nothing_changes(world):
     assert world.steps(run.id)[0].parked and log_of(world.db, run.id) == before
 
 
+def test_a_signed_press_of_another_shape_is_400_and_changes_nothing(world):
+    """Each of these answered 500 (a part read as an object or array without a look at its type)."""
+    run, cue = world.cue_posted()
+    before = log_of(world.db, run.id)
+    press = _payload(world, cue, roles=[GM_ROLE])
+    for part, value in (("data", []), ("message", "x"), ("member", [1]), ("member", {"user": "mira", "roles": []}),
+                        ("member", {"user": {"id": "4242"}, "roles": 7})):
+        answer = world.press({**press, part: value})
+        assert answer.status == 400 and answer.body["errors"], (part, value, answer.body)
+    [message] = world.chat.messages("discord")
+    slack = world.chat.slack_interaction(message, f"ev:{run.id}:{cue.id}:confirm", user=SLACK_GM)
+    for part, value in (("actions", {"action_id": "x"}), ("actions", [1]), ("team", "T0"), ("user", ["U0MIRA"]),
+                        ("channel", "C0"), ("container", 3)):
+        headers, body = world.chat.slack_signed({**slack, part: value})
+        answer = world.api.call("POST", SLACK, raw=body, headers=headers)
+        assert answer.status == 400 and answer.body["errors"], (part, value, answer.body)
+    assert world.steps(run.id)[0].parked and log_of(world.db, run.id) == before
+
+
+def test_a_refused_slack_press_whose_response_url_fails_is_logged_not_raised(world, caplog):
+    """It raised: the chat function's invocation failed and was retried, off AWS the worker's error went unseen."""
+    from chalicelib.events.chat.answers import finish
+
+    for url in ("", f"{world.chat.url}/slack/respond/rtoken-never-given"):
+        finish({"refusal": "Presses count only in the event's own workspace.", "response_url": url})
+    assert caplog.text.count("a refused Slack press could not be told why") == 2
+
+
 def test_a_role_that_may_not_press_a_control_is_refused_naming_it(world):
     run, cue = world.cue_posted()
     answer = world.press(_payload(world, cue, "resend", roles=[GM_ROLE]))

@@ -160,14 +160,14 @@ def finish(event: dict[str, Any]) -> None:
     Slack refusal said privately."""
     settings = runtime.settings()
     if "refusal" in event:
-        _slack_api(settings).say_privately(event["response_url"], event["refusal"])
+        _say_privately(settings, event["response_url"], event["refusal"])
         return
     press = ChatPress(**event["press"])
     if press.platform == "slack":
         try:
             press = _with_groups(press, settings)
         except Refused as why:
-            _slack_api(settings).say_privately(why.response_url, str(why))
+            _say_privately(settings, why.response_url, str(why))
             return
     pressing = _pressed(press, settings)
     if pressing is not None:
@@ -200,6 +200,15 @@ def _edit_after(press: ChatPress, pressing: Pressing, settings: Settings) -> Non
             _slack_api(settings).edit_original(press.reply["response_url"], shown)
     except ChannelError as error:
         logger.warning("run %s: the message of a %s press was not edited: %s", press.run_id, press.platform, error)
+
+
+def _say_privately(settings: Settings, response_url: str, words: str) -> None:
+    """Why a Slack press was refused, to its presser alone; a response_url that fails (lapsed after 30 minutes,
+    or none) is logged, never raised: the press changed nothing either way."""
+    try:
+        _slack_api(settings).say_privately(response_url, words)
+    except ChannelError as error:
+        logger.warning("a refused Slack press could not be told why: %s", error)
 
 
 def _slack_api(settings: Settings) -> SlackApi:

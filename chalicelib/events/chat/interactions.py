@@ -78,7 +78,7 @@ class Pressing:
 
 def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
     """A Discord MESSAGE_COMPONENT interaction (type 3), read and held to who may press (Refused otherwise)."""
-    data, message = payload.get("data") or {}, payload.get("message") or {}
+    data, message = _shaped(payload.get("data"), "data"), _shaped(payload.get("message"), "message")
     pressed = parse(data.get("custom_id"))
     if pressed is None:
         raise Refused("This button is not one of the event engine's.")
@@ -86,9 +86,9 @@ def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
     # guard: a-press-from-another-guild-is-taken
     if guild is None or guild != settings.discord_guild_id:
         raise Refused("Presses count only in the event's own server, not in a direct message or another server.")
-    member = payload.get("member") or {}
-    user = member.get("user") or {}
-    held = {role for chat_id, role in settings.discord_roles if chat_id in (member.get("roles") or [])}
+    member = _shaped(payload.get("member"), "member")
+    user, roles = _shaped(member.get("user"), "user"), _shaped(member.get("roles"), "roles", list)
+    held = {role for chat_id, role in settings.discord_roles if chat_id in roles}
     name = member.get("nick") or user.get("global_name") or user.get("username") or str(user.get("id"))
     return allowed(ChatPress(
         "discord", str(user.get("id")), str(name), sorted(held), pressed.run_id, pressed.step_id, pressed.control,
@@ -106,20 +106,30 @@ def read_slack(body: bytes, settings: Settings) -> ChatPress:
     if not isinstance(payload, dict):
         raise Invalid("a Slack interaction's payload is a JSON object")
     url = str(payload.get("response_url") or "")
-    actions = payload.get("actions") or [{}]
-    pressed = parse(actions[0].get("action_id"))
+    actions = _shaped(payload.get("actions"), "actions", list) or [{}]
+    pressed = parse(_shaped(actions[0], "actions[0]").get("action_id"))
     if pressed is None:
         raise Refused("This button is not one of the event engine's.", url)
-    team = (payload.get("team") or {}).get("id")
+    team = _shaped(payload.get("team"), "team").get("id")
     if team is None or team != settings.slack_team_id:
         raise Refused("Presses count only in the event's own workspace.", url)
-    user = payload.get("user") or {}
+    user = _shaped(payload.get("user"), "user")
+    channel, container = _shaped(payload.get("channel"), "channel"), _shaped(payload.get("container"), "container")
     held = {role for chat_id, role in settings.slack_roles if chat_id == user.get("id")}
     return ChatPress(
         "slack", str(user.get("id")), str(user.get("name") or user.get("username") or user.get("id")), sorted(held),
         pressed.run_id, pressed.step_id, pressed.control, pressed.choice, str(payload.get("trigger_id")),
-        str((payload.get("channel") or {}).get("id")), str((payload.get("container") or {}).get("message_ts")),
-        str(team), {"response_url": str(payload.get("response_url"))})
+        str(channel.get("id")), str(container.get("message_ts")), str(team), {"response_url": str(payload.get("response_url"))})
+
+
+def _shaped(value: Any, what: str, kind: type[dict[str, Any]] | type[list[Any]] = dict) -> Any:
+    """A part of a payload, an object (or with `kind` list, an array); empty when absent. A signed payload whose
+    part is of another type is no press the platforms send: Invalid (400), nothing read further."""
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise Invalid(f"an interaction's {what} is a JSON {'object' if kind is dict else 'array'}")
+    return value
 
 
 def allowed(press: ChatPress, response_url: str = "", unread: tuple[str, ...] = ()) -> ChatPress:
