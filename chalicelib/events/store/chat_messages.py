@@ -69,15 +69,21 @@ def unsettled(tx: Tx, now: datetime, limit: int) -> list[ChatMessage]:
 
 
 def settle(tx: Tx, message: ChatMessage, words: str | None, now: datetime) -> bool:
-    """The message says how its step's wait ended (None: its edits were given up); False if it already did."""
+    """The message says how its step's wait ended (None: its edits were given up); False if it already did, or
+    if its row now holds a message posted after it (`record`: the step's cue posted again)."""
+    # guard: a-settle-lands-on-the-message-posted-after-it
     return tx.execute("UPDATE event_chat_messages SET settled_at = %s, settled_as = %s WHERE id = %s"
-                      " AND settled_at IS NULL", (now, None if words is None else words[:400], message.id)) == 1
+                      " AND message_id = %s AND settled_at IS NULL",
+                      (now, None if words is None else words[:400], message.id, message.message_id)) == 1
 
 
 def edit_failed(tx: Tx, message: ChatMessage, again_at: datetime) -> bool:
-    """One more edit try failed: the next is due at `again_at`; False if the message was settled meanwhile."""
+    """One more edit try failed: the next is due at `again_at`; False if the message was settled meanwhile, or
+    its row holds a message posted after it."""
+    # guard: a-failed-edit-counts-against-the-message-posted-after-it
     return tx.execute("UPDATE event_chat_messages SET edit_tries = edit_tries + 1, edit_at = %s WHERE id = %s"
-                      " AND settled_at IS NULL AND edit_tries = %s", (again_at, message.id, message.edit_tries)) == 1
+                      " AND message_id = %s AND settled_at IS NULL AND edit_tries = %s",
+                      (again_at, message.id, message.message_id, message.edit_tries)) == 1
 
 
 @dataclass(frozen=True)
