@@ -18,6 +18,7 @@ from chalicelib.events.adapters.rehearsal import rehearsal_actions
 from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner import Runner
 from chalicelib.events.store import steps
+from chalicelib.events.timeline import MAX_BRANCH_PLACES
 from devtools.kit.game_bridge import Answer
 from tests.support.api import ADMIN, GM
 from tests.support.factory import run_row
@@ -300,3 +301,21 @@ def test_a_cue_that_asks_posts_its_answers_with_its_instruction(api, clock, runn
     _scheduled(api, clock, _saved(api, _arena_night()))
     tick(runner)
     assert runner.actions.cue_channel.posts == ["Which arena is free? (answer: North arena, South arena)"]
+
+
+def test_rehearsal_lists_at_most_five_thousand_places_under_branches_and_warns_of_the_answers_left_out(api):
+    """Each answer listed every place gated on its input: 400 steps each naming 20 values of their own under one
+    signal field listed 8,000 answers × 400 places (69 MB, 15 s) for a gm's rehearse of a 63 KB document."""
+    gated = [{"action": "core.announce", "params": {"message": "hi"},
+              "only_if": {"signal": "s", "field": "f", "in": [f"v{i}-{k}" for k in range(20)]}} for i in range(400)]
+    document = {"name": "Many values", "phases": [
+        {"name": "wait", "advance": {"when": "signal", "name": "s"}, "steps": [{"action": "core.wait", "params": {"seconds": 1}}]},
+        {"name": "gated", "steps": gated[:200]}, {"name": "more", "steps": gated[200:]}]}
+    answer = api.post(f"/definitions/{_saved(api, BOSS_NIGHT)}/rehearse", {"document": document}, auth=GM)
+    assert answer.status == 200, answer.body
+    [branch] = answer.body["branches"]
+    places = sum(len(a["runs"]) + len(a["skips"]) for a in branch["answers"])
+    assert places <= MAX_BRANCH_PLACES and len(branch["answers"]) == MAX_BRANCH_PLACES // 400
+    [warning] = [w for w in answer.body["warnings"] if w["code"] == "branches_not_listed"]
+    assert warning["message"].startswith(f"{8001 - MAX_BRANCH_PLACES // 400:,} answers are not listed")
+    assert len(json.dumps(answer.body)) < 1_000_000

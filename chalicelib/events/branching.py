@@ -14,17 +14,18 @@ naming what is wrong; the runner reads the rows at the phase's opening or the st
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..schema_check import first_error
 from .model import OnlyIf
+from .nearest import Nearest
 
 # A step's name, and a signal's: what an only_if calls them by.
 NAME = r"^[a-z][a-z0-9_]{0,63}$"
 MAX_VALUES = 20
+MAX_NAMES_LISTED = 20  # an unknown reference lists the names there are; a document may hold thousands
 STEP_NAME_SCHEMA = {"type": "string", "pattern": NAME, "title": "Step name (for only if)",
                     "description": "what an only_if calls this step by (a cue with choices); unique in the definition"}
 ONLY_IF_SCHEMA = {
@@ -92,7 +93,7 @@ def _listed(values: list[Any]) -> str:
     return ", ".join(str(v) for v in values)
 
 
-def problems(document: dict[str, Any]) -> list[str]:
+def problems(document: dict[str, Any], nearest: Nearest) -> list[str]:
     """What is wrong with a document's step names and `only_if`s (their shapes are the schema's to report):
     a name used twice; an only_if that names no earlier cue with choices or signal, or values it never answers."""
     walked = list(_walk(document))
@@ -115,25 +116,25 @@ def problems(document: dict[str, Any]) -> list[str]:
         only_if = item.written.get("only_if")
         if only_if is None or first_error(ONLY_IF_SCHEMA, only_if, "only_if") is not None:
             continue  # none, or the schema reports it
-        found += _reference_problems(item, only_if, named, ends)
+        found += _reference_problems(item, only_if, named, ends, nearest)
     return found
 
 
 def _reference_problems(item: _Authored, only_if: dict[str, Any], named: dict[str, _Authored],
-                        ends: dict[str, _Authored]) -> list[str]:
+                        ends: dict[str, _Authored], nearest: Nearest) -> list[str]:
     path = f"{item.path}.only_if"
     if ("choice" in only_if) == ("signal" in only_if):
         return [f"{path}: it reads a cue's answer (choice) or a signal's value (signal and field): one of the two"]
     if "choice" in only_if:
         if "field" in only_if:
             return [f"{path}.field: a cue's answer has no field (field goes with signal)"]
-        return _choice_problems(item, path, only_if, named)
+        return _choice_problems(item, path, only_if, named, nearest)
     if "field" not in only_if:
         return [f"{path}.field is required with signal: which field of its payload to read"]
     signal = only_if["signal"]
     ended = ends.get(signal)
     if ended is None:
-        return [f"{path}.signal: no phase ends on the signal {signal!r} ({_known('signals', list(ends), signal)})"]
+        return [f"{path}.signal: no phase ends on the signal {signal!r} ({_known('signals', list(ends), signal, nearest)})"]
     # guard: an-only-if-reads-a-signal-of-a-later-phase
     if ended.at[0] >= item.at[0]:
         late = f"the signal {signal!r} ends {ended.path}, which does not come before this, so its value cannot be read yet"
@@ -141,11 +142,12 @@ def _reference_problems(item: _Authored, only_if: dict[str, Any], named: dict[st
     return []
 
 
-def _choice_problems(item: _Authored, path: str, only_if: dict[str, Any], named: dict[str, _Authored]) -> list[str]:
+def _choice_problems(item: _Authored, path: str, only_if: dict[str, Any], named: dict[str, _Authored],
+                     nearest: Nearest) -> list[str]:
     name = only_if["choice"]
     cue = named.get(name)
     if cue is None:
-        return [f"{path}.choice: no step is named {name!r} ({_known('named steps', list(named), name)})"]
+        return [f"{path}.choice: no step is named {name!r} ({_known('named steps', list(named), name, nearest)})"]
     values = _choices(cue.written)
     if values is None:
         return [f"{path}.choice: {name!r} is {cue.path} ({cue.written.get('action')}), not a cue with choices"]
@@ -157,12 +159,15 @@ def _choice_problems(item: _Authored, path: str, only_if: dict[str, Any], named:
             for value in only_if["in"] if value not in values or not isinstance(value, str)]
 
 
-def _known(what: str, names: list[str], asked: str) -> str:
-    """The nearest known name, else those there are: what an unknown reference meant."""
-    nearest = difflib.get_close_matches(asked, names, n=1, cutoff=0.6)
-    if nearest:
-        return f"did you mean `{nearest[0]}`?"
-    return f"the {what}: {', '.join(names)}" if names else f"the definition has no {what}"
+def _known(what: str, names: list[str], asked: str, nearest: Nearest) -> str:
+    """The nearest known name, else those there are (the first MAX_NAMES_LISTED): what an unknown reference meant."""
+    meant = nearest.of(asked, names)
+    if meant:
+        return f"did you mean `{meant}`?"
+    if not names:
+        return f"the definition has no {what}"
+    more = f", … ({len(names)} in all)" if len(names) > MAX_NAMES_LISTED else ""
+    return f"the {what}: {', '.join(names[:MAX_NAMES_LISTED])}{more}"
 
 
 def normalised(written: dict[str, Any], *, a_step: bool = True) -> dict[str, Any]:

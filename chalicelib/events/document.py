@@ -38,6 +38,7 @@ from .lifecycle import (
 )
 from .model import OnlyIf, Revert, StepSpec
 from .names import name_problems
+from .nearest import Nearest
 
 DEFAULT_GRACE_SECONDS = 300
 # A tick comes every few seconds to a minute; a shorter window would miss the
@@ -161,11 +162,11 @@ def _schema_problems(schema: dict[str, Any], value: Any, path: str) -> list[str]
     return [p for p in [first_error(schema, value, path)] if p]
 
 
-def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[str] | None) -> list[str]:
+def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[str] | None, nearest: Nearest) -> list[str]:
     action = step["action"]
     spec = registry.lookup(action)
     if spec is None or registry.undeclared(action, module_actions):
-        return [f"{path}.action: {_unknown_action(action, module_actions)}"]
+        return [f"{path}.action: {_unknown_action(action, module_actions, nearest)}"]
     problems = []
     version = step.get("version", 1)
     if spec.versions and version not in spec.versions:
@@ -175,27 +176,24 @@ def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[st
     if len(json.dumps(params)) > MAX_PARAMS_BYTES:
         problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes")
     if "revert" in step:
-        problems += _revert_problems(step["revert"], f"{path}.revert", module_actions)
+        problems += _revert_problems(step["revert"], f"{path}.revert", module_actions, nearest)
     return problems
 
 
-def _revert_problems(revert: Any, path: str, module_actions: frozenset[str] | None) -> list[str]:
+def _revert_problems(revert: Any, path: str, module_actions: frozenset[str] | None, nearest: Nearest) -> list[str]:
     """A static revert is checked as a listed one is (`ledger.revert_problem`), and its action against the
     declared module actions as a step's is: a typo'd `wrold.despawn` is refused when saved, not sent at cleanup."""
     problem = ledger.revert_problem(revert, path)
     # guard: an-undeclared-static-revert-is-saved
     if problem is None and registry.undeclared(revert["action"], module_actions):
-        problem = f"{path}.action: {_unknown_action(revert['action'], module_actions)}"
+        problem = f"{path}.action: {_unknown_action(revert['action'], module_actions, nearest)}"
     return [problem] if problem else []
 
 
-def _unknown_action(action: str, module_actions: frozenset[str] | None) -> str:
+def _unknown_action(action: str, module_actions: frozenset[str] | None, nearest: Nearest) -> str:
     """Why `action` is no action a step may use, with the nearest one that is (a typo'd `wrold.spawn`)."""
-    import difflib  # with the first unknown action, not with the app
-
-    known = [*registry.CORE_ACTIONS, *sorted(module_actions or ())]
-    nearest = difflib.get_close_matches(action, known, n=1, cutoff=0.6)
-    hint = f"; did you mean `{nearest[0]}`?" if nearest else ""
+    meant = nearest.of(action, [*registry.CORE_ACTIONS, *sorted(module_actions or ())])
+    hint = f"; did you mean `{meant}`?" if meant else ""
     shown = action if len(action) <= 60 else action[:59] + "…"
     if module_actions is not None and registry.lookup(action) is not None:
         return f"no action {shown!r}: the game bridge declares no such module action (EVENT_MODULE_ACTIONS){hint}"
@@ -289,10 +287,11 @@ def validate(document: Any, module_actions: frozenset[str] | None = None) -> dic
     if isinstance(document, dict):
         if isinstance(document.get("name"), str):
             problems += name_problems(document["name"].strip(), "document.name")
-        problems += _advance_problems(document) + branching.problems(document)
+        nearest = Nearest()
+        problems += _advance_problems(document) + branching.problems(document, nearest)
         for path, step in _authored_steps(document):
             if first_error(STEP_SCHEMA, step, path) is None:
-                problems += _step_problems(step, path, module_actions)
+                problems += _step_problems(step, path, module_actions, nearest)
         schedule = document.get("schedule")
         if isinstance(schedule, dict):
             problems += _schedule_problems(schedule)

@@ -49,6 +49,9 @@ from .model import OnlyIf, StepSpec
 OCCURRENCES_CHECKED = 100
 NIGHT_ENDS_HOUR = 6
 FAST_REMINDER_SECONDS = 60
+# Runs and skips listed under branches in all: each answer lists every place gated on its input, so a document of
+# thousands of gated steps naming thousands of values would list millions (a 6 MB answer is Lambda's limit).
+MAX_BRANCH_PLACES = 5_000
 _WAITS_FOR_PHASE = {ConditionKind.MANUAL: "person", ConditionKind.SIGNAL: "game", ConditionKind.AFTER: "time"}
 
 
@@ -173,10 +176,12 @@ def _cue_warnings(projection: _Projection, occurrences: list[datetime], zone: st
                 break
 
 
-def _branches(programme: Programme) -> list[dict[str, Any]]:
+def _branches(projection: _Projection, programme: Programme) -> list[dict[str, Any]]:
     """What each answer runs and skips, per input an only_if reads (a cue, or a signal's field): the phases and
     steps gated on it, for every answer it may give (a cue's choices, the values the only_ifs name) and for
-    none (a cue skipped or timed out; a signal that never came, or another value). Steps count from 1."""
+    none (a cue skipped or timed out; a signal that never came, or another value). Steps count from 1. Each
+    answer lists every place gated on its input, so at most MAX_BRANCH_PLACES in all; the answers past them
+    are left out, with a warning."""
     gated: dict[tuple[str, ...], list[tuple[OnlyIf, dict[str, Any]]]] = {}
     for plan in programme.phases:
         if plan.only_if is not None:
@@ -184,17 +189,27 @@ def _branches(programme: Programme) -> list[dict[str, Any]]:
         for seq, spec in enumerate(plan.specs, 1):
             if spec.only_if is not None:
                 gated.setdefault(_input(spec.only_if), []).append((spec.only_if, {"phase": plan.number, "seq": seq}))
-    found = []
+    found, room, left_out = [], MAX_BRANCH_PLACES, 0
     for key, items in gated.items():
         offered = _offered(programme, key)
         answers = offered if offered is not None else [
             {"value": v, "label": str(v)} for v in dict.fromkeys(v for only_if, _ in items for v in only_if.among)]
         answers.append({"value": None, "label": "no answer" if key[0] == "cue" else "not sent, or another value"})
         reads = dict(zip(("cue",) if key[0] == "cue" else ("signal", "field"), key[1:], strict=True))
-        found.append({"reads": reads, "answers": [
-            {**answer, "runs": [where for only_if, where in items if only_if.admits(answer["value"])],
-             "skips": [where for only_if, where in items if not only_if.admits(answer["value"])]}
-            for answer in answers]})
+        listed = []
+        for answer in answers:
+            if len(items) > room:
+                left_out += 1
+                continue
+            room -= len(items)
+            listed.append({**answer, "runs": [where for only_if, where in items if only_if.admits(answer["value"])],
+                           "skips": [where for only_if, where in items if not only_if.admits(answer["value"])]})
+        if listed:
+            found.append({"reads": reads, "answers": listed})
+    if left_out:
+        projection.warn("branches_not_listed", f"{left_out:,} answers are not listed under branches: each lists every"
+                                               f" phase and step gated on what it answers, {MAX_BRANCH_PLACES:,} in all"
+                                               " at most")
     return found
 
 
@@ -251,5 +266,6 @@ def project(document: dict[str, Any], now: datetime, *, escalate_after_seconds: 
         occurrences = list(islice(schedule.between(now, now + MAX_WINDOW), OCCURRENCES_CHECKED))
     _cue_warnings(projection, occurrences, zone)
     _overlap_warning(projection, occurrences, start, latest, programme.overlap)
+    branches = _branches(projection, programme)
     return {"steps": projection.steps, "phases": projection.phases, "shortest_seconds": start,
-            "longest_seconds": latest, "warnings": projection.warnings, "branches": _branches(programme)}
+            "longest_seconds": latest, "warnings": projection.warnings, "branches": branches}
