@@ -12,10 +12,15 @@ may be over by then); `allow` reads nothing, and a dry run is never held to it. 
 - queue_one: the new run waits behind the newest run under way (`runs.queue`: the WHERE holds that no other
   run of the definition waits so; one that cannot wait is missed as under skip), and starts once the runs
   under way are over, however late, with a row saying so.
+
+What was read under way is held in the start's WHERE (`runs.start_within_grace`, `alone_of`): two runs of a
+definition falling due together start one, and the other decides again on its next walk, seeing it. A
+cancel_previous whose cancel was refused starts regardless, as its row says.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from ...db import Tx, must_exist
@@ -30,33 +35,42 @@ from ..store import definitions, runs
 from .cursor import Cursor, Done
 
 
-def decide(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: list[journal.Entry]) -> Cursor | None:
-    """What the overlap policy does with the scheduled `run`, due now: None to start it as ever, else where its
-    walk stops (missed, or still scheduled while it waits)."""
+@dataclass(frozen=True)
+class Start:
+    """The run starts, while no other live run of `alone_of` (its definition) is under way, when it is not None."""
+
+    alone_of: int | None = None
+
+
+def decide(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: list[journal.Entry]) -> Cursor | Start:
+    """What the overlap policy does with the scheduled `run`, due now: Start it, or where its walk stops
+    (missed, or still scheduled while it waits)."""
     policy = programme.overlap
     if policy is Overlap.ALLOW or run.mode is not RunMode.LIVE or run.scheduled_for > now:
-        return None
+        return Start()
+    alone = Start(run.definition_id)
     earlier = runs.under_way(tx, run.definition_id, run.id)
     if policy is Overlap.QUEUE_ONE:
-        return _queue(tx, now, run, earlier, log_rows)
+        return _queue(tx, now, run, earlier, log_rows, alone)
     if not earlier:
-        return None
+        return alone
     if policy is Overlap.SKIP:
         return _skip(tx, now, run, policy, earlier, f"{_runs(earlier)} under way", log_rows)
     refused = [why for earlier_id in earlier if (why := _cancel(tx, now, run, earlier_id)) is not None]
     cause = f"{_runs(earlier)} under way: cancelled, so this one starts" + "".join(f"; {why}" for why in refused)
     log_rows.append(journal.run_overlap(run.id, policy.value, "cancelled_previous", earlier, cause))
-    return None
+    return Start() if refused else alone
 
 
-def _queue(tx: Tx, now: datetime, run: Run, earlier: list[int], log_rows: list[journal.Entry]) -> Cursor | None:
+def _queue(tx: Tx, now: datetime, run: Run, earlier: list[int], log_rows: list[journal.Entry],
+           alone: Start) -> Cursor | Start:
     behind = runs.queued_behind(tx, run.id)
     if not earlier:
         if behind is not None:
             late = int((now - run.scheduled_for).total_seconds())
             log_rows.append(journal.run_overlap(run.id, Overlap.QUEUE_ONE.value, "started", [behind],
                                                 f"run {behind} is over: it starts, {late} s after its time"))
-        return None
+        return alone
     if behind is not None:
         return Done(RunStatus.SCHEDULED)  # still waiting: decided when it queued
     if runs.queue(tx, run.id, run.definition_id, earlier[-1]):

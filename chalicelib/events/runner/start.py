@@ -20,6 +20,7 @@ from ..lifecycle import RunStatus
 from ..model import Run
 from ..store import log, phases, runs, steps
 from .cursor import Cursor, Done, NeedsRead, opened
+from .overlap import Start
 from .overlap import decide as overlap_decides
 
 
@@ -30,10 +31,10 @@ def start_run(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: l
     """
     first = programme.first
     if run.status is RunStatus.SCHEDULED:
-        held = overlap_decides(tx, now, run, programme, log_rows)
-        if held is not None:
-            return held
-        if runs.start_within_grace(tx, run.id, now, into_phase=first.number):
+        decided = overlap_decides(tx, now, run, programme, log_rows)
+        if not isinstance(decided, Start):
+            return decided
+        if runs.start_within_grace(tx, run.id, now, into_phase=first.number, alone_of=decided.alone_of):
             log_rows.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.STARTING, cause="due"))
         elif runs.miss_after_grace(tx, run.id, now):
             closed = run.scheduled_for + timedelta(seconds=run.grace_seconds)

@@ -13,16 +13,20 @@ from ....db import Tx, placeholders
 from ...lifecycle import LIVE_RUN, RunSQL, RunStatus
 
 UNDER_WAY = tuple(s for s in LIVE_RUN if s is not RunStatus.SCHEDULED)  # started, and not over
+# The live runs (not dry runs) of a definition under way beside a run: (definition id, run id, *UNDER_WAY).
+UNDER_WAY_BESIDE = (f"""SELECT id FROM event_runs
+                         WHERE definition_id = %s AND id <> %s AND mode = {RunSQL.LIVE}
+                           AND status IN ({placeholders(len(UNDER_WAY))})""")  # noqa: S608 — the mode is lifecycle's rendering; values are parameters
+
+
+def under_way_beside(definition_id: int, run_id: int) -> tuple[object, ...]:
+    """UNDER_WAY_BESIDE's parameters."""
+    return (definition_id, run_id, *(s.value for s in UNDER_WAY))
 
 
 def under_way(tx: Tx, definition_id: int, run_id: int) -> list[int]:
     """The live runs of the definition (not dry runs) under way beside `run_id`, oldest first."""
-    rows = tx.all(
-        f"""SELECT id FROM event_runs
-             WHERE definition_id = %s AND id <> %s AND mode = {RunSQL.LIVE}
-               AND status IN ({placeholders(len(UNDER_WAY))}) ORDER BY id""",  # noqa: S608 — the mode is lifecycle's rendering; values are parameters
-        (definition_id, run_id, *(s.value for s in UNDER_WAY)),
-    )
+    rows = tx.all(f"{UNDER_WAY_BESIDE} ORDER BY id", under_way_beside(definition_id, run_id))
     return [row["id"] for row in rows]
 
 

@@ -16,6 +16,7 @@ from ....db import Tx, must_exist
 from ...lifecycle import RunMode, RunSQL, RunStatus
 from ...model import Rehearsal, Run, is_whole_number
 from .moves import move
+from .overlap import UNDER_WAY_BESIDE, under_way_beside
 from .reads import COLUMNS, occurrence_key
 
 
@@ -79,21 +80,33 @@ def insert_rehearsal(tx: Tx, *, definition_id: int, definition_version: int, gra
 
 
 
-def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | None = None) -> bool:
+def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | None = None,
+                       alone_of: int | None = None) -> bool:
     """`scheduled -> starting`, only while now lies in [scheduled_for, scheduled_for + grace], or once the run
     queued behind an earlier one (`overlap.queue`) is let go, however late.
 
     With `into_phase`, straight on into running at that phase, for a caller that
     materialises it in the same transaction (nobody could see it starting).
+    With `alone_of`, its definition (whose schedule's overlap is not allow), only
+    while no other live run of it is under way: two of its runs falling due
+    together, on two workers or two ticks, each read none under way before the
+    other committed, and both started. The subquery's read locks what it reads,
+    so one waits for the other (or is its deadlock's victim, re-run whole) and
+    starts nothing; its run decides again on its next walk, seeing the other.
     """
     # guard: start-before-scheduled-for
     # guard: start-after-the-grace-window
     guard = (f"status = {RunSQL.SCHEDULED} AND scheduled_for <= %s"
              # guard: a-queued-run-starts-only-in-its-grace-window
              " AND (%s <= scheduled_for + INTERVAL grace_seconds SECOND OR queued_behind IS NOT NULL)")
+    args: tuple[object, ...] = (now, now)
+    # guard: two-runs-of-a-definition-start-together
+    if alone_of is not None:
+        guard += f" AND NOT EXISTS (SELECT 1 FROM ({UNDER_WAY_BESIDE}) AS under_way)"  # noqa: S608 — a constant; values are parameters
+        args += under_way_beside(alone_of, run_id)
     # guard: runner-start-left-in-starting
     to = RunStatus.STARTING if into_phase is None else RunStatus.RUNNING
-    return move(tx, run_id, [RunStatus.SCHEDULED], to, now, guard, (now, now), current_phase=into_phase, started=True)
+    return move(tx, run_id, [RunStatus.SCHEDULED], to, now, guard, args, current_phase=into_phase, started=True)
 
 
 def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
