@@ -408,6 +408,12 @@ def test_an_expired_token_long_ago_names_its_day():
     assert auth._expired(long_ago) == f"the token expired at {datetime.fromtimestamp(exp, UTC):%Y-%m-%d %H:%M:%S} UTC (3 days ago)"
 
 
+def test_a_signed_token_whose_exp_is_no_date_is_401_not_500(api):
+    for exp in (-1e20, 1e20):  # before year 1 and past any calendar: saying when it expired raised
+        answer = api.get("/runs", auth=token("admin", exp=exp, iat=None))
+        assert answer.status == 401, (exp, answer.body)
+
+
 def test_a_token_signed_with_another_key_says_so(api):
     answer = api.get("/runs", auth=token("admin", key=SECRET + "-other"))
     assert answer.body == {"errors": ["the token's signature does not verify: it was signed with another key"]}

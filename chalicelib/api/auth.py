@@ -156,7 +156,10 @@ def _expired(token: str) -> str:
 
     exp = jwt.decode(token, options={"verify_signature": False})["exp"]
     now = time.time()
-    at, today = datetime.fromtimestamp(exp, UTC), datetime.fromtimestamp(now, UTC)
+    try:
+        at, today = datetime.fromtimestamp(exp, UTC), datetime.fromtimestamp(now, UTC)
+    except (OverflowError, ValueError, OSError):  # an `exp` before year 1 or beyond any calendar: signed, but no date
+        return "the token expired (its exp is no date)"
     when = f"{at:%H:%M:%S}" if at.date() == today.date() else f"{at:%Y-%m-%d %H:%M:%S}"
     return f"the token expired at {when} UTC ({_ago(now - exp)})"
 
