@@ -51,6 +51,7 @@ import pymysql
 from .db import REACH_RETRY_SECONDS, ConnectionParams, Database, tls_for
 from .events.errors import ConfigError
 from .migrate import STALE_LOCK_SECONDS, Unlocked, migrate, unlock
+from .secrets import CLIENT_CONFIG
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +180,7 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
     if action not in ACTIONS:
         raise ConfigError(f"unknown action {action!r}; expected one of {ACTIONS}")
     app_arn = _required(env, "EVENTS_DB_SECRET_ARN")
-    client = client or boto3.client("secretsmanager")
+    client = client or boto3.client("secretsmanager", config=CLIENT_CONFIG)  # a hung read fails in seconds
     app_secret = _read_secret(client, app_arn)
     admin = admin_params(
         _read_secret(client, _required(env, "EVENTS_DB_ADMIN_SECRET_ARN")),

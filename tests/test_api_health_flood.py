@@ -4,8 +4,6 @@ concurrency — each answer within about a second, the failure remembered briefl
 from __future__ import annotations
 
 import dataclasses
-import socket
-import threading
 import time
 
 import pytest
@@ -17,39 +15,9 @@ from chalicelib import health, runtime
 from chalicelib import secrets as engine_secrets
 from chalicelib.events.errors import SecretUnreadable
 from tests.support.api import hs_settings
+from tests.support.silent_server import SilentServer
 
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:events/db-AbCdEf"
-
-
-class SilentServer:
-    """Accepts connections and never answers (Secrets Manager hanging); counts the connections."""
-
-    def __init__(self):
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._held: list[socket.socket] = []
-        self._stop = threading.Event()
-        self.port = self._listener.getsockname()[1]
-        self._listener.settimeout(0.2)
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self._held.append(self._listener.accept()[0])
-            except TimeoutError:
-                continue
-
-    @property
-    def connections(self) -> int:
-        return len(self._held)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        for held in self._held:
-            held.close()
-        self._listener.close()
 
 
 @pytest.fixture

@@ -181,3 +181,24 @@ def test_unlock_clears_a_stale_migration_lock_and_names_a_live_one(deployment, d
     assert kept["unlocked"] == 0 and kept["locked_by"] == 7 and "may still be running" in kept["said"]
     assert admin.autocommit(lambda tx: tx.scalar("SELECT COUNT(*) AS n FROM yoyo_lock")) == 1
     admin.close()
+
+
+def test_a_hung_secrets_manager_fails_the_migrate_after_two_tries_not_minutes(monkeypatch):
+    """Its client had botocore's defaults: 60 s to connect and to read, legacy retries (five tries), so a hung
+    Secrets Manager held the deploy's MigrateSchema past its 300 s."""
+    from botocore.exceptions import ReadTimeoutError
+
+    from tests.support.silent_server import SilentServer
+
+    server = SilentServer()
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", f"http://127.0.0.1:{server.port}")
+        for name, value in (("AWS_DEFAULT_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "t"), ("AWS_SECRET_ACCESS_KEY", "t")):
+            monkeypatch.setenv(name, value)
+        env = {"EVENTS_DB_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:app", "EVENTS_DB_ADMIN_SECRET_ARN": "a",
+               "EVENTS_DB_ADMIN_HOST": "127.0.0.1"}
+        with pytest.raises(ReadTimeoutError):
+            handle({}, env)
+        assert server.connections == 2
+    finally:
+        server.close()
