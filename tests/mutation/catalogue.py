@@ -1089,6 +1089,9 @@ MUTATIONS: list[Mutation] = [
              (RUNNER_SLEEP,)),
     Mutation("two-runs-of-a-definition-start-together", "two-runs-of-a-definition-start-together",
              "    if alone_of is not None:\n", "    if False:\n", ("tests/test_runner_overlap_race.py",)),
+    Mutation("a-press-reads-its-message-before-another-press-commits",
+             "a-press-reads-its-message-before-another-press-commits", " LOCK IN SHARE MODE\"", "\"",
+             ("tests/test_chat_press_race.py",)),
     Mutation("a-chat-press-does-not-nudge-a-sleeping-deployment", "a-chat-press-does-not-nudge-a-sleeping-deployment",
              "    if pressing.made_work_at is not None:", "    if False:", ("tests/test_chat_sleep.py",)),
     # ── the game server's signature: its own key, this path, this body, now ──

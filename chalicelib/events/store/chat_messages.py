@@ -51,9 +51,12 @@ def of_step(tx: Tx, step_id: int, platform: str | None = None) -> list[ChatMessa
 
 def pressed_on(tx: Tx, platform: str, message_id: str, run_id: int, step_id: int) -> ChatMessage | None:
     """The message a press came from, when it is the one recorded for that run and step (a button's identifier
-    edited to name another run or step matches nothing)."""
+    edited to name another run or step matches nothing). A locking read: it waits for a press of the message
+    that is committing and takes no snapshot, so the command's plain reads after the run's lock (its
+    Idempotency-Key among them) see that press; a plain read here would pin the snapshot before it."""
+    # guard: a-press-reads-its-message-before-another-press-commits
     row = tx.one(f"SELECT {COLUMNS} FROM event_chat_messages m WHERE m.platform = %s AND m.message_id = %s"  # noqa: S608
-                 " AND m.run_id = %s AND m.step_id = %s", (platform, message_id, run_id, step_id))
+                 " AND m.run_id = %s AND m.step_id = %s LOCK IN SHARE MODE", (platform, message_id, run_id, step_id))
     return None if row is None else ChatMessage(**row)
 
 
