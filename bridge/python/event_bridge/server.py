@@ -1,7 +1,12 @@
 """The bridge served over HTTP: a WSGI application, and a standard-library server for trying it.
 
-Invariant: a request body larger than the bridge reads (1 MB) is refused with
-413 before it is read, and every answer is a JSON object with its length.
+Invariant: a request body is read only when the request declares its length
+once, as ASCII digits, at most what the bridge reads (1 MB), and then exactly
+that many bytes are read. Anything else is refused before a byte of its body
+is read, with the kit's error body: 400 (a malformed or repeated length), 411
+(a POST with no length, or with a Transfer-Encoding) or 413 (over 1 MB); the
+standard-library server then closes the connection. Every answer is a JSON
+object with its length.
 """
 
 from __future__ import annotations
@@ -13,24 +18,44 @@ from typing import Any
 from .answers import Answer
 from .bridge import MAX_BODY_BYTES, Bridge
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 409: "Conflict",
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 409: "Conflict", 411: "Length Required",
             413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error"}
+_MOST_DIGITS = len(str(MAX_BODY_BYTES))
 
 
 def _too_large() -> Answer:
     return Answer({"reason": f"the body is larger than {MAX_BODY_BYTES} bytes"}, 413)
 
 
+def _body_length(declared: list[str], required: bool) -> int | Answer:
+    """The body's length from the request's Content-Length values, or the answer that refuses the request."""
+    if not declared:
+        return Answer({"reason": "a POST declares its body's length in Content-Length"}, 411) if required else 0
+    if len(declared) > 1:
+        return Answer({"reason": "Content-Length is given more than once"}, 400)
+    text = declared[0].strip(" \t")
+    # isdigit() alone takes "²" and other non-ASCII digits, which int() refuses
+    if not (text.isascii() and text.isdigit()):
+        return Answer({"reason": "Content-Length is not a number of bytes in ASCII digits"}, 400)
+    # counted before int(): int() refuses more than 4,300 digits
+    if len(text.lstrip("0")) > _MOST_DIGITS or int(text) > MAX_BODY_BYTES:
+        return _too_large()
+    return int(text)
+
+
 def wsgi_app(bridge: Bridge) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
     """A WSGI application serving `bridge` (gunicorn, waitress, or any framework that mounts one)."""
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        if length > MAX_BODY_BYTES:
-            answer = _too_large()
+        method = environ["REQUEST_METHOD"]
+        # PEP 3333: CONTENT_LENGTH may be empty or absent; the WSGI server has already undone any Transfer-Encoding
+        declared = environ.get("CONTENT_LENGTH") or ""
+        length = _body_length([declared] if declared else [], required=method == "POST")
+        if isinstance(length, Answer):
+            answer = length
         else:
             headers = {name[5:].replace("_", "-"): value for name, value in environ.items() if name.startswith("HTTP_")}
             target = environ.get("PATH_INFO", "") + (f"?{environ['QUERY_STRING']}" if environ.get("QUERY_STRING") else "")
-            answer = bridge.handle(environ["REQUEST_METHOD"], target, headers, environ["wsgi.input"].read(length))
+            answer = bridge.handle(method, target, headers, environ["wsgi.input"].read(length))
         payload = answer.payload()
         start_response(f"{answer.status} {_REASONS.get(answer.status, 'Answer')}",
                        [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
@@ -48,21 +73,26 @@ def make_server(bridge: Bridge, host: str = "127.0.0.1", port: int = 8081) -> Th
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
-                self._send(_too_large())
-                self.close_connection = True
+            if "Transfer-Encoding" in self.headers:
+                # this server reads no chunked body: reading Content-Length bytes of one would misframe the next request
+                length: int | Answer = Answer({"reason": "the body is sent with a Content-Length, not a Transfer-Encoding"}, 411)
+            else:
+                length = _body_length(self.headers.get_all("Content-Length") or [], required=True)
+            if isinstance(length, Answer):
+                self._send(length, close=True)  # the unread body must not be taken for a next request
                 return
             self._send(bridge.handle("POST", self.path, dict(self.headers.items()), self.rfile.read(length)))
 
         def do_GET(self) -> None:
             self._send(bridge.handle("GET", self.path, dict(self.headers.items()), b""))
 
-        def _send(self, answer: Answer) -> None:
+        def _send(self, answer: Answer, close: bool = False) -> None:
             payload = answer.payload()
             self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
+            if close:
+                self.send_header("Connection", "close")  # also sets close_connection
             self.end_headers()
             self.wfile.write(payload)
 

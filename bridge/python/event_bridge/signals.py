@@ -2,11 +2,14 @@
 
 Invariant: a signal is sent until the engine answers it: 2xx is done (a repeat
 of a signal the engine already has answers 200 with the first receipt, so a
-re-send is safe); 429, a 5xx and a connection that fails are retried with
-backoff for at least RETRY_SECONDS (a sleeping deployment's database takes up
-to 30 s to resume); any other 4xx is final and raised with the engine's own
-error. Each request has an overall deadline and its answer is read up to
-MAX_ANSWER_BYTES.
+re-send is safe); 429, a 5xx, a connection that fails and an answer not whole
+in time are retried with backoff for up to RETRY_SECONDS (a sleeping
+deployment's database takes up to 30 s to resume); any other 4xx is final and
+raised with the engine's own error. Nothing outlasts the retry time: no
+attempt starts once it is spent, and each attempt has an overall deadline
+(REQUEST_SECONDS, or what is left of the retry time if less) that bounds every
+read of its answer, so one dripped byte by byte fails the attempt as a
+TimeoutError. An answer is read up to MAX_ANSWER_BYTES.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
+import io
 import json
+import socket
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote, urlsplit
 
 RETRY_SECONDS = 90.0
@@ -52,9 +57,17 @@ def send_signal(api_url: str, key: str, run_id: int, name: str, body: dict[str, 
     path = f"/runs/{int(run_id)}/signals/{quote(name, safe='')}"
     payload = json.dumps(body if body is not None else {}).encode()
     started, backoff, last = monotonic(), 1.0, "nothing"
+
+    def given_up() -> SignalNotDelivered:
+        return SignalNotDelivered(f"signal {name!r} to run {run_id} not taken in {retry_seconds:g} s; last: {last}")
+
     while True:
+        left = retry_seconds - (monotonic() - started)
+        if left <= 0:
+            raise given_up()
         try:
-            status, answer, retry_after = _post(api_url, path, payload, signal_headers(key, path, payload))
+            status, answer, retry_after = _post(api_url, path, payload, signal_headers(key, path, payload),
+                                                min(REQUEST_SECONDS, left))
         except (OSError, http.client.HTTPException) as error:
             status, answer, retry_after, last = 0, {}, None, f"{type(error).__name__}: {error}"
         if 200 <= status < 300:
@@ -65,20 +78,34 @@ def send_signal(api_url: str, key: str, run_id: int, name: str, body: dict[str, 
             last = f"HTTP {status}: {answer.get('error') or answer.get('message') or ''}".strip()
         wait = min(MAX_BACKOFF_SECONDS, retry_after if retry_after is not None else backoff)
         if monotonic() - started + wait > retry_seconds:
-            raise SignalNotDelivered(f"signal {name!r} to run {run_id} not taken in {retry_seconds:g} s; last: {last}")
+            raise given_up()
         sleep(wait)
         backoff = min(MAX_BACKOFF_SECONDS, backoff * 2)
 
 
-def _post(api_url: str, path: str, payload: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any], float | None]:
+def _post(api_url: str, path: str, payload: bytes, headers: dict[str, str],
+          seconds: float) -> tuple[int, dict[str, Any], float | None]:
+    """One attempt, whole within `seconds`: TimeoutError when it is not."""
     url = urlsplit(api_url.rstrip("/"))
     kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    conn = kind(url.hostname or "", url.port, timeout=REQUEST_SECONDS)
+    deadline = time.monotonic() + seconds  # real time, whatever clock the retry loop was given
+    conn = kind(url.hostname or "", url.port, timeout=seconds)
     try:
+        conn.connect()
+        conn.sock.settimeout(_left(deadline))  # sendall's timeout bounds the whole send
         conn.request("POST", url.path + path, payload, {**headers, "Content-Type": "application/json"})
-        response = conn.getresponse()
-        raw = response.read(MAX_ANSWER_BYTES)
+        # http.client's timeout is per socket operation: every read here waits at most until the deadline
+        response = http.client.HTTPResponse(cast(socket.socket, _Reads(conn.sock, deadline)), method="POST")
+        response.begin()
+        raw = b""
+        while len(raw) < MAX_ANSWER_BYTES:
+            chunk = response.read1(MAX_ANSWER_BYTES - len(raw))
+            if not chunk:
+                break
+            raw += chunk
         retry_after = response.getheader("Retry-After")
+    except TimeoutError:
+        raise TimeoutError(f"no whole answer within {seconds:g} s") from None
     finally:
         conn.close()
     try:
@@ -87,3 +114,28 @@ def _post(api_url: str, path: str, payload: bytes, headers: dict[str, str]) -> t
         answer = {"error": raw[:200].decode(errors="replace")}
     delay = float(retry_after) if retry_after and retry_after.isdigit() else None
     return response.status, answer if isinstance(answer, dict) else {"error": str(answer)[:200]}, delay
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the deadline passed")
+    return left
+
+
+class _Reads(io.RawIOBase):
+    """A socket's bytes, each read's timeout the time left before `deadline`; `makefile` is all HTTPResponse uses."""
+
+    def __init__(self, sock: socket.socket, deadline: float):
+        super().__init__()
+        self._sock, self._deadline = sock, deadline
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(self)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        self._sock.settimeout(_left(self._deadline))
+        return self._sock.recv_into(buffer)

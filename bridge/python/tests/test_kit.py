@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
+import socket
+import socketserver
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
+from wsgiref.simple_server import WSGIRequestHandler
+from wsgiref.simple_server import make_server as make_wsgi_server
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the kit's source tree, not an installed copy
 
 from event_bridge import BadAnswer, Bridge, Gone, Resource, Revert, SignalNotDelivered, SignalRefused, done, refused, send_signal
+from event_bridge import signals as signals_module
+from event_bridge.server import make_server, wsgi_app
 from event_bridge.signing import signed_headers, status_signed
 
 KEY = "kit-key"
@@ -224,3 +231,118 @@ def test_a_signal_the_engine_never_takes_gives_up_after_the_retry_time(engine):
     with pytest.raises(SignalNotDelivered, match="not taken in 90 s; last: HTTP 503: down"):
         send_signal(engine, "sig-key", 42, "boss_defeated", sleep=sleep, monotonic=lambda: clock[0])
     assert clock[0] >= 60  # at least a minute of retries: an Aurora resume
+
+
+class QuietWSGI(WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(params=["make_server", "wsgi_app"])
+def served(request):
+    """The kit's bridge on a loopback port, behind its own server or wsgi_app under wsgiref: the port."""
+    bridge = Bridge(KEY, clock=lambda: NOW)
+    server: socketserver.TCPServer
+    if request.param == "make_server":
+        server = make_server(bridge, "127.0.0.1", 0)
+    else:
+        server = make_wsgi_server("127.0.0.1", 0, wsgi_app(bridge), handler_class=QuietWSGI)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield request.param, server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def exchange(port, head, body=b""):
+    """Sends a request as raw bytes and leaves the connection open: the whole answer, up to the server's close.
+    A server that reads past what it may waits for more here, and the recv times out."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(head + body)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(payload)
+
+
+@pytest.mark.parametrize("length_headers, status", [
+    ([b"Content-Length: -1"], 400),  # read(-1) read until the connection closed
+    ([b"Content-Length: abc"], 400),  # int() raised and the connection dropped unanswered
+    ([b"Content-Length: +5"], 400),
+    ([b"Content-Length: 0x10"], 400),
+    ([b"Content-Length: 5 5"], 400),
+    ([b"Content-Length: \xb2"], 400),  # "²": str.isdigit() takes it
+    ([b"Content-Length: 5", b"Content-Length: 6"], 400),
+    ([], 411),
+    ([b"Transfer-Encoding: chunked"], 411),
+    ([b"Content-Length: 1048577"], 413),
+    ([b"Content-Length: " + b"9" * 5000], 413),  # int() refuses that many digits
+])
+def test_a_body_of_no_strict_length_is_refused_before_it_is_read(served, length_headers, status):
+    kind, port = served
+    if kind == "wsgi_app" and len(length_headers) > 1:
+        pytest.skip("a WSGI server hands the application one CONTENT_LENGTH")
+    head = b"\r\n".join([b"POST /actions/test.noop HTTP/1.1", b"Host: bridge", *length_headers, b"", b""])
+    answer = exchange(port, head, b"5\r\n{}{}{\r\n0\r\n\r\n" if b"chunked" in head else b"{}{}{")
+    assert answer[0] == status and set(answer[1]) == {"reason"}
+
+
+def test_a_body_of_a_strict_length_is_read_and_delivered(served):
+    _, port = served
+    headers, body = delivery(action="test.noop")
+    lines = [f"{name}: {value}".encode() for name, value in headers.items()]
+    head = b"\r\n".join([b"POST /actions/test.noop HTTP/1.1", b"Host: bridge", b"Connection: close", *lines,
+                          f"Content-Length:  {len(body)} ".encode(), b"", b""])
+    status, answer = exchange(port, head, body)
+    assert status == 200 and answer["outcome"] == "done"
+
+
+class Drip(BaseHTTPRequestHandler):
+    """An engine that answers one byte at a time: the whole answer, or its head at once and then its body."""
+
+    protocol_version = "HTTP/1.1"
+    what: ClassVar[str] = "answer"
+    sent_all: ClassVar[bool | None] = None
+    over = threading.Event()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = b'{"signal": {"name": "boss_defeated"}}'
+        head = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        if Drip.what == "body":
+            self.wfile.write(head)
+        dripped = head + body if Drip.what == "answer" else body
+        try:
+            for i in range(len(dripped)):
+                self.wfile.write(dripped[i:i + 1])
+                time.sleep(0.2)
+            Drip.sent_all = True
+        except OSError:  # the client closed the connection before the answer was whole
+            Drip.sent_all = False
+        finally:
+            Drip.over.set()
+            self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("what, request_seconds, retry_seconds", [
+    ("answer", 1, 1.5),  # the attempt's deadline ends it (a second attempt would start after the retry time)
+    ("body", 1, 1.5),
+    ("body", 10, 1),  # what is left of the retry time ends it
+])
+def test_a_dripped_answer_fails_the_attempt_at_its_deadline(monkeypatch, what, request_seconds, retry_seconds):
+    monkeypatch.setattr(signals_module, "REQUEST_SECONDS", request_seconds)
+    Drip.what, Drip.sent_all = what, None
+    Drip.over.clear()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Drip)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        with pytest.raises(SignalNotDelivered, match="last: TimeoutError: no whole answer within"):
+            send_signal(f"http://127.0.0.1:{server.server_address[1]}", "sig-key", 42, "boss_defeated",
+                        retry_seconds=retry_seconds)
+        assert Drip.over.wait(30) and Drip.sent_all is False  # the client hung up mid-drip
+    finally:
+        server.shutdown()
+        server.server_close()
