@@ -9,6 +9,7 @@ import pytest
 from chalicelib.events import commands
 from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.store import wake
+from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, make_definition, run_row
 from tests.support.runner_kit import log_of, step, tick
 
@@ -102,3 +103,19 @@ def test_queue_one_waits_behind_the_live_run_skips_a_second_and_starts_once_it_i
     assert _overlap_rows(db, second.id)[-1] == {
         "policy": "queue_one", "decided": "started", "earlier": [first.id],
         "cause": f"run {first.id} is over: it starts, {int((clock.now() - started.scheduled_for).total_seconds())} s after its time"}
+
+
+def test_cancel_previous_of_a_run_that_cleans_up_starts_the_next_in_the_same_walk(db, clock, runner, game_bridge):
+    """The run it cancels cleans up (its scarecrow to despawn), so it is still under way: the start's guard against
+    two runs starting together must not count it."""
+    revert = {"action": "world.despawn", "params": {"id": "scarecrow"}}
+    game_bridge.script("world.spawn", Answer(200, {"outcome": "done", "resources": [
+        {"kind": "npc", "id": "scarecrow", "revert": revert}]}))
+    doc = document([[step("world.spawn"), CUE]], schedule={"cron": "*/5 * * * *", "overlap": "cancel_previous"},
+                   cleanup_on=["complete"])
+    definition = make_definition(db, clock.now() - timedelta(minutes=1), doc)
+    first, second = _first_live_then_the_next_due(db, clock, runner, definition)
+    assert run_row(db, first.id).status is RunStatus.CLEANING_UP
+    assert run_row(db, second.id).status is RunStatus.RUNNING
+    [decided] = _overlap_rows(db, second.id)
+    assert decided["decided"] == "cancelled_previous" and decided["earlier"] == [first.id]

@@ -37,9 +37,11 @@ from .cursor import Cursor, Done
 
 @dataclass(frozen=True)
 class Start:
-    """The run starts, while no other live run of `alone_of` (its definition) is under way, when it is not None."""
+    """The run starts, while no other live run of `alone_of` (its definition) is under way, when it is not None,
+    but those this decision `cancelled`."""
 
     alone_of: int | None = None
+    cancelled: tuple[int, ...] = ()
 
 
 def decide(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: list[journal.Entry]) -> Cursor | Start:
@@ -59,7 +61,7 @@ def decide(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: list
     refused = [why for earlier_id in earlier if (why := _cancel(tx, now, run, earlier_id)) is not None]
     cause = f"{_runs(earlier)} under way: cancelled, so this one starts" + "".join(f"; {why}" for why in refused)
     log_rows.append(journal.run_overlap(run.id, policy.value, "cancelled_previous", earlier, cause))
-    return Start() if refused else alone
+    return Start() if refused else Start(run.definition_id, tuple(earlier))
 
 
 def _queue(tx: Tx, now: datetime, run: Run, earlier: list[int], log_rows: list[journal.Entry],

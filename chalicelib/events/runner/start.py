@@ -34,7 +34,8 @@ def start_run(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: l
         decided = overlap_decides(tx, now, run, programme, log_rows)
         if not isinstance(decided, Start):
             return decided
-        if runs.start_within_grace(tx, run.id, now, into_phase=first.number, alone_of=decided.alone_of):
+        if runs.start_within_grace(tx, run.id, now, into_phase=first.number, alone_of=decided.alone_of,
+                                   cancelled=decided.cancelled):
             log_rows.append(journal.run_status(run.id, None, RunStatus.SCHEDULED, RunStatus.STARTING, cause="due"))
         elif runs.miss_after_grace(tx, run.id, now):
             closed = run.scheduled_for + timedelta(seconds=run.grace_seconds)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from ....db import Tx, must_exist
+from ....db import Tx, must_exist, placeholders
 from ...lifecycle import RunMode, RunSQL, RunStatus
 from ...model import Rehearsal, Run, is_whole_number
 from .moves import move
@@ -81,7 +81,7 @@ def insert_rehearsal(tx: Tx, *, definition_id: int, definition_version: int, gra
 
 
 def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | None = None,
-                       alone_of: int | None = None) -> bool:
+                       alone_of: int | None = None, cancelled: tuple[int, ...] = ()) -> bool:
     """`scheduled -> starting`, only while now lies in [scheduled_for, scheduled_for + grace], or once the run
     queued behind an earlier one (`overlap.queue`) is let go, however late.
 
@@ -93,6 +93,8 @@ def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | 
     other committed, and both started. The subquery's read locks what it reads,
     so one waits for the other (or is its deadlock's victim, re-run whole) and
     starts nothing; its run decides again on its next walk, seeing the other.
+    The runs its own decision `cancelled` (overlap: cancel_previous) are not
+    counted: one that cleans up is under way still.
     """
     # guard: start-before-scheduled-for
     # guard: start-after-the-grace-window
@@ -102,8 +104,9 @@ def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | 
     args: tuple[object, ...] = (now, now)
     # guard: two-runs-of-a-definition-start-together
     if alone_of is not None:
-        guard += f" AND NOT EXISTS (SELECT 1 FROM ({UNDER_WAY_BESIDE}) AS under_way)"  # noqa: S608 — a constant; values are parameters
-        args += under_way_beside(alone_of, run_id)
+        others = f" WHERE under_way.id NOT IN ({placeholders(len(cancelled))})" if cancelled else ""
+        guard += f" AND NOT EXISTS (SELECT 1 FROM ({UNDER_WAY_BESIDE}) AS under_way{others})"  # noqa: S608 — constants; values are parameters
+        args += (*under_way_beside(alone_of, run_id), *cancelled)
     # guard: runner-start-left-in-starting
     to = RunStatus.STARTING if into_phase is None else RunStatus.RUNNING
     return move(tx, run_id, [RunStatus.SCHEDULED], to, now, guard, args, current_phase=into_phase, started=True)
