@@ -79,3 +79,22 @@ def test_a_gms_confirm_in_slack_wakes_a_sleeping_deployment(db, clock, chat, lam
             time.sleep(0.02)
     assert len(lambda_api.calls) == 1 and state(db) == "waking"
     assert db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0].status is StepStatus.DONE
+
+
+def test_a_press_whose_maker_froze_before_its_nudge_is_nudged_by_the_half_that_finishes_it(db, clock, chat, lambda_api,
+                                                                                         asleep_at_a_cue):
+    """On AWS the API answers a slow press at 1.5 s and Lambda may freeze its worker between the press's commit
+    and its nudge; the chat function then finished the press as a repeat, which nudged nothing: the run stayed
+    asleep for up to a day."""
+    from chalicelib.events.chat.answers import finish
+    from chalicelib.events.chat.interactions import ChatPress, perform
+
+    settings, run, cue = asleep_at_a_cue(f"discord:{CUE_CHANNEL}")
+    [message] = chat.messages("discord")
+    press = ChatPress("discord", "4242", "mira", ["gm"], run.id, cue.id, "confirm", None, "interaction-7",
+                      message.channel_id, message.id, settings.discord_guild_id or "", {"application_id": "1", "token": "t"})
+    perform(db, clock, press, frozenset({"gm", "moderator"}))  # the worker's half: committed, then frozen
+    assert not lambda_api.calls and state(db) == "asleep"
+    with runtime.override(database=db, clock=clock, settings=settings):
+        finish({"press": press.event()})  # the chat function's half
+    assert len(lambda_api.calls) == 1 and state(db) == "waking"

@@ -153,7 +153,10 @@ def perform(db: Database, clock: Clock, press: ChatPress, mapped: frozenset[str]
     try:
         return db.transaction(lambda tx: _perform(tx, clock, press, mapped))
     except AnsweredBefore:  # the same interaction again: nothing written, the message as the first left it
-        return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped)))
+        # and the wake again: the half that made the press may have been frozen (a Lambda after its answer)
+        # between its commit and its nudge; a deployment already woken is not nudged twice
+        again = clock.now() if CONTROLS[press.control].wakes else None
+        return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped), made_work_at=again))
     except REFUSED_BY_THE_RULES as refusal:
         words = refusal.messages[0] if hasattr(refusal, "messages") else str(refusal)
         return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped), words))
