@@ -183,6 +183,7 @@ def test_unlock_clears_a_stale_migration_lock_and_names_a_live_one(deployment, d
     admin.close()
 
 
+@pytest.mark.realtime  # waits out two real read timeouts
 def test_a_hung_secrets_manager_fails_the_migrate_after_two_tries_not_minutes(monkeypatch):
     """Its client had botocore's defaults: 60 s to connect and to read, legacy retries (five tries), so a hung
     Secrets Manager held the deploy's MigrateSchema past its 300 s."""
