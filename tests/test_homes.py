@@ -138,15 +138,65 @@ def test_statuses_are_written_in_sql_only_by_the_lifecycles_renderings():
 
 
 def test_a_status_rendering_is_never_left_unformatted():
-    """`{RunSQL.X}` in a plain string (an f missing) would reach the database as braces."""
+    """`{RunSQL.X}` (or any `…SQL` rendering) in a plain string (an f missing) would reach the database as braces."""
     found = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in sorted((ROOT / "chalicelib").rglob("*.py"))
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
-        and re.search(r"\{(RunSQL|StepSQL)\.", node.value)
+        and re.search(r"\{\w+SQL\.", node.value)
     ]
     assert found == []
+
+
+def _words_written(source: str, words: set[str]) -> list[int]:
+    """The lines where one of `words` is written as a literal: quoted inside SQL text (`'word'` in a string) or
+    compared with (`x == "word"`, `x in ("word", …)`). Docstrings (prose) are left out; a home declares its
+    words by assignment (`OK = "ok"`), which is neither."""
+    tree = ast.parse(source)
+    prose = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    in_sql = re.compile(r"'(" + "|".join(sorted(words)) + r")'")
+
+    def word(node: ast.expr) -> bool:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return any(isinstance(i, ast.Constant) and i.value in words for i in items)
+
+    def written(node: ast.expr) -> bool:
+        if isinstance(node, ast.Compare):
+            return any(word(side) for side in (node.left, *node.comparators))
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose \
+            and in_sql.search(node.value) is not None
+
+    return sorted({node.lineno for node in ast.walk(tree) if isinstance(node, ast.expr) and written(node)})
+
+
+def _written_in(words: set[str]) -> list[str]:
+    return [f"{path.relative_to(ROOT)}:{number}"
+            for path in [ROOT / "app.py", *sorted((ROOT / "chalicelib").rglob("*.py"))]
+            for number in _words_written(path.read_text(), words)]
+
+
+def test_a_runs_health_is_written_only_through_its_enum():
+    """A run's health is `model.Health`, in SQL its rendering `HealthSQL`: never a quoted or compared literal."""
+    from chalicelib.events.model import Health
+
+    words = {h.value for h in Health}
+    caught = ("x = \"UPDATE event_runs SET health = 'degraded'\"", 'if run.health == "ok": pass')
+    assert all(_words_written(line, words) == [1] for line in caught)  # the rule is about something
+    assert _words_written('"""health: \'ok\' or \'degraded\'"""\nOK = "ok"\nbody = {"ok": True}', words) == []
+    assert _written_in(words) == [], "a run's health is written as model.Health / HealthSQL"
+
+
+def test_the_engines_sleep_state_is_written_only_through_its_enum():
+    """The engine state row's `state` is `engine_state.SleepState`, in SQL its rendering `SleepSQL`: never a
+    quoted or compared literal, in the store or in the runner that reads the row."""
+    from chalicelib.events.store.engine_state import SleepState
+
+    words = {s.value for s in SleepState}
+    caught = ("x = \"UPDATE event_engine_state SET state = 'asleep'\"", 'if seen.state != "awake": pass',
+              'if seen.state in ("waking", "asleep"): pass')
+    assert all(_words_written(line, words) == [1] for line in caught)  # the rule is about something
+    assert _written_in(words) == [], "the engine's state is written as engine_state.SleepState / SleepSQL"
 
 
 def test_the_base_layer_does_not_reach_up_into_the_engine():
@@ -347,6 +397,48 @@ def test_control_names_are_quoted_only_in_the_commands():
         for number in _control_names_quoted(path.read_text())
     ]
     assert elsewhere == [], f"a control's name is written only in chalicelib/events/commands/: {elsewhere}"
+
+
+def _controls_given_as_literals(source: str) -> list[int]:
+    """The lines where a literal is given as a log row's control, whatever its word: the `control` of a journal
+    builder (by position or by keyword), any `control=` argument, or a dict's "control" entry."""
+    builders: dict[str, int | None] = {}  # a builder's name -> the position of its control (None: by keyword only)
+    for name, function in vars(journal).items():
+        parameters = list(inspect.signature(function).parameters.values()) if inspect.isfunction(function) else []
+        for position, parameter in enumerate(parameters):
+            if parameter.name == "control":
+                builders[name] = position if parameter.kind is parameter.POSITIONAL_OR_KEYWORD else None
+
+    def literal(node: ast.expr) -> bool:
+        return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+    found: list[int] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(node.func, ast.Name) else ""
+            at = builders.get(called)
+            positional = at is not None and at < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args[:at + 1])
+            if (at is not None and positional and literal(node.args[at])) \
+                    or any(k.arg == "control" and literal(k.value) for k in node.keywords):
+                found.append(node.lineno)
+        elif isinstance(node, ast.Dict):
+            found += [v.lineno for k, v in zip(node.keys, node.values, strict=True)
+                      if isinstance(k, ast.Constant) and k.value == "control" and literal(v)]
+    return sorted(set(found))
+
+
+def test_a_log_rows_control_is_never_a_literal():
+    """The control a log row names is a command's `name`, or a named word of the commands for a press that is
+    no declared control (`commands.SKIP_OCCURRENCE`): no chalicelib module writes it as a literal, whatever
+    the word, so a new one cannot slip past CONTROL_NAMES."""
+    caught = ('journal.run_control(run, "skip_occurrence", to, actor)', 'run_advance(run, "nudge", 2, actor)',
+              'journal.chat_pressed(step, actor, "wave")', 'journal.run_status(1, None, a, b, control="x")',
+              'row = {"control": f"{name}"}')
+    assert all(_controls_given_as_literals(line) == [1] for line in caught)  # the rule is about something
+    assert _controls_given_as_literals('journal.run_control(run, Pause.name, to, "runner", reason="x")') == []
+    sources = [ROOT / "app.py", *sorted((ROOT / "chalicelib").rglob("*.py"))]
+    found = [f"{path.relative_to(ROOT)}:{number}" for path in sources for number in _controls_given_as_literals(path.read_text())]
+    assert found == [], f"a log row's control is named from chalicelib/events/commands/: {found}"
 
 
 def _imported_names(path: Path) -> list[tuple[str, str]]:

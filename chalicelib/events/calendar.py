@@ -18,6 +18,7 @@ from typing import Any
 
 from ..db import Database, Tx, must_exist
 from . import cron, journal
+from .commands import SKIP_OCCURRENCE
 from .errors import Clash, Conflict, Invalid, NotFound
 from .lifecycle import RunStatus
 from .model import DefinitionVersion, OccurrenceSkip, Run, SchedulePause, clean_note, iso
@@ -111,7 +112,7 @@ def skip(db: Database, definition_id: int, scheduled_for: datetime, *, reason: s
                 raise Conflict(f"run {run.id} of this occurrence is {run.status.value}, not scheduled: cancel the run"
                                " instead", run_status=run.status.value)
             # guard: skip-commits-before-its-log-row
-            log.append(tx, journal.run_control(run, "skip_occurrence", RunStatus.CANCELLED, actor, reason=note,
+            log.append(tx, journal.run_control(run, SKIP_OCCURRENCE, RunStatus.CANCELLED, actor, reason=note,
                                                cancelled_steps=0), now)
             cancelled = must_exist(runs.get(tx, run.id))
         return Skipped(occurrence_body(scheduled_for, cancelled, skips.get(tx, definition_id, scheduled_for)), cancelled, False)

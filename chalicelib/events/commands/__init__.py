@@ -10,7 +10,8 @@ statement and its log row in one transaction, a lost guard a 409 in the words of
     protocol.py       the template: Press, Context, Command, execute/within
     run_controls.py   Pause, Resume, Cancel, Advance (a person's Advance phase control), CleanUp (a finished run's)
     step_controls.py  Confirm, Skip, Acknowledge, Release, TakeOver, Retry, Resend
-    plans.py          Postpone, Extend (a phase's deadline), ExtendCue (a parked cue's timeout)
+    plans.py          Postpone, Extend (a phase's deadline), ExtendCue (a parked cue's timeout); SKIP_OCCURRENCE
+                      (the control a calendar skip logs: no command)
     signal.py         ReceiveSignal: a signal's first receipt, and what it did to the run
     declared.py       CONTROLS: each control declared once (route, OpenAPI, roles, offer, button)
 
@@ -26,7 +27,7 @@ from typing import Any
 from ...db import Database
 from ..model import Run, Step
 from .declared import CONTROLS, PHASE_CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Caller, Control, Shape, Standing, Target, offered, refusal
-from .plans import MOST_SECONDS, Extend, ExtendCue, Postpone, Seconds
+from .plans import MOST_SECONDS, SKIP_OCCURRENCE, Extend, ExtendCue, Postpone, Seconds
 from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
 from .run_controls import Advance, Advanced, Cancel, Cancelled, CleanUp, Pause, Resume
@@ -35,7 +36,7 @@ from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retrie
 
 __all__ = [
     "AS_EVER", "CANCELLABLE", "CLEANABLE", "CONTROLS", "MOST_SECONDS", "PAUSABLE", "PHASE_CONTROLS", "RESUMABLE",
-    "RUN_CONTROLS", "STEP_CONTROLS",
+    "RUN_CONTROLS", "SKIP_OCCURRENCE", "STEP_CONTROLS",
     "Acknowledge", "Advance", "Advanced", "Caller", "Cancel", "Cancelled", "Choice", "CleanUp", "Confirm", "Context",
     "Control", "Extend", "ExtendCue", "HeldBy", "Pause", "Postpone", "Press",
     "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Seconds", "Shape", "Skip", "Standing", "TakeOver",

@@ -7,6 +7,9 @@ in the same transaction, under the run's lock that `protocol.within` took first.
 nothing is refused in the words of the rows: a status or a time that is not there a 409, a new time not
 later than now a 400. Each wakes its run now, or at its new time (a postponed run), and a sleeping
 deployment after its commit (its declaration's `wakes`), so a wake time is never late.
+
+A skipped occurrence (`calendar.skip`) changes a plan too, but is no command: only the control its log row
+names is kept here (`SKIP_OCCURRENCE`), beside the commands' names.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from .rules import extend_cue_refusal, extend_refusal, postpone_refusal
 from .run_controls import RunMove
 from .step_controls import StepChange
 
+# The control of the `run.status` row of a scheduled run cancelled by its occurrence's skip (`calendar.skip`).
+SKIP_OCCURRENCE = "skip_occurrence"
 Seconds = NewType("Seconds", int)  # how far a deadline moves: later if positive, earlier if negative
 MOST_SECONDS = 7 * 24 * 3600  # a deadline moves at most a week either way in one press
 

@@ -1,4 +1,6 @@
-"""The lifecycle's words as SQL literals: the only place the store's SQL names a status or another word.
+"""The lifecycle's words as SQL literals: the only place the store's SQL names a status or another of its words
+(a run's health and the engine's sleep state are rendered beside their own enums: `model.HealthSQL`,
+`store.engine_state.SleepSQL`).
 
 The invariant: a status, mode, condition, wait or reason reaches SQL text only as
 one of these renderings, built at import from the enums (`tests/test_homes.py`

@@ -20,12 +20,12 @@ from .definitions import (
     SchedulePause,
     VersionSummary,
 )
-from .runs import Health, LogEntry, Phase, Rehearsal, Run, Signal
+from .runs import Health, HealthSQL, LogEntry, Phase, Rehearsal, Run, Signal
 from .steps import Attention, Claim, OnlyIf, Resource, Revert, Step, StepSpec, step_label, step_named
 from .values import MAX_NOTE, clean_note, is_whole_number, iso, kept_note
 
 __all__ = [
-    "MAX_NOTE", "Attention", "Claim", "Definition", "DefinitionVersion", "Health", "LogEntry", "OccurrenceSkip",
+    "MAX_NOTE", "Attention", "Claim", "Definition", "DefinitionVersion", "Health", "HealthSQL", "LogEntry", "OccurrenceSkip",
     "OnlyIf", "Phase", "Recurrence", "Rehearsal", "Resource", "Revert", "Run", "ScheduleLogEntry", "SchedulePause",
     "Signal", "Step", "StepSpec", "VersionSummary",
     "clean_note", "is_whole_number", "iso", "kept_note", "step_label", "step_named",

@@ -3,7 +3,8 @@ signals it received, and its log.
 
 The invariant: a run's row is typed once, here; its words (statuses, modes, phase kinds,
 signal effects) are the lifecycle's, read from the row by their enums, and a run or step word
-this version does not know is refused (`NewerRow`), never read as another.
+this version does not know is refused (`NewerRow`), never read as another. Its health is its own
+word (`Health`), which the store's SQL names only as `HealthSQL`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..lifecycle import (
     SignalEffect,
     WaitingFor,
     condition_of,
+    sql_literal,
 )
 from .values import iso, json_column, known, public_fields
 
@@ -33,6 +35,14 @@ from .values import iso, json_column, known, public_fields
 class Health(str, Enum):
     OK = "ok"
     DEGRADED = "degraded"  # something went wrong; ok again once a retried step succeeds and none stands failed
+
+
+class HealthSQL:
+    """A run's health as SQL, rendered from Health as `lifecycle.RunSQL` renders a status: the only place the
+    store's SQL names one."""
+
+    OK = sql_literal(Health.OK)
+    DEGRADED = sql_literal(Health.DEGRADED)
 
 
 REHEARSAL_COLUMNS = ("mode", "speed", "rehearsal_bridge", "auto_confirm_seconds", "auto_signal_seconds")

@@ -67,6 +67,7 @@ from ...db import Database
 from ..adapters.aws import AWS_CALL_SECONDS, BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from ..cron import DEFAULT_TIMEZONE, Schedule
 from ..store import definitions, engine_state, escalations, runs
+from ..store.engine_state import SleepState
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ class Sleeper:
         this invocation woke it. Raises if the rule could not be turned on (the row is left not awake)."""
         for _ in range(MAX_WAKE_TRIES):
             seen = self.db.autocommit(engine_state.read)
-            if seen.state == "awake":
+            if seen.state == SleepState.AWAKE:
                 # guard: woken-tick-trusts-an-awake-row
                 if source != RULE_SOURCE:
                     self._rule_on_anyway(source)
@@ -152,9 +153,10 @@ class Sleeper:
             try:
                 self.switches.rule_on()
             except Exception:
-                if seen.state == "waking":  # the next work created nudges again at once
+                if seen.state == SleepState.WAKING:  # the next work created nudges again at once
                     self.db.autocommit(lambda tx: engine_state.back_to_sleep(tx, now, seen.epoch))
-                logger.error("could not turn the minute rule back on: the engine stays %s (%s woke it)", seen.state, source)
+                logger.error("could not turn the minute rule back on: the engine stays %s (%s woke it)", seen.state.value,
+                             source)
                 if source in (WAKE_SOURCE, BACKSTOP_SOURCE, SLEEP_LOST_SOURCE) and seen.wake_ups is not None:
                     # guard: a-refused-wake-puts-no-backstop-back
                     self._wake_ups_again(now, seen.wake_ups)
@@ -240,7 +242,7 @@ class Sleeper:
     def _asleep_again(self, now: datetime, wake_at: datetime) -> None:
         """The rule may be off and the row says awake: put the row back to asleep behind new wake-ups."""
         seen = self.db.autocommit(engine_state.read)
-        if seen.state != "awake":
+        if seen.state != SleepState.AWAKE:
             return  # a nudge is in flight (its tick turns the rule on) or another sleep holds the row
         sleep = self.db.transaction(lambda tx: engine_state.asleep_again(tx, now, seen.epoch, wake_at))
         if sleep is not None:

@@ -12,19 +12,39 @@ whoever moves the row to awake turned the rule on first. Every change raises `ep
 by one, and every move that follows an AWS call is a compare-and-set on the epoch it
 read before that call: of a tick going to sleep and a tick waking, exactly one wins
 the row, and the other knows it lost.
+
+The three states are `SleepState`, named in this module's SQL only as `SleepSQL`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 
 from ...db import Tx, must_exist
+from ..lifecycle import sql_literal
+
+
+class SleepState(str, Enum):
+    """The row's `state` (migration 0009's CHECK holds the same three)."""
+
+    AWAKE = "awake"
+    ASLEEP = "asleep"
+    WAKING = "waking"
+
+
+class SleepSQL:
+    """The states as SQL, rendered as `lifecycle.RunSQL` renders a status."""
+
+    AWAKE = sql_literal(SleepState.AWAKE)
+    ASLEEP = sql_literal(SleepState.ASLEEP)
+    WAKING = sql_literal(SleepState.WAKING)
 
 
 @dataclass(frozen=True)
 class EngineState:
-    state: str
+    state: SleepState
     epoch: int
     changed_at: datetime
     sleeps_until: datetime | None
@@ -33,21 +53,21 @@ class EngineState:
 
 def read(tx: Tx) -> EngineState:
     row = must_exist(tx.one("SELECT state, epoch, changed_at, sleeps_until, wake_ups FROM event_engine_state WHERE id = 1"))
-    return EngineState(row["state"], int(row["epoch"]), row["changed_at"], row["sleeps_until"],
+    return EngineState(SleepState(row["state"]), int(row["epoch"]), row["changed_at"], row["sleeps_until"],
                        None if row["wake_ups"] is None else int(row["wake_ups"]))
 
 
-def state(tx: Tx) -> str:
-    return tx.scalar("SELECT state FROM event_engine_state WHERE id = 1")
+def state(tx: Tx) -> SleepState:
+    return SleepState(tx.scalar("SELECT state FROM event_engine_state WHERE id = 1"))
 
 
 def fall_asleep(tx: Tx, now: datetime, until: datetime) -> int | None:
     """awake -> asleep; the sleep's epoch (its wake-ups are named after it), or None if the row was not awake."""
     # guard: fall-asleep-from-any-state
     moved = tx.execute(
-        """UPDATE event_engine_state SET state = 'asleep', changed_at = %s, sleeps_until = %s,
+        f"""UPDATE event_engine_state SET state = {SleepSQL.ASLEEP}, changed_at = %s, sleeps_until = %s,
                   epoch = epoch + 1, wake_ups = epoch
-            WHERE id = 1 AND state = 'awake'""",
+            WHERE id = 1 AND state = {SleepSQL.AWAKE}""",  # noqa: S608 — the states are their enum's renderings
         (now, until),
     )
     return tx.scalar("SELECT epoch FROM event_engine_state WHERE id = 1") if moved == 1 else None
@@ -58,8 +78,8 @@ def stay_asleep(tx: Tx, now: datetime, epoch: int, until: datetime) -> bool:
     # guard: stay-asleep-without-its-epoch
     return (
         tx.execute(
-            """UPDATE event_engine_state SET changed_at = %s, sleeps_until = %s, epoch = epoch + 1
-                WHERE id = 1 AND state = 'asleep' AND epoch = %s""",
+            f"""UPDATE event_engine_state SET changed_at = %s, sleeps_until = %s, epoch = epoch + 1
+                WHERE id = 1 AND state = {SleepSQL.ASLEEP} AND epoch = %s""",  # noqa: S608 — the state is its enum's rendering
             (now, until, epoch),
         )
         == 1
@@ -71,8 +91,8 @@ def wake(tx: Tx, now: datetime, stale_before: datetime) -> int | None:
     `stale_before` (it was lost); the nudge's epoch for the one caller that moved it, who nudges the tick."""
     # guard: nudge-from-any-state
     moved = tx.execute(
-        """UPDATE event_engine_state SET state = 'waking', changed_at = %s, epoch = epoch + 1
-            WHERE id = 1 AND (state = 'asleep' OR (state = 'waking' AND changed_at < %s))""",
+        f"""UPDATE event_engine_state SET state = {SleepSQL.WAKING}, changed_at = %s, epoch = epoch + 1
+            WHERE id = 1 AND (state = {SleepSQL.ASLEEP} OR (state = {SleepSQL.WAKING} AND changed_at < %s))""",  # noqa: S608 — the states are their enum's renderings
         (now, stale_before),
     )
     return tx.scalar("SELECT epoch FROM event_engine_state WHERE id = 1") if moved == 1 else None
@@ -83,8 +103,8 @@ def up(tx: Tx, now: datetime, epoch: int) -> bool:
     # guard: wake-without-its-epoch
     return (
         tx.execute(
-            """UPDATE event_engine_state SET state = 'awake', changed_at = %s, sleeps_until = NULL, epoch = epoch + 1
-                WHERE id = 1 AND state <> 'awake' AND epoch = %s""",
+            f"""UPDATE event_engine_state SET state = {SleepSQL.AWAKE}, changed_at = %s, sleeps_until = NULL, epoch = epoch + 1
+                WHERE id = 1 AND state <> {SleepSQL.AWAKE} AND epoch = %s""",  # noqa: S608 — the state is its enum's rendering
             (now, epoch),
         )
         == 1
@@ -97,8 +117,8 @@ def call_off(tx: Tx, now: datetime, sleep: int) -> bool:
     # guard: called-off-sleep-wakes-a-later-sleep
     return (
         tx.execute(
-            """UPDATE event_engine_state SET state = 'awake', changed_at = %s, sleeps_until = NULL, epoch = epoch + 1
-                WHERE id = 1 AND state <> 'awake' AND wake_ups = %s""",
+            f"""UPDATE event_engine_state SET state = {SleepSQL.AWAKE}, changed_at = %s, sleeps_until = NULL, epoch = epoch + 1
+                WHERE id = 1 AND state <> {SleepSQL.AWAKE} AND wake_ups = %s""",  # noqa: S608 — the state is its enum's rendering
             (now, sleep),
         )
         == 1
@@ -110,8 +130,8 @@ def back_to_sleep(tx: Tx, now: datetime, epoch: int) -> bool:
     on, so the next work created nudges again at once."""
     return (
         tx.execute(
-            """UPDATE event_engine_state SET state = 'asleep', changed_at = %s, epoch = epoch + 1
-                WHERE id = 1 AND state = 'waking' AND epoch = %s""",
+            f"""UPDATE event_engine_state SET state = {SleepSQL.ASLEEP}, changed_at = %s, epoch = epoch + 1
+                WHERE id = 1 AND state = {SleepSQL.WAKING} AND epoch = %s""",  # noqa: S608 — the states are their enum's renderings
             (now, epoch),
         )
         == 1
@@ -121,9 +141,9 @@ def back_to_sleep(tx: Tx, now: datetime, epoch: int) -> bool:
 def asleep_again(tx: Tx, now: datetime, epoch: int, until: datetime) -> int | None:
     """awake -> asleep when the rule may be off and could not be turned back on; the new sleep's epoch."""
     moved = tx.execute(
-        """UPDATE event_engine_state SET state = 'asleep', changed_at = %s, sleeps_until = %s,
+        f"""UPDATE event_engine_state SET state = {SleepSQL.ASLEEP}, changed_at = %s, sleeps_until = %s,
                   epoch = epoch + 1, wake_ups = epoch
-            WHERE id = 1 AND epoch = %s""",
+            WHERE id = 1 AND epoch = %s""",  # noqa: S608 — the state is its enum's rendering
         (now, until, epoch),
     )
     return tx.scalar("SELECT epoch FROM event_engine_state WHERE id = 1") if moved == 1 else None

@@ -17,7 +17,7 @@ from typing import Any, TypedDict, Unpack
 from ....db import Tx, placeholders
 from ... import waiting
 from ...lifecycle import CLEANUP_TARGETS, RunSQL, RunStatus, StepSQL, WaitSQL, Wake, writes
-from ...model import is_whole_number, kept_note
+from ...model import HealthSQL, is_whole_number, kept_note
 
 _UNSET = object()  # a move that leaves last_error as it was (None clears it)
 
@@ -112,7 +112,7 @@ def move(
         sets.append("current_phase = %s")
         args.append(current_phase)
     if degrade:
-        sets.append("health = 'degraded'")
+        sets.append(f"health = {HealthSQL.DEGRADED}")
     if cleanup_target is not None:
         sets.append("cleanup_target = %s")
         args.append(RunStatus(cleanup_target).value)
@@ -188,9 +188,9 @@ def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> boo
     # guard: degrade-a-finished-run
     return (
         tx.execute(
-            f"""UPDATE event_runs SET health = 'degraded', updated_at = %s,
+            f"""UPDATE event_runs SET health = {HealthSQL.DEGRADED}, updated_at = %s,
                       last_error = COALESCE(%s, last_error)
-                WHERE id = %s AND status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — the status list is rendered from RunStatus at import
+                WHERE id = %s AND status NOT IN ({RunSQL.TERMINAL})""",  # noqa: S608 — the status list and the health are rendered from their enums at import
             (now, kept_note(error), run_id),
         )
         == 1
@@ -203,9 +203,9 @@ def recover(tx: Tx, run_id: int, now: datetime) -> bool:
     # guard: a-run-recovers-with-a-step-still-failed
     return (
         tx.execute(
-            f"""UPDATE event_runs SET health = 'ok', updated_at = %s
-                WHERE id = %s AND health = 'degraded' AND status NOT IN ({RunSQL.TERMINAL})
-                  AND NOT EXISTS (SELECT 1 FROM event_run_steps s WHERE s.run_id = %s AND s.status IN ({StepSQL.FAILURES}))""",  # noqa: S608 — the status lists are rendered from the lifecycle at import
+            f"""UPDATE event_runs SET health = {HealthSQL.OK}, updated_at = %s
+                WHERE id = %s AND health = {HealthSQL.DEGRADED} AND status NOT IN ({RunSQL.TERMINAL})
+                  AND NOT EXISTS (SELECT 1 FROM event_run_steps s WHERE s.run_id = %s AND s.status IN ({StepSQL.FAILURES}))""",  # noqa: S608 — the status lists and the health are rendered from their enums at import
             (now, run_id, run_id),
         )
         == 1

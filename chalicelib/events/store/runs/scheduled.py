@@ -14,7 +14,7 @@ from datetime import datetime
 
 from ....db import Tx, must_exist, placeholders
 from ...lifecycle import RunMode, RunSQL, RunStatus
-from ...model import Rehearsal, Run, is_whole_number
+from ...model import HealthSQL, Rehearsal, Run, is_whole_number
 from .moves import move
 from .overlap import UNDER_WAY_BESIDE, under_way_beside
 from .reads import COLUMNS, occurrence_key
@@ -46,9 +46,9 @@ def insert_occurrence(
         f"""INSERT IGNORE INTO event_runs
              (definition_id, definition_version, occurrence_key, status, scheduled_for,
               grace_seconds, health, created_at, updated_at, wake_at)
-           SELECT %s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s FROM DUAL
+           SELECT %s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, {HealthSQL.OK}, %s, %s, %s FROM DUAL
             WHERE NOT EXISTS (SELECT 1 FROM event_occurrence_skips
-                               WHERE definition_id = %s AND scheduled_for = %s)""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
+                               WHERE definition_id = %s AND scheduled_for = %s)""",  # noqa: S608 — the status and health literals are their enums' renderings (constants); values are parameters
         (definition_id, definition_version, key, scheduled_for, grace_seconds, now, now, scheduled_for,
          definition_id, scheduled_for),
     )
@@ -71,7 +71,7 @@ def insert_rehearsal(tx: Tx, *, definition_id: int, definition_version: int, gra
         f"""INSERT INTO event_runs
              (definition_id, definition_version, occurrence_key, status, scheduled_for, grace_seconds, health,
               created_at, updated_at, wake_at, mode, speed, rehearsal_bridge, auto_confirm_seconds, auto_signal_seconds)
-           VALUES (%s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, 'ok', %s, %s, %s, %s, %s, %s, %s, %s)""",  # noqa: S608 — the status literal is lifecycle's rendering; values are parameters
+           VALUES (%s, %s, %s, {RunSQL.SCHEDULED}, %s, %s, {HealthSQL.OK}, %s, %s, %s, %s, %s, %s, %s, %s)""",  # noqa: S608 — the status and health literals are their enums' renderings; values are parameters
         (definition_id, definition_version, key, now, grace_seconds, now, now, now, RunMode.REHEARSAL.value,
          rehearsal.speed, rehearsal.bridge.value, rehearsal.auto_confirm_seconds, rehearsal.auto_signal_seconds),
     )
