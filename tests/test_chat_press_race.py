@@ -7,8 +7,6 @@ no longer parked, and the GM was told "Your press did not take" of a press that 
 forced: the first holds its transaction open (after settling the message) until the second waits on a lock.
 """
 
-import multiprocessing
-
 import pytest
 
 from chalicelib.db import Database
@@ -20,11 +18,11 @@ from chalicelib.events.store import steps
 from devtools.kit.clock import ManualClock
 from tests.support.chat import GM_ROLE, chat_settings
 from tests.support.factory import document
+from tests.support.interleaved import SPAWN, WAIT, answers_of
 from tests.support.runner_kit import schedule, step, tick
 
 pytestmark = pytest.mark.realtime  # real processes
 
-WAIT = 60  # seconds; each wait ends on its condition, this is only the give-up
 MAPPED = frozenset({"gm", "moderator"})
 
 
@@ -72,16 +70,9 @@ def test_a_press_finished_twice_at_once_takes_once_and_neither_half_says_it_did_
     press = ChatPress("discord", "4242", "mira", ["gm"], run.id, cue.id, "confirm", None, "interaction-1",
                       message.channel_id, message.id, settings.discord_guild_id or "", {})
     assert GM_ROLE in dict(settings.discord_roles)
-    ctx = multiprocessing.get_context("spawn")
-    started, results = ctx.Event(), ctx.Queue()
-    workers = [ctx.Process(target=_first, args=(db_params, press, clock.now(), started, results)),
-               ctx.Process(target=_second, args=(db_params, press, clock.now(), started, results))]
-    for worker in workers:
-        worker.start()
-    refusals = dict(results.get(timeout=WAIT) for _ in workers)
-    for worker in workers:
-        worker.join(WAIT)
-        assert worker.exitcode == 0
+    started, results = SPAWN.Event(), SPAWN.Queue()
+    refusals = answers_of((_first, (db_params, press, clock.now(), started, results)),
+                          (_second, (db_params, press, clock.now(), started, results)), results=results)
     assert refusals == {"first": None, "second": None}
     assert db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0].status is StepStatus.DONE
     presses = db.autocommit(lambda tx: tx.scalar(

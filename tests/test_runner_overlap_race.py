@@ -8,7 +8,6 @@ the second has either finished (the race lost) or is in its start's UPDATE, havi
 (where the guard's locking read waits for the first), then commits.
 """
 
-import multiprocessing
 from datetime import timedelta
 
 import pytest
@@ -19,11 +18,10 @@ from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner.start import start_run
 from chalicelib.events.store import definitions, runs
 from tests.support.factory import document, make_definition, run_row
+from tests.support.interleaved import SPAWN, WAIT, answers_of
 from tests.support.runner_kit import step, tick
 
 pytestmark = pytest.mark.realtime  # real processes
-
-WAIT = 60  # seconds; each wait ends on its condition, this is only the give-up
 
 
 def _start(db: Database, run_id: int, now, after_the_update=None) -> RunStatus:
@@ -76,16 +74,9 @@ def test_two_runs_falling_due_together_on_two_processes_start_one(db, db_params,
         tx, definition_id=definition.id, definition_version=definition.current_version, scheduled_for=at,
         grace_seconds=3600, now=clock.now()))[0] for at in (clock.now() - timedelta(minutes=10), clock.now())]
     first, second = (must_exist(run).id for run in due)
-    ctx = multiprocessing.get_context("spawn")
-    started, second_done, results = ctx.Event(), ctx.Event(), ctx.Queue()
-    workers = [ctx.Process(target=_first, args=(db_params, first, clock.now(), started, second_done, results)),
-               ctx.Process(target=_second, args=(db_params, second, clock.now(), started, second_done, results))]
-    for worker in workers:
-        worker.start()
-    answers = dict(results.get(timeout=WAIT) for _ in workers)
-    for worker in workers:
-        worker.join(WAIT)
-        assert worker.exitcode == 0
+    started, second_done, results = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue()
+    answers = answers_of((_first, (db_params, first, clock.now(), started, second_done, results)),
+                         (_second, (db_params, second, clock.now(), started, second_done, results)), results=results)
     assert answers == {"first": "running", "second": "scheduled"}  # the second started nothing: it decides again
     assert run_row(db, second).status is RunStatus.SCHEDULED
     tick(runner)  # its next walk sees the first under way
