@@ -1092,6 +1092,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-press-reads-its-message-before-another-press-commits",
              "a-press-reads-its-message-before-another-press-commits", " LOCK IN SHARE MODE\"", "\"",
              ("tests/test_chat_press_race.py",)),
+    Mutation("the-runs-a-decision-cancelled-hold-the-next-back", "the-runs-a-decision-cancelled-hold-the-next-back",
+             "Start(run.definition_id, tuple(earlier))", "Start(run.definition_id)", ("tests/test_runner_overlap.py",)),
     Mutation("a-chat-press-does-not-nudge-a-sleeping-deployment", "a-chat-press-does-not-nudge-a-sleeping-deployment",
              "    if pressing.made_work_at is not None:", "    if False:", ("tests/test_chat_sleep.py",)),
     # ── the game server's signature: its own key, this path, this body, now ──

@@ -61,6 +61,7 @@ def decide(tx: Tx, now: datetime, run: Run, programme: Programme, log_rows: list
     refused = [why for earlier_id in earlier if (why := _cancel(tx, now, run, earlier_id)) is not None]
     cause = f"{_runs(earlier)} under way: cancelled, so this one starts" + "".join(f"; {why}" for why in refused)
     log_rows.append(journal.run_overlap(run.id, policy.value, "cancelled_previous", earlier, cause))
+    # guard: the-runs-a-decision-cancelled-hold-the-next-back
     return Start() if refused else Start(run.definition_id, tuple(earlier))
 
 
