@@ -1,7 +1,8 @@
 """A press of a chat message's button: who pressed it, whether they may, and the control, as the console's.
 
-Invariant: a press is read only once its platform's signature is checked (`signatures.py`, by the route);
-then, before the database is asked anything, a press that is not one of the engine's buttons, from a DM or
+Invariant: a press is read only once its platform's signature is checked (`signatures.py`, by the route),
+and a signed payload whose parts are not of the platform's shape is 400 (Invalid); then, before the database
+is asked anything, a press that is not one of the engine's buttons, from a DM or
 another guild or workspace, by someone the deployment maps to no engine role (DISCORD_ROLES, SLACK_ROLES),
 or of a control none of their roles may press, is refused privately naming why, and nothing changes. A
 press that may be made is the control's command on the one template (`protocol.within`): in one
