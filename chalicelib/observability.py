@@ -115,25 +115,6 @@ def _flush_recorded() -> None:
         board.flush_metrics()
 
 
-# Outcome verdicts and the run statuses a tick leaves runs in, as metric names.
-OUTCOME_METRICS = {
-    "done": "StepsDone",
-    "parked": "StepsParked",
-    "retry": "StepsRetried",
-    "refused": "StepsRefused",
-    "failed": "StepsFailed",
-}
-STATUS_METRICS = {"completed": "RunsCompleted", "paused": "RunsPaused", "missed": "RunsMissed", "failed": "RunsFailed"}
-COUNT_METRICS = {
-    "dispatched": "StepsDispatched",
-    "requeued": "StepsReclaimed",
-    "gave_up": "StepsGivenUp",
-    "started": "RunsStarted",
-    "errors": "RunErrors",
-    "reminders": "CueReminders",
-    "escalations": "Escalations",
-}
-
 DATABASE_UNREACHABLE = "DatabaseUnreachable"
 BACKSTOP_WAKES = "BackstopWakes"
 SLEEP_FAILED = "SleepFailed"  # the tick's sleeps that could not be set (its wake-ups or its rule refused)
@@ -151,18 +132,11 @@ def record_database_unavailable_answer() -> None:
 
 
 def record_tick_metrics(summary: dict[str, Any]) -> None:
-    """Add one invocation's figures (its `{"ticks": [...]}` summary) to the metrics to be flushed: its counts
-    that are not zero, the wait ages it read and the longest due lag its ticks met (the module's rule)."""
+    """Add one invocation's figures (its summary) to the metrics to be flushed: its counts that are not zero
+    (`counts`, named by the engine: `events/runner/tick_metrics.py`), the wait ages it read and the longest due
+    lag its ticks met (the module's rule)."""
     ticks = summary.get("ticks") or []
-    counts: Counter[str] = Counter()
-    for tick in ticks:
-        for key, name in COUNT_METRICS.items():
-            counts[name] += tick.get(key, 0) or 0
-        for verdict, count in (tick.get("outcomes") or {}).items():
-            counts[OUTCOME_METRICS[verdict]] += count
-        for status, count in (tick.get("statuses") or {}).items():
-            if status in STATUS_METRICS:
-                counts[STATUS_METRICS[status]] += count
+    counts: Counter[str] = Counter(summary.get("counts") or {})
     # 1 when the database stayed out of reach for the whole invocation: it ends normally
     # (the next minute retries), so Lambda's own Errors metric never sees the outage.
     counts[DATABASE_UNREACHABLE] = int(bool(summary.get("database_unreachable")))

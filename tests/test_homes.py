@@ -199,6 +199,26 @@ def test_the_engines_sleep_state_is_written_only_through_its_enum():
     assert _written_in(words) == [], "the engine's state is written as engine_state.SleepState / SleepSQL"
 
 
+def test_below_the_engine_no_run_status_or_verdict_is_spelled():
+    """The modules the engine stands on (all of chalicelib outside events/ and the API above it) never spell a
+    run status or a dispatch's verdict: the tick's metrics are named by the engine (`runner/tick_metrics.py`,
+    keyed by the enums), and `observability` only publishes them."""
+    from chalicelib.events.actions.outcome import Verdict
+    from chalicelib.events.lifecycle import RunStatus
+
+    words = {s.value for s in RunStatus} | {v.value for v in Verdict}
+    below = [p for p in sorted((ROOT / "chalicelib").rglob("*.py")) if not {"events", "api"} & set(p.relative_to(ROOT).parts)]
+    assert ROOT / "chalicelib" / "observability.py" in below  # the rule is about something
+
+    def spelled(path: Path) -> list[str]:
+        tree = ast.parse(path.read_text())
+        prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+        return [f"{path.relative_to(ROOT)}:{n.lineno} {n.value!r}" for n in ast.walk(tree)
+                if isinstance(n, ast.Constant) and n.value in words and id(n) not in prose]
+
+    assert [line for path in below for line in spelled(path)] == []
+
+
 def test_the_base_layer_does_not_reach_up_into_the_engine():
     reaching = {
         path: sorted(i for i in _imports_of(".".join(Path(path).with_suffix("").parts), ROOT / path)

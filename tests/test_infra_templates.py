@@ -428,9 +428,9 @@ def test_prod_signs_staff_in_through_the_identity_provider_only(app):
 
 def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_service(app):
     from chalicelib import observability
+    from chalicelib.events.runner import tick_metrics
 
-    published = {*observability.OUTCOME_METRICS.values(), *observability.STATUS_METRICS.values(),
-                 *observability.COUNT_METRICS.values(), "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
+    published = {*tick_metrics.NAMES, "DueLagSeconds", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
                  observability.DATABASE_UNREACHABLE, observability.BACKSTOP_WAKES, observability.RESOURCES_LEFT,
                  observability.DATABASE_UNAVAILABLE_ANSWERS, observability.SLEEP_FAILED, observability.NUDGE_FAILED}
     assert app["Parameters"]["MetricsNamespace"]["Default"] == observability.DEFAULT_NAMESPACE

@@ -15,6 +15,8 @@ from chalice.app import CloudWatchEvent
 from chalicelib import observability, runtime
 from chalicelib.config import Settings
 from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.runner.lambda_handler import invocation_totals
+from chalicelib.events.runner.tick_metrics import counts
 from devtools.kit.lambda_invocation import SCHEDULED_EVENT, InjectedTime, lambda_context
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import schedule, step
@@ -79,10 +81,13 @@ def test_a_tick_invocation_flushes_its_figures_as_named_emf_metrics_with_the_eve
         "due_lag_seconds": 0.4,
     }
 
+    ticks = [tick, dict(tick, due_lag_seconds=1.5)]
+
     def run_ticks(_event):
         logging.getLogger("chalicelib.events.runner").warning("a run failed inside the tick")
-        return {"ticks": [tick, dict(tick, due_lag_seconds=1.5)], "seconds": 58.0, "parked_cue_age_seconds": 600.0,
-                "paused_run_age_seconds": 0.0, "resources_left": 2, "backstop_woke": True, "sleep_failed": 1}
+        return {"ticks": ticks, "counts": counts(invocation_totals(ticks)), "seconds": 58.0,
+                "parked_cue_age_seconds": 600.0, "paused_run_age_seconds": 0.0, "resources_left": 2,
+                "backstop_woke": True, "sleep_failed": 1}
 
     observability.scheduled_middleware(event, run_ticks)
     [warning] = [entry for entry in _lines(log_stream.getvalue()) if entry.get("message") == "a run failed inside the tick"]

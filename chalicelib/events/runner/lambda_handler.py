@@ -25,6 +25,7 @@ from .compose import process_runner, process_switches
 from .loop import Loop
 from .sleep import Sleeper
 from .tick import Runner
+from .tick_metrics import counts
 
 if TYPE_CHECKING:  # typing only: the tick's cold start does not import it
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -114,8 +115,10 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
                      error.args[-1], _next_tick_after_outage(settings, source))
         return {**NOTHING_TICKED, "seconds": seconds, "database_unreachable": True}
     ticks = [r.summary() for r in loop.reports]
+    totals = invocation_totals(ticks)
     summary = {
         "ticks": ticks,
+        "counts": counts(totals),  # the metrics the ticks' figures make (tick_metrics.py); observability publishes
         "wake_reads": loop.wake_reads,
         "asleep": loop.slept,
         "parked_cue_age_seconds": parked_cue_age,
@@ -126,7 +129,9 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
         "backstop_woke": woke and source == BACKSTOP_SOURCE,  # its wake-up was spent without waking the engine
         "sleep_failed": sleeper.failed_sleeps if sleeper else 0,  # SleepFailed: it stays awake while they fail
     }
-    logger.info("tick invocation finished", extra={**summary, "ticks": invocation_totals(ticks)})
+    # the line carries the totals, not the same figures again under their metrics' names
+    line = {key: value for key, value in summary.items() if key != "counts"}
+    logger.info("tick invocation finished", extra={**line, "ticks": totals})
     return summary
 
 
