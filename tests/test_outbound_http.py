@@ -222,10 +222,12 @@ def test_an_answer_that_arrived_while_the_caller_was_paused_past_its_deadline_is
 
 # Each read and write gets only what is left of the deadline (issue 23, item 7). The socket's own
 # timeout, set once, would let a call that starts late run a whole timeout past the deadline: these
-# peers make progress until three quarters of the deadline, then go silent.
+# peers make progress until nine tenths of the deadline, then go silent. The cut is allowed half a deadline
+# of slack (a loaded machine copying the 48 MB body, measured at 0.43 deadlines under a mutation run's load),
+# still 0.4 deadlines short of where a stale timeout would end.
 LONG_DEADLINE = 2.0
-SILENT_FROM = LONG_DEADLINE * 0.75  # a timeout kept from the start would end at 1.75 deadlines
-CUT_BY = LONG_DEADLINE * 1.3
+SILENT_FROM = LONG_DEADLINE * 0.9  # a timeout kept from the start would end at 1.9 deadlines
+CUT_BY = LONG_DEADLINE * 1.5
 
 
 @pytest.mark.realtime
