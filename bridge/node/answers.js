@@ -1,8 +1,10 @@
 // What a handler answers, built and checked here so the engine never refuses it.
 // Invariant: an answer leaves this kit only in a shape the engine records whole (docs/contract.md, "The resource
-// ledger"): done() or refused(reason), with the resources the action created and how each is reverted. A list
-// the engine would refuse throws BadAnswer here, in the game's own logs. The limits are the engine's
-// (chalicelib/events/ledger.py; the project's tests hold them equal).
+// ledger"): done() or refused(reason), with the resources the action created and how each is reverted. checked()
+// is the one test of that (the type, the outcome, the resources, a JSON object of at most 1 MB): done() and
+// refused() pass what they build through it, and the bridge passes every handler's answer through it before the
+// key records it. What fails throws BadAnswer. The limits are the engine's (chalicelib/events/ledger.py; the
+// project's tests hold them equal).
 export const MAX_RESOURCES = 100;
 export const KIND_CHARS = 40;
 export const ID_CHARS = 191;
@@ -22,15 +24,22 @@ export class Answer {
   }
 
   payload() {
-    const data = Buffer.from(JSON.stringify(this.body));
+    let data;
+    try {
+      data = Buffer.from(JSON.stringify(this.body));
+    } catch (why) { // a BigInt, a cycle
+      throw new BadAnswer(`the answer is not JSON: ${why.message}`);
+    }
     if (data.length > MAX_ANSWER_BYTES) {
       throw new BadAnswer(`the answer is ${data.length} bytes; the engine reads at most ${MAX_ANSWER_BYTES}`);
     }
     return data;
   }
 
+  // The action took effect: a 2xx that is not a refusal, or an answer the kit refused after the handler ran
+  // ("applied": true, in the body so that a store keeping the body keeps it too).
   get applied() {
-    return this.status >= 200 && this.status < 300 && this.body.outcome !== 'refused';
+    return this.body.applied === true || (this.status >= 200 && this.status < 300 && this.body.outcome !== 'refused');
   }
 }
 
@@ -42,22 +51,42 @@ export function revert(action, params = {}) {
   return { action, params };
 }
 
+// resources: one resource(...) or an array of them
 export function done(resources = [], extra = {}) {
-  return new Answer(withResources({ outcome: 'done', ...extra }, resources));
+  return checked(new Answer(withResources({ outcome: 'done', ...extra }, resources)));
 }
 
 export function refused(reason, resources = []) {
-  if (typeof reason !== 'string' || !reason.trim()) throw new BadAnswer('a refusal names its reason');
-  return new Answer(withResources({ outcome: 'refused', reason }, resources));
+  return checked(new Answer(withResources({ outcome: 'refused', reason }, resources)));
 }
 
 function withResources(body, resources) {
-  if (resources.length) {
-    const problem = resourcesProblem(resources);
-    if (problem) throw new BadAnswer(problem);
-    body.resources = resources;
+  const list = isObject(resources) ? [resources] : resources;
+  if (!Array.isArray(list)) throw new BadAnswer('resources: one resource(...) or an array of them');
+  return list.length ? { ...body, resources: list } : body;
+}
+
+// `answer` when the engine takes it whole and the kit can send it, else BadAnswer saying what is wrong.
+export function checked(answer) {
+  if (!(answer instanceof Answer)) {
+    const kind = isObject(answer) ? 'a plain object' : Array.isArray(answer) ? 'an array' : String(answer);
+    throw new BadAnswer(`a handler returns done(...) or refused(...), not ${kind}`);
   }
-  return body;
+  const problem = answerProblem(answer);
+  if (problem) throw new BadAnswer(problem);
+  answer.payload(); // JSON, and at most MAX_ANSWER_BYTES
+  return answer;
+}
+
+function answerProblem({ body, status }) {
+  if (!isObject(body)) return "the answer's body: a JSON object";
+  if (!Number.isInteger(status) || status < 200 || status > 599) return "the answer's status: an HTTP status from 200 to 599";
+  const outcome = 'outcome' in body ? body.outcome : 'done'; // as the engine reads it: a null outcome is no outcome it knows
+  if (status < 300 && outcome !== 'done' && outcome !== 'refused') {
+    return `outcome: done or refused, not '${String(outcome).slice(0, 40)}'`;
+  }
+  if (outcome === 'refused' && (typeof body.reason !== 'string' || !body.reason.trim())) return 'a refusal names its reason';
+  return 'resources' in body ? resourcesProblem(body.resources) : null;
 }
 
 export function resourcesProblem(raw) {

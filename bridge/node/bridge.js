@@ -2,13 +2,18 @@
 // Invariant: a delivery reaches a handler only when its signature verifies, its signed body names the action, key
 // and attempt the request carries, it is not behind the key's attempt fence, and the key was never answered
 // before (a repeat gets the recorded answer again); the status endpoint raises the fence before it answers. So a
-// delivery is applied at most once per idempotency key (docs/contract.md, "The game bridge").
+// delivery is applied at most once per idempotency key (docs/contract.md, "The game bridge"). Once a handler has
+// answered, its key is never applied again: an answer the engine would not take (checked) is recorded as a final
+// 422 refusal that the status endpoint reports applied. Only a handler that throws (having changed nothing) or
+// answers a failure (429, a 5xx) leaves the key to be tried again. Each handler failure and each refused answer
+// goes to onError (console.error by default), naming the action, key and attempt.
 import { randomUUID } from 'node:crypto';
 import { verify, statusSigned, Unsigned } from './signing.js';
-import { Answer, done, refused, resource, revert } from './answers.js';
+import { Answer, BadAnswer, checked, done, refused, resource, revert } from './answers.js';
 import { MemoryStore } from './store.js';
 
 export const MAX_SLOW_SECONDS = 30;
+const MAX_PROBLEM_CHARS = 150; // the engine keeps 300 characters of a reason: ours stays whole
 
 // Thrown by a revert handler whose thing is already gone: answered done (a revert is idempotent).
 export class Gone extends Error {}
@@ -17,13 +22,38 @@ function error(status, reason) {
   return new Answer(status === 409 || status === 422 ? { outcome: 'refused', reason } : { reason }, status);
 }
 
+// The key's final answer when the handler ran and answered what the engine would not take: a refusal (the engine
+// does not retry a 422) that a person can read and that the status endpoint reports applied.
+function unsendable(actionId, problem) {
+  const said = problem.length > MAX_PROBLEM_CHARS ? `${problem.slice(0, MAX_PROBLEM_CHARS - 1)}…` : problem;
+  return new Answer({
+    outcome: 'refused', applied: true,
+    reason: `the ${actionId} handler's answer is not one the engine takes (${said}); `
+      + 'the action ran once and will not be applied again: fix the handler',
+  }, 422);
+}
+
+// The handler's answer, checked; a revert's Gone is done.
+async function answerOf(handler, delivery) {
+  try {
+    return checked(await handler(delivery));
+  } catch (failure) {
+    if (failure instanceof Gone) return done([], { note: 'already gone' });
+    throw failure;
+  }
+}
+
 export class Bridge {
-  // key: the bridge key, or a function returning it as it stands now (a rotation); handlers: {actionId: fn(delivery)}
-  constructor({ key, store = new MemoryStore(), handlers = {}, clock = () => Date.now() / 1000, testActions = true }) {
+  // key: the bridge key, or a function returning it as it stands now (a rotation); handlers: {actionId: fn(delivery)};
+  // onError(message, error): where a handler's failure and an answer the kit refused are told (your logger)
+  constructor({
+    key, store = new MemoryStore(), handlers = {}, clock = () => Date.now() / 1000, testActions = true, onError = console.error,
+  }) {
     this.key = key;
     this.store = store;
     this.handlers = { ...(testActions ? testHandlers() : {}), ...handlers };
     this.clock = clock;
+    this.onError = onError;
   }
 
   action(actionId, handler) {
@@ -64,14 +94,18 @@ export class Bridge {
     }
     if (begun.decision === 'replay') return begun.answer;
     if (begun.decision === 'busy') return error(429, 'a delivery of this key is being applied now');
+    const seen = `event_bridge: ${actionId} key '${delivery.key}' attempt ${delivery.attempt}`;
     let answer;
     try {
-      answer = await handler(delivery);
+      answer = await answerOf(handler, delivery);
     } catch (failure) {
-      if (failure instanceof Gone) {
-        answer = done([], { note: 'already gone' });
-      } else { // the handler's own failure (a BadAnswer too): it must act on nothing it did not undo
+      if (failure instanceof BadAnswer) { // the handler ran: the world may have changed, so it must not run again
+        this.onError(`${seen}: the engine would not take the handler's answer (${failure.message}): answered and `
+          + 'recorded a final 422, the action is not applied again', failure);
+        answer = unsendable(actionId, failure.message);
+      } else { // the handler's own failure: it must act on nothing it did not undo
         await this.store.abandon(delivery.key);
+        this.onError(`${seen}: the handler failed: answered 500, the engine sends it again`, failure);
         return error(500, `the ${actionId} handler failed: ${failure}`.slice(0, 500));
       }
     }

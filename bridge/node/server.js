@@ -1,18 +1,39 @@
 // The bridge served over HTTP: a (req, res) handler for node:http or Express.
-// Invariant: a request body larger than the bridge reads (1 MB) is refused with 413 without reading it whole, and
-// every answer is a JSON object with its length.
+// Invariant: a request body larger than the bridge reads (1 MB) is refused with 413 without reading it whole (at
+// once, unread, when its Content-Length says so), a body something else already read (a body parser mounted
+// before the kit) is refused with a 500 saying so rather than waited for, a status request is verified against
+// the whole path the engine asked for (Express's originalUrl under a mount path), and every answer is a JSON
+// object with its length.
 import { Answer } from './answers.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+const READ_ALREADY = 'the request body was read before the bridge kit got it (express.json() or another body parser '
+  + 'mounted first): mount handler(bridge) before any body parser, or on its own path: app.use(\'/actions\', handler(bridge))';
 
-function send(res, answer) {
+function send(res, answer, close = false) {
   const payload = answer.payload();
-  res.writeHead(answer.status, { 'Content-Type': 'application/json', 'Content-Length': payload.length });
+  res.writeHead(answer.status, {
+    'Content-Type': 'application/json', 'Content-Length': payload.length, ...(close ? { Connection: 'close' } : {}),
+  });
   res.end(payload);
+}
+
+function tooLarge() {
+  return new Answer({ reason: `the body is larger than ${MAX_BODY_BYTES} bytes` }, 413);
 }
 
 export function handler(bridge) {
   return (req, res) => {
+    const target = req.originalUrl ?? req.url; // Express strips its mount path from req.url; the engine signed it
+    // a body parser sets req.body even for a GET it did not read (body-parser 1.x: {}), so only a POST's counts
+    if (req.readableEnded || (req.method === 'POST' && req.body !== undefined)) {
+      send(res, new Answer({ reason: READ_ALREADY }, 500));
+      return;
+    }
+    if (Number(req.headers['content-length']) > MAX_BODY_BYTES) {
+      send(res, tooLarge(), true); // the unread body goes with the connection
+      return;
+    }
     const chunks = [];
     let size = 0;
     let refused = false;
@@ -20,7 +41,7 @@ export function handler(bridge) {
       size += chunk.length;
       if (size > MAX_BODY_BYTES && !refused) {
         refused = true;
-        send(res, new Answer({ reason: `the body is larger than ${MAX_BODY_BYTES} bytes` }, 413));
+        send(res, tooLarge());
         req.destroy();
       } else if (!refused) {
         chunks.push(chunk);
@@ -29,8 +50,9 @@ export function handler(bridge) {
     req.on('end', async () => {
       if (refused) return;
       try {
-        send(res, await bridge.handle(req.method, req.url, req.headers, Buffer.concat(chunks)));
+        send(res, await bridge.handle(req.method, target, req.headers, Buffer.concat(chunks)));
       } catch (failure) {
+        bridge.onError(`event_bridge: ${req.method} ${target}: the bridge failed`, failure);
         send(res, new Answer({ reason: `the bridge failed: ${failure}`.slice(0, 500) }, 500));
       }
     });

@@ -2,9 +2,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
+import { connect } from 'node:net';
 import { createHmac } from 'node:crypto';
 import {
-  Bridge, BadAnswer, Gone, done, refused, resource, revert, sendSignal, signedHeaders, statusSigned,
+  Answer, Bridge, BadAnswer, Gone, done, handler, refused, resource, revert, sendSignal, signedHeaders, statusSigned,
   SignalRefused, SignalNotDelivered,
 } from '../index.js';
 
@@ -145,4 +146,134 @@ test('a refused signal is final; one never taken gives up after at least a minut
     down.server.close();
   }
   assert.ok(clock >= 60);
+});
+
+function spawnAnswering(wrong) {
+  const spawned = [];
+  const logged = [];
+  const bridge = new Bridge({ key: KEY, clock: () => NOW, onError: (message) => logged.push(message) })
+    .action('world.spawn', (d) => { spawned.push(d.attempt); return wrong(); });
+  return { bridge, spawned, logged };
+}
+
+test('an answer refused after the handler ran is final, reported applied, logged, and never runs the action again', async () => {
+  for (const [wrong, problem] of [
+    [() => done([resource('npc', 'x'.repeat(205), revert('world.despawn', { id: 'x' }))]), 'resources[0].id'], // in done()
+    [() => ({ outcome: 'done' }), 'not a plain object'],
+    [() => done([], { log: 'x'.repeat(1024 * 1024) }), 'the engine reads at most 1048576'],
+    [() => done([], { count: 1n }), 'the answer is not JSON'],
+    [() => new Answer({ outcome: 'accepted' }, 202), "outcome: done or refused, not 'accepted'"],
+  ]) {
+    const { bridge, spawned, logged } = spawnAnswering(wrong);
+    const first = await bridge.handle('POST', '/actions/world.spawn', ...delivery());
+    // 422 is a refusal the engine does not retry; a 500 would be "not applied, try later" and spawn again
+    assert.equal(first.status, 422, problem);
+    assert.equal(first.body.outcome, 'refused');
+    assert.ok(first.body.reason.startsWith("the world.spawn handler's answer is not one the engine takes ("), first.body.reason);
+    assert.ok(first.body.reason.includes(problem), first.body.reason);
+    assert.ok(first.body.reason.endsWith('the action ran once and will not be applied again: fix the handler'));
+    assert.ok(first.payload().length < 1000); // what the key recorded is an answer the kit can send
+    const again = await bridge.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 2 }));
+    assert.deepEqual([again.status, again.body], [422, first.body]);
+    assert.deepEqual((await status(bridge, 'k1', 3)).body, { status: 'applied' });
+    assert.equal((await bridge.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 3 }))).status, 422);
+    assert.deepEqual(spawned, [1], problem);
+    assert.equal(logged.length, 1);
+    assert.ok(logged[0].includes("world.spawn key 'k1' attempt 1") && logged[0].includes(problem), logged[0]);
+  }
+});
+
+test('a handler failure goes to onError with the action, key and attempt, and to console.error by default', async (t) => {
+  const logged = [];
+  const failing = new Bridge({ key: KEY, clock: () => NOW, onError: (...said) => logged.push(said) })
+    .action('world.spawn', () => { throw new Error('restarting'); });
+  assert.equal((await failing.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 2 }))).status, 500);
+  assert.equal(logged.length, 1);
+  assert.match(logged[0][0], /world\.spawn key 'k1' attempt 2: the handler failed/);
+  assert.equal(logged[0][1].message, 'restarting');
+  const consoleError = t.mock.method(console, 'error', () => {});
+  const byDefault = new Bridge({ key: KEY, clock: () => NOW }).action('world.spawn', () => ({ outcome: 'done' }));
+  assert.equal((await byDefault.handle('POST', '/actions/world.spawn', ...delivery())).status, 422);
+  assert.equal(consoleError.mock.callCount(), 1);
+});
+
+test('done() takes one resource as well as an array, and nothing else', () => {
+  const one = resource('npc', 'x', revert('world.despawn', { id: 'x' }));
+  assert.deepEqual(done(one).body, { outcome: 'done', resources: [one] });
+  assert.deepEqual(done([one]).body, done(one).body);
+  assert.deepEqual(refused('full', one).body.resources, [one]);
+  assert.throws(() => done('npc-1'), (e) => e instanceof BadAnswer && /one resource\(\.\.\.\) or an array/.test(e.message));
+});
+
+// The kit's handler on a loopback port; `before(req)` runs first (an Express mount, a body parser).
+async function served(before = () => {}, bridge = new Bridge({ key: KEY, clock: () => NOW })) {
+  const kit = handler(bridge);
+  const server = createServer((req, res) => { Promise.resolve(before(req)).then(() => kit(req, res)); });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${server.address().port}` };
+}
+
+test('mounted under a path prefix (Express app.use), a status request is verified against the path the engine signed', async () => {
+  const { server, url } = await served((req) => { req.originalUrl = req.url; req.url = req.url.slice('/bridge'.length); });
+  const target = '/bridge/actions/world.spawn/status/k1?attempt=1';
+  try {
+    const answer = await fetch(url + target, { headers: signedHeaders(KEY, statusSigned(target), NOW) });
+    assert.equal(answer.status, 200);
+    assert.deepEqual(await answer.json(), { status: 'not_applied' });
+  } finally {
+    server.close();
+  }
+});
+
+function readAll(req) {
+  return new Promise((resolve) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+test('a body a parser already read is answered at once with a 500 naming the fix; a GET still gets its status', async () => {
+  for (const [name, before] of [
+    ['express.json()', async (req) => { req.body = JSON.parse((await readAll(req)).toString() || '{}'); }],
+    ['a stream read to its end', async (req) => { await readAll(req); }],
+  ]) {
+    const { server, url } = await served(before);
+    try {
+      const [headers, body] = delivery();
+      const answer = await fetch(`${url}/actions/world.spawn`, {
+        method: 'POST', body, headers: { ...headers, 'content-type': 'application/json' }, signal: AbortSignal.timeout(3000),
+      });
+      assert.equal(answer.status, 500, name);
+      assert.match((await answer.json()).reason, /mount handler\(bridge\) before any body parser/, name);
+    } finally {
+      server.close();
+    }
+  }
+  const { server, url } = await served((req) => { req.body = {}; }); // body-parser 1.x on a GET it did not read
+  const target = '/actions/world.spawn/status/k1?attempt=1';
+  try {
+    const answer = await fetch(url + target, { headers: signedHeaders(KEY, statusSigned(target), NOW), signal: AbortSignal.timeout(3000) });
+    assert.deepEqual(await answer.json(), { status: 'not_applied' });
+  } finally {
+    server.close();
+  }
+});
+
+test('a Content-Length over 1 MB is answered 413 at once, before the body is sent', async () => {
+  const { server, url } = await served();
+  const { port } = new URL(url);
+  try {
+    const head = await new Promise((resolve, reject) => {
+      const conn = connect(Number(port), '127.0.0.1', () => {
+        conn.write(`POST /actions/test.noop HTTP/1.1\r\nHost: bridge\r\nContent-Length: ${1024 * 1024 + 1}\r\n\r\n{}`);
+      });
+      conn.setTimeout(3000, () => { conn.destroy(); reject(new Error('no answer before the body was sent')); });
+      conn.on('data', (chunk) => { resolve(chunk.toString()); conn.destroy(); });
+      conn.on('error', reject);
+    });
+    assert.match(head, /^HTTP\/1\.1 413 /);
+  } finally {
+    server.close();
+  }
 });

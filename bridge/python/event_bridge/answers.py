@@ -3,11 +3,14 @@
 Invariant: an answer leaves this kit only in a shape the engine records whole
 (docs/contract.md, "The resource ledger"): `done()` or `refused(reason)`,
 optionally with the resources the action created and how each is reverted.
-A list the engine would refuse (too many entries, a kind or id out of
+`checked` is the one test of that (the type, the outcome, the resources, a
+JSON object of at most 1 MB); `done()` and `refused()` pass what they build
+through it, and the bridge passes every handler's answer through it before
+the key records it. What fails (too many entries, a kind or id out of
 bounds, a revert that is not `module.name` or `core.cue`, params too large,
-too deep or not valid UTF-8) raises `BadAnswer` here, in the game's own
-logs, before anything is sent. The limits are the engine's
-(`chalicelib/events/ledger.py`; the kit's tests hold them equal).
+too deep or not valid UTF-8, an answer too large) raises `BadAnswer`. The
+limits are the engine's (`chalicelib/events/ledger.py`; the kit's tests
+hold them equal).
 """
 
 from __future__ import annotations
@@ -65,36 +68,60 @@ class Answer:
     status: int = 200
 
     def payload(self) -> bytes:
-        data = json.dumps(self.body, ensure_ascii=False).encode()
+        try:
+            data = json.dumps(self.body, ensure_ascii=False).encode()
+        except (TypeError, ValueError) as why:  # a value JSON has no form for, or a lone surrogate
+            raise BadAnswer(f"the answer is not JSON: {why}") from None
         if len(data) > MAX_ANSWER_BYTES:
             raise BadAnswer(f"the answer is {len(data)} bytes; the engine reads at most {MAX_ANSWER_BYTES}")
         return data
 
     @property
     def applied(self) -> bool:
-        """The action took effect (a refusal did not)."""
-        return 200 <= self.status < 300 and self.body.get("outcome") != "refused"
+        """The action took effect: a 2xx that is not a refusal, or an answer the kit refused after the handler ran
+        (`"applied": true`, in the body so that a store keeping the body keeps it too)."""
+        return self.body.get("applied") is True or (200 <= self.status < 300 and self.body.get("outcome") != "refused")
 
 
 def done(*resources: Resource, **extra: Any) -> Answer:
     """The action was applied; `resources` are what it created."""
-    return Answer(_with_resources({"outcome": "done", **extra}, resources))
+    return checked(Answer(_with_resources({"outcome": "done", **extra}, resources)))
 
 
 def refused(reason: str, *resources: Resource) -> Answer:
     """The game declines the action (the step fails as refused); nothing was applied except `resources`."""
-    if not isinstance(reason, str) or not reason.strip():
-        raise BadAnswer("a refusal names its reason")
-    return Answer(_with_resources({"outcome": "refused", "reason": reason}, resources))
+    return checked(Answer(_with_resources({"outcome": "refused", "reason": reason}, resources)))
 
 
 def _with_resources(body: dict[str, Any], resources: tuple[Resource, ...]) -> dict[str, Any]:
     if resources:
-        problem = resources_problem([r.as_json() for r in resources])
-        if problem:
-            raise BadAnswer(problem)
-        body["resources"] = [r.as_json() for r in resources]
+        body["resources"] = [r.as_json() if isinstance(r, Resource) else r for r in resources]
     return body
+
+
+def checked(answer: object) -> Answer:
+    """`answer` when the engine takes it whole and the kit can send it, else BadAnswer saying what is wrong."""
+    if not isinstance(answer, Answer):
+        raise BadAnswer(f"a handler returns done(...) or refused(...), not a {type(answer).__name__}")
+    problem = _answer_problem(answer)
+    if problem:
+        raise BadAnswer(problem)
+    answer.payload()  # JSON, and at most MAX_ANSWER_BYTES
+    return answer
+
+
+def _answer_problem(answer: Answer) -> str | None:
+    body, status = answer.body, answer.status
+    if not isinstance(body, dict):
+        return "the answer's body: a JSON object"
+    if not isinstance(status, int) or not 200 <= status <= 599:
+        return "the answer's status: an HTTP status from 200 to 599"
+    outcome = body.get("outcome", "done")
+    if 200 <= status < 300 and outcome not in ("done", "refused"):
+        return f"outcome: done or refused, not {str(outcome)[:40]!r}"
+    if outcome == "refused" and not (isinstance(body.get("reason"), str) and body["reason"].strip()):
+        return "a refusal names its reason"
+    return resources_problem(body["resources"]) if "resources" in body else None
 
 
 def resources_problem(raw: Any) -> str | None:

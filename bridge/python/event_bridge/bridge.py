@@ -6,12 +6,19 @@ behind the key's attempt fence, and the key was never answered before (a
 repeat gets the recorded answer again); the status endpoint raises the fence
 before it answers. So a delivery is applied at most once per idempotency key,
 and a delivery still on its way from a worker that died cannot land after a
-`not_applied` (docs/contract.md, "The game bridge").
+`not_applied` (docs/contract.md, "The game bridge"). Once a handler has
+answered, its key is never applied again: an answer the engine would not take
+(`checked`) is recorded as a final 422 refusal that the status endpoint
+reports `applied`. Only a handler that raises (having changed nothing) or
+answers a failure (429, a 5xx) leaves the key to be tried again. Each handler
+failure and each refused answer is a warning on the `event_bridge` logger,
+naming the action, key and attempt.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -20,11 +27,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from . import signing
-from .answers import Answer, Resource, Revert, done, refused
+from .answers import Answer, BadAnswer, Resource, Revert, checked, done, refused
 from .store import MemoryStore, Store
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SLOW_SECONDS = 30.0
+MAX_PROBLEM_CHARS = 150  # the engine keeps 300 characters of a reason: ours stays whole
+
+logger = logging.getLogger("event_bridge")
 
 
 @dataclass(frozen=True)
@@ -103,12 +113,16 @@ class Bridge:
             return begun.answer
         if begun.decision == "busy":
             return _error(429, "a delivery of this key is being applied now")
+        seen = f"{action_id} key {delivery.key!r} attempt {delivery.attempt}"
         try:
-            answer = handler(delivery)
-        except Gone:
-            answer = done(note="already gone")
-        except Exception as error:  # the handler's own failure (a BadAnswer too): it must act on nothing it did not undo
+            answer = _answer_of(handler, delivery)
+        except BadAnswer as error:  # the handler ran: the world may have changed, so it must not run again
+            logger.warning("%s: the engine would not take the handler's answer (%s): answered and recorded a final 422, "
+                           "the action is not applied again", seen, error, exc_info=True)
+            answer = _unsendable(action_id, str(error))
+        except Exception as error:  # the handler's own failure: it must act on nothing it did not undo
             self.store.abandon(delivery.key)
+            logger.warning("%s: the handler failed: answered 500, the engine sends it again", seen, exc_info=True)
             return _error(500, f"the {action_id} handler failed: {type(error).__name__}: {error}"[:500])
         if answer.status >= 300 and answer.status not in (409, 422):
             self.store.abandon(delivery.key)  # a failure applied nothing: the engine's retry reaches the handler again
@@ -129,6 +143,25 @@ class Bridge:
         if known.answer is not None and "resources" in known.answer.body:
             answer["resources"] = known.answer.body["resources"]
         return Answer(answer)
+
+
+def _answer_of(handler: Handler, delivery: Delivery) -> Answer:
+    """The handler's answer, `checked`; a revert's `Gone` is done."""
+    try:
+        answer = handler(delivery)
+    except Gone:
+        answer = done(note="already gone")
+    return checked(answer)
+
+
+def _unsendable(action_id: str, problem: str) -> Answer:
+    """The key's final answer when the handler ran and answered what the engine would not take: a refusal (the
+    engine does not retry a 422) that a person can read and that the status endpoint reports `applied`."""
+    if len(problem) > MAX_PROBLEM_CHARS:
+        problem = problem[:MAX_PROBLEM_CHARS - 1] + "…"
+    return Answer({"outcome": "refused", "applied": True,
+                   "reason": f"the {action_id} handler's answer is not one the engine takes ({problem}); "
+                             "the action ran once and will not be applied again: fix the handler"}, 422)
 
 
 def _delivery(action_id: str, headers: dict[str, str], body: bytes) -> Delivery | str:

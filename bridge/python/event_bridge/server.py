@@ -6,7 +6,10 @@ that many bytes are read. Anything else is refused before a byte of its body
 is read, with the kit's error body: 400 (a malformed or repeated length), 411
 (a POST with no length, or with a Transfer-Encoding) or 413 (over 1 MB); the
 standard-library server then closes the connection. Every answer is a JSON
-object with its length.
+object with its length. A status request is verified against the whole path
+the engine asked for, mounted under a prefix (WSGI's SCRIPT_NAME) or not. The
+standard-library server keeps no access log; the kit's own warnings go to the
+`event_bridge` logger.
 """
 
 from __future__ import annotations
@@ -54,7 +57,9 @@ def wsgi_app(bridge: Bridge) -> Callable[[dict[str, Any], Callable[..., Any]], I
             answer = length
         else:
             headers = {name[5:].replace("_", "-"): value for name, value in environ.items() if name.startswith("HTTP_")}
-            target = environ.get("PATH_INFO", "") + (f"?{environ['QUERY_STRING']}" if environ.get("QUERY_STRING") else "")
+            # the engine signs the whole path it asked for: where the app is mounted (SCRIPT_NAME), then PATH_INFO
+            path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+            target = path + (f"?{environ['QUERY_STRING']}" if environ.get("QUERY_STRING") else "")
             answer = bridge.handle(method, target, headers, environ["wsgi.input"].read(length))
         payload = answer.payload()
         start_response(f"{answer.status} {_REASONS.get(answer.status, 'Answer')}",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import socket
 import socketserver
 import sys
@@ -18,7 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the kit's source tree, not an installed copy
 
-from event_bridge import BadAnswer, Bridge, Gone, Resource, Revert, SignalNotDelivered, SignalRefused, done, refused, send_signal
+from event_bridge import Answer, BadAnswer, Bridge, Gone, Resource, Revert, SignalNotDelivered, SignalRefused, done, refused, send_signal
 from event_bridge import signals as signals_module
 from event_bridge.server import make_server, wsgi_app
 from event_bridge.signing import signed_headers, status_signed
@@ -136,6 +138,56 @@ def test_a_handler_that_raises_is_a_json_500_and_the_key_can_be_tried_again():
     assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).status == 200 and calls == [1, 2]
 
 
+def test_a_handler_failure_is_a_warning_naming_the_action_key_and_attempt(caplog):
+    def broken(d):
+        raise RuntimeError("the world server is restarting")
+
+    bridge = Bridge(KEY, clock=lambda: NOW, handlers={"world.spawn": broken})
+    with caplog.at_level(logging.WARNING, logger="event_bridge"):
+        assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).status == 500
+    [record] = caplog.records
+    assert record.name == "event_bridge" and record.levelno == logging.WARNING
+    assert "world.spawn key 'k1' attempt 2: the handler failed" in record.getMessage()
+    assert "the world server is restarting" in caplog.text  # the traceback
+
+
+def spawn_answering(wrong):
+    """A world.spawn that changes the world, then answers `wrong()`: the spawns it made."""
+    spawned = []
+
+    def spawn(d):
+        spawned.append(d.attempt)
+        return wrong()
+
+    return Bridge(KEY, clock=lambda: NOW, handlers={"world.spawn": spawn}), spawned
+
+
+@pytest.mark.parametrize("wrong, problem", [
+    (lambda: done(Resource("npc", "x", Revert("despawn", {"id": "x"}))), "resources[0].revert.action"),  # BadAnswer in done()
+    (lambda: {"outcome": "done"}, "not a dict"),
+    (lambda: done(log="x" * (1024 * 1024)), "the engine reads at most 1048576"),
+    (lambda: done(when=object()), "the answer is not JSON"),
+    (lambda: Answer({"outcome": "accepted"}, 202), "outcome: done or refused, not 'accepted'"),
+])
+def test_an_answer_refused_after_the_handler_ran_is_final_and_the_action_never_runs_again(caplog, wrong, problem):
+    bridge, spawned = spawn_answering(wrong)
+    with caplog.at_level(logging.WARNING, logger="event_bridge"):
+        first = bridge.handle("POST", "/actions/world.spawn", *delivery())
+    # 422 is a refusal the engine does not retry; a 500 would be "not applied, try later" and spawn again
+    assert first.status == 422 and first.body["outcome"] == "refused"
+    assert first.body["reason"].startswith("the world.spawn handler's answer is not one the engine takes (")
+    assert problem in first.body["reason"]
+    assert first.body["reason"].endswith("the action ran once and will not be applied again: fix the handler")
+    assert len(first.payload()) < 1000  # what the key recorded is an answer the kit can send
+    again = bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2))
+    assert (again.status, again.body) == (422, first.body) and spawned == [1]
+    assert status(bridge, "k1", 3).body == {"status": "applied"}
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=3)).status == 422 and spawned == [1]
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING and "world.spawn key 'k1' attempt 1" in record.getMessage()
+    assert problem in record.getMessage()
+
+
 def test_a_revert_of_something_already_gone_is_done():
     def despawn(d):
         raise Gone
@@ -251,6 +303,20 @@ def served(request):
     yield request.param, server.server_address[1]
     server.shutdown()
     server.server_close()
+
+
+def test_wsgi_app_mounted_under_a_prefix_verifies_the_path_the_engine_signed():
+    """GAME_BRIDGE_URL http://game/bridge, the app mounted at /bridge (Werkzeug's DispatcherMiddleware, a proxy):
+    the engine signs /bridge/actions/…, the app is given SCRIPT_NAME /bridge and PATH_INFO /actions/…"""
+    app = wsgi_app(Bridge(KEY, clock=lambda: NOW))
+    signed = "/bridge/actions/world.spawn/status/k1?attempt=1"
+    environ = {"REQUEST_METHOD": "GET", "SCRIPT_NAME": "/bridge", "PATH_INFO": "/actions/world.spawn/status/k1",
+               "QUERY_STRING": "attempt=1", "wsgi.input": io.BytesIO(b"")}
+    environ.update({f"HTTP_{name.upper().replace('-', '_')}": value
+                    for name, value in signed_headers(KEY, status_signed(signed), NOW).items()})
+    started = []
+    answer = b"".join(app(environ, lambda status, headers: started.append(status)))
+    assert started == ["200 OK"] and json.loads(answer) == {"status": "not_applied"}
 
 
 def exchange(port, head, body=b""):
