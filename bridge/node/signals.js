@@ -1,8 +1,9 @@
 // Sending the engine a signal from the game server, signed, and retried until the engine has it.
 // Invariant: 2xx is done (a repeat answers 200 with the first receipt, so a re-send is safe); 429, a 5xx and a
 // failed connection are retried with backoff for at least RETRY_SECONDS (a sleeping deployment's database takes up
-// to 30 s to resume); any other 4xx is final, thrown with the engine's own error. Each request has an overall
-// deadline and its answer is read up to MAX_ANSWER_BYTES.
+// to 30 s to resume), never sooner than the answer's Retry-After says (one that asks past the retry time gives up
+// at once); any other 4xx is final, thrown with the engine's own error text (its `errors`). Each request has an
+// overall deadline and its answer is read up to MAX_ANSWER_BYTES.
 import { createHmac } from 'node:crypto';
 
 export const RETRY_SECONDS = 90;
@@ -49,6 +50,12 @@ async function readCapped(response) {
   }
 }
 
+// The engine's own error text: its `errors` (docs/api.md, "Errors"), else an `error` or `message`.
+function said(answer) {
+  if (Array.isArray(answer.errors) && answer.errors.length) return answer.errors.join('; ');
+  return answer.error || answer.message || JSON.stringify(answer);
+}
+
 // POST {apiUrl}/runs/{runId}/signals/{name} signed with the signal key; resolves to the engine's answer.
 export async function sendSignal(apiUrl, key, runId, name, body = {}, {
   retrySeconds = RETRY_SECONDS, sleep = (s) => new Promise((r) => setTimeout(r, s * 1000)), monotonic = () => performance.now() / 1000,
@@ -69,16 +76,15 @@ export async function sendSignal(apiUrl, key, runId, name, body = {}, {
       status = response.status;
       const answer = await readCapped(response);
       if (status >= 200 && status < 300) return answer;
-      const said = answer.error || answer.message || JSON.stringify(answer);
-      if (status !== 429 && status < 500) throw new SignalRefused(status, said);
-      last = `HTTP ${status}: ${said}`;
+      if (status !== 429 && status < 500) throw new SignalRefused(status, said(answer));
       const header = response.headers.get('retry-after');
       retryAfter = header && /^\d+$/.test(header) ? Number(header) : null;
+      last = `HTTP ${status}: ${said(answer)}${retryAfter === null ? '' : ` (Retry-After: ${retryAfter} s)`}`;
     } catch (failure) {
       if (failure instanceof SignalRefused) throw failure;
       last = String(failure);
     }
-    const wait = Math.min(MAX_BACKOFF_SECONDS, retryAfter ?? backoff);
+    const wait = retryAfter ?? backoff;
     if (monotonic() - started + wait > retrySeconds) {
       throw new SignalNotDelivered(`signal '${name}' to run ${runId} not taken in ${retrySeconds} s; last: ${last}`);
     }

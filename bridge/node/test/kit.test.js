@@ -104,8 +104,8 @@ function engine(answers) {
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       seen.push({ path: req.url, headers: req.headers, body: Buffer.concat(chunks) });
-      const [code, answer] = answers.shift();
-      res.writeHead(code, { 'Content-Type': 'application/json' });
+      const [code, answer, headers = {}] = answers.shift();
+      res.writeHead(code, { 'Content-Type': 'application/json', ...headers });
       res.end(JSON.stringify(answer));
     });
   });
@@ -275,5 +275,35 @@ test('a Content-Length over 1 MB is answered 413 at once, before the body is sen
     assert.match(head, /^HTTP\/1\.1 413 /);
   } finally {
     server.close();
+  }
+});
+
+test('a signal is never retried sooner than Retry-After says; one past the retry time gives up at once', async () => {
+  const waited = await engine([[503, { errors: ['resuming'] }, { 'Retry-After': '30' }], [201, { signal: {} }]]);
+  const waits = [];
+  try {
+    await sendSignal(waited.url, 'k', 42, 'boss_defeated', {}, { sleep: async (s) => { waits.push(s); } });
+  } finally {
+    waited.server.close();
+  }
+  assert.deepEqual(waits, [30]);
+  const late = await engine([[503, { errors: ['resuming'] }, { 'Retry-After': '120' }]]);
+  try {
+    await assert.rejects(sendSignal(late.url, 'k', 42, 'boss_defeated', {}, { sleep: async (s) => { waits.push(s); } }),
+      (e) => e instanceof SignalNotDelivered && /last: HTTP 503: resuming/.test(e.message));
+  } finally {
+    late.server.close();
+  }
+  assert.deepEqual(waits, [30]);
+  assert.equal(late.seen.length, 1);
+});
+
+test("a refused signal's error is the engine's own errors text", async () => {
+  const refusing = await engine([[409, { errors: ['run 3 is cancelled; a finished run takes no signal'], detail: { run_status: 'cancelled' } }]]);
+  try {
+    await assert.rejects(sendSignal(refusing.url, 'k', 3, 'boss_defeated', {}, { sleep: async () => {} }),
+      (e) => e instanceof SignalRefused && e.status === 409 && e.error === 'run 3 is cancelled; a finished run takes no signal');
+  } finally {
+    refusing.server.close();
   }
 });

@@ -4,8 +4,10 @@ Invariant: a signal is sent until the engine answers it: 2xx is done (a repeat
 of a signal the engine already has answers 200 with the first receipt, so a
 re-send is safe); 429, a 5xx, a connection that fails and an answer not whole
 in time are retried with backoff for up to RETRY_SECONDS (a sleeping
-deployment's database takes up to 30 s to resume); any other 4xx is final and
-raised with the engine's own error. Nothing outlasts the retry time: no
+deployment's database takes up to 30 s to resume), never sooner than the
+answer's Retry-After says (one that asks past the retry time gives up at
+once); any other 4xx is final and raised with the engine's own error text
+(its `errors`). Nothing outlasts the retry time: no
 attempt starts once it is spent, and each attempt has an overall deadline
 (REQUEST_SECONDS, or what is left of the retry time if less) that bounds every
 read of its answer, so one dripped byte by byte fails the attempt as a
@@ -73,14 +75,22 @@ def send_signal(api_url: str, key: str, run_id: int, name: str, body: dict[str, 
         if 200 <= status < 300:
             return answer
         if status and status != 429 and status < 500:
-            raise SignalRefused(status, str(answer.get("error") or answer.get("message") or answer))
+            raise SignalRefused(status, _said(answer))
         if status:
-            last = f"HTTP {status}: {answer.get('error') or answer.get('message') or ''}".strip()
-        wait = min(MAX_BACKOFF_SECONDS, retry_after if retry_after is not None else backoff)
+            last = f"HTTP {status}: {_said(answer)}" + (f" (Retry-After: {retry_after:g} s)" if retry_after is not None else "")
+        wait = retry_after if retry_after is not None else backoff
         if monotonic() - started + wait > retry_seconds:
             raise given_up()
         sleep(wait)
         backoff = min(MAX_BACKOFF_SECONDS, backoff * 2)
+
+
+def _said(answer: dict[str, Any]) -> str:
+    """The engine's own error text: its `errors` (docs/api.md, "Errors"), else an `error` or `message`."""
+    errors = answer.get("errors")
+    if isinstance(errors, list) and errors:
+        return "; ".join(str(error) for error in errors)
+    return str(answer.get("error") or answer.get("message") or answer)
 
 
 def _post(api_url: str, path: str, payload: bytes, headers: dict[str, str],

@@ -225,15 +225,17 @@ def test_at_most_a_hundred_resources():
 class Engine(BaseHTTPRequestHandler):
     """A stand-in for the engine's signal route: answers what `answers` holds, in order; records each request."""
 
-    answers: ClassVar[list[tuple[int, dict]]] = []
+    answers: ClassVar[list[tuple]] = []  # (status, body) or (status, body, headers)
     seen: ClassVar[list[tuple[str, dict, bytes]]] = []
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         Engine.seen.append((self.path, dict(self.headers.items()), body))
-        status, answer = Engine.answers.pop(0)
+        status, answer, *headers = Engine.answers.pop(0)
         payload = json.dumps(answer).encode()
         self.send_response(status)
+        for name, value in (headers[0] if headers else {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
@@ -271,6 +273,29 @@ def test_a_refused_signal_is_final_and_shows_the_engines_error(engine):
     Engine.answers = [(404, {"error": "run 42 has no signal 'boss_dead'"})]
     with pytest.raises(SignalRefused, match="run 42 has no signal 'boss_dead'"):
         send_signal(engine, "sig-key", 42, "boss_dead", sleep=lambda s: None)
+
+
+def test_a_refused_signal_carries_the_engines_errors_as_its_error(engine):
+    Engine.answers = [(409, {"errors": ["run 3 is cancelled; a finished run takes no signal"],
+                             "detail": {"run_status": "cancelled"}})]
+    with pytest.raises(SignalRefused) as refusal:
+        send_signal(engine, "sig-key", 3, "boss_defeated", sleep=lambda s: None)
+    assert refusal.value.status == 409 and refusal.value.error == "run 3 is cancelled; a finished run takes no signal"
+
+
+def test_a_signal_is_never_retried_sooner_than_retry_after_says(engine):
+    Engine.answers = [(503, {"errors": ["the database is resuming"]}, {"Retry-After": "30"}), (201, {"signal": {}})]
+    waits = []
+    assert send_signal(engine, "sig-key", 42, "boss_defeated", sleep=waits.append) == {"signal": {}}
+    assert waits == [30.0]
+
+
+def test_a_retry_after_past_the_retry_time_gives_up_at_once_with_the_engines_reason(engine):
+    Engine.answers = [(503, {"errors": ["the database is resuming"]}, {"Retry-After": "120"})]
+    waits = []
+    with pytest.raises(SignalNotDelivered, match="last: HTTP 503: the database is resuming"):
+        send_signal(engine, "sig-key", 42, "boss_defeated", sleep=waits.append)
+    assert waits == [] and len(Engine.seen) == 1
 
 
 def test_a_signal_the_engine_never_takes_gives_up_after_the_retry_time(engine):
