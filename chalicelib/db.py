@@ -60,8 +60,11 @@ T = TypeVar("T")
 # before COMMIT was sent).
 DEADLOCK = 1213
 LOCK_WAIT_TIMEOUT = 1205
+# InnoDB's word for a deadlock or lock wait on a table's AUTO-INC lock (an INSERT … SELECT under
+# innodb_autoinc_lock_mode 1, MariaDB's default, against another's gap locks): the transaction rolled back too.
+AUTO_INC_LOCK_LOST = 1467
 # guard: deadlock-not-rerun
-RETRYABLE_SERVER_ERRORS = {DEADLOCK, LOCK_WAIT_TIMEOUT}
+RETRYABLE_SERVER_ERRORS = {DEADLOCK, LOCK_WAIT_TIMEOUT, AUTO_INC_LOCK_LOST}
 CANT_CONNECT = 2003
 LOST_DURING_QUERY = 2013
 # MySQL 8.0.24+ (Aurora MySQL 3) sends 4031 before closing a connection idle past wait_timeout.

@@ -14,7 +14,7 @@ from chalicelib.events.model import Health
 from chalicelib.events.store import resources, steps
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
-from tests.support.runner_kit import log_of, schedule, step, tick
+from tests.support.runner_kit import log_of, make_runner, schedule, step, tick
 
 SCARECROW = {"kind": "npc", "id": "scarecrow-7", "revert": {"action": "world.despawn", "params": {"npc": "scarecrow-7"}}}
 WEATHER = {"kind": "weather", "id": "storm"}
@@ -222,3 +222,23 @@ def test_two_answers_racing_to_the_cap_are_serialised_the_second_refused(db, clo
     assert answers["second"] == resources.Recorded(0, "resources: a run records at most 10,000; it holds 9,990 and these 50"
                                                       " would make 10,040")
     assert _count(db, run.id) == ledger.MAX_RUN_RESOURCES - 10
+
+
+def test_runs_settling_together_each_record_what_their_spawn_created(db, clock, game_bridge):
+    """Eight tick workers settle eight spawns at once, round after round: each answer's resource is recorded. Two
+    INSERT … SELECT into the ledger deadlock on its AUTO-INC lock against each other's gap locks, which MariaDB
+    reports as 1467 rather than 1213; before that was re-run like any deadlock, about a third of the outcomes were
+    written without their resources, and a cancel's cleanup could not undo what those runs left in the world."""
+    game_bridge.respond("world.spawn", lambda asked: Answer(200, {"outcome": "done", "resources": [
+        {"kind": "npc", "id": f"scarecrow-{asked.json['step_id']}", "revert": {"action": "world.despawn", "params": {}}}]}))
+    workers = make_runner(db, clock, game_bridge, concurrency=8)
+    started = []
+    try:
+        for _ in range(10):
+            started += [schedule(db, clock.now(), document([[step("world.spawn")]])) for _ in range(8)]
+            tick(workers)
+    finally:
+        workers.close()
+    unrecorded = [run.id for run in started if _count(db, run.id) != 1]
+    refused = [d["resources_refused"] for run in started for d in _dispatch(db, run.id) if "resources_refused" in d]
+    assert (unrecorded, refused) == ([], [])
