@@ -51,6 +51,22 @@ def test_a_reason_is_kept_short():
     assert len(classify(Answer(422, b"x" * 5000, truncated=False)).error) < 400
 
 
+def test_a_games_5xx_keeps_its_reason_for_the_person_reading_why_the_step_is_retried():
+    """A game's JSON 5xx is "not applied, try later": the person reading the step's error (and, at the ceiling,
+    "gave up after 3 attempts: …") sees the game's own reason, not only the status."""
+    told = classify(Answer(500, b'{"reason": "the world.spawn handler failed: KeyError: npc"}', truncated=False))
+    assert (told.verdict, told.error) == (Verdict.RETRY, "HTTP 500: the world.spawn handler failed: KeyError: npc")
+    assert classify(Answer(503, b'{"busy": true}', truncated=False)).error == "HTTP 503"  # no reason: the status alone
+    assert classify(Answer(502, b"<html>bad gateway</html>", truncated=False)).error == "HTTP 502"
+
+
+def test_a_status_endpoints_refusal_keeps_its_reason():
+    from chalicelib.events.adapters.bridge import read_status
+
+    probe = read_status(Answer(401, b'{"reason": "the signature does not match the bridge key"}', truncated=False))
+    assert probe.detail == "unknown: HTTP 401: the signature does not match the bridge key"
+
+
 def test_a_2xx_past_the_answer_cap_is_failed_with_the_cap_named():
     outcome = classify(Answer(200, b'{"outcome": "done", "pad": "' + b"x" * 100, truncated=True))
     assert outcome.verdict is Verdict.FAILED

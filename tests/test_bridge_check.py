@@ -88,8 +88,8 @@ class UnfencedStore(event_bridge.MemoryStore):
 def test_a_bridge_that_does_not_deduplicate_fails_the_repeat_case():
     with serving(event_bridge.Bridge(KEY, ForgetfulStore())) as url:
         report = checked(url)
-    assert set(failed(report)) == {"same key answered the same, applied once"}
-    assert "record the answer by idempotency key and replay it" in failed(report)["same key answered the same, applied once"]
+    assert set(failed(report)) == {"same key replays its first answer"}
+    assert "record the answer by idempotency key and replay it" in failed(report)["same key replays its first answer"]
 
 
 def test_a_bridge_without_the_attempt_fence_fails_the_fence_case():
@@ -97,6 +97,104 @@ def test_a_bridge_without_the_attempt_fence_fails_the_fence_case():
         report = checked(url)
     assert set(failed(report)) == {"attempt fence"}
     assert "keep the highest attempt a status was asked for, per key" in failed(report)["attempt fence"]
+
+
+class ReplayByAttemptStore(event_bridge.MemoryStore):
+    """Records answers by key and attempt: the engine's attempt 2 of an answered key is applied again."""
+
+    def begin(self, key, attempt):
+        return super().begin(f"{key}#{attempt}", attempt)
+
+    def finish(self, key, answer):
+        super().finish(f"{key}#{self._attempt}", answer)
+
+    def abandon(self, key):
+        super().abandon(f"{key}#{self._attempt}")
+
+    def status(self, key, attempt):
+        return super().status(f"{key}#1", attempt)
+
+
+def test_a_bridge_that_replays_only_the_same_attempt_fails_the_repeat_case(monkeypatch):
+    store = ReplayByAttemptStore()
+    begin = store.begin
+
+    def remembering(key, attempt):
+        store._attempt = attempt
+        return begin(key, attempt)
+
+    monkeypatch.setattr(store, "begin", remembering)
+    with serving(event_bridge.Bridge(KEY, store)) as url:
+        report = checked(url)
+    assert "attempt 2 of a key already answered must get the first answer again" in failed(report)[
+        "same key replays its first answer"]
+
+
+def test_a_bridge_that_answers_a_repeat_409_is_told_to_replay_the_first_answer(monkeypatch):
+    bridge = event_bridge.Bridge(KEY)
+    handle, seen = bridge.handle, set()
+
+    def conflicting(method, target, headers, body):
+        key = {name.lower(): value for name, value in headers.items()}.get("idempotency-key")
+        if method == "POST" and key in seen:
+            return event_bridge.Answer({"reason": "duplicate idempotency key"}, 409)
+        seen.add(key)
+        return handle(method, target, headers, body)
+
+    monkeypatch.setattr(bridge, "handle", conflicting)
+    with serving(bridge) as url:
+        said = failed(checked(url))["same key replays its first answer"]
+    assert said.startswith("attempt 1 of a key already answered must get the first answer again (2xx, the same body),"
+                           " got HTTP 409") and said.endswith("the engine would fail a step the game applied")
+
+
+def test_a_bridge_that_takes_the_key_and_action_from_the_request_not_the_signed_body_fails_its_case(monkeypatch):
+    """A bridge that verifies the signature but then trusts the unsigned header and the path: a captured signed
+    delivery could be replayed under new keys, or as another action."""
+    bridge = event_bridge.Bridge(KEY)
+    handle = bridge.handle
+
+    def trusting(method, target, headers, body):
+        lowered = {name.lower(): value for name, value in headers.items()}
+        try:
+            event_bridge.signing.verify(KEY, lowered, body)
+        except event_bridge.signing.Unsigned:
+            return handle(method, target, headers, body)  # what does not verify is refused as ever
+        if method == "POST":
+            data = json.loads(body)
+            claimed = lowered["idempotency-key"]
+            data["idempotency_key"], data["action"] = claimed, target.split("/")[-1]
+            signed = {name.lower(): value for name, value in event_bridge.signing.signed_headers(KEY, json.dumps(data).encode()).items()}
+            return handle(method, target, {**headers, **signed}, json.dumps(data).encode())
+        return handle(method, target, headers, body)
+
+    monkeypatch.setattr(bridge, "handle", trusting)
+    with serving(bridge) as url:
+        report = checked(url)
+    assert set(failed(report)) == {"signed body names what is applied"}
+    assert "whose Idempotency-Key is not the signed body's must be refused (400 or 401)" in failed(report)[
+        "signed body names what is applied"]
+
+
+def test_a_bridge_with_another_key_is_told_the_keys_differ():
+    with serving(event_bridge.Bridge(KEY + "-the-games-own")) as url:
+        report = checked(url)
+    assert "valid delivery done" in failed(report)
+    assert bridge_check.KEY_HINT in failed(report)["valid delivery done"]
+    assert bridge_check.KEY_HINT in failed(report)["unsigned delivery refused"]  # its status check is refused too
+
+
+def test_with_nothing_listening_one_case_says_so_and_the_rest_are_not_run():
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]  # free once closed: nothing listens there
+    report = checked(f"http://127.0.0.1:{port}")
+    [first, *rest] = report.cases
+    assert first.verdict == "FAIL" and first.said.startswith(f"nothing answered at http://127.0.0.1:{port}")
+    assert "is the bridge running, and is this its address?" in first.said
+    assert {(c.verdict, c.said) for c in rest} == {("SKIP", "not run: nothing answered at the bridge's address (above)")}
+    assert not report.passed
 
 
 class TextAnswer(event_bridge.Answer):

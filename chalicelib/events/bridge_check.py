@@ -8,7 +8,10 @@ that passes is one the engine runs against, and a failure says what was
 expected and what came back. It sends only the action the team names
 (`--action`, harmless: the kits' `test.noop`), the one that can be slowed
 (`--slow-action`) and the one that leaves a resource (`--spawn-action`) with its
-revert, each under keys of its own (`bridge-check-…`).
+revert, each under keys of its own (`bridge-check-…`). It sees answers, never
+the game's world: "applied once" is judged by a repeat's answer being the
+first's (the kits' test actions answer a receipt unique to each application,
+so a bridge that applies again shows).
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from .. import outbound
 from .actions.outcome import Status, Verdict
 from .adapters.bridge import classify, delivery_body, read_status
 from .errors import BridgeCaseFailed as Failed
-from .errors import OutboundError
+from .errors import BridgeUnreachable, OutboundError
 from .ledger import listed
 
 STALE_SECONDS = 600  # twice the window a bridge should allow either side of its clock
+KEY_HINT = ("the bridge refused a request the engine signed: its key (EVENT_BRIDGE_KEY in the kits) must be the"
+            " engine's GAME_BRIDGE_SECRET, and its clock within 300 s of this machine's")
 
 
 @dataclass
@@ -85,15 +90,19 @@ class Checker:
 
     def deliver(self, action: str, key: str, attempt: int = 1, *, params: dict[str, Any] | None = None,
                 signed_with: str | None = None, at: datetime | None = None, signature: str | None = None,
-                unsigned: bool = False) -> outbound.Answer:
+                unsigned: bool = False, header_key: str | None = None, path_action: str | None = None
+                ) -> outbound.Answer:
+        """A delivery of `action` under `key`, signed as the engine signs it, or spoilt as a case asks: unsigned,
+        another signature, key or time, or a header key (`header_key`) or path (`path_action`) the body does not
+        name."""
         body = delivery_body(0, next(self._steps), 1, action, 1, params or {}, key, attempt)
-        headers = {"Content-Type": "application/json", "Idempotency-Key": key}
+        headers = {"Content-Type": "application/json", "Idempotency-Key": header_key or key}
         if not unsigned:
             headers |= outbound.signed_headers(signed_with or self.options.key, at or self._now(), body)
         if signature is not None:
             headers["X-Event-Signature"] = signature
-        return self._timed(lambda: outbound.post(self._endpoint, self._endpoint.target(f"/actions/{action}"), body,
-                                                 headers, timeout=self.options.deadline))
+        target = self._endpoint.target(f"/actions/{path_action or action}")
+        return self._timed(lambda: outbound.post(self._endpoint, target, body, headers, timeout=self.options.deadline))
 
     def status(self, action: str, key: str, attempt: int, *, unsigned: bool = False) -> outbound.Answer:
         target = self._endpoint.target(f"/actions/{action}/status/{key}")
@@ -106,12 +115,18 @@ class Checker:
         try:
             return send()
         except OutboundError as error:
+            if not error.sent:
+                raise BridgeUnreachable(f"nothing answered at {self.options.url} ({error}): is the bridge running,"
+                                        " and is this its address?") from None
             raise Failed(f"no answer within the engine's {self.options.deadline:g} s deadline: {error}") from None
 
     # -- what the engine would make of an answer ---------------------------------------------------------------
 
     def status_of(self, action: str, key: str, attempt: int) -> str:
-        probe = read_status(self.status(action, key, attempt))
+        answer = self.status(action, key, attempt)
+        if answer.status == 401:
+            raise Failed(f"the status endpoint answered {_shown(answer)}: {KEY_HINT}")
+        probe = read_status(answer)
         if probe.status is Status.UNKNOWN:
             raise Failed(f"the status endpoint gave no status the engine knows ({probe.detail})")
         return probe.status.value
@@ -138,7 +153,14 @@ def _expect_refused(check: Checker, case: str, **how: Any) -> str:
 
 
 def _done(check: Checker, action: str, key: str, attempt: int = 1, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    outcome = classify(check.deliver(action, key, attempt, params=params))
+    return _done_in(check.deliver(action, key, attempt, params=params))
+
+
+def _done_in(answer: outbound.Answer) -> dict[str, Any]:
+    """The answer's body, once the engine would take it as done with resources it would record."""
+    if answer.status == 401:
+        raise Failed(f"expected done, got {_shown(answer)}: {KEY_HINT}")
+    outcome = classify(answer)
     if outcome.verdict is not Verdict.DONE:
         raise Failed(f"expected done, got {outcome.verdict.value}: {outcome.error}")
     _, problem = listed(outcome.result)
@@ -171,13 +193,38 @@ def case_delivery(check: Checker) -> str:
 def case_repeat(check: Checker) -> str:
     key = check.key("repeat")
     first = _done(check, check.options.action, key)
-    again = _done(check, check.options.action, key)
-    if first != again:
-        raise Failed(f"the same key again must answer the first answer (applied once), got {again} after {first}:"
-                     " record the answer by idempotency key and replay it")
-    if check.options.status and (said := check.status_of(check.options.action, key, 2)) != "applied":
+    for attempt in (1, 2):  # the same delivery again (its answer lost), then the engine's next attempt of the key
+        answer = check.deliver(check.options.action, key, attempt)
+        if answer.status == 409:
+            raise Failed(f"attempt {attempt} of a key already answered must get the first answer again (2xx, the same"
+                         f" body), got {_shown(answer)}: the engine would fail a step the game applied")
+        again = _done_in(answer)
+        if again != first:
+            raise Failed(f"attempt {attempt} of a key already answered must get the first answer again (applied"
+                         f" once), got {again} after {first}: record the answer by idempotency key and replay it")
+    if check.options.status and (said := check.status_of(check.options.action, key, 3)) != "applied":
         raise Failed(f"after a done delivery the status endpoint must say applied, said {said!r}")
-    return "the first answer replayed" + (", status applied" if check.options.status else "")
+    return "the first answer replayed to a repeat and to attempt 2" + (", status applied" if check.options.status else "")
+
+
+def case_signed_body(check: Checker) -> str:
+    """What is applied is what the verified body names: a request whose Idempotency-Key or path says otherwise is
+    refused, so a captured signed delivery cannot be replayed under new keys or as another action."""
+    action, key = check.options.action, check.key("signed-key")
+    claimed = check.key("claimed-key")
+    spoilt: dict[str, dict[str, Any]] = {"Idempotency-Key": {"header_key": claimed}}
+    if check.options.spawn_action and check.options.spawn_action != action:
+        spoilt[f"path's action ({check.options.spawn_action})"] = {"path_action": check.options.spawn_action}
+    for what, how in spoilt.items():
+        answer = check.deliver(action, key, **how)
+        if not 400 <= answer.status < 500 or answer.status in (409, 422, 429):  # a refusal of the request itself
+            raise Failed(f"a delivery whose {what} is not the signed body's must be refused (400 or 401) and applied"
+                         " under neither,"
+                         f" got {_shown(answer)}: take the action, key and attempt from the verified body, or check"
+                         " they are the request's")
+    for each in (key, claimed):
+        check.not_applied(each)
+    return f"refused for another {' and for another '.join(spoilt)}, nothing applied"
 
 
 def case_status_unsigned(check: Checker) -> str:
@@ -259,7 +306,8 @@ def cases(options: Options) -> list[tuple[str, Callable[[Checker], str], str | N
         ("stale timestamp refused", case_stale, None),
         ("another key refused", case_other_key, None),
         ("valid delivery done", case_delivery, None),
-        ("same key answered the same, applied once", case_repeat, None),
+        ("same key replays its first answer", case_repeat, None),
+        ("signed body names what is applied", case_signed_body, None),
         ("unsigned status request refused", case_status_unsigned, no_status),
         ("unknown key not applied", case_status_unknown, no_status),
         ("attempt fence", case_fence, no_status),
@@ -272,14 +320,18 @@ def cases(options: Options) -> list[tuple[str, Callable[[Checker], str], str | N
 
 def run(options: Options, *, progress: Callable[[str], None] | None = None) -> Report:
     check, report = Checker(options), Report(options.url)
+    unreachable = False
     for name, case, skipped in cases(options):
-        if skipped:
+        if unreachable:
+            result = Case(name, "SKIP", "not run: nothing answered at the bridge's address (above)")
+        elif skipped:
             result = Case(name, "SKIP", skipped)
         else:
             try:
                 result = Case(name, "PASS", case(check))
             except Failed as failed:
                 result = Case(name, "FAIL", str(failed))
+                unreachable = isinstance(failed, BridgeUnreachable)
         report.cases.append(result)
         if progress:
             progress(next(iter(Report(options.url, [result]).lines())))

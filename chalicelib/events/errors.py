@@ -23,7 +23,9 @@
      ├── AnsweredBefore             not a failure: a control's Idempotency-Key was pressed within 24 h; its
      │                              first answer travels in it (the transaction it leaves wrote nothing)
      └── BridgeCaseFailed           a `bridge-check` case whose expectation the game's bridge did not meet:
-                                    what was expected and what came back
+         │                          what was expected and what came back
+         └── BridgeUnreachable      nothing answered at the bridge's address (no byte sent): the cases after
+                                    it are not run
 
 The base layer's classes are re-exported here for the engine's own modules.
 Plain ValueErrors raised by the store are programming errors (a caller broke a
@@ -124,3 +126,7 @@ class AnsweredBefore(Exception):
 
 class BridgeCaseFailed(Exception):
     """A conformance case failed: its message says what was expected, what came back and what to fix."""
+
+
+class BridgeUnreachable(BridgeCaseFailed):
+    """The bridge could not be reached at all (refused, unresolvable): every later case would fail the same way."""

@@ -88,7 +88,7 @@ def classify(answer: outbound.Answer) -> Outcome:
     if status >= 500:
         # guard: a-gateways-502-with-a-json-body-is-an-answer
         from_the_game = isinstance(read, dict) and status not in PROXY_STATUSES
-        return Outcome.retry(f"HTTP {status}", http_status=status, in_doubt=not from_the_game)
+        return Outcome.retry(_status_and_reason(status, read), http_status=status, in_doubt=not from_the_game)
     result = read if isinstance(read, dict) else None  # the answer body, for whoever reads the outcome next
     if status in (409, 422):
         return Outcome.refused(f"HTTP {status}: {_reason(answer, read)}", http_status=status, result=result)
@@ -118,13 +118,23 @@ def _read(answer: outbound.Answer) -> dict[str, Any] | str:
     return value if isinstance(value, dict) else "not a JSON object"
 
 
-def _reason(answer: outbound.Answer, read: dict[str, Any] | str) -> str:
+def _given_reason(read: dict[str, Any] | str) -> str | None:
+    """The `reason` a JSON answer gave, storable; None when it gave none."""
     reason = read.get("reason") if isinstance(read, dict) else None
     # guard: an-unstorable-reason-is-written
-    if isinstance(reason, str) and reason.strip():
-        return storable.cleaned(reason[:MAX_REASON])
+    return storable.cleaned(reason[:MAX_REASON]) if isinstance(reason, str) and reason.strip() else None
+
+
+def _reason(answer: outbound.Answer, read: dict[str, Any] | str) -> str:
     text = answer.body[: MAX_REASON * 4].decode("utf-8", "replace").strip()[:MAX_REASON]
-    return text or "no reason given"
+    return _given_reason(read) or text or "no reason given"
+
+
+def _status_and_reason(status: int, read: dict[str, Any] | str) -> str:
+    """`HTTP 503`, with the reason a JSON answer gave (`HTTP 503: the world is saving`): the person reading why
+    a step is retried, gave up or is in doubt sees what the game said."""
+    reason = _given_reason(read)
+    return f"HTTP {status}: {reason}" if reason else f"HTTP {status}"
 
 
 def read_status(answer: outbound.Answer) -> Probe:
@@ -135,7 +145,8 @@ def read_status(answer: outbound.Answer) -> Probe:
     known = {s.value: s for s in Status if s is not Status.UNKNOWN}
     if isinstance(read, dict) and isinstance(said, str) and said in known:
         return Probe(known[said], said, read if known[said] is Status.APPLIED else None, answer.status)
-    why = f"HTTP {answer.status}" if answer.status != 200 else (read if isinstance(read, str) else "no known status")
+    why = _status_and_reason(answer.status, read) if answer.status != 200 else (
+        read if isinstance(read, str) else "no known status")
     return Probe(Status.UNKNOWN, f"{Status.UNKNOWN.value}: {why}"[:MAX_REASON], http_status=answer.status)
 
 
