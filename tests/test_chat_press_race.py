@@ -18,7 +18,7 @@ from chalicelib.events.store import steps
 from devtools.kit.clock import ManualClock
 from tests.support.chat import GM_ROLE, chat_settings
 from tests.support.factory import document
-from tests.support.interleaved import SPAWN, WAIT, answers_of
+from tests.support.interleaved import SPAWN, WAIT, answers_of, until
 from tests.support.runner_kit import schedule, step, tick
 
 pytestmark = pytest.mark.realtime  # real processes
@@ -33,11 +33,8 @@ def _first(params, press, now, started, results):
     def settle_then_hold(tx, message, words, at):
         settled = settle(tx, message, words, at)
         started.set()
-        for _ in range(WAIT * 20):
-            if _the_second_waits_for_a_lock(onlooker):
-                return settled
-            started.wait(0.05)
-        raise AssertionError("the second press never waited for the first's locks")
+        until(lambda: _the_second_waits_for_a_lock(onlooker), "the second press never waited for the first's locks")
+        return settled
 
     interactions.chat_messages.settle = settle_then_hold
     pressing = perform(db, ManualClock(now), press, MAPPED)

@@ -18,7 +18,7 @@ from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner.start import start_run
 from chalicelib.events.store import definitions, runs
 from tests.support.factory import document, make_definition, run_row
-from tests.support.interleaved import SPAWN, WAIT, answers_of
+from tests.support.interleaved import SPAWN, WAIT, answers_of, until
 from tests.support.runner_kit import step, tick
 
 pytestmark = pytest.mark.realtime  # real processes
@@ -43,10 +43,8 @@ def _first(params, run_id, now, started, second_done, results):
 
     def hold_until_the_second_finished_or_is_starting():
         started.set()
-        for _ in range(WAIT * 20):
-            if second_done.wait(0.05) or _the_second_is_starting(onlooker):
-                return
-        raise AssertionError("the second start neither finished nor reached its start")
+        until(lambda: second_done.is_set() or _the_second_is_starting(onlooker),
+              "the second start neither finished nor reached its start")
 
     results.put(("first", _start(db, run_id, now, hold_until_the_second_finished_or_is_starting).value))
 

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import multiprocessing
+import time
 from collections.abc import Callable
 from typing import Any
 
 WAIT = 60  # seconds; each wait ends on its condition, this is only the give-up
+POLL = 0.05  # seconds between two looks at a condition
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -22,3 +24,13 @@ def answers_of(*processes: tuple[Callable[..., None], tuple[Any, ...]], results:
         worker.join(WAIT)
         assert worker.exitcode == 0
     return answers
+
+
+def until(condition: Callable[[], bool], what: str) -> None:
+    """Return once `condition()` holds, looking every POLL seconds; AssertionError(`what`) after WAIT seconds. The
+    other process may take seconds to start on a loaded machine (a spawned interpreter imports everything)."""
+    give_up = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > give_up:
+            raise AssertionError(what)
+        time.sleep(POLL)
