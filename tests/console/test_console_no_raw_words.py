@@ -93,9 +93,13 @@ def test_no_run_page_in_any_state_shows_null_undefined_or_raw_json(browser, serv
     bridge.script("garden.crows", Answer(200, {"resources": [_crow("crow-1"), {"kind": "mark", "id": "chalk"}]}))
     _, parked = schedule_now(api_client, _garden("Crow garden", {"action": "garden.crows"}, CUE))
     open_run(browser, server.url, parked)
-    cue_banner(browser)
+    cue_id, _ = cue_banner(browser)
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-resource]"), "the ledger's rows")
-    found += leaks(browser, "a run parked at its cue, with its ledger")
+    # Acknowledged, so the log has a row with a time in its words ("… has it until 20:15").
+    api_client.call("POST", f"/runs/{parked}/steps/{cue_id}/acknowledge", {"note": "on my way"}, token=GM)
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-log li[data-kind='step.acknowledged']"),
+               "the acknowledge in the log")
+    found += leaks(browser, "a run parked at its cue, acknowledged, with its ledger")
     press(browser, "cancel")
     eventually(lambda: browser.find_elements(By.ID, "cleanup-plan"), "the cancel dialog's plan")
     found += leaks(browser, "the cancel dialog with its cleanup plan")

@@ -4,7 +4,7 @@
 // (one line: "Phase 1 · step 2 (world.spawn) attempt 1: ok, HTTP 200, 35 ms → done").
 
 import { effectWords } from './phases.js';
-import { el, filled, span, when, wordOf } from './ui.js';
+import { el, filled, span, timeOfDay, when, wordOf } from './ui.js';
 
 const ENGINE_ACTORS = new Set(['runner', null, undefined, '']);
 const FILTERS = [['all', 'Everything'], ['people', 'People'], ['engine', 'Engine'], ['errors', 'Errors']];
@@ -49,7 +49,7 @@ function failedWords(entry, nameOf) {
   const d = entry.detail || {};
   const who = entry.step_id ? nameOf(entry) : "Run's";
   const what = d.notice === 'step.reminder' ? `reminder ${d.n}` : `escalation try ${d.attempt}`;
-  const next = d.again_at ? `; tried again at ${when(d.again_at)}` : '; not tried again';
+  const next = d.again_at ? `; tried again at ${timeOfDay(d.again_at)}` : '; not tried again';
   return `${who} ${what} could not be posted to ${d.channel}: ${d.error}${next}`;
 }
 
@@ -68,10 +68,10 @@ export function describeEntry(entry, nameOf) {
   switch (entry.kind) {
     case 'run.status': return `Run ${d.from == null ? d.to : `${d.from} → ${d.to}`} ${said(d)}`.trim();
     case 'step.status': return `${nameOf(entry)} ${d.from} → ${d.to} ${said(d)}`.trim();
-    case 'step.acknowledged': return `${nameOf(entry)} acknowledged: ${entry.actor} has it${d.held_until ? ` until ${when(d.held_until)}` : ''}${d.note ? `, note: “${d.note}”` : ''}`;
+    case 'step.acknowledged': return `${nameOf(entry)} acknowledged: ${entry.actor} has it${d.held_until ? ` until ${timeOfDay(d.held_until)}` : ''}${d.note ? `, note: “${d.note}”` : ''}`;
     case 'step.released': return `${nameOf(entry)} released by ${entry.actor}${d.had_by !== entry.actor ? ` for ${d.had_by}` : ''}: nobody has it${d.note ? `, note: “${d.note}”` : ''}`;
     case 'step.taken_over': return `${nameOf(entry)} taken over by ${entry.actor} from ${d.from}: “${d.note}”`;
-    case 'step.hold_lapsed': return `${nameOf(entry)}: ${d.had_by}'s hold (since ${when(d.had_since)}) lapsed unanswered; nobody has it`;
+    case 'step.hold_lapsed': return `${nameOf(entry)}: ${d.had_by}'s hold (since ${timeOfDay(d.had_since)}) lapsed unanswered; nobody has it`;
     case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
     case 'run.phase_skipped': return `Phase ${d.phase} “${d.name}” passed over (${d.cause})`;
     case 'run.overlap': return `Overlap (${d.policy}): ${d.decided.replace('_', ' ')}: ${d.cause}`;
@@ -83,7 +83,7 @@ export function describeEntry(entry, nameOf) {
     case 'run.escalated': return `Run's wait for ${wordOf('waiting_for', d.waiting_for)?.label ?? d.waiting_for} escalated${try_(d)} ${sent(d)}`;
     case 'notice.failed': return failedWords(entry, nameOf);
     case 'chat.pressed': return `${nameOf(entry)}: ${d.control} pressed on ${PLATFORMS[d.platform] ?? d.platform} by ${d.name}`;
-    case 'chat.edit_failed': return `${nameOf(entry)}: its ${PLATFORMS[d.platform] ?? d.platform} message could not be edited: ${d.error}${d.again_at ? `; tried again at ${when(d.again_at)}` : '; not tried again'}`;
+    case 'chat.edit_failed': return `${nameOf(entry)}: its ${PLATFORMS[d.platform] ?? d.platform} message could not be edited: ${d.error}${d.again_at ? `; tried again at ${timeOfDay(d.again_at)}` : '; not tried again'}`;
     case 'run.cleanup': return `Cleanup began: ${d.reverts} ${d.reverts === 1 ? 'thing' : 'things'} to revert, newest first, in phase ${d.phase}`;
     default: return `${entry.kind}${detailWords(d)}`;
   }

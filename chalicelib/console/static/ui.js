@@ -81,11 +81,16 @@ export function fullTime(iso) {
   return el('time', { datetime: iso, title: hover(iso) }, LOCAL.format(new Date(iso)));
 }
 
-// A time of day in the viewer's zone ("20:15"; with its date when not today); its zone and UTC on hover.
-export function clock(iso) {
+// A time of day in the viewer's zone as words ("20:15"; with its date when not today), for a line of text.
+export function timeOfDay(iso) {
   const at = new Date(iso);
   const today = at.toDateString() === new Date().toDateString();
-  return el('time', { datetime: iso, title: hover(iso) }, (today ? HOUR_MINUTE : DAY_HOUR_MINUTE).format(at));
+  return (today ? HOUR_MINUTE : DAY_HOUR_MINUTE).format(at);
+}
+
+// A time of day in the viewer's zone (`timeOfDay`); its zone and UTC on hover.
+export function clock(iso) {
+  return el('time', { datetime: iso, title: hover(iso) }, timeOfDay(iso));
 }
 
 // Relative times move on their own between the page's refreshes (a refresh re-renders only what changed).
