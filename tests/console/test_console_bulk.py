@@ -30,8 +30,11 @@ def test_every_run_a_filter_matches_is_previewed_then_cancelled_at_once(browser,
     eventually(lambda: len(listed(browser)) == 24, "the definition's runs, from the filter")
     browser.find_element(By.CSS_SELECTOR, "[data-bulk-filter='cancel']").click()
     asked = eventually(lambda: text_of(browser, "dialog[open]"), "the preview, before anything is pressed")
-    assert "all 24 matching runs?" in asked and "These filters match 24 runs now" in asked, asked
+    assert "Cancel all 24 matching runs?" in asked and "These filters match 24 runs now" in asked, asked
+    assert browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").text == "Cancel 24 runs"  # not "run 24"
     assert text_of(browser, "#bulk-preview-count") == "The first 20 of 24:"
+    first = text_of(browser, "#bulk-preview li[data-run]")
+    assert "scheduled in 2 days" in first and "T" not in first.split("scheduled")[1], first  # not a raw ISO time
     shown = [int(li.get_attribute("data-run")) for li in browser.find_elements(By.CSS_SELECTOR, "#bulk-preview li[data-run]")]
     assert shown == sorted(runs, reverse=True)[:20] and "and 4 more" in text_of(browser, "#bulk-preview")
     assert {status for _, status in listed(browser)} == {"scheduled", "cancelled"}, "the preview changed nothing"
@@ -79,3 +82,20 @@ def test_the_bulk_bar_offers_each_role_the_bulk_controls_the_server_says_it_may_
         assert bar == matching == [c["name"] for c in controls if c["bulk"] and set(c["roles"]) & set(roles)], (roles, bar)
         shown[token] = (bar, ticks)
     assert shown == {MODERATOR: (["pause", "resume", "cancel"], 1), GM: ([], 0)}
+
+
+def test_the_dialog_for_ticked_runs_counts_them_and_names_no_run_number(browser, server, api_client):
+    document = {"name": f"Bulk ticks {datetime.now(UTC):%H%M%S%f}", "grace_seconds": 300,
+                "phases": [{"name": "opening", "steps": [{"action": "core.announce", "params": {"message": "Hello"}}]}]}
+    definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
+    runs = [_schedule(api_client, definition_id, start + timedelta(hours=i)) for i in range(2)]
+    sign_in(browser, MODERATOR)
+    browser.get(f"{server.url}/console#/runs?definition={definition_id}")
+    eventually(lambda: len(listed(browser)) == 2, "the definition's runs")
+    for run_id in runs:
+        browser.find_element(By.CSS_SELECTOR, f"[data-select='{run_id}']").click()
+    browser.find_element(By.CSS_SELECTOR, "[data-bulk='pause']").click()
+    asked = eventually(lambda: text_of(browser, "#ask-title"), "the dialog")
+    assert asked == "Pause 2 runs?", asked
+    assert browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").text == "Pause 2 runs"

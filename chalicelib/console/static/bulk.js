@@ -6,12 +6,19 @@
 
 import { ApiError, post } from './api.js';
 import { mayPress } from './plans.js';
-import { ask, capitalised, controlOf, declaredControls, el, notice } from './ui.js';
+import { ask, capitalised, controlOf, declaredControls, el, labelOf, notice, when } from './ui.js';
 
 // The bulk controls this person may press, as the server says: those POST /runs/bulk presses (GET /vocabulary's
 // `bulk`) that one of the session's roles (GET /console/session) may press (each control's declared `roles`).
 export function bulkControls(session) {
   return declaredControls().filter((declared) => declared.bulk && mayPress(session, declared.name)).map((declared) => declared.name);
+}
+
+// A run control's label said of several runs: "Pause run" → "Pause 2 runs" (never "Pause run 2", which reads
+// as run number 2); a label that names no run gets the count after it ("Clean up 2 runs"). `matching`: "Pause
+// all 2 matching runs".
+export function forRuns(label, count, matching = false) {
+  return `${label.replace(/ run$/, '')} ${matching ? 'all ' : ''}${count} ${matching ? 'matching ' : ''}${count === 1 ? 'run' : 'runs'}`;
 }
 
 // Asks once, presses once (POST /runs/bulk on the ticked runs, held to how many were ticked), and says what
@@ -25,9 +32,9 @@ export async function bulkAct(name, ids) {
     ? `Each of ${runs} stops for good: its open steps are cancelled, no later phase begins, and it cannot be resumed.`
     : `${capitalised(label)} is pressed on ${runs} at once; a run that has moved meanwhile refuses and is listed.`;
   const text = await ask({
-    title: `${label} ${ids.length} ${ids.length === 1 ? 'run' : 'runs'}?`,
+    title: `${forRuns(label, ids.length)}?`,
     label: field ? `${capitalised(field)} (optional), the same for each` : null,
-    action: `${label} ${ids.length}`, what,
+    action: forRuns(label, ids.length), what,
   });
   if (text === null) return false;
   await pressBulk(name, { ids }, ids.length, field && text ? { [field]: text } : {});
@@ -81,12 +88,12 @@ export async function bulkByFilter(name, filter) {
   const runs = seen.count === 1 ? 'run' : 'runs';
   const more = seen.count - seen.runs.length;
   const first = el('ul', { id: 'bulk-preview' }, seen.runs.map((run) => el('li', { 'data-run': run.id },
-    `Run ${run.id} · ${run.status} · scheduled for ${run.scheduled_for}`)), more > 0 ? el('li', {}, `and ${more} more`) : null);
+    `Run ${run.id} · ${labelOf(run.status)} · scheduled `, when(run.scheduled_for))), more > 0 ? el('li', {}, `and ${more} more`) : null);
   const box = name === 'cancel' ? el('input', { type: 'checkbox', id: 'bulk-cleanup' }) : null;
   const text = await ask({
-    title: `${label}: all ${seen.count} matching ${runs}?`,
+    title: `${forRuns(label, seen.count, true)}?`,
     label: field ? `${capitalised(field)} (optional), the same for each` : null,
-    action: `${label} ${seen.count}`,
+    action: forRuns(label, seen.count),
     what: `These filters match ${seen.count} ${runs} now.${name === 'cancel' ? ' Each stops for good: its open steps are'
       + ' cancelled and it cannot be resumed.' : ''} A run that has moved meanwhile refuses and is listed; if the count`
       + ' has changed by the press, nothing is done.',
