@@ -37,3 +37,11 @@ def test_a_control_the_console_was_not_told_of_is_a_plain_button_named_after_it(
     unknown.click()
     eventually(lambda: any(method == "POST" and path.endswith(f"/runs/{run.id}/rewind")
                            for _, method, path in list(server.requests)), "the press to reach the API")
+
+
+def test_the_status_filter_offers_each_status_by_its_word_never_its_raw_value(browser, server, api_client):
+    sign_in(browser, ADMIN)
+    options = eventually(lambda: browser.execute_script(
+        "return [...document.querySelectorAll('#filter-status option')].map(o => [o.value, o.textContent])"), "the status filter")
+    words = {status["status"]: status["label"] for status in api_client.call("GET", "/vocabulary")["run_statuses"]}
+    assert dict(options[1:]) == words and "cleaning_up" not in [text for _, text in options], options

@@ -13,7 +13,7 @@ import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
 import { presser, specOf } from './press.js';
 import {
-  badge, el, fill, heading, isTerminalRun, keyedRows, keyedTable, needYou, notice, rehearsalMark, runStatuses, since, span, waitOf,
+  badge, el, fill, heading, isTerminalRun, keyedRows, keyedTable, labelOf, needYou, notice, rehearsalMark, runStatuses, since, span, waitOf,
   when, wordOf,
 } from './ui.js';
 
@@ -91,7 +91,7 @@ export function runsView(main, ctx, queryText = '') {
 
   const statusSelect = el('select', { id: 'filter-status', onchange: () => go({ status: statusSelect.value }) },
     el('option', { value: '' }, 'any status'),
-    runStatuses().map((s) => el('option', { value: s, selected: s === filters.status }, s)));
+    runStatuses().map((s) => el('option', { value: s, selected: s === filters.status }, labelOf(s))));
   const definitionSelect = el('select', { id: 'filter-definition', onchange: () => go({ definition: definitionSelect.value }) },
     el('option', { value: '' }, 'any definition'));
   // What a run may wait for, as the API's summary counts them (the console keeps no list of its own).
