@@ -52,7 +52,8 @@ def story(wait: dict[str, Any], head: Step | None, failed: Step | None, phase: P
         resource = wait.get("resource")
         if resource:
             return f"Waiting for a game master to revert {resource['kind']} {resource['id']} by hand: {words}; {_holder(wait)}"
-        beyond = "" if head.named.endswith(f"({words})") else f": {words}"  # the name already says it, once
+        # A step without an authored name is named by its instruction (cut, if long): said once, in the name.
+        beyond = f": {words}" if head.name and not head.named.endswith(f"({words})") else ""
         return f"Waiting for a game master at {head.named}{beyond}; {_holder(wait)}"
     if kind is WaitingFor.DECISION and head is not None:
         return f"{head.named} waits for a decision: the game may or may not have applied it"
