@@ -23,7 +23,8 @@ def _line(step: Step, **wait: Any) -> str:
 
 
 def test_a_cue_named_by_its_instruction_says_it_once_even_cut():
-    assert _line(_cue(LONG)) == "Waiting for a game master at Run 1 · Phase 1 · step 4 (Light the bonfire, then confirm this…); nobody has it yet"
+    assert _line(_cue(LONG)) == \
+        "Waiting for a game master at Run 1 · Phase 1 · step 4 (Light the bonfire, then confirm this…); nobody has it yet"
     assert _line(_cue("Open the gate")) == "Waiting for a game master at Run 1 · Phase 1 · step 4 (Open the gate); nobody has it yet"
 
 
