@@ -138,6 +138,26 @@ def test_applied_records_the_resources_its_answer_lists(db, clock, game_bridge):
     assert len(game_bridge.received("world.spawn")) == 1
 
 
+def test_applied_with_a_refusal_as_its_answer_is_refused_not_done(db, clock, game_bridge):
+    """The game declined the step (its answer, a refusal, was recorded under the key) and that answer was lost:
+    asked about, the game says the key is applied with its refusal, and the step is refused with the game's
+    reason, as the lost answer would have made it, never done."""
+    game_bridge.script("world.spawn", Answer(504, ""))
+    game_bridge.status(lambda asked: Answer(200, {"status": "applied", "outcome": "refused",
+                                                  "reason": "the square is full"}))
+    probing = make_runner(db, clock, game_bridge, asks_status=True)
+    try:
+        run = _spawn_run(db, clock)
+        tick(probing)
+        clock.advance(RULES.retry_seconds)
+        tick(probing)
+    finally:
+        probing.close()
+    spawn = _the_step(db, run.id)
+    assert (spawn.status, spawn.last_error) == (StepStatus.REFUSED, "refused: the square is full")
+    assert len(game_bridge.received("world.spawn")) == 1
+
+
 def test_a_status_endpoint_that_does_not_answer_leaves_it_to_on_doubt(db, clock, game_bridge):
     game_bridge.script("world.spawn", Answer(504, ""), Answer(504, ""))  # no status responder: a 404
     probing = make_runner(db, clock, game_bridge, asks_status=True)

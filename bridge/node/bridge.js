@@ -127,7 +127,10 @@ export class Bridge {
     if (!/^\d+$/.test(attempt)) return error(400, 'the status request names its attempt: ?attempt=<n>');
     const known = await this.store.status(key, Number(attempt));
     const answer = { status: known.status };
-    if (known.answer && known.answer.body.resources) answer.resources = known.answer.body.resources;
+    const recorded = known.answer ? known.answer.body : {};
+    if (recorded.resources) answer.resources = recorded.resources;
+    // applied, and refused (an answer the kit would not send): the engine keeps the step refused, not done
+    if (recorded.outcome === 'refused') Object.assign(answer, { outcome: 'refused', reason: recorded.reason ?? '' });
     return new Answer(answer);
   }
 }

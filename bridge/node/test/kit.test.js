@@ -175,7 +175,8 @@ test('an answer refused after the handler ran is final, reported applied, logged
     assert.ok(first.payload().length < 1000); // what the key recorded is an answer the kit can send
     const again = await bridge.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 2 }));
     assert.deepEqual([again.status, again.body], [422, first.body]);
-    assert.deepEqual((await status(bridge, 'k1', 3)).body, { status: 'applied' });
+    // applied (the handler ran), and refused: a lost answer asked about keeps the step refused, not done
+    assert.deepEqual((await status(bridge, 'k1', 3)).body, { status: 'applied', outcome: 'refused', reason: first.body.reason });
     assert.equal((await bridge.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 3 }))).status, 422);
     assert.deepEqual(spawned, [1], problem);
     assert.equal(logged.length, 1);

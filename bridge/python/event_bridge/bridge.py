@@ -140,8 +140,11 @@ class Bridge:
             return _error(400, "the status request names its attempt: ?attempt=<n>")
         known = self.store.status(key, int(attempt))
         answer: dict[str, Any] = {"status": known.status}
-        if known.answer is not None and "resources" in known.answer.body:
-            answer["resources"] = known.answer.body["resources"]
+        recorded = {} if known.answer is None else known.answer.body
+        if "resources" in recorded:
+            answer["resources"] = recorded["resources"]
+        if recorded.get("outcome") == "refused":  # applied, and refused (an answer the kit would not send): so it stays
+            answer |= {"outcome": "refused", "reason": recorded.get("reason", "")}
         return Answer(answer)
 
 

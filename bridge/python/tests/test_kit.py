@@ -181,7 +181,8 @@ def test_an_answer_refused_after_the_handler_ran_is_final_and_the_action_never_r
     assert len(first.payload()) < 1000  # what the key recorded is an answer the kit can send
     again = bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2))
     assert (again.status, again.body) == (422, first.body) and spawned == [1]
-    assert status(bridge, "k1", 3).body == {"status": "applied"}
+    # applied (the handler ran), and refused: a lost answer asked about keeps the step refused, not done
+    assert status(bridge, "k1", 3).body == {"status": "applied", "outcome": "refused", "reason": first.body["reason"]}
     assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=3)).status == 422 and spawned == [1]
     [record] = caplog.records
     assert record.levelno == logging.WARNING and "world.spawn key 'k1' attempt 1" in record.getMessage()

@@ -78,3 +78,4 @@ class Probe:
     answer: dict[str, Any] | None = None  # an applied answer's body (its resources are recorded)
     http_status: int | None = None
     latency_ms: int | None = None
+    refused: str | None = None  # applied, and the key's answer was a refusal: its reason (the step is refused)

@@ -144,7 +144,10 @@ def read_status(answer: outbound.Answer) -> Probe:
     said = read.get("status") if isinstance(read, dict) and answer.status == 200 else None
     known = {s.value: s for s in Status if s is not Status.UNKNOWN}
     if isinstance(read, dict) and isinstance(said, str) and said in known:
-        return Probe(known[said], said, read if known[said] is Status.APPLIED else None, answer.status)
+        applied = known[said] is Status.APPLIED
+        # an applied key whose answer was a refusal stays a refusal: the game declined it, whichever answer arrived
+        refused = f"refused: {_reason(answer, read)}" if applied and read.get("outcome") == "refused" else None
+        return Probe(known[said], said, read if applied else None, answer.status, refused=refused)
     why = _status_and_reason(answer.status, read) if answer.status != 200 else (
         read if isinstance(read, str) else "no known status")
     return Probe(Status.UNKNOWN, f"{Status.UNKNOWN.value}: {why}"[:MAX_REASON], http_status=answer.status)

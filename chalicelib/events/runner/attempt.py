@@ -75,9 +75,10 @@ def next_claim(ctx: WalkContext, cursor: Cursor) -> Step | None:
 
 def outcome_of(ctx: WalkContext, run: Run, step: Step, claim: Claim) -> Outcome:
     """What the claimed attempt comes to: the action performed. A step in doubt is first asked about, when
-    the bridge asks (GAME_BRIDGE_STATUS): applied is done with nothing sent, in progress is a retry still in
-    doubt, not applied is sent; with no answer (or nobody asked), `on_doubt: park` sends nothing and parks
-    the step for a person's decision, `resend` sends it. The probe's answer goes with the outcome."""
+    the bridge asks (GAME_BRIDGE_STATUS): applied is done with nothing sent (refused, when the key's answer
+    was a refusal), in progress is a retry still in doubt, not applied is sent; with no answer (or nobody
+    asked), `on_doubt: park` sends nothing and parks the step for a person's decision, `resend` sends it.
+    The probe's answer goes with the outcome."""
     context = ActionContext.of(step, claim.attempt, ctx.now, run)
     if not step.in_doubt:
         return ctx.actions.perform(context)
@@ -86,6 +87,10 @@ def outcome_of(ctx: WalkContext, run: Run, step: Step, claim: Claim) -> Outcome:
     asked = None if probe is None else probe.detail
     # guard: applied-is-sent-again
     if probe is not None and probe.status is Status.APPLIED:
+        # guard: an-applied-refusal-is-done
+        if probe.refused is not None:
+            return Outcome.refused(probe.refused, result=probe.answer, http_status=probe.http_status,
+                                   latency_ms=probe.latency_ms, probe=asked)
         return Outcome.done(result=probe.answer, http_status=probe.http_status, latency_ms=probe.latency_ms,
                             probe=asked)
     # guard: in-progress-is-sent-again
