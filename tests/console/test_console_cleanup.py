@@ -56,7 +56,12 @@ def test_cancel_with_cleanup_from_the_page_shows_the_plan_the_progress_and_a_ret
     wait_for_status(browser, "cancelled")
     eventually(lambda: _resources(browser) == {"npc crow-1": "reverted", "npc crow-2": "reverted", "mark chalk": "live"},
                f"every crow reverted (it shows {_resources(browser)})")
-    assert text_of(browser, "#cleanup-progress").startswith("Cleanup: 2 of 2 reverted")
+    ended = eventually(lambda: "nothing it could revert" in (text := text_of(browser, "#cleanup-progress")) and text,
+                       f"the cleanup said as over (it says {text_of(browser, '#cleanup-progress')!r})")
+    assert ended == "Cleanup: 2 of 2 reverted; nothing it could revert is left in the game world.", ended
+    # The cleanup's phase is the engine's: the run stands where it was cancelled, its bar not empty.
+    assert text_of(browser, "#run-progress-words") == "Phase 1 of 1 · step 2 of 2"
+    assert browser.find_element(By.ID, "run-progress-bar").get_attribute("value") == "50"
 
 
 def test_a_run_with_nothing_to_revert_offers_no_cleanup(browser, server, api_client):

@@ -32,10 +32,12 @@ function revertWords(resource) {
 
 const failureWords = (error) => (error?.messages?.length ? error.messages.join(' ') : 'the API did not answer');
 
-// How a finished run's Clean up (`late_cleanup`) ends its sentence: the run keeps its status throughout.
-function lateWords(run, count) {
+// How the cleanup's sentence ends: while a cancel's (or a failure's) cleanup goes on, what the run then is; while
+// a finished run's Clean up (`late_cleanup`) goes on, that it keeps its status; once over, what is left.
+function endWords(run, count) {
   if (run.late_cleanup === 'started') return `; the run stays ${run.status}.`;
-  if (count('live') || count('reverting')) return '.';
+  if (!run.late_cleanup && run.status !== run.cleanup_target) return run.cleanup_target ? `; then the run is ${run.cleanup_target}.` : '.';
+  if (count('reverting') || (run.late_cleanup && count('live'))) return '.';
   return count('revert_failed') ? '; nothing more can be reverted: what could not be is listed below.'
     : '; nothing it could revert is left in the game world.';
 }
@@ -50,10 +52,8 @@ function progress(detail) {
   const parts = [`${count('reverted')} of ${Math.max(reverts.length, count('reverted') + count('reverting'))} reverted`];
   if (count('reverting')) parts.push(`${count('reverting')} to go`);
   if (count('revert_failed')) parts.push(`${count('revert_failed')} could not be reverted`);
-  const target = run.cleanup_target;
-  const then = run.late_cleanup ? lateWords(run, count) : target ? `; then the run is ${target}.` : '.';
-  return el('p', { id: 'cleanup-progress', 'data-target': target || '', 'data-late': run.late_cleanup || '' },
-    el('strong', {}, 'Cleanup: '), parts.join(', '), then);
+  return el('p', { id: 'cleanup-progress', 'data-target': run.cleanup_target || '', 'data-late': run.late_cleanup || '' },
+    el('strong', {}, 'Cleanup: '), parts.join(', '), endWords(run, count));
 }
 
 // `controls`: the section's buttons (a finished run's Clean up), which the run page fills from what it is offered.

@@ -134,7 +134,9 @@ export function phaseSections(view) {
 
 // "Phase 1 of 3 · step 4 of 4" and a bar: closed phases, plus the current one's finished steps, of all.
 export function progress(detail) {
-  const { run, phases, steps } = detail;
+  const { run, steps } = detail;
+  // The authored phases (the ending's among them): a cleanup's phase is the engine's, never counted as one.
+  const phases = detail.phases.filter((p) => p.kind !== 'cleanup');
   if (!phases.length || run.current_phase == null) return [];
   const ofPhase = steps.filter((s) => s.phase === run.current_phase).sort((a, b) => a.seq - b.seq);
   // The step the run stands at: the one a paused run stopped at (the last it started), else its first open step,
@@ -144,10 +146,10 @@ export function progress(detail) {
   const stopped = waitOf(detail.waiting)?.on === 'run' && started >= 0;
   const at = stopped ? started : open >= 0 ? open : ofPhase.length - 1;
   const closed = phases.filter((p) => p.closed_at).length;
-  // What is done: a completed run's whole bar; a finished one's stands where it stopped (its closed phases); a
-  // live one's the steps before the one it stands at.
+  // What is done: a completed run's whole bar; any other's the closed phases and the steps before the one it
+  // stands at (a finished run's, where it stopped).
   const done = run.status === 'completed';
-  const current = isTerminalRun(run.status) || !ofPhase.length ? 0 : Math.max(0, at) / ofPhase.length;
+  const current = !ofPhase.length ? 0 : Math.max(0, at) / ofPhase.length;
   const share = done ? 1 : Math.min(1, (closed + current) / phases.length);
   const words = done ? `All ${phases.length} ${phases.length === 1 ? 'phase' : 'phases'} done`
     : `Phase ${run.current_phase} of ${phases.length}${ofPhase.length ? ` · step ${at + 1} of ${ofPhase.length}` : ''}`;
