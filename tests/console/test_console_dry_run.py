@@ -10,7 +10,7 @@ from selenium.webdriver.support.ui import Select
 
 from tests.console.audit import serious_findings
 from tests.console.browser import eventually, text_of
-from tests.console.pages import demo_document, sign_in
+from tests.console.pages import cue_banner, demo_document, open_run, sign_in
 from tests.support.api import ADMIN
 
 
@@ -78,5 +78,12 @@ def test_the_headers_count_is_the_inbox_s_and_a_dry_run_waiting_is_never_counted
     browser.find_element(By.ID, "filter-rehearsals").click()
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#runs-list tr[data-run='{dry}']"), "the dry run listed")
     assert dry not in [row["id"] for row in api_client.call("GET", "/inbox")["runs"]], "never in the inbox"
+    # Its cue does not time out: the rehearsal confirms it, and that is not a timeout to extend.
+    open_run(browser, server.url, dry)
+    cue_id, _ = cue_banner(browser)
+    timers = eventually(lambda: text_of(browser, f"[data-cue-timers='{cue_id}']"), "the cue's timers")
+    assert "· confirmed by the rehearsal in 59 min" in timers and "times out" not in timers, timers
+    offered = [b.get_attribute("data-control") for b in browser.find_elements(By.CSS_SELECTOR, f"[data-cue='{cue_id}'] button")]
+    assert "confirm" in offered and "extend_cue" not in offered, offered
     eventually(lambda: header() == counted() == live_only, "the header still to count the live runs alone")
     api_client.call("POST", f"/runs/{dry}/cancel", {"reason": "the test is over"})
