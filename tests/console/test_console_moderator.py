@@ -154,6 +154,9 @@ def test_a_cue_s_banner_says_when_it_reminds_and_times_out(browser, server, api_
                 r" · times out in (29|30) min")
     assert re.fullmatch(expected, timers), timers
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+    # The cue the cancel closed says why: the cancel, not the wait it was in.
+    why = eventually(lambda: text_of(browser, f"[data-step-row='{cue_id}'] [data-said]"), "the cancelled cue's Why")
+    assert why == "Why: the run was cancelled by root-admin: “the test is over”", why
 
 
 def _contrast(first: str, second: str) -> float:

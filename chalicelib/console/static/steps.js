@@ -23,11 +23,21 @@ export const retrying = (step) => isOpenStep(step) && !step.parked && !step.clai
 export function stepHistory(entries) {
   const dispatches = new Map();
   const moved = new Map();
+  let cancel = null; // the person's cancel of the run (its run.status row), which closes its open steps unlogged
   for (const entry of entries) {
     if (entry.kind === 'step.dispatch') dispatches.set(entry.step_id, [...(dispatches.get(entry.step_id) || []), entry]);
     if (entry.kind === 'step.status') moved.set(entry.step_id, entry.detail || {});
+    if (entry.kind === 'run.status' && entry.detail?.control === 'cancel') cancel = entry;
   }
-  return { dispatches: (step) => dispatches.get(step.id) || [], moved: (step) => moved.get(step.id) || {} };
+  return {
+    dispatches: (step) => dispatches.get(step.id) || [],
+    moved: (step) => moved.get(step.id) || {},
+    // Why a cancelled step no row of its own moved was cancelled: "the run was cancelled by mod-mia: “called off”",
+    // when the run's cancel closed it (at that moment or before it was claimed again); null otherwise.
+    cancelledWithRun: (step) => (step.status === 'cancelled' && !moved.has(step.id) && cancel && step.finished_at
+      && Date.parse(step.finished_at) >= Date.parse(cancel.created_at)
+      ? `the run was cancelled by ${cancel.actor}${cancel.detail.reason ? `: “${cancel.detail.reason}”` : ''}` : null),
+  };
 }
 
 // A step's last_error is an error when the game's last answer said it (its last dispatch's error) or the step
@@ -38,7 +48,10 @@ export function stepErrs(step, history) {
 }
 
 function said(step, history) {
-  // A parked cue's last_error is the engine's note of its instruction, which the step's own cell shows.
+  // A parked cue's last_error is the engine's note of its instruction, which the step's own cell shows; a step
+  // the run's cancel closed keeps that old note, so its cause is the cancel.
+  const cancelled = history.cancelledWithRun(step);
+  if (cancelled) return el('span', { class: 'note-text', 'data-said': 'note' }, 'Why: ', cancelled);
   if (!step.last_error || step.parked) return '';
   if (stepErrs(step, history)) return el('span', { class: 'error-text', 'data-said': 'error' }, 'Error: ', step.last_error);
   const moved = history.moved(step);
