@@ -186,6 +186,13 @@ def test_a_save_with_a_bad_field_shows_the_problem_beside_that_field(browser, se
     params = "[data-step-path='phases[0].steps[0]'] [data-path='phases[0].steps[0].params'] > .field-problem"
     assert "did you mean `message`?" in text_of(browser, params), "the stray field is named beside the step's params"
 
+    # JSON that does not parse: the notice says so, not the last save's count.
+    browser.execute_script("const t = document.getElementById('document'); t.value = '{\"name\": ';"
+                           " t.dispatchEvent(new Event('input', {bubbles: true}))")
+    _click(browser, "#save-document")
+    said = eventually(lambda: "not valid JSON" in (text := text_of(browser, "#notice")) and text, "the notice on broken JSON")
+    assert "problems" not in said, said
+
 
 def test_the_differences_of_two_versions_show_an_added_step_and_a_changed_field(browser, server, api_client):
     first = {"name": _unique("Harvest diff"), "phases": [{"name": "opening", "steps": [

@@ -51,7 +51,10 @@ function editor(main, { titleText, initial, save, saved, definitionId = null }) 
     onsubmit: async (event) => {
       event.preventDefault();
       const document = edited.read();
-      if (document === null) return;
+      if (document === null) {
+        notice('The document is not valid JSON (its problem is beside the JSON box); nothing was saved.', 'error');
+        return;
+      }
       try {
         const answer = await save(document);
         notice('Saved.', 'ok');
