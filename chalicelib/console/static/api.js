@@ -1,7 +1,8 @@
 // The one way the console calls the API: the bearer token, the error shape, and what each refusal means.
 //
 // A 503 (the database waking or unreachable) or a dropped connection is retried
-// after the server's Retry-After, and `hooks.retrying` says so on the page; a
+// after the server's Retry-After, and `hooks.retrying` says so on the page (and
+// each `watchRetries` listener, the freshness line among them); a
 // 401 hands over to sign-in; every other refusal is thrown as an ApiError
 // carrying the server's own messages, for the view to explain.
 //
@@ -83,6 +84,19 @@ function staleError(messages, detail) {
   return new ApiError(412, [STALE_WORDS, ...now], detail);
 }
 
+// Listeners told as `hooks.retrying` is (a retry's {seconds, attempt, messages}, or null once an answer came);
+// returns the function that stops telling it.
+const retryWatchers = new Set();
+export function watchRetries(listener) {
+  retryWatchers.add(listener);
+  return () => retryWatchers.delete(listener);
+}
+
+function retrying(retry) {
+  hooks.retrying(retry);
+  for (const listener of retryWatchers) listener(retry);
+}
+
 export function configure(given) {
   Object.assign(hooks, given);
 }
@@ -127,7 +141,7 @@ export async function call(method, path, body, options = {}) {
       });
     } catch { /* no answer at all: retried like a 503 */ }
     if (response && response.status !== 503) {
-      hooks.retrying(null);
+      retrying(null);
       if (response.ok) {
         if (response.status === 204) return null;
         const answer = await response.json();
@@ -141,11 +155,11 @@ export async function call(method, path, body, options = {}) {
     }
     const messages = response ? (await errorsOf(response)).messages : ['the API did not answer'];
     if (attempt >= MAX_ATTEMPTS) {
-      hooks.retrying(null);
+      retrying(null);
       throw new ApiError(503, messages);
     }
     const seconds = retryAfter(response);
-    hooks.retrying({ seconds, attempt, messages });
+    retrying({ seconds, attempt, messages });
     await sleep(seconds * 1000);
   }
 }

@@ -11,8 +11,11 @@
 // min: it stops, says so, and updates on its button or when shown or focused.
 // Aurora pauses only after 300 s without a connection, so a forgotten tab
 // must not poll (docs/console.md, "Polling"). Every page polls through here.
+//
+// While the API does not answer (api.js retrying a request), the freshness line says so and when it tries
+// again, never "Live: updating every 2 s": what the page shows is as of its last update.
 
-import { get } from './api.js';
+import { get, watchRetries } from './api.js';
 import { el, needYou, span } from './ui.js';
 
 export const LIVE_MS = 2000;
@@ -59,9 +62,12 @@ export class Poller {
     this.stopped = false;
     this.state = null;
     this.loadedAt = null; // when the page last had an answer
+    this.retryShown = false; // the line says a request is being tried again
+    this.told = null; // what the line said before: {state, facts}
     this.countedAt = -Infinity; // when this page's loads last read the count
     this.onVisibility = () => this.visibilityChanged();
     this.onFocus = () => this.cameBack();
+    this.unwatch = watchRetries((retry) => this.retrying(retry));
     document.addEventListener('visibilitychange', this.onVisibility);
     window.addEventListener('focus', this.onFocus);
   }
@@ -147,7 +153,20 @@ export class Poller {
 
   // describe(state, {delay: ms to the next load (unattended: the bound), loadedAt, update: loads now}).
   tell(state, facts = {}) {
+    if (state !== 'retrying') {
+      this.retryShown = false;
+      this.told = { state, facts };
+    }
     this.describe(state, { loadedAt: this.loadedAt, ...facts });
+  }
+
+  // A request of this page (or a press) gets no answer and is tried again: the line says so until an answer
+  // comes (a load's: its `schedule` says the page's state again; another's, while no load is on its way: said here).
+  retrying(retry) {
+    if (this.stopped || (!retry && !this.retryShown)) return;
+    this.retryShown = Boolean(retry);
+    if (retry) this.tell('retrying', { delay: retry.seconds * 1000, attempt: retry.attempt });
+    else if (!this.loading && this.told) this.tell(this.told.state, this.told.facts);
   }
 
   // Update now: fresh, and the bound starts again.
@@ -186,6 +205,7 @@ export class Poller {
 
   stop() {
     this.stopped = true;
+    this.unwatch();
     clearTimeout(this.timer);
     document.removeEventListener('visibilitychange', this.onVisibility);
     window.removeEventListener('focus', this.onFocus);
@@ -198,9 +218,10 @@ export function freshness(node) {
   const line = el('p', { class: 'freshness muted', id: 'freshness-line' });
   const status = el('div', { role: 'status', id: 'freshness-status' });
   node.replaceChildren(line, status);
-  return (state, { delay = 0, loadedAt = null, update = null }) => {
+  return (state, { delay = 0, loadedAt = null, update = null, attempt = 0 }) => {
     const seconds = Math.round(delay / 1000);
     const text = {
+      retrying: `Not updating: the server does not answer; trying again in ${seconds} s (attempt ${attempt}).`,
       live: `Live: updating every ${seconds} s.`,
       idle: `Nothing live here: next check in ${seconds} s.`,
       hidden: 'Not updating while this tab is hidden.',

@@ -6,6 +6,10 @@
 // `page`: {runId, detail() (the run's GET /runs/{id} as last read), offered(step) (the controls offered on it,
 // null: the run's), runNamed(), session, refresh() (re-reads the page), landing (what takes focus after),
 // explain?(name) (the page's own words for what a control will do), moveTime?(name, step) (a time's dialog)}.
+//
+// A press is sent once: while it is on its way (api.js re-sends it while the API does not answer) its buttons
+// say "Sending…" and are disabled, on whichever page draws them (`pressAttrs`), and a second press of the same
+// control is not sent behind it; its answer, when it comes, is the one the notice says.
 
 import { ApiError, neededRoles, post } from './api.js';
 import { stepName, wordsBeyondName } from './names.js';
@@ -30,6 +34,33 @@ export function specOf(name) {
   };
 }
 
+// The presses on their way, by their path ("/runs/6/steps/42/confirm"): a control's buttons carry their path
+// (`data-press`), so the page marks them while it is sent and draws them so while the page is rebuilt meanwhile.
+const sending = new Set();
+const SENDING = 'Sending…';
+
+export const pressPath = (runId, name, stepId = null) => (stepId == null ? `/runs/${runId}/${name}` : `/runs/${runId}/steps/${stepId}/${name}`);
+
+// A control's button's attributes beyond its own: its path and, while a press of it is on its way, disabled.
+export function pressAttrs(path, label) {
+  const on = sending.has(path);
+  return { 'data-press': path, 'data-label': label, disabled: on, 'aria-busy': on ? 'true' : null, 'data-sending': on };
+}
+
+// Its label, or "Sending…" while a press of it is on its way.
+export const pressLabel = (path, label) => (sending.has(path) ? SENDING : label);
+
+function markSending(path, on) {
+  if (on) sending.add(path); else sending.delete(path);
+  for (const button of document.querySelectorAll('button[data-press]')) {
+    if (!(button instanceof HTMLButtonElement) || button.dataset.press !== path) continue;
+    button.disabled = on;
+    button.toggleAttribute('data-sending', on);
+    if (on) button.setAttribute('aria-busy', 'true'); else button.removeAttribute('aria-busy');
+    button.textContent = on ? SENDING : (button.dataset.label || button.textContent);
+  }
+}
+
 export function presser(page) {
   const { runId, offered, runNamed, session } = page;
 
@@ -49,6 +80,8 @@ export function presser(page) {
   async function send(path, body, { action, done, about = '', typed = null, shown = null }) {
     const kept = typed?.text ? ` Your ${typed.label.toLowerCase()}, not sent: “${typed.text}”.` : '';
     const pressed = `${action}${about ? ` (${about})` : ''}`;
+    if (sending.has(path)) return; // the same control, already on its way: its own answer will be said
+    markSending(path, true);
     try {
       notice(done(await post(path, body)), 'ok');
     } catch (error) {
@@ -73,6 +106,8 @@ export function presser(page) {
         focus(page.landing);
         return;
       }
+    } finally {
+      markSending(path, false);
     }
     await page.refresh();
     focus(page.landing);
@@ -105,6 +140,8 @@ export function presser(page) {
   // (postpone, a cue's extend) asks for it in its own dialog (`page.moveTime`).
   async function act(name, step, choice = null) {
     if ((controlOf(name)?.time_field || controlOf(name)?.seconds_field) && page.moveTime) return page.moveTime(name, step);
+    const path = pressPath(runId, name, step?.id);
+    if (sending.has(path)) return; // on its way already: not asked twice, nor sent behind it
     const spec = specOf(name);
     const shown = page.detail().run.status; // as the person saw it when they pressed
     let body = {};
@@ -132,7 +169,6 @@ export function presser(page) {
     }
     if (phase) body[spec.phaseField] = phase.number;
     if (choice) body[spec.choiceField] = choice.value;
-    const path = step ? `/runs/${runId}/steps/${step.id}/${name}` : `/runs/${runId}/${name}`;
     const named = step ? stepName(step) : `run ${runId}`;
     const answered = choice ? `: ${choice.label}` : '';
     await send(path, body, { action: spec.action, about: named, typed, shown, done: () => `${spec.done} ${named}${answered}.` });

@@ -12,7 +12,7 @@ import { banners, lastMove } from './banners.js';
 import { logView } from './log.js';
 import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
-import { presser, specOf } from './press.js';
+import { pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
@@ -65,17 +65,19 @@ export function runView(main, ctx, runIdText) {
   // button per choice, each its label.
   function controlButton(name, step, label = specOf(name).action) {
     const spec = specOf(name);
+    const path = pressPath(runId, name, step?.id); // while a press of it is on its way: "Sending…", disabled
     const choices = spec.choiceField && step && !parkOf(step)?.decision ? (step.params?.choices || []) : [];
     if (choices.length) {
       return choices.map((choice) => el('button', {
         type: 'button', class: spec.tone, 'data-control': name, 'data-step': step.id, 'data-choice': choice.value,
         'aria-label': `${spec.action} ${stepName(step)}: ${choice.label}`, onclick: () => act(name, step, choice),
-      }, choice.label));
+        ...pressAttrs(path, choice.label),
+      }, pressLabel(path, choice.label)));
     }
     return el('button', {
       type: 'button', class: spec.tone, 'aria-label': step ? `${label}, ${stepName(step)}` : null,
-      'data-control': name, 'data-step': step ? step.id : null, onclick: () => act(name, step),
-    }, label);
+      'data-control': name, 'data-step': step ? step.id : null, onclick: () => act(name, step), ...pressAttrs(path, label),
+    }, pressLabel(path, label));
   }
 
   // The controls the API offers this person now, on the run or on `step`: exactly what the page draws.

@@ -11,7 +11,7 @@ import { escalatedWords, until } from './banners.js';
 import { bulkBar } from './bulk.js';
 import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
-import { presser, specOf } from './press.js';
+import { pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
 import {
   badge, el, fill, heading, isTerminalRun, keyedRows, keyedTable, labelOf, needYou, notice, rehearsalMark, runStatuses, since, span, waitOf,
   when, wordOf,
@@ -166,10 +166,14 @@ export function runsView(main, ctx, queryText = '') {
         waiting.since ? el('span', { class: 'muted' }, ' · for ', since(waiting.since)) : '',
         waiting.until ? el('span', { class: 'muted' }, until(waiting.until)) : '',
         waiting.escalated ? el('div', { class: 'error-text', 'data-escalation': row.id }, escalatedWords(waiting.escalated)) : ''),
-      el('td', {}, el('div', { class: 'buttons' }, row.controls.map((control) => el('button', {
-        type: 'button', class: specOf(control.name).tone, 'data-control': control.name, 'data-run': row.id,
-        'aria-label': `${specOf(control.name).action}: run ${row.id}`, onclick: () => pressFromRow(row, control),
-      }, specOf(control.name).action)))));
+      el('td', {}, el('div', { class: 'buttons' }, row.controls.map((control) => {
+        const { action, tone } = specOf(control.name);
+        const path = pressPath(row.id, control.name, control.step_id);
+        return el('button', {
+          type: 'button', class: tone, 'data-control': control.name, 'data-run': row.id,
+          'aria-label': `${action}: run ${row.id}`, onclick: () => pressFromRow(row, control), ...pressAttrs(path, action),
+        }, pressLabel(path, action));
+      }))));
   }
 
   function runRow(run) {
