@@ -5,13 +5,14 @@ and count hold the cues alone. On the real database, the game side a loopback br
 
 import pytest
 
-from chalicelib.events import commands
+from chalicelib.events import commands, journal
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner import Runner
+from chalicelib.events.store import log, steps
 from devtools.kit.game_bridge import SECRET, Answer
-from tests.support.api import ADMIN, GM, MODERATOR
+from tests.support.api import ADMIN, GM, MODERATOR, token
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import RULES, RecordingChannel, schedule, step, tick
 from tests.support.scenes import put_step_in, run_with_steps, set_run, set_step
@@ -157,3 +158,25 @@ def test_a_rows_controls_are_those_its_runs_page_offers_the_caller(api, db, cloc
         "escalated": ["confirm", "acknowledge"], "cue": ["confirm"], "paused": ["resume"], "failed": ["retry", "resume"],
         "advance": ["advance"], "signal": [], "decision": ["confirm", "resend"], "cleanup": ["confirm", "acknowledge"]}
     assert seen["gm"] == {"escalated": ["confirm", "acknowledge"], "cue": ["confirm"], "cleanup": ["confirm", "acknowledge"]}
+
+def test_a_cue_held_from_chat_names_the_person_and_platform_in_the_inbox_the_run_and_the_runs_list(
+        api, db, clock, inbox_runner, game_bridge):
+    """Review 1, item 3: a cue held from Discord said "discord:4242 has it"; the answers name who has it as a
+    person reads them, from the run's chat.pressed row ("Mira (Discord)"), beside the id the controls compare."""
+    made = _world(api, db, clock, inbox_runner, game_bridge)
+    cue = next(row for row in api.get("/inbox", auth=GM).body["runs"] if row["id"] == made["cue"].id)
+    run_id, step_id = cue["id"], cue["waiting"]["step_id"]
+    chat_gm = token("gm", sub="discord:4242")
+    assert api.post(f"/runs/{run_id}/steps/{step_id}/acknowledge", {}, auth=chat_gm).status == 200
+    pressed = steps.get_on_run
+    db.transaction(lambda tx: log.append(tx, journal.chat_pressed(pressed(tx, run_id, step_id), "discord:4242", "acknowledge",
+                                                                   platform="discord", user_id="4242", name="Mira"), clock.now()))
+    row = next(row for row in api.get("/inbox", auth=GM).body["runs"] if row["id"] == run_id)
+    assert row["story"].endswith("; Mira (Discord) has it"), row["story"]
+    waits = [row["waiting"], api.get(f"/runs/{run_id}", auth=GM).body["waiting"],
+             next(r for r in api.get("/runs", auth=GM).body["runs"] if r["id"] == run_id)["waiting"]]
+    assert [(w["acknowledged_by"], w["acknowledged_by_named"]) for w in waits] == [("discord:4242", "Mira (Discord)")] * 3
+    # A console sign-in is named as the log names it.
+    other = next(row for row in api.get("/inbox", auth=GM).body["runs"] if row["id"] == made["cleanup"].id)
+    assert api.post(f"/runs/{other['id']}/steps/{other['waiting']['step_id']}/acknowledge", {}, auth=GM).status == 200
+    assert api.get(f"/runs/{other['id']}", auth=GM).body["waiting"]["acknowledged_by_named"] == "gm-gus"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from chalicelib.events.lifecycle import OnFailure, StepStatus
-from chalicelib.events.model import Step
-from chalicelib.events.stories import story
+from chalicelib.events.model import LogEntry, Step
+from chalicelib.events.stories import name_holders, person, story
 
 LONG = "Light the bonfire, then confirm this step"
 
@@ -31,3 +32,15 @@ def test_a_cue_named_by_its_instruction_says_it_once_even_cut():
 def test_a_cue_with_an_authored_name_adds_its_instruction():
     assert _line(_cue(LONG, name="bonfire"), acknowledged_by="gm-gus") == \
         f"Waiting for a game master at Run 1 · Phase 1 · step 4 (bonfire): {LONG}; gm-gus has it"
+
+
+def test_a_chat_holder_is_named_by_their_name_and_platform_else_by_platform():
+    pressed = LogEntry(id=1, run_id=1, step_id=25, kind="chat.pressed", phase=1, actor="discord:4242",
+                       detail={"control": "acknowledge", "platform": "discord", "name": "Mira"},
+                       created_at=datetime(2026, 12, 7, tzinfo=UTC))
+    assert person("discord:4242", pressed) == "Mira (Discord)"
+    assert person("slack:U1", pressed) == "Slack user U1"  # the newest press is someone else's
+    assert person("gm-gus", pressed) == "gm-gus"
+    wait = {"for": "cue", "step_id": 25, "since": None, "acknowledged_by": "discord:4242"}
+    name_holders(wait, pressed)
+    assert _line(_cue("Open the gate"), **wait).endswith("; Mira (Discord) has it")

@@ -449,6 +449,9 @@ WAITING = {
         "phase": _INT, "step_id": _INT, "signal": {"type": "string"}, "since": _MAYBE_TIME, "until": _TIME,
         "acknowledged_by": {"type": "string"}, "acknowledged_at": _TIME, "held_until": _TIME,
         "lapsed_by": {"type": "string"}, "lapsed_acknowledged_at": _TIME,
+        "acknowledged_by_named": {"type": "string", "description": "who has the cue as a person reads them: a chat"
+                                  " identity by its name and platform (\"Mira (Discord)\"), else acknowledged_by"},
+        "lapsed_by_named": {"type": "string", "description": "whose hold lapsed, named as acknowledged_by_named"},
         "paused_by": {"type": ["string", "null"], "description": "a paused run's: who paused it (null: the engine)"},
         "reason": {"type": ["string", "null"], "description": "a paused run's: the person's reason or the engine's cause"},
         "escalated": {"type": "object", "description": "the wait's fired escalation (its newest try): where it went, which"

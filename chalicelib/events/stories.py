@@ -3,7 +3,10 @@
 Invariant: the line is a function of what `waiting.py` derived and of the rows it came from (the parked step,
 the step a paused run failed at, the phase held), never of the clock: how long ago and until when are the
 wait's `since` and `until`, which a reader renders in the reader's own time, and a fired escalation is the
-wait's `escalated` ({channel, attempt, of, at}). A step is named as everywhere (`Step.named`).
+wait's `escalated` ({channel, attempt, of, at}). A step is named as everywhere (`Step.named`), and a person as
+everywhere (`person`): a chat identity ("discord:4242") by the name and platform its `chat.pressed` row gives
+("Mira (Discord)"), the one way the API's answers (`waiting.acknowledged_by_named`, `lapsed_by_named`) and
+these lines say who has a cue.
 
 - a cue: "Waiting for a game master at Run 6 · Phase 1 · step 4 (Light the bonfire); gm-gus has it"
   (or "nobody has it yet", or "gm-gus's hold lapsed: nobody has it"); a cleanup's by-hand revert says what it
@@ -20,7 +23,28 @@ from __future__ import annotations
 from typing import Any
 
 from .lifecycle import WaitingFor
-from .model import Phase, Step
+from .model import LogEntry, Phase, Step
+
+PLATFORMS = {"discord": "Discord", "slack": "Slack"}
+
+
+def person(actor: str, pressed: LogEntry | None) -> str:
+    """`actor` as a person reads them: a chat identity by the name and platform of `pressed` (the run's newest
+    `chat.pressed` row) when that row is theirs, "Mira (Discord)", else by its platform, "Discord user 4242";
+    anyone else (a console sign-in) as the log names them, "gm-gus"."""
+    platform, _, user = actor.partition(":")
+    if platform not in PLATFORMS or not user:
+        return actor
+    name = (pressed.detail or {}).get("name") if pressed is not None and pressed.actor == actor else None
+    return f"{name} ({PLATFORMS[platform]})" if name else f"{PLATFORMS[platform]} user {user}"
+
+
+def name_holders(wait: dict[str, Any] | None, pressed: LogEntry | None) -> None:
+    """Adds to a cue's `wait` who has it (or whose hold lapsed) as a person reads them, beside the ids the
+    controls compare: `acknowledged_by_named`, `lapsed_by_named` (`pressed`: the run's newest chat.pressed row)."""
+    for field in ("acknowledged_by", "lapsed_by"):
+        if wait is not None and wait.get(field):
+            wait[f"{field}_named"] = person(wait[field], pressed)
 
 
 def phase_named(number: int, phase: Phase | None) -> str:
@@ -30,9 +54,9 @@ def phase_named(number: int, phase: Phase | None) -> str:
 
 def _holder(wait: dict[str, Any]) -> str:
     if wait.get("acknowledged_by"):
-        return f"{wait['acknowledged_by']} has it"
+        return f"{wait.get('acknowledged_by_named') or wait['acknowledged_by']} has it"
     if wait.get("lapsed_by"):
-        return f"{wait['lapsed_by']}'s hold lapsed: nobody has it"
+        return f"{wait.get('lapsed_by_named') or wait['lapsed_by']}'s hold lapsed: nobody has it"
     return "nobody has it yet"
 
 

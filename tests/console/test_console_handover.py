@@ -5,9 +5,12 @@ one), and then, as its holder, releases it."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 from selenium.webdriver.common.by import By
 
+from chalicelib.events import journal
+from chalicelib.events.store import log, steps
 from tests.console.browser import eventually, screenshot, text_of
 from tests.console.pages import cue_banner, log_rows, open_run, press, schedule_now, sign_in
 from tests.support.api import GM, token
@@ -72,4 +75,32 @@ def test_a_gm_sees_who_has_a_cue_takes_it_over_with_a_note_and_releases_it(brows
     press(browser, "release", cue_id, text="")
     eventually(lambda: not browser.find_elements(By.CSS_SELECTOR, "[data-cue] [data-has-it]"), "nobody has the cue")
     eventually(lambda: "acknowledge" in _cue_controls(browser), "I have it offered again")
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+def test_a_cue_held_from_chat_names_the_person_and_platform_everywhere(browser, server, api_client, console_db):
+    """Review 1, item 3: a cue held from Discord read "discord:4242 has it" on the run page, the runs list, the
+    inbox and the log; each names the person as docs/chat.md promises, "Mira (Discord)"."""
+    _, run_id = schedule_now(api_client, _cue_document("Bonfire night (held from chat)"))
+    cue_id = eventually(lambda: next((s["id"] for s in api_client.call("GET", f"/runs/{run_id}")["steps"] if s["parked"]), None),
+                        "the cue parked", 40)
+    api_client.call("POST", f"/runs/{run_id}/steps/{cue_id}/acknowledge", {}, token=token("gm", sub="discord:4242"))
+    # The chat press's own row, as the chat press writes it beside the control's.
+    console_db.transaction(lambda tx: log.append(tx, journal.chat_pressed(
+        steps.get_on_run(tx, run_id, cue_id), "discord:4242", "acknowledge", platform="discord", user_id="4242",
+        name="Mira"), datetime.now(UTC)))
+
+    sign_in(browser, GM)
+    browser.get(f"{server.url}/console#/runs")
+    listed = eventually(lambda: _holder_in_list(browser, run_id), "who has the cue, on the runs list", 40)
+    assert re.match(r"^ · Mira \(Discord\) has it for \d+ (s|min)$", listed), listed
+    story = eventually(lambda: text_of(browser, f"[data-story='{run_id}']"), "the inbox row")
+    assert story.endswith("; Mira (Discord) has it"), story
+
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    has_it = eventually(lambda: text_of(browser, "[data-cue] [data-has-it]"), "who has the cue, on its banner")
+    assert has_it.startswith("Mira (Discord) has it since "), has_it
+    said = eventually(lambda: [text for _, text in log_rows(browser) if "acknowledged:" in text], "the acknowledge in the log")
+    assert "acknowledged: Mira (Discord) has it" in said[0] and "discord:4242" not in said[0], said
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

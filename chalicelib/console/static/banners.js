@@ -64,15 +64,19 @@ function reverting(step, cue) {
   return cue.resource ? [' to revert ', el('code', {}, `${cue.resource.kind} ${cue.resource.id}`)] : ' to revert what the run left';
 }
 
-// Who has a parked cue, since when and until when: " (gm-gus has it since 20:14, until 20:29)"; or whose hold
+// Who has a parked cue (named as the API names them: "Mira (Discord)", the run's `waiting`'s
+// `acknowledged_by_named`), since when and until when: " (gm-gus has it since 20:14, until 20:29)"; or whose hold
 // lapsed: " (gm-gus acknowledged at 20:14 and has not confirmed: nobody has it now)"; nothing for neither.
+// `cue`: the run's `waiting` of the step with the step's own fields over it.
+export const holderNamed = (cue) => cue.acknowledged_by_named || cue.acknowledged_by;
+
 function holder(cue) {
   if (cue.acknowledged_by) {
-    return [' (', el('span', { class: 'has-it', 'data-has-it': cue.acknowledged_by }, `${cue.acknowledged_by} has it`,
+    return [' (', el('span', { class: 'has-it', 'data-has-it': cue.acknowledged_by }, `${holderNamed(cue)} has it`,
       cue.acknowledged_at ? [' since ', clock(cue.acknowledged_at)] : '', cue.held_until ? [', until ', clock(cue.held_until)] : ''), ')'];
   }
   if (cue.lapsed_by) {
-    return [' (', el('span', { class: 'has-it', 'data-lapsed': cue.lapsed_by }, `${cue.lapsed_by} acknowledged at `,
+    return [' (', el('span', { class: 'has-it', 'data-lapsed': cue.lapsed_by }, `${cue.lapsed_by_named || cue.lapsed_by} acknowledged at `,
       clock(cue.lapsed_acknowledged_at), ' and has not confirmed: nobody has it now'), ')'];
   }
   return '';

@@ -63,15 +63,16 @@ export function people(entries) {
   return (actor) => named.get(actor) ?? actor;
 }
 
-export function describeEntry(entry, nameOf) {
+// `person(actor)`: who an actor is as a person reads them (`people`), for the rows that name someone besides their actor.
+export function describeEntry(entry, nameOf, person = (actor) => actor) {
   const d = entry.detail || {};
   switch (entry.kind) {
     case 'run.status': return `Run ${d.from == null ? d.to : `${d.from} → ${d.to}`} ${said(d)}`.trim();
     case 'step.status': return `${nameOf(entry)} ${d.from} → ${d.to} ${said(d)}`.trim();
-    case 'step.acknowledged': return `${nameOf(entry)} acknowledged: ${entry.actor} has it${d.held_until ? ` until ${timeOfDay(d.held_until)}` : ''}${d.note ? `, note: “${d.note}”` : ''}`;
+    case 'step.acknowledged': return `${nameOf(entry)} acknowledged: ${person(entry.actor)} has it${d.held_until ? ` until ${timeOfDay(d.held_until)}` : ''}${d.note ? `, note: “${d.note}”` : ''}`;
     case 'step.released': return `${nameOf(entry)} released by ${entry.actor}${d.had_by !== entry.actor ? ` for ${d.had_by}` : ''}: nobody has it${d.note ? `, note: “${d.note}”` : ''}`;
     case 'step.taken_over': return `${nameOf(entry)} taken over by ${entry.actor} from ${d.from}: “${d.note}”`;
-    case 'step.hold_lapsed': return `${nameOf(entry)}: ${d.had_by}'s hold (since ${timeOfDay(d.had_since)}) lapsed unanswered; nobody has it`;
+    case 'step.hold_lapsed': return `${nameOf(entry)}: ${person(d.had_by)}'s hold (since ${timeOfDay(d.had_since)}) lapsed unanswered; nobody has it`;
     case 'run.phase': return `Phase ${d.phase} “${d.name}” began${endedBy(d.ended_by)}`;
     case 'run.phase_skipped': return `Phase ${d.phase} “${d.name}” passed over (${d.cause})`;
     case 'run.overlap': return `Overlap (${d.policy}): ${d.decided.replace('_', ' ')}: ${d.cause}`;
@@ -111,7 +112,7 @@ const KEEP = {
 
 // Lines from rows: a step.status row the engine wrote for a step whose dispatch is the line before it
 // (that answer's outcome) joins that line instead of making its own.
-function lines(entries, nameOf) {
+function lines(entries, nameOf, person) {
   const out = [];
   for (const entry of entries) {
     const last = out[out.length - 1];
@@ -122,7 +123,7 @@ function lines(entries, nameOf) {
       last.text += ` → ${d.to}${d.cause && !last.text.includes(d.cause) ? ` (${d.cause})` : ''}`;
       continue;
     }
-    out.push({ rows: [entry], text: describeEntry(entry, nameOf) });
+    out.push({ rows: [entry], text: describeEntry(entry, nameOf, person) });
   }
   return out;
 }
@@ -149,8 +150,8 @@ export function logView() {
 
   function render() {
     const keep = KEEP[filter];
-    const kept = lines(shown.entries, shown.nameOf).filter((line) => line.rows.some(keep));
     const person = people(shown.entries);
+    const kept = lines(shown.entries, shown.nameOf, person).filter((line) => line.rows.some(keep));
     list.replaceChildren(...kept.map(({ rows, text }) => {
       const [first] = rows;
       return el('li', {

@@ -8,7 +8,7 @@
 // the game's signal says so, and staff may send that signal from the page (POST /runs/{id}/signals/{name}).
 
 import { get } from './api.js';
-import { banners, lastMove } from './banners.js';
+import { banners, holderNamed, lastMove } from './banners.js';
 import { logView } from './log.js';
 import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
@@ -128,7 +128,7 @@ export function runView(main, ctx, runIdText) {
     const phase = currentPhase();
     const ofPhase = detail.steps.filter((s) => s.phase === phase.number);
     const skipped = ofPhase.filter(isOpenStep).map((s) => el('li', { 'data-skips': s.id }, `${stepName(s)}: `,
-      s.parked ? (parkOf(s)?.decision ? 'waiting for a decision' : `a cue waiting for a game master${s.acknowledged_by ? ` (${s.acknowledged_by} has it)` : ''}`)
+      s.parked ? (parkOf(s)?.decision ? 'waiting for a decision' : `a cue waiting for a game master${s.acknowledged_by ? ` (${holderNamed({ ...(detail.waiting?.step_id === s.id ? detail.waiting : {}), ...s })} has it)` : ''}`)
         : s.attempts ? 'to be tried again' : 'not begun yet', ', is skipped'));
     const failed = ofPhase.filter((s) => offered(s).includes('retry')).map(stepName);
     const signal = awaitedSignal();

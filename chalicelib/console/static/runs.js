@@ -71,11 +71,12 @@ function pausedWords(waiting) {
 
 function waitingCell(waiting) {
   if (!waiting) return el('span', { class: 'muted' }, '—');
-  // Who has the wait, and since when (or whose hold of it lapsed).
+  // Who has the wait, and since when (or whose hold of it lapsed), named as the API names them ("Mira (Discord)").
   const had = waiting.acknowledged_by
-    ? el('span', { class: 'has-it', 'data-has-it': waiting.acknowledged_by }, ` · ${waiting.acknowledged_by} has it for `,
-      since(waiting.acknowledged_at))
-    : waiting.lapsed_by ? el('span', { class: 'has-it', 'data-lapsed': waiting.lapsed_by }, ` · ${waiting.lapsed_by}'s hold lapsed: nobody has it`) : '';
+    ? el('span', { class: 'has-it', 'data-has-it': waiting.acknowledged_by },
+      ` · ${waiting.acknowledged_by_named || waiting.acknowledged_by} has it for `, since(waiting.acknowledged_at))
+    : waiting.lapsed_by ? el('span', { class: 'has-it', 'data-lapsed': waiting.lapsed_by },
+      ` · ${waiting.lapsed_by_named || waiting.lapsed_by}'s hold lapsed: nobody has it`) : '';
   return el('span', { 'data-waiting': waiting.for }, `waiting for: ${waitOf(waiting)?.label ?? waiting.for}`,
     waiting.since ? el('span', { class: 'muted' }, ' for ', since(waiting.since)) : '', had,
     pausedWords(waiting));

@@ -17,7 +17,7 @@ from ..commands import Caller, Standing, Target, answers, refusal
 from ..lifecycle import RunStatus, WaitingFor
 from ..model import LogEntry, Run, Step, iso
 from ..store import log, phases, resources, runs, steps
-from ..stories import story
+from ..stories import name_holders, story
 from ..waiting import waiting
 from . import Body
 
@@ -40,6 +40,7 @@ def _read(tx: Tx, caller: Caller, limit: int) -> Body:
     moved = log.latest_of(tx, paused, journal.RUN_STATUS)
     escalated = {**log.latest_of(tx, [r.id for r in page if r.id not in parked], journal.RUN_ESCALATED),
                  **log.latest_of(tx, list(parked), journal.STEP_ESCALATED)}
+    pressed = log.latest_of(tx, [i for i, s in parked.items() if s.acknowledged_by or s.lapsed_by], journal.CHAT_PRESSED)
     rows = []
     for run in page:
         head = parked.get(run.id)
@@ -48,6 +49,7 @@ def _read(tx: Tx, caller: Caller, limit: int) -> Body:
         if wait is None:  # moved on between the two reads
             continue
         mark_escalated(wait, escalated.get(run.id))
+        name_holders(wait, pressed.get(run.id))  # who has a cue, as a person reads them
         furthest = steps.last_started_seq(tx, run.id, run.current_phase) if run.id in paused else None  # as its page reads it
         failed = _failed_step(tx, run, furthest) if run.id in paused else None
         # A held phase has drained (`advance`'s wait): none of its steps is in flight.

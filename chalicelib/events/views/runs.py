@@ -13,6 +13,7 @@ from ..errors import Invalid, NotFound
 from ..model import LogEntry, Phase, Resource, Run, Step, iso
 from ..store import log, phases, resources, runs, steps
 from ..store.runs import REHEARSAL_FILTERS as REHEARSAL_FILTERS  # the runs page's ?rehearsal= values
+from ..stories import name_holders
 from ..waiting import waiting
 from . import Body, fitted
 from .inbox import escalated_kind, mark_escalated
@@ -41,8 +42,11 @@ def runs_page(db: Database, query: dict[str, Any]) -> Body:
         undone = resources.by_ids(tx, [s.resource_id for s in parked.values() if s.resource_id is not None])
         # Who paused each paused run and why: the log row that paused it.
         moved = log.latest_of(tx, [r.id for r in page if r.status is lifecycle.RunStatus.PAUSED], journal.RUN_STATUS)
+        # Who has each cue, named as a person reads them: the run's newest chat press.
+        pressed = log.latest_of(tx, [s.run_id for s in parked.values() if s.acknowledged_by or s.lapsed_by], journal.CHAT_PRESSED)
         return {
-            "runs": [{**r.public(), "waiting": _waiting_of(r, parked.get(r.id), at.get(r.id), undone, moved.get(r.id))} for r in page],
+            "runs": [{**r.public(), "waiting": _waiting_of(r, parked.get(r.id), at.get(r.id), undone, moved.get(r.id),
+                                                        pressed.get(r.id))} for r in page],
             "next_cursor": next_cursor,
             "summary": runs.waiting_counts(tx, query.get("rehearsal")),
         }
@@ -80,7 +84,9 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: c
     flying = steps.holding_phase(tx, run.id, run.current_phase, now) if run.current_phase is not None else None
     undone = resources.by_ids(tx, [s.resource_id for s in head if s.resource_id is not None])
     moved = log.latest(tx, run.id, journal.RUN_STATUS) if run.status is lifecycle.RunStatus.PAUSED else None
-    wait = _waiting_of(run, head[0] if head else None, working, undone, moved)
+    held = head and (head[0].acknowledged_by or head[0].lapsed_by)
+    wait = _waiting_of(run, head[0] if head else None, working, undone, moved,
+                       log.latest(tx, run.id, journal.CHAT_PRESSED) if held else None)
     if wait is not None:  # a fired escalation stays told while its wait lasts
         mark_escalated(wait, log.latest(tx, run.id, escalated_kind(wait)))
     return {
@@ -111,11 +117,14 @@ def _ledger(tx: Tx, run_id: int) -> Body:
 
 
 def _waiting_of(run: Run, head: Step | None, phase: Phase | None, undone: dict[int, Resource],
-                moved: LogEntry | None) -> Body | None:
+                moved: LogEntry | None, pressed: LogEntry | None = None) -> Body | None:
     """What the run waits for (`waiting`), a parked revert's with the resource it undoes (from `undone`), a
-    paused run's with who paused it and why (`moved`: the log row that paused it)."""
+    paused run's with who paused it and why (`moved`: the log row that paused it), a cue's with who has it named
+    (`pressed`: the run's newest chat.pressed row)."""
     reverted = None if head is None or head.resource_id is None else undone.get(head.resource_id)
-    return waiting(run, head, phase, reverted, moved)
+    wait = waiting(run, head, phase, reverted, moved)
+    name_holders(wait, pressed)
+    return wait
 
 
 def log_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:
