@@ -120,3 +120,36 @@ def test_one_runs_step_is_named_one_way_on_every_surface(browser, server, api_cl
             assert found and set(found) <= {name, hang_name}, (surface, text)
     assert any(name in text for text in texts["log rows"]) and any(name in text for text in texts["webhook"])
     assert any("Phase 1 · step 2 (light the bonfire) parked" in line for line in texts["terminal"]), texts["terminal"]
+
+
+# The run's first read answers it as it was before its second phase began: without that phase's steps (its log,
+# read after, has their rows). Only the first answer: a read after that answers the run as it is.
+BEFORE_PHASE_2 = """
+const real = window.fetch.bind(window);
+let first = true;
+window.fetch = async (url, init = {}) => {
+  const answer = await real(url, init);
+  if (!first || (init.method || 'GET') !== 'GET' || !/\\/runs\\/\\d+$/.test(new URL(String(url)).pathname)) return answer;
+  first = false;
+  const body = await answer.json();
+  body.steps = body.steps.filter((s) => s.phase < 2);
+  return new Response(JSON.stringify(body), { status: answer.status, headers: answer.headers });
+};
+"""
+
+
+def test_a_log_row_of_a_step_the_page_has_not_read_yet_is_named_once_it_is_read(browser, server, api_client):
+    """Review 1, item 5: the live-tailed log named a new phase's steps "step id 25", and a run that then finished
+    kept those names; a row naming a step the page does not know makes it read the steps again."""
+    _, run_id = schedule_now(api_client, {"name": "Two phases (tail)", "grace_seconds": 300, "phases": [
+        {"name": "opening", "steps": [{"action": "core.announce", "params": {"message": "The fair opens"}}]},
+        {"name": "contest", "steps": [{"action": "core.announce", "params": {"message": "The contest begins"}}]}],
+        "ending": []})
+    eventually(lambda: api_client.call("GET", f"/runs/{run_id}")["run"]["status"] == "completed", "the run completed", 40)
+    sign_in(browser, GM)
+    browser.execute_script(BEFORE_PHASE_2)
+    browser.execute_script(f"location.hash = '#/runs/{run_id}'")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-status"), "the run's page")
+    rows = eventually(lambda: [text for _, text in log_rows(browser) if "Phase 2" in text], "phase 2's log rows")
+    assert all("step id" not in text for text in rows), rows
+    assert any(f"Run {run_id} · Phase 2 · step 1 (core.announce)" in text for text in rows), rows

@@ -253,6 +253,10 @@ export function runView(main, ctx, runIdText) {
       await loadName(fetched.run);
       detail = fetched;
       await tailLog();
+      // A row of a step the run's read did not have (a phase begun between the two reads) is named once the
+      // steps are read again: never "step id 25", nor kept so on a run that finished meanwhile.
+      const known = new Set(detail.steps.map((s) => s.id));
+      if (entries.some((entry) => entry.step_id != null && !known.has(entry.step_id))) detail = await fetchRun();
     } catch (error) {
       if (error.status === 404) {
         main.replaceChildren(heading(1, `No run ${runId}`), el('p', {}, el('a', { href: '#/runs' }, 'See the runs.')));
