@@ -97,3 +97,22 @@ def test_a_long_ledger_shows_its_newest_page_and_older_ones_on_asking(browser, s
     older.click()
     eventually(lambda: len(_resources(browser)) == 150, "every flag, once the older ones are asked for")
     assert not browser.find_elements(By.ID, "resources-older")
+
+
+def test_what_an_answer_listed_and_the_ledger_could_not_record_is_said_in_red_not_nothing_recorded(
+        browser, server, api_client, bridge):
+    """Review 1, item 1 (the console's half): an answer's resources the ledger refused (the dispatch row's
+    `resources_refused`) read "Nothing recorded: no answer listed what it created", which was untrue."""
+    bridge.script("square.hang", Answer(200, {"resources": [_lantern(f"lantern-{n}") for n in range(101)]}))
+    _, run_id = schedule_now(api_client, _document("Lanterns (not recorded)", {"action": "square.hang"},
+                                                   {"action": "core.cue", "params": {"instruction": "Light the lanterns"}}))
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    said = eventually(lambda: text_of(browser, "[data-unrecorded]"), "what could not be recorded, in the panel")
+    assert said == (f"What Run {run_id} · Phase 1 · step 1 (square.hang)'s answer listed could not be recorded:"
+                    " resources: at most 100 entries, not 101. It may still be in the game world, and no cleanup knows"
+                    " of it."), said
+    assert "no answer listed" not in text_of(browser, "#run-resources")
+    assert browser.find_element(By.CSS_SELECTOR, "[data-unrecorded]").get_attribute("class") == "error-text"
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

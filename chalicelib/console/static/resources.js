@@ -2,7 +2,8 @@
 // "clean up what this run left" with the cleanup plan (GET /runs/{id}/resources, /cleanup-plan).
 //
 // The run page gives this module one section and one question: `ledgerSection` renders the ledger on
-// each poll (and holds the run page's Clean up of a finished run, with its progress), and `askCancel` replaces the plain reason prompt for a control that has an option field
+// each poll (with the run's log, whose dispatch rows say when what an answer listed could not be recorded:
+// `resources_refused`, said in red, never "nothing recorded" as if no answer had listed anything) (and holds the run page's Clean up of a finished run, with its progress), and `askCancel` replaces the plain reason prompt for a control that has an option field
 // (cancel's `cleanup`). Nothing here decides what is legal: the API's plan says whether a cancel would
 // clean up, and the control's answer says what it did.
 //
@@ -68,6 +69,7 @@ export function ledgerSection(runId) {
   let wanted = PAGE; // how many the person has asked to see
   let failure = null; // the last read's error, until a read works
   let detail = null;
+  let refused = []; // the dispatch rows whose answer's resources could not be recorded
   let shown = '';
 
   // The newest `count` resources (or all, if fewer), page by page.
@@ -94,24 +96,29 @@ export function ledgerSection(runId) {
   function render() {
     const state = JSON.stringify([detail.ledger, detail.run.cleanup_target, detail.run.late_cleanup,
       detail.steps.filter((s) => s.resource_id != null),
-      resources, cursor, failure && failureWords(failure)]);
+      resources, cursor, failure && failureWords(failure), refused.map((row) => row.id)]);
     if (state === shown) return; // re-rendered only when something changed, so focus stays put
     shown = state;
     const counts = detail.ledger?.counts || {};
     const recorded = Object.values(counts).reduce((sum, n) => sum + n, 0);
     const error = failure && el('p', { id: 'resources-error', class: 'error-text', role: 'alert' },
       `What the run left could not be read: ${failureWords(failure)}. It is tried again on the next update.`);
+    const stepOf = namer(detail.steps);
+    // What an answer listed and the ledger could not record: it may be in the game world, unknown to any cleanup.
+    const unrecorded = refused.map((row) => el('p', { class: 'error-text', 'data-unrecorded': row.step_id },
+      `What ${stepOf(row)}'s answer listed could not be recorded: ${row.detail.resources_refused}.`
+      + ' It may still be in the game world, and no cleanup knows of it.'));
     if (!recorded && !failure) {
-      body.replaceChildren(el('p', { class: 'muted' }, 'Nothing recorded: no answer listed what it created.'));
+      fill(body, unrecorded.length ? unrecorded : el('p', { class: 'muted' }, 'Nothing recorded: no answer listed what it created.'));
       return;
     }
-    const stepOf = namer(detail.steps);
     const rows = resources.map((r) => el('tr', { 'data-resource': named(r), 'data-status': r.status },
       el('td', {}, r.kind), el('td', {}, el('code', {}, r.id)), el('td', {}, badge(r.status)),
       el('td', {}, revertWords(r)), el('td', {}, stepOf(r))));
     fill(body,
       progress(detail),
       el('p', { id: 'resources-live' }, `${counts.live || 0} live of ${recorded} recorded.`),
+      unrecorded,
       error,
       rows.length ? table(`What run ${runId} left, newest first`, ['Kind', 'Id', 'Status', 'Revert', 'Recorded by'], rows) : null,
       cursor != null && !failure ? el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'resources-older', onclick: older },
@@ -128,10 +135,12 @@ export function ledgerSection(runId) {
     render();
   }
 
-  // Each poll: the counts and the cleanup's progress at once, from the run's detail (with the page's other
+  // Each poll: the counts, the cleanup's progress and what could not be recorded at once, from the run's detail (with the page's other
   // parts), then the list, read again only when the ledger moved (or the last read failed); never throws.
-  async function refresh(latest) {
+  // `entries`: the run's log as the page has read it (its step.dispatch rows).
+  async function refresh(latest, entries = []) {
     detail = latest;
+    refused = entries.filter((entry) => entry.kind === 'step.dispatch' && entry.detail?.resources_refused);
     const state = JSON.stringify(latest.ledger);
     if (!Object.keys(latest.ledger?.counts || {}).length) {
       [resources, cursor, readAt, failure] = [[], null, state, null]; // nothing recorded: nothing to read

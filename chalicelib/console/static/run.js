@@ -276,7 +276,7 @@ export function runView(main, ctx, runIdText) {
     }
     // After the steps and controls are on the page: the ledger reads itself only when it moved, and says in
     // its own section when it cannot (it never throws).
-    await ledger.refresh(detail);
+    await ledger.refresh(detail, entries);
     // A finished run is over, unless its Clean up is under way (its status kept): the page follows it to its end.
     return isTerminalRun(detail.run.status) && detail.run.late_cleanup !== 'started' ? 'over' : 'live';
   }
