@@ -205,7 +205,8 @@ def test_a_by_hand_revert_timing_out_under_pause_pauses_the_cleanup_and_a_resume
     tick(runner)
     paused = run_row(db, run.id)
     assert (paused.status, paused.health) == (RunStatus.PAUSED, Health.DEGRADED)
-    assert paused.last_error == f"step {revert.id} (core.cue): no one confirmed within 60 s"
+    assert paused.last_error == f"{revert.named} no one confirmed within 60 s"  # the step's one name, not its id
+    assert paused.last_error.startswith(f"Run {run.id} · Phase 3 · step 1 (Take the scarecrow down by hand) ")
     waiting = _revert(db, run.id)
     assert waiting.parked and waiting.times_out_at is None  # still there for a person, its timeout spent
     assert _waiting(api, db, run.id)["for"] == "resume"

@@ -248,6 +248,17 @@ def test_a_cues_own_timeout_divided_by_the_speed_acts_when_it_comes_before_the_e
     assert [s["status"] for s in run["steps"]] == ["cancelled"] and run["run"]["health"] == "degraded"
 
 
+def test_a_cues_own_timeout_falling_with_the_engines_confirm_yields_to_it(api, clock, world):
+    """600 s at speed 60 is 10 s, the engine's confirm's moment too: the engine confirms (the cue's own timeout
+    acts only when it comes first), so an own `on_timeout: pause` does not pause the dry run for a person."""
+    runner, _, _ = world
+    definition_id = _save(api, {"phases": [{"steps": [
+        {"action": "core.cue", "params": {"instruction": "tie", "timeout_seconds": 600, "on_timeout": "pause"}}]}]})
+    run_id = _dry_run(api, definition_id, speed=60, auto_confirm_seconds=10)["run"]["id"]
+    run = _tick_until(api, runner, clock, run_id, "completed", most=15)  # the 10 s, a second a tick
+    assert [s["status"] for s in run["steps"]] == ["done"] and run["run"]["health"] == "ok"
+
+
 def test_a_signal_phase_gets_its_signal_from_the_rehearsal_after_auto_signal_seconds(api, clock, world):
     runner, _, _ = world
     definition_id = _save(api, {"phases": [

@@ -165,8 +165,8 @@ def test_a_run_records_exactly_its_cap_and_the_answer_past_it_is_refused_whole_n
     assert [r.resource_id for r in ledger_of(db, run.id)[:1]] == ["a-99"]  # nothing of the second answer
     after = run_row(db, run.id)
     assert after.health is Health.DEGRADED and after.status is RunStatus.COMPLETED
-    assert after.last_error == (f"step {second.id} (world.spawn) listed resources the ledger refused: resources: a run records"
-                                " at most 10,000; it holds 10,000 and these 1 would make 10,001")
+    assert after.last_error == (f"Run {run.id} · Phase 1 · step 2 (world.spawn) listed resources the ledger refused:"
+                                " resources: a run records at most 10,000; it holds 10,000 and these 1 would make 10,001")
     assert [d.get("resources", d.get("resources_refused")) for d in _dispatch(db, run.id)] == [
         ledger.MAX_RESOURCES, "resources: a run records at most 10,000; it holds 10,000 and these 1 would make 10,001"]
 

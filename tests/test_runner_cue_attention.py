@@ -204,7 +204,9 @@ def test_on_timeout_pause_pauses_the_run_with_the_cue_still_waiting_and_a_paused
     _tick(runner)
     seen, cue = _run(db, run.id), _step(db, run.id)
     assert seen.status is RunStatus.PAUSED and seen.health is Health.DEGRADED
-    assert "no one confirmed within 30 s" in seen.last_error
+    # the step by its one name, as every page names it (its database id is no word for a person)
+    assert seen.last_error == f"{cue.named} no one confirmed within 30 s"
+    assert seen.last_error.startswith(f"Run {run.id} · Phase 1 · step 1 (")
     assert cue.parked and cue.times_out_at is None  # a person answers it after the resume
     reminded = len(channel.notices)
     for _ in range(5):

@@ -75,13 +75,14 @@ class CueTimeout:
 
 def cue_timeout(params: dict[str, Any], time_scale: float, auto_confirm_seconds: int | None) -> CueTimeout | None:
     """The cue's own `timeout_seconds` on the run's clock with its `on_timeout`; in a rehearsal, the engine's
-    confirm after `auto_confirm_seconds` (rehearsal seconds) when that comes first. None: it never times out.
+    confirm after `auto_confirm_seconds` (rehearsal seconds) unless the cue's own comes first (at the same
+    moment, the engine's confirm). None: it never times out.
     A confirm of a cue with choices assumes its `timeout_choice` (the engine's, else its first choice)."""
     own = params.get("timeout_seconds")
     own_after = timedelta(seconds=own * time_scale) if own else None
     choices = params.get("choices") or []
     # guard: a-dry-runs-engine-confirm-overrides-the-cues-own-earlier-timeout
-    if auto_confirm_seconds is not None and (own_after is None or timedelta(seconds=auto_confirm_seconds) < own_after):
+    if auto_confirm_seconds is not None and (own_after is None or timedelta(seconds=auto_confirm_seconds) <= own_after):
         first = choices[0]["value"] if choices else None
         return CueTimeout(timedelta(seconds=auto_confirm_seconds), CueOnTimeout.CONFIRM, by_rehearsal=True,
                           choice=params.get("timeout_choice", first))

@@ -47,7 +47,7 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
         cause = f"no one confirmed within {seconds} s"
         if not steps.drop_timeout(tx, step, now):
             return Done(None)
-        why = f"step {step.id} ({step.action_id}): {cause}"
+        why = f"{step.named} {cause}"  # the step's one name, as a person sees it everywhere
         # The ending never pauses: there it only degrades. A cleanup pauses with its by-hand revert waiting.
         # guard: a-by-hand-reverts-pause-timeout-only-degrades
         if head.status is not RunStatus.ENDING and runs.transition(
@@ -62,7 +62,7 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
     cause = f"assumed done after {seconds} s{choosing}" if to is StepStatus.DONE else f"no one confirmed within {seconds} s"
     if not _timed_out(tx, step, to, now, cause, timeout.choice):
         return Done(None)
-    runs.degrade(tx, run_id, now, f"step {step.id} ({step.action_id}): {cause}")
+    runs.degrade(tx, run_id, now, f"{step.named} {cause}")
     log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout.value, **answer))
     return head.after_head()
 

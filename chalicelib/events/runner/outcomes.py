@@ -146,7 +146,7 @@ def _record_resources(
     if recorded is not None and recorded.refused is not None:
         problem = recorded.refused  # the run's cap: nothing of it written
     if problem is not None:
-        runs.degrade(tx, step.run_id, now, f"step {step.id} ({step.action_id}) listed resources the ledger refused: {problem}")
+        runs.degrade(tx, step.run_id, now, f"{step.named} listed resources the ledger refused: {problem}")
         return {"resources_refused": problem}
     if recorded is None:
         return {}
