@@ -54,6 +54,14 @@ def test_the_timeline_follows_the_edits_and_saves_nothing(browser, server, api_c
     document["phases"][0]["steps"][1]["action"] = "core.wiat"
     _edit(browser, json.dumps(document))
     eventually(lambda: "did you mean `core.wait`?" in text_of(browser, "#timeline-problem"), "the document's problem")
+    # Review 1, item 11: a problem is said in words, as the Problems list says it, and points to that list.
+    document["phases"][0]["steps"][1]["action"] = "core.wait"
+    document["phases"][0]["steps"][1]["params"]["seconds"] = -1
+    _edit(browser, json.dumps(document))
+    said = eventually(lambda: "Wait (seconds)" in (t := text_of(browser, "#timeline-problem")) and t, "the problem in words")
+    assert said.startswith("No timeline until the document is valid: it has a problem, which Save lists under Problems"), said
+    assert "Phase 1 · step 2 (core.wait) · Wait (seconds) must be bigger than or equal to 0" in said, said
+    assert "document.phases" not in said, said
     detail = api_client.call("GET", f"/definitions/{definition_id}")
     assert [v["version"] for v in detail["versions"]] == [1]
 

@@ -72,7 +72,7 @@ function editor(main, { titleText, initial, save, saved, definitionId = null }) 
       }
     },
   },
-  el('div', { class: 'editor-grid' }, edited.node, definitionId ? timelinePanel(definitionId, edited.node, initial) : null),
+  el('div', { class: 'editor-grid' }, edited.node, definitionId ? timelinePanel(definitionId, edited.node, initial, edited.inWords) : null),
   el('div', { class: 'buttons' }, el('button', { type: 'submit', class: 'primary', id: 'save-document' }, 'Save')));
   main.replaceChildren(heading(1, titleText), form);
   focus(main.querySelector('h1'));

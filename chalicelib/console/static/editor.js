@@ -345,5 +345,5 @@ export function documentEditor(initial) {
     formPanel.replaceChildren(el('p', { role: 'alert' }, `The form could not be built (${error.message}); edit the document as JSON.`));
     show('json');
   });
-  return { node, read, showProblems };
+  return { node, read, showProblems, inWords };
 }

@@ -2,7 +2,8 @@
 // edited document goes to POST /definitions/{id}/rehearse (which stores nothing), and its steps with their
 // earliest offsets, each phase's earliest and latest end, the shortest and longest run and the warnings
 // are shown, and what each answer of a cue with choices (or value of a signal) runs and skips. Only the newest
-// answer is shown: one that arrives after a later edit's is dropped.
+// answer is shown: one that arrives after a later edit's is dropped. A document rehearsal refuses says its problems
+// as the editor's Problems list says them, in words (never a raw JSON path), and points to that list.
 
 import { ApiError, post } from './api.js';
 import { el, fill } from './ui.js';
@@ -55,8 +56,9 @@ function render(box, projection) {
 }
 
 // The panel beside `editor` (editor.js), rehearsing against definition `definitionId`: drawn now for `initial`, and after
-// each edit (its `documentchange` event, from the form or the JSON tab).
-export function timelinePanel(definitionId, editor, initial) {
+// each edit (its `documentchange` event, from the form or the JSON tab). `inWords(message)`: the editor's words for an
+// API problem ("Phase 1 · step 2 (core.wait) · Wait (seconds) must be …").
+export function timelinePanel(definitionId, editor, initial, inWords = (message) => message) {
   const box = el('div', { id: 'timeline-body' }, el('p', { class: 'muted' }, 'Projecting…'));
   const panel = el('section', { id: 'timeline', class: 'timeline-box', 'aria-labelledby': 'timeline-title', 'aria-live': 'polite' },
     el('h2', { id: 'timeline-title' }, 'Projected timeline'), box);
@@ -73,7 +75,11 @@ export function timelinePanel(definitionId, editor, initial) {
       if (asked === latest) render(box, projection);
     } catch (error) {
       if (asked !== latest || !(error instanceof ApiError) || error.status === 401) return;
-      box.replaceChildren(el('p', { id: 'timeline-problem' }, `No timeline until the document is valid: ${error.messages.join(' ')}`));
+      const count = error.messages.length;
+      box.replaceChildren(el('div', { id: 'timeline-problem' },
+        el('p', {}, `No timeline until the document is valid: it has ${count === 1 ? 'a problem' : `${count} problems`},`
+          + ` which Save lists under Problems, each at its field:`),
+        el('ul', { class: 'problems' }, error.messages.map((message) => el('li', {}, inWords(message))))));
     }
   };
   editor.addEventListener('documentchange', (event) => {
