@@ -73,6 +73,20 @@ def test_an_after_phases_deadline_moved_later_is_kept_with_who_moved_it_logged_a
         runner.close()
 
 
+def test_a_control_held_to_the_tag_seen_before_an_extend_is_412_naming_the_extend(api, db, clock):
+    """The run's tag moved with the extend: a press held to the tag seen before it is told what changed (the
+    deadline, to when, by whom and why), not who last moved the run's status."""
+    run, _ = _started(db, clock, _market())
+    seen = api.get(f"/runs/{run.id}", auth=GM).headers["ETag"]
+    assert api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 600, "reason": "the boss runs long"},
+                    auth=MODERATOR).status == 200
+    stale = api.post(f"/runs/{run.id}/pause", {"reason": "a look"}, auth=ADMIN, headers={"If-Match": seen})
+    assert stale.status == 412
+    moved = clock.now() + timedelta(seconds=1800)
+    assert (f", phase 1's deadline moved to {moved:%H:%M} UTC on {moved:%Y-%m-%d} by mod-mia at {clock.now():%H:%M} UTC:"
+            " the boss runs long") in stale.body["errors"][0]
+
+
 def test_a_deadline_moved_earlier_ends_the_phase_then(api, db, clock):
     run, runner = _started(db, clock, _market())
     assert api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": -1140}, auth=ADMIN).status == 200

@@ -17,6 +17,12 @@ from tests.support.runner_kit import make_runner, schedule, tick
 from tests.support.scenes import log_rows, snapshot
 
 
+def first_actor(api, run_id):
+    """Who the run log says postponed the run."""
+    entries = api.get(f"/runs/{run_id}/log", auth=MODERATOR).body["entries"]
+    return next(e["actor"] for e in entries if e["kind"] == "run.postponed")
+
+
 def _run_row(db, run_id):
     return db.autocommit(lambda tx: tx.one("SELECT * FROM event_runs WHERE id = %s", (run_id,)))
 
@@ -105,6 +111,10 @@ def test_a_postpone_held_to_the_tag_seen_is_412_once_the_run_changed(api, db, cl
                      headers={"If-Match": run.etag})
     assert again.status == 412
     assert _run_row(db, run.id)["scheduled_for"] == clock.now() + timedelta(hours=1)
+    # the change the person did not see, by its own words: the postpone, to when, by whom (not how it was scheduled)
+    moved_to = clock.now() + timedelta(hours=1)
+    assert (f", postponed to {moved_to:%H:%M} UTC on {moved_to:%Y-%m-%d} by {first_actor(api, run.id)}"
+            f" at {clock.now():%H:%M} UTC") in again.body["errors"][0]
 
 
 def test_the_calendar_shows_a_postponed_occurrence_at_its_new_time_with_its_original_one(api, db, clock):

@@ -269,13 +269,29 @@ def _run_now(run: Run) -> str:
     return f"{run.status.value}{why}{at}"
 
 
+# The run's own changes a tag sees (each raises its version), as their log rows name them.
+_RUN_CHANGES = (journal.RUN_STATUS, journal.RUN_POSTPONED, journal.RUN_DEADLINE_MOVED)
+
+
 def _by_whom(tx: Tx, run: Run) -> str:
-    """Who moved the run last, when and why, from its log: ", paused by mod-mia at 20:14 UTC: boss bugged"."""
-    last = log.latest(tx, run.id, journal.RUN_STATUS)
-    if last is None or last.detail is None or last.detail.get("to") != run.status.value:
+    """Who changed the run last, what, when and why, from its log: ", paused by mod-mia at 20:14 UTC: boss
+    bugged", ", postponed to 03:45 UTC by mod-mia at 01:28 UTC", ", phase 2's deadline moved to 21:40 UTC by …"."""
+    last = log.latest(tx, run.id, *_RUN_CHANGES)
+    if last is None or last.detail is None:
         return ""
     why = last.detail.get("reason")
-    return f", {run.status.value} by {last.actor} at {last.created_at:%H:%M} UTC" + (f": {why}" if why else "")
+    by = f" by {last.actor} at {last.created_at:%H:%M} UTC" + (f": {why}" if why else "")
+    to = str(last.detail.get("to"))
+    if last.kind == journal.RUN_POSTPONED:
+        return f", postponed to {_utc(to)}{by}"
+    if last.kind == journal.RUN_DEADLINE_MOVED:
+        return f", phase {last.detail.get('phase')}'s deadline moved to {_utc(to)}{by}"
+    return f", {run.status.value}{by}" if to == run.status.value else ""
+
+
+def _utc(stamp: str) -> str:
+    """An ISO time of the log as a 412 says it: "03:45 UTC on 2026-12-07"."""
+    return f"{stamp[11:16]} UTC on {stamp[:10]}"
 
 
 def _step_now(step: Step) -> str:

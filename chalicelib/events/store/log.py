@@ -76,11 +76,14 @@ def after(tx: Tx, run_id: int, after_id: int = 0, limit: int = 200) -> list[LogE
     return [LogEntry.from_row(r) for r in rows]
 
 
-def latest(tx: Tx, run_id: int, kind: str) -> LogEntry | None:
-    """The run's newest row of `kind` (a 412 says who made the change the person did not see)."""
+def latest(tx: Tx, run_id: int, kind: str, *other_kinds: str) -> LogEntry | None:
+    """The run's newest row of `kind` (or of any of the kinds given: a 412 says who made the change the person
+    did not see, whichever it was)."""
+    kinds = (kind, *other_kinds)
     row = tx.one(
-        f"SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND kind = %s ORDER BY id DESC LIMIT 1",  # noqa: S608 — COLUMNS is a constant; values are parameters
-        (run_id, kind),
+        f"SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND kind IN ({placeholders(len(kinds))})"  # noqa: S608 — COLUMNS is a constant; values are parameters
+        " ORDER BY id DESC LIMIT 1",
+        (run_id, *kinds),
     )
     return None if row is None else LogEntry.from_row(row)
 
