@@ -212,6 +212,40 @@ def test_a_cues_timeout_into_the_past_is_400_and_one_without_a_timeout_409(api, 
     assert answer.status == 409 and answer.body["errors"][0].endswith(": this cue has no timeout to move")
 
 
+def _paused_by_its_own_limit(db, clock, doc):
+    run, _ = _started(db, clock, doc)
+    clock.advance(5)
+    runner = make_runner(db, clock, None)
+    try:
+        tick(runner)
+    finally:
+        runner.close()
+    assert _row(db, run.id)["status"] == "paused"
+    return run
+
+
+def test_a_cues_timeout_that_already_paused_the_run_is_named_as_such_not_as_none(api, db, clock):
+    """A cue's timeout under `on_timeout: pause` acts once and is gone: extending it then says so and what to
+    do, rather than that it never had one."""
+    run = _paused_by_its_own_limit(db, clock, document([[step("core.cue", instruction="Open the gate",
+                                                                timeout_seconds=5, on_timeout="pause")]]))
+    cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+    answer = api.post(f"/runs/{run.id}/steps/{cue.id}/extend_cue", {"seconds": 60}, auth=MODERATOR)
+    assert answer.status == 409
+    assert answer.body["errors"][0].endswith(": this cue's timeout (5 s) already acted, and it waits on without one:"
+                                             " confirm or skip it")
+
+
+def test_a_phase_limit_that_already_paused_the_run_is_named_as_such_not_as_none(api, db, clock):
+    doc = document([[step("core.announce", message="fight")], [step("core.announce", message="won")]])
+    doc["phases"][0]["advance"] = {"when": "signal", "name": "boss_down", "timeout_seconds": 5, "on_timeout": "pause"}
+    run = _paused_by_its_own_limit(db, clock, doc)
+    answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 60}, auth=MODERATOR)
+    assert answer.status == 409
+    assert ("phase 1 (phase 1) had a time limit of 5 s, and it already acted (it paused the run): there is no"
+            " deadline left to move. Resume the run, and the phase waits on without a limit") in answer.body["errors"][0]
+
+
 def test_a_cues_timeout_and_its_log_row_commit_together(db, clock):
     run, cue = _parked_cue(db, clock)
     before = snapshot(db, run.id)

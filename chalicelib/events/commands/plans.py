@@ -109,6 +109,10 @@ class Extend(PhaseCommand):
             raise Conflict(f"the run is at phase {run.current_phase}, not phase {self.phase}: only the deadline of"
                            " the phase it is at can be moved", run_status=run.status.value)
         row = phases.get(tx, run.id, self.phase)
+        if row is not None and row.deadline is None and row.limit_seconds is not None:  # its `pause` limit acted
+            raise Conflict(f"phase {self.phase} ({row.name}) had a time limit of {row.limit_seconds} s, and it already"
+                           " acted (it paused the run): there is no deadline left to move. Resume the run, and the"
+                           " phase waits on without a limit", run_status=run.status.value)
         if row is None or row.deadline is None:
             raise Conflict(f"phase {self.phase} has no deadline to move: it is neither an `after` phase nor one with"
                            " a time limit", run_status=run.status.value)

@@ -237,5 +237,7 @@ def extend_cue_refusal(run: Run, step: Step | None, furthest_seq: int | None) ->
     if not step.parked_cue:
         return f"this step is {step_state(step)}; only a parked cue's timeout can be moved"
     if step.times_out_at is None:
-        return "this cue has no timeout to move"
+        own = step.params.get("timeout_seconds")
+        return ("this cue has no timeout to move" if not own else
+                f"this cue's timeout ({own} s) already acted, and it waits on without one: confirm or skip it")
     return None
