@@ -17,7 +17,9 @@ event; `script()` queues answers (a 429 with its `retry_after`, a 500) for the n
 Inbound (what the platform sends the engine): a press signed as Discord signs it (Ed25519 over timestamp
 and body, with this fake's own key: `public_key` is what DISCORD_PUBLIC_KEY is set to) or as Slack does
 (v0 HMAC-SHA256 with `signing_secret`). `serve_page(engine_url)` makes `GET /` a page of the messages with
-their buttons; pressing one signs the press and sends it to the engine, as Discord would (make dev).
+their buttons; pressing one signs the press and sends it to the engine, as Discord would (make dev), as the
+page's gm (@mira) or, at `/?as=<name>`, as a member without that role (@sam); a refusal's private answer
+(an ephemeral message: type 4, flags 64) shows under its message to the one who pressed, as Discord shows it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -43,6 +45,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 APPLICATION_ID = "700000000000000001"
 GUILD_ID = "800000000000000001"
 TEAM_ID = "T0FAKE"
+EPHEMERAL = 64  # a Discord message's flag: only the member who pressed sees it
 PAGE_STYLE = """
 body { background: #313338; color: #dbdee1; font: 15px/1.4 system-ui, sans-serif; margin: 0; padding: 16px 24px; }
 h1 { font-size: 16px; color: #f2f3f5; border-bottom: 1px solid #3f4147; padding-bottom: 12px; }
@@ -57,6 +60,9 @@ ul { list-style: none; padding: 0; margin: 0; }
 .buttons form { display: inline; }
 button { border: 0; border-radius: 3px; color: #fff; font: 14px system-ui, sans-serif; padding: 6px 16px; margin-right: 8px; }
 button.primary { background: #5865f2; } button.secondary { background: #4e5058; }
+.as { color: #949ba4; font-size: 13px; } .as a { color: #00a8fc; }
+.ephemeral { background: #2b2d31; border-left: 3px solid #5865f2; margin-top: 6px; padding: 6px 10px; }
+.only-you { color: #949ba4; font-size: 12px; margin-right: 6px; }
 """
 
 
@@ -112,6 +118,9 @@ class FakeChat:
         self._ids = itertools.count(900_000_000_000_000_001)
         self._engine_url: str | None = None
         self._names: dict[str, str] = {}  # a Discord user id -> the name a press gave it
+        self._page_users: dict[str, tuple[str, list[str]]] = {}  # the page's members: name -> (user id, roles)
+        self._private: list[tuple[str, str, str]] = []  # ephemeral answers: (message id, member's name, content)
+        self._page_name = ""  # the member the page presses as unless asked for another
         self.groups: dict[str, list[str]] = {}  # a Slack user group's id -> its members' user ids
         fake = self
 
@@ -120,7 +129,8 @@ class FakeChat:
                 pass
 
             def do_GET(self) -> None:
-                self._answer(200, fake._page().encode(), "text/html; charset=utf-8")
+                member = (parse_qs(urlsplit(self.path).query).get("as") or [""])[0]
+                self._answer(200, fake._page(member).encode(), "text/html; charset=utf-8")
 
             def do_POST(self) -> None:
                 self._handle("POST")
@@ -131,9 +141,10 @@ class FakeChat:
             def _handle(self, method: str) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if self.path == "/press":
-                    fake._press_from_page(parse_qs(raw.decode()))
+                    form = parse_qs(raw.decode())
+                    member = fake._press_from_page(form)
                     self.send_response(303)
-                    self.send_header("Location", "/")
+                    self.send_header("Location", f"/?{urlencode({'as': member})}")
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
@@ -308,27 +319,41 @@ class FakeChat:
                 "Content-Type": "application/x-www-form-urlencoded"}, body
 
     # ── make dev: a page of the messages, whose buttons press ───────────
-    def serve_page(self, engine_url: str, *, user: str, roles: list[str], name: str = "mira") -> None:
-        """`GET /` shows the messages; a button signs a press as `user` (`name`) with `roles` and sends it to the engine."""
+    def serve_page(self, engine_url: str, *, user: str, roles: list[str], name: str = "mira",
+                   guest: tuple[str, str] = ("5151", "sam")) -> None:
+        """`GET /` shows the messages; a button signs a press as `user` (`name`) with `roles` and sends it to the engine;
+        at `/?as=<guest's name>`, as the guest (user id, name): a member of the server with no role."""
         self._engine_url = engine_url.rstrip("/")
-        self._page_user, self._page_name, self._page_roles = user, name, roles
+        self._page_users = {name: (user, roles), guest[1]: (guest[0], [])}
+        self._page_name = name
 
-    def _page(self) -> str:
+    def _page(self, member: str = "") -> str:
         """The channel as Discord draws it: oldest first, a reply under the message it answers, the buttons in a row,
-        "(edited)" once edited. It reloads itself every 2 s (a message posted or edited shows without a click)."""
+        "(edited)" once edited, a private answer to the member pressing under its message ("Only you can see this").
+        It reloads itself every 2 s (a message posted or edited shows without a click)."""
+        member = member if member in self._page_users else self._page_name
         rows = []
         for m in sorted(self.messages(), key=lambda m: (len(m.id), m.id)):
             forms = "".join(
                 f'<form method="post" action="/press"><input type="hidden" name="message" value="{m.id}">'
+                f'<input type="hidden" name="as" value="{html.escape(member)}">'
                 f'<button class="{"primary" if style == 1 else "secondary"}" name="custom_id" value="{html.escape(c)}">'
                 f'{html.escape(label)}</button></form>'
                 for c, label, style in zip(m.custom_ids, self._labels(m), self._styles(m), strict=True))
             reply = f'<div class="reply">↪ replying to message {m.reply_to}</div>' if m.reply_to else ""
             edited = ' <span class="edited">(edited)</span>' if m.edits else ""
+            private = "".join(f'<div class="ephemeral"><span class="only-you">Only you can see this</span> {html.escape(content)}</div>'
+                              for message_id, who, content in self._private if message_id == m.id and who == member)
             rows.append(f'<li class="message" id="m{m.id}">{reply}<div class="author">Event engine <span class="bot">BOT</span></div>'
-                        f'<div class="content">{html.escape(self._mentions(m.text))}{edited}</div><div class="buttons">{forms}</div></li>')
+                        f'<div class="content">{html.escape(self._mentions(m.text))}{edited}</div><div class="buttons">{forms}</div>'
+                        f"{private}</li>")
+        others = " · ".join(f'<a href="/?{urlencode({"as": name})}">press as @{html.escape(name)}'
+                            f'{"" if roles else " (no role)"}</a>'
+                            for name, (_, roles) in self._page_users.items() if name != member)
+        pressing = (f'<p class="as">Pressing as <strong id="pressing-as">@{html.escape(member)}</strong>'
+                    f'{"" if self._page_users.get(member, ("", [""]))[1] else " (no role)"} · {others}</p>' if member else "")
         return ("<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=2><title>Fake Discord</title>"
-                f"<style>{PAGE_STYLE}</style><h1># cues <small>fake Discord, on loopback</small></h1>"
+                f"<style>{PAGE_STYLE}</style><h1># cues <small>fake Discord, on loopback</small></h1>{pressing}"
                 f"<ul>{''.join(rows) or '<li class=empty>no message yet</li>'}</ul>")
 
     def _mentions(self, text: str) -> str:
@@ -348,22 +373,30 @@ class FakeChat:
             return [b["label"] for row in m.body.get("components") or [] for b in row["components"]]
         return [e["text"]["text"] for block in m.body.get("blocks") or [] if block["type"] == "actions" for e in block["elements"]]
 
-    def _press_from_page(self, form: dict[str, list[str]]) -> None:
+    def _press_from_page(self, form: dict[str, list[str]]) -> str:
+        """A press of the page's button as the member the page is pressing as; returns their name."""
+        member = (form.get("as") or [""])[0]
+        member = member if member in self._page_users else self._page_name
         if self._engine_url is None:
-            return
+            return member
+        user, roles = self._page_users[member]
         message = self.message(form["message"][0])
-        payload = self.discord_interaction(message, form["custom_id"][0], user=self._page_user, name=self._page_name,
-                                           roles=self._page_roles)
+        payload = self.discord_interaction(message, form["custom_id"][0], user=user, name=member, roles=roles)
         headers, body = self.discord_signed(payload)
         request = urllib.request.Request(f"{self._engine_url}/integrations/discord/interactions", data=body,  # noqa: S310
                                          headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=5) as answer:  # noqa: S310 — the loopback engine
-                self._answered(message, json.loads(answer.read() or b"{}"))
+                self._answered(message, json.loads(answer.read() or b"{}"), member)
         except OSError:
             pass
+        return member
 
-    def _answered(self, message: Posted, answer: dict[str, Any]) -> None:
-        """The engine's answer to a press, as Discord applies it: an UPDATE_MESSAGE replaces the message."""
+    def _answered(self, message: Posted, answer: dict[str, Any], member: str = "") -> None:
+        """The engine's answer to a press, as Discord applies it: an UPDATE_MESSAGE replaces the message; an
+        ephemeral CHANNEL_MESSAGE (type 4, flags 64: a refusal) shows to the member who pressed, under the message."""
         if answer.get("type") == 7:
             self._edit(message.id, answer["data"])
+        elif answer.get("type") == 4 and (answer.get("data") or {}).get("flags", 0) & EPHEMERAL:
+            with self._lock:
+                self._private.append((message.id, member, str(answer["data"].get("content") or "")))

@@ -29,6 +29,16 @@ def test_a_press_on_the_fake_discords_page_confirms_the_cue_and_the_message_name
         assert [b.text for b in chromium.find_elements(By.CSS_SELECTOR, ".message button")] == ["Confirm", "Skip", "I have it"]
         doc_screenshot(chromium, "chat-discord-cue")
 
+        # Review 1, item 9: a member without the gm role presses Confirm: refused privately, nothing changed.
+        chromium.get(f"{page}/?as=sam")
+        assert text_of(chromium, "#pressing-as") == "@sam"
+        eventually(lambda: chromium.find_element(By.CSS_SELECTOR, confirm).click() or True, "sam's press of Confirm")
+        refusal = eventually(lambda: text_of(chromium, ".message .ephemeral"), "the private refusal under the message")
+        assert refusal.startswith("Only you can see this You have no role the event engine knows"), refusal
+        assert "Confirmed by" not in text_of(chromium, ".message .content")
+        chromium.get(f"{page}/")
+        assert not chromium.find_elements(By.CSS_SELECTOR, ".ephemeral"), "@mira does not see sam's private answer"
+
         eventually(lambda: chromium.find_element(By.CSS_SELECTOR, confirm).click() or True, "a press of Confirm")
         said = eventually(lambda: "Confirmed by" in text_of(chromium, ".message .content")
                           and text_of(chromium, ".message .content"), "the message edited by the engine's answer")
