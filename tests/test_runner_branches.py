@@ -248,6 +248,27 @@ def test_rehearsal_shows_what_each_answer_runs_and_skips(api, clock):
         ({"signal": "boss_defeated", "field": "chests"}, [1, 2, 3, None])]
 
 
+TRUE_OR_ONE = {"name": "True or one", "phases": [
+    {"name": "fight", "advance": {"when": "signal", "name": "boss_defeated", "timeout_seconds": 60},
+     "steps": [_say("Fight")]},
+    {"name": "won", "only_if": {"signal": "boss_defeated", "field": "won", "in": [True, 1]}, "steps": [_say("Won")]},
+    {"name": "after", "steps": [_say("Done")]}]}
+
+
+def test_true_and_one_are_two_answers_in_the_rehearsal_and_the_log_says_them_as_json(api, db, clock, runner):
+    """`in: [true, 1]` are two values (compared as JSON): the rehearsal lists both, labelled as written, and the
+    skip's cause says `false`, not Python's `False`."""
+    definition_id = _saved(api, TRUE_OR_ONE)
+    [branch] = api.post(f"/definitions/{definition_id}/rehearse", {}, auth=GM).body["branches"]
+    assert [(a["value"], a["label"]) for a in branch["answers"]] == [
+        (True, "true"), (1, "1"), (None, "not sent, or another value")]
+    run_id = _scheduled(api, clock, definition_id)
+    tick(runner)
+    assert api.post(f"/runs/{run_id}/signals/boss_defeated", {"won": False}, auth=ADMIN).status == 202
+    tick(runner)
+    assert _skipped_phases(db, run_id) == [("won", "skipped: signal boss_defeated has won false, not one of [true, 1]")]
+
+
 @pytest.fixture
 def rehearsing(db, clock):
     """A runner that drives dry runs on its simulated bridge."""

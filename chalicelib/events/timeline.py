@@ -193,7 +193,7 @@ def _branches(projection: _Projection, programme: Programme) -> list[dict[str, A
     for key, items in gated.items():
         offered = _offered(programme, key)
         answers = offered if offered is not None else [
-            {"value": v, "label": str(v)} for v in dict.fromkeys(v for only_if, _ in items for v in only_if.among)]
+            {"value": v, "label": OnlyIf.shown(v)} for v in OnlyIf.distinct(v for only_if, _ in items for v in only_if.among)]
         answers.append({"value": None, "label": "no answer" if key[0] == "cue" else "not sent, or another value"})
         reads = dict(zip(("cue",) if key[0] == "cue" else ("signal", "field"), key[1:], strict=True))
         listed = []

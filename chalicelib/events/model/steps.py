@@ -9,6 +9,8 @@ a cue's instruction (cut at a word), else its action. Its database id shows only
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -89,6 +91,16 @@ class OnlyIf:
         """Whether `answer` is one of its values, compared as JSON values are (the string "1" is not the number 1,
         nor true the number 1); None, no answer, never is."""
         return any(type(value) is type(answer) and value == answer for value in self.among)
+
+    @staticmethod
+    def distinct(values: Iterable[Any]) -> list[Any]:
+        """`values` once each, told apart as `admits` tells them (true and 1 are two values, not one)."""
+        return list({(type(value), value): value for value in values}.values())
+
+    @staticmethod
+    def shown(value: Any) -> str:
+        """A value as its author wrote it in JSON (`true`, `1`, `null`), a text as itself (`north`)."""
+        return value if isinstance(value, str) else json.dumps(value)
 
     def public(self) -> dict[str, Any]:
         read = {"choice": self.choice} if self.choice is not None else {"signal": self.signal, "field": self.field}

@@ -63,7 +63,7 @@ def next_to_open(tx: Tx, run_id: int, programme: Programme, number: int) -> tupl
 def unmet(tx: Tx, run_id: int, programme: Programme, only_if: OnlyIf) -> str | None:
     """Why `only_if` is not met by the run's rows as they stand ("skipped: cue arena answered north, not one
     of [south]"); None when it is."""
-    among = f"not one of [{', '.join(str(value) for value in only_if.among)}]"
+    among = f"not one of [{', '.join(OnlyIf.shown(value) for value in only_if.among)}]"
     if only_if.choice is not None:
         place = programme.named(only_if.choice)
         found = None if place is None else steps.answer_of(tx, run_id, *place)
@@ -83,7 +83,7 @@ def unmet(tx: Tx, run_id: int, programme: Programme, only_if: OnlyIf) -> str | N
     elif not isinstance(payload, dict) or only_if.field not in payload:
         said = f"carries no {only_if.field}"
     else:
-        said = f"has {only_if.field} {value}"
+        said = f"has {only_if.field} {OnlyIf.shown(value)}"
     return f"skipped: signal {only_if.signal} {said}, {among}"
 
 
