@@ -84,6 +84,27 @@ def test_the_schedule_is_said_in_words_with_its_next_occurrence_in_its_zone(api,
     assert _times(answer)[:2] == ["2026-12-04T19:00:00Z", "2026-12-11T19:00:00Z"] and len(answer.body["occurrences"]) == 6
 
 
+def test_the_next_occurrence_said_is_one_that_will_run_never_a_skipped_one_nor_one_under_a_pause(api, clock):
+    clock.set(datetime(2026, 12, 3, 12, 0))
+    definition_id = _definition(api, FRIDAYS_BERLIN)
+    assert _skip(api, definition_id, "2026-12-04T19:00:00Z").status == 200
+    described = api.get(f"/definitions/{definition_id}/occurrences", auth=GM).body["schedule"]
+    assert (described["next"], described["in_words"]) == (
+        "2026-12-11T19:00:00Z", "every Friday at 20:00, Europe/Berlin; next: Fri 11 Dec, 20:00")
+    assert api.post(f"/definitions/{definition_id}/schedule/pause", {"reason": "holiday break"}, auth=ADMIN).status == 200
+    described = api.get(f"/definitions/{definition_id}/occurrences", auth=GM).body["schedule"]
+    assert (described["next"], described["in_words"]) == (
+        None, "every Friday at 20:00, Europe/Berlin; paused: no occurrence runs until it is resumed")
+
+
+def test_no_occurrence_is_listed_from_before_the_version_that_carries_the_schedule(api, clock):
+    """The planner never plans one before the version was saved: the calendar does not list them as runless."""
+    clock.set(datetime(2026, 12, 7, 1, 28))
+    definition_id = _definition(api, {"cron": "*/15 * * * *"})
+    assert _times(_occurrences(api, definition_id, "2026-12-07T01:00:00Z", "2026-12-07T02:00:00Z")) == [
+        "2026-12-07T01:30:00Z", "2026-12-07T01:45:00Z"]
+
+
 def test_a_definition_without_a_schedule_has_no_occurrences(api):
     document = {"name": "By hand", "phases": [{"steps": [{"action": "core.announce", "params": {"message": "on"}}]}]}
     definition_id = api.post("/definitions", document, auth=ADMIN).body["definition"]["id"]
