@@ -116,3 +116,32 @@ def test_today_is_marked_and_the_runs_that_happened_are_on_their_days(browser, s
     assert document["name"] in happened.text and f"run {run_id}" in happened.text and "completed" in happened.text
     assert happened.find_element(By.CSS_SELECTOR, "a").get_attribute("href").endswith(f"#/runs/{run_id}")
     assert browser.find_elements(By.CSS_SELECTOR, f"li[data-definition='{definition_id}'] [data-occurrence-action]") == []
+
+
+def _frequent(api_client, cron: str) -> tuple[int, str]:
+    name = f"Tick {uuid.uuid4().hex[:6]}"
+    document = {"name": name, "schedule": {"cron": cron, "timezone": "UTC"},
+                "phases": [{"steps": [{"action": "core.announce", "params": {"message": "Tick"}}]}]}
+    return api_client.call("POST", "/definitions", document)["definition"]["id"], name
+
+
+def test_a_month_of_occurrences_is_whole_past_the_apis_first_page_and_a_capped_one_says_so(browser, server, api_client):
+    """Every 15 minutes is 2,976 occurrences in January (the API answers 500 a page): all are on the month; every
+    minute (44,640) stops at the first 5,000 (ten pages) and says so."""
+    quarterly, _ = _frequent(api_client, "*/15 * * * *")
+    minutely, minutely_name = _frequent(api_client, "* * * * *")
+    sign_in(browser, GM)
+    browser.get(f"{server.console_url}#/calendar?month=2027-01")
+    # The month as the viewer's zone bounds it, in quarters of an hour.
+    expected = browser.execute_script("return (new Date(2027, 1, 1) - new Date(2027, 0, 1)) / 900000")
+    selector = f"li[data-definition='{quarterly}']"
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, selector), "the month's occurrences", timeout=60)
+    occurring = browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((li) => li.dataset.occurrence)", selector)
+    assert len(occurring) == expected and len(set(occurring)) == expected, (len(occurring), expected)
+    last = browser.execute_script("return new Date(2027, 1, 1, 0, -15).toISOString().replace('.000Z', 'Z')")
+    assert last in occurring, "the month's last quarter hour is on it"
+    assert browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{quarterly}']") == [], "a whole month says nothing"
+    capped = browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{minutely}']")
+    assert [c.text for c in capped] == [f"Showing the first 5000 occurrences of {minutely_name} this month."]
+    assert browser.execute_script(f"return document.querySelectorAll(\"li[data-definition='{minutely}']\").length") == 5000

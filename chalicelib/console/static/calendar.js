@@ -4,7 +4,8 @@
 // Dec 20:00: …"). A postponed run shows at its new time with its original one, and moderators postpone a
 // scheduled run here; a paused schedule's occurrences are marked "paused by … because …", and its schedule
 // paused or resumed here. And a definition's schedule in words ("every Friday at 20:00, Europe/Berlin; next:
-// Fri 4 Dec, 20:00"), as GET …/occurrences says it.
+// Fri 4 Dec, 20:00"), as GET …/occurrences says it. A definition's month is whole (every page of it the API
+// answers, `next_from`), up to PAGES_PER_MONTH pages: past that the page says how many it shows.
 
 import { get, post } from './api.js';
 import { explain } from './explain.js';
@@ -33,6 +34,33 @@ function occurrencesPath(definitionId, from, to) {
   return `/definitions/${definitionId}/occurrences?from=${encodeURIComponent(from.toISOString())}`
     + `&to=${encodeURIComponent(to.toISOString())}`;
 }
+
+// The most pages of one definition's occurrences a month is read in (the API answers 500 a page): an every-15-
+// minutes schedule's month is 6 pages; an every-minute one's (44,640) stops at the first 5,000, and says so.
+const PAGES_PER_MONTH = 10;
+
+// One definition's occurrences of [first, next), every page of them (`next_from`) up to PAGES_PER_MONTH; its runs
+// no occurrence names, each once (a later page's occurrence may name a run an earlier page listed alone); and
+// `capped`: whether occurrences were left unread.
+async function monthOf(definitionId, first, next) {
+  const answer = await get(occurrencesPath(definitionId, first, next));
+  const occurrences = [...answer.occurrences];
+  const runs = new Map((answer.runs || []).map((run) => [run.id, run]));
+  let from = answer.next_from;
+  for (let pages = 1; from && pages < PAGES_PER_MONTH; pages += 1) {
+    const more = await get(occurrencesPath(definitionId, new Date(from), next));
+    occurrences.push(...more.occurrences);
+    for (const run of more.runs || []) runs.set(run.id, run);
+    from = more.next_from;
+  }
+  const named = new Set(occurrences.filter((o) => o.run).map((o) => o.run.id));
+  return { ...answer, occurrences, runs: [...runs.values()].filter((run) => !named.has(run.id)), next_from: from, capped: Boolean(from) };
+}
+
+// What a month read short of a definition's occurrences says: "Showing the first 5000 occurrences of Tick this month."
+const cappedNotes = (listed) => listed.filter(({ answer }) => answer.capped).map(({ definition, answer }) => el('p', {
+  class: 'calendar-capped', 'data-capped': definition.id,
+}, `Showing the first ${answer.occurrences.length} occurrences of ${definition.name} this month.`));
 
 // A paused schedule's mark: "⏸ paused by mod-mia because holiday break".
 const pausedMark = (paused, attrs = {}) => el('span', { class: 'badge badge-paused', ...attrs }, `⏸ ${pausedWords(paused)}`);
@@ -174,11 +202,11 @@ export function calendarView(main, ctx, query) {
       const definitions = await ctx.definitions({ fresh: true });
       const recurring = definitions.filter((d) => d.schedule_cron);
       const listed = await Promise.all(definitions.map(async (definition) => (
-        { definition, answer: await get(occurrencesPath(definition.id, first, next)) })));
+        { definition, answer: await monthOf(definition.id, first, next) })));
       if (stopped) return;
       const { may } = ctx.session();
       grid.replaceChildren(...(definitions.length ? [recurring.length ? schedulesList(recurring, may.control, load) : null,
-        monthGrid(first, listed, { admin: may.define, control: may.control, reload: load })].filter(Boolean)
+        ...cappedNotes(listed), monthGrid(first, listed, { admin: may.define, control: may.control, reload: load })].filter(Boolean)
         : [el('p', {}, 'No definition yet.')]));
     } catch (error) {
       explain(error, 'Reading the calendar');
