@@ -118,6 +118,20 @@ def test_a_resume_that_catches_up_creates_the_latest_missed_occurrence_within_th
                                            (definition.id, clock.now().replace(minute=0))))["status"] == "completed"
 
 
+def test_a_catch_up_passes_over_an_occurrence_a_person_skipped_to_the_latest_one_missed(api, db, clock, runner):
+    """A skipped occurrence was not missed: the catch-up takes the latest one before it, within the grace."""
+    definition = _recurring(db, clock.now(), "*/10 * * * *", grace=1200)
+    tick(runner)  # plans 20:00 and 20:10 (its horizon)
+    assert api.post(f"/definitions/{definition.id}/schedule/pause", {}, auth=ADMIN).status == 200
+    clock.advance(25 * 60)  # 20:25: a person skips 20:30 while it is ahead
+    skipped = api.post(f"/definitions/{definition.id}/occurrences/2026-12-04T20:30:00Z/skip", {}, auth=ADMIN)
+    assert skipped.status == 200, skipped.body
+    clock.advance(8 * 60)  # 20:33: 20:20 missed while paused (within the 20-minute grace), 20:30 skipped
+    answer = api.post(f"/definitions/{definition.id}/schedule/resume", {"catch_up": "latest"}, auth=ADMIN)
+    assert answer.status == 200, answer.body
+    assert answer.body["caught_up"]["scheduled_for"] == "2026-12-04T20:20:00Z"
+
+
 def test_a_catch_up_past_the_grace_window_creates_nothing(api, db, clock, runner):
     definition = _recurring(db, clock.now(), "*/10 * * * *", grace=300)
     tick(runner)

@@ -23,7 +23,7 @@ from .document import grace_seconds_of
 from .errors import Clash, Invalid, NotFound
 from .model import Definition, Run, clean_note, iso
 from .occurrences import schedule_occurrence
-from .store import definitions, schedule_log
+from .store import definitions, schedule_log, skips
 
 
 class CatchUp(str, Enum):
@@ -77,8 +77,8 @@ def resume(db: Database, definition_id: int, *, reason: str | None, catch_up: Ca
 
 
 def _latest_missed(tx: Tx, definition_id: int, planned_through: datetime | None, actor: str, now: datetime) -> Run | None:
-    """The run of the latest occurrence up to now that the planner has not planned, if it lies within the
-    definition's grace window (created now, as the planner would have); None if there is none."""
+    """The run of the latest occurrence up to now that the planner has not planned and nobody skipped, if it
+    lies within the definition's grace window (created now, as the planner would have); None if there is none."""
     version = current_version(tx, definition_id)
     schedule = schedule_of(version)
     if schedule is None:  # a version without a schedule was saved while it was paused
@@ -86,7 +86,9 @@ def _latest_missed(tx: Tx, definition_id: int, planned_through: datetime | None,
     grace = timedelta(seconds=grace_seconds_of(version.document))
     # guard: a-catch-up-past-the-grace-window
     after = max(now - grace - TICK, version.created_at - TICK, planned_through or datetime.min)
-    missed = list(schedule.between(after, now))
+    # a skipped occurrence was not missed: a person chose it away, so the latest one before it is caught up
+    skipped = skips.between(tx, definition_id, after, now + TICK)
+    missed = [t for t in schedule.between(after, now) if t not in skipped]
     if not missed:
         return None
     run, _ = schedule_occurrence(tx, version, missed[-1], actor=actor, now=now,
