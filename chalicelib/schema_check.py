@@ -57,10 +57,25 @@ def checker(schema: dict[str, Any]) -> Callable[[Any, str], str | None]:
         try:
             check(value, name_prefix=name)
         except JsonSchemaValueException as error:
-            return error.message
+            return _in_words(error.rule, error.definition or {}, error.value, error.name, error.message)
         return None
 
     return first_error_of
+
+
+def _in_words(rule: str | None, definition: dict[str, Any], value: Any, name: str, message: str) -> str:
+    """A schema's refusal as what to do about it, where the validator's own words would not say (a field left
+    out, a value ruled out, a time without its zone); its own words otherwise ("body.seconds must be integer")."""
+    if rule == "required" and isinstance(value, dict):
+        missing = [field for field in definition.get("required", []) if field not in value]
+        if missing:
+            return f"{' and '.join(f'{name}.{field}' for field in missing)} {'is' if len(missing) == 1 else 'are'} required"
+    if rule == "not" and list(definition.get("not", {})) == ["enum"]:
+        ruled_out = " or ".join(json.dumps(v) for v in definition["not"]["enum"])
+        return f"{name} must not be {ruled_out}"
+    if rule == "format" and definition.get("format") == "date-time":
+        return f"{name} must be a date and time with its zone, such as 2026-12-25T19:00:00Z"
+    return message
 
 
 def first_error(schema: dict[str, Any], value: Any, name: str) -> str | None:

@@ -125,7 +125,7 @@ def test_a_window_lists_at_most_500_and_says_where_the_rest_begin(api):
 @pytest.mark.parametrize(("query", "message"), [
     ("from=2027-01-01T00:00:00Z&to=2028-01-03T00:00:00Z", "longer than 366 days"),
     ("from=2027-01-02T00:00:00Z&to=2027-01-01T00:00:00Z", "query.to must be after query.from"),
-    ("from=2027-01-01T00:00:00", "query.from must be date-time"),
+    ("from=2027-01-01T00:00:00", "query.from must be a date and time with its zone, such as 2026-12-25T19:00:00Z"),
     ("from=yesterday", "query.from"),
     ("from=8999-12-20T00:00:00Z", "query.to must be from 1970 to 8999"),
     ("from=0001-01-01T00:00:00Z&to=0001-02-01T00:00:00Z", "query.from must be from 1970 to 8999"),

@@ -143,6 +143,15 @@ def test_an_extend_without_a_whole_number_of_seconds_is_400(api, db, clock, body
     assert api.post(f"/runs/{run.id}/phases/1/extend", body, auth=MODERATOR).status == 400
 
 
+@pytest.mark.parametrize(("body", "said"), [
+    ({}, "body.seconds is required"),
+    ({"seconds": 0}, "body.seconds must not be 0"),  # not the validator's "must NOT match a disallowed definition"
+])
+def test_an_extends_400_says_what_to_send(api, db, clock, body, said):
+    run, _ = _started(db, clock, _market())
+    assert api.post(f"/runs/{run.id}/phases/1/extend", body, auth=MODERATOR).body["errors"] == [said]
+
+
 def test_a_game_master_may_not_extend(api, db, clock):
     run, _ = _started(db, clock, _market())
     assert api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 60}, auth=GM).status == 403
