@@ -57,7 +57,7 @@ def checker(schema: dict[str, Any]) -> Callable[[Any, str], str | None]:
         try:
             check(value, name_prefix=name)
         except JsonSchemaValueException as error:
-            return _in_words(error.rule, error.definition or {}, error.value, error.name, error.message)
+            return _in_words(error.rule, error.definition or {}, error.value, error.name or name, error.message)
         return None
 
     return first_error_of
