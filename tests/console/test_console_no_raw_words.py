@@ -50,9 +50,17 @@ def _raw_json(text: str) -> list[str]:
     return found
 
 
+# The log's rows said as the console's fallback says a kind it has no words for: "run.x: field value, …".
+RAW_ROWS = """
+return [...document.querySelectorAll('#run-log li')].map((li) => [li.dataset.kind, li.lastElementChild.textContent])
+  .filter(([kinds, text]) => kinds.split(' ').some((kind) => text.startsWith(kind)));
+"""
+
+
 def leaks(browser, where: str) -> list[str]:
-    """What the page shows that a person should never read, each with where it was found."""
-    found = []
+    """What the page shows that a person should never read, each with where it was found: a log row in its kind's
+    raw words among them."""
+    found = [f"{where}, a {kind} row in raw words: {text[:160]!r}" for kind, text in browser.execute_script(RAW_ROWS)]
     for text, at in browser.execute_script(READ):
         for line in text.splitlines():
             if LEAKS.search(line) or _raw_json(line):
@@ -127,9 +135,31 @@ def test_no_run_page_in_any_state_shows_null_undefined_or_raw_json(browser, serv
     definition_id = api_client.call("POST", "/definitions", _garden("Later garden", CUE))["definition"]["id"]
     later = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     scheduled = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": later})["run"]["id"]
+    later = (datetime.now(UTC) + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    api_client.call("POST", f"/runs/{scheduled}/postpone", {"to": later, "reason": "a storm"})
     open_run(browser, server.url, scheduled)
     wait_for_status(browser, "scheduled")
-    found += leaks(browser, "a scheduled run")
+    _settled(browser, "#run-log li[data-kind='run.postponed']", "the postpone in the log")
+    found += leaks(browser, "a scheduled run, postponed")
+
+    # Its phase's deadline and its cue's timeout moved, then done, and cleaned up after it finished.
+    bridge.script("garden.crows", Answer(200, {"resources": [_crow("crow-3")]}))
+    timed = _garden("Timed garden", {"action": "garden.crows"},
+                    {"action": "core.cue", "params": {"instruction": "Count the crows", "timeout_seconds": 600}})
+    timed["phases"][0]["advance"] = {"when": "steps_done", "timeout_seconds": 900}
+    _, replanned = schedule_now(api_client, timed)
+    open_run(browser, server.url, replanned)
+    timed_cue, _ = cue_banner(browser)
+    api_client.call("POST", f"/runs/{replanned}/phases/1/extend", {"seconds": 600, "reason": "slow crows"})
+    api_client.call("POST", f"/runs/{replanned}/steps/{timed_cue}/extend_cue", {"seconds": 60})
+    api_client.call("POST", f"/runs/{replanned}/steps/{timed_cue}/confirm", {})
+    wait_for_status(browser, "completed")
+    api_client.call("POST", f"/runs/{replanned}/cleanup", {})
+    eventually(lambda: [e for e in api_client.call("GET", f"/runs/{replanned}/log")["entries"]
+                        if e["kind"] == "run.late_cleanup" and e["detail"]["state"] == "done"], "the cleanup done")
+    browser.refresh()  # a finished run's page no longer polls
+    _settled(browser, "#run-log li[data-kind='step.timeout_moved']", "the moved timeout in the log")
+    found += leaks(browser, "a run whose deadline and cue's timeout moved, cleaned up once completed")
 
     signalled = _garden("Signal garden", CUE)
     signalled["phases"] = [{"name": "wait", "advance": {"when": "signal", "name": "crows_gone"},

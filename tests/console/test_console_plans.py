@@ -1,7 +1,7 @@
 """When plans change, in real Chromium: a moderator postpones a scheduled run from the calendar (it shows at its
 new time with its original one), moves a live phase's deadline on the run page (which shows the new deadline and
 who moved it), and an admin pauses a schedule from the definition page (the calendar marks its occurrences
-paused by whom and why)."""
+paused by whom and why), and the run's log says each of these changes (and a finished run's Clean up) in words."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from datetime import datetime, timedelta
 
 from selenium.webdriver.common.by import By
 
+from devtools.kit.game_bridge import Answer
 from tests.console.audit import serious_findings
 from tests.console.browser import eventually, text_of
-from tests.console.pages import open_run, phase_facts, schedule_now, sign_in
+from tests.console.pages import cue_banner, open_run, phase_facts, schedule_now, sign_in, wait_for_status
 from tests.console.test_console_calendar import _item, _weekly
 from tests.support.api import ADMIN, MODERATOR
 
@@ -97,3 +98,64 @@ def test_an_admin_pauses_a_schedule_on_the_definition_page_and_the_calendar_mark
     resumed = next(entry for entry in shown["schedule_log"] if entry["kind"] == "schedule.resumed")
     assert resumed["actor"] == "root-admin" and resumed["detail"]["catch_up"] == "latest", resumed
     assert resumed["detail"]["reason"] == "back from the break", resumed
+
+
+def _time_of_day(browser, iso: str) -> str:
+    """`iso` as the log says a time: ui.js's timeOfDay, in the viewer's zone."""
+    return browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "import(new URL('ui.js', document.querySelector('script[type=module]').src))"
+        ".then((ui) => done(ui.timeOfDay(arguments[0])));", iso)
+
+
+def _log_row(browser, kind: str, has: str = "") -> str:
+    """The words of the log's row of `kind` (the first holding `has`), after its time and actor."""
+    said = "return [...document.querySelectorAll(`#run-log li[data-kind='${arguments[0]}']`)].map((li) => li.lastElementChild.textContent)"
+    return eventually(lambda: next((text for text in browser.execute_script(said, kind) if has in text), None),
+                      f"the log's {kind} row")
+
+
+def test_the_log_says_each_change_of_plan_in_words_with_times_in_the_viewers_zone(browser, server, api_client, bridge):
+    """A postponed run, a phase's deadline and a cue's timeout moved, and a finished run's Clean up begun and done:
+    each log row in words, never the kind and its fields."""
+    bridge.script("garden.crows", Answer(200, {"resources": [
+        {"kind": "npc", "id": "crow-1", "revert": {"action": "garden.shoo", "params": {"crow": "crow-1"}}}]}))
+    document = {"name": f"Crow count {uuid.uuid4().hex[:6]}", "grace_seconds": 300, "phases": [
+        {"name": "garden", "advance": {"when": "steps_done", "timeout_seconds": 900}, "steps": [
+            {"action": "garden.crows"},
+            {"action": "core.cue", "params": {"instruction": "Count the crows", "timeout_seconds": 600}}]}]}
+    definition_id, run_id = schedule_now(api_client, document)
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    cue_id, _ = cue_banner(browser)
+    api_client.call("POST", f"/runs/{run_id}/phases/1/extend", {"seconds": 600, "reason": "slow crows"},
+                               token=MODERATOR)
+    moved_phase = next(e for e in api_client.call("GET", f"/runs/{run_id}/log")["entries"] if e["kind"] == "run.deadline_moved")
+    said = _log_row(browser, "run.deadline_moved")
+    assert said == (f"Phase 1's deadline moved 10 min later, from {_time_of_day(browser, moved_phase['detail']['from'])}"
+                    f" to {_time_of_day(browser, moved_phase['detail']['to'])} by extend reason: “slow crows”"), said
+    api_client.call("POST", f"/runs/{run_id}/steps/{cue_id}/extend_cue", {"seconds": -120}, token=MODERATOR)
+    moved_cue = next(e for e in api_client.call("GET", f"/runs/{run_id}/log")["entries"] if e["kind"] == "step.timeout_moved")
+    said = _log_row(browser, "step.timeout_moved")
+    assert said.endswith(f": its timeout moved 2 min sooner, from {_time_of_day(browser, moved_cue['detail']['from'])}"
+                         f" to {_time_of_day(browser, moved_cue['detail']['to'])} by extend_cue"), said
+    assert said.startswith(f"Run {run_id} · Phase 1 · step 2 (Count the crows)"), said
+
+    api_client.call("POST", f"/runs/{run_id}/steps/{cue_id}/confirm", {"note": "twelve"})
+    wait_for_status(browser, "completed")
+    api_client.call("POST", f"/runs/{run_id}/cleanup", {"reason": "crows in the square"}, token=MODERATOR)
+    eventually(lambda: [e for e in api_client.call("GET", f"/runs/{run_id}/log")["entries"]
+                        if e["kind"] == "run.late_cleanup" and e["detail"]["state"] == "done"], "the cleanup done")
+    browser.refresh()  # a finished run's page no longer polls
+    said = _log_row(browser, "run.late_cleanup", "began")
+    assert said == "Clean up began: 1 thing to revert, newest first; the run keeps its status by cleanup reason: “crows in the square”", said
+    said = _log_row(browser, "run.late_cleanup", "done")
+    assert said == "Clean up done: 1 reverted", said
+
+    later = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": "2027-01-15T19:00:00Z"})["run"]["id"]
+    api_client.call("POST", f"/runs/{later}/postpone", {"to": "2027-01-15T21:30:00Z", "reason": "server restart"},
+                    token=MODERATOR)
+    open_run(browser, server.url, later)
+    said = _log_row(browser, "run.postponed")
+    assert said == (f"Run postponed from {_time_of_day(browser, '2027-01-15T19:00:00Z')} to"
+                    f" {_time_of_day(browser, '2027-01-15T21:30:00Z')} by postpone reason: “server restart”"), said

@@ -53,6 +53,26 @@ function failedWords(entry, nameOf) {
   return `${who} ${what} could not be posted to ${d.channel}: ${d.error}${next}`;
 }
 
+// How far a person moved a time: "10 min later", "5 min sooner".
+const moved = (seconds) => `${span(Math.abs(seconds) * 1000)} ${seconds < 0 ? 'sooner' : 'later'}`;
+
+// A move of a time a person made, in the viewer's zone: "from 20:15 to 20:25".
+const fromTo = (d) => `${d.from ? `from ${timeOfDay(d.from)} ` : ''}to ${timeOfDay(d.to)}`;
+
+// What a finished run's cleanup could not revert (a run.late_cleanup row's `left`): "; left in the game world: 2
+// (cannot revert: undeclared action admin.ban_player)".
+const leftWords = (left) => (left?.length ? `; left in the game world: ${left.map((l) => `${l.resources} (${l.why})`).join('; ')}` : '');
+
+// A finished run's cleanup (Clean up; the run keeps its status): begun by a person, then done or failed.
+function lateCleanupWords(d) {
+  if (d.state === 'started') {
+    const byHand = d.by_hand ? `, ${d.by_hand} by hand` : '';
+    return `Clean up began: ${d.reverts} ${d.reverts === 1 ? 'thing' : 'things'} to revert${byHand}, newest first; the run keeps its status ${said(d)}`.trim();
+  }
+  if (d.state === 'failed') return `Clean up ended: ${d.reverted} reverted; ${d.cause}${leftWords(d.left)}`;
+  return `Clean up done: ${d.reverted} reverted${leftWords(d.left)}`;
+}
+
 const PLATFORMS = { discord: 'Discord', slack: 'Slack' };
 
 // A chat identity (`discord:<user id>`, `slack:<user id>`) as a person: their name and platform, from the
@@ -85,6 +105,10 @@ export function describeEntry(entry, nameOf, person = (actor) => actor) {
     case 'notice.failed': return failedWords(entry, nameOf);
     case 'chat.pressed': return `${nameOf(entry)}: ${d.control} pressed on ${PLATFORMS[d.platform] ?? d.platform} by ${d.name}`;
     case 'chat.edit_failed': return `${nameOf(entry)}: its ${PLATFORMS[d.platform] ?? d.platform} message could not be edited: ${d.error}${d.again_at ? `; tried again at ${timeOfDay(d.again_at)}` : '; not tried again'}`;
+    case 'run.postponed': return `Run postponed ${fromTo(d)} ${said(d)}`.trim();
+    case 'run.deadline_moved': return `Phase ${d.phase}'s deadline moved ${moved(d.seconds)}, ${fromTo(d)} ${said(d)}`.trim();
+    case 'step.timeout_moved': return `${nameOf(entry)}: its timeout moved ${moved(d.seconds)}, ${fromTo(d)} ${said(d)}`.trim();
+    case 'run.late_cleanup': return lateCleanupWords(d);
     case 'run.cleanup': return `Cleanup began: ${d.reverts} ${d.reverts === 1 ? 'thing' : 'things'} to revert, newest first, in phase ${d.phase}`;
     default: return `${entry.kind}${detailWords(d)}`;
   }
