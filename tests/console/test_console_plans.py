@@ -111,8 +111,8 @@ def _time_of_day(browser, iso: str) -> str:
 def _log_row(browser, kind: str, has: str = "") -> str:
     """The words of the log's row of `kind` (the first holding `has`), after its time and actor."""
     said = "return [...document.querySelectorAll(`#run-log li[data-kind='${arguments[0]}']`)].map((li) => li.lastElementChild.textContent)"
-    return eventually(lambda: next((text for text in browser.execute_script(said, kind) if has in text), None),
-                      f"the log's {kind} row")
+    return str(eventually(lambda: next((text for text in browser.execute_script(said, kind) if has in text), None),
+                          f"the log's {kind} row"))
 
 
 def test_the_log_says_each_change_of_plan_in_words_with_times_in_the_viewers_zone(browser, server, api_client, bridge):
@@ -148,7 +148,8 @@ def test_the_log_says_each_change_of_plan_in_words_with_times_in_the_viewers_zon
                         if e["kind"] == "run.late_cleanup" and e["detail"]["state"] == "done"], "the cleanup done")
     browser.refresh()  # a finished run's page no longer polls
     said = _log_row(browser, "run.late_cleanup", "began")
-    assert said == "Clean up began: 1 thing to revert, newest first; the run keeps its status by cleanup reason: “crows in the square”", said
+    assert said == ("Clean up began: 1 thing to revert, newest first; the run keeps its status by cleanup"
+                    " reason: “crows in the square”"), said
     said = _log_row(browser, "run.late_cleanup", "done")
     assert said == "Clean up done: 1 reverted", said
 
