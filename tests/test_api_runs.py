@@ -3,8 +3,10 @@
 import re
 
 from chalicelib.api.operations import CORS as cors
+from chalicelib.events import journal
 from chalicelib.events.lifecycle import RunStatus
-from tests.support.api import ADMIN, GM, MODERATOR
+from chalicelib.events.store import log
+from tests.support.api import ADMIN, GM, MODERATOR, token
 from tests.support.factory import make_run, run_row, step_row
 from tests.support.scenes import put_step_in, run_with_steps
 
@@ -122,6 +124,40 @@ def test_the_log_is_tailed_after_an_id(api, db, clock):
     assert api.get(f"/runs/{run.id}/log?after_id={first['id']}", auth=GM).body["entries"] == [second]
     assert api.get(f"/runs/{run.id}/log?after_id={second['id']}", auth=GM).body["entries"] == []
     assert api.get(f"/runs/{run.id}/log?after_id=0&limit=1", auth=GM).body["entries"] == [first]
+
+
+def test_the_log_names_its_chat_identities_as_a_person_reads_them_each_by_its_own_newest_press(api, db, clock):
+    """`people`: each chat identity a page's rows name (their actor, or whose hold ended), named by that identity's
+    newest chat.pressed row of the run ("Mira (Discord)"), one without a press by its platform; {} for a page
+    naming none."""
+    run, (cue, _, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    cue = put_step_in(db, cue, "parked", clock.now())
+    paused = api.post(f"/runs/{run.id}/pause", auth=ADMIN)
+    assert paused.status == 200
+    api.post(f"/runs/{run.id}/resume", auth=ADMIN)
+    console_only = api.get(f"/runs/{run.id}/log", auth=GM).body
+    assert console_only["people"] == {}
+
+    def pressed(actor: str, name: str) -> None:
+        row = journal.chat_pressed(cue, actor, "acknowledge", platform=actor.partition(":")[0], user_id=actor.partition(":")[2],
+                                   name=name)
+        db.transaction(lambda tx: log.append(tx, row, clock.advance(1)))
+
+    pressed("discord:4242", "Mira from before")
+    assert api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", {}, auth=token("gm", sub="discord:4242")).status == 200
+    pressed("discord:4242", "Mira")
+    pressed("slack:77", "Sol")  # the run's newest press is another's: Mira is still named by her own
+    released = api.post(f"/runs/{run.id}/steps/{cue.id}/release", {}, auth=token("moderator", sub="slack:77"))
+    assert released.status == 200, released.body
+    assert api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", {}, auth=token("gm", sub="discord:99")).status == 200
+    answer = api.get(f"/runs/{run.id}/log", auth=GM).body
+    assert answer["people"] == {"discord:4242": "Mira (Discord)", "slack:77": "Sol (Slack)", "discord:99": "Discord user 99"}
+    last = answer["entries"][-1]["id"]
+    assert api.get(f"/runs/{run.id}/log?after_id={last}", auth=GM).body == {"entries": [], "people": {}}
+    # A page holding only the release names both: the one who released and whose hold it ended.
+    release = next(e for e in answer["entries"] if e["kind"] == "step.released")
+    page = api.get(f"/runs/{run.id}/log?after_id={release['id'] - 1}&limit=1", auth=GM).body
+    assert page["people"] == {"slack:77": "Sol (Slack)", "discord:4242": "Mira (Discord)"}
 
 
 def test_another_runs_step_is_404_over_http_and_untouched(api, db, clock):

@@ -7,7 +7,7 @@ from typing import Any
 
 from chalicelib.events.lifecycle import OnFailure, StepStatus
 from chalicelib.events.model import LogEntry, Step
-from chalicelib.events.stories import name_holders, person, story
+from chalicelib.events.stories import is_chat, name_holders, person, story
 
 LONG = "Light the bonfire, then confirm this step"
 
@@ -44,3 +44,7 @@ def test_a_chat_holder_is_named_by_their_name_and_platform_else_by_platform():
     wait = {"for": "cue", "step_id": 25, "since": None, "acknowledged_by": "discord:4242"}
     name_holders(wait, pressed)
     assert _line(_cue("Open the gate"), **wait).endswith("; Mira (Discord) has it")
+
+
+def test_a_chat_identity_is_a_known_platform_and_a_user():
+    assert [is_chat(a) for a in ("discord:4242", "slack:U1", "gm-gus", "discord:", "teams:7")] == [True, True, False, False, False]

@@ -537,7 +537,13 @@ RUN_DETAIL = _object(
         ),
     ),
 )
-LOG_PAGE = _object(entries={"type": "array", "items": LOG_ENTRY})
+LOG_PAGE = _object(
+    entries={"type": "array", "items": LOG_ENTRY},
+    people={"type": "object", "additionalProperties": {"type": "string"},
+            "description": "each chat identity the entries name (an entry's actor, or a detail's had_by) as a person"
+                           " reads them, from its newest chat.pressed row of the run: {\"discord:4242\": \"Mira"
+                           " (Discord)\"}, else \"Discord user 4242\"; {} when they name none"},
+)
 RESOURCES_PAGE = _object(resources={"type": "array", "items": RESOURCE}, next_cursor=_MAYBE_INT)
 CLEANUP_PLAN = _object(
     reverts={"type": "array", "items": RESOURCE,

@@ -5,8 +5,8 @@ the step a paused run failed at, the phase held), never of the clock: how long a
 wait's `since` and `until`, which a reader renders in the reader's own time, and a fired escalation is the
 wait's `escalated` ({channel, attempt, of, at}). A step is named as everywhere (`Step.named`), and a person as
 everywhere (`person`): a chat identity ("discord:4242") by the name and platform its `chat.pressed` row gives
-("Mira (Discord)"), the one way the API's answers (`waiting.acknowledged_by_named`, `lapsed_by_named`) and
-these lines say who has a cue.
+("Mira (Discord)"), the one way the API's answers (`waiting.acknowledged_by_named`, `lapsed_by_named`, the
+run log's `people`) and these lines say who has a cue.
 
 - a cue: "Waiting for a game master at Run 6 · Phase 1 · step 4 (Light the bonfire); gm-gus has it"
   (or "nobody has it yet", or "gm-gus's hold lapsed: nobody has it"); a cleanup's by-hand revert says what it
@@ -28,13 +28,19 @@ from .model import LogEntry, Phase, Step
 PLATFORMS = {"discord": "Discord", "slack": "Slack"}
 
 
+def is_chat(actor: str) -> bool:
+    """Whether `actor` is a chat identity (`discord:<user id>`, `slack:<user id>`), which `person` names."""
+    platform, _, user = actor.partition(":")
+    return platform in PLATFORMS and bool(user)
+
+
 def person(actor: str, pressed: LogEntry | None) -> str:
     """`actor` as a person reads them: a chat identity by the name and platform of `pressed` (the run's newest
-    `chat.pressed` row) when that row is theirs, "Mira (Discord)", else by its platform, "Discord user 4242";
-    anyone else (a console sign-in) as the log names them, "gm-gus"."""
-    platform, _, user = actor.partition(":")
-    if platform not in PLATFORMS or not user:
+    `chat.pressed` row, or that identity's newest) when that row is theirs, "Mira (Discord)", else by its
+    platform, "Discord user 4242"; anyone else (a console sign-in) as the log names them, "gm-gus"."""
+    if not is_chat(actor):
         return actor
+    platform, _, user = actor.partition(":")
     name = (pressed.detail or {}).get("name") if pressed is not None and pressed.actor == actor else None
     return f"{name} ({PLATFORMS[platform]})" if name else f"{PLATFORMS[platform]} user {user}"
 

@@ -103,4 +103,8 @@ def test_a_cue_held_from_chat_names_the_person_and_platform_everywhere(browser, 
     assert has_it.startswith("Mira (Discord) has it since "), has_it
     said = eventually(lambda: [text for _, text in log_rows(browser) if "acknowledged:" in text], "the acknowledge in the log")
     assert "acknowledged: Mira (Discord) has it" in said[0] and "discord:4242" not in said[0], said
+    # The press's own row and each row's actor name her as the API's `people` does.
+    pressed = [(actor, text) for actor, text in log_rows(browser) if "pressed in chat" in text]
+    assert len(pressed) == 1 and "acknowledge pressed in chat by Mira (Discord)" in pressed[0][1], pressed
+    assert "Mira (Discord)" in pressed[0][1].split(" Run ")[0], "the row's actor, named"
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

@@ -73,17 +73,8 @@ function lateCleanupWords(d) {
   return `Clean up done: ${d.reverted} reverted${leftWords(d.left)}`;
 }
 
-const PLATFORMS = { discord: 'Discord', slack: 'Slack' };
-
-// A chat identity (`discord:<user id>`, `slack:<user id>`) as a person: their name and platform, from the
-// run's chat.pressed rows ("Mira (Discord)"); anyone else as the log names them.
-export function people(entries) {
-  const named = new Map(entries.filter((e) => e.kind === 'chat.pressed' && e.actor)
-    .map((e) => [e.actor, `${e.detail?.name ?? e.actor} (${PLATFORMS[e.detail?.platform] ?? e.detail?.platform})`]));
-  return (actor) => named.get(actor) ?? actor;
-}
-
-// `person(actor)`: who an actor is as a person reads them (`people`), for the rows that name someone besides their actor.
+// `person(actor)`: who an actor is as a person reads them (the log answer's `people`: "Mira (Discord)" for
+// `discord:4242`), for the rows that name someone besides their actor.
 export function describeEntry(entry, nameOf, person = (actor) => actor) {
   const d = entry.detail || {};
   switch (entry.kind) {
@@ -103,8 +94,8 @@ export function describeEntry(entry, nameOf, person = (actor) => actor) {
     case 'step.escalated': return `${nameOf(entry)}: escalated${try_(d)} ${sent(d)}`;
     case 'run.escalated': return `Run's wait for ${wordOf('waiting_for', d.waiting_for)?.label ?? d.waiting_for} escalated${try_(d)} ${sent(d)}`;
     case 'notice.failed': return failedWords(entry, nameOf);
-    case 'chat.pressed': return `${nameOf(entry)}: ${d.control} pressed on ${PLATFORMS[d.platform] ?? d.platform} by ${d.name}`;
-    case 'chat.edit_failed': return `${nameOf(entry)}: its ${PLATFORMS[d.platform] ?? d.platform} message could not be edited: ${d.error}${d.again_at ? `; tried again at ${timeOfDay(d.again_at)}` : '; not tried again'}`;
+    case 'chat.pressed': return `${nameOf(entry)}: ${d.control} pressed in chat by ${person(entry.actor)}`;
+    case 'chat.edit_failed': return `${nameOf(entry)}: its chat message could not be edited: ${d.error}${d.again_at ? `; tried again at ${timeOfDay(d.again_at)}` : '; not tried again'}`;
     case 'run.postponed': return `Run postponed ${fromTo(d)} ${said(d)}`.trim();
     case 'run.deadline_moved': return `Phase ${d.phase}'s deadline moved ${moved(d.seconds)}, ${fromTo(d)} ${said(d)}`.trim();
     case 'step.timeout_moved': return `${nameOf(entry)}: its timeout moved ${moved(d.seconds)}, ${fromTo(d)} ${said(d)}`.trim();
@@ -155,7 +146,7 @@ function lines(entries, nameOf, person) {
 export function logView() {
   let filter = 'all';
   let following = true;
-  let shown = { entries: [], nameOf: (entry) => `step id ${entry.step_id}` };
+  let shown = { entries: [], nameOf: (entry) => `step id ${entry.step_id}`, people: {} };
   const list = el('ol', { id: 'run-log', class: 'log' });
   const box = el('div', { class: 'log-box', id: 'log-box', tabindex: '0', 'aria-label': 'Run log, newest at the bottom' }, list);
   const followNote = el('p', { id: 'log-following', class: 'muted', 'aria-live': 'polite' });
@@ -174,7 +165,7 @@ export function logView() {
 
   function render() {
     const keep = KEEP[filter];
-    const person = people(shown.entries);
+    const person = (actor) => shown.people[actor] ?? actor;
     const kept = lines(shown.entries, shown.nameOf, person).filter((line) => line.rows.some(keep));
     list.replaceChildren(...kept.map(({ rows, text }) => {
       const [first] = rows;
@@ -190,9 +181,10 @@ export function logView() {
 
   return {
     node: el('div', {}, choices, box, el('div', { class: 'buttons' }, newest), followNote),
-    // The whole log so far and how to name its steps; re-rendered only when a row was added or a name changed.
-    show(entries, nameOf) {
-      shown = { entries, nameOf };
+    // The whole log so far, how to name its steps, and who its chat identities are (the `people` of every log
+    // page read, merged); re-rendered only when a row was added or a name changed.
+    show(entries, nameOf, people) {
+      shown = { entries, nameOf, people };
       render();
     },
   };

@@ -44,6 +44,7 @@ export function runView(main, ctx, runIdText) {
   );
 
   const entries = []; // the whole log so far, oldest first
+  const people = {}; // who the log's chat identities are, as the API names them: the `people` of every log page read
   let afterId = 0;
   let shown = '';
   let definitionName = null; // for the title; the phases name themselves (GET /runs/{id} `phases`)
@@ -220,12 +221,14 @@ export function runView(main, ctx, runIdText) {
       controls: (step) => offered(step).map((c) => controlButton(c, step)),
       extend: extendButton,
     }));
-    log.show(entries, namer(steps));
+    log.show(entries, namer(steps), people);
   }
 
   async function tailLog() {
     for (;;) {
-      const page = (await get(`/runs/${runId}/log?after_id=${afterId}&limit=${LOG_PAGE}`)).entries;
+      const answer = await get(`/runs/${runId}/log?after_id=${afterId}&limit=${LOG_PAGE}`);
+      const page = answer.entries;
+      Object.assign(people, answer.people);
       for (const entry of page) {
         entries.push(entry);
         afterId = Math.max(afterId, entry.id);

@@ -1,6 +1,6 @@
 """The runs as a person reads them: the runs page (each run with what it waits for, and the counts waiting for a
 person or the game), one run's detail (from one snapshot: its phases, a page of its steps, the controls legal
-now for the caller) and its log. Reads only."""
+now for the caller) and its log (with its chat identities named as a person reads them). Reads only."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..errors import Invalid, NotFound
 from ..model import LogEntry, Phase, Resource, Run, Step, iso
 from ..store import log, phases, resources, runs, steps
 from ..store.runs import REHEARSAL_FILTERS as REHEARSAL_FILTERS  # the runs page's ?rehearsal= values
-from ..stories import name_holders
+from ..stories import is_chat, name_holders, person
 from ..waiting import waiting
 from . import Body, fitted
 from .inbox import escalated_kind, mark_escalated
@@ -128,11 +128,31 @@ def _waiting_of(run: Run, head: Step | None, phase: Phase | None, undone: dict[i
 
 
 def log_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:
-    """The run's log rows after `after_id`, oldest first, at most `limit`."""
+    """The run's log rows after `after_id`, oldest first, at most `limit`, and `people`: each chat identity the
+    rows name (a row's actor, or whose hold it tells of: `had_by`) as a person reads them (`stories.person`),
+    named by that identity's newest chat.pressed row of the run: one statement more, only when a row names one."""
 
-    def read(tx: Tx) -> list[LogEntry]:
+    def read(tx: Tx) -> Body:
         if runs.get(tx, run_id) is None:
             raise NotFound(f"no run {run_id}")
-        return log.after(tx, run_id, query.get("after_id", 0), query.get("limit", 200))
+        entries = log.after(tx, run_id, query.get("after_id", 0), query.get("limit", 200))
+        named = {name for e in entries for name in (e.actor, (e.detail or {}).get("had_by"))
+                 if isinstance(name, str) and is_chat(name)}
+        pressed = _pressed_by(tx, run_id, sorted(named))
+        return {"entries": [e.public() for e in entries],
+                "people": {actor: person(actor, pressed.get(actor)) for actor in sorted(named)}}
 
-    return {"entries": [e.public() for e in db.transaction(read)]}
+    return db.transaction(read)
+
+
+def _pressed_by(tx: Tx, run_id: int, actors: list[str]) -> dict[str, LogEntry]:
+    """Each of `actors`' newest chat.pressed row of the run, by actor (one with none is left out): one statement
+    (none for no actor), each actor's part a backward range of `event_run_log_run` that stops at its first
+    press, as `store.log.latest_of` reads each run's."""
+    if not actors:
+        return {}
+    one = (f"(SELECT {log.COLUMNS} FROM event_run_log WHERE run_id = %s AND kind = %s AND actor = %s"  # noqa: S608 — COLUMNS is a constant; values are parameters
+           " ORDER BY id DESC LIMIT 1)")
+    rows = tx.all(" UNION ALL ".join([one] * len(actors)),
+                  tuple(arg for actor in actors for arg in (run_id, journal.CHAT_PRESSED, actor)))
+    return {str(row["actor"]): LogEntry.from_row(row) for row in rows}
