@@ -6,6 +6,7 @@ planner's own (`calendar.schedule_of`, `cron.Schedule`)."""
 
 from __future__ import annotations
 
+from collections.abc import Container
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,12 +22,16 @@ MAX_LISTED = 500
 DEFAULT_WINDOW = timedelta(days=42)  # a month view and the days either side of it
 
 
-def described(schedule: cron.Schedule, now: datetime, pause: SchedulePause | None) -> dict[str, Any]:
-    """The schedule as the console shows it: its cron in words, its zone and its next occurrence, in that zone,
-    and who paused it, when and why (None: it is not paused)."""
-    upcoming = next(schedule.between(now, now + MAX_WINDOW), None)
+def described(schedule: cron.Schedule, now: datetime, pause: SchedulePause | None,
+              skipped: Container[datetime] = ()) -> dict[str, Any]:
+    """The schedule as the console shows it: its cron in words, its zone and its next occurrence that will run,
+    in that zone (none while it is paused; never one a person skipped), and who paused it, when and why (None:
+    it is not paused)."""
+    upcoming = None if pause else next((t for t in schedule.between(now, now + MAX_WINDOW) if t not in skipped), None)
     words = f"{cron.in_words(schedule.cron)}, {schedule.timezone}"
-    if upcoming is not None:
+    if pause:
+        words += "; paused: no occurrence runs until it is resumed"
+    elif upcoming is not None:
         from zoneinfo import ZoneInfo  # where a schedule is described, not with the app
 
         local = upcoming.replace(tzinfo=ZoneInfo("UTC")).astimezone(ZoneInfo(schedule.timezone))
@@ -53,7 +58,9 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
         if schedule is None:
             return {"schedule": None, "occurrences": [], "runs": [r.public() for r in happened], "next_from": None}
         times = []
-        for instant in schedule.between(start - TICK, end - TICK):
+        # the planner's own first occurrence: none before the version that carries the schedule
+        first = max(start, version.created_at)
+        for instant in schedule.between(first - TICK, end - TICK):
             times.append(instant)
             if len(times) > MAX_LISTED:
                 break
@@ -62,7 +69,8 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
         occurring = {r.occurrence_key for r in found.values()}
         skipped = skips.between(tx, definition_id, start, end)
         pause = must_exist(definitions.get(tx, definition_id)).schedule_paused
-        return {"schedule": described(schedule, now, pause),
+        ahead = skips.between(tx, definition_id, now, now + MAX_WINDOW) if pause is None else {}
+        return {"schedule": described(schedule, now, pause, ahead),
                 "occurrences": [occurrence_body(t, found.get(t), skipped.get(t), pause) for t in listed],
                 "runs": [r.public() for r in happened if r.occurrence_key not in occurring],
                 "next_from": iso(rest[0]) if rest else None}
