@@ -1,13 +1,22 @@
 """The console's reads and the controls over HTTP: the shapes SPEC §7 gives, with real tokens."""
 
 import re
+import uuid
+
+import pytest
 
 from chalicelib.api.operations import CORS as cors
 from chalicelib.events import journal
+from chalicelib.events.actions.perform import Actions
+from chalicelib.events.adapters.bridge import BridgeClient
+from chalicelib.events.adapters.rehearsal import rehearsal_actions
 from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.runner import Runner
 from chalicelib.events.store import log
+from devtools.kit.game_bridge import SECRET
 from tests.support.api import ADMIN, GM, MODERATOR, token
 from tests.support.factory import make_run, run_row, step_row
+from tests.support.runner_kit import RULES, RecordingChannel, schedule, step, tick
 from tests.support.scenes import put_step_in, run_with_steps
 
 ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z$")
@@ -196,3 +205,45 @@ def test_get_run_names_each_phase_with_its_kind_and_state(api, db, clock, runner
     assert [(p["number"], p["kind"], p["name"], p["state"]) for p in phases] == [
         (1, "main", "Gathering", "open"), (2, "main", "Feast", "not_started"), (3, "ending", "ending", "not_started")]
     assert ISO_Z.match(phases[0]["opened_at"]) and phases[1]["opened_at"] is None and phases[0]["drained_at"] is None
+
+
+@pytest.fixture
+def rehearsing(db, clock, game_bridge):
+    """A runner that walks dry runs as a deployment does (its rehearsal's own confirm of a cue among it)."""
+    live = Actions(bridge=BridgeClient(game_bridge.url, SECRET, timeout=5.0), cue_channel=RecordingChannel("cue"),
+                   announce_channel=RecordingChannel("announce"))
+    built = Runner(db, clock, live, RULES, concurrency=2, rehearsals=rehearsal_actions(live, RecordingChannel("rehearsal"), None))
+    yield built
+    built.close()
+
+
+def test_a_parked_cue_says_whose_its_timeout_is_as_the_engine_decides_it(api, db, clock, rehearsing):
+    """`times_out_by` beside `times_out_at`: "rehearsal" when a dry run's own confirm comes first (the cue has no
+    timeout, or its own, over the speed, is later), "timeout" for the cue's own; absent for a cue with none."""
+    def cue(**timeout) -> dict:
+        return {"name": f"Bonfire {uuid.uuid4().hex[:6]}", "grace_seconds": 300,
+                "phases": [{"steps": [step("core.cue", instruction="Light the bonfire", **timeout)]}]}
+
+    def parked(run_id: int) -> dict:
+        for _ in range(5):
+            found = [s for s in api.get(f"/runs/{run_id}", auth=GM).body["steps"] if s["parked"]]
+            if found:
+                return found[0]
+            tick(rehearsing)
+        raise AssertionError(f"run {run_id} never parked at its cue")
+
+    def dry(document: dict) -> int:
+        definition_id = api.post("/definitions", document, auth=ADMIN).body["definition"]["id"]
+        answer = api.post(f"/definitions/{definition_id}/dry-runs",
+                          {"speed": 60, "bridge": "simulate", "auto_confirm_seconds": 600}, auth=ADMIN)
+        return answer.body["run"]["id"]
+
+    live_timed = parked(schedule(db, clock.now(), cue(timeout_seconds=900)).id)
+    live_untimed = parked(schedule(db, clock.now(), cue()).id)
+    dry_untimed = parked(dry(cue()))
+    dry_later = parked(dry(cue(timeout_seconds=60_000)))  # 1000 s at 60x: after the rehearsal's 600 s
+    dry_sooner = parked(dry(cue(timeout_seconds=6_000)))  # 100 s at 60x: before it
+    assert [(s["times_out_at"] is not None, s.get("times_out_by"))
+            for s in (live_timed, live_untimed, dry_untimed, dry_later, dry_sooner)] == [
+        (True, "timeout"), (False, None), (True, "rehearsal"), (True, "rehearsal"), (True, "timeout")]
+    assert "times_out_by" not in live_untimed

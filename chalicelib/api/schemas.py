@@ -315,6 +315,12 @@ STEP = _object(
     etag={"type": "string", "description": "the step's state (retries, attempts, state, finished_at): what a step"
                                            " control's If-Match names"},
 )
+# A step of GET /runs/{id}: it also says whose its timeout is (absent when it has none).
+_RUN_STEP = {**STEP, "properties": {**STEP["properties"], "times_out_by": {
+    "type": "string", "enum": ["rehearsal", "timeout"],
+    "description": "whose times_out_at is: the dry run's own confirm of the cue (rehearsal) or the cue's own timeout"
+                   " (timeout); absent when it has none",
+}}}
 _REVERT = {"type": ["object", "null"], "required": ["action", "params"],
            "properties": {"action": {"type": "string"}, "params": {"type": "object"}}}
 RESOURCE = _object(
@@ -512,7 +518,7 @@ RUN_DETAIL = _object(
     run=RUN,
     waiting=WAITING,
     phases={"type": "array", "items": PHASE},
-    steps={"type": "array", "items": STEP},
+    steps={"type": "array", "items": _RUN_STEP},
     steps_next_cursor=_MAYBE_INT,
     counts={"type": "object", "additionalProperties": _INT},
     ledger=_object(

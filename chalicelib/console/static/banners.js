@@ -35,20 +35,12 @@ function told(word, move) {
     move.why ? [': ', move.by ? `“${move.why}”` : move.why] : ''];
 }
 
-// Whether a dry run's parked cue ends by the rehearsal's own confirm (its `times_out_at` is that confirm): the
-// engine's rule (actions/core.py `cue_timeout`): after `auto_confirm_seconds` when the cue has no timeout of its
-// own, or its own (authored seconds over the speed) comes later.
-function confirmedByRehearsal(run, step) {
-  const own = step.params?.timeout_seconds;
-  return Boolean(run.rehearsal) && (!own || run.rehearsal.auto_confirm_seconds < own / run.rehearsal.speed);
-}
-
 // A parked cue's attention timers (each is when it is next due, or absent once spent or not set):
 // " · reminded once · next reminder in 5 min · escalates in 10 min · times out in 30 min" (a dry run's cue:
-// " · confirmed by the rehearsal in 8 s").
-function cueTimers(run, step) {
+// " · confirmed by the rehearsal in 8 s": the API says whose its `times_out_at` is, `times_out_by`).
+function cueTimers(step) {
   const sent = step.reminders_sent || 0;
-  const ends = confirmedByRehearsal(run, step) ? ' · confirmed by the rehearsal in ' : ' · times out in ';
+  const ends = step.times_out_by === 'rehearsal' ? ' · confirmed by the rehearsal in ' : ' · times out in ';
   return [
     sent ? ` · reminded ${sent === 1 ? 'once' : `${sent} times`}` : '',
     step.remind_at ? [' · next reminder in ', inFuture(step.remind_at)] : '',
@@ -149,11 +141,11 @@ export function banners(view) {
       'data-revert': revert ? (cue.resource ? `${cue.resource.kind} ${cue.resource.id}` : '') : null },
       el('p', {}, el('strong', {}, 'Waiting for a game master', waited ? [' for ', since(waited)] : '', reverting(step, cue), ': '),
         step.params?.instruction || step.action_id, holder({ ...cue, ...step })),
-      el('p', { class: 'muted', 'data-cue-timers': step.id }, stepName(step), cueTimers(run, step)),
+      el('p', { class: 'muted', 'data-cue-timers': step.id }, stepName(step), cueTimers(step)),
       escalation(cue, step.id),
       // The rehearsal's confirm is no timeout to extend.
       el('div', { class: 'buttons' }, view.offered(step)
-        .filter((c) => c !== 'retry' && !(c === 'extend_cue' && confirmedByRehearsal(run, step)))
+        .filter((c) => c !== 'retry' && !(c === 'extend_cue' && step.times_out_by === 'rehearsal'))
         .map((c) => view.button(c, step)))));
   }
   // A run a person ended, or one that ended on a reason or an error, says who and why.

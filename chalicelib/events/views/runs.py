@@ -9,6 +9,7 @@ from typing import Any
 
 from ...db import Database, Tx, must_exist
 from .. import commands, journal, lifecycle
+from ..actions import core
 from ..errors import Invalid, NotFound
 from ..model import LogEntry, Phase, Resource, Run, Step, iso
 from ..store import log, phases, resources, runs, steps
@@ -93,13 +94,26 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: c
         "run": run.public(),
         "waiting": wait,
         "phases": [p.public() for p in run_phases],
-        "steps": [s.public() for s in run_steps],
+        "steps": [_step_shown(s, run) for s in run_steps],
         "steps_next_cursor": next_cursor,
         "counts": steps.status_counts(tx, run.id),
         "ledger": _ledger(tx, run.id),
         "controls": commands.offered(run, run_steps, furthest, working, flying, caller=caller,
                                      revertable=_revertable(tx, run, now)),
     }
+
+
+def _step_shown(step: Step, run: Run) -> Body:
+    """A step as the run's answer shows it: a step with a `times_out_at` says whose that is, `times_out_by`:
+    "rehearsal" (a dry run's own confirm of its cue) or "timeout" (the cue's own), as the engine decides it
+    (`core.cue_timeout`); absent when it has none."""
+    shown = step.public()
+    if step.times_out_at is not None:
+        rehearsal = run.rehearsal
+        timeout = core.cue_timeout(step.params, run.time_scale, None if rehearsal is None else rehearsal.auto_confirm_seconds)
+        if timeout is not None:
+            shown["times_out_by"] = "rehearsal" if timeout.by_rehearsal else "timeout"
+    return shown
 
 
 def _revertable(tx: Tx, run: Run, now: datetime) -> bool:
