@@ -34,7 +34,8 @@ export function stepHistory(entries) {
     moved: (step) => moved.get(step.id) || {},
     // Why a cancelled step no row of its own moved was cancelled: "the run was cancelled by mod-mia: “called off”",
     // when the run's cancel closed it (at that moment or before it was claimed again); null otherwise.
-    cancelledWithRun: (step) => (step.status === 'cancelled' && !moved.has(step.id) && cancel && step.finished_at
+    // (a step over with no row of its own: only the run's cancel closes one so)
+    cancelledWithRun: (step) => (!isOpenStep(step) && !moved.has(step.id) && cancel && step.finished_at
       && Date.parse(step.finished_at) >= Date.parse(cancel.created_at)
       ? `the run was cancelled by ${cancel.actor}${cancel.detail.reason ? `: “${cancel.detail.reason}”` : ''}` : null),
   };
