@@ -99,6 +99,18 @@ def latest_of(tx: Tx, run_ids: list[int], kind: str) -> dict[int, LogEntry]:
     return {int(row["run_id"]): LogEntry.from_row(row) for row in rows}
 
 
+def latest_by_actor(tx: Tx, run_id: int, kind: str, actors: list[str]) -> dict[str, LogEntry]:
+    """Each of `actors`' newest row of `kind` in the run, by actor (one with none is left out): one statement
+    (none for no actor), each actor's part a backward range of `event_run_log_run` that stops at its first
+    row of the kind, as `latest_of` reads each run's (the chat identities a log page names, by their presses)."""
+    if not actors:
+        return {}
+    one = (f"(SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND kind = %s AND actor = %s"  # noqa: S608 — COLUMNS is a constant; values are parameters
+           " ORDER BY id DESC LIMIT 1)")
+    rows = tx.all(" UNION ALL ".join([one] * len(actors)), tuple(arg for actor in actors for arg in (run_id, kind, actor)))
+    return {str(row["actor"]): LogEntry.from_row(row) for row in rows}
+
+
 KEY_KEPT_FOR = timedelta(hours=24)
 
 

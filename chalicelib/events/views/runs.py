@@ -152,21 +152,8 @@ def log_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:
         entries = log.after(tx, run_id, query.get("after_id", 0), query.get("limit", 200))
         named = {name for e in entries for name in (e.actor, (e.detail or {}).get("had_by"))
                  if isinstance(name, str) and is_chat(name)}
-        pressed = _pressed_by(tx, run_id, sorted(named))
+        pressed = log.latest_by_actor(tx, run_id, journal.CHAT_PRESSED, sorted(named))
         return {"entries": [e.public() for e in entries],
                 "people": {actor: person(actor, pressed.get(actor)) for actor in sorted(named)}}
 
     return db.transaction(read)
-
-
-def _pressed_by(tx: Tx, run_id: int, actors: list[str]) -> dict[str, LogEntry]:
-    """Each of `actors`' newest chat.pressed row of the run, by actor (one with none is left out): one statement
-    (none for no actor), each actor's part a backward range of `event_run_log_run` that stops at its first
-    press, as `store.log.latest_of` reads each run's."""
-    if not actors:
-        return {}
-    one = (f"(SELECT {log.COLUMNS} FROM event_run_log WHERE run_id = %s AND kind = %s AND actor = %s"  # noqa: S608 — COLUMNS is a constant; values are parameters
-           " ORDER BY id DESC LIMIT 1)")
-    rows = tx.all(" UNION ALL ".join([one] * len(actors)),
-                  tuple(arg for actor in actors for arg in (run_id, journal.CHAT_PRESSED, actor)))
-    return {str(row["actor"]): LogEntry.from_row(row) for row in rows}
