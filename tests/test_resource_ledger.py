@@ -71,7 +71,7 @@ def test_an_entry_listed_twice_and_an_answer_read_twice_record_one_resource(db, 
     ([{"kind": "npc", "id": "x", "revert": {"action": "world.despawn", "params": {"p": "x" * 17000}}}],
      "resources[0].revert.params: larger than 16384 bytes"),
     ([{"kind": "npc", "id": "x", "revert": {"action": "core.cue", "params": {}}}],
-     "resources[0].revert.params must contain"),
+     "resources[0].revert.params.instruction is required"),  # said as what to send
     ([WEATHER] * 101, "resources: at most 100 entries, not 101"),
 ])
 def test_a_bad_list_records_nothing_leaves_the_outcome_and_degrades_the_run(db, clock, runner, game_bridge, listed, problem):
