@@ -120,10 +120,11 @@ def test_in_progress_waits_and_a_late_first_delivery_leaves_nothing_to_resend(db
         (1, "retry", None), (2, "retry", "in_progress"), (3, "done", "applied")]
 
 
-def test_applied_records_the_resources_its_answer_lists(db, clock, game_bridge):
+def _asked_about_after_a_504(db, clock, game_bridge, status: dict):
+    """A spawn whose first answer is a gateway's 504 (in doubt), asked about on its retry: the status endpoint
+    answers `status`. The run."""
     game_bridge.script("world.spawn", Answer(504, ""))
-    made = [{"kind": "npc", "id": "scarecrow-7", "revert": {"action": "world.undo"}}]
-    game_bridge.status(lambda asked: Answer(200, {"status": "applied", "resources": made}))
+    game_bridge.status(lambda asked: Answer(200, status))
     probing = make_runner(db, clock, game_bridge, asks_status=True)
     try:
         run = _spawn_run(db, clock)
@@ -132,6 +133,12 @@ def test_applied_records_the_resources_its_answer_lists(db, clock, game_bridge):
         tick(probing)
     finally:
         probing.close()
+    return run
+
+
+def test_applied_records_the_resources_its_answer_lists(db, clock, game_bridge):
+    made = [{"kind": "npc", "id": "scarecrow-7", "revert": {"action": "world.undo"}}]
+    run = _asked_about_after_a_504(db, clock, game_bridge, {"status": "applied", "resources": made})
     assert _the_step(db, run.id).status is StepStatus.DONE
     ledger = db.autocommit(lambda tx: resources.page_for_run(tx, run.id, None, 10))[0]
     assert [(r.kind, r.resource_id) for r in ledger] == [("npc", "scarecrow-7")]
@@ -142,17 +149,8 @@ def test_applied_with_a_refusal_as_its_answer_is_refused_not_done(db, clock, gam
     """The game declined the step (its answer, a refusal, was recorded under the key) and that answer was lost:
     asked about, the game says the key is applied with its refusal, and the step is refused with the game's
     reason, as the lost answer would have made it, never done."""
-    game_bridge.script("world.spawn", Answer(504, ""))
-    game_bridge.status(lambda asked: Answer(200, {"status": "applied", "outcome": "refused",
-                                                  "reason": "the square is full"}))
-    probing = make_runner(db, clock, game_bridge, asks_status=True)
-    try:
-        run = _spawn_run(db, clock)
-        tick(probing)
-        clock.advance(RULES.retry_seconds)
-        tick(probing)
-    finally:
-        probing.close()
+    run = _asked_about_after_a_504(db, clock, game_bridge, {"status": "applied", "outcome": "refused",
+                                                           "reason": "the square is full"})
     spawn = _the_step(db, run.id)
     assert (spawn.status, spawn.last_error) == (StepStatus.REFUSED, "refused: the square is full")
     assert len(game_bridge.received("world.spawn")) == 1
