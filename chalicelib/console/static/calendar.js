@@ -63,7 +63,8 @@ const cappedNotes = (listed) => listed.filter(({ answer }) => answer.capped).map
 }, `Showing the first ${answer.occurrences.length} occurrences of ${definition.name} this month.`));
 
 // A paused schedule's mark: "⏸ paused by mod-mia because holiday break".
-const pausedMark = (paused, attrs = {}) => el('span', { class: 'badge badge-paused', ...attrs }, `⏸ ${pausedWords(paused)}`);
+// It carries a person's reason, of any length: it wraps (`badge-note`), where a status's badge never does.
+const pausedMark = (paused, attrs = {}) => el('span', { class: 'badge badge-paused badge-note', ...attrs }, `⏸ ${pausedWords(paused)}`);
 
 // A definition's schedule in words, for its page, with whether it is paused and the button that pauses or
 // resumes it: filled in once the API answers, and again after a press.
