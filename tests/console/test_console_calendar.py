@@ -126,35 +126,35 @@ def _frequent(api_client, cron: str, zone: str) -> tuple[int, str]:
 
 
 def test_a_month_of_occurrences_is_whole_past_the_apis_first_page_and_a_capped_one_says_so(browser, server, api_client):
-    """Every 15 minutes of a month is about 2,900 occurrences (the API answers 500 a page): all are on the month;
-    every minute (over 40,000) stops at the first 5,000 (ten pages) and says so. Both schedules run only in the
-    month two ahead, in the viewer's zone: the tick loop every console test shares plans nothing of them, and
-    no other test's month shows them."""
+    """An hourly schedule's month (up to 744 occurrences; the API answers 500 a page) is whole; every 15 minutes
+    (about 2,900) stops at the first 1,000 (two pages) and says so. Both schedules run only in the month two
+    ahead, in the viewer's zone: the tick loop every console test shares plans nothing of them, and no other
+    test's month shows them."""
     sign_in(browser, GM)
     zone = browser.execute_script("return Intl.DateTimeFormat().resolvedOptions().timeZone")
     year, month = browser.execute_script(
         "const d = new Date(); d.setDate(1); d.setMonth(d.getMonth() + 2); return [d.getFullYear(), d.getMonth() + 1]")
-    quarterly, _ = _frequent(api_client, f"*/15 * * {month} *", zone)
-    minutely, minutely_name = _frequent(api_client, f"* * * {month} *", zone)
+    hourly, _ = _frequent(api_client, f"0 * * {month} *", zone)
+    quarterly, quarterly_name = _frequent(api_client, f"*/15 * * {month} *", zone)
     try:
         browser.get(f"{server.console_url}#/calendar?month={year}-{month:02d}")
-        # The month as the viewer's zone bounds it, in quarters of an hour.
+        # The month as the viewer's zone bounds it, in hours.
         expected = browser.execute_script(
-            "return (new Date(arguments[0], arguments[1], 1) - new Date(arguments[0], arguments[1] - 1, 1)) / 900000",
+            "return (new Date(arguments[0], arguments[1], 1) - new Date(arguments[0], arguments[1] - 1, 1)) / 3600000",
             year, month)
-        selector = f"li[data-definition='{quarterly}']"
+        selector = f"li[data-definition='{hourly}']"
         eventually(lambda: browser.find_elements(By.CSS_SELECTOR, selector), "the month's occurrences", timeout=60)
         occurring = browser.execute_script(
             "return [...document.querySelectorAll(arguments[0])].map((li) => li.dataset.occurrence)", selector)
         assert len(occurring) == expected and len(set(occurring)) == expected, (len(occurring), expected)
         last = browser.execute_script(
-            "return new Date(arguments[0], arguments[1], 1, 0, -15).toISOString().replace('.000Z', 'Z')", year, month)
-        assert last in occurring, "the month's last quarter hour is on it"
-        assert browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{quarterly}']") == [], "a whole month says nothing"
-        capped = browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{minutely}']")
-        assert [c.text for c in capped] == [f"Showing the first 5000 occurrences of {minutely_name} this month."]
+            "return new Date(arguments[0], arguments[1], 1, -1).toISOString().replace('.000Z', 'Z')", year, month)
+        assert last in occurring, "the month's last hour is on it"
+        assert browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{hourly}']") == [], "a whole month says nothing"
+        capped = browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{quarterly}']")
+        assert [c.text for c in capped] == [f"Showing the first 1000 occurrences of {quarterly_name} this month."]
         assert browser.execute_script(
-            f"return document.querySelectorAll(\"li[data-definition='{minutely}']\").length") == 5000
+            f"return document.querySelectorAll(\"li[data-definition='{quarterly}']\").length") == 1000
     finally:  # nothing of them is ever planned by a later test's tick
-        for definition_id in (quarterly, minutely):
+        for definition_id in (hourly, quarterly):
             api_client.call("POST", f"/definitions/{definition_id}/schedule/pause", {"reason": "the test is over"})

@@ -23,15 +23,18 @@ const clipped = (e) => {
 const picked = [...document.querySelectorAll('main label, main legend, main h1, main h2, main h3, main input, main select,'
   + ' main textarea, main button, main a, main th, main .badge, header a, header button, header label')]
   .filter((e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden' && !clipped(e));
-const box = (e) => e.getBoundingClientRect();
 const words = (e) => (e.innerText || e.value || e.getAttribute('aria-label') || '').trim().slice(0, 30);
 const named = (e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''} “${words(e)}”`;
+const labels = (a, b) => a.tagName === 'LABEL' && a.htmlFor && b.id === a.htmlFor;
+// Each box read once, top first: a box is compared only with those that start above its bottom (a sweep), so a
+// month of a frequent schedule's occurrences (thousands of boxes) is checked in moments, not pair by pair.
+const boxes = picked.map((e) => [e, e.getBoundingClientRect()]).sort((x, y) => x[1].top - y[1].top);
 const found = [];
-for (let i = 0; i < picked.length; i += 1) {
-  for (let j = i + 1; j < picked.length; j += 1) {
-    const [a, b] = [picked[i], picked[j]];
-    if (a.contains(b) || b.contains(a) || (a.tagName === 'LABEL' && a.htmlFor && b.id === a.htmlFor)) continue;
-    const [p, q] = [box(a), box(b)];
+for (let i = 0; i < boxes.length; i += 1) {
+  const [a, p] = boxes[i];
+  for (let j = i + 1; j < boxes.length && boxes[j][1].top < p.bottom - 1; j += 1) {
+    const [b, q] = boxes[j];
+    if (a.contains(b) || b.contains(a) || labels(a, b) || labels(b, a)) continue;
     const overlap = Math.min(p.right, q.right) - Math.max(p.left, q.left) > 1 && Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 1;
     if (overlap) found.push(`${named(a)} overlaps ${named(b)}`);
   }

@@ -35,9 +35,10 @@ function occurrencesPath(definitionId, from, to) {
     + `&to=${encodeURIComponent(to.toISOString())}`;
 }
 
-// The most pages of one definition's occurrences a month is read in (the API answers 500 a page): an every-15-
-// minutes schedule's month is 6 pages; an every-minute one's (44,640) stops at the first 5,000, and says so.
-const PAGES_PER_MONTH = 10;
+// The most pages of one definition's occurrences a month is read in (the API answers 500 a page): an hourly
+// schedule's month (744) is whole; a more frequent one's stops at the first 1,000 and says so. A month page of
+// thousands of entries a person cannot read, and the browser lays out slowly, helps nobody.
+const PAGES_PER_MONTH = 2;
 
 // One definition's occurrences of [first, next), every page of them (`next_from`) up to PAGES_PER_MONTH; its runs
 // no occurrence names, each once (a later page's occurrence may name a run an earlier page listed alone); and
