@@ -195,8 +195,9 @@ def test_the_failures_demo_fails_once_answers_503_twice_and_takes_8_seconds(db_p
         assert dev.said(rf"{SPAWN} done · {CUE} parked")
         cue_id = int(dev.said(rf"^  confirm Run {run_id} · {CUE} on the console, or: .*/steps/(\d+)/confirm$").group(1))
         _call(f"{dev.base}/runs/{run_id}/steps/{cue_id}/confirm", token, {"note": "lit"})
-        assert dev.said(r"\(world\.give_item\) attempt 1 failed \(HTTP 503\): it will be retried")
-        assert dev.said(r"\(world\.give_item\) attempt 2 failed \(HTTP 503\): it will be retried")
+        # the game's own reason beside its status
+        assert dev.said(r"\(world\.give_item\) attempt 1 failed \(HTTP 503: the item service is restarting\): it will be retried")
+        assert dev.said(r"\(world\.give_item\) attempt 2 failed \(HTTP 503: the item service is restarting\): it will be retried")
         dev.said(rf"^run {run_id} · .*completed$", 60)
         log = _call(f"{dev.base}/runs/{run_id}/log?limit=1000", token)["entries"]
     finally:
