@@ -28,7 +28,9 @@
 
 The parameters file holds `Name=Value` lines (`#` starts a comment), each a
 parameter of `infra/data.yaml` or `infra/app.yaml`; `infra/example.params` lists
-them all. Anything else is refused before AWS is called, and so is an OIDC client
+them all; a parameter the file leaves out is sent at its template default, so removing
+a line turns its option back off (left out of the call, CloudFormation would keep the
+previous value). Anything else is refused before AWS is called, and so is an OIDC client
 whose tokens the API would refuse (`JwtAudience` must be the client id). The names
 derived from the stack's (TickName, ProxyName, the metric namespace unless the file
 sets MetricsNamespace) and JwtJwksUrl's path (JwksPath) are filled here.
@@ -120,8 +122,22 @@ def split_params(values: dict[str, str]) -> tuple[dict[str, str], dict[str, str]
     return data, app_values
 
 
-def overrides(values: dict[str, str]) -> list[str]:
-    return ["--parameter-overrides", *(f"{k}={v}" for k, v in values.items())] if values else []
+def overrides(template: Path, values: dict[str, str]) -> list[str]:
+    """Every parameter `template` declares: `values`' or else its default. A parameter left out of
+    `--parameter-overrides` keeps its previous value on an update, so a line removed from the file would
+    change nothing (a proxy turned off would stay on)."""
+    defaults = {name: _scalar(spec["Default"]) for name, spec in parameters_of(template).items() if "Default" in spec}
+    complete = {**defaults, **values}
+    return ["--parameter-overrides", *(f"{k}={v}" for k, v in complete.items())] if complete else []
+
+
+def _scalar(text: str) -> str:
+    """A `Default:` line's YAML scalar as its string, quoted or not."""
+    if text[:1] == '"':
+        return str(json.loads(text))
+    if text[:1] == "'":
+        return text[1:-1].replace("''", "'")
+    return text
 
 
 class Aws:
@@ -173,7 +189,7 @@ def deploy_data_stack(aws: Aws, stack: str, params: dict[str, str]) -> None:
     """The data stack as the file says; the first create with the cluster unprotected until it completed."""
     def deploy_with(values: dict[str, str]) -> None:
         aws("cloudformation", "deploy", "--template-file", str(DATA_TEMPLATE), "--stack-name", stack,
-            "--capabilities", "CAPABILITY_IAM", "--no-fail-on-empty-changeset", *overrides(values))
+            "--capabilities", "CAPABILITY_IAM", "--no-fail-on-empty-changeset", *overrides(DATA_TEMPLATE, values))
 
     status = (aws.described(stack) or {}).get("StackStatus")
     if status in ("ROLLBACK_COMPLETE", "ROLLBACK_FAILED"):
@@ -215,7 +231,7 @@ def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], An
     aws("cloudformation", "deploy", "--template-file", str(packaged), "--stack-name", args.stack,
         "--s3-bucket", bucket, "--s3-prefix", args.stack,
         "--capabilities", "CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND", "--no-fail-on-empty-changeset",
-        *overrides({**filled, **app_params}))
+        *overrides(APP_TEMPLATE, {**filled, **app_params}))
     app_out = aws.outputs(args.stack)
     report(aws, app_params, app_out, data_out)
     return app_out

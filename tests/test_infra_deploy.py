@@ -190,8 +190,10 @@ def test_a_first_deploy_reaches_moto_in_order_and_hands_the_data_stack_outputs_t
     # the data stack, created with the file's data parameters, its security groups in the team's VPC
     created, protected = change_sets(done.requests, DATA_STACK)
     assert created["type"] == "CREATE" and created["capabilities"] == {"CAPABILITY_IAM"}
-    assert created["parameters"] == {"MaxCapacity": "4", "ExistingVpcId": moto.vpc, "ProxyName": f"{DATA_STACK}-proxy",
-                                     "ExistingSubnetIds": moto.network.split("=")[-1].strip(), "DeletionProtection": "false"}
+    assert {"MaxCapacity": "4", "ExistingVpcId": moto.vpc, "ProxyName": f"{DATA_STACK}-proxy",
+            "ExistingSubnetIds": moto.network.split("=")[-1].strip(),
+            "DeletionProtection": "false"}.items() <= created["parameters"].items()
+    assert set(created["parameters"]) == set(deploy.parameters_of(deploy.DATA_TEMPLATE))  # the rest at their defaults
     assert protected["type"] == "UPDATE" and protected["parameters"] == {**created["parameters"], "DeletionProtection": "true"}
     described = moto.cloudformation.describe_stacks(StackName=DATA_STACK)["Stacks"][0]
     assert described["StackStatus"] == "UPDATE_COMPLETE" and stack_parameters(moto, DATA_STACK)["MaxCapacity"] == "4"
@@ -203,10 +205,11 @@ def test_a_first_deploy_reaches_moto_in_order_and_hands_the_data_stack_outputs_t
     # the app stack's change set: the data stack's outputs as parameters, the package's template from the bucket
     app = change_set(done.requests, APP_STACK)
     assert app["capabilities"] == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
-    assert app["parameters"] == {
+    assert {
         "DataStack": DATA_STACK, "AppDatabaseHost": outputs["AppDatabaseHost"], "UseDualStackEndpoints": "true",
         "TickName": f"{APP_STACK}-tick", "JwksPath": "/.well-known/jwks.json", "MetricsNamespace": f"EventRunEngine/{APP_STACK}",
-        **APP_PARAMETERS}
+        **APP_PARAMETERS}.items() <= app["parameters"].items()
+    assert set(app["parameters"]) == set(deploy.parameters_of(deploy.APP_TEMPLATE))  # the rest at their defaults
     assert outputs["AppDatabaseHost"] == f"{DATA_STACK}.DatabaseCluster.Endpoint.Address"  # moto's stand-in for Aurora's
     key = app["template"].split(f"/{BUCKET}/", 1)[1]
     template = yaml.safe_load(moto.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
@@ -239,6 +242,23 @@ def test_the_second_pass_and_the_paid_options_turned_on_later_update_the_data_st
     assert app["parameters"]["UseDualStackEndpoints"] == "false"
     assert app["parameters"]["OidcClientId"] == app["parameters"]["JwtAudience"] == "console-client"
     assert done.code == 1 and "500 Internal Server Error" in done.err  # moto stops the app stack where it did before
+
+
+@pytest.mark.packaging
+@MOTO_SKIPS
+def test_a_line_removed_from_the_parameters_file_returns_its_parameter_to_the_templates_default(moto, capsys):
+    """On an update the AWS CLI keeps the previous value of a parameter it is not given: a proxy turned off by
+    removing its line would stay on (and billed) with nothing said. Every declared parameter is sent."""
+    make_deploy(moto, PARAMS + moto.network + LATER, capsys, cfn.package_dir())
+    done = make_deploy(moto, PARAMS + moto.network, capsys, cfn.package_dir())
+
+    data = change_set(done.requests, DATA_STACK)
+    assert data["type"] == "UPDATE"
+    assert {"EnableProxy": "false", "EnableInterfaceEndpoints": "false"}.items() <= data["parameters"].items()
+    assert {"EnableProxy": "false", "EnableInterfaceEndpoints": "false"}.items() <= stack_parameters(moto, DATA_STACK).items()
+    app = change_set(done.requests, APP_STACK)
+    assert app["parameters"]["OidcClientId"] == "" and app["parameters"]["JwtAudience"] == "events-console"
+    assert app["parameters"]["AppDatabaseHost"] != f"{DATA_STACK}.DatabaseProxy.Endpoint"  # the cluster's again
 
 
 @pytest.mark.parametrize("params, says", [

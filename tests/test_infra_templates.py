@@ -292,8 +292,9 @@ def test_a_sandbox_for_dry_runs_is_signed_for_by_the_tick_alone(packaged, app):
 
 
 def test_chat_settings_reach_only_the_function_that_uses_each_and_each_secret_only_its_reader(packaged, app):
-    """The bots' tokens are the tick's (it posts and edits the messages); the Slack signing secret and who may press
-    are the API's (it checks a press); the chat function finishes a slow press through the interaction itself, so it
+    """The bots' tokens are the tick's (it posts and edits the messages); the Slack signing secret is the API's (it
+    checks a press); who may press is the API's and, for the buttons a message shows, the tick's and chat_press's;
+    the chat function finishes a slow press through the interaction itself, so it
     reads the database's secret, and Slack's bot token only to read a press's user groups (with SLACK_ROLES); the
     API may invoke it and nothing else may."""
     chat_settings = ("DISCORD_BOT_TOKEN_SECRET_ARN", "SLACK_BOT_TOKEN_SECRET_ARN", "DISCORD_PUBLIC_KEY", "DISCORD_GUILD_ID",
@@ -310,8 +311,12 @@ def test_chat_settings_reach_only_the_function_that_uses_each_and_each_secret_on
         "DISCORD_ROLES": {"Ref": "DiscordRoles"}, "SLACK_SIGNING_SECRET_ARN": {"Ref": "SlackSigningSecretArn"},
         "SLACK_TEAM_ID": {"Ref": "SlackTeamId"}, "SLACK_ROLES": {"Ref": "SlackRoles"}}
     assert api["EVENTS_CHAT_FUNCTION_ARN"] == CHAT_PRESS_ARN == env(app, "APIHandler")["EVENTS_CHAT_FUNCTION_ARN"]
-    assert set(chat_settings) & set(chat) == {"SLACK_ROLES", "SLACK_BOT_TOKEN_SECRET_ARN"}
+    assert set(chat_settings) & set(chat) == {"DISCORD_ROLES", "SLACK_ROLES", "SLACK_BOT_TOKEN_SECRET_ARN"}
     assert (chat["SLACK_ROLES"], chat["SLACK_BOT_TOKEN_SECRET_ARN"]) == ({"Ref": "SlackRoles"}, bots[1])
+    # who may press decides the buttons a message carries: the tick posts it, chat_press edits it after a slow press
+    for shows_buttons in (tick, chat):
+        assert (shows_buttons["DISCORD_ROLES"], shows_buttons["SLACK_ROLES"]) == ({"Ref": "DiscordRoles"}, {"Ref": "SlackRoles"})
+    assert not {"DISCORD_PUBLIC_KEY", "SLACK_SIGNING_SECRET_ARN"} & set(tick), "the tick judges no press"
     assert chat["EVENTS_DB_SECRET_ARN"] == imported("AppSecretArn")
     roles = {name: resources(chosen)[name] for name in ("TickRole", "ApiHandlerRole", "ChatPressRole", "MigrateRole")}
     reads = {name: granted(role, "secretsmanager:GetSecretValue") for name, role in roles.items()}

@@ -195,7 +195,7 @@ class Recording:
                 operation = f"{entry['method']} {split.path}" + (f"?{split.query.split('=')[0]}" if split.query else "")
                 taken.append({"service": "s3", "region": region, "operation": operation, "params": {}})
                 continue
-            params = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+            params = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
             taken.append({"service": service, "region": region, "operation": params.get("Action", "?"), "params": params})
         return taken
 
