@@ -185,17 +185,32 @@ def ensure_bucket(aws: Aws, bucket: str) -> None:
         "BlockPublicAcls=true,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true")
 
 
+def clear_failed_create(aws: Aws, stack: str) -> str | None:
+    """The stack's status, once a first create that failed is out of the way: CloudFormation can only delete a
+    stack in ROLLBACK_COMPLETE (the create rolled back whole, so nothing of it is left), so it is deleted here and
+    created again; one whose rollback failed holds resources, and is the operator's to look at."""
+    status = (aws.described(stack) or {}).get("StackStatus")
+    events = f"`aws cloudformation describe-stack-events --region {aws.region} --stack-name {stack}`"
+    if status == "ROLLBACK_COMPLETE":
+        aws.echo(f"{stack} is ROLLBACK_COMPLETE: its first create failed ({events} says why); the empty stack is "
+                 "deleted and created again")
+        aws("cloudformation", "delete-stack", "--stack-name", stack)
+        aws.wait("stack-delete-complete", stack)
+        return None
+    if status == "ROLLBACK_FAILED":
+        raise DeployError(f"{stack} is ROLLBACK_FAILED: its first create failed and so did the rollback ({events} says "
+                          f"which resource is left and why). Remove that cause, then `aws cloudformation delete-stack "
+                          f"--region {aws.region} --stack-name {stack}` and make deploy again")
+    return status
+
+
 def deploy_data_stack(aws: Aws, stack: str, params: dict[str, str]) -> None:
     """The data stack as the file says; the first create with the cluster unprotected until it completed."""
     def deploy_with(values: dict[str, str]) -> None:
         aws("cloudformation", "deploy", "--template-file", str(DATA_TEMPLATE), "--stack-name", stack,
             "--capabilities", "CAPABILITY_IAM", "--no-fail-on-empty-changeset", *overrides(DATA_TEMPLATE, values))
 
-    status = (aws.described(stack) or {}).get("StackStatus")
-    if status in ("ROLLBACK_COMPLETE", "ROLLBACK_FAILED"):
-        raise DeployError(f"the data stack {stack} is {status}: its first create failed (`aws cloudformation "
-                          f"describe-stack-events --region {aws.region} --stack-name {stack}` says why). Delete it "
-                          "(make teardown, CONFIRM=<the app stack>), fix the cause, and make deploy again")
+    status = clear_failed_create(aws, stack)
     protection = params.get("DeletionProtection", "true")  # the template's default
     if status is None and protection != "false":
         deploy_with({**params, "DeletionProtection": "false"})  # a protected cluster would stop its own rollback
@@ -226,6 +241,7 @@ def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], An
     filled = {"DataStack": args.data_stack, "TickName": names.tick, "JwksPath": urlsplit(app_params["JwtJwksUrl"]).path,
               **{name: data_out[name] for name in FROM_DATA_STACK}}
     app_params = {"MetricsNamespace": names.namespace, **app_params}  # one per stack unless the file names one
+    clear_failed_create(aws, args.stack)  # e.g. a new account's Lambda concurrency below what the functions reserve
     # Through the bucket: CloudFormation takes a template of over 51,200 bytes (the packaged one is ~110 kB)
     # only from S3, and the CLI refuses a bigger --template-file without --s3-bucket.
     aws("cloudformation", "deploy", "--template-file", str(packaged), "--stack-name", args.stack,

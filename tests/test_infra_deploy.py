@@ -309,6 +309,40 @@ def test_once_the_app_stack_is_up_the_deploy_says_what_is_left_by_hand(tmp_path)
     assert "redirect URI" not in second.stdout  # the second pass is done
 
 
+@pytest.mark.packaging
+@pytest.mark.parametrize("stack", [DATA_STACK, APP_STACK])
+def test_a_first_create_that_rolled_back_is_deleted_and_created_again(tmp_path, stack):
+    """CloudFormation can only delete a stack in ROLLBACK_COMPLETE (a new account's Lambda concurrency quota fails
+    the app stack's first create): make deploy used to stop there, and the only remedy the docs named, make
+    teardown, deletes the data stack too."""
+    assert fake_deploy(tmp_path, PARAMS).returncode == 0
+    state = json.loads((tmp_path / "state.json").read_text())
+    (tmp_path / "state.json").write_text(json.dumps({**state, "statuses": {stack: "ROLLBACK_COMPLETE"}}))
+    (tmp_path / "calls.jsonl").unlink()
+
+    again = fake_deploy(tmp_path, PARAMS)
+    assert again.returncode == 0, again.stderr
+    assert f"{stack} is ROLLBACK_COMPLETE: its first create failed" in again.stdout
+    calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    deleted = [c[c.index("--stack-name") + 1] for c in calls if c[:2] == ["cloudformation", "delete-stack"]]
+    assert deleted == [stack]  # the other stack is left as it is
+    operations = [(c[1], c[c.index("--stack-name") + 1]) for c in calls if c[:2] in (
+        ["cloudformation", "delete-stack"], ["cloudformation", "deploy"]) and c[c.index("--stack-name") + 1] == stack]
+    assert operations[0] == ("delete-stack", stack) and set(operations[1:]) == {("deploy", stack)}  # then created again
+
+
+@pytest.mark.packaging
+def test_a_stack_whose_rollback_failed_is_left_to_the_operator_with_the_commands_named(tmp_path):
+    assert fake_deploy(tmp_path, PARAMS).returncode == 0
+    state = json.loads((tmp_path / "state.json").read_text())
+    (tmp_path / "state.json").write_text(json.dumps({**state, "statuses": {APP_STACK: "ROLLBACK_FAILED"}}))
+    again = fake_deploy(tmp_path, PARAMS)
+    assert again.returncode == 1
+    assert f"{APP_STACK} is ROLLBACK_FAILED" in again.stderr
+    assert f"aws cloudformation delete-stack --region {REGION} --stack-name {APP_STACK}" in again.stderr
+    assert "delete-stack" not in (tmp_path / "calls.jsonl").read_text()
+
+
 def test_the_example_parameters_file_names_only_parameters_the_templates_declare():
     example = (ROOT / "infra" / "example.params").read_text()
     named = {line.lstrip("# ").split("=", 1)[0] for line in example.splitlines() if "=" in line and not line.startswith("# ──")}

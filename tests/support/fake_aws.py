@@ -7,7 +7,7 @@ subscription pending. The rest of the sequence runs against moto there.
     FAKE_AWS_STATE=<dir> fake_aws <service> <operation> [args…]
 
 State lives in `<dir>/state.json` (which buckets exist, each stack's last
-parameters); calls go to `<dir>/calls.jsonl`. Anything not played here exits 2,
+parameters, a status a test gives a stack: UPDATE_COMPLETE unless said); calls go to `<dir>/calls.jsonl`. Anything not played here exits 2,
 so a new call in the deploy sequence shows up as a failure, not a silent pass.
 The data stack's outputs follow its parameters as the template's would
 (AppDatabaseHost is the proxy's endpoint with EnableProxy=true, UseDualStackEndpoints
@@ -92,8 +92,14 @@ def main(argv: list[str]) -> int:
         if stack not in state["stacks"]:
             print(f"An error occurred (ValidationError): Stack with id {stack} does not exist", file=sys.stderr)
             return 254
-        answer = {"Stacks": [{"StackName": stack, "StackStatus": "UPDATE_COMPLETE",
+        answer = {"Stacks": [{"StackName": stack, "StackStatus": state.get("statuses", {}).get(stack, "UPDATE_COMPLETE"),
                               "Outputs": outputs(stack, state["stacks"][stack], region)}]}
+    elif call == ("cloudformation", "delete-stack"):
+        stack = option(argv, "--stack-name") or ""
+        state["stacks"].pop(stack, None)
+        state.get("statuses", {}).pop(stack, None)
+    elif call == ("cloudformation", "wait"):
+        pass  # the stand-in's operations are done when they answer
     elif call == ("cloudformation", "package"):
         shutil.copy(option(argv, "--template-file") or "", option(argv, "--output-template-file") or "")
     elif call == ("sns", "list-subscriptions-by-topic"):
