@@ -156,14 +156,14 @@ deploy: $(STAMP)
 	$(BIN)/python -m infra.deploy --stage $(STAGE) --stack $(STACK) --region '$(REGION)' --out $(OUT) --aws $(AWS_CLI) \
 	  $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET)) $(if $(PARAMS),--params $(PARAMS))
 
-# Both invoke the deployed migrate function with boto3, which reads its region from AWS_DEFAULT_REGION: REGION is it.
-IN_REGION = $(if $(REGION),AWS_DEFAULT_REGION='$(REGION)')
+# Each invokes the deployed migrate function in REGION (without one, the AWS CLI's own; none at all is refused).
+IN_REGION = $(if $(REGION),--region '$(REGION)')
 
 migrate: $(STAMP)
-	$(IN_REGION) $(BIN)/python infra/invoke_migrate.py --stack $(STACK)
+	$(BIN)/python infra/invoke_migrate.py --stack $(STACK) $(IN_REGION)
 
 rotate: $(STAMP)
-	$(IN_REGION) $(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action rotate
+	$(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action rotate $(IN_REGION)
 
 # The way back from make deploy (infra/deploy.py --teardown): the app stack deleted and waited for, then the data
 # stack's deletion protection turned off and the data stack deleted (a final snapshot is kept); what outlives them
@@ -174,7 +174,7 @@ teardown: $(STAMP)
 
 # A migration killed mid-way leaves yoyo's lock row: the migrate function clears it once it is stale.
 unlock: $(STAMP)
-	$(IN_REGION) $(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action unlock
+	$(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action unlock $(IN_REGION)
 
 costs: $(STAMP)
 	$(BIN)/python -m bench.costs $(COSTS_ARGS)

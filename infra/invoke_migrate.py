@@ -13,13 +13,20 @@ import sys
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 # Migrations plus an Aurora resume (~15 s, ~30 s after a day paused) fit well inside the function's 300 s.
 READ_TIMEOUT_SECONDS = 330
 
 
 def function_name(cloudformation, stack: str) -> str:
-    outputs = cloudformation.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+    try:
+        outputs = cloudformation.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+    except ClientError as error:
+        if "does not exist" not in str(error):
+            raise
+        raise SystemExit(f"no stack {stack} in {cloudformation.meta.region_name}: set REGION=<the stack's region>"
+                         " (and STAGE or STACK as make deploy was given them)") from None
     for output in outputs:
         if output["OutputKey"] == "MigrateFunctionName":
             return output["OutputValue"]
@@ -36,8 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="the app stack's name")
     parser.add_argument("--action", choices=("migrate", "rotate", "unlock"), default="migrate")
+    parser.add_argument("--region", default=None, help="the stacks' region (default: the AWS CLI's, from the environment or profile)")
     args = parser.parse_args(argv)
-    session = boto3.session.Session()
+    session = boto3.session.Session(region_name=args.region or None)
+    if session.region_name is None:
+        raise SystemExit(f"no region: make {args.action} STAGE=<stage> REGION=<the stacks' region>")
+    print(f"{args.action}: stack {args.stack} in {session.region_name}", file=sys.stderr)
     name = function_name(session.client("cloudformation"), args.stack)
     ok, payload = invoke(
         session.client("lambda", config=Config(read_timeout=READ_TIMEOUT_SECONDS, retries={"max_attempts": 0})), name, args.action

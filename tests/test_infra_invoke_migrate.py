@@ -4,8 +4,10 @@ import io
 import json
 
 import boto3
+import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
+from moto import mock_aws
 
 from infra import invoke_migrate
 
@@ -32,3 +34,22 @@ def test_it_invokes_the_stacks_migrate_function_and_reports_a_failure():
                                    "Payload": body({"errorMessage": "EVENTS_DB_ADMIN_HOST is not set"})}, expected)
         ok, payload = invoke_migrate.invoke(lam, name, "rotate")
         assert not ok and "EVENTS_DB_ADMIN_HOST" in payload["errorMessage"]
+
+
+def test_without_a_region_it_says_to_give_one(monkeypatch, tmp_path, capsys):
+    """`make unlock STAGE=prod`, as the docs once wrote it, ended in botocore's NoRegionError traceback."""
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))  # no profile's region either
+    with pytest.raises(SystemExit) as refused:
+        invoke_migrate.main(["--stack", "event-run-engine-prod", "--action", "unlock"])
+    assert str(refused.value) == "no region: make unlock STAGE=<stage> REGION=<the stacks' region>"
+
+
+def test_a_stack_not_in_the_region_given_is_named_with_the_region(monkeypatch):
+    """The stack looked for in another region (a profile's default) ended in a ClientError traceback."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    with mock_aws(), pytest.raises(SystemExit) as refused:
+        invoke_migrate.main(["--stack", "event-run-engine-prod", "--action", "unlock", "--region", "eu-north-1"])
+    assert str(refused.value).startswith("no stack event-run-engine-prod in eu-north-1: set REGION=<the stack's region>")
