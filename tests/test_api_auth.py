@@ -16,7 +16,7 @@ import jwt
 import pytest
 from chalice.test import Client
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from app import app
 from chalicelib import runtime
@@ -381,6 +381,66 @@ def test_a_key_set_that_drips_or_is_huge_is_503_within_the_fetch_deadline(db, cl
         answer = Api(client).get("/runs", auth=_rs("admin"))
     assert answer.status == 503 and "signing keys" in answer.body["errors"][0]
     assert time.monotonic() - started < auth.JWKS_DEADLINE_SECONDS + 3  # one overall deadline, not one per read
+
+
+# ── an identity provider's key set that holds more than the RS256 keys tokens are checked with ──
+def _jwk(algorithm, public_key, kid: str, **extra) -> dict:
+    return {**json.loads(algorithm.to_jwk(public_key)), "kid": kid, "use": "sig", **extra}
+
+
+EC_JWK = _jwk(jwt.algorithms.ECAlgorithm, ec.generate_private_key(ec.SECP256R1()).public_key(), "ec-key")
+KEY_SETS = {
+    # Keycloak's or Authentik's realm with an ECDSA provider beside the RSA one, Ory Hydra's EdDSA key.
+    "/mixed": {"keys": [
+        _jwk(jwt.algorithms.RSAAlgorithm, RSA_KEY.public_key(), KID, alg="RS256"),
+        EC_JWK,
+        {**EC_JWK, "kid": "ec-key-es256", "alg": "ES256"},
+        _jwk(jwt.algorithms.OKPAlgorithm, ed25519.Ed25519PrivateKey.generate().public_key(), "okp-key"),
+        _jwk(jwt.algorithms.RSAAlgorithm, RSA_KEY.public_key(), "rsa-for-ps256", alg="PS256"),
+    ]},
+}
+
+
+class _KeySets(BaseHTTPRequestHandler):
+    """The key sets of KEY_SETS by path, each answered 200."""
+
+    def do_GET(self):
+        body = json.dumps(KEY_SETS[self.path]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def key_sets():
+    server = HTTPServer(("127.0.0.1", 0), _KeySets)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _runs_with_key_set(db, clock, db_params, url: str, bearer: str):
+    settings = Settings(db_url=db_params.url(), jwt_jwks_url=url, jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        return Api(client).get("/runs", auth=bearer)
+
+
+@pytest.mark.parametrize("kid, named", [("ec-key", "EC ES256"), ("ec-key-es256", "EC ES256"), ("okp-key", "OKP EdDSA"),
+                                        ("rsa-for-ps256", "RSA PS256")])
+def test_a_token_naming_a_key_that_is_not_rs256_is_401_not_500(db, clock, db_params, key_sets, kid, named):
+    """Anyone may forge the header {"alg": "RS256", "kid": <the EC key's>}: a key of another type made jwt.decode raise
+    TypeError (a 500 and a logged traceback per request); a key for another algorithm checked RS256 signatures."""
+    forged = token("admin", key=RSA_KEY, algorithm="RS256", headers={"kid": kid})
+    answer = _runs_with_key_set(db, clock, db_params, key_sets + "/mixed", forged)
+    assert (answer.status, answer.body) == (401, {"errors": [
+        f"the token is not signed by a known key: its kid names a {named} key, and tokens here are RS256"]})
+    assert _runs_with_key_set(db, clock, db_params, key_sets + "/mixed", _rs("admin")).status == 200
 
 
 # ── what a person reads when a token is refused ──

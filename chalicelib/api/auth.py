@@ -2,7 +2,8 @@
 
 The algorithm is pinned by configuration, never taken from the token: HS256
 when EVENTS_JWT_SECRET is set, RS256 with keys from EVENTS_JWT_JWKS_URL
-otherwise. `exp`, `iss`, `aud` and `sub` are required, and a token valid for longer than
+otherwise (only the set's RSA keys for RS256: a token whose kid names any other
+key is refused, 401). `exp`, `iss`, `aud` and `sub` are required, and a token valid for longer than
 EVENT_TOKEN_MAX_LIFETIME_SECONDS (`exp - iat`, or `exp - now` without `iat`) is
 refused, naming the limit; roles come from the claim named
 by EVENTS_JWT_ROLES_CLAIM (default `roles`; a list, or a comma-separated
@@ -98,6 +99,11 @@ def _jwks_client(url: str) -> jwt.PyJWKClient:
         return _jwks_clients[url]
 
 
+def _verifies_rs256(key: jwt.PyJWK) -> bool:
+    """An RSA key for RS256 (its `alg` absent or RS256): the only keys of the set a token is checked with."""
+    return key.key_type == "RSA" and key.algorithm_name == "RS256"
+
+
 def _key_and_algorithm(token: str, settings: Settings) -> tuple[Any, str]:
     if settings.jwt_secret:
         return settings.jwt_secret, "HS256"
@@ -105,11 +111,16 @@ def _key_and_algorithm(token: str, settings: Settings) -> tuple[Any, str]:
         import jwt
 
         try:
-            return _jwks_client(settings.jwt_jwks_url).get_signing_key_from_jwt(token).key, "RS256"
+            signing_key = _jwks_client(settings.jwt_jwks_url).get_signing_key_from_jwt(token)
         except jwt.PyJWKClientConnectionError:
             raise AuthUnavailable("the token signing keys cannot be fetched right now") from None
         except (jwt.PyJWKClientError, jwt.InvalidTokenError):
             raise Unauthorized("the token is not signed by a known key") from None
+        if not _verifies_rs256(signing_key):
+            # An EC or OKP key handed to RS256 makes jwt.decode raise TypeError: a forged header's 500.
+            raise Unauthorized(f"the token is not signed by a known key: its kid names a {signing_key.key_type}"
+                               f" {signing_key.algorithm_name} key, and tokens here are RS256")
+        return signing_key.key, "RS256"
     raise AuthUnavailable("token checking is not configured (EVENTS_JWT_SECRET or EVENTS_JWT_JWKS_URL)")
 
 
