@@ -86,9 +86,12 @@ def test_a_gms_press_confirms_the_step_the_run_goes_on_and_the_message_names_the
     pressed = [e for e in log_of(world.db, run.id) if e.kind in ("step.status", "chat.pressed") and e.actor == "discord:4242"]
     assert [e.kind for e in pressed] == ["step.status", "chat.pressed"]
     assert pressed[1].detail["name"] == "Mira" and pressed[1].detail["platform"] == "discord"
-    world.tick()  # the run goes on: its announcement is made, the cue's message is not edited again
+    world.tick()  # the run goes on: its announcement is made, and the tick's edit makes sure the message says so
     assert world.steps(run.id)[1].status is StepStatus.DONE
-    assert world.chat.received("PATCH") == []
+    [edit] = world.chat.received("PATCH")
+    assert "Confirmed by <@4242>" in edit.json["content"] and edit.json["components"] == []
+    world.tick()
+    assert len(world.chat.received("PATCH")) == 1  # settled by that edit: never edited again
     every_discord_body_valid(world.chat)
 
 

@@ -4,7 +4,7 @@ real processes: it takes once, and the second shows the message as the first lef
 Before, the second read the press's message with a plain read before it waited for the run's lock: its
 snapshot predated the first's commit, so it did not see the first's Idempotency-Key, its confirm found the cue
 no longer parked, and the GM was told "Your press did not take" of a press that took. The interleaving is
-forced: the first holds its transaction open (after settling the message) until the second waits on a lock.
+forced: the first holds its transaction open (after its command) until the second waits on a lock.
 """
 
 import pytest
@@ -28,15 +28,15 @@ MAPPED = frozenset({"gm", "moderator"})
 
 def _first(params, press, now, started, results):
     db, onlooker = Database(params), Database(params)
-    settle = interactions.chat_messages.settle
+    shown = interactions._message_of
 
-    def settle_then_hold(tx, message, words, at):
-        settled = settle(tx, message, words, at)
+    def show_then_hold(tx, step, platform, mapped):
+        message = shown(tx, step, platform, mapped)
         started.set()
         until(lambda: _the_second_waits_for_a_lock(onlooker), "the second press never waited for the first's locks")
-        return settled
+        return message
 
-    interactions.chat_messages.settle = settle_then_hold
+    interactions._message_of = show_then_hold
     pressing = perform(db, ManualClock(now), press, MAPPED)
     results.put(("first", pressing.refused))
 

@@ -1094,7 +1094,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("two-runs-of-a-definition-start-together", "two-runs-of-a-definition-start-together",
              "    if alone_of is not None:\n", "    if False:\n", ("tests/test_runner_overlap_race.py",)),
     Mutation("a-press-reads-its-message-before-another-press-commits",
-             "a-press-reads-its-message-before-another-press-commits", " LOCK IN SHARE MODE\"", "\"",
+             "a-press-reads-its-message-before-another-press-commits", " FOR UPDATE\"", "\"",
              ("tests/test_chat_press_race.py",)),
     Mutation("the-runs-a-decision-cancelled-hold-the-next-back", "the-runs-a-decision-cancelled-hold-the-next-back",
              "Start(run.definition_id, tuple(earlier))", "Start(run.definition_id)", ("tests/test_runner_overlap.py",)),

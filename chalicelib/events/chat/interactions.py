@@ -9,8 +9,9 @@ press that may be made is the control's command on the one template (`protocol.w
 transaction the message is checked to be the one recorded for the run and step its button names (an
 identifier edited to name another run or step matches nothing), the command's guard, its log row and the
 `chat.pressed` row saying who and from where; the platform's interaction id is the press's
-Idempotency-Key, so a re-delivered press changes nothing and shows what the first left. A press whose
-step's wait ended settles its message in the same transaction (the tick's chore edits it no more).
+Idempotency-Key, so a re-delivered press changes nothing and shows what the first left. A press never
+settles its message: its own edit (a type 7 answer, `@original`, Slack's `response_url`) is made after the
+commit and may not land, so the tick's chore edits the message once its step no longer waits (`settle.py`).
 """
 
 from __future__ import annotations
@@ -184,10 +185,7 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> 
     after = steps.get_on_run(tx, press.run_id, press.step_id)
     if after is None:
         return Pressing(None, made_work_at=made_work_at)
-    shown = _message_of(tx, after, press.platform, mapped)
-    if not after.parked:
-        chat_messages.settle(tx, message, shown.text.rsplit("\n", 1)[-1], now)
-    return Pressing(shown, made_work_at=made_work_at)
+    return Pressing(_message_of(tx, after, press.platform, mapped), made_work_at=made_work_at)
 
 
 def _choice(step: Step, press: ChatPress) -> str:

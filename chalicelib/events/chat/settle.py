@@ -4,8 +4,10 @@ Invariant: every message whose step no longer waits is edited once to say how it
 and when, its buttons gone — a press in the chat, on the console or through the API, a timeout, a cancel —
 because the tick, not the press, finds it (`chat_messages.unsettled`): the edit is made, then the row is
 settled (compare-and-set); a failed edit is tried again after the retry backoff, each failure logged
-(`chat.edit_failed`), and given up (the row settled without words) after the attempt ceiling. A message
-settled by a chat press in its own transaction is never edited again here.
+(`chat.edit_failed`), and given up (the row settled without words) after the attempt ceiling. A message a
+chat press already edited is edited here too: the press's own edit (a type 7 answer the engine cannot
+confirm landed, `@original`, Slack's `response_url`) may have failed, and one idempotent edit more per press
+is the price of a message that always ends up saying how its step ended.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 Invariant: a message is recorded once its platform has accepted it (one per step and channel: a cue posted
 again replaces the row), and it is edited to say how its step's wait ended exactly once: `settle` is a
-compare-and-set on `settled_at` still NULL, made by a press from the chat in the press's own transaction
-or by the tick's chore once the step no longer waits (its status is not running: a step being dispatched
-is running under a lease, so a cue being posted is never settled before it parks). A failed edit is tried
+compare-and-set on `settled_at` still NULL, made only by the tick's chore once its edit was taken and the
+step no longer waits (its status is not running: a step being dispatched is running under a lease, so a cue
+being posted is never settled before it parks); a press from the chat never settles it, as its own edit of
+the message may not land. A failed edit is tried
 again at `edit_at`, up to the tick's attempt ceiling, each try counted (`edit_tries`).
 """
 
@@ -51,12 +52,13 @@ def of_step(tx: Tx, step_id: int, platform: str | None = None) -> list[ChatMessa
 
 def pressed_on(tx: Tx, platform: str, message_id: str, run_id: int, step_id: int) -> ChatMessage | None:
     """The message a press came from, when it is the one recorded for that run and step (a button's identifier
-    edited to name another run or step matches nothing). A locking read: it waits for a press of the message
-    that is committing and takes no snapshot, so the command's plain reads after the run's lock (its
-    Idempotency-Key among them) see that press; a plain read here would pin the snapshot before it."""
+    edited to name another run or step matches nothing). An exclusive locking read: a second press of the
+    message waits here until the first has committed (a shared lock would not wait, as a press writes nothing
+    to the row), and it takes no snapshot, so the command's reads after it (the step's, its Idempotency-Key's)
+    see that press; a plain read here would pin the snapshot before it."""
     # guard: a-press-reads-its-message-before-another-press-commits
     row = tx.one(f"SELECT {COLUMNS} FROM event_chat_messages m WHERE m.platform = %s AND m.message_id = %s"  # noqa: S608
-                 " AND m.run_id = %s AND m.step_id = %s LOCK IN SHARE MODE", (platform, message_id, run_id, step_id))
+                 " AND m.run_id = %s AND m.step_id = %s FOR UPDATE", (platform, message_id, run_id, step_id))
     return None if row is None else ChatMessage(**row)
 
 
