@@ -2244,6 +2244,8 @@ MUTATIONS: list[Mutation] = [
              "if CONTROLS[c].passes(mapped, on_parked_cue=cue))", "if CONTROLS[c])", ("tests/test_chat_interactions.py",)),
     Mutation("a-chat-rate-limit-is-not-waited-out", "a-chat-rate-limit-is-not-waited-out",
              "if wait is not None and wait < deadline - time.monotonic():", "if False:", ("tests/test_chat_outbound.py",)),
+    Mutation("a-discord-edit-past-2000-characters", "a-discord-edit-past-2000-characters",
+             '"content": fitted(message, DISCORD_CONTENT_CHARS)', '"content": message.text', ("tests/test_chat_fit.py",)),
     Mutation("a-discord-press-is-read-unsigned", "a-discord-press-is-read-unsigned",
              "Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key)).verify(raw_signature, timestamp.encode() + body)",
              "Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key))", ("tests/test_chat_interactions.py",)),

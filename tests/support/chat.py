@@ -56,10 +56,18 @@ def valid_for_discord(name: str, body: Any) -> None:
     assert not errors, f"{name}: " + "; ".join(e.message for e in errors)
 
 
+# Discord's documented limit of a bot's message content; the published subset's MessageCreateRequest and
+# MessageEditRequestPartial allow 4,000 (a Nitro user's), so the schema alone would pass what Discord refuses.
+BOT_CONTENT_CHARS = 2000
+
+
 def every_discord_body_valid(fake: FakeChat) -> int:
-    """Every body the engine sent the fake Discord, checked against the schema of its call; how many."""
+    """Every body the engine sent the fake Discord, checked against the schema of its call and a bot's 2,000
+    characters of content; how many."""
     checked = 0
     for request in fake.received(path="/discord/"):
+        content = request.json.get("content") or ""
+        assert len(content) <= BOT_CONTENT_CHARS, f"{request.method} {request.path}: content of {len(content)} characters"
         if "/webhooks/" in request.path:
             valid_for_discord("IncomingWebhookUpdateRequestPartial", request.json)
         elif request.method == "POST":

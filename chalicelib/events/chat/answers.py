@@ -189,7 +189,7 @@ def _edit_after(press: ChatPress, pressing: Pressing, settings: Settings) -> Non
     """The message the press came from, as the press left it (with why, when it was refused by then)."""
     shown = pressing.message or Message("That step is gone.")
     if pressing.refused:
-        shown = Message(f"{shown.text}\nYour press did not take: {pressing.refused}", shown.buttons)
+        shown = shown.noted(f"Your press did not take: {pressing.refused}")
     try:
         if press.platform == "discord":
             DiscordApi(settings.discord_api_url, None, timeout=EDIT_SECONDS).edit_original(

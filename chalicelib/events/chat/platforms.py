@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ... import outbound
+from ..actions.notice import Limit, shorten
 from ..adapters.signing import SigningKey
 from ..errors import ChannelError, OutboundError, SecretUnreadable
 
@@ -27,6 +28,7 @@ MAX_ANSWER_BYTES = 64 * 1024
 UNAUTHORISED, RATE_LIMITED = 401, 429
 SLACK_UNAUTHORISED = ("invalid_auth", "token_revoked", "not_authed", "account_inactive")
 SENDS_PER_CALL = 3  # the first send, and one more after a 401's new token or a rate limit's wait
+DISCORD_CONTENT_CHARS = 2000  # a bot's message content (the published schema allows 4,000: Discord refuses a bot's)
 
 
 @dataclass(frozen=True)
@@ -38,18 +40,35 @@ class Button:
 
 @dataclass(frozen=True)
 class Message:
-    """A chat message, whichever platform: its text and its buttons (none: a message that only tells)."""
+    """A chat message, whichever platform: its text and its buttons (none: a message that only tells). Its last
+    `kept` characters (how a step's wait ended, a refused press's why) are kept whole when it is fitted to a
+    platform's limit (`fitted`): only what comes before them is shortened."""
 
     text: str
     buttons: tuple[Button, ...] = field(default=())
+    kept: int = 0
+
+    def noted(self, line: str) -> Message:
+        """The message with `line` beneath it, kept whole as its last lines are."""
+        return Message(f"{self.text}\n{line}", self.buttons, self.kept + 1 + len(line))
+
+
+def fitted(message: Message, most: int) -> str:
+    """The message's text in at most `most` characters: what comes before its kept end shortened as a notice
+    is (`shorten`: an ellipsis after it), the kept end whole."""
+    if len(message.text) <= most:
+        return message.text
+    split = len(message.text) - min(message.kept, most)
+    return shorten(message.text[:split], Limit(most - (len(message.text) - split))) + message.text[split:]
 
 
 def discord_body(message: Message) -> dict[str, Any]:
-    """A message as Discord takes it (create, edit, an interaction's answer): content, no pings, action rows of
-    at most five buttons (an empty list clears them)."""
+    """A message as Discord takes it (create, edit, an interaction's answer): content fitted to a bot's 2,000
+    characters, no pings, action rows of at most five buttons (an empty list clears them)."""
     buttons = [{"type": 2, "style": 1 if b.primary else 2, "label": b.label, "custom_id": b.custom_id}
                for b in message.buttons]
-    return {"content": message.text, "allowed_mentions": {"parse": []},
+    # guard: a-discord-edit-past-2000-characters
+    return {"content": fitted(message, DISCORD_CONTENT_CHARS), "allowed_mentions": {"parse": []},
             "components": [{"type": 1, "components": buttons[i:i + 5]} for i in range(0, len(buttons), 5)]}
 
 

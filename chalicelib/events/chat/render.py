@@ -114,14 +114,11 @@ def instruction(step: Step) -> str:
     return str(step.params.get("instruction") or step.named)
 
 
-def current(step: Step, ended: Ended | None, platform: str, mapped: frozenset[str], note: str | None = None) -> Message:
+def current(step: Step, ended: Ended | None, platform: str, mapped: frozenset[str]) -> Message:
     """The step's message as it stands now: what it asks and its buttons (for the `mapped` roles) while it
-    waits (who has it, if someone does), else how its wait ended; `note` a line beneath (a refused press's why)."""
-    head = f"{step.named}: {instruction(step)}"
-    if step.parked:
-        held = f"\n{who(step.acknowledged_by, platform)} has it" if step.acknowledged_by else ""
-        body = f"{head}{held}"
-        made = now_buttons(step, mapped)
-    else:
-        body, made = f"{head}\n{ended_words(step, ended, platform)}", ()
-    return Message(body + (f"\n{note}" if note else ""), made)
+    waits (who has it, if someone does), else how its wait ended; that last line is kept whole when the
+    message is fitted to its platform (only the instruction is shortened)."""
+    shown = Message(f"{step.named}: {instruction(step)}", now_buttons(step, mapped) if step.parked else ())
+    if not step.parked:
+        return shown.noted(ended_words(step, ended, platform))
+    return shown.noted(f"{who(step.acknowledged_by, platform)} has it") if step.acknowledged_by else shown
