@@ -5,7 +5,7 @@
      │    │                      `detail` the fields a client reads instead of parsing a message
      │    ├── Unauthorized       no token, or one that does not verify
      │    ├── Forbidden          a valid token without a role the operation needs (detail: roles_needed, roles_held)
-     │    ├── AuthUnavailable    tokens cannot be checked (not configured, or the key set is unreachable)
+     │    ├── AuthUnavailable    tokens cannot be checked (not configured, or the key set unreachable or unusable)
      │    ├── SecretUnreadable   a secret the engine needs cannot be read (missing, not permitted, unreachable, malformed)
      │    └── SchemaBehind       the database lacks a migration this code ships (an upgrade not migrated yet)
      ├── ConfigError             a setting is missing or out of range (also a ValueError)

@@ -398,14 +398,25 @@ KEY_SETS = {
         _jwk(jwt.algorithms.OKPAlgorithm, ed25519.Ed25519PrivateKey.generate().public_key(), "okp-key"),
         _jwk(jwt.algorithms.RSAAlgorithm, RSA_KEY.public_key(), "rsa-for-ps256", alg="PS256"),
     ]},
+    # Answered 200 but no key set a token can be checked with: a rotation or a misconfiguration, the wrong JwksPath
+    # behind the front, an error object or a sign-in page served with 200.
+    "/empty-keys": {"keys": []},
+    "/no-keys": {},
+    "/error-object": {"message": "Internal server error"},
+    "/keys-not-a-list": {"keys": "x"},
+    "/a-list": [{"keys": []}],
+    "/html": b"<html><body>Sign in</body></html>",
+    "/only-ec": {"keys": [EC_JWK]},
+    "/rsa-for-encryption": {"keys": [_jwk(jwt.algorithms.RSAAlgorithm, RSA_KEY.public_key(), KID, use="enc")]},
 }
 
 
 class _KeySets(BaseHTTPRequestHandler):
-    """The key sets of KEY_SETS by path, each answered 200."""
+    """The key sets of KEY_SETS by path, each answered 200 (bytes as they are, anything else as JSON)."""
 
     def do_GET(self):
-        body = json.dumps(KEY_SETS[self.path]).encode()
+        value = KEY_SETS[self.path]
+        body = value if isinstance(value, bytes) else json.dumps(value).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -441,6 +452,35 @@ def test_a_token_naming_a_key_that_is_not_rs256_is_401_not_500(db, clock, db_par
     assert (answer.status, answer.body) == (401, {"errors": [
         f"the token is not signed by a known key: its kid names a {named} key, and tokens here are RS256"]})
     assert _runs_with_key_set(db, clock, db_params, key_sets + "/mixed", _rs("admin")).status == 200
+
+
+NOT_READ = "the token signing keys cannot be read right now: the identity provider's key set "
+
+
+@pytest.mark.parametrize("path, why", [
+    ("/empty-keys", "holds no key"), ("/no-keys", "holds no key"), ("/error-object", "holds no key"),
+    ("/keys-not-a-list", "holds no key"), ("/a-list", "is not a JSON object"), ("/html", "is not JSON"),
+    ("/only-ec", "holds no RS256 signing key"), ("/rsa-for-encryption", "holds no RS256 signing key"),
+])
+def test_a_key_set_answered_200_that_tokens_cannot_be_checked_with_is_503(db, clock, db_params, key_sets, path, why):
+    """The identity provider's trouble, not the caller's: the console retries a 503 and says so on the page, where a
+    401 sent every staff member back to sign-in mid-event (and again after it), and a 500 alarmed per request."""
+    answer = _runs_with_key_set(db, clock, db_params, key_sets + path, _rs("admin"))
+    assert (answer.status, answer.body) == (503, {"errors": [NOT_READ + why]})
+    assert answer.headers["Retry-After"]
+
+
+def test_a_key_set_that_was_not_usable_is_asked_again_and_used_once_it_is(db, clock, db_params, key_sets):
+    KEY_SETS["/mending"] = {"keys": []}
+    assert _runs_with_key_set(db, clock, db_params, key_sets + "/mending", _rs("admin")).status == 503
+    KEY_SETS["/mending"] = KEY_SETS["/mixed"]
+    assert _runs_with_key_set(db, clock, db_params, key_sets + "/mending", _rs("admin")).status == 200
+
+
+def test_a_good_key_set_without_the_tokens_kid_is_401(db, clock, db_params, key_sets):
+    forged = token("admin", key=RSA_KEY, algorithm="RS256", headers={"kid": "rotated-away"})
+    answer = _runs_with_key_set(db, clock, db_params, key_sets + "/mixed", forged)
+    assert (answer.status, answer.body) == (401, {"errors": ["the token is not signed by a known key"]})
 
 
 # ── what a person reads when a token is refused ──

@@ -85,9 +85,8 @@ def _jwks_client(url: str) -> jwt.PyJWKClient:
             try:
                 jwk_set = json.loads(answer.body)
             except ValueError:
-                raise jwt.PyJWKClientError("the key set is not JSON") from None
-            if not isinstance(jwk_set, dict):
-                raise jwt.PyJWKClientError("the key set is not a JSON object")
+                raise _unreadable("is not JSON") from None
+            _require_a_signing_key(jwk_set)
             if self.jwk_set_cache is not None:
                 self.jwk_set_cache.put(jwk_set)
             self._last_successful_fetch = time.monotonic()  # PyJWT's own limit on refetches for unknown keys
@@ -102,6 +101,27 @@ def _jwks_client(url: str) -> jwt.PyJWKClient:
 def _verifies_rs256(key: jwt.PyJWK) -> bool:
     """An RSA key for RS256 (its `alg` absent or RS256): the only keys of the set a token is checked with."""
     return key.key_type == "RSA" and key.algorithm_name == "RS256"
+
+
+def _unreadable(why: str) -> AuthUnavailable:
+    # An answer of 200 that is no usable key set is the identity provider's trouble, as an outage is: a 503 the
+    # console retries, saying so. A 401 would send every staff member back to sign-in, to meet it again.
+    return AuthUnavailable(f"the token signing keys cannot be read right now: the identity provider's key set {why}")
+
+
+def _require_a_signing_key(jwk_set: Any) -> None:
+    """A key set holding an RS256 signing key PyJWT will find by kid, or AuthUnavailable (never cached, so the next
+    request asks again). Only then may a token whose kid is not in it be refused with 401."""
+    import jwt
+
+    if not isinstance(jwk_set, dict):
+        raise _unreadable("is not a JSON object")
+    try:
+        keys = jwt.PyJWKSet.from_dict(jwk_set).keys
+    except jwt.PyJWKSetError:  # no `keys`, not a list, or none of them a key PyJWT can read
+        raise _unreadable("holds no key") from None
+    if not any(_verifies_rs256(key) and key.public_key_use in ("sig", None) and key.key_id for key in keys):
+        raise _unreadable("holds no RS256 signing key")
 
 
 def _key_and_algorithm(token: str, settings: Settings) -> tuple[Any, str]:
