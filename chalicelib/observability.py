@@ -109,7 +109,7 @@ def scheduled_middleware(event: Any, get_response: Callable[[Any], Any]) -> Any:
 
 def _flush_recorded() -> None:
     """The metrics recorded so far, as one EMF document. Most API requests record none, and so does a tick
-    invocation that found its schema behind: then no line, and no warning from Powertools about it."""
+    invocation that failed (its schema behind): then no line, and no warning from Powertools about it."""
     board = metrics()
     if board.metric_set:
         board.flush_metrics()

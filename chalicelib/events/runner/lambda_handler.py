@@ -19,6 +19,7 @@ import pymysql
 from ... import runtime, schema_version
 from ...config import Settings
 from ...db import HANDSHAKE_SECONDS, lost_connection
+from ...errors import SchemaBehind
 from ..adapters.aws import BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from ..store import resources, runs, steps
 from .compose import process_runner, process_switches
@@ -36,7 +37,7 @@ SAFETY_SECONDS = 3.0  # left at the end of an invocation for returning and flush
 logger = logging.getLogger(__name__)
 
 
-# The summary of an invocation that ticked no tick (the schema behind, the database out of reach).
+# The summary of an invocation that ticked no tick (the database out of reach).
 NOTHING_TICKED: dict[str, Any] = {"ticks": [], "wake_reads": 0, "asleep": False, "parked_cue_age_seconds": None,
                                   "paused_run_age_seconds": None}
 
@@ -94,10 +95,12 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
         runner.db.reach(max(reach_until, time.monotonic() + HANDSHAKE_SECONDS))
         behind = schema_version.behind(runner.db, log=False)
         # guard: the-tick-works-on-an-unmigrated-schema
-        if behind is not None:  # before the first migrate, or an upgrade's new tick before its migration
-            logger.warning("%s: this tick invocation does nothing and the next one looks again", behind)
+        if behind is not None:  # before the first migrate, or a migration that failed or was undone
             runner.db.close()  # nothing held open: the database may pause meanwhile
-            return {**NOTHING_TICKED, "seconds": round(time.monotonic() - started, 3), "schema_behind": behind}
+            # Failed, not ended normally: no run moves until it is migrated, and a deployment's tick only meets
+            # this when something went wrong, so TickErrorsAlarm and the alarm topic's failure record say it.
+            raise SchemaBehind(f"{behind}: no run moves until it is; `make migrate` applies it (after `make unlock` "
+                               "if a killed migrate left its lock), and the next tick invocation looks again")
         parked_cue_age, paused_run_age = _waits_for_a_person(runner)  # read first: after a sleep the connections are closed
         resources_left = runner.db.autocommit(resources.count_left)
         sleeper = None
