@@ -1,35 +1,45 @@
-"""A chat message always ends up saying how its step's wait ended, whatever became of the press's own edit.
+"""A chat message always ends up saying how its step's wait ended, whatever became of the press's own edit,
+and whatever the platform says for a while.
 
 Before, a press settled its message in its own transaction, before its edit (Slack's `response_url`, Discord's
 `@original`, a type 7 answer) had reached the platform: an edit that then failed left the message's buttons live
-for good, as the tick's chore passes over a settled message.
+for good, as the tick's chore passes over a settled message. And the tick's edit was given up after three tries
+30 s apart, a rate limit's `retry_after` ignored: a minute of 429s left the buttons live for good too.
 """
 
-import pytest
+from datetime import timedelta
 
+import pytest
+from chalice.test import Client
+
+from app import app
 from chalicelib import runtime
 from chalicelib.events.chat.answers import finish
 from chalicelib.events.chat.interactions import read_discord, read_slack
+from chalicelib.events.chat.settle import EDIT_PATIENCE
 from chalicelib.events.lifecycle import StepStatus
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from devtools.kit.fake_chat import Scripted
-from tests.support.api import hs_settings
+from tests.support.api import MODERATOR, Api, hs_settings
 from tests.support.chat import GM_ROLE, SLACK_CHANNEL, SLACK_GM, chat_settings
 from tests.support.factory import document
-from tests.support.runner_kit import schedule, step, tick
+from tests.support.runner_kit import log_of, schedule, step, tick
+
+DISCORD = "/integrations/discord/interactions"
+RATE_LIMITED = Scripted(429, {"message": "You are being rate limited.", "retry_after": 64.0, "global": False})
 
 
 @pytest.fixture
 def world(db, clock, db_params, chat):
     settings = chat_settings(chat, hs_settings(db_params))
-    with runtime.override(database=db, clock=clock, settings=settings):
-        yield World(db, clock, chat, settings)
+    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
+        yield World(db, clock, chat, settings, Api(client))
 
 
 class World:
-    def __init__(self, db, clock, chat, settings):
-        self.db, self.clock, self.chat, self.settings = db, clock, chat, settings
+    def __init__(self, db, clock, chat, settings, api):
+        self.db, self.clock, self.chat, self.settings, self.api = db, clock, chat, settings, api
 
     def cue_posted(self, settings=None):
         run = schedule(self.db, self.clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
@@ -45,6 +55,17 @@ class World:
 
     def status(self, run_id):
         return self.db.autocommit(lambda tx: steps.list_for_run(tx, run_id))[0].status
+
+    def confirmed_on_the_console(self):
+        run, cue = self.cue_posted()
+        assert self.api.post(f"/runs/{run.id}/steps/{cue.id}/confirm", {}, auth=MODERATOR).status == 200
+        return run, cue, self.chat.messages("discord")[0]
+
+    def edits(self):
+        return len(self.chat.received("PATCH", "/channels/"))
+
+    def failed_edits(self, run_id):
+        return [e.detail for e in log_of(self.db, run_id) if e.kind == "chat.edit_failed"]
 
 
 def test_a_deferred_discord_press_whose_original_edit_fails_is_edited_by_the_tick(world):
@@ -74,3 +95,76 @@ def test_a_slack_press_whose_response_url_fails_is_edited_by_the_tick(world):
     world.tick(settings)
     shown = world.chat.message(message.id)
     assert "Confirmed by <@U0MIRA>" in shown.text and shown.custom_ids == []
+
+
+def test_a_rate_limited_edit_waits_what_discord_asks_and_outlives_a_minute_of_it(world):
+    run, _, message = world.confirmed_on_the_console()
+    world.chat.script(RATE_LIMITED, RATE_LIMITED, RATE_LIMITED)
+    for _ in range(3):
+        tried = world.edits()
+        world.tick()
+        assert world.edits() == tried + 1
+        world.clock.advance(30)
+        world.tick()  # 30 s on, the retry backoff's: Discord asked for 64
+        assert world.edits() == tried + 1
+        world.clock.advance(34)
+    assert [f["attempt"] for f in world.failed_edits(run.id)] == [1, 2, 3]
+    assert all(f["again_at"] for f in world.failed_edits(run.id))
+    world.clock.advance(60)  # the third try's wait is the backoff doubled twice, 120 s, more than Discord asked
+    world.tick()
+    shown = world.chat.message(message.id)
+    assert "Confirmed by mod-mia" in shown.text and shown.custom_ids == []
+
+
+def test_an_edit_failing_for_hours_is_tried_until_six_hours_after_the_wait_ended(world):
+    run, _, message = world.confirmed_on_the_console()
+    ended = world.clock.now()
+    world.chat.script(*[Scripted(503, {"message": "upstream connect error"})] * 100)
+    while not world.failed_edits(run.id) or world.failed_edits(run.id)[-1]["again_at"] is not None:
+        world.tick()
+        world.clock.advance(60)
+        assert world.clock.now() - ended < EDIT_PATIENCE + timedelta(hours=1)
+    assert world.clock.now() - ended > EDIT_PATIENCE - timedelta(minutes=31)  # the last try's wait was at most 30 min
+    assert 10 < len(world.failed_edits(run.id)) < 25  # doubling up to 30 min apart, not a try a tick
+    assert world.chat.message(message.id).custom_ids  # given up: still the live buttons (nothing more to do)
+
+
+def test_an_edit_of_a_deleted_message_is_given_up_at_once(world):
+    run, _, _ = world.confirmed_on_the_console()
+    world.chat.script(Scripted(404, {"message": "Unknown Message", "code": 10008}))
+    world.tick()
+    [failed] = world.failed_edits(run.id)
+    assert failed["again_at"] is None
+    world.clock.advance(3600)
+    world.tick()
+    assert world.edits() == 1
+
+
+def test_a_chat_press_after_the_console_confirmed_is_told_who_ended_the_wait_and_when(world):
+    run, cue, message = world.confirmed_on_the_console()
+    at = world.clock.now()
+    world.clock.advance(120)
+    for control in ("confirm", "skip", "acknowledge"):
+        payload = world.chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:{control}", roles=[GM_ROLE])
+        headers, body = world.chat.discord_signed(payload)
+        answer = world.api.call("POST", DISCORD, raw=body, headers=headers).body
+        assert answer["type"] == 4 and answer["data"]["flags"] == 64
+        assert f"Confirmed by mod-mia at {at:%H:%M} UTC. Your press changed nothing." in answer["data"]["content"]
+
+
+def test_a_slack_press_after_the_console_confirmed_is_answered_privately_and_leaves_the_message_as_it_was(world):
+    """The fake Slack takes a response_url's body as Slack does (an ephemeral one is not the message): a refusal
+    that replaced the message would show here."""
+    settings = chat_settings(world.chat, world.settings, cue_channel=f"slack:{SLACK_CHANNEL}")
+    run, cue = world.cue_posted(settings)
+    [message] = world.chat.messages("slack")
+    assert world.api.post(f"/runs/{run.id}/steps/{cue.id}/confirm", {}, auth=MODERATOR).status == 200
+    at = world.clock.now()
+    world.tick(settings)
+    edited = world.chat.message(message.id).text
+    assert "Confirmed by mod-mia" in edited
+    payload = world.chat.slack_interaction(message, f"ev:{run.id}:{cue.id}:confirm", user=SLACK_GM, name="mira")
+    finish({"press": read_slack(world.chat.slack_signed(payload)[1], settings).event()})
+    assert world.chat.message(message.id).text == edited and world.chat.message(message.id).custom_ids == []
+    [(who, said)] = world.chat.private(message.id)
+    assert who == "mira" and f"Confirmed by mod-mia at {at:%H:%M} UTC. Your press changed nothing." in said

@@ -18,7 +18,8 @@
      ├── InvalidCron                a schedule that is not standard five-field cron, or an unknown time zone
      └── UnreadableDocument         a stored document the runner cannot walk
     Exception
-     ├── ChannelError               a notification post failed; the step is retried with the same key
+     ├── ChannelError               a notification post failed; the step is retried with the same key (a
+     │                              platform's own wait, or that what the call named is gone, beside it)
      ├── Refused                    a chat press refused before the database is asked (who, where, which control)
      ├── AnsweredBefore             not a failure: a control's Idempotency-Key was pressed within 24 h; its
      │                              first answer travels in it (the transaction it leaves wrote nothing)
@@ -104,7 +105,12 @@ class UnreadableDocument(ValueError):
 
 
 class ChannelError(Exception):
-    pass
+    """`retry_after`: the seconds the platform asked to wait (a rate limit); `gone`: the message or channel the
+    call named is no more (deleted), so sending it again cannot take."""
+
+    def __init__(self, words: str, *, retry_after: float | None = None, gone: bool = False):
+        super().__init__(words)
+        self.retry_after, self.gone = retry_after, gone
 
 
 class Refused(Exception):

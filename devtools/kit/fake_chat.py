@@ -114,6 +114,7 @@ class FakeChat:
         self._received: list[Received] = []
         self._messages: dict[str, Posted] = {}
         self._tokens: dict[str, str] = {}  # an interaction's token -> the message it came from
+        self._pressers: dict[str, str] = {}  # a Slack response_url's token -> the name of the user who pressed
         self._scripted: deque[Scripted] = deque()
         self._ids = itertools.count(900_000_000_000_000_001)
         self._engine_url: str | None = None
@@ -198,6 +199,11 @@ class FakeChat:
         with self._lock:
             return self._messages[message_id]
 
+    def private(self, message_id: str) -> list[tuple[str, str]]:
+        """The private answers shown under a message: (the presser's name, what it said), oldest first."""
+        with self._lock:
+            return [(who, content) for shown_on, who, content in self._private if shown_on == message_id]
+
     # ── the platforms' side ─────────────────────────────────────────────
     def _serve(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any], dict[str, str]]:
         try:
@@ -240,8 +246,7 @@ class FakeChat:
             message_id = self._tokens.get(respond[1])
             if message_id is None:
                 return 404, {"ok": False, "error": "expired_url"}, {}
-            self._edit(message_id, {k: v for k, v in body.items() if k != "replace_original"})
-            return 200, {"ok": True}, {}
+            return self._respond(message_id, self._pressers.get(respond[1], ""), body)
         if headers.get("authorization") != f"Bearer {self.token}":
             return 200, {"ok": False, "error": "invalid_auth"}, {}
         if path == "/api/chat.postMessage":
@@ -254,6 +259,19 @@ class FakeChat:
             self._edit(body["ts"], {k: v for k, v in body.items() if k not in ("channel", "ts")})
             return 200, {"ok": True, "ts": body["ts"]}, {}
         return 200, {"ok": False, "error": "message_not_found"}, {}
+
+    def _respond(self, message_id: str, presser: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """A body sent to a press's response_url, as Slack takes it: `replace_original: true` replaces the message;
+        anything else is a new message, `response_type: in_channel` for the channel, else (ephemeral, the
+        default) shown to the presser alone, under the message, the message itself left as it was."""
+        if body.get("replace_original") is True:
+            self._edit(message_id, {k: v for k, v in body.items() if k != "replace_original"})
+        elif body.get("response_type") == "in_channel":
+            self._post("slack", self.message(message_id).channel_id, {"text": body.get("text"), "blocks": body.get("blocks")}, None)
+        else:
+            with self._lock:
+                self._private.append((message_id, presser, str(body.get("text") or "")))
+        return 200, {"ok": True}, {}
 
     def _post(self, platform: str, channel_id: str, body: dict[str, Any], reply_to: str | None) -> Posted:
         number = next(self._ids)
@@ -303,6 +321,7 @@ class FakeChat:
         token = f"rtoken-{next(self._ids)}"
         with self._lock:
             self._tokens[token] = message.id
+            self._pressers[token] = name
         return {
             "type": "block_actions", "trigger_id": trigger or f"{next(self._ids)}.1.abc",
             "user": {"id": user, "username": name, "name": name, "team_id": team}, "team": {"id": team},

@@ -31,7 +31,7 @@ from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerR
 from ..model import Step
 from ..store import chat_messages, log, steps
 from .platforms import Message
-from .render import current, parse
+from .render import current, ended_words, parse
 
 REFUSED_BY_THE_RULES = (Conflict, Stale, NotFound, Forbidden, Invalid, KeyReused, Clash, NewerRow)
 
@@ -161,7 +161,7 @@ def perform(db: Database, clock: Clock, press: ChatPress, mapped: frozenset[str]
         return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped), made_work_at=again))
     except REFUSED_BY_THE_RULES as refusal:
         words = refusal.messages[0] if hasattr(refusal, "messages") else str(refusal)
-        return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped), words))
+        return db.autocommit(lambda tx: _refused(tx, press, mapped, words))
 
 
 def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> Pressing:
@@ -197,6 +197,18 @@ def _choice(step: Step, press: ChatPress) -> str:
 def _shown(tx: Tx, press: ChatPress, mapped: frozenset[str]) -> Message | None:
     step = steps.get_on_run(tx, press.run_id, press.step_id)
     return None if step is None else _message_of(tx, step, press.platform, mapped)
+
+
+def _refused(tx: Tx, press: ChatPress, mapped: frozenset[str], words: str) -> Pressing:
+    """A press the rules refused, with the message as it stands; when the step's wait had ended (another press
+    or the console came first), the why says who ended it and when, as the message will."""
+    step = steps.get_on_run(tx, press.run_id, press.step_id)
+    if step is None:
+        return Pressing(None, words)
+    if not step.parked:
+        ended = chat_messages.how_it_ended(tx, step.run_id, step.id)
+        words = f"{words}: {ended_words(step, ended, press.platform)}. Your press changed nothing."
+    return Pressing(_message_of(tx, step, press.platform, mapped), words)
 
 
 def _message_of(tx: Tx, step: Step, platform: str, mapped: frozenset[str]) -> Message:

@@ -28,6 +28,7 @@ MAX_ANSWER_BYTES = 64 * 1024
 UNAUTHORISED, RATE_LIMITED = 401, 429
 SLACK_UNAUTHORISED = ("invalid_auth", "token_revoked", "not_authed", "account_inactive")
 SENDS_PER_CALL = 3  # the first send, and one more after a 401's new token or a rate limit's wait
+GONE = (10003, 10008, "channel_not_found", "message_not_found")  # Discord's Unknown Channel and Message codes, Slack's
 DISCORD_CONTENT_CHARS = 2000  # a bot's message content (the published schema allows 4,000: Discord refuses a bot's)
 
 
@@ -129,8 +130,9 @@ class ChatApi(ABC):
                 if wait is not None and wait < deadline - time.monotonic():
                     time.sleep(wait)
                     continue
-                raise ChannelError(f"{self.platform} is rate limiting the bot: retry after {wait} s")
-            raise ChannelError(f"{self.platform} answered HTTP {answer.status}: {_said(answer, parsed)}")
+                raise ChannelError(f"{self.platform} is rate limiting the bot: retry after {wait} s", retry_after=wait)
+            raise ChannelError(f"{self.platform} answered HTTP {answer.status}: {_said(answer, parsed)}",
+                               gone=parsed.get("code") in GONE or parsed.get("error") in GONE)
         raise ChannelError(f"{self.platform}: no answer taken after {SENDS_PER_CALL} sends")
 
     def _token(self) -> str:

@@ -283,8 +283,7 @@ class Runner:
 
     def _settle_chat(self, tick: TickWork, budget: Budget) -> None:
         assert self.chat is not None  # noqa: S101 — for mypy only: the chore is listed only with the bots
-        settle_messages(self.db, self.chat, tick.now, retry_seconds=self.rules.retry_seconds,
-                        max_attempts=self.rules.max_attempts, affords=budget.allows)
+        settle_messages(self.db, self.chat, tick.now, retry_seconds=self.rules.retry_seconds, affords=budget.allows)
 
     def next_wake(self) -> datetime | None:
         """The earliest wake time of any run (one indexed read): when the next tick has work."""

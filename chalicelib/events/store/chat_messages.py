@@ -6,7 +6,7 @@ compare-and-set on `settled_at` still NULL, made only by the tick's chore once i
 step no longer waits (its status is not running: a step being dispatched is running under a lease, so a cue
 being posted is never settled before it parks); a press from the chat never settles it, as its own edit of
 the message may not land. A failed edit is tried
-again at `edit_at`, up to the tick's attempt ceiling, each try counted (`edit_tries`).
+again at `edit_at` (`settle.py` says when, and when it gives up), each try counted (`edit_tries`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ...db import Tx
 from .. import journal
 from ..lifecycle import StepSQL
 
-COLUMNS = "m.id, m.run_id, m.step_id, m.platform, m.channel_id, m.message_id, m.edit_tries"
+COLUMNS = "m.id, m.run_id, m.step_id, m.platform, m.channel_id, m.message_id, m.edit_tries, m.posted_at"
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class ChatMessage:
     channel_id: str
     message_id: str  # Discord's message id, Slack's ts
     edit_tries: int = 0
+    posted_at: datetime | None = None
 
 
 def record(tx: Tx, run_id: int, step_id: int, platform: str, channel_id: str, message_id: str, now: datetime) -> None:
