@@ -392,6 +392,17 @@ def test_every_alarm_the_operators_need_exists_and_notifies_the_alarm_topic(app)
         assert alarm["Properties"]["TreatMissingData"] == ("ignore" if kept else "notBreaching"), name
 
 
+def test_every_alarms_e_mail_names_its_runbook_and_a_log_group_the_stack_writes(app):
+    """The alarm e-mail shows the description: it says where the runbook is and which log group holds the cause."""
+    groups = {spec["Properties"]["LogGroupName"]["Fn::Sub"] for spec in cfn.of_type(app, "AWS::Logs::LogGroup").values()}
+    runbooks = (cfn.ROOT / "docs" / "operations.md").read_text().split("\n## Alarms\n", 1)[1].split("\n## ", 1)[0]
+    for name, alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").items():
+        description = alarm["Properties"]["AlarmDescription"]["Fn::Sub"]
+        assert "Runbook: docs/operations.md, Alarms; log group " in description, name
+        assert description.rsplit("log group ", 1)[1] in groups, name
+        assert f"| `{name}` |" in runbooks, f"{name} has no runbook row"
+
+
 def test_a_wait_for_a_person_alarms_while_the_deployment_sleeps(packaged):
     """The two wait alarms read what every tick invocation publishes, keep their state through the silence of
     a sleep (missing data is ignored, not called fine), tell the alarm topic when the wait is over, and the
