@@ -246,6 +246,9 @@ def test_every_caller_gets_what_its_token_and_role_allow(db, clock, db_params, j
             assert answer.status in _expected(roles, caller), (caller, answer.status, answer.body)
             if answer.status >= 400:
                 assert answer.body["errors"], (caller, answer.body)
+            if roles is not None:  # private (names, notes, chat ids): never kept in a browser's disk cache, never sniffed
+                private = (answer.headers.get("Cache-Control"), answer.headers.get("X-Content-Type-Options"))
+                assert private == ("no-store", "nosniff"), (caller, answer.status, answer.headers)
 
 
 # role × step control × the step's state: who gets what (200, 403 for want of a role, 409 for the state).

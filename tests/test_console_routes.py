@@ -90,6 +90,12 @@ def test_the_session_says_who_the_token_names_and_what_its_roles_may_do(api):
     assert api.get("/console/session", auth=token("viewer")).status == 403
 
 
+def test_the_session_is_never_kept_in_the_browsers_cache(api):
+    """The next person at a shared or kiosk machine must not read who signed in, and as what, from the disk cache."""
+    headers = api.get("/console/session", auth=GM).headers
+    assert (headers["Cache-Control"], headers["X-Content-Type-Options"]) == ("no-store", "nosniff")
+
+
 def test_roles_come_from_the_configured_claim_top_level_or_nested(api_with):
     cognito = api_with(jwt_roles_claim="cognito:groups")
     assert cognito.get("/runs", auth=token(roles_claim=None, **{"cognito:groups": ["moderator"]})).status == 200

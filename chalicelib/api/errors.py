@@ -91,9 +91,8 @@ def http_status(error: EngineError) -> int:
 
 def from_exception(error: BaseException) -> Response:
     if isinstance(error, EngineError):
-        # A 412 names the state now by its tag too, as GET /runs/{id} would (never cached: it is a control's state).
-        headers: dict[str, str | list[str]] = (
-            {"ETag": error.etag, "Cache-Control": "no-store"} if isinstance(error, Stale) else {})
+        # A 412 names the state now by its tag too, as GET /runs/{id} would (never cached: operations.PRIVATE).
+        headers: dict[str, str | list[str]] = {"ETag": error.etag} if isinstance(error, Stale) else {}
         return error_response(http_status(error), error.messages or [str(error)], error.detail, headers)
     if lost_connection(error):
         # The database is unreachable or restarting (retries already spent): the

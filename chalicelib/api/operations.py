@@ -6,7 +6,8 @@ signature when it carries one (401/403 before anything about the input), parse
 the path ids and names, the query and the body against their schemas (400), then
 call the handler with the request's headers beside them (a control reads If-Match
 and Idempotency-Key there); a handler may answer headers of its own (GET /runs/{id}
-its ETag). The time
+its ETag). Every answer of an operation that needs a token (`roles`), its refusals too, is sent `PRIVATE`
+(never stored, never sniffed) unless the handler says otherwise. The time
 comes from `runtime.clock()`, read at most once per request. An operation that moves
 a live event (`waits_for_database`: a signal, a control) waits for a database resuming
 from a pause, up to EVENT_API_DATABASE_WAIT_SECONDS from its start, inside API Gateway's
@@ -48,6 +49,10 @@ Headers = dict[str, str]
 # What a handler returns: the body (200), its status and body, or its status, body and headers.
 Answer = Body | tuple[int, Body] | tuple[int, Body, Headers]
 HeaderDocs = dict[str, tuple[str, dict[str, Any]]]  # a header's name: (description, schema), for the OpenAPI document
+
+# An answer behind a token is one person's (names, chat ids, notes, a game's payloads): no browser keeps it on disk
+# for the next person at a shared machine (no-cache still stores it), nor reads it as anything but JSON.
+PRIVATE: Headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 
 
 @dataclass
@@ -109,6 +114,12 @@ class Operation:
         return last if last in (*RUN_CONTROLS, *PHASE_CONTROLS, *STEP_CONTROLS) else f"{self.method} {self.path}"
 
     def __call__(self, request: Request, **path: str) -> Response:
+        answer = self._attempt(request, path)
+        if self.roles is not None:
+            answer.headers = {**PRIVATE, **answer.headers}  # a handler's own (GET /runs/{id}'s) win
+        return answer
+
+    def _attempt(self, request: Request, path: dict[str, str]) -> Response:
         started = time.monotonic()
         try:
             # guard: a-read-waits-out-a-resume

@@ -26,6 +26,7 @@ from chalice import Blueprint, Response
 from .. import runtime
 from ..api import auth
 from ..api.errors import error_response, from_exception
+from ..api.operations import PRIVATE
 from ..events.errors import Forbidden
 
 console = Blueprint(__name__)
@@ -137,7 +138,7 @@ def console_session() -> Response:
         # "attempt 2 of 3" on a step waiting to be tried again: the ceiling is the deployment's, not the run's.
         "limits": {"step_max_attempts": runtime.settings().step_max_attempts},
     }
-    return Response(body=json.dumps(body), status_code=200, headers=_headers("application/json"))
+    return Response(body=json.dumps(body), status_code=200, headers=_headers("application/json", **PRIVATE))
 
 
 @console.route("/console/{asset}", methods=["GET"])

@@ -42,8 +42,8 @@ def caller_of(call: Call) -> Caller:
 
 
 def run_headers(detail: Body) -> dict[str, str]:
-    """A run's detail answers its tag, as read in the detail's snapshot, and is never cached."""
-    return {"ETag": detail["run"]["etag"], "Cache-Control": "no-store"}
+    """A run's detail answers its tag, as read in the detail's snapshot (never cached: operations.PRIVATE)."""
+    return {"ETag": detail["run"]["etag"]}
 
 
 @router.operation("GET", "/runs/{run_id}/log", "The run's log rows after an id, oldest first (the console tails it).",
