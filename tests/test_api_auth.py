@@ -453,7 +453,7 @@ def test_a_token_naming_a_key_that_is_not_rs256_is_401_not_500(db, clock, db_par
     forged = token("admin", key=RSA_KEY, algorithm="RS256", headers={"kid": kid})
     answer = _runs_with_key_set(db, clock, db_params, key_sets + "/mixed", forged)
     assert (answer.status, answer.body) == (401, {"errors": [
-        f"the token is not signed by a known key: its kid names a {named} key, and tokens here are RS256"]})
+        f"the token is not signed by a known key: its kid names the set's {named} key, and tokens here are RS256"]})
     assert _runs_with_key_set(db, clock, db_params, key_sets + "/mixed", _rs("admin")).status == 200
 
 

@@ -138,7 +138,7 @@ def _key_and_algorithm(token: str, settings: Settings) -> tuple[Any, str]:
             raise Unauthorized("the token is not signed by a known key") from None
         if not _verifies_rs256(signing_key):
             # An EC or OKP key handed to RS256 makes jwt.decode raise TypeError: a forged header's 500.
-            raise Unauthorized(f"the token is not signed by a known key: its kid names a {signing_key.key_type}"
+            raise Unauthorized(f"the token is not signed by a known key: its kid names the set's {signing_key.key_type}"
                                f" {signing_key.algorithm_name} key, and tokens here are RS256")
         return signing_key.key, "RS256"
     raise AuthUnavailable("token checking is not configured (EVENTS_JWT_SECRET or EVENTS_JWT_JWKS_URL)")
