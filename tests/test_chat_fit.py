@@ -1,8 +1,11 @@
-"""A chat message's text fits its platform however long the authored words are, and says what a reader needs.
+"""A chat message's text fits its platform however long the authored words are, shows them as written, and
+says what a reader needs.
 
 Discord takes at most 2,000 characters of a bot's content (tests/support/chat.py holds every body to that,
 not the published schema's 4,000): a cue's first post, a press's answer, the edits after it. The instruction
-is what is shortened; how the step's wait ended, or why a press did not take, is never cut.
+is what is shortened; how the step's wait ended, or why a press did not take, is never cut. Slack reads `<…>`
+as markup (`<!channel>`, a link with text of its own): every text the engine sends it is escaped, the
+first post and every edit alike, all but the engine's own mentions.
 """
 
 import pytest
@@ -10,9 +13,19 @@ from chalice.test import Client
 
 from app import app
 from chalicelib import runtime
-from chalicelib.events.chat.platforms import Message, discord_body
+from chalicelib.events.chat.platforms import Message, discord_body, slack_blocks
+from chalicelib.events.lifecycle import StepStatus
 from tests.support.api import MODERATOR, Api, hs_settings
-from tests.support.chat import GM_ROLE, chat_settings, every_discord_body_valid, valid_for_discord
+from tests.support.chat import (
+    GM_ROLE,
+    SLACK_CHANNEL,
+    SLACK_GM,
+    chat_settings,
+    every_discord_body_valid,
+    every_slack_body_escaped,
+    valid_for_discord,
+)
+from tests.support.interleaved import until
 from tests.support.runner_kit import step
 from tests.test_chat_interactions import World
 
@@ -57,3 +70,47 @@ def test_a_refused_press_says_why_in_full_beneath_a_shortened_instruction():
     why = "Your press did not take: " + "this step is done and is not waiting on anyone " * 4
     content = discord_body(shown.noted(why))["content"]
     assert len(content) == 2000 and content.endswith(f"x…\nConfirmed by <@1> at 20:00 UTC\n{why}")
+
+
+HOSTILE = "Ping <!channel> & see <https://evil.example|the console> <@U0BOSS>"
+
+
+def test_authored_markup_reaches_slack_escaped_in_the_post_and_every_edit(world):
+    settings = chat_settings(world.chat, world.settings, cue_channel=f"slack:{SLACK_CHANNEL}")
+    asks = {**step("core.cue", instruction="Pick <!here>", choices=[{"value": "a", "label": "Fish & <!here>"},
+                                                                      {"value": "b", "label": "Chips"}])}
+    with runtime.override(settings=settings):
+        run, cue = world.cue_posted(settings, step("core.cue", instruction=HOSTILE), asks)
+        [posted] = world.chat.messages("slack")
+        headers, body = world.chat.slack_signed(world.chat.slack_interaction(posted, f"ev:{run.id}:{cue.id}:confirm",
+                                                                             user=SLACK_GM))
+        assert world.api.call("POST", "/integrations/slack/interactions", raw=body, headers=headers).status == 200
+        until(lambda: "Confirmed by" in world.chat.message(posted.id).text, "the press's response_url edit")
+        world.tick(settings)
+        second = world.steps(run.id)[1]
+        assert world.api.post(f"/runs/{run.id}/steps/{second.id}/confirm", {"choice": "a"}, auth=MODERATOR).status == 200
+        world.tick(settings)
+        for message, step_id in zip(world.chat.messages("slack"), (cue.id, second.id), strict=True):
+            late = world.chat.slack_interaction(message, f"ev:{run.id}:{step_id}:skip", user=SLACK_GM)
+            headers, body = world.chat.slack_signed(late)
+            assert world.api.call("POST", "/integrations/slack/interactions", raw=body, headers=headers).status == 200
+        until(lambda: len(_private(world)) == 2, "both late presses told why privately")
+    assert world.steps(run.id)[1].status is StepStatus.DONE
+    pressed, chosen = (world.chat.message(m.id).text for m in world.chat.messages("slack"))
+    first_why, second_why = sorted(_private(world), key=lambda why: "Pick" in why)
+    assert "(Ping &lt;!channel&gt; &amp; see…): " in first_why and "Confirmed by <@U0MIRA> at" in first_why
+    assert "(Pick &lt;!here&gt;): " in second_why and "(answer: Fish &amp; &lt;!here&gt;)" in second_why
+    assert "Ping &lt;!channel&gt; &amp; see &lt;https://evil.example|the console&gt; &lt;@U0BOSS&gt;" in pressed
+    assert "\nConfirmed by <@U0MIRA> at " in pressed  # the engine's own mention stays one
+    assert "(answer: Fish &amp; &lt;!here&gt;)" in chosen
+    assert every_slack_body_escaped(world.chat) >= 8  # the two posts, the press's edit, the tick's edits, the whys
+
+
+def _private(world):
+    return [r.json["text"] for r in world.chat.received("POST", "/slack/respond/") if r.json.get("response_type") == "ephemeral"]
+
+
+def test_a_slack_section_is_never_cut_inside_an_entity():
+    text = "&amp;" * 700  # 3,500 characters as Slack counts them
+    section = slack_blocks(Message(text).noted("Skipped by mod-mia at 20:00 UTC"))[0]["text"]["text"]
+    assert len(section) <= 3000 and section.endswith("&amp;…\nSkipped by mod-mia at 20:00 UTC")

@@ -2246,6 +2246,8 @@ MUTATIONS: list[Mutation] = [
              "if wait is not None and wait < deadline - time.monotonic():", "if False:", ("tests/test_chat_outbound.py",)),
     Mutation("a-discord-edit-past-2000-characters", "a-discord-edit-past-2000-characters",
              '"content": fitted(message, DISCORD_CONTENT_CHARS)', '"content": message.text', ("tests/test_chat_fit.py",)),
+    Mutation("authored-markup-reaches-slack-unescaped", "authored-markup-reaches-slack-unescaped",
+             'return slack_text(text) if platform == "slack" else text', "return text", ("tests/test_chat_fit.py",)),
     Mutation("a-discord-press-is-read-unsigned", "a-discord-press-is-read-unsigned",
              "Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key)).verify(raw_signature, timestamp.encode() + body)",
              "Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key))", ("tests/test_chat_interactions.py",)),

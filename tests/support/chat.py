@@ -4,6 +4,7 @@ engine at them, and Discord's own published schema, against which every body sen
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -75,4 +76,23 @@ def every_discord_body_valid(fake: FakeChat) -> int:
         else:
             valid_for_discord("MessageEditRequestPartial", request.json)
         checked += 1
+    return checked
+
+
+_MARKUP = re.compile(r"<[^>]*>")
+_ENGINE_MENTION = re.compile(r"<@U[A-Z0-9]+>")
+
+
+def every_slack_body_escaped(fake: FakeChat) -> int:
+    """Every text the engine sent the fake Slack (a message's `text`, its section block's, a response_url's)
+    holds no Slack markup but the engine's own `<@U…>` mentions: an authored `<!channel>` or `<https://…|link>`
+    reaches Slack escaped; how many texts."""
+    checked = 0
+    for request in fake.received(path="/slack/"):
+        body = request.json if isinstance(request.json, dict) else {}
+        texts = [body.get("text")] + [b["text"]["text"] for b in body.get("blocks") or () if b.get("type") == "section"]
+        for text in filter(None, texts):
+            markup = [m for m in _MARKUP.findall(text) if not _ENGINE_MENTION.fullmatch(m)]
+            assert not markup, f"{request.path}: {markup} in {text!r}"
+            checked += 1
     return checked

@@ -18,7 +18,7 @@ from ...db import Clock, Database
 from ..actions.notice import Limit, Notice
 from ..adapters.webhook_channel import DISCORD_CONTENT, SLACK_TEXT, discord_content, slack_text
 from ..store import chat_messages
-from .platforms import DiscordApi, Message, SlackApi
+from .platforms import SLACK_SECTION_CHARS, DiscordApi, Message, SlackApi
 from .render import CUE_CONTROLS, DECISION_CONTROLS, NOBODY_HERE, buttons, for_readers
 
 
@@ -55,4 +55,4 @@ class ChatChannel:
         if isinstance(self.api, DiscordApi):
             return discord_content(notice, DISCORD_CONTENT)
         # Slack counts the text escaped; its section block takes at most 3,000 characters of it.
-        return slack_text(notice.message(Limit(min(SLACK_TEXT.most, 3000), SLACK_TEXT.measure)))
+        return slack_text(notice.message(Limit(min(SLACK_TEXT.most, SLACK_SECTION_CHARS), SLACK_TEXT.measure)))

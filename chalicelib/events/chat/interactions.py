@@ -31,7 +31,7 @@ from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerR
 from ..model import Step
 from ..store import chat_messages, log, steps
 from .platforms import Message
-from .render import current, ended_words, parse
+from .render import current, ended_words, parse, written
 
 REFUSED_BY_THE_RULES = (Conflict, Stale, NotFound, Forbidden, Invalid, KeyReused, Clash, NewerRow)
 
@@ -74,7 +74,7 @@ class Pressing:
     """What a press came to: the message as it now stands, and the why of a press that did not take."""
 
     message: Message | None  # None: nothing to show (the step is gone)
-    refused: str | None = None
+    refused: str | None = None  # as the platform shows it (Slack's escaped: `render.written`)
     made_work_at: datetime | None = None  # the press's time, when it took and its control wakes the tick
 
 
@@ -202,6 +202,7 @@ def _shown(tx: Tx, press: ChatPress, mapped: frozenset[str]) -> Message | None:
 def _refused(tx: Tx, press: ChatPress, mapped: frozenset[str], words: str) -> Pressing:
     """A press the rules refused, with the message as it stands; when the step's wait had ended (another press
     or the console came first), the why says who ended it and when, as the message will."""
+    words = written(words, press.platform)  # the rules' words name the step, authored words among them
     step = steps.get_on_run(tx, press.run_id, press.step_id)
     if step is None:
         return Pressing(None, words)

@@ -13,6 +13,7 @@ nothing the platform did not take is taken for delivered.
 from __future__ import annotations
 
 import json
+import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ... import outbound
-from ..actions.notice import Limit, shorten
+from ..actions.notice import ELLIPSIS, Limit, shorten
 from ..adapters.signing import SigningKey
 from ..errors import ChannelError, OutboundError, SecretUnreadable
 
@@ -29,6 +30,7 @@ UNAUTHORISED, RATE_LIMITED = 401, 429
 SLACK_UNAUTHORISED = ("invalid_auth", "token_revoked", "not_authed", "account_inactive")
 SENDS_PER_CALL = 3  # the first send, and one more after a 401's new token or a rate limit's wait
 GONE = (10003, 10008, "channel_not_found", "message_not_found")  # Discord's Unknown Channel and Message codes, Slack's
+SLACK_SECTION_CHARS = 3000  # a section block's text, counted escaped
 DISCORD_CONTENT_CHARS = 2000  # a bot's message content (the published schema allows 4,000: Discord refuses a bot's)
 
 
@@ -56,11 +58,16 @@ class Message:
 
 def fitted(message: Message, most: int) -> str:
     """The message's text in at most `most` characters: what comes before its kept end shortened as a notice
-    is (`shorten`: an ellipsis after it), the kept end whole."""
+    is (`shorten`: an ellipsis after it), the kept end whole; never cut inside an entity Slack's escaping made
+    (`&amp;` cut to `&am…` would show as written)."""
     if len(message.text) <= most:
         return message.text
     split = len(message.text) - min(message.kept, most)
-    return shorten(message.text[:split], Limit(most - (len(message.text) - split))) + message.text[split:]
+    shortened = shorten(message.text[:split], Limit(most - (len(message.text) - split)))
+    return _CUT_ENTITY.sub(ELLIPSIS, shortened) + message.text[split:]
+
+
+_CUT_ENTITY = re.compile(rf"&[a-z]{{0,3}}{ELLIPSIS}$")
 
 
 def discord_body(message: Message) -> dict[str, Any]:
@@ -74,8 +81,10 @@ def discord_body(message: Message) -> dict[str, Any]:
 
 
 def slack_blocks(message: Message) -> list[dict[str, Any]]:
-    """A message as Slack's Block Kit shows it: its text, then its buttons (at most 25 to an actions block)."""
-    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": message.text[:3000]}}]
+    """A message as Slack's Block Kit shows it: its text (escaped as Slack's: `render.written`) fitted to a
+    section's 3,000 characters, then its buttons (at most 25 to an actions block)."""
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn",
+                                                                  "text": fitted(message, SLACK_SECTION_CHARS)}}]
     if message.buttons:
         blocks.append({"type": "actions", "elements": [
             {"type": "button", "text": {"type": "plain_text", "text": b.label[:75]}, "action_id": b.custom_id,
@@ -232,7 +241,8 @@ class SlackApi(ChatApi):
         return frozenset(listed)
 
     def say_privately(self, response_url: str, words: str) -> None:
-        """A refusal only the presser sees (`response_type: ephemeral`), through the press's response_url."""
+        """A refusal only the presser sees (`response_type: ephemeral`), through the press's response_url; `words`
+        as Slack shows them (authored words in them escaped: `render.written`)."""
         try:
             endpoint = outbound.Endpoint.parse(response_url)
         except ValueError:

@@ -8,7 +8,8 @@ parked cue's Confirm (or a button per answer), Skip and I have it (not once some
 Confirm, Skip and Resend; each only where a role the deployment maps to the platform's people (its
 `mapped_roles`: DISCORD_ROLES, SLACK_ROLES) passes that control's roles (`Control.passes`, as a press is judged),
 so nobody is shown a button no reader could press; a message about a step whose wait ended says how it ended, who did it and when,
-and carries none.
+and carries none. Authored words show as written on either platform (Slack's `&`, `<` and `>` escaped in
+every message, the first post and each edit): the only markup is the engine's own mention of a person.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 from ...config import Settings
 from .. import journal
+from ..adapters.webhook_channel import slack_text
 from ..commands import CONTROLS, Acknowledge, Confirm, Resend, Skip
 from ..lifecycle import StepStatus
 from ..model import Step
@@ -88,11 +90,18 @@ def now_buttons(step: Step, mapped: frozenset[str]) -> tuple[Button, ...]:
     return ()
 
 
+def written(text: str, platform: str) -> str:
+    """Words that are not the engine's own markup, as `platform` shows them as written: Slack's `&`, `<` and `>`
+    escaped (an authored `<!channel>` or `<https://…|link>` is no broadcast or disguised link there)."""
+    # guard: authored-markup-reaches-slack-unescaped
+    return slack_text(text) if platform == "slack" else text
+
+
 def who(actor: str, platform: str) -> str:
     """A person as the platform shows them: a chat identity of that platform as its mention (Discord renders
     `<@id>` as the member's name, Slack `<@U…>`; neither pings: mentions are off), anyone else as named."""
     chat, _, user = actor.partition(":")
-    return f"<@{user}>" if chat == platform and user else actor
+    return f"<@{user}>" if chat == platform and user else written(actor, platform)
 
 
 def ended_words(step: Step, ended: Ended | None, platform: str) -> str:
@@ -101,8 +110,8 @@ def ended_words(step: Step, ended: Ended | None, platform: str) -> str:
     by = "" if ended is None else f" by {who(ended.actor, platform)}"
     cause = None if ended is None else ended.detail.get("cause")
     if cause is not None and ended is not None and ended.actor in (journal.RUNNER, journal.REHEARSAL):
-        by = f" by the engine ({cause})"
-    chosen = next((str(c["label"]) for c in step.choices if str(c["value"]) == step.choice), None)
+        by = f" by the engine ({written(str(cause), platform)})"
+    chosen = next((written(str(c["label"]), platform) for c in step.choices if str(c["value"]) == step.choice), None)
     words = {StepStatus.DONE: "Confirmed", StepStatus.SKIPPED: "Skipped", StepStatus.CANCELLED: "Cancelled",
              StepStatus.FAILED: "Failed", StepStatus.REFUSED: "Refused", StepStatus.PENDING: "Sent to the game again",
              StepStatus.RUNNING: "Taken up again"}
@@ -117,8 +126,9 @@ def instruction(step: Step) -> str:
 def current(step: Step, ended: Ended | None, platform: str, mapped: frozenset[str]) -> Message:
     """The step's message as it stands now: what it asks and its buttons (for the `mapped` roles) while it
     waits (who has it, if someone does), else how its wait ended; that last line is kept whole when the
-    message is fitted to its platform (only the instruction is shortened)."""
-    shown = Message(f"{step.named}: {instruction(step)}", now_buttons(step, mapped) if step.parked else ())
+    message is fitted to its platform (only the instruction is shortened). Every authored word is `written` as
+    the platform shows it as written: only the engine's own mentions are markup."""
+    shown = Message(written(f"{step.named}: {instruction(step)}", platform), now_buttons(step, mapped) if step.parked else ())
     if not step.parked:
         return shown.noted(ended_words(step, ended, platform))
     return shown.noted(f"{who(step.acknowledged_by, platform)} has it") if step.acknowledged_by else shown
