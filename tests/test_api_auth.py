@@ -331,11 +331,15 @@ def test_without_token_settings_the_api_answers_503_not_500(db, clock, db_params
     assert answer.status == 503 and answer.body["errors"]
 
 
-def test_an_unreachable_key_set_is_503(db, clock, db_params):
+def test_an_unreachable_key_set_is_503_and_its_reason_is_logged_for_the_operator(db, clock, db_params, caplog):
+    """The answer says the keys cannot be fetched; why (here a refused connection) is in the API's ERROR line, which
+    Api5xxAlarm's runbook reads (nothing was logged)."""
     settings = Settings(db_url=db_params.url(), jwt_jwks_url="http://127.0.0.1:9/jwks.json", jwt_issuer=ISSUER, jwt_audience=AUDIENCE)
     with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
         answer = Api(client).get("/runs", auth=_rs("admin"))
     assert answer.status == 503
+    [line] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert line.getMessage().startswith("answered 503: the token signing keys cannot be fetched right now (cannot fetch the key set:")
 
 
 class _MisbehavingJwks(BaseHTTPRequestHandler):

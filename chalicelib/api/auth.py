@@ -132,8 +132,8 @@ def _key_and_algorithm(token: str, settings: Settings) -> tuple[Any, str]:
 
         try:
             signing_key = _jwks_client(settings.jwt_jwks_url).get_signing_key_from_jwt(token)
-        except jwt.PyJWKClientConnectionError:
-            raise AuthUnavailable("the token signing keys cannot be fetched right now") from None
+        except jwt.PyJWKClientConnectionError as error:  # its reason is logged with the answer, not sent
+            raise AuthUnavailable("the token signing keys cannot be fetched right now") from error
         except (jwt.PyJWKClientError, jwt.InvalidTokenError):
             raise Unauthorized("the token is not signed by a known key") from None
         if not _verifies_rs256(signing_key):

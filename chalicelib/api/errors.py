@@ -93,7 +93,12 @@ def from_exception(error: BaseException) -> Response:
     if isinstance(error, EngineError):
         # A 412 names the state now by its tag too, as GET /runs/{id} would (never cached: operations.PRIVATE).
         headers: dict[str, str | list[str]] = {"ETag": error.etag} if isinstance(error, Stale) else {}
-        return error_response(http_status(error), error.messages or [str(error)], error.detail, headers)
+        status, messages = http_status(error), error.messages or [str(error)]
+        if status == 503 and not isinstance(error, SchemaBehind):  # schema_version logs its own line
+            # The server's trouble (the key set, a secret): what Api5xxAlarm's runbook reads; the cause stays here.
+            cause = f" ({error.__cause__})" if error.__cause__ else ""
+            logger.error("answered 503: %s%s", "; ".join(messages), cause)
+        return error_response(status, messages, error.detail, headers)
     if lost_connection(error):
         # The database is unreachable or restarting (retries already spent): the
         # server's trouble, and worth trying again, so not a bare 500.
