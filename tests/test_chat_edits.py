@@ -7,7 +7,7 @@ for good, as the tick's chore passes over a settled message. And the tick's edit
 30 s apart, a rate limit's `retry_after` ignored: a minute of 429s left the buttons live for good too.
 """
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from chalice.test import Client
@@ -19,12 +19,14 @@ from chalicelib.events.chat.interactions import read_discord, read_slack
 from chalicelib.events.chat.settle import EDIT_PATIENCE
 from chalicelib.events.lifecycle import StepStatus
 from chalicelib.events.runner.compose import build_runner
+from chalicelib.events.runner.sleep import next_work
 from chalicelib.events.store import steps
 from devtools.kit.fake_chat import Scripted
 from tests.support.api import MODERATOR, Api, hs_settings
 from tests.support.chat import GM_ROLE, SLACK_CHANNEL, SLACK_GM, chat_settings
 from tests.support.factory import document
 from tests.support.runner_kit import log_of, schedule, step, tick
+from tests.support.sleep_world import HORIZON
 
 DISCORD = "/integrations/discord/interactions"
 RATE_LIMITED = Scripted(429, {"message": "You are being rate limited.", "retry_after": 64.0, "global": False})
@@ -127,6 +129,24 @@ def test_an_edit_failing_for_hours_is_tried_until_six_hours_after_the_wait_ended
     assert world.clock.now() - ended > EDIT_PATIENCE - timedelta(minutes=31)  # the last try's wait was at most 30 min
     assert 10 < len(world.failed_edits(run.id)) < 25  # doubling up to 30 min apart, not a try a tick
     assert world.chat.message(message.id).custom_ids  # given up: still the live buttons (nothing more to do)
+
+
+def test_an_edit_to_try_again_is_the_sleeping_deployments_next_work_while_its_bot_is_configured(world):
+    """An edit is tried for hours, and the deployment sleeps when idle: the sleep's wake-up took no account of the
+    next try, so a failed edit waited for whatever woke the deployment next (the daily backstop, the next event)."""
+    run, _, _ = world.confirmed_on_the_console()
+    world.chat.script(RATE_LIMITED)
+    world.tick()
+    [failed] = world.failed_edits(run.id)
+    again_at = datetime.fromisoformat(failed["again_at"]).replace(tzinfo=None)
+    now = world.clock.now()
+    assert next_work(world.db, now, HORIZON, chat_platforms=frozenset({"discord"})) == again_at
+    # a bot no longer configured: its messages are never edited, so they must not keep the deployment awake
+    assert next_work(world.db, now, HORIZON, chat_platforms=frozenset({"slack"})) > again_at + timedelta(days=1)
+    world.clock.advance((again_at - now).total_seconds())
+    world.tick()
+    assert world.edits() == 2 and next_work(world.db, world.clock.now(), HORIZON, chat_platforms=frozenset({"discord"})) > (
+        world.clock.now() + timedelta(days=1))  # edited: nothing left to wake for
 
 
 def test_an_edit_of_a_deleted_message_is_given_up_at_once(world):

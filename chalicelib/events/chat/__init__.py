@@ -31,3 +31,7 @@ class ChatApis:
 
     def of(self, platform: str) -> DiscordApi | SlackApi | None:
         return self.discord if platform == "discord" else self.slack if platform == "slack" else None
+
+    def platforms(self) -> frozenset[str]:
+        """The platforms whose messages this deployment can edit."""
+        return frozenset(name for name in ("discord", "slack") if self.of(name) is not None)

@@ -107,7 +107,8 @@ def scheduled_tick(context: LambdaContext, source: str = RULE_SOURCE) -> dict[st
         if settings.sleep:
             sleeper = Sleeper(runner.db, process_switches(settings), runner.horizon,
                               time_left=lambda: remaining_seconds() - SAFETY_SECONDS,
-                              escalate_after=timedelta(seconds=settings.escalate_after_seconds))
+                              escalate_after=timedelta(seconds=settings.escalate_after_seconds),
+                              chat_platforms=runner.chat.platforms() if runner.chat else frozenset())
             woke = sleeper.started(runtime.clock().now(), source)
         loop = run_invocation(runner, remaining_seconds=remaining_seconds, tick_seconds=settings.tick_seconds, sleeper=sleeper)
     except pymysql.err.OperationalError as error:

@@ -66,7 +66,7 @@ from typing import Protocol
 from ...db import Database
 from ..adapters.aws import AWS_CALL_SECONDS, BACKSTOP_SOURCE, RULE_SOURCE, WAKE_SOURCE
 from ..cron import DEFAULT_TIMEZONE, Schedule
-from ..store import definitions, engine_state, escalations, runs
+from ..store import chat_messages, definitions, engine_state, escalations, runs
 from ..store.engine_state import SleepState
 
 logger = logging.getLogger(__name__)
@@ -85,16 +85,22 @@ SLEEP_LOST_SOURCE = "events.sleep"  # a sleep that lost its row to a wake while 
 _ALL = datetime(9999, 12, 31)
 
 
-def next_work(db: Database, now: datetime, horizon: timedelta, escalate_after: timedelta | None = None) -> datetime:
+def next_work(db: Database, now: datetime, horizon: timedelta, escalate_after: timedelta | None = None,
+              chat_platforms: frozenset[str] = frozenset()) -> datetime:
     """When the tick next has something to do: the earliest run wake time (a parked cue's timers among
-    them), a stalled run's escalation (with `escalate_after`), or a recurring definition's next unplanned
-    occurrence (in its own time zone) less the horizon, whichever is earliest; never later than the
-    look-ahead's end, so a sleep past it re-plans then."""
+    them), a stalled run's escalation (with `escalate_after`), a chat message's next edit try (on the
+    `chat_platforms` the tick has a bot for), or a recurring
+    definition's next unplanned occurrence (in its own time zone) less the horizon, whichever is earliest;
+    never later than the look-ahead's end, so a sleep past it re-plans then."""
     wake = db.autocommit(runs.next_wake)
     if escalate_after:
         stall = db.autocommit(lambda tx: escalations.next_due(tx, escalate_after))
         if stall is not None and (wake is None or stall < wake):
             wake = stall
+    # guard: a-chat-edit-to-try-again-sleeps-through
+    edit = db.autocommit(lambda tx: chat_messages.next_edit_at(tx, chat_platforms))
+    if edit is not None and (wake is None or edit < wake):
+        wake = edit
     for recurrence in db.autocommit(lambda tx: definitions.recurrences(tx, _ALL)):
         after = max(now, recurrence.planned_through or now, recurrence.version_created_at)
         # guard: wake-up-in-utc-not-the-definitions-zone
@@ -133,9 +139,11 @@ class Sleeper:
     """The tick's side of sleeping: waking up at the start of an invocation, and going to sleep when idle."""
 
     def __init__(self, db: Database, switches: Switches, horizon: timedelta,
-                 time_left: Callable[[], float] = lambda: math.inf, escalate_after: timedelta | None = None):
+                 time_left: Callable[[], float] = lambda: math.inf, escalate_after: timedelta | None = None,
+                 chat_platforms: frozenset[str] = frozenset()):
         self.db, self.switches, self.horizon, self.time_left = db, switches, horizon, time_left
         self.escalate_after = escalate_after  # EVENT_ESCALATE_AFTER_SECONDS: a stalled run's escalation wakes it
+        self.chat_platforms = chat_platforms  # a chat edit to try again wakes it (the tick's bots)
         self.failed_sleeps = 0  # sleeps that could not be set, their wake-ups or the rule refused (SleepFailed)
 
     def started(self, now: datetime, source: str = RULE_SOURCE) -> bool:
@@ -175,13 +183,13 @@ class Sleeper:
 
     def try_sleep(self, now: datetime) -> bool:
         """Go to sleep if nothing is due within the horizon; True if the deployment now sleeps."""
-        first = next_work(self.db, now, self.horizon, self.escalate_after)
+        first = next_work(self.db, now, self.horizon, self.escalate_after, self.chat_platforms)
         if self._busy(first, now):
             return False
         sleep = self.db.transaction(lambda tx: engine_state.fall_asleep(tx, now, wake_up_at(now, first)))
         if sleep is None:
             return False
-        wake = next_work(self.db, now, self.horizon, self.escalate_after)  # work that came while we decided
+        wake = next_work(self.db, now, self.horizon, self.escalate_after, self.chat_platforms)  # work that came while we decided
         # guard: sleep-without-looking-again
         if self._busy(wake, now):
             self._call_off(now, sleep)

@@ -74,6 +74,21 @@ def unsettled(tx: Tx, now: datetime, limit: int) -> list[ChatMessage]:
     return [ChatMessage(**row) for row in rows]
 
 
+def next_edit_at(tx: Tx, platforms: frozenset[str]) -> datetime | None:
+    """When the tick's chore next has a message on `platforms` to edit (`unsettled`'s rows: its next try, or at
+    once when it has none yet, as its posting time); None when none has. A platform whose bot is no longer
+    configured is left out: its messages would keep a sleeping deployment awake for ever."""
+    if not platforms:
+        return None
+    places = ", ".join(["%s"] * len(platforms))
+    row = tx.one(
+        f"""SELECT MIN(COALESCE(m.edit_at, m.posted_at)) AS due FROM event_chat_messages m
+              JOIN event_run_steps s ON s.id = m.step_id
+             WHERE m.settled_at IS NULL AND s.status <> {StepSQL.RUNNING} AND m.platform IN ({places})""",  # noqa: S608
+        tuple(sorted(platforms)))
+    return None if row is None else row["due"]
+
+
 def settle(tx: Tx, message: ChatMessage, words: str | None, now: datetime) -> bool:
     """The message says how its step's wait ended (None: its edits were given up); False if it already did, or
     if its row now holds a message posted after it (`record`: the step's cue posted again)."""
