@@ -251,7 +251,7 @@ class Settings:
     cue_channel: str = "log"
     announce_channel: str = "log"
     escalation_channel: str | None = None  # ESCALATION_CHANNEL; None: the cue channel
-    escalation_mention: str | None = None  # ESCALATION_MENTION: a Discord role id the escalation webhook pings
+    escalation_mention: str | None = None  # ESCALATION_MENTION: a Discord role id escalations ping (webhook:, discord:)
     escalate_after_seconds: int = RANGES["EVENT_ESCALATE_AFTER_SECONDS"][0]
     api_database_wait_seconds: int = RANGES["EVENT_API_DATABASE_WAIT_SECONDS"][0]
     cors_origin: str = "*"
@@ -376,6 +376,13 @@ class Settings:
                     same_secret_key(secret_reference(reference), secret_reference(settings.game_bridge_secret_arn)):
                 raise ConfigError(f"{name} must name a key of its own, not GAME_BRIDGE_SECRET_ARN's ({reference} names"
                                   f" the same key as {settings.game_bridge_secret_arn})")
+        escalated_to = settings.escalation_channel or settings.cue_channel
+        # guard: an-escalation-mention-nobody-sends
+        if settings.escalation_mention and escalated_to.partition(":")[0] not in ("webhook", "discord"):
+            raise ConfigError(f"ESCALATION_MENTION pings a Discord role, and escalations go to {escalated_to}"
+                              f" ({'ESCALATION_CHANNEL' if settings.escalation_channel else 'CUE_CHANNEL'}), which"
+                              " cannot ping it: set ESCALATION_CHANNEL to webhook:<url> or discord:<channel id>, or"
+                              " unset ESCALATION_MENTION")
         if settings.console_dev_logins and not settings.jwt_secret:
             raise ConfigError("EVENTS_CONSOLE_DEV_TOKENS is for development only: it needs EVENTS_JWT_SECRET, not a JWKS")
         return settings

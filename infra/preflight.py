@@ -160,6 +160,18 @@ def jwks_front_problems(app: dict[str, str]) -> list[str]:
     return []
 
 
+def chat_problems(app: dict[str, str]) -> list[str]:
+    """Chat settings the functions would refuse at their first start (chalicelib/config.py), said with the
+    parameter to change."""
+    problems = []
+    escalated_to = app.get("EscalationChannel") or app.get("CueChannel") or "sns:<the CueTopic>"
+    if app.get("EscalationMention") and escalated_to.partition(":")[0] not in ("webhook", "discord"):
+        problems.append(f"EscalationMention pings a Discord role, and escalations would go to {escalated_to}, which"
+                        " cannot ping it: set EscalationChannel to webhook:<url> or discord:<channel id>, or leave"
+                        " EscalationMention empty")
+    return problems
+
+
 def host_problems(app: dict[str, str], data: dict[str, str], region: str, resolve: Resolver) -> tuple[list[str], list[str]]:
     """(refusals, warnings) for every host the functions would call, each with its fix."""
     refusals: list[str] = []
@@ -201,7 +213,7 @@ def host_problems(app: dict[str, str], data: dict[str, str], region: str, resolv
 def check(names: Names, region: str, data: dict[str, str], app: dict[str, str], *, resolve: Resolver = resolve,
           bucket: str | None = None, say: Callable[[str], None] = print) -> None:
     """Refuse (Refused, every reason at once) what cannot work; say what may not."""
-    refusals = name_problems(names, region, bucket) + jwks_front_problems(app)
+    refusals = name_problems(names, region, bucket) + jwks_front_problems(app) + chat_problems(app)
     hosts, warnings = host_problems(app, data, region, resolve)
     for warning in warnings:
         say(f"WARNING: {warning}")

@@ -1,5 +1,9 @@
 """A cue posted to a loopback Discord and Slack by the bot: its buttons, its recorded id, 429s and a revoked token."""
 
+import pytest
+
+from chalicelib.config import Settings
+from chalicelib.errors import ConfigError
 from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import chat_messages, steps
 from devtools.kit.fake_chat import Scripted
@@ -162,3 +166,27 @@ def test_a_settle_or_a_failed_edit_lands_on_its_own_message_not_on_the_one_poste
     assert row == {"message_id": "y-posted-after", "settled_at": None, "edit_tries": 0}
     [posted_after] = db.autocommit(lambda tx: chat_messages.of_step(tx, cue.id))
     assert db.autocommit(lambda tx: chat_messages.settle(tx, posted_after, "Confirmed by mira", clock.now()))
+
+
+def test_a_bot_escalation_pings_escalation_mentions_role_alone_and_a_channel_that_cannot_is_refused(db, clock, chat):
+    """ESCALATION_MENTION was dropped on a discord: escalation channel (every bot body named no one), so a GM
+    whose Discord notifies only on mentions was never told a cue had waited too long."""
+    role, elsewhere = "910000000000000007", "100000000000000009"
+    settings = chat_settings(chat, escalation_channel=f"discord:{elsewhere}", escalation_mention=role,
+                             escalate_after_seconds=60)
+    run = schedule(db, clock.now(), document([[step("core.cue", instruction=f"Light the bonfire <@&{role}> @everyone")]]))
+    _tick(db, clock, settings)
+    clock.advance(120)
+    _tick(db, clock, settings)
+    cue_post, escalation = chat.received("POST", "/channels/")
+    assert cue_post.json["allowed_mentions"] == {"parse": []}  # the cue itself pings nobody, its words even less
+    assert escalation.path.endswith(f"/channels/{elsewhere}/messages")
+    assert escalation.json["content"].startswith(f"<@&{role}> Escalation: Run {run.id} · Phase 1 · step 1")
+    assert escalation.json["allowed_mentions"] == {"parse": [], "roles": [role]}
+    every_discord_body_valid(chat)
+    for channel in (f"slack:{SLACK_CHANNEL}", "log"):
+        with pytest.raises(ConfigError, match="ESCALATION_MENTION pings a Discord role"):
+            Settings.from_env({"ESCALATION_CHANNEL": channel, "ESCALATION_MENTION": role})
+    with pytest.raises(ConfigError, match=r"\(CUE_CHANNEL\)"):
+        Settings.from_env({"CUE_CHANNEL": f"slack:{SLACK_CHANNEL}", "ESCALATION_MENTION": role})
+    assert Settings.from_env({"ESCALATION_CHANNEL": f"discord:{elsewhere}", "ESCALATION_MENTION": role}).escalation_mention == role

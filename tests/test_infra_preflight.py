@@ -131,3 +131,14 @@ def test_names_derived_from_a_long_stack_name_fit_and_stay_apart():
 def test_two_stacks_in_one_account_get_their_own_metric_namespace():
     """Their alarms read the engine's metrics by namespace: a shared one would trip both stacks' alarms."""
     assert preflight.Names("events-a", "events-a-data").namespace != preflight.Names("events-b", "events-b-data").namespace
+
+
+def test_an_escalation_mention_needs_a_channel_that_can_ping_it():
+    """The functions refuse ESCALATION_MENTION with an escalation channel that cannot ping a Discord role (their
+    configuration would fail at the first start): refused here first, naming the parameters."""
+    role = "910000000000000007"
+    assert "EscalationMention pings a Discord role, and escalations would go to sns:<the CueTopic>" in refusal(
+        app=dict(APP, EscalationMention=role))
+    assert "go to slack:C0CUES" in refusal(app=dict(APP, EscalationMention=role, CueChannel="slack:C0CUES"))
+    for channel in ("discord:100000000000000009", "webhook:https://bridge.example.org/hook"):
+        assert refusal(app=dict(APP, EscalationMention=role, EscalationChannel=channel)) == ""

@@ -6,7 +6,9 @@ role mapped to the platform's people may press it (`render.for_readers`; a messa
 open it on the console); either is recorded
 (`store/chat_messages.py`) once the platform has taken it, so a later change of its step finds it. A
 reminder or an escalation of a step whose message is recorded replies to that message (a Discord reply, a
-Slack thread) without buttons; anything else is a plain message. A post the platform did not take raises
+Slack thread) without buttons; anything else is a plain message. The escalation channel's posts on Discord
+ping ESCALATION_MENTION's role and no one else (its `<@&id>` heads the text, `allowed_mentions` names it
+alone); configuration refuses that mention with a channel that could not ping it. A post the platform did not take raises
 ChannelError (the step's retry, or the notice's `notice.failed` row), as every channel's does.
 """
 
@@ -23,8 +25,10 @@ from .render import CUE_CONTROLS, DECISION_CONTROLS, NOBODY_HERE, buttons, for_r
 
 
 class ChatChannel:
-    def __init__(self, name: str, api: DiscordApi | SlackApi, channel_id: str, db: Database, clock: Clock):
+    def __init__(self, name: str, api: DiscordApi | SlackApi, channel_id: str, db: Database, clock: Clock, *,
+                 mention_role: str | None = None):
         self.name = name
+        self.mention_role = mention_role  # the Discord role every post pings (ESCALATION_MENTION; config: discord only)
         self.api = api
         self.channel_id = channel_id
         self.timeout = api.timeout
@@ -34,25 +38,29 @@ class ChatChannel:
         text = self._text(notice)
         step_id = notice.step_id
         if step_id is None:
-            self.api.post(self.channel_id, Message(text))
+            self.api.post(self.channel_id, Message(text, pings=self.mention_role))
             return
         cue = notice.kind == "cue"
         controls = CUE_CONTROLS if cue else DECISION_CONTROLS if notice.decision else None
         if controls is None:  # a reminder, or an escalation of a cue: a reply to the cue's message
             recorded = self.db.autocommit(lambda tx: chat_messages.of_step(tx, step_id, self.api.platform))
             here = [m for m in recorded if m.channel_id == self.channel_id]
-            self.api.post(self.channel_id, Message(text), reply_to=here[-1].message_id if here else None)
+            self.api.post(self.channel_id, Message(text, pings=self.mention_role),
+                          reply_to=here[-1].message_id if here else None)
             return
         shown = for_readers(controls, self.api.mapped_roles, cue=cue)
         if not shown:
             text = self._text(replace(notice, text=f"{notice.text} ({NOBODY_HERE})"))
-        message_id = self.api.post(self.channel_id, Message(text, buttons(notice.run_id, step_id, shown, notice.choices)))
+        message_id = self.api.post(self.channel_id, Message(text, buttons(notice.run_id, step_id, shown, notice.choices),
+                                                            pings=self.mention_role))
         # guard: a-chat-message-is-not-recorded
         self.db.autocommit(lambda tx: chat_messages.record(tx, notice.run_id, step_id, self.api.platform,
                                                            self.channel_id, message_id, self.clock.now()))
 
     def _text(self, notice: Notice) -> str:
         if isinstance(self.api, DiscordApi):
-            return discord_content(notice, DISCORD_CONTENT)
+            mention = f"<@&{self.mention_role}> " if self.mention_role else ""
+            # guard: a-bot-escalation-drops-its-mention
+            return mention + discord_content(notice, DISCORD_CONTENT.after(mention))
         # Slack counts the text escaped; its section block takes at most 3,000 characters of it.
         return slack_text(notice.message(Limit(min(SLACK_TEXT.most, SLACK_SECTION_CHARS), SLACK_TEXT.measure)))

@@ -50,10 +50,11 @@ class Message:
     text: str
     buttons: tuple[Button, ...] = field(default=())
     kept: int = 0
+    pings: str | None = None  # the one Discord role it may ping (an escalation's ESCALATION_MENTION), its <@&id> in text
 
     def noted(self, line: str) -> Message:
         """The message with `line` beneath it, kept whole as its last lines are."""
-        return Message(f"{self.text}\n{line}", self.buttons, self.kept + 1 + len(line))
+        return Message(f"{self.text}\n{line}", self.buttons, self.kept + 1 + len(line), self.pings)
 
 
 def fitted(message: Message, most: int) -> str:
@@ -72,11 +73,13 @@ _CUT_ENTITY = re.compile(rf"&[a-z]{{0,3}}{ELLIPSIS}$")
 
 def discord_body(message: Message) -> dict[str, Any]:
     """A message as Discord takes it (create, edit, an interaction's answer): content fitted to a bot's 2,000
-    characters, no pings, action rows of at most five buttons (an empty list clears them)."""
+    characters, no pings but the role it `pings`, action rows of at most five buttons (an empty list clears
+    them)."""
     buttons = [{"type": 2, "style": 1 if b.primary else 2, "label": b.label, "custom_id": b.custom_id}
                for b in message.buttons]
     # guard: a-discord-edit-past-2000-characters
-    return {"content": fitted(message, DISCORD_CONTENT_CHARS), "allowed_mentions": {"parse": []},
+    mentions = {"parse": [], "roles": [message.pings]} if message.pings else {"parse": []}
+    return {"content": fitted(message, DISCORD_CONTENT_CHARS), "allowed_mentions": mentions,
             "components": [{"type": 1, "components": buttons[i:i + 5]} for i in range(0, len(buttons), 5)]}
 
 

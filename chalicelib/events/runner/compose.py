@@ -79,7 +79,7 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         scheme, _, target = setting.partition(":")
         api = None if chat is None else chat.of(scheme)
         if api is not None:
-            return ChatChannel(name, api, target, db, clock)
+            return ChatChannel(name, api, target, db, clock, mention_role=webhook.get("mention_role"))
         return plain_channel(setting, name, **webhook)
 
     bridge = None
