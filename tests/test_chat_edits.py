@@ -149,6 +149,22 @@ def test_an_edit_to_try_again_is_the_sleeping_deployments_next_work_while_its_bo
         world.clock.now() + timedelta(days=1))  # edited: nothing left to wake for
 
 
+def test_messages_of_a_platform_without_a_bot_do_not_crowd_out_the_ones_the_tick_can_edit(world):
+    """The chore read the first 50 unsettled messages of any platform and passed over those it had no bot for: a
+    deployment that dropped its Slack bot with 50 Slack messages left unsettled never edited a Discord one again."""
+    run, cue, message = world.confirmed_on_the_console()
+    for n in range(60):  # rows of a platform the deployment has no bot for
+        world.db.autocommit(lambda tx, n=n: tx.execute(
+            "INSERT INTO event_chat_messages (run_id, step_id, platform, channel_id, message_id, posted_at)"
+            " VALUES (%s, %s, 'slack', %s, %s, %s)", (run.id, cue.id, f"C{n}", f"{n}.0001", world.clock.now())))
+    world.db.autocommit(lambda tx: tx.execute(  # the Discord one after them all in the chore's order
+        "UPDATE event_chat_messages m JOIN (SELECT MAX(id) + 1 AS after FROM event_chat_messages) last"
+        " SET m.id = last.after WHERE m.step_id = %s AND m.platform = 'discord'", (cue.id,)))
+    world.tick()
+    shown = world.chat.message(message.id)
+    assert "Confirmed by mod-mia" in shown.text and shown.custom_ids == []
+
+
 def test_an_edit_of_a_deleted_message_is_given_up_at_once(world):
     run, _, _ = world.confirmed_on_the_console()
     world.chat.script(Scripted(404, {"message": "Unknown Message", "code": 10008}))

@@ -41,7 +41,7 @@ def settle_messages(db: Database, apis: ChatApis, now: datetime, *, retry_second
     """Edit the due messages while the tick `affords` each edit's deadline; how many were edited. A failed
     edit's first wait is `retry_seconds` (the step rules' retry backoff)."""
     edited = 0
-    for message in db.autocommit(lambda tx: chat_messages.unsettled(tx, now, MESSAGES_PER_TICK)):
+    for message in db.autocommit(lambda tx: chat_messages.unsettled(tx, now, MESSAGES_PER_TICK, apis.platforms())):
         api = apis.of(message.platform)
         if api is None or not affords(api.timeout):
             continue

@@ -63,15 +63,22 @@ def pressed_on(tx: Tx, platform: str, message_id: str, run_id: int, step_id: int
     return None if row is None else ChatMessage(**row)
 
 
-def unsettled(tx: Tx, now: datetime, limit: int) -> list[ChatMessage]:
-    """Messages whose step no longer waits and that do not say so yet, whose next edit try has come."""
+def unsettled(tx: Tx, now: datetime, limit: int, platforms: frozenset[str]) -> list[ChatMessage]:
+    """Messages on `platforms` whose step no longer waits and that do not say so yet, whose next edit try has
+    come. Only the platforms the tick has a bot for: a batch of another's would fill `limit` for ever."""
+    if not platforms:
+        return []
     # guard: a-chat-message-is-settled-while-its-step-waits
     rows = tx.all(
         f"""SELECT {COLUMNS} FROM event_chat_messages m JOIN event_run_steps s ON s.id = m.step_id
              WHERE m.settled_at IS NULL AND (m.edit_at IS NULL OR m.edit_at <= %s)
-               AND s.status <> {StepSQL.RUNNING}
-             ORDER BY m.id LIMIT %s""", (now, limit))  # noqa: S608 — the renderings are constants
+               AND s.status <> {StepSQL.RUNNING} AND m.platform IN ({_places(platforms)})
+             ORDER BY m.id LIMIT %s""", (now, *sorted(platforms), limit))  # noqa: S608 — the renderings are constants
     return [ChatMessage(**row) for row in rows]
+
+
+def _places(values: frozenset[str]) -> str:
+    return ", ".join(["%s"] * len(values))
 
 
 def next_edit_at(tx: Tx, platforms: frozenset[str]) -> datetime | None:
@@ -80,11 +87,10 @@ def next_edit_at(tx: Tx, platforms: frozenset[str]) -> datetime | None:
     configured is left out: its messages would keep a sleeping deployment awake for ever."""
     if not platforms:
         return None
-    places = ", ".join(["%s"] * len(platforms))
     row = tx.one(
         f"""SELECT MIN(COALESCE(m.edit_at, m.posted_at)) AS due FROM event_chat_messages m
               JOIN event_run_steps s ON s.id = m.step_id
-             WHERE m.settled_at IS NULL AND s.status <> {StepSQL.RUNNING} AND m.platform IN ({places})""",  # noqa: S608
+             WHERE m.settled_at IS NULL AND s.status <> {StepSQL.RUNNING} AND m.platform IN ({_places(platforms)})""",  # noqa: S608
         tuple(sorted(platforms)))
     return None if row is None else row["due"]
 
