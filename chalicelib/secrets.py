@@ -44,6 +44,7 @@ MAX_AGE_SECONDS = 300
 # guard: secrets-client-without-its-connect-timeout
 # guard: secrets-client-retries-past-two-tries
 CLIENT_CONFIG = Config(connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 2})
+READ_WORST_SECONDS = 2 * (1 + 2)  # CLIENT_CONFIG's two tries, each a connect and a read timed out
 
 _provider: parameters.SecretsProvider | None = None
 _lock = threading.Lock()

@@ -5,6 +5,7 @@ dispatch, a webhook's post, a status probe) sent once more with the new key, the
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import boto3
 import botocore.handlers
@@ -12,8 +13,10 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
+from chalicelib import outbound
 from chalicelib import secrets as engine_secrets
 from chalicelib.config import Settings
+from chalicelib.errors import DeadlineExceeded
 from chalicelib.events.adapters import signing
 from chalicelib.events.lifecycle import RunStatus, StepStatus
 from chalicelib.events.runner.compose import build_runner
@@ -219,3 +222,40 @@ def test_a_key_that_cannot_be_read_again_keeps_signing_with_the_last_one_read(fa
         assert key.current() == OLD and calls == [False, False, False]
     else:
         assert key.reread(OLD) is None  # no other key to send with: the 401 stands
+
+
+class _SlowSecret:
+    """A signing key's secret whose every read takes `seconds` (a Secrets Manager slow to answer), counted."""
+
+    def __init__(self, seconds: float, keys: tuple[str, ...] = (OLD, NEW)):
+        self.seconds, self.keys, self.reads = seconds, keys, 0
+
+    def __call__(self, force: bool) -> str:
+        time.sleep(self.seconds)
+        self.reads += 1
+        return self.keys[min(self.reads, len(self.keys)) - 1]
+
+
+def _post(bridge: GameBridge, key: signing.SigningKey, timeout: float):
+    return signing.post_signed(outbound.Endpoint.parse(bridge.url), "/actions/world.spawn", b"{}",
+                               {"Idempotency-Key": "k1"}, key, datetime(2026, 12, 7, 20, 0), timeout=timeout)
+
+
+def test_a_read_of_the_key_that_takes_the_whole_deadline_sends_nothing():
+    """The key's read came after the deadline was set, and the send was still given the whole timeout: the
+    request ran past its overall deadline by the read (the tick's lease allows only a little more)."""
+    slow = _SlowSecret(1.2)
+    with GameBridge(secret=OLD) as bridge:
+        with pytest.raises(DeadlineExceeded, match="nothing was sent: reading the signing key took the whole 1 s"):
+            _post(bridge, signing.SigningKey(slow, read_worst_seconds=6.0), timeout=1.0)
+        assert bridge.received("world.spawn") == []
+
+
+def test_a_401_is_not_followed_by_a_reread_that_cannot_fit_in_what_is_left_of_the_deadline():
+    """After a 401 the key was read again past the cache whatever time was left, so a slow read ran the request
+    past its deadline; now the re-read is made only while a whole read and a send still fit."""
+    slow = _SlowSecret(0.6)
+    with GameBridge(secret=NEW, default=Answer(401, {"error": "bad signature"})) as bridge:
+        answer = _post(bridge, signing.SigningKey(slow, read_worst_seconds=6.0), timeout=1.0)
+        assert answer.status == 401 and len(bridge.received("world.spawn")) == 1
+    assert slow.reads == 1  # the first read alone: 0.4 s left could not hold a 6 s read

@@ -12,7 +12,7 @@ from .adapters.signing import SigningKey
 
 def setting_key(value: str | None, arn: str | None, setting: str) -> SigningKey | None:
     if value is None and arn:
-        from ..secrets import plain_secret  # boto3 only where a secret ARN is configured
+        from ..secrets import READ_WORST_SECONDS, plain_secret  # boto3 only where a secret ARN is configured
 
-        return SigningKey(lambda force: plain_secret(arn, setting, force_fetch=force))
+        return SigningKey(lambda force: plain_secret(arn, setting, force_fetch=force), read_worst_seconds=READ_WORST_SECONDS)
     return None if value is None else SigningKey.fixed(value)

@@ -1,9 +1,11 @@
 """The AWS clients of sleeping and waking: the tick's Lambda invoke (the nudge), its minute rule's switch
 (EventBridge: the tick's, and the nudge's fallback) and its one-time wake-ups (EventBridge Scheduler).
 
-Invariant: every one answers within a deadline: `CONNECT_SECONDS` to connect,
-`READ_SECONDS` per read, `ATTEMPTS` attempts in all (botocore's standard
-retries), so one call takes at most `AWS_CALL_SECONDS`. One client per service
+Invariant: every one is bounded by botocore's timeouts: `CONNECT_SECONDS` to
+connect, `READ_SECONDS` per read, `ATTEMPTS` attempts in all (botocore's standard
+retries), so one call that hangs takes at most `AWS_CALL_SECONDS` (per read, not
+overall: an AWS endpoint answering a byte at a time would take longer, which
+`outbound.py`'s own deadline exists for with peers a community runs). One client per service
 and process; boto3 is imported only by a deployment that sleeps. Each
 invocation these start carries the event the tick's handler reads as its
 minute rule's, its `source` saying what started it (`runner/sleep.py` decides

@@ -6,7 +6,9 @@ the secrets cache on every use, so a rotated secret is signed with within the
 cache's max age (300 s) — and a receiver that answers 401 to a signature makes
 the key be read again at once, past the cache: when that gives another key, the
 same request (same body, same idempotency key) is sent once more, signed with
-it, inside what is left of the same overall deadline. The receiver refused the
+it, inside what is left of the same overall deadline; the key's reads count
+against that deadline too (the re-read is made only while a whole read and a
+send still fit). The receiver refused the
 first signature, so it acted on nothing. A dispatch, a webhook's post and a
 status probe all go through this one path (`post_signed`, `get_signed`).
 Forced re-reads are at most one per REREAD_SECONDS per key, so a receiver that
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from ... import outbound
+from ...errors import DeadlineExceeded
 from ..errors import SecretUnreadable
 
 logger = logging.getLogger(__name__)
@@ -37,8 +40,10 @@ UNAUTHORISED = 401
 class SigningKey:
     """A fixed key (`SigningKey.fixed`), or one read by `read(force)` from a secret."""
 
-    def __init__(self, read: Callable[[bool], str], *, monotonic: Callable[[], float] = time.monotonic):
+    def __init__(self, read: Callable[[bool], str], *, read_worst_seconds: float = 0.0,
+                 monotonic: Callable[[], float] = time.monotonic):
         self._read = read
+        self.read_worst_seconds = read_worst_seconds  # the longest a read of the secret takes (0: a fixed key)
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._last: str | None = None
@@ -106,10 +111,17 @@ def _signed(send: Callable[[dict[str, str], float], outbound.Answer], signs: byt
     """`send(signature headers, seconds left)` signed over `signs` with the key now; after a 401, once more with
     the key read again past the cache, when it differs, inside what is left of the one deadline (see above)."""
     deadline = time.monotonic() + timeout
-    signed_with = key.current()
-    answer = send(outbound.signed_headers(signed_with, at, signs), timeout)
+    signed_with = key.current()  # a read of the secret, when its cache is old, is inside the deadline too
+    left = deadline - time.monotonic()
+    # guard: a-signed-request-runs-past-its-deadline
+    if left <= 0:
+        raise DeadlineExceeded(f"nothing was sent: reading the signing key took the whole {timeout:g} s")
+    answer = send(outbound.signed_headers(signed_with, at, signs), left)
     # guard: a-401-is-not-signed-again-with-a-rotated-key
     if answer.status != UNAUTHORISED:
+        return answer
+    # Only with room for a whole read of the secret and a send after it: the re-read is not cut short.
+    if deadline - time.monotonic() <= key.read_worst_seconds:
         return answer
     fresh = key.reread(signed_with)
     left = deadline - time.monotonic()

@@ -3,8 +3,11 @@
 Invariant: a publish that SNS did not accept raises ChannelError (the step is
 retried with the same key). On a FIFO topic the idempotency key is the
 deduplication id, so a retry after a lost acknowledgement is not delivered twice.
-botocore retries nothing itself: the step's retry is the one retry policy, and
-connect plus read stay within the channel's timeout. The subject and message fit
+botocore retries nothing itself: the step's retry is the one retry policy. Its
+deadline is botocore's: connect and each read within half the channel's timeout,
+which bounds a publish that hangs but not one SNS answers a byte at a time (not
+an overall deadline: `outbound.py` says why; SNS is AWS's endpoint, not a peer
+a community runs, and its answers are a few hundred bytes). The subject and message fit
 SNS's limits (SNS_SUBJECT, SNS_MESSAGE) by the notice's one shortening rule.
 """
 
