@@ -376,6 +376,14 @@ class Settings:
                     same_secret_key(secret_reference(reference), secret_reference(settings.game_bridge_secret_arn)):
                 raise ConfigError(f"{name} must name a key of its own, not GAME_BRIDGE_SECRET_ARN's ({reference} names"
                                   f" the same key as {settings.game_bridge_secret_arn})")
+        # guard: discord-presses-on-with-no-server
+        if settings.discord_public_key and not settings.discord_guild_id:
+            raise ConfigError("DISCORD_PUBLIC_KEY turns Discord presses on: set DISCORD_GUILD_ID to the server whose"
+                              " presses count (without it every press would be refused)")
+        # guard: slack-presses-on-with-no-workspace
+        if (settings.slack_signing_secret or settings.slack_signing_secret_arn) and not settings.slack_team_id:
+            raise ConfigError("SLACK_SIGNING_SECRET turns Slack presses on: set SLACK_TEAM_ID to the workspace whose"
+                              " presses count (without it every press would be refused)")
         escalated_to = settings.escalation_channel or settings.cue_channel
         # guard: an-escalation-mention-nobody-sends
         if settings.escalation_mention and escalated_to.partition(":")[0] not in ("webhook", "discord"):

@@ -169,6 +169,10 @@ def chat_problems(app: dict[str, str]) -> list[str]:
         problems.append(f"EscalationMention pings a Discord role, and escalations would go to {escalated_to}, which"
                         " cannot ping it: set EscalationChannel to webhook:<url> or discord:<channel id>, or leave"
                         " EscalationMention empty")
+    for key, place, where in (("DiscordPublicKey", "DiscordGuildId", "server"), ("SlackSigningSecretArn", "SlackTeamId", "workspace")):
+        if app.get(key) and not app.get(place):
+            problems.append(f"{key} turns presses on, and {place} is empty: set {place} to the {where} whose presses"
+                            " count (without it every press would be refused)")
     return problems
 
 

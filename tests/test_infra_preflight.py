@@ -142,3 +142,11 @@ def test_an_escalation_mention_needs_a_channel_that_can_ping_it():
     assert "go to slack:C0CUES" in refusal(app=dict(APP, EscalationMention=role, CueChannel="slack:C0CUES"))
     for channel in ("discord:100000000000000009", "webhook:https://bridge.example.org/hook"):
         assert refusal(app=dict(APP, EscalationMention=role, EscalationChannel=channel)) == ""
+
+
+@pytest.mark.parametrize(("on", "place"), [("DiscordPublicKey", "DiscordGuildId"), ("SlackSigningSecretArn", "SlackTeamId")])
+def test_presses_on_need_the_place_they_count_in(on, place):
+    """The functions refuse it at start (chalicelib/config.py): the preflight says it first (the template's rule
+    too, for a deployment made without make deploy: tests/test_infra_templates.py)."""
+    assert f"{on} turns presses on, and {place} is empty: set {place}" in refusal(app=dict(APP, **{on: "x"}))
+    assert refusal(app=dict(APP, **{on: "x", place: "T0123"})) == ""

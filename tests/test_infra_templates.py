@@ -107,6 +107,18 @@ def test_the_packaged_app_lints_clean_as_written_and_as_deployed(packaged):
     assert cfn.lint(cfn.render(packaged, dict(APP_PARAMETERS, **CHAT_OPTIONS))) == []
 
 
+@pytest.mark.parametrize(("on", "value", "place", "named"), [
+    ("DiscordPublicKey", "ab" * 32, "DiscordGuildId", "800000000000000001"),
+    ("SlackSigningSecretArn", SECRETS + "slack-signing-AbCdEf", "SlackTeamId", "T0TEAM"),
+])
+def test_presses_on_without_the_place_they_count_in_are_refused_by_the_templates_rule(on, value, place, named):
+    """The functions would refuse the settings at start (chalicelib/config.py): CloudFormation refuses them first."""
+    template = cfn.load(cfn.APP_TEMPLATE)
+    with pytest.raises(ValueError, match=f"turns .* presses on: set {place} to the"):
+        cfn.render(template, dict(APP_PARAMETERS, **{on: value}))
+    cfn.render(template, dict(APP_PARAMETERS, **{on: value, place: named}))
+
+
 def test_chalice_reads_the_merge_template_as_cloudformation_does():
     as_chalice = YAMLTemplateSerializer().load_template(cfn.APP_TEMPLATE.read_text())
     assert json.loads(json.dumps(as_chalice)) == json.loads(json.dumps(cfn.load(cfn.APP_TEMPLATE)))

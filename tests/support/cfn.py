@@ -133,11 +133,18 @@ def parameter_values(template: dict, overrides: dict | None = None) -> dict:
 
 
 def render(template: dict, overrides: dict | None = None) -> dict:
-    """The template a deployment with these parameter values gets: conditions applied and removed."""
+    """The template a deployment with these parameter values gets: its rules held (ValueError naming a rule
+    CloudFormation would refuse the values with), conditions applied and removed."""
     params = parameter_values(template, overrides)
+    for name, rule in template.get("Rules", {}).items():
+        if _condition(template, rule.get("RuleCondition", {"Fn::Equals": [1, 1]}), params):
+            for assertion in rule["Assertions"]:
+                if not _condition(template, assertion["Assert"], params):
+                    raise ValueError(f"rule {name}: {assertion.get('AssertDescription', 'refused')}")
     truth = {name: _condition(template, spec, params) for name, spec in template.get("Conditions", {}).items()}
     out = copy.deepcopy(template)
     out.pop("Conditions", None)
+    out.pop("Rules", None)
     for section in ("Resources", "Outputs"):
         kept = {}
         for name, body in out.get(section, {}).items():

@@ -85,6 +85,8 @@ def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
     if pressed is None:
         raise Refused("This button is not one of the event engine's.")
     guild = payload.get("guild_id")
+    if settings.discord_guild_id is None:  # refused at start (config.py); said plainly if it comes to that anyway
+        raise Refused("This deployment names no Discord server (DISCORD_GUILD_ID), so no press counts: tell an organiser.")
     # guard: a-press-from-another-guild-is-taken
     if guild is None or guild != settings.discord_guild_id:
         raise Refused("Presses count only in the event's own server, not in a direct message or another server.")
@@ -113,6 +115,8 @@ def read_slack(body: bytes, settings: Settings) -> ChatPress:
     if pressed is None:
         raise Refused("This button is not one of the event engine's.", url)
     team = _shaped(payload.get("team"), "team").get("id")
+    if settings.slack_team_id is None:  # refused at start (config.py), as DISCORD_GUILD_ID is
+        raise Refused("This deployment names no Slack workspace (SLACK_TEAM_ID), so no press counts: tell an organiser.", url)
     if team is None or team != settings.slack_team_id:
         raise Refused("Presses count only in the event's own workspace.", url)
     user = _shaped(payload.get("user"), "user")
