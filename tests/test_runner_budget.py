@@ -55,7 +55,7 @@ def test_a_tick_is_its_chores_in_order_planning_on_half_of_the_time(db, clock, g
 
     runner = make_runner(db, clock, game_bridge)
     try:
-        assert [(c.name, c.share) for c in runner.chores()] == [("reclaim", None), ("plan", 0.5), ("advance", None), ("escalate", None)]
-        assert [c.name for c in runner.chores(plan=False)] == ["reclaim", "advance", "escalate"]
+        assert [(c.name, c.share) for c in runner.chores()] == [("reclaim", None), ("plan", 0.5), ("walk", None), ("escalate", None)]
+        assert [c.name for c in runner.chores(plan=False)] == ["reclaim", "walk", "escalate"]
     finally:
         runner.close()

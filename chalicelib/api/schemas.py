@@ -198,8 +198,8 @@ RUNS_QUERY = _body(
     waiting={"type": "string", "enum": list(WAITING_FILTERS),
              "description": "only the runs waiting for this (any: for anything), through an index"},
     rehearsal={"type": "string", "enum": list(REHEARSAL_FILTERS),
-               "description": "only: the dry runs alone; exclude: the live runs alone; include (the default): both."
-                              " The summary counts the live runs unless include (both) or only (the dry runs)"},
+               "description": "only: the dry runs alone; exclude: the live runs alone; include: both. Absent, the page"
+                              " lists both and the summary counts the live runs alone (include counts both)"},
     limit={"type": "integer", "minimum": 1, "maximum": 200},
     cursor=_ID,
 )
@@ -590,7 +590,11 @@ SCHEDULE_DESCRIBED = {"type": ["object", "null"], "required": ["cron", "timezone
                                      "paused": DEFINITION["properties"]["schedule_paused"]}}
 OCCURRENCES = _object(schedule=SCHEDULE_DESCRIBED, occurrences={"type": "array", "items": OCCURRENCE},
                       runs={"type": "array", "items": RUN},
-                      next_from=_MAYBE_TIME)
+                      next_from={**_MAYBE_TIME, "description": "where the next page begins (pass it as from): the"
+                                 " occurrences and the runs are both whole before it; null: nothing is left"},
+                      runs_capped={"type": "boolean", "description": "true: more live runs than a page holds are"
+                                   " scheduled for the instant just before next_from, and only the first of them"
+                                   " (by id) are listed in any page"})
 SKIPPED = _object(occurrence=OCCURRENCE, cancelled_run={**RUN, "type": ["object", "null"]})
 UNSKIPPED = _object(occurrence=OCCURRENCE)
 _SECONDS = {"type": "integer", "minimum": 0}

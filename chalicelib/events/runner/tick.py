@@ -188,7 +188,7 @@ class Runner:
         return [
             Chore("reclaim", None, self._reclaim),
             *([Chore("plan", PLANNING_SHARE, self._plan)] if plan else []),
-            Chore("advance", None, self._walk_due),  # the walk of the due runs, under its old name
+            Chore("walk", None, self._walk_due),
             Chore("escalate", None, self._escalate_stalls),
             *([Chore("chat", None, self._settle_chat)] if self.chat is not None else []),
         ]
