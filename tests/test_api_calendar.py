@@ -7,10 +7,12 @@ from datetime import datetime, timedelta
 import pymysql
 import pytest
 
+from chalicelib.db import must_exist
 from chalicelib.events import calendar
+from chalicelib.events.store import definitions
 from chalicelib.events.views.calendar import MAX_LISTED
 from tests.support.api import ADMIN, GM, MODERATOR
-from tests.support.factory import run_row
+from tests.support.factory import insert_run, make_definition, run_row
 from tests.support.interference import log_rows_refused
 from tests.support.runner_kit import log_of, tick
 
@@ -109,7 +111,8 @@ def test_a_definition_without_a_schedule_has_no_occurrences(api):
     document = {"name": "By hand", "phases": [{"steps": [{"action": "core.announce", "params": {"message": "on"}}]}]}
     definition_id = api.post("/definitions", document, auth=ADMIN).body["definition"]["id"]
     answer = api.get(f"/definitions/{definition_id}/occurrences", auth=GM)
-    assert answer.status == 200 and answer.body == {"schedule": None, "occurrences": [], "runs": [], "next_from": None}
+    assert answer.status == 200 and answer.body == {"schedule": None, "occurrences": [], "runs": [], "next_from": None,
+                                                    "runs_capped": False}
 
 
 def test_a_window_lists_at_most_500_and_says_where_the_rest_begin(api):
@@ -120,6 +123,60 @@ def test_a_window_lists_at_most_500_and_says_where_the_rest_begin(api):
     assert answer.body["next_from"] == "2027-01-02T17:40:00Z"
     rest = _occurrences(api, definition_id, answer.body["next_from"], "2027-01-03T00:00:00Z")
     assert len(_times(rest)) == 76 and rest.body["next_from"] is None
+
+
+def _runs_at(db, clock, definition_id, times):
+    """A live run of the definition at each of `times` (several at one time: runs postponed onto it), in one
+    transaction."""
+    definition = must_exist(db.autocommit(lambda tx: definitions.get(tx, definition_id)))
+
+    def make(tx):
+        made = [insert_run(tx, definition, clock.now(), scheduled_for=datetime(2026, 12, 1) + timedelta(minutes=i))
+                for i in range(len(times))]
+        for run, when in zip(made, times, strict=True):  # as a postpone moves it: its occurrence key kept
+            tx.execute("UPDATE event_runs SET scheduled_for = %s, wake_at = %s WHERE id = %s", (when, when, run.id))
+        return [run.id for run in made]
+
+    return db.transaction(make)
+
+
+def _pages(api, definition_id, start, end):
+    """Every page of the window, following next_from."""
+    pages = [_occurrences(api, definition_id, start, end)]
+    while pages[-1].body["next_from"] is not None:
+        assert len(pages) < 10, "next_from moves on"
+        pages.append(_occurrences(api, definition_id, pages[-1].body["next_from"], end))
+    return pages
+
+
+def test_a_window_with_more_runs_than_a_page_pages_them_with_the_occurrences_and_drops_none(api, db, clock):
+    """Eleven events of 50 runs scheduled by hand in a month of a weekly definition (550 runs, three at each
+    instant): the first page ends before the instant of the 501st, so it lists 498 runs and the Fridays before
+    that instant; the next page, from there, lists the rest of both. Every run and every Friday once."""
+    definition_id = _definition(api, FRIDAYS_BERLIN)
+    times = [datetime(2027, 1, 1) + timedelta(hours=2 * (i // 3)) for i in range(550)]
+    made = _runs_at(db, clock, definition_id, times)
+    first, second = _pages(api, definition_id, "2027-01-01T00:00:00Z", "2027-02-01T00:00:00Z")
+    cut = "2027-01-14T20:00:00Z"  # the 501st run's instant (the 167th, two hours apart), shared by the 499th and 500th
+    assert first.body["next_from"] == cut and first.body["runs_capped"] is False
+    assert len(first.body["runs"]) == 498 and max(r["scheduled_for"] for r in first.body["runs"]) < cut
+    assert _times(first) == ["2027-01-01T19:00:00Z", "2027-01-08T19:00:00Z"]
+    assert second.body["next_from"] is None and [r["scheduled_for"] for r in second.body["runs"][:3]] == [cut] * 3
+    assert _times(second) == ["2027-01-15T19:00:00Z", "2027-01-22T19:00:00Z", "2027-01-29T19:00:00Z"]
+    listed = [r["id"] for page in (first, second) for r in page.body["runs"]]
+    assert sorted(listed) == sorted(made), "every run once"
+
+
+def test_more_runs_at_one_instant_than_a_page_holds_are_said_to_be_left_out(api, db, clock):
+    """501 runs postponed onto one instant: no page can end inside it, so the page lists the first 500 (by id),
+    says runs are left out (runs_capped), and the next page begins just after it."""
+    document = {"name": "By hand", "phases": [{"steps": [{"action": "core.announce", "params": {"message": "on"}}]}]}
+    definition_id = make_definition(db, clock.now(), document).id
+    made = _runs_at(db, clock, definition_id, [datetime(2027, 1, 5, 19)] * 501 + [datetime(2027, 1, 6, 19)])
+    first, second = _pages(api, definition_id, "2027-01-01T00:00:00Z", "2027-02-01T00:00:00Z")
+    assert first.body["runs_capped"] is True and first.body["next_from"] == "2027-01-05T19:00:00.000001Z"
+    assert [r["id"] for r in first.body["runs"]] == made[:500]
+    assert [r["id"] for r in second.body["runs"]] == made[501:] and second.body["runs_capped"] is False
 
 
 @pytest.mark.parametrize(("query", "message"), [

@@ -11,10 +11,12 @@ from zoneinfo import ZoneInfo
 
 from selenium.webdriver.common.by import By
 
+from chalicelib.events.lifecycle import RunStatus
 from tests.console.audit import dark, serious_findings
 from tests.console.browser import eventually, screenshot, text_of
 from tests.console.pages import schedule_now, sign_in, wait_for_status
 from tests.support.api import ADMIN, GM
+from tests.support.factory import insert_run, make_definition
 
 FRIDAYS_BERLIN = {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"}
 # Fridays of January 2027 at 20:00 in Berlin (19:00 UTC): ahead of any day these tests run on.
@@ -152,9 +154,68 @@ def test_a_month_of_occurrences_is_whole_past_the_apis_first_page_and_a_capped_o
         assert last in occurring, "the month's last hour is on it"
         assert browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{hourly}']") == [], "a whole month says nothing"
         capped = browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{quarterly}']")
-        assert [c.text for c in capped] == [f"Showing the first 1000 occurrences of {quarterly_name} this month."]
+        assert len(capped) == 1 and capped[0].text.startswith(
+            f"Showing the first 1000 occurrences of {quarterly_name} this month; the rest, from "), capped[0].text
         assert browser.execute_script(
             f"return document.querySelectorAll(\"li[data-definition='{quarterly}']\").length") == 1000
     finally:  # nothing of them is ever planned by a later test's tick
         for definition_id in (hourly, quarterly):
             api_client.call("POST", f"/definitions/{definition_id}/schedule/pause", {"reason": "the test is over"})
+
+
+def _finished_runs(console_db, name: str, times: list[datetime]) -> int:
+    """A definition without a schedule and a completed run at each of `times` (several at one: postponed onto
+    it), in one transaction: history, which the tick loop every console test shares leaves be."""
+    document = {"name": name, "phases": [{"steps": [{"action": "core.announce", "params": {"message": "Quiz"}}]}]}
+    now = datetime.now(UTC).replace(tzinfo=None)
+    definition = make_definition(console_db, now, document)
+
+    def make(tx):
+        for i, when in enumerate(times):
+            run = insert_run(tx, definition, now, status=RunStatus.COMPLETED, scheduled_for=when + timedelta(microseconds=i))
+            tx.execute("UPDATE event_runs SET scheduled_for = %s WHERE id = %s", (when, run.id))
+
+    console_db.transaction(make)
+    return definition.id
+
+
+def test_a_month_of_runs_is_whole_past_the_apis_first_page_and_one_read_short_says_what_it_left_out(browser, server, console_db):
+    """Three months back: 550 runs scheduled by hand (11 events of 50; the API answers 500 a page) are all on
+    the month; 1,001 stop at the first 1,000 (two pages) and say from when the rest are left out; 501 postponed
+    onto one moment, more than a page holds, say that moment's runs are left out."""
+    sign_in(browser, GM)
+    year, month = browser.execute_script(
+        "const d = new Date(); d.setDate(1); d.setMonth(d.getMonth() - 3); return [d.getFullYear(), d.getMonth() + 1]")
+    noon = datetime(year, month, 3, 12)  # days 3 to 26 at noon UTC: inside the month in any viewer's zone
+    quiz = _finished_runs(console_db, f"Quiz night {uuid.uuid4().hex[:6]}",
+                          [noon + timedelta(days=i // 50 * 2, minutes=i % 50) for i in range(550)])
+    busy_name = f"Busy night {uuid.uuid4().hex[:6]}"
+    busy = _finished_runs(console_db, busy_name, [noon + timedelta(days=i // 50, minutes=i % 50) for i in range(1001)])
+    crowd_name = f"Crowd night {uuid.uuid4().hex[:6]}"
+    crowd = _finished_runs(console_db, crowd_name, [noon] * 501 + [noon + timedelta(days=1)])
+    browser.get(f"{server.console_url}#/calendar?month={year}-{month:02d}")
+    count = "return document.querySelectorAll(arguments[0]).length"
+    eventually(lambda: browser.execute_script(count, f"li[data-definition='{quiz}']"), "the month's runs", timeout=60)
+    assert browser.execute_script(count, f"li[data-definition='{quiz}'][data-run]") == 550
+    assert browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{quiz}'], [data-runs-left-out='{quiz}']") == [], \
+        "a whole month says nothing"
+
+    assert browser.execute_script(count, f"li[data-definition='{busy}'][data-run]") == 1000
+    # The 1,001st run's moment, as the page writes a moment in the viewer's zone ("Wed 23 Sep 12:00").
+    rest = browser.execute_script(
+        "const at = new Date(arguments[0]); return `${new Intl.DateTimeFormat(undefined, { weekday: 'short' }).format(at)}"
+        " ${at.getDate()} ${new Intl.DateTimeFormat(undefined, { month: 'short' }).format(at)}"
+        " ${new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' }).format(at)}`",
+        f"{noon + timedelta(days=20):%Y-%m-%dT%H:%M:%S}Z")
+    assert [c.text for c in browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{busy}']")] == [
+        f"Showing the first 1000 runs of {busy_name} this month; the rest, from {rest} on, are left out."]
+
+    assert browser.execute_script(count, f"li[data-definition='{crowd}'][data-run]") == 501, "500 of the moment, and the next day's"
+    moment = browser.execute_script(
+        "const at = new Date(arguments[0]); return `${new Intl.DateTimeFormat(undefined, { weekday: 'short' }).format(at)}"
+        " ${at.getDate()} ${new Intl.DateTimeFormat(undefined, { month: 'short' }).format(at)}"
+        " ${new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' }).format(at)}`",
+        f"{noon:%Y-%m-%dT%H:%M:%S}Z")
+    assert [c.text for c in browser.find_elements(By.CSS_SELECTOR, f"[data-runs-left-out='{crowd}']")] == [
+        f"Runs of {crowd_name} at {moment} are left out: more are scheduled for that moment than the calendar reads."]
+    assert browser.find_elements(By.CSS_SELECTOR, f"[data-capped='{crowd}']") == []

@@ -17,9 +17,11 @@ router = Router(__name__)
 
 @router.operation("GET", "/definitions/{definition_id}/occurrences",
                   f"The current version's scheduled occurrences in [from, to) (at most {calendar.MAX_WINDOW.days} days;"
-                  f" at most {MAX_LISTED}, next_from says where the rest begin), in its time zone, each with its run"
+                  f" at most {MAX_LISTED}), in its time zone, each with its run"
                   " if one exists and whether it is skipped; the schedule in words with its next occurrence; the live runs"
-                  " in the window no occurrence names (runs), a definition without a schedule too.", auth.STAFF,
+                  " in the window no occurrence names (runs), a definition without a schedule too. A page holds at most"
+                  f" {MAX_LISTED} occurrences and {MAX_LISTED} live runs: next_from says where the rest of either begin,"
+                  " and both lists are whole before it.", auth.STAFF,
                   ok("the occurrences", schemas.OCCURRENCES), query=schemas.OCCURRENCES_QUERY)
 def list_occurrences(call: Call) -> Body:
     edges = {name: schemas.parse_time(call.query[name], f"query.{name}") if name in call.query else None

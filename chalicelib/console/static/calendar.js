@@ -5,7 +5,9 @@
 // scheduled run here; a paused schedule's occurrences are marked "paused by … because …", and its schedule
 // paused or resumed here. And a definition's schedule in words ("every Friday at 20:00, Europe/Berlin; next:
 // Fri 4 Dec, 20:00"), as GET …/occurrences says it. A definition's month is whole (every page of it the API
-// answers, `next_from`), up to PAGES_PER_MONTH pages: past that the page says how many it shows.
+// answers, `next_from`: its occurrences and its runs), up to PAGES_PER_MONTH pages: past that the page says how
+// many it shows and up to when, and it says so too of runs the API left out (`runs_capped`). Nothing is dropped
+// without a word.
 
 import { get, post } from './api.js';
 import { explain } from './explain.js';
@@ -30,38 +32,55 @@ function firstOfMonth(query) {
   return asked ? new Date(Number(asked[1]), Number(asked[2]) - 1, 1) : new Date(today.getFullYear(), today.getMonth(), 1);
 }
 
+// `from` a Date, or the API's own `next_from` as it wrote it: exact to the microsecond, which a Date is not.
 function occurrencesPath(definitionId, from, to) {
-  return `/definitions/${definitionId}/occurrences?from=${encodeURIComponent(from.toISOString())}`
-    + `&to=${encodeURIComponent(to.toISOString())}`;
+  const edge = (at) => encodeURIComponent(typeof at === 'string' ? at : at.toISOString());
+  return `/definitions/${definitionId}/occurrences?from=${edge(from)}&to=${edge(to)}`;
 }
 
-// The most pages of one definition's occurrences a month is read in (the API answers 500 a page): an hourly
-// schedule's month (744) is whole; a more frequent one's stops at the first 1,000 and says so. A month page of
-// thousands of entries a person cannot read, and the browser lays out slowly, helps nobody.
+// The most pages of one definition's month is read in (the API answers at most 500 occurrences and 500 runs a
+// page): an hourly schedule's month (744) is whole, and so are 13 events of 50 runs scheduled by hand; a more
+// frequent one's stops after two pages and says so. A month page of thousands of entries a person cannot read,
+// and the browser lays out slowly, helps nobody.
 const PAGES_PER_MONTH = 2;
 
 // One definition's occurrences of [first, next), every page of them (`next_from`) up to PAGES_PER_MONTH; its runs
-// no occurrence names, each once (a later page's occurrence may name a run an earlier page listed alone); and
-// `capped`: whether occurrences were left unread.
+// no occurrence names, each once (a later page's occurrence may name a run an earlier page listed alone);
+// `capped`: whether the month was left unread from `next_from` on; and `runsLeftOut`: the moments whose runs the
+// API left out (`runs_capped`: more at one moment than a page holds, the moment just before its `next_from`).
 async function monthOf(definitionId, first, next) {
   const answer = await get(occurrencesPath(definitionId, first, next));
   const occurrences = [...answer.occurrences];
   const runs = new Map((answer.runs || []).map((run) => [run.id, run]));
+  const runsLeftOut = answer.runs_capped ? [answer.next_from] : [];
   let from = answer.next_from;
   for (let pages = 1; from && pages < PAGES_PER_MONTH; pages += 1) {
-    const more = await get(occurrencesPath(definitionId, new Date(from), next));
+    const more = await get(occurrencesPath(definitionId, from, next));
     occurrences.push(...more.occurrences);
     for (const run of more.runs || []) runs.set(run.id, run);
+    if (more.runs_capped) runsLeftOut.push(more.next_from);
     from = more.next_from;
   }
   const named = new Set(occurrences.filter((o) => o.run).map((o) => o.run.id));
-  return { ...answer, occurrences, runs: [...runs.values()].filter((run) => !named.has(run.id)), next_from: from, capped: Boolean(from) };
+  return { ...answer, occurrences, runs: [...runs.values()].filter((run) => !named.has(run.id)), next_from: from,
+    capped: Boolean(from), runsLeftOut };
 }
 
-// What a month read short of a definition's occurrences says: "Showing the first 5000 occurrences of Tick this month."
-const cappedNotes = (listed) => listed.filter(({ answer }) => answer.capped).map(({ definition, answer }) => el('p', {
-  class: 'calendar-capped', 'data-capped': definition.id,
-}, `Showing the first ${answer.occurrences.length} occurrences of ${definition.name} this month.`));
+// "1000 occurrences", "12 runs", "998 occurrences and 2 runs": what a month shows of a definition.
+const counted = (answer) => [[answer.occurrences.length, 'occurrences'], [answer.runs.length, 'runs']]
+  .filter(([n]) => n).map(([n, what]) => `${n} ${what}`).join(' and ');
+
+// What a month read short of a definition says: "Showing the first 1000 occurrences of Tick this month; the rest,
+// from Sat 12 Dec 20:00 on, are left out.", and of runs the API left out at a moment: "Runs of Quiz night at Sat 12
+// Dec 20:00 are left out: more are scheduled for that moment than the calendar reads."
+const cappedNotes = (listed) => listed.flatMap(({ definition, answer }) => [
+  ...(answer.capped ? [el('p', { class: 'calendar-capped', 'data-capped': definition.id },
+    `Showing the first ${counted(answer)} of ${definition.name} this month; the rest, from`
+    + ` ${dated(new Date(answer.next_from))} on, are left out.`)] : []),
+  ...answer.runsLeftOut.map((at) => el('p', { class: 'calendar-capped', 'data-runs-left-out': definition.id },
+    `Runs of ${definition.name} at ${dated(new Date(at))} are left out: more are scheduled for that moment than the`
+    + ' calendar reads.')),
+]);
 
 // A paused schedule's mark: "⏸ paused by mod-mia because holiday break".
 // It carries a person's reason, of any length: it wraps (`badge-note`), where a status's badge never does.

@@ -2,7 +2,11 @@
 run (and its new time, postponed), whether a person skipped it or its schedule's pause keeps it from being
 planned, the schedule in words (who paused it and why), and the live runs of the window no occurrence names
 (scheduled by hand, or by an earlier schedule). Reads only; the occurrences are the
-planner's own (`calendar.schedule_of`, `cron.Schedule`)."""
+planner's own (`calendar.schedule_of`, `cron.Schedule`).
+
+A page never drops anything silently: both lists are whole before `next_from`, where the first of them that
+outgrew MAX_LISTED was cut, so reading on from it misses nothing (`runs_capped` names the one way runs can still
+be left out: more than MAX_LISTED live runs of one definition at one instant)."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from ...db import Database, Tx, must_exist
 from .. import cron
 from ..calendar import MAX_WINDOW, TICK, current_version, in_range, occurrence_body, schedule_of
 from ..errors import Invalid
-from ..model import SchedulePause, iso
+from ..model import Run, SchedulePause, iso
 from ..store import definitions, runs, skips
 from . import Body
 
@@ -40,10 +44,25 @@ def described(schedule: cron.Schedule, now: datetime, pause: SchedulePause | Non
             "next": iso(upcoming) if upcoming is not None else None, "paused": pause.public() if pause else None}
 
 
+def _runs_cut(happened: list[Run]) -> tuple[list[Run], datetime | None, bool]:
+    """Of a window's live runs read earliest first (at most MAX_LISTED + 1), those a page lists, where the page
+    ends because of them (None: every one fits) and whether runs are left out of every page. The page ends at
+    the first run it cannot hold, leaving out its peers at that instant, so the next page, from there, lists them
+    all; only when more than MAX_LISTED share the first instant does the page hold MAX_LISTED of them and end
+    just after it."""
+    if len(happened) <= MAX_LISTED:
+        return happened, None, False
+    cut = happened[MAX_LISTED].scheduled_for
+    if happened[0].scheduled_for < cut:
+        return [r for r in happened if r.scheduled_for < cut], cut, False
+    return happened[:MAX_LISTED], cut + TICK, True
+
+
 def occurrences(db: Database, definition_id: int, start: datetime | None, end: datetime | None,
                 now: datetime) -> Body:
-    """The occurrences in [start, end) (default: from now, six weeks), at most MAX_LISTED: `next_from` is where
-    the rest begin (None when none are left). A window longer than MAX_WINDOW is Invalid."""
+    """The occurrences in [start, end) (default: from now, six weeks) and the window's live runs, at most
+    MAX_LISTED of each: `next_from` is where the rest of either begin (None when none are left), and both lists
+    are whole before it. A window longer than MAX_WINDOW is Invalid."""
     start = now if start is None else in_range(start, "query.from")
     end = in_range(start + DEFAULT_WINDOW if end is None else end, "query.to")
     if end <= start:
@@ -54,13 +73,14 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
     def read(tx: Tx) -> Body:
         version = current_version(tx, definition_id)
         schedule = schedule_of(version)
-        happened = runs.live_between(tx, definition_id, start, end, MAX_LISTED)
+        happened, cut, capped = _runs_cut(runs.live_between(tx, definition_id, start, end, MAX_LISTED + 1))
         if schedule is None:
-            return {"schedule": None, "occurrences": [], "runs": [r.public() for r in happened], "next_from": None}
+            return {"schedule": None, "occurrences": [], "runs": [r.public() for r in happened],
+                    "next_from": iso(cut), "runs_capped": capped}
         times = []
         # the planner's own first occurrence: none before the version that carries the schedule
         first = max(start, version.created_at)
-        for instant in schedule.between(first - TICK, end - TICK):
+        for instant in schedule.between(first - TICK, (end if cut is None else min(end, cut)) - TICK):
             times.append(instant)
             if len(times) > MAX_LISTED:
                 break
@@ -73,6 +93,6 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
         return {"schedule": described(schedule, now, pause, ahead),
                 "occurrences": [occurrence_body(t, found.get(t), skipped.get(t), pause) for t in listed],
                 "runs": [r.public() for r in happened if r.occurrence_key not in occurring],
-                "next_from": iso(rest[0]) if rest else None}
+                "next_from": iso(rest[0]) if rest else iso(cut), "runs_capped": capped}
 
     return db.transaction(read)
