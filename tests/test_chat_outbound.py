@@ -190,3 +190,22 @@ def test_a_bot_escalation_pings_escalation_mentions_role_alone_and_a_channel_tha
     with pytest.raises(ConfigError, match=r"\(CUE_CHANNEL\)"):
         Settings.from_env({"CUE_CHANNEL": f"slack:{SLACK_CHANNEL}", "ESCALATION_MENTION": role})
     assert Settings.from_env({"ESCALATION_CHANNEL": f"discord:{elsewhere}", "ESCALATION_MENTION": role}).escalation_mention == role
+
+
+def test_a_slack_skip_or_resend_asks_first_as_the_console_does(db, clock, chat):
+    """Skip sat beside Confirm as one tap: a mis-tap on a phone skipped the step for good, while the console asks
+    "Skip this step?" first. Slack asks natively (Block Kit's confirm); Confirm stays the one tap the cue asks for."""
+    from chalicelib.events.chat.platforms import Message, slack_blocks
+    from chalicelib.events.chat.render import DECISION_CONTROLS, buttons
+
+    run = _cue(db, clock)
+    _tick(db, clock, chat_settings(chat, cue_channel=f"slack:{SLACK_CHANNEL}"))
+    [message] = chat.messages("slack")
+    [actions] = [block for block in message.body["blocks"] if block["type"] == "actions"]
+    asked = {e["action_id"].rsplit(":", 1)[-1]: e.get("confirm") for e in actions["elements"]}
+    assert asked["confirm"] is None and asked["acknowledge"] is None
+    assert asked["skip"] == {"title": {"type": "plain_text", "text": "Skip?"}, "text": {"type": "plain_text", "text": "Skip this step?"},
+                             "confirm": {"type": "plain_text", "text": "Skip"}, "deny": {"type": "plain_text", "text": "Go back"}}
+    [decision] = [b for b in slack_blocks(Message("A decision", buttons(run.id, 1, DECISION_CONTROLS))) if b["type"] == "actions"]
+    resend = decision["elements"][2]
+    assert resend["confirm"]["text"]["text"].startswith("Send this step to the game again? If the game did apply it")

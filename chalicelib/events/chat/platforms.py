@@ -39,6 +39,7 @@ class Button:
     label: str
     custom_id: str  # Discord's custom_id, Slack's action_id and value: names the run, step, control (and choice)
     primary: bool = False
+    asks: str | None = None  # what is asked before the press takes, where the platform asks natively (Slack's confirm)
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,20 @@ def slack_blocks(message: Message) -> list[dict[str, Any]]:
     if message.buttons:
         blocks.append({"type": "actions", "elements": [
             {"type": "button", "text": {"type": "plain_text", "text": b.label[:75]}, "action_id": b.custom_id,
-             "value": b.custom_id, **({"style": "primary"} if b.primary else {})} for b in message.buttons]})
+             "value": b.custom_id, **({"style": "primary"} if b.primary else {}), **_confirm(b)}
+            for b in message.buttons]})
     return blocks
+
+
+def _confirm(button: Button) -> dict[str, Any]:
+    """Block Kit's own dialog before a button's press is sent (its question, then the button's label or Go back,
+    as the console asks); nothing for a button that asks nothing."""
+    if button.asks is None:
+        return {}
+    label = {"type": "plain_text", "text": button.label[:30]}
+    return {"confirm": {"title": {"type": "plain_text", "text": f"{button.label[:99]}?"}, "confirm": label,
+                        "text": {"type": "plain_text", "text": button.asks[:300]},
+                        "deny": {"type": "plain_text", "text": "Go back"}}}
 
 
 class ChatApi(ABC):
