@@ -1,17 +1,20 @@
-"""Each statement the tick runs is served by an index, without a sort (an UPDATE locks what it scans)."""
+"""Each statement the tick runs is served by an index, without a sort (an UPDATE locks what it scans); so is
+each read of the API's that would otherwise grow with the history (`HISTORY_READS`: the range it must read)."""
 
 from datetime import timedelta
 
 import pytest
 
+from chalicelib.events import journal
 from chalicelib.events.ledger import Listed
 from chalicelib.events.lifecycle import ClosedBy, RunStatus, SignalEffect, StepStatus
 from chalicelib.events.model import Claim
-from chalicelib.events.store import definitions, escalations, log, phases, resources, runs, signals, steps
+from chalicelib.events.store import chat_messages, definitions, escalations, log, phases, resources, runs, signals, steps
+from chalicelib.events.store.runs.reads import RunFilter
 from devtools.kit.clock import ManualClock
 from devtools.kit.explain import ExplainTx, plan_problems
 from tests.conftest import START
-from tests.support.factory import make_run, materialise, specs
+from tests.support.factory import make_definition, make_run, materialise, specs
 
 
 @pytest.fixture
@@ -26,11 +29,15 @@ def history(module_db):
     db, clock = module_db, ManualClock(START)
     run = make_run(db, clock.now(), status=RunStatus.RUNNING, current_phase=1)
     first = materialise(db, run, 1, specs(*["world.spawn"] * 5))[0]
+    other = make_definition(db, clock.now())
+    # Two definitions' runs, an hour apart over 83 days, one in four failed: a window, a definition and a
+    # status each keep a part of them (the calendar, a bulk window, the runs list by definition and status).
     db.autocommit(lambda tx: tx.execute(
         """INSERT INTO event_runs (definition_id, definition_version, occurrence_key, status, scheduled_for,
                                    grace_seconds, health, created_at, updated_at, finished_at)
-           SELECT %s, 1, CONCAT('bulk-', seq), 'completed', %s, 300, 'ok', %s, %s, %s FROM seq_1_to_2000""",
-        (run.definition_id, clock.now() - timedelta(days=1), clock.now(), clock.now(), clock.now())))
+           SELECT IF(seq MOD 2, %s, %s), 1, CONCAT('bulk-', seq), IF(seq MOD 4, 'completed', 'failed'),
+                  %s - INTERVAL seq HOUR, 300, 'ok', %s, %s, %s FROM seq_1_to_2000""",
+        (run.definition_id, other.id, clock.now() - timedelta(days=1), clock.now(), clock.now(), clock.now())))
     db.autocommit(lambda tx: tx.execute(
         """INSERT INTO event_run_steps (run_id, phase, seq, action_id, params, status, idempotency_key)
            SELECT r.id, 1, s.seq, 'world.spawn', '{}', 'done', 'k' FROM event_runs r JOIN seq_0_to_4 s
@@ -42,8 +49,16 @@ def history(module_db):
         """INSERT INTO event_run_escalations (run_id, since, n, waiting_for, tries, retry_at, sent_at)
            SELECT id, %s, 1, 'resume', 1, NULL, %s FROM event_runs WHERE status = 'completed'""",
         (clock.now() - timedelta(days=1), clock.now() - timedelta(days=1))))
+    db.autocommit(lambda tx: tx.execute(  # long runs' logs (26,000 rows on a real one), each of few kinds
+        """INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, actor, created_at)
+           SELECT %s + r.seq, %s, IF(s.seq MOD 2, 'step.dispatch', 'step.status'), 1, '{}', 'runner', %s
+             FROM seq_0_to_1 r JOIN seq_1_to_5000 s""",
+        (run.id, first.id, clock.now())))
     db.autocommit(lambda tx: tx.execute(
-        "ANALYZE TABLE event_runs, event_run_steps, event_run_phases, event_run_escalations"))
+        """INSERT INTO event_run_log (run_id, kind, phase, detail, actor, created_at)
+           SELECT id, 'run.status', 1, '{}', 'runner', %s FROM event_runs""", (clock.now(),)))
+    db.autocommit(lambda tx: tx.execute(
+        "ANALYZE TABLE event_runs, event_run_steps, event_run_phases, event_run_escalations, event_run_log"))
     return run, first
 
 
@@ -55,6 +70,32 @@ def _plans(db, work):
         return tx.plans
     finally:
         conn.close()
+
+
+# Reads of the API that a range of a whole history would also serve without a scan or a sort (a definition's
+# runs, a run's log): each with the index whose range holds only what it asks for.
+HISTORY_READS = {
+    # The calendar: a definition's live runs of a window, earliest first.
+    "calendar_live_between": (lambda tx, run, s, now: runs.live_between(
+        tx, run.definition_id, now - timedelta(days=10), now - timedelta(days=9), 500), "event_runs_definition_time"),
+    # A bulk press's count of a window's runs.
+    "bulk_count_scheduled_between": (lambda tx, run, s, now: runs.count_matching(
+        tx, RunFilter(scheduled_between=(now - timedelta(days=10), now - timedelta(days=9)))), "event_runs_scheduled"),
+    # The runs list by definition and status, newest first.
+    "list_definition_and_status": (lambda tx, run, s, now: runs.list_page(
+        tx, definition_id=run.definition_id, status=RunStatus.FAILED), "event_runs_definition_status"),
+    # A run's newest row of a kind it has none of (the run page's who paused it, who has the cue, its
+    # escalation; a 412's who changed it), a kind per actor (a log page's chat identities), how a wait ended.
+    "log_latest": (lambda tx, run, s, now: log.latest(tx, run.id, journal.RUN_ESCALATED), "event_run_log_kind"),
+    # Who paused each paused run of a page: each run's newest run.status row.
+    "log_latest_of": (lambda tx, run, s, now: log.latest_of(tx, [run.id, run.id + 1], journal.RUN_STATUS),
+                      "event_run_log_kind"),
+    "log_latest_of_kinds": (lambda tx, run, s, now: log.latest(
+        tx, run.id, journal.RUN_STATUS, journal.RUN_POSTPONED, journal.RUN_DEADLINE_MOVED), "event_run_log_kind"),
+    "log_latest_by_actor": (lambda tx, run, s, now: log.latest_by_actor(
+        tx, run.id, journal.CHAT_PRESSED, ["mia", "rowan"]), "event_run_log_kind"),
+    "how_it_ended": (lambda tx, run, s, now: chat_messages.how_it_ended(tx, run.id, s.id), "event_run_log_kind"),
+}
 
 
 STATEMENTS = {
@@ -100,8 +141,6 @@ STATEMENTS = {
     "list_waiting_any": lambda tx, run, s, now: runs.list_page(tx, waiting_for="any"),
     "list_waiting_cue": lambda tx, run, s, now: runs.list_page(tx, waiting_for="cue", before_id=run.id + 1),
     "waiting_counts": lambda tx, run, s, now: runs.waiting_counts(tx),
-    # Who paused each paused run of a page: each run's newest run.status row.
-    "log_latest_of": lambda tx, run, s, now: log.latest_of(tx, [run.id, run.id + 1], "run.status"),
     "parked_of": lambda tx, run, s, now: steps.parked_of(tx, [run.id, run.id + 1]),
     "current_of": lambda tx, run, s, now: phases.current_of(tx, [(run.id, 1), (run.id + 1, 2)]),
     # Primary-key lookups: a refused advance's or retry's read of the phase, GET /runs/{id}'s of its phases,
@@ -123,6 +162,7 @@ STATEMENTS = {
     "record_resources": lambda tx, run, s, now: resources.record(
         tx, run.id, s.id, [Listed("npc", "crow-1", None), Listed("npc", "crow-2", None)], now),
     "ledger_state": lambda tx, run, s, now: resources.ledger_state(tx, run.id),
+    **{name: read for name, (read, _) in HISTORY_READS.items()},
 }
 
 
@@ -133,3 +173,18 @@ def test_statement_uses_an_index(db, clock, history, name):
     assert plans, "the statement was not issued"
     for sql, plan in plans:
         assert not plan_problems(plan), f"{name}: {plan_problems(plan)} in\n{sql}\n{plan}"
+        if name in HISTORY_READS:  # a range of the run's or the definition's whole history is no scan, yet grows
+            stored = [row for row in plan if not (row.get("table") or "<").startswith("<")
+                      and "SUBQUERY" not in row["select_type"]]  # understood.steps_known's, of the steps
+            assert {row["key"] for row in stored} == {HISTORY_READS[name][1]}, f"{name}:\n{sql}\n{plan}"
+
+
+# A window's share of this small table: the preview's large enough that walking back from the newest run
+# looks cheaper for 20 runs; the press's small enough that a range beats reading the whole table.
+@pytest.mark.parametrize(("limit", "days"), [(20, 15), (1000, 5)], ids=["preview", "press"])
+def test_a_bulk_window_reads_the_windows_runs_alone(db, clock, history, limit, days):
+    """A bulk press's window, newest first: one range of `event_runs_scheduled`, the window's runs sorted (a
+    press acts on at most bulk.MAX_RUNS), never a walk back through every run newer than the window."""
+    window = (clock.now() - timedelta(days=80), clock.now() - timedelta(days=80 - days))  # among the oldest runs
+    [(sql, plan), *_] = _plans(db, lambda tx: runs.matching(tx, RunFilter(scheduled_between=window), limit))
+    assert "full scan" not in plan_problems(plan) and plan[0]["key"] == "event_runs_scheduled", (sql, plan)

@@ -28,6 +28,10 @@ class ExplainTx(Tx):
         self._explain(sql, args)
         return []
 
+    def scalar(self, sql, args=None):
+        self._explain(sql, args)
+        return None
+
 
 def unindexed(plan: list[dict]) -> list[dict]:
     """Plan rows that read a stored table without an index (a full scan).

@@ -76,33 +76,35 @@ def after(tx: Tx, run_id: int, after_id: int = 0, limit: int = 200) -> list[LogE
     return [LogEntry.from_row(r) for r in rows]
 
 
+# A run's newest row of a kind: the last entry of its (run_id, kind, id) range, `event_run_log_kind`, however
+# long the run's log (a range of (run_id, id) read a long run's whole log backwards when it had none).
+_NEWEST_OF_KIND = f"(SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND kind = %s ORDER BY id DESC LIMIT 1)"  # noqa: S608 — COLUMNS is a constant; values are parameters
+
+
 def latest(tx: Tx, run_id: int, kind: str, *other_kinds: str) -> LogEntry | None:
     """The run's newest row of `kind` (or of any of the kinds given: a 412 says who made the change the person
-    did not see, whichever it was)."""
+    did not see, whichever it was): each kind's newest, and the newest of those (a sort of one row a kind,
+    where `kind IN (…)` sorted every row of the kinds)."""
     kinds = (kind, *other_kinds)
-    row = tx.one(
-        f"SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND kind IN ({placeholders(len(kinds))})"  # noqa: S608 — COLUMNS is a constant; values are parameters
-        " ORDER BY id DESC LIMIT 1",
-        (run_id, *kinds),
-    )
+    newest = " UNION ALL ".join([_NEWEST_OF_KIND] * len(kinds)) + (" ORDER BY id DESC LIMIT 1" if other_kinds else "")
+    row = tx.one(newest, tuple(arg for each in kinds for arg in (run_id, each)))
     return None if row is None else LogEntry.from_row(row)
 
 
 def latest_of(tx: Tx, run_ids: list[int], kind: str) -> dict[int, LogEntry]:
-    """Each run's newest row of `kind`, by run (a run with none is left out): one statement, each run's part a
-    backward range of `event_run_log_run` that stops at its first row of the kind (a page's paused runs: who
-    paused each and why)."""
+    """Each run's newest row of `kind`, by run (a run with none is left out): one statement, each run's part
+    one row of `event_run_log_kind` (a page's paused runs: who paused each and why)."""
     if not run_ids:
         return {}
-    one = f"(SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND kind = %s ORDER BY id DESC LIMIT 1)"  # noqa: S608 — COLUMNS is a constant; values are parameters
-    rows = tx.all(" UNION ALL ".join([one] * len(run_ids)), tuple(arg for run_id in run_ids for arg in (run_id, kind)))
+    rows = tx.all(" UNION ALL ".join([_NEWEST_OF_KIND] * len(run_ids)),
+                  tuple(arg for run_id in run_ids for arg in (run_id, kind)))
     return {int(row["run_id"]): LogEntry.from_row(row) for row in rows}
 
 
 def latest_by_actor(tx: Tx, run_id: int, kind: str, actors: list[str]) -> dict[str, LogEntry]:
     """Each of `actors`' newest row of `kind` in the run, by actor (one with none is left out): one statement
-    (none for no actor), each actor's part a backward range of `event_run_log_run` that stops at its first
-    row of the kind, as `latest_of` reads each run's (the chat identities a log page names, by their presses)."""
+    (none for no actor), each actor's part a backward range of the run's rows of the kind (`event_run_log_kind`)
+    that stops at the actor's newest (the chat identities a log page names, by their presses)."""
     if not actors:
         return {}
     one = (f"(SELECT {COLUMNS} FROM event_run_log WHERE run_id = %s AND kind = %s AND actor = %s"  # noqa: S608 — COLUMNS is a constant; values are parameters

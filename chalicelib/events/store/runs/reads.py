@@ -3,8 +3,11 @@
 The invariant: a read writes nothing and decides nothing; every decision a read
 informs is taken again by its write's own guard (a compare-and-set), so a read
 that is stale by the time its write runs changes nothing. Each read is one range
-of an index (the occurrence key's, (wake_at, id), what a run waits for), never a
-scan however many runs the table holds.
+of an index (the occurrence key's, (wake_at, id), what a run waits for, a
+definition's runs by time or by status, a window of scheduled times), never a
+scan however many runs the table holds; its order is the index's, but for a
+filter's runs newest first of a window (`matching` with `scheduled_between`),
+which sorts the window's runs (a bulk press acts on at most `bulk.MAX_RUNS`).
 """
 
 from __future__ import annotations
@@ -47,8 +50,9 @@ def of_occurrences(tx: Tx, definition_id: int, times: list[datetime]) -> dict[da
 
 def live_between(tx: Tx, definition_id: int, start: datetime, end: datetime, limit: int) -> list[Run]:
     """A definition's live runs scheduled in [start, end), earliest first, at most `limit`: those the calendar
-    shows on their days (a run scheduled by hand, or of an earlier schedule, too). One range of its
-    (definition_id, id) key."""
+    shows on their days (a run scheduled by hand, or of an earlier schedule, too). One range of
+    `event_runs_definition_time` (definition_id, mode, scheduled_for, id), in its order: the window's runs, not
+    every run the definition ever had."""
     rows = tx.all(
         f"SELECT {COLUMNS} FROM event_runs WHERE definition_id = %s AND mode = %s"  # noqa: S608 — COLUMNS is a constant
         " AND scheduled_for >= %s AND scheduled_for < %s ORDER BY scheduled_for, id LIMIT %s",
@@ -98,11 +102,11 @@ class RunFilter:
             where.append("mode = %s")  # one range of (mode, id)
             args.append(mode.value)
         if self.definition_id is not None:
-            where.append("definition_id = %s")
+            where.append("definition_id = %s")  # with a status, one range of (definition_id, status, id)
             args.append(self.definition_id)
         if self.scheduled_between is not None:
             # guard: the-scheduled-filter-ignores-its-window
-            where.append("scheduled_for >= %s AND scheduled_for < %s")
+            where.append("scheduled_for >= %s AND scheduled_for < %s")  # one range of (scheduled_for, id)
             args.extend(self.scheduled_between)
         # guard: the-ids-filter-ignores-the-ids
         if self.ids is not None:
@@ -120,19 +124,22 @@ def list_page(
     definition_id: int | None = None,
     waiting_for: str | None = None,
     rehearsal: str | None = None,
+    scheduled_between: tuple[datetime, datetime] | None = None,
     limit: int = 50,
     before_id: int | None = None,
 ) -> tuple[list[Run], int | None]:
     """Runs newest first, keyset-paginated: returns the page and the next cursor (or None).
 
     `rehearsal` (`REHEARSAL_FILTERS`): `only` keeps the dry runs, `exclude` the live runs; `include` or None, both.
+    `scheduled_between` ([from, to)) keeps the runs scheduled then: a range of `event_runs_scheduled` (or of
+    `event_runs_definition_time`, with a definition and a mode), the window's runs sorted newest first.
 
     `waiting_for` (`waiting.FILTERS`) keeps the runs waiting for that (`any`: for anything), one range of
     `event_runs_waiting` (`event_runs_waits` for any) in id order: no scan, however many runs there are.
     """
     if not 1 <= limit <= 500:
         raise ValueError(f"limit must be between 1 and 500, got {limit}")
-    page = matching(tx, RunFilter(status, definition_id, waiting_for, rehearsal), limit + 1, before_id)
+    page = matching(tx, RunFilter(status, definition_id, waiting_for, rehearsal, scheduled_between), limit + 1, before_id)
     return page[:limit], (page[limit - 1].id if len(page) > limit else None)
 
 
@@ -142,7 +149,10 @@ def matching(tx: Tx, which: RunFilter, limit: int, before_id: int | None = None)
     if before_id is not None:
         where.append("id < %s")
         args.append(before_id)
-    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT %s",  # noqa: S608 — COLUMNS and the where fragments are constants; filters are parameters
+    # A window's runs are read by their range and sorted, never found by walking back through every newer run's
+    # id (the optimiser's guess for a small limit: a preview of last spring read the whole year since).
+    hint = " IGNORE INDEX FOR ORDER BY (PRIMARY)" if which.scheduled_between is not None else ""
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs{hint} WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT %s",  # noqa: S608 — COLUMNS, the hint and the where fragments are constants; filters are parameters
                   (*args, limit))
     return [Run.from_row(r) for r in rows]
 
