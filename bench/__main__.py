@@ -14,7 +14,8 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P9     50 waits of 1-5 s and 50 confirms through `python -m chalicelib tick`  same in both
     P11    chat presses each of Discord, console and Slack, warm; Discord presses, database silent  200; 12  |  30; 3
     cold   import time (median of 7 fresh interpreters), the prod package with and without bytecode   same in both
-    costs  20 runs × 2 and × 20 instant steps: a tick invocation's log bytes and metrics, a drain's redo and commits   5 rounds  |  3
+    costs  20 runs × 2 and × 20 instant steps: a tick invocation's log bytes and metrics, a drain's redo and commits;
+           50 runs × 2 and × 100: the database's growth   5 rounds  |  3
     lambda_cpu  P9 and runs × 2 module steps (50 ms bridge), a tick per CPU share: none, 512, 256 MB   64 × 2, 3 rounds  |  24, 1
 
 Speed figures are interleaved `rounds` times (2, quick 1) and the best of each side kept;
@@ -87,7 +88,7 @@ BENCHMARKS = {
     "bridge": bridge_pool.run,  # issue 3: a 50 ms bridge, default pool vs pool of 1
     "shards": shards.run,  # issue 22: two tick processes sharding one backlog vs one, a 50 ms bridge
     "cold": cold_start.run,  # import time of the app and the tick path, and the package size
-    "costs": cost_inputs.run,  # the cost model's log bytes per step and per invocation, redo bytes and commits per step
+    "costs": cost_inputs.run,  # the cost model's log bytes per step and per invocation, redo, commits and database bytes per step
     "lambda_cpu": lambda_cpu.run,  # the tick at 512 MB's and 256 MB's CPU share (a CFS quota) vs none: P9, a drain, RSS
 }
 

@@ -30,6 +30,16 @@ from an estimate:
   throwaway folder), and printed beside the same measurement on the shared
   server (a scratch database there, no wait for a purge others keep busy),
   which includes whatever the tests write meanwhile.
+- database bytes per step: the tables' data and indexes (`information_schema.TABLES`'
+  DATA_LENGTH + INDEX_LENGTH, read after ANALYZE TABLE so they are current)
+  before a backlog of instant steps is scheduled and after one tick drains it,
+  again a long drain less a short one so that a run's own rows cancel, the
+  median of a few rounds. Those sizes are the pages InnoDB has reserved: page
+  by page up to 32 pages an index, then a 1 MB extent or more at a time, so
+  the long drain adds thousands of steps (megabytes) and the figure still
+  varies by a tenth or so from round to round; it errs high, as a year's table
+  fills the extents it reserved. An empty schema's size, freshly migrated, is
+  printed beside it.
 
 Aurora bills write I/Os in 4 KB units of redo log records ("a log record that
 is 1024 bytes will count as one write I/O operation", Amazon Aurora FAQs) and
@@ -79,6 +89,7 @@ PURGE_WAIT_SECONDS = 10.0
 AURORA_WRITE_IO_BYTES = 4096  # Aurora counts write I/Os in 4 KB units of log records
 CHANNELS_LOGGER = "chalicelib.events.adapters.channels"
 LEVEL_SETTINGS = ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL", "AWS_LAMBDA_LOG_LEVEL")
+GROWTH_RUNS, GROWTH_FEW, GROWTH_MANY = 50, 2, 100  # runs per drain and their steps: 4,900 steps apart, ~7 MB
 LIVE_RUNS, LIVE_STEPS = 4, 3  # the live minute's runs that start and complete, and their instant steps each
 REMIND_AFTER_SECONDS = 120  # a cue's first reminder: the minute after the one it parked in, inside the horizon
 CUE_DOCUMENT = {"name": "Benchmark cue", "grace_seconds": 3600, "ending": [], "phases": [{"name": "main", "steps": [
@@ -356,6 +367,48 @@ def redo_per_step(db: Database, rounds: int, purge_wait_seconds: float = PURGE_W
     return Redo(median(per_step), median(commits))
 
 
+def database_bytes(db: Database) -> int:
+    """The database's tables, data and indexes, as `information_schema.TABLES` gives them once ANALYZE TABLE has
+    brought them up to date (InnoDB updates them only now and then by itself)."""
+    tables = db.autocommit(lambda tx: tx.all(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE'"))
+    names = ", ".join(f"`{row['TABLE_NAME']}`" for row in tables)
+    db.autocommit(lambda tx: tx.all(f"ANALYZE TABLE {names}"))
+    return int(db.autocommit(lambda tx: tx.scalar(
+        "SELECT SUM(DATA_LENGTH + INDEX_LENGTH) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")))
+
+
+def grown_by_drain(db: Database, steps_per_run: int) -> tuple[int, int]:
+    """GROWTH_RUNS runs of `steps_per_run` instant steps scheduled and drained by one tick: the bytes the database
+    grew by, the runs' rows included, and the steps."""
+    before = database_bytes(db)
+    schedule_backlog(db, GROWTH_RUNS, steps_per_run, label=f"growth{steps_per_run}")
+    runner = make_runner(db, concurrency=8)  # the deployed EVENT_TICK_CONCURRENCY
+    try:
+        report = drain(runner)
+    finally:
+        runner.close()
+    return database_bytes(db) - before, report.dispatched
+
+
+@dataclass(frozen=True)
+class Growth:
+    empty_bytes: int  # a freshly migrated schema
+    bytes_per_step: float
+
+
+def database_growth(db: Database, rounds: int) -> Growth:
+    """`db` freshly migrated: its size, and the median over `rounds` of a long drain's growth less a short one's,
+    per step."""
+    empty = database_bytes(db)
+    per_step = []
+    with _logger_level(CHANNELS_LOGGER, logging.ERROR):  # the instant steps' notices would time the terminal
+        for _ in range(rounds):
+            (few, few_steps), (many, many_steps) = grown_by_drain(db, GROWTH_FEW), grown_by_drain(db, GROWTH_MANY)
+            per_step.append((many - few) / (many_steps - few_steps))
+    return Growth(empty, median(per_step))
+
+
 @contextlib.contextmanager
 def private_database() -> Iterator[Database]:
     """A migrated database on a mariadbd of our own (the tests' binary, a throwaway folder): nobody else writes redo."""
@@ -380,11 +433,14 @@ def run(sizes) -> list[Figure]:
         idle = idle_wake_metrics(db)
     with scratch_database("live") as db:
         live = live_minute_metrics(db)
+    with scratch_database("growth") as db:
+        growth = database_growth(db, rounds)
     write_ios = math.ceil(alone.bytes_per_commit / AURORA_WRITE_IO_BYTES)
     batched = alone.bytes_per_commit / AURORA_WRITE_IO_BYTES
     print(f"\ncost inputs (the tick logging at {deployed_log_level()}): --log-bytes-per-step {max(0, math.ceil(logs.per_step))}"
           f" --log-bytes-per-tick-invocation {math.ceil(logs.per_invocation)} --commits-per-step {alone.commits_per_step:g}"
-          f" --write-ios-per-commit {write_ios}\n  (Aurora: {write_ios} write I/Os per commit if each is sent alone,"
+          f" --write-ios-per-commit {write_ios} --database-bytes-per-step {math.ceil(growth.bytes_per_step)}"
+          f" --database-empty-bytes {growth.empty_bytes}\n  (Aurora: {write_ios} write I/Os per commit if each is sent alone,"
           f" {batched:.2f} if every log record were batched into full 4 KB units)\n"
           f"  a tick more adds {logs.per_extra_tick:.1f} B; a log-channel notice its line, {logs.per_notice:.0f} B;"
           f" redo per commit {alone.bytes_per_commit:.0f} B on a server of its own,"
@@ -399,6 +455,8 @@ def run(sizes) -> list[Figure]:
         Figure("costs", "commits per step (server count)", alone.commits_per_step, ""),
         Figure("costs", "redo bytes per commit", alone.bytes_per_commit, "B"),
         Figure("costs", "redo bytes per commit, shared server", shared.bytes_per_commit, "B"),
+        Figure("costs", "database bytes per step (data + indexes)", growth.bytes_per_step, "B"),
+        Figure("costs", "database bytes, an empty schema", growth.empty_bytes, "B"),
         Figure("costs", "custom metrics, the sleep's idle wake", len(idle), ""),
         Figure("costs", "custom metrics, a live minute", len(live), ""),
     ]

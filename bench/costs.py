@@ -76,7 +76,15 @@ INPUTS = {
     "aurora_billed_after_last_use_seconds": Input(360, "setting", (
         "infra/data.yaml: wait_timeout (IdleConnectionSeconds, 60 s) closes a frozen container's connection, then"
         " SecondsUntilAutoPause 300 s")),
-    "aurora_storage_gb": Input(1, "assumed", "database size (history of a year of a community's runs)"),
+    "database_bytes_per_step": Input(1388, "measured", (
+        "bench costs: what the database's tables and indexes grow by per step of instant steps drained by the"
+        " tick (information_schema.TABLES after ANALYZE TABLE, a long drain less a short one, median of five"
+        " rounds; rounds vary by about a tenth); nothing is ever deleted (docs/operations.md, 'How the database"
+        " grows')")),
+    "database_empty_bytes": Input(737280, "measured", "bench costs: a freshly migrated schema's tables and indexes"),
+    "history_months": Input(12, "assumed", (
+        "the months of the scenario's steps the database holds in the month priced: a year of its history;"
+        " storage keeps growing after it")),
     "commits_per_step": Input(
         1, "measured", "bench P2: commits per happy-path step, exact count (bench costs: the server counts the same)"),
     "write_ios_per_commit": Input(2, "measured", (
@@ -200,10 +208,16 @@ def _logs(bytes_: float, p: dict[str, float]) -> float:
     return bytes_ / 1e9 * p["logs_ingest_gb"]
 
 
+def database_gb(s: Scenario, v: dict[str, float]) -> float:
+    """What the database holds after `history_months` of `s`'s steps: an empty schema and every step's rows."""
+    return (v["database_empty_bytes"] + v["history_months"] * s.steps * v["database_bytes_per_step"]) / 1e9
+
+
 def stored(s: Scenario, v: dict[str, float], p: dict[str, float]) -> Items:
-    """What is billed whether or not anything runs: the secrets, the alarms' metrics, the database's storage."""
+    """What is billed whether or not anything runs: the secrets, the alarms' metrics, the database's storage (a
+    year of `s`'s history: nothing is deleted)."""
     return _items({SECRETS: v["secrets"] * p["secret_month"], ALARMS: v["alarm_metrics"] * p["alarm_metric_month"],
-                     STORAGE: v["aurora_storage_gb"] * p["aurora_storage_gb_month"]})
+                     STORAGE: database_gb(s, v) * p["aurora_storage_gb_month"]})
 
 
 def events_awake(s: Scenario, v: dict[str, float], p: dict[str, float]) -> Items:
@@ -322,21 +336,63 @@ def marginal_per_million_steps(v: dict[str, float], p: dict[str, float] = DEFAUL
     )
 
 
-def io_optimized_from_steps(s: Scenario, v: dict[str, float]) -> float:
+def io_optimized_from_steps(s: Scenario, v: dict[str, float]) -> float | None:
     """Monthly steps from which I/O-Optimized is the cheaper storage, over `s`'s live hours: its dearer ACU-hours
-    and storage against Standard's write I/Os."""
-    standard = line_items(s, v, STANDARD_PRICES)
-    dearer = total(s, v, IO_OPTIMIZED_PRICES) - sum(standard.values())
-    dearer += standard["Aurora I/O"]  # what Standard's I/O costs at s's steps, back out of the difference
-    return dearer / (v["commits_per_step"] * v["write_ios_per_commit"] * STANDARD_PRICES["aurora_io"])
+    and storage (a year of the steps' history among it) against Standard's write I/Os; None when the steps' storage
+    costs I/O-Optimized more than their write I/Os cost Standard, so that it is never the cheaper. Both months are
+    linear in the steps."""
+    def dearer(steps: float) -> float:
+        month = Scenario(s.name, s.events, s.hours_per_event, steps / s.events, s.console_left_open)
+        return total(month, v, IO_OPTIMIZED_PRICES) - total(month, v, STANDARD_PRICES)
+
+    per_step = dearer(1e6) - dearer(0)
+    return None if per_step >= 0 else dearer(0) / -per_step * 1e6
+
+
+def storage_premium_per_million(v: dict[str, float]) -> float:
+    """What a million steps a month, kept `history_months`, cost a month more stored on I/O-Optimized than on
+    Standard."""
+    gb = v["history_months"] * 1e6 * v["database_bytes_per_step"] / 1e9
+    return gb * (IO_OPTIMIZED_PRICES["aurora_storage_gb_month"] - STANDARD_PRICES["aurora_storage_gb_month"])
+
+
+def _crossover_line(v: dict[str, float]) -> str:
+    busy = SCENARIOS[2]
+    tick_hours = f"they need {1e6 * v['step_tick_ms'] / 1000 / 3600:.1f} tick hours; "
+    busy_from, example_from = io_optimized_from_steps(busy, v), io_optimized_from_steps(EXAMPLE, v)
+    if busy_from is None or example_from is None:
+        io = 1e6 * v["commits_per_step"] * v["write_ios_per_commit"] * STANDARD_PRICES["aurora_io"]
+        line = (tick_hours + f"with {v['history_months']:g} months of history kept, I/O-Optimized is never the"
+                f" cheaper: a million steps a month add ${storage_premium_per_million(v):.2f} a month more of storage"
+                f" on it than on Standard, against ${io:.2f} of Standard's write I/Os")
+    else:
+        line = (tick_hours + f"I/O-Optimized is the cheaper from {busy_from / 1e6:.1f} M steps a month over"
+                f" {busy.live_hours:g} live hours ({example_from / 1e6:.1f} M over {EXAMPLE.live_hours:g}), Standard below")
+    return textwrap.fill(line, WRAP, subsequent_indent="  ")
+
+
+def _storage_line(v: dict[str, float]) -> str:
+    kept = ", ".join(f"{s.name} {_size(database_gb(s, v))}" for s in SCENARIOS)
+    line = (f"the database after {v['history_months']:g} months, as priced: {kept}; it grows"
+            f" {v['database_bytes_per_step'] / 1e3:.1f} KB a step"
+            f" ({_size(EXAMPLE.steps * v['database_bytes_per_step'] / 1e9)} a month for the example community,"
+            f" {_size(SCENARIOS[2].steps * v['database_bytes_per_step'] / 1e9)} for the busy one) and nothing is deleted")
+    return textwrap.fill(line, WRAP, subsequent_indent="  ")
+
+
+def _size(gb: float) -> str:
+    return f"{gb:.1f} GB" if gb >= 1 else f"{gb * 1e3:.0f} MB" if gb >= 0.01 else f"{gb * 1e3:.1f} MB"
 
 
 def _marginal_line(label: str, v: dict[str, float], p: dict[str, float]) -> str:
     marginal = marginal_per_million_steps(v, p)
     sfn_million = 1e6 * v["sfn_transitions_per_step"] * SFN_STANDARD_PER_TRANSITION
     verdict = "met" if marginal <= sfn_million / 100 else "missed"
-    return (f"a million more steps on {label}: ${marginal:.2f} vs Step Functions ${sfn_million:.2f} "
-            f"= 1/{sfn_million / marginal:,.0f} (target ≤ 1/100: {verdict})")
+    kept = 1e6 * v["database_bytes_per_step"] / 1e9 * p["aurora_storage_gb_month"]
+    line = (f"a million more steps on {label}: ${marginal:.2f} vs Step Functions ${sfn_million:.2f} "
+            f"= 1/{sfn_million / marginal:,.0f} (target ≤ 1/100: {verdict}); keeping their rows costs ${kept:.2f}"
+            " a month for as long as they are kept")
+    return textwrap.fill(line, WRAP, subsequent_indent="  ")
 
 
 def _verdict(month: float) -> str:
@@ -399,16 +455,14 @@ def render(values: dict[str, float] | None = None) -> str:
              *_table({service: [i[service] for i in services] for service in SERVICES}, width), rule,
              *_table({by_storage[label]: row for label, row in totals.items()}, width)]
     idle = totals[DEFAULT_LABEL][0]
-    busy = SCENARIOS[2]
     lines += [
         "",
         (f"idle month on {DEFAULT_LABEL}: ${idle:.2f} (target ≤ ${TARGET_MONTH:.0f}: {_verdict(idle)}); "
          + "; ".join(f"{label} ${totals[label][0]:.2f}" for label in totals if label != DEFAULT_LABEL)),
         *_example_lines(v),
         *(_marginal_line(label, v, prices) for label, _, prices in STORAGE_TYPES),
-        (f"they need {1e6 * v['step_tick_ms'] / 1000 / 3600:.1f} tick hours; I/O-Optimized is the cheaper from "
-         f"{io_optimized_from_steps(busy, v) / 1e6:.1f} M steps a month over {busy.live_hours:g} live hours "
-         f"({io_optimized_from_steps(EXAMPLE, v) / 1e6:.1f} M over {EXAMPLE.live_hours:g}), Standard below"),
+        _crossover_line(v),
+        _storage_line(v),
         _scale_recipe_line(v),
         "",
         "inputs:",

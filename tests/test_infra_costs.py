@@ -122,17 +122,50 @@ def test_the_one_hundredth_target_is_judged_from_the_inputs(inputs, standard):
     assert marginal(text, "I/O-Optimized")[1] == ("met" if "log_bytes_per_step" not in inputs else "missed")
 
 
-@pytest.mark.parametrize("scenario, said", [
-    (costs.SCENARIOS[1], "({millions:.1f} M over {hours:g})"),
-    (costs.SCENARIOS[2], "cheaper from {millions:.1f} M steps a month over {hours:g} live hours"),
-], ids=["example", "busy"])
-def test_io_optimized_costs_the_same_as_standard_at_the_step_count_said_to_be_the_crossover(scenario, said):
-    crossover = costs.io_optimized_from_steps(scenario, DEFAULTS)
-    assert said.format(millions=crossover / 1e6, hours=scenario.live_hours) in costs.render()
-    for steps, cheaper in ((crossover * 0.9, costs.STANDARD_PRICES), (crossover * 1.1, costs.IO_OPTIMIZED_PRICES)):
-        month = costs.Scenario("probe", scenario.events, scenario.hours_per_event, steps / scenario.events, True)
-        by_storage = {id(p): sum(costs.line_items(month, DEFAULTS, p).values()) for p in (costs.STANDARD_PRICES, costs.IO_OPTIMIZED_PRICES)}
-        assert min(by_storage, key=by_storage.__getitem__) == id(cheaper)
+def test_storage_is_a_year_of_the_scenarios_history_at_the_measured_bytes_per_step():
+    """Nothing is deleted: the month priced stores an empty schema and history_months of the scenario's steps, so the
+    busy month's storage is a year of a million steps a month, and the idle month's an empty schema."""
+    idle, busy = costs.SCENARIOS[0], costs.SCENARIOS[2]
+    assert DEFAULTS["history_months"] == 12 and "aurora_storage_gb" not in DEFAULTS
+    stored_busy = costs.line_items(busy, DEFAULTS)["Aurora storage"]
+    assert stored_busy == pytest.approx((DEFAULTS["database_empty_bytes"] + 12e6 * DEFAULTS["database_bytes_per_step"])
+                                        / 1e9 * 0.225)
+    assert costs.line_items(idle, DEFAULTS)["Aurora storage"] == pytest.approx(DEFAULTS["database_empty_bytes"] / 1e9 * 0.225)
+    two_years = {**DEFAULTS, "history_months": 24}
+    assert costs.line_items(busy, two_years)["Aurora storage"] > 1.9 * stored_busy  # it keeps growing
+    text = " ".join(costs.render().split())
+    assert (f"it grows {DEFAULTS['database_bytes_per_step'] / 1e3:.1f} KB a step (9.0 MB a month for the example"
+            " community, 1.4 GB for the busy one) and nothing is deleted") in text
+    assert "example community 109 MB, busy (1 M steps) 16.7 GB" in text
+    guide = " ".join((ROOT / "docs" / "operations.md").read_text().split("### How the database grows")[1].split("## ")[0].split())
+    on_standard = costs.line_items(busy, DEFAULTS, costs.STANDARD_PRICES)["Aurora storage"]
+    assert f"${stored_busy:.2f} for the busy one on I/O-Optimized (${on_standard:.2f} on Standard)" in guide
+    assert "**nothing is ever deleted**" in guide and "**There is no purge command**" in guide
+
+
+@pytest.mark.parametrize("history_months", [12, 1])
+def test_io_optimized_is_the_cheaper_from_the_step_count_the_table_says_or_never(history_months):
+    """With a year of history stored, I/O-Optimized's dearer storage of each step outweighs Standard's write I/Os, so
+    Standard is the cheaper at every step count and the table says so; with a month of history there is a crossover,
+    and the months cost the same there."""
+    v = {**DEFAULTS, "history_months": history_months}
+    text = " ".join(costs.render(v).split())
+    for scenario in (costs.EXAMPLE, costs.SCENARIOS[2]):
+        crossover = costs.io_optimized_from_steps(scenario, v)
+        probes = (scenario.steps, 1e5, 1e8) if crossover is None else (crossover * 0.9, crossover * 1.1)
+        for steps in probes:
+            month = costs.Scenario("probe", scenario.events, scenario.hours_per_event, steps / scenario.events, True)
+            by_storage = {label: costs.total(month, v, p) for label, _, p in costs.STORAGE_TYPES}
+            cheaper = "Standard" if crossover is None or steps < crossover else "I/O-Optimized"
+            assert min(by_storage, key=by_storage.__getitem__) == cheaper
+    if history_months == 12:
+        assert costs.io_optimized_from_steps(costs.EXAMPLE, v) is None
+        assert ("with 12 months of history kept, I/O-Optimized is never the cheaper: a million steps a month add"
+                f" ${costs.storage_premium_per_million(v):.2f} a month more of storage on it than on Standard,"
+                " against $0.40 of Standard's write I/Os") in text
+    else:
+        busy = costs.io_optimized_from_steps(costs.SCENARIOS[2], v)
+        assert f"I/O-Optimized is the cheaper from {busy / 1e6:.1f} M steps a month over 120 live hours" in text
 
 
 def test_the_operations_guide_shows_what_the_script_prints():
@@ -149,7 +182,8 @@ def test_the_figures_the_guides_quote_are_the_models():
     assert f"**The example community's month is ${month['I/O-Optimized']:.2f}, and the $5 target is missed.**" in guide
     assert f"Aurora Standard makes the example's month ${month['Standard']:.2f}" in guide
     assert f"wake a day: ${costs.total(costs.SCENARIOS[0], DEFAULTS):.2f} on the default storage" in guide
-    crossover = f"below about {costs.io_optimized_from_steps(costs.EXAMPLE, DEFAULTS) / 1e6:.1f} M steps"
+    assert costs.io_optimized_from_steps(costs.EXAMPLE, DEFAULTS) is None
+    crossover = "the cheaper month at any step count once a year of history is stored"
     parameter = " ".join(cfn.load(cfn.DATA_TEMPLATE)["Parameters"]["StorageType"]["Description"].split())
     deploy = " ".join((ROOT / "docs" / "deploy.md").read_text().split())
     assert crossover in guide and crossover in parameter and crossover in deploy
@@ -220,6 +254,14 @@ def test_a_step_commits_once_and_its_redo_fits_the_write_ios_the_model_counts():
         redo = cost_inputs.redo_per_step(db, rounds=1)
     assert redo.commits_per_step == DEFAULTS["commits_per_step"]
     assert redo.bytes_per_commit <= DEFAULTS["write_ios_per_commit"] * cost_inputs.AURORA_WRITE_IO_BYTES
+
+
+@pytest.mark.slow
+def test_the_database_grows_by_what_the_model_counts_per_step_and_an_empty_one_is_its_size():
+    with cost_inputs.scratch_database("growth") as db:
+        growth = cost_inputs.database_growth(db, rounds=1)
+    assert growth.empty_bytes <= DEFAULTS["database_empty_bytes"] * 1.1  # a migration's new index adds pages
+    assert growth.bytes_per_step <= DEFAULTS["database_bytes_per_step"] * 1.3  # rounds vary by a tenth or so
 
 
 @pytest.mark.packaging
