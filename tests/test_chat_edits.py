@@ -16,6 +16,7 @@ from app import app
 from chalicelib import runtime
 from chalicelib.events.chat.answers import finish
 from chalicelib.events.chat.interactions import read_discord, read_slack
+from chalicelib.events.chat.platforms import DiscordApi
 from chalicelib.events.chat.settle import EDIT_PATIENCE
 from chalicelib.events.lifecycle import StepStatus
 from chalicelib.events.runner.compose import build_runner
@@ -82,6 +83,30 @@ def test_a_deferred_discord_press_whose_original_edit_fails_is_edited_by_the_tic
     world.tick()
     shown = world.chat.message(message.id)
     assert "Confirmed by <@4242>" in shown.text and shown.custom_ids == []
+
+
+def test_a_press_whose_edit_lands_after_the_ticks_leaves_the_message_to_the_tick_again(world, monkeypatch):
+    """A press made while the cue waited (I have it), finished late: its @original edit puts back the cue with
+    its buttons after a moderator's confirm and the tick's edit had said how the wait ended, and the message
+    was settled, so nothing corrected it again."""
+    run, cue = world.cue_posted()
+    [message] = world.chat.messages("discord")
+    press = read_discord(world.chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:acknowledge", roles=[GM_ROLE]),
+                         world.settings)
+    real_edit = DiscordApi.edit_original
+
+    def after_the_confirm_and_the_ticks_edit(self, *args):
+        assert world.api.post(f"/runs/{run.id}/steps/{cue.id}/confirm", {}, auth=MODERATOR).status == 200
+        world.tick()
+        assert world.chat.message(message.id).custom_ids == []  # the tick said how it ended
+        return real_edit(self, *args)
+
+    monkeypatch.setattr(DiscordApi, "edit_original", after_the_confirm_and_the_ticks_edit)
+    finish({"press": press.event()})
+    assert world.chat.message(message.id).custom_ids  # the press's late edit: the cue as it left it
+    world.tick()
+    shown = world.chat.message(message.id)
+    assert "Confirmed by mod-mia" in shown.text and shown.custom_ids == []
 
 
 def test_a_slack_press_whose_response_url_fails_is_edited_by_the_tick(world):

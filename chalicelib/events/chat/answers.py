@@ -30,6 +30,7 @@ from ...config import Settings
 from .. import nudge
 from ..errors import ChannelError, Invalid, Refused
 from ..setting_keys import setting_key
+from ..store import chat_messages
 from .groups import is_group, roles_from_groups
 from .interactions import ChatPress, Pressing, allowed, perform, read_discord, read_slack
 from .platforms import DiscordApi, Message, SlackApi, discord_body
@@ -196,10 +197,14 @@ def _edit_after(press: ChatPress, pressing: Pressing, settings: Settings) -> Non
                 press.reply["application_id"], press.reply["token"], shown)
         elif pressing.refused is not None and pressing.message is not None and press.reply.get("response_url"):
             _slack_api(settings).say_privately(press.reply["response_url"], pressing.refused)
+            return  # the message was left as it was
         else:
             _slack_api(settings).edit_original(press.reply["response_url"], shown)
     except ChannelError as error:
         logger.warning("run %s: the message of a %s press was not edited: %s", press.run_id, press.platform, error)
+        return
+    runtime.database().autocommit(lambda tx: chat_messages.edited_by_a_press(
+        tx, press.platform, press.message_id, press.run_id, press.step_id))
 
 
 def _say_privately(settings: Settings, response_url: str, words: str) -> None:

@@ -5,7 +5,8 @@ again replaces the row), and it is edited to say how its step's wait ended exact
 compare-and-set on `settled_at` still NULL, made only by the tick's chore once its edit was taken and the
 step no longer waits (its status is not running: a step being dispatched is running under a lease, so a cue
 being posted is never settled before it parks); a press from the chat never settles it, as its own edit of
-the message may not land. A failed edit is tried
+the message may not land, and a press's edit that did land unsettles it (`edited_by_a_press`), as it may
+have put back an older state of the step after the tick's edit. A failed edit is tried
 again at `edit_at` (`settle.py` says when, and when it gives up), each try counted (`edit_tries`).
 """
 
@@ -102,6 +103,17 @@ def settle(tx: Tx, message: ChatMessage, words: str | None, now: datetime) -> bo
     return tx.execute("UPDATE event_chat_messages SET settled_at = %s, settled_as = %s WHERE id = %s"
                       " AND message_id = %s AND settled_at IS NULL",
                       (now, None if words is None else words[:400], message.id, message.message_id)) == 1
+
+
+def edited_by_a_press(tx: Tx, platform: str, message_id: str, run_id: int, step_id: int) -> bool:
+    """A press's own edit of the message landed (Discord's `@original`, Slack's `response_url`): it shows the
+    step as the press left it, which may be older than what the tick's edit said since (a press made while the
+    step waited, finished after someone else ended the wait). A settled message is the chore's again, so the
+    tick says how the wait ended once more; False when it was not settled (the chore edits it anyway)."""
+    # guard: a-late-press-edit-leaves-the-message-stale
+    return tx.execute("UPDATE event_chat_messages SET settled_at = NULL, settled_as = NULL, edit_tries = 0, edit_at = NULL"
+                      " WHERE platform = %s AND message_id = %s AND run_id = %s AND step_id = %s"
+                      " AND settled_at IS NOT NULL", (platform, message_id, run_id, step_id)) == 1
 
 
 def edit_failed(tx: Tx, message: ChatMessage, again_at: datetime) -> bool:
