@@ -2,6 +2,7 @@
 
 import re
 import uuid
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -15,7 +16,7 @@ from chalicelib.events.runner import Runner
 from chalicelib.events.store import log
 from devtools.kit.game_bridge import SECRET
 from tests.support.api import ADMIN, GM, MODERATOR, token
-from tests.support.factory import make_run, run_row, step_row
+from tests.support.factory import insert_run, make_definition, make_run, run_row, step_row
 from tests.support.runner_kit import RULES, RecordingChannel, schedule, step, tick
 from tests.support.scenes import put_step_in, run_with_steps
 
@@ -122,6 +123,52 @@ def test_runs_can_be_filtered_by_status_and_definition(api, db, clock):
     assert [r["id"] for r in api.get("/runs?status=paused", auth=GM).body["runs"]] == [paused.id]
     by_definition = api.get(f"/runs?definition_id={paused.definition_id}", auth=GM).body["runs"]
     assert [r["id"] for r in by_definition] == [paused.id]
+
+
+def test_runs_can_be_found_by_when_they_were_scheduled_a_page_at_a_time(api, db, clock):
+    """Last spring's event among a year of runs: ?from=&to= keeps the runs scheduled in [from, to), newest first
+    and paged as ever; either edge alone keeps from then on, or before then; with the other filters too."""
+    definition = make_definition(db, clock.now())
+    day = datetime(2026, 1, 1, 19)
+    made = db.transaction(lambda tx: [insert_run(tx, definition, clock.now(), status=RunStatus.COMPLETED,
+                                                 scheduled_for=day + timedelta(days=7 * i)).id for i in range(50)])
+    spring = [r for i, r in enumerate(made) if datetime(2026, 3, 1) <= day + timedelta(days=7 * i) < datetime(2026, 4, 1)]
+    assert len(spring) == 4
+    seen, cursor = [], None
+    while True:
+        answer = api.get("/runs?from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z&limit=2"
+                         + (f"&cursor={cursor}" if cursor else ""), auth=GM)
+        assert answer.status == 200, answer.body
+        seen += [r["id"] for r in answer.body["runs"]]
+        cursor = answer.body["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == spring[::-1]
+    edge = api.get("/runs?from=2026-03-05T19:00:00Z&to=2026-03-12T19:00:00Z", auth=GM).body["runs"]
+    assert [r["scheduled_for"] for r in edge] == ["2026-03-05T19:00:00Z"], "from included, to excluded"
+    later = api.get("/runs?from=2026-12-01T00:00:00%2B01:00&limit=200", auth=GM).body["runs"]
+    assert [r["id"] for r in later] == [made[48], made[49]][::-1]
+    earlier = api.get("/runs?to=2026-01-08T19:00:00Z", auth=GM).body["runs"]
+    assert [r["id"] for r in earlier] == [made[0]]
+    other = make_run(db, clock.now(), status=RunStatus.COMPLETED, scheduled_for=datetime(2026, 3, 10))
+    mixed = api.get(f"/runs?from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z&definition_id={definition.id}"
+                    "&status=completed&rehearsal=exclude", auth=GM).body["runs"]
+    assert [r["id"] for r in mixed] == spring[::-1] and other.id not in [r["id"] for r in mixed]
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("from=2026-04-01T00:00:00Z&to=2026-03-01T00:00:00Z", "query.to must be after query.from"),
+    ("from=2026-03-01T00:00:00Z&to=2026-03-01T00:00:00Z", "query.to must be after query.from"),
+    ("from=2026-03-01", "query.from must be a date and time with its zone, such as 2026-12-25T19:00:00Z"),
+    ("to=2026-03-01T00:00:00", "query.to must be a date and time with its zone, such as 2026-12-25T19:00:00Z"),
+    ("from=last%20spring", "query.from must be a date and time with its zone"),
+    ("to=0001-01-01T00:00:00Z", "query.to must be from 1970 to 8999"),
+    ("form=2026-03-01T00:00:00Z", "`form` is not a query parameter of GET /runs; did you mean `from`?"),
+])
+def test_a_bad_scheduled_window_is_a_400_naming_it(api, db, clock, query, message):
+    make_run(db, clock.now(), status=RunStatus.COMPLETED)
+    answer = api.get(f"/runs?{query}", auth=GM)
+    assert answer.status == 400 and any(message in e for e in answer.body["errors"]), answer.body
 
 
 def test_the_log_is_tailed_after_an_id(api, db, clock):

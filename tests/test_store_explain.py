@@ -188,3 +188,18 @@ def test_a_bulk_window_reads_the_windows_runs_alone(db, clock, history, limit, d
     window = (clock.now() - timedelta(days=80), clock.now() - timedelta(days=80 - days))  # among the oldest runs
     [(sql, plan), *_] = _plans(db, lambda tx: runs.matching(tx, RunFilter(scheduled_between=window), limit))
     assert "full scan" not in plan_problems(plan) and plan[0]["key"] == "event_runs_scheduled", (sql, plan)
+
+
+@pytest.mark.parametrize("of_a_definition", [False, True], ids=["every-definition", "one-definition"])
+@pytest.mark.parametrize("days", [1, 15, 60])
+def test_the_runs_lists_window_reads_the_windows_runs_alone(db, clock, history, of_a_definition, days):
+    """The runs list's ?from=&to= as the console asks it (live runs, a page of 26, perhaps of one definition):
+    one range of the window's scheduled times, its runs sorted, never a walk back through the (mode, id) or
+    (definition_id, id) key past every newer run (last spring's month of a definition read its year since)."""
+    run, _ = history
+    window = (clock.now() - timedelta(days=60), clock.now() - timedelta(days=60 - days))
+    [(sql, plan), *_] = _plans(db, lambda tx: runs.list_page(
+        tx, definition_id=run.definition_id if of_a_definition else None, rehearsal="exclude",
+        scheduled_between=window, limit=25))
+    assert "full scan" not in plan_problems(plan), (sql, plan)
+    assert plan[0]["key"] in {"event_runs_scheduled", "event_runs_definition_time"}, (sql, plan)

@@ -192,6 +192,7 @@ OCCURRENCE_TIME = {"type": "string", "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0
                    "description": "the occurrence's time in UTC, as GET /definitions/{id}/occurrences gives it"}
 
 # ── queries (values arrive as strings; integers are parsed before checking) ──
+_WINDOW_EDGE = {"type": "string", "format": "date-time", "maxLength": 40}
 RUNS_QUERY = _body(
     status={"type": "string", "enum": [s.value for s in RunStatus]},
     definition_id=_ID,
@@ -202,8 +203,9 @@ RUNS_QUERY = _body(
                               " lists both and the summary counts the live runs alone (include counts both)"},
     limit={"type": "integer", "minimum": 1, "maximum": 200},
     cursor=_ID,
+    **{"from": {**_WINDOW_EDGE, "description": "only the runs scheduled for this time or later, with a zone"},
+       "to": {**_WINDOW_EDGE, "description": "only the runs scheduled for before this time, with a zone; after from"}},
 )
-_WINDOW_EDGE = {"type": "string", "format": "date-time", "maxLength": 40}
 OCCURRENCES_QUERY = _body(
     **{"from": {**_WINDOW_EDGE, "description": "the window's start, with a zone (default: now)"},
        "to": {**_WINDOW_EDGE, "description": "the window's end, excluded (default: six weeks after from); at most 366 days"

@@ -29,7 +29,7 @@ from tests.console.pages import (
     wait_for_status,
 )
 from tests.support.api import ADMIN, GM, MODERATOR
-from tests.support.factory import make_run
+from tests.support.factory import insert_run, make_definition, make_run
 
 
 def _utc_now() -> datetime:
@@ -323,3 +323,44 @@ def test_the_run_page_transfers_at_most_200_kb_and_fits_a_phone(browser, server,
     assert overflow <= 0, f"the page is {overflow} px wider than a phone"
     assert browser.find_element(By.CSS_SELECTOR, "[data-cue] [data-control='confirm']").is_displayed()
     screenshot(browser, "run-on-a-phone")
+
+
+def _set_day(browser, input_id: str, day: str) -> None:
+    """A day picked in a date input, as the browser's own picker leaves it: the value, then its change."""
+    browser.execute_script("const input = document.getElementById(arguments[0]); input.value = arguments[1];"
+                           " input.dispatchEvent(new Event('change', { bubbles: true }))", input_id, day)
+
+
+def test_the_runs_list_finds_an_old_event_by_its_days_kept_in_the_address(browser, server, console_db):
+    """A year of weekly finished runs: two days picked (both included, in the viewer's zone) list that spring's
+    runs alone, newest first, kept in the address, and every run matching the filters is only those; days the
+    wrong way round say so and list nothing."""
+    definition = make_definition(console_db, _utc_now(), {
+        "name": f"Spring fair {_utc_now():%H%M%S%f}", "phases": [{"steps": [{"action": "core.announce", "params": {"message": "on"}}]}]})
+    first = (_utc_now() - timedelta(days=400)).replace(hour=12, minute=0, second=0, microsecond=0)  # noon UTC: its day anywhere
+    made = console_db.transaction(lambda tx: [insert_run(tx, definition, _utc_now(), status=RunStatus.COMPLETED,
+                                                         scheduled_for=first + timedelta(days=7 * i)).id for i in range(52)])
+    start, end = first + timedelta(days=7 * 10), first + timedelta(days=7 * 14)  # the 11th to the 15th, both days included
+    sign_in(browser, MODERATOR)
+    browser.get(f"{server.console_url}#/runs?definition={definition.id}")
+    eventually(lambda: len(listed(browser)) == 25, "the newest page of the definition's runs")
+    _set_day(browser, "filter-from", f"{start:%Y-%m-%d}")
+    eventually(lambda: f"from={start:%Y-%m-%d}" in browser.current_url, "the first day in the address")
+    _set_day(browser, "filter-to", f"{end:%Y-%m-%d}")
+    spring = sorted(made[10:15], reverse=True)
+    eventually(lambda: [run for run, _ in listed(browser)] == spring, "that spring's five runs alone, newest first")
+    assert f"definition={definition.id}" in browser.current_url and f"to={end:%Y-%m-%d}" in browser.current_url
+
+    browser.get(f"{server.console_url}#/runs")  # away, then back by the address alone
+    browser.get(f"{server.console_url}#/runs?definition={definition.id}&from={start:%Y-%m-%d}&to={end:%Y-%m-%d}")
+    eventually(lambda: [run for run, _ in listed(browser)] == spring, "the same five from the address")
+    assert browser.find_element(By.ID, "filter-from").get_attribute("value") == f"{start:%Y-%m-%d}"
+    assert browser.find_element(By.ID, "filter-to").get_attribute("value") == f"{end:%Y-%m-%d}"
+    browser.find_element(By.CSS_SELECTOR, "[data-bulk-filter='cancel']").click()
+    asked = eventually(lambda: text_of(browser, "dialog[open]"), "the preview of every run matching the filters")
+    assert "These filters match 5 runs now" in asked, asked
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='back']").click()
+
+    _set_day(browser, "filter-to", f"{start - timedelta(days=1):%Y-%m-%d}")
+    eventually(lambda: text_of(browser, "#runs-none") == "No run matches: the last day is before the first.", "the days said wrong")
+    assert listed(browser) == [] and notice_text(browser) == ""

@@ -8,7 +8,7 @@ from ... import runtime
 from ...errors import Forbidden
 from ...events import commands
 from ...events.commands import Caller, bulk
-from ...events.views.runs import log_page, run_detail, runs_page
+from ...events.views.runs import log_page, run_detail, runs_page, scheduled_window
 from .. import auth, schemas
 from ..operations import Answer, Body, Call, Router, ok
 from ..wake import made_work
@@ -17,11 +17,13 @@ router = Router(__name__)
 
 
 @router.operation("GET", "/runs", "Runs, newest first, a page at a time, each with what it is waiting for (waiting; filter on it"
-                  " with ?waiting=), and the counts of runs waiting for a person or the game apart from those working (summary).",
+                  " with ?waiting=), and the counts of runs waiting for a person or the game apart from those working (summary)."
+                  " ?from= and ?to= keep the runs scheduled in [from, to) (either alone: from then on, or before then).",
                   auth.STAFF,
                   ok("a page of runs; pass next_cursor as cursor for the next", schemas.RUNS_PAGE), query=schemas.RUNS_QUERY)
 def list_runs(call: Call) -> Body:
-    return runs_page(runtime.database(), call.query)
+    edges = [schemas.parse_time(call.query[name], f"query.{name}") if name in call.query else None for name in ("from", "to")]
+    return runs_page(runtime.database(), call.query, scheduled_window(*edges))
 
 
 @router.operation("GET", "/runs/{run_id}", "A run, its phases, a page of its steps (phase and seq order; pass steps_next_cursor as"

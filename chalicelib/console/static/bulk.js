@@ -59,14 +59,33 @@ async function pressBulk(name, filter, count, extra) {
     refused.length ? el('ul', { id: 'bulk-refused' }, refused.map(({ id, why }) => el('li', { 'data-run': id }, `run ${id}: ${why}`))) : '');
 }
 
-// The API's filter for the runs list's filters (runs.js: status, definition, waiting, rehearsals), or null for a
-// search, which names runs no filter of the API can.
+// The runs list's days (`from`, `to`: "2026-03-01", both included, in the viewer's zone) as the API's window of
+// scheduled times, [from, to): from the first day's midnight to the midnight after the last; an edge not given is
+// left out. `inverted` when the last day is before the first: no run can match.
+export function scheduledWindow(filters) {
+  const midnight = (day, after = 0) => {
+    const [y, m, d] = day.split('-').map(Number);
+    return new Date(y, m - 1, d + after).toISOString();
+  };
+  const window = {};
+  if (filters.from) window.from = midnight(filters.from);
+  if (filters.to) window.to = midnight(filters.to, 1);
+  return { window, inverted: Boolean(filters.from && filters.to && filters.to < filters.from) };
+}
+
+// The API's filter for the runs list's filters (runs.js: status, definition, waiting, rehearsals, days), or null
+// for a search, which names runs no filter of the API can. A bulk window has both edges: one the list leaves open
+// is the far one the API reads (the calendar's 1970 and 9000).
 export function filterOf(filters) {
   if (filters.q) return null;
   const filter = { rehearsal: filters.rehearsals === 'include' ? 'include' : 'exclude' };
   if (filters.status) filter.status = filters.status;
   if (filters.definition) filter.definition = Number(filters.definition);
   if (filters.waiting) filter.waiting = filters.waiting;
+  const { window } = scheduledWindow(filters);
+  if (window.from || window.to) {
+    filter.scheduled_between = { from: window.from || '1970-01-01T00:00:00Z', to: window.to || '9000-01-01T00:00:00Z' };
+  }
   return filter;
 }
 

@@ -2,13 +2,13 @@
 // The runs list, an inbox: first what needs the person (GET /inbox: an escalated wait first, then the longest
 // wait), each row one line of its story and the one or two controls most likely needed, pressed from the row
 // with the run page's own dialogs (press.js); then every run — what each waits for and for how long, filtered by
-// status, definition and wait (all kept in the address), dry runs left out unless asked for, searched by run id
-// or definition name, a page at a time. Kept fresh: a refresh rebuilds only the rows that changed, so focus and
+// status, definition, wait and the days it was scheduled for (all kept in the address), dry runs left out unless
+// asked for, searched by run id or definition name, a page at a time. Kept fresh: a refresh rebuilds only the rows that changed, so focus and
 // the reading position stay put. Runs selected on it are paused, resumed or cancelled together (bulk.js).
 
 import { get } from './api.js';
 import { escalatedWords, until } from './banners.js';
-import { bulkBar } from './bulk.js';
+import { bulkBar, scheduledWindow } from './bulk.js';
 import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
 import { pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
@@ -25,6 +25,9 @@ export function isLive(run) {
   if (isTerminalRun(run.status)) return false;
   return run.status !== 'scheduled' || Date.parse(run.scheduled_for) - Date.now() < SOON_MS;
 }
+
+// A day as the address and a date input keep it ("2026-03-01"), or '' for anything else.
+const day = (text) => (/^\d{4}-\d{2}-\d{2}$/.test(text || '') ? text : '');
 
 function hashFor(filters) {
   const query = new URLSearchParams(Object.entries(filters).filter(([, value]) => value));
@@ -87,6 +90,7 @@ export function runsView(main, ctx, queryText = '') {
   const filters = {
     status: query.get('status') || '', definition: query.get('definition') || '', waiting: query.get('waiting') || '',
     q: query.get('q') || '', cursor: query.get('cursor') || '', rehearsals: query.get('rehearsals') || '',
+    from: day(query.get('from')), to: day(query.get('to')),
   };
   const go = (changes) => ctx.navigate(hashFor({ ...filters, cursor: '', ...changes }));
 
@@ -103,6 +107,11 @@ export function runsView(main, ctx, queryText = '') {
     type: 'checkbox', id: 'filter-rehearsals', checked: filters.rehearsals === 'include',
     onchange: () => go({ rehearsals: rehearsals.checked ? 'include' : '' }),
   });
+  // The days a run was scheduled for, both included, in the viewer's zone (an old event is found by its date).
+  const fromInput = el('input', { type: 'date', id: 'filter-from', value: filters.from, max: filters.to || null,
+    onchange: () => go({ from: day(fromInput.value) }) });
+  const toInput = el('input', { type: 'date', id: 'filter-to', value: filters.to, min: filters.from || null,
+    onchange: () => go({ to: day(toInput.value) }) });
   const search = el('input', { type: 'search', id: 'filter-search', value: filters.q, placeholder: 'a run id or a definition name', autocomplete: 'off' });
   let waitingKinds = null;
   const selected = new Set(); // run ids, kept across the list's refreshes
@@ -127,6 +136,8 @@ export function runsView(main, ctx, queryText = '') {
       el('label', { for: 'filter-status' }, 'Status'), statusSelect,
       el('label', { for: 'filter-definition' }, 'Definition'), definitionSelect,
       el('label', { for: 'filter-waiting' }, 'Waiting for'), waitingSelect,
+      el('label', { for: 'filter-from' }, 'Scheduled from'), fromInput,
+      el('label', { for: 'filter-to' }, 'Scheduled to (included)'), toInput,
       el('label', { for: 'filter-rehearsals' }, 'Include rehearsals'), el('div', {}, rehearsals)),
     fresh, ...(bulk ? [bulk.node] : []), list, paging, // (replaceChildren would write a missing bar as "undefined")
   );
@@ -201,11 +212,15 @@ export function runsView(main, ctx, queryText = '') {
     if (filters.waiting) params.set('waiting', filters.waiting);
     if (filters.cursor) params.set('cursor', filters.cursor);
     params.set('rehearsal', filters.rehearsals === 'include' ? 'include' : 'exclude');
+    const { window, inverted } = scheduledWindow(filters);
+    for (const [edge, at] of Object.entries(window)) params.set(edge, at);
     let page;
     let needs;
     try {
       [page, needs] = await Promise.all([
-        filters.q ? searched(filters.q, params, ctx.definitions) : get(`/runs?${params}`), get('/inbox'),
+        // days the wrong way round match nothing: asked of nobody, said below
+        inverted ? { runs: [], next_cursor: null } : filters.q ? searched(filters.q, params, ctx.definitions) : get(`/runs?${params}`),
+        get('/inbox'),
       ]);
     } catch (error) {
       if (error.status !== 401) notice(`The runs could not be loaded: ${error.messages.join(' ')}`, 'error');
@@ -230,7 +245,8 @@ export function runsView(main, ctx, queryText = '') {
     }
     all.node.hidden = !page.runs.length;
     none.hidden = Boolean(page.runs.length);
-    none.textContent = filters.q ? `No run matches “${filters.q}” (a run id, or words of a definition's name).` : 'No runs match.';
+    none.textContent = inverted ? 'No run matches: the last day is before the first.'
+      : filters.q ? `No run matches “${filters.q}” (a run id, or words of a definition's name).` : 'No runs match.';
     const pagingShape = JSON.stringify([filters, page.next_cursor]);
     if (paging.dataset.shape !== pagingShape) {
       paging.dataset.shape = pagingShape;

@@ -10,6 +10,7 @@ from typing import Any
 from ...db import Database, Tx, must_exist
 from .. import commands, journal, lifecycle
 from ..actions import core
+from ..calendar import EARLIEST, LATEST, in_range
 from ..errors import Invalid, NotFound
 from ..model import LogEntry, Phase, Resource, Run, Step, iso
 from ..store import log, phases, resources, runs, steps
@@ -25,15 +26,29 @@ from .inbox import escalated_kind, mark_escalated
 STEPS_PAGE = 1000
 
 
-def runs_page(db: Database, query: dict[str, Any]) -> Body:
-    """Runs newest first, a page at a time (`status`, `definition_id`, `waiting`, `rehearsal`, `limit`, `cursor`),
-    each with what it waits for, and the counts of runs waiting (`summary`: of the live runs, unless `rehearsal`
-    is `include` or `only`)."""
+def scheduled_window(start: datetime | None, end: datetime | None) -> tuple[datetime, datetime] | None:
+    """The runs page's `?from=&to=` as the [start, end) of scheduled times it keeps (None: neither given); an
+    edge not given is the calendar's own far one. Invalid when an edge is outside what the calendar reads, or
+    `to` is not after `from`."""
+    if start is None and end is None:
+        return None
+    start = EARLIEST if start is None else in_range(start, "query.from")
+    end = LATEST if end is None else in_range(end, "query.to")
+    if end <= start:
+        raise Invalid("query.to must be after query.from")
+    return start, end
+
+
+def runs_page(db: Database, query: dict[str, Any], scheduled: tuple[datetime, datetime] | None = None) -> Body:
+    """Runs newest first, a page at a time (`status`, `definition_id`, `waiting`, `rehearsal`, `limit`, `cursor`;
+    `scheduled`: those scheduled in [start, end), `scheduled_window`), each with what it waits for, and the
+    counts of runs waiting (`summary`: of the live runs, unless `rehearsal` is `include` or `only`)."""
 
     def read(tx: Tx) -> Body:
         page, next_cursor = runs.list_page(
             tx, status=query.get("status"), definition_id=query.get("definition_id"), waiting_for=query.get("waiting"),
-            rehearsal=query.get("rehearsal"), limit=query.get("limit", 50), before_id=query.get("cursor"),
+            rehearsal=query.get("rehearsal"), scheduled_between=scheduled, limit=query.get("limit", 50),
+            before_id=query.get("cursor"),
         )
         # What each waits for, derived as a run's detail derives it: its parked head (a cleanup's: its revert,
         # and the resource that undoes), its phase's row.
