@@ -241,6 +241,7 @@ def _post(bridge: GameBridge, key: signing.SigningKey, timeout: float):
                                {"Idempotency-Key": "k1"}, key, datetime(2026, 12, 7, 20, 0), timeout=timeout)
 
 
+@pytest.mark.realtime  # a secret read that sleeps past (or into) the deadline
 def test_a_read_of_the_key_that_takes_the_whole_deadline_sends_nothing():
     """The key's read came after the deadline was set, and the send was still given the whole timeout: the
     request ran past its overall deadline by the read (the tick's lease allows only a little more)."""
@@ -251,6 +252,7 @@ def test_a_read_of_the_key_that_takes_the_whole_deadline_sends_nothing():
         assert bridge.received("world.spawn") == []
 
 
+@pytest.mark.realtime  # a secret read that sleeps past (or into) the deadline
 def test_a_401_is_not_followed_by_a_reread_that_cannot_fit_in_what_is_left_of_the_deadline():
     """After a 401 the key was read again past the cache whatever time was left, so a slow read ran the request
     past its deadline; now the re-read is made only while a whole read and a send still fit."""
