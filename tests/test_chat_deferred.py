@@ -15,7 +15,7 @@ from tests.support.api import hs_settings
 from tests.support.chat import GM_ROLE, chat_settings, every_discord_body_valid
 from tests.support.db_door import DatabaseDoor
 from tests.support.factory import document
-from tests.support.runner_kit import schedule, step, tick
+from tests.support.runner_kit import log_of, schedule, step, tick
 
 pytestmark = pytest.mark.realtime  # the database is held for real seconds
 
@@ -47,4 +47,47 @@ def test_a_press_while_the_database_is_silent_is_acknowledged_in_time_and_finish
     [edit] = chat.received("PATCH", "/messages/@original")
     assert "Confirmed by <@4242>" in edit.json["content"] and edit.json["components"] == []
     assert db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0].status is StepStatus.DONE
+    every_discord_body_valid(chat)
+
+
+def test_a_skip_opens_its_modal_at_once_while_the_database_is_silent_and_its_submission_is_finished_when_it_answers(
+        db, clock, db_params, chat):
+    """Opening the modal asks the database nothing: it is answered at once, not after the 1.5 s a press waits; its
+    submission is acknowledged in time and finished once the database answers, through @original."""
+    from chalicelib.events.chat.answers import PRESS_ANSWER_SECONDS
+
+    settings = chat_settings(chat, hs_settings(db_params))
+    run = schedule(db, clock.now(), document([[step("core.cue", instruction="Open the gates")]]))
+    runner = build_runner(settings, db, clock)
+    try:
+        tick(runner)
+    finally:
+        runner.close()
+    cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+    [message] = chat.messages()
+    with DatabaseDoor(db_params) as door:
+        door.stall(None)
+        with runtime.override(settings=dataclasses.replace(settings, db_url=door.url()), clock=clock), Client(app) as client:
+            def sent(payload):
+                headers, body = chat.discord_signed(payload)
+                started = time.monotonic()
+                answer = client.http.post("/integrations/discord/interactions", headers=headers, body=body)
+                return answer.json_body, time.monotonic() - started
+
+            modal, took = sent(chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:skip", roles=[GM_ROLE]))
+            assert modal["type"] == 9 and took < PRESS_ANSWER_SECONDS, (modal, took)
+            acknowledged, took = sent(chat.discord_modal_submit(message, modal["data"], {"reason": "gates jammed"},
+                                                                roles=[GM_ROLE]))
+            assert acknowledged == {"type": 6} and took < 3.0
+            door.open()
+            deadline = time.monotonic() + 30
+            while not chat.received("PATCH", "/messages/@original") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            runtime.database().close()
+    [edit] = chat.received("PATCH", "/messages/@original")
+    assert "Skipped by <@4242>" in edit.json["content"] and edit.json["components"] == []
+    skipped = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
+    assert skipped.status is StepStatus.SKIPPED
+    assert [e.detail["reason"] for e in log_of(db, run.id) if e.kind == "step.status" and e.actor == "discord:4242"] == [
+        "gates jammed"]
     every_discord_body_valid(chat)

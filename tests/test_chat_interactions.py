@@ -276,7 +276,11 @@ def test_a_decisions_escalation_carries_confirm_skip_resend_and_resend_pressed_i
     assert message.custom_ids == [f"ev:{run_id}:{spawn.id}:{c}" for c in ("confirm", "skip", "resend")]
     refused = world.press(world.chat.discord_interaction(message, f"ev:{run_id}:{spawn.id}:resend", roles=[GM_ROLE]))
     assert refused.body["type"] == 4 and world.steps(run_id)[0].parked_in_doubt  # a gm decides no game step
-    answer = world.press(world.chat.discord_interaction(message, f"ev:{run_id}:{spawn.id}:resend", roles=[MOD_ROLE]))
+    modal = _asked(world, message, run_id, spawn.id, "resend", roles=[MOD_ROLE])  # the console's question first
+    assert modal["title"] == "Resend?" and modal["components"][0] == {
+        "type": 10, "content": "Send this step to the game again? If the game did apply it, it may be applied twice."}
+    assert world.steps(run_id)[0].parked_in_doubt
+    answer = world.press(world.chat.discord_modal_submit(message, modal, roles=[MOD_ROLE]))
     assert answer.body["type"] == 7 and "Sent to the game again by <@4242>" in answer.body["data"]["content"]
     assert answer.body["data"]["components"] == []
     world.tick(settings)
@@ -302,3 +306,68 @@ def test_a_button_no_mapped_role_may_press_is_not_shown(world, game_bridge):
     assert [b["custom_id"] for row in held.body["data"]["components"] for b in row["components"]] == [
         f"ev:{run.id}:{cue.id}:confirm", f"ev:{run.id}:{cue.id}:skip"]
     every_discord_body_valid(world.chat)
+
+
+def _asked(world, message, run_id, step_id, control, **who):
+    """The modal a press of an asking button opens: the answer, checked against Discord's schema."""
+    answer = world.press(world.chat.discord_interaction(message, f"ev:{run_id}:{step_id}:{control}", **who))
+    assert answer.status == 200 and answer.body["type"] == 9, answer.body
+    valid_for_discord("ModalInteractionCallbackRequest", answer.body)
+    valid_for_discord("interaction_callback", answer.body)
+    return answer.body["data"]
+
+
+def test_a_discord_skip_asks_the_consoles_question_first_and_only_the_modals_submission_skips(world):
+    """Skip was one tap with no undo on Discord, while the console asks "Skip this step?" first: its button now
+    opens a modal asking that, with the console's optional reason; a modal cancelled sends nothing, so the step
+    still waits; its submission is the press, the reason kept, the submission's id its Idempotency-Key."""
+    run, cue = world.cue_posted()
+    [message] = world.chat.messages("discord")
+    before = log_of(world.db, run.id)
+    modal = _asked(world, message, run.id, cue.id, "skip", roles=[GM_ROLE])
+    assert (modal["custom_id"], modal["title"]) == (f"ev:{run.id}:{cue.id}:skip", "Skip this step?")
+    [reason] = modal["components"]
+    assert (reason["type"], reason["label"]) == (18, "Reason (optional)")
+    assert reason["component"] == {"type": 4, "custom_id": "reason", "style": 2, "required": False, "max_length": 500}
+    assert world.steps(run.id)[0].parked and log_of(world.db, run.id) == before  # asked, or cancelled: nothing changed
+    submit = world.chat.discord_modal_submit(message, modal, {"reason": "  the bonfire is soaked  "}, roles=[GM_ROLE])
+    answer = world.press(submit)
+    assert answer.body["type"] == 7 and "Skipped by <@4242>" in answer.body["data"]["content"], answer.body
+    valid_for_discord("interaction_callback", answer.body)
+    assert answer.body["data"]["components"] == []
+    assert world.steps(run.id)[0].status is StepStatus.SKIPPED
+    rows = log_of(world.db, run.id)
+    [skipped] = [e for e in rows if e.kind == "step.status" and e.actor == "discord:4242"]
+    [pressed] = [e for e in rows if e.kind == "chat.pressed"]
+    assert skipped.detail["reason"] == "the bonfire is soaked" and pressed.detail["control"] == "skip"
+    assert pressed.detail["interaction_id"] == submit["id"] and pressed.detail["message_id"] == message.id
+    assert world.press(submit).body == answer.body and log_of(world.db, run.id) == rows  # delivered again: once
+    every_discord_body_valid(world.chat)
+
+
+def test_a_modals_submission_is_held_to_roles_server_message_and_form_as_a_press_is(world):
+    """The submission is checked as a button's press: the roles of who submits it, the server, that it comes from
+    the message recorded for its run and step, and that it is a form the engine opened; nothing changes."""
+    run, cue = world.cue_posted()
+    other, _ = world.cue_posted()
+    message, other_message = world.chat.messages("discord")
+    modal = _asked(world, message, run.id, cue.id, "skip", roles=[GM_ROLE])
+    assert world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:skip", roles=[OTHER_ROLE])
+                       ).body["type"] == 4  # no role: refused at the button, no modal
+    before = log_of(world.db, run.id), log_of(world.db, other.id)
+    confirm = {**modal, "custom_id": f"ev:{run.id}:{cue.id}:confirm"}
+    for submit, why in (
+            (world.chat.discord_modal_submit(message, modal, roles=[OTHER_ROLE]), "no role the event engine knows"),
+            (world.chat.discord_modal_submit(message, modal, roles=[GM_ROLE], guild="123"), "event's own server"),
+            (world.chat.discord_modal_submit(other_message, modal, roles=[GM_ROLE]), "carries no button of run"),
+            (world.chat.discord_modal_submit(message, confirm, roles=[GM_ROLE]), "not one of the event engine's")):
+        answer = world.press(submit)
+        assert answer.body["type"] == 4 and answer.body["data"]["flags"] == 64 and why in answer.body["data"]["content"]
+        valid_for_discord("interaction_callback", answer.body)
+    garbled = world.chat.discord_modal_submit(message, modal, roles=[GM_ROLE])
+    for components in ({"type": 18}, [7], [{"type": 18, "component": "reason"}],
+                       [{"type": 18, "component": {"type": 4, "custom_id": "reason", "value": 5}}]):
+        answer = world.press({**garbled, "data": {**garbled["data"], "components": components}})
+        assert answer.status == 400 and answer.body["errors"], (components, answer.body)
+    assert world.steps(run.id)[0].parked and world.steps(other.id)[0].parked
+    assert (log_of(world.db, run.id), log_of(world.db, other.id)) == before

@@ -20,6 +20,9 @@ and body, with this fake's own key: `public_key` is what DISCORD_PUBLIC_KEY is s
 their buttons; pressing one signs the press and sends it to the engine, as Discord would (make dev), as the
 page's gm (@mira) or, at `/?as=<name>`, as a member without that role (@sam); a refusal's private answer
 (an ephemeral message: type 4, flags 64) shows under its message to the one who pressed, as Discord shows it.
+A modal the engine answers with (type 9: Skip's "Skip this step?") opens over the page for the one who pressed,
+its reason field and Discord's Submit and Cancel: Submit signs its submission (`discord_modal_submit`, type 5,
+carrying the message the button was on) and sends it; Cancel closes it, sending nothing, as Discord does.
 """
 
 from __future__ import annotations
@@ -63,6 +66,12 @@ button.primary { background: #5865f2; } button.secondary { background: #4e5058; 
 .as { color: #949ba4; font-size: 13px; } .as a { color: #00a8fc; }
 .ephemeral { background: #2b2d31; border-left: 3px solid #5865f2; margin-top: 6px; padding: 6px 10px; }
 .only-you { color: #949ba4; font-size: 12px; margin-right: 6px; }
+.backdrop { position: fixed; inset: 0; background: rgba(0, 0, 0, .7); display: flex; align-items: center; justify-content: center; }
+.modal { background: #313338; border-radius: 8px; padding: 16px; width: 440px; }
+.modal h2 { font-size: 20px; color: #f2f3f5; margin: 0 0 12px; }
+.modal label { display: block; color: #b5bac1; font-size: 12px; font-weight: 700; margin: 12px 0 6px; }
+.modal textarea { width: 100%; box-sizing: border-box; background: #1e1f22; color: #dbdee1; border: 0; border-radius: 3px; padding: 8px; }
+.modal-actions { text-align: right; margin-top: 16px; }
 """
 
 
@@ -121,6 +130,7 @@ class FakeChat:
         self._names: dict[str, str] = {}  # a Discord user id -> the name a press gave it
         self._page_users: dict[str, tuple[str, list[str]]] = {}  # the page's members: name -> (user id, roles)
         self._private: list[tuple[str, str, str]] = []  # ephemeral answers: (message id, member's name, content)
+        self._modals: dict[str, tuple[str, dict[str, Any]]] = {}  # a member's open modal: (message id, its data)
         self._page_name = ""  # the member the page presses as unless asked for another
         self.groups: dict[str, list[str]] = {}  # a Slack user group's id -> its members' user ids
         fake = self
@@ -141,9 +151,9 @@ class FakeChat:
 
             def _handle(self, method: str) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.path == "/press":
+                if self.path in ("/press", "/submit", "/cancel"):
                     form = parse_qs(raw.decode())
-                    member = fake._press_from_page(form)
+                    member = fake._from_page(self.path, form)
                     self.send_response(303)
                     self.send_header("Location", f"/?{urlencode({'as': member})}")
                     self.send_header("Content-Length", "0")
@@ -289,19 +299,44 @@ class FakeChat:
             return {"id": posted.id, **posted.body}
 
     # ── presses, signed as the platforms sign them ──────────────────────
-    def discord_interaction(self, message: Posted, custom_id: str, *, user: str = "4242", name: str = "mira",
-                            roles: list[str] | None = None, guild: str | None = GUILD_ID,
-                            interaction_id: str | None = None) -> dict[str, Any]:
+    def discord_interaction(self, message: Posted, custom_id: str, **who: Any) -> dict[str, Any]:
+        """A press of the button `custom_id` on `message` (MESSAGE_COMPONENT, type 3)."""
+        return self._interaction(3, message, {"custom_id": custom_id, "component_type": 2}, **who)
+
+    def discord_modal_submit(self, message: Posted, modal: dict[str, Any], typed: dict[str, str] | None = None,
+                             **who: Any) -> dict[str, Any]:
+        """The submission (MODAL_SUBMIT, type 5) of the modal `modal` (a MODAL answer's data) that a button of
+        `message` opened, with `typed` in its text inputs by custom_id: as Discord sends it, the modal's custom_id,
+        each of its components given back with its id (numbered in order where the modal gave none) and a text
+        input's value, and the message the button was on."""
+        typed = typed or {}
+        numbers = itertools.count(1)
+
+        def given_back(component: dict[str, Any]) -> dict[str, Any]:
+            back = {"type": component["type"], "id": component.get("id") or next(numbers)}
+            if component["type"] == 4:
+                back.update(custom_id=component["custom_id"], value=typed.get(component["custom_id"], ""))
+            if "component" in component:
+                back["component"] = given_back(component["component"])
+            if "components" in component:
+                back["components"] = [given_back(c) for c in component["components"]]
+            return back
+
+        data = {"custom_id": modal["custom_id"], "components": [given_back(c) for c in modal["components"]]}
+        return self._interaction(5, message, data, **who)
+
+    def _interaction(self, kind: int, message: Posted, data: dict[str, Any], *, user: str = "4242", name: str = "mira",
+                     roles: list[str] | None = None, guild: str | None = GUILD_ID,
+                     interaction_id: str | None = None) -> dict[str, Any]:
         token = f"itoken-{next(self._ids)}"
         with self._lock:
             self._tokens[token] = message.id
             self._names[user] = name
         who = {"user": {"id": user, "username": name, "global_name": name.capitalize()}}
         payload: dict[str, Any] = {
-            "id": interaction_id or str(next(self._ids)), "application_id": APPLICATION_ID, "type": 3, "token": token,
+            "id": interaction_id or str(next(self._ids)), "application_id": APPLICATION_ID, "type": kind, "token": token,
             "version": 1, "channel_id": message.channel_id,
-            "message": {"id": message.id, "channel_id": message.channel_id},
-            "data": {"custom_id": custom_id, "component_type": 2},
+            "message": {"id": message.id, "channel_id": message.channel_id}, "data": data,
         }
         if guild is None:
             payload.update(who)  # a DM: the user, not a member
@@ -361,7 +396,8 @@ class FakeChat:
                 for c, label, style in zip(m.custom_ids, self._labels(m), self._styles(m), strict=True))
             reply = f'<div class="reply">↪ replying to message {m.reply_to}</div>' if m.reply_to else ""
             edited = ' <span class="edited">(edited)</span>' if m.edits else ""
-            private = "".join(f'<div class="ephemeral"><span class="only-you">Only you can see this</span> {html.escape(content)}</div>'
+            private = "".join(f'<div class="ephemeral"><span class="only-you">Only you can see this</span> '
+                              f'{html.escape(self._mentions(content))}</div>'
                               for message_id, who, content in self._private if message_id == m.id and who == member)
             rows.append(f'<li class="message" id="m{m.id}">{reply}<div class="author">Event engine <span class="bot">BOT</span></div>'
                         f'<div class="content">{html.escape(self._mentions(m.text))}{edited}</div><div class="buttons">{forms}</div>'
@@ -369,11 +405,42 @@ class FakeChat:
         others = " · ".join(f'<a href="/?{urlencode({"as": name})}">press as @{html.escape(name)}'
                             f'{"" if roles else " (no role)"}</a>'
                             for name, (_, roles) in self._page_users.items() if name != member)
+        with self._lock:
+            modal = self._modals.get(member)
         pressing = (f'<p class="as">Pressing as <strong id="pressing-as">@{html.escape(member)}</strong>'
                     f'{"" if self._page_users.get(member, ("", [""]))[1] else " (no role)"} · {others}</p>' if member else "")
-        return ("<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=2><title>Fake Discord</title>"
+        refresh = "" if modal else "<meta http-equiv=refresh content=2>"  # an open modal keeps what is typed in it
+        return (f"<!doctype html><meta charset=utf-8>{refresh}<title>Fake Discord</title>"
                 f"<style>{PAGE_STYLE}</style><h1># cues <small>fake Discord, on loopback</small></h1>{pressing}"
-                f"<ul>{''.join(rows) or '<li class=empty>no message yet</li>'}</ul>")
+                f"<ul>{''.join(rows) or '<li class=empty>no message yet</li>'}</ul>"
+                f"{self._modal_html(member, modal[1]) if modal else ''}")
+
+    @staticmethod
+    def _modal_html(member: str, modal: dict[str, Any]) -> str:
+        """A modal as Discord draws it over the channel: its title, its text, each text input under its label, and
+        Discord's own Cancel and Submit."""
+        def drawn(component: dict[str, Any], label: str | None = None) -> str:
+            kind = component["type"]
+            if kind == 10:
+                return f'<p class="modal-text">{html.escape(component["content"])}</p>'
+            if kind == 18:
+                return drawn(component["component"], component["label"])
+            if kind == 1:
+                return "".join(drawn(c) for c in component["components"])
+            if kind == 4:
+                name = html.escape(component["custom_id"])
+                tag = "textarea" if component.get("style") == 2 else "input"
+                limit = f' maxlength="{component["max_length"]}"' if component.get("max_length") else ""
+                return (f'<label for="modal-{name}">{html.escape(label or component.get("label") or name)}</label>'
+                        f'<{tag} id="modal-{name}" name="{name}"{limit}{" required" if component.get("required", True) else ""}>'
+                        + ("</textarea>" if tag == "textarea" else ""))
+            return ""
+
+        return (f'<div class="backdrop"><form class="modal" id="modal" method="post" action="/submit">'
+                f'<input type="hidden" name="as" value="{html.escape(member)}">'
+                f'<h2 id="modal-title">{html.escape(modal["title"])}</h2>{"".join(drawn(c) for c in modal["components"])}'
+                '<div class="modal-actions"><button class="secondary" id="modal-cancel" formaction="/cancel" formnovalidate>'
+                'Cancel</button><button class="primary" id="modal-submit">Submit</button></div></form></div>')
 
     def _mentions(self, text: str) -> str:
         """`<@id>` as Discord shows it: the member's name (those who pressed here are known by name)."""
@@ -392,15 +459,27 @@ class FakeChat:
             return [b["label"] for row in m.body.get("components") or [] for b in row["components"]]
         return [e["text"]["text"] for block in m.body.get("blocks") or [] if block["type"] == "actions" for e in block["elements"]]
 
-    def _press_from_page(self, form: dict[str, list[str]]) -> str:
-        """A press of the page's button as the member the page is pressing as; returns their name."""
+    def _from_page(self, path: str, form: dict[str, list[str]]) -> str:
+        """What the member the page is acting as did there: a press of a button (`/press`), or their open modal
+        submitted with what they typed (`/submit`) or cancelled (`/cancel`: Discord sends nothing); their name."""
         member = (form.get("as") or [""])[0]
         member = member if member in self._page_users else self._page_name
-        if self._engine_url is None:
+        with self._lock:
+            modal = self._modals.pop(member, None) if path != "/press" else None
+        if self._engine_url is None or (path != "/press" and (modal is None or path == "/cancel")):
             return member
         user, roles = self._page_users[member]
-        message = self.message(form["message"][0])
-        payload = self.discord_interaction(message, form["custom_id"][0], user=user, name=member, roles=roles)
+        if modal is not None:
+            message = self.message(modal[0])
+            typed = {name: values[0] for name, values in form.items() if name not in ("as", "message")}
+            payload = self.discord_modal_submit(message, modal[1], typed, user=user, name=member, roles=roles)
+        else:
+            message = self.message(form["message"][0])
+            payload = self.discord_interaction(message, form["custom_id"][0], user=user, name=member, roles=roles)
+        self._send_to_engine(message, payload, member)
+        return member
+
+    def _send_to_engine(self, message: Posted, payload: dict[str, Any], member: str) -> None:
         headers, body = self.discord_signed(payload)
         request = urllib.request.Request(f"{self._engine_url}/integrations/discord/interactions", data=body,  # noqa: S310
                                          headers=headers, method="POST")
@@ -409,13 +488,16 @@ class FakeChat:
                 self._answered(message, json.loads(answer.read() or b"{}"), member)
         except OSError:
             pass
-        return member
 
     def _answered(self, message: Posted, answer: dict[str, Any], member: str = "") -> None:
         """The engine's answer to a press, as Discord applies it: an UPDATE_MESSAGE replaces the message; an
-        ephemeral CHANNEL_MESSAGE (type 4, flags 64: a refusal) shows to the member who pressed, under the message."""
+        ephemeral CHANNEL_MESSAGE (type 4, flags 64: a refusal) shows to the member who pressed, under the message;
+        a MODAL (type 9) opens over the page for that member alone."""
         if answer.get("type") == 7:
             self._edit(message.id, answer["data"])
+        elif answer.get("type") == 9:
+            with self._lock:
+                self._modals[member] = (message.id, answer["data"])
         elif answer.get("type") == 4 and (answer.get("data") or {}).get("flags", 0) & EPHEMERAL:
             with self._lock:
                 self._private.append((message.id, member, str(answer["data"].get("content") or "")))

@@ -1,6 +1,8 @@
 """A press answered within the platforms' three seconds, always; finished after when the database is slow.
 
-Invariant: Discord and Slack drop an interaction not answered within 3 s, so the press is made on a worker
+Invariant: Discord and Slack drop an interaction not answered within 3 s. A Discord button that asks first
+(`render.ASKED`: skip, resend) is answered at once with its modal (MODAL, type 9), the database not asked: only its submission
+(MODAL_SUBMIT) is the press, and a modal cancelled sends nothing. The press is made on a worker
 that the answer waits for at most PRESS_ANSWER_SECONDS: done by then, Discord's answer is the message as the
 press left it (UPDATE_MESSAGE, type 7) or a private refusal (type 4, flags 64); not done (an Aurora resuming
 from a pause takes 15–30 s), the answer is an acknowledgement (DEFERRED_UPDATE_MESSAGE, type 6) and the
@@ -29,12 +31,13 @@ from ... import runtime
 from ...config import Settings
 from .. import nudge
 from ..errors import ChannelError, Invalid, Refused
+from ..model import MAX_NOTE
 from ..setting_keys import setting_key
 from ..store import chat_messages
 from .groups import is_group, roles_from_groups
-from .interactions import ChatPress, Pressing, allowed, perform, read_discord, read_slack
-from .platforms import DiscordApi, Message, SlackApi, discord_body
-from .render import mapped_roles
+from .interactions import COMPONENT, MODAL_SUBMIT, ChatPress, Pressing, allowed, perform, read_discord, read_slack
+from .platforms import DiscordApi, Message, SlackApi, discord_body, discord_modal
+from .render import Pressed, asked, mapped_roles
 from .signatures import check_discord, check_slack
 
 logger = logging.getLogger(__name__)
@@ -43,8 +46,8 @@ logger = logging.getLogger(__name__)
 # chat function's asynchronous invoke (a cold container's boto3 client first): a second of margin.
 PRESS_ANSWER_SECONDS = 1.5
 EDIT_SECONDS = 5.0  # the deadline of the edit a finished press makes
-PING, COMPONENT = 1, 3
-PONG, CHANNEL_MESSAGE, DEFERRED_UPDATE, UPDATE_MESSAGE = 1, 4, 6, 7
+PING = 1
+PONG, CHANNEL_MESSAGE, DEFERRED_UPDATE, UPDATE_MESSAGE, MODAL = 1, 4, 6, 7, 9
 EPHEMERAL = 64
 _workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="chat-press")
 
@@ -57,14 +60,19 @@ def discord(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
         payload = json.loads(body)
     except (ValueError, RecursionError):
         raise Invalid("an interaction's body is a JSON object") from None
-    if not isinstance(payload, dict) or payload.get("type") not in (PING, COMPONENT):
-        raise Invalid("an interaction this endpoint takes is a PING (type 1) or a button press (type 3)")
+    if not isinstance(payload, dict) or payload.get("type") not in (PING, COMPONENT, MODAL_SUBMIT):
+        raise Invalid("an interaction this endpoint takes is a PING (type 1), a button press (type 3) or a modal's"
+                      " submission (type 5)")
     if payload["type"] == PING:
         return {"type": PONG}
     try:
         press = read_discord(payload, settings)
     except Refused as why:
         return _privately(str(why))
+    # guard: a-discord-skip-is-one-tap
+    asking = asked(Pressed(press.run_id, press.step_id, press.control, press.choice)) if payload["type"] == COMPONENT else None
+    if asking is not None:  # the console's question first: its submission is the press (no database asked)
+        return {"type": MODAL, "data": discord_modal(asking, MAX_NOTE)}
     pressing = _within(press, settings)
     if pressing is None:
         return {"type": DEFERRED_UPDATE}

@@ -4,14 +4,17 @@ Invariant: a press is read only once its platform's signature is checked (`signa
 and a signed payload whose parts are not of the platform's shape is 400 (Invalid); then, before the database
 is asked anything, a press that is not one of the engine's buttons, from a DM or
 another guild or workspace, by someone the deployment maps to no engine role (DISCORD_ROLES, SLACK_ROLES),
-or of a control none of their roles may press, is refused privately naming why, and nothing changes. A
-press that may be made is the control's command on the one template (`protocol.within`): in one
-transaction the message is checked to be the one recorded for the run and step its button names (an
-identifier edited to name another run or step matches nothing), the command's guard, its log row and the
-`chat.pressed` row saying who and from where; the platform's interaction id is the press's
-Idempotency-Key, so a re-delivered press changes nothing and shows what the first left. A press never
-settles its message: its own edit (a type 7 answer, `@original`, Slack's `response_url`) is made after the
-commit and may not land, so the tick's chore edits the message once its step no longer waits (`settle.py`).
+or of a control none of their roles may press, is refused privately naming why, and nothing changes. On Discord
+a control that asks first (`render.ASKED`: skip, resend) is pressed by the submission of the modal its button
+opened (MODAL_SUBMIT, which carries the message the button was on and the reason typed), read and held exactly
+as a button's press; a submission of any other control is no form of the engine's. A press that may be made
+is the control's command on the one template (`protocol.within`): in one transaction the message is checked
+to be the one recorded for the run and step its button names (an identifier edited to name another run or step
+matches nothing), the command's guard, its log row and the `chat.pressed` row saying who and from where; the
+platform's interaction id is the press's Idempotency-Key, so a re-delivered press changes nothing and shows
+what the first left. A press never settles its message: its own edit (a type 7 answer, `@original`, Slack's
+`response_url`) is made after the commit and may not land, so the tick's chore edits the message once its step no longer
+waits (`settle.py`).
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerR
 from ..model import Step
 from ..store import chat_messages, log, steps
 from .platforms import Message
-from .render import current, ended_words, parse, written
+from .render import asked, current, ended_words, parse, written
 
+COMPONENT, MODAL_SUBMIT = 3, 5  # the Discord interactions a press comes as: a button's, an asking modal's submission
 REFUSED_BY_THE_RULES = (Conflict, Stale, NotFound, Forbidden, Invalid, KeyReused, Clash, NewerRow)
 
 
@@ -54,6 +58,7 @@ class ChatPress:
     message_id: str
     place: str  # the guild or workspace
     reply: dict[str, str] = field(default_factory=dict)
+    note: str | None = None  # the reason typed in the modal a Discord press was asked in
 
     @property
     def actor(self) -> str:
@@ -79,11 +84,17 @@ class Pressing:
 
 
 def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
-    """A Discord MESSAGE_COMPONENT interaction (type 3), read and held to who may press (Refused otherwise)."""
+    """A Discord MESSAGE_COMPONENT interaction (type 3), or the MODAL_SUBMIT (type 5) of the modal an asking
+    button opened, read and held to who may press (Refused otherwise)."""
     data, message = _shaped(payload.get("data"), "data"), _shaped(payload.get("message"), "message")
     pressed = parse(data.get("custom_id"))
     if pressed is None:
         raise Refused("This button is not one of the event engine's.")
+    submitted = payload.get("type") == MODAL_SUBMIT
+    if submitted and asked(pressed) is None:
+        raise Refused("This form is not one of the event engine's.")
+    note_field = CONTROLS[pressed.control].note_field
+    note = _typed(data).get(note_field) if submitted and note_field else None
     guild = payload.get("guild_id")
     if settings.discord_guild_id is None:  # refused at start (config.py); said plainly if it comes to that anyway
         raise Refused("This deployment names no Discord server (DISCORD_GUILD_ID), so no press counts: tell an organiser.")
@@ -97,7 +108,24 @@ def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
     return allowed(ChatPress(
         "discord", str(user.get("id")), str(name), sorted(held), pressed.run_id, pressed.step_id, pressed.control,
         pressed.choice, str(payload.get("id")), str(payload.get("channel_id")), str(message.get("id")), str(guild),
-        {"application_id": str(payload.get("application_id")), "token": str(payload.get("token"))}))
+        {"application_id": str(payload.get("application_id")), "token": str(payload.get("token"))}, note))
+
+
+def _typed(data: dict[str, Any]) -> dict[str, str]:
+    """What a modal's submission says its text inputs hold, by their custom_id (each in a label, or in an action
+    row as Discord's older modals put it)."""
+    typed: dict[str, str] = {}
+    for row in _shaped(data.get("components"), "data.components", list):
+        row = _shaped(row, "submitted component")
+        parts = [row["component"]] if "component" in row else _shaped(row.get("components"), "row's components", list)
+        for part in parts:
+            part = _shaped(part, "submitted component")
+            value = part.get("value")
+            if part.get("type") == 4 and isinstance(part.get("custom_id"), str):
+                if not isinstance(value, str | None):
+                    raise Invalid("a submitted text input's value is a string")
+                typed[part["custom_id"]] = value or ""
+    return typed
 
 
 def read_slack(body: bytes, settings: Settings) -> ChatPress:
@@ -178,8 +206,10 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> 
     step = steps.get_on_run(tx, press.run_id, press.step_id)
     if step is None:
         raise NotFound(f"run {press.run_id} has no step {press.step_id} any more")
-    command = control.pressed({"run_id": press.run_id, "step_id": press.step_id},
-                              {} if press.choice is None else {"choice": _choice(step, press)})
+    body: dict[str, Any] = {} if press.choice is None else {"choice": _choice(step, press)}
+    if press.note is not None and control.note_field:
+        body[control.note_field] = press.note  # kept as the console's is (`clean_note`: trimmed, empty is none)
+    command = control.pressed({"run_id": press.run_id, "step_id": press.step_id}, body)
     roles = frozenset(press.roles)
     within(tx, command, Context(press.actor, now, Press(key=press.key), roles if control.cue_only(roles) else None))
     log.append(tx, journal.chat_pressed(step, press.actor, press.control, platform=press.platform, user_id=press.user_id,

@@ -32,6 +32,7 @@ SENDS_PER_CALL = 3  # the first send, and one more after a 401's new token or a 
 GONE = (10003, 10008, "channel_not_found", "message_not_found")  # Discord's Unknown Channel and Message codes, Slack's
 SLACK_SECTION_CHARS = 3000  # a section block's text, counted escaped
 DISCORD_CONTENT_CHARS = 2000  # a bot's message content (the published schema allows 4,000: Discord refuses a bot's)
+DISCORD_MODAL_TITLE_CHARS = 45  # a modal's title, and a label's, in Discord's published schema
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ class Button:
     label: str
     custom_id: str  # Discord's custom_id, Slack's action_id and value: names the run, step, control (and choice)
     primary: bool = False
-    asks: str | None = None  # what is asked before the press takes, where the platform asks natively (Slack's confirm)
+    asks: str | None = None  # what is asked before the press takes (Slack's confirm, Discord's modal): the console's question
+    note: str | None = None  # the body field of the note the asking takes (Discord's modal; the console's dialog's)
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,22 @@ def _confirm(button: Button) -> dict[str, Any]:
     return {"confirm": {"title": {"type": "plain_text", "text": f"{button.label[:99]}?"}, "confirm": label,
                         "text": {"type": "plain_text", "text": button.asks[:300]},
                         "deny": {"type": "plain_text", "text": "Go back"}}}
+
+
+def discord_modal(button: Button, note_most: int) -> dict[str, Any]:
+    """The dialog Discord shows before an asking button's press is made (a MODAL answer's data): the console's
+    question as its title (whole beneath a shorter title where it does not fit), and its note optional, as the
+    console asks it; its custom_id is the button's, so its submission names the run, step and control again.
+    Discord draws its own Submit and Cancel."""
+    question = button.asks or f"{button.label}?"
+    fits = len(question) <= DISCORD_MODAL_TITLE_CHARS
+    components: list[dict[str, Any]] = [] if fits else [{"type": 10, "content": question}]
+    if button.note is not None:
+        components.append({"type": 18, "label": f"{button.note.capitalize()} (optional)"[:DISCORD_MODAL_TITLE_CHARS],
+                           "component": {"type": 4, "custom_id": button.note, "style": 2, "required": False,
+                                         "max_length": note_most}})
+    return {"custom_id": button.custom_id, "title": question if fits else f"{button.label}?"[:DISCORD_MODAL_TITLE_CHARS],
+            "components": components or [{"type": 10, "content": question}]}
 
 
 class ChatApi(ABC):

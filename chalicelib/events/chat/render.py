@@ -8,9 +8,10 @@ parked cue's Confirm (or a button per answer), Skip and I have it (not once some
 Confirm, Skip and Resend; each only where a role the deployment maps to the platform's people (its
 `mapped_roles`: DISCORD_ROLES, SLACK_ROLES) passes that control's roles (`Control.passes`, as a press is judged),
 so nobody is shown a button no reader could press; a message about a step whose wait ended says how it ended, who did it and when,
-and carries none. Skip and Resend, which cannot be taken back, ask the console's question first where the
-platform asks natively (Slack's confirm). Authored words show as written on either platform (Slack's `&`, `<` and `>` escaped in
-every message, the first post and each edit): the only markup is the engine's own mention of a person.
+and carries none. Skip and Resend, which cannot be taken back, ask the console's question first (Slack's
+confirm; on Discord a modal, `asked`, whose submission is the press). Authored words show as written on
+either platform (Slack's `&`, `<` and `>` escaped in every message, the first post and each edit): the only
+markup is the engine's own mention of a person.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ CUE_CONTROLS = (Confirm.name, Skip.name, Acknowledge.name)
 DECISION_CONTROLS = (Confirm.name, Skip.name, Resend.name)
 CHAT_CONTROLS = frozenset((*CUE_CONTROLS, *DECISION_CONTROLS))
 # What a press cannot take back beyond what it is for: a skip passes the step over for good, a resend may apply it
-# twice. Where the platform asks natively (Slack), the console's question is asked first; Confirm and a cue's answer
-# stay one tap, being what the message asks for, and so does I have it, which changes nothing in the game.
+# twice. The console's question is asked first (Slack's confirm; Discord's modal, with the console's optional
+# reason); Confirm and a cue's answer stay one tap, being what the message asks for, and so does I have it, which
+# changes nothing in the game.
 ASKED = frozenset((Skip.name, Resend.name))
 NOBODY_HERE = "nobody here holds a role that may press its controls: open it on the console"
 _ID = re.compile(rf"{PREFIX}:(\d{{1,19}}):(\d{{1,19}}):([a-z_]{{1,30}})(?::(\d{{1,2}}))?")
@@ -82,9 +84,17 @@ def buttons(run_id: int, step_id: int, controls: tuple[str, ...], choices: tuple
         else:
             # guard: a-chat-skip-is-one-tap
             asks = CONTROLS[control].question if control in ASKED else None
+            note = CONTROLS[control].note_field if control in ASKED else None
             made.append(Button(CONTROLS[control].label, button_id(run_id, step_id, control), primary=control == Confirm.name,
-                               asks=asks))
+                               asks=asks, note=note))
     return tuple(made)
+
+
+def asked(pressed: Pressed) -> Button | None:
+    """The button pressed, if its control asks first (Skip, Resend): what Discord's modal asks; None otherwise."""
+    if pressed.control not in ASKED or pressed.choice is not None:
+        return None
+    return buttons(pressed.run_id, pressed.step_id, (pressed.control,))[0]
 
 
 def now_buttons(step: Step, mapped: frozenset[str]) -> tuple[Button, ...]:
