@@ -123,7 +123,7 @@ def _request(method: str, endpoint: Endpoint, target: str, body: bytes, headers:
         finally:
             sock.close()
     except TimeoutError:
-        raise DeadlineExceeded(f"no complete answer within {timeout:g}s", sent=progress.sent) from None
+        raise DeadlineExceeded(f"no complete answer within {round(timeout, 2):g}s", sent=progress.sent) from None
     except OSError as error:
         # guard: a-lost-connection-after-sending-is-not-in-doubt
         raise ConnectionFailed(f"{type(error).__name__}: {error}", sent=progress.sent) from None
