@@ -174,7 +174,8 @@ def test_a_first_deploy_reaches_moto_in_order_and_hands_the_data_stack_outputs_t
         ("cloudformation", "DescribeStacks", DATA_STACK),     # the CLI, until the stack is complete
         ("cloudformation", "DescribeStacks", DATA_STACK),     # make deploy: its outputs
         ("s3", "the code"),                                   # aws cloudformation package
-        ("cloudformation", "DescribeStacks", APP_STACK),
+        ("cloudformation", "DescribeStacks", APP_STACK),      # make deploy: a first create that rolled back?
+        ("cloudformation", "DescribeStacks", APP_STACK),      # the CLI: create or update?
         ("s3", "the template"),                               # over 51,200 bytes: through the bucket
         ("cloudformation", "CreateChangeSet", APP_STACK),
         ("cloudformation", "DescribeChangeSet", APP_STACK),
