@@ -14,6 +14,7 @@ from chalicelib.events.store import steps
 from tests.support.api import MODERATOR, Api, hs_settings
 from tests.support.chat import (
     GM_ROLE,
+    MOD_ROLE,
     OTHER_ROLE,
     SLACK_CHANNEL,
     SLACK_GM,
@@ -371,3 +372,88 @@ def test_a_modals_submission_is_held_to_roles_server_message_and_form_as_a_press
         assert answer.status == 400 and answer.body["errors"], (components, answer.body)
     assert world.steps(run.id)[0].parked and world.steps(other.id)[0].parked
     assert (log_of(world.db, run.id), log_of(world.db, other.id)) == before
+
+
+@pytest.mark.realtime  # the post's answer comes after the engine's real deadline (a second)
+def test_a_cue_discord_took_but_answered_after_the_deadline_is_one_message_recorded_whose_buttons_press(world):
+    """Discord took the cue's post but answered after the deadline: the step's retry posted a second copy, and a
+    press on the first was refused ("this message carries no button…") while nothing ever edited it. Every try
+    of the post carries the same nonce, enforced: Discord answers the retry with the message it took."""
+    from dataclasses import replace
+
+    settings = replace(world.settings, step_lease_seconds=4)  # the post's deadline: a quarter of the lease
+    world.chat.answer_late(2)
+    run, cue = world.cue_posted(settings)
+    assert not cue.parked and "no complete answer within" in cue.last_error  # the engine never heard of it
+    [taken] = world.chat.messages("discord")
+    world.clock.advance(settings.step_retry_seconds)
+    world.tick(settings)
+    assert world.steps(run.id)[0].parked
+    assert [m.id for m in world.chat.messages("discord")] == [taken.id]
+    first, again = world.chat.received("POST", "/channels/")
+    assert first.json["nonce"] == again.json["nonce"] and again.json["enforce_nonce"] is True
+    answer = world.press(world.chat.discord_interaction(taken, f"ev:{run.id}:{cue.id}:confirm", roles=[GM_ROLE]))
+    assert answer.body["type"] == 7 and "Confirmed by <@4242>" in answer.body["data"]["content"]
+    assert world.steps(run.id)[0].status is StepStatus.DONE
+    every_discord_body_valid(world.chat)
+
+
+def test_a_decision_escalated_again_after_a_resend_is_a_new_message_with_live_buttons(world, game_bridge):
+    """A moderator's Resend grants the step new attempts; lost again and parked for a decision again, it is
+    escalated again within Discord's few minutes under the same key. Its post has a nonce of its own, so Discord
+    makes a new message with the decision's buttons instead of answering with the first one, edited since to say
+    it was resent, with none."""
+    from devtools.kit.game_bridge import Answer
+
+    settings, spawn = _decision_escalated(world, game_bridge)
+    [first] = world.chat.messages("discord")
+    assert world.api.post(f"/runs/{spawn.run_id}/steps/{spawn.id}/resend", {}, auth=MODERATOR).status == 200
+    game_bridge.script("world.spawn", Answer(504, ""), Answer(504, ""))
+    world.tick(settings)  # sent again, its answer lost; the first message edited: no buttons
+    world.clock.advance(settings.step_retry_seconds)
+    world.tick(settings)  # parked for a decision again
+    world.clock.advance(60)
+    world.tick(settings)  # escalated again
+    assert world.steps(spawn.run_id)[0].parked_in_doubt
+    assert world.chat.message(first.id).custom_ids == []
+    _, second = world.chat.messages("discord")
+    assert second.custom_ids == [f"ev:{spawn.run_id}:{spawn.id}:{c}" for c in ("confirm", "skip", "resend")]
+    answer = world.press(world.chat.discord_interaction(second, f"ev:{spawn.run_id}:{spawn.id}:confirm",
+                                                        roles=[MOD_ROLE]))
+    assert answer.body["type"] == 7 and world.steps(spawn.run_id)[0].status is StepStatus.DONE
+    every_discord_body_valid(world.chat)
+
+
+def test_a_cue_retried_after_it_ended_is_posted_anew_with_live_buttons(world, game_bridge):
+    """A by-hand revert's cue nobody answered failed, its message edited to say so; a moderator's Retry a minute
+    later asks again. Its post has a nonce of its own (the Retry granted new attempts), so Discord makes a new
+    message with live buttons instead of answering with the ended one."""
+    from dataclasses import replace
+
+    from chalicelib.events import commands
+    from devtools.kit.game_bridge import SECRET, Answer
+
+    settings = replace(world.settings, game_bridge_url=game_bridge.url, game_bridge_secret=SECRET)
+    by_hand = {"action": "core.cue", "params": {"instruction": "Take the scarecrow down by hand", "timeout_seconds": 60}}
+    game_bridge.script("world.spawn", Answer(200, {"outcome": "done", "resources": [
+        {"kind": "npc", "id": "scarecrow", "revert": by_hand}]}))
+    run = schedule(world.db, world.clock.now(), document([[step("world.spawn"), step("core.cue", instruction="wait here")]]))
+    world.tick(settings)
+    commands.cancel(world.db, run.id, actor="mod-mia", now=world.clock.now(), reason="storm", cleanup=True)
+    world.tick(settings)  # the cleanup parks on the by-hand revert: its cue posted
+    [revert] = [s for s in world.steps(run.id) if s.resource_id is not None]
+
+    def status():
+        return next(s for s in world.steps(run.id) if s.id == revert.id).status
+
+    [ended] = [m for m in world.chat.messages("discord") if "scarecrow" in m.text]
+    world.clock.advance(60)
+    world.tick(settings)  # nobody answered: failed, and its message edited
+    assert status() is StepStatus.FAILED and world.chat.message(ended.id).custom_ids == []
+    assert world.api.post(f"/runs/{run.id}/steps/{revert.id}/retry", {}, auth=MODERATOR).status == 200
+    world.tick(settings)
+    [_, again] = [m for m in world.chat.messages("discord") if "scarecrow" in m.text]
+    assert again.custom_ids == [f"ev:{run.id}:{revert.id}:{c}" for c in ("confirm", "skip", "acknowledge")]
+    answer = world.press(world.chat.discord_interaction(again, f"ev:{run.id}:{revert.id}:confirm", roles=[GM_ROLE]))
+    assert answer.body["type"] == 7 and status() is StepStatus.DONE
+    every_discord_body_valid(world.chat)

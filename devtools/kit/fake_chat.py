@@ -12,7 +12,10 @@ Outbound (what the engine's bot sends): Discord's `POST /channels/{id}/messages`
 `chat.postMessage`, `chat.update`, `usergroups.users.list` (the members set in `groups`) and a press's
 `response_url` (`/slack/respond/{token}`). The bot's token
 is checked (a wrong one: Discord's 401, Slack's `invalid_auth`), so `revoke()` plays a token revoked mid-
-event; `script()` queues answers (a 429 with its `retry_after`, a 500) for the next requests.
+event; `script()` queues answers (a 429 with its `retry_after`, a 500) for the next requests; `answer_late()`
+makes the next post be taken at once and answered only after a delay (past the engine's deadline). A Discord
+create with `nonce` and `enforce_nonce: true` is answered, as Discord does, with the message the bot created
+with that nonce in the past NONCE_WINDOW_SECONDS (200, nothing new posted), whatever it has become since.
 
 Inbound (what the platform sends the engine): a press signed as Discord signs it (Ed25519 over timestamp
 and body, with this fake's own key: `public_key` is what DISCORD_PUBLIC_KEY is set to) or as Slack does
@@ -49,6 +52,7 @@ APPLICATION_ID = "700000000000000001"
 GUILD_ID = "800000000000000001"
 TEAM_ID = "T0FAKE"
 EPHEMERAL = 64  # a Discord message's flag: only the member who pressed sees it
+NONCE_WINDOW_SECONDS = 300  # Discord's "past few minutes" of an enforced nonce
 PAGE_STYLE = """
 body { background: #313338; color: #dbdee1; font: 15px/1.4 system-ui, sans-serif; margin: 0; padding: 16px 24px; }
 h1 { font-size: 16px; color: #f2f3f5; border-bottom: 1px solid #3f4147; padding-bottom: 12px; }
@@ -125,6 +129,9 @@ class FakeChat:
         self._tokens: dict[str, str] = {}  # an interaction's token -> the message it came from
         self._pressers: dict[str, str] = {}  # a Slack response_url's token -> the name of the user who pressed
         self._scripted: deque[Scripted] = deque()
+        self._late: deque[float] = deque()  # the delays of the next posts' answers (`answer_late`)
+        self._nonces: dict[str, tuple[str, float]] = {}  # an enforced nonce -> the message made with it, and when
+        self._creating = threading.Lock()  # a nonce's check and the message made with it, one create at a time
         self._ids = itertools.count(900_000_000_000_000_001)
         self._engine_url: str | None = None
         self._names: dict[str, str] = {}  # a Discord user id -> the name a press gave it
@@ -163,13 +170,16 @@ class FakeChat:
                 self._answer(status, json.dumps(body).encode(), "application/json", headers)
 
             def _answer(self, status: int, data: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # a late answer: the engine stopped waiting for it
+                    pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -192,6 +202,12 @@ class FakeChat:
     def script(self, *answers: Scripted) -> None:
         with self._lock:
             self._scripted.extend(answers)
+
+    def answer_late(self, seconds: float) -> None:
+        """The next post (Discord's create, Slack's chat.postMessage) is taken at once, its message in the channel,
+        and answered `seconds` later: past the engine's deadline, the engine never learns of it."""
+        with self._lock:
+            self._late.append(seconds)
 
     def revoke(self, new_token: str) -> None:
         """The bot's token is revoked: only `new_token` is taken from now on."""
@@ -226,10 +242,17 @@ class FakeChat:
         if scripted is not None:
             return scripted.status, scripted.body, scripted.headers
         if path.startswith("/discord/api/v10/"):
-            return self._discord(method, path.removeprefix("/discord/api/v10"), headers, body)
-        if path.startswith("/slack/"):
-            return self._slack(path.removeprefix("/slack"), headers, body)
-        return 404, {"message": "unknown"}, {}
+            answer = self._discord(method, path.removeprefix("/discord/api/v10"), headers, body)
+        elif path.startswith("/slack/"):
+            answer = self._slack(path.removeprefix("/slack"), headers, body)
+        else:
+            return 404, {"message": "unknown"}, {}
+        if method == "POST" and re.search(r"/channels/\d+/messages$|/chat\.postMessage$", path):
+            with self._lock:
+                late = self._late.popleft() if self._late else None
+            if late is not None:
+                time.sleep(late)  # taken already: only its answer comes late
+        return answer
 
     def _discord(self, method: str, path: str, headers: dict[str, str], body: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
         original = re.fullmatch(r"/webhooks/(\d+)/([\w.-]+)/messages/@original", path)
@@ -242,13 +265,26 @@ class FakeChat:
             return 401, {"message": "401: Unauthorized", "code": 0}, {}
         create = re.fullmatch(r"/channels/(\d+)/messages", path)
         if create and method == "POST":
-            reply = (body.get("message_reference") or {}).get("message_id")
-            posted = self._post("discord", create[1], body, reply)
-            return 200, {"id": posted.id, "channel_id": posted.channel_id, **body}, {}
+            return self._create(create[1], body)
         edit = re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path)
         if edit and method == "PATCH" and edit[2] in self._messages:
             return 200, self._edit(edit[2], body), {}
         return 404, {"message": "Unknown Message", "code": 10008}, {}
+
+    def _create(self, channel_id: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """A Discord create: a new message, or, for an enforced nonce the bot used in the window, the message made
+        with it as it is now (Discord checks a nonce against every message of the same author, whatever the channel)."""
+        nonce = body.get("nonce") if body.get("enforce_nonce") is True else None
+        with self._creating:
+            made = self._nonces.get(str(nonce)) if nonce is not None else None
+            if made is not None and time.monotonic() - made[1] < NONCE_WINDOW_SECONDS:
+                posted = self.message(made[0])
+                return 200, {"id": posted.id, "channel_id": posted.channel_id, **posted.body}, {}
+            reply = (body.get("message_reference") or {}).get("message_id")
+            posted = self._post("discord", channel_id, body, reply)
+            if nonce is not None:
+                self._nonces[str(nonce)] = (posted.id, time.monotonic())
+        return 200, {"id": posted.id, "channel_id": posted.channel_id, **body}, {}
 
     def _slack(self, path: str, headers: dict[str, str], body: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
         respond = re.fullmatch(r"/respond/([\w.-]+)", path)

@@ -44,11 +44,15 @@ class Notice:
     choices: tuple[str, ...] = ()  # a cue that asks: its answers' labels (a chat message's buttons)
     decision: bool = False  # an escalation of a step parked in doubt: a person confirms, skips or resends it
     step_named: str | None = None  # the step's one name (`Step.named`); None for a notice about a run
+    # The step's `attempts_allowed_from`: it rises only when a person grants the step new attempts (a retry, a
+    # resend), so a notice posted again after that is told from the same notice's own retries (Discord's nonce).
+    allowance: int = 0
 
     @classmethod
     def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> Notice:
         return cls(kind, text, step.run_id, step.id, step.idempotency_key, at, console_link(console_url, step.run_id),
-                   choices=tuple(str(c["label"]) for c in step.choices) if kind == "cue" else (), step_named=step.named)
+                   choices=tuple(str(c["label"]) for c in step.choices) if kind == "cue" else (), step_named=step.named,
+                   allowance=step.attempts_allowed_from)
 
     @classmethod
     def reminder(cls, step: Step, n: int, of: int, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
@@ -57,7 +61,7 @@ class Notice:
         text = (f"Reminder {n} of {of}: {step.named} has waited {waited(waited_seconds)} for a game master, "
                 f"and {_nobody(step, 'yet')}: {step.params.get('instruction', step.action_id)}")
         return cls("reminder", text, step.run_id, step.id, f"{_round_key(step)}:r{n}", at,
-                   console_link(console_url, step.run_id), step_named=step.named)
+                   console_link(console_url, step.run_id), step_named=step.named, allowance=step.attempts_allowed_from)
 
     @classmethod
     def escalation(cls, step: Step, waited_seconds: int, at: datetime, console_url: str | None) -> Notice:
@@ -70,7 +74,8 @@ class Notice:
             text = (f"Escalation: {step.named} has waited {waited(waited_seconds)} for a game master, and "
                     f"{_nobody(step)}: {step.params.get('instruction', step.action_id)}")
         return cls("escalation", text, step.run_id, step.id, f"{_round_key(step)}:e", at,
-                   console_link(console_url, step.run_id), decision=step.parked_in_doubt, step_named=step.named)
+                   console_link(console_url, step.run_id), decision=step.parked_in_doubt, step_named=step.named,
+                   allowance=step.attempts_allowed_from)
 
     @classmethod
     def stall(cls, run_id: int, n: int, waiting_for: WaitingFor, waited_seconds: int, at: datetime,

@@ -32,6 +32,7 @@ SENDS_PER_CALL = 3  # the first send, and one more after a 401's new token or a 
 GONE = (10003, 10008, "channel_not_found", "message_not_found")  # Discord's Unknown Channel and Message codes, Slack's
 SLACK_SECTION_CHARS = 3000  # a section block's text, counted escaped
 DISCORD_CONTENT_CHARS = 2000  # a bot's message content (the published schema allows 4,000: Discord refuses a bot's)
+NONCE_CHARS = 25  # a Discord message's nonce, as a string, in Discord's published schema
 DISCORD_MODAL_TITLE_CHARS = 45  # a modal's title, and a label's, in Discord's published schema
 
 
@@ -205,11 +206,16 @@ class DiscordApi(ChatApi):
     def _authorization(self, token: str) -> str:
         return f"Bot {token}"
 
-    def post(self, channel_id: str, message: Message, reply_to: str | None = None) -> str:
-        """POST /channels/{id}/messages; the new message's id. A reply references the message it answers."""
+    def post(self, channel_id: str, message: Message, reply_to: str | None = None, nonce: str | None = None) -> str:
+        """POST /channels/{id}/messages; the new message's id. A reply references the message it answers. With
+        `nonce` (at most NONCE_CHARS), enforced: a message the bot created with the same nonce in the past few
+        minutes is answered instead of a new one (a post Discord took but answered after the deadline, sent again
+        by the step's retry, is the same message)."""
         body = discord_body(message)
         if reply_to is not None:
             body["message_reference"] = {"message_id": reply_to, "fail_if_not_exists": False}
+        if nonce is not None:
+            body.update(nonce=nonce, enforce_nonce=True)
         posted = self._send("POST", f"/channels/{channel_id}/messages", body)
         if not isinstance(posted.get("id"), str):
             raise ChannelError("discord: the answer to a message carried no id")
@@ -242,8 +248,9 @@ class SlackApi(ChatApi):
             return answer.status
         return failed
 
-    def post(self, channel_id: str, message: Message, reply_to: str | None = None) -> str:
-        """chat.postMessage; the message's ts. A reply goes in the thread of the message it answers."""
+    def post(self, channel_id: str, message: Message, reply_to: str | None = None, nonce: str | None = None) -> str:
+        """chat.postMessage; the message's ts. A reply goes in the thread of the message it answers. Slack has no
+        nonce (`nonce` is not sent): a post Slack took but answered after the deadline is posted again by the retry."""
         body: dict[str, Any] = {"channel": channel_id, "text": message.text, "blocks": slack_blocks(message)}
         if reply_to is not None:
             body["thread_ts"] = reply_to
