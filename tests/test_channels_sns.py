@@ -124,6 +124,30 @@ def test_a_fifo_topic_deduplicates_a_repeated_attempt_on_the_idempotency_key(db,
     assert len(_delivered(aws, queue)) == 1
 
 
+def test_a_fifo_topic_delivers_a_cue_a_person_had_posted_again(db, clock, aws):
+    """The deduplication id was the step's key alone, so a cue a moderator retried within SNS's five minutes was
+    dropped by the topic, silently (SNS answered as if delivered): after a person grants new attempts it is the
+    key with their marker, as a webhook's Idempotency-Key and Discord's nonce are."""
+    topic = aws[0].create_topic(Name="cues.fifo", Attributes={"FifoTopic": "true"})["TopicArn"]
+    queue = _queue_on(aws, topic, "inbox.fifo")
+    runner = _runner(db, clock, f"sns:{topic}")
+    try:
+        run = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
+        tick(runner)
+        cue = _steps(db, run.id)[0]
+        # As a person's retry leaves it: new attempts allowed from those spent, the step to be dispatched again.
+        db.autocommit(lambda tx: tx.execute(
+            "UPDATE event_run_steps SET status = 'pending', due_at = NULL, attempts_allowed_from = attempts"
+            " WHERE id = %s", (cue.id,)))
+        db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), run.id)))
+        tick(runner)
+    finally:
+        runner.close()
+    delivered = _delivered(aws, queue)
+    assert [m["MessageAttributes"]["idempotency_key"]["Value"] for m in delivered] == [
+        cue.idempotency_key, f"{cue.idempotency_key}:a1"]
+
+
 @pytest.mark.realtime  # a fresh interpreter
 def test_boto3_is_imported_only_where_an_sns_channel_is_configured():
     probe = (

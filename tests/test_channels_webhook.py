@@ -83,6 +83,27 @@ def test_a_5xx_makes_the_step_a_retry_that_posts_again_with_the_same_key(db, clo
     assert posts[0].json["content"] == "The harvest begins"
 
 
+def test_a_cue_a_person_had_posted_again_carries_a_key_of_its_own_a_receiver_takes(db, clock, game_bridge):
+    """A receiver deduplicates on the key (the docs ask it to): a cue a moderator retried came with the same key
+    as its first post and was dropped as a repeat. After a person grants new attempts, the key carries their
+    marker, in the header and in the signed event alike."""
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run = _cue_run(db, clock)
+        tick(runner)
+        cue = _the_step(db, run.id)
+        db.autocommit(lambda tx: tx.execute(  # as a person's retry leaves it
+            "UPDATE event_run_steps SET status = 'pending', due_at = NULL, attempts_allowed_from = attempts"
+            " WHERE id = %s", (cue.id,)))
+        db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), run.id)))
+        tick(runner)
+    finally:
+        runner.close()
+    first, again = game_bridge.received("cue")
+    assert first.headers["idempotency-key"] == first.json["event"]["idempotency_key"] == cue.idempotency_key
+    assert again.headers["idempotency-key"] == again.json["event"]["idempotency_key"] == f"{cue.idempotency_key}:a1"
+
+
 def test_a_receiver_that_drips_is_cut_at_the_deadline_and_the_step_retried(db, clock, game_bridge):
     game_bridge.script("cue", dripping(every=0.3))
     runner = _runner(db, clock, game_bridge, step_lease_seconds=4)  # a 1 s deadline

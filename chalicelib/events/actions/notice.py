@@ -45,8 +45,16 @@ class Notice:
     decision: bool = False  # an escalation of a step parked in doubt: a person confirms, skips or resends it
     step_named: str | None = None  # the step's one name (`Step.named`); None for a notice about a run
     # The step's `attempts_allowed_from`: it rises only when a person grants the step new attempts (a retry, a
-    # resend), so a notice posted again after that is told from the same notice's own retries (Discord's nonce).
+    # resend), so a notice posted again after that is told from the same notice's own retries (`delivery_key`).
     allowance: int = 0
+
+    @property
+    def delivery_key(self) -> str:
+        """The key a receiver deduplicates on (a webhook's Idempotency-Key, an SNS FIFO topic's deduplication id,
+        Discord's nonce): the notice's own key, the same for every try of one post, so a try taken but answered
+        too late is one delivery; after a person granted new attempts, with their marker, so the post a person
+        asked for again is a delivery of its own and not a repeat a receiver drops (SNS drops one silently)."""
+        return self.idempotency_key if not self.allowance else f"{self.idempotency_key}:a{self.allowance}"
 
     @classmethod
     def of(cls, step: Step, kind: str, text: str, at: datetime, console_url: str | None) -> Notice:

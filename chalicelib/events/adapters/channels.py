@@ -40,7 +40,7 @@ class LogChannel:
         logger.warning(
             "%s channel: %s", self.name, notice.message(),
             extra={"channel": self.name, "kind": notice.kind, "run_id": notice.run_id, "step_id": notice.step_id,
-                   "idempotency_key": notice.idempotency_key},
+                   "idempotency_key": notice.delivery_key},
         )
 
 

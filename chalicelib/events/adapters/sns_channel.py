@@ -43,12 +43,12 @@ class SnsChannel:
             "run": {"DataType": "Number", "StringValue": str(notice.run_id)},
             **({} if notice.step_id is None else {"step": {"DataType": "Number", "StringValue": str(notice.step_id)}}),
             "kind": {"DataType": "String", "StringValue": notice.kind},
-            "idempotency_key": {"DataType": "String", "StringValue": notice.idempotency_key},
+            "idempotency_key": {"DataType": "String", "StringValue": notice.delivery_key},
         }
         fifo = {}
         if self.topic_arn.endswith(".fifo"):
             # guard: sns-fifo-dedup-id-not-the-steps-key
-            fifo = {"MessageGroupId": f"run-{notice.run_id}", "MessageDeduplicationId": notice.idempotency_key}
+            fifo = {"MessageGroupId": f"run-{notice.run_id}", "MessageDeduplicationId": notice.delivery_key}
         # guard: sns-message-past-its-limit
         message = notice.message(SNS_MESSAGE)
         try:

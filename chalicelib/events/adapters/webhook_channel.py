@@ -62,11 +62,11 @@ class WebhookChannel:
             "text": text,
             "allowed_mentions": mentions,
             "event": {"kind": notice.kind, "run_id": notice.run_id, "step_id": notice.step_id,
-                      "step_named": notice.step_named, "idempotency_key": notice.idempotency_key},
+                      "step_named": notice.step_named, "idempotency_key": notice.delivery_key},
         }).encode()
         headers = {
             "Content-Type": "application/json",
-            "Idempotency-Key": notice.idempotency_key,
+            "Idempotency-Key": notice.delivery_key,
             "X-Event-Run": str(notice.run_id),
             "X-Event-Step": "" if notice.step_id is None else str(notice.step_id),
             "X-Event-Kind": notice.kind,

@@ -73,10 +73,10 @@ class ChatChannel:
 
 def nonce(notice: Notice, channel_id: str) -> str:
     """The Discord nonce of `notice` posted to `channel_id`: a prefix of a hash (Discord takes NONCE_CHARS) of its
-    idempotency key, the same for every try of one notice (the step's retries, an escalation's tries), so a try
-    Discord took but answered too late is answered with its message when sent again; and of its step's
-    allowance, which a person's retry or resend raises: within Discord's few minutes a cue posted again for
+    delivery key, the same for every try of one notice (the step's retries, an escalation's tries), so a try
+    Discord took but answered too late is answered with its message when sent again, and another once a
+    person's retry or resend raised the step's allowance: within Discord's few minutes a cue posted again for
     that person would otherwise get back the message of its last round, already edited to say how it ended,
     without buttons. The channel is in it too, as Discord checks a nonce against all of the bot's messages."""
-    seed = f"{notice.idempotency_key}|{notice.allowance}|{channel_id}"
+    seed = f"{notice.delivery_key}|{channel_id}"
     return hashlib.sha256(seed.encode()).hexdigest()[:NONCE_CHARS]
