@@ -54,6 +54,7 @@ class Notice:
         Discord's nonce): the notice's own key, the same for every try of one post, so a try taken but answered
         too late is one delivery; after a person granted new attempts, with their marker, so the post a person
         asked for again is a delivery of its own and not a repeat a receiver drops (SNS drops one silently)."""
+        # guard: a-notice-asked-for-again-is-taken-for-a-repeat
         return self.idempotency_key if not self.allowance else f"{self.idempotency_key}:a{self.allowance}"
 
     @classmethod
