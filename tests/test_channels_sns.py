@@ -19,7 +19,7 @@ from chalicelib.events.store import steps
 from tests.conftest import START
 from tests.support.factory import document
 from tests.support.loopback_aws import loopback_aws, never_accepting, offline_credentials
-from tests.support.runner_kit import ROOT, RULES, schedule, step, tick
+from tests.support.runner_kit import ROOT, RULES, schedule, step, tick, to_post_again
 
 REGION = "eu-west-1"
 CONSOLE = "https://events.example.com/api/console"
@@ -103,7 +103,12 @@ def test_a_publish_sns_refuses_makes_the_step_a_retry_that_delivers_with_the_sam
     assert message["MessageAttributes"]["idempotency_key"]["Value"] == cue.idempotency_key
 
 
-def test_a_fifo_topic_deduplicates_a_repeated_attempt_on_the_idempotency_key(db, clock, aws):
+@pytest.mark.parametrize("by_a_person", [False, True])
+def test_a_fifo_topic_drops_a_repeated_try_and_delivers_a_cue_a_person_had_posted_again(db, clock, aws, by_a_person):
+    """A try posted again (its acknowledgement lost) is dropped by the topic on the step's key. A cue a
+    moderator retried was dropped the same way within SNS's five minutes, silently (SNS answered as if
+    delivered): after a person grants new attempts the deduplication id is the key with their marker, as a
+    webhook's Idempotency-Key and Discord's nonce are."""
     topic = aws[0].create_topic(Name="cues.fifo", Attributes={"FifoTopic": "true"})["TopicArn"]
     queue = _queue_on(aws, topic, "inbox.fifo")
     runner = _runner(db, clock, f"sns:{topic}")
@@ -111,41 +116,14 @@ def test_a_fifo_topic_deduplicates_a_repeated_attempt_on_the_idempotency_key(db,
         run = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
         tick(runner)
         cue = _steps(db, run.id)[0]
-        # As if the first acknowledgement had been lost: the same step is posted again.
-        db.autocommit(lambda tx: tx.execute(
-            "UPDATE event_run_steps SET status = 'pending', due_at = NULL WHERE id = %s", (cue.id,)))
         clock.advance(RULES.lease_seconds)  # a later tick: the notice's clock moved, its key did not (item 9)
-        db.autocommit(lambda tx: tx.execute(  # and its run woken, as the sweep of its lease would
-            "UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), run.id)))
+        to_post_again(db, clock.now(), run.id, cue.id, by_a_person=by_a_person)
         tick(runner)
     finally:
         runner.close()
     assert _steps(db, run.id)[0].attempts == 2
-    assert len(_delivered(aws, queue)) == 1
-
-
-def test_a_fifo_topic_delivers_a_cue_a_person_had_posted_again(db, clock, aws):
-    """The deduplication id was the step's key alone, so a cue a moderator retried within SNS's five minutes was
-    dropped by the topic, silently (SNS answered as if delivered): after a person grants new attempts it is the
-    key with their marker, as a webhook's Idempotency-Key and Discord's nonce are."""
-    topic = aws[0].create_topic(Name="cues.fifo", Attributes={"FifoTopic": "true"})["TopicArn"]
-    queue = _queue_on(aws, topic, "inbox.fifo")
-    runner = _runner(db, clock, f"sns:{topic}")
-    try:
-        run = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
-        tick(runner)
-        cue = _steps(db, run.id)[0]
-        # As a person's retry leaves it: new attempts allowed from those spent, the step to be dispatched again.
-        db.autocommit(lambda tx: tx.execute(
-            "UPDATE event_run_steps SET status = 'pending', due_at = NULL, attempts_allowed_from = attempts"
-            " WHERE id = %s", (cue.id,)))
-        db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), run.id)))
-        tick(runner)
-    finally:
-        runner.close()
-    delivered = _delivered(aws, queue)
-    assert [m["MessageAttributes"]["idempotency_key"]["Value"] for m in delivered] == [
-        cue.idempotency_key, f"{cue.idempotency_key}:a1"]
+    delivered = [m["MessageAttributes"]["idempotency_key"]["Value"] for m in _delivered(aws, queue)]
+    assert delivered == ([cue.idempotency_key, f"{cue.idempotency_key}:a1"] if by_a_person else [cue.idempotency_key])
 
 
 @pytest.mark.realtime  # a fresh interpreter

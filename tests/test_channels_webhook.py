@@ -8,7 +8,7 @@ from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from devtools.kit.game_bridge import Answer, dripping
 from tests.support.factory import document
-from tests.support.runner_kit import RULES, schedule, step, tick
+from tests.support.runner_kit import RULES, schedule, step, tick, to_post_again
 
 SECRET = "webhook-secret"
 CONSOLE = "https://events.example.com/api/console"
@@ -92,10 +92,7 @@ def test_a_cue_a_person_had_posted_again_carries_a_key_of_its_own_a_receiver_tak
         run = _cue_run(db, clock)
         tick(runner)
         cue = _the_step(db, run.id)
-        db.autocommit(lambda tx: tx.execute(  # as a person's retry leaves it
-            "UPDATE event_run_steps SET status = 'pending', due_at = NULL, attempts_allowed_from = attempts"
-            " WHERE id = %s", (cue.id,)))
-        db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (clock.now(), run.id)))
+        to_post_again(db, clock.now(), run.id, cue.id, by_a_person=True)
         tick(runner)
     finally:
         runner.close()

@@ -67,6 +67,15 @@ def tick(runner: Runner, seconds: float = 60) -> TickReport:
     return report
 
 
+def to_post_again(db: Database, now: datetime, run_id: int, step_id: int, *, by_a_person: bool) -> None:
+    """A posted notice's step made due again, its run woken: as the sweep of a lost acknowledgement's lease
+    leaves it, or (`by_a_person`) as a person's retry does, new attempts allowed from those spent."""
+    allowance = ", attempts_allowed_from = attempts" if by_a_person else ""
+    db.autocommit(lambda tx: tx.execute(
+        f"UPDATE event_run_steps SET status = 'pending', due_at = NULL{allowance} WHERE id = %s", (step_id,)))
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s", (now, run_id)))
+
+
 def schedule(db: Database, now: datetime, doc: dict, *, scheduled_for: datetime | None = None, grace: int = 300) -> Run:
     """A scheduled run of a new definition, as the API would create it."""
     definition = make_definition(db, now, doc)
