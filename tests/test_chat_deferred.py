@@ -20,7 +20,8 @@ from tests.support.runner_kit import log_of, schedule, step, tick
 pytestmark = pytest.mark.realtime  # the database is held for real seconds
 
 
-def test_a_press_while_the_database_is_silent_is_acknowledged_in_time_and_finished_when_it_answers(db, clock, db_params, chat):
+def _a_cue_posted(db, clock, db_params, chat):
+    """The chat's settings, and a run whose cue a tick posted to the fake Discord: (settings, run, cue, message)."""
     settings = chat_settings(chat, hs_settings(db_params))
     run = schedule(db, clock.now(), document([[step("core.cue", instruction="Open the gates")]]))
     runner = build_runner(settings, db, clock)
@@ -30,6 +31,11 @@ def test_a_press_while_the_database_is_silent_is_acknowledged_in_time_and_finish
         runner.close()
     cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
     [message] = chat.messages()
+    return settings, run, cue, message
+
+
+def test_a_press_while_the_database_is_silent_is_acknowledged_in_time_and_finished_when_it_answers(db, clock, db_params, chat):
+    settings, run, cue, message = _a_cue_posted(db, clock, db_params, chat)
     with DatabaseDoor(db_params) as door:
         door.stall(None)  # an Aurora resuming from a pause: connections are accepted and held silent
         with runtime.override(settings=dataclasses.replace(settings, db_url=door.url()), clock=clock), Client(app) as client:
@@ -56,15 +62,7 @@ def test_a_skip_opens_its_modal_at_once_while_the_database_is_silent_and_its_sub
     submission is acknowledged in time and finished once the database answers, through @original."""
     from chalicelib.events.chat.answers import PRESS_ANSWER_SECONDS
 
-    settings = chat_settings(chat, hs_settings(db_params))
-    run = schedule(db, clock.now(), document([[step("core.cue", instruction="Open the gates")]]))
-    runner = build_runner(settings, db, clock)
-    try:
-        tick(runner)
-    finally:
-        runner.close()
-    cue = db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
-    [message] = chat.messages()
+    settings, run, cue, message = _a_cue_posted(db, clock, db_params, chat)
     with DatabaseDoor(db_params) as door:
         door.stall(None)
         with runtime.override(settings=dataclasses.replace(settings, db_url=door.url()), clock=clock), Client(app) as client:
