@@ -167,6 +167,18 @@ def test_a_window_with_more_runs_than_a_page_pages_them_with_the_occurrences_and
     assert sorted(listed) == sorted(made), "every run once"
 
 
+def test_a_page_cut_by_its_occurrences_lists_no_run_from_its_next_from_on(api, db, clock):
+    """The occurrences ran out first (every five minutes: 500 reach 17:40 of day 2), but the page still listed the
+    window's runs after that: a run by hand at 20:00 came on both pages, and the console drew it in the part of the
+    month it said it had left out."""
+    definition_id = _definition(api, {"cron": "*/5 * * * *"})
+    late = _runs_at(db, clock, definition_id, [datetime(2027, 1, 2, 20, 0)])
+    first = _occurrences(api, definition_id, "2027-01-01T00:00:00Z", "2027-01-03T00:00:00Z")
+    assert first.body["next_from"] == "2027-01-02T17:40:00Z" and first.body["runs"] == []
+    second = _occurrences(api, definition_id, first.body["next_from"], "2027-01-03T00:00:00Z")
+    assert [r["id"] for r in second.body["runs"]] == late and second.body["next_from"] is None
+
+
 def test_more_runs_at_one_instant_than_a_page_holds_are_said_to_be_left_out(api, db, clock):
     """501 runs postponed onto one instant: no page can end inside it, so the page lists the first 500 (by id),
     says runs are left out (runs_capped), and the next page begins just after it."""

@@ -85,6 +85,9 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
             if len(times) > MAX_LISTED:
                 break
         listed, rest = times[:MAX_LISTED], times[MAX_LISTED:]
+        # guard: a-page-lists-runs-past-its-next-from
+        if rest:  # the occurrences ran out first: the page ends where they do, for its runs too
+            happened = [r for r in happened if r.scheduled_for < rest[0]]
         found = runs.of_occurrences(tx, definition_id, listed)
         occurring = {r.occurrence_key for r in found.values()}
         skipped = skips.between(tx, definition_id, start, end)
