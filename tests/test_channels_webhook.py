@@ -8,7 +8,7 @@ from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.store import steps
 from devtools.kit.game_bridge import Answer, dripping
 from tests.support.factory import document
-from tests.support.runner_kit import RULES, schedule, step, tick, to_post_again
+from tests.support.runner_kit import RULES, log_of, schedule, step, tick, to_post_again
 
 SECRET = "webhook-secret"
 CONSOLE = "https://events.example.com/api/console"
@@ -99,6 +99,26 @@ def test_a_cue_a_person_had_posted_again_carries_a_key_of_its_own_a_receiver_tak
     first, again = game_bridge.received("cue")
     assert first.headers["idempotency-key"] == first.json["event"]["idempotency_key"] == cue.idempotency_key
     assert again.headers["idempotency-key"] == again.json["event"]["idempotency_key"] == f"{cue.idempotency_key}:a1"
+
+
+def test_a_reminder_after_a_persons_resend_is_logged_under_the_key_it_was_posted_with(db, clock, game_bridge):
+    """The run log wrote a reminder's key without the `:a<n>` its post carried: an operator holding a receiver's
+    key found no row of it."""
+    runner = _runner(db, clock, game_bridge)
+    try:
+        run = schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire", remind_after_seconds=60)]]))
+        tick(runner)
+        cue = _the_step(db, run.id)
+        db.autocommit(lambda tx: tx.execute(  # as a person's earlier retry of the step left it
+            "UPDATE event_run_steps SET attempts_allowed_from = 1 WHERE id = %s", (cue.id,)))
+        clock.advance(61)
+        tick(runner)
+    finally:
+        runner.close()
+    reminder = game_bridge.received("cue")[-1]
+    [row] = [e for e in log_of(db, run.id) if e.kind == "step.reminder"]
+    assert reminder.json["event"]["kind"] == "reminder"
+    assert row.detail["idempotency_key"] == reminder.headers["idempotency-key"] == f"{cue.idempotency_key}:r1:a1"
 
 
 def test_a_receiver_that_drips_is_cut_at_the_deadline_and_the_step_retried(db, clock, game_bridge):

@@ -115,7 +115,7 @@ class Attender:
         next_at = max(self.now, step.remind_at) + interval if n < limit else None
         channel, waited = self.actions.cue_channel, waited_seconds(step, self.now)
         notice = Notice.reminder(step, n, limit, waited, self.now, self.actions.console_url)
-        entry = journal.step_reminder(step, n, limit, channel.name, notice.idempotency_key, waited)
+        entry = journal.step_reminder(step, n, limit, channel.name, notice.delivery_key, waited)
 
         # guard: a-reminders-row-written-after-its-post
         def claim(tx: Tx) -> bool:
@@ -138,7 +138,7 @@ class Attender:
         retry_at = self.now + timedelta(seconds=self.rules.retry_seconds)
         tries, channel, waited = step.escalation_tries + 1, self.actions.escalations, waited_seconds(step, self.now)
         notice = Notice.escalation(step, waited, self.now, self.actions.console_url)
-        entry = journal.step_escalated(step, channel.name, tries, self.rules.max_attempts, notice.idempotency_key,
+        entry = journal.step_escalated(step, channel.name, tries, self.rules.max_attempts, notice.delivery_key,
                                        waited)
 
         # guard: an-escalation-trys-row-written-after-its-post

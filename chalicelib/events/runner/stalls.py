@@ -70,7 +70,7 @@ def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime,
         last = tries >= rules.max_attempts
         if error is not None and not last:
             logger.warning("run %s: escalation %s failed (try %d of %d), tried again at %s: %s", wait.run_id,
-                           notice.idempotency_key, tries, rules.max_attempts, retry_at.isoformat(), error,
+                           notice.delivery_key, tries, rules.max_attempts, retry_at.isoformat(), error,
                            extra={"run_id": wait.run_id})
             db.autocommit(partial(log.append, entry=journal.notice_failed(entry, error, retry_at), now=now))
             continue
@@ -101,7 +101,7 @@ def _claim(db: Database, wait: escalations.Wait, retry_at: datetime, now: dateti
             return None
         notice = Notice.stall(wait.run_id, n, wait.waiting_for, waited, now, console_url)
         entry = journal.run_escalated(wait.run_id, wait.phase, wait.waiting_for, n, channel, tries, max_attempts,
-                                      notice.idempotency_key, waited)
+                                      notice.delivery_key, waited)
         # guard: a-stalled-runs-try-without-its-row
         log.append(tx, entry, now)
         return notice, entry, tries
