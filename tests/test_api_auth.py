@@ -43,28 +43,10 @@ RSA_PUBLIC_PEM = RSA_KEY.public_key().public_bytes(
 KID = "test-key-1"
 
 
-class _Jwks(BaseHTTPRequestHandler):
-    def do_GET(self):
-        jwk = {**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(RSA_KEY.public_key())), "kid": KID, "alg": "RS256", "use": "sig"}
-        body = json.dumps({"keys": [jwk]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
-def jwks_url():
-    server = HTTPServer(("127.0.0.1", 0), _Jwks)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json"
-    server.shutdown()
-    server.server_close()
+def jwks_url(key_sets):
+    """The identity provider's key set: its one RS256 signing key (KEY_SETS, served by `key_sets`)."""
+    return f"{key_sets}/.well-known/jwks.json"
 
 
 def _rs(*roles: str, **kw) -> str:
@@ -397,6 +379,7 @@ def _jwk(algorithm, public_key, kid: str, **extra) -> dict:
 
 EC_JWK = _jwk(jwt.algorithms.ECAlgorithm, ec.generate_private_key(ec.SECP256R1()).public_key(), "ec-key")
 KEY_SETS = {
+    "/.well-known/jwks.json": {"keys": [_jwk(jwt.algorithms.RSAAlgorithm, RSA_KEY.public_key(), KID, alg="RS256")]},
     # Keycloak's or Authentik's realm with an ECDSA provider beside the RSA one, Ory Hydra's EdDSA key.
     "/mixed": {"keys": [
         _jwk(jwt.algorithms.RSAAlgorithm, RSA_KEY.public_key(), KID, alg="RS256"),
