@@ -10,23 +10,18 @@ for good, as the tick's chore passes over a settled message. And the tick's edit
 from datetime import datetime, timedelta
 
 import pytest
-from chalice.test import Client
 
-from app import app
-from chalicelib import runtime
 from chalicelib.events.chat.answers import finish
 from chalicelib.events.chat.interactions import read_discord, read_slack
 from chalicelib.events.chat.platforms import DiscordApi
 from chalicelib.events.chat.settle import EDIT_PATIENCE
 from chalicelib.events.lifecycle import StepStatus
-from chalicelib.events.runner.compose import build_runner
 from chalicelib.events.runner.sleep import next_work
-from chalicelib.events.store import steps
 from devtools.kit.fake_chat import Scripted
-from tests.support.api import MODERATOR, Api, hs_settings
+from tests.support.api import MODERATOR
 from tests.support.chat import GM_ROLE, SLACK_CHANNEL, SLACK_GM, chat_settings
-from tests.support.factory import document
-from tests.support.runner_kit import log_of, schedule, step, tick
+from tests.support.chat_world import ChatWorld, opened
+from tests.support.runner_kit import log_of
 from tests.support.sleep_world import HORIZON
 
 DISCORD = "/integrations/discord/interactions"
@@ -35,29 +30,13 @@ RATE_LIMITED = Scripted(429, {"message": "You are being rate limited.", "retry_a
 
 @pytest.fixture
 def world(db, clock, db_params, chat):
-    settings = chat_settings(chat, hs_settings(db_params))
-    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
-        yield World(db, clock, chat, settings, Api(client))
+    with opened(World, db, clock, db_params, chat) as opened_world:
+        yield opened_world
 
 
-class World:
-    def __init__(self, db, clock, chat, settings, api):
-        self.db, self.clock, self.chat, self.settings, self.api = db, clock, chat, settings, api
-
-    def cue_posted(self, settings=None):
-        run = schedule(self.db, self.clock.now(), document([[step("core.cue", instruction="Light the bonfire")]]))
-        self.tick(settings)
-        return run, self.db.autocommit(lambda tx: steps.list_for_run(tx, run.id))[0]
-
-    def tick(self, settings=None):
-        runner = build_runner(settings or self.settings, self.db, self.clock)
-        try:
-            return tick(runner)
-        finally:
-            runner.close()
-
+class World(ChatWorld):
     def status(self, run_id):
-        return self.db.autocommit(lambda tx: steps.list_for_run(tx, run_id))[0].status
+        return self.steps(run_id)[0].status
 
     def confirmed_on_the_console(self):
         run, cue = self.cue_posted()

@@ -4,14 +4,10 @@ import json
 import time
 
 import pytest
-from chalice.test import Client
 
-from app import app
 from chalicelib import runtime
 from chalicelib.events.lifecycle import StepStatus
-from chalicelib.events.runner.compose import build_runner
-from chalicelib.events.store import steps
-from tests.support.api import MODERATOR, Api, hs_settings
+from tests.support.api import MODERATOR
 from tests.support.chat import (
     GM_ROLE,
     MOD_ROLE,
@@ -22,8 +18,9 @@ from tests.support.chat import (
     every_discord_body_valid,
     valid_for_discord,
 )
+from tests.support.chat_world import ChatWorld, opened
 from tests.support.factory import document
-from tests.support.runner_kit import log_of, schedule, step, tick
+from tests.support.runner_kit import log_of, schedule, step
 
 DISCORD = "/integrations/discord/interactions"
 SLACK = "/integrations/slack/interactions"
@@ -31,30 +28,12 @@ SLACK = "/integrations/slack/interactions"
 
 @pytest.fixture
 def world(db, clock, db_params, chat):
-    settings = chat_settings(chat, hs_settings(db_params))
-    with runtime.override(database=db, clock=clock, settings=settings), Client(app) as client:
-        yield World(db, clock, chat, settings, Api(client))
+    with opened(World, db, clock, db_params, chat) as opened_world:
+        yield opened_world
 
 
-class World:
-    def __init__(self, db, clock, chat, settings, api):
-        self.db, self.clock, self.chat, self.settings, self.api = db, clock, chat, settings, api
-
-    def cue_posted(self, settings=None, *steps_):
-        run = schedule(self.db, self.clock.now(), document([list(steps_) or [step("core.cue", instruction="Light the bonfire"),
-                                                                             step("core.announce", message="Lit")]]))
-        self.tick(settings)
-        return run, self.steps(run.id)[0]
-
-    def tick(self, settings=None):
-        runner = build_runner(settings or self.settings, self.db, self.clock)
-        try:
-            return tick(runner)
-        finally:
-            runner.close()
-
-    def steps(self, run_id):
-        return self.db.autocommit(lambda tx: steps.list_for_run(tx, run_id))
+class World(ChatWorld):
+    cue_steps = (step("core.cue", instruction="Light the bonfire"), step("core.announce", message="Lit"))
 
     def press(self, payload, raw=None, **signing):
         headers, body = self.chat.discord_signed(payload if raw is None else raw, **signing)
