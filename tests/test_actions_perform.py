@@ -60,6 +60,16 @@ def test_a_games_5xx_keeps_its_reason_for_the_person_reading_why_the_step_is_ret
     assert classify(Answer(502, b"<html>bad gateway</html>", truncated=False)).error == "HTTP 502"
 
 
+def test_a_games_429_keeps_its_reason_as_a_5xx_does():
+    """docs/game-bridge.md: "A 429 or a 5xx with a JSON body ... its `reason` shows in the step's error": the
+    person sees why the game said "later" (the kits' "a delivery of this key is being applied now"), not a bare
+    HTTP 429; a 429 is an answer, never in doubt."""
+    told = classify(Answer(429, b'{"reason": "a delivery of this key is being applied now"}', truncated=False))
+    assert (told.verdict, told.error, told.in_doubt) == (
+        Verdict.RETRY, "HTTP 429: a delivery of this key is being applied now", False)
+    assert classify(Answer(429, b"slow down", truncated=False)).error == "HTTP 429"  # no JSON reason: the status
+
+
 def test_a_status_endpoints_refusal_keeps_its_reason():
     from chalicelib.events.adapters.bridge import read_status
 

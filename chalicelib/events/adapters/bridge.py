@@ -82,9 +82,9 @@ def classify(answer: outbound.Answer) -> Outcome:
     """Retry on 429/5xx (in doubt when a proxy answered: `PROXY_STATUSES`, or a 5xx without a JSON object);
     refused on 409/422 or an explicit refusal; failed otherwise unless a readable 2xx."""
     status = answer.status
-    if status == 429:
-        return Outcome.retry(f"HTTP {status}", http_status=status)
     read = _read(answer)
+    if status == 429:  # the game's "later", with its reason when it gave one (as a game's 5xx keeps its own)
+        return Outcome.retry(_status_and_reason(status, read), http_status=status)
     if status >= 500:
         # guard: a-gateways-502-with-a-json-body-is-an-answer
         from_the_game = isinstance(read, dict) and status not in PROXY_STATUSES
