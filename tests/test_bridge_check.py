@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -97,6 +97,32 @@ def test_a_bridge_without_the_attempt_fence_fails_the_fence_case():
         report = checked(url)
     assert set(failed(report)) == {"attempt fence"}
     assert "keep the highest attempt a status was asked for, per key" in failed(report)["attempt fence"]
+
+
+@dataclass
+class OffByOneFenceStore(event_bridge.MemoryStore):
+    """Refuses `attempt <= fence` instead of `attempt < fence`: the engine's re-send of the very attempt it asked
+    about is refused 409, so every step in doubt fails as refused."""
+
+    asked: dict[str, int] = field(default_factory=dict)
+
+    def status(self, key, attempt):
+        self.asked[key] = max(self.asked.get(key, 0), attempt)
+        return super().status(key, attempt)
+
+    def begin(self, key, attempt):
+        if attempt <= self.asked.get(key, 0):
+            return event_bridge.Begun("fenced", fence=self.asked[key])
+        return super().begin(key, attempt)
+
+
+def test_a_bridge_whose_fence_is_off_by_one_fails_the_fence_case():
+    with serving(event_bridge.Bridge(KEY, OffByOneFenceStore())) as url:
+        report = checked(url)
+    assert set(failed(report)) == {"attempt fence"}
+    said = failed(report)["attempt fence"]
+    assert "the engine re-sends exactly the attempt it asked about" in said and "got HTTP 409" in said
+    assert "attempt < fence, not <=" in said
 
 
 class ReplayByAttemptStore(event_bridge.MemoryStore):

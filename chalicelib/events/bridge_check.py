@@ -251,7 +251,18 @@ def case_fence(check: Checker) -> str:
                      f" got {_shown(answer)}: keep the highest attempt a status was asked for, per key")
     if (said := check.status_of(check.options.action, key, 3)) != "not_applied":
         raise Failed(f"a fenced delivery must not be applied: the status then said {said!r}")
-    return "409 behind the fence, not applied"
+    answer = check.deliver(check.options.action, key, attempt=3)  # what the engine sends after that not_applied
+    if answer.status == 409:
+        raise Failed(f"after a status for attempt 3, a delivery of attempt 3 itself must be applied (the engine re-sends"
+                     f" exactly the attempt it asked about), got {_shown(answer)}: refuse only attempts below the"
+                     " highest one asked about (attempt < fence, not <=), or every step in doubt fails as refused")
+    try:
+        _done_in(answer)
+    except Failed as failed:
+        raise Failed(f"after a status for attempt 3, a delivery of attempt 3 must be done: {failed}") from None
+    if (said := check.status_of(check.options.action, key, 3)) != "applied":
+        raise Failed(f"after attempt 3 was done the status must say applied, said {said!r}")
+    return "409 behind the fence, not applied; the attempt asked about done, then applied"
 
 
 def case_in_progress(check: Checker) -> str:
