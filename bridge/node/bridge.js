@@ -43,13 +43,33 @@ async function answerOf(handler, delivery) {
   }
 }
 
+class Late extends Error {}
+
+// answerOf, within `seconds` when given: else Late (the handler is left to end on its own)
+async function answerInTime(handler, delivery, seconds) {
+  if (seconds === null || seconds === undefined) return answerOf(handler, delivery);
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Late(`no answer within ${seconds} s`)), seconds * 1000);
+  });
+  try {
+    return await Promise.race([answerOf(handler, delivery), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export class Bridge {
   // key: the bridge key, or a function returning it as it stands now (a rotation); handlers: {actionId: fn(delivery)};
-  // onError(message, error): where a handler's failure and an answer the kit refused are told (your logger)
+  // onError(message, error): where a handler's failure and an answer the kit refused are told (your logger);
+  // handlerSeconds: a handler not answered within it is answered 500 and its key let go (null: no deadline), shorter
+  // than the store's lease so that a key is never taken again while its first handler may still act
   constructor({
     key, store = new MemoryStore(), handlers = {}, clock = () => Date.now() / 1000, testActions = true, onError = console.error,
+    handlerSeconds = null,
   }) {
     this.key = key;
+    this.handlerSeconds = handlerSeconds;
     this.store = store;
     this.handlers = { ...(testActions ? testHandlers() : {}), ...handlers };
     this.clock = clock;
@@ -97,8 +117,14 @@ export class Bridge {
     const seen = `event_bridge: ${actionId} key '${delivery.key}' attempt ${delivery.attempt}`;
     let answer;
     try {
-      answer = await answerOf(handler, delivery);
+      answer = await answerInTime(handler, delivery, this.handlerSeconds);
     } catch (failure) {
+      if (failure instanceof Late) {
+        await this.store.abandon(delivery.key);
+        this.onError(`${seen}: the handler did not answer within ${this.handlerSeconds} s: answered 500, the engine `
+          + 'sends it again (a handler past its deadline must change nothing more)', failure);
+        return error(500, `the ${actionId} handler did not answer within ${this.handlerSeconds} s`);
+      }
       if (failure instanceof BadAnswer) { // the handler ran: the world may have changed, so it must not run again
         this.onError(`${seen}: the engine would not take the handler's answer (${failure.message}): answered and `
           + 'recorded a final 422, the action is not applied again', failure);

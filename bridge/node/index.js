@@ -5,5 +5,5 @@ export { Answer, BadAnswer, done, refused, resource, revert, resourcesProblem } 
 export { Bridge, Gone } from './bridge.js';
 export { handler, MAX_BODY_BYTES } from './server.js';
 export { sendSignal, signalHeaders, SignalRefused, SignalNotDelivered } from './signals.js';
-export { MemoryStore } from './store.js';
+export { LEASE_SECONDS, MemoryStore } from './store.js';
 export { signedHeaders, statusSigned, verify, Unsigned, WINDOW_SECONDS } from './signing.js';

@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { createHmac } from 'node:crypto';
 import {
-  Answer, Bridge, BadAnswer, Gone, done, handler, refused, resource, revert, sendSignal, signedHeaders, statusSigned,
+  Answer, Bridge, BadAnswer, Gone, MemoryStore, done, handler, refused, resource, revert, sendSignal, signedHeaders, statusSigned,
   SignalRefused, SignalNotDelivered,
 } from '../index.js';
 
@@ -19,9 +19,9 @@ function delivery({ action = 'world.spawn', key = 'k1', attempt = 1 } = {}) {
   return [{ ...signedHeaders(KEY, body, NOW), 'idempotency-key': key }, body];
 }
 
-function counting() {
+function counting(store = new MemoryStore()) {
   const applied = [];
-  const bridge = new Bridge({ key: KEY, clock: () => NOW }).action('world.spawn', (d) => {
+  const bridge = new Bridge({ key: KEY, clock: () => NOW, store }).action('world.spawn', (d) => {
     applied.push(d.key);
     return done([resource('npc', `dragon-${applied.length}`, revert('world.despawn', { id: applied.length }))]);
   });
@@ -68,6 +68,49 @@ test('a refusal is replayed and reported not applied', async () => {
   const bridge = new Bridge({ key: KEY, clock: () => NOW }).action('world.spawn', () => refused('the arena is full'));
   assert.equal((await bridge.handle('POST', '/actions/world.spawn', ...delivery())).body.reason, 'the arena is full');
   assert.deepEqual((await status(bridge, 'k1', 2)).body, { status: 'not_applied' });
+});
+
+test('a key left in progress by a crash is taken again once its lease runs out', async () => {
+  // the game died mid-delivery: its store kept the key in progress (begin ran, finish never did)
+  let now = 100;
+  const store = new MemoryStore({ leaseSeconds: 60, clock: () => now });
+  assert.equal((await store.begin('k1', 1)).decision, 'new');
+  const { bridge, applied } = counting(store);
+  assert.equal((await bridge.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 2 }))).status, 429);
+  assert.deepEqual((await status(bridge, 'k1', 2)).body, { status: 'in_progress' });
+  now += 60;
+  assert.deepEqual((await status(bridge, 'k1', 3)).body, { status: 'not_applied' });
+  const answer = await bridge.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 3 }));
+  assert.equal(answer.status, 200);
+  assert.deepEqual(applied, ['k1']);
+  now += 600; // an answered key stays answered, whatever the time
+  assert.equal((await status(bridge, 'k1', 3)).body.status, 'applied');
+  assert.deepEqual((await bridge.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 3 }))).body, answer.body);
+  assert.deepEqual(applied, ['k1']);
+});
+
+test('a handler past its deadline is a JSON 500 and its key let go', async () => {
+  const calls = [];
+  const told = [];
+  let release;
+  const bridge = new Bridge({
+    key: KEY, clock: () => NOW, handlerSeconds: 0.2, onError: (message) => told.push(message),
+  }).action('world.spawn', async (d) => {
+    calls.push(d.attempt);
+    if (calls.length === 1) await new Promise((resolve) => { release = resolve; });
+    return done();
+  });
+  const late = await bridge.handle('POST', '/actions/world.spawn', ...delivery());
+  release();
+  assert.equal(late.status, 500);
+  assert.deepEqual(late.body, { reason: 'the world.spawn handler did not answer within 0.2 s' });
+  assert.match(told[0], /world\.spawn key 'k1' attempt 1: the handler did not answer within 0\.2 s/);
+  assert.deepEqual((await status(bridge, 'k1', 2)).body, { status: 'not_applied' });
+  assert.equal((await bridge.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 2 }))).status, 200);
+  assert.deepEqual(calls, [1, 2]);
+  const broken = new Bridge({ key: KEY, clock: () => NOW, handlerSeconds: 5, onError: () => {} })
+    .action('world.spawn', () => { throw new Error('no world'); });
+  assert.match((await broken.handle('POST', '/actions/world.spawn', ...delivery())).body.reason, /no world/);
 });
 
 test('a handler that throws is a JSON 500 and the key can be tried again; a revert already gone is done', async () => {

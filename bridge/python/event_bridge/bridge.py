@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -68,12 +69,15 @@ class Bridge:
     `test.despawn` are built in (they touch nothing in the game) for `bridge-check` and for trying the kit."""
 
     def __init__(self, key: Key, store: Store | None = None, handlers: dict[str, Handler] | None = None, *,
-                 clock: Callable[[], float] = time.time, test_actions: bool = True):
+                 clock: Callable[[], float] = time.time, test_actions: bool = True, handler_seconds: float | None = None):
         self._key = key
         self.store: Store = store if store is not None else MemoryStore()
         self.handlers: dict[str, Handler] = dict(_TEST_ACTIONS) if test_actions else {}
         self.handlers.update(handlers or {})
         self._clock = clock
+        # a handler not answered within this many seconds is answered 500 and its key let go (None: no deadline);
+        # shorter than the store's lease, so a key is never taken again while its first handler may still act
+        self.handler_seconds = handler_seconds
 
     def action(self, action_id: str) -> Callable[[Handler], Handler]:
         """Decorator: `@bridge.action("world.spawn")` registers the handler of that module action."""
@@ -115,7 +119,12 @@ class Bridge:
             return _error(429, "a delivery of this key is being applied now")
         seen = f"{action_id} key {delivery.key!r} attempt {delivery.attempt}"
         try:
-            answer = _answer_of(handler, delivery)
+            answer = _answer_in_time(handler, delivery, self.handler_seconds)
+        except _Late:
+            self.store.abandon(delivery.key)
+            logger.warning("%s: the handler did not answer within %g s: answered 500, the engine sends it again "
+                           "(a handler past its deadline must change nothing more)", seen, self.handler_seconds)
+            return _error(500, f"the {action_id} handler did not answer within {self.handler_seconds:g} s")
         except BadAnswer as error:  # the handler ran: the world may have changed, so it must not run again
             logger.warning("%s: the engine would not take the handler's answer (%s): answered and recorded a final 422, "
                            "the action is not applied again", seen, error, exc_info=True)
@@ -146,6 +155,32 @@ class Bridge:
         if recorded.get("outcome") == "refused":  # applied, and refused (an answer the kit would not send): so it stays
             answer |= {"outcome": "refused", "reason": recorded.get("reason", "")}
         return Answer(answer)
+
+
+class _Late(Exception):
+    """The handler did not answer within its deadline."""
+
+
+def _answer_in_time(handler: Handler, delivery: Delivery, seconds: float | None) -> Answer:
+    """`_answer_of`, within `seconds` when given: else _Late (the handler's thread is left to end on its own)."""
+    if seconds is None:
+        return _answer_of(handler, delivery)
+    outcome: list[Answer | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(_answer_of(handler, delivery))
+        except BaseException as failure:  # handed to the request's thread, raised there
+            outcome.append(failure)
+
+    worker = threading.Thread(target=run, name=f"event_bridge {delivery.action} {delivery.key}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive() or not outcome:
+        raise _Late
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def _answer_of(handler: Handler, delivery: Delivery) -> Answer:

@@ -20,7 +20,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the kit's source tree, not an installed copy
 
-from event_bridge import Answer, BadAnswer, Bridge, Gone, Resource, Revert, SignalNotDelivered, SignalRefused, done, refused, send_signal
+from event_bridge import (
+    Answer,
+    BadAnswer,
+    Bridge,
+    Gone,
+    MemoryStore,
+    Resource,
+    Revert,
+    SignalNotDelivered,
+    SignalRefused,
+    done,
+    refused,
+    send_signal,
+)
 from event_bridge import signals as signals_module
 from event_bridge.server import make_server, wsgi_app
 from event_bridge.signing import signed_headers, status_signed
@@ -121,6 +134,46 @@ def test_a_delivery_being_applied_is_in_progress_and_a_concurrent_repeat_is_told
     release.set()
     worker.join(10)
     assert status(bridge, "k1", 1).body == {"status": "applied"}
+
+
+def test_a_key_left_in_progress_by_a_crash_is_taken_again_once_its_lease_runs_out():
+    """The game died mid-delivery: its store kept the key in progress (begin ran, finish never did). Within the
+    lease a re-send is told to retry and the key is in progress; after it, not applied, and the re-send applies it."""
+    now = [100.0]
+    store = MemoryStore(lease_seconds=60, clock=lambda: now[0])
+    assert store.begin("k1", 1).decision == "new"  # the delivery that was running when the game stopped
+    bridge, applied = bridge_counting(store)
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).status == 429
+    assert status(bridge, "k1", 2).body == {"status": "in_progress"}
+    now[0] += 60
+    assert status(bridge, "k1", 3).body == {"status": "not_applied"}
+    answer = bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=3))
+    assert answer.status == 200 and applied == ["k1"]
+    now[0] += 600  # an answered key stays answered, whatever the time
+    assert status(bridge, "k1", 3).body["status"] == "applied"
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=3)).body == answer.body and applied == ["k1"]
+
+
+def test_a_handler_past_its_deadline_is_a_json_500_and_its_key_let_go(caplog):
+    release = threading.Event()
+    calls = []
+
+    def hangs_once(d):
+        calls.append(d.attempt)
+        if len(calls) == 1:
+            release.wait(10)
+        return done()
+
+    bridge = Bridge(KEY, clock=lambda: NOW, handlers={"world.spawn": hangs_once}, handler_seconds=0.2)
+    with caplog.at_level(logging.WARNING, logger="event_bridge"):
+        late = bridge.handle("POST", "/actions/world.spawn", *delivery())
+    release.set()
+    assert late.status == 500 and late.body == {"reason": "the world.spawn handler did not answer within 0.2 s"}
+    assert "world.spawn key 'k1' attempt 1: the handler did not answer within 0.2 s" in caplog.text
+    assert status(bridge, "k1", 2).body == {"status": "not_applied"}
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).status == 200 and calls == [1, 2]
+    broken = Bridge(KEY, clock=lambda: NOW, handlers={"world.spawn": lambda d: 1 / 0}, handler_seconds=5)
+    assert "ZeroDivisionError" in broken.handle("POST", "/actions/world.spawn", *delivery()).body["reason"]
 
 
 def test_a_handler_that_raises_is_a_json_500_and_the_key_can_be_tried_again():
