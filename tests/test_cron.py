@@ -115,3 +115,42 @@ def test_a_window_holds_its_end_but_not_its_start_so_back_to_back_windows_fire_e
     first = _between("*/5 * * * *", "UTC", datetime(2027, 1, 1, 20, 0), datetime(2027, 1, 1, 20, 10))
     second = _between("*/5 * * * *", "UTC", datetime(2027, 1, 1, 20, 10), datetime(2027, 1, 1, 20, 20))
     assert first + second == ["01-01 20:05", "01-01 20:10", "01-01 20:15", "01-01 20:20"]
+
+
+# A cron pasted from a web page, a chat or a spreadsheet: a no-break space, an em space, a line separator, an
+# ideographic space, a zero-width space, a full-width digit, a tab-less control character.
+PASTED = ["0 20 * * 5\u00a0", "0\u00a020 * * 5", "0\u200320 * * 5", "0 20 * * 5\u2028", "0\u3000 20 * * 5",
+          "0\u200b 20 * * 5", "0 \uff12\uff10 * * 5", "0 20 * * 5\x00", "0\n20 * * 5"]
+
+
+@pytest.mark.parametrize("cron", PASTED)
+def test_a_cron_holding_a_character_outside_plain_cron_is_refused_naming_it_before_croniter_reads_it(cron):
+    problems = cron_problems(cron)
+    assert problems and all("at character" in p and "U+" in p for p in problems), problems
+    with pytest.raises(InvalidCron, match="at character"):
+        Schedule(cron)
+
+
+def test_a_cron_with_a_no_break_space_says_where_it_is_and_what_to_type_instead():
+    assert cron_problems("0 20 * * 5\u00a0") == [
+        "'0 20 * * 5\\xa0' holds a no-break space (U+00A0) at character 11: separate the fields with plain spaces"]
+
+
+@pytest.mark.parametrize("cron", ["0\t20 * * 5", " 0 20  * * 5 "])
+def test_plain_spaces_and_tabs_between_fields_are_standard_cron(cron):
+    assert cron_problems(cron) == []
+
+
+@pytest.mark.parametrize("cron", PASTED)
+def test_every_route_that_takes_a_schedule_answers_400_naming_the_cron_and_saves_nothing(api, cron):
+    base = api.post("/definitions", {**SPEC_EXAMPLE, "name": "Base"}, auth=ADMIN).body["definition"]
+    pasted = {**SPEC_EXAMPLE, "schedule": {"cron": cron, "timezone": "Europe/London"}}
+    for method, path, body in [("POST", "/definitions", {**pasted, "name": "Pasted"}),
+                               ("PUT", f"/definitions/{base['id']}", {**pasted, "name": "Base"}),
+                               ("POST", f"/definitions/{base['id']}/rehearse", {"document": pasted})]:
+        answer = api.call(method, path, body, auth=ADMIN)
+        assert answer.status == 400, (method, path, answer.status, answer.body)
+        assert answer.body["errors"][0].startswith("document.schedule.cron: "), answer.body
+        assert "at character" in answer.body["errors"][0], answer.body
+    assert [(d["name"], d["current_version"]) for d in api.get("/definitions", auth=ADMIN).body["definitions"]] == [
+        ("Base", 1)]

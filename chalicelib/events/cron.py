@@ -4,7 +4,10 @@ Only standard cron is accepted — numbers, month and weekday names, `*`, `,`, `
 and `/` — checked here before croniter sees the text, so an expression means the
 same on every read: croniter's `R` and `H` tokens draw a new time each time, and
 `L`, `W`, `#`, `?` and six- or seven-field forms are extensions that other crons
-read differently.
+read differently. The text is plain ASCII, its fields split by spaces or tabs:
+any other character (a no-break space pasted from a page, a full-width digit) is
+named with where it stands, never handed to croniter, which would raise on it;
+and whatever croniter still refuses is a problem, never an exception.
 
 croniter enumerates the matching wall-clock times; this module turns each into
 one UTC instant, so that every matching wall-clock time fires exactly once across
@@ -22,6 +25,7 @@ the first schedule checked or evaluated, not with the app.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -58,6 +62,7 @@ _FIELDS = (
 # guard: cron-random-token-accepted
 _ITEM = re.compile(r"(?P<base>\*|(?P<first>[0-9a-z]+)(?:-(?P<last>[0-9a-z]+))?)(?:/(?P<step>[0-9]+))?")
 _STANDARD = "use numbers, names, '*', ',', '-' and '/'"
+_SEPARATORS = " \t"  # what croniter splits fields on, as str.split() does
 
 
 def _croniter() -> ModuleType:
@@ -69,7 +74,11 @@ def _croniter() -> ModuleType:
 
 # ── validation ─────────────────────────────────────────────────────────────
 def cron_problems(expression: str) -> list[str]:
-    """Every problem of `expression` as standard five-field cron, each naming its field."""
+    """Every problem of `expression` as standard five-field cron, each naming its field (or the character that
+    is not plain cron, and where it stands)."""
+    foreign = _foreign_characters(expression)
+    if foreign:
+        return foreign
     fields = expression.split()
     # guard: cron-of-six-fields-accepted
     if len(fields) != 5:
@@ -85,7 +94,28 @@ def cron_problems(expression: str) -> list[str]:
     except croniter.CroniterBadDateError:
         # guard: cron-that-never-fires-accepted
         return [f"{expression!r} never fires (no such day in those months)"]
+    except croniter.CroniterError as error:  # what the checks above let through and croniter still refuses
+        return [f"{expression!r} is not standard cron ({error}): {_STANDARD}"]
     return []
+
+
+def _foreign_characters(expression: str) -> list[str]:
+    """Each character of `expression` that is not plain cron (printable ASCII, spaces and tabs between fields),
+    once, with where it first stands (counted from 1) and what to type instead."""
+    problems, seen = [], set()
+    for at, char in enumerate(expression, start=1):
+        if ("!" <= char <= "~" or char in _SEPARATORS) or char in seen:
+            continue
+        seen.add(char)
+        name = unicodedata.name(char, "").lower() or "control character"
+        blank = char.isspace() or unicodedata.category(char) in ("Zs", "Zl", "Zp", "Cf")
+        fix = "separate the fields with plain spaces" if blank else f"standard cron is plain text: {_STANDARD}"
+        problems.append(f"{expression!r} holds {_article(name)} {name} (U+{ord(char):04X}) at character {at}: {fix}")
+    return problems
+
+
+def _article(name: str) -> str:
+    return "an" if name[:1] in "aeiou" else "a"
 
 
 def _field_problems(field: _Field, text: str) -> list[str]:
