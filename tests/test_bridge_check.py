@@ -58,14 +58,56 @@ def test_a_bridge_that_checks_no_signature_fails_the_signature_cases(monkeypatch
     with serving(event_bridge.Bridge(KEY)) as url:
         report = checked(url)
     assert set(failed(report)) == {"unsigned delivery refused", "forged signature refused", "stale timestamp refused",
-                                   "another key refused", "unsigned status request refused"}
+                                   "another key refused", "unsigned status request refused",
+                                   "forged status request refused", "stale status request refused",
+                                   "status request under another key refused"}
     assert "expected 401 and nothing applied, got HTTP 200" in failed(report)["unsigned delivery refused"]
 
 
 def test_a_bridge_that_allows_any_timestamp_fails_the_stale_case(monkeypatch):
     monkeypatch.setattr(event_bridge.signing, "WINDOW_SECONDS", 10**9)
     with serving(event_bridge.Bridge(KEY)) as url:
-        assert set(failed(checked(url))) == {"stale timestamp refused"}
+        assert set(failed(checked(url))) == {"stale timestamp refused", "stale status request refused"}
+
+
+def test_a_status_endpoint_that_checks_only_that_a_signature_is_there_fails_the_status_signature_cases(monkeypatch):
+    """Anyone could send `status?attempt=99` for a key and fence off the engine's own delivery (review defect 3)."""
+    verify = event_bridge.signing.verify
+
+    def lenient(key, headers, signed, now=None):
+        if signed.startswith(b"GET."):
+            if not headers.get("x-event-signature"):
+                raise event_bridge.signing.Unsigned("unsigned")
+            return None
+        return verify(key, headers, signed, now)
+
+    monkeypatch.setattr(event_bridge.bridge.signing, "verify", lenient)
+    with serving(event_bridge.Bridge(KEY)) as url:
+        report = checked(url)
+    assert set(failed(report)) == {"forged status request refused", "stale status request refused",
+                                   "status request under another key refused"}
+    said = failed(report)["forged status request refused"]
+    assert said.startswith("expected 401, got HTTP 200") and "anyone can fence off the engine's deliveries" in said
+
+
+def test_a_status_endpoint_that_raises_the_fence_before_checking_the_signature_fails_its_cases(monkeypatch):
+    bridge = event_bridge.Bridge(KEY)
+    handle = bridge.handle
+
+    def fencing_first(method, target, headers, body):
+        if method == "GET" and "/status/" in target:
+            path, _, query = target.partition("?")
+            bridge.store.status(path.rsplit("/", 1)[-1], int(query.removeprefix("attempt=")))
+        return handle(method, target, headers, body)
+
+    monkeypatch.setattr(bridge, "handle", fencing_first)
+    with serving(bridge) as url:
+        report = checked(url)
+    assert set(failed(report)) == {"forged status request refused", "stale status request refused",
+                                   "status request under another key refused", "unsigned status request refused"}
+    said = failed(report)["forged status request refused"]
+    assert "refused 401, but it raised the key's fence to attempt 99" in said
+    assert "verify the signature before the store sees the request" in said
 
 
 class ForgetfulStore(event_bridge.MemoryStore):

@@ -104,10 +104,15 @@ class Checker:
         target = self._endpoint.target(f"/actions/{path_action or action}")
         return self._timed(lambda: outbound.post(self._endpoint, target, body, headers, timeout=self.options.deadline))
 
-    def status(self, action: str, key: str, attempt: int, *, unsigned: bool = False) -> outbound.Answer:
+    def status(self, action: str, key: str, attempt: int, *, unsigned: bool = False, signed_with: str | None = None,
+               at: datetime | None = None, signature: str | None = None) -> outbound.Answer:
+        """A status request as the engine signs it, or spoilt as a case asks (as `deliver`)."""
         target = self._endpoint.target(f"/actions/{action}/status/{key}")
         target = f"{target}{'&' if '?' in target else '?'}attempt={attempt}"
-        headers = {} if unsigned else outbound.signed_headers(self.options.key, self._now(), f"GET.{target}.".encode())
+        headers = {} if unsigned else outbound.signed_headers(signed_with or self.options.key, at or self._now(),
+                                                              f"GET.{target}.".encode())
+        if signature is not None:
+            headers["X-Event-Signature"] = signature
         return self._timed(lambda: outbound.get(self._endpoint, target=target, headers=headers,
                                                 timeout=self.options.deadline))
 
@@ -227,11 +232,40 @@ def case_signed_body(check: Checker) -> str:
     return f"refused for another {' and for another '.join(spoilt)}, nothing applied"
 
 
-def case_status_unsigned(check: Checker) -> str:
-    answer = check.status(check.options.action, check.key("once"), 2, unsigned=True)
+FENCE_PROBE = 99  # the attempt a spoilt status request names: had it raised the fence, attempt 1 would be refused
+
+
+def _expect_status_refused(check: Checker, case: str, **how: Any) -> str:
+    """A status request the engine did not sign gets 401 and raises no fence: else anyone could send
+    `status?attempt=99` for a (guessable) key, and the engine's own delivery would be refused 409."""
+    key = check.key(f"status-{case}")
+    answer = check.status(check.options.action, key, FENCE_PROBE, **how)
     if answer.status != 401:
-        raise Failed(f"an unsigned status request must be 401, got {_shown(answer)}")
-    return "401"
+        raise Failed(f"expected 401, got {_shown(answer)}: verify a status request's signature (over"
+                     " GET.{path and query}., with the bridge key) and its timestamp before reading or fencing"
+                     " anything; else anyone can fence off the engine's deliveries")
+    answer = check.deliver(check.options.action, key, 1)
+    if answer.status == 409:
+        raise Failed(f"the status request was refused 401, but it raised the key's fence to attempt {FENCE_PROBE}:"
+                     f" attempt 1 then got {_shown(answer)}; verify the signature before the store sees the request")
+    _done_in(answer)
+    return "401, no fence raised (attempt 1 then done)"
+
+
+def case_status_unsigned(check: Checker) -> str:
+    return _expect_status_refused(check, "unsigned", unsigned=True)
+
+
+def case_status_forged(check: Checker) -> str:
+    return _expect_status_refused(check, "forged", signature="sha256=" + "0" * 64)
+
+
+def case_status_stale(check: Checker) -> str:
+    return _expect_status_refused(check, "stale", at=check._now() - timedelta(seconds=STALE_SECONDS))
+
+
+def case_status_other_key(check: Checker) -> str:
+    return _expect_status_refused(check, "other-key", signed_with=check.options.key + "-not-this-one")
 
 
 def case_status_unknown(check: Checker) -> str:
@@ -320,6 +354,9 @@ def cases(options: Options) -> list[tuple[str, Callable[[Checker], str], str | N
         ("same key replays its first answer", case_repeat, None),
         ("signed body names what is applied", case_signed_body, None),
         ("unsigned status request refused", case_status_unsigned, no_status),
+        ("forged status request refused", case_status_forged, no_status),
+        ("stale status request refused", case_status_stale, no_status),
+        ("status request under another key refused", case_status_other_key, no_status),
         ("unknown key not applied", case_status_unknown, no_status),
         ("attempt fence", case_fence, no_status),
         ("in progress while a slow delivery runs", case_in_progress,
