@@ -5,8 +5,11 @@
 // delivery is applied at most once per idempotency key (docs/contract.md, "The game bridge"). Once a handler has
 // answered, its key is never applied again: an answer the engine would not take (checked) is recorded as a final
 // 422 refusal that the status endpoint reports applied. Only a handler that throws (having changed nothing) or
-// answers a failure (429, a 5xx) leaves the key to be tried again. Each handler failure and each refused answer
-// goes to onError (console.error by default), naming the action, key and attempt.
+// answers a failure (429, a 5xx) leaves the key to be tried again. A handler runs only when the store's begin
+// decided new. A store that fails before the handler ran is a 503 (nothing applied); one that fails to record the
+// handler's answer is a 502, which the engine reads as in doubt (the outcome is unknown). Each handler failure,
+// each refused answer and each store failure goes to onError (console.error by default), naming the action, key
+// and attempt.
 import { randomUUID } from 'node:crypto';
 import { verify, statusSigned, Unsigned } from './signing.js';
 import { Answer, BadAnswer, checked, done, refused, resource, revert } from './answers.js';
@@ -108,19 +111,30 @@ export class Bridge {
     if (typeof delivery === 'string') return error(400, delivery);
     const handler = this.handlers[actionId];
     if (!handler) return error(422, `this bridge has no action '${actionId}'`);
-    const begun = await this.store.begin(delivery.key, delivery.attempt);
+    const seen = `event_bridge: ${actionId} key '${delivery.key}' attempt ${delivery.attempt}`;
+    let begun;
+    try {
+      begun = await this.store.begin(delivery.key, delivery.attempt);
+    } catch (failure) { // nothing ran: the engine may try again later
+      this.onError(`${seen}: the store failed in begin: answered 503, nothing applied`, failure);
+      return error(503, `the bridge's store failed before the action ran: ${failure}`.slice(0, 500));
+    }
     if (begun.decision === 'fenced') {
       return error(409, `attempt ${delivery.attempt} is behind the fence: a status was answered for attempt ${begun.fence}`);
     }
-    if (begun.decision === 'replay') return begun.answer;
+    if (begun.decision === 'replay' && begun.answer) return begun.answer;
     if (begun.decision === 'busy') return error(429, 'a delivery of this key is being applied now');
-    const seen = `event_bridge: ${actionId} key '${delivery.key}' attempt ${delivery.attempt}`;
+    if (begun.decision !== 'new') { // a replay without its answer, or a decision this kit does not know: never run
+      const decided = `the bridge's store decided '${String(begun.decision).slice(0, 40)}'${begun.decision === 'replay' ? ' without its answer' : ''}`;
+      this.onError(`${seen}: ${decided}: answered 500, the handler not run (fix the store)`, null);
+      return error(500, `${decided}: the action was not run`);
+    }
     let answer;
     try {
       answer = await answerInTime(handler, delivery, this.handlerSeconds);
     } catch (failure) {
       if (failure instanceof Late) {
-        await this.store.abandon(delivery.key);
+        await this.letGo(delivery.key, seen);
         this.onError(`${seen}: the handler did not answer within ${this.handlerSeconds} s: answered 500, the engine `
           + 'sends it again (a handler past its deadline must change nothing more)', failure);
         return error(500, `the ${actionId} handler did not answer within ${this.handlerSeconds} s`);
@@ -130,17 +144,34 @@ export class Bridge {
           + 'recorded a final 422, the action is not applied again', failure);
         answer = unsendable(actionId, failure.message);
       } else { // the handler's own failure: it must act on nothing it did not undo
-        await this.store.abandon(delivery.key);
+        await this.letGo(delivery.key, seen);
         this.onError(`${seen}: the handler failed: answered 500, the engine sends it again`, failure);
         return error(500, `the ${actionId} handler failed: ${failure}`.slice(0, 500));
       }
     }
     if (answer.status >= 300 && answer.status !== 409 && answer.status !== 422) {
-      await this.store.abandon(delivery.key); // a failure applied nothing: the engine's retry reaches the handler again
-    } else {
+      await this.letGo(delivery.key, seen); // a failure applied nothing: the engine's retry reaches the handler again
+      return answer;
+    }
+    try {
       await this.store.finish(delivery.key, answer); // done or refused: the key's answer for good
+    } catch (failure) { // the handler ran and its answer is not recorded: applied or not, nobody knows here
+      this.onError(`${seen}: the store failed in finish after the handler answered: the outcome is unknown; answered `
+        + '502 (in doubt: the engine asks the status endpoint or a person)', failure);
+      return new Answer({
+        reason: `the bridge's store failed to record the ${actionId} answer: the outcome is unknown: ${failure}`.slice(0, 500),
+      }, 502);
     }
     return answer;
+  }
+
+  // abandon the key; a store that fails leaves it in progress until its lease runs out (nothing applied)
+  async letGo(key, seen) {
+    try {
+      await this.store.abandon(key);
+    } catch (failure) {
+      this.onError(`${seen}: the store failed in abandon: the key stays in progress until its lease runs out`, failure);
+    }
   }
 
   async status(target, key, attempt, headers) {
@@ -151,7 +182,13 @@ export class Bridge {
       throw why;
     }
     if (!/^\d+$/.test(attempt)) return error(400, 'the status request names its attempt: ?attempt=<n>');
-    const known = await this.store.status(key, Number(attempt));
+    let known;
+    try {
+      known = await this.store.status(key, Number(attempt));
+    } catch (failure) {
+      this.onError(`event_bridge: status of key '${key}' attempt ${attempt}: the store failed: answered 503`, failure);
+      return error(503, `the bridge's store failed: ${failure}`.slice(0, 500));
+    }
     const answer = { status: known.status };
     const recorded = known.answer ? known.answer.body : {};
     if (recorded.resources) answer.resources = recorded.resources;

@@ -113,6 +113,81 @@ test('a handler past its deadline is a JSON 500 and its key let go', async () =>
   assert.match((await broken.handle('POST', '/actions/world.spawn', ...delivery())).body.reason, /no world/);
 });
 
+// a store whose database is down for the calls named
+class FailingStore extends MemoryStore {
+  constructor(...failing) {
+    super();
+    this.failing = new Set(failing);
+  }
+
+  maybe(call) {
+    if (this.failing.has(call)) throw new Error('database unreachable');
+  }
+
+  async begin(key, attempt) { this.maybe('begin'); return super.begin(key, attempt); }
+
+  async finish(key, answer) { this.maybe('finish'); return super.finish(key, answer); }
+
+  async abandon(key) { this.maybe('abandon'); return super.abandon(key); }
+
+  async status(key, attempt) { this.maybe('status'); return super.status(key, attempt); }
+}
+
+function toldBridge(store, spawn) {
+  const told = [];
+  const bridge = new Bridge({ key: KEY, clock: () => NOW, store, onError: (message, failure) => told.push([message, failure]) })
+    .action('world.spawn', spawn);
+  return { bridge, told };
+}
+
+test('a store failing before the handler ran is a JSON 503 and nothing applied', async () => {
+  const applied = [];
+  const { bridge, told } = toldBridge(new FailingStore('begin', 'status'), (d) => { applied.push(d.key); return done(); });
+  const answer = await bridge.handle('POST', '/actions/world.spawn', ...delivery());
+  assert.equal(answer.status, 503);
+  assert.match(answer.body.reason, /database unreachable/);
+  const asked = await status(bridge, 'k1', 1);
+  assert.equal(asked.status, 503);
+  assert.match(asked.body.reason, /database unreachable/);
+  assert.deepEqual(applied, []);
+  assert.match(told[0][0], /world\.spawn key 'k1' attempt 1: the store failed in begin/);
+});
+
+test('a store failing to record the answer is a 502, which the engine reads as in doubt, and told', async () => {
+  // a 5xx with a JSON body would tell the engine "not applied"; a 502 is in doubt whatever its body (classify)
+  const applied = [];
+  const { bridge, told } = toldBridge(new FailingStore('finish'), (d) => { applied.push(d.key); return done(); });
+  const answer = await bridge.handle('POST', '/actions/world.spawn', ...delivery());
+  assert.equal(answer.status, 502);
+  assert.match(answer.body.reason, /the outcome is unknown: Error: database unreachable/);
+  assert.deepEqual(applied, ['k1']);
+  assert.equal(told.length, 1);
+  assert.match(told[0][0], /world\.spawn key 'k1' attempt 1: the store failed in finish/);
+  assert.match(String(told[0][1]), /database unreachable/);
+});
+
+test('a store failing to let a key go still answers the handler failure', async () => {
+  const { bridge, told } = toldBridge(new FailingStore('abandon'), () => { throw new Error('no world'); });
+  const answer = await bridge.handle('POST', '/actions/world.spawn', ...delivery());
+  assert.equal(answer.status, 500);
+  assert.match(answer.body.reason, /no world/);
+  assert.ok(told.some(([message]) => message.includes('the store failed in abandon')));
+});
+
+test('the handler runs only when the store decided new', async () => {
+  for (const begun of [{ decision: 'replay' }, { decision: 'Fenced' }, { decision: 'replayed' }, {}]) {
+    const store = new MemoryStore();
+    store.begin = async () => begun;
+    const applied = [];
+    const { bridge, told } = toldBridge(store, (d) => { applied.push(d.key); return done(); });
+    const answer = await bridge.handle('POST', '/actions/world.spawn', ...delivery());
+    assert.equal(answer.status, 500, JSON.stringify(begun));
+    assert.match(answer.body.reason, /the action was not run/);
+    assert.deepEqual(applied, []);
+    assert.match(told[0][0], /the bridge's store decided/);
+  }
+});
+
 test('a handler that throws is a JSON 500 and the key can be tried again; a revert already gone is done', async () => {
   let calls = 0;
   const bridge = new Bridge({ key: KEY, clock: () => NOW })

@@ -10,9 +10,12 @@ and a delivery still on its way from a worker that died cannot land after a
 answered, its key is never applied again: an answer the engine would not take
 (`checked`) is recorded as a final 422 refusal that the status endpoint
 reports `applied`. Only a handler that raises (having changed nothing) or
-answers a failure (429, a 5xx) leaves the key to be tried again. Each handler
-failure and each refused answer is a warning on the `event_bridge` logger,
-naming the action, key and attempt.
+answers a failure (429, a 5xx) leaves the key to be tried again. A handler
+runs only when the store's `begin` decided `new`. A store that fails before
+the handler ran is a 503 (nothing applied); one that fails to record the
+handler's answer is a 502, which the engine reads as in doubt (the outcome is
+unknown). Each handler failure, each refused answer and each store failure is
+logged on the `event_bridge` logger, naming the action, key and attempt.
 """
 
 from __future__ import annotations
@@ -110,18 +113,27 @@ class Bridge:
         handler = self.handlers.get(action_id)
         if handler is None:
             return _error(422, f"this bridge has no action {action_id!r}")
-        begun = self.store.begin(delivery.key, delivery.attempt)
+        seen = f"{action_id} key {delivery.key!r} attempt {delivery.attempt}"
+        try:
+            begun = self.store.begin(delivery.key, delivery.attempt)
+        except Exception as error:  # nothing ran: the engine may try again later
+            logger.warning("%s: the store failed in begin: answered 503, nothing applied", seen, exc_info=True)
+            return _error(503, f"the bridge's store failed before the action ran: {type(error).__name__}: {error}"[:500])
         if begun.decision == "fenced":
             return _error(409, f"attempt {delivery.attempt} is behind the fence: a status was answered for attempt {begun.fence}")
         if begun.decision == "replay" and begun.answer is not None:
             return begun.answer
         if begun.decision == "busy":
             return _error(429, "a delivery of this key is being applied now")
-        seen = f"{action_id} key {delivery.key!r} attempt {delivery.attempt}"
+        if begun.decision != "new":  # a replay without its answer, or a decision this kit does not know: never run
+            logger.error("%s: the store's begin decided %r%s: answered 500, the handler not run (fix the store)", seen,
+                         begun.decision, " without its answer" if begun.decision == "replay" else "")
+            return _error(500, f"the bridge's store decided {str(begun.decision)[:40]!r}"
+                               f"{' without its answer' if begun.decision == 'replay' else ''}: the action was not run")
         try:
             answer = _answer_in_time(handler, delivery, self.handler_seconds)
         except _Late:
-            self.store.abandon(delivery.key)
+            self._let_go(delivery.key, seen)
             logger.warning("%s: the handler did not answer within %g s: answered 500, the engine sends it again "
                            "(a handler past its deadline must change nothing more)", seen, self.handler_seconds)
             return _error(500, f"the {action_id} handler did not answer within {self.handler_seconds:g} s")
@@ -130,14 +142,28 @@ class Bridge:
                            "the action is not applied again", seen, error, exc_info=True)
             answer = _unsendable(action_id, str(error))
         except Exception as error:  # the handler's own failure: it must act on nothing it did not undo
-            self.store.abandon(delivery.key)
+            self._let_go(delivery.key, seen)
             logger.warning("%s: the handler failed: answered 500, the engine sends it again", seen, exc_info=True)
             return _error(500, f"the {action_id} handler failed: {type(error).__name__}: {error}"[:500])
         if answer.status >= 300 and answer.status not in (409, 422):
-            self.store.abandon(delivery.key)  # a failure applied nothing: the engine's retry reaches the handler again
-        else:
+            self._let_go(delivery.key, seen)  # a failure applied nothing: the engine's retry reaches the handler again
+            return answer
+        try:
             self.store.finish(delivery.key, answer)  # done or refused: the key's answer for good
+        except Exception as error:  # the handler ran and its answer is not recorded: applied or not, nobody knows here
+            logger.error("%s: the store failed in finish after the handler answered: the outcome is unknown; answered "
+                         "502 (in doubt: the engine asks the status endpoint or a person)", seen, exc_info=True)
+            return Answer({"reason": f"the bridge's store failed to record the {action_id} answer: the outcome is "
+                                     f"unknown: {type(error).__name__}: {error}"[:500]}, 502)
         return answer
+
+    def _let_go(self, key: str, seen: str) -> None:
+        """`abandon` the key; a store that fails leaves it in progress until its lease runs out (nothing applied)."""
+        try:
+            self.store.abandon(key)
+        except Exception:
+            logger.warning("%s: the store failed in abandon: the key stays in progress until its lease runs out", seen,
+                           exc_info=True)
 
     def _status(self, target: str, key: str, headers: dict[str, str]) -> Answer:
         try:
@@ -147,7 +173,11 @@ class Bridge:
         attempt = parse_qs(urlsplit(target).query).get("attempt", [""])[0]
         if not attempt.isdigit():
             return _error(400, "the status request names its attempt: ?attempt=<n>")
-        known = self.store.status(key, int(attempt))
+        try:
+            known = self.store.status(key, int(attempt))
+        except Exception as error:
+            logger.warning("status of key %r attempt %s: the store failed: answered 503", key, attempt, exc_info=True)
+            return _error(503, f"the bridge's store failed: {type(error).__name__}: {error}"[:500])
         answer: dict[str, Any] = {"status": known.status}
         recorded = {} if known.answer is None else known.answer.body
         if "resources" in recorded:

@@ -22,7 +22,8 @@ from .answers import Answer
 from .bridge import MAX_BODY_BYTES, Bridge
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 409: "Conflict", 411: "Length Required",
-            413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error"}
+            413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
+            502: "Bad Gateway", 503: "Service Unavailable"}
 _MOST_DIGITS = len(str(MAX_BODY_BYTES))
 
 

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the kit's source
 from event_bridge import (
     Answer,
     BadAnswer,
+    Begun,
     Bridge,
     Gone,
     MemoryStore,
@@ -174,6 +175,77 @@ def test_a_handler_past_its_deadline_is_a_json_500_and_its_key_let_go(caplog):
     assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).status == 200 and calls == [1, 2]
     broken = Bridge(KEY, clock=lambda: NOW, handlers={"world.spawn": lambda d: 1 / 0}, handler_seconds=5)
     assert "ZeroDivisionError" in broken.handle("POST", "/actions/world.spawn", *delivery()).body["reason"]
+
+
+class FailingStore(MemoryStore):
+    """A store whose database is down for the calls named in `failing`."""
+
+    def __init__(self, *failing):
+        super().__init__()
+        self.failing = set(failing)
+
+    def _maybe(self, call):
+        if call in self.failing:
+            raise ConnectionError("database unreachable")
+
+    def begin(self, key, attempt):
+        self._maybe("begin")
+        return super().begin(key, attempt)
+
+    def finish(self, key, answer):
+        self._maybe("finish")
+        super().finish(key, answer)
+
+    def abandon(self, key):
+        self._maybe("abandon")
+        super().abandon(key)
+
+    def status(self, key, attempt):
+        self._maybe("status")
+        return super().status(key, attempt)
+
+
+def test_a_store_failing_before_the_handler_ran_is_a_json_503_and_nothing_applied(caplog):
+    bridge, applied = bridge_counting(FailingStore("begin", "status"))
+    with caplog.at_level(logging.WARNING, logger="event_bridge"):
+        answer = bridge.handle("POST", "/actions/world.spawn", *delivery())
+        asked = status(bridge, "k1", 1)
+    assert answer.status == 503 and "database unreachable" in answer.body["reason"] and applied == []
+    assert asked.status == 503 and "database unreachable" in asked.body["reason"]
+    assert "world.spawn key 'k1' attempt 1: the store failed in begin" in caplog.text
+
+
+def test_a_store_failing_to_record_the_answer_is_a_502_the_engine_reads_as_in_doubt(caplog):
+    """The handler ran; its answer is not recorded. A 5xx with a JSON body would tell the engine "not applied";
+    a 502 is in doubt, whatever its body (chalicelib/events/adapters/bridge.py, classify)."""
+    bridge, applied = bridge_counting(FailingStore("finish"))
+    with caplog.at_level(logging.WARNING, logger="event_bridge"):
+        answer = bridge.handle("POST", "/actions/world.spawn", *delivery())
+    assert answer.status == 502 and "the outcome is unknown" in answer.body["reason"] and applied == ["k1"]
+    assert [r.levelno for r in caplog.records] == [logging.ERROR]
+    assert "world.spawn key 'k1' attempt 1: the store failed in finish" in caplog.text
+    assert "database unreachable" in caplog.text  # the traceback
+
+
+def test_a_store_failing_to_let_a_key_go_still_answers_the_handlers_failure(caplog):
+    bridge = Bridge(KEY, FailingStore("abandon"), clock=lambda: NOW, handlers={"world.spawn": lambda d: 1 / 0})
+    with caplog.at_level(logging.WARNING, logger="event_bridge"):
+        answer = bridge.handle("POST", "/actions/world.spawn", *delivery())
+    assert answer.status == 500 and "ZeroDivisionError" in answer.body["reason"]
+    assert "the store failed in abandon" in caplog.text
+
+
+@pytest.mark.parametrize("begun", [Begun("replay"), Begun("Fenced"), Begun("replayed"), Begun(None)])  # type: ignore[arg-type]
+def test_the_handler_runs_only_when_the_store_decided_new(caplog, begun):
+    class Odd(MemoryStore):
+        def begin(self, key, attempt):
+            return begun
+
+    bridge, applied = bridge_counting(Odd())
+    with caplog.at_level(logging.WARNING, logger="event_bridge"):
+        answer = bridge.handle("POST", "/actions/world.spawn", *delivery())
+    assert answer.status == 500 and "the action was not run" in answer.body["reason"] and applied == []
+    assert "world.spawn key 'k1' attempt 1: the store's begin decided" in caplog.text
 
 
 def test_a_handler_that_raises_is_a_json_500_and_the_key_can_be_tried_again():
