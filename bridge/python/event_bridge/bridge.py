@@ -99,6 +99,18 @@ class Bridge:
             return self._status(target, path[-1], lowered)
         return _error(404, f"no such endpoint: {method} {urlsplit(target).path}")
 
+    def signed_target(self, targets: list[str], headers: dict[str, str]) -> str:
+        """Of the spellings of one status request's path and query (a server's raw target, the WSGI path quoted
+        again), the one its signature verifies, else the first: what a WSGI server decoded is signed as sent."""
+        lowered = {name.lower(): value for name, value in headers.items()}
+        for target in targets:
+            try:
+                signing.verify(self._current_key(), lowered, signing.status_signed(target), self._clock())
+            except signing.Unsigned:
+                continue
+            return target
+        return targets[0]
+
     def _current_key(self) -> str:
         return self._key() if callable(self._key) else self._key
 

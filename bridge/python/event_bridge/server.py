@@ -7,7 +7,8 @@ is read, with the kit's error body: 400 (a malformed or repeated length), 411
 (a POST with no length, or with a Transfer-Encoding) or 413 (over 1 MB); the
 standard-library server then closes the connection. Every answer is a JSON
 object with its length. A status request is verified against the whole path
-the engine asked for, mounted under a prefix (WSGI's SCRIPT_NAME) or not. The
+the engine asked for, mounted under a prefix (WSGI's SCRIPT_NAME) or not, as
+the engine spelled it (percent-encoded), not as a WSGI server decoded it. The
 standard-library server keeps no access log; the kit's own warnings go to the
 `event_bridge` logger.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 from .answers import Answer
 from .bridge import MAX_BODY_BYTES, Bridge
@@ -47,6 +49,36 @@ def _body_length(declared: list[str], required: bool) -> int | Answer:
     return int(text)
 
 
+def _targets(environ: dict[str, Any]) -> list[str]:
+    """The spellings of the path and query the engine asked for and signed, the most faithful first. A WSGI server
+    hands the path decoded (PEP 3333: SCRIPT_NAME and PATH_INFO as latin-1), so a percent-encoded or non-ASCII
+    prefix (GAME_BRIDGE_URL=https://host/game%20bridge) is no longer what was signed. The raw target when the
+    server gives it (REQUEST_URI, gunicorn's RAW_URI), with the mount prefix before it when a proxy stripped it;
+    the path quoted again from its bytes; the path as decoded (the last, also what a delivery's path is read from)."""
+    query = environ.get("QUERY_STRING", "")
+    tail = f"?{query}" if query else ""
+    script, path = environ.get("SCRIPT_NAME", ""), environ.get("PATH_INFO", "")
+    spelled = []
+    raw = environ.get("REQUEST_URI") or environ.get("RAW_URI") or ""
+    if raw and not raw.startswith("/"):  # an absolute-form request line: http://host/path?query
+        parts = urlsplit(raw)
+        raw = parts.path + (f"?{parts.query}" if parts.query else "")
+    if raw:
+        spelled.append(raw)
+        if script and not raw.startswith((script, _quoted(script))):  # a proxy stripped the prefix it is mounted at
+            spelled.append(_quoted(script) + raw)
+    spelled += [_quoted(script + path) + tail, script + path + tail]
+    return list(dict.fromkeys(spelled))
+
+
+def _quoted(path: str) -> str:
+    """A WSGI path (latin-1 characters standing for its bytes) percent-encoded as a client sends it."""
+    try:
+        return quote(path.encode("latin-1"), safe="/:@!$&'()*+,;=~")
+    except UnicodeEncodeError:  # not a PEP 3333 string: a framework that decoded it as UTF-8
+        return quote(path.encode(), safe="/:@!$&'()*+,;=~")
+
+
 def wsgi_app(bridge: Bridge) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
     """A WSGI application serving `bridge` (gunicorn, waitress, or any framework that mounts one)."""
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -58,9 +90,8 @@ def wsgi_app(bridge: Bridge) -> Callable[[dict[str, Any], Callable[..., Any]], I
             answer = length
         else:
             headers = {name[5:].replace("_", "-"): value for name, value in environ.items() if name.startswith("HTTP_")}
-            # the engine signs the whole path it asked for: where the app is mounted (SCRIPT_NAME), then PATH_INFO
-            path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
-            target = path + (f"?{environ['QUERY_STRING']}" if environ.get("QUERY_STRING") else "")
+            targets = _targets(environ)
+            target = bridge.signed_target(targets, headers) if method == "GET" else targets[-1]
             answer = bridge.handle(method, target, headers, environ["wsgi.input"].read(length))
         payload = answer.payload()
         start_response(f"{answer.status} {_REASONS.get(answer.status, 'Answer')}",

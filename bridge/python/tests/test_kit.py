@@ -470,6 +470,59 @@ def test_wsgi_app_mounted_under_a_prefix_verifies_the_path_the_engine_signed():
     assert started == ["200 OK"] and json.loads(answer) == {"status": "not_applied"}
 
 
+def status_through_wsgi(signed, **environ):
+    """A status request signed over `signed`, given to wsgi_app as a WSGI server hands it (`environ`)."""
+    app = wsgi_app(Bridge(KEY, clock=lambda: NOW))
+    environ = {"REQUEST_METHOD": "GET", "QUERY_STRING": "attempt=1", "wsgi.input": io.BytesIO(b""), **environ}
+    environ.update({f"HTTP_{name.upper().replace('-', '_')}": value
+                    for name, value in signed_headers(KEY, status_signed(signed), NOW).items()})
+    started = []
+    answer = b"".join(app(environ, lambda status, headers: started.append(status)))
+    return started[0], json.loads(answer)
+
+
+@pytest.mark.parametrize("signed, environ", [
+    # PEP 3333: SCRIPT_NAME and PATH_INFO come decoded, as latin-1 characters for their bytes
+    ("/game%20bridge/actions/world.spawn/status/k1?attempt=1",
+     {"SCRIPT_NAME": "/game bridge", "PATH_INFO": "/actions/world.spawn/status/k1"}),
+    ("/games/caf%C3%A9/actions/world.spawn/status/k1?attempt=1",
+     {"SCRIPT_NAME": "", "PATH_INFO": "/games/caf\xc3\xa9/actions/world.spawn/status/k1"}),
+    # the raw target as the server got it: the engine's own spelling, lower-case escapes too
+    ("/games/caf%c3%a9/actions/world.spawn/status/k1?attempt=1",
+     {"SCRIPT_NAME": "/games/caf\xc3\xa9", "PATH_INFO": "/actions/world.spawn/status/k1",
+      "REQUEST_URI": "/games/caf%c3%a9/actions/world.spawn/status/k1?attempt=1"}),
+    ("/game%20bridge/actions/world.spawn/status/k1?attempt=1",
+     {"SCRIPT_NAME": "", "PATH_INFO": "/game bridge/actions/world.spawn/status/k1",
+      "RAW_URI": "/game%20bridge/actions/world.spawn/status/k1?attempt=1"}),
+    # a proxy stripped the prefix and said so (SCRIPT_NAME, as ProxyFix sets it): the raw target lacks it
+    ("/bridge/actions/world.spawn/status/k1?attempt=1",
+     {"SCRIPT_NAME": "/bridge", "PATH_INFO": "/actions/world.spawn/status/k1",
+      "RAW_URI": "/actions/world.spawn/status/k1?attempt=1"}),
+])
+def test_wsgi_app_verifies_a_status_request_over_the_target_the_engine_sent_not_the_decoded_path(signed, environ):
+    assert status_through_wsgi(signed, **environ) == ("200 OK", {"status": "not_applied"})
+
+
+def test_wsgi_app_still_refuses_a_status_request_signed_over_another_path():
+    status_line, answer = status_through_wsgi("/other/actions/world.spawn/status/k1?attempt=1", SCRIPT_NAME="/game bridge",
+                                              PATH_INFO="/actions/world.spawn/status/k1",
+                                              REQUEST_URI="/game%20bridge/actions/world.spawn/status/k1?attempt=1")
+    assert status_line == "401 Unauthorized" and "does not verify" in answer["reason"]
+
+
+def test_wsgi_app_under_a_real_wsgi_server_takes_a_percent_encoded_prefix():
+    server = make_wsgi_server("127.0.0.1", 0, wsgi_app(Bridge(KEY)), handler_class=QuietWSGI)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        target = "/game%20bridge/caf%C3%A9/actions/test.noop/status/k1?attempt=1"
+        lines = [f"{name}: {value}".encode() for name, value in signed_headers(KEY, status_signed(target)).items()]
+        head = b"\r\n".join([f"GET {target} HTTP/1.1".encode(), b"Host: bridge", b"Connection: close", *lines, b"", b""])
+        assert exchange(server.server_address[1], head) == (200, {"status": "not_applied"})
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def exchange(port, head, body=b""):
     """Sends a request as raw bytes and leaves the connection open: the whole answer, up to the server's close.
     A server that reads past what it may waits for more here, and the recv times out."""
