@@ -89,13 +89,20 @@ export class Bridge {
   }
 
   // method, target (path and query), headers (lower-cased names), body (a Buffer) -> Answer
+  // Path segments are taken as sent, never percent-decoded (the engine sends action ids and keys that need no
+  // encoding, and a signed body names both): a malformed escape from anyone is no failure of the bridge.
   async handle(method, target, headers, body) {
-    const url = new URL(target, 'http://bridge');
+    let url;
+    try {
+      url = new URL(target, 'http://bridge');
+    } catch {
+      return error(400, 'the request target is not a path');
+    }
     const path = url.pathname.replace(/\/+$/, '').split('/');
     const n = path.length;
-    if (method === 'POST' && n >= 3 && path[n - 2] === 'actions') return this.deliver(decodeURIComponent(path[n - 1]), headers, body);
+    if (method === 'POST' && n >= 3 && path[n - 2] === 'actions') return this.deliver(path[n - 1], headers, body);
     if (method === 'GET' && n >= 5 && path[n - 4] === 'actions' && path[n - 2] === 'status') {
-      return this.status(target, decodeURIComponent(path[n - 1]), url.searchParams.get('attempt') || '', headers);
+      return this.status(target, path[n - 1], url.searchParams.get('attempt') || '', headers);
     }
     return error(404, `no such endpoint: ${method} ${url.pathname}`);
   }

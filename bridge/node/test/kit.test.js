@@ -188,6 +188,23 @@ test('the handler runs only when the store decided new', async () => {
   }
 });
 
+test('a malformed percent-escape is a JSON answer from the bridge, never a failure told to onError', async () => {
+  const told = [];
+  const bridge = new Bridge({ key: KEY, clock: () => NOW, onError: (message) => told.push(message) });
+  const noBody = Buffer.alloc(0);
+  assert.equal((await bridge.handle('POST', '/actions/test%ZZnoop', {}, noBody)).status, 401);
+  assert.equal((await bridge.handle('GET', '/actions/test.noop/status/k%ZZ?attempt=1', {}, noBody)).status, 401);
+  const [headers, body] = delivery({ action: 'test.noop' });
+  const named = await bridge.handle('POST', '/actions/test%ZZnoop', headers, body);
+  assert.equal(named.status, 400);
+  assert.match(named.body.reason, /names action 'test.noop', the path 'test%ZZnoop'/);
+  const target = '/actions/test.noop/status/k%ZZ?attempt=1';
+  const asked = await bridge.handle('GET', target, signedHeaders(KEY, statusSigned(target), NOW), noBody);
+  assert.deepEqual(asked.body, { status: 'not_applied' });
+  assert.equal((await bridge.handle('GET', 'http://[', {}, noBody)).status, 400);
+  assert.deepEqual(told, []);
+});
+
 test('a handler that throws is a JSON 500 and the key can be tried again; a revert already gone is done', async () => {
   let calls = 0;
   const bridge = new Bridge({ key: KEY, clock: () => NOW })
