@@ -10,11 +10,17 @@ object with its length. A status request is verified against the whole path
 the engine asked for, mounted under a prefix (WSGI's SCRIPT_NAME) or not, as
 the engine spelled it (percent-encoded), not as a WSGI server decoded it. The
 standard-library server keeps no access log; the kit's own warnings go to the
-`event_bridge` logger.
+`event_bridge` logger. It closes, unanswered, a connection whose request is not
+whole within REQUEST_SECONDS of waiting for it (15 s; the engine sends a whole
+request at once), so a client that drips bytes or sends nothing holds a thread
+that long at most; a keep-alive connection idle that long is closed too.
 """
 
 from __future__ import annotations
 
+import io
+import socket
+import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -27,6 +33,7 @@ _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"
             413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
             502: "Bad Gateway", 503: "Service Unavailable"}
 _MOST_DIGITS = len(str(MAX_BODY_BYTES))
+REQUEST_SECONDS = 15.0  # make_server: a request not whole in this time has its connection closed (a slow drip)
 
 
 def _too_large() -> Answer:
@@ -104,10 +111,42 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def make_server(bridge: Bridge, host: str = "127.0.0.1", port: int = 8081) -> ThreadingHTTPServer:
-    """A threading HTTP server for `bridge` (port 0: any free port); `serve_forever()` it."""
+class _ReadsBy(io.RawIOBase):
+    """A connection's bytes, each read waiting at most until the handler's deadline (TimeoutError after it)."""
+
+    def __init__(self, sock: socket.socket, deadline: Callable[[], float]):
+        super().__init__()
+        self._sock, self._deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline() - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request was not whole in time")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
+
+
+def make_server(bridge: Bridge, host: str = "127.0.0.1", port: int = 8081, *,
+                request_seconds: float = REQUEST_SECONDS) -> ThreadingHTTPServer:
+    """A threading HTTP server for `bridge` (port 0: any free port); `serve_forever()` it. A request (from
+    waiting for its first line to the last byte of its body) is whole within `request_seconds`, or its
+    connection is closed unanswered: a client that sends slowly, or nothing, holds a thread that long at most."""
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = request_seconds  # each write of an answer, too
+        deadline = 0.0
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile = io.BufferedReader(_ReadsBy(self.connection, lambda: self.deadline))
+
+        def handle_one_request(self) -> None:
+            # http.server closes the connection on a TimeoutError while it reads the request (or runs a do_*)
+            self.deadline = time.monotonic() + request_seconds
+            super().handle_one_request()
 
         def do_POST(self) -> None:
             if "Transfer-Encoding" in self.headers:
@@ -125,6 +164,7 @@ def make_server(bridge: Bridge, host: str = "127.0.0.1", port: int = 8081) -> Th
 
         def _send(self, answer: Answer, close: bool = False) -> None:
             payload = answer.payload()
+            self.connection.settimeout(request_seconds)  # a read left it at what was left of the request's time
             self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import logging
@@ -565,6 +566,53 @@ def test_a_body_of_a_strict_length_is_read_and_delivered(served):
                           f"Content-Length:  {len(body)} ".encode(), b"", b""])
     status, answer = exchange(port, head, body)
     assert status == 200 and answer["outcome"] == "done"
+
+
+def closed_within(conn, seconds, drip=b""):
+    """Drips `drip` a byte every 50 ms, then waits: the seconds until the server closed the connection (None: it
+    did not within `seconds`), and what it sent."""
+    started, got = time.monotonic(), b""
+    conn.settimeout(0.05)
+    while time.monotonic() - started < seconds:
+        if drip:
+            try:
+                conn.sendall(drip[:1])
+            except OSError:
+                return time.monotonic() - started, got
+            drip = drip[1:]
+        try:
+            chunk = conn.recv(65536)
+        except TimeoutError:
+            continue
+        except OSError:
+            return time.monotonic() - started, got
+        if not chunk:
+            return time.monotonic() - started, got
+        got += chunk
+    return None, got
+
+
+@pytest.mark.parametrize("drip", [b"", b"GET /actions/test.noop/sta",
+                                  b"POST /actions/test.noop HTTP/1.1\r\nContent-Length: 400\r\n\r\n" + b"x" * 400],
+                         ids=["nothing", "a request line", "a body"])
+def test_make_server_closes_a_connection_whose_request_is_not_whole_in_time(drip):
+    server = make_server(Bridge(KEY), "127.0.0.1", 0, request_seconds=0.6)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as conn:
+            took, got = closed_within(conn, 5, drip)
+        assert took is not None and took < 2 and got == b""  # closed unanswered, well before the drip was whole
+        # a whole request on time is answered, two on one connection too
+        target = "/actions/test.noop/status/k1?attempt=1"
+        client = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
+        for _ in range(2):
+            client.request("GET", target, headers=signed_headers(KEY, status_signed(target)))
+            response = client.getresponse()
+            assert (response.status, json.loads(response.read())) == (200, {"status": "not_applied"})
+        client.close()
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class Drip(BaseHTTPRequestHandler):
