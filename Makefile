@@ -14,7 +14,7 @@ LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.t
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.local/pycache
 
-.PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate unlock teardown costs mutate lock
+.PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate unlock purge teardown costs mutate lock
 
 # The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
 # browser tests. `npm ci` into node_modules/ (git-ignored), again only when the lock file changes.
@@ -171,6 +171,12 @@ rotate: $(STAMP)
 teardown: $(STAMP)
 	$(BIN)/python -m infra.deploy --teardown --confirm '$(CONFIRM)' --stage $(STAGE) --stack $(STACK) --region '$(REGION)' \
 	  --aws $(AWS_CLI) $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET))
+
+# Old history deleted (docs/operations.md, "How the database grows"): every row of the runs that finished before
+# ENDED_BEFORE (at least 7 days ago); DRY_RUN=1 counts what would go. Invoked again until nothing is left.
+purge: $(STAMP)
+	$(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action purge --ended-before '$(ENDED_BEFORE)' \
+	  $(if $(DRY_RUN),--dry-run) $(IN_REGION)
 
 # A migration killed mid-way leaves yoyo's lock row: the migrate function clears it once it is stale.
 unlock: $(STAMP)

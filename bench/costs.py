@@ -79,7 +79,7 @@ INPUTS = {
     "database_bytes_per_step": Input(1388, "measured", (
         "bench costs: what the database's tables and indexes grow by per step of instant steps drained by the"
         " tick (information_schema.TABLES after ANALYZE TABLE, a long drain less a short one, median of five"
-        " rounds; rounds vary by about a tenth); nothing is ever deleted (docs/operations.md, 'How the database"
+        " rounds; rounds vary by about a tenth); nothing is deleted until a purge (docs/operations.md, 'How the database"
         " grows')")),
     "database_empty_bytes": Input(737280, "measured", "bench costs: a freshly migrated schema's tables and indexes"),
     "history_months": Input(12, "assumed", (
@@ -215,7 +215,7 @@ def database_gb(s: Scenario, v: dict[str, float]) -> float:
 
 def stored(s: Scenario, v: dict[str, float], p: dict[str, float]) -> Items:
     """What is billed whether or not anything runs: the secrets, the alarms' metrics, the database's storage (a
-    year of `s`'s history: nothing is deleted)."""
+    year of `s`'s history: nothing is deleted until a purge)."""
     return _items({SECRETS: v["secrets"] * p["secret_month"], ALARMS: v["alarm_metrics"] * p["alarm_metric_month"],
                      STORAGE: database_gb(s, v) * p["aurora_storage_gb_month"]})
 
@@ -376,7 +376,7 @@ def _storage_line(v: dict[str, float]) -> str:
     line = (f"the database after {v['history_months']:g} months, as priced: {kept}; it grows"
             f" {v['database_bytes_per_step'] / 1e3:.1f} KB a step"
             f" ({_size(EXAMPLE.steps * v['database_bytes_per_step'] / 1e9)} a month for the example community,"
-            f" {_size(SCENARIOS[2].steps * v['database_bytes_per_step'] / 1e9)} for the busy one) and nothing is deleted")
+            f" {_size(SCENARIOS[2].steps * v['database_bytes_per_step'] / 1e9)} for the busy one) until a purge")
     return textwrap.fill(line, WRAP, subsequent_indent="  ")
 
 

@@ -1,4 +1,5 @@
-"""Operator commands that ship: `python -m chalicelib migrate | tick` (development commands are in devtools)."""
+"""Operator commands that ship: `python -m chalicelib migrate | tick | purge | bridge-check` (development commands are in
+devtools)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import pymysql
@@ -47,6 +49,35 @@ def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def parse_cut(text: str) -> datetime:
+    from .events.errors import Invalid
+    from .events.purge import cut_of
+
+    try:
+        return cut_of(text)
+    except Invalid as refused:
+        raise argparse.ArgumentTypeError(str(refused)) from None
+
+
+def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
+    from . import runtime
+    from .events.errors import Invalid
+    from .events.purge import purge
+    from .events.store.history import Purged
+
+    def show(so_far: Purged) -> None:
+        print(f"purged {so_far.runs} run(s) so far: " + ", ".join(f"{n} {table}" for table, n in so_far.rows.items() if n),
+              file=sys.stderr, flush=True)
+
+    try:
+        report = purge(runtime.database(), args.ended_before, runtime.clock().now(), dry_run=args.dry_run, progress=show)
+    except Invalid as refused:
+        print(f"refused: {refused}", file=sys.stderr)
+        return 2
+    print(json.dumps(report.summary()), flush=True)
+    return 0
+
+
 def cmd_bridge_check(args: argparse.Namespace) -> int:
     import os
 
@@ -71,6 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
     tick.add_argument("--once", action="store_true", help="exactly one tick, then exit")
     tick.add_argument("--budget", type=float, help="seconds the tick may take work for (default EVENT_TICK_SECONDS)")
     tick.set_defaults(run=cmd_tick)
+    purge = sub.add_parser("purge", help="delete the history of runs that finished before a date",
+                           description="Deletes every row of the runs that finished before the cut (at least 7 days"
+                                       " ago), a batch per transaction, oldest first; keeps a run whose cleanup is under"
+                                       " way or that left something a cleanup may still revert. Safe to stop and run"
+                                       " again. Prints its progress, then one JSON summary.")
+    purge.add_argument("--ended-before", required=True, type=parse_cut, metavar="DATE",
+                       help="the cut: YYYY-MM-DD (midnight UTC) or an ISO date and time")
+    purge.add_argument("--dry-run", action="store_true", help="count what would be deleted, delete nothing")
+    purge.set_defaults(run=cmd_purge)
     check = sub.add_parser("bridge-check", help="drive a game bridge through the protocol and say what is wrong",
                            description="Each case on one line, passed, failed (what was expected, what came back) or"
                                        " skipped (why); exits 1 on any failure. The key: GAME_BRIDGE_SECRET.")

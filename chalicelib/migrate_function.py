@@ -16,6 +16,10 @@ receivers hold.
 then the secret, whose other keys it writes back as they were. Open connections keep working; a connection opened in between
 is refused once with 1045 and succeeds after re-reading the secret.
 
+`{"action": "purge", "ended_before": "<date>", "dry_run": false}` deletes the history of runs that finished
+before the date (`events/purge.py`), batch by batch until its time is nearly spent; its answer says what went
+and whether more is left (`make purge` invokes it again until none is).
+
 `{"action": "unlock"}` clears yoyo's lock row a migration killed mid-way left
 behind (the database is private: this function is the operator's only way in),
 once it is older than this function's own timeout; a younger lock is a migrate
@@ -48,7 +52,7 @@ from typing import Any
 import boto3
 import pymysql
 
-from .db import REACH_RETRY_SECONDS, ConnectionParams, Database, tls_for
+from .db import REACH_RETRY_SECONDS, ConnectionParams, Database, DatabaseClock, tls_for
 from .events.errors import ConfigError
 from .migrate import STALE_LOCK_SECONDS, Unlocked, migrate, unlock
 from .secrets import CLIENT_CONFIG
@@ -56,7 +60,8 @@ from .secrets import CLIENT_CONFIG
 logger = logging.getLogger(__name__)
 
 APP_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
-ACTIONS = ("migrate", "rotate", "unlock")
+ACTIONS = ("migrate", "rotate", "unlock", "purge")
+PURGE_KEEP_SECONDS = 60.0  # a purge starts no batch with less of the function's time left (a batch takes seconds)
 RESUME_WAIT_SECONDS = 120.0  # a paused Aurora resumes in ~15-30 s; the function has 300 s
 ANSWER_SECONDS = 10.0  # the answer to CloudFormation, and the time kept back for it
 PHYSICAL_ID = "event-run-engine-schema"  # one schema per stack: an update never replaces it
@@ -133,10 +138,11 @@ def wait_for_server(
 
 
 def handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None, context: Any = None) -> dict[str, Any]:
-    """`make migrate`/`make rotate`/`make unlock`'s invocation, or CloudFormation's custom resource request."""
+    """`make migrate`/`make rotate`/`make unlock`/`make purge`'s invocation, or CloudFormation's custom resource
+    request."""
     if isinstance(event, dict) and "RequestType" in event and "ResponseURL" in event:
         return answer_cloudformation(event, env, client, context)
-    return _handle(event, env, client)
+    return _handle(event, env, client, context=context)
 
 
 def answer_cloudformation(event: dict[str, Any], env: Mapping[str, str] | None, client: Any, context: Any = None,
@@ -174,7 +180,7 @@ def _put_answer(url: str, body: bytes) -> int:
 
 
 def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None, *,
-            wait_seconds: float = RESUME_WAIT_SECONDS) -> dict[str, Any]:
+            wait_seconds: float = RESUME_WAIT_SECONDS, context: Any = None) -> dict[str, Any]:
     env = os.environ if env is None else env
     action = (event or {}).get("action", "migrate") if isinstance(event, dict) else "migrate"
     if action not in ACTIONS:
@@ -200,6 +206,9 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
     if action == "unlock":
         return _unlocked(unlock(admin, tls_mode=tls_mode, tls_ca=tls_ca))
 
+    if action == "purge":
+        return _purged(event, Database(admin, tls=tls), context)
+
     applied = migrate(admin, tls_mode=tls_mode, tls_ca=tls_ca)
     set_app_user(admin, app_secret["username"], app_secret["password"], tls)
     app_host = env.get("EVENTS_DB_APP_HOST", "").strip()
@@ -215,6 +224,23 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
                 ", ".join(keys_made) or "none")
     return {"applied": applied, "app_user": app_secret["username"], "app_host": app_secret.get("host"), "repointed": repointed,
             "keys_made": keys_made}
+
+
+def _purged(event: dict[str, Any], db: Database, context: Any) -> dict[str, Any]:
+    """`purge`'s answer: what this invocation deleted (or, dry, would delete), and `more` when its time ran out
+    first (`make purge` invokes it again). Batches stop PURGE_KEEP_SECONDS before the function's timeout."""
+    from .events.purge import cut_of, purge
+
+    def keep_going() -> bool:
+        return context is None or context.get_remaining_time_in_millis() / 1000 > PURGE_KEEP_SECONDS
+
+    try:
+        report = purge(db, cut_of(event.get("ended_before", "")), DatabaseClock(db).now(),
+                       dry_run=event.get("dry_run") is True, keep_going=keep_going)
+    finally:
+        db.close()
+    logger.info("purge: %s", json.dumps(report.summary()))
+    return report.summary()
 
 
 def _unlocked(done: Unlocked) -> dict[str, Any]:

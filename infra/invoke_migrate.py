@@ -1,8 +1,12 @@
-"""`make migrate` / `make rotate` / `make unlock`: invoke the deployed migrate function and print what it did.
+"""`make migrate` / `make rotate` / `make unlock` / `make purge`: invoke the deployed migrate function and print what
+it did.
 
 The function runs inside the VPC (the database is private); this runs wherever
 the operator's AWS credentials are. It finds the function through the app
 stack's `MigrateFunctionName` output and exits non-zero when the function failed.
+A purge is invoked again while its answer says `more` (each invocation stops
+before the function's timeout), its running total printed after each, and the
+total printed at the end.
 """
 
 from __future__ import annotations
@@ -33,26 +37,49 @@ def function_name(cloudformation, stack: str) -> str:
     raise SystemExit(f"stack {stack} has no MigrateFunctionName output: deploy infra/app.yaml with it first")
 
 
-def invoke(lambda_client, name: str, action: str) -> tuple[bool, dict]:
-    answer = lambda_client.invoke(FunctionName=name, InvocationType="RequestResponse", Payload=json.dumps({"action": action}))
+def invoke(lambda_client, name: str, action: str, **given) -> tuple[bool, dict]:
+    answer = lambda_client.invoke(FunctionName=name, InvocationType="RequestResponse",
+                                  Payload=json.dumps({"action": action, **given}))
     payload = json.loads(answer["Payload"].read() or b"null")
     return "FunctionError" not in answer, payload
+
+
+def purge(lambda_client, name: str, ended_before: str, dry_run: bool) -> tuple[bool, dict]:
+    """Invoke the purge until it says nothing more is left (or fails); the totals of every invocation."""
+    total: dict = {"ended_before": ended_before, "dry_run": dry_run, "runs": 0, "rows": {}}
+    while True:
+        ok, payload = invoke(lambda_client, name, "purge", ended_before=ended_before, dry_run=dry_run)
+        if not ok:
+            return False, payload
+        total["ended_before"] = payload["ended_before"]
+        total["runs"] += payload["runs"]
+        for table, count in payload["rows"].items():
+            total["rows"][table] = total["rows"].get(table, 0) + count
+        if not payload["more"]:
+            return True, total
+        print(f"purged {total['runs']} run(s) so far; going on", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="the app stack's name")
-    parser.add_argument("--action", choices=("migrate", "rotate", "unlock"), default="migrate")
+    parser.add_argument("--action", choices=("migrate", "rotate", "unlock", "purge"), default="migrate")
+    parser.add_argument("--ended-before", default="", help="purge: the cut, YYYY-MM-DD (UTC) or an ISO date and time")
+    parser.add_argument("--dry-run", action="store_true", help="purge: count what would go, delete nothing")
     parser.add_argument("--region", default=None, help="the stacks' region (default: the AWS CLI's, from the environment or profile)")
     args = parser.parse_args(argv)
+    if args.action == "purge" and not args.ended_before.strip():
+        raise SystemExit("purge needs a cut: make purge ENDED_BEFORE=<YYYY-MM-DD> STAGE=<stage> REGION=<region> [DRY_RUN=1]")
     session = boto3.session.Session(region_name=args.region or None)
     if session.region_name is None:
         raise SystemExit(f"no region: make {args.action} STAGE=<stage> REGION=<the stacks' region>")
     print(f"{args.action}: stack {args.stack} in {session.region_name}", file=sys.stderr)
     name = function_name(session.client("cloudformation"), args.stack)
-    ok, payload = invoke(
-        session.client("lambda", config=Config(read_timeout=READ_TIMEOUT_SECONDS, retries={"max_attempts": 0})), name, args.action
-    )
+    lambda_client = session.client("lambda", config=Config(read_timeout=READ_TIMEOUT_SECONDS, retries={"max_attempts": 0}))
+    if args.action == "purge":
+        ok, payload = purge(lambda_client, name, args.ended_before.strip(), args.dry_run)
+    else:
+        ok, payload = invoke(lambda_client, name, args.action)
     print(json.dumps(payload, indent=2))
     return 0 if ok else 1
 

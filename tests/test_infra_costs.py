@@ -123,7 +123,7 @@ def test_the_one_hundredth_target_is_judged_from_the_inputs(inputs, standard):
 
 
 def test_storage_is_a_year_of_the_scenarios_history_at_the_measured_bytes_per_step():
-    """Nothing is deleted: the month priced stores an empty schema and history_months of the scenario's steps, so the
+    """Nothing is deleted until a purge: the month priced stores an empty schema and history_months of the scenario's steps, so the
     busy month's storage is a year of a million steps a month, and the idle month's an empty schema."""
     idle, busy = costs.SCENARIOS[0], costs.SCENARIOS[2]
     assert DEFAULTS["history_months"] == 12 and "aurora_storage_gb" not in DEFAULTS
@@ -135,12 +135,12 @@ def test_storage_is_a_year_of_the_scenarios_history_at_the_measured_bytes_per_st
     assert costs.line_items(busy, two_years)["Aurora storage"] > 1.9 * stored_busy  # it keeps growing
     text = " ".join(costs.render().split())
     assert (f"it grows {DEFAULTS['database_bytes_per_step'] / 1e3:.1f} KB a step (9.0 MB a month for the example"
-            " community, 1.4 GB for the busy one) and nothing is deleted") in text
+            " community, 1.4 GB for the busy one) until a purge") in text
     assert "example community 109 MB, busy (1 M steps) 16.7 GB" in text
     guide = " ".join((ROOT / "docs" / "operations.md").read_text().split("### How the database grows")[1].split("## ")[0].split())
     on_standard = costs.line_items(busy, DEFAULTS, costs.STANDARD_PRICES)["Aurora storage"]
     assert f"${stored_busy:.2f} for the busy one on I/O-Optimized (${on_standard:.2f} on Standard)" in guide
-    assert "**nothing is ever deleted**" in guide and "**There is no purge command**" in guide
+    assert "**never deletes**" in guide and "make purge ENDED_BEFORE=" in guide
 
 
 @pytest.mark.parametrize("history_months", [12, 1])

@@ -53,3 +53,23 @@ def test_a_stack_not_in_the_region_given_is_named_with_the_region(monkeypatch):
     with mock_aws(), pytest.raises(SystemExit) as refused:
         invoke_migrate.main(["--stack", "event-run-engine-prod", "--action", "unlock", "--region", "eu-north-1"])
     assert str(refused.value).startswith("no stack event-run-engine-prod in eu-north-1: set REGION=<the stack's region>")
+
+
+def test_a_purge_is_invoked_again_while_it_says_more_and_its_totals_are_summed(capsys):
+    lam = boto3.client("lambda", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
+    asked = {"FunctionName": "f", "InvocationType": "RequestResponse",
+             "Payload": json.dumps({"action": "purge", "ended_before": "2026-01-01", "dry_run": False})}
+    first = {"ended_before": "2026-01-01T00:00:00", "dry_run": False, "runs": 100, "rows": {"event_run_log": 900}, "more": True}
+    last = {"ended_before": "2026-01-01T00:00:00", "dry_run": False, "runs": 7, "rows": {"event_run_log": 60}, "more": False}
+    with Stubber(lam) as fn:
+        fn.add_response("invoke", {"StatusCode": 200, "Payload": body(first)}, asked)
+        fn.add_response("invoke", {"StatusCode": 200, "Payload": body(last)}, asked)
+        assert invoke_migrate.purge(lam, "f", "2026-01-01", False) == (True, {
+            "ended_before": "2026-01-01T00:00:00", "dry_run": False, "runs": 107, "rows": {"event_run_log": 960}})
+    assert "purged 100 run(s) so far; going on" in capsys.readouterr().err
+
+
+def test_a_purge_without_its_cut_says_how_to_give_one():
+    with pytest.raises(SystemExit) as refused:
+        invoke_migrate.main(["--stack", "event-run-engine-prod", "--action", "purge", "--region", "eu-north-1"])
+    assert str(refused.value).startswith("purge needs a cut: make purge ENDED_BEFORE=<YYYY-MM-DD>")

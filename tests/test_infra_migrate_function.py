@@ -12,7 +12,7 @@ from moto import mock_aws
 
 from chalicelib import secrets as engine_secrets
 from chalicelib.db import ConnectionParams, Database
-from chalicelib.events.errors import ConfigError
+from chalicelib.events.errors import ConfigError, Invalid
 from chalicelib.migrate import MIGRATIONS
 from chalicelib.migrate_function import ENGINE_KEYS, handle
 
@@ -180,6 +180,43 @@ def test_unlock_clears_a_stale_migration_lock_and_names_a_live_one(deployment, d
     kept = handle({"action": "unlock"}, env, client)
     assert kept["unlocked"] == 0 and kept["locked_by"] == 7 and "may still be running" in kept["said"]
     assert admin.autocommit(lambda tx: tx.scalar("SELECT COUNT(*) AS n FROM yoyo_lock")) == 1
+    admin.close()
+
+
+def test_purge_deletes_old_history_and_says_when_its_time_ran_out(deployment, db_params, monkeypatch):
+    """`make purge`: the function deletes whole runs that finished before the cut, stops a batch short of its
+    timeout saying `more`, and refuses a cut too recent before deleting anything."""
+    from chalicelib.events import purge as purging
+    from tests.support.factory import document
+    from tests.support.runner_kit import schedule, step
+
+    env, client = deployment
+    handle({}, env, client)
+    admin = Database(ConnectionParams(db_params.host, db_params.port, db_params.user, db_params.password,
+                                      app_secret(client, env)["dbname"], db_params.unix_socket))
+    long_ago = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=40)
+    for _ in range(3):  # runs missed 40 days ago: a scheduled run's rows, then its end
+        run = schedule(admin, long_ago, document([[step("world.spawn")]]))
+        admin.autocommit(lambda tx, r=run: tx.execute(
+            "UPDATE event_runs SET status = 'missed', finished_at = %s WHERE id = %s", (long_ago, r.id)))
+    cut = (long_ago + timedelta(days=10)).date().isoformat()
+
+    with pytest.raises(Invalid, match="too recent"):
+        handle({"action": "purge", "ended_before": datetime.now(UTC).date().isoformat()}, env, client)
+    dry = handle({"action": "purge", "ended_before": cut, "dry_run": True}, env, client)
+    assert (dry["runs"], dry["more"], dry["dry_run"]) == (3, False, True)
+
+    class NearlyOut:  # a Lambda context with less than PURGE_KEEP_SECONDS left
+        @staticmethod
+        def get_remaining_time_in_millis() -> int:
+            return 30_000
+
+    monkeypatch.setattr(purging, "MOST_RUNS", 1)
+    first = handle({"action": "purge", "ended_before": cut}, env, client, context=NearlyOut())
+    assert (first["runs"], first["more"]) == (1, True)
+    rest = handle({"action": "purge", "ended_before": cut}, env, client)
+    assert (rest["runs"], rest["more"]) == (2, False)
+    assert admin.autocommit(lambda tx: tx.scalar("SELECT COUNT(*) FROM event_runs")) == 0
     admin.close()
 
 

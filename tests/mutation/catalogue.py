@@ -58,6 +58,7 @@ CUE_ATTENTION = "tests/test_runner_cue_attention.py"
 API_AUTH = "tests/test_api_auth.py"
 SEEN = "tests/test_controls_seen.py"
 RUNNER_SLEEP = "tests/test_runner_sleep.py"
+PURGE = "tests/test_purge.py"
 SLEEP_RACE = "tests/test_runner_sleep_race.py"
 WORKER_ERRORS = "tests/test_runner_worker_errors.py"
 RUNNER_COMMANDS = "tests/test_runner_commands.py"
@@ -2364,4 +2365,17 @@ MUTATIONS: list[Mutation] = [
              'where.append("scheduled_for >= %s AND scheduled_for < %s")',
              'where.append("scheduled_for >= %s AND scheduled_for >= %s")',
              (API_BULK,)),
+    # ── purge: old history deleted, whole runs, nothing a person or the tick may still act on ──
+    Mutation("a-purge-keeps-what-a-cleanup-may-still-revert", "a-purge-keeps-what-a-cleanup-may-still-revert",
+             "WHERE x.run_id = r.id", "WHERE x.run_id = -r.id",
+             (PURGE,)),
+    Mutation("a-purge-takes-only-runs-finished-before-the-cut", "a-purge-takes-only-runs-finished-before-the-cut",
+             "r.finished_at < %(before)s", "r.finished_at < %(before)s + INTERVAL 1 YEAR",
+             (PURGE,)),
+    Mutation("a-purge-leaves-a-cleanup-under-way", "a-purge-leaves-a-cleanup-under-way",
+             "AND (r.late_cleanup IS NULL OR ", "AND (TRUE OR ",
+             (PURGE,)),
+    Mutation("a-purge-locks-the-runs-it-deletes", "a-purge-locks-the-runs-it-deletes",
+             "LIMIT %(most)s FOR UPDATE", "LIMIT %(most)s",
+             (PURGE,)),
 ]
