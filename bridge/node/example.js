@@ -2,7 +2,7 @@
 // world.spawn makes an npc and says how to revert it; world.despawn is idempotent ("already gone" is done); the
 // demo event's other actions (make dev) are done at once.
 import { createServer } from 'node:http';
-import { Bridge, Gone, done, handler, resource, revert } from './index.js';
+import { Bridge, Gone, clientError, done, handler, resource, revert } from './index.js';
 
 if (!process.env.EVENT_BRIDGE_KEY) throw new Error('EVENT_BRIDGE_KEY must hold the bridge key');
 const npcs = new Set();
@@ -19,7 +19,7 @@ const bridge = new Bridge({ key: process.env.EVENT_BRIDGE_KEY })
   .action('world.give_item', () => done())
   .action('world.fireworks', () => done());
 
-const server = createServer(handler(bridge)).listen(Number(process.env.PORT ?? 8081), '127.0.0.1', () => {
+const server = createServer(handler(bridge)).on('clientError', clientError).listen(Number(process.env.PORT ?? 8081), '127.0.0.1', () => {
   console.log(`event bridge on http://127.0.0.1:${server.address().port}`);
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

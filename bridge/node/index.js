@@ -3,7 +3,7 @@
 // records, and send the engine signals.
 export { Answer, BadAnswer, done, refused, resource, revert, resourcesProblem } from './answers.js';
 export { Bridge, Gone } from './bridge.js';
-export { handler, MAX_BODY_BYTES } from './server.js';
+export { clientError, handler, MAX_BODY_BYTES } from './server.js';
 export { sendSignal, signalHeaders, SignalRefused, SignalNotDelivered } from './signals.js';
 export { LEASE_SECONDS, MemoryStore } from './store.js';
 export { signedHeaders, statusSigned, verify, Unsigned, WINDOW_SECONDS } from './signing.js';

@@ -2,8 +2,10 @@
 // Invariant: a request body larger than the bridge reads (1 MB) is refused with 413 without reading it whole (at
 // once, unread, when its Content-Length says so), a body something else already read (a body parser mounted
 // before the kit) is refused with a 500 saying so rather than waited for, a status request is verified against
-// the whole path the engine asked for (Express's originalUrl under a mount path), and every answer is a JSON
-// object with its length.
+// the whole path the engine asked for (Express's originalUrl under a mount path), and every answer it writes is a
+// JSON object with its length. A request Node's own HTTP parser refuses (a malformed or repeated Content-Length,
+// headers too large) never reaches handler(): Node answers it a bare 400 unless the server listens with
+// clientError (server.on('clientError', clientError)), which answers it a JSON 400 (431 for headers too large).
 import { Answer } from './answers.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -57,4 +59,18 @@ export function handler(bridge) {
       }
     });
   };
+}
+
+// server.on('clientError', clientError): a request Node's parser refuses is answered in JSON, and the connection closed
+export function clientError(failure, socket) {
+  if (!socket.writable || failure.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = failure.code === 'HPE_HEADER_OVERFLOW';
+  const payload = Buffer.from(JSON.stringify({
+    reason: tooLarge ? 'the request headers are too large' : `the request is not valid HTTP (${failure.code ?? 'malformed'})`,
+  }));
+  socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\n`
+    + `Content-Type: application/json\r\nContent-Length: ${payload.length}\r\nConnection: close\r\n\r\n`), payload]));
 }

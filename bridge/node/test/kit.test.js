@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { createHmac } from 'node:crypto';
 import {
-  Answer, Bridge, BadAnswer, Gone, MemoryStore, done, handler, refused, resource, revert, sendSignal, signedHeaders, statusSigned,
+  Answer, Bridge, BadAnswer, Gone, MemoryStore, clientError, done, handler, refused, resource, revert, sendSignal, signedHeaders, statusSigned,
   SignalRefused, SignalNotDelivered,
 } from '../index.js';
 
@@ -409,6 +409,38 @@ test('a Content-Length over 1 MB is answered 413 at once, before the body is sen
       conn.on('error', reject);
     });
     assert.match(head, /^HTTP\/1\.1 413 /);
+  } finally {
+    server.close();
+  }
+});
+
+function rawExchange(port, request) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    const conn = connect(Number(port), '127.0.0.1', () => conn.write(request));
+    conn.setTimeout(3000, () => { conn.destroy(); reject(new Error('no whole answer')); });
+    conn.on('data', (chunk) => chunks.push(chunk));
+    conn.on('end', () => resolve(Buffer.concat(chunks).toString()));
+    conn.on('error', reject);
+  });
+}
+
+test('a request Node\'s parser refuses is answered in JSON by clientError', async () => {
+  const { server, url } = await served();
+  server.on('clientError', clientError);
+  const { port } = new URL(url);
+  try {
+    for (const [lengths, status] of [[['12x'], 400], [['-1'], 400], [['5', '6'], 400]]) {
+      const head = lengths.map((n) => `Content-Length: ${n}\r\n`).join('');
+      const answer = await rawExchange(port, `POST /actions/test.noop HTTP/1.1\r\nHost: bridge\r\n${head}\r\n{}{}{}`);
+      const [top, body] = answer.split('\r\n\r\n');
+      assert.match(top, new RegExp(`^HTTP/1\\.1 ${status} `), lengths.join());
+      assert.match(top, /Content-Type: application\/json/);
+      assert.match(JSON.parse(body).reason, /not valid HTTP/);
+    }
+    const huge = await rawExchange(port, `GET /actions/x HTTP/1.1\r\nHost: bridge\r\nX-Big: ${'a'.repeat(200 * 1024)}\r\n\r\n`);
+    assert.match(huge, /^HTTP\/1\.1 431 /);
+    assert.deepEqual(JSON.parse(huge.split('\r\n\r\n')[1]), { reason: 'the request headers are too large' });
   } finally {
     server.close();
   }
