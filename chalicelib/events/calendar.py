@@ -19,7 +19,7 @@ from typing import Any
 from ..db import Database, Tx, must_exist
 from . import cron, journal
 from .commands import SKIP_OCCURRENCE
-from .errors import Clash, Conflict, Invalid, NotFound
+from .errors import Clash, Conflict, Invalid, InvalidCron, NotFound
 from .lifecycle import RunStatus
 from .model import DefinitionVersion, OccurrenceSkip, Run, SchedulePause, clean_note, iso
 from .occurrences import schedule_occurrence
@@ -38,12 +38,29 @@ def in_range(when: datetime, name: str) -> datetime:
     return when
 
 
-def schedule_of(version: DefinitionVersion) -> cron.Schedule | None:
-    """The version's schedule, or None when its runs are scheduled by hand."""
+SAVE_CORRECTED = ("save a version with a corrected schedule (standard five-field cron in an IANA time zone); until"
+                  " then none of its occurrences is planned")
+
+
+def unreadable_schedule(definition_id: int, problem: str, to_do: str = SAVE_CORRECTED) -> Clash:
+    """The refusal of what needs a stored schedule that no longer reads (a version saved before today's cron rules,
+    or a zone tzdata no longer knows): what is wrong with it, and what to do (`to_do`); `schedule_unreadable` beside."""
+    return Clash(f"definition {definition_id}'s schedule {problem}: {to_do}",
+                 detail={"schedule_unreadable": problem})
+
+
+def schedule_of(version: DefinitionVersion, to_do: str = SAVE_CORRECTED) -> cron.Schedule | None:
+    """The version's schedule, or None when its runs are scheduled by hand; a schedule stored before today's rules
+    that no longer reads is a Clash saying so and what to do (`to_do`), as the planner passes it over."""
     authored = version.document.get("schedule")
     if not authored:
         return None
-    return cron.Schedule(authored["cron"], authored.get("timezone") or cron.DEFAULT_TIMEZONE)
+    expression, zone = authored["cron"], authored.get("timezone") or cron.DEFAULT_TIMEZONE
+    try:
+        return cron.Schedule(expression, zone)
+    except InvalidCron as error:
+        raise unreadable_schedule(version.definition_id, f"({expression!r} in {zone}) is not understood: {error}",
+                                  to_do) from error
 
 
 def occurrence_body(scheduled_for: datetime, run: Run | None, skip: OccurrenceSkip | None,

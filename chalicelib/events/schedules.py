@@ -18,7 +18,7 @@ from enum import Enum
 
 from ..db import Database, Tx, must_exist
 from . import journal
-from .calendar import TICK, current_version, schedule_of
+from .calendar import SAVE_CORRECTED, TICK, current_version, schedule_of
 from .document import grace_seconds_of
 from .errors import Clash, Invalid, NotFound
 from .model import Definition, Run, clean_note, iso
@@ -80,7 +80,7 @@ def _latest_missed(tx: Tx, definition_id: int, planned_through: datetime | None,
     """The run of the latest occurrence up to now that the planner has not planned and nobody skipped, if it
     lies within the definition's grace window (created now, as the planner would have); None if there is none."""
     version = current_version(tx, definition_id)
-    schedule = schedule_of(version)
+    schedule = schedule_of(version, "resume it without catching up (catch_up none), or " + SAVE_CORRECTED)
     if schedule is None:  # a version without a schedule was saved while it was paused
         return None
     grace = timedelta(seconds=grace_seconds_of(version.document))

@@ -4,7 +4,8 @@ stored) and a dry run (a real run, mode rehearsal, that never reaches the live g
 from __future__ import annotations
 
 from ... import runtime
-from ...events import dry_runs
+from ...events import calendar, dry_runs
+from ...events.errors import InvalidCron
 from ...events.lifecycle import RehearsalBridge
 from ...events.model import Rehearsal
 from ...events.views.runs import run_detail
@@ -24,8 +25,13 @@ router = Router(__name__)
                   ok("the projection", schemas.TIMELINE), body=schemas.TIMELINE_BODY)
 def rehearse_definition(call: Call) -> Body:
     config = runtime.settings()
-    return timeline(runtime.database(), call.ids["definition_id"], call.body, call.now,
-                    module_actions=config.module_actions, escalate_after_seconds=config.escalate_after_seconds)
+    try:
+        return timeline(runtime.database(), call.ids["definition_id"], call.body, call.now,
+                        module_actions=config.module_actions, escalate_after_seconds=config.escalate_after_seconds)
+    except InvalidCron as error:  # a stored version's schedule saved before today's rules (a document sent is validated)
+        raise calendar.unreadable_schedule(call.ids["definition_id"], f"is not understood: {error}",
+                                           "rehearse a document with a corrected schedule, or " + calendar.SAVE_CORRECTED
+                                           ) from error
 
 
 @router.operation("POST", "/definitions/{definition_id}/dry-runs",

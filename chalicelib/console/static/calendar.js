@@ -6,10 +6,12 @@
 // paused or resumed here. And a definition's schedule in words ("every Friday at 20:00, Europe/Berlin; next:
 // Fri 4 Dec, 20:00"), as GET …/occurrences says it. A definition's month is whole (every page of it the API
 // answers, `next_from`: its occurrences and its runs), up to PAGES_PER_MONTH pages: past that the page says how
-// many it shows and up to when, and it says so too of runs the API left out (`runs_capped`). Nothing is dropped
-// without a word.
+// many it shows and up to when, and it says so too of runs the API left out (`runs_capped`). A definition whose
+// month cannot be read (its stored schedule no longer validates: a 409 saying what to do) is left out with a note
+// giving the API's words and a link to its page; every other definition is shown all the same. Nothing is
+// dropped without a word.
 
-import { get, post } from './api.js';
+import { ApiError, get, post } from './api.js';
 import { explain } from './explain.js';
 import { pauseButton, pausedWords, postpone } from './plans.js';
 import { ask, badge, el, focus, heading, notice } from './ui.js';
@@ -82,6 +84,16 @@ const cappedNotes = (listed) => listed.flatMap(({ definition, answer }) => [
     + ' calendar reads.')),
 ]);
 
+// Why a definition's month could not be read: the API's own words ("definition 7's schedule ('0 0 L * *' in
+// Europe/London) is not understood: …: save a version with a corrected schedule …"), or that it did not answer.
+const unreadWords = (error) => (error instanceof ApiError ? error.messages.join(' ') : 'the calendar did not answer.');
+
+// Each definition whose month could not be read, said apart, with a link to its page (where a corrected schedule
+// is saved): "Quiz night is left out of this month: definition 7's schedule … Open Quiz night."
+const unreadNotes = (unread) => unread.map(({ definition, error }) => el('p', { class: 'calendar-unread', 'data-unread': definition.id },
+  `${definition.name} is left out of this month: ${unreadWords(error)} `,
+  el('a', { href: `#/definitions/${definition.id}` }, `Open ${definition.name}`), '.'));
+
 // A paused schedule's mark: "⏸ paused by mod-mia because holiday break".
 // It carries a person's reason, of any length: it wraps (`badge-note`), where a status's badge never does.
 const pausedMark = (paused, attrs = {}) => el('span', { class: 'badge badge-paused badge-note', ...attrs }, `⏸ ${pausedWords(paused)}`);
@@ -96,7 +108,15 @@ export function scheduleInWords(definition) {
       ...(schedule.paused ? [' ', pausedMark(schedule.paused, { id: 'schedule-paused' })] : [])]
       : [el('span', { class: 'muted' }, 'No schedule: its runs are scheduled by hand.')]));
     buttons.replaceChildren(...(schedule ? [pauseButton({ ...definition, schedule_paused: schedule.paused }, show)] : []));
-  }).catch((error) => explain(error, 'Reading the schedule'));
+  }).catch((error) => {
+    // A schedule the API cannot read (a 409 saying what to do) is said where the schedule would be.
+    if (error instanceof ApiError && error.status === 409) {
+      line.replaceChildren(el('span', { class: 'schedule-unreadable' }, `Schedule: ${unreadWords(error)}`));
+      buttons.replaceChildren();
+    } else {
+      explain(error, 'Reading the schedule');
+    }
+  });
   show();
   return el('div', {}, line, buttons);
 }
@@ -222,12 +242,19 @@ export function calendarView(main, ctx, query) {
     try {
       const definitions = await ctx.definitions({ fresh: true });
       const recurring = definitions.filter((d) => d.schedule_cron);
-      const listed = await Promise.all(definitions.map(async (definition) => (
-        { definition, answer: await monthOf(definition.id, first, next) })));
+      // Each definition's month on its own: one that cannot be read is said apart, never failing the others.
+      const read = await Promise.allSettled(definitions.map((definition) => monthOf(definition.id, first, next)));
       if (stopped) return;
+      const listed = [];
+      const unread = [];
+      read.forEach((result, i) => {
+        if (result.status === 'fulfilled') listed.push({ definition: definitions[i], answer: result.value });
+        else unread.push({ definition: definitions[i], error: result.reason });
+      });
       const { may } = ctx.session();
       grid.replaceChildren(...(definitions.length ? [recurring.length ? schedulesList(recurring, may.control, load) : null,
-        ...cappedNotes(listed), monthGrid(first, listed, { admin: may.define, control: may.control, reload: load })].filter(Boolean)
+        ...unreadNotes(unread), ...cappedNotes(listed),
+        monthGrid(first, listed, { admin: may.define, control: may.control, reload: load })].filter(Boolean)
         : [el('p', {}, 'No definition yet.')]));
     } catch (error) {
       explain(error, 'Reading the calendar');
