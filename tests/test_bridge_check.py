@@ -43,6 +43,7 @@ def test_the_kits_slow_action_is_seen_in_progress():
         report = checked(url, slow_action="test.slow", slow_seconds=1.0)
     assert failed(report) == {}
     assert [c.said for c in report.cases if c.name.startswith("in progress")] == ["in_progress while it ran, then applied"]
+    assert [c.said for c in report.cases if c.name == AT_ONCE] == ["2 at once: applied once, 429 to the rest, status applied"]
 
 
 def test_without_a_status_endpoint_its_cases_are_skipped_with_the_reason():
@@ -130,7 +131,7 @@ class UnfencedStore(event_bridge.MemoryStore):
 def test_a_bridge_that_does_not_deduplicate_fails_the_repeat_case():
     with serving(event_bridge.Bridge(KEY, ForgetfulStore())) as url:
         report = checked(url)
-    assert set(failed(report)) == {"same key replays its first answer"}
+    assert set(failed(report)) == {"same key replays its first answer", "one key delivered twice at once applied once"}
     assert "record the answer by idempotency key and replay it" in failed(report)["same key replays its first answer"]
 
 
@@ -165,6 +166,55 @@ def test_a_bridge_whose_fence_is_off_by_one_fails_the_fence_case():
     said = failed(report)["attempt fence"]
     assert "the engine re-sends exactly the attempt it asked about" in said and "got HTTP 409" in said
     assert "attempt < fence, not <=" in said
+
+
+class NeverBusyStore(event_bridge.MemoryStore):
+    """No `busy` decision: a delivery of a key that is being applied now is applied again."""
+
+    def begin(self, key, attempt):
+        begun = super().begin(key, attempt)
+        return event_bridge.Begun("new") if begun.decision == "busy" else begun
+
+
+class RacyStore(event_bridge.MemoryStore):
+    """Checks the key, then marks it in progress outside the check's lock: two deliveries at once both pass the
+    check (the pause stands for a database round trip between a SELECT and an INSERT)."""
+
+    def begin(self, key, attempt):
+        if super().status(key, 0).status != "not_applied":  # the SELECT
+            return super().begin(key, attempt)
+        time.sleep(0.2)
+        begun = super().begin(key, attempt)  # the blind INSERT ... ON DUPLICATE KEY UPDATE in_progress = 1
+        return begun if begun.decision == "fenced" else event_bridge.Begun("new")
+
+
+AT_ONCE = "one key delivered twice at once applied once"
+
+
+def test_a_store_whose_check_and_mark_race_fails_the_at_once_case_without_a_slow_action():
+    with serving(event_bridge.Bridge(KEY, RacyStore())) as url:
+        report = checked(url)
+    assert set(failed(report)) == {AT_ONCE}
+    said = failed(report)[AT_ONCE]
+    assert said.startswith("4 deliveries of one key sent at once were applied more than once (different answers:")
+    assert "answer 429 to a delivery of a key in progress, and mark the key in progress in the same lock" in said
+
+
+@pytest.mark.realtime
+def test_a_store_with_no_busy_decision_fails_the_at_once_case_with_the_slow_action():
+    """The in-progress case passes (the status says in_progress), so only deliveries at once show it."""
+    with serving(event_bridge.Bridge(KEY, NeverBusyStore())) as url:
+        report = checked(url, slow_action="test.slow", slow_seconds=1.0)
+    assert set(failed(report)) == {AT_ONCE}
+    assert failed(report)[AT_ONCE].startswith("2 deliveries of one key sent at once were applied more than once")
+
+
+def test_the_kit_answers_the_rest_429_or_the_same_answer():
+    with serving(event_bridge.Bridge(KEY)) as url:
+        report = checked(url)
+    [said] = [c.said for c in report.cases if c.name == AT_ONCE]
+    assert said.startswith("4 at once (test.noop: with --slow-action they overlap for sure): applied once, ")
+    assert said.endswith(", status applied")
 
 
 class ReplayByAttemptStore(event_bridge.MemoryStore):

@@ -322,6 +322,48 @@ def case_in_progress(check: Checker) -> str:
     return "in_progress while it ran, then applied"
 
 
+AT_ONCE_PLAIN = 4  # deliveries of one key sent together when no action can be slowed: a racy check-then-mark shows
+
+
+def case_at_once(check: Checker) -> str:
+    """The engine can send a key's next attempt while its first still runs (its deadline passed, the game did not
+    notice): the key is applied once, every done answer is the same, and the others are 429 ("being applied now")."""
+    slow = check.options.slow_action
+    action, key = slow or check.options.action, check.key("at-once")
+    params = {"seconds": check.options.slow_seconds} if slow else None
+    count = 2 if slow else AT_ONCE_PLAIN
+    together = threading.Barrier(count)
+    answers: list[Any] = [None] * count
+
+    def send(index: int) -> None:
+        together.wait()
+        answers[index] = _catch(lambda: check.deliver(action, key, 1 + index % 2, params=params))
+
+    workers = [threading.Thread(target=send, args=(index,), daemon=True) for index in range(count)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(check.options.deadline + 2)
+    for answer in answers:
+        if isinstance(answer, Failed):
+            raise answer
+    shown = "; ".join(_shown(answer) for answer in answers if answer is not None)
+    done = [_done_in(answer) for answer in answers if answer is not None and answer.status != 429]
+    if not done:
+        raise Failed(f"{count} deliveries of one key sent at once were all answered 429 ({shown}): one of them must"
+                     " be applied; answer 429 only while another delivery of the key is being applied")
+    if any(body != done[0] for body in done):
+        raise Failed(f"{count} deliveries of one key sent at once were applied more than once (different answers:"
+                     f" {shown}): answer 429 to a delivery of a key in progress, and mark the key in progress in"
+                     " the same lock or transaction that checks it (a row lock, an insert that fails on a duplicate"
+                     " key)")
+    if check.options.status and (said := check.status_of(action, key, 2)) != "applied":
+        raise Failed(f"after {count} deliveries of one key at once, the status said {said!r}, not applied")
+    how = "429 to the rest" if len(done) < count else "the same answer to each"
+    return (f"{count} at once{'' if slow else f' ({action}: with --slow-action they overlap for sure)'}: applied once,"
+            f" {how}" + (", status applied" if check.options.status else ""))
+
+
 def case_revert(check: Checker) -> str:
     action = check.options.spawn_action or check.options.action  # skipped when not named
     result = _done(check, action, check.key("spawn"))
@@ -361,6 +403,7 @@ def cases(options: Options) -> list[tuple[str, Callable[[Checker], str], str | N
         ("attempt fence", case_fence, no_status),
         ("in progress while a slow delivery runs", case_in_progress,
          no_status or (None if options.slow_action else "needs an action that can be slowed (--slow-action)")),
+        ("one key delivered twice at once applied once", case_at_once, None),
         ("resources well formed, revert idempotent", case_revert,
          None if options.spawn_action else "needs an action that leaves a resource (--spawn-action)"),
     ]
