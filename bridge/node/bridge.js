@@ -63,7 +63,8 @@ async function answerInTime(handler, delivery, seconds) {
 }
 
 export class Bridge {
-  // key: the bridge key, or a function returning it as it stands now (a rotation); handlers: {actionId: fn(delivery)};
+  // key: the bridge key, an array of keys any of which verifies (a rotation: the new key and the old one), or a
+  // function returning either as it stands now; handlers: {actionId: fn(delivery)};
   // onError(message, error): where a handler's failure and an answer the kit refused are told (your logger);
   // handlerSeconds: a handler not answered within it is answered 500 and its key let go (null: no deadline), shorter
   // than the store's lease so that a key is never taken again while its first handler may still act

@@ -54,6 +54,27 @@ test('a request that does not verify is 401 and applies nothing', async () => {
   assert.deepEqual(applied, []);
 });
 
+test('during a rotation a bridge takes requests signed with either key and no other', async () => {
+  for (const keys of [['new-key', KEY], () => ['new-key', KEY]]) {
+    const bridge = new Bridge({ key: keys, clock: () => NOW });
+    for (const key of ['new-key', KEY]) {
+      const body = Buffer.from(JSON.stringify({ run_id: 7, step_id: 21, action: 'test.noop', idempotency_key: key, attempt: 1 }));
+      const answer = await bridge.handle('POST', '/actions/test.noop', { ...signedHeaders(key, body, NOW), 'idempotency-key': key }, body);
+      assert.equal(answer.status, 200, key);
+      const target = `/actions/test.noop/status/${key}?attempt=2`;
+      assert.deepEqual((await bridge.handle('GET', target, signedHeaders(key, statusSigned(target), NOW), Buffer.alloc(0))).body,
+        { status: 'applied' });
+    }
+    const body = Buffer.from(JSON.stringify({ run_id: 7, step_id: 21, action: 'test.noop', idempotency_key: 'k9', attempt: 1 }));
+    const other = await bridge.handle('POST', '/actions/test.noop', { ...signedHeaders('another', body, NOW), 'idempotency-key': 'k9' }, body);
+    assert.equal(other.status, 401);
+    assert.equal(other.body.reason, "the signature does not verify with this bridge's keys");
+  }
+  const body = Buffer.from('{}');
+  const none = await new Bridge({ key: [], clock: () => NOW }).handle('POST', '/actions/test.noop', signedHeaders('', body, NOW), body);
+  assert.equal(none.status, 401);
+});
+
 test('the status endpoint raises the fence and a lower attempt is refused', async () => {
   const { bridge, applied } = counting();
   assert.deepEqual((await status(bridge, 'k1', 3)).body, { status: 'not_applied' });

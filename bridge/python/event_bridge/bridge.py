@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -60,7 +60,9 @@ class Gone(Exception):
 
 
 Handler = Callable[[Delivery], Answer]
-Key = str | Callable[[], str]  # the bridge key, or a function that reads it as it stands now (a rotation)
+# the bridge key, a list of keys any of which verifies (a rotation: the new key and the old one), or a function that
+# reads either as it stands now
+Key = str | Sequence[str] | Callable[[], str | Sequence[str]]
 
 
 def _error(status: int, reason: str) -> Answer:
@@ -111,7 +113,7 @@ class Bridge:
             return target
         return targets[0]
 
-    def _current_key(self) -> str:
+    def _current_key(self) -> str | Sequence[str]:
         return self._key() if callable(self._key) else self._key
 
     def _deliver(self, action_id: str, headers: dict[str, str], body: bytes) -> Answer:

@@ -4,7 +4,8 @@ Invariant: nothing is read from a request before its signature verifies. A
 delivery is signed as `sha256=HMAC-SHA256(key, "{timestamp}." + body)`, a
 status request as `... "{timestamp}.GET.{path and query}."`, and a timestamp
 more than WINDOW_SECONDS from this side's clock is refused, so a captured
-request cannot be replayed later. Comparisons are constant-time.
+request cannot be replayed later. Comparisons are constant-time. During a key
+rotation the bridge holds two keys and takes a request signed with either.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from collections.abc import Sequence
 
 WINDOW_SECONDS = 300  # either side of this side's clock, as the engine allows the game's signals
 
@@ -31,16 +33,20 @@ def signed_headers(key: str, signed: bytes, now: float | None = None) -> dict[st
     return {"X-Event-Timestamp": timestamp, "X-Event-Signature": signature(key, timestamp, signed)}
 
 
-def verify(key: str, headers: dict[str, str], signed: bytes, now: float | None = None) -> None:
-    """Raises Unsigned unless `headers` sign `signed` with `key` within the window. Header names lower-cased."""
+def verify(key: str | Sequence[str], headers: dict[str, str], signed: bytes, now: float | None = None) -> None:
+    """Raises Unsigned unless `headers` sign `signed` with `key` (or any of a list of keys: a rotation) within the
+    window. Header names lower-cased."""
+    keys = [key] if isinstance(key, str) else list(key)
     timestamp = headers.get("x-event-timestamp", "")
     given = headers.get("x-event-signature", "")
     if not timestamp or not given:
         raise Unsigned("unsigned: X-Event-Timestamp and X-Event-Signature are required")
     if not timestamp.isdigit():
         raise Unsigned("X-Event-Timestamp is not Unix seconds")
-    if not hmac.compare_digest(given.encode(), signature(key, timestamp, signed).encode()):
-        raise Unsigned("the signature does not verify with this bridge's key")
+    # every key compared, each in constant time: which one matched is not told by the time taken
+    matched = [hmac.compare_digest(given.encode(), signature(each, timestamp, signed).encode()) for each in keys if each]
+    if not any(matched):
+        raise Unsigned("the signature does not verify with this bridge's key" + ("s" if len(keys) > 1 else ""))
     skew = abs((time.time() if now is None else now) - int(timestamp))
     if skew > WINDOW_SECONDS:
         raise Unsigned(f"the timestamp is {skew:.0f} s from this side's clock (at most {WINDOW_SECONDS} s)")

@@ -93,6 +93,22 @@ def test_a_request_that_does_not_verify_is_401_and_applies_nothing(tamper):
     assert answer.status == 401 and applied == []
 
 
+@pytest.mark.parametrize("keys", [["new-key", KEY], ("new-key", KEY), lambda: ["new-key", KEY]], ids=["list", "tuple", "function"])
+def test_during_a_rotation_a_bridge_takes_requests_signed_with_either_key_and_no_other(keys):
+    bridge = Bridge(keys, clock=lambda: NOW)
+    for key in ("new-key", KEY):
+        body = json.dumps({"run_id": 7, "step_id": 21, "action": "test.noop", "idempotency_key": key, "attempt": 1}).encode()
+        answer = bridge.handle("POST", "/actions/test.noop", {**signed_headers(key, body, NOW), "Idempotency-Key": key}, body)
+        assert answer.status == 200, key
+        target = f"/actions/test.noop/status/{key}?attempt=2"
+        assert bridge.handle("GET", target, signed_headers(key, status_signed(target), NOW), b"").body == {"status": "applied"}
+    body = json.dumps({"run_id": 7, "step_id": 21, "action": "test.noop", "idempotency_key": "k9", "attempt": 1}).encode()
+    other = bridge.handle("POST", "/actions/test.noop", {**signed_headers("another", body, NOW), "Idempotency-Key": "k9"}, body)
+    assert other.status == 401 and other.body["reason"] == "the signature does not verify with this bridge's keys"
+    none = Bridge([], clock=lambda: NOW).handle("POST", "/actions/test.noop", {**signed_headers("", body, NOW), "Idempotency-Key": "k9"}, body)
+    assert none.status == 401
+
+
 def test_a_signed_body_must_name_what_the_request_carries():
     bridge, applied = bridge_counting()
     headers, body = delivery()
