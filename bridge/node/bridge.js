@@ -137,12 +137,16 @@ export class Bridge {
       this.onError(`${seen}: ${decided}: answered 500, the handler not run (fix the store)`, null);
       return error(500, `${decided}: the action was not run`);
     }
+    // a store may give a context for new (its open transaction): the handler makes the world change in it, and
+    // finish or abandon get it as their last argument, so that the change and its answer commit together
+    const { context } = begun;
+    delivery.context = context;
     let answer;
     try {
       answer = await answerInTime(handler, delivery, this.handlerSeconds);
     } catch (failure) {
       if (failure instanceof Late) {
-        await this.letGo(delivery.key, seen);
+        await this.letGo(delivery.key, context, seen);
         this.onError(`${seen}: the handler did not answer within ${this.handlerSeconds} s: answered 500, the engine `
           + 'sends it again (a handler past its deadline must change nothing more)', failure);
         return error(500, `the ${actionId} handler did not answer within ${this.handlerSeconds} s`);
@@ -152,17 +156,17 @@ export class Bridge {
           + 'recorded a final 422, the action is not applied again', failure);
         answer = unsendable(actionId, failure.message);
       } else { // the handler's own failure: it must act on nothing it did not undo
-        await this.letGo(delivery.key, seen);
+        await this.letGo(delivery.key, context, seen);
         this.onError(`${seen}: the handler failed: answered 500, the engine sends it again`, failure);
         return error(500, `the ${actionId} handler failed: ${failure}`.slice(0, 500));
       }
     }
     if (answer.status >= 300 && answer.status !== 409 && answer.status !== 422) {
-      await this.letGo(delivery.key, seen); // a failure applied nothing: the engine's retry reaches the handler again
+      await this.letGo(delivery.key, context, seen); // a failure applied nothing: the engine's retry reaches the handler again
       return answer;
     }
     try {
-      await this.store.finish(delivery.key, answer); // done or refused: the key's answer for good
+      await this.store.finish(delivery.key, answer, context); // done or refused: the key's answer for good
     } catch (failure) { // the handler ran and its answer is not recorded: applied or not, nobody knows here
       this.onError(`${seen}: the store failed in finish after the handler answered: the outcome is unknown; answered `
         + '502 (in doubt: the engine asks the status endpoint or a person)', failure);
@@ -174,9 +178,9 @@ export class Bridge {
   }
 
   // abandon the key; a store that fails leaves it in progress until its lease runs out (nothing applied)
-  async letGo(key, seen) {
+  async letGo(key, context, seen) {
     try {
-      await this.store.abandon(key);
+      await this.store.abandon(key, context);
     } catch (failure) {
       this.onError(`${seen}: the store failed in abandon: the key stays in progress until its lease runs out`, failure);
     }

@@ -226,6 +226,28 @@ test('a malformed percent-escape is a JSON answer from the bridge, never a failu
   assert.deepEqual(told, []);
 });
 
+test("a store's context reaches the handler, then finish or abandon", async () => {
+  const handed = [];
+  const store = new MemoryStore();
+  const { begin, finish, abandon } = store;
+  store.begin = async (key, attempt) => {
+    const begun = await begin.call(store, key, attempt);
+    return begun.decision === 'new' ? { ...begun, context: { tx: `${key}/${attempt}` } } : begun;
+  };
+  store.finish = async (key, answer, context) => { handed.push(['finish', context]); return finish.call(store, key, answer); };
+  store.abandon = async (key, context) => { handed.push(['abandon', context]); return abandon.call(store, key); };
+  const seen = [];
+  const bridge = new Bridge({ key: KEY, clock: () => NOW, store, onError: () => {} }).action('world.spawn', (d) => {
+    seen.push(d.context);
+    if (d.attempt === 1) throw new Error('restarting');
+    return done();
+  });
+  assert.equal((await bridge.handle('POST', '/actions/world.spawn', ...delivery())).status, 500);
+  assert.equal((await bridge.handle('POST', '/actions/world.spawn', ...delivery({ attempt: 2 }))).status, 200);
+  assert.deepEqual(seen, [{ tx: 'k1/1' }, { tx: 'k1/2' }]);
+  assert.deepEqual(handed, [['abandon', { tx: 'k1/1' }], ['finish', { tx: 'k1/2' }]]);
+});
+
 test('a handler that throws is a JSON 500 and the key can be tried again; a revert already gone is done', async () => {
   let calls = 0;
   const bridge = new Bridge({ key: KEY, clock: () => NOW })

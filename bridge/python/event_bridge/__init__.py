@@ -6,7 +6,8 @@ from .answers import Answer, BadAnswer, Resource, Revert, done, refused
 from .bridge import Bridge, Delivery, Gone
 from .server import make_server, wsgi_app
 from .signals import SignalNotDelivered, SignalRefused, send_signal
-from .store import LEASE_SECONDS, Begun, Known, MemoryStore, Store
+from .store import LEASE_SECONDS, Begun, ContextStore, Known, MemoryStore, Store
 
-__all__ = ["LEASE_SECONDS", "Answer", "BadAnswer", "Begun", "Bridge", "Delivery", "Gone", "Known", "MemoryStore", "Resource", "Revert",
-           "SignalNotDelivered", "SignalRefused", "Store", "done", "make_server", "refused", "send_signal", "wsgi_app"]
+__all__ = ["LEASE_SECONDS", "Answer", "BadAnswer", "Begun", "Bridge", "ContextStore", "Delivery", "Gone", "Known",
+           "MemoryStore", "Resource", "Revert", "SignalNotDelivered", "SignalRefused", "Store", "done", "make_server",
+           "refused", "send_signal", "wsgi_app"]

@@ -20,6 +20,7 @@ logged on the `event_bridge` logger, naming the action, key and attempt.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -27,12 +28,12 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from . import signing
 from .answers import Answer, BadAnswer, Resource, Revert, checked, done, refused
-from .store import MemoryStore, Store
+from .store import ContextStore, MemoryStore, Store
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SLOW_SECONDS = 30.0
@@ -53,6 +54,7 @@ class Delivery:
     params: dict[str, Any]
     rehearsal: bool  # a sandbox dry run: act on the sandbox world, never the live one
     body: dict[str, Any]
+    context: Any = None  # what the store's begin gave (its open transaction): make the world change in it
 
 
 class Gone(Exception):
@@ -144,10 +146,13 @@ class Bridge:
                          begun.decision, " without its answer" if begun.decision == "replay" else "")
             return _error(500, f"the bridge's store decided {str(begun.decision)[:40]!r}"
                                f"{' without its answer' if begun.decision == 'replay' else ''}: the action was not run")
+        context = begun.context
+        if context is not None:
+            delivery = dataclasses.replace(delivery, context=context)
         try:
             answer = _answer_in_time(handler, delivery, self.handler_seconds)
         except _Late:
-            self._let_go(delivery.key, seen)
+            self._let_go(delivery.key, context, seen)
             logger.warning("%s: the handler did not answer within %g s: answered 500, the engine sends it again "
                            "(a handler past its deadline must change nothing more)", seen, self.handler_seconds)
             return _error(500, f"the {action_id} handler did not answer within {self.handler_seconds:g} s")
@@ -156,14 +161,17 @@ class Bridge:
                            "the action is not applied again", seen, error, exc_info=True)
             answer = _unsendable(action_id, str(error))
         except Exception as error:  # the handler's own failure: it must act on nothing it did not undo
-            self._let_go(delivery.key, seen)
+            self._let_go(delivery.key, context, seen)
             logger.warning("%s: the handler failed: answered 500, the engine sends it again", seen, exc_info=True)
             return _error(500, f"the {action_id} handler failed: {type(error).__name__}: {error}"[:500])
         if answer.status >= 300 and answer.status not in (409, 422):
-            self._let_go(delivery.key, seen)  # a failure applied nothing: the engine's retry reaches the handler again
+            self._let_go(delivery.key, context, seen)  # a failure applied nothing: the engine's retry reaches the handler again
             return answer
         try:
-            self.store.finish(delivery.key, answer)  # done or refused: the key's answer for good
+            if context is None:  # done or refused: the key's answer for good
+                self.store.finish(delivery.key, answer)
+            else:
+                cast(ContextStore, self.store).finish(delivery.key, answer, context)
         except Exception as error:  # the handler ran and its answer is not recorded: applied or not, nobody knows here
             logger.error("%s: the store failed in finish after the handler answered: the outcome is unknown; answered "
                          "502 (in doubt: the engine asks the status endpoint or a person)", seen, exc_info=True)
@@ -171,10 +179,13 @@ class Bridge:
                                      f"unknown: {type(error).__name__}: {error}"[:500]}, 502)
         return answer
 
-    def _let_go(self, key: str, seen: str) -> None:
+    def _let_go(self, key: str, context: Any, seen: str) -> None:
         """`abandon` the key; a store that fails leaves it in progress until its lease runs out (nothing applied)."""
         try:
-            self.store.abandon(key)
+            if context is None:
+                self.store.abandon(key)
+            else:
+                cast(ContextStore, self.store).abandon(key, context)
         except Exception:
             logger.warning("%s: the store failed in abandon: the key stays in progress until its lease runs out", seen,
                            exc_info=True)

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from .answers import Answer
 
@@ -37,11 +37,15 @@ LEASE_SECONDS = 60.0  # how long a key stays in progress: longer than any handle
 
 @dataclass(frozen=True)
 class Begun:
-    """What `begin` decided: `answer` for a replay, `fence` (the attempt asked about) when fenced."""
+    """What `begin` decided: `answer` for a replay, `fence` (the attempt asked about) when fenced. For `new`, a
+    store may give a `context` (an open transaction, a connection): the handler gets it as `Delivery.context`, to
+    make the world change in it, and the kit hands it to `finish` or `abandon` as their last argument, so that the
+    change and its answer commit (or roll back) together. With no context they are called without it."""
 
     decision: Decision
     answer: Answer | None = None
     fence: int = 0
+    context: Any = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,20 @@ class Store(Protocol):
 
     def status(self, key: str, attempt: int) -> Known:
         """Raise the fence to `attempt`; applied, in_progress (its lease not run out) or not_applied."""
+
+
+class ContextStore(Protocol):
+    """A `Store` whose `begin` gives a context for `new`: its `finish` and `abandon` take it as well."""
+
+    def begin(self, key: str, attempt: int) -> Begun: ...
+
+    def finish(self, key: str, answer: Answer, context: Any) -> None:
+        """Record the answer in `context`, with the world change made there, and commit them together."""
+
+    def abandon(self, key: str, context: Any) -> None:
+        """Roll `context` back (the handler raised or answered a failure): neither applied nor in progress."""
+
+    def status(self, key: str, attempt: int) -> Known: ...
 
 
 @dataclass

@@ -6,11 +6,15 @@ import http.client
 import io
 import json
 import logging
+import re
 import socket
 import socketserver
+import sqlite3
 import sys
 import threading
 import time
+from contextlib import closing
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -26,6 +30,7 @@ from event_bridge import (
     BadAnswer,
     Begun,
     Bridge,
+    Delivery,
     Gone,
     MemoryStore,
     Resource,
@@ -263,6 +268,100 @@ def test_the_handler_runs_only_when_the_store_decided_new(caplog, begun):
         answer = bridge.handle("POST", "/actions/world.spawn", *delivery())
     assert answer.status == 500 and "the action was not run" in answer.body["reason"] and applied == []
     assert "world.spawn key 'k1' attempt 1: the store's begin decided" in caplog.text
+
+
+class ContextMemoryStore(MemoryStore):
+    """Gives each new delivery a context, and says what finish and abandon were handed."""
+
+    def __init__(self):
+        super().__init__()
+        self.handed = []
+
+    def begin(self, key, attempt):
+        begun = super().begin(key, attempt)
+        return replace(begun, context={"tx": f"{key}/{attempt}"}) if begun.decision == "new" else begun
+
+    def finish(self, key, answer, context):
+        self.handed.append(("finish", context))
+        super().finish(key, answer)
+
+    def abandon(self, key, context):
+        self.handed.append(("abandon", context))
+        super().abandon(key)
+
+
+def test_a_stores_context_reaches_the_handler_then_finish_or_abandon():
+    seen = []
+
+    def spawn(d):
+        seen.append(d.context)
+        if d.attempt == 1:
+            raise RuntimeError("the world server is restarting")
+        return done()
+
+    store = ContextMemoryStore()
+    bridge = Bridge(KEY, store, clock=lambda: NOW, handlers={"world.spawn": spawn})
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery()).status == 500
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).status == 200
+    assert seen == [{"tx": "k1/1"}, {"tx": "k1/2"}]
+    assert store.handed == [("abandon", {"tx": "k1/1"}), ("finish", {"tx": "k1/2"})]
+    assert bridge_counting()[0].handle("POST", "/actions/world.spawn", *delivery()).status == 200  # no context: as ever
+
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def readme_store(tmp_path, lease_seconds=60.0):
+    """The README's SqliteStore and its handler, as written there, over a game database with an npcs table."""
+    blocks = re.findall(r"^```python\n(.*?)^```", README, re.S | re.M)
+    assert len(blocks) == 2
+    scope: dict = {}
+    exec(compile(blocks[0], "README.md", "exec"), scope)  # noqa: S102 — the README's own example
+    path = str(tmp_path / "game.db")
+    store = scope["SqliteStore"](path, lease_seconds)
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE npcs (id TEXT PRIMARY KEY)")
+    bridge = Bridge(KEY, store, clock=lambda: NOW)
+    exec(compile(blocks[1], "README.md", "exec"), {"bridge": bridge, "done": done, "Resource": Resource, "Revert": Revert})  # noqa: S102
+
+    def npcs():
+        with closing(sqlite3.connect(path)) as db:
+            return [row[0] for row in db.execute("SELECT id FROM npcs")]
+
+    return store, bridge, npcs
+
+
+def test_the_readmes_sqlite_store_applies_once_and_commits_the_world_change_with_its_answer(tmp_path):
+    _, bridge, npcs = readme_store(tmp_path)
+    first = bridge.handle("POST", "/actions/world.spawn", *delivery())
+    assert first.status == 200 and npcs() == ["npc-k1"]
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).body == first.body and npcs() == ["npc-k1"]
+    assert status(bridge, "k1", 3).body == {"status": "applied", "resources": first.body["resources"]}
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=2)).status == 409
+    assert status(bridge, "k2", 1).body == {"status": "not_applied"}
+
+
+def test_the_readmes_sqlite_store_rolls_back_a_change_whose_answer_was_not_recorded(tmp_path):
+    store, bridge, npcs = readme_store(tmp_path, lease_seconds=0.3)
+    spawn = bridge.handlers["world.spawn"]
+
+    def spawns_then_fails(d):
+        spawn(d)
+        raise RuntimeError("the world server is restarting")
+
+    bridge.handlers["world.spawn"] = spawns_then_fails
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery()).status == 500
+    assert npcs() == [] and status(bridge, "k1", 1).body == {"status": "not_applied"}
+    # the game dies mid-delivery: begin marked the key, the handler's change was never committed
+    crashed = store.begin("k2", 1)
+    spawn(replace(Delivery("world.spawn", "k2", 1, 7, 21, {}, False, {}), context=crashed.context))
+    crashed.context.close()  # the game stops: what it had not committed is gone
+    assert status(bridge, "k2", 1).body == {"status": "in_progress"} and npcs() == []
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(key="k2")).status == 429
+    time.sleep(0.4)  # the lease runs out
+    bridge.handlers["world.spawn"] = spawn
+    assert status(bridge, "k2", 2).body == {"status": "not_applied"}
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(key="k2", attempt=2)).status == 200 and npcs() == ["npc-k2"]
 
 
 def test_a_handler_that_raises_is_a_json_500_and_the_key_can_be_tried_again():
