@@ -132,6 +132,7 @@ def test_a_batch_holds_as_many_runs_as_its_steps_allow_and_at_least_one(db, cloc
     assert not any(any(rows_of(db, run.id).values()) for run in runs)
 
 
+@pytest.mark.realtime  # a real race: the person's transaction holds the run while the purge reads it
 def test_a_cleanup_a_person_starts_while_the_purge_waits_for_the_run_keeps_the_run(db, db_params, clock, runner,
                                                                                    game_bridge):
     """The purge locks its runs with the guard in the WHERE: a person's Clean up that took the run first holds
@@ -178,6 +179,7 @@ def _statement_seen(tx, pattern: str, seconds: float) -> bool:
     return False
 
 
+@pytest.mark.realtime  # a fresh interpreter per command
 def test_the_command_prints_its_progress_and_summary_and_refuses_a_bad_date(db, db_params, clock, runner, game_bridge):
     clock_now = db.autocommit(lambda tx: tx.scalar("SELECT UTC_TIMESTAMP(6)"))  # the command's clock: the database's
     clock.set(clock_now - timedelta(days=30))
