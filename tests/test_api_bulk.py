@@ -87,6 +87,38 @@ def test_a_preview_changes_nothing_and_a_bulk_pause_then_resume_follows_the_stat
     assert [r["status"] for r in resumed.body["changed"]] == ["running"] * 3
 
 
+def test_a_bulk_press_sent_again_with_its_idempotency_key_answers_what_the_first_changed_and_changes_nothing(api, db, clock):
+    """Review D4: a bulk pause whose answer was lost is sent again by the console with the same key; the re-send
+    says the runs the first press paused as changed (replayed), not refused as already paused."""
+    now = clock.now()
+    festival = make_definition(db, now)
+    running = _runs(db, now, festival, [RunStatus.RUNNING] * 2)
+    [over] = _runs(db, now, festival, [RunStatus.COMPLETED], start=2)
+    ids = [r.id for r in running] + [over.id]
+    body = {"control": "pause", "filter": {"ids": ids}, "reason": "boss bugged", "expected_count": 3}
+    key = {"Idempotency-Key": "bulk-pause-7f3a"}
+    first = api.post("/runs/bulk", body, auth=MODERATOR, headers=key)
+    assert first.status == 200 and {r["id"] for r in first.body["changed"]} == {r.id for r in running}
+    assert not any(r.get("replayed") for r in first.body["changed"])
+    logged = everything(db)
+
+    again = api.post("/runs/bulk", body, auth=MODERATOR, headers=key)
+    assert again.status == 200, again.body
+    assert sorted(again.body["changed"], key=lambda r: r["id"]) == [
+        {"id": r.id, "status": "paused", "replayed": True} for r in sorted(running, key=lambda r: r.id)]
+    assert [r["id"] for r in again.body["refused"]] == [over.id]  # refused before, refused again
+    assert everything(db) == logged  # not a row more
+
+    # Another person's press with that key is theirs alone: each run refuses it, naming whose it is.
+    resume = {"control": "resume", "filter": {"ids": ids}, "expected_count": 3}
+    other = api.post("/runs/bulk", resume, auth=ADMIN, headers=key)
+    assert other.status == 200 and other.body["changed"] == []
+    assert all("was used by mod-mia" in r["why"] for r in other.body["refused"] if r["id"] != over.id), other.body
+    # A fresh key is a new press: the paused runs resume.
+    resumed = api.post("/runs/bulk", resume, auth=MODERATOR, headers={"Idempotency-Key": "bulk-resume-1"})
+    assert {r["id"] for r in resumed.body["changed"]} == {r.id for r in running}
+
+
 def test_a_bulk_cancel_offers_the_cleanup_choice_a_single_cancel_offers(api, db, clock):
     now = clock.now()
     festival = make_definition(db, now)

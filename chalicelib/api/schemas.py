@@ -106,6 +106,10 @@ CONTROL_HEADERS = {
                         " answers the first press's answer (Idempotent-Replayed: true) and changes nothing"),
                         {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY, "pattern": "^[!-~]+$"}),
 }
+BULK_HEADERS = {"Idempotency-Key": (
+    (f"at most {MAX_IDEMPOTENCY_KEY} visible ASCII characters: each run is pressed with it, so a repeat within 24 h"
+     " answers, for each run the first press changed, its first answer (replayed: true) and changes nothing again"),
+    CONTROL_HEADERS["Idempotency-Key"][1])}
 RUN_HEADERS = {
     "ETag": ('the run\'s control state, "r{id}.{version}": what a run control\'s If-Match names', {"type": "string"}),
     "Cache-Control": ("no-store: the tag describes a control state, never a cached copy (no 304 is ever answered)",
@@ -506,7 +510,10 @@ BULK_BODY = {**_body(
     preview={"type": "boolean", "default": False,
              "description": f"count the runs and show the first {BULK_PREVIEW_RUNS}; nothing changes"},
 ), "required": ["control", "filter"]}
-_BULK_RUN = _object(id=_INT, status={"type": "string"})
+_BULK_RUN = {**_object(id=_INT, status={"type": "string"},
+                       replayed={"type": "boolean", "const": True,
+                                 "description": "an earlier press with this Idempotency-Key changed it (its status then);"
+                                                " nothing changed now"}), "required": ["id", "status"]}
 BULK_ANSWER = {"oneOf": [
     {**_object(count=_COUNT, runs={"type": "array", "items": RUN, "maxItems": BULK_PREVIEW_RUNS}),
      "description": "a preview"},

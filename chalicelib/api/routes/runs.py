@@ -62,9 +62,11 @@ _BULK_GATE = frozenset().union(*(commands.CONTROLS[name].roles for name in bulk.
                   " and why. expected_count is how many runs the person saw match: another count now is a 409 naming it,"
                   f" and nothing changes. At most {bulk.MAX_RUNS} runs a request (a filter matching more is a 400: narrow"
                   f" it), {bulk.BATCH} a transaction. With preview, the count and the first {bulk.PREVIEW_RUNS} runs, and"
-                  " nothing changes.", _BULK_GATE,
+                  " nothing changes. With an Idempotency-Key each run is pressed with it: a re-send answers, for each run"
+                  " the first press changed, its first answer (replayed: true), and changes it no more.", _BULK_GATE,
                   ok("a preview's count and first runs, or what the press changed and what it did not",
-                     schemas.BULK_ANSWER), body=schemas.BULK_BODY, waits_for_database=True)
+                     schemas.BULK_ANSWER), body=schemas.BULK_BODY, request_headers=schemas.BULK_HEADERS,
+                  waits_for_database=True)
 def bulk_press(call: Call) -> Body:
     control = commands.CONTROLS[call.body["control"]]
     if not call.roles & control.roles:
@@ -76,7 +78,8 @@ def bulk_press(call: Call) -> Body:
     pressed = bulk.BulkPress.of(call.body, between)
     if pressed.expected_count is None:
         return bulk.preview(runtime.database(), pressed.which)
-    answer = bulk.press(runtime.database(), pressed, commands.Context(call.actor, call.now))
+    how = commands.Press(key=schemas.parse_idempotency_key(call.headers.get(schemas.IDEMPOTENCY_KEY)))
+    answer = bulk.press(runtime.database(), pressed, commands.Context(call.actor, call.now, how))
     if control.wakes and answer["changed"]:
         made_work(call)
     return answer

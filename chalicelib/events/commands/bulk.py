@@ -8,6 +8,10 @@ goes on. The runs are the filter's at the press, newest first, at most `MAX_RUNS
 `BATCH` runs (a deadlock re-runs one batch whole); the press names how many runs the person saw
 (`expected_count`), and a filter that matches another number changes nothing (`Clash`, naming the count). A
 preview counts and shows the first `PREVIEW_RUNS` and writes nothing.
+
+A press with an Idempotency-Key presses each run with it (a key is unique per run), so a re-send of a press whose
+answer was lost answers, for each run the first press changed, that run's first answer (`replayed`), and changes
+nothing again; a run it refused is asked again and refuses again.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from ...db import Database, Tx
-from ..errors import Clash, Conflict, Invalid, NewerRow, NotFound
+from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerRow, NotFound
 from ..store import runs
 from .declared import CONTROLS, Control
 from .protocol import Context, within
@@ -108,7 +112,10 @@ def _batch(tx: Tx, bulk: BulkPress, ids: list[int], by: Context) -> tuple[list[d
         command = bulk.control.pressed({"run_id": run_id}, bulk.body)
         try:
             answer = command.answer(within(tx, command, by))
-        except (Conflict, NewerRow, NotFound) as refusal:  # raised before the run's first write: nothing of it written
+        except AnsweredBefore as before:  # this press's key took on this run before: its first answer, nothing written
+            changed.append({"id": run_id, "status": before.body["run"]["status"], "replayed": True})
+            continue
+        except (Conflict, NewerRow, NotFound, Clash, KeyReused) as refusal:  # raised before the run's first write
             refused.append({"id": run_id, "why": str(refusal), **(refusal.detail or {})})
             continue
         changed.append({"id": run_id, "status": answer["run"]["status"]})
