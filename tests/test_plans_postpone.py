@@ -2,7 +2,7 @@
 from when to when and why, its wake time the new one; refused once it started (409 naming the status) and
 into the past (400), nothing changed either way; the calendar shows it at its new time with its original one."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pymysql
 import pytest
@@ -144,3 +144,40 @@ def test_the_calendar_shows_a_postponed_occurrence_at_its_new_time_with_its_orig
         runner.close()
     assert db.autocommit(lambda tx: tx.one("SELECT COUNT(*) AS n FROM event_runs WHERE definition_id = %s",
                                            (definition,)))["n"] == 1
+
+
+def test_a_run_postponed_into_another_month_says_so_in_both_months_and_its_occurrence_is_skipped_while_it_waits(
+        api, db, clock):
+    """The 30 November event moved to 12 December: November's calendar lists the occurrence with postponed_to;
+    December's lists the run on its own with postponed_from (its occurrence's time); a run scheduled by hand and
+    never moved says nothing. Past its original time the occurrence is still skipped (its run cancelled)."""
+    clock.set(datetime(2026, 11, 30, 19, 50))
+    doc = {"name": "Monthly", "phases": [{"steps": [{"action": "core.announce", "params": {"message": "on"}}]}],
+           "schedule": {"cron": "0 20 30 * *", "timezone": "UTC"}}
+    definition = api.post("/definitions", doc, auth=ADMIN).body["definition"]["id"]
+    runner = make_runner(db, clock, None)
+    try:
+        tick(runner)  # plans 30 November 20:00
+    finally:
+        runner.close()
+    run_id = db.autocommit(lambda tx: tx.scalar("SELECT id FROM event_runs WHERE definition_id = %s", (definition,)))
+    assert api.post(f"/runs/{run_id}/postpone", {"to": "2026-12-12T20:00:00Z", "reason": "venue"},
+                    auth=MODERATOR).status == 200
+    by_hand = api.post(f"/definitions/{definition}/runs", {"scheduled_for": "2026-12-05T18:00:00Z"},
+                       auth=ADMIN).body["run"]["id"]
+
+    def month(start, end):
+        answer = api.get(f"/definitions/{definition}/occurrences?from={start}&to={end}", auth=GM)
+        assert answer.status == 200, answer.body
+        return answer.body
+
+    november = month("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z")
+    assert [(o["scheduled_for"], o["postponed_to"]) for o in november["occurrences"]] == [
+        ("2026-11-30T20:00:00Z", "2026-12-12T20:00:00Z")]
+    december = month("2026-12-01T00:00:00Z", "2027-01-01T00:00:00Z")
+    assert [(r["id"], r["scheduled_for"], r["postponed_from"]) for r in december["runs"]] == [
+        (by_hand, "2026-12-05T18:00:00Z", None), (run_id, "2026-12-12T20:00:00Z", "2026-11-30T20:00:00Z")]
+
+    clock.set(datetime(2026, 11, 30, 20, 30))
+    skipped = api.post(f"/definitions/{definition}/occurrences/2026-11-30T20:00:00Z/skip", {"reason": "r"}, auth=ADMIN)
+    assert skipped.status == 200 and skipped.body["cancelled_run"]["id"] == run_id, skipped.body

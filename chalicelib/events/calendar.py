@@ -75,6 +75,20 @@ def occurrence_body(scheduled_for: datetime, run: Run | None, skip: OccurrenceSk
             "paused": pause is not None and run is None and skip is None and scheduled_for >= pause.at}
 
 
+def with_postponed_from(body: dict[str, Any]) -> dict[str, Any]:
+    """A calendar page (`views.calendar.occurrences`) whose runs listed on their own each say `postponed_from`: the
+    time of the occurrence a person postponed it from (in another window, or scheduled by hand), None if never
+    moved. The occurrence is its key's (`runs.occurrence_key`, "<definition>@<naive UTC time>"), kept by a postpone."""
+    for run in body["runs"]:
+        _, _, planned = run["occurrence_key"].partition("@")
+        try:
+            was = iso(datetime.strptime(planned, "%Y-%m-%dT%H:%M:%S.%f"))
+        except ValueError:  # not an occurrence's key (a dry run's): never postponed from an occurrence
+            was = None
+        run["postponed_from"] = was if was != run["scheduled_for"] else None
+    return body
+
+
 def current_version(tx: Tx, definition_id: int) -> DefinitionVersion:
     """The definition's current version; NotFound when there is no such definition."""
     definition = definitions.get(tx, definition_id)

@@ -255,3 +255,99 @@ def test_a_definition_whose_stored_schedule_no_longer_reads_is_said_apart_and_ev
     finally:  # what the answer says to do, without a schedule: no later test's calendar reads it
         api_client.call("PUT", f"/definitions/{legacy}", {
             "name": legacy_name, "phases": [{"steps": [{"action": "core.announce", "params": {"message": "on"}}]}]})
+
+
+def _dated(browser, at: str) -> str:
+    """`at` as the calendar writes a moment, in the viewer's zone: "Sat 30 Jan 20:00"."""
+    return browser.execute_script(
+        "const at = new Date(arguments[0]); return `${new Intl.DateTimeFormat(undefined, { weekday: 'short' }).format(at)}"
+        " ${at.getDate()} ${new Intl.DateTimeFormat(undefined, { month: 'short' }).format(at)}"
+        " ${new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' }).format(at)}`", at)
+
+
+def _without_schedule(api_client, definition_id: int, name: str) -> None:
+    api_client.call("PUT", f"/definitions/{definition_id}", {
+        "name": name, "phases": [{"steps": [{"action": "core.announce", "params": {"message": "on"}}]}]})
+
+
+def test_a_postponed_run_says_where_it_went_in_its_old_place_and_where_it_came_from_in_its_new_one(
+        browser, server, api_client):
+    """The 15th and the 30th of January 2027 at 20:00 in Berlin, each run postponed: the 15th's to the 16th (both
+    in January: drawn at its new time "postponed from …", its old place "postponed to …"), the 30th's to 12
+    February (left January: drawn on its own day "postponed to …", a link to February, its buttons with it; in
+    February the run says "postponed from …", a link back)."""
+    name = f"Moon fair {uuid.uuid4().hex[:6]}"
+    document = {"name": name, "schedule": {"cron": "0 20 15,30 * *", "timezone": "Europe/Berlin"},
+                "phases": [{"steps": [{"action": "core.announce", "params": {"message": "The fair opens"}}]}]}
+    definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
+    fifteenth, thirtieth = "2027-01-15T19:00:00Z", "2027-01-30T19:00:00Z"
+    sixteenth, february = "2027-01-16T19:00:00Z", "2027-02-12T19:00:00Z"
+    try:
+        runs = {}
+        for occurrence, to in ((fifteenth, sixteenth), (thirtieth, february)):
+            runs[occurrence] = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": occurrence})["run"]["id"]
+            api_client.call("POST", f"/runs/{runs[occurrence]}/postpone", {"to": to, "reason": "the venue"})
+        sign_in(browser, ADMIN)
+        browser.get(f"{server.console_url}#/calendar?month=2027-01")
+        moved = eventually(lambda: _item(browser, definition_id, fifteenth), "the 15th's occurrence")
+        assert moved.find_element(By.CSS_SELECTOR, "time").get_attribute("datetime") == sixteenth
+        assert moved.find_element(By.CSS_SELECTOR, "[data-postponed-from]").text == f"postponed from {_dated(browser, fifteenth)}"
+        old_place = browser.find_element(By.CSS_SELECTOR, f"li[data-definition='{definition_id}'][data-moved-from='{fifteenth}']")
+        assert old_place.find_element(By.CSS_SELECTOR, "time").get_attribute("datetime") == fifteenth
+        assert old_place.find_element(By.CSS_SELECTOR, "[data-postponed-to]").text == f"postponed to {_dated(browser, sixteenth)}"
+        assert old_place.find_elements(By.CSS_SELECTOR, "button") == [], "its buttons are on the run, at its new time"
+
+        away = _item(browser, definition_id, thirtieth)
+        assert away is not None, "the 30th's occurrence is on January's grid"
+        assert away.find_element(By.CSS_SELECTOR, "time").get_attribute("datetime") == thirtieth
+        went = away.find_element(By.CSS_SELECTOR, "[data-postponed-to]")
+        assert went.text == f"postponed to {_dated(browser, february)}"
+        assert [b.get_attribute("data-occurrence-action") for b in away.find_elements(By.CSS_SELECTOR, "button")] == [
+            "postpone", "skip"]
+        assert browser.find_elements(By.CSS_SELECTOR, f"li[data-run='{runs[thirtieth]}']") == []
+        assert serious_findings(browser) == [], "axe on a month with postponed runs"
+
+        went.find_element(By.CSS_SELECTOR, "a").click()
+        eventually(lambda: "February 2027" in text_of(browser, "h1"), "February 2027")
+        arrived = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"li[data-run='{runs[thirtieth]}']"), "the run")[0]
+        came = arrived.find_element(By.CSS_SELECTOR, "[data-postponed-from]")
+        assert came.text == f"postponed from {_dated(browser, thirtieth)}"
+        assert came.find_element(By.CSS_SELECTOR, "a").get_attribute("href").endswith("#/calendar?month=2027-01")
+    finally:
+        _without_schedule(api_client, definition_id, name)
+
+
+def test_an_occurrence_whose_postponed_run_still_waits_is_offered_skip_after_its_own_time(
+        browser, server, api_client, console_db):
+    """An occurrence two days ago whose run a person postponed 20 days ahead: the API still skips it (the skip
+    cancels the run), so the calendar offers Skip, past its own time as it is. Its schedule fires once a year."""
+    now = datetime.now(UTC).replace(tzinfo=None, second=0, microsecond=0)
+    past = now - timedelta(days=2)
+    name = f"Comet night {uuid.uuid4().hex[:6]}"
+    document = {"name": name, "schedule": {"cron": f"{past.minute} {past.hour} {past.day} {past.month} *", "timezone": "UTC"},
+                "phases": [{"steps": [{"action": "core.announce", "params": {"message": "Look up"}}]}]}
+    definition = make_definition(console_db, past - timedelta(days=1), document)
+
+    def postponed(tx):  # inserted and moved in one transaction: the tick loop never sees it due
+        run = insert_run(tx, definition, now, scheduled_for=past)
+        tx.execute("UPDATE event_runs SET scheduled_for = %s, wake_at = %s WHERE id = %s",
+                   (now + timedelta(days=20), now + timedelta(days=20), run.id))
+        return run.id
+
+    run_id = console_db.transaction(postponed)
+    occurrence = f"{past:%Y-%m-%dT%H:%M:%S}Z"
+    try:
+        sign_in(browser, ADMIN)
+        month = browser.execute_script(
+            "const d = new Date(arguments[0]); return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}`",
+            occurrence)
+        browser.get(f"{server.console_url}#/calendar?month={month}")
+        item = eventually(lambda: _item(browser, definition.id, occurrence), "the occurrence, past")
+        item.find_element(By.CSS_SELECTOR, "[data-occurrence-action='skip']").click()
+        eventually(lambda: browser.find_elements(By.ID, "ask-text"), "the reason box")[0].send_keys("Clouds")
+        browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+        eventually(lambda: _skipped(browser, definition.id, occurrence), "the occurrence skipped")
+        assert f"{name} on {_dated(browser, occurrence)} is skipped; its run is cancelled." in text_of(browser, "#notice")
+        assert api_client.call("GET", f"/runs/{run_id}")["run"]["status"] == "cancelled"
+    finally:
+        _without_schedule(api_client, definition.id, name)

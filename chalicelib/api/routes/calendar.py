@@ -19,14 +19,17 @@ router = Router(__name__)
                   f"The current version's scheduled occurrences in [from, to) (at most {calendar.MAX_WINDOW.days} days;"
                   f" at most {MAX_LISTED}), in its time zone, each with its run"
                   " if one exists and whether it is skipped; the schedule in words with its next occurrence; the live runs"
-                  " in the window no occurrence names (runs), a definition without a schedule too. A page holds at most"
+                  " in the window no occurrence names (runs; each with postponed_from, the time of the occurrence a"
+                  " person postponed it from, else null), a definition without a schedule too; 409 when its stored"
+                  " schedule no longer reads (detail.schedule_unreadable). A page holds at most"
                   f" {MAX_LISTED} occurrences and {MAX_LISTED} live runs: next_from says where the rest of either begin,"
                   " and both lists are whole before it.", auth.STAFF,
                   ok("the occurrences", schemas.OCCURRENCES), query=schemas.OCCURRENCES_QUERY)
 def list_occurrences(call: Call) -> Body:
     edges = {name: schemas.parse_time(call.query[name], f"query.{name}") if name in call.query else None
              for name in ("from", "to")}
-    return occurrences(runtime.database(), call.ids["definition_id"], edges["from"], edges["to"], call.now)
+    return calendar.with_postponed_from(
+        occurrences(runtime.database(), call.ids["definition_id"], edges["from"], edges["to"], call.now))
 
 
 def _occurrence_time(call: Call) -> datetime:

@@ -1,8 +1,10 @@
 // The calendar: every definition's occurrences in a month (the viewer's zone), each with its run and skipped
 // ones marked, and the runs that happened or will on a day no occurrence names (scheduled by hand); today is
 // marked. Admins skip and unskip occurrences here, each button named for its run ("Skip the run of Sat 12
-// Dec 20:00: …"). A postponed run shows at its new time with its original one, and moderators postpone a
-// scheduled run here; a paused schedule's occurrences are marked "paused by … because …", and its schedule
+// Dec 20:00: …"; Skip while its run is still scheduled, even past its own time, as the API takes it). A
+// postponed run shows at its new time with "postponed from …" and its old place says "postponed to …" (a link to
+// the other month when it left the month: there it shows as a run "postponed from …", the API's
+// `postponed_from`), and moderators postpone a scheduled run here; a paused schedule's occurrences are marked "paused by … because …", and its schedule
 // paused or resumed here. And a definition's schedule in words ("every Friday at 20:00, Europe/Berlin; next:
 // Fri 4 Dec, 20:00"), as GET …/occurrences says it. A definition's month is whole (every page of it the API
 // answers, `next_from`: its occurrences and its runs), up to PAGES_PER_MONTH pages: past that the page says how
@@ -121,19 +123,31 @@ export function scheduleInWords(definition) {
   return el('div', {}, line, buttons);
 }
 
-// When an occurrence happens: its run's new time if it was postponed.
-const happensAt = (occurrence) => occurrence.postponed_to || occurrence.scheduled_for;
+// Where a postponed run went or came from, as a badge: "postponed to Sat 12 Dec 20:00" (`attr`
+// data-postponed-to) or "postponed from Mon 30 Nov 20:00" (data-postponed-from), the time a link to its month
+// when that is not the month shown.
+function postponedMark(words, attr, at, first) {
+  const when = new Date(at);
+  const other = monthParam(when) !== monthParam(first);
+  return el('span', { class: 'badge badge-note', [attr]: at }, `${words} `,
+    other ? el('a', { href: `#/calendar?month=${monthParam(when)}` }, dated(when)) : dated(when));
+}
 
-function occurrenceItem(definition, occurrence, { admin, control, reload }) {
+// An occurrence on the day it is drawn: at its run's new time if a person postponed it within the month shown
+// ("postponed from …"), else at its own time (postponed out of the month: "postponed to …"). Its buttons are
+// exactly what the API takes: Skip while its run is still scheduled (even past its own time: the skip cancels
+// the run), or with no run while it is ahead; Unskip while a skipped one is ahead; Postpone a scheduled run.
+function occurrenceItem(definition, occurrence, { admin, control, reload, first }, movedHere) {
   const at = new Date(occurrence.scheduled_for);
+  const shownAt = movedHere ? occurrence.postponed_to : occurrence.scheduled_for;
   const path = `/definitions/${definition.id}/occurrences/${occurrence.scheduled_for}`;
   const item = el('li', {
     class: occurrence.skipped ? 'occurrence occurrence-skipped' : 'occurrence',
     'data-definition': definition.id, 'data-occurrence': occurrence.scheduled_for, 'data-skipped': String(occurrence.skipped),
-  }, el('time', { datetime: happensAt(occurrence) }, TIME.format(new Date(happensAt(occurrence)))), ' ', definition.name);
+  }, el('time', { datetime: shownAt }, TIME.format(new Date(shownAt))), ' ', definition.name);
   if (occurrence.postponed_to) {
-    item.append(' ', el('span', { class: 'badge', 'data-postponed-from': occurrence.scheduled_for },
-      `postponed from ${at.toDateString()}, ${TIME.format(at)}`));
+    item.append(' ', movedHere ? postponedMark('postponed from', 'data-postponed-from', occurrence.scheduled_for, first)
+      : postponedMark('postponed to', 'data-postponed-to', occurrence.postponed_to, first));
   }
   if (occurrence.paused && definition.schedule_paused) item.append(' ', pausedMark(definition.schedule_paused));
   if (occurrence.skipped) {
@@ -144,12 +158,13 @@ function occurrenceItem(definition, occurrence, { admin, control, reload }) {
     item.append(' ', el('a', { href: `#/runs/${occurrence.run.id}` }, `run ${occurrence.run.id}`), ' ', badge(occurrence.run.status));
   }
   const ahead = at > new Date();
-  const live = !occurrence.run || occurrence.run.status === 'scheduled';
-  if (control && occurrence.run && live) {
+  const scheduled = occurrence.run?.status === 'scheduled';
+  if (control && scheduled) {
     const move = async () => { if (await postpone(occurrence.run, `${definition.name} (run ${occurrence.run.id})`)) reload(); };
     item.append(' ', el('button', { type: 'button', class: 'small', 'data-occurrence-action': 'postpone', onclick: move }, 'Postpone'));
   }
-  if (admin && ahead && live) {
+  const offered = occurrence.skipped ? ahead && (!occurrence.run || scheduled) : scheduled || (!occurrence.run && ahead);
+  if (admin && offered) {
     const act = async () => {
       try {
         if (occurrence.skipped) {
@@ -176,48 +191,74 @@ function occurrenceItem(definition, occurrence, { admin, control, reload }) {
   return item;
 }
 
-// A run no occurrence names, on its day: its time, its definition, the run and its status.
-function runItem(definition, run) {
+// A postponed occurrence's old place, when the month shows it at its new time too: "20:00 Quiz night postponed
+// to Fri 15 Jan 22:30".
+function movedAwayItem(definition, occurrence, first) {
+  return el('li', { class: 'occurrence occurrence-moved', 'data-definition': definition.id, 'data-moved-from': occurrence.scheduled_for },
+    el('time', { datetime: occurrence.scheduled_for }, TIME.format(new Date(occurrence.scheduled_for))), ' ', definition.name, ' ',
+    postponedMark('postponed to', 'data-postponed-to', occurrence.postponed_to, first));
+}
+
+// A run no occurrence of the month names, on its day: its time, its definition, the run and its status, and
+// where a person postponed it from (`postponed_from`: its occurrence's time, in another month or by hand).
+function runItem(definition, run, first) {
   return el('li', { class: 'occurrence', 'data-definition': definition.id, 'data-run': run.id },
     el('time', { datetime: run.scheduled_for }, TIME.format(new Date(run.scheduled_for))), ' ', definition.name, ' ',
+    ...(run.postponed_from ? [postponedMark('postponed from', 'data-postponed-from', run.postponed_from, first), ' '] : []),
     el('a', { href: `#/runs/${run.id}` }, `run ${run.id}`), ' ', badge(run.status));
 }
 
+// The weeks the month's grid draws, Monday first: from the Monday on or before the first to the Sunday after
+// the last day.
+function gridWeeks(first) {
+  const day = new Date(first);
+  day.setDate(1 - ((first.getDay() + 6) % 7)); // the Monday on or before the first
+  const weeks = [];
+  while (weeks.length === 0 || day.getMonth() === first.getMonth()) {
+    const week = [];
+    for (let i = 0; i < 7; i += 1, day.setDate(day.getDate() + 1)) week.push(new Date(day));
+    weeks.push(week);
+  }
+  return weeks;
+}
+
 function monthGrid(first, listed, context) {
+  const weeks = gridWeeks(first);
+  const drawn = new Set(weeks.flat().map(dayKey));
   const byDay = new Map();
   const put = (at, when, item) => {
     const key = dayKey(new Date(at));
     if (!byDay.has(key)) byDay.set(key, []);
     byDay.get(key).push([at, when, item]);
   };
+  const here = { ...context, first };
   for (const { definition, answer } of listed) {
-    for (const occurrence of answer.occurrences) put(happensAt(occurrence), definition.id, () => occurrenceItem(definition, occurrence, context));
-    for (const run of answer.runs || []) put(run.scheduled_for, definition.id, () => runItem(definition, run));
+    for (const occurrence of answer.occurrences) {
+      // Postponed to a day the grid draws: there, and its old place says where it went; else at its own time.
+      const movedHere = Boolean(occurrence.postponed_to) && drawn.has(dayKey(new Date(occurrence.postponed_to)));
+      if (movedHere) put(occurrence.scheduled_for, definition.id, () => movedAwayItem(definition, occurrence, first));
+      put(movedHere ? occurrence.postponed_to : occurrence.scheduled_for, definition.id,
+        () => occurrenceItem(definition, occurrence, here, movedHere));
+    }
+    for (const run of answer.runs || []) put(run.scheduled_for, definition.id, () => runItem(definition, run, first));
   }
   const todayKey = dayKey(new Date());
-  const day = new Date(first);
-  day.setDate(1 - ((first.getDay() + 6) % 7)); // the Monday on or before the first
-  const weeks = [];
-  while (weeks.length === 0 || day.getMonth() === first.getMonth()) {
-    const cells = [];
-    for (let i = 0; i < 7; i += 1, day.setDate(day.getDate() + 1)) {
-      const items = byDay.get(dayKey(day)) || [];
-      items.sort((a, b) => a[0].localeCompare(b[0]) || a[1] - b[1]);
-      const isToday = dayKey(day) === todayKey;
-      cells.push(el('td', {
-        class: `day${day.getMonth() === first.getMonth() ? '' : ' other-month'}${isToday ? ' today' : ''}`,
-        'data-day': dayKey(day), 'aria-current': isToday ? 'date' : null,
-      },
-      el('div', { class: 'day-number', 'data-weekday': WEEKDAYS[i] }, String(day.getDate()),
-        isToday ? el('span', { class: 'today-mark' }, ' · today') : null),
-      items.length ? el('ul', { class: 'occurrences' }, items.map(([, , item]) => item())) : null));
-    }
-    weeks.push(el('tr', {}, cells));
-  }
+  const rows = weeks.map((week) => el('tr', {}, week.map((day, i) => {
+    const items = byDay.get(dayKey(day)) || [];
+    items.sort((a, b) => a[0].localeCompare(b[0]) || a[1] - b[1]);
+    const isToday = dayKey(day) === todayKey;
+    return el('td', {
+      class: `day${day.getMonth() === first.getMonth() ? '' : ' other-month'}${isToday ? ' today' : ''}`,
+      'data-day': dayKey(day), 'aria-current': isToday ? 'date' : null,
+    },
+    el('div', { class: 'day-number', 'data-weekday': WEEKDAYS[i] }, String(day.getDate()),
+      isToday ? el('span', { class: 'today-mark' }, ' · today') : null),
+    items.length ? el('ul', { class: 'occurrences' }, items.map(([, , item]) => item())) : null);
+  })));
   return el('div', { class: 'table-wrap' }, el('table', { class: 'calendar' },
     el('caption', {}, `Occurrences in ${MONTH.format(first)}, in your time zone`),
     el('thead', {}, el('tr', {}, WEEKDAYS.map((name) => el('th', { scope: 'col' }, name)))),
-    el('tbody', {}, weeks)));
+    el('tbody', {}, rows)));
 }
 
 // Each recurring definition's schedule, paused (by whom, why) or running, with its Pause or Resume button.
