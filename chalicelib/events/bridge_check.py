@@ -11,12 +11,17 @@ expected and what came back. It sends only the action the team names
 revert, each under keys of its own (`bridge-check-…`). It sees answers, never
 the game's world: "applied once" is judged by a repeat's answer being the
 first's (the kits' test actions answer a receipt unique to each application,
-so a bridge that applies again shows).
+so a bridge that applies again shows). It cannot restart the game: a run says
+so (a NOTE line), and `--record FILE` then `--replay FILE` (after the operator
+restarts the game) checks the keys survived, each asked about (applied) and
+answered its recorded answer again.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import threading
 import time
 import uuid
@@ -35,6 +40,14 @@ from .ledger import listed
 STALE_SECONDS = 600  # twice the window a bridge should allow either side of its clock
 KEY_HINT = ("the bridge refused a request the engine signed: its key (EVENT_BRIDGE_KEY in the kits) must be the"
             " engine's GAME_BRIDGE_SECRET, and its clock within 300 s of this machine's")
+PATH_HINT = ("deliveries signed with the same key were accepted, so the key and the clock are right: the bridge checks"
+             " the status signature over another path than the engine signed (GET.{path and query}. of GAME_BRIDGE_URL's"
+             " path as spelled, e.g. /game%20bridge/actions/…): a percent-decoded path (WSGI's PATH_INFO), a prefix a"
+             " proxy strips or rewrites; verify over the raw request target")
+DEADLINE_NOTE = ("the engine's deadline is min(10 s, EVENT_STEP_LEASE_SECONDS/4): 10 s under a lease of 40 s or more;"
+                 " with a shorter lease run with --deadline <the lease/4>")
+RESTART_NOTE = ("persistence across a restart was not checked (bridge-check cannot restart the game): run with --record"
+                " FILE, restart the game, then run with --replay FILE")
 
 
 @dataclass
@@ -48,6 +61,7 @@ class Case:
 class Report:
     url: str
     cases: list[Case] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # NOTE (what was not checked) and WARN (passed only just) lines
 
     @property
     def passed(self) -> bool:
@@ -56,11 +70,13 @@ class Report:
     def lines(self) -> Iterator[str]:
         for case in self.cases:
             yield f"{case.verdict:4} {case.name}" + (f": {case.said}" if case.said else "")
+        yield from self.notes
         failed = sum(case.verdict == "FAIL" for case in self.cases)
         yield f"{len(self.cases)} cases: {failed} failed, {sum(c.verdict == 'SKIP' for c in self.cases)} skipped"
 
     def as_json(self) -> dict[str, Any]:
-        return {"url": self.url, "passed": self.passed, "cases": [asdict(case) for case in self.cases]}
+        return {"url": self.url, "passed": self.passed, "cases": [asdict(case) for case in self.cases],
+                "notes": self.notes}
 
 
 @dataclass(frozen=True)
@@ -71,8 +87,10 @@ class Options:
     slow_action: str | None = None
     spawn_action: str | None = "test.spawn"
     status: bool = True  # the bridge serves the status endpoint
-    deadline: float = 10.0  # the engine's overall deadline for one exchange
+    deadline: float = 10.0  # the engine's overall deadline for one exchange: min(10, EVENT_STEP_LEASE_SECONDS/4)
     slow_seconds: float = 3.0  # how long --slow-action is asked to take
+    record: str | None = None  # a file the keys delivered done and their answers are written to, for --replay
+    replay: str | None = None  # a file --record wrote: its keys are sent again (the game restarted) and only that
 
 
 class Checker:
@@ -82,6 +100,13 @@ class Checker:
         self._now = now
         self._run = f"{uuid.uuid4().hex[:8]}"
         self._steps = iter(range(1, 1_000_000))
+        self._lock = threading.Lock()
+        self.timing = True  # a case whose requests are slow by design turns this off while it runs
+        self.slowest: tuple[float, str] = (0.0, "")  # the longest an answer took, and the request's
+        self.delivered = False  # a delivery signed as the engine signs was accepted (so the key is right)...
+        self.checks_deliveries = False  # ...and one signed otherwise was refused 401 (so deliveries are verified)
+        self.recorded: dict[str, dict[str, Any]] = {}  # key: a done delivery's action, params and answer
+        self.attempts: dict[str, int] = {}  # key: the highest attempt a delivery or status request named
 
     def key(self, case: str) -> str:
         return f"bridge-check-{self._run}-{case}"
@@ -102,7 +127,18 @@ class Checker:
         if signature is not None:
             headers["X-Event-Signature"] = signature
         target = self._endpoint.target(f"/actions/{path_action or action}")
-        return self._timed(lambda: outbound.post(self._endpoint, target, body, headers, timeout=self.options.deadline))
+        answer = self._timed(f"a delivery of {action}", key, attempt, lambda: outbound.post(
+            self._endpoint, target, body, headers, timeout=self.options.deadline))
+        as_the_engine = signature is None and not unsigned and signed_with is None and at is None
+        if not as_the_engine and answer.status == 401:
+            self.checks_deliveries = True
+        if as_the_engine and header_key is None and path_action is None and answer.status != 401:
+            self.delivered = True
+            if classify(answer).verdict is Verdict.DONE:
+                with self._lock:
+                    self.recorded.setdefault(key, {"action": action, "key": key, "params": params or {},
+                                                   "answer": json.loads(answer.body)})
+        return answer
 
     def status(self, action: str, key: str, attempt: int, *, unsigned: bool = False, signed_with: str | None = None,
                at: datetime | None = None, signature: str | None = None) -> outbound.Answer:
@@ -113,12 +149,20 @@ class Checker:
                                                               f"GET.{target}.".encode())
         if signature is not None:
             headers["X-Event-Signature"] = signature
-        return self._timed(lambda: outbound.get(self._endpoint, target=target, headers=headers,
-                                                timeout=self.options.deadline))
+        return self._timed("a status request", key, attempt, lambda: outbound.get(
+            self._endpoint, target=target, headers=headers, timeout=self.options.deadline))
 
-    def _timed(self, send: Callable[[], outbound.Answer]) -> outbound.Answer:
+    def _timed(self, what: str, key: str, attempt: int, send: Callable[[], outbound.Answer]) -> outbound.Answer:
+        with self._lock:
+            self.attempts[key] = max(self.attempts.get(key, 0), attempt)
+        started = time.monotonic()
         try:
-            return send()
+            answer = send()
+            took = time.monotonic() - started
+            with self._lock:
+                if self.timing and took > self.slowest[0]:
+                    self.slowest = (took, what)
+            return answer
         except OutboundError as error:
             if not error.sent:
                 raise BridgeUnreachable(f"nothing answered at {self.options.url} ({error}): is the bridge running,"
@@ -130,11 +174,15 @@ class Checker:
     def status_of(self, action: str, key: str, attempt: int) -> str:
         answer = self.status(action, key, attempt)
         if answer.status == 401:
-            raise Failed(f"the status endpoint answered {_shown(answer)}: {KEY_HINT}")
+            raise Failed(f"the status endpoint answered {_shown(answer)}: {self.why_refused()}")
         probe = read_status(answer)
         if probe.status is Status.UNKNOWN:
             raise Failed(f"the status endpoint gave no status the engine knows ({probe.detail})")
         return probe.status.value
+
+    def why_refused(self) -> str:
+        """Why the engine's signed status request was refused: the key, unless deliveries showed it right."""
+        return PATH_HINT if self.delivered and self.checks_deliveries else KEY_HINT
 
     def not_applied(self, key: str) -> None:
         if self.options.status:
@@ -305,15 +353,27 @@ def case_in_progress(check: Checker) -> str:
     worker = threading.Thread(target=lambda: finished.append(_catch(lambda: _done(
         check, action, key, params={"seconds": check.options.slow_seconds}))), daemon=True)
     worker.start()
-    seen = []
-    while worker.is_alive():
-        seen.append(check.status_of(action, key, 1))
-        if seen[-1] == "in_progress":
-            break
-        time.sleep(0.1)
-    worker.join(check.options.deadline + 1)
+    seen, waited = [], 0.0  # waited: how long a status request asked while it ran took, when it ended meanwhile
+    check.timing = False  # the slow delivery is slow by design
+    try:
+        while worker.is_alive():
+            asked = time.monotonic()
+            seen.append(check.status_of(action, key, 1))
+            if seen[-1] == "in_progress":
+                break
+            if not worker.is_alive():
+                waited = time.monotonic() - asked
+            time.sleep(0.1)
+        worker.join(check.options.deadline + 1)
+    finally:
+        check.timing = True
     if finished and isinstance(finished[0], Failed):
         raise finished[0]
+    if "in_progress" not in seen and waited > check.options.slow_seconds / 2:
+        raise Failed(f"a status request sent while a slow delivery ran was answered only after it finished ({waited:.1f} s"
+                     f" later, saying {seen[-1]!r}): the server serves one request at a time, so the engine's status"
+                     " requests and re-sends wait behind every slow action; serve requests concurrently (a threading"
+                     " or multi-worker server)")
     if "in_progress" not in seen:
         raise Failed(f"while a slow delivery ran, the status endpoint said {sorted(set(seen)) or 'nothing'}, never"
                      " in_progress: record the key as in progress before the action starts")
@@ -340,10 +400,14 @@ def case_at_once(check: Checker) -> str:
         answers[index] = _catch(lambda: check.deliver(action, key, 1 + index % 2, params=params))
 
     workers = [threading.Thread(target=send, args=(index,), daemon=True) for index in range(count)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(check.options.deadline + 2)
+    check.timing = not slow  # the slow action is slow by design
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(check.options.deadline + 2)
+    finally:
+        check.timing = True
     for answer in answers:
         if isinstance(answer, Failed):
             raise answer
@@ -375,6 +439,52 @@ def case_revert(check: Checker) -> str:
     _done(check, revert.action, check.key("revert-1"), params=revert.params)
     _done(check, revert.action, check.key("revert-2"), params=revert.params)
     return f"{len(entries)} resource(s) well formed; {revert.action} done, and done again once already gone"
+
+
+def recording(check: Checker) -> dict[str, Any]:
+    """What --record writes: each key delivered done, its action, params and answer, and the attempt a replay
+    sends (above any the run named: a fence raised by a status request survives a restart too)."""
+    entries = [dict(entry, attempt=check.attempts.get(key, 1) + 1) for key, entry in check.recorded.items()]
+    return {"url": check.options.url, "written": check._now().isoformat(timespec="seconds"), "keys": entries}
+
+
+def read_recording(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"--replay {path}: not a file --record wrote ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("keys"), list) or not data["keys"]:
+        raise ValueError(f"--replay {path}: no keys recorded in it (was the first run's --record passing?)")
+    return data
+
+
+def case_replay(check: Checker) -> str:
+    """The keys of the first run (--record), sent again after the game restarted: each answered its recorded
+    answer, so a re-send the engine makes after a restart is not applied again."""
+    recorded = read_recording(check.options.replay or "")["keys"]
+    forgot = []
+    for entry in recorded:
+        action, key, attempt = entry["action"], entry["key"], entry["attempt"]
+        if check.options.status and (said := check.status_of(action, key, attempt)) != "applied":
+            forgot.append(f"{key} ({action}): the status endpoint said {said!r}, but the first run applied it")
+            continue
+        answer = check.deliver(action, key, attempt, params=entry["params"])
+        if answer.status == 401:
+            raise Failed(f"expected the recorded answers, got {_shown(answer)}: {KEY_HINT}")
+        try:
+            again = _done_in(answer)
+        except Failed:
+            again = None
+        if again != entry["answer"]:
+            forgot.append(f"{key} ({action}) answered {_shown(answer)}, recorded {json.dumps(entry['answer'])[:200]}")
+    if forgot:
+        raise Failed(f"{len(forgot)} of {len(recorded)} keys of the first run were not answered as before: {forgot[0]}:"
+                     " if the game restarted in between, it forgot its keys, and the engine's re-send of a step in"
+                     " doubt would be applied again; give the bridge a store that keeps them (not the kits'"
+                     " MemoryStore), with the world change, on disk")
+    return f"{len(recorded)} keys of the first run each answered their recorded answer" + (
+        ", status applied first" if check.options.status else "")
 
 
 def _catch(run: Callable[[], Any]) -> Any:
@@ -409,10 +519,16 @@ def cases(options: Options) -> list[tuple[str, Callable[[Checker], str], str | N
     ]
 
 
+REPLAYED = "keys of the first run answered as recorded"
+
+
 def run(options: Options, *, progress: Callable[[str], None] | None = None) -> Report:
     check, report = Checker(options), Report(options.url)
+    if options.replay:
+        read_recording(options.replay)  # a file that is no recording is the operator's mistake, said before anything
     unreachable = False
-    for name, case, skipped in cases(options):
+    listed_cases = [(REPLAYED, case_replay, None)] if options.replay else cases(options)
+    for name, case, skipped in listed_cases:
         if unreachable:
             result = Case(name, "SKIP", "not run: nothing answered at the bridge's address (above)")
         elif skipped:
@@ -426,7 +542,35 @@ def run(options: Options, *, progress: Callable[[str], None] | None = None) -> R
         report.cases.append(result)
         if progress:
             progress(next(iter(Report(options.url, [result]).lines())))
+    report.notes = notes(check, unreachable)
     return report
+
+
+def notes(check: Checker, unreachable: bool) -> list[str]:
+    """The NOTE and WARN lines: the deadline judged against, an answer slower than half of it, and what was (or
+    was not) done about a restart."""
+    options, said = check.options, []
+    took, what = check.slowest
+    if took > options.deadline / 2:
+        said.append(f"WARN the slowest answer took {took:.1f} s ({what}), more than half the {options.deadline:g} s"
+                    " deadline: a busier game or a shorter EVENT_STEP_LEASE_SECONDS would cut it off; answer at once"
+                    " and do long work after answering (or in the action's own steps)")
+    said.append(f"NOTE answers were judged against a {options.deadline:g} s deadline; {DEADLINE_NOTE}")
+    if options.replay:
+        return said
+    if options.record and not unreachable:
+        entries = recording(check)
+        folder = os.path.dirname(os.path.abspath(options.record))
+        temporary = os.path.join(folder, f".{os.path.basename(options.record)}.{check._run}")
+        with open(temporary, "w", encoding="utf-8") as file:
+            json.dump(entries, file, indent=1)
+        os.replace(temporary, options.record)
+        said.append(f"NOTE recorded {len(entries['keys'])} keys and their answers in {options.record}: restart the"
+                    f" game, then run bridge-check {options.url} --replay {options.record} (each key must be answered"
+                    " as recorded)")
+    else:
+        said.append(f"NOTE {RESTART_NOTE}")
+    return said
 
 
 def main(options: Options, *, as_json: bool, out: Callable[[str], None] = print) -> int:
@@ -434,5 +578,35 @@ def main(options: Options, *, as_json: bool, out: Callable[[str], None] = print)
     if as_json:
         out(json.dumps(report.as_json(), indent=2))
     else:
-        out(list(report.lines())[-1])
+        for line in [*report.notes, list(report.lines())[-1]]:
+            out(line)
     return 0 if report.passed else 1
+
+
+def add_arguments(check: argparse.ArgumentParser) -> None:
+    """The bridge-check command's arguments (`python -m chalicelib bridge-check`)."""
+    check.add_argument("url", help="the bridge's base URL, as GAME_BRIDGE_URL")
+    check.add_argument("--action", default="test.noop", help="a harmless action to deliver (default test.noop)")
+    check.add_argument("--slow-action", help="an action that takes params {\"seconds\"} that long (the kits' test.slow)")
+    check.add_argument("--spawn-action", default="test.spawn",
+                       help="an action that leaves a resource with a revert (default test.spawn; '' to skip)")
+    check.add_argument("--no-status", action="store_true", help="the bridge serves no status endpoint")
+    check.add_argument("--deadline", type=float, default=10.0,
+                       help="seconds an exchange may take (default 10): the engine's is min(10,"
+                            " EVENT_STEP_LEASE_SECONDS/4), so pass the lease/4 when it is under 40 s; an answer"
+                            " slower than half of it is warned about")
+    check.add_argument("--record", metavar="FILE", help="write the keys delivered and their answers to FILE, to"
+                                                        " --replay them after restarting the game")
+    check.add_argument("--replay", metavar="FILE", help="after restarting the game, send the keys --record wrote"
+                                                        " again and expect their recorded answers (runs only that)")
+    check.add_argument("--json", action="store_true", help="one JSON report for CI instead of lines")
+
+
+def options_from(args: argparse.Namespace, key: str) -> Options:
+    """The Options of parsed `add_arguments`; ValueError for a bad URL or a --replay file that is no recording."""
+    if args.record and args.replay:
+        raise ValueError("--record and --replay are the two halves of a restart check: one per run")
+    if args.replay:
+        read_recording(args.replay)
+    return Options(args.url, key, args.action, args.slow_action, args.spawn_action or None, not args.no_status,
+                   args.deadline, record=args.record, replay=args.replay)
