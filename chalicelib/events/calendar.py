@@ -2,7 +2,9 @@
 before it is due (the occurrences in a window are read by `views/calendar.py`).
 
 Occurrences are the current version's schedule as `cron.Schedule` reads it (the planner's one schedule
-implementation, in its time zone, daylight-saving changes included). A skip is a row of
+implementation, in its time zone, daylight-saving changes included); a stored schedule that no longer reads (saved
+before today's cron rules) has none: what needs them is a Clash saying what is wrong and what to do, as the
+planner passes it over. A skip is a row of
 `event_occurrence_skips`: the planner's INSERT of a run is guarded on there being none
 (`runs.insert_occurrence`), and a skip cancels a run already scheduled for its occurrence in its own
 transaction, with the run's log row. Skip and unskip lock the definition's row first, as the planner's
