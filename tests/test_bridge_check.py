@@ -219,6 +219,23 @@ def test_the_kit_answers_the_rest_429_or_the_same_answer():
     assert said.endswith(", status applied")
 
 
+class LateOffByOneFenceStore(OffByOneFenceStore):
+    """Off by one, and slow to begin: the in-progress case's status request (attempt 1) lands before its delivery."""
+
+    def begin(self, key, attempt):
+        time.sleep(0.3)
+        return super().begin(key, attempt)
+
+
+@pytest.mark.realtime
+def test_a_fence_off_by_one_that_refuses_the_slow_delivery_is_told_so_not_expected_done():
+    with serving(event_bridge.Bridge(KEY, LateOffByOneFenceStore())) as url:
+        report = checked(url, slow_action="test.slow", slow_seconds=1.0)
+    said = failed(report)["in progress while a slow delivery runs"]
+    assert said.startswith("the slow delivery of attempt 1 was refused (HTTP 409")
+    assert "the engine re-sends exactly the attempt it asked about" in said and "(attempt < fence, not <=)" in said
+
+
 class ReplayByAttemptStore(event_bridge.MemoryStore):
     """Records answers by key and attempt: the engine's attempt 2 of an answered key is applied again."""
 

@@ -350,8 +350,8 @@ def case_fence(check: Checker) -> str:
 def case_in_progress(check: Checker) -> str:
     action, key = check.options.slow_action or check.options.action, check.key("slow")  # skipped when not named
     finished: list[Any] = []
-    worker = threading.Thread(target=lambda: finished.append(_catch(lambda: _done(
-        check, action, key, params={"seconds": check.options.slow_seconds}))), daemon=True)
+    worker = threading.Thread(target=lambda: finished.append(_catch(lambda: check.deliver(
+        action, key, 1, params={"seconds": check.options.slow_seconds}))), daemon=True)
     worker.start()
     seen, waited = [], 0.0  # waited: how long a status request asked while it ran took, when it ended meanwhile
     check.timing = False  # the slow delivery is slow by design
@@ -369,6 +369,12 @@ def case_in_progress(check: Checker) -> str:
         check.timing = True
     if finished and isinstance(finished[0], Failed):
         raise finished[0]
+    if finished and finished[0].status == 409:
+        raise Failed(f"the slow delivery of attempt 1 was refused ({_shown(finished[0])}) after a status request asked"
+                     " about attempt 1: the engine re-sends exactly the attempt it asked about, so refuse only attempts"
+                     " below the highest one asked about (attempt < fence, not <=)")
+    if finished:
+        _done_in(finished[0])
     if "in_progress" not in seen and waited > check.options.slow_seconds / 2:
         raise Failed(f"a status request sent while a slow delivery ran was answered only after it finished ({waited:.1f} s"
                      f" later, saying {seen[-1]!r}): the server serves one request at a time, so the engine's status"
