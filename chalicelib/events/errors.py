@@ -13,7 +13,8 @@
      │                              know: a newer version wrote it, and this one neither shows nor moves it
      └── Clash                      the change collides with a row that stands: a name another definition
                                     holds (detail: definition_id, definition_name), a skipped occurrence (skipped),
-                                    an Idempotency-Key another actor pressed (key_used_by, key_used_for, …)
+                                    an Idempotency-Key another actor pressed (key_used_by, key_used_for, …),
+                                    a stored schedule that no longer reads (schedule_unreadable)
     ValueError
      ├── InvalidCron                a schedule that is not standard five-field cron, or an unknown time zone
      └── UnreadableDocument         a stored document the runner cannot walk
