@@ -489,4 +489,6 @@ def test_a_bridge_that_checks_status_signatures_over_another_path_is_told_the_pa
         report = checked(url)
     said = failed(report)["unknown key not applied"]
     assert said.endswith(bridge_check.PATH_HINT) and bridge_check.KEY_HINT not in said
+    # the first case asks the status before any valid delivery was sent: one is sent to tell the path from the key
+    assert failed(report)["unsigned delivery refused"].endswith(bridge_check.PATH_HINT)
     assert "the key and the clock are right" in said and "verify over the raw request target" in said

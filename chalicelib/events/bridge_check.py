@@ -181,7 +181,10 @@ class Checker:
         return probe.status.value
 
     def why_refused(self) -> str:
-        """Why the engine's signed status request was refused: the key, unless deliveries showed it right."""
+        """Why the engine's signed status request was refused: the key, unless deliveries showed it right (one is
+        sent when none was yet: a status case may come first)."""
+        if not self.delivered:
+            self.deliver(self.options.action, self.key("signing-probe"))
         return PATH_HINT if self.delivered and self.checks_deliveries else KEY_HINT
 
     def not_applied(self, key: str) -> None:
