@@ -19,7 +19,9 @@ const bridge = new Bridge({ key: process.env.EVENT_BRIDGE_KEY })
   .action('world.give_item', () => done())
   .action('world.fireworks', () => done());
 
-const server = createServer(handler(bridge)).on('clientError', clientError).listen(Number(process.env.PORT ?? 8081), '127.0.0.1', () => {
+// a request not whole 15 s after it began is closed (Node looks every 30 s; its default waits 300 s): a drip holds little
+const server = createServer({ requestTimeout: 15_000, headersTimeout: 15_000 }, handler(bridge))
+  .on('clientError', clientError).listen(Number(process.env.PORT ?? 8081), '127.0.0.1', () => {
   console.log(`event bridge on http://127.0.0.1:${server.address().port}`);
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
