@@ -193,6 +193,7 @@ class RacyStore(event_bridge.MemoryStore):
 AT_ONCE = "one key delivered twice at once applied once"
 
 
+@pytest.mark.realtime
 def test_a_store_whose_check_and_mark_race_fails_the_at_once_case_without_a_slow_action():
     with serving(event_bridge.Bridge(KEY, RacyStore())) as url:
         report = checked(url)
@@ -433,6 +434,7 @@ def test_both_kits_install_as_packages_from_the_checkout(tmp_path):
     assert used.stdout.strip() == "function done", used.stderr
 
 
+@pytest.mark.realtime
 def test_an_answer_slower_than_half_the_deadline_is_warned_about(monkeypatch):
     """It passes (the engine would take it), but a shorter lease or a busier game would cut it off."""
     slowed: list[str] = []
