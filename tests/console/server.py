@@ -4,7 +4,9 @@ Chalice's own local server runs in a thread; `runtime.override` decides the
 settings and database it answers with, so one test can switch the API to an
 OpenID Connect issuer's keys, or to a database that is not there; `failing`
 makes some paths answer as a gateway does when the function's answer cannot be
-sent (502). Answers are gzipped as API Gateway does with the project's
+sent (502); `dropping` lets the app answer a request and then drops the
+connection before the answer reaches the page (a flaky network); `delaying`
+holds some paths' answers. Answers are gzipped as API Gateway does with the project's
 `minimum_compression_size`, so a page's weight is what a browser receives. Every request path is recorded, so tests can see what the page
 asked for and when.
 """
@@ -12,7 +14,9 @@ asked for and when.
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -37,6 +41,9 @@ class ConsoleServer:
         self.database = database
         self.requests: list[tuple[float, str, str]] = []  # (monotonic time, method, path)
         self._failing: dict[str, int] = {}  # path start -> the status answered instead of the app's
+        self._dropping: dict[tuple[str, str], int] = {}  # (method, path start) -> how many answers still to drop
+        self._delaying: dict[str, float] = {}  # path start -> seconds each answer is held
+        self.keys: list[tuple[float, str, str, str | None]] = []  # (monotonic time, method, path, Idempotency-Key)
         self._lock = threading.Lock()
         server = self
 
@@ -44,14 +51,41 @@ class ConsoleServer:
             def _recorded(self) -> None:
                 with server._lock:
                     server.requests.append((time.monotonic(), self.command, self.path))
+                    server.keys.append((time.monotonic(), self.command, self.path, self.headers.get("Idempotency-Key")))
                     failing = next((status for start, status in server._failing.items() if self.path.startswith(start)), None)
+                    delay = next((seconds for start, seconds in server._delaying.items() if self.path.startswith(start)), 0.0)
+                    dropped = next(((method, start) for (method, start), left in server._dropping.items()
+                                    if left > 0 and method == self.command and self.path.startswith(start)), None)
+                    if dropped is not None:
+                        server._dropping[dropped] -= 1
+                if delay:
+                    time.sleep(delay)
                 if failing is not None:
                     self._gateway_error(failing)
+                elif dropped is not None:
+                    self._answer_lost()
                 else:
                     self._generic_handle()
 
+            def _answer_lost(self) -> None:
+                # The app answers in full (its change made), then the connection drops before a byte of it is sent.
+                # (through __dict__: mypy cannot type the handler's own attribute in this class made in a method)
+                sent = self.__dict__["wfile"]
+                self.__dict__["wfile"] = io.BytesIO()
+                try:
+                    self._generic_handle()
+                finally:
+                    self.__dict__["wfile"] = sent
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
             def _gateway_error(self, status: int) -> None:
-                # What API Gateway answers when the function's answer cannot be sent (over 6 MB, a crash).
+                # What API Gateway answers when the function's answer cannot be sent (over 6 MB, a crash). The
+                # request's body is read first: left unread, it would be taken for the connection's next request.
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 body = b'{"message": "Internal server error"}'
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -120,6 +154,41 @@ class ConsoleServer:
         finally:
             with self._lock:
                 del self._failing[path_start]
+
+    @contextmanager
+    def dropping(self, path_start: str, method: str = "POST", times: int = 1) -> Iterator[None]:
+        """The next `times` requests of `method` whose path starts with `path_start` are answered by the app and
+        their answers lost on the way (the connection closed before any of it is sent), for the block."""
+        with self._lock:
+            self._dropping[(method, path_start)] = times
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._dropping[(method, path_start)]
+
+    def dropped_left(self, path_start: str, method: str = "POST") -> int:
+        """How many of `dropping`'s answers are still to be lost."""
+        with self._lock:
+            return self._dropping.get((method, path_start), 0)
+
+    @contextmanager
+    def delaying(self, path_start: str, seconds: float) -> Iterator[None]:
+        """Every answer to a path that starts with `path_start` held `seconds` first, for the block."""
+        with self._lock:
+            self._delaying[path_start] = seconds
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._delaying[path_start]
+
+    def keys_sent(self, path_start: str, method: str = "POST", since: float = 0.0) -> list[str | None]:
+        """The Idempotency-Key of each request of `method` to a path starting with `path_start` since `since` (a
+        time.monotonic()), in order."""
+        with self._lock:
+            return [key for at, verb, path, key in self.keys
+                    if at >= since and verb == method and path.startswith(path_start)]
 
     def requested(self, path_start: str, since: float = 0.0, method: str | None = None) -> list[str]:
         """The paths asked for since `since` (a time.monotonic()) that start with `path_start`, of `method` only if given."""

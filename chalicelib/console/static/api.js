@@ -13,9 +13,16 @@
 // pause or cancel, which stop a run whatever it did meanwhile) is sent with the
 // tag of what it acts on in If-Match. A 412 (it changed since) is an ApiError
 // whose message says so and what it is now; the page then re-reads. Every
-// control is sent with an Idempotency-Key of its own, the same on its automatic
-// re-sends, so a re-send after a lost answer gets the first answer, never a 412
-// against its own change. The views call `post(path, body)` as before.
+// control (a run's, a phase's, a step's: `KEYED`) and every bulk press is sent
+// with an Idempotency-Key of its own, the same on its automatic re-sends, so a
+// re-send after a lost answer gets the first answer, never a 412 against its own
+// change nor a second change (a phase's extend moves by minutes: sent twice it
+// would move twice). The views call `post(path, body)` as before.
+//
+// Retries are kept per request: an answer to one (a poll) does not say another (a
+// press waiting out a 503's Retry-After) has been answered. `hooks.retrying` and
+// the listeners get the retry still pending that matters most (a press before a
+// read), or null once none is.
 
 export class ApiError extends Error {
   // `detail`: the fields the API answers beside the messages (a 403's roles_needed, a 409's run_status,
@@ -44,7 +51,10 @@ const hooks = { token: () => null, unauthorized: () => {}, retrying: () => {} };
 // The tags of what the page was shown, by run id and step id, and the controls that send one (from the vocabulary).
 const shown = { runs: new Map(), steps: new Map(), sendsTag: new Set() };
 const RUN_PATH = /^\/?runs\/(\d+)$/;
-const CONTROL_PATH = /^\/?runs\/(\d+)\/(?:steps\/(\d+)\/)?([a-z_]+)$/;
+// A control's path: a run's (/runs/6/pause), a phase's (/runs/6/phases/2/extend) or a step's (/runs/6/steps/42/confirm).
+const CONTROL_PATH = /^\/?runs\/(\d+)\/(?:(steps|phases)\/(\d+)\/)?([a-z_-]+)$/; // take-over has a hyphen
+// The other presses sent with an Idempotency-Key: the bulk press (POST /runs/bulk; a preview ignores it).
+const KEYED_PATHS = [/^\/?runs\/bulk$/];
 
 function remember(method, path, body) {
   if (!body || typeof body !== 'object') return;
@@ -65,9 +75,15 @@ function remember(method, path, body) {
 // A control's POST: its name, and the tag of what it acts on if the page was shown one (null: none).
 function controlOf(method, path) {
   const found = method === 'POST' && path.split('?')[0].match(CONTROL_PATH);
-  if (!found || found[3] === 'signals') return null;
-  const [, runId, stepId, name] = found;
-  return { name, tag: stepId ? shown.steps.get(stepId) : shown.runs.get(runId) };
+  if (!found || found[4] === 'signals') return null;
+  const [, runId, on, id, name] = found;
+  return { name, tag: on === 'steps' ? shown.steps.get(id) : shown.runs.get(runId) }; // a phase's control acts on its run
+}
+
+// Whether a request is sent with an Idempotency-Key (the same on each of its re-sends): every control and bulk press.
+export function keyed(method, path) {
+  const route = path.split('?')[0];
+  return Boolean(controlOf(method, path)) || (method === 'POST' && KEYED_PATHS.some((pattern) => pattern.test(route)));
 }
 
 function freshKey() {
@@ -84,17 +100,31 @@ function staleError(messages, detail) {
   return new ApiError(412, [STALE_WORDS, ...now], detail);
 }
 
-// Listeners told as `hooks.retrying` is (a retry's {seconds, attempt, messages}, or null once an answer came);
-// returns the function that stops telling it.
+// Listeners told as `hooks.retrying` is (the pending retry that matters most, or null once none is pending),
+// and every pending retry; returns the function that stops telling them.
 const retryWatchers = new Set();
 export function watchRetries(listener) {
   retryWatchers.add(listener);
   return () => retryWatchers.delete(listener);
 }
 
-function retrying(retry) {
-  hooks.retrying(retry);
-  for (const listener of retryWatchers) listener(retry);
+// The requests waiting to be tried again, each its retry ({seconds, attempt, messages, at, method, path, label, answered:
+// false when the last attempt got no answer at all}).
+const pending = new Map();
+let requests = 0;
+
+// The pending retry to show: a press's (not a read's), the latest; null when none is pending.
+export function pendingRetry() {
+  const all = [...pending.values()];
+  return all.filter((retry) => retry.method !== 'GET').pop() || all.pop() || null;
+}
+
+function retrying(id, retry) {
+  if (retry) pending.set(id, retry);
+  else if (!pending.delete(id)) return;
+  const shown = pendingRetry();
+  hooks.retrying(shown);
+  for (const listener of retryWatchers) listener(shown, [...pending.values()]);
 }
 
 export function configure(given) {
@@ -121,12 +151,30 @@ async function errorsOf(response) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// How a press is sent, fixed once (its key, the tag the person saw), so that it can be sent again as the same press
+// later (press.js, after its answer was lost): {idempotencyKey, ifMatch}.
+export function pressing(method, path) {
+  const control = controlOf(method, path);
+  return {
+    idempotencyKey: keyed(method, path) ? freshKey() : null,
+    ifMatch: control && shown.sendsTag.has(control.name) ? control.tag || null : null,
+  };
+}
+
 // `options` (all optional): ifMatch, a tag to send instead of the one remembered (null: none);
-// idempotencyKey, the key to send instead of a fresh one for this call.
+// idempotencyKey, the key to send instead of a fresh one for this call; attempts, how many times at most it is
+// sent (default 12); label, what the person pressed, for the retry's words; outcome, an object the call fills in:
+// `unanswered` (how many of its attempts got no answer at all: the API may have acted on them) and `replayed`
+// (the answer is the first answer of an earlier send with this key: Idempotent-Replayed).
 export async function call(method, path, body, options = {}) {
   const control = controlOf(method, path);
   const ifMatch = 'ifMatch' in options ? options.ifMatch : control && shown.sendsTag.has(control.name) ? control.tag : null;
-  const key = control ? (options.idempotencyKey || freshKey()) : null; // one per press, the same on each re-send
+  const key = keyed(method, path) ? (options.idempotencyKey || freshKey()) : null; // one per press, the same on each re-send
+  const outcome = options.outcome || {};
+  outcome.unanswered = 0;
+  outcome.replayed = false;
+  const id = (requests += 1);
+  const most = options.attempts || MAX_ATTEMPTS;
   for (let attempt = 1; ; attempt += 1) {
     const headers = { Accept: 'application/json' };
     const token = hooks.token();
@@ -140,8 +188,10 @@ export async function call(method, path, body, options = {}) {
         method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store',
       });
     } catch { /* no answer at all: retried like a 503 */ }
+    if (!response) outcome.unanswered += 1;
     if (response && response.status !== 503) {
-      retrying(null);
+      retrying(id, null);
+      outcome.replayed = response.headers.get('Idempotent-Replayed') === 'true';
       if (response.ok) {
         if (response.status === 204) return null;
         const answer = await response.json();
@@ -154,12 +204,15 @@ export async function call(method, path, body, options = {}) {
       throw error;
     }
     const messages = response ? (await errorsOf(response)).messages : ['the API did not answer'];
-    if (attempt >= MAX_ATTEMPTS) {
-      retrying(null);
-      throw new ApiError(503, messages);
+    if (attempt >= most) {
+      retrying(id, null);
+      throw new ApiError(503, messages, { unanswered: outcome.unanswered });
     }
     const seconds = retryAfter(response);
-    retrying({ seconds, attempt, messages });
+    options.onRetry?.({ seconds, attempt, messages, answered: Boolean(response) });
+    retrying(id, {
+      seconds, attempt, messages, at: Date.now() + seconds * 1000, method, path, label: options.label || null, answered: Boolean(response),
+    });
     await sleep(seconds * 1000);
   }
 }

@@ -41,21 +41,36 @@ export async function bulkAct(name, ids) {
   return true;
 }
 
-// One POST /runs/bulk held to `count` (the runs the person saw), and a summary of what took and what did not.
+// One POST /runs/bulk held to `count` (the runs the person saw), and a summary of what took and what did not. It
+// carries an Idempotency-Key (api.js), the same on a re-send after a lost answer: each run the first sending changed
+// is answered as changed (`replayed`), never refused as "already paused".
 async function pressBulk(name, filter, count, extra) {
+  const pressed = forRuns(controlOf(name)?.label || name, count);
+  const outcome = {};
   let answer;
   try {
-    answer = await post('/runs/bulk', { control: name, filter, expected_count: count, ...extra });
+    answer = await post('/runs/bulk', { control: name, filter, expected_count: count, ...extra }, { outcome, label: pressed });
   } catch (error) {
     if (!(error instanceof ApiError) || error.status === 401) throw error;
-    notice(`Not done: ${error.messages.join(' ')}`, 'warning');
+    const lost = outcome.unanswered > 0;
+    if (lost && error.status === 409 && Number.isInteger(error.detail.count)) {
+      notice(`${pressed}: its answer was lost on the way, and sent again the filters match ${error.detail.count} now,`
+        + ` not ${count}: the first sending most likely took, and nothing more was changed. The list shows each run as it is now.`, 'warning');
+    } else if (lost && error.status === 503) {
+      notice(`${pressed}: the API has not answered, so whether it took is not known. The list is read again when the API`
+        + ' answers: look at it before pressing again.', 'warning');
+    } else {
+      notice(`Not done: ${error.messages.join(' ')}`, 'warning');
+    }
     return;
   }
   const { changed, refused } = answer;
+  const replayed = changed.some((run) => run.replayed);
   const done = changed.length
     ? `${controlOf(name)?.done || name}: ${changed.length} ${changed.length === 1 ? 'run' : 'runs'} (${said(changed)}).`
     : 'Nothing took.';
-  notice(`${done}${refused.length ? ` Not done (${refused.length}):` : ''}`, refused.length ? 'warning' : 'ok',
+  const lost = replayed ? ' Its answer was lost on the way; sent again as the same press, it changed nothing more.' : '';
+  notice(`${done}${lost}${refused.length ? ` Not done (${refused.length}):` : ''}`, refused.length ? 'warning' : 'ok',
     refused.length ? el('ul', { id: 'bulk-refused' }, refused.map(({ id, why }) => el('li', { 'data-run': id }, `run ${id}: ${why}`))) : '');
 }
 

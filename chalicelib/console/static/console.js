@@ -12,7 +12,9 @@ import { runsView } from './runs.js';
 import {
   checkToken, expiresAt, finishOidc, forgetToken, startOidc, storedToken, storeToken,
 } from './signin.js';
-import { el, focus, heading, needYou, notice, pageTitle, say, useVocabulary } from './ui.js';
+import {
+  closeQuestions, el, focus, heading, needYou, notice, pageTitle, say, showUnsent, takeUnsent, unsent, useVocabulary,
+} from './ui.js';
 
 const main = document.getElementById('main');
 const state = { config: { oidc: null, dev_logins: [] }, session: null, stop: null, expiryTimer: null, definitions: null, carryNotice: false };
@@ -112,7 +114,13 @@ function showHeader() {
   }
 }
 
+// A question left open would stay on top of the sign-in page (and, answered, send with no token): each is called
+// off, and what it asked and what was typed in it said on the sign-in page.
 function signOut(reason, kind = 'info') {
+  for (const { title, typed } of closeQuestions()) {
+    unsent(`Not sent: “${title}” (the dialog was open when your sign-in ended).`
+      + `${typed.length ? ` What you typed: ${typed.map((text) => `“${text}”`).join(', ')}.` : ''}`);
+  }
   forgetToken();
   clearTimeout(state.expiryTimer);
   if (state.stop) state.stop();
@@ -152,7 +160,9 @@ async function signIn(token) {
   }
   showHeader();
   route();
-  notice(vocabularyProblem, vocabularyProblem ? 'warning' : 'info');
+  const carried = takeUnsent(); // what a sign-out stopped, said again now that the person can press it again
+  if (carried.length) notice(`Before you signed in again: ${carried.join(' ')}`, 'warning');
+  else notice(vocabularyProblem, vocabularyProblem ? 'warning' : 'info');
   focus(main.querySelector('h1'));
 }
 
@@ -161,6 +171,7 @@ function signInView(message, kind = 'info') {
   const tokenInput = el('textarea', { id: 'token-input', rows: '4', autocomplete: 'off', spellcheck: 'false' });
   const parts = [heading(1, 'Sign in')];
   if (message) parts.push(el('p', { class: `notice notice-${kind}`, id: 'sign-in-reason', role: kind === 'error' ? 'alert' : 'status' }, message));
+  parts.push(el('div', { id: 'sign-in-unsent', role: 'alert' }));
   if (oidc) {
     const host = new URL(oidc.issuer).host;
     parts.push(el('section', { 'aria-labelledby': 'oidc-title' },
@@ -191,6 +202,7 @@ function signInView(message, kind = 'info') {
     tokenInput,
     el('div', { class: 'buttons' }, el('button', { type: 'submit', id: 'token-sign-in' }, 'Sign in with this token')))));
   main.replaceChildren(...parts);
+  showUnsent();
   focus(main.querySelector('h1'));
 }
 
@@ -201,8 +213,16 @@ async function start() {
     // without a token, and must not replace the reason the person was signed out with its own.
     unauthorized: (error) => state.session
       && signOut(`Your sign-in is no longer accepted (${error.messages.join(' ')}). Sign in again.`, 'warning'),
+    // Kept per request by api.js: a press waiting out a 503 stays said while the page's polls are answered.
     retrying: (retry) => {
       if (!retry) return say('connection', '');
+      const again = new Date(retry.at).toLocaleTimeString();
+      if (retry.method !== 'GET') {
+        const why = retry.answered ? `is not sent yet: the service is unavailable (${retry.messages.join(' ')})`
+          : 'got no answer: it may or may not have reached the server';
+        return say('connection', `Your ${retry.label || 'press'} ${why}. It is sent again at ${again}`
+          + ` (attempt ${retry.attempt + 1}) as the same press, so it cannot take twice.`, 'warning');
+      }
       return say('connection', `The service is unavailable (${retry.messages.join(' ')}); the database may be waking up.`
         + ` Retrying in ${retry.seconds} s (attempt ${retry.attempt}).`, 'warning');
     },

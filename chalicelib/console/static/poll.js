@@ -13,7 +13,8 @@
 // must not poll (docs/console.md, "Polling"). Every page polls through here.
 //
 // While the API does not answer (api.js retrying a request), the freshness line says so and when it tries
-// again, never "Live: updating every 2 s": what the page shows is as of its last update.
+// again, never "Live: updating every 2 s": what the page shows is as of its last update. While a press waits
+// out a 503's Retry-After the line says so, whatever the page's own polls answer meanwhile.
 
 import { get, watchRetries } from './api.js';
 import { el, needYou, span } from './ui.js';
@@ -62,12 +63,13 @@ export class Poller {
     this.stopped = false;
     this.state = null;
     this.loadedAt = null; // when the page last had an answer
-    this.retryShown = false; // the line says a request is being tried again
-    this.told = null; // what the line said before: {state, facts}
+    this.retry = null; // the retry pending that the line says (api.js pendingRetry), or null
+    this.told = null; // the page's own state, said when no retry is pending: {state, facts}
     this.countedAt = -Infinity; // when this page's loads last read the count
     this.onVisibility = () => this.visibilityChanged();
     this.onFocus = () => this.cameBack();
-    this.unwatch = watchRetries((retry) => this.retrying(retry));
+    // The page's own reads first (the page is not updating), else a press's (the page updates; the press waits).
+    this.unwatch = watchRetries((retry, all) => this.retrying(all.find((r) => r.method === 'GET') || retry));
     document.addEventListener('visibilitychange', this.onVisibility);
     window.addEventListener('focus', this.onFocus);
   }
@@ -151,22 +153,31 @@ export class Poller {
     }
   }
 
-  // describe(state, {delay: ms to the next load (unattended: the bound), loadedAt, update: loads now}).
+  // describe(state, {delay: ms to the next load (unattended: the bound), loadedAt, update: loads now}); while a
+  // request waits to be tried again, the line says that instead (`retrying`), until no request waits.
   tell(state, facts = {}) {
-    if (state !== 'retrying') {
-      this.retryShown = false;
-      this.told = { state, facts };
-    }
-    this.describe(state, { loadedAt: this.loadedAt, ...facts });
+    this.told = { state, facts };
+    this.show();
   }
 
-  // A request of this page (or a press) gets no answer and is tried again: the line says so until an answer
-  // comes (a load's: its `schedule` says the page's state again; another's, while no load is on its way: said here).
+  show() {
+    const { retry, told } = this;
+    if (retry) {
+      this.describe('retrying', {
+        loadedAt: this.loadedAt, delay: Math.max(0, retry.at - Date.now()), attempt: retry.attempt,
+        press: retry.method !== 'GET', label: retry.label, answered: retry.answered,
+      });
+    } else if (told) {
+      this.describe(told.state, { loadedAt: this.loadedAt, ...told.facts });
+    }
+  }
+
+  // A request of this page (or a press) gets no answer and is tried again: the line says so until no request
+  // waits to be tried again (api.js keeps them per request: a poll's answer does not end a press's wait).
   retrying(retry) {
-    if (this.stopped || (!retry && !this.retryShown)) return;
-    this.retryShown = Boolean(retry);
-    if (retry) this.tell('retrying', { delay: retry.seconds * 1000, attempt: retry.attempt });
-    else if (!this.loading && this.told) this.tell(this.told.state, this.told.facts);
+    if (this.stopped) return;
+    this.retry = retry;
+    this.show();
   }
 
   // Update now: fresh, and the bound starts again.
@@ -218,10 +229,13 @@ export function freshness(node) {
   const line = el('p', { class: 'freshness muted', id: 'freshness-line' });
   const status = el('div', { role: 'status', id: 'freshness-status' });
   node.replaceChildren(line, status);
-  return (state, { delay = 0, loadedAt = null, update = null, attempt = 0 }) => {
+  return (state, { delay = 0, loadedAt = null, update = null, attempt = 0, press = false, label = null, answered = true }) => {
     const seconds = Math.round(delay / 1000);
     const text = {
-      retrying: `Not updating: the server does not answer; trying again in ${seconds} s (attempt ${attempt}).`,
+      retrying: press
+        ? `Your ${label || 'press'} ${answered ? 'is not sent yet: the server does not take it now' : 'got no answer'};`
+          + ` trying again in ${seconds} s (attempt ${attempt + 1}).`
+        : `Not updating: the server does not answer; trying again in ${seconds} s (attempt ${attempt}).`,
       live: `Live: updating every ${seconds} s.`,
       idle: `Nothing live here: next check in ${seconds} s.`,
       hidden: 'Not updating while this tab is hidden.',

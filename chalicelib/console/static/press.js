@@ -7,15 +7,20 @@
 // null: the run's), runNamed(), session, refresh() (re-reads the page), landing (what takes focus after),
 // explain?(name) (the page's own words for what a control will do), moveTime?(name, step) (a time's dialog)}.
 //
-// A press is sent once: while it is on its way (api.js re-sends it while the API does not answer) its buttons
-// say "Sending…" and are disabled, on whichever page draws them (`pressAttrs`), and a second press of the same
-// control is not sent behind it; its answer, when it comes, is the one the notice says.
+// A press is sent once: from the tap (its run read first on the runs list, its dialog asked) until its answer its
+// buttons say "Sending…" and are disabled, on whichever page draws them (`pressAttrs`), and a second tap of the
+// same control neither opens a second dialog nor sends behind it; its answer, when it comes, is the one the notice says.
+//
+// A press whose answer is lost (the connection dropped after it went out) may have taken: the notice says so at
+// once, and the press is sent again with the same Idempotency-Key and If-Match until the API answers, which says
+// what happened — its first answer if it had taken (Idempotent-Replayed), else whether it takes now or is refused —
+// never "did not work" for a press that took. A press a 401 stops is said on the sign-in page, with the note typed.
 
-import { ApiError, neededRoles, post } from './api.js';
+import { ApiError, neededRoles, post, pressing } from './api.js';
 import { stepName, wordsBeyondName } from './names.js';
 import { phaseNamed } from './phases.js';
 import { askCancel } from './resources.js';
-import { ask, capitalised, controlOf, focus, isOpenStep, notice } from './ui.js';
+import { ask, capitalised, controlOf, focus, isOpenStep, notice, unsent } from './ui.js';
 
 // What each control asks for first and how it is named on the page come from its declaration
 // (GET /vocabulary). A control this console was not told of is a plain button named after it
@@ -50,6 +55,22 @@ export function pressAttrs(path, label) {
 // Its label, or "Sending…" while a press of it is on its way.
 export const pressLabel = (path, label) => (sending.has(path) ? SENDING : label);
 
+// How many times a press whose answers are lost is sent again as the same press (each api.js's dozen attempts, about
+// a minute) before the page says it cannot tell whether it took.
+const ROUNDS = 5;
+
+// The press of `path` taken for this tap: the function that lets it go (once), or null while another press of it
+// is asked or on its way.
+export function claim(path) {
+  if (sending.has(path)) return null;
+  markSending(path, true);
+  let held = true;
+  return () => {
+    if (held) markSending(path, false);
+    held = false;
+  };
+}
+
 function markSending(path, on) {
   if (on) sending.add(path); else sending.delete(path);
   for (const button of document.querySelectorAll('button[data-press]')) {
@@ -77,15 +98,40 @@ export function presser(page) {
   // both re-read the page — 403 the role needed; 401 signs out). `typed`: what the person wrote in the
   // control's dialog ({label, text}), given back in a refusal's notice so it is not lost; `shown`: the run's
   // status as the page showed it when the person pressed.
-  async function send(path, body, { action, done, about = '', typed = null, shown = null }) {
+  async function send(path, body, { action, done, about = '', typed = null, shown = null, release = null }) {
     const kept = typed?.text ? ` Your ${typed.label.toLowerCase()}, not sent: “${typed.text}”.` : '';
     const pressed = `${action}${about ? ` (${about})` : ''}`;
-    if (sending.has(path)) return; // the same control, already on its way: its own answer will be said
-    markSending(path, true);
+    const mine = release || claim(path);
+    if (!mine) return; // the same control, already on its way: its own answer will be said
+    const how = pressing('POST', path); // its key and the tag the person saw: the same on every send of this press
+    const outcome = {};
+    let lost = false; // an attempt got no answer at all: it may have taken
+    const onRetry = (retry) => {
+      if (retry.answered || lost) return;
+      lost = true;
+      notice(`${pressed}: no answer yet, so whether it took is not known. It is sent again as the same press (it cannot`
+        + ' take twice) until the API answers, and this says what happened.', 'warning');
+    };
     try {
-      notice(done(await post(path, body)), 'ok');
+      let answer;
+      for (let round = 1; ; round += 1) {
+        try {
+          answer = await post(path, body, { ...how, outcome, label: action, onRetry });
+          break;
+        } catch (error) {
+          if (!(error instanceof ApiError) || !error.detail.unanswered || round >= ROUNDS) throw error;
+        }
+      }
+      const after = !lost ? '' : outcome.replayed ? ' It had taken: only its answer was lost on the way.'
+        : ' It took when sent again: the first sending had not reached the server.';
+      notice(`${done(answer)}${after}`, 'ok');
     } catch (error) {
-      if (!(error instanceof ApiError) || error.status === 401) return;
+      if (!(error instanceof ApiError)) return;
+      if (error.status === 401) {
+        unsent(lost ? `Your ${pressed} may or may not have taken (its answer was lost, then your sign-in ended): look at the`
+          + ` run before pressing it again.${kept}` : `Your ${pressed} was not sent: your sign-in ended first.${kept}`);
+        return;
+      }
       // Said once: a run that moved since the press (its status answered beside the message of a 409 or a 412)
       // is the whole story; else what changed (412), or the refusal's reason (409), the step it names already
       // named in the press.
@@ -97,6 +143,10 @@ export function presser(page) {
       } else if (error.status === 409) {
         const why = error.messages.map((m) => (about && m.startsWith(`${about}: `) ? m.slice(about.length + 2) : m));
         notice(`${pressed} did nothing: ${why.join(' ')}${kept}`, 'warning');
+      } else if (lost || error.detail.unanswered) {
+        notice(`${pressed}: the API has not answered for minutes, so whether it took is not known. Look at the run`
+          + ` (it is read again when the API answers) before pressing it again.${typed?.text ? ` Your ${typed.label.toLowerCase()}: “${typed.text}”.` : ''}`,
+        'warning');
       } else {
         // Nothing changed on the server, so no refresh: the explanation stays in view.
         const roles = neededRoles(error);
@@ -107,7 +157,7 @@ export function presser(page) {
         return;
       }
     } finally {
-      markSending(path, false);
+      mine();
     }
     await page.refresh();
     focus(page.landing);
@@ -138,10 +188,20 @@ export function presser(page) {
 
   // `choice`: the answer pressed, on a cue with choices ({value, label}). A control that moves a time
   // (postpone, a cue's extend) asks for it in its own dialog (`page.moveTime`).
-  async function act(name, step, choice = null) {
+  // `held`: the press already claimed for this tap (the runs list claims it before reading the run).
+  async function act(name, step, choice = null, held = null) {
     if ((controlOf(name)?.time_field || controlOf(name)?.seconds_field) && page.moveTime) return page.moveTime(name, step);
     const path = pressPath(runId, name, step?.id);
-    if (sending.has(path)) return; // on its way already: not asked twice, nor sent behind it
+    const release = held || claim(path);
+    if (!release) return; // asked or on its way already: not asked twice, nor sent behind it
+    try {
+      await asked(name, step, choice, path, release);
+    } finally {
+      release();
+    }
+  }
+
+  async function asked(name, step, choice, path, release) {
     const spec = specOf(name);
     const shown = page.detail().run.status; // as the person saw it when they pressed
     let body = {};
@@ -171,7 +231,7 @@ export function presser(page) {
     if (choice) body[spec.choiceField] = choice.value;
     const named = step ? stepName(step) : `run ${runId}`;
     const answered = choice ? `: ${choice.label}` : '';
-    await send(path, body, { action: spec.action, about: named, typed, shown, done: () => `${spec.done} ${named}${answered}.` });
+    await send(path, body, { action: spec.action, about: named, typed, shown, release, done: () => `${spec.done} ${named}${answered}.` });
   }
 
   return { act, send, currentPhase, phaseRow };

@@ -7,7 +7,7 @@
 // "this run has moved" with the page refreshed, 403 with the role it needs. A phase that waits for
 // the game's signal says so, and staff may send that signal from the page (POST /runs/{id}/signals/{name}).
 
-import { get } from './api.js';
+import { get, pendingRetry } from './api.js';
 import { banners, holderNamed, lastMove } from './banners.js';
 import { logView } from './log.js';
 import { namer, stepName } from './names.js';
@@ -16,7 +16,9 @@ import { pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
-import { ask, badge, controlOf, el, heading, isOpenStep, isTerminalRun, notice, pageTitle, parkOf, rehearsalMark, since, waitOf, when } from './ui.js';
+import {
+  ask, badge, controlOf, el, heading, isOpenStep, isTerminalRun, notice, pageTitle, parkOf, rehearsalMark, say, since, waitOf, when,
+} from './ui.js';
 import { ledgerSection } from './resources.js';
 
 const LOG_PAGE = 500;
@@ -49,6 +51,7 @@ export function runView(main, ctx, runIdText) {
   let shown = '';
   let definitionName = null; // for the title; the phases name themselves (GET /runs/{id} `phases`)
   let detail = null;
+  let loadFailed = false; // the last load failed, and #connection says so
   const signalsReceived = new Set(); // the names of the run.signal rows the log has shown
 
   async function loadName(run) {
@@ -268,9 +271,16 @@ export function runView(main, ctx, runIdText) {
       if (error.status === 403) {
         notice(`Not allowed to see this run: ${error.messages.join(' ')}`, 'error');
       } else if (error.status !== 401) {
-        notice(`The run could not be loaded: ${error.messages.join(' ')}`, 'error');
+        // Beside the connection's state, not in the notice (a press's outcome stays there), and gone once a load works.
+        loadFailed = true;
+        say('connection', `The run could not be loaded: ${error.messages.join(' ')}. What it shows is as of`
+          + ` ${poller.loadedAt ? poller.loadedAt.toLocaleTimeString() : 'the last update'}; it is read again shortly.`, 'error');
       }
       throw error;
+    }
+    if (loadFailed) {
+      loadFailed = false;
+      if (!pendingRetry()) say('connection', '');
     }
     const snapshot = JSON.stringify([detail, afterId]);
     if (snapshot !== shown) { // re-rendered only when something changed, so focus stays put

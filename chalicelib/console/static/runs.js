@@ -6,14 +6,14 @@
 // asked for, searched by run id or definition name, a page at a time. Kept fresh: a refresh rebuilds only the rows that changed, so focus and
 // the reading position stay put. Runs selected on it are paused, resumed or cancelled together (bulk.js).
 
-import { get } from './api.js';
+import { get, pendingRetry } from './api.js';
 import { escalatedWords, until } from './banners.js';
 import { bulkBar, scheduledWindow } from './bulk.js';
 import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
-import { pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
+import { claim, pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
 import {
-  badge, el, fill, heading, isTerminalRun, keyedRows, keyedTable, labelOf, needYou, notice, rehearsalMark, runStatuses, since, span, waitOf,
+  badge, el, fill, heading, isTerminalRun, keyedRows, keyedTable, labelOf, needYou, notice, rehearsalMark, runStatuses, say, since, span, waitOf,
   when, wordOf,
 } from './ui.js';
 
@@ -114,6 +114,7 @@ export function runsView(main, ctx, queryText = '') {
     onchange: () => go({ to: day(toInput.value) }) });
   const search = el('input', { type: 'search', id: 'filter-search', value: filters.q, placeholder: 'a run id or a definition name', autocomplete: 'off' });
   let waitingKinds = null;
+  let loadFailed = false; // the last load failed, and #connection says so
   const selected = new Set(); // run ids, kept across the list's refreshes
   const bulk = bulkBar(ctx.session(), selected, () => { selected.clear(); poller.now(); }, () => filters);
   const inboxHeading = heading(2, 'Needs you', { id: 'inbox-title' });
@@ -151,22 +152,29 @@ export function runsView(main, ctx, queryText = '') {
   }).catch(() => { /* names are a nicety; ids still show */ });
 
   // A row's control, pressed as on the run's page: the run read first, so its dialog says what the run page's
-  // would (the step's name and words, what a costly control will do); the row is re-read after.
+  // would (the step's name and words, what a costly control will do); the row is re-read after. From the tap
+  // until the answer (or the dialog called off) its button says "Sending…" and a second tap does nothing.
   async function pressFromRow(row, control) {
-    let detail;
+    const release = claim(pressPath(row.id, control.name, control.step_id));
+    if (!release) return;
     try {
-      detail = await get(`/runs/${row.id}`);
-    } catch (error) {
-      if (error.status !== 401) notice(`Run ${row.id} could not be read: ${error.messages.join(' ')}`, 'error');
-      return;
+      let detail;
+      try {
+        detail = await get(`/runs/${row.id}`);
+      } catch (error) {
+        if (error.status !== 401) notice(`Run ${row.id} could not be read: ${error.messages.join(' ')}`, 'error');
+        return;
+      }
+      const step = control.step_id == null ? null : detail.steps.find((s) => s.id === control.step_id) || null;
+      const { act } = presser({
+        runId: row.id, detail: () => detail, session: ctx.session(), refresh: () => poller.now(), landing: inboxHeading,
+        offered: (s) => (s ? detail.controls.steps[String(s.id)] || [] : detail.controls.run),
+        runNamed: () => `run ${row.id} (${names.get(String(row.definition_id)) || `definition ${row.definition_id}`})`,
+      });
+      await act(control.name, step, null, release);
+    } finally {
+      release();
     }
-    const step = control.step_id == null ? null : detail.steps.find((s) => s.id === control.step_id) || null;
-    const { act } = presser({
-      runId: row.id, detail: () => detail, session: ctx.session(), refresh: () => poller.now(), landing: inboxHeading,
-      offered: (s) => (s ? detail.controls.steps[String(s.id)] || [] : detail.controls.run),
-      runNamed: () => `run ${row.id} (${names.get(String(row.definition_id)) || `definition ${row.definition_id}`})`,
-    });
-    await act(control.name, step);
   }
 
   function inboxRow(row) {
@@ -223,8 +231,15 @@ export function runsView(main, ctx, queryText = '') {
         get('/inbox'),
       ]);
     } catch (error) {
-      if (error.status !== 401) notice(`The runs could not be loaded: ${error.messages.join(' ')}`, 'error');
+      if (error.status !== 401) { // beside the connection's state (a press's outcome stays in the notice), gone once a load works
+        loadFailed = true;
+        say('connection', `The runs could not be loaded: ${error.messages.join(' ')}; they are read again shortly.`, 'error');
+      }
       throw error;
+    }
+    if (loadFailed) {
+      loadFailed = false;
+      if (!pendingRetry()) say('connection', '');
     }
     needYou(needs.needs_you); // the header counts what the inbox holds: the runs this person can act on
     const named = [...names.entries()].join();

@@ -208,12 +208,18 @@ export function focus(node) {
 
 // The one modal dialog every question is asked in (a control's reason, a plan's new time, a cancel's cleanup):
 // `title`, the `parts` between it and the buttons, `action` (submits) and Go back. Resolves to `answer()` when
-// the person presses `action`, or null when they go back or press Escape; the dialog is gone either way. Focus
+// the person presses `action`, or null when they go back, press Escape or are signed out (`closeQuestions`); the
+// dialog is gone either way; one is open at a time (a second asked meanwhile resolves to null at once). Focus
 // starts on `focused` (default: the action's button); `opened(dialog)` runs once it shows (a part filled later
 // checks `dialog.open` first: the person may have gone).
 /** @param {{title: string, action: string, parts: any[], answer: () => any, focused?: HTMLElement | null, opened?: ((dialog: HTMLDialogElement) => void) | null}} question */
 export function modal({ title, action, parts, answer, focused = null, opened = null }) {
   return new Promise((resolve) => {
+    // One question at a time: a second (a double tap that got past its button) is not stacked on the first.
+    if (document.querySelector('dialog.ask[open]')) {
+      resolve(null);
+      return;
+    }
     const dialog = /** @type {HTMLDialogElement} */ (el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' }));
     const close = (value) => {
       dialog.close();
@@ -233,6 +239,51 @@ export function modal({ title, action, parts, answer, focused = null, opened = n
     (focused || go).focus();
     opened?.(dialog);
   });
+}
+
+// Every open question called off (resolving null), as the sign-out does: what each asked and what was typed in
+// it, for the sign-in page to say was not sent: [{title, typed: [text…]}].
+export function closeQuestions() {
+  return [...document.querySelectorAll('dialog.ask')].map((dialog) => {
+    const asked = {
+      title: dialog.querySelector('#ask-title')?.textContent || '',
+      typed: [...dialog.querySelectorAll('textarea')].map((box) => /** @type {HTMLTextAreaElement} */ (box).value.trim()).filter(Boolean),
+    };
+    dialog.dispatchEvent(new Event('cancel', { cancelable: true }));
+    return asked;
+  });
+}
+
+// What a person pressed or typed that a sign-out stopped, said on the sign-in page and again once signed in
+// (kept in sessionStorage: a reload of the sign-in page keeps it too).
+const UNSENT = 'console.unsent';
+const unsentList = () => {
+  try {
+    const kept = JSON.parse(sessionStorage.getItem(UNSENT) || '[]');
+    return Array.isArray(kept) ? kept.map(String) : [];
+  } catch {
+    return [];
+  }
+};
+
+export function unsent(text) {
+  sessionStorage.setItem(UNSENT, JSON.stringify([...unsentList(), text]));
+  showUnsent();
+}
+
+// The sign-in page's list of what was not sent (#sign-in-unsent), filled from what is kept.
+export function showUnsent() {
+  const box = document.getElementById('sign-in-unsent');
+  const all = unsentList();
+  if (!box) return;
+  fill(box, all.length ? el('div', { class: 'notice notice-warning' }, el('ul', {}, all.map((text) => el('li', {}, text)))) : null);
+}
+
+// What was not sent, taken (said once signed in again).
+export function takeUnsent() {
+  const all = unsentList();
+  sessionStorage.removeItem(UNSENT);
+  return all;
 }
 
 // Asks for a reason or note before a control that takes one; resolves to the text, or null if called off.
