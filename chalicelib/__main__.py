@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pymysql
 
 from .config import Settings
+from .events import bridge_check
 from .events.errors import ConfigError
 from .runtime import db_params
 
@@ -81,16 +82,12 @@ def cmd_purge(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_bridge_check(args: argparse.Namespace) -> int:
     import os
 
-    from .events import bridge_check
-
     key = os.environ.get("GAME_BRIDGE_SECRET", "")
     if not key:
         raise ConfigError("GAME_BRIDGE_SECRET must hold the bridge key the bridge checks signatures with")
     try:
-        options = bridge_check.Options(args.url, key, args.action, args.slow_action, args.spawn_action or None,
-                                       not args.no_status, args.deadline)
-        return bridge_check.main(options, as_json=args.json)
-    except ValueError as error:  # the URL
+        return bridge_check.main(bridge_check.options_from(args, key), as_json=args.json)
+    except ValueError as error:  # the URL, or --record and --replay as given
         raise ConfigError(str(error)) from None
 
 
@@ -114,14 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("bridge-check", help="drive a game bridge through the protocol and say what is wrong",
                            description="Each case on one line, passed, failed (what was expected, what came back) or"
                                        " skipped (why); exits 1 on any failure. The key: GAME_BRIDGE_SECRET.")
-    check.add_argument("url", help="the bridge's base URL, as GAME_BRIDGE_URL")
-    check.add_argument("--action", default="test.noop", help="a harmless action to deliver (default test.noop)")
-    check.add_argument("--slow-action", help="an action that takes params {\"seconds\"} that long (the kits' test.slow)")
-    check.add_argument("--spawn-action", default="test.spawn",
-                       help="an action that leaves a resource with a revert (default test.spawn; '' to skip)")
-    check.add_argument("--no-status", action="store_true", help="the bridge serves no status endpoint")
-    check.add_argument("--deadline", type=float, default=10.0, help="seconds an exchange may take (the engine's: 10)")
-    check.add_argument("--json", action="store_true", help="one JSON report for CI instead of lines")
+    bridge_check.add_arguments(check)
     check.set_defaults(run=None, check=cmd_bridge_check)
     return parser
 

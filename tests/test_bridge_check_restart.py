@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from chalicelib.__main__ import main as command
 from chalicelib.events import bridge_check
 from chalicelib.events.bridge_check import Options
 from tests.support.kits import event_bridge, serving
@@ -110,3 +111,20 @@ def test_the_deadlines_help_names_the_engines_deadline():
     parser = argparse.ArgumentParser()
     bridge_check.add_arguments(parser)
     assert "min(10, EVENT_STEP_LEASE_SECONDS/4)" in " ".join(parser.format_help().split())
+
+
+def test_the_command_records_then_replays_across_a_restart_and_refuses_both_at_once(tmp_path, monkeypatch, capsys):
+    """What an operator types: `bridge-check URL --record FILE`, restart the game, `bridge-check URL --replay FILE`."""
+    monkeypatch.setenv("GAME_BRIDGE_SECRET", KEY)
+    recording, kept = tmp_path / "keys.json", event_bridge.MemoryStore()
+    with serving(event_bridge.Bridge(KEY, kept)) as url:
+        assert command(["bridge-check", url, "--record", str(recording)]) == 0
+    assert f"NOTE recorded {len(json.loads(recording.read_text())['keys'])} keys" in capsys.readouterr().out
+    with serving(restarted(kept)) as url:
+        assert command(["bridge-check", url, "--replay", str(recording)]) == 0
+    assert f"PASS {bridge_check.REPLAYED}" in capsys.readouterr().out
+    with serving(restarted()) as url:
+        assert command(["bridge-check", url, "--replay", str(recording)]) == 1
+    assert f"FAIL {bridge_check.REPLAYED}" in capsys.readouterr().out
+    assert command(["bridge-check", "http://127.0.0.1:9", "--record", "a", "--replay", str(recording)]) == 2
+    assert "one per run" in capsys.readouterr().err
