@@ -167,11 +167,6 @@ class ConsoleServer:
             with self._lock:
                 del self._dropping[(method, path_start)]
 
-    def dropped_left(self, path_start: str, method: str = "POST") -> int:
-        """How many of `dropping`'s answers are still to be lost."""
-        with self._lock:
-            return self._dropping.get((method, path_start), 0)
-
     @contextmanager
     def delaying(self, path_start: str, seconds: float) -> Iterator[None]:
         """Every answer to a path that starts with `path_start` held `seconds` first, for the block."""

@@ -20,30 +20,31 @@ from ..ledger import listed
 from .checker import STALE_SECONDS, Checker, Options, catch, done, done_in, shown
 
 
-def _expect_refused(check: Checker, case: str, **how: Any) -> str:
-    key = check.key(case)
-    answer = check.deliver(check.options.action, key, **how)
+def spoilt(check: Checker, way: str) -> dict[str, Any]:
+    """How a request is made one the engine did not sign, each `way` a case of its own (delivery and status)."""
+    ways: dict[str, dict[str, Any]] = {
+        "unsigned": {"unsigned": True}, "forged": {"signature": "sha256=" + "0" * 64},
+        "stale": {"at": check.now() - timedelta(seconds=STALE_SECONDS)},
+        "other-key": {"signed_with": check.options.key + "-not-this-one"}}
+    return ways[way]
+
+
+def refused_delivery(way: str) -> Callable[[Checker], str]:
+    return lambda check: _expect_refused(check, way)
+
+
+def refused_status(way: str) -> Callable[[Checker], str]:
+    return lambda check: _expect_status_refused(check, way)
+
+
+def _expect_refused(check: Checker, way: str) -> str:
+    key = check.key(way)
+    answer = check.deliver(check.options.action, key, **spoilt(check, way))
     if answer.status != 401:
         raise Failed(f"expected 401 and nothing applied, got {shown(answer)}: check the signature, its key and its"
                      " timestamp window before reading anything")
     check.not_applied(key)
     return "401, not applied"
-
-
-def case_unsigned(check: Checker) -> str:
-    return _expect_refused(check, "unsigned", unsigned=True)
-
-
-def case_forged(check: Checker) -> str:
-    return _expect_refused(check, "forged", signature="sha256=" + "0" * 64)
-
-
-def case_stale(check: Checker) -> str:
-    return _expect_refused(check, "stale", at=check.now() - timedelta(seconds=STALE_SECONDS))
-
-
-def case_other_key(check: Checker) -> str:
-    return _expect_refused(check, "other-key", signed_with=check.options.key + "-not-this-one")
 
 
 def case_delivery(check: Checker) -> str:
@@ -91,11 +92,11 @@ def case_signed_body(check: Checker) -> str:
 FENCE_PROBE = 99  # the attempt a spoilt status request names: had it raised the fence, attempt 1 would be refused
 
 
-def _expect_status_refused(check: Checker, case: str, **how: Any) -> str:
+def _expect_status_refused(check: Checker, way: str) -> str:
     """A status request the engine did not sign gets 401 and raises no fence: else anyone could send
     `status?attempt=99` for a (guessable) key, and the engine's own delivery would be refused 409."""
-    key = check.key(f"status-{case}")
-    answer = check.status(check.options.action, key, FENCE_PROBE, **how)
+    key = check.key(f"status-{way}")
+    answer = check.status(check.options.action, key, FENCE_PROBE, **spoilt(check, way))
     if answer.status != 401:
         raise Failed(f"expected 401, got {shown(answer)}: verify a status request's signature (over"
                      " GET.{path and query}., with the bridge key) and its timestamp before reading or fencing"
@@ -106,22 +107,6 @@ def _expect_status_refused(check: Checker, case: str, **how: Any) -> str:
                      f" attempt 1 then got {shown(answer)}; verify the signature before the store sees the request")
     done_in(answer)
     return "401, no fence raised (attempt 1 then done)"
-
-
-def case_status_unsigned(check: Checker) -> str:
-    return _expect_status_refused(check, "unsigned", unsigned=True)
-
-
-def case_status_forged(check: Checker) -> str:
-    return _expect_status_refused(check, "forged", signature="sha256=" + "0" * 64)
-
-
-def case_status_stale(check: Checker) -> str:
-    return _expect_status_refused(check, "stale", at=check.now() - timedelta(seconds=STALE_SECONDS))
-
-
-def case_status_other_key(check: Checker) -> str:
-    return _expect_status_refused(check, "other-key", signed_with=check.options.key + "-not-this-one")
 
 
 def case_status_unknown(check: Checker) -> str:
@@ -259,17 +244,17 @@ def case_revert(check: Checker) -> str:
 def cases(options: Options) -> list[tuple[str, Callable[[Checker], str], str | None]]:
     no_status = None if options.status else "needs the status endpoint (--no-status given)"
     return [
-        ("unsigned delivery refused", case_unsigned, None),
-        ("forged signature refused", case_forged, None),
-        ("stale timestamp refused", case_stale, None),
-        ("another key refused", case_other_key, None),
+        ("unsigned delivery refused", refused_delivery("unsigned"), None),
+        ("forged signature refused", refused_delivery("forged"), None),
+        ("stale timestamp refused", refused_delivery("stale"), None),
+        ("another key refused", refused_delivery("other-key"), None),
         ("valid delivery done", case_delivery, None),
         ("same key replays its first answer", case_repeat, None),
         ("signed body names what is applied", case_signed_body, None),
-        ("unsigned status request refused", case_status_unsigned, no_status),
-        ("forged status request refused", case_status_forged, no_status),
-        ("stale status request refused", case_status_stale, no_status),
-        ("status request under another key refused", case_status_other_key, no_status),
+        ("unsigned status request refused", refused_status("unsigned"), no_status),
+        ("forged status request refused", refused_status("forged"), no_status),
+        ("stale status request refused", refused_status("stale"), no_status),
+        ("status request under another key refused", refused_status("other-key"), no_status),
         ("unknown key not applied", case_status_unknown, no_status),
         ("attempt fence", case_fence, no_status),
         ("in progress while a slow delivery runs", case_in_progress,
