@@ -143,14 +143,29 @@ function lines(entries, nameOf, person) {
   return out;
 }
 
+// The log shows its newest LOG_SHOWN lines, and as many more as the person asks for (a press adds LOG_SHOWN): a
+// run of thousands of steps has tens of thousands of rows, and drawing them all on each change kept the browser busy.
+export const LOG_SHOWN = 500;
+
 export function logView() {
   let filter = 'all';
   let following = true;
+  let most = LOG_SHOWN; // how many of the newest lines are drawn
   let shown = { entries: [], nameOf: (entry) => `step id ${entry.step_id}`, people: {} };
   const list = el('ol', { id: 'run-log', class: 'log' });
   const box = el('div', { class: 'log-box', id: 'log-box', tabindex: '0', 'aria-label': 'Run log, newest at the bottom' }, list);
   const followNote = el('p', { id: 'log-following', class: 'muted', 'aria-live': 'polite' });
   const newest = el('button', { type: 'button', id: 'log-newest', hidden: true, onclick: () => { following = true; render(); } }, 'Show the newest rows');
+  const earlier = el('button', {
+    type: 'button', class: 'secondary', id: 'log-earlier', hidden: true,
+    onclick: () => {
+      most += LOG_SHOWN;
+      following = false; // the person is reading back: the rows they asked for stay in view
+      render();
+      box.scrollTop = 0;
+    },
+  }, `Show ${LOG_SHOWN} earlier lines`);
+  const counted = el('p', { id: 'log-counted', class: 'muted' });
   box.addEventListener('scroll', () => {
     following = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
     newest.hidden = following;
@@ -167,7 +182,10 @@ export function logView() {
     const keep = KEEP[filter];
     const person = (actor) => shown.people[actor] ?? actor;
     const kept = lines(shown.entries, shown.nameOf, person).filter((line) => line.rows.some(keep));
-    list.replaceChildren(...kept.map(({ rows, text }) => {
+    const drawn = kept.slice(-most);
+    earlier.hidden = drawn.length === kept.length;
+    counted.textContent = earlier.hidden ? '' : `Showing the newest ${drawn.length} of ${kept.length} lines.`;
+    list.replaceChildren(...drawn.map(({ rows, text }) => {
       const [first] = rows;
       return el('li', {
         'data-kind': rows.map((row) => row.kind).join(' '), 'data-actor': first.actor || '',
@@ -180,7 +198,7 @@ export function logView() {
   }
 
   return {
-    node: el('div', {}, choices, box, el('div', { class: 'buttons' }, newest), followNote),
+    node: el('div', {}, choices, counted, el('div', { class: 'buttons' }, earlier), box, el('div', { class: 'buttons' }, newest), followNote),
     // The whole log so far, how to name its steps, and who its chat identities are (the `people` of every log
     // page read, merged); re-rendered only when a row was added or a name changed.
     show(entries, nameOf, people) {

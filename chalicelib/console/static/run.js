@@ -17,7 +17,7 @@ import { effectWords, phaseNamed } from './phases.js';
 import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
 import {
-  ask, badge, controlOf, el, heading, isOpenStep, isTerminalRun, notice, pageTitle, parkOf, rehearsalMark, say, since, waitOf, when,
+  ask, badge, controlOf, el, focus, heading, isOpenStep, isTerminalRun, notice, pageTitle, parkOf, rehearsalMark, say, since, waitOf, when,
 } from './ui.js';
 import { ledgerSection } from './resources.js';
 
@@ -53,6 +53,7 @@ export function runView(main, ctx, runIdText) {
   let detail = null;
   let loadFailed = false; // the last load failed, and #connection says so
   const signalsReceived = new Set(); // the names of the run.signal rows the log has shown
+  const windows = new Map(); // a long phase's number -> the first of its rows the person moved to (steps.js)
 
   async function loadName(run) {
     if (definitionName !== null) return;
@@ -223,6 +224,12 @@ export function runView(main, ctx, runIdText) {
       signalled: (name) => signalsReceived.has(name),
       controls: (step) => offered(step).map((c) => controlButton(c, step)),
       extend: extendButton,
+      window: (number) => windows.get(number) ?? null,
+      moveWindow: (number, start) => {
+        if (start === null) windows.delete(number); else windows.set(number, start);
+        render();
+        focus(phases.querySelector(`[data-steps-shown="${number}"]`)); // says which steps now show
+      },
     }));
     log.show(entries, namer(steps), people);
   }

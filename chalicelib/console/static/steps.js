@@ -25,7 +25,10 @@ export function stepHistory(entries) {
   const moved = new Map();
   let cancel = null; // the person's cancel of the run (its run.status row), which closes its open steps unlogged
   for (const entry of entries) {
-    if (entry.kind === 'step.dispatch') dispatches.set(entry.step_id, [...(dispatches.get(entry.step_id) || []), entry]);
+    if (entry.kind === 'step.dispatch') {
+      if (!dispatches.has(entry.step_id)) dispatches.set(entry.step_id, []);
+      dispatches.get(entry.step_id).push(entry);
+    }
     if (entry.kind === 'step.status') moved.set(entry.step_id, entry.detail || {});
     if (entry.kind === 'run.status' && entry.detail?.control === 'cancel') cancel = entry;
   }
@@ -98,14 +101,54 @@ function attempts(step, dispatches) {
     el('ol', { class: 'attempts' }, dispatches.map((row) => el('li', {}, when(row.created_at), ' ', attemptWords(row.detail || {})))));
 }
 
-// `view`: {detail, entries, maxAttempts, signalled(name), controls(step), extend(phase)} from the run's page.
+// A phase of more steps than this shows that many at a time (a window), with a pager: a page drawing every row of a
+// run of thousands of steps, on each change, kept the browser busy for seconds at a time (docs/console.md).
+export const STEPS_SHOWN = 200;
+
+// Where the run stands in a phase's steps (sorted by seq): the current phase of a paused run at the last step it
+// started, else at the first open step, else (all over) at the last.
+function standingIndex(detail, number, ofPhase) {
+  const started = ofPhase.map((s) => Boolean(s.started_at)).lastIndexOf(true);
+  const stopped = number === detail.run.current_phase && waitOf(detail.waiting)?.on === 'run' && started >= 0;
+  const open = ofPhase.findIndex(isOpenStep);
+  return stopped ? started : open >= 0 ? open : ofPhase.length - 1;
+}
+
+// The STEPS_SHOWN rows in a row a long phase shows, from `start` (a multiple of STEPS_SHOWN): where the person
+// moved them (`chosen`, kept until they go back), else the ones holding the step the run stands at.
+function windowOf(detail, number, ofPhase, chosen) {
+  const last = Math.floor((ofPhase.length - 1) / STEPS_SHOWN) * STEPS_SHOWN;
+  const standing = Math.floor(Math.max(0, standingIndex(detail, number, ofPhase)) / STEPS_SHOWN) * STEPS_SHOWN;
+  const start = chosen == null ? standing : Math.min(Math.max(0, chosen), last);
+  return { start, end: Math.min(start + STEPS_SHOWN, ofPhase.length), last, standing };
+}
+
+// The pager of a long phase's steps: which it shows of how many, and buttons to the others.
+function stepPager(number, total, { start, end, last, standing }, move) {
+  const go = (label, to, what) => el('button', {
+    type: 'button', class: 'secondary', 'data-steps-to': what, disabled: to === start,
+    onclick: () => move(number, to === standing ? null : to),
+  }, label);
+  return el('nav', { class: 'buttons step-pager', 'data-step-pager': number, 'aria-label': `Steps of phase ${number}: pages` },
+    el('span', { 'data-steps-shown': number, tabindex: '-1' }, `Steps ${start + 1}–${end} of ${total}`), ' ',
+    go('First', 0, 'first'), go('Earlier', Math.max(0, start - STEPS_SHOWN), 'earlier'),
+    go('Later', Math.min(last, start + STEPS_SHOWN), 'later'), go('Last', last, 'last'),
+    go('Where it stands', standing, 'standing'));
+}
+
+// `view`: {detail, entries, maxAttempts, signalled(name), controls(step), extend(phase), window(number): the
+// start the person moved a long phase's rows to (null: where the run stands), moveWindow(number, start|null)}
+// from the run's page.
 export function phaseSections(view) {
   const { run, steps } = view.detail;
   const history = stepHistory(view.entries);
   // A phase passed over (its only_if not met) never opens: its log row says why.
   const passedOver = new Map(view.entries.filter((e) => e.kind === 'run.phase_skipped').map((e) => [e.detail?.phase, e.detail?.cause]));
   const byPhase = new Map();
-  for (const step of steps) byPhase.set(step.phase, [...(byPhase.get(step.phase) || []), step]);
+  for (const step of steps) {
+    if (!byPhase.has(step.phase)) byPhase.set(step.phase, []);
+    byPhase.get(step.phase).push(step);
+  }
   // The run's phases as the API lists them; a phase with steps but no row (a run started
   // before phase rows existed) is still shown, by its number.
   const listed = new Map(view.detail.phases.map((p) => [p.number, p]));
@@ -128,7 +171,10 @@ export function phaseSections(view) {
         : el('p', { class: 'muted' }, 'Not started.')));
       continue;
     }
-    const rows = phaseSteps.sort((a, b) => a.seq - b.seq).map((step) => el('tr', { 'data-step-row': step.id, 'data-status': step.parked ? 'parked' : step.status },
+    const sorted = phaseSteps.sort((a, b) => a.seq - b.seq);
+    const window = windowOf(view.detail, number, sorted, view.window(number));
+    const pager = sorted.length > STEPS_SHOWN ? stepPager(number, sorted.length, window, view.moveWindow) : null;
+    const rows = sorted.slice(window.start, window.end).map((step) => el('tr', { 'data-step-row': step.id, 'data-status': step.parked ? 'parked' : step.status },
       el('td', {}, String(step.seq + 1)), // counted from 1 for people
       el('td', {}, describeStep(step)),
       el('td', {}, state(step, view.maxAttempts)),
@@ -139,7 +185,7 @@ export function phaseSections(view) {
         el('dl', { class: 'facts' }, el('dt', {}, 'Step id'), el('dd', {}, String(step.id)),
           el('dt', {}, 'Idempotency key'), el('dd', {}, el('code', {}, step.idempotency_key))))),
       el('td', {}, el('div', { class: 'buttons' }, view.controls(step)))));
-    sections.push(el('section', { class: 'phase' }, head, facts,
+    sections.push(el('section', { class: 'phase' }, head, facts, pager,
       table(`Steps of phase ${number}`, ['#', 'Step', 'Status', 'Attempts', 'Due', 'Note or error', 'Details', 'Controls'], rows)));
   }
   if (!sections.length) sections.push(el('p', { class: 'muted' }, 'Its phases are listed once the run starts.'));
@@ -153,12 +199,7 @@ export function progress(detail) {
   const phases = detail.phases.filter((p) => p.kind !== 'cleanup');
   if (!phases.length || run.current_phase == null) return [];
   const ofPhase = steps.filter((s) => s.phase === run.current_phase).sort((a, b) => a.seq - b.seq);
-  // The step the run stands at: the one a paused run stopped at (the last it started), else its first open step,
-  // else (its phase's steps all over) its last.
-  const started = ofPhase.map((s) => Boolean(s.started_at)).lastIndexOf(true);
-  const open = ofPhase.findIndex(isOpenStep);
-  const stopped = waitOf(detail.waiting)?.on === 'run' && started >= 0;
-  const at = stopped ? started : open >= 0 ? open : ofPhase.length - 1;
+  const at = standingIndex(detail, run.current_phase, ofPhase);
   const closed = phases.filter((p) => p.closed_at).length;
   // What is done: a completed run's whole bar; any other's the closed phases and the steps before the one it
   // stands at (a finished run's, where it stopped).
