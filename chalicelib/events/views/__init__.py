@@ -26,14 +26,19 @@ class Answered(Protocol):
 Item = TypeVar("Item", bound=Answered)
 
 
-def fitted(page: Sequence[Item], next_cursor: int | None, cursor_of: Callable[[Item], int]) -> tuple[list[Item], int | None]:
-    """A keyset page cut to PAGE_BYTES of its items' JSON as the API answers it (always at least one), and the
-    cursor of what is left: the last item kept when the cut left some, else the page's own `next_cursor`."""
+def fitted(page: Sequence[Item], next_cursor: int | None, cursor_of: Callable[[Item], int],
+           shown: Callable[[Item], Body] = lambda item: item.public()) -> tuple[list[Item], list[Body], int | None]:
+    """A keyset page cut to PAGE_BYTES of its items' JSON as the API answers it (always at least one): the items
+    kept, each as the API answers it (`shown`, made once: measured and answered), and the cursor of what is left:
+    the last item kept when the cut left some, else the page's own `next_cursor`."""
     kept: list[Item] = []
+    bodies: list[Body] = []
     size = 0
     for item in page:
-        size += len(json.dumps(item.public(), separators=(",", ":")))
+        body = shown(item)
+        size += len(json.dumps(body, separators=(",", ":")))
         if kept and size > PAGE_BYTES:
-            return kept, cursor_of(kept[-1])
+            return kept, bodies, cursor_of(kept[-1])
         kept.append(item)
-    return kept, next_cursor
+        bodies.append(body)
+    return kept, bodies, next_cursor

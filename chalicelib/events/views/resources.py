@@ -26,8 +26,8 @@ def _known_run(tx: Tx, run_id: int) -> Run:
 
 
 def _page(key: str, read: tuple[list[Resource], int | None]) -> Body:
-    page, next_cursor = fitted(*read, lambda r: r.id)
-    return {key: [r.public() for r in page], "next_cursor": next_cursor}
+    _, bodies, next_cursor = fitted(*read, lambda r: r.id)
+    return {key: bodies, "next_cursor": next_cursor}
 
 
 def run_resources_page(db: Database, run_id: int, query: dict[str, Any]) -> Body:

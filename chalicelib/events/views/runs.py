@@ -89,7 +89,8 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: c
             raise Invalid(f"query.steps_cursor: run {run.id} has no step {query['steps_cursor']}")
     limit = query.get("steps_limit", STEPS_PAGE)
     read = steps.page_for_run(tx, run.id, after, limit + 1)
-    run_steps, next_cursor = fitted(read[:limit], read[limit - 1].id if len(read) > limit else None, lambda s: s.id)
+    run_steps, shown_steps, next_cursor = fitted(read[:limit], read[limit - 1].id if len(read) > limit else None,
+                                                 lambda s: s.id, lambda s: _step_shown(s, run))
     furthest = steps.last_started_seq(tx, run.id, run.current_phase)
     if run.walked_as is lifecycle.RunStatus.CLEANING_UP:  # it works its reverts: the one parked, if any
         head = [parked] if (parked := steps.parked_of(tx, [run.id]).get(run.id)) is not None else []
@@ -109,7 +110,7 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: c
         "run": run.public(),
         "waiting": wait,
         "phases": [p.public() for p in run_phases],
-        "steps": [_step_shown(s, run) for s in run_steps],
+        "steps": shown_steps,
         "steps_next_cursor": next_cursor,
         "counts": steps.status_counts(tx, run.id),
         "ledger": _ledger(tx, run.id),
