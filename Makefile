@@ -131,7 +131,7 @@ ROLE ?= admin
 token: $(LOOP)
 	@$(BIN)/python -m devtools token --role $(ROLE) $(if $(SUB),--sub $(SUB)) $(if $(TTL),--ttl $(TTL))
 
-bench: $(STAMP)
+bench: $(STAMP) | $(BROWSER)  # P12 draws a run page in Chromium
 	$(BIN)/pip install -q -r bench/requirements.txt
 	$(BIN)/python -m bench $(BENCH_ARGS)
 

@@ -13,6 +13,7 @@ Sizes (defaults: a few minutes on a 2-core machine; --quick: a smoke run under a
     P8     a tick over runs needing nobody + 1 due, vs the due run alone      10,000  |  2,000
     P9     50 waits of 1-5 s and 50 confirms through `python -m chalicelib tick`  same in both
     P11    chat presses each of Discord, console and Slack, warm; Discord presses, database silent  200; 12  |  30; 3
+    P12    a change drawn on a run page in Chromium, a run of N steps vs one of 200, best of 6 | 3  9,800  |  2,000
     cold   import time (median of 7 fresh interpreters), the prod package with and without bytecode   same in both
     costs  20 runs × 2 and × 20 instant steps: a tick invocation's log bytes and metrics, a drain's redo and commits;
            50 runs × 2 and × 100: the database's growth   5 rounds  |  3
@@ -43,6 +44,7 @@ from . import (
     p9_on_time,
     p10_bulk,
     p11_interactions,
+    p12_run_page,
     peer,
     shards,
 )
@@ -84,6 +86,7 @@ BENCHMARKS = {
     "P9": p9_on_time.run,  # due and confirmed steps dispatched on time; the tick's wall seconds for the cost model
     "P10": p10_bulk.run,  # N runs paused by one bulk press vs one press each
     "P11": p11_interactions.run,  # issue 42: a chat press answered, the database warm and silent
+    "P12": p12_run_page.run,  # a long run's console page: a change drawn, 9,800 steps vs 200 (Chromium)
     "peer": peer.run,
     "bridge": bridge_pool.run,  # issue 3: a 50 ms bridge, default pool vs pool of 1
     "shards": shards.run,  # issue 22: two tick processes sharding one backlog vs one, a 50 ms bridge

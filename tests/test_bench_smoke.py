@@ -106,3 +106,12 @@ def test_a_tick_process_in_its_cpu_group_drains_at_its_quota_and_the_group_goes_
         assert lambda_cpu.drain_steps_per_second(db, bridge, 4, "smoke") > 0
         assert 10 < lambda_cpu.peak_rss_mb(tick.process.pid) < 256
     assert not tick.group.exists()
+
+
+@pytest.mark.browser
+def test_the_run_page_benchmark_measures_a_change_drawn_on_both_runs():
+    """P12 at its smallest: both runs' pages are read, changed and drawn, each giving a figure."""
+    from bench import p12_run_page
+
+    figure = p12_run_page.measure(p12_run_page.SHORT_STEPS + 50, 1)
+    assert figure.figure > 0 and figure.baseline is not None and figure.baseline > 0
