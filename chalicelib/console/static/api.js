@@ -219,6 +219,19 @@ export async function call(method, path, body, options = {}) {
 
 export const get = (path) => call('GET', path);
 export const post = (path, body = {}, options = {}) => call('POST', path, body, options);
+
+// A run's detail (GET /runs/{id}), its steps read a page at a time (steps_next_cursor) and each page's step
+// controls merged in: every page, or until `enough(steps)` says the pages read so far hold what is needed.
+export async function getRun(runId, enough = () => false) {
+  const whole = await get(`/runs/${runId}`);
+  for (let page = whole; page.steps_next_cursor != null && !enough(whole.steps);) {
+    page = await get(`/runs/${runId}?steps_cursor=${page.steps_next_cursor}`);
+    whole.steps.push(...page.steps);
+    Object.assign(whole.controls.steps, page.controls.steps);
+    Object.assign(whole.controls.roles.steps, page.controls.roles.steps);
+  }
+  return whole;
+}
 export const put = (path, body) => call('PUT', path, body);
 
 // The tag the page was shown of a run or a step (undefined: none yet), for a view that sends one itself.

@@ -6,7 +6,7 @@
 
 import { ApiError, post } from './api.js';
 import { mayPress } from './plans.js';
-import { ask, capitalised, controlOf, declaredControls, el, labelOf, notice, when } from './ui.js';
+import { ask, capitalised, controlOf, declaredControls, el, labelOf, notice, unsent, when } from './ui.js';
 
 // The bulk controls this person may press, as the server says: those POST /runs/bulk presses (GET /vocabulary's
 // `bulk`) that one of the session's roles (GET /console/session) may press (each control's declared `roles`).
@@ -51,8 +51,15 @@ async function pressBulk(name, filter, count, extra) {
   try {
     answer = await post('/runs/bulk', { control: name, filter, expected_count: count, ...extra }, { outcome, label: pressed });
   } catch (error) {
-    if (!(error instanceof ApiError) || error.status === 401) throw error;
+    if (!(error instanceof ApiError)) throw error;
     const lost = outcome.unanswered > 0;
+    if (error.status === 401) { // said on the sign-in page, and again once signed in (ui.js unsent), the reason kept
+      const [field, text] = Object.entries(extra).find(([, value]) => typeof value === 'string') || [];
+      const reason = text ? ` Your ${field}, not sent: “${text}”.` : '';
+      unsent(lost ? `Your ${pressed} may or may not have taken (its answer was lost, then your sign-in ended): look at`
+        + ` the runs before pressing it again.${reason}` : `Your ${pressed} was not sent: your sign-in ended first.${reason}`);
+      return;
+    }
     if (lost && error.status === 409 && Number.isInteger(error.detail.count)) {
       notice(`${pressed}: its answer was lost on the way, and sent again the filters match ${error.detail.count} now,`
         + ` not ${count}: the first sending most likely took, and nothing more was changed. The list shows each run as it is now.`, 'warning');

@@ -16,6 +16,7 @@
 import { ApiError, get, post } from './api.js';
 import { explain } from './explain.js';
 import { pauseButton, pausedWords, postpone } from './plans.js';
+import { pressAttrs, pressLabel } from './press.js';
 import { ask, badge, el, focus, heading, notice } from './ui.js';
 
 const MONTH = new Intl.DateTimeFormat(undefined, { month: 'long', year: 'numeric' });
@@ -161,7 +162,10 @@ function occurrenceItem(definition, occurrence, { admin, control, reload, first 
   const scheduled = occurrence.run?.status === 'scheduled';
   if (control && scheduled) {
     const move = async () => { if (await postpone(occurrence.run, `${definition.name} (run ${occurrence.run.id})`)) reload(); };
-    item.append(' ', el('button', { type: 'button', class: 'small', 'data-occurrence-action': 'postpone', onclick: move }, 'Postpone'));
+    const pressing = `/runs/${occurrence.run.id}/postpone`; // "Sending…" from the tap to the answer, as everywhere
+    item.append(' ', el('button', {
+      type: 'button', class: 'small', 'data-occurrence-action': 'postpone', onclick: move, ...pressAttrs(pressing, 'Postpone'),
+    }, pressLabel(pressing, 'Postpone')));
   }
   const offered = occurrence.skipped ? ahead && (!occurrence.run || scheduled) : scheduled || (!occurrence.run && ahead);
   if (admin && offered) {

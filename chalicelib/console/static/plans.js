@@ -3,9 +3,10 @@
 // recurring definition's schedule paused or resumed — each asked for in a dialog with its reason, then sent.
 // The calendar, the runs list, a run's page and a definition's page press them through here.
 
-import { post } from './api.js';
+import { ApiError, post } from './api.js';
 import { explain } from './explain.js';
-import { clock, controlOf, el, modal, notice } from './ui.js';
+import { claim, pressAttrs, pressLabel } from './press.js';
+import { clock, controlOf, el, modal, notice, unsent } from './ui.js';
 
 const pad = (n) => String(n).padStart(2, '0');
 // A time as a datetime-local input holds it, in the viewer's zone.
@@ -29,20 +30,40 @@ function askFor({ title, field = null, action, what = null, why = 'Why (kept in 
   });
 }
 
-// Sends a change and says how it went; true if it took.
-async function sent(path, body, done, doing) {
+// Sends a change and says how it went; true if it took. `action`: what the person pressed, as the retry line names it.
+async function sent(path, body, done, doing, action) {
   try {
-    const answer = await post(path, body);
+    const answer = await post(path, body, { label: action });
     notice(done(answer), 'ok');
     return true;
   } catch (error) {
-    explain(error, doing);
+    if (error instanceof ApiError && error.status === 401) { // said on the sign-in page, the reason kept (ui.js unsent)
+      unsent(`Your ${action} was not sent: your sign-in ended first.${body.reason ? ` Your reason, not sent: “${body.reason}”.` : ''}`);
+    } else {
+      explain(error, doing);
+    }
     return false;
   }
 }
 
+// A move of a time asked and sent as one press of `path`: from the tap until its answer its buttons say
+// "Sending…" and a second tap opens nothing (sent twice, a deadline would move twice); false if one is on its way.
+async function once(path, move) {
+  const release = claim(path);
+  if (!release) return false;
+  try {
+    return await move();
+  } finally {
+    release();
+  }
+}
+
 // Postpone a scheduled run (`run`: its id and scheduled_for; `named`: how the page names it).
-export async function postpone(run, named) {
+export function postpone(run, named) {
+  return once(`/runs/${run.id}/postpone`, () => askedPostpone(run, named));
+}
+
+async function askedPostpone(run, named) {
   const at = new Date(run.scheduled_for);
   const chosen = await askFor({
     title: `Postpone ${named}?`, action: 'Postpone',
@@ -52,12 +73,16 @@ export async function postpone(run, named) {
   if (chosen === null) return false;
   const to = new Date(chosen.value);
   return sent(`/runs/${run.id}/postpone`, { to: to.toISOString(), ...(chosen.reason ? { reason: chosen.reason } : {}) },
-    () => `${named} is postponed to ${to.toLocaleString()}.`, 'Postponing');
+    () => `${named} is postponed to ${to.toLocaleString()}.`, 'Postponing', `Postpone (${named})`);
 }
 
 // Move a deadline by some minutes: a phase's (`path` its extend, `named` the phase, `deadline` its deadline) or
 // a parked cue's timeout (its extend_cue).
-export async function moveBy({ path, named, deadline }) {
+export function moveBy({ path, named, deadline }) {
+  return once(path, () => askedMove(path, named, deadline));
+}
+
+async function askedMove(path, named, deadline) {
   const chosen = await askFor({
     title: `Move the deadline of ${named}?`, action: 'Move deadline',
     what: `Its deadline is ${new Date(deadline).toLocaleTimeString()}. Later with minutes, earlier with minus minutes.`,
@@ -66,7 +91,7 @@ export async function moveBy({ path, named, deadline }) {
   if (chosen === null) return false;
   const seconds = Math.round(Number(chosen.value) * 60);
   return sent(path, { seconds, ...(chosen.reason ? { reason: chosen.reason } : {}) },
-    () => `The deadline of ${named} is moved by ${chosen.value} min.`, 'Moving the deadline');
+    () => `The deadline of ${named} is moved by ${chosen.value} min.`, 'Moving the deadline', `Move deadline (${named})`);
 }
 
 // Whether this session may press a declared control (its roles).
@@ -75,10 +100,12 @@ export const mayPress = (session, name) => (controlOf(name)?.roles || []).some((
 // A scheduled run's Postpone button on a row of the runs list, for whoever may press it.
 export function postponeAction(session, run, reload) {
   if (run.status !== 'scheduled' || !mayPress(session, 'postpone')) return null;
+  const path = `/runs/${run.id}/postpone`;
   return el('button', {
     type: 'button', class: 'small', 'data-control': 'postpone', 'data-run': run.id,
     onclick: async () => { if (await postpone(run, `run ${run.id}`)) reload(); },
-  }, controlOf('postpone').label);
+    ...pressAttrs(path, controlOf('postpone').label),
+  }, pressLabel(path, controlOf('postpone').label));
 }
 
 // Who moved a phase's deadline, when and why: " (moved by mod-mia at 20:14: the boss runs long)".

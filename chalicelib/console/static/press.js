@@ -98,12 +98,14 @@ export function presser(page) {
   // both re-read the page — 403 the role needed; 401 signs out). `typed`: what the person wrote in the
   // control's dialog ({label, text}), given back in a refusal's notice so it is not lost; `shown`: the run's
   // status as the page showed it when the person pressed.
-  async function send(path, body, { action, done, about = '', typed = null, shown = null, release = null }) {
+  async function send(path, body, { action, done, about = '', typed = null, shown = null, release = null, how = null }) {
     const kept = typed?.text ? ` Your ${typed.label.toLowerCase()}, not sent: “${typed.text}”.` : '';
     const pressed = `${action}${about ? ` (${about})` : ''}`;
     const mine = release || claim(path);
     if (!mine) return; // the same control, already on its way: its own answer will be said
-    const how = pressing('POST', path); // its key and the tag the person saw: the same on every send of this press
+    // Its key and the tag of what the person saw when they tapped (`how`, taken before any dialog: the page polls
+    // behind it), the same on every send of this press.
+    const asSeen = how || pressing('POST', path);
     const outcome = {};
     let lost = false; // an attempt got no answer at all: it may have taken
     const onRetry = (retry) => {
@@ -116,7 +118,7 @@ export function presser(page) {
       let answer;
       for (let round = 1; ; round += 1) {
         try {
-          answer = await post(path, body, { ...how, outcome, label: action, onRetry });
+          answer = await post(path, body, { ...asSeen, outcome, label: action, onRetry });
           break;
         } catch (error) {
           if (!(error instanceof ApiError) || !error.detail.unanswered || round >= ROUNDS) throw error;
@@ -190,18 +192,22 @@ export function presser(page) {
   // (postpone, a cue's extend) asks for it in its own dialog (`page.moveTime`).
   // `held`: the press already claimed for this tap (the runs list claims it before reading the run).
   async function act(name, step, choice = null, held = null) {
-    if ((controlOf(name)?.time_field || controlOf(name)?.seconds_field) && page.moveTime) return page.moveTime(name, step);
+    if ((controlOf(name)?.time_field || controlOf(name)?.seconds_field) && page.moveTime) {
+      if (held) held(); // plans.js takes the press itself, from its dialog to its answer
+      return page.moveTime(name, step);
+    }
     const path = pressPath(runId, name, step?.id);
     const release = held || claim(path);
     if (!release) return; // asked or on its way already: not asked twice, nor sent behind it
+    const how = pressing('POST', path); // the tag of what the person saw at the tap, not what a poll read behind the dialog
     try {
-      await asked(name, step, choice, path, release);
+      await asked(name, step, choice, path, release, how);
     } finally {
       release();
     }
   }
 
-  async function asked(name, step, choice, path, release) {
+  async function asked(name, step, choice, path, release, how) {
     const spec = specOf(name);
     const shown = page.detail().run.status; // as the person saw it when they pressed
     let body = {};
@@ -231,7 +237,7 @@ export function presser(page) {
     if (choice) body[spec.choiceField] = choice.value;
     const named = step ? stepName(step) : `run ${runId}`;
     const answered = choice ? `: ${choice.label}` : '';
-    await send(path, body, { action: spec.action, about: named, typed, shown, release, done: () => `${spec.done} ${named}${answered}.` });
+    await send(path, body, { action: spec.action, about: named, typed, shown, release, how, done: () => `${spec.done} ${named}${answered}.` });
   }
 
   return { act, send, currentPhase, phaseRow };

@@ -7,7 +7,7 @@
 // "this run has moved" with the page refreshed, 403 with the role it needs. A phase that waits for
 // the game's signal says so, and staff may send that signal from the page (POST /runs/{id}/signals/{name}).
 
-import { get, pendingRetry } from './api.js';
+import { get, getRun, pendingRetry } from './api.js';
 import { banners, holderNamed, lastMove } from './banners.js';
 import { logView } from './log.js';
 import { namer, stepName } from './names.js';
@@ -162,10 +162,12 @@ export function runView(main, ctx, runIdText) {
   function extendButton(phase) {
     if (!offeredOn(phase).includes('extend')) return null;
     const named = phaseNamed(phase.number, phase);
+    const path = `/runs/${runId}/phases/${phase.number}/extend`;
     return el('button', {
       type: 'button', class: 'small', 'data-control': 'extend', 'data-phase': phase.number,
-      onclick: async () => { if (await moveBy({ path: `/runs/${runId}/phases/${phase.number}/extend`, named, deadline: phase.deadline })) await poller.now(); },
-    }, specOf('extend').action);
+      onclick: async () => { if (await moveBy({ path, named, deadline: phase.deadline })) await poller.now(); },
+      ...pressAttrs(path, specOf('extend').action), // "Sending…" from the tap to the answer: a second tap opens nothing
+    }, pressLabel(path, specOf('extend').action));
   }
 
   // A control that moves a time (postpone: a new time; a cue's extend: by some minutes) asks for it in its own dialog.
@@ -248,17 +250,8 @@ export function runView(main, ctx, runIdText) {
     }
   }
 
-  // The API answers a run's steps a page at a time (steps_next_cursor): the page shows them all.
-  async function fetchRun() {
-    const whole = await get(`/runs/${runId}`);
-    for (let page = whole; page.steps_next_cursor != null;) {
-      page = await get(`/runs/${runId}?steps_cursor=${page.steps_next_cursor}`);
-      whole.steps.push(...page.steps);
-      Object.assign(whole.controls.steps, page.controls.steps);
-      Object.assign(whole.controls.roles.steps, page.controls.roles.steps);
-    }
-    return whole;
-  }
+  // The API answers a run's steps a page at a time (steps_next_cursor): the page holds them all.
+  const fetchRun = () => getRun(runId);
 
   async function load() {
     try {

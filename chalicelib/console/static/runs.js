@@ -6,7 +6,7 @@
 // asked for, searched by run id or definition name, a page at a time. Kept fresh: a refresh rebuilds only the rows that changed, so focus and
 // the reading position stay put. Runs selected on it are paused, resumed or cancelled together (bulk.js).
 
-import { get, pendingRetry } from './api.js';
+import { get, getRun, pendingRetry } from './api.js';
 import { escalatedWords, until } from './banners.js';
 import { bulkBar, scheduledWindow } from './bulk.js';
 import { postponeAction } from './plans.js';
@@ -160,12 +160,17 @@ export function runsView(main, ctx, queryText = '') {
     try {
       let detail;
       try {
-        detail = await get(`/runs/${row.id}`);
+        // Past the first page of its steps if the step is (a page ends at 1,000 steps or about 1 MiB of them).
+        detail = await getRun(row.id, (steps) => control.step_id == null || steps.some((s) => s.id === control.step_id));
       } catch (error) {
         if (error.status !== 401) notice(`Run ${row.id} could not be read: ${error.messages.join(' ')}`, 'error');
         return;
       }
       const step = control.step_id == null ? null : detail.steps.find((s) => s.id === control.step_id) || null;
+      if (control.step_id != null && !step) { // gone from the run since the inbox was read: nothing to press
+        notice(`Run ${row.id} no longer has that step: open its page to see where it stands.`, 'warning');
+        return;
+      }
       const { act } = presser({
         runId: row.id, detail: () => detail, session: ctx.session(), refresh: () => poller.now(), landing: inboxHeading,
         offered: (s) => (s ? detail.controls.steps[String(s.id)] || [] : detail.controls.run),
@@ -182,7 +187,7 @@ export function runsView(main, ctx, queryText = '') {
     return el('tr', { 'data-inbox': row.id, 'data-waiting': waiting.for, 'data-escalated': waiting.escalated ? 'yes' : null },
       el('td', {}, el('a', { href: `#/runs/${row.id}` }, `Run ${row.id}`), rehearsalMark(row)),
       el('td', {}, definitionOf(row)),
-      el('td', {}, el('span', { 'data-story': row.id }, row.story),
+      el('td', {}, el('span', { 'data-story': row.id, id: `story-${row.id}` }, row.story),
         waiting.since ? el('span', { class: 'muted' }, ' · for ', since(waiting.since)) : '',
         waiting.until ? el('span', { class: 'muted' }, until(waiting.until)) : '',
         waiting.escalated ? el('div', { class: 'error-text', 'data-escalation': row.id }, escalatedWords(waiting.escalated)) : ''),
@@ -191,7 +196,9 @@ export function runsView(main, ctx, queryText = '') {
         const path = pressPath(row.id, control.name, control.step_id);
         return el('button', {
           type: 'button', class: tone, 'data-control': control.name, 'data-run': row.id,
-          'aria-label': `${action}: run ${row.id}`, onclick: () => pressFromRow(row, control), ...pressAttrs(path, action),
+          // The story names the step the button acts on ("… step 2 (light the bonfire) …"): read with the button.
+          'aria-label': `${action}: run ${row.id}`, 'aria-describedby': `story-${row.id}`,
+          onclick: () => pressFromRow(row, control), ...pressAttrs(path, action),
         }, pressLabel(path, action));
       }))));
   }
