@@ -345,13 +345,23 @@ export function keyedRows(body, headers, items) {
   }
 }
 
-// A selector for the control a rebuilt row should give focus back to: the same link, box or button.
+// A selector for the control a rebuilt part should give focus back to: the same link, box or button (by the
+// attributes that say what it acts on), or null for anything else.
+const NAMING = ['data-control', 'data-select', 'href', 'data-press', 'data-choice', 'data-step', 'data-phase', 'data-steps-to', 'id'];
 function sameIn(node) {
-  for (const name of ['data-control', 'data-select', 'href']) {
-    const value = node.getAttribute(name);
-    if (value !== null) return `${node.tagName.toLowerCase()}[${name}="${CSS.escape(value)}"]`;
-  }
-  return null;
+  const named = NAMING.filter((name) => node.hasAttribute(name));
+  if (!named.length) return null;
+  return node.tagName.toLowerCase() + named.map((name) => `[${name}="${CSS.escape(node.getAttribute(name) || '')}"]`).join('');
+}
+
+// Before `root` is rebuilt: the function that, after, gives focus back to the same control in it, when the focused
+// one was inside and the rebuild took it away (a live page redrawn under a keyboard user's focus).
+export function keepFocus(root) {
+  const active = document.activeElement;
+  const selector = active instanceof HTMLElement && root.contains(active) ? sameIn(active) : null;
+  return () => {
+    if (selector && !active?.isConnected) /** @type {HTMLElement | null} */ (root.querySelector(selector))?.focus({ preventScroll: true });
+  };
 }
 
 // An empty table whose body `keyedRows` fills: {node, body}.

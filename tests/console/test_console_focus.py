@@ -1,0 +1,28 @@
+"""A keyboard user's focus survives a live run's page being redrawn: the control they are on stays focused when
+anything on the run changes (another person's press, a log row), as the runs list keeps it."""
+
+from __future__ import annotations
+
+from selenium.webdriver.common.by import By
+
+from tests.console.browser import eventually
+from tests.console.pages import cue_banner, open_run, schedule_now, sign_in
+from tests.support.api import ADMIN, MODERATOR
+
+BONFIRE = {"grace_seconds": 300, "phases": [
+    {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]}]}
+
+
+def test_the_focused_control_stays_focused_when_the_run_changes_under_it(browser, server, api_client):
+    _, run_id = schedule_now(api_client, {**BONFIRE, "name": "Bonfire (focus kept)"})
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    step_id, _ = cue_banner(browser)
+    pause = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='pause']"), "Pause")[0]
+    browser.execute_script("arguments[0].focus()", pause)
+    api_client.call("POST", f"/runs/{run_id}/steps/{step_id}/acknowledge", {}, token=ADMIN)  # another person
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-has-it]"), "the page redrawn with who has the cue")
+    focused = browser.execute_script(
+        "const a = document.activeElement; return a === document.body ? null : [a.dataset.control, a.closest('#run-controls') !== null]")
+    assert focused == ["pause", True], f"focus dropped: {focused}"
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
