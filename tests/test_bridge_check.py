@@ -454,6 +454,23 @@ def test_an_answer_slower_than_half_the_deadline_is_warned_about(monkeypatch):
             " EVENT_STEP_LEASE_SECONDS would cut it off") in warned
 
 
+class NeverInProgressStore(event_bridge.MemoryStore):
+    """Marks nothing while an action runs: its status says not_applied until the answer is kept."""
+
+    def status(self, key, attempt):
+        known = super().status(key, attempt)
+        return event_bridge.Known("not_applied") if known.status == "in_progress" else known
+
+
+@pytest.mark.realtime
+def test_a_threaded_server_that_never_says_in_progress_is_told_to_record_the_key():
+    with serving(event_bridge.Bridge(KEY, NeverInProgressStore())) as url:
+        report = checked(url, slow_action="test.slow", slow_seconds=1.0)
+    said = failed(report)["in progress while a slow delivery runs"]
+    assert said.startswith("while a slow delivery ran, the status endpoint said ['not_applied'"), said
+    assert "record the key as in progress before the action starts" in said
+
+
 @pytest.mark.realtime
 def test_a_server_that_serves_one_request_at_a_time_is_told_so_not_to_record_the_key():
     """wsgiref serves one request at a time: the status request waits behind the slow delivery, whose key the kit

@@ -100,8 +100,8 @@ def test_an_inbox_rows_confirm_finds_its_cue_past_the_first_page_of_the_runs_ste
     assert "step 67" in dialog.text, dialog.text
     browser.find_element(By.ID, "ask-text").send_keys("lit")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
-    eventually(lambda: api_client.call("GET", f"/runs/{run_id}")["waiting"] is None
-               or api_client.call("GET", f"/runs/{run_id}")["waiting"].get("for") != "cue", "the cue confirmed")
+    eventually(lambda: (api_client.call("GET", f"/runs/{run_id}")["waiting"] or {}).get("for") != "cue",
+               "the cue confirmed")
     assert "Not allowed" not in notice_text(browser)
 
 
