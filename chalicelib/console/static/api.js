@@ -32,6 +32,7 @@ export class ApiError extends Error {
     this.status = status;
     this.messages = messages;
     this.detail = detail;
+    this.lost = false; // a sending of the same press before this answer got none: it may have taken (press.js)
   }
 
   // A 412: what the person saw has changed, and the messages say what it is now.

@@ -3,9 +3,9 @@
 // recurring definition's schedule paused or resumed — each asked for in a dialog with its reason, then sent.
 // The calendar, the runs list, a run's page and a definition's page press them through here.
 
-import { ApiError, post } from './api.js';
+import { ApiError } from './api.js';
 import { explain } from './explain.js';
-import { claim, pressAttrs, pressLabel } from './press.js';
+import { claim, pressAttrs, pressLabel, sendAsOne } from './press.js';
 import { clock, controlOf, el, modal, notice, unsent } from './ui.js';
 
 const pad = (n) => String(n).padStart(2, '0');
@@ -30,15 +30,27 @@ function askFor({ title, field = null, action, what = null, why = 'Why (kept in 
   });
 }
 
-// Sends a change and says how it went; true if it took. `action`: what the person pressed, as the retry line names it.
+// Sends a change and says how it went; true if it took. `action`: what the person pressed, as the notices name it.
+// An answer lost on the way is sent again as the same press (press.js sendAsOne), and never said as "did not work":
+// whether it took is not known until the API answers.
 async function sent(path, body, done, doing, action) {
   try {
-    const answer = await post(path, body, { label: action });
-    notice(done(answer), 'ok');
+    const { answer, after } = await sendAsOne(path, body, { action, pressed: action });
+    notice(`${done(answer)}${after}`, 'ok');
     return true;
   } catch (error) {
-    if (error instanceof ApiError && error.status === 401) { // said on the sign-in page, the reason kept (ui.js unsent)
-      unsent(`Your ${action} was not sent: your sign-in ended first.${body.reason ? ` Your reason, not sent: “${body.reason}”.` : ''}`);
+    if (!(error instanceof ApiError)) return false;
+    const reason = body.reason ? ` Your reason: “${body.reason}”.` : '';
+    const look = 'look at it before pressing it again';
+    if (error.status === 401) { // said on the sign-in page, the reason kept (ui.js unsent)
+      unsent(error.lost ? `Your ${action} may or may not have taken (its answer was lost, then your sign-in ended): ${look}.${reason}`
+        : `Your ${action} was not sent: your sign-in ended first.${body.reason ? ` Your reason, not sent: “${body.reason}”.` : ''}`);
+    } else if (error.lost && error.status === 409) {
+      notice(`${action}: its answer was lost on the way, and sent again it was refused (${error.messages.join(' ')}), so the`
+        + ` first sending most likely took: ${look}.${reason}`, 'warning');
+    } else if (error.lost || error.detail.unanswered) {
+      notice(`${action}: the API has not answered for minutes, so whether it took is not known: ${look} once it answers.${reason}`,
+        'warning');
     } else {
       explain(error, doing);
     }
@@ -129,7 +141,8 @@ export async function pauseOrResume(definition) {
     const body = { catch_up: chosen.option ? 'latest' : 'none', ...(chosen.reason ? { reason: chosen.reason } : {}) };
     return sent(`/definitions/${definition.id}/schedule/resume`, body, (answer) => `The schedule of ${definition.name} runs again`
       + (answer.caught_up ? `; run ${answer.caught_up.id} starts the occurrence of ${new Date(answer.caught_up.scheduled_for).toLocaleString()}.`
-        : chosen.option ? '; no occurrence missed meanwhile is within its grace.' : '.'), 'Resuming the schedule');
+        : chosen.option ? '; no occurrence missed meanwhile is within its grace.' : '.'), 'Resuming the schedule',
+    `Resume schedule (${definition.name})`);
   }
   const chosen = await askFor({
     title: `Pause the schedule of ${definition.name}?`, action: 'Pause schedule',
@@ -138,7 +151,7 @@ export async function pauseOrResume(definition) {
   });
   if (chosen === null) return false;
   return sent(`/definitions/${definition.id}/schedule/pause`, chosen.reason ? { reason: chosen.reason } : {},
-    () => `The schedule of ${definition.name} is paused.`, 'Pausing the schedule');
+    () => `The schedule of ${definition.name} is paused.`, 'Pausing the schedule', `Pause schedule (${definition.name})`);
 }
 
 // "paused by mod-mia because holiday break": how the calendar marks a paused schedule's occurrences.

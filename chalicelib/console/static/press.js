@@ -82,6 +82,34 @@ function markSending(path, on) {
   }
 }
 
+// Sends one press of `path` until the API answers it: a sending whose answer is lost (the connection dropped after
+// it went out) is sent again as the same press, with the same Idempotency-Key and If-Match (`asSeen`), so it cannot
+// take twice, for ROUNDS rounds of api.js's attempts. The first loss is said at once (`pressed` names the press).
+// Resolves to {answer, after}, `after` what a loss adds to the answer's words (whether the first sending had taken);
+// rejects with the refusal, its `lost` set when an answer was lost before it.
+export async function sendAsOne(path, body, { action, pressed, asSeen = pressing('POST', path) }) {
+  const outcome = {};
+  let lost = false;
+  const onRetry = (retry) => {
+    if (retry.answered || lost) return;
+    lost = true;
+    notice(`${pressed}: no answer yet, so whether it took is not known. It is sent again as the same press (it cannot`
+      + ' take twice) until the API answers, and this says what happened.', 'warning');
+  };
+  for (let round = 1; ; round += 1) {
+    try {
+      const answer = await post(path, body, { ...asSeen, outcome, label: action, onRetry });
+      const after = !lost ? '' : outcome.replayed ? ' It had taken: only its answer was lost on the way.'
+        : ' It took when sent again: the first sending had not reached the server.';
+      return { answer, after };
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      error.lost = lost;
+      if (!error.detail.unanswered || round >= ROUNDS) throw error;
+    }
+  }
+}
+
 export function presser(page) {
   const { runId, offered, runNamed, session } = page;
 
@@ -103,32 +131,14 @@ export function presser(page) {
     const pressed = `${action}${about ? ` (${about})` : ''}`;
     const mine = release || claim(path);
     if (!mine) return; // the same control, already on its way: its own answer will be said
-    // Its key and the tag of what the person saw when they tapped (`how`, taken before any dialog: the page polls
-    // behind it), the same on every send of this press.
-    const asSeen = how || pressing('POST', path);
-    const outcome = {};
-    let lost = false; // an attempt got no answer at all: it may have taken
-    const onRetry = (retry) => {
-      if (retry.answered || lost) return;
-      lost = true;
-      notice(`${pressed}: no answer yet, so whether it took is not known. It is sent again as the same press (it cannot`
-        + ' take twice) until the API answers, and this says what happened.', 'warning');
-    };
     try {
-      let answer;
-      for (let round = 1; ; round += 1) {
-        try {
-          answer = await post(path, body, { ...asSeen, outcome, label: action, onRetry });
-          break;
-        } catch (error) {
-          if (!(error instanceof ApiError) || !error.detail.unanswered || round >= ROUNDS) throw error;
-        }
-      }
-      const after = !lost ? '' : outcome.replayed ? ' It had taken: only its answer was lost on the way.'
-        : ' It took when sent again: the first sending had not reached the server.';
+      // Its key and the tag of what the person saw when they tapped (`how`, taken before any dialog: the page polls
+      // behind it), the same on every send of this press.
+      const { answer, after } = await sendAsOne(path, body, { action, pressed, asSeen: how || pressing('POST', path) });
       notice(`${done(answer)}${after}`, 'ok');
     } catch (error) {
       if (!(error instanceof ApiError)) return;
+      const { lost } = error; // a sending got no answer at all: it may have taken
       if (error.status === 401) {
         unsent(lost ? `Your ${pressed} may or may not have taken (its answer was lost, then your sign-in ended): look at the`
           + ` run before pressing it again.${kept}` : `Your ${pressed} was not sent: your sign-in ended first.${kept}`);
