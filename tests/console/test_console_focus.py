@@ -1,5 +1,6 @@
 """A keyboard user's focus survives a live run's page being redrawn: the control they are on stays focused when
-anything on the run changes (another person's press, a log row), as the runs list keeps it."""
+anything on the run changes (another person's press, a log row), as the runs list keeps it; a dialog gone back
+from gives focus back to the button that opened it, even one a redraw behind the dialog replaced."""
 
 from __future__ import annotations
 
@@ -25,4 +26,36 @@ def test_the_focused_control_stays_focused_when_the_run_changes_under_it(browser
     focused = browser.execute_script(
         "const a = document.activeElement; return a === document.body ? null : [a.dataset.control, a.closest('#run-controls') !== null]")
     assert focused == ["pause", True], f"focus dropped: {focused}"
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+FOCUSED = "const a = document.activeElement; return a === document.body || !a ? null : [a.dataset.control, a.disabled]"
+
+
+def test_a_dialog_gone_back_from_gives_focus_back_to_its_button_even_when_the_page_was_redrawn_under_it(
+        browser, server, api_client):
+    _, run_id = schedule_now(api_client, {**BONFIRE, "name": "Bonfire (focus after a dialog)"})
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    step_id, _ = cue_banner(browser)
+
+    def open_pause_dialog():
+        pause = eventually(lambda: [b for b in browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='pause']")
+                                    if b.is_enabled()], "Pause, ready")[0]
+        browser.execute_script("arguments[0].focus(); arguments[0].click()", pause)
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the dialog")
+        return pause
+
+    def go_back():
+        browser.find_element(By.CSS_SELECTOR, "dialog[open] [data-ask='back']").click()
+        return eventually(lambda: browser.execute_script(FOCUSED), "focus back on a control", 10)
+
+    open_pause_dialog()
+    assert go_back() == ["pause", False]
+    browser.execute_script("window.firstPause = arguments[0]", open_pause_dialog())
+    api_client.call("POST", f"/runs/{run_id}/steps/{step_id}/acknowledge", {}, token=ADMIN)  # another person
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-has-it]"), "the page redrawn under the dialog")
+    assert go_back() == ["pause", False]
+    assert browser.execute_script("return document.activeElement.closest('#run-controls') !== null")
+    assert browser.execute_script("return window.firstPause.isConnected") is False, "the redraw replaced the button"
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

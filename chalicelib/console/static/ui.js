@@ -221,10 +221,19 @@ export function modal({ title, action, parts, answer, focused = null, opened = n
       return;
     }
     const dialog = /** @type {HTMLDialogElement} */ (el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' }));
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    const twin = opener && sameIn(opener);
     const close = (value) => {
       dialog.close();
       dialog.remove();
       resolve(value);
+      // The browser gives focus back to the opener only if it can: a button disabled while its press was asked, or
+      // replaced by a redraw behind the dialog, leaves it on the page. Once the press has let go of its button:
+      setTimeout(() => {
+        if (document.activeElement && document.activeElement !== document.body) return; // the answer moved it on
+        const back = opener?.isConnected ? opener : twin ? document.querySelector(twin) : null;
+        /** @type {HTMLElement | null} */ (back)?.focus({ preventScroll: true });
+      }, 0);
     };
     const go = el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action);
     dialog.append(el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(answer()); } },
