@@ -1,6 +1,7 @@
 """A keyboard user's focus survives a live run's page being redrawn: the control they are on stays focused when
 anything on the run changes (another person's press, a log row), as the runs list keeps it; a dialog gone back
-from gives focus back to the button that opened it, even one a redraw behind the dialog replaced."""
+from gives focus back to the button that opened it, even one a redraw behind the dialog replaced; what a person
+opened on a step (its attempts, its details) stays open through a redraw."""
 
 from __future__ import annotations
 
@@ -58,4 +59,25 @@ def test_a_dialog_gone_back_from_gives_focus_back_to_its_button_even_when_the_pa
     assert go_back() == ["pause", False]
     assert browser.execute_script("return document.activeElement.closest('#run-controls') !== null")
     assert browser.execute_script("return window.firstPause.isConnected") is False, "the redraw replaced the button"
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+def test_a_steps_opened_attempts_and_details_stay_open_when_the_run_changes_under_them(browser, server, api_client):
+    _, run_id = schedule_now(api_client, {"name": "Bonfire (details kept open)", "grace_seconds": 300, "phases": [
+        {"name": "opening", "steps": [{"action": "core.announce", "params": {"message": "The bonfire is lit soon"}},
+                                      {"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]}]})
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    step_id, _ = cue_banner(browser)
+    attempts = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "details[data-attempts] summary"), "a sent step's attempts")[0]
+    announce_row = attempts.find_element(By.XPATH, "ancestor::tr")
+    attempts.click()
+    announce_row.find_element(By.CSS_SELECTOR, "details[id^='step-facts-'] summary").click()
+    browser.execute_script("window.openedRow = arguments[0]", announce_row)
+    api_client.call("POST", f"/runs/{run_id}/steps/{step_id}/acknowledge", {}, token=ADMIN)  # another person
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-has-it]"), "the page redrawn with who has the cue")
+    assert browser.execute_script("return window.openedRow.isConnected") is False, "the redraw replaced the row"
+    still_open = browser.execute_script(
+        "return [...document.querySelectorAll('details[open]')].map((d) => d.id.replace(/-\\d+$/, ''))")
+    assert sorted(still_open) == ["attempts", "step-facts"], still_open
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

@@ -17,7 +17,7 @@ import { effectWords, phaseNamed } from './phases.js';
 import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
 import {
-  ask, badge, controlOf, el, focus, heading, isOpenStep, isTerminalRun, keepFocus, notice, pageTitle, parkOf, rehearsalMark, say, since, waitOf, when,
+  ask, badge, controlOf, el, focus, heading, isOpenStep, isTerminalRun, keepPlace, notice, pageTitle, parkOf, rehearsalMark, say, since, waitOf, when,
 } from './ui.js';
 import { ledgerSection } from './resources.js';
 
@@ -196,7 +196,7 @@ export function runView(main, ctx, runIdText) {
   }
 
   function render() {
-    const refocus = keepFocus(main); // a keyboard user's control stays focused while the page is redrawn
+    const putBack = keepPlace(main); // a keyboard user's focus and the details opened stay while the page is redrawn
     const { run, steps, counts: stepCounts } = detail;
     pageTitle(`Run ${run.id} (${run.status}) · Event runs`);
     title.textContent = `Run ${run.id}${definitionName ? `: ${definitionName}` : ''}`;
@@ -235,7 +235,7 @@ export function runView(main, ctx, runIdText) {
       },
     }));
     log.show(entries, namer(steps), people);
-    refocus();
+    putBack();
   }
 
   async function tailLog() {

@@ -96,7 +96,7 @@ function state(step, maxAttempts) {
 
 function attempts(step, dispatches) {
   if (!dispatches.length) return String(step.attempts);
-  return el('details', { 'data-attempts': step.id },
+  return el('details', { 'data-attempts': step.id, id: `attempts-${step.id}` },
     el('summary', {}, `${step.attempts} (${dispatches.length} sent)`),
     el('ol', { class: 'attempts' }, dispatches.map((row) => el('li', {}, when(row.created_at), ' ', attemptWords(row.detail || {})))));
 }
@@ -181,7 +181,7 @@ export function phaseSections(view) {
       el('td', {}, attempts(step, history.dispatches(step))),
       el('td', {}, when(step.due_at)),
       el('td', {}, said(step, history)),
-      el('td', {}, el('details', {}, el('summary', {}, 'show'),
+      el('td', {}, el('details', { id: `step-facts-${step.id}` }, el('summary', {}, 'show'),
         el('dl', { class: 'facts' }, el('dt', {}, 'Step id'), el('dd', {}, String(step.id)),
           el('dt', {}, 'Idempotency key'), el('dd', {}, el('code', {}, step.idempotency_key))))),
       el('td', {}, el('div', { class: 'buttons' }, view.controls(step)))));

@@ -363,12 +363,15 @@ function sameIn(node) {
   return node.tagName.toLowerCase() + named.map((name) => `[${name}="${CSS.escape(node.getAttribute(name) || '')}"]`).join('');
 }
 
-// Before `root` is rebuilt: the function that, after, gives focus back to the same control in it, when the focused
-// one was inside and the rebuild took it away (a live page redrawn under a keyboard user's focus).
-export function keepFocus(root) {
+// Before `root` is rebuilt: the function that, after, puts back where the person was in it — focus on the same
+// control, when the focused one was inside and the rebuild took it away (a live page redrawn under a keyboard
+// user's focus), and each disclosure they had opened (a `details` with an id: a step's attempts, its ids).
+export function keepPlace(root) {
   const active = document.activeElement;
   const selector = active instanceof HTMLElement && root.contains(active) ? sameIn(active) : null;
+  const opened = [...root.querySelectorAll('details[open][id]')].map((details) => details.id);
   return () => {
+    for (const id of opened) root.querySelector(`details#${CSS.escape(id)}`)?.setAttribute('open', '');
     if (selector && !active?.isConnected) /** @type {HTMLElement | null} */ (root.querySelector(selector))?.focus({ preventScroll: true });
   };
 }
