@@ -263,12 +263,12 @@ def test_a_game_master_acts_on_a_parked_cue_and_nothing_else(db, clock, api, con
             if answer.status == 403 and (control, state) == ("release", "held"):
                 assert answer.body["errors"] == [
                     ("a game master may release only a cue they have; Rowan has it since"
-                    f" {clock.now():%H:%M} UTC: take it over with a note, or ask one of the roles ['admin', 'moderator']"
+                    f" {clock.now():%H:%M} UTC: take it over with a note, or ask someone with the role admin or moderator"
                     " to release it")]
             elif answer.status == 403 and "gm" in commands.CONTROLS[control].gate:
                 assert answer.body == {"errors": [
                     (f"a game master may {control} a parked cue only; this step is {state}, and to {control} it"
-                     " needs one of the roles ['admin', 'moderator']")],
+                     " needs the role admin or moderator")],
                     "detail": {"roles_needed": ["admin", "moderator"], "roles_held": ["gm"]}}
             if answer.status != 200:
                 assert _log_count(db) == before, (state, caller)

@@ -102,6 +102,10 @@ def test_a_signed_press_of_another_shape_is_400_and_changes_nothing(world):
         headers, body = world.chat.slack_signed({**slack, part: value})
         answer = world.api.call("POST", SLACK, raw=body, headers=headers)
         assert answer.status == 400 and answer.body["errors"], (part, value, answer.body)
+    nested = '{"actions": ' + "[" * 5000 + "]" * 5000 + "}"  # deeper than Python's stack: it answered 500
+    headers, body = world.chat.slack_signed(nested)
+    answer = world.api.call("POST", SLACK, raw=body, headers=headers)
+    assert answer.status == 400 and answer.body["errors"], answer.body
     assert world.steps(run.id)[0].parked and log_of(world.db, run.id) == before
 
 
@@ -117,7 +121,7 @@ def test_a_refused_slack_press_whose_response_url_fails_is_logged_not_raised(wor
 def test_a_role_that_may_not_press_a_control_is_refused_naming_it(world):
     run, cue = world.cue_posted()
     answer = world.press(_payload(world, cue, "resend", roles=[GM_ROLE]))
-    assert answer.body["type"] == 4 and "Resend needs one of the roles" in answer.body["data"]["content"]
+    assert answer.body["type"] == 4 and "Resend needs the role admin or moderator" in answer.body["data"]["content"]
     assert world.steps(run.id)[0].parked
 
 
@@ -263,6 +267,27 @@ def test_a_decisions_escalation_carries_confirm_skip_resend_and_resend_pressed_i
     answer = world.press(world.chat.discord_modal_submit(message, modal, roles=[MOD_ROLE]))
     assert answer.body["type"] == 7 and "Sent to the game again by <@4242>" in answer.body["data"]["content"]
     assert answer.body["data"]["components"] == []
+    world.tick(settings)
+    assert world.steps(run_id)[0].status is StepStatus.DONE and len(game_bridge.received("world.spawn")) == 2
+    every_discord_body_valid(world.chat)
+
+
+def test_a_chat_skip_submitted_after_someone_resent_the_step_is_refused_and_the_resend_goes_out(world, game_bridge):
+    """A chat button carries no tag of what its presser saw (the console's If-Match): a press from a message
+    about a parked step acts on it only while it is parked. A Skip asked before a moderator's Resend on the console
+    and submitted after it changes nothing, says who ended the wait, and the resend reaches the game."""
+    settings, spawn = _decision_escalated(world, game_bridge)
+    run_id = spawn.run_id
+    [message] = world.chat.messages("discord")
+    modal = _asked(world, message, run_id, spawn.id, "skip", roles=[MOD_ROLE], user="5555", name="bo")
+    assert world.api.post(f"/runs/{run_id}/steps/{spawn.id}/resend", {}, auth=MODERATOR).status == 200
+    answer = world.press(world.chat.discord_modal_submit(message, modal, {"reason": "not needed"}, roles=[MOD_ROLE],
+                                                         user="5555", name="bo"))
+    assert answer.body["type"] == 4 and answer.body["data"]["flags"] == 64, answer.body  # said to the presser alone
+    said = answer.body["data"]["content"]
+    assert "Your press changed nothing" in said and "Skipped" not in said, said
+    assert world.steps(run_id)[0].status is StepStatus.PENDING
+    assert not [e for e in log_of(world.db, run_id) if e.actor == "discord:5555"]  # neither a skip nor a press logged
     world.tick(settings)
     assert world.steps(run_id)[0].status is StepStatus.DONE and len(game_bridge.received("world.spawn")) == 2
     every_discord_body_valid(world.chat)

@@ -98,3 +98,25 @@ def test_a_press_whose_maker_froze_before_its_nudge_is_nudged_by_the_half_that_f
     with runtime.override(database=db, clock=clock, settings=settings):
         finish({"press": press.event()})  # the chat function's half
     assert len(lambda_api.calls) == 1 and state(db) == "waking"
+
+
+def test_a_press_whose_maker_froze_inside_its_nudge_has_the_minute_rule_turned_on_by_the_half_that_finishes_it(
+        db, clock, chat, lambda_api, aws, asleep_at_a_cue):
+    """Frozen after the state row moved to waking but before the minute rule was turned on and the tick invoked:
+    the row's compare-and-set refuses the finishing half's own nudge (waking, not yet stale), and nothing woke
+    the deployment until the sleep's wake-up. The finishing half turns the rule on: a tick within the minute."""
+    from chalicelib.events.chat.answers import finish
+    from chalicelib.events.chat.interactions import ChatPress, perform
+    from chalicelib.events.store import engine_state
+
+    settings, run, cue = asleep_at_a_cue(f"discord:{CUE_CHANNEL}")
+    [message] = chat.messages("discord")
+    press = ChatPress("discord", "4242", "mira", ["gm"], run.id, cue.id, "confirm", None, "interaction-8",
+                      message.channel_id, message.id, settings.discord_guild_id or "", {"application_id": "1", "token": "t"})
+    perform(db, clock, press, frozenset({"gm", "moderator"}))
+    now = clock.now()
+    assert db.transaction(lambda tx: engine_state.wake(tx, now, now - nudge.WAKING_STALE)) is not None  # then frozen
+    assert rule_state(aws) == "DISABLED" and not lambda_api.calls
+    with runtime.override(database=db, clock=clock, settings=settings):
+        finish({"press": press.event()})
+    assert rule_state(aws) == "ENABLED" and state(db) == "waking"

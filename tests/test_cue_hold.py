@@ -236,7 +236,7 @@ def test_a_game_master_releases_only_a_cue_they_have(db, clock, runner, api):
     assert answer.status == 403
     assert answer.body["errors"] == [
         (f"a game master may release only a cue they have; Rowan has it since {clock.now():%H:%M} UTC: take it over"
-        " with a note, or ask one of the roles ['admin', 'moderator'] to release it")]
+        " with a note, or ask someone with the role admin or moderator to release it")]
     assert snapshot(db, run.id) == before
 
 

@@ -35,6 +35,7 @@ from ..roles import GM as GM
 from ..roles import MODERATOR as MODERATOR
 from ..roles import ROLES as ROLES
 from ..roles import STAFF as STAFF
+from ..roles import named as named_roles
 
 LEEWAY_SECONDS = 30
 
@@ -46,7 +47,8 @@ class Principal:
 
     def require(self, allowed: frozenset[str]) -> Principal:
         if not self.roles & allowed:
-            raise Forbidden(f"this needs one of the roles {sorted(allowed)}; the token has {sorted(self.roles)}",
+            raise Forbidden(f"this needs the role {named_roles(allowed)}; the token has"
+                            f" {', '.join(sorted(self.roles)) or 'none'}",
                             roles_needed=allowed, roles_held=self.roles)
         return self
 

@@ -55,10 +55,12 @@ WAKING_STALE = timedelta(minutes=2)
 
 def after_work_created(
     db: Database, settings: Settings, now: datetime, invoke: Callable[[str], None] | None = None,
-    rule_on: Callable[[str], None] | None = None,
+    rule_on: Callable[[str], None] | None = None, again: bool = False,
 ) -> bool:
     """Wake the deployment if it sleeps: its minute rule on, then the tick invoked; True if this call woke it
-    (its invoke was accepted)."""
+    (its invoke was accepted). `again`: the work was made by a caller that may have frozen half-way through its
+    own nudge (a Lambda after its answer: the row moved to waking, the rule not yet on), so a row found waking
+    still has the rule turned on, which is idempotent and the safe side of the row's invariant."""
     if not settings.sleep:
         return False
     rule, function = settings.tick_rule_name, settings.tick_function_arn
@@ -68,6 +70,9 @@ def after_work_created(
         return False
     nudge = db.transaction(lambda tx: engine_state.wake(tx, now, now - WAKING_STALE))
     if nudge is None:
+        # guard: a-nudge-finished-again-leaves-a-frozen-nudges-rule-off
+        if again and db.autocommit(engine_state.state) is engine_state.SleepState.WAKING:
+            _rule_on(rule, rule_on or turn_rule_on)
         return False
     ruled = _rule_on(rule, rule_on or turn_rule_on)
     try:

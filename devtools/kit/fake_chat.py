@@ -8,7 +8,9 @@
         ... POST them to /integrations/discord/interactions ...
 
 Outbound (what the engine's bot sends): Discord's `POST /channels/{id}/messages`, `PATCH
-/channels/{id}/messages/{id}` and `PATCH /webhooks/{app}/{token}/messages/@original`; Slack's
+/channels/{id}/messages/{id}`, `PATCH /webhooks/{app}/{token}/messages/@original` and an interaction's
+follow-up, `POST /webhooks/{app}/{token}` (one with `flags: 64` shown to its presser alone, under the message,
+as `private()` reads it); Slack's
 `chat.postMessage`, `chat.update`, `usergroups.users.list` (the members set in `groups`) and a press's
 `response_url` (`/slack/respond/{token}`). The bot's token
 is checked (a wrong one: Discord's 401, Slack's `invalid_auth`), so `revoke()` plays a token revoked mid-
@@ -261,6 +263,16 @@ class FakeChat:
             if original[1] != APPLICATION_ID or message_id is None:
                 return 404, {"message": "Unknown Webhook", "code": 10015}, {}
             return 200, self._edit(message_id, body), {}
+        follow_up = re.fullmatch(r"/webhooks/(\d+)/([\w.-]+)", path)
+        if follow_up and method == "POST":
+            message_id = self._tokens.get(follow_up[2])
+            if follow_up[1] != APPLICATION_ID or message_id is None:
+                return 404, {"message": "Unknown Webhook", "code": 10015}, {}
+            if not int(body.get("flags") or 0) & 64:
+                return 200, {"id": self._post("discord", self.message(message_id).channel_id, body, None).id, **body}, {}
+            with self._lock:
+                self._private.append((message_id, self._pressers.get(follow_up[2], ""), str(body.get("content") or "")))
+            return 200, {"id": str(next(self._ids)), **body}, {}
         if headers.get("authorization") != f"Bot {self.token}":
             return 401, {"message": "401: Unauthorized", "code": 0}, {}
         create = re.fullmatch(r"/channels/(\d+)/messages", path)
@@ -367,6 +379,7 @@ class FakeChat:
         token = f"itoken-{next(self._ids)}"
         with self._lock:
             self._tokens[token] = message.id
+            self._pressers[token] = name
             self._names[user] = name
         who = {"user": {"id": user, "username": name, "global_name": name.capitalize()}}
         payload: dict[str, Any] = {
@@ -401,8 +414,9 @@ class FakeChat:
             "actions": [{"type": "button", "action_id": action_id, "value": action_id, "block_id": "b"}],
         }
 
-    def slack_signed(self, payload: dict[str, Any], *, at: float | None = None) -> tuple[dict[str, str], bytes]:
-        body = urlencode({"payload": json.dumps(payload)}).encode()
+    def slack_signed(self, payload: dict[str, Any] | str, *, at: float | None = None) -> tuple[dict[str, str], bytes]:
+        """`payload` signed as Slack signs a press (a string: sent as the JSON text it is)."""
+        body = urlencode({"payload": payload if isinstance(payload, str) else json.dumps(payload)}).encode()
         timestamp = str(int(time.time() if at is None else at))
         digest = hmac.new(self.signing_secret.encode(), f"v0:{timestamp}:".encode() + body, hashlib.sha256).hexdigest()
         return {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": f"v0={digest}",

@@ -69,7 +69,9 @@ def every_discord_body_valid(fake: FakeChat) -> int:
     for request in fake.received(path="/discord/"):
         content = request.json.get("content") or ""
         assert len(content) <= BOT_CONTENT_CHARS, f"{request.method} {request.path}: content of {len(content)} characters"
-        if "/webhooks/" in request.path:
+        if "/webhooks/" in request.path and request.method == "POST":  # an interaction's follow-up
+            valid_for_discord("IncomingWebhookRequestPartial", request.json)
+        elif "/webhooks/" in request.path:
             valid_for_discord("IncomingWebhookUpdateRequestPartial", request.json)
         elif request.method == "POST":
             valid_for_discord("MessageCreateRequest", request.json)

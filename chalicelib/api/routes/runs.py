@@ -9,6 +9,7 @@ from ...errors import Forbidden
 from ...events import commands
 from ...events.commands import Caller, bulk
 from ...events.views.runs import log_page, run_detail, runs_page, scheduled_window
+from ...roles import named as named_roles
 from .. import auth, schemas
 from ..operations import Answer, Body, Call, Router, ok
 from ..wake import made_work
@@ -70,7 +71,7 @@ _BULK_GATE = frozenset().union(*(commands.CONTROLS[name].roles for name in bulk.
 def bulk_press(call: Call) -> Body:
     control = commands.CONTROLS[call.body["control"]]
     if not call.roles & control.roles:
-        raise Forbidden(f"{control.name} needs one of the roles {sorted(control.roles)}", roles_needed=control.roles,
+        raise Forbidden(f"{control.name} needs the role {named_roles(control.roles)}", roles_needed=control.roles,
                         roles_held=call.roles)
     window = call.body["filter"].get("scheduled_between")
     between = None if window is None else (schemas.parse_time(window["from"], "body.filter.scheduled_between.from"),

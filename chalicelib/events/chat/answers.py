@@ -6,8 +6,11 @@ Invariant: Discord and Slack drop an interaction not answered within 3 s. A Disc
 that the answer waits for at most PRESS_ANSWER_SECONDS: done by then, Discord's answer is the message as the
 press left it (UPDATE_MESSAGE, type 7) or a private refusal (type 4, flags 64); not done (an Aurora resuming
 from a pause takes 15–30 s), the answer is an acknowledgement (DEFERRED_UPDATE_MESSAGE, type 6) and the
-press is finished after, and its message edited through the interaction (Discord's `@original`, valid 15
-minutes; Slack's `response_url`), naming why when it was refused by then. Slack's answer is always an empty
+press is finished after (waiting up to FINISH_WAIT_SECONDS for the database), and its message edited through
+the interaction (Discord's `@original`, valid 15 minutes; Slack's `response_url`). A press refused, or one that
+could not be made (the database never answered, or anything failed: logged), is said to its presser alone,
+at once or after (Discord's ephemeral follow-up, Slack's ephemeral `response_url`), the message left as it is for
+everyone: never silence, and never one person's refusal on the channel's message. Slack's answer is always an empty
 200, everything after it through `response_url`, who may press included (a mapped user group's members are
 read there, `groups.py`). On AWS the finishing is a real asynchronous invocation of
 the chat function (EVENTS_CHAT_FUNCTION_ARN), not a thread Lambda freezes; the press's interaction id is its
@@ -36,7 +39,7 @@ from ..setting_keys import setting_key
 from ..store import chat_messages
 from .groups import is_group, roles_from_groups
 from .interactions import COMPONENT, MODAL_SUBMIT, ChatPress, Pressing, allowed, perform, read_discord, read_slack
-from .platforms import DiscordApi, Message, SlackApi, discord_body, discord_modal
+from .platforms import DiscordApi, Message, SlackApi, discord_body, discord_modal, private_body
 from .render import Pressed, asked, mapped_roles
 from .signatures import check_discord, check_slack
 
@@ -45,10 +48,17 @@ logger = logging.getLogger(__name__)
 # The most an answer waits for the press: the rest of Discord's 3 s is the way there and back and, on AWS, the
 # chat function's asynchronous invoke (a cold container's boto3 client first): a second of margin.
 PRESS_ANSWER_SECONDS = 1.5
+# How long the finishing half waits for a database resuming from a pause (Aurora: 15–30 s): the chat function's
+# 60 s timeout less the edit's deadline and a margin. The API's own wait (EVENT_API_DATABASE_WAIT_SECONDS) is
+# held to its 29 s; this half answers nobody, so it may wait longer.
+FINISH_WAIT_SECONDS = 45.0
 EDIT_SECONDS = 5.0  # the deadline of the edit a finished press makes
+# What a press that could not be made says to its presser: it may even have taken (a commit whose answer was
+# lost), and a second press says which (refused, naming who ended the wait, when the first took).
+NOT_MADE = ("Your press could not be made just now: the event engine did not reach its database in time. Press again;"
+            " if your first press took after all, the answer says so.")
 PING = 1
 PONG, CHANNEL_MESSAGE, DEFERRED_UPDATE, UPDATE_MESSAGE, MODAL = 1, 4, 6, 7, 9
-EPHEMERAL = 64
 _workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="chat-press")
 
 
@@ -74,7 +84,7 @@ def discord(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
     if asking is not None:  # the console's question first: its submission is the press (no database asked)
         return {"type": MODAL, "data": discord_modal(asking, MAX_NOTE)}
     pressing = _within(press, settings)
-    if pressing is None:
+    if pressing is None:  # not done in time: finished after, its answer a follow-up or an edit
         return {"type": DEFERRED_UPDATE}
     if pressing.refused is not None or pressing.message is None:
         return _privately(pressing.refused or "That step is gone: nothing was changed.")
@@ -96,7 +106,7 @@ def slack(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
 
 def _slack_signing_secret(settings: Settings) -> str | None:
     """SLACK_SIGNING_SECRET, or the secret SLACK_SIGNING_SECRET_ARN names, read through the secrets cache (a
-    secret that cannot be read is SecretUnreadable: 503, Slack retries the press)."""
+    secret that cannot be read is SecretUnreadable: 503, which Slack shows its presser as a failed press)."""
     if settings.slack_signing_secret or not settings.slack_signing_secret_arn:
         return settings.slack_signing_secret
     from ...secrets import plain_secret  # boto3 only where a secret ARN is configured
@@ -105,7 +115,7 @@ def _slack_signing_secret(settings: Settings) -> str | None:
 
 
 def _privately(words: str) -> dict[str, Any]:
-    return {"type": CHANNEL_MESSAGE, "data": {"content": words[:2000], "flags": EPHEMERAL, "allowed_mentions": {"parse": []}}}
+    return {"type": CHANNEL_MESSAGE, "data": private_body(words)}
 
 
 def _within(press: ChatPress, settings: Settings) -> Pressing | None:
@@ -115,12 +125,12 @@ def _within(press: ChatPress, settings: Settings) -> Pressing | None:
     lock, done = threading.Lock(), threading.Event()
 
     def work() -> None:
-        pressing = _pressed(press, settings)
+        pressing = _pressed(press, settings, settings.api_database_wait_seconds)
         with lock:
             state["pressing"], late = pressing, state.get("late", False)
         done.set()
-        if late and pressing is not None:
-            _edit_after(press, pressing, settings)
+        if late:
+            _said_after(press, pressing, settings)
 
     _workers.submit(work)
     done.wait(PRESS_ANSWER_SECONDS)
@@ -134,18 +144,19 @@ def _within(press: ChatPress, settings: Settings) -> Pressing | None:
     return None
 
 
-def _pressed(press: ChatPress, settings: Settings) -> Pressing | None:
-    """The press made, waiting for a database resuming from a pause as a control does; None if it never answered."""
+def _pressed(press: ChatPress, settings: Settings, wait_seconds: float) -> Pressing:
+    """The press made, waiting up to `wait_seconds` for a database resuming from a pause; one that could not be
+    made (the database never answered, or anything failed) is refused with NOT_MADE, and logged."""
     db = runtime.database()
     try:
-        with db.waiting_until(time.monotonic() + settings.api_database_wait_seconds):
+        with db.waiting_until(time.monotonic() + wait_seconds):
             pressing = perform(db, runtime.clock(), press, mapped_roles(settings, press.platform))
-    except Exception:  # a database that never answered: the press is lost to it, and said so in the log
+    except Exception:
         logger.exception("run %s: a %s press of step %s could not be made", press.run_id, press.platform, press.step_id)
-        return None
+        return Pressing(None, NOT_MADE)
     # guard: a-chat-press-does-not-nudge-a-sleeping-deployment
     if pressing.made_work_at is not None:  # committed: a sleeping deployment is woken for it, as by the console's
-        nudge.after_work_created(db, settings, pressing.made_work_at)
+        nudge.after_work_created(db, settings, pressing.made_work_at, again=pressing.repeated)
     return pressing
 
 
@@ -178,9 +189,7 @@ def finish(event: dict[str, Any]) -> None:
         except Refused as why:
             _say_privately(settings, why.response_url, str(why))
             return
-    pressing = _pressed(press, settings)
-    if pressing is not None:
-        _edit_after(press, pressing, settings)
+    _said_after(press, _pressed(press, settings, FINISH_WAIT_SECONDS), settings)
 
 
 def _with_groups(press: ChatPress, settings: Settings) -> ChatPress:
@@ -194,22 +203,26 @@ def _with_groups(press: ChatPress, settings: Settings) -> ChatPress:
     return allowed(press, press.reply.get("response_url", ""), unread)
 
 
-def _edit_after(press: ChatPress, pressing: Pressing, settings: Settings) -> None:
-    """The message the press came from, as the press left it (with why, when it was refused by then)."""
-    shown = pressing.message or Message("That step is gone.")
-    if pressing.refused:
-        shown = shown.noted(f"Your press did not take: {pressing.refused}")
+def _said_after(press: ChatPress, pressing: Pressing, settings: Settings) -> None:
+    """A press finished after its answer: its message as the press left it, edited through the interaction; a
+    press refused or not made, why, to its presser alone (the message left as it is: the tick's chore edits it once
+    its step's wait ends)."""
     try:
+        if pressing.refused is not None:
+            if press.platform == "discord":
+                DiscordApi(settings.discord_api_url, None, timeout=EDIT_SECONDS).say_privately(
+                    press.reply["application_id"], press.reply["token"], pressing.refused)
+            else:
+                _slack_api(settings).say_privately(press.reply.get("response_url", ""), pressing.refused)
+            return
+        shown = pressing.message or Message("That step is gone.")
         if press.platform == "discord":
             DiscordApi(settings.discord_api_url, None, timeout=EDIT_SECONDS).edit_original(
                 press.reply["application_id"], press.reply["token"], shown)
-        elif pressing.refused is not None and pressing.message is not None and press.reply.get("response_url"):
-            _slack_api(settings).say_privately(press.reply["response_url"], pressing.refused)
-            return  # the message was left as it was
         else:
-            _slack_api(settings).edit_original(press.reply["response_url"], shown)
+            _slack_api(settings).edit_original(press.reply.get("response_url", ""), shown)
     except ChannelError as error:
-        logger.warning("run %s: the message of a %s press was not edited: %s", press.run_id, press.platform, error)
+        logger.warning("run %s: a %s press's answer was not said: %s", press.run_id, press.platform, error)
         return
     runtime.database().autocommit(lambda tx: chat_messages.edited_by_a_press(
         tx, press.platform, press.message_id, press.run_id, press.step_id))

@@ -28,6 +28,7 @@ from urllib.parse import parse_qs
 from ...config import Settings
 from ...db import Clock, Database, Tx
 from ...errors import Forbidden
+from ...roles import named
 from .. import journal
 from ..commands import CONTROLS, Context, Press, within
 from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerRow, NotFound, Refused, Stale
@@ -81,6 +82,7 @@ class Pressing:
     message: Message | None  # None: nothing to show (the step is gone)
     refused: str | None = None  # as the platform shows it (Slack's escaped: `render.written`)
     made_work_at: datetime | None = None  # the press's time, when it took and its control wakes the tick
+    repeated: bool = False  # the same interaction again: made before, by a half that may have frozen after
 
 
 def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
@@ -133,7 +135,7 @@ def read_slack(body: bytes, settings: Settings) -> ChatPress:
     is judged in the asynchronous half (`allowed`), once the user groups are read (`groups.py`)."""
     try:
         payload = json.loads(parse_qs(body.decode())["payload"][0])
-    except (KeyError, ValueError, UnicodeDecodeError):
+    except (KeyError, ValueError, UnicodeDecodeError, RecursionError):  # JSON nested past Python's stack: no press
         raise Invalid("a Slack interaction carries its JSON in the form field payload") from None
     if not isinstance(payload, dict):
         raise Invalid("a Slack interaction's payload is a JSON object")
@@ -176,7 +178,7 @@ def allowed(press: ChatPress, response_url: str = "", unread: tuple[str, ...] = 
                       " so your presses change nothing. Ask an organiser.", response_url)
     # guard: a-chat-press-skips-the-controls-roles
     if not control.gate & set(press.roles):
-        raise Refused(f"{control.label} needs one of the roles {', '.join(sorted(control.gate))}; you have"
+        raise Refused(f"{control.label} needs the role {named(control.gate)}; you have"
                       f" {', '.join(press.roles)}. Nothing was changed.", response_url)
     return press
 
@@ -190,7 +192,7 @@ def perform(db: Database, clock: Clock, press: ChatPress, mapped: frozenset[str]
         # and the wake again: the half that made the press may have been frozen (a Lambda after its answer)
         # between its commit and its nudge; a deployment already woken is not nudged twice
         again = clock.now() if CONTROLS[press.control].wakes else None
-        return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped), made_work_at=again))
+        return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped), made_work_at=again, repeated=True))
     except REFUSED_BY_THE_RULES as refusal:
         words = refusal.messages[0] if hasattr(refusal, "messages") else str(refusal)
         return db.autocommit(lambda tx: _refused(tx, press, mapped, words))
@@ -211,7 +213,8 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> 
         body[control.note_field] = press.note  # kept as the console's is (`clean_note`: trimmed, empty is none)
     command = control.pressed({"run_id": press.run_id, "step_id": press.step_id}, body)
     roles = frozenset(press.roles)
-    within(tx, command, Context(press.actor, now, Press(key=press.key), roles if control.cue_only(roles) else None))
+    within(tx, command, Context(press.actor, now, Press(key=press.key), roles if control.cue_only(roles) else None,
+                                parked_only=True))
     log.append(tx, journal.chat_pressed(step, press.actor, press.control, platform=press.platform, user_id=press.user_id,
                                         name=press.name, place=press.place, channel_id=press.channel_id,
                                         message_id=press.message_id, interaction_id=press.interaction_id), now)

@@ -34,6 +34,7 @@ SLACK_SECTION_CHARS = 3000  # a section block's text, counted escaped
 DISCORD_CONTENT_CHARS = 2000  # a bot's message content (the published schema allows 4,000: Discord refuses a bot's)
 NONCE_CHARS = 25  # a Discord message's nonce, as a string, in Discord's published schema
 DISCORD_MODAL_TITLE_CHARS = 45  # a modal's title, and a label's, in Discord's published schema
+EPHEMERAL = 64  # a Discord message's flag: shown to the one who pressed alone
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,12 @@ def _confirm(button: Button) -> dict[str, Any]:
     return {"confirm": {"title": {"type": "plain_text", "text": f"{button.label[:99]}?"}, "confirm": label,
                         "text": {"type": "plain_text", "text": button.asks[:300]},
                         "deny": {"type": "plain_text", "text": "Go back"}}}
+
+
+def private_body(words: str) -> dict[str, Any]:
+    """Words for one person, as Discord takes them in an interaction's answer or follow-up: ephemeral, at most
+    its 2,000 characters, mentioning nobody."""
+    return {"content": words[:DISCORD_CONTENT_CHARS], "flags": EPHEMERAL, "allowed_mentions": {"parse": []}}
 
 
 def discord_modal(button: Button, note_most: int) -> dict[str, Any]:
@@ -229,6 +236,11 @@ class DiscordApi(ChatApi):
         """PATCH /webhooks/{application id}/{interaction token}/messages/@original: the message a deferred press
         came from (the interaction's token is its authority: no bot token)."""
         self._send("PATCH", f"/webhooks/{application_id}/{token}/messages/@original", discord_body(message), bot=False)
+
+    def say_privately(self, application_id: str, token: str, words: str) -> None:
+        """POST /webhooks/{application id}/{interaction token}: a follow-up only the presser sees (`flags: 64`,
+        ephemeral), after a deferred answer; the message the press came from is left as it is."""
+        self._send("POST", f"/webhooks/{application_id}/{token}", private_body(words), bot=False)
 
 
 class SlackApi(ChatApi):

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from ...db import Database, Tx
 from ...errors import Forbidden
+from ...roles import named
 from .. import journal
 from ..errors import AnsweredBefore, Clash, Conflict, KeyReused, NotFound, Stale
 from ..lifecycle import RunStatus, StepStatus
@@ -59,13 +60,16 @@ AS_EVER = Press()
 
 @dataclass(frozen=True)
 class Context:
-    """Who moves the run and when (the one clock's `now`), how they pressed, and whether they may act on a
-    parked cue only (`cue_only`: the roles they hold, as a game master holds them; None: anywhere)."""
+    """Who moves the run and when (the one clock's `now`), how they pressed, whether they may act on a
+    parked cue only (`cue_only`: the roles they hold, as a game master holds them; None: anywhere), and whether
+    the press came from a message about a parked step (`parked_only`: a chat button, which carries no tag of
+    what its presser saw), so acts on that step only while it is parked."""
 
     actor: str
     now: datetime
     press: Press = AS_EVER
     cue_only: frozenset[str] | None = None
+    parked_only: bool = False
 
     def version_seen(self, run: Run) -> int | None:
         """The run's version for its guarded statement's WHERE, when the press named the run's tag (checked)."""
@@ -166,6 +170,9 @@ class StepCommand(ControlCommand[R]):
         step = needed(step, self.name)
         if by.cue_only is not None:
             self._on_a_cue_only(run, step, by.cue_only)
+        # guard: a-chat-press-acts-on-a-step-no-longer-parked
+        if by.parked_only and not step.parked:  # its wait ended (a resend made it pending again): not what was seen
+            raise self.lost(run, step)
         return self.decide(tx, run, step, by)
 
     @abstractmethod
@@ -182,7 +189,7 @@ class StepCommand(ControlCommand[R]):
         if type(self).rule(run, step, None) is None:
             raise Forbidden(
                 f"a game master may {self.name} a parked cue only; this step is {step_state(step)}, and to {self.name} it"
-                f" needs one of the roles {sorted(self.roles)}", roles_needed=self.roles, roles_held=held)
+                f" needs the role {named(self.roles)}", roles_needed=self.roles, roles_held=held)
         raise self.lost(run, step)
 
 

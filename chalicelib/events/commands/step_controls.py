@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from ...db import Tx, must_exist
 from ...errors import Forbidden
-from ...roles import CONTROLLERS, GM, STAFF
+from ...roles import CONTROLLERS, GM, STAFF, named
 from .. import journal
 from ..errors import Conflict, Invalid
 from ..lifecycle import StepStatus
@@ -187,7 +187,7 @@ class Release(StepChange):
         step = needed(step, self.name)
         if by.cue_only is not None and release_refusal(run, step, None) is None:  # held, but by someone else
             raise Forbidden(f"a game master may release only a cue they have; {had_by(step)}: take it over with a note,"
-                            f" or ask one of the roles {sorted(self.roles)} to release it",
+                            f" or ask someone with the role {named(self.roles)} to release it",
                             roles_needed=self.roles, roles_held=by.cue_only)
         raise self.lost(run, step)
 
