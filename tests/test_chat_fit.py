@@ -13,7 +13,7 @@ from chalice.test import Client
 
 from app import app
 from chalicelib import runtime
-from chalicelib.events.chat.platforms import Message, discord_body, slack_blocks
+from chalicelib.events.chat.platforms import Button, Message, discord_body, slack_blocks
 from chalicelib.events.lifecycle import StepStatus
 from tests.support.api import MODERATOR, Api, hs_settings
 from tests.support.chat import (
@@ -114,3 +114,15 @@ def test_a_slack_section_is_never_cut_inside_an_entity():
     text = "&amp;" * 700  # 3,500 characters as Slack counts them
     section = slack_blocks(Message(text).noted("Skipped by mod-mia at 20:00 UTC"))[0]["text"]["text"]
     assert len(section) <= 3000 and section.endswith("&amp;…\nSkipped by mod-mia at 20:00 UTC")
+
+
+def test_a_long_answer_shows_its_beginning_and_an_ellipsis_on_each_platforms_button():
+    """Its label was cut to 80 and 75 characters with no sign that it was."""
+    label = "Open the north gate, then " + "walk on " * 20
+    shown = Message("Which gate?", (Button(label, "ev:1:2:confirm:0", primary=True),))
+    [discord_button] = discord_body(shown)["components"][0]["components"]
+    [_, actions] = slack_blocks(shown)
+    [slack_button] = actions["elements"]
+    assert discord_button["label"] == label[:79] + "…"
+    assert slack_button["text"]["text"] == label[:74] + "…"
+    valid_for_discord("MessageCreateRequest", discord_body(shown))

@@ -103,6 +103,9 @@ def test_a_branch_that_cannot_be_read_is_refused_naming_why(document, problem):
     ({"choices": [{"value": "a", "label": "A"}, {"value": "a", "label": "Also A"}]},
      "document.phases[0].steps[0].params.choices: the value 'a' is offered twice"),
     ({"choices": [{"value": "a", "label": "A"}]}, "document.phases[0].steps[0].params.choices must"),
+    ({"choices": [{"value": "a", "label": "Go " + "far " * 20 + "north"}, {"value": "b", "label": "Go " + "far " * 20 + "south"}]},
+     (f"document.phases[0].steps[0].params.choices: the labels 'Go {'far ' * 20}north' and 'Go {'far ' * 20}south' read"
+      " the same on a chat button, which shows a label's first 75 characters: make them differ sooner")),
     ({"choices": [{"value": " ", "label": "A"}, {"value": "b", "label": "B"}]},
      "document.phases[0].steps[0].params.choices[0].value must match"),
     ({"choices": CHOICES, "timeout_seconds": 60, "on_timeout": "confirm"},
@@ -117,6 +120,12 @@ def test_a_branch_that_cannot_be_read_is_refused_naming_why(document, problem):
 def test_a_cues_choices_that_cannot_be_answered_are_refused(params, problem):
     found = _problems({"name": "x", "phases": [{"steps": [{"action": "core.cue", "params": {"instruction": "?", **params}}]}]})
     assert any(p.startswith(problem) for p in found), found
+
+
+def test_long_labels_that_differ_within_what_a_chat_button_shows_are_taken():
+    labels = ["Go " + "far " * 17 + "north", "Go " + "far " * 17 + "south and on " * 3]  # apart at character 72
+    choices = [{"value": str(i), "label": label} for i, label in enumerate(labels)]
+    validate({"name": "x", "phases": [{"steps": [{"action": "core.cue", "params": {"instruction": "?", "choices": choices}}]}]})
 
 
 def test_an_ending_step_may_read_any_cue_of_the_phases_and_a_signal_that_ends_one():

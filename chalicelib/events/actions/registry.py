@@ -19,6 +19,7 @@ from typing import Any
 from ...config import MODULE_ACTION_ID as MODULE_ACTION_ID  # matched whole (fullmatch)
 from ...schema_check import checker, unknown_fields
 from ..lifecycle import CueOnTimeout
+from .notice import Limit, shorten
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ _CUE_ATTENTION = {
 
 # A cue that asks (docs/definitions.md, "Cues that ask"): the answers a person picks from, a button each.
 MAX_CHOICES = 10
+# The most of an answer's label a chat button shows (Slack's 75; Discord shows 80): a longer one is shortened
+# there with an ellipsis, so two labels must differ within it or their buttons read the same.
+BUTTON_LABEL_CHARS = 75
 CHOICE_VALUE = {"type": "string", "minLength": 1, "maxLength": 100, "pattern": r"\S",
                 "description": "what the confirm carries and an only_if compares (exactly, case and all)"}
 _CUE_CHOICES = {
@@ -104,11 +108,18 @@ def _cue_problem(params: dict[str, Any], name: str) -> str | None:
 
 
 def _cue_choices_problem(params: dict[str, Any], name: str) -> str | None:
-    """Values are unique; a timeout that confirms a cue with choices names which one, and only then."""
+    """Values are unique, and labels tell apart on a chat button; a timeout that confirms a cue with choices names
+    which one, and only then."""
     values = [str(c["value"]) for c in params.get("choices") or ()]  # the schema's checked: each a {value, label}
     twice = sorted({v for v in values if values.count(v) > 1})
     if twice:
         return f"{name}.choices: the value {twice[0]!r} is offered twice (each choice's value is its own)"
+    shown: dict[str, str] = {}
+    for choice in params.get("choices") or ():
+        label = str(choice["label"])
+        if (same := shown.setdefault(shown_on_a_button(label), label)) != label:
+            return (f"{name}.choices: the labels {same!r} and {label!r} read the same on a chat button, which shows"
+                    f" a label's first {BUTTON_LABEL_CHARS} characters: make them differ sooner")
     chosen = params.get("timeout_choice")
     confirms = params.get("on_timeout") == CueOnTimeout.CONFIRM
     if chosen is None:
@@ -119,6 +130,11 @@ def _cue_choices_problem(params: dict[str, Any], name: str) -> str | None:
     if not confirms:
         return f"{name}.timeout_choice: it is chosen only by on_timeout confirm"
     return None if chosen in values else f"{name}.timeout_choice: {chosen!r} is not one of the choices ({', '.join(values)})"
+
+
+def shown_on_a_button(label: str) -> str:
+    """An answer's label as a chat button shows it: whole, or its beginning and an ellipsis."""
+    return shorten(label, Limit(BUTTON_LABEL_CHARS))
 
 
 def _cue_timers_problem(params: dict[str, Any], name: str) -> str | None:

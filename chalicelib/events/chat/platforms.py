@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 
 from ... import outbound
 from ..actions.notice import ELLIPSIS, Limit, shorten
+from ..actions.registry import shown_on_a_button
 from ..adapters.signing import SigningKey
 from ..errors import ChannelError, OutboundError, SecretUnreadable
 
@@ -34,6 +35,7 @@ SLACK_SECTION_CHARS = 3000  # a section block's text, counted escaped
 DISCORD_CONTENT_CHARS = 2000  # a bot's message content (the published schema allows 4,000: Discord refuses a bot's)
 NONCE_CHARS = 25  # a Discord message's nonce, as a string, in Discord's published schema
 DISCORD_MODAL_TITLE_CHARS = 45  # a modal's title, and a label's, in Discord's published schema
+DISCORD_LABEL_CHARS = 80  # a button's label, in Discord's published schema (Slack's 75: BUTTON_LABEL_CHARS)
 EPHEMERAL = 64  # a Discord message's flag: shown to the one who pressed alone
 
 
@@ -80,8 +82,8 @@ def discord_body(message: Message) -> dict[str, Any]:
     """A message as Discord takes it (create, edit, an interaction's answer): content fitted to a bot's 2,000
     characters, no pings but the role it `pings`, action rows of at most five buttons (an empty list clears
     them)."""
-    buttons = [{"type": 2, "style": 1 if b.primary else 2, "label": b.label, "custom_id": b.custom_id}
-               for b in message.buttons]
+    buttons = [{"type": 2, "style": 1 if b.primary else 2, "label": shorten(b.label, Limit(DISCORD_LABEL_CHARS)),
+                "custom_id": b.custom_id} for b in message.buttons]
     # guard: a-discord-edit-past-2000-characters
     mentions = {"parse": [], "roles": [message.pings]} if message.pings else {"parse": []}
     return {"content": fitted(message, DISCORD_CONTENT_CHARS), "allowed_mentions": mentions,
@@ -95,7 +97,7 @@ def slack_blocks(message: Message) -> list[dict[str, Any]]:
                                                                   "text": fitted(message, SLACK_SECTION_CHARS)}}]
     if message.buttons:
         blocks.append({"type": "actions", "elements": [
-            {"type": "button", "text": {"type": "plain_text", "text": b.label[:75]}, "action_id": b.custom_id,
+            {"type": "button", "text": {"type": "plain_text", "text": shown_on_a_button(b.label)}, "action_id": b.custom_id,
              "value": b.custom_id, **({"style": "primary"} if b.primary else {}), **_confirm(b)}
             for b in message.buttons]})
     return blocks

@@ -80,7 +80,7 @@ def buttons(run_id: int, step_id: int, controls: tuple[str, ...], choices: tuple
     made: list[Button] = []
     for control in controls:
         if control == Confirm.name and choices:
-            made += [Button(label[:80], button_id(run_id, step_id, control, i), primary=True) for i, label in enumerate(choices)]
+            made += [Button(label, button_id(run_id, step_id, control, i), primary=True) for i, label in enumerate(choices)]
         else:
             # guard: a-chat-skip-is-one-tap
             asks = CONTROLS[control].question if control in ASKED else None
@@ -136,9 +136,14 @@ def ended_words(step: Step, ended: Ended | None, platform: str) -> str:
     return f"{words.get(step.status, step.status.value.capitalize())}{by}{at}" + (f" (answer: {chosen})" if chosen else "")
 
 
+# What a decision's message asks (a step parked in doubt has no instruction: the game's answer was lost), as its
+# escalation says it (`actions/notice.py`); its buttons are the three ways.
+DECISION_ASKS = "the game may or may not have applied it: confirm, skip or resend it"
+
+
 def instruction(step: Step) -> str:
-    """What the step asked, as its message heads it."""
-    return str(step.params.get("instruction") or step.named)
+    """What the step asked, as its message heads it after its name: a cue's instruction, else the decision."""
+    return str(step.params.get("instruction") or DECISION_ASKS)
 
 
 def current(step: Step, ended: Ended | None, platform: str, mapped: frozenset[str]) -> Message:
