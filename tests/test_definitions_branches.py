@@ -128,6 +128,15 @@ def test_long_labels_that_differ_within_what_a_chat_button_shows_are_taken():
     validate({"name": "x", "phases": [{"steps": [{"action": "core.cue", "params": {"instruction": "?", "choices": choices}}]}]})
 
 
+def test_a_stored_cue_whose_labels_read_the_same_on_a_chat_button_still_runs():
+    """The rule holds definitions saved from now on: a step saved before it is not failed at its dispatch, which
+    checks the params again (`perform`)."""
+    from chalicelib.events.actions import registry
+
+    alike = [{"value": v, "label": "Go " + "far " * 20 + v} for v in ("north", "south")]
+    assert registry.params_problem(registry.CORE_ACTIONS["core.cue"], {"instruction": "?", "choices": alike}, "p") is None
+
+
 def test_an_ending_step_may_read_any_cue_of_the_phases_and_a_signal_that_ends_one():
     document = _boss(first=[_cue()])
     document["ending"] = [_say({"choice": "arena", "in": ["south"]}),

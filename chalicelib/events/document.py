@@ -172,7 +172,8 @@ def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[st
     if spec.versions and version not in spec.versions:
         problems.append(f"{path}.version: {spec.id} has no version {version} (it has {list(spec.versions)})")
     params = step.get("params", {})
-    problems += [p for p in [registry.params_problem(spec, params, f"{path}.params")] if p]
+    problems += [p for p in [registry.params_problem(spec, params, f"{path}.params")
+                             or registry.saved_problem(spec, params, f"{path}.params")] if p]
     if len(json.dumps(params)) > MAX_PARAMS_BYTES:
         problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes")
     if "revert" in step:

@@ -32,6 +32,9 @@ class ActionSpec:
     outcomes: tuple[str, ...] = field(default=("done",))
     # What the schema cannot say (one field against another): the first problem, named from the step.
     params_rule: Callable[[dict[str, Any], str], str | None] | None = field(default=None, compare=False)
+    # What a definition is refused for when saved, though a stored step still runs with it (how it reads, not what
+    # it does: a rule added later must not fail a step saved before it).
+    saved_rule: Callable[[dict[str, Any], str], str | None] | None = field(default=None, compare=False)
 
     @cached_property
     def params_check(self) -> Callable[[Any, str], str | None]:
@@ -108,18 +111,11 @@ def _cue_problem(params: dict[str, Any], name: str) -> str | None:
 
 
 def _cue_choices_problem(params: dict[str, Any], name: str) -> str | None:
-    """Values are unique, and labels tell apart on a chat button; a timeout that confirms a cue with choices names
-    which one, and only then."""
+    """Values are unique; a timeout that confirms a cue with choices names which one, and only then."""
     values = [str(c["value"]) for c in params.get("choices") or ()]  # the schema's checked: each a {value, label}
     twice = sorted({v for v in values if values.count(v) > 1})
     if twice:
         return f"{name}.choices: the value {twice[0]!r} is offered twice (each choice's value is its own)"
-    shown: dict[str, str] = {}
-    for choice in params.get("choices") or ():
-        label = str(choice["label"])
-        if (same := shown.setdefault(shown_on_a_button(label), label)) != label:
-            return (f"{name}.choices: the labels {same!r} and {label!r} read the same on a chat button, which shows"
-                    f" a label's first {BUTTON_LABEL_CHARS} characters: make them differ sooner")
     chosen = params.get("timeout_choice")
     confirms = params.get("on_timeout") == CueOnTimeout.CONFIRM
     if chosen is None:
@@ -130,6 +126,17 @@ def _cue_choices_problem(params: dict[str, Any], name: str) -> str | None:
     if not confirms:
         return f"{name}.timeout_choice: it is chosen only by on_timeout confirm"
     return None if chosen in values else f"{name}.timeout_choice: {chosen!r} is not one of the choices ({', '.join(values)})"
+
+
+def _cue_labels_problem(params: dict[str, Any], name: str) -> str | None:
+    """Two answers whose labels a chat button shows the same (`shown_on_a_button`): nobody could tell them apart."""
+    shown: dict[str, str] = {}
+    for choice in params.get("choices") or ():
+        label = str(choice["label"])
+        if (same := shown.setdefault(shown_on_a_button(label), label)) != label:
+            return (f"{name}.choices: the labels {same!r} and {label!r} read the same on a chat button, which shows"
+                    f" a label's first {BUTTON_LABEL_CHARS} characters: make them differ sooner")
+    return None
 
 
 def shown_on_a_button(label: str) -> str:
@@ -166,6 +173,7 @@ CORE_ACTIONS: dict[str, ActionSpec] = {
                      **_CUE_CHOICES}, ["instruction"]),
             outcomes=("parked",),
             params_rule=_cue_problem,
+            saved_rule=_cue_labels_problem,
         ),
         ActionSpec(
             "core.announce",
@@ -212,6 +220,11 @@ def params_problem(spec: ActionSpec, params: Any, name: str) -> str | None:
     if problem is None and spec.params_rule is not None and isinstance(params, dict):
         problem = spec.params_rule(params, name)
     return problem
+
+
+def saved_problem(spec: ActionSpec, params: Any, name: str) -> str | None:
+    """The first way params the action can take are still refused in a definition saved now; None if none."""
+    return spec.saved_rule(params, name) if spec.saved_rule is not None and isinstance(params, dict) else None
 
 
 def catalogue() -> list[dict[str, Any]]:
