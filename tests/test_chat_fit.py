@@ -126,3 +126,13 @@ def test_a_long_answer_shows_its_beginning_and_an_ellipsis_on_each_platforms_but
     assert discord_button["label"] == label[:79] + "…"
     assert slack_button["text"]["text"] == label[:74] + "…"
     valid_for_discord("MessageCreateRequest", discord_body(shown))
+
+
+def test_an_authored_everyone_is_broken_in_a_discord_cues_post_and_in_the_answer_to_a_press(world):
+    """It was broken in the post only: the press's answer and every edit after showed it whole (highlighted, though
+    no message of the engine's may ping)."""
+    run, cue = world.cue_posted(None, step("core.cue", instruction="Gather @everyone and @here at the gate"))
+    [posted] = world.chat.messages("discord")
+    answer = world.press(world.chat.discord_interaction(posted, f"ev:{run.id}:{cue.id}:confirm", roles=[GM_ROLE]))
+    for content in (posted.body["content"], answer.body["data"]["content"]):
+        assert "Gather @\u200beveryone and @\u200bhere at the gate" in content, content

@@ -100,9 +100,14 @@ SLACK_TEXT = Limit(40_000, lambda message: len(slack_text(message)))
 _BROADCAST = re.compile(r"@(everyone|here)")
 
 
+def discord_text(message: str) -> str:
+    """Authored words for Discord: `@everyone` and `@here` broken by a zero-width space, so they neither ping
+    (no message of the engine's allows it) nor show as the highlighted broadcast they are not."""
+    return _BROADCAST.sub("@\u200b\\1", message)
+
+
 def discord_content(notice: Notice, limit: Limit) -> str:
-    """The message for Discord's `content`, its authored text's `@everyone` and `@here` (in the text, and in
-    the step's name: a cue's instruction may name it) broken by a zero-width space, then shortened (never the
-    run, step or link) to `limit`."""
-    named = None if notice.step_named is None else _BROADCAST.sub("@\u200b\\1", notice.step_named)
-    return replace(notice, text=_BROADCAST.sub("@\u200b\\1", notice.text), step_named=named).message(limit)
+    """The message for Discord's `content`, its authored text (and the step's name: a cue's instruction may name
+    it) `discord_text`, then shortened (never the run, step or link) to `limit`."""
+    named = None if notice.step_named is None else discord_text(notice.step_named)
+    return replace(notice, text=discord_text(notice.text), step_named=named).message(limit)

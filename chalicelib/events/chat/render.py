@@ -9,9 +9,9 @@ Confirm, Skip and Resend; each only where a role the deployment maps to the plat
 `mapped_roles`: DISCORD_ROLES, SLACK_ROLES) passes that control's roles (`Control.passes`, as a press is judged),
 so nobody is shown a button no reader could press; a message about a step whose wait ended says how it ended, who did it and when,
 and carries none. Skip and Resend, which cannot be taken back, ask the console's question first (Slack's
-confirm; on Discord a modal, `asked`, whose submission is the press). Authored words show as written on
-either platform (Slack's `&`, `<` and `>` escaped in every message, the first post and each edit): the only
-markup is the engine's own mention of a person.
+confirm; on Discord a modal, `asked`, whose submission is the press). Authored words are `written` for their
+platform in every message, the first post and each edit: on Slack as written (`&`, `<` and `>` escaped: the
+only markup is the engine's own mention of a person), on Discord as the author's Markdown, with no broadcast.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ...config import Settings
 from .. import journal
-from ..adapters.webhook_channel import slack_text
+from ..adapters.webhook_channel import discord_text, slack_text
 from ..commands import CONTROLS, Acknowledge, Confirm, Resend, Skip
 from ..lifecycle import StepStatus
 from ..model import Step
@@ -109,10 +109,11 @@ def now_buttons(step: Step, mapped: frozenset[str]) -> tuple[Button, ...]:
 
 
 def written(text: str, platform: str) -> str:
-    """Words that are not the engine's own markup, as `platform` shows them as written: Slack's `&`, `<` and `>`
-    escaped (an authored `<!channel>` or `<https://…|link>` is no broadcast or disguised link there)."""
+    """Words that are not the engine's own markup, as `platform` shows them: Slack's `&`, `<` and `>` escaped (an
+    authored `<!channel>` or `<https://…|link>` is no broadcast or disguised link there); Discord's `@everyone`
+    and `@here` broken (its Markdown is the author's to use: bold, a masked link)."""
     # guard: authored-markup-reaches-slack-unescaped
-    return slack_text(text) if platform == "slack" else text
+    return slack_text(text) if platform == "slack" else discord_text(text)
 
 
 def who(actor: str, platform: str) -> str:
