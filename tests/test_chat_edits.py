@@ -88,6 +88,42 @@ def test_a_press_whose_edit_lands_after_the_ticks_leaves_the_message_to_the_tick
     assert "Confirmed by mod-mia" in shown.text and shown.custom_ids == []
 
 
+def test_a_press_whose_edit_lands_between_the_ticks_edit_and_its_settle_leaves_the_message_to_the_tick_again(
+        world, monkeypatch):
+    """The same late edit, landing while the tick's chore was between its own edit and the settle: the press found
+    the message not yet settled, so it unsettled nothing, and the chore then settled it over the older picture."""
+    from chalicelib.events.errors import ChannelError
+    from chalicelib.events.store import chat_messages
+
+    run, cue = world.cue_posted()
+    [message] = world.chat.messages("discord")
+    press = read_discord(world.chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:acknowledge", roles=[GM_ROLE]),
+                         world.settings)
+    real_edit_original, real_edit, held = DiscordApi.edit_original, DiscordApi.edit, []
+
+    def on_its_way(self, *args):
+        held.append((self, args))
+        raise ChannelError("discord: still on its way")  # the press is made; its edit lands later, below
+
+    def the_ticks_edit_then_the_press_lands(self, *args):
+        real_edit(self, *args)
+        api, pressed = held.pop()
+        real_edit_original(api, *pressed)
+        world.db.autocommit(lambda tx: chat_messages.edited_by_a_press(tx, "discord", message.id, run.id, cue.id))
+
+    monkeypatch.setattr(DiscordApi, "edit_original", on_its_way)
+    finish({"press": press.event()})
+    assert world.steps(run.id)[0].acknowledged_by == "discord:4242"
+    assert world.api.post(f"/runs/{run.id}/steps/{cue.id}/confirm", {}, auth=MODERATOR).status == 200
+    monkeypatch.setattr(DiscordApi, "edit", the_ticks_edit_then_the_press_lands)
+    world.tick()
+    assert world.chat.message(message.id).custom_ids  # the press's older picture stands over the tick's edit
+    monkeypatch.setattr(DiscordApi, "edit", real_edit)
+    world.tick()
+    shown = world.chat.message(message.id)
+    assert "Confirmed by mod-mia" in shown.text and shown.custom_ids == []
+
+
 def test_a_slack_press_whose_response_url_fails_is_edited_by_the_tick(world):
     settings = chat_settings(world.chat, world.settings, cue_channel=f"slack:{SLACK_CHANNEL}")
     run, cue = world.cue_posted(settings)

@@ -6,7 +6,9 @@ compare-and-set on `settled_at` still NULL, made only by the tick's chore once i
 step no longer waits (its status is not running: a step being dispatched is running under a lease, so a cue
 being posted is never settled before it parks); a press from the chat never settles it, as its own edit of
 the message may not land, and a press's edit that did land unsettles it (`edited_by_a_press`), as it may
-have put back an older state of the step after the tick's edit. A failed edit is tried
+have put back an older state of the step after the tick's edit; one that landed while the tick's chore was
+between its edit and its settle is counted (`press_edits`), and the settle, held to the count it read, does not
+take: the next tick edits the message again. A failed edit is tried
 again at `edit_at` (`settle.py` says when, and when it gives up), each try counted (`edit_tries`).
 """
 
@@ -21,7 +23,7 @@ from ...db import Tx
 from .. import journal
 from ..lifecycle import StepSQL
 
-COLUMNS = "m.id, m.run_id, m.step_id, m.platform, m.channel_id, m.message_id, m.edit_tries, m.posted_at"
+COLUMNS = "m.id, m.run_id, m.step_id, m.platform, m.channel_id, m.message_id, m.edit_tries, m.posted_at, m.press_edits"
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class ChatMessage:
     message_id: str  # Discord's message id, Slack's ts
     edit_tries: int = 0
     posted_at: datetime | None = None
+    press_edits: int = 0  # how many presses' own edits of it landed (`edited_by_a_press`)
 
 
 def record(tx: Tx, run_id: int, step_id: int, platform: str, channel_id: str, message_id: str, now: datetime) -> None:
@@ -97,23 +100,29 @@ def next_edit_at(tx: Tx, platforms: frozenset[str]) -> datetime | None:
 
 
 def settle(tx: Tx, message: ChatMessage, words: str | None, now: datetime) -> bool:
-    """The message says how its step's wait ended (None: its edits were given up); False if it already did, or
-    if its row now holds a message posted after it (`record`: the step's cue posted again)."""
+    """The message says how its step's wait ended (None: its edits were given up); False if it already did, if
+    its row now holds a message posted after it (`record`: the step's cue posted again), or if a press's own edit
+    landed since `message` was read (its older picture may stand over the edit this settles)."""
     # guard: a-settle-lands-on-the-message-posted-after-it
     return tx.execute("UPDATE event_chat_messages SET settled_at = %s, settled_as = %s WHERE id = %s"
-                      " AND message_id = %s AND settled_at IS NULL",
-                      (now, None if words is None else words[:400], message.id, message.message_id)) == 1
+                      " AND message_id = %s AND settled_at IS NULL AND press_edits = %s",
+                      (now, None if words is None else words[:400], message.id, message.message_id,
+                       message.press_edits)) == 1
 
 
 def edited_by_a_press(tx: Tx, platform: str, message_id: str, run_id: int, step_id: int) -> bool:
     """A press's own edit of the message landed (Discord's `@original`, Slack's `response_url`): it shows the
     step as the press left it, which may be older than what the tick's edit said since (a press made while the
-    step waited, finished after someone else ended the wait). A settled message is the chore's again, so the
-    tick says how the wait ended once more; False when it was not settled (the chore edits it anyway)."""
+    step waited, finished after someone else ended the wait). It is counted, so a settle by a chore that read the
+    message before it does not take; a settled message is the chore's again, so the tick says how the wait ended
+    once more (its tries begun afresh). False when the message is no longer the one recorded."""
+    # MySQL assigns left to right, each seeing the ones before: the tries are read before settled_at is cleared.
     # guard: a-late-press-edit-leaves-the-message-stale
-    return tx.execute("UPDATE event_chat_messages SET settled_at = NULL, settled_as = NULL, edit_tries = 0, edit_at = NULL"
-                      " WHERE platform = %s AND message_id = %s AND run_id = %s AND step_id = %s"
-                      " AND settled_at IS NOT NULL", (platform, message_id, run_id, step_id)) == 1
+    return tx.execute("UPDATE event_chat_messages SET edit_tries = IF(settled_at IS NULL, edit_tries, 0),"
+                      " edit_at = IF(settled_at IS NULL, edit_at, NULL), press_edits = press_edits + 1,"
+                      " settled_at = NULL, settled_as = NULL"
+                      " WHERE platform = %s AND message_id = %s AND run_id = %s AND step_id = %s",
+                      (platform, message_id, run_id, step_id)) == 1
 
 
 def edit_failed(tx: Tx, message: ChatMessage, again_at: datetime) -> bool:
