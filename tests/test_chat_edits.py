@@ -158,6 +158,21 @@ def test_a_rate_limited_edit_waits_what_discord_asks_and_outlives_a_minute_of_it
     assert "Confirmed by mod-mia" in shown.text and shown.custom_ids == []
 
 
+def test_a_rate_limited_channels_other_edits_wait_for_the_next_tick_rather_than_each_meet_a_429(world):
+    posted = [world.cue_posted() for _ in range(3)]
+    for run, cue in posted:  # three messages due in the one channel
+        assert world.api.post(f"/runs/{run.id}/steps/{cue.id}/confirm", {}, auth=MODERATOR).status == 200
+    runs = [run for run, _ in posted]
+    world.chat.script(RATE_LIMITED)
+    tried = world.edits()
+    world.tick()
+    assert world.edits() == tried + 1 and [len(world.failed_edits(run.id)) for run in runs].count(1) == 1
+    world.clock.advance(1)
+    world.tick()  # the two the limit held back, tried now; the limited one waits what Discord asked
+    assert world.edits() == tried + 3
+    assert sum("Confirmed by mod-mia" in world.chat.message(m.id).text for m in world.chat.messages("discord")) == 2
+
+
 def test_an_edit_failing_for_hours_is_tried_until_six_hours_after_the_wait_ended(world):
     run, _, message = world.confirmed_on_the_console()
     ended = world.clock.now()

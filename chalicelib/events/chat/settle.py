@@ -5,7 +5,8 @@ and when, its buttons gone — a press in the chat, on the console or through th
 because the tick, not the press, finds it (`chat_messages.unsettled`): the edit is made, then the row is
 settled (compare-and-set); a failed edit is tried again, each failure logged (`chat.edit_failed`), after
 the step rules' retry backoff doubled at each try up to EDIT_MOST_WAIT, and never sooner than the platform's
-own wait (a rate limit's `retry_after`): an edit is idempotent and cheap, so it outlives a rate limit, a
+own wait (a rate limit's `retry_after`, which holds the channel's other edits to the next tick too, rather than
+spend a 429 on each): an edit is idempotent and cheap, so it outlives a rate limit, a
 permission being fixed or an outage, and is given up (the row settled without words) only when the platform
 says the message or its channel is gone, or EDIT_PATIENCE after the step's wait ended. A message a
 chat press already edited is edited here too: the press's own edit (a type 7 answer the engine cannot
@@ -41,15 +42,23 @@ def settle_messages(db: Database, apis: ChatApis, now: datetime, *, retry_second
     """Edit the due messages while the tick `affords` each edit's deadline; how many were edited. A failed
     edit's first wait is `retry_seconds` (the step rules' retry backoff)."""
     edited = 0
+    limited: set[tuple[str, str]] = set()  # the channels that answered a rate limit: their other edits wait a tick
     for message in db.autocommit(lambda tx: chat_messages.unsettled(tx, now, MESSAGES_PER_TICK, apis.platforms())):
         api = apis.of(message.platform)
-        if api is None or not affords(api.timeout):
+        channel = (message.platform, message.channel_id)
+        if api is None or channel in limited or not affords(api.timeout):
             continue
-        edited += _settle_one(db, api, message, now, retry_seconds)
+        refused = _settle_one(db, api, message, now, retry_seconds)
+        if refused is None:
+            edited += 1
+        elif refused.retry_after is not None:
+            limited.add(channel)
     return edited
 
 
-def _settle_one(db: Database, api: DiscordApi | SlackApi, message: ChatMessage, now: datetime, retry_seconds: float) -> int:
+def _settle_one(db: Database, api: DiscordApi | SlackApi, message: ChatMessage, now: datetime,
+                retry_seconds: float) -> ChannelError | None:
+    """The message edited and settled; or why its edit failed, logged and its next try set."""
     def read(tx: Tx) -> tuple[Step, Ended | None]:
         step = must_exist(steps.get_on_run(tx, message.run_id, message.step_id))
         return step, chat_messages.how_it_ended(tx, message.run_id, message.step_id)
@@ -71,9 +80,9 @@ def _settle_one(db: Database, api: DiscordApi | SlackApi, message: ChatMessage, 
                 log.append(tx, journal.chat_edit_failed(message.run_id, message.step_id, where, attempt, error, again), now)
 
         db.transaction(failed)
-        return 0
+        return refused
     db.autocommit(lambda tx: chat_messages.settle(tx, message, shown.text.rsplit("\n", 1)[-1], now))
-    return 1
+    return None
 
 
 def next_try(now: datetime, attempt: int, first_wait: float, failed: ChannelError, ended_at: datetime) -> datetime | None:
