@@ -33,6 +33,7 @@ import base64
 import json
 import re
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -184,8 +185,7 @@ class Recording:
     def requests(self) -> list[dict[str, Any]]:
         """Each request: service (from its signature), operation, and its parameters (a query-protocol body's)."""
         taken: list[dict[str, Any]] = []
-        for line in self.path.read_text().splitlines():
-            entry = json.loads(line)
+        for entry in _entries(self.path.read_text()):
             headers = {k.lower(): v for k, v in entry["headers"].items()}
             scope = re.search(r"Credential=[^/]+/[^/]+/([^/]+)/([^/]+)/", headers.get("authorization", ""))
             region, service = scope.groups() if scope else ("?", "?")
@@ -199,3 +199,15 @@ class Recording:
             taken.append({"service": service, "region": region, "operation": params.get("Action", "?"), "params": params})
         return taken
 
+
+def _entries(text: str) -> Iterator[dict[str, Any]]:
+    """The recorder's entries, one JSON object each. Read as a stream, not a line each: moto writes an entry and its
+    newline in two writes, unlocked, so two requests taken at once (the CLI's parallel parts of an S3 upload) can
+    leave two entries on one line and an empty one after."""
+    decoder, at = json.JSONDecoder(), 0
+    while (at := _SPACE.match(text, at).end()) < len(text):  # type: ignore[union-attr]  # \s* always matches
+        entry, at = decoder.raw_decode(text, at)
+        yield entry
+
+
+_SPACE = re.compile(r"\s*")
