@@ -284,3 +284,21 @@ def test_a_phase_whose_condition_is_met_is_over_and_its_deadline_stays(api, db, 
     answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 600}, auth=MODERATOR)
     assert (answer.status, answer.body["errors"]) == (409, ["phase 1 (phase 1) is over: its deadline no longer counts"])
     assert _phase(db, run.id) == before
+
+
+def test_extending_a_phase_whose_close_deadline_passed_before_the_tick_closed_it_is_409_and_changes_nothing(api, db, clock):
+    """Between a `close` deadline passing and the tick closing the phase, the engine already treats it as over (a
+    step answering in flight is cancelled, "its phase ended"); an extend then revived it without those steps."""
+    from tests.support.plans import at_a_phase_with_a_deadline
+
+    run = at_a_phase_with_a_deadline(db, clock.now())
+    passed = clock.now() - timedelta(seconds=1)
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_phases SET on_deadline = 'close', limit_seconds = 600, deadline = %s"
+                                        " WHERE run_id = %s AND number = 1", (passed, run.id)))
+    before = snapshot(db, run.id), _phase(db, run.id)
+    answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 600}, auth=MODERATOR)
+    assert answer.status == 409, answer.body
+    assert answer.body["errors"] == [(f"phase 1 (part 1) ended at its deadline, {passed:%H:%M:%S} UTC (what it had in"
+                                     " flight was cancelled then), and closes at the engine's next tick: its deadline"
+                                     " can no longer be moved")]
+    assert (snapshot(db, run.id), _phase(db, run.id)) == before

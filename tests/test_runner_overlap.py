@@ -119,3 +119,51 @@ def test_cancel_previous_of_a_run_that_cleans_up_starts_the_next_in_the_same_wal
     assert run_row(db, second.id).status is RunStatus.RUNNING
     [decided] = _overlap_rows(db, second.id)
     assert decided["decided"] == "cancelled_previous" and decided["earlier"] == [first.id]
+
+
+@pytest.mark.parametrize("overlap", ["skip", "cancel_previous"])
+def test_a_postpone_made_as_the_tick_walks_to_the_run_moves_it_and_decides_no_overlap(db, db_params, clock, runner,
+                                                                                        monkeypatch, overlap):
+    """The tick read the run due, then a person postponed it before its worker took its lease: the start decided
+    from the tick's read, so `skip` missed the run the person had just been told was postponed, and
+    `cancel_previous` cancelled the live run for a start that then did not come."""
+    from chalicelib.db import Database
+    from chalicelib.events.runner.lease import RunLease
+
+    definition = _recurring(db, clock, overlap)
+    tick(runner)
+    first, second = _runs(db, definition)[:2]
+    assert run_row(db, first.id).status is RunStatus.RUNNING
+    clock.advance(300)  # the second is due
+    later, moved, person = clock.now() + timedelta(hours=2), [], Database(db_params)
+    real_take = RunLease.take
+
+    def postponed_first(lease, tx):
+        if lease.run_id == second.id and not moved:
+            moved.append(commands.postpone(person, second.id, later, actor="mod-mia", now=clock.now()))
+        return real_take(lease, tx)
+
+    monkeypatch.setattr(RunLease, "take", postponed_first)
+    try:
+        tick(runner)
+    finally:
+        person.close()
+    assert moved, "the tick walked to the second run"
+    postponed = run_row(db, second.id)
+    assert (postponed.status, postponed.scheduled_for) == (RunStatus.SCHEDULED, later)
+    assert run_row(db, first.id).status is RunStatus.RUNNING and _overlap_rows(db, second.id) == []
+
+
+def test_a_queued_run_postponed_decides_again_at_its_new_time_and_frees_the_queue_for_the_next(db, clock, runner):
+    """Postponed, it stayed queued behind the run under way: each later occurrence was missed ("another occurrence
+    already waits behind it") though nothing waited, and at its new time it started however late."""
+    definition = _recurring(db, clock, "queue_one")
+    first, second = _first_live_then_the_next_due(db, clock, runner, definition)
+    assert [row["decided"] for row in _overlap_rows(db, second.id)] == ["queued"]
+    commands.postpone(db, second.id, clock.now() + timedelta(hours=2), actor="mod-mia", now=clock.now())
+    clock.advance(300)  # 20:10: the third occurrence falls due while the first is still under way
+    tick(runner)
+    [third] = [run for run in _runs(db, definition) if run.scheduled_for == first.scheduled_for + timedelta(minutes=10)]
+    assert run_row(db, third.id).status is RunStatus.SCHEDULED
+    assert [row["decided"] for row in _overlap_rows(db, third.id)] == ["queued"]  # the queue's one place is its own
+    assert run_row(db, second.id).status is RunStatus.SCHEDULED

@@ -22,6 +22,7 @@ from ...db import Tx
 from ...roles import CONTROLLERS
 from .. import journal
 from ..errors import Conflict, Invalid
+from ..lifecycle import OnDeadline
 from ..model import Run, Step, clean_note, iso
 from ..occurrences import MAX_SCHEDULE_AHEAD
 from ..store import log, phases, runs, steps
@@ -119,6 +120,10 @@ class Extend(PhaseCommand):
         if row.closed_at is not None or row.condition_met:
             raise Conflict(f"phase {self.phase} ({row.name}) is over: its deadline no longer counts",
                            run_status=run.status.value)
+        if row.deadline <= by.now and row.on_deadline is OnDeadline.CLOSE:
+            raise Conflict(f"phase {self.phase} ({row.name}) ended at its deadline, {row.deadline:%H:%M:%S} UTC (what it"
+                           " had in flight was cancelled then), and closes at the engine's next tick: its deadline can no"
+                           " longer be moved", run_status=run.status.value)
         raise _not_moved(self, run, None, row.deadline + timedelta(seconds=self.seconds), by, "the new deadline")
 
 

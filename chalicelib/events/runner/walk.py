@@ -254,12 +254,17 @@ class RunWalker:
 
     def _lease_and_start(self, tx: Tx, run: Run, programme: Programme,
                          lease: RunLease) -> tuple[Cursor, Claim | None] | None:
-        """The run lease, then the start, in one unit; None (nothing written) if another worker or tick holds the run."""
+        """The run lease, then the start, in one unit; None (nothing written) if another worker or tick holds the run.
+        The start decides from the run as the lease found it, not as the tick read it before (a person's postpone
+        in between moved its time and left its status: decided from the old time, it was missed by its overlap,
+        or cancelled the run under way, for a start that then did not come)."""
         # guard: start-without-the-run-lease
         if not lease.take(tx):
             return None
+        # guard: a-start-decides-from-the-run-read-before-its-lease
+        leased = must_exist(runs.get(tx, run.id))  # the lease's UPDATE holds the row: nothing moves it meanwhile
         return self._worked(tx, run.id, programme,
-                            lambda tx, log_rows: start_run(tx, self.ctx.now, run, programme, log_rows))
+                            lambda tx, log_rows: start_run(tx, self.ctx.now, leased, programme, log_rows))
 
     def _finish_unit(
         self, tx: Tx, run_id: int, programme: Programme, cursor: Cursor, log_rows: list[journal.Entry]

@@ -209,7 +209,9 @@ def move_deadline(tx: Tx, run_id: int, number: int, moved: tuple[datetime, datet
                   now: datetime, *, seen_version: int | None = None) -> bool:
     """A person moves the deadline of phase `number` from `moved[0]` (as read) to `moved[1]`, later than now: a
     compare-and-set on the run being at that phase, live (running, ending or paused, not cleaning up), and
-    the phase open to it (its deadline as read, not closed, its condition not met). Who moved it, when and
+    the phase open to it (its deadline as read, not closed, not over: its condition not met, nor a `close`
+    deadline passed, which the engine already treats as the phase's end though the tick has not closed it yet:
+    steps answering in flight were cancelled as "phase ended"). Who moved it, when and
     why are kept on the phase row; a running or ending run wakes now (its release then writes the wake time the
     new deadline gives; a paused one has none), and its version is raised (`seen_version`: held to the version a person saw)."""
     seen = "" if seen_version is None else " AND r.version = %s"
@@ -217,14 +219,15 @@ def move_deadline(tx: Tx, run_id: int, number: int, moved: tuple[datetime, datet
     # guard: extend-a-closed-phase
     # guard: extend-into-the-past
     # guard: extend-without-waking-the-run
+    # guard: extend-revives-a-phase-its-close-deadline-ended
     return tx.execute(
         f"""UPDATE event_runs r JOIN event_run_phases p ON p.run_id = r.id AND p.number = r.current_phase
                SET p.deadline = %s, p.deadline_moved_by = %s, p.deadline_moved_at = %s, p.deadline_moved_reason = %s,
                    r.version = r.version + 1, r.updated_at = %s,
                    r.wake_at = IF(r.status IN ({RunSQL.DUE}), %s, r.wake_at)
              WHERE r.id = %s AND r.current_phase = %s AND r.status IN ({RunSQL.LIVE_PHASE}) AND r.cleanup_target IS NULL
-               AND p.deadline = %s AND p.closed_at IS NULL AND NOT p.condition_met AND %s > %s{seen}""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
-        (moved[1], actor, now, reason, now, now, run_id, number, moved[0], moved[1], now,
+               AND p.deadline = %s AND p.closed_at IS NULL AND NOT {OVER} AND %s > %s{seen}""",  # noqa: S608 — the status literals are lifecycle's renderings (constants); values are parameters
+        (moved[1], actor, now, reason, now, now, run_id, number, moved[0], now, moved[1], now,
          *(() if seen_version is None else (seen_version,))),
     ) >= 1
 

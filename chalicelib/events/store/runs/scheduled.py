@@ -121,14 +121,17 @@ def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
 
 def postpone(tx: Tx, run_id: int, to: datetime, now: datetime, *, seen_version: int | None = None) -> bool:
     """A scheduled run moved to `to`, later than now: the same run, its occurrence key kept, its wake time `to`
-    (as the schedule's INSERT writes it). A run-level change a person made: its version is raised, and
-    `seen_version` holds it to the version they saw (their If-Match)."""
+    (as the schedule's INSERT writes it), and no longer queued behind a run under way (`overlap.queue`): it decides
+    its overlap afresh at its new time, within its grace window, and leaves the queue's one place to the next
+    occurrence. A run-level change a person made: its version is raised, and `seen_version` holds it to the
+    version they saw (their If-Match)."""
     seen = "" if seen_version is None else " AND version = %s"
     # guard: postpone-a-started-run
     # guard: postpone-into-the-past
     # guard: postpone-without-its-wake
+    # guard: a-postponed-run-stays-queued
     return tx.execute(
-        f"""UPDATE event_runs SET scheduled_for = %s, wake_at = %s, version = version + 1, updated_at = %s
+        f"""UPDATE event_runs SET scheduled_for = %s, wake_at = %s, queued_behind = NULL, version = version + 1, updated_at = %s
              WHERE id = %s AND status = {RunSQL.SCHEDULED} AND %s > %s{seen}""",  # noqa: S608 — the status literal is lifecycle's rendering; values are parameters
         (to, to, now, run_id, to, now, *(() if seen_version is None else (seen_version,))),
     ) == 1
