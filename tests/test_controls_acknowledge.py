@@ -90,3 +90,32 @@ def test_a_cue_answered_while_its_run_is_paused_leaves_it_waiting_for_its_resume
                                         (run.id,)))
     assert db.transaction(lambda tx: steps.park(tx, Claim(leased.id, "tick-token", leased.attempts), "cue"))
     assert run_row(db, run.id).waiting_for == "resume"
+
+
+def test_a_step_parked_again_is_held_by_nobody_whatever_its_last_park_was(db, clock):
+    """A by-hand revert acknowledged, then ended (timed out, or abandoned by a cancel) and posted again (a Retry, a
+    Clean up): the hold columns were never cleared, so the new park was "had" by someone who never saw it, its
+    reminders silenced and its stale hold lapsing at once into an escalation."""
+    _, (cue, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    put_step_in(db, cue, "parked", clock.now())
+    assert db.transaction(lambda tx: steps.acknowledge(tx, cue.id, "Rowan", clock.now(), held_until=clock.now()))
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET status = 'pending' WHERE id = %s", (cue.id,)))
+    leased = put_step_in(db, step_row(db, cue.id), "leased", clock.now())  # posted again
+    assert db.transaction(lambda tx: steps.park(tx, Claim(leased.id, "tick-token", leased.attempts), "cue"))
+    parked = step_row(db, cue.id)
+    assert (parked.acknowledged_by, parked.acknowledged_at, parked.held_until) == (None, None, None)
+    assert db.transaction(lambda tx: steps.acknowledge(tx, cue.id, "Sam", clock.now()))  # free for anyone
+
+
+def test_a_hold_on_a_finished_runs_clean_up_revert_wakes_the_run_by_its_end(db, clock):
+    """A completed run's Clean up parked a by-hand revert, its escalation spent (no wake left): an acknowledge
+    set the hold's end but left the run without a wake, so the hold never lapsed."""
+    from chalicelib.events.lifecycle import LateCleanup
+
+    run, (revert, *_) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    put_step_in(db, revert, "parked", clock.now())
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET status = 'completed', finished_at = %s, late_cleanup = %s,"
+                                        " wake_at = NULL WHERE id = %s", (clock.now(), LateCleanup.STARTED.value, run.id)))
+    until = clock.now() + timedelta(minutes=15)
+    assert db.transaction(lambda tx: steps.acknowledge(tx, revert.id, "Rowan", clock.now(), held_until=until))
+    assert run_row(db, run.id).wake_at == until

@@ -80,3 +80,15 @@ def test_the_vocabulary_says_which_body_field_carries_the_answer(api):
     controls = {c["name"]: c for c in api.get("/vocabulary", auth=GM).body["controls"]}
     assert controls["confirm"]["choice_field"] == "choice"
     assert {name for name, c in controls.items() if c["choice_field"]} == {"confirm"}
+
+
+@pytest.mark.parametrize("body", [{}, {"choice": "west"}])
+def test_a_confirm_of_a_cue_already_answered_is_409_saying_so_whatever_choice_it_carries(api, db, clock, runner, body):
+    """It was 400 "confirm it with a choice": the person was asked to pick an answer for a cue no longer waiting."""
+    run_id, step = _parked(api, db, clock, runner, ASK)
+    assert api.post(f"/runs/{run_id}/steps/{step.id}/confirm", {"choice": "north"}, auth=GM).status == 200
+    before = everything(db)
+    answer = api.post(f"/runs/{run_id}/steps/{step.id}/confirm", body, auth=GM)
+    assert answer.status == 409, answer.body
+    assert "is not waiting on anyone" in answer.body["errors"][0], answer.body
+    assert everything(db) == before

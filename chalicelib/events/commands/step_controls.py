@@ -84,6 +84,8 @@ class Confirm(_Decision):
     choice: Choice | None = None
 
     def decide(self, tx: Tx, run: Run, step: Step, by: Context) -> Took[Step] | None:
+        if confirm_refusal(run, step, None) is not None:  # waits on nobody (read locked): said so (409), not its choice
+            return None
         problem = choice_problem(step, self.choice)
         if problem is not None:
             raise Invalid(problem)  # what the step offers is its definition's: nothing of it is a moment's state

@@ -106,17 +106,20 @@ def park(tx: Tx, claim: Claim, note: str | None = None, attention: Attention | N
     phase (or cleaning up, at a revert), waits for this cue (or, parked in doubt, for a decision) from now
     (`waiting_for`, in the same statement; a paused run waits for its resume). The park's timers (`attention`)
     are written by the same statement, its count of reminders from nought, and how long an acknowledge will hold
-    it; a step parked in doubt is in doubt (`in_doubt`)."""
+    it; a step parked in doubt is in doubt (`in_doubt`). It is held by nobody: a step parked again (a revert
+    retried, or re-opened by a Clean up) does not keep the hold of its last park, which nobody has on this one."""
     timers = attention or Attention()
     doubt = ParkReason(reason) is ParkReason.DOUBT
     waits_for = WaitSQL.DECISION if doubt else WaitSQL.CUE
     # guard: park-unfenced
     # guard: a-parked-cue-is-not-waited-for
     # guard: a-cue-parked-in-a-paused-run-hides-its-resume
+    # guard: a-step-parked-again-keeps-its-last-hold
     return write(
         tx, PARK, _FENCE_OF_S, (claim.step_id, claim.token, claim.attempt),
         sets=f"""s.last_error = %s, s.remind_at = %s, s.reminders_sent = 0, s.escalate_at = %s, s.escalation_tries = 0,
-                 s.times_out_at = %s, s.park_reason = %s, s.hold_seconds = %s,
+                 s.times_out_at = %s, s.park_reason = %s, s.hold_seconds = %s, s.acknowledged_by = NULL,
+                 s.acknowledged_at = NULL, s.held_until = NULL, s.lapsed_by = NULL, s.lapsed_acknowledged_at = NULL,
                  r.waiting_for = IF({waiting.works_step("r", "s")}, {waits_for}, r.waiting_for)""",
         set_args=(kept_note(note), timers.remind_at, timers.escalate_at, timers.times_out_at, ParkReason(reason).value,
                   timers.hold_seconds),

@@ -115,9 +115,12 @@ def skip_by_human(tx: Tx, step_id: int, now: datetime, reason: str | None = None
 
 
 # A hold of a parked cue ends at `held_until` (NULL: it has no end), and its run wakes by then at the latest
-# (only ever earlier, and only a run a tick picks up): the statement that takes the hold writes both.
+# (only ever earlier, and only a run a tick picks up, a finished run's Clean up among them, as `_WAKE_RUN_NOW`):
+# the statement that takes the hold writes both.
 # guard: a-hold-wakes-its-run-never
-_HELD_UNTIL = f"""s.held_until = %s, r.wake_at = IF(%s IS NOT NULL AND r.status IN ({RunSQL.DUE})
+# guard: a-hold-on-a-finished-runs-revert-never-lapses
+_HELD_UNTIL = f"""s.held_until = %s, r.wake_at = IF(%s IS NOT NULL
+                                                  AND (r.status IN ({RunSQL.DUE}) OR r.late_cleanup = {RunSQL.LATE_CLEANUP_STARTED})
                                                   AND (r.wake_at IS NULL OR %s < r.wake_at), %s, r.wake_at)"""
 
 
