@@ -302,3 +302,27 @@ def test_extending_a_phase_whose_close_deadline_passed_before_the_tick_closed_it
                                      " flight was cancelled then), and closes at the engine's next tick: its deadline"
                                      " can no longer be moved")]
     assert (snapshot(db, run.id), _phase(db, run.id)) == before
+
+
+def test_a_finished_runs_clean_up_revert_has_its_timeout_moved_as_any_cues(api, db, clock):
+    """The tick acts on such a revert's timeout (it fails the revert, leaving its resource), but moving it was 409
+    "this run is completed; its cues no longer time out", and the control never offered."""
+    from chalicelib.events.ledger import Listed
+    from chalicelib.events.lifecycle import LateCleanup
+    from chalicelib.events.model import Revert
+    from chalicelib.events.store import resources
+
+    run, cue = _parked_cue(db, clock)
+
+    def a_clean_up_revert(tx):  # the cue stands for a by-hand revert its finished run's Clean up parked
+        resources.record(tx, run.id, cue.id, [Listed("npc", "crow", Revert("world.undo", {"what": "crow"}))], clock.now())
+        tx.execute("UPDATE event_run_steps SET resource_id = (SELECT MAX(id) FROM event_run_resources WHERE run_id = %s)"
+                   " WHERE id = %s", (run.id, cue.id))
+        tx.execute("UPDATE event_runs SET status = 'completed', finished_at = %s, late_cleanup = %s WHERE id = %s",
+                   (clock.now(), LateCleanup.STARTED.value, run.id))
+
+    db.transaction(a_clean_up_revert)
+    assert "extend_cue" in api.get(f"/runs/{run.id}", auth=MODERATOR).body["controls"]["steps"][str(cue.id)]
+    answer = api.post(f"/runs/{run.id}/steps/{cue.id}/extend_cue", {"seconds": 900}, auth=MODERATOR)
+    assert answer.status == 200, answer.body
+    assert db.autocommit(lambda tx: steps.get(tx, cue.id)).times_out_at == cue.times_out_at + timedelta(seconds=900)

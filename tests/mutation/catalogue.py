@@ -2250,6 +2250,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("extend-revives-a-phase-its-close-deadline-ended", "extend-revives-a-phase-its-close-deadline-ended",
              "AND NOT {OVER} AND", "AND NOT (p.condition_met OR %s IS NULL) AND",
              ("tests/test_plans_extend.py",)),
+    Mutation("a-late-reverts-timeout-cannot-be-moved", "a-late-reverts-timeout-cannot-be-moved",
+             " OR {waiting.late_revert('r', 's')})", " OR FALSE)", ("tests/test_plans_extend.py",)),
     Mutation("a-step-parked-again-keeps-its-last-hold", "a-step-parked-again-keeps-its-last-hold",
              "s.hold_seconds = %s, s.acknowledged_by = NULL,", "s.hold_seconds = %s,",
              ("tests/test_controls_acknowledge.py",)),

@@ -232,7 +232,7 @@ def extend_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str
 
 def extend_cue_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
     step = needed(step, "extend_cue")
-    if run.status in TERMINAL_RUN:
+    if run.status in TERMINAL_RUN and not (run.late_cleanup is LateCleanup.STARTED and step.resource_id is not None):
         return f"this run is {run.status.value}; its cues no longer time out"
     if not step.parked_cue:
         return f"this step is {step_state(step)}; only a parked cue's timeout can be moved"

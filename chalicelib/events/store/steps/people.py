@@ -247,14 +247,17 @@ def reopen_reverts(tx: Tx, run_id: int, now: datetime) -> None:
     )
 def move_timeout(tx: Tx, step_id: int, moved: tuple[datetime, datetime], now: datetime, *, seen: Step | None = None) -> bool:
     """A person moves a parked cue's timeout from `moved[0]` (as read) to `moved[1]`, later than now: a
-    compare-and-set on its being a parked cue (not in doubt) of a run not over, with that timeout. Its run wakes
+    compare-and-set on its being a parked cue (not in doubt) of a run not over (or a finished run's Clean-up
+    revert, whose timeout the tick still acts on), with that timeout. Its run wakes
     now if the new timeout is earlier than its wake time (else its release writes the wake time it gives).
     `seen`: held to the state their If-Match named."""
     as_seen, seen_args = _as_seen(seen)
     # guard: extend-a-cue-into-the-past
+    # guard: a-late-reverts-timeout-cannot-be-moved
     return write(
         tx, MOVE_TIMEOUT,
-        f"""s.id = %s AND {UNLEASED} AND NOT {waiting.parked_in_doubt('s')} AND r.status NOT IN ({RunSQL.TERMINAL})
+        f"""s.id = %s AND {UNLEASED} AND NOT {waiting.parked_in_doubt('s')}
+               AND (r.status NOT IN ({RunSQL.TERMINAL}) OR {waiting.late_revert('r', 's')})
                AND s.times_out_at = %s AND %s > %s{as_seen}""",
         (step_id, moved[0], moved[1], now, *seen_args),
         sets=f"s.times_out_at = %s, {_WAKE_RUN_NOW}", set_args=(moved[1], moved[1], now),
