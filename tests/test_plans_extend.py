@@ -326,3 +326,19 @@ def test_a_finished_runs_clean_up_revert_has_its_timeout_moved_as_any_cues(api, 
     answer = api.post(f"/runs/{run.id}/steps/{cue.id}/extend_cue", {"seconds": 900}, auth=MODERATOR)
     assert answer.status == 200, answer.body
     assert db.autocommit(lambda tx: steps.get(tx, cue.id)).times_out_at == cue.times_out_at + timedelta(seconds=900)
+
+
+def test_a_cues_timeout_that_passed_while_its_run_was_paused_moved_too_little_is_400_saying_by_how_much(api, db, clock):
+    """It said "a time can be moved earlier, but not into the past" to someone who had moved it later."""
+    run, cue = _parked_cue(db, clock)
+    commands.pause(db, run.id, actor="mod", now=clock.now())
+    clock.advance(600 + 3600)  # its timeout passed an hour ago, while paused
+    before = snapshot(db, run.id)
+    answer = api.post(f"/runs/{run.id}/steps/{cue.id}/extend_cue", {"seconds": 600}, auth=MODERATOR)
+    assert answer.status == 400, answer.body
+    [said] = answer.body["errors"]
+    assert said.startswith("the cue's new timeout would be ") and said.endswith(
+        f"which passed while the run was paused (it acts once the run resumes); to move it past now, move it by more"
+        " than 3600 s"), said
+    assert snapshot(db, run.id) == before
+    assert api.post(f"/runs/{run.id}/steps/{cue.id}/extend_cue", {"seconds": 3660}, auth=MODERATOR).status == 200

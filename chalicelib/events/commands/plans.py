@@ -14,6 +14,7 @@ names is kept here (`SKIP_OCCURRENCE`), beside the commands' names.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, NewType
@@ -22,7 +23,7 @@ from ...db import Tx
 from ...roles import CONTROLLERS
 from .. import journal
 from ..errors import Conflict, Invalid
-from ..lifecycle import OnDeadline
+from ..lifecycle import OnDeadline, RunStatus
 from ..model import Run, Step, clean_note, iso
 from ..occurrences import MAX_SCHEDULE_AHEAD
 from ..store import log, phases, runs, steps
@@ -38,11 +39,17 @@ MOST_SECONDS = 7 * 24 * 3600  # a deadline moves at most a week either way in on
 
 
 def _not_moved(command: ControlCommand[Any], run: Run, step: Step | None, to: datetime | None, by: Context,
-               what: str) -> Conflict:
-    """Why a time was not moved to `to` (None: there was no time to move), in the order every plan change
-    says it: the rule's 409 first; then a new time not later than now, the press's mistake (400, raised),
-    whatever the row says; else the 409 of the rows."""
+               what: str, was: datetime | None = None) -> Conflict:
+    """Why a time (`was`, when it moves by an amount) was not moved to `to` (None: there was no time to move), in
+    the order every plan change says it: the rule's 409 first; then a new time not later than now, the press's
+    mistake (400, raised), whatever the row says; else the 409 of the rows."""
     if to is not None and to <= by.now and type(command).rule(run, step, None) is None:
+        if was is not None and was < to:  # moved later, and still past: it had passed (while the run was paused)
+            short = math.ceil((by.now - was).total_seconds())
+            when = ("while the run was paused (it acts once the run resumes)" if run.status is RunStatus.PAUSED
+                    else "(it acts at the engine's next tick)")
+            raise Invalid(f"{what} would be {iso(to)}, still not later than now ({iso(by.now)}): it was {iso(was)},"
+                          f" which passed {when}; to move it past now, move it by more than {short} s")
         raise Invalid(f"{what} would be {iso(to)}, not later than now ({iso(by.now)}): a time can be moved earlier,"
                       " but not into the past")
     return command.lost(run, step)
@@ -124,7 +131,8 @@ class Extend(PhaseCommand):
             raise Conflict(f"phase {self.phase} ({row.name}) ended at its deadline, {row.deadline:%H:%M:%S} UTC (what it"
                            " had in flight was cancelled then), and closes at the engine's next tick: its deadline can no"
                            " longer be moved", run_status=run.status.value)
-        raise _not_moved(self, run, None, row.deadline + timedelta(seconds=self.seconds), by, "the new deadline")
+        raise _not_moved(self, run, None, row.deadline + timedelta(seconds=self.seconds), by, "the new deadline",
+                         row.deadline)
 
 
 @dataclass(frozen=True)
@@ -151,4 +159,4 @@ class ExtendCue(StepChange):
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
         timeout = None if step is None else step.times_out_at
         to = None if timeout is None else timeout + timedelta(seconds=self.seconds)
-        raise _not_moved(self, run, step, to, by, "the cue's new timeout")
+        raise _not_moved(self, run, step, to, by, "the cue's new timeout", timeout)
