@@ -338,7 +338,7 @@ def test_a_cues_timeout_that_passed_while_its_run_was_paused_moved_too_little_is
     assert answer.status == 400, answer.body
     [said] = answer.body["errors"]
     assert said.startswith("the cue's new timeout would be ") and said.endswith(
-        f"which passed while the run was paused (it acts once the run resumes); to move it past now, move it by more"
+        "which passed while the run was paused (it acts once the run resumes); to move it past now, move it by more"
         " than 3600 s"), said
     assert snapshot(db, run.id) == before
     assert api.post(f"/runs/{run.id}/steps/{cue.id}/extend_cue", {"seconds": 3660}, auth=MODERATOR).status == 200
