@@ -296,6 +296,7 @@ def test_extending_a_phase_whose_close_deadline_passed_before_the_tick_closed_it
     db.autocommit(lambda tx: tx.execute("UPDATE event_run_phases SET on_deadline = 'close', limit_seconds = 600, deadline = %s"
                                         " WHERE run_id = %s AND number = 1", (passed, run.id)))
     before = snapshot(db, run.id), _phase(db, run.id)
+    assert "extend" not in api.get(f"/runs/{run.id}", auth=MODERATOR).body["controls"]["phase"]  # nor offered
     answer = api.post(f"/runs/{run.id}/phases/1/extend", {"seconds": 600}, auth=MODERATOR)
     assert answer.status == 409, answer.body
     assert answer.body["errors"] == [(f"phase 1 (part 1) ended at its deadline, {passed:%H:%M:%S} UTC (what it had in"

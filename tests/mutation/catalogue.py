@@ -1296,7 +1296,7 @@ MUTATIONS: list[Mutation] = [
              "return True",
              (CONTROLS_OFFERED,)),
     Mutation("a-phase-control-offered-without-a-deadline", "a-phase-control-offered-without-a-deadline",
-             "self.phase is not None and self.phase.deadline_counts",
+             "self.phase is not None and self.phase.deadline_counts(self.now)",
              "True",
              (CONTROLS_OFFERED,)),
     Mutation("a-gm-may-signal", "a-gm-may-signal",

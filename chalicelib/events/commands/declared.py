@@ -297,14 +297,15 @@ class Standing:
     """Where a run stands, as its controls are judged on the rows of one snapshot: the run, `furthest_seq`
     (`steps.last_started_seq` of its current phase: retry only), `phase` (the row of the phase it is at:
     advance and a phase's controls), `in_flight` (that phase's first step in flight under a live lease:
-    advance only) and `revertable` (it has something live its cleanup would revert and no step open: Clean up
-    only)."""
+    advance only), `revertable` (it has something live its cleanup would revert and no step open: Clean up
+    only) and `now` (when it is judged: a phase's controls, whose deadline may have passed)."""
 
     run: Run
     furthest_seq: int | None = None
     phase: Phase | None = None
     in_flight: Step | None = None
     revertable: bool = False
+    now: datetime | None = None
 
     def legal(self, declared: Control, step: Step | None) -> bool:
         """Whether `declared`'s rule allows it now, on `step` (None: on the run, or on the phase it is at)."""
@@ -315,7 +316,7 @@ class Standing:
             return self.revertable and declared.refuse(run, None, None) is None
         if declared.target is Target.PHASE:  # the phase the run is at, while its deadline still counts
             # guard: a-phase-control-offered-without-a-deadline
-            return declared.refuse(run, None, None) is None and self.phase is not None and self.phase.deadline_counts
+            return declared.refuse(run, None, None) is None and self.phase is not None and self.phase.deadline_counts(self.now)
         return declared.refuse(run, step, self.furthest_seq if step is not None else None) is None
 
     def offer(self, declared: Control, step: Step | None, caller: Caller) -> list[str]:
@@ -329,12 +330,12 @@ class Standing:
 
 def offered(
     run: Run, run_steps: Iterable[Step], furthest_seq: int | None, phase: Phase | None = None, in_flight: Step | None = None,
-    *, caller: Caller, revertable: bool = False,
+    *, caller: Caller, revertable: bool = False, now: datetime | None = None,
 ) -> dict[str, Any]:
     """The controls legal right now for `caller`, as GET /runs/{id} reports them: the run's (`run`), the phase
     it is at's (`phase`) and each step's (`steps`), and for each of them the roles that, held by the caller, may
     press it (`roles`). The rows are `Standing`'s: `phase` is the row of the phase the run is at."""
-    standing = Standing(run, furthest_seq, phase, in_flight, revertable)
+    standing = Standing(run, furthest_seq, phase, in_flight, revertable, now)
 
     def for_caller(target: Target, step: Step | None) -> dict[str, list[str]]:
         offers = {c.name: standing.offer(c, step, caller) for c in CONTROLS.values() if c.target is target}

@@ -175,11 +175,12 @@ class Phase:
                       "on_deadline": None if row.get("on_deadline") is None else OnDeadline(row["on_deadline"]),
                       "closed_by": None if row.get("closed_by") is None else ClosedBy(row["closed_by"])})
 
-    @property
-    def deadline_counts(self) -> bool:
-        """Whether it has a deadline that still counts (extend may move it): neither closed nor its condition met
+    def deadline_counts(self, now: datetime | None) -> bool:
+        """Whether it has a deadline that still counts (extend may move it): neither closed nor its condition met,
+        nor (read at `now`; None: not judged) a `close` deadline passed, which ended it before the tick closes it
         (`phases.move_deadline`'s WHERE says the same)."""
-        return self.deadline is not None and self.closed_at is None and not self.condition_met
+        ended = now is not None and self.deadline is not None and self.deadline <= now and self.on_deadline is OnDeadline.CLOSE
+        return self.deadline is not None and self.closed_at is None and not self.condition_met and not ended
 
     @property
     def state(self) -> PhaseState:

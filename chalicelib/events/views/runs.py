@@ -114,7 +114,7 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: c
         "steps_next_cursor": next_cursor,
         "counts": steps.status_counts(tx, run.id),
         "ledger": _ledger(tx, run.id),
-        "controls": commands.offered(run, run_steps, furthest, working, flying, caller=caller,
+        "controls": commands.offered(run, run_steps, furthest, working, flying, caller=caller, now=now,
                                      revertable=_revertable(tx, run, now)),
     }
 
