@@ -49,9 +49,10 @@ logger = logging.getLogger(__name__)
 # chat function's asynchronous invoke (a cold container's boto3 client first): a second of margin.
 PRESS_ANSWER_SECONDS = 1.5
 # How long the finishing half waits for a database resuming from a pause (Aurora: 15–30 s): the chat function's
-# 60 s timeout less the edit's deadline and a margin. The API's own wait (EVENT_API_DATABASE_WAIT_SECONDS) is
-# held to its 29 s; this half answers nobody, so it may wait longer.
-FINISH_WAIT_SECONDS = 45.0
+# 60 s timeout less a nudge's two AWS calls (2 × AWS_CALL_SECONDS, 22 s at most) and the edit's deadline. The
+# API's own wait (EVENT_API_DATABASE_WAIT_SECONDS, at most 20 s) is held to API Gateway's 29 s; this half answers
+# nobody, so it waits longer.
+FINISH_WAIT_SECONDS = 30.0
 EDIT_SECONDS = 5.0  # the deadline of the edit a finished press makes
 # What a press that could not be made says to its presser: it may even have taken (a commit whose answer was
 # lost), and a second press says which (refused, naming who ended the wait, when the first took).
