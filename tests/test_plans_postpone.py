@@ -56,11 +56,13 @@ def test_a_postponed_run_starts_at_its_new_time_and_not_before(db, clock):
         runner.close()
 
 
+@pytest.mark.parametrize("ahead", [timedelta(hours=1), timedelta(days=400)], ids=["an-hour", "past-366-days"])
 @pytest.mark.parametrize("status", [RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.COMPLETED, RunStatus.MISSED])
-def test_a_run_that_started_or_ended_is_not_postponed_409_naming_its_status(api, db, clock, status):
+def test_a_run_that_started_or_ended_is_not_postponed_409_naming_its_status(api, db, clock, status, ahead):
+    """Whatever the time asked for: a time too far ahead was 400 for a run that could not be postponed at all."""
     run = make_run(db, clock.now(), status=status, current_phase=1 if status in (RunStatus.RUNNING, RunStatus.PAUSED) else None)
     before = snapshot(db, run.id)
-    answer = api.post(f"/runs/{run.id}/postpone", {"to": iso(clock.now() + timedelta(hours=1))}, auth=MODERATOR)
+    answer = api.post(f"/runs/{run.id}/postpone", {"to": iso(clock.now() + ahead)}, auth=MODERATOR)
     assert answer.status == 409
     assert answer.body["errors"] == [f"this run is {status.value}; only a scheduled run can be postponed (it has not started)"]
     assert answer.body["detail"]["run_status"] == status.value

@@ -66,6 +66,8 @@ class Postpone(RunMove):
     reason: str | None = None
 
     def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
+        if postpone_refusal(run, None, None) is not None:  # started (read locked): said so (409) before its time's 400
+            return None
         if self.to - by.now > MAX_SCHEDULE_AHEAD:
             raise Invalid(f"to is more than {MAX_SCHEDULE_AHEAD.days} days ahead")
         if not runs.postpone(tx, run.id, self.to, by.now, seen_version=by.version_seen(run)):
