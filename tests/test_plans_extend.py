@@ -198,7 +198,10 @@ def test_a_cues_timeout_moved_later_is_logged_and_the_cue_times_out_then(api, db
         assert db.autocommit(lambda tx: steps.get(tx, cue.id)).parked
         clock.advance(900)
         tick(runner)
-        assert not db.autocommit(lambda tx: steps.get(tx, cue.id)).parked
+        timed_out = db.autocommit(lambda tx: steps.get(tx, cue.id))
+        assert not timed_out.parked
+        # said by the timeout it had, not the authored one ("within 600 s" after 1,500 s)
+        assert timed_out.last_error == f"no one confirmed by {moved:%H:%M} UTC (its timeout, moved by mod-mia)"
     finally:
         runner.close()
 

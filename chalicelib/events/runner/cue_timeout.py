@@ -19,8 +19,8 @@ from ...db import Tx, must_exist
 from .. import journal
 from ..actions import core
 from ..lifecycle import CueOnTimeout, RunStatus, StepStatus
-from ..model import Run, Step
-from ..store import resources, runs, steps
+from ..model import Run, Step, iso
+from ..store import log, resources, runs, steps
 from .cursor import Cursor, Done, Head, NeedsRead
 
 
@@ -33,7 +33,7 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
     step, run_id, rehearsal = head.step, run.id, run.rehearsal
     timeout = must_exist(core.cue_timeout(step.params, run.time_scale,
                                           None if rehearsal is None else rehearsal.auto_confirm_seconds))
-    seconds, on_timeout = step.params.get("timeout_seconds"), timeout.on_timeout
+    on_timeout = timeout.on_timeout
     choosing, answer = ("", {}) if timeout.choice is None else (f", choosing {timeout.choice}", {"choice": timeout.choice})
     # guard: a-dry-runs-engine-confirm-degrades-it
     if timeout.by_rehearsal:
@@ -43,8 +43,9 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
         log_rows.append(journal.step_status(step, StepStatus.RUNNING, StepStatus.DONE, cause=cause,
                                             actor=journal.REHEARSAL, **answer))
         return head.after_head()
+    within, after = _waited(tx, step)
     if on_timeout is CueOnTimeout.PAUSE:
-        cause = f"no one confirmed within {seconds} s"
+        cause = f"no one confirmed {within}"
         if not steps.drop_timeout(tx, step, now):
             return Done(None)
         why = f"{step.named} {cause}"  # the step's one name, as a person sees it everywhere
@@ -59,12 +60,24 @@ def time_out(tx: Tx, now: datetime, run: Run, head: Head, log_rows: list[journal
     # guard: a-timed-out-revert-is-abandoned
     gave_up = StepStatus.FAILED if step.resource_id is not None else StepStatus.CANCELLED  # a revert: its resource left
     to = StepStatus.DONE if on_timeout is CueOnTimeout.CONFIRM else gave_up
-    cause = f"assumed done after {seconds} s{choosing}" if to is StepStatus.DONE else f"no one confirmed within {seconds} s"
+    cause = f"assumed done {after}{choosing}" if to is StepStatus.DONE else f"no one confirmed {within}"
     if not _timed_out(tx, step, to, now, cause, timeout.choice):
         return Done(None)
     runs.degrade(tx, run_id, now, f"{step.named} {cause}")
     log_rows.append(journal.step_status(step, StepStatus.RUNNING, to, cause=cause, on_timeout=on_timeout.value, **answer))
     return head.after_head()
+
+
+def _waited(tx: Tx, step: Step) -> tuple[str, str]:
+    """How long the cue waited, as its timeout's words say it: ("within 600 s", "after 600 s") for its authored
+    timeout, or, when a person moved the timeout it had now, ("by 21:40 UTC …", "at 21:40 UTC …"), "… (its timeout,
+    moved by mod-mia)"."""
+    moved = log.latest_of_step(tx, step.run_id, step.id, journal.STEP_TIMEOUT_MOVED)
+    if moved is None or step.times_out_at is None or (moved.detail or {}).get("to") != iso(step.times_out_at):
+        seconds = step.params.get("timeout_seconds")
+        return f"within {seconds} s", f"after {seconds} s"
+    why = f"{step.times_out_at:%H:%M} UTC (its timeout, moved by {moved.actor})"
+    return f"by {why}", f"at {why}"
 
 
 def _timed_out(tx: Tx, step: Step, to: StepStatus, now: datetime, cause: str, choice: str | None) -> bool:

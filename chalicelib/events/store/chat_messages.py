@@ -14,7 +14,6 @@ again at `edit_at` (`settle.py` says when, and when it gives up), each try count
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from ...db import Tx
 from .. import journal
 from ..lifecycle import StepSQL
+from . import log
 
 COLUMNS = "m.id, m.run_id, m.step_id, m.platform, m.channel_id, m.message_id, m.edit_tries, m.posted_at, m.press_edits"
 
@@ -144,11 +144,6 @@ class Ended:
 
 
 def how_it_ended(tx: Tx, run_id: int, step_id: int) -> Ended | None:
-    """The step's last step.status row: the run's rows of that kind read backwards, forced (an optimiser's
-    guess took the intersection of two keys and sorted a long run's 23,000 rows)."""
-    row = tx.one("SELECT actor, created_at, detail FROM event_run_log FORCE INDEX (event_run_log_kind)"
-                 " WHERE run_id = %s AND step_id = %s AND kind = %s ORDER BY id DESC LIMIT 1",
-                 (run_id, step_id, journal.STEP_STATUS))
-    if row is None:
-        return None
-    return Ended(row["actor"] or journal.RUNNER, row["created_at"], json.loads(row["detail"] or "{}"))
+    """The step's last step.status row."""
+    row = log.latest_of_step(tx, run_id, step_id, journal.STEP_STATUS)
+    return None if row is None else Ended(row.actor or journal.RUNNER, row.created_at, row.detail or {})
