@@ -43,7 +43,7 @@ ROWAN = token("gm", sub="Rowan")
 NOTE = "offered means allowed"
 # The fields a press's body carries, by how a declaration names them (`declared.Control`); a control whose
 # command has a field none of these names fails the walk, saying which: teach `_body` its value.
-BODY_FIELDS = ("note_field", "phase_field", "option_field", "choice_field", "time_field", "seconds_field")
+BODY_FIELDS = ("note_field", "phase_field", "option_field", "choice_field", "time_field", "seconds_field", "holder_field")
 IDS = {"run_id", "step_id"}
 
 
@@ -320,6 +320,9 @@ def _body(control: commands.Control, run: dict, step: dict | None) -> dict:
     choices = (step or {}).get("params", {}).get("choices") or []
     if control.choice_field and choices:
         body[control.choice_field] = choices[0]["value"]
+    holder = (step or {}).get("acknowledged_by")
+    if control.holder_field and holder:  # the holder as the page shows them
+        body[control.holder_field] = holder
     return body
 
 

@@ -327,3 +327,27 @@ def test_the_console_is_offered_release_and_take_over_only_on_a_cue_someone_has(
     assert {"release", "take-over"} <= set(offered_to(MODERATOR)) and "acknowledge" not in offered_to(MODERATOR)
     assert _press(api, run, cue, "confirm", ROWAN, {"note": "lit"}).status == 200  # had or not, a cue is confirmed
     assert step_row(db, cue.id).status is StepStatus.DONE
+
+
+@pytest.mark.parametrize("control, body", [("take-over", {"note": "Rowan is away"}), ("release", {})])
+def test_a_take_over_or_release_of_the_holder_seen_is_refused_once_someone_else_has_the_cue(db, clock, runner, api,
+                                                                                             control, body):
+    """Rowan's hold lapsed and Sam acknowledged between a moderator's look and their press: the take-over took the
+    cue from Sam with a note addressed to Rowan (the release let Sam's fresh hold go), as the step's tag leaves the
+    holder out. Held to the holder the page showed (`held_by`), it is 409 naming who has it now."""
+    kit = token("moderator", sub="Kit")
+    run, cue = _parked_cue(db, clock, runner)
+    assert _press(api, run, cue, "acknowledge", ROWAN).status == 200
+    db.autocommit(lambda tx: tx.execute("UPDATE event_run_steps SET acknowledged_by = NULL, acknowledged_at = NULL,"
+                                        " held_until = NULL WHERE id = %s", (cue.id,)))  # the hold lapsed meanwhile
+    assert _press(api, run, cue, "acknowledge", SAM).status == 200
+    before = snapshot(db, run.id)
+    answer = _press(api, run, cue, control, kit, {**body, "held_by": "Rowan"})
+    assert answer.status == 409, answer.body
+    assert answer.body["errors"] == [(f"Run {run.id} · Phase 1 · step 1 (Light the bonfire): Sam has it since"
+                                     f" {clock.now():%H:%M} UTC, not Rowan as you saw: nothing was changed; look again"
+                                     " before you press it")]
+    assert snapshot(db, run.id) == before
+    taken = _press(api, run, cue, control, kit, {**body, "held_by": "Sam"})
+    assert taken.status == 200, taken.body
+    assert taken.body["step"]["acknowledged_by"] == ("Kit" if control == "take-over" else None)

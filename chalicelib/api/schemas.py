@@ -65,6 +65,12 @@ REASON_BODY = _body(reason=_NOTE)
 NOTE_BODY = _body(note=_NOTE)
 REQUIRED_NOTE_BODY = {**_body(note={**_NOTE, "minLength": 1, "description": "why: kept on the log row (required)"}),
                       "required": ["note"]}
+_HELD_BY = {"type": "string", "minLength": 1, "maxLength": 191,
+            "description": "who has the cue, as the presser saw it: it acts on that hold only (409 when someone else"
+                           " has the cue now); absent: on whoever has it"}
+HELD_NOTE_BODY = _body(note=_NOTE, held_by=_HELD_BY)  # release's
+REQUIRED_HELD_NOTE_BODY = {**_body(note=REQUIRED_NOTE_BODY["properties"]["note"], held_by=_HELD_BY),
+                           "required": ["note"]}  # take-over's
 NO_FIELDS = _body()
 CONFIRM_BODY = _body(note=_NOTE, choice={
     "type": "string", "minLength": 1, "maxLength": 100,
@@ -448,6 +454,7 @@ VOCABULARY = _object(
         sends_tag={"type": "boolean"},
         option_field={"type": ["string", "null"]}, choice_field={"type": ["string", "null"]},
         note_required={"type": "boolean"}, time_field={"type": ["string", "null"]}, seconds_field={"type": ["string", "null"]},
+        holder_field={"type": ["string", "null"], "description": "the body field naming who has the cue as the presser saw it"},
         holder={"type": ["string", "null"], "enum": [*(h.value for h in HeldBy), None],
                 "description": "own: its cue roles press it only on a cue they have; others: not by whoever has it"},
         bulk={"type": "boolean", "description": "whether POST /runs/bulk presses it on every run a filter matches"},

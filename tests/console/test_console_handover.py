@@ -108,3 +108,29 @@ def test_a_cue_held_from_chat_names_the_person_and_platform_everywhere(browser, 
     assert len(pressed) == 1 and "acknowledge pressed in chat by Mira (Discord)" in pressed[0][1], pressed
     assert "Mira (Discord)" in pressed[0][1].split(" Run ")[0], "the row's actor, named"
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+def test_a_take_over_of_a_cue_that_changed_hands_while_its_dialog_was_open_says_who_has_it_now(browser, server, api_client):
+    """The page sends the holder it showed when tapped: a cue Sam acknowledged after Rowan's hold ended, while the
+    take-over's note was being typed, is not taken from Sam with a note addressed to Rowan."""
+    from tests.support.api import MODERATOR
+
+    sam = token("gm", sub="Sam")
+    _, run_id = schedule_now(api_client, _cue_document("Bonfire night (changed hands)"))
+    cue_id = eventually(lambda: next((s["id"] for s in api_client.call("GET", f"/runs/{run_id}")["steps"] if s["parked"]), None),
+                        "the cue parked", 40)
+    api_client.call("POST", f"/runs/{run_id}/steps/{cue_id}/acknowledge", {}, token=ROWAN)
+    sign_in(browser, GM)
+    open_run(browser, server.url, run_id)
+    cue_banner(browser)
+    eventually(lambda: "take-over" in _cue_controls(browser), "the take-over button")
+    press(browser, "take-over", cue_id)
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the take-over's question")
+    api_client.call("POST", f"/runs/{run_id}/steps/{cue_id}/release", {}, token=MODERATOR)  # meanwhile
+    api_client.call("POST", f"/runs/{run_id}/steps/{cue_id}/acknowledge", {}, token=sam)
+    browser.find_element(By.ID, "ask-text").send_keys("Rowan went offline")
+    browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+    said = eventually(lambda: "did nothing" in (t := text_of(browser, "#notice")) and t, "the take-over's refusal")
+    assert "Sam has it since" in said and "not Rowan as you saw" in said, said
+    assert api_client.call("GET", f"/runs/{run_id}")["waiting"]["acknowledged_by"] == "Sam"
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

@@ -27,8 +27,8 @@ _NOTE_BODIES = {None: schemas.NO_FIELDS, "reason": schemas.REASON_BODY, "note": 
 
 
 def _body_of(control: commands.Control) -> Body:
-    """The body a control takes: its new time, how far it moves a time, its phase, its option, its choice, or its
-    note (which a take-over must give)."""
+    """The body a control takes: its new time, how far it moves a time, its phase, its option, its choice, whose
+    hold it acts on, or its note (which a take-over must give)."""
     if control.time_field:
         return schemas.POSTPONE_BODY
     if control.seconds_field:
@@ -39,6 +39,8 @@ def _body_of(control: commands.Control) -> Body:
         return schemas.CANCEL_BODY
     if control.choice_field:
         return schemas.CONFIRM_BODY
+    if control.holder_field:
+        return schemas.REQUIRED_HELD_NOTE_BODY if control.note_required else schemas.HELD_NOTE_BODY
     return schemas.REQUIRED_NOTE_BODY if control.note_required else _NOTE_BODIES[control.note_field]
 
 

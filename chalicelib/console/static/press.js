@@ -36,6 +36,7 @@ export function specOf(name) {
     field, required, label: field ? `${capitalised(field)} (${required ? 'required' : 'optional'})` : null, title: declared.question,
     action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
     option: declared.option_field || null, choiceField: declared.choice_field || null,
+    holderField: declared.holder_field || null,
   };
 }
 
@@ -245,6 +246,9 @@ export function presser(page) {
     }
     if (phase) body[spec.phaseField] = phase.number;
     if (choice) body[spec.choiceField] = choice.value;
+    // Who has the cue as the page showed it when tapped: a take-over or release acts on that hold only (409 once
+    // someone else has it; the step's tag leaves the holder out).
+    if (spec.holderField && step?.acknowledged_by) body[spec.holderField] = step.acknowledged_by;
     const named = step ? stepName(step) : `run ${runId}`;
     const answered = choice ? `: ${choice.label}` : '';
     await send(path, body, { action: spec.action, about: named, typed, shown, release, how, done: () => `${spec.done} ${named}${answered}.` });

@@ -27,7 +27,7 @@ from .plans import Extend, ExtendCue, PhaseCommand, Postpone, Seconds
 from .protocol import HeldBy, RunCommand, StepCommand
 from .rules import Refusal, advance_refusal
 from .run_controls import Advance, Cancel, CleanUp, Pause, Resume
-from .step_controls import Acknowledge, Choice, Confirm, Release, Resend, Retry, Skip, TakeOver
+from .step_controls import Acknowledge, Choice, Confirm, Holder, Release, Resend, Retry, Skip, TakeOver
 
 
 class Target(str, Enum):
@@ -132,6 +132,11 @@ class Control:
         return self._field_typed(bool)
 
     @cached_property
+    def holder_field(self) -> str | None:
+        """The body field naming who has the cue as the presser saw it (take-over's, release's): its command's holder."""
+        return self._field_typed(Holder | None)
+
+    @cached_property
     def choice_field(self) -> str | None:
         """The body field carrying the answer chosen (confirm's, for a cue with choices): its command's choice."""
         return self._field_typed(Choice | None)
@@ -159,6 +164,8 @@ class Control:
             fields[self.option_field] = bool(body.get(self.option_field))
         if self.choice_field and body.get(self.choice_field) is not None:
             fields[self.choice_field] = Choice(body[self.choice_field])
+        if self.holder_field and body.get(self.holder_field) is not None:
+            fields[self.holder_field] = Holder(body[self.holder_field])
         return self.command(**fields)
 
     @property
@@ -205,7 +212,7 @@ class Control:
             "note_field": self.note_field, "label": self.label, "question": self.question, "done": self.done,
             "tone": self.tone, "phase_field": self.phase_field, "sends_tag": self.sends_tag,
             "option_field": self.option_field, "choice_field": self.choice_field, "note_required": self.note_required,
-            "time_field": self.time_field, "seconds_field": self.seconds_field,
+            "time_field": self.time_field, "seconds_field": self.seconds_field, "holder_field": self.holder_field,
             "holder": None if self.holder is None else self.holder.value,
         }
 

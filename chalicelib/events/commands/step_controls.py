@@ -159,6 +159,13 @@ class Acknowledge(StepChange):
         raise self.lost(run, step)
 
 
+class Holder(str):
+    """Who has a cue as the presser saw it (its own type, so that its body field is found by it,
+    `declared.Control.holder_field`): a take-over or a release acts on that hold only. The step's tag leaves the
+    holder out (who has a cue is not its state), so without this a hold that lapsed and was taken by another
+    between the look and the press was taken over, or released, from someone the presser never saw."""
+
+
 @dataclass(frozen=True)
 class Release(StepChange):
     """Nobody has the parked cue again (`steps.release`), and logged (`step.released`): whoever has it lets it
@@ -174,12 +181,13 @@ class Release(StepChange):
     holder: ClassVar[HeldBy | None] = HeldBy.OWN
     rule = release_refusal
     note: str | None = None
+    held_by: Holder | None = None
 
     def decide(self, tx: Tx, run: Run, step: Step, by: Context) -> Took[Step] | None:
         reminds = bool(step.params.get("remind_after_seconds"))
-        if not steps.release(tx, step.id, by.now, holder=None if by.cue_only is None else by.actor,
-                             remind_at=by.now if reminds else None, escalate_at=step.hold_from(by.now),
-                             seen=by.step_seen(step)):
+        holder = by.actor if by.cue_only is not None else self.held_by
+        if not steps.release(tx, step.id, by.now, holder=holder, remind_at=by.now if reminds else None,
+                             escalate_at=step.hold_from(by.now), seen=by.step_seen(step)):
             return None
         # guard: a-release-commits-before-its-log-row
         logged = log.append(tx, journal.step_released(step, self.name, by.actor, clean_note(self.note)), by.now)
@@ -191,7 +199,7 @@ class Release(StepChange):
             raise Forbidden(f"a game master may release only a cue they have; {had_by(step)}: take it over with a note,"
                             f" or ask someone with the role {named(self.roles)} to release it",
                             roles_needed=self.roles, roles_held=by.cue_only)
-        raise self.lost(run, step)
+        raise _another_holds_it(self, run, step) or self.lost(run, step)
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,7 @@ class TakeOver(StepChange):
     holder: ClassVar[HeldBy | None] = HeldBy.OTHERS
     rule = take_over_refusal
     note: str  # required: why the cue changes hands, for whoever had it (the log tells them)
+    held_by: Holder | None = None
 
     def __post_init__(self) -> None:
         if clean_note(self.note) is None:
@@ -214,7 +223,8 @@ class TakeOver(StepChange):
 
     def decide(self, tx: Tx, run: Run, step: Step, by: Context) -> Took[Step] | None:
         held_until = step.hold_from(by.now)
-        if not steps.take_over(tx, step.id, by.actor, by.now, held_until=held_until, seen=by.step_seen(step)):
+        if not steps.take_over(tx, step.id, by.actor, by.now, held_until=held_until, seen=by.step_seen(step),
+                               from_holder=self.held_by):
             return None
         # guard: a-take-over-commits-before-its-log-row
         logged = log.append(tx, journal.step_taken_over(step, self.name, by.actor, clean_note(self.note), held_until),
@@ -225,7 +235,17 @@ class TakeOver(StepChange):
         step = needed(step, self.name)
         if step.parked_cue and step.acknowledged_by == by.actor:
             return step  # theirs already: nothing written (nor any key kept: a repeat finds it theirs again)
-        raise self.lost(run, step)
+        raise _another_holds_it(self, run, step) or self.lost(run, step)
+
+
+def _another_holds_it(command: Release | TakeOver, run: Run, step: Step) -> Conflict | None:
+    """The 409 of a take-over or a release held to a holder (`held_by`) who no longer has the cue, when someone
+    else has it now (None: the rule's own words say why)."""
+    if command.held_by is None or step.acknowledged_by in (None, command.held_by) or not step.parked_cue:
+        return None
+    return Conflict(f"{step.named}: {had_by(step)}, not {command.held_by} as you saw: nothing was changed; look"
+                    " again before you press it", run_status=run.status.value, step_status=step.status.value,
+                    step_parked=step.parked)
 
 
 @dataclass(frozen=True)

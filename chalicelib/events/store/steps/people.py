@@ -150,8 +150,8 @@ def acknowledge(tx: Tx, step_id: int, actor: str, now: datetime, *, held_until: 
 
 def release(tx: Tx, step_id: int, now: datetime, *, holder: str | None, remind_at: datetime | None,
             escalate_at: datetime | None, seen: Step | None = None) -> bool:
-    """Nobody has the parked cue again: whoever had it (`holder`, a game master's own; None: whoever has it, a
-    moderator's release) lets it go. A new round of its attention begins in the same statement (`holds_ended`
+    """Nobody has the parked cue again: whoever had it (`holder`: a game master's own, or the one a moderator saw
+    have it; None: whoever has it) lets it go. A new round of its attention begins in the same statement (`holds_ended`
     raised, so its notices have keys of their own): its reminders from `remind_at`, its escalation at
     `escalate_at`; its run wakes now. `seen`: held to the state their If-Match named."""
     as_seen, seen_args = _as_seen(seen)
@@ -168,14 +168,18 @@ def release(tx: Tx, step_id: int, now: datetime, *, holder: str | None, remind_a
 
 
 def take_over(tx: Tx, step_id: int, actor: str, now: datetime, *, held_until: datetime | None,
-              seen: Step | None = None) -> bool:
-    """`actor` takes the parked cue over from whoever has it: theirs from now until `held_until` (None: without
-    a bound). A compare-and-set on someone else having it (nobody's, or the presser's own, changes nothing);
-    its run wakes by the hold's end at the latest. `seen`: held to the state their If-Match named."""
+              seen: Step | None = None, from_holder: str | None = None) -> bool:
+    """`actor` takes the parked cue over from whoever has it (`from_holder`: from that holder only, as the presser
+    saw it): theirs from now until `held_until` (None: without a bound). A compare-and-set on someone else having
+    it (nobody's, or the presser's own, changes nothing); its run wakes by the hold's end at the latest. `seen`:
+    held to the state their If-Match named."""
     as_seen, seen_args = _as_seen(seen)
+    # guard: a-take-over-takes-from-a-holder-not-seen
+    seen_holder, holder_args = ("", ()) if from_holder is None else (" AND s.acknowledged_by = %s", (from_holder,))
     # guard: a-take-over-of-a-cue-nobody-else-has
     return write(
-        tx, TAKE_OVER, f"s.id = %s AND s.acknowledged_by <> %s{as_seen}", (step_id, actor, *seen_args),
+        tx, TAKE_OVER, f"s.id = %s AND s.acknowledged_by <> %s{seen_holder}{as_seen}",
+        (step_id, actor, *holder_args, *seen_args),
         sets=f"s.acknowledged_by = %s, s.acknowledged_at = %s, {_HELD_UNTIL}",
         set_args=(actor, now, *_held_until_args(held_until)), joins=_WITH_ITS_RUN, alias="s",
     ) >= 1
