@@ -267,7 +267,7 @@ def test_a_decisions_escalation_carries_confirm_skip_resend_and_resend_pressed_i
     answer = world.press(world.chat.discord_modal_submit(message, modal, roles=[MOD_ROLE]))
     assert answer.body["type"] == 7 and "Sent to the game again by <@4242>" in answer.body["data"]["content"]
     heading = answer.body["data"]["content"].split("\n")[0]  # said once, what was asked of a decision after it
-    assert heading == f"{spawn.named}: the game may or may not have applied it: confirm, skip or resend it", heading
+    assert heading == f"{spawn.named}: the game may or may not have applied it; confirm, skip or resend it", heading
     assert answer.body["data"]["components"] == []
     world.tick(settings)
     assert world.steps(run_id)[0].status is StepStatus.DONE and len(game_bridge.received("world.spawn")) == 2

@@ -23,6 +23,7 @@ from ...config import Settings
 from .. import journal
 from ..adapters.webhook_channel import discord_text, slack_text
 from ..commands import CONTROLS, Acknowledge, Confirm, Resend, Skip
+from ..commands.rules import UNDECIDED
 from ..lifecycle import StepStatus
 from ..model import Step
 from ..store.chat_messages import Ended
@@ -137,14 +138,9 @@ def ended_words(step: Step, ended: Ended | None, platform: str) -> str:
     return f"{words.get(step.status, step.status.value.capitalize())}{by}{at}" + (f" (answer: {chosen})" if chosen else "")
 
 
-# What a decision's message asks (a step parked in doubt has no instruction: the game's answer was lost), as its
-# escalation says it (`actions/notice.py`); its buttons are the three ways.
-DECISION_ASKS = "the game may or may not have applied it: confirm, skip or resend it"
-
-
 def instruction(step: Step) -> str:
     """What the step asked, as its message heads it after its name: a cue's instruction, else the decision."""
-    return str(step.params.get("instruction") or DECISION_ASKS)
+    return str(step.params.get("instruction") or UNDECIDED)  # a step parked in doubt has no instruction
 
 
 def current(step: Step, ended: Ended | None, platform: str, mapped: frozenset[str]) -> Message:

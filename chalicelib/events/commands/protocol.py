@@ -170,9 +170,6 @@ class StepCommand(ControlCommand[R]):
         step = needed(step, self.name)
         if by.cue_only is not None:
             self._on_a_cue_only(run, step, by.cue_only)
-        # guard: a-chat-press-acts-on-a-step-no-longer-parked
-        if by.parked_only and not step.parked:  # its wait ended (a resend made it pending again): not what was seen
-            raise self.lost(run, step)
         return self.decide(tx, run, step, by)
 
     @abstractmethod

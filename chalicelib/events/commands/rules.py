@@ -44,8 +44,8 @@ CANCELLABLE = _sources_of_a_persons_move(RunStatus.CANCELLED)
 CLEANABLE = _sources_of_a_persons_move(RunStatus.CLEANING_UP)  # what a cancel with cleanup may start from
 ADVANCEABLE = (RunStatus.RUNNING, RunStatus.PAUSED)  # at a main phase: from paused it also resumes
 
-DECIDE_FIRST = ("waits for a decision: the game may or may not have applied it; confirm, skip or resend it"
-                " first")
+UNDECIDED = "the game may or may not have applied it; confirm, skip or resend it"  # a step parked in doubt
+DECIDE_FIRST = f"waits for a decision: {UNDECIDED} first"
 
 
 def step_state(step: Step) -> str:

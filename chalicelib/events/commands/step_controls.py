@@ -113,7 +113,8 @@ def choice_problem(step: Step, choice: str | None) -> str | None:
 @dataclass(frozen=True)
 class Skip(_Decision):
     """A pending or parked step of a live run -> skipped: a person decided against it. The statement's WHERE
-    holds the step to the state read (locked): a parked one, or a pending one (never for a cue-only caller)."""
+    holds the step to the state read (locked): a parked one, or a pending one (never for a cue-only caller, nor for a
+    chat press)."""
 
     name: ClassVar[str] = "skip"
     roles: ClassVar[frozenset[str]] = CONTROLLERS
@@ -123,9 +124,11 @@ class Skip(_Decision):
 
     def decide(self, tx: Tx, run: Run, step: Step, by: Context) -> Took[Step] | None:
         note = clean_note(self.reason)
+        # A chat press (`parked_only`) is too: every other control a chat button presses takes a parked step only.
         # guard: a-gms-skip-is-not-held-to-a-parked-step
-        taken = steps.skip_by_human(tx, step.id, by.now, note, parked=step.parked or by.cue_only is not None,
-                                    seen=by.step_seen(step))
+        # guard: a-chat-press-acts-on-a-step-no-longer-parked
+        held = by.cue_only is not None or by.parked_only
+        taken = steps.skip_by_human(tx, step.id, by.now, note, parked=step.parked or held, seen=by.step_seen(step))
         return self.decided(tx, step, taken, StepStatus.SKIPPED, by, reason=note)
 
 
