@@ -210,6 +210,11 @@ class Tx:
         for _ in ahead:
             self._cursor.nextset()  # past each answer sent ahead, to the statement's own
 
+    @property
+    def transactional(self) -> bool:
+        """The unit is a transaction (its locks last until its COMMIT), not statements committing one by one."""
+        return self._transactional
+
     def ends_with_next(self) -> None:
         """The unit's next `execute` is its last statement: its COMMIT rides behind it, in the same request
         (in a transaction; on its own every statement commits anyway). Nothing may be sent after it."""

@@ -4,7 +4,8 @@ The invariant: every value written comes through these rules, whoever sent it.
 MariaDB keeps JSON nested at most 31 objects and arrays deep (deeper fails the
 JSON_VALID check), so nothing deeper than MAX_JSON_DEPTH is accepted; and text
 must encode as UTF-8, which a lone surrogate (valid as a JSON escape, `"\\ud800"`)
-does not. The API refuses such a body (`api.errors.json_body`); the bridge cleans
+does not; nor is NaN or Infinity JSON (a number the JSON_VALID check refuses).
+The API refuses such a body (`api.errors.json_body`); the bridge cleans
 the game's free text (`cleaned`: a lone surrogate becomes U+FFFD) and the ledger
 refuses what names or reverts a thing (an id changed would name another thing).
 """
@@ -41,6 +42,16 @@ def encodable(value: Any) -> bool:
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
+        return False
+    return True
+
+
+def finite(value: Any) -> bool:
+    """Whether every number in `value` is one JSON can write (no NaN, no Infinity: a parser that allows them, as
+    Python's does, reads `NaN`, `Infinity` and `1e999` from the game's text)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
         return False
     return True
 

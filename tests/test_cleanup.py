@@ -9,7 +9,9 @@ from chalicelib.events import commands
 from chalicelib.events.errors import Conflict
 from chalicelib.events.lifecycle import ResourceStatus, RunStatus, StepStatus
 from chalicelib.events.model import Health, StepSpec
+from chalicelib.events.runner import Rules
 from chalicelib.events.store import resources, steps
+from devtools.kit.clock import ManualClock
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import RULES, log_of, make_runner, run_story, schedule, step, tick
@@ -273,6 +275,53 @@ def test_cleanup_on_fail_reverts_too_when_the_sweep_gives_up_the_step(db, clock,
     assert undone(game_bridge) == ["scarecrow"] and not game_bridge.received("world.never")
     assert run_story(db, run.id)[-2:] == [("running", "cleaning_up"), ("cleaning_up", "failed")]
     assert run_row(db, run.id).status is RunStatus.FAILED
+
+
+def _a_revert_whose_tick_is_lost(db, clock, game_bridge):
+    """A run cleaning up whose one revert was sent by a tick never heard from again (its answer held back)."""
+    start = clock.now()
+    game_bridge.script("world.spawn", made(thing("npc", "scarecrow")))
+    run = schedule(db, start, document([[step("world.spawn")], [step("core.cue", instruction="wait here")]]))
+    lost_tick = make_runner(db, ManualClock(start), game_bridge)
+    tick(lost_tick)
+    _cancel(db, clock, run, cleanup=True)
+    lost = threading.Event()
+    game_bridge.script("world.undo", Answer(200, gate=lost))
+    stuck = threading.Thread(target=lambda: tick(lost_tick))
+    stuck.start()
+    game_bridge.wait_for(2)  # the revert is in flight
+    return run, lost_tick, lost, stuck
+
+
+def _swept(db, clock, game_bridge, lost_tick, lost, stuck):
+    """A tick once the lost one's lease has run out, at an attempt ceiling of 1: its sweep takes the revert back."""
+    clock.advance(121)
+    sweeper = make_runner(db, clock, game_bridge, rules=Rules(lease_seconds=120, max_attempts=1, retry_seconds=30))
+    try:
+        return tick(sweeper)
+    finally:
+        lost.set()
+        stuck.join(timeout=30)
+        lost_tick.close()
+        sweeper.close()
+
+
+def test_a_revert_the_sweep_gives_up_is_a_failed_revert_its_cleanup_pauses_on(db, clock, game_bridge):
+    run, *lost = _a_revert_whose_tick_is_lost(db, clock, game_bridge)
+    assert _swept(db, clock, game_bridge, *lost).gave_up == 1
+    assert ledger_of(db, run.id) == {"scarecrow": ResourceStatus.REVERT_FAILED}  # not "reverting" for ever
+    paused = run_row(db, run.id)
+    assert (paused.status, paused.last_error) == (RunStatus.PAUSED, "1 of 1 resources could not be reverted")
+    assert db.autocommit(resources.count_left) == 1  # the ResourcesLeft alarm counts it
+
+
+def test_a_revert_the_sweep_abandons_leaves_its_thing_live_for_a_later_clean_up(db, clock, game_bridge):
+    run, *lost = _a_revert_whose_tick_is_lost(db, clock, game_bridge)
+    _cancel(db, clock, run)  # the cleanup abandoned while its revert is in flight
+    assert _swept(db, clock, game_bridge, *lost).abandoned == 1
+    assert ledger_of(db, run.id) == {"scarecrow": ResourceStatus.LIVE}
+    cleaning = commands.cleanup(db, run.id, actor="alice", now=clock.now(), reason="the scarecrow is still there")
+    assert cleaning.late_cleanup == "started"
 
 
 def test_without_cleanup_on_an_abort_fails_at_once(db, clock, runner, game_bridge):

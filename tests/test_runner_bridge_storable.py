@@ -62,11 +62,13 @@ def test_a_refusal_whose_reason_holds_a_lone_surrogate_is_recorded_once_with_the
      "resources[0].revert.params: nests deeper than 30 levels"),
     ({"kind": "npc", "id": "scarecrow-7", "revert": {"action": "world.despawn", "params": {"npc": LONE}}},
      "resources[0].revert.params: not storable text"),
+    ({"kind": "npc", "id": "scarecrow-7", "revert": {"action": "world.despawn", "params": {"at": float("nan")}}},
+     "resources[0].revert.params: NaN or Infinity, which are not JSON numbers"),  # sent as the bare token NaN
 ])
 def test_an_unstorable_resource_list_is_refused_whole_and_the_done_answer_kept(db, clock, runner, game_bridge,
                                                                                resource, problem):
-    """A resource's kind, id or revert params with a lone surrogate, or revert params 40 deep: one delivery, done, nothing
-    recorded, the run degraded naming why."""
+    """A resource's kind, id or revert params with a lone surrogate, revert params 40 deep or holding NaN: one
+    delivery, done, nothing recorded, the run degraded naming why."""
     weather = {"kind": "weather", "id": "storm"}
     game_bridge.script("world.spawn", Answer(200, {"outcome": "done", "resources": [resource, weather]}))
     run = _spawn_run(db, clock)

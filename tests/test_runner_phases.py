@@ -95,8 +95,8 @@ def test_a_phase_row_costs_no_statement_of_its_own_beyond_the_start(db, clock, r
     opening = [u for u in recorder.units if any("INSERT IGNORE INTO event_run_steps" in s.sql for s in u.statements)]
     later = [u for u in opening if not any("event_run_phases (" in s.sql for s in u.statements)]
     # The settle, its leave (which opens the next phase's row), the three statements that
-    # materialise the phase (P3), the log rows, the next claim: as before phase rows.
-    assert [len(u.statements) for u in later] == [7, 7]
+    # materialise the phase (P3), the run's lock and the log rows (log.py), the next claim: as before phase rows.
+    assert [len(u.statements) for u in later] == [8, 8]
 
 
 def test_a_phase_with_more_open_steps_than_one_read_returns_is_read_again_at_once(db, clock, runner, monkeypatch):

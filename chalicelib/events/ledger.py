@@ -37,6 +37,7 @@ MAX_REVERT_PARAMS_BYTES = 16 * 1024
 # A thing's kind and id, and its revert's params, are stored exactly as the game gave them or refused:
 # cleaned, an id would name another thing.
 UNSTORABLE_TEXT = "not storable text (a lone surrogate)"
+NOT_A_JSON_NUMBER = "NaN or Infinity, which are not JSON numbers"
 BY_HAND = "core.cue"  # the one core action a revert may be: a person undoes the thing
 
 REVERT_SCHEMA = {
@@ -81,6 +82,9 @@ def revert_problem(value: Any, path: str) -> str | None:
         return f"{path}.params: nests deeper than {storable.MAX_JSON_DEPTH} levels"
     if not storable.encodable(params):
         return f"{path}.params: {UNSTORABLE_TEXT}"
+    # guard: a-revert-param-that-is-not-a-json-number-is-recorded
+    if not storable.finite(params):
+        return f"{path}.params: {NOT_A_JSON_NUMBER}"
     if len(json.dumps(params)) > MAX_REVERT_PARAMS_BYTES:
         return f"{path}.params: larger than {MAX_REVERT_PARAMS_BYTES} bytes"
     return registry.params_problem(spec, params, f"{path}.params")

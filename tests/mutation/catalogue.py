@@ -67,6 +67,7 @@ DOUBT_PROBE = "tests/test_runner_doubt_probe.py"
 ATTEMPTS_RISE = "tests/test_runner_attempts_rise.py"
 DRY_RUN_TIMERS = "tests/test_dry_run_timers.py"
 STORABLE = "tests/test_runner_bridge_storable.py"
+LOG_TAIL = "tests/test_log_tail.py"
 DOUBT_FIT = "tests/test_runner_doubt_fit.py"
 CHANNELS_SNS = "tests/test_channels_sns.py"
 CHANNELS_WEBHOOK = "tests/test_channels_webhook.py"
@@ -2401,4 +2402,15 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-purge-locks-the-runs-it-deletes", "a-purge-locks-the-runs-it-deletes",
              "LIMIT %(most)s FOR UPDATE", "LIMIT %(most)s",
              (PURGE,)),
+    # ── a run's log rows commit in the order of their ids (a tailing reader passes none by) ──
+    Mutation("a-runs-log-row-gets-its-id-before-its-run-is-locked", "a-runs-log-row-gets-its-id-before-its-run-is-locked",
+             "ORDER BY id FOR UPDATE", "ORDER BY id",
+             (LOG_TAIL,)),
+    # ── a revert the sweep ends moves its resource ──
+    Mutation("a-swept-revert-leaves-its-resource-reverting", "a-swept-revert-leaves-its-resource-reverting",
+             "if step.resource_id is not None]", "if False]",
+             (CLEANUP,)),
+    Mutation("a-revert-param-that-is-not-a-json-number-is-recorded", "a-revert-param-that-is-not-a-json-number-is-recorded",
+             "if not storable.finite(params):", "if False:",
+             (STORABLE,)),
 ]

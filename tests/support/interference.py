@@ -52,8 +52,7 @@ class Rival:
     def attempt(self, lock_sql: str, args: tuple, change: Callable[[Tx], None]) -> str:
         conn = self.db.connect()
         try:
-            conn.begin()
-            tx = Tx(conn)
+            tx = Tx(conn, transactional=True)  # its first statement begins it
             try:
                 tx.one(lock_sql + " FOR UPDATE NOWAIT", args)
             except pymysql.err.MySQLError as error:
@@ -68,3 +67,56 @@ class Rival:
             return self.outcome
         finally:
             conn.close()
+
+
+GATE = "guard_test_log_gate"
+HOLDING_TRIGGER = "guard_test_hold_log_rows"
+
+
+@contextmanager
+def log_rows_held(db: Database, condition: str) -> Iterator[Callable[[], None]]:
+    """While inside and until the yielded `release()`, inserting a log row for which `condition` (SQL over
+    NEW.*) holds waits after the row has its id, its transaction open: an AFTER INSERT trigger locks a row
+    of a gate table that this context holds (a statement paused at an exact point, in any process)."""
+    admin, holder = db.connect(), db.connect()
+    try:
+        with admin.cursor() as cursor:
+            cursor.execute(f"CREATE TABLE IF NOT EXISTS {GATE} (id INT PRIMARY KEY) ENGINE=InnoDB")
+            cursor.execute(f"INSERT IGNORE INTO {GATE} VALUES (1)")
+            cursor.execute(f"DROP TRIGGER IF EXISTS {HOLDING_TRIGGER}")
+            cursor.execute(
+                f"""CREATE TRIGGER {HOLDING_TRIGGER} AFTER INSERT ON event_run_log FOR EACH ROW
+                    IF {condition} THEN
+                      SELECT id INTO @held FROM {GATE} WHERE id = 1 FOR UPDATE;
+                    END IF"""
+            )
+        admin.commit()
+        holder.begin()
+        with holder.cursor() as cursor:
+            cursor.execute(f"SELECT id FROM {GATE} WHERE id = 1 FOR UPDATE")
+        yield holder.rollback
+    finally:
+        holder.close()  # released, if the test did not
+        with admin.cursor() as cursor:
+            cursor.execute(f"DROP TRIGGER IF EXISTS {HOLDING_TRIGGER}")
+            cursor.execute(f"DROP TABLE IF EXISTS {GATE}")
+        admin.close()
+
+
+LOCK_WAITS_EVERY = 0.25  # seconds: InnoDB refreshes INNODB_TRX only once it has not been read for 0.1 s
+
+
+def lock_waits(db: Database) -> int:
+    """How many of this database's sessions are waiting for a row lock now (look at most every
+    LOCK_WAITS_EVERY seconds: read more often, InnoDB's copy of its transactions is never refreshed)."""
+    conn = db.connect()
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(
+                """SELECT COUNT(*) FROM information_schema.INNODB_TRX t
+                   JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+                   WHERE t.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()""")
+            (count,) = cursor.fetchone() or (0,)
+            return int(count)
+    finally:
+        conn.close()

@@ -26,11 +26,11 @@ def answers_of(*processes: tuple[Callable[..., None], tuple[Any, ...]], results:
     return answers
 
 
-def until(condition: Callable[[], bool], what: str) -> None:
-    """Return once `condition()` holds, looking every POLL seconds; AssertionError(`what`) after WAIT seconds. The
-    other process may take seconds to start on a loaded machine (a spawned interpreter imports everything)."""
+def until(condition: Callable[[], bool], what: str, every: float = POLL) -> None:
+    """Return once `condition()` holds, looking every `every` seconds; AssertionError(`what`) after WAIT seconds.
+    The other process may take seconds to start on a loaded machine (a spawned interpreter imports everything)."""
     give_up = time.monotonic() + WAIT
     while not condition():
         if time.monotonic() > give_up:
             raise AssertionError(what)
-        time.sleep(POLL)
+        time.sleep(every)

@@ -130,7 +130,7 @@ class Attender:
         if error is not None:
             logger.warning("run %s: reminder %d of step %s was not posted and is not sent again: %s",
                            step.run_id, n, step.id, error, extra={"run_id": step.run_id, "step_id": step.id})
-            self.db.autocommit(lambda tx: log.append(tx, journal.notice_failed(entry, error, None), self.now))
+            self.db.transaction(lambda tx: log.append(tx, journal.notice_failed(entry, error, None), self.now))
         return True
 
     def escalate(self, step: Step) -> tuple[bool, bool]:
@@ -156,7 +156,7 @@ class Attender:
             logger.warning("run %s: escalation of step %s failed (try %d of %d), tried again at %s: %s",
                            step.run_id, step.id, tries, self.rules.max_attempts, retry_at.isoformat(), error,
                            extra={"run_id": step.run_id, "step_id": step.id})
-            self.db.autocommit(lambda tx: log.append(tx, journal.notice_failed(entry, error, retry_at), self.now))
+            self.db.transaction(lambda tx: log.append(tx, journal.notice_failed(entry, error, retry_at), self.now))
             return True, False
 
         def over(tx: Tx) -> None:

@@ -2,7 +2,10 @@
 
 A give-up is applied as its answer would have been: its `on_failure`, and under
 the document's `cleanup_on: fail` an `abort_run` reverts what the run left first
-(`compensates`, which reads the run's programme).
+(`compensates`, which reads the run's programme). A revert the sweep ends, given
+up or abandoned, moves its resource as any other end of a revert does
+(`resources.follow_steps`): a give-up is a failed revert its cleanup pauses on,
+an abandoned one leaves its thing live for a later Clean up.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from ...db import Tx
 from .. import journal
 from ..lifecycle import OnFailure, ParkReason, StepStatus
 from ..model import Step
-from ..store import log, steps
+from ..store import log, resources, steps
 from .outcomes import apply_failure
 
 
@@ -33,6 +36,9 @@ def reclaim(tx: Tx, now: datetime, max_attempts: int, *, escalate_after_seconds:
     (`escalate_after_seconds`: the deployment's escalation of a step parked in doubt, 0 for none;
     `compensates(tx, run_id)`: whether the run cleans up on a failure)."""
     reclaimed = steps.reclaim_stale(tx, now, max_attempts, escalate_after_seconds=escalate_after_seconds)
+    # guard: a-swept-revert-leaves-its-resource-reverting
+    resources.follow_steps(tx, [step.id for step in (*reclaimed.gave_up, *reclaimed.abandoned) if step.resource_id is not None],
+                           now)
     entries = [_taken_back(step, StepStatus.PENDING, "lease expired") for step in reclaimed.requeued]
     entries += [_taken_back(step, StepStatus.CANCELLED, step.last_error or steps.RUN_ENDED) for step in reclaimed.abandoned]
     entries += [_taken_back(step, StepStatus.RUNNING, "lease expired at the attempt ceiling: parked for a decision",

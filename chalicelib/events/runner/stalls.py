@@ -72,7 +72,7 @@ def escalate_stalls(db: Database, actions: Actions, rules: Rules, now: datetime,
             logger.warning("run %s: escalation %s failed (try %d of %d), tried again at %s: %s", wait.run_id,
                            notice.delivery_key, tries, rules.max_attempts, retry_at.isoformat(), error,
                            extra={"run_id": wait.run_id})
-            db.autocommit(partial(log.append, entry=journal.notice_failed(entry, error, retry_at), now=now))
+            db.transaction(partial(log.append, entry=journal.notice_failed(entry, error, retry_at), now=now))
             continue
 
         def end_try(tx: Tx, wait: escalations.Wait = wait, tries: int = tries, entry: journal.Entry = entry,

@@ -3,6 +3,12 @@
 Rows are appended through the same `Tx` as the change they record, so the two
 commit together or not at all. What a row says is built in `events.journal`.
 
+A run's rows commit in the order of their ids: each is appended in a
+transaction that holds its run's row lock from before the row has its id until
+the commit (`_runs_locked`; a person's control holds it already). Without it a
+row given its id first could commit after a higher one, and a reader tailing by
+`after_id` (the console's live log) would pass it by for good.
+
 A person's control pressed with an `Idempotency-Key` keeps the key on one of
 its log rows, with the answer it gave (`remember`), in the same transaction:
 the key is unique per run (the index `event_run_log_idempotency`), and a
@@ -33,33 +39,49 @@ def _values(entry: Entry, now: datetime) -> tuple[Any, ...]:
     return (entry.run_id, entry.step_id, entry.kind, entry.phase, detail, entry.actor, now)
 
 
+def _runs_locked(tx: Tx, entries: list[Entry]) -> None:
+    """The runs of `entries` locked, sent ahead of their rows (in id order: two units that lock several runs
+    cannot deadlock over the order)."""
+    if not tx.transactional:
+        raise ValueError("a log row is appended in a transaction: its run's row lock lasts until the commit")
+    run_ids = sorted({entry.run_id for entry in entries})
+    # guard: a-runs-log-row-gets-its-id-before-its-run-is-locked
+    tx.send_ahead(f"SELECT id FROM event_runs WHERE id IN ({placeholders(len(run_ids))}) ORDER BY id FOR UPDATE",  # noqa: S608 — only %s placeholders, counted from the ids; every id is a parameter
+                  run_ids)
+
+
 def append(tx: Tx, entry: Entry, now: datetime) -> int:
+    values = _values(entry, now)
+    _runs_locked(tx, [entry])
     tx.execute(
         """INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, actor, created_at)
            VALUES (%s, %s, %s, %s, %s, %s, %s)""",
-        _values(entry, now),
+        values,
     )
     return tx.last_insert_id
 
 
 def append_many(tx: Tx, entries: Iterable[Entry], now: datetime) -> int:
     """Many rows in one multi-row INSERT (built here: executemany's rewriting costs more than the rows)."""
-    statement = _insert_many(entries, now)
+    statement = _insert_many(tx, entries, now)
     return 0 if statement is None else tx.execute(*statement)
 
 
 def append_ahead(tx: Tx, entries: Iterable[Entry], now: datetime) -> None:
     """The rows of `append_many`, sent ahead of the unit's next statement (`Tx.send_ahead`): for a unit
     that reads nothing back of them, so they cost no round trip of their own."""
-    statement = _insert_many(entries, now)
+    statement = _insert_many(tx, entries, now)
     if statement is not None:
         tx.send_ahead(*statement)
 
 
-def _insert_many(entries: Iterable[Entry], now: datetime) -> tuple[str, list[Any]] | None:
+def _insert_many(tx: Tx, entries: Iterable[Entry], now: datetime) -> tuple[str, list[Any]] | None:
+    """The INSERT of `entries` (None for none), their runs' locks sent ahead of it."""
+    entries = list(entries)
     rows = [_values(e, now) for e in entries]
     if not rows:
         return None
+    _runs_locked(tx, entries)
     values = placeholders(len(rows), "(%s, %s, %s, %s, %s, %s, %s)")
     return (f"INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, actor, created_at) VALUES {values}",  # noqa: S608 — only %s placeholders, counted from len(rows); every value is a parameter
             [value for row in rows for value in row])
