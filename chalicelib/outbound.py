@@ -11,7 +11,7 @@ answer dripping a byte a second lasts as long as its sender likes. Here every
 read and write gets only what is left of the deadline.
 
 h11 speaks HTTP/1.1 (status line, headers, chunked or delimited bodies, interim
-1xx answers); this module owns only the I/O. No proxy from the environment and
+1xx answers, at most MAX_INTERIM_ANSWERS of them); this module owns only the I/O. No proxy from the environment and
 no redirect is ever followed: a signed request goes where it was addressed or
 nowhere.
 """
@@ -36,6 +36,9 @@ from .errors import ConnectionFailed, DeadlineExceeded
 
 MAX_ANSWER_BYTES = 1024 * 1024  # an answer is read up to 1 MB; the rest is never read
 MAX_HEADER_BYTES = 16 * 1024  # the status line and headers of one answer
+# Interim 1xx answers skipped before the final one; more is a peer feeding the socket for ever, which the reads
+# past the deadline (of what has already arrived) would otherwise take for as long as it sends.
+MAX_INTERIM_ANSWERS = 8
 RECEIVE_BYTES = 64 * 1024  # one read
 
 
@@ -148,7 +151,7 @@ def _exchange(h11: ModuleType, sock: socket.socket, method: str, endpoint: Endpo
     )
     _send_all(sock, connection.send(request) + connection.send(h11.Data(data=body)) + connection.send(h11.EndOfMessage()),
               deadline, progress)
-    status, kept, size, answered = 0, [], 0, {}
+    status, kept, size, answered, interim = 0, [], 0, {}, 0
     while True:
         event = connection.next_event()
         if event is h11.NEED_DATA:
@@ -169,7 +172,11 @@ def _exchange(h11: ModuleType, sock: socket.socket, method: str, endpoint: Endpo
             return Answer(status, b"".join(kept), truncated=False, headers=answered)
         elif isinstance(event, h11.ConnectionClosed):
             raise ConnectionResetError("the peer closed the connection without answering")
-        # else an InformationalResponse (1xx, e.g. 103 Early Hints): the final answer follows
+        else:  # an InformationalResponse (1xx, e.g. 103 Early Hints): the final answer follows
+            interim += 1
+            # guard: outbound-interim-answers-uncapped
+            if interim > MAX_INTERIM_ANSWERS:
+                raise ConnectionAbortedError(f"more than {MAX_INTERIM_ANSWERS} interim (1xx) answers before the final one")
 
 
 def _left(deadline: float) -> float:

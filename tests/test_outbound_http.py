@@ -123,6 +123,19 @@ def test_the_request_carries_host_length_and_query_and_interim_answers_are_skipp
     assert body == b'{"a": 1}'
 
 
+def test_a_peer_feeding_interim_answers_without_end_is_a_connection_failure_in_doubt():
+    """A stream of 103s (past the deadline, what has arrived is still read: a peer that keeps the socket fed
+    would hold the call for as long as it sends) is cut after MAX_INTERIM_ANSWERS, before its final answer."""
+    interim = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
+    peer = RawPeer(lambda connection: connection.sendall(interim * 10_000 + b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+    try:
+        with pytest.raises(ConnectionFailed, match=f"more than {outbound.MAX_INTERIM_ANSWERS} interim") as failed:
+            _post(peer)
+        assert failed.value.sent
+    finally:
+        peer.close()
+
+
 def test_a_body_ended_by_closing_is_read_and_one_past_the_cap_is_truncated_at_the_cap():
     def answer_then_close(connection):
         connection.sendall(b"HTTP/1.1 200 OK\r\n\r\n" + b"z" * 5000)

@@ -194,6 +194,21 @@ def test_a_connection_reset_after_the_request_was_sent_is_asked_about_before_any
     assert run_row(db, run.id).status is RunStatus.COMPLETED
 
 
+def test_a_429_after_an_attempt_in_doubt_keeps_the_doubt_to_the_ceiling(db, clock, runner, game_bridge):
+    """The kits answer 429 while the first delivery of the key is still being applied: that says this attempt
+    did nothing, not the first. Given up at the ceiling, the step is failed in doubt (the game may have acted)."""
+    game_bridge.script("world.spawn", Answer(504, ""), *[Answer(429, {"reason": "being applied now"})] * (RULES.max_attempts - 1))
+    run = _spawn_run(db, clock)
+    for _ in range(RULES.max_attempts):
+        tick(runner)
+        assert _the_step(db, run.id).in_doubt
+        clock.advance(RULES.retry_seconds)
+    spawn = _the_step(db, run.id)
+    assert spawn.status is StepStatus.FAILED and spawn.in_doubt
+    failed = [e.detail for e in log_of(db, run.id) if e.kind == "step.status" and e.detail["to"] == "failed"]
+    assert failed[0]["in_doubt"] is True
+
+
 def test_giving_up_on_a_step_in_doubt_keeps_the_mark(db, clock, runner, game_bridge):
     game_bridge.script("world.spawn", *[Answer(504, "")] * RULES.max_attempts)
     run = _spawn_run(db, clock)

@@ -2413,4 +2413,10 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-revert-param-that-is-not-a-json-number-is-recorded", "a-revert-param-that-is-not-a-json-number-is-recorded",
              "if not storable.finite(params):", "if False:",
              (STORABLE,)),
+    Mutation("a-later-answer-clears-an-earlier-attempts-doubt", "a-later-answer-clears-an-earlier-attempts-doubt",
+             "if verdict is Verdict.RETRY and step.in_doubt:", "if False:",
+             (DOUBT,)),
+    Mutation("outbound-interim-answers-uncapped", "outbound-interim-answers-uncapped",
+             "if interim > MAX_INTERIM_ANSWERS:", "if False:",
+             (OUTBOUND_TESTS,)),
 ]

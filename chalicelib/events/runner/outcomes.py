@@ -59,6 +59,11 @@ def settle_outcome(
     if unwritten is not None:
         outcome = replace(outcome, error=None if outcome.error is None else storable.cleaned(outcome.error))
     verdict, error, in_doubt = outcome.verdict, outcome.error, outcome.in_doubt
+    # An answer to try later says this attempt did nothing, not that an earlier one in doubt did nothing (the
+    # kits answer 429 while another delivery of the key is still being applied): the doubt stays.
+    # guard: a-later-answer-clears-an-earlier-attempts-doubt
+    if verdict is Verdict.RETRY and step.in_doubt:
+        in_doubt = True
     attention = outcome.attention
     # The ceiling counts the attempts since a person last retried or resent the step (its allowance).
     # guard: retry-answer-at-the-ceiling-retried
