@@ -90,10 +90,16 @@ def test_the_session_says_who_the_token_names_and_what_its_roles_may_do(api):
     assert api.get("/console/session", auth=token("viewer")).status == 403
 
 
-def test_the_session_is_never_kept_in_the_browsers_cache(api):
-    """The next person at a shared or kiosk machine must not read who signed in, and as what, from the disk cache."""
-    headers = api.get("/console/session", auth=GM).headers
-    assert (headers["Cache-Control"], headers["X-Content-Type-Options"]) == ("no-store", "nosniff")
+def test_the_session_is_never_kept_in_the_browsers_cache(api, db, clock):
+    """The next person at a shared or kiosk machine must not read who signed in, and as what, from the disk cache;
+    its refusals are answered alike, as every API route's behind a token is."""
+    answers = [api.get("/console/session", auth=GM), api.get("/console/session"),
+               api.get("/console/session", auth=token("viewer"))]
+    with runtime.override(database=db, clock=clock, settings=Settings()), Client(app) as unconfigured:
+        answers.append(Api(unconfigured).get("/console/session", auth=ADMIN))  # tokens cannot be checked: 503
+    assert [answer.status for answer in answers] == [200, 401, 403, 503]
+    for answer in answers:
+        assert (answer.headers["Cache-Control"], answer.headers["X-Content-Type-Options"]) == ("no-store", "nosniff")
 
 
 def test_roles_come_from_the_configured_claim_top_level_or_nested(api_with):

@@ -6,7 +6,8 @@ the page needs it before anyone has signed in, so it carries nothing secret —
 except in development, where `make dev` hands its freshly minted tokens to the
 one-click login (settings refuse that together with production key sets), and
 then only to a request whose Host is 127.0.0.1 or localhost: a DNS-rebinding
-page on another name cannot read them.
+page on another name cannot read them. Who a token is (`/console/session`) is
+one person's: no answer of it, a refusal neither, is stored or sniffed.
 
 `/console/` (with its slash) is the same page: its relative asset addresses then resolve under
 `/console/console/`, which serves the same files, and the page moves itself to `/console` before it calls
@@ -126,11 +127,14 @@ def _loopback_host(host: str) -> bool:
 
 @console.route("/console/session", methods=["GET"])
 def console_session() -> Response:
-    """Who the bearer token names and what its roles may do, checked exactly as every API route checks it."""
+    """Who the bearer token names and what its roles may do, checked exactly as every API route checks it; every
+    answer, its refusals too, is PRIVATE, as an API route's behind a token is."""
     try:
         principal = auth.authenticate(console.current_request.headers, runtime.settings()).require(auth.STAFF)
     except Exception as error:
-        return from_exception(error)
+        refused = from_exception(error)
+        refused.headers = {**refused.headers, **PRIVATE}
+        return refused
     body = {
         "sub": principal.sub,
         "roles": sorted(principal.roles),
