@@ -1,7 +1,8 @@
 """The OpenAPI 3.1 document, built from the declared operations and their schemas.
 
-3.1 because its schemas are plain JSON Schema: the dicts the handlers validate
-with are published unchanged.
+Every status an operation can answer is listed on it, and none it cannot: a generated client
+meets no undeclared refusal. 3.1 because its schemas are plain JSON Schema: the dicts the
+handlers validate with are published unchanged.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from . import signature
 from .operations import Operation
-from .schemas import ERRORS, MAX_ID
+from .schemas import CONTROL_HEADERS, ERRORS, MAX_ID
 
 _ERROR_MEANINGS = {
     400: "malformed body, query or id",
@@ -21,7 +22,10 @@ _ERROR_MEANINGS = {
     409: "a control lost (the run or step is not in a state it may act from), or the occurrence asked for"
     " already has a finished run; the message names the run or step and its status. Also a run a newer version of"
     " the engine wrote (a status, mode or park reason this version does not know): it is neither shown nor moved."
-    " Also a control's Idempotency-Key another caller pressed on this run (the message names who and for what)",
+    " Also a control's Idempotency-Key another caller pressed on this run (the message names who and for what)."
+    " On a definition's routes: a name another definition holds, an occurrence whose run started or whose time is"
+    " due, a schedule paused already or not paused (detail.schedule_paused), a stored schedule that no longer reads"
+    " (detail.schedule_unreadable). On bulk: a count that moved (detail.count). Nothing changed",
     412: "the If-Match (or body.expected) names a state the run or step has left: nothing changed and nothing was"
     " logged; the message names the state now, and ETag (and detail.etag) its tag",
     422: "the Idempotency-Key was used on this run by this caller for another control or step, or more than 24 h ago",
@@ -38,13 +42,28 @@ def _error_codes(op: Operation) -> list[int]:
         codes.append(401)
     if op.path_ids:
         codes.append(404)
-    if op.path.startswith("/runs/{run_id}") or (op.method == "POST" and op.path.endswith("/runs")):
+    if _answers_conflict(op):
         codes.append(409)
     if op.request_headers and "If-Match" in op.request_headers:
         codes.append(412)
-    if op.request_headers and "Idempotency-Key" in op.request_headers:
+    # A control's key is judged on its one run. Bulk's is judged run by run: a reused one is that run's `refused`
+    # entry, never a 422.
+    if op.request_headers is CONTROL_HEADERS:
         codes.append(422)
     return sorted(codes)
+
+
+# The reads that meet a state which refuses them: a run a newer engine wrote, a stored schedule that no longer reads.
+_READS_THAT_CONFLICT = ("/runs/{run_id}", "/definitions/{definition_id}/occurrences")
+
+
+def _answers_conflict(op: Operation) -> bool:
+    """Whether it may answer 409: every POST and PUT behind a token meets some state that refuses it (a run's or a
+    step's, a name another definition holds, an occurrence's run, a schedule's pause or its stored text, a bulk
+    count that moved, a sandbox not configured)."""
+    if op.method == "GET":
+        return op.path.startswith(_READS_THAT_CONFLICT)
+    return op.roles is not None
 
 
 _PATH_ID = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
@@ -92,10 +111,10 @@ def _operation(op: Operation) -> dict[str, Any]:
             answer["headers"] = {name: {"description": description, "schema": schema}
                                  for name, (description, schema) in op.response_headers.items()}
     for code in _error_codes(op):
-        entry["responses"][str(code)] = {
+        entry["responses"].setdefault(str(code), {  # an operation's own words for a refusal win
             "description": _ERROR_MEANINGS[code],
             "content": {"application/json": {"schema": ERRORS}},
-        }
+        })
     if op.body is not None:
         entry["requestBody"] = {"required": op.body_required, "content": {"application/json": {"schema": op.body}}}
     if op.roles is None:

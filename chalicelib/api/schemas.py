@@ -408,7 +408,7 @@ ERRORS = {
     **_object(errors={"type": "array", "items": {"type": "string"}, "minItems": 1}),
     "properties": {
         "errors": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        # What a client acts on, beside the messages: a 403's roles, a 409's statuses.
+        # What a client acts on, beside the messages: a 403's roles, a 409's statuses and what it collided with.
         "detail": {
             "type": "object",
             "properties": {
@@ -421,6 +421,14 @@ ERRORS = {
                 "definition_id": _INT,
                 "definition_name": {"type": "string"},
                 "skipped": {"type": "boolean"},
+                "count": {"type": "integer", "minimum": 0, "description": "how many runs a bulk filter matches now"},
+                "key_used_by": {"type": "string", "description": "who pressed with this Idempotency-Key"},
+                "key_used_for": {"type": "string", "description": "the control they pressed with it"},
+                "key_used_on_step": {**_MAYBE_INT, "description": "the step they pressed it on (null: the run)"},
+                "schedule_unreadable": {"type": "string", "description": "what is wrong with the stored schedule"},
+                "schedule_paused": DEFINITION["properties"]["schedule_paused"],
+                "bridge": {"type": "string", "enum": [b.value for b in RehearsalBridge],
+                           "description": "the dry run's bridge, refused with no sandbox configured"},
             },
         },
     },
