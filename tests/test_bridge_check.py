@@ -383,6 +383,68 @@ def test_the_kits_limits_are_the_engines():
             answers.MAX_JSON_DEPTH, answers.MAX_ANSWER_BYTES, answers.BY_HAND) == (
         ledger.MAX_RESOURCES, ledger.KIND_CHARS, ledger.ID_CHARS, ledger.MAX_REVERT_PARAMS_BYTES,
         storable.MAX_JSON_DEPTH, outbound.MAX_ANSWER_BYTES, ledger.BY_HAND)
+    # a by-hand revert's params are core.cue's
+    from chalicelib.events.actions import registry
+    from chalicelib.events.lifecycle import CueOnTimeout
+
+    cue = registry.CORE_ACTIONS[ledger.BY_HAND].params_schema
+    fields, choice = cue["properties"], cue["properties"]["choices"]["items"]["properties"]
+    assert (set(answers.CUE_FIELDS), cue["required"], cue["additionalProperties"]) == (set(fields), ["instruction"], False)
+    assert {name: (fields[name]["minimum"], fields[name]["maximum"]) for name in answers.CUE_WHOLE_NUMBERS} == answers.CUE_WHOLE_NUMBERS
+    kit = (answers.CUE_TEXT_CHARS, answers.CUE_ON_TIMEOUT, answers.CUE_CHOICES, answers.CHOICE_VALUE_CHARS,
+           answers.CHOICE_LABEL_CHARS, answers.CHOICE_VALUE_CHARS)
+    assert kit == (fields["instruction"]["maxLength"], tuple(action.value for action in CueOnTimeout),
+                   (fields["choices"]["minItems"], fields["choices"]["maxItems"]), choice["value"]["maxLength"],
+                   choice["label"]["maxLength"], fields["timeout_choice"]["maxLength"])
+
+
+def _reverts_to_compare():
+    """Reverts at and past the engine's edges, as both kits' handlers can give them: no 60.0 (JavaScript has none),
+    no NaN (the kits refuse it; the engine takes it today, and its database then refuses the list)."""
+    yes_no = [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}]
+    cue = [{}, {"instruction": " \n"}, {"instruction": "\x1c"}, {"instruction": "\ufeff"}, {"instruction": "x" * 2000},
+           {"instruction": "x" * 2001}, {"instruction": 5}, {"instruction": "x", "note": 1},
+           {"instruction": "x", "timeout_seconds": 4}, {"instruction": "x", "timeout_seconds": 5},
+           {"instruction": "x", "timeout_seconds": 604800}, {"instruction": "x", "timeout_seconds": 604801},
+           {"instruction": "x", "timeout_seconds": True}, {"instruction": "x", "timeout_seconds": None},
+           {"instruction": "x", "remind_limit": 0}, {"instruction": "x", "remind_limit": 20},
+           {"instruction": "x", "remind_after_seconds": 86401}, {"instruction": "x", "escalate_after_seconds": 604800},
+           {"instruction": "x", "timeout_seconds": 60, "remind_after_seconds": 59, "escalate_after_seconds": 59},
+           {"instruction": "x", "timeout_seconds": 60, "remind_after_seconds": 60},
+           {"instruction": "x", "timeout_seconds": 60, "escalate_after_seconds": 60},
+           {"instruction": "x", "on_timeout": "pause"}, {"instruction": "x", "timeout_seconds": 60, "on_timeout": "later"},
+           {"instruction": "x", "choices": yes_no}, {"instruction": "x", "choices": yes_no[:1]},
+           {"instruction": "x", "choices": yes_no * 5}, {"instruction": "x", "choices": [*yes_no, {"value": "y", "label": "Y"}] * 4},
+           {"instruction": "x", "choices": [yes_no[0], {"value": "yes", "label": "Sure"}]},
+           {"instruction": "x", "choices": [yes_no[0], {"value": "no", "label": "No", "colour": "red"}]},
+           {"instruction": "x", "choices": [yes_no[0], {"value": "no", "label": " "}]}, {"instruction": "x", "choices": None},
+           {"instruction": "x", "choices": yes_no, "timeout_seconds": 60, "on_timeout": "confirm"},
+           {"instruction": "x", "choices": yes_no, "timeout_seconds": 60, "on_timeout": "confirm", "timeout_choice": "no"},
+           {"instruction": "x", "choices": yes_no, "timeout_seconds": 60, "on_timeout": "confirm", "timeout_choice": "maybe"},
+           {"instruction": "x", "choices": yes_no, "timeout_seconds": 60, "on_timeout": "pause", "timeout_choice": "no"},
+           {"instruction": "x", "timeout_seconds": 60, "on_timeout": "confirm", "timeout_choice": "no"}]
+    module = [{"name": "a\ud800b"}, {"at": [{"\udc00": 1}]}, {"name": "\U0001f409"}]
+    return ([{"action": "core.cue"}] + [{"action": "core.cue", "params": params} for params in cue]
+            + [{"action": "world.despawn", "params": params} for params in module])
+
+
+def test_both_kits_refuse_exactly_the_reverts_the_engine_refuses():
+    import subprocess
+
+    from chalicelib.events import ledger
+
+    reverts = _reverts_to_compare()
+    engine = [ledger.listed({"resources": [{"kind": "npc", "id": "x", "revert": r}]})[1] is None for r in reverts]
+    python = [event_bridge.answers.resources_problem([{"kind": "npc", "id": "x", "revert": r}]) is None for r in reverts]
+    node = subprocess.run(
+        ["node", "--input-type=module", "-e", ("import { resourcesProblem } from './answers.js';"
+         " let text = ''; process.stdin.on('data', (c) => { text += c; }).on('end', () => console.log(JSON.stringify("
+         "JSON.parse(text).map((revert) => resourcesProblem([{ kind: 'npc', id: 'x', revert }]) === null))));")],
+        cwd=NODE_KIT, input=json.dumps(reverts), capture_output=True, text=True, timeout=60)
+    assert node.returncode == 0, node.stderr
+    assert engine.count(True) > 5 and engine.count(False) > 5
+    assert [r for r, e, k in zip(reverts, engine, python, strict=True) if e != k] == []
+    assert [r for r, e, k in zip(reverts, engine, json.loads(node.stdout), strict=True) if e != k] == []
 
 
 @pytest.mark.realtime

@@ -3,8 +3,10 @@
 // ledger"): done() or refused(reason), with the resources the action created and how each is reverted. checked()
 // is the one test of that (the type, the outcome, the resources, a JSON object of at most 1 MB): done() and
 // refused() pass what they build through it, and the bridge passes every handler's answer through it before the
-// key records it. What fails throws BadAnswer. The limits are the engine's (chalicelib/events/ledger.py; the
-// project's tests hold them equal).
+// key records it. What fails throws BadAnswer (among it revert params holding NaN or an infinity, which JSON would
+// send as null, and a by-hand revert whose params are not core.cue's). The limits are the engine's
+// (chalicelib/events/ledger.py and core.cue's schema in chalicelib/events/actions/registry.py; the project's tests
+// hold them equal).
 export const MAX_RESOURCES = 100;
 export const KIND_CHARS = 40;
 export const ID_CHARS = 191;
@@ -14,6 +16,22 @@ export const MAX_ANSWER_BYTES = 1024 * 1024;
 export const BY_HAND = 'core.cue';
 const MODULE_ACTION = /^[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}$/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+// A by-hand revert is a cue the cleanup parks on, so its params are core.cue's: the instruction a person reads, and
+// optionally the cue's attention fields and answers, each within the engine's schema and rules. Anything else the
+// engine refuses, and with it the whole resource list.
+const DAY = 24 * 3600;
+const WEEK = 7 * DAY;
+export const CUE_TEXT_CHARS = 2000;
+export const CUE_WHOLE_NUMBERS = {
+  remind_after_seconds: [5, DAY], remind_limit: [1, 20], escalate_after_seconds: [5, WEEK], timeout_seconds: [5, WEEK],
+};
+export const CUE_ON_TIMEOUT = ['continue', 'pause', 'confirm'];
+export const CUE_CHOICES = [2, 10];
+export const CHOICE_VALUE_CHARS = 100;
+export const CHOICE_LABEL_CHARS = 200;
+export const CUE_FIELDS = ['instruction', ...Object.keys(CUE_WHOLE_NUMBERS), 'on_timeout', 'choices', 'timeout_choice'];
+// Something besides whitespace as the engine (Python's \S) reads it: its whitespace is not quite JavaScript's \s.
+const NOT_PYTHON_SPACE = /[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
 
 export class BadAnswer extends Error {}
 
@@ -126,11 +144,85 @@ function entryProblem(entry, path) {
   }
   if (!isObject(params)) return `${path}.revert.params: an object`;
   if (depth(params) > MAX_JSON_DEPTH) return `${path}.revert.params: nests deeper than ${MAX_JSON_DEPTH} levels`;
-  const text = JSON.stringify(params);
-  if (pythonJsonLength(params) > MAX_REVERT_PARAMS_BYTES || LONE_SURROGATE.test(text)) {
+  // JSON.stringify would send NaN and the infinities as null, a value the handler never meant
+  if (!every(params, (v) => typeof v !== 'number' || Number.isFinite(v))) {
+    return `${path}.revert.params: no NaN or infinity (JSON has none; it would go as null)`;
+  }
+  // each string tested as it is: JSON.stringify writes a lone surrogate as an escape, which no test of its text sees
+  if (pythonJsonLength(params) > MAX_REVERT_PARAMS_BYTES || !every(params, (v) => typeof v !== 'string' || !LONE_SURROGATE.test(v))) {
     return `${path}.revert.params: at most ${MAX_REVERT_PARAMS_BYTES} bytes of valid UTF-8`;
   }
+  return action === BY_HAND ? cueProblem(params, `${path}.revert.params`) : null;
+}
+
+// Why the engine would refuse `params` as a by-hand revert's (core.cue's schema, then its rules), or null.
+function cueProblem(params, path) {
+  const given = (name) => Object.hasOwn(params, name) && isSent(params[name]);
+  const unknown = Object.keys(params).filter((k) => given(k) && !CUE_FIELDS.includes(k)).sort();
+  if (unknown.length) return `${path}.${unknown[0]}: a by-hand revert (${BY_HAND}) takes only ${CUE_FIELDS.join(', ')}`;
+  if (!isText(params.instruction, CUE_TEXT_CHARS)) {
+    return `${path}.instruction: what a person is to do by hand, ${CUE_TEXT_CHARS} characters at most, not blank`;
+  }
+  for (const [name, [least, most]] of Object.entries(CUE_WHOLE_NUMBERS)) {
+    const value = params[name];
+    if (given(name) && !(Number.isInteger(value) && value >= least && value <= most)) {
+      return `${path}.${name}: a whole number from ${least} to ${most}`;
+    }
+  }
+  if (given('on_timeout') && !CUE_ON_TIMEOUT.includes(params.on_timeout)) return `${path}.on_timeout: one of ${CUE_ON_TIMEOUT.join(', ')}`;
+  const choices = given('choices') ? params.choices : [];
+  if (!Array.isArray(choices) || (given('choices') && (choices.length < CUE_CHOICES[0] || choices.length > CUE_CHOICES[1]))) {
+    return `${path}.choices: a list of ${CUE_CHOICES[0]} to ${CUE_CHOICES[1]} answers`;
+  }
+  for (const [i, choice] of choices.entries()) {
+    const fields = isObject(choice) ? Object.keys(choice).filter((k) => isSent(choice[k])).sort().join() : '';
+    if (fields !== 'label,value' || !isText(choice.value, CHOICE_VALUE_CHARS) || !isText(choice.label, CHOICE_LABEL_CHARS)) {
+      return `${path}.choices[${i}]: {"value", "label"}, texts of at most ${CHOICE_VALUE_CHARS} and ${CHOICE_LABEL_CHARS} characters, not blank`;
+    }
+  }
+  if (given('timeout_choice') && !isText(params.timeout_choice, CHOICE_VALUE_CHARS)) return `${path}.timeout_choice: one of the choices' values`;
+  return cueTimersProblem(params, path, given) ?? cueChoicesProblem(params, path, choices, given);
+}
+
+// The engine's rule: a reminder or an escalation comes before the timeout, and on_timeout needs one.
+function cueTimersProblem(params, path, given) {
+  if (!given('timeout_seconds')) return given('on_timeout') ? `${path}: on_timeout needs timeout_seconds` : null;
+  for (const name of ['remind_after_seconds', 'escalate_after_seconds']) {
+    if (given(name) && params[name] >= params.timeout_seconds) return `${path}.${name}: shorter than timeout_seconds (${params.timeout_seconds})`;
+  }
   return null;
+}
+
+// The engine's rule: each answer's value is its own; a timeout that confirms a cue with answers names one.
+function cueChoicesProblem(params, path, choices, given) {
+  const values = choices.map((choice) => choice.value);
+  if (new Set(values).size < values.length) return `${path}.choices: each answer's value is its own`;
+  const confirms = params.on_timeout === 'confirm';
+  if (!given('timeout_choice')) {
+    return confirms && values.length ? `${path}: on_timeout confirm of a cue with choices needs timeout_choice` : null;
+  }
+  if (!confirms || !values.includes(params.timeout_choice)) {
+    return `${path}.timeout_choice: one of the choices' values, and only with on_timeout confirm`;
+  }
+  return null;
+}
+
+// Text a person reads, as core.cue's schema has it: 1 to `most` characters (code points, as Python counts), something
+// besides whitespace.
+function isText(value, most) {
+  return typeof value === 'string' && [...value].length >= 1 && [...value].length <= most && NOT_PYTHON_SPACE.test(value);
+}
+
+// `test` holds for every key and value in `value`, however deep.
+function every(value, test) {
+  if (Array.isArray(value)) return value.every((v) => every(v, test));
+  if (isObject(value)) return Object.entries(value).every(([k, v]) => test(k) && every(v, test));
+  return test(value);
+}
+
+// A field JSON.stringify writes: it leaves out one whose value is undefined or a function.
+function isSent(value) {
+  return value !== undefined && typeof value !== 'function' && typeof value !== 'symbol';
 }
 
 function depth(value) {
@@ -143,8 +235,9 @@ function depth(value) {
 function pythonJsonLength(value) {
   if (Array.isArray(value)) return 2 + value.reduce((n, v, i) => n + pythonJsonLength(v) + (i ? 2 : 0), 0);
   if (isObject(value)) {
-    return 2 + Object.entries(value).reduce((n, [k, v], i) => n + pythonJsonLength(k) + 2 + pythonJsonLength(v) + (i ? 2 : 0), 0);
+    const sent = Object.entries(value).filter(([, v]) => isSent(v));
+    return 2 + sent.reduce((n, [k, v], i) => n + pythonJsonLength(k) + 2 + pythonJsonLength(v) + (i ? 2 : 0), 0);
   }
   if (typeof value === 'string') return JSON.stringify(value).replace(/[\u0080-\uffff]/g, '\\uXXXX').length;
-  return JSON.stringify(value).length;
+  return (JSON.stringify(value) ?? 'null').length; // undefined in an array is sent as null
 }

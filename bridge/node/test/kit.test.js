@@ -268,8 +268,34 @@ test('an answer the engine would refuse is refused here', () => {
     [resource('npc', '\ud800'), 'resources[0].id'],
     [resource('npc', 'x', revert('despawn')), 'resources[0].revert.action'],
     [resource('npc', 'x', revert('world.despawn', { blob: 'x'.repeat(17000) })), 'resources[0].revert.params'],
+    // a lone surrogate in params, as a value or a key, however deep: JSON.stringify escapes it, the engine refuses it
+    [resource('npc', 'x', revert('world.despawn', { name: 'a\ud800b' })), 'resources[0].revert.params'],
+    [resource('npc', 'x', revert('world.despawn', { at: [{ name: '\udc00' }] })), 'resources[0].revert.params'],
+    [resource('npc', 'x', revert('world.despawn', { ['\ud83d']: 1 })), 'resources[0].revert.params'],
+    // NaN and the infinities: JSON.stringify would send null, not what the handler meant
+    [resource('npc', 'x', revert('world.despawn', { x: NaN })), 'resources[0].revert.params: no NaN'],
+    [resource('npc', 'x', revert('world.despawn', { at: [0, -Infinity] })), 'resources[0].revert.params: no NaN'],
+    // a by-hand revert is a cue: the engine refuses one without core.cue's params, and the whole list with it
+    [resource('npc', 'x', revert('core.cue')), 'resources[0].revert.params.instruction'],
+    [resource('npc', 'x', revert('core.cue', { instruction: ' \n' })), 'resources[0].revert.params.instruction'],
+    [resource('npc', 'x', revert('core.cue', { instruction: '\x1c' })), 'resources[0].revert.params.instruction'], // blank to Python
+    [resource('npc', 'x', revert('core.cue', { instruction: 'x'.repeat(2001) })), 'resources[0].revert.params.instruction'],
+    [resource('npc', 'x', revert('core.cue', { instruction: 'despawn it', note: 'x' })), 'resources[0].revert.params.note'],
+    [resource('npc', 'x', revert('core.cue', { instruction: 'despawn it', timeout_seconds: 2 })), 'resources[0].revert.params.timeout_seconds'],
+    [resource('npc', 'x', revert('core.cue', { instruction: 'despawn it', timeout_seconds: 6.5 })), 'resources[0].revert.params.timeout_seconds'],
+    [resource('npc', 'x', revert('core.cue', { instruction: 'despawn it', on_timeout: 'pause' })), 'resources[0].revert.params: on_timeout needs'],
+    [resource('npc', 'x', revert('core.cue', { instruction: 'despawn it', timeout_seconds: 60, remind_after_seconds: 60 })),
+      'resources[0].revert.params.remind_after_seconds'],
   ]) {
     assert.throws(() => done([bad]), (e) => e instanceof BadAnswer && e.message.startsWith(where), where);
+  }
+  for (const params of [
+    { instruction: 'despawn the boss by hand', left: undefined }, // JSON.stringify leaves an undefined field out
+    { instruction: 'despawn the boss by hand', remind_after_seconds: 60, remind_limit: 3, escalate_after_seconds: 300, timeout_seconds: 600, on_timeout: 'pause' },
+    { instruction: 'was the boss despawned?', choices: [{ value: 'yes', label: 'Yes' }, { value: 'no', label: 'No' }], timeout_seconds: 600,
+      on_timeout: 'confirm', timeout_choice: 'no' },
+  ]) {
+    assert.doesNotThrow(() => done([resource('npc', 'x', revert('core.cue', params))]).payload(), params.instruction);
   }
   done(Array.from({ length: 100 }, (_, i) => resource('npc', String(i))));
   assert.throws(() => done(Array.from({ length: 101 }, (_, i) => resource('npc', String(i)))), /at most 100 entries, not 101/);

@@ -8,9 +8,11 @@ JSON object of at most 1 MB); `done()` and `refused()` pass what they build
 through it, and the bridge passes every handler's answer through it before
 the key records it. What fails (too many entries, a kind or id out of
 bounds, a revert that is not `module.name` or `core.cue`, params too large,
-too deep or not valid UTF-8, an answer too large) raises `BadAnswer`. The
-limits are the engine's (`chalicelib/events/ledger.py`; the kit's tests
-hold them equal).
+too deep, not valid UTF-8 or holding NaN or an infinity, a by-hand revert
+whose params are not core.cue's, an answer too large) raises `BadAnswer`.
+The limits are the engine's (`chalicelib/events/ledger.py` and core.cue's
+schema in `chalicelib/events/actions/registry.py`; the project's tests hold
+them equal).
 """
 
 from __future__ import annotations
@@ -28,6 +30,17 @@ MAX_JSON_DEPTH = 30
 MAX_ANSWER_BYTES = 1024 * 1024  # the engine reads an answer up to 1 MB
 BY_HAND = "core.cue"
 MODULE_ACTION = re.compile(r"[a-z][a-z0-9_]{0,48}\.[a-z][a-z0-9_]{0,48}")
+# A by-hand revert is a cue the cleanup parks on, so its params are core.cue's: the instruction a person reads,
+# and optionally the cue's attention fields and answers, each within the engine's schema and rules. Anything
+# else the engine refuses, and with it the whole resource list.
+DAY, WEEK = 24 * 3600, 7 * 24 * 3600
+CUE_TEXT_CHARS = 2000
+CUE_WHOLE_NUMBERS = {"remind_after_seconds": (5, DAY), "remind_limit": (1, 20), "escalate_after_seconds": (5, WEEK),
+                     "timeout_seconds": (5, WEEK)}
+CUE_ON_TIMEOUT = ("continue", "pause", "confirm")
+CUE_CHOICES = (2, 10)
+CHOICE_VALUE_CHARS, CHOICE_LABEL_CHARS = 100, 200
+CUE_FIELDS = ("instruction", *CUE_WHOLE_NUMBERS, "on_timeout", "choices", "timeout_choice")
 
 
 class BadAnswer(ValueError):
@@ -69,7 +82,8 @@ class Answer:
 
     def payload(self) -> bytes:
         try:
-            data = json.dumps(self.body, ensure_ascii=False).encode()
+            # NaN and the infinities have no JSON form: allowed, they would go out as tokens no JSON parser takes
+            data = json.dumps(self.body, ensure_ascii=False, allow_nan=False).encode()
         except (TypeError, ValueError) as why:  # a value JSON has no form for, or a lone surrogate
             raise BadAnswer(f"the answer is not JSON: {why}") from None
         if len(data) > MAX_ANSWER_BYTES:
@@ -156,9 +170,69 @@ def _entry_problem(entry: Any, path: str) -> str | None:
         return f"{path}.revert.params: an object"
     if _depth(params) > MAX_JSON_DEPTH:
         return f"{path}.revert.params: nests deeper than {MAX_JSON_DEPTH} levels"
-    if len(json.dumps(params)) > MAX_REVERT_PARAMS_BYTES or not _utf8(json.dumps(params, ensure_ascii=False)):
+    try:
+        text = json.dumps(params, allow_nan=False)
+    except (TypeError, ValueError) as why:  # NaN or an infinity, or a value JSON has no form for
+        return f"{path}.revert.params: not JSON ({why})"
+    if len(text) > MAX_REVERT_PARAMS_BYTES or not _utf8(json.dumps(params, ensure_ascii=False)):
         return f"{path}.revert.params: at most {MAX_REVERT_PARAMS_BYTES} bytes of valid UTF-8"
+    return _cue_problem(params, f"{path}.revert.params") if action == BY_HAND else None
+
+
+def _cue_problem(params: dict[str, Any], path: str) -> str | None:
+    """Why the engine would refuse `params` as a by-hand revert's (core.cue's schema, then its rules), or None."""
+    unknown = sorted(set(params) - set(CUE_FIELDS))
+    if unknown:
+        return f"{path}.{unknown[0]}: a by-hand revert ({BY_HAND}) takes only {', '.join(CUE_FIELDS)}"
+    if not _text(params.get("instruction"), CUE_TEXT_CHARS):
+        return f"{path}.instruction: what a person is to do by hand, {CUE_TEXT_CHARS} characters at most, not blank"
+    for name, (least, most) in CUE_WHOLE_NUMBERS.items():
+        value = params.get(name, least)
+        # the engine's integers are strict: neither True nor 5.0
+        if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= most:
+            return f"{path}.{name}: a whole number from {least} to {most}"
+    if params.get("on_timeout", CUE_ON_TIMEOUT[0]) not in CUE_ON_TIMEOUT:
+        return f"{path}.on_timeout: one of {', '.join(CUE_ON_TIMEOUT)}"
+    choices = params.get("choices", [])
+    if "choices" in params and not (isinstance(choices, list) and CUE_CHOICES[0] <= len(choices) <= CUE_CHOICES[1]):
+        return f"{path}.choices: a list of {CUE_CHOICES[0]} to {CUE_CHOICES[1]} answers"
+    for i, choice in enumerate(choices):
+        if not (isinstance(choice, dict) and set(choice) == {"value", "label"} and _text(choice["value"], CHOICE_VALUE_CHARS)
+                and _text(choice["label"], CHOICE_LABEL_CHARS)):
+            return (f"{path}.choices[{i}]: {{\"value\", \"label\"}}, texts of at most {CHOICE_VALUE_CHARS} and"
+                    f" {CHOICE_LABEL_CHARS} characters, not blank")
+    if "timeout_choice" in params and not _text(params["timeout_choice"], CHOICE_VALUE_CHARS):
+        return f"{path}.timeout_choice: one of the choices' values"
+    return _cue_timers_problem(params, path) or _cue_choices_problem(params, path)
+
+
+def _cue_timers_problem(params: dict[str, Any], path: str) -> str | None:
+    """The engine's rule: a reminder or an escalation comes before the timeout, and on_timeout needs one."""
+    timeout = params.get("timeout_seconds")
+    if timeout is None:
+        return f"{path}: on_timeout needs timeout_seconds" if "on_timeout" in params else None
+    for name in ("remind_after_seconds", "escalate_after_seconds"):
+        if params.get(name, timeout - 1) >= timeout:
+            return f"{path}.{name}: shorter than timeout_seconds ({timeout})"
     return None
+
+
+def _cue_choices_problem(params: dict[str, Any], path: str) -> str | None:
+    """The engine's rule: each answer's value is its own; a timeout that confirms a cue with answers names one."""
+    values = [choice["value"] for choice in params.get("choices", [])]
+    if len(set(values)) < len(values):
+        return f"{path}.choices: each answer's value is its own"
+    chosen, confirms = params.get("timeout_choice"), params.get("on_timeout") == "confirm"
+    if chosen is None:
+        return f"{path}: on_timeout confirm of a cue with choices needs timeout_choice" if confirms and values else None
+    if not confirms or chosen not in values:
+        return f"{path}.timeout_choice: one of the choices' values, and only with on_timeout confirm"
+    return None
+
+
+def _text(value: Any, most: int) -> bool:
+    """Text a person reads, as core.cue's schema has it: 1 to `most` characters, something besides whitespace."""
+    return isinstance(value, str) and 1 <= len(value) <= most and re.search(r"\S", value) is not None
 
 
 def _utf8(text: str) -> bool:

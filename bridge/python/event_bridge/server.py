@@ -10,16 +10,20 @@ object with its length. A status request is verified against the whole path
 the engine asked for, mounted under a prefix (WSGI's SCRIPT_NAME) or not, as
 the engine spelled it (percent-encoded), not as a WSGI server decoded it. The
 standard-library server keeps no access log; the kit's own warnings go to the
-`event_bridge` logger. It closes, unanswered, a connection whose request is not
-whole within REQUEST_SECONDS of waiting for it (15 s; the engine sends a whole
-request at once), so a client that drips bytes or sends nothing holds a thread
-that long at most; a keep-alive connection idle that long is closed too.
+`event_bridge` logger, and so does a connection the client hung up on (at
+debug: the engine gave up on a slow answer), not a traceback on stderr. It
+closes, unanswered, a connection whose request is not whole within
+REQUEST_SECONDS of waiting for it (15 s; the engine sends a whole request at
+once), so a client that drips bytes or sends nothing holds a thread that long
+at most; a keep-alive connection idle that long is closed too.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,7 +31,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from .answers import Answer
-from .bridge import MAX_BODY_BYTES, Bridge
+from .bridge import MAX_BODY_BYTES, Bridge, logger
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 409: "Conflict", 411: "Length Required",
             413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error",
@@ -109,6 +113,13 @@ def wsgi_app(bridge: Bridge) -> Callable[[dict[str, Any], Callable[..., Any]], I
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """On the `event_bridge` logger, not a traceback on stderr: a client that hung up (the engine gives up on
+        a slow answer) is routine, at debug; anything else is the kit's to fix, a warning."""
+        gone = isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError))
+        logger.log(logging.DEBUG if gone else logging.WARNING, "serving a request from %s failed", client_address,
+                   exc_info=True)
 
 
 class _ReadsBy(io.RawIOBase):

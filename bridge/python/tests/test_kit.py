@@ -364,6 +364,35 @@ def test_the_readmes_sqlite_store_rolls_back_a_change_whose_answer_was_not_recor
     assert bridge.handle("POST", "/actions/world.spawn", *delivery(key="k2", attempt=2)).status == 200 and npcs() == ["npc-k2"]
 
 
+def test_the_readmes_sqlite_store_says_in_progress_while_a_slow_delivery_runs(tmp_path):
+    _, bridge, npcs = readme_store(tmp_path)
+    spawn, started, release = bridge.handlers["world.spawn"], threading.Event(), threading.Event()
+
+    def slow_spawn(d):
+        answer = spawn(d)  # the world change made in the delivery's transaction, which holds SQLite's write lock
+        started.set()
+        release.wait(10)
+        return answer
+
+    bridge.handlers["world.spawn"] = slow_spawn
+    delivered: list[Answer] = []
+    worker = threading.Thread(target=lambda: delivered.append(bridge.handle("POST", "/actions/world.spawn", *delivery())))
+    worker.start()
+    try:
+        assert started.wait(5)
+        asked: list[Answer] = []
+        asking = threading.Thread(target=lambda: asked.append(status(bridge, "k1", 1)), daemon=True)
+        asking.start()
+        asking.join(3)  # the engine waits 10 s for a status answer; the lock is held as long as the handler runs
+        assert asked and asked[0].body == {"status": "in_progress"}
+    finally:
+        release.set()
+        worker.join(10)
+    assert delivered[0].status == 200 and npcs() == ["npc-k1"]
+    assert status(bridge, "k1", 2).body == {"status": "applied", "resources": delivered[0].body["resources"]}
+    assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=1)).status == 409  # the fence, raised then
+
+
 def test_a_handler_that_raises_is_a_json_500_and_the_key_can_be_tried_again():
     calls = []
 
@@ -408,6 +437,7 @@ def spawn_answering(wrong):
     (lambda: {"outcome": "done"}, "not a dict"),
     (lambda: done(log="x" * (1024 * 1024)), "the engine reads at most 1048576"),
     (lambda: done(when=object()), "the answer is not JSON"),
+    (lambda: done(at=float("nan")), "the answer is not JSON"),  # json.dumps would write NaN, which is not JSON
     (lambda: Answer({"outcome": "accepted"}, 202), "outcome: done or refused, not 'accepted'"),
 ])
 def test_an_answer_refused_after_the_handler_ran_is_final_and_the_action_never_runs_again(caplog, wrong, problem):
@@ -452,10 +482,36 @@ def test_an_unknown_action_is_refused_422():
     (Resource("npc", "x", Revert("despawn")), "resources[0].revert.action"),
     (Resource("npc", "x", Revert("core.wait")), "resources[0].revert.action"),
     (Resource("npc", "x", Revert("world.despawn", {"blob": "x" * 17000})), "resources[0].revert.params"),
+    (Resource("npc", "x", Revert("world.despawn", {"at": float("nan")})), "resources[0].revert.params: not JSON"),
+    (Resource("npc", "x", Revert("world.despawn", {"at": [float("-inf")]})), "resources[0].revert.params: not JSON"),
+    # a by-hand revert is a cue: the engine refuses one without core.cue's params, and the whole list with it
+    (Resource("npc", "x", Revert("core.cue")), "resources[0].revert.params.instruction"),
+    (Resource("npc", "x", Revert("core.cue", {"instruction": " \n"})), "resources[0].revert.params.instruction"),
+    (Resource("npc", "x", Revert("core.cue", {"instruction": "x" * 2001})), "resources[0].revert.params.instruction"),
+    (Resource("npc", "x", Revert("core.cue", {"instruction": "despawn it", "note": "x"})), "resources[0].revert.params.note"),
+    (Resource("npc", "x", Revert("core.cue", {"instruction": "despawn it", "timeout_seconds": 2})),
+     "resources[0].revert.params.timeout_seconds"),
+    (Resource("npc", "x", Revert("core.cue", {"instruction": "despawn it", "timeout_seconds": 60.0})),
+     "resources[0].revert.params.timeout_seconds"),
+    (Resource("npc", "x", Revert("core.cue", {"instruction": "despawn it", "on_timeout": "pause"})),
+     "resources[0].revert.params: on_timeout needs timeout_seconds"),
+    (Resource("npc", "x", Revert("core.cue", {"instruction": "despawn it", "timeout_seconds": 60, "remind_after_seconds": 60})),
+     "resources[0].revert.params.remind_after_seconds"),
 ])
 def test_an_answer_the_engine_would_refuse_is_refused_here(resource, problem):
     with pytest.raises(BadAnswer, match=problem.replace("[", r"\[").replace("]", r"\]")):
         done(resource)
+
+
+@pytest.mark.parametrize("params", [
+    {"instruction": "despawn the boss by hand"},
+    {"instruction": "despawn the boss by hand", "remind_after_seconds": 60, "remind_limit": 3, "escalate_after_seconds": 300,
+     "timeout_seconds": 600, "on_timeout": "pause"},
+    {"instruction": "was the boss despawned?", "choices": [{"value": "yes", "label": "Yes"}, {"value": "no", "label": "No"}],
+     "timeout_seconds": 600, "on_timeout": "confirm", "timeout_choice": "no"},
+])
+def test_a_by_hand_revert_with_core_cues_params_is_taken(params):
+    assert done(Resource("npc", "x", Revert("core.cue", params))).body["resources"][0]["revert"]["params"] == params
 
 
 def test_at_most_a_hundred_resources():
@@ -728,6 +784,23 @@ def test_make_server_closes_a_connection_whose_request_is_not_whole_in_time(drip
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize("failure, level", [(BrokenPipeError(32, "Broken pipe"), logging.DEBUG),
+                                            (RuntimeError("a kit bug"), logging.WARNING)])
+def test_make_server_logs_a_failed_request_on_the_kits_logger_not_as_a_traceback_on_stderr(caplog, capsys, failure, level):
+    server = make_server(Bridge(KEY), "127.0.0.1", 0)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="event_bridge"):
+            try:
+                raise failure  # as the server's thread meets it: the engine gave up on a slow answer and hung up
+            except type(failure):
+                server.handle_error(None, ("127.0.0.1", 41000))
+    finally:
+        server.server_close()
+    assert capsys.readouterr().err == ""
+    [record] = caplog.records
+    assert (record.name, record.levelno, record.exc_info and record.exc_info[1]) == ("event_bridge", level, failure)
 
 
 class Drip(BaseHTTPRequestHandler):
