@@ -16,7 +16,7 @@ from chalicelib.events import commands
 from chalicelib.events.actions.perform import Actions
 from chalicelib.events.adapters.bridge import BridgeClient
 from chalicelib.events.errors import Conflict
-from chalicelib.events.lifecycle import OnDoubt, ParkReason, RunStatus, StepStatus
+from chalicelib.events.lifecycle import OnDoubt, ParkReason, RunStatus, StepStatus, WaitingFor
 from chalicelib.events.model import StepSpec
 from chalicelib.events.runner import Runner
 from chalicelib.events.runner.reclaim import reclaim
@@ -413,6 +413,8 @@ def test_a_signal_that_ends_the_phase_waits_for_the_decision_and_the_run_goes_on
     tick(runner)  # the phase closes: its pending step is cancelled, the one in doubt is not
     assert _the_step(db, run.id).parked_in_doubt and step_row(db, crow.id).status is StepStatus.CANCELLED
     assert run_row(db, run.id).current_phase == 1 and waiting_of(db, run.id)["for"] == "decision"
+    # and so says the row the runs list filters by (GET /runs?waiting=decision) and the loop looks out for
+    assert run_row(db, run.id).waiting_for is WaitingFor.DECISION
     commands.confirm(db, run.id, spawn.id, actor="mod-mia", now=clock.now())
     tick(runner)
     assert run_row(db, run.id).status is RunStatus.COMPLETED

@@ -1358,8 +1358,8 @@ MUTATIONS: list[Mutation] = [
              "r.waiting_for = IF(FALSE, NULL,",
              (RUNS_WAITING,)),
     Mutation("a-closed-phase-is-still-waited-for", "a-closed-phase-is-still-waited-for",
-             "r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = p.number, NULL, r.waiting_for)",
-             "r.waiting_for = r.waiting_for",
+             "r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = p.number\n",
+             "r.waiting_for = IF(FALSE\n",
              (RUNS_WAITING,)),
     Mutation("the-waiting-filter-ignores-what-it-asks-for", "the-waiting-filter-ignores-what-it-asks-for",
              'where.append("waiting_for = %s")',
@@ -2419,4 +2419,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("outbound-interim-answers-uncapped", "outbound-interim-answers-uncapped",
              "if interim > MAX_INTERIM_ANSWERS:", "if False:",
              (OUTBOUND_TESTS,)),
+    Mutation("a-closed-phase-forgets-its-decision", "a-closed-phase-is-still-waited-for",
+             "AND NOT r.waiting_for <=> {WaitSQL.DECISION}", "AND TRUE",
+             (DOUBT,)),
 ]

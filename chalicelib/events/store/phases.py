@@ -20,7 +20,7 @@ from typing import Any
 
 from ...db import Tx, placeholders
 from ..document import PhasePlan
-from ..lifecycle import ClosedBy, OnDeadline, PhaseKind, PhaseSQL, RunSQL, condition_of
+from ..lifecycle import ClosedBy, OnDeadline, PhaseKind, PhaseSQL, RunSQL, WaitSQL, condition_of
 from ..model import Phase, iso
 from .wake import AUTO_SIGNAL_AT
 
@@ -170,14 +170,16 @@ def close(tx: Tx, run_id: int, number: int, closed_by: ClosedBy, now: datetime) 
     """Mark the phase closed (its condition met: by the timer, when a deadline closes it); a compare-and-set
     on its not being closed and something being due."""
     # Its open steps (a parked cue among them) are cancelled in the same unit: the run, working at this
-    # phase, waits for nothing now (`waiting_for`, in this statement).
+    # phase, waits for nothing now (`waiting_for`, in this statement), but a decision: a step parked in doubt
+    # is left open (`steps.cancel_phase`), holding the phase until a person decides.
     # guard: a-closed-phase-keeps-its-condition-unmet
     # guard: a-closed-phase-is-still-waited-for
     return tx.execute(
         f"""UPDATE event_run_phases p JOIN event_runs r ON r.id = p.run_id
                SET p.closed_at = %s, p.closed_by = %s, p.met_at = IF(p.condition_met, p.met_at, %s),
                    p.met_by = IF(p.condition_met, p.met_by, %s), p.condition_met = TRUE,
-                   r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = p.number, NULL, r.waiting_for)
+                   r.waiting_for = IF(r.status IN ({RunSQL.WORKING}) AND r.current_phase = p.number
+                                      AND NOT r.waiting_for <=> {WaitSQL.DECISION}, NULL, r.waiting_for)
              WHERE p.run_id = %s AND p.number = %s AND {CLOSE_DUE}""",  # noqa: S608 — CLOSE_DUE and the status list are constants; values are parameters
         (now, ClosedBy(closed_by).value, now, TIMER, run_id, number, now),
     ) >= 1
