@@ -114,6 +114,14 @@ def test_the_inbox_holds_every_wait_most_urgent_first_each_with_its_story_and_co
     cue_step = rows[made["cue"].id]["waiting"]["step_id"]
     assert rows[made["cue"].id]["controls"][0] == {"name": "confirm", "step_id": cue_step}
 
+def test_a_short_inbox_is_the_most_urgent_of_all_not_of_the_oldest_runs(api, db, clock, inbox_runner, game_bridge):
+    """`limit` trims the ordered inbox: the escalated wait (the newest run) comes first however many wait."""
+    made = _world(api, db, clock, inbox_runner, game_bridge)
+    answer = api.get("/inbox?limit=2", auth=ADMIN).body
+    assert [row["id"] for row in answer["runs"]] == [made["escalated"].id, made["cue"].id]
+    assert answer["needs_you"] == 8
+
+
 def test_a_gms_inbox_and_count_hold_only_what_a_gm_can_act_on(api, db, clock, inbox_runner, game_bridge):
     made = _world(api, db, clock, inbox_runner, game_bridge)
     answer = api.get("/inbox", auth=GM).body

@@ -17,9 +17,11 @@ from chalicelib.events import commands
 from chalicelib.events.actions.outcome import Outcome
 from chalicelib.events.errors import Conflict
 from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.model import iso
 from chalicelib.events.store import definitions, phases, runs, steps
 from chalicelib.events.store.steps import PHASE_ENDED
 from devtools.kit.game_bridge import Answer
+from tests.support.api import MODERATOR
 from tests.support.factory import run_row
 from tests.support.runner_kit import RULES, apply_outcome, log_of, schedule, step, tick
 from tests.support.torture import late_wakes
@@ -431,6 +433,31 @@ def test_retry_of_a_step_in_a_phase_that_ends_at_resume_is_refused_naming_it(db,
         assert str(refused).startswith(f"{spawn.named}: phase 1 (arena) ends when the run resumes (the signal boss_down at ")
     else:
         raise AssertionError("the retry took")
+    assert _steps(db, run.id)[0].status is StepStatus.FAILED  # nothing changed
+
+
+def test_a_failed_step_whose_phase_reached_its_time_limit_while_paused_is_not_offered_a_retry(
+        db, clock, runner, game_bridge, api):
+    """The phase's `close` deadline passed while the run was paused: the guarded statement refuses a retry (its
+    phase is over), so the page does not offer one, and a retry pressed anyway says why and what to do."""
+    run = schedule(db, clock.now(), _doc(_phase("arena", step("world.spawn", on_failure="pause"),
+                                                advance={"when": "after", "seconds": 300}), _phase("finale", BYE)))
+    game_bridge.script("world.spawn", Answer(400, body={"error": "full"}))
+    tick(runner)
+    assert run_row(db, run.id).status is RunStatus.PAUSED
+    [spawn, *_] = _steps(db, run.id)
+
+    def offered():
+        return api.get(f"/runs/{run.id}", auth=MODERATOR).body["controls"]["steps"].get(str(spawn.id), [])
+
+    assert "retry" in offered()
+    clock.advance(301)
+    assert "retry" not in offered()
+    with pytest.raises(Conflict) as refused:
+        commands.retry(db, run.id, spawn.id, actor="alice", now=clock.now())
+    assert str(refused.value) == (f"{spawn.named}: phase 1 (arena) ended at its time limit,"
+                                  f" {iso(clock.now() - timedelta(seconds=1))}, while the run was paused: its steps"
+                                  " can no longer be retried; resume the run instead")
     assert _steps(db, run.id)[0].status is StepStatus.FAILED  # nothing changed
 
 

@@ -2422,4 +2422,10 @@ MUTATIONS: list[Mutation] = [
     Mutation("a-closed-phase-forgets-its-decision", "a-closed-phase-is-still-waited-for",
              "AND NOT r.waiting_for <=> {WaitSQL.DECISION}", "AND TRUE",
              (DOUBT,)),
+    Mutation("a-step-of-an-ended-phase-is-offered-again", "a-step-of-an-ended-phase-is-offered-again",
+             "and step.resource_id is None and self.phase.over(self.now):", "and False:",
+             (RUNNER_CONDITIONS,)),
+    Mutation("the-inbox-is-trimmed-before-it-is-ordered", "the-inbox-is-trimmed-before-it-is-ordered",
+             "MOST_SORTED if limit else 0)", "limit)",
+             ("tests/test_api_inbox.py",)),
 ]

@@ -324,6 +324,10 @@ class Standing:
         if declared.target is Target.PHASE:  # the phase the run is at, while its deadline still counts
             # guard: a-phase-control-offered-without-a-deadline
             return declared.refuse(run, None, None) is None and self.phase is not None and self.phase.deadline_counts(self.now)
+        # guard: a-step-of-an-ended-phase-is-offered-again
+        if declared.command in (Retry, Resend) and step is not None and self.phase is not None \
+                and step.phase == self.phase.number and step.resource_id is None and self.phase.over(self.now):
+            return False  # its phase ended while the run was paused (a signal, an advance, a close deadline)
         return declared.refuse(run, step, self.furthest_seq if step is not None else None) is None
 
     def offer(self, declared: Control, step: Step | None, caller: Caller) -> list[str]:

@@ -207,6 +207,9 @@ def resend_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str
 def phase_ended(phase: Phase, done_again: str = "retried") -> str:
     """Why a step of an ending phase cannot be retried (or sent again): when its phase ended, and by what."""
     how = "" if phase.closed_by is None else CLOSED_WORDS[phase.closed_by].label.format(signal=phase.signal)
+    if phase.closed_at is None and not phase.condition_met:  # its close deadline passed while the run was paused
+        return (f"phase {phase.number} ({phase.name}) ended at its time limit, {iso(phase.deadline)}, while the run"
+                f" was paused: its steps can no longer be {done_again}; resume the run instead")
     if phase.closed_at is None:  # met while the run was paused: it closes when the run resumes
         by = f"the signal {phase.signal}" if phase.signal else f"{phase.met_by}'s advance"
         return (f"phase {phase.number} ({phase.name}) ends when the run resumes ({by} at {iso(phase.met_at)}):"

@@ -285,7 +285,7 @@ class Retry(StepCommand[Retried]):
         step = needed(step, self.name)
         furthest = steps.last_started_seq(tx, run.id, run.current_phase)
         ended = phases.get(tx, run.id, step.phase)
-        if retry_refusal(run, step, furthest) is None and ended is not None and ended.condition_met:
+        if retry_refusal(run, step, furthest) is None and ended is not None and ended.over(by.now):
             # Every rule of the step and its run allowed it: its phase is ending (the statement's last term).
             raise Conflict(f"{step.named}: {phase_ended(ended)}", run_status=run.status.value, step_status=step.status.value,
                            step_parked=step.parked)
@@ -317,7 +317,7 @@ class Resend(StepChange):
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Step:
         step = needed(step, self.name)
         ended = phases.get(tx, run.id, step.phase)
-        if resend_refusal(run, step, None) is None and ended is not None and ended.condition_met:
+        if resend_refusal(run, step, None) is None and ended is not None and ended.over(by.now):
             raise Conflict(f"{step.named}: {phase_ended(ended, 'sent again')}", run_status=run.status.value,
                            step_status=step.status.value, step_parked=step.parked)
         raise self.lost(run, step)

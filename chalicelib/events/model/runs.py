@@ -175,12 +175,20 @@ class Phase:
                       "on_deadline": None if row.get("on_deadline") is None else OnDeadline(row["on_deadline"]),
                       "closed_by": None if row.get("closed_by") is None else ClosedBy(row["closed_by"])})
 
+    def closes_at_passed_deadline(self, now: datetime | None) -> bool:
+        """Whether (read at `now`; None: not judged) a `close` deadline has passed: that ended it, before the tick
+        closes it (a paused run's phase stays open until the run resumes)."""
+        return now is not None and self.deadline is not None and self.deadline <= now and self.on_deadline is OnDeadline.CLOSE
+
+    def over(self, now: datetime | None) -> bool:
+        """Whether it has ended for its steps (none is claimed, retried or sent again): its condition met, or a
+        `close` deadline passed (`phases.OVER`, the guarded statements' own term)."""
+        return self.condition_met or self.closes_at_passed_deadline(now)
+
     def deadline_counts(self, now: datetime | None) -> bool:
         """Whether it has a deadline that still counts (extend may move it): neither closed nor its condition met,
-        nor (read at `now`; None: not judged) a `close` deadline passed, which ended it before the tick closes it
-        (`phases.move_deadline`'s WHERE says the same)."""
-        ended = now is not None and self.deadline is not None and self.deadline <= now and self.on_deadline is OnDeadline.CLOSE
-        return self.deadline is not None and self.closed_at is None and not self.condition_met and not ended
+        nor a `close` deadline passed (`phases.move_deadline`'s WHERE says the same)."""
+        return self.deadline is not None and self.closed_at is None and not self.over(now)
 
     @property
     def state(self) -> PhaseState:

@@ -22,6 +22,7 @@ from ..waiting import waiting
 from . import Body
 
 INBOX_PAGE = 50  # rows answered unless `limit` says otherwise (0: the count alone)
+MOST_SORTED = 500  # waits read to order them: past this many, the 500 oldest by run id are the ones ordered
 ROW_CONTROLS = 2  # the controls a row offers, most likely first
 
 
@@ -31,24 +32,33 @@ def inbox(db: Database, caller: Caller, query: dict[str, Any]) -> Body:
 
 
 def _read(tx: Tx, caller: Caller, limit: int) -> Body:
-    page, count = runs.waiting_on(tx, answers.answerable(caller.roles), limit)
-    parked = steps.parked_of(tx, [r.id for r in page if r.status in lifecycle.ATTENDED])
-    working = [r for r in page if r.status in lifecycle.WORKING and r.current_phase is not None]
+    # The order needs each wait's start and escalation, read from other rows: every wait is read (up to
+    # MOST_SORTED, the oldest by run id past that), ordered, and only then trimmed to `limit`.
+    # guard: the-inbox-is-trimmed-before-it-is-ordered
+    candidates, count = runs.waiting_on(tx, answers.answerable(caller.roles), MOST_SORTED if limit else 0)
+    parked = steps.parked_of(tx, [r.id for r in candidates if r.status in lifecycle.ATTENDED])
+    working = [r for r in candidates if r.status in lifecycle.WORKING and r.current_phase is not None]
     at = phases.current_of(tx, [(r.id, must_exist(r.current_phase)) for r in working])
     undone = resources.by_ids(tx, [s.resource_id for s in parked.values() if s.resource_id is not None])
-    paused = [r.id for r in page if r.status is RunStatus.PAUSED]
+    paused = [r.id for r in candidates if r.status is RunStatus.PAUSED]
     moved = log.latest_of(tx, paused, journal.RUN_STATUS)
-    escalated = {**log.latest_of(tx, [r.id for r in page if r.id not in parked], journal.RUN_ESCALATED),
+    escalated = {**log.latest_of(tx, [r.id for r in candidates if r.id not in parked], journal.RUN_ESCALATED),
                  **log.latest_of(tx, list(parked), journal.STEP_ESCALATED)}
-    pressed = log.latest_of(tx, [i for i, s in parked.items() if s.acknowledged_by or s.lapsed_by], journal.CHAT_PRESSED)
-    rows = []
-    for run in page:
+    waits = []
+    for run in candidates:
         head = parked.get(run.id)
         reverted = None if head is None or head.resource_id is None else undone.get(head.resource_id)
         wait = waiting(run, head, at.get(run.id), reverted, moved.get(run.id))
         if wait is None:  # moved on between the two reads
             continue
         mark_escalated(wait, escalated.get(run.id))
+        waits.append((run, head, wait))
+    waits.sort(key=lambda each: _urgency(each[0], each[2]))
+    waits = waits[:limit]
+    pressed = log.latest_of(tx, [run.id for run, head, _ in waits if head is not None and (head.acknowledged_by or head.lapsed_by)],
+                            journal.CHAT_PRESSED)
+    rows = []
+    for run, head, wait in waits:
         name_holders(wait, pressed.get(run.id))  # who has a cue, as a person reads them
         furthest = steps.last_started_seq(tx, run.id, run.current_phase) if run.id in paused else None  # as its page reads it
         failed = _failed_step(tx, run, furthest) if run.id in paused else None
@@ -56,10 +66,13 @@ def _read(tx: Tx, caller: Caller, limit: int) -> Body:
         standing = Standing(run, furthest, at.get(run.id))
         rows.append({**run.public(), "waiting": wait, "story": story(wait, head, failed, at.get(run.id)),
                      "controls": _controls(standing, wait, head, failed, caller)})
-    # An escalated wait first, then the longest wait (ISO times in UTC sort as they read; one not known last).
-    rows.sort(key=lambda row: ("escalated" not in row["waiting"], row["waiting"]["since"] is None,
-                               row["waiting"]["since"] or "", row["id"]))
     return {"needs_you": count, "runs": rows}
+
+
+def _urgency(run: Run, wait: Body) -> tuple[bool, bool, str, int]:
+    """An escalated wait first, then the longest wait (ISO times in UTC sort as they read; one not known last),
+    then by run id."""
+    return ("escalated" not in wait, wait["since"] is None, wait["since"] or "", run.id)
 
 
 def escalated_kind(wait: Body) -> str:
