@@ -150,6 +150,10 @@ class StepMove:
     # A fresh allowance of attempts (`attempts_allowed_from = attempts`): the ceiling counts the attempts after
     # it, while the attempt the game sees goes on rising (its status endpoint's fence refuses a lower one).
     renews_allowance: bool = False
+    # A person's retry of a step whose last attempt was answered (not in doubt) goes with a new idempotency key:
+    # a bridge keeps that answer (a refusal) under the old key and would replay it; one in doubt keeps its key,
+    # so the game still applies it at most once.
+    fresh_key: bool = False
     clears_due_at: bool = False  # sent again now, not at a retry's or a wait's time
     stamps_first_start: bool = False  # started_at, if it never started
 
@@ -223,14 +227,16 @@ TAKE_OVER = StepMove("take over", (_S.RUNNING,), None, _PERSON, "a person takes 
 # guard: a-retry-keeps-the-retries
 # guard: a-retried-step-keeps-its-spent-allowance
 RETRY = StepMove("retry", (_S.FAILED,), _S.PENDING, _PERSON, "a person retries the failed step its paused run stopped at",
-                 lease=Lease.CLEARED, retries=Count.RAISED, renews_allowance=True, clears_due_at=True)
+                 lease=Lease.CLEARED, retries=Count.RAISED, renews_allowance=True, fresh_key=True,
+                 clears_due_at=True)
 RETRY_REVERT = StepMove("retry", (_S.FAILED, _S.REFUSED), _S.PENDING, _PERSON,
                         "a person retries a revert that failed, of a run paused in its cleanup", lease=Lease.CLEARED,
-                        retries=Count.RAISED, renews_allowance=True, clears_due_at=True)
+                        retries=Count.RAISED, renews_allowance=True, fresh_key=True, clears_due_at=True)
 REOPEN_REVERT = StepMove("retry", (_S.CANCELLED, _S.FAILED, _S.REFUSED), _S.PENDING, _PERSON,
                          "a person cleans up a finished run: a revert its cancel abandoned, or one that failed or was"
                          " refused, is sent after all",
-                         lease=Lease.CLEARED, retries=Count.RAISED, renews_allowance=True, clears_due_at=True)
+                         lease=Lease.CLEARED, retries=Count.RAISED, renews_allowance=True, fresh_key=True,
+                         clears_due_at=True)
 # A parked cue's attention timers (runner/attention.py).
 REMIND = StepMove("remind", (_S.RUNNING,), None, _TICK, "its parked cue's reminder is due")
 ESCALATE = StepMove("escalate", (_S.RUNNING,), None, _TICK, "its parked cue's escalation is due")
@@ -258,7 +264,7 @@ STEP_MOVES: tuple[StepMove, ...] = (
 
 def step_table() -> list[tuple[str, ...]]:
     """`STEP_MOVES` as docs/contract.md's step table spells it: move, from, to, who, when, finished_at, lease,
-    attempts (and whether the move renews their allowance), retries, in_doubt."""
+    attempts (and whether the move renews their allowance), retries, in_doubt (and whether the step gets a new key)."""
     def finished(move: StepMove) -> str:
         return "set" if move.stamps_finished_at else "cleared" if move.clears_finished_at else "—"
 
@@ -266,6 +272,6 @@ def step_table() -> list[tuple[str, ...]]:
         (move.name, ", ".join(s.value for s in move.sources) or "any", "—" if move.to is None else move.to.value,
          move.who.value, move.when, finished(move), move.lease.value,
          f"{move.attempts.value} (allowance renewed)" if move.renews_allowance else move.attempts.value,
-         move.retries.value, move.in_doubt.value)
+         move.retries.value, f"{move.in_doubt.value} (a new key, unless in doubt)" if move.fresh_key else move.in_doubt.value)
         for move in STEP_MOVES
     ]

@@ -50,6 +50,10 @@ def _generated(move: StepMove, column: str, now: datetime | None, lease: tuple[s
             sets.append(f"{column}{name} = {column}{name} + 1")
     if move.renews_allowance:
         sets.append(f"{column}attempts_allowed_from = {column}attempts")
+    if move.fresh_key:  # from the old key and the attempts so far: 40 hex characters, as every key
+        # guard: a-retry-of-an-answered-step-replays-its-answer
+        sets.append(f"{column}idempotency_key = IF({column}in_doubt, {column}idempotency_key,"
+                    f" LEFT(SHA2(CONCAT({column}idempotency_key, ':a', {column}attempts), 256), 40))")
     if move.in_doubt is Doubt.ANSWERED:
         if in_doubt is None:
             raise ValueError(f"{move.name}: a move that writes in_doubt as answered needs the answer's")
