@@ -199,3 +199,6 @@ def test_a_form_body_is_told_to_send_json(api, db, world):
                       headers={"Content-Type": "application/x-www-form-urlencoded"})
     said = "send the body as application/json, not application/x-www-form-urlencoded (with curl: -H 'Content-Type: application/json')"
     assert answer.body == {"errors": [said]}
+    # Chalice answers it before the route's own code: as private as the route's own refusals
+    headers = {name.lower(): value for name, value in answer.headers.items()}
+    assert (headers["cache-control"], headers["x-content-type-options"]) == ("no-store", "nosniff")

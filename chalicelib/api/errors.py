@@ -149,8 +149,13 @@ def json_body(raw: bytes) -> Any:
     return parsed
 
 
+# One person's answer: never kept on a shared machine's disk, never sniffed as another type.
+PRIVATE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+
+
 def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
-    """HTTP middleware: Chalice's own `{"Code", "Message"}` answers in our shape."""
+    """HTTP middleware: Chalice's own `{"Code", "Message"}` answers in our shape, PRIVATE as every refusal of a
+    route behind a token is (Chalice answers a 415 before the route's own code runs)."""
     response = get_response(event)
     body = response.body
     if isinstance(body, dict) and set(body) == {"Code", "Message"}:
@@ -159,6 +164,7 @@ def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) 
             sent = (event.headers.get("content-type") or "no Content-Type").split(";")[0].strip()
             message = f"{JSON_ONLY}, not {sent[:100]} (with curl: -H 'Content-Type: application/json')"
         response.body = {"errors": [message]}
+        response.headers = {**response.headers, **PRIVATE}
     return response
 
 

@@ -32,7 +32,7 @@ from .. import runtime, schema_version
 from ..events.commands import PHASE_CONTROLS, RUN_CONTROLS, STEP_CONTROLS
 from ..events.errors import Invalid
 from . import auth, schemas, signature
-from .errors import from_exception, json_body
+from .errors import PRIVATE, from_exception, json_body
 
 # Read at import: Chalice bakes the origin into the API's preflight answers at package time.
 # A control's If-Match and Idempotency-Key come from the console's origin; the run's ETag is read back by it.
@@ -52,7 +52,6 @@ HeaderDocs = dict[str, tuple[str, dict[str, Any]]]  # a header's name: (descript
 
 # An answer behind a token is one person's (names, chat ids, notes, a game's payloads): no browser keeps it on disk
 # for the next person at a shared machine (no-cache still stores it), nor reads it as anything but JSON.
-PRIVATE: Headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 
 
 @dataclass

@@ -9,15 +9,16 @@
 // Controls that know what the person saw (issue 27): the tags of what the page
 // was shown are remembered as the answers pass through here (a run's ETag from
 // GET /runs/{id} and each run of GET /runs, each step's `etag`), and a control
-// the vocabulary marks `sends_tag` (resume, advance, confirm, skip, retry: not
-// pause or cancel, which stop a run whatever it did meanwhile) is sent with the
+// the vocabulary marks `sends_tag` (resume, advance, cleanup, confirm, skip, retry,
+// resend: not pause or cancel, which stop a run whatever it did meanwhile) is sent with the
 // tag of what it acts on in If-Match. A 412 (it changed since) is an ApiError
 // whose message says so and what it is now; the page then re-reads. Every
 // control (a run's, a phase's, a step's: `KEYED`) and every bulk press is sent
 // with an Idempotency-Key of its own, the same on its automatic re-sends, so a
 // re-send after a lost answer gets the first answer, never a 412 against its own
-// change nor a second change (a phase's extend moves by minutes: sent twice it
-// would move twice). The views call `post(path, body)` as before.
+// change nor a second change (a phase's or a cue's extend moves by minutes and a
+// postpone is written again: sent twice each would take twice). The views call
+// `post(path, body)` as before.
 //
 // Retries are kept per request: an answer to one (a poll) does not say another (a
 // press waiting out a 503's Retry-After) has been answered. `hooks.retrying` and

@@ -170,9 +170,10 @@ def case_in_progress(check: Checker) -> str:
         done_in(finished[0])
     if "in_progress" not in seen and waited > check.options.slow_seconds / 2:
         raise Failed(f"a status request sent while a slow delivery ran was answered only after it finished ({waited:.1f} s"
-                     f" later, saying {seen[-1]!r}): the server serves one request at a time, so the engine's status"
-                     " requests and re-sends wait behind every slow action; serve requests concurrently (a threading"
-                     " or multi-worker server)")
+                     f" later, saying {seen[-1]!r}): the server serves one request at a time, or the store's status"
+                     " waits for a lock the delivery holds, so the engine's status requests and re-sends wait behind"
+                     " every slow action; serve requests concurrently (a threading or multi-worker server), and read"
+                     " the key's in-progress mark without waiting for the delivery's lock (docs/game-bridge.md, the store)")
     if "in_progress" not in seen:
         raise Failed(f"while a slow delivery ran, the status endpoint said {sorted(set(seen)) or 'nothing'}, never"
                      " in_progress: record the key as in progress before the action starts")

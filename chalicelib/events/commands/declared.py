@@ -218,8 +218,8 @@ class Control:
 
 
 CONTROLS: dict[str, Control] = {c.name: c for c in (
-    Control(Pause, "a starting or running run is paused; its run lease is cleared, so a working tick stops at its next"
-            " re-read", wakes=False, label="Pause run", question="Pause this run?", done="Paused", answer=Shape.RUN,
+    Control(Pause, "a starting, running or cleaning-up run is paused; its run lease is cleared, so a working tick stops"
+            " at its next re-read", wakes=False, label="Pause run", question="Pause this run?", done="Paused", answer=Shape.RUN,
             sends_tag=False),
     Control(Resume, "a paused run is running again (starting, if it never had a phase); its last error is cleared, its"
             " health kept; the person's note (optional) on its log row", wakes=True, label="Resume run",

@@ -53,7 +53,7 @@ class RunMove(RunCommand[Run]):
 
 @dataclass(frozen=True)
 class Pause(RunMove):
-    """starting/running -> paused; the run claim is cleared so a working tick stops at its next re-read."""
+    """starting/running/cleaning_up -> paused; the run claim is cleared so a working tick stops at its next re-read."""
 
     name: ClassVar[str] = "pause"
     roles: ClassVar[frozenset[str]] = CONTROLLERS
