@@ -428,6 +428,7 @@ def _reverts_to_compare():
             + [{"action": "world.despawn", "params": params} for params in module])
 
 
+@pytest.mark.realtime  # the Node kit under `node`
 def test_both_kits_refuse_exactly_the_reverts_the_engine_refuses():
     import subprocess
 

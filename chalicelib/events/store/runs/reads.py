@@ -157,10 +157,12 @@ def matching(tx: Tx, which: RunFilter, limit: int, before_id: int | None = None)
     # id (the optimiser's guess for a small limit: a preview of last spring read the whole year since), nor
     # through a definition's or a mode's (x, id) key (the runs list asks for live runs: last spring's month of
     # a definition read its 7,442 runs since). A window of at most SORTED_WINDOW sorts no index's order at all;
-    # a longer one (an edge left open: far) only not the whole table's.
+    # a longer one (an edge left open: far) only not the whole table's. A short window is read by one of its two
+    # time ranges alone: offered the definition's and the mode's equality keys too, the optimiser's statistics
+    # now and then picked their intersection (a merge of every run of the definition since).
     window = which.scheduled_between
-    hint = "" if window is None else (" USE INDEX FOR ORDER BY ()" if window[1] - window[0] <= SORTED_WINDOW
-                                      else " IGNORE INDEX FOR ORDER BY (PRIMARY)")
+    hint = "" if window is None else (" USE INDEX (event_runs_scheduled, event_runs_definition_time)"
+                                      if window[1] - window[0] <= SORTED_WINDOW else " IGNORE INDEX FOR ORDER BY (PRIMARY)")
     rows = tx.all(f"SELECT {COLUMNS} FROM event_runs{hint} WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT %s",  # noqa: S608 — COLUMNS, the hint and the where fragments are constants; filters are parameters
                   (*args, limit))
     return [Run.from_row(r) for r in rows]
