@@ -288,6 +288,33 @@ def test_work_three_days_away_starts_on_time_through_a_sleep_bounded_to_a_day(wo
 # ── the metrics their alarms read ───────────────────────────────────────────
 
 
+def test_a_nudge_that_finds_the_row_waking_turns_the_rule_on_for_a_nudge_that_died_half_way(world):
+    """An API Lambda killed between its nudge's compare-and-set (the row waking) and turning the rule on left
+    nothing coming but the sleep's wake-up: the next nudge, within WAKING_STALE, found the row waking and did
+    nothing. Now it turns the rule on (idempotent), so the rule's tick comes within the minute."""
+    here, _ = world
+    _asleep(here)
+    now = here.clock.now()
+    schedule(here.db, now, HELLO, scheduled_for=now + IN_FIVE_MINUTES)
+    assert here.db.transaction(lambda tx: engine_state.wake(tx, now, now - nudge.WAKING_STALE)) is not None  # then killed
+    assert here.deployment.rule() == "DISABLED"
+    schedule(here.db, now, HELLO, scheduled_for=now + IN_FIVE_MINUTES)
+    assert nudge.after_work_created(here.db, SETTINGS, now) is False  # the row is not this nudge's to move
+    assert here.deployment.rule() == "ENABLED" and here.db.autocommit(engine_state.state) == "waking"
+
+
+def test_a_nudge_of_an_awake_deployment_calls_nothing(world, capsys):
+    """Awake: an invocation is running or due. The nudge reads the row and calls no AWS API (each refused here:
+    a call would publish NudgeFailed)."""
+    here, faults = world
+    faults.fail("EnableRule")
+    faults.fail("Invoke")
+    capsys.readouterr()
+    assert nudge.after_work_created(here.db, SETTINGS, here.clock.now()) is False
+    faults.clear()
+    assert _emf(capsys.readouterr().out) == [] and here.db.autocommit(engine_state.state) == "awake"
+
+
 def _emf(out: str) -> list[dict]:
     return [e for e in (json.loads(line) for line in out.splitlines() if line.startswith("{")) if "_aws" in e]
 

@@ -33,6 +33,14 @@ What a failure leaves:
 Either failure publishes `NudgeFailed` (its alarm is in `infra/app.yaml`). The
 calls are `adapters/aws.turn_rule_on` and `invoke_tick`, clients with a
 deadline: two calls, so at most `2 * AWS_CALL_SECONDS` of the API's 29 s.
+
+A nudge that finds the row already `waking` (not long since: another caller's
+nudge) turns the rule on too: that caller may have died or frozen between its
+compare-and-set and its own call (a Lambda killed there, or frozen after its
+answer), which left the row waking with the rule off and nothing coming but the
+sleep's wake-up. Turning the rule on is idempotent and never unsafe (nobody
+turns it off without committing a state other than awake first). An awake row
+costs a nudge one read and nothing else.
 """
 
 from __future__ import annotations
@@ -55,12 +63,10 @@ WAKING_STALE = timedelta(minutes=2)
 
 def after_work_created(
     db: Database, settings: Settings, now: datetime, invoke: Callable[[str], None] | None = None,
-    rule_on: Callable[[str], None] | None = None, again: bool = False,
+    rule_on: Callable[[str], None] | None = None,
 ) -> bool:
     """Wake the deployment if it sleeps: its minute rule on, then the tick invoked; True if this call woke it
-    (its invoke was accepted). `again`: the work was made by a caller that may have frozen half-way through its
-    own nudge (a Lambda after its answer: the row moved to waking, the rule not yet on), so a row found waking
-    still has the rule turned on, which is idempotent and the safe side of the row's invariant."""
+    (its invoke was accepted). A row found waking has the rule turned on again (the module's last paragraph)."""
     if not settings.sleep:
         return False
     rule, function = settings.tick_rule_name, settings.tick_function_arn
@@ -68,11 +74,12 @@ def after_work_created(
         logger.error("EVENTS_SLEEP=on without EVENTS_TICK_RULE_NAME and EVENTS_TICK_FUNCTION_ARN:"
                      " a sleeping deployment cannot be woken")
         return False
+    if db.autocommit(engine_state.state) is engine_state.SleepState.AWAKE:
+        return False  # an invocation is running or due, and sees the work at its next read
     nudge = db.transaction(lambda tx: engine_state.wake(tx, now, now - WAKING_STALE))
-    if nudge is None:
-        # guard: a-nudge-finished-again-leaves-a-frozen-nudges-rule-off
-        if again and db.autocommit(engine_state.state) is engine_state.SleepState.WAKING:
-            _rule_on(rule, rule_on or turn_rule_on)
+    if nudge is None:  # waking: another caller moved the row, and may never have turned the rule on
+        # guard: a-nudge-finding-the-row-waking-leaves-the-rule-off
+        _rule_on(rule, rule_on or turn_rule_on)
         return False
     ruled = _rule_on(rule, rule_on or turn_rule_on)
     try:

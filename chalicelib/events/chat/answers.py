@@ -157,7 +157,7 @@ def _pressed(press: ChatPress, settings: Settings, wait_seconds: float) -> Press
         return Pressing(None, NOT_MADE)
     # guard: a-chat-press-does-not-nudge-a-sleeping-deployment
     if pressing.made_work_at is not None:  # committed: a sleeping deployment is woken for it, as by the console's
-        nudge.after_work_created(db, settings, pressing.made_work_at, again=pressing.repeated)
+        nudge.after_work_created(db, settings, pressing.made_work_at)
     return pressing
 
 

@@ -82,7 +82,6 @@ class Pressing:
     message: Message | None  # None: nothing to show (the step is gone)
     refused: str | None = None  # as the platform shows it (Slack's escaped: `render.written`)
     made_work_at: datetime | None = None  # the press's time, when it took and its control wakes the tick
-    repeated: bool = False  # the same interaction again: made before, by a half that may have frozen after
 
 
 def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
@@ -192,7 +191,7 @@ def perform(db: Database, clock: Clock, press: ChatPress, mapped: frozenset[str]
         # and the wake again: the half that made the press may have been frozen (a Lambda after its answer)
         # between its commit and its nudge; a deployment already woken is not nudged twice
         again = clock.now() if CONTROLS[press.control].wakes else None
-        return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped), made_work_at=again, repeated=True))
+        return db.autocommit(lambda tx: Pressing(_shown(tx, press, mapped), made_work_at=again))
     except REFUSED_BY_THE_RULES as refusal:
         words = refusal.messages[0] if hasattr(refusal, "messages") else str(refusal)
         return db.autocommit(lambda tx: _refused(tx, press, mapped, words))
