@@ -4,7 +4,8 @@ Chalice's own local server runs in a thread; `runtime.override` decides the
 settings and database it answers with, so one test can switch the API to an
 OpenID Connect issuer's keys, or to a database that is not there; `failing`
 makes some paths answer as a gateway does when the function's answer cannot be
-sent (502); `dropping` lets the app answer a request and then drops the
+sent (502); `answering_late` lets the app act and then answers as the gateway does when it gave up waiting
+(504 after the commit); `dropping` lets the app answer a request and then drops the
 connection before the answer reaches the page (a flaky network); `delaying`
 holds some paths' answers. Answers are gzipped as API Gateway does with the project's
 `minimum_compression_size`, so a page's weight is what a browser receives. Every request path is recorded, so tests can see what the page
@@ -42,6 +43,7 @@ class ConsoleServer:
         self.requests: list[tuple[float, str, str]] = []  # (monotonic time, method, path)
         self._failing: dict[str, int] = {}  # path start -> the status answered instead of the app's
         self._dropping: dict[tuple[str, str], int] = {}  # (method, path start) -> how many answers still to drop
+        self._late: dict[tuple[str, str], list[int]] = {}  # (method, path start) -> [gateway status, how many still]
         self._delaying: dict[str, float] = {}  # path start -> seconds each answer is held
         self.keys: list[tuple[float, str, str, str | None]] = []  # (monotonic time, method, path, Idempotency-Key)
         self._lock = threading.Lock()
@@ -58,12 +60,20 @@ class ConsoleServer:
                                     if left > 0 and method == self.command and self.path.startswith(start)), None)
                     if dropped is not None:
                         server._dropping[dropped] -= 1
+                    late = next(((method, start) for (method, start), (_, left) in server._late.items()
+                                 if left > 0 and method == self.command and self.path.startswith(start)), None)
+                    late_status = None
+                    if late is not None:
+                        late_status = server._late[late][0]
+                        server._late[late][1] -= 1
                 if delay:
                     time.sleep(delay)
                 if failing is not None:
                     self._gateway_error(failing)
                 elif dropped is not None:
                     self._answer_lost()
+                elif late_status is not None:
+                    self._answered_late(late_status)
                 else:
                     self._generic_handle()
 
@@ -82,10 +92,23 @@ class ConsoleServer:
                     except OSError:
                         pass
 
+            def _answered_late(self, status: int) -> None:
+                # The app answers in full (its change made), and the gateway, tired of waiting, answers `status`.
+                sent = self.__dict__["wfile"]
+                self.__dict__["wfile"] = io.BytesIO()
+                try:
+                    self._generic_handle()
+                finally:
+                    self.__dict__["wfile"] = sent
+                self._gateway_answer(status)
+
             def _gateway_error(self, status: int) -> None:
                 # What API Gateway answers when the function's answer cannot be sent (over 6 MB, a crash). The
                 # request's body is read first: left unread, it would be taken for the connection's next request.
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._gateway_answer(status)
+
+            def _gateway_answer(self, status: int) -> None:
                 body = b'{"message": "Internal server error"}'
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -166,6 +189,18 @@ class ConsoleServer:
         finally:
             with self._lock:
                 del self._dropping[(method, path_start)]
+
+    @contextmanager
+    def answering_late(self, path_start: str, status: int = 504, method: str = "POST", times: int = 1) -> Iterator[None]:
+        """The next `times` requests of `method` whose path starts with `path_start` are acted on by the app, and
+        answered `status` by the gateway instead of the app's answer (its timeout after the commit), for the block."""
+        with self._lock:
+            self._late[(method, path_start)] = [status, times]
+        try:
+            yield
+        finally:
+            with self._lock:
+                del self._late[(method, path_start)]
 
     @contextmanager
     def delaying(self, path_start: str, seconds: float) -> Iterator[None]:

@@ -148,3 +148,52 @@ def test_a_run_page_that_could_not_be_loaded_says_so_beside_the_connection_until
         assert "could not be loaded" not in notice_text(browser)
     finally:
         api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
+
+
+def test_an_extend_the_gateway_answered_504_after_it_took_moves_the_deadline_once(browser, server, api_client, console_db):
+    _, run_id = schedule_now(api_client, {"name": "Market (extend, 504 after it took)", "grace_seconds": 300, "phases": [
+        {"name": "market", "advance": {"when": "after", "seconds": 1200},
+         "steps": [{"action": "core.cue", "params": {"instruction": "Open the stalls"}}]},
+        {"name": "close", "steps": [{"action": "core.announce", "params": {"message": "The market is closed"}}]}]})
+    try:
+        sign_in(browser, MODERATOR)
+        open_run(browser, server.url, run_id)
+        cue_banner(browser)
+        before = _phase_deadline(api_client, run_id)
+        path = f"/runs/{run_id}/phases/1/extend"
+        with server.answering_late(path, 504):  # the deadline moved, then API Gateway gave up waiting
+            eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-control='extend']"), "Extend")[0].click()
+            minutes = eventually(lambda: browser.find_elements(By.ID, "plan-value"), "the minutes")[0]
+            minutes.clear()
+            minutes.send_keys("10")
+            browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+            unknown = eventually(lambda: "not known" in (t := notice_text(browser)) and t, "the move said unknown", 10)
+            assert "did not work" not in unknown, unknown
+        said = eventually(lambda: "moved by 10 min" in (t := notice_text(browser)) and t, "the extend's answer", 40)
+        assert "It had taken: only its answer was lost on the way." in said, said
+        keys = server.keys_sent(path)
+        assert len(keys) == 2 and keys[0] and len(set(keys)) == 1, keys  # sent again, as the same press
+        assert len([r for r in logged(console_db, run_id) if r["kind"] == "run.deadline_moved"]) == 1
+        after = _phase_deadline(api_client, run_id)
+        assert (datetime.fromisoformat(after) - datetime.fromisoformat(before)).total_seconds() == 600, (before, after)
+    finally:
+        api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
+
+
+def test_a_confirm_the_gateway_answered_502_after_it_took_says_it_had_taken(browser, server, api_client, console_db):
+    _, run_id = schedule_now(api_client, {"name": "Bonfire (confirm, 502 after it took)", "grace_seconds": 300, "phases": [
+        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]},
+        {"name": "contest", "steps": [{"action": "core.announce", "params": {"message": "The contest begins"}}]}]})
+    sign_in(browser, GM)
+    open_run(browser, server.url, run_id)
+    step_id, _ = cue_banner(browser)
+    path = f"/runs/{run_id}/steps/{step_id}/confirm"
+    with server.answering_late(path, 502):
+        press(browser, "confirm", step_id, text="lit")
+        unknown = eventually(lambda: "not known" in (t := notice_text(browser)) and t, "the press said unknown", 10)
+        assert "did not work" not in unknown, unknown
+    said = eventually(lambda: (t := notice_text(browser)).startswith("Confirmed") and t, "what happened", 40)
+    assert "It had taken: only its answer was lost on the way." in said, said
+    assert len([r for r in logged(console_db, run_id) if (r["detail"] or {}).get("control") == "confirm"]) == 1
+    keys = server.keys_sent(path)
+    assert len(keys) == 2 and len(set(keys)) == 1, keys

@@ -2,7 +2,10 @@
 //
 // A 503 (the database waking or unreachable) or a dropped connection is retried
 // after the server's Retry-After, and `hooks.retrying` says so on the page (and
-// each `watchRetries` listener, the freshness line among them); a
+// each `watchRetries` listener, the freshness line among them); so is a keyed
+// press answered 500, 502 or 504 (a gateway's timeout after the work was done, a
+// function that died after its commit: docs/api.md "Retrying"), counted as an
+// answer lost, since it may have taken; a
 // 401 hands over to sign-in; every other refusal is thrown as an ApiError
 // carrying the server's own messages, for the view to explain.
 //
@@ -46,6 +49,8 @@ export const STALE_WORDS = 'This changed while you were looking: here is what it
 
 const API_ROOT = new URL('.', location.href); // the console is served at <api>/console
 const MAX_ATTEMPTS = 12;
+// The answers to a press that do not say whether it took: sent again as the same press, like a lost answer.
+const MAY_HAVE_TAKEN = new Set([500, 502, 504]);
 const DEFAULT_RETRY_SECONDS = 5;
 
 const hooks = { token: () => null, unauthorized: () => {}, retrying: () => {} };
@@ -111,7 +116,7 @@ export function watchRetries(listener) {
 }
 
 // The requests waiting to be tried again, each its retry ({seconds, attempt, messages, at, method, path, label, answered:
-// false when the last attempt got no answer at all}).
+// false when the last attempt got no answer that says whether it took}).
 const pending = new Map();
 let requests = 0;
 
@@ -166,7 +171,7 @@ export function pressing(method, path) {
 // `options` (all optional): ifMatch, a tag to send instead of the one remembered (null: none);
 // idempotencyKey, the key to send instead of a fresh one for this call; attempts, how many times at most it is
 // sent (default 12); label, what the person pressed, for the retry's words; outcome, an object the call fills in:
-// `unanswered` (how many of its attempts got no answer at all: the API may have acted on them) and `replayed`
+// `unanswered` (how many of its attempts got no answer, or a 5xx that does not say whether it took: the API may have acted on them) and `replayed`
 // (the answer is the first answer of an earlier send with this key: Idempotent-Replayed).
 export async function call(method, path, body, options = {}) {
   const control = controlOf(method, path);
@@ -190,8 +195,9 @@ export async function call(method, path, body, options = {}) {
         method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store',
       });
     } catch { /* no answer at all: retried like a 503 */ }
-    if (!response) outcome.unanswered += 1;
-    if (response && response.status !== 503) {
+    const unknown = !response || (key !== null && MAY_HAVE_TAKEN.has(response.status)); // whether it took is not known
+    if (unknown) outcome.unanswered += 1;
+    if (response && response.status !== 503 && !unknown) {
       retrying(id, null);
       outcome.replayed = response.headers.get('Idempotent-Replayed') === 'true';
       if (response.ok) {
@@ -211,9 +217,9 @@ export async function call(method, path, body, options = {}) {
       throw new ApiError(503, messages, { unanswered: outcome.unanswered });
     }
     const seconds = retryAfter(response);
-    options.onRetry?.({ seconds, attempt, messages, answered: Boolean(response) });
+    options.onRetry?.({ seconds, attempt, messages, answered: !unknown });
     retrying(id, {
-      seconds, attempt, messages, at: Date.now() + seconds * 1000, method, path, label: options.label || null, answered: Boolean(response),
+      seconds, attempt, messages, at: Date.now() + seconds * 1000, method, path, label: options.label || null, answered: !unknown,
     });
     await sleep(seconds * 1000);
   }

@@ -219,7 +219,7 @@ async function start() {
       const again = new Date(retry.at).toLocaleTimeString();
       if (retry.method !== 'GET') {
         const why = retry.answered ? `is not sent yet: the service is unavailable (${retry.messages.join(' ')})`
-          : 'got no answer: it may or may not have reached the server';
+          : `got no answer that says whether it took (${retry.messages.join(' ')}): it may or may not have`;
         return say('connection', `Your ${retry.label || 'press'} ${why}. It is sent again at ${again}`
           + ` (attempt ${retry.attempt + 1}) as the same press, so it cannot take twice.`, 'warning');
       }
