@@ -230,3 +230,28 @@ def test_health_is_ok_again_after_a_retry_that_took_and_a_completed_runs_progres
     assert "✓ ok" in text_of(browser, "#run-summary") and "degraded" not in text_of(browser, "#run-summary")
     assert text_of(browser, "#run-progress-words") == "All 1 phase done"
     assert browser.find_element(By.ID, "run-progress-bar").get_attribute("value") == "100"
+
+
+def test_a_cue_with_choices_is_confirmed_from_the_inbox_with_the_answer_asked_in_its_dialog(browser, server, api_client):
+    cue = {"action": "core.cue", "name": "arena", "params": {"instruction": "Which arena is free?", "choices": [
+        {"value": "north", "label": "North arena"}, {"value": "south", "label": "South arena"}]}}
+    _, run_id = schedule_now(api_client, _one_phase("Inbox choices", [cue]))
+    step_id = _waiting(api_client, run_id, "cue")["step_id"]
+    try:
+        sign_in(browser, GM)
+        browser.get(f"{server.console_url}#/runs")
+        confirm = f"#inbox tr[data-inbox='{run_id}'] [data-control='confirm']"
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, confirm), "the row's Confirm")[0].click()
+        asked = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open] #ask-choices"), "the answers asked")[0]
+        assert asked.text.split("\n") == ["The answer", "North arena", "South arena"], asked.text
+        browser.find_element(By.ID, "ask-text").send_keys("north is flooded")
+        browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()  # no answer picked: not sent
+        assert browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "sent without an answer"
+        browser.find_element(By.CSS_SELECTOR, "dialog[open] input[value='south']").click()
+        browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+        said = eventually(lambda: (t := notice_text(browser)).startswith("Confirmed") and t, "the confirm's answer", 20)
+        assert said.endswith(": South arena."), said
+        step = next(s for s in api_client.call("GET", f"/runs/{run_id}")["steps"] if s["id"] == step_id)
+        assert (step["status"], step["choice"]) == ("done", "south"), step
+    finally:
+        _cancel(api_client, run_id)

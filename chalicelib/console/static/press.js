@@ -20,7 +20,7 @@ import { ApiError, neededRoles, post, pressing } from './api.js';
 import { stepName, wordsBeyondName } from './names.js';
 import { phaseNamed } from './phases.js';
 import { askCancel } from './resources.js';
-import { ask, capitalised, controlOf, focus, isOpenStep, notice, unsent } from './ui.js';
+import { ask, capitalised, controlOf, el, focus, isOpenStep, notice, parkOf, unsent } from './ui.js';
 
 // What each control asks for first and how it is named on the page come from its declaration
 // (GET /vocabulary). A control this console was not told of is a plain button named after it
@@ -38,6 +38,11 @@ export function specOf(name) {
     option: declared.option_field || null, choiceField: declared.choice_field || null,
     holderField: declared.holder_field || null,
   };
+}
+
+// The answers a control may carry on `step` (a cue with choices, its confirm: [{value, label}]), else none.
+export function choicesOf(name, step) {
+  return specOf(name).choiceField && step && !parkOf(step)?.decision ? (step.params?.choices || []) : [];
 }
 
 // The presses on their way, by their path ("/runs/6/steps/42/confirm"): a control's buttons carry their path
@@ -199,7 +204,8 @@ export function presser(page) {
     return null;
   }
 
-  // `choice`: the answer pressed, on a cue with choices ({value, label}). A control that moves a time
+  // `choice`: the answer pressed, on a cue with choices ({value, label}); pressed without one (the inbox's row,
+  // which does not know them), its dialog asks which. A control that moves a time
   // (postpone, a cue's extend) asks for it in its own dialog (`page.moveTime`).
   // `held`: the press already claimed for this tap (the runs list claims it before reading the run).
   async function act(name, step, choice = null, held = null) {
@@ -224,6 +230,10 @@ export function presser(page) {
     let body = {};
     let typed = null;
     const phase = spec.phaseField ? currentPhase() : null;
+    const offeredChoices = choice ? [] : choicesOf(name, step);
+    const radios = offeredChoices.map((option, i) => el('input', {
+      type: 'radio', name: 'ask-choice', id: `ask-choice-${i}`, value: option.value, required: true,
+    }));
     const consequences = choice ? `The answer: ${choice.label}.` : step ? null : consequence(name);
     const what = Array.isArray(consequences) && !consequences.length ? null : consequences;
     if (spec.option && !step) { // cancel: what it does, its reason, and whether to clean up what the run left
@@ -231,14 +241,18 @@ export function presser(page) {
       if (chosen === null) return;
       body = chosen;
       if (chosen[spec.field]) typed = { label: spec.field, text: chosen[spec.field] };
-    } else if (spec.field || what) {
+    } else if (spec.field || what || radios.length) {
       const words = step ? wordsBeyondName(step) : null;
       const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
       const text = await ask({
         title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what,
         required: spec.required,
+        extra: radios.length ? [el('fieldset', { id: 'ask-choices' }, el('legend', {}, 'The answer'),
+          radios.map((radio, i) => el('label', { class: 'choice', for: radio.id }, radio, offeredChoices[i].label)))] : null,
       });
       if (text === null) return;
+      const picked = radios.findIndex((radio) => /** @type {HTMLInputElement} */ (radio).checked);
+      if (picked >= 0) choice = offeredChoices[picked];
       if (text) {
         body = { [spec.field]: text };
         typed = { label: spec.field, text };

@@ -12,7 +12,7 @@ import { banners, holderNamed, lastMove } from './banners.js';
 import { logView } from './log.js';
 import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
-import { pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
+import { choicesOf, pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
 import { effectWords, phaseNamed } from './phases.js';
 import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
@@ -71,7 +71,7 @@ export function runView(main, ctx, runIdText) {
   function controlButton(name, step, label = specOf(name).action) {
     const spec = specOf(name);
     const path = pressPath(runId, name, step?.id); // while a press of it is on its way: "Sending…", disabled
-    const choices = spec.choiceField && step && !parkOf(step)?.decision ? (step.params?.choices || []) : [];
+    const choices = choicesOf(name, step);
     if (choices.length) {
       return choices.map((choice) => el('button', {
         type: 'button', class: spec.tone, 'data-control': name, 'data-step': step.id, 'data-choice': choice.value,
