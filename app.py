@@ -6,12 +6,12 @@ from chalice import Chalice, Rate
 from chalice.app import CloudWatchEvent
 
 from chalicelib import observability, runtime
-from chalicelib.api.errors import rewrite_chalice_errors
+from chalicelib.api.errors import chalice_errors_rewritten
 from chalicelib.api.routes import ROUTERS
 from chalicelib.console.routes import console
 
 app = Chalice(app_name="event-run-engine", configure_logs=False)
-app.register_middleware(rewrite_chalice_errors, "http")
+app.register_middleware(chalice_errors_rewritten(app.routes), "http")
 app.register_middleware(observability.http_middleware, "http")
 app.register_middleware(runtime.http_middleware, "http")  # this process answers requests: short database timeouts
 app.register_middleware(observability.scheduled_middleware, "scheduled")

@@ -163,6 +163,7 @@ def test_runs_can_be_found_by_when_they_were_scheduled_a_page_at_a_time(api, db,
     ("to=2026-03-01T00:00:00", "query.to must be a date and time with its zone, such as 2026-12-25T19:00:00Z"),
     ("from=last%20spring", "query.from must be a date and time with its zone"),
     ("to=0001-01-01T00:00:00Z", "query.to must be from 1970 to 8999"),
+    ("to=1970-01-01T00:00:00Z", "query.to must be after 1970-01-01T00:00:00Z, the earliest time the runs list reads"),
     ("form=2026-03-01T00:00:00Z", "`form` is not a query parameter of GET /runs; did you mean `from`?"),
 ])
 def test_a_bad_scheduled_window_is_a_400_naming_it(api, db, clock, query, message):

@@ -45,6 +45,13 @@ def _payload(world, cue, control="confirm", **who):
     return world.chat.discord_interaction(message, f"ev:{cue.run_id}:{cue.id}:{control}", **who)
 
 
+def test_a_body_of_a_type_the_route_does_not_take_is_told_what_it_takes(world):
+    """Slack posts a form: a JSON body there is told so (it was told to send JSON, which it had)."""
+    answer = world.api.call("POST", SLACK, raw=b'{"type": "block_actions"}', headers={"Content-Type": "application/json"})
+    assert (answer.status, answer.body) == (415, {"errors": [
+        "send the body as application/x-www-form-urlencoded, not application/json"]})
+
+
 def test_a_ping_is_answered_and_a_bad_signature_is_401_before_anything_is_read(world):
     headers, body = world.chat.discord_signed({"type": 1, "id": "1", "application_id": "2"})
     answer = world.api.call("POST", DISCORD, raw=body, headers=headers)
@@ -144,6 +151,8 @@ def test_a_button_edited_to_another_step_a_step_gone_and_a_replay_are_refused(wo
     assert world.press(gone).body["type"] == 4
     stale = world.press(_payload(world, cue, roles=[GM_ROLE]), at=time.time() - 3600)
     assert stale.status == 401
+    for odd in ("²", "1" * 5000):  # signed, but no time: a digit int() refuses, or past any clock's length
+        assert world.press(_payload(world, cue, roles=[GM_ROLE]), timestamp=odd).status == 401
     enormous = world.press(None, raw=b'{"type": 3, "pad": "' + b"x" * (2 * 1024 * 1024) + b'"}')
     assert enormous.status == 400
     assert world.steps(run.id)[0].parked and world.steps(other.id)[0].parked

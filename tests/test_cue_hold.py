@@ -240,6 +240,20 @@ def test_a_game_master_releases_only_a_cue_they_have(db, clock, runner, api):
     assert snapshot(db, run.id) == before
 
 
+@pytest.mark.parametrize("other", ["rowan", "Rówan", "ROWAN"])
+def test_a_game_master_whose_name_differs_by_case_or_accent_is_another_person(db, clock, runner, api, other):
+    """Identities are compared exactly (a token's sub): the database's case- and accent-blind collation took
+    "rowan" for "Rowan", so another game master released Rowan's cue, and a take-over from Rowan was a 409."""
+    run, cue = _parked_cue(db, clock, runner)
+    assert _press(api, run, cue, "acknowledge", ROWAN).status == 200
+    before = snapshot(db, run.id)
+    assert _press(api, run, cue, "release", token("gm", sub=other)).status == 403
+    assert snapshot(db, run.id) == before
+    taken = _press(api, run, cue, "take-over", token("gm", sub=other), {"note": "Rowan went quiet"})
+    assert taken.status == 200, taken.body
+    assert step_row(db, cue.id).acknowledged_by == other
+
+
 def test_a_cue_nobody_has_cannot_be_released(db, clock, runner, api):
     run, cue = _parked_cue(db, clock, runner, escalate_after_seconds=60)
     before = snapshot(db, run.id)

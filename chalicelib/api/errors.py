@@ -8,7 +8,7 @@ client never parses a message. Every refusal arrives here as an `EngineError`
 (the trees are drawn in `chalicelib.errors` and `chalicelib.events.errors`), and
 HTTP_STATUS below is the only place that
 gives one a status; Chalice's own refusals (415 for
-a non-JSON content type, 405) are rewritten by `rewrite_chalice_errors` into the
+a content type the route does not take, 405) are rewritten by `chalice_errors_rewritten` into the
 same shape. A database that cannot be reached (or whose connection drops, or
 that refuses the engine's credentials even after the secret is read again) is 503;
 any other database error, like anything else, is a bug: logged, answered 500 in
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from chalice import Response
@@ -153,19 +153,31 @@ def json_body(raw: bytes) -> Any:
 PRIVATE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 
 
-def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
+def chalice_errors_rewritten(routes: Mapping[str, Mapping[str, Any]]) -> Callable[[Any, Callable[[Any], Response]], Response]:
     """HTTP middleware: Chalice's own `{"Code", "Message"}` answers in our shape, PRIVATE as every refusal of a
-    route behind a token is (Chalice answers a 415 before the route's own code runs)."""
-    response = get_response(event)
-    body = response.body
-    if isinstance(body, dict) and set(body) == {"Code", "Message"}:
-        message = str(body["Message"])
-        if response.status_code == 415:  # e.g. curl -d without a Content-Type sends a form
-            sent = (event.headers.get("content-type") or "no Content-Type").split(";")[0].strip()
-            message = f"{JSON_ONLY}, not {sent[:100]} (with curl: -H 'Content-Type: application/json')"
-        response.body = {"errors": [message]}
-        response.headers = {**response.headers, **PRIVATE}
-    return response
+    route behind a token is (Chalice answers a 415 before the route's own code runs); a 415 names what the
+    route takes (`routes`: the app's, path -> method -> its entry)."""
+
+    def rewrite(event: Any, get_response: Callable[[Any], Response]) -> Response:
+        response = get_response(event)
+        body = response.body
+        if isinstance(body, dict) and set(body) == {"Code", "Message"}:
+            message = str(body["Message"])
+            if response.status_code == 415:  # e.g. curl -d without a Content-Type sends a form
+                route = routes.get(event.path, {}).get(event.method)
+                message = _unsupported(list(getattr(route, "content_types", None) or [JSON]),
+                                       (event.headers.get("content-type") or "no Content-Type").split(";")[0].strip())
+            response.body = {"errors": [message]}
+            response.headers = {**response.headers, **PRIVATE}
+        return response
+
+    return rewrite
 
 
-JSON_ONLY = "send the body as application/json"
+JSON = "application/json"
+
+
+def _unsupported(taken: list[str], sent: str) -> str:
+    """A 415's words: what the route takes, what was sent, and for JSON how curl sends it."""
+    hint = f" (with curl: -H 'Content-Type: {JSON}')" if taken == [JSON] else ""
+    return f"send the body as {' or '.join(taken)}, not {sent[:100]}{hint}"

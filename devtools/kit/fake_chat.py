@@ -393,9 +393,11 @@ class FakeChat:
             payload.update(guild_id=guild, member={**who, "roles": roles or [], "nick": None})
         return payload
 
-    def discord_signed(self, payload: dict[str, Any] | bytes, *, at: float | None = None) -> tuple[dict[str, str], bytes]:
+    def discord_signed(self, payload: dict[str, Any] | bytes, *, at: float | None = None,
+                       timestamp: str | None = None) -> tuple[dict[str, str], bytes]:
+        """`payload` signed as Discord signs an interaction, at `at` (now), or over the `timestamp` text given."""
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        timestamp = str(int(time.time() if at is None else at))
+        timestamp = timestamp if timestamp is not None else str(int(time.time() if at is None else at))
         signature = self._key.sign(timestamp.encode() + body).hex()
         return {"X-Signature-Ed25519": signature, "X-Signature-Timestamp": timestamp,
                 "Content-Type": "application/json"}, body

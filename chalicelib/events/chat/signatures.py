@@ -19,7 +19,9 @@ MAX_AGE_SECONDS = 300  # Slack's five minutes; Discord's presses are held to the
 
 
 def _fresh(timestamp: str, now: float) -> None:
-    if not timestamp.isdigit() or abs(now - int(timestamp)) > MAX_AGE_SECONDS:
+    # ASCII digits only, and a dozen of them at most: isdigit() alone takes "²", which int() refuses
+    # guard: a-chat-timestamp-int-refuses-is-read
+    if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 12 or abs(now - int(timestamp)) > MAX_AGE_SECONDS:
         raise Unauthorized("the request's timestamp is missing or more than five minutes from now (a replay?)")
 
 

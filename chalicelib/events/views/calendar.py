@@ -16,7 +16,7 @@ from typing import Any
 
 from ...db import Database, Tx, must_exist
 from .. import cron
-from ..calendar import MAX_WINDOW, TICK, current_version, in_range, occurrence_body, schedule_of
+from ..calendar import LATEST, MAX_WINDOW, TICK, current_version, in_range, occurrence_body, schedule_of
 from ..errors import Invalid
 from ..model import Run, SchedulePause, iso
 from ..store import definitions, runs, skips
@@ -64,7 +64,8 @@ def occurrences(db: Database, definition_id: int, start: datetime | None, end: d
     MAX_LISTED of each: `next_from` is where the rest of either begin (None when none are left), and both lists
     are whole before it. A window longer than MAX_WINDOW is Invalid."""
     start = now if start is None else in_range(start, "query.from")
-    end = in_range(start + DEFAULT_WINDOW if end is None else end, "query.to")
+    # An edge not given is never refused: the default window ends where the calendar does, at the latest.
+    end = min(start + DEFAULT_WINDOW, LATEST) if end is None else in_range(end, "query.to")
     if end <= start:
         raise Invalid("query.to must be after query.from")
     if end - start > MAX_WINDOW:

@@ -32,10 +32,12 @@ def scheduled_window(start: datetime | None, end: datetime | None) -> tuple[date
     `to` is not after `from`."""
     if start is None and end is None:
         return None
+    given_start = start is not None
     start = EARLIEST if start is None else in_range(start, "query.from")
     end = LATEST if end is None else in_range(end, "query.to")
     if end <= start:
-        raise Invalid("query.to must be after query.from")
+        raise Invalid("query.to must be after query.from" if given_start else
+                      f"query.to must be after {iso(EARLIEST)}, the earliest time the runs list reads")
     return start, end
 
 

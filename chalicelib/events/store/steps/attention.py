@@ -16,7 +16,7 @@ from ....db import Tx
 from ... import waiting
 from ...lifecycle import DROP_TIMEOUT, ESCALATE, ESCALATION_OVER, LAPSE, REMIND, TIME_OUT, RunSQL, StepSQL, StepStatus
 from ...model import Step, kept_note
-from .fragments import UNLEASED
+from .fragments import UNLEASED, holder_is
 from .write import write
 
 _WITH_ITS_RUN = " JOIN event_runs r ON r.id = s.run_id"
@@ -87,7 +87,7 @@ def lapse(tx: Tx, step: Step, now: datetime, remind_at: datetime | None) -> bool
     compare-and-set on the holder and the hold's end the tick read, come."""
     # guard: a-hold-lapses-twice
     return write(
-        tx, LAPSE, f"{_ATTENDED} AND s.acknowledged_by = %s AND s.held_until = %s AND s.held_until <= %s",
+        tx, LAPSE, f"{_ATTENDED} AND {holder_is()} AND s.held_until = %s AND s.held_until <= %s",
         (step.id, step.acknowledged_by, step.held_until, now),
         sets="""s.lapsed_by = %s, s.lapsed_acknowledged_at = %s, s.acknowledged_by = NULL, s.acknowledged_at = NULL,
                 s.held_until = NULL, s.holds_ended = s.holds_ended + 1, s.remind_at = %s, s.reminders_sent = 0,

@@ -23,6 +23,14 @@ NOT_LEFT_BEHIND = "(r.cleanup_target IS NULL OR s.resource_id IS NOT NULL)"
 UNLEASED = "s.claim_expires_at IS NULL"
 
 
+def holder_is(op: str = "=") -> str:
+    """SQL: the step's holder (`s.acknowledged_by`) compared (`op`: = or <>) with the identity the parameter names,
+    exactly, as the code compares it: a token's sub or a chat id is another person's for one letter's case or
+    accent, which the column's collation (utf8mb4_unicode_ci) would take for the same."""
+    # guard: a-holder-is-compared-blind-to-case-and-accents
+    return f"s.acknowledged_by {op} %s COLLATE utf8mb4_bin"
+
+
 def reached(alias: str) -> str:
     """SQL: the runner got to this step. A step a person skipped before it ever
     started was not reached: the runner's cursor stays where it was."""

@@ -32,7 +32,7 @@ from ...lifecycle import (
 )
 from ...model import Step, kept_note
 from .. import phases
-from .fragments import NOT_LEFT_BEHIND, UNLEASED, reached
+from .fragments import NOT_LEFT_BEHIND, UNLEASED, holder_is, reached
 from .write import write
 
 _WITH_ITS_RUN = " JOIN event_runs r ON r.id = s.run_id"
@@ -158,7 +158,7 @@ def release(tx: Tx, step_id: int, now: datetime, *, holder: str | None, remind_a
     # guard: a-release-of-a-cue-nobody-has
     held = "s.acknowledged_by IS NOT NULL"
     # guard: a-game-master-releases-someone-elses-cue
-    own, own_args = ("", ()) if holder is None else (" AND s.acknowledged_by = %s", (holder,))
+    own, own_args = ("", ()) if holder is None else (f" AND {holder_is()}", (holder,))
     return write(
         tx, RELEASE, f"s.id = %s AND {held}{own}{as_seen}", (step_id, *own_args, *seen_args),
         sets=f"""s.acknowledged_by = NULL, s.acknowledged_at = NULL, s.held_until = NULL, s.holds_ended = s.holds_ended + 1,
@@ -175,10 +175,10 @@ def take_over(tx: Tx, step_id: int, actor: str, now: datetime, *, held_until: da
     held to the state their If-Match named."""
     as_seen, seen_args = _as_seen(seen)
     # guard: a-take-over-takes-from-a-holder-not-seen
-    seen_holder, holder_args = ("", ()) if from_holder is None else (" AND s.acknowledged_by = %s", (from_holder,))
+    seen_holder, holder_args = ("", ()) if from_holder is None else (f" AND {holder_is()}", (from_holder,))
     # guard: a-take-over-of-a-cue-nobody-else-has
     return write(
-        tx, TAKE_OVER, f"s.id = %s AND s.acknowledged_by <> %s{seen_holder}{as_seen}",
+        tx, TAKE_OVER, f"s.id = %s AND {holder_is('<>')}{seen_holder}{as_seen}",
         (step_id, actor, *holder_args, *seen_args),
         sets=f"s.acknowledged_by = %s, s.acknowledged_at = %s, {_HELD_UNTIL}",
         set_args=(actor, now, *_held_until_args(held_until)), joins=_WITH_ITS_RUN, alias="s",
