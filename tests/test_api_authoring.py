@@ -150,6 +150,16 @@ def test_a_name_another_definition_holds_is_a_409_naming_it_whatever_its_case(ap
     assert _definitions(db) == [{"id": holder, "name": "Harvest festival"}]
 
 
+def test_names_that_differ_by_a_character_beyond_the_basic_plane_are_two_names(api, db):
+    """utf8mb4_unicode_ci weighed every character beyond U+FFFF alike: "Halloween night 🎄" was refused as the
+    name of "Halloween night 🎃". Case still counts for nothing."""
+    pumpkin = api.post("/definitions", _document(_step("core.wait", seconds=1), name="Halloween night 🎃"), auth=ADMIN)
+    tree = api.post("/definitions", _document(_step("core.wait", seconds=1), name="Halloween night 🎄"), auth=ADMIN)
+    assert (pumpkin.status, tree.status) == (201, 201), tree.body
+    shouting = api.post("/definitions", _document(_step("core.wait", seconds=1), name="HALLOWEEN NIGHT 🎃"), auth=ADMIN)
+    assert shouting.status == 409 and shouting.body["detail"]["definition_id"] == pumpkin.body["definition"]["id"]
+
+
 def test_renaming_into_a_name_another_holds_is_a_409_and_keeps_the_version(api, db):
     harvest = api.post("/definitions", _document(_step("core.wait", seconds=1), name="Harvest"), auth=ADMIN)
     market = api.post("/definitions", _document(_step("core.wait", seconds=1), name="Market"), auth=ADMIN)
