@@ -145,3 +145,33 @@ def test_a_live_run_page_polls_itself_every_two_seconds_and_the_headers_count_at
     window = polls()
     counted = [at for at, _ in server.requested_at("/inbox", since, method="GET") if at <= window[-1]]
     assert 1 <= len(counted) <= len(window) / 5 + 2, (len(window), len(counted))
+
+
+def test_a_live_run_page_whose_reads_fail_keeps_its_last_update_and_tries_again_within_seconds(browser, server, api_client):
+    """A failed poll once counted as an update ("Last updated" and the connection's "as of" moved on) and dropped
+    the page to the idle pace, 15 s doubling to 5 min. Now both stay at the last read that worked, the line says
+    the read failed, and a live page tries again 2 s doubling to 15 s: the network back, it is live in seconds."""
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (reads fail)"))
+    sign_in(browser, GM)
+    browser.get(f"{server.console_url}#/runs/{run_id}")
+    cue_banner(browser)
+    eventually(lambda: _state(browser) == "live", "the page polling its live run")
+
+    def polls(since: float) -> list[str]:
+        return [path for path in server.requested(f"/runs/{run_id}", since, method="GET") if path == f"/runs/{run_id}"]
+
+    def last_updated() -> str:
+        return text_of(browser, "#freshness-line").rpartition("Last updated ")[2]
+
+    with server.failing(f"/runs/{run_id}", 502):
+        failed_at = time.monotonic()
+        line = eventually(lambda: "the last read failed" in (t := text_of(browser, "#freshness-line")) and t,
+                          "the line to say the read failed", 20)
+        assert line.startswith("Not updating: the last read failed; trying again in"), line
+        kept = last_updated()
+        eventually(lambda: len(polls(failed_at)) >= 4, "the failed read tried again within seconds", 25)
+        assert last_updated() == kept, (kept, text_of(browser, "#freshness-line"))
+        assert f"as of {kept.rstrip('.')}" in text_of(browser, "#connection"), text_of(browser, "#connection")
+    eventually(lambda: _state(browser) == "live", "the page live again once its reads work", 20)
+    assert last_updated() != kept
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

@@ -5,7 +5,10 @@
 // `live` (can change any second), `idle` (could change, rarely) or `over`
 // (cannot change). Live pages are polled every couple of seconds; idle ones
 // less and less often, up to every five minutes; finished ones and hidden tabs
-// not at all (a tab coming back into view is refreshed at once).
+// not at all (a tab coming back into view is refreshed at once). A load that
+// fails leaves "Last updated" at the last that worked and says so; a page that
+// was live (or never loaded) tries again soon, 2 s doubling to 15 s, not at
+// the idle pace: the network back, it is live again within seconds.
 //
 // Nor a page nobody has touched (pointer, keys, tab shown or focused) for 10
 // min: it stops, says so, and updates on its button or when shown or focused.
@@ -23,6 +26,7 @@ export const LIVE_MS = 2000;
 export const IDLE_FIRST_MS = 15000;
 export const IDLE_MAX_MS = 300000;
 export const UNATTENDED_MAX_MS = 600000;
+export const FAILED_MAX_MS = 15000; // a live page whose load failed tries again at most this long after
 // A live page's own polls read the header's count at most this often: it is another request each time, and the
 // API bills per request (the person's own action, a tab shown, Update now read it at once).
 export const COUNT_MS = 10000;
@@ -62,7 +66,9 @@ export class Poller {
     this.again = false;
     this.stopped = false;
     this.state = null;
-    this.loadedAt = null; // when the page last had an answer
+    this.lastGood = null; // the state the last load that worked said (null: none has yet)
+    this.failedMs = LIVE_MS; // how long a live page whose load failed waits to try again
+    this.loadedAt = null; // when the page last had an answer: the last load that worked
     this.retry = null; // the retry pending that the line says (api.js pendingRetry), or null
     this.told = null; // the page's own state, said when no retry is pending: {state, facts}
     this.countedAt = -Infinity; // when this page's loads last read the count
@@ -88,14 +94,15 @@ export class Poller {
     if (counts) this.countedAt = performance.now();
     this.loading = (async () => {
       try {
-        return (await Promise.all([this.load(), counts ? refreshNeedYou() : null]))[0];
+        const [state] = await Promise.all([this.load(), counts ? refreshNeedYou() : null]);
+        this.loadedAt = new Date();
+        return state;
       } catch {
-        return 'idle'; // the view has said what went wrong; try again later, backing off
+        return 'failed'; // the view has said what went wrong; what it shows is as of the last load that worked
       }
     })();
     const state = await this.loading;
     this.loading = null;
-    this.loadedAt = new Date();
     if (this.again) {
       this.again = false;
       this.now();
@@ -107,6 +114,7 @@ export class Poller {
   schedule(state) {
     if (this.stopped) return;
     this.state = state;
+    if (state !== 'failed') this.lastGood = state;
     if (state === 'over') {
       this.tell('over');
       if (this.counts) this.countLater(); // nothing here changes, but the count of what needs the person does
@@ -116,8 +124,10 @@ export class Poller {
       this.tell('hidden');
       return;
     }
-    const delay = state === 'live' ? LIVE_MS : this.idleMs;
-    this.idleMs = state === 'live' ? IDLE_FIRST_MS : Math.min(this.idleMs * 2, IDLE_MAX_MS);
+    const live = state === 'live' || (state === 'failed' && this.lastGood !== 'idle');
+    const delay = state === 'failed' && live ? this.failedMs : state === 'live' ? LIVE_MS : this.idleMs;
+    this.idleMs = live ? IDLE_FIRST_MS : Math.min(this.idleMs * 2, IDLE_MAX_MS);
+    this.failedMs = state === 'failed' ? Math.min(this.failedMs * 2, FAILED_MAX_MS) : LIVE_MS;
     this.dueAt = performance.now() + delay;
     this.tell(state, { delay });
     this.wait();
@@ -238,6 +248,7 @@ export function freshness(node) {
         : `Not updating: the server does not answer; trying again in ${seconds} s (attempt ${attempt}).`,
       live: `Live: updating every ${seconds} s.`,
       idle: `Nothing live here: next check in ${seconds} s.`,
+      failed: `Not updating: the last read failed; trying again in ${seconds} s.`,
       hidden: 'Not updating while this tab is hidden.',
       over: 'This run is over: nothing more will change.',
       unattended: 'Not updating.',
