@@ -5,7 +5,8 @@ settings and database it answers with, so one test can switch the API to an
 OpenID Connect issuer's keys, or to a database that is not there; `failing`
 makes some paths answer as a gateway does when the function's answer cannot be
 sent (502); `answering_late` lets the app act and then answers as the gateway does when it gave up waiting
-(504 after the commit); `dropping` lets the app answer a request and then drops the
+(504 after the commit); `captive` answers some paths as a network's sign-in page does (200, HTML);
+`dropping` lets the app answer a request and then drops the
 connection before the answer reaches the page (a flaky network); `delaying`
 holds some paths' answers. Answers are gzipped as API Gateway does with the project's
 `minimum_compression_size`, so a page's weight is what a browser receives. Every request path is recorded, so tests can see what the page
@@ -43,6 +44,7 @@ class ConsoleServer:
         self.requests: list[tuple[float, str, str]] = []  # (monotonic time, method, path)
         self._failing: dict[str, int] = {}  # path start -> the status answered instead of the app's
         self._dropping: dict[tuple[str, str], int] = {}  # (method, path start) -> how many answers still to drop
+        self._captive: set[str] = set()  # path starts answered by a network's sign-in page instead of the app
         self._late: dict[tuple[str, str], list[int]] = {}  # (method, path start) -> [gateway status, how many still]
         self._delaying: dict[str, float] = {}  # path start -> seconds each answer is held
         self.keys: list[tuple[float, str, str, str | None]] = []  # (monotonic time, method, path, Idempotency-Key)
@@ -63,12 +65,15 @@ class ConsoleServer:
                     late = next(((method, start) for (method, start), (_, left) in server._late.items()
                                  if left > 0 and method == self.command and self.path.startswith(start)), None)
                     late_status = None
+                    captive = any(self.path.startswith(start) for start in server._captive)
                     if late is not None:
                         late_status = server._late[late][0]
                         server._late[late][1] -= 1
                 if delay:
                     time.sleep(delay)
-                if failing is not None:
+                if captive:
+                    self._sign_in_page()
+                elif failing is not None:
                     self._gateway_error(failing)
                 elif dropped is not None:
                     self._answer_lost()
@@ -101,6 +106,16 @@ class ConsoleServer:
                 finally:
                     self.__dict__["wfile"] = sent
                 self._gateway_answer(status)
+
+            def _sign_in_page(self) -> None:
+                # What a venue's Wi-Fi answers once its session lapsed: its own page, 200, whatever was asked.
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = b"<!doctype html><title>Hotel Wi-Fi</title><p>Accept the terms to go on."
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             def _gateway_error(self, status: int) -> None:
                 # What API Gateway answers when the function's answer cannot be sent (over 6 MB, a crash). The
@@ -189,6 +204,18 @@ class ConsoleServer:
         finally:
             with self._lock:
                 del self._dropping[(method, path_start)]
+
+    @contextmanager
+    def captive(self, path_start: str) -> Iterator[None]:
+        """Every request whose path starts with `path_start` answered 200 with a network's HTML sign-in page, for the
+        block (a captive portal whose session lapsed)."""
+        with self._lock:
+            self._captive.add(path_start)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._captive.discard(path_start)
 
     @contextmanager
     def answering_late(self, path_start: str, status: int = 504, method: str = "POST", times: int = 1) -> Iterator[None]:

@@ -7,7 +7,9 @@
 // function that died after its commit: docs/api.md "Retrying"), counted as an
 // answer lost, since it may have taken; a
 // 401 hands over to sign-in; every other refusal is thrown as an ApiError
-// carrying the server's own messages, for the view to explain.
+// carrying the server's own messages, for the view to explain, and so is an
+// answer that is not the API's (a 2xx that is not JSON: a network's sign-in
+// page, a proxy), which must not pass for an answer nor vanish unsaid.
 //
 // Controls that know what the person saw (issue 27): the tags of what the page
 // was shown are remembered as the answers pass through here (a run's ETag from
@@ -44,6 +46,9 @@ export class ApiError extends Error {
     return this.status === 412;
   }
 }
+
+// Any error a view catches as an ApiError: one that is not (a fault of the page itself) keeps its words, status 0.
+export const asApiError = (error) => (error instanceof ApiError ? error : new ApiError(0, [String(error?.message || error)]));
 
 export const STALE_WORDS = 'This changed while you were looking: here is what it is now:';
 
@@ -156,6 +161,16 @@ async function errorsOf(response) {
   return { messages: [`the server answered ${response.status}`], detail: {} };
 }
 
+// A 2xx's body, or an ApiError if it is not the API's JSON (a captive portal answers its sign-in page with 200).
+async function apiAnswer(response) {
+  const type = (response.headers.get('Content-Type') || '').split(';')[0].trim();
+  try {
+    if (/json/.test(type)) return await response.json();
+  } catch { /* not JSON after all */ }
+  throw new ApiError(response.status, [`the answer was not the API's (${type || 'no content type'}, answered ${response.status}):`
+    + ' a network sign-in page or a proxy may be in the way'], { notApi: true });
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // How a press is sent, fixed once (its key, the tag the person saw), so that it can be sent again as the same press
@@ -202,7 +217,7 @@ export async function call(method, path, body, options = {}) {
       outcome.replayed = response.headers.get('Idempotent-Replayed') === 'true';
       if (response.ok) {
         if (response.status === 204) return null;
-        const answer = await response.json();
+        const answer = await apiAnswer(response);
         remember(method, path, answer);
         return answer;
       }

@@ -4,7 +4,7 @@
 // first of them — then the press, held to that count: a filter that matches another number changes nothing).
 // Each run is still guarded by the API on its own; one summary says what took and what did not, and why.
 
-import { ApiError, post } from './api.js';
+import { asApiError, post } from './api.js';
 import { mayPress } from './plans.js';
 import { ask, capitalised, controlOf, declaredControls, el, labelOf, notice, unsent, when } from './ui.js';
 
@@ -50,8 +50,8 @@ async function pressBulk(name, filter, count, extra) {
   let answer;
   try {
     answer = await post('/runs/bulk', { control: name, filter, expected_count: count, ...extra }, { outcome, label: pressed });
-  } catch (error) {
-    if (!(error instanceof ApiError)) throw error;
+  } catch (caught) {
+    const error = asApiError(caught);
     const lost = outcome.unanswered > 0;
     if (error.status === 401) { // said on the sign-in page, and again once signed in (ui.js unsent), the reason kept
       const [field, text] = Object.entries(extra).find(([, value]) => typeof value === 'string') || [];

@@ -3,7 +3,7 @@
 // recurring definition's schedule paused or resumed — each asked for in a dialog with its reason, then sent.
 // The calendar, the runs list, a run's page and a definition's page press them through here.
 
-import { ApiError } from './api.js';
+import { asApiError } from './api.js';
 import { explain } from './explain.js';
 import { claim, pressAttrs, pressLabel, sendAsOne } from './press.js';
 import { clock, controlOf, el, modal, notice, unsent } from './ui.js';
@@ -38,8 +38,8 @@ async function sent(path, body, done, doing, action) {
     const { answer, after } = await sendAsOne(path, body, { action, pressed: action });
     notice(`${done(answer)}${after}`, 'ok');
     return true;
-  } catch (error) {
-    if (!(error instanceof ApiError)) return false;
+  } catch (caught) {
+    const error = asApiError(caught);
     const reason = body.reason ? ` Your reason: “${body.reason}”.` : '';
     const look = 'look at it before pressing it again';
     if (error.status === 401) { // said on the sign-in page, the reason kept (ui.js unsent)

@@ -16,7 +16,7 @@
 // what happened — its first answer if it had taken (Idempotent-Replayed), else whether it takes now or is refused —
 // never "did not work" for a press that took. A press a 401 stops is said on the sign-in page, with the note typed.
 
-import { ApiError, neededRoles, post, pressing } from './api.js';
+import { ApiError, asApiError, neededRoles, post, pressing } from './api.js';
 import { stepName, wordsBeyondName } from './names.js';
 import { phaseNamed } from './phases.js';
 import { askCancel } from './resources.js';
@@ -142,8 +142,8 @@ export function presser(page) {
       // behind it), the same on every send of this press.
       const { answer, after } = await sendAsOne(path, body, { action, pressed, asSeen: how || pressing('POST', path) });
       notice(`${done(answer)}${after}`, 'ok');
-    } catch (error) {
-      if (!(error instanceof ApiError)) return;
+    } catch (caught) {
+      const error = asApiError(caught); // a fault of the page is said too, never a press gone without a word
       const { lost } = error; // a sending got no answer at all: it may have taken
       if (error.status === 401) {
         unsent(lost ? `Your ${pressed} may or may not have taken (its answer was lost, then your sign-in ended): look at the`

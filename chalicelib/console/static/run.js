@@ -7,7 +7,7 @@
 // "this run has moved" with the page refreshed, 403 with the role it needs. A phase that waits for
 // the game's signal says so, and staff may send that signal from the page (POST /runs/{id}/signals/{name}).
 
-import { get, getRun, pendingRetry } from './api.js';
+import { asApiError, get, getRun, pendingRetry } from './api.js';
 import { banners, holderNamed, lastMove } from './banners.js';
 import { logView } from './log.js';
 import { namer, stepName } from './names.js';
@@ -265,7 +265,8 @@ export function runView(main, ctx, runIdText) {
       // steps are read again: never "step id 25", nor kept so on a run that finished meanwhile.
       const known = new Set(detail.steps.map((s) => s.id));
       if (entries.some((entry) => entry.step_id != null && !known.has(entry.step_id))) detail = await fetchRun();
-    } catch (error) {
+    } catch (caught) {
+      const error = asApiError(caught);
       if (error.status === 404) {
         main.replaceChildren(heading(1, `No run ${runId}`), el('p', {}, el('a', { href: '#/runs' }, 'See the runs.')));
         return 'over';

@@ -6,7 +6,7 @@
 // asked for, searched by run id or definition name, a page at a time. Kept fresh: a refresh rebuilds only the rows that changed, so focus and
 // the reading position stay put. Runs selected on it are paused, resumed or cancelled together (bulk.js).
 
-import { get, getRun, pendingRetry } from './api.js';
+import { asApiError, get, getRun, pendingRetry } from './api.js';
 import { escalatedWords, until } from './banners.js';
 import { bulkBar, scheduledWindow } from './bulk.js';
 import { postponeAction } from './plans.js';
@@ -162,7 +162,8 @@ export function runsView(main, ctx, queryText = '') {
       try {
         // Past the first page of its steps if the step is (a page ends at 1,000 steps or about 1 MiB of them).
         detail = await getRun(row.id, (steps) => control.step_id == null || steps.some((s) => s.id === control.step_id));
-      } catch (error) {
+      } catch (caught) {
+        const error = asApiError(caught);
         if (error.status !== 401) notice(`Run ${row.id} could not be read: ${error.messages.join(' ')}`, 'error');
         return;
       }
@@ -237,7 +238,8 @@ export function runsView(main, ctx, queryText = '') {
         inverted ? { runs: [], next_cursor: null } : filters.q ? searched(filters.q, params, ctx.definitions) : get(`/runs?${params}`),
         get('/inbox'),
       ]);
-    } catch (error) {
+    } catch (caught) {
+      const error = asApiError(caught);
       if (error.status !== 401) { // beside the connection's state (a press's outcome stays in the notice), gone once a load works
         loadFailed = true;
         say('connection', `The runs could not be loaded: ${error.messages.join(' ')}; they are read again shortly.`, 'error');
