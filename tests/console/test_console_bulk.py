@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from selenium.webdriver.common.by import By
 
 from tests.console.browser import eventually, text_of
-from tests.console.pages import listed, notice_text, sign_in
+from tests.console.pages import listed, notice_text, schedule_now, sign_in
 from tests.support.api import GM, MODERATOR
 
 
@@ -99,3 +99,46 @@ def test_the_dialog_for_ticked_runs_counts_them_and_names_no_run_number(browser,
     asked = eventually(lambda: text_of(browser, "#ask-title"), "the dialog")
     assert asked == "Pause 2 runs?", asked
     assert browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").text == "Pause 2 runs"
+
+
+def test_a_refused_preview_says_so_in_the_notice(browser, server, api_client):
+    sign_in(browser, MODERATOR)
+    browser.get(f"{server.url}/console#/runs")
+    button = eventually(lambda: [b for b in browser.find_elements(By.CSS_SELECTOR, "[data-bulk-filter='pause']")
+                                 if b.is_enabled()], "Pause run: all matching…")[0]
+    with server.failing("/runs/bulk", 400):
+        button.click()
+        said = eventually(lambda: notice_text(browser), "the preview's refusal said")
+    assert said == "Previewing the runs these filters match did not work: the server answered 400", said
+    assert not browser.find_elements(By.CSS_SELECTOR, "dialog[open]")
+
+
+def test_a_bulk_press_says_sending_until_its_answer_and_a_second_tap_sends_nothing(browser, server, api_client):
+    document = {"grace_seconds": 300, "phases": [
+        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Hold here"}}]}]}
+    ids = [schedule_now(api_client, {**document, "name": f"Bulk once {i}"})[1] for i in range(2)]
+    try:
+        for run_id in ids:
+            eventually(lambda run_id=run_id: api_client.call("GET", f"/runs/{run_id}")["run"]["status"] == "running",
+                       f"run {run_id} running")
+        sign_in(browser, MODERATOR)
+        browser.get(f"{server.url}/console#/runs")
+        for run_id in ids:
+            eventually(lambda run_id=run_id: browser.find_elements(By.CSS_SELECTOR, f"input[data-select='{run_id}']"),
+                       f"run {run_id}'s box")[0].click()
+        pause = browser.find_element(By.CSS_SELECTOR, "[data-bulk='pause']")
+        with server.delaying("/runs/bulk", 3):
+            pause.click()
+            eventually(lambda: browser.find_elements(By.ID, "ask-text"), "the reason box")[0].send_keys("server restart")
+            browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+            eventually(lambda: pause.text == "Sending…" and not pause.is_enabled(), "the bar's Pause sending")
+            assert not browser.find_element(By.CSS_SELECTOR, "[data-bulk-filter='pause']").is_enabled()
+            browser.execute_script("arguments[0].disabled = false; arguments[0].click()", pause)  # a second tap, however it came
+            said = eventually(lambda: (t := notice_text(browser)) and t, "the bulk press's answer", 20)
+        assert said.startswith("Paused: 2 runs"), said
+        assert not browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "a second dialog opened behind the first"
+        assert len([r for r in ids if api_client.call("GET", f"/runs/{r}")["run"]["status"] == "paused"]) == 2
+        eventually(lambda: pause.text == "Pause run", "the bar's Pause back")
+    finally:
+        for run_id in ids:
+            api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})

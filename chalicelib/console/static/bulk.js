@@ -2,10 +2,14 @@
 // Pause, resume or cancel several runs with one reason, in one POST /runs/bulk: the runs ticked on the list
 // (held to how many were ticked), or every run the list's filters match (a preview first — how many and the
 // first of them — then the press, held to that count: a filter that matches another number changes nothing).
-// Each run is still guarded by the API on its own; one summary says what took and what did not, and why.
+// Each run is still guarded by the API on its own; one summary says what took and what did not, and why. A bulk
+// press is claimed as every press is (press.js): from the tap to its answer its buttons say "Sending…", and a
+// second tap neither asks again nor sends a second press behind the first.
 
 import { asApiError, post } from './api.js';
+import { explain } from './explain.js';
 import { mayPress } from './plans.js';
+import { claim, onItsWay, pressAttrs } from './press.js';
 import { ask, capitalised, controlOf, declaredControls, el, labelOf, notice, unsent, when } from './ui.js';
 
 // The bulk controls this person may press, as the server says: those POST /runs/bulk presses (GET /vocabulary's
@@ -121,7 +125,13 @@ export async function bulkByFilter(name, filter) {
   const declared = controlOf(name);
   const label = declared?.label || name;
   const field = declared?.question ? declared.note_field : null;
-  const seen = await post('/runs/bulk', { control: name, filter, preview: true });
+  let seen;
+  try {
+    seen = await post('/runs/bulk', { control: name, filter, preview: true });
+  } catch (error) {
+    explain(error, 'Previewing the runs these filters match');
+    return false;
+  }
   if (!seen.count) {
     notice('No run matches these filters: nothing to do.', 'info');
     return false;
@@ -152,31 +162,43 @@ export function bulkBar(session, selected, after, filters) {
   const names = bulkControls(session);
   if (!names.length) return null;
   const count = el('span', { id: 'bulk-count', 'aria-live': 'polite' });
+  // One bulk press of a control at a time, by the ticked runs or by the filters: its buttons share one claim.
+  const pathOf = (name) => `/runs/bulk#${name}`;
+  const pressed = async (name, press) => {
+    const release = claim(pathOf(name));
+    if (!release) return;
+    try {
+      if (await press()) after();
+    } finally {
+      release();
+      refresh(); // a button with nothing to act on stays disabled
+    }
+  };
   const buttons = names.map((name) => el('button', {
     type: 'button', 'data-bulk': name, class: controlOf(name)?.tone || null,
-    onclick: async () => { if (selected.size && await bulkAct(name, [...selected])) after(); },
+    onclick: () => selected.size && pressed(name, () => bulkAct(name, [...selected])),
+    ...pressAttrs(pathOf(name), controlOf(name)?.label || name),
   }, controlOf(name)?.label || name)); // read after the count: "2 selected: Pause run"
   const matching = names.map((name) => el('button', {
     type: 'button', 'data-bulk-filter': name, class: controlOf(name)?.tone || null,
-    onclick: async () => {
+    onclick: () => {
       const filter = filterOf(filters());
-      if (filter && await bulkByFilter(name, filter)) after();
+      return filter && pressed(name, () => bulkByFilter(name, filter));
     },
+    ...pressAttrs(pathOf(name), `${capitalised(controlOf(name)?.label || name)}: all matching…`),
   }, `${capitalised(controlOf(name)?.label || name)}: all matching…`));
   const bar = el('div', { id: 'bulk-bars' },
     el('div', { class: 'buttons bulk', id: 'bulk-bar', role: 'group', 'aria-label': 'Selected runs' }, count, buttons),
     el('div', { class: 'buttons bulk', id: 'bulk-filter', role: 'group', 'aria-label': 'Every run matching the filters' },
       el('span', {}, 'Every run matching the filters:'), matching));
-  return {
-    node: bar,
-    refresh() {
-      count.textContent = selected.size ? `${selected.size} selected:` : 'Select runs to act on several at once.';
-      for (const button of buttons) /** @type {HTMLButtonElement} */ (button).disabled = !selected.size;
-      const searched = !filterOf(filters());
-      for (const button of matching) {
-        /** @type {HTMLButtonElement} */ (button).disabled = searched;
-        button.title = searched ? 'A search is not a filter: clear it to act on every run matching the filters' : '';
-      }
-    },
-  };
+  function refresh() {
+    count.textContent = selected.size ? `${selected.size} selected:` : 'Select runs to act on several at once.';
+    const searched = !filterOf(filters());
+    names.forEach((name, i) => {
+      /** @type {HTMLButtonElement} */ (buttons[i]).disabled = !selected.size || onItsWay(pathOf(name));
+      /** @type {HTMLButtonElement} */ (matching[i]).disabled = searched || onItsWay(pathOf(name));
+      matching[i].title = searched ? 'A search is not a filter: clear it to act on every run matching the filters' : '';
+    });
+  }
+  return { node: bar, refresh };
 }

@@ -52,6 +52,9 @@ const SENDING = 'Sending…';
 
 export const pressPath = (runId, name, stepId = null) => (stepId == null ? `/runs/${runId}/${name}` : `/runs/${runId}/steps/${stepId}/${name}`);
 
+// Whether a press of `path` is asked or on its way.
+export const onItsWay = (path) => sending.has(path);
+
 // A control's button's attributes beyond its own: its path and, while a press of it is on its way, disabled.
 export function pressAttrs(path, label) {
   const on = sending.has(path);
