@@ -175,3 +175,28 @@ def test_a_live_run_page_whose_reads_fail_keeps_its_last_update_and_tries_again_
     eventually(lambda: _state(browser) == "live", "the page live again once its reads work", 20)
     assert last_updated() != kept
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+def test_a_run_scheduled_next_week_is_checked_at_the_idle_pace_not_every_two_seconds(browser, server, api_client):
+    definition_id = api_client.call("POST", "/definitions", demo_document("Harvest festival (next week)"))["definition"]["id"]
+    next_week = (datetime.now(UTC) + timedelta(days=7)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    run_id = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": next_week})["run"]["id"]
+    sign_in(browser, GM)
+    browser.get(f"{server.console_url}#/runs/{run_id}")
+    eventually(lambda: _state(browser) == "idle", "the far-off run's page at the idle pace")
+    line = text_of(browser, "#freshness-line")
+    assert line.startswith("Nothing live here: next check in 15 s."), line
+    since = time.monotonic()
+    _page_timers_pass(browser, server, 2 * LIVE_SECONDS + 1)
+    assert [p for p in _asked_since(server, since) if p == f"/runs/{run_id}"] == [], "polled as if live"
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+    # One due in a little over the couple of minutes: its idle wait ends when it becomes live, not 15 s later.
+    soon = (datetime.now(UTC) + timedelta(seconds=128)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    run_id = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": soon})["run"]["id"]
+    browser.get(f"{server.console_url}#/runs/{run_id}")
+    eventually(lambda: _state(browser) == "idle", "the run's page at the idle pace, for seconds")
+    line = text_of(browser, "#freshness-line")
+    assert int(line.removeprefix("Nothing live here: next check in ").split(" s.")[0]) <= 8, line
+    eventually(lambda: _state(browser) == "live", "the page live once the run is due within minutes", 15)
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

@@ -54,9 +54,11 @@ export async function refreshNeedYou() {
 }
 
 export class Poller {
-  // `counts`: whether each load also reads the needs-you count (false: the page's own load sets it).
-  constructor(load, describe, { counts = true } = {}) {
+  // `counts`: whether each load also reads the needs-you count (false: the page's own load sets it); `liveAt()`:
+  // when an idle page becomes live (a scheduled run nearing its time; null: not known), its idle wait cut to then.
+  constructor(load, describe, { counts = true, liveAt = () => null } = {}) {
     this.counts = counts;
+    this.liveAt = liveAt;
     this.load = load;
     this.describe = describe;
     this.idleMs = IDLE_FIRST_MS;
@@ -125,7 +127,9 @@ export class Poller {
       return;
     }
     const live = state === 'live' || (state === 'failed' && this.lastGood !== 'idle');
-    const delay = state === 'failed' && live ? this.failedMs : state === 'live' ? LIVE_MS : this.idleMs;
+    const becomesLive = live ? null : this.liveAt();
+    const idle = becomesLive === null ? this.idleMs : Math.max(LIVE_MS, Math.min(this.idleMs, becomesLive - Date.now()));
+    const delay = state === 'failed' && live ? this.failedMs : state === 'live' ? LIVE_MS : idle;
     this.idleMs = live ? IDLE_FIRST_MS : Math.min(this.idleMs * 2, IDLE_MAX_MS);
     this.failedMs = state === 'failed' ? Math.min(this.failedMs * 2, FAILED_MAX_MS) : LIVE_MS;
     this.dueAt = performance.now() + delay;

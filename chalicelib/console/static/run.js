@@ -17,7 +17,7 @@ import { effectWords, phaseNamed } from './phases.js';
 import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
 import {
-  ask, badge, controlOf, el, focus, heading, isOpenStep, isTerminalRun, keepPlace, notice, pageTitle, parkOf, rehearsalMark, say, since, waitOf, when,
+  ask, badge, controlOf, el, focus, heading, isLive, isOpenStep, isTerminalRun, keepPlace, liveFrom, notice, pageTitle, parkOf, rehearsalMark, say, since, waitOf, when,
 } from './ui.js';
 import { ledgerSection } from './resources.js';
 
@@ -293,11 +293,13 @@ export function runView(main, ctx, runIdText) {
     // After the steps and controls are on the page: the ledger reads itself only when it moved, and says in
     // its own section when it cannot (it never throws).
     await ledger.refresh(detail, entries);
-    // A finished run is over, unless its Clean up is under way (its status kept): the page follows it to its end.
-    return isTerminalRun(detail.run.status) && detail.run.late_cleanup !== 'started' ? 'over' : 'live';
+    // A finished run is over, unless its Clean up is under way (its status kept): the page follows it to its end. A
+    // run scheduled further off than a couple of minutes is checked at the idle pace, and live again by its time.
+    if (isTerminalRun(detail.run.status)) return detail.run.late_cleanup === 'started' ? 'live' : 'over';
+    return isLive(detail.run) ? 'live' : 'idle';
   }
 
-  const poller = new Poller(load, freshness(fresh));
+  const poller = new Poller(load, freshness(fresh), { liveAt: () => (detail ? liveFrom(detail.run) : null) });
   poller.now();
   return () => poller.stop();
 }

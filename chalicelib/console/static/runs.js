@@ -13,18 +13,12 @@ import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
 import { claim, pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
 import {
-  badge, el, fill, heading, isTerminalRun, keyedRows, keyedTable, labelOf, needYou, notice, rehearsalMark, runStatuses, say, since, span, waitOf,
+  badge, el, fill, heading, isLive, keyedRows, keyedTable, labelOf, needYou, notice, rehearsalMark, runStatuses, say, since, span, waitOf,
   when, wordOf,
 } from './ui.js';
 
 const PAGE_SIZE = 25;
-const SOON_MS = 120000; // a scheduled run this close to its time counts as live
 const INBOX_HEADERS = ['Run', 'Definition', 'What it needs', 'Controls'];
-
-export function isLive(run) {
-  if (isTerminalRun(run.status)) return false;
-  return run.status !== 'scheduled' || Date.parse(run.scheduled_for) - Date.now() < SOON_MS;
-}
 
 // A day as the address and a date input keep it ("2026-03-01"), or '' for anything else.
 const day = (text) => (/^\d{4}-\d{2}-\d{2}$/.test(text || '') ? text : '');

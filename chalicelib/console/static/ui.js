@@ -130,6 +130,11 @@ export function useVocabulary(given) {
 
 export const runStatuses = () => vocabulary.runStatuses;
 export const isTerminalRun = (status) => vocabulary.terminalRun.has(status);
+// Whether a run can change any second (a page showing one polls every 2 s): not finished, and not scheduled more
+// than SOON_MS ahead. `liveFrom(run)`: when a scheduled run becomes so (null: not scheduled).
+const SOON_MS = 120000;
+export const liveFrom = (run) => (run.status === 'scheduled' ? Date.parse(run.scheduled_for) - SOON_MS : null);
+export const isLive = (run) => !isTerminalRun(run.status) && (liveFrom(run) ?? -Infinity) <= Date.now();
 // A step still open (pending or running: not terminal), as the vocabulary says.
 export const isOpenStep = (step) => !vocabulary.terminalStep.has(step.status);
 export const labelOf = (status) => vocabulary.labels.get(status) || status;
