@@ -98,3 +98,34 @@ def test_no_label_overlaps_its_neighbour_at_400_px_and_the_first_run_is_on_the_f
         assert found == [], "\n".join(found)
     finally:
         browser.set_window_size(*LAPTOP)
+
+
+LONG_LINK = "https://wiki.example.org/events/" + "harvest-festival-" * 8 + "bonfire"
+DIALOG_WIDER = """const d = document.querySelector('dialog[open]');
+return d && [d.scrollWidth - d.clientWidth, Math.round(d.getBoundingClientRect().right - window.innerWidth)]"""
+
+
+def test_a_long_unbroken_link_wraps_in_the_banner_and_the_dialog_at_400_px(browser, server, api_client):
+    _, run_id = schedule_now(api_client, {"name": "Phone link", "grace_seconds": 300, "phases": [
+        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": f"Read {LONG_LINK}"}}]}]})
+    sign_in(browser, ADMIN)
+    browser.set_window_size(*PHONE_400)
+    try:
+        eventually(lambda: browser.execute_script("return window.innerWidth") == PHONE_400[0], "the window at 400 px")
+        open_run(browser, server.url, run_id)
+        step_id, _ = cue_banner(browser)
+        found = _wider(browser, "a cue's banner with a long link")
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"[data-cue] [data-control='confirm'][data-step='{step_id}']"),
+                   "the cue's Confirm")[0].click()
+        wider = eventually(lambda: browser.execute_script(DIALOG_WIDER), "the confirm's dialog")
+        if wider != [0, 0] and max(wider) > 0:
+            found.append(f"the confirm's dialog: {wider[0]} px wider inside, {wider[1]} px past the screen")
+        browser.find_element(By.CSS_SELECTOR, "dialog[open] [data-ask='back']").click()
+        api_client.call("POST", f"/runs/{run_id}/pause", {"reason": f"see {LONG_LINK}"})
+        eventually(lambda: "harvest-festival" in text_of(browser, "#run-banners .banner-stopped, #run-banners .banner-held")
+                   or "harvest-festival" in text_of(browser, "#run-banners [data-paused-by], #run-reason"), "the pause's reason shown")
+        found += _wider(browser, "a paused banner with a long link")
+        assert found == [], "\n".join(found)
+    finally:
+        browser.set_window_size(*LAPTOP)
+        api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
