@@ -107,3 +107,17 @@ def test_a_press_waiting_out_a_503_is_said_while_the_pages_polls_are_answered(br
     eventually(lambda: not text_of(browser, "#connection"), "the wait no longer said")
     assert run_status(browser) == "running"
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
+
+
+def test_a_sign_in_that_expires_with_the_shortcuts_help_open_says_nothing_was_lost(browser, server, api_client):
+    seconds = 8
+    sign_in(browser, token("gm", sub="gm-gus", ttl=seconds))
+    signed_at = time.monotonic()
+    browser.find_element(By.TAG_NAME, "body").send_keys("?")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog#shortcuts[open]"), "the shortcuts' help")
+    eventually(lambda: "expired" in text_of(browser, "#sign-in-reason"), "the sign-in page, the sign-in expired",
+               seconds + 15 - (time.monotonic() - signed_at))
+    assert not browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "no dialog left on top of the sign-in page"
+    assert text_of(browser, "#sign-in-unsent") == "", "the help taken for a question not sent"
+    sign_in(browser, GM)
+    assert "Before you signed in again" not in notice_text(browser)

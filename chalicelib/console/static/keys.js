@@ -15,7 +15,7 @@ const SHORTCUTS = [
 
 function help() {
   if (document.getElementById('shortcuts')) return;
-  const dialog = el('dialog', { class: 'ask', id: 'shortcuts', 'aria-labelledby': 'shortcuts-title' },
+  const dialog = el('dialog', { class: 'help', id: 'shortcuts', 'aria-labelledby': 'shortcuts-title' },
     el('h2', { id: 'shortcuts-title' }, 'Keyboard shortcuts'),
     el('dl', { class: 'facts' }, SHORTCUTS.map(([key, what]) => [el('dt', {}, el('kbd', {}, key)), el('dd', {}, what)])),
     el('div', { class: 'buttons' }, el('button', { type: 'button', id: 'shortcuts-close', onclick: () => close() }, 'Close')));

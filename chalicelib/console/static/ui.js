@@ -255,17 +255,21 @@ export function modal({ title, action, parts, answer, focused = null, opened = n
   });
 }
 
-// Every open question called off (resolving null), as the sign-out does: what each asked and what was typed in
-// it, for the sign-in page to say was not sent: [{title, typed: [text…]}].
+// Every open dialog closed and each question called off (resolving null), as the sign-out does: what each question
+// asked and what was typed in it, for the sign-in page to say was not sent: [{title, typed: [text…]}]. A dialog that
+// asks nothing (the shortcuts' help) is only closed: nothing of it was to be sent.
 export function closeQuestions() {
-  return [...document.querySelectorAll('dialog.ask')].map((dialog) => {
-    const asked = {
-      title: dialog.querySelector('#ask-title')?.textContent || '',
-      typed: [...dialog.querySelectorAll('textarea')].map((box) => /** @type {HTMLTextAreaElement} */ (box).value.trim()).filter(Boolean),
-    };
+  const asked = [];
+  for (const dialog of document.querySelectorAll('dialog')) {
+    if (dialog.classList.contains('ask')) {
+      asked.push({
+        title: dialog.querySelector('#ask-title')?.textContent || '',
+        typed: [...dialog.querySelectorAll('textarea')].map((box) => /** @type {HTMLTextAreaElement} */ (box).value.trim()).filter(Boolean),
+      });
+    }
     dialog.dispatchEvent(new Event('cancel', { cancelable: true }));
-    return asked;
-  });
+  }
+  return asked;
 }
 
 // What a person pressed or typed that a sign-out stopped, said on the sign-in page and again once signed in
