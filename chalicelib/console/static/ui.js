@@ -49,11 +49,18 @@ export function span(ms) {
   return `${Math.floor(hours / 24)} days`;
 }
 
-// "3 minutes ago", "in 2 hours": a time against now, in the viewer's language.
-function relativeWords(iso) {
-  const seconds = (Date.parse(iso) - Date.now()) / 1000;
+// The calendar days from `now`'s day to `at`'s, in the viewer's zone (midnight to midnight: a day of 23 or 25 h too).
+const midnight = (date) => new Date(date.getFullYear(), date.getMonth(), date.getDate()).getTime();
+const calendarDays = (at, now) => Math.round((midnight(at) - midnight(now)) / 86400000);
+
+// "3 minutes ago", "in 2 hours", "tomorrow": a time against now (`now`, ms), in the viewer's language. A day or more
+// away counts calendar days in the viewer's zone: Sunday 00:30 seen on Friday afternoon is "in 2 days", not
+// "tomorrow", and Saturday evening seen early on Friday is "tomorrow".
+export function relativeWords(iso, now = Date.now()) {
+  const seconds = (Date.parse(iso) - now) / 1000;
+  if (Math.abs(seconds) >= 86400) return RELATIVE.format(calendarDays(new Date(iso), new Date(now)), 'day');
   /** @type {Array<[Intl.RelativeTimeFormatUnit, number]>} */
-  const units = [['day', 86400], ['hour', 3600], ['minute', 60]];
+  const units = [['hour', 3600], ['minute', 60]];
   for (const [unit, size] of units) {
     if (Math.abs(seconds) >= size) return RELATIVE.format(Math.round(seconds / size), unit);
   }
