@@ -5,11 +5,20 @@ opened on a step (its attempts, its details) stays open through a redraw."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from selenium.webdriver.common.by import By
 
+from chalicelib.events import journal
+from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.model import StepSpec
+from chalicelib.events.store import log
 from tests.console.browser import eventually
 from tests.console.pages import cue_banner, open_run, schedule_now, sign_in
-from tests.support.api import ADMIN, MODERATOR
+from tests.support.api import ADMIN, GM, MODERATOR
+from tests.support.factory import make_run, materialise
+
+STEPS_SHOWN = 200  # steps.js
 
 BONFIRE = {"grace_seconds": 300, "phases": [
     {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]}]}
@@ -81,3 +90,39 @@ def test_a_steps_opened_attempts_and_details_stay_open_when_the_run_changes_unde
         "return [...document.querySelectorAll('details[open]')].map((d) => d.id.replace(/-\\d+$/, ''))")
     assert sorted(still_open) == ["attempts", "step-facts"], still_open
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+ACTIVE = """const a = document.activeElement;
+return a === document.body || !a ? null : [a.dataset.control || a.dataset.stepsTo, a.closest('#run-banners') !== null,
+  a.closest('[data-step-pager]')?.dataset.stepPager || null]"""
+
+
+def test_a_steps_own_row_button_keeps_focus_not_its_copy_in_the_banner(browser, server, api_client):
+    _, run_id = schedule_now(api_client, {**BONFIRE, "name": "Bonfire (row's button focused)"})
+    sign_in(browser, ADMIN)
+    open_run(browser, server.url, run_id)
+    step_id, _ = cue_banner(browser)
+    in_row = f"#run-phases [data-control='skip'][data-step='{step_id}']"
+    assert browser.find_elements(By.CSS_SELECTOR, f"#run-banners [data-control='skip'][data-step='{step_id}']"), "a copy above"
+    row_skip = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, in_row), "the row's Skip")[0]
+    browser.execute_script("window.focusedBefore = arguments[0]; arguments[0].focus()", row_skip)
+    api_client.call("POST", f"/runs/{run_id}/steps/{step_id}/acknowledge", {}, token=GM)  # another person
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-has-it]"), "the page redrawn with who has the cue")
+    assert browser.execute_script("return window.focusedBefore.isConnected") is False, "the redraw replaced the button"
+    assert browser.execute_script(ACTIVE) == ["skip", False, None], "focus moved off the step's row"
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+def test_the_second_long_phases_pager_keeps_focus_not_the_firsts(browser, server, console_db):
+    now = datetime.now(UTC).replace(tzinfo=None)
+    run = make_run(console_db, now, status=RunStatus.PAUSED, current_phase=1)  # no timer: the tick leaves it be
+    for phase in (1, 2):
+        materialise(console_db, run, phase, [StepSpec("core.announce", {"message": f"line {n}"}) for n in range(STEPS_SHOWN + 5)])
+    sign_in(browser, ADMIN)
+    open_run(browser, server.url, run.id)
+    later = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-step-pager='2'] [data-steps-to='later']"),
+                       "the second phase's pager")[0]
+    browser.execute_script("window.focusedBefore = arguments[0]; arguments[0].focus()", later)
+    console_db.transaction(lambda tx: log.append(tx, journal.run_phase(run.id, 1, "a row of the log"), now))
+    eventually(lambda: browser.execute_script("return window.focusedBefore.isConnected") is False, "the page redrawn")
+    assert browser.execute_script(ACTIVE) == ["later", False, "2"], "focus moved to another phase's pager"

@@ -241,7 +241,8 @@ def test_a_cue_with_choices_is_confirmed_from_the_inbox_with_the_answer_asked_in
         sign_in(browser, GM)
         browser.get(f"{server.console_url}#/runs")
         confirm = f"#inbox tr[data-inbox='{run_id}'] [data-control='confirm']"
-        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, confirm), "the row's Confirm")[0].click()
+        eventually(lambda: [b.click() or b for b in browser.find_elements(By.CSS_SELECTOR, confirm)],  # a redraw: again
+                   "the row's Confirm pressed")
         asked = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open] #ask-choices"), "the answers asked")[0]
         assert asked.text.split("\n") == ["The answer", "North arena", "South arena"], asked.text
         browser.find_element(By.ID, "ask-text").send_keys("north is flooded")

@@ -126,7 +126,7 @@ function windowOf(detail, number, ofPhase, chosen) {
 // The pager of a long phase's steps: which it shows of how many, and buttons to the others.
 function stepPager(number, total, { start, end, last, standing }, move) {
   const go = (label, to, what) => el('button', {
-    type: 'button', class: 'secondary', 'data-steps-to': what, disabled: to === start,
+    type: 'button', class: 'secondary', 'data-steps-to': what, 'data-phase': number, disabled: to === start, // whose pager: focus kept
     onclick: () => move(number, to === standing ? null : to),
   }, label);
   return el('nav', { class: 'buttons step-pager', 'data-step-pager': number, 'aria-label': `Steps of phase ${number}: pages` },

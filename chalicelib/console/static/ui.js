@@ -371,12 +371,15 @@ export function keyedRows(body, headers, items) {
 }
 
 // A selector for the control a rebuilt part should give focus back to: the same link, box or button (by the
-// attributes that say what it acts on), or null for anything else.
+// attributes that say what it acts on) in the same part of the page (its nearest ancestor with an id: a step's
+// button drawn in the banner and in the step's row are two controls), or null for anything else.
 const NAMING = ['data-control', 'data-select', 'href', 'data-press', 'data-choice', 'data-step', 'data-phase', 'data-steps-to', 'id'];
 function sameIn(node) {
   const named = NAMING.filter((name) => node.hasAttribute(name));
   if (!named.length) return null;
-  return node.tagName.toLowerCase() + named.map((name) => `[${name}="${CSS.escape(node.getAttribute(name) || '')}"]`).join('');
+  const part = node.parentElement?.closest('[id]');
+  return `${part ? `#${CSS.escape(part.id)} ` : ''}${node.tagName.toLowerCase()}`
+    + named.map((name) => `[${name}="${CSS.escape(node.getAttribute(name) || '')}"]`).join('');
 }
 
 // Before `root` is rebuilt: the function that, after, puts back where the person was in it — focus on the same
