@@ -8,7 +8,7 @@ import pytest
 
 from chalicelib.events import commands
 from chalicelib.events.lifecycle import RunStatus
-from chalicelib.events.store import wake
+from chalicelib.events.store import runs, wake
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, make_definition, run_row
 from tests.support.runner_kit import log_of, step, tick
@@ -103,6 +103,39 @@ def test_queue_one_waits_behind_the_live_run_skips_a_second_and_starts_once_it_i
     assert _overlap_rows(db, second.id)[-1] == {
         "policy": "queue_one", "decided": "started", "earlier": [first.id],
         "cause": f"run {first.id} is over: it starts, {int((clock.now() - started.scheduled_for).total_seconds())} s after its time"}
+
+
+def test_queue_one_a_run_due_while_another_waits_is_skipped_though_the_run_under_way_just_ended(db, clock, runner):
+    """The run under way ends just before the next occurrence falls due, and the waiting run's next look (every
+    QUEUE_POLL_SECONDS) comes after it: the occurrence due is still one falling due while another waits, so it is
+    skipped and the waiting one starts (it started, and the waiting one waited behind it, an hour on a real
+    schedule)."""
+    definition = _recurring(db, clock, "queue_one")
+    first, second = _first_live_then_the_next_due(db, clock, runner, definition)  # 20:05: second waits
+    clock.advance(299)  # 20:09:59
+    db.autocommit(lambda tx: tx.execute("UPDATE event_runs SET wake_at = %s WHERE id = %s",
+                                        (clock.now() + timedelta(seconds=3), second.id)))  # its next look: 20:10:02
+    _confirm_the_cue(db, clock, first.id)
+    tick(runner)
+    assert run_row(db, first.id).status is RunStatus.COMPLETED and run_row(db, second.id).status is RunStatus.SCHEDULED
+    clock.advance(1)  # 20:10: the third occurrence falls due, before the waiting run's look
+    tick(runner)
+    third = _runs(db, definition)[2]
+    skipped = run_row(db, third.id)
+    assert skipped.status is RunStatus.MISSED, skipped
+    assert skipped.last_error == f"skipped: run {second.id} of this definition waits its turn already (overlap: queue_one)"
+    clock.advance(wake.QUEUE_POLL_SECONDS)
+    tick(runner)
+    assert run_row(db, second.id).status is RunStatus.RUNNING
+
+
+def test_a_queued_run_that_loses_the_start_is_never_missed(db, clock, runner):
+    """However late it is, a queued run stays waiting when its start is refused (another run started first)."""
+    definition = _recurring(db, clock, "queue_one")
+    first, second = _first_live_then_the_next_due(db, clock, runner, definition)
+    clock.advance(900)  # far past the waiting run's grace window
+    assert not db.transaction(lambda tx: runs.miss_after_grace(tx, second.id, clock.now()))
+    assert run_row(db, second.id).status is RunStatus.SCHEDULED
 
 
 def test_cancel_previous_of_a_run_that_cleans_up_starts_the_next_in_the_same_walk(db, clock, runner, game_bridge):

@@ -11,7 +11,8 @@ may be over by then); `allow` reads nothing, and a dry run is never held to it. 
   refused is said in the row; then the new run starts;
 - queue_one: the new run waits behind the newest run under way (`runs.queue`: the WHERE holds that no other
   run of the definition waits so; one that cannot wait is missed as under skip), and starts once the runs
-  under way are over, however late, with a row saying so.
+  under way are over, however late, with a row saying so; a run due while another still waits, though
+  nothing is under way any more, is skipped too, and a waiting run is never missed (`miss_after_grace`).
 
 What was read under way is held in the start's WHERE (`runs.start_within_grace`, `alone_of`): two runs of a
 definition falling due together start one, and the other decides again on its next walk, seeing it. A
@@ -73,6 +74,12 @@ def _queue(tx: Tx, now: datetime, run: Run, earlier: list[int], log_rows: list[j
             late = int((now - run.scheduled_for).total_seconds())
             log_rows.append(journal.run_overlap(run.id, Overlap.QUEUE_ONE.value, "started", [behind],
                                                 f"run {behind} is over: it starts, {late} s after its time"))
+        # Nothing under way, but another occurrence still waits (its next look is yet to come): this one fell due
+        # while it waits, and is skipped; it would otherwise start first and leave the waiting one behind it.
+        # guard: a-run-due-while-another-waits-jumps-the-queue
+        elif (waiting := runs.waiting_in_line(tx, run.definition_id, run.id)) is not None:
+            return _skip(tx, now, run, Overlap.QUEUE_ONE, [waiting],
+                         f"run {waiting} of this definition waits its turn already", log_rows)
         return alone
     if behind is not None:
         return Done(RunStatus.SCHEDULED)  # still waiting: decided when it queued

@@ -26,7 +26,7 @@ from .cleanup import begin_cleanup, begin_late_cleanup, end_cleanup, end_late_cl
 from .lease import release_lease, take_lease
 from .leaving import advance_phase, leave_phase
 from .moves import degrade, recover, transition
-from .overlap import queue, queued_behind, under_way
+from .overlap import queue, queued_behind, under_way, waiting_in_line
 from .reads import (
     REHEARSAL_FILTERS,
     Lookout,
@@ -52,6 +52,6 @@ __all__ = [
     "degrade", "end_cleanup", "end_late_cleanup", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "live_between", "lookout", "matching", "miss_after_grace",
     "next_wake", "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "queue",
-    "queued_behind", "recover", "release_lease", "start_within_grace", "take_lease", "transition", "under_way",
+    "queued_behind", "recover", "release_lease", "start_within_grace", "take_lease", "transition", "under_way", "waiting_in_line",
     "waiting_counts", "waiting_on", "wake_cleanup",
 ]

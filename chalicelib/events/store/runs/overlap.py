@@ -35,6 +35,15 @@ def queued_behind(tx: Tx, run_id: int) -> int | None:
     return tx.scalar("SELECT queued_behind FROM event_runs WHERE id = %s", (run_id,))
 
 
+def waiting_in_line(tx: Tx, definition_id: int, run_id: int) -> int | None:
+    """The scheduled run of the definition that waits behind a run under way (queue_one), other than `run_id`."""
+    return tx.scalar(
+        f"""SELECT id FROM event_runs WHERE definition_id = %s AND status = {RunSQL.SCHEDULED}
+              AND queued_behind IS NOT NULL AND id <> %s LIMIT 1""",  # noqa: S608 — the status is lifecycle's rendering; values are parameters
+        (definition_id, run_id),
+    )
+
+
 def queue(tx: Tx, run_id: int, definition_id: int, behind: int) -> bool:
     """Queue the scheduled run behind `behind`; False when it is no longer scheduled or another run of its
     definition already waits."""

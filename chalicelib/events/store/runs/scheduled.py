@@ -113,9 +113,12 @@ def start_within_grace(tx: Tx, run_id: int, now: datetime, *, into_phase: int | 
 
 
 def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
-    """`scheduled -> missed`, only once now is past scheduled_for + grace."""
+    """`scheduled -> missed`, only once now is past scheduled_for + grace, and never a run queued behind another
+    (queue_one: it starts once that one is over, however late; a start it lost is tried again)."""
     # guard: miss-inside-the-grace-window
-    guard = f"status = {RunSQL.SCHEDULED} AND %s > scheduled_for + INTERVAL grace_seconds SECOND"
+    # guard: a-queued-run-that-lost-its-start-is-missed
+    guard = (f"status = {RunSQL.SCHEDULED} AND %s > scheduled_for + INTERVAL grace_seconds SECOND"
+             " AND queued_behind IS NULL")
     return move(tx, run_id, [RunStatus.SCHEDULED], RunStatus.MISSED, now, guard, (now,))
 
 
