@@ -52,6 +52,6 @@ __all__ = [
     "degrade", "end_cleanup", "end_late_cleanup", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "live_between", "lookout", "matching", "miss_after_grace",
     "next_wake", "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "queue",
-    "queued_behind", "recover", "release_lease", "start_within_grace", "take_lease", "transition", "under_way", "waiting_in_line",
-    "waiting_counts", "waiting_on", "wake_cleanup",
+    "queued_behind", "recover", "release_lease", "start_within_grace", "take_lease", "transition", "under_way",
+    "waiting_counts", "waiting_in_line", "waiting_on", "wake_cleanup",
 ]
