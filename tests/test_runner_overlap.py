@@ -132,7 +132,7 @@ def test_queue_one_a_run_due_while_another_waits_is_skipped_though_the_run_under
 def test_a_queued_run_that_loses_the_start_is_never_missed(db, clock, runner):
     """However late it is, a queued run stays waiting when its start is refused (another run started first)."""
     definition = _recurring(db, clock, "queue_one")
-    first, second = _first_live_then_the_next_due(db, clock, runner, definition)
+    _, second = _first_live_then_the_next_due(db, clock, runner, definition)
     clock.advance(900)  # far past the waiting run's grace window
     assert not db.transaction(lambda tx: runs.miss_after_grace(tx, second.id, clock.now()))
     assert run_row(db, second.id).status is RunStatus.SCHEDULED
