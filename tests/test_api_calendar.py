@@ -99,6 +99,14 @@ def test_the_next_occurrence_said_is_one_that_will_run_never_a_skipped_one_nor_o
         None, "every Friday at 20:00, Europe/Berlin; paused: no occurrence runs until it is resumed")
 
 
+def test_a_schedule_whose_next_occurrence_is_years_away_still_says_when(api, clock):
+    """29 February, seen in December 2026: its next run is in 2028, past the calendar's 366-day window."""
+    clock.set(datetime(2026, 12, 1, 12, 0))
+    definition_id = _definition(api, {"cron": "0 20 29 2 *", "timezone": "Europe/Berlin"})
+    described = api.get(f"/definitions/{definition_id}/occurrences", auth=GM).body["schedule"]
+    assert described["next"] == "2028-02-29T19:00:00Z" and described["in_words"].endswith("; next: Tue 29 Feb, 20:00")
+
+
 def test_no_occurrence_is_listed_from_before_the_version_that_carries_the_schedule(api, clock):
     """The planner never plans one before the version was saved: the calendar does not list them as runless."""
     clock.set(datetime(2026, 12, 7, 1, 28))

@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from chalicelib.events.cron import Schedule, cron_problems
+from chalicelib.events.cron import Schedule, cron_problems, in_words
 from chalicelib.events.document import validate
 from chalicelib.events.errors import Invalid, InvalidCron
 from tests.support.api import ADMIN
@@ -154,3 +154,12 @@ def test_every_route_that_takes_a_schedule_answers_400_naming_the_cron_and_saves
         assert "at character" in answer.body["errors"][0], answer.body
     assert [(d["name"], d["current_version"]) for d in api.get("/definitions", auth=ADMIN).body["definitions"]] == [
         ("Base", 1)]
+
+
+@pytest.mark.parametrize(("expression", "said"), [
+    ("*/15 * * * *", "every 15 minutes"),
+    ("*/45 * * * *", "at the times of the cron '*/45 * * * *'"),  # :00 and :45: 45 minutes, then 15
+    ("*/7 * * * *", "at the times of the cron '*/7 * * * *'"),
+])
+def test_every_n_minutes_is_said_only_where_every_gap_is_n(expression, said):
+    assert in_words(expression) == said

@@ -188,7 +188,8 @@ def in_words(expression: str) -> str:
         return f"on day {int(day)} of every month at {int(hour):02d}:{int(minute):02d}"
     if minute.isdigit() and hour == day == month == weekday == "*":
         return f"every hour at minute {int(minute)}"
-    if minute.startswith("*/") and hour == day == month == weekday == "*":
+    # "every N minutes" only where the gaps are all N: a step that does not divide the hour restarts at :00
+    if minute.startswith("*/") and hour == day == month == weekday == "*" and 60 % int(minute[2:]) == 0:
         return f"every {int(minute[2:])} minutes"
     return f"at the times of the cron {expression!r}"
 

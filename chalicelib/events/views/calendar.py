@@ -24,6 +24,9 @@ from . import Body
 
 MAX_LISTED = 500
 DEFAULT_WINDOW = timedelta(days=42)  # a month view and the days either side of it
+# How far a schedule's next occurrence is looked for: every cron that passes validation fires within it (a 29
+# February's waits up to eight years, over a century year that is no leap year); the occurrences are read lazily.
+NEXT_WITHIN = timedelta(days=8 * 366 + 1)
 
 
 def described(schedule: cron.Schedule, now: datetime, pause: SchedulePause | None,
@@ -31,7 +34,7 @@ def described(schedule: cron.Schedule, now: datetime, pause: SchedulePause | Non
     """The schedule as the console shows it: its cron in words, its zone and its next occurrence that will run,
     in that zone (none while it is paused; never one a person skipped), and who paused it, when and why (None:
     it is not paused)."""
-    upcoming = None if pause else next((t for t in schedule.between(now, now + MAX_WINDOW) if t not in skipped), None)
+    upcoming = None if pause else next((t for t in schedule.between(now, now + NEXT_WITHIN) if t not in skipped), None)
     words = f"{cron.in_words(schedule.cron)}, {schedule.timezone}"
     if pause:
         words += "; paused: no occurrence runs until it is resumed"
