@@ -13,7 +13,7 @@ import {
   checkToken, expiresAt, finishOidc, forgetToken, startOidc, storedToken, storeToken,
 } from './signin.js';
 import {
-  closeQuestions, el, focus, heading, needYou, notice, pageTitle, say, showUnsent, takeUnsent, unsent, useVocabulary,
+  closeQuestions, el, focus, heading, needYou, notice, pageTitle, say, sayState, showUnsent, takeUnsent, unsent, useVocabulary,
 } from './ui.js';
 
 const main = document.getElementById('main');
@@ -213,18 +213,19 @@ async function start() {
     // without a token, and must not replace the reason the person was signed out with its own.
     unauthorized: (error) => state.session
       && signOut(`Your sign-in is no longer accepted (${error.messages.join(' ')}). Sign in again.`, 'warning'),
-    // Kept per request by api.js: a press waiting out a 503 stays said while the page's polls are answered.
+    // Kept per request by api.js: a press waiting out a 503 stays said while the page's polls are answered. Said once
+    // per kind of wait (sayState): each retry's time and attempt change beside it, unannounced.
     retrying: (retry) => {
       if (!retry) return say('connection', '');
       const again = new Date(retry.at).toLocaleTimeString();
       if (retry.method !== 'GET') {
         const why = retry.answered ? `is not sent yet: the service is unavailable (${retry.messages.join(' ')})`
           : `got no answer that says whether it took (${retry.messages.join(' ')}): it may or may not have`;
-        return say('connection', `Your ${retry.label || 'press'} ${why}. It is sent again at ${again}`
-          + ` (attempt ${retry.attempt + 1}) as the same press, so it cannot take twice.`, 'warning');
+        return sayState('connection', `Your ${retry.label || 'press'} ${why}. It is sent again as the same press, so it`
+          + ' cannot take twice.', 'warning', ` Next at ${again} (attempt ${retry.attempt + 1}).`);
       }
-      return say('connection', `The service is unavailable (${retry.messages.join(' ')}); the database may be waking up.`
-        + ` Retrying in ${retry.seconds} s (attempt ${retry.attempt}).`, 'warning');
+      return sayState('connection', `The service is unavailable (${retry.messages.join(' ')}); the database may be waking up.`,
+        'warning', ` Retrying in ${retry.seconds} s (attempt ${retry.attempt}).`);
     },
   });
   try {

@@ -17,7 +17,7 @@ import { effectWords, phaseNamed } from './phases.js';
 import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
 import {
-  ask, badge, controlOf, el, focus, heading, isLive, isOpenStep, isTerminalRun, keepPlace, liveFrom, notice, pageTitle, parkOf, rehearsalMark, say, since, waitOf, when,
+  ask, badge, controlOf, el, focus, heading, isLive, isOpenStep, isTerminalRun, keepPlace, liveFrom, notice, pageTitle, parkOf, rehearsalMark, say, sayState, since, waitOf, when,
 } from './ui.js';
 import { ledgerSection } from './resources.js';
 
@@ -276,8 +276,8 @@ export function runView(main, ctx, runIdText) {
       } else if (error.status !== 401) {
         // Beside the connection's state, not in the notice (a press's outcome stays there), and gone once a load works.
         loadFailed = true;
-        say('connection', `The run could not be loaded: ${error.messages.join(' ')}. What it shows is as of`
-          + ` ${poller.loadedAt ? poller.loadedAt.toLocaleTimeString() : 'the last update'}; it is read again shortly.`, 'error');
+        sayState('connection', `The run could not be loaded: ${error.messages.join(' ')}.`, 'error', ` What it shows is as of`
+          + ` ${poller.loadedAt ? poller.loadedAt.toLocaleTimeString() : 'the last update'}; it is read again shortly.`);
       }
       throw error;
     }

@@ -13,7 +13,7 @@ import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
 import { claim, pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
 import {
-  badge, el, fill, heading, isLive, keyedRows, keyedTable, labelOf, needYou, notice, rehearsalMark, runStatuses, say, since, span, waitOf,
+  badge, el, fill, heading, isLive, keyedRows, keyedTable, labelOf, needYou, notice, rehearsalMark, runStatuses, say, sayState, since, span, waitOf,
   when, wordOf,
 } from './ui.js';
 
@@ -236,7 +236,7 @@ export function runsView(main, ctx, queryText = '') {
       const error = asApiError(caught);
       if (error.status !== 401) { // beside the connection's state (a press's outcome stays in the notice), gone once a load works
         loadFailed = true;
-        say('connection', `The runs could not be loaded: ${error.messages.join(' ')}; they are read again shortly.`, 'error');
+        sayState('connection', `The runs could not be loaded: ${error.messages.join(' ')}.`, 'error', ' They are read again shortly.');
       }
       throw error;
     }

@@ -183,6 +183,21 @@ export function say(regionId, text, kind = 'info', ...extra) {
   }
 }
 
+// A state said in a live region (the connection's), announced only when it changes: `words` (what the state is) are
+// said once; `details` (a countdown, an attempt number), shown after them, change in place and are not announced (a
+// screen reader would otherwise hear the region again every few seconds of an outage, over a dialog too).
+export function sayState(regionId, words, kind = 'info', details = '') {
+  const shown = /** @type {HTMLElement | null} */ (document.getElementById(regionId).firstElementChild);
+  const detailsNode = shown?.querySelector('[data-details]');
+  if (words && detailsNode && shown.dataset.words === words && shown.dataset.kind === kind) {
+    if (detailsNode.textContent !== details) detailsNode.textContent = details;
+    return;
+  }
+  say(regionId, words, kind, el('span', { 'data-details': '', 'aria-live': 'off' }, details));
+  const fresh = /** @type {HTMLElement | null} */ (document.getElementById(regionId).firstElementChild);
+  if (fresh) fresh.dataset.words = words;
+}
+
 export function notice(text, kind = 'info', ...extra) {
   say('notice', text, kind, ...extra);
 }
