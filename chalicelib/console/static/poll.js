@@ -100,7 +100,7 @@ export class Poller {
         this.loadedAt = new Date();
         return state;
       } catch {
-        return 'failed'; // the view has said what went wrong; what it shows is as of the last load that worked
+        return 'unread'; // the view has said what went wrong; what it shows is as of the last load that worked
       }
     })();
     const state = await this.loading;
@@ -116,7 +116,7 @@ export class Poller {
   schedule(state) {
     if (this.stopped) return;
     this.state = state;
-    if (state !== 'failed') this.lastGood = state;
+    if (state !== 'unread') this.lastGood = state;
     if (state === 'over') {
       this.tell('over');
       if (this.counts) this.countLater(); // nothing here changes, but the count of what needs the person does
@@ -126,12 +126,12 @@ export class Poller {
       this.tell('hidden');
       return;
     }
-    const live = state === 'live' || (state === 'failed' && this.lastGood !== 'idle');
+    const live = state === 'live' || (state === 'unread' && this.lastGood !== 'idle');
     const becomesLive = live ? null : this.liveAt();
     const idle = becomesLive === null ? this.idleMs : Math.max(LIVE_MS, Math.min(this.idleMs, becomesLive - Date.now()));
-    const delay = state === 'failed' && live ? this.failedMs : state === 'live' ? LIVE_MS : idle;
+    const delay = state === 'unread' && live ? this.failedMs : state === 'live' ? LIVE_MS : idle;
     this.idleMs = live ? IDLE_FIRST_MS : Math.min(this.idleMs * 2, IDLE_MAX_MS);
-    this.failedMs = state === 'failed' ? Math.min(this.failedMs * 2, FAILED_MAX_MS) : LIVE_MS;
+    this.failedMs = state === 'unread' ? Math.min(this.failedMs * 2, FAILED_MAX_MS) : LIVE_MS;
     this.dueAt = performance.now() + delay;
     this.tell(state, { delay });
     this.wait();
@@ -252,7 +252,7 @@ export function freshness(node) {
         : `Not updating: the server does not answer; trying again in ${seconds} s (attempt ${attempt}).`,
       live: `Live: updating every ${seconds} s.`,
       idle: `Nothing live here: next check in ${seconds} s.`,
-      failed: `Not updating: the last read failed; trying again in ${seconds} s.`,
+      unread: `Not updating: the last read failed; trying again in ${seconds} s.`,
       hidden: 'Not updating while this tab is hidden.',
       over: 'This run is over: nothing more will change.',
       unattended: 'Not updating.',
