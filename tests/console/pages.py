@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import re
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -54,6 +55,25 @@ def schedule_now(client, document: dict) -> tuple[int, int]:
     now = datetime.now(UTC) - timedelta(seconds=1)
     run = client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
     return definition_id, run["run"]["id"]
+
+
+def held_runs_ticked(client, driver: WebDriver, base: str, name: str, count: int = 2) -> list[int]:
+    """`count` runs held at a cue, made through the API and running, ticked in the runs list: their ids."""
+    document = {"grace_seconds": 300, "phases": [
+        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Hold here"}}]}]}
+    ids = [schedule_now(client, {**document, "name": f"{name} {i}"})[1] for i in range(count)]
+    def running(run_id: int) -> bool:
+        return client.call("GET", f"/runs/{run_id}")["run"]["status"] == "running"
+
+    def box(run_id: int) -> list:
+        return driver.find_elements(By.CSS_SELECTOR, f"input[data-select='{run_id}']")
+
+    for run_id in ids:
+        eventually(partial(running, run_id), f"run {run_id} running")
+    driver.get(f"{base}/console#/runs")
+    for run_id in ids:
+        eventually(partial(box, run_id), f"run {run_id}'s box")[0].click()
+    return ids
 
 
 def open_run(driver: WebDriver, base: str, run_id: int) -> None:

@@ -82,8 +82,8 @@ class ConsoleServer:
                 else:
                     self._generic_handle()
 
-            def _answer_lost(self) -> None:
-                # The app answers in full (its change made), then the connection drops before a byte of it is sent.
+            def _app_answers_unsent(self) -> None:
+                # The app answers in full (its change made), into nothing: not a byte of it reaches the client.
                 # (through __dict__: mypy cannot type the handler's own attribute in this class made in a method)
                 sent = self.__dict__["wfile"]
                 self.__dict__["wfile"] = io.BytesIO()
@@ -91,6 +91,12 @@ class ConsoleServer:
                     self._generic_handle()
                 finally:
                     self.__dict__["wfile"] = sent
+
+            def _answer_lost(self) -> None:
+                # ... and then the connection drops.
+                try:
+                    self._app_answers_unsent()
+                finally:
                     self.close_connection = True
                     try:
                         self.connection.shutdown(socket.SHUT_RDWR)
@@ -98,13 +104,8 @@ class ConsoleServer:
                         pass
 
             def _answered_late(self, status: int) -> None:
-                # The app answers in full (its change made), and the gateway, tired of waiting, answers `status`.
-                sent = self.__dict__["wfile"]
-                self.__dict__["wfile"] = io.BytesIO()
-                try:
-                    self._generic_handle()
-                finally:
-                    self.__dict__["wfile"] = sent
+                # ... and the gateway, tired of waiting, answers `status`.
+                self._app_answers_unsent()
                 self._gateway_answer(status)
 
             def _sign_in_page(self) -> None:

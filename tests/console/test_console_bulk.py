@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from selenium.webdriver.common.by import By
 
 from tests.console.browser import eventually, text_of
-from tests.console.pages import listed, notice_text, schedule_now, sign_in
+from tests.console.pages import held_runs_ticked, listed, notice_text, sign_in
 from tests.support.api import GM, MODERATOR
 
 
@@ -114,18 +114,9 @@ def test_a_refused_preview_says_so_in_the_notice(browser, server, api_client):
 
 
 def test_a_bulk_press_says_sending_until_its_answer_and_a_second_tap_sends_nothing(browser, server, api_client):
-    document = {"grace_seconds": 300, "phases": [
-        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Hold here"}}]}]}
-    ids = [schedule_now(api_client, {**document, "name": f"Bulk once {i}"})[1] for i in range(2)]
+    sign_in(browser, MODERATOR)
+    ids = held_runs_ticked(api_client, browser, server.url, "Bulk once")
     try:
-        for run_id in ids:
-            eventually(lambda run_id=run_id: api_client.call("GET", f"/runs/{run_id}")["run"]["status"] == "running",
-                       f"run {run_id} running")
-        sign_in(browser, MODERATOR)
-        browser.get(f"{server.url}/console#/runs")
-        for run_id in ids:
-            eventually(lambda run_id=run_id: browser.find_elements(By.CSS_SELECTOR, f"input[data-select='{run_id}']"),
-                       f"run {run_id}'s box")[0].click()
         pause = browser.find_element(By.CSS_SELECTOR, "[data-bulk='pause']")
         with server.delaying("/runs/bulk", 3):
             pause.click()
