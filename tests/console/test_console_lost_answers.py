@@ -61,8 +61,9 @@ ANSWERED_502 = pytest.param(lambda server, path: server.answering_late(path, 502
 
 @pytest.mark.parametrize(("fault", "sent_at_least"), [LOST, ANSWERED_504])
 def test_an_extend_whose_answer_never_comes_moves_the_deadline_once(browser, server, api_client, console_db, fault,
-                                                                    sent_at_least):
-    _, run_id = schedule_now(api_client, {"name": "Market (extend, no answer)", "grace_seconds": 300, "phases": [
+                                                                    sent_at_least, request):
+    name = f"Market (extend, {request.node.callspec.id})"  # a definition's name is its own: one per case
+    _, run_id = schedule_now(api_client, {"name": name, "grace_seconds": 300, "phases": [
         {"name": "market", "advance": {"when": "after", "seconds": 1200},
          "steps": [{"action": "core.cue", "params": {"instruction": "Open the stalls"}}]},
         {"name": "close", "steps": [{"action": "core.announce", "params": {"message": "The market is closed"}}]}]})
@@ -95,8 +96,10 @@ def test_an_extend_whose_answer_never_comes_moves_the_deadline_once(browser, ser
 
 @pytest.mark.parametrize(("fault", "sent_at_least"), [LOST, ANSWERED_502])
 def test_a_confirm_whose_answer_never_comes_says_it_may_have_taken_then_that_it_had(browser, server, api_client,
-                                                                                    console_db, fault, sent_at_least):
-    _, run_id = schedule_now(api_client, {"name": "Bonfire (confirm, no answer)", "grace_seconds": 300, "phases": [
+                                                                                    console_db, fault, sent_at_least,
+                                                                                    request):
+    name = f"Bonfire (confirm, {request.node.callspec.id})"  # a definition's name is its own: one per case
+    _, run_id = schedule_now(api_client, {"name": name, "grace_seconds": 300, "phases": [
         {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]},
         {"name": "contest", "steps": [{"action": "core.announce", "params": {"message": "The contest begins"}}]}]})
     sign_in(browser, GM)
