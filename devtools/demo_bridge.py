@@ -37,14 +37,17 @@ class DemoScript:
 
     def __init__(self, demo: str):
         self.demo = demo
-        self.seen: Counter[str] = Counter()  # deliveries that reached a handler, per key (a failure is not kept)
+        # Deliveries that reached a handler, per step (a failure is not kept): a person's Retry of a step the game
+        # answered comes with a new key, and the square is no longer full then.
+        self.seen: Counter[tuple[int, int]] = Counter()
         self.spawned: set[str] = set()
         self.lock = threading.Lock()
 
     def _nth(self, delivery: Delivery) -> int:
+        step = (delivery.run_id, delivery.step_id)
         with self.lock:
-            self.seen[delivery.key] += 1
-            return self.seen[delivery.key]
+            self.seen[step] += 1
+            return self.seen[step]
 
     def spawn(self, delivery: Delivery) -> Answer:
         if self.demo == "failures" and self._nth(delivery) == 1:
