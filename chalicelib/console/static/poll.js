@@ -26,7 +26,7 @@ export const LIVE_MS = 2000;
 export const IDLE_FIRST_MS = 15000;
 export const IDLE_MAX_MS = 300000;
 export const UNATTENDED_MAX_MS = 600000;
-export const FAILED_MAX_MS = 15000; // a live page whose load failed tries again at most this long after
+export const UNREAD_MAX_MS = 15000; // a live page whose load failed (unread) tries again at most this long after
 // A live page's own polls read the header's count at most this often: it is another request each time, and the
 // API bills per request (the person's own action, a tab shown, Update now read it at once).
 export const COUNT_MS = 10000;
@@ -69,7 +69,7 @@ export class Poller {
     this.stopped = false;
     this.state = null;
     this.lastGood = null; // the state the last load that worked said (null: none has yet)
-    this.failedMs = LIVE_MS; // how long a live page whose load failed waits to try again
+    this.unreadMs = LIVE_MS; // how long a live page whose load failed waits to try again
     this.loadedAt = null; // when the page last had an answer: the last load that worked
     this.retry = null; // the retry pending that the line says (api.js pendingRetry), or null
     this.told = null; // the page's own state, said when no retry is pending: {state, facts}
@@ -129,9 +129,9 @@ export class Poller {
     const live = state === 'live' || (state === 'unread' && this.lastGood !== 'idle');
     const becomesLive = live ? null : this.liveAt();
     const idle = becomesLive === null ? this.idleMs : Math.max(LIVE_MS, Math.min(this.idleMs, becomesLive - Date.now()));
-    const delay = state === 'unread' && live ? this.failedMs : state === 'live' ? LIVE_MS : idle;
+    const delay = state === 'unread' && live ? this.unreadMs : state === 'live' ? LIVE_MS : idle;
     this.idleMs = live ? IDLE_FIRST_MS : Math.min(this.idleMs * 2, IDLE_MAX_MS);
-    this.failedMs = state === 'unread' ? Math.min(this.failedMs * 2, FAILED_MAX_MS) : LIVE_MS;
+    this.unreadMs = state === 'unread' ? Math.min(this.unreadMs * 2, UNREAD_MAX_MS) : LIVE_MS;
     this.dueAt = performance.now() + delay;
     this.tell(state, { delay });
     this.wait();
