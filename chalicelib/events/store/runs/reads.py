@@ -160,9 +160,14 @@ def matching(tx: Tx, which: RunFilter, limit: int, before_id: int | None = None)
     # a longer one (an edge left open: far) only not the whole table's. A short window is read by one of its two
     # time ranges alone: offered the definition's and the mode's equality keys too, the optimiser's statistics
     # now and then picked their intersection (a merge of every run of the definition since).
+    # A definition's runs of one status are one range of (definition_id, status, id), newest first: offered its
+    # definition's key too, the optimiser's statistics now and then took that one and read every status.
     window = which.scheduled_between
-    hint = "" if window is None else (" USE INDEX (event_runs_scheduled, event_runs_definition_time)"
-                                      if window[1] - window[0] <= SORTED_WINDOW else " IGNORE INDEX FOR ORDER BY (PRIMARY)")
+    if window is None:
+        hint = " USE INDEX (event_runs_definition_status)" if which.definition_id and which.status else ""
+    else:
+        hint = (" USE INDEX (event_runs_scheduled, event_runs_definition_time)" if window[1] - window[0] <= SORTED_WINDOW
+                else " IGNORE INDEX FOR ORDER BY (PRIMARY)")
     rows = tx.all(f"SELECT {COLUMNS} FROM event_runs{hint} WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT %s",  # noqa: S608 — COLUMNS, the hint and the where fragments are constants; filters are parameters
                   (*args, limit))
     return [Run.from_row(r) for r in rows]
