@@ -21,8 +21,11 @@ def test_every_run_a_filter_matches_is_previewed_then_cancelled_at_once(browser,
     document = {"name": f"Bulk festival {datetime.now(UTC):%H%M%S%f}", "grace_seconds": 300,
                 "phases": [{"name": "opening", "steps": [{"action": "core.announce", "params": {"message": "Hello"}}]}]}
     definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
-    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
-    runs = [_schedule(api_client, definition_id, start + timedelta(hours=i)) for i in range(24)]
+    # 02:00 to 21:10 of the day after tomorrow in the browser's zone (the machine's): "in 2 days" whatever the hour
+    # now, and an hour's DST change in between keeps them inside that day.
+    local_midnight = datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+    start = (local_midnight + timedelta(days=2, hours=2)).astimezone(UTC)
+    runs = [_schedule(api_client, definition_id, start + timedelta(minutes=50 * i)) for i in range(24)]
     api_client.call("POST", f"/runs/{runs[3]}/cancel", {"reason": "called off earlier"})
 
     sign_in(browser, MODERATOR)
