@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
@@ -12,6 +14,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from devtools.dev import DEMO_DOCUMENT
 from tests.console.browser import eventually, text_of
+from tests.support.api import MODERATOR
 
 # A cue's banner: how long it has waited, then the instruction (the demo's and the tests' cue).
 CUE_WAITING = re.compile(r"Waiting for a game master for \d+ (s|min): Light the bonfire")
@@ -55,6 +58,21 @@ def schedule_now(client, document: dict) -> tuple[int, int]:
     now = datetime.now(UTC) - timedelta(seconds=1)
     run = client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
     return definition_id, run["run"]["id"]
+
+
+@contextmanager
+def moderator_at_bonfire_cue(client, driver: WebDriver, base: str, name: str) -> Iterator[int]:
+    """A run due now whose one step cues "Light the bonfire", open on a moderator's console at its cue: its id.
+    The run is cancelled after, whatever the test did."""
+    _, run_id = schedule_now(client, {"name": name, "grace_seconds": 300, "phases": [
+        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]}]})
+    try:
+        sign_in(driver, MODERATOR)
+        open_run(driver, base, run_id)
+        cue_banner(driver)
+        yield run_id
+    finally:
+        client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
 
 
 def held_runs_ticked(client, driver: WebDriver, base: str, name: str, count: int = 2) -> list[int]:

@@ -7,8 +7,7 @@ and the attempt change beside them, in a part not announced (aria-live off)."""
 from __future__ import annotations
 
 from tests.console.browser import eventually, text_of
-from tests.console.pages import cue_banner, open_run, schedule_now, sign_in
-from tests.support.api import MODERATOR
+from tests.console.pages import moderator_at_bonfire_cue
 
 # Each announcement the region makes: a node put into it, or text changed in it, outside a part marked not announced.
 WATCH = """
@@ -29,12 +28,7 @@ def _announced(browser) -> list[str]:
 
 
 def test_an_outage_is_announced_once_per_kind_not_at_every_retry(browser, server, api_client):
-    _, run_id = schedule_now(api_client, {"name": "Bonfire (outage said once)", "grace_seconds": 300, "phases": [
-        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]}]})
-    try:
-        sign_in(browser, MODERATOR)
-        open_run(browser, server.url, run_id)
-        cue_banner(browser)
+    with moderator_at_bonfire_cue(api_client, browser, server.url, "Bonfire (outage said once)") as run_id:
         browser.execute_script(WATCH)
         with server.failing(f"/runs/{run_id}", 503):  # the database waking: each read retried every 5 s
             eventually(lambda: "(attempt 3)" in text_of(browser, "#connection"), "the third retry", 30)
@@ -50,5 +44,3 @@ def test_an_outage_is_announced_once_per_kind_not_at_every_retry(browser, server
         said = _announced(browser)
         assert len(said) == 1 and "The run could not be loaded" in said[0], said
         assert len(browser.find_elements("css selector", "#connection [role='alert']")) <= 1
-    finally:
-        api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})

@@ -19,7 +19,16 @@ from selenium.webdriver.common.by import By
 
 from chalicelib.events import commands
 from tests.console.browser import eventually, text_of
-from tests.console.pages import cue_banner, held_runs_ticked, notice_text, open_run, press, schedule_now, sign_in
+from tests.console.pages import (
+    cue_banner,
+    held_runs_ticked,
+    moderator_at_bonfire_cue,
+    notice_text,
+    open_run,
+    press,
+    schedule_now,
+    sign_in,
+)
 from tests.support.api import GM, MODERATOR
 from tests.support.scenes import log_rows as logged
 
@@ -140,19 +149,12 @@ def test_a_bulk_pause_whose_answer_is_lost_says_the_runs_it_paused(browser, serv
 
 
 def test_a_run_page_that_could_not_be_loaded_says_so_beside_the_connection_until_it_loads(browser, server, api_client):
-    _, run_id = schedule_now(api_client, {"name": "Bonfire (load fails)", "grace_seconds": 300, "phases": [
-        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": "Light the bonfire"}}]}]})
-    try:
-        sign_in(browser, MODERATOR)
-        open_run(browser, server.url, run_id)
-        cue_banner(browser)
+    with moderator_at_bonfire_cue(api_client, browser, server.url, "Bonfire (load fails)") as run_id:
         with server.failing(f"/runs/{run_id}", 502):
             failed = eventually(lambda: "could not be loaded" in (t := text_of(browser, "#connection")) and t,
                                 "the failed load, beside the connection", 20)
             assert "could not be loaded" not in notice_text(browser), failed
         eventually(lambda: not text_of(browser, "#connection"), "the failure gone once the run loads again", 40)
         assert "could not be loaded" not in notice_text(browser)
-    finally:
-        api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
 
 
