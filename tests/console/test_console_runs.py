@@ -239,6 +239,29 @@ def test_the_runs_list_filters_pages_and_updates_itself(browser, server, api_cli
     assert server.requested("/runs?", quiet_since) == [], "a list with nothing live is not polled every 2 s"
 
 
+def test_an_idle_runs_list_is_read_again_when_its_first_scheduled_run_nears(browser, server, api_client):
+    """A list with nothing live waits 15 s, then longer each time; a run scheduled soon cuts the wait to when the run
+    is 2 min from its time (as a run's own page does), so the list goes live then. It used to wait its idle pace
+    whatever the runs it showed, and showed a run starting up to 5 min late."""
+    document = {"name": f"Harvest festival (nearing) {_utc_now():%H%M%S%f}", "grace_seconds": 300,
+                "phases": [{"name": "opening", "steps": [{"action": "core.announce", "params": {"message": "Hello"}}]}]}
+    definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
+    lead = 9  # seconds until the run is 2 min from its time: under the list's first idle wait (15 s)
+    near = _utc_now().replace(microsecond=0) + timedelta(seconds=120 + lead)
+    run_id = api_client.call("POST", f"/definitions/{definition_id}/runs",
+                             {"scheduled_for": near.strftime("%Y-%m-%dT%H:%M:%SZ")})["run"]["id"]
+    try:
+        sign_in(browser, MODERATOR)
+        browser.get(f"{server.console_url}#/runs?definition={definition_id}")
+        pace = eventually(lambda: re.search(r"Live: updating|next check in (\d+) s", text_of(browser, "#freshness")),
+                          "the list's first pace")
+        if pace[1] is not None:  # read before the run neared (else the list was live at once)
+            assert int(pace[1]) <= lead, f"the idle wait is cut to when the run nears: {pace[0]}"
+        eventually(lambda: "Live: updating every 2 s" in text_of(browser, "#freshness"), "the list live as the run nears")
+    finally:
+        api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
+
+
 def test_the_runs_list_says_who_paused_a_run_and_why(browser, server, api_client, bridge):
     """Issue 39: a pause's reason showed only in the run's log; the list row says who paused it and why, and a
     run the engine stopped says its cause."""

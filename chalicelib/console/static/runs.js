@@ -13,7 +13,7 @@ import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
 import { claim, pressAttrs, pressLabel, pressPath, presser, specOf } from './press.js';
 import {
-  badge, el, fill, heading, isLive, keyedRows, keyedTable, labelOf, needYou, notice, rehearsalMark, runStatuses, say, sayState, since, span, waitOf,
+  badge, el, fill, heading, isLive, keyedRows, keyedTable, labelOf, liveFrom, needYou, notice, rehearsalMark, runStatuses, say, sayState, since, span, waitOf,
   when, wordOf,
 } from './ui.js';
 
@@ -273,10 +273,17 @@ export function runsView(main, ctx, queryText = '') {
         page.next_cursor ? el('a', { href: hashFor({ ...filters, cursor: page.next_cursor }), id: 'older' }, 'Older runs →') : '',
       );
     }
+    shown = page.runs;
     return page.runs.some(isLive) ? 'live' : 'idle';
   }
 
-  const poller = new Poller(load, freshness(fresh), { counts: false });
+  // An idle list is read again when its first scheduled run nears its time, not up to IDLE_MAX_MS later.
+  let shown = [];
+  const liveAt = () => {
+    const soonest = Math.min(...shown.map(liveFrom).filter((at) => at !== null));
+    return Number.isFinite(soonest) ? soonest : null;
+  };
+  const poller = new Poller(load, freshness(fresh), { counts: false, liveAt });
   poller.now();
   return () => poller.stop();
 }
