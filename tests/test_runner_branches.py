@@ -193,6 +193,34 @@ def test_a_signal_that_never_came_takes_no_branch_that_reads_it(api, db, clock, 
 
 
 # ── the engine's skip is a compare-and-set (`steps.pass_over`) ─────────────────
+def test_a_signal_that_came_after_its_phase_ended_takes_no_later_branch_either(api, db, clock, runner):
+    """One signal, one answer: a branch read before a late signal came was skipped, so a branch read after it is
+    skipped too ("came after its phase had ended"), as the signal's answer says nothing changed. It used to
+    run: a victory passed over, then the players congratulated."""
+    late = {"name": "Late gate", "phases": [
+        {"name": "wait", "advance": {"when": "signal", "name": "gate_open", "timeout_seconds": 60},
+         "steps": [_say("Waiting")]},
+        {"name": "gated", "only_if": {"signal": "gate_open", "field": "side", "in": ["east"]}, "steps": [_say("East")]},
+        {"name": "hold", "advance": {"when": "manual"}, "steps": [_say("Holding")]},
+        {"name": "later", "only_if": {"signal": "gate_open", "field": "side", "in": ["east"]},
+         "steps": [_say("East again")]},
+        {"name": "after", "steps": [_say("Done")]}]}
+    run_id = _scheduled(api, clock, _saved(api, late))
+    tick(runner)
+    clock.advance(61)
+    tick(runner)
+    assert _said(db, run_id) == ["Waiting", "Holding"]
+    signalled = api.post(f"/runs/{run_id}/signals/gate_open", {"side": "east"}, auth=ADMIN)
+    assert signalled.status == 202 and signalled.body["effect"] == "phase_over", signalled.body
+    assert api.post(f"/runs/{run_id}/advance", {"phase": 3}, auth=ADMIN).status == 200
+    tick(runner)
+    assert run_row(db, run_id).status is RunStatus.COMPLETED
+    assert _said(db, run_id) == ["Waiting", "Holding", "Done"]
+    assert _skipped_phases(db, run_id) == [
+        ("gated", "skipped: signal gate_open has not come, not one of [east]"),
+        ("later", "skipped: signal gate_open came after its phase had ended, not one of [east]")]
+
+
 def test_the_engine_passes_over_only_a_never_tried_step_of_a_run_it_may_work(api, db, clock, runner, game_bridge):
     document = _arena_night()
     document["phases"][0]["steps"][1] = {"action": "world.spawn", "params": {"npc": "guard"},

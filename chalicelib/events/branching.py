@@ -3,7 +3,8 @@
 The invariant: an `only_if` reads only what is settled before its phase or step can begin — the answer of a
 cue with choices that comes earlier in the walk, or a field of the payload of a signal that ends an earlier
 phase — so its answer at the moment it is read is the one it will ever have (a finished cue's choice is
-never written again, a signal's first receipt is the only one kept). `problems` refuses any other at save,
+never written again, a signal's first receipt is the only one kept, and one that came after its phase ended
+has no value). `problems` refuses any other at save,
 naming what is wrong; the runner reads the rows at the phase's opening or the step's turn
 (`runner/branches.py`), and the projected timeline shows each branch (`timeline.py`).
 

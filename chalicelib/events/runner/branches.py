@@ -2,7 +2,7 @@
 
 The invariant: an only_if is read when its phase would open or its step's turn has come, from what is settled
 by then (`events/branching.py`): the answer of an earlier cue (its step's `choice`), or a field of the payload
-of the first receipt of a signal. A phase passed over is never opened (the run's `leave_phase` goes straight
+of the first receipt of a signal, if it came before its phase ended. A phase passed over is never opened (the run's `leave_phase` goes straight
 to the phase after it; its log row commits with that move); a step is skipped only by its own
 compare-and-set (`steps.pass_over`), in a unit of work with its log row. Nothing is read for a programme
 without an only_if.
@@ -16,7 +16,7 @@ from typing import Any
 from ...db import Tx
 from .. import journal
 from ..document import PhasePlan, Programme
-from ..lifecycle import PhaseKind, StepStatus
+from ..lifecycle import PhaseKind, SignalEffect, StepStatus
 from ..model import OnlyIf, Step
 from ..store import signals, steps
 from .cursor import Cursor, Done, Head
@@ -73,13 +73,19 @@ def unmet(tx: Tx, run_id: int, programme: Programme, only_if: OnlyIf) -> str | N
             return None
         return f"skipped: cue {only_if.choice} {_answered(found)}, {among}"
     receipt = signals.get(tx, run_id, str(only_if.signal))
-    payload: Any = None if receipt is None else receipt.payload
+    # A receipt that came after its phase ended has no value: a branch read before it came saw none, and one
+    # signal gives one answer in a run.
+    # guard: a-late-signal-answers-a-branch
+    late = receipt is not None and receipt.effect is SignalEffect.PHASE_OVER
+    payload: Any = None if receipt is None or late else receipt.payload
     value = payload.get(only_if.field) if isinstance(payload, dict) else None
     # guard: a-signal-branch-not-taken-runs-anyway
     if only_if.admits(value):
         return None
     if receipt is None:
         said = "has not come"
+    elif late:
+        said = "came after its phase had ended"
     elif not isinstance(payload, dict) or only_if.field not in payload:
         said = f"carries no {only_if.field}"
     else:
