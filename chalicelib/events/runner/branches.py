@@ -2,10 +2,10 @@
 
 The invariant: an only_if is read when its phase would open or its step's turn has come, from what is settled
 by then (`events/branching.py`): the answer of an earlier cue (its step's `choice`), or a field of the payload
-of the first receipt of a signal, if it came before its phase ended. A phase passed over is never opened (the run's `leave_phase` goes straight
-to the phase after it; its log row commits with that move); a step is skipped only by its own
-compare-and-set (`steps.pass_over`), in a unit of work with its log row. Nothing is read for a programme
-without an only_if.
+of the first receipt of a signal, if it came before its phase ended. A phase passed over is never opened
+(the run's `leave_phase` goes straight to the phase after it; its log row commits with that move); a step is
+skipped only by its own compare-and-set (`steps.pass_over`), in a unit of work with its log row. Nothing is
+read for a programme without an only_if.
 """
 
 from __future__ import annotations
