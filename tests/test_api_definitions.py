@@ -56,6 +56,39 @@ def test_put_saves_the_next_version_and_keeps_the_old_one(api):
     assert [d["id"] for d in api.get("/definitions", auth=GM).body["definitions"]] == [definition_id]
 
 
+def test_a_new_version_says_which_scheduled_runs_keep_the_version_they_were_made_from(api, db, clock):
+    """An admin fixing a definition before it goes live is told that the runs already scheduled play the version
+    they were made from (the save used to answer no warning, and scheduling the same time again answered the old
+    run as if it were the new version's). A run under way, a dry run and a run of the new version are not named."""
+    definition_id = _create(api)
+    times = [_iso(clock.now() + timedelta(days=day)) for day in range(1, 9)]
+    made = [api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": when}, auth=ADMIN).body["run"]["id"]
+            for when in times[:7]]
+    set_run(db, made[0], status=RunStatus.RUNNING.value)  # under way: it plays its version, as everyone expects
+    assert api.post(f"/definitions/{definition_id}/dry-runs", {"speed": 60, "bridge": "simulate"}, auth=ADMIN).status == 201
+
+    saved = api.put(f"/definitions/{definition_id}", {**SPEC_EXAMPLE, "name": "Harvest festival (fixed)"}, auth=ADMIN)
+    assert saved.status == 200, saved.body
+    [kept] = [w for w in saved.body["warnings"] if w["code"] == "runs_keep_their_version"]
+    named = ", ".join(f"run {run_id} at {when} (version 1)" for run_id, when in zip(made[1:6], times[1:6], strict=True))
+    assert kept["message"] == (f"6 scheduled runs keep the version they were made from: {named} and 1 more. A run plays"
+                               " the version it was made from; runs planned or scheduled from now on play version 2")
+    again = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": times[1]}, auth=ADMIN)
+    assert (again.status, again.body["run"]["id"], again.body["run"]["definition_version"]) == (200, made[1], 1)
+
+    newer = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": times[7]}, auth=ADMIN).body["run"]
+    for run_id in made[2:]:
+        set_run(db, run_id, status=RunStatus.CANCELLED.value)
+    saved = api.put(f"/definitions/{definition_id}", {**SPEC_EXAMPLE, "name": "Harvest festival (fixed again)"}, auth=ADMIN)
+    [kept] = [w for w in saved.body["warnings"] if w["code"] == "runs_keep_their_version"]
+    assert kept["message"].startswith(f"2 scheduled runs keep the version they were made from: run {made[1]} at"
+                                      f" {times[1]} (version 1), run {newer['id']} at {times[7]} (version 2). "), kept
+    for run_id in (made[1], newer["id"]):
+        set_run(db, run_id, status=RunStatus.CANCELLED.value)
+    saved = api.put(f"/definitions/{definition_id}", {**SPEC_EXAMPLE, "name": "Harvest festival (third)"}, auth=ADMIN)
+    assert [w["code"] for w in saved.body["warnings"]] == ["module_actions_undeclared"], "no run keeps an older one"
+
+
 def test_put_of_an_unknown_definition_is_404(api):
     assert api.put("/definitions/999999", SPEC_EXAMPLE, auth=ADMIN).status == 404
     assert api.get("/definitions/999999", auth=GM).status == 404

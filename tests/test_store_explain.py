@@ -84,6 +84,9 @@ HISTORY_READS = {
     # The runs list by definition and status, newest first.
     "list_definition_and_status": (lambda tx, run, s, now: runs.list_page(
         tx, definition_id=run.definition_id, status=RunStatus.FAILED), "event_runs_definition_status"),
+    # A new version's warning: the definition's runs still scheduled on an earlier version.
+    "scheduled_of_earlier_versions": (lambda tx, run, s, now: runs.scheduled_of_earlier_versions(
+        tx, run.definition_id, 2, 5), "event_runs_definition_status"),
     # A run's newest row of a kind it has none of (the run page's who paused it, who has the cue, its
     # escalation; a 412's who changed it), a kind per actor (a log page's chat identities), how a wait ended.
     "log_latest": (lambda tx, run, s, now: log.latest(tx, run.id, journal.RUN_ESCALATED), "event_run_log_kind"),

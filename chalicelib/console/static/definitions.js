@@ -57,7 +57,14 @@ function editor(main, { titleText, initial, save, saved, definitionId = null }) 
       }
       try {
         const answer = await save(document);
-        notice('Saved.', 'ok');
+        // Saved all the same; what the API could not check, or what the save does not reach, said with it.
+        const warnings = answer.warnings || [];
+        if (warnings.length) {
+          notice(`Saved, with ${warnings.length === 1 ? 'a warning' : `${warnings.length} warnings`}:`, 'warning',
+            el('ul', { id: 'save-warnings' }, warnings.map((w) => el('li', { 'data-code': w.code }, w.message))));
+        } else {
+          notice('Saved.', 'ok');
+        }
         saved(answer);
       } catch (error) {
         // A name another definition holds (409, naming it) is a problem of the name field, as a 400's are of theirs.

@@ -42,6 +42,7 @@ from .reads import (
     occurrence_key,
     of_occurrences,
     oldest_paused_since,
+    scheduled_of_earlier_versions,
     waiting_counts,
     waiting_on,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "degrade", "end_cleanup", "end_late_cleanup", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "live_between", "lookout", "matching", "miss_after_grace",
     "next_wake", "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "queue",
-    "queued_behind", "recover", "release_lease", "start_within_grace", "take_lease", "transition", "under_way",
+    "queued_behind", "recover", "release_lease", "scheduled_of_earlier_versions", "start_within_grace", "take_lease",
+    "transition", "under_way",
     "waiting_counts", "waiting_in_line", "waiting_on", "wake_cleanup",
 ]

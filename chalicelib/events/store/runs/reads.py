@@ -61,6 +61,19 @@ def live_between(tx: Tx, definition_id: int, start: datetime, end: datetime, lim
     return [Run.from_row(row) for row in rows]
 
 
+def scheduled_of_earlier_versions(tx: Tx, definition_id: int, version: int, limit: int) -> tuple[list[Run], int]:
+    """A definition's live runs not started yet that were made from a version before `version` (the first made
+    first, at most `limit`), and how many there are: the runs a new version does not reach. One range of
+    `event_runs_definition_status` (definition_id, status, id), in its order."""
+    where = "definition_id = %s AND status = %s AND mode = %s AND definition_version < %s"
+    values = (definition_id, RunStatus.SCHEDULED.value, RunMode.LIVE.value, version)
+    rows = tx.all(f"SELECT {COLUMNS} FROM event_runs USE INDEX (event_runs_definition_status) WHERE {where}"  # noqa: S608 — COLUMNS and the clause are constants; values are parameters
+                  " ORDER BY id LIMIT %s", (*values, limit))
+    counted = tx.scalar(f"SELECT COUNT(*) FROM event_runs USE INDEX (event_runs_definition_status) WHERE {where}",  # noqa: S608 — as above
+                        values)
+    return [Run.from_row(row) for row in rows], int(counted or 0)
+
+
 def get(tx: Tx, run_id: int, *, for_update: bool = False) -> Run | None:
     """The run; `for_update` locks it so a control reads the status it will act on."""
     lock = " FOR UPDATE" if for_update else ""
