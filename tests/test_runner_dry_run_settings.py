@@ -1,12 +1,13 @@
 """A dry run's setting never stops live events (issue 37, item 5).
 
 The sandbox's key (GAME_BRIDGE_SANDBOX_SECRET_ARN) or the rehearsal channel's
-(WEBHOOK_SECRET_ARN, when only REHEARSAL_CHANNEL is a webhook) cannot be read, or
-the sandbox has no key at all: the tick's runner is built all the same, a live run
-due in the same tick starts and finishes its step, the dry run's step fails with
-the cause on its log (an ERROR line beside it), and the wake-up logic runs: a
-deployment woken by a spent wake-up is left with a next tick. Secrets Manager and
-the deployment's rule and schedules are moto's; the bridges are loopback servers.
+(WEBHOOK_SECRET_ARN, when only REHEARSAL_CHANNEL is a webhook; DISCORD_ or
+SLACK_BOT_TOKEN, when only REHEARSAL_CHANNEL is on Discord or Slack) is missing or
+cannot be read: the tick's runner is built all the same, a live run due in the
+same tick starts and finishes its step, the dry run's step fails with the cause on
+its log (an ERROR line beside it), and the wake-up logic runs: a deployment woken
+by a spent wake-up is left with a next tick. Secrets Manager and the deployment's
+rule and schedules are moto's; the bridges, Discord and Slack are loopback servers.
 """
 
 from __future__ import annotations
@@ -184,3 +185,42 @@ def test_an_unreadable_rehearsal_channel_key_fails_the_dry_runs_posts_alone(db, 
     assert retried["error"] == ("rehearsal channel: webhook: not sent: the secret named by WEBHOOK_SECRET_ARN"
                                 " cannot be read right now")
     assert live_bridge.received() == []  # nothing reached the rehearsal channel's webhook
+
+
+REHEARSAL_DISCORD, REHEARSAL_SLACK = "discord:100000000000000099", "slack:C0REHEARSE"
+
+
+@pytest.mark.parametrize("channel, unusable, cause", [
+    (REHEARSAL_DISCORD, {}, ("not sent: rehearsal channel is discord:<channel id>: set DISCORD_BOT_TOKEN or"
+                             " DISCORD_BOT_TOKEN_SECRET_ARN")),
+    (REHEARSAL_SLACK, {}, ("not sent: rehearsal channel is slack:<channel id>: set SLACK_BOT_TOKEN or"
+                           " SLACK_BOT_TOKEN_SECRET_ARN")),
+    (REHEARSAL_DISCORD, {"discord_bot_token_secret_arn": MISSING},
+     "discord: not sent: the secret named by DISCORD_BOT_TOKEN_SECRET_ARN cannot be read right now"),
+    (REHEARSAL_SLACK, {"slack_bot_token_secret_arn": MISSING},
+     "slack: not sent: the secret named by SLACK_BOT_TOKEN_SECRET_ARN cannot be read right now"),
+    ("webhook:{chat}/hooks/rehearsal", {}, ("not sent: rehearsal channel is a webhook: set WEBHOOK_SECRET or"
+                                            " WEBHOOK_SECRET_ARN")),
+], ids=["discord-without-a-token", "slack-without-a-token", "discord-token-unreadable", "slack-token-unreadable",
+        "webhook-without-a-key"])
+def test_a_rehearsal_channel_that_cannot_be_used_fails_the_dry_runs_posts_alone(
+        db, clock, db_params, aws, live_bridge, chat, caplog, channel, unusable, cause):
+    """REHEARSAL_CHANNEL is the only channel on its platform, and what it posts with is missing or unreadable.
+    Before, the runner's build refused it (ConfigError, or the secret's SecretUnreadable): no live run advanced."""
+    settings = _settings(db_params, live_bridge, sleep=False, game_bridge_sandbox_url=None,
+                         rehearsal_channel=channel.format(chat=chat.url), discord_api_url=chat.discord_url,
+                         slack_api_url=chat.slack_url, **unusable)
+    with caplog.at_level(logging.ERROR):
+        runner = build_runner(settings, db, clock)
+    try:
+        live = schedule(db, clock.now(), NEWS)
+        dry = _dry_run(db, clock, NEWS, RehearsalBridge.SIMULATE)
+        tick(runner)
+    finally:
+        runner.close()
+    assert run_row(db, live.id).status is RunStatus.COMPLETED
+    retried = _dispatched(db, dry)
+    assert retried["outcome"] == "retry" and retried["error"] == f"rehearsal channel: {cause}", retried
+    assert chat.received() == []  # nothing reached Discord, Slack or the webhook
+    why = cause.partition("not sent: ")[2]
+    assert any(r.levelno == logging.ERROR and why in r.getMessage() for r in caplog.records)

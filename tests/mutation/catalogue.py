@@ -2044,6 +2044,16 @@ MUTATIONS: list[Mutation] = [
              "_next_tick_after_outage(settings, source))",
              '"no next tick")',
              (DRY_RUN_SETTINGS,)),
+    # A rehearsal channel that cannot be used (its bot's token or its webhook's key) fails the dry runs' posts alone.
+    Mutation("a-rehearsal-bots-token-is-read-as-a-live-setting", "a-rehearsal-bots-token-is-read-as-a-live-setting",
+             'for_dry_runs="discord" not in live',
+             "for_dry_runs=False",
+             (DRY_RUN_SETTINGS,)),
+    Mutation("a-rehearsal-channel-that-cannot-be-built-stops-the-tick",
+             "a-rehearsal-channel-that-cannot-be-built-stops-the-tick",
+             'rehearsal_channel = UnusableChannel("rehearsal", str(unusable))',
+             "raise",
+             (DRY_RUN_SETTINGS,)),
     # An answer is stored or refused, never lost (issue 38).
     Mutation("an-unstorable-reason-is-written", "an-unstorable-reason-is-written",
              "return storable.cleaned(reason[:MAX_REASON]) if", "return reason[:MAX_REASON] if",

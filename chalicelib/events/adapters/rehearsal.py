@@ -3,7 +3,9 @@
 The invariant: a rehearsal's Actions (`rehearsal_actions`) hold no live bridge and no live channel. Every
 notice it posts goes to the rehearsal channel (REHEARSAL_CHANNEL) with "[REHEARSAL]" before its text; its
 module actions are answered done here (simulate) or sent to the sandbox bridge (its own URL and key), or,
-when the sandbox's settings cannot be used, fail with the cause (`UnusableBridge`), never sent elsewhere.
+when the sandbox's settings cannot be used, fail with the cause (`UnusableBridge`), never sent elsewhere; and
+when the rehearsal channel cannot be built, its posts fail with the cause (`UnusableChannel`), never sent
+elsewhere either.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ..actions.context import ActionContext
 from ..actions.notice import Channel, Notice
 from ..actions.outcome import Outcome
 from ..actions.perform import Actions, Bridge
+from ..errors import ChannelError
 from ..lifecycle import RehearsalBridge
 
 logger = logging.getLogger(__name__)
@@ -41,6 +44,20 @@ class UnusableBridge:
     def dispatch(self, context: ActionContext) -> Outcome:
         logger.error("dry run %s: step %s not sent: %s", context.step.run_id, context.step.id, self.cause)
         return Outcome.failed(f"not sent: {self.cause}")
+
+
+class UnusableChannel:
+    """A dry run's channel whose settings cannot be used (`cause`): each notice is sent nowhere and fails as a
+    channel's post does (ChannelError: the step's retry, then its failure), with the cause, and as an ERROR line."""
+
+    timeout = 0.0
+
+    def __init__(self, name: str, cause: str):
+        self.name, self.cause = name, cause
+
+    def post(self, notice: Notice) -> None:
+        logger.error("dry run %s: a notice to the %s channel not sent: %s", notice.run_id, self.name, self.cause)
+        raise ChannelError(f"not sent: {self.cause}")
 
 
 class RehearsalChannel:

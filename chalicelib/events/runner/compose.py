@@ -6,9 +6,10 @@ change; everything the runner sends out shares one deadline rule (`bridge_timeou
 The Lambda handler (`lambda_handler`) and the operator's command (`command`) only
 take what is built here. A live setting that cannot be used stops the build (no
 live event runs half-configured); a dry run's setting that cannot be used (the
-sandbox's key missing or unreadable, the rehearsal channel's webhook key
-unreadable) never does: it is logged as an ERROR, and fails each dry run step
-that needs it, with the cause on its log, while live runs go on.
+sandbox's key missing or unreadable; the rehearsal channel's webhook key or, when
+no live channel shares its platform, its bot's token, missing or unreadable)
+never does: it is logged as an ERROR, and fails each dry run step that needs it,
+with the cause on its log, while live runs go on.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..actions.perform import Actions
 from ..adapters.aws import AwsSwitches, aws_switches
 from ..adapters.bridge import BridgeClient
 from ..adapters.channels import channel_for as plain_channel
-from ..adapters.rehearsal import UnusableBridge, rehearsal_actions
+from ..adapters.rehearsal import UnusableBridge, UnusableChannel, rehearsal_actions
 from ..adapters.signing import SigningKey
 from ..chat import ChatApis
 from ..chat.channel import ChatChannel
@@ -51,23 +52,35 @@ def bridge_timeout(settings: Settings) -> float:
 
 def chat_apis(settings: Settings, timeout: float) -> ChatApis | None:
     """The bots of a deployment with a `discord:` or `slack:` channel (None: none), their tokens read through
-    the secrets cache (and again after a 401)."""
-    used = {c.partition(":")[0] for c in (settings.cue_channel, settings.announce_channel, settings.escalation_channel or "",
-                                          settings.rehearsal_channel)}
-    if not used & {"discord", "slack"}:
-        return None
+    the secrets cache (and again after a 401). A platform without its token has no bot: a channel on it is
+    then not built (`build_runner`). A bot only REHEARSAL_CHANNEL needs is a dry run's setting: its token is
+    read as one (`for_dry_runs`)."""
+    live = _live_schemes(settings)
+    used = live | {_scheme(settings.rehearsal_channel)}
     discord = slack = None
+    # guard: a-rehearsal-bots-token-is-read-as-a-live-setting
     if "discord" in used:
-        token = _secret(settings.discord_bot_token, settings.discord_bot_token_secret_arn, "DISCORD_BOT_TOKEN_SECRET_ARN")
-        if token is None:
-            raise ConfigError("a channel is discord:<channel id>: set DISCORD_BOT_TOKEN or DISCORD_BOT_TOKEN_SECRET_ARN")
-        discord = DiscordApi(settings.discord_api_url, token, timeout=timeout, mapped_roles=mapped_roles(settings, "discord"))
+        token = _secret(settings.discord_bot_token, settings.discord_bot_token_secret_arn, "DISCORD_BOT_TOKEN_SECRET_ARN",
+                        for_dry_runs="discord" not in live)
+        discord = None if token is None else DiscordApi(settings.discord_api_url, token, timeout=timeout,
+                                                        mapped_roles=mapped_roles(settings, "discord"))
     if "slack" in used:
-        token = _secret(settings.slack_bot_token, settings.slack_bot_token_secret_arn, "SLACK_BOT_TOKEN_SECRET_ARN")
-        if token is None:
-            raise ConfigError("a channel is slack:<channel id>: set SLACK_BOT_TOKEN or SLACK_BOT_TOKEN_SECRET_ARN")
-        slack = SlackApi(settings.slack_api_url, token, timeout=timeout, mapped_roles=mapped_roles(settings, "slack"))
-    return ChatApis(discord, slack)
+        token = _secret(settings.slack_bot_token, settings.slack_bot_token_secret_arn, "SLACK_BOT_TOKEN_SECRET_ARN",
+                        for_dry_runs="slack" not in live)
+        slack = None if token is None else SlackApi(settings.slack_api_url, token, timeout=timeout,
+                                                    mapped_roles=mapped_roles(settings, "slack"))
+    return ChatApis(discord, slack) if discord or slack else None
+
+
+def _scheme(channel: str) -> str:
+    """What carries a channel setting's posts: `discord`, `slack`, `webhook`, `sns` or `log`."""
+    return channel.partition(":")[0]
+
+
+def _live_schemes(settings: Settings) -> set[str]:
+    """What carries the live channels' posts (CUE_CHANNEL, ANNOUNCE_CHANNEL, ESCALATION_CHANNEL): what a live
+    run needs, so what stops the runner's build when it cannot be used."""
+    return {_scheme(c) for c in (settings.cue_channel, settings.announce_channel, settings.escalation_channel or "")}
 
 
 def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
@@ -75,11 +88,15 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
     chat = chat_apis(settings, timeout)
 
     def channel_for(setting: str, name: str, **webhook: Any) -> Channel:
-        """The channel a setting names: a bot's (`discord:`, `slack:`), or a plain one (`adapters/channels.py`)."""
+        """The channel a setting names: a bot's (`discord:`, `slack:`), or a plain one (`adapters/channels.py`);
+        ConfigError when it cannot be built (its bot's token or its webhook's key not set)."""
         scheme, _, target = setting.partition(":")
         api = None if chat is None else chat.of(scheme)
         if api is not None:
             return ChatChannel(name, api, target, db, clock, mention_role=webhook.get("mention_role"))
+        if scheme in ("discord", "slack"):
+            token = f"{scheme.upper()}_BOT_TOKEN"
+            raise ConfigError(f"{name} channel is {scheme}:<channel id>: set {token} or {token}_SECRET_ARN")
         return plain_channel(setting, name, **webhook)
 
     bridge = None
@@ -88,8 +105,7 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         if not secret:
             raise ConfigError("GAME_BRIDGE_URL is set: set GAME_BRIDGE_SECRET or GAME_BRIDGE_SECRET_ARN too")
         bridge = BridgeClient(settings.game_bridge_url, secret, timeout=timeout, asks_status=settings.game_bridge_status)
-    live_webhooks = any(c.startswith("webhook:") for c in (settings.cue_channel, settings.announce_channel,
-                                                           settings.escalation_channel or ""))
+    live_webhooks = "webhook" in _live_schemes(settings)
     webhook_secret = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN") if live_webhooks else None
     actions = Actions(
         bridge=bridge,
@@ -109,10 +125,15 @@ def build_runner(settings: Settings, db: Database, clock: Clock) -> Runner:
         module_actions=settings.module_actions,
     )
     rehearsal_key = webhook_secret
-    if rehearsal_key is None and settings.rehearsal_channel.startswith("webhook:"):  # the dry runs' alone
+    if rehearsal_key is None and _scheme(settings.rehearsal_channel) == "webhook":  # the dry runs' alone
         rehearsal_key = _secret(settings.webhook_secret, settings.webhook_secret_arn, "WEBHOOK_SECRET_ARN",
                                 for_dry_runs=True)
-    rehearsal_channel = channel_for(settings.rehearsal_channel, "rehearsal", timeout=timeout, webhook_secret=rehearsal_key)
+    try:
+        rehearsal_channel = channel_for(settings.rehearsal_channel, "rehearsal", timeout=timeout, webhook_secret=rehearsal_key)
+    except ConfigError as unusable:
+        # guard: a-rehearsal-channel-that-cannot-be-built-stops-the-tick
+        logger.error("%s; until then every dry run's post fails, and live runs go on", unusable)
+        rehearsal_channel = UnusableChannel("rehearsal", str(unusable))
     rehearsals = rehearsal_actions(actions, rehearsal_channel, _sandbox(settings, timeout))
     return Runner(db, clock, actions, rules, concurrency=settings.tick_concurrency, shard=settings.tick_shard,
                   rehearsals=rehearsals, chat=chat)
