@@ -98,6 +98,7 @@ SLEEP_LOST_NUDGE = "tests/test_runner_sleep_lost_nudge.py"
 ROLLBACK = "tests/test_rollback.py"
 MIGRATE = "tests/test_migrate.py"
 DRY_RUN_SETTINGS = "tests/test_runner_dry_run_settings.py"
+CHAT_REHEARSAL_MARK = "tests/test_chat_rehearsal_mark.py"
 REVERT_DECLARED = "tests/test_revert_declared.py"
 PLANS_POSTPONE = "tests/test_plans_postpone.py"
 PLANS_EXTEND = "tests/test_plans_extend.py"
@@ -2054,6 +2055,11 @@ MUTATIONS: list[Mutation] = [
              'rehearsal_channel = UnusableChannel("rehearsal", str(unusable))',
              "raise",
              (DRY_RUN_SETTINGS,)),
+    # A dry run's cue keeps its [REHEARSAL] mark in each edit of its chat message.
+    Mutation("a-dry-runs-edited-message-is-not-marked-rehearsal", "a-dry-runs-edited-message-is-not-marked-rehearsal",
+             'mark = REHEARSAL_PREFIX if mode is RunMode.REHEARSAL else ""',
+             'mark = ""',
+             (CHAT_REHEARSAL_MARK,)),
     # An answer is stored or refused, never lost (issue 38).
     Mutation("an-unstorable-reason-is-written", "an-unstorable-reason-is-written",
              "return storable.cleaned(reason[:MAX_REASON]) if", "return reason[:MAX_REASON] if",

@@ -26,14 +26,14 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ...config import Settings
-from ...db import Clock, Database, Tx
+from ...db import Clock, Database, Tx, must_exist
 from ...errors import Forbidden
 from ...roles import named
 from .. import journal
 from ..commands import CONTROLS, Context, Press, within
 from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerRow, NotFound, Refused, Stale
 from ..model import Step
-from ..store import chat_messages, log, steps
+from ..store import chat_messages, log, runs, steps
 from .platforms import Message
 from .render import asked, current, ended_words, parse, written
 
@@ -249,6 +249,6 @@ def _refused(tx: Tx, press: ChatPress, mapped: frozenset[str], words: str) -> Pr
 
 
 def _message_of(tx: Tx, step: Step, platform: str, mapped: frozenset[str]) -> Message:
-    """The step's message as it stands (how its wait ended read only once it ended)."""
+    """The step's message as it stands (how its wait ended read only once it ended), marked as its run's mode."""
     ended = None if step.parked else chat_messages.how_it_ended(tx, step.run_id, step.id)
-    return current(step, ended, platform, mapped)
+    return current(step, must_exist(runs.get(tx, step.run_id)).mode, ended, platform, mapped)

@@ -12,6 +12,8 @@ and carries none. Skip and Resend, which cannot be taken back, ask the console's
 confirm; on Discord a modal, `asked`, whose submission is the press). Authored words are `written` for their
 platform in every message, the first post and each edit: on Slack as written (`&`, `<` and `>` escaped: the
 only markup is the engine's own mention of a person), on Discord as the author's Markdown, with no broadcast.
+A dry run's step keeps its rehearsal mark in each edit (`current`: REHEARSAL_PREFIX, as its first post has it,
+`Notice.message`), so no press or edit makes it read as a live cue.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from dataclasses import dataclass
 
 from ...config import Settings
 from .. import journal
+from ..actions.notice import REHEARSAL_PREFIX
 from ..adapters.webhook_channel import discord_text, slack_text
 from ..commands import CONTROLS, Acknowledge, Confirm, Resend, Skip
 from ..commands.rules import UNDECIDED
-from ..lifecycle import StepStatus
+from ..lifecycle import RunMode, StepStatus
 from ..model import Step
 from ..store.chat_messages import Ended
 from .platforms import Button, Message
@@ -143,12 +146,16 @@ def instruction(step: Step) -> str:
     return str(step.params.get("instruction") or UNDECIDED)  # a step parked in doubt has no instruction
 
 
-def current(step: Step, ended: Ended | None, platform: str, mapped: frozenset[str]) -> Message:
+def current(step: Step, mode: RunMode, ended: Ended | None, platform: str, mapped: frozenset[str]) -> Message:
     """The step's message as it stands now: what it asks and its buttons (for the `mapped` roles) while it
     waits (who has it, if someone does), else how its wait ended; that last line is kept whole when the
     message is fitted to its platform (only the instruction is shortened). Every authored word is `written` as
-    the platform shows it as written: only the engine's own mentions are markup."""
-    shown = Message(written(f"{step.named}: {instruction(step)}", platform), now_buttons(step, mapped) if step.parked else ())
+    the platform shows it as written: only the engine's own mentions are markup. A step of a dry run (its run's
+    `mode`) begins with REHEARSAL_PREFIX, as the message's first post (`Notice.message`) does."""
+    # guard: a-dry-runs-edited-message-is-not-marked-rehearsal
+    mark = REHEARSAL_PREFIX if mode is RunMode.REHEARSAL else ""
+    shown = Message(mark + written(f"{step.named}: {instruction(step)}", platform),
+                    now_buttons(step, mapped) if step.parked else ())
     if not step.parked:
         return shown.noted(ended_words(step, ended, platform))
     return shown.noted(f"{who(step.acknowledged_by, platform)} has it") if step.acknowledged_by else shown

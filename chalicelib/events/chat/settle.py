@@ -23,8 +23,9 @@ from datetime import datetime, timedelta
 from ...db import Database, Tx, must_exist
 from .. import journal
 from ..errors import ChannelError
+from ..lifecycle import RunMode
 from ..model import Step
-from ..store import chat_messages, log, steps
+from ..store import chat_messages, log, runs, steps
 from ..store.chat_messages import ChatMessage, Ended
 from . import ChatApis
 from .platforms import DiscordApi, SlackApi
@@ -59,12 +60,13 @@ def settle_messages(db: Database, apis: ChatApis, now: datetime, *, retry_second
 def _settle_one(db: Database, api: DiscordApi | SlackApi, message: ChatMessage, now: datetime,
                 retry_seconds: float) -> ChannelError | None:
     """The message edited and settled; or why its edit failed, logged and its next try set."""
-    def read(tx: Tx) -> tuple[Step, Ended | None]:
+    def read(tx: Tx) -> tuple[Step, RunMode, Ended | None]:
         step = must_exist(steps.get_on_run(tx, message.run_id, message.step_id))
-        return step, chat_messages.how_it_ended(tx, message.run_id, message.step_id)
+        mode = must_exist(runs.get(tx, message.run_id)).mode
+        return step, mode, chat_messages.how_it_ended(tx, message.run_id, message.step_id)
 
-    step, ended = db.autocommit(read)
-    shown = current(step, ended, message.platform, api.mapped_roles)
+    step, mode, ended = db.autocommit(read)
+    shown = current(step, mode, ended, message.platform, api.mapped_roles)
     try:
         api.edit(message.channel_id, message.message_id, shown)
     except ChannelError as refused:
