@@ -2,7 +2,9 @@
 
 A bad value fails loudly at start-up with the setting's name and its allowed
 range, rather than as a strange error deep inside a tick: every number has a
-range (`RANGES`) that keeps the arithmetic built on it sane.
+range (`RANGES`) that keeps the arithmetic built on it sane. Settings that would
+let a dry run reach the live game or the live channels (the sandbox as the
+bridge or with its key, REHEARSAL_CHANNEL as a live channel) are refused too.
 """
 
 from __future__ import annotations
@@ -66,6 +68,17 @@ def _channel(env: Mapping[str, str], name: str) -> str:
         return value
     raise ConfigError(f"{name} must be 'log', 'sns:<topic arn>', 'webhook:<http(s) url>', 'discord:<channel id>' or"
                       f" 'slack:<channel id>', got {value!r}")
+
+
+def _same_channel(one: str, other: str) -> bool:
+    """Whether two channel settings post to the same place: webhooks compared as places (`same_url`), a Discord or
+    Slack channel by its id, an SNS topic by its ARN; `log` is no place (every channel may be it)."""
+    scheme, _, target = one.partition(":")
+    other_scheme, _, other_target = other.partition(":")
+    if scheme != other_scheme or one == "log":
+        return False
+    # guard: a-rehearsal-webhook-is-compared-as-text
+    return same_url(target, other_target) if scheme == "webhook" else target == other_target
 
 
 def _chat_roles(env: Mapping[str, str], name: str, ids: re.Pattern[str]) -> tuple[tuple[str, str], ...]:
@@ -366,6 +379,15 @@ class Settings:
                 same_url(settings.game_bridge_sandbox_url, settings.game_bridge_url):
             raise ConfigError(f"GAME_BRIDGE_SANDBOX_URL must be the sandbox, not GAME_BRIDGE_URL: {settings.game_bridge_sandbox_url}"
                               f" reaches the same place as {settings.game_bridge_url}")
+        # A dry run posts to REHEARSAL_CHANNEL alone: were it where a live channel posts, players and game masters
+        # would read every rehearsal as the live event.
+        for name, live in (("CUE_CHANNEL", settings.cue_channel), ("ANNOUNCE_CHANNEL", settings.announce_channel),
+                           ("ESCALATION_CHANNEL", settings.escalation_channel)):
+            # guard: the-rehearsal-channel-may-be-a-live-one
+            if live and _same_channel(settings.rehearsal_channel, live):
+                raise ConfigError(f"REHEARSAL_CHANNEL must be a channel of its own, not {name}'s:"
+                                  f" {settings.rehearsal_channel} is the same place as {live}, so every dry run would"
+                                  " post there; set REHEARSAL_CHANNEL to a channel no live post goes to, or unset it (log)")
         if settings.signal_secret and settings.signal_secret == settings.game_bridge_secret:
             raise ConfigError("EVENTS_SIGNAL_SECRET must be the game server's own key, not GAME_BRIDGE_SECRET's")
         # Keys may share a secret, each under its own JSON key; two purposes naming the same one share a key.

@@ -98,6 +98,7 @@ SLEEP_LOST_NUDGE = "tests/test_runner_sleep_lost_nudge.py"
 ROLLBACK = "tests/test_rollback.py"
 MIGRATE = "tests/test_migrate.py"
 DRY_RUN_SETTINGS = "tests/test_runner_dry_run_settings.py"
+CONFIG_REHEARSAL = "tests/test_config_rehearsal_channel.py"
 CHAT_REHEARSAL_MARK = "tests/test_chat_rehearsal_mark.py"
 REVERT_DECLARED = "tests/test_revert_declared.py"
 PLANS_POSTPONE = "tests/test_plans_postpone.py"
@@ -2055,11 +2056,19 @@ MUTATIONS: list[Mutation] = [
              'rehearsal_channel = UnusableChannel("rehearsal", str(unusable))',
              "raise",
              (DRY_RUN_SETTINGS,)),
-    # A dry run's cue keeps its [REHEARSAL] mark in each edit of its chat message.
+    # A dry run's cue keeps its [REHEARSAL] mark in each edit of its chat message, and REHEARSAL_CHANNEL is no live one.
     Mutation("a-dry-runs-edited-message-is-not-marked-rehearsal", "a-dry-runs-edited-message-is-not-marked-rehearsal",
              'mark = REHEARSAL_PREFIX if mode is RunMode.REHEARSAL else ""',
              'mark = ""',
              (CHAT_REHEARSAL_MARK,)),
+    Mutation("the-rehearsal-channel-may-be-a-live-one", "the-rehearsal-channel-may-be-a-live-one",
+             "if live and _same_channel(settings.rehearsal_channel, live):",
+             "if False:",
+             (CONFIG_REHEARSAL,)),
+    Mutation("a-rehearsal-webhook-is-compared-as-text", "a-rehearsal-webhook-is-compared-as-text",
+             'same_url(target, other_target) if scheme == "webhook" else target == other_target',
+             "target == other_target",
+             (CONFIG_REHEARSAL,)),
     # An answer is stored or refused, never lost (issue 38).
     Mutation("an-unstorable-reason-is-written", "an-unstorable-reason-is-written",
              "return storable.cleaned(reason[:MAX_REASON]) if", "return reason[:MAX_REASON] if",
