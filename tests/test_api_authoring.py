@@ -1,7 +1,8 @@
 """Saving a definition names what is wrong: a stray field with the field meant, an unknown action with the
 nearest known one, a module action the game bridge does not declare (EVENT_MODULE_ACTIONS; with none
 declared the save goes through and warns), and a name another definition holds, whatever its case (409
-naming it). Migrations 0043 and 0044 make the names unique on a database that already holds duplicates."""
+naming it). Migrations 0043 and 0044 make the names unique on a database that already holds duplicates. A name
+holds only what shows (Default_Ignorable_Code_Point included)."""
 
 import uuid
 
@@ -187,6 +188,14 @@ UNSEEN = "cannot be seen, so the name could pass for another: a name holds only 
     ("Har\u00advest festival", f"U+00AD SOFT HYPHEN at character 4 {UNSEEN}"),
     ("Harvest\u3164festival", f"U+3164 HANGUL FILLER at character 8 {UNSEEN}"),
     ("Harv\u200dest festival", f"U+200D ZERO WIDTH JOINER at character 5 {UNSEEN}"),
+    # Default_Ignorable_Code_Point marks and selectors: the collation keeps U+17B4 and U+17B5 (a second
+    # "Harvest festival" was saved), and folds the others into the name they hide in (a 409 naming it).
+    ("Harvest festival\u17b4", f"U+17B4 KHMER VOWEL INHERENT AQ at character 17 {UNSEEN}"),
+    ("Harvest festival\u17b5", f"U+17B5 KHMER VOWEL INHERENT AA at character 17 {UNSEEN}"),
+    ("Harvest\u034f festival", f"U+034F COMBINING GRAPHEME JOINER at character 8 {UNSEEN}"),
+    ("Harvest festival\ufe0f", f"U+FE0F VARIATION SELECTOR-16 at character 17 {UNSEEN}"),
+    ("Harvest festival\U000e0100", f"U+E0100 VARIATION SELECTOR-17 at character 17 {UNSEEN}"),
+    ("Harvest\u2065festival", f"U+2065 (unassigned) at character 8 {UNSEEN}"),
     ("Harvest\u00a0festival", ("U+00A0 NO-BREAK SPACE at character 8 looks like a plain space, so the name could pass"
                                " for another: write a plain space")),
     ("Harvest\u3000festival", ("U+3000 IDEOGRAPHIC SPACE at character 8 looks like a plain space, so the name could"
@@ -214,7 +223,7 @@ def test_every_kind_of_problem_in_a_name_is_listed_once(api):
 
 @pytest.mark.parametrize("shown", [
     "Pride 🏳️\u200d🌈 parade", "Family 👨\u200d👩\u200d👧 day", "Fête de la musique", "夏祭り 2026", "مهرجان الحصاد",
-    "Día de Muertos: the finale",
+    "Día de Muertos: the finale", "Hearts \u2764\ufe0f night", "Quiz round 1\ufe0f\u20e3",
 ])
 def test_a_name_of_what_shows_is_saved_as_written(api, db, shown):
     answer = api.post("/definitions", _document(_step("core.wait", seconds=1), name=f"  {shown} "), auth=ADMIN)
