@@ -9,7 +9,9 @@ meaning draft 4 does not share are refused at compile time, so none can be
 silently ignored.
 
 An unknown field is named with the nearest known one (`unknown_fields`): every
-request body, query and definition document is refused in the same words.
+request body, query and definition document is refused in the same words. A
+refusal the validator words as a rule ("must match pattern \\S") is said as
+what to write instead (`_in_words`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from functools import cache
 from typing import Any
 
 STRICT_INTEGERS = "http://json-schema.org/draft-04/schema#"
+SOMETHING_SHOWN = r"\S"  # the pattern of text that must hold more than whitespace: refused in those words
 NOT_IN_DRAFT_4 = ("const", "contains", "propertyNames", "if", "exclusiveMinimum", "exclusiveMaximum")
 
 
@@ -75,6 +78,10 @@ def _in_words(rule: str | None, definition: dict[str, Any], value: Any, name: st
         return f"{name} must not be {ruled_out}"
     if rule == "format" and definition.get("format") == "date-time":
         return f"{name} must be a date and time with its zone, such as 2026-12-25T19:00:00Z"
+    # Text a person reads, blank or empty ("" fails its minLength first).
+    blank = isinstance(value, str) and not value.strip()
+    if rule in ("pattern", "minLength") and definition.get("pattern") == SOMETHING_SHOWN and blank:
+        return f"{name} must hold something besides whitespace"
     return message
 
 

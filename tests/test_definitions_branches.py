@@ -107,7 +107,7 @@ def test_a_branch_that_cannot_be_read_is_refused_naming_why(document, problem):
      (f"document.phases[0].steps[0].params.choices: the labels 'Go {'far ' * 20}north' and 'Go {'far ' * 20}south' read"
       " the same on a chat button, which shows a label's first 75 characters: make them differ sooner")),
     ({"choices": [{"value": " ", "label": "A"}, {"value": "b", "label": "B"}]},
-     "document.phases[0].steps[0].params.choices[0].value must match"),
+     "document.phases[0].steps[0].params.choices[0].value must hold something besides whitespace"),
     ({"choices": CHOICES, "timeout_seconds": 60, "on_timeout": "confirm"},
      "document.phases[0].steps[0].params: on_timeout confirm of a cue with choices needs timeout_choice"),
     ({"choices": CHOICES, "timeout_seconds": 60, "on_timeout": "confirm", "timeout_choice": "west"},

@@ -13,11 +13,12 @@ from tests.support.factory import document, run_row
 from tests.support.runner_kit import schedule, step, tick
 from tests.support.scenes import everything
 
+BLANK = "must hold something besides whitespace"
 REFUSED = [  # (the step as raw JSON, the start of the problem validation names)
     ('{"action": "core.wait", "params": {"seconds": 5.0}}', "document.phases[0].steps[0].params.seconds must be integer"),
     ('{"action": "core.wait", "params": {"seconds": 1e1}}', "document.phases[0].steps[0].params.seconds must be integer"),
-    ('{"action": "core.announce", "params": {"message": "  "}}', "document.phases[0].steps[0].params.message must match"),
-    ('{"action": "core.cue", "params": {"instruction": "\\t \\n"}}', "document.phases[0].steps[0].params.instruction must match"),
+    ('{"action": "core.announce", "params": {"message": "  "}}', f"document.phases[0].steps[0].params.message {BLANK}"),
+    ('{"action": "core.cue", "params": {"instruction": "\\t \\n"}}', f"document.phases[0].steps[0].params.instruction {BLANK}"),
     ('{"action": "world.spawn\\n"}', "document.phases[0].steps[0].action: no action 'world.spawn\\n'"),
 ]
 

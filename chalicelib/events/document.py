@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..schema_check import first_error, unknown_fields
+from ..schema_check import SOMETHING_SHOWN, first_error, unknown_fields
 from . import branching, cron, ledger
 from .actions import registry
 from .errors import Invalid, UnreadableDocument
@@ -118,7 +118,7 @@ DOCUMENT_SCHEMA = {
     "additionalProperties": False,
     "required": ["name", "phases"],
     "properties": {
-        "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S", "title": "Name"},
+        "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": SOMETHING_SHOWN, "title": "Name"},
         "grace_seconds": {"type": "integer", "minimum": MIN_GRACE_SECONDS, "maximum": MAX_GRACE_SECONDS,
                           "title": "Grace before a missed start (seconds)",
                           "description": f"how late a run may still start (default {DEFAULT_GRACE_SECONDS})"},
@@ -139,7 +139,9 @@ DOCUMENT_SCHEMA = {
         },
     },
 }
-# The params of a module action travel to the game bridge as JSON; this bounds them.
+# A module action's params travel to the game bridge as JSON; this bounds every step's, measured as `json.dumps`
+# writes them: ASCII-escaped, as the bridge's body is, so a character beyond ASCII counts 6 bytes (\u00e9) and
+# one beyond U+FFFF 12 (a surrogate pair).
 MAX_PARAMS_BYTES = 16 * 1024
 
 
@@ -174,8 +176,10 @@ def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[st
     params = step.get("params", {})
     problems += [p for p in [registry.params_problem(spec, params, f"{path}.params")
                              or registry.saved_problem(spec, params, f"{path}.params")] if p]
-    if len(json.dumps(params)) > MAX_PARAMS_BYTES:
-        problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes")
+    size = len(json.dumps(params))
+    if size > MAX_PARAMS_BYTES:
+        problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes as JSON sent to the game ({size:,} bytes;"
+                        " a character beyond ASCII counts 6 bytes, 12 beyond U+FFFF)")
     if "revert" in step:
         problems += _revert_problems(step["revert"], f"{path}.revert", module_actions, nearest)
     return problems
@@ -271,7 +275,8 @@ def _advance_problems(document: dict[str, Any]) -> list[str]:
         needed = _ADVANCE_NEEDS.get(kind)
         if needed is not None and needed not in advance:
             problems.append(f"{path}.{needed} is required when it advances {when!r}")
-        if "on_timeout" in advance and "timeout_seconds" not in advance:
+        # An on_timeout the `when` takes no time limit for is refused above: no timeout_seconds would mend it.
+        if "on_timeout" in advance and "timeout_seconds" not in advance and "timeout_seconds" in _ADVANCE_FIELDS[kind]:
             problems.append(f"{path}.on_timeout: it needs a timeout_seconds")
         name = advance.get("name")
         if kind is ConditionKind.SIGNAL and isinstance(name, str):
