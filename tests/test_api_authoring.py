@@ -1,8 +1,9 @@
 """Saving a definition names what is wrong: a stray field with the field meant, an unknown action with the
 nearest known one, a module action the game bridge does not declare (EVENT_MODULE_ACTIONS; with none
 declared the save goes through and warns), and a name another definition holds, whatever its case (409
-naming it). Migrations 0043 and 0044 make the names unique on a database that already holds duplicates. A name
-holds only what shows (Default_Ignorable_Code_Point included)."""
+naming it). Migrations 0043 and 0044 make the names unique on a database that already holds duplicates. A name,
+a definition's or a phase's, holds only what shows (Default_Ignorable_Code_Point included); a version stored
+before a rule still reads, rehearses and runs."""
 
 import uuid
 
@@ -16,6 +17,8 @@ from chalicelib.db import ConnectionParams, Database
 from chalicelib.errors import ConfigError
 from chalicelib.migrate import MIGRATIONS, migrate
 from tests.support.api import ADMIN, GM, Api, hs_settings
+from tests.support.factory import make_definition
+from tests.support.runner_kit import make_runner, tick
 
 DECLARED = frozenset({"world.spawn", "world.give_item"})
 
@@ -229,6 +232,51 @@ def test_a_name_of_what_shows_is_saved_as_written(api, db, shown):
     answer = api.post("/definitions", _document(_step("core.wait", seconds=1), name=f"  {shown} "), auth=ADMIN)
     assert answer.status == 201, answer.body
     assert _definitions(db)[0]["name"] == shown
+
+
+# ── phase names: echoed in channel notices, held to the same rules ─────────────
+@pytest.mark.parametrize("phase_name, problem", [
+    # "Run 42 waits for a person to advance phase 2 (Boss fight\nhttps://…)": a line the engine never wrote.
+    ("Boss fight\nClaim your prize: https://example.invalid",
+     f"document.phases[1].name: U+000A (a control character) at character 11 {UNSEEN}"),
+    ("\u202eBoss fight", f"document.phases[1].name: U+202E RIGHT-TO-LEFT OVERRIDE at character 1 {UNSEEN}"),
+    ("Boss\u17b4 fight", f"document.phases[1].name: U+17B4 KHMER VOWEL INHERENT AQ at character 5 {UNSEEN}"),
+    ("   ", "document.phases[1].name must hold something besides whitespace"),
+])
+def test_a_phase_name_that_could_forge_or_hide_text_is_refused_naming_the_phase(api, db, phase_name, problem):
+    wait = _step("core.wait", seconds=1)
+    answer = api.post("/definitions", {"name": "Boss night", "phases": [{"name": "warm-up", "steps": [wait]},
+                                                                       {"name": phase_name, "steps": [wait]}]}, auth=ADMIN)
+    assert (answer.status, answer.body["errors"]) == (400, [problem])
+    assert _definitions(db) == []
+
+
+def test_a_version_saved_before_the_stricter_rules_still_reads_rehearses_and_runs(api, db, clock):
+    """Stored versions are never validated again: one saved before phase names and core steps were held to these
+    rules reads, rehearses and runs as stored; only saving it again is refused, naming each problem."""
+    stored = {"name": "Old night", "grace_seconds": 300, "ending": [], "schedule": None, "phases": [
+        {"name": "boss\nfight", "steps": [{"action": "core.wait", "params": {"seconds": 1}, "version": 1,
+                                           "on_failure": "pause", "on_doubt": "park",
+                                           "revert": {"action": "world.despawn", "params": {}}}]}]}
+    definition_id = make_definition(db, clock.now(), stored).id
+    assert api.get(f"/definitions/{definition_id}/versions/1", auth=GM).status == 200
+    rehearsed = api.post(f"/definitions/{definition_id}/rehearse", {}, auth=GM)
+    assert rehearsed.status == 200 and rehearsed.body["phases"][0]["name"] == "boss\nfight"
+    run = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": clock.now().isoformat() + "Z"}, auth=ADMIN)
+    assert run.status == 201, run.body
+    runner = make_runner(db, clock, None)
+    try:
+        tick(runner)
+        clock.advance(2)
+        tick(runner)
+    finally:
+        runner.close()
+    assert api.get(f"/runs/{run.body['run']['id']}", auth=GM).body["run"]["status"] == "completed"
+    again = api.put(f"/definitions/{definition_id}", stored, auth=ADMIN)
+    assert again.status == 400
+    assert [error.split(":")[0] for error in again.body["errors"]] == [
+        "document.phases[0].name", "document.phases[0].steps[0].revert", "document.phases[0].steps[0].on_doubt"]
+    assert api.get(f"/definitions/{definition_id}", auth=GM).body["definition"]["current_version"] == 1
 
 
 def test_a_new_version_of_a_missing_definition_is_still_a_404(api):

@@ -1,5 +1,5 @@
 """A definition document is checked against the action registry and reported whole, each problem once and in words
-a person can act on (blank text, the params' measured size)."""
+a person can act on (blank text, the params' measured size, a field a core step has no use for)."""
 
 import pytest
 
@@ -112,6 +112,7 @@ def test_each_kind_of_problem_is_named(document, start):
 
 @pytest.mark.parametrize("blank, path", [
     ({"name": "", "phases": [{"steps": STEPS_OF_A_WAIT}]}, "document.name"),
+    ({"name": "x", "phases": [{"name": "  ", "steps": STEPS_OF_A_WAIT}]}, "document.phases[0].name"),
     ({"name": "x", "phases": [{"steps": [{"action": "core.cue", "params": {"instruction": " \n"}}]}]},
      "document.phases[0].steps[0].params.instruction"),
     ({"name": "x", "phases": [{"steps": [{"action": "core.announce", "params": {"message": ""}}]}]},
@@ -151,6 +152,47 @@ def test_a_phase_takes_an_advance_condition_and_keeps_it_and_the_ending_takes_no
 
 
 STEPS = [{"action": "core.announce", "params": {"message": "Go"}}]
+
+
+def test_a_phase_name_is_kept_trimmed():
+    kept = validate({"name": "Boss", "phases": [{"name": "  boss fight ", "steps": STEPS}, {"steps": STEPS}]})
+    assert [phase["name"] for phase in kept["phases"]] == ["boss fight", "phase 2"]
+
+
+# ── fields a core step has no use for ────────────────────────────────────────────
+DESPAWN = {"action": "world.despawn", "params": {"npc": "scarecrow"}}
+BY_HAND = {"action": "core.cue", "params": {"instruction": "Put the bonfire out"}}
+
+
+@pytest.mark.parametrize("step, problem", [
+    ({"action": "core.wait", "params": {"seconds": 5}, "revert": DESPAWN},
+     "revert: core.wait leaves nothing in the game world, so a cleanup has nothing to revert: leave revert out"),
+    ({"action": "core.announce", "params": {"message": "Go"}, "revert": BY_HAND},
+     "revert: core.announce leaves nothing in the game world, so a cleanup has nothing to revert: leave revert out"),
+    ({"action": "core.cue", "params": {"instruction": "Light the bonfire"}, "revert": BY_HAND},
+     ("revert: a cue is done by a person's confirm, which records nothing to revert, so a cleanup would never send it:"
+      " leave revert out, and give it to the module action that makes the thing (a core.cue revert there asks a person"
+      " to undo it by hand)")),
+    ({"action": "core.wait", "params": {"seconds": 5}, "on_doubt": "park"},
+     ("on_doubt: core.wait sends nothing anywhere: run again it holds the same moment, so it has nothing to be in doubt"
+      " about: leave on_doubt out")),
+    ({"action": "core.cue", "params": {"instruction": "Light the bonfire"}, "on_doubt": "resend"},
+     ("on_doubt: a cue in doubt is posted again and waits for a person as before; park would hold it as a decision"
+      " about the game instead, without its reminders and timeout: leave on_doubt out")),
+])
+def test_a_revert_or_on_doubt_a_core_step_has_no_use_for_is_refused_saying_why(step, problem):
+    assert _problems({"name": "x", "phases": [{"steps": [step]}]}) == [f"document.phases[0].steps[0].{problem}"]
+    assert _problems({"name": "x", "phases": [{"steps": STEPS}], "ending": [step]}) == [f"document.ending[0].{problem}"]
+
+
+def test_what_a_step_in_doubt_or_a_cleanup_uses_is_kept():
+    """An announcement in doubt may have been posted: park lets a person decide rather than post it twice. A
+    module action's static revert may be done by hand (core.cue)."""
+    kept = validate({"name": "x", "phases": [{"steps": [
+        {"action": "core.announce", "params": {"message": "Go"}, "on_doubt": "park"},
+        {"action": "world.spawn", "params": {"npc": "scarecrow"}, "on_doubt": "park", "revert": BY_HAND}]}]})
+    assert [(step.get("on_doubt"), step.get("revert")) for step in kept["phases"][0]["steps"]] == [
+        ("park", None), ("park", BY_HAND)]
 
 
 @pytest.mark.parametrize("advance", [

@@ -7,6 +7,8 @@ against the action registry and its params schema, and the schedule as five-fiel
 
 A stored document is walked through `programme_of`: its phases in authored order,
 then its `ending`, numbered from 1 in that walk (the one place a phase gets its number).
+It is never validated again, so a rule added here binds what is saved and previewed from then on, and a
+version saved before it keeps loading and running as stored.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ STEP_SCHEMA = {
         "on_failure": {"type": "string", "enum": [o.value for o in OnFailure], "title": "If it fails"},
         "on_doubt": {"type": "string", "enum": [o.value for o in OnDoubt], "title": "If its outcome is unknown",
                      "description": "a step in doubt (its outcome unknown): resend it (the default), or park it"
-                                    " for a person's decision"},
+                                    " for a person's decision (a module action or core.announce: a wait or a cue takes none)"},
         "revert": ledger.REVERT_SCHEMA,
         "name": branching.STEP_NAME_SCHEMA,
         "only_if": branching.ONLY_IF_SCHEMA,
@@ -107,7 +109,9 @@ PHASE_SCHEMA = {
     "additionalProperties": False,
     "required": ["steps"],
     "properties": {
-        "name": {"type": "string", "maxLength": 200, "title": "Phase name"},
+        "name": {"type": "string", "maxLength": 200, "pattern": SOMETHING_SHOWN, "title": "Phase name",
+                 "description": "what notices and the console call the phase (default: phase N); only characters"
+                                " that show, single plain spaces between words, as a definition's name"},
         "advance": ADVANCE_SCHEMA,
         "only_if": branching.ONLY_IF_SCHEMA,
         "steps": {"type": "array", "minItems": 1, "maxItems": 200, "items": STEP_SCHEMA, "title": "Steps"},
@@ -143,6 +147,27 @@ DOCUMENT_SCHEMA = {
 # writes them: ASCII-escaped, as the bridge's body is, so a character beyond ASCII counts 6 bytes (\u00e9) and
 # one beyond U+FFFF 12 (a surrogate pair).
 MAX_PARAMS_BYTES = 16 * 1024
+# The core steps an authored field has no meaning on, and why (`_core_step_problems`). A static revert is
+# recorded only when a dispatch answers done, and the engine's own steps leave nothing in the game world (a
+# cue is done by a person's confirm, which records nothing). A wait sends nothing anywhere, and a cue in doubt
+# is posted again and waits for a person still: neither has anything a person could decide about the game.
+# An announcement in doubt may have been posted: `on_doubt: park` lets a person decide rather than post twice.
+_NOT_ON_CORE_STEPS = {
+    "revert": {
+        "core.wait": "core.wait leaves nothing in the game world, so a cleanup has nothing to revert: leave revert out",
+        "core.announce": ("core.announce leaves nothing in the game world, so a cleanup has nothing to revert: leave"
+                          " revert out"),
+        "core.cue": ("a cue is done by a person's confirm, which records nothing to revert, so a cleanup would never"
+                     " send it: leave revert out, and give it to the module action that makes the thing (a core.cue"
+                     " revert there asks a person to undo it by hand)"),
+    },
+    "on_doubt": {
+        "core.wait": ("core.wait sends nothing anywhere: run again it holds the same moment, so it has nothing to be in"
+                      " doubt about: leave on_doubt out"),
+        "core.cue": ("a cue in doubt is posted again and waits for a person as before; park would hold it as a"
+                     " decision about the game instead, without its reminders and timeout: leave on_doubt out"),
+    },
+}
 
 
 # ── validation ─────────────────────────────────────────────────────────────
@@ -176,13 +201,20 @@ def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[st
     params = step.get("params", {})
     problems += [p for p in [registry.params_problem(spec, params, f"{path}.params")
                              or registry.saved_problem(spec, params, f"{path}.params")] if p]
+    problems += _core_step_problems(step, path)
     size = len(json.dumps(params))
     if size > MAX_PARAMS_BYTES:
         problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes as JSON sent to the game ({size:,} bytes;"
                         " a character beyond ASCII counts 6 bytes, 12 beyond U+FFFF)")
-    if "revert" in step:
+    if "revert" in step and action not in _NOT_ON_CORE_STEPS["revert"]:  # else refused whole, above
         problems += _revert_problems(step["revert"], f"{path}.revert", module_actions, nearest)
     return problems
+
+
+def _core_step_problems(step: dict[str, Any], path: str) -> list[str]:
+    """A field the core step has no use for (`_NOT_ON_CORE_STEPS`), named with why; a stored version keeps it."""
+    return [f"{path}.{field}: {why[step['action']]}"
+            for field, why in _NOT_ON_CORE_STEPS.items() if field in step and step["action"] in why]
 
 
 def _revert_problems(revert: Any, path: str, module_actions: frozenset[str] | None, nearest: Nearest) -> list[str]:
@@ -286,6 +318,15 @@ def _advance_problems(document: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _phase_name_problems(document: dict[str, Any]) -> list[str]:
+    """A phase's name is echoed in channel notices and log causes: it holds only what shows, as a definition's
+    does (a newline would forge a line under the engine's text, an override turn it around)."""
+    phases = document.get("phases")
+    return [problem for i, phase in enumerate(phases if isinstance(phases, list) else [])
+            if isinstance(phase, dict) and isinstance(phase.get("name"), str)
+            for problem in name_problems(phase["name"].strip(), f"document.phases[{i}].name")]
+
+
 def validate(document: Any, module_actions: frozenset[str] | None = None) -> dict[str, Any]:
     """The document with its defaults filled in, or Invalid listing every problem. `module_actions`: the module
     actions the game bridge declares (EVENT_MODULE_ACTIONS), any other refused; None: any `module.name`."""
@@ -293,6 +334,7 @@ def validate(document: Any, module_actions: frozenset[str] | None = None) -> dic
     if isinstance(document, dict):
         if isinstance(document.get("name"), str):
             problems += name_problems(document["name"].strip(), "document.name")
+        problems += _phase_name_problems(document)
         nearest = Nearest()
         problems += _advance_problems(document) + branching.problems(document, nearest)
         for path, step in _authored_steps(document):
@@ -307,7 +349,8 @@ def validate(document: Any, module_actions: frozenset[str] | None = None) -> dic
         "name": document["name"].strip(),
         "grace_seconds": document.get("grace_seconds", DEFAULT_GRACE_SECONDS),
         "phases": [
-            {"name": phase.get("name") or f"phase {place}", "steps": [_normalised_step(s) for s in phase["steps"]],
+            {"name": (phase.get("name") or "").strip() or f"phase {place}",
+             "steps": [_normalised_step(s) for s in phase["steps"]],
              **({"advance": dict(phase["advance"])} if "advance" in phase else {}),
              **branching.normalised(phase, a_step=False)}
             for place, phase in enumerate(document["phases"], 1)

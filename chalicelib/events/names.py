@@ -1,4 +1,4 @@
-"""What a definition's name may hold: only what shows, so that no two names render alike.
+"""What a definition's name, and a phase's, may hold: only what shows, so that no two names render alike.
 
 Invariant: a saved name holds no control character, nothing invisible (a format character: zero-width
 spaces and joiners, bidirectional overrides and isolates, a soft hyphen, tag characters; a line or
@@ -7,7 +7,8 @@ variation selectors, the combining grapheme joiner, the Khmer inherent vowels U+
 fillers that draw nothing) and no whitespace but single plain spaces between words (its ends are trimmed
 before). A name that differs from another only by what cannot be seen, or by a doubled or an exotic space,
 is refused (400, naming the character and where it stands), so the unique key (`store.definitions`,
-case-insensitive) compares every saved name as it renders, whitespace collapsed. Two emoji sequences draw a glyph of their
+case-insensitive) compares every saved name as it renders, whitespace collapsed, and a phase's name,
+echoed into channel notices, cannot forge a line of its own. Two emoji sequences draw a glyph of their
 own and are kept: a zero-width joiner between two pictographs (🏳️‍🌈), and VARIATION SELECTOR-16 asking
 for a pictograph's emoji form (❤️) or a keycap's (1️⃣).
 """
