@@ -349,6 +349,20 @@ def test_the_game_server_signs_a_signal_with_its_own_key_and_the_receipt_says_ga
     assert (logged.actor, logged.detail["payload"]) == ("game", {"boss": "scarecrow"})
 
 
+def test_the_game_servers_key_signals_no_dry_run_a_person_does(api, db, clock):
+    """A dry run's game is the sandbox, which holds no live key: a signal signed with the live game's key is 403 for
+    a dry run and changes nothing, so neither the live game nor a sandbox given the live key can end a dry run's
+    phases (nor, with that key, learn to end a live run's). A person signals it as before."""
+    definition_id = api.post("/definitions", BOSS, auth=ADMIN).body["definition"]["id"]
+    dry = api.post(f"/definitions/{definition_id}/dry-runs", {"speed": 60, "bridge": "simulate"}, auth=ADMIN).body["run"]
+    path, body = f"/runs/{dry['id']}/signals/boss_defeated", b'{"boss": "scarecrow"}'
+    refused = _refused(api, db, path, 403, auth=None, raw=body, headers=_signed(clock, path, body))
+    assert refused.body["errors"] == [(f"run {dry['id']} is a dry run: the game server's signal key signals live runs only;"
+                                      " a dry run's signal comes from a person (the console, or a token) or from its"
+                                      " auto_signal_seconds")]
+    assert _signal(api, dry["id"], "boss_defeated", auth=MODERATOR).status == 202
+
+
 def test_a_signature_made_by_the_recipe_alone_is_taken(api, db, clock, runner):
     """HMAC-SHA256 of "{timestamp}.POST.{path}.{body}", written out here without the engine's own helper."""
     run = _at(db, clock, runner)

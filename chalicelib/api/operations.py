@@ -66,6 +66,7 @@ class Call:
     roles: frozenset[str] = frozenset()  # the token's roles (none for a signed request or an open operation)
     headers: Mapping[str, str] = field(default_factory=dict)  # the request's headers (names in lower case)
     raw: bytes = b""  # the body as it came (an operation signed by a platform checks the signature over it)
+    signed: bool = False  # the game server signed it with its signal key (the actor is then "game")
 
     @cached_property
     def now(self) -> datetime:
@@ -148,7 +149,8 @@ class Operation:
         if self.roles is not None:  # the operations open to anyone never read the database
             schema_version.require(runtime.database())
         sent = {name.lower(): value for name, value in (request.headers or {}).items()}
-        call = Call(actor=actor, ids=ids, query=query, body=body, names=names, roles=held, headers=sent, raw=_raw(request))
+        call = Call(actor=actor, ids=ids, query=query, body=body, names=names, roles=held, headers=sent, raw=_raw(request),
+                    signed=now is not None)
         if now is not None:
             call.now = now  # the clock read that checked the signature's time: one read per request
         result = self.handler(call)

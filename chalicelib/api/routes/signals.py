@@ -23,7 +23,7 @@ router = Router(__name__)
                   body=schemas.SIGNAL_BODY, names={"name": schemas.SIGNAL_NAME}, signed=True,
                   max_body_bytes=schemas.SIGNAL_PAYLOAD_BYTES, waits_for_database=True)
 def signal_run(call: Call) -> Answer:
-    command = commands.ReceiveSignal(call.ids["run_id"], call.names["name"], call.body or None)
+    command = commands.ReceiveSignal(call.ids["run_id"], call.names["name"], call.body or None, by_game=call.signed)
     receipt = commands.execute(runtime.database(), command, commands.Context(call.actor, call.now))
     if receipt.repeat:
         return command.answer(receipt)

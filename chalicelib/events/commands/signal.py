@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 from ...db import Tx, must_exist
 from .. import journal
 from ..document import programme_of
-from ..errors import Conflict, NotFound, UnreadableDocument
-from ..lifecycle import RunStatus, SignalEffect
+from ..errors import Conflict, Forbidden, NotFound, UnreadableDocument
+from ..lifecycle import RunMode, RunStatus, SignalEffect
 from ..model import Run, Signal, Step
 from ..store import definitions, log, signals
 from .protocol import Command, Context, Took
@@ -65,8 +65,15 @@ class ReceiveSignal(Command[Receipt]):
     run_id: int
     signal: str
     payload: dict[str, Any] | None = None
+    by_game: bool = False  # signed with the game server's signal key: for live runs only
 
     def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Receipt] | None:
+        # A dry run's game is the sandbox, never the live game; and the sandbox holds no live key to sign with. The
+        # run's mode never changes, and its row is locked.
+        # guard: the-live-games-key-signals-a-dry-run
+        if self.by_game and run.mode is RunMode.REHEARSAL:
+            raise Forbidden(f"run {run.id} is a dry run: the game server's signal key signals live runs only; a dry"
+                            " run's signal comes from a person (the console, or a token) or from its auto_signal_seconds")
         names = declared(must_exist(definitions.get_version(tx, run.definition_id, run.definition_version)).document)
         if self.signal not in names:
             raise NotFound(f"run {run.id} has no signal {self.signal!r}: {_listed(names)}")
