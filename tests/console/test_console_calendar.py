@@ -6,7 +6,7 @@ next occurrence."""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from selenium.webdriver.common.by import By
@@ -14,14 +14,14 @@ from selenium.webdriver.common.by import By
 from chalicelib.events.lifecycle import RunStatus
 from tests.console.audit import dark, serious_findings
 from tests.console.browser import eventually, screenshot, text_of
+from tests.console.dates import Month, clear_of_midnight, month_ahead, month_label, utc_z
 from tests.console.pages import schedule_now, sign_in, wait_for_status
 from tests.support.api import ADMIN, GM
 from tests.support.factory import insert_run, make_definition
 
+# Every Friday at 20:00 in Berlin. A test's Fridays are those of the month two ahead (tests/console/dates.py),
+# taken when it runs: all still to come, and after the definition it creates today.
 FRIDAYS_BERLIN = {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"}
-# Fridays of January 2027 at 20:00 in Berlin (19:00 UTC): ahead of any day these tests run on.
-SKIPPED_BY_API = "2027-01-08T19:00:00Z"
-SKIPPED_HERE = "2027-01-15T19:00:00Z"
 
 
 def _weekly(api_client) -> tuple[int, str]:
@@ -41,51 +41,82 @@ def _skipped(browser, definition_id: int, when: str) -> bool | None:
     return None if item is None else item.get_attribute("data-skipped") == "true"
 
 
+def _next_month(browser, month: Month) -> None:
+    """Next pressed on the calendar, which then shows `month`."""
+    eventually(lambda: browser.find_elements(By.ID, "calendar-next"), "the calendar's Next")[0].click()
+    label = month_label(browser, month)
+    eventually(lambda: label in text_of(browser, "h1"), label)
+
+
+def test_the_tests_month_ahead_and_its_fridays_are_to_come_whatever_day_they_run_on():
+    """No browser: the dates the tests here and in test_console_plans.py take, as if they ran on other days (the
+    days their literals used to break on among them). The month is two ahead, its Fridays at 20:00 in Berlin are
+    drawn on it in this machine's zone, and all are weeks away yet inside the API's year ahead."""
+    for today in (date(2026, 12, 7), date(2026, 12, 24), date(2027, 1, 1), date(2027, 1, 15), date(2027, 1, 20),
+                  date(2027, 2, 28), date(2027, 8, 31), date(2027, 11, 30), date(2027, 12, 31)):
+        ahead = month_ahead(2, today)
+        assert (ahead.year * 12 + ahead.month) - (today.year * 12 + today.month) == 2, (today, ahead)
+        assert month_ahead(1, today).next() == ahead
+        fridays = [datetime.fromisoformat(f) for f in ahead.fridays()]
+        assert 4 <= len(fridays) <= 5, (today, fridays)
+        for friday in fridays:
+            berlin = friday.astimezone(ZoneInfo("Europe/Berlin"))
+            assert (berlin.weekday(), berlin.hour, berlin.minute) == (4, 20, 0), (today, friday)
+            assert ahead.first() <= friday < ahead.end(), (today, friday)
+            assert timedelta(days=31) < friday - datetime.combine(today, datetime.min.time(), UTC) < timedelta(days=100)
+
+
 def test_the_month_marks_skipped_occurrences_and_an_admin_skips_and_unskips_one(browser, server, api_client):
+    clear_of_midnight()  # the month two ahead, taken here, is where two presses of Next lead from this month's page
+    following = month_ahead(1)
+    ahead = following.next()
+    fridays = ahead.fridays()
+    skipped_by_api, skipped_here = fridays[1], fridays[2]
     definition_id, name = _weekly(api_client)
-    api_client.call("POST", f"/definitions/{definition_id}/occurrences/{SKIPPED_BY_API}/skip", {"reason": "Holiday"})
+    api_client.call("POST", f"/definitions/{definition_id}/occurrences/{skipped_by_api}/skip", {"reason": "Holiday"})
     sign_in(browser, ADMIN)
     browser.find_element(By.ID, "nav-calendar").click()
-    eventually(lambda: browser.find_elements(By.ID, "calendar-next"), "this month's calendar")[0].click()
-    eventually(lambda: "January 2027" in text_of(browser, "h1"), "January 2027")
-    eventually(lambda: _item(browser, definition_id, SKIPPED_BY_API), "the skipped occurrence")
-    fridays = browser.find_elements(By.CSS_SELECTOR, f"li[data-definition='{definition_id}']")
-    assert [f.get_attribute("data-occurrence") for f in fridays] == [
-        "2027-01-01T19:00:00Z", SKIPPED_BY_API, SKIPPED_HERE, "2027-01-22T19:00:00Z", "2027-01-29T19:00:00Z"]
-    marked = _item(browser, definition_id, SKIPPED_BY_API)
-    assert _skipped(browser, definition_id, SKIPPED_BY_API) and "skipped: Holiday" in marked.text and name in marked.text
-    assert not _skipped(browser, definition_id, SKIPPED_HERE)
+    _next_month(browser, following)
+    _next_month(browser, ahead)
+    eventually(lambda: _item(browser, definition_id, skipped_by_api), "the skipped occurrence")
+    shown = browser.find_elements(By.CSS_SELECTOR, f"li[data-definition='{definition_id}']")
+    assert [f.get_attribute("data-occurrence") for f in shown] == fridays
+    marked = _item(browser, definition_id, skipped_by_api)
+    assert _skipped(browser, definition_id, skipped_by_api) and "skipped: Holiday" in marked.text and name in marked.text
+    assert not _skipped(browser, definition_id, skipped_here)
 
-    here = _item(browser, definition_id, SKIPPED_HERE)
-    at = here.find_element(By.CSS_SELECTOR, "time").text  # 15 January's Friday evening, in the viewer's zone
+    here = _item(browser, definition_id, skipped_here)
+    day = _dated(browser, skipped_here)  # its Friday evening in the viewer's zone: "Fri 12 Feb 19:00"
+    assert day.endswith(here.find_element(By.CSS_SELECTOR, "time").text), (day, here.text)
     skip = here.find_element(By.CSS_SELECTOR, "[data-occurrence-action='skip']")
-    assert skip.text == "Skip" and skip.get_attribute("aria-label") == f"Skip the run of Fri 15 Jan {at}: {name}"
+    assert skip.text == "Skip" and skip.get_attribute("aria-label") == f"Skip the run of {day}: {name}"
     names = [b.get_attribute("aria-label") for b in browser.find_elements(By.CSS_SELECTOR, "[data-occurrence-action]")]
     assert len(set(names)) == len(names), "every Skip button is named apart"
     skip.click()
     eventually(lambda: browser.find_elements(By.ID, "ask-text"), "the reason box")[0].send_keys("Town fair")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
-    eventually(lambda: _skipped(browser, definition_id, SKIPPED_HERE), "the occurrence skipped from the calendar")
-    assert f"{name} on Fri 15 Jan {at} is skipped." in text_of(browser, "#notice"), "the notice says which day"
-    assert "skipped: Town fair" in _item(browser, definition_id, SKIPPED_HERE).text
+    eventually(lambda: _skipped(browser, definition_id, skipped_here), "the occurrence skipped from the calendar")
+    assert f"{name} on {day} is skipped." in text_of(browser, "#notice"), "the notice says which day"
+    assert "skipped: Town fair" in _item(browser, definition_id, skipped_here).text
     screenshot(browser, "calendar-month")
     for scheme in (False, True):
         dark(browser, scheme)
         assert serious_findings(browser) == [], "axe on the calendar"
     dark(browser, False)
 
-    _item(browser, definition_id, SKIPPED_BY_API).find_element(By.CSS_SELECTOR, "[data-occurrence-action='unskip']").click()
-    eventually(lambda: _skipped(browser, definition_id, SKIPPED_BY_API) is False, "the occurrence unskipped")
-    listed = api_client.call("GET", f"/definitions/{definition_id}/occurrences?from=2027-01-01T00:00:00Z"
-                                    "&to=2027-02-01T00:00:00Z")["occurrences"]
-    assert [o["scheduled_for"] for o in listed if o["skipped"]] == [SKIPPED_HERE]
+    _item(browser, definition_id, skipped_by_api).find_element(By.CSS_SELECTOR, "[data-occurrence-action='unskip']").click()
+    eventually(lambda: _skipped(browser, definition_id, skipped_by_api) is False, "the occurrence unskipped")
+    listed = api_client.call("GET", f"/definitions/{definition_id}/occurrences?from={utc_z(ahead.first())}"
+                                    f"&to={utc_z(ahead.end())}")["occurrences"]
+    assert [o["scheduled_for"] for o in listed if o["skipped"]] == [skipped_here]
 
 
 def test_a_game_master_sees_the_month_without_skip_buttons(browser, server, api_client):
+    ahead = month_ahead()
     definition_id, _ = _weekly(api_client)
     sign_in(browser, GM)
-    browser.get(f"{server.console_url}#/calendar?month=2027-01")
-    item = eventually(lambda: _item(browser, definition_id, SKIPPED_HERE), "the month's occurrences")
+    browser.get(f"{server.console_url}#/calendar?month={ahead.param}")
+    item = eventually(lambda: _item(browser, definition_id, ahead.fridays()[2]), "the month's occurrences")
     assert item.find_elements(By.CSS_SELECTOR, "[data-occurrence-action]") == []
 
 
@@ -104,6 +135,7 @@ def test_the_definition_page_says_the_schedule_in_words_with_its_next_occurrence
 def test_today_is_marked_and_the_runs_that_happened_are_on_their_days(browser, server, api_client):
     document = {"name": f"Bonfire {uuid.uuid4().hex[:6]}",
                 "phases": [{"steps": [{"action": "core.announce", "params": {"message": "Lit"}}]}]}
+    clear_of_midnight()  # the run's day, now, is the day the page reads as today after the run completed
     definition_id, run_id = schedule_now(api_client, document)  # no schedule: a run by hand, which runs now
     sign_in(browser, ADMIN)
     browser.get(f"{server.console_url}#/runs/{run_id}")
@@ -140,10 +172,13 @@ def test_a_month_of_occurrences_is_whole_past_the_apis_first_page_and_a_capped_o
     quarterly, quarterly_name = _frequent(api_client, f"*/15 * * {month} *", zone)
     try:
         browser.get(f"{server.console_url}#/calendar?month={year}-{month:02d}")
-        # The month as the viewer's zone bounds it, in hours.
+        # The month's hours on the viewer's clocks: the hours its wall clock reads, each once. A change to summer
+        # time skips one, and the cron has none to fire; the change back repeats one, which it fires once.
         expected = browser.execute_script(
-            "return (new Date(arguments[0], arguments[1], 1) - new Date(arguments[0], arguments[1] - 1, 1)) / 3600000",
-            year, month)
+            "const hours = new Set(), end = new Date(arguments[0], arguments[1], 1).getTime();"
+            " for (let at = new Date(arguments[0], arguments[1] - 1, 1).getTime(); at < end; at += 3600000) {"
+            "   const d = new Date(at); hours.add(`${d.getDate()} ${d.getHours()}`); }"
+            " return hours.size", year, month)
         selector = f"li[data-definition='{hourly}']"
         eventually(lambda: browser.find_elements(By.CSS_SELECTOR, selector), "the month's occurrences", timeout=60)
         occurring = browser.execute_script(
@@ -227,6 +262,7 @@ def test_a_definition_whose_stored_schedule_no_longer_reads_is_said_apart_and_ev
     The calendar shows every other definition all the same and says this one is left out, in the API's words,
     linking to its page, which says it where the schedule in words would be. The tick loop every console test
     shares plans nothing of it (the planner passes an unreadable schedule over); it leaves without a schedule."""
+    ahead = month_ahead()
     fine, _ = _weekly(api_client)
     legacy, legacy_name = _weekly(api_client)
 
@@ -238,8 +274,8 @@ def test_a_definition_whose_stored_schedule_no_longer_reads_is_said_apart_and_ev
     console_db.transaction(older_version)
     try:
         sign_in(browser, ADMIN)
-        browser.get(f"{server.console_url}#/calendar?month=2027-01")
-        eventually(lambda: _item(browser, fine, SKIPPED_HERE), "the other definitions' occurrences")
+        browser.get(f"{server.console_url}#/calendar?month={ahead.param}")
+        eventually(lambda: _item(browser, fine, ahead.fridays()[2]), "the other definitions' occurrences")
         note = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"[data-unread='{legacy}']"), "the note")[0]
         assert note.text.startswith(f"{legacy_name} is left out of this month: definition {legacy}'s schedule"
                                     " ('0 0 L * *' in Europe/Berlin) is not understood: "), note.text
@@ -272,23 +308,28 @@ def _without_schedule(api_client, definition_id: int, name: str) -> None:
 
 def test_a_postponed_run_says_where_it_went_in_its_old_place_and_where_it_came_from_in_its_new_one(
         browser, server, api_client):
-    """The 15th and the 30th of January 2027 at 20:00 in Berlin, each run postponed: the 15th's to the 16th (both
-    in January: drawn at its new time "postponed from …", its old place "postponed to …"), the 30th's to 12
-    February (left January: drawn on its own day "postponed to …", a link to February, its buttons with it; in
-    February the run says "postponed from …", a link back)."""
+    """The 15th and the 30th of a month ahead at 20:00 in Berlin, each run postponed: the 15th's to the 16th (both
+    in the month: drawn at its new time "postponed from …", its old place "postponed to …"), the 30th's to the
+    12th of the month after (left the month: drawn on its own day "postponed to …", a link to the month after,
+    its buttons with it; there the run says "postponed from …", a link back). The month is the first at least two
+    ahead with 31 days: its 30th's evening in Berlin is on it in any viewer's zone."""
+    month = month_ahead()
+    while month.days < 31:
+        month = month.next()
+    after = month.next()
     name = f"Moon fair {uuid.uuid4().hex[:6]}"
     document = {"name": name, "schedule": {"cron": "0 20 15,30 * *", "timezone": "Europe/Berlin"},
                 "phases": [{"steps": [{"action": "core.announce", "params": {"message": "The fair opens"}}]}]}
     definition_id = api_client.call("POST", "/definitions", document)["definition"]["id"]
-    fifteenth, thirtieth = "2027-01-15T19:00:00Z", "2027-01-30T19:00:00Z"
-    sixteenth, february = "2027-01-16T19:00:00Z", "2027-02-12T19:00:00Z"
+    fifteenth, thirtieth = utc_z(month.at(15, 20)), utc_z(month.at(30, 20))
+    sixteenth, twelfth_after = utc_z(month.at(16, 20)), utc_z(after.at(12, 20))
     try:
         runs = {}
-        for occurrence, to in ((fifteenth, sixteenth), (thirtieth, february)):
+        for occurrence, to in ((fifteenth, sixteenth), (thirtieth, twelfth_after)):
             runs[occurrence] = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": occurrence})["run"]["id"]
             api_client.call("POST", f"/runs/{runs[occurrence]}/postpone", {"to": to, "reason": "the venue"})
         sign_in(browser, ADMIN)
-        browser.get(f"{server.console_url}#/calendar?month=2027-01")
+        browser.get(f"{server.console_url}#/calendar?month={month.param}")
         moved = eventually(lambda: _item(browser, definition_id, fifteenth), "the 15th's occurrence")
         assert moved.find_element(By.CSS_SELECTOR, "time").get_attribute("datetime") == sixteenth
         assert moved.find_element(By.CSS_SELECTOR, "[data-postponed-from]").text == f"postponed from {_dated(browser, fifteenth)}"
@@ -298,21 +339,22 @@ def test_a_postponed_run_says_where_it_went_in_its_old_place_and_where_it_came_f
         assert old_place.find_elements(By.CSS_SELECTOR, "button") == [], "its buttons are on the run, at its new time"
 
         away = _item(browser, definition_id, thirtieth)
-        assert away is not None, "the 30th's occurrence is on January's grid"
+        assert away is not None, "the 30th's occurrence is on its month's grid"
         assert away.find_element(By.CSS_SELECTOR, "time").get_attribute("datetime") == thirtieth
         went = away.find_element(By.CSS_SELECTOR, "[data-postponed-to]")
-        assert went.text == f"postponed to {_dated(browser, february)}"
+        assert went.text == f"postponed to {_dated(browser, twelfth_after)}"
         assert [b.get_attribute("data-occurrence-action") for b in away.find_elements(By.CSS_SELECTOR, "button")] == [
             "postpone", "skip"]
         assert browser.find_elements(By.CSS_SELECTOR, f"li[data-run='{runs[thirtieth]}']") == []
         assert serious_findings(browser) == [], "axe on a month with postponed runs"
 
         went.find_element(By.CSS_SELECTOR, "a").click()
-        eventually(lambda: "February 2027" in text_of(browser, "h1"), "February 2027")
+        label = month_label(browser, after)
+        eventually(lambda: label in text_of(browser, "h1"), label)
         arrived = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"li[data-run='{runs[thirtieth]}']"), "the run")[0]
         came = arrived.find_element(By.CSS_SELECTOR, "[data-postponed-from]")
         assert came.text == f"postponed from {_dated(browser, thirtieth)}"
-        assert came.find_element(By.CSS_SELECTOR, "a").get_attribute("href").endswith("#/calendar?month=2027-01")
+        assert came.find_element(By.CSS_SELECTOR, "a").get_attribute("href").endswith(f"#/calendar?month={month.param}")
     finally:
         _without_schedule(api_client, definition_id, name)
 

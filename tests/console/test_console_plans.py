@@ -13,11 +13,10 @@ from selenium.webdriver.common.by import By
 from devtools.kit.game_bridge import Answer
 from tests.console.audit import serious_findings
 from tests.console.browser import eventually, text_of
+from tests.console.dates import clear_of_midnight, month_ahead
 from tests.console.pages import cue_banner, open_run, phase_facts, schedule_now, sign_in, wait_for_status
 from tests.console.test_console_calendar import _item, _weekly
 from tests.support.api import ADMIN, MODERATOR
-
-OCCURRENCE = "2027-01-15T19:00:00Z"  # a Friday of January 2027 at 20:00 in Berlin: ahead of any day these tests run on
 
 
 def _answer_dialog(browser, value: str | None, reason: str) -> None:
@@ -32,16 +31,20 @@ def _answer_dialog(browser, value: str | None, reason: str) -> None:
 def test_a_moderator_postpones_a_run_from_the_calendar_and_it_shows_at_its_new_time_with_its_original_one(
     browser, server, api_client
 ):
+    ahead = month_ahead()
+    occurrence = ahead.fridays()[2]  # a Friday evening two months ahead
+    # Two and a half hours later, as a person types it: on the viewer's clocks (the machine's zone).
+    later = f"{datetime.fromisoformat(occurrence).astimezone() + timedelta(hours=2, minutes=30):%Y-%m-%dT%H:%M}"
     definition_id, _ = _weekly(api_client)
-    run = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": OCCURRENCE})["run"]
+    run = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": occurrence})["run"]
     sign_in(browser, MODERATOR)
-    browser.get(f"{server.console_url}#/calendar?month=2027-01")
-    item = eventually(lambda: _item(browser, definition_id, OCCURRENCE), "the occurrence with its run")
+    browser.get(f"{server.console_url}#/calendar?month={ahead.param}")
+    item = eventually(lambda: _item(browser, definition_id, occurrence), "the occurrence with its run")
     item.find_element(By.CSS_SELECTOR, "[data-occurrence-action='postpone']").click()
-    _answer_dialog(browser, "2027-01-15T22:30", "server restart")
-    moved = eventually(lambda: (i := _item(browser, definition_id, OCCURRENCE))
+    _answer_dialog(browser, later, "server restart")
+    moved = eventually(lambda: (i := _item(browser, definition_id, occurrence))
                        and i.find_elements(By.CSS_SELECTOR, "[data-postponed-from]") and i, "the occurrence postponed")
-    expected = browser.execute_script("return new Date('2027-01-15T22:30').toISOString()")
+    expected = browser.execute_script("return new Date(arguments[0]).toISOString()", later)
     assert moved.find_element(By.CSS_SELECTOR, "time").get_attribute("datetime") == expected.replace(".000Z", "Z")
     assert "postponed from" in moved.text and "run " + str(run["id"]) in moved.text
     after = api_client.call("GET", f"/runs/{run['id']}")["run"]
@@ -73,6 +76,8 @@ def test_extend_on_the_run_page_shows_the_new_deadline_and_who_moved_it(browser,
 
 
 def test_an_admin_pauses_a_schedule_on_the_definition_page_and_the_calendar_marks_it(browser, server, api_client):
+    ahead = month_ahead()
+    occurrence = ahead.fridays()[2]
     definition_id, _ = _weekly(api_client)
     sign_in(browser, ADMIN)
     browser.get(f"{server.console_url}#/definitions/{definition_id}")
@@ -81,8 +86,8 @@ def test_an_admin_pauses_a_schedule_on_the_definition_page_and_the_calendar_mark
     mark = eventually(lambda: browser.find_elements(By.ID, "schedule-paused"), "the schedule marked paused")[0]
     assert mark.text == "⏸ paused by root-admin because holiday break"
     assert browser.find_elements(By.CSS_SELECTOR, "[data-schedule-action='resume']")
-    browser.get(f"{server.console_url}#/calendar?month=2027-01")
-    item = eventually(lambda: _item(browser, definition_id, OCCURRENCE), "the month's occurrences")
+    browser.get(f"{server.console_url}#/calendar?month={ahead.param}")
+    item = eventually(lambda: _item(browser, definition_id, occurrence), "the month's occurrences")
     assert "paused by root-admin because holiday break" in item.text
     assert "paused by root-admin" in text_of(browser, f"#calendar-schedules li[data-schedule='{definition_id}']")
     # Resumed from the calendar, asked whether to start the latest occurrence missed: its occurrences are marked no more.
@@ -91,7 +96,7 @@ def test_an_admin_pauses_a_schedule_on_the_definition_page_and_the_calendar_mark
     assert "Start the latest occurrence missed while it was paused" in asked, asked
     browser.find_element(By.ID, "plan-option").click()
     _answer_dialog(browser, None, "back from the break")
-    eventually(lambda: (item := _item(browser, definition_id, OCCURRENCE)) is not None and "paused by" not in item.text,
+    eventually(lambda: (item := _item(browser, definition_id, occurrence)) is not None and "paused by" not in item.text,
                "the schedule resumed")
     shown = api_client.call("GET", f"/definitions/{definition_id}")
     assert shown["definition"]["schedule_paused"] is None
@@ -118,6 +123,7 @@ def _log_row(browser, kind: str, has: str = "") -> str:
 def test_the_log_says_each_change_of_plan_in_words_with_times_in_the_viewers_zone(browser, server, api_client, bridge):
     """A postponed run, a phase's deadline and a cue's timeout moved, and a finished run's Clean up begun and done:
     each log row in words, never the kind and its fields."""
+    clear_of_midnight()  # a time of today is written without its date: the row's and the one read after share a day
     bridge.script("garden.crows", Answer(200, {"resources": [
         {"kind": "npc", "id": "crow-1", "revert": {"action": "garden.shoo", "params": {"crow": "crow-1"}}}]}))
     document = {"name": f"Crow count {uuid.uuid4().hex[:6]}", "grace_seconds": 300, "phases": [
@@ -153,10 +159,11 @@ def test_the_log_says_each_change_of_plan_in_words_with_times_in_the_viewers_zon
     said = _log_row(browser, "run.late_cleanup", "done")
     assert said == "Clean up done: 1 reverted", said
 
-    later = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": "2027-01-15T19:00:00Z"})["run"]["id"]
-    api_client.call("POST", f"/runs/{later}/postpone", {"to": "2027-01-15T21:30:00Z", "reason": "server restart"},
-                    token=MODERATOR)
+    occurrence = month_ahead().fridays()[2]
+    moved_to = f"{datetime.fromisoformat(occurrence) + timedelta(hours=2, minutes=30):%Y-%m-%dT%H:%M:%SZ}"
+    later = api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": occurrence})["run"]["id"]
+    api_client.call("POST", f"/runs/{later}/postpone", {"to": moved_to, "reason": "server restart"}, token=MODERATOR)
     open_run(browser, server.url, later)
     said = _log_row(browser, "run.postponed")
-    assert said == (f"Run postponed from {_time_of_day(browser, '2027-01-15T19:00:00Z')} to"
-                    f" {_time_of_day(browser, '2027-01-15T21:30:00Z')} by postpone reason: “server restart”"), said
+    assert said == (f"Run postponed from {_time_of_day(browser, occurrence)} to"
+                    f" {_time_of_day(browser, moved_to)} by postpone reason: “server restart”"), said
