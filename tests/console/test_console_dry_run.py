@@ -3,6 +3,7 @@ its run page (marked REHEARSAL) with nobody confirming its cue, and kept out of 
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from selenium.webdriver.common.by import By
@@ -72,8 +73,9 @@ def test_the_headers_count_is_the_inbox_s_and_a_dry_run_waiting_is_never_counted
     sign_in(browser, ADMIN)
     browser.get(f"{server.console_url}#/runs?waiting=cue")
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#runs-list"), "the list")
-    live_only = counted()
-    eventually(lambda: header() == live_only, f"the header to count the {live_only} live runs waiting")
+    # Compared as each is read, never with a count read before: the console's runs share one database (a run of
+    # another test's schedule may start waiting meanwhile).
+    eventually(lambda: header() == counted(), "the header to count the live runs waiting, as the inbox does")
     assert not browser.find_elements(By.CSS_SELECTOR, f"#runs-list tr[data-run='{dry}']"), "the dry run is not listed"
     browser.find_element(By.ID, "filter-rehearsals").click()
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#runs-list tr[data-run='{dry}']"), "the dry run listed")
@@ -82,8 +84,11 @@ def test_the_headers_count_is_the_inbox_s_and_a_dry_run_waiting_is_never_counted
     open_run(browser, server.url, dry)
     cue_id, _ = cue_banner(browser)
     timers = eventually(lambda: text_of(browser, f"[data-cue-timers='{cue_id}']"), "the cue's timers")
-    assert "· confirmed by the rehearsal in 59 min" in timers and "times out" not in timers, timers
+    # In an hour of real time less the minute or more since it parked (the pages between take seconds each,
+    # more on a busy machine): not at 60× speed, nor a timeout.
+    assert re.search(r"· confirmed by the rehearsal in 5\d min", timers) and "times out" not in timers, timers
     offered = [b.get_attribute("data-control") for b in browser.find_elements(By.CSS_SELECTOR, f"[data-cue='{cue_id}'] button")]
     assert "confirm" in offered and "extend_cue" not in offered, offered
-    eventually(lambda: header() == counted() == live_only, "the header still to count the live runs alone")
+    eventually(lambda: header() == counted(), "the header still to count the live runs alone")
+    assert dry not in [row["id"] for row in api_client.call("GET", "/inbox")["runs"]], "still never in the inbox"
     api_client.call("POST", f"/runs/{dry}/cancel", {"reason": "the test is over"})
