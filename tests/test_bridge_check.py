@@ -4,6 +4,7 @@ its own case, saying what to fix (issue 43)."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -501,19 +502,21 @@ def test_both_kits_install_as_packages_from_the_checkout(tmp_path):
 def test_an_answer_slower_than_half_the_deadline_is_warned_about(monkeypatch):
     """It passes (the engine would take it), but a shorter lease or a busier game would cut it off."""
     slowed: list[str] = []
+    deadline, slow = 2.0, 1.2  # more than half the deadline, and 0.8 s inside it for a loaded machine's delays
 
     def once_slow(delivery):
         if not slowed:
             slowed.append(delivery.key)
-            time.sleep(0.6)
+            time.sleep(slow)
         return event_bridge.done(receipt=delivery.key)
 
     with serving(event_bridge.Bridge(KEY, handlers={"test.noop": once_slow})) as url:
-        report = checked(url, deadline=1.0)
-    assert report.passed
+        report = checked(url, deadline=deadline)
+    assert report.passed, failed(report)  # every answer inside the deadline, the slow one too
     [warned] = [note for note in report.notes if note.startswith("WARN")]
-    assert warned.startswith("WARN the slowest answer took 0.")
-    assert ("(a delivery of test.noop), more than half the 1 s deadline: a busier game or a shorter"
+    took = re.fullmatch(r"WARN the slowest answer took (\d+\.\d) s .*", warned, re.S)
+    assert took and slow <= float(took[1]) <= deadline, warned  # the slow answer's own time, as it was measured
+    assert ("(a delivery of test.noop), more than half the 2 s deadline: a busier game or a shorter"
             " EVENT_STEP_LEASE_SECONDS would cut it off") in warned
 
 

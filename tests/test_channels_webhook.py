@@ -122,7 +122,8 @@ def test_a_reminder_after_a_persons_resend_is_logged_under_the_key_it_was_posted
 
 
 def test_a_receiver_that_drips_is_cut_at_the_deadline_and_the_step_retried(db, clock, game_bridge):
-    game_bridge.script("cue", dripping(every=0.3))
+    drip = dripping(every=0.3)  # its headers at once, then its body a byte every 0.3 s: about 27 s in all
+    game_bridge.script("cue", drip)
     runner = _runner(db, clock, game_bridge, step_lease_seconds=4)  # a 1 s deadline
     try:
         run = _cue_run(db, clock)
@@ -133,10 +134,15 @@ def test_a_receiver_that_drips_is_cut_at_the_deadline_and_the_step_retried(db, c
         runner.close()
     cue = _the_step(db, run.id)
     assert cue.status is StepStatus.PENDING
-    assert cue.last_error == "cue channel: webhook: no complete answer within 1s"
-    assert took < 1.5
+    assert cue.last_error == "cue channel: webhook: no complete answer within 1s"  # the deadline cut it
+    # Cut at the deadline, not when the drip ends: the bounds leave a loaded machine (CI shares two cores) room for
+    # the tick's own database work, yet a client that waited out the drip, each byte inside a read timeout, is far
+    # past them.
+    cut = 1.0 + 4.0
+    assert cut < len(drip.payload()) * 0.3 / 4
+    assert took < cut, took
     request = game_bridge.received("cue")[0]
-    assert request.closed_at is not None and request.closed_at - request.at < 1.5
+    assert request.closed_at is not None and request.closed_at - request.at < cut, request
 
 
 def test_a_receiver_that_is_down_is_a_retry_not_a_drop(db, clock, game_bridge):

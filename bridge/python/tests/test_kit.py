@@ -311,12 +311,26 @@ def test_a_stores_context_reaches_the_handler_then_finish_or_abandon():
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 
 
-def readme_store(tmp_path, lease_seconds=60.0):
-    """The README's SqliteStore and its handler, as written there, over a game database with an npcs table."""
+class WallClock:
+    """`time` for the README's code, which reads `time.time()`: the wall clock's, until a test moves it on."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def time(self) -> float:
+        return self.now
+
+
+def readme_store(tmp_path, lease_seconds=60.0, clock: WallClock | None = None):
+    """The README's SqliteStore and its handler, as written there, over a game database with an npcs table; its
+    `time.time()` is `clock`'s if given."""
     blocks = re.findall(r"^```python\n(.*?)^```", README, re.S | re.M)
     assert len(blocks) == 2
     scope: dict = {}
     exec(compile(blocks[0], "README.md", "exec"), scope)  # noqa: S102 — the README's own example
+    if clock is not None:
+        assert scope["time"] is time, "the README's store reads the clock through `time`"
+        scope["time"] = clock
     path = str(tmp_path / "game.db")
     store = scope["SqliteStore"](path, lease_seconds)
     with closing(sqlite3.connect(path)) as db:
@@ -342,7 +356,10 @@ def test_the_readmes_sqlite_store_applies_once_and_commits_the_world_change_with
 
 
 def test_the_readmes_sqlite_store_rolls_back_a_change_whose_answer_was_not_recorded(tmp_path):
-    store, bridge, npcs = readme_store(tmp_path, lease_seconds=0.3)
+    # The lease runs on a clock the test moves: on the wall clock, a 0.3 s lease could run out on a busy disk
+    # before the re-send below was told 429.
+    clock = WallClock()
+    store, bridge, npcs = readme_store(tmp_path, lease_seconds=60.0, clock=clock)
     spawn = bridge.handlers["world.spawn"]
 
     def spawns_then_fails(d):
@@ -358,7 +375,9 @@ def test_the_readmes_sqlite_store_rolls_back_a_change_whose_answer_was_not_recor
     crashed.context.close()  # the game stops: what it had not committed is gone
     assert status(bridge, "k2", 1).body == {"status": "in_progress"} and npcs() == []
     assert bridge.handle("POST", "/actions/world.spawn", *delivery(key="k2")).status == 429
-    time.sleep(0.4)  # the lease runs out
+    clock.now += 59.9
+    assert status(bridge, "k2", 1).body == {"status": "in_progress"}, "the lease holds to its end"
+    clock.now += 0.2  # the lease runs out
     bridge.handlers["world.spawn"] = spawn
     assert status(bridge, "k2", 2).body == {"status": "not_applied"}
     assert bridge.handle("POST", "/actions/world.spawn", *delivery(key="k2", attempt=2)).status == 200 and npcs() == ["npc-k2"]
