@@ -12,6 +12,7 @@ from selenium.webdriver.common.by import By
 from chalicelib.events import journal
 from chalicelib.events.store import log, steps
 from tests.console.browser import eventually, screenshot, text_of
+from tests.console.dates import clear_of_midnight
 from tests.console.pages import cue_banner, log_rows, open_run, press, schedule_now, sign_in
 from tests.support.api import GM, token
 
@@ -37,6 +38,7 @@ def _holder_in_list(driver, run_id: int) -> str:
 
 
 def test_a_gm_sees_who_has_a_cue_takes_it_over_with_a_note_and_releases_it(browser, server, api_client):
+    clear_of_midnight()  # "since 23:59" of a hold taken before midnight reads "since Dec 7, …" after it
     _, run_id = schedule_now(api_client, _cue_document("Bonfire night (handover)"))
     cue_id = eventually(lambda: next((s["id"] for s in api_client.call("GET", f"/runs/{run_id}")["steps"] if s["parked"]), None),
                         "the cue parked", 40)
