@@ -401,6 +401,7 @@ ACTION = _object(
     versions={"type": "array", "items": _INT},
     params_schema={"type": "object"},
     outcomes={"type": "array", "items": {"type": "string"}},
+    step_fields_refused={"type": "array", "items": {"type": "string"}},
 )
 _CONTROL_NAMES = {"type": "array", "items": {"type": "string"}}
 _PRESSERS = {"type": "array", "items": {"type": "string", "enum": list(ROLES)}}

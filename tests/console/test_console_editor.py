@@ -194,6 +194,34 @@ def test_a_save_with_a_bad_field_shows_the_problem_beside_that_field(browser, se
     assert "problems" not in said, said
 
 
+def test_a_step_is_offered_only_the_fields_its_action_takes(browser, server):
+    """A core step takes no static revert, and a wait or a cue no on_doubt: a save refuses them, saying why. The form
+    used to offer them on every step, so an author could fill one in only to be told to take it out; now it offers
+    them where they mean something, and one the JSON brings still shows, with the save's reason beside it."""
+    _new_definition(browser, server)
+    _type(browser, "name", _unique("Fields offered"))
+
+    def offered() -> set[str]:
+        return {name for name in ("revert", "on_doubt")
+                if browser.find_elements(By.CSS_SELECTOR, f"[data-path='phases[0].steps[0].{name}']")}
+
+    eventually(lambda: offered() == {"on_doubt"}, "an announcement: on_doubt (a post in doubt), no revert")
+    _choose(browser, "phases[0].steps[0].action", "core.wait")
+    eventually(lambda: offered() == set(), "a wait: neither")
+    Select(browser.find_element(By.CSS_SELECTOR, "[data-step-action='phases[0].steps[0]']")).select_by_value("module.action")
+    eventually(lambda: offered() == {"revert", "on_doubt"}, "a module action: both")
+
+    document = _json_tab(browser)
+    waiting = {"action": "core.wait", "params": {"seconds": 5}, "on_doubt": "park"}
+    _set_json(browser, {**document, "phases": [{**document["phases"][0], "steps": [waiting]}]})
+    _click(browser, "#tab-form")
+    eventually(lambda: offered() == {"on_doubt"}, "the wait's on_doubt the JSON brought, shown to be taken out")
+    _click(browser, "#save-document")
+    beside = eventually(lambda: text_of(browser, "[data-path='phases[0].steps[0].on_doubt'] .field-problem"),
+                        "the save's reason beside it")
+    assert "core.wait sends nothing anywhere" in beside and "leave on_doubt out" in beside, beside
+
+
 def test_the_differences_of_two_versions_show_an_added_step_and_a_changed_field(browser, server, api_client):
     first = {"name": _unique("Harvest diff"), "phases": [{"name": "opening", "steps": [
         {"action": "core.announce", "params": {"message": "The harvest begins"}},

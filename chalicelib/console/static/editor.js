@@ -157,7 +157,10 @@ export function documentEditor(initial) {
     const paramsSchema = spec.core ? spec.params_schema : { ...spec.params_schema, description: 'Any JSON object: the game side checks it.' };
     parts.push(field(step, 'params', paramsSchema, `${path}.params`, at(name),
       { label: spec.core ? `Params of ${spec.id}` : 'Params (a JSON object)', where: name }));
-    parts.push(...fieldsOf(step, stepSchema, path, at(name), ['action', 'params']));
+    // A field the action has no use for is not offered (a save refuses it), unless the step has it: then it shows,
+    // with the save's reason beside it, to be taken out.
+    const refused = (spec.step_fields_refused || []).filter((f) => !(f in step));
+    parts.push(...fieldsOf(step, stepSchema, path, at(name), ['action', 'params', ...refused]));
     const move = (by) => {
       moved(steps, index, by);
       const now = `[data-step-path="${path.replace(/\d+\]$/, `${index + by}]`)}"]`;

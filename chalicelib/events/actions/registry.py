@@ -35,6 +35,9 @@ class ActionSpec:
     # What a definition is refused for when saved, though a stored step still runs with it (how it reads, not what
     # it does: a rule added later must not fail a step saved before it).
     saved_rule: Callable[[dict[str, Any], str], str | None] | None = field(default=None, compare=False)
+    # A step's fields this action has no use for, each with why: refused at save (a stored version keeps them),
+    # and not offered by the console's editor.
+    step_fields_refused: dict[str, str] = field(default_factory=dict, compare=False)
 
     @cached_property
     def params_check(self) -> Callable[[Any, str], str | None]:
@@ -49,6 +52,7 @@ class ActionSpec:
             "versions": list(self.versions),
             "params_schema": self.params_schema,
             "outcomes": list(self.outcomes),
+            "step_fields_refused": sorted(self.step_fields_refused),
         }
 
 
@@ -156,6 +160,26 @@ def _cue_timers_problem(params: dict[str, Any], name: str) -> str | None:
     return None
 
 
+# Why a core step takes no static revert or on_doubt. A static revert is recorded only when a dispatch answers
+# done, and the engine's own steps leave nothing in the game world (a cue is done by a person's confirm, which
+# records nothing). A wait sends nothing anywhere, and a cue in doubt is posted again and waits for a person
+# still: neither has anything a person could decide about the game. An announcement in doubt may have been
+# posted: `on_doubt: park` lets a person decide rather than post twice, so it keeps on_doubt.
+_NO_REVERT = "{action} leaves nothing in the game world, so a cleanup has nothing to revert: leave revert out"
+_WAIT_REFUSES = {
+    "revert": _NO_REVERT.format(action="core.wait"),
+    "on_doubt": ("core.wait sends nothing anywhere: run again it holds the same moment, so it has nothing to be in"
+                 " doubt about: leave on_doubt out"),
+}
+_CUE_REFUSES = {
+    "revert": ("a cue is done by a person's confirm, which records nothing to revert, so a cleanup would never"
+               " send it: leave revert out, and give it to the module action that makes the thing (a core.cue"
+               " revert there asks a person to undo it by hand)"),
+    "on_doubt": ("a cue in doubt is posted again and waits for a person as before; park would hold it as a"
+                 " decision about the game instead, without its reminders and timeout: leave on_doubt out"),
+}
+_ANNOUNCE_REFUSES = {"revert": _NO_REVERT.format(action="core.announce")}
+
 CORE_ACTIONS: dict[str, ActionSpec] = {
     spec.id: spec
     for spec in (
@@ -164,6 +188,7 @@ CORE_ACTIONS: dict[str, ActionSpec] = {
             "Hold the next step of the phase for a number of seconds.",
             _object({"seconds": _WAIT_SECONDS}, ["seconds"]),
             outcomes=("done",),
+            step_fields_refused=_WAIT_REFUSES,
         ),
         ActionSpec(
             "core.cue",
@@ -174,12 +199,14 @@ CORE_ACTIONS: dict[str, ActionSpec] = {
             outcomes=("parked",),
             params_rule=_cue_problem,
             saved_rule=_cue_labels_problem,
+            step_fields_refused=_CUE_REFUSES,
         ),
         ActionSpec(
             "core.announce",
             "Post a message to the announcement channel.",
             _object({"message": {**_TEXT, "title": "Message"}}, ["message"]),
             outcomes=("done", "retry", "failed"),
+            step_fields_refused=_ANNOUNCE_REFUSES,
         ),
     )
 }
