@@ -147,122 +147,6 @@ DOCUMENT_SCHEMA = {
 # writes them: ASCII-escaped, as the bridge's body is, so a character beyond ASCII counts 6 bytes (\u00e9) and
 # one beyond U+FFFF 12 (a surrogate pair).
 MAX_PARAMS_BYTES = 16 * 1024
-# ── validation ────────────────────────────────────────────────────────────
-MAX_GRACE_SECONDS = 24 * 3600
-
-STEP_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["action"],
-    "properties": {
-        "action": {"type": "string", "minLength": 1, "maxLength": 100, "title": "Action"},
-        "params": {"type": "object", "title": "Params"},
-        "version": {"type": "integer", "minimum": 1, "maximum": 1000, "title": "Action version"},
-        "on_failure": {"type": "string", "enum": [o.value for o in OnFailure], "title": "If it fails"},
-        "on_doubt": {"type": "string", "enum": [o.value for o in OnDoubt], "title": "If its outcome is unknown",
-                     "description": "a step in doubt (its outcome unknown): resend it (the default), or park it"
-                                    " for a person's decision (a module action or core.announce: a wait or a cue takes none)"},
-        "revert": ledger.REVERT_SCHEMA,
-        "name": branching.STEP_NAME_SCHEMA,
-        "only_if": branching.ONLY_IF_SCHEMA,
-    },
-}
-# What must be met before a drained phase is left (docs/contract.md, "Phases that follow the game"):
-# `lifecycle.ConditionKind`, each typed as its condition (`lifecycle.condition_of`).
-MAX_PHASE_SECONDS = 7 * 24 * 3600
-SIGNAL_NAME = branching.NAME
-_PHASE_SECONDS = {"type": "integer", "minimum": 1, "maximum": MAX_PHASE_SECONDS}
-ADVANCE_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["when"],
-    "title": "When the phase ends",
-    "properties": {
-        "when": {"type": "string", "enum": [kind.value for kind in ConditionKind], "title": "Ends when",
-                 "description": "steps_done (default): when its steps are done; manual: when a person advances it; "
-                                "after: `seconds` after it opened; signal: when the signal `name` is received"},
-        "seconds": {**_PHASE_SECONDS, "title": "Lasts (seconds)", "description": "after: how long the phase lasts, 1 s to 7 days"},
-        "name": {"type": "string", "pattern": SIGNAL_NAME, "title": "Signal name", "description": "signal: the signal's name"},
-        "timeout_seconds": {**_PHASE_SECONDS, "title": "Time limit (seconds)",
-                            "description": "steps_done, manual, signal: a time limit, 1 s to 7 days"},
-        "on_timeout": {"type": "string", "enum": [action.value for action in OnTimeout], "title": "At the time limit",
-                       "description": "at the time limit: advance (default) closes the phase, pause pauses the run once"},
-    },
-}
-# Which fields each `when` takes besides itself (the schema cannot say it; `_advance_problems` does).
-_ADVANCE_FIELDS = {
-    ConditionKind.STEPS_DONE: {"timeout_seconds", "on_timeout"},
-    ConditionKind.MANUAL: {"timeout_seconds", "on_timeout"},
-    ConditionKind.AFTER: {"seconds"},
-    ConditionKind.SIGNAL: {"name", "timeout_seconds", "on_timeout"},
-}
-_ADVANCE_NEEDS = {ConditionKind.AFTER: "seconds", ConditionKind.SIGNAL: "name"}
-PHASE_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["steps"],
-    "properties": {
-        "name": {"type": "string", "maxLength": 200, "pattern": SOMETHING_SHOWN, "title": "Phase name",
-                 "description": "what notices and the console call the phase (default: phase N); only characters"
-                                " that show, single plain spaces between words, as a definition's name"},
-        "advance": ADVANCE_SCHEMA,
-        "only_if": branching.ONLY_IF_SCHEMA,
-        "steps": {"type": "array", "minItems": 1, "maxItems": 200, "items": STEP_SCHEMA, "title": "Steps"},
-    },
-}
-DOCUMENT_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["name", "phases"],
-    "properties": {
-        "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": SOMETHING_SHOWN, "title": "Name"},
-        "grace_seconds": {"type": "integer", "minimum": MIN_GRACE_SECONDS, "maximum": MAX_GRACE_SECONDS,
-                          "title": "Grace before a missed start (seconds)",
-                          "description": f"how late a run may still start (default {DEFAULT_GRACE_SECONDS})"},
-        "phases": {"type": "array", "minItems": 1, "maxItems": 50, "items": PHASE_SCHEMA, "title": "Phases"},
-        "ending": {"type": "array", "maxItems": 200, "items": STEP_SCHEMA, "title": "Ending"},
-        "cleanup_on": {"type": "array", "maxItems": len(CleanupOn), "uniqueItems": True, "title": "Clean up the game world when",
-                       "items": {"type": "string", "enum": [when.value for when in CleanupOn]},
-                       "description": "complete: revert what the run left after its ending; fail: before an"
-                                      " abort_run fails it"},
-        "schedule": {
-            "type": ["object", "null"], "additionalProperties": False, "required": ["cron"], "title": "Schedule",
-            "properties": {
-                "cron": {"type": "string", "minLength": 1, "maxLength": 120, "title": "Repeats (cron: minute hour day month weekday)"},
-                "timezone": {"type": "string", "minLength": 1, "maxLength": 64, "title": "Time zone"},
-                "overlap": {"type": "string", "enum": [o.value for o in Overlap], "description": OVERLAP_WORDS,
-                            "title": "When a run is still live"},
-            },
-        },
-    },
-}
-# A module action's params travel to the game bridge as JSON; this bounds every step's, measured as `json.dumps`
-# writes them: ASCII-escaped, as the bridge's body is, so a character beyond ASCII counts 6 bytes (\u00e9) and
-# one beyond U+FFFF 12 (a surrogate pair).
-MAX_PARAMS_BYTES = 16 * 1024
-# The core steps an authored field has no meaning on, and why (`_core_step_problems`). A static revert is
-# recorded only when a dispatch answers done, and the engine's own steps leave nothing in the game world (a
-# cue is done by a person's confirm, which records nothing). A wait sends nothing anywhere, and a cue in doubt
-# is posted again and waits for a person still: neither has anything a person could decide about the game.
-# An announcement in doubt may have been posted: `on_doubt: park` lets a person decide rather than post twice.
-_NOT_ON_CORE_STEPS = {
-    "revert": {
-        "core.wait": "core.wait leaves nothing in the game world, so a cleanup has nothing to revert: leave revert out",
-        "core.announce": ("core.announce leaves nothing in the game world, so a cleanup has nothing to revert: leave"
-                          " revert out"),
-        "core.cue": ("a cue is done by a person's confirm, which records nothing to revert, so a cleanup would never"
-                     " send it: leave revert out, and give it to the module action that makes the thing (a core.cue"
-                     " revert there asks a person to undo it by hand)"),
-    },
-    "on_doubt": {
-        "core.wait": ("core.wait sends nothing anywhere: run again it holds the same moment, so it has nothing to be in"
-                      " doubt about: leave on_doubt out"),
-        "core.cue": ("a cue in doubt is posted again and waits for a person as before; park would hold it as a"
-                     " decision about the game instead, without its reminders and timeout: leave on_doubt out"),
-    },
-}
-
-
 # ── validation ─────────────────────────────────────────────────────────────
 def _schema_problems(schema: dict[str, Any], value: Any, path: str) -> list[str]:
     """Every part of `value` that breaks `schema`: objects and arrays are walked, leaves checked whole."""
@@ -294,11 +178,11 @@ def _step_problems(step: dict[str, Any], path: str, module_actions: frozenset[st
     params = step.get("params", {})
     problems += [p for p in [registry.params_problem(spec, params, f"{path}.params")
                              or registry.saved_problem(spec, params, f"{path}.params")] if p]
+    problems += [f"{path}.{name}: {why}" for name, why in spec.step_fields_refused.items() if name in step]
     size = len(json.dumps(params))
     if size > MAX_PARAMS_BYTES:
         problems.append(f"{path}.params: larger than {MAX_PARAMS_BYTES} bytes as JSON sent to the game ({size:,} bytes;"
                         " a character beyond ASCII counts 6 bytes, 12 beyond U+FFFF)")
-    problems += [f"{path}.{name}: {why}" for name, why in spec.step_fields_refused.items() if name in step]
     if "revert" in step and "revert" not in spec.step_fields_refused:  # else refused whole, above
         problems += _revert_problems(step["revert"], f"{path}.revert", module_actions, nearest)
     return problems
