@@ -81,6 +81,9 @@ def _same_channel(one: str, other: str) -> bool:
     return same_url(target, other_target) if scheme == "webhook" else target == other_target
 
 
+same_channel = _same_channel  # public: make deploy's preflight refuses the same settings first (infra/preflight.py)
+
+
 def _chat_roles(env: Mapping[str, str], name: str, ids: re.Pattern[str]) -> tuple[tuple[str, str], ...]:
     """DISCORD_ROLES / SLACK_ROLES: `<id>=<engine role>,…` (a Discord guild role id; a Slack user or user-group
     id), the chat identities an engine role is given to; unset: nobody in the chat may press."""
