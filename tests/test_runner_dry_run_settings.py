@@ -167,26 +167,6 @@ def test_a_sandbox_without_its_key_fails_the_sandbox_dry_runs_alone_saying_which
     assert "GAME_BRIDGE_SANDBOX_SECRET or GAME_BRIDGE_SANDBOX_SECRET_ARN" in (rehearsed.last_error or "")
 
 
-def test_an_unreadable_rehearsal_channel_key_fails_the_dry_runs_posts_alone(db, clock, db_params, aws, live_bridge):
-    """REHEARSAL_CHANNEL is the only webhook, and WEBHOOK_SECRET_ARN cannot be read: the runner is built, the
-    live announcement goes out, and the dry run's is not sent, named (retried as a channel's failure)."""
-    settings = _settings(db_params, live_bridge, sleep=False, game_bridge_sandbox_url=None,
-                         rehearsal_channel=f"webhook:{live_bridge.url}/hooks/rehearsal", webhook_secret_arn=MISSING)
-    runner = build_runner(settings, db, clock)
-    try:
-        live = schedule(db, clock.now(), NEWS)
-        dry = _dry_run(db, clock, NEWS, RehearsalBridge.SIMULATE)
-        tick(runner)
-    finally:
-        runner.close()
-    assert run_row(db, live.id).status is RunStatus.COMPLETED
-    retried = _dispatched(db, dry)
-    assert retried["outcome"] == "retry", retried
-    assert retried["error"] == ("rehearsal channel: webhook: not sent: the secret named by WEBHOOK_SECRET_ARN"
-                                " cannot be read right now")
-    assert live_bridge.received() == []  # nothing reached the rehearsal channel's webhook
-
-
 REHEARSAL_DISCORD, REHEARSAL_SLACK = "discord:100000000000000099", "slack:C0REHEARSE"
 
 
@@ -201,8 +181,10 @@ REHEARSAL_DISCORD, REHEARSAL_SLACK = "discord:100000000000000099", "slack:C0REHE
      "slack: not sent: the secret named by SLACK_BOT_TOKEN_SECRET_ARN cannot be read right now"),
     ("webhook:{chat}/hooks/rehearsal", {}, ("not sent: rehearsal channel is a webhook: set WEBHOOK_SECRET or"
                                             " WEBHOOK_SECRET_ARN")),
+    ("webhook:{chat}/hooks/rehearsal", {"webhook_secret_arn": MISSING},
+     "webhook: not sent: the secret named by WEBHOOK_SECRET_ARN cannot be read right now"),
 ], ids=["discord-without-a-token", "slack-without-a-token", "discord-token-unreadable", "slack-token-unreadable",
-        "webhook-without-a-key"])
+        "webhook-without-a-key", "webhook-key-unreadable"])
 def test_a_rehearsal_channel_that_cannot_be_used_fails_the_dry_runs_posts_alone(
         db, clock, db_params, aws, live_bridge, chat, caplog, channel, unusable, cause):
     """REHEARSAL_CHANNEL is the only channel on its platform, and what it posts with is missing or unreadable.
