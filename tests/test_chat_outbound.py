@@ -150,22 +150,21 @@ def test_a_token_revoked_mid_event_loses_nothing_once_the_new_one_is_in(db, cloc
 
 
 def test_a_settle_or_a_failed_edit_lands_on_its_own_message_not_on_the_one_posted_after_it(db, clock, chat):
-    """A tick's chore read message X as unsettled; the step's cue was then posted again (Y, on X's row, as
-    `record` keeps one row a step and channel). The chore's settle and failed edit of X took Y before: Y was
-    marked settled and kept its live buttons for good."""
+    """A tick's chore read message X as unsettled; the step's cue was then posted again (Y). Y was recorded on X's
+    row, so the chore's settle and failed edit of X took Y (marked settled, its live buttons kept for good), and X
+    was never edited again. Each message is a row of its own now: X's failure and give-up land on X alone."""
     run = _cue(db, clock)
     _tick(db, clock, chat_settings(chat))
     cue = _the_step(db, run.id)
     [read] = db.autocommit(lambda tx: chat_messages.of_step(tx, cue.id))
     db.autocommit(lambda tx: chat_messages.record(tx, run.id, cue.id, read.platform, read.channel_id, "y-posted-after",
                                                   clock.now()))
-    assert not db.autocommit(lambda tx: chat_messages.edit_failed(tx, read, clock.now()))
-    assert not db.autocommit(lambda tx: chat_messages.settle(tx, read, "Confirmed by mira", clock.now()))
-    row = db.autocommit(lambda tx: tx.one("SELECT message_id, settled_at, edit_tries FROM event_chat_messages"
-                                          " WHERE id = %s", (read.id,)))
-    assert row == {"message_id": "y-posted-after", "settled_at": None, "edit_tries": 0}
-    [posted_after] = db.autocommit(lambda tx: chat_messages.of_step(tx, cue.id))
-    assert db.autocommit(lambda tx: chat_messages.settle(tx, posted_after, "Confirmed by mira", clock.now()))
+    assert db.autocommit(lambda tx: chat_messages.edit_failed(tx, read, clock.now()))
+    assert db.autocommit(lambda tx: chat_messages.settle(tx, read, None, clock.now()))  # given up: X is gone
+    rows = db.autocommit(lambda tx: tx.all("SELECT message_id, settled_at, edit_tries FROM event_chat_messages"
+                                           " WHERE step_id = %s ORDER BY id", (cue.id,)))
+    assert rows == [{"message_id": read.message_id, "settled_at": clock.now(), "edit_tries": 1},
+                    {"message_id": "y-posted-after", "settled_at": None, "edit_tries": 0}]
 
 
 def test_a_bot_escalation_pings_escalation_mentions_role_alone_and_a_channel_that_cannot_is_refused(db, clock, chat):

@@ -57,8 +57,14 @@ def history(module_db):
     db.autocommit(lambda tx: tx.execute(
         """INSERT INTO event_run_log (run_id, kind, phase, detail, actor, created_at)
            SELECT id, 'run.status', 1, '{}', 'runner', %s FROM event_runs""", (clock.now(),)))
+    db.autocommit(lambda tx: tx.execute(  # a chat message of every step, settled once its run ended; the live run's not
+        """INSERT INTO event_chat_messages (run_id, step_id, platform, channel_id, message_id, posted_at, settled_at,
+                                            shown_holder)
+           SELECT s.run_id, s.id, 'discord', '100', CONCAT('m', s.id), %s, IF(s.run_id = %s, NULL, %s), ''
+             FROM event_run_steps s""", (clock.now(), run.id, clock.now())))
     db.autocommit(lambda tx: tx.execute(
-        "ANALYZE TABLE event_runs, event_run_steps, event_run_phases, event_run_escalations, event_run_log"))
+        "ANALYZE TABLE event_runs, event_run_steps, event_run_phases, event_run_escalations, event_run_log,"
+        " event_chat_messages"))
     return run, first
 
 
@@ -160,6 +166,11 @@ STATEMENTS = {
     "escalations_due": lambda tx, run, s, now: escalations.due(tx, now, timedelta(minutes=15), 50),
     # A sleeping deployment's read of when the next escalation try is due, before it sleeps.
     "escalations_next_due": lambda tx, run, s, now: escalations.next_due(tx, timedelta(minutes=15)),
+    # The chat chore's read of the messages with an edit due, every tick with a bot (none due: this read alone), a
+    # sleeping deployment's of when the next is due, and a press's locking read of its message (none newer).
+    "chat_unsettled": lambda tx, run, s, now: chat_messages.unsettled(tx, now, 50, frozenset({"discord", "slack"})),
+    "chat_next_edit_at": lambda tx, run, s, now: chat_messages.next_edit_at(tx, frozenset({"discord", "slack"})),
+    "chat_pressed_on": lambda tx, run, s, now: chat_messages.pressed_on(tx, "discord", "9001", run.id, s.id),
     # An answer's resources: the INSERT whose guard counts the run's rows (one range of the run's ledger), and
     # GET /runs/{id}'s ledger state.
     "record_resources": lambda tx, run, s, now: resources.record(
