@@ -20,6 +20,7 @@ from tests.support.chat import (
 )
 from tests.support.chat_world import ChatWorld, opened
 from tests.support.factory import document
+from tests.support.interleaved import until
 from tests.support.runner_kit import log_of, schedule, step
 
 DISCORD = "/integrations/discord/interactions"
@@ -472,3 +473,112 @@ def test_a_cue_retried_after_it_ended_is_posted_anew_with_live_buttons(world, ga
     answer = world.press(world.chat.discord_interaction(again, f"ev:{run.id}:{revert.id}:confirm", roles=[GM_ROLE]))
     assert answer.body["type"] == 7 and status() is StepStatus.DONE
     every_discord_body_valid(world.chat)
+
+
+def test_a_button_its_message_never_showed_is_refused_privately_and_changes_nothing(world, game_bridge):
+    """A custom_id is the presser's to send: `ev:R:S:skip:0` skipped the cue in one tap, with no modal and no reason
+    asked, and `acknowledge:0` or `ev:01:…` were taken as the buttons they are not. Only a button the step's
+    message shows is pressed (an answer's number on a Confirm alone, no number written with a leading zero)."""
+    asks = step("core.cue", instruction="Pick a gate", choices=[{"value": "north", "label": "North gate"},
+                                                               {"value": "south", "label": "South gate"}])
+    run, cue = world.cue_posted(None, asks)
+    [message] = world.chat.messages("discord")
+    before = log_of(world.db, run.id)
+    ids = f"{run.id}:{cue.id}"
+    for forged, why in ((f"ev:{ids}:skip:0", "not one of the event engine's"),
+                        (f"ev:{ids}:acknowledge:0", "not one of the event engine's"),
+                        (f"ev:0{run.id}:{cue.id}:confirm:0", "not one of the event engine's"),
+                        (f"ev:{ids}:confirm:01", "not one of the event engine's"),
+                        (f"ev:{ids}:confirm", "its message carries no such button"),  # a cue that asks has no bare Confirm
+                        (f"ev:{ids}:confirm:2", "its message carries no such button")):
+        answer = world.press(world.chat.discord_interaction(message, forged, roles=[MOD_ROLE]))
+        assert answer.body["type"] == 4 and answer.body["data"]["flags"] == 64, (forged, answer.body)
+        assert why in answer.body["data"]["content"] and "nothing was changed" in answer.body["data"]["content"], forged
+    resend = _asked(world, message, run.id, cue.id, "resend", roles=[MOD_ROLE])  # a decision's, asked (no database)
+    answer = world.press(world.chat.discord_modal_submit(message, resend, roles=[MOD_ROLE]))
+    assert answer.body["type"] == 4 and "its message carries no such button" in answer.body["data"]["content"]
+    assert world.steps(run.id)[0].parked and log_of(world.db, run.id) == before
+    assert world.chat.message(message.id).edits == 0
+    _, spawn = _decision_escalated(world, game_bridge)
+    decision = world.chat.messages("discord")[-1]
+    answer = world.press(world.chat.discord_interaction(decision, f"ev:{spawn.run_id}:{spawn.id}:acknowledge", roles=[MOD_ROLE]))
+    assert answer.body["type"] == 4 and "its message carries no such button" in answer.body["data"]["content"]
+    assert world.steps(spawn.run_id)[0].parked_in_doubt
+    chosen = world.press(world.chat.discord_interaction(message, f"ev:{ids}:confirm:1", roles=[GM_ROLE]))
+    assert chosen.body["type"] == 7 and "(answer: South gate)" in chosen.body["data"]["content"]
+
+
+def test_a_second_claimer_is_told_who_has_it_as_the_chat_names_them_and_where_to_take_it_over(world):
+    """The second to press I have it read "discord:4242 has it since 20:00 UTC; to have it yourself, take it over
+    with a note": an id for a person, and a take-over no chat message carries."""
+    run, cue = world.cue_posted()
+    [message] = world.chat.messages("discord")
+    held = world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:acknowledge", roles=[GM_ROLE],
+                                                      user="4242", name="mira"))
+    assert held.body["type"] == 7 and "<@4242> has it" in held.body["data"]["content"]
+    second = world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:acknowledge", roles=[GM_ROLE],
+                                                        user="5555", name="bo"))
+    assert second.body["type"] == 4 and second.body["data"]["flags"] == 64
+    said = second.body["data"]["content"]
+    assert said.endswith(f"{cue.named}: <@4242> has it since {world.clock.now():%H:%M} UTC; to have it yourself,"
+                         " take it over on the console."), said
+    assert "discord:4242" not in said and world.steps(run.id)[0].acknowledged_by == "discord:4242"
+
+    run, cue = world.cue_posted()  # held on the console: named as the console names its people
+    assert world.api.post(f"/runs/{run.id}/steps/{cue.id}/acknowledge", {}, auth=MODERATOR).status == 200
+    message = world.chat.messages("discord")[-1]
+    said = world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:acknowledge", roles=[GM_ROLE],
+                                                      user="5555", name="bo")).body["data"]["content"]
+    assert "mod-mia has it since" in said and said.endswith("take it over on the console."), said
+
+
+def test_a_slack_second_claimer_is_told_who_has_it_by_their_mention(world):
+    settings = chat_settings(world.chat, world.settings, cue_channel=f"slack:{SLACK_CHANNEL}",
+                             slack_roles=((SLACK_GM, "gm"), ("U0BO", "gm")))
+    with runtime.override(settings=settings):
+        run, cue = world.cue_posted(settings)
+        [message] = world.chat.messages("slack")
+        for user in (SLACK_GM, "U0BO"):
+            headers, body = world.chat.slack_signed(world.chat.slack_interaction(
+                message, f"ev:{run.id}:{cue.id}:acknowledge", user=user, name=user.lower()))
+            assert world.api.call("POST", SLACK, raw=body, headers=headers).status == 200
+            until(lambda: world.chat.received("POST", "/slack/respond/"), "the first press's answer")
+        until(lambda: world.chat.private(message.id), "the second claimer told why")
+    [(who, said)] = world.chat.private(message.id)
+    assert who == "u0bo" and "<@U0MIRA> has it since" in said and said.endswith("take it over on the console."), said
+
+
+def test_the_same_gm_pressing_i_have_it_twice_is_one_press_in_the_log(world):
+    """Each press wrote a chat.pressed row, the one that changed nothing too: the log held one acknowledge and two
+    presses "that took"."""
+    run, cue = world.cue_posted()
+    [message] = world.chat.messages("discord")
+    for _ in range(2):  # two interactions, as two taps are
+        answer = world.press(world.chat.discord_interaction(message, f"ev:{run.id}:{cue.id}:acknowledge", roles=[GM_ROLE]))
+        assert answer.body["type"] == 7 and answer.body["data"]["content"].endswith("\n<@4242> has it")
+    kinds = [e.kind for e in log_of(world.db, run.id) if e.actor == "discord:4242"]
+    assert kinds == ["step.acknowledged", "chat.pressed"], kinds
+
+
+def test_a_press_without_the_platforms_interaction_id_is_400_and_changes_nothing(world):
+    """A Slack payload without trigger_id was made with the Idempotency-Key `slack:None`, which every such payload
+    shared (Discord's without id: `discord:None`)."""
+    settings = chat_settings(world.chat, world.settings, cue_channel=f"slack:{SLACK_CHANNEL}")
+    run, cue = world.cue_posted(settings)
+    [message] = world.chat.messages("slack")
+    before = log_of(world.db, run.id)
+    payload = world.chat.slack_interaction(message, f"ev:{run.id}:{cue.id}:confirm", user=SLACK_GM)
+    for trigger in (None, "", 7):
+        headers, body = world.chat.slack_signed({**payload, "trigger_id": trigger})
+        answer = world.api.call("POST", SLACK, raw=body, headers=headers)
+        assert answer.status == 400 and "trigger_id" in answer.body["errors"][0], answer.body
+    del payload["trigger_id"]
+    headers, body = world.chat.slack_signed(payload)
+    assert world.api.call("POST", SLACK, raw=body, headers=headers).status == 400
+    run_d, cue_d = world.cue_posted()
+    press = world.chat.discord_interaction(world.chat.messages("discord")[-1], f"ev:{run_d.id}:{cue_d.id}:confirm",
+                                           roles=[GM_ROLE])
+    del press["id"]
+    answer = world.press(press)
+    assert answer.status == 400 and "its id" in answer.body["errors"][0], answer.body
+    assert world.steps(run.id)[0].parked and world.steps(run_d.id)[0].parked and log_of(world.db, run.id) == before

@@ -13,8 +13,11 @@ at once or after (Discord's ephemeral follow-up, Slack's ephemeral `response_url
 everyone: never silence, and never one person's refusal on the channel's message. Slack's answer is always an empty
 200, everything after it through `response_url`, who may press included (a mapped user group's members are
 read there, `groups.py`). On AWS the finishing is a real asynchronous invocation of
-the chat function (EVENTS_CHAT_FUNCTION_ARN), not a thread Lambda freezes; the press's interaction id is its
-Idempotency-Key, so the worker and that invocation both finishing it change the run once. A press that made
+the chat function (EVENTS_CHAT_FUNCTION_ARN), not a thread Lambda freezes; and the API's worker, which Lambda
+freezes with its container once the answer has gone (inside a connect, or queued), begins its press only before
+the answer (WORKER_MARGIN_SECONDS ahead of it) and never after: the invocation is the one half that acts late.
+The press's interaction id is its Idempotency-Key, so the worker and that invocation both finishing it change the
+run once. A press that made
 work wakes a sleeping deployment once it has committed (`nudge.after_work_created`), as the API's controls do.
 """
 
@@ -25,7 +28,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -38,7 +41,17 @@ from ..model import MAX_NOTE
 from ..setting_keys import setting_key
 from ..store import chat_messages
 from .groups import is_group, roles_from_groups
-from .interactions import COMPONENT, MODAL_SUBMIT, ChatPress, Pressing, allowed, perform, read_discord, read_slack
+from .interactions import (
+    COMPONENT,
+    MODAL_SUBMIT,
+    ChatPress,
+    Pressing,
+    TooLate,
+    allowed,
+    perform,
+    read_discord,
+    read_slack,
+)
 from .platforms import DiscordApi, Message, SlackApi, discord_body, discord_modal, private_body
 from .render import Pressed, asked, mapped_roles
 from .signatures import check_discord, check_slack
@@ -54,6 +67,9 @@ PRESS_ANSWER_SECONDS = 1.5
 # nobody, so it waits longer.
 FINISH_WAIT_SECONDS = 30.0
 EDIT_SECONDS = 5.0  # the deadline of the edit a finished press makes
+# On AWS, how long before its answer the API's worker may last begin a press (its transaction takes milliseconds):
+# one begun in time is done before the answer, so none is frozen with its container holding the run's locks.
+WORKER_MARGIN_SECONDS = 0.25
 # What a press that could not be made says to its presser: it may even have taken (a commit whose answer was
 # lost), and a second press says which (refused, naming who ended the wait, when the first took).
 NOT_MADE = ("Your press could not be made just now: the event engine did not reach its database in time. Press again;"
@@ -121,16 +137,32 @@ def _privately(words: str) -> dict[str, Any]:
 
 def _within(press: ChatPress, settings: Settings) -> Pressing | None:
     """The press made by a worker, if it is done within PRESS_ANSWER_SECONDS; else None, and it is finished
-    after (by the worker itself off AWS, by the chat function's invocation on it)."""
+    after (by the worker itself off AWS, by the chat function's invocation on it).
+
+    On AWS the worker is frozen with its container once the answer has gone and may go on minutes later (inside
+    a connect, or queued behind other presses): there it begins the press only before WORKER_MARGIN_SECONDS
+    ahead of the answer and never once the answer has gone (`in_time`, read at the transaction's start), so the
+    chat function's invocation is the only half that acts after the answer."""
+    answer_at = time.monotonic() + PRESS_ANSWER_SECONDS
+    on_aws = _lambda_function(settings) is not None
     state: dict[str, Any] = {}
     lock, done = threading.Lock(), threading.Event()
 
-    def work() -> None:
-        pressing = _pressed(press, settings, settings.api_database_wait_seconds)
+    def in_time() -> bool:
         with lock:
-            state["pressing"], late = pressing, state.get("late", False)
+            return not state.get("answered") and time.monotonic() < answer_at - WORKER_MARGIN_SECONDS
+
+    def work() -> None:
+        if on_aws:
+            pressing = _pressed(press, settings, answer_at - WORKER_MARGIN_SECONDS, in_time)
+        else:
+            pressing = _pressed(press, settings, time.monotonic() + settings.api_database_wait_seconds)
+        with lock:
+            if pressing is not None:
+                state["pressing"] = pressing
+            late = state.get("late", False)
         done.set()
-        if late:
+        if late and pressing is not None:
             _said_after(press, pressing, settings)
 
     _workers.submit(work)
@@ -138,21 +170,32 @@ def _within(press: ChatPress, settings: Settings) -> Pressing | None:
     with lock:
         if "pressing" in state:
             return state["pressing"]
-        if _lambda_function(settings) is None:
+        if not on_aws:
             state["late"] = True
             return None
+        state["answered"] = True  # from now on the worker does nothing: the chat function makes the press
     _hand_off({"press": press.event()}, settings)
     return None
 
 
-def _pressed(press: ChatPress, settings: Settings, wait_seconds: float) -> Pressing:
-    """The press made, waiting up to `wait_seconds` for a database resuming from a pause; one that could not be
-    made (the database never answered, or anything failed) is refused with NOT_MADE, and logged."""
+def _pressed(press: ChatPress, settings: Settings, until: float, in_time: Callable[[], bool] | None = None) -> Pressing | None:
+    """The press made, waiting until `until` (time.monotonic) for a database resuming from a pause; one that
+    could not be made (the database never answered, or anything failed) is refused with NOT_MADE, and logged.
+    With `in_time` (the API's worker on AWS): None once it says the answer has gone or is about to, the press
+    not begun (or a failure then: not done in time), for the chat function's invocation to make."""
     db = runtime.database()
     try:
-        with db.waiting_until(time.monotonic() + wait_seconds):
-            pressing = perform(db, runtime.clock(), press, mapped_roles(settings, press.platform))
+        with db.waiting_until(until):
+            pressing = perform(db, runtime.clock(), press, mapped_roles(settings, press.platform), in_time)
+    except TooLate:
+        logger.info("run %s: a %s press of step %s is made by the chat function: its answer went first",
+                    press.run_id, press.platform, press.step_id)
+        return None
     except Exception:
+        if in_time is not None and not in_time():
+            logger.info("run %s: a %s press of step %s was not made before its answer: the chat function makes it",
+                        press.run_id, press.platform, press.step_id, exc_info=True)
+            return None
         logger.exception("run %s: a %s press of step %s could not be made", press.run_id, press.platform, press.step_id)
         return Pressing(None, NOT_MADE)
     # guard: a-chat-press-does-not-nudge-a-sleeping-deployment
@@ -190,7 +233,8 @@ def finish(event: dict[str, Any]) -> None:
         except Refused as why:
             _say_privately(settings, why.response_url, str(why))
             return
-    _said_after(press, _pressed(press, settings, FINISH_WAIT_SECONDS), settings)
+    pressing = _pressed(press, settings, time.monotonic() + FINISH_WAIT_SECONDS)  # never None: no `in_time` here
+    _said_after(press, pressing or Pressing(None, NOT_MADE), settings)
 
 
 def _with_groups(press: ChatPress, settings: Settings) -> ChatPress:

@@ -10,9 +10,12 @@ opened (MODAL_SUBMIT, which carries the message the button was on and the reason
 as a button's press; a submission of any other control is no form of the engine's. A press that may be made
 is the control's command on the one template (`protocol.within`): in one transaction the message is checked
 to be the one recorded for the run and step its button names (an identifier edited to name another run or step
-matches nothing), the command's guard, its log row and the `chat.pressed` row saying who and from where; the
-platform's interaction id is the press's Idempotency-Key, so a re-delivered press changes nothing and shows
-what the first left. A press never settles its message: its own edit (a type 7 answer, `@original`, Slack's
+matches nothing) and the button one that message shows while its step waits (`render.ever_shown`: no Skip
+carrying an answer, no I have it on a decision), then the command's guard, its log row and, when the press took,
+the `chat.pressed` row saying who and from where (a press that changed nothing, the same person's I have it
+again, writes none); the platform's interaction id (Discord's `id`, Slack's `trigger_id`: a payload without
+one is 400) is the press's Idempotency-Key, so a re-delivered press changes nothing and shows what the first
+left. A press never settles its message: its own edit (a type 7 answer, `@original`, Slack's
 `response_url`) is made after the commit and may not land, so the tick's chore edits the message once its step no longer
 waits (`settle.py`).
 """
@@ -20,6 +23,7 @@ waits (`settle.py`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -30,12 +34,13 @@ from ...db import Clock, Database, Tx, must_exist
 from ...errors import Forbidden
 from ...roles import named
 from .. import journal
-from ..commands import CONTROLS, Context, Press, within
+from ..commands import CONTROLS, Acknowledge, Context, Press, within
+from ..commands.rules import had_by
 from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerRow, NotFound, Refused, Stale
 from ..model import Step
 from ..store import chat_messages, log, runs, steps
 from .platforms import Message
-from .render import asked, current, ended_words, parse, written
+from .render import asked, button_id, current, ended_words, ever_shown, parse, who, written
 
 COMPONENT, MODAL_SUBMIT = 3, 5  # the Discord interactions a press comes as: a button's, an asking modal's submission
 REFUSED_BY_THE_RULES = (Conflict, Stale, NotFound, Forbidden, Invalid, KeyReused, Clash, NewerRow)
@@ -75,6 +80,10 @@ class ChatPress:
         return asdict(self)
 
 
+class TooLate(Exception):
+    """A press its worker would begin after its answer has gone: the other half makes it (`answers.py`)."""
+
+
 @dataclass(frozen=True)
 class Pressing:
     """What a press came to: the message as it now stands, and the why of a press that did not take."""
@@ -90,10 +99,10 @@ def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
     data, message = _shaped(payload.get("data"), "data"), _shaped(payload.get("message"), "message")
     pressed = parse(data.get("custom_id"))
     if pressed is None:
-        raise Refused("This button is not one of the event engine's.")
+        raise Refused("This button is not one of the event engine's: nothing was changed.")
     submitted = payload.get("type") == MODAL_SUBMIT
     if submitted and asked(pressed) is None:
-        raise Refused("This form is not one of the event engine's.")
+        raise Refused("This form is not one of the event engine's: nothing was changed.")
     note_field = CONTROLS[pressed.control].note_field
     note = _typed(data).get(note_field) if submitted and note_field else None
     guild = payload.get("guild_id")
@@ -102,13 +111,14 @@ def read_discord(payload: dict[str, Any], settings: Settings) -> ChatPress:
     # guard: a-press-from-another-guild-is-taken
     if guild is None or guild != settings.discord_guild_id:
         raise Refused("Presses count only in the event's own server, not in a direct message or another server.")
+    interaction_id = _interaction_id(payload.get("id"), "id")
     member = _shaped(payload.get("member"), "member")
     user, roles = _shaped(member.get("user"), "user"), _shaped(member.get("roles"), "roles", list)
     held = {role for chat_id, role in settings.discord_roles if chat_id in roles}
     name = member.get("nick") or user.get("global_name") or user.get("username") or str(user.get("id"))
     return allowed(ChatPress(
         "discord", str(user.get("id")), str(name), sorted(held), pressed.run_id, pressed.step_id, pressed.control,
-        pressed.choice, str(payload.get("id")), str(payload.get("channel_id")), str(message.get("id")), str(guild),
+        pressed.choice, interaction_id, str(payload.get("channel_id")), str(message.get("id")), str(guild),
         {"application_id": str(payload.get("application_id")), "token": str(payload.get("token"))}, note))
 
 
@@ -142,7 +152,7 @@ def read_slack(body: bytes, settings: Settings) -> ChatPress:
     actions = _shaped(payload.get("actions"), "actions", list) or [{}]
     pressed = parse(_shaped(actions[0], "actions[0]").get("action_id"))
     if pressed is None:
-        raise Refused("This button is not one of the event engine's.", url)
+        raise Refused("This button is not one of the event engine's: nothing was changed.", url)
     team = _shaped(payload.get("team"), "team").get("id")
     if settings.slack_team_id is None:  # refused at start (config.py), as DISCORD_GUILD_ID is
         raise Refused("This deployment names no Slack workspace (SLACK_TEAM_ID), so no press counts: tell an organiser.", url)
@@ -150,11 +160,21 @@ def read_slack(body: bytes, settings: Settings) -> ChatPress:
         raise Refused("Presses count only in the event's own workspace.", url)
     user = _shaped(payload.get("user"), "user")
     channel, container = _shaped(payload.get("channel"), "channel"), _shaped(payload.get("container"), "container")
+    trigger = _interaction_id(payload.get("trigger_id"), "trigger_id")
     held = {role for chat_id, role in settings.slack_roles if chat_id == user.get("id")}
     return ChatPress(
         "slack", str(user.get("id")), str(user.get("name") or user.get("username") or user.get("id")), sorted(held),
-        pressed.run_id, pressed.step_id, pressed.control, pressed.choice, str(payload.get("trigger_id")),
+        pressed.run_id, pressed.step_id, pressed.control, pressed.choice, trigger,
         str(channel.get("id")), str(container.get("message_ts")), str(team), {"response_url": str(payload.get("response_url"))})
+
+
+def _interaction_id(value: Any, what: str) -> str:
+    """The platform's id of an interaction (Discord's `id`, Slack's `trigger_id`): the press's Idempotency-Key,
+    so one without it is no press the platforms send (Invalid), never a key that every such press would share."""
+    # guard: a-press-without-its-id-shares-a-key
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(f"an interaction carries its {what}, a string")
+    return value
 
 
 def _shaped(value: Any, what: str, kind: type[dict[str, Any]] | type[list[Any]] = dict) -> Any:
@@ -182,11 +202,14 @@ def allowed(press: ChatPress, response_url: str = "", unread: tuple[str, ...] = 
     return press
 
 
-def perform(db: Database, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> Pressing:
+def perform(db: Database, clock: Clock, press: ChatPress, mapped: frozenset[str],
+            in_time: Callable[[], bool] | None = None) -> Pressing:
     """The press as the control it names, in one transaction; what the message shows after it, its buttons
-    those some `mapped` role (the platform's, `render.mapped_roles`) may press."""
+    those some `mapped` role (the platform's, `render.mapped_roles`) may press. With `in_time`, the transaction
+    is begun only while it says so (TooLate otherwise, nothing done): the API's worker, whose answer may have
+    gone (`answers.py`)."""
     try:
-        return db.transaction(lambda tx: _perform(tx, clock, press, mapped))
+        return db.transaction(lambda tx: _perform(tx, clock, press, mapped, in_time))
     except AnsweredBefore:  # the same interaction again: nothing written, the message as the first left it
         # and the wake again: the half that made the press may have been frozen (a Lambda after its answer)
         # between its commit and its nudge; a deployment already woken is not nudged twice
@@ -197,7 +220,11 @@ def perform(db: Database, clock: Clock, press: ChatPress, mapped: frozenset[str]
         return db.autocommit(lambda tx: _refused(tx, press, mapped, words))
 
 
-def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> Pressing:
+def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str], in_time: Callable[[], bool] | None) -> Pressing:
+    # before the transaction's first statement (which begins it): no row read, none locked
+    # guard: a-press-worker-acts-after-its-answer
+    if in_time is not None and not in_time():
+        raise TooLate(f"run {press.run_id}: a {press.platform} press of step {press.step_id} was answered before it began")
     now = clock.now()
     # guard: a-button-edited-to-another-step-is-pressed
     message = chat_messages.pressed_on(tx, press.platform, press.message_id, press.run_id, press.step_id)
@@ -207,6 +234,11 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> 
     step = steps.get_on_run(tx, press.run_id, press.step_id)
     if step is None:
         raise NotFound(f"run {press.run_id} has no step {press.step_id} any more")
+    # guard: a-chat-press-of-a-button-its-message-never-showed
+    if button_id(press.run_id, press.step_id, press.control, press.choice) not in {b.custom_id for b in ever_shown(step, mapped)}:
+        return Pressing(_message_of(tx, step, press.platform, mapped), written(
+            f"{step.named}: its message carries no such button: nothing was changed.",
+            press.platform))
     body: dict[str, Any] = {} if press.choice is None else {"choice": _choice(step, press)}
     if press.note is not None and control.note_field:
         body[control.note_field] = press.note  # kept as the console's is (`clean_note`: trimmed, empty is none)
@@ -214,11 +246,16 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str]) -> 
     roles = frozenset(press.roles)
     within(tx, command, Context(press.actor, now, Press(key=press.key), roles if control.cue_only(roles) else None,
                                 parked_only=True))
+    after = steps.get_on_run(tx, press.run_id, press.step_id)
+    # A press that took keeps its key (`protocol.within`); one that changed nothing (the same person's I have it
+    # again) wrote nothing, and no row says it took.
+    # guard: a-chat-press-that-changed-nothing-is-logged
+    if log.remembered(tx, press.run_id, press.key) is None:
+        return Pressing(None if after is None else _message_of(tx, after, press.platform, mapped))
     log.append(tx, journal.chat_pressed(step, press.actor, press.control, platform=press.platform, user_id=press.user_id,
                                         name=press.name, place=press.place, channel_id=press.channel_id,
                                         message_id=press.message_id, interaction_id=press.interaction_id), now)
     made_work_at = now if control.wakes else None
-    after = steps.get_on_run(tx, press.run_id, press.step_id)
     if after is None:
         return Pressing(None, made_work_at=made_work_at)
     return Pressing(_message_of(tx, after, press.platform, mapped), made_work_at=made_work_at)
@@ -242,6 +279,10 @@ def _refused(tx: Tx, press: ChatPress, mapped: frozenset[str], words: str) -> Pr
     step = steps.get_on_run(tx, press.run_id, press.step_id)
     if step is None:
         return Pressing(None, words)
+    if press.control == Acknowledge.name and step.parked_cue and step.acknowledged_by not in (None, press.actor):
+        # someone else has it: named as the chat names people, and the control that takes it is the console's
+        words = (written(f"{step.named}: ", press.platform) + had_by(step, lambda actor: who(actor, press.platform))
+                 + "; to have it yourself, take it over on the console.")
     if not step.parked:
         ended = chat_messages.how_it_ended(tx, step.run_id, step.id)
         words = f"{words}: {ended_words(step, ended, press.platform)}. Your press changed nothing."

@@ -3,7 +3,9 @@
 Invariant: a button's identifier (`ev:<run>:<step>:<control>[:<choice index>]`, at most 100 characters as
 Discord allows) names the run, the step and the control it presses, and for a cue that asks the index of
 the answer among the step's choices (so an answer's value, up to 100 characters itself, never has to fit);
-`parse` gives back exactly that or None. A message carries the buttons of what its readers may do now: a
+`parse` gives back exactly that or None (an answer's index on a Confirm alone, and no number written with a
+leading zero: one button, one identifier), and a press is made only of a button its step's message shows while
+it waits (`ever_shown`). A message carries the buttons of what its readers may do now: a
 parked cue's Confirm (or a button per answer), Skip and I have it (not once someone has it); a decision's
 Confirm, Skip and Resend; each only where a role the deployment maps to the platform's people (its
 `mapped_roles`: DISCORD_ROLES, SLACK_ROLES) passes that control's roles (`Control.passes`, as a press is judged),
@@ -27,7 +29,7 @@ from ..actions.notice import REHEARSAL_PREFIX
 from ..adapters.webhook_channel import discord_text, slack_text
 from ..commands import CONTROLS, Acknowledge, Confirm, Resend, Skip
 from ..commands.rules import UNDECIDED
-from ..lifecycle import RunMode, StepStatus
+from ..lifecycle import ParkReason, RunMode, StepStatus
 from ..model import Step
 from ..store.chat_messages import Ended
 from .platforms import Button, Message
@@ -42,7 +44,9 @@ CHAT_CONTROLS = frozenset((*CUE_CONTROLS, *DECISION_CONTROLS))
 # changes nothing in the game.
 ASKED = frozenset((Skip.name, Resend.name))
 NOBODY_HERE = "nobody here holds a role that may press its controls: open it on the console"
-_ID = re.compile(rf"{PREFIX}:(\d{{1,19}}):(\d{{1,19}}):([a-z_]{{1,30}})(?::(\d{{1,2}}))?")
+# A number as `button_id` writes it: no leading zero, so one button has one identifier.
+_NUMBER = r"(0|[1-9]\d{0,18})"
+_ID = re.compile(rf"{PREFIX}:{_NUMBER}:{_NUMBER}:([a-z_]{{1,30}})(?::(0|[1-9]\d?))?")
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,8 @@ def parse(custom_id: object) -> Pressed | None:
     """The run, step, control (and answer) a button names; None for anything else (or a control chat lacks)."""
     found = _ID.fullmatch(custom_id) if isinstance(custom_id, str) else None
     if found is None or found[3] not in CHAT_CONTROLS:
+        return None
+    if found[4] is not None and found[3] != Confirm.name:  # only a cue's answer carries one: `buttons`
         return None
     return Pressed(int(found[1]), int(found[2]), found[3], None if found[4] is None else int(found[4]))
 
@@ -99,6 +105,18 @@ def asked(pressed: Pressed) -> Button | None:
     if pressed.control not in ASKED or pressed.choice is not None:
         return None
     return buttons(pressed.run_id, pressed.step_id, (pressed.control,))[0]
+
+
+def ever_shown(step: Step, mapped: frozenset[str]) -> tuple[Button, ...]:
+    """Every button a message of `step` carries while it waits, for the `mapped` roles, whoever has it: a cue's
+    (a Confirm per answer of a cue that asks, Skip, I have it), a decision's (Confirm, Skip, Resend). A press of
+    anything else is no button its message showed (an identifier edited to another control or answer)."""
+    if step.park_reason is ParkReason.DOUBT:
+        return buttons(step.run_id, step.id, for_readers(DECISION_CONTROLS, mapped, cue=False))
+    if step.park_reason is ParkReason.CUE:
+        return buttons(step.run_id, step.id, for_readers(CUE_CONTROLS, mapped, cue=True),
+                       tuple(str(c["label"]) for c in step.choices))
+    return ()
 
 
 def now_buttons(step: Step, mapped: frozenset[str]) -> tuple[Button, ...]:

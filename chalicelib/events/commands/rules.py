@@ -66,9 +66,10 @@ def needed(step: Step | None, command: str) -> Step:
     return step
 
 
-def had_by(step: Step) -> str:
-    """Who has an acknowledged cue, and since when ("rowan has it since 20:14 UTC")."""
-    return f"{step.acknowledged_by} has it since {step.acknowledged_at:%H:%M} UTC"
+def had_by(step: Step, named: Callable[[str], str] = str) -> str:
+    """Who has an acknowledged cue, and since when ("rowan has it since 20:14 UTC"); `named`: the holder's id as
+    its reader names people (a chat message's mention of a chat identity, `chat/render.who`)."""
+    return f"{named(str(step.acknowledged_by))} has it since {step.acknowledged_at:%H:%M} UTC"
 
 
 def lapsed(step: Step) -> str:
