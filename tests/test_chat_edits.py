@@ -13,13 +13,13 @@ import pytest
 
 from chalicelib.events.chat.answers import finish
 from chalicelib.events.chat.interactions import read_discord, read_slack
-from chalicelib.events.chat.platforms import DiscordApi
+from chalicelib.events.chat.platforms import MOST_RETRY_AFTER, DiscordApi
 from chalicelib.events.chat.settle import EDIT_PATIENCE
 from chalicelib.events.lifecycle import StepStatus
 from chalicelib.events.runner.sleep import next_work
 from devtools.kit.fake_chat import Scripted
 from tests.support.api import MODERATOR
-from tests.support.chat import GM_ROLE, SLACK_CHANNEL, SLACK_GM, chat_settings
+from tests.support.chat import CUE_CHANNEL, GM_ROLE, SLACK_CHANNEL, SLACK_GM, chat_settings
 from tests.support.chat_world import ChatWorld, opened
 from tests.support.runner_kit import log_of
 from tests.support.sleep_world import HORIZON
@@ -262,3 +262,30 @@ def test_a_slack_press_after_the_console_confirmed_is_answered_privately_and_lea
     assert world.chat.message(message.id).text == edited and world.chat.message(message.id).custom_ids == []
     [(who, said)] = world.chat.private(message.id)
     assert who == "mira" and f"Confirmed by mod-mia at {at:%H:%M} UTC. Your press changed nothing." in said
+
+
+@pytest.mark.parametrize(("platform", "limited"), [
+    ("discord", Scripted(429, {"message": "You are being rate limited.", "retry_after": 1e12, "global": True})),
+    ("discord", Scripted(429, {"message": "You are being rate limited.", "retry_after": float("inf"), "global": True})),
+    ("slack", Scripted(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1e400"})),
+], ids=["discord-1e12", "discord-Infinity", "slack-1e400"])
+def test_a_rate_limit_asking_an_endless_wait_neither_stops_the_tick_nor_loses_the_edit(world, platform, limited):
+    """A 429 whose retry_after was 1e12 or infinite (JSON's Infinity, a Retry-After of 1e400) raised OverflowError
+    in the tick's chat chore: the failure was never recorded, so the same message came first again and the chore
+    failed on every tick. A wait that is no finite number is none; a longer one than the edit's patience is that."""
+    channel = CUE_CHANNEL if platform == "discord" else SLACK_CHANNEL
+    settings = chat_settings(world.chat, world.settings, cue_channel=f"{platform}:{channel}")
+    run, cue = world.cue_posted(settings)
+    [message] = world.chat.messages(platform)
+    assert world.api.post(f"/runs/{run.id}/steps/{cue.id}/confirm", {}, auth=MODERATOR).status == 200
+    ended = world.clock.now()
+    world.chat.script(limited)
+    world.tick(settings)  # raised OverflowError
+    [failed] = world.failed_edits(run.id)
+    assert "rate limiting the bot" in failed["error"] and failed["again_at"]
+    again_at = datetime.fromisoformat(failed["again_at"]).replace(tzinfo=None)
+    assert ended < again_at <= ended + EDIT_PATIENCE == ended + timedelta(seconds=MOST_RETRY_AFTER)
+    world.clock.advance((again_at - world.clock.now()).total_seconds())
+    world.tick(settings)
+    shown = world.chat.message(message.id)
+    assert "Confirmed by mod-mia" in shown.text and shown.custom_ids == []

@@ -8,6 +8,8 @@ as markup (`<!channel>`, a link with text of its own): every text the engine sen
 first post and every edit alike, all but the engine's own mentions.
 """
 
+import json
+
 import pytest
 from chalice.test import Client
 
@@ -136,3 +138,100 @@ def test_an_authored_everyone_is_broken_in_a_discord_cues_post_and_in_the_answer
     answer = world.press(world.chat.discord_interaction(posted, f"ev:{run.id}:{cue.id}:confirm", roles=[GM_ROLE]))
     for content in (posted.body["content"], answer.body["data"]["content"]):
         assert "Gather @\u200beveryone and @\u200bhere at the gate" in content, content
+
+
+def test_a_slack_press_on_the_largest_emoji_cue_is_taken_and_a_body_past_the_cap_is_400_unread(world):
+    """Slack's press carries the message it came from twice (its text, its blocks), every emoji a pair of \\u
+    escapes, form-encoded: 16 bytes each. On a cue of 2,000 emoji with ten answers it was past the route's 64 KB,
+    so every press of it was a 400 and its presser saw only Slack's "failed"."""
+    from chalicelib.api.routes.chat import MAX_INTERACTION_BYTES, MAX_SLACK_INTERACTION_BYTES, SLACK_WORST_MESSAGE_BYTES
+
+    settings = chat_settings(world.chat, world.settings, cue_channel=f"slack:{SLACK_CHANNEL}")
+    emoji = "🎆🔥"  # outside the BMP: a surrogate pair each, escaped
+    answers = [{"value": f"v{n}", "label": (f"{n}" + emoji * 100)[:200]} for n in range(10)]  # 200 characters, the most
+    cue = step("core.cue", instruction=emoji * 1000, choices=answers)  # 2,000 characters, the most
+    with runtime.override(settings=settings):
+        run, posted_cue = world.cue_posted(settings, cue)
+        [message] = world.chat.messages("slack")
+        payload = world.chat.slack_interaction(message, f"ev:{run.id}:{posted_cue.id}:confirm:9", user=SLACK_GM)
+        assert payload["message"]["text"].count(emoji) >= 1000 and len(payload["message"]["blocks"]) == 2
+        headers, body = world.chat.slack_signed(payload)
+        assert MAX_INTERACTION_BYTES < len(body) < MAX_SLACK_INTERACTION_BYTES / 2, len(body)  # 111 KB
+        assert 2 * SLACK_WORST_MESSAGE_BYTES < MAX_SLACK_INTERACTION_BYTES
+        answer = world.api.call("POST", "/integrations/slack/interactions", raw=body, headers=headers)
+        assert answer.status == 200, answer.body  # was 400: "an interaction is at most 65536 bytes"
+        until(lambda: "Confirmed by" in world.chat.message(message.id).text, "the press's response_url edit")
+    assert world.steps(run.id)[0].status is StepStatus.DONE and world.steps(run.id)[0].choice == "v9"
+    too_large = b"payload=" + b"x" * MAX_SLACK_INTERACTION_BYTES  # unsigned: refused before its signature is read
+    answer = world.api.call("POST", "/integrations/slack/interactions", raw=too_large,
+                            headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert answer.status == 400 and f"at most {MAX_SLACK_INTERACTION_BYTES} bytes" in answer.body["errors"][0]
+
+
+def test_every_slack_text_is_fitted_as_its_section_is(world):
+    """A press's edit (its response_url) and the tick's (chat.update) sent the message's whole text beside its
+    fitted section: 10,000 characters for an instruction of 2,000 `&`, escaped, which Slack gives back in every
+    press's payload after."""
+    settings = chat_settings(world.chat, world.settings, cue_channel=f"slack:{SLACK_CHANNEL}")
+    with runtime.override(settings=settings):
+        run, cue = world.cue_posted(settings, step("core.cue", instruction="&" * 2000),
+                                    step("core.cue", instruction="<" * 2000))
+        first = world.chat.messages("slack")[0]
+        headers, body = world.chat.slack_signed(world.chat.slack_interaction(first, f"ev:{run.id}:{cue.id}:confirm",
+                                                                             user=SLACK_GM))
+        assert world.api.call("POST", "/integrations/slack/interactions", raw=body, headers=headers).status == 200
+        until(lambda: "Confirmed by" in world.chat.message(first.id).text, "the press's response_url edit")
+        world.tick(settings)
+        second = world.steps(run.id)[1]
+        assert world.api.post(f"/runs/{run.id}/steps/{second.id}/confirm", {}, auth=MODERATOR).status == 200
+        world.tick(settings)
+    sent = {how: [r.json for r in world.chat.received("POST", how)] for how in ("/chat.postMessage", "/respond/", "/chat.update")}
+    assert all(sent.values()), sent.keys()  # the posts, the press's edit, the tick's
+    for body in (body for bodies in sent.values() for body in bodies):
+        section = body["blocks"][0]["text"]["text"]
+        assert body["text"] == section and len(body["text"]) <= 3000, (len(body["text"]), body["text"][-80:])
+    edits = [body["text"] for body in sent["/respond/"] + sent["/chat.update"]]
+    assert len(edits) >= 3 and all(text.split("\n")[-1].startswith("Confirmed by ") for text in edits), edits
+
+
+def test_discords_limits_its_schema_does_not_say_are_checked_on_every_body_and_the_engines_largest_cue_keeps_them():
+    """The published schema passes 6 action rows, 6 buttons a row, a custom_id twice, 4,000 characters of content
+    and a misspelt field in an interaction's answer, all of which Discord refuses; the chat fixture checks every
+    body the fake Discord receives and every answer the API gives Discord against them, at each test's teardown."""
+    import urllib.request
+
+    from chalicelib.events.actions.registry import MAX_CHOICES
+    from chalicelib.events.chat.render import CUE_CONTROLS, buttons
+    from devtools.kit.fake_chat import FakeChat
+    from tests.support.chat import discord_problems, what_discord_would_refuse
+
+    def row(*ids):
+        return {"type": 1, "components": [{"type": 2, "style": 2, "label": i, "custom_id": i} for i in ids]}
+
+    message = {"content": "a cue", "allowed_mentions": {"parse": []}}
+    assert discord_problems("MessageCreateRequest", {**message, "components": [row(f"r{n}") for n in range(5)]}) == []
+    for wrong, said in (({"components": [row(f"r{n}") for n in range(6)]}, "6 components at the top"),
+                        ({"components": [row(*"abcdef")]}, "an action row of 6 components"),
+                        ({"components": [row("a", "b"), row("b")]}, "custom_ids given twice: ['b']"),
+                        ({"content": "x" * 2001}, "content of 2001 characters")):
+        assert any(said in problem for problem in discord_problems("MessageCreateRequest", {**message, **wrong})), wrong
+    answer = {"type": 7, "data": message}
+    assert discord_problems("interaction_callback", answer) == []
+    assert discord_problems("interaction_callback", {**answer, "flags": 64}) == [
+        "an interaction's answer has only type and data, not ['flags']"]
+    assert discord_problems("interaction_callback", {"type": 4, "data": {**message, "content": "y" * 2001}})
+
+    labels = tuple(f"Answer {n}" for n in range(MAX_CHOICES))  # the most buttons a message of the engine's carries
+    largest = discord_body(Message("Which?", buttons(1, 2, CUE_CONTROLS, labels)))
+    assert discord_problems("MessageCreateRequest", largest) == [] and len(largest["components"]) == 3
+    [actions] = [b for b in slack_blocks(Message("Which?", buttons(1, 2, CUE_CONTROLS, labels))) if b["type"] == "actions"]
+    assert len(actions["elements"]) == MAX_CHOICES + 2 <= 25  # Block Kit's most elements in an actions block
+
+    with FakeChat() as fake:  # a body Discord would refuse, received: the fixture names it
+        sent = {**message, "components": [row("a"), row("a")]}
+        request = urllib.request.Request(f"{fake.discord_url}/channels/1/messages", data=json.dumps(sent).encode(),
+                                         headers={"Authorization": f"Bot {fake.token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5):  # the loopback fake
+            pass
+        [problem] = what_discord_would_refuse(fake)
+    assert problem.startswith("POST /discord/api/v10/channels/1/messages: custom_ids given twice"), problem

@@ -21,10 +21,12 @@ with that nonce in the past NONCE_WINDOW_SECONDS (200, nothing new posted), what
 
 Inbound (what the platform sends the engine): a press signed as Discord signs it (Ed25519 over timestamp
 and body, with this fake's own key: `public_key` is what DISCORD_PUBLIC_KEY is set to) or as Slack does
-(v0 HMAC-SHA256 with `signing_secret`). `serve_page(engine_url)` makes `GET /` a page of the messages with
-their buttons; pressing one signs the press and sends it to the engine, as Discord would (make dev), as the
-page's gm (@mira) or, at `/?as=<name>`, as a member without that role (@sam); a refusal's private answer
-(an ephemeral message: type 4, flags 64) shows under its message to the one who pressed, as Discord shows it.
+(v0 HMAC-SHA256 with `signing_secret`), a Slack press carrying the message as it stands whole (its `text` and
+`blocks`) in JSON escaped as Slack escapes it (`\\uXXXX`, `\\/`), so its size is a real press's.
+`serve_page(engine_url)` makes `GET /` a page of the messages with their buttons; pressing one signs the press
+and sends it to the engine, as Discord would (make dev), as the page's gm (@mira) or, at `/?as=<name>`, as a
+member without that role (@sam); a refusal's private answer (an ephemeral message: type 4, flags 64) shows under
+its message to the one who pressed, as Discord shows it.
 A modal the engine answers with (type 9: Skip's "Skip this step?") opens over the page for the one who pressed,
 its reason field and Discord's Submit and Cancel: Submit signs its submission (`discord_modal_submit`, type 5,
 carrying the message the button was on) and sends it; Cancel closes it, sending nothing, as Discord does.
@@ -404,21 +406,36 @@ class FakeChat:
 
     def slack_interaction(self, message: Posted, action_id: str, *, user: str = "U0MIRA", name: str = "mira",
                           team: str = TEAM_ID, trigger: str | None = None) -> dict[str, Any]:
+        """A press of the button `action_id` on `message` (block_actions), as Slack sends it: the message as it
+        stands whole (its `text` and its `blocks`, each block given its `block_id`), and the action with its label."""
         token = f"rtoken-{next(self._ids)}"
         with self._lock:
             self._tokens[token] = message.id
             self._pressers[token] = name
+            shown = dict((self._messages.get(message.id) or message).body)
+        blocks = [{**block, "block_id": block.get("block_id") or f"b{n}"} for n, block in enumerate(shown.get("blocks") or [])]
+        pressed = next(({**element, "block_id": block["block_id"]} for block in blocks if block.get("type") == "actions"
+                        for element in block.get("elements") or () if element.get("action_id") == action_id), {})
+        action = {"type": "button", "action_id": action_id, "value": action_id, "block_id": pressed.get("block_id", "b"),
+                  "action_ts": f"{time.time():.6f}",
+                  **{k: pressed[k] for k in ("text", "style") if k in pressed}}
         return {
             "type": "block_actions", "trigger_id": trigger or f"{next(self._ids)}.1.abc",
-            "user": {"id": user, "username": name, "name": name, "team_id": team}, "team": {"id": team},
-            "channel": {"id": message.channel_id}, "container": {"type": "message", "message_ts": message.id},
-            "message": {"ts": message.id}, "response_url": f"{self.url}/slack/respond/{token}",
-            "actions": [{"type": "button", "action_id": action_id, "value": action_id, "block_id": "b"}],
+            "user": {"id": user, "username": name, "name": name, "team_id": team}, "team": {"id": team, "domain": "fake"},
+            "api_app_id": "A0FAKE", "token": "verification-token-unused",
+            "channel": {"id": message.channel_id, "name": "cues"},
+            "container": {"type": "message", "message_ts": message.id, "channel_id": message.channel_id, "is_ephemeral": False},
+            "message": {"type": "message", "subtype": "bot_message", "text": shown.get("text") or "", "ts": message.id,
+                        "bot_id": "B0FAKE", "app_id": "A0FAKE", "team": team, "blocks": blocks},
+            "state": {"values": {}}, "response_url": f"{self.url}/slack/respond/{token}", "actions": [action],
         }
 
     def slack_signed(self, payload: dict[str, Any] | str, *, at: float | None = None) -> tuple[dict[str, str], bytes]:
-        """`payload` signed as Slack signs a press (a string: sent as the JSON text it is)."""
-        body = urlencode({"payload": payload if isinstance(payload, str) else json.dumps(payload)}).encode()
+        """`payload` signed as Slack signs a press (a string: sent as the JSON text it is); a dict is sent as Slack
+        writes its JSON: every character past ASCII as a \\u escape (an emoji as a pair of them), every `/` as `\\/`,
+        then form-encoded (the largest a payload's text can be)."""
+        text = payload if isinstance(payload, str) else json.dumps(payload).replace("/", "\\/")
+        body = urlencode({"payload": text}).encode()
         timestamp = str(int(time.time() if at is None else at))
         digest = hmac.new(self.signing_secret.encode(), f"v0:{timestamp}:".encode() + body, hashlib.sha256).hexdigest()
         return {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": f"v0={digest}",

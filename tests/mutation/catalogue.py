@@ -2363,6 +2363,10 @@ MUTATIONS: list[Mutation] = [
              "if log.remembered(tx, press.run_id, press.key) is None:", "if False:", ("tests/test_chat_interactions.py",)),
     Mutation("a-press-without-its-id-shares-a-key", "a-press-without-its-id-shares-a-key",
              "if not isinstance(value, str) or not value.strip():", "if False:", ("tests/test_chat_interactions.py",)),
+    Mutation("a-platforms-endless-wait-is-taken", "a-platforms-endless-wait-is-taken",
+             "return min(seconds, MOST_RETRY_AFTER)", "return seconds", ("tests/test_chat_edits.py",)),
+    Mutation("a-chat-body-is-read-past-its-cap", "a-chat-body-is-read-past-its-cap",
+             "if len(raw) > most:", "if len(raw) > MAX_INTERACTION_BYTES:", ("tests/test_chat_fit.py",)),
     # ── plans change: postpone, extend (commands/plans.py) ──────────────
     Mutation("postpone-a-started-run", "postpone-a-started-run",
              "WHERE id = %s AND status = {RunSQL.SCHEDULED} AND %s > %s{seen}",

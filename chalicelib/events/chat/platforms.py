@@ -4,15 +4,17 @@ read a Slack user group's members.
 Invariant: every call goes through `outbound.py` inside one overall deadline and reads at most
 MAX_ANSWER_BYTES of the answer; a rate-limit answer (429, or Slack's `ratelimited`) is waited out and the
 call sent again only when its `retry_after` / `Retry-After` fits in what is left of that deadline (else the
-call fails naming the wait, and its caller's retry comes later); a 401 (Slack: `invalid_auth`,
-`token_revoked`, `not_authed`) makes the token be read again past the secrets cache, and the call is sent
-once more when that gives another token. Anything else but a 2xx (Slack: `"ok": true`) raises ChannelError:
+call fails naming the wait, and its caller's retry comes later: a wait that is no finite number of seconds is
+none, and one past MOST_RETRY_AFTER is that, so a platform's `Infinity` never reaches a date); a 401 (Slack:
+`invalid_auth`, `token_revoked`, `not_authed`) makes the token be read again past the secrets cache, and the
+call is sent once more when that gives another token. Anything else but a 2xx (Slack: `"ok": true`) raises ChannelError:
 nothing the platform did not take is taken for delivered.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from abc import ABC, abstractmethod
@@ -37,6 +39,9 @@ NONCE_CHARS = 25  # a Discord message's nonce, as a string, in Discord's publish
 DISCORD_MODAL_TITLE_CHARS = 45  # a modal's title, and a label's, in Discord's published schema
 DISCORD_LABEL_CHARS = 80  # a button's label, in Discord's published schema (Slack's 75: BUTTON_LABEL_CHARS)
 EPHEMERAL = 64  # a Discord message's flag: shown to the one who pressed alone
+# The longest wait a rate limit's `retry_after` is taken for: settle.EDIT_PATIENCE, 6 hours (an edit waited past
+# it is given up), so any wait a platform names is a date the tick can compute.
+MOST_RETRY_AFTER = 6 * 60 * 60.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,13 @@ def slack_blocks(message: Message) -> list[dict[str, Any]]:
              "value": b.custom_id, **({"style": "primary"} if b.primary else {}), **_confirm(b)}
             for b in message.buttons]})
     return blocks
+
+
+def slack_text_of(message: Message) -> str:
+    """A message's `text` as Slack is sent it beside its blocks (the notification's words, and what Slack gives
+    back in a press's payload): fitted as its section is, so no message of the engine's carries more than
+    SLACK_SECTION_CHARS characters of it twice (`routes/chat.py` sizes a press's payload from that)."""
+    return fitted(message, SLACK_SECTION_CHARS)
 
 
 def _confirm(button: Button) -> dict[str, Any]:
@@ -183,7 +195,8 @@ class ChatApi(ABC):
                 if wait is not None and wait < deadline - time.monotonic():
                     time.sleep(wait)
                     continue
-                raise ChannelError(f"{self.platform} is rate limiting the bot: retry after {wait} s", retry_after=wait)
+                after = "naming no usable wait" if wait is None else f"retry after {wait} s"
+                raise ChannelError(f"{self.platform} is rate limiting the bot: {after}", retry_after=wait)
             raise ChannelError(f"{self.platform} answered HTTP {answer.status}: {_said(answer, parsed)}",
                                gone=parsed.get("code") in GONE or parsed.get("error") in GONE)
         raise ChannelError(f"{self.platform}: no answer taken after {SENDS_PER_CALL} sends")
@@ -265,7 +278,7 @@ class SlackApi(ChatApi):
     def post(self, channel_id: str, message: Message, reply_to: str | None = None, nonce: str | None = None) -> str:
         """chat.postMessage; the message's ts. A reply goes in the thread of the message it answers. Slack has no
         nonce (`nonce` is not sent): a post Slack took but answered after the deadline is posted again by the retry."""
-        body: dict[str, Any] = {"channel": channel_id, "text": message.text, "blocks": slack_blocks(message)}
+        body: dict[str, Any] = {"channel": channel_id, "text": slack_text_of(message), "blocks": slack_blocks(message)}
         if reply_to is not None:
             body["thread_ts"] = reply_to
         posted = self._send("POST", "/chat.postMessage", body)
@@ -275,7 +288,7 @@ class SlackApi(ChatApi):
 
     def edit(self, channel_id: str, message_id: str, message: Message) -> None:
         """chat.update of the message `message_id` (its ts)."""
-        self._send("POST", "/chat.update", {"channel": channel_id, "ts": message_id, "text": message.text,
+        self._send("POST", "/chat.update", {"channel": channel_id, "ts": message_id, "text": slack_text_of(message),
                                             "blocks": slack_blocks(message)})
 
     def edit_original(self, response_url: str, message: Message) -> None:
@@ -284,7 +297,7 @@ class SlackApi(ChatApi):
             endpoint = outbound.Endpoint.parse(response_url)
         except ValueError:
             raise ChannelError("slack: the press's response_url is not an http(s) URL") from None
-        self._send("POST", "", {"replace_original": True, "text": message.text, "blocks": slack_blocks(message)},
+        self._send("POST", "", {"replace_original": True, "text": slack_text_of(message), "blocks": slack_blocks(message)},
                    bot=False, endpoint=endpoint)
 
     def group_members(self, group_id: str) -> frozenset[str]:
@@ -315,14 +328,17 @@ def _json(answer: outbound.Answer) -> dict[str, Any]:
 
 
 def _retry_after(answer: outbound.Answer, parsed: dict[str, Any]) -> float | None:
-    """Seconds to wait: Discord's body `retry_after`, else the `Retry-After` header (Slack's)."""
+    """Seconds to wait: Discord's body `retry_after`, else the `Retry-After` header (Slack's); a value that is no
+    finite number of seconds (JSON's `Infinity`, `1e400`, NaN) is none, and a longer one than MOST_RETRY_AFTER
+    is taken for that (a wait past it gives the edit up: `settle.EDIT_PATIENCE`)."""
     for raw in (parsed.get("retry_after"), answer.headers.get("retry-after")):
         try:
-            seconds = float(raw) if raw is not None else None
-        except (TypeError, ValueError):
+            seconds = float(raw) if raw is not None and not isinstance(raw, bool) else None
+        except (TypeError, ValueError, OverflowError):
             continue
-        if seconds is not None and seconds >= 0:
-            return seconds
+        # guard: a-platforms-endless-wait-is-taken
+        if seconds is not None and math.isfinite(seconds) and seconds >= 0:
+            return min(seconds, MOST_RETRY_AFTER)
     return None
 
 
