@@ -30,12 +30,18 @@ meanwhile (~15 s, ~30 s after a day paused): the admin connection is tried
 again, with a growing wait, for up to RESUME_WAIT_SECONDS before migrating.
 
 Invoked by CloudFormation (the app stack's `MigrateSchema` custom resource: an
-event with `RequestType` and `ResponseURL`), it migrates on Create and Update,
-does nothing on Delete (a schema is never dropped), and always answers
-CloudFormation at the presigned `ResponseURL` (through the data stack's S3
-gateway endpoint): SUCCESS, or FAILED with the error, which rolls the deploy
-back before any new code ran. It never raises there: an unanswered request
-would hold the stack for an hour.
+event with `RequestType` and `ResponseURL`), it migrates on a Create or Update
+whose `Schema` is this package's own stamp (`schema_version.stamp()`), does
+nothing on Delete (a schema is never dropped), and always answers CloudFormation
+at the presigned `ResponseURL` (through the data stack's S3 gateway endpoint):
+SUCCESS, or FAILED with the error, which rolls the deploy back before any new
+code ran. An Update carrying another stamp is that rollback (CloudFormation sends
+the old properties back while this function still runs the new code): it never
+migrates, and never asks the database anything (the migration that failed would
+fail again, or meet its own lock), only keeps the app secret's host and keys
+current, and answers SUCCESS, so the stack rolls back whole instead of stopping
+in UPDATE_ROLLBACK_FAILED. The older code runs on the newer schema. It never
+raises there: an unanswered request holds the stack until `ServiceTimeout`.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ import pymysql
 from .db import REACH_RETRY_SECONDS, ConnectionParams, Database, DatabaseClock, tls_for
 from .events.errors import ConfigError
 from .migrate import STALE_LOCK_SECONDS, Unlocked, migrate, unlock
+from .schema_version import stamp as schema_stamp
 from .secrets import CLIENT_CONFIG
 
 logger = logging.getLogger(__name__)
@@ -147,7 +154,9 @@ def handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None,
 
 def answer_cloudformation(event: dict[str, Any], env: Mapping[str, str] | None, client: Any, context: Any = None,
                           send: Callable[[str, bytes], int] | None = None) -> dict[str, Any]:
-    """Migrate for CloudFormation (Create, Update; Delete does nothing) and answer it, whatever happens."""
+    """Migrate for CloudFormation (a Create or Update of this package's schema; Delete does nothing; an Update of
+    another package's, a rollback, keeps the app secret current and migrates nothing) and answer it, whatever
+    happens."""
     send = send or _put_answer
     answer: dict[str, Any] = {
         "Status": "SUCCESS", "PhysicalResourceId": event.get("PhysicalResourceId") or PHYSICAL_ID,
@@ -155,9 +164,18 @@ def answer_cloudformation(event: dict[str, Any], env: Mapping[str, str] | None, 
     }
     try:
         if event["RequestType"] in ("Create", "Update"):
-            left = context.get_remaining_time_in_millis() / 1000 if context is not None else RESUME_WAIT_SECONDS
-            done = _handle({"action": "migrate"}, env, client, wait_seconds=min(RESUME_WAIT_SECONDS, left - 2 * ANSWER_SECONDS))
-            answer["Data"] = {"Applied": len(done["applied"]), "AppHost": str(done["app_host"])}
+            asked = (event.get("ResourceProperties") or {}).get("Schema")
+            # guard: cloudformation-migrates-for-another-packages-schema
+            if asked == schema_stamp():
+                left = context.get_remaining_time_in_millis() / 1000 if context is not None else RESUME_WAIT_SECONDS
+                done = _handle({"action": "migrate"}, env, client, wait_seconds=min(RESUME_WAIT_SECONDS, left - 2 * ANSWER_SECONDS))
+                answer["Data"] = {"Applied": len(done["applied"]), "AppHost": str(done["app_host"])}
+            else:
+                logger.warning("CloudFormation asks for schema %s, not this package's %s: a rollback to an older"
+                               " package (it runs on the newer schema); nothing migrated, the app secret kept current",
+                               asked, schema_stamp())
+                kept = app_secret_current(env, client)
+                answer["Data"] = {"Applied": 0, "AppHost": str(kept["app_host"])}
     except Exception as error:  # every failure becomes CloudFormation's FAILED, with its reason
         logger.exception("the schema could not be brought up to date for CloudFormation")
         answer["Status"] = "FAILED"
@@ -211,6 +229,19 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
 
     applied = migrate(admin, tls_mode=tls_mode, tls_ca=tls_ca)
     set_app_user(admin, app_secret["username"], app_secret["password"], tls)
+    kept = app_secret_current(env, client, app_secret)
+    logger.info("applied %d migration(s); app user %s is current; keys made: %s", len(applied), app_secret["username"],
+                ", ".join(kept["keys_made"]) or "none")
+    return {"applied": applied, "app_user": app_secret["username"], **kept}
+
+
+def app_secret_current(env: Mapping[str, str] | None, client: Any, app_secret: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The app secret pointed at `EVENTS_DB_APP_HOST` (the proxy when there is one) and given each engine key it
+    lacks (one it has is never changed), written back only when either changed; the database is not asked."""
+    env = os.environ if env is None else env
+    app_arn = _required(env, "EVENTS_DB_SECRET_ARN")
+    client = client or boto3.client("secretsmanager", config=CLIENT_CONFIG)
+    app_secret = _read_secret(client, app_arn) if app_secret is None else app_secret
     app_host = env.get("EVENTS_DB_APP_HOST", "").strip()
     repointed = bool(app_host) and app_secret.get("host") != app_host
     if repointed:
@@ -220,10 +251,7 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
         app_secret[key] = secrets.token_urlsafe(KEY_BYTES)
     if repointed or keys_made:
         client.put_secret_value(SecretId=app_arn, SecretString=json.dumps(app_secret))
-    logger.info("applied %d migration(s); app user %s is current; keys made: %s", len(applied), app_secret["username"],
-                ", ".join(keys_made) or "none")
-    return {"applied": applied, "app_user": app_secret["username"], "app_host": app_secret.get("host"), "repointed": repointed,
-            "keys_made": keys_made}
+    return {"app_host": app_secret.get("host"), "repointed": repointed, "keys_made": keys_made}
 
 
 def _purged(event: dict[str, Any], db: Database, context: Any) -> dict[str, Any]:

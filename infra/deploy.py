@@ -185,10 +185,13 @@ def ensure_bucket(aws: Aws, bucket: str) -> None:
         "BlockPublicAcls=true,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true")
 
 
-def clear_failed_create(aws: Aws, stack: str) -> str | None:
+def clear_failed_create(aws: Aws, stack: str, custom_resource: str | None = None) -> str | None:
     """The stack's status, once a first create that failed is out of the way: CloudFormation can only delete a
     stack in ROLLBACK_COMPLETE (the create rolled back whole, so nothing of it is left), so it is deleted here and
-    created again; one whose rollback failed holds resources, and is the operator's to look at."""
+    created again; one whose rollback failed holds resources, and is the operator's to look at. So is an update
+    whose rollback failed (UPDATE_ROLLBACK_FAILED: CloudFormation refuses every update until the rollback is
+    continued), said with the command that continues it, skipping `custom_resource` (the stack's custom resource,
+    whose rollback a function must answer) when that is what failed."""
     status = (aws.described(stack) or {}).get("StackStatus")
     events = f"`aws cloudformation describe-stack-events --region {aws.region} --stack-name {stack}`"
     if status == "ROLLBACK_COMPLETE":
@@ -201,6 +204,20 @@ def clear_failed_create(aws: Aws, stack: str) -> str | None:
         raise DeployError(f"{stack} is ROLLBACK_FAILED: its first create failed and so did the rollback ({events} says "
                           f"which resource is left and why). Remove that cause, then `aws cloudformation delete-stack "
                           f"--region {aws.region} --stack-name {stack}` and make deploy again")
+    if status == "UPDATE_ROLLBACK_FAILED":
+        go_on = f"aws cloudformation continue-update-rollback --stack-name {stack} --region {aws.region}"
+        if custom_resource is None:
+            raise DeployError(f"{stack} is UPDATE_ROLLBACK_FAILED: an update failed and so did its rollback ({events} "
+                              f"says which resource and why; CloudFormation refuses every update meanwhile). Remove that "
+                              f"cause, then `{go_on}`, wait for UPDATE_ROLLBACK_COMPLETE, and make deploy again")
+        raise DeployError(
+            f"{stack} is UPDATE_ROLLBACK_FAILED: an update failed and so did its rollback ({events} says which resource "
+            f"and why; CloudFormation refuses every update meanwhile). When it is {custom_resource} (its function did "
+            f"not answer the rollback in time: busy with a make purge or make migrate, or killed), run\n"
+            f"  {go_on} --resources-to-skip {custom_resource}\n"
+            f"(the database keeps the schema it has, which the older code runs on), wait for UPDATE_ROLLBACK_COMPLETE "
+            f"(`aws cloudformation describe-stacks --stack-name {stack} --region {aws.region}` shows it), then make deploy "
+            f"again: it migrates what is missing. Another resource: remove its cause, then `{go_on}`")
     return status
 
 
@@ -241,7 +258,8 @@ def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], An
     filled = {"DataStack": args.data_stack, "TickName": names.tick, "JwksPath": urlsplit(app_params["JwtJwksUrl"]).path,
               **{name: data_out[name] for name in FROM_DATA_STACK}}
     app_params = {"MetricsNamespace": names.namespace, **app_params}  # one per stack unless the file names one
-    clear_failed_create(aws, args.stack)  # e.g. a new account's Lambda concurrency below what the functions reserve
+    # e.g. a new account's Lambda concurrency below what the functions reserve; or a rollback MigrateSchema did not answer
+    clear_failed_create(aws, args.stack, custom_resource="MigrateSchema")
     # Through the bucket: CloudFormation takes a template of over 51,200 bytes (the packaged one is ~110 kB)
     # only from S3, and the CLI refuses a bigger --template-file without --s3-bucket.
     aws("cloudformation", "deploy", "--template-file", str(packaged), "--stack-name", args.stack,

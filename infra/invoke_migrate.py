@@ -6,7 +6,10 @@ the operator's AWS credentials are. It finds the function through the app
 stack's `MigrateFunctionName` output and exits non-zero when the function failed.
 A purge is invoked again while its answer says `more` (each invocation stops
 before the function's timeout), its running total printed after each, and the
-total printed at the end.
+total printed at the end. The function runs one invocation at a time (reserved
+concurrency 1): one refused for that (throttled) says another migrate, purge,
+rotate or unlock, or a deploy's migration, is running, and exits
+non-zero without a traceback.
 """
 
 from __future__ import annotations
@@ -37,9 +40,20 @@ def function_name(cloudformation, stack: str) -> str:
     raise SystemExit(f"stack {stack} has no MigrateFunctionName output: deploy infra/app.yaml with it first")
 
 
+class Busy(SystemExit):
+    """The migrate function is running another invocation (it runs one at a time): try again once it has ended."""
+
+
 def invoke(lambda_client, name: str, action: str, **given) -> tuple[bool, dict]:
-    answer = lambda_client.invoke(FunctionName=name, InvocationType="RequestResponse",
-                                  Payload=json.dumps({"action": action, **given}))
+    try:
+        answer = lambda_client.invoke(FunctionName=name, InvocationType="RequestResponse",
+                                      Payload=json.dumps({"action": action, **given}))
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "TooManyRequestsException":
+            raise
+        raise Busy(f"{action}: the migrate function is running something else (it runs one invocation at a time): another"
+                   " make migrate, purge, rotate or unlock, or a make deploy's migration. This invocation did nothing;"
+                   " run it again once that has ended (its log: /aws/lambda/<stack>-migrate)") from None
     payload = json.loads(answer["Payload"].read() or b"null")
     return "FunctionError" not in answer, payload
 

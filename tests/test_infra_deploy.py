@@ -344,6 +344,35 @@ def test_a_stack_whose_rollback_failed_is_left_to_the_operator_with_the_commands
     assert "delete-stack" not in (tmp_path / "calls.jsonl").read_text()
 
 
+@pytest.mark.packaging
+def test_an_app_stack_whose_update_rollback_failed_is_refused_naming_the_command_that_continues_it(tmp_path):
+    """A migration that failed during an upgrade could leave the app stack in UPDATE_ROLLBACK_FAILED (the rollback's
+    Update to MigrateSchema failed too). CloudFormation then refuses every update, and make deploy stopped at the CLI's
+    'can not be updated' with no way out said: it names the continue-update-rollback that skips MigrateSchema."""
+    assert fake_deploy(tmp_path, PARAMS).returncode == 0
+    state = json.loads((tmp_path / "state.json").read_text())
+    (tmp_path / "state.json").write_text(json.dumps({**state, "statuses": {APP_STACK: "UPDATE_ROLLBACK_FAILED"}}))
+    (tmp_path / "calls.jsonl").unlink()
+    again = fake_deploy(tmp_path, PARAMS)
+    assert again.returncode == 1
+    assert f"{APP_STACK} is UPDATE_ROLLBACK_FAILED" in again.stderr
+    assert (f"aws cloudformation continue-update-rollback --stack-name {APP_STACK} --region {REGION}"
+            " --resources-to-skip MigrateSchema\n") in again.stderr
+    calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert [c[c.index("--stack-name") + 1] for c in calls if c[:2] == ["cloudformation", "deploy"]] == [DATA_STACK]
+
+
+@pytest.mark.packaging
+def test_a_data_stack_whose_update_rollback_failed_is_refused_naming_the_command_that_continues_it(tmp_path):
+    assert fake_deploy(tmp_path, PARAMS).returncode == 0
+    state = json.loads((tmp_path / "state.json").read_text())
+    (tmp_path / "state.json").write_text(json.dumps({**state, "statuses": {DATA_STACK: "UPDATE_ROLLBACK_FAILED"}}))
+    again = fake_deploy(tmp_path, PARAMS)
+    assert again.returncode == 1 and f"{DATA_STACK} is UPDATE_ROLLBACK_FAILED" in again.stderr
+    assert f"`aws cloudformation continue-update-rollback --stack-name {DATA_STACK} --region {REGION}`" in again.stderr
+    assert "--resources-to-skip" not in again.stderr  # the data stack has no custom resource
+
+
 def test_the_example_parameters_file_names_only_parameters_the_templates_declare():
     example = (ROOT / "infra" / "example.params").read_text()
     named = {line.lstrip("# ").split("=", 1)[0] for line in example.splitlines() if "=" in line and not line.startswith("# ──")}

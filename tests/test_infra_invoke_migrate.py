@@ -73,3 +73,21 @@ def test_a_purge_without_its_cut_says_how_to_give_one():
     with pytest.raises(SystemExit) as refused:
         invoke_migrate.main(["--stack", "event-run-engine-prod", "--action", "purge", "--region", "eu-north-1"])
     assert str(refused.value).startswith("purge needs a cut: make purge ENDED_BEFORE=<YYYY-MM-DD>")
+
+
+def test_an_invocation_refused_because_another_is_running_says_so_without_a_traceback():
+    """The function runs one invocation at a time (reserved concurrency 1): `make purge` during a deploy's migration,
+    or two operators at once, met Lambda's TooManyRequestsException and printed botocore's traceback."""
+    lam = boto3.client("lambda", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(lam) as fn:
+        fn.add_client_error("invoke", service_error_code="TooManyRequestsException", http_status_code=429,
+                            service_message="Rate Exceeded.")
+        with pytest.raises(SystemExit) as refused:
+            invoke_migrate.invoke(lam, "f", "purge", ended_before="2026-01-01", dry_run=False)
+    said = str(refused.value)
+    assert said.startswith("purge: the migrate function is running something else (it runs one invocation at a time)")
+    assert "a make deploy's migration. This invocation did nothing" in said
+    with Stubber(lam) as fn:  # any other refusal is not this one
+        fn.add_client_error("invoke", service_error_code="ResourceNotFoundException", http_status_code=404)
+        with pytest.raises(lam.exceptions.ResourceNotFoundException):
+            invoke_migrate.invoke(lam, "f", "migrate")

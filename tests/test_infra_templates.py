@@ -600,6 +600,17 @@ def test_cloudformation_waits_for_the_migrate_function_only_as_long_as_it_can_ru
     assert timeout < STALE_LOCK_SECONDS  # `make unlock` never clears the lock of a migrate that may still run
 
 
+def test_cloudformations_invocation_of_the_migrate_function_is_never_retried_nor_run_after_it_stopped_waiting(app):
+    """Lambda's default for an asynchronous invocation (CloudFormation's) is two retries and six hours in the queue:
+    a migration that timed out ran again and met its own lock, and a rollback's request, queued behind it or behind
+    a `make purge` (reserved concurrency 1), outlasted ServiceTimeout, leaving the stack in UPDATE_ROLLBACK_FAILED."""
+    migrate = resources(app)["Migrate"]["Properties"]
+    invoke = migrate["EventInvokeConfig"]
+    assert invoke["MaximumRetryAttempts"] == 0
+    waits = resources(app)["MigrateSchema"]["Properties"]["ServiceTimeout"]
+    assert invoke["MaximumEventAgeInSeconds"] + migrate["Timeout"] <= waits
+
+
 # ── what the template scanners asked for ──
 
 def test_the_api_writes_an_access_log_with_retention(app):

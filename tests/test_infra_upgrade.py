@@ -176,11 +176,12 @@ def deployment(scratch, db_params, monkeypatch):
     admin.close()
 
 
-def request(kind: str, url: str) -> dict:
+def request(kind: str, url: str, schema: str | None = None) -> dict:
+    """CloudFormation's request to MigrateSchema; its Schema this package's stamp unless another is given."""
     return {"RequestType": kind, "ResponseURL": url, "StackId": "arn:aws:cloudformation:eu-west-1:123456789012:stack/app/1",
             "RequestId": "r-1", "LogicalResourceId": "MigrateSchema", "ResourceType": "Custom::Migrate",
             "ServiceToken": "arn:aws:lambda:eu-west-1:123456789012:function:app-migrate",
-            "ResourceProperties": {"Schema": schema_version.stamp()}}
+            "ResourceProperties": {"Schema": schema or schema_version.stamp()}}
 
 
 def test_cloudformations_create_migrates_and_answers_success(deployment, response_url, scratch):
@@ -219,3 +220,45 @@ def test_the_table_read_is_the_one_yoyo_writes():
 
     assert default_migration_table == "_yoyo_migration"
     assert get_migration_hash("0001.x") == hashlib.sha256(b"0001.x").hexdigest()
+
+
+def applied_migrations(params: ConnectionParams) -> set[str]:
+    return set(Database(params).autocommit(lambda tx: [row["migration_id"] for row in tx.all(
+        "SELECT migration_id FROM _yoyo_migration")]))
+
+
+def test_a_rollbacks_update_to_the_new_code_migrates_nothing_and_answers_success(deployment, response_url, scratch):
+    """An upgrade's migration failed (here: timed out, its lock row left, the newest migration not applied) and
+    CloudFormation rolls back: it sends MigrateSchema an Update with the previous package's Schema while the migrate
+    function still runs the new code. That code used to migrate again, fail the same way (the lock, or the same SQL
+    error), answer FAILED, and leave the app stack in UPDATE_ROLLBACK_FAILED. It now migrates only for its own
+    stamp: the rollback answers SUCCESS, the database untouched, the app secret's host and keys kept current."""
+    env, client = deployment
+    migrate_all_but_the_newest(scratch)
+    before = applied_migrations(scratch)
+    killed_at = Database(scratch).autocommit(lambda tx: tx.scalar("SELECT UTC_TIMESTAMP(6)"))
+    Database(scratch).autocommit(lambda tx: tx.execute("INSERT INTO yoyo_lock (locked, ctime, pid) VALUES (1, %s, 9)",
+                                                       (killed_at,)))  # the killed migrate's lock, a second old
+    previous = schema_version.stamp(schema_version.needed()[:-1])
+    moved = dict(env, EVENTS_DB_APP_HOST="events-proxy.proxy-abc.eu-west-1.rds.amazonaws.com")
+    started = time.monotonic()
+    answer = handle(request("Update", response_url.url, previous), moved, client, context=lambda_context(900_000))
+    assert answer["Status"] == "SUCCESS" and response_url.bodies == [answer]
+    assert time.monotonic() - started < 5  # no wait for the lock, nor for the database
+    assert answer["Data"] == {"Applied": 0, "AppHost": moved["EVENTS_DB_APP_HOST"]}
+    assert applied_migrations(scratch) == before  # the failed migration is not tried again
+    assert Database(scratch).autocommit(lambda tx: tx.scalar("SELECT COUNT(*) FROM yoyo_lock")) == 1  # nor its lock touched
+    secret = json.loads(client.get_secret_value(SecretId=env["EVENTS_DB_SECRET_ARN"])["SecretString"])
+    assert secret["host"] == moved["EVENTS_DB_APP_HOST"] and secret["signal_key"] and secret["webhook_key"]
+
+
+def test_a_rollbacks_update_answers_success_with_the_database_unreachable(deployment, response_url):
+    """The rollback asks nothing of the database, so a database that does not answer (a migration that outran the
+    function, a cluster resuming slowly) cannot fail it; this package's own Update still migrates, and fails."""
+    env, client = deployment
+    unreachable = dict(env, EVENTS_DB_ADMIN_HOST="127.0.0.1", EVENTS_DB_ADMIN_SECRET_ARN="arn:aws:secretsmanager:eu-west-1:1:secret:gone")
+    rolled_back = handle(request("Update", response_url.url, "0081.x-of-80-abcdef012345"), unreachable, client,
+                         context=lambda_context(25_000))
+    assert rolled_back["Status"] == "SUCCESS"
+    upgraded = handle(request("Update", response_url.url), unreachable, client, context=lambda_context(25_000))
+    assert upgraded["Status"] == "FAILED"

@@ -1207,6 +1207,10 @@ MUTATIONS: list[Mutation] = [
              "        if behind is not None:  # before the first migrate",
              "        if False:  # before the first migrate",
              ("tests/test_infra_upgrade.py",)),
+    Mutation("cloudformation-migrates-for-another-packages-schema", "cloudformation-migrates-for-another-packages-schema",
+             "if asked == schema_stamp():",
+             "if True:",
+             ("tests/test_infra_upgrade.py",)),
     # ── wake: a phase with no open step is left now ──────────────────────
     Mutation("an-emptied-phase-wakes-its-run-never", "an-emptied-phase-wakes-its-run-never",
              "p.condition_met), NULL, %(now)s)), NULL)",
