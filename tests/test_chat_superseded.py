@@ -117,6 +117,8 @@ def test_a_decision_escalated_again_while_edits_fail_leaves_no_live_buttons_on_e
     before = log_of(world.db, world.run.id)
     refused = world.press(first, "confirm")  # a press on the older message, its buttons still showing
     assert refused.body["type"] == 4 and refused.body["data"]["flags"] == 64, refused.body  # said privately
+    assert refused.body["data"]["content"].endswith(
+        "this message was asked again below: press the newer one. Nothing was changed"), refused.body
     assert world.step().parked_in_doubt and log_of(world.db, world.run.id) == before  # nothing changed
     outage["on"] = False
     world.ticks_until(lambda: _ended(world, first))

@@ -220,6 +220,15 @@ def perform(db: Database, clock: Clock, press: ChatPress, mapped: frozenset[str]
         return db.autocommit(lambda tx: _refused(tx, press, mapped, words))
 
 
+def _not_pressable(tx: Tx, press: ChatPress) -> str:
+    """Why a press's message is not the one its step's buttons press: asked again below (the step's message was
+    posted anew in its channel), or it carries no button of that run's step at all (an identifier edited)."""
+    recorded = chat_messages.of_step(tx, press.step_id, press.platform)
+    if any(m.message_id == press.message_id and m.run_id == press.run_id for m in recorded):
+        return "this message was asked again below: press the newer one. Nothing was changed"
+    return f"this message carries no button of run {press.run_id}'s step {press.step_id}: nothing was changed"
+
+
 def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str], in_time: Callable[[], bool] | None) -> Pressing:
     # before the transaction's first statement (which begins it): no row read, none locked
     # guard: a-press-worker-acts-after-its-answer
@@ -229,7 +238,7 @@ def _perform(tx: Tx, clock: Clock, press: ChatPress, mapped: frozenset[str], in_
     # guard: a-button-edited-to-another-step-is-pressed
     message = chat_messages.pressed_on(tx, press.platform, press.message_id, press.run_id, press.step_id)
     if message is None:
-        raise NotFound(f"this message carries no button of run {press.run_id}'s step {press.step_id}: nothing was changed")
+        raise NotFound(_not_pressable(tx, press))
     control = CONTROLS[press.control]
     step = steps.get_on_run(tx, press.run_id, press.step_id)
     if step is None:

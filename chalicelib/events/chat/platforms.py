@@ -39,8 +39,8 @@ NONCE_CHARS = 25  # a Discord message's nonce, as a string, in Discord's publish
 DISCORD_MODAL_TITLE_CHARS = 45  # a modal's title, and a label's, in Discord's published schema
 DISCORD_LABEL_CHARS = 80  # a button's label, in Discord's published schema (Slack's 75: BUTTON_LABEL_CHARS)
 EPHEMERAL = 64  # a Discord message's flag: shown to the one who pressed alone
-# The longest wait a rate limit's `retry_after` is taken for: settle.EDIT_PATIENCE, 6 hours (an edit waited past
-# it is given up), so any wait a platform names is a date the tick can compute.
+# The longest wait a rate limit's `retry_after` is taken for, 6 hours: settle.EDIT_PATIENCE is it (an edit waited
+# past it is given up), so any wait a platform names is a date the tick can compute.
 MOST_RETRY_AFTER = 6 * 60 * 60.0
 
 

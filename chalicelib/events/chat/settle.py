@@ -33,14 +33,15 @@ from ..model import Step
 from ..store import chat_messages, log, runs, steps
 from ..store.chat_messages import ChatMessage, Ended
 from . import ChatApis
-from .platforms import DiscordApi, Message, SlackApi
+from .platforms import MOST_RETRY_AFTER, DiscordApi, Message, SlackApi
 from .render import current
 
 logger = logging.getLogger(__name__)
 
 MESSAGES_PER_TICK = 50
 EDIT_MOST_WAIT = timedelta(minutes=30)  # the longest wait between two tries of an edit, but a platform's own
-EDIT_PATIENCE = timedelta(hours=6)  # how long after its step's wait ended a message's edit is still tried
+# How long after its step's wait ended a message's edit is still tried: the longest rate-limit wait taken too.
+EDIT_PATIENCE = timedelta(seconds=MOST_RETRY_AFTER)
 ASKED_AGAIN = "Asked again below."  # a superseded message's last line: the step's live message is a newer one
 
 
