@@ -14,7 +14,7 @@ LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.t
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.local/pycache
 
-.PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate unlock purge teardown costs mutate lock
+.PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate unlock mark-applied purge teardown costs mutate lock
 
 # The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
 # browser tests. `npm ci` into node_modules/ (git-ignored), again only when the lock file changes.
@@ -181,6 +181,11 @@ purge: $(STAMP)
 # A migration killed mid-way leaves yoyo's lock row: the migrate function clears it once it is stale.
 unlock: $(STAMP)
 	$(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action unlock $(IN_REGION)
+
+# A migration whose DDL the server finished after its migrate was killed (every migrate since fails on it, naming it):
+# the migrate function records ID as applied once it has checked the database shows exactly its effect.
+mark-applied: $(STAMP)
+	$(BIN)/python infra/invoke_migrate.py --stack $(STACK) --action mark_applied --id '$(ID)' $(IN_REGION)
 
 costs: $(STAMP)
 	$(BIN)/python -m bench.costs $(COSTS_ARGS)

@@ -25,6 +25,13 @@ behind (the database is private: this function is the operator's only way in),
 once it is older than this function's own timeout; a younger lock is a migrate
 that may still be running, and is left, named (`migrate.unlock`).
 
+`{"action": "mark_applied", "id": "<migration id>"}` records one migration as
+applied without running it: the one a killed migrate left running on the server,
+which finished it unrecorded, so every migrate since fails on its "Duplicate key
+name". Only the next migration to apply, and only when the tables it changes are
+exactly what it makes of them (`migrate.mark_applied`); anything else is refused,
+saying why.
+
 A paused Aurora resumes when a connection arrives and holds the handshake
 meanwhile (~15 s, ~30 s after a day paused): the admin connection is tried
 again, with a growing wait, for up to RESUME_WAIT_SECONDS before migrating.
@@ -60,16 +67,16 @@ import pymysql
 
 from .db import REACH_RETRY_SECONDS, ConnectionParams, Database, DatabaseClock, tls_for
 from .events.errors import ConfigError
-from .migrate import STALE_LOCK_SECONDS, Unlocked, migrate, unlock
+from .migrate import STALE_LOCK_SECONDS, Unlocked, mark_applied, migrate, unlock
 from .schema_version import stamp as schema_stamp
 from .secrets import CLIENT_CONFIG
 
 logger = logging.getLogger(__name__)
 
 APP_PRIVILEGES = "SELECT, INSERT, UPDATE, DELETE"
-ACTIONS = ("migrate", "rotate", "unlock", "purge")
+ACTIONS = ("migrate", "rotate", "unlock", "purge", "mark_applied")
 PURGE_KEEP_SECONDS = 60.0  # a purge starts no batch with less of the function's time left (a batch takes seconds)
-RESUME_WAIT_SECONDS = 120.0  # a paused Aurora resumes in ~15-30 s; the function has 300 s
+RESUME_WAIT_SECONDS = 120.0  # a paused Aurora resumes in ~15-30 s; the function has 900 s
 ANSWER_SECONDS = 10.0  # the answer to CloudFormation, and the time kept back for it
 PHYSICAL_ID = "event-run-engine-schema"  # one schema per stack: an update never replaces it
 # The engine's own keys the app secret carries beside the app user's credentials (infra/app.yaml names each
@@ -223,6 +230,16 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
 
     if action == "unlock":
         return _unlocked(unlock(admin, tls_mode=tls_mode, tls_ca=tls_ca))
+
+    if action == "mark_applied":
+        migration = str(event.get("id") or "").strip()
+        if not migration:
+            raise ConfigError('mark_applied needs the migration\'s id: {"action": "mark_applied", "id": "<id>"}')
+        marked = mark_applied(admin, migration, tls_mode=tls_mode, tls_ca=tls_ca)
+        said = (f"{marked.migration} recorded as applied: {', '.join(marked.tables)} as it makes them; `make migrate`"
+                " applies the rest")
+        logger.warning("mark_applied: %s", said)
+        return {"marked": marked.migration, "said": said}
 
     if action == "purge":
         return _purged(event, Database(admin, tls=tls), context)

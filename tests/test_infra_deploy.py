@@ -450,11 +450,13 @@ def test_teardown_deletes_the_app_stack_then_the_data_stack_with_its_protection_
 
 
 @pytest.mark.realtime  # make -n
-@pytest.mark.parametrize("target", ["migrate", "rotate", "unlock"])
-def test_make_migrate_rotate_and_unlock_call_the_region_given(target):
+@pytest.mark.parametrize("target", ["migrate", "rotate", "unlock", "mark-applied"])
+def test_make_migrate_rotate_unlock_and_mark_applied_call_the_region_given(target):
     """`make migrate REGION=eu-north-1` used to invoke the function in whatever region the shell's profile named
     (boto3 reads AWS_DEFAULT_REGION, never REGION)."""
-    done = subprocess.run(["make", "-n", target, "REGION=eu-north-1", "STACK=events-x"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, check=True)
+    done = subprocess.run(["make", "-n", target, "REGION=eu-north-1", "STACK=events-x", "ID=0079.event-run-log-kind"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     [command] = [line for line in done.stdout.splitlines() if "invoke_migrate.py" in line]
     assert command.endswith("--region 'eu-north-1'") and "--stack events-x" in command
+    if target == "mark-applied":
+        assert "--action mark_applied --id '0079.event-run-log-kind'" in command

@@ -91,3 +91,16 @@ def test_an_invocation_refused_because_another_is_running_says_so_without_a_trac
         fn.add_client_error("invoke", service_error_code="ResourceNotFoundException", http_status_code=404)
         with pytest.raises(lam.exceptions.ResourceNotFoundException):
             invoke_migrate.invoke(lam, "f", "migrate")
+
+
+def test_mark_applied_sends_the_migrations_id_and_without_one_says_how_to_give_it():
+    lam = boto3.client("lambda", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
+    asked = {"FunctionName": "f", "InvocationType": "RequestResponse",
+             "Payload": json.dumps({"action": "mark_applied", "id": "0079.event-run-log-kind"})}
+    with Stubber(lam) as fn:
+        fn.add_response("invoke", {"StatusCode": 200, "Payload": body({"marked": "0079.event-run-log-kind"})}, asked)
+        assert invoke_migrate.invoke(lam, "f", "mark_applied", id="0079.event-run-log-kind") == (
+            True, {"marked": "0079.event-run-log-kind"})
+    with pytest.raises(SystemExit) as refused:
+        invoke_migrate.main(["--stack", "event-run-engine-prod", "--action", "mark_applied", "--region", "eu-north-1"])
+    assert str(refused.value).startswith("mark_applied needs the migration: make mark-applied ID=<its id")

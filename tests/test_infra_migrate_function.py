@@ -240,3 +240,26 @@ def test_a_hung_secrets_manager_fails_the_migrate_after_two_tries_not_minutes(mo
         assert server.connections == 2
     finally:
         server.close()
+
+
+def test_mark_applied_records_the_migration_a_killed_migrate_left_finished_and_needs_its_id(deployment, db_params):
+    """`make mark-applied ID=…`: the database is private, so the migrate function is the operator's way to record
+    a migration whose DDL the server finished after the function was killed; without it every migrate failed."""
+    from chalicelib.migrate import MigrationFailed
+    from tests.support.half_migrated import INDEX_BUILD, migrate_up_to, run_as_the_server_finished_it
+
+    env, client = deployment
+    database = app_secret(client, env)["dbname"]
+    params = ConnectionParams(db_params.host, db_params.port, db_params.user, db_params.password, database,
+                              db_params.unix_socket)
+    migrate_up_to(params, INDEX_BUILD)
+    run_as_the_server_finished_it(params, INDEX_BUILD)
+    with pytest.raises(MigrationFailed, match=f"`make mark-applied ID={INDEX_BUILD}` checks that it is and records it"):
+        handle({}, env, client)
+    with pytest.raises(ConfigError, match="mark_applied needs the migration's id"):
+        handle({"action": "mark_applied"}, env, client)
+    assert handle({"action": "mark_applied", "id": INDEX_BUILD}, env, client) == {
+        "marked": INDEX_BUILD, "said": f"{INDEX_BUILD} recorded as applied: event_run_log as it makes them; `make migrate`"
+                                       " applies the rest"}
+    assert INDEX_BUILD not in handle({}, env, client)["applied"]  # the rest applied
+    connect_as_app(app_secret(client, env)).close()

@@ -1,11 +1,23 @@
 import multiprocessing
+import re
 import uuid
 from datetime import datetime, timedelta
 
 import pytest
 
 from chalicelib.db import ConnectionParams, Database
-from chalicelib.migrate import MIGRATIONS, STALE_LOCK_SECONDS, Unlocked, migrate, unlock
+from chalicelib.migrate import (
+    MIGRATIONS,
+    STALE_LOCK_SECONDS,
+    Marked,
+    MigrationFailed,
+    NotMarked,
+    Unlocked,
+    mark_applied,
+    migrate,
+    unlock,
+)
+from tests.support.half_migrated import INDEX_BUILD, migrate_up_to, run_as_the_server_finished_it
 
 EXPECTED = {"event_definitions", "event_definition_versions", "event_runs", "event_run_steps", "event_run_log"}
 
@@ -98,3 +110,88 @@ def test_unlock_clears_the_lock_a_killed_migrate_left_and_never_a_live_ones(db_p
         assert unlock(params, now=later) == Unlocked(0)  # nothing locked: nothing to clear
     finally:
         _drop(params)
+
+
+def test_a_migration_the_server_finished_after_its_migrate_was_killed_is_marked_once_its_effect_is_checked(db_params):
+    """Killing a migrate (its function's timeout) does not stop the ALTER TABLE the server runs: it commits, yoyo's
+    record is never written, and every later migrate ran it again and failed for good ('Duplicate key name'). The
+    migration's effect found exactly in the database, `mark_applied` records it, and the next migrate goes on."""
+    params = _fresh(db_params)
+    try:
+        migrate_up_to(params, INDEX_BUILD)
+        run_as_the_server_finished_it(params, INDEX_BUILD)
+        with pytest.raises(MigrationFailed) as trapped:
+            migrate(params)  # the trap: every migrate fails alike
+        assert str(trapped.value) == (
+            f"""migration {INDEX_BUILD} failed: (1061, "Duplicate key name 'event_run_log_kind'"); its change may be in"""
+            f" the database already (a killed migrate's statement that the server finished): `make mark-applied"
+            f" ID={INDEX_BUILD}` checks that it is and records it")
+        assert mark_applied(params, INDEX_BUILD) == Marked(INDEX_BUILD, ("event_run_log",))
+        assert INDEX_BUILD not in migrate(params)  # the rest applied, this one not again
+        assert migrate(params) == []
+        assert _databases_like(params, f"{params.database}_mark_") == []  # the scratch schema is gone
+    finally:
+        _drop(params)
+
+
+def test_mark_applied_refuses_a_migration_that_is_not_the_next_unknown_or_applied(db_params):
+    params = _fresh(db_params)
+    try:
+        migrate_up_to(params, INDEX_BUILD)
+        with pytest.raises(NotMarked, match=f"0080.event-chat-messages-press-edits is not the next migration to apply"
+                                            f" \\({INDEX_BUILD} is\\)"):
+            mark_applied(params, "0080.event-chat-messages-press-edits")
+        with pytest.raises(NotMarked, match="no migration '0079' in this package"):
+            mark_applied(params, "0079")
+        with pytest.raises(NotMarked, match=re.escape("0078.event-runs-history-reads is applied already")):
+            mark_applied(params, "0078.event-runs-history-reads")
+    finally:
+        _drop(params)
+
+
+def test_mark_applied_refuses_a_migration_whose_effect_is_absent_or_not_exactly_its_own(db_params):
+    """Not run at all (or still running on the server): `make migrate` applies it. Something else in its place (an
+    index of the same name on other columns): refused, naming the difference. Nothing is marked either way."""
+    params = _fresh(db_params)
+    try:
+        migrate_up_to(params, INDEX_BUILD)
+        with pytest.raises(NotMarked, match=f"{INDEX_BUILD} has not taken effect \\(event_run_log as before it\\):"
+                                            " `make migrate` applies it"):
+            mark_applied(params, INDEX_BUILD)
+        run_as_the_server_finished_it(params, INDEX_BUILD, "ALTER TABLE event_run_log ADD KEY event_run_log_kind (run_id, kind)")
+        with pytest.raises(NotMarked, match=r"event_run_log match neither the schema before .* nor after it; nothing"
+                                            r" marked. Differences .*-\('index', 'event_run_log_kind', 3, 'id'"):
+            mark_applied(params, INDEX_BUILD)
+        assert _applied(params) and INDEX_BUILD not in _applied(params)
+    finally:
+        _drop(params)
+
+
+def test_mark_applied_refuses_a_migration_that_changes_rows_alone(db_params):
+    """0081 renames definitions and changes no schema: there is no effect to check, and running it again is safe."""
+    params = _fresh(db_params)
+    rows_only = "0081.event-definitions-names-by-their-characters"
+    try:
+        migrate_up_to(params, rows_only)
+        with pytest.raises(NotMarked, match=f"{rows_only} changes rows, not the schema"):
+            mark_applied(params, rows_only)
+    finally:
+        _drop(params)
+
+
+def _applied(params) -> set[str]:
+    conn = Database(params).connect()
+    with conn.cursor() as c:
+        c.execute("SELECT migration_id FROM _yoyo_migration")
+        ids = {row[0] for row in c.fetchall()}
+    conn.close()
+    return ids
+
+
+def _databases_like(params, prefix: str) -> list[str]:
+    conn = Database(params).connect(database=False)
+    with conn.cursor() as c:
+        c.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE %s", (prefix + "%",))
+        names = [row[0] for row in c.fetchall()]
+    conn.close()
+    return names
