@@ -123,7 +123,7 @@ INPUTS = {
     "custom_metrics_idle": Input(2, "measured", (
         "bench costs: the EMF metrics of a wake with nothing to do (the two wait ages, at 0, so their alarms can"
         " return to OK)")),
-    "alarm_metrics": Input(13, "setting", "eleven alarms, two of them over two metrics (infra/app.yaml)"),
+    "alarm_metrics": Input(14, "setting", "twelve alarms, two of them over two metrics (infra/app.yaml)"),
     "wait_timer_wakes_per_event": Input(1, "assumed", (
         "a wait's timer (a cue's reminder, its escalation or timeout, a paused run's escalation) that falls after"
         " the event's live hours: each wakes the tick and keeps Aurora up for its moment; a cue has at most"

@@ -344,10 +344,21 @@ def test_chat_settings_reach_only_the_function_that_uses_each_and_each_secret_on
     assert granted(roles["ChatPressRole"], "lambda:InvokeFunction") == [TICK_ARN]
     assert granted(roles["ChatPressRole"], "events:EnableRule") == [RULE_ARN]
     assert [a for s in statements(roles["ChatPressRole"]) for a in actions(s)
-            if a.startswith(("lambda:", "sns:", "events:", "scheduler:"))] == ["lambda:InvokeFunction", "events:EnableRule"]
+            if a.startswith(("lambda:", "sns:", "events:", "scheduler:"))] == ["lambda:InvokeFunction", "events:EnableRule",
+                                                                                "sns:Publish"]
+    assert granted(roles["ChatPressRole"], "sns:Publish") == [{"Ref": "AlarmTopic"}]  # a dropped press's record
     press = resources(chosen)["ChatPress"]["Properties"]
     assert press["EventInvokeConfig"]["MaximumEventAgeInSeconds"] <= 900  # Discord's interaction token: 15 minutes
     assert press["Timeout"] >= 20 + 5 and "ReservedConcurrentExecutions" in press
+
+
+def test_a_chat_press_dropped_after_its_retry_reaches_the_alarm_topic(app):
+    """The press's asynchronous half has one retry and 15 minutes; dropped after them, it was silent (no metric, no
+    record): a person's press lost. Its failure record (the press itself) now goes to the alarm topic."""
+    invoke = resources(app)["ChatPress"]["Properties"]["EventInvokeConfig"]
+    assert invoke["MaximumRetryAttempts"] == 1
+    assert invoke["DestinationConfig"]["OnFailure"] == {"Type": "SNS", "Destination": {"Ref": "AlarmTopic"}}
+    assert {"Ref": "AlarmTopic"} in granted(resources(app)["ChatPressRole"], "sns:Publish")  # Lambda sends it as the function
 
 
 def test_only_migrate_sees_the_admin_secret_and_only_it_may_write_the_app_secret(app):
@@ -395,8 +406,8 @@ def test_cues_and_announcements_go_to_their_topics_unless_a_webhook_is_chosen(pa
 def test_every_alarm_the_operators_need_exists_and_notifies_the_alarm_topic(app):
     alarms = cfn.of_type(app, "AWS::CloudWatch::Alarm")
     assert set(alarms) == {"TickErrorsAlarm", "DatabaseUnreachableAlarm", "BackstopWakeAlarm", "NudgeFailedAlarm",
-                           "SleepFailedAlarm", "RunErrorsAlarm", "RunsPausedOrMissedAlarm", "ParkedCueAlarm",
-                           "PausedRunAlarm", "DueLagAlarm", "Api5xxAlarm"}
+                           "SleepFailedAlarm", "RunErrorsAlarm", "RunsPausedOrMissedAlarm", "RunsFailedAlarm",
+                           "ParkedCueAlarm", "PausedRunAlarm", "DueLagAlarm", "Api5xxAlarm"}
     for name, alarm in alarms.items():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         # An idle month is not an alarm; a wait for a person keeps its state while the deployment sleeps.
@@ -470,8 +481,9 @@ def test_the_alarms_read_metrics_the_engine_publishes_under_its_namespace_and_se
             if metric["Namespace"] == {"Ref": "MetricsNamespace"}:
                 assert metric["Dimensions"] == [{"Name": "service", "Value": observability.SERVICE}]
                 read.append(metric["MetricName"])
-    assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "ParkedCueAgeSeconds", "PausedRunAgeSeconds", "DueLagSeconds",
-                         "DatabaseUnreachable", "BackstopWakes", "DatabaseUnavailableAnswers", "NudgeFailed", "SleepFailed"}
+    assert set(read) == {"RunErrors", "RunsPaused", "RunsMissed", "RunsFailed", "ParkedCueAgeSeconds", "PausedRunAgeSeconds",
+                         "DueLagSeconds", "DatabaseUnreachable", "BackstopWakes", "DatabaseUnavailableAnswers", "NudgeFailed",
+                         "SleepFailed"}
     assert set(read) <= published
 
 
@@ -510,8 +522,8 @@ def test_every_alarm_on_a_figure_an_idle_invocation_leaves_out_calls_its_absence
             if expression is not None:
                 assert f"FILL({metric_id}, 0)" in expression, name
     assert kept == {"ParkedCueAgeSeconds", "PausedRunAgeSeconds"}
-    assert left_out == {"RunErrors", "RunsPaused", "RunsMissed", "DueLagSeconds", "DatabaseUnreachable", "BackstopWakes",
-                        "SleepFailed", "NudgeFailed", "DatabaseUnavailableAnswers"}
+    assert left_out == {"RunErrors", "RunsPaused", "RunsMissed", "RunsFailed", "DueLagSeconds", "DatabaseUnreachable",
+                        "BackstopWakes", "SleepFailed", "NudgeFailed", "DatabaseUnavailableAnswers"}
 
 
 def test_the_package_names_no_region_so_one_package_deploys_anywhere(packaged):
