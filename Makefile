@@ -14,7 +14,7 @@ LOOP   := $(VENV)/.dev-loop-$(shell cat requirements.txt requirements-dev-loop.t
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.local/pycache
 
-.PHONY: test check screens dev token bench lint clean db-url package deploy migrate rotate unlock mark-applied purge teardown costs mutate lock
+.PHONY: test check screens dev token bench lint clean db-url package preflight deploy migrate rotate unlock mark-applied purge teardown costs mutate lock
 
 # The console's tools (package.json): tsc checks its JavaScript in `make lint`, axe-core audits its pages in the
 # browser tests. `npm ci` into node_modules/ (git-ignored), again only when the lock file changes.
@@ -152,7 +152,13 @@ package: $(STAMP)
 REGION ?= $(AWS_REGION)
 # The AWS CLI requirements-dev.txt installs (the one tests/test_infra_deploy.py drives against moto); AWS_CLI=aws for yours.
 AWS_CLI ?= $(BIN)/aws
-deploy: $(STAMP)
+# The parameters file checked before anything is made (infra/preflight.py): offline, then with read-only calls (the
+# deployed data stack's set-once parameters, the team's secrets, Lambda's concurrency quota). make deploy runs it first.
+preflight: $(STAMP)
+	$(BIN)/python -m infra.preflight --stage $(STAGE) --stack $(STACK) --region '$(REGION)' --aws $(AWS_CLI) \
+	  $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET)) $(if $(PARAMS),--params $(PARAMS))
+
+deploy: $(STAMP) preflight
 	$(BIN)/python -m infra.deploy --stage $(STAGE) --stack $(STACK) --region '$(REGION)' --out $(OUT) --aws $(AWS_CLI) \
 	  $(if $(ARTIFACT_BUCKET),--bucket $(ARTIFACT_BUCKET)) $(if $(PARAMS),--params $(PARAMS))
 
