@@ -4,7 +4,15 @@ The invariant: a deployment that would deploy and then not work is refused befor
 a peer the functions cannot reach (the default network has no NAT: they reach the internet over IPv6
 only, so every outbound host needs an AAAA record), an AWS API with no name they can reach in the region
 (EventBridge Scheduler above all: without it the deployment can never sleep and stays awake, about $86 a
-month), or a name longer than AWS takes.
+month), a name longer than AWS takes, or a setting the functions refuse at their start
+(chalicelib/config.py: its own comparisons are asked here) or that the stack would quietly drop.
+
+Then, before anything is created, what only the account can tell (`check_account`, read-only calls through
+the AWS CLI `make deploy` uses): a team-made secret that does not exist, is another region's or account's,
+is named by a partial ARN or is encrypted with a key of the team's (no role may decrypt it); a data-stack
+parameter that applies only at the first create (`SET_ONCE`) changed from the deployed stack's; and a
+Lambda concurrency quota the stack's reserved concurrency would leave under Lambda's 100 unreserved.
+`python -m infra.preflight` (`make preflight`, which `make deploy` runs first) does both.
 
 Names: every name the stacks derive from the stack name fits AWS's limit whatever the stack name's length.
 `fitted` keeps a name as it always was while it fits, and otherwise cuts the stack's part short and adds
@@ -13,12 +21,21 @@ Names: every name the stacks derive from the stack name fits AWS's limit whateve
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import re
 import socket
-from collections.abc import Callable, Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 from urllib.parse import urlsplit
+
+from chalicelib.config import same_channel, secret_reference
+from chalicelib.sameness import same_secret_key, same_url
 
 STACK_NAME_LIMIT = 128  # CloudFormation
 DATA_SUFFIX = "-data"
@@ -37,6 +54,29 @@ BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]*[a-z0-9]")
 AWS_APIS = {"secretsmanager": "Secrets Manager", "sns": "SNS", "lambda": "Lambda", "events": "EventBridge",
             "scheduler": "EventBridge Scheduler"}
 NAT_COST = "EnableNatGateway=true ($36.50 a month)"
+APP_TEMPLATE = Path(__file__).resolve().with_name("app.yaml")
+# The secrets a team makes itself (docs/deploy.md, "Secrets you make"): each stack parameter is the secret's ARN,
+# which the stack grants its functions to read exactly as given.
+TEAM_SECRETS = ("DiscordBotTokenSecretArn", "SlackBotTokenSecretArn", "SlackSigningSecretArn", "GameBridgeSandboxSecretArn")
+SECRET_ARN = re.compile(r"arn:aws[a-z-]*:secretsmanager:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):secret:(?P<name>[^:]+)"
+                        r"(?P<key>:.*)?")
+SECRET_SUFFIX = re.compile(r".+-[A-Za-z0-9]{6}")  # Secrets Manager ends a secret's full ARN with -<6 characters>
+OWN_KEY = "alias/aws/secretsmanager"  # Secrets Manager's own key, which any role allowed the secret may decrypt
+LIVE_CHANNELS = ("CueChannel", "AnnounceChannel", "EscalationChannel")
+# Data-stack parameters that apply only when the stack is first created: why each cannot change afterwards.
+SET_ONCE = {
+    "DatabaseName": "CloudFormation would replace the database cluster",
+    "MasterUsername": "CloudFormation would replace the database cluster",
+    "AppUsername": "CloudFormation would regenerate the app secret: the app user's password and the engine's keys",
+    "VpcCidr": "the created VPC, and the cluster in it, would be replaced",
+    "ExistingVpcId": "the cluster cannot move to another network",
+    "ExistingSubnetIds": "the cluster cannot move to another network",
+}
+# A stack in these holds nothing a deploy keeps: a first create that rolled back (make deploy deletes it and creates
+# it again), or one whose first change set is still under review (no parameters yet).
+NOT_MADE = ("ROLLBACK_COMPLETE", "REVIEW_IN_PROGRESS")
+LAMBDA_UNRESERVED = 100  # Lambda keeps this much of the account's concurrency unreserved, and refuses a reservation into it
+LAMBDA_QUOTA = "L-B99A9384"  # Service Quotas' code of AWS Lambda's "Concurrent executions"
 
 
 class Refused(Exception):
@@ -176,6 +216,65 @@ def chat_problems(app: dict[str, str]) -> list[str]:
     return problems
 
 
+def dry_run_problems(app: dict[str, str]) -> list[str]:
+    """Dry-run settings the functions refuse at start or the stack drops without a word: a rehearsal channel that
+    is a live one, a sandbox that is the game bridge, a sandbox without its key or a key without its sandbox."""
+    problems = []
+    rehearsal = app.get("RehearsalChannel", "").strip()
+    for name in LIVE_CHANNELS:
+        live = app.get(name, "").strip()
+        if rehearsal and live and same_channel(rehearsal, live):  # config.py's own comparison
+            problems.append(f"RehearsalChannel={rehearsal} is the same place as {name}={live}, so every dry run would post"
+                            " where the live event is read (the tick refuses it at start): set RehearsalChannel to a "
+                            "channel no live post goes to, or leave it out (the tick's log)")
+    sandbox, key = app.get("GameBridgeSandboxUrl", "").strip(), app.get("GameBridgeSandboxSecretArn", "").strip()
+    bridge = app.get("GameBridgeUrl", "").strip()
+    if sandbox and bridge and same_url(sandbox, bridge):  # config.py's own comparison
+        problems.append(f"GameBridgeSandboxUrl={sandbox} reaches the same place as GameBridgeUrl={bridge}, so a dry run "
+                        "would act in the live game (the functions refuse it at start): set GameBridgeSandboxUrl to "
+                        "the sandbox's own URL, or leave it out")
+    if sandbox and not key:
+        problems.append("GameBridgeSandboxUrl is set and GameBridgeSandboxSecretArn is empty: the stack would drop the "
+                        "sandbox (a dry run with \"bridge\": \"sandbox\" answers 409): set GameBridgeSandboxSecretArn to "
+                        "the ARN of a secret holding the sandbox's own key (docs/deploy.md, \"Secrets you make\"), or "
+                        "leave GameBridgeSandboxUrl out")
+    if key and not sandbox:
+        problems.append("GameBridgeSandboxSecretArn is set and GameBridgeSandboxUrl is empty: the stack would drop the "
+                        "sandbox's key unused: set GameBridgeSandboxUrl to the sandbox's URL, or leave "
+                        "GameBridgeSandboxSecretArn out")
+    return problems
+
+
+def secret_arn_problems(app: dict[str, str], region: str) -> list[str]:
+    """Team-made secrets named so that no function could read them, whatever the account holds: not an ARN, a key
+    of the secret after it, another region's, or a partial ARN (the stack's roles are granted the ARN as given,
+    and IAM matches a partial one to no read)."""
+    problems = []
+    for name in TEAM_SECRETS:
+        value = app.get(name, "").strip()
+        if not value:
+            continue
+        arn = SECRET_ARN.fullmatch(value)
+        if arn is None:
+            problems.append(f"{name}={value} is not a secret's ARN (arn:aws:secretsmanager:<region>:<account>:secret:"
+                            "<name>-<6 characters>): use the ARN `aws secretsmanager create-secret` printed")
+        elif arn["key"]:
+            problems.append(f"{name}={value} names a key of the secret ({arn['key'][1:]}), and the stack grants its "
+                            f"functions the secret by the ARN as given, so none could read it: give the secret's ARN "
+                            f"alone ({value[:-len(arn['key'])]}), the whole secret being the value")
+        elif arn["region"] != region:
+            problems.append(f"{name}'s secret is in {arn['region']}, and the stack deploys to {region}, where its "
+                            f"functions read their secrets: make the secret in {region} (`aws secretsmanager "
+                            f"create-secret --region {region} …`, docs/deploy.md) and set {name} to its ARN")
+        elif not SECRET_SUFFIX.fullmatch(arn["name"]):
+            problems.append(f"{name}={value} is a partial ARN, without the -<6 characters> Secrets Manager ends a "
+                            "secret's ARN with: the stack grants its functions this ARN as given, and IAM matches a "
+                            "partial one to no read: use the ARN `aws secretsmanager create-secret` printed "
+                            f"(`aws secretsmanager describe-secret --region {region} --secret-id {value} --query ARN "
+                            "--output text` prints it)")
+    return problems
+
+
 def host_problems(app: dict[str, str], data: dict[str, str], region: str, resolve: Resolver) -> tuple[list[str], list[str]]:
     """(refusals, warnings) for every host the functions would call, each with its fix."""
     refusals: list[str] = []
@@ -217,9 +316,199 @@ def host_problems(app: dict[str, str], data: dict[str, str], region: str, resolv
 def check(names: Names, region: str, data: dict[str, str], app: dict[str, str], *, resolve: Resolver = resolve,
           bucket: str | None = None, say: Callable[[str], None] = print) -> None:
     """Refuse (Refused, every reason at once) what cannot work; say what may not."""
-    refusals = name_problems(names, region, bucket) + jwks_front_problems(app) + chat_problems(app)
+    refusals = (name_problems(names, region, bucket) + jwks_front_problems(app) + chat_problems(app)
+                + dry_run_problems(app) + secret_arn_problems(app, region))
     hosts, warnings = host_problems(app, data, region, resolve)
     for warning in warnings:
         say(f"WARNING: {warning}")
     if refusals + hosts:
         raise Refused("\n".join(f"- {reason}" for reason in refusals + hosts))
+
+
+# ── what only the account can tell: read-only calls, before anything is created ──
+
+class Cli(Protocol):
+    """The AWS CLI as make deploy calls it (infra/deploy.py's Aws)."""
+
+    region: str
+
+    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]: ...
+
+    def json(self, *args: str) -> Any: ...
+
+    def described(self, stack: str) -> dict[str, Any] | None: ...
+
+
+def reservations(values: Mapping[str, str], template: Path = APP_TEMPLATE) -> dict[str, int]:
+    """Each function's ReservedConcurrentExecutions in the app template (a number, or `!Ref` a parameter read from
+    `values`), by its logical name; read from its lines as infra/deploy.py reads its parameters."""
+    found: dict[str, int] = {}
+    inside, resource = False, ""
+    for line in template.read_text().splitlines():
+        if line and not line.startswith((" ", "#")):
+            inside = line.rstrip() == "Resources:"
+        elif inside and (match := re.fullmatch(r"  (\w+):\s*", line)):
+            resource = match.group(1)
+        elif inside and (match := re.fullmatch(r"\s+ReservedConcurrentExecutions:\s*([^#]*?)\s*(#.*)?", line)):
+            value = match.group(1)
+            if (ref := re.fullmatch(r"!Ref (\w+)", value)) is not None:
+                value = values[ref.group(1)]
+            if not value.isdigit():
+                raise ValueError(f"{template.name}: {resource}'s ReservedConcurrentExecutions is neither a number nor "
+                                 f"!Ref a parameter: {match.group(1)!r}")
+            found[resource] = int(value)
+    return found
+
+
+def parameters(stack: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """A described stack's parameters, or None when there is no stack as a deploy would find it."""
+    if stack is None or stack.get("StackStatus") in NOT_MADE:
+        return None
+    return {p["ParameterKey"]: p.get("ParameterValue", "") for p in stack.get("Parameters", [])}
+
+
+def set_once_problems(deployed: Mapping[str, str], data: Mapping[str, str], data_stack: str) -> list[str]:
+    """A parameter that applies only at the data stack's first create, sent with another value than the stack has."""
+    problems = []
+    for name, why in SET_ONCE.items():
+        if name not in deployed or name not in data:
+            continue
+        old, new = deployed[name].strip(), data[name].strip()
+        if name == "ExistingSubnetIds":  # the same subnets in any order (moto shows the list as Python writes one)
+            same = {s.strip(" '\"[]") for s in old.split(",")} - {""} == {s.strip() for s in new.split(",")} - {""}
+        elif name == "VpcCidr":
+            same = old == new or bool(deployed.get("ExistingVpcId"))  # with the team's own VPC it names nothing
+        else:
+            same = old == new
+        if not same:
+            problems.append(f"{name} is set once, at the first deploy: the data stack {data_stack} has {name}={old}, "
+                            f"and the parameters file would make it {new or '(empty)'} ({why}): put {name}={old} back "
+                            "in the parameters file")
+    return problems
+
+
+def secret_problems(aws: Cli, app: Mapping[str, str], account: str, bridge_secret: str | None) -> list[str]:
+    """What `describe-secret` says of each team-made secret the offline check let through (`secret_arn_problems`)."""
+    problems = []
+    for name in TEAM_SECRETS:
+        arn = app.get(name, "").strip()
+        if not arn:
+            continue
+        if (owner := arn.split(":")[4]) != account:
+            problems.append(f"{name}'s secret is in account {owner}, and the stack deploys to {account}, whose roles "
+                            f"cannot decrypt another account's secret with Secrets Manager's own key: make it in "
+                            f"{account} (docs/deploy.md, \"Secrets you make\") and set {name} to its ARN")
+            continue
+        if name == "GameBridgeSandboxSecretArn" and bridge_secret and \
+                same_secret_key(secret_reference(arn), secret_reference(bridge_secret)):
+            problems.append(f"{name} is the game bridge's own key (the data stack's GameBridgeSecretArn), so a dry run "
+                            "would sign as the live engine (the tick refuses it at start): make a secret of the "
+                            f"sandbox's own key and set {name} to its ARN")
+            continue
+        done = aws("secretsmanager", "describe-secret", "--secret-id", arn, "--output", "json", check=False)
+        if done.returncode:
+            error = done.stderr.strip() or done.stdout.strip()
+            problems.append(
+                f"{name}: no secret {arn} in {aws.region}: make it (`aws secretsmanager create-secret --region "
+                f"{aws.region} --name <name> --secret-string <value>`, docs/deploy.md) and set {name} to the ARN it "
+                "prints" if "ResourceNotFoundException" in error else
+                f"{name}: make deploy could not describe the secret {arn} ({error}): the deploying credentials need "
+                "secretsmanager:DescribeSecret (infra/deployer-policy.json)")
+            continue
+        secret = json.loads(done.stdout)
+        if secret.get("ARN") != arn:
+            problems.append(f"{name}={arn} is a partial ARN (its name ends in 6 characters of its own): the stack "
+                            f"grants its functions this ARN as given, and IAM matches it to no read: set {name}="
+                            f"{secret.get('ARN')}")
+        elif secret.get("DeletedDate"):
+            problems.append(f"{name}'s secret {arn} is scheduled for deletion, and no function may read it meanwhile: "
+                            f"`aws secretsmanager restore-secret --region {aws.region} --secret-id {arn}`, or make "
+                            "another")
+        elif (key := secret.get("KmsKeyId")) and not str(key).endswith(OWN_KEY):
+            problems.append(f"{name}'s secret {arn} is encrypted with the KMS key {key}, which none of the stack's roles "
+                            f"may decrypt (no kms:Decrypt): encrypt it with Secrets Manager's own key, `aws "
+                            f"secretsmanager update-secret --region {aws.region} --secret-id {arn} --kms-key-id {OWN_KEY}`")
+    return problems
+
+
+def concurrency_problems(settings: Mapping[str, Any], reserved: Mapping[str, int], held: int, region: str) -> list[str]:
+    """Whether the account can reserve what the app stack reserves (beyond what it holds already) and still keep
+    Lambda's 100 unreserved: otherwise the app stack's create fails 10-15 minutes in, at its first function."""
+    limit = settings["AccountLimit"]
+    unreserved, total = int(limit["UnreservedConcurrentExecutions"]), int(limit["ConcurrentExecutions"])
+    needed = sum(reserved.values()) - held + LAMBDA_UNRESERVED
+    if unreserved >= needed:
+        return []
+    short = needed - unreserved
+    each = ", ".join(f"{name} {count}" for name, count in reserved.items())
+    api = reserved.get("APIHandler", 0)
+    lower = f", or lower ApiReservedConcurrency to {api - short} (the API's containers at once)" if api > short else ""
+    said = (f"the account's Lambda concurrency is too low for the app stack: {unreserved} of its {total} are unreserved, "
+            f"and the stack reserves {sum(reserved.values())} ({each}){f' beyond the {held} it holds' if held else ''} "
+            f"while Lambda keeps {LAMBDA_UNRESERVED} unreserved, so {needed} must be: ask for a \"Concurrent "
+            f"executions\" quota of at least {total + short} (Service Quotas, AWS Lambda: `aws service-quotas "
+            f"request-service-quota-increase --region {region} --service-code lambda --quota-code {LAMBDA_QUOTA} "
+            f"--desired-value {total + short}`) and deploy once it is granted{lower}")
+    return [said]
+
+
+def check_account(aws: Cli, names: Names, data: Mapping[str, str], app: Mapping[str, str],
+                  template: Path = APP_TEMPLATE) -> None:
+    """Refuse (Refused, every reason at once) what the account says cannot work. `data` and `app` are the values the
+    deploy sends (the parameters file's over the templates' defaults); every call only reads."""
+    account = aws.json("sts", "get-caller-identity")["Account"]
+    data_stack = aws.described(names.data_stack)
+    deployed_data = parameters(data_stack)
+    refusals = set_once_problems(deployed_data, data, names.data_stack) if deployed_data is not None else []
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in (data_stack or {}).get("Outputs", [])}
+    refusals += secret_problems(aws, app, account, outputs.get("GameBridgeSecretArn"))
+    deployed_app = parameters(aws.described(names.stack))
+    held = sum(reservations({**app, **deployed_app}, template).values()) if deployed_app is not None else 0
+    settings = aws.json("lambda", "get-account-settings")
+    refusals += concurrency_problems(settings, reservations(app, template), held, aws.region)
+    if refusals:
+        raise Refused("\n".join(f"- {reason}" for reason in refusals))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`make preflight` (and the first step of `make deploy`): the parameters file checked offline, then against
+    the account, each refusal with its fix."""
+    from infra import deploy  # the parameters file read, and the AWS CLI called, as make deploy reads and calls them
+
+    parser = argparse.ArgumentParser(description="make deploy's preflight: the parameters file, then the account")
+    parser.add_argument("--stage", default="prod")
+    parser.add_argument("--stack", help="the app stack (default event-run-engine-<stage>)")
+    parser.add_argument("--data-stack", help="the data stack (default <stack>-data)")
+    parser.add_argument("--region")
+    parser.add_argument("--bucket", help="the artifact bucket (default <stack>-artifacts-<account>-<region>)")
+    parser.add_argument("--params", type=Path, help="the parameters file (default infra/<stage>.params)")
+    parser.add_argument("--aws", default="aws", help="the AWS CLI to run")
+    args = parser.parse_args(argv)
+    stack = args.stack or f"event-run-engine-{args.stage}"
+    names = Names(stack, args.data_stack or f"{stack}-data")
+    if not args.region:
+        print("make preflight: set REGION=<aws region> (or AWS_REGION): the stacks live there", file=sys.stderr)
+        return 2
+    try:
+        data, app = deploy.split_params(deploy.read_params(args.params or deploy.ROOT / "infra" / f"{args.stage}.params"))
+        check(names, args.region, data, app, resolve=resolve, bucket=args.bucket)
+        aws = deploy.Aws(args.region, args.aws)
+        check_account(aws, names, sent(deploy.overrides(deploy.DATA_TEMPLATE, data)),
+                      sent(deploy.overrides(deploy.APP_TEMPLATE, app)))
+    except Refused as refused:
+        print(f"make preflight: refused, nothing created:\n{refused}", file=sys.stderr)
+        return 1
+    except deploy.DeployError as error:
+        print(f"make preflight: {error}", file=sys.stderr)
+        return 1
+    print(f"make preflight: {names.stack} and {names.data_stack} can be deployed to {args.region} as the file says")
+    return 0
+
+
+def sent(overrides: Sequence[str]) -> dict[str, str]:
+    """`--parameter-overrides Name=Value …` (infra/deploy.py's `overrides`) as the values it sends."""
+    return dict(item.split("=", 1) for item in overrides[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

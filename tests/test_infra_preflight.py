@@ -1,19 +1,38 @@
 """`make deploy`'s preflight (infra/preflight.py), with a resolver stand-in (tests/support/resolver.py): what cannot
-work on the default network or under AWS's name limits is refused before any AWS call, each reason with its fix;
-and the names derived from a long stack name fit."""
+work on the default network or under AWS's name limits, or what the functions refuse at their start, is refused
+before any AWS call, each reason with its fix; and the names derived from a long stack name fit. What only the
+account can tell is tested against moto in test_infra_preflight_account.py."""
+
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
+from chalicelib import sameness
+from chalicelib.config import Settings
+from chalicelib.errors import ConfigError
 from chalicelib.events.adapters.aws import AwsSwitches
 from infra import preflight
-from tests.support.resolver import Hosts
+from tests.support import cfn
+from tests.support.resolver import Hosts, Table
+
+ROOT = Path(__file__).resolve().parents[1]
 
 REGION = "eu-west-1"
 NAMES = preflight.Names("event-run-engine-prod", "event-run-engine-prod-data")
 APP = {"GameBridgeUrl": "https://bridge.example.org", "JwtJwksUrl": "https://id.example.org/.well-known/jwks.json",
        "JwtIssuer": "https://id.example.org"}
 COGNITO = "cognito-idp.eu-west-1.amazonaws.com"
+SANDBOX_KEY = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:sandbox-key-AbCdEf"  # a sandbox comes with its key
 COGNITO_JWKS = f"https://{COGNITO}/eu-west-1_AbCdEf/.well-known/jwks.json"
+
+
+@pytest.fixture(autouse=True)
+def no_lookup(monkeypatch):
+    """The settings' URL comparison (chalicelib/sameness.py) looks up two names that alone differ: answered from a
+    table here, which knows no name unless a test says so."""
+    monkeypatch.setattr(sameness, "resolve", Table({}))
 
 
 def refusal(names=NAMES, data=None, app=None, resolve=None, said=None) -> str:
@@ -60,7 +79,7 @@ def test_every_outbound_host_needs_an_ipv6_address_on_the_default_network(parame
     """The game bridge, its sandbox and each webhook channel are reached over IPv6 alone without NAT: a host with
     an A record only is refused naming a dual-stack front or NAT; with the team's own VPC (whose routes are not
     seen from here) it is a warning instead."""
-    app = dict(APP, **{parameter: value})
+    app = dict(APP, **{parameter: value}, **({"GameBridgeSandboxSecretArn": SANDBOX_KEY} if "Sandbox" in parameter else {}))
     says = refusal(app=app, resolve=Hosts(ipv4_only=["bridge.example.org"]))
     assert f"{parameter}'s host bridge.example.org has no IPv6 address" in says and "dual-stack front" in says
     warned: list[str] = []
@@ -148,5 +167,120 @@ def test_an_escalation_mention_needs_a_channel_that_can_ping_it():
 def test_presses_on_need_the_place_they_count_in(on, place):
     """The functions refuse it at start (chalicelib/config.py): the preflight says it first (the template's rule
     too, for a deployment made without make deploy: tests/test_infra_templates.py)."""
-    assert f"{on} turns presses on, and {place} is empty: set {place}" in refusal(app=dict(APP, **{on: "x"}))
-    assert refusal(app=dict(APP, **{on: "x", place: "T0123"})) == ""
+    value = "0" * 64 if on == "DiscordPublicKey" else "arn:aws:secretsmanager:eu-west-1:123456789012:secret:slack-AbCdEf"
+    assert f"{on} turns presses on, and {place} is empty: set {place}" in refusal(app=dict(APP, **{on: value}))
+    assert refusal(app=dict(APP, **{on: value, place: "T0123"})) == ""
+
+
+# ── what the functions refuse at their start (chalicelib/config.py), or the stack drops: refused here first ──
+
+def refused_at_start(**env: str) -> str:
+    """What the functions' settings say of these environment variables at start ("" when they take them)."""
+    try:
+        Settings.from_env(env)
+    except ConfigError as error:
+        return str(error)
+    return ""
+
+
+@pytest.mark.parametrize("live, value, rehearsal", [
+    ("CueChannel", "discord:100000000000000001", "discord:100000000000000001"),
+    ("AnnounceChannel", "slack:C0ANNOUNCE", "slack:C0ANNOUNCE"),
+    ("EscalationChannel", "webhook:https://hooks.example.org/a", "webhook:https://HOOKS.example.org:443/a/"),
+])
+def test_a_rehearsal_channel_that_is_a_live_one_is_refused_as_the_tick_refuses_it(live, value, rehearsal):
+    """Deployed, the tick refused it at every start (a minute's invocation failing each minute, the deploy having
+    "succeeded"). The preflight asks config.py's own question: a webhook is compared as a place, not as text."""
+    says = refusal(app=dict(APP, **{live: value, "RehearsalChannel": rehearsal}))
+    assert f"RehearsalChannel={rehearsal} is the same place as {live}={value}" in says
+    assert "set RehearsalChannel to a channel no live post goes to, or leave it out" in says
+    env = re.sub(r"(?<!^)(?=[A-Z])", "_", live).upper()  # CueChannel -> CUE_CHANNEL
+    assert refused_at_start(**{env: value, "REHEARSAL_CHANNEL": rehearsal})  # the same refusal, at start
+    other = "discord:100000000000000002" if value.startswith("discord") else "webhook:https://hooks.example.org/b"
+    assert refusal(app=dict(APP, **{live: value, "RehearsalChannel": other})) == ""
+    assert refusal(app=dict(APP, **{live: value, "RehearsalChannel": "log"})) == ""
+
+
+@pytest.mark.parametrize("sandbox", ["https://Bridge.example.org:443/", "https://bridge.example.org/./", "https://game.example.org"])
+def test_a_sandbox_that_is_the_game_bridge_is_refused(sandbox, monkeypatch):
+    """A dry run would act in the live game; the functions refuse it at start. Another spelling of the bridge's URL,
+    or another name of its address (the table: game.example.org is bridge.example.org), is the bridge all the same."""
+    monkeypatch.setattr(sameness, "resolve", Table({"bridge.example.org": ["2001:db8::7"], "game.example.org": ["2001:db8::7"]}))
+    app = dict(APP, GameBridgeSandboxUrl=sandbox, GameBridgeSandboxSecretArn=SANDBOX_KEY)
+    says = refusal(app=app)
+    assert f"GameBridgeSandboxUrl={sandbox} reaches the same place as GameBridgeUrl=https://bridge.example.org" in says
+    assert refused_at_start(GAME_BRIDGE_URL=APP["GameBridgeUrl"], GAME_BRIDGE_SANDBOX_URL=sandbox)
+    assert refusal(app=dict(app, GameBridgeSandboxUrl="https://sandbox.example.org")) == ""
+
+
+def test_a_sandbox_and_its_key_come_together():
+    """The stack's HasSandbox wants both: one alone was dropped without a word, and every sandbox dry run answered
+    409 (or the key was never read)."""
+    url_alone = refusal(app=dict(APP, GameBridgeSandboxUrl="https://sandbox.example.org"))
+    assert "GameBridgeSandboxUrl is set and GameBridgeSandboxSecretArn is empty" in url_alone
+    assert "set GameBridgeSandboxSecretArn to the ARN of a secret holding the sandbox's own key" in url_alone
+    key_alone = refusal(app=dict(APP, GameBridgeSandboxSecretArn=SANDBOX_KEY))
+    assert "GameBridgeSandboxSecretArn is set and GameBridgeSandboxUrl is empty" in key_alone
+    assert refusal(app=dict(APP, GameBridgeSandboxUrl="https://sandbox.example.org", GameBridgeSandboxSecretArn=SANDBOX_KEY)) == ""
+
+
+@pytest.mark.parametrize("parameter", preflight.TEAM_SECRETS)
+@pytest.mark.parametrize("value, says", [
+    ("arn:aws:secretsmanager:eu-west-1:123456789012:secret:teamsecret",
+     "is a partial ARN, without the -<6 characters> Secrets Manager ends a secret's ARN with"),
+    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:team-secret-AbCdEf",
+     ("secret is in us-east-1, and the stack deploys to eu-west-1, where its functions read their secrets: make the "
+      "secret in eu-west-1 (`aws secretsmanager create-secret --region eu-west-1")),
+    ("arn:aws:secretsmanager:eu-west-1:123456789012:secret:team-secret-AbCdEf:token",
+     "names a key of the secret (token), and the stack grants its functions the secret by the ARN as given"),
+    ("arn:aws:secretsmanager:eu-west-1:secret:team-secret", "is not a secret's ARN"),
+])
+def test_a_team_secret_no_function_could_read_is_refused_before_aws_is_called(parameter, value, says):
+    """The stack grants its roles each team-made secret by the ARN given: a partial ARN (IAM matches it to no read),
+    a key after it, or another region's secret passed the template's pattern and every read was AccessDenied."""
+    app = dict(APP, **{parameter: value})
+    app.update({"GameBridgeSandboxSecretArn": {"GameBridgeSandboxUrl": "https://sandbox.example.org"},
+                "SlackSigningSecretArn": {"SlackTeamId": "T0123"}}.get(parameter, {}))
+    said = refusal(app=app)
+    assert f"{parameter}" in said and says in said
+    assert "create-secret" in said or "names a key" in said
+    assert refusal(app=dict(app, **{parameter: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:team-secret-AbCdEf"})) == ""
+
+
+# ── what make deploy reads from the templates and the files ──
+
+def test_the_reservations_are_read_as_the_template_declares_them():
+    """The preflight reads each function's reserved concurrency from app.yaml's lines; cfn-lint's YAML reader agrees,
+    and ApiReservedConcurrency is the parameter's value."""
+    template = cfn.load(cfn.APP_TEMPLATE)
+    defaults = {name: str(spec.get("Default", "")) for name, spec in template["Parameters"].items()}
+    declared = {name: spec["Properties"]["ReservedConcurrentExecutions"] for name, spec in template["Resources"].items()
+                if "ReservedConcurrentExecutions" in spec.get("Properties", {})}
+    expected = {name: int(defaults[v["Ref"]] if isinstance(v, dict) else v) for name, v in declared.items()}
+    assert preflight.reservations(defaults) == expected and expected["APIHandler"] == 50
+    assert preflight.reservations(dict(defaults, ApiReservedConcurrency="7"))["APIHandler"] == 7
+
+
+def test_the_parameters_set_once_are_said_so_where_a_team_sets_them():
+    """DatabaseName, MasterUsername, AppUsername, VpcCidr, ExistingVpcId and ExistingSubnetIds apply at the data stack's
+    first create only: the template's descriptions, the example file and docs/deploy.md say so."""
+    declared = cfn.load(cfn.DATA_TEMPLATE)["Parameters"]
+    example = (ROOT / "infra" / "example.params").read_text()
+    guide = (ROOT / "docs" / "deploy.md").read_text()
+    for name in preflight.SET_ONCE:
+        assert "set once, at the first deploy" in " ".join(declared[name]["Description"].split()).lower(), name
+        assert re.search(rf"^# {name}=", example, re.MULTILINE), name
+        assert f"`{name}`" in guide, name
+    assert "set once, at the first deploy" in example and "set once, at the first deploy" in guide
+
+
+@pytest.mark.realtime  # make -n
+def test_make_deploy_runs_the_whole_preflight_first():
+    """The account's checks are made before the deploy's first write, with the deploy's own stack, region, CLI and file."""
+    done = subprocess.run(["make", "-n", "deploy", "REGION=eu-north-1", "STACK=events-x", "PARAMS=infra/x.params"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=True)
+    commands = [line for line in done.stdout.replace("\\\n", " ").splitlines() if "-m infra." in line]
+    assert [c.split("-m ")[1].split()[0] for c in commands] == ["infra.preflight", "infra.deploy"]
+    for command in commands:
+        assert "--stack events-x --region 'eu-north-1'" in command and "--aws " in command
+        assert "--params infra/x.params" in command
