@@ -14,7 +14,8 @@ receivers hold.
 
 `{"action": "rotate"}` gives the app user a new password: the database first,
 then the secret, whose other keys it writes back as they were. Open connections keep working; a connection opened in between
-is refused once with 1045 and succeeds after re-reading the secret.
+is refused once with 1045 and succeeds after re-reading the secret. A secret that cannot be written gives the user
+its old password back, so a failed rotate changes nothing.
 
 `{"action": "purge", "ended_before": "<date>", "dry_run": false}` deletes the history of runs that finished
 before the date (`events/purge.py`), batch by batch until its time is nearly spent; its answer says what went
@@ -222,9 +223,18 @@ def _handle(event: Any, env: Mapping[str, str] | None = None, client: Any = None
     tls = tls_for(admin, tls_mode, tls_ca)  # verified against the shipped RDS bundle unless the host is this machine
     wait_for_server(admin, wait_seconds, tls=tls)
     if action == "rotate":
+        kept = app_secret["password"]
         app_secret["password"] = secrets.token_urlsafe(24)
         set_app_user(admin, app_secret["username"], app_secret["password"], tls)
-        client.put_secret_value(SecretId=app_arn, SecretString=json.dumps(app_secret))
+        try:
+            client.put_secret_value(SecretId=app_arn, SecretString=json.dumps(app_secret))
+        except Exception:
+            # The database has the new password and the secret the old: every connection the engine opens would be
+            # refused. Give the user the secret's password back, and fail: nothing changed.
+            logger.exception("the app secret could not be written; database user %s gets its password back",
+                             app_secret["username"])
+            set_app_user(admin, app_secret["username"], kept, tls)
+            raise
         logger.info("rotated the password of database user %s", app_secret["username"])
         return {"rotated": app_secret["username"]}
 

@@ -23,8 +23,8 @@
    bytes for a template sent inline): CloudFormation runs the package's migrations
    (the MigrateSchema custom resource) before it creates or updates the API and the
    tick, which depend on it;
-7. the app stack's outputs, the alarm e-mail subscription's state, and what is
-   left to do by hand (the OIDC client's second pass, the game side's key).
+7. the app stack's outputs, the alarm and cue e-mail subscriptions' state, and
+   what is left to do by hand (the OIDC client's second pass, the game side's key).
 
 The parameters file holds `Name=Value` lines (`#` starts a comment), each a
 parameter of `infra/data.yaml` or `infra/app.yaml`; `infra/example.params` lists
@@ -38,6 +38,10 @@ sets MetricsNamespace) and JwtJwksUrl's path (JwksPath) are filled here.
 `--teardown` (`make teardown`) is the way back: the app stack deleted and waited
 for, then the data stack's deletion protection turned off and the data stack
 deleted (a final snapshot kept), and what outlives them printed with how to delete it.
+
+A stack in UPDATE_ROLLBACK_FAILED (an update whose rollback failed: CloudFormation
+refuses every update of it) is refused before anything is sent, naming the
+`continue-update-rollback` that gets it out (skipping MigrateSchema for the app stack).
 """
 
 from __future__ import annotations
@@ -274,12 +278,15 @@ def deploy(args: argparse.Namespace, aws: Aws, package: Callable[[Path, str], An
 def report(aws: Aws, app_params: dict[str, str], app_out: dict[str, str], data_out: dict[str, str]) -> None:
     say = aws.echo
     say(f"\nAPI: {app_out.get('EndpointURL')}   console: {app_out.get('EndpointURL', '')}console")
-    if app_params.get("AlarmEmail"):
-        subscriptions = aws.json("sns", "list-subscriptions-by-topic", "--topic-arn", app_out["AlarmTopicArn"])["Subscriptions"]
+    for email, topic, until in (("AlarmEmail", "AlarmTopicArn", "no alarm reaches anyone"),
+                                ("CueEmail", "CueTopicArn", "no cue on the cue topic reaches them")):
+        if not app_params.get(email) or topic not in app_out:
+            continue
+        subscriptions = aws.json("sns", "list-subscriptions-by-topic", "--topic-arn", app_out[topic])["Subscriptions"]
         pending = [s["Endpoint"] for s in subscriptions if s["SubscriptionArn"] == "PendingConfirmation"]
         if pending:
             say(f"TO DO: {', '.join(pending)} must open AWS's 'Subscription Confirmation' e-mail and confirm: "
-                "until then no alarm reaches anyone")
+                f"until then {until}")
     if not app_params.get("OidcClientId"):
         say(f"TO DO (sign-in, second pass): register {app_out.get('ConsoleRedirectUri')} as a redirect URI of a new "
             "OIDC client at the identity provider, then set OidcClientId=<its id> and JwtAudience=<its id> in the "
@@ -294,21 +301,22 @@ def report(aws: Aws, app_params: dict[str, str], app_out: dict[str, str], data_o
 
 def teardown(args: argparse.Namespace, aws: Aws) -> None:
     """Delete the app stack, then the data stack (its cluster's deletion protection turned off first), waiting for
-    each: the app stack imports the data stack's exports, and CloudFormation keeps an export while it is imported."""
+    each: the app stack imports the data stack's exports, and CloudFormation keeps an export while it is imported.
+    Then say what outlives them, each with the command that deletes it (`kept_on_purpose`)."""
     if args.confirm != args.stack:
         raise DeployError(f"make teardown deletes {args.stack} and {args.data_stack}, the database with them (a final "
                           f"snapshot is kept): run it again with CONFIRM={args.stack}")
     account = aws.json("sts", "get-caller-identity")["Account"]
     aws.echo(f"account {account}, region {aws.region}: deleting {args.stack}, then {args.data_stack}")
-    kept: list[str] = []
+    left: dict[str, dict[str, dict[str, str]]] = {}  # each stack's outputs and parameters, as it was before deletion
     for stack in (args.stack, args.data_stack):
         described = aws.described(stack)
         if described is None:
             aws.echo(f"{stack}: no such stack")
             continue
-        outputs = {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
-        kept += [arn for name, arn in sorted(outputs.items()) if name.endswith("SecretArn") and name != "AdminSecretArn"]
-        parameters = {p["ParameterKey"]: p.get("ParameterValue") for p in described.get("Parameters", [])}
+        parameters = {p["ParameterKey"]: p.get("ParameterValue") or "" for p in described.get("Parameters", [])}
+        left[stack] = {"outputs": {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])},
+                       "parameters": parameters}
         if parameters.get("DeletionProtection", "false") != "false":  # the data stack: a protected cluster is not deleted
             unprotected = {**parameters, "DeletionProtection": "false"}  # the rest as the stack has them (none is NoEcho)
             aws("cloudformation", "update-stack", "--stack-name", stack, "--use-previous-template",
@@ -318,13 +326,45 @@ def teardown(args: argparse.Namespace, aws: Aws) -> None:
         aws("cloudformation", "delete-stack", "--stack-name", stack)
         aws.wait("stack-delete-complete", stack)
         aws.echo(f"{stack}: deleted")
-    say = aws.echo
-    say("\nKept on purpose (each costs until deleted):")
-    for arn in kept:
-        say(f"  a secret: aws secretsmanager delete-secret --region {aws.region} --secret-id {arn} --recovery-window-in-days 7")
-    say(f"  the cluster's final snapshot: aws rds describe-db-cluster-snapshots --region {aws.region} --snapshot-type manual")
     bucket = args.bucket or preflight.Names(args.stack, args.data_stack).bucket(account, aws.region)
-    say(f"  the artifact bucket: aws s3 rb --region {aws.region} s3://{bucket} --force")
+    aws.echo("\nKept on purpose (a secret costs $0.40 a month, the snapshot its storage; the rest is free):")
+    for line in kept_on_purpose(aws.region, left.get(args.stack), left.get(args.data_stack), bucket,
+                                preflight.Names(args.stack, args.data_stack).tick):
+        aws.echo("  " + line)
+
+
+def kept_on_purpose(region: str, app: dict[str, dict[str, str]] | None, data: dict[str, dict[str, str]] | None,
+                    bucket: str, tick_name: str) -> list[str]:
+    """What a teardown leaves, each with the command that deletes it: the secrets the stacks made (the game side, or
+    data brought back from the snapshot, may still need them) and the ones the team made and named in the parameters
+    file, the cluster's final snapshot, the artifact bucket, the account's API Gateway logging role (other APIs of
+    the account may log with it), and the schedules a sleeping deployment leaves."""
+    app_parameters = (app or {}).get("parameters", {})
+    data_outputs = (data or {}).get("outputs", {})
+    made = [arn for stack in (app, data) for name, arn in sorted((stack or {}).get("outputs", {}).items())
+            if name.endswith("SecretArn") and name != "AdminSecretArn"]  # RDS deletes its admin secret with the cluster
+    teams = [arn for name, arn in sorted(app_parameters.items()) if name.endswith("SecretArn") and arn]
+    delete = f"aws secretsmanager delete-secret --region {region} --recovery-window-in-days 7 --secret-id"
+    lines = [f"a secret the stacks made: {delete} {arn}" for arn in made]
+    lines += [f"a secret your team made (the parameters file names it): {delete} {arn}" for arn in teams]
+    endpoint = data_outputs.get("ClusterEndpoint", "")
+    cluster = endpoint.split(".", 1)[0] if endpoint else "<the cluster's identifier>"
+    lines.append(f"the cluster's final snapshot: its name is printed by `aws rds describe-db-cluster-snapshots --region {region}"
+                 f" --db-cluster-identifier {cluster} --snapshot-type manual --query 'DBClusterSnapshots[].DBClusterSnapshotIdentifier'"
+                 f" --output text`; delete it with `aws rds delete-db-cluster-snapshot --region {region}"
+                 " --db-cluster-snapshot-identifier <that name>`")
+    lines.append(f"the artifact bucket: aws s3 rb --region {region} s3://{bucket} --force")
+    if (data or {}).get("parameters", {}).get("SetApiGatewayLogsRole", "true") != "false":
+        lines.append(f"the account's API Gateway logging role (other APIs of this account and region may log with it):"
+                     f" `aws apigateway get-account --region {region} --query cloudwatchRoleArn --output text` prints it;"
+                     " once nothing logs with it, `aws iam detach-role-policy --role-name <the ARN's last part> --policy-arn"
+                     " arn:aws:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs`, then"
+                     " `aws iam delete-role --role-name <the same>`")
+    tick = app_parameters.get("TickName") or tick_name
+    lines.append(f"a sleeping deployment's wake-up and backstop schedules (they fire once into the deleted tick, and a"
+                 f" deployment of the same name within a day meets them): `aws scheduler list-schedules --region {region}"
+                 f" --name-prefix {tick}-`, then `aws scheduler delete-schedule --region {region} --name <each>`")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -344,8 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.stack = args.stack or f"event-run-engine-{args.stage}"
     args.data_stack = args.data_stack or f"{args.stack}-data"
     args.params = args.params or ROOT / "infra" / f"{args.stage}.params"
+    command = "make teardown" if args.teardown else "make deploy"
     if not args.region:
-        print("make deploy: set REGION=<aws region> (or AWS_REGION): the stacks, the bucket and Aurora live there", file=sys.stderr)
+        print(f"{command}: set REGION=<aws region> (or AWS_REGION): the stacks, the bucket and Aurora live there", file=sys.stderr)
         return 2
 
     def package(out: Path, cors_origin: str) -> None:
@@ -361,7 +402,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         except RuntimeMissing as missing:
             raise DeployError(str(missing)) from None
 
-    command = "make teardown" if args.teardown else "make deploy"
     try:
         if args.teardown:
             teardown(args, Aws(args.region, args.aws))

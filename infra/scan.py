@@ -23,9 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CHECKOV = ROOT / ".venv-scan" / "bin" / "checkov"
 
 SKIPPED: dict[str, str] = {
-    "CKV_AWS_116": "no dead-letter queue: the tick's failed asynchronous invocations go to the alarm topic "
-                   "(EventInvokeConfig OnFailure, which also carries the error), the API and migrate are invoked "
-                   "synchronously, where a DLQ never receives anything",
+    "CKV_AWS_116": "no dead-letter queue: a failed asynchronous invocation's record goes to a topic (EventInvokeConfig "
+                   "OnFailure, which also carries the error: the tick's to its own, a chat press's to the alarm topic), "
+                   "CloudFormation's invocation of migrate is never retried and answers CloudFormation itself, and the "
+                   "API is invoked synchronously, where a DLQ never receives anything",
     "CKV_AWS_118": "no RDS enhanced monitoring: its agent keeps Aurora Serverless v2 from pausing at 0 ACU and bills "
                    "log ingestion every minute of the month; the alarms read the engine's own metrics",
     "CKV_AWS_120": "no API Gateway cache: a cache cluster bills by the hour (at least $14.60 a month) and the console "

@@ -306,3 +306,12 @@ def test_the_access_log_line_fits_the_bytes_the_cost_model_counts_per_api_reques
     assert json.loads(rendered)  # one JSON object a line
     billed = len(rendered.encode()) + 26  # CloudWatch bills 26 bytes an event on top of its message
     assert billed <= costs.INPUTS["access_log_bytes_per_api_request"].value
+
+
+def test_the_sleep_failed_runbook_quotes_the_models_month_awake():
+    """operations.md's SleepFailedAlarm runbook says what an engine that cannot sleep costs: the model's month with
+    sleep off for the one tick a deployment has (it said $87, the model $83)."""
+    awake = sum(costs.sleep_off({**DEFAULTS, "scale_recipe_ticks": 1}).values())
+    guide = (ROOT / "docs" / "operations.md").read_text()
+    runbook = " ".join(guide.split("**When `SleepFailedAlarm` fires**", 1)[1].split("\n\n", 1)[0].split())
+    assert f"(about ${awake:.0f} a month: `bench/costs.py`'s month with sleep off, for one tick)" in runbook

@@ -311,6 +311,17 @@ def test_once_the_app_stack_is_up_the_deploy_says_what_is_left_by_hand(tmp_path)
 
 
 @pytest.mark.packaging
+def test_an_unconfirmed_cue_e_mail_is_said_as_the_alarm_e_mail_is(tmp_path):
+    """CueEmail subscribes an address to the cue topic as AlarmEmail does to the alarm topic; only the alarm
+    e-mail's pending confirmation was said."""
+    done = fake_deploy(tmp_path, PARAMS + "CueEmail=gm@example.org\n")
+    assert done.returncode == 0, done.stderr
+    assert "ops@example.org must open AWS's 'Subscription Confirmation' e-mail and confirm: until then no alarm" in done.stdout
+    assert ("gm@example.org must open AWS's 'Subscription Confirmation' e-mail and confirm: until then no cue on the cue"
+            " topic reaches them") in done.stdout
+
+
+@pytest.mark.packaging
 @pytest.mark.parametrize("stack", [DATA_STACK, APP_STACK])
 def test_a_first_create_that_rolled_back_is_deleted_and_created_again(tmp_path, stack):
     """CloudFormation can only delete a stack in ROLLBACK_COMPLETE (a new account's Lambda concurrency quota fails
@@ -387,9 +398,13 @@ def test_the_example_parameters_file_names_only_parameters_the_templates_declare
 
 # ── make teardown, against moto's CloudFormation ──
 
+TICK = f"{APP_STACK}-tick"
+TEAMS_SECRET = f"arn:aws:secretsmanager:{REGION}:123456789012:secret:discord-bot-AbCdEf"
 # The app stack as moto can hold it: what a teardown meets is its import of the data stack's exports.
 APP_STAND_IN = {
-    "Parameters": {"DataStack": {"Type": "String"}},
+    "Parameters": {"DataStack": {"Type": "String"}, "TickName": {"Type": "String"},
+                   "DiscordBotTokenSecretArn": {"Type": "String", "Default": ""},
+                   "SlackSigningSecretArn": {"Type": "String", "Default": ""}},
     "Resources": {"AlarmTopic": {"Type": "AWS::SNS::Topic", "Properties": {
         "DisplayName": {"Fn::ImportValue": {"Fn::Sub": "${DataStack}-FunctionSecurityGroupId"}}}}},
     "Outputs": {"SignalSecretArn": {"Value": f"arn:aws:secretsmanager:{REGION}:123456789012:secret:SignalSecret-AbCdEf"}},
@@ -409,8 +424,9 @@ def test_teardown_deletes_the_app_stack_then_the_data_stack_with_its_protection_
         Parameters=[{"ParameterKey": key, "ParameterValue": value} for key, value in (
             ("ExistingVpcId", moto.vpc), ("ExistingSubnetIds", moto.network.split("=")[-1].strip()),
             ("DeletionProtection", "true"))])
-    moto.cloudformation.create_stack(StackName=APP_STACK, TemplateBody=json.dumps(APP_STAND_IN),
-                                     Parameters=[{"ParameterKey": "DataStack", "ParameterValue": DATA_STACK}])
+    moto.cloudformation.create_stack(StackName=APP_STACK, TemplateBody=json.dumps(APP_STAND_IN), Parameters=[
+        {"ParameterKey": "DataStack", "ParameterValue": DATA_STACK}, {"ParameterKey": "TickName", "ParameterValue": TICK},
+        {"ParameterKey": "DiscordBotTokenSecretArn", "ParameterValue": TEAMS_SECRET}])
 
     def teardown(*confirm: str) -> SimpleNamespace:
         recording = moto_cfn.Recording(moto.url, moto.tmp / "recording.jsonl")
@@ -445,8 +461,19 @@ def test_teardown_deletes_the_app_stack_then_the_data_stack_with_its_protection_
     for stack in (APP_STACK, DATA_STACK):
         with pytest.raises(moto.cloudformation.exceptions.ClientError, match="does not exist"):
             moto.cloudformation.describe_stacks(StackName=stack)
-    assert f"secretsmanager delete-secret --region eu-west-1 --secret-id {APP_STAND_IN['Outputs']['SignalSecretArn']['Value']}" in done.out
-    assert f"s3 rb --region eu-west-1 s3://{BUCKET} --force" in done.out and "describe-db-cluster-snapshots" in done.out
+    kept = done.out.split("Kept on purpose", 1)[1]
+    delete = "aws secretsmanager delete-secret --region eu-west-1 --recovery-window-in-days 7 --secret-id"
+    assert f"a secret the stacks made: {delete} {APP_STAND_IN['Outputs']['SignalSecretArn']['Value']}" in kept
+    assert f"a secret your team made (the parameters file names it): {delete} {TEAMS_SECRET}" in kept
+    assert "SlackSigningSecretArn" not in kept and kept.count("your team made") == 1  # an empty one is none
+    assert f"aws s3 rb --region eu-west-1 s3://{BUCKET} --force" in kept
+    # the snapshot: found by its cluster and deleted, not every manual snapshot of the account listed
+    assert ("--db-cluster-identifier event-run-engine-prod-data --snapshot-type manual --query"
+            " 'DBClusterSnapshots[].DBClusterSnapshotIdentifier' --output text") in kept
+    assert "aws rds delete-db-cluster-snapshot --region eu-west-1 --db-cluster-snapshot-identifier <that name>" in kept
+    assert "aws apigateway get-account --region eu-west-1 --query cloudwatchRoleArn" in kept and "aws iam delete-role" in kept
+    assert (f"aws scheduler list-schedules --region eu-west-1 --name-prefix {TICK}-`, then"
+            " `aws scheduler delete-schedule --region eu-west-1 --name <each>`") in kept
 
 
 @pytest.mark.realtime  # make -n
@@ -460,3 +487,10 @@ def test_make_migrate_rotate_unlock_and_mark_applied_call_the_region_given(targe
     assert command.endswith("--region 'eu-north-1'") and "--stack events-x" in command
     if target == "mark-applied":
         assert "--action mark_applied --id '0079.event-run-log-kind'" in command
+
+
+def test_a_teardown_without_a_region_is_told_as_a_teardown(monkeypatch, capsys):
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    assert deploy.main(["--teardown", "--confirm", APP_STACK]) == 2
+    assert capsys.readouterr().err.startswith("make teardown: set REGION=<aws region>")  # it said "make deploy"

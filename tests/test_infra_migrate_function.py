@@ -263,3 +263,23 @@ def test_mark_applied_records_the_migration_a_killed_migrate_left_finished_and_n
                                        " applies the rest"}
     assert INDEX_BUILD not in handle({}, env, client)["applied"]  # the rest applied
     connect_as_app(app_secret(client, env)).close()
+
+
+def test_a_rotate_whose_secret_cannot_be_written_gives_the_database_its_old_password_back(deployment):
+    """The database is changed first: a rotate that then failed to write the secret (Secrets Manager refusing or out
+    of reach) left the app user on a password nobody knew, and every connection the engine opened refused (1045)."""
+    env, client = deployment
+    handle({}, env, client)
+    before = app_secret(client, env)
+
+    class Refusing:  # the client, its put refused
+        def __getattr__(self, name):
+            return getattr(client, name)
+
+        def put_secret_value(self, **_):
+            raise ConnectionError("Secrets Manager out of reach")
+
+    with pytest.raises(ConnectionError):
+        handle({"action": "rotate"}, env, Refusing())
+    assert app_secret(client, env) == before
+    connect_as_app(before).close()  # the secret's password still signs in

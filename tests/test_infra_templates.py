@@ -3,6 +3,7 @@ nothing in any template as written or as a team would deploy it, and the package
 the promises docs/deploy.md makes (VPC, invoke settings, permissions, alarms, error answers)."""
 
 import json
+import re
 
 import pytest
 from chalice.package import YAMLTemplateSerializer
@@ -205,13 +206,20 @@ def test_each_function_may_write_only_its_own_log_group(app, function, log_group
     assert granted(role, "logs:PutLogEvents") == granted(role, "logs:CreateLogStream") == [{"Fn::GetAtt": [log_group, "Arn"]}]
 
 
-def test_a_late_tick_is_dropped_and_a_failed_one_reaches_the_alarm_topic(app):
+def test_a_late_tick_is_dropped_and_a_failed_ones_record_goes_to_a_topic_of_its_own_not_the_alarm_topic(app):
+    """A tick that keeps failing fails every minute: its records on the alarm topic were 60 e-mails an hour to
+    everyone on it, besides TickErrorsAlarm's one. They go to TickFailureTopic, which nobody is subscribed to unless
+    they choose (its ARN is an output)."""
     tick = resources(app)["Tick"]["Properties"]
     assert tick["Timeout"] > 60
     invoke = tick["EventInvokeConfig"]
     assert (invoke["MaximumEventAgeInSeconds"], invoke["MaximumRetryAttempts"]) == (60, 0)
-    assert invoke["DestinationConfig"]["OnFailure"] == {"Type": "SNS", "Destination": {"Ref": "AlarmTopic"}}
-    assert {"Ref": "AlarmTopic"} in granted(resources(app)["TickRole"], "sns:Publish")  # Lambda sends it as the tick
+    assert invoke["DestinationConfig"]["OnFailure"] == {"Type": "SNS", "Destination": {"Ref": "TickFailureTopic"}}
+    assert {"Ref": "TickFailureTopic"} in granted(resources(app)["TickRole"], "sns:Publish")  # Lambda sends it as the tick
+    assert {"Ref": "AlarmTopic"} not in granted(resources(app)["TickRole"], "sns:Publish")
+    assert not [sub for sub in cfn.of_type(app, "AWS::SNS::Subscription").values()
+                if sub["Properties"]["TopicArn"] == {"Ref": "TickFailureTopic"}]
+    assert app["Outputs"]["TickFailureTopicArn"]["Value"] == {"Ref": "TickFailureTopic"}
     assert tick["ReservedConcurrentExecutions"] == 2
 
 
@@ -265,7 +273,7 @@ def test_the_api_reads_only_the_app_secret_with_its_signal_key_and_may_only_nudg
 def test_the_tick_reads_its_two_secrets_and_publishes_only_to_its_topics(app):
     role = resources(app)["TickRole"]
     assert granted(role, "secretsmanager:GetSecretValue") == [imported("AppSecretArn"), imported("GameBridgeSecretArn")]
-    assert granted(role, "sns:Publish") == [{"Ref": "CueTopic"}, {"Ref": "AnnounceTopic"}, {"Ref": "AlarmTopic"}]
+    assert granted(role, "sns:Publish") == [{"Ref": "CueTopic"}, {"Ref": "AnnounceTopic"}, {"Ref": "TickFailureTopic"}]
     assert "WEBHOOK_SECRET_ARN" not in env(app, "Tick")
 
 
@@ -421,9 +429,14 @@ def test_every_alarms_e_mail_names_its_runbook_and_a_log_group_the_stack_writes(
     runbooks = (cfn.ROOT / "docs" / "operations.md").read_text().split("\n## Alarms\n", 1)[1].split("\n## ", 1)[0]
     for name, alarm in cfn.of_type(app, "AWS::CloudWatch::Alarm").items():
         description = alarm["Properties"]["AlarmDescription"]["Fn::Sub"]
-        assert "Runbook: docs/operations.md, Alarms; log group " in description, name
-        assert description.rsplit("log group ", 1)[1] in groups, name
+        assert re.search(r"Runbook: docs/operations\.md, Alarms; log groups? ", description), name
+        named = re.split(r"log groups? ", description)[-1].split(", ")
+        assert set(named) <= groups, name
         assert f"| `{name}` |" in runbooks, f"{name} has no runbook row"
+        row = next(line for line in runbooks.splitlines() if line.startswith(f"| `{name}` |"))
+        for group in named:  # the row names each group the alarm's cause may be logged in
+            assert group.replace("${AWS::StackName}", "<stack>").replace("${TickName}", "<stack>-tick") in row or \
+                len(named) == 1, (name, group)
 
 
 def test_a_wait_for_a_person_alarms_while_the_deployment_sleeps(packaged):

@@ -55,6 +55,7 @@ def outputs(stack: str, params: dict[str, str], region: str) -> list[dict[str, s
         api = f"https://a1b2c3.execute-api.{region}.amazonaws.com/api/"
         values = {"EndpointURL": api, "ConsoleRedirectUri": api + "console",
                   "AlarmTopicArn": f"arn:aws:sns:{region}:{ACCOUNT}:{stack}-AlarmTopic-X",
+                  "CueTopicArn": f"arn:aws:sns:{region}:{ACCOUNT}:{stack}-CueTopic-X",
                   "MigrateFunctionName": f"{stack}-Migrate-X"}
     return [{"OutputKey": k, "OutputValue": v} for k, v in values.items()]
 
@@ -102,9 +103,13 @@ def main(argv: list[str]) -> int:
         pass  # the stand-in's operations are done when they answer
     elif call == ("cloudformation", "package"):
         shutil.copy(option(argv, "--template-file") or "", option(argv, "--output-template-file") or "")
-    elif call == ("sns", "list-subscriptions-by-topic"):
-        answer = {"Subscriptions": [{"Protocol": "email", "Endpoint": "ops@example.org", "SubscriptionArn": "PendingConfirmation",
-                                     "TopicArn": option(argv, "--topic-arn")}]}
+    elif call == ("sns", "list-subscriptions-by-topic"):  # the stack's e-mail for the topic, still unconfirmed
+        topic = option(argv, "--topic-arn") or ""
+        params: dict[str, str] = next((p for stack, p in state["stacks"].items()
+                                       if topic.split(":")[-1].startswith(f"{stack}-")), {})
+        email = params.get("CueEmail" if "-CueTopic-" in topic else "AlarmEmail", "")
+        answer = {"Subscriptions": [{"Protocol": "email", "Endpoint": email, "SubscriptionArn": "PendingConfirmation",
+                                     "TopicArn": topic}] if email else []}
     else:
         print(f"fake aws: unexpected call {argv}", file=sys.stderr)
         return 2
