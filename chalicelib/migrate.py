@@ -1,7 +1,7 @@
 """Bring a database to the current schema with yoyo-migrations.
 
-The SQL files ship inside the package (so the deployed Lambda has them), each
-one DDL statement since 0051 (MySQL commits DDL on its own). yoyo's lock table keeps two
+The SQL files ship inside the package (so the deployed Lambda has them), one
+statement each since 0051 (MySQL commits a DDL statement on its own). yoyo's lock table keeps two
 migrators from colliding; applied migrations are skipped, so running it twice is
 a no-op. A migrator killed while it held the lock (its function timed out, its
 deploy was stopped) leaves the lock row behind: `unlock` clears it once it is
