@@ -2266,7 +2266,7 @@ MUTATIONS: list[Mutation] = [
              (BRANCHES,)),
     # issue 42: chat
     Mutation("a-button-edited-to-another-step-is-pressed", "a-button-edited-to-another-step-is-pressed",
-             "    if message is None:\n        raise NotFound(f\"this message carries", "    if False:\n        raise NotFound(f\"this message carries",
+             "    if message is None:\n        raise NotFound(_not_pressable(", "    if False:\n        raise NotFound(_not_pressable(",
              ("tests/test_chat_interactions.py",)),
     Mutation("a-chat-message-is-not-recorded", "a-chat-message-is-not-recorded",
              "self.db.autocommit(lambda tx: chat_messages.record(", "(lambda tx: chat_messages.record(",
