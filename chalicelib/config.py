@@ -70,18 +70,16 @@ def _channel(env: Mapping[str, str], name: str) -> str:
                       f" 'slack:<channel id>', got {value!r}")
 
 
-def _same_channel(one: str, other: str) -> bool:
+def same_channel(one: str, other: str) -> bool:
     """Whether two channel settings post to the same place: webhooks compared as places (`same_url`), a Discord or
-    Slack channel by its id, an SNS topic by its ARN; `log` is no place (every channel may be it)."""
+    Slack channel by its id, an SNS topic by its ARN; `log` is no place (every channel may be it). make deploy's
+    preflight refuses the same settings with it before deploying (infra/preflight.py)."""
     scheme, _, target = one.partition(":")
     other_scheme, _, other_target = other.partition(":")
     if scheme != other_scheme or one == "log":
         return False
     # guard: a-rehearsal-webhook-is-compared-as-text
     return same_url(target, other_target) if scheme == "webhook" else target == other_target
-
-
-same_channel = _same_channel  # public: make deploy's preflight refuses the same settings first (infra/preflight.py)
 
 
 def _chat_roles(env: Mapping[str, str], name: str, ids: re.Pattern[str]) -> tuple[tuple[str, str], ...]:
@@ -387,7 +385,7 @@ class Settings:
         for name, live in (("CUE_CHANNEL", settings.cue_channel), ("ANNOUNCE_CHANNEL", settings.announce_channel),
                            ("ESCALATION_CHANNEL", settings.escalation_channel)):
             # guard: the-rehearsal-channel-may-be-a-live-one
-            if live and _same_channel(settings.rehearsal_channel, live):
+            if live and same_channel(settings.rehearsal_channel, live):
                 raise ConfigError(f"REHEARSAL_CHANNEL must be a channel of its own, not {name}'s:"
                                   f" {settings.rehearsal_channel} is the same place as {live}, so every dry run would"
                                   " post there; set REHEARSAL_CHANNEL to a channel no live post goes to, or unset it (log)")

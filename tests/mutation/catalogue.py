@@ -2074,7 +2074,7 @@ MUTATIONS: list[Mutation] = [
              'mark = ""',
              (CHAT_REHEARSAL_MARK,)),
     Mutation("the-rehearsal-channel-may-be-a-live-one", "the-rehearsal-channel-may-be-a-live-one",
-             "if live and _same_channel(settings.rehearsal_channel, live):",
+             "if live and same_channel(settings.rehearsal_channel, live):",
              "if False:",
              (CONFIG_REHEARSAL,)),
     Mutation("a-rehearsal-webhook-is-compared-as-text", "a-rehearsal-webhook-is-compared-as-text",
