@@ -3,7 +3,7 @@
 The invariant: a deployment that would deploy and then not work is refused before the first AWS call —
 a peer the functions cannot reach (the default network has no NAT: they reach the internet over IPv6
 only, so every outbound host needs an AAAA record), an AWS API with no name they can reach in the region
-(EventBridge Scheduler above all: without it the deployment can never sleep and stays awake, about $86 a
+(EventBridge Scheduler above all: without it the deployment can never sleep and stays awake, about $83 a
 month), a name longer than AWS takes, or a setting the functions refuse at their start
 (chalicelib/config.py: its own comparisons are asked here) or that the stack would quietly drop.
 
@@ -304,7 +304,7 @@ def host_problems(app: dict[str, str], data: dict[str, str], region: str, resolv
         where = f"{name} does not resolve" + ("" if interface_endpoints else " to an IPv6 address")
         if prefix == "scheduler":
             refusals.append(f"EventBridge Scheduler is not offered in {region} ({where}): the deployment could never "
-                            "sleep and would stay awake, about $86 a month: deploy to a region that offers it")
+                            "sleep and would stay awake, about $83 a month: deploy to a region that offers it")
         else:
             refusals.append(f"{service} has no name the functions can reach in {region} ({where}): "
                             + ("deploy to a region that offers it" if interface_endpoints else

@@ -98,7 +98,7 @@ def test_a_chat_channels_platform_needs_an_ipv6_address_too(channel, host):
 
 
 def test_a_region_without_eventbridge_scheduler_is_refused():
-    """Without Scheduler the deployment can never sleep (about $86 a month awake): the dual-stack name the functions
+    """Without Scheduler the deployment can never sleep (about $83 a month awake): the dual-stack name the functions
     call (IPv4's, with interface endpoints) must resolve in the region."""
     says = refusal(resolve=Hosts(unknown=[f"scheduler.{REGION}.api.aws"]))
     assert f"EventBridge Scheduler is not offered in {REGION}" in says and "deploy to a region that offers it" in says
