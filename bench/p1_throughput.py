@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from chalicelib.db import Database, DatabaseClock, must_exist
-from chalicelib.events.document import programme_of
 from chalicelib.events.lifecycle import StepStatus
+from chalicelib.events.programme import programme_of
 from chalicelib.events.runner.budget import Budget
 from chalicelib.events.runner.walk import RunWalker
 from chalicelib.events.store import runs, steps

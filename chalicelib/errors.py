@@ -9,6 +9,9 @@
      │    ├── SecretUnreadable   a secret the engine needs cannot be read (missing, not permitted, unreachable, malformed)
      │    └── SchemaBehind       the database lacks a migration this code ships (an upgrade not migrated yet)
      ├── ConfigError             a setting is missing or out of range (also a ValueError)
+     ├── MigrationFailed         a migration failed: named, with the server's own error and, when its change
+     │                           may be in the database already, the way out (`make mark-applied`)
+     ├── NotMarked               `mark_applied` refused: why, and what to run instead
      └── OutboundError           an outbound call got no complete answer; `sent`: a byte of the request had
           │                      left, so the peer may have acted (False: it cannot have)
           ├── DeadlineExceeded   the overall deadline passed before the whole answer arrived
@@ -78,3 +81,15 @@ class DeadlineExceeded(OutboundError):
 
 class ConnectionFailed(OutboundError):
     pass
+
+
+class MigrationFailed(Exception):
+    """A migration that failed (`migration`, its id), said with the server's own error (`migrate.py` words it)."""
+
+    def __init__(self, migration: str, said: str):
+        super().__init__(said)
+        self.migration = migration
+
+
+class NotMarked(Exception):
+    """`mark_applied` refused: the message says why, and what to run instead."""

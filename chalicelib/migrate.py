@@ -33,6 +33,7 @@ from yoyo import get_backend, read_migrations
 from yoyo.exceptions import BadMigration
 
 from .db import RDS_CA_BUNDLE, ConnectionParams, Database, tls_for
+from .errors import MigrationFailed, NotMarked
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 # The migrate function's timeout (900 s) and a margin: no migrator that may still be running has held the
@@ -97,25 +98,22 @@ def migrate(params: ConnectionParams, *, create: bool = True, tls_mode: str | No
                 except BadMigration:
                     continue  # as yoyo's own apply_migrations: a file it cannot read is passed over
                 except Exception as error:
-                    raise MigrationFailed(migration.id, error) from error
+                    raise _failed(migration.id, error) from error
             backend.run_post_apply(pending)
             return [m.id for m in pending]
     finally:
         backend.connection.close()
 
 
-class MigrationFailed(Exception):
-    """A migration that failed, named, with the server's own error (not yoyo's failed rollback to its savepoint,
+def _failed(migration: str, error: Exception) -> MigrationFailed:
+    """The migration's failure, said with the server's own error (not yoyo's failed rollback to its savepoint,
     which a DDL's implicit commit has already dropped) and, when its change may be there already, the way out."""
-
-    def __init__(self, migration: str, error: Exception):
-        cause = error.__context__ if _is(error, SAVEPOINT_GONE) and error.__context__ is not None else error
-        said = f"migration {migration} failed: {cause}"
-        if _is(cause, *ALREADY_THERE):
-            said += (f"; its change may be in the database already (a killed migrate's statement that the server"
-                     f" finished): `make mark-applied ID={migration}` checks that it is and records it")
-        super().__init__(said)
-        self.migration = migration
+    cause = error.__context__ if _is(error, SAVEPOINT_GONE) and error.__context__ is not None else error
+    said = f"migration {migration} failed: {cause}"
+    if _is(cause, *ALREADY_THERE):
+        said += (f"; its change may be in the database already (a killed migrate's statement that the server"
+                 f" finished): `make mark-applied ID={migration}` checks that it is and records it")
+    return MigrationFailed(migration, said)
 
 
 def _is(error: BaseException, *codes: int) -> bool:
@@ -149,10 +147,6 @@ def unlock(params: ConnectionParams, *, now: datetime | None = None, stale_after
     finally:
         backend.connection.close()
     return Unlocked(cleared, *(left or (None, None)))
-
-
-class NotMarked(Exception):
-    """`mark_applied` refused: the message says why, and what to run instead."""
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from chalicelib.api import auth
 from chalicelib.api.routes import OPERATIONS
 from chalicelib.config import Settings
 from chalicelib.events import commands, schedules
-from chalicelib.events.document import PhasePlan
 from chalicelib.events.lifecycle import PhaseKind, RunStatus
+from chalicelib.events.programme import PhasePlan
 from chalicelib.events.store import phases
 from tests.support.api import ADMIN as ADMIN_TOKEN
 from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token

@@ -3,8 +3,8 @@
 from chalicelib.api.routes import OPERATIONS
 from chalicelib.events import commands, lifecycle
 from chalicelib.events.commands.bulk import BULK_CONTROLS
-from chalicelib.events.document import PhasePlan
 from chalicelib.events.lifecycle import RunStatus, StepStatus
+from chalicelib.events.programme import PhasePlan
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run
 from tests.support.scenes import put_step_in, run_with_steps, set_step, snapshot

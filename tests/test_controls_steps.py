@@ -4,9 +4,9 @@ and the console's list of controls agreeing with what the controls actually do."
 import pytest
 
 from chalicelib.events import commands
-from chalicelib.events.document import PhasePlan
 from chalicelib.events.errors import Conflict, NotFound
 from chalicelib.events.lifecycle import PhaseKind, RunStatus, StepStatus
+from chalicelib.events.programme import PhasePlan
 from chalicelib.events.store import phases, steps
 from chalicelib.roles import CONTROLLERS
 from tests.support.factory import run_row, step_row

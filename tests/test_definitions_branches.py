@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib.events.document import programme_of, validate
+from chalicelib.events.document import validate
 from chalicelib.events.errors import Invalid
 from chalicelib.events.model import OnlyIf
 from chalicelib.events.nearest import MAX_SUGGESTED
+from chalicelib.events.programme import programme_of
 from tests.support.api import ADMIN
 from tests.support.scenes import everything
 

@@ -489,6 +489,7 @@ def test_make_migrate_rotate_unlock_and_mark_applied_call_the_region_given(targe
         assert "--action mark_applied --id '0079.event-run-log-kind'" in command
 
 
+@pytest.mark.realtime  # deploy.main runs the AWS CLI (test_tiers reads it so), though this case returns first
 def test_a_teardown_without_a_region_is_told_as_a_teardown(monkeypatch, capsys):
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(name, raising=False)

@@ -245,7 +245,7 @@ def test_a_hung_secrets_manager_fails_the_migrate_after_two_tries_not_minutes(mo
 def test_mark_applied_records_the_migration_a_killed_migrate_left_finished_and_needs_its_id(deployment, db_params):
     """`make mark-applied ID=…`: the database is private, so the migrate function is the operator's way to record
     a migration whose DDL the server finished after the function was killed; without it every migrate failed."""
-    from chalicelib.migrate import MigrationFailed
+    from chalicelib.errors import MigrationFailed
     from tests.support.half_migrated import INDEX_BUILD, migrate_up_to, run_as_the_server_finished_it
 
     env, client = deployment

@@ -6,12 +6,11 @@ from datetime import datetime, timedelta
 import pytest
 
 from chalicelib.db import ConnectionParams, Database
+from chalicelib.errors import MigrationFailed, NotMarked
 from chalicelib.migrate import (
     MIGRATIONS,
     STALE_LOCK_SECONDS,
     Marked,
-    MigrationFailed,
-    NotMarked,
     Unlocked,
     mark_applied,
     migrate,

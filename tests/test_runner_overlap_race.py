@@ -13,8 +13,8 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.db import Database, must_exist
-from chalicelib.events.document import programme_of
 from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.programme import programme_of
 from chalicelib.events.runner.start import start_run
 from chalicelib.events.store import definitions, runs
 from tests.support.factory import document, make_definition, run_row

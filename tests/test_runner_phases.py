@@ -118,8 +118,8 @@ def _held_first_phase(monkeypatch):
     """Runs whose first phase carries a condition (a person's advance): its row has it too."""
     import dataclasses
 
-    from chalicelib.events.document import programme_of
     from chalicelib.events.lifecycle import Manual
+    from chalicelib.events.programme import programme_of
     from chalicelib.events.runner import tick as tick_module
 
     def with_condition(document):
@@ -172,7 +172,7 @@ def test_a_held_phase_is_never_left_even_by_a_worker_that_did_not_see_it_held(db
 
 
 def test_no_phase_number_is_computed_anywhere():
-    """A phase's number is its place in the programme's walk (`document.programme_of`), read from there or
+    """A phase's number is its place in the programme's walk (`programme.programme_of`), read from there or
     from its row: nothing adds to or subtracts from a phase number (the old `len(phases) + 1`,
     `current_phase + 1` and `phases.length + 1` named the ending three ways in three languages)."""
     import re

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.events.document import PhasePlan
 from chalicelib.events.lifecycle import PhaseKind, RunStatus, Signalled
 from chalicelib.events.model import Claim
+from chalicelib.events.programme import PhasePlan
 from chalicelib.events.store import phases, runs, steps
 from chalicelib.migrate import MIGRATIONS
 from devtools.kit.explain import plan_problems

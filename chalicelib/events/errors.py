@@ -22,6 +22,8 @@
      ├── ChannelError               a notification post failed; the step is retried with the same key (a
      │                              platform's own wait, or that what the call named is gone, beside it)
      ├── Refused                    a chat press refused before the database is asked (who, where, which control)
+     ├── TooLate                    not a failure: a chat press the API's worker would begin after its answer had
+     │                              gone; the platform's other half (`chat_press`) makes it
      ├── AnsweredBefore             not a failure: a control's Idempotency-Key was pressed within 24 h; its
      │                              first answer travels in it (the transaction it leaves wrote nothing)
      └── BridgeCaseFailed           a `bridge-check` case whose expectation the game's bridge did not meet:
@@ -121,6 +123,10 @@ class Refused(Exception):
     def __init__(self, words: str, response_url: str = ""):
         super().__init__(words)
         self.response_url = response_url
+
+
+class TooLate(Exception):
+    """A press its worker would begin after its answer has gone: the other half makes it (`chat/answers.py`)."""
 
 
 class AnsweredBefore(Exception):

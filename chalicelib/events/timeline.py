@@ -2,7 +2,7 @@
 do and how long it may take, from its document alone, before it runs in front of players. It reads the clock
 and nothing else, and writes nothing. (A dry run, which really runs a version, is `dry_runs.py`.)
 
-The walk is the runner's (`document.programme_of`): the phases in order, then the ending, each phase's
+The walk is the runner's (`programme.programme_of`): the phases in order, then the ending, each phase's
 steps one after another. Offsets count seconds from the run's start.
 
 - Earliest: every person and the game answer at once. A module action takes 0 s, an announcement 0 s, a
@@ -42,9 +42,9 @@ from typing import Any
 
 from .calendar import MAX_WINDOW
 from .cron import DEFAULT_TIMEZONE, Schedule
-from .document import PhaseLimit, PhasePlan, Programme, programme_of
 from .lifecycle import ConditionKind, CueOnTimeout, OnDeadline, Overlap
 from .model import OnlyIf, StepSpec
+from .programme import PhaseLimit, PhasePlan, Programme, programme_of
 
 OCCURRENCES_CHECKED = 100
 NIGHT_ENDS_HOUR = 6

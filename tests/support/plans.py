@@ -8,9 +8,9 @@ from typing import Any
 
 from chalicelib.db import Database
 from chalicelib.events import commands
-from chalicelib.events.document import PhasePlan
 from chalicelib.events.lifecycle import PhaseKind, RunStatus
 from chalicelib.events.model import Run, Step, iso
+from chalicelib.events.programme import PhasePlan
 from chalicelib.events.store import phases
 from tests.support.factory import make_run
 from tests.support.scenes import set_step

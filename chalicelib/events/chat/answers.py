@@ -36,7 +36,7 @@ from typing import Any
 from ... import runtime
 from ...config import Settings
 from .. import nudge
-from ..errors import ChannelError, Invalid, Refused
+from ..errors import ChannelError, Invalid, Refused, TooLate
 from ..model import MAX_NOTE
 from ..setting_keys import setting_key
 from ..store import chat_messages
@@ -46,7 +46,6 @@ from .interactions import (
     MODAL_SUBMIT,
     ChatPress,
     Pressing,
-    TooLate,
     allowed,
     perform,
     read_discord,

@@ -36,7 +36,7 @@ from ...roles import named
 from .. import journal
 from ..commands import CONTROLS, Acknowledge, Context, Press, within
 from ..commands.rules import had_by
-from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerRow, NotFound, Refused, Stale
+from ..errors import AnsweredBefore, Clash, Conflict, Invalid, KeyReused, NewerRow, NotFound, Refused, Stale, TooLate
 from ..model import Step
 from ..store import chat_messages, log, runs, steps
 from .platforms import Message
@@ -78,10 +78,6 @@ class ChatPress:
     def event(self) -> dict[str, Any]:
         """What the asynchronous half is handed (`finish`): the press, whole."""
         return asdict(self)
-
-
-class TooLate(Exception):
-    """A press its worker would begin after its answer has gone: the other half makes it (`answers.py`)."""
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ offers (a take-over, a release or a lapse anywhere, not just a press in the chat
 recorded once its edit was taken, `chat_messages.shown`, and it is edited again only when that changes); once
 its step no longer waits, how the wait ended, who did it and when, its buttons gone — a press in the chat, on
 the console or through the API, a timeout, a cancel — edited once and then settled (compare-and-set); and once
-the step's message was posted again in its channel (a decision escalated again after a Resend), that it was
-asked again below, its buttons gone, settled, whatever became of the edits of either meanwhile. A failed edit
+the step's message was posted again in its channel (a decision escalated again after a person sent the step
+again), that it was asked again below, its buttons gone, settled, whatever became of the edits of either meanwhile. A failed edit
 is tried again, each failure logged (`chat.edit_failed`), after the step rules' retry backoff doubled at each
 try up to EDIT_MOST_WAIT, and never sooner than the platform's own wait (a rate limit's `retry_after`, which
 holds the channel's other edits to the next tick too, rather than spend a 429 on each): an edit is idempotent

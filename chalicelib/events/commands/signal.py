@@ -27,10 +27,10 @@ from typing import Any, ClassVar
 
 from ...db import Tx, must_exist
 from .. import journal
-from ..document import programme_of
 from ..errors import Conflict, Forbidden, NotFound, UnreadableDocument
 from ..lifecycle import RunMode, RunStatus, SignalEffect
 from ..model import Run, Signal, Step
+from ..programme import programme_of
 from ..store import definitions, log, signals
 from .protocol import Command, Context, Took
 

@@ -20,9 +20,9 @@ from ...db import Tx
 from .. import journal
 from ..actions.context import ActionContext
 from ..actions.outcome import Outcome, Status
-from ..document import Programme
 from ..lifecycle import RUNNABLE, CleanupOn, OnDoubt, StepStatus
 from ..model import Attention, Claim, Run, Step
+from ..programme import Programme
 from .context import WalkContext
 from .cursor import Cursor, Done, Head, NeedsRead
 from .outcomes import settle_outcome

@@ -15,9 +15,9 @@ from typing import Any
 
 from ...db import Tx
 from .. import journal
-from ..document import PhasePlan, Programme
 from ..lifecycle import PhaseKind, SignalEffect, StepStatus
 from ..model import OnlyIf, Step
+from ..programme import PhasePlan, Programme
 from ..store import signals, steps
 from .cursor import Cursor, Done, Head
 

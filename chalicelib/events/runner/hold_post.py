@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 
 from ..actions.notice import Notice
-from ..document import Programme
 from ..errors import ChannelError
 from ..lifecycle import Manual
+from ..programme import Programme
 from .context import WalkContext
 from .cursor import Held
 

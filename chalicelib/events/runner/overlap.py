@@ -28,10 +28,10 @@ from ...db import Tx, must_exist
 from .. import journal
 from ..commands.protocol import Context, within
 from ..commands.run_controls import Cancel
-from ..document import Programme, programme_of
 from ..errors import Conflict
 from ..lifecycle import Overlap, RunMode, RunStatus
 from ..model import Run
+from ..programme import Programme, programme_of
 from ..store import definitions, runs
 from .cursor import Cursor, Done
 

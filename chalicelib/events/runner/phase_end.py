@@ -20,7 +20,6 @@ from ...db import Tx, must_exist
 from .. import journal
 from ..commands.protocol import Context, within
 from ..commands.signal import ReceiveSignal
-from ..document import Programme
 from ..lifecycle import (
     CLOSED_WORDS,
     CleanupOn,
@@ -33,6 +32,7 @@ from ..lifecycle import (
     StepStatus,
 )
 from ..model import Run
+from ..programme import Programme
 from ..store import phases, resources, runs, steps
 from .branches import next_to_open
 from .cursor import Closing, Cursor, Done, Drained, Held, NeedsRead, opened

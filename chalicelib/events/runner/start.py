@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 
 from ...db import Tx, must_exist
 from .. import journal
-from ..document import Programme
 from ..lifecycle import RunStatus
 from ..model import Run
+from ..programme import Programme
 from ..store import log, phases, runs, steps
 from .cursor import Cursor, Done, NeedsRead, opened
 from .overlap import Start

@@ -24,10 +24,10 @@ from ..adapters.channels import LogChannel
 from ..adapters.rehearsal import rehearsal_actions
 from ..chat import ChatApis
 from ..chat.settle import settle_messages
-from ..document import Programme, programme_of
 from ..errors import UnreadableDocument
 from ..lifecycle import CleanupOn, RehearsalBridge
 from ..model import Run
+from ..programme import Programme, programme_of
 from ..store import definitions, runs
 from .attempt import Need
 from .budget import Budget

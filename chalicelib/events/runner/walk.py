@@ -36,10 +36,10 @@ from ...db import Database, Tx, credentials_refused, lost_connection, must_exist
 from .. import journal
 from ..actions.outcome import Outcome
 from ..actions.perform import Actions
-from ..document import Programme
 from ..errors import UnreadableDocument
 from ..lifecycle import BEFORE_FIRST_PHASE, RUNNABLE, RunStatus
 from ..model import Claim, Run
+from ..programme import Programme
 from ..store import log, runs, steps
 from .attempt import Need, claimable, may_dispatch, need_of, next_claim, outcome_of, settle
 from .attention import Attender, Timer, due

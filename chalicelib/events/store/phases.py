@@ -19,9 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...db import Tx, placeholders
-from ..document import PhasePlan
 from ..lifecycle import ClosedBy, OnDeadline, PhaseKind, PhaseSQL, RunSQL, WaitSQL, condition_of
 from ..model import Phase, iso
+from ..programme import PhasePlan
 from .wake import AUTO_SIGNAL_AT
 
 TIMER = "timer"  # who meets a condition at its deadline
