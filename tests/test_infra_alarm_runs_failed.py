@@ -7,7 +7,6 @@ that count notifies the alarm topic. Before it, RunsPausedOrMissedAlarm read pau
 failed one (over, nothing waiting for a person) was silent.
 """
 
-import json
 
 import pytest
 
@@ -16,22 +15,14 @@ from chalicelib.config import Settings
 from chalicelib.events.lifecycle import RunStatus
 from devtools.kit.lambda_invocation import SCHEDULED_EVENT, InjectedTime, lambda_context
 from tests.support import cfn
+from tests.support.emf import emf_documents, fresh_metrics, metric_names, metric_value  # noqa: F401 — fresh_metrics: autouse
 from tests.support.factory import run_row
 from tests.support.runner_kit import schedule
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics(monkeypatch):
-    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "EngineTest")
-    monkeypatch.setattr(observability, "_metrics", None)
-    yield
-    observability.metrics().clear_metrics()
-
-
 def published(out: str) -> dict[str, float]:
-    [emf] = [entry for entry in (json.loads(line) for line in out.splitlines() if line.startswith("{")) if "_aws" in entry]
-    [directive] = emf["_aws"]["CloudWatchMetrics"]
-    return {m["Name"]: (emf[m["Name"]][0] if isinstance(emf[m["Name"]], list) else emf[m["Name"]]) for m in directive["Metrics"]}
+    [emf] = emf_documents(out)
+    return {name: metric_value(emf, name) for name in metric_names(emf)}
 
 
 def test_a_run_that_ends_failed_publishes_the_count_its_alarm_reads(db, clock, monkeypatch, capsys):

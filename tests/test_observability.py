@@ -4,7 +4,6 @@ its counts only when not zero."""
 from __future__ import annotations
 
 import io
-import json
 import logging
 from datetime import timedelta
 from types import SimpleNamespace
@@ -18,27 +17,9 @@ from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner.lambda_handler import invocation_totals
 from chalicelib.events.runner.tick_metrics import counts
 from devtools.kit.lambda_invocation import SCHEDULED_EVENT, InjectedTime, lambda_context
+from tests.support.emf import emf_documents, fresh_metrics, json_lines, metric_names, metric_value  # noqa: F401 — fresh_metrics: autouse
 from tests.support.factory import document, run_row
 from tests.support.runner_kit import schedule, step
-
-
-def _lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
-
-
-def _emf_documents(out: str) -> list[dict]:
-    return [entry for entry in _lines(out) if "_aws" in entry]
-
-
-def _names(emf: dict) -> set[str]:
-    """The metrics an EMF document publishes."""
-    [directive] = emf["_aws"]["CloudWatchMetrics"]
-    return {metric["Name"] for metric in directive["Metrics"]}
-
-
-def _value(emf: dict, name: str) -> float:
-    """One metric's value in an EMF document (Powertools writes each as a list)."""
-    return emf[name][0] if isinstance(emf[name], list) else emf[name]
 
 
 @pytest.fixture
@@ -51,14 +32,6 @@ def log_stream():
     handler.setStream(previous)
 
 
-@pytest.fixture(autouse=True)
-def fresh_metrics(monkeypatch):
-    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "EngineTest")
-    monkeypatch.setattr(observability, "_metrics", None)
-    yield
-    observability.metrics().clear_metrics()
-
-
 def test_an_engine_info_line_is_json_with_the_api_request_id_even_with_the_root_logger_at_warning(log_stream):
     logging.getLogger().setLevel(logging.WARNING)  # as Lambda leaves it
     request = SimpleNamespace(context={"requestId": "req-42"})
@@ -68,7 +41,7 @@ def test_an_engine_info_line_is_json_with_the_api_request_id_even_with_the_root_
         return "ok"
 
     assert observability.http_middleware(request, answer) == "ok"
-    [line] = [entry for entry in _lines(log_stream.getvalue()) if entry.get("message") == "cue for run 7"]
+    [line] = [entry for entry in json_lines(log_stream.getvalue()) if entry.get("message") == "cue for run 7"]
     assert line["level"] == "INFO" and line["correlation_id"] == "req-42" and line["run_id"] == 7
     assert line["service"] == "event-run-engine"
 
@@ -90,18 +63,18 @@ def test_a_tick_invocation_flushes_its_figures_as_named_emf_metrics_with_the_eve
                 "backstop_woke": True, "sleep_failed": 1}
 
     observability.scheduled_middleware(event, run_ticks)
-    [warning] = [entry for entry in _lines(log_stream.getvalue()) if entry.get("message") == "a run failed inside the tick"]
+    [warning] = [entry for entry in json_lines(log_stream.getvalue()) if entry.get("message") == "a run failed inside the tick"]
     assert warning["correlation_id"] == SCHEDULED_EVENT["id"]
-    [emf] = _emf_documents(capsys.readouterr().out)
+    [emf] = emf_documents(capsys.readouterr().out)
     assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "EngineTest"
     # Its non-zero counts and its gauges; no zero (StepsGivenUp, DatabaseUnreachable), no wall time (Lambda's Duration)
-    assert _names(emf) == {"StepsDispatched", "StepsReclaimed", "RunsStarted", "RunErrors", "StepsDone", "StepsParked",
+    assert metric_names(emf) == {"StepsDispatched", "StepsReclaimed", "RunsStarted", "RunErrors", "StepsDone", "StepsParked",
                            "StepsRetried", "RunsPaused", "RunsCompleted", "DueLagSeconds", "ParkedCueAgeSeconds",
                            "PausedRunAgeSeconds", "ResourcesLeft", "BackstopWakes", "SleepFailed"}
-    assert _value(emf, "StepsDispatched") == 10 and _value(emf, "RunsPaused") == 2 and _value(emf, "RunErrors") == 2
-    assert _value(emf, "DueLagSeconds") == 1.5 and _value(emf, "ParkedCueAgeSeconds") == 600.0
-    assert _value(emf, "PausedRunAgeSeconds") == 0 and _value(emf, "ResourcesLeft") == 2
-    assert _value(emf, "BackstopWakes") == 1 and _value(emf, "SleepFailed") == 1
+    assert metric_value(emf, "StepsDispatched") == 10 and metric_value(emf, "RunsPaused") == 2 and metric_value(emf, "RunErrors") == 2
+    assert metric_value(emf, "DueLagSeconds") == 1.5 and metric_value(emf, "ParkedCueAgeSeconds") == 600.0
+    assert metric_value(emf, "PausedRunAgeSeconds") == 0 and metric_value(emf, "ResourcesLeft") == 2
+    assert metric_value(emf, "BackstopWakes") == 1 and metric_value(emf, "SleepFailed") == 1
 
 
 def test_an_invocation_with_nothing_to_do_publishes_only_the_two_wait_ages_at_zero(db, clock, monkeypatch, capsys):
@@ -113,9 +86,9 @@ def test_an_invocation_with_nothing_to_do_publishes_only_the_two_wait_ages_at_ze
     with runtime.override(settings=Settings(), database=db, clock=clock):
         summary = app.tick(SCHEDULED_EVENT, lambda_context())
     assert not any(tick["dispatched"] or tick["started"] for tick in summary["ticks"])
-    [emf] = _emf_documents(capsys.readouterr().out)
-    assert _names(emf) == {"ParkedCueAgeSeconds", "PausedRunAgeSeconds"}
-    assert _value(emf, "ParkedCueAgeSeconds") == _value(emf, "PausedRunAgeSeconds") == 0
+    [emf] = emf_documents(capsys.readouterr().out)
+    assert metric_names(emf) == {"ParkedCueAgeSeconds", "PausedRunAgeSeconds"}
+    assert metric_value(emf, "ParkedCueAgeSeconds") == metric_value(emf, "PausedRunAgeSeconds") == 0
 
 
 def test_an_invocation_that_never_reached_the_database_publishes_that_alone(capsys):
@@ -125,8 +98,8 @@ def test_an_invocation_that_never_reached_the_database_publishes_that_alone(caps
 
     event = CloudWatchEvent(SCHEDULED_EVENT, SimpleNamespace(aws_request_id="lambda-req-2"))
     observability.scheduled_middleware(event, lambda _event: {**NOTHING_TICKED, "seconds": 55.0, "database_unreachable": True})
-    [emf] = _emf_documents(capsys.readouterr().out)
-    assert _names(emf) == {"DatabaseUnreachable"} and _value(emf, "DatabaseUnreachable") == 1
+    [emf] = emf_documents(capsys.readouterr().out)
+    assert metric_names(emf) == {"DatabaseUnreachable"} and metric_value(emf, "DatabaseUnreachable") == 1
 
 
 def test_a_real_tick_invocation_reports_started_runs_due_lag_and_the_oldest_parked_cue(db, clock, monkeypatch, capsys):
@@ -141,11 +114,11 @@ def test_a_real_tick_invocation_reports_started_runs_due_lag_and_the_oldest_park
         capsys.readouterr()
         summary = app.tick(SCHEDULED_EVENT, lambda_context())
     assert run_row(db, late.id).status is RunStatus.COMPLETED and run_row(db, parked.id).status is RunStatus.RUNNING
-    [emf] = _emf_documents(capsys.readouterr().out)
-    assert _value(emf, "RunsStarted") == 1 and _value(emf, "RunsCompleted") == 1 and _value(emf, "StepsDone") == 1
-    assert _value(emf, "DueLagSeconds") >= 20  # it was due 20 s before this invocation's first tick
-    assert 600 <= _value(emf, "ParkedCueAgeSeconds") < 700
-    assert summary["resources_left"] == 0 and "ResourcesLeft" not in _names(emf)  # nothing any cleanup left behind
+    [emf] = emf_documents(capsys.readouterr().out)
+    assert metric_value(emf, "RunsStarted") == 1 and metric_value(emf, "RunsCompleted") == 1 and metric_value(emf, "StepsDone") == 1
+    assert metric_value(emf, "DueLagSeconds") >= 20  # it was due 20 s before this invocation's first tick
+    assert 600 <= metric_value(emf, "ParkedCueAgeSeconds") < 700
+    assert summary["resources_left"] == 0 and "ResourcesLeft" not in metric_names(emf)  # nothing any cleanup left behind
     assert summary["seconds"] >= 0
 
 
@@ -158,7 +131,7 @@ def test_an_invocations_log_line_sums_its_ticks_so_it_does_not_grow_with_them(db
     with runtime.override(settings=Settings(), database=db, clock=clock):
         summary = app.tick(SCHEDULED_EVENT, lambda_context())
     assert len(summary["ticks"]) >= 4  # the handler still answers every tick's summary
-    [line] = [entry for entry in _lines(log_stream.getvalue()) if entry.get("message") == "tick invocation finished"]
+    [line] = [entry for entry in json_lines(log_stream.getvalue()) if entry.get("message") == "tick invocation finished"]
     assert line["ticks"]["count"] == len(summary["ticks"])
     assert line["ticks"]["dispatched"] == line["ticks"]["started"] == 4
     assert line["ticks"]["outcomes"] == {"done": 4} and line["ticks"]["statuses"] == {"completed": 4}
@@ -199,11 +172,11 @@ def test_the_wait_alarms_return_to_ok_once_the_wait_ends(db, clock, monkeypatch,
                     commands.confirm(db, run.id, cue.id, actor="gm", now=clock.now())
             capsys.readouterr()
             app.tick(SCHEDULED_EVENT, lambda_context())
-            [emf] = _emf_documents(capsys.readouterr().out)
+            [emf] = emf_documents(capsys.readouterr().out)
             figures.append(emf)
     template = cfn.load(cfn.APP_TEMPLATE)
     for alarm_name, metric in (("ParkedCueAlarm", "ParkedCueAgeSeconds"), ("PausedRunAlarm", "PausedRunAgeSeconds")):
         alarm = template["Resources"][alarm_name]
-        waiting, over = (_value(emf, metric) for emf in figures)
+        waiting, over = (metric_value(emf, metric) for emf in figures)
         assert _alarm_state(alarm, waiting, template["Parameters"]) == "ALARM", (metric, waiting)
         assert over == 0 and _alarm_state(alarm, over, template["Parameters"]) == "OK", metric
