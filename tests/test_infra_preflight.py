@@ -13,7 +13,7 @@ from chalicelib import sameness
 from chalicelib.config import Settings
 from chalicelib.errors import ConfigError
 from chalicelib.events.adapters.aws import AwsSwitches
-from infra import preflight
+from infra import preflight, preflight_account
 from tests.support import cfn
 from tests.support.resolver import Hosts, Table
 
@@ -257,8 +257,8 @@ def test_the_reservations_are_read_as_the_template_declares_them():
     declared = {name: spec["Properties"]["ReservedConcurrentExecutions"] for name, spec in template["Resources"].items()
                 if "ReservedConcurrentExecutions" in spec.get("Properties", {})}
     expected = {name: int(defaults[v["Ref"]] if isinstance(v, dict) else v) for name, v in declared.items()}
-    assert preflight.reservations(defaults) == expected and expected["APIHandler"] == 50
-    assert preflight.reservations(dict(defaults, ApiReservedConcurrency="7"))["APIHandler"] == 7
+    assert preflight_account.reservations(defaults) == expected and expected["APIHandler"] == 50
+    assert preflight_account.reservations(dict(defaults, ApiReservedConcurrency="7"))["APIHandler"] == 7
 
 
 def test_the_parameters_set_once_are_said_so_where_a_team_sets_them():
@@ -267,7 +267,7 @@ def test_the_parameters_set_once_are_said_so_where_a_team_sets_them():
     declared = cfn.load(cfn.DATA_TEMPLATE)["Parameters"]
     example = (ROOT / "infra" / "example.params").read_text()
     guide = (ROOT / "docs" / "deploy.md").read_text()
-    for name in preflight.SET_ONCE:
+    for name in preflight_account.SET_ONCE:
         assert "set once, at the first deploy" in " ".join(declared[name]["Description"].split()).lower(), name
         assert re.search(rf"^# {name}=", example, re.MULTILINE), name
         assert f"`{name}`" in guide, name

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
-from infra import deploy, preflight
+from infra import deploy, preflight, preflight_account
 from tests.support import aws_world, moto_cfn
 from tests.support.resolver import Hosts
 
@@ -65,7 +65,7 @@ def moto(tmp_path):
 def refusal(aws: Account, data=None, app=None) -> str:
     """What check_account refuses ("" when the deployment may go on)."""
     try:
-        preflight.check_account(aws, NAMES, DATA if data is None else data, APP if app is None else app)
+        preflight_account.check_account(aws, NAMES, DATA if data is None else data, APP if app is None else app)
     except preflight.Refused as refused:
         return str(refused)
     return ""
@@ -73,7 +73,7 @@ def refusal(aws: Account, data=None, app=None) -> str:
 
 def secret_refusal(**app: str) -> str:
     """What `describe-secret` of the team's secrets in `app` makes the preflight refuse (check_account's part)."""
-    return "\n".join(preflight.secret_problems(Account(), dict(APP, **app), ACCOUNT, None))
+    return "\n".join(preflight_account.secret_problems(Account(), dict(APP, **app), ACCOUNT, None))
 
 
 def test_a_team_secret_encrypted_with_the_teams_own_key_is_refused(moto):
@@ -122,9 +122,9 @@ def test_another_accounts_secret_and_the_bridges_own_key_are_refused(moto):
 
     bridge = moto.secrets.create_secret(Name="GameBridgeSecret", SecretString="k")["ARN"]
     app = dict(APP, GameBridgeSandboxUrl="https://sandbox.example.org", GameBridgeSandboxSecretArn=bridge)
-    says = preflight.secret_problems(Account(), app, ACCOUNT, bridge_secret=bridge)
+    says = preflight_account.secret_problems(Account(), app, ACCOUNT, bridge_secret=bridge)
     assert says and "is the game bridge's own key (the data stack's GameBridgeSecretArn)" in says[0]
-    assert preflight.secret_problems(Account(), app, ACCOUNT, bridge_secret=bridge.replace("GameBridge", "Other")) == []
+    assert preflight_account.secret_problems(Account(), app, ACCOUNT, bridge_secret=bridge.replace("GameBridge", "Other")) == []
 
 
 @MOTO_SKIPS
@@ -147,11 +147,11 @@ def test_a_parameter_set_once_is_refused_when_the_file_would_change_it(moto):
             "DatabaseName=events back in the parameters file") in says
     assert "AppUsername is set once, at the first deploy" in says and "regenerate the app secret" in says
     assert says.count("\n- ") == 1  # both at once
-    stack = preflight.parameters(aws.described(NAMES.data_stack))
+    stack = preflight_account.parameters(aws.described(NAMES.data_stack))
     assert stack is not None
 
     def set_once(**changed: str) -> str:
-        return "".join(preflight.set_once_problems(stack, dict(deployed, **changed), NAMES.data_stack))
+        return "".join(preflight_account.set_once_problems(stack, dict(deployed, **changed), NAMES.data_stack))
 
     assert "ExistingSubnetIds is set once" in set_once(ExistingSubnetIds=subnets[0])
     assert "ExistingVpcId is set once" in set_once(ExistingVpcId="", ExistingSubnetIds="")
@@ -163,10 +163,10 @@ def test_a_parameter_set_once_is_refused_when_the_file_would_change_it(moto):
 
 def test_vpc_cidr_is_set_once_when_the_stack_made_the_network():
     deployed = dict(DATA, ExistingVpcId="", ExistingSubnetIds="")
-    [says] = preflight.set_once_problems(deployed, dict(deployed, VpcCidr="10.21.0.0/16"), "x-data")
+    [says] = preflight_account.set_once_problems(deployed, dict(deployed, VpcCidr="10.21.0.0/16"), "x-data")
     assert "VpcCidr is set once, at the first deploy" in says and "put VpcCidr=10.20.0.0/16 back" in says
     # a first create that rolled back is made again from nothing: no stack to keep
-    assert preflight.parameters({"StackStatus": "ROLLBACK_COMPLETE", "Parameters": [{"ParameterKey": "VpcCidr",
+    assert preflight_account.parameters({"StackStatus": "ROLLBACK_COMPLETE", "Parameters": [{"ParameterKey": "VpcCidr",
                                                                                      "ParameterValue": "10.20.0.0/16"}]}) is None
 
 
@@ -179,10 +179,10 @@ def test_a_lambda_quota_too_low_for_the_reservations_is_refused_naming_the_reque
     assert (f"aws service-quotas request-service-quota-increase --region {REGION} --service-code lambda --quota-code "
             "L-B99A9384 --desired-value 158") in says
     assert "lower ApiReservedConcurrency" not in says  # no API small enough would fit
-    reserved = preflight.reservations(APP)
+    reserved = preflight_account.reservations(APP)
 
     def quota(unreserved: int) -> str:
-        return "".join(preflight.concurrency_problems(
+        return "".join(preflight_account.concurrency_problems(
             {"AccountLimit": {"ConcurrentExecutions": unreserved, "UnreservedConcurrentExecutions": unreserved}}, reserved, 0, REGION))
 
     assert quota(158) == ""
