@@ -32,7 +32,7 @@ from tests.support.api import AUDIENCE, ISSUER, SECRET, Api, hs_settings, token
 from tests.support.api import GM as GM_TOKEN
 from tests.support.api import MODERATOR as MODERATOR_TOKEN
 from tests.support.factory import document, make_definition, make_run
-from tests.support.plans import at_a_phase_with_a_deadline, fields_of, timed
+from tests.support.plans import at_a_phase_with_a_deadline, fields_of, timed, upgradable
 from tests.support.scenes import finished_with_a_live_crow, put_step_in, run_with_steps, set_step
 from tests.test_definitions_validate import SPEC_EXAMPLE
 
@@ -150,6 +150,8 @@ ROUTES = {
         auth.CONTROLLERS, _step_request("extend_cue", "parked", timeout=True)),
     ("POST", "/runs/{run_id}/postpone"): (
         auth.CONTROLLERS, lambda db, clock: (f"/runs/{make_run(db, clock.now()).id}/postpone", fields_of("postpone", clock.now()))),
+    ("POST", "/runs/{run_id}/upgrade"): (
+        auth.CONTROLLERS, lambda db, clock: (f"/runs/{upgradable(db, clock.now()).id}/upgrade", {})),
     ("POST", "/runs/{run_id}/phases/{phase}/extend"): (
         auth.CONTROLLERS, lambda db, clock: (f"/runs/{at_a_phase_with_a_deadline(db, clock.now()).id}/phases/1/extend",
                                              fields_of("extend", clock.now()))),

@@ -72,7 +72,9 @@ def test_a_new_version_says_which_scheduled_runs_keep_the_version_they_were_made
     [kept] = [w for w in saved.body["warnings"] if w["code"] == "runs_keep_their_version"]
     named = ", ".join(f"run {run_id} at {when} (version 1)" for run_id, when in zip(made[1:6], times[1:6], strict=True))
     assert kept["message"] == (f"6 scheduled runs keep the version they were made from: {named} and 1 more. A run plays"
-                               " the version it was made from; runs planned or scheduled from now on play version 2")
+                               " the version it was made from; runs planned or scheduled from now on play version 2, and a"
+                               " scheduled run moves to it when a person upgrades it (its page's Upgrade, or ticked on"
+                               " the runs list)")
     again = api.post(f"/definitions/{definition_id}/runs", {"scheduled_for": times[1]}, auth=ADMIN)
     assert (again.status, again.body["run"]["id"], again.body["run"]["definition_version"]) == (200, made[1], 1)
 

@@ -23,7 +23,7 @@ from chalicelib.events.model import iso
 from chalicelib.events.store import log, runs, steps
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import make_run, run_row, step_row
-from tests.support.plans import at_a_phase_with_a_deadline, fields_of, timed
+from tests.support.plans import at_a_phase_with_a_deadline, fields_of, timed, upgradable
 from tests.support.runner_kit import schedule, step, tick
 from tests.support.scenes import finished_with_a_live_crow, log_rows, put_step_in, run_with_steps, set_run, set_step, snapshot
 
@@ -55,6 +55,8 @@ def _scene(control, db, clock, runner):
         return run_row(db, run.id), put_step_in(db, failed, "failed", now), {}
     if control == "postpone":
         return make_run(db, now), None, fields_of(control, now)
+    if control == "upgrade":
+        return upgradable(db, now), None, {}
     if control == "extend":
         return at_a_phase_with_a_deadline(db, now), None, fields_of(control, now)
     run, (cue, _, _) = run_with_steps(db, now, RunStatus.RUNNING)
@@ -433,7 +435,8 @@ def test_the_document_has_412_and_the_headers_for_every_control(api):
 
 def test_the_vocabulary_says_which_controls_the_console_sends_its_tag_with(api):
     declared = {c["name"]: c["sends_tag"] for c in api.get("/vocabulary", auth=GM).body["controls"]}
-    assert {name for name, sends in declared.items() if sends} == {"resume", "advance", "cleanup", "confirm", "skip", "retry", "resend"}
+    assert {name for name, sends in declared.items() if sends} == {"resume", "advance", "cleanup", "upgrade", "confirm", "skip",
+                                                                         "retry", "resend"}
 
 
 def test_two_presses_with_one_key_at_once_take_once_and_both_get_the_first_answer(db, clock):

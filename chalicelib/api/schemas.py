@@ -545,6 +545,8 @@ RUN_DETAIL = _object(
     phases={"type": "array", "items": PHASE},
     steps={"type": "array", "items": _RUN_STEP},
     steps_next_cursor=_MAYBE_INT,
+    current_version={**_MAYBE_INT, "description": "a scheduled live run's: its definition's current version (a run"
+                                                 " made from an earlier one may be upgraded); null for any other run"},
     counts={"type": "object", "additionalProperties": _INT},
     ledger=_object(
         counts={"type": "object", "additionalProperties": _INT,

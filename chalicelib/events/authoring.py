@@ -64,4 +64,5 @@ def _kept_versions(tx: Tx, definition: Definition) -> list[dict[str, str]]:
     keeps = "1 scheduled run keeps the version it was" if count == 1 else f"{count} scheduled runs keep the version they were"
     return [{"code": "runs_keep_their_version",
              "message": f"{keeps} made from: {named}{more}. A run plays the version it was made from; runs planned or"
-                        f" scheduled from now on play version {definition.current_version}"}]
+                        f" scheduled from now on play version {definition.current_version}, and a scheduled run moves to"
+                        " it when a person upgrades it (its page's Upgrade, or ticked on the runs list)"}]

@@ -48,6 +48,8 @@ its cause (`cause`).
                    row's kind), channel, idempotency_key, attempt | n, error, again_at (the next try) or null}
     run.postponed  a person moved a scheduled run to a new time, its occurrence key kept: {control, from, to,
                    reason}
+    run.upgraded   a person moved a scheduled run to its definition's current version, its time kept: {control,
+                   from, to (the version numbers), reason}
     run.deadline_moved  a person moved the deadline of the phase the run works: {control, phase, from, to,
                    seconds, reason}
     step.timeout_moved  a person moved a parked cue's timeout: {control, action, from, to, seconds, reason}
@@ -91,12 +93,13 @@ NOTICE_FAILED = "notice.failed"
 CHAT_PRESSED = "chat.pressed"
 CHAT_EDIT_FAILED = "chat.edit_failed"
 RUN_POSTPONED = "run.postponed"
+RUN_UPGRADED = "run.upgraded"
 RUN_DEADLINE_MOVED = "run.deadline_moved"
 STEP_TIMEOUT_MOVED = "step.timeout_moved"
 KINDS = (CHAT_PRESSED, CHAT_EDIT_FAILED,
          RUN_STATUS, RUN_PHASE, RUN_ADVANCE, RUN_PHASE_SKIPPED, RUN_SIGNAL, RUN_ESCALATED, RUN_CLEANUP, RUN_OVERLAP, STEP_STATUS,
          STEP_DISPATCH, STEP_ACKNOWLEDGED, STEP_REMINDER, STEP_ESCALATED, NOTICE_FAILED, STEP_RELEASED, STEP_TAKEN_OVER,
-         STEP_HOLD_LAPSED, RUN_LATE_CLEANUP, RUN_POSTPONED, RUN_DEADLINE_MOVED, STEP_TIMEOUT_MOVED)
+         STEP_HOLD_LAPSED, RUN_LATE_CLEANUP, RUN_POSTPONED, RUN_UPGRADED, RUN_DEADLINE_MOVED, STEP_TIMEOUT_MOVED)
 SCHEDULE_PAUSED = "schedule.paused"
 SCHEDULE_RESUMED = "schedule.resumed"
 SCHEDULE_KINDS = (SCHEDULE_PAUSED, SCHEDULE_RESUMED)
@@ -318,6 +321,12 @@ def run_postponed(run: Run, control: str, to: datetime, actor: str, reason: str 
     """A person moved the scheduled run `run` (as it stood) to `to`."""
     detail = {"control": control, "from": iso(run.scheduled_for), "to": iso(to), "reason": reason}
     return Entry(run_id=run.id, kind=RUN_POSTPONED, detail=detail, actor=actor)
+
+
+def run_upgraded(run: Run, control: str, to: int, actor: str, reason: str | None) -> Entry:
+    """A person moved the scheduled run `run` (as it stood) to version `to` of its definition."""
+    detail = {"control": control, "from": run.definition_version, "to": to, "reason": reason}
+    return Entry(run_id=run.id, kind=RUN_UPGRADED, detail=detail, actor=actor)
 
 
 def run_deadline_moved(run: Run, control: str, phase: int, moved: tuple[datetime, datetime], seconds: int, actor: str,

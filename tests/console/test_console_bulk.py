@@ -86,7 +86,7 @@ def test_the_bulk_bar_offers_each_role_the_bulk_controls_the_server_says_it_may_
         ticks = len(browser.find_elements(By.CSS_SELECTOR, f"[data-select='{run_id}']"))
         assert bar == matching == [c["name"] for c in controls if c["bulk"] and set(c["roles"]) & set(roles)], (roles, bar)
         shown[token] = (bar, ticks)
-    assert shown == {MODERATOR: (["pause", "resume", "cancel"], 1), GM: ([], 0)}
+    assert shown == {MODERATOR: (["pause", "resume", "cancel", "upgrade"], 1), GM: ([], 0)}
 
 
 def test_the_dialog_for_ticked_runs_counts_them_and_names_no_run_number(browser, server, api_client):

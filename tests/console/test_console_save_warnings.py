@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from selenium.webdriver.common.by import By
 
 from tests.console.browser import eventually, text_of
-from tests.console.pages import sign_in
+from tests.console.pages import listed, sign_in
 from tests.support.api import ADMIN
 
 
@@ -39,5 +39,8 @@ def test_a_new_version_says_the_runs_already_scheduled_keep_theirs(browser, serv
         kept = browser.find_element(By.CSS_SELECTOR, "#save-warnings li[data-code='runs_keep_their_version']").text
         assert f"run {run_id} at {at:%Y-%m-%dT%H:%M:%SZ} (version 1)" in kept and "play version 2" in kept, kept
         eventually(lambda: len(browser.find_elements(By.CSS_SELECTOR, "tr[data-version]")) == 2, "the two versions")
+        browser.find_element(By.ID, "kept-runs").click()  # where they are listed, to be upgraded
+        eventually(lambda: [run for run, _ in listed(browser)] == [run_id], "the run kept on version 1, listed alone")
+        assert "status=scheduled" in browser.current_url and f"definition={definition_id}" in browser.current_url
     finally:
         api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})

@@ -102,6 +102,7 @@ CONFIG_REHEARSAL = "tests/test_config_rehearsal_channel.py"
 CHAT_REHEARSAL_MARK = "tests/test_chat_rehearsal_mark.py"
 REVERT_DECLARED = "tests/test_revert_declared.py"
 PLANS_POSTPONE = "tests/test_plans_postpone.py"
+PLANS_UPGRADE = "tests/test_plans_upgrade.py"
 PLANS_EXTEND = "tests/test_plans_extend.py"
 PLANS_PAUSE = "tests/test_plans_schedule_pause.py"
 API_BULK = "tests/test_api_bulk.py"
@@ -2394,6 +2395,28 @@ MUTATIONS: list[Mutation] = [
     _commit_first("postpone-commits-before-its-log-row", "postpone-commits-before-its-log-row",
                   "        logged = log.append(tx, journal.run_postponed(run, self.name, self.to, by.actor,"
                   " clean_note(self.reason)), by.now)\n", "        ", (PLANS_POSTPONE,)),
+    Mutation("upgrade-a-started-run", "upgrade-a-started-run",
+             "AND status = {RunSQL.SCHEDULED} AND mode = %s", "AND (status = {RunSQL.SCHEDULED} OR TRUE) AND mode = %s",
+             (PLANS_UPGRADE,)),
+    Mutation("upgrade-a-dry-run", "upgrade-a-dry-run",
+             "AND mode = %s AND definition_version < %s", "AND (mode = %s OR TRUE) AND definition_version < %s",
+             (PLANS_UPGRADE,)),
+    Mutation("upgrade-to-an-earlier-version", "upgrade-to-an-earlier-version",
+             "AND definition_version < %s AND", "AND (definition_version < %s OR TRUE) AND", (PLANS_UPGRADE,)),
+    Mutation("upgrade-a-run-whose-time-has-come", "upgrade-a-run-whose-time-has-come",
+             "AND scheduled_for > %s\n", "AND (scheduled_for > %s OR TRUE)\n", (PLANS_UPGRADE,)),
+    Mutation("upgrade-to-a-version-no-longer-current", "upgrade-to-a-version-no-longer-current",
+             "AND d.current_version = %s)", "AND (d.current_version = %s OR TRUE))", (PLANS_UPGRADE,)),
+    _commit_first("upgrade-commits-before-its-log-row", "upgrade-commits-before-its-log-row",
+                  "        logged = log.append(tx, journal.run_upgraded(run, self.name, version.version, by.actor,"
+                  " clean_note(self.reason)),\n", "        ", (PLANS_UPGRADE,)),
+    Mutation("upgrade-offered-on-the-current-version", "upgrade-offered-on-the-current-version",
+             "and run.definition_version < self.current_version and", "and", (PLANS_UPGRADE,)),
+    Mutation("upgrade-offered-once-the-runs-time-has-come", "upgrade-offered-on-the-current-version",
+             " and run.scheduled_for > self.now)", ")", (PLANS_UPGRADE,)),
+    Mutation("a-start-plays-the-version-its-programme-was-read-for",
+             "a-start-plays-the-version-its-programme-was-read-for",
+             "if leased.definition_version != run.definition_version:", "if False:", (PLANS_UPGRADE,)),
     Mutation("extend-a-phase-the-run-is-not-at", "extend-a-phase-the-run-is-not-at",
              "WHERE r.id = %s AND r.current_phase = %s AND", "WHERE r.id = %s AND (r.current_phase = %s OR TRUE) AND",
              (PLANS_EXTEND,)),

@@ -42,6 +42,14 @@ export function definitionsView(main, ctx) {
   return null;
 }
 
+// Beside the warning that scheduled runs keep their version: where they are listed, to be upgraded (each on its
+// page, or ticked together on the list).
+function keptRuns(warning, answer) {
+  if (warning.code !== 'runs_keep_their_version') return null;
+  return [' ', el('a', { href: `#/runs?status=scheduled&definition=${answer.definition.id}`, id: 'kept-runs' },
+    'See them on the runs list, to upgrade them.')];
+}
+
 // The document editor (editor.js: forms, or JSON one tab away), its problems beside each field, and Save.
 function editor(main, { titleText, initial, save, saved, definitionId = null }) {
   const edited = documentEditor(initial);
@@ -61,7 +69,7 @@ function editor(main, { titleText, initial, save, saved, definitionId = null }) 
         const warnings = answer.warnings || [];
         if (warnings.length) {
           notice(`Saved, with ${warnings.length === 1 ? 'a warning' : `${warnings.length} warnings`}:`, 'warning',
-            el('ul', { id: 'save-warnings' }, warnings.map((w) => el('li', { 'data-code': w.code }, w.message))));
+            el('ul', { id: 'save-warnings' }, warnings.map((w) => el('li', { 'data-code': w.code }, w.message, keptRuns(w, answer)))));
         } else {
           notice('Saved.', 'ok');
         }

@@ -97,6 +97,7 @@ export function describeEntry(entry, nameOf, person = (actor) => actor) {
     case 'chat.pressed': return `${nameOf(entry)}: ${d.control} pressed in chat by ${person(entry.actor)}`;
     case 'chat.edit_failed': return `${nameOf(entry)}: its chat message could not be edited: ${d.error}${d.again_at ? `; tried again at ${timeOfDay(d.again_at)}` : '; not tried again'}`;
     case 'run.postponed': return `Run postponed ${fromTo(d)} ${said(d)}`.trim();
+    case 'run.upgraded': return `Run upgraded from version ${d.from} to version ${d.to} ${said(d)}`.trim();
     case 'run.deadline_moved': return `Phase ${d.phase}'s deadline moved ${moved(d.seconds)}, ${fromTo(d)} ${said(d)}`.trim();
     case 'step.timeout_moved': return `${nameOf(entry)}: its timeout moved ${moved(d.seconds)}, ${fromTo(d)} ${said(d)}`.trim();
     case 'run.late_cleanup': return lateCleanupWords(d);

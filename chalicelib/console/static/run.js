@@ -206,7 +206,8 @@ export function runView(main, ctx, runIdText) {
     summary.replaceChildren(el('dl', { class: 'facts' },
       el('dt', {}, 'Status'), el('dd', { id: 'run-status', 'data-status': run.status }, badge(run.status)),
       el('dt', {}, 'Health'), el('dd', {}, badge(run.health)),
-      el('dt', {}, 'Definition'), el('dd', {}, `${definitionName || `definition ${run.definition_id}`}, version ${run.definition_version}`),
+      el('dt', {}, 'Definition'), el('dd', { id: 'run-definition' }, `${definitionName || `definition ${run.definition_id}`}, version ${run.definition_version}`
+        + (detail.current_version > run.definition_version ? ` (version ${detail.current_version} is current)` : '')),
       el('dt', {}, 'Scheduled for'), el('dd', {}, when(run.scheduled_for)),
       el('dt', {}, 'Started'), el('dd', {}, when(run.started_at)),
       el('dt', {}, 'Finished'), el('dd', {}, when(run.finished_at)),

@@ -1,6 +1,6 @@
 """Every way an outside actor moves a run, as a typed command on one template.
 
-Invariant: a person's control (pause, resume, cancel, advance, postpone; extend a phase's deadline; confirm, skip,
+Invariant: a person's control (pause, resume, cancel, advance, postpone, upgrade; extend a phase's deadline; confirm, skip,
 acknowledge, release, take over, retry, resend, extend a cue's timeout) and
 a game's signal each move a run only through `protocol.within`: the run locked first (then its step), the
 press checked (a repeated Idempotency-Key answers its first answer; a stale If-Match is a 412), the guarded
@@ -10,7 +10,8 @@ statement and its log row in one transaction, a lost guard a 409 in the words of
     protocol.py       the template: Press, Context, Command, execute/within
     run_controls.py   Pause, Resume, Cancel, Advance (a person's Advance phase control), CleanUp (a finished run's)
     step_controls.py  Confirm, Skip, Acknowledge, Release, TakeOver, Retry, Resend
-    plans.py          Postpone, Extend (a phase's deadline), ExtendCue (a parked cue's timeout); SKIP_OCCURRENCE
+    plans.py          Postpone, Upgrade (to the current version), Extend (a phase's deadline), ExtendCue (a parked
+                      cue's timeout); SKIP_OCCURRENCE
                       (the control a calendar skip logs: no command)
     signal.py         ReceiveSignal: a signal's first receipt, and what it did to the run
     declared.py       CONTROLS: each control declared once (route, OpenAPI, roles, offer, button)
@@ -27,7 +28,7 @@ from typing import Any
 from ...db import Database
 from ..model import Run, Step
 from .declared import CONTROLS, PHASE_CONTROLS, RUN_CONTROLS, STEP_CONTROLS, Caller, Control, Shape, Standing, Target, offered, refusal
-from .plans import MOST_SECONDS, SKIP_OCCURRENCE, Extend, ExtendCue, Postpone, Seconds
+from .plans import MOST_SECONDS, SKIP_OCCURRENCE, Extend, ExtendCue, Postpone, Seconds, Upgrade
 from .protocol import AS_EVER, Context, HeldBy, Press, execute, within
 from .rules import CANCELLABLE, CLEANABLE, PAUSABLE, RESUMABLE, advance_refusal
 from .run_controls import Advance, Advanced, Cancel, Cancelled, CleanUp, Pause, Resume
@@ -40,9 +41,9 @@ __all__ = [
     "Acknowledge", "Advance", "Advanced", "Caller", "Cancel", "Cancelled", "Choice", "CleanUp", "Confirm", "Context",
     "Control", "Extend", "ExtendCue", "HeldBy", "Pause", "Postpone", "Press",
     "Receipt", "ReceiveSignal", "Release", "Resend", "Resume", "Retried", "Retry", "Seconds", "Shape", "Skip", "Standing", "TakeOver",
-    "Target", "acknowledge", "advance", "advance_refusal", "cancel", "cleanup", "confirm", "declared", "execute", "extend",
+    "Target", "Upgrade", "acknowledge", "advance", "advance_refusal", "cancel", "cleanup", "confirm", "declared", "execute", "extend",
     "extend_cue", "offered", "pause", "postpone", "receive_signal", "refusal", "release", "resend", "resume", "retry",
-    "skip", "take_over", "within",
+    "skip", "take_over", "upgrade", "within",
 ]
 
 
@@ -116,6 +117,12 @@ def postpone(db: Database, run_id: int, to: datetime, *, actor: str, now: dateti
              press: Press = AS_EVER) -> Run:
     """A scheduled run moved to `to`."""
     return execute(db, Postpone(run_id, to, reason), Context(actor, now, press))
+
+
+def upgrade(db: Database, run_id: int, *, actor: str, now: datetime, reason: str | None = None,
+            press: Press = AS_EVER) -> Run:
+    """A scheduled run moved to its definition's current version."""
+    return execute(db, Upgrade(run_id, reason), Context(actor, now, press))
 
 
 def extend(db: Database, run_id: int, phase: int, seconds: int, *, actor: str, now: datetime, reason: str | None = None,

@@ -1,4 +1,4 @@
-"""A run control pressed on every run a filter matches (`POST /runs/bulk`): pause, resume or cancel.
+"""A run control pressed on every run a filter matches (`POST /runs/bulk`): pause, resume, cancel or upgrade.
 
 Invariant: each run is moved by its own command through `protocol.within`, exactly as one press of the control
 would move it (its run locked, its guarded statement, its own log row in the same transaction, a lost guard
@@ -27,7 +27,7 @@ from ..store import runs
 from .declared import CONTROLS, Control
 from .protocol import Context, within
 
-BULK_CONTROLS = ("pause", "resume", "cancel")
+BULK_CONTROLS = ("pause", "resume", "cancel", "upgrade")
 MAX_RUNS = 1000  # runs one request acts on: measured (bench/p10_bulk.py) far inside an API Lambda's 29 s
 BATCH = 100  # runs a transaction holds locked at once
 PREVIEW_RUNS = 20  # the runs a preview shows (the first matching, newest first)

@@ -23,7 +23,7 @@ from typing import Any, get_type_hints
 
 from ...roles import ROLES
 from ..model import Phase, Run, Step
-from .plans import Extend, ExtendCue, PhaseCommand, Postpone, Seconds
+from .plans import Extend, ExtendCue, PhaseCommand, Postpone, Seconds, Upgrade
 from .protocol import HeldBy, RunCommand, StepCommand
 from .rules import Refusal, advance_refusal
 from .run_controls import Advance, Cancel, CleanUp, Pause, Resume
@@ -268,6 +268,11 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
     Control(Postpone, "a scheduled run is moved to a new time, later than now: the same run, its occurrence key kept,"
             " its wake time the new time; refused once it has started", wakes=True, label="Postpone",
             question="Move this run to a new time?", done="Postponed", answer=Shape.RUN, sends_tag=False),
+    Control(Upgrade, "a scheduled live run is moved to its definition's current version, with that version's grace"
+            " window: the same run at the same time; refused once it has started, once its time has come, and when a"
+            " newer version was saved since the press read it", wakes=False, label="Upgrade",
+            question="Play the definition's current version in this run? It has not started, so only what it will do"
+            " changes.", done="Upgraded", answer=Shape.RUN),
     Control(Extend, "the deadline of the phase the run is at (an after phase's end, or its time limit) moves by the"
             " seconds given, later or earlier but not into the past; who moved it is kept on the phase", wakes=True,
             label="Extend", question="Move this phase's deadline?", done="Deadline moved", answer=Shape.RUN, sends_tag=False),
@@ -305,7 +310,8 @@ class Standing:
     (`steps.last_started_seq` of its current phase: retry only), `phase` (the row of the phase it is at:
     advance and a phase's controls), `in_flight` (that phase's first step in flight under a live lease:
     advance only), `revertable` (it has something live its cleanup would revert and no step open: Clean up
-    only) and `now` (when it is judged: a phase's controls, whose deadline may have passed)."""
+    only), `now` (when it is judged: a phase's controls, whose deadline may have passed) and `current_version`
+    (its definition's: Upgrade only, offered to a run made from an earlier one whose time is still ahead)."""
 
     run: Run
     furthest_seq: int | None = None
@@ -313,6 +319,7 @@ class Standing:
     in_flight: Step | None = None
     revertable: bool = False
     now: datetime | None = None
+    current_version: int | None = None
 
     def legal(self, declared: Control, step: Step | None) -> bool:
         """Whether `declared`'s rule allows it now, on `step` (None: on the run, or on the phase it is at)."""
@@ -321,6 +328,10 @@ class Standing:
             return run.current_phase is not None and advance_refusal(run, run.current_phase, self.phase, self.in_flight) is None
         if declared.command is CleanUp:
             return self.revertable and declared.refuse(run, None, None) is None
+        if declared.command is Upgrade:
+            # guard: upgrade-offered-on-the-current-version
+            return (declared.refuse(run, None, None) is None and self.current_version is not None and self.now is not None
+                    and run.definition_version < self.current_version and run.scheduled_for > self.now)
         if declared.target is Target.PHASE:  # the phase the run is at, while its deadline still counts
             # guard: a-phase-control-offered-without-a-deadline
             return declared.refuse(run, None, None) is None and self.phase is not None and self.phase.deadline_counts(self.now)
@@ -341,12 +352,12 @@ class Standing:
 
 def offered(
     run: Run, run_steps: Iterable[Step], furthest_seq: int | None, phase: Phase | None = None, in_flight: Step | None = None,
-    *, caller: Caller, revertable: bool = False, now: datetime | None = None,
+    *, caller: Caller, revertable: bool = False, now: datetime | None = None, current_version: int | None = None,
 ) -> dict[str, Any]:
     """The controls legal right now for `caller`, as GET /runs/{id} reports them: the run's (`run`), the phase
     it is at's (`phase`) and each step's (`steps`), and for each of them the roles that, held by the caller, may
     press it (`roles`). The rows are `Standing`'s: `phase` is the row of the phase the run is at."""
-    standing = Standing(run, furthest_seq, phase, in_flight, revertable, now)
+    standing = Standing(run, furthest_seq, phase, in_flight, revertable, now, current_version)
 
     def for_caller(target: Target, step: Step | None) -> dict[str, list[str]]:
         offers = {c.name: standing.offer(c, step, caller) for c in CONTROLS.values() if c.target is target}

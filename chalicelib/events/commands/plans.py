@@ -1,8 +1,10 @@
-"""When plans change: a scheduled run postponed, a live phase's deadline or a parked cue's timeout moved.
+"""When plans change: a scheduled run postponed or upgraded to its definition's current version, a live phase's
+deadline or a parked cue's timeout moved.
 
-Invariant: each moves its row only through its guarded statement (`runs.postpone`, `phases.move_deadline`,
-`steps.move_timeout`), whose WHERE holds the status, the time as the press read it (a compare-and-set) and a
-new time later than now; its log row (`run.postponed`, `run.deadline_moved`, `step.timeout_moved`) is written
+Invariant: each moves its row only through its guarded statement (`runs.postpone`, `runs.upgrade`,
+`phases.move_deadline`, `steps.move_timeout`), whose WHERE holds the status, the time (or the version) as the
+press read it (a compare-and-set) and a new time later than now (an upgrade: the run's own time still ahead); its
+log row (`run.postponed`, `run.upgraded`, `run.deadline_moved`, `step.timeout_moved`) is written
 in the same transaction, under the run's lock that `protocol.within` took first. A statement that matched
 nothing is refused in the words of the rows: a status or a time that is not there a 409, a new time not
 later than now a 400. Each wakes its run now, or at its new time (a postponed run), and a sleeping
@@ -22,13 +24,14 @@ from typing import Any, ClassVar, NewType
 from ...db import Tx
 from ...roles import CONTROLLERS
 from .. import journal
+from ..document import grace_seconds_of
 from ..errors import Conflict, Invalid
 from ..lifecycle import OnDeadline, RunStatus
 from ..model import Run, Step, clean_note, iso
 from ..occurrences import MAX_SCHEDULE_AHEAD
-from ..store import log, phases, runs, steps
+from ..store import definitions, log, phases, runs, steps
 from .protocol import Context, ControlCommand, Took
-from .rules import extend_cue_refusal, extend_refusal, postpone_refusal
+from .rules import extend_cue_refusal, extend_refusal, postpone_refusal, upgrade_refusal
 from .run_controls import RunMove
 from .step_controls import StepChange
 
@@ -78,6 +81,42 @@ class Postpone(RunMove):
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Run:
         raise _not_moved(self, run, None, self.to, by, "the new time")
+
+
+@dataclass(frozen=True)
+class Upgrade(RunMove):
+    """A scheduled run moved to its definition's current version: the same run at the same time, playing what was
+    saved since it was planned (with that version's grace window)."""
+
+    name: ClassVar[str] = "upgrade"
+    roles: ClassVar[frozenset[str]] = CONTROLLERS
+    rule = upgrade_refusal
+    reason: str | None = None
+
+    def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
+        current = definitions.current_number(tx, run.definition_id)
+        version = None if current is None else definitions.get_version(tx, run.definition_id, current)
+        if upgrade_refusal(run, None, None) is not None or version is None:
+            return None
+        if not runs.upgrade(tx, run.id, version.version, grace_seconds_of(version.document), by.now,
+                            seen_version=by.version_seen(run)):
+            return None
+        # guard: upgrade-commits-before-its-log-row
+        logged = log.append(tx, journal.run_upgraded(run, self.name, version.version, by.actor, clean_note(self.reason)),
+                            by.now)
+        return self.took(tx, run, logged)
+
+    def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Run:
+        if upgrade_refusal(run, None, None) is not None:
+            raise self.lost(run)
+        current = definitions.current_number(tx, run.definition_id)
+        if current is not None and run.definition_version >= current:
+            raise Conflict(f"this run already plays version {run.definition_version}, the definition's current"
+                           " version", run_status=run.status.value)
+        if run.scheduled_for <= by.now:
+            raise Conflict(f"this run's time has come ({iso(run.scheduled_for)}): the engine starts it as it is, on"
+                           f" version {run.definition_version}", run_status=run.status.value)
+        raise self.lost(run)
 
 
 @dataclass(frozen=True)

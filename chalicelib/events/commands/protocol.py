@@ -274,12 +274,13 @@ def _run_now(run: Run) -> str:
 
 
 # The run's own changes a tag sees (each raises its version), as their log rows name them.
-_RUN_CHANGES = (journal.RUN_STATUS, journal.RUN_POSTPONED, journal.RUN_DEADLINE_MOVED)
+_RUN_CHANGES = (journal.RUN_STATUS, journal.RUN_POSTPONED, journal.RUN_UPGRADED, journal.RUN_DEADLINE_MOVED)
 
 
 def _by_whom(tx: Tx, run: Run) -> str:
     """Who changed the run last, what, when and why, from its log: ", paused by mod-mia at 20:14 UTC: boss
-    bugged", ", postponed to 03:45 UTC by mod-mia at 01:28 UTC", ", phase 2's deadline moved to 21:40 UTC by …"."""
+    bugged", ", postponed to 03:45 UTC by mod-mia at 01:28 UTC", ", upgraded to version 3 by …", ", phase 2's deadline
+    moved to 21:40 UTC by …"."""
     last = log.latest(tx, run.id, *_RUN_CHANGES)
     if last is None or last.detail is None:
         return ""
@@ -288,6 +289,8 @@ def _by_whom(tx: Tx, run: Run) -> str:
     to = str(last.detail.get("to"))
     if last.kind == journal.RUN_POSTPONED:
         return f", postponed to {_utc(to)}{by}"
+    if last.kind == journal.RUN_UPGRADED:
+        return f", upgraded to version {to}{by}"
     if last.kind == journal.RUN_DEADLINE_MOVED:
         return f", phase {last.detail.get('phase')}'s deadline moved to {_utc(to)}{by}"
     return f", {run.status.value}{by}" if to == run.status.value else ""

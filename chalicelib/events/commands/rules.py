@@ -225,6 +225,17 @@ def postpone_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> s
         f"this run is {run.status.value}; only a scheduled run can be postponed (it has not started)")
 
 
+def upgrade_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
+    """Whether the run may be moved to its definition's current version (whether it is on an earlier one, and its
+    time still ahead, its statement decides on the rows)."""
+    if run.status is not RunStatus.SCHEDULED:
+        return (f"this run is {run.status.value}; only a scheduled run can be upgraded (a started run plays the"
+                f" version it started with, version {run.definition_version})")
+    if run.rehearsal is not None:
+        return f"this is a dry run; it plays the version it was started for, version {run.definition_version}"
+    return None
+
+
 def extend_refusal(run: Run, step: Step | None, furthest_seq: int | None) -> str | None:
     """Whether the run has a live phase whose deadline may be moved (the phase's own row decides the rest)."""
     if run.status not in LIVE_PHASE or run.current_phase is None:

@@ -257,12 +257,16 @@ class RunWalker:
         """The run lease, then the start, in one unit; None (nothing written) if another worker or tick holds the run.
         The start decides from the run as the lease found it, not as the tick read it before (a person's postpone
         in between moved its time and left its status: decided from the old time, it was missed by its overlap,
-        or cancelled the run under way, for a start that then did not come)."""
+        or cancelled the run under way, for a start that then did not come); a run upgraded in between is not
+        started from the programme of the version it was read with (it waits for its next walk)."""
         # guard: start-without-the-run-lease
         if not lease.take(tx):
             return None
         # guard: a-start-decides-from-the-run-read-before-its-lease
         leased = must_exist(runs.get(tx, run.id))  # the lease's UPDATE holds the row: nothing moves it meanwhile
+        # guard: a-start-plays-the-version-its-programme-was-read-for
+        if leased.definition_version != run.definition_version:  # upgraded since: its next walk reads its programme
+            return Done(leased.status), None
         return self._worked(tx, run.id, programme,
                             lambda tx, log_rows: start_run(tx, self.ctx.now, leased, programme, log_rows))
 

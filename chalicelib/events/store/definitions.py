@@ -155,6 +155,13 @@ def resume_schedule(tx: Tx, definition_id: int, paused_at: datetime | None, now:
     ) == 1
 
 
+def current_number(tx: Tx, definition_id: int) -> int | None:
+    """The definition's current version number as last committed (a locking read, not the transaction's snapshot:
+    a save that committed since it began is seen, and none commits until it ends); None if there is no definition."""
+    found = tx.scalar("SELECT current_version FROM event_definitions WHERE id = %s LOCK IN SHARE MODE", (definition_id,))
+    return None if found is None else int(found)
+
+
 def get_version(tx: Tx, definition_id: int, version: int) -> DefinitionVersion | None:
     row = tx.one(
         f"SELECT {VERSION_COLUMNS} FROM event_definition_versions WHERE definition_id = %s AND version = %s",  # noqa: S608 — VERSION_COLUMNS is a constant; ids are parameters

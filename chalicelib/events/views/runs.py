@@ -1,6 +1,7 @@
 """The runs as a person reads them: the runs page (each run with what it waits for, and the counts waiting for a
 person or the game), one run's detail (from one snapshot: its phases, a page of its steps, the controls legal
-now for the caller) and its log (with its chat identities named as a person reads them). Reads only."""
+now for the caller, a scheduled run's definition's current version) and its log (with its chat identities named
+as a person reads them). Reads only."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..actions import core
 from ..calendar import EARLIEST, LATEST, in_range
 from ..errors import Invalid, NotFound
 from ..model import LogEntry, Phase, Resource, Run, Step, iso
-from ..store import log, phases, resources, runs, steps
+from ..store import definitions, log, phases, resources, runs, steps
 from ..store.runs import REHEARSAL_FILTERS as REHEARSAL_FILTERS  # the runs page's ?rehearsal= values
 from ..stories import is_chat, name_holders, person
 from ..waiting import waiting
@@ -108,16 +109,19 @@ def _detail(tx: Tx, run_id: int, query: dict[str, Any], now: datetime, caller: c
                        log.latest(tx, run.id, journal.CHAT_PRESSED) if held else None)
     if wait is not None:  # a fired escalation stays told while its wait lasts
         mark_escalated(wait, log.latest(tx, run.id, escalated_kind(wait)))
+    upgradable = run.status is lifecycle.RunStatus.SCHEDULED and run.rehearsal is None
+    current = must_exist(definitions.get(tx, run.definition_id)).current_version if upgradable else None
     return {
         "run": run.public(),
         "waiting": wait,
         "phases": [p.public() for p in run_phases],
         "steps": shown_steps,
         "steps_next_cursor": next_cursor,
+        "current_version": current,
         "counts": steps.status_counts(tx, run.id),
         "ledger": _ledger(tx, run.id),
         "controls": commands.offered(run, run_steps, furthest, working, flying, caller=caller, now=now,
-                                     revertable=_revertable(tx, run, now)),
+                                     revertable=_revertable(tx, run, now), current_version=current),
     }
 
 

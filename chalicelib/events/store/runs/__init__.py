@@ -13,7 +13,8 @@ writer (`moves.move`); the statements live by job:
 
     reads.py      a run, a page of runs (or the runs a filter matches, counted), the runs of some occurrences or of a
                   window, the due ones, the counts
-    scheduled.py  a run created (an occurrence, a dry run), postponed, then started within its grace or missed
+    scheduled.py  a run created (an occurrence, a dry run), postponed or upgraded, then started within its grace or
+                  missed
     moves.py      the one writer of a status change, `transition`, and `degrade`
     leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
     cleanup.py    into cleaning_up, woken, paused on a failed revert, and out to its target; a finished run's
@@ -46,7 +47,7 @@ from .reads import (
     waiting_counts,
     waiting_on,
 )
-from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, postpone, start_within_grace
+from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, postpone, start_within_grace, upgrade
 
 __all__ = [
     "REHEARSAL_FILTERS", "Lookout", "RunFilter", "advance_phase", "begin_cleanup", "begin_late_cleanup", "count_matching",
@@ -54,6 +55,6 @@ __all__ = [
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "live_between", "lookout", "matching", "miss_after_grace",
     "next_wake", "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "queue",
     "queued_behind", "recover", "release_lease", "scheduled_of_earlier_versions", "start_within_grace", "take_lease",
-    "transition", "under_way",
+    "transition", "under_way", "upgrade",
     "waiting_counts", "waiting_in_line", "waiting_on", "wake_cleanup",
 ]

@@ -1,4 +1,4 @@
-"""event_runs created, and a scheduled run started within its grace window or missed after it.
+"""event_runs created, a scheduled run postponed or upgraded, and started within its grace window or missed after it.
 
 The invariant: one occurrence of a definition is one run, whoever plans it: the
 occurrence key's unique index and INSERT IGNORE decide, never a read followed by
@@ -120,6 +120,28 @@ def miss_after_grace(tx: Tx, run_id: int, now: datetime) -> bool:
     guard = (f"status = {RunSQL.SCHEDULED} AND %s > scheduled_for + INTERVAL grace_seconds SECOND"
              " AND queued_behind IS NULL")
     return move(tx, run_id, [RunStatus.SCHEDULED], RunStatus.MISSED, now, guard, (now,))
+
+
+def upgrade(tx: Tx, run_id: int, to: int, grace_seconds: int, now: datetime, *, seen_version: int | None = None) -> bool:
+    """A scheduled live run moved to version `to` of its definition, with that version's grace window: only while
+    `to` is the definition's current version (a version saved since the press read it moves nothing), the run was
+    made from an earlier one, and its time is still ahead (a run whose time has come is the tick's to start, as it
+    is). The same run at the same time: its occurrence key, wake time and place in a queue kept. A run-level change
+    a person made: its version is raised, and `seen_version` holds it to the version they saw (their If-Match)."""
+    seen = "" if seen_version is None else " AND version = %s"
+    # guard: upgrade-a-started-run
+    # guard: upgrade-a-dry-run
+    # guard: upgrade-to-an-earlier-version
+    # guard: upgrade-a-run-whose-time-has-come
+    # guard: upgrade-to-a-version-no-longer-current
+    return tx.execute(
+        f"""UPDATE event_runs SET definition_version = %s, grace_seconds = %s, version = version + 1, updated_at = %s
+             WHERE id = %s AND status = {RunSQL.SCHEDULED} AND mode = %s AND definition_version < %s AND scheduled_for > %s
+               AND EXISTS (SELECT 1 FROM event_definitions AS d
+                            WHERE d.id = event_runs.definition_id AND d.current_version = %s){seen}""",  # noqa: S608 — the status literal is lifecycle's rendering; values are parameters
+        (to, grace_seconds, now, run_id, RunMode.LIVE.value, to, now, to,
+         *(() if seen_version is None else (seen_version,))),
+    ) == 1
 
 
 def postpone(tx: Tx, run_id: int, to: datetime, now: datetime, *, seen_version: int | None = None) -> bool:
