@@ -63,8 +63,11 @@ def materialise_phase(tx: Tx, run_id: int, phase: int, specs: Sequence[StepSpec]
 
 
 def keys_stamped(run_id: int, phase: int) -> tuple[str, tuple[object, ...]]:
-    """The UPDATE (and its arguments) that stamps the idempotency key of each step of the phase from its own id,
-    where it is still empty (a phase's steps, or a cleanup's reverts, just inserted)."""
+    """The UPDATE (and its arguments) that stamps the idempotency key of each step of the phase, where it is still
+    empty (a phase's steps, or a cleanup's reverts, just inserted): from its run, its id and a random value drawn
+    then (UUID()), so no other deployment's database, nor this one restored from a backup (which hands the same ids
+    out again), ever gives a game the key of another step: a game keeping one store for every engine it serves would
+    answer that step's first answer, its action never applied."""
     # guard: materialise-restamps-keys
     return statement(STAMP_KEY, """run_id = %s AND phase = %s AND idempotency_key = ''""", (run_id, phase),
-                     sets="idempotency_key = LEFT(SHA2(CONCAT(run_id, '|', id), 256), 40)")
+                     sets="idempotency_key = LEFT(SHA2(CONCAT(run_id, '|', id, '|', UUID()), 256), 40)")
