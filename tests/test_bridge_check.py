@@ -577,3 +577,23 @@ def test_a_bridge_that_checks_status_signatures_over_another_path_is_told_the_pa
     # the first case asks the status before any valid delivery was sent: one is sent to tell the path from the key
     assert failed(report)["unsigned delivery refused"].endswith(bridge_check.PATH_HINT)
     assert "the key and the clock are right" in said and "verify over the raw request target" in said
+
+
+CONSTANT_ANSWER = ("test.noop answers the same body to two different keys ({\"outcome\": \"done\"}), so a repeat cannot"
+                   " be told from a second application: make it answer something unique per application (a receipt),"
+                   " as the kits' test.noop does")
+
+
+def test_an_action_that_answers_every_application_alike_fails_the_applied_once_cases():
+    """Its repeats would pass whether replayed or applied again: the check cannot see, so it must not say PASS."""
+    with serving(event_bridge.Bridge(KEY, handlers={"test.noop": lambda delivery: event_bridge.done()})) as url:
+        report = checked(url)
+    assert failed(report) == {"same key replays its first answer": CONSTANT_ANSWER, AT_ONCE: CONSTANT_ANSWER}
+
+
+def test_a_bridge_that_applies_every_repeat_and_answers_alike_is_not_passed():
+    """A hand-written bridge that never looks its keys up and answers {"outcome": "done"} (review item 1)."""
+    with serving(event_bridge.Bridge(KEY, ForgetfulStore(), handlers={"test.noop": lambda d: event_bridge.done()})) as url:
+        report = checked(url)
+    assert not report.passed
+    assert failed(report)["same key replays its first answer"] == CONSTANT_ANSWER

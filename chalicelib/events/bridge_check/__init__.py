@@ -10,8 +10,10 @@ expected and what came back. It sends only the action the team names
 (`--slow-action`) and the one that leaves a resource (`--spawn-action`) with its
 revert, each under keys of its own (`bridge-check-…`). It sees answers, never
 the game's world: "applied once" is judged by a repeat's answer being the
-first's (the kits' test actions answer a receipt unique to each application,
-so a bridge that applies again shows). It cannot restart the game: a run says
+first's, passed only for an action that answers two fresh keys differently
+(the kits' test actions answer a receipt unique to each application, so a
+bridge that applies again shows; one answering every application alike
+fails). It cannot restart the game: a run says
 so (a NOTE line), and `--record FILE` then `--replay FILE` (after the operator
 restarts the game) checks the keys survived, each asked about (applied) and
 answered its recorded answer again.

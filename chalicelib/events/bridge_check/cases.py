@@ -3,12 +3,15 @@
 Invariant: a case sends only the actions the operator named (`--action`,
 `--slow-action`, `--spawn-action` and the revert it lists), each under a key of
 its own, and judges answers, never the game's world: "applied once" is a
-repeat's answer being the first's (the kits' test actions answer a receipt
-unique to each application).
+repeat's answer being the first's, and is passed only for an action whose
+answers to two fresh keys differ (the kits' test actions answer a receipt
+unique to each application): one that answers every application alike could
+apply a repeat again unseen, so it fails.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -52,7 +55,19 @@ def case_delivery(check: Checker) -> str:
     return "done, a JSON object within the cap and the deadline"
 
 
+def tells_applications_apart(check: Checker, action: str, params: dict[str, Any] | None = None) -> None:
+    """Two fresh keys of `action` must get two different answers: a bridge that answers every application the same
+    body would pass "applied once" whether it replayed a repeat or applied it again, so it is failed instead."""
+    first = done(check, action, check.key(f"apart-{action}-1"), params=params)
+    second = done(check, action, check.key(f"apart-{action}-2"), params=params)
+    if first == second:
+        raise Failed(f"{action} answers the same body to two different keys ({json.dumps(first)[:200]}), so a repeat"
+                     " cannot be told from a second application: make it answer something unique per application (a"
+                     " receipt), as the kits' test.noop does")
+
+
 def case_repeat(check: Checker) -> str:
+    tells_applications_apart(check, check.options.action)
     key = check.key("repeat")
     first = done(check, check.options.action, key)
     for attempt in (1, 2):  # the same delivery again (its answer lost), then the engine's next attempt of the key
@@ -192,6 +207,7 @@ def case_at_once(check: Checker) -> str:
     action, key = slow or check.options.action, check.key("at-once")
     params = {"seconds": check.options.slow_seconds} if slow else None
     count = 2 if slow else AT_ONCE_PLAIN
+    tells_applications_apart(check, action, {"seconds": 0} if slow else None)
     together = threading.Barrier(count)
     answers: list[Any] = [None] * count
 
