@@ -14,11 +14,14 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions import interaction
+from selenium.webdriver.common.actions.action_builder import ActionBuilder
+from selenium.webdriver.common.actions.pointer_input import PointerInput
 from selenium.webdriver.common.by import By
 
 from chalicelib.events.lifecycle import RunStatus
 from tests.console.audit import dark, serious_findings
-from tests.console.browser import eventually, screenshot, text_of
+from tests.console.browser import LAPTOP, PHONE, eventually, screenshot, text_of
 from tests.console.pages import cue_banner, demo_document, listed, run_status, schedule_now, sign_in, wait_for_status
 from tests.support.api import GM, MODERATOR
 from tests.support.factory import run_row
@@ -221,3 +224,45 @@ def test_a_run_scheduled_next_week_is_checked_at_the_idle_pace_not_every_two_sec
     assert waits <= LEAD_SECONDS < IDLE_FIRST_SECONDS, line  # cut to when the run becomes live, not the idle pace
     eventually(lambda: _state(browser) == "live", "the page live once the run is due within minutes")
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+def _tap(browser, x: int, y: int) -> None:
+    """A finger's tap at (x, y) of the screen: a touch pointer down and up, as a phone sends it."""
+    finger = PointerInput(interaction.POINTER_TOUCH, "finger")
+    tap = ActionBuilder(browser, mouse=finger)
+    tap.pointer_action.move_to_location(x, y).pointer_down().pointer_up()
+    tap.perform()
+
+
+def test_a_phone_left_at_a_cue_says_it_stopped_on_its_first_screen_and_a_touch_brings_it_up_to_date(
+        browser, server, api_client, console_db):
+    """A gm waiting on their phone for the next cue, the page scrolled down to its log, not touching it: once it
+    stops it says so on the screen they look at (and in the tab's title), and the next touch anywhere updates it —
+    before, the word was under the run's facts, off the first screen, and only Update now, a tab switch or a
+    window focus brought it back."""
+    _, run_id = schedule_now(api_client, demo_document("Harvest festival (phone left alone)"))
+    sign_in(browser, GM)
+    browser.set_window_size(*PHONE)
+    try:
+        eventually(lambda: browser.execute_script("return window.innerWidth") <= PHONE[0], "the window at phone size")
+        _open(browser, server, f"/runs/{run_id}")
+        step_id, _ = cue_banner(browser)
+        browser.execute_script("document.getElementById('log-title').scrollIntoView()")
+        _unattended(browser)
+        top, bottom, height = browser.execute_script(
+            "const r = document.getElementById('unattended-banner').getBoundingClientRect(); return [r.top, r.bottom, innerHeight]")
+        assert top >= 0 and bottom <= height, f"the banner at {top:.0f}–{bottom:.0f} px of a {height} px screen"
+        assert browser.title.startswith("Not updating · "), browser.title
+        screenshot(browser, "phone-unattended")
+
+        api_client.call("POST", f"/runs/{run_id}/steps/{step_id}/confirm", {"note": "from another desk"})
+        eventually(lambda: run_row(console_db, run_id).status == RunStatus.COMPLETED, "the run to complete")
+        _page_timers_pass(browser, server, LIVE_SECONDS)
+        assert run_status(browser) != "completed", "it stopped: it shows what it had"
+
+        _tap(browser, 4, height - 60)  # the page's margin, below the banner: no button, no link
+        wait_for_status(browser, "completed", timeout=15)
+        assert not browser.find_elements(By.ID, "unattended-banner")
+        assert not browser.title.startswith("Not updating"), browser.title
+    finally:
+        browser.set_window_size(*LAPTOP)

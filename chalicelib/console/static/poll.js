@@ -11,7 +11,9 @@
 // the idle pace: the network back, it is live again within seconds.
 //
 // Nor a page nobody has touched (pointer, keys, tab shown or focused) for 10
-// min: it stops, says so, and updates on its button or when shown or focused.
+// min: it stops, says so at the top of the screen and in the tab's title, and
+// updates at the next touch, key or click (a phone looked at and scrolled), on
+// its button, or when shown or focused.
 // Aurora pauses only after 300 s without a connection, so a forgotten tab
 // must not poll (docs/console.md, "Polling"). Every page polls through here.
 //
@@ -20,7 +22,7 @@
 // out a 503's Retry-After the line says so, whatever the page's own polls answer meanwhile.
 
 import { get, watchRetries } from './api.js';
-import { el, needYou, span } from './ui.js';
+import { el, needYou, span, staleTitle } from './ui.js';
 
 export const LIVE_MS = 2000;
 export const IDLE_FIRST_MS = 15000;
@@ -38,8 +40,13 @@ const UNATTENDED_MS = asked > 0 ? Math.min(asked * 1000, UNATTENDED_MAX_MS) : UN
 // When the page was last touched (performance.now(): no change of the clock moves it).
 let touchedAt = performance.now();
 const touched = () => { touchedAt = performance.now(); };
+// The pollers stopped because nobody used their page: the next touch wakes them.
+const asleep = new Set();
 for (const kind of ['pointerdown', 'pointermove', 'keydown', 'wheel', 'touchstart']) {
-  window.addEventListener(kind, touched, { capture: true, passive: true });
+  window.addEventListener(kind, () => {
+    touched();
+    for (const poller of [...asleep]) poller.wake();
+  }, { capture: true, passive: true });
 }
 const unattendedFor = () => performance.now() - touchedAt;
 
@@ -86,6 +93,7 @@ export class Poller {
   // `polled`: the poll's own timer asked, so the count is read only when COUNT_MS have passed since the last read.
   async now({ polled = false } = {}) {
     if (this.stopped) return;
+    asleep.delete(this);
     if (this.loading) {
       this.again = true;
       return;
@@ -145,7 +153,7 @@ export class Poller {
     this.idleMs = Math.min(this.idleMs * 2, IDLE_MAX_MS);
     this.timer = setTimeout(() => {
       this.timer = null;
-      if (unattendedFor() < UNATTENDED_MS) refreshNeedYou().then(() => this.countLater());
+      if (unattendedFor() < UNATTENDED_MS) refreshNeedYou().then(() => this.countLater()); else asleep.add(this);
     }, delay);
   }
 
@@ -159,6 +167,7 @@ export class Poller {
   due() {
     this.timer = null;
     if (unattendedFor() >= UNATTENDED_MS) {
+      asleep.add(this);
       this.tell('unattended', { delay: UNATTENDED_MS, update: () => this.updateNow() });
     } else if (performance.now() >= this.dueAt) {
       this.now({ polled: true });
@@ -218,6 +227,12 @@ export class Poller {
     }
   }
 
+  // A touch, a key or a click on a page that stopped for want of one: someone is using it again.
+  wake() {
+    asleep.delete(this);
+    this.cameBack();
+  }
+
   // The tab shown or the window focused: someone is looking.
   cameBack() {
     touched();
@@ -230,6 +245,8 @@ export class Poller {
 
   stop() {
     this.stopped = true;
+    asleep.delete(this);
+    staleTitle(false);
     this.unwatch();
     clearTimeout(this.timer);
     document.removeEventListener('visibilitychange', this.onVisibility);
@@ -238,7 +255,8 @@ export class Poller {
 }
 
 // How fresh a page is and why it is (not) updating: a line (not announced: it changes every poll) and, in a
-// status region, the unattended banner with its button.
+// status region, the unattended banner with its button (pinned to the top of the screen, console.css: on a phone
+// the line is below the first screen) and "Not updating · " in front of the tab's title.
 export function freshness(node) {
   const line = el('p', { class: 'freshness muted', id: 'freshness-line' });
   const status = el('div', { role: 'status', id: 'freshness-status' });
@@ -258,6 +276,7 @@ export function freshness(node) {
       unattended: 'Not updating.',
     }[state];
     line.textContent = loadedAt ? `${text} Last updated ${loadedAt.toLocaleTimeString()}.` : text;
+    staleTitle(state === 'unattended');
     if (state !== node.dataset.state) {
       status.replaceChildren(state !== 'unattended' ? '' : el('div', { class: 'banner banner-info', id: 'unattended-banner' },
         el('p', {}, el('strong', {}, `Not updating: nobody has used this page for ${span(delay)}`),

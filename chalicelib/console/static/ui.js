@@ -203,9 +203,18 @@ export function notice(text, kind = 'info', ...extra) {
 }
 
 // "2 runs need you" in the header and in front of the tab's title, from GET /inbox's `needs_you` (the runs the
-// caller can act on); nothing when 0. `pageTitle` sets what follows it.
-const titles = { count: '', page: 'Event runs' };
-const showTitle = () => { document.title = titles.count ? `${titles.count} · ${titles.page}` : titles.page; };
+// caller can act on); nothing when 0. `pageTitle` sets what follows it; `staleTitle` puts "Not updating" first
+// while a page has stopped asking (poll.js).
+const titles = { stale: false, count: '', page: 'Event runs' };
+const showTitle = () => {
+  document.title = [titles.stale ? 'Not updating' : '', titles.count, titles.page].filter(Boolean).join(' · ');
+};
+
+export function staleTitle(on) {
+  if (titles.stale === on) return;
+  titles.stale = on;
+  showTitle();
+}
 
 export function needYou(count) {
   titles.count = count ? `${count} ${count === 1 ? 'run needs' : 'runs need'} you` : '';
