@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import BridgeCaseFailed as Failed
 from ..errors import BridgeUnreachable
-from .cases import cases
+from .cases import Listed, cases
 from .checker import KEY_HINT, PATH_HINT, Checker, Options
 from .restart import REPLAYED, RESTART_NOTE, case_replay, read_recording, recording
 
@@ -75,27 +75,28 @@ def run(options: Options, *, progress: Callable[[str], None] | None = None) -> R
     check, report = Checker(options), Report(options.url)
     if options.replay:
         read_recording(options.replay)  # a file that is no recording is the operator's mistake, said before anything
-    unreachable = False
-    listed_cases = [(REPLAYED, case_replay, None)] if options.replay else cases(options)
-    for name, case, skipped in listed_cases:
-        if unreachable:
-            result = Case(name, "SKIP", "not run: nothing answered at the bridge's address (above)")
-        elif skipped:
-            result = Case(name, "SKIP", skipped)
+    for listed in [Listed(REPLAYED, case_replay, None)] if options.replay else cases(options):
+        if check.stopped:
+            result = Case(listed.name, "SKIP", f"not run: {check.stopped}")
+        elif listed.skipped:
+            result = Case(listed.name, "SKIP", listed.skipped)
+        elif listed.needs_status and not check.asks_status:
+            result = Case(listed.name, "SKIP", "not run: the bridge serves no status endpoint (above)")
         else:
             try:
-                result = Case(name, "PASS", case(check))
+                result = Case(listed.name, "PASS", listed.run(check))
             except Failed as failed:
-                result = Case(name, "FAIL", str(failed))
-                unreachable = isinstance(failed, BridgeUnreachable)
+                result = Case(listed.name, "FAIL", str(failed))
+                if isinstance(failed, BridgeUnreachable):
+                    check.stopped = "nothing answered at the bridge's address (above)"
         report.cases.append(result)
         if progress:
             progress(next(iter(Report(options.url, [result]).lines())))
-    report.notes = notes(check, unreachable)
+    report.notes = notes(check)
     return report
 
 
-def notes(check: Checker, unreachable: bool) -> list[str]:
+def notes(check: Checker) -> list[str]:
     """The NOTE and WARN lines: the deadline judged against, an answer slower than half of it, and what was (or
     was not) done about a restart."""
     options, said = check.options, []
@@ -107,7 +108,7 @@ def notes(check: Checker, unreachable: bool) -> list[str]:
     said.append(f"NOTE answers were judged against a {options.deadline:g} s deadline; {DEADLINE_NOTE}")
     if options.replay:
         return said
-    if options.record and not unreachable:
+    if options.record and not check.stopped:
         entries = recording(check)
         folder = os.path.dirname(os.path.abspath(options.record))
         temporary = os.path.join(folder, f".{os.path.basename(options.record)}.{check.run_id}")

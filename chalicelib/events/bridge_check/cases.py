@@ -16,11 +16,11 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import BridgeCaseFailed as Failed
 from ..ledger import listed
-from .checker import STALE_SECONDS, Checker, Options, catch, done, done_in, shown
+from .checker import KEY_HINT, STALE_SECONDS, Checker, Options, catch, done, done_in, shown
 
 
 def spoilt(check: Checker, way: str) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def spoilt(check: Checker, way: str) -> dict[str, Any]:
     ways: dict[str, dict[str, Any]] = {
         "unsigned": {"unsigned": True}, "forged": {"signature": "sha256=" + "0" * 64},
         "stale": {"at": check.now() - timedelta(seconds=STALE_SECONDS)},
-        "other-key": {"signed_with": check.options.key + "-not-this-one"}}
+        "other-key": {"signed_with": check.other_key}}
     return ways[way]
 
 
@@ -50,8 +50,27 @@ def _expect_refused(check: Checker, way: str) -> str:
     return "401, not applied"
 
 
+NOT_SERVED = ("--action, --spawn-action and --slow-action must name actions this bridge serves (the kits' test"
+              " actions: Bridge(..., test_actions=True), new Bridge({ testActions: true }))")
+
+
 def case_delivery(check: Checker) -> str:
-    done(check, check.options.action, check.key("once"))
+    """The first case, and the gate: a delivery exactly as the engine sends it. When the bridge cannot be reached,
+    refuses the engine's signature or does not serve --action, every other case would fail on that alone, so they
+    are not run (`check.stopped`) and this one line says what to fix."""
+    action = check.options.action
+    try:
+        answer = check.deliver(action, check.key("once"))
+    except Failed:
+        check.stopped = "the engine's signed delivery got no answer it could take (above)"
+        raise
+    if answer.status == 401:
+        check.stopped = "the bridge refuses the engine's signed delivery (above)"
+        raise Failed(f"expected done, got {shown(answer)}: {KEY_HINT}")
+    if answer.status == 422:
+        check.stopped = f"the bridge refuses {action} (above)"
+        raise Failed(f"expected done, got {shown(answer)}: {NOT_SERVED}")
+    done_in(answer)
     return "done, a JSON object within the cap and the deadline"
 
 
@@ -79,9 +98,9 @@ def case_repeat(check: Checker) -> str:
         if again != first:
             raise Failed(f"attempt {attempt} of a key already answered must get the first answer again (applied"
                          f" once), got {again} after {first}: record the answer by idempotency key and replay it")
-    if check.options.status and (said := check.status_of(check.options.action, key, 3)) != "applied":
+    if check.asks_status and (said := check.status_of(check.options.action, key, 3)) != "applied":
         raise Failed(f"after a done delivery the status endpoint must say applied, said {said!r}")
-    return "the first answer replayed to a repeat and to attempt 2" + (", status applied" if check.options.status else "")
+    return "the first answer replayed to a repeat and to attempt 2" + (", status applied" if check.asks_status else "")
 
 
 def case_signed_body(check: Checker) -> str:
@@ -136,6 +155,9 @@ def case_fence(check: Checker) -> str:
     if (said := check.status_of(check.options.action, key, 3)) != "not_applied":
         raise Failed(f"a key never delivered must be not_applied, said {said!r}")
     answer = check.deliver(check.options.action, key, attempt=2)
+    if answer.status == 422:
+        raise Failed(f"after a status for attempt 3, a delivery of attempt 2 must be refused 409 (the attempt fence),"
+                     f" got {shown(answer)}, a refusal of the action itself, not the fence: {NOT_SERVED}")
     if answer.status != 409:
         raise Failed(f"after a status for attempt 3, a delivery of attempt 2 must be refused 409 (the attempt fence),"
                      f" got {shown(answer)}: keep the highest attempt a status was asked for, per key")
@@ -237,11 +259,11 @@ def case_at_once(check: Checker) -> str:
                      f" {answered}): answer 429 to a delivery of a key in progress, and mark the key in progress in"
                      " the same lock or transaction that checks it (a row lock, an insert that fails on a duplicate"
                      " key)")
-    if check.options.status and (said := check.status_of(action, key, 2)) != "applied":
+    if check.asks_status and (said := check.status_of(action, key, 2)) != "applied":
         raise Failed(f"after {count} deliveries of one key at once, the status said {said!r}, not applied")
     how = "429 to the rest" if len(bodies) < count else "the same answer to each"
     return (f"{count} at once{'' if slow else f' ({action}: with --slow-action they overlap for sure)'}: applied once,"
-            f" {how}" + (", status applied" if check.options.status else ""))
+            f" {how}" + (", status applied" if check.asks_status else ""))
 
 
 def case_revert(check: Checker) -> str:
@@ -257,26 +279,35 @@ def case_revert(check: Checker) -> str:
     return f"{len(entries)} resource(s) well formed; {revert.action} done, and done again once already gone"
 
 
-# name, the case, why it is skipped (None: it runs)
-def cases(options: Options) -> list[tuple[str, Callable[[Checker], str], str | None]]:
+class Listed(NamedTuple):
+    name: str
+    run: Callable[[Checker], str]
+    skipped: str | None  # why it is not run (None: it runs)
+    needs_status: bool = False  # not run once the bridge turned out to serve no status endpoint
+
+
+def cases(options: Options) -> list[Listed]:
+    """Every case in the order run: the gate first (`case_delivery`), then the status endpoint found (a bridge
+    without one is told so once, by the first case that asks it)."""
     no_status = None if options.status else "needs the status endpoint (--no-status given)"
     return [
-        ("unsigned delivery refused", refused_delivery("unsigned"), None),
-        ("forged signature refused", refused_delivery("forged"), None),
-        ("stale timestamp refused", refused_delivery("stale"), None),
-        ("another key refused", refused_delivery("other-key"), None),
-        ("valid delivery done", case_delivery, None),
-        ("same key replays its first answer", case_repeat, None),
-        ("signed body names what is applied", case_signed_body, None),
-        ("unsigned status request refused", refused_status("unsigned"), no_status),
-        ("forged status request refused", refused_status("forged"), no_status),
-        ("stale status request refused", refused_status("stale"), no_status),
-        ("status request under another key refused", refused_status("other-key"), no_status),
-        ("unknown key not applied", case_status_unknown, no_status),
-        ("attempt fence", case_fence, no_status),
-        ("in progress while a slow delivery runs", case_in_progress,
-         no_status or (None if options.slow_action else "needs an action that can be slowed (--slow-action)")),
-        ("one key delivered twice at once applied once", case_at_once, None),
-        ("resources well formed, revert idempotent", case_revert,
-         None if options.spawn_action else "needs an action that leaves a resource (--spawn-action)"),
+        Listed("valid delivery done", case_delivery, None),
+        Listed("unknown key not applied", case_status_unknown, no_status, True),
+        Listed("unsigned delivery refused", refused_delivery("unsigned"), None),
+        Listed("forged signature refused", refused_delivery("forged"), None),
+        Listed("stale timestamp refused", refused_delivery("stale"), None),
+        Listed("another key refused", refused_delivery("other-key"), None),
+        Listed("same key replays its first answer", case_repeat, None),
+        Listed("signed body names what is applied", case_signed_body, None),
+        Listed("unsigned status request refused", refused_status("unsigned"), no_status, True),
+        Listed("forged status request refused", refused_status("forged"), no_status, True),
+        Listed("stale status request refused", refused_status("stale"), no_status, True),
+        Listed("status request under another key refused", refused_status("other-key"), no_status, True),
+        Listed("attempt fence", case_fence, no_status, True),
+        Listed("in progress while a slow delivery runs", case_in_progress,
+               no_status or (None if options.slow_action else "needs an action that can be slowed (--slow-action)"),
+               True),
+        Listed("one key delivered twice at once applied once", case_at_once, None),
+        Listed("resources well formed, revert idempotent", case_revert,
+               None if options.spawn_action else "needs an action that leaves a resource (--spawn-action)"),
     ]

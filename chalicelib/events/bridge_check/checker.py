@@ -61,6 +61,13 @@ class Checker:
         self.checks_deliveries = False  # ...and one signed otherwise was refused 401 (so deliveries are verified)
         self.recorded: dict[str, dict[str, Any]] = {}  # key: a done delivery's action, params and answer
         self.attempts: dict[str, int] = {}  # key: the highest attempt a delivery or status request named
+        self.asks_status = options.status  # turned off when the bridge turns out to serve no status endpoint (404)
+        self.stopped: str | None = None  # why the cases left are not run: a failure every one of them would repeat
+
+    @property
+    def other_key(self) -> str:
+        """A key that is not the bridge's: what a request signed by someone else is signed with."""
+        return self.options.key + "-not-this-one"
 
     def key(self, case: str) -> str:
         return f"bridge-check-{self.run_id}-{case}"
@@ -127,6 +134,11 @@ class Checker:
 
     def status_of(self, action: str, key: str, attempt: int) -> str:
         answer = self.status(action, key, attempt)
+        if answer.status == 404:
+            self.asks_status = False  # said once, here: the cases that need the endpoint are not run
+            raise Failed(f"no status endpoint at {self.options.url.rstrip('/')}/actions/{{id}}/status/{{key}} (a signed"
+                         f" status request got {shown(answer)}): serve it, or run with --no-status and leave"
+                         " GAME_BRIDGE_STATUS off")
         if answer.status == 401:
             raise Failed(f"the status endpoint answered {shown(answer)}: {self.why_refused()}")
         probe = read_status(answer)
@@ -139,10 +151,12 @@ class Checker:
         sent when none was yet: a status case may come first)."""
         if not self.delivered:
             self.deliver(self.options.action, self.key("signing-probe"))
+        if self.delivered and not self.checks_deliveries:  # a bridge that verifies no delivery tells nothing of the key
+            self.deliver(self.options.action, self.key("signing-probe-other-key"), signed_with=self.other_key)
         return PATH_HINT if self.delivered and self.checks_deliveries else KEY_HINT
 
     def not_applied(self, key: str) -> None:
-        if self.options.status:
+        if self.asks_status:
             said = self.status_of(self.options.action, key, 1)
             if said != "not_applied":
                 raise Failed(f"a refused delivery must not be applied: the status endpoint then said {said!r}")

@@ -45,7 +45,7 @@ def case_replay(check: Checker) -> str:
     forgot = []
     for entry in recorded:
         action, key, attempt = entry["action"], entry["key"], entry["attempt"]
-        if check.options.status and (said := check.status_of(action, key, attempt)) != "applied":
+        if check.asks_status and (said := check.status_of(action, key, attempt)) != "applied":
             forgot.append(f"{key} ({action}): the status endpoint said {said!r}, but the first run applied it")
             continue
         answer = check.deliver(action, key, attempt, params=entry["params"])
@@ -63,4 +63,4 @@ def case_replay(check: Checker) -> str:
                      " doubt would be applied again; give the bridge a store that keeps them (not the kits'"
                      " MemoryStore), with the world change, on disk")
     return f"{len(recorded)} keys of the first run each answered their recorded answer" + (
-        ", status applied first" if check.options.status else "")
+        ", status applied first" if check.asks_status else "")
