@@ -662,3 +662,24 @@ def test_a_bridge_that_applies_every_repeat_and_answers_alike_is_not_passed():
         report = checked(url)
     assert not report.passed
     assert failed(report)["same key replays its first answer"] == CONSTANT_ANSWER
+
+
+def test_a_bridge_that_verifies_the_signature_over_re_serialised_json_is_told_to_hmac_the_raw_bytes(monkeypatch):
+    """The commonest HMAC mistake (JSON.stringify of the parsed body): ASCII params verify, the first accented NPC
+    name of a real event gets a 401 that fails the step (review item 2)."""
+    bridge = event_bridge.Bridge(KEY)
+    verify = event_bridge.signing.verify
+
+    def over_reserialised(key, headers, signed, now=None):
+        if not signed.startswith(b"GET."):
+            signed = json.dumps(json.loads(signed), ensure_ascii=False, separators=(",", ":")).encode()
+        return verify(key, headers, signed, now)
+
+    monkeypatch.setattr(event_bridge.bridge.signing, "verify", over_reserialised)
+    with serving(bridge) as url:
+        report = checked(url)
+    said = failed(report)
+    assert list(said) == ["valid delivery done"]
+    assert "got HTTP 401" in said["valid delivery done"] and "with params {} got HTTP 200" in said["valid delivery done"]
+    assert said["valid delivery done"].endswith("the signature is checked over re-serialised JSON: HMAC the raw request"
+                                                " bytes as received, before any JSON parser")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from chalicelib import outbound
 from chalicelib.events import bridge_check
+from chalicelib.events.adapters.bridge import delivery_body
 from chalicelib.events.bridge_check import Options
 from tests.support.kits import event_bridge, serving
 
@@ -24,6 +25,14 @@ def test_the_worked_examples_digests_are_the_engines():
     assert signed["X-Event-Signature"] == f"sha256={digests[0]}"
     status = hmac.new(b"dev-bridge-secret", b"1796414400.GET./actions/world.spawn/status/r42-s7?attempt=2.", hashlib.sha256)
     assert status.hexdigest() == digests[1]
+
+
+def test_the_worked_examples_accented_body_is_what_the_engine_sends_and_signs():
+    """The line that shows a bridge its HMAC must be over the raw bytes: the engine's own JSON, escapes and all."""
+    accented = re.search(r"^ACCENTED='(.*)'$", DOC, re.M).group(1)
+    assert accented.encode() == delivery_body(42, 8, 1, "world.spawn", 1, {"npc": "Jörmungandr", "radius": 1.0}, "r42-s8", 1)
+    signed = outbound.signed_headers("dev-bridge-secret", datetime(2026, 12, 4, 20, 0), accented.encode())
+    assert signed["X-Event-Signature"] == f"sha256={re.findall(r'^# -> ([0-9a-f]{64})$', DOC, re.M)[2]}"
 
 
 def test_the_python_quick_start_is_a_bridge_that_passes_the_check(monkeypatch):

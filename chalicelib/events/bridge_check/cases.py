@@ -54,16 +54,31 @@ NOT_SERVED = ("--action, --spawn-action and --slow-action must name actions this
               " actions: Bridge(..., test_actions=True), new Bridge({ testActions: true }))")
 
 
+# What the engine's JSON writes unlike a parser's re-serialising: non-ASCII escaped (\u00f6), an escaped quote
+# and slash, a float's ".0", an integer past 2**53 exactly (JavaScript would round it).
+SERIALISED_PARAMS: dict[str, Any] = {"bridge_check": "J\u00f6rmungandr \u2603 \"/\"", "ratio": 1.0, "big": 2**60 + 1}
+
+
 def case_delivery(check: Checker) -> str:
-    """The first case, and the gate: a delivery exactly as the engine sends it. When the bridge cannot be reached,
-    refuses the engine's signature or does not serve --action, every other case would fail on that alone, so they
-    are not run (`check.stopped`) and this one line says what to fix."""
+    """The first case, and the gate: a delivery exactly as the engine sends it, its params written as the engine
+    writes JSON. When the bridge cannot be reached, refuses the engine's signature or does not serve --action,
+    every other case would fail on that alone, so they are not run (`check.stopped`) and this one line says what
+    to fix."""
     action = check.options.action
     try:
-        answer = check.deliver(action, check.key("once"))
+        answer = check.deliver(action, check.key("once"), params=SERIALISED_PARAMS)
+        if answer.status in (401, 422):  # the params, or the request itself? the same delivery without params tells
+            plain = check.deliver(action, check.key("once-without-params"))
     except Failed:
         check.stopped = "the engine's signed delivery got no answer it could take (above)"
         raise
+    if answer.status in (401, 422) and plain.status not in (401, 422):
+        raise Failed(f"a delivery whose params hold what the engine's JSON writes ({json.dumps(SERIALISED_PARAMS)})"
+                     f" got {shown(answer)}, and the same delivery with params {{}} got HTTP {plain.status}: "
+                     + ("the signature is checked over re-serialised JSON: HMAC the raw request bytes as received,"
+                        " before any JSON parser" if answer.status == 401 else
+                        f"--action {action} must take any params and stay harmless (these test the signature over"
+                        " the JSON the engine writes)"))
     if answer.status == 401:
         check.stopped = "the bridge refuses the engine's signed delivery (above)"
         raise Failed(f"expected done, got {shown(answer)}: {KEY_HINT}")
@@ -71,7 +86,7 @@ def case_delivery(check: Checker) -> str:
         check.stopped = f"the bridge refuses {action} (above)"
         raise Failed(f"expected done, got {shown(answer)}: {NOT_SERVED}")
     done_in(answer)
-    return "done, a JSON object within the cap and the deadline"
+    return "done, a JSON object within the cap and the deadline (its params non-ASCII, a float and a large integer)"
 
 
 def tells_applications_apart(check: Checker, action: str, params: dict[str, Any] | None = None) -> None:
