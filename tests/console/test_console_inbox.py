@@ -17,7 +17,7 @@ from chalicelib.events import journal
 from chalicelib.events.store import log, steps
 from devtools.kit.game_bridge import Answer
 from tests.console.browser import eventually, text_of
-from tests.console.pages import cue_banner, notice_text, open_run, press, schedule_now, sign_in, wait_for_status
+from tests.console.pages import confirm_dialog, cue_banner, notice_text, open_run, press, schedule_now, sign_in, wait_for_status
 from tests.support.api import ADMIN, GM, MODERATOR
 
 _ANNOUNCE = {"action": "core.announce", "params": {"message": "on"}}  # a wait that ends its phase waits 0 s
@@ -135,8 +135,17 @@ def test_the_inbox_tells_every_wait_most_urgent_first_and_a_row_presses_with_the
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
     eventually(lambda: made["cue"] not in _rows(browser), "the answered cue to leave the inbox")
     assert notice_text(browser) == f"Confirmed Run {made['cue']} · Phase 1 · step 1 (Light the bonfire)."
-    # The failed step's Retry, from its row (it asks nothing): the run goes on and leaves the inbox.
-    browser.find_element(By.CSS_SELECTOR, f"#inbox tr[data-inbox='{made['failed']}'] [data-control='retry']").click()
+    # The failed step's Retry, from its row: sent at the tap on the run's page, but a row may have slid under the
+    # finger, so it asks first, naming the run and the step; gone back from, nothing is sent.
+    failed_step = _waiting(api_client, made["failed"], "resume")
+    retry = f"#inbox tr[data-inbox='{made['failed']}'] [data-control='retry']"
+    browser.find_element(By.CSS_SELECTOR, retry).click()
+    dialog = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the retry's dialog")[0]
+    assert f"Retry? (Run {made['failed']} · Phase 1 · step 1 (inbox.spawn))" in dialog.text, dialog.text
+    browser.find_element(By.CSS_SELECTOR, "dialog[open] [data-ask='back']").click()
+    assert api_client.call("GET", f"/runs/{made['failed']}")["waiting"] == failed_step, "gone back from: nothing sent"
+    eventually(lambda: [b for b in browser.find_elements(By.CSS_SELECTOR, retry) if b.is_enabled()], "Retry again")[0].click()
+    confirm_dialog(browser)
     eventually(lambda: made["failed"] not in _rows(browser), "the retried run to leave the inbox")
     _cancel(api_client, *made.values())
 
@@ -260,3 +269,30 @@ def test_a_cue_with_choices_is_confirmed_from_the_inbox_with_the_answer_asked_in
         assert (step["status"], step["choice"]) == ("done", "south"), step
     finally:
         _cancel(api_client, run_id)
+
+
+def test_a_row_stays_under_the_finger_when_another_run_escalates(browser, server, api_client, console_db):
+    """The inbox puts an escalated wait first, and a refresh once moved the rows: a card that jumped to the top put
+    another run's Confirm where the finger was. Now the rows shown keep their place; the escalation says itself on
+    its own row."""
+    _, first = schedule_now(api_client, _one_phase("Under the finger 1", [_cue("Light the bonfire")]))
+    _waiting(api_client, first, "cue")
+    _, second = schedule_now(api_client, _one_phase("Under the finger 2", [_cue("Open the gate")]))
+    second_step = _waiting(api_client, second, "cue")["step_id"]
+    try:
+        sign_in(browser, GM)
+        browser.get(f"{server.console_url}#/runs")
+        rows = eventually(lambda: (r := _rows(browser)) and first in r and second in r and r, "both cues in the inbox")
+        assert rows[first]["at"] < rows[second]["at"], "the longer wait first"
+        confirm_top = ("return document.querySelector(arguments[0]).getBoundingClientRect().top",
+                       f"#inbox tr[data-inbox='{first}'] [data-control='confirm']")
+        before = browser.execute_script(*confirm_top)
+        _escalate(console_db, second, second_step)
+        eventually(lambda: _rows(browser)[second]["escalation"], "the escalation on its row")
+        rows = _rows(browser)
+        assert rows[first]["at"] < rows[second]["at"], "the escalated row jumped above the one under the finger"
+        assert browser.execute_script(*confirm_top) == before, "the first run's Confirm moved"
+        browser.refresh()  # opened again: the server's order, the escalated wait first
+        eventually(lambda: (r := _rows(browser)) and second in r and r[second]["at"] < r[first]["at"], "the escalated wait first")
+    finally:
+        _cancel(api_client, first, second)

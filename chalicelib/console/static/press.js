@@ -5,7 +5,9 @@
 //
 // `page`: {runId, detail() (the run's GET /runs/{id} as last read), offered(step) (the controls offered on it,
 // null: the run's), runNamed(), session, refresh() (re-reads the page), landing (what takes focus after),
-// explain?(name) (the page's own words for what a control will do), moveTime?(name, step) (a time's dialog)}.
+// explain?(name) (the page's own words for what a control will do), moveTime?(name, step) (a time's dialog),
+// fromRow? (pressed from a row of a list that moves as it refreshes: every control asks first, naming the run and
+// the step, Retry too, so a row slid under a finger is never pressed unseen)}.
 //
 // A press is sent once: from the tap (its run read first on the runs list, its dialog asked) until its answer its
 // buttons say "Sending…" and are disabled, on whichever page draws them (`pressAttrs`), and a second tap of the
@@ -244,7 +246,7 @@ export function presser(page) {
       if (chosen === null) return;
       body = chosen;
       if (chosen[spec.field]) typed = { label: spec.field, text: chosen[spec.field] };
-    } else if (spec.field || what || radios.length) {
+    } else if (spec.field || what || radios.length || page.fromRow) {
       const words = step ? wordsBeyondName(step) : null;
       const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
       const text = await ask({

@@ -167,7 +167,7 @@ export function runsView(main, ctx, queryText = '') {
         return;
       }
       const { act } = presser({
-        runId: row.id, detail: () => detail, session: ctx.session(), refresh: () => poller.now(), landing: inboxHeading,
+        runId: row.id, detail: () => detail, session: ctx.session(), refresh: () => poller.now(), landing: inboxHeading, fromRow: true,
         offered: (s) => (s ? detail.controls.steps[String(s.id)] || [] : detail.controls.run),
         runNamed: () => `run ${row.id} (${names.get(String(row.definition_id)) || `definition ${row.definition_id}`})`,
       });
@@ -246,7 +246,12 @@ export function runsView(main, ctx, queryText = '') {
     }
     needYou(needs.needs_you); // the header counts what the inbox holds: the runs this person can act on
     const named = [...names.entries()].join();
-    keyedRows(inbox.body, INBOX_HEADERS, needs.runs.map((row) => ({ key: row.id, shape: JSON.stringify([row, named]), render: () => inboxRow(row) })));
+    // The rows shown keep their place while the list refreshes (a card that jumps when another run escalates puts
+    // another run's Confirm under the finger); a new one joins at the end. The server's order, escalated first, is
+    // the list's when it is opened.
+    const place = new Map([...inbox.body.children].map((tr, i) => [/** @type {HTMLElement} */ (tr).dataset.key, i]));
+    const at = (row) => place.get(String(row.id)) ?? place.size;
+    keyedRows(inbox.body, INBOX_HEADERS, [...needs.runs].sort((a, b) => at(a) - at(b)).map((row) => ({ key: row.id, shape: JSON.stringify([row, named]), render: () => inboxRow(row) })));
     inbox.node.hidden = !needs.runs.length;
     inboxEmpty.hidden = Boolean(needs.runs.length);
     const shownIds = new Set(page.runs.map((run) => run.id));
