@@ -683,3 +683,37 @@ def test_a_bridge_that_verifies_the_signature_over_re_serialised_json_is_told_to
     assert "got HTTP 401" in said["valid delivery done"] and "with params {} got HTTP 200" in said["valid delivery done"]
     assert said["valid delivery done"].endswith("the signature is checked over re-serialised JSON: HMAC the raw request"
                                                 " bytes as received, before any JSON parser")
+
+
+def test_a_bridge_whose_window_is_tighter_than_the_engines_tick_is_refused_as_the_engine_would_find(monkeypatch):
+    """The engine signs when its tick began, up to 70 s before the request arrives: a 30 s window passes a freshly
+    signed check and then refuses real steps, each 401 failing its step (review item 6)."""
+    monkeypatch.setattr(event_bridge.signing, "WINDOW_SECONDS", 30)
+    with serving(event_bridge.Bridge(KEY)) as url:
+        report = checked(url)
+    said = failed(report)
+    assert list(said) == ["valid delivery done"]
+    assert "s from this side's clock (at most 30 s)" in said["valid delivery done"]
+    assert "its window the full 300 s (the engine signs when its tick began: a request arrives up to 70 s after)" in said[
+        "valid delivery done"]
+
+
+def test_a_bridge_whose_clock_is_off_passes_with_a_warning_naming_how_far(monkeypatch):
+    """250 s behind: inside the window, so every case passes, but a little more drift and steps fail."""
+    import email.utils
+    import http.server
+
+    monkeypatch.setattr(http.server.BaseHTTPRequestHandler, "date_time_string",
+                        lambda self, timestamp=None: email.utils.formatdate(time.time() - 250, usegmt=True))
+    with serving(event_bridge.Bridge(KEY, clock=lambda: time.time() - 250)) as url:
+        report = checked(url)
+    assert report.passed, failed(report)
+    [warned] = [note for note in report.notes if "clock" in note]
+    assert re.match(r"WARN the bridge's clock is 2(49|50|51) s behind this machine's \(its answers' Date\)", warned)
+    assert warned.endswith("keep the game's clock synced (NTP)")
+
+
+def test_a_bridge_whose_clock_is_in_step_gets_no_clock_warning():
+    with serving(event_bridge.Bridge(KEY)) as url:
+        report = checked(url)
+    assert [note for note in report.notes if "clock" in note] == []

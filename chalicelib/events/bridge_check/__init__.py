@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import BridgeCaseFailed as Failed
 from ..errors import BridgeUnreachable
 from .cases import Listed, cases
-from .checker import KEY_HINT, PATH_HINT, Checker, Options
+from .checker import CLOCK_WARN_SECONDS, KEY_HINT, PATH_HINT, SIGNED_BEFORE_SENT_SECONDS, Checker, Options
 from .restart import REPLAYED, RESTART_NOTE, case_replay, read_recording, recording
 
 __all__ = ["KEY_HINT", "PATH_HINT", "REPLAYED", "RESTART_NOTE", "Options", "Report", "add_arguments", "main",
@@ -105,6 +105,11 @@ def notes(check: Checker) -> list[str]:
         said.append(f"WARN the slowest answer took {took:.1f} s ({what}), more than half the {options.deadline:g} s"
                     " deadline: a busier game or a shorter EVENT_STEP_LEASE_SECONDS would cut it off; answer at once"
                     " and do long work after answering (or in the action's own steps)")
+    if abs(check.clock_ahead) > CLOCK_WARN_SECONDS:
+        said.append(f"WARN the bridge's clock is {abs(check.clock_ahead):.0f} s {'ahead of' if check.clock_ahead > 0 else 'behind'}"
+                    " this machine's (its answers' Date): the engine's signature is up to"
+                    f" {SIGNED_BEFORE_SENT_SECONDS} s old when it arrives and a bridge allows 300 s either side, so"
+                    " a clock further off refuses some of the engine's requests: keep the game's clock synced (NTP)")
     said.append(f"NOTE answers were judged against a {options.deadline:g} s deadline; {DEADLINE_NOTE}")
     if options.replay:
         return said

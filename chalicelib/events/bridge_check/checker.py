@@ -14,19 +14,27 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from ... import outbound
+from ...config import RANGES
 from ..actions.outcome import Status, Verdict
 from ..adapters.bridge import classify, delivery_body, read_status
 from ..errors import BridgeCaseFailed as Failed
 from ..errors import BridgeUnreachable, OutboundError
 from ..ledger import listed
+from ..runner.compose import MAX_BRIDGE_TIMEOUT_SECONDS
 
 STALE_SECONDS = 600  # twice the window a bridge should allow either side of its clock
+# The engine signs with its tick's one clock read: a step walked late in the longest tick, then sent under the
+# deadline, arrives this old. Requests signed as the engine signs carry a timestamp this far back.
+SIGNED_BEFORE_SENT_SECONDS = round(RANGES["EVENT_TICK_SECONDS"][2] + MAX_BRIDGE_TIMEOUT_SECONDS)
+CLOCK_WARN_SECONDS = 60  # a bridge's clock this far off this machine's (its answers' Date) is warned about
 KEY_HINT = ("the bridge refused a request the engine signed: its key (EVENT_BRIDGE_KEY in the kits) must be the"
-            " engine's GAME_BRIDGE_SECRET, and its clock within 300 s of this machine's")
+            " engine's GAME_BRIDGE_SECRET, its clock within 300 s of this machine's, and its window the full 300 s"
+            f" (the engine signs when its tick began: a request arrives up to {SIGNED_BEFORE_SENT_SECONDS} s after)")
 PATH_HINT = ("deliveries signed with the same key were accepted, so the key and the clock are right: the bridge checks"
              " the status signature over another path than the engine signed (GET.{path and query}. of GAME_BRIDGE_URL's"
              " path as spelled, e.g. /game%20bridge/actions/…): a percent-decoded path (WSGI's PATH_INFO), a prefix a"
@@ -57,6 +65,7 @@ class Checker:
         self._lock = threading.Lock()
         self.timing = True  # a case whose requests are slow by design turns this off while it runs
         self.slowest: tuple[float, str] = (0.0, "")  # the longest an answer took, and the request's
+        self.clock_ahead = 0.0  # the bridge's clock less this machine's, as far off as an answer's Date showed it
         self.delivered = False  # a delivery signed as the engine signs was accepted (so the key is right)...
         self.checks_deliveries = False  # ...and one signed otherwise was refused 401 (so deliveries are verified)
         self.recorded: dict[str, dict[str, Any]] = {}  # key: a done delivery's action, params and answer
@@ -68,6 +77,10 @@ class Checker:
     def other_key(self) -> str:
         """A key that is not the bridge's: what a request signed by someone else is signed with."""
         return self.options.key + "-not-this-one"
+
+    def signed_at(self) -> datetime:
+        """The timestamp the engine would sign a request sent now with, at its oldest (SIGNED_BEFORE_SENT_SECONDS)."""
+        return self.now() - timedelta(seconds=SIGNED_BEFORE_SENT_SECONDS)
 
     def key(self, case: str) -> str:
         return f"bridge-check-{self.run_id}-{case}"
@@ -84,7 +97,7 @@ class Checker:
         body = delivery_body(0, next(self._steps), 1, action, 1, params or {}, key, attempt)
         headers = {"Content-Type": "application/json", "Idempotency-Key": header_key or key}
         if not unsigned:
-            headers |= outbound.signed_headers(signed_with or self.options.key, at or self.now(), body)
+            headers |= outbound.signed_headers(signed_with or self.options.key, at or self.signed_at(), body)
         if signature is not None:
             headers["X-Event-Signature"] = signature
         target = self._endpoint.target(f"/actions/{path_action or action}")
@@ -106,7 +119,7 @@ class Checker:
         """A status request as the engine signs it, or spoilt as a case asks (as `deliver`)."""
         target = self._endpoint.target(f"/actions/{action}/status/{key}")
         target = f"{target}{'&' if '?' in target else '?'}attempt={attempt}"
-        headers = {} if unsigned else outbound.signed_headers(signed_with or self.options.key, at or self.now(),
+        headers = {} if unsigned else outbound.signed_headers(signed_with or self.options.key, at or self.signed_at(),
                                                               f"GET.{target}.".encode())
         if signature is not None:
             headers["X-Event-Signature"] = signature
@@ -120,9 +133,12 @@ class Checker:
         try:
             answer = send()
             took = time.monotonic() - started
+            ahead = clock_ahead(answer)
             with self._lock:
                 if self.timing and took > self.slowest[0]:
                     self.slowest = (took, what)
+                if abs(ahead) > abs(self.clock_ahead):
+                    self.clock_ahead = ahead
             return answer
         except OutboundError as error:
             if not error.sent:
@@ -160,6 +176,17 @@ class Checker:
             said = self.status_of(self.options.action, key, 1)
             if said != "not_applied":
                 raise Failed(f"a refused delivery must not be applied: the status endpoint then said {said!r}")
+
+
+def clock_ahead(answer: outbound.Answer) -> float:
+    """How far the answering server's clock (its Date header, to the second) is ahead of this machine's; 0 without
+    a Date it can read. Judged within a second's rounding either way, so a clock in step reads 0."""
+    try:
+        said = parsedate_to_datetime(answer.headers["date"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    off = said - time.time()
+    return 0.0 if -2 < off < 1 else off
 
 
 def shown(answer: outbound.Answer) -> str:
