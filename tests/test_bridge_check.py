@@ -397,7 +397,7 @@ def test_with_nothing_listening_one_case_says_so_and_the_rest_are_not_run():
     [first, *rest] = report.cases
     assert first.verdict == "FAIL" and first.said.startswith(f"nothing answered at http://127.0.0.1:{port}")
     assert "is the bridge running, and is this its address?" in first.said
-    assert {(c.verdict, c.said) for c in rest} == {("SKIP", "not run: nothing answered at the bridge's address (above)")}
+    assert {(c.verdict, c.said) for c in rest} == {("SKIP", "not run: the engine cannot reach the bridge at this address (above)")}
     assert not report.passed
 
 

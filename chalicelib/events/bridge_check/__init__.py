@@ -88,7 +88,7 @@ def run(options: Options, *, progress: Callable[[str], None] | None = None) -> R
             except Failed as failed:
                 result = Case(listed.name, "FAIL", str(failed))
                 if isinstance(failed, BridgeUnreachable):
-                    check.stopped = "nothing answered at the bridge's address (above)"
+                    check.stopped = "the engine cannot reach the bridge at this address (above)"
         report.cases.append(result)
         if progress:
             progress(next(iter(Report(options.url, [result]).lines())))

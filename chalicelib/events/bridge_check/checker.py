@@ -23,7 +23,7 @@ from ...config import RANGES
 from ..actions.outcome import Status, Verdict
 from ..adapters.bridge import classify, delivery_body, read_status
 from ..errors import BridgeCaseFailed as Failed
-from ..errors import BridgeUnreachable, OutboundError
+from ..errors import BridgeUnreachable, DeadlineExceeded, OutboundError
 from ..ledger import listed
 from ..runner.compose import MAX_BRIDGE_TIMEOUT_SECONDS
 
@@ -139,12 +139,34 @@ class Checker:
                     self.slowest = (took, what)
                 if abs(ahead) > abs(self.clock_ahead):
                     self.clock_ahead = ahead
-            return answer
         except OutboundError as error:
-            if not error.sent:
-                raise BridgeUnreachable(f"nothing answered at {self.options.url} ({error}): is the bridge running,"
-                                        " and is this its address?") from None
-            raise Failed(f"no answer within the engine's {self.options.deadline:g} s deadline: {error}") from None
+            raise self.transport_failure(error) from None
+        if 300 <= answer.status < 400:  # the engine follows no redirect: every request would get this answer
+            raise Failed(f"the bridge redirects (HTTP {answer.status}) to {answer.headers.get('location', 'nowhere named')}:"
+                         " set GAME_BRIDGE_URL to the base URL it names (https:// when it redirects there); the"
+                         " engine follows no redirect")
+        return answer
+
+    def transport_failure(self, error: OutboundError) -> Failed:
+        """What a request that got no HTTP answer means, in the words of its fix: a certificate the engine does not
+        trust, TLS against plain HTTP either way round, nothing listening, a deadline passed."""
+        said, url = str(error), self.options.url
+        if "CERTIFICATE_VERIFY_FAILED" in said:
+            return BridgeUnreachable(f"the engine does not trust the bridge's TLS certificate ({said}): it checks it"
+                                     " against the system's CA bundle, never a private CA or a self-signed"
+                                     " certificate: serve one a public CA signed (or plain http:// on loopback or a"
+                                     " private network)")
+        if "WRONG_VERSION_NUMBER" in said:
+            return BridgeUnreachable(f"the server at {url} speaks plain HTTP, not TLS ({said}): use http://, or serve"
+                                     " TLS there")
+        if not error.sent:
+            return BridgeUnreachable(f"nothing answered at {url} ({error}): is the bridge running, and is this its"
+                                     " address?")
+        if isinstance(error, DeadlineExceeded):
+            return Failed(f"no answer within the engine's {self.options.deadline:g} s deadline: {error}")
+        return Failed(f"the bridge closed the connection without an HTTP answer ({said})" + (
+            ": a server that speaks TLS does that to plain HTTP, so if it serves TLS use https://"
+            if url.lower().startswith("http://") else ""))
 
     # -- what the engine would make of an answer ---------------------------------------------------------------
 
