@@ -12,6 +12,8 @@ from functools import partial
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from chalicelib.events import journal
+from chalicelib.events.store import log, steps
 from devtools.dev import DEMO_DOCUMENT
 from tests.console.browser import eventually, text_of
 from tests.support.api import MODERATOR
@@ -92,6 +94,15 @@ def held_runs_ticked(client, driver: WebDriver, base: str, name: str, count: int
     for run_id in ids:
         eventually(partial(box, run_id), f"run {run_id}'s box")[0].click()
     return ids
+
+
+def escalate(console_db, run_id: int, step_id: int) -> None:
+    """The row a cue's first escalation try writes (the tick loop here has no escalation channel to post to)."""
+    def write(tx):
+        step = steps.get(tx, step_id)
+        log.append(tx, journal.step_escalated(step, "#staff", 1, 3, f"{run_id}:escalate:{step_id}", 60),
+                   tx.scalar("SELECT UTC_TIMESTAMP(6)"))
+    console_db.transaction(write)
 
 
 def open_run(driver: WebDriver, base: str, run_id: int) -> None:

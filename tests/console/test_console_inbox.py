@@ -13,11 +13,9 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from chalicelib.events import journal
-from chalicelib.events.store import log, steps
 from devtools.kit.game_bridge import Answer
 from tests.console.browser import eventually, text_of
-from tests.console.pages import confirm_dialog, cue_banner, notice_text, open_run, press, schedule_now, sign_in, wait_for_status
+from tests.console.pages import confirm_dialog, cue_banner, escalate, notice_text, open_run, press, schedule_now, sign_in, wait_for_status
 from tests.support.api import ADMIN, GM, MODERATOR
 
 _ANNOUNCE = {"action": "core.announce", "params": {"message": "on"}}  # a wait that ends its phase waits 0 s
@@ -57,15 +55,6 @@ def _rows(browser) -> dict[int, dict]:
     return {row["run"]: {**row, "at": at} for at, row in enumerate(browser.execute_script(read))}
 
 
-def _escalate(console_db, run_id: int, step_id: int) -> None:
-    """The row a cue's first escalation try writes (the tick loop here has no escalation channel to post to)."""
-    def write(tx):
-        step = steps.get(tx, step_id)
-        log.append(tx, journal.step_escalated(step, "#staff", 1, 3, f"{run_id}:escalate:{step_id}", 60),
-                   tx.scalar("SELECT UTC_TIMESTAMP(6)"))
-    console_db.transaction(write)
-
-
 def test_the_inbox_tells_every_wait_most_urgent_first_and_a_row_presses_with_the_run_pages_dialog(
         browser, server, api_client, bridge, console_db):
     made = {}
@@ -97,7 +86,7 @@ def test_the_inbox_tells_every_wait_most_urgent_first_and_a_row_presses_with_the
     eventually(lambda: (w := api_client.call("GET", f"/runs/{made['cleanup']}")["waiting"]) and w.get("resource"),
                "the cleanup to wait for a person", 40)
     _, made["escalated"] = schedule_now(api_client, _one_phase("Inbox escalated", [_cue("Open the gate")]))
-    _escalate(console_db, made["escalated"], _waiting(api_client, made["escalated"], "cue")["step_id"])
+    escalate(console_db, made["escalated"], _waiting(api_client, made["escalated"], "cue")["step_id"])
 
     sign_in(browser, ADMIN)
     browser.get(f"{server.console_url}#/runs")
@@ -217,7 +206,7 @@ def test_a_notice_stays_with_its_page_and_an_escalation_stays_in_the_banner(brow
     step_id, _ = cue_banner(browser)
     press(browser, "confirm", step_id, text="lit")
     eventually(lambda: notice_text(browser).startswith(f"Confirmed Run {first} · Phase 1 · step 1"), "the confirm's notice")
-    _escalate(console_db, second, _waiting(api_client, second, "cue")["step_id"])
+    escalate(console_db, second, _waiting(api_client, second, "cue")["step_id"])
     browser.find_element(By.LINK_TEXT, "← All runs").click()
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#runs-list a[href='#/runs/{second}']"), "the list")[0].click()
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-cue]"), "the second run's cue")
@@ -287,7 +276,7 @@ def test_a_row_stays_under_the_finger_when_another_run_escalates(browser, server
         confirm_top = ("return document.querySelector(arguments[0]).getBoundingClientRect().top",
                        f"#inbox tr[data-inbox='{first}'] [data-control='confirm']")
         before = browser.execute_script(*confirm_top)
-        _escalate(console_db, second, second_step)
+        escalate(console_db, second, second_step)
         eventually(lambda: _rows(browser)[second]["escalation"], "the escalation on its row")
         rows = _rows(browser)
         assert rows[first]["at"] < rows[second]["at"], "the escalated row jumped above the one under the finger"

@@ -5,11 +5,13 @@ first run shows on the first screen rather than far below its filters."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from selenium.webdriver.common.by import By
 
 from tests.console.browser import LAPTOP, eventually, screenshot, text_of
-from tests.console.pages import cue_banner, open_run, schedule_now, sign_in
+from tests.console.pages import cue_banner, escalate, open_run, schedule_now, sign_in
 from tests.support.api import ADMIN
 
 PHONE_400 = (400, 844)
@@ -72,6 +74,8 @@ def test_no_label_overlaps_its_neighbour_at_400_px_and_the_first_run_is_on_the_f
         eventually(lambda: browser.execute_script("return window.innerWidth") == PHONE_400[0], "the window at 400 px")
         found: list[str] = []
         browser.get(f"{server.console_url}#/runs")
+        # Its cue in the inbox (the run parks within a tick or two of being made), not the list read before that.
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#inbox tr[data-inbox='{run_id}']"), "the run's cue in the inbox")
         first = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, FIRST_RUNS), "the runs list")[0]
         top, screen = browser.execute_script("return [arguments[0].getBoundingClientRect().top, window.innerHeight]", first)
         screenshot(browser, "phone-runs")
@@ -107,15 +111,26 @@ DIALOG_WIDER = """const d = document.querySelector('dialog[open]');
 return d && [d.scrollWidth - d.clientWidth, Math.round(d.getBoundingClientRect().right - window.innerWidth)]"""
 
 
-def test_a_long_unbroken_link_wraps_in_the_banner_and_the_dialog_at_400_px(browser, server, api_client):
-    _, run_id = schedule_now(api_client, {"name": "Phone link", "grace_seconds": 300, "phases": [
-        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": f"Read {LONG_LINK}"}}]}]})
+@contextmanager
+def _cue_on_a_phone(browser, server, api_client, name: str, instruction: str, size=PHONE_400) -> Iterator[tuple[int, int]]:
+    """A run parked at a cue with `instruction`, open on an admin's console at `size`: (run id, step id). The window
+    is laptop-sized again and the run cancelled after, whatever the test did."""
+    _, run_id = schedule_now(api_client, {"name": name, "grace_seconds": 300, "phases": [
+        {"name": "opening", "steps": [{"action": "core.cue", "params": {"instruction": instruction}}]}]})
     sign_in(browser, ADMIN)
-    browser.set_window_size(*PHONE_400)
+    browser.set_window_size(*size)
     try:
-        eventually(lambda: browser.execute_script("return window.innerWidth") == PHONE_400[0], "the window at 400 px")
+        eventually(lambda: browser.execute_script("return window.innerWidth") == size[0], f"the window at {size[0]} px")
         open_run(browser, server.url, run_id)
         step_id, _ = cue_banner(browser)
+        yield run_id, step_id
+    finally:
+        browser.set_window_size(*LAPTOP)
+        api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
+
+
+def test_a_long_unbroken_link_wraps_in_the_banner_and_the_dialog_at_400_px(browser, server, api_client):
+    with _cue_on_a_phone(browser, server, api_client, "Phone link", f"Read {LONG_LINK}") as (run_id, step_id):
         found = _wider(browser, "a cue's banner with a long link")
         eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"[data-cue] [data-control='confirm'][data-step='{step_id}']"),
                    "the cue's Confirm")[0].click()
@@ -128,6 +143,15 @@ def test_a_long_unbroken_link_wraps_in_the_banner_and_the_dialog_at_400_px(brows
                    or "harvest-festival" in text_of(browser, "#run-banners [data-paused-by], #run-reason"), "the pause's reason shown")
         found += _wider(browser, "a paused banner with a long link")
         assert found == [], "\n".join(found)
-    finally:
-        browser.set_window_size(*LAPTOP)
-        api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
+
+
+def test_a_cue_banners_buttons_stay_under_the_thumb_when_its_escalation_fires(browser, server, api_client, console_db):
+    """The cue banner's buttons came after its timers line and its escalation: an escalation fired (or a reminder's
+    line growing a line) slid Confirm down under a thumb with nobody acting. Now they come straight after its story."""
+    with _cue_on_a_phone(browser, server, api_client, "Phone thumb", "Light the bonfire") as (run_id, step_id):
+        confirm = ("return document.querySelector(arguments[0])?.getBoundingClientRect().top",
+                   f"[data-cue] [data-control='confirm'][data-step='{step_id}']")
+        before = eventually(lambda: browser.execute_script(*confirm), "the banner's Confirm")
+        escalate(console_db, run_id, step_id)
+        eventually(lambda: text_of(browser, "[data-cue] [data-escalation]"), "the escalation in the banner")
+        assert browser.execute_script(*confirm) == before, "Confirm slid down when the escalation fired"

@@ -3,7 +3,9 @@
 // mod-mia 2 min ago: “boss bugged”", "Waiting for a game master for 12 min: Light the bonfire (gm-gus has
 // it)", "Waiting for a game master for 3 min to revert npc crow-1: Shoo it by hand" (a cleanup's by-hand
 // revert), "Holding until 20:15 (core.wait)", "Waiting for the game: … until 20:15 (times out in 4 min)".
-// Notes and reasons read as what they are; a banner's words are red only for an error.
+// Notes and reasons read as what they are; a banner's words are red only for an error. A banner's buttons come
+// straight after its story: what changes size on its own (the timers, an escalation fired) comes after them, so
+// nothing slides them down under a thumb.
 
 import { stepName } from './names.js';
 import { capitalised, clock, el, inFuture, isOpenStep, isTerminalRun, labelOf, parkOf, since, waitOf } from './ui.js';
@@ -117,9 +119,9 @@ export function banners(view) {
     // A person's pause is theirs to explain, not an error: red only when the engine stopped the run.
     parts.push(banner(move?.by ? 'held' : 'stopped', { 'aria-label': capitalised(labelOf(run.status)), id: 'paused-banner' },
       el('p', { id: 'paused-story' }, el('strong', {}, told(capitalised(labelOf(run.status)), move)), '.'),
-      escalation(waiting, run.id),
       failed.map((s) => el('p', { class: 'error-text' }, `${stepName(s)} failed: ${s.last_error || 'no reason given'}`)),
-      failed.length ? el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume) : null));
+      failed.length ? el('div', { class: 'buttons' }, failed.map((s) => view.button('retry', s)), resume) : null,
+      escalation(waiting, run.id)));
   }
   for (const step of steps.filter((s) => s.parked && parkOf(s)?.decision)) {
     // Its last attempt has no known outcome: a person says whether the game applied it (the API offers
@@ -130,8 +132,8 @@ export function banners(view) {
       el('p', {}, el('strong', {}, `${stepName(step)} waits for a decision`, waited ? [' (for ', since(waited), ')'] : ''),
         ': the game may or may not have applied it.'),
       el('p', { class: 'muted' }, 'Confirm it if the game did, skip it, or resend it to the game.'),
-      escalation(decision, step.id),
-      el('div', { class: 'buttons' }, view.offered(step).map((c) => view.button(c, step)))));
+      el('div', { class: 'buttons' }, view.offered(step).map((c) => view.button(c, step))),
+      escalation(decision, step.id)));
   }
   for (const step of steps.filter((s) => s.parked && !parkOf(s)?.decision)) {
     const cue = wait?.on === 'step' && !wait.decision && waiting.step_id === step.id ? waiting : {};
@@ -141,12 +143,12 @@ export function banners(view) {
       'data-revert': revert ? (cue.resource ? `${cue.resource.kind} ${cue.resource.id}` : '') : null },
       el('p', {}, el('strong', {}, 'Waiting for a game master', waited ? [' for ', since(waited)] : '', reverting(step, cue), ': '),
         step.params?.instruction || step.action_id, holder({ ...cue, ...step })),
-      el('p', { class: 'muted', 'data-cue-timers': step.id }, stepName(step), cueTimers(step)),
-      escalation(cue, step.id),
       // The rehearsal's confirm is no timeout to extend.
       el('div', { class: 'buttons' }, view.offered(step)
         .filter((c) => c !== 'retry' && !(c === 'extend_cue' && step.times_out_by === 'rehearsal'))
-        .map((c) => view.button(c, step)))));
+        .map((c) => view.button(c, step))),
+      el('p', { class: 'muted', 'data-cue-timers': step.id }, stepName(step), cueTimers(step)),
+      escalation(cue, step.id)));
   }
   // A run a person ended, or one that ended on a reason or an error, says who and why.
   const ended = isTerminalRun(run.status) ? lastMove(entries, run.status) : null;
