@@ -5,7 +5,9 @@ a peer the functions cannot reach (the default network has no NAT: they reach th
 only, so every outbound host needs an AAAA record), an AWS API with no name they can reach in the region
 (EventBridge Scheduler above all: without it the deployment can never sleep and stays awake, about $83 a
 month), a name longer than AWS takes, or a setting the functions refuse at their start
-(chalicelib/config.py: its own comparisons are asked here) or that the stack would quietly drop.
+(chalicelib/config.py: its own comparisons are asked here) or that the stack would quietly drop. A game bridge
+reached by plain http:// on a public host is warned about, not refused (the engine trusts its answers unsigned;
+bridge-check asks the same function, chalicelib/events/bridge_check/plain_http.py).
 
 Then, before anything is created, what only the account can tell (`preflight_account.py`, read-only calls through
 the AWS CLI `make deploy` uses): a team-made secret that does not exist, is another region's or account's,
@@ -32,6 +34,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from chalicelib.config import same_channel
+from chalicelib.events.bridge_check.plain_http import in_the_clear
 from chalicelib.sameness import same_url
 
 STACK_NAME_LIMIT = 128  # CloudFormation
@@ -275,6 +278,9 @@ def host_problems(app: dict[str, str], data: dict[str, str], region: str, resolv
                     f"over IPv6 only: {fix}")
             (warnings if own_network else refusals).append(
                 said + (" — unless your own subnets route IPv4 out through a NAT" if own_network else ""))
+    for parameter in ("GameBridgeUrl", "GameBridgeSandboxUrl"):
+        if exposed := in_the_clear(app.get(parameter, "")):
+            warnings.append(f"{parameter}={app[parameter].strip()} is {exposed}")
     interface_endpoints = data.get("EnableInterfaceEndpoints") == "true"
     for prefix, service in AWS_APIS.items():
         name = f"{prefix}.{region}.{'amazonaws.com' if interface_endpoints else 'api.aws'}"

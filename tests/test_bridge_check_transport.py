@@ -120,3 +120,18 @@ def test_a_redirect_is_told_once_with_where_it_goes_and_that_the_engine_follows_
     assert said == ("the bridge redirects (HTTP 301) to https://bridge.example.org/actions/test.noop: set"
                     " GAME_BRIDGE_URL to the base URL it names (https:// when it redirects there); the engine"
                     " follows no redirect")
+
+
+@pytest.mark.parametrize("url", ["https://bridge.example.org", "http://127.0.0.1:8081", "http://localhost:8081",
+                                 "http://10.0.4.7:8081", "http://192.168.1.20", "http://[::1]:8081", "http://[fd00::5]"])
+def test_https_and_loopback_or_private_http_get_no_warning(url):
+    assert [n for n in bridge_check.notes(bridge_check.Checker(Options(url, KEY))) if "http://" in n] == []
+
+
+@pytest.mark.parametrize(("url", "where"), [("http://34.120.1.5:8081", "34.120.1.5, a public address"),
+                                            ("HTTP://Bridge.Example.org/game", "bridge.example.org, a name taken as public")])
+def test_plain_http_to_a_public_host_is_warned_about_with_the_fix(url, where):
+    [warned] = [n for n in bridge_check.notes(bridge_check.Checker(Options(url, KEY))) if "http://" in n]
+    assert warned.startswith(f"WARN {url} is plain http:// to {where}")
+    assert "anyone on the path could rewrite them" in warned
+    assert "serve the bridge over HTTPS with a publicly trusted certificate" in warned and "EVENT_MODULE_ACTIONS" in warned

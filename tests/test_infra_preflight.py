@@ -284,3 +284,16 @@ def test_make_deploy_runs_the_whole_preflight_first():
     for command in commands:
         assert "--stack events-x --region 'eu-north-1'" in command and "--aws " in command
         assert "--params infra/x.params" in command
+
+
+def test_a_game_bridge_on_plain_http_to_a_public_host_is_warned_about_and_a_private_one_is_not():
+    """The engine trusts the bridge's answers unsigned (a revert in one is a command it later sends): over the
+    Internet they need TLS. A warning, not a refusal: the host may resolve only inside the team's network."""
+    warned: list[str] = []
+    assert refusal(app=dict(APP, GameBridgeUrl="http://bridge.example.org:8081"), said=warned) == ""
+    [said] = [w for w in warned if "GameBridgeUrl" in w]
+    assert said.startswith("WARNING: GameBridgeUrl=http://bridge.example.org:8081 is plain http:// to bridge.example.org")
+    assert "serve the bridge over HTTPS with a publicly trusted certificate" in said
+    quiet: list[str] = []
+    assert refusal(app=dict(APP, GameBridgeUrl="http://10.0.4.7:8081"), said=quiet) == ""
+    assert refusal(app=APP, said=quiet) == "" and [w for w in quiet if "GameBridgeUrl" in w] == []

@@ -32,6 +32,7 @@ from ..errors import BridgeCaseFailed as Failed
 from ..errors import BridgeUnreachable
 from .cases import Listed, cases
 from .checker import CLOCK_WARN_SECONDS, KEY_HINT, PATH_HINT, SIGNED_BEFORE_SENT_SECONDS, Checker, Options
+from .plain_http import in_the_clear
 from .restart import REPLAYED, RESTART_NOTE, case_replay, read_recording, recording
 
 __all__ = ["KEY_HINT", "PATH_HINT", "REPLAYED", "RESTART_NOTE", "Options", "Report", "add_arguments", "main",
@@ -97,14 +98,16 @@ def run(options: Options, *, progress: Callable[[str], None] | None = None) -> R
 
 
 def notes(check: Checker) -> list[str]:
-    """The NOTE and WARN lines: the deadline judged against, an answer slower than half of it, and what was (or
-    was not) done about a restart."""
+    """The NOTE and WARN lines: the deadline judged against, an answer slower than half of it, a URL in the clear,
+    a bridge clock off this machine's, and what was (or was not) done about a restart."""
     options, said = check.options, []
     took, what = check.slowest
     if took > options.deadline / 2:
         said.append(f"WARN the slowest answer took {took:.1f} s ({what}), more than half the {options.deadline:g} s"
                     " deadline: a busier game or a shorter EVENT_STEP_LEASE_SECONDS would cut it off; answer at once"
                     " and do long work after answering (or in the action's own steps)")
+    if exposed := in_the_clear(options.url):
+        said.append(f"WARN {options.url} is {exposed}")
     if abs(check.clock_ahead) > CLOCK_WARN_SECONDS:
         said.append(f"WARN the bridge's clock is {abs(check.clock_ahead):.0f} s {'ahead of' if check.clock_ahead > 0 else 'behind'}"
                     " this machine's (its answers' Date): the engine's signature is up to"
