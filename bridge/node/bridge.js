@@ -13,9 +13,12 @@
 import { randomUUID } from 'node:crypto';
 import { verify, statusSigned, Unsigned } from './signing.js';
 import { Answer, BadAnswer, checked, done, refused, resource, revert } from './answers.js';
-import { MemoryStore } from './store.js';
+import { LEASE_SECONDS, MemoryStore } from './store.js';
 
 export const MAX_SLOW_SECONDS = 30;
+// A handler's deadline unless one is given: half the default lease, so that the kit lets a hung handler's key go
+// (rolling its context back) well before the lease could let a re-send take the key while the handler still acts.
+export const HANDLER_SECONDS = LEASE_SECONDS / 2;
 const MAX_PROBLEM_CHARS = 150; // the engine keeps 300 characters of a reason: ours stays whole
 
 // Thrown by a revert handler whose thing is already gone: answered done (a revert is idempotent).
@@ -66,12 +69,18 @@ export class Bridge {
   // key: the bridge key, an array of keys any of which verifies (a rotation: the new key and the old one), or a
   // function returning either as it stands now; handlers: {actionId: fn(delivery)};
   // onError(message, error): where a handler's failure and an answer the kit refused are told (your logger);
-  // handlerSeconds: a handler not answered within it is answered 500 and its key let go (null: no deadline), shorter
-  // than the store's lease so that a key is never taken again while its first handler may still act
+  // handlerSeconds: a handler not answered within it is answered 500 and its key let go (null: no deadline, refused
+  // with a store that says its leaseSeconds), shorter than the store's lease so that a key is never taken again
+  // while its first handler may still act
   constructor({
     key, store = new MemoryStore(), handlers = {}, clock = () => Date.now() / 1000, testActions = true, onError = console.error,
-    handlerSeconds = null,
+    handlerSeconds = HANDLER_SECONDS,
   }) {
+    const lease = store.leaseSeconds;
+    if (typeof lease === 'number' && (handlerSeconds === null || handlerSeconds === undefined || handlerSeconds >= lease)) {
+      throw new Error(`handlerSeconds (${handlerSeconds}) must be shorter than the store's leaseSeconds (${lease}): else a`
+        + " handler still running when its key's lease runs out is applied twice, the engine's re-send taking the key as new");
+    }
     this.key = key;
     this.handlerSeconds = handlerSeconds;
     this.store = store;

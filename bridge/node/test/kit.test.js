@@ -110,6 +110,23 @@ test('a key left in progress by a crash is taken again once its lease runs out',
   assert.deepEqual(applied, ['k1']);
 });
 
+test('by default a handler has a deadline shorter than the lease', () => {
+  // without one, a handler stalled past its key's lease is still running when the engine's re-send takes the key
+  // as new, and both apply (review item 5)
+  const bridge = new Bridge({ key: KEY });
+  assert.ok(bridge.handlerSeconds !== null && bridge.handlerSeconds < new MemoryStore().leaseSeconds);
+});
+
+test('a deadline not shorter than the store\'s lease is refused, saying why', () => {
+  for (const handlerSeconds of [null, 2, 30]) {
+    assert.throws(() => new Bridge({ key: KEY, store: new MemoryStore({ leaseSeconds: 2 }), handlerSeconds }), {
+      message: `handlerSeconds (${handlerSeconds}) must be shorter than the store's leaseSeconds (2): else a handler`
+        + " still running when its key's lease runs out is applied twice, the engine's re-send taking the key as new",
+    });
+  }
+  assert.equal(new Bridge({ key: KEY, store: new MemoryStore({ leaseSeconds: 2 }), handlerSeconds: 1 }).handlerSeconds, 1);
+});
+
 test('a handler past its deadline is a JSON 500 and its key let go', async () => {
   const calls = [];
   const told = [];

@@ -33,11 +33,14 @@ from urllib.parse import parse_qs, urlsplit
 
 from . import signing
 from .answers import Answer, BadAnswer, Resource, Revert, checked, done, refused
-from .store import ContextStore, MemoryStore, Store
+from .store import LEASE_SECONDS, ContextStore, MemoryStore, Store
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_SLOW_SECONDS = 30.0
 MAX_PROBLEM_CHARS = 150  # the engine keeps 300 characters of a reason: ours stays whole
+# A handler's deadline unless one is given: half the default lease, so that the kit lets a hung handler's key go
+# (rolling its context back) well before the lease could let a re-send take the key while the handler still acts.
+HANDLER_SECONDS = LEASE_SECONDS / 2
 
 logger = logging.getLogger("event_bridge")
 
@@ -76,14 +79,21 @@ class Bridge:
     `test.despawn` are built in (they touch nothing in the game) for `bridge-check` and for trying the kit."""
 
     def __init__(self, key: Key, store: Store | None = None, handlers: dict[str, Handler] | None = None, *,
-                 clock: Callable[[], float] = time.time, test_actions: bool = True, handler_seconds: float | None = None):
+                 clock: Callable[[], float] = time.time, test_actions: bool = True,
+                 handler_seconds: float | None = HANDLER_SECONDS):
         self._key = key
         self.store: Store = store if store is not None else MemoryStore()
+        lease = getattr(self.store, "lease_seconds", None)
+        if isinstance(lease, (int, float)) and (handler_seconds is None or handler_seconds >= lease):
+            raise ValueError(f"handler_seconds ({handler_seconds}) must be shorter than the store's lease_seconds"
+                             f" ({lease:g}): else a handler still running when its key's lease runs out is applied"
+                             " twice, the engine's re-send taking the key as new")
         self.handlers: dict[str, Handler] = dict(_TEST_ACTIONS) if test_actions else {}
         self.handlers.update(handlers or {})
         self._clock = clock
-        # a handler not answered within this many seconds is answered 500 and its key let go (None: no deadline);
-        # shorter than the store's lease, so a key is never taken again while its first handler may still act
+        # a handler not answered within this many seconds is answered 500 and its key let go (None: no deadline,
+        # refused with a store that says its lease); shorter than the store's lease, so a key is never taken again
+        # while its first handler may still act
         self.handler_seconds = handler_seconds
 
     def action(self, action_id: str) -> Callable[[Handler], Handler]:

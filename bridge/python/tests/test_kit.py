@@ -177,6 +177,23 @@ def test_a_key_left_in_progress_by_a_crash_is_taken_again_once_its_lease_runs_ou
     assert bridge.handle("POST", "/actions/world.spawn", *delivery(attempt=3)).body == answer.body and applied == ["k1"]
 
 
+def test_by_default_a_handler_has_a_deadline_shorter_than_the_lease():
+    """Without one, a handler stalled past its key's lease (a game DB lock, a world save) is still running when the
+    engine's re-send takes the key as new, and both apply (review item 5)."""
+    bridge = Bridge(KEY)
+    assert bridge.handler_seconds is not None and bridge.handler_seconds < MemoryStore().lease_seconds
+
+
+@pytest.mark.parametrize("handler_seconds", [None, 2, 30])
+def test_a_deadline_not_shorter_than_the_stores_lease_is_refused_saying_why(handler_seconds):
+    with pytest.raises(ValueError) as refused:
+        Bridge(KEY, MemoryStore(lease_seconds=2), handler_seconds=handler_seconds)
+    assert str(refused.value) == (
+        f"handler_seconds ({handler_seconds}) must be shorter than the store's lease_seconds (2): else a handler still"
+        " running when its key's lease runs out is applied twice, the engine's re-send taking the key as new")
+    assert Bridge(KEY, MemoryStore(lease_seconds=2), handler_seconds=1).handler_seconds == 1
+
+
 def test_a_handler_past_its_deadline_is_a_json_500_and_its_key_let_go(caplog):
     release = threading.Event()
     calls = []
