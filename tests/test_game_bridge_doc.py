@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from chalicelib import outbound
@@ -50,3 +50,31 @@ def test_the_python_quick_start_is_a_bridge_that_passes_the_check(monkeypatch):
 class _Idle:
     def serve_forever(self) -> None:
         pass
+
+
+def test_a_refused_key_is_answered_as_the_status_endpoint_paragraph_says_and_the_step_stays_refused():
+    """The kits answer an ordinary refusal not_applied and replay it to the engine's re-send (review item 10: the
+    page and the kits said two things): both halves the engine reads as refused."""
+    from chalicelib.events.actions.outcome import Status, Verdict
+    from chalicelib.events.adapters.bridge import classify, read_status
+
+    assert "or `not_applied`, as the kits' stores and\ntheir READMEs' answer an ordinary refusal" in DOC
+    bridge = event_bridge.Bridge("doc-key", handlers={"world.spawn": lambda d: event_bridge.refused("no room")})
+    with serving(bridge) as url:
+        sent = []
+        for attempt in (1, 2):
+            body = delivery_body(1, 2, 1, "world.spawn", 1, {}, "refused-key", attempt)
+            endpoint = outbound.Endpoint.parse(url)
+            if attempt == 2:
+                target = endpoint.target("/actions/world.spawn/status/refused-key") + "?attempt=2"
+                asked = outbound.get(endpoint, target=target, timeout=5, headers=outbound.signed_headers(
+                    "doc-key", utc_now(), f"GET.{target}.".encode()))
+                assert read_status(asked).status is Status.NOT_APPLIED
+            headers = {"Content-Type": "application/json", "Idempotency-Key": "refused-key",
+                       **outbound.signed_headers("doc-key", utc_now(), body)}
+            sent.append(classify(outbound.post(endpoint, endpoint.target("/actions/world.spawn"), body, headers, timeout=5)))
+    assert [(outcome.verdict, outcome.error) for outcome in sent] == [(Verdict.REFUSED, "refused: no room")] * 2
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)  # what signed_headers reads a naive time as
