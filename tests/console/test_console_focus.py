@@ -1,13 +1,14 @@
 """A keyboard user's focus survives a live run's page being redrawn: the control they are on stays focused when
 anything on the run changes (another person's press, a log row), as the runs list keeps it; a dialog gone back
-from gives focus back to the button that opened it, even one a redraw behind the dialog replaced; what a person
-opened on a step (its attempts, its details) stays open through a redraw."""
+from gives focus back to the button that opened it, even one a redraw behind the dialog replaced, and so does a moved
+time once sent (Extend); what a person opened on a step (its attempts, its details) stays open through a redraw."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from chalicelib.events import journal
 from chalicelib.events.lifecycle import RunStatus
@@ -126,3 +127,24 @@ def test_the_second_long_phases_pager_keeps_focus_not_the_firsts(browser, server
     console_db.transaction(lambda tx: log.append(tx, journal.run_phase(run.id, 1, "a row of the log"), now))
     eventually(lambda: browser.execute_script("return window.focusedBefore.isConnected") is False, "the page redrawn")
     assert browser.execute_script(ACTIVE) == ["later", False, "2"], "focus moved to another phase's pager"
+
+
+def test_extend_sent_by_keyboard_gives_focus_back_to_its_button(browser, server, api_client):
+    """The button is disabled while its move is on its way, so the dialog closing could not give focus back to it:
+    focus was left on the page, and the next Tab went to the header's first link."""
+    _, run_id = schedule_now(api_client, {"name": "Market (focus after Extend)", "grace_seconds": 300, "phases": [
+        {"name": "market", "advance": {"when": "after", "seconds": 600},
+         "steps": [{"action": "core.announce", "params": {"message": "The market opens"}}]},
+        {"name": "close", "steps": [{"action": "core.announce", "params": {"message": "The market is closed"}}]}]})
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    extend = "[data-control='extend'][data-phase='1']"
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, extend), "the phase's Extend")[0].send_keys(Keys.ENTER)
+    minutes = eventually(lambda: browser.find_elements(By.ID, "plan-value"), "the minutes asked")[0]
+    minutes.send_keys(Keys.ENTER)  # the 10 minutes it offers
+    eventually(lambda: "is moved by 10 min" in browser.find_element(By.ID, "notice").text, "the move's notice")
+    focused = eventually(lambda: browser.execute_script(
+        "const a = document.activeElement; return a.matches(arguments[0]) && !a.disabled && a.dataset.control", extend),
+        "focus back on Extend", 10)
+    assert focused == "extend"
+    api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})

@@ -6,7 +6,7 @@
 import { asApiError } from './api.js';
 import { explain } from './explain.js';
 import { claim, pressAttrs, pressLabel, sendAsOne } from './press.js';
-import { clock, controlOf, el, modal, notice, unsent } from './ui.js';
+import { clock, controlOf, el, focusBack, modal, notice, unsent } from './ui.js';
 
 const pad = (n) => String(n).padStart(2, '0');
 // A time as a datetime-local input holds it, in the viewer's zone.
@@ -60,13 +60,17 @@ async function sent(path, body, done, doing, action) {
 
 // A move of a time asked and sent as one press of `path`: from the tap until its answer its buttons say
 // "Sending…" and a second tap opens nothing (sent twice, a deadline would move twice); false if one is on its way.
+// Its answer said, focus goes back to the button (disabled while it was sent, it could not take it back when the
+// dialog closed): a keyboard user goes on from where they were, the result in the notice.
 async function once(path, move) {
+  const giveBack = focusBack();
   const release = claim(path);
   if (!release) return false;
   try {
     return await move();
   } finally {
     release();
+    giveBack();
   }
 }
 

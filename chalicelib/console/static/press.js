@@ -4,7 +4,8 @@
 // POST, and what the answer means (a refusal explained as the run page explains every refusal).
 //
 // `page`: {runId, detail() (the run's GET /runs/{id} as last read), offered(step) (the controls offered on it,
-// null: the run's), runNamed(), session, refresh() (re-reads the page), landing (what takes focus after),
+// null: the run's), runNamed(), session, refresh() (re-reads the page), landing (what takes focus after, when no
+// notice says how it went),
 // explain?(name) (the page's own words for what a control will do), moveTime?(name, step) (a time's dialog),
 // fromRow? (pressed from a row of a list that moves as it refreshes: every control asks first, naming the run and
 // the step, Retry too, so a row slid under a finger is never pressed unseen)}.
@@ -176,15 +177,19 @@ export function presser(page) {
         notice(error.status === 403
           ? `Not allowed: this needs the role ${roles.length ? roles.join(' or ') : 'you do not have'}; you are signed in as ${session.roles.join(', ')}.`
           : `${action}${about ? ` ${about}` : ''} did not work: ${error.messages.join(' ')}${kept}`, 'error');
-        focus(page.landing);
+        focus(said() || page.landing);
         return;
       }
     } finally {
       mine();
     }
     await page.refresh();
-    focus(page.landing);
+    focus(said() || page.landing);
   }
+
+  // Focus lands on the notice that says how a press went, once the page is redrawn: it is read then, whole (a
+  // move to the heading cut a screen reader off mid-sentence), and the next Tab goes on into the page.
+  const said = () => /** @type {HTMLElement | null} */ (document.querySelector('#notice .notice'));
 
   // What a costly control will do, said in its dialog before anything is sent: the page's own words first
   // (`page.explain(name)`: the run page's Advance and Resume, which read its log), else what any page knows.

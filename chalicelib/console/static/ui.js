@@ -178,7 +178,8 @@ export function say(regionId, text, kind = 'info', ...extra) {
   const region = document.getElementById(regionId);
   region.replaceChildren();
   if (text) {
-    region.append(el('div', { class: `notice notice-${kind}`, role: kind === 'error' ? 'alert' : null, 'data-kind': kind },
+    // Focusable (not in the tab order): a press's result takes focus once its page is redrawn (press.js).
+    region.append(el('div', { class: `notice notice-${kind}`, role: kind === 'error' ? 'alert' : null, 'data-kind': kind, tabindex: '-1' },
       el('span', {}, text), ...extra));
   }
 }
@@ -242,6 +243,19 @@ export function focus(node) {
   if (node) node.focus({ preventScroll: false });
 }
 
+// Taken before a dialog opens: the function that, later, gives focus back to the control that had it (or its twin,
+// when a redraw replaced it) if nothing holds focus then — a button disabled while its press was on its way cannot
+// take it back when the dialog closes, and focus is left on the page.
+export function focusBack() {
+  const opener = document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null;
+  const twin = opener && sameIn(opener);
+  return () => {
+    if (document.activeElement && document.activeElement !== document.body) return; // the answer moved it on
+    const back = opener?.isConnected ? opener : twin ? document.querySelector(twin) : null;
+    /** @type {HTMLElement | null} */ (back)?.focus({ preventScroll: true });
+  };
+}
+
 // The one modal dialog every question is asked in (a control's reason, a plan's new time, a cancel's cleanup):
 // `title`, the `parts` between it and the buttons, `action` (submits) and Go back. Resolves to `answer()` when
 // the person presses `action`, or null when they go back, press Escape or are signed out (`closeQuestions`); the
@@ -257,19 +271,14 @@ export function modal({ title, action, parts, answer, focused = null, opened = n
       return;
     }
     const dialog = /** @type {HTMLDialogElement} */ (el('dialog', { class: 'ask', 'aria-labelledby': 'ask-title' }));
-    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
-    const twin = opener && sameIn(opener);
+    const giveBack = focusBack();
     const close = (value) => {
       dialog.close();
       dialog.remove();
       resolve(value);
       // The browser gives focus back to the opener only if it can: a button disabled while its press was asked, or
       // replaced by a redraw behind the dialog, leaves it on the page. Once the press has let go of its button:
-      setTimeout(() => {
-        if (document.activeElement && document.activeElement !== document.body) return; // the answer moved it on
-        const back = opener?.isConnected ? opener : twin ? document.querySelector(twin) : null;
-        /** @type {HTMLElement | null} */ (back)?.focus({ preventScroll: true });
-      }, 0);
+      setTimeout(giveBack, 0);
     };
     const go = el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action);
     dialog.append(el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(answer()); } },
