@@ -23,7 +23,7 @@ function askFor({ title, field = null, action, what = null, why = 'Why (kept in 
     title, action, focused: input || reason,
     answer: () => ({ value: input?.value, reason: reason.value.trim(), option: Boolean(box?.checked) }),
     parts: [
-      what && el('p', {}, what),
+      what && el('p', { id: 'ask-what' }, what),
       field && [el('label', { for: 'plan-value' }, field.label), input],
       el('label', { for: 'plan-reason' }, why), reason,
       box && el('p', {}, box, ' ', el('label', { for: 'plan-option' }, option))],

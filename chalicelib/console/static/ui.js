@@ -287,6 +287,9 @@ export function modal({ title, action, parts, answer, focused = null, opened = n
       el('div', { class: 'buttons' },
         go,
         el('button', { type: 'button', 'data-ask': 'back', onclick: () => close(null) }, 'Go back'))));
+    // What the action will do (a part with the id ask-what) is the dialog's description: said with its title as focus
+    // enters, not left to be found behind the text box.
+    if (dialog.querySelector('#ask-what')) dialog.setAttribute('aria-describedby', 'ask-what');
     dialog.addEventListener('cancel', (event) => { event.preventDefault(); close(null); });
     document.body.append(dialog);
     dialog.showModal();
