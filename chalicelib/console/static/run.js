@@ -17,7 +17,7 @@ import { effectWords, phaseNamed } from './phases.js';
 import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
 import {
-  ask, badge, controlOf, el, focus, heading, isLive, isOpenStep, isTerminalRun, keepPlace, liveFrom, notice, pageTitle, parkOf, rehearsalMark, say, sayState, since, waitOf, when,
+  ask, badge, controlOf, el, focus, heading, isLive, isOpenStep, isTerminalRun, keepPlace, labelOf, liveFrom, notice, pageTitle, parkOf, rehearsalMark, say, sayState, since, waitOf, when,
 } from './ui.js';
 import { ledgerSection } from './resources.js';
 
@@ -29,6 +29,8 @@ export function runView(main, ctx, runIdText) {
   const title = heading(1, `Run ${runId}`, { id: 'run-title' });
   const summary = el('div', { id: 'run-summary' });
   const bannerBox = el('div', { id: 'run-banners' });
+  // What the run now waits for, said to a screen reader when it changes (not the timers: they move every few seconds).
+  const changed = el('p', { id: 'run-changed', class: 'visually-hidden', role: 'status' });
   const runControls = el('div', { id: 'run-controls', class: 'buttons' });
   const counts = el('p', { id: 'run-counts' });
   const phases = el('div', { id: 'run-phases' });
@@ -39,7 +41,7 @@ export function runView(main, ctx, runIdText) {
   const ledger = ledgerSection(runId);
   main.replaceChildren(
     el('p', {}, el('a', { href: '#/runs' }, '← All runs')),
-    title, rehearsal, runProgress, bannerBox, runControls, summary, fresh,
+    title, rehearsal, runProgress, changed, bannerBox, runControls, summary, fresh,
     el('section', { 'aria-labelledby': 'steps-title' }, el('h2', { id: 'steps-title' }, 'Phases and steps'), counts, phases),
     ledger.element,
     el('section', { 'aria-labelledby': 'log-title' }, el('h2', { id: 'log-title' }, 'Log'), log.node),
@@ -49,6 +51,7 @@ export function runView(main, ctx, runIdText) {
   const people = {}; // who the log's chat identities are, as the API names them: the `people` of every log page read
   let afterId = 0;
   let shown = '';
+  let toldKey = null; // what the run waited for when the page last drew it (null: not drawn yet)
   let definitionName = null; // for the title; the phases name themselves (GET /runs/{id} `phases`)
   let detail = null;
   let loadFailed = false; // the last load failed, and #connection says so
@@ -195,6 +198,19 @@ export function runView(main, ctx, runIdText) {
     return [el('dt', {}, 'Last error'), el('dd', { class: 'error-text', id: 'run-last-error' }, run.last_error)];
   }
 
+  // A change of what the run waits for (its status, the wait, its step, an escalation, who has the cue), said once
+  // in the status region: the first banner's words but its timers, or the run's status when no banner tells it.
+  function sayChange(run, first) {
+    const { waiting } = detail;
+    const key = JSON.stringify([run.status, waiting?.for, waiting?.step_id, waiting?.escalated?.at, waiting?.acknowledged_by,
+      waiting?.lapsed_by]);
+    if (toldKey !== null && key !== toldKey) {
+      changed.textContent = first ? [...first.querySelectorAll('p:not([data-cue-timers])')].map((p) => p.textContent).join(' ')
+        : `Run ${run.id} is ${labelOf(run.status)}.`;
+    }
+    toldKey = key;
+  }
+
   function render() {
     const putBack = keepPlace(main); // a keyboard user's focus and the details opened stay while the page is redrawn
     const { run, steps, counts: stepCounts } = detail;
@@ -217,6 +233,7 @@ export function runView(main, ctx, runIdText) {
       detail, entries, offered, button: controlButton, currentPhase, awaitedSignal, signalButton,
     });
     bannerBox.replaceChildren(...told.parts);
+    sayChange(run, told.parts[0]);
     // A finished run's Clean up is pressed where what it reverts is listed: on the ledger's section.
     const atLedger = new Set(['cleanup']);
     runControls.replaceChildren(...offered(null).filter((c) => !told.taken.has(c) && !atLedger.has(c)).map((c) => controlButton(c)));
