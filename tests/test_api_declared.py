@@ -19,7 +19,8 @@ def test_every_declared_control_is_a_route_with_its_roles_body_and_summary():
         control = declared[key]
         assert op.roles == control.gate and op.summary == control.summary
         fields = {control.note_field, control.phase_field, control.option_field, control.choice_field,
-                  control.time_field, control.seconds_field, control.holder_field, "expected"} - {None}  # expected: the tag seen (If-Match)
+                  control.time_field, control.seconds_field, control.holder_field, control.version_field,
+                  "expected"} - {None}  # expected: the tag seen (If-Match)
         required = {control.phase_field, control.time_field, control.seconds_field,
                     control.note_field if control.note_required else None} - {None}
         assert set(op.body["properties"]) == fields and set(op.body.get("required", ())) == required
@@ -37,7 +38,7 @@ def test_the_vocabulary_is_the_lifecycles_statuses_and_the_declared_controls(api
         "name": "cancel", "target": "run", "roles": ["admin", "moderator"], "wakes": True, "note_field": "reason",
         "label": "Cancel run", "question": "Cancel this run? It cannot be undone.", "done": "Cancelled", "tone": "danger",
         "phase_field": None, "cue_roles": [], "sends_tag": False, "option_field": "cleanup", "choice_field": None, "note_required": False,
-        "holder": None, "time_field": None, "seconds_field": None, "holder_field": None, "bulk": True,
+        "holder": None, "time_field": None, "seconds_field": None, "holder_field": None, "version_field": None, "bulk": True,
     }
     assert [c["name"] for c in answer.body["controls"] if c["bulk"]] == list(BULK_CONTROLS)
 

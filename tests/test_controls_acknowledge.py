@@ -11,7 +11,7 @@ from chalicelib.events.model import Claim, iso
 from chalicelib.events.store import steps
 from tests.support.api import ADMIN, GM, MODERATOR, token
 from tests.support.factory import run_row, step_row
-from tests.support.scenes import log_rows, put_step_in, run_with_steps, snapshot
+from tests.support.scenes import log_rows, put_step_in, run_with_steps, set_step, snapshot
 
 ROWAN = token("gm", sub="Rowan")
 
@@ -119,3 +119,19 @@ def test_a_hold_on_a_finished_runs_clean_up_revert_wakes_the_run_by_its_end(db, 
     until = clock.now() + timedelta(minutes=15)
     assert db.transaction(lambda tx: steps.acknowledge(tx, revert.id, "Rowan", clock.now(), held_until=until))
     assert run_row(db, run.id).wake_at == until
+
+
+def test_the_store_releases_and_hands_over_only_a_parked_cue_not_one_sent_again_or_in_doubt(db, clock):
+    """Release's and take-over's statements held less than their rules: a step someone had, re-claimed or parked in
+    doubt, was let go or taken over all the same (guarded then only by the locks and the order of the writes)."""
+    _, (cue, parked, _) = run_with_steps(db, clock.now(), RunStatus.RUNNING)
+    for state in ("leased", "parked_in_doubt"):
+        gone = set_step(db, put_step_in(db, cue, state, clock.now()), acknowledged_by="Rowan", acknowledged_at=clock.now())
+        assert not db.transaction(lambda tx: steps.release(tx, gone.id, clock.now(), holder=None, remind_at=None,
+                                                           escalate_at=None)), state
+        assert not db.transaction(lambda tx: steps.take_over(tx, gone.id, "Sam", clock.now(), held_until=None)), state
+        assert step_row(db, cue.id).acknowledged_by == "Rowan", state
+    set_step(db, put_step_in(db, parked, "parked", clock.now()), acknowledged_by="Rowan", acknowledged_at=clock.now())
+    assert db.transaction(lambda tx: steps.take_over(tx, parked.id, "Sam", clock.now(), held_until=None))
+    assert db.transaction(lambda tx: steps.release(tx, parked.id, clock.now(), holder=None, remind_at=None,
+                                                   escalate_at=None))

@@ -35,6 +35,7 @@ from devtools.kit.game_bridge import SECRET, Answer, GameBridge
 from tests.conftest import START
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings, token
 from tests.support.factory import document, run_row
+from tests.support.plans import saved_again
 from tests.support.runner_kit import RULES, RecordingChannel, schedule, step, tick
 
 TOKENS = {"admin": ADMIN, "moderator": MODERATOR, "gm": GM}
@@ -43,7 +44,8 @@ ROWAN = token("gm", sub="Rowan")
 NOTE = "offered means allowed"
 # The fields a press's body carries, by how a declaration names them (`declared.Control`); a control whose
 # command has a field none of these names fails the walk, saying which: teach `_body` its value.
-BODY_FIELDS = ("note_field", "phase_field", "option_field", "choice_field", "time_field", "seconds_field", "holder_field")
+BODY_FIELDS = ("note_field", "phase_field", "option_field", "choice_field", "time_field", "seconds_field", "holder_field",
+               "version_field")
 IDS = {"run_id", "step_id"}
 
 
@@ -142,6 +144,13 @@ def _cue_step(w: World, run_id: int) -> int:
 
 def scheduled(w: World) -> int:
     return schedule(w.db, w.clock.now(), document([[ANNOUNCE]]), scheduled_for=w.clock.now() + timedelta(days=1)).id
+
+
+def scheduled_of_an_earlier_version(w: World) -> int:
+    """Scheduled a day ahead, made from version 1 of a definition whose version 2 was saved since."""
+    run = schedule(w.db, w.clock.now(), document([[ANNOUNCE]]), scheduled_for=w.clock.now() + timedelta(days=1))
+    saved_again(w.db, w.clock.now(), run.definition_id, "version 2")
+    return run.id
 
 
 def at_a_timed_phase(w: World) -> int:
@@ -258,7 +267,8 @@ def cancelled(w: World) -> int:
 
 
 STATES: dict[str, Callable[[World], Any]] = {f.__name__: f for f in (
-    scheduled, at_a_timed_phase, at_a_cue, at_a_cue_that_asks, cue_the_gm_has, cue_someone_else_has, cue_whose_hold_lapsed,
+    scheduled, scheduled_of_an_earlier_version,
+    at_a_timed_phase, at_a_cue, at_a_cue_that_asks, cue_the_gm_has, cue_someone_else_has, cue_whose_hold_lapsed,
     paused_at_a_cue, parked_for_a_decision, stopped_at_a_failed_step, with_a_step_in_flight, held_for_an_advance,
     cleaning_up, cleanup_paused_on_a_failed_revert, completed, cancelled, failed,
 )}
@@ -299,9 +309,10 @@ def walk(module_db, db_params) -> Iterator[tuple[World, dict[str, Kept]]]:
 
 
 # ── the walk ───────────────────────────────────────────────────────────────
-def _body(control: commands.Control, run: dict, step: dict | None) -> dict:
-    """A body its press takes where the state allows it: a note, the phase the run is at, the option off, and
-    on a cue that asks the first of its choices."""
+def _body(control: commands.Control, detail: dict, step: dict | None) -> dict:
+    """A body its press takes where the state allows it: a note, the phase the run is at, the option off, on a
+    cue that asks the first of its choices, and the version the page shows current."""
+    run = detail["run"]
     named = {getattr(control, f) for f in BODY_FIELDS} - {None}
     in_path = IDS | ({"phase"} if control.target is commands.Target.PHASE else set())
     unknown = {f.name for f in dataclasses.fields(control.command)} - in_path - named
@@ -323,6 +334,8 @@ def _body(control: commands.Control, run: dict, step: dict | None) -> dict:
     holder = (step or {}).get("acknowledged_by")
     if control.holder_field and holder:  # the holder as the page shows them
         body[control.holder_field] = holder
+    if control.version_field and detail["current_version"] is not None:  # upgrade: the version the page shows current
+        body[control.version_field] = detail["current_version"]
     return body
 
 
@@ -356,7 +369,7 @@ def test_each_control_is_offered_to_a_role_exactly_when_its_press_would_take(wal
                 offered = control.name in offer
                 if offered != (control.name in roles) or (offered and role not in roles[control.name]):
                     wrong.append(f"{control.name} on {where}: offered to the {role} as {offer}, with the roles {roles}")
-                answer = world.api.post(path, _body(control, shown[role]["run"], target), auth=auth)
+                answer = world.api.post(path, _body(control, shown[role], target), auth=auth)
                 pressed += 1
                 took = 200 <= answer.status < 300 and _logged(world.db, run_id) > logged
                 if 200 <= answer.status < 300:
@@ -385,6 +398,7 @@ def test_the_walk_reaches_every_state_it_names(walk):
         seen[name] = (detail["run"]["status"], (detail["waiting"] or {}).get("for"))
     assert seen == {
         "scheduled": ("scheduled", None),
+        "scheduled_of_an_earlier_version": ("scheduled", None),
         "at_a_timed_phase": ("running", "cue"),
         "at_a_cue": ("running", "cue"),
         "at_a_cue_that_asks": ("running", "cue"),

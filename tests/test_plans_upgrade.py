@@ -3,6 +3,7 @@ run at the same time, with a log row saying from which version to which and why;
 take, and refused (409 in the rows' words, nothing changed) once the run started, once its time came, on a dry
 run, on a run already current; a start never plays the programme of the version the tick read before an upgrade."""
 
+import threading
 from datetime import timedelta
 
 import pymysql
@@ -10,6 +11,9 @@ import pytest
 
 from chalicelib.db import Database
 from chalicelib.events import commands
+from chalicelib.events.commands import Upgrade
+from chalicelib.events.commands.plans import VersionNumber
+from chalicelib.events.errors import Conflict
 from chalicelib.events.lifecycle import RehearsalBridge, RunStatus
 from chalicelib.events.model import Rehearsal, Run, iso
 from chalicelib.events.runner.lease import RunLease
@@ -195,3 +199,103 @@ def test_a_run_upgraded_after_the_tick_read_it_is_not_started_from_the_old_versi
     assert upgraded, "the tick walked to the run"
     assert run_row(db, run.id).status is RunStatus.COMPLETED
     assert ["New words" in params for params in _announced(db, run.id)] == [True]
+
+
+def test_an_upgrade_names_the_version_its_presser_saw_and_one_saved_since_is_refused_not_played(api, db, clock):
+    """The press named no version and a save changes no run's tag: a moderator who saw "version 2 is current"
+    upgraded the run to version 3, saved meanwhile (a half-finished draft), with a 200."""
+    run = schedule(db, clock.now(), _said("Old words"), scheduled_for=clock.now() + timedelta(minutes=30))
+    saved_again(db, clock.now(), run.definition_id, "Two")
+    seen = api.get(f"/runs/{run.id}", auth=MODERATOR)
+    assert seen.body["current_version"] == 2
+    saved_again(db, clock.now(), run.definition_id, "Three, half-finished")
+    before = snapshot(db, run.id)
+    answer = api.post(f"/runs/{run.id}/upgrade", {"to": 2}, auth=MODERATOR, headers={"If-Match": seen.headers["ETag"]})
+    assert answer.status == 409, answer.body
+    assert answer.body["errors"] == [("version 3 was saved since you looked (you asked for version 2): look at it, then"
+                                      " upgrade to it")]
+    assert snapshot(db, run.id) == before
+    assert api.post(f"/runs/{run.id}/upgrade", {"to": 4}, auth=MODERATOR).status == 400
+    taken = api.post(f"/runs/{run.id}/upgrade", {"to": 3}, auth=MODERATOR)
+    assert (taken.status, taken.body["run"]["definition_version"]) == (200, 3)
+
+
+def test_an_upgrade_naming_a_version_and_a_save_of_the_next_at_once_never_play_the_unseen_one(db, db_params, clock):
+    """Two connections released together, again and again: the press is refused or plays version 2, never 3."""
+    for _ in range(5):
+        run = schedule(db, clock.now(), _said("Old words"), scheduled_for=clock.now() + timedelta(minutes=30))
+        saved_again(db, clock.now(), run.definition_id, "Two")
+        start, outcomes = threading.Barrier(2), []
+        person, admin = Database(db_params), Database(db_params)
+
+        def press() -> None:
+            start.wait()
+            try:
+                commands.execute(person, Upgrade(run.id, to=VersionNumber(2)), commands.Context("mod-mia", clock.now()))
+                outcomes.append("upgraded")
+            except Conflict:
+                outcomes.append("refused")
+
+        def save() -> None:
+            start.wait()
+            saved_again(admin, clock.now(), run.definition_id, "Three")
+
+        threads = [threading.Thread(target=press), threading.Thread(target=save)]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            person.close()
+            admin.close()
+        played = run_row(db, run.id).definition_version
+        assert (outcomes, played) in ((["upgraded"], 2), (["refused"], 1)), (outcomes, played)
+
+
+def test_an_upgrade_in_a_transaction_that_read_before_a_save_plays_the_saved_version(db, db_params, clock):
+    """A bulk press reads in one transaction, batch after batch: the current number was read as last committed but
+    its version's row from the transaction's older snapshot, which did not have it: "upgrade did not take"."""
+    run = schedule(db, clock.now(), _said("Old words"), scheduled_for=clock.now() + timedelta(minutes=30))
+    saved_again(db, clock.now(), run.definition_id, "Two")
+    admin = Database(db_params)
+
+    def pressed(tx):
+        tx.one("SELECT id FROM event_runs WHERE id = %s", (run.id,))  # the snapshot begins: version 2 is current
+        saved_again(admin, clock.now(), run.definition_id, "Three")
+        return commands.within(tx, Upgrade(run.id), commands.Context("mod-mia", clock.now()))
+
+    try:
+        upgraded = db.transaction(pressed)
+    finally:
+        admin.close()
+    assert upgraded.definition_version == 3 == run_row(db, run.id).definition_version
+
+
+def test_a_run_upgraded_after_the_tick_read_it_is_not_failed_for_its_old_versions_unreadable_document(
+        db, db_params, clock, monkeypatch):
+    """The tick read the run due on version 1, whose document it cannot read; a person's upgrade to a version that
+    reads committed before the tick took its lease: the run was failed with version 1's error all the same."""
+    unreadable = {"name": "Broken walk", "phases": [{"name": "p", "steps": [{"params": {}}]}]}
+    run = schedule(db, clock.now(), unreadable, scheduled_for=clock.now() + timedelta(minutes=1))
+    saved_again(db, clock.now(), run.definition_id, "Mended words")
+    person, upgraded = Database(db_params), []
+    real_take = RunLease.take
+
+    def upgraded_first(lease, tx):
+        if lease.run_id == run.id and not upgraded:
+            upgraded.append(commands.upgrade(person, run.id, actor="mod-mia", now=run.scheduled_for - timedelta(seconds=1)))
+        return real_take(lease, tx)
+
+    runner = make_runner(db, clock, None)
+    monkeypatch.setattr(RunLease, "take", upgraded_first)
+    try:
+        clock.advance(60)
+        tick(runner)
+        tick(runner)
+    finally:
+        runner.close()
+        person.close()
+    assert upgraded, "the tick walked to the run"
+    assert run_row(db, run.id).status is RunStatus.COMPLETED
+    assert ["Mended words" in params for params in _announced(db, run.id)] == [True]

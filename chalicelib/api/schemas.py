@@ -84,6 +84,10 @@ ADVANCE_BODY = {**_body(phase={"type": "integer", "minimum": 1, "maximum": 1000,
 POSTPONE_BODY = {**_body(reason=_NOTE, to={"type": "string", "format": "date-time", "maxLength": 40,
                                           "description": f"the run's new time, with a zone: later than now, at most"
                                                          f" {MAX_SCHEDULE_AHEAD.days} days ahead"}), "required": ["to"]}
+UPGRADE_BODY = _body(reason=_NOTE, to={"type": "integer", "minimum": 1, "maximum": 2**31 - 1,
+                                      "description": "the version the caller saw current (GET /runs/{id}'s"
+                                                     " current_version): a version saved since is refused, never"
+                                                     " played unseen; absent, whichever is current at the press"})
 EXTEND_BODY = {**_body(seconds={"type": "integer", "minimum": -MOST_SECONDS, "maximum": MOST_SECONDS, "not": {"enum": [0]},
                                 "description": "how far the deadline moves: later if positive, earlier if negative"
                                                " (never to now or before)"},
@@ -464,6 +468,7 @@ VOCABULARY = _object(
         option_field={"type": ["string", "null"]}, choice_field={"type": ["string", "null"]},
         note_required={"type": "boolean"}, time_field={"type": ["string", "null"]}, seconds_field={"type": ["string", "null"]},
         holder_field={"type": ["string", "null"], "description": "the body field naming who has the cue as the presser saw it"},
+        version_field={"type": ["string", "null"], "description": "the body field naming the version the presser saw current"},
         holder={"type": ["string", "null"], "enum": [*(h.value for h in HeldBy), None],
                 "description": "own: its cue roles press it only on a cue they have; others: not by whoever has it"},
         bulk={"type": "boolean", "description": "whether POST /runs/bulk presses it on every run a filter matches"},

@@ -60,10 +60,10 @@ def schedule_run(
         )
 
     def work(tx: Tx) -> tuple[Run, bool]:
-        definition = store.get(tx, definition_id)
-        if definition is None:
+        # guard: a-run-scheduled-during-a-save-plays-the-version-before-it
+        version = store.current_locked(tx, definition_id)  # no save commits until the run is in: it warns of it
+        if version is None:
             raise NotFound(f"no definition {definition_id}")
-        version = must_exist(store.get_version(tx, definition.id, definition.current_version))
         grace = grace_seconds_of(version.document)
         if scheduled_for + timedelta(seconds=grace) < now:
             raise Invalid(

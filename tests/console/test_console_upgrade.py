@@ -39,7 +39,7 @@ def test_a_moderator_upgrades_a_scheduled_run_on_its_page_and_its_log_says_so(br
         eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='upgrade']"),
                    "Upgrade")[0].click()
         asked = confirm_dialog(browser)
-        assert "current version" in asked, asked
+        assert "current version" in asked and "It plays version 2 instead of version 1" in asked, asked
         eventually(lambda: text_of(browser, "#run-definition") == f"{name}, version 2", "the run on version 2")
         assert not browser.find_elements(By.CSS_SELECTOR, "[data-control='upgrade']"), "nothing left to upgrade"
         rows = eventually(lambda: [r for r in log_rows(browser) if "upgraded" in r[1]], "the log row")
@@ -73,3 +73,26 @@ def test_the_saves_warning_leads_to_the_runs_kept_and_the_bulk_bar_upgrades_thos
     finally:
         for run_id in runs:
             api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})
+
+
+def test_a_version_saved_while_the_upgrade_was_asked_is_refused_not_played(browser, server, api_client):
+    """The dialog says which version the run will play; a version saved while it is open is refused by the API,
+    said in the notice, and the run keeps its version: a draft saved a moment ago is never played unseen."""
+    name = f"Lantern walk (saved meanwhile) {datetime.now(UTC):%H%M%S%f}"
+    definition_id = api_client.call("POST", "/definitions", _announcing(name, "The walk begins"))["definition"]["id"]
+    run_id = _scheduled(api_client, definition_id, days=2)
+    api_client.call("PUT", f"/definitions/{definition_id}", _announcing(name, "The walk begins at the mill"))
+    try:
+        sign_in(browser, MODERATOR)
+        open_run(browser, server.url, run_id)
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='upgrade']"),
+                   "Upgrade")[0].click()
+        asked = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the question")[0].text
+        assert "It plays version 2 instead of version 1" in asked, asked
+        api_client.call("PUT", f"/definitions/{definition_id}", _announcing(name, "A half-finished draft"))
+        browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()
+        said = eventually(lambda: "saved since you looked" in (t := text_of(browser, "#notice")) and t, "the refusal")
+        assert "version 3 was saved since you looked (you asked for version 2)" in said, said
+        assert api_client.call("GET", f"/runs/{run_id}")["run"]["definition_version"] == 1
+    finally:
+        api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "test over"})

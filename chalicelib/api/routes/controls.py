@@ -27,12 +27,14 @@ _NOTE_BODIES = {None: schemas.NO_FIELDS, "reason": schemas.REASON_BODY, "note": 
 
 
 def _body_of(control: commands.Control) -> Body:
-    """The body a control takes: its new time, how far it moves a time, its phase, its option, its choice, whose
-    hold it acts on, or its note (which a take-over must give)."""
+    """The body a control takes: its new time, how far it moves a time, the version it means, its phase, its
+    option, its choice, whose hold it acts on, or its note (which a take-over must give)."""
     if control.time_field:
         return schemas.POSTPONE_BODY
     if control.seconds_field:
         return schemas.EXTEND_BODY
+    if control.version_field:
+        return schemas.UPGRADE_BODY
     if control.phase_field:
         return schemas.ADVANCE_BODY
     if control.option_field:

@@ -39,7 +39,7 @@ export function specOf(name) {
     field, required, label: field ? `${capitalised(field)} (${required ? 'required' : 'optional'})` : null, title: declared.question,
     action: declared.label, done: declared.done, tone: declared.tone, phaseField: declared.phase_field || null,
     option: declared.option_field || null, choiceField: declared.choice_field || null,
-    holderField: declared.holder_field || null,
+    holderField: declared.holder_field || null, versionField: declared.version_field || null,
   };
 }
 
@@ -237,6 +237,9 @@ export function presser(page) {
   async function asked(name, step, choice, path, release, how) {
     const spec = specOf(name);
     const shown = page.detail().run.status; // as the person saw it when they pressed
+    // The version the page showed current at the tap (its dialog names it): an upgrade plays that one, and a
+    // version saved since is refused (409), never played unseen, whatever a poll read behind the dialog.
+    const current = page.detail().current_version;
     let body = {};
     let typed = null;
     const phase = spec.phaseField ? currentPhase() : null;
@@ -273,6 +276,7 @@ export function presser(page) {
     // Who has the cue as the page showed it when tapped: a take-over or release acts on that hold only (409 once
     // someone else has it; the step's tag leaves the holder out).
     if (spec.holderField && step?.acknowledged_by) body[spec.holderField] = step.acknowledged_by;
+    if (spec.versionField && current != null) body[spec.versionField] = current;
     const named = step ? stepName(step) : `run ${runId}`;
     const answered = choice ? `: ${choice.label}` : '';
     await send(path, body, { action: spec.action, about: named, typed, shown, release, how, done: () => `${spec.done} ${named}${answered}.` });

@@ -100,7 +100,7 @@ export function runView(main, ctx, runIdText) {
   const runNamed = () => `run ${runId}${definitionName ? ` (${definitionName})` : ''}`;
   const { act, send, currentPhase, phaseRow } = presser({
     runId, detail: () => detail, offered, runNamed, session, refresh: () => poller.now(), landing: title,
-    explain: (name) => (name === 'advance' ? advanceWords() : name === 'resume' ? resumeWords() : null), moveTime,
+    explain: (name) => ({ advance: advanceWords, resume: resumeWords, upgrade: upgradeWords }[name]?.() ?? null), moveTime,
   });
 
   // The signal the run's current phase waits for, if any: `waiting.for` signal once its steps are done
@@ -147,6 +147,14 @@ export function runView(main, ctx, runIdText) {
       signal ? el('p', {}, `The signal ${signal.name} is no longer awaited.`) : null,
       el('p', {}, waitOf(detail.waiting)?.on === 'run' ? 'The run resumes with the next phase.' : 'The next phase begins.'),
     ];
+  }
+
+  // What an Upgrade changes: the version played at the run's time (the one this page shows current, which is the
+  // one sent: a version saved since is refused, never played unseen).
+  function upgradeWords() {
+    const { run, current_version: current } = detail;
+    return [el('p', {}, `It plays version ${current} instead of version ${run.definition_version}, at its time, `,
+      when(run.scheduled_for), '.')];
   }
 
   // What a Resume goes over: a pause with a reason by someone else says who and why, for the note to answer;

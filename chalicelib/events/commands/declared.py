@@ -23,7 +23,7 @@ from typing import Any, get_type_hints
 
 from ...roles import ROLES
 from ..model import Phase, Run, Step
-from .plans import Extend, ExtendCue, PhaseCommand, Postpone, Seconds, Upgrade
+from .plans import Extend, ExtendCue, PhaseCommand, Postpone, Seconds, Upgrade, VersionNumber
 from .protocol import HeldBy, RunCommand, StepCommand
 from .rules import Refusal, advance_refusal
 from .run_controls import Advance, Cancel, CleanUp, Pause, Resume
@@ -127,6 +127,11 @@ class Control:
         return self._field_typed(Seconds)
 
     @cached_property
+    def version_field(self) -> str | None:
+        """The body field naming the version its presser saw current (upgrade's): its command's version field."""
+        return self._field_typed(VersionNumber | None)
+
+    @cached_property
     def option_field(self) -> str | None:
         """A boolean body field (cancel's cleanup): its command's yes-or-no field."""
         return self._field_typed(bool)
@@ -166,6 +171,8 @@ class Control:
             fields[self.choice_field] = Choice(body[self.choice_field])
         if self.holder_field and body.get(self.holder_field) is not None:
             fields[self.holder_field] = Holder(body[self.holder_field])
+        if self.version_field and body.get(self.version_field) is not None:
+            fields[self.version_field] = VersionNumber(body[self.version_field])
         return self.command(**fields)
 
     @property
@@ -213,6 +220,7 @@ class Control:
             "tone": self.tone, "phase_field": self.phase_field, "sends_tag": self.sends_tag,
             "option_field": self.option_field, "choice_field": self.choice_field, "note_required": self.note_required,
             "time_field": self.time_field, "seconds_field": self.seconds_field, "holder_field": self.holder_field,
+            "version_field": self.version_field,
             "holder": None if self.holder is None else self.holder.value,
         }
 
@@ -269,8 +277,8 @@ CONTROLS: dict[str, Control] = {c.name: c for c in (
             " its wake time the new time; refused once it has started", wakes=True, label="Postpone",
             question="Move this run to a new time?", done="Postponed", answer=Shape.RUN, sends_tag=False),
     Control(Upgrade, "a scheduled live run is moved to its definition's current version, with that version's grace"
-            " window: the same run at the same time; refused once it has started, once its time has come, and when a"
-            " newer version was saved since the press read it", wakes=False, label="Upgrade",
+            " window: the same run at the same time; refused once it has started, once its time has come, and when the"
+            " version it names (`to`, the one its presser saw current) is no longer the current one", wakes=False, label="Upgrade",
             question="Play the definition's current version in this run? It has not started, so only what it will do"
             " changes.", done="Upgraded", answer=Shape.RUN),
     Control(Extend, "the deadline of the phase the run is at (an after phase's end, or its time limit) moves by the"

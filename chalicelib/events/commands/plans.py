@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, NewType
 
-from ...db import Tx
+from ...db import Tx, must_exist
 from ...roles import CONTROLLERS
 from .. import journal
 from ..document import grace_seconds_of
@@ -38,6 +38,7 @@ from .step_controls import StepChange
 # The control of the `run.status` row of a scheduled run cancelled by its occurrence's skip (`calendar.skip`).
 SKIP_OCCURRENCE = "skip_occurrence"
 Seconds = NewType("Seconds", int)  # how far a deadline moves: later if positive, earlier if negative
+VersionNumber = NewType("VersionNumber", int)  # the version an upgrade means: the one its presser saw current
 MOST_SECONDS = 7 * 24 * 3600  # a deadline moves at most a week either way in one press
 
 
@@ -86,33 +87,39 @@ class Postpone(RunMove):
 @dataclass(frozen=True)
 class Upgrade(RunMove):
     """A scheduled run moved to its definition's current version: the same run at the same time, playing what was
-    saved since it was planned (with that version's grace window)."""
+    saved since it was planned (with that version's grace window). `to` is the version its presser saw current:
+    one saved since is not played unseen (None: whichever is current at the press, for a caller that names none)."""
 
     name: ClassVar[str] = "upgrade"
     roles: ClassVar[frozenset[str]] = CONTROLLERS
     rule = upgrade_refusal
     reason: str | None = None
+    to: VersionNumber | None = None
 
     def apply(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Took[Run] | None:
-        current = definitions.current_number(tx, run.definition_id)
-        version = None if current is None else definitions.get_version(tx, run.definition_id, current)
-        if upgrade_refusal(run, None, None) is not None or version is None:
+        current = definitions.current_locked(tx, run.definition_id)
+        if upgrade_refusal(run, None, None) is not None or current is None:
             return None
-        if not runs.upgrade(tx, run.id, version.version, grace_seconds_of(version.document), by.now,
-                            seen_version=by.version_seen(run)):
+        # guard: an-upgrade-plays-a-version-its-presser-never-saw
+        to = current.version if self.to is None else self.to
+        if not runs.upgrade(tx, run.id, to, grace_seconds_of(current.document), by.now, seen_version=by.version_seen(run)):
             return None
         # guard: upgrade-commits-before-its-log-row
-        logged = log.append(tx, journal.run_upgraded(run, self.name, version.version, by.actor, clean_note(self.reason)),
-                            by.now)
+        logged = log.append(tx, journal.run_upgraded(run, self.name, to, by.actor, clean_note(self.reason)), by.now)
         return self.took(tx, run, logged)
 
     def refused(self, tx: Tx, run: Run, step: Step | None, by: Context) -> Run:
         if upgrade_refusal(run, None, None) is not None:
             raise self.lost(run)
-        current = definitions.current_number(tx, run.definition_id)
-        if current is not None and run.definition_version >= current:
+        current = must_exist(definitions.current_locked(tx, run.definition_id)).version
+        if self.to is not None and self.to > current:
+            raise Invalid(f"to: the definition has no version {self.to}; its current version is {current}")
+        if run.definition_version >= current:
             raise Conflict(f"this run already plays version {run.definition_version}, the definition's current"
                            " version", run_status=run.status.value)
+        if self.to is not None and self.to != current:
+            raise Conflict(f"version {current} was saved since you looked (you asked for version {self.to}): look at"
+                           f" it, then upgrade to it", run_status=run.status.value)
         if run.scheduled_for <= by.now:
             raise Conflict(f"this run's time has come ({iso(run.scheduled_for)}): the engine starts it as it is, on"
                            f" version {run.definition_version}", run_status=run.status.value)

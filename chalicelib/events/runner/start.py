@@ -65,8 +65,9 @@ def picked_up(run: Run, programme: Programme) -> NeedsRead:
 
 
 def fail_unreadable(tx: Tx, now: datetime, run: Run, error: str) -> RunStatus:
-    """A run whose document cannot be read fails with the reason, and its log row in the same transaction."""
-    if runs.transition(tx, run.id, [run.status], RunStatus.FAILED, now, last_error=error, degrade=True):
+    """A run whose document cannot be read fails with the reason, and its log row in the same transaction (not one
+    upgraded since the tick read it: its next walk reads the version it is on now)."""
+    if runs.fail_unreadable(tx, run, now, error):
         log.append(tx, journal.run_status(run.id, run.current_phase, run.status, RunStatus.FAILED, cause=error), now)
         return RunStatus.FAILED
     return must_exist(runs.get(tx, run.id)).status

@@ -155,11 +155,18 @@ def resume_schedule(tx: Tx, definition_id: int, paused_at: datetime | None, now:
     ) == 1
 
 
-def current_number(tx: Tx, definition_id: int) -> int | None:
-    """The definition's current version number as last committed (a locking read, not the transaction's snapshot:
-    a save that committed since it began is seen, and none commits until it ends); None if there is no definition."""
-    found = tx.scalar("SELECT current_version FROM event_definitions WHERE id = %s LOCK IN SHARE MODE", (definition_id,))
-    return None if found is None else int(found)
+def current_locked(tx: Tx, definition_id: int) -> DefinitionVersion | None:
+    """The definition's current version as last committed, its row and its version's in one locking read (not the
+    transaction's snapshot, which may predate a save and hold neither its number nor its version: a save that
+    committed since it began is seen, and none commits until it ends); None if there is no definition."""
+    # guard: the-current-version-is-read-from-the-transactions-snapshot
+    row = tx.one(
+        f"""SELECT {", ".join(f"v.{c.strip()}" for c in VERSION_COLUMNS.split(","))} FROM event_definitions AS d
+              JOIN event_definition_versions AS v ON v.definition_id = d.id AND v.version = d.current_version
+             WHERE d.id = %s LOCK IN SHARE MODE""",  # noqa: S608 — the columns are constants; the id is a parameter
+        (definition_id,),
+    )
+    return DefinitionVersion.from_row(row) if row else None
 
 
 def get_version(tx: Tx, definition_id: int, version: int) -> DefinitionVersion | None:

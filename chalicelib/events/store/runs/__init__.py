@@ -15,7 +15,8 @@ writer (`moves.move`); the statements live by job:
                   window, the due ones, the counts
     scheduled.py  a run created (an occurrence, a dry run), postponed or upgraded, then started within its grace or
                   missed
-    moves.py      the one writer of a status change, `transition`, and `degrade`
+    moves.py      the one writer of a status change, `transition`, a run failed for its unreadable document, and
+                  `degrade`
     leaving.py    a drained phase left (the runner), a held phase's condition met (a person's advance)
     cleanup.py    into cleaning_up, woken, paused on a failed revert, and out to its target; a finished run's
                   cleanup (Clean up), its status kept
@@ -26,7 +27,7 @@ writer (`moves.move`); the statements live by job:
 from .cleanup import begin_cleanup, begin_late_cleanup, end_cleanup, end_late_cleanup, pause_cleanup, wake_cleanup
 from .lease import release_lease, take_lease
 from .leaving import advance_phase, leave_phase
-from .moves import degrade, recover, transition
+from .moves import degrade, fail_unreadable, recover, transition
 from .overlap import queue, queued_behind, under_way, waiting_in_line
 from .reads import (
     REHEARSAL_FILTERS,
@@ -51,7 +52,7 @@ from .scheduled import insert_occurrence, insert_rehearsal, miss_after_grace, po
 
 __all__ = [
     "REHEARSAL_FILTERS", "Lookout", "RunFilter", "advance_phase", "begin_cleanup", "begin_late_cleanup", "count_matching",
-    "degrade", "end_cleanup", "end_late_cleanup", "find_due", "get",
+    "degrade", "end_cleanup", "end_late_cleanup", "fail_unreadable", "find_due", "get",
     "insert_occurrence", "insert_rehearsal", "leave_phase", "list_page", "live_between", "lookout", "matching", "miss_after_grace",
     "next_wake", "occurrence_key", "of_occurrences", "oldest_paused_since", "pause_cleanup", "postpone", "queue",
     "queued_behind", "recover", "release_lease", "scheduled_of_earlier_versions", "start_within_grace", "take_lease",

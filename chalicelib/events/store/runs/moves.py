@@ -17,7 +17,7 @@ from typing import Any, TypedDict, Unpack
 from ....db import Tx, placeholders
 from ... import waiting
 from ...lifecycle import CLEANUP_TARGETS, RunSQL, RunStatus, StepSQL, WaitSQL, Wake, writes
-from ...model import HealthSQL, is_whole_number, kept_note
+from ...model import HealthSQL, Run, is_whole_number, kept_note
 
 _UNSET = object()  # a move that leaves last_error as it was (None clears it)
 
@@ -176,6 +176,14 @@ def transition(
     marks = placeholders(len(sources))
     # guard: transition-from-any-status
     return move(tx, run_id, sources, to, now, f"status IN ({marks})", [s.value for s in sources], **changes)
+
+
+def fail_unreadable(tx: Tx, run: Run, now: datetime, error: str) -> bool:
+    """The run failed, its document unreadable (`error`): only while it is in the status and on the version it was
+    read with (a person's upgrade since moved it to another version, whose document its next walk reads)."""
+    # guard: an-upgraded-run-is-failed-for-its-old-version
+    return move(tx, run.id, [run.status], RunStatus.FAILED, now, "status = %s AND definition_version = %s",
+                [run.status.value, run.definition_version], last_error=error, degrade=True)
 
 
 def degrade(tx: Tx, run_id: int, now: datetime, error: str | None = None) -> bool:

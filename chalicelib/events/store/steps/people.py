@@ -157,10 +157,12 @@ def release(tx: Tx, step_id: int, now: datetime, *, holder: str | None, remind_a
     as_seen, seen_args = _as_seen(seen)
     # guard: a-release-of-a-cue-nobody-has
     held = "s.acknowledged_by IS NOT NULL"
+    # guard: a-release-of-a-step-no-longer-a-parked-cue
+    parked = f" AND {UNLEASED} AND NOT {waiting.parked_in_doubt('s')}"
     # guard: a-game-master-releases-someone-elses-cue
     own, own_args = ("", ()) if holder is None else (f" AND {holder_is()}", (holder,))
     return write(
-        tx, RELEASE, f"s.id = %s AND {held}{own}{as_seen}", (step_id, *own_args, *seen_args),
+        tx, RELEASE, f"s.id = %s AND {held}{parked}{own}{as_seen}", (step_id, *own_args, *seen_args),
         sets=f"""s.acknowledged_by = NULL, s.acknowledged_at = NULL, s.held_until = NULL, s.holds_ended = s.holds_ended + 1,
                  s.remind_at = %s, s.reminders_sent = 0, s.escalate_at = %s, s.escalation_tries = 0, {_WAKE_RUN_NOW}""",
         set_args=(remind_at, escalate_at, now, now), joins=_WITH_ITS_RUN, alias="s",
@@ -176,9 +178,11 @@ def take_over(tx: Tx, step_id: int, actor: str, now: datetime, *, held_until: da
     as_seen, seen_args = _as_seen(seen)
     # guard: a-take-over-takes-from-a-holder-not-seen
     seen_holder, holder_args = ("", ()) if from_holder is None else (f" AND {holder_is()}", (from_holder,))
+    # guard: a-take-over-of-a-step-no-longer-a-parked-cue
+    parked = f" AND {UNLEASED} AND NOT {waiting.parked_in_doubt('s')}"
     # guard: a-take-over-of-a-cue-nobody-else-has
     return write(
-        tx, TAKE_OVER, f"s.id = %s AND {holder_is('<>')}{seen_holder}{as_seen}",
+        tx, TAKE_OVER, f"s.id = %s AND {holder_is('<>')}{parked}{seen_holder}{as_seen}",
         (step_id, actor, *holder_args, *seen_args),
         sets=f"s.acknowledged_by = %s, s.acknowledged_at = %s, {_HELD_UNTIL}",
         set_args=(actor, now, *_held_until_args(held_until)), joins=_WITH_ITS_RUN, alias="s",
