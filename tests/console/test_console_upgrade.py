@@ -26,18 +26,29 @@ def _scheduled(api_client, definition_id: int, days: int) -> int:
                            {"scheduled_for": at.strftime("%Y-%m-%dT%H:%M:%SZ")})["run"]["id"]
 
 
-def test_a_moderator_upgrades_a_scheduled_run_on_its_page_and_its_log_says_so(browser, server, api_client):
-    name = f"Lantern walk (upgraded) {datetime.now(UTC):%H%M%S%f}"
+def _kept_on_version_1(api_client, label: str) -> tuple[str, int, int]:
+    """A run scheduled two days ahead on version 1 of a definition whose version 2 was saved since: (its
+    definition's name, its id, the run's id)."""
+    name = f"Lantern walk ({label}) {datetime.now(UTC):%H%M%S%f}"
     definition_id = api_client.call("POST", "/definitions", _announcing(name, "The walk begins"))["definition"]["id"]
     run_id = _scheduled(api_client, definition_id, days=2)
     api_client.call("PUT", f"/definitions/{definition_id}", _announcing(name, "The walk begins at the mill"))
+    return name, definition_id, run_id
+
+
+def _upgrade_pressed(browser, server, run_id: int) -> None:
+    sign_in(browser, MODERATOR)
+    open_run(browser, server.url, run_id)
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='upgrade']"),
+               "Upgrade")[0].click()
+
+
+def test_a_moderator_upgrades_a_scheduled_run_on_its_page_and_its_log_says_so(browser, server, api_client):
+    name, _, run_id = _kept_on_version_1(api_client, "upgraded")
     try:
-        sign_in(browser, MODERATOR)
-        open_run(browser, server.url, run_id)
-        said = eventually(lambda: "is current" in (t := text_of(browser, "#run-definition")) and t, "the version note")
+        _upgrade_pressed(browser, server, run_id)
+        said = text_of(browser, "#run-definition")
         assert said == f"{name}, version 1 (version 2 is current)", said
-        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='upgrade']"),
-                   "Upgrade")[0].click()
         asked = confirm_dialog(browser)
         assert "current version" in asked and "It plays version 2 instead of version 1" in asked, asked
         eventually(lambda: text_of(browser, "#run-definition") == f"{name}, version 2", "the run on version 2")
@@ -78,15 +89,9 @@ def test_the_saves_warning_leads_to_the_runs_kept_and_the_bulk_bar_upgrades_thos
 def test_a_version_saved_while_the_upgrade_was_asked_is_refused_not_played(browser, server, api_client):
     """The dialog says which version the run will play; a version saved while it is open is refused by the API,
     said in the notice, and the run keeps its version: a draft saved a moment ago is never played unseen."""
-    name = f"Lantern walk (saved meanwhile) {datetime.now(UTC):%H%M%S%f}"
-    definition_id = api_client.call("POST", "/definitions", _announcing(name, "The walk begins"))["definition"]["id"]
-    run_id = _scheduled(api_client, definition_id, days=2)
-    api_client.call("PUT", f"/definitions/{definition_id}", _announcing(name, "The walk begins at the mill"))
+    name, definition_id, run_id = _kept_on_version_1(api_client, "saved meanwhile")
     try:
-        sign_in(browser, MODERATOR)
-        open_run(browser, server.url, run_id)
-        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-controls [data-control='upgrade']"),
-                   "Upgrade")[0].click()
+        _upgrade_pressed(browser, server, run_id)
         asked = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the question")[0].text
         assert "It plays version 2 instead of version 1" in asked, asked
         api_client.call("PUT", f"/definitions/{definition_id}", _announcing(name, "A half-finished draft"))
