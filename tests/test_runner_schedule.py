@@ -5,11 +5,13 @@ from collections import Counter
 from datetime import timedelta
 
 from chalicelib.db import Database
+from chalicelib.events import occurrences
 from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.runner.planner import plan_occurrences
 from chalicelib.events.store import definitions
 from tests.support.factory import document, make_definition, run_row
 from tests.support.runner_kit import log_of, run_story, schedule, step, tick
+from tests.support.together import at_once
 
 HELLO = document([[step("core.announce", message="hello")]])
 
@@ -85,3 +87,23 @@ def test_overlapping_planners_create_exactly_one_run_per_occurrence(db, db_param
     assert max(Counter(r["occurrence_key"] for r in rows).values()) == 1
     planned_rows = db.autocommit(lambda tx: tx.one("SELECT COUNT(*) AS n FROM event_run_log WHERE kind = 'run.status'"))
     assert planned_rows["n"] == len(rows)  # only the planner whose insert took wrote the log row
+
+
+def test_two_planners_and_a_person_scheduling_the_same_occurrence_at_once_make_one_run_logged_once(db, db_params, clock):
+    """Overlapping ticks and a moderator's POST /definitions/{id}/runs of the one occurrence in the window, released
+    together, again and again: one run, one `run.status` row, and the person is answered that run."""
+    at = clock.now() + timedelta(minutes=30)
+
+    def planner(own):
+        return plan_occurrences(own, clock.now(), timedelta(hours=1))
+
+    for _ in range(5):
+        definition = _recurring(db, clock.now(), cron=f"{at.minute} {at.hour} * * *")
+        first, second, scheduled = at_once(db_params, planner, planner, lambda own, d=definition.id: occurrences.schedule_run(
+            own, d, at, actor="mod-mia", now=clock.now()))
+        run, created = scheduled
+        assert (first.failed, second.failed) == (0, 0)
+        made = db.autocommit(lambda tx, d=definition.id: tx.all("SELECT id FROM event_runs WHERE definition_id = %s", (d,)))
+        assert [r["id"] for r in made] == [run.id]
+        assert first.planned + second.planned + created == 1
+        assert [(e.actor, e.detail["to"]) for e in log_of(db, run.id)] == [("mod-mia" if created else "runner", "scheduled")]

@@ -157,7 +157,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("schedule-twice-is-two-runs", "schedule-twice-is-two-runs",
              '"""INSERT IGNORE INTO event_runs',
              '"""INSERT INTO event_runs',
-             (STORE_RUNS,)),
+             (STORE_RUNS, RUNNER_SCHEDULE)),
     # ── runs: status changes ─────────────────────────────────────────────
     Mutation("transition-from-any-status", "transition-from-any-status",
              'f"status IN ({marks})"',
