@@ -23,7 +23,7 @@ from chalicelib import runtime
 from chalicelib.api import signature
 from chalicelib.api.schemas import SIGNAL_PAYLOAD_BYTES
 from chalicelib.events import commands
-from chalicelib.events.lifecycle import RunStatus
+from chalicelib.events.lifecycle import RunStatus, SignalEffect
 from chalicelib.events.model import iso
 from chalicelib.events.store import phases, steps
 from tests.support.api import ADMIN, GM, MODERATOR, Api, hs_settings
@@ -31,6 +31,7 @@ from tests.support.factory import make_run, run_row
 from tests.support.interference import log_rows_refused
 from tests.support.runner_kit import log_of, schedule, step, tick
 from tests.support.scenes import everything
+from tests.support.together import at_once
 
 ROOT = Path(__file__).resolve().parents[1]
 GAME_KEY = "game-signal-key-0123456789abcdef"
@@ -257,6 +258,26 @@ def test_a_repeat_after_the_run_finished_still_answers_the_first_receipt(api, db
     commands.cancel(db, run.id, actor="mod-mia", now=clock.advance(1), reason="storm")
     again = _signal(api, run.id, "boss_defeated", auth=MODERATOR)
     assert (again.status, again.body) == (200, first.body)
+
+
+def test_the_same_signal_sent_at_once_by_three_senders_is_received_once_and_all_three_answer_that_receipt(
+        db, db_params, clock, runner):
+    """The game and two people send boss_defeated together, each on its own connection, to five runs at phase 2: one
+    receipt and one run.signal row each, its sender the one the phase says met it, and the two who lost hear the
+    first receipt as a repeat, not their own."""
+    boss = [schedule(db, clock.now(), BOSS) for _ in range(5)]
+    tick(runner)
+    senders = ("game", "mod-mia", "admin-ada")
+    for run in boss:
+        receipts = at_once(db_params, *(lambda own, by=by, r=run.id: commands.receive_signal(
+            own, r, "boss_defeated", actor=by, now=clock.now(), payload={"from": by}) for by in senders))
+        [first] = [r.signal for r in receipts if not r.repeat]
+        assert [r.signal.public() for r in receipts] == [first.public()] * 3
+        assert first.payload == {"from": first.received_by} and first.effect is SignalEffect.ENDS_PHASE
+        [kept] = _receipt(db, run.id)
+        assert (kept["received_by"], json.loads(kept["payload"])) == (first.received_by, first.payload)
+        assert [e.actor for e in _signal_rows(db, run.id)] == [first.received_by]
+        assert _phase(db, run.id, 2).met_by == first.received_by
 
 
 # ── refusals: nothing written ─────────────────────────────────────────────
