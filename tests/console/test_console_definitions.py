@@ -87,6 +87,9 @@ def test_an_admin_creates_a_definition_adds_a_version_views_each_and_schedules_a
         when = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#run-summary time[title]"), "the run's times")[0]
         hover = when.get_attribute("title")  # the local time with its zone, then UTC; the text says how far off it is
         assert re.search(rf"(20:00:00|8:00:00\sPM) .+ · {utc:%Y-%m-%d %H:%M:%S} UTC$", hover), hover
+        # The time itself shows beside the words, for a phone that cannot hover and a keyboard that cannot focus a title.
+        shown = text_of(browser, "#run-summary .when")
+        assert re.fullmatch(r"in \d+ days \(.+(20:00|8:00\sPM)\)", shown), shown
         assert "(v2)" in text_of(browser, "#run-summary") or "version 2" in text_of(browser, "#run-summary")
 
         browser.back()

@@ -67,10 +67,13 @@ export function relativeWords(iso, now = Date.now()) {
   return RELATIVE.format(Math.round(seconds / 10) * 10, 'second');
 }
 
-// A time as how long ago (or how soon) it is, kept current; the local time, its zone and UTC on hover.
+// A time as how long ago (or how soon) it is, kept current, then its time of day in the viewer's zone ("in 2 hours
+// (20:00)"): the words round a long way (18:29 to 20:00 is "in 2 hours"), and a phone cannot hover nor a keyboard
+// focus a title. The local time with its zone, and UTC, on hover.
 export function when(iso) {
   if (!iso) return el('span', { class: 'muted' }, '—');
-  return el('time', { datetime: iso, title: hover(iso), 'data-relative': 'ago' }, relativeWords(iso));
+  return el('span', { class: 'when' }, el('time', { datetime: iso, title: hover(iso), 'data-relative': 'ago' }, relativeWords(iso)),
+    ' ', el('span', { class: 'muted', 'data-clock': '' }, `(${timeOfDay(iso)})`));
 }
 
 // How long since a time ("12 min"), kept current; the time itself on hover.
