@@ -6,12 +6,15 @@ refusal writes nothing.
 
 from datetime import timedelta
 
+from chalicelib.events import commands
+from chalicelib.events.errors import Conflict
 from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.model import Claim, iso
 from chalicelib.events.store import steps
 from tests.support.api import ADMIN, GM, MODERATOR, token
 from tests.support.factory import run_row, step_row
 from tests.support.scenes import log_rows, put_step_in, run_with_steps, set_step, snapshot
+from tests.support.together import at_once
 
 ROWAN = token("gm", sub="Rowan")
 
@@ -59,6 +62,22 @@ def test_another_person_is_409_naming_who_has_it_and_since_when(api, db, clock):
                                "detail": {"run_status": "running", "step_status": "running", "step_parked": True}}
     assert snapshot(db, run.id) == before
     assert step_row(db, cue.id).acknowledged_by == "Rowan"
+
+
+def test_three_people_acknowledging_at_once_leave_one_holder_one_row_and_the_others_told_who_has_it(db, db_params, clock):
+    """Rowan, Sam and Ivy press I have it together, each on a connection of their own, on five parked cues: the first
+    stands; the other two are refused naming the one who has it, and neither writes a row."""
+    people = ("Rowan", "Sam", "Ivy")
+    for _ in range(5):
+        run, cue = _parked(db, clock)
+        answers = at_once(db_params, *(lambda own, who=who: commands.acknowledge(own, run.id, cue.id, actor=who, now=clock.now())
+                                      for who in people))
+        [holder] = [a.acknowledged_by for a in answers if not isinstance(a, Exception)]
+        refusals = [str(a) for a in answers if isinstance(a, Conflict)]
+        said = f"{cue.named}: {holder} has it since {clock.now():%H:%M} UTC; to have it yourself, take it over with a note"
+        assert refusals == [said] * 2
+        assert step_row(db, cue.id).acknowledged_by == holder
+        assert [r["actor"] for r in log_rows(db, run.id) if r["kind"] == "step.acknowledged"] == [holder]
 
 
 def test_only_a_parked_cue_can_be_acknowledged(api, db, clock):

@@ -12,7 +12,7 @@ from chalicelib.events import commands
 from chalicelib.events.actions.context import ActionContext
 from chalicelib.events.actions.core import cue_attention
 from chalicelib.events.actions.perform import Actions
-from chalicelib.events.errors import Invalid
+from chalicelib.events.errors import Conflict, Invalid
 from chalicelib.events.lifecycle import StepStatus
 from chalicelib.events.model import Step, StepSpec, iso
 from chalicelib.events.runner import Budget, Runner
@@ -23,6 +23,7 @@ from tests.support.factory import document, step_row
 from tests.support.interference import log_rows_refused
 from tests.support.runner_kit import RULES, RecordingChannel, log_of, schedule, step
 from tests.support.scenes import snapshot
+from tests.support.together import at_once
 
 ROWAN = token("gm", sub="Rowan")
 SAM = token("gm", sub="Sam")
@@ -183,13 +184,51 @@ def test_a_lapse_read_before_the_holder_had_it_again_leaves_the_new_hold(db, clo
     assert (again.acknowledged_by, again.held_until) == ("Rowan", clock.now() + timedelta(seconds=120))
 
 
+def _attender(db, now):
+    """What a tick's walker lapses a hold with, on `db`, at `now`."""
+    return Attender(db, Actions(bridge=None, cue_channel=RecordingChannel("cue"), announce_channel=RecordingChannel("announce")),
+                    RULES, now, Budget.for_seconds(60))
+
+
+@pytest.mark.parametrize("control", ["take_over", "release"])
+def test_a_hold_lapsing_as_a_person_takes_the_cue_over_or_releases_it_ends_once_and_leaves_one_holder_at_most(
+        db, db_params, clock, runner, control):
+    """The tick lapses Rowan's ended hold while Sam takes the cue over (or a moderator releases it), together, each on
+    a connection of its own, on six cues: one of the two ends the hold and writes its row; the other writes nothing
+    (a lapse read before the take-over leaves Sam's hold; a person after the lapse is told nobody has the cue)."""
+    cued = [schedule(db, clock.now(), document([[step("core.cue", instruction="Light the bonfire", escalate_after_seconds=120)]]))
+            for _ in range(6)]
+    _tick(runner)
+    cues = [cue for run in cued for cue in db.autocommit(lambda tx, r=run.id: steps.list_for_run(tx, r))]
+    for cue in cues:
+        commands.acknowledge(db, cue.run_id, cue.id, actor="Rowan", now=clock.now())
+    clock.advance(120)
+    press = {"take_over": lambda own, cue: commands.take_over(own, cue.run_id, cue.id, actor="Sam", now=clock.now(),
+                                                               note="Rowan went quiet"),
+             "release": lambda own, cue: commands.release(own, cue.run_id, cue.id, actor="mod-mia", now=clock.now())}[control]
+    ends = {"take_over": "step.taken_over", "release": "step.released"}[control]
+    for read in (step_row(db, cue.id) for cue in cues):  # each as the tick read it at the end of Rowan's hold
+        lapsed, pressed = at_once(db_params, lambda own, r=read: _attender(own, clock.now()).lapse(r),
+                                  lambda own, r=read: press(own, r))
+        rows = [e.kind for e in log_of(db, read.run_id) if e.kind in ("step.hold_lapsed", ends)]
+        after = step_row(db, read.id)
+        if lapsed:
+            assert isinstance(pressed, Conflict) and "nobody has this cue" in str(pressed), pressed
+            assert rows == ["step.hold_lapsed"]
+            assert (after.acknowledged_by, after.lapsed_by) == (None, "Rowan")
+        else:
+            assert not isinstance(pressed, Exception), pressed
+            assert rows == [ends]
+            assert (after.acknowledged_by, after.lapsed_by) == ({"take_over": "Sam", "release": None}[control], None)
+        assert after.holds_ended == 1 - (control == "take_over" and not lapsed)
+
+
 def test_a_lapse_whose_log_row_cannot_be_written_changes_nothing(db, clock, runner, api):
     run, cue = _parked_cue(db, clock, runner, escalate_after_seconds=120)
     assert _press(api, run, cue, "acknowledge", ROWAN).status == 200
     clock.advance(120)
     before = snapshot(db, run.id)
-    attender = Attender(db, Actions(bridge=None, cue_channel=RecordingChannel("cue"),
-                                    announce_channel=RecordingChannel("announce")), RULES, clock.now(), Budget.for_seconds(60))
+    attender = _attender(db, clock.now())
     with log_rows_refused(db, "NEW.kind = 'step.hold_lapsed'"), pytest.raises(pymysql.err.MySQLError):
         attender.lapse(step_row(db, cue.id))
     assert snapshot(db, run.id) == before
