@@ -5,11 +5,14 @@ from datetime import timedelta
 
 import pytest
 
+from chalicelib.events import commands
 from chalicelib.events.commands import bulk
+from chalicelib.events.errors import Clash
 from chalicelib.events.lifecycle import RunStatus
 from tests.support.api import ADMIN, GM, MODERATOR
 from tests.support.factory import insert_run, make_definition, make_run
 from tests.support.scenes import everything, log_rows
+from tests.support.together import at_once
 
 
 def _runs(db, now, definition, statuses, start=0):
@@ -205,3 +208,31 @@ def test_a_filter_matching_more_than_a_request_may_act_on_is_400_naming_the_coun
                       auth=ADMIN)
     assert answer.status == 400 and "matches 3 runs; at most 2" in answer.body["errors"][0]
     assert everything(db) == before
+
+
+@pytest.mark.parametrize("which", ["ids", "status"])
+def test_one_bulk_press_sent_twice_at_once_changes_each_run_once_and_the_other_replays_or_is_the_counts_409(
+        db, db_params, clock, monkeypatch, which):
+    """The console's press and its automatic re-send, with one key, at once on connections of their own, over three
+    batches each (ten runs a batch here), five times: each run paused once with one row; the other sending lists it
+    replayed, or, its status filter matching fewer once the first's batches committed, is the count's 409 and
+    changes nothing. Never a run refused as already paused, never a run paused twice."""
+    monkeypatch.setattr(bulk, "BATCH", 10)
+    for attempt in range(5):
+        festival = make_definition(db, clock.now())
+        running = {r.id for r in _runs(db, clock.now(), festival, [RunStatus.RUNNING] * 25)}
+        shown = {"ids": {"ids": sorted(running)}, "status": {"definition": festival.id, "status": "running"}}[which]
+        pressed = bulk.BulkPress.of({"control": "pause", "filter": shown, "reason": "boss bugged", "expected_count": 25}, None)
+        by = commands.Context("mod-mia", clock.now(), commands.Press(key=f"bulk-pause-{attempt}"))
+        answers = at_once(db_params, *[lambda own: bulk.press(own, pressed, by)] * 2)
+        took = [a for a in answers if not isinstance(a, Exception)]
+        assert all(isinstance(a, Clash) and a.detail["count"] < 25 for a in answers if a not in took), answers
+        assert all(a["refused"] == [] and {r["id"] for r in a["changed"]} == running for a in took), took
+        firsts = sorted(r["id"] for a in took for r in a["changed"] if not r.get("replayed"))
+        assert firsts == sorted(running)  # each run changed by one sending, the other (if any) replaying it
+        assert {r["status"] for a in took for r in a["changed"]} == {"paused"}
+        assert set(_statuses(db, running).values()) == {"paused"}
+        pauses = db.autocommit(lambda tx: [row["run_id"] for row in tx.all(
+            "SELECT run_id FROM event_run_log WHERE kind = 'run.status' AND actor = 'mod-mia' AND run_id IN %s",
+            (sorted(running),))])
+        assert sorted(pauses) == sorted(running)
