@@ -1,6 +1,7 @@
 """The console on a phone, 400 px wide (issue 40, item 7): on every page no label, heading, field, button or
 link overlaps another (their bounding boxes compared), nothing is wider than the screen, and the runs list's
-first run shows on the first screen rather than far below its filters."""
+first run shows on the first screen rather than far below its filters; at 320 px with text at 150% (a phone's text
+scaling) the runs list and a run's page neither overlap nor scroll sideways."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.console.pages import cue_banner, escalate, open_run, schedule_now, si
 from tests.support.api import ADMIN
 
 PHONE_400 = (400, 844)
+PHONE_320 = (320, 640)
 # The boxes compared: what a person reads or presses, each a box of its own.
 OVERLAPS = """
 // Visually hidden (a card table's header row, kept for screen readers): clipped away, not laid over anything.
@@ -60,8 +62,10 @@ def _overlaps(browser, page: str) -> list[str]:
 
 
 def _wider(browser, page: str) -> list[str]:
-    overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
-    return [f"{page}: {overflow} px wider than the phone"] if overflow > 0 else []
+    """The page, or a table's box (a card pushed wider than the screen scrolls inside it), scrolling sideways."""
+    overflow = browser.execute_script("""return [document.documentElement.scrollWidth - window.innerWidth,
+        ...[...document.querySelectorAll('.table-wrap')].map((box) => box.scrollWidth - box.clientWidth)]""")
+    return [f"{page}: {px} px wider than the phone{' in a table' if i else ''}" for i, px in enumerate(overflow) if px > 0]
 
 
 def test_no_label_overlaps_its_neighbour_at_400_px_and_the_first_run_is_on_the_first_screen(browser, server, api_client):
@@ -99,8 +103,22 @@ def test_no_label_overlaps_its_neighbour_at_400_px_and_the_first_run_is_on_the_f
         eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "table.calendar"), "the calendar")
         screenshot(browser, "phone-calendar")
         found += _overlaps(browser, "the calendar") + _wider(browser, "the calendar")
+
+        # A smaller phone with its text enlarged: a card's labels beside their values left a badge no room.
+        browser.set_window_size(*PHONE_320)
+        eventually(lambda: browser.execute_script("return window.innerWidth") == PHONE_320[0], "the window at 320 px")
+        browser.execute_script("document.documentElement.style.fontSize = '150%'")
+        browser.get(f"{server.console_url}#/runs")
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#inbox tr[data-inbox='{run_id}']"), "the inbox at 320 px")
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#runs-list tr[data-run='{run_id}']"), "the list at 320 px")
+        found += _overlaps(browser, "the runs list at 320 px, text at 150%") + _wider(browser, "the runs list at 320 px, text at 150%")
+        open_run(browser, server.url, run_id)
+        cue_banner(browser)
+        screenshot(browser, "phone-320-large-text-run")
+        found += _overlaps(browser, "a run at 320 px, text at 150%") + _wider(browser, "a run at 320 px, text at 150%")
         assert found == [], "\n".join(found)
     finally:
+        browser.execute_script("document.documentElement.style.fontSize = ''")
         browser.set_window_size(*LAPTOP)
         # Its Friday evenings would park a cue in every later test's inbox.
         api_client.call("POST", f"/definitions/{definition_id}/schedule/pause", {"reason": "the test is over"})
