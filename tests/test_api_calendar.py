@@ -9,12 +9,14 @@ import pytest
 
 from chalicelib.db import must_exist
 from chalicelib.events import calendar
+from chalicelib.events.runner.planner import plan_occurrences
 from chalicelib.events.store import definitions
 from chalicelib.events.views.calendar import MAX_LISTED
 from tests.support.api import ADMIN, GM, MODERATOR
-from tests.support.factory import insert_run, make_definition, run_row
+from tests.support.factory import document, insert_run, make_definition, run_row
 from tests.support.interference import log_rows_refused
 from tests.support.runner_kit import log_of, tick
+from tests.support.together import at_once
 
 DAILY_BERLIN = {"cron": "0 20 * * *", "timezone": "Europe/Berlin"}
 FRIDAYS_BERLIN = {"cron": "0 20 * * 5", "timezone": "Europe/Berlin"}
@@ -454,3 +456,53 @@ def test_the_window_edges_are_from_included_and_to_excluded(api):
     edge = datetime(2026, 12, 11, 19, 0)
     after = (edge + timedelta(days=7)).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert _times(_occurrences(api, definition_id, "2026-12-11T19:00:00Z", after)) == ["2026-12-11T19:00:00Z"]
+
+
+# ── a skip or an unskip at the moment the planner plans the occurrence ──────────
+def _planning(clock):
+    """A tick's planning, an hour ahead, on a connection of its own."""
+    return lambda own: plan_occurrences(own, clock.now(), timedelta(hours=1))
+
+
+def _half_past(db, clock):
+    """A new definition recurring daily at 20:30 UTC, half an hour after now: its one occurrence in the planner's hour."""
+    at = clock.now() + timedelta(minutes=30)
+    doc = document(schedule={"cron": f"{at.minute} {at.hour} * * *"})
+    return make_definition(db, clock.now(), doc).id, at
+
+
+def test_a_skip_at_the_moment_the_planner_plans_its_occurrence_never_leaves_it_a_scheduled_run(db, db_params, clock):
+    """An admin skips the occurrence as a tick plans it, together, six times: either the planner sees the skip and
+    makes no run, or the skip sees the planner's run and cancels it, saying so; never a skipped occurrence that runs."""
+    for _ in range(6):
+        definition_id, at = _half_past(db, clock)
+        planned, skipped = at_once(db_params, _planning(clock), lambda own, d=definition_id, t=at: calendar.skip(
+            own, d, t, reason="server maintenance", actor="admin-ada", now=clock.now()))
+        assert planned.failed == 0 and not isinstance(skipped, Exception), skipped
+        assert [(r["definition_id"], r["scheduled_for"]) for r in _skip_rows(db) if r["definition_id"] == definition_id] == [
+            (definition_id, at)]
+        runs = _runs_of(db, definition_id)
+        assert [r["status"] for r in runs] == (["cancelled"] if planned.planned else [])
+        assert (skipped.cancelled_run and skipped.cancelled_run.id) == (runs[0]["id"] if runs else None)
+        for run in runs:
+            assert [(e.actor, e.detail.get("control"), e.detail["to"]) for e in log_of(db, run["id"])] == [
+                ("runner", None, "scheduled"), ("admin-ada", "skip_occurrence", "cancelled")]
+
+
+def test_an_unskip_at_the_moment_the_planner_passes_its_occurrence_always_leaves_it_one_run(db, db_params, clock):
+    """An admin undoes a skip as a tick plans past the occurrence, together, six times: either the planner sees no
+    skip and makes the run, or the unskip sees the planner's mark past it and makes it; one run, one row, never none."""
+    for _ in range(6):
+        definition_id, at = _half_past(db, clock)
+        calendar.skip(db, definition_id, at, reason="maybe", actor="admin-ada", now=clock.now())
+        planned, unskipped = at_once(db_params, _planning(clock), lambda own, d=definition_id, t=at: calendar.unskip(
+            own, d, t, actor="admin-ada", now=clock.now()))
+        assert planned.failed == 0 and not isinstance(unskipped, Exception), unskipped
+        assert [r for r in _skip_rows(db) if r["definition_id"] == definition_id] == []
+        made = _runs_of(db, definition_id)
+        assert len(made) == 1, f"the unskipped occurrence has {len(made)} runs"
+        [run] = made
+        assert (run["status"], run["scheduled_for"]) == ("scheduled", at)
+        made_by = "runner" if planned.planned else "admin-ada"
+        assert [(e.actor, e.detail["to"]) for e in log_of(db, run["id"])] == [(made_by, "scheduled")]
+        assert unskipped["run"] is None or unskipped["run"]["id"] == run["id"]

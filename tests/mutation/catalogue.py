@@ -2123,6 +2123,11 @@ MUTATIONS: list[Mutation] = [
              "if run is None and scheduled_for <= now:",
              "if run is None and scheduled_for < now:",
              (API_CALENDAR,)),
+    # Skip, unskip and a schedule's resume lock the definition's row first, as the planner's mark does: none interleaves
+    # with a planning of that definition.
+    Mutation("a-skip-interleaves-with-a-planning", "a-skip-interleaves-with-a-planning",
+             'WHERE id = %s FOR UPDATE", (definition_id,))', 'WHERE id = %s", (definition_id,))',
+             (API_CALENDAR,)),
     Mutation("an-unskip-at-the-planners-mark-plans-nothing", "an-unskip-at-the-planners-mark-plans-nothing",
              "planned.through >= scheduled_for:",
              "planned.through > scheduled_for:",

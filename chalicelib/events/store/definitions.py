@@ -79,6 +79,7 @@ class Planned(NamedTuple):
 def lock_planning(tx: Tx, definition_id: int) -> Planned | None:
     """Lock the definition's row, as the planner's mark does (`mark_planned`), and read how far it is planned;
     None if there is no such definition."""
+    # guard: a-skip-interleaves-with-a-planning
     row = tx.one("SELECT planned_through FROM event_definitions WHERE id = %s FOR UPDATE", (definition_id,))
     return None if row is None else Planned(row["planned_through"])
 
