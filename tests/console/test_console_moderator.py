@@ -240,3 +240,34 @@ def test_every_page_passes_axe_light_and_dark_at_a_laptop_and_at_400_px_with_sho
     screenshot(browser, "run-steps-as-cards-at-400-px")
     _audited(browser, "a paused run at 400 px")
     api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "the test is over"})
+
+
+def test_single_key_shortcuts_are_turned_off_from_the_footer_and_stay_off_in_this_browser(browser, server):
+    """WCAG 2.1.4: a speech-input user's dictated words, or a keyboard bumped on a tablet, must not take a game master
+    off a live run: the shortcuts' help (opened by `?` or the footer's button, which works with them off) turns them
+    off, and a reload or a new tab keeps them off."""
+    sign_in(browser, MODERATOR)
+    opener = browser.find_element(By.ID, "shortcuts-open")
+    try:
+        opener.click()
+        on = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#shortcuts[open] #shortcuts-on"), "the shortcuts' help")[0]
+        assert on.is_selected(), "on by default"
+        on.click()
+        assert "off" in text_of(browser, "#shortcuts-state")
+        browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+        eventually(lambda: not browser.find_elements(By.ID, "shortcuts"), "the help closed")
+        assert browser.execute_script("return document.activeElement.id") == "shortcuts-open", "focus back on the footer's button"
+        browser.refresh()
+        eventually(lambda: browser.find_elements(By.ID, "signed-in-as"), "the page again, signed in")
+        where = browser.current_url
+        browser.find_element(By.TAG_NAME, "body").send_keys("n?")  # a key's handler acts at once: nothing to wait for
+        assert (browser.current_url, browser.find_elements(By.ID, "shortcuts")) == (where, []), "a shortcut acted, turned off"
+
+        browser.find_element(By.ID, "shortcuts-open").click()
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#shortcuts[open] #shortcuts-on"), "the help again")[0].click()
+        browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+        eventually(lambda: not browser.find_elements(By.ID, "shortcuts"), "the help closed")
+        browser.find_element(By.TAG_NAME, "body").send_keys("n")
+        eventually(lambda: browser.current_url.endswith("#/runs?waiting=any"), "n, turned on again: the runs that need someone")
+    finally:
+        browser.execute_script("localStorage.removeItem('events.console.shortcuts-off')")
