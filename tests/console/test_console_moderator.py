@@ -88,6 +88,8 @@ def test_the_log_follows_its_newest_rows_unless_the_person_scrolled_up_and_filte
     at_bottom = ("const b = document.getElementById('log-box'); return b.scrollHeight > b.clientHeight + 50"
                  " && b.scrollTop + b.clientHeight >= b.scrollHeight - 8")
     eventually(lambda: browser.execute_script(at_bottom), "the newest rows in view")
+    box = browser.find_element(By.ID, "log-box")  # focusable to scroll by keys: a screen reader says what it is
+    assert (box.aria_role, box.accessible_name) == ("region", "Run log, newest at the bottom")
     browser.execute_script("const b = document.getElementById('log-box'); b.scrollTop = 0; b.dispatchEvent(new Event('scroll'))")
     api_client.call("POST", f"/runs/{run_id}/steps/{cue_id}/confirm", {"note": "lit"})
     eventually(lambda: any("note: “lit”" in text for _, text in log_rows(browser)), "the confirm's row")

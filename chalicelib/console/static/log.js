@@ -154,7 +154,8 @@ export function logView() {
   let most = LOG_SHOWN; // how many of the newest lines are drawn
   let shown = { entries: [], nameOf: (entry) => `step id ${entry.step_id}`, people: {} };
   const list = el('ol', { id: 'run-log', class: 'log' });
-  const box = el('div', { class: 'log-box', id: 'log-box', tabindex: '0', 'aria-label': 'Run log, newest at the bottom' }, list);
+  // A region (a label on a plain div is not read by most screen readers): focused (Tab, or `l`), it says what it is.
+  const box = el('div', { class: 'log-box', id: 'log-box', tabindex: '0', role: 'region', 'aria-label': 'Run log, newest at the bottom' }, list);
   const followNote = el('p', { id: 'log-following', class: 'muted', 'aria-live': 'polite' });
   const newest = el('button', { type: 'button', id: 'log-newest', hidden: true, onclick: () => { following = true; render(); } }, 'Show the newest rows');
   const earlier = el('button', {
