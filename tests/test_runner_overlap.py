@@ -11,7 +11,8 @@ from chalicelib.events.lifecycle import RunStatus
 from chalicelib.events.store import runs, wake
 from devtools.kit.game_bridge import Answer
 from tests.support.factory import document, make_definition, run_row
-from tests.support.runner_kit import log_of, step, tick
+from tests.support.runner_kit import log_of, make_runner, step, tick
+from tests.support.together import at_once
 
 CUE = step("core.cue", instruction="Light the bonfire")
 
@@ -200,3 +201,52 @@ def test_a_queued_run_postponed_decides_again_at_its_new_time_and_frees_the_queu
     assert run_row(db, third.id).status is RunStatus.SCHEDULED
     assert [row["decided"] for row in _overlap_rows(db, third.id)] == ["queued"]  # the queue's one place is its own
     assert run_row(db, second.id).status is RunStatus.SCHEDULED
+
+
+@pytest.mark.parametrize("control", ["cancel", "pause"])
+def test_cancel_previous_and_a_persons_cancel_or_pause_of_the_earlier_run_at_once_change_it_once_each(
+        db, db_params, clock, runner, control):
+    """A tick starts the next occurrence under cancel_previous while a moderator cancels (or pauses) the earlier run,
+    together on connections of their own, five times: the earlier run is cancelled once, by whichever came first,
+    with one row; a person who came second is told it is cancelled already, a tick that came second says in its
+    overlap row that its cancel was refused (or, having seen it over, decides nothing); the next run starts."""
+    doc = document([[CUE]], schedule={"cron": "0 3 1 1 *", "overlap": "cancel_previous"})
+    for _ in range(5):
+        definition = make_definition(db, clock.now() - timedelta(hours=1), doc)
+        occurrence = {"definition_id": definition.id, "definition_version": definition.current_version,
+                      "grace_seconds": 3600, "now": clock.now()}
+        earlier = db.transaction(lambda tx, o=occurrence: runs.insert_occurrence(
+            tx, scheduled_for=clock.now() - timedelta(minutes=10), **o))[0]
+        tick(runner)  # the earlier run starts and parks at its cue
+        due = db.transaction(lambda tx, o=occurrence: runs.insert_occurrence(tx, scheduled_for=clock.now(), **o))[0]
+        pressed, _ = at_once(db_params, lambda own, r=earlier.id: getattr(commands, control)(
+            own, r, actor="mod-mia", now=clock.now(), reason="storm"), _ticking(clock))
+        assert run_row(db, due.id).status is RunStatus.RUNNING
+        assert run_row(db, earlier.id).status is RunStatus.CANCELLED
+        changes = [(e.actor, e.detail["control"], e.detail["to"]) for e in log_of(db, earlier.id)
+                   if e.kind == "run.status" and e.detail.get("control")]
+        decided = _overlap_rows(db, due.id)
+        if isinstance(pressed, Exception):  # the tick came first
+            assert str(pressed) == {"cancel": "this run is already cancelled", "pause": (
+                "this run is cancelled; only a starting, running or cleaning-up run can be paused")}[control]
+            assert changes == [("runner", "cancel", "cancelled")]
+            assert [d["decided"] for d in decided] == ["cancelled_previous"] and "not cancelled" not in decided[0]["cause"]
+        elif control == "pause":  # the person came first: the tick cancels a paused run as a person would
+            assert changes == [("mod-mia", "pause", "paused"), ("runner", "cancel", "cancelled")]
+        else:
+            assert changes == [("mod-mia", "cancel", "cancelled")]
+            refused = f"run {earlier.id} was not cancelled: this run is already cancelled"
+            assert decided == [] or [d["cause"].endswith(refused) for d in decided] == [True], decided
+
+
+def _ticking(clock):
+    """A tick on a connection of its own."""
+
+    def ticked(own):
+        ticker = make_runner(own, clock, None, concurrency=1)
+        try:
+            return tick(ticker)
+        finally:
+            ticker.close()
+
+    return ticked

@@ -692,7 +692,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("control-reads-the-run-unlocked", "control-reads-the-run-unlocked",
              "run = runs.get(tx, command.run_id, for_update=True)",
              "run = runs.get(tx, command.run_id, for_update=False)",
-             (G_CONTROLS, API_BULK)),
+             (G_CONTROLS, API_BULK, OVERLAP)),
     Mutation("control-reads-the-step-unlocked", "control-reads-the-step-unlocked",
              "step = steps.get_on_run(tx, run.id, self.step_id, for_update=True)",
              "step = steps.get_on_run(tx, run.id, self.step_id, for_update=False)",
