@@ -139,7 +139,9 @@ def test_extend_sent_by_keyboard_gives_focus_back_to_its_button(browser, server,
     sign_in(browser, MODERATOR)
     open_run(browser, server.url, run_id)
     extend = "[data-control='extend'][data-phase='1']"
-    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, extend), "the phase's Extend")[0].send_keys(Keys.ENTER)
+    button = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, extend), "the phase's Extend")[0]
+    assert button.accessible_name == "Extend, phase 1 (market)", "reached by Tab, it names what it extends"
+    button.send_keys(Keys.ENTER)
     minutes = eventually(lambda: browser.find_elements(By.ID, "plan-value"), "the minutes asked")[0]
     minutes.send_keys(Keys.ENTER)  # the 10 minutes it offers
     eventually(lambda: "is moved by 10 min" in browser.find_element(By.ID, "notice").text, "the move's notice")

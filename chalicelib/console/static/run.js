@@ -175,7 +175,7 @@ export function runView(main, ctx, runIdText) {
     const named = phaseNamed(phase.number, phase);
     const path = `/runs/${runId}/phases/${phase.number}/extend`;
     return el('button', {
-      type: 'button', class: 'small', 'data-control': 'extend', 'data-phase': phase.number,
+      type: 'button', class: 'small', 'data-control': 'extend', 'data-phase': phase.number, 'aria-label': `${specOf('extend').action}, ${named}`,
       onclick: async () => { if (await moveBy({ path, named, deadline: phase.deadline })) await poller.now(); },
       ...pressAttrs(path, specOf('extend').action), // "Sending…" from the tap to the answer: a second tap opens nothing
     }, pressLabel(path, specOf('extend').action));
