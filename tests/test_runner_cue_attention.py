@@ -17,6 +17,7 @@ from chalicelib.events.store import runs, steps
 from tests.support.api import MODERATOR, token
 from tests.support.factory import document
 from tests.support.runner_kit import RULES, RecordingChannel, game_bridge, log_of, schedule, step  # noqa: F401
+from tests.support.together import at_once
 
 ROWAN = token("gm", sub="Rowan")
 
@@ -385,6 +386,24 @@ def test_a_timeout_another_tick_acted_on_is_not_acted_on_again(db, clock, cue_ru
     assert db.transaction(lambda tx: steps.time_out(tx, cue, StepStatus.DONE, clock.now(), "assumed done")) is True
     assert db.transaction(lambda tx: steps.time_out(tx, cue, StepStatus.DONE, clock.now(), "assumed done")) is False
     assert db.transaction(lambda tx: steps.drop_timeout(tx, cue, clock.now())) is False
+
+
+def test_two_ticks_that_read_the_same_moment_act_on_it_together_and_one_escalates_once_and_one_times_out_once(
+        db, db_params, clock, cue_runner):
+    """Two ticks that read one parked cue's escalation (and another cue's timeout) act on it together, on connections
+    of their own, five times each: one claims the try, posts once and writes one row, or times the cue out; the
+    other does nothing."""
+    for _ in range(5):
+        run, cue = _parked_with(db, clock, cue_runner, escalate_after_seconds=60)
+        _, timed = _parked_with(db, clock, cue_runner, timeout_seconds=60, on_timeout="confirm")
+        clock.advance(60)
+        channel = RecordingChannel("escalation")
+        tried = at_once(db_params, *[lambda own: _attender(own, clock, channel).escalate(cue)] * 2)
+        assert sorted(tried) == [(False, False), (True, False)]
+        assert [n.kind for n in channel.notices] == ["escalation"] and len(_kinds(db, run.id, "step.escalated")) == 1
+        timed_out = at_once(db_params, *[lambda own: own.transaction(lambda tx: steps.time_out(
+            tx, timed, StepStatus.DONE, clock.now(), "assumed done"))] * 2)
+        assert sorted(timed_out) == [False, True] and _step(db, timed.run_id).status is StepStatus.DONE
 
 
 def test_a_timeout_is_not_acted_on_before_its_moment_or_on_a_paused_run(db, clock, cue_runner, api):
