@@ -41,6 +41,8 @@ def test_a_press_while_offline_is_shown_pending_sent_once_and_its_success_stays(
         press(browser, "confirm", step_id, text="first press")
         button = eventually(lambda: (b := _confirm_button(browser, step_id)).text == "Sending…" and b, "the pending press's button")
         assert not button.is_enabled() and button.get_attribute("aria-busy") == "true"
+        said = button.accessible_name  # what a screen reader says of it, not only what shows (aria-busy is rarely said)
+        assert said == f"Sending… Confirm, Run {run_id} · Phase 1 · step 1 (Light the bonfire)", said
         line = eventually(lambda: "does not answer" in (t := text_of(browser, "#freshness-line")) and t,
                           "the freshness line saying it retries", timeout=15)
         assert "Live: updating" not in line, line

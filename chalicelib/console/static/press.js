@@ -59,9 +59,14 @@ export const pressPath = (runId, name, stepId = null) => (stepId == null ? `/run
 export const onItsWay = (path) => sending.has(path);
 
 // A control's button's attributes beyond its own: its path and, while a press of it is on its way, disabled.
-export function pressAttrs(path, label) {
+// `named`: its accessible name, when its label alone does not say what it acts on ("Confirm, Run 6 · Phase 1 · step
+// 2 (…)"); "Sending… " goes in front of it while the press is on its way, as on the button (aria-busy is rarely said).
+export function pressAttrs(path, label, named = null) {
   const on = sending.has(path);
-  return { 'data-press': path, 'data-label': label, disabled: on, 'aria-busy': on ? 'true' : null, 'data-sending': on };
+  return {
+    'data-press': path, 'data-label': label, disabled: on, 'aria-busy': on ? 'true' : null, 'data-sending': on,
+    'data-named': named, 'aria-label': named && (on ? `${SENDING} ${named}` : named),
+  };
 }
 
 // Its label, or "Sending…" while a press of it is on its way.
@@ -91,6 +96,7 @@ function markSending(path, on) {
     button.toggleAttribute('data-sending', on);
     if (on) button.setAttribute('aria-busy', 'true'); else button.removeAttribute('aria-busy');
     button.textContent = on ? SENDING : (button.dataset.label || button.textContent);
+    if (button.dataset.named) button.setAttribute('aria-label', on ? `${SENDING} ${button.dataset.named}` : button.dataset.named);
   }
 }
 

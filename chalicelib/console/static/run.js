@@ -78,13 +78,12 @@ export function runView(main, ctx, runIdText) {
     if (choices.length) {
       return choices.map((choice) => el('button', {
         type: 'button', class: spec.tone, 'data-control': name, 'data-step': step.id, 'data-choice': choice.value,
-        'aria-label': `${spec.action} ${stepName(step)}: ${choice.label}`, onclick: () => act(name, step, choice),
-        ...pressAttrs(path, choice.label),
+        onclick: () => act(name, step, choice), ...pressAttrs(path, choice.label, `${spec.action} ${stepName(step)}: ${choice.label}`),
       }, pressLabel(path, choice.label)));
     }
     return el('button', {
-      type: 'button', class: spec.tone, 'aria-label': step ? `${label}, ${stepName(step)}` : null,
-      'data-control': name, 'data-step': step ? step.id : null, onclick: () => act(name, step), ...pressAttrs(path, label),
+      type: 'button', class: spec.tone, 'data-control': name, 'data-step': step ? step.id : null, onclick: () => act(name, step),
+      ...pressAttrs(path, label, step ? `${label}, ${stepName(step)}` : null),
     }, pressLabel(path, label));
   }
 
@@ -175,9 +174,10 @@ export function runView(main, ctx, runIdText) {
     const named = phaseNamed(phase.number, phase);
     const path = `/runs/${runId}/phases/${phase.number}/extend`;
     return el('button', {
-      type: 'button', class: 'small', 'data-control': 'extend', 'data-phase': phase.number, 'aria-label': `${specOf('extend').action}, ${named}`,
+      type: 'button', class: 'small', 'data-control': 'extend', 'data-phase': phase.number,
       onclick: async () => { if (await moveBy({ path, named, deadline: phase.deadline })) await poller.now(); },
-      ...pressAttrs(path, specOf('extend').action), // "Sending…" from the tap to the answer: a second tap opens nothing
+      // "Sending…" from the tap to the answer: a second tap opens nothing
+      ...pressAttrs(path, specOf('extend').action, `${specOf('extend').action}, ${named}`),
     }, pressLabel(path, specOf('extend').action));
   }
 

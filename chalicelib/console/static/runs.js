@@ -192,8 +192,8 @@ export function runsView(main, ctx, queryText = '') {
         return el('button', {
           type: 'button', class: tone, 'data-control': control.name, 'data-run': row.id,
           // The story names the step the button acts on ("… step 2 (light the bonfire) …"): read with the button.
-          'aria-label': `${action}: run ${row.id}`, 'aria-describedby': `story-${row.id}`,
-          onclick: () => pressFromRow(row, control), ...pressAttrs(path, action),
+          'aria-describedby': `story-${row.id}`, onclick: () => pressFromRow(row, control),
+          ...pressAttrs(path, action, `${action}: run ${row.id}`),
         }, pressLabel(path, action));
       }))));
   }
