@@ -8,7 +8,8 @@ log row (`run.postponed`, `run.upgraded`, `run.deadline_moved`, `step.timeout_mo
 in the same transaction, under the run's lock that `protocol.within` took first. A statement that matched
 nothing is refused in the words of the rows: a status or a time that is not there a 409, a new time not
 later than now a 400. Each wakes its run now, or at its new time (a postponed run), and a sleeping
-deployment after its commit (its declaration's `wakes`), so a wake time is never late.
+deployment after its commit (its declaration's `wakes`), so a wake time is never late; an upgrade leaves the
+run's wake time, its time, as it was, and wakes nothing.
 
 A skipped occurrence (`calendar.skip`) changes a plan too, but is no command: only the control its log row
 names is kept here (`SKIP_OCCURRENCE`), beside the commands' names.
