@@ -69,9 +69,10 @@ def _wider(browser, page: str) -> list[str]:
     return [f"{page}: {px} px wider than the phone{' in a table' if i else ''}" for i, px in enumerate(overflow) if px > 0]
 
 
-def _runs_of_every_name_length(api_client) -> list[int]:
-    """Tomorrow's runs of definitions whose names grow a letter at a time, cancelled: one of them puts its "run N"
-    link at a calendar line's end at 400 px, whatever the ids (a link broken there read as "run" and "2073")."""
+def _runs_of_every_name_length(api_client) -> tuple[list[int], str]:
+    """Tomorrow's runs of definitions whose names grow a letter at a time, and the calendar's `?month=` of their
+    day (the viewer's zone, the machine's): one of them puts its "run N" link at a calendar line's end at 400 px,
+    whatever the ids (a link broken there read as "run" and "2073")."""
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
     made = []
     for letters in range(1, 31):
@@ -80,11 +81,13 @@ def _runs_of_every_name_length(api_client) -> list[int]:
             {"name": "walk", "steps": [{"action": "core.announce", "params": {"message": "Go"}}]}]})["definition"]["id"]
         at = (tomorrow + timedelta(minutes=letters)).strftime("%Y-%m-%dT%H:%M:%SZ")
         made.append(api_client.call("POST", f"/definitions/{definition_id}/runs", {"scheduled_for": at})["run"]["id"])
-    return made
+    day = tomorrow.astimezone()
+    return made, f"{day.year}-{day.month:02d}"
 
 
 def test_no_label_overlaps_its_neighbour_at_400_px_and_the_first_run_is_on_the_first_screen(browser, server, api_client):
-    for run_id in _runs_of_every_name_length(api_client):
+    filling, month = _runs_of_every_name_length(api_client)
+    for run_id in filling:
         api_client.call("POST", f"/runs/{run_id}/cancel", {"reason": "they only fill the calendar"})
     document = {"name": f"Phone garden {uuid.uuid4().hex[:6]}", "grace_seconds": 300, "schedule": {"cron": "0 20 * * 5"},
                 "phases": [{"name": "garden", "steps": [{"action": "core.cue", "params": {"instruction": "Count the crows"}}]}]}
@@ -116,8 +119,8 @@ def test_no_label_overlaps_its_neighbour_at_400_px_and_the_first_run_is_on_the_f
         eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-path='grace_seconds'] input"), "the editor")
         eventually(lambda: text_of(browser, "#timeline-length"), "the timeline")
         found += _overlaps(browser, "the editor") + _wider(browser, "the editor")
-        browser.get(f"{server.console_url}#/calendar")
-        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "table.calendar"), "the calendar")
+        browser.get(f"{server.console_url}#/calendar?month={month}")
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"li[data-run='{filling[-1]}']"), "the calendar")
         screenshot(browser, "phone-calendar")
         found += _overlaps(browser, "the calendar") + _wider(browser, "the calendar")
 
