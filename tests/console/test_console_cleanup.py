@@ -41,6 +41,8 @@ def test_cancel_with_cleanup_from_the_page_shows_the_plan_the_progress_and_a_ret
     plan = [li.get_attribute("data-plan") for li in browser.find_elements(By.CSS_SELECTOR, "[data-plan]")]
     assert plan == ["npc crow-2", "npc crow-1"], plan  # newest first; the chalk mark has no revert
     assert browser.find_element(By.ID, "ask-cleanup").is_selected()
+    # The dialog's Cancel is drawn as the button that opened it: danger, not a harmless go-ahead's blue.
+    assert browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").get_attribute("class") == "danger"
     screenshot(browser, "cancel-with-cleanup")
     browser.find_element(By.ID, "ask-text").send_keys("storm coming")
     browser.find_element(By.CSS_SELECTOR, "[data-ask='go']").click()

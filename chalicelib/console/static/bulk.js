@@ -38,7 +38,7 @@ export async function bulkAct(name, ids) {
   const text = await ask({
     title: `${forRuns(label, ids.length)}?`,
     label: field ? `${capitalised(field)} (optional), the same for each` : null,
-    action: forRuns(label, ids.length), what,
+    action: forRuns(label, ids.length), what, tone: declared?.tone,
   });
   if (text === null) return false;
   await pressBulk(name, { ids }, ids.length, field && text ? { [field]: text } : {});

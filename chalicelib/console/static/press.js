@@ -265,7 +265,7 @@ export function presser(page) {
       const about = step ? ` (${stepName(step)}${words ? `: ${words}` : ''})` : phase ? ` (${phase.named})` : what ? '' : ` (${runNamed()})`;
       const text = await ask({
         title: `${spec.title || `${spec.action}?`}${about}`, label: spec.field ? spec.label : null, action: spec.action, what,
-        required: spec.required,
+        required: spec.required, tone: spec.tone,
         extra: radios.length ? [el('fieldset', { id: 'ask-choices' }, el('legend', {}, 'The answer'),
           radios.map((radio, i) => el('label', { class: 'choice', for: radio.id }, radio, offeredChoices[i].label)))] : null,
       });

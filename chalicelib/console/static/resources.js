@@ -162,7 +162,7 @@ export function ledgerSection(runId) {
 // them listed newest first. The dialog opens at once; the plan fills in when it comes. Without a plan (its
 // read failed) the dialog says so and still offers the cleanup, unchecked: the API decides whether there is
 // anything to revert. Resolves to the body to send, or null when the person goes back.
-export function askCancel(runId, { title, label = 'Reason (optional)', action, field = 'reason', option = 'cleanup', what = null }) {
+export function askCancel(runId, { title, label = 'Reason (optional)', action, field = 'reason', option = 'cleanup', what = null, tone = null }) {
   const text = el('textarea', { id: 'ask-text', rows: '3', maxlength: '500' });
   const cleanup = el('div', { id: 'ask-cleanup-choice' });
   let box = null;
@@ -206,5 +206,5 @@ export function askCancel(runId, { title, label = 'Reason (optional)', action, f
         `The cleanup plan could not be read (${failureWords(error)}), so what a cleanup would revert is not shown.`),
       choice(false, 'Clean up what this run left anyway (a run that left nothing is cancelled as without)'));
   });
-  return modal({ title, action, parts, answer, focused: text, opened: fillPlan });
+  return modal({ title, action, parts, answer, focused: text, opened: fillPlan, tone });
 }

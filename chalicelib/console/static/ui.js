@@ -265,8 +265,8 @@ export function focusBack() {
 // dialog is gone either way; one is open at a time (a second asked meanwhile resolves to null at once). Focus
 // starts on `focused` (default: the action's button); `opened(dialog)` runs once it shows (a part filled later
 // checks `dialog.open` first: the person may have gone).
-/** @param {{title: string, action: string, parts: any[], answer: () => any, focused?: HTMLElement | null, opened?: ((dialog: HTMLDialogElement) => void) | null}} question */
-export function modal({ title, action, parts, answer, focused = null, opened = null }) {
+/** @param {{title: string, action: string, parts: any[], answer: () => any, focused?: HTMLElement | null, opened?: ((dialog: HTMLDialogElement) => void) | null, tone?: string | null}} question */
+export function modal({ title, action, parts, answer, focused = null, opened = null, tone = null }) {
   return new Promise((resolve) => {
     // One question at a time: a second (a double tap that got past its button) is not stacked on the first.
     if (document.querySelector('dialog.ask[open]')) {
@@ -283,7 +283,8 @@ export function modal({ title, action, parts, answer, focused = null, opened = n
       // replaced by a redraw behind the dialog, leaves it on the page. Once the press has let go of its button:
       setTimeout(giveBack, 0);
     };
-    const go = el('button', { type: 'submit', class: 'primary', 'data-ask': 'go' }, action);
+    // Drawn as the button that opened it: a cancel's in the danger colour, not the blue of a harmless go-ahead.
+    const go = el('button', { type: 'submit', class: tone === 'danger' ? 'danger' : 'primary', 'data-ask': 'go' }, action);
     dialog.append(el('form', { method: 'dialog', onsubmit: (event) => { event.preventDefault(); close(answer()); } },
       el('h2', { id: 'ask-title' }, title),
       parts,
@@ -354,12 +355,12 @@ export function takeUnsent() {
 // Without a `label` it only asks to confirm (no text box), and resolves to '' when confirmed. `what`: a line
 // under the question saying what the action will do (or the nodes that say it: a list of what it skips);
 // `required`: the text may not be left empty; `extra`: nodes shown below the text (what the action acts on, a
-// choice the caller reads once the dialog resolves).
-/** @param {{title: string, action: string, label?: string | null, what?: string | Node[] | null, required?: boolean, extra?: Node[] | null}} question */
-export function ask({ title, label = null, action, what = null, required = false, extra = null }) {
+// choice the caller reads once the dialog resolves); `tone`: the control's (a danger one's go-ahead drawn so).
+/** @param {{title: string, action: string, label?: string | null, what?: string | Node[] | null, required?: boolean, extra?: Node[] | null, tone?: string | null}} question */
+export function ask({ title, label = null, action, what = null, required = false, extra = null, tone = null }) {
   const input = label ? el('textarea', { id: 'ask-text', rows: '3', maxlength: '500', required }) : null;
   return modal({
-    title, action, focused: input, answer: () => (input ? input.value.trim() : ''),
+    title, action, focused: input, tone, answer: () => (input ? input.value.trim() : ''),
     parts: [
       what && el('div', { id: 'ask-what' }, typeof what === 'string' ? el('p', {}, what) : what),
       input && [el('label', { for: 'ask-text' }, label), input],
