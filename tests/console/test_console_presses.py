@@ -50,6 +50,14 @@ def test_resume_over_another_persons_reasoned_pause_shows_the_reason_and_takes_a
     cue_banner(browser)
     api_client.call("POST", f"/runs/{run_id}/pause", {"reason": "boss bugged"}, ADMIN)
     wait_for_status(browser, "paused")
+    # From the inbox's row first: the same words, read from the run's waiting (the row's dialog named no pause).
+    browser.get(f"{server.console_url}#/runs")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f"#inbox tr[data-inbox='{run_id}'] [data-control='resume']"),
+               "the paused run's row")[0].click()
+    said = eventually(lambda: text_of(browser, "#ask-pause-reason"), "the pause's reason in the row's resume dialog")
+    assert said.startswith("root-admin paused it ") and said.endswith(" ago: “boss bugged”. Resume over it?"), said
+    browser.find_element(By.CSS_SELECTOR, "dialog[open] [data-ask='back']").click()
+    open_run(browser, server.url, run_id)
     press(browser, "resume")
     eventually(lambda: browser.find_elements(By.ID, "ask-pause-reason"), "the pause's reason in the resume dialog")
     said = text_of(browser, "#ask-pause-reason")

@@ -25,6 +25,13 @@ export function lastMove(entries, status) {
   return null;
 }
 
+// Asked before a Resume: someone else's reasoned pause (`move`: who, why and when, as lastMove reads it from the
+// log or a paused run's waiting has it), for the person resuming over it to answer; null for their own or none.
+export function pausedOver(move, sub) {
+  return move?.by && move.by !== sub && move.why
+    ? el('p', { id: 'ask-pause-reason' }, `${move.by} paused it `, since(move.at), ` ago: “${move.why}”. Resume over it?`) : null;
+}
+
 // ", until 20:15 (times out in 4 min)" for a wait with a time limit; nothing without one.
 export function until(iso) {
   return iso ? [', until ', clock(iso), ' (times out in ', inFuture(iso), ')'] : [];

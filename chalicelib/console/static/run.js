@@ -8,7 +8,7 @@
 // the game's signal says so, and staff may send that signal from the page (POST /runs/{id}/signals/{name}).
 
 import { asApiError, get, getRun, pendingRetry } from './api.js';
-import { banners, holderNamed, lastMove } from './banners.js';
+import { banners, holderNamed, lastMove, pausedOver } from './banners.js';
 import { logView } from './log.js';
 import { namer, stepName } from './names.js';
 import { Poller, freshness } from './poll.js';
@@ -17,7 +17,7 @@ import { effectWords, phaseNamed } from './phases.js';
 import { moveBy, postpone } from './plans.js';
 import { phaseSections, progress, stepErrs, stepHistory } from './steps.js';
 import {
-  ask, badge, controlOf, el, focus, heading, isLive, isOpenStep, isTerminalRun, keepPlace, labelOf, liveFrom, notice, pageTitle, parkOf, rehearsalMark, say, sayState, since, waitOf, when,
+  ask, badge, controlOf, el, focus, heading, isLive, isOpenStep, isTerminalRun, keepPlace, labelOf, liveFrom, notice, pageTitle, parkOf, rehearsalMark, say, sayState, waitOf, when,
 } from './ui.js';
 import { ledgerSection } from './resources.js';
 
@@ -162,8 +162,7 @@ export function runView(main, ctx, runIdText) {
     const move = lastMove(entries, detail.run.status);
     const failed = detail.steps.filter((s) => offered(s).includes('retry'));
     return [
-      move?.by && move.by !== session.sub && move.why
-        ? el('p', { id: 'ask-pause-reason' }, `${move.by} paused it `, since(move.at), ` ago: “${move.why}”. Resume over it?`) : null,
+      pausedOver(move, session.sub),
       failed.length ? el('p', {}, `The run goes on from the step after the failed one; ${failed.map(stepName).join(', ')} stays failed.`) : null,
     ].filter(Boolean);
   }

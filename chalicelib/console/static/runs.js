@@ -7,7 +7,7 @@
 // the reading position stay put. Runs selected on it are paused, resumed or cancelled together (bulk.js).
 
 import { asApiError, get, getRun, pendingRetry } from './api.js';
-import { escalatedWords, until } from './banners.js';
+import { escalatedWords, pausedOver, until } from './banners.js';
 import { bulkBar, scheduledWindow } from './bulk.js';
 import { postponeAction } from './plans.js';
 import { Poller, freshness } from './poll.js';
@@ -168,6 +168,12 @@ export function runsView(main, ctx, queryText = '') {
       }
       const { act } = presser({
         runId: row.id, detail: () => detail, session: ctx.session(), refresh: () => poller.now(), landing: inboxHeading, fromRow: true,
+        // Resume over someone else's reasoned pause says it, as on the run's page (its waiting has who, why, since).
+        explain: (name) => {
+          const over = name === 'resume' && detail.waiting?.paused_by
+            ? pausedOver({ by: detail.waiting.paused_by, why: detail.waiting.reason, at: detail.waiting.since }, ctx.session().sub) : null;
+          return over ? [over] : null;
+        },
         offered: (s) => (s ? detail.controls.steps[String(s.id)] || [] : detail.controls.run),
         runNamed: () => `run ${row.id} (${names.get(String(row.definition_id)) || `definition ${row.definition_id}`})`,
       });
